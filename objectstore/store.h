@@ -1,0 +1,73 @@
+/* objectstore/store.h - the per-node shared-memory object store.
+ *
+ * Owned by the node daemon, single-threaded (called from its event loop only).
+ * Objects live in one memfd segment that every process on the node maps; this
+ * module keeps all metadata out of the segment so a client can scribble on its
+ * own object but never corrupt the store.  It never blocks on another process
+ * and never spins: a full segment with nothing evictable is RD_ESTORE_FULL. */
+#ifndef RD_OBJECTSTORE_STORE_H
+#define RD_OBJECTSTORE_STORE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+typedef struct rd_store rd_store;
+
+typedef struct rd_store_config {
+  uint64_t capacity;       /* segment size in bytes (rounded up to pages) */
+  const char *spill_dir;   /* directory for spilled objects; NULL = no spilling */
+  int prefault;            /* 1: populate the segment's pages in a background thread */
+} rd_store_config;
+
+typedef struct rd_store_stats {
+  uint64_t capacity;
+  uint64_t used;           /* bytes allocated to objects in the segment */
+  uint64_t largest_free;   /* largest allocation that would succeed now */
+  uint64_t num_objects;    /* objects known (in memory or spilled) */
+  uint64_t num_in_memory;
+  uint64_t num_spilled;
+  uint64_t bytes_spilled;  /* currently on disk */
+  uint64_t spill_count;    /* total spills since open */
+  uint64_t restore_count;  /* total restores since open */
+  uint64_t evict_count;    /* total objects moved out of memory */
+} rd_store_stats;
+
+/* Create the segment (memfd, owner-only) and empty tables.  *out owned by caller,
+ * released with rd_store_close(). */
+int rd_store_open(rd_store **out, const rd_store_config *cfg);
+/* Free everything, unmap and close the segment, remove this store's spill files. */
+void rd_store_close(rd_store *s);
+
+int rd_store_fd(const rd_store *s);            /* the memfd, to pass to clients */
+uint64_t rd_store_capacity(const rd_store *s);
+uint8_t *rd_store_base(const rd_store *s);     /* daemon's own mapping */
+
+/* Allocate `size` bytes for a new unsealed object `id`, created by client `owner`
+ * (an opaque number; see rd_store_abort_client).  Makes room by spilling
+ * least-recently-used unpinned sealed objects when needed.  The new object holds
+ * one pin for its creator.  Errors: RD_EEXIST, RD_E2BIG (larger than the
+ * segment), RD_ESTORE_FULL (nothing more can be evicted), RD_ENOSPC / RD_EIO
+ * (spilling failed).  size 0 is allowed. */
+int rd_store_create(rd_store *s, uint64_t id, uint64_t size, uint32_t owner,
+                    uint64_t *offset_out);
+/* Make `id` immutable and visible to get.  RD_ENOENT, RD_ESTATE if sealed. */
+int rd_store_seal(rd_store *s, uint64_t id);
+/* Pin a sealed object and return where it is.  A spilled object is restored
+ * first (which can itself spill others).  RD_ENOENT unknown; RD_EAGAIN exists but
+ * not sealed yet (the caller waits for the seal); restore errors as create. */
+int rd_store_get(rd_store *s, uint64_t id, uint64_t *offset_out, uint64_t *size_out);
+/* Drop one pin taken by create or get.  RD_ENOENT, RD_ESTATE if not pinned. */
+int rd_store_release(rd_store *s, uint64_t id);
+/* The object is no longer referenced: free it now, or when its last pin is
+ * released.  RD_ENOENT if unknown. */
+int rd_store_delete(rd_store *s, uint64_t id);
+/* Does the store hold a sealed copy (in memory or spilled)? */
+int rd_store_contains(const rd_store *s, uint64_t id);
+/* Client `owner` is gone: delete its unsealed objects and drop the pins it
+ * holds.  `pins` lists (id) pins the caller tracked for that client; the store
+ * itself tracks unsealed objects by owner. */
+void rd_store_abort_client(rd_store *s, uint32_t owner);
+
+void rd_store_get_stats(const rd_store *s, rd_store_stats *out);
+
+#endif

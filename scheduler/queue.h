@@ -1,0 +1,47 @@
+/* scheduler/queue.h - the local scheduler's queue of waiting lease requests.
+ *
+ * Mechanism only: it orders requests (higher priority first, FIFO within a
+ * priority) and, given a ledger and a predicate "is a worker free for this",
+ * pops the requests that can be granted now.  Policy (which node) lives
+ * elsewhere.  Not thread-safe; no allocation per operation beyond the node the
+ * caller embeds. */
+#ifndef RD_SCHEDULER_QUEUE_H
+#define RD_SCHEDULER_QUEUE_H
+
+#include <stdint.h>
+#include "resources.h"
+
+typedef struct rd_sched_item {
+  /* set by the caller */
+  rd_resources req;
+  int32_t priority;          /* larger runs first */
+  void *data;                /* caller's request */
+  /* private */
+  uint64_t seq;
+  struct rd_sched_item *prev, *next;
+} rd_sched_item;
+
+typedef struct rd_sched_queue {
+  rd_sched_item *head, *tail;   /* sorted: priority desc, seq asc */
+  uint64_t next_seq;
+  uint64_t len;
+} rd_sched_queue;
+
+void rd_sched_queue_init(rd_sched_queue *q);
+void rd_sched_queue_push(rd_sched_queue *q, rd_sched_item *it);
+void rd_sched_queue_remove(rd_sched_queue *q, rd_sched_item *it);
+
+/* Walk the queue in order; for each item whose request fits the ledger now
+ * and for which can_run(item, ctx) is non-zero, acquire the resources into
+ * *grant, remove it from the queue and call granted(item, grant, ctx).  A
+ * lower-priority item may be granted when a higher one does not fit (backfill)
+ * only if it asks for no GPU, CPU and memory the higher one is waiting for
+ * (so large requests are not starved by a stream of small ones).
+ * Returns the number granted. */
+typedef int (*rd_sched_can_run_fn)(rd_sched_item *it, void *ctx);
+typedef void (*rd_sched_granted_fn)(rd_sched_item *it, const rd_res_grant *g, void *ctx);
+int rd_sched_queue_dispatch(rd_sched_queue *q, rd_res_ledger *l,
+                            rd_sched_can_run_fn can_run,
+                            rd_sched_granted_fn granted, void *ctx);
+
+#endif
