@@ -28,4 +28,9 @@ int rd_alloc_alloc(rd_alloc *a, uint64_t size, uint64_t *offset_out);
 int rd_alloc_free(rd_alloc *a, uint64_t offset);
 void rd_alloc_get_stats(const rd_alloc *a, rd_alloc_stats *out);
 
+/* Internal, for tests: walk every structure and verify its invariants
+ * (extents partition the range, no two free neighbours, red-black properties,
+ * counters).  Returns 0 if consistent, -1 otherwise.  O(n). */
+int rd__alloc_check(const rd_alloc *a);
+
 #endif

@@ -1,0 +1,1 @@
+/* objectstore/store.c - placeholder until the store lands. */

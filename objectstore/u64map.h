@@ -1,0 +1,130 @@
+/* objectstore/u64map.h - a small open-addressing hash map from uint64 to pointer.
+ *
+ * Shared by the allocator (live extents by offset) and the store (objects by
+ * id).  Linear probing with backward-shift deletion, so there are no tombstones
+ * and lookups stay short; it only grows, and only when rd__u64map_reserve() is
+ * asked for room, so put and del never allocate.  Values must not be NULL. */
+#ifndef RD_OBJECTSTORE_U64MAP_H
+#define RD_OBJECTSTORE_U64MAP_H
+
+#include <assert.h>
+#include <stdint.h>
+#include <stdlib.h>
+
+typedef struct rd__u64slot {
+  uint64_t key;
+  void *val; /* NULL = empty slot */
+} rd__u64slot;
+
+typedef struct rd__u64map {
+  rd__u64slot *slots;
+  uint64_t mask;  /* number of slots - 1 (a power of two minus one) */
+  uint64_t count;
+} rd__u64map;
+
+static inline uint64_t rd__u64map_hash(uint64_t x) {
+  /* splitmix64 finalizer: ids and offsets are often sequential or aligned. */
+  x ^= x >> 30;
+  x *= 0xbf58476d1ce4e5b9ULL;
+  x ^= x >> 27;
+  x *= 0x94d049bb133111ebULL;
+  x ^= x >> 31;
+  return x;
+}
+
+/* nslots must be a power of two.  Returns 0 or -1 (out of memory). */
+static inline int rd__u64map_init(rd__u64map *m, uint64_t nslots) {
+  assert(nslots >= 2 && (nslots & (nslots - 1)) == 0);
+  m->slots = (rd__u64slot *)calloc(nslots, sizeof(*m->slots));
+  if (m->slots == NULL)
+    return -1;
+  m->mask = nslots - 1;
+  m->count = 0;
+  return 0;
+}
+
+static inline void rd__u64map_free(rd__u64map *m) {
+  free(m->slots);
+  m->slots = NULL;
+  m->mask = 0;
+  m->count = 0;
+}
+
+static inline void *rd__u64map_get(const rd__u64map *m, uint64_t key) {
+  uint64_t i = rd__u64map_hash(key) & m->mask;
+  while (m->slots[i].val != NULL) {
+    if (m->slots[i].key == key)
+      return m->slots[i].val;
+    i = (i + 1) & m->mask;
+  }
+  return NULL;
+}
+
+static inline void rd__u64map_insert_slot(rd__u64slot *slots, uint64_t mask,
+                                          uint64_t key, void *val) {
+  uint64_t i = rd__u64map_hash(key) & mask;
+  while (slots[i].val != NULL)
+    i = (i + 1) & mask;
+  slots[i].key = key;
+  slots[i].val = val;
+}
+
+/* Make room for `n` entries in total at a load factor of at most 1/2.
+ * Returns 0 or -1 (out of memory; the map is unchanged). */
+static inline int rd__u64map_reserve(rd__u64map *m, uint64_t n) {
+  uint64_t nslots = m->mask + 1;
+  if (n <= nslots / 2)
+    return 0;
+  while (n > nslots / 2) {
+    if (nslots > (UINT64_MAX >> 2))
+      return -1;
+    nslots *= 2;
+  }
+  rd__u64slot *slots = (rd__u64slot *)calloc(nslots, sizeof(*slots));
+  if (slots == NULL)
+    return -1;
+  for (uint64_t i = 0; i <= m->mask; i++)
+    if (m->slots[i].val != NULL)
+      rd__u64map_insert_slot(slots, nslots - 1, m->slots[i].key, m->slots[i].val);
+  free(m->slots);
+  m->slots = slots;
+  m->mask = nslots - 1;
+  return 0;
+}
+
+/* `key` must be absent and room reserved for it. */
+static inline void rd__u64map_put(rd__u64map *m, uint64_t key, void *val) {
+  assert(val != NULL);
+  assert(m->count + 1 <= (m->mask + 1) / 2);
+  rd__u64map_insert_slot(m->slots, m->mask, key, val);
+  m->count++;
+}
+
+/* Remove `key` if present; returns its value or NULL. */
+static inline void *rd__u64map_del(rd__u64map *m, uint64_t key) {
+  uint64_t i = rd__u64map_hash(key) & m->mask;
+  while (m->slots[i].val != NULL && m->slots[i].key != key)
+    i = (i + 1) & m->mask;
+  void *val = m->slots[i].val;
+  if (val == NULL)
+    return NULL;
+  /* Backward shift: pull later members of the probe run into the hole when
+   * their home slot does not lie cyclically in (hole, j]. */
+  uint64_t j = i;
+  for (;;) {
+    j = (j + 1) & m->mask;
+    if (m->slots[j].val == NULL)
+      break;
+    uint64_t k = rd__u64map_hash(m->slots[j].key) & m->mask;
+    int home_between = (i <= j) ? (i < k && k <= j) : (i < k || k <= j);
+    if (!home_between) {
+      m->slots[i] = m->slots[j];
+      i = j;
+    }
+  }
+  m->slots[i].val = NULL;
+  m->count--;
+  return val;
+}
+
+#endif
