@@ -28,7 +28,12 @@ typedef struct rd_sched_queue {
 } rd_sched_queue;
 
 void rd_sched_queue_init(rd_sched_queue *q);
+/* Insert it after every item of equal or higher priority.  The caller owns
+ * it and keeps it alive until it is removed or handed to granted.  Callers
+ * check rd_res_feasible first: an infeasible item is never granted. */
 void rd_sched_queue_push(rd_sched_queue *q, rd_sched_item *it);
+/* Unlink it.  Removing an item that was already removed (or granted) is a
+ * no-op. */
 void rd_sched_queue_remove(rd_sched_queue *q, rd_sched_item *it);
 
 /* Walk the queue in order; for each item whose request fits the ledger now
@@ -37,6 +42,14 @@ void rd_sched_queue_remove(rd_sched_queue *q, rd_sched_item *it);
  * lower-priority item may be granted when a higher one does not fit (backfill)
  * only if it asks for no GPU, CPU and memory the higher one is waiting for
  * (so large requests are not starved by a stream of small ones).
+ * Precisely: when an earlier item gets RD_EAGAIN, the kinds it is short of
+ * (rd_res_kinds_short: cpu, gpu, memory or one custom name) are reserved for
+ * the rest of this walk, and a later item that wants any reserved kind is
+ * skipped.  Items with can_run == 0, invalid or infeasible items are skipped
+ * and reserve nothing.  One pass, so it always ends.
+ * The item is already removed when granted runs, so granted may free or
+ * reuse it; *g is only valid during the call (copy it to release later).
+ * granted must not otherwise push to or remove from q.
  * Returns the number granted. */
 typedef int (*rd_sched_can_run_fn)(rd_sched_item *it, void *ctx);
 typedef void (*rd_sched_granted_fn)(rd_sched_item *it, const rd_res_grant *g, void *ctx);

@@ -15,6 +15,15 @@
 #define RD_RES_MAX_CUSTOM 8
 #define RD_RES_NAME_MAX 32
 #define RD_RES_MAX_GPUS 16
+/* Enough for rd_res_grant_visible_devices with RD_RES_MAX_GPUS ids. */
+#define RD_RES_VISIBLE_DEVICES_MAX 64
+
+/* Resource kinds as bits, for rd_res_kinds_wanted/rd_res_kinds_short.
+ * Custom resource i of a ledger's total is bit RD_RES_KIND_CUSTOM(i). */
+#define RD_RES_KIND_CPU    (1u << 0)
+#define RD_RES_KIND_GPU    (1u << 1)
+#define RD_RES_KIND_MEMORY (1u << 2)
+#define RD_RES_KIND_CUSTOM(i) (1u << (3 + (i)))
 
 typedef struct rd_res_custom {
   char name[RD_RES_NAME_MAX];
@@ -44,25 +53,46 @@ typedef struct rd_res_ledger {
   int64_t gpu_avail[RD_RES_MAX_GPUS];   /* fixed point, each starts at RD_RES_UNIT */
 } rd_res_ledger;
 
-/* Convert a double to fixed point; RD_EINVAL when negative, not finite, or
- * above one and not whole. */
+/* Convert a double to fixed point, rounding to the nearest 1/RD_RES_UNIT;
+ * RD_EINVAL (and *out untouched) when negative, not finite, above one and
+ * not whole, too large for int64 fixed point, or positive but rounding to 0. */
 int rd_res_from_double(double q, int64_t *out);
 double rd_res_to_double(int64_t fixed);
-/* Validate a request (whole above 1 unit, non-negative, names non-empty and
- * unique).  RD_EINVAL with no side effect. */
+/* Validate a request (whole above 1 unit, non-negative, names non-empty,
+ * NUL-terminated within RD_RES_NAME_MAX and unique, ncustom in range).
+ * 0 or RD_EINVAL with no side effect. */
 int rd_res_validate(const rd_resources *r);
-/* Add/find a custom resource in r; RD_ENOMEM when RD_RES_MAX_CUSTOM are in use. */
+/* Add/find a custom resource in r; RD_ENOMEM when RD_RES_MAX_CUSTOM are in use.
+ * set replaces the amount of an existing name; RD_EINVAL for a bad name or an
+ * amount that fails the fixed-point rules.  get returns 0 for an absent name. */
 int rd_res_set_custom(rd_resources *r, const char *name, int64_t amount);
 int64_t rd_res_get_custom(const rd_resources *r, const char *name);
 
+/* total should pass rd_res_validate.  The GPU total is rounded down to whole
+ * GPUs (at most RD_RES_MAX_GPUS) and negative amounts count as 0. */
 void rd_res_ledger_init(rd_res_ledger *l, const rd_resources *total);
-/* Could this request ever fit on an empty node with this ledger's totals? */
+/* Could this request ever fit on an empty node with this ledger's totals?
+ * 1 if so, 0 if not (an invalid request is never feasible).  A custom amount
+ * of 0 asks for nothing, even for a name the node does not have. */
 int rd_res_feasible(const rd_res_ledger *l, const rd_resources *req);
 /* Try to grant now: 0 and *g filled, RD_EAGAIN if it does not fit now,
- * RD_EINFEASIBLE if it never can. */
+ * RD_EINFEASIBLE if it never can, RD_EINVAL if req fails rd_res_validate.
+ * All or nothing: on error neither the ledger nor *g is changed.  The caller
+ * owns *g and hands it back, unchanged, to rd_res_release exactly once. */
 int rd_res_acquire(rd_res_ledger *l, const rd_resources *req, rd_res_grant *g);
+/* Return what g holds.  Aborts on a grant this ledger could not have made
+ * (e.g. released twice), since the ledger would otherwise be corrupt. */
 void rd_res_release(rd_res_ledger *l, const rd_res_grant *g);
-/* "0,1" style CUDA_VISIBLE_DEVICES for a grant; writes "" when no GPU. */
+/* "0,1" style CUDA_VISIBLE_DEVICES for a grant; writes "" when no GPU, and
+ * also "" when the list does not fit in len bytes (never a truncated id).
+ * RD_RES_VISIBLE_DEVICES_MAX bytes always suffice. */
 void rd_res_grant_visible_devices(const rd_res_grant *g, char *buf, int len);
+
+/* RD_RES_KIND_* bits of the kinds req asks a non-zero amount of, custom
+ * names mapped to their index in l->total (names l lacks are left out). */
+uint32_t rd_res_kinds_wanted(const rd_res_ledger *l, const rd_resources *req);
+/* The subset of rd_res_kinds_wanted that l cannot give req right now
+ * (for the GPU: no GPU or set of free GPUs can take the request). */
+uint32_t rd_res_kinds_short(const rd_res_ledger *l, const rd_resources *req);
 
 #endif
