@@ -70,4 +70,10 @@ void rd_store_abort_client(rd_store *s, uint32_t owner);
 
 void rd_store_get_stats(const rd_store *s, rd_store_stats *out);
 
+/* Block until the background prefault thread (cfg->prefault) has finished.
+ * For tests and benchmarks, not for the event loop.  Returns 0, or RD_ENOMEM
+ * if the kernel could not populate the pages (the store still works; pages
+ * are then faulted in on first use). */
+int rd_store_prefault_wait(rd_store *s);
+
 #endif

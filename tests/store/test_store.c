@@ -1,0 +1,470 @@
+/* tests/store/test_store.c - life cycle, sharing, spilling and failure tests
+ * of the object store.
+ *
+ * Data is written through the daemon mapping and read back through a second
+ * mapping of the memfd, in this process and in a forked child, so the test
+ * proves real shared memory; spilling runs against a real directory. */
+
+#define _GNU_SOURCE
+#include <dirent.h>
+#include <signal.h>
+#include <stdint.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "check.h"
+#include "raydist/error.h"
+#include "store.h"
+
+#define KiB (1024ull)
+#define MiB (1024ull * 1024ull)
+
+static char tmp_root[64];
+
+static void fill(uint8_t *p, uint64_t n, uint64_t seed) {
+  for (uint64_t i = 0; i < n; i++)
+    p[i] = (uint8_t)((i * 131 + seed * 7919 + (i >> 9)) & 0xff);
+}
+
+static int same(const uint8_t *p, uint64_t n, uint64_t seed) {
+  for (uint64_t i = 0; i < n; i++)
+    if (p[i] != (uint8_t)((i * 131 + seed * 7919 + (i >> 9)) & 0xff))
+      return 0;
+  return 1;
+}
+
+/* Number of entries in `dir`, and the single subdirectory's path if asked. */
+static int count_entries(const char *dir, char *sub_out, size_t sub_len) {
+  DIR *d = opendir(dir);
+  CHECK(d != NULL);
+  int n = 0;
+  struct dirent *e;
+  while ((e = readdir(d)) != NULL) {
+    if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0)
+      continue;
+    n++;
+    if (sub_out != NULL)
+      snprintf(sub_out, sub_len, "%s/%s", dir, e->d_name);
+  }
+  closedir(d);
+  return n;
+}
+
+static int spill_file_exists(const char *sub, uint64_t id) {
+  char path[600];
+  snprintf(path, sizeof(path), "%s/%016llx", sub, (unsigned long long)id);
+  return access(path, F_OK) == 0;
+}
+
+static void make_spill_dir(char *out, size_t len, const char *name) {
+  snprintf(out, len, "%s/%s", tmp_root, name);
+  CHECK(mkdir(out, 0700) == 0);
+}
+
+static void test_lifecycle(void) {
+  rd_store *s;
+  rd_store_config cfg = {.capacity = 1 * MiB, .spill_dir = NULL, .prefault = 0};
+  rd_store_stats st;
+  uint64_t off, off2, size;
+  CHECK_EQ(rd_store_open(&s, &cfg), 0);
+  CHECK_EQ(rd_store_capacity(s), 1 * MiB);
+  CHECK(rd_store_fd(s) >= 0);
+  uint8_t *base = rd_store_base(s);
+
+  CHECK_EQ(rd_store_create(s, 1, 1000, 7, &off), 0);
+  CHECK_EQ(off % 64, 0);
+  fill(base + off, 1000, 1);
+  CHECK_EQ(rd_store_get(s, 1, &off2, &size), RD_EAGAIN);
+  CHECK_EQ(rd_store_contains(s, 1), 0);
+  CHECK_EQ(rd_store_create(s, 1, 10, 7, &off2), RD_EEXIST);
+  CHECK_EQ(rd_store_create(s, 2, 1 * MiB + 1, 7, &off2), RD_E2BIG);
+  CHECK_EQ(rd_store_seal(s, 1), 0);
+  CHECK_EQ(rd_store_seal(s, 1), RD_ESTATE);
+  CHECK_EQ(rd_store_seal(s, 99), RD_ENOENT);
+  CHECK_EQ(rd_store_contains(s, 1), 1);
+  CHECK_EQ(rd_store_contains(s, 99), 0);
+
+  /* object 2 is written by a forked child through its own mapping */
+  uint64_t off_child;
+  CHECK_EQ(rd_store_create(s, 2, 4096, 8, &off_child), 0);
+
+  /* a second mapping in this process sees the daemon's bytes */
+  uint8_t *m2 = mmap(NULL, rd_store_capacity(s), PROT_READ | PROT_WRITE, MAP_SHARED,
+                     rd_store_fd(s), 0);
+  CHECK(m2 != MAP_FAILED);
+  CHECK(m2 != base);
+  CHECK_EQ(rd_store_get(s, 1, &off2, &size), 0);
+  CHECK_EQ(off2, off);
+  CHECK_EQ(size, 1000);
+  CHECK(same(m2 + off2, size, 1));
+
+  pid_t pid = fork();
+  CHECK(pid >= 0);
+  if (pid == 0) {
+    uint8_t *m3 = mmap(NULL, 1 * MiB, PROT_READ | PROT_WRITE, MAP_SHARED, rd_store_fd(s), 0);
+    if (m3 == MAP_FAILED || !same(m3 + off, 1000, 1))
+      _exit(2);
+    fill(m3 + off_child, 4096, 2);
+    _exit(0);
+  }
+  int status;
+  CHECK(waitpid(pid, &status, 0) == pid);
+  CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+  CHECK(same(base + off_child, 4096, 2));
+  CHECK_EQ(rd_store_seal(s, 2), 0);
+  CHECK_EQ(rd_store_get(s, 2, &off2, &size), 0);
+  CHECK(same(m2 + off2, 4096, 2));
+  munmap(m2, rd_store_capacity(s));
+
+  /* pins: object 1 has the creator's pin and one get */
+  CHECK_EQ(rd_store_release(s, 1), 0);
+  CHECK_EQ(rd_store_release(s, 1), 0);
+  CHECK_EQ(rd_store_release(s, 1), RD_ESTATE);
+  CHECK_EQ(rd_store_release(s, 99), RD_ENOENT);
+  rd_store_get_stats(s, &st);
+  CHECK_EQ(st.num_objects, 2);
+  CHECK_EQ(st.num_in_memory, 2);
+  CHECK_EQ(st.used, 1024 + 4096);
+  CHECK_EQ(rd_store_delete(s, 1), 0);
+  CHECK_EQ(rd_store_get(s, 1, &off2, &size), RD_ENOENT);
+  CHECK_EQ(rd_store_delete(s, 1), RD_ENOENT);
+  CHECK_EQ(rd_store_release(s, 1), RD_ENOENT);
+  CHECK_EQ(rd_store_contains(s, 1), 0);
+  rd_store_get_stats(s, &st);
+  CHECK_EQ(st.num_objects, 1);
+  CHECK_EQ(st.used, 4096);
+
+  /* size 0 objects exist and can be read */
+  CHECK_EQ(rd_store_create(s, 3, 0, 7, &off2), 0);
+  CHECK_EQ(rd_store_seal(s, 3), 0);
+  CHECK_EQ(rd_store_get(s, 3, &off2, &size), 0);
+  CHECK_EQ(size, 0);
+  CHECK_EQ(rd_store_release(s, 3), 0);
+  CHECK_EQ(rd_store_release(s, 3), 0);
+  CHECK_EQ(rd_store_delete(s, 3), 0);
+
+  /* an unsealed object released by its creator can still be sealed */
+  CHECK_EQ(rd_store_create(s, 4, 100, 7, &off2), 0);
+  CHECK_EQ(rd_store_release(s, 4), 0);
+  CHECK_EQ(rd_store_seal(s, 4), 0);
+  CHECK_EQ(rd_store_contains(s, 4), 1);
+  rd_store_close(s);
+
+  /* bad configurations */
+  rd_store_config bad = {.capacity = 0};
+  CHECK_EQ(rd_store_open(&s, &bad), RD_EINVAL);
+  CHECK_EQ(rd_store_open(&s, NULL), RD_EINVAL);
+  rd_store_config odd = {.capacity = 1000};
+  CHECK_EQ(rd_store_open(&s, &odd), 0);
+  CHECK_EQ(rd_store_capacity(s), 4096);
+  rd_store_close(s);
+  rd_store_config nodir = {.capacity = 4096, .spill_dir = "/nonexistent/raydist"};
+  CHECK(rd_store_open(&s, &nodir) < 0);
+}
+
+static void test_delete_pinned(void) {
+  rd_store *s;
+  rd_store_config cfg = {.capacity = 1 * MiB};
+  rd_store_stats st;
+  uint64_t off, off2, size;
+  CHECK_EQ(rd_store_open(&s, &cfg), 0);
+  CHECK_EQ(rd_store_create(s, 10, 64 * KiB, 1, &off), 0);
+  fill(rd_store_base(s) + off, 64 * KiB, 10);
+  CHECK_EQ(rd_store_seal(s, 10), 0);
+  CHECK_EQ(rd_store_release(s, 10), 0);
+  CHECK_EQ(rd_store_get(s, 10, &off2, &size), 0); /* a reader's pin */
+  CHECK_EQ(rd_store_delete(s, 10), 0);
+  CHECK_EQ(rd_store_get(s, 10, &off2, &size), RD_ENOENT);
+  CHECK_EQ(rd_store_contains(s, 10), 0);
+  CHECK_EQ(rd_store_delete(s, 10), RD_ENOENT);
+  rd_store_get_stats(s, &st);
+  CHECK_EQ(st.used, 64 * KiB);  /* still held by the reader */
+  CHECK_EQ(st.num_objects, 0);
+  CHECK(same(rd_store_base(s) + off, 64 * KiB, 10)); /* reader's bytes intact */
+  CHECK_EQ(rd_store_create(s, 10, 1, 1, &off2), RD_EEXIST); /* until the last release */
+  CHECK_EQ(rd_store_release(s, 10), 0);
+  rd_store_get_stats(s, &st);
+  CHECK_EQ(st.used, 0);
+  CHECK_EQ(rd_store_release(s, 10), RD_ENOENT);
+  CHECK_EQ(rd_store_create(s, 10, 1, 1, &off2), 0); /* the id is free again */
+
+  /* delete of an unsealed object held by its creator, then its release */
+  CHECK_EQ(rd_store_create(s, 11, 100, 1, &off2), 0);
+  CHECK_EQ(rd_store_delete(s, 11), 0);
+  CHECK_EQ(rd_store_seal(s, 11), RD_ENOENT);
+  CHECK_EQ(rd_store_release(s, 11), 0);
+  CHECK_EQ(rd_store_release(s, 11), RD_ENOENT);
+  rd_store_close(s);
+}
+
+static void test_abort_client(void) {
+  rd_store *s;
+  rd_store_config cfg = {.capacity = 1 * MiB};
+  rd_store_stats st;
+  uint64_t off, size;
+  CHECK_EQ(rd_store_open(&s, &cfg), 0);
+  CHECK_EQ(rd_store_create(s, 1, 1000, 5, &off), 0); /* unsealed, pinned by 5 */
+  CHECK_EQ(rd_store_create(s, 2, 1000, 5, &off), 0); /* sealed by 5 */
+  CHECK_EQ(rd_store_seal(s, 2), 0);
+  CHECK_EQ(rd_store_create(s, 3, 1000, 6, &off), 0); /* unsealed, another client */
+  CHECK_EQ(rd_store_create(s, 4, 1000, 5, &off), 0); /* unsealed, deleted, pinned */
+  CHECK_EQ(rd_store_delete(s, 4), 0);
+  rd_store_get_stats(s, &st);
+  CHECK_EQ(st.used, 4 * 1024);
+  rd_store_abort_client(s, 5);
+  rd_store_get_stats(s, &st);
+  CHECK_EQ(st.used, 2 * 1024);
+  CHECK_EQ(st.num_objects, 2);
+  CHECK_EQ(rd_store_get(s, 1, &off, &size), RD_ENOENT);
+  CHECK_EQ(rd_store_release(s, 1), RD_ENOENT);
+  CHECK_EQ(rd_store_release(s, 4), RD_ENOENT);
+  CHECK_EQ(rd_store_contains(s, 2), 1);
+  CHECK_EQ(rd_store_get(s, 3, &off, &size), RD_EAGAIN);
+  CHECK_EQ(rd_store_release(s, 2), 0); /* the daemon drops 5's tracked pin */
+  CHECK_EQ(rd_store_create(s, 1, 10, 6, &off), 0);  /* id reusable */
+  rd_store_abort_client(s, 42); /* no objects: nothing happens */
+  rd_store_get_stats(s, &st);
+  CHECK_EQ(st.num_objects, 3);
+  rd_store_close(s);
+}
+
+#define NOBJ 10
+#define OBJ_SIZE (512 * KiB - 13)
+
+static void test_spill(void) {
+  char dir[128], sub[512];
+  make_spill_dir(dir, sizeof(dir), "spill");
+  rd_store *s;
+  rd_store_config cfg = {.capacity = 4 * MiB, .spill_dir = dir};
+  rd_store_stats st;
+  uint64_t off, size;
+  CHECK_EQ(rd_store_open(&s, &cfg), 0);
+  CHECK_EQ(count_entries(dir, sub, sizeof(sub)), 1); /* the per-store subdir */
+  uint8_t *base = rd_store_base(s);
+
+  /* 8 objects of 512 KiB fill the 4 MiB segment exactly */
+  for (uint64_t id = 0; id < 8; id++) {
+    CHECK_EQ(rd_store_create(s, id, OBJ_SIZE, 1, &off), 0);
+    fill(base + off, OBJ_SIZE, id);
+    CHECK_EQ(rd_store_seal(s, id), 0);
+    CHECK_EQ(rd_store_release(s, id), 0);
+  }
+  rd_store_get_stats(s, &st);
+  CHECK_EQ(st.used, 4 * MiB);
+  CHECK_EQ(st.spill_count, 0);
+  /* touching object 0 makes 1 and 2 the least recently used */
+  CHECK_EQ(rd_store_get(s, 0, &off, &size), 0);
+  CHECK_EQ(rd_store_release(s, 0), 0);
+  for (uint64_t id = 8; id < NOBJ; id++) {
+    CHECK_EQ(rd_store_create(s, id, OBJ_SIZE, 1, &off), 0);
+    fill(base + off, OBJ_SIZE, id);
+    CHECK_EQ(rd_store_seal(s, id), 0);
+    CHECK_EQ(rd_store_release(s, id), 0);
+  }
+  rd_store_get_stats(s, &st);
+  CHECK_EQ(st.num_objects, NOBJ);
+  CHECK_EQ(st.num_in_memory, 8);
+  CHECK_EQ(st.num_spilled, 2);
+  CHECK_EQ(st.spill_count, 2);
+  CHECK_EQ(st.evict_count, 2);
+  CHECK_EQ(st.bytes_spilled, 2 * OBJ_SIZE);
+  CHECK_EQ(st.restore_count, 0);
+  CHECK(spill_file_exists(sub, 1));
+  CHECK(spill_file_exists(sub, 2));
+  CHECK(!spill_file_exists(sub, 0));
+  CHECK_EQ(count_entries(sub, NULL, 0), 2);
+  CHECK_EQ(rd_store_contains(s, 1), 1); /* spilled still counts */
+
+  /* get restores byte-exactly (spilling the next LRU object, 3) */
+  CHECK_EQ(rd_store_get(s, 1, &off, &size), 0);
+  CHECK_EQ(size, OBJ_SIZE);
+  CHECK(same(base + off, size, 1));
+  CHECK(!spill_file_exists(sub, 1));
+  CHECK(spill_file_exists(sub, 3));
+  rd_store_get_stats(s, &st);
+  CHECK_EQ(st.restore_count, 1);
+  CHECK_EQ(st.spill_count, 3);
+  CHECK_EQ(st.num_spilled, 2);
+  CHECK_EQ(rd_store_release(s, 1), 0);
+
+  /* every object reads back exactly, whatever moved in between */
+  for (int round = 0; round < 2; round++)
+    for (uint64_t id = 0; id < NOBJ; id++) {
+      CHECK_EQ(rd_store_get(s, id, &off, &size), 0);
+      CHECK(same(base + off, size, id));
+      CHECK_EQ(rd_store_release(s, id), 0);
+    }
+
+  /* everything in memory pinned: nothing evictable */
+  uint64_t pinned[NOBJ];
+  int npinned = 0;
+  rd_store_get_stats(s, &st);
+  uint64_t spills_before = st.spill_count;
+  for (uint64_t id = 0; id < NOBJ; id++)
+    if (!spill_file_exists(sub, id)) {
+      CHECK_EQ(rd_store_get(s, id, &off, &size), 0);
+      pinned[npinned++] = id;
+    }
+  CHECK_EQ(npinned, 8);
+  CHECK_EQ(rd_store_create(s, 100, 1, 1, &off), RD_ESTORE_FULL);
+  uint64_t spilled_id = UINT64_MAX;
+  for (uint64_t id = 0; id < NOBJ; id++)
+    if (spill_file_exists(sub, id))
+      spilled_id = id;
+  CHECK(spilled_id != UINT64_MAX);
+  CHECK_EQ(rd_store_get(s, spilled_id, &off, &size), RD_ESTORE_FULL);
+  rd_store_get_stats(s, &st);
+  CHECK_EQ(st.spill_count, spills_before);
+  /* one unpinned object is not enough room for 1 MiB: refused without spilling */
+  CHECK_EQ(rd_store_release(s, pinned[0]), 0);
+  CHECK_EQ(rd_store_create(s, 100, 1 * MiB, 1, &off), RD_ESTORE_FULL);
+  rd_store_get_stats(s, &st);
+  CHECK_EQ(st.spill_count, spills_before);
+  for (int i = 1; i < npinned; i++)
+    CHECK_EQ(rd_store_release(s, pinned[i]), 0);
+
+  /* delete of a spilled object removes its file */
+  CHECK(spill_file_exists(sub, spilled_id));
+  CHECK_EQ(rd_store_delete(s, spilled_id), 0);
+  CHECK(!spill_file_exists(sub, spilled_id));
+  rd_store_get_stats(s, &st);
+  CHECK_EQ(st.num_spilled, 1);
+  CHECK_EQ(st.bytes_spilled, OBJ_SIZE);
+  CHECK_EQ(st.num_objects, NOBJ - 1);
+
+  /* close removes the remaining spill file and the subdirectory */
+  CHECK_EQ(count_entries(sub, NULL, 0), 1);
+  rd_store_close(s);
+  CHECK_EQ(count_entries(dir, NULL, 0), 0);
+  CHECK(rmdir(dir) == 0);
+}
+
+static void test_no_spill_dir(void) {
+  rd_store *s;
+  rd_store_config cfg = {.capacity = 1 * MiB};
+  uint64_t off;
+  CHECK_EQ(rd_store_open(&s, &cfg), 0);
+  for (uint64_t id = 0; id < 4; id++) {
+    CHECK_EQ(rd_store_create(s, id, 256 * KiB, 1, &off), 0);
+    CHECK_EQ(rd_store_seal(s, id), 0);
+    CHECK_EQ(rd_store_release(s, id), 0);
+  }
+  CHECK_EQ(rd_store_create(s, 9, 1, 1, &off), RD_ESTORE_FULL);
+  rd_store_stats st;
+  rd_store_get_stats(s, &st);
+  CHECK_EQ(st.spill_count, 0);
+  CHECK_EQ(st.num_objects, 4);
+  CHECK_EQ(st.largest_free, 0);
+  rd_store_close(s);
+}
+
+/* Runs in a forked child so that the file size limit does not leak. */
+static int spill_failure_child(const char *dir) {
+  rd_store *s;
+  rd_store_config cfg = {.capacity = 1 * MiB, .spill_dir = dir};
+  uint64_t off, size;
+  char sub[512];
+  /* open first: RLIMIT_FSIZE also limits the memfd's ftruncate */
+  CHECK_EQ(rd_store_open(&s, &cfg), 0);
+  struct rlimit rl;
+  CHECK(getrlimit(RLIMIT_FSIZE, &rl) == 0);
+  struct rlimit low = {.rlim_cur = 64 * KiB, .rlim_max = rl.rlim_max};
+  CHECK(setrlimit(RLIMIT_FSIZE, &low) == 0);
+  signal(SIGXFSZ, SIG_IGN);
+  CHECK_EQ(count_entries(dir, sub, sizeof(sub)), 1);
+  for (uint64_t id = 0; id < 2; id++) {
+    CHECK_EQ(rd_store_create(s, id, 512 * KiB, 1, &off), 0);
+    fill(rd_store_base(s) + off, 512 * KiB, id);
+    CHECK_EQ(rd_store_seal(s, id), 0);
+    CHECK_EQ(rd_store_release(s, id), 0);
+  }
+  CHECK_EQ(rd_store_create(s, 2, 512 * KiB, 1, &off), RD_ENOSPC);
+  rd_store_stats st;
+  rd_store_get_stats(s, &st);
+  CHECK_EQ(st.spill_count, 0);
+  CHECK_EQ(st.num_in_memory, 2);
+  CHECK_EQ(st.num_objects, 2);
+  CHECK_EQ(count_entries(sub, NULL, 0), 0); /* the partial file is gone */
+  for (uint64_t id = 0; id < 2; id++) {
+    CHECK_EQ(rd_store_get(s, id, &off, &size), 0);
+    CHECK(same(rd_store_base(s) + off, size, id));
+    CHECK_EQ(rd_store_release(s, id), 0);
+  }
+  /* with the limit lifted the same create succeeds by spilling */
+  CHECK(setrlimit(RLIMIT_FSIZE, &rl) == 0);
+  CHECK_EQ(rd_store_create(s, 2, 512 * KiB, 1, &off), 0);
+  CHECK_EQ(rd_store_get(s, 0, &off, &size), 0); /* restored by spilling 1 */
+  CHECK(same(rd_store_base(s) + off, size, 0));
+  rd_store_close(s);
+  return 0;
+}
+
+static void test_spill_failure(void) {
+  char dir[128];
+  make_spill_dir(dir, sizeof(dir), "spillfail");
+  pid_t pid = fork();
+  CHECK(pid >= 0);
+  if (pid == 0)
+    _exit(spill_failure_child(dir));
+  int status;
+  CHECK(waitpid(pid, &status, 0) == pid);
+  CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+  CHECK_EQ(count_entries(dir, NULL, 0), 0);
+  CHECK(rmdir(dir) == 0);
+}
+
+static void test_big_object(void) {
+  rd_store *s;
+  rd_store_config cfg = {.capacity = 256 * MiB, .prefault = 1};
+  uint64_t off, off2, size;
+  const uint64_t n = 100 * MiB;
+  CHECK_EQ(rd_store_open(&s, &cfg), 0);
+  CHECK_EQ(rd_store_create(s, 77, n, 3, &off), 0);
+  uint64_t *p = (uint64_t *)(void *)(rd_store_base(s) + off);
+  for (uint64_t i = 0; i < n / 8; i++)
+    p[i] = i * 0x9e3779b97f4a7c15ull;
+  CHECK_EQ(rd_store_seal(s, 77), 0);
+  CHECK_EQ(rd_store_get(s, 77, &off2, &size), 0);
+  CHECK_EQ(off2, off);
+  CHECK_EQ(size, n);
+  CHECK_EQ(rd_store_prefault_wait(s), 0);
+  const uint8_t *m2 = mmap(NULL, rd_store_capacity(s), PROT_READ, MAP_SHARED, rd_store_fd(s), 0);
+  CHECK(m2 != MAP_FAILED);
+  const uint64_t *q = (const uint64_t *)(const void *)(m2 + off2);
+  for (uint64_t i = 0; i < n / 8; i++)
+    if (q[i] != i * 0x9e3779b97f4a7c15ull)
+      CHECK(!"100 MiB object differs through the second mapping");
+  munmap((void *)m2, rd_store_capacity(s));
+  CHECK_EQ(rd_store_release(s, 77), 0);
+  CHECK_EQ(rd_store_release(s, 77), 0);
+  CHECK_EQ(rd_store_delete(s, 77), 0);
+  rd_store_stats st;
+  rd_store_get_stats(s, &st);
+  CHECK_EQ(st.used, 0);
+  CHECK_EQ(st.largest_free, 256 * MiB);
+  rd_store_close(s);
+
+  /* closing while the prefault thread is still running stops and joins it */
+  rd_store_config big = {.capacity = 512 * MiB, .prefault = 1};
+  CHECK_EQ(rd_store_open(&s, &big), 0);
+  rd_store_close(s);
+}
+
+int main(void) {
+  snprintf(tmp_root, sizeof(tmp_root), "/tmp/rd-test-store-XXXXXX");
+  CHECK(mkdtemp(tmp_root) != NULL);
+  test_lifecycle();
+  test_delete_pinned();
+  test_abort_client();
+  test_spill();
+  test_no_spill_dir();
+  test_spill_failure();
+  test_big_object();
+  CHECK(rmdir(tmp_root) == 0);
+  printf("test_store: ok\n");
+  return 0;
+}
