@@ -35,7 +35,7 @@ typedef struct ext_chunk {
 struct rd_alloc {
   uint64_t capacity, used;
   uint64_t num_allocs, num_free_extents;
-  ext *head;          /* the extent at offset 0 (never merged away) */
+  ext *head;          /* the extent at offset 0 */
   ext *root;          /* size tree; &nil when empty */
   ext nil;            /* sentinel leaf, always black */
   ext *spare;         /* unused nodes, linked through next */
@@ -272,6 +272,55 @@ static ext *best_fit(const rd_alloc *a, uint64_t size) {
   return best;
 }
 
+static ext *tree_pred(const rd_alloc *a, const ext *x) {
+  const ext *nil = &a->nil;
+  if (x->left != nil) {
+    x = x->left;
+    while (x->right != nil)
+      x = x->right;
+    return (ext *)x;
+  }
+  const ext *y = x->parent;
+  while (y != nil && x == y->left) {
+    x = y;
+    y = y->parent;
+  }
+  return y == nil ? NULL : (ext *)y;
+}
+
+static ext *tree_succ(const rd_alloc *a, const ext *x) {
+  const ext *nil = &a->nil;
+  if (x->right != nil) {
+    x = x->right;
+    while (x->left != nil)
+      x = x->left;
+    return (ext *)x;
+  }
+  const ext *y = x->parent;
+  while (y != nil && x == y->right) {
+    x = y;
+    y = y->parent;
+  }
+  return y == nil ? NULL : (ext *)y;
+}
+
+/* Give free extent e the key (off, size).  When it stays between its tree
+ * neighbours (the common case: the big tail extent shrinking or a neighbour
+ * growing a little) it is updated in place, saving a delete and an insert. */
+static void rekey(rd_alloc *a, ext *e, uint64_t off, uint64_t size) {
+  ext probe = {.off = off, .size = size};
+  const ext *lo = tree_pred(a, e), *hi = tree_succ(a, e);
+  if ((lo == NULL || key_less(lo, &probe)) && (hi == NULL || key_less(&probe, hi))) {
+    e->off = off;
+    e->size = size;
+    return;
+  }
+  rb_delete(a, e);
+  e->off = off;
+  e->size = size;
+  rb_insert(a, e);
+}
+
 /* ---- public calls ---- */
 
 int rd_alloc_new(rd_alloc **out, uint64_t capacity) {
@@ -330,31 +379,42 @@ int rd_alloc_alloc(rd_alloc *a, uint64_t size, uint64_t *offset_out) {
   /* Take everything that can fail before changing any state. */
   if (rd__u64map_reserve(&a->live, a->live.count + 1) != 0)
     return RD_ENOMEM;
-  ext *rest = NULL;
-  if (e->size > size && (rest = node_get(a)) == NULL)
-    return RD_ENOMEM;
-  rb_delete(a, e);
-  a->num_free_extents--;
-  if (rest != NULL) {
-    /* Allocate from the front so that low (pre-faulted) offsets fill first. */
-    rest->off = e->off + size;
-    rest->size = e->size - size;
-    rest->is_free = 1;
-    rest->prev = e;
-    rest->next = e->next;
-    if (e->next != NULL)
-      e->next->prev = rest;
-    e->next = rest;
-    e->size = size;
-    rb_insert(a, rest);
-    a->num_free_extents++;
+  ext *used = e;
+  if (e->size > size) {
+    /* Split: the front becomes the allocation (so low, pre-faulted offsets
+     * fill first) and the free node keeps the rest. */
+    if ((used = node_get(a)) == NULL)
+      return RD_ENOMEM;
+    used->off = e->off;
+    used->size = size;
+    used->prev = e->prev;
+    used->next = e;
+    if (e->prev != NULL)
+      e->prev->next = used;
+    else
+      a->head = used;
+    e->prev = used;
+    rekey(a, e, e->off + size, e->size - size);
+  } else {
+    rb_delete(a, e);
+    a->num_free_extents--;
   }
-  e->is_free = 0;
-  rd__u64map_put(&a->live, e->off, e);
-  a->used += e->size;
+  used->is_free = 0;
+  rd__u64map_put(&a->live, used->off, used);
+  a->used += size;
   a->num_allocs++;
-  *offset_out = e->off;
+  *offset_out = used->off;
   return 0;
+}
+
+static void unlink_ext(rd_alloc *a, ext *e) {
+  if (e->prev != NULL)
+    e->prev->next = e->next;
+  else
+    a->head = e->next;
+  if (e->next != NULL)
+    e->next->prev = e->prev;
+  node_put(a, e);
 }
 
 int rd_alloc_free(rd_alloc *a, uint64_t offset) {
@@ -366,30 +426,25 @@ int rd_alloc_free(rd_alloc *a, uint64_t offset) {
   assert(!e->is_free && e->off == offset);
   a->used -= e->size;
   a->num_allocs--;
-  e->is_free = 1;
-  ext *p = e->prev;
-  if (p != NULL && p->is_free) {
-    rb_delete(a, p);
-    a->num_free_extents--;
-    p->size += e->size;
-    p->next = e->next;
-    if (e->next != NULL)
-      e->next->prev = p;
-    node_put(a, e);
-    e = p;
-  }
-  ext *n = e->next;
-  if (n != NULL && n->is_free) {
+  ext *p = e->prev, *n = e->next;
+  int pf = p != NULL && p->is_free, nf = n != NULL && n->is_free;
+  if (pf && nf) {
     rb_delete(a, n);
     a->num_free_extents--;
-    e->size += n->size;
-    e->next = n->next;
-    if (n->next != NULL)
-      n->next->prev = e;
-    node_put(a, n);
+    rekey(a, p, p->off, p->size + e->size + n->size);
+    unlink_ext(a, e);
+    unlink_ext(a, n);
+  } else if (pf) {
+    rekey(a, p, p->off, p->size + e->size);
+    unlink_ext(a, e);
+  } else if (nf) {
+    rekey(a, n, e->off, e->size + n->size);
+    unlink_ext(a, e);
+  } else {
+    e->is_free = 1;
+    rb_insert(a, e);
+    a->num_free_extents++;
   }
-  rb_insert(a, e);
-  a->num_free_extents++;
   return 0;
 }
 

@@ -5,7 +5,9 @@
  * space runs out.  All metadata lives in daemon heap memory, never in the
  * segment; it never blocks on another process and never retries a failed spill. */
 
+#ifndef _GNU_SOURCE
 #define _GNU_SOURCE /* memfd_create, asprintf */
+#endif
 #include "store.h"
 
 #include <assert.h>

@@ -5,7 +5,9 @@
  * mapping of the memfd, in this process and in a forked child, so the test
  * proves real shared memory; spilling runs against a real directory. */
 
+#ifndef _GNU_SOURCE
 #define _GNU_SOURCE
+#endif
 #include <dirent.h>
 #include <signal.h>
 #include <stdint.h>

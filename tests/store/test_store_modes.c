@@ -4,7 +4,9 @@
  * subdirectory 0700, even with a permissive umask, because object bytes are
  * private to the node's processes of one user. */
 
+#ifndef _GNU_SOURCE
 #define _GNU_SOURCE
+#endif
 #include <dirent.h>
 #include <stdint.h>
 #include <string.h>
