@@ -1,0 +1,55 @@
+/* backend.h - the two compute back ends behind rd_engine (internal).
+ *
+ * The engine tokenizes, buckets and schedules; a back end runs rd__pass
+ * forward passes of a loaded rd__bert.  The CPU back end (cpu_bert.c) is always
+ * built; the CUDA back end (the .cu files in cuda/) only when RD_ENGINE_CUDA is defined, and
+ * this header keeps CUDA types out of everything that includes it. */
+#ifndef RD_GPU_BACKEND_H
+#define RD_GPU_BACKEND_H
+
+#include <stddef.h>
+
+#include "model.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct rd__cpu rd__cpu;
+
+/* Workspace for passes of up to max_tokens packed tokens, sequences up to
+ * max_seq long, using threads threads. */
+int rd__cpu_open(const rd__bert *m, int threads, size_t max_tokens, size_t max_seq, rd__cpu **out,
+                 char *err, size_t errlen);
+void rd__cpu_close(rd__cpu *c);
+size_t rd__cpu_bytes(const rd__cpu *c);
+/* Runs one pass; writes sequence s's embedding to out_rows[s]. */
+int rd__cpu_forward(rd__cpu *c, const rd__bert *m, const rd__pass *p, float *const *out_rows);
+
+typedef struct rd__gpu rd__gpu;
+
+typedef struct rd__gpu_params {
+  int device;
+  int bf16;
+  size_t max_tokens;   /* padded tokens per pass */
+  size_t max_seq;
+  size_t max_batch;    /* sequences per pass (<= max_tokens) */
+  size_t mem_limit;    /* 0 = none */
+} rd__gpu_params;
+
+int rd__gpu_device_count(void);
+int rd__gpu_open(const rd__bert *m, const rd__gpu_params *prm, rd__gpu **out, char *err, size_t errlen);
+void rd__gpu_close(rd__gpu *g);
+size_t rd__gpu_device_bytes(const rd__gpu *g);
+size_t rd__gpu_host_bytes(const rd__gpu *g);
+/* Queues one pass (sequences padded to p->max_len) on the engine's stream and
+ * returns without waiting; results land in out_rows by rd__gpu_finish at the
+ * latest.  The ids/len arrays may be reused as soon as it returns. */
+int rd__gpu_submit(rd__gpu *g, const rd__pass *p, float *const *out_rows, char *err, size_t errlen);
+/* Waits for all submitted passes and copies their results out. */
+int rd__gpu_finish(rd__gpu *g, char *err, size_t errlen);
+
+#ifdef __cplusplus
+}
+#endif
+#endif
