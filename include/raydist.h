@@ -1,0 +1,241 @@
+/* raydist.h - the public C API of libraydist.
+ *
+ * A program registers remote functions with RD_REMOTE, calls rd_init(), and
+ * submits tasks whose results come back as references (rd_ref) resolved with
+ * rd_get().  The same executable is re-executed as the worker processes: in a
+ * worker, rd_init() runs the worker loop and never returns, so keep work done
+ * before rd_init() cheap and free of side effects.
+ *
+ * Ownership: every rd_ref an API call gives you holds one reference that you
+ * drop with rd_ref_release(); every rd_buf filled by rd_get() holds a view
+ * that you drop with rd_buf_release().  Nothing here is freed behind your back.
+ * All calls return 0 or a negative RD_E* code (see raydist/error.h). */
+#ifndef RAYDIST_H
+#define RAYDIST_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "raydist/error.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define RD_EXTERN __attribute__((visibility("default")))
+#define RD_MUST_CHECK __attribute__((warn_unused_result))
+
+#define RD_VERSION_MAJOR 0
+#define RD_VERSION_MINOR 1
+#define RD_VERSION_PATCH 0
+
+/* Wait forever in rd_get / rd_wait. */
+#define RD_TIMEOUT_INF (-1)
+
+/* ------------------------------------------------------------------ errors */
+
+/* Static text for a code ("remote task failed"); never NULL. */
+RD_EXTERN const char *rd_strerror(int err);
+/* The code's name ("RD_ETASK"); never NULL. */
+RD_EXTERN const char *rd_err_name(int err);
+
+/* ------------------------------------------------------------ start/stop */
+
+typedef struct rd_config {
+  /* NULL or "" starts an embedded single-node cluster (node daemon + workers
+   * as child processes), torn down by rd_shutdown().  Joining a running
+   * cluster by address is not supported yet (RD_ENOTSUP). */
+  const char *address;
+  double num_cpus;              /* 0: number of online CPUs */
+  double num_gpus;              /* <0 (default via rd_config_init): detect with CUDA; >=0: simulate that many */
+  uint64_t object_store_bytes;  /* 0: 512 MiB (env RAYDIST_OBJECT_STORE_BYTES) */
+  const char *spill_dir;        /* NULL: <session>/spill; "" disables spilling */
+  const char *custom_resources; /* "name=amount,name=amount" or NULL */
+  int num_prestart_workers;     /* <0: one per CPU; workers also start on demand */
+  int max_workers;              /* 0: 64 */
+  int log_level;                /* 0 error .. 3 debug; env RAYDIST_LOG_LEVEL */
+} rd_config;
+
+/* Fill *cfg with the defaults described above. */
+RD_EXTERN void rd_config_init(rd_config *cfg);
+
+/* Start (cfg NULL = defaults).  In a worker process this never returns.
+ * Errors: RD_ESTATE (already initialised), RD_EINVAL (bad config),
+ * RD_ECONN/RD_ESYS (the node daemon could not be started). */
+RD_EXTERN int rd_init(const rd_config *cfg) RD_MUST_CHECK;
+/* Stop: return leases, stop the embedded cluster (its daemon, workers, socket,
+ * segment and session directory).  Outstanding refs become invalid. */
+RD_EXTERN void rd_shutdown(void);
+/* 1 inside a worker process (in a remote function), else 0. */
+RD_EXTERN int rd_is_worker(void);
+
+/* ---------------------------------------------------------------- objects */
+
+/* A reference to an object, owned by the process that created it.  A plain
+ * value: copying it does not add a reference (use rd_ref_retain). */
+typedef struct rd_ref {
+  uint64_t id;
+} rd_ref;
+
+/* A read-only view of an object's bytes.  For objects in the shared-memory
+ * store `data` points into a read-only mapping of the segment (zero copy);
+ * for small objects it points into the owner's memory.  Valid until
+ * rd_buf_release().  When a rd_get() slot failed, `error` is its code and
+ * `data`/`size` hold a NUL-terminated message describing the failure. */
+typedef struct rd_buf {
+  const void *data;
+  size_t size;
+  int error;
+  uint64_t priv_[2];
+} rd_buf;
+
+/* Copy `size` bytes into a new object.  Small objects stay in this process;
+ * large ones are copied once into the node's shared-memory store.
+ * Errors: RD_E2BIG, RD_ESTORE_FULL, RD_ENOSPC, RD_ESTATE (not initialised). */
+RD_EXTERN int rd_put(const void *data, size_t size, rd_ref *out) RD_MUST_CHECK;
+/* Zero-copy put: reserve `size` bytes in the store (or in memory when small),
+ * write them through *data_out, then rd_put_seal().  The ref is not usable
+ * (rd_get blocks on it) before the seal. */
+RD_EXTERN int rd_put_begin(size_t size, void **data_out, rd_ref *out) RD_MUST_CHECK;
+RD_EXTERN int rd_put_seal(rd_ref ref) RD_MUST_CHECK;
+
+/* Wait until all `n` refs are ready (or timeout_ms passes; RD_TIMEOUT_INF to
+ * wait forever) and fill out[0..n).  Returns 0 when every slot succeeded,
+ * the first slot's error code otherwise (each slot has its own `error`), or
+ * RD_ETIMEDOUT with no slot filled.  Release every filled slot. */
+RD_EXTERN int rd_get(const rd_ref *refs, size_t n, rd_buf *out, int64_t timeout_ms) RD_MUST_CHECK;
+/* Wait until at least `num_ready` of the refs are ready (finished or
+ * failed) or the timeout passes; ready_out[i] (optional) is set to 1 for
+ * ready refs.  Returns the number ready (may be < num_ready on timeout). */
+RD_EXTERN int rd_wait(const rd_ref *refs, size_t n, size_t num_ready,
+                      int64_t timeout_ms, uint8_t *ready_out);
+RD_EXTERN void rd_buf_release(rd_buf *buf);
+RD_EXTERN void rd_ref_retain(rd_ref ref);
+/* Drop a reference; the object is freed when no reference and no pending
+ * task uses it. */
+RD_EXTERN void rd_ref_release(rd_ref ref);
+
+/* ------------------------------------------------------- remote functions */
+
+typedef struct rd_call rd_call;
+typedef int (*rd_remote_fn)(rd_call *call);
+
+/* Descriptor of a remote function.  Created by RD_REMOTE; do not fill by hand. */
+typedef struct rd_function {
+  const char *name;
+  rd_remote_fn fn;
+  struct rd_function *next_;
+} rd_function;
+
+RD_EXTERN void rd_function_register_(rd_function *f);
+
+/* RD_REMOTE(name) { ... } defines `int name_impl(rd_call *call)` and a global
+ * descriptor `rd_function *const name`.  Only appends to a list before main;
+ * duplicates are reported by rd_init().  Use RD_REMOTE_DECLARE(name) in
+ * other files. */
+#define RD_REMOTE(name)                                                      \
+  static int name##_impl(rd_call *call);                                     \
+  static rd_function name##_desc_ = {#name, name##_impl, NULL};              \
+  rd_function *const name = &name##_desc_;                                   \
+  __attribute__((constructor)) static void name##_register_(void) {          \
+    rd_function_register_(&name##_desc_);                                    \
+  }                                                                          \
+  static int name##_impl(rd_call *call)
+#define RD_REMOTE_DECLARE(name) extern rd_function *const name
+
+/* Find a registered function by name (NULL when unknown). */
+RD_EXTERN rd_function *rd_function_lookup(const char *name);
+
+/* An argument of a task: bytes by value, or a reference resolved (waited
+ * for) before the task runs. */
+typedef struct rd_value {
+  int kind;              /* RD_VALUE_BYTES or RD_VALUE_REF */
+  const void *data;
+  size_t size;
+  rd_ref ref;
+} rd_value;
+enum { RD_VALUE_BYTES = 1, RD_VALUE_REF = 2 };
+
+static inline rd_value rd_arg_bytes(const void *data, size_t size) {
+  rd_value v = {RD_VALUE_BYTES, data, size, {0}};
+  return v;
+}
+static inline rd_value rd_arg_ref(rd_ref ref) {
+  rd_value v = {RD_VALUE_REF, NULL, 0, ref};
+  return v;
+}
+/* RD_ARGS(a, b, c) expands to "array, count". */
+#define RD_ARGS(...) (const rd_value[]){__VA_ARGS__}, \
+  (sizeof((const rd_value[]){__VA_ARGS__}) / sizeof(rd_value))
+#define RD_NO_ARGS NULL, 0
+
+#define RD_MAX_ARGS 64
+#define RD_MAX_RETURNS 16
+
+typedef struct rd_task_opts {
+  double num_cpus;        /* default 1 (use rd_task_opts_init); 0 allowed */
+  double num_gpus;        /* default 0; fractions below 1 are packed onto one GPU */
+  uint64_t memory;        /* bytes of memory budget, default 0 */
+  const char *resources;  /* custom resources "name=amount,...", or NULL */
+  int num_returns;        /* default 1, at most RD_MAX_RETURNS */
+  int max_retries;        /* re-runs if the worker dies; default 3, -1 = default */
+  int priority;           /* larger runs first; default 0 */
+} rd_task_opts;
+
+RD_EXTERN void rd_task_opts_init(rd_task_opts *o);
+
+/* Submit fn(args) to run in a worker.  refs_out must have room for
+ * opts->num_returns refs (1 when opts is NULL); each holds one reference.
+ * Errors (nothing submitted, no ref filled): RD_EINVAL (bad options or
+ * arguments), RD_EINFEASIBLE (no node can ever satisfy the request),
+ * RD_ESTATE (not initialised). */
+RD_EXTERN int rd_submit(const rd_function *fn, const rd_value *args, size_t nargs,
+                        const rd_task_opts *opts, rd_ref *refs_out) RD_MUST_CHECK;
+/* The same by registered name; RD_ENOFUNC when the name is unknown here. */
+RD_EXTERN int rd_submit_by_name(const char *name, const rd_value *args, size_t nargs,
+                                const rd_task_opts *opts, rd_ref *refs_out) RD_MUST_CHECK;
+
+/* ------------------------------------------------ inside a remote function */
+
+RD_EXTERN size_t rd_call_nargs(const rd_call *call);
+/* Zero-copy view of argument i, valid until the function returns.
+ * RD_EINVAL when i is out of range. */
+RD_EXTERN int rd_arg(rd_call *call, size_t i, rd_buf *out) RD_MUST_CHECK;
+RD_EXTERN size_t rd_call_nreturns(const rd_call *call);
+/* Memory for return value i (size bytes) to write the result into; for
+ * large results it is in the shared-memory store already.  NULL on error
+ * (bad index, store full); call rd_call_fail then. */
+RD_EXTERN void *rd_return_alloc(rd_call *call, size_t i, size_t size);
+/* Copy `size` bytes as return value i. */
+RD_EXTERN int rd_return_bytes(rd_call *call, size_t i, const void *data, size_t size) RD_MUST_CHECK;
+/* Record a failure message; returns RD_ETASK so `return rd_call_fail(...)`
+ * reads naturally.  The caller's rd_get returns RD_ETASK with this message. */
+RD_EXTERN int rd_call_fail(rd_call *call, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+/* GPUs granted to this task: up to `max` ids and fractions of each (1.0 for
+ * a whole GPU).  Returns the count.  CUDA_VISIBLE_DEVICES is set to them. */
+RD_EXTERN int rd_call_gpu_ids(const rd_call *call, int *ids, double *fractions, int max);
+RD_EXTERN const char *rd_call_function_name(const rd_call *call);
+/* 0 on the first run, 1.. on retries after a worker died. */
+RD_EXTERN int rd_call_attempt(const rd_call *call);
+
+/* ----------------------------------------------------------------- status */
+
+typedef struct rd_node_info {
+  double num_cpus, num_gpus;
+  double avail_cpus, avail_gpus;
+  uint64_t store_capacity, store_used;
+  uint64_t store_spilled_bytes, store_spill_count, store_restore_count;
+  int num_workers, num_idle_workers;
+  uint64_t tasks_leased;            /* leases granted since start */
+} rd_node_info;
+
+/* A snapshot of the local node (round trip to the node daemon). */
+RD_EXTERN int rd_node_info_get(rd_node_info *out) RD_MUST_CHECK;
+/* The session directory of the embedded cluster ("" when none). */
+RD_EXTERN const char *rd_session_dir(void);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* RAYDIST_H */

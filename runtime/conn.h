@@ -1,0 +1,80 @@
+/* runtime/conn.h - framed protobuf-c messages over a non-blocking Unix socket.
+ *
+ * Shared by the node daemon (driven by libuv readiness events), drivers and
+ * workers (driven by poll).  A conn owns a read buffer, a write buffer and file
+ * descriptors that ride with frames as SCM_RIGHTS.  It never blocks and never
+ * trusts a length: frames above RD_FRAME_MAX or of unknown type are RD_EPROTO. */
+#ifndef RD_RUNTIME_CONN_H
+#define RD_RUNTIME_CONN_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <protobuf-c/protobuf-c.h>
+
+#include "raydist.pb-c.h"
+
+#define RD_FRAME_HDR 8u
+#define RD_FRAME_MAX (64u << 20)   /* largest payload a peer may send */
+#define RD_FRAME_FLAG_FD 1u
+#define RD_CONN_MAX_FDS 16
+
+typedef struct rd__bytes {
+  uint8_t *p;
+  size_t off;    /* consumed prefix */
+  size_t len;    /* bytes held, including the consumed prefix */
+  size_t cap;
+} rd__bytes;
+
+typedef struct rd__frame {
+  uint16_t type;
+  uint16_t flags;
+  uint32_t len;
+  const uint8_t *data;
+} rd__frame;
+
+typedef struct rd__conn {
+  int fd;
+  rd__bytes rbuf;
+  rd__bytes wbuf;
+  struct { size_t off; int fd; } att[RD_CONN_MAX_FDS];   /* fds to send, by wbuf offset */
+  int natt;
+  int rfds[RD_CONN_MAX_FDS];                             /* fds received, FIFO */
+  int nrfds;
+} rd__conn;
+
+/* Take ownership of a connected socket and make it non-blocking. */
+void rd__conn_init(rd__conn *c, int fd);
+/* Close the socket and every fd still queued either way; free buffers. */
+void rd__conn_close(rd__conn *c);
+
+/* Append one frame.  attach_fd >= 0 is sent with it and closed once sent
+ * (ownership passes to the conn).  RD_ENOMEM, RD_EINVAL (message too large). */
+int rd__conn_send(rd__conn *c, Rd__MsgType type, const ProtobufCMessage *m, int attach_fd);
+/* Write what is buffered: 0 all written, 1 some left (socket full), <0 error
+ * (RD_ECONN when the peer is gone). */
+int rd__conn_flush(rd__conn *c);
+static inline int rd__conn_want_write(const rd__conn *c) { return c->wbuf.len > c->wbuf.off; }
+
+/* Read what the socket has: >0 bytes read, 0 end of stream, RD_EAGAIN nothing
+ * now, other <0 errors. */
+int rd__conn_fill(rd__conn *c);
+/* Next complete frame from the read buffer: 1 and *f set (f->data valid until
+ * the next rd__conn_fill), 0 when more bytes are needed, RD_EPROTO when the
+ * stream is malformed (the caller drops the peer). */
+int rd__conn_next(rd__conn *c, rd__frame *f);
+/* Pop a received file descriptor (-1 when none). */
+int rd__conn_take_fd(rd__conn *c);
+
+/* Unpack a frame's payload as `desc`; NULL when malformed. Free with
+ * protobuf_c_message_free_unpacked(m, NULL). */
+ProtobufCMessage *rd__frame_unpack(const rd__frame *f, const ProtobufCMessageDescriptor *desc);
+
+/* Blocking helpers for short set-up exchanges (handshake): wait up to
+ * timeout_ms for one frame of the given type. */
+int rd__conn_flush_blocking(rd__conn *c, int timeout_ms);
+int rd__conn_recv_blocking(rd__conn *c, rd__frame *f, int timeout_ms);
+
+/* Monotonic clock in nanoseconds. */
+uint64_t rd__now_ns(void);
+
+#endif

@@ -1,0 +1,917 @@
+/* runtime/node.c - the node daemon: one per node, the only owner of the
+ * object store, the resource ledger and the worker pool.
+ *
+ * A libuv loop accepts drivers and workers on a Unix socket, grants worker
+ * leases through the scheduler queue (handing each side one end of a fresh
+ * socketpair so tasks then flow owner -> worker without this process), and
+ * serves object create/seal/get/release.  Handlers decode, call a subsystem
+ * and return: the daemon never runs user code and never waits on a client.
+ * A malformed frame drops that one client, never the daemon. */
+#include "node.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <unistd.h>
+#include <dlfcn.h>
+#include <uv.h>
+
+#include "common.h"
+#include "conn.h"
+#include "log.h"
+#include "queue.h"
+#include "raydist.h"
+#include "resources.h"
+#include "store.h"
+
+extern char **environ;
+
+enum { ROLE_NONE = -1, ROLE_DRIVER = 0, ROLE_WORKER = 1 };
+enum { W_STARTING, W_IDLE, W_LEASED, W_DEAD };
+
+typedef struct node_worker node_worker;
+typedef struct node_client node_client;
+
+typedef struct lease_req {
+  rd_sched_item item;
+  node_client *owner;
+  uint64_t req_id;
+  struct lease_req *next;   /* in owner's list */
+} lease_req;
+
+typedef struct parked_get {
+  node_client *client;
+  uint64_t req_id;
+  uint64_t *ids;
+  size_t n;
+  uint64_t deadline_ns;     /* 0 = none */
+  struct parked_get *next;
+} parked_get;
+
+struct node_client {
+  uint32_t id;
+  int role;
+  int pid;
+  rd__conn conn;
+  uv_poll_t poll;
+  int poll_events;
+  int dead;                 /* closing: ignore further input */
+  node_worker *worker;
+  uint64_t *pins;           /* multiset of object ids this client has pinned */
+  size_t npins, cappins;
+  lease_req *reqs;
+  node_client *next;
+};
+
+struct node_worker {
+  uint32_t id;
+  uv_process_t proc;
+  int pid;
+  int state;
+  node_client *client;
+  uint64_t lease_id;
+  node_client *lease_owner;
+  rd_res_grant grant;
+  char visible[64];
+  node_worker *next;
+};
+
+static struct {
+  uv_loop_t *loop;
+  rd_node_opts opts;
+  rd_store *store;
+  rd_res_ledger ledger;
+  rd_sched_queue queue;
+  uv_poll_t listen_poll;
+  int listen_fd;
+  char sock_path[512];
+  node_client *clients;
+  node_worker *workers;
+  int nworkers, nstarting, nidle;
+  int want_workers;               /* requests that fit but found no idle worker */
+  uint32_t next_client_id, next_worker_id;
+  uint64_t next_lease_seq;
+  uint64_t leases_granted;
+  parked_get *parked;
+  uv_timer_t tick;
+  uv_signal_t sigterm, sigint;
+  char *job_exe;
+  char **job_argv;
+  int job_started;
+  int shutting_down;
+} N;
+
+static void client_drop(node_client *c, const char *why);
+static void dispatch(void);
+static void worker_spawn(void);
+
+/* ------------------------------------------------------------- plumbing */
+
+static void client_update_poll(node_client *c) {
+  if (c->dead) return;
+  int ev = UV_READABLE | (rd__conn_want_write(&c->conn) ? UV_WRITABLE : 0);
+  if (ev != c->poll_events) {
+    c->poll_events = ev;
+    uv_poll_start(&c->poll, ev, c->poll.poll_cb);
+  }
+}
+
+/* Write what every client has buffered; called at the end of each event. */
+static void flush_all(void) {
+  for (node_client *c = N.clients; c; c = c->next) {
+    if (c->dead || !rd__conn_want_write(&c->conn)) continue;
+    if (rd__conn_flush(&c->conn) < 0) {
+      client_drop(c, "write failed");
+      continue;
+    }
+    client_update_poll(c);
+  }
+}
+
+static void send_msg(node_client *c, Rd__MsgType t, const ProtobufCMessage *m, int fd) {
+  if (c->dead) {
+    if (fd >= 0) close(fd);
+    return;
+  }
+  if (rd__conn_send(&c->conn, t, m, fd) != 0) client_drop(c, "cannot buffer a reply");
+}
+
+static void send_error(node_client *c, int status, const char *msg) {
+  Rd__Error e = RD__ERROR__INIT;
+  e.status = status;
+  e.message = (char *)msg;
+  send_msg(c, RD__MSG_TYPE__MSG_ERROR, &e.base, -1);
+}
+
+static void pin_add(node_client *c, uint64_t id) {
+  if (c->npins == c->cappins) {
+    size_t cap = c->cappins ? c->cappins * 2 : 64;
+    uint64_t *p = realloc(c->pins, cap * sizeof(*p));
+    if (!p) return; /* pin stays in the store; freed at delete */
+    c->pins = p;
+    c->cappins = cap;
+  }
+  c->pins[c->npins++] = id;
+}
+
+static int pin_remove(node_client *c, uint64_t id) {
+  for (size_t i = c->npins; i-- > 0;) {
+    if (c->pins[i] == id) {
+      c->pins[i] = c->pins[--c->npins];
+      return 1;
+    }
+  }
+  return 0;
+}
+
+/* ------------------------------------------------------------ workers */
+
+static void worker_free(uv_handle_t *h) { free(h->data); }
+
+static void worker_on_exit(uv_process_t *p, int64_t status, int sig) {
+  node_worker *w = p->data;
+  if (!N.shutting_down || N.opts.log_level >= RD_LOG_INFO)
+    rd__log(N.shutting_down ? RD_LOG_INFO : RD_LOG_WARN, "worker %u (pid %d) exited status %lld signal %d",
+            w->id, w->pid, (long long)status, sig);
+  if (w->state == W_LEASED) rd_res_release(&N.ledger, &w->grant);
+  if (w->state == W_STARTING) N.nstarting--;
+  if (w->state == W_IDLE) N.nidle--;
+  w->state = W_DEAD;
+  if (w->client) {
+    w->client->worker = NULL;
+    client_drop(w->client, "worker exited");
+  }
+  for (node_worker **pp = &N.workers; *pp; pp = &(*pp)->next) {
+    if (*pp == w) { *pp = w->next; break; }
+  }
+  N.nworkers--;
+  uv_close((uv_handle_t *)p, worker_free);
+  if (!N.shutting_down) {
+    if (N.nworkers < N.opts.prestart) worker_spawn();
+    dispatch();
+    flush_all();
+  }
+}
+
+static char **build_worker_env(uint32_t wid) {
+  size_t n = 0;
+  while (environ[n]) n++;
+  char **env = calloc(n + 6, sizeof(char *));
+  if (!env) return NULL;
+  size_t k = 0;
+  for (size_t i = 0; i < n; i++)
+    if (strncmp(environ[i], "RAYDIST_WORKER", 14) != 0 && strncmp(environ[i], "RAYDIST_SESSION=", 16) != 0 &&
+        strncmp(environ[i], "RAYDIST_NODE_PID=", 17) != 0)
+      env[k++] = environ[i];
+  char *a = NULL, *b = NULL, *c = NULL;
+  if (asprintf(&a, "RAYDIST_WORKER_ID=%u", wid) < 0) a = NULL;
+  if (asprintf(&b, "RAYDIST_SESSION=%s", N.opts.session_dir) < 0) b = NULL;
+  if (asprintf(&c, "RAYDIST_NODE_PID=%d", (int)getpid()) < 0) c = NULL;
+  env[k++] = a;
+  env[k++] = b;
+  env[k++] = c;
+  env[k] = NULL;
+  if (!a || !b || !c) {
+    free(a); free(b); free(c); free(env);
+    return NULL;
+  }
+  return env;
+}
+
+static void worker_spawn(void) {
+  if (!N.job_exe || N.shutting_down || N.nworkers >= N.opts.max_workers) return;
+  node_worker *w = calloc(1, sizeof(*w));
+  if (!w) return;
+  w->id = ++N.next_worker_id;
+  char **env = build_worker_env(w->id);
+  if (!env) { free(w); return; }
+  uv_process_options_t o;
+  memset(&o, 0, sizeof(o));
+  uv_stdio_container_t stdio[3];
+  stdio[0].flags = UV_IGNORE;
+  stdio[1].flags = UV_INHERIT_FD;
+  stdio[1].data.fd = 1;
+  stdio[2].flags = UV_INHERIT_FD;
+  stdio[2].data.fd = 2;
+  o.file = N.job_exe;
+  o.args = N.job_argv;
+  o.env = env;
+  o.stdio = stdio;
+  o.stdio_count = 3;
+  o.exit_cb = worker_on_exit;
+  w->proc.data = w;
+  int r = uv_spawn(N.loop, &w->proc, &o);
+  size_t k = 0;
+  while (env[k]) k++;
+  free(env[k - 1]); free(env[k - 2]); free(env[k - 3]);
+  free(env);
+  if (r != 0) {
+    rd__log(RD_LOG_ERROR, "cannot start worker from %s: %s", N.job_exe, uv_strerror(r));
+    free(w);
+    return;
+  }
+  w->pid = w->proc.pid;
+  w->state = W_STARTING;
+  w->next = N.workers;
+  N.workers = w;
+  N.nworkers++;
+  N.nstarting++;
+  rd__log(RD_LOG_INFO, "started worker %u pid %d", w->id, w->pid);
+}
+
+/* ------------------------------------------------------------- leases */
+
+static node_worker *pick_idle_worker(const rd_res_grant *g) {
+  char vis[64];
+  rd_res_grant_visible_devices(g, vis, sizeof(vis));
+  node_worker *fallback = NULL, *fresh = NULL;
+  for (node_worker *w = N.workers; w; w = w->next) {
+    if (w->state != W_IDLE || !w->client) continue;
+    if (strcmp(w->visible, vis) == 0) return w;   /* same GPUs as last time */
+    if (!w->visible[0] && !fresh) fresh = w;
+    if (!fallback) fallback = w;
+  }
+  return fresh ? fresh : fallback;
+}
+
+/* A request may be granted only with an idle worker; one that would fit the
+ * resources now but finds no worker counts toward growing the pool. */
+static int can_run(rd_sched_item *it, void *ctx) {
+  (void)ctx;
+  if (N.nidle > 0) return 1;
+  rd_res_grant g;
+  if (rd_res_acquire(&N.ledger, &it->req, &g) == 0) {
+    rd_res_release(&N.ledger, &g);
+    N.want_workers++;
+  }
+  return 0;
+}
+
+static void granted(rd_sched_item *it, const rd_res_grant *g, void *ctx) {
+  (void)ctx;
+  lease_req *r = it->data;
+  node_client *owner = r->owner;
+  rd__log(RD_LOG_DEBUG, "grant request %llu of client %u", (unsigned long long)r->req_id, owner->id);
+  for (lease_req **pp = &owner->reqs; *pp; pp = &(*pp)->next)
+    if (*pp == r) { *pp = r->next; break; }
+  node_worker *w = pick_idle_worker(g);
+  Rd__LeaseGrant lg = RD__LEASE_GRANT__INIT;
+  lg.req_id = r->req_id;
+  int sv[2];
+  if (!w || socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) != 0) {
+    rd_res_release(&N.ledger, g);
+    lg.status = w ? RD_ESYS : RD_EAGAIN;
+    lg.error = w ? "socketpair failed on the node" : "no idle worker";
+    send_msg(owner, RD__MSG_TYPE__MSG_LEASE_GRANT, &lg.base, -1);
+    free(r);
+    return;
+  }
+  w->state = W_LEASED;
+  N.nidle--;
+  w->grant = *g;
+  w->lease_owner = owner;
+  w->lease_id = ((uint64_t)w->id << 32) | (++N.next_lease_seq & 0xffffffffu);
+  rd_res_grant_visible_devices(g, w->visible, sizeof(w->visible));
+  N.leases_granted++;
+
+  Rd__LeaseAssign la = RD__LEASE_ASSIGN__INIT;
+  int32_t ids[RD_RES_MAX_GPUS];
+  int64_t shares[RD_RES_MAX_GPUS];
+  for (int i = 0; i < g->ngpus; i++) {
+    ids[i] = g->gpu_ids[i];
+    shares[i] = g->gpu_share[i];
+  }
+  la.lease_id = w->lease_id;
+  la.owner = owner->id;
+  la.n_gpu_ids = la.n_gpu_shares = (size_t)g->ngpus;
+  la.gpu_ids = ids;
+  la.gpu_shares = shares;
+  la.visible_devices = w->visible;
+  send_msg(w->client, RD__MSG_TYPE__MSG_LEASE_ASSIGN, &la.base, sv[0]);
+  lg.lease_id = w->lease_id;
+  lg.worker_id = w->id;
+  lg.worker_pid = w->pid;
+  send_msg(owner, RD__MSG_TYPE__MSG_LEASE_GRANT, &lg.base, sv[1]);
+  free(r);
+}
+
+static void dispatch(void) {
+  if (N.shutting_down) return;
+  N.want_workers = 0;
+  rd_sched_queue_dispatch(&N.queue, &N.ledger, can_run, granted, NULL);
+  /* grow the pool when requests wait for a worker rather than for resources */
+  while (N.want_workers > N.nstarting && N.nworkers < N.opts.max_workers && N.job_exe) {
+    int before = N.nworkers;
+    worker_spawn();
+    if (N.nworkers == before) break;
+  }
+}
+
+static void on_lease_request(node_client *c, Rd__LeaseRequest *m) {
+  rd__log(RD_LOG_DEBUG, "lease request %llu from client %u (idle %d, starting %d)", (unsigned long long)m->req_id,
+          c->id, N.nidle, N.nstarting);
+  Rd__LeaseGrant lg = RD__LEASE_GRANT__INIT;
+  lg.req_id = m->req_id;
+  rd_resources res;
+  if (rd__res_from_msg(m->res, &res) != 0) {
+    lg.status = RD_EINVAL;
+    lg.error = "invalid resource request";
+    send_msg(c, RD__MSG_TYPE__MSG_LEASE_GRANT, &lg.base, -1);
+    return;
+  }
+  if (!rd_res_feasible(&N.ledger, &res)) {
+    char buf[256];
+    snprintf(buf, sizeof(buf),
+             "request {CPU: %g, GPU: %g, memory: %lld} can never be satisfied: the node has {CPU: %g, GPU: %g, memory: %lld}%s",
+             rd_res_to_double(res.cpu), rd_res_to_double(res.gpu), (long long)res.memory,
+             rd_res_to_double(N.ledger.total.cpu), rd_res_to_double(N.ledger.total.gpu),
+             (long long)N.ledger.total.memory, res.ncustom ? " (or lacks a custom resource asked for)" : "");
+    lg.status = RD_EINFEASIBLE;
+    lg.error = buf;
+    send_msg(c, RD__MSG_TYPE__MSG_LEASE_GRANT, &lg.base, -1);
+    return;
+  }
+  lease_req *r = calloc(1, sizeof(*r));
+  if (!r) {
+    lg.status = RD_ENOMEM;
+    lg.error = "node out of memory";
+    send_msg(c, RD__MSG_TYPE__MSG_LEASE_GRANT, &lg.base, -1);
+    return;
+  }
+  r->item.req = res;
+  r->item.priority = m->priority;
+  r->item.data = r;
+  r->owner = c;
+  r->req_id = m->req_id;
+  r->next = c->reqs;
+  c->reqs = r;
+  rd_sched_queue_push(&N.queue, &r->item);
+  dispatch();
+}
+
+static void on_lease_cancel(node_client *c, Rd__LeaseCancel *m) {
+  for (lease_req **pp = &c->reqs; *pp; pp = &(*pp)->next) {
+    if ((*pp)->req_id == m->req_id) {
+      lease_req *r = *pp;
+      *pp = r->next;
+      rd_sched_queue_remove(&N.queue, &r->item);
+      free(r);
+      return;
+    }
+  }
+}
+
+static void lease_end(node_worker *w) {
+  rd_res_release(&N.ledger, &w->grant);
+  memset(&w->grant, 0, sizeof(w->grant));
+  w->state = W_IDLE;
+  w->lease_owner = NULL;
+  w->lease_id = 0;
+  N.nidle++;
+}
+
+static void on_lease_return(node_client *c, Rd__LeaseReturn *m) {
+  for (node_worker *w = N.workers; w; w = w->next) {
+    if (w->state == W_LEASED && w->lease_id == m->lease_id && w->lease_owner == c) {
+      lease_end(w);
+      dispatch();
+      return;
+    }
+  }
+  /* already gone (the worker died): nothing to do */
+}
+
+/* ------------------------------------------------------------- objects */
+
+static void on_obj_create(node_client *c, Rd__ObjCreate *m) {
+  Rd__ObjCreateReply r = RD__OBJ_CREATE_REPLY__INIT;
+  r.req_id = m->req_id;
+  uint64_t off = 0;
+  int st = rd_store_create(N.store, m->object_id, m->size, c->id, &off);
+  r.status = st;
+  if (st == 0) {
+    r.offset = off;
+    pin_add(c, m->object_id);
+  } else {
+    char buf[200];
+    rd_store_stats s;
+    rd_store_get_stats(N.store, &s);
+    snprintf(buf, sizeof(buf), "cannot create a %llu-byte object: %s (store %llu/%llu bytes used, %llu objects)",
+             (unsigned long long)m->size, rd_strerror(st), (unsigned long long)s.used,
+             (unsigned long long)s.capacity, (unsigned long long)s.num_in_memory);
+    r.error = buf;
+    send_msg(c, RD__MSG_TYPE__MSG_OBJ_CREATE_REPLY, &r.base, -1);
+    return;
+  }
+  send_msg(c, RD__MSG_TYPE__MSG_OBJ_CREATE_REPLY, &r.base, -1);
+}
+
+/* Try to answer a get: 1 answered, 0 must wait for a seal. */
+static int try_get(node_client *c, uint64_t req_id, const uint64_t *ids, size_t n) {
+  for (size_t i = 0; i < n; i++) {
+    uint64_t off, sz;
+    int st = rd_store_get(N.store, ids[i], &off, &sz);
+    if (st == 0) {
+      rd_store_release(N.store, ids[i]);
+    } else if (st == RD_EAGAIN) {
+      return 0;
+    }
+  }
+  Rd__ObjGetReply r = RD__OBJ_GET_REPLY__INIT;
+  Rd__ObjLoc *locs = calloc(n ? n : 1, sizeof(*locs));
+  Rd__ObjLoc **lp = calloc(n ? n : 1, sizeof(*lp));
+  if (!locs || !lp) {
+    free(locs); free(lp);
+    client_drop(c, "out of memory");
+    return 1;
+  }
+  r.req_id = req_id;
+  r.n_locs = n;
+  r.locs = lp;
+  for (size_t i = 0; i < n; i++) {
+    rd__obj_loc__init(&locs[i]);
+    lp[i] = &locs[i];
+    uint64_t off = 0, sz = 0;
+    int st = rd_store_get(N.store, ids[i], &off, &sz);
+    locs[i].status = st;
+    if (st == 0) {
+      locs[i].offset = off;
+      locs[i].size = sz;
+      pin_add(c, ids[i]);
+    } else if (r.status == 0) {
+      r.status = st;
+    }
+  }
+  send_msg(c, RD__MSG_TYPE__MSG_OBJ_GET_REPLY, &r.base, -1);
+  free(locs);
+  free(lp);
+  return 1;
+}
+
+static void reply_get_error(node_client *c, uint64_t req_id, int status, const char *msg) {
+  Rd__ObjGetReply r = RD__OBJ_GET_REPLY__INIT;
+  r.req_id = req_id;
+  r.status = status;
+  r.error = (char *)msg;
+  send_msg(c, RD__MSG_TYPE__MSG_OBJ_GET_REPLY, &r.base, -1);
+}
+
+static void on_obj_get(node_client *c, Rd__ObjGet *m) {
+  if (try_get(c, m->req_id, m->object_ids, m->n_object_ids)) return;
+  parked_get *p = calloc(1, sizeof(*p));
+  uint64_t *ids = malloc(m->n_object_ids * sizeof(uint64_t));
+  if (!p || !ids) {
+    free(p); free(ids);
+    reply_get_error(c, m->req_id, RD_ENOMEM, "node out of memory");
+    return;
+  }
+  memcpy(ids, m->object_ids, m->n_object_ids * sizeof(uint64_t));
+  p->client = c;
+  p->req_id = m->req_id;
+  p->ids = ids;
+  p->n = m->n_object_ids;
+  p->deadline_ns = m->timeout_ms >= 0 ? rd__now_ns() + (uint64_t)m->timeout_ms * 1000000ull : 0;
+  p->next = N.parked;
+  N.parked = p;
+}
+
+static void retry_parked(int check_deadlines) {
+  uint64_t now = rd__now_ns();
+  for (parked_get **pp = &N.parked; *pp;) {
+    parked_get *p = *pp;
+    int done = p->client->dead;
+    if (!done) done = try_get(p->client, p->req_id, p->ids, p->n);
+    if (!done && check_deadlines && p->deadline_ns && now >= p->deadline_ns) {
+      reply_get_error(p->client, p->req_id, RD_ETIMEDOUT, "object was not sealed in time");
+      done = 1;
+    }
+    if (done) {
+      *pp = p->next;
+      free(p->ids);
+      free(p);
+    } else {
+      pp = &p->next;
+    }
+  }
+}
+
+static void on_obj_seal(node_client *c, Rd__ObjSeal *m) {
+  int st = rd_store_seal(N.store, m->object_id);
+  if (st != 0) rd__log(RD_LOG_WARN, "client %u: seal of %llx: %s", c->id, (unsigned long long)m->object_id, rd_strerror(st));
+  if (m->release && pin_remove(c, m->object_id)) rd_store_release(N.store, m->object_id);
+  if (N.parked) retry_parked(0);
+}
+
+static void on_obj_release(node_client *c, Rd__ObjIds *m) {
+  for (size_t i = 0; i < m->n_object_ids; i++)
+    if (pin_remove(c, m->object_ids[i])) rd_store_release(N.store, m->object_ids[i]);
+}
+
+static void on_obj_delete(node_client *c, Rd__ObjIds *m) {
+  (void)c;
+  for (size_t i = 0; i < m->n_object_ids; i++) rd_store_delete(N.store, m->object_ids[i]);
+}
+
+static void on_node_info(node_client *c, Rd__NodeInfo *m) {
+  Rd__NodeInfoReply r = RD__NODE_INFO_REPLY__INIT;
+  rd__res_msg tot, av;
+  rd__res_to_msg(&N.ledger.total, &tot);
+  rd__res_to_msg(&N.ledger.avail, &av);
+  rd_store_stats s;
+  rd_store_get_stats(N.store, &s);
+  r.req_id = m->req_id;
+  r.total = &tot.msg;
+  r.avail = &av.msg;
+  r.store_capacity = s.capacity;
+  r.store_used = s.used;
+  r.spilled_bytes = s.bytes_spilled;
+  r.spill_count = s.spill_count;
+  r.restore_count = s.restore_count;
+  r.num_workers = N.nworkers;
+  r.num_idle = N.nidle;
+  r.leases_granted = N.leases_granted;
+  send_msg(c, RD__MSG_TYPE__MSG_NODE_INFO_REPLY, &r.base, -1);
+}
+
+/* ------------------------------------------------------------- clients */
+
+static void node_shutdown(void);
+
+static void on_hello(node_client *c, Rd__Hello *m) {
+  Rd__HelloReply r = RD__HELLO_REPLY__INIT;
+  if (m->version != RD_PROTO_VERSION || (m->role != ROLE_DRIVER && m->role != ROLE_WORKER)) {
+    send_error(c, RD_EPROTO, "unsupported protocol version or role");
+    client_drop(c, "bad hello");
+    return;
+  }
+  if (m->role == ROLE_WORKER) {
+    node_worker *w = NULL;
+    for (node_worker *x = N.workers; x; x = x->next)
+      if (x->id == m->worker_id && x->state == W_STARTING && !x->client) w = x;
+    if (!w) {
+      send_error(c, RD_EPROTO, "unknown worker id");
+      client_drop(c, "hello from an unknown worker");
+      return;
+    }
+    w->client = c;
+    c->worker = w;
+    w->state = W_IDLE;
+    N.nstarting--;
+    N.nidle++;
+    rd__log(RD_LOG_DEBUG, "worker %u ready (idle %d, queued %llu)", w->id, N.nidle, (unsigned long long)N.queue.len);
+  } else if (m->exe && *m->exe && !N.job_exe) {
+    N.job_exe = strdup(m->exe);
+    N.job_argv = calloc(m->n_argv + 2, sizeof(char *));
+    if (N.job_argv) {
+      if (m->n_argv == 0) N.job_argv[0] = strdup(m->exe);
+      for (size_t i = 0; i < m->n_argv; i++) N.job_argv[i] = strdup(m->argv[i]);
+    }
+  }
+  c->role = m->role;
+  c->pid = m->pid;
+  rd__res_msg tot;
+  rd__res_to_msg(&N.ledger.total, &tot);
+  r.client_id = c->id;
+  r.store_capacity = rd_store_capacity(N.store);
+  r.inline_max = RD_INLINE_MAX;
+  r.total = &tot.msg;
+  int fd = dup(rd_store_fd(N.store));
+  send_msg(c, RD__MSG_TYPE__MSG_HELLO_REPLY, &r.base, fd);
+  if (c->role == ROLE_DRIVER && !N.job_started) {
+    N.job_started = 1;
+    for (int i = 0; i < N.opts.prestart; i++) worker_spawn();
+  }
+  dispatch();
+}
+
+static void handle_frame(node_client *c, const rd__frame *f) {
+  const ProtobufCMessageDescriptor *d = NULL;
+  switch (f->type) {
+    case RD__MSG_TYPE__MSG_HELLO: d = &rd__hello__descriptor; break;
+    case RD__MSG_TYPE__MSG_LEASE_REQUEST: d = &rd__lease_request__descriptor; break;
+    case RD__MSG_TYPE__MSG_LEASE_RETURN: d = &rd__lease_return__descriptor; break;
+    case RD__MSG_TYPE__MSG_LEASE_CANCEL: d = &rd__lease_cancel__descriptor; break;
+    case RD__MSG_TYPE__MSG_OBJ_CREATE: d = &rd__obj_create__descriptor; break;
+    case RD__MSG_TYPE__MSG_OBJ_SEAL: d = &rd__obj_seal__descriptor; break;
+    case RD__MSG_TYPE__MSG_OBJ_GET: d = &rd__obj_get__descriptor; break;
+    case RD__MSG_TYPE__MSG_OBJ_RELEASE:
+    case RD__MSG_TYPE__MSG_OBJ_DELETE: d = &rd__obj_ids__descriptor; break;
+    case RD__MSG_TYPE__MSG_NODE_INFO: d = &rd__node_info__descriptor; break;
+    case RD__MSG_TYPE__MSG_SHUTDOWN: d = &rd__shutdown__descriptor; break;
+    default: break;
+  }
+  if (!d || f->flags != 0) {
+    send_error(c, RD_EPROTO, "unexpected message type for the node daemon");
+    client_drop(c, "unexpected message type");
+    return;
+  }
+  if (c->role == ROLE_NONE && f->type != RD__MSG_TYPE__MSG_HELLO) {
+    send_error(c, RD_EPROTO, "the first message must be a hello");
+    client_drop(c, "no hello");
+    return;
+  }
+  ProtobufCMessage *m = rd__frame_unpack(f, d);
+  if (!m) {
+    send_error(c, RD_EPROTO, "malformed message");
+    client_drop(c, "malformed message");
+    return;
+  }
+  switch (f->type) {
+    case RD__MSG_TYPE__MSG_HELLO: on_hello(c, (Rd__Hello *)m); break;
+    case RD__MSG_TYPE__MSG_LEASE_REQUEST: on_lease_request(c, (Rd__LeaseRequest *)m); break;
+    case RD__MSG_TYPE__MSG_LEASE_RETURN: on_lease_return(c, (Rd__LeaseReturn *)m); break;
+    case RD__MSG_TYPE__MSG_LEASE_CANCEL: on_lease_cancel(c, (Rd__LeaseCancel *)m); break;
+    case RD__MSG_TYPE__MSG_OBJ_CREATE: on_obj_create(c, (Rd__ObjCreate *)m); break;
+    case RD__MSG_TYPE__MSG_OBJ_SEAL: on_obj_seal(c, (Rd__ObjSeal *)m); break;
+    case RD__MSG_TYPE__MSG_OBJ_GET: on_obj_get(c, (Rd__ObjGet *)m); break;
+    case RD__MSG_TYPE__MSG_OBJ_RELEASE: on_obj_release(c, (Rd__ObjIds *)m); break;
+    case RD__MSG_TYPE__MSG_OBJ_DELETE: on_obj_delete(c, (Rd__ObjIds *)m); break;
+    case RD__MSG_TYPE__MSG_NODE_INFO: on_node_info(c, (Rd__NodeInfo *)m); break;
+    case RD__MSG_TYPE__MSG_SHUTDOWN: node_shutdown(); break;
+    default: break;
+  }
+  protobuf_c_message_free_unpacked(m, NULL);
+}
+
+static void client_free_cb(uv_handle_t *h) {
+  node_client *c = h->data;
+  rd__conn_close(&c->conn);
+  free(c->pins);
+  free(c);
+}
+
+static void client_drop(node_client *c, const char *why) {
+  if (c->dead) return;
+  c->dead = 1;
+  rd__log(c->role == ROLE_DRIVER || N.shutting_down || !strcmp(why, "end of stream") ? RD_LOG_INFO : RD_LOG_WARN,
+          "dropping client %u (%s pid %d): %s", c->id,
+          c->role == ROLE_DRIVER ? "driver" : c->role == ROLE_WORKER ? "worker" : "unknown", c->pid, why);
+  if (rd__conn_want_write(&c->conn)) (void)rd__conn_flush(&c->conn);  /* best effort: the error frame */
+  for (node_client **pp = &N.clients; *pp; pp = &(*pp)->next)
+    if (*pp == c) { *pp = c->next; break; }
+  while (c->reqs) {
+    lease_req *r = c->reqs;
+    c->reqs = r->next;
+    rd_sched_queue_remove(&N.queue, &r->item);
+    free(r);
+  }
+  for (node_worker *w = N.workers; w; w = w->next)
+    if (w->state == W_LEASED && w->lease_owner == c) lease_end(w);
+  for (size_t i = 0; i < c->npins; i++) rd_store_release(N.store, c->pins[i]);
+  c->npins = 0;
+  rd_store_abort_client(N.store, c->id);
+  if (c->worker) {
+    node_worker *w = c->worker;
+    w->client = NULL;
+    c->worker = NULL;
+    if (w->state == W_IDLE) N.nidle--;
+    if (w->state != W_DEAD && w->pid > 0) kill(w->pid, SIGKILL);  /* a worker without a conn is useless */
+    if (w->state == W_LEASED) rd_res_release(&N.ledger, &w->grant);
+    if (w->state != W_DEAD) w->state = W_STARTING, N.nstarting++;   /* until its exit callback */
+  }
+  uv_poll_stop(&c->poll);
+  c->poll.data = c;
+  uv_close((uv_handle_t *)&c->poll, client_free_cb);
+  if (c->role == ROLE_DRIVER && N.opts.embedded) node_shutdown();
+  else dispatch();
+}
+
+static void client_on_io(uv_poll_t *h, int status, int events) {
+  node_client *c = h->data;
+  if (c->dead) return;
+  if (status < 0) {
+    client_drop(c, "socket error");
+    flush_all();
+    return;
+  }
+  if (events & UV_READABLE) {
+    for (int rounds = 0; rounds < 16 && !c->dead; rounds++) {
+      int r = rd__conn_fill(&c->conn);
+      if (r == RD_EAGAIN) break;
+      if (r <= 0) {
+        client_drop(c, r == 0 ? "end of stream" : "read error");
+        break;
+      }
+      rd__frame f;
+      int k;
+      while (!c->dead && (k = rd__conn_next(&c->conn, &f)) == 1) handle_frame(c, &f);
+      if (!c->dead && k < 0) {
+        send_error(c, RD_EPROTO, "malformed frame header");
+        client_drop(c, "malformed frame");
+      }
+    }
+  }
+  flush_all();
+}
+
+static void on_accept(uv_poll_t *h, int status, int events) {
+  (void)h; (void)events;
+  if (status < 0) return;
+  for (;;) {
+    int fd = accept4(N.listen_fd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
+    if (fd < 0) return;
+    if (N.shutting_down) { close(fd); continue; }
+    node_client *c = calloc(1, sizeof(*c));
+    if (!c) { close(fd); continue; }
+    c->id = ++N.next_client_id;
+    c->role = ROLE_NONE;
+    rd__conn_init(&c->conn, fd);
+    uv_poll_init(N.loop, &c->poll, fd);
+    c->poll.data = c;
+    c->poll_events = UV_READABLE;
+    uv_poll_start(&c->poll, UV_READABLE, client_on_io);
+    c->next = N.clients;
+    N.clients = c;
+  }
+}
+
+/* ----------------------------------------------------------- lifecycle */
+
+static void on_tick(uv_timer_t *t) {
+  (void)t;
+  if (N.parked) retry_parked(1);
+  flush_all();
+}
+
+static void close_walk_cb(uv_handle_t *h, void *arg) {
+  (void)arg;
+  if (!uv_is_closing(h) && h->type != UV_PROCESS) uv_close(h, NULL);
+}
+
+static void node_shutdown(void) {
+  if (N.shutting_down) return;
+  N.shutting_down = 1;
+  rd__log(RD_LOG_INFO, "shutting down");
+  uv_poll_stop(&N.listen_poll);
+  close(N.listen_fd);
+  unlink(N.sock_path);
+  for (node_worker *w = N.workers; w; w = w->next)
+    if (w->pid > 0) kill(w->pid, SIGKILL);
+}
+
+static void on_signal(uv_signal_t *s, int sig) {
+  (void)s;
+  rd__log(RD_LOG_INFO, "signal %d", sig);
+  node_shutdown();
+}
+
+static int listen_unix(const char *path) {
+  int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+  if (fd < 0) return -1;
+  struct sockaddr_un a;
+  memset(&a, 0, sizeof(a));
+  a.sun_family = AF_UNIX;
+  if (strlen(path) >= sizeof(a.sun_path)) { close(fd); errno = ENAMETOOLONG; return -1; }
+  strcpy(a.sun_path, path);
+  unlink(path);
+  mode_t old = umask(077);
+  int r = bind(fd, (struct sockaddr *)&a, sizeof(a));
+  umask(old);
+  if (r != 0 || chmod(path, 0600) != 0 || listen(fd, 128) != 0) { close(fd); return -1; }
+  return fd;
+}
+
+/* Count GPUs through the CUDA driver API when it is installed (no link-time
+ * dependency): 0 when there is no driver or no device. */
+static int detect_gpus(void) {
+  void *h = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
+  if (!h) return 0;
+  int (*init)(unsigned) = (int (*)(unsigned))dlsym(h, "cuInit");
+  int (*count)(int *) = (int (*)(int *))dlsym(h, "cuDeviceGetCount");
+  int n = 0;
+  if (!init || !count || init(0) != 0 || count(&n) != 0) n = 0;
+  dlclose(h);
+  return n;
+}
+
+int rd__node_main(const rd_node_opts *opts) {
+  memset(&N, 0, sizeof(N));
+  N.opts = *opts;
+  rd__log_init("node");
+  if (opts->log_level >= 0) rd__log_set_level(opts->log_level);
+  signal(SIGPIPE, SIG_IGN);
+  N.loop = uv_default_loop();
+
+  rd_resources total;
+  memset(&total, 0, sizeof(total));
+  total.cpu = opts->num_cpus;
+  int64_t gpus = opts->num_gpus;
+  if (gpus < 0) gpus = (int64_t)detect_gpus() * RD_RES_UNIT;
+  if (gpus / RD_RES_UNIT > RD_RES_MAX_GPUS) gpus = (int64_t)RD_RES_MAX_GPUS * RD_RES_UNIT;
+  total.gpu = gpus;
+  total.memory = (int64_t)opts->memory;
+  char err[200] = "";
+  if (rd__res_parse_custom(&total, opts->custom_resources, err, sizeof(err)) != 0) {
+    rd__log(RD_LOG_ERROR, "--resources: %s", err);
+    return 2;
+  }
+  rd_res_ledger_init(&N.ledger, &total);
+  rd_sched_queue_init(&N.queue);
+
+  rd_store_config sc;
+  memset(&sc, 0, sizeof(sc));
+  sc.capacity = opts->store_bytes;
+  sc.spill_dir = opts->spill_dir && *opts->spill_dir ? opts->spill_dir : NULL;
+  sc.prefault = 1;
+  if (sc.spill_dir) mkdir(sc.spill_dir, 0700);
+  int st = rd_store_open(&N.store, &sc);
+  if (st != 0) {
+    rd__log(RD_LOG_ERROR, "cannot create the object store (%llu bytes): %s",
+            (unsigned long long)opts->store_bytes, rd_strerror(st));
+    return 1;
+  }
+  snprintf(N.sock_path, sizeof(N.sock_path), "%s/%s", opts->session_dir, RD_NODE_SOCK);
+  N.listen_fd = listen_unix(N.sock_path);
+  if (N.listen_fd < 0) {
+    rd__log(RD_LOG_ERROR, "cannot listen on %s: %s", N.sock_path, strerror(errno));
+    rd_store_close(N.store);
+    return 1;
+  }
+  uv_poll_init(N.loop, &N.listen_poll, N.listen_fd);
+  uv_poll_start(&N.listen_poll, UV_READABLE, on_accept);
+  uv_timer_init(N.loop, &N.tick);
+  uv_timer_start(&N.tick, on_tick, 50, 50);
+  uv_signal_init(N.loop, &N.sigterm);
+  uv_signal_start(&N.sigterm, on_signal, SIGTERM);
+  uv_signal_init(N.loop, &N.sigint);
+  uv_signal_start(&N.sigint, on_signal, SIGINT);
+
+  rd__log(RD_LOG_INFO, "node up: %s, %g CPUs, %g GPUs, store %llu bytes", N.sock_path,
+          rd_res_to_double(total.cpu), rd_res_to_double(total.gpu), (unsigned long long)opts->store_bytes);
+  if (opts->ready_fd >= 0) {
+    ssize_t w = write(opts->ready_fd, "R", 1);
+    (void)w;
+    close(opts->ready_fd);
+  }
+
+  while (!N.shutting_down) uv_run(N.loop, UV_RUN_ONCE);
+  /* shutting down: drop clients, wait for the workers' exit callbacks */
+  while (N.clients) client_drop(N.clients, "node shutting down");
+  uint64_t deadline = rd__now_ns() + 3000000000ull;
+  while (N.nworkers > 0 && rd__now_ns() < deadline) uv_run(N.loop, UV_RUN_NOWAIT), usleep(1000);
+  uv_walk(N.loop, close_walk_cb, NULL);
+  uv_run(N.loop, UV_RUN_DEFAULT);
+  while (N.parked) {
+    parked_get *p = N.parked;
+    N.parked = p->next;
+    free(p->ids);
+    free(p);
+  }
+  rd_store_close(N.store);
+  if (sc.spill_dir) rmdir(sc.spill_dir);
+  if (N.job_argv) {
+    for (char **a = N.job_argv; *a; a++) free(*a);
+    free(N.job_argv);
+  }
+  free(N.job_exe);
+  uv_loop_close(N.loop);
+  if (opts->embedded) rmdir(opts->session_dir);
+  rd__log(RD_LOG_INFO, "node down");
+  return 0;
+}

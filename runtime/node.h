@@ -1,0 +1,25 @@
+/* runtime/node.h - entry point of the node daemon (`raydist node`). */
+#ifndef RD_RUNTIME_NODE_H
+#define RD_RUNTIME_NODE_H
+
+#include <stdint.h>
+
+typedef struct rd_node_opts {
+  const char *session_dir;        /* holds node.sock; 0700 */
+  int64_t num_cpus;               /* fixed point */
+  int64_t num_gpus;               /* fixed point; <0: detect with CUDA */
+  uint64_t memory;                /* bytes of memory budget */
+  uint64_t store_bytes;
+  const char *spill_dir;          /* NULL or "" = no spilling */
+  const char *custom_resources;   /* "name=amount,..." */
+  int prestart;                   /* workers started when the driver connects */
+  int max_workers;
+  int ready_fd;                   /* written "R" and closed once listening; -1 none */
+  int embedded;                   /* exit when the driver disconnects; remove the session dir */
+  int log_level;                  /* -1: from the environment */
+} rd_node_opts;
+
+/* Run the daemon until shut down; returns the process exit code. */
+int rd__node_main(const rd_node_opts *opts);
+
+#endif

@@ -1,0 +1,107 @@
+/* runtime/raydist_cli.c - the `raydist` command.
+ *
+ * `raydist node ...` runs a node daemon (rd_init starts one this way for an
+ * embedded cluster); `raydist version` prints the version.  Cluster commands
+ * (start --head, start --address, status, stop) arrive with the multi-node
+ * work and are refused with a clear message until then. */
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "node.h"
+#include "resources.h"
+
+static void usage(FILE *f) {
+  fprintf(f,
+          "usage: raydist node --session DIR [--num-cpus N] [--num-gpus N] [--memory BYTES]\n"
+          "                    [--object-store-memory BYTES] [--spill-dir DIR] [--resources a=1,b=2]\n"
+          "                    [--prestart N] [--max-workers N] [--ready-fd FD] [--embedded] [--log-level L]\n"
+          "       raydist version\n");
+}
+
+static int parse_qty(const char *s, int64_t *out) {
+  char *end;
+  double d = strtod(s, &end);
+  if (*end || end == s) return -1;
+  return rd_res_from_double(d, out) == 0 ? 0 : -1;
+}
+
+static int parse_u64(const char *s, uint64_t *out) {
+  char *end;
+  unsigned long long v = strtoull(s, &end, 10);
+  if (*end || end == s || s[0] == '-') return -1;
+  *out = v;
+  return 0;
+}
+
+int main(int argc, char **argv) {
+  if (argc < 2 || !strcmp(argv[1], "-h") || !strcmp(argv[1], "--help")) {
+    usage(argc < 2 ? stderr : stdout);
+    return argc < 2 ? 2 : 0;
+  }
+  if (!strcmp(argv[1], "version")) {
+    printf("raydist 0.1.0\n");
+    return 0;
+  }
+  if (!strcmp(argv[1], "start") || !strcmp(argv[1], "status") || !strcmp(argv[1], "stop")) {
+    fprintf(stderr, "raydist %s: multi-node clusters are not implemented yet; "
+                    "rd_init(NULL) starts an embedded single-node cluster\n", argv[1]);
+    return 2;
+  }
+  if (strcmp(argv[1], "node") != 0) {
+    fprintf(stderr, "raydist: unknown command '%s'\n", argv[1]);
+    usage(stderr);
+    return 2;
+  }
+  rd_node_opts o;
+  memset(&o, 0, sizeof(o));
+  o.num_cpus = (int64_t)sysconf(_SC_NPROCESSORS_ONLN) * RD_RES_UNIT;
+  o.num_gpus = -1;
+  o.memory = (uint64_t)sysconf(_SC_PHYS_PAGES) * (uint64_t)sysconf(_SC_PAGESIZE);
+  o.store_bytes = 512ull << 20;
+  o.prestart = -1;
+  o.max_workers = 64;
+  o.ready_fd = -1;
+  o.log_level = -1;
+  static const struct option lo[] = {
+      {"session", 1, 0, 's'},     {"num-cpus", 1, 0, 'c'},   {"num-gpus", 1, 0, 'g'},
+      {"memory", 1, 0, 'm'},      {"object-store-memory", 1, 0, 'o'}, {"spill-dir", 1, 0, 'd'},
+      {"resources", 1, 0, 'r'},   {"prestart", 1, 0, 'p'},   {"max-workers", 1, 0, 'w'},
+      {"ready-fd", 1, 0, 'f'},    {"embedded", 0, 0, 'e'},   {"log-level", 1, 0, 'l'},
+      {0, 0, 0, 0}};
+  int ch;
+  optind = 2;
+  while ((ch = getopt_long(argc, argv, "", lo, NULL)) != -1) {
+    int bad = 0;
+    switch (ch) {
+      case 's': o.session_dir = optarg; break;
+      case 'c': bad = parse_qty(optarg, &o.num_cpus); break;
+      case 'g': bad = parse_qty(optarg, &o.num_gpus); break;
+      case 'm': bad = parse_u64(optarg, &o.memory); break;
+      case 'o': bad = parse_u64(optarg, &o.store_bytes); break;
+      case 'd': o.spill_dir = optarg; break;
+      case 'r': o.custom_resources = optarg; break;
+      case 'p': o.prestart = atoi(optarg); break;
+      case 'w': o.max_workers = atoi(optarg); break;
+      case 'f': o.ready_fd = atoi(optarg); break;
+      case 'e': o.embedded = 1; break;
+      case 'l': o.log_level = atoi(optarg); break;
+      default: usage(stderr); return 2;
+    }
+    if (bad) {
+      fprintf(stderr, "raydist node: bad value '%s' for --%s\n", optarg, lo[0].name);
+      return 2;
+    }
+  }
+  if (!o.session_dir) {
+    fprintf(stderr, "raydist node: --session is required\n");
+    return 2;
+  }
+  if (o.prestart < 0) o.prestart = (int)(o.num_cpus / RD_RES_UNIT);
+  if (o.prestart < 1) o.prestart = 1;
+  if (o.max_workers < 1) o.max_workers = 1;
+  if (o.prestart > o.max_workers) o.prestart = o.max_workers;
+  return rd__node_main(&o);
+}

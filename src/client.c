@@ -1,0 +1,1588 @@
+/* src/client.c - the owner side of libraydist, linked into every driver and
+ * worker: objects and their references, task submission, worker leases and
+ * the I/O pump.
+ *
+ * The process that submits a task or puts an object owns it: it keeps the
+ * value (small objects inline) or the store location, the reference counts and
+ * the task's retry state.  Tasks whose arguments are not ready wait here, never
+ * in a worker.  Ready tasks of one scheduling class (resources + priority) are
+ * pushed straight to leased workers over socketpairs, pipelined when tasks are
+ * short; the node daemon is only asked for leases and store operations.
+ * Nothing here blocks while holding the socket of another thread's work: one
+ * thread pumps at a time, the others wait on a condition variable. */
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <poll.h>
+#include <signal.h>
+#include <spawn.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <sys/mman.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <sys/wait.h>
+#include <unistd.h>
+#include <dirent.h>
+
+#include "internal.h"
+#include "log.h"
+
+extern char **environ;
+
+rd__ctx rd__g = {.mu = PTHREAD_MUTEX_INITIALIZER, .cv = PTHREAD_COND_INITIALIZER, .wakefd = -1};
+#define G rd__g
+
+static void obj_ready(rd__obj *o);
+static void task_fail(rd__task *t, int err, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static void class_dispatch(rd__sclass *c);
+static void fail_everything(int err, const char *why);
+
+/* ------------------------------------------------------------- blobs */
+
+static rd__blob *blob_new(const void *data, size_t n) {
+  rd__blob *b = malloc(sizeof(*b) + n + 1);
+  if (!b) return NULL;
+  b->refs = 1;
+  b->size = n;
+  if (data && n) memcpy(b->data, data, n);
+  b->data[n] = 0;
+  return b;
+}
+
+static void blob_unref(rd__blob *b) {
+  if (b && --b->refs == 0) free(b);
+}
+
+static rd__blob *blob_printf(const char *fmt, va_list ap) {
+  char buf[2048];
+  vsnprintf(buf, sizeof(buf), fmt, ap);
+  return blob_new(buf, strlen(buf));
+}
+
+/* ------------------------------------------------------------ objects */
+
+static rd__obj *obj_get(uint64_t id) { return rd__u64map_get(&G.objs, id); }
+
+static rd__obj *obj_new(uint64_t id, int state) {
+  if (rd__u64map_reserve(&G.objs, G.objs.count + 1) != 0) return NULL;
+  rd__obj *o = calloc(1, sizeof(*o));
+  if (!o) return NULL;
+  o->id = id;
+  o->state = state;
+  o->refs = 1;
+  rd__u64map_put(&G.objs, id, o);
+  return o;
+}
+
+static void queue_release(uint64_t id, int del);
+
+/* Drop the object when nobody references or needs it any more. */
+static void obj_maybe_free(rd__obj *o) {
+  if (o->refs > 0 || o->uses > 0 || o->state == OBJ_PENDING || o->ndeps > 0) return;
+  rd__u64map_del(&G.objs, o->id);
+  if (o->state == OBJ_STORE || o->state == OBJ_PUT_OPEN) queue_release(o->id, 1);
+  blob_unref(o->blob);
+  free(o->deps);
+  free(o);
+}
+
+/* Store pins to drop (del=0) and objects to delete (del=1) go to the daemon in
+ * batches: one frame per flush instead of one per call. */
+static uint64_t *pending_delete;
+static size_t npending_delete, cappending_delete;
+
+static void queue_release(uint64_t id, int del) {
+  uint64_t **arr = del ? &pending_delete : &G.pending_release;
+  size_t *n = del ? &npending_delete : &G.npending_release;
+  size_t *cap = del ? &cappending_delete : &G.cappending_release;
+  if (*n == *cap) {
+    size_t nc = *cap ? *cap * 2 : 64;
+    uint64_t *p = realloc(*arr, nc * sizeof(uint64_t));
+    if (!p) return;
+    *arr = p;
+    *cap = nc;
+  }
+  (*arr)[(*n)++] = id;
+}
+
+static void send_pending_releases(void) {
+  if (G.dead) {
+    G.npending_release = npending_delete = 0;
+    return;
+  }
+  if (G.npending_release) {
+    Rd__ObjIds m = RD__OBJ_IDS__INIT;
+    m.n_object_ids = G.npending_release;
+    m.object_ids = G.pending_release;
+    rd__conn_send(&G.daemon, RD__MSG_TYPE__MSG_OBJ_RELEASE, &m.base, -1);
+    G.npending_release = 0;
+  }
+  if (npending_delete) {
+    Rd__ObjIds m = RD__OBJ_IDS__INIT;
+    m.n_object_ids = npending_delete;
+    m.object_ids = pending_delete;
+    rd__conn_send(&G.daemon, RD__MSG_TYPE__MSG_OBJ_DELETE, &m.base, -1);
+    npending_delete = 0;
+  }
+}
+
+static int obj_add_dep(rd__obj *o, rd__task *t) {
+  if (o->ndeps == o->capdeps) {
+    int cap = o->capdeps ? o->capdeps * 2 : 4;
+    rd__task **p = realloc(o->deps, (size_t)cap * sizeof(*p));
+    if (!p) return RD_ENOMEM;
+    o->deps = p;
+    o->capdeps = cap;
+  }
+  o->deps[o->ndeps++] = t;
+  return 0;
+}
+
+static void obj_set_failed(rd__obj *o, int err, rd__blob *msg) {
+  o->state = OBJ_FAILED;
+  o->err = err;
+  blob_unref(o->blob);
+  o->blob = msg;
+  if (msg) msg->refs++;
+}
+
+/* ---------------------------------------------------------- classes */
+
+static rd__sclass *class_get(const rd_resources *r, int prio) {
+  for (rd__sclass *c = G.classes; c; c = c->next)
+    if (c->priority == prio && !memcmp(&c->res, r, sizeof(*r))) return c;
+  rd__sclass *c = calloc(1, sizeof(*c));
+  if (!c) return NULL;
+  c->res = *r;
+  c->priority = prio;
+  c->next = G.classes;
+  G.classes = c;
+  return c;
+}
+
+static void class_enqueue(rd__sclass *c, rd__task *t, int front) {
+  t->next = NULL;
+  if (front) {
+    t->next = c->qhead;
+    c->qhead = t;
+    if (!c->qtail) c->qtail = t;
+  } else {
+    if (c->qtail) c->qtail->next = t;
+    else c->qhead = t;
+    c->qtail = t;
+  }
+  c->qlen++;
+}
+
+/* ------------------------------------------------------------- tasks */
+
+static void task_free(rd__task *t) {
+  for (int i = 0; i < t->nargs; i++) {
+    if (!t->args[i].by_ref) continue;
+    rd__obj *o = obj_get(t->args[i].oid);
+    if (o) {
+      o->uses--;
+      obj_maybe_free(o);
+    }
+  }
+  free(t);
+}
+
+static void task_fail(rd__task *t, int err, const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  rd__blob *msg = blob_printf(fmt, ap);
+  va_end(ap);
+  for (int i = 0; i < t->nret; i++) {
+    rd__obj *o = obj_get(t->ret_ids[i]);
+    if (!o) continue;
+    obj_set_failed(o, err, msg);
+    obj_ready(o);
+  }
+  blob_unref(msg);
+  task_free(t);
+}
+
+/* All arguments are ready: fail fast on a failed argument, else queue. */
+static void task_make_ready(rd__task *t) {
+  for (int i = 0; i < t->nargs; i++) {
+    if (!t->args[i].by_ref) continue;
+    rd__obj *o = obj_get(t->args[i].oid);
+    if (o && o->state == OBJ_FAILED) {
+      task_fail(t, o->err, "argument %d of '%s' failed: %s", i, t->func,
+                o->blob ? (const char *)o->blob->data : rd_strerror(o->err));
+      return;
+    }
+  }
+  class_enqueue(t->cls, t, 0);
+  class_dispatch(t->cls);
+}
+
+static void obj_ready(rd__obj *o) {
+  rd__task **deps = o->deps;
+  int n = o->ndeps;
+  o->deps = NULL;
+  o->ndeps = o->capdeps = 0;
+  for (int i = 0; i < n; i++)
+    if (--deps[i]->deps_pending == 0) task_make_ready(deps[i]);
+  free(deps);
+  obj_maybe_free(o);
+  pthread_cond_broadcast(&G.cv);
+}
+
+/* How many tasks to keep in flight on one worker: deep pipelines for short
+ * tasks (throughput), one at a time for long ones (no head-of-line waits). */
+static int class_depth(const rd__sclass *c) {
+  if (c->ewma_ns == 0) return 1;
+  if (c->ewma_ns < 200000) return G.pipeline_depth;
+  if (c->ewma_ns < 2000000) return 4;
+  return 1;
+}
+
+static int lease_push(rd__lease *l, rd__task *t) {
+  Rd__Task m = RD__TASK__INIT;
+  Rd__Arg argv[RD_MAX_ARGS];
+  Rd__Arg *argp[RD_MAX_ARGS];
+  m.task_id = t->task_id;
+  m.func = (char *)t->func;
+  m.attempt = (uint32_t)t->attempt;
+  m.n_return_ids = (size_t)t->nret;
+  m.return_ids = t->ret_ids;
+  m.n_args = (size_t)t->nargs;
+  m.args = argp;
+  for (int i = 0; i < t->nargs; i++) {
+    rd__arg__init(&argv[i]);
+    argp[i] = &argv[i];
+    const rd__targ *a = &t->args[i];
+    if (!a->by_ref) {
+      argv[i].data.data = (uint8_t *)a->data;
+      argv[i].data.len = a->size;
+      continue;
+    }
+    rd__obj *o = obj_get(a->oid);
+    if (o && o->state == OBJ_INLINE) {       /* small: travels with the task */
+      argv[i].data.data = o->blob->data;
+      argv[i].data.len = o->blob->size;
+    } else {
+      argv[i].by_ref = 1;
+      argv[i].object_id = a->oid;
+    }
+  }
+  int r = rd__conn_send(&l->conn, RD__MSG_TYPE__MSG_TASK, &m.base, -1);
+  if (r != 0) return r;
+  t->lease = l;
+  t->next = NULL;
+  if (l->intail) l->intail->next = t;
+  else l->inhead = t;
+  l->intail = t;
+  l->ninflight++;
+  l->idle_since = 0;
+  t->pushed_ns = rd__now_ns();
+  return 0;
+}
+
+static void lease_request(rd__sclass *c) {
+  if (c->req_id || G.dead) return;
+  Rd__LeaseRequest m = RD__LEASE_REQUEST__INIT;
+  rd__res_msg rm;
+  rd__res_to_msg(&c->res, &rm);
+  c->req_id = ++G.next_req;
+  m.req_id = c->req_id;
+  m.res = &rm.msg;
+  m.priority = c->priority;
+  rd__conn_send(&G.daemon, RD__MSG_TYPE__MSG_LEASE_REQUEST, &m.base, -1);
+}
+
+/* Is another class of this process with a higher priority waiting for a
+ * worker?  Then lower-priority leases drain instead of taking more work. */
+static int higher_priority_waiting(const rd__sclass *c) {
+  for (rd__sclass *o = G.classes; o; o = o->next)
+    if (o != c && o->priority > c->priority && o->qlen > 0 && o->req_id) return 1;
+  return 0;
+}
+
+static void class_dispatch(rd__sclass *c) {
+  int depth = class_depth(c);
+  int yield = higher_priority_waiting(c);
+  while (c->qhead && !yield) {
+    rd__lease *best = NULL;
+    for (rd__lease *l = c->leases; l; l = l->next)
+      if (l->ninflight < depth && (!best || l->ninflight < best->ninflight)) best = l;
+    if (!best) break;
+    rd__task *t = c->qhead;
+    c->qhead = t->next;
+    if (!c->qhead) c->qtail = NULL;
+    c->qlen--;
+    if (lease_push(best, t) != 0) {
+      task_fail(t, RD_ENOMEM, "cannot encode task '%s'", t->func);
+    }
+  }
+  if (c->qlen > 0) lease_request(c);
+}
+
+static void lease_return(rd__lease *l) {
+  rd__sclass *c = l->cls;
+  for (rd__lease **pp = &c->leases; *pp; pp = &(*pp)->next)
+    if (*pp == l) { *pp = l->next; break; }
+  c->nleases--;
+  if (!G.dead) {
+    Rd__LeaseReturn m = RD__LEASE_RETURN__INIT;
+    m.lease_id = l->lease_id;
+    rd__conn_send(&G.daemon, RD__MSG_TYPE__MSG_LEASE_RETURN, &m.base, -1);
+  }
+  rd__conn_close(&l->conn);
+  free(l);
+}
+
+/* The worker behind a lease is gone: retry or fail what it was running. */
+static void lease_lost(rd__lease *l, const char *why) {
+  rd__sclass *c = l->cls;
+  rd__task *t = l->inhead;
+  l->inhead = l->intail = NULL;
+  l->ninflight = 0;
+  int pid = l->worker_pid;
+  lease_return(l);
+  /* requeue in order at the front of the class queue */
+  rd__task *retry_head = NULL, **rtail = &retry_head;
+  while (t) {
+    rd__task *next = t->next;
+    t->lease = NULL;
+    if (t->retries_left > 0) {
+      t->retries_left--;
+      t->attempt++;
+      rd__log(RD_LOG_WARN, "worker pid %d %s while running '%s'; retrying (attempt %d of %d)", pid, why,
+              t->func, t->attempt + 1, t->max_retries + 1);
+      t->next = NULL;
+      *rtail = t;
+      rtail = &t->next;
+    } else {
+      task_fail(t, RD_EWORKER_DIED, "worker process (pid %d) %s while running task '%s' (attempt %d of %d)", pid,
+                why, t->func, t->attempt + 1, t->max_retries + 1);
+    }
+    t = next;
+  }
+  if (retry_head) {
+    *rtail = c->qhead;
+    if (!c->qhead) c->qtail = (rd__task *)((char *)rtail - offsetof(rd__task, next));
+    c->qhead = retry_head;
+    for (rd__task *x = retry_head; x && x != *rtail; x = x->next) c->qlen++;
+    /* recompute tail and length exactly */
+    size_t n = 0;
+    rd__task *last = NULL;
+    for (rd__task *x = c->qhead; x; x = x->next) { n++; last = x; }
+    c->qlen = n;
+    c->qtail = last;
+  }
+  class_dispatch(c);
+}
+
+static void on_task_reply(rd__lease *l, Rd__TaskReply *m) {
+  rd__task *t = l->inhead, *prev = NULL;
+  while (t && t->task_id != m->task_id) { prev = t; t = t->next; }
+  if (!t) {
+    rd__log(RD_LOG_WARN, "reply for unknown task %llu", (unsigned long long)m->task_id);
+    return;
+  }
+  if (prev) prev->next = t->next;
+  else l->inhead = t->next;
+  if (l->intail == t) l->intail = prev;
+  l->ninflight--;
+  uint64_t now = rd__now_ns();
+  uint64_t start = t->pushed_ns > l->last_reply_ns ? t->pushed_ns : l->last_reply_ns;
+  uint64_t svc = now > start ? now - start : 0;
+  rd__sclass *c = l->cls;
+  c->ewma_ns = c->ewma_ns ? (c->ewma_ns * 7 + svc) / 8 : svc + 1;
+  l->last_reply_ns = now;
+
+  if (m->status != 0) {
+    task_fail(t, m->status, "%s", m->error && *m->error ? m->error : rd_strerror(m->status));
+  } else {
+    for (int i = 0; i < t->nret; i++) {
+      rd__obj *o = obj_get(t->ret_ids[i]);
+      if (!o) continue;
+      if (i < (int)m->n_returns && m->returns[i]->in_store) {
+        o->state = OBJ_STORE;
+      } else {
+        const ProtobufCBinaryData *d = i < (int)m->n_returns ? &m->returns[i]->data : NULL;
+        rd__blob *b = blob_new(d ? d->data : NULL, d ? d->len : 0);
+        if (!b) {
+          obj_set_failed(o, RD_ENOMEM, NULL);
+        } else {
+          o->state = OBJ_INLINE;
+          o->blob = b;
+        }
+      }
+      obj_ready(o);
+    }
+    task_free(t);
+  }
+  if (l->ninflight == 0 && !c->qhead) l->idle_since = now;
+  class_dispatch(c);
+}
+
+static void on_lease_grant(Rd__LeaseGrant *m, int fd) {
+  rd__sclass *c = NULL;
+  for (rd__sclass *x = G.classes; x; x = x->next)
+    if (x->req_id == m->req_id) c = x;
+  if (!c) {                      /* nobody asked (any more): hand it back */
+    if (fd >= 0) close(fd);
+    if (m->status == 0) {
+      Rd__LeaseReturn r = RD__LEASE_RETURN__INIT;
+      r.lease_id = m->lease_id;
+      rd__conn_send(&G.daemon, RD__MSG_TYPE__MSG_LEASE_RETURN, &r.base, -1);
+    }
+    return;
+  }
+  c->req_id = 0;
+  if (m->status != 0 || fd < 0) {
+    if (fd >= 0) close(fd);
+    int err = m->status ? m->status : RD_EPROTO;
+    while (c->qhead) {
+      rd__task *t = c->qhead;
+      c->qhead = t->next;
+      c->qlen--;
+      task_fail(t, err, "cannot schedule '%s': %s", t->func, m->error && *m->error ? m->error : rd_strerror(err));
+    }
+    c->qtail = NULL;
+    return;
+  }
+  rd__lease *l = calloc(1, sizeof(*l));
+  if (!l) {
+    close(fd);
+    return;
+  }
+  l->lease_id = m->lease_id;
+  l->worker_pid = m->worker_pid;
+  l->cls = c;
+  rd__conn_init(&l->conn, fd);
+  l->next = c->leases;
+  c->leases = l;
+  c->nleases++;
+  if (!c->qhead) l->idle_since = rd__now_ns();
+  class_dispatch(c);
+}
+
+/* ---------------------------------------------------------- the pump */
+
+static void handle_daemon_frame(const rd__frame *f) {
+  const ProtobufCMessageDescriptor *d = NULL;
+  switch (f->type) {
+    case RD__MSG_TYPE__MSG_LEASE_GRANT: d = &rd__lease_grant__descriptor; break;
+    case RD__MSG_TYPE__MSG_LEASE_ASSIGN: d = &rd__lease_assign__descriptor; break;
+    case RD__MSG_TYPE__MSG_OBJ_CREATE_REPLY: d = &rd__obj_create_reply__descriptor; break;
+    case RD__MSG_TYPE__MSG_OBJ_GET_REPLY: d = &rd__obj_get_reply__descriptor; break;
+    case RD__MSG_TYPE__MSG_NODE_INFO_REPLY: d = &rd__node_info_reply__descriptor; break;
+    case RD__MSG_TYPE__MSG_ERROR: d = &rd__error__descriptor; break;
+    default: break;
+  }
+  int fd = (f->flags & RD_FRAME_FLAG_FD) ? rd__conn_take_fd(&G.daemon) : -1;
+  ProtobufCMessage *m = d ? rd__frame_unpack(f, d) : NULL;
+  if (!m) {
+    if (fd >= 0) close(fd);
+    rd__log(RD_LOG_ERROR, "malformed message (type %d) from the node daemon", f->type);
+    return;
+  }
+  switch (f->type) {
+    case RD__MSG_TYPE__MSG_LEASE_GRANT:
+      on_lease_grant((Rd__LeaseGrant *)m, fd);
+      break;
+    case RD__MSG_TYPE__MSG_LEASE_ASSIGN:
+      if (G.is_worker) rd__worker_on_assign((Rd__LeaseAssign *)m, fd);
+      else if (fd >= 0) close(fd);
+      break;
+    case RD__MSG_TYPE__MSG_ERROR: {
+      Rd__Error *e = (Rd__Error *)m;
+      rd__log(RD_LOG_ERROR, "node daemon: %s (%s)", e->message, rd_err_name(e->status));
+      break;
+    }
+    default: {
+      uint64_t req = 0;
+      if (f->type == RD__MSG_TYPE__MSG_OBJ_CREATE_REPLY) req = ((Rd__ObjCreateReply *)m)->req_id;
+      if (f->type == RD__MSG_TYPE__MSG_OBJ_GET_REPLY) req = ((Rd__ObjGetReply *)m)->req_id;
+      if (f->type == RD__MSG_TYPE__MSG_NODE_INFO_REPLY) req = ((Rd__NodeInfoReply *)m)->req_id;
+      if (fd >= 0) close(fd);
+      for (int i = 0; i < RD_MAX_WAITING_REPLIES; i++) {
+        if (G.replies[i].req_id == req && !G.replies[i].msg && G.replies[i].type == f->type) {
+          G.replies[i].msg = m;
+          pthread_cond_broadcast(&G.cv);
+          return;
+        }
+      }
+      rd__log(RD_LOG_WARN, "unexpected reply %llu from the node daemon", (unsigned long long)req);
+      break;
+    }
+  }
+  protobuf_c_message_free_unpacked(m, NULL);
+}
+
+static void handle_lease_frame(rd__lease *l, const rd__frame *f) {
+  if (f->type != RD__MSG_TYPE__MSG_TASK_REPLY) {
+    rd__log(RD_LOG_ERROR, "unexpected message type %d from worker pid %d", f->type, l->worker_pid);
+    return;
+  }
+  Rd__TaskReply *m = (Rd__TaskReply *)rd__frame_unpack(f, &rd__task_reply__descriptor);
+  if (!m) {
+    rd__log(RD_LOG_ERROR, "malformed task reply from worker pid %d", l->worker_pid);
+    return;
+  }
+  on_task_reply(l, m);
+  protobuf_c_message_free_unpacked(&m->base, NULL);
+}
+
+static void handle_serve_frame(rd__serve *s, const rd__frame *f) {
+  Rd__Task *m = f->type == RD__MSG_TYPE__MSG_TASK
+                    ? (Rd__Task *)rd__frame_unpack(f, &rd__task__descriptor) : NULL;
+  if (!m) {
+    rd__log(RD_LOG_ERROR, "malformed task frame from an owner; dropping that connection");
+    s->closed = 1;
+    return;
+  }
+  rd__worker_on_task(s, m);
+}
+
+/* Read everything a conn has; returns 0, or <0 when the peer is gone. */
+typedef void (*frame_fn)(void *who, const rd__frame *f);
+
+static int conn_drain(rd__conn *c, void (*fn)(void *, const rd__frame *), void *who, int *closed) {
+  for (int rounds = 0; rounds < 64; rounds++) {
+    int r = rd__conn_fill(c);
+    if (r == RD_EAGAIN) return 0;
+    if (r <= 0) return RD_ECONN;
+    rd__frame f;
+    int k;
+    while ((k = rd__conn_next(c, &f)) == 1) {
+      fn(who, &f);
+      if (closed && *closed) return RD_ECONN;
+    }
+    if (k < 0) return RD_EPROTO;
+  }
+  return 0;
+}
+
+static void daemon_fn(void *who, const rd__frame *f) { (void)who; handle_daemon_frame(f); }
+static void lease_fn(void *who, const rd__frame *f) { handle_lease_frame(who, f); }
+static void serve_fn(void *who, const rd__frame *f) { handle_serve_frame(who, f); }
+
+void rd__flush_all(void) {
+  if (G.dead) return;
+  send_pending_releases();
+  if (rd__conn_flush(&G.daemon) < 0) fail_everything(RD_ENODE_DIED, "the node daemon connection broke");
+  for (rd__sclass *c = G.classes; c; c = c->next)
+    for (rd__lease *l = c->leases; l; l = l->next)
+      if (rd__conn_want_write(&l->conn)) (void)rd__conn_flush(&l->conn);
+  for (rd__serve *s = G.serves; s; s = s->next)
+    if (!s->closed && rd__conn_want_write(&s->conn) && rd__conn_flush(&s->conn) < 0) s->closed = 1;
+}
+
+static void return_idle_leases(uint64_t now) {
+  for (rd__sclass *c = G.classes; c; c = c->next) {
+    for (rd__lease *l = c->leases, *next; l; l = next) {
+      next = l->next;
+      if (l->ninflight == 0 && !c->qhead && l->idle_since && now - l->idle_since >= G.lease_idle_ns)
+        lease_return(l);
+      else if (l->ninflight == 0 && higher_priority_waiting(c))
+        lease_return(l);
+    }
+  }
+}
+
+static void fail_everything(int err, const char *why) {
+  if (G.dead) return;
+  G.dead = 1;
+  rd__log(RD_LOG_ERROR, "%s", why);
+  for (rd__sclass *c = G.classes; c; c = c->next) {
+    while (c->leases) {
+      rd__lease *l = c->leases;
+      rd__task *t = l->inhead;
+      l->inhead = NULL;
+      lease_return(l);
+      while (t) {
+        rd__task *n = t->next;
+        task_fail(t, err, "%s", why);
+        t = n;
+      }
+    }
+    while (c->qhead) {
+      rd__task *t = c->qhead;
+      c->qhead = t->next;
+      c->qlen--;
+      task_fail(t, err, "%s", why);
+    }
+    c->qtail = NULL;
+  }
+  pthread_cond_broadcast(&G.cv);
+}
+
+#define MAX_POLL 256
+
+/* One round: flush, poll up to timeout_ms, handle what arrived.  Called with
+ * the mutex held; it is dropped while this thread sits in poll(). */
+int rd__pump(int64_t timeout_ms) {
+  if (G.dead) return RD_ENODE_DIED;
+  if (G.pumping) {                              /* another thread pumps: wait */
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    int64_t ms = timeout_ms < 0 || timeout_ms > 100 ? 100 : timeout_ms;
+    ts.tv_nsec += ms * 1000000;
+    ts.tv_sec += ts.tv_nsec / 1000000000;
+    ts.tv_nsec %= 1000000000;
+    pthread_cond_timedwait(&G.cv, &G.mu, &ts);
+    return 0;
+  }
+  rd__flush_all();
+  uint64_t now = rd__now_ns();
+  return_idle_leases(now);
+  rd__flush_all();
+
+  struct pollfd pf[MAX_POLL];
+  void *who[MAX_POLL];
+  int kind[MAX_POLL];
+  int n = 0;
+  pf[n] = (struct pollfd){G.daemon.fd, POLLIN | (rd__conn_want_write(&G.daemon) ? POLLOUT : 0), 0};
+  kind[n] = 0; who[n++] = NULL;
+  pf[n] = (struct pollfd){G.wakefd, POLLIN, 0};
+  kind[n] = 3; who[n++] = NULL;
+  int64_t idle_wait = -1;
+  for (rd__sclass *c = G.classes; c; c = c->next) {
+    for (rd__lease *l = c->leases; l && n < MAX_POLL; l = l->next) {
+      pf[n] = (struct pollfd){l->conn.fd, POLLIN | (rd__conn_want_write(&l->conn) ? POLLOUT : 0), 0};
+      kind[n] = 1; who[n++] = l;
+      if (l->idle_since) {
+        int64_t left = (int64_t)((l->idle_since + G.lease_idle_ns - now) / 1000000) + 1;
+        if (idle_wait < 0 || left < idle_wait) idle_wait = left;
+      }
+    }
+  }
+  for (rd__serve *s = G.serves; s && n < MAX_POLL; s = s->next) {
+    if (s->closed) continue;
+    pf[n] = (struct pollfd){s->conn.fd, POLLIN | (rd__conn_want_write(&s->conn) ? POLLOUT : 0), 0};
+    kind[n] = 2; who[n++] = s;
+  }
+  int64_t wait = timeout_ms;
+  if (idle_wait >= 0 && (wait < 0 || idle_wait < wait)) wait = idle_wait;
+  if (wait > INT_MAX) wait = INT_MAX;
+
+  G.pumping = 1;
+  pthread_mutex_unlock(&G.mu);
+  int r = poll(pf, (nfds_t)n, (int)wait);
+  pthread_mutex_lock(&G.mu);
+  G.pumping = 0;
+  if (r < 0) {
+    pthread_cond_broadcast(&G.cv);
+    return errno == EINTR ? 0 : RD_ESYS;
+  }
+  for (int i = 0; i < n && r > 0; i++) {
+    if (!pf[i].revents) continue;
+    if (kind[i] == 3) {
+      uint64_t v;
+      ssize_t rr = read(G.wakefd, &v, sizeof(v));
+      (void)rr;
+      continue;
+    }
+    if (kind[i] == 0) {
+      if (conn_drain(&G.daemon, daemon_fn, NULL, NULL) != 0) {
+        if (G.is_worker) _exit(0);  /* the node is gone: a worker has nothing left to do */
+        fail_everything(RD_ENODE_DIED, "the node daemon died");
+        break;
+      }
+    } else if (kind[i] == 1) {
+      rd__lease *l = who[i];
+      int dr = conn_drain(&l->conn, lease_fn, l, NULL);
+      if (dr != 0) lease_lost(l, dr == RD_EPROTO ? "sent a malformed frame" : "died");
+      /* lease lists may have changed: stop here, the next round re-polls */
+      if (dr != 0) break;
+    } else {
+      rd__serve *s = who[i];
+      if (conn_drain(&s->conn, serve_fn, s, &s->closed) != 0) s->closed = 1;
+    }
+  }
+  /* forget serve conns whose owner went away */
+  for (rd__serve **pp = &G.serves; *pp;) {
+    rd__serve *s = *pp;
+    if (s->closed) {
+      int busy = 0;
+      for (rd__wtask *w = G.wq_head; w; w = w->next) busy |= w->from == s;
+      if (!busy) {
+        *pp = s->next;
+        rd__conn_close(&s->conn);
+        free(s);
+        continue;
+      }
+    }
+    pp = &s->next;
+  }
+  rd__flush_all();
+  pthread_cond_broadcast(&G.cv);
+  return 0;
+}
+
+static void wake_pumper(void) {
+  if (G.pumping && G.wakefd >= 0) {
+    uint64_t one = 1;
+    ssize_t w = write(G.wakefd, &one, sizeof(one));
+    (void)w;
+  }
+}
+
+/* Send a request to the daemon and wait for its reply (pumping meanwhile). */
+int rd__daemon_call(Rd__MsgType type, const ProtobufCMessage *m, uint64_t req_id, Rd__MsgType reply_type,
+                    ProtobufCMessage **reply, int64_t timeout_ms) {
+  if (G.dead) return RD_ENODE_DIED;
+  int slot = -1;
+  for (int i = 0; i < RD_MAX_WAITING_REPLIES; i++)
+    if (G.replies[i].req_id == 0) { slot = i; break; }
+  if (slot < 0) return RD_EAGAIN;
+  G.replies[slot].req_id = req_id;
+  G.replies[slot].type = reply_type;
+  G.replies[slot].msg = NULL;
+  int r = rd__conn_send(&G.daemon, type, m, -1);
+  if (r == 0) {
+    wake_pumper();
+    uint64_t deadline = timeout_ms >= 0 ? rd__now_ns() + (uint64_t)timeout_ms * 1000000ull : 0;
+    while (!G.replies[slot].msg) {
+      if (G.dead) { r = RD_ENODE_DIED; break; }
+      int64_t left = -1;
+      if (deadline) {
+        uint64_t now = rd__now_ns();
+        if (now >= deadline) { r = RD_ETIMEDOUT; break; }
+        left = (int64_t)((deadline - now) / 1000000) + 1;
+      }
+      int pr = rd__pump(left);
+      if (pr < 0) { r = pr; break; }
+    }
+  }
+  *reply = G.replies[slot].msg;
+  G.replies[slot].req_id = 0;
+  G.replies[slot].msg = NULL;
+  if (r != 0 && *reply) {
+    protobuf_c_message_free_unpacked(*reply, NULL);
+    *reply = NULL;
+  }
+  return r;
+}
+
+int rd__store_create(uint64_t oid, uint64_t size, uint8_t **ptr, char *err, size_t errlen) {
+  if (size > G.store_cap) {
+    snprintf(err, errlen, "object of %llu bytes is larger than the object store (%llu bytes)",
+             (unsigned long long)size, (unsigned long long)G.store_cap);
+    return RD_E2BIG;
+  }
+  Rd__ObjCreate m = RD__OBJ_CREATE__INIT;
+  m.req_id = ++G.next_req;
+  m.object_id = oid;
+  m.size = size;
+  ProtobufCMessage *rep = NULL;
+  int r = rd__daemon_call(RD__MSG_TYPE__MSG_OBJ_CREATE, &m.base, m.req_id, RD__MSG_TYPE__MSG_OBJ_CREATE_REPLY,
+                          &rep, -1);
+  if (r != 0) {
+    snprintf(err, errlen, "object store create failed: %s", rd_strerror(r));
+    return r;
+  }
+  Rd__ObjCreateReply *cr = (Rd__ObjCreateReply *)rep;
+  r = cr->status;
+  if (r == 0 && (cr->offset > G.store_cap || size > G.store_cap - cr->offset)) r = RD_EPROTO;
+  if (r == 0) *ptr = G.rw_base + cr->offset;
+  else snprintf(err, errlen, "%s", cr->error && *cr->error ? cr->error : rd_strerror(r));
+  protobuf_c_message_free_unpacked(rep, NULL);
+  return r;
+}
+
+void rd__store_seal(uint64_t oid) {
+  Rd__ObjSeal m = RD__OBJ_SEAL__INIT;
+  m.object_id = oid;
+  m.release = 1;
+  rd__conn_send(&G.daemon, RD__MSG_TYPE__MSG_OBJ_SEAL, &m.base, -1);
+}
+
+void rd__store_release(uint64_t oid) { queue_release(oid, 0); }
+
+/* ---------------------------------------------------------------- API */
+
+#define LOCKED_OR(err)                \
+  pthread_mutex_lock(&G.mu);          \
+  if (!G.inited) {                    \
+    pthread_mutex_unlock(&G.mu);      \
+    return (err);                     \
+  }
+
+int rd_put_begin(size_t size, void **data_out, rd_ref *out) {
+  if (!data_out || !out) return RD_EINVAL;
+  LOCKED_OR(RD_ESTATE);
+  uint64_t id = rd__oid_make(G.client_id, ++G.next_seq);
+  int r = 0;
+  rd__obj *o = obj_new(id, OBJ_PUT_OPEN);
+  if (!o) { r = RD_ENOMEM; goto out; }
+  if (size <= G.inline_max) {
+    o->blob = blob_new(NULL, size);
+    if (!o->blob) { r = RD_ENOMEM; goto fail; }
+    *data_out = o->blob->data;
+  } else {
+    char err[256];
+    uint8_t *p;
+    r = rd__store_create(id, size, &p, err, sizeof(err));
+    if (r != 0) {
+      rd__log(RD_LOG_WARN, "rd_put: %s", err);
+      goto fail;
+    }
+    *data_out = p;
+  }
+  out->id = id;
+  goto out;
+fail:
+  rd__u64map_del(&G.objs, id);
+  free(o);
+out:
+  pthread_mutex_unlock(&G.mu);
+  return r;
+}
+
+int rd_put_seal(rd_ref ref) {
+  LOCKED_OR(RD_ESTATE);
+  int r = 0;
+  rd__obj *o = obj_get(ref.id);
+  if (!o || o->state != OBJ_PUT_OPEN) {
+    r = RD_EINVAL;
+  } else if (o->blob) {
+    o->state = OBJ_INLINE;
+    obj_ready(o);
+  } else {
+    rd__store_seal(ref.id);
+    o->state = OBJ_STORE;
+    rd__flush_all();
+    obj_ready(o);
+  }
+  pthread_mutex_unlock(&G.mu);
+  return r;
+}
+
+int rd_put(const void *data, size_t size, rd_ref *out) {
+  if ((!data && size) || !out) return RD_EINVAL;
+  void *p;
+  int r = rd_put_begin(size, &p, out);
+  if (r != 0) return r;
+  if (size) memcpy(p, data, size);
+  return rd_put_seal(*out);
+}
+
+void rd_ref_retain(rd_ref ref) {
+  pthread_mutex_lock(&G.mu);
+  rd__obj *o = G.inited ? obj_get(ref.id) : NULL;
+  if (o) o->refs++;
+  pthread_mutex_unlock(&G.mu);
+}
+
+void rd_ref_release(rd_ref ref) {
+  pthread_mutex_lock(&G.mu);
+  rd__obj *o = G.inited ? obj_get(ref.id) : NULL;
+  if (o && o->refs > 0) {
+    o->refs--;
+    obj_maybe_free(o);
+  }
+  pthread_mutex_unlock(&G.mu);
+}
+
+static int obj_is_ready(const rd__obj *o) {
+  return !o || o->state == OBJ_INLINE || o->state == OBJ_STORE || o->state == OBJ_FAILED;
+}
+
+enum { BUF_NONE = 0, BUF_BLOB = 1, BUF_STORE = 2 };
+
+static void buf_fail(rd_buf *b, int err, rd__blob *msg) {
+  if (!msg) msg = blob_new(rd_strerror(err), strlen(rd_strerror(err)));
+  else msg->refs++;
+  b->error = err;
+  b->data = msg ? (const void *)msg->data : (const void *)"";
+  b->size = msg ? msg->size : 0;
+  b->priv_[0] = msg ? BUF_BLOB : BUF_NONE;
+  b->priv_[1] = (uint64_t)(uintptr_t)msg;
+}
+
+int rd_get(const rd_ref *refs, size_t n, rd_buf *out, int64_t timeout_ms) {
+  if ((!refs || !out) && n) return RD_EINVAL;
+  LOCKED_OR(RD_ESTATE);
+  int r = 0;
+  for (size_t i = 0; i < n; i++) {
+    if (!obj_get(refs[i].id)) {
+      rd__log(RD_LOG_WARN, "rd_get: ref %zu (%llx) is not a live reference of this process", i,
+              (unsigned long long)refs[i].id);
+      pthread_mutex_unlock(&G.mu);
+      return RD_EINVAL;
+    }
+  }
+  uint64_t deadline = timeout_ms >= 0 ? rd__now_ns() + (uint64_t)timeout_ms * 1000000ull : 0;
+  rd__flush_all();
+  for (;;) {
+    size_t ready = 0;
+    for (size_t i = 0; i < n; i++) ready += obj_is_ready(obj_get(refs[i].id));
+    if (ready == n) break;
+    int64_t left = -1;
+    if (deadline) {
+      uint64_t now = rd__now_ns();
+      if (now >= deadline) { r = RD_ETIMEDOUT; goto out; }
+      left = (int64_t)((deadline - now) / 1000000) + 1;
+    }
+    int pr = rd__pump(left);
+    if (pr < 0 && pr != RD_ENODE_DIED) { r = pr; goto out; }
+    if (G.dead) {
+      /* everything pending failed in fail_everything */
+      continue;
+    }
+  }
+  /* pin store objects with one request */
+  uint64_t sids_small[64], *sids = sids_small;
+  size_t ns = 0;
+  if (n > 64 && !(sids = malloc(n * sizeof(uint64_t)))) { r = RD_ENOMEM; goto out; }
+  for (size_t i = 0; i < n; i++) {
+    rd__obj *o = obj_get(refs[i].id);
+    if (o->state == OBJ_STORE) sids[ns++] = o->id;
+  }
+  Rd__ObjGetReply *gr = NULL;
+  if (ns) {
+    Rd__ObjGet m = RD__OBJ_GET__INIT;
+    m.req_id = ++G.next_req;
+    m.n_object_ids = ns;
+    m.object_ids = sids;
+    m.timeout_ms = -1;
+    ProtobufCMessage *rep = NULL;
+    int cr = rd__daemon_call(RD__MSG_TYPE__MSG_OBJ_GET, &m.base, m.req_id, RD__MSG_TYPE__MSG_OBJ_GET_REPLY, &rep,
+                             timeout_ms < 0 ? -1 : timeout_ms + 1000);
+    if (cr != 0) {
+      if (sids != sids_small) free(sids);
+      r = cr;
+      goto out;
+    }
+    gr = (Rd__ObjGetReply *)rep;
+    if (gr->n_locs != ns) {
+      protobuf_c_message_free_unpacked(rep, NULL);
+      if (sids != sids_small) free(sids);
+      r = RD_EPROTO;
+      goto out;
+    }
+  }
+  size_t k = 0;
+  for (size_t i = 0; i < n; i++) {
+    rd__obj *o = obj_get(refs[i].id);
+    rd_buf *b = &out[i];
+    memset(b, 0, sizeof(*b));
+    if (o->state == OBJ_INLINE) {
+      o->blob->refs++;
+      b->data = o->blob->data;
+      b->size = o->blob->size;
+      b->priv_[0] = BUF_BLOB;
+      b->priv_[1] = (uint64_t)(uintptr_t)o->blob;
+    } else if (o->state == OBJ_STORE) {
+      Rd__ObjLoc *loc = gr->locs[k++];
+      if (loc->status != 0 || loc->offset > G.store_cap || loc->size > G.store_cap - loc->offset) {
+        int e = loc->status ? loc->status : RD_EPROTO;
+        if (e == RD_ENOENT) e = RD_EOBJECT_LOST;
+        char msg[200];
+        snprintf(msg, sizeof(msg), "object %llx could not be read from the store: %s", (unsigned long long)o->id,
+                 rd_strerror(loc->status ? loc->status : RD_EPROTO));
+        rd__blob *mb = blob_new(msg, strlen(msg));
+        buf_fail(b, e, mb);
+        blob_unref(mb);
+        if (loc->status == 0) rd__store_release(o->id);
+      } else {
+        b->data = G.ro_base + loc->offset;
+        b->size = loc->size;
+        b->priv_[0] = BUF_STORE;
+        b->priv_[1] = o->id;
+      }
+    } else {
+      buf_fail(b, o->err, o->blob);
+    }
+    if (b->error && r == 0) r = b->error;
+  }
+  if (gr) protobuf_c_message_free_unpacked(&gr->base, NULL);
+  if (sids != sids_small) free(sids);
+out:
+  rd__flush_all();
+  pthread_mutex_unlock(&G.mu);
+  return r;
+}
+
+void rd_buf_release(rd_buf *b) {
+  if (!b) return;
+  pthread_mutex_lock(&G.mu);
+  if (b->priv_[0] == BUF_BLOB) {
+    blob_unref((rd__blob *)(uintptr_t)b->priv_[1]);
+  } else if (b->priv_[0] == BUF_STORE && G.inited && !G.dead) {
+    rd__store_release(b->priv_[1]);
+    if (!G.pumping) rd__flush_all();
+    else wake_pumper();
+  }
+  memset(b, 0, sizeof(*b));
+  pthread_mutex_unlock(&G.mu);
+}
+
+int rd_wait(const rd_ref *refs, size_t n, size_t num_ready, int64_t timeout_ms, uint8_t *ready_out) {
+  if ((!refs && n) || num_ready > n) return RD_EINVAL;
+  LOCKED_OR(RD_ESTATE);
+  uint64_t deadline = timeout_ms >= 0 ? rd__now_ns() + (uint64_t)timeout_ms * 1000000ull : 0;
+  int ready = 0;
+  rd__flush_all();
+  for (;;) {
+    ready = 0;
+    for (size_t i = 0; i < n; i++) {
+      rd__obj *o = obj_get(refs[i].id);
+      int rdy = o && obj_is_ready(o);
+      if (ready_out) ready_out[i] = (uint8_t)rdy;
+      ready += rdy;
+    }
+    if ((size_t)ready >= num_ready || G.dead) break;
+    int64_t left = -1;
+    if (deadline) {
+      uint64_t now = rd__now_ns();
+      if (now >= deadline) break;
+      left = (int64_t)((deadline - now) / 1000000) + 1;
+    }
+    if (rd__pump(left) < 0 && !G.dead) break;
+  }
+  pthread_mutex_unlock(&G.mu);
+  return ready;
+}
+
+void rd_task_opts_init(rd_task_opts *o) {
+  memset(o, 0, sizeof(*o));
+  o->num_cpus = 1;
+  o->num_returns = 1;
+  o->max_retries = 3;
+}
+
+static int opts_to_resources(const rd_task_opts *o, rd_resources *r, char *err, size_t errlen) {
+  memset(r, 0, sizeof(*r));
+  if (rd_res_from_double(o->num_cpus, &r->cpu) != 0) {
+    snprintf(err, errlen, "num_cpus %g is invalid (negative, or above 1 and not whole)", o->num_cpus);
+    return RD_EINVAL;
+  }
+  if (rd_res_from_double(o->num_gpus, &r->gpu) != 0) {
+    snprintf(err, errlen, "num_gpus %g is invalid (negative, or above 1 and not whole)", o->num_gpus);
+    return RD_EINVAL;
+  }
+  if (o->memory > INT64_MAX) {
+    snprintf(err, errlen, "memory is too large");
+    return RD_EINVAL;
+  }
+  r->memory = (int64_t)o->memory;
+  if (rd__res_parse_custom(r, o->resources, err, (int)errlen) != 0) return RD_EINVAL;
+  return 0;
+}
+
+int rd_submit(const rd_function *fn, const rd_value *args, size_t nargs, const rd_task_opts *opts,
+              rd_ref *refs_out) {
+  rd_task_opts dflt;
+  if (!opts) {
+    rd_task_opts_init(&dflt);
+    opts = &dflt;
+  }
+  char err[256] = "";
+  int r = 0;
+  if (!fn || !fn->name || !refs_out || (nargs && !args)) { snprintf(err, sizeof(err), "NULL function, args or refs"); r = RD_EINVAL; }
+  else if (nargs > RD_MAX_ARGS) { snprintf(err, sizeof(err), "%zu arguments (at most %d)", nargs, RD_MAX_ARGS); r = RD_EINVAL; }
+  else if (opts->num_returns < 1 || opts->num_returns > RD_MAX_RETURNS) {
+    snprintf(err, sizeof(err), "num_returns %d (1..%d)", opts->num_returns, RD_MAX_RETURNS);
+    r = RD_EINVAL;
+  } else if (opts->max_retries < -1) { snprintf(err, sizeof(err), "max_retries %d", opts->max_retries); r = RD_EINVAL; }
+  rd_resources res;
+  if (r == 0) r = opts_to_resources(opts, &res, err, sizeof(err));
+  if (r != 0) {
+    rd__log(RD_LOG_WARN, "rd_submit: %s", err);
+    return r;
+  }
+  size_t bytes = 0;
+  for (size_t i = 0; i < nargs; i++) {
+    if (args[i].kind == RD_VALUE_BYTES) {
+      if (args[i].size && !args[i].data) { rd__log(RD_LOG_WARN, "rd_submit: argument %zu has no data", i); return RD_EINVAL; }
+      bytes += args[i].size;
+    } else if (args[i].kind != RD_VALUE_REF) {
+      rd__log(RD_LOG_WARN, "rd_submit: argument %zu has unknown kind %d", i, args[i].kind);
+      return RD_EINVAL;
+    }
+  }
+  LOCKED_OR(RD_ESTATE);
+  if (G.dead) { pthread_mutex_unlock(&G.mu); return RD_ENODE_DIED; }
+  if (!rd_res_feasible(&G.totals, &res)) {
+    rd__log(RD_LOG_WARN, "rd_submit '%s': request {CPU: %g, GPU: %g} can never be satisfied by this node {CPU: %g, GPU: %g}%s",
+            fn->name, opts->num_cpus, opts->num_gpus, rd_res_to_double(G.totals.total.cpu),
+            rd_res_to_double(G.totals.total.gpu), res.ncustom ? " or a custom resource is missing" : "");
+    pthread_mutex_unlock(&G.mu);
+    return RD_EINFEASIBLE;
+  }
+  for (size_t i = 0; i < nargs; i++) {
+    if (args[i].kind == RD_VALUE_REF && !obj_get(args[i].ref.id)) {
+      rd__log(RD_LOG_WARN, "rd_submit '%s': argument %zu is not a live reference", fn->name, i);
+      pthread_mutex_unlock(&G.mu);
+      return RD_EINVAL;
+    }
+  }
+  /* large by-value arguments go through the store like a put */
+  rd__task *t = calloc(1, sizeof(*t) + nargs * sizeof(rd__targ) + bytes);
+  rd__sclass *cls = class_get(&res, opts->priority);
+  if (!t || !cls || rd__u64map_reserve(&G.objs, G.objs.count + (uint64_t)opts->num_returns) != 0) {
+    free(t);
+    pthread_mutex_unlock(&G.mu);
+    return RD_ENOMEM;
+  }
+  uint8_t *data = (uint8_t *)&t->args[nargs];
+  t->task_id = ++G.next_task;
+  t->func = fn->name;
+  t->cls = cls;
+  t->nargs = (int)nargs;
+  t->nret = opts->num_returns;
+  t->max_retries = opts->max_retries < 0 ? 3 : opts->max_retries;
+  t->retries_left = t->max_retries;
+  for (size_t i = 0; i < nargs; i++) {
+    rd__targ *a = &t->args[i];
+    if (args[i].kind == RD_VALUE_BYTES) {
+      if (args[i].size) memcpy(data, args[i].data, args[i].size);
+      a->data = data;
+      a->size = args[i].size;
+      data += args[i].size;
+    } else {
+      rd__obj *o = obj_get(args[i].ref.id);
+      a->by_ref = 1;
+      a->oid = o->id;
+      o->uses++;
+      if (!obj_is_ready(o)) {   /* pending result or unsealed put */
+        t->deps_pending++;
+        obj_add_dep(o, t);
+      }
+    }
+  }
+  for (int i = 0; i < t->nret; i++) {
+    t->ret_ids[i] = rd__oid_make(G.client_id, ++G.next_seq);
+    obj_new(t->ret_ids[i], OBJ_PENDING);
+    refs_out[i].id = t->ret_ids[i];
+  }
+  if (t->deps_pending == 0) task_make_ready(t);
+  if (!G.pumping) rd__flush_all();
+  else wake_pumper();
+  pthread_mutex_unlock(&G.mu);
+  return 0;
+}
+
+int rd_submit_by_name(const char *name, const rd_value *args, size_t nargs, const rd_task_opts *opts,
+                      rd_ref *refs_out) {
+  rd_function *f = rd_function_lookup(name);
+  if (!f) {
+    rd__log(RD_LOG_WARN, "rd_submit_by_name: no remote function named '%s' is registered", name ? name : "(null)");
+    return RD_ENOFUNC;
+  }
+  return rd_submit(f, args, nargs, opts, refs_out);
+}
+
+int rd_node_info_get(rd_node_info *out) {
+  if (!out) return RD_EINVAL;
+  LOCKED_OR(RD_ESTATE);
+  Rd__NodeInfo m = RD__NODE_INFO__INIT;
+  m.req_id = ++G.next_req;
+  ProtobufCMessage *rep = NULL;
+  int r = rd__daemon_call(RD__MSG_TYPE__MSG_NODE_INFO, &m.base, m.req_id, RD__MSG_TYPE__MSG_NODE_INFO_REPLY, &rep,
+                          10000);
+  if (r == 0) {
+    Rd__NodeInfoReply *ni = (Rd__NodeInfoReply *)rep;
+    memset(out, 0, sizeof(*out));
+    if (ni->total) {
+      out->num_cpus = rd_res_to_double(ni->total->cpu);
+      out->num_gpus = rd_res_to_double(ni->total->gpu);
+    }
+    if (ni->avail) {
+      out->avail_cpus = rd_res_to_double(ni->avail->cpu);
+      out->avail_gpus = rd_res_to_double(ni->avail->gpu);
+    }
+    out->store_capacity = ni->store_capacity;
+    out->store_used = ni->store_used;
+    out->store_spilled_bytes = ni->spilled_bytes;
+    out->store_spill_count = ni->spill_count;
+    out->store_restore_count = ni->restore_count;
+    out->num_workers = ni->num_workers;
+    out->num_idle_workers = ni->num_idle;
+    out->tasks_leased = ni->leases_granted;
+    protobuf_c_message_free_unpacked(rep, NULL);
+  }
+  pthread_mutex_unlock(&G.mu);
+  return r;
+}
+
+const char *rd_session_dir(void) { return G.session; }
+int rd_is_worker(void) { return G.is_worker; }
+
+/* ------------------------------------------------------- init/shutdown */
+
+void rd_config_init(rd_config *c) {
+  memset(c, 0, sizeof(*c));
+  c->num_gpus = -1;
+  c->num_prestart_workers = -1;
+  c->log_level = -1;
+}
+
+static int map_segment(int fd, uint64_t cap) {
+  void *rw = mmap(NULL, cap, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+  if (rw == MAP_FAILED) return RD_ESYS;
+  void *ro = mmap(NULL, cap, PROT_READ, MAP_SHARED, fd, 0);
+  if (ro == MAP_FAILED) {
+    munmap(rw, cap);
+    return RD_ESYS;
+  }
+  G.rw_base = rw;
+  G.ro_base = ro;
+  G.store_cap = cap;
+  return 0;
+}
+
+int rd__connect_daemon(const char *session, int role, uint32_t worker_id) {
+  char path[512];
+  snprintf(path, sizeof(path), "%s/%s", session, RD_NODE_SOCK);
+  int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (fd < 0) return RD_ESYS;
+  struct sockaddr_un a;
+  memset(&a, 0, sizeof(a));
+  a.sun_family = AF_UNIX;
+  if (strlen(path) >= sizeof(a.sun_path)) { close(fd); return RD_EINVAL; }
+  strcpy(a.sun_path, path);
+  if (connect(fd, (struct sockaddr *)&a, sizeof(a)) != 0) {
+    rd__log(RD_LOG_ERROR, "cannot connect to the node daemon at %s: %s", path, strerror(errno));
+    close(fd);
+    return RD_ECONN;
+  }
+  rd__conn_init(&G.daemon, fd);
+  Rd__Hello h = RD__HELLO__INIT;
+  char exe[PATH_MAX] = "";
+  char *argv_store[256];
+  size_t argc = 0;
+  char cmdline[8192];
+  h.version = RD_PROTO_VERSION;
+  h.role = role;
+  h.worker_id = worker_id;
+  h.pid = getpid();
+  if (role == 0) {
+    ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+    if (n > 0) exe[n] = 0;
+    h.exe = exe;
+    int cfd = open("/proc/self/cmdline", O_RDONLY | O_CLOEXEC);
+    ssize_t len = cfd >= 0 ? read(cfd, cmdline, sizeof(cmdline) - 1) : -1;
+    if (cfd >= 0) close(cfd);
+    if (len > 0) {
+      cmdline[len] = 0;
+      for (ssize_t i = 0; i < len && argc < 255;) {
+        argv_store[argc++] = cmdline + i;
+        i += (ssize_t)strlen(cmdline + i) + 1;
+      }
+    }
+    h.n_argv = argc;
+    h.argv = argv_store;
+  }
+  int r = rd__conn_send(&G.daemon, RD__MSG_TYPE__MSG_HELLO, &h.base, -1);
+  if (r == 0) r = rd__conn_flush_blocking(&G.daemon, 10000);
+  rd__frame f;
+  if (r == 0) r = rd__conn_recv_blocking(&G.daemon, &f, 10000);
+  if (r != 0) {
+    rd__log(RD_LOG_ERROR, "no answer from the node daemon: %s", rd_strerror(r));
+    rd__conn_close(&G.daemon);
+    return RD_ECONN;
+  }
+  if (f.type != RD__MSG_TYPE__MSG_HELLO_REPLY) {
+    rd__conn_close(&G.daemon);
+    return RD_EPROTO;
+  }
+  Rd__HelloReply *hr = (Rd__HelloReply *)rd__frame_unpack(&f, &rd__hello_reply__descriptor);
+  int sfd = rd__conn_take_fd(&G.daemon);
+  if (!hr || hr->status != 0 || sfd < 0) {
+    if (hr) protobuf_c_message_free_unpacked(&hr->base, NULL);
+    if (sfd >= 0) close(sfd);
+    rd__conn_close(&G.daemon);
+    return RD_EPROTO;
+  }
+  G.client_id = hr->client_id;
+  G.inline_max = hr->inline_max;
+  rd_resources tot;
+  if (rd__res_from_msg(hr->total, &tot) != 0) memset(&tot, 0, sizeof(tot));
+  rd_res_ledger_init(&G.totals, &tot);
+  r = map_segment(sfd, hr->store_capacity);
+  close(sfd);
+  protobuf_c_message_free_unpacked(&hr->base, NULL);
+  if (r != 0) {
+    rd__conn_close(&G.daemon);
+    return r;
+  }
+  return 0;
+}
+
+/* Where is the `raydist` program that runs the node daemon? */
+static int find_raydist(char *out, size_t len) {
+  const char *e = getenv("RAYDIST_BIN");
+  const char *cands[3] = {e, RD_INSTALL_BINDIR "/raydist", RD_BUILD_BINDIR "/raydist"};
+  for (int i = 0; i < 3; i++) {
+    if (cands[i] && *cands[i] && access(cands[i], X_OK) == 0) {
+      snprintf(out, len, "%s", cands[i]);
+      return 0;
+    }
+  }
+  return RD_ENOENT;
+}
+
+static int make_session_dir(void) {
+  const char *base = getenv("RAYDIST_TMPDIR");
+  if (!base || !*base) base = "/tmp";
+  char root[200];
+  snprintf(root, sizeof(root), "%s/raydist-%u", base, (unsigned)getuid());
+  if (mkdir(root, 0700) != 0 && errno != EEXIST) return RD_ESYS;
+  struct stat st;
+  if (lstat(root, &st) != 0 || !S_ISDIR(st.st_mode) || st.st_uid != getuid()) {
+    rd__log(RD_LOG_ERROR, "%s is not a directory owned by this user", root);
+    return RD_ESYS;
+  }
+  chmod(root, 0700);
+  snprintf(G.session, sizeof(G.session), "%s/session-XXXXXX", root);
+  if (!mkdtemp(G.session)) {
+    G.session[0] = 0;
+    return RD_ESYS;
+  }
+  return 0;
+}
+
+static void rm_rf(const char *path) {
+  DIR *d = opendir(path);
+  if (d) {
+    struct dirent *e;
+    while ((e = readdir(d))) {
+      if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, "..")) continue;
+      char p[1024];
+      snprintf(p, sizeof(p), "%s/%s", path, e->d_name);
+      struct stat st;
+      if (lstat(p, &st) == 0 && S_ISDIR(st.st_mode)) rm_rf(p);
+      else unlink(p);
+    }
+    closedir(d);
+  }
+  rmdir(path);
+}
+
+static int start_daemon(const rd_config *cfg) {
+  char bin[PATH_MAX];
+  if (find_raydist(bin, sizeof(bin)) != 0) {
+    rd__log(RD_LOG_ERROR, "cannot find the raydist program (set RAYDIST_BIN)");
+    return RD_ENOENT;
+  }
+  int p[2];
+  if (pipe2(p, O_CLOEXEC) != 0) return RD_ESYS;
+  char a_cpus[32], a_gpus[32], a_store[32], a_fd[16], a_pre[16], a_max[16], a_log[16], spill[400];
+  long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
+  snprintf(a_cpus, sizeof(a_cpus), "%g", cfg->num_cpus > 0 ? cfg->num_cpus : (double)(ncpu > 0 ? ncpu : 1));
+  snprintf(a_gpus, sizeof(a_gpus), "%g", cfg->num_gpus);
+  uint64_t store = cfg->object_store_bytes;
+  const char *es = getenv("RAYDIST_OBJECT_STORE_BYTES");
+  if (!store && es && *es) store = strtoull(es, NULL, 10);
+  if (!store) store = 512ull << 20;
+  snprintf(a_store, sizeof(a_store), "%llu", (unsigned long long)store);
+  snprintf(a_fd, sizeof(a_fd), "%d", p[1]);
+  snprintf(a_pre, sizeof(a_pre), "%d", cfg->num_prestart_workers);
+  snprintf(a_max, sizeof(a_max), "%d", cfg->max_workers > 0 ? cfg->max_workers : 64);
+  snprintf(a_log, sizeof(a_log), "%d", cfg->log_level);
+  if (cfg->spill_dir) snprintf(spill, sizeof(spill), "%s", cfg->spill_dir);
+  else snprintf(spill, sizeof(spill), "%s/spill", G.session);
+  char *argv[32];
+  int k = 0;
+  argv[k++] = "raydist";
+  argv[k++] = "node";
+  argv[k++] = "--session"; argv[k++] = G.session;
+  argv[k++] = "--num-cpus"; argv[k++] = a_cpus;
+  if (cfg->num_gpus >= 0) { argv[k++] = "--num-gpus"; argv[k++] = a_gpus; }
+  argv[k++] = "--object-store-memory"; argv[k++] = a_store;
+  argv[k++] = "--spill-dir"; argv[k++] = spill;
+  if (cfg->custom_resources && *cfg->custom_resources) {
+    argv[k++] = "--resources";
+    argv[k++] = (char *)cfg->custom_resources;
+  }
+  if (cfg->num_prestart_workers >= 0) { argv[k++] = "--prestart"; argv[k++] = a_pre; }
+  argv[k++] = "--max-workers"; argv[k++] = a_max;
+  argv[k++] = "--ready-fd"; argv[k++] = a_fd;
+  if (cfg->log_level >= 0) { argv[k++] = "--log-level"; argv[k++] = a_log; }
+  argv[k++] = "--embedded";
+  argv[k] = NULL;
+  posix_spawn_file_actions_t fa;
+  posix_spawn_file_actions_init(&fa);
+  /* keep the write end open across exec: dup2 onto itself clears CLOEXEC */
+  posix_spawn_file_actions_adddup2(&fa, p[1], p[1]);
+  pid_t pid;
+  int r = posix_spawn(&pid, bin, &fa, NULL, argv, environ);
+  posix_spawn_file_actions_destroy(&fa);
+  close(p[1]);
+  if (r != 0) {
+    close(p[0]);
+    rd__log(RD_LOG_ERROR, "cannot start %s: %s", bin, strerror(r));
+    return RD_ESYS;
+  }
+  G.daemon_pid = pid;
+  struct pollfd pf = {p[0], POLLIN, 0};
+  char c = 0;
+  int pr = poll(&pf, 1, 30000);
+  ssize_t n = pr > 0 ? read(p[0], &c, 1) : -1;
+  close(p[0]);
+  if (n != 1 || c != 'R') {
+    rd__log(RD_LOG_ERROR, "the node daemon did not start (see its messages above)");
+    kill(pid, SIGKILL);
+    waitpid(pid, NULL, 0);
+    G.daemon_pid = 0;
+    return RD_ECONN;
+  }
+  return 0;
+}
+
+static void ctx_reset(void) {
+  if (G.rw_base) munmap(G.rw_base, G.store_cap);
+  if (G.ro_base) munmap((void *)G.ro_base, G.store_cap);
+  G.rw_base = NULL;
+  G.ro_base = NULL;
+  if (G.objs.slots) {
+    for (uint64_t i = 0; i <= G.objs.mask; i++) {
+      rd__obj *o = G.objs.slots[i].val;
+      if (!o) continue;
+      blob_unref(o->blob);
+      free(o->deps);
+      free(o);
+    }
+    rd__u64map_free(&G.objs);
+  }
+  while (G.classes) {
+    rd__sclass *c = G.classes;
+    G.classes = c->next;
+    free(c);
+  }
+  if (G.wakefd >= 0) close(G.wakefd);
+  G.wakefd = -1;
+  free(G.pending_release);
+  G.pending_release = NULL;
+  G.npending_release = G.cappending_release = 0;
+  free(pending_delete);
+  pending_delete = NULL;
+  npending_delete = cappending_delete = 0;
+  G.inited = G.dead = 0;
+  G.session[0] = 0;
+  rd__registry_free();
+}
+
+int rd_init(const rd_config *cfg_in) {
+  rd_config cfg;
+  if (cfg_in) cfg = *cfg_in;
+  else rd_config_init(&cfg);
+  pthread_mutex_lock(&G.mu);
+  if (G.inited) {
+    pthread_mutex_unlock(&G.mu);
+    return RD_ESTATE;
+  }
+  const char *wid = getenv("RAYDIST_WORKER_ID");
+  rd__log_init(wid ? "worker" : "driver");
+  if (cfg.log_level >= 0) rd__log_set_level(cfg.log_level);
+  int r = rd__registry_build();
+  if (r != 0) {
+    pthread_mutex_unlock(&G.mu);
+    return r;
+  }
+  if (cfg.address && *cfg.address) {
+    rd__log(RD_LOG_ERROR, "rd_init: joining a cluster by address is not supported yet");
+    pthread_mutex_unlock(&G.mu);
+    return RD_ENOTSUP;
+  }
+  if (cfg.num_cpus < 0 || cfg.num_gpus > RD_RES_MAX_GPUS) {
+    pthread_mutex_unlock(&G.mu);
+    return RD_EINVAL;
+  }
+  signal(SIGPIPE, SIG_IGN);
+  const char *e = getenv("RAYDIST_PIPELINE_DEPTH");
+  G.pipeline_depth = e && atoi(e) > 0 ? atoi(e) : 32;
+  e = getenv("RAYDIST_LEASE_IDLE_MS");
+  G.lease_idle_ns = (uint64_t)(e && *e ? atof(e) : 5.0) * 1000000ull;
+  G.wakefd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+  if (rd__u64map_init(&G.objs, 1024) != 0 || G.wakefd < 0) {
+    ctx_reset();
+    pthread_mutex_unlock(&G.mu);
+    return RD_ENOMEM;
+  }
+  if (wid) {
+    const char *sess = getenv("RAYDIST_SESSION");
+    G.is_worker = 1;
+    snprintf(G.session, sizeof(G.session), "%s", sess ? sess : "");
+    r = rd__connect_daemon(G.session, 1, (uint32_t)strtoul(wid, NULL, 10));
+    if (r != 0) {
+      rd__log(RD_LOG_ERROR, "worker cannot join its node: %s", rd_strerror(r));
+      _exit(1);
+    }
+    G.inited = 1;
+    pthread_mutex_unlock(&G.mu);
+    rd__worker_main();
+  }
+  r = make_session_dir();
+  if (r == 0) r = start_daemon(&cfg);
+  if (r == 0) r = rd__connect_daemon(G.session, 0, 0);
+  if (r != 0) {
+    if (G.daemon_pid > 0) {
+      kill(G.daemon_pid, SIGKILL);
+      waitpid(G.daemon_pid, NULL, 0);
+      G.daemon_pid = 0;
+    }
+    if (G.session[0]) rm_rf(G.session);
+    ctx_reset();
+    pthread_mutex_unlock(&G.mu);
+    return r;
+  }
+  G.inited = 1;
+  pthread_mutex_unlock(&G.mu);
+  return 0;
+}
+
+void rd_shutdown(void) {
+  pthread_mutex_lock(&G.mu);
+  if (!G.inited) {
+    pthread_mutex_unlock(&G.mu);
+    return;
+  }
+  while (G.pumping) pthread_cond_wait(&G.cv, &G.mu);
+  for (rd__sclass *c = G.classes; c; c = c->next) {
+    while (c->leases) {
+      rd__lease *l = c->leases;
+      rd__task *t = l->inhead;
+      l->inhead = NULL;
+      lease_return(l);
+      while (t) {
+        rd__task *n = t->next;
+        task_fail(t, RD_ECANCELED, "rd_shutdown");
+        t = n;
+      }
+    }
+    while (c->qhead) {
+      rd__task *t = c->qhead;
+      c->qhead = t->next;
+      task_fail(t, RD_ECANCELED, "rd_shutdown");
+    }
+  }
+  if (!G.dead) {
+    Rd__Shutdown m = RD__SHUTDOWN__INIT;
+    send_pending_releases();
+    rd__conn_send(&G.daemon, RD__MSG_TYPE__MSG_SHUTDOWN, &m.base, -1);
+    (void)rd__conn_flush_blocking(&G.daemon, 2000);
+  }
+  rd__conn_close(&G.daemon);
+  if (G.daemon_pid > 0) {
+    uint64_t deadline = rd__now_ns() + 5000000000ull;
+    int st;
+    while (waitpid(G.daemon_pid, &st, WNOHANG) == 0) {
+      if (rd__now_ns() > deadline) {
+        rd__log(RD_LOG_WARN, "node daemon did not stop in 5 s; killing it");
+        kill(G.daemon_pid, SIGKILL);
+        waitpid(G.daemon_pid, &st, 0);
+        break;
+      }
+      usleep(2000);
+    }
+    G.daemon_pid = 0;
+  }
+  if (!G.is_worker && G.session[0]) rm_rf(G.session);
+  ctx_reset();
+  pthread_mutex_unlock(&G.mu);
+}

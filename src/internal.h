@@ -1,0 +1,162 @@
+/* src/internal.h - state shared by the client side of libraydist (client.c:
+ * owner of objects and tasks, worker.c: the worker loop, registry.c).
+ *
+ * One process-wide context guarded by one mutex.  Only these three files
+ * include this header; the daemon never does. */
+#ifndef RD_SRC_INTERNAL_H
+#define RD_SRC_INTERNAL_H
+
+#include <pthread.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "common.h"
+#include "conn.h"
+#include "raydist.h"
+#include "resources.h"
+#include "u64map.h"
+
+typedef struct rd__blob {
+  int refs;
+  size_t size;
+  uint8_t data[];
+} rd__blob;
+
+enum { OBJ_PENDING, OBJ_PUT_OPEN, OBJ_INLINE, OBJ_STORE, OBJ_FAILED };
+
+typedef struct rd__task rd__task;
+
+typedef struct rd__obj {
+  uint64_t id;
+  int state;
+  int refs;            /* user references */
+  int uses;            /* queued or running tasks that take it as an argument */
+  int err;
+  rd__blob *blob;      /* OBJ_INLINE value, OBJ_FAILED message, OBJ_PUT_OPEN buffer */
+  rd__task **deps;     /* tasks waiting for this object */
+  int ndeps, capdeps;
+} rd__obj;
+
+typedef struct rd__targ {
+  int by_ref;
+  uint64_t oid;
+  const uint8_t *data;  /* by value: inside the task's own allocation */
+  size_t size;
+} rd__targ;
+
+typedef struct rd__sclass rd__sclass;
+typedef struct rd__lease rd__lease;
+
+struct rd__task {
+  uint64_t task_id;
+  const char *func;
+  rd__sclass *cls;
+  int nargs, nret;
+  int deps_pending;
+  int retries_left, max_retries, attempt;
+  uint64_t ret_ids[RD_MAX_RETURNS];
+  uint64_t pushed_ns;
+  rd__lease *lease;
+  rd__task *next;
+  rd__targ args[];
+};
+
+struct rd__sclass {
+  rd_resources res;
+  int priority;
+  rd__task *qhead, *qtail;
+  size_t qlen;
+  rd__lease *leases;
+  int nleases;
+  uint64_t req_id;          /* outstanding lease request, 0 = none */
+  uint64_t ewma_ns;         /* service time per task, 0 = unknown */
+  rd__sclass *next;
+};
+
+struct rd__lease {
+  uint64_t lease_id;
+  int worker_pid;
+  rd__conn conn;
+  rd__sclass *cls;
+  rd__task *inhead, *intail;
+  int ninflight;
+  uint64_t idle_since;      /* 0 = busy */
+  uint64_t last_reply_ns;
+  rd__lease *next;
+};
+
+/* A connection this process serves as a worker (an owner pushes tasks). */
+typedef struct rd__serve {
+  uint64_t lease_id;
+  rd__conn conn;
+  int ngpus;
+  int gpu_ids[RD_RES_MAX_GPUS];
+  int64_t gpu_share[RD_RES_MAX_GPUS];
+  int closed;
+  struct rd__serve *next;
+} rd__serve;
+
+/* A decoded task waiting to run in this worker. */
+typedef struct rd__wtask {
+  Rd__Task *msg;
+  rd__serve *from;
+  struct rd__wtask *next;
+} rd__wtask;
+
+typedef struct rd__reply_slot {
+  uint64_t req_id;
+  int type;
+  ProtobufCMessage *msg;    /* set when it arrived */
+} rd__reply_slot;
+
+#define RD_MAX_WAITING_REPLIES 64
+
+typedef struct rd__ctx {
+  pthread_mutex_t mu;
+  pthread_cond_t cv;
+  int inited, dead, is_worker;
+  int pumping;
+  int wakefd;
+  rd__conn daemon;
+  uint32_t client_id;
+  uint64_t next_seq, next_task, next_req;
+  pid_t daemon_pid;
+  char session[256];
+  uint8_t *rw_base;
+  const uint8_t *ro_base;
+  uint64_t store_cap;
+  uint32_t inline_max;
+  rd_res_ledger totals;      /* the node's totals: feasibility at submit */
+  rd__u64map objs;
+  rd__sclass *classes;
+  rd__serve *serves;
+  rd__wtask *wq_head, *wq_tail;
+  rd__reply_slot replies[RD_MAX_WAITING_REPLIES];
+  int pipeline_depth;
+  uint64_t lease_idle_ns;
+  uint64_t *pending_release;  /* store pins to drop, sent with the next flush */
+  size_t npending_release, cappending_release;
+} rd__ctx;
+
+extern rd__ctx rd__g;
+
+/* client.c */
+int rd__pump(int64_t timeout_ms);       /* mu held; may drop it while polling */
+int rd__daemon_call(Rd__MsgType type, const ProtobufCMessage *m, uint64_t req_id,
+                    Rd__MsgType reply_type, ProtobufCMessage **reply, int64_t timeout_ms);
+int rd__store_create(uint64_t oid, uint64_t size, uint8_t **ptr, char *err, size_t errlen);
+void rd__store_seal(uint64_t oid);
+void rd__store_release(uint64_t oid);
+void rd__flush_all(void);
+int rd__connect_daemon(const char *session, int role, uint32_t worker_id);
+
+/* worker.c */
+void rd__worker_on_assign(Rd__LeaseAssign *m, int fd);
+void rd__worker_on_task(rd__serve *s, Rd__Task *m);
+void rd__worker_main(void) __attribute__((noreturn));
+
+/* registry.c */
+int rd__registry_build(void);
+void rd__registry_free(void);
+
+#endif

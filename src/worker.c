@@ -1,0 +1,301 @@
+/* src/worker.c - the worker loop and the API a remote function sees.
+ *
+ * A worker is the user's own executable re-executed with RAYDIST_WORKER_ID
+ * set: rd_init() lands here and never returns.  Owners push tasks over the
+ * socketpairs the node daemon hands out with each lease; tasks run one at a
+ * time in arrival order, replies are batched.  The worker dies with its node
+ * daemon (PR_SET_PDEATHSIG) so no process is ever left behind. */
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <signal.h>
+#include <unistd.h>
+
+#include "internal.h"
+#include "log.h"
+
+#define G rd__g
+
+struct rd_call {
+  Rd__Task *msg;
+  rd__serve *from;
+  const char *func;
+  size_t nargs;
+  rd_buf args[RD_MAX_ARGS];
+  int nret;
+  struct {
+    int set, in_store, exists;
+    uint8_t *ptr;
+    size_t size;
+  } ret[RD_MAX_RETURNS];
+  char err[2048];
+  int failed;
+};
+
+static char *orig_visible;   /* CUDA_VISIBLE_DEVICES the worker started with */
+static int have_orig_visible;
+
+void rd__worker_on_assign(Rd__LeaseAssign *m, int fd) {
+  if (fd < 0) {
+    rd__log(RD_LOG_ERROR, "lease %llu arrived without its socket", (unsigned long long)m->lease_id);
+    return;
+  }
+  rd__serve *s = calloc(1, sizeof(*s));
+  if (!s) {
+    close(fd);
+    return;
+  }
+  rd__conn_init(&s->conn, fd);
+  s->lease_id = m->lease_id;
+  s->ngpus = (int)(m->n_gpu_ids < RD_RES_MAX_GPUS ? m->n_gpu_ids : RD_RES_MAX_GPUS);
+  for (int i = 0; i < s->ngpus; i++) {
+    s->gpu_ids[i] = m->gpu_ids[i];
+    s->gpu_share[i] = i < (int)m->n_gpu_shares ? m->gpu_shares[i] : 0;
+  }
+  if (s->ngpus > 0) setenv("CUDA_VISIBLE_DEVICES", m->visible_devices, 1);
+  else if (have_orig_visible) setenv("CUDA_VISIBLE_DEVICES", orig_visible, 1);
+  else unsetenv("CUDA_VISIBLE_DEVICES");
+  s->next = G.serves;
+  G.serves = s;
+}
+
+void rd__worker_on_task(rd__serve *s, Rd__Task *m) {
+  rd__wtask *w = malloc(sizeof(*w));
+  if (!w) {
+    protobuf_c_message_free_unpacked(&m->base, NULL);
+    s->closed = 1;
+    return;
+  }
+  w->msg = m;
+  w->from = s;
+  w->next = NULL;
+  if (G.wq_tail) G.wq_tail->next = w;
+  else G.wq_head = w;
+  G.wq_tail = w;
+}
+
+static void reply(rd__serve *s, uint64_t task_id, int status, const char *err, Rd__Ret **rets, size_t nrets) {
+  if (s->closed) return;
+  Rd__TaskReply r = RD__TASK_REPLY__INIT;
+  r.task_id = task_id;
+  r.status = status;
+  r.error = (char *)(err ? err : "");
+  r.n_returns = nrets;
+  r.returns = rets;
+  if (rd__conn_send(&s->conn, RD__MSG_TYPE__MSG_TASK_REPLY, &r.base, -1) != 0) s->closed = 1;
+}
+
+/* Resolve by-reference arguments with one store request.  0 or an error with
+ * a message in call->err. */
+static int resolve_args(rd_call *call) {
+  Rd__Task *m = call->msg;
+  uint64_t ids[RD_MAX_ARGS];
+  size_t idx[RD_MAX_ARGS], n = 0;
+  for (size_t i = 0; i < m->n_args; i++) {
+    Rd__Arg *a = m->args[i];
+    if (a->by_ref) {
+      ids[n] = a->object_id;
+      idx[n++] = i;
+    } else {
+      call->args[i].data = a->data.data;
+      call->args[i].size = a->data.len;
+    }
+  }
+  if (n == 0) return 0;
+  Rd__ObjGet g = RD__OBJ_GET__INIT;
+  g.req_id = ++G.next_req;
+  g.n_object_ids = n;
+  g.object_ids = ids;
+  g.timeout_ms = 60000;
+  ProtobufCMessage *rep = NULL;
+  int r = rd__daemon_call(RD__MSG_TYPE__MSG_OBJ_GET, &g.base, g.req_id, RD__MSG_TYPE__MSG_OBJ_GET_REPLY, &rep, -1);
+  if (r != 0) {
+    snprintf(call->err, sizeof(call->err), "cannot fetch the arguments of '%s': %s", call->func, rd_strerror(r));
+    return r;
+  }
+  Rd__ObjGetReply *gr = (Rd__ObjGetReply *)rep;
+  r = gr->n_locs == n ? 0 : RD_EPROTO;
+  for (size_t k = 0; r == 0 && k < n; k++) {
+    Rd__ObjLoc *l = gr->locs[k];
+    if (l->status != 0) {
+      r = l->status == RD_ENOENT ? RD_EOBJECT_LOST : l->status;
+      snprintf(call->err, sizeof(call->err), "argument %zu of '%s' (object %llx) is not in the store: %s", idx[k],
+               call->func, (unsigned long long)ids[k], rd_strerror(l->status));
+    } else if (l->offset > G.store_cap || l->size > G.store_cap - l->offset) {
+      r = RD_EPROTO;
+    } else {
+      call->args[idx[k]].data = G.ro_base + l->offset;
+      call->args[idx[k]].size = l->size;
+    }
+  }
+  /* pins are kept until the task ends; drop those of a failed request now */
+  for (size_t k = 0; k < gr->n_locs; k++)
+    if (gr->locs[k]->status == 0 && r != 0) rd__store_release(ids[k]);
+  protobuf_c_message_free_unpacked(rep, NULL);
+  if (r == RD_EPROTO && !call->err[0]) snprintf(call->err, sizeof(call->err), "bad store reply");
+  return r;
+}
+
+static void run_task(rd__wtask *w) {
+  Rd__Task *m = w->msg;
+  rd_call call;
+  memset(&call, 0, sizeof(call));
+  call.msg = m;
+  call.from = w->from;
+  call.func = m->func ? m->func : "";
+  call.nargs = m->n_args;
+  call.nret = (int)m->n_return_ids;
+  if (m->n_args > RD_MAX_ARGS || m->n_return_ids > RD_MAX_RETURNS || m->n_return_ids == 0) {
+    reply(w->from, m->task_id, RD_EPROTO, "task has too many arguments or returns", NULL, 0);
+    return;
+  }
+  rd_function *fn = rd_function_lookup(call.func);
+  if (!fn) {
+    char msg[300];
+    snprintf(msg, sizeof(msg), "remote function '%s' is not registered in the worker's executable", call.func);
+    reply(w->from, m->task_id, RD_ENOFUNC, msg, NULL, 0);
+    return;
+  }
+  int status = resolve_args(&call);
+  if (status == 0) {
+    pthread_mutex_unlock(&G.mu);
+    int rc = fn->fn(&call);
+    pthread_mutex_lock(&G.mu);
+    if (rc != 0 || call.failed) {
+      status = rc < 0 ? rc : RD_ETASK;
+      if (!call.err[0])
+        snprintf(call.err, sizeof(call.err), "task '%s' returned %d (%s)", call.func, rc, rc < 0 ? rd_strerror(rc) : "failure");
+    }
+  }
+  Rd__Ret rets[RD_MAX_RETURNS], *retp[RD_MAX_RETURNS];
+  for (int i = 0; i < call.nret; i++) {
+    rd__ret__init(&rets[i]);
+    retp[i] = &rets[i];
+    if (status == 0 && call.ret[i].in_store) {
+      rets[i].in_store = 1;
+      if (!call.ret[i].exists) rd__store_seal(m->return_ids[i]);
+    } else if (status == 0 && call.ret[i].set) {
+      rets[i].data.data = call.ret[i].ptr;
+      rets[i].data.len = call.ret[i].size;
+    } else if (call.ret[i].in_store && !call.ret[i].exists) {
+      /* failed task: drop the unsealed result and our pin on it */
+      Rd__ObjIds d = RD__OBJ_IDS__INIT;
+      d.n_object_ids = 1;
+      d.object_ids = &m->return_ids[i];
+      rd__conn_send(&G.daemon, RD__MSG_TYPE__MSG_OBJ_DELETE, &d.base, -1);
+      rd__store_release(m->return_ids[i]);
+    }
+  }
+  if (status == 0) reply(w->from, m->task_id, 0, NULL, retp, (size_t)call.nret);
+  else reply(w->from, m->task_id, status, call.err, NULL, 0);
+  for (int i = 0; i < call.nret; i++)
+    if (!call.ret[i].in_store || call.ret[i].exists) free(call.ret[i].ptr);
+  for (size_t i = 0; i < m->n_args; i++)
+    if (m->args[i]->by_ref && status != RD_EOBJECT_LOST && call.args[i].data) rd__store_release(m->args[i]->object_id);
+}
+
+void rd__worker_main(void) {
+  prctl(PR_SET_PDEATHSIG, SIGKILL);
+  const char *np = getenv("RAYDIST_NODE_PID");
+  if (np && getppid() != (pid_t)atoi(np)) _exit(0);   /* the daemon died before we got here */
+  const char *v = getenv("CUDA_VISIBLE_DEVICES");
+  if (v) {
+    orig_visible = strdup(v);
+    have_orig_visible = 1;
+  }
+  pthread_mutex_lock(&G.mu);
+  int since_flush = 0;
+  for (;;) {
+    if (G.wq_head) {
+      rd__wtask *w = G.wq_head;
+      G.wq_head = w->next;
+      if (!G.wq_head) G.wq_tail = NULL;
+      run_task(w);
+      protobuf_c_message_free_unpacked(&w->msg->base, NULL);
+      free(w);
+      if (++since_flush >= 16 || !G.wq_head) {
+        rd__flush_all();
+        since_flush = 0;
+      }
+      continue;
+    }
+    if (rd__pump(-1) < 0 && G.dead) _exit(0);
+  }
+}
+
+/* ---------------------------------------------------- the call API */
+
+size_t rd_call_nargs(const rd_call *call) { return call ? call->nargs : 0; }
+size_t rd_call_nreturns(const rd_call *call) { return call ? (size_t)call->nret : 0; }
+const char *rd_call_function_name(const rd_call *call) { return call ? call->func : ""; }
+int rd_call_attempt(const rd_call *call) { return call ? (int)call->msg->attempt : 0; }
+
+int rd_arg(rd_call *call, size_t i, rd_buf *out) {
+  if (!call || !out || i >= call->nargs) return RD_EINVAL;
+  *out = call->args[i];
+  out->priv_[0] = out->priv_[1] = 0;   /* owned by the call: release is a no-op */
+  return 0;
+}
+
+void *rd_return_alloc(rd_call *call, size_t i, size_t size) {
+  if (!call || i >= (size_t)call->nret || call->ret[i].set) return NULL;
+  if (size <= G.inline_max) {
+    call->ret[i].ptr = malloc(size ? size : 1);
+    if (!call->ret[i].ptr) return NULL;
+    call->ret[i].size = size;
+    call->ret[i].set = 1;
+    return call->ret[i].ptr;
+  }
+  pthread_mutex_lock(&G.mu);
+  uint8_t *p = NULL;
+  char err[256];
+  int r = rd__store_create(call->msg->return_ids[i], size, &p, err, sizeof(err));
+  pthread_mutex_unlock(&G.mu);
+  if (r == RD_EEXIST) {
+    /* an earlier attempt of this task already sealed this result */
+    call->ret[i].ptr = malloc(size);
+    if (!call->ret[i].ptr) return NULL;
+    call->ret[i].exists = 1;
+    p = call->ret[i].ptr;
+  } else if (r != 0) {
+    snprintf(call->err, sizeof(call->err), "return %zu of '%s': %s", i, call->func, err);
+    call->failed = 1;
+    return NULL;
+  }
+  if (!call->ret[i].exists) call->ret[i].ptr = p;
+  call->ret[i].size = size;
+  call->ret[i].set = 1;
+  call->ret[i].in_store = 1;
+  return p;
+}
+
+int rd_return_bytes(rd_call *call, size_t i, const void *data, size_t size) {
+  if (!call || i >= (size_t)call->nret || (size && !data)) return RD_EINVAL;
+  if (call->ret[i].set) return RD_EEXIST;
+  void *p = rd_return_alloc(call, i, size);
+  if (!p) return call->failed ? RD_ESTORE_FULL : RD_ENOMEM;
+  if (size) memcpy(p, data, size);
+  return 0;
+}
+
+int rd_call_fail(rd_call *call, const char *fmt, ...) {
+  if (!call) return RD_ETASK;
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(call->err, sizeof(call->err), fmt, ap);
+  va_end(ap);
+  call->failed = 1;
+  return RD_ETASK;
+}
+
+int rd_call_gpu_ids(const rd_call *call, int *ids, double *fractions, int max) {
+  if (!call || !call->from) return 0;
+  int n = call->from->ngpus < max ? call->from->ngpus : max;
+  for (int i = 0; i < n; i++) {
+    if (ids) ids[i] = call->from->gpu_ids[i];
+    if (fractions) fractions[i] = rd_res_to_double(call->from->gpu_share[i]);
+  }
+  return n;
+}
