@@ -41,6 +41,7 @@ static void obj_ready(rd__obj *o);
 static void task_fail(rd__task *t, int err, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 static void class_dispatch(rd__sclass *c);
 static void fail_everything(int err, const char *why);
+static void wake_pumper(void);
 
 /* ------------------------------------------------------------- blobs */
 
@@ -740,6 +741,7 @@ int rd__daemon_call(Rd__MsgType type, const ProtobufCMessage *m, uint64_t req_id
   G.replies[slot].req_id = req_id;
   G.replies[slot].type = reply_type;
   G.replies[slot].msg = NULL;
+  send_pending_releases();   /* frees must reach the daemon before this request */
   int r = rd__conn_send(&G.daemon, type, m, -1);
   if (r == 0) {
     wake_pumper();
@@ -882,6 +884,10 @@ void rd_ref_release(rd_ref ref) {
   if (o && o->refs > 0) {
     o->refs--;
     obj_maybe_free(o);
+    if (npending_delete) {
+      if (!G.pumping) rd__flush_all();
+      else wake_pumper();
+    }
   }
   pthread_mutex_unlock(&G.mu);
 }

@@ -1,0 +1,757 @@
+/* tests/runtime/rt_test.c - integration tests of the single-node runtime
+ * through the public API: real daemon, real worker processes, real sockets,
+ * real shared memory.  `rt_test NAME` runs one test; CTest runs each in its
+ * own process.  The same binary is re-executed as the workers. */
+#include <raydist.h>
+
+#include <dirent.h>
+#include <errno.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#define CHECK(c)                                                              \
+  do {                                                                        \
+    if (!(c)) {                                                               \
+      fprintf(stderr, "%s:%d: CHECK failed: %s\n", __FILE__, __LINE__, #c);   \
+      exit(1);                                                                \
+    }                                                                         \
+  } while (0)
+#define CHECK_EQ(a, b)                                                                  \
+  do {                                                                                  \
+    long long a_ = (long long)(a), b_ = (long long)(b);                                 \
+    if (a_ != b_) {                                                                     \
+      fprintf(stderr, "%s:%d: %s == %lld, expected %s == %lld\n", __FILE__, __LINE__, #a, \
+              a_, #b, b_);                                                              \
+      exit(1);                                                                          \
+    }                                                                                   \
+  } while (0)
+
+static double now_s(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_REALTIME, &ts);
+  return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+static long get_long(rd_ref r) {
+  rd_buf b;
+  int e = rd_get(&r, 1, &b, 60000);
+  if (e != 0) {
+    fprintf(stderr, "get failed: %s: %.*s\n", rd_err_name(e), (int)b.size, (const char *)b.data);
+    exit(1);
+  }
+  CHECK_EQ(b.size, sizeof(long));
+  long v;
+  memcpy(&v, b.data, sizeof(v));
+  rd_buf_release(&b);
+  return v;
+}
+
+/* ------------------------------------------------------ remote functions */
+
+RD_REMOTE(add_one) {
+  rd_buf in;
+  if (rd_call_nargs(call) != 1) return rd_call_fail(call, "add_one takes 1 argument, got %zu", rd_call_nargs(call));
+  if (rd_arg(call, 0, &in) != 0 || in.size != sizeof(long)) return rd_call_fail(call, "bad argument size %zu", in.size);
+  long v;
+  memcpy(&v, in.data, sizeof(v));
+  v++;
+  return rd_return_bytes(call, 0, &v, sizeof(v));
+}
+
+RD_REMOTE(get_pid) {
+  long p = getpid();
+  return rd_return_bytes(call, 0, &p, sizeof(p));
+}
+
+RD_REMOTE(fail_always) { return rd_call_fail(call, "deliberate failure %d", 42); }
+
+/* Fills return 0 with `size` bytes of a pattern derived from seed (args: size, seed). */
+RD_REMOTE(make_big) {
+  rd_buf a, b;
+  if (rd_arg(call, 0, &a) || rd_arg(call, 1, &b)) return rd_call_fail(call, "args");
+  size_t n;
+  long seed;
+  memcpy(&n, a.data, sizeof(n));
+  memcpy(&seed, b.data, sizeof(seed));
+  unsigned char *p = rd_return_alloc(call, 0, n);
+  if (!p) return rd_call_fail(call, "return_alloc(%zu) failed", n);
+  for (size_t i = 0; i < n; i++) p[i] = (unsigned char)(i * 31 + (size_t)seed);
+  return 0;
+}
+
+/* Checksum of argument 0. */
+RD_REMOTE(checksum) {
+  rd_buf a;
+  if (rd_arg(call, 0, &a)) return rd_call_fail(call, "args");
+  unsigned long s = 1469598103934665603ul;
+  const unsigned char *p = a.data;
+  for (size_t i = 0; i < a.size; i += 4096) s = (s ^ p[i]) * 1099511628211ul;
+  if (a.size) s = (s ^ p[a.size - 1]) * 1099511628211ul;
+  s ^= a.size;
+  return rd_return_bytes(call, 0, &s, sizeof(s));
+}
+
+/* Sleeps args[0] ms; returns {start, end, pid, ngpus, gpu id, fraction*1e4, visible devices...} */
+typedef struct span {
+  double start, end;
+  long pid;
+  int ngpus, gpu0;
+  long frac0;
+  char visible[32];
+} span;
+
+RD_REMOTE(sleep_span) {
+  rd_buf a;
+  if (rd_arg(call, 0, &a)) return rd_call_fail(call, "args");
+  long ms;
+  memcpy(&ms, a.data, sizeof(ms));
+  span s;
+  memset(&s, 0, sizeof(s));
+  s.start = now_s();
+  usleep((useconds_t)(ms * 1000));
+  s.end = now_s();
+  s.pid = getpid();
+  int ids[4];
+  double fr[4];
+  s.ngpus = rd_call_gpu_ids(call, ids, fr, 4);
+  s.gpu0 = s.ngpus ? ids[0] : -1;
+  s.frac0 = s.ngpus ? (long)(fr[0] * 10000 + 0.5) : 0;
+  const char *v = getenv("CUDA_VISIBLE_DEVICES");
+  snprintf(s.visible, sizeof(s.visible), "%s", v ? v : "(unset)");
+  return rd_return_bytes(call, 0, &s, sizeof(s));
+}
+
+/* Dies on its first attempt (SIGKILL), succeeds on a retry. */
+RD_REMOTE(crash_once) {
+  if (rd_call_attempt(call) == 0) kill(getpid(), SIGKILL);
+  long a = rd_call_attempt(call);
+  return rd_return_bytes(call, 0, &a, sizeof(a));
+}
+
+RD_REMOTE(crash_always) {
+  abort();
+  return 0;
+}
+
+/* Two returns: the argument and its negation. */
+RD_REMOTE(two_returns) {
+  rd_buf a;
+  if (rd_arg(call, 0, &a)) return rd_call_fail(call, "args");
+  long v;
+  memcpy(&v, a.data, sizeof(v));
+  long w = -v;
+  int r = rd_return_bytes(call, 0, &v, sizeof(v));
+  if (r == 0) r = rd_return_bytes(call, 1, &w, sizeof(w));
+  return r;
+}
+
+/* Submits `n` add_one tasks from inside a task and sums the results. */
+RD_REMOTE(nested_sum) {
+  rd_buf a;
+  if (rd_arg(call, 0, &a)) return rd_call_fail(call, "args");
+  long n;
+  memcpy(&n, a.data, sizeof(n));
+  long total = 0;
+  for (long i = 0; i < n; i++) {
+    rd_ref r;
+    if (rd_submit(add_one, RD_ARGS(rd_arg_bytes(&i, sizeof(i))), NULL, &r) != 0) return rd_call_fail(call, "submit");
+    rd_buf b;
+    if (rd_get(&r, 1, &b, 30000) != 0) return rd_call_fail(call, "get");
+    long v;
+    memcpy(&v, b.data, sizeof(v));
+    total += v;
+    rd_buf_release(&b);
+    rd_ref_release(r);
+  }
+  return rd_return_bytes(call, 0, &total, sizeof(total));
+}
+
+/* ------------------------------------------------------------------ tests */
+
+static void init_or_die(const rd_config *cfg) {
+  int r = rd_init(cfg);
+  if (r != 0) {
+    fprintf(stderr, "rd_init: %s\n", rd_strerror(r));
+    exit(1);
+  }
+}
+
+static int t_many_tasks(void) {
+  init_or_die(NULL);
+  enum { N = 5000 };
+  static rd_ref refs[N];
+  for (long i = 0; i < N; i++) CHECK_EQ(rd_submit(add_one, RD_ARGS(rd_arg_bytes(&i, sizeof(i))), NULL, &refs[i]), 0);
+  static rd_buf out[N];
+  CHECK_EQ(rd_get(refs, N, out, 60000), 0);
+  for (long i = 0; i < N; i++) {
+    long v;
+    CHECK_EQ(out[i].size, sizeof(long));
+    memcpy(&v, out[i].data, sizeof(v));
+    CHECK_EQ(v, i + 1);
+    rd_buf_release(&out[i]);
+    rd_ref_release(refs[i]);
+  }
+  /* the work was spread over more than one worker process */
+  rd_ref p[64];
+  rd_task_opts o;
+  rd_task_opts_init(&o);
+  for (int i = 0; i < 64; i++) CHECK_EQ(rd_submit(sleep_span, RD_ARGS(rd_arg_bytes(&(long){20}, sizeof(long))), &o, &p[i]), 0);
+  long pids[2] = {0, 0};
+  for (int i = 0; i < 64; i++) {
+    rd_buf b;
+    CHECK_EQ(rd_get(&p[i], 1, &b, 60000), 0);
+    span s;
+    memcpy(&s, b.data, sizeof(s));
+    if (!pids[0]) pids[0] = s.pid;
+    else if (s.pid != pids[0]) pids[1] = s.pid;
+    rd_buf_release(&b);
+    rd_ref_release(p[i]);
+  }
+  CHECK(pids[1] != 0);
+  rd_shutdown();
+  return 0;
+}
+
+static int t_chain(void) {
+  init_or_die(NULL);
+  long zero = 0;
+  rd_ref cur;
+  CHECK_EQ(rd_submit(add_one, RD_ARGS(rd_arg_bytes(&zero, sizeof(zero))), NULL, &cur), 0);
+  rd_ref first = cur;
+  rd_ref_retain(first);
+  for (int i = 1; i < 100; i++) {
+    rd_ref next;
+    CHECK_EQ(rd_submit(add_one, RD_ARGS(rd_arg_ref(cur)), NULL, &next), 0);
+    rd_ref_release(cur);   /* the pending task keeps the object alive */
+    cur = next;
+  }
+  CHECK_EQ(get_long(cur), 100);
+  CHECK_EQ(get_long(first), 1);
+  /* a failed task fails its dependents with the original message */
+  rd_ref bad, dep;
+  CHECK_EQ(rd_submit(fail_always, RD_NO_ARGS, NULL, &bad), 0);
+  CHECK_EQ(rd_submit(add_one, RD_ARGS(rd_arg_ref(bad)), NULL, &dep), 0);
+  rd_buf b;
+  CHECK_EQ(rd_get(&dep, 1, &b, 30000), RD_ETASK);
+  CHECK(strstr((const char *)b.data, "deliberate failure 42") != NULL);
+  CHECK(strstr((const char *)b.data, "argument 0") != NULL);
+  rd_buf_release(&b);
+  /* several returns */
+  rd_task_opts o;
+  rd_task_opts_init(&o);
+  o.num_returns = 2;
+  rd_ref two[2];
+  long seven = 7;
+  CHECK_EQ(rd_submit(two_returns, RD_ARGS(rd_arg_bytes(&seven, sizeof(seven))), &o, two), 0);
+  CHECK_EQ(get_long(two[0]), 7);
+  CHECK_EQ(get_long(two[1]), -7);
+  /* a put object as an argument */
+  rd_ref put;
+  long forty = 40;
+  CHECK_EQ(rd_put(&forty, sizeof(forty), &put), 0);
+  rd_ref res;
+  CHECK_EQ(rd_submit(add_one, RD_ARGS(rd_arg_ref(put)), NULL, &res), 0);
+  CHECK_EQ(get_long(res), 41);
+  /* nested submission from inside a task (the parent holds no CPU) */
+  o.num_returns = 1;
+  o.num_cpus = 0;
+  long n = 20;
+  rd_ref nested;
+  CHECK_EQ(rd_submit(nested_sum, RD_ARGS(rd_arg_bytes(&n, sizeof(n))), &o, &nested), 0);
+  CHECK_EQ(get_long(nested), 210);
+  rd_shutdown();
+  return 0;
+}
+
+static int t_big_objects(void) {
+  rd_config cfg;
+  rd_config_init(&cfg);
+  cfg.object_store_bytes = 512ull << 20;
+  init_or_die(&cfg);
+  size_t n = 100u << 20;
+  unsigned char *p = malloc(n);
+  CHECK(p);
+  for (size_t i = 0; i < n; i++) p[i] = (unsigned char)(i * 7);
+  rd_ref r;
+  CHECK_EQ(rd_put(p, n, &r), 0);
+  rd_buf b;
+  CHECK_EQ(rd_get(&r, 1, &b, 10000), 0);
+  CHECK_EQ(b.size, n);
+  CHECK(memcmp(b.data, p, n) == 0);
+  /* zero copy: the view is a read-only mapping of the segment, not a copy */
+  pid_t child = fork();
+  if (child == 0) {
+    ((volatile unsigned char *)b.data)[0] = 1;   /* must fault */
+    _exit(0);
+  }
+  int st;
+  waitpid(child, &st, 0);
+  CHECK(WIFSIGNALED(st) && WTERMSIG(st) == SIGSEGV);
+  rd_buf_release(&b);
+  /* a 100 MiB argument read in a worker, and a 100 MiB result made in a worker */
+  rd_ref sum;
+  CHECK_EQ(rd_submit(checksum, RD_ARGS(rd_arg_ref(r)), NULL, &sum), 0);
+  unsigned long s = 1469598103934665603ul;
+  for (size_t i = 0; i < n; i += 4096) s = (s ^ p[i]) * 1099511628211ul;
+  s = (s ^ p[n - 1]) * 1099511628211ul;
+  s ^= n;
+  CHECK_EQ(get_long(sum), (long)s);
+  long seed = 3;
+  rd_ref big;
+  CHECK_EQ(rd_submit(make_big, RD_ARGS(rd_arg_bytes(&n, sizeof(n)), rd_arg_bytes(&seed, sizeof(seed))), NULL, &big), 0);
+  CHECK_EQ(rd_get(&big, 1, &b, 60000), 0);
+  CHECK_EQ(b.size, n);
+  for (size_t i = 0; i < n; i += 997) CHECK_EQ(((const unsigned char *)b.data)[i], (unsigned char)(i * 31 + 3));
+  rd_buf_release(&b);
+  /* zero-copy put */
+  void *w;
+  rd_ref zc;
+  CHECK_EQ(rd_put_begin(1u << 20, &w, &zc), 0);
+  memset(w, 0xab, 1u << 20);
+  CHECK_EQ(rd_put_seal(zc), 0);
+  CHECK_EQ(rd_get(&zc, 1, &b, 1000), 0);
+  CHECK_EQ(((const unsigned char *)b.data)[12345], 0xab);
+  rd_buf_release(&b);
+  /* an object larger than the store is refused with E2BIG */
+  void *huge;
+  rd_ref hr;
+  CHECK_EQ(rd_put_begin(600ull << 20, &huge, &hr), RD_E2BIG);
+  rd_ref_release(r); rd_ref_release(sum); rd_ref_release(big); rd_ref_release(zc);
+  free(p);
+  rd_shutdown();
+  return 0;
+}
+
+static int t_spill(void) {
+  rd_config cfg;
+  rd_config_init(&cfg);
+  cfg.object_store_bytes = 32u << 20;
+  init_or_die(&cfg);
+  enum { K = 12 };
+  size_t n = 6u << 20;   /* 72 MiB of objects in a 32 MiB store */
+  rd_ref refs[K];
+  unsigned char *p = malloc(n);
+  for (int k = 0; k < K; k++) {
+    memset(p, k + 1, n);
+    CHECK_EQ(rd_put(p, n, &refs[k]), 0);
+  }
+  rd_node_info ni;
+  CHECK_EQ(rd_node_info_get(&ni), 0);
+  CHECK(ni.store_spill_count >= 6);
+  CHECK(ni.store_used <= 32u << 20);
+  /* every object comes back intact, spilled ones restored transparently */
+  for (int k = 0; k < K; k++) {
+    rd_buf b;
+    CHECK_EQ(rd_get(&refs[k], 1, &b, 30000), 0);
+    CHECK_EQ(b.size, n);
+    const unsigned char *q = b.data;
+    for (size_t i = 0; i < n; i += 4093) CHECK_EQ(q[i], k + 1);
+    rd_buf_release(&b);
+  }
+  /* a worker reads a spilled object too */
+  rd_ref c;
+  CHECK_EQ(rd_submit(checksum, RD_ARGS(rd_arg_ref(refs[0])), NULL, &c), 0);
+  (void)get_long(c);
+  CHECK_EQ(rd_node_info_get(&ni), 0);
+  CHECK(ni.store_restore_count >= 1);
+  /* releasing refs frees the objects */
+  for (int k = 0; k < K; k++) rd_ref_release(refs[k]);
+  rd_ref_release(c);
+  usleep(100000);
+  CHECK_EQ(rd_node_info_get(&ni), 0);
+  CHECK_EQ(ni.store_used, 0);
+  free(p);
+  rd_shutdown();
+  return 0;
+}
+
+static int t_store_full(void) {
+  rd_config cfg;
+  rd_config_init(&cfg);
+  cfg.object_store_bytes = 16u << 20;
+  cfg.spill_dir = "";        /* no spilling: pinned objects cannot move */
+  init_or_die(&cfg);
+  size_t n = 6u << 20;
+  void *p = calloc(1, n);
+  rd_ref a, b, c;
+  CHECK_EQ(rd_put(p, n, &a), 0);
+  CHECK_EQ(rd_put(p, n, &b), 0);
+  CHECK_EQ(rd_put(p, n, &c), RD_ESTORE_FULL);
+  rd_ref_release(a);   /* frees room */
+  usleep(50000);
+  CHECK_EQ(rd_put(p, n, &c), 0);
+  free(p);
+  rd_shutdown();
+  return 0;
+}
+
+static int t_gpu_packing(void) {
+  rd_config cfg;
+  rd_config_init(&cfg);
+  cfg.num_gpus = 1;   /* one simulated GPU */
+  init_or_die(&cfg);
+  rd_task_opts o;
+  rd_task_opts_init(&o);
+  o.num_cpus = 0;
+  o.num_gpus = 0.25;
+  enum { K = 5 };
+  rd_ref refs[K];
+  long ms = 600;
+  for (int i = 0; i < K; i++) CHECK_EQ(rd_submit(sleep_span, RD_ARGS(rd_arg_bytes(&ms, sizeof(ms))), &o, &refs[i]), 0);
+  span s[K];
+  for (int i = 0; i < K; i++) {
+    rd_buf b;
+    CHECK_EQ(rd_get(&refs[i], 1, &b, 60000), 0);
+    memcpy(&s[i], b.data, sizeof(span));
+    rd_buf_release(&b);
+    CHECK_EQ(s[i].ngpus, 1);
+    CHECK_EQ(s[i].gpu0, 0);
+    CHECK_EQ(s[i].frac0, 2500);
+    CHECK(strcmp(s[i].visible, "0") == 0);
+  }
+  /* at most four ran at once, and some task started only after another ended */
+  int max_conc = 0, waited = 0;
+  for (int i = 0; i < K; i++) {
+    int conc = 0;
+    for (int j = 0; j < K; j++)
+      if (s[j].start <= s[i].start + 1e-6 && s[j].end > s[i].start + 1e-6) conc++;
+    if (conc > max_conc) max_conc = conc;
+    for (int j = 0; j < K; j++)
+      if (j != i && s[i].start >= s[j].end - 0.01) waited = 1;
+  }
+  CHECK(max_conc <= 4);
+  CHECK(max_conc >= 2);
+  CHECK(waited);
+  /* a CPU task sees no GPU */
+  rd_task_opts c;
+  rd_task_opts_init(&c);
+  rd_ref r;
+  ms = 1;
+  CHECK_EQ(rd_submit(sleep_span, RD_ARGS(rd_arg_bytes(&ms, sizeof(ms))), &c, &r), 0);
+  rd_buf b;
+  CHECK_EQ(rd_get(&r, 1, &b, 30000), 0);
+  span cs;
+  memcpy(&cs, b.data, sizeof(cs));
+  rd_buf_release(&b);
+  CHECK_EQ(cs.ngpus, 0);
+  rd_shutdown();
+  return 0;
+}
+
+static int t_infeasible(void) {
+  rd_config cfg;
+  rd_config_init(&cfg);
+  cfg.num_gpus = 1;
+  cfg.custom_resources = "accel=2";
+  init_or_die(&cfg);
+  rd_task_opts o;
+  rd_task_opts_init(&o);
+  rd_ref r;
+  long v = 1;
+  o.num_gpus = 2;
+  CHECK_EQ(rd_submit(add_one, RD_ARGS(rd_arg_bytes(&v, sizeof(v))), &o, &r), RD_EINFEASIBLE);
+  o.num_gpus = 0;
+  o.num_cpus = 64;
+  CHECK_EQ(rd_submit(add_one, RD_ARGS(rd_arg_bytes(&v, sizeof(v))), &o, &r), RD_EINFEASIBLE);
+  o.num_cpus = 1.5;
+  CHECK_EQ(rd_submit(add_one, RD_ARGS(rd_arg_bytes(&v, sizeof(v))), &o, &r), RD_EINVAL);
+  o.num_cpus = 1;
+  o.resources = "tpu=1";
+  CHECK_EQ(rd_submit(add_one, RD_ARGS(rd_arg_bytes(&v, sizeof(v))), &o, &r), RD_EINFEASIBLE);
+  o.resources = "accel=3";
+  CHECK_EQ(rd_submit(add_one, RD_ARGS(rd_arg_bytes(&v, sizeof(v))), &o, &r), RD_EINFEASIBLE);
+  o.resources = "accel=bogus";
+  CHECK_EQ(rd_submit(add_one, RD_ARGS(rd_arg_bytes(&v, sizeof(v))), &o, &r), RD_EINVAL);
+  o.resources = "accel=2";   /* feasible: runs */
+  CHECK_EQ(rd_submit(add_one, RD_ARGS(rd_arg_bytes(&v, sizeof(v))), &o, &r), 0);
+  CHECK_EQ(get_long(r), 2);
+  o.resources = NULL;
+  o.num_returns = 0;
+  CHECK_EQ(rd_submit(add_one, RD_ARGS(rd_arg_bytes(&v, sizeof(v))), &o, &r), RD_EINVAL);
+  /* unknown names, wrong argument counts, dead refs */
+  CHECK_EQ(rd_submit_by_name("no_such_function", RD_NO_ARGS, NULL, &r), RD_ENOFUNC);
+  CHECK_EQ(rd_submit(add_one, RD_NO_ARGS, NULL, &r), 0);
+  rd_buf b;
+  CHECK_EQ(rd_get(&r, 1, &b, 30000), RD_ETASK);
+  CHECK(strstr((const char *)b.data, "takes 1 argument") != NULL);
+  rd_buf_release(&b);
+  rd_ref dead = {0x123456789ull};
+  CHECK_EQ(rd_submit(add_one, RD_ARGS(rd_arg_ref(dead)), NULL, &r), RD_EINVAL);
+  CHECK_EQ(rd_get(&dead, 1, &b, 10), RD_EINVAL);
+  CHECK_EQ(rd_init(NULL), RD_ESTATE);
+  rd_shutdown();
+  CHECK_EQ(rd_submit(add_one, RD_NO_ARGS, NULL, &r), RD_ESTATE);
+  return 0;
+}
+
+static int t_crash_retry(void) {
+  init_or_die(NULL);
+  rd_ref r;
+  CHECK_EQ(rd_submit(crash_once, RD_NO_ARGS, NULL, &r), 0);
+  CHECK_EQ(get_long(r), 1);   /* ran again on attempt 1 */
+  rd_task_opts o;
+  rd_task_opts_init(&o);
+  o.max_retries = 1;
+  CHECK_EQ(rd_submit(crash_always, RD_NO_ARGS, &o, &r), 0);
+  rd_buf b;
+  CHECK_EQ(rd_get(&r, 1, &b, 60000), RD_EWORKER_DIED);
+  CHECK(strstr((const char *)b.data, "crash_always") != NULL);
+  CHECK(strstr((const char *)b.data, "attempt 2 of 2") != NULL);
+  rd_buf_release(&b);
+  o.max_retries = 0;
+  CHECK_EQ(rd_submit(crash_once, RD_NO_ARGS, &o, &r), 0);
+  CHECK_EQ(rd_get(&r, 1, &b, 60000), RD_EWORKER_DIED);
+  rd_buf_release(&b);
+  /* crashed workers are replaced and the node keeps serving */
+  for (int i = 0; i < 20; i++) {
+    long v = i;
+    CHECK_EQ(rd_submit(add_one, RD_ARGS(rd_arg_bytes(&v, sizeof(v))), NULL, &r), 0);
+    CHECK_EQ(get_long(r), i + 1);
+  }
+  rd_node_info ni;
+  CHECK_EQ(rd_node_info_get(&ni), 0);
+  CHECK(ni.num_workers >= 2);
+  rd_shutdown();
+  return 0;
+}
+
+static int t_timeouts(void) {
+  init_or_die(NULL);
+  long ms = 1500;
+  rd_ref slow, fast;
+  CHECK_EQ(rd_submit(sleep_span, RD_ARGS(rd_arg_bytes(&ms, sizeof(ms))), NULL, &slow), 0);
+  long one = 1;
+  CHECK_EQ(rd_submit(add_one, RD_ARGS(rd_arg_bytes(&one, sizeof(one))), NULL, &fast), 0);
+  rd_buf b;
+  double t0 = now_s();
+  CHECK_EQ(rd_get(&slow, 1, &b, 100), RD_ETIMEDOUT);
+  double dt = now_s() - t0;
+  CHECK(dt >= 0.09 && dt < 1.0);
+  rd_ref both[2] = {slow, fast};
+  uint8_t ready[2];
+  CHECK_EQ(rd_wait(both, 2, 1, 5000, ready), 1);
+  CHECK_EQ(ready[0], 0);
+  CHECK_EQ(ready[1], 1);
+  CHECK_EQ(rd_wait(both, 2, 2, RD_TIMEOUT_INF, ready), 2);
+  CHECK_EQ(rd_get(&slow, 1, &b, 0), 0);
+  rd_buf_release(&b);
+  rd_shutdown();
+  return 0;
+}
+
+static int t_priority(void) {
+  rd_config cfg;
+  rd_config_init(&cfg);
+  cfg.num_cpus = 1;
+  init_or_die(&cfg);
+  rd_task_opts o;
+  rd_task_opts_init(&o);
+  long ms = 400;
+  rd_ref blocker;
+  o.priority = 5;
+  CHECK_EQ(rd_submit(sleep_span, RD_ARGS(rd_arg_bytes(&ms, sizeof(ms))), &o, &blocker), 0);
+  usleep(100000);
+  rd_ref lo[4], hi[4];
+  ms = 20;
+  o.priority = 0;
+  for (int i = 0; i < 4; i++) CHECK_EQ(rd_submit(sleep_span, RD_ARGS(rd_arg_bytes(&ms, sizeof(ms))), &o, &lo[i]), 0);
+  o.priority = 10;
+  for (int i = 0; i < 4; i++) CHECK_EQ(rd_submit(sleep_span, RD_ARGS(rd_arg_bytes(&ms, sizeof(ms))), &o, &hi[i]), 0);
+  double hi_last = 0, lo_first = 1e18;
+  for (int i = 0; i < 4; i++) {
+    rd_buf b;
+    span s;
+    CHECK_EQ(rd_get(&hi[i], 1, &b, 30000), 0);
+    memcpy(&s, b.data, sizeof(s));
+    rd_buf_release(&b);
+    if (s.start > hi_last) hi_last = s.start;
+    CHECK_EQ(rd_get(&lo[i], 1, &b, 30000), 0);
+    memcpy(&s, b.data, sizeof(s));
+    rd_buf_release(&b);
+    if (s.start < lo_first) lo_first = s.start;
+  }
+  CHECK(hi_last < lo_first);
+  rd_shutdown();
+  return 0;
+}
+
+static int t_malformed(void) {
+  init_or_die(NULL);
+  const char *sess = rd_session_dir();
+  char path[512];
+  snprintf(path, sizeof(path), "%s/node.sock", sess);
+  struct sockaddr_un a;
+  memset(&a, 0, sizeof(a));
+  a.sun_family = AF_UNIX;
+  strcpy(a.sun_path, path);
+  /* garbage, an oversized length, an unknown type, a frame before hello */
+  const unsigned char bad[][8] = {
+      {0xff, 0xff, 0xff, 0xff, 1, 0, 0, 0},   /* 4 GiB payload */
+      {4, 0, 0, 0, 0xee, 0x00, 0, 0},         /* unknown type */
+      {4, 0, 0, 0, 7, 0, 0, 0},               /* create before hello */
+      {4, 0, 0, 0, 1, 0, 0x80, 0},            /* bad flags */
+  };
+  for (size_t k = 0; k < sizeof(bad) / sizeof(bad[0]); k++) {
+    int fd = socket(AF_UNIX, SOCK_STREAM, 0);
+    CHECK(fd >= 0);
+    CHECK_EQ(connect(fd, (struct sockaddr *)&a, sizeof(a)), 0);
+    unsigned char buf[12];
+    memcpy(buf, bad[k], 8);
+    memset(buf + 8, 0xaa, 4);
+    CHECK_EQ(write(fd, buf, sizeof(buf)), (long)sizeof(buf));
+    /* the daemon answers with an error frame and closes only this client */
+    unsigned char rb[256];
+    ssize_t total = 0, n;
+    while ((n = read(fd, rb, sizeof(rb))) > 0) total += n;
+    CHECK(total > 0);
+    close(fd);
+  }
+  /* a hello with a malformed protobuf payload */
+  {
+    int fd = socket(AF_UNIX, SOCK_STREAM, 0);
+    CHECK_EQ(connect(fd, (struct sockaddr *)&a, sizeof(a)), 0);
+    unsigned char buf[8 + 6] = {6, 0, 0, 0, 1, 0, 0, 0, 0x0a, 0xff, 0xff, 0xff, 0xff, 0x0f};
+    CHECK_EQ(write(fd, buf, sizeof(buf)), (long)sizeof(buf));
+    unsigned char rb[256];
+    while (read(fd, rb, sizeof(rb)) > 0) {}
+    close(fd);
+  }
+  /* the node still serves this driver */
+  long v = 41;
+  rd_ref r;
+  CHECK_EQ(rd_submit(add_one, RD_ARGS(rd_arg_bytes(&v, sizeof(v))), NULL, &r), 0);
+  CHECK_EQ(get_long(r), 42);
+  rd_shutdown();
+  return 0;
+}
+
+static int t_shutdown_clean(void) {
+  init_or_die(NULL);
+  char sess[512];
+  snprintf(sess, sizeof(sess), "%s", rd_session_dir());
+  struct stat st;
+  CHECK_EQ(stat(sess, &st), 0);
+  CHECK_EQ(st.st_mode & 0777, 0700);
+  char sock[600];
+  snprintf(sock, sizeof(sock), "%s/node.sock", sess);
+  CHECK_EQ(stat(sock, &st), 0);
+  CHECK_EQ(st.st_mode & 0777, 0600);
+  long pids[16];
+  int np = 0;
+  for (int i = 0; i < 16; i++) {
+    rd_ref r;
+    long ms = 30;
+    CHECK_EQ(rd_submit(sleep_span, RD_ARGS(rd_arg_bytes(&ms, sizeof(ms))), NULL, &r), 0);
+    rd_buf b;
+    CHECK_EQ(rd_get(&r, 1, &b, 30000), 0);
+    span s;
+    memcpy(&s, b.data, sizeof(s));
+    rd_buf_release(&b);
+    rd_ref_release(r);
+    pids[np++] = s.pid;
+  }
+  /* the daemon is our child: find it */
+  long daemon_pid = 0;
+  DIR *d = opendir("/proc");
+  struct dirent *e;
+  while ((e = readdir(d))) {
+    char p[300], buf[512];
+    snprintf(p, sizeof(p), "/proc/%s/stat", e->d_name);
+    FILE *f = fopen(p, "r");
+    if (!f) continue;
+    if (fgets(buf, sizeof(buf), f)) {
+      char *rp = strrchr(buf, ')');
+      int ppid = 0;
+      if (rp && sscanf(rp + 2, "%*c %d", &ppid) == 1 && ppid == getpid() && strstr(buf, "(raydist)"))
+        daemon_pid = atol(e->d_name);
+    }
+    fclose(f);
+  }
+  closedir(d);
+  CHECK(daemon_pid > 0);
+  rd_shutdown();
+  CHECK(kill((pid_t)daemon_pid, 0) != 0 && errno == ESRCH);
+  for (int i = 0; i < np; i++) CHECK(kill((pid_t)pids[i], 0) != 0 && errno == ESRCH);
+  CHECK(stat(sess, &st) != 0 && errno == ENOENT);
+  /* init again in the same process works */
+  init_or_die(NULL);
+  long v = 1;
+  rd_ref r;
+  CHECK_EQ(rd_submit(add_one, RD_ARGS(rd_arg_bytes(&v, sizeof(v))), NULL, &r), 0);
+  CHECK_EQ(get_long(r), 2);
+  rd_shutdown();
+  return 0;
+}
+
+typedef struct thr_arg {
+  int base, n, ok;
+} thr_arg;
+
+static void *submitter(void *p) {
+  thr_arg *a = p;
+  for (int i = 0; i < a->n; i++) {
+    long v = a->base + i;
+    rd_ref r;
+    if (rd_submit(add_one, RD_ARGS(rd_arg_bytes(&v, sizeof(v))), NULL, &r) != 0) return NULL;
+    rd_buf b;
+    if (rd_get(&r, 1, &b, 30000) != 0) return NULL;
+    long w;
+    memcpy(&w, b.data, sizeof(w));
+    rd_buf_release(&b);
+    rd_ref_release(r);
+    if (w != v + 1) return NULL;
+  }
+  a->ok = 1;
+  return NULL;
+}
+
+static int t_threads(void) {
+  init_or_die(NULL);
+  pthread_t th[4];
+  thr_arg args[4];
+  for (int i = 0; i < 4; i++) {
+    args[i] = (thr_arg){i * 100000, 300, 0};
+    pthread_create(&th[i], NULL, submitter, &args[i]);
+  }
+  for (int i = 0; i < 4; i++) {
+    pthread_join(th[i], NULL);
+    CHECK(args[i].ok);
+  }
+  rd_shutdown();
+  return 0;
+}
+
+static const struct {
+  const char *name;
+  int (*fn)(void);
+} tests[] = {
+    {"many_tasks", t_many_tasks},   {"chain", t_chain},       {"big_objects", t_big_objects},
+    {"spill", t_spill},             {"store_full", t_store_full}, {"gpu_packing", t_gpu_packing},
+    {"infeasible", t_infeasible},   {"crash_retry", t_crash_retry}, {"timeouts", t_timeouts},
+    {"priority", t_priority},       {"malformed", t_malformed}, {"shutdown_clean", t_shutdown_clean},
+    {"threads", t_threads},
+};
+
+int main(int argc, char **argv) {
+  if (argc != 2) {
+    fprintf(stderr, "usage: rt_test NAME\n");
+    return 2;
+  }
+  for (size_t i = 0; i < sizeof(tests) / sizeof(tests[0]); i++)
+    if (!strcmp(argv[1], tests[i].name)) {
+      int r = tests[i].fn();
+      if (r == 0 && !rd_is_worker()) printf("%s: ok\n", argv[1]);
+      return r;
+    }
+  fprintf(stderr, "unknown test %s\n", argv[1]);
+  return 2;
+}
