@@ -114,7 +114,7 @@ int rd_engine_open(const rd_engine_config *cfg, rd_engine **out) {
     return open_fail(cfg, e, seterr(e, RD_EINVAL, "max_seq_len %zu exceeds the model's %d positions", e->max_seq, mc->max_pos));
   e->dim = (size_t)mc->hidden;
   e->max_tokens = cfg->max_tokens_per_pass ? cfg->max_tokens_per_pass : (cfg->device >= 0 ? 32768 : 8192);
-  if (e->max_tokens < e->max_seq) e->max_tokens = e->max_seq;
+  if (e->max_tokens < ((e->max_seq + 7) & ~(size_t)7)) e->max_tokens = (e->max_seq + 7) & ~(size_t)7;
 
   size_t nb = e->max_batch ? e->max_batch : 1;
   e->ids = malloc(nb * e->max_seq * sizeof *e->ids);
@@ -211,6 +211,7 @@ static int run(rd_engine *e, const int32_t *const *ids, const size_t *lens, size
   int rc = 0;
   while (i < n && !rc) {
     size_t first = e->order[i], Lmax = lens[first], cls = len_class(Lmax), cnt = 0, tok = 0;
+    if (gpu) Lmax = (Lmax + 7) & ~(size_t)7; /* tensor-core friendly leading dimensions */
     while (i < n) {
       size_t s = e->order[i], L = lens[s];
       if (gpu) {

@@ -1,0 +1,370 @@
+// bert.cu - CUDA back end of the engine (the dispatcher): device memory pools,
+// weight upload, cuBLAS GEMMs and the per-layer kernel sequence, pinned
+// double-buffered host staging and one stream per engine.
+//
+// An engine binds one device and owns its stream, cuBLAS handle and memory; it
+// never touches the device's global state (no cudaDeviceReset, no device
+// flags), so several engines can share one GPU.  Every CUDA/cuBLAS failure is
+// returned as RD_EGPU with a message; nothing here aborts.
+#include <stdlib.h>
+#include <string.h>
+
+#include <new>
+
+#include "../backend.h"
+#include "ops.cuh"
+
+namespace {
+
+// A bump allocator over one cudaMalloc: every device buffer of an engine comes
+// from one of two pools (weights, activations), sized exactly at open.
+struct dpool {
+  char *base = nullptr;
+  size_t size = 0, used = 0;
+  void *take(size_t bytes) {
+    size_t off = (used + 255) & ~(size_t)255;
+    if (off + bytes > size) return nullptr;
+    used = off + bytes;
+    return base + off;
+  }
+  static size_t round(size_t bytes) { return (bytes + 255) & ~(size_t)255; }
+};
+
+struct dlayer {
+  void *wqkv, *wo, *wi, *wo2;  // element type T
+  float *bqkv, *bo, *ln1_g, *ln1_b, *bi, *bo2, *ln2_g, *ln2_b;
+};
+
+}  // namespace
+
+struct rd__gpu {
+  int device = 0, bf16 = 0;
+  rd__bert_config c{};
+  size_t max_tokens = 0, max_seq = 0, max_batch = 0, esz = 2;
+  cudaStream_t stream = nullptr;
+  cublasHandle_t blas = nullptr;
+  dpool wpool, apool;
+  float *word = nullptr, *pos = nullptr, *type = nullptr, *emb_g = nullptr, *emb_b = nullptr;
+  dlayer layer[RD__BERT_MAX_LAYERS]{};
+  int32_t *ids_d = nullptr, *lens_d = nullptr;
+  float *x32 = nullptr, *scores = nullptr, *out_d = nullptr;
+  void *xh = nullptr, *qkv = nullptr, *q = nullptr, *k = nullptr, *v = nullptr, *ctx = nullptr,
+       *ffn = nullptr, *probs = nullptr, *cublas_ws = nullptr;
+  size_t cublas_ws_size = 32u << 20;
+  int32_t *ids_h[2]{}, *lens_h[2]{};
+  float *out_h[2]{};
+  cudaEvent_t done[2]{};
+  float **dest[2]{};
+  size_t pending[2]{};
+  int slot = 0;
+  size_t host_bytes = 0;
+};
+
+extern "C" int rd__gpu_device_count(void) {
+  int n = 0;
+  if (cudaGetDeviceCount(&n) != cudaSuccess) {
+    (void)cudaGetLastError();
+    return 0;
+  }
+  return n;
+}
+
+static size_t weight_bytes(const rd__bert_config &c, size_t esz) {
+  size_t H = c.hidden, I = c.inter;
+  size_t b = dpool::round((size_t)c.vocab * H * 4) + dpool::round((size_t)c.max_pos * H * 4) +
+             dpool::round((size_t)c.type_vocab * H * 4) + 2 * dpool::round(H * 4);
+  size_t per = dpool::round(3 * H * H * esz) + dpool::round(H * H * esz) + 2 * dpool::round(I * H * esz) +
+               dpool::round(3 * H * 4) + 7 * dpool::round(H * 4) + dpool::round(I * 4);
+  return b + per * (size_t)c.layers + 4096;
+}
+
+static size_t act_bytes(const rd__gpu *g) {
+  size_t H = g->c.hidden, I = g->c.inter, NH = g->c.heads, T = g->max_tokens, S = g->max_seq,
+         B = g->max_batch, e = g->esz;
+  size_t score_elems = T * NH * S;
+  return dpool::round(T * 4) + dpool::round(B * 4) + dpool::round(T * H * 4) /* x32 */ +
+         dpool::round(T * H * e) /* xh */ + dpool::round(T * 3 * H * e) /* qkv */ +
+         4 * dpool::round(T * H * e) /* q k v ctx */ + dpool::round(T * I * e) /* ffn */ +
+         dpool::round(score_elems * 4) + dpool::round(score_elems * e) + dpool::round(B * H * 4) +
+         dpool::round(g->cublas_ws_size) + 4096;
+}
+
+extern "C" size_t rd__gpu_device_bytes(const rd__gpu *g) { return g ? g->wpool.size + g->apool.size : 0; }
+extern "C" size_t rd__gpu_host_bytes(const rd__gpu *g) { return g ? g->host_bytes : 0; }
+
+extern "C" void rd__gpu_close(rd__gpu *g) {
+  if (!g) return;
+  cudaSetDevice(g->device);
+  if (g->stream) cudaStreamSynchronize(g->stream);
+  for (int s = 0; s < 2; s++) {
+    if (g->ids_h[s]) cudaFreeHost(g->ids_h[s]);
+    if (g->lens_h[s]) cudaFreeHost(g->lens_h[s]);
+    if (g->out_h[s]) cudaFreeHost(g->out_h[s]);
+    if (g->done[s]) cudaEventDestroy(g->done[s]);
+    free(g->dest[s]);
+  }
+  if (g->blas) cublasDestroy(g->blas);
+  if (g->wpool.base) cudaFree(g->wpool.base);
+  if (g->apool.base) cudaFree(g->apool.base);
+  if (g->stream) cudaStreamDestroy(g->stream);
+  (void)cudaGetLastError();
+  delete g;
+}
+
+// Uploads an fp32 host tensor as fp32.
+static int up_f32(rd__gpu *g, rd__gpu_errctx *ctx, const float *src, size_t n, float **dst) {
+  *dst = (float *)g->wpool.take(n * 4);
+  if (!*dst) return RD_ENOMEM;
+  RD_CUDA_CHECK(ctx, cudaMemcpyAsync(*dst, src, n * 4, cudaMemcpyHostToDevice, g->stream));
+  return 0;
+}
+
+// Uploads an fp32 host matrix as T through a staging buffer (the activation pool).
+template <typename T>
+static int up_t(rd__gpu *g, rd__gpu_errctx *ctx, const float *src, size_t n, void **dst, float *stage) {
+  *dst = g->wpool.take(n * sizeof(T));
+  if (!*dst) return RD_ENOMEM;
+  RD_CUDA_CHECK(ctx, cudaMemcpyAsync(stage, src, n * 4, cudaMemcpyHostToDevice, g->stream));
+  rd__cuda_convert<T>(stage, (T *)*dst, n, g->stream);
+  RD_CUDA_CHECK(ctx, cudaGetLastError());
+  return 0;
+}
+
+template <typename T>
+static int upload(rd__gpu *g, const rd__bert *m, rd__gpu_errctx *ctx) {
+  const rd__bert_config &c = m->c;
+  size_t H = c.hidden, I = c.inter;
+  float *stage = (float *)g->apool.base;  // activations are not in use yet
+  int rc;
+  if ((rc = up_f32(g, ctx, m->word, (size_t)c.vocab * H, &g->word)) ||
+      (rc = up_f32(g, ctx, m->pos, (size_t)c.max_pos * H, &g->pos)) ||
+      (rc = up_f32(g, ctx, m->type, (size_t)c.type_vocab * H, &g->type)) ||
+      (rc = up_f32(g, ctx, m->emb_ln_g, H, &g->emb_g)) ||
+      (rc = up_f32(g, ctx, m->emb_ln_b, H, &g->emb_b)))
+    return rc;
+  for (int l = 0; l < c.layers; l++) {
+    const rd__bert_layer &L = m->layer[l];
+    dlayer &D = g->layer[l];
+    if ((rc = up_t<T>(g, ctx, L.wqkv, 3 * H * H, &D.wqkv, stage)) ||
+        (rc = up_t<T>(g, ctx, L.wo, H * H, &D.wo, stage)) ||
+        (rc = up_t<T>(g, ctx, L.wi, I * H, &D.wi, stage)) ||
+        (rc = up_t<T>(g, ctx, L.wo2, H * I, &D.wo2, stage)) ||
+        (rc = up_f32(g, ctx, L.bqkv, 3 * H, &D.bqkv)) || (rc = up_f32(g, ctx, L.bo, H, &D.bo)) ||
+        (rc = up_f32(g, ctx, L.ln1_g, H, &D.ln1_g)) || (rc = up_f32(g, ctx, L.ln1_b, H, &D.ln1_b)) ||
+        (rc = up_f32(g, ctx, L.bi, I, &D.bi)) || (rc = up_f32(g, ctx, L.bo2, H, &D.bo2)) ||
+        (rc = up_f32(g, ctx, L.ln2_g, H, &D.ln2_g)) || (rc = up_f32(g, ctx, L.ln2_b, H, &D.ln2_b)))
+      return rc;
+    // the staging buffer is reused by the next layer: keep the order explicit
+    RD_CUDA_CHECK(ctx, cudaStreamSynchronize(g->stream));
+  }
+  return 0;
+}
+
+static int open_inner(rd__gpu *g, const rd__bert *m, const rd__gpu_params *prm, rd__gpu_errctx *ctx) {
+  int n = 0;
+  cudaError_t ce = cudaGetDeviceCount(&n);
+  if (ce != cudaSuccess || n == 0) {
+    snprintf(ctx->buf, ctx->len, "no CUDA device available for device %d (%s)", prm->device,
+             ce != cudaSuccess ? cudaGetErrorString(ce) : "cudaGetDeviceCount reports 0 devices");
+    (void)cudaGetLastError();
+    return RD_EGPU;
+  }
+  if (prm->device >= n) {
+    snprintf(ctx->buf, ctx->len, "CUDA device %d does not exist (%d present)", prm->device, n);
+    return RD_EGPU;
+  }
+  const rd__bert_config &c = m->c;
+  if (c.hidden > RD__ROW_BLOCK * RD__ROW_MAX_PER_THREAD) {
+    snprintf(ctx->buf, ctx->len, "hidden size %d exceeds the GPU kernels' limit %d", c.hidden,
+             RD__ROW_BLOCK * RD__ROW_MAX_PER_THREAD);
+    return RD_ENOTSUP;
+  }
+  g->device = prm->device;
+  g->bf16 = prm->bf16;
+  g->c = c;
+  g->max_seq = (prm->max_seq + 7) & ~(size_t)7;
+  g->max_tokens = prm->max_tokens < g->max_seq ? g->max_seq : prm->max_tokens;
+  g->max_batch = prm->max_batch ? prm->max_batch : 1;
+  size_t wb = weight_bytes(c, g->esz), ab = act_bytes(g);
+  if (prm->mem_limit && wb + ab > prm->mem_limit) {
+    snprintf(ctx->buf, ctx->len,
+             "engine needs %zu bytes of device memory (weights %zu + workspace %zu), over the "
+             "limit %zu: lower max_tokens_per_pass or max_seq_len",
+             wb + ab, wb, ab, prm->mem_limit);
+    return RD_ENOMEM;
+  }
+  RD_CUDA_CHECK(ctx, cudaSetDevice(g->device));
+  size_t free_b = 0, total_b = 0;
+  RD_CUDA_CHECK(ctx, cudaMemGetInfo(&free_b, &total_b));
+  if (wb + ab > free_b) {
+    snprintf(ctx->buf, ctx->len, "engine needs %zu bytes of device memory, %zu free on device %d",
+             wb + ab, free_b, g->device);
+    return RD_ENOMEM;
+  }
+  RD_CUDA_CHECK(ctx, cudaStreamCreateWithFlags(&g->stream, cudaStreamNonBlocking));
+  RD_CUBLAS_CHECK(ctx, cublasCreate(&g->blas));
+  RD_CUBLAS_CHECK(ctx, cublasSetStream(g->blas, g->stream));
+  RD_CUDA_CHECK(ctx, cudaMalloc((void **)&g->wpool.base, wb));
+  g->wpool.size = wb;
+  RD_CUDA_CHECK(ctx, cudaMalloc((void **)&g->apool.base, ab));
+  g->apool.size = ab;
+
+  size_t H = c.hidden, I = c.inter, NH = c.heads, T = g->max_tokens, S = g->max_seq, B = g->max_batch,
+         e = g->esz;
+  dpool &a = g->apool;
+  g->ids_d = (int32_t *)a.take(T * 4);
+  g->lens_d = (int32_t *)a.take(B * 4);
+  g->x32 = (float *)a.take(T * H * 4);
+  g->xh = a.take(T * H * e);
+  g->qkv = a.take(T * 3 * H * e);
+  g->q = a.take(T * H * e);
+  g->k = a.take(T * H * e);
+  g->v = a.take(T * H * e);
+  g->ctx = a.take(T * H * e);
+  g->ffn = a.take(T * I * e);
+  g->scores = (float *)a.take(T * NH * S * 4);
+  g->probs = a.take(T * NH * S * e);
+  g->out_d = (float *)a.take(B * H * 4);
+  g->cublas_ws = a.take(g->cublas_ws_size);
+  if (!g->cublas_ws) {
+    snprintf(ctx->buf, ctx->len, "internal error: activation pool too small");
+    return RD_ENOMEM;
+  }
+  RD_CUBLAS_CHECK(ctx, cublasSetWorkspace(g->blas, g->cublas_ws, g->cublas_ws_size));
+  if (I * H * 4 > g->apool.size || 3 * H * H * 4 > g->apool.size) {  // weight staging
+    snprintf(ctx->buf, ctx->len, "max_tokens_per_pass too small to stage the weights");
+    return RD_EINVAL;
+  }
+
+  int rc = g->bf16 ? upload<__nv_bfloat16>(g, m, ctx) : upload<__half>(g, m, ctx);
+  if (rc == RD_ENOMEM) snprintf(ctx->buf, ctx->len, "internal error: weight pool too small");
+  if (rc) return rc;
+
+  for (int s = 0; s < 2; s++) {
+    RD_CUDA_CHECK(ctx, cudaHostAlloc((void **)&g->ids_h[s], T * 4, cudaHostAllocDefault));
+    RD_CUDA_CHECK(ctx, cudaHostAlloc((void **)&g->lens_h[s], B * 4, cudaHostAllocDefault));
+    RD_CUDA_CHECK(ctx, cudaHostAlloc((void **)&g->out_h[s], B * H * 4, cudaHostAllocDefault));
+    RD_CUDA_CHECK(ctx, cudaEventCreateWithFlags(&g->done[s], cudaEventDisableTiming));
+    g->dest[s] = (float **)malloc(B * sizeof(float *));
+    if (!g->dest[s]) return RD_ENOMEM;
+  }
+  g->host_bytes = 2 * (T * 4 + B * 4 + B * H * 4 + B * sizeof(float *));
+  RD_CUDA_CHECK(ctx, cudaStreamSynchronize(g->stream));
+  return 0;
+}
+
+extern "C" int rd__gpu_open(const rd__bert *m, const rd__gpu_params *prm, rd__gpu **out, char *err,
+                            size_t errlen) {
+  *out = nullptr;
+  rd__gpu_errctx ctx{err, errlen};
+  rd__gpu *g = new (std::nothrow) rd__gpu();
+  if (!g) return RD_ENOMEM;
+  int rc = open_inner(g, m, prm, &ctx);
+  if (rc) {
+    rd__gpu_close(g);
+    return rc;
+  }
+  *out = g;
+  return 0;
+}
+
+// Y[rows x n] = X[rows x k] W^T with W row-major [n x k] (column-major view:
+// Y^T = W X^T).
+static cublasStatus_t linear(rd__gpu *g, cudaDataType_t dt, const void *x, const void *w, void *y,
+                             int rows, int n, int k) {
+  const float one = 1.0f, zero = 0.0f;
+  return cublasGemmEx(g->blas, CUBLAS_OP_T, CUBLAS_OP_N, n, rows, k, &one, w, dt, k, x, dt, k, &zero,
+                      y, dt, n, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT);
+}
+
+template <typename T>
+static int forward(rd__gpu *g, int B, int L, rd__gpu_errctx *ctx) {
+  const rd__bert_config &c = g->c;
+  const int H = c.hidden, I = c.inter, NH = c.heads, DH = c.head_dim, R = B * L;
+  const cudaDataType_t dt = rd__ty<T>::cuda;
+  const float one = 1.0f, zero = 0.0f, qscale = 1.0f / sqrtf((float)DH);
+  cudaStream_t s = g->stream;
+  T *xh = (T *)g->xh, *qkv = (T *)g->qkv, *q = (T *)g->q, *k = (T *)g->k, *v = (T *)g->v,
+    *ctxh = (T *)g->ctx, *ffn = (T *)g->ffn, *probs = (T *)g->probs;
+  rd__cuda_embed_ln<T>(g->ids_d, R, L, g->word, g->pos, g->type, g->emb_g, g->emb_b, c.ln_eps, H,
+                       g->x32, xh, s);
+  for (int l = 0; l < c.layers; l++) {
+    const dlayer &D = g->layer[l];
+    RD_CUBLAS_CHECK(ctx, linear(g, dt, xh, D.wqkv, qkv, R, 3 * H, H));
+    rd__cuda_qkv_split<T>(qkv, D.bqkv, q, k, v, B, L, NH, DH, qscale, s);
+    // scores[b,h] (L x L, row-major) = Q K^T: column-major S^T = K Q^T
+    RD_CUBLAS_CHECK(ctx, cublasGemmStridedBatchedEx(
+                             g->blas, CUBLAS_OP_T, CUBLAS_OP_N, L, L, DH, &one, k, dt, DH,
+                             (long long)L * DH, q, dt, DH, (long long)L * DH, &zero, g->scores,
+                             CUDA_R_32F, L, (long long)L * L, B * NH, CUBLAS_COMPUTE_32F,
+                             CUBLAS_GEMM_DEFAULT));
+    rd__cuda_softmax_mask<T>(g->scores, probs, g->lens_d, B, NH, L, s);
+    // ctx[b,h] (L x DH) = P V: column-major ctx^T = V^T P^T
+    RD_CUBLAS_CHECK(ctx, cublasGemmStridedBatchedEx(
+                             g->blas, CUBLAS_OP_N, CUBLAS_OP_N, DH, L, L, &one, v, dt, DH,
+                             (long long)L * DH, probs, dt, L, (long long)L * L, &zero, ctxh, dt, DH,
+                             (long long)L * DH, B * NH, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
+    rd__cuda_merge_heads<T>(ctxh, q, B, L, NH, DH, s);  // q is free again
+    RD_CUBLAS_CHECK(ctx, linear(g, dt, q, D.wo, k, R, H, H));
+    rd__cuda_residual_ln<T>(g->x32, xh, k, D.bo, D.ln1_g, D.ln1_b, c.ln_eps, R, H, s);
+    RD_CUBLAS_CHECK(ctx, linear(g, dt, xh, D.wi, ffn, R, I, H));
+    rd__cuda_bias_gelu<T>(ffn, D.bi, R, I, s);
+    RD_CUBLAS_CHECK(ctx, linear(g, dt, ffn, D.wo2, qkv, R, H, I));
+    rd__cuda_residual_ln<T>(g->x32, xh, qkv, D.bo2, D.ln2_g, D.ln2_b, c.ln_eps, R, H, s);
+    RD_CUDA_CHECK(ctx, cudaGetLastError());
+  }
+  rd__cuda_mean_pool_l2(g->x32, g->lens_d, B, L, H, g->out_d, s);
+  RD_CUDA_CHECK(ctx, cudaGetLastError());
+  return 0;
+}
+
+// Waits for the pass in slot s and copies its embeddings to their rows.
+static int drain(rd__gpu *g, int s, rd__gpu_errctx *ctx) {
+  if (!g->pending[s]) return 0;
+  size_t n = g->pending[s], H = g->c.hidden;
+  g->pending[s] = 0;
+  RD_CUDA_CHECK(ctx, cudaEventSynchronize(g->done[s]));
+  for (size_t b = 0; b < n; b++) memcpy(g->dest[s][b], g->out_h[s] + b * H, H * sizeof(float));
+  return 0;
+}
+
+extern "C" int rd__gpu_submit(rd__gpu *g, const rd__pass *p, float *const *out_rows, char *err,
+                              size_t errlen) {
+  rd__gpu_errctx ctx{err, errlen};
+  const size_t B = p->nseq, L = p->max_len;
+  if (!B) return 0;
+  if (B > g->max_batch || L > g->max_seq || B * L > g->max_tokens) {
+    snprintf(err, errlen, "pass of %zu x %zu tokens exceeds the workspace (%zu tokens, %zu sequences)",
+             B, L, g->max_tokens, g->max_batch);
+    return RD_EINVAL;
+  }
+  RD_CUDA_CHECK(&ctx, cudaSetDevice(g->device));
+  const int s = g->slot;
+  g->slot ^= 1;
+  int rc = drain(g, s, &ctx);
+  if (rc) return rc;
+  int32_t *ids = g->ids_h[s], *lens = g->lens_h[s];
+  for (size_t b = 0; b < B; b++) {
+    memcpy(ids + b * L, p->ids[b], p->len[b] * sizeof(int32_t));
+    memset(ids + b * L + p->len[b], 0, (L - p->len[b]) * sizeof(int32_t));  // [PAD], masked
+    lens[b] = (int32_t)p->len[b];
+  }
+  RD_CUDA_CHECK(&ctx, cudaMemcpyAsync(g->ids_d, ids, B * L * 4, cudaMemcpyHostToDevice, g->stream));
+  RD_CUDA_CHECK(&ctx, cudaMemcpyAsync(g->lens_d, lens, B * 4, cudaMemcpyHostToDevice, g->stream));
+  rc = g->bf16 ? forward<__nv_bfloat16>(g, (int)B, (int)L, &ctx) : forward<__half>(g, (int)B, (int)L, &ctx);
+  if (rc) return rc;
+  RD_CUDA_CHECK(&ctx, cudaMemcpyAsync(g->out_h[s], g->out_d, B * g->c.hidden * sizeof(float),
+                                      cudaMemcpyDeviceToHost, g->stream));
+  RD_CUDA_CHECK(&ctx, cudaEventRecord(g->done[s], g->stream));
+  memcpy(g->dest[s], out_rows, B * sizeof(float *));
+  g->pending[s] = B;
+  return 0;
+}
+
+extern "C" int rd__gpu_finish(rd__gpu *g, char *err, size_t errlen) {
+  rd__gpu_errctx ctx{err, errlen};
+  RD_CUDA_CHECK(&ctx, cudaSetDevice(g->device));
+  int rc = drain(g, g->slot, &ctx);  // the older pass first
+  if (!rc) rc = drain(g, g->slot ^ 1, &ctx);
+  return rc;
+}

@@ -1,0 +1,44 @@
+// ops.cuh - launchers of the engine's CUDA kernels, one .cu file per op kind.
+// Each enqueues on the given stream and returns; the dispatcher (bert.cu)
+// checks cudaGetLastError.  T is __half or __nv_bfloat16.
+#pragma once
+
+#include "common.cuh"
+
+// getrows.cu: x = LayerNorm(word[id] + pos[i] + type[0]) for each of rows tokens
+// (padded layout: row r is token r % L of sequence r / L); writes fp32 and T.
+template <typename T>
+void rd__cuda_embed_ln(const int32_t *ids, int rows, int L, const float *word, const float *pos,
+                       const float *type, const float *g, const float *b, float eps, int H,
+                       float *x32, T *xh, cudaStream_t s);
+
+// norm.cu: x32 = LayerNorm(x32 + t + bias); xh = (T)x32.
+template <typename T>
+void rd__cuda_residual_ln(float *x32, T *xh, const T *t, const float *bias, const float *g,
+                          const float *b, float eps, int rows, int H, cudaStream_t s);
+
+// unary.cu: y = gelu_erf(y + bias), y is rows x n.
+template <typename T>
+void rd__cuda_bias_gelu(T *y, const float *bias, int rows, int n, cudaStream_t s);
+
+// permute.cu: fused-QKV rows [B*L x 3H] + bias -> Q (scaled), K, V as
+// [B, heads, L, dh]; and attention output [B, heads, L, dh] -> rows [B*L x H].
+template <typename T>
+void rd__cuda_qkv_split(const T *qkv, const float *bias, T *q, T *k, T *v, int B, int L, int heads,
+                        int dh, float qscale, cudaStream_t s);
+template <typename T>
+void rd__cuda_merge_heads(const T *ctx, T *out, int B, int L, int heads, int dh, cudaStream_t s);
+
+// softmax.cu: row-wise softmax of fp32 scores [B*heads*L x L] with key j masked
+// out where j >= lens[b]; writes probabilities as T.
+template <typename T>
+void rd__cuda_softmax_mask(const float *scores, T *probs, const int32_t *lens, int B, int heads,
+                           int L, cudaStream_t s);
+
+// pool.cu: out[b] = normalize(mean over i < lens[b] of x32[b*L + i]).
+void rd__cuda_mean_pool_l2(const float *x32, const int32_t *lens, int B, int L, int H, float *out,
+                           cudaStream_t s);
+
+// fp32 -> T conversion of n values (weights upload).
+template <typename T>
+void rd__cuda_convert(const float *src, T *dst, size_t n, cudaStream_t s);
