@@ -1,0 +1,317 @@
+/* bench/microbench.c - libraydist's counterpart of `ray microbenchmark`.
+ *
+ * Prints one line per metric in Ray's shape ("name per second MEAN +- SD"),
+ * each the mean of several timed trials after a warm-up, plus the machine's
+ * single-thread memcpy bandwidth measured in the same run as the reference
+ * for put bandwidth.  A benchmark, not a test: it checks nothing.
+ *   microbench [--duration S] [--trials N] [--filter SUBSTR] [--json FILE] */
+#include <raydist.h>
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+static double now(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+static double g_duration = 2.0;
+static int g_trials = 3;
+static const char *g_filter = NULL;
+static FILE *g_json = NULL;
+static int g_first_json = 1;
+
+#define DIE(...) do { fprintf(stderr, __VA_ARGS__); fprintf(stderr, "\n"); exit(1); } while (0)
+#define OK(call) do { int e_ = (call); if (e_ != 0) DIE("%s: %s", #call, rd_err_name(e_)); } while (0)
+
+RD_REMOTE(noop) { return rd_return_bytes(call, 0, "", 0); }
+
+/* ---- client tasks for the multi-client metrics (they hold no CPU) ---- */
+
+static void async_batch(int n) {
+  static rd_ref refs[1000];
+  for (int i = 0; i < n; i++) OK(rd_submit(noop, RD_NO_ARGS, NULL, &refs[i]));
+  static rd_buf out[1000];
+  OK(rd_get(refs, (size_t)n, out, RD_TIMEOUT_INF));
+  for (int i = 0; i < n; i++) {
+    rd_buf_release(&out[i]);
+    rd_ref_release(refs[i]);
+  }
+}
+
+/* args: seconds (double); returns the number of operations done */
+RD_REMOTE(client_tasks_async) {
+  rd_buf a;
+  if (rd_arg(call, 0, &a)) return rd_call_fail(call, "args");
+  double secs;
+  memcpy(&secs, a.data, sizeof(secs));
+  long ops = 0;
+  double t0 = now();
+  while (now() - t0 < secs) {
+    async_batch(1000);
+    ops += 1000;
+  }
+  return rd_return_bytes(call, 0, &ops, sizeof(ops));
+}
+
+RD_REMOTE(client_put_calls) {
+  rd_buf a;
+  if (rd_arg(call, 0, &a)) return rd_call_fail(call, "args");
+  double secs;
+  memcpy(&secs, a.data, sizeof(secs));
+  long ops = 0, v = 0;
+  double t0 = now();
+  while (now() - t0 < secs) {
+    for (int i = 0; i < 1000; i++) {
+      rd_ref r;
+      OK(rd_put(&v, sizeof(v), &r));
+      rd_ref_release(r);
+    }
+    ops += 1000;
+  }
+  return rd_return_bytes(call, 0, &ops, sizeof(ops));
+}
+
+RD_REMOTE(client_put_gigabytes) {
+  rd_buf a;
+  if (rd_arg(call, 0, &a)) return rd_call_fail(call, "args");
+  double secs;
+  memcpy(&secs, a.data, sizeof(secs));
+  size_t n = 100u << 20;
+  void *buf = malloc(n);
+  memset(buf, 1, n);
+  long bytes = 0;
+  double t0 = now();
+  while (now() - t0 < secs) {
+    rd_ref r;
+    OK(rd_put(buf, n, &r));
+    rd_ref_release(r);
+    bytes += (long)n;
+  }
+  free(buf);
+  return rd_return_bytes(call, 0, &bytes, sizeof(bytes));
+}
+
+/* ------------------------------------------------------------ harness */
+
+typedef double (*trial_fn)(void);   /* returns ops/s for one trial */
+
+static int selected(const char *name) { return !g_filter || strstr(name, g_filter); }
+
+static void report(const char *name, const char *unit, trial_fn fn) {
+  if (!selected(name)) return;
+  (void)fn();   /* warm-up */
+  double v[32], mean = 0, sd = 0;
+  int n = g_trials > 32 ? 32 : g_trials;
+  for (int i = 0; i < n; i++) {
+    v[i] = fn();
+    mean += v[i];
+  }
+  mean /= n;
+  for (int i = 0; i < n; i++) sd += (v[i] - mean) * (v[i] - mean);
+  sd = n > 1 ? sqrt(sd / (n - 1)) : 0;
+  printf("%s per second %.2f +- %.2f%s%s\n", name, mean, sd, unit[0] ? " " : "", unit);
+  fflush(stdout);
+  if (g_json) {
+    fprintf(g_json, "%s\n  {\"name\": \"%s\", \"per_second\": %.3f, \"sd\": %.3f, \"unit\": \"%s\"}",
+            g_first_json ? "" : ",", name, mean, sd, unit);
+    g_first_json = 0;
+  }
+}
+
+static double lat_samples[2000000];
+
+static double t_tasks_sync(void) {
+  long ops = 0;
+  double t0 = now(), t;
+  while ((t = now()) - t0 < g_duration) {
+    rd_ref r;
+    OK(rd_submit(noop, RD_NO_ARGS, NULL, &r));
+    rd_buf b;
+    OK(rd_get(&r, 1, &b, RD_TIMEOUT_INF));
+    rd_buf_release(&b);
+    rd_ref_release(r);
+    if (ops < 2000000) lat_samples[ops] = now() - t;
+    ops++;
+  }
+  return ops / (now() - t0);
+}
+
+static double t_tasks_async(void) {
+  long ops = 0;
+  double t0 = now();
+  while (now() - t0 < g_duration) {
+    async_batch(1000);
+    ops += 1000;
+  }
+  return ops / (now() - t0);
+}
+
+static double multi_client(rd_function *fn, int nclients) {
+  rd_task_opts o;
+  rd_task_opts_init(&o);
+  o.num_cpus = 0;
+  rd_ref refs[8];
+  double secs = g_duration;
+  double t0 = now();
+  for (int i = 0; i < nclients; i++) OK(rd_submit(fn, RD_ARGS(rd_arg_bytes(&secs, sizeof(secs))), &o, &refs[i]));
+  long total = 0;
+  for (int i = 0; i < nclients; i++) {
+    rd_buf b;
+    OK(rd_get(&refs[i], 1, &b, RD_TIMEOUT_INF));
+    long v;
+    memcpy(&v, b.data, sizeof(v));
+    total += v;
+    rd_buf_release(&b);
+    rd_ref_release(refs[i]);
+  }
+  return total / (now() - t0);
+}
+
+static double t_multi_tasks_async(void) { return multi_client(client_tasks_async, 2); }
+static double t_multi_put_calls(void) { return multi_client(client_put_calls, 2); }
+static double t_multi_put_gb(void) { return multi_client(client_put_gigabytes, 2) / 1e9; }
+
+static double t_put_calls(void) {
+  long ops = 0, v = 0;
+  double t0 = now();
+  while (now() - t0 < g_duration) {
+    for (int i = 0; i < 1000; i++) {
+      rd_ref r;
+      OK(rd_put(&v, sizeof(v), &r));
+      rd_ref_release(r);
+    }
+    ops += 1000;
+  }
+  return ops / (now() - t0);
+}
+
+static double t_get_calls(void) {
+  long v = 7;
+  rd_ref r;
+  OK(rd_put(&v, sizeof(v), &r));
+  long ops = 0;
+  double t0 = now();
+  while (now() - t0 < g_duration) {
+    for (int i = 0; i < 1000; i++) {
+      rd_buf b;
+      OK(rd_get(&r, 1, &b, RD_TIMEOUT_INF));
+      rd_buf_release(&b);
+    }
+    ops += 1000;
+  }
+  rd_ref_release(r);
+  return ops / (now() - t0);
+}
+
+static void *g_big;
+static size_t g_big_n = 100u << 20;
+
+static double t_put_gigabytes(void) {
+  long bytes = 0;
+  double t0 = now();
+  while (now() - t0 < g_duration) {
+    for (int i = 0; i < 8; i++) {   /* 800 MiB per round */
+      rd_ref r;
+      OK(rd_put(g_big, g_big_n, &r));
+      rd_ref_release(r);
+      bytes += (long)g_big_n;
+    }
+  }
+  return bytes / (now() - t0) / 1e9;
+}
+
+static double t_memcpy(void) {
+  void *dst = malloc(g_big_n);
+  memset(dst, 0, g_big_n);
+  long bytes = 0;
+  double t0 = now();
+  while (now() - t0 < g_duration) {
+    memcpy(dst, g_big, g_big_n);
+    bytes += (long)g_big_n;
+  }
+  double r = bytes / (now() - t0) / 1e9;
+  ((volatile char *)dst)[0] = ((char *)dst)[g_big_n - 1];
+  free(dst);
+  return r;
+}
+
+static double t_wait_1k(void) {
+  long ops = 0;
+  static rd_ref refs[1000];
+  double t0 = now();
+  while (now() - t0 < g_duration) {
+    for (int i = 0; i < 1000; i++) OK(rd_submit(noop, RD_NO_ARGS, NULL, &refs[i]));
+    if (rd_wait(refs, 1000, 1000, RD_TIMEOUT_INF, NULL) != 1000) DIE("wait");
+    for (int i = 0; i < 1000; i++) rd_ref_release(refs[i]);
+    ops++;
+  }
+  return ops / (now() - t0);
+}
+
+static int cmp_d(const void *a, const void *b) {
+  double x = *(const double *)a, y = *(const double *)b;
+  return x < y ? -1 : x > y;
+}
+
+int main(int argc, char **argv) {
+  const char *json = NULL;
+  for (int i = 1; i < argc; i++) {
+    if (!strcmp(argv[i], "--duration") && i + 1 < argc) g_duration = atof(argv[++i]);
+    else if (!strcmp(argv[i], "--trials") && i + 1 < argc) g_trials = atoi(argv[++i]);
+    else if (!strcmp(argv[i], "--filter") && i + 1 < argc) g_filter = argv[++i];
+    else if (!strcmp(argv[i], "--json") && i + 1 < argc) json = argv[++i];
+  }
+  rd_config cfg;
+  rd_config_init(&cfg);
+  cfg.object_store_bytes = 2ull << 30;
+  int r = rd_init(&cfg);
+  if (r != 0) DIE("rd_init: %s", rd_strerror(r));
+  if (json && !(g_json = fopen(json, "w"))) DIE("cannot write %s", json);
+  if (g_json) fprintf(g_json, "[");
+  g_big = malloc(g_big_n);
+  memset(g_big, 3, g_big_n);
+  long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
+  printf("# libraydist microbenchmark: %ld CPUs, %d trials of %.1f s after a warm-up\n", ncpu, g_trials, g_duration);
+  sleep(1);   /* let the store's background pre-fault finish before put figures */
+  report("memcpy_gigabytes_single_thread", "GB/s", t_memcpy);
+  report("single_client_tasks_sync", "", t_tasks_sync);
+  report("single_client_tasks_async", "", t_tasks_async);
+  report("multi_client_tasks_async", "", t_multi_tasks_async);
+  report("single_client_put_calls", "", t_put_calls);
+  report("multi_client_put_calls", "", t_multi_put_calls);
+  report("single_client_get_calls", "", t_get_calls);
+  report("single_client_put_gigabytes", "GB/s", t_put_gigabytes);
+  report("multi_client_put_gigabytes", "GB/s", t_multi_put_gb);
+  report("single_client_wait_1k_refs", "", t_wait_1k);
+  if (selected("single_client_tasks_sync")) {
+    /* latency distribution of one more trial */
+    long ops = 0;
+    double t0 = now();
+    while (now() - t0 < g_duration && ops < 2000000) {
+      double t = now();
+      rd_ref rr;
+      OK(rd_submit(noop, RD_NO_ARGS, NULL, &rr));
+      rd_buf b;
+      OK(rd_get(&rr, 1, &b, RD_TIMEOUT_INF));
+      rd_buf_release(&b);
+      rd_ref_release(rr);
+      lat_samples[ops++] = now() - t;
+    }
+    qsort(lat_samples, (size_t)ops, sizeof(double), cmp_d);
+    printf("single_client_tasks_sync latency p50 %.1f us p99 %.1f us (%ld samples)\n", lat_samples[ops / 2] * 1e6,
+           lat_samples[(long)(ops * 0.99)] * 1e6, ops);
+  }
+  if (g_json) {
+    fprintf(g_json, "\n]\n");
+    fclose(g_json);
+  }
+  free(g_big);
+  rd_shutdown();
+  return 0;
+}
