@@ -30,7 +30,7 @@ struct rd__cpu {
   int threads;
   size_t max_tokens, max_seq, bytes;
   float *x, *qkv, *ctx, *ffn;   /* activations, max_tokens rows each */
-  float *scratch;               /* per thread: K^T (head_dim x max_seq) + scores */
+  float *scratch;               /* per thread: attention scores, max_seq^2 */
   size_t scratch_stride;
   int32_t *tok_id, *tok_pos;
   size_t *seq_off;
@@ -40,12 +40,13 @@ static int nthreads_of(const rd__cpu *c) { return c->threads; }
 
 /* ---- numerics: vectorisable, no libm calls in the hot loops ---- */
 
-/* exp for x <= ~88 (Cephes expf: range reduction by ln 2 and a degree-6
- * polynomial, ~1 ulp). */
+/* exp for |x| <= ~87 (Cephes expf: range reduction by ln 2 and a degree-6
+ * polynomial, ~1 ulp).  Needs round-to-nearest and no -ffast-math. */
 RD__INLINE float rd__expf(float x) {
   x = x < -87.0f ? -87.0f : x;
   x = x > 88.0f ? 88.0f : x;
-  float n = floorf(x * 1.44269504088896341f + 0.5f);
+  /* round to nearest by the 1.5 * 2^23 trick: vectorises, unlike floorf */
+  float n = (x * 1.44269504088896341f + 12582912.0f) - 12582912.0f;
   float r = x - n * 0.693359375f;
   r = r + n * 2.12194440e-4f;
   float p = 1.9875691500e-4f;
@@ -125,45 +126,37 @@ RD__CLONES static void bias_row(float *restrict y, const float *restrict bias, i
   for (int i = 0; i < n; i++) y[i] += bias[i];
 }
 
-/* Attention for one head of one sequence of L tokens.  q, k, v point at the
- * head's columns of the first token's fused QKV row (row stride ld); the
- * result goes to o (row stride ldo).  kt: dh*L floats, sc: L floats. */
-RD__CLONES static void attn_head(const float *restrict q, const float *restrict k,
-                                 const float *restrict v, size_t ld, float *restrict o, size_t ldo,
-                                 int L, int dh, float scale, float *restrict kt,
-                                 float *restrict sc) {
-  for (int j = 0; j < L; j++)
-    for (int d = 0; d < dh; d++) kt[(size_t)d * L + j] = k[(size_t)j * ld + d];
+/* Softmax of each of the L rows of s (row stride L), in place. */
+RD__CLONES static void softmax_rows(float *restrict s, int L) {
   for (int i = 0; i < L; i++) {
-    const float *qi = q + (size_t)i * ld;
-#pragma omp simd
-    for (int j = 0; j < L; j++) sc[j] = 0.0f;
-    for (int d = 0; d < dh; d++) {
-      float qd = qi[d] * scale;
-      const float *kd = kt + (size_t)d * L;
-#pragma omp simd
-      for (int j = 0; j < L; j++) sc[j] += qd * kd[j];
-    }
-    float mx = sc[0];
-    for (int j = 1; j < L; j++) mx = sc[j] > mx ? sc[j] : mx;
+    float *r = s + (size_t)i * L;
+    float mx = r[0];
+#pragma omp simd reduction(max : mx)
+    for (int j = 1; j < L; j++) mx = r[j] > mx ? r[j] : mx;
     float sum = 0.0f;
 #pragma omp simd reduction(+ : sum)
     for (int j = 0; j < L; j++) {
-      float e = rd__expf(sc[j] - mx);
-      sc[j] = e;
+      float e = rd__expf(r[j] - mx);
+      r[j] = e;
       sum += e;
     }
     float inv = 1.0f / sum;
-    float *oi = o + (size_t)i * ldo;
 #pragma omp simd
-    for (int d = 0; d < dh; d++) oi[d] = 0.0f;
-    for (int j = 0; j < L; j++) {
-      float pj = sc[j] * inv;
-      const float *vj = v + (size_t)j * ld;
-#pragma omp simd
-      for (int d = 0; d < dh; d++) oi[d] += pj * vj[d];
-    }
+    for (int j = 0; j < L; j++) r[j] *= inv;
   }
+}
+
+/* Attention for one head of one sequence of L tokens: q, k, v point at the
+ * head's columns of the first token's fused QKV row (row stride ld); the
+ * result goes to o (row stride ldo); s is L*L floats of scratch.  Runs on one
+ * thread (OpenBLAS single-threaded). */
+static void attn_head(const float *q, const float *k, const float *v, size_t ld, float *o, size_t ldo,
+                      int L, int dh, float scale, float *s) {
+  cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, L, L, dh, scale, q, (blasint)ld, k,
+              (blasint)ld, 0.0f, s, L);
+  softmax_rows(s, L);
+  cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, L, dh, L, 1.0f, s, L, v, (blasint)ld, 0.0f,
+              o, (blasint)ldo);
 }
 
 RD__CLONES static void mean_pool_l2(const float *restrict x, size_t L, int n, float *restrict out) {
@@ -198,7 +191,7 @@ int rd__cpu_open(const rd__bert *m, int threads, size_t max_tokens, size_t max_s
   c->max_seq = max_seq;
   size_t H = (size_t)m->c.hidden, NI = (size_t)m->c.inter, T = max_tokens;
   size_t acts = T * (H + 3 * H + H + NI);
-  c->scratch_stride = ((size_t)m->c.head_dim * max_seq + max_seq + 15) & ~(size_t)15;
+  c->scratch_stride = (max_seq * max_seq + 15) & ~(size_t)15;
   size_t scratch = c->scratch_stride * (size_t)c->threads;
   c->bytes = (acts + scratch) * sizeof(float) + T * 2 * sizeof(int32_t) + (T + 1) * sizeof(size_t);
   float *a = aligned_alloc(64, ((acts + scratch) * sizeof(float) + 63) & ~(size_t)63);
@@ -232,9 +225,36 @@ void rd__cpu_close(rd__cpu *c) {
 
 size_t rd__cpu_bytes(const rd__cpu *c) { return c->bytes; }
 
-static void linear(const float *x, const float *w, float *y, size_t T, int n_out, int n_in) {
-  cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (blasint)T, n_out, n_in, 1.0f, x, n_in, w,
-              n_in, 0.0f, y, n_out);
+/* Y[T x n_out] = X[T x n_in] W^T on nt threads of the engine's own pool:
+ * OpenBLAS runs single-threaded inside each, on a block of rows (or, for few
+ * rows, a block of output columns).  One pool for everything avoids two
+ * thread pools spinning against each other on a small machine. */
+static void linear(const float *x, const float *w, float *y, size_t T, int n_out, int n_in, int nt) {
+  if (nt <= 1) {
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (blasint)T, n_out, n_in, 1.0f, x, n_in, w,
+                n_in, 0.0f, y, n_out);
+    return;
+  }
+  const int by_rows = T >= (size_t)32 * nt;
+#pragma omp parallel num_threads(nt)
+  {
+#ifdef _OPENMP
+    int id = omp_get_thread_num(), n = omp_get_num_threads();
+#else
+    int id = 0, n = 1;
+#endif
+    if (by_rows) {
+      size_t per = ((T + n - 1) / n + 7) & ~(size_t)7, r0 = per * id, r1 = r0 + per > T ? T : r0 + per;
+      if (r0 < r1)
+        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (blasint)(r1 - r0), n_out, n_in, 1.0f,
+                    x + r0 * n_in, n_in, w, n_in, 0.0f, y + r0 * n_out, n_out);
+    } else {
+      int per = ((n_out + n - 1) / n + 15) & ~15, c0 = per * id, c1 = c0 + per > n_out ? n_out : c0 + per;
+      if (c0 < c1)
+        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (blasint)T, c1 - c0, n_in, 1.0f, x, n_in,
+                    w + (size_t)c0 * n_in, n_in, 0.0f, y + c0, n_out);
+    }
+  }
 }
 
 int rd__cpu_forward(rd__cpu *c, const rd__bert *m, const rd__pass *p, float *const *out_rows) {
@@ -255,7 +275,7 @@ int rd__cpu_forward(rd__cpu *c, const rd__bert *m, const rd__pass *p, float *con
     }
   }
   c->seq_off[p->nseq] = T;
-  openblas_set_num_threads(nt);
+  openblas_set_num_threads(1); /* parallelism comes from the engine's threads */
   const long nseq = (long)p->nseq, lT = (long)T;
 
 #pragma omp parallel for num_threads(nt) schedule(static)
@@ -265,7 +285,7 @@ int rd__cpu_forward(rd__cpu *c, const rd__bert *m, const rd__pass *p, float *con
 
   for (int l = 0; l < cf->layers; l++) {
     const rd__bert_layer *L = &m->layer[l];
-    linear(c->x, L->wqkv, c->qkv, T, 3 * H, H);
+    linear(c->x, L->wqkv, c->qkv, T, 3 * H, H, nt);
 #pragma omp parallel for num_threads(nt) schedule(static)
     for (long t = 0; t < lT; t++) bias_row(c->qkv + (size_t)t * 3 * H, L->bqkv, 3 * H);
 #pragma omp parallel for num_threads(nt) schedule(dynamic, 1)
@@ -276,21 +296,20 @@ int rd__cpu_forward(rd__cpu *c, const rd__bert *m, const rd__pass *p, float *con
 #else
       int tid = 0;
 #endif
-      float *kt = c->scratch + (size_t)tid * c->scratch_stride;
-      float *sc = kt + (size_t)DH * c->max_seq;
+      float *sc = c->scratch + (size_t)tid * c->scratch_stride;
       const float *q = c->qkv + c->seq_off[s] * 3 * H + (size_t)h * DH;
       attn_head(q, q + H, q + 2 * H, 3 * (size_t)H, c->ctx + c->seq_off[s] * H + (size_t)h * DH,
-                (size_t)H, (int)p->len[s], DH, scale, kt, sc);
+                (size_t)H, (int)p->len[s], DH, scale, sc);
     }
     float *tmp = c->qkv; /* QKV is dead after attention */
-    linear(c->ctx, L->wo, tmp, T, H, H);
+    linear(c->ctx, L->wo, tmp, T, H, H, nt);
 #pragma omp parallel for num_threads(nt) schedule(static)
     for (long t = 0; t < lT; t++)
       residual_ln_row(c->x + (size_t)t * H, tmp + (size_t)t * H, L->bo, L->ln1_g, L->ln1_b, H, eps);
-    linear(c->x, L->wi, c->ffn, T, NI, H);
+    linear(c->x, L->wi, c->ffn, T, NI, H, nt);
 #pragma omp parallel for num_threads(nt) schedule(static)
     for (long t = 0; t < lT; t++) bias_gelu_row(c->ffn + (size_t)t * NI, L->bi, NI);
-    linear(c->ffn, L->wo2, tmp, T, H, NI);
+    linear(c->ffn, L->wo2, tmp, T, H, NI, nt);
 #pragma omp parallel for num_threads(nt) schedule(static)
     for (long t = 0; t < lT; t++)
       residual_ln_row(c->x + (size_t)t * H, tmp + (size_t)t * H, L->bo2, L->ln2_g, L->ln2_b, H, eps);
