@@ -33,7 +33,7 @@
 extern char **environ;
 
 enum { ROLE_NONE = -1, ROLE_DRIVER = 0, ROLE_WORKER = 1 };
-enum { W_STARTING, W_IDLE, W_LEASED, W_DEAD };
+enum { W_STARTING, W_IDLE, W_LEASED, W_DYING, W_DEAD };  /* DYING: killed, not yet reaped */
 
 typedef struct node_worker node_worker;
 typedef struct node_client node_client;
@@ -419,7 +419,16 @@ static void lease_end(node_worker *w) {
 static void on_lease_return(node_client *c, Rd__LeaseReturn *m) {
   for (node_worker *w = N.workers; w; w = w->next) {
     if (w->state == W_LEASED && w->lease_id == m->lease_id && w->lease_owner == c) {
-      lease_end(w);
+      if (m->worker_lost) {
+        /* its owner saw the socket break: the worker is dead or broken, so it
+         * must never be granted again; reaped by worker_on_exit */
+        rd_res_release(&N.ledger, &w->grant);
+        w->state = W_DYING;
+        w->lease_owner = NULL;
+        if (w->pid > 0) kill(w->pid, SIGKILL);
+      } else {
+        lease_end(w);
+      }
       dispatch();
       return;
     }
@@ -713,7 +722,7 @@ static void client_drop(node_client *c, const char *why) {
     if (w->state == W_IDLE) N.nidle--;
     if (w->state != W_DEAD && w->pid > 0) kill(w->pid, SIGKILL);  /* a worker without a conn is useless */
     if (w->state == W_LEASED) rd_res_release(&N.ledger, &w->grant);
-    if (w->state != W_DEAD) w->state = W_STARTING, N.nstarting++;   /* until its exit callback */
+    if (w->state != W_DEAD) w->state = W_DYING;   /* until its exit callback */
   }
   uv_poll_stop(&c->poll);
   c->poll.data = c;
@@ -739,7 +748,7 @@ static void client_on_io(uv_poll_t *h, int status, int events) {
         break;
       }
       rd__frame f;
-      int k;
+      int k = 0;
       while (!c->dead && (k = rd__conn_next(&c->conn, &f)) == 1) handle_frame(c, &f);
       if (!c->dead && k < 0) {
         send_error(c, RD_EPROTO, "malformed frame header");

@@ -326,7 +326,10 @@ static void class_dispatch(rd__sclass *c) {
   if (c->qlen > 0) lease_request(c);
 }
 
-static void lease_return(rd__lease *l) {
+static void lease_return_ex(rd__lease *l, int worker_lost);
+static void lease_return(rd__lease *l) { lease_return_ex(l, 0); }
+
+static void lease_return_ex(rd__lease *l, int worker_lost) {
   rd__sclass *c = l->cls;
   for (rd__lease **pp = &c->leases; *pp; pp = &(*pp)->next)
     if (*pp == l) { *pp = l->next; break; }
@@ -334,6 +337,7 @@ static void lease_return(rd__lease *l) {
   if (!G.dead) {
     Rd__LeaseReturn m = RD__LEASE_RETURN__INIT;
     m.lease_id = l->lease_id;
+    m.worker_lost = worker_lost;
     rd__conn_send(&G.daemon, RD__MSG_TYPE__MSG_LEASE_RETURN, &m.base, -1);
   }
   rd__conn_close(&l->conn);
@@ -347,7 +351,7 @@ static void lease_lost(rd__lease *l, const char *why) {
   l->inhead = l->intail = NULL;
   l->ninflight = 0;
   int pid = l->worker_pid;
-  lease_return(l);
+  lease_return_ex(l, 1);
   /* requeue in order at the front of the class queue */
   rd__task *retry_head = NULL, **rtail = &retry_head;
   while (t) {
