@@ -2,8 +2,8 @@
  *
  * Owned by the node daemon, single-threaded (called from its event loop only).
  * Objects live in one memfd segment that every process on the node maps; this
- * module keeps all metadata out of the segment so a client can scribble on its
- * own object but never corrupt the store.  It never blocks on another process
+ * module keeps all metadata out of the segment, so a client that writes where
+ * it should not can damage object bytes but never the store's bookkeeping.  It never blocks on another process
  * and never spins: a full segment with nothing evictable is RD_ESTORE_FULL. */
 #ifndef RD_OBJECTSTORE_STORE_H
 #define RD_OBJECTSTORE_STORE_H
@@ -63,9 +63,8 @@ int rd_store_release(rd_store *s, uint64_t id);
 int rd_store_delete(rd_store *s, uint64_t id);
 /* Does the store hold a sealed copy (in memory or spilled)? */
 int rd_store_contains(const rd_store *s, uint64_t id);
-/* Client `owner` is gone: delete its unsealed objects and drop the pins it
- * holds.  `pins` lists (id) pins the caller tracked for that client; the store
- * itself tracks unsealed objects by owner. */
+/* Client `owner` is gone: delete the unsealed objects it created.  Pins it held
+ * on sealed objects are dropped by the caller (rd_store_release per pin). */
 void rd_store_abort_client(rd_store *s, uint32_t owner);
 
 void rd_store_get_stats(const rd_store *s, rd_store_stats *out);

@@ -45,6 +45,16 @@ typedef struct lease_req {
   struct lease_req *next;   /* in owner's list */
 } lease_req;
 
+/* A create whose id is held by an unsealed object: in practice the result of
+ * an attempt whose worker just died, not yet reaped.  It waits until that
+ * object is sealed (then EEXIST) or aborted (then the create goes ahead). */
+typedef struct parked_create {
+  node_client *client;
+  uint64_t req_id, object_id, size;
+  uint64_t deadline_ns;
+  struct parked_create *next;
+} parked_create;
+
 typedef struct parked_get {
   node_client *client;
   uint64_t req_id;
@@ -99,6 +109,7 @@ static struct {
   uint64_t next_lease_seq;
   uint64_t leases_granted;
   parked_get *parked;
+  parked_create *parked_creates;
   uv_timer_t tick;
   uv_signal_t sigterm, sigint;
   char *job_exe;
@@ -438,27 +449,58 @@ static void on_lease_return(node_client *c, Rd__LeaseReturn *m) {
 
 /* ------------------------------------------------------------- objects */
 
-static void on_obj_create(node_client *c, Rd__ObjCreate *m) {
+/* 1 when answered, 0 when parked behind an unsealed object of the same id. */
+static int try_create(node_client *c, uint64_t req_id, uint64_t object_id, uint64_t size, int may_park) {
   Rd__ObjCreateReply r = RD__OBJ_CREATE_REPLY__INIT;
-  r.req_id = m->req_id;
+  r.req_id = req_id;
   uint64_t off = 0;
-  int st = rd_store_create(N.store, m->object_id, m->size, c->id, &off);
+  int st = rd_store_create(N.store, object_id, size, c->id, &off);
+  if (st == RD_EEXIST && may_park && !rd_store_contains(N.store, object_id)) return 0;
   r.status = st;
+  char buf[200];
   if (st == 0) {
     r.offset = off;
-    pin_add(c, m->object_id);
+    pin_add(c, object_id);
   } else {
-    char buf[200];
     rd_store_stats s;
     rd_store_get_stats(N.store, &s);
     snprintf(buf, sizeof(buf), "cannot create a %llu-byte object: %s (store %llu/%llu bytes used, %llu objects)",
-             (unsigned long long)m->size, rd_strerror(st), (unsigned long long)s.used,
+             (unsigned long long)size, rd_strerror(st), (unsigned long long)s.used,
              (unsigned long long)s.capacity, (unsigned long long)s.num_in_memory);
     r.error = buf;
-    send_msg(c, RD__MSG_TYPE__MSG_OBJ_CREATE_REPLY, &r.base, -1);
-    return;
   }
   send_msg(c, RD__MSG_TYPE__MSG_OBJ_CREATE_REPLY, &r.base, -1);
+  return 1;
+}
+
+static void on_obj_create(node_client *c, Rd__ObjCreate *m) {
+  if (try_create(c, m->req_id, m->object_id, m->size, 1)) return;
+  parked_create *p = calloc(1, sizeof(*p));
+  if (!p) {
+    (void)try_create(c, m->req_id, m->object_id, m->size, 0);
+    return;
+  }
+  p->client = c;
+  p->req_id = m->req_id;
+  p->object_id = m->object_id;
+  p->size = m->size;
+  p->deadline_ns = rd__now_ns() + 10000000000ull;
+  p->next = N.parked_creates;
+  N.parked_creates = p;
+}
+
+static void retry_parked_creates(void) {
+  uint64_t now = rd__now_ns();
+  for (parked_create **pp = &N.parked_creates; *pp;) {
+    parked_create *p = *pp;
+    int done = p->client->dead || try_create(p->client, p->req_id, p->object_id, p->size, now < p->deadline_ns);
+    if (done) {
+      *pp = p->next;
+      free(p);
+    } else {
+      pp = &p->next;
+    }
+  }
 }
 
 /* Try to answer a get: 1 answered, 0 must wait for a seal. */
@@ -555,6 +597,7 @@ static void on_obj_seal(node_client *c, Rd__ObjSeal *m) {
   if (st != 0) rd__log(RD_LOG_WARN, "client %u: seal of %llx: %s", c->id, (unsigned long long)m->object_id, rd_strerror(st));
   if (m->release && pin_remove(c, m->object_id)) rd_store_release(N.store, m->object_id);
   if (N.parked) retry_parked(0);
+  if (N.parked_creates) retry_parked_creates();
 }
 
 static void on_obj_release(node_client *c, Rd__ObjIds *m) {
@@ -562,9 +605,24 @@ static void on_obj_release(node_client *c, Rd__ObjIds *m) {
     if (pin_remove(c, m->object_ids[i])) rd_store_release(N.store, m->object_ids[i]);
 }
 
+/* Only an object's owner (its id names the owner) or a client that created it
+ * and still pins it (a worker dropping the result of a failed task) may
+ * delete it. */
+static int pin_has(const node_client *c, uint64_t id) {
+  for (size_t i = 0; i < c->npins; i++)
+    if (c->pins[i] == id) return 1;
+  return 0;
+}
+
 static void on_obj_delete(node_client *c, Rd__ObjIds *m) {
-  (void)c;
-  for (size_t i = 0; i < m->n_object_ids; i++) rd_store_delete(N.store, m->object_ids[i]);
+  for (size_t i = 0; i < m->n_object_ids; i++) {
+    uint64_t id = m->object_ids[i];
+    if (rd__oid_client(id) != c->id && !pin_has(c, id)) {
+      rd__log(RD_LOG_WARN, "client %u may not delete object %llx", c->id, (unsigned long long)id);
+      continue;
+    }
+    rd_store_delete(N.store, id);
+  }
 }
 
 static void on_node_info(node_client *c, Rd__NodeInfo *m) {
@@ -682,7 +740,10 @@ static void handle_frame(node_client *c, const rd__frame *f) {
     case RD__MSG_TYPE__MSG_OBJ_RELEASE: on_obj_release(c, (Rd__ObjIds *)m); break;
     case RD__MSG_TYPE__MSG_OBJ_DELETE: on_obj_delete(c, (Rd__ObjIds *)m); break;
     case RD__MSG_TYPE__MSG_NODE_INFO: on_node_info(c, (Rd__NodeInfo *)m); break;
-    case RD__MSG_TYPE__MSG_SHUTDOWN: node_shutdown(); break;
+    case RD__MSG_TYPE__MSG_SHUTDOWN:
+      if (c->role == ROLE_DRIVER) node_shutdown();
+      else rd__log(RD_LOG_WARN, "client %u (not a driver) asked for shutdown; ignored", c->id);
+      break;
     default: break;
   }
   protobuf_c_message_free_unpacked(m, NULL);
@@ -727,6 +788,7 @@ static void client_drop(node_client *c, const char *why) {
   uv_poll_stop(&c->poll);
   c->poll.data = c;
   uv_close((uv_handle_t *)&c->poll, client_free_cb);
+  if (N.parked_creates) retry_parked_creates();
   if (c->role == ROLE_DRIVER && N.opts.embedded) node_shutdown();
   else dispatch();
 }
@@ -785,6 +847,7 @@ static void on_accept(uv_poll_t *h, int status, int events) {
 static void on_tick(uv_timer_t *t) {
   (void)t;
   if (N.parked) retry_parked(1);
+  if (N.parked_creates) retry_parked_creates();
   flush_all();
 }
 
@@ -906,6 +969,11 @@ int rd__node_main(const rd_node_opts *opts) {
   while (N.nworkers > 0 && rd__now_ns() < deadline) uv_run(N.loop, UV_RUN_NOWAIT), usleep(1000);
   uv_walk(N.loop, close_walk_cb, NULL);
   uv_run(N.loop, UV_RUN_DEFAULT);
+  while (N.parked_creates) {
+    parked_create *p = N.parked_creates;
+    N.parked_creates = p->next;
+    free(p);
+  }
   while (N.parked) {
     parked_get *p = N.parked;
     N.parked = p->next;

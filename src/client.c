@@ -86,7 +86,8 @@ static void queue_release(uint64_t id, int del);
 static void obj_maybe_free(rd__obj *o) {
   if (o->refs > 0 || o->uses > 0 || o->state == OBJ_PENDING || o->ndeps > 0) return;
   rd__u64map_del(&G.objs, o->id);
-  if (o->state == OBJ_STORE || o->state == OBJ_PUT_OPEN) queue_release(o->id, 1);
+  if (o->state == OBJ_STORE || (o->state == OBJ_PUT_OPEN && !o->blob)) queue_release(o->id, 1);
+  if (o->state == OBJ_PUT_OPEN && !o->blob) queue_release(o->id, 0);   /* the creator's pin */
   blob_unref(o->blob);
   free(o->deps);
   free(o);
@@ -130,18 +131,6 @@ static void send_pending_releases(void) {
     rd__conn_send(&G.daemon, RD__MSG_TYPE__MSG_OBJ_DELETE, &m.base, -1);
     npending_delete = 0;
   }
-}
-
-static int obj_add_dep(rd__obj *o, rd__task *t) {
-  if (o->ndeps == o->capdeps) {
-    int cap = o->capdeps ? o->capdeps * 2 : 4;
-    rd__task **p = realloc(o->deps, (size_t)cap * sizeof(*p));
-    if (!p) return RD_ENOMEM;
-    o->deps = p;
-    o->capdeps = cap;
-  }
-  o->deps[o->ndeps++] = t;
-  return 0;
 }
 
 static void obj_set_failed(rd__obj *o, int err, rd__blob *msg) {
@@ -444,6 +433,11 @@ static void on_lease_grant(Rd__LeaseGrant *m, int fd) {
     return;
   }
   c->req_id = 0;
+  if (m->status == RD_EAGAIN) {   /* transient on the node: ask again */
+    if (fd >= 0) close(fd);
+    class_dispatch(c);
+    return;
+  }
   if (m->status != 0 || fd < 0) {
     if (fd >= 0) close(fd);
     int err = m->status ? m->status : RD_EPROTO;
@@ -526,13 +520,12 @@ static void handle_daemon_frame(const rd__frame *f) {
 }
 
 static void handle_lease_frame(rd__lease *l, const rd__frame *f) {
-  if (f->type != RD__MSG_TYPE__MSG_TASK_REPLY) {
-    rd__log(RD_LOG_ERROR, "unexpected message type %d from worker pid %d", f->type, l->worker_pid);
-    return;
-  }
-  Rd__TaskReply *m = (Rd__TaskReply *)rd__frame_unpack(f, &rd__task_reply__descriptor);
+  Rd__TaskReply *m = f->type == RD__MSG_TYPE__MSG_TASK_REPLY
+                         ? (Rd__TaskReply *)rd__frame_unpack(f, &rd__task_reply__descriptor) : NULL;
   if (!m) {
-    rd__log(RD_LOG_ERROR, "malformed task reply from worker pid %d", l->worker_pid);
+    /* a worker that speaks nonsense is treated like a dead one */
+    rd__log(RD_LOG_ERROR, "malformed message (type %d) from worker pid %d", f->type, l->worker_pid);
+    l->broken = 1;
     return;
   }
   on_task_reply(l, m);
@@ -697,8 +690,8 @@ int rd__pump(int64_t timeout_ms) {
       }
     } else if (kind[i] == 1) {
       rd__lease *l = who[i];
-      int dr = conn_drain(&l->conn, lease_fn, l, NULL);
-      if (dr != 0) lease_lost(l, dr == RD_EPROTO ? "sent a malformed frame" : "died");
+      int dr = conn_drain(&l->conn, lease_fn, l, &l->broken);
+      if (dr != 0) lease_lost(l, dr == RD_EPROTO || l->broken ? "sent a malformed frame" : "died");
       /* lease lists may have changed: stop here, the next round re-polls */
       if (dr != 0) break;
     } else {
@@ -1033,6 +1026,14 @@ void rd_buf_release(rd_buf *b) {
 int rd_wait(const rd_ref *refs, size_t n, size_t num_ready, int64_t timeout_ms, uint8_t *ready_out) {
   if ((!refs && n) || num_ready > n) return RD_EINVAL;
   LOCKED_OR(RD_ESTATE);
+  for (size_t i = 0; i < n; i++) {
+    if (!obj_get(refs[i].id)) {
+      rd__log(RD_LOG_WARN, "rd_wait: ref %zu (%llx) is not a live reference of this process", i,
+              (unsigned long long)refs[i].id);
+      pthread_mutex_unlock(&G.mu);
+      return RD_EINVAL;
+    }
+  }
   uint64_t deadline = timeout_ms >= 0 ? rd__now_ns() + (uint64_t)timeout_ms * 1000000ull : 0;
   int ready = 0;
   rd__flush_all();
@@ -1104,11 +1105,9 @@ int rd_submit(const rd_function *fn, const rd_value *args, size_t nargs, const r
     rd__log(RD_LOG_WARN, "rd_submit: %s", err);
     return r;
   }
-  size_t bytes = 0;
   for (size_t i = 0; i < nargs; i++) {
     if (args[i].kind == RD_VALUE_BYTES) {
       if (args[i].size && !args[i].data) { rd__log(RD_LOG_WARN, "rd_submit: argument %zu has no data", i); return RD_EINVAL; }
-      bytes += args[i].size;
     } else if (args[i].kind != RD_VALUE_REF) {
       rd__log(RD_LOG_WARN, "rd_submit: argument %zu has unknown kind %d", i, args[i].kind);
       return RD_EINVAL;
@@ -1123,17 +1122,60 @@ int rd_submit(const rd_function *fn, const rd_value *args, size_t nargs, const r
     pthread_mutex_unlock(&G.mu);
     return RD_EINFEASIBLE;
   }
+  size_t bytes = 0;
   for (size_t i = 0; i < nargs; i++) {
-    if (args[i].kind == RD_VALUE_REF && !obj_get(args[i].ref.id)) {
-      rd__log(RD_LOG_WARN, "rd_submit '%s': argument %zu is not a live reference", fn->name, i);
-      pthread_mutex_unlock(&G.mu);
-      return RD_EINVAL;
+    if (args[i].kind == RD_VALUE_BYTES && args[i].size <= G.inline_max) bytes += args[i].size;
+    if (args[i].kind == RD_VALUE_REF) {
+      rd__obj *o = obj_get(args[i].ref.id);
+      if (!o) {
+        rd__log(RD_LOG_WARN, "rd_submit '%s': argument %zu is not a live reference", fn->name, i);
+        pthread_mutex_unlock(&G.mu);
+        return RD_EINVAL;
+      }
+      /* room to record this task as a dependent, reserved before any change */
+      if (!obj_is_ready(o) && o->capdeps < o->ndeps + (int)nargs) {
+        rd__task **p = realloc(o->deps, (size_t)(o->ndeps + (int)nargs) * sizeof(*p));
+        if (!p) { pthread_mutex_unlock(&G.mu); return RD_ENOMEM; }
+        o->deps = p;
+        o->capdeps = o->ndeps + (int)nargs;
+      }
     }
   }
-  /* large by-value arguments go through the store like a put */
   rd__task *t = calloc(1, sizeof(*t) + nargs * sizeof(rd__targ) + bytes);
   rd__sclass *cls = class_get(&res, opts->priority);
-  if (!t || !cls || rd__u64map_reserve(&G.objs, G.objs.count + (uint64_t)opts->num_returns) != 0) {
+  rd__obj *rets[RD_MAX_RETURNS] = {0};
+  int ok = t && cls && rd__u64map_reserve(&G.objs, G.objs.count + (uint64_t)opts->num_returns + nargs) == 0;
+  for (int i = 0; ok && i < opts->num_returns; i++) ok = (rets[i] = calloc(1, sizeof(rd__obj))) != NULL;
+  /* by-value arguments above the inline limit travel through the store once */
+  uint64_t big_ids[RD_MAX_ARGS];
+  int nbig = 0;
+  for (size_t i = 0; ok && i < nargs; i++) {
+    if (args[i].kind != RD_VALUE_BYTES || args[i].size <= G.inline_max) continue;
+    uint64_t id = rd__oid_make(G.client_id, ++G.next_seq);
+    uint8_t *p;
+    char err[256];
+    int cr = rd__store_create(id, args[i].size, &p, err, sizeof(err));
+    if (cr != 0) {
+      rd__log(RD_LOG_WARN, "rd_submit '%s': argument %zu: %s", fn->name, i, err);
+      for (int k = 0; k < nbig; k++) {
+        rd__obj *o = obj_get(big_ids[k]);
+        o->refs = 0;
+        obj_maybe_free(o);
+      }
+      for (int k = 0; k < RD_MAX_RETURNS; k++) free(rets[k]);
+      free(t);
+      rd__flush_all();
+      pthread_mutex_unlock(&G.mu);
+      return cr;
+    }
+    memcpy(p, args[i].data, args[i].size);
+    rd__store_seal(id);
+    rd__obj *o = obj_new(id, OBJ_STORE);   /* map room reserved above */
+    if (!o) { ok = 0; break; }
+    big_ids[nbig++] = id;
+  }
+  if (!ok) {
+    for (int k = 0; k < RD_MAX_RETURNS; k++) free(rets[k]);
     free(t);
     pthread_mutex_unlock(&G.mu);
     return RD_ENOMEM;
@@ -1146,27 +1188,33 @@ int rd_submit(const rd_function *fn, const rd_value *args, size_t nargs, const r
   t->nret = opts->num_returns;
   t->max_retries = opts->max_retries < 0 ? 3 : opts->max_retries;
   t->retries_left = t->max_retries;
+  int kbig = 0;
   for (size_t i = 0; i < nargs; i++) {
     rd__targ *a = &t->args[i];
-    if (args[i].kind == RD_VALUE_BYTES) {
+    if (args[i].kind == RD_VALUE_BYTES && args[i].size <= G.inline_max) {
       if (args[i].size) memcpy(data, args[i].data, args[i].size);
       a->data = data;
       a->size = args[i].size;
       data += args[i].size;
     } else {
-      rd__obj *o = obj_get(args[i].ref.id);
+      rd__obj *o = obj_get(args[i].kind == RD_VALUE_REF ? args[i].ref.id : big_ids[kbig++]);
       a->by_ref = 1;
       a->oid = o->id;
       o->uses++;
+      if (args[i].kind == RD_VALUE_BYTES) o->refs = 0;   /* only this task holds it */
       if (!obj_is_ready(o)) {   /* pending result or unsealed put */
         t->deps_pending++;
-        obj_add_dep(o, t);
+        o->deps[o->ndeps++] = t;
       }
     }
   }
   for (int i = 0; i < t->nret; i++) {
     t->ret_ids[i] = rd__oid_make(G.client_id, ++G.next_seq);
-    obj_new(t->ret_ids[i], OBJ_PENDING);
+    rd__obj *o = rets[i];
+    o->id = t->ret_ids[i];
+    o->state = OBJ_PENDING;
+    o->refs = 1;
+    rd__u64map_put(&G.objs, o->id, o);
     refs_out[i].id = t->ret_ids[i];
   }
   if (t->deps_pending == 0) task_make_ready(t);
@@ -1450,6 +1498,24 @@ static void ctx_reset(void) {
   G.rw_base = NULL;
   G.ro_base = NULL;
   if (G.objs.slots) {
+    /* tasks still waiting for arguments live only in their objects' lists;
+     * a task can wait on several objects, so mark each before freeing */
+    rd__task *waiting = NULL;
+    for (uint64_t i = 0; i <= G.objs.mask; i++) {
+      rd__obj *o = G.objs.slots[i].val;
+      for (int k = 0; o && k < o->ndeps; k++) {
+        rd__task *t = o->deps[k];
+        if (t->deps_pending == INT_MIN) continue;
+        t->deps_pending = INT_MIN;
+        t->next = waiting;
+        waiting = t;
+      }
+    }
+    while (waiting) {
+      rd__task *t = waiting;
+      waiting = t->next;
+      free(t);
+    }
     for (uint64_t i = 0; i <= G.objs.mask; i++) {
       rd__obj *o = G.objs.slots[i].val;
       if (!o) continue;
@@ -1499,15 +1565,29 @@ int rd_init(const rd_config *cfg_in) {
     pthread_mutex_unlock(&G.mu);
     return RD_ENOTSUP;
   }
-  if (cfg.num_cpus < 0 || cfg.num_gpus > RD_RES_MAX_GPUS) {
-    pthread_mutex_unlock(&G.mu);
-    return RD_EINVAL;
+  {
+    int64_t fx;
+    rd_resources tmp;
+    char why[200] = "";
+    memset(&tmp, 0, sizeof(tmp));
+    if (cfg.num_cpus < 0 || (cfg.num_cpus > 0 && rd_res_from_double(cfg.num_cpus, &fx) != 0))
+      snprintf(why, sizeof(why), "num_cpus %g must be a whole number or a fraction below 1", cfg.num_cpus);
+    else if (cfg.num_gpus > RD_RES_MAX_GPUS || (cfg.num_gpus >= 0 && cfg.num_gpus != (double)(long)cfg.num_gpus))
+      snprintf(why, sizeof(why), "num_gpus %g must be a whole number up to %d", cfg.num_gpus, RD_RES_MAX_GPUS);
+    else
+      (void)rd__res_parse_custom(&tmp, cfg.custom_resources, why, sizeof(why));   /* fills why on error */
+    if (why[0]) {
+      rd__log(RD_LOG_ERROR, "rd_init: %s", why);
+      pthread_mutex_unlock(&G.mu);
+      return RD_EINVAL;
+    }
   }
   signal(SIGPIPE, SIG_IGN);
   const char *e = getenv("RAYDIST_PIPELINE_DEPTH");
   G.pipeline_depth = e && atoi(e) > 0 ? atoi(e) : 32;
   e = getenv("RAYDIST_LEASE_IDLE_MS");
-  G.lease_idle_ns = (uint64_t)(e && *e ? atof(e) : 5.0) * 1000000ull;
+  double idle_ms = e && *e ? atof(e) : 5.0;
+  G.lease_idle_ns = idle_ms > 0 && idle_ms < 3.6e6 ? (uint64_t)(idle_ms * 1e6) : 0;
   G.wakefd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
   if (rd__u64map_init(&G.objs, 1024) != 0 || G.wakefd < 0) {
     ctx_reset();

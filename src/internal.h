@@ -82,6 +82,7 @@ struct rd__lease {
   int ninflight;
   uint64_t idle_since;      /* 0 = busy */
   uint64_t last_reply_ns;
+  int broken;               /* sent a malformed frame */
   rd__lease *next;
 };
 

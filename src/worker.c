@@ -24,6 +24,7 @@ struct rd_call {
   const char *func;
   size_t nargs;
   rd_buf args[RD_MAX_ARGS];
+  uint8_t pinned[RD_MAX_ARGS];   /* store pins held for by-ref arguments */
   int nret;
   struct {
     int set, in_store, exists;
@@ -116,7 +117,14 @@ static int resolve_args(rd_call *call) {
     return r;
   }
   Rd__ObjGetReply *gr = (Rd__ObjGetReply *)rep;
-  r = gr->n_locs == n ? 0 : RD_EPROTO;
+  if (gr->n_locs != n) {
+    r = gr->status ? gr->status : RD_EPROTO;
+    snprintf(call->err, sizeof(call->err), "cannot fetch the arguments of '%s': %s", call->func,
+             gr->error && *gr->error ? gr->error : rd_strerror(r));
+  }
+  /* every location the daemon pinned is recorded, whatever happens next */
+  for (size_t k = 0; k < gr->n_locs && k < n; k++)
+    if (gr->locs[k]->status == 0) call->pinned[idx[k]] = 1;
   for (size_t k = 0; r == 0 && k < n; k++) {
     Rd__ObjLoc *l = gr->locs[k];
     if (l->status != 0) {
@@ -130,12 +138,9 @@ static int resolve_args(rd_call *call) {
       call->args[idx[k]].size = l->size;
     }
   }
-  /* pins are kept until the task ends; drop those of a failed request now */
-  for (size_t k = 0; k < gr->n_locs; k++)
-    if (gr->locs[k]->status == 0 && r != 0) rd__store_release(ids[k]);
   protobuf_c_message_free_unpacked(rep, NULL);
   if (r == RD_EPROTO && !call->err[0]) snprintf(call->err, sizeof(call->err), "bad store reply");
-  return r;
+  return r;   /* pins in call->pinned are dropped when the task ends */
 }
 
 static void run_task(rd__wtask *w) {
@@ -193,7 +198,7 @@ static void run_task(rd__wtask *w) {
   for (int i = 0; i < call.nret; i++)
     if (!call.ret[i].in_store || call.ret[i].exists) free(call.ret[i].ptr);
   for (size_t i = 0; i < m->n_args; i++)
-    if (m->args[i]->by_ref && status != RD_EOBJECT_LOST && call.args[i].data) rd__store_release(m->args[i]->object_id);
+    if (call.pinned[i]) rd__store_release(m->args[i]->object_id);
 }
 
 void rd__worker_main(void) {

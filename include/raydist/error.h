@@ -35,15 +35,14 @@ extern "C" {
   XX(ESYS,           -21, "system call failed")                                \
   XX(ECANCELED,      -22, "canceled")                                          \
   XX(EAGAIN,         -23, "resource temporarily unavailable")                  \
-  XX(EDEP,           -24, "a task argument failed, so the task did not run")   \
-  XX(ENOTSUP,        -25, "not supported")
+  XX(ENOTSUP,        -24, "not supported")
 
 typedef enum rd_errno {
   RD_OK = 0,
 #define RD__ERR_ENUM(name, val, msg) RD_##name = (val),
   RD_ERRNO_MAP(RD__ERR_ENUM)
 #undef RD__ERR_ENUM
-  RD__ERR_MIN = -26
+  RD__ERR_MIN = -25
 } rd_errno;
 
 #ifdef __cplusplus

@@ -315,6 +315,26 @@ static int t_big_objects(void) {
   CHECK_EQ(b.size, n);
   for (size_t i = 0; i < n; i += 997) CHECK_EQ(((const unsigned char *)b.data)[i], (unsigned char)(i * 31 + 3));
   rd_buf_release(&b);
+  /* a by-value argument above the inline limit travels through the store */
+  {
+    size_t an = 2u << 20;
+    unsigned char *arg = malloc(an);
+    for (size_t i = 0; i < an; i++) arg[i] = (unsigned char)(i * 13);
+    unsigned long want = 1469598103934665603ul;
+    for (size_t i = 0; i < an; i += 4096) want = (want ^ arg[i]) * 1099511628211ul;
+    want = (want ^ arg[an - 1]) * 1099511628211ul;
+    want ^= an;
+    rd_ref cs;
+    CHECK_EQ(rd_submit(checksum, RD_ARGS(rd_arg_bytes(arg, an)), NULL, &cs), 0);
+    free(arg);   /* the runtime copied it */
+    CHECK_EQ(get_long(cs), (long)want);
+    rd_ref_release(cs);
+    usleep(50000);
+    rd_node_info ni;
+    CHECK_EQ(rd_node_info_get(&ni), 0);
+    /* only r (100 MiB) and big (100 MiB) remain in the store: the argument was freed */
+    CHECK_EQ(ni.store_used, 2 * (uint64_t)n);
+  }
   /* zero-copy put */
   void *w;
   rd_ref zc;
@@ -453,6 +473,16 @@ static int t_gpu_packing(void) {
 static int t_infeasible(void) {
   rd_config cfg;
   rd_config_init(&cfg);
+  /* bad configurations are refused before anything starts */
+  cfg.num_cpus = 2.5;
+  CHECK_EQ(rd_init(&cfg), RD_EINVAL);
+  cfg.num_cpus = 0;
+  cfg.custom_resources = "accel";
+  CHECK_EQ(rd_init(&cfg), RD_EINVAL);
+  cfg.custom_resources = NULL;
+  cfg.num_gpus = 0.5;
+  CHECK_EQ(rd_init(&cfg), RD_EINVAL);
+  rd_config_init(&cfg);
   cfg.num_gpus = 1;
   cfg.custom_resources = "accel=2";
   init_or_die(&cfg);
@@ -490,6 +520,7 @@ static int t_infeasible(void) {
   rd_ref dead = {0x123456789ull};
   CHECK_EQ(rd_submit(add_one, RD_ARGS(rd_arg_ref(dead)), NULL, &r), RD_EINVAL);
   CHECK_EQ(rd_get(&dead, 1, &b, 10), RD_EINVAL);
+  CHECK_EQ(rd_wait(&dead, 1, 1, 10, NULL), RD_EINVAL);
   CHECK_EQ(rd_init(NULL), RD_ESTATE);
   rd_shutdown();
   CHECK_EQ(rd_submit(add_one, RD_NO_ARGS, NULL, &r), RD_ESTATE);
