@@ -28,6 +28,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 #include <dirent.h>
+#include <dlfcn.h>
 
 #include "internal.h"
 #include "log.h"
@@ -1371,11 +1372,26 @@ int rd__connect_daemon(const char *session, int role, uint32_t worker_id) {
   return 0;
 }
 
-/* Where is the `raydist` program that runs the node daemon? */
+/* Where is the `raydist` program that runs the node daemon?  $RAYDIST_BIN,
+ * then next to this library (<prefix>/lib/.. /bin, or the build tree's
+ * runtime/), then the configured install and build directories. */
 static int find_raydist(char *out, size_t len) {
   const char *e = getenv("RAYDIST_BIN");
-  const char *cands[3] = {e, RD_INSTALL_BINDIR "/raydist", RD_BUILD_BINDIR "/raydist"};
-  for (int i = 0; i < 3; i++) {
+  char near_bin[PATH_MAX + 32] = "", near_build[PATH_MAX + 32] = "";
+  Dl_info di;
+  if (dladdr((void *)rd_init, &di) && di.dli_fname) {
+    char self[PATH_MAX];
+    if (realpath(di.dli_fname, self)) {
+      char *slash = strrchr(self, '/');
+      if (slash) {
+        *slash = 0;
+        snprintf(near_bin, sizeof(near_bin), "%s/../bin/raydist", self);
+        snprintf(near_build, sizeof(near_build), "%s/../runtime/raydist", self);
+      }
+    }
+  }
+  const char *cands[5] = {e, near_bin, near_build, RD_INSTALL_BINDIR "/raydist", RD_BUILD_BINDIR "/raydist"};
+  for (int i = 0; i < 5; i++) {
     if (cands[i] && *cands[i] && access(cands[i], X_OK) == 0) {
       snprintf(out, len, "%s", cands[i]);
       return 0;
