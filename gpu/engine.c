@@ -113,7 +113,7 @@ int rd_engine_open(const rd_engine_config *cfg, rd_engine **out) {
   if (e->max_seq > (size_t)mc->max_pos)
     return open_fail(cfg, e, seterr(e, RD_EINVAL, "max_seq_len %zu exceeds the model's %d positions", e->max_seq, mc->max_pos));
   e->dim = (size_t)mc->hidden;
-  e->max_tokens = cfg->max_tokens_per_pass ? cfg->max_tokens_per_pass : (cfg->device >= 0 ? 32768 : 8192);
+  e->max_tokens = cfg->max_tokens_per_pass ? cfg->max_tokens_per_pass : (cfg->device >= 0 ? 32768 : 2048);
   if (e->max_tokens < ((e->max_seq + 7) & ~(size_t)7)) e->max_tokens = (e->max_seq + 7) & ~(size_t)7;
 
   size_t nb = e->max_batch ? e->max_batch : 1;

@@ -43,7 +43,8 @@ typedef struct rd_engine_config {
   size_t max_batch;      /* most texts per rd_engine_embed call; 0: 256 */
   size_t max_seq_len;    /* tokens per text incl. [CLS]/[SEP], 2..model limit; 0: 256 */
   /* Tokens (padded, on the GPU) processed in one pass; bounds the workspace.
-   * 0: 8192 on the CPU, 32768 on a GPU.  Raised to max_seq_len if smaller. */
+   * 0: 2048 on the CPU (keeps activations in cache), 32768 on a GPU.  Raised
+   * to max_seq_len (rounded up to 8) if smaller. */
   size_t max_tokens_per_pass;
   rd_engine_precision precision;  /* GPU only */
   /* GPU only: refuse to open (RD_ENOMEM) when weights + workspace would need

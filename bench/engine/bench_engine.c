@@ -6,6 +6,7 @@
  *
  * usage: bench_engine [--threads N] [--device N|-1] [--bf16] [--min-time S]
  *                     [--batches 1,32,256] [--lens 32,128] [--model DIR]
+ *                     [--pass-tokens N]   (tokens per forward pass, engine default)
  * Lines starting with "RESULT" are parsed by run.sh. */
 #include <stdio.h>
 #include <stdlib.h>
@@ -34,6 +35,7 @@ static int parse_list(const char *s, size_t *v, int max) {
 
 int main(int argc, char **argv) {
   int threads = 1, device = -1, bf16 = 0;
+  size_t pass_tokens = 0; /* engine default */
   double min_time = 2.0;
   size_t batches[8] = {1, 32, 256}, lens[8] = {32, 128};
   int nb = 3, nl = 2;
@@ -47,9 +49,10 @@ int main(int argc, char **argv) {
     else if (!strcmp(argv[i], "--batches") && i + 1 < argc) nb = parse_list(argv[++i], batches, 8);
     else if (!strcmp(argv[i], "--lens") && i + 1 < argc) nl = parse_list(argv[++i], lens, 8);
     else if (!strcmp(argv[i], "--model") && i + 1 < argc) model = argv[++i];
+    else if (!strcmp(argv[i], "--pass-tokens") && i + 1 < argc) pass_tokens = strtoul(argv[++i], NULL, 10);
     else {
       fprintf(stderr, "usage: %s [--threads N] [--device N] [--bf16] [--min-time S] "
-                      "[--batches 1,32,256] [--lens 32,128] [--model DIR]\n", argv[0]);
+                      "[--batches 1,32,256] [--lens 32,128] [--model DIR] [--pass-tokens N]\n", argv[0]);
       return 2;
     }
   }
@@ -65,6 +68,7 @@ int main(int argc, char **argv) {
   cfg.threads = threads;
   cfg.max_batch = maxb;
   cfg.max_seq_len = maxl;
+  cfg.max_tokens_per_pass = pass_tokens;
   cfg.precision = bf16 ? RD_ENGINE_BF16 : RD_ENGINE_FP16;
   cfg.errbuf = err;
   cfg.errbuf_len = sizeof err;

@@ -27,12 +27,16 @@ have_torch=0
 if [ -x "$PYTHON" ] && "$PYTHON" -c "import torch, sentence_transformers" 2>/dev/null; then have_torch=1; fi
 [ $have_torch = 1 ] || echo "run.sh: no torch/sentence-transformers in $PYTHON: C figures only" >&2
 
+# C and PyTorch alternate per sequence length so that both see the same
+# machine (other load on a shared host skews whichever runs alone).
 for t in $THREADS; do
-  "$BENCH" --threads "$t" --min-time "$MIN_TIME" --batches "$BATCHES" --lens "$LENS" | tee -a "$OUT"
-  if [ $have_torch = 1 ]; then
-    "$PYTHON" "$ROOT/bench/engine/bench_torch.py" --threads "$t" --min-time "$MIN_TIME" \
-      --batches "$BATCHES" --lens "$LENS" 2>/dev/null | tee -a "$OUT"
-  fi
+  for len in $(echo "$LENS" | tr ',' ' '); do
+    "$BENCH" --threads "$t" --min-time "$MIN_TIME" --batches "$BATCHES" --lens "$len" | tee -a "$OUT"
+    if [ $have_torch = 1 ]; then
+      "$PYTHON" "$ROOT/bench/engine/bench_torch.py" --threads "$t" --min-time "$MIN_TIME" \
+        --batches "$BATCHES" --lens "$len" 2>/dev/null | tee -a "$OUT"
+    fi
+  done
 done
 
 ngpu=$("$PYTHON" -c "import torch; print(torch.cuda.device_count())" 2>/dev/null || echo 0)

@@ -18,7 +18,7 @@ static size_t orig_len, hdr_len;
 
 static void write_file(const char *path, const void *b, size_t n) {
   FILE *f = fopen(path, "wb");
-  CHECK(f && fwrite(b, 1, n, f) == n);
+  CHECK(f && (n == 0 || fwrite(b, 1, n, f) == n));
   fclose(f);
 }
 
