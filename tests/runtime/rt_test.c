@@ -524,6 +524,11 @@ static int t_infeasible(void) {
   CHECK_EQ(rd_init(NULL), RD_ESTATE);
   rd_shutdown();
   CHECK_EQ(rd_submit(add_one, RD_NO_ARGS, NULL, &r), RD_ESTATE);
+  /* two functions registered under one name: rd_init reports it */
+  static rd_function dup = {"add_one", NULL, NULL};
+  dup.fn = get_pid_impl;
+  rd_function_register_(&dup);
+  CHECK_EQ(rd_init(NULL), RD_EEXIST);
   return 0;
 }
 
