@@ -219,6 +219,110 @@ RD_EXTERN const char *rd_call_function_name(const rd_call *call);
 /* 0 on the first run, 1.. on retries after a worker died. */
 RD_EXTERN int rd_call_attempt(const rd_call *call);
 
+/* ----------------------------------------------------------------- actors */
+
+/* An actor is a worker process holding state built by its class's
+ * constructor; its methods run there one call at a time, and calls from one
+ * caller run in the order they were made.  The handle is a plain value that
+ * can be copied, and passed to tasks and other actors (rd_arg_actor). */
+typedef struct rd_actor {
+  uint64_t id;
+} rd_actor;
+
+/* Constructor: read its arguments with rd_arg(), set *state.  Non-zero (use
+ * rd_call_fail for a message) means the actor could not start: every call to
+ * it then fails with RD_EACTOR_DIED carrying that message. */
+typedef int (*rd_actor_init_fn)(rd_call *call, void **state);
+/* Destructor, run when the actor is killed gracefully (may be NULL). */
+typedef void (*rd_actor_fini_fn)(void *state);
+typedef int (*rd_actor_method_fn)(rd_call *call, void *state);
+
+typedef struct rd_actor_class {
+  const char *name;
+  rd_actor_init_fn init;
+  rd_actor_fini_fn fini;
+  struct rd_actor_class *next_;
+} rd_actor_class;
+
+typedef struct rd_actor_method {
+  const char *name;           /* "Class.method" */
+  const char *class_name;
+  rd_actor_method_fn fn;
+  struct rd_actor_method *next_;
+} rd_actor_method;
+
+RD_EXTERN void rd_actor_class_register_(rd_actor_class *c);
+RD_EXTERN void rd_actor_method_register_(rd_actor_method *m);
+
+/* RD_ACTOR_CLASS(Counter, counter_init, counter_fini) defines the global
+ * descriptor `rd_actor_class *const Counter`. */
+#define RD_ACTOR_CLASS(cls, init_fn, fini_fn)                                    \
+  static rd_actor_class cls##_class_desc_ = {#cls, init_fn, fini_fn, NULL};      \
+  rd_actor_class *const cls = &cls##_class_desc_;                                \
+  __attribute__((constructor)) static void cls##_class_register_(void) {         \
+    rd_actor_class_register_(&cls##_class_desc_);                                \
+  }
+/* RD_ACTOR_METHOD(Counter, incr) { ... } defines a method whose body sees
+ * `rd_call *call` and `void *state`, and the global descriptor
+ * `rd_actor_method *const Counter_incr`. */
+#define RD_ACTOR_METHOD(cls, method)                                             \
+  static int cls##_##method##_impl(rd_call *call, void *state);                 \
+  static rd_actor_method cls##_##method##_desc_ = {#cls "." #method, #cls,       \
+                                                   cls##_##method##_impl, NULL}; \
+  rd_actor_method *const cls##_##method = &cls##_##method##_desc_;               \
+  __attribute__((constructor)) static void cls##_##method##_register_(void) {    \
+    rd_actor_method_register_(&cls##_##method##_desc_);                          \
+  }                                                                              \
+  static int cls##_##method##_impl(rd_call *call, void *state)
+
+RD_EXTERN rd_actor_class *rd_actor_class_lookup(const char *name);
+/* Find "Class.method" (NULL when unknown). */
+RD_EXTERN rd_actor_method *rd_actor_method_lookup(const char *name);
+
+typedef struct rd_actor_opts {
+  double num_cpus;            /* held for the actor's life; default 0 */
+  double num_gpus;            /* default 0; fractions are packed onto one GPU */
+  uint64_t memory;            /* bytes, default 0 */
+  const char *resources;      /* custom resources "name=amount,..." */
+  const char *name;           /* register under this name (rd_actor_get); NULL = anonymous */
+  int max_restarts;           /* restarts after the process dies; default 0, -1 = unlimited */
+  int max_task_retries;       /* re-sends of calls in flight when it died; default 0 */
+  int max_concurrency;        /* 1 (default): one call at a time */
+  int priority;               /* placement priority, as for tasks */
+} rd_actor_opts;
+
+RD_EXTERN void rd_actor_opts_init(rd_actor_opts *o);
+
+/* Create an actor; returns as soon as the node has accepted it (the
+ * constructor runs in the background and calls wait for it).  args are the
+ * constructor's arguments (refs are waited for and copied in, since they are
+ * kept for restarts).  Errors: RD_EINVAL, RD_EINFEASIBLE, RD_EEXIST (name
+ * taken), RD_ENOFUNC (class not registered), RD_ESTATE. */
+RD_EXTERN int rd_actor_create(const rd_actor_class *cls, const rd_value *args, size_t nargs,
+                              const rd_actor_opts *opts, rd_actor *out) RD_MUST_CHECK;
+/* Call a method.  refs_out needs num_returns refs (1 when opts is NULL;
+ * only num_returns of opts is used).  A call to a dead actor still returns
+ * refs: rd_get on them gives RD_EACTOR_DIED with the reason. */
+RD_EXTERN int rd_actor_call(rd_actor actor, const rd_actor_method *method, const rd_value *args,
+                            size_t nargs, const rd_task_opts *opts, rd_ref *refs_out) RD_MUST_CHECK;
+RD_EXTERN int rd_actor_call_by_name(rd_actor actor, const char *method, const rd_value *args,
+                                    size_t nargs, const rd_task_opts *opts, rd_ref *refs_out) RD_MUST_CHECK;
+/* Find a named actor.  RD_ENOENT when no live actor has that name. */
+RD_EXTERN int rd_actor_get(const char *name, rd_actor *out) RD_MUST_CHECK;
+/* Kill the actor's process.  With no_restart (or no restarts left) it is dead
+ * for good; otherwise it restarts like after a crash. */
+RD_EXTERN int rd_actor_kill(rd_actor actor, int no_restart) RD_MUST_CHECK;
+/* Pass a handle as a task or method argument, and read it back inside. */
+static inline rd_value rd_arg_actor(const rd_actor *a) {
+  rd_value v = {RD_VALUE_BYTES, a, sizeof(*a), {0}};
+  return v;
+}
+RD_EXTERN int rd_call_arg_actor(rd_call *call, size_t i, rd_actor *out) RD_MUST_CHECK;
+/* Inside a method or constructor: which actor this is, and how many times
+ * it has been restarted. */
+RD_EXTERN rd_actor rd_call_actor(const rd_call *call);
+RD_EXTERN int rd_call_actor_restarts(const rd_call *call);
+
 /* ----------------------------------------------------------------- status */
 
 typedef struct rd_node_info {

@@ -37,13 +37,44 @@ enum { W_STARTING, W_IDLE, W_LEASED, W_DYING, W_DEAD };  /* DYING: killed, not y
 
 typedef struct node_worker node_worker;
 typedef struct node_client node_client;
+typedef struct node_actor node_actor;
 
 typedef struct lease_req {
   rd_sched_item item;
   node_client *owner;
   uint64_t req_id;
+  node_actor *actor;        /* placing this actor rather than leasing a worker */
   struct lease_req *next;   /* in owner's list */
 } lease_req;
+
+enum { A_PENDING, A_STARTING, A_ALIVE, A_DEAD };
+
+typedef struct parked_connect {
+  node_client *client;
+  uint64_t req_id;
+  struct parked_connect *next;
+} parked_connect;
+
+/* The actor table: what is needed to place, start and restart an actor. */
+struct node_actor {
+  uint64_t id;
+  char *cls;
+  char *name;               /* NULL = anonymous */
+  rd_resources res;
+  int priority;
+  ProtobufCBinaryData *args;
+  size_t nargs;
+  int max_restarts, restarts, max_task_retries, max_concurrency;
+  int state;
+  int no_restart;           /* killed for good: do not restart */
+  char *death;              /* why it is dead */
+  node_worker *worker;
+  node_client *creator;
+  lease_req *req;           /* while waiting for placement */
+  parked_connect *connects; /* callers waiting for it to be alive */
+  parked_connect *killers;  /* rd_actor_kill callers waiting for the old process to go */
+  node_actor *next;
+};
 
 /* A create whose id is held by an unsealed object: in practice the result of
  * an attempt whose worker just died, not yet reaped.  It waits until that
@@ -89,6 +120,8 @@ struct node_worker {
   node_client *lease_owner;
   rd_res_grant grant;
   char visible[64];
+  node_actor *actor;        /* the actor this worker hosts */
+  uint64_t kill_deadline;   /* graceful actor exit: SIGKILL after this */
   node_worker *next;
 };
 
@@ -110,6 +143,8 @@ static struct {
   uint64_t leases_granted;
   parked_get *parked;
   parked_create *parked_creates;
+  node_actor *actors;
+  uint64_t next_actor_id;
   uv_timer_t tick;
   uv_signal_t sigterm, sigint;
   char *job_exe;
@@ -121,6 +156,8 @@ static struct {
 static void client_drop(node_client *c, const char *why);
 static void dispatch(void);
 static void worker_spawn(void);
+static void actor_worker_gone(node_actor *a, const char *why);
+static void actor_place(node_actor *a, node_worker *w, const rd_res_grant *g);
 
 /* ------------------------------------------------------------- plumbing */
 
@@ -194,6 +231,12 @@ static void worker_on_exit(uv_process_t *p, int64_t status, int sig) {
   if (w->state == W_STARTING) N.nstarting--;
   if (w->state == W_IDLE) N.nidle--;
   w->state = W_DEAD;
+  if (w->actor) {
+    char why[160];
+    if (sig) snprintf(why, sizeof(why), "its worker process (pid %d) was killed by signal %d", w->pid, sig);
+    else snprintf(why, sizeof(why), "its worker process (pid %d) exited with status %lld", w->pid, (long long)status);
+    actor_worker_gone(w->actor, why);
+  }
   if (w->client) {
     w->client->worker = NULL;
     client_drop(w->client, "worker exited");
@@ -312,6 +355,17 @@ static void granted(rd_sched_item *it, const rd_res_grant *g, void *ctx) {
   for (lease_req **pp = &owner->reqs; *pp; pp = &(*pp)->next)
     if (*pp == r) { *pp = r->next; break; }
   node_worker *w = pick_idle_worker(g);
+  if (r->actor) {
+    node_actor *a = r->actor;
+    a->req = NULL;
+    free(r);
+    if (!w) {   /* cannot happen (can_run saw an idle worker); place it again later */
+      rd_res_release(&N.ledger, g);
+      return;
+    }
+    actor_place(a, w, g);
+    return;
+  }
   Rd__LeaseGrant lg = RD__LEASE_GRANT__INIT;
   lg.req_id = r->req_id;
   int sv[2];
@@ -445,6 +499,329 @@ static void on_lease_return(node_client *c, Rd__LeaseReturn *m) {
     }
   }
   /* already gone (the worker died): nothing to do */
+}
+
+/* -------------------------------------------------------------- actors */
+
+static node_actor *actor_find(uint64_t id) {
+  for (node_actor *a = N.actors; a; a = a->next)
+    if (a->id == id) return a;
+  return NULL;
+}
+
+static void reply_actor_id(node_client *c, uint64_t req_id, int status, const char *err, uint64_t id) {
+  Rd__ActorIdReply r = RD__ACTOR_ID_REPLY__INIT;
+  r.req_id = req_id;
+  r.status = status;
+  r.error = (char *)(err ? err : "");
+  r.actor_id = id;
+  send_msg(c, RD__MSG_TYPE__MSG_ACTOR_ID_REPLY, &r.base, -1);
+}
+
+static void reply_connect(node_client *c, uint64_t req_id, node_actor *a, int status, const char *err, int fd) {
+  Rd__ActorConnectReply r = RD__ACTOR_CONNECT_REPLY__INIT;
+  r.req_id = req_id;
+  r.status = status;
+  r.error = (char *)(err ? err : "");
+  r.actor_id = a ? a->id : 0;
+  r.max_task_retries = a ? a->max_task_retries : 0;
+  r.worker_pid = a && a->worker ? a->worker->pid : 0;
+  r.restarts = a ? (uint32_t)a->restarts : 0;
+  send_msg(c, RD__MSG_TYPE__MSG_ACTOR_CONNECT_REPLY, &r.base, fd);
+}
+
+/* Give caller c its own socket to the actor's worker. */
+static void actor_connect_now(node_actor *a, node_client *c, uint64_t req_id) {
+  int sv[2];
+  if (!a->worker || !a->worker->client || socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) != 0) {
+    reply_connect(c, req_id, a, RD_ESYS, "cannot make a socket to the actor", -1);
+    return;
+  }
+  Rd__ActorAttach at = RD__ACTOR_ATTACH__INIT;
+  at.actor_id = a->id;
+  send_msg(a->worker->client, RD__MSG_TYPE__MSG_ACTOR_ATTACH, &at.base, sv[0]);
+  reply_connect(c, req_id, a, 0, NULL, sv[1]);
+}
+
+static void actor_serve_connects(node_actor *a) {
+  while (a->connects) {
+    parked_connect *p = a->connects;
+    a->connects = p->next;
+    if (!p->client->dead) {
+      if (a->state == A_ALIVE) actor_connect_now(a, p->client, p->req_id);
+      else reply_connect(p->client, p->req_id, a, RD_EACTOR_DIED, a->death, -1);
+    }
+    free(p);
+  }
+}
+
+static void actor_answer_killers(node_actor *a) {
+  while (a->killers) {
+    parked_connect *p = a->killers;
+    a->killers = p->next;
+    if (!p->client->dead) reply_actor_id(p->client, p->req_id, 0, NULL, a->id);
+    free(p);
+  }
+}
+
+static void actor_schedule(node_actor *a) {
+  lease_req *r = calloc(1, sizeof(*r));
+  if (!r) {
+    a->state = A_DEAD;
+    free(a->death);
+    a->death = strdup("the node ran out of memory placing it");
+    actor_serve_connects(a);
+    return;
+  }
+  a->state = A_PENDING;
+  r->item.req = a->res;
+  r->item.priority = a->priority;
+  r->item.data = r;
+  r->owner = a->creator;
+  r->actor = a;
+  r->next = a->creator->reqs;
+  a->creator->reqs = r;
+  a->req = r;
+  rd_sched_queue_push(&N.queue, &r->item);
+}
+
+static void actor_die(node_actor *a, const char *why) {
+  if (a->state == A_DEAD) return;
+  rd__log(RD_LOG_INFO, "actor %llu (%s) is dead: %s", (unsigned long long)a->id, a->cls, why);
+  a->state = A_DEAD;
+  free(a->death);
+  a->death = strdup(why);
+  if (a->req) {
+    for (lease_req **pp = &a->creator->reqs; *pp; pp = &(*pp)->next)
+      if (*pp == a->req) { *pp = a->req->next; break; }
+    rd_sched_queue_remove(&N.queue, &a->req->item);
+    free(a->req);
+    a->req = NULL;
+  }
+  if (a->worker) {
+    node_worker *w = a->worker;
+    a->worker = NULL;
+    w->actor = NULL;
+    if (w->state == W_LEASED) {
+      rd_res_release(&N.ledger, &w->grant);
+      w->state = W_DYING;
+    }
+    if (w->pid > 0) kill(w->pid, SIGKILL);
+  }
+  actor_serve_connects(a);
+  actor_answer_killers(a);
+}
+
+/* The actor's worker is gone (crash, kill): restart it or declare it dead. */
+static void actor_worker_gone(node_actor *a, const char *why) {
+  if (a->worker) {
+    a->worker->actor = NULL;
+    a->worker = NULL;
+  }
+  actor_answer_killers(a);
+  if (a->state == A_DEAD) return;
+  char buf[400];
+  if (a->no_restart) {
+    snprintf(buf, sizeof(buf), "actor %s was killed by rd_actor_kill", a->cls);
+    actor_die(a, buf);
+  } else if (a->max_restarts < 0 || a->restarts < a->max_restarts) {
+    a->restarts++;
+    rd__log(RD_LOG_WARN, "actor %llu (%s): %s; restarting (restart %d of %s)", (unsigned long long)a->id, a->cls,
+            why, a->restarts, a->max_restarts < 0 ? "unlimited" : "max_restarts");
+    actor_schedule(a);
+    dispatch();
+  } else {
+    snprintf(buf, sizeof(buf), "actor %s died: %s; no restarts left (max_restarts=%d)", a->cls, why,
+             a->max_restarts);
+    actor_die(a, buf);
+  }
+}
+
+static void actor_place(node_actor *a, node_worker *w, const rd_res_grant *g) {
+  w->state = W_LEASED;
+  N.nidle--;
+  w->grant = *g;
+  w->lease_owner = NULL;
+  w->lease_id = 0;
+  w->actor = a;
+  rd_res_grant_visible_devices(g, w->visible, sizeof(w->visible));
+  a->worker = w;
+  a->state = A_STARTING;
+  Rd__ActorStart st = RD__ACTOR_START__INIT;
+  int32_t ids[RD_RES_MAX_GPUS];
+  int64_t shares[RD_RES_MAX_GPUS];
+  for (int i = 0; i < g->ngpus; i++) {
+    ids[i] = g->gpu_ids[i];
+    shares[i] = g->gpu_share[i];
+  }
+  st.actor_id = a->id;
+  st.class_name = a->cls;
+  st.n_args = a->nargs;
+  st.args = a->args;
+  st.n_gpu_ids = st.n_gpu_shares = (size_t)g->ngpus;
+  st.gpu_ids = ids;
+  st.gpu_shares = shares;
+  st.visible_devices = w->visible;
+  st.restarts = (uint32_t)a->restarts;
+  st.max_concurrency = a->max_concurrency;
+  send_msg(w->client, RD__MSG_TYPE__MSG_ACTOR_START, &st.base, -1);
+}
+
+static void on_actor_create(node_client *c, Rd__ActorCreate *m) {
+  rd_resources res;
+  char buf[300];
+  if (!m->class_name || !*m->class_name || rd__res_from_msg(m->res, &res) != 0 || m->max_restarts < -1 ||
+      m->max_task_retries < -1) {
+    reply_actor_id(c, m->req_id, RD_EINVAL, "invalid actor options", 0);
+    return;
+  }
+  if (!rd_res_feasible(&N.ledger, &res)) {
+    snprintf(buf, sizeof(buf), "actor %s asks for {CPU: %g, GPU: %g}, which this node can never give", m->class_name,
+             rd_res_to_double(res.cpu), rd_res_to_double(res.gpu));
+    reply_actor_id(c, m->req_id, RD_EINFEASIBLE, buf, 0);
+    return;
+  }
+  if (m->name && *m->name) {
+    for (node_actor *a = N.actors; a; a = a->next) {
+      if (a->state != A_DEAD && a->name && !strcmp(a->name, m->name)) {
+        snprintf(buf, sizeof(buf), "an actor named '%s' already exists", m->name);
+        reply_actor_id(c, m->req_id, RD_EEXIST, buf, 0);
+        return;
+      }
+    }
+  }
+  node_actor *a = calloc(1, sizeof(*a));
+  if (a) a->args = calloc(m->n_args ? m->n_args : 1, sizeof(*a->args));
+  int ok = a && a->args && (a->cls = strdup(m->class_name));
+  if (ok && m->name && *m->name) ok = (a->name = strdup(m->name)) != NULL;
+  for (size_t i = 0; ok && i < m->n_args; i++) {
+    a->args[i].len = m->args[i].len;
+    a->args[i].data = malloc(m->args[i].len ? m->args[i].len : 1);
+    ok = a->args[i].data != NULL;
+    if (ok && m->args[i].len) memcpy(a->args[i].data, m->args[i].data, m->args[i].len);
+    a->nargs = i + 1;
+  }
+  if (!ok) {
+    if (a) {
+      for (size_t i = 0; i < a->nargs; i++) free(a->args[i].data);
+      free(a->args); free(a->cls); free(a->name); free(a);
+    }
+    reply_actor_id(c, m->req_id, RD_ENOMEM, "node out of memory", 0);
+    return;
+  }
+  a->id = ++N.next_actor_id;
+  a->res = res;
+  a->priority = m->priority;
+  a->max_restarts = m->max_restarts;
+  a->max_task_retries = m->max_task_retries;
+  a->max_concurrency = m->max_concurrency > 0 ? m->max_concurrency : 1;
+  a->creator = c;
+  a->next = N.actors;
+  N.actors = a;
+  actor_schedule(a);
+  reply_actor_id(c, m->req_id, 0, NULL, a->id);
+  dispatch();
+}
+
+static void on_actor_ready(node_client *c, Rd__ActorReady *m) {
+  node_worker *w = c->worker;
+  node_actor *a = w ? w->actor : NULL;
+  if (!a || a->id != m->actor_id || a->state != A_STARTING) {
+    rd__log(RD_LOG_WARN, "client %u: unexpected actor-ready for %llu", c->id, (unsigned long long)m->actor_id);
+    return;
+  }
+  if (m->status == 0) {
+    a->state = A_ALIVE;
+    actor_serve_connects(a);
+    return;
+  }
+  char buf[600];
+  snprintf(buf, sizeof(buf), "the constructor of actor %s failed: %s", a->cls,
+           m->error && *m->error ? m->error : rd_strerror(m->status));
+  actor_die(a, buf);   /* kills the half-built worker too */
+}
+
+static void on_actor_connect(node_client *c, Rd__ActorConnect *m) {
+  node_actor *a = actor_find(m->actor_id);
+  if (!a) {
+    reply_connect(c, m->req_id, NULL, RD_ENOENT, "no such actor on this node", -1);
+    return;
+  }
+  if (a->state == A_ALIVE && m->dead_pid && a->worker && a->worker->pid == m->dead_pid) {
+    /* the caller saw this process's socket break before we saw it exit: it
+     * is dead or broken; make sure, and wait for the restart */
+    kill(a->worker->pid, SIGKILL);
+    a->state = A_STARTING;
+  }
+  if (a->state == A_ALIVE) {
+    actor_connect_now(a, c, m->req_id);
+    return;
+  }
+  if (a->state == A_DEAD) {
+    reply_connect(c, m->req_id, a, RD_EACTOR_DIED, a->death, -1);
+    return;
+  }
+  parked_connect *p = calloc(1, sizeof(*p));
+  if (!p) {
+    reply_connect(c, m->req_id, a, RD_ENOMEM, "node out of memory", -1);
+    return;
+  }
+  p->client = c;
+  p->req_id = m->req_id;
+  p->next = a->connects;
+  a->connects = p;
+}
+
+static void on_actor_kill(node_client *c, Rd__ActorKill *m) {
+  node_actor *a = actor_find(m->actor_id);
+  if (!a || a->state == A_DEAD) {
+    if (m->req_id) reply_actor_id(c, m->req_id, a ? 0 : RD_ENOENT, a ? NULL : "no such actor", m->actor_id);
+    return;
+  }
+  if (m->req_id) {   /* answered once the old process is gone */
+    parked_connect *p = calloc(1, sizeof(*p));
+    if (p) {
+      p->client = c;
+      p->req_id = m->req_id;
+      p->next = a->killers;
+      a->killers = p;
+    } else {
+      reply_actor_id(c, m->req_id, RD_ENOMEM, "node out of memory", a->id);
+    }
+  }
+  rd__log(RD_LOG_INFO, "client %u kills actor %llu (%s)%s", c->id, (unsigned long long)a->id, a->cls,
+          m->no_restart ? " for good" : "");
+  if (m->no_restart) a->no_restart = 1;
+  if (!m->no_restart && a->worker && a->worker->pid > 0) {
+    kill(a->worker->pid, SIGKILL);   /* a restart: no destructor, like a crash */
+  } else if (a->worker && a->worker->client) {
+    /* graceful: the worker runs the destructor and exits; SIGKILL after 2 s */
+    Rd__ActorKill k = RD__ACTOR_KILL__INIT;
+    k.actor_id = a->id;
+    k.no_restart = m->no_restart;
+    send_msg(a->worker->client, RD__MSG_TYPE__MSG_ACTOR_KILL, &k.base, -1);
+    a->worker->kill_deadline = rd__now_ns() + 2000000000ull;
+  } else if (a->worker && a->worker->pid > 0) {
+    kill(a->worker->pid, SIGKILL);
+  } else if (m->no_restart) {
+    char buf[200];
+    snprintf(buf, sizeof(buf), "actor %s was killed by rd_actor_kill", a->cls);
+    actor_die(a, buf);
+  } else {
+    actor_answer_killers(a);   /* not placed yet: nothing to kill */
+  }
+}
+
+static void on_actor_lookup(node_client *c, Rd__ActorLookup *m) {
+  for (node_actor *a = N.actors; a; a = a->next) {
+    if (a->state != A_DEAD && a->name && m->name && !strcmp(a->name, m->name)) {
+      reply_actor_id(c, m->req_id, 0, NULL, a->id);
+      return;
+    }
+  }
+  char buf[200];
+  snprintf(buf, sizeof(buf), "no live actor is named '%s'", m->name ? m->name : "");
+  reply_actor_id(c, m->req_id, RD_ENOENT, buf, 0);
 }
 
 /* ------------------------------------------------------------- objects */
@@ -711,6 +1088,11 @@ static void handle_frame(node_client *c, const rd__frame *f) {
     case RD__MSG_TYPE__MSG_OBJ_DELETE: d = &rd__obj_ids__descriptor; break;
     case RD__MSG_TYPE__MSG_NODE_INFO: d = &rd__node_info__descriptor; break;
     case RD__MSG_TYPE__MSG_SHUTDOWN: d = &rd__shutdown__descriptor; break;
+    case RD__MSG_TYPE__MSG_ACTOR_CREATE: d = &rd__actor_create__descriptor; break;
+    case RD__MSG_TYPE__MSG_ACTOR_READY: d = &rd__actor_ready__descriptor; break;
+    case RD__MSG_TYPE__MSG_ACTOR_CONNECT: d = &rd__actor_connect__descriptor; break;
+    case RD__MSG_TYPE__MSG_ACTOR_KILL: d = &rd__actor_kill__descriptor; break;
+    case RD__MSG_TYPE__MSG_ACTOR_LOOKUP: d = &rd__actor_lookup__descriptor; break;
     default: break;
   }
   if (!d || f->flags != 0) {
@@ -740,6 +1122,11 @@ static void handle_frame(node_client *c, const rd__frame *f) {
     case RD__MSG_TYPE__MSG_OBJ_RELEASE: on_obj_release(c, (Rd__ObjIds *)m); break;
     case RD__MSG_TYPE__MSG_OBJ_DELETE: on_obj_delete(c, (Rd__ObjIds *)m); break;
     case RD__MSG_TYPE__MSG_NODE_INFO: on_node_info(c, (Rd__NodeInfo *)m); break;
+    case RD__MSG_TYPE__MSG_ACTOR_CREATE: on_actor_create(c, (Rd__ActorCreate *)m); break;
+    case RD__MSG_TYPE__MSG_ACTOR_READY: on_actor_ready(c, (Rd__ActorReady *)m); break;
+    case RD__MSG_TYPE__MSG_ACTOR_CONNECT: on_actor_connect(c, (Rd__ActorConnect *)m); break;
+    case RD__MSG_TYPE__MSG_ACTOR_KILL: on_actor_kill(c, (Rd__ActorKill *)m); break;
+    case RD__MSG_TYPE__MSG_ACTOR_LOOKUP: on_actor_lookup(c, (Rd__ActorLookup *)m); break;
     case RD__MSG_TYPE__MSG_SHUTDOWN:
       if (c->role == ROLE_DRIVER) node_shutdown();
       else rd__log(RD_LOG_WARN, "client %u (not a driver) asked for shutdown; ignored", c->id);
@@ -765,9 +1152,36 @@ static void client_drop(node_client *c, const char *why) {
   if (rd__conn_want_write(&c->conn)) (void)rd__conn_flush(&c->conn);  /* best effort: the error frame */
   for (node_client **pp = &N.clients; *pp; pp = &(*pp)->next)
     if (*pp == c) { *pp = c->next; break; }
+  /* nothing parked may point at c once it is freed */
+  for (parked_get **pp = &N.parked; *pp;) {
+    parked_get *p = *pp;
+    if (p->client == c) { *pp = p->next; free(p->ids); free(p); } else pp = &p->next;
+  }
+  for (parked_create **pp = &N.parked_creates; *pp;) {
+    parked_create *p = *pp;
+    if (p->client == c) { *pp = p->next; free(p); } else pp = &p->next;
+  }
+  for (node_actor *a = N.actors; a; a = a->next) {
+    for (parked_connect **pp = &a->connects; *pp;) {
+      parked_connect *p = *pp;
+      if (p->client == c) { *pp = p->next; free(p); } else pp = &p->next;
+    }
+    for (parked_connect **pp = &a->killers; *pp;) {
+      parked_connect *p = *pp;
+      if (p->client == c) { *pp = p->next; free(p); } else pp = &p->next;
+    }
+  }
+  for (node_actor *a = N.actors; a; a = a->next) {
+    if (a->creator == c && a->state != A_DEAD) {
+      char buf[160];
+      snprintf(buf, sizeof(buf), "the process that created it (pid %d) exited", c->pid);
+      actor_die(a, buf);
+    }
+  }
   while (c->reqs) {
     lease_req *r = c->reqs;
     c->reqs = r->next;
+    if (r->actor) r->actor->req = NULL;
     rd_sched_queue_remove(&N.queue, &r->item);
     free(r);
   }
@@ -780,6 +1194,7 @@ static void client_drop(node_client *c, const char *why) {
     node_worker *w = c->worker;
     w->client = NULL;
     c->worker = NULL;
+    if (w->actor) actor_worker_gone(w->actor, "its worker process closed its connection to the node");
     if (w->state == W_IDLE) N.nidle--;
     if (w->state != W_DEAD && w->pid > 0) kill(w->pid, SIGKILL);  /* a worker without a conn is useless */
     if (w->state == W_LEASED) rd_res_release(&N.ledger, &w->grant);
@@ -848,6 +1263,12 @@ static void on_tick(uv_timer_t *t) {
   (void)t;
   if (N.parked) retry_parked(1);
   if (N.parked_creates) retry_parked_creates();
+  uint64_t now = rd__now_ns();
+  for (node_worker *w = N.workers; w; w = w->next)
+    if (w->kill_deadline && now > w->kill_deadline && w->pid > 0) {
+      kill(w->pid, SIGKILL);
+      w->kill_deadline = 0;
+    }
   flush_all();
 }
 
@@ -979,6 +1400,22 @@ int rd__node_main(const rd_node_opts *opts) {
     N.parked = p->next;
     free(p->ids);
     free(p);
+  }
+  while (N.actors) {
+    node_actor *a = N.actors;
+    N.actors = a->next;
+    for (size_t i = 0; i < a->nargs; i++) free(a->args[i].data);
+    while (a->connects) {
+      parked_connect *p = a->connects;
+      a->connects = p->next;
+      free(p);
+    }
+    while (a->killers) {
+      parked_connect *p = a->killers;
+      a->killers = p->next;
+      free(p);
+    }
+    free(a->args); free(a->cls); free(a->name); free(a->death); free(a);
   }
   rd_store_close(N.store);
   if (sc.spill_dir) rmdir(sc.spill_dir);

@@ -43,6 +43,8 @@ static void task_fail(rd__task *t, int err, const char *fmt, ...) __attribute__(
 static void class_dispatch(rd__sclass *c);
 static void fail_everything(int err, const char *why);
 static void wake_pumper(void);
+static void actor_dispatch(rd__actor *a);
+static void actor_conn_lost(rd__lease *l, const char *why);
 
 /* ------------------------------------------------------------- blobs */
 
@@ -201,6 +203,10 @@ static void task_fail(rd__task *t, int err, const char *fmt, ...) {
 
 /* All arguments are ready: fail fast on a failed argument, else queue. */
 static void task_make_ready(rd__task *t) {
+  if (t->actor) {   /* already queued in call order */
+    actor_dispatch(t->actor);
+    return;
+  }
   for (int i = 0; i < t->nargs; i++) {
     if (!t->args[i].by_ref) continue;
     rd__obj *o = obj_get(t->args[i].oid);
@@ -240,6 +246,7 @@ static int lease_push(rd__lease *l, rd__task *t) {
   Rd__Arg argv[RD_MAX_ARGS];
   Rd__Arg *argp[RD_MAX_ARGS];
   m.task_id = t->task_id;
+  m.actor_id = t->actor_id;
   m.func = (char *)t->func;
   m.attempt = (uint32_t)t->attempt;
   m.n_return_ids = (size_t)t->nret;
@@ -391,7 +398,7 @@ static void on_task_reply(rd__lease *l, Rd__TaskReply *m) {
   uint64_t start = t->pushed_ns > l->last_reply_ns ? t->pushed_ns : l->last_reply_ns;
   uint64_t svc = now > start ? now - start : 0;
   rd__sclass *c = l->cls;
-  c->ewma_ns = c->ewma_ns ? (c->ewma_ns * 7 + svc) / 8 : svc + 1;
+  if (c) c->ewma_ns = c->ewma_ns ? (c->ewma_ns * 7 + svc) / 8 : svc + 1;
   l->last_reply_ns = now;
 
   if (m->status != 0) {
@@ -415,6 +422,10 @@ static void on_task_reply(rd__lease *l, Rd__TaskReply *m) {
       obj_ready(o);
     }
     task_free(t);
+  }
+  if (!c) {
+    actor_dispatch(l->actor);
+    return;
   }
   if (l->ninflight == 0 && !c->qhead) l->idle_since = now;
   class_dispatch(c);
@@ -467,6 +478,152 @@ static void on_lease_grant(Rd__LeaseGrant *m, int fd) {
   class_dispatch(c);
 }
 
+/* ------------------------------------------------------------- actors */
+
+static rd__actor *actor_get(uint64_t id, int create) {
+  for (rd__actor *a = G.actors; a; a = a->next)
+    if (a->id == id) return a;
+  if (!create) return NULL;
+  rd__actor *a = calloc(1, sizeof(*a));
+  if (!a) return NULL;
+  a->id = id;
+  a->next = G.actors;
+  G.actors = a;
+  return a;
+}
+
+static void actor_fail_queue(rd__actor *a) {
+  while (a->qhead) {
+    rd__task *t = a->qhead;
+    a->qhead = t->next;
+    a->qlen--;
+    if (t->deps_pending > 0) {
+      /* still waiting for an argument: it fails when that arrives (dispatch) */
+      t->next = NULL;
+      continue;
+    }
+    task_fail(t, a->dead_err, "%s", a->dead_msg ? (const char *)a->dead_msg->data : rd_strerror(a->dead_err));
+  }
+  a->qtail = NULL;
+}
+
+/* Send what may be sent: calls go in order, each once its arguments are ready. */
+static void actor_dispatch(rd__actor *a) {
+  if (a->state == AH_DEAD) {
+    /* calls still waiting for arguments are failed when those arrive */
+    rd__task **pp = &a->qhead, *last = NULL;
+    while (*pp) {
+      rd__task *t = *pp;
+      if (t->deps_pending > 0) { last = t; pp = &t->next; continue; }
+      *pp = t->next;
+      a->qlen--;
+      task_fail(t, a->dead_err, "%s", a->dead_msg ? (const char *)a->dead_msg->data : rd_strerror(a->dead_err));
+    }
+    a->qtail = last;
+    return;
+  }
+  if (a->state == AH_IDLE && a->qhead && !G.dead) {
+    Rd__ActorConnect m = RD__ACTOR_CONNECT__INIT;
+    a->connect_req = ++G.next_req;
+    m.req_id = a->connect_req;
+    m.actor_id = a->id;
+    m.dead_pid = a->lost_pid;
+    if (rd__conn_send(&G.daemon, RD__MSG_TYPE__MSG_ACTOR_CONNECT, &m.base, -1) == 0) a->state = AH_CONNECTING;
+    return;
+  }
+  if (a->state != AH_CONNECTED) return;
+  while (a->qhead && a->qhead->deps_pending == 0) {
+    rd__task *t = a->qhead;
+    a->qhead = t->next;
+    if (!a->qhead) a->qtail = NULL;
+    a->qlen--;
+    int failed_arg = -1;
+    for (int i = 0; i < t->nargs && failed_arg < 0; i++) {
+      rd__obj *o = t->args[i].by_ref ? obj_get(t->args[i].oid) : NULL;
+      if (o && o->state == OBJ_FAILED) failed_arg = i;
+    }
+    if (failed_arg >= 0) {
+      rd__obj *o = obj_get(t->args[failed_arg].oid);
+      task_fail(t, o->err, "argument %d of '%s' failed: %s", failed_arg, t->func,
+                o->blob ? (const char *)o->blob->data : rd_strerror(o->err));
+    } else if (lease_push(a->conn, t) != 0) {
+      task_fail(t, RD_ENOMEM, "cannot encode call '%s'", t->func);
+    }
+  }
+}
+
+static void on_actor_connect_reply(Rd__ActorConnectReply *m, int fd) {
+  rd__actor *a = NULL;
+  for (rd__actor *x = G.actors; x; x = x->next)
+    if (x->state == AH_CONNECTING && x->connect_req == m->req_id) a = x;
+  if (!a) {
+    if (fd >= 0) close(fd);
+    return;
+  }
+  a->connect_req = 0;
+  if (m->status != 0 || fd < 0) {
+    if (fd >= 0) close(fd);
+    a->state = AH_DEAD;
+    a->dead_err = m->status == RD_ENOENT || m->status == RD_EACTOR_DIED || m->status == 0 ? RD_EACTOR_DIED : m->status;
+    blob_unref(a->dead_msg);
+    const char *why = m->error && *m->error ? m->error : rd_strerror(a->dead_err);
+    a->dead_msg = blob_new(why, strlen(why));
+    actor_dispatch(a);
+    return;
+  }
+  rd__lease *l = calloc(1, sizeof(*l));
+  if (!l) {
+    close(fd);
+    a->state = AH_IDLE;
+    return;
+  }
+  l->worker_pid = m->worker_pid;
+  l->actor = a;
+  rd__conn_init(&l->conn, fd);
+  a->conn = l;
+  a->max_task_retries = m->max_task_retries;
+  a->state = AH_CONNECTED;
+  actor_dispatch(a);
+}
+
+/* The socket to the actor broke (it died, or was killed): calls in flight are
+ * re-sent after the restart within max_task_retries, or fail. */
+static void actor_conn_lost(rd__lease *l, const char *why) {
+  rd__actor *a = l->actor;
+  rd__task *t = l->inhead;
+  int pid = l->worker_pid;
+  rd__conn_close(&l->conn);
+  free(l);
+  a->conn = NULL;
+  a->lost_pid = pid;
+  a->state = AH_IDLE;
+  rd__task *retry = NULL, **rt = &retry;
+  while (t) {
+    rd__task *next = t->next;
+    t->lease = NULL;
+    if (a->max_task_retries < 0 || t->attempt < a->max_task_retries) {
+      t->attempt++;
+      t->next = NULL;
+      *rt = t;
+      rt = &t->next;
+    } else {
+      task_fail(t, RD_EACTOR_DIED, "actor %llu (worker pid %d) %s while running '%s' (max_task_retries=%d)",
+                (unsigned long long)a->id, pid, why, t->func, a->max_task_retries);
+    }
+    t = next;
+  }
+  if (retry) {   /* in order, ahead of the calls not sent yet */
+    *rt = a->qhead;
+    a->qhead = retry;
+    size_t n = 0;
+    rd__task *last = NULL;
+    for (rd__task *x = a->qhead; x; x = x->next) { n++; last = x; }
+    a->qlen = n;
+    a->qtail = last;
+  }
+  actor_dispatch(a);
+}
+
 /* ---------------------------------------------------------- the pump */
 
 static void handle_daemon_frame(const rd__frame *f) {
@@ -478,6 +635,11 @@ static void handle_daemon_frame(const rd__frame *f) {
     case RD__MSG_TYPE__MSG_OBJ_GET_REPLY: d = &rd__obj_get_reply__descriptor; break;
     case RD__MSG_TYPE__MSG_NODE_INFO_REPLY: d = &rd__node_info_reply__descriptor; break;
     case RD__MSG_TYPE__MSG_ERROR: d = &rd__error__descriptor; break;
+    case RD__MSG_TYPE__MSG_ACTOR_ID_REPLY: d = &rd__actor_id_reply__descriptor; break;
+    case RD__MSG_TYPE__MSG_ACTOR_CONNECT_REPLY: d = &rd__actor_connect_reply__descriptor; break;
+    case RD__MSG_TYPE__MSG_ACTOR_START: d = &rd__actor_start__descriptor; break;
+    case RD__MSG_TYPE__MSG_ACTOR_ATTACH: d = &rd__actor_attach__descriptor; break;
+    case RD__MSG_TYPE__MSG_ACTOR_KILL: d = &rd__actor_kill__descriptor; break;
     default: break;
   }
   int fd = (f->flags & RD_FRAME_FLAG_FD) ? rd__conn_take_fd(&G.daemon) : -1;
@@ -495,6 +657,22 @@ static void handle_daemon_frame(const rd__frame *f) {
       if (G.is_worker) rd__worker_on_assign((Rd__LeaseAssign *)m, fd);
       else if (fd >= 0) close(fd);
       break;
+    case RD__MSG_TYPE__MSG_ACTOR_CONNECT_REPLY:
+      on_actor_connect_reply((Rd__ActorConnectReply *)m, fd);
+      break;
+    case RD__MSG_TYPE__MSG_ACTOR_ATTACH:
+      if (G.is_worker) rd__worker_on_attach((Rd__ActorAttach *)m, fd);
+      else if (fd >= 0) close(fd);
+      break;
+    case RD__MSG_TYPE__MSG_ACTOR_START:
+      if (G.is_worker && !G.actor_start) {
+        G.actor_start = (Rd__ActorStart *)m;   /* the worker loop runs the constructor */
+        return;
+      }
+      break;
+    case RD__MSG_TYPE__MSG_ACTOR_KILL:
+      G.actor_kill = 1;
+      break;
     case RD__MSG_TYPE__MSG_ERROR: {
       Rd__Error *e = (Rd__Error *)m;
       rd__log(RD_LOG_ERROR, "node daemon: %s (%s)", e->message, rd_err_name(e->status));
@@ -505,6 +683,7 @@ static void handle_daemon_frame(const rd__frame *f) {
       if (f->type == RD__MSG_TYPE__MSG_OBJ_CREATE_REPLY) req = ((Rd__ObjCreateReply *)m)->req_id;
       if (f->type == RD__MSG_TYPE__MSG_OBJ_GET_REPLY) req = ((Rd__ObjGetReply *)m)->req_id;
       if (f->type == RD__MSG_TYPE__MSG_NODE_INFO_REPLY) req = ((Rd__NodeInfoReply *)m)->req_id;
+      if (f->type == RD__MSG_TYPE__MSG_ACTOR_ID_REPLY) req = ((Rd__ActorIdReply *)m)->req_id;
       if (fd >= 0) close(fd);
       for (int i = 0; i < RD_MAX_WAITING_REPLIES; i++) {
         if (G.replies[i].req_id == req && !G.replies[i].msg && G.replies[i].type == f->type) {
@@ -574,6 +753,8 @@ void rd__flush_all(void) {
   for (rd__sclass *c = G.classes; c; c = c->next)
     for (rd__lease *l = c->leases; l; l = l->next)
       if (rd__conn_want_write(&l->conn)) (void)rd__conn_flush(&l->conn);
+  for (rd__actor *a = G.actors; a; a = a->next)
+    if (a->conn && rd__conn_want_write(&a->conn->conn)) (void)rd__conn_flush(&a->conn->conn);
   for (rd__serve *s = G.serves; s; s = s->next)
     if (!s->closed && rd__conn_want_write(&s->conn) && rd__conn_flush(&s->conn) < 0) s->closed = 1;
 }
@@ -614,6 +795,24 @@ static void fail_everything(int err, const char *why) {
     }
     c->qtail = NULL;
   }
+  for (rd__actor *a = G.actors; a; a = a->next) {
+    rd__task *t = a->conn ? a->conn->inhead : NULL;
+    if (a->conn) {
+      rd__conn_close(&a->conn->conn);
+      free(a->conn);
+      a->conn = NULL;
+    }
+    while (t) {
+      rd__task *nx = t->next;
+      task_fail(t, err, "%s", why);
+      t = nx;
+    }
+    a->state = AH_DEAD;
+    a->dead_err = err;
+    blob_unref(a->dead_msg);
+    a->dead_msg = blob_new(why, strlen(why));
+    actor_fail_queue(a);
+  }
   pthread_cond_broadcast(&G.cv);
 }
 
@@ -632,6 +831,21 @@ int rd__pump(int64_t timeout_ms) {
     ts.tv_nsec %= 1000000000;
     pthread_cond_timedwait(&G.cv, &G.mu, &ts);
     return 0;
+  }
+  /* frames read ahead by the blocking handshake are in the buffer already:
+   * handle them before sleeping on a socket that has nothing more to say */
+  if (G.daemon.rbuf.len > G.daemon.rbuf.off) {
+    rd__frame f;
+    int any = 0;
+    while (rd__conn_next(&G.daemon, &f) == 1) {
+      handle_daemon_frame(&f);
+      any = 1;
+    }
+    if (any) {
+      rd__flush_all();
+      pthread_cond_broadcast(&G.cv);
+      return 0;
+    }
   }
   rd__flush_all();
   uint64_t now = rd__now_ns();
@@ -656,6 +870,12 @@ int rd__pump(int64_t timeout_ms) {
         if (idle_wait < 0 || left < idle_wait) idle_wait = left;
       }
     }
+  }
+  for (rd__actor *a = G.actors; a && n < MAX_POLL; a = a->next) {
+    if (!a->conn) continue;
+    rd__lease *l = a->conn;
+    pf[n] = (struct pollfd){l->conn.fd, POLLIN | (rd__conn_want_write(&l->conn) ? POLLOUT : 0), 0};
+    kind[n] = 1; who[n++] = l;
   }
   for (rd__serve *s = G.serves; s && n < MAX_POLL; s = s->next) {
     if (s->closed) continue;
@@ -692,7 +912,9 @@ int rd__pump(int64_t timeout_ms) {
     } else if (kind[i] == 1) {
       rd__lease *l = who[i];
       int dr = conn_drain(&l->conn, lease_fn, l, &l->broken);
-      if (dr != 0) lease_lost(l, dr == RD_EPROTO || l->broken ? "sent a malformed frame" : "died");
+      const char *why = dr == RD_EPROTO || l->broken ? "sent a malformed frame" : "died";
+      if (dr != 0 && l->actor) actor_conn_lost(l, why);
+      else if (dr != 0) lease_lost(l, why);
       /* lease lists may have changed: stop here, the next round re-polls */
       if (dr != 0) break;
     } else {
@@ -704,7 +926,7 @@ int rd__pump(int64_t timeout_ms) {
   for (rd__serve **pp = &G.serves; *pp;) {
     rd__serve *s = *pp;
     if (s->closed) {
-      int busy = 0;
+      int busy = s->busy;
       for (rd__wtask *w = G.wq_head; w; w = w->next) busy |= w->from == s;
       if (!busy) {
         *pp = s->next;
@@ -1085,6 +1307,120 @@ static int opts_to_resources(const rd_task_opts *o, rd_resources *r, char *err, 
   return 0;
 }
 
+/* Everything a task and an actor call share: arguments (large ones through
+ * the store), dependencies, return objects.  Called with the mutex held;
+ * exactly one of cls and actor is set.  Nothing changes on error. */
+static int submit_task(const char *func, rd__sclass *cls, rd__actor *actor, const rd_value *args, size_t nargs,
+                       int nret, int max_retries, rd_ref *refs_out) {
+  size_t bytes = 0;
+  for (size_t i = 0; i < nargs; i++) {
+    if (args[i].kind == RD_VALUE_BYTES && args[i].size <= G.inline_max) bytes += args[i].size;
+    if (args[i].kind == RD_VALUE_REF) {
+      rd__obj *o = obj_get(args[i].ref.id);
+      if (!o) {
+        rd__log(RD_LOG_WARN, "rd_submit '%s': argument %zu is not a live reference", func, i);
+        return RD_EINVAL;
+      }
+      /* room to record this task as a dependent, reserved before any change */
+      if (!obj_is_ready(o) && o->capdeps < o->ndeps + (int)nargs) {
+        rd__task **p = realloc(o->deps, (size_t)(o->ndeps + (int)nargs) * sizeof(*p));
+        if (!p) { return RD_ENOMEM; }
+        o->deps = p;
+        o->capdeps = o->ndeps + (int)nargs;
+      }
+    }
+  }
+  rd__task *t = calloc(1, sizeof(*t) + nargs * sizeof(rd__targ) + bytes);
+  rd__obj *rets[RD_MAX_RETURNS] = {0};
+  int ok = t && (cls || actor) && rd__u64map_reserve(&G.objs, G.objs.count + (uint64_t)nret + nargs) == 0;
+  for (int i = 0; ok && i < nret; i++) ok = (rets[i] = calloc(1, sizeof(rd__obj))) != NULL;
+  /* by-value arguments above the inline limit travel through the store once */
+  uint64_t big_ids[RD_MAX_ARGS];
+  int nbig = 0;
+  for (size_t i = 0; ok && i < nargs; i++) {
+    if (args[i].kind != RD_VALUE_BYTES || args[i].size <= G.inline_max) continue;
+    uint64_t id = rd__oid_make(G.client_id, ++G.next_seq);
+    uint8_t *p;
+    char err[256];
+    int cr = rd__store_create(id, args[i].size, &p, err, sizeof(err));
+    if (cr != 0) {
+      rd__log(RD_LOG_WARN, "rd_submit '%s': argument %zu: %s", func, i, err);
+      for (int k = 0; k < nbig; k++) {
+        rd__obj *o = obj_get(big_ids[k]);
+        o->refs = 0;
+        obj_maybe_free(o);
+      }
+      for (int k = 0; k < RD_MAX_RETURNS; k++) free(rets[k]);
+      free(t);
+      rd__flush_all();
+      return cr;
+    }
+    memcpy(p, args[i].data, args[i].size);
+    rd__store_seal(id);
+    rd__obj *o = obj_new(id, OBJ_STORE);   /* map room reserved above */
+    if (!o) { ok = 0; break; }
+    big_ids[nbig++] = id;
+  }
+  if (!ok) {
+    for (int k = 0; k < RD_MAX_RETURNS; k++) free(rets[k]);
+    free(t);
+    return RD_ENOMEM;
+  }
+  uint8_t *data = (uint8_t *)&t->args[nargs];
+  t->task_id = ++G.next_task;
+  t->func = func;
+  t->cls = cls;
+  t->actor = actor;
+  t->actor_id = actor ? actor->id : 0;
+  t->nargs = (int)nargs;
+  t->nret = nret;
+  t->max_retries = max_retries < 0 ? 3 : max_retries;
+  t->retries_left = t->max_retries;
+  int kbig = 0;
+  for (size_t i = 0; i < nargs; i++) {
+    rd__targ *a = &t->args[i];
+    if (args[i].kind == RD_VALUE_BYTES && args[i].size <= G.inline_max) {
+      if (args[i].size) memcpy(data, args[i].data, args[i].size);
+      a->data = data;
+      a->size = args[i].size;
+      data += args[i].size;
+    } else {
+      rd__obj *o = obj_get(args[i].kind == RD_VALUE_REF ? args[i].ref.id : big_ids[kbig++]);
+      a->by_ref = 1;
+      a->oid = o->id;
+      o->uses++;
+      if (args[i].kind == RD_VALUE_BYTES) o->refs = 0;   /* only this task holds it */
+      if (!obj_is_ready(o)) {   /* pending result or unsealed put */
+        t->deps_pending++;
+        o->deps[o->ndeps++] = t;
+      }
+    }
+  }
+  for (int i = 0; i < t->nret; i++) {
+    t->ret_ids[i] = rd__oid_make(G.client_id, ++G.next_seq);
+    rd__obj *o = rets[i];
+    o->id = t->ret_ids[i];
+    o->state = OBJ_PENDING;
+    o->refs = 1;
+    rd__u64map_put(&G.objs, o->id, o);
+    refs_out[i].id = t->ret_ids[i];
+  }
+  if (actor) {   /* calls keep their order: queued now, sent when their turn and arguments come */
+    t->next = NULL;
+    if (actor->qtail) actor->qtail->next = t;
+    else actor->qhead = t;
+    actor->qtail = t;
+    actor->qlen++;
+    actor_dispatch(actor);
+  } else if (t->deps_pending == 0) {
+    task_make_ready(t);
+  }
+  if (!G.pumping) rd__flush_all();
+  else wake_pumper();
+  return 0;
+}
+
+
 int rd_submit(const rd_function *fn, const rd_value *args, size_t nargs, const rd_task_opts *opts,
               rd_ref *refs_out) {
   rd_task_opts dflt;
@@ -1123,106 +1459,10 @@ int rd_submit(const rd_function *fn, const rd_value *args, size_t nargs, const r
     pthread_mutex_unlock(&G.mu);
     return RD_EINFEASIBLE;
   }
-  size_t bytes = 0;
-  for (size_t i = 0; i < nargs; i++) {
-    if (args[i].kind == RD_VALUE_BYTES && args[i].size <= G.inline_max) bytes += args[i].size;
-    if (args[i].kind == RD_VALUE_REF) {
-      rd__obj *o = obj_get(args[i].ref.id);
-      if (!o) {
-        rd__log(RD_LOG_WARN, "rd_submit '%s': argument %zu is not a live reference", fn->name, i);
-        pthread_mutex_unlock(&G.mu);
-        return RD_EINVAL;
-      }
-      /* room to record this task as a dependent, reserved before any change */
-      if (!obj_is_ready(o) && o->capdeps < o->ndeps + (int)nargs) {
-        rd__task **p = realloc(o->deps, (size_t)(o->ndeps + (int)nargs) * sizeof(*p));
-        if (!p) { pthread_mutex_unlock(&G.mu); return RD_ENOMEM; }
-        o->deps = p;
-        o->capdeps = o->ndeps + (int)nargs;
-      }
-    }
-  }
-  rd__task *t = calloc(1, sizeof(*t) + nargs * sizeof(rd__targ) + bytes);
   rd__sclass *cls = class_get(&res, opts->priority);
-  rd__obj *rets[RD_MAX_RETURNS] = {0};
-  int ok = t && cls && rd__u64map_reserve(&G.objs, G.objs.count + (uint64_t)opts->num_returns + nargs) == 0;
-  for (int i = 0; ok && i < opts->num_returns; i++) ok = (rets[i] = calloc(1, sizeof(rd__obj))) != NULL;
-  /* by-value arguments above the inline limit travel through the store once */
-  uint64_t big_ids[RD_MAX_ARGS];
-  int nbig = 0;
-  for (size_t i = 0; ok && i < nargs; i++) {
-    if (args[i].kind != RD_VALUE_BYTES || args[i].size <= G.inline_max) continue;
-    uint64_t id = rd__oid_make(G.client_id, ++G.next_seq);
-    uint8_t *p;
-    char err[256];
-    int cr = rd__store_create(id, args[i].size, &p, err, sizeof(err));
-    if (cr != 0) {
-      rd__log(RD_LOG_WARN, "rd_submit '%s': argument %zu: %s", fn->name, i, err);
-      for (int k = 0; k < nbig; k++) {
-        rd__obj *o = obj_get(big_ids[k]);
-        o->refs = 0;
-        obj_maybe_free(o);
-      }
-      for (int k = 0; k < RD_MAX_RETURNS; k++) free(rets[k]);
-      free(t);
-      rd__flush_all();
-      pthread_mutex_unlock(&G.mu);
-      return cr;
-    }
-    memcpy(p, args[i].data, args[i].size);
-    rd__store_seal(id);
-    rd__obj *o = obj_new(id, OBJ_STORE);   /* map room reserved above */
-    if (!o) { ok = 0; break; }
-    big_ids[nbig++] = id;
-  }
-  if (!ok) {
-    for (int k = 0; k < RD_MAX_RETURNS; k++) free(rets[k]);
-    free(t);
-    pthread_mutex_unlock(&G.mu);
-    return RD_ENOMEM;
-  }
-  uint8_t *data = (uint8_t *)&t->args[nargs];
-  t->task_id = ++G.next_task;
-  t->func = fn->name;
-  t->cls = cls;
-  t->nargs = (int)nargs;
-  t->nret = opts->num_returns;
-  t->max_retries = opts->max_retries < 0 ? 3 : opts->max_retries;
-  t->retries_left = t->max_retries;
-  int kbig = 0;
-  for (size_t i = 0; i < nargs; i++) {
-    rd__targ *a = &t->args[i];
-    if (args[i].kind == RD_VALUE_BYTES && args[i].size <= G.inline_max) {
-      if (args[i].size) memcpy(data, args[i].data, args[i].size);
-      a->data = data;
-      a->size = args[i].size;
-      data += args[i].size;
-    } else {
-      rd__obj *o = obj_get(args[i].kind == RD_VALUE_REF ? args[i].ref.id : big_ids[kbig++]);
-      a->by_ref = 1;
-      a->oid = o->id;
-      o->uses++;
-      if (args[i].kind == RD_VALUE_BYTES) o->refs = 0;   /* only this task holds it */
-      if (!obj_is_ready(o)) {   /* pending result or unsealed put */
-        t->deps_pending++;
-        o->deps[o->ndeps++] = t;
-      }
-    }
-  }
-  for (int i = 0; i < t->nret; i++) {
-    t->ret_ids[i] = rd__oid_make(G.client_id, ++G.next_seq);
-    rd__obj *o = rets[i];
-    o->id = t->ret_ids[i];
-    o->state = OBJ_PENDING;
-    o->refs = 1;
-    rd__u64map_put(&G.objs, o->id, o);
-    refs_out[i].id = t->ret_ids[i];
-  }
-  if (t->deps_pending == 0) task_make_ready(t);
-  if (!G.pumping) rd__flush_all();
-  else wake_pumper();
+  r = cls ? submit_task(fn->name, cls, NULL, args, nargs, opts->num_returns, opts->max_retries, refs_out) : RD_ENOMEM;
   pthread_mutex_unlock(&G.mu);
-  return 0;
+  return r;
 }
 
 int rd_submit_by_name(const char *name, const rd_value *args, size_t nargs, const rd_task_opts *opts,
@@ -1270,6 +1510,176 @@ int rd_node_info_get(rd_node_info *out) {
 
 const char *rd_session_dir(void) { return G.session; }
 int rd_is_worker(void) { return G.is_worker; }
+
+
+/* ---------------------------------------------------------- actor API */
+
+void rd_actor_opts_init(rd_actor_opts *o) {
+  memset(o, 0, sizeof(*o));
+  o->max_concurrency = 1;
+}
+
+int rd_actor_create(const rd_actor_class *cls, const rd_value *args, size_t nargs, const rd_actor_opts *opts,
+                    rd_actor *out) {
+  rd_actor_opts dflt;
+  if (!opts) {
+    rd_actor_opts_init(&dflt);
+    opts = &dflt;
+  }
+  if (!cls || !cls->name || !out || (nargs && !args) || nargs > RD_MAX_ARGS || opts->max_restarts < -1 ||
+      opts->max_task_retries < -1 || opts->max_concurrency < 0) {
+    rd__log(RD_LOG_WARN, "rd_actor_create: invalid class, arguments or options");
+    return RD_EINVAL;
+  }
+  if (!rd_actor_class_lookup(cls->name)) {
+    rd__log(RD_LOG_WARN, "rd_actor_create: actor class '%s' is not registered", cls->name);
+    return RD_ENOFUNC;
+  }
+  rd_task_opts to;
+  rd_task_opts_init(&to);
+  to.num_cpus = opts->num_cpus;
+  to.num_gpus = opts->num_gpus;
+  to.memory = opts->memory;
+  to.resources = opts->resources;
+  rd_resources res;
+  char err[256];
+  if (opts_to_resources(&to, &res, err, sizeof(err)) != 0) {
+    rd__log(RD_LOG_WARN, "rd_actor_create: %s", err);
+    return RD_EINVAL;
+  }
+  /* constructor arguments are kept by the node for restarts: copy them in,
+   * waiting for refs (outside the lock, through the public rd_get) */
+  ProtobufCBinaryData bin[RD_MAX_ARGS];
+  rd_buf held[RD_MAX_ARGS];
+  size_t nheld = 0;
+  int r = 0;
+  for (size_t i = 0; i < nargs && r == 0; i++) {
+    if (args[i].kind == RD_VALUE_BYTES) {
+      if (args[i].size && !args[i].data) r = RD_EINVAL;
+      bin[i].data = (uint8_t *)args[i].data;
+      bin[i].len = args[i].size;
+    } else if (args[i].kind == RD_VALUE_REF) {
+      r = rd_get(&args[i].ref, 1, &held[nheld], RD_TIMEOUT_INF);
+      if (r != 0) {
+        rd__log(RD_LOG_WARN, "rd_actor_create: constructor argument %zu failed: %s", i, rd_err_name(r));
+        rd_buf_release(&held[nheld]);
+        break;
+      }
+      bin[i].data = (uint8_t *)held[nheld].data;
+      bin[i].len = held[nheld].size;
+      nheld++;
+    } else {
+      r = RD_EINVAL;
+    }
+  }
+  if (r == 0) {
+    pthread_mutex_lock(&G.mu);
+    if (!G.inited) {
+      r = RD_ESTATE;
+    } else if (!rd_res_feasible(&G.totals, &res)) {
+      rd__log(RD_LOG_WARN, "rd_actor_create '%s': {CPU: %g, GPU: %g} can never be satisfied by this node", cls->name,
+              opts->num_cpus, opts->num_gpus);
+      r = RD_EINFEASIBLE;
+    } else {
+      Rd__ActorCreate m = RD__ACTOR_CREATE__INIT;
+      rd__res_msg rm;
+      rd__res_to_msg(&res, &rm);
+      m.req_id = ++G.next_req;
+      m.class_name = (char *)cls->name;
+      m.res = &rm.msg;
+      m.name = (char *)(opts->name ? opts->name : "");
+      m.max_restarts = opts->max_restarts;
+      m.max_task_retries = opts->max_task_retries;
+      m.max_concurrency = opts->max_concurrency > 0 ? opts->max_concurrency : 1;
+      m.priority = opts->priority;
+      m.n_args = nargs;
+      m.args = bin;
+      ProtobufCMessage *rep = NULL;
+      r = rd__daemon_call(RD__MSG_TYPE__MSG_ACTOR_CREATE, &m.base, m.req_id, RD__MSG_TYPE__MSG_ACTOR_ID_REPLY, &rep,
+                          30000);
+      if (r == 0) {
+        Rd__ActorIdReply *ar = (Rd__ActorIdReply *)rep;
+        r = ar->status;
+        if (r == 0) out->id = ar->actor_id;
+        else rd__log(RD_LOG_WARN, "rd_actor_create '%s': %s", cls->name, ar->error);
+        protobuf_c_message_free_unpacked(rep, NULL);
+      }
+    }
+    pthread_mutex_unlock(&G.mu);
+  }
+  for (size_t i = 0; i < nheld; i++) rd_buf_release(&held[i]);
+  return r;
+}
+
+int rd_actor_call_by_name(rd_actor actor, const char *method, const rd_value *args, size_t nargs,
+                          const rd_task_opts *opts, rd_ref *refs_out) {
+  int nret = opts ? opts->num_returns : 1;
+  if (!method || !refs_out || (nargs && !args) || nargs > RD_MAX_ARGS || nret < 1 || nret > RD_MAX_RETURNS) {
+    rd__log(RD_LOG_WARN, "rd_actor_call: invalid method, arguments or num_returns");
+    return RD_EINVAL;
+  }
+  for (size_t i = 0; i < nargs; i++) {
+    if ((args[i].kind == RD_VALUE_BYTES && args[i].size && !args[i].data) ||
+        (args[i].kind != RD_VALUE_BYTES && args[i].kind != RD_VALUE_REF)) {
+      rd__log(RD_LOG_WARN, "rd_actor_call '%s': bad argument %zu", method, i);
+      return RD_EINVAL;
+    }
+  }
+  LOCKED_OR(RD_ESTATE);
+  int r;
+  rd__actor *a = actor.id ? actor_get(actor.id, 1) : NULL;
+  if (G.dead) r = RD_ENODE_DIED;
+  else if (!a) r = actor.id ? RD_ENOMEM : RD_EINVAL;
+  else r = submit_task(method, NULL, a, args, nargs, nret, 0, refs_out);
+  pthread_mutex_unlock(&G.mu);
+  return r;
+}
+
+int rd_actor_call(rd_actor actor, const rd_actor_method *method, const rd_value *args, size_t nargs,
+                  const rd_task_opts *opts, rd_ref *refs_out) {
+  if (!method) return RD_EINVAL;
+  return rd_actor_call_by_name(actor, method->name, args, nargs, opts, refs_out);
+}
+
+int rd_actor_get(const char *name, rd_actor *out) {
+  if (!name || !*name || !out) return RD_EINVAL;
+  LOCKED_OR(RD_ESTATE);
+  Rd__ActorLookup m = RD__ACTOR_LOOKUP__INIT;
+  m.req_id = ++G.next_req;
+  m.name = (char *)name;
+  ProtobufCMessage *rep = NULL;
+  int r = rd__daemon_call(RD__MSG_TYPE__MSG_ACTOR_LOOKUP, &m.base, m.req_id, RD__MSG_TYPE__MSG_ACTOR_ID_REPLY, &rep,
+                          30000);
+  if (r == 0) {
+    Rd__ActorIdReply *ar = (Rd__ActorIdReply *)rep;
+    r = ar->status;
+    if (r == 0) out->id = ar->actor_id;
+    protobuf_c_message_free_unpacked(rep, NULL);
+  }
+  pthread_mutex_unlock(&G.mu);
+  return r;
+}
+
+int rd_actor_kill(rd_actor actor, int no_restart) {
+  if (!actor.id) return RD_EINVAL;
+  LOCKED_OR(RD_ESTATE);
+  Rd__ActorKill m = RD__ACTOR_KILL__INIT;
+  m.actor_id = actor.id;
+  m.no_restart = no_restart != 0;
+  m.req_id = ++G.next_req;
+  ProtobufCMessage *rep = NULL;
+  /* returns once the old process is gone, so later calls reach the next one */
+  int r = rd__daemon_call(RD__MSG_TYPE__MSG_ACTOR_KILL, &m.base, m.req_id, RD__MSG_TYPE__MSG_ACTOR_ID_REPLY, &rep,
+                          30000);
+  if (r == 0) {
+    r = ((Rd__ActorIdReply *)rep)->status;
+    protobuf_c_message_free_unpacked(rep, NULL);
+  }
+  rd__actor *a = actor_get(actor.id, 0);
+  if (a && a->conn) actor_conn_lost(a->conn, "was killed by rd_actor_kill");
+  pthread_mutex_unlock(&G.mu);
+  return r == RD_ENOENT ? RD_EINVAL : r;
+}
 
 /* ------------------------------------------------------- init/shutdown */
 
@@ -1546,6 +1956,12 @@ static void ctx_reset(void) {
     G.classes = c->next;
     free(c);
   }
+  while (G.actors) {
+    rd__actor *a = G.actors;
+    G.actors = a->next;
+    blob_unref(a->dead_msg);
+    free(a);
+  }
   if (G.wakefd >= 0) close(G.wakefd);
   G.wakefd = -1;
   free(G.pending_release);
@@ -1666,6 +2082,22 @@ void rd_shutdown(void) {
       c->qhead = t->next;
       task_fail(t, RD_ECANCELED, "rd_shutdown");
     }
+  }
+  for (rd__actor *a = G.actors; a; a = a->next) {
+    rd__task *t = a->conn ? a->conn->inhead : NULL;
+    if (a->conn) {
+      rd__conn_close(&a->conn->conn);
+      free(a->conn);
+      a->conn = NULL;
+    }
+    while (t) {
+      rd__task *n = t->next;
+      task_fail(t, RD_ECANCELED, "rd_shutdown");
+      t = n;
+    }
+    a->state = AH_DEAD;
+    a->dead_err = RD_ECANCELED;
+    actor_fail_queue(a);
   }
   if (!G.dead) {
     Rd__Shutdown m = RD__SHUTDOWN__INIT;

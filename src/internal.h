@@ -46,6 +46,7 @@ typedef struct rd__targ {
 
 typedef struct rd__sclass rd__sclass;
 typedef struct rd__lease rd__lease;
+typedef struct rd__actor rd__actor;
 
 struct rd__task {
   uint64_t task_id;
@@ -57,6 +58,8 @@ struct rd__task {
   uint64_t ret_ids[RD_MAX_RETURNS];
   uint64_t pushed_ns;
   rd__lease *lease;
+  rd__actor *actor;         /* an actor call (cls is NULL) */
+  uint64_t actor_id;
   rd__task *next;
   rd__targ args[];
 };
@@ -83,7 +86,25 @@ struct rd__lease {
   uint64_t idle_since;      /* 0 = busy */
   uint64_t last_reply_ns;
   int broken;               /* sent a malformed frame */
+  rd__actor *actor;         /* a connection to an actor, not a lease */
   rd__lease *next;
+};
+
+enum { AH_IDLE, AH_CONNECTING, AH_CONNECTED, AH_DEAD };
+
+/* A caller's view of one actor: calls wait here in order until sent. */
+struct rd__actor {
+  uint64_t id;
+  int state;
+  rd__lease *conn;
+  rd__task *qhead, *qtail;
+  size_t qlen;
+  uint64_t connect_req;
+  int max_task_retries;
+  int lost_pid;             /* the incarnation whose socket broke last */
+  int dead_err;
+  rd__blob *dead_msg;
+  rd__actor *next;
 };
 
 /* A connection this process serves as a worker (an owner pushes tasks). */
@@ -94,6 +115,8 @@ typedef struct rd__serve {
   int gpu_ids[RD_RES_MAX_GPUS];
   int64_t gpu_share[RD_RES_MAX_GPUS];
   int closed;
+  int busy;                 /* tasks from it running now: not freed before 0 */
+  uint64_t actor_id;        /* a caller's connection to the actor hosted here */
   struct rd__serve *next;
 } rd__serve;
 
@@ -130,7 +153,10 @@ typedef struct rd__ctx {
   rd_res_ledger totals;      /* the node's totals: feasibility at submit */
   rd__u64map objs;
   rd__sclass *classes;
+  rd__actor *actors;
   rd__serve *serves;
+  Rd__ActorStart *actor_start;   /* worker: become this actor (run the constructor) */
+  int actor_kill;                /* worker: run the destructor and exit */
   rd__wtask *wq_head, *wq_tail;
   rd__reply_slot replies[RD_MAX_WAITING_REPLIES];
   int pipeline_depth;
@@ -153,6 +179,7 @@ int rd__connect_daemon(const char *session, int role, uint32_t worker_id);
 
 /* worker.c */
 void rd__worker_on_assign(Rd__LeaseAssign *m, int fd);
+void rd__worker_on_attach(Rd__ActorAttach *m, int fd);
 void rd__worker_on_task(rd__serve *s, Rd__Task *m);
 void rd__worker_main(void) __attribute__((noreturn));
 

@@ -1,22 +1,42 @@
-/* src/registry.c - remote functions by name.
+/* src/registry.c - remote functions, actor classes and actor methods by name.
  *
- * RD_REMOTE's constructors only append descriptors to a list (no allocation,
- * no I/O before main).  rd_init() builds the lookup table and reports
- * duplicate names; a worker finds what an owner asked for by name. */
+ * The registration macros' constructors only append descriptors to lists (no
+ * allocation, no I/O before main).  rd_init() builds the lookup tables and
+ * reports duplicate names; a worker finds what an owner asked for by name,
+ * never by pointer. */
 #include <stdlib.h>
 #include <string.h>
 
 #include "internal.h"
 #include "log.h"
 
-static rd_function *reg_head;
-static rd_function **table;
-static size_t table_mask;
+static rd_function *fn_head;
+static rd_actor_class *cls_head;
+static rd_actor_method *meth_head;
 
 void rd_function_register_(rd_function *f) {
-  f->next_ = reg_head;
-  reg_head = f;
+  f->next_ = fn_head;
+  fn_head = f;
 }
+
+void rd_actor_class_register_(rd_actor_class *c) {
+  c->next_ = cls_head;
+  cls_head = c;
+}
+
+void rd_actor_method_register_(rd_actor_method *m) {
+  m->next_ = meth_head;
+  meth_head = m;
+}
+
+/* An open-addressing table from name to descriptor. */
+typedef struct name_table {
+  const char **names;
+  void **vals;
+  size_t mask;
+} name_table;
+
+static name_table fn_table, cls_table, meth_table;
 
 static uint64_t hash_name(const char *s) {
   uint64_t h = 1469598103934665603ull;
@@ -24,50 +44,107 @@ static uint64_t hash_name(const char *s) {
   return h;
 }
 
-int rd__registry_build(void) {
-  size_t n = 0;
-  for (rd_function *f = reg_head; f; f = f->next_) n++;
-  size_t cap = 16;
-  while (cap < n * 2) cap *= 2;
-  rd_function **t = calloc(cap, sizeof(*t));
-  if (!t) return RD_ENOMEM;
-  for (rd_function *f = reg_head; f; f = f->next_) {
-    if (!f->name || !*f->name || !f->fn) {
-      free(t);
-      rd__log(RD_LOG_ERROR, "a remote function descriptor has no name or no function");
-      return RD_EINVAL;
-    }
-    size_t i = hash_name(f->name) & (cap - 1);
-    while (t[i]) {
-      if (!strcmp(t[i]->name, f->name)) {
-        rd__log(RD_LOG_ERROR, "remote function '%s' is registered twice", f->name);
-        free(t);
-        return RD_EEXIST;
-      }
-      i = (i + 1) & (cap - 1);
-    }
-    t[i] = f;
+static void table_free(name_table *t) {
+  free(t->names);
+  free(t->vals);
+  memset(t, 0, sizeof(*t));
+}
+
+/* 0, RD_ENOMEM, RD_EEXIST (duplicate, logged) or RD_EINVAL (no name). */
+static int table_put(name_table *t, const char *name, void *val, const char *what) {
+  if (!name || !*name || !val) {
+    rd__log(RD_LOG_ERROR, "a %s descriptor has no name or no function", what);
+    return RD_EINVAL;
   }
-  free(table);
-  table = t;
-  table_mask = cap - 1;
+  size_t i = hash_name(name) & t->mask;
+  while (t->names[i]) {
+    if (!strcmp(t->names[i], name)) {
+      rd__log(RD_LOG_ERROR, "%s '%s' is registered twice", what, name);
+      return RD_EEXIST;
+    }
+    i = (i + 1) & t->mask;
+  }
+  t->names[i] = name;
+  t->vals[i] = val;
   return 0;
 }
 
+static int table_init(name_table *t, size_t n) {
+  size_t cap = 16;
+  while (cap < n * 2) cap *= 2;
+  t->names = calloc(cap, sizeof(*t->names));
+  t->vals = calloc(cap, sizeof(*t->vals));
+  t->mask = cap - 1;
+  if (!t->names || !t->vals) {
+    table_free(t);
+    return RD_ENOMEM;
+  }
+  return 0;
+}
+
+static void *table_get(const name_table *t, const char *name) {
+  if (!t->names || !name) return NULL;
+  for (size_t i = hash_name(name) & t->mask; t->names[i]; i = (i + 1) & t->mask)
+    if (!strcmp(t->names[i], name)) return t->vals[i];
+  return NULL;
+}
+
+int rd__registry_build(void) {
+  size_t nf = 0, nc = 0, nm = 0;
+  for (rd_function *f = fn_head; f; f = f->next_) nf++;
+  for (rd_actor_class *c = cls_head; c; c = c->next_) nc++;
+  for (rd_actor_method *m = meth_head; m; m = m->next_) nm++;
+  rd__registry_free();
+  int r = table_init(&fn_table, nf);
+  if (r == 0) r = table_init(&cls_table, nc);
+  if (r == 0) r = table_init(&meth_table, nm);
+  for (rd_function *f = fn_head; r == 0 && f; f = f->next_)
+    r = table_put(&fn_table, f->name, f->fn ? (void *)f : NULL, "remote function");
+  for (rd_actor_class *c = cls_head; r == 0 && c; c = c->next_)
+    r = table_put(&cls_table, c->name, c->init ? (void *)c : NULL, "actor class");
+  for (rd_actor_method *m = meth_head; r == 0 && m; m = m->next_) {
+    r = table_put(&meth_table, m->name, m->fn ? (void *)m : NULL, "actor method");
+    if (r == 0 && !table_get(&cls_table, m->class_name)) {
+      rd__log(RD_LOG_ERROR, "actor method '%s' names no registered class '%s'", m->name, m->class_name);
+      r = RD_EINVAL;
+    }
+  }
+  if (r != 0) rd__registry_free();
+  return r;
+}
+
 void rd__registry_free(void) {
-  free(table);
-  table = NULL;
-  table_mask = 0;
+  table_free(&fn_table);
+  table_free(&cls_table);
+  table_free(&meth_table);
 }
 
 rd_function *rd_function_lookup(const char *name) {
   if (!name) return NULL;
-  if (!table) {  /* before rd_init: walk the list */
-    for (rd_function *f = reg_head; f; f = f->next_)
+  if (!fn_table.names) {  /* before rd_init: walk the list */
+    for (rd_function *f = fn_head; f; f = f->next_)
       if (!strcmp(f->name, name)) return f;
     return NULL;
   }
-  for (size_t i = hash_name(name) & table_mask; table[i]; i = (i + 1) & table_mask)
-    if (!strcmp(table[i]->name, name)) return table[i];
-  return NULL;
+  return table_get(&fn_table, name);
+}
+
+rd_actor_class *rd_actor_class_lookup(const char *name) {
+  if (!name) return NULL;
+  if (!cls_table.names) {
+    for (rd_actor_class *c = cls_head; c; c = c->next_)
+      if (!strcmp(c->name, name)) return c;
+    return NULL;
+  }
+  return table_get(&cls_table, name);
+}
+
+rd_actor_method *rd_actor_method_lookup(const char *name) {
+  if (!name) return NULL;
+  if (!meth_table.names) {
+    for (rd_actor_method *m = meth_head; m; m = m->next_)
+      if (!strcmp(m->name, name)) return m;
+    return NULL;
+  }
+  return table_get(&meth_table, name);
 }

@@ -21,6 +21,7 @@
 struct rd_call {
   Rd__Task *msg;
   rd__serve *from;
+  const rd__serve *grant;   /* the GPUs this call may use */
   const char *func;
   size_t nargs;
   rd_buf args[RD_MAX_ARGS];
@@ -37,6 +38,17 @@ struct rd_call {
 
 static char *orig_visible;   /* CUDA_VISIBLE_DEVICES the worker started with */
 static int have_orig_visible;
+
+/* The actor this worker hosts, once its constructor succeeded. */
+static struct {
+  uint64_t id;
+  const rd_actor_class *cls;
+  void *state;
+  int alive;
+  int restarts;
+  int concurrency;
+  rd__serve grant;   /* only the GPU fields are used */
+} A;
 
 void rd__worker_on_assign(Rd__LeaseAssign *m, int fd) {
   if (fd < 0) {
@@ -58,6 +70,19 @@ void rd__worker_on_assign(Rd__LeaseAssign *m, int fd) {
   if (s->ngpus > 0) setenv("CUDA_VISIBLE_DEVICES", m->visible_devices, 1);
   else if (have_orig_visible) setenv("CUDA_VISIBLE_DEVICES", orig_visible, 1);
   else unsetenv("CUDA_VISIBLE_DEVICES");
+  s->next = G.serves;
+  G.serves = s;
+}
+
+void rd__worker_on_attach(Rd__ActorAttach *m, int fd) {
+  if (fd < 0) return;
+  rd__serve *s = calloc(1, sizeof(*s));
+  if (!s) {
+    close(fd);
+    return;
+  }
+  rd__conn_init(&s->conn, fd);
+  s->actor_id = m->actor_id;
   s->next = G.serves;
   G.serves = s;
 }
@@ -156,18 +181,39 @@ static void run_task(rd__wtask *w) {
     reply(w->from, m->task_id, RD_EPROTO, "task has too many arguments or returns", NULL, 0);
     return;
   }
-  rd_function *fn = rd_function_lookup(call.func);
-  if (!fn) {
-    char msg[300];
-    snprintf(msg, sizeof(msg), "remote function '%s' is not registered in the worker's executable", call.func);
-    reply(w->from, m->task_id, RD_ENOFUNC, msg, NULL, 0);
-    return;
+  rd_function *fn = NULL;
+  rd_actor_method *meth = NULL;
+  char msg[400];
+  call.grant = w->from;
+  if (m->actor_id) {
+    meth = rd_actor_method_lookup(call.func);
+    if (!A.alive || m->actor_id != A.id || m->actor_id != w->from->actor_id) {
+      snprintf(msg, sizeof(msg), "call '%s' reached a worker that does not host actor %llu", call.func,
+               (unsigned long long)m->actor_id);
+      reply(w->from, m->task_id, RD_EPROTO, msg, NULL, 0);
+      return;
+    }
+    if (!meth || strcmp(meth->class_name, A.cls->name) != 0) {
+      snprintf(msg, sizeof(msg), "actor class %s has no method '%s'", A.cls->name, call.func);
+      reply(w->from, m->task_id, RD_ENOFUNC, msg, NULL, 0);
+      return;
+    }
+    call.grant = &A.grant;
+  } else {
+    fn = rd_function_lookup(call.func);
+    if (!fn) {
+      snprintf(msg, sizeof(msg), "remote function '%s' is not registered in the worker's executable", call.func);
+      reply(w->from, m->task_id, RD_ENOFUNC, msg, NULL, 0);
+      return;
+    }
   }
   int status = resolve_args(&call);
   if (status == 0) {
+    w->from->busy++;
     pthread_mutex_unlock(&G.mu);
-    int rc = fn->fn(&call);
+    int rc = meth ? meth->fn(&call, A.state) : fn->fn(&call);
     pthread_mutex_lock(&G.mu);
+    w->from->busy--;
     if (rc != 0 || call.failed) {
       status = rc < 0 ? rc : RD_ETASK;
       if (!call.err[0])
@@ -201,6 +247,63 @@ static void run_task(rd__wtask *w) {
     if (call.pinned[i]) rd__store_release(m->args[i]->object_id);
 }
 
+/* Become the actor the node asked for: run its constructor, tell the node. */
+static void actor_start(Rd__ActorStart *m) {
+  Rd__ActorReady r = RD__ACTOR_READY__INIT;
+  r.actor_id = m->actor_id;
+  char err[2048] = "";
+  const rd_actor_class *cls = rd_actor_class_lookup(m->class_name);
+  if (A.id) {
+    r.status = RD_ESTATE;
+    snprintf(err, sizeof(err), "this worker already hosts an actor");
+  } else if (!cls) {
+    r.status = RD_ENOFUNC;
+    snprintf(err, sizeof(err), "actor class '%s' is not registered in the worker's executable", m->class_name);
+  } else if (m->n_args > RD_MAX_ARGS) {
+    r.status = RD_EINVAL;
+    snprintf(err, sizeof(err), "too many constructor arguments");
+  } else {
+    A.grant.ngpus = (int)(m->n_gpu_ids < RD_RES_MAX_GPUS ? m->n_gpu_ids : RD_RES_MAX_GPUS);
+    for (int i = 0; i < A.grant.ngpus; i++) {
+      A.grant.gpu_ids[i] = m->gpu_ids[i];
+      A.grant.gpu_share[i] = i < (int)m->n_gpu_shares ? m->gpu_shares[i] : 0;
+    }
+    if (A.grant.ngpus > 0) setenv("CUDA_VISIBLE_DEVICES", m->visible_devices, 1);
+    A.id = m->actor_id;
+    A.cls = cls;
+    A.restarts = (int)m->restarts;
+    A.concurrency = m->max_concurrency > 0 ? m->max_concurrency : 1;
+    rd_call call;
+    memset(&call, 0, sizeof(call));
+    Rd__Task fake = RD__TASK__INIT;
+    fake.actor_id = m->actor_id;
+    call.msg = &fake;
+    call.func = cls->name;
+    call.grant = &A.grant;
+    call.nargs = m->n_args;
+    for (size_t i = 0; i < m->n_args; i++) {
+      call.args[i].data = m->args[i].data;
+      call.args[i].size = m->args[i].len;
+    }
+    pthread_mutex_unlock(&G.mu);
+    void *state = NULL;
+    int rc = cls->init(&call, &state);
+    pthread_mutex_lock(&G.mu);
+    if (rc != 0 || call.failed) {
+      r.status = rc < 0 ? rc : RD_ETASK;
+      snprintf(err, sizeof(err), "%s", call.err[0] ? call.err : rd_strerror(r.status));
+    } else {
+      A.state = state;
+      A.alive = 1;
+    }
+  }
+  r.error = err;
+  rd__conn_send(&G.daemon, RD__MSG_TYPE__MSG_ACTOR_READY, &r.base, -1);
+  rd__flush_all();
+}
+
+static void *worker_loop(void *arg);
+
 void rd__worker_main(void) {
   prctl(PR_SET_PDEATHSIG, SIGKILL);
   const char *np = getenv("RAYDIST_NODE_PID");
@@ -211,8 +314,41 @@ void rd__worker_main(void) {
     have_orig_visible = 1;
   }
   pthread_mutex_lock(&G.mu);
+  worker_loop((void *)1);
+  __builtin_unreachable();
+}
+
+/* The loop every executing thread of a worker runs (more than one only for
+ * an actor with max_concurrency > 1).  Holds the mutex except while user
+ * code runs and while it sits in poll(). */
+static void *worker_loop(void *arg) {
+  int is_main = arg != NULL;
+  if (!is_main) pthread_mutex_lock(&G.mu);
   int since_flush = 0;
   for (;;) {
+    if (is_main && G.actor_start) {
+      Rd__ActorStart *m = G.actor_start;
+      actor_start(m);
+      G.actor_start = NULL;
+      protobuf_c_message_free_unpacked(&m->base, NULL);
+      /* extra executors for a concurrent actor */
+      for (int i = 1; A.alive && i < A.concurrency; i++) {
+        pthread_t th;
+        if (pthread_create(&th, NULL, worker_loop, NULL) == 0) pthread_detach(th);
+      }
+      continue;
+    }
+    if (G.actor_kill) {
+      /* graceful kill: finish nothing more, run the destructor, go */
+      if (A.alive && A.cls && A.cls->fini) {
+        A.alive = 0;
+        pthread_mutex_unlock(&G.mu);
+        A.cls->fini(A.state);
+        pthread_mutex_lock(&G.mu);
+      }
+      rd__flush_all();
+      _exit(0);
+    }
     if (G.wq_head) {
       rd__wtask *w = G.wq_head;
       G.wq_head = w->next;
@@ -228,6 +364,7 @@ void rd__worker_main(void) {
     }
     if (rd__pump(-1) < 0 && G.dead) _exit(0);
   }
+  return NULL;
 }
 
 /* ---------------------------------------------------- the call API */
@@ -296,11 +433,27 @@ int rd_call_fail(rd_call *call, const char *fmt, ...) {
 }
 
 int rd_call_gpu_ids(const rd_call *call, int *ids, double *fractions, int max) {
-  if (!call || !call->from) return 0;
-  int n = call->from->ngpus < max ? call->from->ngpus : max;
+  if (!call || !call->grant) return 0;
+  int n = call->grant->ngpus < max ? call->grant->ngpus : max;
   for (int i = 0; i < n; i++) {
-    if (ids) ids[i] = call->from->gpu_ids[i];
-    if (fractions) fractions[i] = rd_res_to_double(call->from->gpu_share[i]);
+    if (ids) ids[i] = call->grant->gpu_ids[i];
+    if (fractions) fractions[i] = rd_res_to_double(call->grant->gpu_share[i]);
   }
   return n;
 }
+
+int rd_call_arg_actor(rd_call *call, size_t i, rd_actor *out) {
+  rd_buf b;
+  int r = rd_arg(call, i, &b);
+  if (r != 0) return r;
+  if (b.size != sizeof(rd_actor) || !out) return RD_EINVAL;
+  memcpy(out, b.data, sizeof(*out));
+  return 0;
+}
+
+rd_actor rd_call_actor(const rd_call *call) {
+  rd_actor a = {call && call->msg ? call->msg->actor_id : 0};
+  return a;
+}
+
+int rd_call_actor_restarts(const rd_call *call) { return call && call->msg && call->msg->actor_id ? A.restarts : 0; }

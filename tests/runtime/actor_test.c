@@ -1,0 +1,456 @@
+/* tests/runtime/actor_test.c - actors through the public API, in real worker
+ * processes: ordering, state, callers, names, kill/restart, the restart
+ * budget, retried calls, fractional GPUs, concurrency and bad input.
+ * `actor_test NAME` runs one test; the binary is re-executed as workers. */
+#include <raydist.h>
+
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#define CHECK(c)                                                              \
+  do {                                                                        \
+    if (!(c)) {                                                               \
+      fprintf(stderr, "%s:%d: CHECK failed: %s\n", __FILE__, __LINE__, #c);   \
+      exit(1);                                                                \
+    }                                                                         \
+  } while (0)
+#define CHECK_EQ(a, b)                                                                    \
+  do {                                                                                    \
+    long long a_ = (long long)(a), b_ = (long long)(b);                                   \
+    if (a_ != b_) {                                                                       \
+      fprintf(stderr, "%s:%d: %s == %lld, expected %s == %lld\n", __FILE__, __LINE__, #a, \
+              a_, #b, b_);                                                                \
+      exit(1);                                                                            \
+    }                                                                                     \
+  } while (0)
+
+static double now_s(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+static long get_long_err(rd_ref r, int *err, char *msg, size_t msglen) {
+  rd_buf b;
+  *err = rd_get(&r, 1, &b, 60000);
+  long v = 0;
+  if (*err == 0 && b.size == sizeof(long)) memcpy(&v, b.data, sizeof(v));
+  if (*err != 0 && msg) snprintf(msg, msglen, "%.*s", (int)b.size, (const char *)b.data);
+  if (*err != RD_ETIMEDOUT) rd_buf_release(&b);
+  rd_ref_release(r);
+  return v;
+}
+
+static long get_long(rd_ref r) {
+  int err;
+  char msg[512];
+  long v = get_long_err(r, &err, msg, sizeof(msg));
+  if (err != 0) {
+    fprintf(stderr, "get failed: %s: %s\n", rd_err_name(err), msg);
+    exit(1);
+  }
+  return v;
+}
+
+/* ------------------------------------------------------------ Counter */
+
+typedef struct counter {
+  long value;
+} counter;
+
+static int counter_init(rd_call *call, void **state) {
+  counter *c = calloc(1, sizeof(*c));
+  if (!c) return rd_call_fail(call, "out of memory");
+  rd_buf b;
+  if (rd_call_nargs(call) > 0 && rd_arg(call, 0, &b) == 0 && b.size == sizeof(long)) memcpy(&c->value, b.data, sizeof(long));
+  *state = c;
+  return 0;
+}
+
+static void counter_fini(void *state) { free(state); }
+
+RD_ACTOR_CLASS(Counter, counter_init, counter_fini)
+
+RD_ACTOR_METHOD(Counter, incr) {
+  counter *c = state;
+  c->value++;
+  return rd_return_bytes(call, 0, &c->value, sizeof(c->value));
+}
+
+RD_ACTOR_METHOD(Counter, get) {
+  counter *c = state;
+  return rd_return_bytes(call, 0, &c->value, sizeof(c->value));
+}
+
+RD_ACTOR_METHOD(Counter, restarts) {
+  (void)state;
+  long r = rd_call_actor_restarts(call);
+  return rd_return_bytes(call, 0, &r, sizeof(r));
+}
+
+RD_ACTOR_METHOD(Counter, pid) {
+  (void)state;
+  long p = getpid();
+  return rd_return_bytes(call, 0, &p, sizeof(p));
+}
+
+/* Crashes the process unless the actor has been restarted already. */
+RD_ACTOR_METHOD(Counter, crash_first) {
+  counter *c = state;
+  if (rd_call_actor_restarts(call) == 0) kill(getpid(), SIGKILL);
+  c->value += 100;
+  return rd_return_bytes(call, 0, &c->value, sizeof(c->value));
+}
+
+RD_ACTOR_METHOD(Counter, fail) {
+  (void)state;
+  return rd_call_fail(call, "method failed on purpose");
+}
+
+RD_ACTOR_METHOD(Counter, sleep_ms) {
+  (void)state;
+  rd_buf b;
+  if (rd_arg(call, 0, &b) != 0) return rd_call_fail(call, "args");
+  long ms;
+  memcpy(&ms, b.data, sizeof(ms));
+  usleep((useconds_t)ms * 1000);
+  return rd_return_bytes(call, 0, &ms, sizeof(ms));
+}
+
+/* Reports {gpu id, fraction * 10000, visible devices as a number}. */
+RD_ACTOR_METHOD(Counter, gpu) {
+  (void)state;
+  int ids[4];
+  double fr[4];
+  long out[3] = {-1, 0, -1};
+  if (rd_call_gpu_ids(call, ids, fr, 4) == 1) {
+    out[0] = ids[0];
+    out[1] = (long)(fr[0] * 10000 + 0.5);
+  }
+  const char *v = getenv("CUDA_VISIBLE_DEVICES");
+  if (v && *v) out[2] = atol(v);
+  return rd_return_bytes(call, 0, out, sizeof(out));
+}
+
+static int bad_init(rd_call *call, void **state) {
+  (void)state;
+  return rd_call_fail(call, "constructor refuses to start");
+}
+RD_ACTOR_CLASS(Broken, bad_init, NULL)
+
+/* A task that calls an actor whose handle it got as an argument. */
+RD_REMOTE(call_counter_n) {
+  rd_actor a;
+  rd_buf nb;
+  if (rd_call_arg_actor(call, 0, &a) != 0 || rd_arg(call, 1, &nb) != 0) return rd_call_fail(call, "args");
+  long n;
+  memcpy(&n, nb.data, sizeof(n));
+  long last = 0;
+  for (long i = 0; i < n; i++) {
+    rd_ref r;
+    if (rd_actor_call(a, Counter_incr, RD_NO_ARGS, NULL, &r) != 0) return rd_call_fail(call, "call");
+    rd_buf b;
+    if (rd_get(&r, 1, &b, 30000) != 0) return rd_call_fail(call, "get");
+    memcpy(&last, b.data, sizeof(last));
+    rd_buf_release(&b);
+    rd_ref_release(r);
+  }
+  return rd_return_bytes(call, 0, &last, sizeof(last));
+}
+
+RD_REMOTE(plain_task) {
+  long v = 7;
+  return rd_return_bytes(call, 0, &v, sizeof(v));
+}
+
+static void init_or_die(const rd_config *cfg) {
+  int r = rd_init(cfg);
+  if (r != 0) {
+    fprintf(stderr, "rd_init: %s\n", rd_strerror(r));
+    exit(1);
+  }
+}
+
+static rd_actor make_counter(long start, const rd_actor_opts *o) {
+  rd_actor a;
+  CHECK_EQ(rd_actor_create(Counter, RD_ARGS(rd_arg_bytes(&start, sizeof(start))), o, &a), 0);
+  return a;
+}
+
+/* ------------------------------------------------------------------ tests */
+
+static int t_order(void) {
+  init_or_die(NULL);
+  rd_actor a = make_counter(0, NULL);
+  enum { N = 10000 };
+  static rd_ref refs[N];
+  for (int i = 0; i < N; i++) CHECK_EQ(rd_actor_call(a, Counter_incr, RD_NO_ARGS, NULL, &refs[i]), 0);
+  static rd_buf out[N];
+  CHECK_EQ(rd_get(refs, N, out, 60000), 0);
+  for (long i = 0; i < N; i++) {
+    long v;
+    memcpy(&v, out[i].data, sizeof(v));
+    CHECK_EQ(v, i + 1);   /* executed in submission order, state kept */
+    rd_buf_release(&out[i]);
+    rd_ref_release(refs[i]);
+  }
+  /* a constructor argument is honoured, and actors are separate processes */
+  rd_actor b = make_counter(1000, NULL);
+  rd_ref r;
+  CHECK_EQ(rd_actor_call(b, Counter_incr, RD_NO_ARGS, NULL, &r), 0);
+  CHECK_EQ(get_long(r), 1001);
+  rd_ref pa, pb;
+  CHECK_EQ(rd_actor_call(a, Counter_pid, RD_NO_ARGS, NULL, &pa), 0);
+  CHECK_EQ(rd_actor_call(b, Counter_pid, RD_NO_ARGS, NULL, &pb), 0);
+  CHECK(get_long(pa) != get_long(pb));
+  rd_shutdown();
+  return 0;
+}
+
+static int t_two_callers(void) {
+  init_or_die(NULL);
+  rd_actor a = make_counter(0, NULL);
+  /* a task calls the actor through a handle passed as an argument, while
+   * the driver calls it too */
+  long n = 300;
+  rd_ref t;
+  rd_task_opts o;
+  rd_task_opts_init(&o);
+  o.num_cpus = 0;
+  CHECK_EQ(rd_submit(call_counter_n, RD_ARGS(rd_arg_actor(&a), rd_arg_bytes(&n, sizeof(n))), &o, &t), 0);
+  long prev = 0;
+  for (int i = 0; i < 300; i++) {
+    rd_ref r;
+    CHECK_EQ(rd_actor_call(a, Counter_incr, RD_NO_ARGS, NULL, &r), 0);
+    long v = get_long(r);
+    CHECK(v > prev);   /* this caller's calls are ordered */
+    prev = v;
+  }
+  (void)get_long(t);
+  rd_ref g;
+  CHECK_EQ(rd_actor_call(a, Counter_get, RD_NO_ARGS, NULL, &g), 0);
+  CHECK_EQ(get_long(g), 600);
+  rd_shutdown();
+  return 0;
+}
+
+static int t_named(void) {
+  init_or_die(NULL);
+  rd_actor_opts o;
+  rd_actor_opts_init(&o);
+  o.name = "the_counter";
+  rd_actor a = make_counter(41, &o);
+  rd_actor b;
+  CHECK_EQ(rd_actor_get("the_counter", &b), 0);
+  CHECK_EQ(b.id, a.id);
+  rd_ref r;
+  CHECK_EQ(rd_actor_call(b, Counter_incr, RD_NO_ARGS, NULL, &r), 0);
+  CHECK_EQ(get_long(r), 42);
+  long zero = 0;
+  rd_actor c;
+  CHECK_EQ(rd_actor_create(Counter, RD_ARGS(rd_arg_bytes(&zero, sizeof(zero))), &o, &c), RD_EEXIST);
+  CHECK_EQ(rd_actor_get("nobody", &c), RD_ENOENT);
+  /* the name is free again once the actor is dead for good */
+  CHECK_EQ(rd_actor_kill(a, 1), 0);
+  for (int i = 0; i < 200 && rd_actor_get("the_counter", &c) == 0; i++) usleep(10000);
+  CHECK_EQ(rd_actor_get("the_counter", &c), RD_ENOENT);
+  CHECK_EQ(rd_actor_create(Counter, RD_ARGS(rd_arg_bytes(&zero, sizeof(zero))), &o, &c), 0);
+  rd_shutdown();
+  return 0;
+}
+
+static int t_restart(void) {
+  init_or_die(NULL);
+  rd_actor_opts o;
+  rd_actor_opts_init(&o);
+  o.max_restarts = 1;
+  rd_actor a = make_counter(0, &o);
+  rd_ref r;
+  for (int i = 0; i < 5; i++) {
+    CHECK_EQ(rd_actor_call(a, Counter_incr, RD_NO_ARGS, NULL, &r), 0);
+    CHECK_EQ(get_long(r), i + 1);
+  }
+  CHECK_EQ(rd_actor_kill(a, 0), 0);   /* restartable kill: state starts over */
+  CHECK_EQ(rd_actor_call(a, Counter_incr, RD_NO_ARGS, NULL, &r), 0);
+  CHECK_EQ(get_long(r), 1);
+  CHECK_EQ(rd_actor_call(a, Counter_restarts, RD_NO_ARGS, NULL, &r), 0);
+  CHECK_EQ(get_long(r), 1);
+  /* the budget is spent: the next death is final */
+  CHECK_EQ(rd_actor_kill(a, 0), 0);
+  int err;
+  char msg[512];
+  CHECK_EQ(rd_actor_call(a, Counter_incr, RD_NO_ARGS, NULL, &r), 0);
+  (void)get_long_err(r, &err, msg, sizeof(msg));
+  CHECK_EQ(err, RD_EACTOR_DIED);
+  CHECK(strstr(msg, "no restarts left") != NULL || strstr(msg, "killed") != NULL);
+  /* every later call fails the same way */
+  CHECK_EQ(rd_actor_call(a, Counter_get, RD_NO_ARGS, NULL, &r), 0);
+  (void)get_long_err(r, &err, NULL, 0);
+  CHECK_EQ(err, RD_EACTOR_DIED);
+  /* a crash with restarts left and max_task_retries re-runs the call */
+  o.max_task_retries = 1;
+  rd_actor b = make_counter(0, &o);
+  CHECK_EQ(rd_actor_call(b, Counter_crash_first, RD_NO_ARGS, NULL, &r), 0);
+  CHECK_EQ(get_long(r), 100);
+  /* without retries the call in flight fails, and the actor lives on */
+  o.max_task_retries = 0;
+  rd_actor c = make_counter(0, &o);
+  CHECK_EQ(rd_actor_call(c, Counter_crash_first, RD_NO_ARGS, NULL, &r), 0);
+  (void)get_long_err(r, &err, msg, sizeof(msg));
+  CHECK_EQ(err, RD_EACTOR_DIED);
+  CHECK(strstr(msg, "crash_first") != NULL);
+  CHECK_EQ(rd_actor_call(c, Counter_incr, RD_NO_ARGS, NULL, &r), 0);
+  CHECK_EQ(get_long(r), 1);
+  rd_shutdown();
+  return 0;
+}
+
+static int t_gpu_actors(void) {
+  rd_config cfg;
+  rd_config_init(&cfg);
+  cfg.num_gpus = 1;
+  init_or_die(&cfg);
+  rd_actor_opts o;
+  rd_actor_opts_init(&o);
+  o.num_gpus = 0.25;
+  rd_actor a[5];
+  for (int i = 0; i < 5; i++) a[i] = make_counter(0, &o);
+  rd_ref r[5];
+  for (int i = 0; i < 5; i++) CHECK_EQ(rd_actor_call(a[i], Counter_gpu, RD_NO_ARGS, NULL, &r[i]), 0);
+  /* four of them share GPU 0; the fifth waits for a quarter to free up */
+  uint8_t ready[5];
+  CHECK_EQ(rd_wait(r, 5, 4, 30000, ready), 4);
+  usleep(300000);
+  CHECK_EQ(rd_wait(r, 5, 5, 0, ready), 4);
+  int waiting = -1;
+  for (int i = 0; i < 5; i++) {
+    if (!ready[i]) { waiting = i; continue; }
+    rd_buf b;
+    CHECK_EQ(rd_get(&r[i], 1, &b, 0), 0);
+    long g[3];
+    memcpy(g, b.data, sizeof(g));
+    rd_buf_release(&b);
+    CHECK_EQ(g[0], 0);
+    CHECK_EQ(g[1], 2500);
+    CHECK_EQ(g[2], 0);
+  }
+  CHECK(waiting >= 0);
+  int victim = waiting == 0 ? 1 : 0;
+  CHECK_EQ(rd_actor_kill(a[victim], 1), 0);
+  rd_buf b;
+  CHECK_EQ(rd_get(&r[waiting], 1, &b, 30000), 0);
+  long g[3];
+  memcpy(g, b.data, sizeof(g));
+  rd_buf_release(&b);
+  CHECK_EQ(g[0], 0);
+  CHECK_EQ(g[1], 2500);
+  rd_shutdown();
+  return 0;
+}
+
+static int t_bad_input(void) {
+  init_or_die(NULL);
+  rd_actor a = make_counter(0, NULL);
+  rd_ref r;
+  int err;
+  char msg[512];
+  CHECK_EQ(rd_actor_call_by_name(a, "Counter.nope", RD_NO_ARGS, NULL, &r), 0);
+  (void)get_long_err(r, &err, msg, sizeof(msg));
+  CHECK_EQ(err, RD_ENOFUNC);
+  CHECK(strstr(msg, "Counter.nope") != NULL);
+  CHECK_EQ(rd_actor_call(a, Counter_fail, RD_NO_ARGS, NULL, &r), 0);
+  (void)get_long_err(r, &err, msg, sizeof(msg));
+  CHECK_EQ(err, RD_ETASK);
+  CHECK(strstr(msg, "on purpose") != NULL);
+  CHECK_EQ(rd_actor_call(a, Counter_incr, RD_NO_ARGS, NULL, &r), 0);   /* the actor lives on */
+  CHECK_EQ(get_long(r), 1);
+  /* a constructor that fails */
+  rd_actor bad;
+  CHECK_EQ(rd_actor_create(Broken, RD_NO_ARGS, NULL, &bad), 0);
+  CHECK_EQ(rd_actor_call(bad, Counter_incr, RD_NO_ARGS, NULL, &r), 0);
+  (void)get_long_err(r, &err, msg, sizeof(msg));
+  CHECK_EQ(err, RD_EACTOR_DIED);
+  CHECK(strstr(msg, "constructor refuses to start") != NULL);
+  /* an unregistered class, an unknown handle, a killed actor */
+  static rd_actor_class ghost = {"Ghost", NULL, NULL, NULL};
+  rd_actor g;
+  CHECK_EQ(rd_actor_create(&ghost, RD_NO_ARGS, NULL, &g), RD_ENOFUNC);
+  rd_actor unknown = {987654};
+  CHECK_EQ(rd_actor_call(unknown, Counter_incr, RD_NO_ARGS, NULL, &r), 0);
+  (void)get_long_err(r, &err, NULL, 0);
+  CHECK_EQ(err, RD_EACTOR_DIED);
+  CHECK_EQ(rd_actor_kill(a, 1), 0);
+  CHECK_EQ(rd_actor_call(a, Counter_incr, RD_NO_ARGS, NULL, &r), 0);
+  (void)get_long_err(r, &err, msg, sizeof(msg));
+  CHECK_EQ(err, RD_EACTOR_DIED);
+  rd_actor_opts o;
+  rd_actor_opts_init(&o);
+  o.num_gpus = 3;
+  long zero = 0;
+  CHECK_EQ(rd_actor_create(Counter, RD_ARGS(rd_arg_bytes(&zero, sizeof(zero))), &o, &g), RD_EINFEASIBLE);
+  o.num_gpus = 0;
+  o.max_restarts = -2;
+  CHECK_EQ(rd_actor_create(Counter, RD_ARGS(rd_arg_bytes(&zero, sizeof(zero))), &o, &g), RD_EINVAL);
+  /* the node is healthy */
+  CHECK_EQ(rd_submit(plain_task, RD_NO_ARGS, NULL, &r), 0);
+  CHECK_EQ(get_long(r), 7);
+  rd_shutdown();
+  return 0;
+}
+
+static int t_concurrency(void) {
+  init_or_die(NULL);
+  rd_actor_opts o;
+  rd_actor_opts_init(&o);
+  o.max_concurrency = 4;
+  rd_actor a = make_counter(0, &o);
+  rd_actor s = make_counter(0, NULL);
+  long ms = 300;
+  rd_ref r[4];
+  /* warm up both (constructors) */
+  rd_ref w;
+  CHECK_EQ(rd_actor_call(a, Counter_get, RD_NO_ARGS, NULL, &w), 0);
+  (void)get_long(w);
+  CHECK_EQ(rd_actor_call(s, Counter_get, RD_NO_ARGS, NULL, &w), 0);
+  (void)get_long(w);
+  double t0 = now_s();
+  for (int i = 0; i < 4; i++) CHECK_EQ(rd_actor_call(a, Counter_sleep_ms, RD_ARGS(rd_arg_bytes(&ms, sizeof(ms))), NULL, &r[i]), 0);
+  for (int i = 0; i < 4; i++) CHECK_EQ(get_long(r[i]), 300);
+  double conc = now_s() - t0;
+  t0 = now_s();
+  for (int i = 0; i < 4; i++) CHECK_EQ(rd_actor_call(s, Counter_sleep_ms, RD_ARGS(rd_arg_bytes(&ms, sizeof(ms))), NULL, &r[i]), 0);
+  for (int i = 0; i < 4; i++) CHECK_EQ(get_long(r[i]), 300);
+  double serial = now_s() - t0;
+  CHECK(conc < 0.9);      /* four at once */
+  CHECK(serial >= 1.19);  /* one at a time */
+  rd_shutdown();
+  return 0;
+}
+
+static const struct {
+  const char *name;
+  int (*fn)(void);
+} tests[] = {
+    {"order", t_order},       {"two_callers", t_two_callers}, {"named", t_named},
+    {"restart", t_restart},   {"gpu_actors", t_gpu_actors},   {"bad_input", t_bad_input},
+    {"concurrency", t_concurrency},
+};
+
+int main(int argc, char **argv) {
+  if (argc != 2) {
+    fprintf(stderr, "usage: actor_test NAME\n");
+    return 2;
+  }
+  for (size_t i = 0; i < sizeof(tests) / sizeof(tests[0]); i++)
+    if (!strcmp(argv[1], tests[i].name)) {
+      int r = tests[i].fn();
+      if (r == 0 && !rd_is_worker()) printf("%s: ok\n", argv[1]);
+      return r;
+    }
+  fprintf(stderr, "unknown test %s\n", argv[1]);
+  return 2;
+}
