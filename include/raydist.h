@@ -323,6 +323,8 @@ RD_EXTERN int rd_call_arg_actor(rd_call *call, size_t i, rd_actor *out) RD_MUST_
 RD_EXTERN rd_actor rd_call_actor(const rd_call *call);
 RD_EXTERN int rd_call_actor_restarts(const rd_call *call);
 
+#include "raydist/pool.h"
+
 /* ----------------------------------------------------------------- status */
 
 typedef struct rd_node_info {
