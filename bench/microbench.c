@@ -31,6 +31,68 @@ static int g_first_json = 1;
 
 RD_REMOTE(noop) { return rd_return_bytes(call, 0, "", 0); }
 
+/* ------------------------------------------------------------- actors */
+
+static int bench_init(rd_call *call, void **state) {
+  (void)call;
+  *state = NULL;
+  return 0;
+}
+RD_ACTOR_CLASS(Bench, bench_init, NULL)
+RD_ACTOR_METHOD(Bench, noop) {
+  (void)state;
+  return rd_return_bytes(call, 0, "", 0);
+}
+
+static rd_actor make_actor(int concurrency) {
+  rd_actor_opts o;
+  rd_actor_opts_init(&o);
+  o.max_concurrency = concurrency;
+  rd_actor a;
+  OK(rd_actor_create(Bench, RD_NO_ARGS, &o, &a));
+  return a;
+}
+
+/* Calls `per_actor` no-op methods on each of n actors (round robin), then
+ * gets them all; optional one argument (a ref). */
+static void actor_batch(const rd_actor *actors, int n, int total, const rd_ref *arg) {
+  static rd_ref refs[1000];
+  static rd_buf out[1000];
+  for (int i = 0; i < total; i++) {
+    if (arg) OK(rd_actor_call(actors[i % n], Bench_noop, RD_ARGS(rd_arg_ref(*arg)), NULL, &refs[i]));
+    else OK(rd_actor_call(actors[i % n], Bench_noop, RD_NO_ARGS, NULL, &refs[i]));
+  }
+  OK(rd_get(refs, (size_t)total, out, RD_TIMEOUT_INF));
+  for (int i = 0; i < total; i++) {
+    rd_buf_release(&out[i]);
+    rd_ref_release(refs[i]);
+  }
+}
+
+/* args: seconds, with_arg (long); a client with its own actor (n:n) */
+RD_REMOTE(client_actor_calls) {
+  rd_buf a, w;
+  if (rd_arg(call, 0, &a) || rd_arg(call, 1, &w)) return rd_call_fail(call, "args");
+  double secs;
+  long with_arg;
+  memcpy(&secs, a.data, sizeof(secs));
+  memcpy(&with_arg, w.data, sizeof(with_arg));
+  rd_actor act = make_actor(1);
+  rd_ref argref;
+  long zero = 0;
+  if (with_arg) OK(rd_put(&zero, sizeof(zero), &argref));
+  actor_batch(&act, 1, 100, with_arg ? &argref : NULL);   /* warm: constructor done */
+  long ops = 0;
+  double t0 = now();
+  while (now() - t0 < secs) {
+    actor_batch(&act, 1, 1000, with_arg ? &argref : NULL);
+    ops += 1000;
+  }
+  if (with_arg) rd_ref_release(argref);
+  OK(rd_actor_kill(act, 1));
+  return rd_return_bytes(call, 0, &ops, sizeof(ops));
+}
+
 /* ---- client tasks for the multi-client metrics (they hold no CPU) ---- */
 
 static void async_batch(int n) {
@@ -177,6 +239,83 @@ static double t_multi_tasks_async(void) { return multi_client(client_tasks_async
 static double t_multi_put_calls(void) { return multi_client(client_put_calls, 2); }
 static double t_multi_put_gb(void) { return multi_client(client_put_gigabytes, 2) / 1e9; }
 
+static rd_actor g_actor, g_actor_conc, g_actors[4];
+
+static double t_actor_sync(void) {
+  long ops = 0;
+  double t0 = now();
+  while (now() - t0 < g_duration) {
+    rd_ref r;
+    OK(rd_actor_call(g_actor, Bench_noop, RD_NO_ARGS, NULL, &r));
+    rd_buf b;
+    OK(rd_get(&r, 1, &b, RD_TIMEOUT_INF));
+    rd_buf_release(&b);
+    rd_ref_release(r);
+    ops++;
+  }
+  return ops / (now() - t0);
+}
+
+static double actor_async(const rd_actor *a, int n) {
+  long ops = 0;
+  double t0 = now();
+  while (now() - t0 < g_duration) {
+    actor_batch(a, n, 1000, NULL);
+    ops += 1000;
+  }
+  return ops / (now() - t0);
+}
+
+static double t_actor_async(void) { return actor_async(&g_actor, 1); }
+static double t_actor_concurrent(void) { return actor_async(&g_actor_conc, 1); }
+static double t_1_n_actor_async(void) { return actor_async(g_actors, 4); }
+
+static double n_n_actors(long with_arg) {
+  rd_task_opts o;
+  rd_task_opts_init(&o);
+  o.num_cpus = 0;
+  enum { NC = 2 };
+  rd_ref refs[NC];
+  double secs = g_duration;
+  double t0 = now();
+  for (int i = 0; i < NC; i++)
+    OK(rd_submit(client_actor_calls, RD_ARGS(rd_arg_bytes(&secs, sizeof(secs)), rd_arg_bytes(&with_arg, sizeof(with_arg))),
+                 &o, &refs[i]));
+  long total = 0;
+  for (int i = 0; i < NC; i++) {
+    rd_buf b;
+    OK(rd_get(&refs[i], 1, &b, RD_TIMEOUT_INF));
+    long v;
+    memcpy(&v, b.data, sizeof(v));
+    total += v;
+    rd_buf_release(&b);
+    rd_ref_release(refs[i]);
+  }
+  return total / (now() - t0);
+}
+
+static double t_n_n_actor_async(void) { return n_n_actors(0); }
+static double t_n_n_actor_with_arg(void) { return n_n_actors(1); }
+
+/* Create 200 actors and make one call on each; actors ready per second. */
+static double t_actor_creation(void) {
+  enum { NA = 200 };
+  static rd_actor a[NA];
+  static rd_ref refs[NA];
+  static rd_buf out[NA];
+  double t0 = now();
+  for (int i = 0; i < NA; i++) a[i] = make_actor(1);
+  for (int i = 0; i < NA; i++) OK(rd_actor_call(a[i], Bench_noop, RD_NO_ARGS, NULL, &refs[i]));
+  OK(rd_get(refs, NA, out, RD_TIMEOUT_INF));
+  double dt = now() - t0;
+  for (int i = 0; i < NA; i++) {
+    rd_buf_release(&out[i]);
+    rd_ref_release(refs[i]);
+    OK(rd_actor_kill(a[i], 1));
+  }
+  return NA / dt;
+}
+
 static double t_put_calls(void) {
   long ops = 0, v = 0;
   double t0 = now();
@@ -289,6 +428,18 @@ int main(int argc, char **argv) {
   report("single_client_put_gigabytes", "GB/s", t_put_gigabytes);
   report("multi_client_put_gigabytes", "GB/s", t_multi_put_gb);
   report("single_client_wait_1k_refs", "", t_wait_1k);
+  if (selected("actor")) {
+    g_actor = make_actor(1);
+    g_actor_conc = make_actor(16);
+    for (int i = 0; i < 4; i++) g_actors[i] = make_actor(1);
+  }
+  report("1_1_actor_calls_sync", "", t_actor_sync);
+  report("1_1_actor_calls_async", "", t_actor_async);
+  report("1_1_actor_calls_concurrent", "", t_actor_concurrent);
+  report("1_n_actor_calls_async", "", t_1_n_actor_async);
+  report("n_n_actor_calls_async", "", t_n_n_actor_async);
+  report("n_n_actor_calls_with_arg_async", "", t_n_n_actor_with_arg);
+  report("actor_creation_per_second", "(200 actors, one call each)", t_actor_creation);
   if (selected("single_client_tasks_sync")) {
     /* latency distribution of one more trial */
     long ops = 0;

@@ -35,7 +35,9 @@ void rd__conn_close(rd__conn *c) {
   c->fd = -1;
   for (int i = 0; i < c->natt; i++) close(c->att[i].fd);
   for (int i = 0; i < c->nrfds; i++) close(c->rfds[i]);
-  c->natt = c->nrfds = 0;
+  free(c->att);
+  c->att = NULL;
+  c->natt = c->capatt = c->nrfds = 0;
   free(c->rbuf.p);
   free(c->wbuf.p);
   memset(&c->rbuf, 0, sizeof(c->rbuf));
@@ -66,9 +68,15 @@ int rd__conn_send(rd__conn *c, Rd__MsgType type, const ProtobufCMessage *m, int 
     if (attach_fd >= 0) close(attach_fd);
     return RD_EINVAL;
   }
-  if (attach_fd >= 0 && c->natt == RD_CONN_MAX_FDS) {
-    close(attach_fd);
-    return RD_ENOMEM;
+  if (attach_fd >= 0 && c->natt == c->capatt) {
+    int cap = c->capatt ? c->capatt * 2 : 8;
+    struct rd__att *a = realloc(c->att, (size_t)cap * sizeof(*a));
+    if (!a) {
+      close(attach_fd);
+      return RD_ENOMEM;
+    }
+    c->att = a;
+    c->capatt = cap;
   }
   size_t before_off = c->wbuf.off;
   if (bytes_reserve(&c->wbuf, RD_FRAME_HDR + n) != 0) {

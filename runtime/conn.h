@@ -16,7 +16,7 @@
 #define RD_FRAME_HDR 8u
 #define RD_FRAME_MAX (64u << 20)   /* largest payload a peer may send */
 #define RD_FRAME_FLAG_FD 1u
-#define RD_CONN_MAX_FDS 16
+#define RD_CONN_MAX_FDS 16   /* received fds waiting for their frame */
 
 typedef struct rd__bytes {
   uint8_t *p;
@@ -36,8 +36,8 @@ typedef struct rd__conn {
   int fd;
   rd__bytes rbuf;
   rd__bytes wbuf;
-  struct { size_t off; int fd; } att[RD_CONN_MAX_FDS];   /* fds to send, by wbuf offset */
-  int natt;
+  struct rd__att { size_t off; int fd; } *att;           /* fds to send, by wbuf offset (grows) */
+  int natt, capatt;
   int rfds[RD_CONN_MAX_FDS];                             /* fds received, FIFO */
   int nrfds;
 } rd__conn;

@@ -48,6 +48,7 @@ typedef struct lease_req {
 } lease_req;
 
 enum { A_PENDING, A_STARTING, A_ALIVE, A_DEAD };
+#define RD_NODE_MAX_PROCS 4096   /* workers of all kinds on one node */
 
 typedef struct parked_connect {
   node_client *client;
@@ -138,6 +139,8 @@ static struct {
   node_worker *workers;
   int nworkers, nstarting, nidle;
   int want_workers;               /* requests that fit but found no idle worker */
+  int want_actor_workers;         /* ... of which actor placements */
+  int nactor_workers;             /* workers hosting an actor */
   uint32_t next_client_id, next_worker_id;
   uint64_t next_lease_seq;
   uint64_t leases_granted;
@@ -224,9 +227,10 @@ static void worker_free(uv_handle_t *h) { free(h->data); }
 
 static void worker_on_exit(uv_process_t *p, int64_t status, int sig) {
   node_worker *w = p->data;
-  if (!N.shutting_down || N.opts.log_level >= RD_LOG_INFO)
-    rd__log(N.shutting_down ? RD_LOG_INFO : RD_LOG_WARN, "worker %u (pid %d) exited status %lld signal %d",
-            w->id, w->pid, (long long)status, sig);
+  /* expected exits (shutdown, a kill we asked for, a clean exit) are not warnings */
+  int expected = N.shutting_down || w->state == W_DYING || (status == 0 && sig == 0);
+  rd__log(expected ? RD_LOG_INFO : RD_LOG_WARN, "worker %u (pid %d) exited status %lld signal %d", w->id, w->pid,
+          (long long)status, sig);
   if (w->state == W_LEASED) rd_res_release(&N.ledger, &w->grant);
   if (w->state == W_STARTING) N.nstarting--;
   if (w->state == W_IDLE) N.nidle--;
@@ -279,7 +283,11 @@ static char **build_worker_env(uint32_t wid) {
 }
 
 static void worker_spawn(void) {
-  if (!N.job_exe || N.shutting_down || N.nworkers >= N.opts.max_workers) return;
+  /* max_workers bounds the task pool; each actor is a process of its own on top */
+  int limit = N.want_actor_workers > 0 ? N.opts.max_workers + N.nactor_workers + N.want_actor_workers
+                                       : N.opts.max_workers + N.nactor_workers;
+  if (limit > RD_NODE_MAX_PROCS) limit = RD_NODE_MAX_PROCS;
+  if (!N.job_exe || N.shutting_down || N.nworkers >= limit) return;
   node_worker *w = calloc(1, sizeof(*w));
   if (!w) return;
   w->id = ++N.next_worker_id;
@@ -343,6 +351,7 @@ static int can_run(rd_sched_item *it, void *ctx) {
   if (rd_res_acquire(&N.ledger, &it->req, &g) == 0) {
     rd_res_release(&N.ledger, &g);
     N.want_workers++;
+    if (((lease_req *)it->data)->actor) N.want_actor_workers++;
   }
   return 0;
 }
@@ -408,10 +417,10 @@ static void granted(rd_sched_item *it, const rd_res_grant *g, void *ctx) {
 
 static void dispatch(void) {
   if (N.shutting_down) return;
-  N.want_workers = 0;
+  N.want_workers = N.want_actor_workers = 0;
   rd_sched_queue_dispatch(&N.queue, &N.ledger, can_run, granted, NULL);
   /* grow the pool when requests wait for a worker rather than for resources */
-  while (N.want_workers > N.nstarting && N.nworkers < N.opts.max_workers && N.job_exe) {
+  while (N.want_workers > N.nstarting && N.job_exe) {
     int before = N.nworkers;
     worker_spawn();
     if (N.nworkers == before) break;
@@ -555,6 +564,14 @@ static void actor_serve_connects(node_actor *a) {
   }
 }
 
+/* The actor and its worker part ways (the worker died or is being killed). */
+static void actor_unbind(node_actor *a) {
+  if (!a->worker) return;
+  a->worker->actor = NULL;
+  a->worker = NULL;
+  N.nactor_workers--;
+}
+
 static void actor_answer_killers(node_actor *a) {
   while (a->killers) {
     parked_connect *p = a->killers;
@@ -600,8 +617,7 @@ static void actor_die(node_actor *a, const char *why) {
   }
   if (a->worker) {
     node_worker *w = a->worker;
-    a->worker = NULL;
-    w->actor = NULL;
+    actor_unbind(a);
     if (w->state == W_LEASED) {
       rd_res_release(&N.ledger, &w->grant);
       w->state = W_DYING;
@@ -614,10 +630,7 @@ static void actor_die(node_actor *a, const char *why) {
 
 /* The actor's worker is gone (crash, kill): restart it or declare it dead. */
 static void actor_worker_gone(node_actor *a, const char *why) {
-  if (a->worker) {
-    a->worker->actor = NULL;
-    a->worker = NULL;
-  }
+  actor_unbind(a);
   actor_answer_killers(a);
   if (a->state == A_DEAD) return;
   char buf[400];
@@ -644,6 +657,7 @@ static void actor_place(node_actor *a, node_worker *w, const rd_res_grant *g) {
   w->lease_owner = NULL;
   w->lease_id = 0;
   w->actor = a;
+  N.nactor_workers++;
   rd_res_grant_visible_devices(g, w->visible, sizeof(w->visible));
   a->worker = w;
   a->state = A_STARTING;
@@ -1146,7 +1160,9 @@ static void client_free_cb(uv_handle_t *h) {
 static void client_drop(node_client *c, const char *why) {
   if (c->dead) return;
   c->dead = 1;
-  rd__log(c->role == ROLE_DRIVER || N.shutting_down || !strcmp(why, "end of stream") ? RD_LOG_INFO : RD_LOG_WARN,
+  int expected = c->role == ROLE_DRIVER || N.shutting_down || !strcmp(why, "end of stream") ||
+                 !strcmp(why, "worker exited");
+  rd__log(expected ? RD_LOG_INFO : RD_LOG_WARN,
           "dropping client %u (%s pid %d): %s", c->id,
           c->role == ROLE_DRIVER ? "driver" : c->role == ROLE_WORKER ? "worker" : "unknown", c->pid, why);
   if (rd__conn_want_write(&c->conn)) (void)rd__conn_flush(&c->conn);  /* best effort: the error frame */

@@ -161,6 +161,7 @@ typedef struct rd__ctx {
   rd__reply_slot replies[RD_MAX_WAITING_REPLIES];
   int pipeline_depth;
   uint64_t lease_idle_ns;
+  uint64_t spin_ns;             /* busy-poll this long before sleeping in poll() */
   uint64_t *pending_release;  /* store pins to drop, sent with the next flush */
   size_t npending_release, cappending_release;
 } rd__ctx;
