@@ -428,7 +428,7 @@ int main(int argc, char **argv) {
   report("single_client_put_gigabytes", "GB/s", t_put_gigabytes);
   report("multi_client_put_gigabytes", "GB/s", t_multi_put_gb);
   report("single_client_wait_1k_refs", "", t_wait_1k);
-  if (selected("actor")) {
+  if (!g_filter || strstr(g_filter, "actor")) {
     g_actor = make_actor(1);
     g_actor_conc = make_actor(16);
     for (int i = 0; i < 4; i++) g_actors[i] = make_actor(1);
@@ -440,6 +440,23 @@ int main(int argc, char **argv) {
   report("n_n_actor_calls_async", "", t_n_n_actor_async);
   report("n_n_actor_calls_with_arg_async", "", t_n_n_actor_with_arg);
   report("actor_creation_per_second", "(200 actors, one call each)", t_actor_creation);
+  if (selected("1_1_actor_calls_sync")) {
+    long ops = 0;
+    double t0 = now();
+    while (now() - t0 < g_duration && ops < 2000000) {
+      double t = now();
+      rd_ref rr;
+      OK(rd_actor_call(g_actor, Bench_noop, RD_NO_ARGS, NULL, &rr));
+      rd_buf b;
+      OK(rd_get(&rr, 1, &b, RD_TIMEOUT_INF));
+      rd_buf_release(&b);
+      rd_ref_release(rr);
+      lat_samples[ops++] = now() - t;
+    }
+    qsort(lat_samples, (size_t)ops, sizeof(double), cmp_d);
+    printf("1_1_actor_calls_sync latency p50 %.1f us p99 %.1f us (%ld samples)\n", lat_samples[ops / 2] * 1e6,
+           lat_samples[(long)(ops * 0.99)] * 1e6, ops);
+  }
   if (selected("single_client_tasks_sync")) {
     /* latency distribution of one more trial */
     long ops = 0;

@@ -14,6 +14,7 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <poll.h>
+#include <sched.h>
 #include <signal.h>
 #include <spawn.h>
 #include <stdarg.h>
@@ -861,8 +862,10 @@ int rd__pump(int64_t timeout_ms) {
   pf[n] = (struct pollfd){G.wakefd, POLLIN, 0};
   kind[n] = 3; who[n++] = NULL;
   int64_t idle_wait = -1;
+  int inflight = 0;
   for (rd__sclass *c = G.classes; c; c = c->next) {
     for (rd__lease *l = c->leases; l && n < MAX_POLL; l = l->next) {
+      inflight += l->ninflight;
       pf[n] = (struct pollfd){l->conn.fd, POLLIN | (rd__conn_want_write(&l->conn) ? POLLOUT : 0), 0};
       kind[n] = 1; who[n++] = l;
       if (l->idle_since) {
@@ -874,6 +877,7 @@ int rd__pump(int64_t timeout_ms) {
   for (rd__actor *a = G.actors; a && n < MAX_POLL; a = a->next) {
     if (!a->conn) continue;
     rd__lease *l = a->conn;
+    inflight += l->ninflight;
     pf[n] = (struct pollfd){l->conn.fd, POLLIN | (rd__conn_want_write(&l->conn) ? POLLOUT : 0), 0};
     kind[n] = 1; who[n++] = l;
   }
@@ -892,11 +896,22 @@ int rd__pump(int64_t timeout_ms) {
    * polling without sleeping that long saves the wake-up, which costs
    * ~35-70 us when it crosses vCPUs */
   int r = poll(pf, (nfds_t)n, 0);
-  if (r == 0 && wait != 0 && G.spin_ns) {
+  /* spin only in the synchronous pattern: an owner waiting for its single
+   * request, or a worker whose last wait for work was short.  Streams of
+   * pipelined work need the cores for the processes doing it. */
+  int spin = G.spin_ns && (G.is_worker && !inflight ? G.last_wait_ns < G.spin_ns : inflight == 1);
+  uint64_t wait_start = rd__now_ns();
+  if (r == 0 && wait != 0 && spin) {
     uint64_t until = rd__now_ns() + G.spin_ns;
-    while (r == 0 && rd__now_ns() < until) r = poll(pf, (nfds_t)n, 0);
+    /* yield between polls: a spinning waiter must not take a core from a
+     * process that has work (more runnable processes than cores is common) */
+    while (r == 0 && rd__now_ns() < until) {
+      sched_yield();
+      r = poll(pf, (nfds_t)n, 0);
+    }
   }
   if (r == 0 && wait != 0) r = poll(pf, (nfds_t)n, (int)wait);
+  G.last_wait_ns = rd__now_ns() - wait_start;
   pthread_mutex_lock(&G.mu);
   G.pumping = 0;
   if (r < 0) {

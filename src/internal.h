@@ -162,6 +162,7 @@ typedef struct rd__ctx {
   int pipeline_depth;
   uint64_t lease_idle_ns;
   uint64_t spin_ns;             /* busy-poll this long before sleeping in poll() */
+  uint64_t last_wait_ns;        /* how long the last pump waited for something */
   uint64_t *pending_release;  /* store pins to drop, sent with the next flush */
   size_t npending_release, cappending_release;
 } rd__ctx;
