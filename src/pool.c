@@ -41,6 +41,7 @@ struct rd_pool {
   uint64_t pick_seq;
   uint64_t add_retry_ms;    /* after a failed rd_actor_create, no new try before this */
   int add_err;              /* the code of that failure */
+  int closing;              /* in rd_pool_destroy: replace nothing */
   rd_pool_stats st;
 };
 
@@ -107,7 +108,7 @@ static int pool_try_add(rd_pool *p, const char *why) {
 static void pool_remove_replica(rd_pool *p, int i) {
   pool_replica *rep = &p->reps[i];
   int r = rd_actor_kill(rep->actor, 1);
-  if (r != 0 && r != RD_EINVAL)   /* RD_EINVAL: it was gone already */
+  if (r != 0 && r != RD_EINVAL && r != RD_ESTATE)   /* gone already, or after rd_shutdown */
     rd__log(RD_LOG_WARN, "rd_pool (%s): killing replica actor %llu: %s", p->cls->name,
             (unsigned long long)rep->actor.id, rd_err_name(r));
   for (int k = 0; k < rep->ninflight; k++) rd_ref_release(rep->refs[k]);
@@ -189,7 +190,7 @@ static void pool_reap(rd_pool *p) {
     if (p->reps[i].retiring && p->reps[i].ninflight == 0) pool_remove_replica(p, i);
     else i++;
   }
-  for (; died > 0; died--)
+  for (; died > 0 && !p->closing; died--)
     if (pool_try_add(p, "replacing a dead one") == 0) p->st.replaced++;
 }
 
@@ -243,6 +244,12 @@ static int pool_pick(const rd_pool *p) {
   return best;
 }
 
+/* When a caller that has waited for room since `since` may add a replica. */
+static uint64_t pool_grow_at(const rd_pool *p, uint64_t since) {
+  uint64_t at = since + (uint64_t)p->opts.scale_up_wait_ms;
+  return at > p->add_retry_ms ? at : p->add_retry_ms;
+}
+
 /* A replica to send the next call to.  `since` is when the caller started
  * waiting for room (for scale_up_wait_ms).  With `block` it waits until
  * deadline_ms (0: for ever) and returns RD_ETIMEDOUT; without, it returns
@@ -257,8 +264,7 @@ static int pool_acquire(rd_pool *p, uint64_t since, uint64_t deadline_ms, int bl
     }
     uint64_t now = pool_now_ms();
     int can_grow = p->nactive < p->opts.max_replicas;
-    uint64_t grow_at = since + (uint64_t)p->opts.scale_up_wait_ms;
-    if (p->add_retry_ms > grow_at) grow_at = p->add_retry_ms;
+    uint64_t grow_at = pool_grow_at(p, since);
     if (can_grow && now >= grow_at) {
       if (pool_try_add(p, "scaling up") == 0) {
         p->st.scale_ups++;
@@ -517,7 +523,7 @@ int rd_pool_map(rd_pool *p, const rd_actor_method *method, const rd_value *input
      * pool may grow */
     int64_t wait = -1;
     if (next_submit < n && p->nactive < p->opts.max_replicas) {
-      uint64_t now = pool_now_ms(), at = since + (uint64_t)p->opts.scale_up_wait_ms;
+      uint64_t now = pool_now_ms(), at = pool_grow_at(p, since);
       wait = at > now ? (int64_t)(at - now) : 0;
     }
     pool_reap(p);
@@ -598,6 +604,7 @@ void rd_pool_get_stats(rd_pool *p, rd_pool_stats *out) {
 
 void rd_pool_destroy(rd_pool *p) {
   if (!p) return;
+  p->closing = 1;
   pool_drain(p);
   while (p->nreps > 0) pool_remove_replica(p, p->nreps - 1);
   pool_free(p);
