@@ -1164,6 +1164,7 @@ int rd_get(const rd_ref *refs, size_t n, rd_buf *out, int64_t timeout_ms) {
     }
   }
   uint64_t deadline = timeout_ms >= 0 ? rd__now_ns() + (uint64_t)timeout_ms * 1000000ull : 0;
+  int polled = 0;
   rd__flush_all();
   for (;;) {
     size_t ready = 0;
@@ -1172,9 +1173,11 @@ int rd_get(const rd_ref *refs, size_t n, rd_buf *out, int64_t timeout_ms) {
     int64_t left = -1;
     if (deadline) {
       uint64_t now = rd__now_ns();
-      if (now >= deadline) { r = RD_ETIMEDOUT; goto out; }
-      left = (int64_t)((deadline - now) / 1000000) + 1;
+      /* even a zero timeout reads what the sockets already hold, once */
+      if (now >= deadline && polled) { r = RD_ETIMEDOUT; goto out; }
+      left = now >= deadline ? 0 : (int64_t)((deadline - now) / 1000000) + 1;
     }
+    polled = 1;
     int pr = rd__pump(left);
     if (pr < 0 && pr != RD_ENODE_DIED) { r = pr; goto out; }
     if (G.dead) {
@@ -1281,7 +1284,7 @@ int rd_wait(const rd_ref *refs, size_t n, size_t num_ready, int64_t timeout_ms, 
     }
   }
   uint64_t deadline = timeout_ms >= 0 ? rd__now_ns() + (uint64_t)timeout_ms * 1000000ull : 0;
-  int ready = 0;
+  int ready = 0, polled = 0;
   rd__flush_all();
   for (;;) {
     ready = 0;
@@ -1295,9 +1298,10 @@ int rd_wait(const rd_ref *refs, size_t n, size_t num_ready, int64_t timeout_ms, 
     int64_t left = -1;
     if (deadline) {
       uint64_t now = rd__now_ns();
-      if (now >= deadline) break;
-      left = (int64_t)((deadline - now) / 1000000) + 1;
+      if (now >= deadline && polled) break;   /* a zero timeout still polls once */
+      left = now >= deadline ? 0 : (int64_t)((deadline - now) / 1000000) + 1;
     }
+    polled = 1;
     if (rd__pump(left) < 0 && !G.dead) break;
   }
   pthread_mutex_unlock(&G.mu);

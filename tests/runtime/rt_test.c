@@ -581,6 +581,17 @@ static int t_timeouts(void) {
   CHECK_EQ(ready[0], 0);
   CHECK_EQ(ready[1], 1);
   CHECK_EQ(rd_wait(both, 2, 2, RD_TIMEOUT_INF, ready), 2);
+  /* a zero timeout reads the sockets: polling with it sees a task finish */
+  rd_ref quick;
+  CHECK_EQ(rd_submit(add_one, RD_ARGS(rd_arg_bytes(&one, sizeof(one))), NULL, &quick), 0);
+  int seen = 0;
+  for (int i = 0; i < 2000 && !seen; i++) {
+    seen = rd_wait(&quick, 1, 1, 0, NULL) == 1;
+    if (!seen) usleep(1000);
+  }
+  CHECK(seen);
+  CHECK_EQ(rd_get(&quick, 1, &b, 0), 0);
+  rd_buf_release(&b);
   CHECK_EQ(rd_get(&slow, 1, &b, 0), 0);
   rd_buf_release(&b);
   rd_shutdown();
