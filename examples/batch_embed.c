@@ -1,0 +1,625 @@
+/* examples/batch_embed.c - offline batch inference: embed every item of a
+ * text corpus with all-MiniLM-L6-v2 through an actor pool of engine replicas.
+ *
+ * The corpus is cut into batches that stream through the pool with a bounded
+ * number in flight (rd_pool_submit waits when every replica is busy), so
+ * memory stays flat whatever the corpus size.  Results are written in corpus
+ * order into a .npy file (float32, N x 384) next to a .rows.tsv file naming
+ * each row's item; a .progress file makes an interrupted run resume where it
+ * stopped.  --direct runs the same batches through one engine in this
+ * process, with no runtime, to measure what the runtime costs.
+ *
+ *   batch_embed --corpus wordnet|fortunes|PATH --out OUT.npy [--replicas N]
+ *               [--cpus-per-replica N] [--gpus-per-replica F] [--threads-per-replica N]
+ *               [--batch N] [--inflight N] [--limit N] [--model DIR] [--direct] [--force] */
+#include <raydist.h>
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "engine.h"
+
+#ifndef RD_DEFAULT_MODEL_DIR
+#define RD_DEFAULT_MODEL_DIR "models/all-MiniLM-L6-v2"
+#endif
+
+static double now(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+static void die(int code, const char *fmt, ...) __attribute__((format(printf, 2, 3), noreturn));
+static void die(int code, const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  fprintf(stderr, "batch_embed: ");
+  vfprintf(stderr, fmt, ap);
+  fprintf(stderr, "\n");
+  va_end(ap);
+  exit(code);
+}
+
+/* ------------------------------------------------------------ corpus */
+
+typedef struct item {
+  char *text;
+  size_t len;
+  char *id;
+} item;
+
+typedef struct corpus {
+  item *items;
+  size_t n, cap;
+} corpus;
+
+static void corpus_add(corpus *c, const char *text, size_t len, const char *id) {
+  while (len && (text[len - 1] == '\n' || text[len - 1] == ' ' || text[len - 1] == '\r')) len--;
+  while (len && (*text == ' ' || *text == '\n')) text++, len--;
+  if (!len) return;
+  if (c->n == c->cap) {
+    c->cap = c->cap ? c->cap * 2 : 4096;
+    c->items = realloc(c->items, c->cap * sizeof(item));
+    if (!c->items) die(1, "out of memory reading the corpus");
+  }
+  item *it = &c->items[c->n++];
+  it->text = strndup(text, len);
+  it->len = len;
+  it->id = strdup(id);
+  if (!it->text || !it->id) die(1, "out of memory reading the corpus");
+}
+
+/* WordNet: the gloss after "| " on each synset line of data.<pos>. */
+static void load_wordnet(corpus *c) {
+  static const char *pos[] = {"noun", "verb", "adj", "adv"};
+  int found = 0;
+  for (int p = 0; p < 4; p++) {
+    char path[256];
+    snprintf(path, sizeof(path), "/usr/share/wordnet/data.%s", pos[p]);
+    FILE *f = fopen(path, "r");
+    if (!f) continue;
+    found++;
+    char *line = NULL;
+    size_t cap = 0;
+    ssize_t n;
+    while ((n = getline(&line, &cap, f)) > 0) {
+      if (line[0] == ' ') continue;   /* license header */
+      char *bar = strstr(line, "| ");
+      if (!bar) continue;
+      char id[64];
+      snprintf(id, sizeof(id), "%s:%.8s", pos[p], line);
+      corpus_add(c, bar + 2, (size_t)(line + n - (bar + 2)), id);
+    }
+    free(line);
+    fclose(f);
+  }
+  if (!found) die(2, "WordNet is not installed (/usr/share/wordnet/data.*): apt-get install wordnet-base");
+}
+
+static int cmp_str(const void *a, const void *b) { return strcmp(*(char *const *)a, *(char *const *)b); }
+
+/* fortunes: cookies separated by lines holding a single '%'. */
+static void load_fortunes(corpus *c) {
+  const char *dir = "/usr/share/games/fortunes";
+  DIR *d = opendir(dir);
+  if (!d) die(2, "fortunes are not installed (%s): apt-get install fortunes-min", dir);
+  char *names[512];
+  int nn = 0;
+  struct dirent *e;
+  while ((e = readdir(d)) && nn < 512) {
+    const char *dot = strrchr(e->d_name, '.');
+    if (e->d_name[0] == '.' || (dot && (!strcmp(dot, ".dat") || !strcmp(dot, ".u8")))) continue;
+    names[nn++] = strdup(e->d_name);
+  }
+  closedir(d);
+  qsort(names, (size_t)nn, sizeof(char *), cmp_str);
+  for (int i = 0; i < nn; i++) {
+    char path[512];
+    snprintf(path, sizeof(path), "%s/%s", dir, names[i]);
+    struct stat st;
+    FILE *f = stat(path, &st) == 0 && S_ISREG(st.st_mode) ? fopen(path, "r") : NULL;
+    if (f) {
+      char *buf = NULL, *line = NULL;
+      size_t blen = 0, cap = 0;
+      ssize_t n;
+      int k = 0;
+      while (1) {
+        n = getline(&line, &cap, f);
+        if (n <= 0 || !strcmp(line, "%\n")) {
+          char id[600];
+          snprintf(id, sizeof(id), "%s:%d", names[i], k++);
+          if (blen) corpus_add(c, buf, blen, id);
+          blen = 0;
+          if (n <= 0) break;
+          continue;
+        }
+        buf = realloc(buf, blen + (size_t)n + 1);
+        memcpy(buf + blen, line, (size_t)n);
+        blen += (size_t)n;
+      }
+      free(buf);
+      free(line);
+      fclose(f);
+    }
+    free(names[i]);
+  }
+  if (!c->n) die(2, "no fortunes found in %s", dir);
+}
+
+static void load_file(corpus *c, const char *path) {
+  FILE *f = fopen(path, "r");
+  if (!f) die(2, "cannot read the corpus %s: %s", path, strerror(errno));
+  char *line = NULL;
+  size_t cap = 0;
+  ssize_t n;
+  size_t k = 0;
+  while ((n = getline(&line, &cap, f)) > 0) {
+    char id[32];
+    snprintf(id, sizeof(id), "line:%zu", ++k);
+    corpus_add(c, line, (size_t)n, id);
+  }
+  free(line);
+  fclose(f);
+  if (!c->n) die(2, "the corpus %s has no non-empty line", path);
+}
+
+/* ------------------------------------------------------ the replicas */
+
+/* A batch on the wire: u32 count, count x u32 lengths, then the texts.
+ * A result: the header below, then count x dim floats. */
+typedef struct result_hdr {
+  uint32_t n, dim;
+  int32_t pid;
+  uint32_t pad;
+  double seconds;   /* time spent in the engine */
+} result_hdr;
+
+typedef struct embedder {
+  rd_engine *engine;
+} embedder;
+
+/* Constructor arguments: model dir (string), threads (int), use GPU (int). */
+static int embedder_init(rd_call *call, void **state) {
+  rd_buf a0, a1, a2;
+  if (rd_call_nargs(call) != 3 || rd_arg(call, 0, &a0) || rd_arg(call, 1, &a1) || rd_arg(call, 2, &a2) ||
+      a1.size != sizeof(int) || a2.size != sizeof(int))
+    return rd_call_fail(call, "Embedder takes (model_dir, threads, use_gpu)");
+  char dir[1024];
+  snprintf(dir, sizeof(dir), "%.*s", (int)a0.size, (const char *)a0.data);
+  int threads, gpu;
+  memcpy(&threads, a1.data, sizeof(int));
+  memcpy(&gpu, a2.data, sizeof(int));
+  embedder *e = calloc(1, sizeof(*e));
+  if (!e) return rd_call_fail(call, "out of memory");
+  rd_engine_config cfg;
+  rd_engine_config_init(&cfg);
+  char err[512] = "";
+  cfg.model_dir = dir;
+  cfg.threads = threads;
+  cfg.device = gpu ? 0 : -1;   /* CUDA_VISIBLE_DEVICES holds the granted GPU */
+  cfg.max_batch = 1024;
+  cfg.errbuf = err;
+  cfg.errbuf_len = sizeof(err);
+  int r = rd_engine_open(&cfg, &e->engine);
+  if (r != 0) {
+    free(e);
+    return rd_call_fail(call, "cannot open the engine on %s: %s (%s)", gpu ? "the GPU" : "the CPU", err,
+                        rd_strerror(r));
+  }
+  *state = e;
+  return 0;
+}
+
+static void embedder_fini(void *state) {
+  embedder *e = state;
+  if (!e) return;
+  rd_engine_close(e->engine);
+  free(e);
+}
+
+RD_ACTOR_CLASS(Embedder, embedder_init, embedder_fini)
+
+/* Decode a batch into text pointers; 0 or -1 when malformed. */
+static int batch_decode(const uint8_t *p, size_t size, const char **texts, size_t *lens, size_t max, size_t *n) {
+  uint32_t cnt;
+  if (size < 4) return -1;
+  memcpy(&cnt, p, 4);
+  if (cnt > max || size < 4 + 4ull * cnt) return -1;
+  size_t off = 4 + 4ull * cnt;
+  for (uint32_t i = 0; i < cnt; i++) {
+    uint32_t l;
+    memcpy(&l, p + 4 + 4ull * i, 4);
+    if (l > size - off) return -1;
+    texts[i] = (const char *)p + off;
+    lens[i] = l;
+    off += l;
+  }
+  *n = cnt;
+  return 0;
+}
+
+#define MAX_BATCH 1024
+
+RD_ACTOR_METHOD(Embedder, embed) {
+  embedder *e = state;
+  rd_buf in;
+  if (rd_arg(call, 0, &in) != 0) return rd_call_fail(call, "no batch");
+  static const char *texts[MAX_BATCH];
+  static size_t lens[MAX_BATCH];
+  size_t n;
+  if (batch_decode(in.data, in.size, texts, lens, MAX_BATCH, &n) != 0) return rd_call_fail(call, "malformed batch");
+  size_t dim = rd_engine_dim(e->engine);
+  uint8_t *out = rd_return_alloc(call, 0, sizeof(result_hdr) + n * dim * sizeof(float));
+  if (!out) return rd_call_fail(call, "cannot allocate the result");
+  result_hdr h = {(uint32_t)n, (uint32_t)dim, (int32_t)getpid(), 0, 0};
+  double t0 = now();
+  int r = rd_engine_embed(e->engine, texts, lens, n, (float *)(out + sizeof(h)));
+  h.seconds = now() - t0;
+  if (r != 0) return rd_call_fail(call, "embedding failed: %s", rd_engine_last_error(e->engine));
+  memcpy(out, &h, sizeof(h));
+  return 0;
+}
+
+/* ------------------------------------------------------------ output */
+
+typedef struct output {
+  int fd;
+  char path[1024], progress[1100];
+  size_t rows, dim, header;
+  size_t done;   /* rows known to be on disk */
+} output;
+
+static size_t npy_header(char *buf, size_t rows, size_t dim) {
+  char dict[200];
+  int n = snprintf(dict, sizeof(dict), "{'descr': '<f4', 'fortran_order': False, 'shape': (%zu, %zu), }", rows, dim);
+  size_t total = 10 + (size_t)n + 1;
+  size_t padded = (total + 63) / 64 * 64;
+  memcpy(buf, "\x93NUMPY\x01\x00", 8);
+  uint16_t hl = (uint16_t)(padded - 10);
+  memcpy(buf + 8, &hl, 2);
+  memcpy(buf + 10, dict, (size_t)n);
+  memset(buf + 10 + n, ' ', padded - 10 - (size_t)n - 1);
+  buf[padded - 1] = '\n';
+  return padded;
+}
+
+static int write_all(int fd, const void *p, size_t n, off_t off) {
+  const char *c = p;
+  while (n) {
+    ssize_t w = pwrite(fd, c, n, off);
+    if (w < 0) {
+      if (errno == EINTR) continue;
+      return -1;
+    }
+    c += w;
+    n -= (size_t)w;
+    off += w;
+  }
+  return 0;
+}
+
+/* Progress: "rows_done total corpus_key\n", replaced atomically. */
+static void progress_save(output *o, const char *key) {
+  char tmp[1200];
+  snprintf(tmp, sizeof(tmp), "%s.tmp", o->progress);
+  FILE *f = fopen(tmp, "w");
+  if (!f) die(1, "cannot write %s: %s", tmp, strerror(errno));
+  fprintf(f, "%zu %zu %s\n", o->done, o->rows, key);
+  if (fflush(f) != 0 || fdatasync(fileno(f)) != 0 || fclose(f) != 0) die(1, "cannot write %s", tmp);
+  if (rename(tmp, o->progress) != 0) die(1, "cannot replace %s: %s", o->progress, strerror(errno));
+}
+
+/* Open (or resume) the output; returns the first row still to compute. */
+static size_t output_open(output *o, const char *path, size_t rows, size_t dim, const char *key, int force) {
+  snprintf(o->path, sizeof(o->path), "%s", path);
+  snprintf(o->progress, sizeof(o->progress), "%s.progress", path);
+  o->rows = rows;
+  o->dim = dim;
+  char hdr[256];
+  o->header = npy_header(hdr, rows, dim);
+  size_t start = 0;
+  FILE *pf = force ? NULL : fopen(o->progress, "r");
+  struct stat st;
+  int exists = stat(path, &st) == 0;
+  if (pf) {
+    size_t done = 0, total = 0;
+    char k[512] = "";
+    if (fscanf(pf, "%zu %zu %511s", &done, &total, k) == 3 && total == rows && !strcmp(k, key) && done <= rows &&
+        exists && (size_t)st.st_size == o->header + rows * dim * 4) {
+      start = done;
+      fprintf(stderr, "batch_embed: resuming %s at row %zu of %zu\n", path, done, rows);
+    } else {
+      fprintf(stderr, "batch_embed: %s does not match this run (other corpus, limit or batch); starting over\n",
+              o->progress);
+    }
+    fclose(pf);
+  } else if (exists && !force) {
+    die(3, "%s exists and has no progress file (a finished run?); use --force to overwrite it", path);
+  }
+  o->fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+  if (o->fd < 0) die(2, "cannot write the output %s: %s", path, strerror(errno));
+  if (start == 0) {
+    if (ftruncate(o->fd, 0) != 0 || ftruncate(o->fd, (off_t)(o->header + rows * dim * 4)) != 0 ||
+        write_all(o->fd, hdr, o->header, 0) != 0)
+      die(2, "cannot size the output %s: %s", path, strerror(errno));
+  }
+  o->done = start;
+  progress_save(o, key);
+  return start;
+}
+
+static void output_rows(output *o, size_t first, const float *rows, size_t n) {
+  if (write_all(o->fd, rows, n * o->dim * 4, (off_t)(o->header + first * o->dim * 4)) != 0)
+    die(1, "writing %s failed: %s (rows before %zu are kept; rerun to resume)", o->path, strerror(errno), o->done);
+}
+
+/* ------------------------------------------------------------ driver */
+
+static volatile sig_atomic_t interrupted;
+static void on_sigint(int sig) {
+  (void)sig;
+  interrupted = 1;
+}
+
+typedef struct opts {
+  const char *corpus, *out, *model;
+  int replicas, cpus, threads, batch, inflight, direct, force;
+  double gpus;
+  size_t limit, stop_after;
+} opts;
+
+static void usage(void) {
+  fprintf(stderr,
+          "usage: batch_embed --corpus wordnet|fortunes|PATH --out OUT.npy [--replicas N] [--cpus-per-replica N]\n"
+          "                   [--gpus-per-replica F] [--threads-per-replica N] [--batch N] [--inflight N]\n"
+          "                   [--limit N] [--model DIR] [--direct] [--force]\n");
+  exit(2);
+}
+
+static void parse(int argc, char **argv, opts *o) {
+  memset(o, 0, sizeof(*o));
+  o->replicas = 2;
+  o->cpus = 1;
+  o->threads = 1;
+  o->batch = 64;
+  o->inflight = 2;
+  o->model = getenv("RD_MODEL_DIR");
+  if (!o->model || !*o->model) o->model = RD_DEFAULT_MODEL_DIR;
+  for (int i = 1; i < argc; i++) {
+    const char *a = argv[i];
+    const char *v = i + 1 < argc ? argv[i + 1] : NULL;
+#define OPT(name) (!strcmp(a, name) && v && ++i)
+    if (OPT("--corpus")) o->corpus = v;
+    else if (OPT("--out")) o->out = v;
+    else if (OPT("--model")) o->model = v;
+    else if (OPT("--replicas")) o->replicas = atoi(v);
+    else if (OPT("--cpus-per-replica")) o->cpus = atoi(v);
+    else if (OPT("--gpus-per-replica")) o->gpus = atof(v);
+    else if (OPT("--threads-per-replica")) o->threads = atoi(v);
+    else if (OPT("--batch")) o->batch = atoi(v);
+    else if (OPT("--inflight")) o->inflight = atoi(v);
+    else if (OPT("--limit")) o->limit = strtoull(v, NULL, 10);
+    else if (OPT("--stop-after")) o->stop_after = strtoull(v, NULL, 10);   /* tests: simulate an interrupt */
+    else if (!strcmp(a, "--direct")) o->direct = 1;
+    else if (!strcmp(a, "--force")) o->force = 1;
+    else if (!strcmp(a, "--address")) die(2, "--address: joining a running cluster is not supported yet");
+    else usage();
+#undef OPT
+  }
+  if (!o->corpus || !o->out) usage();
+  if (o->replicas < 1 || o->cpus < 0 || o->threads < 1 || o->batch < 1 || o->batch > MAX_BATCH || o->inflight < 1 ||
+      o->gpus < 0)
+    die(2, "bad option value (replicas, batch 1..%d, threads and inflight must be positive)", MAX_BATCH);
+}
+
+/* Encode items [first, first+n) as one batch. */
+static uint8_t *batch_encode(const corpus *c, size_t first, size_t n, size_t *size) {
+  size_t bytes = 4 + 4 * n;
+  for (size_t i = 0; i < n; i++) bytes += c->items[first + i].len;
+  uint8_t *p = malloc(bytes);
+  if (!p) die(1, "out of memory");
+  uint32_t cnt = (uint32_t)n;
+  memcpy(p, &cnt, 4);
+  size_t off = 4 + 4 * n;
+  for (size_t i = 0; i < n; i++) {
+    uint32_t l = (uint32_t)c->items[first + i].len;
+    memcpy(p + 4 + 4 * i, &l, 4);
+    memcpy(p + off, c->items[first + i].text, l);
+    off += l;
+  }
+  *size = bytes;
+  return p;
+}
+
+typedef struct progress {
+  int tty;
+  double start, last;
+  size_t total, base;
+} progress;
+
+static void progress_show(progress *p, size_t done, int final) {
+  double t = now();
+  if (!final && t - p->last < (p->tty ? 0.2 : 5.0)) return;
+  p->last = t;
+  double rate = (double)(done - p->base) / (t - p->start + 1e-9);
+  double eta = rate > 0 ? (double)(p->total - done) / rate : 0;
+  if (p->tty) {
+    int w = 30, fill = (int)((double)w * (double)done / (double)(p->total ? p->total : 1));
+    char bar[40];
+    for (int i = 0; i < w; i++) bar[i] = i < fill ? '=' : (i == fill ? '>' : ' ');
+    bar[w] = 0;
+    fprintf(stderr, "\r[%s] %5.1f%% %zu/%zu  %.0f items/s  ETA %.0fs ", bar, 100.0 * (double)done / (double)(p->total ? p->total : 1), done,
+            p->total, rate, eta);
+    if (final) fprintf(stderr, "\n");
+  } else {
+    fprintf(stderr, "progress: %zu/%zu items, %.0f items/s, ETA %.0f s\n", done, p->total, rate, eta);
+  }
+}
+
+int main(int argc, char **argv) {
+  opts o;
+  parse(argc, argv, &o);
+  /* in a worker this never returns: workers only serve the Embedder actor */
+  rd_config cfg;
+  rd_config_init(&cfg);
+  if (o.gpus > 0) cfg.num_gpus = rd_engine_device_count() > 0 ? -1 : 0;
+  int r = o.direct ? 0 : rd_init(&cfg);
+  if (r != 0) die(1, "rd_init: %s", rd_strerror(r));
+
+  corpus c = {0};
+  if (!strcmp(o.corpus, "wordnet")) load_wordnet(&c);
+  else if (!strcmp(o.corpus, "fortunes")) load_fortunes(&c);
+  else load_file(&c, o.corpus);
+  size_t total = o.limit && o.limit < c.n ? o.limit : c.n;
+  size_t dim = 384;
+  char key[600];
+  snprintf(key, sizeof(key), "%s,limit=%zu,batch=%d", o.corpus, total, o.batch);
+  for (char *k = key; *k; k++)
+    if (*k == ' ') *k = '_';
+
+  /* the rows file names each row; written once, small */
+  char rows_path[1100];
+  snprintf(rows_path, sizeof(rows_path), "%.1000s.rows.tsv", o.out);
+  output out;
+  size_t start = output_open(&out, o.out, total, dim, key, o.force);
+  FILE *rf = fopen(rows_path, "w");
+  if (!rf) die(2, "cannot write %s: %s", rows_path, strerror(errno));
+  fprintf(rf, "row\titem\n");
+  for (size_t i = 0; i < total; i++) fprintf(rf, "%zu\t%s\n", i, c.items[i].id);
+  if (fclose(rf) != 0) die(2, "cannot write %s", rows_path);
+
+  signal(SIGINT, on_sigint);
+  signal(SIGTERM, on_sigint);
+  progress pg = {isatty(2), now(), 0, total, start};
+  double t0 = now();
+  size_t nbatches_done = 0;
+  double engine_seconds = 0;
+  struct { int pid; double busy; size_t items; } rep[64];
+  int nrep = 0;
+
+  if (o.direct) {
+    /* the same batches through one engine in this process */
+    rd_engine_config ec;
+    rd_engine_config_init(&ec);
+    char err[512] = "";
+    ec.model_dir = o.model;
+    ec.threads = o.threads;
+    ec.max_batch = MAX_BATCH;
+    ec.errbuf = err;
+    ec.errbuf_len = sizeof(err);
+    rd_engine *e;
+    if ((r = rd_engine_open(&ec, &e)) != 0) die(2, "cannot open the engine: %s", err);
+    float *buf = malloc((size_t)o.batch * dim * sizeof(float));
+    const char *texts[MAX_BATCH];
+    size_t lens[MAX_BATCH];
+    for (size_t first = start; first < total && !interrupted; first += (size_t)o.batch) {
+      size_t n = total - first < (size_t)o.batch ? total - first : (size_t)o.batch;
+      for (size_t i = 0; i < n; i++) texts[i] = c.items[first + i].text, lens[i] = c.items[first + i].len;
+      double s = now();
+      if (rd_engine_embed(e, texts, lens, n, buf) != 0) die(1, "embedding failed: %s", rd_engine_last_error(e));
+      engine_seconds += now() - s;
+      output_rows(&out, first, buf, n);
+      out.done = first + n;
+      if (++nbatches_done % 16 == 0) progress_save(&out, key);
+      progress_show(&pg, out.done, 0);
+      if (o.stop_after && nbatches_done >= o.stop_after) interrupted = 1;
+    }
+    free(buf);
+    rd_engine_close(e);
+  } else {
+    rd_actor_opts ao;
+    rd_actor_opts_init(&ao);
+    ao.num_cpus = o.cpus;
+    ao.num_gpus = o.gpus;
+    rd_pool_opts po;
+    rd_pool_opts_init(&po);
+    po.min_replicas = po.max_replicas = o.replicas;
+    po.max_inflight_per_replica = o.inflight;
+    int use_gpu = o.gpus > 0;
+    rd_pool *pool;
+    r = rd_pool_create(Embedder,
+                       RD_ARGS(rd_arg_bytes(o.model, strlen(o.model)), rd_arg_bytes(&o.threads, sizeof(int)),
+                               rd_arg_bytes(&use_gpu, sizeof(int))),
+                       &ao, &po, &pool);
+    if (r != 0) die(1, "cannot create the replicas: %s", rd_strerror(r));
+    /* results are written strictly in order: a FIFO of the batches in flight */
+    size_t window = (size_t)o.replicas * (size_t)o.inflight + 1;
+    rd_ref *fifo = calloc(window, sizeof(rd_ref));
+    size_t *fifo_first = calloc(window, sizeof(size_t));
+    size_t head = 0, count = 0, next = start;
+    while ((next < total && !interrupted) || count > 0) {
+      if (next < total && !interrupted && count < window) {
+        size_t n = total - next < (size_t)o.batch ? total - next : (size_t)o.batch;
+        size_t bytes;
+        uint8_t *b = batch_encode(&c, next, n, &bytes);
+        rd_ref ref;
+        r = rd_pool_submit(pool, Embedder_embed, RD_ARGS(rd_arg_bytes(b, bytes)), RD_TIMEOUT_INF, &ref);
+        free(b);
+        if (r != 0) die(1, "submit failed: %s (rows before %zu are kept; rerun to resume)", rd_strerror(r), out.done);
+        fifo[(head + count) % window] = ref;
+        fifo_first[(head + count) % window] = next;
+        count++;
+        next += n;
+        /* keep submitting while the oldest result is not ready yet */
+        if (count < window && next < total && rd_wait(&fifo[head], 1, 1, 0, NULL) == 0) continue;
+      }
+      rd_buf res;
+      r = rd_get(&fifo[head], 1, &res, RD_TIMEOUT_INF);
+      if (r != 0)
+        die(1, "a batch failed: %.*s (rows before %zu are kept; rerun to resume)", (int)res.size,
+            (const char *)res.data, out.done);
+      result_hdr h;
+      if (res.size < sizeof(h)) die(1, "a replica returned a malformed result");
+      memcpy(&h, res.data, sizeof(h));
+      if (h.dim != dim || res.size != sizeof(h) + (size_t)h.n * dim * 4) die(1, "a replica returned a malformed result");
+      output_rows(&out, fifo_first[head], (const float *)((const uint8_t *)res.data + sizeof(h)), h.n);
+      out.done = fifo_first[head] + h.n;
+      engine_seconds += h.seconds;
+      int k = 0;
+      while (k < nrep && rep[k].pid != h.pid) k++;
+      if (k == nrep && nrep < 64) rep[nrep++].pid = h.pid, rep[k].busy = 0, rep[k].items = 0;
+      if (k < 64) rep[k].busy += h.seconds, rep[k].items += h.n;
+      rd_buf_release(&res);
+      rd_ref_release(fifo[head]);
+      head = (head + 1) % window;
+      count--;
+      if (++nbatches_done % 16 == 0) progress_save(&out, key);
+      progress_show(&pg, out.done, 0);
+      if (o.stop_after && nbatches_done >= o.stop_after) interrupted = 1;
+    }
+    free(fifo);
+    free(fifo_first);
+    rd_pool_destroy(pool);
+  }
+  double wall = now() - t0;
+  if (fdatasync(out.fd) != 0) die(1, "cannot sync %s: %s", out.path, strerror(errno));
+  close(out.fd);
+  progress_show(&pg, out.done, 1);
+  size_t items = out.done - start;
+  if (out.done < total) {
+    progress_save(&out, key);
+    fprintf(stderr, "batch_embed: interrupted after %zu of %zu rows; run the same command again to resume\n", out.done,
+            total);
+  } else {
+    unlink(out.progress);
+  }
+  printf("summary: items=%zu seconds=%.3f items_per_s=%.1f per_replica_engine_items_per_s=%.1f mode=%s replicas=%d batch=%d\n",
+         items, wall, (double)items / (wall > 0 ? wall : 1), engine_seconds > 0 ? (double)items / engine_seconds : 0,
+         o.direct ? "direct" : "pool", o.direct ? 1 : o.replicas, o.batch);
+  for (int k = 0; k < nrep; k++)
+    printf("replica pid=%d items=%zu busy=%.3fs utilisation=%.0f%%\n", rep[k].pid, rep[k].items, rep[k].busy,
+           100.0 * rep[k].busy / (wall > 0 ? wall : 1));
+  for (size_t i = 0; i < c.n; i++) free(c.items[i].text), free(c.items[i].id);
+  free(c.items);
+  if (!o.direct) rd_shutdown();
+  return out.done < total ? 130 : 0;
+}
