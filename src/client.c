@@ -772,10 +772,9 @@ static void return_idle_leases(uint64_t now) {
   }
 }
 
-static void fail_everything(int err, const char *why) {
-  if (G.dead) return;
-  G.dead = 1;
-  rd__log(RD_LOG_ERROR, "%s", why);
+/* Fail every task and actor call this process has queued or in flight with
+ * err/why, returning all leases and closing all actor connections. */
+static void abandon_all_work(int err, const char *why) {
   for (rd__sclass *c = G.classes; c; c = c->next) {
     while (c->leases) {
       rd__lease *l = c->leases;
@@ -814,6 +813,13 @@ static void fail_everything(int err, const char *why) {
     a->dead_msg = blob_new(why, strlen(why));
     actor_fail_queue(a);
   }
+}
+
+static void fail_everything(int err, const char *why) {
+  if (G.dead) return;
+  G.dead = 1;
+  rd__log(RD_LOG_ERROR, "%s", why);
+  abandon_all_work(err, why);
   pthread_cond_broadcast(&G.cv);
 }
 
@@ -2095,40 +2101,7 @@ void rd_shutdown(void) {
     return;
   }
   while (G.pumping) pthread_cond_wait(&G.cv, &G.mu);
-  for (rd__sclass *c = G.classes; c; c = c->next) {
-    while (c->leases) {
-      rd__lease *l = c->leases;
-      rd__task *t = l->inhead;
-      l->inhead = NULL;
-      lease_return(l);
-      while (t) {
-        rd__task *n = t->next;
-        task_fail(t, RD_ECANCELED, "rd_shutdown");
-        t = n;
-      }
-    }
-    while (c->qhead) {
-      rd__task *t = c->qhead;
-      c->qhead = t->next;
-      task_fail(t, RD_ECANCELED, "rd_shutdown");
-    }
-  }
-  for (rd__actor *a = G.actors; a; a = a->next) {
-    rd__task *t = a->conn ? a->conn->inhead : NULL;
-    if (a->conn) {
-      rd__conn_close(&a->conn->conn);
-      free(a->conn);
-      a->conn = NULL;
-    }
-    while (t) {
-      rd__task *n = t->next;
-      task_fail(t, RD_ECANCELED, "rd_shutdown");
-      t = n;
-    }
-    a->state = AH_DEAD;
-    a->dead_err = RD_ECANCELED;
-    actor_fail_queue(a);
-  }
+  abandon_all_work(RD_ECANCELED, "rd_shutdown");
   if (!G.dead) {
     Rd__Shutdown m = RD__SHUTDOWN__INIT;
     send_pending_releases();

@@ -11,22 +11,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#define CHECK(c)                                                              \
-  do {                                                                        \
-    if (!(c)) {                                                               \
-      fprintf(stderr, "%s:%d: CHECK failed: %s\n", __FILE__, __LINE__, #c);   \
-      exit(1);                                                                \
-    }                                                                         \
-  } while (0)
-#define CHECK_EQ(a, b)                                                                    \
-  do {                                                                                    \
-    long long a_ = (long long)(a), b_ = (long long)(b);                                   \
-    if (a_ != b_) {                                                                       \
-      fprintf(stderr, "%s:%d: %s == %lld, expected %s == %lld\n", __FILE__, __LINE__, #a, \
-              a_, #b, b_);                                                                \
-      exit(1);                                                                            \
-    }                                                                                     \
-  } while (0)
+#include "../check.h"
 
 static double now_s(void) {
   struct timespec ts;
@@ -431,26 +416,10 @@ static int t_concurrency(void) {
   return 0;
 }
 
-static const struct {
-  const char *name;
-  int (*fn)(void);
-} tests[] = {
+static const rd_test_case tests[] = {
     {"order", t_order},       {"two_callers", t_two_callers}, {"named", t_named},
     {"restart", t_restart},   {"gpu_actors", t_gpu_actors},   {"bad_input", t_bad_input},
     {"concurrency", t_concurrency},
 };
 
-int main(int argc, char **argv) {
-  if (argc != 2) {
-    fprintf(stderr, "usage: actor_test NAME\n");
-    return 2;
-  }
-  for (size_t i = 0; i < sizeof(tests) / sizeof(tests[0]); i++)
-    if (!strcmp(argv[1], tests[i].name)) {
-      int r = tests[i].fn();
-      if (r == 0 && !rd_is_worker()) printf("%s: ok\n", argv[1]);
-      return r;
-    }
-  fprintf(stderr, "unknown test %s\n", argv[1]);
-  return 2;
-}
+RD_TEST_MAIN(tests)

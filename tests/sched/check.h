@@ -11,13 +11,7 @@
 
 #include "resources.h"
 
-#define CHECK(cond)                                                           \
-  do {                                                                        \
-    if (!(cond)) {                                                            \
-      fprintf(stderr, "%s:%d: CHECK failed: %s\n", __FILE__, __LINE__, #cond); \
-      exit(1);                                                                \
-    }                                                                         \
-  } while (0)
+#include "../check.h"
 
 /* Field by field, so struct padding never decides a test. */
 static inline int res_same(const rd_resources *a, const rd_resources *b) {
