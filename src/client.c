@@ -226,9 +226,13 @@ static void obj_ready(rd__obj *o) {
   int n = o->ndeps;
   o->deps = NULL;
   o->ndeps = o->capdeps = 0;
+  /* a dependent that fails at once frees its arguments, o among them: hold
+   * o until its dependents are through */
+  o->uses++;
   for (int i = 0; i < n; i++)
     if (--deps[i]->deps_pending == 0) task_make_ready(deps[i]);
   free(deps);
+  o->uses--;
   obj_maybe_free(o);
   pthread_cond_broadcast(&G.cv);
 }
@@ -493,34 +497,30 @@ static rd__actor *actor_get(uint64_t id, int create) {
   return a;
 }
 
+/* The actor is dead: fail its queued calls (those still waiting for an
+ * argument stay queued, keeping the actor's entry alive, and fail when the
+ * argument arrives). */
 static void actor_fail_queue(rd__actor *a) {
-  while (a->qhead) {
-    rd__task *t = a->qhead;
-    a->qhead = t->next;
-    a->qlen--;
-    if (t->deps_pending > 0) {
-      /* still waiting for an argument: it fails when that arrives (dispatch) */
-      t->next = NULL;
-      continue;
-    }
-    task_fail(t, a->dead_err, "%s", a->dead_msg ? (const char *)a->dead_msg->data : rd_strerror(a->dead_err));
-  }
-  a->qtail = NULL;
+  a->state = AH_DEAD;
+  actor_dispatch(a);
 }
 
 /* Send what may be sent: calls go in order, each once its arguments are ready. */
 static void actor_dispatch(rd__actor *a) {
   if (a->state == AH_DEAD) {
-    /* calls still waiting for arguments are failed when those arrive */
-    rd__task **pp = &a->qhead, *last = NULL;
-    while (*pp) {
+    /* failing a call can make a later call of this queue ready and re-enter
+     * here: take one call at a time, from the head, until none is ready */
+    for (;;) {
+      rd__task **pp = &a->qhead;
+      while (*pp && (*pp)->deps_pending > 0) pp = &(*pp)->next;
       rd__task *t = *pp;
-      if (t->deps_pending > 0) { last = t; pp = &t->next; continue; }
+      if (!t) break;
       *pp = t->next;
       a->qlen--;
+      a->qtail = NULL;
+      for (rd__task *x = a->qhead; x; x = x->next) a->qtail = x;
       task_fail(t, a->dead_err, "%s", a->dead_msg ? (const char *)a->dead_msg->data : rd_strerror(a->dead_err));
     }
-    a->qtail = last;
     return;
   }
   if (a->state == AH_IDLE && a->qhead && !G.dead) {
@@ -838,6 +838,19 @@ int rd__pump(int64_t timeout_ms) {
     ts.tv_nsec %= 1000000000;
     pthread_cond_timedwait(&G.cv, &G.mu, &ts);
     return 0;
+  }
+  /* forget dead actors with nothing queued: a later call on the handle asks
+   * the daemon again and fails the same way (safe here: nothing up the stack
+   * is walking the list) */
+  for (rd__actor **pp = &G.actors; *pp;) {
+    rd__actor *a = *pp;
+    if (a->state == AH_DEAD && !a->qhead && !a->conn) {
+      *pp = a->next;
+      blob_unref(a->dead_msg);
+      free(a);
+    } else {
+      pp = &a->next;
+    }
   }
   /* frames read ahead by the blocking handshake are in the buffer already:
    * handle them before sleeping on a socket that has nothing more to say */

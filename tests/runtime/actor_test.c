@@ -372,6 +372,25 @@ static int t_bad_input(void) {
   CHECK_EQ(rd_actor_call(a, Counter_incr, RD_NO_ARGS, NULL, &r), 0);
   (void)get_long_err(r, &err, msg, sizeof(msg));
   CHECK_EQ(err, RD_EACTOR_DIED);
+  /* calls on the dead actor that wait for each other, or for a result still
+   * being computed elsewhere, all fail cleanly once their arguments arrive */
+  {
+    rd_actor live = make_counter(0, NULL);
+    long ms = 300;
+    rd_ref slow, c1, c2, c3;
+    CHECK_EQ(rd_actor_call(live, Counter_sleep_ms, RD_ARGS(rd_arg_bytes(&ms, sizeof(ms))), NULL, &slow), 0);
+    CHECK_EQ(rd_actor_call(a, Counter_sleep_ms, RD_ARGS(rd_arg_ref(slow)), NULL, &c1), 0);
+    CHECK_EQ(rd_actor_call(a, Counter_incr, RD_NO_ARGS, NULL, &c2), 0);
+    CHECK_EQ(rd_actor_call(a, Counter_sleep_ms, RD_ARGS(rd_arg_ref(c2)), NULL, &c3), 0);
+    rd_ref_release(slow);
+    usleep(100000);   /* the pump runs meanwhile: the dead actor must not be forgotten */
+    (void)get_long_err(c2, &err, NULL, 0);
+    CHECK_EQ(err, RD_EACTOR_DIED);
+    (void)get_long_err(c3, &err, NULL, 0);
+    CHECK_EQ(err, RD_EACTOR_DIED);
+    (void)get_long_err(c1, &err, NULL, 0);
+    CHECK_EQ(err, RD_EACTOR_DIED);
+  }
   rd_actor_opts o;
   rd_actor_opts_init(&o);
   o.num_gpus = 3;

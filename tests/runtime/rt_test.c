@@ -230,6 +230,15 @@ static int t_chain(void) {
   CHECK(strstr((const char *)b.data, "deliberate failure 42") != NULL);
   CHECK(strstr((const char *)b.data, "argument 0") != NULL);
   rd_buf_release(&b);
+  /* the same when the failed result's only reference is gone by then: the
+   * dependent holds it until it has failed too */
+  rd_ref bad2, dep2;
+  CHECK_EQ(rd_submit(fail_always, RD_NO_ARGS, NULL, &bad2), 0);
+  CHECK_EQ(rd_submit(add_one, RD_ARGS(rd_arg_ref(bad2)), NULL, &dep2), 0);
+  rd_ref_release(bad2);
+  CHECK_EQ(rd_get(&dep2, 1, &b, 30000), RD_ETASK);
+  rd_buf_release(&b);
+  rd_ref_release(dep2);
   /* several returns */
   rd_task_opts o;
   rd_task_opts_init(&o);
