@@ -1,0 +1,594 @@
+/* examples/elastic_service.c - an elastic embedding service: a pool of
+ * all-MiniLM-L6-v2 engine replicas that grows under load and shrinks when
+ * the load goes away, driven by an open-loop load generator.
+ *
+ * The driver plays the clients: requests (a few fortune cookies each) arrive
+ * at a fixed rate that changes by phase (low, high, low, ...), each is
+ * admitted with rd_pool_submit within a bounded wait (or rejected), and its
+ * result is read with rd_wait/rd_get.  Every second a line reports the rate,
+ * the replicas, the requests in flight, the admission wait and the latency
+ * percentiles; a summary line ends the run.  Nothing here may run before
+ * rd_init(): this program is also its own worker processes.
+ *
+ *   elastic_service [--duration S] [--phase-seconds S] [--low-rate R] [--high-rate R]
+ *                   [--texts-per-request N] [--max-replicas N] [--min-replicas N]
+ *                   [--inflight N] [--max-wait-ms MS] [--scale-up-wait-ms MS]
+ *                   [--scale-down-idle-ms MS] [--cpus-per-replica F]
+ *                   [--threads-per-replica N] [--model DIR] */
+#include <raydist.h>
+
+#include <dirent.h>
+#include <errno.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "engine.h"
+
+#ifndef RD_DEFAULT_MODEL_DIR
+#define RD_DEFAULT_MODEL_DIR "models/all-MiniLM-L6-v2"
+#endif
+
+static double now(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+static void die(int code, const char *fmt, ...) __attribute__((format(printf, 2, 3), noreturn));
+static void die(int code, const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  fprintf(stderr, "elastic_service: ");
+  vfprintf(stderr, fmt, ap);
+  fprintf(stderr, "\n");
+  va_end(ap);
+  exit(code);
+}
+
+/* ---------------------------------------------------------- the replicas */
+
+/* The Embedder of examples/batch_embed.c, unchanged in its wire format:
+ * a request is u32 count, count x u32 lengths, then the texts; a result is
+ * the header below, then count x dim floats. */
+typedef struct result_hdr {
+  uint32_t n, dim;
+  int32_t pid;
+  uint32_t pad;
+  double seconds;   /* time spent in the engine */
+} result_hdr;
+
+typedef struct embedder {
+  rd_engine *engine;
+} embedder;
+
+#define MAX_TEXTS 256
+
+/* Constructor arguments: model dir (string), threads (int). */
+static int embedder_init(rd_call *call, void **state) {
+  rd_buf a0, a1;
+  if (rd_call_nargs(call) != 2 || rd_arg(call, 0, &a0) || rd_arg(call, 1, &a1) || a1.size != sizeof(int))
+    return rd_call_fail(call, "Embedder takes (model_dir, threads)");
+  char dir[1024];
+  snprintf(dir, sizeof(dir), "%.*s", (int)a0.size, (const char *)a0.data);
+  int threads;
+  memcpy(&threads, a1.data, sizeof(int));
+  embedder *e = calloc(1, sizeof(*e));
+  if (!e) return rd_call_fail(call, "out of memory");
+  rd_engine_config cfg;
+  rd_engine_config_init(&cfg);
+  char err[512] = "";
+  cfg.model_dir = dir;
+  cfg.threads = threads;
+  cfg.max_batch = MAX_TEXTS;
+  cfg.errbuf = err;
+  cfg.errbuf_len = sizeof(err);
+  int r = rd_engine_open(&cfg, &e->engine);
+  if (r != 0) {
+    free(e);
+    return rd_call_fail(call, "cannot open the engine: %s (%s)", err, rd_strerror(r));
+  }
+  *state = e;
+  return 0;
+}
+
+static void embedder_fini(void *state) {
+  embedder *e = state;
+  if (!e) return;
+  rd_engine_close(e->engine);
+  free(e);
+}
+
+RD_ACTOR_CLASS(Embedder, embedder_init, embedder_fini)
+
+/* Decode a request into text pointers; 0 or -1 when malformed. */
+static int batch_decode(const uint8_t *p, size_t size, const char **texts, size_t *lens, size_t max, size_t *n) {
+  uint32_t cnt;
+  if (size < 4) return -1;
+  memcpy(&cnt, p, 4);
+  if (cnt > max || size < 4 + 4ull * cnt) return -1;
+  size_t off = 4 + 4ull * cnt;
+  for (uint32_t i = 0; i < cnt; i++) {
+    uint32_t l;
+    memcpy(&l, p + 4 + 4ull * i, 4);
+    if (l > size - off) return -1;
+    texts[i] = (const char *)p + off;
+    lens[i] = l;
+    off += l;
+  }
+  *n = cnt;
+  return 0;
+}
+
+RD_ACTOR_METHOD(Embedder, embed) {
+  embedder *e = state;
+  rd_buf in;
+  if (rd_arg(call, 0, &in) != 0) return rd_call_fail(call, "no request");
+  const char *texts[MAX_TEXTS];
+  size_t lens[MAX_TEXTS];
+  size_t n;
+  if (batch_decode(in.data, in.size, texts, lens, MAX_TEXTS, &n) != 0) return rd_call_fail(call, "malformed request");
+  size_t dim = rd_engine_dim(e->engine);
+  uint8_t *out = rd_return_alloc(call, 0, sizeof(result_hdr) + n * dim * sizeof(float));
+  if (!out) return rd_call_fail(call, "cannot allocate the result");
+  result_hdr h = {(uint32_t)n, (uint32_t)dim, (int32_t)getpid(), 0, 0};
+  double t0 = now();
+  int r = rd_engine_embed(e->engine, texts, lens, n, (float *)(out + sizeof(h)));
+  h.seconds = now() - t0;
+  if (r != 0) return rd_call_fail(call, "embedding failed: %s", rd_engine_last_error(e->engine));
+  memcpy(out, &h, sizeof(h));
+  return 0;
+}
+
+/* ------------------------------------------------------------- requests */
+
+/* The texts clients send: every cookie of fortunes-min, used in turn. */
+typedef struct texts {
+  char **s;
+  size_t *len;
+  size_t n, cap;
+} texts;
+
+static void texts_add(texts *t, const char *s, size_t len) {
+  while (len && (s[len - 1] == '\n' || s[len - 1] == ' ')) len--;
+  while (len && (*s == ' ' || *s == '\n')) s++, len--;
+  if (!len) return;
+  if (t->n == t->cap) {
+    t->cap = t->cap ? t->cap * 2 : 1024;
+    t->s = realloc(t->s, t->cap * sizeof(char *));
+    t->len = realloc(t->len, t->cap * sizeof(size_t));
+    if (!t->s || !t->len) die(1, "out of memory");
+  }
+  t->s[t->n] = strndup(s, len);
+  if (!t->s[t->n]) die(1, "out of memory");
+  t->len[t->n++] = len;
+}
+
+static int cmp_str(const void *a, const void *b) { return strcmp(*(char *const *)a, *(char *const *)b); }
+
+static void load_fortunes(texts *t, const char *dir) {
+  DIR *d = opendir(dir);
+  if (!d) die(2, "fortunes are not installed (%s): apt-get install fortunes-min", dir);
+  char *names[512];
+  int nn = 0;
+  struct dirent *e;
+  while ((e = readdir(d)) && nn < 512) {
+    const char *dot = strrchr(e->d_name, '.');
+    if (e->d_name[0] == '.' || (dot && (!strcmp(dot, ".dat") || !strcmp(dot, ".u8")))) continue;
+    names[nn++] = strdup(e->d_name);
+  }
+  closedir(d);
+  qsort(names, (size_t)nn, sizeof(char *), cmp_str);
+  for (int i = 0; i < nn; i++) {
+    char path[1024];
+    snprintf(path, sizeof(path), "%s/%s", dir, names[i]);
+    struct stat st;
+    FILE *f = stat(path, &st) == 0 && S_ISREG(st.st_mode) ? fopen(path, "r") : NULL;
+    if (f) {
+      char *buf = NULL, *line = NULL;
+      size_t blen = 0, cap = 0;
+      ssize_t n;
+      while (1) {
+        n = getline(&line, &cap, f);
+        if (n <= 0 || !strcmp(line, "%\n")) {
+          if (blen) texts_add(t, buf, blen);
+          blen = 0;
+          if (n <= 0) break;
+          continue;
+        }
+        buf = realloc(buf, blen + (size_t)n + 1);
+        if (!buf) die(1, "out of memory");
+        memcpy(buf + blen, line, (size_t)n);
+        blen += (size_t)n;
+      }
+      free(buf);
+      free(line);
+      fclose(f);
+    }
+    free(names[i]);
+  }
+  if (!t->n) die(2, "no fortunes found in %s", dir);
+}
+
+/* Request k: texts k*per .. k*per+per-1 of the corpus (wrapping round). */
+static uint8_t *request_encode(const texts *t, uint64_t k, int per, size_t *size) {
+  size_t bytes = 4 + 4 * (size_t)per;
+  for (int i = 0; i < per; i++) bytes += t->len[(k * (uint64_t)per + (uint64_t)i) % t->n];
+  uint8_t *p = malloc(bytes);
+  if (!p) die(1, "out of memory");
+  uint32_t cnt = (uint32_t)per;
+  memcpy(p, &cnt, 4);
+  size_t off = 4 + 4 * (size_t)per;
+  for (int i = 0; i < per; i++) {
+    size_t j = (k * (uint64_t)per + (uint64_t)i) % t->n;
+    uint32_t l = (uint32_t)t->len[j];
+    memcpy(p + 4 + 4 * (size_t)i, &l, 4);
+    memcpy(p + off, t->s[j], l);
+    off += l;
+  }
+  *size = bytes;
+  return p;
+}
+
+/* ------------------------------------------------------------ statistics */
+
+typedef struct series {
+  double *v;
+  size_t n, cap;
+} series;
+
+static void series_add(series *s, double x) {
+  if (s->n == s->cap) {
+    s->cap = s->cap ? s->cap * 2 : 256;
+    s->v = realloc(s->v, s->cap * sizeof(double));
+    if (!s->v) die(1, "out of memory");
+  }
+  s->v[s->n++] = x;
+}
+
+static int cmp_dbl(const void *a, const void *b) {
+  double x = *(const double *)a, y = *(const double *)b;
+  return x < y ? -1 : x > y;
+}
+
+/* Nearest-rank percentile (p in 0..1) of the values; sorts them. 0 when empty. */
+static double percentile(series *s, double p) {
+  if (!s->n) return 0;
+  qsort(s->v, s->n, sizeof(double), cmp_dbl);
+  size_t rank = (size_t)(p * (double)s->n + 0.999999);
+  if (rank < 1) rank = 1;
+  if (rank > s->n) rank = s->n;
+  return s->v[rank - 1];
+}
+
+/* -------------------------------------------------------------- driver */
+
+typedef struct opts {
+  const char *model, *fortunes;
+  double duration, phase_seconds, low_rate, high_rate, cpus;
+  int per_request, min_replicas, max_replicas, inflight, max_wait_ms, scale_up_wait_ms, scale_down_idle_ms, threads;
+} opts;
+
+static void usage(void) {
+  fprintf(stderr,
+          "usage: elastic_service [--duration S] [--phase-seconds S] [--low-rate R] [--high-rate R]\n"
+          "                       [--texts-per-request N] [--min-replicas N] [--max-replicas N] [--inflight N]\n"
+          "                       [--max-wait-ms MS] [--scale-up-wait-ms MS] [--scale-down-idle-ms MS]\n"
+          "                       [--cpus-per-replica F] [--threads-per-replica N] [--model DIR] [--fortunes DIR]\n");
+  exit(2);
+}
+
+static void parse(int argc, char **argv, opts *o) {
+  memset(o, 0, sizeof(*o));
+  o->duration = 18;
+  o->phase_seconds = 6;
+  o->low_rate = 1;
+  o->high_rate = 40;
+  o->per_request = 8;
+  o->min_replicas = 1;
+  o->max_replicas = 3;
+  o->inflight = 2;
+  o->max_wait_ms = 500;
+  o->scale_up_wait_ms = 10;
+  o->scale_down_idle_ms = 1000;
+  o->cpus = 0.5;
+  o->threads = 1;
+  o->fortunes = "/usr/share/games/fortunes";
+  o->model = getenv("RD_MODEL_DIR");
+  if (!o->model || !*o->model) o->model = RD_DEFAULT_MODEL_DIR;
+  for (int i = 1; i < argc; i++) {
+    const char *a = argv[i];
+    const char *v = i + 1 < argc ? argv[i + 1] : NULL;
+#define OPT(name) (!strcmp(a, name) && v && ++i)
+    if (OPT("--duration")) o->duration = atof(v);
+    else if (OPT("--phase-seconds")) o->phase_seconds = atof(v);
+    else if (OPT("--low-rate")) o->low_rate = atof(v);
+    else if (OPT("--high-rate")) o->high_rate = atof(v);
+    else if (OPT("--texts-per-request")) o->per_request = atoi(v);
+    else if (OPT("--min-replicas")) o->min_replicas = atoi(v);
+    else if (OPT("--max-replicas")) o->max_replicas = atoi(v);
+    else if (OPT("--inflight")) o->inflight = atoi(v);
+    else if (OPT("--max-wait-ms")) o->max_wait_ms = atoi(v);
+    else if (OPT("--scale-up-wait-ms")) o->scale_up_wait_ms = atoi(v);
+    else if (OPT("--scale-down-idle-ms")) o->scale_down_idle_ms = atoi(v);
+    else if (OPT("--cpus-per-replica")) o->cpus = atof(v);
+    else if (OPT("--threads-per-replica")) o->threads = atoi(v);
+    else if (OPT("--model")) o->model = v;
+    else if (OPT("--fortunes")) o->fortunes = v;
+    else usage();
+#undef OPT
+  }
+  if (o->duration <= 0 || o->phase_seconds <= 0 || o->low_rate <= 0 || o->high_rate <= 0 || o->per_request < 1 ||
+      o->per_request > MAX_TEXTS || o->min_replicas < 1 || o->max_replicas < o->min_replicas || o->inflight < 1 ||
+      o->max_wait_ms < 0 || o->scale_up_wait_ms < 0 || o->scale_down_idle_ms < 0 || o->cpus < 0 || o->threads < 1)
+    die(2, "bad option value (rates, durations and counts must be positive, texts per request at most %d, "
+           "max replicas at least min replicas)",
+        MAX_TEXTS);
+}
+
+/* Phases alternate low, high, low, ... each phase_seconds long. */
+static int phase_high(const opts *o, double t) { return ((long)(t / o->phase_seconds)) % 2 == 1; }
+static double phase_rate(const opts *o, double t) { return phase_high(o, t) ? o->high_rate : o->low_rate; }
+static double phase_end(const opts *o, double t) { return ((double)(long)(t / o->phase_seconds) + 1) * o->phase_seconds; }
+
+/* A request admitted into the pool and not read back yet. */
+typedef struct request {
+  rd_ref ref;
+  double arrival;   /* when the client sent it (seconds since the start) */
+} request;
+
+typedef struct replica_count {
+  int pid;
+  uint64_t requests;
+  double busy;
+} replica_count;
+
+static volatile sig_atomic_t interrupted;
+static void on_sigint(int sig) {
+  (void)sig;
+  interrupted = 1;
+}
+
+typedef struct service {
+  const opts *o;
+  rd_pool *pool;
+  double t0;
+  request *fl;          /* in flight, unordered */
+  size_t nfl, capfl;
+  uint8_t *ready;
+  /* this second */
+  series lat_window;
+  double qwait_sum;
+  uint64_t qwait_n, done_window, rejected_window;
+  /* the whole run */
+  series lat_all;
+  uint64_t done, rejected, failed;
+  int max_seen;
+  replica_count reps[64];
+  int nreps;
+} service;
+
+static double since_start(const service *s) { return now() - s->t0; }
+
+static void sample_replicas(service *s, rd_pool_stats *st) {
+  rd_pool_get_stats(s->pool, st);   /* a pool call: it also scales down idle replicas */
+  if (st->replicas > s->max_seen) s->max_seen = st->replicas;
+}
+
+/* Read every finished request (no waiting). */
+static void collect(service *s) {
+  if (!s->nfl) return;
+  rd_ref refs[1024];
+  size_t n = s->nfl < 1024 ? s->nfl : 1024;
+  for (size_t i = 0; i < n; i++) refs[i] = s->fl[i].ref;
+  memset(s->ready, 0, n);
+  if (rd_wait(refs, n, n, 0, s->ready) <= 0) return;
+  double t = since_start(s);
+  size_t keep = 0;
+  for (size_t i = 0; i < s->nfl; i++) {
+    if (i >= n || !s->ready[i]) {
+      s->fl[keep++] = s->fl[i];
+      continue;
+    }
+    rd_buf b;
+    int r = rd_get(&s->fl[i].ref, 1, &b, RD_TIMEOUT_INF);
+    if (r != 0) {
+      fprintf(stderr, "elastic_service: a request failed: %.*s\n", (int)b.size, (const char *)b.data);
+      s->failed++;
+    } else {
+      result_hdr h;
+      if (b.size < sizeof(h)) die(1, "a replica returned a malformed result");
+      memcpy(&h, b.data, sizeof(h));
+      if (b.size != sizeof(h) + (size_t)h.n * h.dim * sizeof(float)) die(1, "a replica returned a malformed result");
+      double ms = (t - s->fl[i].arrival) * 1000.0;
+      series_add(&s->lat_window, ms);
+      series_add(&s->lat_all, ms);
+      s->done++;
+      s->done_window++;
+      int k = 0;
+      while (k < s->nreps && s->reps[k].pid != h.pid) k++;
+      if (k == s->nreps && k < 64) s->reps[s->nreps++] = (replica_count){h.pid, 0, 0};
+      if (k < 64) s->reps[k].requests++, s->reps[k].busy += h.seconds;
+    }
+    rd_buf_release(&b);
+    rd_ref_release(s->fl[i].ref);
+  }
+  s->nfl = keep;
+}
+
+static void report(service *s, double t) {
+  rd_pool_stats st;
+  sample_replicas(s, &st);
+  double p50 = percentile(&s->lat_window, 0.50), p99 = percentile(&s->lat_window, 0.99);
+  printf("t=%.0f rate=%.0f replicas=%d inflight=%zu queue_wait_ms=%.1f p50_ms=%.1f p99_ms=%.1f done=%llu rejected=%llu\n",
+         t, phase_rate(s->o, t - 0.5), st.replicas, s->nfl, s->qwait_n ? s->qwait_sum / (double)s->qwait_n : 0.0, p50,
+         p99, (unsigned long long)s->done_window, (unsigned long long)s->rejected_window);
+  fflush(stdout);
+  s->lat_window.n = 0;
+  s->qwait_sum = 0;
+  s->qwait_n = s->done_window = s->rejected_window = 0;
+}
+
+int main(int argc, char **argv) {
+  opts o;
+  parse(argc, argv, &o);
+  /* in a worker this never returns: workers only serve the Embedder actor */
+  int r = rd_init(NULL);
+  if (r != 0) die(1, "rd_init: %s", rd_strerror(r));
+
+  texts corpus = {0};
+  load_fortunes(&corpus, o.fortunes);
+
+  /* a replica that cannot be placed would take calls and never serve them */
+  rd_node_info ni;
+  if ((r = rd_node_info_get(&ni)) != 0) die(1, "rd_node_info_get: %s", rd_strerror(r));
+  if (o.cpus * o.max_replicas > ni.num_cpus + 1e-9)
+    die(2, "%d replicas x %.2f CPUs do not fit the node's %.0f CPUs (lower --cpus-per-replica)", o.max_replicas,
+        o.cpus, ni.num_cpus);
+  rd_actor_opts ao;
+  rd_actor_opts_init(&ao);
+  ao.num_cpus = o.cpus;
+  rd_pool_opts po;
+  rd_pool_opts_init(&po);
+  po.min_replicas = o.min_replicas;
+  po.max_replicas = o.max_replicas;
+  po.max_inflight_per_replica = o.inflight;
+  po.scale_up_wait_ms = o.scale_up_wait_ms;
+  po.scale_down_idle_ms = o.scale_down_idle_ms;
+  service s;
+  memset(&s, 0, sizeof(s));
+  s.o = &o;
+  r = rd_pool_create(Embedder, RD_ARGS(rd_arg_bytes(o.model, strlen(o.model)), rd_arg_bytes(&o.threads, sizeof(int))),
+                     &ao, &po, &s.pool);
+  if (r != 0) die(1, "cannot create the replicas: %s", rd_strerror(r));
+
+  /* Warm up: one request, so the first replica's engine is open before the
+   * clock starts (its constructor runs in the background). */
+  {
+    size_t bytes;
+    uint8_t *b = request_encode(&corpus, 0, 1, &bytes);
+    rd_ref ref;
+    rd_buf res;
+    r = rd_pool_submit(s.pool, Embedder_embed, RD_ARGS(rd_arg_bytes(b, bytes)), RD_TIMEOUT_INF, &ref);
+    free(b);
+    if (r != 0) die(1, "submit failed: %s", rd_strerror(r));
+    if ((r = rd_get(&ref, 1, &res, RD_TIMEOUT_INF)) != 0)
+      die(1, "the first replica cannot serve: %.*s", (int)res.size, (const char *)res.data);
+    rd_buf_release(&res);
+    rd_ref_release(ref);
+  }
+  printf("service: replicas=%d..%d texts_per_request=%d low_rate=%.1f high_rate=%.1f phase_seconds=%.1f "
+         "duration=%.1f max_wait_ms=%d scale_up_wait_ms=%d scale_down_idle_ms=%d\n",
+         o.min_replicas, o.max_replicas, o.per_request, o.low_rate, o.high_rate, o.phase_seconds, o.duration,
+         o.max_wait_ms, o.scale_up_wait_ms, o.scale_down_idle_ms);
+  fflush(stdout);
+
+  signal(SIGINT, on_sigint);
+  signal(SIGTERM, on_sigint);
+  s.capfl = 1024;
+  s.fl = calloc(s.capfl, sizeof(request));
+  s.ready = calloc(s.capfl, 1);
+  if (!s.fl || !s.ready) die(1, "out of memory");
+  s.max_seen = o.min_replicas;
+  s.t0 = now();
+  double next_arrival = 0, next_report = 1;
+  uint64_t k = 0;
+  for (;;) {
+    double t = since_start(&s);
+    if (t >= o.duration || interrupted) {
+      if (!interrupted && next_report <= o.duration + 1e-9) {   /* the last second's line */
+        collect(&s);
+        report(&s, next_report);
+      }
+      break;
+    }
+    collect(&s);
+    /* every client request that has arrived by now */
+    while (next_arrival <= t && next_arrival < o.duration && !interrupted) {
+      double arrival = next_arrival;
+      double step = 1.0 / phase_rate(&o, arrival);
+      double end = phase_end(&o, arrival);
+      next_arrival = arrival + step < end ? arrival + step : end;
+      double late_ms = (t - arrival) * 1000.0;
+      if (late_ms >= o.max_wait_ms || s.nfl == s.capfl) {   /* waited too long already: the client gave up */
+        s.rejected++;
+        s.rejected_window++;
+      } else {
+        size_t bytes;
+        uint8_t *b = request_encode(&corpus, k++, o.per_request, &bytes);
+        rd_ref ref;
+        r = rd_pool_submit(s.pool, Embedder_embed, RD_ARGS(rd_arg_bytes(b, bytes)),
+                           (int64_t)(o.max_wait_ms - late_ms), &ref);
+        free(b);
+        double admitted = since_start(&s);
+        if (r == RD_ETIMEDOUT) {
+          s.rejected++;
+          s.rejected_window++;
+        } else if (r != 0) {
+          die(1, "submit failed: %s", rd_strerror(r));
+        } else {
+          s.fl[s.nfl++] = (request){ref, arrival};
+          s.qwait_sum += (admitted - arrival) * 1000.0;
+          s.qwait_n++;
+        }
+        rd_pool_stats st;
+        sample_replicas(&s, &st);
+      }
+      t = since_start(&s);
+      if (t >= next_report) break;   /* report on time even while behind */
+      collect(&s);
+    }
+    if (t >= next_report) {
+      collect(&s);
+      report(&s, next_report);
+      next_report += 1;
+      continue;
+    }
+    /* sleep until the next arrival or report, waking early for results */
+    double until = next_arrival < next_report ? next_arrival : next_report;
+    if (until > o.duration) until = o.duration;
+    int64_t ms = (int64_t)((until - since_start(&s)) * 1000.0) + 1;
+    if (ms <= 0) continue;
+    if (s.nfl) {
+      rd_ref refs[1024];
+      for (size_t i = 0; i < s.nfl; i++) refs[i] = s.fl[i].ref;
+      (void)rd_wait(refs, s.nfl, 1, ms, NULL);
+    } else {
+      struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
+      nanosleep(&ts, NULL);
+    }
+  }
+  /* the clients stop; read what is still in flight */
+  while (s.nfl) {
+    rd_ref refs[1024];
+    for (size_t i = 0; i < s.nfl; i++) refs[i] = s.fl[i].ref;
+    (void)rd_wait(refs, s.nfl, 1, RD_TIMEOUT_INF, NULL);
+    collect(&s);
+  }
+  rd_pool_stats st;
+  sample_replicas(&s, &st);
+  double p50 = percentile(&s.lat_all, 0.50), p99 = percentile(&s.lat_all, 0.99);
+  printf("summary: requests=%llu max_replicas_seen=%d final_replicas=%d p50_ms=%.1f p99_ms=%.1f rejected=%llu "
+         "failed=%llu scale_ups=%d scale_downs=%d seconds=%.1f\n",
+         (unsigned long long)s.done, s.max_seen, st.replicas, p50, p99, (unsigned long long)s.rejected,
+         (unsigned long long)s.failed, st.scale_ups, st.scale_downs, since_start(&s));
+  double wall = since_start(&s);
+  for (int i = 0; i < s.nreps; i++)
+    printf("replica pid=%d requests=%llu busy=%.2fs utilisation=%.0f%%\n", s.reps[i].pid,
+           (unsigned long long)s.reps[i].requests, s.reps[i].busy, 100.0 * s.reps[i].busy / (wall > 0 ? wall : 1));
+  rd_pool_destroy(s.pool);
+  for (size_t i = 0; i < corpus.n; i++) free(corpus.s[i]);
+  free(corpus.s);
+  free(corpus.len);
+  free(s.fl);
+  free(s.ready);
+  free(s.lat_window.v);
+  free(s.lat_all.v);
+  rd_shutdown();
+  return s.failed ? 1 : 0;
+}
