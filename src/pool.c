@@ -39,6 +39,7 @@ struct rd_pool {
   uint8_t *ready;
   size_t capscratch;
   uint64_t pick_seq;
+  uint64_t saturated_since; /* every submit since then found the pool full (0: not saturated) */
   uint64_t add_retry_ms;    /* after a failed rd_actor_create, no new try before this */
   int add_err;              /* the code of that failure */
   int closing;              /* in rd_pool_destroy: replace nothing */
@@ -231,21 +232,25 @@ static int pool_wait_any(rd_pool *p, int64_t timeout_ms) {
 }
 
 /* The active replica with room and the fewest calls in flight; ties to the
- * one that got a call least recently.  -1 when every replica is full. */
+ * one that got a call most recently, so light load stays on few replicas and
+ * the others can go idle and be removed.  -1 when every replica is full. */
 static int pool_pick(const rd_pool *p) {
   int best = -1;
   for (int i = 0; i < p->nreps; i++) {
     const pool_replica *rep = &p->reps[i];
     if (rep->retiring || rep->ninflight >= p->opts.max_inflight_per_replica) continue;
     if (best < 0 || rep->ninflight < p->reps[best].ninflight ||
-        (rep->ninflight == p->reps[best].ninflight && rep->last_pick < p->reps[best].last_pick))
+        (rep->ninflight == p->reps[best].ninflight && rep->last_pick > p->reps[best].last_pick))
       best = i;
   }
   return best;
 }
 
-/* When a caller that has waited for room since `since` may add a replica. */
+/* When a caller that has waited for room since `since` may add a replica:
+ * scale_up_wait_ms after the pool became saturated (every submit since found
+ * it full), so calls shorter than the wait still make it grow. */
 static uint64_t pool_grow_at(const rd_pool *p, uint64_t since) {
+  if (p->saturated_since && p->saturated_since < since) since = p->saturated_since;
   uint64_t at = since + (uint64_t)p->opts.scale_up_wait_ms;
   return at > p->add_retry_ms ? at : p->add_retry_ms;
 }
@@ -255,19 +260,22 @@ static uint64_t pool_grow_at(const rd_pool *p, uint64_t since) {
  * deadline_ms (0: for ever) and returns RD_ETIMEDOUT; without, it returns
  * RD_EAGAIN at once when there is no room. */
 static int pool_acquire(rd_pool *p, uint64_t since, uint64_t deadline_ms, int block, int *out) {
-  for (;;) {
+  for (int first = 1;; first = 0) {
     pool_tend(p);
     int i = pool_pick(p);
     if (i >= 0) {
+      if (first) p->saturated_since = 0;   /* room at once: not saturated */
       *out = i;
       return 0;
     }
     uint64_t now = pool_now_ms();
+    if (!p->saturated_since) p->saturated_since = now;
     int can_grow = p->nactive < p->opts.max_replicas;
     uint64_t grow_at = pool_grow_at(p, since);
     if (can_grow && now >= grow_at) {
       if (pool_try_add(p, "scaling up") == 0) {
         p->st.scale_ups++;
+        p->saturated_since = 0;
         *out = p->nreps - 1;
         return 0;
       }

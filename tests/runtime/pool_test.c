@@ -594,7 +594,26 @@ static int t_bad_options(void) {
   return 0;
 }
 
+/* Calls much shorter than scale_up_wait_ms: no single submit waits that long,
+ * but the pool stays saturated, so it must still grow. */
+static int t_grow_short_calls(void) {
+  init_or_die();
+  rd_pool *p = make_pool(1, 3, 1, 150, 60000);
+  enum { N = 60 };
+  rd_ref refs[N];
+  for (int i = 0; i < N; i++) refs[i] = submit_long(p, Replica_work, 20);
+  rd_pool_stats s;
+  rd_pool_get_stats(p, &s);
+  CHECK(s.scale_ups >= 1);
+  CHECK(s.replicas > 1);
+  for (int i = 0; i < N; i++) (void)get_reply(refs[i]);
+  rd_pool_destroy(p);
+  rd_shutdown();
+  return 0;
+}
+
 static const rd_test_case tests[] = {
+    {"grow_short_calls", t_grow_short_calls},
     {"grow_shrink", t_grow_shrink},     {"slow_replica", t_slow_replica}, {"backpressure", t_backpressure},
     {"map_ordered", t_map_ordered},     {"map_unordered", t_map_unordered}, {"map_errors", t_map_errors},
     {"map_stop", t_map_stop},           {"replace", t_replace},           {"resize", t_resize},
