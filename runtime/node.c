@@ -74,6 +74,8 @@ struct node_actor {
   lease_req *req;           /* while waiting for placement */
   parked_connect *connects; /* callers waiting for it to be alive */
   parked_connect *killers;  /* rd_actor_kill callers waiting for the old process to go */
+  uint64_t pending_since;   /* when it last started waiting for placement */
+  int warned;               /* said once that it waits for resources */
   node_actor *next;
 };
 
@@ -591,6 +593,8 @@ static void actor_schedule(node_actor *a) {
     return;
   }
   a->state = A_PENDING;
+  a->pending_since = rd__now_ns();
+  a->warned = 0;
   r->item.req = a->res;
   r->item.priority = a->priority;
   r->item.data = r;
@@ -1280,6 +1284,19 @@ static void on_tick(uv_timer_t *t) {
   if (N.parked) retry_parked(1);
   if (N.parked_creates) retry_parked_creates();
   uint64_t now = rd__now_ns();
+  /* an actor that fits the node but not what is free now waits, like a task;
+   * say so once, with what it asks for and what is free, instead of silence */
+  for (node_actor *a = N.actors; a; a = a->next) {
+    if (a->state == A_PENDING && !a->warned && now - a->pending_since > 5000000000ull) {
+      a->warned = 1;
+      rd__log(RD_LOG_WARN,
+              "actor %llu (%s) has waited 5 s for resources: it asks for {CPU: %g, GPU: %g, memory: %lld}; "
+              "free now {CPU: %g, GPU: %g, memory: %lld} (other actors and leases hold the rest)",
+              (unsigned long long)a->id, a->cls, rd_res_to_double(a->res.cpu), rd_res_to_double(a->res.gpu),
+              (long long)a->res.memory, rd_res_to_double(N.ledger.avail.cpu), rd_res_to_double(N.ledger.avail.gpu),
+              (long long)N.ledger.avail.memory);
+    }
+  }
   for (node_worker *w = N.workers; w; w = w->next)
     if (w->kill_deadline && now > w->kill_deadline && w->pid > 0) {
       kill(w->pid, SIGKILL);
