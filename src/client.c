@@ -1129,7 +1129,7 @@ int rd_put(const void *data, size_t size, rd_ref *out) {
   void *p;
   int r = rd_put_begin(size, &p, out);
   if (r != 0) return r;
-  if (size) memcpy(p, data, size);
+  if (size) rd__copy(p, data, size);
   return rd_put_seal(*out);
 }
 

@@ -185,6 +185,9 @@ void rd__worker_on_attach(Rd__ActorAttach *m, int fd);
 void rd__worker_on_task(rd__serve *s, Rd__Task *m);
 void rd__worker_main(void) __attribute__((noreturn));
 
+/* copy.c: memcpy, split across helper threads when large */
+void rd__copy(void *dst, const void *src, size_t n);
+
 /* registry.c */
 int rd__registry_build(void);
 void rd__registry_free(void);

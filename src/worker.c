@@ -418,7 +418,7 @@ int rd_return_bytes(rd_call *call, size_t i, const void *data, size_t size) {
   if (call->ret[i].set) return RD_EEXIST;
   void *p = rd_return_alloc(call, i, size);
   if (!p) return call->failed ? RD_ESTORE_FULL : RD_ENOMEM;
-  if (size) memcpy(p, data, size);
+  if (size) rd__copy(p, data, size);
   return 0;
 }
 
