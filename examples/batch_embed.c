@@ -26,28 +26,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "embedder.h"
 #include "engine.h"
-
-#ifndef RD_DEFAULT_MODEL_DIR
-#define RD_DEFAULT_MODEL_DIR "models/all-MiniLM-L6-v2"
-#endif
-
-static double now(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
-}
-
-static void die(int code, const char *fmt, ...) __attribute__((format(printf, 2, 3), noreturn));
-static void die(int code, const char *fmt, ...) {
-  va_list ap;
-  va_start(ap, fmt);
-  fprintf(stderr, "batch_embed: ");
-  vfprintf(stderr, fmt, ap);
-  fprintf(stderr, "\n");
-  va_end(ap);
-  exit(code);
-}
 
 /* ------------------------------------------------------------ corpus */
 
@@ -69,13 +49,13 @@ static void corpus_add(corpus *c, const char *text, size_t len, const char *id) 
   if (c->n == c->cap) {
     c->cap = c->cap ? c->cap * 2 : 4096;
     c->items = realloc(c->items, c->cap * sizeof(item));
-    if (!c->items) die(1, "out of memory reading the corpus");
+    if (!c->items) ex_die(1, "out of memory reading the corpus");
   }
   item *it = &c->items[c->n++];
   it->text = strndup(text, len);
   it->len = len;
   it->id = strdup(id);
-  if (!it->text || !it->id) die(1, "out of memory reading the corpus");
+  if (!it->text || !it->id) ex_die(1, "out of memory reading the corpus");
 }
 
 /* WordNet: the gloss after "| " on each synset line of data.<pos>. */
@@ -102,7 +82,7 @@ static void load_wordnet(corpus *c) {
     free(line);
     fclose(f);
   }
-  if (!found) die(2, "WordNet is not installed (/usr/share/wordnet/data.*): apt-get install wordnet-base");
+  if (!found) ex_die(2, "WordNet is not installed (/usr/share/wordnet/data.*): apt-get install wordnet-base");
 }
 
 static int cmp_str(const void *a, const void *b) { return strcmp(*(char *const *)a, *(char *const *)b); }
@@ -111,7 +91,7 @@ static int cmp_str(const void *a, const void *b) { return strcmp(*(char *const *
 static void load_fortunes(corpus *c) {
   const char *dir = "/usr/share/games/fortunes";
   DIR *d = opendir(dir);
-  if (!d) die(2, "fortunes are not installed (%s): apt-get install fortunes-min", dir);
+  if (!d) ex_die(2, "fortunes are not installed (%s): apt-get install fortunes-min", dir);
   char *names[512];
   int nn = 0;
   struct dirent *e;
@@ -152,12 +132,12 @@ static void load_fortunes(corpus *c) {
     }
     free(names[i]);
   }
-  if (!c->n) die(2, "no fortunes found in %s", dir);
+  if (!c->n) ex_die(2, "no fortunes found in %s", dir);
 }
 
 static void load_file(corpus *c, const char *path) {
   FILE *f = fopen(path, "r");
-  if (!f) die(2, "cannot read the corpus %s: %s", path, strerror(errno));
+  if (!f) ex_die(2, "cannot read the corpus %s: %s", path, strerror(errno));
   char *line = NULL;
   size_t cap = 0;
   ssize_t n;
@@ -169,105 +149,12 @@ static void load_file(corpus *c, const char *path) {
   }
   free(line);
   fclose(f);
-  if (!c->n) die(2, "the corpus %s has no non-empty line", path);
+  if (!c->n) ex_die(2, "the corpus %s has no non-empty line", path);
 }
 
 /* ------------------------------------------------------ the replicas */
 
-/* A batch on the wire: u32 count, count x u32 lengths, then the texts.
- * A result: the header below, then count x dim floats. */
-typedef struct result_hdr {
-  uint32_t n, dim;
-  int32_t pid;
-  uint32_t pad;
-  double seconds;   /* time spent in the engine */
-} result_hdr;
-
-typedef struct embedder {
-  rd_engine *engine;
-} embedder;
-
-/* Constructor arguments: model dir (string), threads (int), use GPU (int). */
-static int embedder_init(rd_call *call, void **state) {
-  rd_buf a0, a1, a2;
-  if (rd_call_nargs(call) != 3 || rd_arg(call, 0, &a0) || rd_arg(call, 1, &a1) || rd_arg(call, 2, &a2) ||
-      a1.size != sizeof(int) || a2.size != sizeof(int))
-    return rd_call_fail(call, "Embedder takes (model_dir, threads, use_gpu)");
-  char dir[1024];
-  snprintf(dir, sizeof(dir), "%.*s", (int)a0.size, (const char *)a0.data);
-  int threads, gpu;
-  memcpy(&threads, a1.data, sizeof(int));
-  memcpy(&gpu, a2.data, sizeof(int));
-  embedder *e = calloc(1, sizeof(*e));
-  if (!e) return rd_call_fail(call, "out of memory");
-  rd_engine_config cfg;
-  rd_engine_config_init(&cfg);
-  char err[512] = "";
-  cfg.model_dir = dir;
-  cfg.threads = threads;
-  cfg.device = gpu ? 0 : -1;   /* CUDA_VISIBLE_DEVICES holds the granted GPU */
-  cfg.max_batch = 1024;
-  cfg.errbuf = err;
-  cfg.errbuf_len = sizeof(err);
-  int r = rd_engine_open(&cfg, &e->engine);
-  if (r != 0) {
-    free(e);
-    return rd_call_fail(call, "cannot open the engine on %s: %s (%s)", gpu ? "the GPU" : "the CPU", err,
-                        rd_strerror(r));
-  }
-  *state = e;
-  return 0;
-}
-
-static void embedder_fini(void *state) {
-  embedder *e = state;
-  if (!e) return;
-  rd_engine_close(e->engine);
-  free(e);
-}
-
-RD_ACTOR_CLASS(Embedder, embedder_init, embedder_fini)
-
-/* Decode a batch into text pointers; 0 or -1 when malformed. */
-static int batch_decode(const uint8_t *p, size_t size, const char **texts, size_t *lens, size_t max, size_t *n) {
-  uint32_t cnt;
-  if (size < 4) return -1;
-  memcpy(&cnt, p, 4);
-  if (cnt > max || size < 4 + 4ull * cnt) return -1;
-  size_t off = 4 + 4ull * cnt;
-  for (uint32_t i = 0; i < cnt; i++) {
-    uint32_t l;
-    memcpy(&l, p + 4 + 4ull * i, 4);
-    if (l > size - off) return -1;
-    texts[i] = (const char *)p + off;
-    lens[i] = l;
-    off += l;
-  }
-  *n = cnt;
-  return 0;
-}
-
-#define MAX_BATCH 1024
-
-RD_ACTOR_METHOD(Embedder, embed) {
-  embedder *e = state;
-  rd_buf in;
-  if (rd_arg(call, 0, &in) != 0) return rd_call_fail(call, "no batch");
-  static const char *texts[MAX_BATCH];
-  static size_t lens[MAX_BATCH];
-  size_t n;
-  if (batch_decode(in.data, in.size, texts, lens, MAX_BATCH, &n) != 0) return rd_call_fail(call, "malformed batch");
-  size_t dim = rd_engine_dim(e->engine);
-  uint8_t *out = rd_return_alloc(call, 0, sizeof(result_hdr) + n * dim * sizeof(float));
-  if (!out) return rd_call_fail(call, "cannot allocate the result");
-  result_hdr h = {(uint32_t)n, (uint32_t)dim, (int32_t)getpid(), 0, 0};
-  double t0 = now();
-  int r = rd_engine_embed(e->engine, texts, lens, n, (float *)(out + sizeof(h)));
-  h.seconds = now() - t0;
-  if (r != 0) return rd_call_fail(call, "embedding failed: %s", rd_engine_last_error(e->engine));
-  memcpy(out, &h, sizeof(h));
-  return 0;
-}
+/* The replicas are Embedder actors (examples/embedder.c). */
 
 /* ------------------------------------------------------------ output */
 
@@ -312,10 +199,10 @@ static void progress_save(output *o, const char *key) {
   char tmp[1200];
   snprintf(tmp, sizeof(tmp), "%s.tmp", o->progress);
   FILE *f = fopen(tmp, "w");
-  if (!f) die(1, "cannot write %s: %s", tmp, strerror(errno));
+  if (!f) ex_die(1, "cannot write %s: %s", tmp, strerror(errno));
   fprintf(f, "%zu %zu %s\n", o->done, o->rows, key);
-  if (fflush(f) != 0 || fdatasync(fileno(f)) != 0 || fclose(f) != 0) die(1, "cannot write %s", tmp);
-  if (rename(tmp, o->progress) != 0) die(1, "cannot replace %s: %s", o->progress, strerror(errno));
+  if (fflush(f) != 0 || fdatasync(fileno(f)) != 0 || fclose(f) != 0) ex_die(1, "cannot write %s", tmp);
+  if (rename(tmp, o->progress) != 0) ex_die(1, "cannot replace %s: %s", o->progress, strerror(errno));
 }
 
 /* Open (or resume) the output; returns the first row still to compute. */
@@ -343,14 +230,14 @@ static size_t output_open(output *o, const char *path, size_t rows, size_t dim, 
     }
     fclose(pf);
   } else if (exists && !force) {
-    die(3, "%s exists and has no progress file (a finished run?); use --force to overwrite it", path);
+    ex_die(3, "%s exists and has no progress file (a finished run?); use --force to overwrite it", path);
   }
   o->fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
-  if (o->fd < 0) die(2, "cannot write the output %s: %s", path, strerror(errno));
+  if (o->fd < 0) ex_die(2, "cannot write the output %s: %s", path, strerror(errno));
   if (start == 0) {
     if (ftruncate(o->fd, 0) != 0 || ftruncate(o->fd, (off_t)(o->header + rows * dim * 4)) != 0 ||
         write_all(o->fd, hdr, o->header, 0) != 0)
-      die(2, "cannot size the output %s: %s", path, strerror(errno));
+      ex_die(2, "cannot size the output %s: %s", path, strerror(errno));
   }
   o->done = start;
   progress_save(o, key);
@@ -359,7 +246,7 @@ static size_t output_open(output *o, const char *path, size_t rows, size_t dim, 
 
 static void output_rows(output *o, size_t first, const float *rows, size_t n) {
   if (write_all(o->fd, rows, n * o->dim * 4, (off_t)(o->header + first * o->dim * 4)) != 0)
-    die(1, "writing %s failed: %s (rows before %zu are kept; rerun to resume)", o->path, strerror(errno), o->done);
+    ex_die(1, "writing %s failed: %s (rows before %zu are kept; rerun to resume)", o->path, strerror(errno), o->done);
 }
 
 /* ------------------------------------------------------------ driver */
@@ -411,33 +298,25 @@ static void parse(int argc, char **argv, opts *o) {
     else if (OPT("--stop-after")) o->stop_after = strtoull(v, NULL, 10);   /* tests: simulate an interrupt */
     else if (!strcmp(a, "--direct")) o->direct = 1;
     else if (!strcmp(a, "--force")) o->force = 1;
-    else if (!strcmp(a, "--address")) die(2, "--address: joining a running cluster is not supported yet");
+    else if (!strcmp(a, "--address")) ex_die(2, "--address: joining a running cluster is not supported yet");
     else usage();
 #undef OPT
   }
   if (!o->corpus || !o->out) usage();
-  if (o->replicas < 1 || o->cpus < 0 || o->threads < 1 || o->batch < 1 || o->batch > MAX_BATCH || o->inflight < 1 ||
+  if (o->replicas < 1 || o->cpus < 0 || o->threads < 1 || o->batch < 1 || o->batch > EX_MAX_TEXTS || o->inflight < 1 ||
       o->gpus < 0)
-    die(2, "bad option value (replicas, batch 1..%d, threads and inflight must be positive)", MAX_BATCH);
+    ex_die(2, "bad option value (replicas, batch 1..%d, threads and inflight must be positive)", EX_MAX_TEXTS);
 }
 
 /* Encode items [first, first+n) as one batch. */
 static uint8_t *batch_encode(const corpus *c, size_t first, size_t n, size_t *size) {
-  size_t bytes = 4 + 4 * n;
-  for (size_t i = 0; i < n; i++) bytes += c->items[first + i].len;
-  uint8_t *p = malloc(bytes);
-  if (!p) die(1, "out of memory");
-  uint32_t cnt = (uint32_t)n;
-  memcpy(p, &cnt, 4);
-  size_t off = 4 + 4 * n;
+  const char *texts[EX_MAX_TEXTS];
+  size_t lens[EX_MAX_TEXTS];
   for (size_t i = 0; i < n; i++) {
-    uint32_t l = (uint32_t)c->items[first + i].len;
-    memcpy(p + 4 + 4 * i, &l, 4);
-    memcpy(p + off, c->items[first + i].text, l);
-    off += l;
+    texts[i] = c->items[first + i].text;
+    lens[i] = c->items[first + i].len;
   }
-  *size = bytes;
-  return p;
+  return ex_texts_encode(texts, lens, n, size);
 }
 
 typedef struct progress {
@@ -447,7 +326,7 @@ typedef struct progress {
 } progress;
 
 static void progress_show(progress *p, size_t done, int final) {
-  double t = now();
+  double t = ex_now();
   if (!final && t - p->last < (p->tty ? 0.2 : 5.0)) return;
   p->last = t;
   double rate = (double)(done - p->base) / (t - p->start + 1e-9);
@@ -466,6 +345,7 @@ static void progress_show(progress *p, size_t done, int final) {
 }
 
 int main(int argc, char **argv) {
+  ex_set_prog("batch_embed");
   opts o;
   parse(argc, argv, &o);
   /* in a worker this never returns: workers only serve the Embedder actor */
@@ -473,7 +353,7 @@ int main(int argc, char **argv) {
   rd_config_init(&cfg);
   if (o.gpus > 0) cfg.num_gpus = rd_engine_device_count() > 0 ? -1 : 0;
   int r = o.direct ? 0 : rd_init(&cfg);
-  if (r != 0) die(1, "rd_init: %s", rd_strerror(r));
+  if (r != 0) ex_die(1, "rd_init: %s", rd_strerror(r));
 
   corpus c = {0};
   if (!strcmp(o.corpus, "wordnet")) load_wordnet(&c);
@@ -492,15 +372,15 @@ int main(int argc, char **argv) {
   output out;
   size_t start = output_open(&out, o.out, total, dim, key, o.force);
   FILE *rf = fopen(rows_path, "w");
-  if (!rf) die(2, "cannot write %s: %s", rows_path, strerror(errno));
+  if (!rf) ex_die(2, "cannot write %s: %s", rows_path, strerror(errno));
   fprintf(rf, "row\titem\n");
   for (size_t i = 0; i < total; i++) fprintf(rf, "%zu\t%s\n", i, c.items[i].id);
-  if (fclose(rf) != 0) die(2, "cannot write %s", rows_path);
+  if (fclose(rf) != 0) ex_die(2, "cannot write %s", rows_path);
 
   signal(SIGINT, on_sigint);
   signal(SIGTERM, on_sigint);
-  progress pg = {isatty(2), now(), 0, total, start};
-  double t0 = now();
+  progress pg = {isatty(2), ex_now(), 0, total, start};
+  double t0 = ex_now();
   size_t nbatches_done = 0;
   double engine_seconds = 0;
   struct { int pid; double busy; size_t items; } rep[64];
@@ -513,20 +393,20 @@ int main(int argc, char **argv) {
     char err[512] = "";
     ec.model_dir = o.model;
     ec.threads = o.threads;
-    ec.max_batch = MAX_BATCH;
+    ec.max_batch = EX_MAX_TEXTS;
     ec.errbuf = err;
     ec.errbuf_len = sizeof(err);
     rd_engine *e;
-    if ((r = rd_engine_open(&ec, &e)) != 0) die(2, "cannot open the engine: %s", err);
+    if ((r = rd_engine_open(&ec, &e)) != 0) ex_die(2, "cannot open the engine: %s", err);
     float *buf = malloc((size_t)o.batch * dim * sizeof(float));
-    const char *texts[MAX_BATCH];
-    size_t lens[MAX_BATCH];
+    const char *texts[EX_MAX_TEXTS];
+    size_t lens[EX_MAX_TEXTS];
     for (size_t first = start; first < total && !interrupted; first += (size_t)o.batch) {
       size_t n = total - first < (size_t)o.batch ? total - first : (size_t)o.batch;
       for (size_t i = 0; i < n; i++) texts[i] = c.items[first + i].text, lens[i] = c.items[first + i].len;
-      double s = now();
-      if (rd_engine_embed(e, texts, lens, n, buf) != 0) die(1, "embedding failed: %s", rd_engine_last_error(e));
-      engine_seconds += now() - s;
+      double s = ex_now();
+      if (rd_engine_embed(e, texts, lens, n, buf) != 0) ex_die(1, "embedding failed: %s", rd_engine_last_error(e));
+      engine_seconds += ex_now() - s;
       output_rows(&out, first, buf, n);
       out.done = first + n;
       if (++nbatches_done % 16 == 0) progress_save(&out, key);
@@ -550,7 +430,7 @@ int main(int argc, char **argv) {
                        RD_ARGS(rd_arg_bytes(o.model, strlen(o.model)), rd_arg_bytes(&o.threads, sizeof(int)),
                                rd_arg_bytes(&use_gpu, sizeof(int))),
                        &ao, &po, &pool);
-    if (r != 0) die(1, "cannot create the replicas: %s", rd_strerror(r));
+    if (r != 0) ex_die(1, "cannot create the replicas: %s", rd_strerror(r));
     /* results are written strictly in order: a FIFO of the batches in flight */
     size_t window = (size_t)o.replicas * (size_t)o.inflight + 1;
     rd_ref *fifo = calloc(window, sizeof(rd_ref));
@@ -564,7 +444,7 @@ int main(int argc, char **argv) {
         rd_ref ref;
         r = rd_pool_submit(pool, Embedder_embed, RD_ARGS(rd_arg_bytes(b, bytes)), RD_TIMEOUT_INF, &ref);
         free(b);
-        if (r != 0) die(1, "submit failed: %s (rows before %zu are kept; rerun to resume)", rd_strerror(r), out.done);
+        if (r != 0) ex_die(1, "submit failed: %s (rows before %zu are kept; rerun to resume)", rd_strerror(r), out.done);
         fifo[(head + count) % window] = ref;
         fifo_first[(head + count) % window] = next;
         count++;
@@ -575,12 +455,12 @@ int main(int argc, char **argv) {
       rd_buf res;
       r = rd_get(&fifo[head], 1, &res, RD_TIMEOUT_INF);
       if (r != 0)
-        die(1, "a batch failed: %.*s (rows before %zu are kept; rerun to resume)", (int)res.size,
+        ex_die(1, "a batch failed: %.*s (rows before %zu are kept; rerun to resume)", (int)res.size,
             (const char *)res.data, out.done);
-      result_hdr h;
-      if (res.size < sizeof(h)) die(1, "a replica returned a malformed result");
+      ex_result_hdr h;
+      if (res.size < sizeof(h)) ex_die(1, "a replica returned a malformed result");
       memcpy(&h, res.data, sizeof(h));
-      if (h.dim != dim || res.size != sizeof(h) + (size_t)h.n * dim * 4) die(1, "a replica returned a malformed result");
+      if (h.dim != dim || res.size != sizeof(h) + (size_t)h.n * dim * 4) ex_die(1, "a replica returned a malformed result");
       output_rows(&out, fifo_first[head], (const float *)((const uint8_t *)res.data + sizeof(h)), h.n);
       out.done = fifo_first[head] + h.n;
       engine_seconds += h.seconds;
@@ -600,8 +480,8 @@ int main(int argc, char **argv) {
     free(fifo_first);
     rd_pool_destroy(pool);
   }
-  double wall = now() - t0;
-  if (fdatasync(out.fd) != 0) die(1, "cannot sync %s: %s", out.path, strerror(errno));
+  double wall = ex_now() - t0;
+  if (fdatasync(out.fd) != 0) ex_die(1, "cannot sync %s: %s", out.path, strerror(errno));
   close(out.fd);
   progress_show(&pg, out.done, 1);
   size_t items = out.done - start;

@@ -28,122 +28,11 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "embedder.h"
 #include "engine.h"
 
-#ifndef RD_DEFAULT_MODEL_DIR
-#define RD_DEFAULT_MODEL_DIR "models/all-MiniLM-L6-v2"
-#endif
 
-static double now(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
-}
-
-static void die(int code, const char *fmt, ...) __attribute__((format(printf, 2, 3), noreturn));
-static void die(int code, const char *fmt, ...) {
-  va_list ap;
-  va_start(ap, fmt);
-  fprintf(stderr, "elastic_service: ");
-  vfprintf(stderr, fmt, ap);
-  fprintf(stderr, "\n");
-  va_end(ap);
-  exit(code);
-}
-
-/* ---------------------------------------------------------- the replicas */
-
-/* The Embedder of examples/batch_embed.c, unchanged in its wire format:
- * a request is u32 count, count x u32 lengths, then the texts; a result is
- * the header below, then count x dim floats. */
-typedef struct result_hdr {
-  uint32_t n, dim;
-  int32_t pid;
-  uint32_t pad;
-  double seconds;   /* time spent in the engine */
-} result_hdr;
-
-typedef struct embedder {
-  rd_engine *engine;
-} embedder;
-
-#define MAX_TEXTS 256
-
-/* Constructor arguments: model dir (string), threads (int). */
-static int embedder_init(rd_call *call, void **state) {
-  rd_buf a0, a1;
-  if (rd_call_nargs(call) != 2 || rd_arg(call, 0, &a0) || rd_arg(call, 1, &a1) || a1.size != sizeof(int))
-    return rd_call_fail(call, "Embedder takes (model_dir, threads)");
-  char dir[1024];
-  snprintf(dir, sizeof(dir), "%.*s", (int)a0.size, (const char *)a0.data);
-  int threads;
-  memcpy(&threads, a1.data, sizeof(int));
-  embedder *e = calloc(1, sizeof(*e));
-  if (!e) return rd_call_fail(call, "out of memory");
-  rd_engine_config cfg;
-  rd_engine_config_init(&cfg);
-  char err[512] = "";
-  cfg.model_dir = dir;
-  cfg.threads = threads;
-  cfg.max_batch = MAX_TEXTS;
-  cfg.errbuf = err;
-  cfg.errbuf_len = sizeof(err);
-  int r = rd_engine_open(&cfg, &e->engine);
-  if (r != 0) {
-    free(e);
-    return rd_call_fail(call, "cannot open the engine: %s (%s)", err, rd_strerror(r));
-  }
-  *state = e;
-  return 0;
-}
-
-static void embedder_fini(void *state) {
-  embedder *e = state;
-  if (!e) return;
-  rd_engine_close(e->engine);
-  free(e);
-}
-
-RD_ACTOR_CLASS(Embedder, embedder_init, embedder_fini)
-
-/* Decode a request into text pointers; 0 or -1 when malformed. */
-static int batch_decode(const uint8_t *p, size_t size, const char **texts, size_t *lens, size_t max, size_t *n) {
-  uint32_t cnt;
-  if (size < 4) return -1;
-  memcpy(&cnt, p, 4);
-  if (cnt > max || size < 4 + 4ull * cnt) return -1;
-  size_t off = 4 + 4ull * cnt;
-  for (uint32_t i = 0; i < cnt; i++) {
-    uint32_t l;
-    memcpy(&l, p + 4 + 4ull * i, 4);
-    if (l > size - off) return -1;
-    texts[i] = (const char *)p + off;
-    lens[i] = l;
-    off += l;
-  }
-  *n = cnt;
-  return 0;
-}
-
-RD_ACTOR_METHOD(Embedder, embed) {
-  embedder *e = state;
-  rd_buf in;
-  if (rd_arg(call, 0, &in) != 0) return rd_call_fail(call, "no request");
-  const char *texts[MAX_TEXTS];
-  size_t lens[MAX_TEXTS];
-  size_t n;
-  if (batch_decode(in.data, in.size, texts, lens, MAX_TEXTS, &n) != 0) return rd_call_fail(call, "malformed request");
-  size_t dim = rd_engine_dim(e->engine);
-  uint8_t *out = rd_return_alloc(call, 0, sizeof(result_hdr) + n * dim * sizeof(float));
-  if (!out) return rd_call_fail(call, "cannot allocate the result");
-  result_hdr h = {(uint32_t)n, (uint32_t)dim, (int32_t)getpid(), 0, 0};
-  double t0 = now();
-  int r = rd_engine_embed(e->engine, texts, lens, n, (float *)(out + sizeof(h)));
-  h.seconds = now() - t0;
-  if (r != 0) return rd_call_fail(call, "embedding failed: %s", rd_engine_last_error(e->engine));
-  memcpy(out, &h, sizeof(h));
-  return 0;
-}
+/* The replicas are Embedder actors (examples/embedder.c). */
 
 /* ------------------------------------------------------------- requests */
 
@@ -162,10 +51,10 @@ static void texts_add(texts *t, const char *s, size_t len) {
     t->cap = t->cap ? t->cap * 2 : 1024;
     t->s = realloc(t->s, t->cap * sizeof(char *));
     t->len = realloc(t->len, t->cap * sizeof(size_t));
-    if (!t->s || !t->len) die(1, "out of memory");
+    if (!t->s || !t->len) ex_die(1, "out of memory");
   }
   t->s[t->n] = strndup(s, len);
-  if (!t->s[t->n]) die(1, "out of memory");
+  if (!t->s[t->n]) ex_die(1, "out of memory");
   t->len[t->n++] = len;
 }
 
@@ -173,7 +62,7 @@ static int cmp_str(const void *a, const void *b) { return strcmp(*(char *const *
 
 static void load_fortunes(texts *t, const char *dir) {
   DIR *d = opendir(dir);
-  if (!d) die(2, "fortunes are not installed (%s): apt-get install fortunes-min", dir);
+  if (!d) ex_die(2, "fortunes are not installed (%s): apt-get install fortunes-min", dir);
   char *names[512];
   int nn = 0;
   struct dirent *e;
@@ -202,7 +91,7 @@ static void load_fortunes(texts *t, const char *dir) {
           continue;
         }
         buf = realloc(buf, blen + (size_t)n + 1);
-        if (!buf) die(1, "out of memory");
+        if (!buf) ex_die(1, "out of memory");
         memcpy(buf + blen, line, (size_t)n);
         blen += (size_t)n;
       }
@@ -212,27 +101,19 @@ static void load_fortunes(texts *t, const char *dir) {
     }
     free(names[i]);
   }
-  if (!t->n) die(2, "no fortunes found in %s", dir);
+  if (!t->n) ex_die(2, "no fortunes found in %s", dir);
 }
 
 /* Request k: texts k*per .. k*per+per-1 of the corpus (wrapping round). */
 static uint8_t *request_encode(const texts *t, uint64_t k, int per, size_t *size) {
-  size_t bytes = 4 + 4 * (size_t)per;
-  for (int i = 0; i < per; i++) bytes += t->len[(k * (uint64_t)per + (uint64_t)i) % t->n];
-  uint8_t *p = malloc(bytes);
-  if (!p) die(1, "out of memory");
-  uint32_t cnt = (uint32_t)per;
-  memcpy(p, &cnt, 4);
-  size_t off = 4 + 4 * (size_t)per;
+  const char *ts[EX_MAX_TEXTS];
+  size_t ls[EX_MAX_TEXTS];
   for (int i = 0; i < per; i++) {
     size_t j = (k * (uint64_t)per + (uint64_t)i) % t->n;
-    uint32_t l = (uint32_t)t->len[j];
-    memcpy(p + 4 + 4 * (size_t)i, &l, 4);
-    memcpy(p + off, t->s[j], l);
-    off += l;
+    ts[i] = t->s[j];
+    ls[i] = t->len[j];
   }
-  *size = bytes;
-  return p;
+  return ex_texts_encode(ts, ls, (size_t)per, size);
 }
 
 /* ------------------------------------------------------------ statistics */
@@ -246,7 +127,7 @@ static void series_add(series *s, double x) {
   if (s->n == s->cap) {
     s->cap = s->cap ? s->cap * 2 : 256;
     s->v = realloc(s->v, s->cap * sizeof(double));
-    if (!s->v) die(1, "out of memory");
+    if (!s->v) ex_die(1, "out of memory");
   }
   s->v[s->n++] = x;
 }
@@ -324,11 +205,11 @@ static void parse(int argc, char **argv, opts *o) {
 #undef OPT
   }
   if (o->duration <= 0 || o->phase_seconds <= 0 || o->low_rate <= 0 || o->high_rate <= 0 || o->per_request < 1 ||
-      o->per_request > MAX_TEXTS || o->min_replicas < 1 || o->max_replicas < o->min_replicas || o->inflight < 1 ||
+      o->per_request > EX_MAX_TEXTS || o->min_replicas < 1 || o->max_replicas < o->min_replicas || o->inflight < 1 ||
       o->max_wait_ms < 0 || o->scale_up_wait_ms < 0 || o->scale_down_idle_ms < 0 || o->cpus < 0 || o->threads < 1)
-    die(2, "bad option value (rates, durations and counts must be positive, texts per request at most %d, "
+    ex_die(2, "bad option value (rates, durations and counts must be positive, texts per request at most %d, "
            "max replicas at least min replicas)",
-        MAX_TEXTS);
+        EX_MAX_TEXTS);
 }
 
 /* Phases alternate low, high, low, ... each phase_seconds long. */
@@ -373,7 +254,7 @@ typedef struct service {
   int nreps;
 } service;
 
-static double since_start(const service *s) { return now() - s->t0; }
+static double since_start(const service *s) { return ex_now() - s->t0; }
 
 static void sample_replicas(service *s, rd_pool_stats *st) {
   rd_pool_get_stats(s->pool, st);   /* a pool call: it also scales down idle replicas */
@@ -401,10 +282,10 @@ static void collect(service *s) {
       fprintf(stderr, "elastic_service: a request failed: %.*s\n", (int)b.size, (const char *)b.data);
       s->failed++;
     } else {
-      result_hdr h;
-      if (b.size < sizeof(h)) die(1, "a replica returned a malformed result");
+      ex_result_hdr h;
+      if (b.size < sizeof(h)) ex_die(1, "a replica returned a malformed result");
       memcpy(&h, b.data, sizeof(h));
-      if (b.size != sizeof(h) + (size_t)h.n * h.dim * sizeof(float)) die(1, "a replica returned a malformed result");
+      if (b.size != sizeof(h) + (size_t)h.n * h.dim * sizeof(float)) ex_die(1, "a replica returned a malformed result");
       double ms = (t - s->fl[i].arrival) * 1000.0;
       series_add(&s->lat_window, ms);
       series_add(&s->lat_all, ms);
@@ -435,20 +316,21 @@ static void report(service *s, double t) {
 }
 
 int main(int argc, char **argv) {
+  ex_set_prog("elastic_service");
   opts o;
   parse(argc, argv, &o);
   /* in a worker this never returns: workers only serve the Embedder actor */
   int r = rd_init(NULL);
-  if (r != 0) die(1, "rd_init: %s", rd_strerror(r));
+  if (r != 0) ex_die(1, "rd_init: %s", rd_strerror(r));
 
   texts corpus = {0};
   load_fortunes(&corpus, o.fortunes);
 
   /* a replica that cannot be placed would take calls and never serve them */
   rd_node_info ni;
-  if ((r = rd_node_info_get(&ni)) != 0) die(1, "rd_node_info_get: %s", rd_strerror(r));
+  if ((r = rd_node_info_get(&ni)) != 0) ex_die(1, "rd_node_info_get: %s", rd_strerror(r));
   if (o.cpus * o.max_replicas > ni.num_cpus + 1e-9)
-    die(2, "%d replicas x %.2f CPUs do not fit the node's %.0f CPUs (lower --cpus-per-replica)", o.max_replicas,
+    ex_die(2, "%d replicas x %.2f CPUs do not fit the node's %.0f CPUs (lower --cpus-per-replica)", o.max_replicas,
         o.cpus, ni.num_cpus);
   rd_actor_opts ao;
   rd_actor_opts_init(&ao);
@@ -463,9 +345,11 @@ int main(int argc, char **argv) {
   service s;
   memset(&s, 0, sizeof(s));
   s.o = &o;
-  r = rd_pool_create(Embedder, RD_ARGS(rd_arg_bytes(o.model, strlen(o.model)), rd_arg_bytes(&o.threads, sizeof(int))),
+  int no_gpu = 0;
+  r = rd_pool_create(Embedder, RD_ARGS(rd_arg_bytes(o.model, strlen(o.model)), rd_arg_bytes(&o.threads, sizeof(int)),
+                               rd_arg_bytes(&no_gpu, sizeof(int))),
                      &ao, &po, &s.pool);
-  if (r != 0) die(1, "cannot create the replicas: %s", rd_strerror(r));
+  if (r != 0) ex_die(1, "cannot create the replicas: %s", rd_strerror(r));
 
   /* Warm up: one request, so the first replica's engine is open before the
    * clock starts (its constructor runs in the background). */
@@ -476,9 +360,9 @@ int main(int argc, char **argv) {
     rd_buf res;
     r = rd_pool_submit(s.pool, Embedder_embed, RD_ARGS(rd_arg_bytes(b, bytes)), RD_TIMEOUT_INF, &ref);
     free(b);
-    if (r != 0) die(1, "submit failed: %s", rd_strerror(r));
+    if (r != 0) ex_die(1, "submit failed: %s", rd_strerror(r));
     if ((r = rd_get(&ref, 1, &res, RD_TIMEOUT_INF)) != 0)
-      die(1, "the first replica cannot serve: %.*s", (int)res.size, (const char *)res.data);
+      ex_die(1, "the first replica cannot serve: %.*s", (int)res.size, (const char *)res.data);
     rd_buf_release(&res);
     rd_ref_release(ref);
   }
@@ -493,9 +377,9 @@ int main(int argc, char **argv) {
   s.capfl = 1024;
   s.fl = calloc(s.capfl, sizeof(request));
   s.ready = calloc(s.capfl, 1);
-  if (!s.fl || !s.ready) die(1, "out of memory");
+  if (!s.fl || !s.ready) ex_die(1, "out of memory");
   s.max_seen = o.min_replicas;
-  s.t0 = now();
+  s.t0 = ex_now();
   double next_arrival = 0, next_report = 1;
   uint64_t k = 0;
   for (;;) {
@@ -530,7 +414,7 @@ int main(int argc, char **argv) {
           s.rejected++;
           s.rejected_window++;
         } else if (r != 0) {
-          die(1, "submit failed: %s", rd_strerror(r));
+          ex_die(1, "submit failed: %s", rd_strerror(r));
         } else {
           s.fl[s.nfl++] = (request){ref, arrival};
           s.qwait_sum += (admitted - arrival) * 1000.0;

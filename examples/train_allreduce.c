@@ -30,30 +30,10 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "embedder.h"
 #include "engine.h"
 
-#ifndef RD_DEFAULT_MODEL_DIR
-#define RD_DEFAULT_MODEL_DIR "models/all-MiniLM-L6-v2"
-#endif
 
-static double now(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
-}
-
-static void die(int code, const char *fmt, ...) __attribute__((format(printf, 2, 3), noreturn));
-static void die(int code, const char *fmt, ...) {
-  va_list ap;
-  va_start(ap, fmt);
-  fprintf(stderr, "train_allreduce: ");
-  vfprintf(stderr, fmt, ap);
-  fprintf(stderr, "\n");
-  va_end(ap);
-  exit(code);
-}
-
-/* splitmix64: the one random source, so a seed fixes every shuffle. */
 static uint64_t rng_next(uint64_t *s) {
   uint64_t z = (*s += 0x9e3779b97f4a7c15ull);
   z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
@@ -76,24 +56,11 @@ static void shuffle(uint32_t *a, size_t n, uint64_t seed) {
 /* Texts travel as in examples/batch_embed.c: u32 count, count x u32
  * lengths, then the texts back to back. */
 static int texts_decode(const uint8_t *p, size_t size, const char ***texts, size_t **lens, size_t *n) {
-  uint32_t cnt;
-  if (size < 4) return -1;
-  memcpy(&cnt, p, 4);
-  if (size < 4 + 4ull * cnt) return -1;
+  size_t cnt = ex_texts_count(p, size);
   *texts = calloc(cnt ? cnt : 1, sizeof(char *));
   *lens = calloc(cnt ? cnt : 1, sizeof(size_t));
   if (!*texts || !*lens) return -1;
-  size_t off = 4 + 4ull * cnt;
-  for (uint32_t i = 0; i < cnt; i++) {
-    uint32_t l;
-    memcpy(&l, p + 4 + 4ull * i, 4);
-    if (l > size - off) return -1;
-    (*texts)[i] = (const char *)p + off;
-    (*lens)[i] = l;
-    off += l;
-  }
-  *n = cnt;
-  return 0;
+  return ex_texts_decode(p, size, *texts, *lens, cnt, n);
 }
 
 /* Hyperparameters: a constructor argument, the same for every worker but
@@ -215,10 +182,10 @@ static int trainer_init(rd_call *call, void **state) {
     trainer_free(t);
     return rd_call_fail(call, "cannot open the engine: %s (%s)", err, rd_strerror(r));
   }
-  double t0 = now();
+  double t0 = ex_now();
   r = embed_all(call, e, &a[2], &t->xtr, &t->ntr);
   if (r == 0) r = embed_all(call, e, &a[4], &t->xte, &t->nte);
-  t->embed_seconds = now() - t0;
+  t->embed_seconds = ex_now() - t0;
   t->dim = rd_engine_dim(e);
   rd_engine_close(e);
   if (r == 0) r = labels_copy(call, &a[3], t->ntr, t->cfg.classes, &t->ytr);
@@ -410,10 +377,10 @@ static size_t read_cookies(const char *path, dataset *ds, uint32_t label, int ke
           if (ds->n == ds->cap) {
             ds->cap = ds->cap ? ds->cap * 2 : 1024;
             ds->ex = realloc(ds->ex, ds->cap * sizeof(example));
-            if (!ds->ex) die(1, "out of memory");
+            if (!ds->ex) ex_die(1, "out of memory");
           }
           ds->ex[ds->n] = (example){strndup(s, len), len, label};
-          if (!ds->ex[ds->n++].text) die(1, "out of memory");
+          if (!ds->ex[ds->n++].text) ex_die(1, "out of memory");
         }
       }
       blen = 0;
@@ -422,7 +389,7 @@ static size_t read_cookies(const char *path, dataset *ds, uint32_t label, int ke
     }
     if (strip && attribution(line)) continue;
     buf = realloc(buf, blen + (size_t)n + 1);
-    if (!buf) die(1, "out of memory");
+    if (!buf) ex_die(1, "out of memory");
     memcpy(buf + blen, line, (size_t)n);
     blen += (size_t)n;
   }
@@ -438,7 +405,7 @@ static size_t read_cookies(const char *path, dataset *ds, uint32_t label, int ke
  * cookie has one, which would make that class a formatting test. */
 static void load_dataset(dataset *ds, const char *dir, int max_classes, int min_size, int strip) {
   DIR *d = opendir(dir);
-  if (!d) die(2, "fortunes are not installed (%s): apt-get install fortunes-min", dir);
+  if (!d) ex_die(2, "fortunes are not installed (%s): apt-get install fortunes-min", dir);
   char *names[512];
   size_t counts[512];
   int nn = 0;
@@ -470,7 +437,7 @@ static void load_dataset(dataset *ds, const char *dir, int max_classes, int min_
     picked[np++] = best;
   }
   if (np < 2)
-    die(2, "need at least 2 fortune files with %d or more cookies in %s (found %d)", min_size, dir, np);
+    ex_die(2, "need at least 2 fortune files with %d or more cookies in %s (found %d)", min_size, dir, np);
   for (int k = 0; k < np; k++) {
     char path[1024];
     snprintf(path, sizeof(path), "%s/%s", dir, names[picked[k]]);
@@ -483,20 +450,16 @@ static void load_dataset(dataset *ds, const char *dir, int max_classes, int min_
 
 /* Wire-format texts of the examples idx[0..n). */
 static uint8_t *texts_encode(const dataset *ds, const uint32_t *idx, size_t n, size_t *size) {
-  size_t bytes = 4 + 4 * n;
-  for (size_t i = 0; i < n; i++) bytes += ds->ex[idx[i]].len;
-  uint8_t *p = malloc(bytes);
-  if (!p) die(1, "out of memory");
-  uint32_t cnt = (uint32_t)n;
-  memcpy(p, &cnt, 4);
-  size_t off = 4 + 4 * n;
+  const char **ts = malloc((n ? n : 1) * sizeof(char *));
+  size_t *ls = malloc((n ? n : 1) * sizeof(size_t));
+  if (!ts || !ls) ex_die(1, "out of memory");
   for (size_t i = 0; i < n; i++) {
-    uint32_t l = (uint32_t)ds->ex[idx[i]].len;
-    memcpy(p + 4 + 4 * i, &l, 4);
-    memcpy(p + off, ds->ex[idx[i]].text, l);
-    off += l;
+    ts[i] = ds->ex[idx[i]].text;
+    ls[i] = ds->ex[idx[i]].len;
   }
-  *size = bytes;
+  uint8_t *p = ex_texts_encode(ts, ls, n, size);
+  free(ts);
+  free(ls);
   return p;
 }
 
@@ -512,7 +475,7 @@ static uint8_t *texts_encode(const dataset *ds, const uint32_t *idx, size_t n, s
 
 static void head_save(const char *path, const dataset *ds, uint32_t dim, const float *w, size_t nparams, size_t *bytes) {
   FILE *f = fopen(path, "wb");
-  if (!f) die(2, "cannot write %s: %s", path, strerror(errno));
+  if (!f) ex_die(2, "cannot write %s: %s", path, strerror(errno));
   char magic[8] = HEAD_MAGIC;
   uint32_t hdr[4] = {1, dim, ds->classes, 0};
   fwrite(magic, 1, 8, f);
@@ -523,7 +486,7 @@ static void head_save(const char *path, const dataset *ds, uint32_t dim, const f
     fwrite(name, 1, HEAD_NAME_LEN, f);
   }
   fwrite(w, sizeof(float), nparams, f);
-  if (ferror(f) | (fclose(f) != 0)) die(2, "cannot write %s", path);
+  if (ferror(f) | (fclose(f) != 0)) ex_die(2, "cannot write %s", path);
   *bytes = 8 + 16 + (size_t)HEAD_NAME_LEN * ds->classes + nparams * sizeof(float);
 }
 
@@ -586,14 +549,14 @@ static void parse(int argc, char **argv, opts *o) {
   if (o->workers < 1 || o->workers > 64 || o->epochs < 1 || o->batch < 1 || o->lr <= 0 || o->weight_decay < 0 ||
       o->test_fraction <= 0 || o->test_fraction >= 1 || o->max_classes < 2 || o->max_classes > 256 ||
       o->min_class_size < 1 || o->threads < 1)
-    die(2, "bad option value (workers 1..64, classes 2..256, test fraction in (0,1), counts and rates positive)");
+    ex_die(2, "bad option value (workers 1..64, classes 2..256, test fraction in (0,1), counts and rates positive)");
 }
 
 /* Call `method` on every worker with the same arguments. */
 static void call_all(const rd_actor *w, int n, const rd_actor_method *m, const rd_value *args, size_t nargs,
                      rd_ref *refs) {
   for (int i = 0; i < n; i++)
-    if (rd_actor_call(w[i], m, args, nargs, NULL, &refs[i]) != 0) die(1, "cannot call %s", m->name);
+    if (rd_actor_call(w[i], m, args, nargs, NULL, &refs[i]) != 0) ex_die(1, "cannot call %s", m->name);
 }
 
 /* Get n results; a failed one ends the run with the worker's message. */
@@ -601,8 +564,8 @@ static void get_all(rd_ref *refs, int n, rd_buf *out, const char *what) {
   int r = rd_get(refs, (size_t)n, out, RD_TIMEOUT_INF);
   if (r != 0) {
     for (int i = 0; i < n; i++)
-      if (out[i].error) die(1, "%s failed on worker %d: %.*s", what, i, (int)out[i].size, (const char *)out[i].data);
-    die(1, "%s failed: %s", what, rd_strerror(r));
+      if (out[i].error) ex_die(1, "%s failed on worker %d: %.*s", what, i, (int)out[i].size, (const char *)out[i].data);
+    ex_die(1, "%s failed: %s", what, rd_strerror(r));
   }
 }
 
@@ -614,12 +577,13 @@ static void release_all(rd_ref *refs, rd_buf *bufs, int n) {
 }
 
 int main(int argc, char **argv) {
+  ex_set_prog("train_allreduce");
   opts o;
   parse(argc, argv, &o);
   /* in a worker this never returns: workers only serve the Trainer actor */
   int r = rd_init(NULL);
-  if (r != 0) die(1, "rd_init: %s", rd_strerror(r));
-  double t_start = now();
+  if (r != 0) ex_die(1, "rd_init: %s", rd_strerror(r));
+  double t_start = ex_now();
 
   dataset ds;
   memset(&ds, 0, sizeof(ds));
@@ -628,12 +592,12 @@ int main(int argc, char **argv) {
 
   /* a fixed shuffle, then the last test_fraction held out */
   uint32_t *order = malloc(ds.n * sizeof(uint32_t));
-  if (!order) die(1, "out of memory");
+  if (!order) ex_die(1, "out of memory");
   for (size_t i = 0; i < ds.n; i++) order[i] = (uint32_t)i;
   shuffle(order, ds.n, o.seed);
   size_t ntest = (size_t)((double)ds.n * o.test_fraction + 0.5);
   size_t ntrain = ds.n - ntest;
-  if (ntrain < (size_t)o.workers || ntest < 1) die(2, "too few examples (%zu) for %d workers", ds.n, o.workers);
+  if (ntrain < (size_t)o.workers || ntest < 1) ex_die(2, "too few examples (%zu) for %d workers", ds.n, o.workers);
   const uint32_t *train = order, *test = order + ntrain;
 
   /* the majority-class baseline: always answer the commonest training label */
@@ -654,15 +618,15 @@ int main(int argc, char **argv) {
   rd_ref *applied = calloc((size_t)o.workers, sizeof(rd_ref));
   rd_buf *bufs = calloc((size_t)o.workers, sizeof(rd_buf));
   uint32_t *idx = malloc(ds.n * sizeof(uint32_t)), *lab = malloc(ds.n * sizeof(uint32_t));
-  if (!w || !refs || !applied || !bufs || !idx || !lab) die(1, "out of memory");
+  if (!w || !refs || !applied || !bufs || !idx || !lab) ex_die(1, "out of memory");
   /* each worker holds a CPU, or an equal part of the node when there are
    * more workers than CPUs (an actor that cannot be placed would wait for ever) */
   rd_node_info ni;
-  if ((r = rd_node_info_get(&ni)) != 0) die(1, "rd_node_info_get: %s", rd_strerror(r));
+  if ((r = rd_node_info_get(&ni)) != 0) ex_die(1, "rd_node_info_get: %s", rd_strerror(r));
   if (o.cpus < 0)   /* rounded down: the node counts in 1/10000 CPU, and 3 x 0.6667 > 2 */
     o.cpus = ni.num_cpus >= o.workers ? 1.0 : floor(ni.num_cpus / o.workers * 1000) / 1000;
   if (o.cpus * o.workers > ni.num_cpus + 1e-9)
-    die(2, "%d workers x %.2f CPUs do not fit the node's %.0f CPUs (lower --cpus-per-worker)", o.workers, o.cpus,
+    ex_die(2, "%d workers x %.2f CPUs do not fit the node's %.0f CPUs (lower --cpus-per-worker)", o.workers, o.cpus,
         ni.num_cpus);
   rd_actor_opts ao;
   rd_actor_opts_init(&ao);
@@ -685,7 +649,7 @@ int main(int argc, char **argv) {
                                 rd_arg_bytes(tet, teb), rd_arg_bytes(lab, nte * sizeof(uint32_t))),
                         &ao, &w[k]);
     free(trt), free(trl), free(tet);
-    if (r != 0) die(1, "cannot create worker %d: %s", k, rd_strerror(r));
+    if (r != 0) ex_die(1, "cannot create worker %d: %s", k, rd_strerror(r));
   }
   /* info waits for the constructors: the embedding happens there */
   call_all(w, o.workers, Trainer_info, RD_NO_ARGS, refs);
@@ -705,10 +669,10 @@ int main(int argc, char **argv) {
   size_t nparams = (size_t)ds.classes * dim + ds.classes;
   float *avg = malloc(nparams * sizeof(float));
   double *sum = malloc(nparams * sizeof(double));
-  if (!avg || !sum) die(1, "out of memory");
+  if (!avg || !sum) ex_die(1, "out of memory");
   int steps_per_epoch = (int)((max_shard + (size_t)o.batch - 1) / (size_t)o.batch);
 
-  double t_train = now(), train_loss = 0, test_acc = 0;
+  double t_train = ex_now(), train_loss = 0, test_acc = 0;
   int identical = 1, have_applied = 0;
   for (int epoch = 0; epoch < o.epochs; epoch++) {
     double loss_sum = 0;
@@ -727,7 +691,7 @@ int main(int argc, char **argv) {
       size_t count = 0;
       for (int k = 0; k < o.workers; k++) {
         grad_hdr h;
-        if (bufs[k].size != sizeof(h) + nparams * sizeof(float)) die(1, "worker %d sent a malformed gradient", k);
+        if (bufs[k].size != sizeof(h) + nparams * sizeof(float)) ex_die(1, "worker %d sent a malformed gradient", k);
         memcpy(&h, bufs[k].data, sizeof(h));
         const float *g = (const float *)((const uint8_t *)bufs[k].data + sizeof(h));
         for (size_t j = 0; j < nparams; j++) sum[j] += g[j];
@@ -784,12 +748,12 @@ int main(int argc, char **argv) {
            (unsigned long long)c0.steps, (unsigned long long)c0.fnv, same ? "yes" : "no");
     fflush(stdout);
   }
-  double train_seconds = now() - t_train;
+  double train_seconds = ex_now() - t_train;
 
   /* the trained head, from worker 0 (they are all the same) */
   call_all(w, 1, Trainer_weights, RD_NO_ARGS, refs);
   get_all(refs, 1, bufs, "weights");
-  if (bufs[0].size != nparams * sizeof(float)) die(1, "worker 0 sent malformed weights");
+  if (bufs[0].size != nparams * sizeof(float)) ex_die(1, "worker 0 sent malformed weights");
   size_t bytes = 0;
   if (o.save) head_save(o.save, &ds, dim, bufs[0].data, nparams, &bytes);
   release_all(refs, bufs, 1);
@@ -798,7 +762,7 @@ int main(int argc, char **argv) {
   printf("summary: workers=%d classes=%u train=%zu test=%zu epochs=%d steps_per_epoch=%d train_loss=%.4f "
          "test_acc=%.3f baseline=%.3f weights_identical=%s train_seconds=%.1f seconds=%.1f\n",
          o.workers, ds.classes, ntrain, ntest, o.epochs, steps_per_epoch, train_loss, test_acc, baseline,
-         identical ? "yes" : "no", train_seconds, now() - t_start);
+         identical ? "yes" : "no", train_seconds, ex_now() - t_start);
   for (int k = 0; k < o.workers; k++)
     if (rd_actor_kill(w[k], 1) != 0) fprintf(stderr, "train_allreduce: could not stop worker %d\n", k);
   for (size_t i = 0; i < ds.n; i++) free(ds.ex[i].text);

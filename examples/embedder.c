@@ -1,0 +1,141 @@
+/* examples/embedder.c - the Embedder actor and the helpers the engine
+ * examples share (see embedder.h). */
+#include "embedder.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "engine.h"
+
+static const char *prog = "example";
+
+void ex_set_prog(const char *name) { prog = name; }
+
+double ex_now(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+void ex_die(int code, const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  fprintf(stderr, "%s: ", prog);
+  vfprintf(stderr, fmt, ap);
+  fprintf(stderr, "\n");
+  va_end(ap);
+  exit(code);
+}
+
+uint8_t *ex_texts_encode(const char *const *texts, const size_t *lens, size_t n, size_t *size) {
+  size_t bytes = 4 + 4 * n;
+  for (size_t i = 0; i < n; i++) bytes += lens[i];
+  uint8_t *p = malloc(bytes);
+  if (!p) ex_die(1, "out of memory");
+  uint32_t cnt = (uint32_t)n;
+  memcpy(p, &cnt, 4);
+  size_t off = 4 + 4 * n;
+  for (size_t i = 0; i < n; i++) {
+    uint32_t l = (uint32_t)lens[i];
+    memcpy(p + 4 + 4 * i, &l, 4);
+    memcpy(p + off, texts[i], l);
+    off += l;
+  }
+  *size = bytes;
+  return p;
+}
+
+size_t ex_texts_count(const uint8_t *p, size_t size) {
+  uint32_t cnt = 0;
+  if (size >= 4) memcpy(&cnt, p, 4);
+  return cnt;
+}
+
+int ex_texts_decode(const uint8_t *p, size_t size, const char **texts, size_t *lens, size_t max, size_t *n) {
+  uint32_t cnt;
+  if (size < 4) return -1;
+  memcpy(&cnt, p, 4);
+  if (cnt > max || size < 4 + 4ull * cnt) return -1;
+  size_t off = 4 + 4ull * cnt;
+  for (uint32_t i = 0; i < cnt; i++) {
+    uint32_t l;
+    memcpy(&l, p + 4 + 4ull * i, 4);
+    if (l > size - off) return -1;
+    texts[i] = (const char *)p + off;
+    lens[i] = l;
+    off += l;
+  }
+  *n = cnt;
+  return 0;
+}
+
+/* ------------------------------------------------------------ the actor */
+
+typedef struct embedder {
+  rd_engine *engine;
+} embedder;
+
+static int embedder_init(rd_call *call, void **state) {
+  rd_buf a0, a1, a2;
+  if (rd_call_nargs(call) != 3 || rd_arg(call, 0, &a0) || rd_arg(call, 1, &a1) || rd_arg(call, 2, &a2) ||
+      a1.size != sizeof(int) || a2.size != sizeof(int))
+    return rd_call_fail(call, "Embedder takes (model_dir, threads, use_gpu)");
+  char dir[1024];
+  snprintf(dir, sizeof(dir), "%.*s", (int)a0.size, (const char *)a0.data);
+  int threads, gpu;
+  memcpy(&threads, a1.data, sizeof(int));
+  memcpy(&gpu, a2.data, sizeof(int));
+  embedder *e = calloc(1, sizeof(*e));
+  if (!e) return rd_call_fail(call, "out of memory");
+  rd_engine_config cfg;
+  rd_engine_config_init(&cfg);
+  char err[512] = "";
+  cfg.model_dir = dir;
+  cfg.threads = threads;
+  cfg.device = gpu ? 0 : -1;   /* CUDA_VISIBLE_DEVICES holds the granted GPU */
+  cfg.max_batch = EX_MAX_TEXTS;
+  cfg.errbuf = err;
+  cfg.errbuf_len = sizeof(err);
+  int r = rd_engine_open(&cfg, &e->engine);
+  if (r != 0) {
+    free(e);
+    return rd_call_fail(call, "cannot open the engine on %s: %s (%s)", gpu ? "the GPU" : "the CPU", err,
+                        rd_strerror(r));
+  }
+  *state = e;
+  return 0;
+}
+
+static void embedder_fini(void *state) {
+  embedder *e = state;
+  if (!e) return;
+  rd_engine_close(e->engine);
+  free(e);
+}
+
+RD_ACTOR_CLASS(Embedder, embedder_init, embedder_fini)
+
+RD_ACTOR_METHOD(Embedder, embed) {
+  embedder *e = state;
+  rd_buf in;
+  if (rd_arg(call, 0, &in) != 0) return rd_call_fail(call, "no texts");
+  const char *texts[EX_MAX_TEXTS];
+  size_t lens[EX_MAX_TEXTS];
+  size_t n;
+  if (ex_texts_decode(in.data, in.size, texts, lens, EX_MAX_TEXTS, &n) != 0)
+    return rd_call_fail(call, "malformed list of texts");
+  size_t dim = rd_engine_dim(e->engine);
+  uint8_t *out = rd_return_alloc(call, 0, sizeof(ex_result_hdr) + n * dim * sizeof(float));
+  if (!out) return rd_call_fail(call, "cannot allocate the result");
+  ex_result_hdr h = {(uint32_t)n, (uint32_t)dim, (int32_t)getpid(), 0, 0};
+  double t0 = ex_now();
+  int r = rd_engine_embed(e->engine, texts, lens, n, (float *)(out + sizeof(h)));
+  h.seconds = ex_now() - t0;
+  if (r != 0) return rd_call_fail(call, "embedding failed: %s", rd_engine_last_error(e->engine));
+  memcpy(out, &h, sizeof(h));
+  return 0;
+}

@@ -1,0 +1,44 @@
+/* examples/embedder.h - what the engine examples share: the Embedder actor
+ * class (one all-MiniLM-L6-v2 engine per actor), the wire format of a list of
+ * texts, and two small helpers.  Examples only; not part of libraydist. */
+#ifndef RD_EXAMPLES_EMBEDDER_H
+#define RD_EXAMPLES_EMBEDDER_H
+
+#include <raydist.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#ifndef RD_DEFAULT_MODEL_DIR
+#define RD_DEFAULT_MODEL_DIR "models/all-MiniLM-L6-v2"
+#endif
+
+#define EX_MAX_TEXTS 1024   /* texts in one Embedder call */
+
+/* Monotonic seconds. */
+double ex_now(void);
+/* Print "PROG: message" on stderr and exit with `code`. */
+void ex_die(int code, const char *fmt, ...) __attribute__((format(printf, 2, 3), noreturn));
+void ex_set_prog(const char *name);
+
+/* A list of texts on the wire: u32 count, count x u32 lengths, then the texts
+ * back to back.  encode: malloc'd buffer of *size bytes (exits on ENOMEM). */
+uint8_t *ex_texts_encode(const char *const *texts, const size_t *lens, size_t n, size_t *size);
+/* Point texts[i]/lens[i] into p; at most `max` texts.  0, or -1 when malformed. */
+int ex_texts_decode(const uint8_t *p, size_t size, const char **texts, size_t *lens, size_t max, size_t *n);
+/* The count a buffer announces (0 when too short to say). */
+size_t ex_texts_count(const uint8_t *p, size_t size);
+
+/* The result of Embedder.embed: this header, then n x dim float32 rows. */
+typedef struct ex_result_hdr {
+  uint32_t n, dim;
+  int32_t pid;
+  uint32_t pad;
+  double seconds;   /* time spent in the engine */
+} ex_result_hdr;
+
+/* Actor class Embedder, constructed with (model dir: bytes, threads: int,
+ * use_gpu: int); method Embedder.embed(texts) -> header + embeddings. */
+extern rd_actor_class *const Embedder;
+extern rd_actor_method *const Embedder_embed;
+
+#endif
