@@ -11,7 +11,11 @@
  *
  *   batch_embed --corpus wordnet|fortunes|PATH --out OUT.npy [--replicas N]
  *               [--cpus-per-replica N] [--gpus-per-replica F] [--threads-per-replica N]
- *               [--batch N] [--inflight N] [--limit N] [--model DIR] [--direct] [--force] */
+ *               [--batch N] [--inflight N] [--limit N] [--model DIR] [--direct] [--force]
+ *               [--classify HEAD.bin]
+ * --classify applies a classifier head saved by examples/train_allreduce to
+ * every row once the embeddings are complete, into OUT.npy.labels.tsv. */
+#include <math.h>
 #include <raydist.h>
 
 #include <dirent.h>
@@ -249,6 +253,74 @@ static void output_rows(output *o, size_t first, const float *rows, size_t n) {
     ex_die(1, "writing %s failed: %s (rows before %zu are kept; rerun to resume)", o->path, strerror(errno), o->done);
 }
 
+/* ---------------------------------------------------------- classify */
+
+/* A head saved by train_allreduce (docs/examples.md): "RDHEAD1\0", u32
+ * version 1, dim, classes, flags; classes x 32-byte names; W[C][D]; b[C]. */
+typedef struct head {
+  uint32_t dim, classes;
+  char (*names)[32];
+  float *w, *b;
+} head;
+
+static void head_load(head *h, const char *path, size_t dim) {
+  FILE *f = fopen(path, "rb");
+  if (!f) ex_die(2, "cannot read the classifier head %s: %s", path, strerror(errno));
+  char magic[8];
+  uint32_t hdr[4];
+  if (fread(magic, 1, 8, f) != 8 || memcmp(magic, "RDHEAD1", 8) != 0 || fread(hdr, 4, 4, f) != 4 || hdr[0] != 1 ||
+      hdr[1] != dim || hdr[2] < 2 || hdr[2] > 4096)
+    ex_die(2, "%s is not a classifier head for %zu-d embeddings (bad magic, version or shape)", path, dim);
+  h->dim = hdr[1];
+  h->classes = hdr[2];
+  h->names = calloc(h->classes, 32);
+  h->w = malloc((size_t)h->classes * h->dim * sizeof(float));
+  h->b = malloc(h->classes * sizeof(float));
+  if (!h->names || !h->w || !h->b) ex_die(1, "out of memory");
+  if (fread(h->names, 32, h->classes, f) != h->classes ||
+      fread(h->w, sizeof(float), (size_t)h->classes * h->dim, f) != (size_t)h->classes * h->dim ||
+      fread(h->b, sizeof(float), h->classes, f) != h->classes || fgetc(f) != EOF)
+    ex_die(2, "%s is truncated or has trailing bytes", path);
+  for (uint32_t c = 0; c < h->classes; c++) h->names[c][31] = 0;
+  fclose(f);
+}
+
+/* Label every row of the finished output; returns rows labelled. */
+static size_t classify_output(const head *h, const output *o, const corpus *c, const char *path) {
+  FILE *out = fopen(path, "w");
+  if (!out) ex_die(2, "cannot write %s: %s", path, strerror(errno));
+  fprintf(out, "row\titem\tlabel\tprob\n");
+  int fd = open(o->path, O_RDONLY | O_CLOEXEC);
+  if (fd < 0) ex_die(1, "cannot read back %s: %s", o->path, strerror(errno));
+  float row[1024];
+  double *logit = malloc(h->classes * sizeof(double));
+  size_t *count = calloc(h->classes, sizeof(size_t));
+  if (!logit || !count || o->dim > 1024) ex_die(1, "out of memory");
+  for (size_t r = 0; r < o->rows; r++) {
+    if (pread(fd, row, o->dim * 4, (off_t)(o->header + r * o->dim * 4)) != (ssize_t)(o->dim * 4))
+      ex_die(1, "cannot read row %zu of %s", r, o->path);
+    uint32_t best = 0;
+    double mx = -INFINITY, z = 0;
+    for (uint32_t k = 0; k < h->classes; k++) {
+      double v = h->b[k];
+      for (size_t d = 0; d < o->dim; d++) v += (double)h->w[(size_t)k * h->dim + d] * row[d];
+      logit[k] = v;
+      if (v > mx) mx = v, best = k;
+    }
+    for (uint32_t k = 0; k < h->classes; k++) z += exp(logit[k] - mx);
+    count[best]++;
+    fprintf(out, "%zu\t%s\t%s\t%.4f\n", r, c->items[r].id, h->names[best], 1.0 / z);
+  }
+  close(fd);
+  if (fclose(out) != 0) ex_die(1, "cannot write %s", path);
+  printf("classified: rows=%zu classes=%u into %s:", o->rows, h->classes, path);
+  for (uint32_t k = 0; k < h->classes; k++) printf(" %s=%zu", h->names[k], count[k]);
+  printf("\n");
+  free(logit);
+  free(count);
+  return o->rows;
+}
+
 /* ------------------------------------------------------------ driver */
 
 static volatile sig_atomic_t interrupted;
@@ -258,7 +330,7 @@ static void on_sigint(int sig) {
 }
 
 typedef struct opts {
-  const char *corpus, *out, *model;
+  const char *corpus, *out, *model, *classify;
   int replicas, cpus, threads, batch, inflight, direct, force;
   double gpus;
   size_t limit, stop_after;
@@ -268,7 +340,7 @@ static void usage(void) {
   fprintf(stderr,
           "usage: batch_embed --corpus wordnet|fortunes|PATH --out OUT.npy [--replicas N] [--cpus-per-replica N]\n"
           "                   [--gpus-per-replica F] [--threads-per-replica N] [--batch N] [--inflight N]\n"
-          "                   [--limit N] [--model DIR] [--direct] [--force]\n");
+          "                   [--limit N] [--model DIR] [--direct] [--force] [--classify HEAD.bin]\n");
   exit(2);
 }
 
@@ -288,6 +360,7 @@ static void parse(int argc, char **argv, opts *o) {
     if (OPT("--corpus")) o->corpus = v;
     else if (OPT("--out")) o->out = v;
     else if (OPT("--model")) o->model = v;
+    else if (OPT("--classify")) o->classify = v;
     else if (OPT("--replicas")) o->replicas = atoi(v);
     else if (OPT("--cpus-per-replica")) o->cpus = atoi(v);
     else if (OPT("--gpus-per-replica")) o->gpus = atof(v);
@@ -355,6 +428,8 @@ int main(int argc, char **argv) {
   int r = o.direct ? 0 : rd_init(&cfg);
   if (r != 0) ex_die(1, "rd_init: %s", rd_strerror(r));
 
+  head hd = {0};
+  if (o.classify) head_load(&hd, o.classify, 384);   /* refuse a bad head before any work */
   corpus c = {0};
   if (!strcmp(o.corpus, "wordnet")) load_wordnet(&c);
   else if (!strcmp(o.corpus, "fortunes")) load_fortunes(&c);
@@ -491,6 +566,11 @@ int main(int argc, char **argv) {
             total);
   } else {
     unlink(out.progress);
+    if (o.classify) {
+      char lp[1100];
+      snprintf(lp, sizeof(lp), "%.1000s.labels.tsv", o.out);
+      classify_output(&hd, &out, &c, lp);
+    }
   }
   printf("summary: items=%zu seconds=%.3f items_per_s=%.1f per_replica_engine_items_per_s=%.1f mode=%s replicas=%d batch=%d\n",
          items, wall, (double)items / (wall > 0 ? wall : 1), engine_seconds > 0 ? (double)items / engine_seconds : 0,

@@ -9,7 +9,7 @@
 # Both refuse bad options with status 2.  Timings are not asserted: the
 # machine may be loaded.
 set -u
-name=$1; bin=$2
+name=$1; bin=$2; embed=${3:-}   # 3rd: batch_embed, to check --classify
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 fail() { echo "FAIL: $*"; exit 1; }
@@ -63,6 +63,25 @@ train_allreduce)
   size=$(wc -c < "$tmp/head.bin")
   [ "$size" = "$want" ] || fail "head file is $size bytes, the format says $want"
   grep -q "^saved: $tmp/head.bin bytes=$want " "$tmp/t.log" || fail "no saved line"
+  # batch_embed --classify applies the saved head to every fortune: its labels
+  # must mostly agree with the file each cookie came from (training data
+  # included, so this checks the plumbing, not generalisation)
+  if [ -n "${embed:-}" ]; then
+    "$embed" --corpus fortunes --out "$tmp/f.npy" --classify "$tmp/head.bin" > "$tmp/c.log" 2>&1 ||
+      { cat "$tmp/c.log"; fail "batch_embed --classify failed"; }
+    grep -q "^classified: rows=" "$tmp/c.log" || fail "no classified line"
+    rows=$(($(wc -l < "$tmp/f.npy.labels.tsv") - 1))
+    grep '^summary: ' "$tmp/c.log" > "$tmp/csum"
+    [ "$rows" = "$(field "$tmp/csum" items)" ] || fail "labels file has $rows rows"
+    awk -F'\t' -v b="$base" 'NR > 1 { split($2, a, ":"); t++; if (a[1] == $3) ok++ }
+      END { printf "classify agreement %.3f\n", ok / t; exit !(ok / t >= b + 0.2) }' "$tmp/f.npy.labels.tsv" ||
+      fail "classified labels do not agree with the source files"
+    "$embed" --corpus fortunes --out "$tmp/g.npy" --classify "$tmp/nothing.bin" > "$tmp/c2.log" 2>&1
+    [ $? = 2 ] && grep -q "classifier head" "$tmp/c2.log" || { cat "$tmp/c2.log"; fail "a missing head must be refused"; }
+    head -c 100 "$tmp/head.bin" > "$tmp/short.bin"
+    "$embed" --corpus fortunes --out "$tmp/g.npy" --classify "$tmp/short.bin" > "$tmp/c3.log" 2>&1
+    [ $? = 2 ] && grep -q "truncated" "$tmp/c3.log" || { cat "$tmp/c3.log"; fail "a truncated head must be refused"; }
+  fi
   "$bin" --workers 0 > "$tmp/b.log" 2>&1
   [ $? = 2 ] || { cat "$tmp/b.log"; fail "--workers 0 must be refused with status 2"; }
   "$bin" --fortunes "$tmp/none" > "$tmp/b.log" 2>&1
