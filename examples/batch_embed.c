@@ -89,53 +89,31 @@ static void load_wordnet(corpus *c) {
   if (!found) ex_die(2, "WordNet is not installed (/usr/share/wordnet/data.*): apt-get install wordnet-base");
 }
 
-static int cmp_str(const void *a, const void *b) { return strcmp(*(char *const *)a, *(char *const *)b); }
+/* fortunes: every cookie of every fortune file, named file:k. */
+typedef struct fortune_ctx {
+  corpus *c;
+  const char *file;
+} fortune_ctx;
 
-/* fortunes: cookies separated by lines holding a single '%'. */
+static void add_cookie(void *ctx, int k, const char *text, size_t len) {
+  fortune_ctx *fc = ctx;
+  char id[600];
+  snprintf(id, sizeof(id), "%s:%d", fc->file, k);
+  corpus_add(fc->c, text, len, id);
+}
+
 static void load_fortunes(corpus *c) {
   const char *dir = "/usr/share/games/fortunes";
-  DIR *d = opendir(dir);
-  if (!d) ex_die(2, "fortunes are not installed (%s): apt-get install fortunes-min", dir);
-  char *names[512];
-  int nn = 0;
-  struct dirent *e;
-  while ((e = readdir(d)) && nn < 512) {
-    const char *dot = strrchr(e->d_name, '.');
-    if (e->d_name[0] == '.' || (dot && (!strcmp(dot, ".dat") || !strcmp(dot, ".u8")))) continue;
-    names[nn++] = strdup(e->d_name);
-  }
-  closedir(d);
-  qsort(names, (size_t)nn, sizeof(char *), cmp_str);
+  char **names;
+  int nn = ex_fortune_files(dir, &names);
   for (int i = 0; i < nn; i++) {
-    char path[512];
+    char path[1024];
     snprintf(path, sizeof(path), "%s/%s", dir, names[i]);
-    struct stat st;
-    FILE *f = stat(path, &st) == 0 && S_ISREG(st.st_mode) ? fopen(path, "r") : NULL;
-    if (f) {
-      char *buf = NULL, *line = NULL;
-      size_t blen = 0, cap = 0;
-      ssize_t n;
-      int k = 0;
-      while (1) {
-        n = getline(&line, &cap, f);
-        if (n <= 0 || !strcmp(line, "%\n")) {
-          char id[600];
-          snprintf(id, sizeof(id), "%s:%d", names[i], k++);
-          if (blen) corpus_add(c, buf, blen, id);
-          blen = 0;
-          if (n <= 0) break;
-          continue;
-        }
-        buf = realloc(buf, blen + (size_t)n + 1);
-        memcpy(buf + blen, line, (size_t)n);
-        blen += (size_t)n;
-      }
-      free(buf);
-      free(line);
-      fclose(f);
-    }
+    fortune_ctx fc = {c, names[i]};
+    ex_fortune_cookies(path, 0, add_cookie, &fc);
     free(names[i]);
   }
+  free(names);
   if (!c->n) ex_die(2, "no fortunes found in %s", dir);
 }
 

@@ -58,49 +58,21 @@ static void texts_add(texts *t, const char *s, size_t len) {
   t->len[t->n++] = len;
 }
 
-static int cmp_str(const void *a, const void *b) { return strcmp(*(char *const *)a, *(char *const *)b); }
+static void add_text(void *ctx, int k, const char *text, size_t len) {
+  (void)k;
+  texts_add(ctx, text, len);
+}
 
 static void load_fortunes(texts *t, const char *dir) {
-  DIR *d = opendir(dir);
-  if (!d) ex_die(2, "fortunes are not installed (%s): apt-get install fortunes-min", dir);
-  char *names[512];
-  int nn = 0;
-  struct dirent *e;
-  while ((e = readdir(d)) && nn < 512) {
-    const char *dot = strrchr(e->d_name, '.');
-    if (e->d_name[0] == '.' || (dot && (!strcmp(dot, ".dat") || !strcmp(dot, ".u8")))) continue;
-    names[nn++] = strdup(e->d_name);
-  }
-  closedir(d);
-  qsort(names, (size_t)nn, sizeof(char *), cmp_str);
+  char **names;
+  int nn = ex_fortune_files(dir, &names);
   for (int i = 0; i < nn; i++) {
     char path[1024];
     snprintf(path, sizeof(path), "%s/%s", dir, names[i]);
-    struct stat st;
-    FILE *f = stat(path, &st) == 0 && S_ISREG(st.st_mode) ? fopen(path, "r") : NULL;
-    if (f) {
-      char *buf = NULL, *line = NULL;
-      size_t blen = 0, cap = 0;
-      ssize_t n;
-      while (1) {
-        n = getline(&line, &cap, f);
-        if (n <= 0 || !strcmp(line, "%\n")) {
-          if (blen) texts_add(t, buf, blen);
-          blen = 0;
-          if (n <= 0) break;
-          continue;
-        }
-        buf = realloc(buf, blen + (size_t)n + 1);
-        if (!buf) ex_die(1, "out of memory");
-        memcpy(buf + blen, line, (size_t)n);
-        blen += (size_t)n;
-      }
-      free(buf);
-      free(line);
-      fclose(f);
-    }
+    ex_fortune_cookies(path, 0, add_text, t);
     free(names[i]);
   }
+  free(names);
   if (!t->n) ex_die(2, "no fortunes found in %s", dir);
 }
 

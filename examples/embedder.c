@@ -2,10 +2,12 @@
  * examples share (see embedder.h). */
 #include "embedder.h"
 
+#include <dirent.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -71,6 +73,63 @@ int ex_texts_decode(const uint8_t *p, size_t size, const char **texts, size_t *l
   }
   *n = cnt;
   return 0;
+}
+
+/* ------------------------------------------------------------ fortunes */
+
+static int cmp_str(const void *a, const void *b) { return strcmp(*(char *const *)a, *(char *const *)b); }
+
+int ex_fortune_files(const char *dir, char ***names) {
+  DIR *d = opendir(dir);
+  if (!d) ex_die(2, "fortunes are not installed (%s): apt-get install fortunes-min", dir);
+  size_t cap = 64, n = 0;
+  char **v = malloc(cap * sizeof(char *));
+  if (!v) ex_die(1, "out of memory");
+  struct dirent *e;
+  while ((e = readdir(d))) {
+    const char *dot = strrchr(e->d_name, '.');
+    if (e->d_name[0] == '.' || (dot && (!strcmp(dot, ".dat") || !strcmp(dot, ".u8")))) continue;
+    if (n == cap && !(v = realloc(v, (cap *= 2) * sizeof(char *)))) ex_die(1, "out of memory");
+    if (!(v[n++] = strdup(e->d_name))) ex_die(1, "out of memory");
+  }
+  closedir(d);
+  qsort(v, n, sizeof(char *), cmp_str);
+  *names = v;
+  return (int)n;
+}
+
+static int attribution(const char *line) {
+  while (*line == ' ' || *line == '\t') line++;
+  return line[0] == '-' && line[1] == '-';
+}
+
+long ex_fortune_cookies(const char *path, int strip, void (*fn)(void *ctx, int k, const char *text, size_t len),
+                        void *ctx) {
+  struct stat st;
+  FILE *f = stat(path, &st) == 0 && S_ISREG(st.st_mode) ? fopen(path, "r") : NULL;
+  if (!f) return -1;
+  char *buf = NULL, *line = NULL;
+  size_t blen = 0, cap = 0;
+  ssize_t n;
+  long k = 0;
+  for (;;) {
+    n = getline(&line, &cap, f);
+    if (n <= 0 || !strcmp(line, "%\n")) {
+      if (blen) fn(ctx, (int)k, buf, blen);
+      k++;
+      blen = 0;
+      if (n <= 0) break;
+      continue;
+    }
+    if (strip && attribution(line)) continue;
+    if (!(buf = realloc(buf, blen + (size_t)n + 1))) ex_die(1, "out of memory");
+    memcpy(buf + blen, line, (size_t)n);
+    blen += (size_t)n;
+  }
+  free(buf);
+  free(line);
+  fclose(f);
+  return k;
 }
 
 /* ------------------------------------------------------------ the actor */

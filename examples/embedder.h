@@ -28,6 +28,18 @@ int ex_texts_decode(const uint8_t *p, size_t size, const char **texts, size_t *l
 /* The count a buffer announces (0 when too short to say). */
 size_t ex_texts_count(const uint8_t *p, size_t size);
 
+/* The fortune files of `dir` (no dot-files, no .dat/.u8 indexes), sorted by
+ * name into *names (caller frees each and the array); returns the count.
+ * Exits with status 2 and a hint when the directory is missing. */
+int ex_fortune_files(const char *dir, char ***names);
+/* Call fn(ctx, k, text, len) for each cookie of the file at `path` (cookies
+ * are separated by lines holding a single '%'; k counts every block, empty
+ * ones included, and fn sees only non-empty ones, untrimmed).  With `strip`,
+ * attribution lines ("-- Author") are left out.  Returns the number of
+ * blocks, or -1 when `path` is not a readable regular file. */
+long ex_fortune_cookies(const char *path, int strip, void (*fn)(void *ctx, int k, const char *text, size_t len),
+                        void *ctx);
+
 /* The result of Embedder.embed: this header, then n x dim float32 rows. */
 typedef struct ex_result_hdr {
   uint32_t n, dim;

@@ -347,56 +347,39 @@ typedef struct dataset {
   uint32_t classes;
 } dataset;
 
-static int cmp_str(const void *a, const void *b) { return strcmp(*(char *const *)a, *(char *const *)b); }
-
 /* An attribution line ("\t\t-- Mark Twain"): a giveaway of the file, not
  * part of the text. */
-static int attribution(const char *line) {
-  while (*line == ' ' || *line == '\t') line++;
-  return line[0] == '-' && line[1] == '-';
+typedef struct cookie_ctx {
+  dataset *ds;
+  uint32_t label;
+  int keep;
+  size_t count;   /* non-empty cookies */
+} cookie_ctx;
+
+static void add_cookie(void *ctx, int k, const char *s, size_t len) {
+  (void)k;
+  cookie_ctx *cc = ctx;
+  while (len && (s[len - 1] == '\n' || s[len - 1] == ' ')) len--;
+  while (len && (*s == '\n' || *s == ' ')) s++, len--;
+  if (!len) return;
+  cc->count++;
+  if (!cc->keep) return;
+  dataset *ds = cc->ds;
+  if (ds->n == ds->cap) {
+    ds->cap = ds->cap ? ds->cap * 2 : 1024;
+    ds->ex = realloc(ds->ex, ds->cap * sizeof(example));
+    if (!ds->ex) ex_die(1, "out of memory");
+  }
+  ds->ex[ds->n] = (example){strndup(s, len), len, cc->label};
+  if (!ds->ex[ds->n++].text) ex_die(1, "out of memory");
 }
 
-/* Read one fortune file's cookies (split on lines holding a single '%'),
- * without attribution lines when `strip`. */
+/* One fortune file's non-empty cookies (kept in ds when `keep`), without
+ * attribution lines when `strip`. */
 static size_t read_cookies(const char *path, dataset *ds, uint32_t label, int keep, int strip) {
-  FILE *f = fopen(path, "r");
-  if (!f) return 0;
-  char *buf = NULL, *line = NULL;
-  size_t blen = 0, cap = 0, count = 0;
-  ssize_t n;
-  for (;;) {
-    n = getline(&line, &cap, f);
-    if (n <= 0 || !strcmp(line, "%\n")) {
-      const char *s = buf;
-      size_t len = blen;
-      while (len && (s[len - 1] == '\n' || s[len - 1] == ' ')) len--;
-      while (len && (*s == '\n' || *s == ' ')) s++, len--;
-      if (len) {
-        count++;
-        if (keep) {
-          if (ds->n == ds->cap) {
-            ds->cap = ds->cap ? ds->cap * 2 : 1024;
-            ds->ex = realloc(ds->ex, ds->cap * sizeof(example));
-            if (!ds->ex) ex_die(1, "out of memory");
-          }
-          ds->ex[ds->n] = (example){strndup(s, len), len, label};
-          if (!ds->ex[ds->n++].text) ex_die(1, "out of memory");
-        }
-      }
-      blen = 0;
-      if (n <= 0) break;
-      continue;
-    }
-    if (strip && attribution(line)) continue;
-    buf = realloc(buf, blen + (size_t)n + 1);
-    if (!buf) ex_die(1, "out of memory");
-    memcpy(buf + blen, line, (size_t)n);
-    blen += (size_t)n;
-  }
-  free(buf);
-  free(line);
-  fclose(f);
-  return count;
+  cookie_ctx cc = {ds, label, keep, 0};
+  ex_fortune_cookies(path, strip, add_cookie, &cc);
+  return cc.count;
 }
 
 /* The classes are the fortune files with at least min_size cookies, the
@@ -404,24 +387,14 @@ static size_t read_cookies(const char *path, dataset *ds, uint32_t label, int ke
  * Attribution lines are dropped unless !strip: nearly every literature
  * cookie has one, which would make that class a formatting test. */
 static void load_dataset(dataset *ds, const char *dir, int max_classes, int min_size, int strip) {
-  DIR *d = opendir(dir);
-  if (!d) ex_die(2, "fortunes are not installed (%s): apt-get install fortunes-min", dir);
-  char *names[512];
+  char **names;
+  int total = ex_fortune_files(dir, &names);
+  int nn = total < 512 ? total : 512;   /* the picking below uses fixed arrays */
   size_t counts[512];
-  int nn = 0;
-  struct dirent *e;
-  while ((e = readdir(d)) && nn < 512) {
-    const char *dot = strrchr(e->d_name, '.');
-    if (e->d_name[0] == '.' || (dot && (!strcmp(dot, ".dat") || !strcmp(dot, ".u8")))) continue;
-    names[nn++] = strdup(e->d_name);
-  }
-  closedir(d);
-  qsort(names, (size_t)nn, sizeof(char *), cmp_str);
   for (int i = 0; i < nn; i++) {
     char path[1024];
-    struct stat st;
     snprintf(path, sizeof(path), "%s/%s", dir, names[i]);
-    counts[i] = stat(path, &st) == 0 && S_ISREG(st.st_mode) ? read_cookies(path, ds, 0, 0, strip) : 0;
+    counts[i] = read_cookies(path, ds, 0, 0, strip);
   }
   /* pick: largest first (a stable selection over the sorted names) */
   int picked[512], np = 0;
@@ -445,7 +418,8 @@ static void load_dataset(dataset *ds, const char *dir, int max_classes, int min_
     ds->count[k] = read_cookies(path, ds, (uint32_t)k, 1, strip);
   }
   ds->classes = (uint32_t)np;
-  for (int i = 0; i < nn; i++) free(names[i]);
+  for (int i = 0; i < total; i++) free(names[i]);
+  free(names);
 }
 
 /* Wire-format texts of the examples idx[0..n). */
