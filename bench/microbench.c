@@ -7,27 +7,9 @@
  *   microbench [--duration S] [--trials N] [--filter SUBSTR] [--json FILE] */
 #include <raydist.h>
 
-#include <math.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
-#include <time.h>
 #include <unistd.h>
 
-static double now(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
-}
-
-static double g_duration = 2.0;
-static int g_trials = 3;
-static const char *g_filter = NULL;
-static FILE *g_json = NULL;
-static int g_first_json = 1;
-
-#define DIE(...) do { fprintf(stderr, __VA_ARGS__); fprintf(stderr, "\n"); exit(1); } while (0)
-#define OK(call) do { int e_ = (call); if (e_ != 0) DIE("%s: %s", #call, rd_err_name(e_)); } while (0)
+#include "harness.h"
 
 RD_REMOTE(noop) { return rd_return_bytes(call, 0, "", 0); }
 
@@ -160,31 +142,6 @@ RD_REMOTE(client_put_gigabytes) {
 }
 
 /* ------------------------------------------------------------ harness */
-
-typedef double (*trial_fn)(void);   /* returns ops/s for one trial */
-
-static int selected(const char *name) { return !g_filter || strstr(name, g_filter); }
-
-static void report(const char *name, const char *unit, trial_fn fn) {
-  if (!selected(name)) return;
-  (void)fn();   /* warm-up */
-  double v[32], mean = 0, sd = 0;
-  int n = g_trials > 32 ? 32 : g_trials;
-  for (int i = 0; i < n; i++) {
-    v[i] = fn();
-    mean += v[i];
-  }
-  mean /= n;
-  for (int i = 0; i < n; i++) sd += (v[i] - mean) * (v[i] - mean);
-  sd = n > 1 ? sqrt(sd / (n - 1)) : 0;
-  printf("%s per second %.2f +- %.2f%s%s\n", name, mean, sd, unit[0] ? " " : "", unit);
-  fflush(stdout);
-  if (g_json) {
-    fprintf(g_json, "%s\n  {\"name\": \"%s\", \"per_second\": %.3f, \"sd\": %.3f, \"unit\": \"%s\"}",
-            g_first_json ? "" : ",", name, mean, sd, unit);
-    g_first_json = 0;
-  }
-}
 
 static double lat_samples[2000000];
 
@@ -399,20 +356,12 @@ static int cmp_d(const void *a, const void *b) {
 }
 
 int main(int argc, char **argv) {
-  const char *json = NULL;
-  for (int i = 1; i < argc; i++) {
-    if (!strcmp(argv[i], "--duration") && i + 1 < argc) g_duration = atof(argv[++i]);
-    else if (!strcmp(argv[i], "--trials") && i + 1 < argc) g_trials = atoi(argv[++i]);
-    else if (!strcmp(argv[i], "--filter") && i + 1 < argc) g_filter = argv[++i];
-    else if (!strcmp(argv[i], "--json") && i + 1 < argc) json = argv[++i];
-  }
+  harness_args(argc, argv);
   rd_config cfg;
   rd_config_init(&cfg);
   cfg.object_store_bytes = 2ull << 30;
   int r = rd_init(&cfg);
   if (r != 0) DIE("rd_init: %s", rd_strerror(r));
-  if (json && !(g_json = fopen(json, "w"))) DIE("cannot write %s", json);
-  if (g_json) fprintf(g_json, "[");
   g_big = malloc(g_big_n);
   memset(g_big, 3, g_big_n);
   long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
@@ -475,10 +424,7 @@ int main(int argc, char **argv) {
     printf("single_client_tasks_sync latency p50 %.1f us p99 %.1f us (%ld samples)\n", lat_samples[ops / 2] * 1e6,
            lat_samples[(long)(ops * 0.99)] * 1e6, ops);
   }
-  if (g_json) {
-    fprintf(g_json, "\n]\n");
-    fclose(g_json);
-  }
+  harness_done();
   free(g_big);
   rd_shutdown();
   return 0;

@@ -12,46 +12,16 @@
  *   vs_ray_extra [--duration S] [--trials N] [--filter SUBSTR] [--json FILE] */
 #include <raydist.h>
 
+#include "../harness.h"
+
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
-#define DIE(...) do { fprintf(stderr, __VA_ARGS__); fprintf(stderr, "\n"); exit(1); } while (0)
-#define OK(call) do { int e_ = (call); if (e_ != 0) DIE("%s: %s", #call, rd_err_name(e_)); } while (0)
-
-static double g_duration = 2.0;
-static int g_trials = 3;
-static const char *g_filter = NULL;
-static FILE *g_json = NULL;
-static int g_first_json = 1;
-
-static double now(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
-}
-
 RD_REMOTE(extra_noop) { return rd_return_bytes(call, 0, "", 0); }
 
-static void report(const char *name, double (*fn)(void)) {
-  if (g_filter && !strstr(name, g_filter)) return;
-  (void)fn();   /* warm-up */
-  double v[32], mean = 0, sd = 0;
-  int n = g_trials < 1 ? 1 : g_trials > 32 ? 32 : g_trials;
-  for (int i = 0; i < n; i++) mean += v[i] = fn();
-  mean /= n;
-  for (int i = 0; i < n; i++) sd += (v[i] - mean) * (v[i] - mean);
-  sd = n > 1 ? sqrt(sd / (n - 1)) : 0;
-  printf("%s per second %.2f +- %.2f\n", name, mean, sd);
-  fflush(stdout);
-  if (g_json) {
-    fprintf(g_json, "%s\n  {\"name\": \"%s\", \"per_second\": %.3f, \"sd\": %.3f, \"unit\": \"\"}",
-            g_first_json ? "" : ",", name, mean, sd);
-    g_first_json = 0;
-  }
-}
 
 static double t_wait_one_at_a_time(void) {
   enum { N = 1000 };
@@ -89,29 +59,18 @@ static double t_get_10k(void) {
 }
 
 int main(int argc, char **argv) {
-  const char *json = NULL;
-  for (int i = 1; i < argc; i++) {
-    if (!strcmp(argv[i], "--duration") && i + 1 < argc) g_duration = atof(argv[++i]);
-    else if (!strcmp(argv[i], "--trials") && i + 1 < argc) g_trials = atoi(argv[++i]);
-    else if (!strcmp(argv[i], "--filter") && i + 1 < argc) g_filter = argv[++i];
-    else if (!strcmp(argv[i], "--json") && i + 1 < argc) json = argv[++i];
-  }
+  harness_args(argc, argv);
   rd_config cfg;
   rd_config_init(&cfg);
   cfg.object_store_bytes = 2ull << 30;
   int r = rd_init(&cfg);
   if (r != 0) DIE("rd_init: %s", rd_strerror(r));
-  if (json && !(g_json = fopen(json, "w"))) DIE("cannot write %s", json);
-  if (g_json) fprintf(g_json, "[");
-  report("single_client_wait_1k_refs_one_at_a_time", t_wait_one_at_a_time);
+  report("single_client_wait_1k_refs_one_at_a_time", "", t_wait_one_at_a_time);
   long one = 1;
   for (int i = 0; i < 10000; i++) OK(rd_put(&one, sizeof(one), &g_small[i]));
-  report("single_client_get_10k_refs", t_get_10k);
+  report("single_client_get_10k_refs", "", t_get_10k);
   for (int i = 0; i < 10000; i++) rd_ref_release(g_small[i]);
-  if (g_json) {
-    fprintf(g_json, "\n]\n");
-    fclose(g_json);
-  }
+  harness_done();
   rd_shutdown();
   return 0;
 }
