@@ -358,6 +358,29 @@ static int can_run(rd_sched_item *it, void *ctx) {
   return 0;
 }
 
+/* An idle worker takes a grant (for a lease or an actor). */
+static void worker_take(node_worker *w, const rd_res_grant *g) {
+  w->state = W_LEASED;
+  N.nidle--;
+  w->grant = *g;
+  rd_res_grant_visible_devices(g, w->visible, sizeof(w->visible));
+}
+
+/* A grant's GPUs in message form; valid while *gm lives. */
+typedef struct grant_msg {
+  int32_t ids[RD_RES_MAX_GPUS];
+  int64_t shares[RD_RES_MAX_GPUS];
+  size_t n;
+} grant_msg;
+
+static void grant_to_msg(const rd_res_grant *g, grant_msg *gm) {
+  gm->n = (size_t)g->ngpus;
+  for (int i = 0; i < g->ngpus; i++) {
+    gm->ids[i] = g->gpu_ids[i];
+    gm->shares[i] = g->gpu_share[i];
+  }
+}
+
 static void granted(rd_sched_item *it, const rd_res_grant *g, void *ctx) {
   (void)ctx;
   lease_req *r = it->data;
@@ -388,26 +411,19 @@ static void granted(rd_sched_item *it, const rd_res_grant *g, void *ctx) {
     free(r);
     return;
   }
-  w->state = W_LEASED;
-  N.nidle--;
-  w->grant = *g;
+  worker_take(w, g);
   w->lease_owner = owner;
   w->lease_id = ((uint64_t)w->id << 32) | (++N.next_lease_seq & 0xffffffffu);
-  rd_res_grant_visible_devices(g, w->visible, sizeof(w->visible));
   N.leases_granted++;
 
   Rd__LeaseAssign la = RD__LEASE_ASSIGN__INIT;
-  int32_t ids[RD_RES_MAX_GPUS];
-  int64_t shares[RD_RES_MAX_GPUS];
-  for (int i = 0; i < g->ngpus; i++) {
-    ids[i] = g->gpu_ids[i];
-    shares[i] = g->gpu_share[i];
-  }
+  grant_msg gm;
+  grant_to_msg(g, &gm);
   la.lease_id = w->lease_id;
   la.owner = owner->id;
-  la.n_gpu_ids = la.n_gpu_shares = (size_t)g->ngpus;
-  la.gpu_ids = ids;
-  la.gpu_shares = shares;
+  la.n_gpu_ids = la.n_gpu_shares = gm.n;
+  la.gpu_ids = gm.ids;
+  la.gpu_shares = gm.shares;
   la.visible_devices = w->visible;
   send_msg(w->client, RD__MSG_TYPE__MSG_LEASE_ASSIGN, &la.base, sv[0]);
   lg.lease_id = w->lease_id;
@@ -655,30 +671,23 @@ static void actor_worker_gone(node_actor *a, const char *why) {
 }
 
 static void actor_place(node_actor *a, node_worker *w, const rd_res_grant *g) {
-  w->state = W_LEASED;
-  N.nidle--;
-  w->grant = *g;
+  worker_take(w, g);
   w->lease_owner = NULL;
   w->lease_id = 0;
   w->actor = a;
   N.nactor_workers++;
-  rd_res_grant_visible_devices(g, w->visible, sizeof(w->visible));
   a->worker = w;
   a->state = A_STARTING;
   Rd__ActorStart st = RD__ACTOR_START__INIT;
-  int32_t ids[RD_RES_MAX_GPUS];
-  int64_t shares[RD_RES_MAX_GPUS];
-  for (int i = 0; i < g->ngpus; i++) {
-    ids[i] = g->gpu_ids[i];
-    shares[i] = g->gpu_share[i];
-  }
+  grant_msg gm;
+  grant_to_msg(g, &gm);
   st.actor_id = a->id;
   st.class_name = a->cls;
   st.n_args = a->nargs;
   st.args = a->args;
-  st.n_gpu_ids = st.n_gpu_shares = (size_t)g->ngpus;
-  st.gpu_ids = ids;
-  st.gpu_shares = shares;
+  st.n_gpu_ids = st.n_gpu_shares = gm.n;
+  st.gpu_ids = gm.ids;
+  st.gpu_shares = gm.shares;
   st.visible_devices = w->visible;
   st.restarts = (uint32_t)a->restarts;
   st.max_concurrency = a->max_concurrency;

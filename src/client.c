@@ -1170,17 +1170,39 @@ static void buf_fail(rd_buf *b, int err, rd__blob *msg) {
   b->priv_[1] = (uint64_t)(uintptr_t)msg;
 }
 
+/* RD_EINVAL (with a log line naming `who`) unless every ref is live here. */
+static int refs_live(const char *who, const rd_ref *refs, size_t n) {
+  for (size_t i = 0; i < n; i++) {
+    if (!obj_get(refs[i].id)) {
+      rd__log(RD_LOG_WARN, "%s: ref %zu (%llx) is not a live reference of this process", who, i,
+              (unsigned long long)refs[i].id);
+      return RD_EINVAL;
+    }
+  }
+  return 0;
+}
+
+/* The waiting loop of rd_get and rd_wait: how long to pump next (-1: no
+ * deadline) in *left, or 1 once the deadline has passed.  Even a zero
+ * timeout reads what the sockets already hold, once (*polled). */
+static int wait_left(uint64_t deadline, int *polled, int64_t *left) {
+  *left = -1;
+  if (deadline) {
+    uint64_t now = rd__now_ns();
+    if (now >= deadline && *polled) return 1;
+    *left = now >= deadline ? 0 : (int64_t)((deadline - now) / 1000000) + 1;
+  }
+  *polled = 1;
+  return 0;
+}
+
 int rd_get(const rd_ref *refs, size_t n, rd_buf *out, int64_t timeout_ms) {
   if ((!refs || !out) && n) return RD_EINVAL;
   LOCKED_OR(RD_ESTATE);
-  int r = 0;
-  for (size_t i = 0; i < n; i++) {
-    if (!obj_get(refs[i].id)) {
-      rd__log(RD_LOG_WARN, "rd_get: ref %zu (%llx) is not a live reference of this process", i,
-              (unsigned long long)refs[i].id);
-      pthread_mutex_unlock(&G.mu);
-      return RD_EINVAL;
-    }
+  int r = refs_live("rd_get", refs, n);
+  if (r != 0) {
+    pthread_mutex_unlock(&G.mu);
+    return r;
   }
   uint64_t deadline = timeout_ms >= 0 ? rd__now_ns() + (uint64_t)timeout_ms * 1000000ull : 0;
   int polled = 0;
@@ -1189,14 +1211,8 @@ int rd_get(const rd_ref *refs, size_t n, rd_buf *out, int64_t timeout_ms) {
     size_t ready = 0;
     for (size_t i = 0; i < n; i++) ready += obj_is_ready(obj_get(refs[i].id));
     if (ready == n) break;
-    int64_t left = -1;
-    if (deadline) {
-      uint64_t now = rd__now_ns();
-      /* even a zero timeout reads what the sockets already hold, once */
-      if (now >= deadline && polled) { r = RD_ETIMEDOUT; goto out; }
-      left = now >= deadline ? 0 : (int64_t)((deadline - now) / 1000000) + 1;
-    }
-    polled = 1;
+    int64_t left;
+    if (wait_left(deadline, &polled, &left)) { r = RD_ETIMEDOUT; goto out; }
     int pr = rd__pump(left);
     if (pr < 0 && pr != RD_ENODE_DIED) { r = pr; goto out; }
     if (G.dead) {
@@ -1294,13 +1310,9 @@ void rd_buf_release(rd_buf *b) {
 int rd_wait(const rd_ref *refs, size_t n, size_t num_ready, int64_t timeout_ms, uint8_t *ready_out) {
   if ((!refs && n) || num_ready > n) return RD_EINVAL;
   LOCKED_OR(RD_ESTATE);
-  for (size_t i = 0; i < n; i++) {
-    if (!obj_get(refs[i].id)) {
-      rd__log(RD_LOG_WARN, "rd_wait: ref %zu (%llx) is not a live reference of this process", i,
-              (unsigned long long)refs[i].id);
-      pthread_mutex_unlock(&G.mu);
-      return RD_EINVAL;
-    }
+  if (refs_live("rd_wait", refs, n) != 0) {
+    pthread_mutex_unlock(&G.mu);
+    return RD_EINVAL;
   }
   uint64_t deadline = timeout_ms >= 0 ? rd__now_ns() + (uint64_t)timeout_ms * 1000000ull : 0;
   int ready = 0, polled = 0;
@@ -1314,13 +1326,8 @@ int rd_wait(const rd_ref *refs, size_t n, size_t num_ready, int64_t timeout_ms, 
       ready += rdy;
     }
     if ((size_t)ready >= num_ready || G.dead) break;
-    int64_t left = -1;
-    if (deadline) {
-      uint64_t now = rd__now_ns();
-      if (now >= deadline && polled) break;   /* a zero timeout still polls once */
-      left = now >= deadline ? 0 : (int64_t)((deadline - now) / 1000000) + 1;
-    }
-    polled = 1;
+    int64_t left;
+    if (wait_left(deadline, &polled, &left)) break;
     if (rd__pump(left) < 0 && !G.dead) break;
   }
   pthread_mutex_unlock(&G.mu);
