@@ -35,7 +35,8 @@ extern "C" {
   XX(ESYS,           -21, "system call failed")                                \
   XX(ECANCELED,      -22, "canceled")                                          \
   XX(EAGAIN,         -23, "resource temporarily unavailable")                  \
-  XX(ENOTSUP,        -24, "not supported")
+  XX(ENOTSUP,        -24, "not supported")                                     \
+  XX(EAUTH,          -25, "cluster token missing or wrong")
 
 typedef enum rd_errno {
   RD_OK = 0,
