@@ -4,8 +4,11 @@
  * Tokens of a pass are packed without padding: every projection is one sgemm
  * over all tokens of the pass, attention runs per (sequence, head) on exactly
  * that sequence's tokens, so padding costs nothing here.  The workspace is
- * allocated once at open; a pass allocates nothing.  Hot loops are compiled
- * for several x86-64 levels and picked at load time (no -march=native). */
+ * allocated once at open; a pass allocates nothing.  A pass runs one
+ * rd__stage (backend.h): the embedding layer or hidden rows copied in, a
+ * range of encoder layers, then pooling or the hidden rows copied out.  Hot
+ * loops are compiled for several x86-64 levels and picked at load time (no
+ * -march=native). */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -257,11 +260,50 @@ static void linear(const float *x, const float *w, float *y, size_t T, int n_out
   }
 }
 
-int rd__cpu_forward(rd__cpu *c, const rd__bert *m, const rd__pass *p, float *const *out_rows) {
+/* Encoder layer l on the T packed tokens of the pass in c->x (in place). */
+static void layer_forward(rd__cpu *c, const rd__bert *m, const rd__pass *p, int l, size_t T) {
   const rd__bert_config *cf = &m->c;
   const int H = cf->hidden, NI = cf->inter, NH = cf->heads, DH = cf->head_dim;
   const float eps = cf->ln_eps, scale = 1.0f / sqrtf((float)DH);
   const int nt = nthreads_of(c);
+  const long nseq = (long)p->nseq, lT = (long)T;
+  const rd__bert_layer *L = &m->layer[l];
+  linear(c->x, L->wqkv, c->qkv, T, 3 * H, H, nt);
+#pragma omp parallel for num_threads(nt) schedule(static)
+  for (long t = 0; t < lT; t++) bias_row(c->qkv + (size_t)t * 3 * H, L->bqkv, 3 * H);
+#pragma omp parallel for num_threads(nt) schedule(dynamic, 1)
+  for (long sh = 0; sh < nseq * NH; sh++) {
+    long s = sh / NH, h = sh % NH;
+#ifdef _OPENMP
+    int tid = omp_get_thread_num();
+#else
+    int tid = 0;
+#endif
+    float *sc = c->scratch + (size_t)tid * c->scratch_stride;
+    const float *q = c->qkv + c->seq_off[s] * 3 * H + (size_t)h * DH;
+    attn_head(q, q + H, q + 2 * H, 3 * (size_t)H, c->ctx + c->seq_off[s] * H + (size_t)h * DH,
+              (size_t)H, (int)p->len[s], DH, scale, sc);
+  }
+  float *tmp = c->qkv; /* QKV is dead after attention */
+  linear(c->ctx, L->wo, tmp, T, H, H, nt);
+#pragma omp parallel for num_threads(nt) schedule(static)
+  for (long t = 0; t < lT; t++)
+    residual_ln_row(c->x + (size_t)t * H, tmp + (size_t)t * H, L->bo, L->ln1_g, L->ln1_b, H, eps);
+  linear(c->x, L->wi, c->ffn, T, NI, H, nt);
+#pragma omp parallel for num_threads(nt) schedule(static)
+  for (long t = 0; t < lT; t++) bias_gelu_row(c->ffn + (size_t)t * NI, L->bi, NI);
+  linear(c->ffn, L->wo2, tmp, T, H, NI, nt);
+#pragma omp parallel for num_threads(nt) schedule(static)
+  for (long t = 0; t < lT; t++)
+    residual_ln_row(c->x + (size_t)t * H, tmp + (size_t)t * H, L->bo2, L->ln2_g, L->ln2_b, H, eps);
+}
+
+int rd__cpu_forward(rd__cpu *c, const rd__bert *m, const rd__pass *p, const rd__stage *st) {
+  const rd__bert_config *cf = &m->c;
+  const int H = cf->hidden;
+  const float eps = cf->ln_eps;
+  const int nt = nthreads_of(c);
+  if (st->first < 0 || st->last > cf->layers || st->first > st->last) return RD_EINVAL;
   size_t T = 0;
   for (size_t s = 0; s < p->nseq; s++) T += p->len[s];
   if (T > c->max_tokens) return RD_EINVAL;
@@ -269,7 +311,7 @@ int rd__cpu_forward(rd__cpu *c, const rd__bert *m, const rd__pass *p, float *con
   for (size_t s = 0; s < p->nseq; s++) {
     c->seq_off[s] = T;
     for (size_t i = 0; i < p->len[s]; i++) {
-      c->tok_id[T] = p->ids[s][i];
+      if (!st->in_rows) c->tok_id[T] = p->ids[s][i];
       c->tok_pos[T] = (int32_t)i;
       T++;
     }
@@ -278,44 +320,25 @@ int rd__cpu_forward(rd__cpu *c, const rd__bert *m, const rd__pass *p, float *con
   openblas_set_num_threads(1); /* parallelism comes from the engine's threads */
   const long nseq = (long)p->nseq, lT = (long)T;
 
+  if (st->in_rows) {
 #pragma omp parallel for num_threads(nt) schedule(static)
-  for (long t = 0; t < lT; t++)
-    embed_row(c->x + (size_t)t * H, m->word + (size_t)c->tok_id[t] * H,
-              m->pos + (size_t)c->tok_pos[t] * H, m->type, m->emb_ln_g, m->emb_ln_b, H, eps);
-
-  for (int l = 0; l < cf->layers; l++) {
-    const rd__bert_layer *L = &m->layer[l];
-    linear(c->x, L->wqkv, c->qkv, T, 3 * H, H, nt);
-#pragma omp parallel for num_threads(nt) schedule(static)
-    for (long t = 0; t < lT; t++) bias_row(c->qkv + (size_t)t * 3 * H, L->bqkv, 3 * H);
-#pragma omp parallel for num_threads(nt) schedule(dynamic, 1)
-    for (long sh = 0; sh < nseq * NH; sh++) {
-      long s = sh / NH, h = sh % NH;
-#ifdef _OPENMP
-      int tid = omp_get_thread_num();
-#else
-      int tid = 0;
-#endif
-      float *sc = c->scratch + (size_t)tid * c->scratch_stride;
-      const float *q = c->qkv + c->seq_off[s] * 3 * H + (size_t)h * DH;
-      attn_head(q, q + H, q + 2 * H, 3 * (size_t)H, c->ctx + c->seq_off[s] * H + (size_t)h * DH,
-                (size_t)H, (int)p->len[s], DH, scale, sc);
-    }
-    float *tmp = c->qkv; /* QKV is dead after attention */
-    linear(c->ctx, L->wo, tmp, T, H, H, nt);
+    for (long s = 0; s < nseq; s++)
+      memcpy(c->x + c->seq_off[s] * H, st->in_rows[s], p->len[s] * (size_t)H * sizeof(float));
+  } else {
 #pragma omp parallel for num_threads(nt) schedule(static)
     for (long t = 0; t < lT; t++)
-      residual_ln_row(c->x + (size_t)t * H, tmp + (size_t)t * H, L->bo, L->ln1_g, L->ln1_b, H, eps);
-    linear(c->x, L->wi, c->ffn, T, NI, H, nt);
-#pragma omp parallel for num_threads(nt) schedule(static)
-    for (long t = 0; t < lT; t++) bias_gelu_row(c->ffn + (size_t)t * NI, L->bi, NI);
-    linear(c->ffn, L->wo2, tmp, T, H, NI, nt);
-#pragma omp parallel for num_threads(nt) schedule(static)
-    for (long t = 0; t < lT; t++)
-      residual_ln_row(c->x + (size_t)t * H, tmp + (size_t)t * H, L->bo2, L->ln2_g, L->ln2_b, H, eps);
+      embed_row(c->x + (size_t)t * H, m->word + (size_t)c->tok_id[t] * H,
+                m->pos + (size_t)c->tok_pos[t] * H, m->type, m->emb_ln_g, m->emb_ln_b, H, eps);
   }
+  for (int l = st->first; l < st->last; l++) layer_forward(c, m, p, l, T);
+  if (st->pool) {
 #pragma omp parallel for num_threads(nt) schedule(static)
-  for (long s = 0; s < nseq; s++)
-    mean_pool_l2(c->x + c->seq_off[s] * H, p->len[s], H, out_rows[s]);
+    for (long s = 0; s < nseq; s++)
+      mean_pool_l2(c->x + c->seq_off[s] * H, p->len[s], H, st->out_rows[s]);
+  } else {
+#pragma omp parallel for num_threads(nt) schedule(static)
+    for (long s = 0; s < nseq; s++)
+      memcpy(st->out_rows[s], c->x + c->seq_off[s] * H, p->len[s] * (size_t)H * sizeof(float));
+  }
   return 0;
 }

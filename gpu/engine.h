@@ -108,6 +108,78 @@ RD_EXTERN int rd_engine_embed(rd_engine *e, const char *const *texts, const size
 RD_EXTERN int rd_engine_embed_ids(rd_engine *e, const int32_t *const *ids, const size_t *n_ids,
                                   size_t n, float *out) __attribute__((warn_unused_result));
 
+/* ------------------------------------------------------------- stages
+ *
+ * The encoder split into stages, for pipeline parallelism (one engine per
+ * stage, possibly in different processes): the embedding layer, any range of
+ * encoder layers, and mean pooling + L2 normalisation.  A hidden state travels
+ * between stages as one contiguous buffer, the "RDHS" wire format:
+ *
+ *   offset 0            rd_engine_hidden_hdr (32 bytes, little-endian)
+ *   offset 32           u32 lens[n]: tokens of sequence i incl. [CLS]/[SEP];
+ *                       the attention mask of sequence i is 1 for rows
+ *                       < lens[i] and 0 after (right padding)
+ *   offset data_offset  float32 x[n][seq][dim]: row r of sequence i is token
+ *                       r's hidden vector after `layers_done` encoder layers
+ *                       (0: the embedding layer's output); rows >= lens[i]
+ *                       are zero and never read
+ *
+ * data_offset is 32 + 4n rounded up to 64; the total is rd_engine_hidden_size.
+ * Sequence i is text/ids i of the call that made the state; seq is the
+ * longest of them.  The state is fp32 on both back ends (the GPU keeps its
+ * residual stream in fp32 and rounds the GEMM copy from it), so splitting the
+ * encoder anywhere gives bit-for-bit the result of rd_engine_embed_ids on an
+ * engine with the same configuration: a pass of a stage holds the same
+ * sequences in the same order as the unsplit pass would.  Buffers may be at
+ * any alignment. */
+
+typedef struct rd_engine_hidden_hdr {
+  char magic[4];          /* "RDHS" */
+  uint32_t version;       /* 1 */
+  uint32_t n;             /* sequences */
+  uint32_t seq;           /* rows per sequence (the longest sequence) */
+  uint32_t dim;           /* hidden width (384) */
+  uint32_t layers_done;   /* encoder layers applied so far, 0..layers_total */
+  uint32_t layers_total;  /* the model's encoder layers (6): a state from another model is refused */
+  uint32_t data_offset;   /* bytes from the start of the buffer to x */
+} rd_engine_hidden_hdr;
+
+/* Encoder layers of the model (6 for all-MiniLM-L6-v2). */
+RD_EXTERN int rd_engine_num_layers(const rd_engine *e);
+
+/* Bytes of a hidden state of n sequences of at most seq tokens. */
+RD_EXTERN size_t rd_engine_hidden_size(const rd_engine *e, size_t n, size_t seq);
+
+/* Checks that buf (size bytes) is a well-formed hidden state for this engine
+ * (magic, version, dim, layers, lens within 1..seq <= max_seq_len,
+ * n <= max_batch, exact size) and copies its header to *hdr (may be NULL).
+ * RD_EINVAL with a message otherwise. */
+RD_EXTERN int rd_engine_hidden_check(rd_engine *e, const void *buf, size_t size, rd_engine_hidden_hdr *hdr)
+    __attribute__((warn_unused_result));
+
+/* First stage: the embedding layer then encoder layers [0, last_layer) of n
+ * tokenized sequences (as rd_engine_embed_ids takes them) into the hidden
+ * state out (cap bytes, at least rd_engine_hidden_size(e, n, longest)).
+ * last_layer 0 runs the embedding layer only.  Errors: RD_EINVAL (bad ids,
+ * n > max_batch, last_layer out of 0..layers, cap too small), RD_EGPU. */
+RD_EXTERN int rd_engine_stage_embed(rd_engine *e, const int32_t *const *ids, const size_t *n_ids, size_t n,
+                                    int last_layer, void *out, size_t cap) __attribute__((warn_unused_result));
+
+/* Middle stage: encoder layers [layers_done, last_layer) of the hidden state
+ * in (in_size bytes) into out (cap >= in_size; out may equal in), whose
+ * layers_done becomes last_layer.  Errors: RD_EINVAL (malformed state,
+ * last_layer < layers_done or > layers, cap too small), RD_EGPU. */
+RD_EXTERN int rd_engine_stage_layers(rd_engine *e, const void *in, size_t in_size, int last_layer, void *out,
+                                     size_t cap) __attribute__((warn_unused_result));
+
+/* Last stage: the remaining encoder layers [layers_done, layers) of the hidden
+ * state in, then mean pooling over each sequence's real tokens and L2
+ * normalisation, into out (n x rd_engine_dim floats, row i for sequence i).
+ * On a state with every layer done it only pools.  Errors as
+ * rd_engine_stage_layers. */
+RD_EXTERN int rd_engine_stage_pool(rd_engine *e, const void *in, size_t in_size, float *out)
+    __attribute__((warn_unused_result));
+
 /* Counters since open (or the last reset). */
 RD_EXTERN int rd_engine_stats_get(const rd_engine *e, rd_engine_stats *out);
 RD_EXTERN void rd_engine_stats_reset(rd_engine *e);

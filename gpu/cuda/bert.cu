@@ -1,6 +1,8 @@
 // bert.cu - CUDA back end of the engine (the dispatcher): device memory pools,
 // weight upload, cuBLAS GEMMs and the per-layer kernel sequence, pinned
-// double-buffered host staging and one stream per engine.
+// double-buffered host staging and one stream per engine.  A pass runs one
+// rd__stage (backend.h): from token ids or hidden rows, a range of layers,
+// then pooled embeddings or hidden rows; the full forward pass is one stage.
 //
 // An engine binds one device and owns its stream, cuBLAS handle and memory; it
 // never touches the device's global state (no cudaDeviceReset, no device
@@ -57,6 +59,12 @@ struct rd__gpu {
   float **dest[2]{};
   size_t pending[2]{};
   int slot = 0;
+  // Stage passes that take or give hidden rows stage them here (max_tokens x
+  // hidden fp32, pinned, allocated on the first such pass); hid_ev marks the
+  // last copy that used it.
+  float *hid_h = nullptr;
+  cudaEvent_t hid_ev = nullptr;
+  int hid_used = 0;
   size_t host_bytes = 0;
 };
 
@@ -103,6 +111,8 @@ extern "C" void rd__gpu_close(rd__gpu *g) {
     if (g->done[s]) cudaEventDestroy(g->done[s]);
     free(g->dest[s]);
   }
+  if (g->hid_h) cudaFreeHost(g->hid_h);
+  if (g->hid_ev) cudaEventDestroy(g->hid_ev);
   if (g->blas) cublasDestroy(g->blas);
   if (g->wpool.base) cudaFree(g->wpool.base);
   if (g->apool.base) cudaFree(g->apool.base);
@@ -248,6 +258,7 @@ static int open_inner(rd__gpu *g, const rd__bert *m, const rd__gpu_params *prm, 
     g->dest[s] = (float **)malloc(B * sizeof(float *));
     if (!g->dest[s]) return RD_ENOMEM;
   }
+  RD_CUDA_CHECK(ctx, cudaEventCreateWithFlags(&g->hid_ev, cudaEventDisableTiming));
   g->host_bytes = 2 * (T * 4 + B * 4 + B * H * 4 + B * sizeof(float *));
   RD_CUDA_CHECK(ctx, cudaStreamSynchronize(g->stream));
   return 0;
@@ -277,8 +288,13 @@ static cublasStatus_t linear(rd__gpu *g, cudaDataType_t dt, const void *x, const
                       y, dt, n, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT);
 }
 
+// Stage st of one pass of B sequences padded to L rows, queued on the stream:
+// the embedding layer (or, for hidden rows already uploaded into x32, their
+// rounded GEMM copy), encoder layers [first, last), then pooling if asked.
+// The residual stream x32 is the whole state between layers, so a stage that
+// starts from uploaded rows continues exactly where another stopped.
 template <typename T>
-static int forward(rd__gpu *g, int B, int L, rd__gpu_errctx *ctx) {
+static int forward(rd__gpu *g, int B, int L, const rd__stage *st, rd__gpu_errctx *ctx) {
   const rd__bert_config &c = g->c;
   const int H = c.hidden, I = c.inter, NH = c.heads, DH = c.head_dim, R = B * L;
   const cudaDataType_t dt = rd__ty<T>::cuda;
@@ -286,9 +302,12 @@ static int forward(rd__gpu *g, int B, int L, rd__gpu_errctx *ctx) {
   cudaStream_t s = g->stream;
   T *xh = (T *)g->xh, *qkv = (T *)g->qkv, *q = (T *)g->q, *k = (T *)g->k, *v = (T *)g->v,
     *ctxh = (T *)g->ctx, *ffn = (T *)g->ffn, *probs = (T *)g->probs;
-  rd__cuda_embed_ln<T>(g->ids_d, R, L, g->word, g->pos, g->type, g->emb_g, g->emb_b, c.ln_eps, H,
-                       g->x32, xh, s);
-  for (int l = 0; l < c.layers; l++) {
+  if (st->in_rows)
+    rd__cuda_convert<T>(g->x32, xh, (size_t)R * H, s);
+  else
+    rd__cuda_embed_ln<T>(g->ids_d, R, L, g->word, g->pos, g->type, g->emb_g, g->emb_b, c.ln_eps, H,
+                         g->x32, xh, s);
+  for (int l = st->first; l < st->last; l++) {
     const dlayer &D = g->layer[l];
     RD_CUBLAS_CHECK(ctx, linear(g, dt, xh, D.wqkv, qkv, R, 3 * H, H));
     rd__cuda_qkv_split<T>(qkv, D.bqkv, q, k, v, B, L, NH, DH, qscale, s);
@@ -313,7 +332,7 @@ static int forward(rd__gpu *g, int B, int L, rd__gpu_errctx *ctx) {
     rd__cuda_residual_ln<T>(g->x32, xh, qkv, D.bo2, D.ln2_g, D.ln2_b, c.ln_eps, R, H, s);
     RD_CUDA_CHECK(ctx, cudaGetLastError());
   }
-  rd__cuda_mean_pool_l2(g->x32, g->lens_d, B, L, H, g->out_d, s);
+  if (st->pool) rd__cuda_mean_pool_l2(g->x32, g->lens_d, B, L, H, g->out_d, s);
   RD_CUDA_CHECK(ctx, cudaGetLastError());
   return 0;
 }
@@ -328,35 +347,66 @@ static int drain(rd__gpu *g, int s, rd__gpu_errctx *ctx) {
   return 0;
 }
 
-extern "C" int rd__gpu_submit(rd__gpu *g, const rd__pass *p, float *const *out_rows, char *err,
+extern "C" int rd__gpu_submit(rd__gpu *g, const rd__pass *p, const rd__stage *st, char *err,
                               size_t errlen) {
   rd__gpu_errctx ctx{err, errlen};
-  const size_t B = p->nseq, L = p->max_len;
+  const size_t B = p->nseq, L = p->max_len, H = g->c.hidden;
   if (!B) return 0;
   if (B > g->max_batch || L > g->max_seq || B * L > g->max_tokens) {
     snprintf(err, errlen, "pass of %zu x %zu tokens exceeds the workspace (%zu tokens, %zu sequences)",
              B, L, g->max_tokens, g->max_batch);
     return RD_EINVAL;
   }
+  if (st->first < 0 || st->first > st->last || st->last > g->c.layers) {
+    snprintf(err, errlen, "layers [%d, %d) outside the model's %d", st->first, st->last, g->c.layers);
+    return RD_EINVAL;
+  }
   RD_CUDA_CHECK(&ctx, cudaSetDevice(g->device));
+  if ((st->in_rows || !st->pool) && !g->hid_h) {
+    RD_CUDA_CHECK(&ctx, cudaHostAlloc((void **)&g->hid_h, g->max_tokens * H * 4, cudaHostAllocDefault));
+    g->host_bytes += g->max_tokens * H * 4;
+  }
   const int s = g->slot;
   g->slot ^= 1;
   int rc = drain(g, s, &ctx);
   if (rc) return rc;
   int32_t *ids = g->ids_h[s], *lens = g->lens_h[s];
-  for (size_t b = 0; b < B; b++) {
-    memcpy(ids + b * L, p->ids[b], p->len[b] * sizeof(int32_t));
-    memset(ids + b * L + p->len[b], 0, (L - p->len[b]) * sizeof(int32_t));  // [PAD], masked
-    lens[b] = (int32_t)p->len[b];
+  for (size_t b = 0; b < B; b++) lens[b] = (int32_t)p->len[b];
+  if (!st->in_rows) {
+    for (size_t b = 0; b < B; b++) {
+      memcpy(ids + b * L, p->ids[b], p->len[b] * sizeof(int32_t));
+      memset(ids + b * L + p->len[b], 0, (L - p->len[b]) * sizeof(int32_t));  // [PAD], masked
+    }
+    RD_CUDA_CHECK(&ctx, cudaMemcpyAsync(g->ids_d, ids, B * L * 4, cudaMemcpyHostToDevice, g->stream));
   }
-  RD_CUDA_CHECK(&ctx, cudaMemcpyAsync(g->ids_d, ids, B * L * 4, cudaMemcpyHostToDevice, g->stream));
   RD_CUDA_CHECK(&ctx, cudaMemcpyAsync(g->lens_d, lens, B * 4, cudaMemcpyHostToDevice, g->stream));
-  rc = g->bf16 ? forward<__nv_bfloat16>(g, (int)B, (int)L, &ctx) : forward<__half>(g, (int)B, (int)L, &ctx);
+  if (st->in_rows) {
+    // the last copy that used the staging buffer must be over before refilling it
+    if (g->hid_used) RD_CUDA_CHECK(&ctx, cudaEventSynchronize(g->hid_ev));
+    for (size_t b = 0; b < B; b++) {
+      memcpy(g->hid_h + b * L * H, st->in_rows[b], p->len[b] * H * sizeof(float));
+      memset(g->hid_h + (b * L + p->len[b]) * H, 0, (L - p->len[b]) * H * sizeof(float));  // masked
+    }
+    RD_CUDA_CHECK(&ctx, cudaMemcpyAsync(g->x32, g->hid_h, B * L * H * 4, cudaMemcpyHostToDevice, g->stream));
+    RD_CUDA_CHECK(&ctx, cudaEventRecord(g->hid_ev, g->stream));
+    g->hid_used = 1;
+  }
+  rc = g->bf16 ? forward<__nv_bfloat16>(g, (int)B, (int)L, st, &ctx)
+               : forward<__half>(g, (int)B, (int)L, st, &ctx);
   if (rc) return rc;
-  RD_CUDA_CHECK(&ctx, cudaMemcpyAsync(g->out_h[s], g->out_d, B * g->c.hidden * sizeof(float),
+  if (!st->pool) {  // hidden rows out: one staging buffer, so wait for them here
+    RD_CUDA_CHECK(&ctx, cudaMemcpyAsync(g->hid_h, g->x32, B * L * H * 4, cudaMemcpyDeviceToHost, g->stream));
+    RD_CUDA_CHECK(&ctx, cudaEventRecord(g->hid_ev, g->stream));
+    g->hid_used = 1;
+    RD_CUDA_CHECK(&ctx, cudaEventSynchronize(g->hid_ev));
+    for (size_t b = 0; b < B; b++)
+      memcpy(st->out_rows[b], g->hid_h + b * L * H, p->len[b] * H * sizeof(float));
+    return 0;
+  }
+  RD_CUDA_CHECK(&ctx, cudaMemcpyAsync(g->out_h[s], g->out_d, B * H * sizeof(float),
                                       cudaMemcpyDeviceToHost, g->stream));
   RD_CUDA_CHECK(&ctx, cudaEventRecord(g->done[s], g->stream));
-  memcpy(g->dest[s], out_rows, B * sizeof(float *));
+  memcpy(g->dest[s], st->out_rows, B * sizeof(float *));
   g->pending[s] = B;
   return 0;
 }

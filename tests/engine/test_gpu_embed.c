@@ -1,6 +1,9 @@
 /* test_gpu_embed.c - GPU path against the reference embeddings of the fixture
  * (cosine >= 0.999 per sentence) and against the CPU path, in fp16 and bf16;
- * two engines on the same device at once (fractional GPU) must agree.  Exits
+ * two engines on the same device at once (fractional GPU) must agree; the
+ * stage API (encoder split at layers 2 and 4) must match the unsplit pass
+ * (the state between stages is the fp32 residual stream, so it is expected
+ * bit for bit; asserted to 1e-6).  Exits
  * 77 (skipped) when there is no CUDA device or the build has no CUDA path. */
 #include <string.h>
 
@@ -65,6 +68,16 @@ int main(void) {
   float *again = malloc(fx.n * fx.dim * sizeof(float));
   check(a, &fx, again, "gpu fp16 again");
   CHECK(rd_test_max_abs(out, again, fx.n * fx.dim) < 1e-6);
+  /* split into stages on the GPU: the same as the unsplit pass */
+  for (size_t i = 0; i < fx.n; i += 128) {
+    size_t m = fx.n - i < 128 ? fx.n - i : 128;
+    int rc = rd_test_staged_embed(a, (const int32_t *const *)fx.ids + i, fx.n_ids + i, m, 2, 4, again + i * fx.dim);
+    if (rc) { fprintf(stderr, "staged: %d %s\n", rc, rd_engine_last_error(a)); return 1; }
+  }
+  double sd = rd_test_max_abs(out, again, fx.n * fx.dim);
+  printf("gpu fp16 staged (2, 4) vs unsplit: max abs diff %.3g, bitwise %s\n", sd,
+         memcmp(out, again, fx.n * fx.dim * sizeof(float)) ? "different" : "equal");
+  CHECK(sd <= 1e-6);
   rd_engine_stats st;
   CHECK(rd_engine_stats_get(a, &st) == 0 && st.device_bytes > 0);
   printf("fp16 engine: device bytes %zu, host bytes %zu, padded/real tokens %.3f\n", st.device_bytes,

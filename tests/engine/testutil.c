@@ -136,3 +136,19 @@ double rd_test_max_abs(const float *a, const float *b, size_t n) {
   }
   return m;
 }
+
+int rd_test_staged_embed(rd_engine *e, const int32_t *const *ids, const size_t *n_ids, size_t n, int a, int b,
+                         float *out) {
+  size_t seq = 1;
+  for (size_t i = 0; i < n; i++)
+    if (n_ids[i] > seq) seq = n_ids[i];
+  size_t size = rd_engine_hidden_size(e, n, seq);
+  void *s1 = malloc(size), *s2 = malloc(size);
+  CHECK(s1 && s2);
+  int rc = rd_engine_stage_embed(e, ids, n_ids, n, a, s1, size);
+  if (!rc) rc = rd_engine_stage_layers(e, s1, size, b, s2, size);
+  if (!rc) rc = rd_engine_stage_pool(e, s2, size, out);
+  free(s1);
+  free(s2);
+  return rc;
+}
