@@ -30,109 +30,9 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "corpus.h"
 #include "embedder.h"
 #include "engine.h"
-
-/* ------------------------------------------------------------ corpus */
-
-typedef struct item {
-  char *text;
-  size_t len;
-  char *id;
-} item;
-
-typedef struct corpus {
-  item *items;
-  size_t n, cap;
-} corpus;
-
-static void corpus_add(corpus *c, const char *text, size_t len, const char *id) {
-  while (len && (text[len - 1] == '\n' || text[len - 1] == ' ' || text[len - 1] == '\r')) len--;
-  while (len && (*text == ' ' || *text == '\n')) text++, len--;
-  if (!len) return;
-  if (c->n == c->cap) {
-    c->cap = c->cap ? c->cap * 2 : 4096;
-    c->items = realloc(c->items, c->cap * sizeof(item));
-    if (!c->items) ex_die(1, "out of memory reading the corpus");
-  }
-  item *it = &c->items[c->n++];
-  it->text = strndup(text, len);
-  it->len = len;
-  it->id = strdup(id);
-  if (!it->text || !it->id) ex_die(1, "out of memory reading the corpus");
-}
-
-/* WordNet: the gloss after "| " on each synset line of data.<pos>. */
-static void load_wordnet(corpus *c) {
-  static const char *pos[] = {"noun", "verb", "adj", "adv"};
-  int found = 0;
-  for (int p = 0; p < 4; p++) {
-    char path[256];
-    snprintf(path, sizeof(path), "/usr/share/wordnet/data.%s", pos[p]);
-    FILE *f = fopen(path, "r");
-    if (!f) continue;
-    found++;
-    char *line = NULL;
-    size_t cap = 0;
-    ssize_t n;
-    while ((n = getline(&line, &cap, f)) > 0) {
-      if (line[0] == ' ') continue;   /* license header */
-      char *bar = strstr(line, "| ");
-      if (!bar) continue;
-      char id[64];
-      snprintf(id, sizeof(id), "%s:%.8s", pos[p], line);
-      corpus_add(c, bar + 2, (size_t)(line + n - (bar + 2)), id);
-    }
-    free(line);
-    fclose(f);
-  }
-  if (!found) ex_die(2, "WordNet is not installed (/usr/share/wordnet/data.*): apt-get install wordnet-base");
-}
-
-/* fortunes: every cookie of every fortune file, named file:k. */
-typedef struct fortune_ctx {
-  corpus *c;
-  const char *file;
-} fortune_ctx;
-
-static void add_cookie(void *ctx, int k, const char *text, size_t len) {
-  fortune_ctx *fc = ctx;
-  char id[600];
-  snprintf(id, sizeof(id), "%s:%d", fc->file, k);
-  corpus_add(fc->c, text, len, id);
-}
-
-static void load_fortunes(corpus *c) {
-  const char *dir = "/usr/share/games/fortunes";
-  char **names;
-  int nn = ex_fortune_files(dir, &names);
-  for (int i = 0; i < nn; i++) {
-    char path[1024];
-    snprintf(path, sizeof(path), "%s/%s", dir, names[i]);
-    fortune_ctx fc = {c, names[i]};
-    ex_fortune_cookies(path, 0, add_cookie, &fc);
-    free(names[i]);
-  }
-  free(names);
-  if (!c->n) ex_die(2, "no fortunes found in %s", dir);
-}
-
-static void load_file(corpus *c, const char *path) {
-  FILE *f = fopen(path, "r");
-  if (!f) ex_die(2, "cannot read the corpus %s: %s", path, strerror(errno));
-  char *line = NULL;
-  size_t cap = 0;
-  ssize_t n;
-  size_t k = 0;
-  while ((n = getline(&line, &cap, f)) > 0) {
-    char id[32];
-    snprintf(id, sizeof(id), "line:%zu", ++k);
-    corpus_add(c, line, (size_t)n, id);
-  }
-  free(line);
-  fclose(f);
-  if (!c->n) ex_die(2, "the corpus %s has no non-empty line", path);
-}
 
 /* ------------------------------------------------------ the replicas */
 
@@ -146,35 +46,6 @@ typedef struct output {
   size_t rows, dim, header;
   size_t done;   /* rows known to be on disk */
 } output;
-
-static size_t npy_header(char *buf, size_t rows, size_t dim) {
-  char dict[200];
-  int n = snprintf(dict, sizeof(dict), "{'descr': '<f4', 'fortran_order': False, 'shape': (%zu, %zu), }", rows, dim);
-  size_t total = 10 + (size_t)n + 1;
-  size_t padded = (total + 63) / 64 * 64;
-  memcpy(buf, "\x93NUMPY\x01\x00", 8);
-  uint16_t hl = (uint16_t)(padded - 10);
-  memcpy(buf + 8, &hl, 2);
-  memcpy(buf + 10, dict, (size_t)n);
-  memset(buf + 10 + n, ' ', padded - 10 - (size_t)n - 1);
-  buf[padded - 1] = '\n';
-  return padded;
-}
-
-static int write_all(int fd, const void *p, size_t n, off_t off) {
-  const char *c = p;
-  while (n) {
-    ssize_t w = pwrite(fd, c, n, off);
-    if (w < 0) {
-      if (errno == EINTR) continue;
-      return -1;
-    }
-    c += w;
-    n -= (size_t)w;
-    off += w;
-  }
-  return 0;
-}
 
 /* Progress: "rows_done total corpus_key\n", replaced atomically. */
 static void progress_save(output *o, const char *key) {
@@ -194,7 +65,7 @@ static size_t output_open(output *o, const char *path, size_t rows, size_t dim, 
   o->rows = rows;
   o->dim = dim;
   char hdr[256];
-  o->header = npy_header(hdr, rows, dim);
+  o->header = ex_npy_header(hdr, rows, dim);
   size_t start = 0;
   FILE *pf = force ? NULL : fopen(o->progress, "r");
   struct stat st;
@@ -218,7 +89,7 @@ static size_t output_open(output *o, const char *path, size_t rows, size_t dim, 
   if (o->fd < 0) ex_die(2, "cannot write the output %s: %s", path, strerror(errno));
   if (start == 0) {
     if (ftruncate(o->fd, 0) != 0 || ftruncate(o->fd, (off_t)(o->header + rows * dim * 4)) != 0 ||
-        write_all(o->fd, hdr, o->header, 0) != 0)
+        ex_pwrite_all(o->fd, hdr, o->header, 0) != 0)
       ex_die(2, "cannot size the output %s: %s", path, strerror(errno));
   }
   o->done = start;
@@ -227,7 +98,7 @@ static size_t output_open(output *o, const char *path, size_t rows, size_t dim, 
 }
 
 static void output_rows(output *o, size_t first, const float *rows, size_t n) {
-  if (write_all(o->fd, rows, n * o->dim * 4, (off_t)(o->header + first * o->dim * 4)) != 0)
+  if (ex_pwrite_all(o->fd, rows, n * o->dim * 4, (off_t)(o->header + first * o->dim * 4)) != 0)
     ex_die(1, "writing %s failed: %s (rows before %zu are kept; rerun to resume)", o->path, strerror(errno), o->done);
 }
 
@@ -264,7 +135,7 @@ static void head_load(head *h, const char *path, size_t dim) {
 }
 
 /* Label every row of the finished output; returns rows labelled. */
-static size_t classify_output(const head *h, const output *o, const corpus *c, const char *path) {
+static size_t classify_output(const head *h, const output *o, const ex_corpus *c, const char *path) {
   FILE *out = fopen(path, "w");
   if (!out) ex_die(2, "cannot write %s: %s", path, strerror(errno));
   fprintf(out, "row\titem\tlabel\tprob\n");
@@ -359,17 +230,6 @@ static void parse(int argc, char **argv, opts *o) {
     ex_die(2, "bad option value (replicas, batch 1..%d, threads and inflight must be positive)", EX_MAX_TEXTS);
 }
 
-/* Encode items [first, first+n) as one batch. */
-static uint8_t *batch_encode(const corpus *c, size_t first, size_t n, size_t *size) {
-  const char *texts[EX_MAX_TEXTS];
-  size_t lens[EX_MAX_TEXTS];
-  for (size_t i = 0; i < n; i++) {
-    texts[i] = c->items[first + i].text;
-    lens[i] = c->items[first + i].len;
-  }
-  return ex_texts_encode(texts, lens, n, size);
-}
-
 typedef struct progress {
   int tty;
   double start, last;
@@ -408,10 +268,8 @@ int main(int argc, char **argv) {
 
   head hd = {0};
   if (o.classify) head_load(&hd, o.classify, 384);   /* refuse a bad head before any work */
-  corpus c = {0};
-  if (!strcmp(o.corpus, "wordnet")) load_wordnet(&c);
-  else if (!strcmp(o.corpus, "fortunes")) load_fortunes(&c);
-  else load_file(&c, o.corpus);
+  ex_corpus c = {0};
+  ex_corpus_load(&c, o.corpus, NULL);
   size_t total = o.limit && o.limit < c.n ? o.limit : c.n;
   size_t dim = 384;
   char key[600];
@@ -493,7 +351,7 @@ int main(int argc, char **argv) {
       if (next < total && !interrupted && count < window) {
         size_t n = total - next < (size_t)o.batch ? total - next : (size_t)o.batch;
         size_t bytes;
-        uint8_t *b = batch_encode(&c, next, n, &bytes);
+        uint8_t *b = ex_corpus_encode(&c, next, n, &bytes);
         rd_ref ref;
         r = rd_pool_submit(pool, Embedder_embed, RD_ARGS(rd_arg_bytes(b, bytes)), RD_TIMEOUT_INF, &ref);
         free(b);
@@ -556,8 +414,7 @@ int main(int argc, char **argv) {
   for (int k = 0; k < nrep; k++)
     printf("replica pid=%d items=%zu busy=%.3fs utilisation=%.0f%%\n", rep[k].pid, rep[k].items, rep[k].busy,
            100.0 * rep[k].busy / (wall > 0 ? wall : 1));
-  for (size_t i = 0; i < c.n; i++) free(c.items[i].text), free(c.items[i].id);
-  free(c.items);
+  ex_corpus_free(&c);
   if (!o.direct) rd_shutdown();
   return out.done < total ? 130 : 0;
 }

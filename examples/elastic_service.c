@@ -28,96 +28,15 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "corpus.h"
 #include "embedder.h"
 #include "engine.h"
 
 
 /* The replicas are Embedder actors (examples/embedder.c). */
 
-/* ------------------------------------------------------------- requests */
-
-/* The texts clients send: every cookie of fortunes-min, used in turn. */
-typedef struct texts {
-  char **s;
-  size_t *len;
-  size_t n, cap;
-} texts;
-
-static void texts_add(texts *t, const char *s, size_t len) {
-  while (len && (s[len - 1] == '\n' || s[len - 1] == ' ')) len--;
-  while (len && (*s == ' ' || *s == '\n')) s++, len--;
-  if (!len) return;
-  if (t->n == t->cap) {
-    t->cap = t->cap ? t->cap * 2 : 1024;
-    t->s = realloc(t->s, t->cap * sizeof(char *));
-    t->len = realloc(t->len, t->cap * sizeof(size_t));
-    if (!t->s || !t->len) ex_die(1, "out of memory");
-  }
-  t->s[t->n] = strndup(s, len);
-  if (!t->s[t->n]) ex_die(1, "out of memory");
-  t->len[t->n++] = len;
-}
-
-static void add_text(void *ctx, int k, const char *text, size_t len) {
-  (void)k;
-  texts_add(ctx, text, len);
-}
-
-static void load_fortunes(texts *t, const char *dir) {
-  char **names;
-  int nn = ex_fortune_files(dir, &names);
-  for (int i = 0; i < nn; i++) {
-    char path[1024];
-    snprintf(path, sizeof(path), "%s/%s", dir, names[i]);
-    ex_fortune_cookies(path, 0, add_text, t);
-    free(names[i]);
-  }
-  free(names);
-  if (!t->n) ex_die(2, "no fortunes found in %s", dir);
-}
-
-/* Request k: texts k*per .. k*per+per-1 of the corpus (wrapping round). */
-static uint8_t *request_encode(const texts *t, uint64_t k, int per, size_t *size) {
-  const char *ts[EX_MAX_TEXTS];
-  size_t ls[EX_MAX_TEXTS];
-  for (int i = 0; i < per; i++) {
-    size_t j = (k * (uint64_t)per + (uint64_t)i) % t->n;
-    ts[i] = t->s[j];
-    ls[i] = t->len[j];
-  }
-  return ex_texts_encode(ts, ls, (size_t)per, size);
-}
-
-/* ------------------------------------------------------------ statistics */
-
-typedef struct series {
-  double *v;
-  size_t n, cap;
-} series;
-
-static void series_add(series *s, double x) {
-  if (s->n == s->cap) {
-    s->cap = s->cap ? s->cap * 2 : 256;
-    s->v = realloc(s->v, s->cap * sizeof(double));
-    if (!s->v) ex_die(1, "out of memory");
-  }
-  s->v[s->n++] = x;
-}
-
-static int cmp_dbl(const void *a, const void *b) {
-  double x = *(const double *)a, y = *(const double *)b;
-  return x < y ? -1 : x > y;
-}
-
-/* Nearest-rank percentile (p in 0..1) of the values; sorts them. 0 when empty. */
-static double percentile(series *s, double p) {
-  if (!s->n) return 0;
-  qsort(s->v, s->n, sizeof(double), cmp_dbl);
-  size_t rank = (size_t)(p * (double)s->n + 0.999999);
-  if (rank < 1) rank = 1;
-  if (rank > s->n) rank = s->n;
-  return s->v[rank - 1];
-}
+/* Request k carries corpus items k*per .. k*per+per-1 (ex_corpus_encode
+ * counts round the corpus). */
 
 /* -------------------------------------------------------------- driver */
 
@@ -215,11 +134,11 @@ typedef struct service {
   size_t nfl, capfl;
   uint8_t *ready;
   /* this second */
-  series lat_window;
+  ex_series lat_window;
   double qwait_sum;
   uint64_t qwait_n, done_window, rejected_window;
   /* the whole run */
-  series lat_all;
+  ex_series lat_all;
   uint64_t done, rejected, failed;
   int max_seen;
   replica_count reps[64];
@@ -259,8 +178,8 @@ static void collect(service *s) {
       memcpy(&h, b.data, sizeof(h));
       if (b.size != sizeof(h) + (size_t)h.n * h.dim * sizeof(float)) ex_die(1, "a replica returned a malformed result");
       double ms = (t - s->fl[i].arrival) * 1000.0;
-      series_add(&s->lat_window, ms);
-      series_add(&s->lat_all, ms);
+      ex_series_add(&s->lat_window, ms);
+      ex_series_add(&s->lat_all, ms);
       s->done++;
       s->done_window++;
       int k = 0;
@@ -277,7 +196,7 @@ static void collect(service *s) {
 static void report(service *s, double t) {
   rd_pool_stats st;
   sample_replicas(s, &st);
-  double p50 = percentile(&s->lat_window, 0.50), p99 = percentile(&s->lat_window, 0.99);
+  double p50 = ex_percentile(&s->lat_window, 0.50), p99 = ex_percentile(&s->lat_window, 0.99);
   printf("t=%.0f rate=%.0f replicas=%d inflight=%zu queue_wait_ms=%.1f p50_ms=%.1f p99_ms=%.1f done=%llu rejected=%llu\n",
          t, phase_rate(s->o, t - 0.5), st.replicas, s->nfl, s->qwait_n ? s->qwait_sum / (double)s->qwait_n : 0.0, p50,
          p99, (unsigned long long)s->done_window, (unsigned long long)s->rejected_window);
@@ -295,8 +214,8 @@ int main(int argc, char **argv) {
   int r = rd_init(NULL);
   if (r != 0) ex_die(1, "rd_init: %s", rd_strerror(r));
 
-  texts corpus = {0};
-  load_fortunes(&corpus, o.fortunes);
+  ex_corpus corpus = {0};
+  ex_corpus_load(&corpus, "fortunes", o.fortunes);
 
   /* a replica that cannot be placed would take calls and never serve them */
   rd_node_info ni;
@@ -327,7 +246,7 @@ int main(int argc, char **argv) {
    * clock starts (its constructor runs in the background). */
   {
     size_t bytes;
-    uint8_t *b = request_encode(&corpus, 0, 1, &bytes);
+    uint8_t *b = ex_corpus_encode(&corpus, 0, 1, &bytes);
     rd_ref ref;
     rd_buf res;
     r = rd_pool_submit(s.pool, Embedder_embed, RD_ARGS(rd_arg_bytes(b, bytes)), RD_TIMEOUT_INF, &ref);
@@ -376,7 +295,7 @@ int main(int argc, char **argv) {
         s.rejected_window++;
       } else {
         size_t bytes;
-        uint8_t *b = request_encode(&corpus, k++, o.per_request, &bytes);
+        uint8_t *b = ex_corpus_encode(&corpus, (size_t)(k++ * (uint64_t)o.per_request), (size_t)o.per_request, &bytes);
         rd_ref ref;
         r = rd_pool_submit(s.pool, Embedder_embed, RD_ARGS(rd_arg_bytes(b, bytes)),
                            (int64_t)(o.max_wait_ms - late_ms), &ref);
@@ -428,7 +347,7 @@ int main(int argc, char **argv) {
   }
   rd_pool_stats st;
   sample_replicas(&s, &st);
-  double p50 = percentile(&s.lat_all, 0.50), p99 = percentile(&s.lat_all, 0.99);
+  double p50 = ex_percentile(&s.lat_all, 0.50), p99 = ex_percentile(&s.lat_all, 0.99);
   printf("summary: requests=%llu max_replicas_seen=%d final_replicas=%d p50_ms=%.1f p99_ms=%.1f rejected=%llu "
          "failed=%llu scale_ups=%d scale_downs=%d seconds=%.1f\n",
          (unsigned long long)s.done, s.max_seen, st.replicas, p50, p99, (unsigned long long)s.rejected,
@@ -438,9 +357,7 @@ int main(int argc, char **argv) {
     printf("replica pid=%d requests=%llu busy=%.2fs utilisation=%.0f%%\n", s.reps[i].pid,
            (unsigned long long)s.reps[i].requests, s.reps[i].busy, 100.0 * s.reps[i].busy / (wall > 0 ? wall : 1));
   rd_pool_destroy(s.pool);
-  for (size_t i = 0; i < corpus.n; i++) free(corpus.s[i]);
-  free(corpus.s);
-  free(corpus.len);
+  ex_corpus_free(&corpus);
   free(s.fl);
   free(s.ready);
   free(s.lat_window.v);

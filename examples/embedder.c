@@ -3,6 +3,7 @@
 #include "embedder.h"
 
 #include <dirent.h>
+#include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -130,6 +131,62 @@ long ex_fortune_cookies(const char *path, int strip, void (*fn)(void *ctx, int k
   free(line);
   fclose(f);
   return k;
+}
+
+/* ------------------------------------------------------------ output */
+
+size_t ex_npy_header(char *buf, size_t rows, size_t dim) {
+  char dict[200];
+  int n = snprintf(dict, sizeof(dict), "{'descr': '<f4', 'fortran_order': False, 'shape': (%zu, %zu), }", rows, dim);
+  size_t total = 10 + (size_t)n + 1;
+  size_t padded = (total + 63) / 64 * 64;
+  memcpy(buf, "\x93NUMPY\x01\x00", 8);
+  uint16_t hl = (uint16_t)(padded - 10);
+  memcpy(buf + 8, &hl, 2);
+  memcpy(buf + 10, dict, (size_t)n);
+  memset(buf + 10 + n, ' ', padded - 10 - (size_t)n - 1);
+  buf[padded - 1] = '\n';
+  return padded;
+}
+
+int ex_pwrite_all(int fd, const void *p, size_t n, off_t off) {
+  const char *c = p;
+  while (n) {
+    ssize_t w = pwrite(fd, c, n, off);
+    if (w < 0) {
+      if (errno == EINTR) continue;
+      return -1;
+    }
+    c += w;
+    n -= (size_t)w;
+    off += w;
+  }
+  return 0;
+}
+
+/* ------------------------------------------------------------ statistics */
+
+void ex_series_add(ex_series *s, double x) {
+  if (s->n == s->cap) {
+    s->cap = s->cap ? s->cap * 2 : 256;
+    s->v = realloc(s->v, s->cap * sizeof(double));
+    if (!s->v) ex_die(1, "out of memory");
+  }
+  s->v[s->n++] = x;
+}
+
+static int cmp_dbl(const void *a, const void *b) {
+  double x = *(const double *)a, y = *(const double *)b;
+  return x < y ? -1 : x > y;
+}
+
+double ex_percentile(ex_series *s, double p) {
+  if (!s->n) return 0;
+  qsort(s->v, s->n, sizeof(double), cmp_dbl);
+  size_t rank = (size_t)(p * (double)s->n + 0.999999);
+  if (rank < 1) rank = 1;
+  if (rank > s->n) rank = s->n;
+  return s->v[rank - 1];
 }
 
 /* ------------------------------------------------------------ the actor */

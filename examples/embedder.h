@@ -1,12 +1,14 @@
 /* examples/embedder.h - what the engine examples share: the Embedder actor
  * class (one all-MiniLM-L6-v2 engine per actor), the wire format of a list of
- * texts, and two small helpers.  Examples only; not part of libraydist. */
+ * texts, and small helpers (errors, clock, fortune files, .npy output,
+ * latency percentiles).  Examples only; not part of libraydist. */
 #ifndef RD_EXAMPLES_EMBEDDER_H
 #define RD_EXAMPLES_EMBEDDER_H
 
 #include <raydist.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 #ifndef RD_DEFAULT_MODEL_DIR
 #define RD_DEFAULT_MODEL_DIR "models/all-MiniLM-L6-v2"
@@ -39,6 +41,21 @@ int ex_fortune_files(const char *dir, char ***names);
  * blocks, or -1 when `path` is not a readable regular file. */
 long ex_fortune_cookies(const char *path, int strip, void (*fn)(void *ctx, int k, const char *text, size_t len),
                         void *ctx);
+
+/* The header of a float32 (rows x dim) .npy v1.0 file into buf (at least
+ * 128 bytes); returns its length, a multiple of 64. */
+size_t ex_npy_header(char *buf, size_t rows, size_t dim);
+/* pwrite all n bytes at off (retrying short writes); 0 or -1 with errno. */
+int ex_pwrite_all(int fd, const void *p, size_t n, off_t off);
+
+/* A growing list of samples (latencies) and its nearest-rank percentile
+ * (p in 0..1; sorts the samples; 0 when empty). */
+typedef struct ex_series {
+  double *v;
+  size_t n, cap;
+} ex_series;
+void ex_series_add(ex_series *s, double x);
+double ex_percentile(ex_series *s, double p);
 
 /* The result of Embedder.embed: this header, then n x dim float32 rows. */
 typedef struct ex_result_hdr {
