@@ -369,10 +369,8 @@ int main(int argc, char **argv) {
         ex_die(1, "a batch failed: %.*s (rows before %zu are kept; rerun to resume)", (int)res.size,
             (const char *)res.data, out.done);
       ex_result_hdr h;
-      if (res.size < sizeof(h)) ex_die(1, "a replica returned a malformed result");
-      memcpy(&h, res.data, sizeof(h));
-      if (h.dim != dim || res.size != sizeof(h) + (size_t)h.n * dim * 4) ex_die(1, "a replica returned a malformed result");
-      output_rows(&out, fifo_first[head], (const float *)((const uint8_t *)res.data + sizeof(h)), h.n);
+      const float *rows = ex_result_rows(&res, 0, 0, dim, &h, "a replica");
+      output_rows(&out, fifo_first[head], rows, h.n);
       out.done = fifo_first[head] + h.n;
       engine_seconds += h.seconds;
       int k = 0;

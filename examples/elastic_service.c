@@ -174,9 +174,7 @@ static void collect(service *s) {
       s->failed++;
     } else {
       ex_result_hdr h;
-      if (b.size < sizeof(h)) ex_die(1, "a replica returned a malformed result");
-      memcpy(&h, b.data, sizeof(h));
-      if (b.size != sizeof(h) + (size_t)h.n * h.dim * sizeof(float)) ex_die(1, "a replica returned a malformed result");
+      ex_result_rows(&b, 0, 0, 384, &h, "a replica");
       double ms = (t - s->fl[i].arrival) * 1000.0;
       ex_series_add(&s->lat_window, ms);
       ex_series_add(&s->lat_all, ms);

@@ -191,6 +191,17 @@ double ex_percentile(ex_series *s, double p) {
 
 /* ------------------------------------------------------------ the actor */
 
+const float *ex_result_rows(const rd_buf *r, int rc, size_t n, size_t dim, ex_result_hdr *out, const char *what) {
+  if (rc != 0) ex_die(1, "%s failed: %.*s", what, (int)r->size, (const char *)r->data);
+  ex_result_hdr h;
+  if (r->size < sizeof(h)) ex_die(1, "%s returned a malformed result", what);
+  memcpy(&h, r->data, sizeof(h));
+  if ((n && h.n != n) || h.dim != dim || r->size != sizeof(h) + (size_t)h.n * dim * sizeof(float))
+    ex_die(1, "%s returned a malformed result", what);
+  if (out) *out = h;
+  return (const float *)((const uint8_t *)r->data + sizeof(h));
+}
+
 typedef struct embedder {
   rd_engine *engine;
 } embedder;

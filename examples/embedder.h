@@ -65,6 +65,12 @@ typedef struct ex_result_hdr {
   double seconds;   /* time spent in the engine */
 } ex_result_hdr;
 
+/* The rows of a result r (a rd_get slot with status rc) of a call on
+ * `n` texts (0: any number) of `dim`-wide embeddings; *h gets its header (may
+ * be NULL).  A failed call or a malformed result ends the program (status 1)
+ * with the message, naming `what`. */
+const float *ex_result_rows(const rd_buf *r, int rc, size_t n, size_t dim, ex_result_hdr *h, const char *what);
+
 /* Actor class Embedder, constructed with (model dir: bytes, threads: int,
  * use_gpu: int); method Embedder.embed(texts) -> header + embeddings. */
 extern rd_actor_class *const Embedder;

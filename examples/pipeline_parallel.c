@@ -289,18 +289,6 @@ static void output_rows(output *o, size_t first, const float *rows, size_t n) {
     ex_die(1, "writing %s failed: %s", o->path, strerror(errno));
 }
 
-/* A result (ex_result_hdr + rows) of a batch of n texts; ends the run when
- * it failed or is malformed. */
-static const float *result_rows(const rd_buf *res, int r, size_t n, size_t dim, const char *what) {
-  if (r != 0) ex_die(1, "%s failed: %.*s", what, (int)res->size, (const char *)res->data);
-  ex_result_hdr h;
-  if (res->size < sizeof(h)) ex_die(1, "%s returned a malformed result", what);
-  memcpy(&h, res->data, sizeof(h));
-  if (h.n != n || h.dim != dim || res->size != sizeof(h) + n * dim * sizeof(float))
-    ex_die(1, "%s returned a malformed result", what);
-  return (const float *)((const uint8_t *)res->data + sizeof(h));
-}
-
 /* One batch in the pipe: the last stage's result and where it goes. */
 typedef struct inflight {
   rd_ref ref;
@@ -337,7 +325,7 @@ static double run_pipeline(const opts *o, const ex_corpus *c, size_t total, cons
     inflight *f = &fifo[head];
     rd_buf res;
     int r = rd_get(&f->ref, 1, &res, RD_TIMEOUT_INF);
-    output_rows(out, f->first, result_rows(&res, r, f->n, out->dim, "a pipeline batch"), f->n);
+    output_rows(out, f->first, ex_result_rows(&res, r, f->n, out->dim, NULL, "a pipeline batch"), f->n);
     rd_buf_release(&res);
     rd_ref_release(f->ref);
     head = (head + 1) % window;
@@ -431,7 +419,7 @@ static void bench_single(const opts *o, const ex_corpus *c, size_t total, const 
     ex_die(1, "cannot call the Embedder");
   free(b);
   r = rd_get(&ref, 1, &res, RD_TIMEOUT_INF);
-  result_rows(&res, r, 1, dim, "the Embedder");
+  ex_result_rows(&res, r, 1, dim, NULL, "the Embedder");
   rd_buf_release(&res);
   rd_ref_release(ref);
 
@@ -455,7 +443,7 @@ static void bench_single(const opts *o, const ex_corpus *c, size_t total, const 
     }
     inflight *f = &fifo[head];
     r = rd_get(&f->ref, 1, &res, RD_TIMEOUT_INF);
-    const float *rows = result_rows(&res, r, f->n, dim, "the Embedder");
+    const float *rows = ex_result_rows(&res, r, f->n, dim, NULL, "the Embedder");
     if (pread(out->fd, mine, f->n * dim * 4, (off_t)(out->header + f->first * dim * 4)) != (ssize_t)(f->n * dim * 4))
       ex_die(1, "cannot read back %s", out->path);
     for (size_t i = 0; i < f->n * dim; i++) {
