@@ -413,6 +413,7 @@ int main(int argc, char **argv) {
     printf("replica pid=%d items=%zu busy=%.3fs utilisation=%.0f%%\n", rep[k].pid, rep[k].items, rep[k].busy,
            100.0 * rep[k].busy / (wall > 0 ? wall : 1));
   ex_corpus_free(&c);
+  free(hd.names), free(hd.w), free(hd.b);
   if (!o.direct) rd_shutdown();
   return out.done < total ? 130 : 0;
 }

@@ -31,7 +31,12 @@ int main(int argc, char **argv) {
   char ha[512], hb[512];
   size_t na, nb;
   float *a = load(argv[1], ha, sizeof(ha), &na), *b = load(argv[2], hb, sizeof(hb), &nb);
-  if (strcmp(ha, hb) != 0 || na != nb || na == 0) { fprintf(stderr, "npy_cmp: shapes differ or empty\n%s\n%s\n", ha, hb); return 1; }
+  if (strcmp(ha, hb) != 0 || na != nb || na == 0) {
+    fprintf(stderr, "npy_cmp: shapes differ or empty\n%s\n%s\n", ha, hb);
+    free(a);
+    free(b);
+    return 1;
+  }
   double worst = 0;
   size_t zero_rows = 0;
   for (size_t i = 0; i < na; i++) {
@@ -44,5 +49,7 @@ int main(int argc, char **argv) {
     if (s < 0.5) zero_rows++;   /* every embedding has unit norm: a missing row would be zeros */
   }
   printf("npy_cmp: %zu values, max abs diff %.3g, rows without a unit norm %zu\n", na, worst, zero_rows);
+  free(a);
+  free(b);
   return worst <= tol && zero_rows == 0 ? 0 : 1;
 }
