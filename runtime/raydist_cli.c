@@ -10,6 +10,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "gcs.h"
 #include "node.h"
 #include "resources.h"
 
@@ -41,6 +42,7 @@ int main(int argc, char **argv) {
     usage(argc < 2 ? stderr : stdout);
     return argc < 2 ? 2 : 0;
   }
+  if (!strcmp(argv[1], "gcs")) return rd__gcs_cli(argc, argv);
   if (!strcmp(argv[1], "version")) {
     printf("raydist 0.1.0\n");
     return 0;

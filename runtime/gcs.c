@@ -1,0 +1,1163 @@
+/* runtime/gcs.c - the GCS server: node, actor, job, code and KV tables and
+ * pub/sub of state changes, over gRPC (proto/gcs.proto).
+ *
+ * Every table lives in the rd_gcs_store as packed protobuf records, so a
+ * persistent back end keeps the cluster's state; only soft state stays in
+ * memory here: the monotonic time of each node's last heartbeat, which nodes
+ * are alive (a cache of the node records), uploads in progress and the
+ * subscribers.  One lock serialises all of it; handlers are short.  A node
+ * that misses heartbeats for the timeout is declared dead for good: it must
+ * register again and gets a new index. */
+#include "gcs.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "common.h"
+#include "gcs.pb-c.h"
+#include "gcs_store.h"
+#include "log.h"
+#include "raydist/error.h"
+#include "rpc.h"
+#include "sha256.h"
+
+#define T_NODE "node"
+#define T_ACTOR "actor"
+#define T_ACTOR_NAME "actor_name"
+#define T_JOB "job"
+#define T_KV "kv"
+#define T_CODE "code"
+#define MAX_UPLOADS 8
+#define UPLOAD_IDLE_MS 60000
+
+typedef struct gcs_event {
+  int kind;
+  uint32_t node_index;
+  uint64_t actor_id;
+  int actor_state;
+  uint64_t view_version;
+  char reason[128];
+} gcs_event;
+
+typedef struct gcs_sub {
+  struct gcs_sub *next;
+  struct gcs *g;
+  rd__rpc_call *call;
+  pthread_mutex_t mu;           /* the queue; taken under the call's lock */
+  gcs_event *q;
+  size_t head, len;
+  int overflow;
+  int dirty;                    /* has events not yet handed to the call; g->mu */
+} gcs_sub;
+
+typedef struct gcs_upload {
+  uint64_t id;                  /* 0: slot free */
+  char hash[65];
+  uint64_t size, got, last_ms;
+  uint8_t *buf;
+  rd_sha256 sha;
+} gcs_upload;
+
+typedef struct gcs {
+  pthread_mutex_t mu;
+  pthread_cond_t cv;
+  rd_gcs_store *store;
+  int hb_timeout_ms;
+  uint64_t last_hb_ms[RD_GCS_MAX_NODES + 1];
+  uint8_t alive[RD_GCS_MAX_NODES + 1];
+  uint32_t cursor;              /* next index to try */
+  uint64_t view_version;
+  uint32_t next_job;
+  uint64_t next_upload;
+  gcs_upload uploads[MAX_UPLOADS];
+  gcs_sub *subs;
+  int stop;
+} gcs;
+
+static uint64_t mono_ms(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
+
+static uint64_t wall_ms(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_REALTIME, &ts);
+  return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
+
+/* Strings from the wire: NULL-safe, bounded. */
+static int str_ok(const char *s, size_t max) { return s && strnlen(s, max) < max; }
+
+/* ---- records in the store ---- */
+
+static int rec_put(gcs *g, const char *table, const char *key, const ProtobufCMessage *m) {
+  size_t n = protobuf_c_message_get_packed_size(m);
+  uint8_t *buf = malloc(n ? n : 1);
+  if (!buf) return RD_ENOMEM;
+  protobuf_c_message_pack(m, buf);
+  int rc = g->store->ops->put(g->store, table, key, strlen(key), buf, n);
+  free(buf);
+  return rc;
+}
+
+static void *rec_get(gcs *g, const char *table, const char *key,
+                     const ProtobufCMessageDescriptor *d, int *rc) {
+  void *val;
+  size_t len;
+  *rc = g->store->ops->get(g->store, table, key, strlen(key), &val, &len);
+  if (*rc) return NULL;
+  ProtobufCMessage *m = protobuf_c_message_unpack(d, NULL, len, val);
+  free(val);
+  if (!m) *rc = RD_EIO;   /* a record we wrote no longer unpacks */
+  return m;
+}
+
+static void node_key(char key[12], uint32_t idx) { snprintf(key, 12, "%04u", idx); }
+static void actor_key(char key[20], uint64_t id) { snprintf(key, 20, "%016" PRIx64, id); }
+static void job_key(char key[12], uint32_t id) { snprintf(key, 12, "%08u", id); }
+
+static Rd__Gcs__NodeInfo *node_load(gcs *g, uint32_t idx, int *rc) {
+  char key[12];
+  node_key(key, idx);
+  return rec_get(g, T_NODE, key, &rd__gcs__node_info__descriptor, rc);
+}
+
+static int node_save(gcs *g, const Rd__Gcs__NodeInfo *n) {
+  char key[12];
+  node_key(key, n->index);
+  return rec_put(g, T_NODE, key, &n->base);
+}
+
+/* ---- pub/sub ---- */
+
+static void publish(gcs *g, int kind, uint32_t node, uint64_t actor, int astate, const char *reason) {
+  for (gcs_sub *s = g->subs; s; s = s->next) {
+    pthread_mutex_lock(&s->mu);
+    if (s->len == RD_GCS_SUB_QUEUE) {
+      s->overflow = 1;
+    } else {
+      gcs_event *e = &s->q[(s->head + s->len++) % RD_GCS_SUB_QUEUE];
+      *e = (gcs_event){kind, node, actor, astate, g->view_version, ""};
+      snprintf(e->reason, sizeof(e->reason), "%s", reason ? reason : "");
+    }
+    pthread_mutex_unlock(&s->mu);
+    s->dirty = 1;
+  }
+}
+
+/* Hands queued events to their calls.  Never with g->mu held: a call's
+ * lock is taken before g->mu when a handler runs. */
+static void flush_wakes(gcs *g) {
+  rd__rpc_call *calls[64];
+  for (;;) {
+    size_t n = 0;
+    pthread_mutex_lock(&g->mu);
+    for (gcs_sub *s = g->subs; s && n < 64; s = s->next) {
+      if (!s->dirty) continue;
+      s->dirty = 0;
+      rd__rpc_call_ref(s->call);
+      calls[n++] = s->call;
+    }
+    pthread_mutex_unlock(&g->mu);
+    for (size_t i = 0; i < n; i++) {
+      rd__rpc_stream_wake(calls[i]);
+      rd__rpc_call_unref(calls[i]);
+    }
+    if (n < 64) return;
+  }
+}
+
+static int sub_start(void *arg, rd__rpc_call *call, const ProtobufCMessage *req, void **stream) {
+  gcs *g = arg;
+  gcs_sub *s = calloc(1, sizeof(*s));
+  gcs_event *q = malloc(RD_GCS_SUB_QUEUE * sizeof(*q));
+  if (!s || !q) {
+    free(s);
+    free(q);
+    return RD_ENOMEM;
+  }
+  s->g = g;
+  s->q = q;
+  s->call = call;
+  pthread_mutex_init(&s->mu, NULL);
+  rd__rpc_call_ref(call);
+  pthread_mutex_lock(&g->mu);
+  s->next = g->subs;
+  g->subs = s;
+  pthread_mutex_unlock(&g->mu);
+  rd__log(RD_LOG_INFO, "gcs: subscriber %s", rd__rpc_call_peer(call));
+  *stream = s;
+  return 0;
+}
+
+static int sub_next(void *stream, rd__rpc_call *call) {
+  gcs_sub *s = stream;
+  pthread_mutex_lock(&s->mu);
+  if (s->overflow) {
+    pthread_mutex_unlock(&s->mu);
+    rd__rpc_fail(call, "subscriber fell %d events behind; subscribe again and re-read the tables",
+                 RD_GCS_SUB_QUEUE);
+    return RD_EAGAIN;
+  }
+  if (!s->len) {
+    pthread_mutex_unlock(&s->mu);
+    return 0;
+  }
+  gcs_event e = s->q[s->head];
+  s->head = (s->head + 1) % RD_GCS_SUB_QUEUE;
+  s->len--;
+  pthread_mutex_unlock(&s->mu);
+  Rd__Gcs__Event m = RD__GCS__EVENT__INIT;
+  m.kind = (Rd__Gcs__EventKind)e.kind;
+  m.node_index = e.node_index;
+  m.actor_id = e.actor_id;
+  m.actor_state = (Rd__Gcs__ActorState)e.actor_state;
+  m.reason = e.reason;
+  m.view_version = e.view_version;
+  return rd__rpc_reply(call, &m.base) == 0 ? 1 : RD_ENOMEM;
+}
+
+static void sub_finish(void *stream) {
+  gcs_sub *s = stream;
+  gcs *g = s->g;
+  pthread_mutex_lock(&g->mu);
+  for (gcs_sub **pp = &g->subs; *pp; pp = &(*pp)->next) {
+    if (*pp == s) {
+      *pp = s->next;
+      break;
+    }
+  }
+  pthread_mutex_unlock(&g->mu);
+  rd__rpc_call_unref(s->call);
+  pthread_mutex_destroy(&s->mu);
+  free(s->q);
+  free(s);
+}
+
+static const rd__rpc_stream_ops sub_ops = {sub_start, sub_next, sub_finish};
+
+/* The end of a handler whose answer is only its status. */
+static int reply_empty(rd__rpc_call *call, int rc) {
+  if (rc) return rc;
+  Rd__Gcs__Empty r = RD__GCS__EMPTY__INIT;
+  return rd__rpc_reply(call, &r.base);
+}
+
+/* ---- nodes ---- */
+
+/* Actors on a node that died can no longer be alive.  g->mu held. */
+static void actors_of_dead_node(gcs *g, uint32_t idx);
+
+/* g->mu held. */
+static void node_mark_dead(gcs *g, Rd__Gcs__NodeInfo *n, const char *reason, int kind) {
+  char *old = n->death_reason;
+  n->state = RD__GCS__NODE_STATE__NODE_DEAD;
+  n->death_reason = (char *)reason;
+  if (node_save(g, n) != 0) rd__log(RD_LOG_ERROR, "gcs: cannot save node %u", n->index);
+  n->death_reason = old;   /* the unpacked record frees its own string */
+  g->alive[n->index] = 0;
+  g->view_version++;
+  rd__log(RD_LOG_WARN, "gcs: node %u (%s) %s: %s", n->index, n->ip ? n->ip : "?",
+          kind == RD__GCS__EVENT_KIND__EV_NODE_DEAD ? "dead" : "removed", reason);
+  publish(g, kind, n->index, 0, 0, reason);
+  actors_of_dead_node(g, n->index);
+}
+
+static int h_ping(void *arg, rd__rpc_call *call, const ProtobufCMessage *req) {
+  Rd__Gcs__PingReply r = RD__GCS__PING_REPLY__INIT;
+  r.version = RD_PROTO_VERSION;
+  return rd__rpc_reply(call, &r.base);
+}
+
+static int check_res(rd__rpc_call *call, const Rd__Resources *m, const char *what) {
+  rd_resources r;
+  if (m && rd__res_amounts_from_msg(m, &r) != 0) {
+    rd__rpc_fail(call, "invalid %s resources", what);
+    return RD_EINVAL;
+  }
+  return 0;
+}
+
+static int h_register(void *arg, rd__rpc_call *call, const ProtobufCMessage *req) {
+  gcs *g = arg;
+  const Rd__Gcs__RegisterNodeRequest *q = (const void *)req;
+  const Rd__Gcs__NodeInfo *in = q->node;
+  if (!in || !str_ok(in->ip, 64) || !in->ip[0] || !str_ok(in->hostname, 64) ||
+      !str_ok(in->session_dir, 256) || in->link_port < 0 || in->link_port > 65535 ||
+      in->xfer_port < 0 || in->xfer_port > 65535) {
+    rd__rpc_fail(call, "register: node needs an ip, and hostname < 64, session_dir < 256 bytes, ports 0..65535");
+    return RD_EINVAL;
+  }
+  int rc = check_res(call, in->total, "total");
+  if (rc) return rc;
+  uint8_t rnd[16];
+  char id[33];
+  if (getrandom(rnd, sizeof(rnd), 0) != (ssize_t)sizeof(rnd)) {
+    rd__rpc_fail(call, "no randomness for a node id");
+    return RD_ESYS;
+  }
+  for (int i = 0; i < 16; i++) snprintf(id + 2 * i, 3, "%02x", rnd[i]);
+
+  pthread_mutex_lock(&g->mu);
+  uint32_t idx = 0;
+  /* A fresh index each time, cycling: a dead node's index is reused only
+   * after every other index has been handed out once more. */
+  for (int tries = 0; tries < RD_GCS_MAX_NODES; tries++) {
+    uint32_t c = g->cursor;
+    g->cursor = g->cursor % RD_GCS_MAX_NODES + 1;
+    if (!g->alive[c]) {
+      idx = c;
+      break;
+    }
+  }
+  if (!idx) {
+    pthread_mutex_unlock(&g->mu);
+    rd__rpc_fail(call, "node table full (%d alive nodes)", RD_GCS_MAX_NODES);
+    return RD_ENOMEM;
+  }
+  Rd__Gcs__NodeInfo n = *in;   /* strings and resources stay in the request */
+  n.index = idx;
+  n.node_id = id;
+  n.state = RD__GCS__NODE_STATE__NODE_ALIVE;
+  n.avail = in->total;
+  n.pending = 0;
+  n.store_used = 0;
+  n.ms_since_heartbeat = 0;
+  n.death_reason = (char *)"";
+  rc = node_save(g, &n);
+  if (rc) {
+    pthread_mutex_unlock(&g->mu);
+    return rc;
+  }
+  g->alive[idx] = 1;
+  g->last_hb_ms[idx] = mono_ms();
+  g->view_version++;
+  publish(g, RD__GCS__EVENT_KIND__EV_NODE_ADDED, idx, 0, 0, "");
+  Rd__Gcs__RegisterNodeReply r = RD__GCS__REGISTER_NODE_REPLY__INIT;
+  r.index = idx;
+  r.node_id = id;
+  r.view_version = g->view_version;
+  pthread_mutex_unlock(&g->mu);
+  rd__log(RD_LOG_INFO, "gcs: node %u registered: %s (%s)%s", idx, in->ip, id, in->is_head ? " head" : "");
+  flush_wakes(g);
+  return rd__rpc_reply(call, &r.base);
+}
+
+/* The node record for a call naming idx: RD_EINVAL/RD_ENOENT otherwise. */
+static Rd__Gcs__NodeInfo *node_for_call(gcs *g, rd__rpc_call *call, uint32_t idx, int *rc) {
+  if (idx < 1 || idx > RD_GCS_MAX_NODES) {
+    rd__rpc_fail(call, "node index %u out of range 1..%d", idx, RD_GCS_MAX_NODES);
+    *rc = RD_EINVAL;
+    return NULL;
+  }
+  Rd__Gcs__NodeInfo *n = node_load(g, idx, rc);
+  if (!n) rd__rpc_fail(call, "no node %u", idx);
+  return n;
+}
+
+static int h_heartbeat(void *arg, rd__rpc_call *call, const ProtobufCMessage *req) {
+  gcs *g = arg;
+  const Rd__Gcs__HeartbeatRequest *q = (const void *)req;
+  int rc = check_res(call, q->avail, "available");
+  if (rc) return rc;
+  pthread_mutex_lock(&g->mu);
+  Rd__Gcs__NodeInfo *n = node_for_call(g, call, q->index, &rc);
+  if (n && n->state != RD__GCS__NODE_STATE__NODE_ALIVE) {
+    rd__rpc_fail(call, "node %u was declared dead (%s); register again", q->index,
+                 n->death_reason ? n->death_reason : "");
+    rc = RD_ENODE_DIED;
+  } else if (n) {
+    Rd__Resources *old = n->avail;
+    n->avail = q->avail ? q->avail : n->total;
+    n->pending = q->pending;
+    n->store_used = q->store_used;
+    rc = node_save(g, n);
+    n->avail = old;
+    g->last_hb_ms[q->index] = mono_ms();
+  }
+  Rd__Gcs__HeartbeatReply r = RD__GCS__HEARTBEAT_REPLY__INIT;
+  r.view_version = g->view_version;
+  pthread_mutex_unlock(&g->mu);
+  if (n) protobuf_c_message_free_unpacked(&n->base, NULL);
+  return rc ? rc : rd__rpc_reply(call, &r.base);
+}
+
+static int h_unregister(void *arg, rd__rpc_call *call, const ProtobufCMessage *req) {
+  gcs *g = arg;
+  const Rd__Gcs__UnregisterNodeRequest *q = (const void *)req;
+  char reason[128];
+  snprintf(reason, sizeof(reason), "unregistered: %.100s", str_ok(q->reason, 1024) ? q->reason : "");
+  int rc;
+  pthread_mutex_lock(&g->mu);
+  Rd__Gcs__NodeInfo *n = node_for_call(g, call, q->index, &rc);
+  if (n && n->state == RD__GCS__NODE_STATE__NODE_ALIVE)
+    node_mark_dead(g, n, reason, RD__GCS__EVENT_KIND__EV_NODE_REMOVED);
+  pthread_mutex_unlock(&g->mu);
+  if (n) protobuf_c_message_free_unpacked(&n->base, NULL);
+  flush_wakes(g);
+  return reply_empty(call, rc);
+}
+
+typedef struct node_list {
+  Rd__Gcs__NodeInfo **v;
+  size_t n, cap;
+  int rc;
+} node_list;
+
+static int collect_node(void *arg, const char *key, size_t klen, const void *val, size_t vlen) {
+  node_list *l = arg;
+  if (l->n == l->cap) {
+    size_t cap = l->cap ? 2 * l->cap : 16;
+    Rd__Gcs__NodeInfo **v = realloc(l->v, cap * sizeof(*v));
+    if (!v) {
+      l->rc = RD_ENOMEM;
+      return 1;
+    }
+    l->v = v;
+    l->cap = cap;
+  }
+  Rd__Gcs__NodeInfo *n = rd__gcs__node_info__unpack(NULL, vlen, val);
+  if (!n) {
+    l->rc = RD_EIO;
+    return 1;
+  }
+  l->v[l->n++] = n;
+  return 0;
+}
+
+static int h_get_nodes(void *arg, rd__rpc_call *call, const ProtobufCMessage *req) {
+  gcs *g = arg;
+  node_list l = {0};
+  pthread_mutex_lock(&g->mu);
+  int rc = g->store->ops->scan(g->store, T_NODE, "", 0, collect_node, &l);
+  uint64_t now = mono_ms();
+  for (size_t i = 0; i < l.n; i++) {
+    uint32_t idx = l.v[i]->index;
+    if (idx >= 1 && idx <= RD_GCS_MAX_NODES) l.v[i]->ms_since_heartbeat = now - g->last_hb_ms[idx];
+  }
+  Rd__Gcs__GetNodesReply r = RD__GCS__GET_NODES_REPLY__INIT;
+  r.view_version = g->view_version;
+  pthread_mutex_unlock(&g->mu);
+  if (!rc) rc = l.rc;
+  if (!rc) {
+    r.n_nodes = l.n;
+    r.nodes = l.v;
+    rc = rd__rpc_reply(call, &r.base);
+  }
+  for (size_t i = 0; i < l.n; i++) protobuf_c_message_free_unpacked(&l.v[i]->base, NULL);
+  free(l.v);
+  return rc;
+}
+
+/* The failure detector: declares silent nodes dead and drops stale uploads. */
+static void *detector(void *arg) {
+  gcs *g = arg;
+  int period = g->hb_timeout_ms / 10;
+  if (period < 20) period = 20;
+  if (period > 200) period = 200;
+  pthread_mutex_lock(&g->mu);
+  while (!g->stop) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    ts.tv_nsec += (long)period * 1000000;
+    ts.tv_sec += ts.tv_nsec / 1000000000;
+    ts.tv_nsec %= 1000000000;
+    pthread_cond_timedwait(&g->cv, &g->mu, &ts);
+    if (g->stop) break;
+    uint64_t now = mono_ms();
+    int changed = 0;
+    for (uint32_t i = 1; i <= RD_GCS_MAX_NODES; i++) {
+      if (!g->alive[i] || now - g->last_hb_ms[i] <= (uint64_t)g->hb_timeout_ms) continue;
+      int rc;
+      Rd__Gcs__NodeInfo *n = node_load(g, i, &rc);
+      if (!n) {
+        g->alive[i] = 0;
+        continue;
+      }
+      char reason[128];
+      snprintf(reason, sizeof(reason), "no heartbeat for %" PRIu64 " ms (timeout %d ms)",
+               now - g->last_hb_ms[i], g->hb_timeout_ms);
+      node_mark_dead(g, n, reason, RD__GCS__EVENT_KIND__EV_NODE_DEAD);
+      protobuf_c_message_free_unpacked(&n->base, NULL);
+      changed = 1;
+    }
+    for (int i = 0; i < MAX_UPLOADS; i++) {
+      gcs_upload *u = &g->uploads[i];
+      if (u->id && now - u->last_ms > UPLOAD_IDLE_MS) {
+        rd__log(RD_LOG_WARN, "gcs: dropping idle upload of %s (%" PRIu64 "/%" PRIu64 " bytes)", u->hash,
+                u->got, u->size);
+        free(u->buf);
+        memset(u, 0, sizeof(*u));
+      }
+    }
+    if (changed) {
+      pthread_mutex_unlock(&g->mu);
+      flush_wakes(g);
+      pthread_mutex_lock(&g->mu);
+    }
+  }
+  pthread_mutex_unlock(&g->mu);
+  return NULL;
+}
+
+/* ---- actors ---- */
+
+static void actor_publish(gcs *g, const Rd__Gcs__ActorInfo *a) {
+  publish(g, RD__GCS__EVENT_KIND__EV_ACTOR, a->node_index, a->actor_id, a->state, a->death_reason);
+}
+
+/* Frees the actor's name when it holds it.  g->mu held. */
+static void actor_drop_name(gcs *g, const Rd__Gcs__ActorInfo *a) {
+  if (!a->name || !a->name[0]) return;
+  void *v;
+  size_t len;
+  if (g->store->ops->get(g->store, T_ACTOR_NAME, a->name, strlen(a->name), &v, &len) == 0) {
+    if (len == 8 && !memcmp(v, &a->actor_id, 8))
+      g->store->ops->del(g->store, T_ACTOR_NAME, a->name, strlen(a->name));
+    free(v);
+  }
+}
+
+/* Takes the name for the actor: RD_EEXIST when another live actor holds it. */
+static int actor_claim_name(gcs *g, rd__rpc_call *call, const Rd__Gcs__ActorInfo *a) {
+  if (!a->name || !a->name[0]) return 0;
+  void *v;
+  size_t len;
+  if (g->store->ops->get(g->store, T_ACTOR_NAME, a->name, strlen(a->name), &v, &len) == 0) {
+    int mine = len == 8 && !memcmp(v, &a->actor_id, 8);
+    free(v);
+    if (!mine) {
+      rd__rpc_fail(call, "actor name '%s' is taken by a live actor", a->name);
+      return RD_EEXIST;
+    }
+    return 0;
+  }
+  return g->store->ops->put(g->store, T_ACTOR_NAME, a->name, strlen(a->name), &a->actor_id, 8);
+}
+
+/* Moves actor a (its record under key) to state, saves and publishes it.
+ * A dead actor frees its name; one coming back must win it again
+ * (RD_EEXIST, nothing changed).  node 0 keeps the node.  g->mu held. */
+static int actor_change(gcs *g, rd__rpc_call *call, Rd__Gcs__ActorInfo *a, const char *key, int state,
+                        uint32_t node, char *reason) {
+  char *old = a->death_reason;
+  int was = a->state, rc = 0;
+  a->state = (Rd__Gcs__ActorState)state;
+  if (node) a->node_index = node;
+  a->death_reason = reason;
+  if (state == RD__GCS__ACTOR_STATE__ACTOR_DEAD) actor_drop_name(g, a);
+  else if (was == RD__GCS__ACTOR_STATE__ACTOR_DEAD && call) rc = actor_claim_name(g, call, a);
+  if (!rc) rc = rec_put(g, T_ACTOR, key, &a->base);
+  if (!rc) actor_publish(g, a);
+  a->death_reason = old;   /* the unpacked record frees its own string */
+  return rc;
+}
+
+typedef struct id_list {
+  uint64_t *v;
+  size_t n, cap;
+  uint32_t node;
+} id_list;
+
+static int collect_actor_on(void *arg, const char *key, size_t klen, const void *val, size_t vlen) {
+  id_list *l = arg;
+  Rd__Gcs__ActorInfo *a = rd__gcs__actor_info__unpack(NULL, vlen, val);
+  if (!a) return 0;
+  if (a->node_index == l->node && a->state != RD__GCS__ACTOR_STATE__ACTOR_DEAD) {
+    if (l->n == l->cap) {
+      size_t cap = l->cap ? 2 * l->cap : 16;
+      uint64_t *v = realloc(l->v, cap * sizeof(*v));
+      if (v) {
+        l->v = v;
+        l->cap = cap;
+      }
+    }
+    if (l->n < l->cap) l->v[l->n++] = a->actor_id;
+  }
+  protobuf_c_message_free_unpacked(&a->base, NULL);
+  return 0;
+}
+
+static void actors_of_dead_node(gcs *g, uint32_t idx) {
+  id_list l = {.node = idx};
+  g->store->ops->scan(g->store, T_ACTOR, "", 0, collect_actor_on, &l);
+  char reason[64];
+  snprintf(reason, sizeof(reason), "node %u died", idx);
+  for (size_t i = 0; i < l.n; i++) {
+    char key[20];
+    actor_key(key, l.v[i]);
+    int rc;
+    Rd__Gcs__ActorInfo *a = rec_get(g, T_ACTOR, key, &rd__gcs__actor_info__descriptor, &rc);
+    if (!a) continue;
+    actor_change(g, NULL, a, key, RD__GCS__ACTOR_STATE__ACTOR_DEAD, 0, reason);
+    protobuf_c_message_free_unpacked(&a->base, NULL);
+  }
+  free(l.v);
+}
+
+static int h_actor_register(void *arg, rd__rpc_call *call, const ProtobufCMessage *req) {
+  gcs *g = arg;
+  const Rd__Gcs__ActorInfo *q = (const void *)req;
+  if (!q->actor_id || !str_ok(q->name, RD_GCS_NAME_MAX) || !str_ok(q->class_name, RD_GCS_NAME_MAX) ||
+      !q->class_name[0] || q->node_index > RD_GCS_MAX_NODES) {
+    rd__rpc_fail(call, "actor register needs an id, a class name and names < %d bytes", RD_GCS_NAME_MAX);
+    return RD_EINVAL;
+  }
+  char key[20];
+  actor_key(key, q->actor_id);
+  Rd__Gcs__ActorInfo a = *q;
+  a.state = RD__GCS__ACTOR_STATE__ACTOR_ALIVE;
+  a.death_reason = (char *)"";
+  pthread_mutex_lock(&g->mu);
+  void *v;
+  size_t len;
+  int rc = 0;
+  if (g->store->ops->get(g->store, T_ACTOR, key, strlen(key), &v, &len) == 0) {
+    free(v);
+    rd__rpc_fail(call, "actor %016" PRIx64 " is already registered", q->actor_id);
+    rc = RD_EEXIST;
+  }
+  if (!rc) rc = actor_claim_name(g, call, &a);
+  if (!rc) rc = rec_put(g, T_ACTOR, key, &a.base);
+  if (!rc) actor_publish(g, &a);
+  pthread_mutex_unlock(&g->mu);
+  flush_wakes(g);
+  return reply_empty(call, rc);
+}
+
+static int h_actor_update(void *arg, rd__rpc_call *call, const ProtobufCMessage *req) {
+  gcs *g = arg;
+  const Rd__Gcs__ActorUpdateRequest *q = (const void *)req;
+  if (q->state < RD__GCS__ACTOR_STATE__ACTOR_ALIVE || q->state > RD__GCS__ACTOR_STATE__ACTOR_DEAD ||
+      q->node_index > RD_GCS_MAX_NODES || !str_ok(q->reason, 1024)) {
+    rd__rpc_fail(call, "actor update: bad state or node index");
+    return RD_EINVAL;
+  }
+  char key[20], reason[128];
+  actor_key(key, q->actor_id);
+  snprintf(reason, sizeof(reason), "%s", q->reason ? q->reason : "");
+  pthread_mutex_lock(&g->mu);
+  int rc;
+  Rd__Gcs__ActorInfo *a = rec_get(g, T_ACTOR, key, &rd__gcs__actor_info__descriptor, &rc);
+  if (!a) {
+    rd__rpc_fail(call, "no actor %016" PRIx64, q->actor_id);
+  } else {
+    rc = actor_change(g, call, a, key, q->state, q->node_index, reason);
+    protobuf_c_message_free_unpacked(&a->base, NULL);
+  }
+  pthread_mutex_unlock(&g->mu);
+  flush_wakes(g);
+  return reply_empty(call, rc);
+}
+
+static int h_actor_lookup(void *arg, rd__rpc_call *call, const ProtobufCMessage *req) {
+  gcs *g = arg;
+  const Rd__Gcs__ActorLookupRequest *q = (const void *)req;
+  if (!str_ok(q->name, RD_GCS_NAME_MAX) || !q->name[0]) {
+    rd__rpc_fail(call, "actor lookup needs a name");
+    return RD_EINVAL;
+  }
+  Rd__Gcs__ActorLookupReply r = RD__GCS__ACTOR_LOOKUP_REPLY__INIT;
+  pthread_mutex_lock(&g->mu);
+  void *v = NULL;
+  size_t len = 0;
+  int rc = g->store->ops->get(g->store, T_ACTOR_NAME, q->name, strlen(q->name), &v, &len);
+  if (!rc && len == 8) {
+    memcpy(&r.actor_id, v, 8);
+    char key[20];
+    actor_key(key, r.actor_id);
+    Rd__Gcs__ActorInfo *a = rec_get(g, T_ACTOR, key, &rd__gcs__actor_info__descriptor, &rc);
+    if (a) {
+      r.node_index = a->node_index;
+      protobuf_c_message_free_unpacked(&a->base, NULL);
+    }
+  } else if (!rc) {
+    rc = RD_EIO;
+  }
+  pthread_mutex_unlock(&g->mu);
+  free(v);
+  if (rc == RD_ENOENT) rd__rpc_fail(call, "no live actor named '%s'", q->name);
+  return rc ? rc : rd__rpc_reply(call, &r.base);
+}
+
+/* ---- jobs ---- */
+
+static int h_job_add(void *arg, rd__rpc_call *call, const ProtobufCMessage *req) {
+  gcs *g = arg;
+  const Rd__Gcs__JobAddRequest *q = (const void *)req;
+  if (!str_ok(q->code_hash, 65) || (q->code_hash[0] && !rd_sha256_is_hex(q->code_hash)) ||
+      q->node_index > RD_GCS_MAX_NODES) {
+    rd__rpc_fail(call, "job add: code hash must be empty or 64 hex digits");
+    return RD_EINVAL;
+  }
+  Rd__Gcs__JobInfo j = RD__GCS__JOB_INFO__INIT;
+  j.code_hash = q->code_hash;
+  j.driver_pid = q->driver_pid;
+  j.node_index = q->node_index;
+  j.start_ms = wall_ms();
+  char key[12];
+  pthread_mutex_lock(&g->mu);
+  j.job_id = ++g->next_job;
+  job_key(key, j.job_id);
+  int rc = rec_put(g, T_JOB, key, &j.base);
+  pthread_mutex_unlock(&g->mu);
+  if (rc) return rc;
+  rd__log(RD_LOG_INFO, "gcs: job %u started (driver pid %d on node %u)", j.job_id, j.driver_pid, j.node_index);
+  Rd__Gcs__JobAddReply r = RD__GCS__JOB_ADD_REPLY__INIT;
+  r.job_id = j.job_id;
+  return rd__rpc_reply(call, &r.base);
+}
+
+static int h_job_finish(void *arg, rd__rpc_call *call, const ProtobufCMessage *req) {
+  gcs *g = arg;
+  const Rd__Gcs__JobFinishRequest *q = (const void *)req;
+  char key[12];
+  job_key(key, q->job_id);
+  int rc;
+  pthread_mutex_lock(&g->mu);
+  Rd__Gcs__JobInfo *j = rec_get(g, T_JOB, key, &rd__gcs__job_info__descriptor, &rc);
+  if (j && !j->end_ms) {
+    j->end_ms = wall_ms();
+    rc = rec_put(g, T_JOB, key, &j->base);
+  }
+  pthread_mutex_unlock(&g->mu);
+  if (j) protobuf_c_message_free_unpacked(&j->base, NULL);
+  if (rc == RD_ENOENT) rd__rpc_fail(call, "no job %u", q->job_id);
+  return reply_empty(call, rc);
+}
+
+/* ---- KV ---- */
+
+/* Store key: namespace, NUL, key. */
+static int kv_key(rd__rpc_call *call, const char *ns, const char *key, char *out, size_t *len) {
+  if (!str_ok(ns, RD_GCS_NAME_MAX) || !str_ok(key, RD_GCS_KV_KEY_MAX) || !key[0]) {
+    rd__rpc_fail(call, "kv: namespace < %d and key 1..%d bytes", RD_GCS_NAME_MAX, RD_GCS_KV_KEY_MAX - 1);
+    return RD_EINVAL;
+  }
+  size_t a = strlen(ns), b = strlen(key);
+  memcpy(out, ns, a + 1);
+  memcpy(out + a + 1, key, b);
+  *len = a + 1 + b;
+  return 0;
+}
+
+static int h_kv_put(void *arg, rd__rpc_call *call, const ProtobufCMessage *req) {
+  gcs *g = arg;
+  const Rd__Gcs__KvPutRequest *q = (const void *)req;
+  char k[RD_GCS_NAME_MAX + RD_GCS_KV_KEY_MAX];
+  size_t klen;
+  int rc = kv_key(call, q->ns, q->key, k, &klen);
+  if (rc) return rc;
+  pthread_mutex_lock(&g->mu);
+  if (!q->overwrite) {
+    void *v;
+    size_t len;
+    if (g->store->ops->get(g->store, T_KV, k, klen, &v, &len) == 0) {
+      free(v);
+      rc = RD_EEXIST;
+      rd__rpc_fail(call, "kv key '%s' exists in namespace '%s'", q->key, q->ns);
+    }
+  }
+  if (!rc) rc = g->store->ops->put(g->store, T_KV, k, klen, q->value.data, q->value.len);
+  pthread_mutex_unlock(&g->mu);
+  return reply_empty(call, rc);
+}
+
+static int h_kv_get(void *arg, rd__rpc_call *call, const ProtobufCMessage *req) {
+  gcs *g = arg;
+  const Rd__Gcs__KvKey *q = (const void *)req;
+  char k[RD_GCS_NAME_MAX + RD_GCS_KV_KEY_MAX];
+  size_t klen;
+  int rc = kv_key(call, q->ns, q->key, k, &klen);
+  if (rc) return rc;
+  void *v = NULL;
+  size_t len = 0;
+  pthread_mutex_lock(&g->mu);
+  rc = g->store->ops->get(g->store, T_KV, k, klen, &v, &len);
+  pthread_mutex_unlock(&g->mu);
+  if (rc == RD_ENOENT) rd__rpc_fail(call, "no kv key '%s' in namespace '%s'", q->key, q->ns);
+  if (rc) return rc;
+  Rd__Gcs__KvGetReply r = RD__GCS__KV_GET_REPLY__INIT;
+  r.value.data = v;
+  r.value.len = len;
+  rc = rd__rpc_reply(call, &r.base);
+  free(v);
+  return rc;
+}
+
+static int h_kv_del(void *arg, rd__rpc_call *call, const ProtobufCMessage *req) {
+  gcs *g = arg;
+  const Rd__Gcs__KvKey *q = (const void *)req;
+  char k[RD_GCS_NAME_MAX + RD_GCS_KV_KEY_MAX];
+  size_t klen;
+  int rc = kv_key(call, q->ns, q->key, k, &klen);
+  if (rc) return rc;
+  pthread_mutex_lock(&g->mu);
+  rc = g->store->ops->del(g->store, T_KV, k, klen);
+  pthread_mutex_unlock(&g->mu);
+  if (rc == RD_ENOENT) rd__rpc_fail(call, "no kv key '%s' in namespace '%s'", q->key, q->ns);
+  return reply_empty(call, rc);
+}
+
+typedef struct key_list {
+  char **v;
+  size_t n, cap, skip, bytes;
+  int rc;
+} key_list;
+
+static int collect_key(void *arg, const char *key, size_t klen, const void *val, size_t vlen) {
+  key_list *l = arg;
+  if (l->bytes + klen > RD_GCS_MSG_MAX / 2) {   /* keep the reply under the message limit */
+    l->rc = RD_E2BIG;
+    return 1;
+  }
+  if (l->n == l->cap) {
+    size_t cap = l->cap ? 2 * l->cap : 64;
+    char **v = realloc(l->v, cap * sizeof(*v));
+    if (!v) {
+      l->rc = RD_ENOMEM;
+      return 1;
+    }
+    l->v = v;
+    l->cap = cap;
+  }
+  char *s = strndup(key + l->skip, klen - l->skip);
+  if (!s) {
+    l->rc = RD_ENOMEM;
+    return 1;
+  }
+  l->v[l->n++] = s;
+  l->bytes += klen + 4;
+  return 0;
+}
+
+static int h_kv_list(void *arg, rd__rpc_call *call, const ProtobufCMessage *req) {
+  gcs *g = arg;
+  const Rd__Gcs__KvListRequest *q = (const void *)req;
+  char k[RD_GCS_NAME_MAX + RD_GCS_KV_KEY_MAX];
+  if (!str_ok(q->ns, RD_GCS_NAME_MAX) || !str_ok(q->prefix, RD_GCS_KV_KEY_MAX)) {
+    rd__rpc_fail(call, "kv list: namespace or prefix too long");
+    return RD_EINVAL;
+  }
+  size_t a = strlen(q->ns), b = strlen(q->prefix);
+  memcpy(k, q->ns, a + 1);
+  memcpy(k + a + 1, q->prefix, b);
+  key_list l = {.skip = a + 1};
+  pthread_mutex_lock(&g->mu);
+  int rc = g->store->ops->scan(g->store, T_KV, k, a + 1 + b, collect_key, &l);
+  pthread_mutex_unlock(&g->mu);
+  if (!rc) rc = l.rc;
+  if (rc == RD_E2BIG) rd__rpc_fail(call, "kv list: too many keys for one reply; use a longer prefix");
+  if (!rc) {
+    Rd__Gcs__KvListReply r = RD__GCS__KV_LIST_REPLY__INIT;
+    r.n_keys = l.n;
+    r.keys = l.v;
+    rc = rd__rpc_reply(call, &r.base);
+  }
+  for (size_t i = 0; i < l.n; i++) free(l.v[i]);
+  free(l.v);
+  return rc;
+}
+
+/* ---- code ---- */
+
+static int check_hash(rd__rpc_call *call, const char *h) {
+  if (rd_sha256_is_hex(h)) return 0;
+  rd__rpc_fail(call, "code hash must be 64 lowercase hex digits");
+  return RD_EINVAL;
+}
+
+static int h_code_stat(void *arg, rd__rpc_call *call, const ProtobufCMessage *req) {
+  gcs *g = arg;
+  const Rd__Gcs__CodeStatRequest *q = (const void *)req;
+  int rc = check_hash(call, q->hash);
+  if (rc) return rc;
+  Rd__Gcs__CodeStatReply r = RD__GCS__CODE_STAT_REPLY__INIT;
+  size_t n;
+  uint8_t dummy;
+  pthread_mutex_lock(&g->mu);
+  rc = g->store->ops->read(g->store, T_CODE, q->hash, 64, 0, &dummy, 0, &n, &r.size);
+  pthread_mutex_unlock(&g->mu);
+  r.present = rc == 0;
+  if (rc && rc != RD_ENOENT) return rc;
+  return rd__rpc_reply(call, &r.base);
+}
+
+static int h_code_put(void *arg, rd__rpc_call *call, const ProtobufCMessage *req) {
+  gcs *g = arg;
+  const Rd__Gcs__CodePutRequest *q = (const void *)req;
+  int rc = check_hash(call, q->hash);
+  if (rc) return rc;
+  if (q->size == 0 || q->size > RD_GCS_CODE_MAX || q->data.len > RD_GCS_CHUNK_MAX) {
+    rd__rpc_fail(call, "code put: size must be 1..%llu bytes and chunks <= %u bytes",
+                 (unsigned long long)RD_GCS_CODE_MAX, RD_GCS_CHUNK_MAX);
+    return RD_EINVAL;
+  }
+  Rd__Gcs__CodePutReply r = RD__GCS__CODE_PUT_REPLY__INIT;
+  uint64_t now = mono_ms();
+  pthread_mutex_lock(&g->mu);
+  gcs_upload *u = NULL;
+  if (q->upload_id == 0) {
+    size_t n;
+    uint64_t total;
+    uint8_t dummy;
+    if (q->offset != 0) {
+      rd__rpc_fail(call, "code put: a new upload starts at offset 0");
+      rc = RD_EINVAL;
+    } else if (g->store->ops->read(g->store, T_CODE, q->hash, 64, 0, &dummy, 0, &n, &total) == 0) {
+      r.complete = 1;   /* someone uploaded it already */
+    } else {
+      for (int i = 0; i < MAX_UPLOADS && !u; i++)
+        if (!g->uploads[i].id) u = &g->uploads[i];
+      uint8_t *buf = u ? malloc(q->size) : NULL;
+      if (!u) {
+        rd__rpc_fail(call, "code put: %d uploads in progress; retry later", MAX_UPLOADS);
+        rc = RD_EAGAIN;
+      } else if (!buf) {
+        rd__rpc_fail(call, "code put: cannot hold %" PRIu64 " bytes", q->size);
+        rc = RD_ENOMEM;
+        u = NULL;
+      } else {
+        u->id = ++g->next_upload;
+        memcpy(u->hash, q->hash, 65);
+        u->size = q->size;
+        u->got = 0;
+        u->buf = buf;
+        rd_sha256_init(&u->sha);
+      }
+    }
+  } else {
+    for (int i = 0; i < MAX_UPLOADS && !u; i++)
+      if (g->uploads[i].id == q->upload_id) u = &g->uploads[i];
+    if (!u) {
+      rd__rpc_fail(call, "code put: no upload %" PRIu64 " (expired?)", q->upload_id);
+      rc = RD_ENOENT;
+    } else if (strcmp(u->hash, q->hash) || u->size != q->size || q->offset != u->got) {
+      rd__rpc_fail(call, "code put: chunk does not continue upload %" PRIu64, q->upload_id);
+      rc = RD_EINVAL;
+      u = NULL;
+    }
+  }
+  if (u) {
+    if (q->data.len > u->size - u->got) {
+      rd__rpc_fail(call, "code put: chunk runs past the declared size");
+      rc = RD_EINVAL;
+    } else {
+      memcpy(u->buf + u->got, q->data.data, q->data.len);
+      rd_sha256_update(&u->sha, q->data.data, q->data.len);
+      u->got += q->data.len;
+      u->last_ms = now;
+      r.upload_id = u->id;
+      if (u->got == u->size) {
+        uint8_t d[32];
+        char hex[65];
+        rd_sha256_final(&u->sha, d);
+        rd_sha256_to_hex(d, hex);
+        if (strcmp(hex, u->hash)) {
+          rd__rpc_fail(call, "code put: data hashes to %s, not %s", hex, u->hash);
+          rc = RD_EINVAL;
+        } else {
+          rc = g->store->ops->put(g->store, T_CODE, u->hash, 64, u->buf, u->size);
+          r.complete = rc == 0;
+          if (!rc) rd__log(RD_LOG_INFO, "gcs: code %s stored (%" PRIu64 " bytes)", u->hash, u->size);
+        }
+      }
+    }
+    if (rc || r.complete) {   /* a failed upload starts over */
+      free(u->buf);
+      memset(u, 0, sizeof(*u));
+    }
+  }
+  pthread_mutex_unlock(&g->mu);
+  return rc ? rc : rd__rpc_reply(call, &r.base);
+}
+
+static int h_code_get(void *arg, rd__rpc_call *call, const ProtobufCMessage *req) {
+  gcs *g = arg;
+  const Rd__Gcs__CodeGetRequest *q = (const void *)req;
+  int rc = check_hash(call, q->hash);
+  if (rc) return rc;
+  size_t want = q->length ? q->length : RD_GCS_CHUNK;
+  if (want > RD_GCS_CHUNK_MAX) want = RD_GCS_CHUNK_MAX;
+  uint8_t *buf = malloc(want);
+  if (!buf) return RD_ENOMEM;
+  Rd__Gcs__CodeGetReply r = RD__GCS__CODE_GET_REPLY__INIT;
+  size_t n = 0;
+  pthread_mutex_lock(&g->mu);
+  rc = g->store->ops->read(g->store, T_CODE, q->hash, 64, q->offset, buf, want, &n, &r.size);
+  pthread_mutex_unlock(&g->mu);
+  if (rc == RD_ENOENT) rd__rpc_fail(call, "no code %s", q->hash);
+  if (rc == RD_EINVAL) rd__rpc_fail(call, "offset %" PRIu64 " past the end of code %s", q->offset, q->hash);
+  if (!rc) {
+    r.data.data = buf;
+    r.data.len = n;
+    rc = rd__rpc_reply(call, &r.base);
+  }
+  free(buf);
+  return rc;
+}
+
+/* ---- the method table and the command ---- */
+
+#define M(name, req, fn) {"/rd.gcs.Gcs/" name, &rd__gcs__##req##__descriptor, fn, NULL}
+static const rd__rpc_method gcs_methods[] = {
+    M("Ping", empty, h_ping),
+    M("RegisterNode", register_node_request, h_register),
+    M("Heartbeat", heartbeat_request, h_heartbeat),
+    M("UnregisterNode", unregister_node_request, h_unregister),
+    M("GetNodes", empty, h_get_nodes),
+    M("KvPut", kv_put_request, h_kv_put),
+    M("KvGet", kv_key, h_kv_get),
+    M("KvDel", kv_key, h_kv_del),
+    M("KvList", kv_list_request, h_kv_list),
+    M("CodeStat", code_stat_request, h_code_stat),
+    M("CodePut", code_put_request, h_code_put),
+    M("CodeGet", code_get_request, h_code_get),
+    M("JobAdd", job_add_request, h_job_add),
+    M("JobFinish", job_finish_request, h_job_finish),
+    M("ActorRegister", actor_info, h_actor_register),
+    M("ActorUpdate", actor_update_request, h_actor_update),
+    M("ActorLookup", actor_lookup_request, h_actor_lookup),
+    {"/rd.gcs.Gcs/Subscribe", &rd__gcs__empty__descriptor, NULL, &sub_ops},
+};
+#undef M
+
+static void usage(FILE *f) {
+  fprintf(f, "usage: raydist gcs --bind IP:PORT --token-file PATH [--ready-fd FD] [--port-file PATH]\n"
+             "                   [--heartbeat-timeout-ms N (default %d)] [--log-level L]\n",
+          RD_GCS_HB_TIMEOUT_MS);
+}
+
+/* tmp + rename so a reader never sees a partial port. */
+static int write_port_file(const char *path, int port) {
+  char tmp[4096];
+  snprintf(tmp, sizeof(tmp), "%s.tmp", path);
+  FILE *f = fopen(tmp, "w");
+  if (!f) return -1;
+  fprintf(f, "%d\n", port);
+  if (fclose(f) != 0 || rename(tmp, path) != 0) {
+    unlink(tmp);
+    return -1;
+  }
+  return 0;
+}
+
+int rd__gcs_cli(int argc, char **argv) {
+  static const struct option opts[] = {
+      {"bind", required_argument, NULL, 'b'},       {"token-file", required_argument, NULL, 't'},
+      {"ready-fd", required_argument, NULL, 'r'},   {"port-file", required_argument, NULL, 'p'},
+      {"heartbeat-timeout-ms", required_argument, NULL, 'h'},
+      {"log-level", required_argument, NULL, 'l'},  {"help", no_argument, NULL, 'H'},
+      {NULL, 0, NULL, 0}};
+  const char *bind = NULL, *token_file = NULL, *port_file = NULL;
+  int ready_fd = -1, hb = RD_GCS_HB_TIMEOUT_MS;
+  rd__log_init("gcs");
+  optind = 2;   /* argv[1] is "gcs" */
+  int c;
+  while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
+    char *end = NULL;
+    switch (c) {
+      case 'b': bind = optarg; break;
+      case 't': token_file = optarg; break;
+      case 'p': port_file = optarg; break;
+      case 'r':
+        ready_fd = (int)strtol(optarg, &end, 10);
+        if (*end || ready_fd < 0) { usage(stderr); return 2; }
+        break;
+      case 'h':
+        hb = (int)strtol(optarg, &end, 10);
+        if (*end || hb < 50 || hb > 3600000) {
+          fprintf(stderr, "raydist gcs: --heartbeat-timeout-ms must be 50..3600000\n");
+          return 2;
+        }
+        break;
+      case 'l':
+        rd__log_set_level((int)strtol(optarg, &end, 10));
+        break;
+      case 'H': usage(stdout); return 0;
+      default: usage(stderr); return 2;
+    }
+  }
+  if (!bind || !token_file || optind != argc) {
+    usage(stderr);
+    return 2;
+  }
+  char token[RD_RPC_TOKEN_MAX], err[256];
+  if (rd__rpc_read_token(token_file, token, sizeof(token), err, sizeof(err)) != 0) {
+    fprintf(stderr, "raydist gcs: %s\n", err);
+    return 1;
+  }
+  /* Signals go to sigwait below: block them before gRPC starts threads. */
+  sigset_t set;
+  sigemptyset(&set);
+  sigaddset(&set, SIGINT);
+  sigaddset(&set, SIGTERM);
+  pthread_sigmask(SIG_BLOCK, &set, NULL);
+  signal(SIGPIPE, SIG_IGN);
+
+  gcs *g = calloc(1, sizeof(*g));
+  if (!g || !(g->store = rd_gcs_store_create("memory"))) {
+    fprintf(stderr, "raydist gcs: out of memory\n");
+    free(g);
+    return 1;
+  }
+  g->hb_timeout_ms = hb;
+  g->cursor = 1;
+  pthread_mutex_init(&g->mu, NULL);
+  pthread_condattr_t ca;
+  pthread_condattr_init(&ca);
+  pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+  pthread_cond_init(&g->cv, &ca);
+  pthread_condattr_destroy(&ca);
+
+  rd__rpc_server *srv;
+  int port = 0;
+  int rc = rd__rpc_server_start(bind, token, gcs_methods, sizeof(gcs_methods) / sizeof(gcs_methods[0]),
+                                g, 2, RD_GCS_MSG_MAX, &srv, &port, err, sizeof(err));
+  int status = 1;
+  if (rc) {
+    fprintf(stderr, "raydist gcs: %s\n", err);
+    goto out;
+  }
+  pthread_t det;
+  pthread_create(&det, NULL, detector, g);
+  rd__log(RD_LOG_INFO, "gcs: serving on %s (port %d), heartbeat timeout %d ms", bind, port, hb);
+  if (port_file && write_port_file(port_file, port) != 0) {
+    fprintf(stderr, "raydist gcs: cannot write port file '%s': %s\n", port_file, strerror(errno));
+  } else {
+    if (ready_fd >= 0) {
+      ssize_t w = write(ready_fd, "R", 1);
+      (void)w;
+      close(ready_fd);
+    }
+    int sig = 0;
+    sigwait(&set, &sig);
+    rd__log(RD_LOG_INFO, "gcs: signal %d, stopping", sig);
+    status = 0;
+  }
+  pthread_mutex_lock(&g->mu);
+  g->stop = 1;
+  pthread_cond_broadcast(&g->cv);
+  pthread_mutex_unlock(&g->mu);
+  pthread_join(det, NULL);
+  rd__rpc_server_stop(srv);   /* ends every subscriber stream */
+out:
+  for (int i = 0; i < MAX_UPLOADS; i++) free(g->uploads[i].buf);
+  g->store->ops->destroy(g->store);
+  pthread_mutex_destroy(&g->mu);
+  pthread_cond_destroy(&g->cv);
+  free(g);
+  return status;
+}

@@ -1,0 +1,113 @@
+/* runtime/gcs_client.h - the blocking client of the GCS for node daemons and
+ * the raydist command (never for drivers: libraydist stays gRPC-free).
+ *
+ * Every call is thread-safe, blocks for at most its deadline (5 s unless
+ * said otherwise) and returns 0 or an RD_E* code: RD_ECONN when the GCS
+ * cannot be reached, RD_EAUTH when it refuses the token, RD_ETIMEDOUT when it
+ * does not answer in time, RD_EINVAL for bad arguments. */
+#ifndef RD_RUNTIME_GCS_CLIENT_H
+#define RD_RUNTIME_GCS_CLIENT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "resources.h"   /* rd_resources */
+
+typedef struct rd_gcs rd_gcs;
+
+/* Connects and verifies address + token with a ping: RD_ECONN (unreachable
+ * within timeout_ms), RD_EAUTH (token refused), RD_EINVAL (bad address).
+ * err gets a human sentence.  Close with rd_gcs_close. */
+int rd_gcs_connect(const char *address, const char *token, int timeout_ms, rd_gcs **out, char *err,
+                   size_t errlen);
+/* Ends subscriptions (their callbacks have returned when this returns) and
+ * frees g.  NULL is fine. */
+void rd_gcs_close(rd_gcs *g);
+/* The text of the last failure on this thread (a sentence from the GCS or
+ * from this client), for calls that have no err argument. */
+const char *rd_gcs_last_error(void);
+
+enum { RD_GCS_NODE_ALIVE = 1, RD_GCS_NODE_DEAD = 2 };
+typedef struct rd_gcs_node {
+  uint32_t index;            /* 1..4095, assigned by the GCS */
+  char node_id[33];          /* hex */
+  int state;                 /* RD_GCS_NODE_* */
+  int is_head;
+  char ip[64];               /* the node's address, e.g. "127.0.0.2" */
+  char hostname[64];
+  int link_port;             /* the node's TCP task link (owned by node.c) */
+  int xfer_port;             /* the node's object-transfer gRPC server */
+  char session_dir[256];     /* on its host */
+  rd_resources total, avail;
+  int64_t pending;           /* queued lease requests */
+  uint64_t store_capacity, store_used;
+  uint64_t ms_since_heartbeat;
+  char death_reason[128];
+} rd_gcs_node;
+
+/* Registers self (index, node_id, state, avail, ms_since_heartbeat and
+ * death_reason are ignored; avail starts at total).  *index_out gets the new
+ * index. */
+int rd_gcs_register_node(rd_gcs *g, const rd_gcs_node *self, uint32_t *index_out, char *err,
+                         size_t errlen);
+/* RD_ENODE_DIED when the GCS has already declared this node dead (register
+ * again); *view_version_out (may be NULL) changes whenever a node is added
+ * or dies, so a caller knows when to re-read rd_gcs_get_nodes. */
+int rd_gcs_heartbeat(rd_gcs *g, uint32_t index, const rd_resources *avail, int64_t pending,
+                     uint64_t store_used, uint64_t *view_version_out);
+int rd_gcs_unregister_node(rd_gcs *g, uint32_t index, const char *reason);
+/* All nodes (alive and dead); *nodes_out is malloc'ed, free() it (NULL when
+ * there are none). */
+int rd_gcs_get_nodes(rd_gcs *g, rd_gcs_node **nodes_out, size_t *n_out, uint64_t *version_out);
+
+/* KV: namespaces < 256 bytes, keys 1..1023 bytes, values up to ~7 MiB. */
+int rd_gcs_kv_put(rd_gcs *g, const char *ns, const char *key, const void *val, size_t len,
+                  int overwrite); /* RD_EEXIST */
+int rd_gcs_kv_get(rd_gcs *g, const char *ns, const char *key, void **val_out,
+                  size_t *len_out); /* RD_ENOENT; free() val */
+int rd_gcs_kv_del(rd_gcs *g, const char *ns, const char *key); /* RD_ENOENT */
+/* Keys of ns starting with prefix, sorted; *keys_out is one malloc'ed block
+ * (free() it once) holding *n_out string pointers. */
+int rd_gcs_kv_list(rd_gcs *g, const char *ns, const char *prefix, char ***keys_out, size_t *n_out);
+
+/* Hash the file (SHA-256 hex into hash_out) and upload it unless the GCS
+ * has it, in 1 MiB chunks (files up to 1 GiB). */
+int rd_gcs_code_put(rd_gcs *g, const char *path, char hash_out[65], char *err, size_t errlen);
+/* Download, verify the hash, write dest_path atomically (tmp + rename) with
+ * mode 0700.  RD_ENOENT if unknown, RD_EPROTO when the bytes do not hash
+ * to hash (nothing is written then). */
+int rd_gcs_code_get(rd_gcs *g, const char *hash, const char *dest_path, char *err, size_t errlen);
+
+int rd_gcs_job_add(rd_gcs *g, const char *code_hash, int driver_pid, uint32_t node_index,
+                   uint32_t *job_id_out);
+int rd_gcs_job_finish(rd_gcs *g, uint32_t job_id); /* RD_ENOENT */
+
+enum { RD_GCS_ACTOR_ALIVE = 1, RD_GCS_ACTOR_RESTARTING = 2, RD_GCS_ACTOR_DEAD = 3 };
+/* RD_EEXIST when the id is registered or the name is held by a live actor. */
+int rd_gcs_actor_register(rd_gcs *g, uint64_t actor_id, const char *name /* NULL or "" */,
+                          const char *class_name, uint32_t node_index);
+/* node_index 0 keeps the node.  DEAD frees the name; an update out of DEAD
+ * takes it back (RD_EEXIST if another live actor took it meanwhile). */
+int rd_gcs_actor_update(rd_gcs *g, uint64_t actor_id, int state, uint32_t node_index,
+                        const char *reason);
+int rd_gcs_actor_lookup(rd_gcs *g, const char *name, uint64_t *actor_id_out,
+                        uint32_t *node_index_out); /* RD_ENOENT */
+
+/* Pub/sub: cb runs on an internal thread (one per subscription, events in
+ * order) for every event until rd_gcs_close.  The subscription is live when
+ * this returns 0.  If the stream breaks (GCS restart, subscriber too slow)
+ * the thread subscribes again; events in between are lost, so re-read the
+ * tables after an RD_GCS_EV_NODE_* gap in view_version. */
+enum { RD_GCS_EV_NODE_ADDED = 1, RD_GCS_EV_NODE_DEAD, RD_GCS_EV_NODE_REMOVED, RD_GCS_EV_ACTOR };
+typedef struct rd_gcs_event {
+  int kind;
+  uint32_t node_index;
+  uint64_t actor_id;
+  int actor_state;
+  char reason[128];
+  uint64_t view_version;
+} rd_gcs_event;
+typedef void (*rd_gcs_event_cb)(void *arg, const rd_gcs_event *ev);
+int rd_gcs_subscribe(rd_gcs *g, rd_gcs_event_cb cb, void *arg);
+
+#endif

@@ -1,0 +1,907 @@
+/* tests/rpc/rpc_test.c - the control plane in real processes: a `raydist gcs`
+ * child (posix_spawn: this process runs gRPC, so it never forks) driven
+ * through gcs_client, and object transfer between servers and clients in
+ * this process and in a child that gets killed mid-transfer.  One case per
+ * CTest; `rpc_test NAME`. */
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <pthread.h>
+#include <signal.h>
+#include <spawn.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "check.h"
+#include "gcs.h"
+#include "gcs.pb-c.h"
+#include "gcs_client.h"
+#include "objxfer.h"
+#include "objxfer.pb-c.h"
+#include "raydist.h"
+#include "rpc.h"
+#include "sha256.h"
+
+extern char **environ;
+
+#define TOKEN "test-token-0123456789abcdef"
+
+static char g_dir[256];
+
+static double now_ms(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
+}
+
+static void sleep_ms(int ms) {
+  struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
+  while (nanosleep(&ts, &ts) != 0 && errno == EINTR) {
+  }
+}
+
+static void make_dir(void) {
+  snprintf(g_dir, sizeof(g_dir), "/tmp/rd_rpc_test.XXXXXX");
+  CHECK(mkdtemp(g_dir) != NULL);
+}
+
+static void rm_dir(void) {
+  char cmd[300];
+  snprintf(cmd, sizeof(cmd), "rm -rf %s", g_dir);
+  CHECK(system(cmd) == 0);
+}
+
+static void write_file(const char *path, const void *p, size_t n) {
+  FILE *f = fopen(path, "w");
+  CHECK(f);
+  CHECK(fwrite(p, 1, n, f) == n);
+  CHECK(fclose(f) == 0);
+}
+
+/* ---- a `raydist gcs` child ---- */
+
+typedef struct gcs_proc {
+  pid_t pid;
+  int port;
+  char addr[64];
+} gcs_proc;
+
+/* Children die with a failed test (CHECK exits): no stray servers. */
+static pid_t g_children[4];
+
+static void kill_children(void) {
+  for (int i = 0; i < 4; i++)
+    if (g_children[i] > 0) kill(g_children[i], SIGKILL);
+}
+
+static void child_track(pid_t pid, int add) {
+  static int registered;
+  if (!registered) registered = !atexit(kill_children);
+  for (int i = 0; i < 4; i++) {
+    if (add && g_children[i] <= 0) {
+      g_children[i] = pid;
+      return;
+    }
+    if (!add && g_children[i] == pid) g_children[i] = 0;
+  }
+}
+
+static void gcs_start(gcs_proc *p, int hb_ms) {
+  const char *bin = getenv("RAYDIST_BIN");
+  CHECK(bin != NULL);
+  char token_file[300], port_file[300], hb[16], fdbuf[16];
+  snprintf(token_file, sizeof(token_file), "%s/token", g_dir);
+  snprintf(port_file, sizeof(port_file), "%s/gcs.port", g_dir);
+  write_file(token_file, TOKEN "\n", strlen(TOKEN) + 1);
+  snprintf(hb, sizeof(hb), "%d", hb_ms);
+  int fds[2];
+  CHECK(pipe(fds) == 0);
+  snprintf(fdbuf, sizeof(fdbuf), "%d", fds[1]);
+  char *argv[] = {(char *)bin, "gcs", "--bind", "127.0.0.1:0", "--token-file", token_file,
+                  "--port-file", port_file, "--ready-fd", fdbuf, "--heartbeat-timeout-ms", hb, NULL};
+  posix_spawn_file_actions_t fa;
+  posix_spawn_file_actions_init(&fa);
+  posix_spawn_file_actions_addclose(&fa, fds[0]);
+  CHECK(posix_spawn(&p->pid, bin, &fa, NULL, argv, environ) == 0);
+  posix_spawn_file_actions_destroy(&fa);
+  child_track(p->pid, 1);
+  close(fds[1]);
+  char c = 0;
+  CHECK(read(fds[0], &c, 1) == 1 && c == 'R');
+  close(fds[0]);
+  FILE *f = fopen(port_file, "r");
+  CHECK(f && fscanf(f, "%d", &p->port) == 1);
+  fclose(f);
+  snprintf(p->addr, sizeof(p->addr), "127.0.0.1:%d", p->port);
+}
+
+/* SIGTERM must stop the GCS cleanly within 10 s (and, under the
+ * sanitizers, with no report: that would change the exit status). */
+static void gcs_stop(gcs_proc *p) {
+  CHECK(kill(p->pid, SIGTERM) == 0);
+  int st = 0;
+  pid_t r = 0;
+  for (int i = 0; i < 1000 && r == 0; i++) {
+    r = waitpid(p->pid, &st, WNOHANG);
+    if (r == 0) sleep_ms(10);
+  }
+  CHECK(r == p->pid);
+  child_track(p->pid, 0);
+  CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+}
+
+static rd_gcs *connect_ok(const gcs_proc *p) {
+  rd_gcs *g = NULL;
+  char err[256];
+  int rc = rd_gcs_connect(p->addr, TOKEN, 5000, &g, err, sizeof(err));
+  if (rc) fprintf(stderr, "connect: %s\n", err);
+  CHECK_EQ(rc, 0);
+  return g;
+}
+
+/* ---- events from a subscription ---- */
+
+typedef struct ev_log {
+  pthread_mutex_t mu;
+  rd_gcs_event ev[256];
+  double at[256];
+  int n;
+} ev_log;
+
+static void on_event(void *arg, const rd_gcs_event *e) {
+  ev_log *l = arg;
+  pthread_mutex_lock(&l->mu);
+  if (l->n < 256) {
+    l->at[l->n] = now_ms();
+    l->ev[l->n++] = *e;
+  }
+  pthread_mutex_unlock(&l->mu);
+}
+
+/* Index of the first event of kind for node (or actor) within wait_ms, or -1. */
+static int ev_wait(ev_log *l, int kind, uint32_t node, uint64_t actor, int wait_ms) {
+  double end = now_ms() + wait_ms;
+  do {
+    pthread_mutex_lock(&l->mu);
+    for (int i = 0; i < l->n; i++) {
+      if (l->ev[i].kind == kind && (!node || l->ev[i].node_index == node) &&
+          (!actor || l->ev[i].actor_id == actor)) {
+        pthread_mutex_unlock(&l->mu);
+        return i;
+      }
+    }
+    pthread_mutex_unlock(&l->mu);
+    sleep_ms(10);
+  } while (now_ms() < end);
+  return -1;
+}
+
+static void node_fill(rd_gcs_node *n, const char *ip, int cpus) {
+  memset(n, 0, sizeof(*n));
+  snprintf(n->ip, sizeof(n->ip), "%s", ip);
+  snprintf(n->hostname, sizeof(n->hostname), "host-%s", ip);
+  snprintf(n->session_dir, sizeof(n->session_dir), "/tmp/session-%s", ip);
+  n->link_port = 7000;
+  n->xfer_port = 7001;
+  n->total.cpu = (int64_t)cpus * RD_RES_UNIT;
+  n->total.memory = 1 << 30;
+  CHECK_EQ(rd_res_set_custom(&n->total, "tpu", 2 * RD_RES_UNIT), 0);
+  n->store_capacity = 1 << 28;
+}
+
+/* ---------------------------------------------------------------- */
+
+static int t_sha256(void) {
+  static const struct { const char *in; const char *hex; } v[] = {
+      {"", "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"},
+      {"abc", "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad"},
+      {"abcdbcdecdefdefgefghfghighijhijkijkljklmklmnlmnomnopnopq",
+       "248d6a61d20638b8e5c026930c3e6039a33ce45964ff2167f6ecedd419db06c1"},
+      {"abcdefghbcdefghicdefghijdefghijkefghijklfghijklmghijklmnhijklmnoijklmnopjklmnopqklmnopqrlmnopqrsmnopqrstnopqrstu",
+       "cf5b16a778af8380036ce59e7b0492370b249b11e8f07a51afac45037afee9d1"},
+  };
+  char hex[65];
+  for (size_t i = 0; i < sizeof(v) / sizeof(v[0]); i++) {
+    rd_sha256_hex(v[i].in, strlen(v[i].in), hex);
+    CHECK(!strcmp(hex, v[i].hex));
+  }
+  /* a million 'a', fed in uneven pieces across block boundaries */
+  static char a[1000000];
+  memset(a, 'a', sizeof(a));
+  rd_sha256 c;
+  uint8_t d[32];
+  rd_sha256_init(&c);
+  size_t off = 0, step = 1;
+  while (off < sizeof(a)) {
+    size_t n = step < sizeof(a) - off ? step : sizeof(a) - off;
+    rd_sha256_update(&c, a + off, n);
+    off += n;
+    step = step * 3 % 997 + 1;
+  }
+  rd_sha256_final(&c, d);
+  rd_sha256_to_hex(d, hex);
+  CHECK(!strcmp(hex, "cdc76e5c9914fb9281a1c7e284d73e67f1809a48a497200e046d39ccc7112cd0"));
+  rd_sha256_hex(a, sizeof(a), hex);
+  CHECK(!strcmp(hex, "cdc76e5c9914fb9281a1c7e284d73e67f1809a48a497200e046d39ccc7112cd0"));
+  CHECK(rd_sha256_is_hex(hex));
+  hex[3] = 'G';
+  CHECK(!rd_sha256_is_hex(hex));
+  return 0;
+}
+
+/* Registration, heartbeats, failure detection within the timeout, pub/sub,
+ * re-registration with a new index, graceful unregister, status view. */
+static int t_gcs_nodes(void) {
+  make_dir();
+  gcs_proc p;
+  const int hb_timeout = 600;
+  gcs_start(&p, hb_timeout);
+  rd_gcs *g = connect_ok(&p);
+  ev_log log = {.mu = PTHREAD_MUTEX_INITIALIZER};
+  CHECK_EQ(rd_gcs_subscribe(g, on_event, &log), 0);
+
+  rd_gcs_node a, b;
+  node_fill(&a, "127.0.0.2", 4);
+  node_fill(&b, "127.0.0.3", 2);
+  a.is_head = 1;
+  uint32_t ia = 0, ib = 0;
+  char err[256];
+  CHECK_EQ(rd_gcs_register_node(g, &a, &ia, err, sizeof(err)), 0);
+  CHECK_EQ(rd_gcs_register_node(g, &b, &ib, err, sizeof(err)), 0);
+  CHECK(ia >= 1 && ia <= 4095 && ib >= 1 && ib <= 4095 && ia != ib);
+  CHECK(ev_wait(&log, RD_GCS_EV_NODE_ADDED, ia, 0, 2000) >= 0);
+  CHECK(ev_wait(&log, RD_GCS_EV_NODE_ADDED, ib, 0, 2000) >= 0);
+  /* an actor on b dies with it */
+  CHECK_EQ(rd_gcs_actor_register(g, 0xb0b, "on-b", "Cls", ib), 0);
+
+  /* a heartbeats every 100 ms; b only once, then goes silent */
+  rd_resources avail = a.total;
+  avail.cpu = 1 * RD_RES_UNIT;
+  uint64_t ver = 0;
+  CHECK_EQ(rd_gcs_heartbeat(g, ib, &b.total, 0, 0, &ver), 0);
+  double b_last = now_ms();
+  int dead_at = -1;
+  for (int i = 0; i < 40 && dead_at < 0; i++) {
+    CHECK_EQ(rd_gcs_heartbeat(g, ia, &avail, 7, 12345, &ver), 0);
+    sleep_ms(100);
+    dead_at = ev_wait(&log, RD_GCS_EV_NODE_DEAD, ib, 0, 0);
+  }
+  CHECK(dead_at >= 0);
+  double after = log.at[dead_at] - b_last;
+  fprintf(stderr, "node declared dead %.0f ms after its last heartbeat (timeout %d ms)\n", after, hb_timeout);
+  CHECK(after >= hb_timeout - 50 && after < hb_timeout + 600);
+  CHECK(strstr(log.ev[dead_at].reason, "no heartbeat") != NULL);
+  CHECK(ev_wait(&log, RD_GCS_EV_NODE_DEAD, ia, 0, 0) < 0);   /* a kept beating */
+  int dead_actor = 0;
+  for (int i = 0; i < 200 && !dead_actor; i++) {
+    pthread_mutex_lock(&log.mu);
+    for (int j = 0; j < log.n; j++)
+      if (log.ev[j].kind == RD_GCS_EV_ACTOR && log.ev[j].actor_id == 0xb0b &&
+          log.ev[j].actor_state == RD_GCS_ACTOR_DEAD)
+        dead_actor = 1;
+    pthread_mutex_unlock(&log.mu);
+    if (!dead_actor) sleep_ms(10);
+  }
+  CHECK(dead_actor);
+  CHECK_EQ(rd_gcs_actor_lookup(g, "on-b", NULL, NULL), RD_ENOENT);
+
+  /* a dead node stays dead */
+  CHECK_EQ(rd_gcs_heartbeat(g, ib, &b.total, 0, 0, NULL), RD_ENODE_DIED);
+  CHECK(strstr(rd_gcs_last_error(), "dead") != NULL);
+  CHECK_EQ(rd_gcs_heartbeat(g, 4000, &b.total, 0, 0, NULL), RD_ENOENT);
+  CHECK_EQ(rd_gcs_heartbeat(g, 0, &b.total, 0, 0, NULL), RD_EINVAL);
+
+  rd_gcs_node *nodes;
+  size_t n;
+  uint64_t v2;
+  CHECK_EQ(rd_gcs_heartbeat(g, ia, &avail, 7, 12345, NULL), 0);
+  CHECK_EQ(rd_gcs_get_nodes(g, &nodes, &n, &v2), 0);
+  CHECK_EQ(n, 2);
+  for (size_t i = 0; i < n; i++) {
+    if (nodes[i].index == ia) {
+      CHECK_EQ(nodes[i].state, RD_GCS_NODE_ALIVE);
+      CHECK(nodes[i].is_head);
+      CHECK(!strcmp(nodes[i].ip, "127.0.0.2"));
+      CHECK(!strcmp(nodes[i].session_dir, "/tmp/session-127.0.0.2"));
+      CHECK_EQ(strlen(nodes[i].node_id), 32);
+      CHECK_EQ(nodes[i].total.cpu, 4 * RD_RES_UNIT);
+      CHECK_EQ(nodes[i].avail.cpu, 1 * RD_RES_UNIT);
+      CHECK_EQ(rd_res_get_custom(&nodes[i].avail, "tpu"), 2 * RD_RES_UNIT);
+      CHECK_EQ(nodes[i].pending, 7);
+      CHECK_EQ(nodes[i].store_used, 12345);
+      CHECK_EQ(nodes[i].store_capacity, 1 << 28);
+      CHECK(nodes[i].ms_since_heartbeat < 500);
+    } else {
+      CHECK_EQ(nodes[i].index, ib);
+      CHECK_EQ(nodes[i].state, RD_GCS_NODE_DEAD);
+      CHECK(strstr(nodes[i].death_reason, "no heartbeat") != NULL);
+      CHECK(nodes[i].ms_since_heartbeat >= (uint64_t)hb_timeout);
+    }
+  }
+  free(nodes);
+
+  /* b comes back: a new index */
+  uint32_t ib2 = 0;
+  CHECK_EQ(rd_gcs_register_node(g, &b, &ib2, err, sizeof(err)), 0);
+  CHECK(ib2 != ib && ib2 != ia);
+  CHECK(ev_wait(&log, RD_GCS_EV_NODE_ADDED, ib2, 0, 2000) >= 0);
+
+  /* a leaves gracefully */
+  CHECK_EQ(rd_gcs_unregister_node(g, ia, "stopped by test"), 0);
+  int re = ev_wait(&log, RD_GCS_EV_NODE_REMOVED, ia, 0, 2000);
+  CHECK(re >= 0);
+  CHECK(strstr(log.ev[re].reason, "stopped by test") != NULL);
+  CHECK_EQ(rd_gcs_heartbeat(g, ia, &avail, 0, 0, NULL), RD_ENODE_DIED);
+  CHECK_EQ(rd_gcs_get_nodes(g, &nodes, &n, NULL), 0);
+  CHECK_EQ(n, 3);
+  free(nodes);
+
+  /* a bad registration is refused and changes nothing */
+  rd_gcs_node bad;
+  node_fill(&bad, "", 1);
+  CHECK_EQ(rd_gcs_register_node(g, &bad, NULL, err, sizeof(err)), RD_EINVAL);
+  node_fill(&bad, "127.0.0.9", 1);
+  bad.total.memory = -1;
+  CHECK_EQ(rd_gcs_register_node(g, &bad, NULL, err, sizeof(err)), RD_EINVAL);
+
+  rd_gcs_close(g);
+  gcs_stop(&p);
+  rm_dir();
+  return 0;
+}
+
+static int t_gcs_kv(void) {
+  make_dir();
+  gcs_proc p;
+  gcs_start(&p, 3000);
+  rd_gcs *g = connect_ok(&p);
+  const char bin[] = {'a', 0, 'b', 0, (char)0xff};
+  CHECK_EQ(rd_gcs_kv_put(g, "ns1", "k1", bin, sizeof(bin), 0), 0);
+  CHECK_EQ(rd_gcs_kv_put(g, "ns1", "k1", "x", 1, 0), RD_EEXIST);
+  void *v;
+  size_t len;
+  CHECK_EQ(rd_gcs_kv_get(g, "ns1", "k1", &v, &len), 0);
+  CHECK(len == sizeof(bin) && !memcmp(v, bin, len));
+  free(v);
+  CHECK_EQ(rd_gcs_kv_put(g, "ns1", "k1", "x", 1, 1), 0);
+  CHECK_EQ(rd_gcs_kv_get(g, "ns1", "k1", &v, &len), 0);
+  CHECK(len == 1 && !memcmp(v, "x", 1));
+  free(v);
+  CHECK_EQ(rd_gcs_kv_get(g, "ns2", "k1", &v, &len), RD_ENOENT);   /* namespaces are apart */
+  CHECK_EQ(rd_gcs_kv_put(g, "ns1", "empty", "", 0, 0), 0);
+  CHECK_EQ(rd_gcs_kv_get(g, "ns1", "empty", &v, &len), 0);
+  CHECK_EQ(len, 0);
+  free(v);
+  /* a 4 MiB value */
+  size_t big = 4u << 20;
+  char *bv = malloc(big);
+  for (size_t i = 0; i < big; i++) bv[i] = (char)(i * 131 + 7);
+  CHECK_EQ(rd_gcs_kv_put(g, "ns1", "big", bv, big, 0), 0);
+  CHECK_EQ(rd_gcs_kv_get(g, "ns1", "big", &v, &len), 0);
+  CHECK(len == big && !memcmp(v, bv, big));
+  free(v);
+  free(bv);
+  for (int i = 0; i < 5; i++) {
+    char k[16];
+    snprintf(k, sizeof(k), "job:%d", 4 - i);
+    CHECK_EQ(rd_gcs_kv_put(g, "ns1", k, k, strlen(k), 0), 0);
+  }
+  char **keys;
+  size_t nk;
+  CHECK_EQ(rd_gcs_kv_list(g, "ns1", "job:", &keys, &nk), 0);
+  CHECK_EQ(nk, 5);
+  CHECK(!strcmp(keys[0], "job:0") && !strcmp(keys[4], "job:4"));   /* sorted */
+  free(keys);
+  CHECK_EQ(rd_gcs_kv_list(g, "ns1", "", &keys, &nk), 0);
+  CHECK_EQ(nk, 8);
+  free(keys);
+  CHECK_EQ(rd_gcs_kv_del(g, "ns1", "job:3"), 0);
+  CHECK_EQ(rd_gcs_kv_del(g, "ns1", "job:3"), RD_ENOENT);
+  CHECK_EQ(rd_gcs_kv_list(g, "ns1", "job:", &keys, &nk), 0);
+  CHECK_EQ(nk, 4);
+  free(keys);
+  CHECK_EQ(rd_gcs_kv_put(g, "ns1", "", "x", 1, 0), RD_EINVAL);   /* empty key */
+  rd_gcs_close(g);
+  gcs_stop(&p);
+  rm_dir();
+  return 0;
+}
+
+static int t_gcs_code(void) {
+  make_dir();
+  gcs_proc p;
+  gcs_start(&p, 3000);
+  rd_gcs *g = connect_ok(&p);
+  /* 5 MiB + a tail: several chunks and a short last one */
+  size_t size = (5u << 20) + 12345;
+  uint8_t *buf = malloc(size);
+  uint64_t x = 88172645463325252ull;
+  for (size_t i = 0; i < size; i++) {
+    x ^= x << 13; x ^= x >> 7; x ^= x << 17;
+    buf[i] = (uint8_t)x;
+  }
+  char src[300], dst[300], hash[65], want[65], err[256];
+  snprintf(src, sizeof(src), "%s/exe", g_dir);
+  snprintf(dst, sizeof(dst), "%s/exe.fetched", g_dir);
+  write_file(src, buf, size);
+  rd_sha256_hex(buf, size, want);
+  double t0 = now_ms();
+  int rc = rd_gcs_code_put(g, src, hash, err, sizeof(err));
+  if (rc) fprintf(stderr, "code put: %s\n", err);
+  CHECK_EQ(rc, 0);
+  fprintf(stderr, "code put of %zu bytes: %.0f ms\n", size, now_ms() - t0);
+  CHECK(!strcmp(hash, want));
+  CHECK_EQ(rd_gcs_code_put(g, src, hash, err, sizeof(err)), 0);   /* already there */
+  t0 = now_ms();
+  rc = rd_gcs_code_get(g, hash, dst, err, sizeof(err));
+  if (rc) fprintf(stderr, "code get: %s\n", err);
+  CHECK_EQ(rc, 0);
+  fprintf(stderr, "code get: %.0f ms\n", now_ms() - t0);
+  struct stat st;
+  CHECK(stat(dst, &st) == 0);
+  CHECK_EQ(st.st_size, (long long)size);
+  CHECK_EQ(st.st_mode & 0777, 0700);
+  char got[65];
+  uint64_t gsz;
+  CHECK_EQ(rd_sha256_file(dst, got, &gsz, NULL, 0), 0);
+  CHECK(!strcmp(got, want));
+  /* unknown and malformed hashes; nothing is left behind */
+  char unknown[65];
+  rd_sha256_hex("nope", 4, unknown);
+  char dst2[300];
+  snprintf(dst2, sizeof(dst2), "%s/none", g_dir);
+  CHECK_EQ(rd_gcs_code_get(g, unknown, dst2, err, sizeof(err)), RD_ENOENT);
+  CHECK(access(dst2, F_OK) != 0);
+  CHECK_EQ(rd_gcs_code_get(g, "abc", dst2, err, sizeof(err)), RD_EINVAL);
+  /* an upload whose bytes do not match its hash is refused */
+  grpc_channel *ch = rd__rpc_channel(p.addr, 0, 0, NULL, 0);
+  Rd__Gcs__CodePutRequest q = RD__GCS__CODE_PUT_REQUEST__INIT;
+  q.hash = unknown;
+  q.size = 3;
+  q.data.data = (uint8_t *)"abc";
+  q.data.len = 3;
+  CHECK_EQ(rd__rpc_unary(ch, "/rd.gcs.Gcs/CodePut", TOKEN, &q.base, &rd__gcs__code_put_reply__descriptor,
+                         NULL, 5000, 0, err, sizeof(err)), RD_EINVAL);
+  CHECK(strstr(err, "hashes to") != NULL);
+  CHECK_EQ(rd_gcs_code_get(g, unknown, dst2, err, sizeof(err)), RD_ENOENT);
+  grpc_channel_destroy(ch);
+  free(buf);
+  rd_gcs_close(g);
+  gcs_stop(&p);
+  rm_dir();
+  return 0;
+}
+
+static int t_gcs_jobs_actors(void) {
+  make_dir();
+  gcs_proc p;
+  gcs_start(&p, 3000);
+  rd_gcs *g = connect_ok(&p);
+  ev_log log = {.mu = PTHREAD_MUTEX_INITIALIZER};
+  CHECK_EQ(rd_gcs_subscribe(g, on_event, &log), 0);
+  uint32_t j1, j2;
+  char hash[65];
+  rd_sha256_hex("x", 1, hash);
+  CHECK_EQ(rd_gcs_job_add(g, hash, 1234, 1, &j1), 0);
+  CHECK_EQ(rd_gcs_job_add(g, "", 1235, 1, &j2), 0);
+  CHECK(j1 >= 1 && j2 == j1 + 1);
+  CHECK_EQ(rd_gcs_job_finish(g, j1), 0);
+  CHECK_EQ(rd_gcs_job_finish(g, j1), 0);   /* idempotent */
+  CHECK_EQ(rd_gcs_job_finish(g, 999), RD_ENOENT);
+  CHECK_EQ(rd_gcs_job_add(g, "not-a-hash", 1, 1, &j2), RD_EINVAL);
+
+  CHECK_EQ(rd_gcs_actor_register(g, 1, "svc", "Embedder", 3), 0);
+  CHECK_EQ(rd_gcs_actor_register(g, 2, "svc", "Embedder", 4), RD_EEXIST);   /* name taken */
+  CHECK(strstr(rd_gcs_last_error(), "taken") != NULL);
+  CHECK_EQ(rd_gcs_actor_register(g, 1, "other", "Embedder", 4), RD_EEXIST);  /* id taken */
+  CHECK_EQ(rd_gcs_actor_register(g, 3, NULL, "Anon", 4), 0);
+  CHECK_EQ(rd_gcs_actor_register(g, 4, "", "Anon", 4), 0);   /* unnamed actors never clash */
+  CHECK_EQ(rd_gcs_actor_register(g, 5, "x", "", 4), RD_EINVAL);
+  uint64_t id;
+  uint32_t node;
+  CHECK_EQ(rd_gcs_actor_lookup(g, "svc", &id, &node), 0);
+  CHECK(id == 1 && node == 3);
+  CHECK_EQ(rd_gcs_actor_update(g, 1, RD_GCS_ACTOR_RESTARTING, 0, "worker died"), 0);
+  CHECK_EQ(rd_gcs_actor_update(g, 1, RD_GCS_ACTOR_ALIVE, 5, ""), 0);
+  CHECK_EQ(rd_gcs_actor_lookup(g, "svc", &id, &node), 0);
+  CHECK(id == 1 && node == 5);
+  CHECK_EQ(rd_gcs_actor_update(g, 1, RD_GCS_ACTOR_DEAD, 0, "killed"), 0);
+  CHECK_EQ(rd_gcs_actor_lookup(g, "svc", &id, &node), RD_ENOENT);
+  CHECK_EQ(rd_gcs_actor_register(g, 2, "svc", "Embedder", 4), 0);   /* the name is free again */
+  CHECK_EQ(rd_gcs_actor_update(g, 1, RD_GCS_ACTOR_ALIVE, 5, ""), RD_EEXIST);  /* cannot take it back */
+  CHECK_EQ(rd_gcs_actor_update(g, 77, RD_GCS_ACTOR_DEAD, 0, ""), RD_ENOENT);
+  CHECK_EQ(rd_gcs_actor_update(g, 2, 9, 0, ""), RD_EINVAL);
+  /* the subscriber saw actor 1 go through its states in order */
+  int states[8], ns = 0;
+  CHECK(ev_wait(&log, RD_GCS_EV_ACTOR, 0, 2, 2000) >= 0);
+  pthread_mutex_lock(&log.mu);
+  for (int i = 0; i < log.n && ns < 8; i++)
+    if (log.ev[i].kind == RD_GCS_EV_ACTOR && log.ev[i].actor_id == 1) states[ns++] = log.ev[i].actor_state;
+  pthread_mutex_unlock(&log.mu);
+  CHECK_EQ(ns, 4);
+  CHECK(states[0] == RD_GCS_ACTOR_ALIVE && states[1] == RD_GCS_ACTOR_RESTARTING &&
+        states[2] == RD_GCS_ACTOR_ALIVE && states[3] == RD_GCS_ACTOR_DEAD);
+  rd_gcs_close(g);
+  gcs_stop(&p);
+  rm_dir();
+  return 0;
+}
+
+/* Wrong or missing token, bad and unreachable addresses, malformed and
+ * oversized messages: each gets its error and the GCS keeps serving. */
+static int t_gcs_bad_input(void) {
+  make_dir();
+  gcs_proc p;
+  gcs_start(&p, 3000);
+  rd_gcs *g = NULL;
+  char err[256];
+  CHECK_EQ(rd_gcs_connect(p.addr, "wrong-token", 3000, &g, err, sizeof(err)), RD_EAUTH);
+  CHECK(g == NULL && strstr(err, "token") != NULL);
+  CHECK_EQ(rd_gcs_connect(p.addr, "", 3000, &g, err, sizeof(err)), RD_EINVAL);
+  CHECK_EQ(rd_gcs_connect("no-port", TOKEN, 3000, &g, err, sizeof(err)), RD_EINVAL);
+  CHECK_EQ(rd_gcs_connect("127.0.0.1:99999", TOKEN, 3000, &g, err, sizeof(err)), RD_EINVAL);
+  double t0 = now_ms();
+  CHECK_EQ(rd_gcs_connect("127.0.0.1:1", TOKEN, 300, &g, err, sizeof(err)), RD_ECONN);
+  CHECK(now_ms() - t0 < 3000);
+
+  grpc_init();
+  grpc_channel *ch = rd__rpc_channel(p.addr, 0, 0, NULL, 0);
+  Rd__Gcs__Empty e = RD__GCS__EMPTY__INIT;
+  /* no token at all: raw metadata-free call */
+  CHECK_EQ(rd__rpc_unary(ch, "/rd.gcs.Gcs/GetNodes", "", &e.base, NULL, NULL, 3000, 0, err, sizeof(err)), RD_EAUTH);
+  CHECK_EQ(rd__rpc_unary(ch, "/rd.gcs.Gcs/GetNodes", TOKEN "x", &e.base, NULL, NULL, 3000, 0, err, sizeof(err)), RD_EAUTH);
+  CHECK_EQ(rd__rpc_unary(ch, "/rd.gcs.Gcs/NoSuchCall", TOKEN, &e.base, NULL, NULL, 3000, 0, err, sizeof(err)), RD_ENOTSUP);
+  /* bytes that are no protobuf at all, and a wire type that contradicts the schema */
+  const uint8_t junk[][6] = {{0xff, 0xff, 0xff, 0xff, 0xff, 0xff}, {0x0a, 0x05, 'a', 'b'}, {0x0d, 1, 2, 3, 4, 0}};
+  for (int i = 0; i < 3; i++) {
+    grpc_slice s = grpc_slice_from_copied_buffer((const char *)junk[i], 6);
+    grpc_byte_buffer *bb = grpc_raw_byte_buffer_create(&s, 1);
+    grpc_slice_unref(s);
+    int rc = rd__rpc_unary_raw(ch, "/rd.gcs.Gcs/Heartbeat", TOKEN, bb, NULL, NULL, 3000, 0, err, sizeof(err));
+    grpc_byte_buffer_destroy(bb);
+    CHECK_EQ(rc, RD_EINVAL);
+    CHECK(strstr(err, "malformed") != NULL);
+  }
+  /* a 9 MiB message is over the GCS's 8 MiB limit */
+  size_t big = 9u << 20;
+  char *bv = calloc(1, big);
+  g = NULL;
+  CHECK_EQ(rd_gcs_connect(p.addr, TOKEN, 3000, &g, err, sizeof(err)), 0);
+  CHECK_EQ(rd_gcs_kv_put(g, "ns", "big", bv, big, 1), RD_EINVAL);
+  fprintf(stderr, "oversized: %s\n", rd_gcs_last_error());
+  free(bv);
+  /* still serving, state intact */
+  CHECK_EQ(rd_gcs_kv_put(g, "ns", "small", "v", 1, 1), 0);
+  void *v;
+  size_t len;
+  CHECK_EQ(rd_gcs_kv_get(g, "ns", "small", &v, &len), 0);
+  free(v);
+  CHECK_EQ(rd_gcs_kv_get(g, "ns", "big", &v, &len), RD_ENOENT);
+  grpc_channel_destroy(ch);
+  grpc_shutdown();
+  rd_gcs_close(g);
+  gcs_stop(&p);
+  rm_dir();
+  return 0;
+}
+
+/* ---------------------------------------------------------------- */
+/* object transfer                                                  */
+
+typedef struct src_obj {
+  uint64_t oid;
+  uint8_t *data;
+  uint64_t size;
+  int sealed;
+  atomic_int pins;
+} src_obj;
+
+typedef struct source {
+  src_obj obj[4];
+  int n;
+  atomic_int max_pins;
+} source;
+
+static int src_pin(void *arg, uint64_t oid, const uint8_t **data, uint64_t *size) {
+  source *s = arg;
+  for (int i = 0; i < s->n; i++) {
+    if (s->obj[i].oid != oid) continue;
+    if (!s->obj[i].sealed) return RD_EAGAIN;
+    int now = atomic_fetch_add(&s->obj[i].pins, 1) + 1;
+    if (now > atomic_load(&s->max_pins)) atomic_store(&s->max_pins, now);
+    *data = s->obj[i].data;
+    *size = s->obj[i].size;
+    return 0;
+  }
+  return RD_ENOENT;
+}
+
+static void src_unpin(void *arg, uint64_t oid) {
+  source *s = arg;
+  for (int i = 0; i < s->n; i++)
+    if (s->obj[i].oid == oid) CHECK(atomic_fetch_sub(&s->obj[i].pins, 1) > 0);
+}
+
+static const rd_xfer_source_ops src_ops = {src_pin, src_unpin};
+
+static uint8_t *pattern(uint64_t size, uint64_t seed) {
+  uint8_t *p = malloc(size ? size : 1);
+  CHECK(p);
+  uint64_t *w = (uint64_t *)p, x = seed | 1;
+  for (uint64_t i = 0; i < size / 8; i++) {
+    x ^= x << 13; x ^= x >> 7; x ^= x << 17;
+    w[i] = x;
+  }
+  for (uint64_t i = size / 8 * 8; i < size; i++) p[i] = (uint8_t)(i ^ seed);
+  return p;
+}
+
+typedef struct dest {
+  uint8_t *p;
+  uint64_t size;
+  int refuse;
+} dest;
+
+static void *dest_alloc(void *arg, uint64_t size) {
+  dest *d = arg;
+  if (d->refuse) return NULL;
+  d->p = malloc(size ? size : 1);
+  d->size = size;
+  return d->p;
+}
+
+static void add_obj(source *s, uint64_t oid, uint64_t size, int sealed) {
+  src_obj *o = &s->obj[s->n++];
+  o->oid = oid;
+  o->size = size;
+  o->data = pattern(size, oid);
+  o->sealed = sealed;
+}
+
+typedef struct pull_job {
+  rd_xfer_client *c;
+  const char *peer;
+  uint64_t oid;
+  int rc;
+  dest d;
+} pull_job;
+
+static void *pull_thread(void *arg) {
+  pull_job *j = arg;
+  char err[256];
+  j->rc = rd_xfer_pull(j->c, j->peer, j->oid, dest_alloc, &j->d, 30000, NULL, err, sizeof(err));
+  if (j->rc) fprintf(stderr, "pull %" PRIx64 ": %s\n", j->oid, err);
+  return NULL;
+}
+
+/* 200 MiB between servers on 127.0.0.1 and 127.0.0.2, byte for byte; odd
+ * sizes and chunks; two pulls at once from one client. */
+static int t_xfer_big(void) {
+  source s1 = {0}, s2 = {0};
+  add_obj(&s1, 0x100, 200ull << 20, 1);
+  add_obj(&s2, 0x200, (3ull << 20) + 17, 1);
+  add_obj(&s2, 0x201, 1, 1);
+  rd_xfer_server *a, *b;
+  int pa, pb;
+  char err[256], peer_a[64], peer_b[64];
+  CHECK_EQ(rd_xfer_server_start("127.0.0.1:0", TOKEN, &src_ops, &s1, &a, &pa, err, sizeof(err)), 0);
+  CHECK_EQ(rd_xfer_server_start("127.0.0.2:0", TOKEN, &src_ops, &s2, &b, &pb, err, sizeof(err)), 0);
+  snprintf(peer_a, sizeof(peer_a), "127.0.0.1:%d", pa);
+  snprintf(peer_b, sizeof(peer_b), "127.0.0.2:%d", pb);
+  rd_xfer_client *c;
+  CHECK_EQ(rd_xfer_client_create(TOKEN, &c), 0);
+  dest d = {0};
+  rd_xfer_stats st;
+  int rc = rd_xfer_pull(c, peer_a, 0x100, dest_alloc, &d, 60000, &st, err, sizeof(err));
+  if (rc) fprintf(stderr, "pull: %s\n", err);
+  CHECK_EQ(rc, 0);
+  CHECK(d.size == s1.obj[0].size && !memcmp(d.p, s1.obj[0].data, d.size));
+  fprintf(stderr, "200 MiB in %.3f s (%.0f MiB/s, %d streams, %u-byte chunks)\n", st.seconds,
+          200 / st.seconds, st.streams, st.chunk);
+  CHECK_EQ(st.streams, 4);
+  free(d.p);
+  /* two objects at once, from another server, through the same client */
+  pull_job j1 = {c, peer_b, 0x200, -1, {0}}, j2 = {c, peer_a, 0x100, -1, {0}};
+  pthread_t t1, t2;
+  pthread_create(&t1, NULL, pull_thread, &j1);
+  pthread_create(&t2, NULL, pull_thread, &j2);
+  pthread_join(t1, NULL);
+  pthread_join(t2, NULL);
+  CHECK_EQ(j1.rc, 0);
+  CHECK_EQ(j2.rc, 0);
+  CHECK(j1.d.size == s2.obj[0].size && !memcmp(j1.d.p, s2.obj[0].data, j1.d.size));
+  CHECK(j2.d.size == s1.obj[0].size && !memcmp(j2.d.p, s1.obj[0].data, j2.d.size));
+  free(j1.d.p);
+  free(j2.d.p);
+  rd_xfer_client_destroy(c);
+  /* one stream with small odd chunks, and a one-byte object */
+  setenv("RAYDIST_XFER_STREAMS", "3", 1);
+  setenv("RAYDIST_XFER_CHUNK", "70001", 1);
+  CHECK_EQ(rd_xfer_client_create(TOKEN, &c), 0);
+  CHECK_EQ(rd_xfer_pull(c, peer_b, 0x200, dest_alloc, &d, 30000, &st, err, sizeof(err)), 0);
+  CHECK(d.size == s2.obj[0].size && !memcmp(d.p, s2.obj[0].data, d.size));
+  CHECK(st.streams == 3 && st.chunk == 70001);
+  free(d.p);
+  CHECK_EQ(rd_xfer_pull(c, peer_b, 0x201, dest_alloc, &d, 30000, &st, err, sizeof(err)), 0);
+  CHECK(d.size == 1 && d.p[0] == s2.obj[1].data[0] && st.streams == 1);
+  free(d.p);
+  rd_xfer_client_destroy(c);
+  rd_xfer_server_stop(a);
+  rd_xfer_server_stop(b);
+  CHECK_EQ(atomic_load(&s1.obj[0].pins), 0);   /* every pin unpinned */
+  CHECK_EQ(atomic_load(&s2.obj[0].pins), 0);
+  CHECK(atomic_load(&s1.max_pins) >= 4);   /* streams ran in parallel */
+  for (int i = 0; i < s1.n; i++) free(s1.obj[i].data);
+  for (int i = 0; i < s2.n; i++) free(s2.obj[i].data);
+  return 0;
+}
+
+static int t_xfer_errors(void) {
+  source s = {0};
+  add_obj(&s, 1, 1 << 20, 1);
+  add_obj(&s, 2, 100, 0);   /* not sealed */
+  add_obj(&s, 3, 0, 1);     /* empty */
+  rd_xfer_server *a;
+  int port;
+  char err[256], peer[64];
+  CHECK_EQ(rd_xfer_server_start("127.0.0.1:0", TOKEN, &src_ops, &s, &a, &port, err, sizeof(err)), 0);
+  snprintf(peer, sizeof(peer), "127.0.0.1:%d", port);
+  rd_xfer_client *c, *bad;
+  CHECK_EQ(rd_xfer_client_create(TOKEN, &c), 0);
+  CHECK_EQ(rd_xfer_client_create("", &bad), RD_EINVAL);
+  CHECK_EQ(rd_xfer_client_create("wrong", &bad), 0);
+  dest d = {0};
+  CHECK_EQ(rd_xfer_pull(c, peer, 99, dest_alloc, &d, 5000, NULL, err, sizeof(err)), RD_ENOENT);
+  CHECK(d.p == NULL);
+  CHECK_EQ(rd_xfer_pull(c, peer, 2, dest_alloc, &d, 5000, NULL, err, sizeof(err)), RD_EAGAIN);
+  CHECK_EQ(rd_xfer_pull(bad, peer, 1, dest_alloc, &d, 5000, NULL, err, sizeof(err)), RD_EAUTH);
+  CHECK(d.p == NULL);
+  d.refuse = 1;
+  CHECK_EQ(rd_xfer_pull(c, peer, 1, dest_alloc, &d, 5000, NULL, err, sizeof(err)), RD_ESTORE_FULL);
+  d.refuse = 0;
+  CHECK_EQ(rd_xfer_pull(c, peer, 3, dest_alloc, &d, 5000, NULL, err, sizeof(err)), 0);
+  CHECK_EQ(d.size, 0);
+  free(d.p);
+  CHECK_EQ(rd_xfer_pull(c, "127.0.0.1:1", 1, dest_alloc, &d, 2000, NULL, err, sizeof(err)), RD_ECONN);
+  CHECK_EQ(rd_xfer_pull(c, "nonsense", 1, dest_alloc, &d, 2000, NULL, err, sizeof(err)), RD_EINVAL);
+  /* a raw Pull for a range outside the object ends at once */
+  grpc_channel *ch = rd__rpc_channel(peer, 0, 0, NULL, 0);
+  Rd__Xfer__PullRequest pq = RD__XFER__PULL_REQUEST__INIT;
+  pq.oid = 1;
+  pq.offset = 1 << 20;
+  pq.length = 1;
+  CHECK_EQ(rd__rpc_unary(ch, "/rd.xfer.Xfer/Pull", TOKEN, &pq.base, NULL, NULL, 3000, 0, err, sizeof(err)),
+           RD_EINVAL);
+  CHECK(strstr(err, "outside") != NULL);
+  /* served fine after all that */
+  d.p = NULL;
+  CHECK_EQ(rd_xfer_pull(c, peer, 1, dest_alloc, &d, 5000, NULL, err, sizeof(err)), 0);
+  CHECK(!memcmp(d.p, s.obj[0].data, 1 << 20));
+  free(d.p);
+  grpc_channel_destroy(ch);
+  rd_xfer_client_destroy(c);
+  rd_xfer_client_destroy(bad);
+  rd_xfer_server_stop(a);
+  for (int i = 0; i < s.n; i++) {
+    CHECK_EQ(atomic_load(&s.obj[i].pins), 0);
+    free(s.obj[i].data);
+  }
+  return 0;
+}
+
+/* The serving side of t_xfer_kill: a child process with one object. */
+static int xfer_child(const char *size_s, const char *port_file) {
+  source s = {0};
+  add_obj(&s, 7, strtoull(size_s, NULL, 10), 1);
+  rd_xfer_server *a;
+  int port;
+  char err[256];
+  CHECK_EQ(rd_xfer_server_start("127.0.0.1:0", TOKEN, &src_ops, &s, &a, &port, err, sizeof(err)), 0);
+  char tmp[300];
+  snprintf(tmp, sizeof(tmp), "%s.tmp", port_file);
+  FILE *f = fopen(tmp, "w");
+  fprintf(f, "%d\n", port);
+  fclose(f);
+  rename(tmp, port_file);
+  for (;;) pause();   /* until killed */
+}
+
+typedef struct kill_ctx {
+  pid_t pid;
+  int sig;
+  dest d;
+} kill_ctx;
+
+/* Kills the peer once the size is known, i.e. mid-transfer. */
+static void *kill_alloc(void *arg, uint64_t size) {
+  kill_ctx *k = arg;
+  CHECK(kill(k->pid, k->sig) == 0);
+  return dest_alloc(&k->d, size);
+}
+
+static pid_t spawn_child(const char *self, const char *port_file, int *port) {
+  unlink(port_file);
+  char *argv[] = {(char *)self, "xfer_child", "67108864", (char *)port_file, NULL};
+  pid_t pid;
+  CHECK(posix_spawn(&pid, self, NULL, NULL, argv, environ) == 0);
+  child_track(pid, 1);
+  for (int i = 0; i < 500; i++) {
+    FILE *f = fopen(port_file, "r");
+    if (f) {
+      CHECK(fscanf(f, "%d", port) == 1);
+      fclose(f);
+      return pid;
+    }
+    sleep_ms(20);
+  }
+  CHECK(!"xfer child did not start");
+  return -1;
+}
+
+static const char *g_self;
+
+static int t_xfer_kill(void) {
+  make_dir();
+  char port_file[300], peer[64], err[256];
+  snprintf(port_file, sizeof(port_file), "%s/xfer.port", g_dir);
+  rd_xfer_client *c;
+  CHECK_EQ(rd_xfer_client_create(TOKEN, &c), 0);
+  int port, st;
+  /* killed: RD_ENODE_DIED at once */
+  kill_ctx k = {0};
+  k.pid = spawn_child(g_self, port_file, &port);
+  k.sig = SIGKILL;
+  snprintf(peer, sizeof(peer), "127.0.0.1:%d", port);
+  double t0 = now_ms();
+  int rc = rd_xfer_pull(c, peer, 7, kill_alloc, &k, 20000, NULL, err, sizeof(err));
+  double took = now_ms() - t0;
+  fprintf(stderr, "killed peer: %s after %.0f ms: %s\n", rd_err_name(rc), took, err);
+  CHECK_EQ(rc, RD_ENODE_DIED);
+  CHECK(strstr(err, "went away") != NULL);
+  CHECK(took < 5000);
+  CHECK(waitpid(k.pid, &st, 0) == k.pid);
+  child_track(k.pid, 0);
+  free(k.d.p);
+  /* frozen: the deadline ends the pull, no hang */
+  memset(&k, 0, sizeof(k));
+  k.pid = spawn_child(g_self, port_file, &port);
+  k.sig = SIGSTOP;
+  snprintf(peer, sizeof(peer), "127.0.0.1:%d", port);
+  t0 = now_ms();
+  rc = rd_xfer_pull(c, peer, 7, kill_alloc, &k, 1500, NULL, err, sizeof(err));
+  took = now_ms() - t0;
+  fprintf(stderr, "frozen peer: %s after %.0f ms: %s\n", rd_err_name(rc), took, err);
+  CHECK_EQ(rc, RD_ETIMEDOUT);
+  CHECK(took < 4000);
+  CHECK(kill(k.pid, SIGKILL) == 0);
+  CHECK(waitpid(k.pid, &st, 0) == k.pid);
+  child_track(k.pid, 0);
+  free(k.d.p);
+  rd_xfer_client_destroy(c);
+  rm_dir();
+  return 0;
+}
+
+static const rd_test_case cases[] = {
+    {"sha256", t_sha256},
+    {"gcs_nodes", t_gcs_nodes},
+    {"gcs_kv", t_gcs_kv},
+    {"gcs_code", t_gcs_code},
+    {"gcs_jobs_actors", t_gcs_jobs_actors},
+    {"gcs_bad_input", t_gcs_bad_input},
+    {"xfer_big", t_xfer_big},
+    {"xfer_errors", t_xfer_errors},
+    {"xfer_kill", t_xfer_kill},
+};
+
+int main(int argc, char **argv) {
+  g_self = argv[0];
+  if (argc == 4 && !strcmp(argv[1], "xfer_child")) return xfer_child(argv[2], argv[3]);
+  return rd_test_main(argc, argv, cases, sizeof(cases) / sizeof(cases[0]));
+}
