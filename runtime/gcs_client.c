@@ -252,7 +252,7 @@ int rd_gcs_kv_get(rd_gcs *g, const char *ns, const char *key, void **val_out, si
   Rd__Gcs__KvGetReply *r = (Rd__Gcs__KvGetReply *)rep;
   void *v = malloc(r->value.len ? r->value.len : 1);
   if (v) {
-    memcpy(v, r->value.data, r->value.len);
+    if (r->value.len) memcpy(v, r->value.data, r->value.len);
     *val_out = v;
     *len_out = r->value.len;
   }

@@ -105,9 +105,15 @@ static void gcs_start(gcs_proc *p, int hb_ms) {
   snprintf(fdbuf, sizeof(fdbuf), "%d", fds[1]);
   char *argv[] = {(char *)bin, "gcs", "--bind", "127.0.0.1:0", "--token-file", token_file,
                   "--port-file", port_file, "--ready-fd", fdbuf, "--heartbeat-timeout-ms", hb, NULL};
+  /* Its output goes to a file: a child that outlives a crashed test must
+   * not hold CTest's pipe open. */
+  char log_file[300];
+  snprintf(log_file, sizeof(log_file), "%s/gcs.log", g_dir);
   posix_spawn_file_actions_t fa;
   posix_spawn_file_actions_init(&fa);
   posix_spawn_file_actions_addclose(&fa, fds[0]);
+  posix_spawn_file_actions_addopen(&fa, 1, log_file, O_WRONLY | O_CREAT | O_APPEND, 0600);
+  posix_spawn_file_actions_adddup2(&fa, 1, 2);
   CHECK(posix_spawn(&p->pid, bin, &fa, NULL, argv, environ) == 0);
   posix_spawn_file_actions_destroy(&fa);
   child_track(p->pid, 1);
@@ -133,7 +139,12 @@ static void gcs_stop(gcs_proc *p) {
   }
   CHECK(r == p->pid);
   child_track(p->pid, 0);
-  CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+  if (!WIFEXITED(st) || WEXITSTATUS(st) != 0) {
+    char cmd[400];
+    snprintf(cmd, sizeof(cmd), "cat %s/gcs.log >&2", g_dir);
+    CHECK(system(cmd) == 0);
+    CHECK(!"the GCS did not stop cleanly");
+  }
 }
 
 static rd_gcs *connect_ok(const gcs_proc *p) {
@@ -829,7 +840,11 @@ static pid_t spawn_child(const char *self, const char *port_file, int *port) {
   unlink(port_file);
   char *argv[] = {(char *)self, "xfer_child", "67108864", (char *)port_file, NULL};
   pid_t pid;
-  CHECK(posix_spawn(&pid, self, NULL, NULL, argv, environ) == 0);
+  posix_spawn_file_actions_t fa;
+  posix_spawn_file_actions_init(&fa);
+  posix_spawn_file_actions_addopen(&fa, 1, "/dev/null", O_WRONLY, 0);
+  CHECK(posix_spawn(&pid, self, &fa, NULL, argv, environ) == 0);
+  posix_spawn_file_actions_destroy(&fa);
   child_track(pid, 1);
   for (int i = 0; i < 500; i++) {
     FILE *f = fopen(port_file, "r");
