@@ -538,8 +538,14 @@ static int t_gcs_jobs_actors(void) {
   CHECK_EQ(ns, 4);
   CHECK(states[0] == RD_GCS_ACTOR_ALIVE && states[1] == RD_GCS_ACTOR_RESTARTING &&
         states[2] == RD_GCS_ACTOR_ALIVE && states[3] == RD_GCS_ACTOR_DEAD);
-  rd_gcs_close(g);
+  /* the GCS stops cleanly under a live subscription; the client, left
+   * resubscribing to nobody, still closes at once */
   gcs_stop(&p);
+  CHECK_EQ(rd_gcs_kv_put(g, "ns", "k", "v", 1, 1), RD_ECONN);
+  sleep_ms(300);
+  double t0 = now_ms();
+  rd_gcs_close(g);
+  CHECK(now_ms() - t0 < 2000);
   rm_dir();
   return 0;
 }
