@@ -97,6 +97,18 @@ static uint64_t wall_ms(void) {
   return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
 }
 
+/* Room for one more element in a growing array: 0 or RD_ENOMEM. */
+static int grow(void *vp, size_t *cap, size_t n, size_t elem) {
+  void **v = vp;
+  if (n < *cap) return 0;
+  size_t c = *cap ? 2 * *cap : 16;
+  void *nv = realloc(*v, c * elem);
+  if (!nv) return RD_ENOMEM;
+  *v = nv;
+  *cap = c;
+  return 0;
+}
+
 /* Strings from the wire: NULL-safe, bounded. */
 static int str_ok(const char *s, size_t max) { return s && strnlen(s, max) < max; }
 
@@ -418,16 +430,7 @@ typedef struct node_list {
 
 static int collect_node(void *arg, const char *key, size_t klen, const void *val, size_t vlen) {
   node_list *l = arg;
-  if (l->n == l->cap) {
-    size_t cap = l->cap ? 2 * l->cap : 16;
-    Rd__Gcs__NodeInfo **v = realloc(l->v, cap * sizeof(*v));
-    if (!v) {
-      l->rc = RD_ENOMEM;
-      return 1;
-    }
-    l->v = v;
-    l->cap = cap;
-  }
+  if ((l->rc = grow(&l->v, &l->cap, l->n, sizeof(*l->v))) != 0) return 1;
   Rd__Gcs__NodeInfo *n = rd__gcs__node_info__unpack(NULL, vlen, val);
   if (!n) {
     l->rc = RD_EIO;
@@ -576,15 +579,7 @@ static int collect_actor_on(void *arg, const char *key, size_t klen, const void 
   Rd__Gcs__ActorInfo *a = rd__gcs__actor_info__unpack(NULL, vlen, val);
   if (!a) return 0;
   if (a->node_index == l->node && a->state != RD__GCS__ACTOR_STATE__ACTOR_DEAD) {
-    if (l->n == l->cap) {
-      size_t cap = l->cap ? 2 * l->cap : 16;
-      uint64_t *v = realloc(l->v, cap * sizeof(*v));
-      if (v) {
-        l->v = v;
-        l->cap = cap;
-      }
-    }
-    if (l->n < l->cap) l->v[l->n++] = a->actor_id;
+    if (grow(&l->v, &l->cap, l->n, sizeof(*l->v)) == 0) l->v[l->n++] = a->actor_id;
   }
   protobuf_c_message_free_unpacked(&a->base, NULL);
   return 0;
@@ -823,16 +818,7 @@ static int collect_key(void *arg, const char *key, size_t klen, const void *val,
     l->rc = RD_E2BIG;
     return 1;
   }
-  if (l->n == l->cap) {
-    size_t cap = l->cap ? 2 * l->cap : 64;
-    char **v = realloc(l->v, cap * sizeof(*v));
-    if (!v) {
-      l->rc = RD_ENOMEM;
-      return 1;
-    }
-    l->v = v;
-    l->cap = cap;
-  }
+  if ((l->rc = grow(&l->v, &l->cap, l->n, sizeof(*l->v))) != 0) return 1;
   char *s = strndup(key + l->skip, klen - l->skip);
   if (!s) {
     l->rc = RD_ENOMEM;
