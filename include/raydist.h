@@ -180,7 +180,19 @@ typedef struct rd_task_opts {
   int num_returns;        /* default 1, at most RD_MAX_RETURNS */
   int max_retries;        /* re-runs if the worker dies; default 3, -1 = default */
   int priority;           /* larger runs first; default 0 */
+  /* Where it runs on a multi-node cluster (ignored on an embedded one):
+   * RD_STRATEGY_DEFAULT packs onto the submitting node until it is busy, then
+   * spreads to the least loaded node that fits (preferring the node holding
+   * the largest argument); RD_STRATEGY_SPREAD round-robins across the nodes
+   * that fit; RD_STRATEGY_NODE_AFFINITY runs on node `node` (an index from
+   * rd_node_info or `raydist status`), or fails with RD_EINFEASIBLE /
+   * RD_ENODE_DIED unless `soft`, which falls back to the default. */
+  int strategy;
+  uint32_t node;
+  int soft;
 } rd_task_opts;
+
+enum { RD_STRATEGY_DEFAULT = 0, RD_STRATEGY_SPREAD = 1, RD_STRATEGY_NODE_AFFINITY = 2 };
 
 RD_EXTERN void rd_task_opts_init(rd_task_opts *o);
 
@@ -334,6 +346,8 @@ typedef struct rd_node_info {
   uint64_t store_spilled_bytes, store_spill_count, store_restore_count;
   int num_workers, num_idle_workers;
   uint64_t tasks_leased;            /* leases granted since start */
+  uint32_t node_index;              /* this node in the cluster; 0 on an embedded cluster */
+  int cluster_nodes;                /* live nodes in the cluster (1 when embedded) */
 } rd_node_info;
 
 /* A snapshot of the local node (round trip to the node daemon). */

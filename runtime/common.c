@@ -1,9 +1,12 @@
 /* runtime/common.c - resource strings and resource messages. */
 #include "common.h"
 
+#include <dirent.h>
 #include <stdio.h>
+#include <sys/stat.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "raydist/error.h"
 
@@ -61,7 +64,25 @@ void rd__res_to_msg(const rd_resources *r, rd__res_msg *out) {
   }
 }
 
+/* Amounts (a node's total, or what is free now, say 1.99 CPUs) need only be
+ * non-negative; requests above one unit must also be whole. */
+static int res_copy(const Rd__Resources *m, rd_resources *out);
+
+int rd__res_amounts_from_msg(const Rd__Resources *m, rd_resources *out) {
+  int r = res_copy(m, out);
+  if (r != 0) return r;
+  if (out->cpu < 0 || out->gpu < 0 || out->memory < 0) return RD_EINVAL;
+  for (int i = 0; i < out->ncustom; i++)
+    if (out->custom[i].amount < 0 || !out->custom[i].name[0]) return RD_EINVAL;
+  return 0;
+}
+
 int rd__res_from_msg(const Rd__Resources *m, rd_resources *out) {
+  int r = res_copy(m, out);
+  return r != 0 ? r : rd_res_validate(out);
+}
+
+static int res_copy(const Rd__Resources *m, rd_resources *out) {
   memset(out, 0, sizeof(*out));
   if (!m) return 0;
   if (m->n_custom > RD_RES_MAX_CUSTOM) return RD_EINVAL;
@@ -74,5 +95,46 @@ int rd__res_from_msg(const Rd__Resources *m, rd_resources *out) {
     out->custom[i].amount = m->custom[i]->amount;
   }
   out->ncustom = (int)m->n_custom;
-  return rd_res_validate(out);
+  return 0;
+}
+
+void rd__session_root(char *root, size_t len) {
+  const char *base = getenv("RAYDIST_TMPDIR");
+  if (!base || !*base) base = "/tmp";
+  snprintf(root, len, "%s/raydist-%u", base, (unsigned)getuid());
+}
+
+int rd__read_kv(const char *path, const char *key, char *out, size_t len) {
+  FILE *f = fopen(path, "r");
+  if (!f) return -1;
+  char line[512];
+  size_t kl = strlen(key);
+  int r = -1;
+  while (fgets(line, sizeof(line), f)) {
+    if (strncmp(line, key, kl) == 0 && line[kl] == '=') {
+      line[strcspn(line, "\r\n")] = 0;
+      snprintf(out, len, "%s", line + kl + 1);
+      r = 0;
+      break;
+    }
+  }
+  fclose(f);
+  return r;
+}
+
+void rd__rm_rf(const char *path) {
+  DIR *d = opendir(path);
+  if (d) {
+    struct dirent *e;
+    while ((e = readdir(d))) {
+      if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, "..")) continue;
+      char p[1024];
+      snprintf(p, sizeof(p), "%s/%s", path, e->d_name);
+      struct stat st;
+      if (lstat(p, &st) == 0 && S_ISDIR(st.st_mode)) rd__rm_rf(p);
+      else unlink(p);
+    }
+    closedir(d);
+  }
+  rmdir(path);
 }

@@ -4,6 +4,7 @@
 #ifndef RD_RUNTIME_COMMON_H
 #define RD_RUNTIME_COMMON_H
 
+#include <stddef.h>
 #include <stdint.h>
 #include "resources.h"
 #include "raydist.pb-c.h"
@@ -12,10 +13,13 @@
 #define RD_INLINE_MAX (100u * 1024u)   /* results and puts up to this stay inline */
 #define RD_NODE_SOCK "node.sock"
 
-/* Object ids: the owner's client id in the top 20 bits, a per-owner sequence
- * below.  The daemon hands out client ids, so ids are unique on the node. */
-#define RD_OID_CLIENT_BITS 20
-#define RD_OID_SEQ_BITS 44
+/* Object ids: the owner's client id in the top 32 bits, a per-owner sequence
+ * below.  A client id is the node's index in the cluster (12 bits, 0 on an
+ * embedded cluster) above a per-node counter (20 bits), so ids are unique in
+ * the cluster and name the owner's node. */
+#define RD_OID_SEQ_BITS 32
+#define RD_CLIENT_NODE_SHIFT 20
+static inline uint32_t rd__client_node(uint32_t client) { return client >> RD_CLIENT_NODE_SHIFT; }
 static inline uint64_t rd__oid_make(uint32_t client, uint64_t seq) {
   return ((uint64_t)client << RD_OID_SEQ_BITS) | (seq & ((1ull << RD_OID_SEQ_BITS) - 1));
 }
@@ -35,5 +39,16 @@ typedef struct rd__res_msg {
 void rd__res_to_msg(const rd_resources *r, rd__res_msg *out);
 /* RD_EINVAL when the message is out of range. */
 int rd__res_from_msg(const Rd__Resources *m, rd_resources *out);
+/* The same for amounts rather than requests (a node's total or free
+ * resources): only non-negative, no whole-number rule above one unit. */
+int rd__res_amounts_from_msg(const Rd__Resources *m, rd_resources *out);
+
+/* Where session directories live: $RAYDIST_TMPDIR (default /tmp)/raydist-<uid>. */
+void rd__session_root(char *root, size_t len);
+/* Read "key=value" from a small text file into out; 0 when found. */
+int rd__read_kv(const char *path, const char *key, char *out, size_t len);
+
+/* Remove a directory tree (session directories); errors are ignored. */
+void rd__rm_rf(const char *path);
 
 #endif

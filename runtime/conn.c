@@ -101,6 +101,22 @@ int rd__conn_send(rd__conn *c, Rd__MsgType type, const ProtobufCMessage *m, int 
   return 0;
 }
 
+int rd__conn_send_raw(rd__conn *c, uint16_t type, const uint8_t *payload, size_t n) {
+  if (n > RD_FRAME_MAX) return RD_EINVAL;
+  size_t before_off = c->wbuf.off;
+  if (bytes_reserve(&c->wbuf, RD_FRAME_HDR + n) != 0) return RD_ENOMEM;
+  for (int i = 0; i < c->natt; i++) c->att[i].off -= before_off - c->wbuf.off;
+  uint8_t *h = c->wbuf.p + c->wbuf.len;
+  uint32_t len = (uint32_t)n;
+  uint16_t fl = 0;
+  memcpy(h, &len, 4);
+  memcpy(h + 4, &type, 2);
+  memcpy(h + 6, &fl, 2);
+  if (n) memcpy(h + RD_FRAME_HDR, payload, n);
+  c->wbuf.len += RD_FRAME_HDR + n;
+  return 0;
+}
+
 static ssize_t send_with_fd(int sock, const uint8_t *p, size_t n, int fd) {
   struct iovec iov = {(void *)p, n};
   union { char buf[CMSG_SPACE(sizeof(int))]; struct cmsghdr align; } u;
@@ -187,7 +203,7 @@ int rd__conn_next(rd__conn *c, rd__frame *f) {
   memcpy(&len, h, 4);
   memcpy(&t, h + 4, 2);
   memcpy(&fl, h + 6, 2);
-  if (len > RD_FRAME_MAX || t == 0 || t > RD__MSG_TYPE__MSG_ACTOR_LOOKUP || (fl & ~RD_FRAME_FLAG_FD))
+  if (len > RD_FRAME_MAX || t == 0 || t > RD__MSG_TYPE__MSG_LINK_DELETE || (fl & ~RD_FRAME_FLAG_FD))
     return RD_EPROTO;
   if (avail < RD_FRAME_HDR + len) {
     /* make sure a large frame fits without repeated small reads */

@@ -1,4 +1,5 @@
-/* runtime/conn.h - framed protobuf-c messages over a non-blocking Unix socket.
+/* runtime/conn.h - framed protobuf-c messages over a non-blocking Unix socket (or a
+ * TCP socket between node daemons, where no descriptors travel).
  *
  * Shared by the node daemon (driven by libuv readiness events), drivers and
  * workers (driven by poll).  A conn owns a read buffer, a write buffer and file
@@ -50,6 +51,8 @@ void rd__conn_close(rd__conn *c);
 /* Append one frame.  attach_fd >= 0 is sent with it and closed once sent
  * (ownership passes to the conn).  RD_ENOMEM, RD_EINVAL (message too large). */
 int rd__conn_send(rd__conn *c, Rd__MsgType type, const ProtobufCMessage *m, int attach_fd);
+/* Append a frame whose payload is already packed (a relayed frame). */
+int rd__conn_send_raw(rd__conn *c, uint16_t type, const uint8_t *payload, size_t n);
 /* Write what is buffered: 0 all written, 1 some left (socket full), <0 error
  * (RD_ECONN when the peer is gone). */
 int rd__conn_flush(rd__conn *c);

@@ -7,7 +7,7 @@
  * serves object create/seal/get/release.  Handlers decode, call a subsystem
  * and return: the daemon never runs user code and never waits on a client.
  * A malformed frame drops that one client, never the daemon. */
-#include "node.h"
+#include "node_internal.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -22,8 +22,8 @@
 #include <dlfcn.h>
 #include <uv.h>
 
+#include "cluster.h"
 #include "common.h"
-#include "conn.h"
 #include "log.h"
 #include "queue.h"
 #include "raydist.h"
@@ -32,131 +32,7 @@
 
 extern char **environ;
 
-enum { ROLE_NONE = -1, ROLE_DRIVER = 0, ROLE_WORKER = 1 };
-enum { W_STARTING, W_IDLE, W_LEASED, W_DYING, W_DEAD };  /* DYING: killed, not yet reaped */
-
-typedef struct node_worker node_worker;
-typedef struct node_client node_client;
-typedef struct node_actor node_actor;
-
-typedef struct lease_req {
-  rd_sched_item item;
-  node_client *owner;
-  uint64_t req_id;
-  node_actor *actor;        /* placing this actor rather than leasing a worker */
-  struct lease_req *next;   /* in owner's list */
-} lease_req;
-
-enum { A_PENDING, A_STARTING, A_ALIVE, A_DEAD };
-#define RD_NODE_MAX_PROCS 4096   /* workers of all kinds on one node */
-
-typedef struct parked_connect {
-  node_client *client;
-  uint64_t req_id;
-  struct parked_connect *next;
-} parked_connect;
-
-/* The actor table: what is needed to place, start and restart an actor. */
-struct node_actor {
-  uint64_t id;
-  char *cls;
-  char *name;               /* NULL = anonymous */
-  rd_resources res;
-  int priority;
-  ProtobufCBinaryData *args;
-  size_t nargs;
-  int max_restarts, restarts, max_task_retries, max_concurrency;
-  int state;
-  int no_restart;           /* killed for good: do not restart */
-  char *death;              /* why it is dead */
-  node_worker *worker;
-  node_client *creator;
-  lease_req *req;           /* while waiting for placement */
-  parked_connect *connects; /* callers waiting for it to be alive */
-  parked_connect *killers;  /* rd_actor_kill callers waiting for the old process to go */
-  uint64_t pending_since;   /* when it last started waiting for placement */
-  int warned;               /* said once that it waits for resources */
-  node_actor *next;
-};
-
-/* A create whose id is held by an unsealed object: in practice the result of
- * an attempt whose worker just died, not yet reaped.  It waits until that
- * object is sealed (then EEXIST) or aborted (then the create goes ahead). */
-typedef struct parked_create {
-  node_client *client;
-  uint64_t req_id, object_id, size;
-  uint64_t deadline_ns;
-  struct parked_create *next;
-} parked_create;
-
-typedef struct parked_get {
-  node_client *client;
-  uint64_t req_id;
-  uint64_t *ids;
-  size_t n;
-  uint64_t deadline_ns;     /* 0 = none */
-  struct parked_get *next;
-} parked_get;
-
-struct node_client {
-  uint32_t id;
-  int role;
-  int pid;
-  rd__conn conn;
-  uv_poll_t poll;
-  int poll_events;
-  int dead;                 /* closing: ignore further input */
-  node_worker *worker;
-  uint64_t *pins;           /* multiset of object ids this client has pinned */
-  size_t npins, cappins;
-  lease_req *reqs;
-  node_client *next;
-};
-
-struct node_worker {
-  uint32_t id;
-  uv_process_t proc;
-  int pid;
-  int state;
-  node_client *client;
-  uint64_t lease_id;
-  node_client *lease_owner;
-  rd_res_grant grant;
-  char visible[64];
-  node_actor *actor;        /* the actor this worker hosts */
-  uint64_t kill_deadline;   /* graceful actor exit: SIGKILL after this */
-  node_worker *next;
-};
-
-static struct {
-  uv_loop_t *loop;
-  rd_node_opts opts;
-  rd_store *store;
-  rd_res_ledger ledger;
-  rd_sched_queue queue;
-  uv_poll_t listen_poll;
-  int listen_fd;
-  char sock_path[512];
-  node_client *clients;
-  node_worker *workers;
-  int nworkers, nstarting, nidle;
-  int want_workers;               /* requests that fit but found no idle worker */
-  int want_actor_workers;         /* ... of which actor placements */
-  int nactor_workers;             /* workers hosting an actor */
-  uint32_t next_client_id, next_worker_id;
-  uint64_t next_lease_seq;
-  uint64_t leases_granted;
-  parked_get *parked;
-  parked_create *parked_creates;
-  node_actor *actors;
-  uint64_t next_actor_id;
-  uv_timer_t tick;
-  uv_signal_t sigterm, sigint;
-  char *job_exe;
-  char **job_argv;
-  int job_started;
-  int shutting_down;
-} N;
+rd__node_state N;
 
 static void client_drop(node_client *c, const char *why);
 static void dispatch(void);
@@ -251,6 +127,7 @@ static void worker_on_exit(uv_process_t *p, int64_t status, int sig) {
     if (*pp == w) { *pp = w->next; break; }
   }
   N.nworkers--;
+  rd__cluster_worker_gone(w);
   uv_close((uv_handle_t *)p, worker_free);
   if (!N.shutting_down) {
     if (N.nworkers < N.opts.prestart) worker_spawn();
@@ -262,23 +139,26 @@ static void worker_on_exit(uv_process_t *p, int64_t status, int sig) {
 static char **build_worker_env(uint32_t wid) {
   size_t n = 0;
   while (environ[n]) n++;
-  char **env = calloc(n + 6, sizeof(char *));
+  char **env = calloc(n + 7, sizeof(char *));
   if (!env) return NULL;
   size_t k = 0;
   for (size_t i = 0; i < n; i++)
     if (strncmp(environ[i], "RAYDIST_WORKER", 14) != 0 && strncmp(environ[i], "RAYDIST_SESSION=", 16) != 0 &&
-        strncmp(environ[i], "RAYDIST_NODE_PID=", 17) != 0)
+        strncmp(environ[i], "RAYDIST_NODE_PID=", 17) != 0 && strncmp(environ[i], "RAYDIST_CLUSTER_TOKEN=", 22) != 0)
       env[k++] = environ[i];
-  char *a = NULL, *b = NULL, *c = NULL;
+  char *a = NULL, *b = NULL, *c = NULL, *d = NULL;
+  const char *tok = rd__cluster_token();
   if (asprintf(&a, "RAYDIST_WORKER_ID=%u", wid) < 0) a = NULL;
   if (asprintf(&b, "RAYDIST_SESSION=%s", N.opts.session_dir) < 0) b = NULL;
   if (asprintf(&c, "RAYDIST_NODE_PID=%d", (int)getpid()) < 0) c = NULL;
+  if (asprintf(&d, "RAYDIST_CLUSTER_TOKEN=%s", tok ? tok : "") < 0) d = NULL;
   env[k++] = a;
   env[k++] = b;
   env[k++] = c;
+  env[k++] = d;
   env[k] = NULL;
-  if (!a || !b || !c) {
-    free(a); free(b); free(c); free(env);
+  if (!a || !b || !c || !d) {
+    free(a); free(b); free(c); free(d); free(env);
     return NULL;
   }
   return env;
@@ -313,7 +193,7 @@ static void worker_spawn(void) {
   int r = uv_spawn(N.loop, &w->proc, &o);
   size_t k = 0;
   while (env[k]) k++;
-  free(env[k - 1]); free(env[k - 2]); free(env[k - 3]);
+  free(env[k - 1]); free(env[k - 2]); free(env[k - 3]); free(env[k - 4]);
   free(env);
   if (r != 0) {
     rd__log(RD_LOG_ERROR, "cannot start worker from %s: %s", N.job_exe, uv_strerror(r));
@@ -366,6 +246,7 @@ static void worker_take(node_worker *w, const rd_res_grant *g) {
   rd_res_grant_visible_devices(g, w->visible, sizeof(w->visible));
 }
 
+
 /* A grant's GPUs in message form; valid while *gm lives. */
 typedef struct grant_msg {
   int32_t ids[RD_RES_MAX_GPUS];
@@ -379,6 +260,30 @@ static void grant_to_msg(const rd_res_grant *g, grant_msg *gm) {
     gm->ids[i] = g->gpu_ids[i];
     gm->shares[i] = g->gpu_share[i];
   }
+}
+
+/* Lease idle worker w to `owner`: the worker gets one end of a fresh
+ * socketpair with LeaseAssign, *owner_fd the other.  RD_ESYS when no
+ * socketpair could be made (nothing changed then). */
+static int lease_assign(node_worker *w, const rd_res_grant *g, node_client *owner, int *owner_fd) {
+  int sv[2];
+  if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) != 0) return RD_ESYS;
+  worker_take(w, g);
+  w->lease_owner = owner;
+  w->lease_id = ((uint64_t)w->id << 32) | (++N.next_lease_seq & 0xffffffffu);
+  N.leases_granted++;
+  Rd__LeaseAssign la = RD__LEASE_ASSIGN__INIT;
+  grant_msg gm;
+  grant_to_msg(g, &gm);
+  la.lease_id = w->lease_id;
+  la.owner = owner->id;
+  la.n_gpu_ids = la.n_gpu_shares = gm.n;
+  la.gpu_ids = gm.ids;
+  la.gpu_shares = gm.shares;
+  la.visible_devices = w->visible;
+  send_msg(w->client, RD__MSG_TYPE__MSG_LEASE_ASSIGN, &la.base, sv[0]);
+  *owner_fd = sv[1];
+  return 0;
 }
 
 static void granted(rd_sched_item *it, const rd_res_grant *g, void *ctx) {
@@ -400,36 +305,25 @@ static void granted(rd_sched_item *it, const rd_res_grant *g, void *ctx) {
     actor_place(a, w, g);
     return;
   }
-  Rd__LeaseGrant lg = RD__LEASE_GRANT__INIT;
-  lg.req_id = r->req_id;
-  int sv[2];
-  if (!w || socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) != 0) {
-    rd_res_release(&N.ledger, g);
-    lg.status = w ? RD_ESYS : RD_EAGAIN;
-    lg.error = w ? "socketpair failed on the node" : "no idle worker";
-    send_msg(owner, RD__MSG_TYPE__MSG_LEASE_GRANT, &lg.base, -1);
+  int fd = -1;
+  int st = w ? lease_assign(w, g, owner, &fd) : RD_EAGAIN;
+  if (st != 0) rd_res_release(&N.ledger, g);
+  if (owner->role == ROLE_LINK) {   /* a peer node's spillback request */
+    rd__cluster_granted(r, w, st, fd);
     free(r);
     return;
   }
-  worker_take(w, g);
-  w->lease_owner = owner;
-  w->lease_id = ((uint64_t)w->id << 32) | (++N.next_lease_seq & 0xffffffffu);
-  N.leases_granted++;
-
-  Rd__LeaseAssign la = RD__LEASE_ASSIGN__INIT;
-  grant_msg gm;
-  grant_to_msg(g, &gm);
-  la.lease_id = w->lease_id;
-  la.owner = owner->id;
-  la.n_gpu_ids = la.n_gpu_shares = gm.n;
-  la.gpu_ids = gm.ids;
-  la.gpu_shares = gm.shares;
-  la.visible_devices = w->visible;
-  send_msg(w->client, RD__MSG_TYPE__MSG_LEASE_ASSIGN, &la.base, sv[0]);
-  lg.lease_id = w->lease_id;
-  lg.worker_id = w->id;
-  lg.worker_pid = w->pid;
-  send_msg(owner, RD__MSG_TYPE__MSG_LEASE_GRANT, &lg.base, sv[1]);
+  Rd__LeaseGrant lg = RD__LEASE_GRANT__INIT;
+  lg.req_id = r->req_id;
+  lg.status = st;
+  if (st != 0) {
+    lg.error = st == RD_EAGAIN ? "no idle worker" : "socketpair failed on the node";
+  } else {
+    lg.lease_id = w->lease_id;
+    lg.worker_id = w->id;
+    lg.worker_pid = w->pid;
+  }
+  send_msg(owner, RD__MSG_TYPE__MSG_LEASE_GRANT, &lg.base, fd);
   free(r);
 }
 
@@ -457,6 +351,7 @@ static void on_lease_request(node_client *c, Rd__LeaseRequest *m) {
     send_msg(c, RD__MSG_TYPE__MSG_LEASE_GRANT, &lg.base, -1);
     return;
   }
+  if (rd__cluster_lease_request(c, m, &res)) return;
   if (!rd_res_feasible(&N.ledger, &res)) {
     char buf[256];
     snprintf(buf, sizeof(buf),
@@ -497,6 +392,7 @@ static void on_lease_cancel(node_client *c, Rd__LeaseCancel *m) {
       return;
     }
   }
+  (void)rd__cluster_lease_cancel(c, m->req_id);
 }
 
 static void lease_end(node_worker *w) {
@@ -525,7 +421,8 @@ static void on_lease_return(node_client *c, Rd__LeaseReturn *m) {
       return;
     }
   }
-  /* already gone (the worker died): nothing to do */
+  /* a bridged lease on another node, or already gone (the worker died) */
+  (void)rd__cluster_lease_return(c, m);
 }
 
 /* -------------------------------------------------------------- actors */
@@ -914,8 +811,8 @@ static int try_get(node_client *c, uint64_t req_id, const uint64_t *ids, size_t 
     int st = rd_store_get(N.store, ids[i], &off, &sz);
     if (st == 0) {
       rd_store_release(N.store, ids[i]);
-    } else if (st == RD_EAGAIN) {
-      return 0;
+    } else if (st == RD_EAGAIN || (st == RD_ENOENT && rd__cluster_obj_status(ids[i], NULL) == RD_EAGAIN)) {
+      return 0;   /* not sealed yet, or being pulled from another node */
     }
   }
   Rd__ObjGetReply r = RD__OBJ_GET_REPLY__INIT;
@@ -934,6 +831,12 @@ static int try_get(node_client *c, uint64_t req_id, const uint64_t *ids, size_t 
     lp[i] = &locs[i];
     uint64_t off = 0, sz = 0;
     int st = rd_store_get(N.store, ids[i], &off, &sz);
+    const char *why = NULL;
+    if (st == RD_ENOENT) {
+      int cst = rd__cluster_obj_status(ids[i], &why);
+      if (cst != 0) st = cst;
+      if (why && !r.error) r.error = (char *)why;
+    }
     locs[i].status = st;
     if (st == 0) {
       locs[i].offset = off;
@@ -958,6 +861,7 @@ static void reply_get_error(node_client *c, uint64_t req_id, int status, const c
 }
 
 static void on_obj_get(node_client *c, Rd__ObjGet *m) {
+  rd__cluster_prefetch(m->object_ids, m->n_nodes == m->n_object_ids ? m->nodes : NULL, m->n_object_ids);
   if (try_get(c, m->req_id, m->object_ids, m->n_object_ids)) return;
   parked_get *p = calloc(1, sizeof(*p));
   uint64_t *ids = malloc(m->n_object_ids * sizeof(uint64_t));
@@ -1027,6 +931,12 @@ static void on_obj_delete(node_client *c, Rd__ObjIds *m) {
     }
     rd_store_delete(N.store, id);
   }
+  if (m->n_nodes == m->n_object_ids && m->n_nodes) {
+    /* only the owner's own objects: a worker dropping a failed result deletes here only */
+    for (size_t i = 0; i < m->n_object_ids; i++)
+      if (rd__oid_client(m->object_ids[i]) != c->id) m->nodes[i] = 0;
+    rd__cluster_forward_deletes(m->object_ids, m->nodes, m->n_object_ids);
+  }
 }
 
 static void on_node_info(node_client *c, Rd__NodeInfo *m) {
@@ -1047,6 +957,8 @@ static void on_node_info(node_client *c, Rd__NodeInfo *m) {
   r.num_workers = N.nworkers;
   r.num_idle = N.nidle;
   r.leases_granted = N.leases_granted;
+  r.node_index = rd__cluster_index();
+  r.cluster_nodes = rd__cluster_alive_nodes();
   send_msg(c, RD__MSG_TYPE__MSG_NODE_INFO_REPLY, &r.base, -1);
 }
 
@@ -1059,6 +971,12 @@ static void on_hello(node_client *c, Rd__Hello *m) {
   if (m->version != RD_PROTO_VERSION || (m->role != ROLE_DRIVER && m->role != ROLE_WORKER)) {
     send_error(c, RD_EPROTO, "unsupported protocol version or role");
     client_drop(c, "bad hello");
+    return;
+  }
+  if (!rd__cluster_token_ok(m->token)) {
+    send_error(c, RD_EAUTH, "cluster token missing or wrong: a driver joining a cluster reads it from the "
+                            "node's session directory (see raydist start)");
+    client_drop(c, "hello without the cluster token");
     return;
   }
   if (m->role == ROLE_WORKER) {
@@ -1076,13 +994,16 @@ static void on_hello(node_client *c, Rd__Hello *m) {
     N.nstarting--;
     N.nidle++;
     rd__log(RD_LOG_DEBUG, "worker %u ready (idle %d, queued %llu)", w->id, N.nidle, (unsigned long long)N.queue.len);
-  } else if (m->exe && *m->exe && !N.job_exe) {
-    N.job_exe = strdup(m->exe);
-    N.job_argv = calloc(m->n_argv + 2, sizeof(char *));
-    if (N.job_argv) {
-      if (m->n_argv == 0) N.job_argv[0] = strdup(m->exe);
-      for (size_t i = 0; i < m->n_argv; i++) N.job_argv[i] = strdup(m->argv[i]);
+  } else if (m->exe && *m->exe && (!N.job_exe || rd__cluster_on())) {
+    char err[300];
+    if (rd__node_set_job(m->exe, m->argv, m->n_argv, err, sizeof(err)) != 0) {
+      send_error(c, RD_ESTATE, err);
+      client_drop(c, "node busy with another job");
+      return;
     }
+    c->role = m->role;
+    c->pid = m->pid;
+    rd__cluster_on_driver(c, m->exe);
   }
   c->role = m->role;
   c->pid = m->pid;
@@ -1092,17 +1013,27 @@ static void on_hello(node_client *c, Rd__Hello *m) {
   r.store_capacity = rd_store_capacity(N.store);
   r.inline_max = RD_INLINE_MAX;
   r.total = &tot.msg;
+  r.node_index = rd__cluster_index();
+  r.cluster = rd__cluster_on();
   int fd = dup(rd_store_fd(N.store));
   send_msg(c, RD__MSG_TYPE__MSG_HELLO_REPLY, &r.base, fd);
   if (c->role == ROLE_DRIVER && !N.job_started) {
     N.job_started = 1;
     for (int i = 0; i < N.opts.prestart; i++) worker_spawn();
   }
+  if (c->role == ROLE_DRIVER) rd__log(RD_LOG_INFO, "driver pid %d connected (client %u)", c->pid, c->id);
   dispatch();
 }
 
 static void handle_frame(node_client *c, const rd__frame *f) {
   const ProtobufCMessageDescriptor *d = NULL;
+  if (f->type >= RD__MSG_TYPE__MSG_LINK_HELLO && f->flags == 0 && rd__cluster_on()) {
+    if (rd__cluster_handle_frame(c, f)) return;
+  }
+  if (c->role == ROLE_LINK) {
+    client_drop(c, "a client message on a node link");
+    return;
+  }
   switch (f->type) {
     case RD__MSG_TYPE__MSG_HELLO: d = &rd__hello__descriptor; break;
     case RD__MSG_TYPE__MSG_LEASE_REQUEST: d = &rd__lease_request__descriptor; break;
@@ -1155,7 +1086,7 @@ static void handle_frame(node_client *c, const rd__frame *f) {
     case RD__MSG_TYPE__MSG_ACTOR_KILL: on_actor_kill(c, (Rd__ActorKill *)m); break;
     case RD__MSG_TYPE__MSG_ACTOR_LOOKUP: on_actor_lookup(c, (Rd__ActorLookup *)m); break;
     case RD__MSG_TYPE__MSG_SHUTDOWN:
-      if (c->role == ROLE_DRIVER) node_shutdown();
+      if (c->role == ROLE_DRIVER && !rd__cluster_on()) node_shutdown();   /* a cluster's node outlives drivers */
       else rd__log(RD_LOG_WARN, "client %u (not a driver) asked for shutdown; ignored", c->id);
       break;
     default: break;
@@ -1177,7 +1108,9 @@ static void client_drop(node_client *c, const char *why) {
                  !strcmp(why, "worker exited");
   rd__log(expected ? RD_LOG_INFO : RD_LOG_WARN,
           "dropping client %u (%s pid %d): %s", c->id,
-          c->role == ROLE_DRIVER ? "driver" : c->role == ROLE_WORKER ? "worker" : "unknown", c->pid, why);
+          c->role == ROLE_DRIVER ? "driver" : c->role == ROLE_WORKER ? "worker" : c->role == ROLE_LINK ? "node link" : "unknown",
+          c->pid, why);
+  rd__cluster_client_dropped(c);
   if (rd__conn_want_write(&c->conn)) (void)rd__conn_flush(&c->conn);  /* best effort: the error frame */
   for (node_client **pp = &N.clients; *pp; pp = &(*pp)->next)
     if (*pp == c) { *pp = c->next; break; }
@@ -1272,18 +1205,79 @@ static void on_accept(uv_poll_t *h, int status, int events) {
     int fd = accept4(N.listen_fd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
     if (fd < 0) return;
     if (N.shutting_down) { close(fd); continue; }
-    node_client *c = calloc(1, sizeof(*c));
-    if (!c) { close(fd); continue; }
-    c->id = ++N.next_client_id;
-    c->role = ROLE_NONE;
-    rd__conn_init(&c->conn, fd);
-    uv_poll_init(N.loop, &c->poll, fd);
-    c->poll.data = c;
-    c->poll_events = UV_READABLE;
-    uv_poll_start(&c->poll, UV_READABLE, client_on_io);
-    c->next = N.clients;
-    N.clients = c;
+    if (!rd__node_client_new(fd, ROLE_NONE)) close(fd);
   }
+}
+
+node_client *rd__node_client_new(int fd, int role) {
+  node_client *c = calloc(1, sizeof(*c));
+  if (!c) return NULL;
+  /* the node's index above a per-node counter: object ids name their owner's node */
+  c->id = (rd__cluster_index() << RD_CLIENT_NODE_SHIFT) | (++N.next_client_id & ((1u << RD_CLIENT_NODE_SHIFT) - 1));
+  c->role = role;
+  rd__conn_init(&c->conn, fd);
+  uv_poll_init(N.loop, &c->poll, fd);
+  c->poll.data = c;
+  c->poll_events = UV_READABLE;
+  uv_poll_start(&c->poll, UV_READABLE, client_on_io);
+  c->next = N.clients;
+  N.clients = c;
+  return c;
+}
+
+void rd__node_send(node_client *c, Rd__MsgType t, const ProtobufCMessage *m, int fd) { send_msg(c, t, m, fd); }
+void rd__node_client_drop(node_client *c, const char *why) { client_drop(c, why); }
+void rd__node_dispatch(void) { dispatch(); }
+void rd__node_flush_all(void) { flush_all(); }
+void rd__node_retry_parked(void) {
+  if (N.parked) retry_parked(0);
+}
+
+/* Make `exe` the job whose workers this node runs.  A node serves one job at
+ * a time: switching is allowed once the old job has no driver, lease or actor
+ * here (its idle workers are stopped); otherwise RD_EAGAIN. */
+int rd__node_set_job(const char *exe, char *const *argv, size_t argc, char *err, size_t errlen) {
+  if (N.job_exe && !strcmp(N.job_exe, exe)) return 0;
+  if (N.job_exe) {
+    const char *busy = NULL;
+    for (node_client *c = N.clients; c && !busy; c = c->next)
+      if (c->role == ROLE_DRIVER && !c->dead) busy = "a driver is connected";
+    for (node_worker *w = N.workers; w && !busy; w = w->next)
+      if (w->state == W_LEASED) busy = "a worker is leased";
+    for (node_actor *a = N.actors; a && !busy; a = a->next)
+      if (a->state != A_DEAD) busy = "an actor is alive";
+    if (busy) {
+      snprintf(err, errlen, "the node is running another job (%s, %s); one job at a time per node", N.job_exe, busy);
+      return RD_ESTATE;
+    }
+    rd__log(RD_LOG_INFO, "switching job: %s -> %s", N.job_exe, exe);
+    for (node_worker *w = N.workers; w; w = w->next) {
+      if (w->state != W_IDLE && w->state != W_STARTING) continue;
+      if (w->state == W_IDLE) N.nidle--;
+      else N.nstarting--;
+      w->state = W_DYING;
+      if (w->pid > 0) kill(w->pid, SIGKILL);
+    }
+    for (char **a = N.job_argv; a && *a; a++) free(*a);
+    free(N.job_argv);
+    free(N.job_exe);
+    N.job_argv = NULL;
+  }
+  N.job_exe = strdup(exe);
+  N.job_argv = calloc(argc + 2, sizeof(char *));
+  if (!N.job_exe || !N.job_argv) {
+    snprintf(err, errlen, "node out of memory");
+    return RD_ENOMEM;
+  }
+  if (argc == 0) N.job_argv[0] = strdup(exe);
+  for (size_t i = 0; i < argc; i++) N.job_argv[i] = strdup(argv[i] ? argv[i] : "");
+  if (!N.job_started || rd__cluster_on()) {
+    N.job_started = 1;
+    int live = 0;
+    for (node_worker *w = N.workers; w; w = w->next) live += w->state == W_IDLE || w->state == W_STARTING;
+    for (int i = live; i < N.opts.prestart; i++) worker_spawn();
+  }
+  return 0;
 }
 
 /* ----------------------------------------------------------- lifecycle */
@@ -1326,6 +1320,7 @@ static void node_shutdown(void) {
   uv_poll_stop(&N.listen_poll);
   close(N.listen_fd);
   unlink(N.sock_path);
+  rd__cluster_stop();
   for (node_worker *w = N.workers; w; w = w->next)
     if (w->pid > 0) kill(w->pid, SIGKILL);
 }
@@ -1408,6 +1403,17 @@ int rd__node_main(const rd_node_opts *opts) {
     rd_store_close(N.store);
     return 1;
   }
+  char cerr[300] = "";
+  if (rd__cluster_start(opts, cerr, sizeof(cerr)) != 0) {
+    rd__log(RD_LOG_ERROR, "cannot join the cluster at %s: %s", opts->gcs_address, cerr);
+    fprintf(stderr, "raydist node: cannot join the cluster at %s: %s\n", opts->gcs_address, cerr);
+    rd__cluster_stop();
+    rd__cluster_free();
+    close(N.listen_fd);
+    unlink(N.sock_path);
+    rd_store_close(N.store);
+    return 1;
+  }
   uv_poll_init(N.loop, &N.listen_poll, N.listen_fd);
   uv_poll_start(&N.listen_poll, UV_READABLE, on_accept);
   uv_timer_init(N.loop, &N.tick);
@@ -1459,6 +1465,7 @@ int rd__node_main(const rd_node_opts *opts) {
     }
     free(a->args); free(a->cls); free(a->name); free(a->death); free(a);
   }
+  rd__cluster_free();
   rd_store_close(N.store);
   if (sc.spill_dir) rmdir(sc.spill_dir);
   if (N.job_argv) {

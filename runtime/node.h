@@ -17,6 +17,11 @@ typedef struct rd_node_opts {
   int ready_fd;                   /* written "R" and closed once listening; -1 none */
   int embedded;                   /* exit when the driver disconnects; remove the session dir */
   int log_level;                  /* -1: from the environment */
+  /* cluster membership (runtime/cluster.c); gcs_address NULL = run alone */
+  const char *gcs_address;        /* "ip:port" of the GCS */
+  const char *token_file;         /* the cluster token, owner-only */
+  const char *node_ip;            /* this node's address for links and transfers */
+  int is_head;
 } rd_node_opts;
 
 /* Run the daemon until shut down; returns the process exit code. */

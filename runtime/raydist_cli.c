@@ -1,15 +1,16 @@
 /* runtime/raydist_cli.c - the `raydist` command.
  *
  * `raydist node ...` runs a node daemon (rd_init starts one this way for an
- * embedded cluster); `raydist version` prints the version.  Cluster commands
- * (start --head, start --address, status, stop) arrive with the multi-node
- * work and are refused with a clear message until then. */
+ * embedded cluster; `raydist start` with --gcs for a cluster), `raydist gcs`
+ * the global control store; `raydist start|status|stop` manage a cluster
+ * (cli_cluster.c); `raydist version` prints the version. */
 #include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
+#include "cli_cluster.h"
 #include "gcs.h"
 #include "node.h"
 #include "resources.h"
@@ -19,6 +20,11 @@ static void usage(FILE *f) {
           "usage: raydist node --session DIR [--num-cpus N] [--num-gpus N] [--memory BYTES]\n"
           "                    [--object-store-memory BYTES] [--spill-dir DIR] [--resources a=1,b=2]\n"
           "                    [--prestart N] [--max-workers N] [--ready-fd FD] [--embedded] [--log-level L]\n"
+          "                    [--gcs IP:PORT --token-file F --node-ip IP [--head]]\n"
+          "       raydist start --head | --address IP:PORT [options]   (raydist start --help)\n"
+          "       raydist status [--address IP:PORT]\n"
+          "       raydist stop [--node-ip IP]\n"
+          "       raydist gcs --bind IP:PORT --token-file F [--ready-fd FD]\n"
           "       raydist version\n");
 }
 
@@ -47,11 +53,9 @@ int main(int argc, char **argv) {
     printf("raydist 0.1.0\n");
     return 0;
   }
-  if (!strcmp(argv[1], "start") || !strcmp(argv[1], "status") || !strcmp(argv[1], "stop")) {
-    fprintf(stderr, "raydist %s: multi-node clusters are not implemented yet; "
-                    "rd_init(NULL) starts an embedded single-node cluster\n", argv[1]);
-    return 2;
-  }
+  if (!strcmp(argv[1], "start")) return rd__cli_start(argc, argv);
+  if (!strcmp(argv[1], "status")) return rd__cli_status(argc, argv);
+  if (!strcmp(argv[1], "stop")) return rd__cli_stop(argc, argv);
   if (strcmp(argv[1], "node") != 0) {
     fprintf(stderr, "raydist: unknown command '%s'\n", argv[1]);
     usage(stderr);
@@ -72,7 +76,8 @@ int main(int argc, char **argv) {
       {"memory", 1, 0, 'm'},      {"object-store-memory", 1, 0, 'o'}, {"spill-dir", 1, 0, 'd'},
       {"resources", 1, 0, 'r'},   {"prestart", 1, 0, 'p'},   {"max-workers", 1, 0, 'w'},
       {"ready-fd", 1, 0, 'f'},    {"embedded", 0, 0, 'e'},   {"log-level", 1, 0, 'l'},
-      {0, 0, 0, 0}};
+      {"gcs", 1, 0, 'G'},         {"token-file", 1, 0, 'T'}, {"node-ip", 1, 0, 'I'},
+      {"head", 0, 0, 'H'},        {0, 0, 0, 0}};
   int ch;
   optind = 2;
   while ((ch = getopt_long(argc, argv, "", lo, NULL)) != -1) {
@@ -90,6 +95,10 @@ int main(int argc, char **argv) {
       case 'f': o.ready_fd = atoi(optarg); break;
       case 'e': o.embedded = 1; break;
       case 'l': o.log_level = atoi(optarg); break;
+      case 'G': o.gcs_address = optarg; break;
+      case 'T': o.token_file = optarg; break;
+      case 'I': o.node_ip = optarg; break;
+      case 'H': o.is_head = 1; break;
       default: usage(stderr); return 2;
     }
     if (bad) {
@@ -99,6 +108,10 @@ int main(int argc, char **argv) {
   }
   if (!o.session_dir) {
     fprintf(stderr, "raydist node: --session is required\n");
+    return 2;
+  }
+  if (o.gcs_address && !o.token_file) {
+    fprintf(stderr, "raydist node: --gcs needs --token-file\n");
     return 2;
   }
   if (o.prestart < 0) o.prestart = (int)(o.num_cpus / RD_RES_UNIT);

@@ -80,18 +80,19 @@ static rd__obj *obj_new(uint64_t id, int state) {
   o->id = id;
   o->state = state;
   o->refs = 1;
+  o->node = G.node_index;   /* puts live here; a remote result says where it lives */
   rd__u64map_put(&G.objs, id, o);
   return o;
 }
 
-static void queue_release(uint64_t id, int del);
+static void queue_release(uint64_t id, int del, uint32_t node);
 
 /* Drop the object when nobody references or needs it any more. */
 static void obj_maybe_free(rd__obj *o) {
   if (o->refs > 0 || o->uses > 0 || o->state == OBJ_PENDING || o->ndeps > 0) return;
   rd__u64map_del(&G.objs, o->id);
-  if (o->state == OBJ_STORE || (o->state == OBJ_PUT_OPEN && !o->blob)) queue_release(o->id, 1);
-  if (o->state == OBJ_PUT_OPEN && !o->blob) queue_release(o->id, 0);   /* the creator's pin */
+  if (o->state == OBJ_STORE || (o->state == OBJ_PUT_OPEN && !o->blob)) queue_release(o->id, 1, o->node);
+  if (o->state == OBJ_PUT_OPEN && !o->blob) queue_release(o->id, 0, 0);   /* the creator's pin */
   blob_unref(o->blob);
   free(o->deps);
   free(o);
@@ -100,9 +101,10 @@ static void obj_maybe_free(rd__obj *o) {
 /* Store pins to drop (del=0) and objects to delete (del=1) go to the daemon in
  * batches: one frame per flush instead of one per call. */
 static uint64_t *pending_delete;
+static uint32_t *pending_delete_node;   /* where each lives (cluster: deleted there too) */
 static size_t npending_delete, cappending_delete;
 
-static void queue_release(uint64_t id, int del) {
+static void queue_release(uint64_t id, int del, uint32_t node) {
   uint64_t **arr = del ? &pending_delete : &G.pending_release;
   size_t *n = del ? &npending_delete : &G.npending_release;
   size_t *cap = del ? &cappending_delete : &G.cappending_release;
@@ -111,8 +113,14 @@ static void queue_release(uint64_t id, int del) {
     uint64_t *p = realloc(*arr, nc * sizeof(uint64_t));
     if (!p) return;
     *arr = p;
+    if (del) {
+      uint32_t *q = realloc(pending_delete_node, nc * sizeof(uint32_t));
+      if (!q) return;
+      pending_delete_node = q;
+    }
     *cap = nc;
   }
+  if (del) pending_delete_node[*n] = node;
   (*arr)[(*n)++] = id;
 }
 
@@ -132,6 +140,10 @@ static void send_pending_releases(void) {
     Rd__ObjIds m = RD__OBJ_IDS__INIT;
     m.n_object_ids = npending_delete;
     m.object_ids = pending_delete;
+    if (G.cluster) {
+      m.n_nodes = npending_delete;
+      m.nodes = pending_delete_node;
+    }
     rd__conn_send(&G.daemon, RD__MSG_TYPE__MSG_OBJ_DELETE, &m.base, -1);
     npending_delete = 0;
   }
@@ -147,13 +159,20 @@ static void obj_set_failed(rd__obj *o, int err, rd__blob *msg) {
 
 /* ---------------------------------------------------------- classes */
 
-static rd__sclass *class_get(const rd_resources *r, int prio) {
+static rd__sclass *class_get(const rd_resources *r, int prio, const rd_task_opts *o) {
+  int strategy = o ? o->strategy : 0, soft = o ? !!o->soft : 0;
+  uint32_t node = o && strategy == RD_STRATEGY_NODE_AFFINITY ? o->node : 0;
   for (rd__sclass *c = G.classes; c; c = c->next)
-    if (c->priority == prio && !memcmp(&c->res, r, sizeof(*r))) return c;
+    if (c->priority == prio && c->strategy == strategy && c->node == node && c->soft == soft &&
+        !memcmp(&c->res, r, sizeof(*r)))
+      return c;
   rd__sclass *c = calloc(1, sizeof(*c));
   if (!c) return NULL;
   c->res = *r;
   c->priority = prio;
+  c->strategy = strategy;
+  c->node = node;
+  c->soft = soft;
   c->next = G.classes;
   G.classes = c;
   return c;
@@ -274,6 +293,7 @@ static int lease_push(rd__lease *l, rd__task *t) {
     } else {
       argv[i].by_ref = 1;
       argv[i].object_id = a->oid;
+      argv[i].node = o ? o->node : 0;
     }
   }
   int r = rd__conn_send(&l->conn, RD__MSG_TYPE__MSG_TASK, &m.base, -1);
@@ -298,6 +318,18 @@ static void lease_request(rd__sclass *c) {
   m.req_id = c->req_id;
   m.res = &rm.msg;
   m.priority = c->priority;
+  m.strategy = c->strategy;
+  m.node_affinity = c->node;
+  m.soft = c->soft;
+  if (G.cluster && c->qhead) {
+    /* data locality: the node holding the next task's largest store argument */
+    uint64_t best = 0;
+    for (int i = 0; i < c->qhead->nargs; i++) {
+      const rd__targ *a = &c->qhead->args[i];
+      rd__obj *o = a->by_ref ? obj_get(a->oid) : NULL;
+      if (o && o->state == OBJ_STORE && o->node && o->node != G.node_index && !best) m.prefer_node = o->node, best = 1;
+    }
+  }
   rd__conn_send(&G.daemon, RD__MSG_TYPE__MSG_LEASE_REQUEST, &m.base, -1);
 }
 
@@ -353,6 +385,9 @@ static void lease_lost(rd__lease *l, const char *why) {
   l->inhead = l->intail = NULL;
   l->ninflight = 0;
   int pid = l->worker_pid;
+  int l_err = l->lost_err;
+  char l_why[160];
+  snprintf(l_why, sizeof(l_why), "%s", l->lost_why);
   lease_return_ex(l, 1);
   /* requeue in order at the front of the class queue */
   rd__task *retry_head = NULL, **rtail = &retry_head;
@@ -367,6 +402,8 @@ static void lease_lost(rd__lease *l, const char *why) {
       t->next = NULL;
       *rtail = t;
       rtail = &t->next;
+    } else if (l_err) {
+      task_fail(t, l_err, "%s: task '%s' (attempt %d of %d)", l_why, t->func, t->attempt + 1, t->max_retries + 1);
     } else {
       task_fail(t, RD_EWORKER_DIED, "worker process (pid %d) %s while running task '%s' (attempt %d of %d)", pid,
                 why, t->func, t->attempt + 1, t->max_retries + 1);
@@ -414,6 +451,7 @@ static void on_task_reply(rd__lease *l, Rd__TaskReply *m) {
       if (!o) continue;
       if (i < (int)m->n_returns && m->returns[i]->in_store) {
         o->state = OBJ_STORE;
+        o->node = m->node;
       } else {
         const ProtobufCBinaryData *d = i < (int)m->n_returns ? &m->returns[i]->data : NULL;
         rd__blob *b = blob_new(d ? d->data : NULL, d ? d->len : 0);
@@ -701,6 +739,16 @@ static void handle_daemon_frame(const rd__frame *f) {
 }
 
 static void handle_lease_frame(rd__lease *l, const rd__frame *f) {
+  if (f->type == RD__MSG_TYPE__MSG_ERROR) {
+    /* a remote worker's node says why the bridged socket is about to close */
+    Rd__Error *e = (Rd__Error *)rd__frame_unpack(f, &rd__error__descriptor);
+    if (e) {
+      l->lost_err = e->status;
+      snprintf(l->lost_why, sizeof(l->lost_why), "%s", e->message ? e->message : "");
+      protobuf_c_message_free_unpacked(&e->base, NULL);
+      return;
+    }
+  }
   Rd__TaskReply *m = f->type == RD__MSG_TYPE__MSG_TASK_REPLY
                          ? (Rd__TaskReply *)rd__frame_unpack(f, &rd__task_reply__descriptor) : NULL;
   if (!m) {
@@ -1063,7 +1111,7 @@ void rd__store_seal(uint64_t oid) {
   rd__conn_send(&G.daemon, RD__MSG_TYPE__MSG_OBJ_SEAL, &m.base, -1);
 }
 
-void rd__store_release(uint64_t oid) { queue_release(oid, 0); }
+void rd__store_release(uint64_t oid) { queue_release(oid, 0, 0); }
 
 /* ---------------------------------------------------------------- API */
 
@@ -1222,11 +1270,16 @@ int rd_get(const rd_ref *refs, size_t n, rd_buf *out, int64_t timeout_ms) {
   }
   /* pin store objects with one request */
   uint64_t sids_small[64], *sids = sids_small;
+  uint32_t snodes_small[64], *snodes = snodes_small;
   size_t ns = 0;
-  if (n > 64 && !(sids = malloc(n * sizeof(uint64_t)))) { r = RD_ENOMEM; goto out; }
+  if (n > 64 && !(sids = malloc(n * (sizeof(uint64_t) + sizeof(uint32_t))))) { r = RD_ENOMEM; goto out; }
+  if (n > 64) snodes = (uint32_t *)(sids + n);
   for (size_t i = 0; i < n; i++) {
     rd__obj *o = obj_get(refs[i].id);
-    if (o->state == OBJ_STORE) sids[ns++] = o->id;
+    if (o->state == OBJ_STORE) {
+      snodes[ns] = o->node;
+      sids[ns++] = o->id;
+    }
   }
   Rd__ObjGetReply *gr = NULL;
   if (ns) {
@@ -1235,6 +1288,10 @@ int rd_get(const rd_ref *refs, size_t n, rd_buf *out, int64_t timeout_ms) {
     m.n_object_ids = ns;
     m.object_ids = sids;
     m.timeout_ms = -1;
+    if (G.cluster) {
+      m.n_nodes = ns;
+      m.nodes = snodes;
+    }
     ProtobufCMessage *rep = NULL;
     int cr = rd__daemon_call(RD__MSG_TYPE__MSG_OBJ_GET, &m.base, m.req_id, RD__MSG_TYPE__MSG_OBJ_GET_REPLY, &rep,
                              timeout_ms < 0 ? -1 : timeout_ms + 1000);
@@ -1489,6 +1546,13 @@ int rd_submit(const rd_function *fn, const rd_value *args, size_t nargs, const r
     snprintf(err, sizeof(err), "num_returns %d (1..%d)", opts->num_returns, RD_MAX_RETURNS);
     r = RD_EINVAL;
   } else if (opts->max_retries < -1) { snprintf(err, sizeof(err), "max_retries %d", opts->max_retries); r = RD_EINVAL; }
+  else if (opts->strategy < RD_STRATEGY_DEFAULT || opts->strategy > RD_STRATEGY_NODE_AFFINITY) {
+    snprintf(err, sizeof(err), "unknown scheduling strategy %d", opts->strategy);
+    r = RD_EINVAL;
+  } else if (opts->strategy == RD_STRATEGY_NODE_AFFINITY && (opts->node == 0 || opts->node > 4095)) {
+    snprintf(err, sizeof(err), "node affinity needs a node index (1..4095), got %u", opts->node);
+    r = RD_EINVAL;
+  }
   rd_resources res;
   if (r == 0) r = opts_to_resources(opts, &res, err, sizeof(err));
   if (r != 0) {
@@ -1505,14 +1569,14 @@ int rd_submit(const rd_function *fn, const rd_value *args, size_t nargs, const r
   }
   LOCKED_OR(RD_ESTATE);
   if (G.dead) { pthread_mutex_unlock(&G.mu); return RD_ENODE_DIED; }
-  if (!rd_res_feasible(&G.totals, &res)) {
+  if (!G.cluster && !rd_res_feasible(&G.totals, &res)) {
     rd__log(RD_LOG_WARN, "rd_submit '%s': request {CPU: %g, GPU: %g} can never be satisfied by this node {CPU: %g, GPU: %g}%s",
             fn->name, opts->num_cpus, opts->num_gpus, rd_res_to_double(G.totals.total.cpu),
             rd_res_to_double(G.totals.total.gpu), res.ncustom ? " or a custom resource is missing" : "");
     pthread_mutex_unlock(&G.mu);
     return RD_EINFEASIBLE;
   }
-  rd__sclass *cls = class_get(&res, opts->priority);
+  rd__sclass *cls = class_get(&res, opts->priority, opts);
   r = cls ? submit_task(fn->name, cls, NULL, args, nargs, opts->num_returns, opts->max_retries, refs_out) : RD_ENOMEM;
   pthread_mutex_unlock(&G.mu);
   return r;
@@ -1555,6 +1619,8 @@ int rd_node_info_get(rd_node_info *out) {
     out->num_workers = ni->num_workers;
     out->num_idle_workers = ni->num_idle;
     out->tasks_leased = ni->leases_granted;
+    out->node_index = ni->node_index;
+    out->cluster_nodes = ni->cluster_nodes > 0 ? ni->cluster_nodes : 1;
     protobuf_c_message_free_unpacked(rep, NULL);
   }
   pthread_mutex_unlock(&G.mu);
@@ -1782,6 +1848,7 @@ int rd__connect_daemon(const char *session, int role, uint32_t worker_id) {
   h.role = role;
   h.worker_id = worker_id;
   h.pid = getpid();
+  h.token = G.token;
   if (role == 0) {
     ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
     if (n > 0) exe[n] = 0;
@@ -1809,8 +1876,16 @@ int rd__connect_daemon(const char *session, int role, uint32_t worker_id) {
     return RD_ECONN;
   }
   if (f.type != RD__MSG_TYPE__MSG_HELLO_REPLY) {
+    /* refused (a wrong cluster token, a node busy with another job): say why */
+    int st = RD_EPROTO;
+    Rd__Error *e = f.type == RD__MSG_TYPE__MSG_ERROR ? (Rd__Error *)rd__frame_unpack(&f, &rd__error__descriptor) : NULL;
+    if (e) {
+      rd__log(RD_LOG_ERROR, "the node daemon refused this process: %s", e->message ? e->message : "");
+      if (e->status < 0) st = e->status;
+      protobuf_c_message_free_unpacked(&e->base, NULL);
+    }
     rd__conn_close(&G.daemon);
-    return RD_EPROTO;
+    return st;
   }
   Rd__HelloReply *hr = (Rd__HelloReply *)rd__frame_unpack(&f, &rd__hello_reply__descriptor);
   int sfd = rd__conn_take_fd(&G.daemon);
@@ -1821,6 +1896,8 @@ int rd__connect_daemon(const char *session, int role, uint32_t worker_id) {
     return RD_EPROTO;
   }
   G.client_id = hr->client_id;
+  G.node_index = hr->node_index;
+  G.cluster = hr->cluster;
   G.inline_max = hr->inline_max;
   rd_resources tot;
   if (rd__res_from_msg(hr->total, &tot) != 0) memset(&tot, 0, sizeof(tot));
@@ -1863,11 +1940,70 @@ static int find_raydist(char *out, size_t len) {
   return RD_ENOENT;
 }
 
-static int make_session_dir(void) {
-  const char *base = getenv("RAYDIST_TMPDIR");
-  if (!base || !*base) base = "/tmp";
+
+
+/* rd_init with an address: use the node that `raydist start` runs on this
+ * machine for that cluster (its session directory records the GCS address),
+ * preferring $RAYDIST_NODE_IP, then the node on the address's own IP.
+ * "auto" takes any.  The token comes from the node's owner-only session. */
+static int attach_cluster(const char *address) {
   char root[200];
-  snprintf(root, sizeof(root), "%s/raydist-%u", base, (unsigned)getuid());
+  rd__session_root(root, sizeof(root));
+  DIR *d = opendir(root);
+  if (!d) {
+    rd__log(RD_LOG_ERROR, "rd_init(address=%s): no raydist node runs on this machine (%s is missing); "
+                          "start one with `raydist start --address=%s`", address, root, address);
+    return RD_ECONN;
+  }
+  const char *want_ip = getenv("RAYDIST_NODE_IP");
+  char addr_ip[128];
+  snprintf(addr_ip, sizeof(addr_ip), "%s", address);
+  char *colon = strrchr(addr_ip, ':');
+  if (colon) *colon = 0;
+  int best = -1;
+  char best_dir[512] = "";
+  struct dirent *e;
+  while ((e = readdir(d))) {
+    if (strncmp(e->d_name, "node-", 5) != 0) continue;
+    char dir[512], file[600], gcs[128], ip[128];
+    snprintf(dir, sizeof(dir), "%s/%s", root, e->d_name);
+    snprintf(file, sizeof(file), "%s/cluster", dir);
+    if (rd__read_kv(file, "gcs", gcs, sizeof(gcs)) != 0 || rd__read_kv(file, "ip", ip, sizeof(ip)) != 0) continue;
+    if (strcmp(address, "auto") != 0 && strcmp(gcs, address) != 0) continue;
+    snprintf(file, sizeof(file), "%s/%s", dir, RD_NODE_SOCK);
+    if (access(file, F_OK) != 0) continue;
+    int score = 1 + (want_ip && !strcmp(want_ip, ip)) * 4 + !strcmp(ip, addr_ip) * 2;
+    if (want_ip && *want_ip && strcmp(want_ip, ip) != 0) score = 0;
+    if (score > best) {
+      best = score;
+      snprintf(best_dir, sizeof(best_dir), "%s", dir);
+    }
+  }
+  closedir(d);
+  if (best <= 0) {
+    rd__log(RD_LOG_ERROR, "rd_init(address=%s): no node of that cluster runs on this machine%s%s; "
+                          "join one with `raydist start --address=%s`", address, want_ip ? " with RAYDIST_NODE_IP=" : "",
+            want_ip ? want_ip : "", address);
+    return RD_ECONN;
+  }
+  char tok[300];
+  snprintf(tok, sizeof(tok), "%s/token", best_dir);
+  FILE *f = fopen(tok, "r");
+  if (!f) {
+    rd__log(RD_LOG_ERROR, "rd_init: cannot read the cluster token %s: %s", tok, strerror(errno));
+    return RD_EAUTH;
+  }
+  if (!fgets(G.token, sizeof(G.token), f)) G.token[0] = 0;
+  fclose(f);
+  G.token[strcspn(G.token, "\r\n")] = 0;
+  snprintf(G.session, sizeof(G.session), "%s", best_dir);
+  G.attached = 1;
+  return 0;
+}
+
+static int make_session_dir(void) {
+  char root[200];
+  rd__session_root(root, sizeof(root));
   if (mkdir(root, 0700) != 0 && errno != EEXIST) return RD_ESYS;
   struct stat st;
   if (lstat(root, &st) != 0 || !S_ISDIR(st.st_mode) || st.st_uid != getuid()) {
@@ -1883,22 +2019,6 @@ static int make_session_dir(void) {
   return 0;
 }
 
-static void rm_rf(const char *path) {
-  DIR *d = opendir(path);
-  if (d) {
-    struct dirent *e;
-    while ((e = readdir(d))) {
-      if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, "..")) continue;
-      char p[1024];
-      snprintf(p, sizeof(p), "%s/%s", path, e->d_name);
-      struct stat st;
-      if (lstat(p, &st) == 0 && S_ISDIR(st.st_mode)) rm_rf(p);
-      else unlink(p);
-    }
-    closedir(d);
-  }
-  rmdir(path);
-}
 
 static int start_daemon(const rd_config *cfg) {
   char bin[PATH_MAX];
@@ -2021,10 +2141,15 @@ static void ctx_reset(void) {
   G.pending_release = NULL;
   G.npending_release = G.cappending_release = 0;
   free(pending_delete);
+  free(pending_delete_node);
   pending_delete = NULL;
+  pending_delete_node = NULL;
   npending_delete = cappending_delete = 0;
   G.inited = G.dead = 0;
   G.session[0] = 0;
+  G.attached = G.cluster = 0;
+  G.node_index = 0;
+  G.token[0] = 0;
   rd__registry_free();
 }
 
@@ -2045,11 +2170,7 @@ int rd_init(const rd_config *cfg_in) {
     pthread_mutex_unlock(&G.mu);
     return r;
   }
-  if (cfg.address && *cfg.address) {
-    rd__log(RD_LOG_ERROR, "rd_init: joining a cluster by address is not supported yet");
-    pthread_mutex_unlock(&G.mu);
-    return RD_ENOTSUP;
-  }
+  const char *address = cfg.address && *cfg.address ? cfg.address : getenv("RAYDIST_ADDRESS");
   {
     int64_t fx;
     rd_resources tmp;
@@ -2084,6 +2205,8 @@ int rd_init(const rd_config *cfg_in) {
   }
   if (wid) {
     const char *sess = getenv("RAYDIST_SESSION");
+    const char *tok = getenv("RAYDIST_CLUSTER_TOKEN");
+    snprintf(G.token, sizeof(G.token), "%s", tok ? tok : "");
     G.is_worker = 1;
     snprintf(G.session, sizeof(G.session), "%s", sess ? sess : "");
     r = rd__connect_daemon(G.session, 1, (uint32_t)strtoul(wid, NULL, 10));
@@ -2095,16 +2218,25 @@ int rd_init(const rd_config *cfg_in) {
     pthread_mutex_unlock(&G.mu);
     rd__worker_main();
   }
-  r = make_session_dir();
-  if (r == 0) r = start_daemon(&cfg);
-  if (r == 0) r = rd__connect_daemon(G.session, 0, 0);
+  if (address && *address) {
+    r = attach_cluster(address);
+    if (r == 0) r = rd__connect_daemon(G.session, 0, 0);
+    if (r != 0) {
+      G.session[0] = 0;   /* the node's, not ours to remove */
+      G.attached = 0;
+    }
+  } else {
+    r = make_session_dir();
+    if (r == 0) r = start_daemon(&cfg);
+    if (r == 0) r = rd__connect_daemon(G.session, 0, 0);
+  }
   if (r != 0) {
     if (G.daemon_pid > 0) {
       kill(G.daemon_pid, SIGKILL);
       waitpid(G.daemon_pid, NULL, 0);
       G.daemon_pid = 0;
     }
-    if (G.session[0]) rm_rf(G.session);
+    if (G.session[0]) rd__rm_rf(G.session);
     ctx_reset();
     pthread_mutex_unlock(&G.mu);
     return r;
@@ -2125,7 +2257,8 @@ void rd_shutdown(void) {
   if (!G.dead) {
     Rd__Shutdown m = RD__SHUTDOWN__INIT;
     send_pending_releases();
-    rd__conn_send(&G.daemon, RD__MSG_TYPE__MSG_SHUTDOWN, &m.base, -1);
+    /* a cluster's node outlives its drivers */
+    if (!G.attached) rd__conn_send(&G.daemon, RD__MSG_TYPE__MSG_SHUTDOWN, &m.base, -1);
     (void)rd__conn_flush_blocking(&G.daemon, 2000);
   }
   rd__conn_close(&G.daemon);
@@ -2143,7 +2276,7 @@ void rd_shutdown(void) {
     }
     G.daemon_pid = 0;
   }
-  if (!G.is_worker && G.session[0]) rm_rf(G.session);
+  if (!G.is_worker && !G.attached && G.session[0]) rd__rm_rf(G.session);
   ctx_reset();
   pthread_mutex_unlock(&G.mu);
 }

@@ -32,6 +32,7 @@ typedef struct rd__obj {
   int refs;            /* user references */
   int uses;            /* queued or running tasks that take it as an argument */
   int err;
+  uint32_t node;       /* OBJ_STORE: the node whose store holds it (0 on an embedded cluster) */
   rd__blob *blob;      /* OBJ_INLINE value, OBJ_FAILED message, OBJ_PUT_OPEN buffer */
   rd__task **deps;     /* tasks waiting for this object */
   int ndeps, capdeps;
@@ -67,6 +68,8 @@ struct rd__task {
 struct rd__sclass {
   rd_resources res;
   int priority;
+  int strategy, soft;       /* rd_task_opts scheduling strategy */
+  uint32_t node;
   rd__task *qhead, *qtail;
   size_t qlen;
   rd__lease *leases;
@@ -86,6 +89,8 @@ struct rd__lease {
   uint64_t idle_since;      /* 0 = busy */
   uint64_t last_reply_ns;
   int broken;               /* sent a malformed frame */
+  int lost_err;             /* why a bridged (remote) worker went away, from its node */
+  char lost_why[160];
   rd__actor *actor;         /* a connection to an actor, not a lease */
   rd__lease *next;
 };
@@ -143,6 +148,10 @@ typedef struct rd__ctx {
   int wakefd;
   rd__conn daemon;
   uint32_t client_id;
+  uint32_t node_index;          /* 0 on an embedded cluster */
+  int cluster;                  /* joined a cluster: feasibility is the cluster's to decide */
+  int attached;                 /* rd_init(address): the session belongs to `raydist start` */
+  char token[160];
   uint64_t next_seq, next_task, next_req;
   pid_t daemon_pid;
   char session[256];

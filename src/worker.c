@@ -110,6 +110,7 @@ static void reply(rd__serve *s, uint64_t task_id, int status, const char *err, R
   r.error = (char *)(err ? err : "");
   r.n_returns = nrets;
   r.returns = rets;
+  r.node = G.node_index;
   if (rd__conn_send(&s->conn, RD__MSG_TYPE__MSG_TASK_REPLY, &r.base, -1) != 0) s->closed = 1;
 }
 
@@ -118,10 +119,12 @@ static void reply(rd__serve *s, uint64_t task_id, int status, const char *err, R
 static int resolve_args(rd_call *call) {
   Rd__Task *m = call->msg;
   uint64_t ids[RD_MAX_ARGS];
+  uint32_t nodes[RD_MAX_ARGS];
   size_t idx[RD_MAX_ARGS], n = 0;
   for (size_t i = 0; i < m->n_args; i++) {
     Rd__Arg *a = m->args[i];
     if (a->by_ref) {
+      nodes[n] = a->node;
       ids[n] = a->object_id;
       idx[n++] = i;
     } else {
@@ -135,6 +138,10 @@ static int resolve_args(rd_call *call) {
   g.n_object_ids = n;
   g.object_ids = ids;
   g.timeout_ms = 60000;
+  if (G.cluster) {   /* arguments held on another node are pulled by ours */
+    g.n_nodes = n;
+    g.nodes = nodes;
+  }
   ProtobufCMessage *rep = NULL;
   int r = rd__daemon_call(RD__MSG_TYPE__MSG_OBJ_GET, &g.base, g.req_id, RD__MSG_TYPE__MSG_OBJ_GET_REPLY, &rep, -1);
   if (r != 0) {

@@ -1,0 +1,136 @@
+/* bench/cluster/cluster_bench.c - figures of a multi-node cluster, run by
+ * bench/cluster/run.sh against a head (127.0.0.1) and a node (127.0.0.2,
+ * custom resource only_b) that `raydist start` launched:
+ *   - tasks/s of tiny tasks run on the driver's node and, in the same run,
+ *     spilled back to the other node (every frame relayed over the link);
+ *   - MiB/s of a large object put on the head and read by a task on the other
+ *     node (the node pulls it over gRPC), and of the task's large result pulled
+ *     back to the driver.
+ * Usage: RAYDIST_ADDRESS=ip:port cluster_bench [--duration S] [--trials N]
+ *        [--mib N (default 1024)] [--json FILE] */
+#include "../harness.h"
+
+#include <stdint.h>
+#include <unistd.h>
+
+RD_REMOTE(nop) { return rd_return_bytes(call, 0, "", 0); }
+
+/* Read every page of the argument (it is in this node's store once pulled),
+ * then return a result of the same size. */
+RD_REMOTE(touch_and_echo) {
+  rd_buf a;
+  if (rd_arg(call, 0, &a) != 0) return rd_call_fail(call, "no argument");
+  const volatile uint8_t *p = a.data;
+  uint64_t s = 0;
+  for (size_t i = 0; i < a.size; i += 4096) s += p[i];
+  uint8_t *out = rd_return_alloc(call, 1, a.size);
+  if (!out) return rd_call_fail(call, "no room for the result");
+  memset(out, (int)(s & 0xff), a.size);
+  return rd_return_bytes(call, 0, &s, sizeof(s));
+}
+
+static rd_task_opts g_opts;
+
+static double async_tasks(void) {
+  enum { BATCH = 2000 };
+  static rd_ref refs[BATCH];
+  double t0 = now(), t;
+  long n = 0;
+  do {
+    for (int i = 0; i < BATCH; i++) OK(rd_submit(nop, RD_NO_ARGS, &g_opts, &refs[i]));
+    rd_buf b[BATCH];
+    OK(rd_get(refs, BATCH, b, 120000));
+    for (int i = 0; i < BATCH; i++) {
+      rd_buf_release(&b[i]);
+      rd_ref_release(refs[i]);
+    }
+    n += BATCH;
+    t = now() - t0;
+  } while (t < g_duration);
+  return n / t;
+}
+
+static double sync_tasks(void) {
+  double t0 = now(), t;
+  long n = 0;
+  do {
+    rd_ref r;
+    OK(rd_submit(nop, RD_NO_ARGS, &g_opts, &r));
+    rd_buf b;
+    OK(rd_get(&r, 1, &b, 60000));
+    rd_buf_release(&b);
+    rd_ref_release(r);
+    n++;
+    t = now() - t0;
+  } while (t < g_duration);
+  return n / t;
+}
+
+static size_t g_bytes;
+static double g_there, g_back;
+
+/* One round: put (not timed), task on node b (pull there), result back. */
+static double transfer_round(void) {
+  void *p;
+  rd_ref in;
+  OK(rd_put_begin(g_bytes, &p, &in));
+  memset(p, 7, g_bytes);
+  OK(rd_put_seal(in));
+  rd_task_opts o;
+  rd_task_opts_init(&o);
+  o.resources = "only_b=1";
+  o.num_returns = 2;
+  rd_ref out[2];
+  double t0 = now();
+  OK(rd_submit(touch_and_echo, RD_ARGS(rd_arg_ref(in)), &o, out));
+  rd_buf small;
+  int e = rd_get(&out[0], 1, &small, 300000);   /* the task ran: the pull to b is done */
+  if (e != 0) DIE("transfer task: %s: %.*s", rd_err_name(e), (int)small.size, small.data ? (const char *)small.data : "");
+  double t1 = now();
+  rd_buf big;
+  OK(rd_get(&out[1], 1, &big, 300000));     /* its result pulled back here */
+  double t2 = now();
+  if (big.size != g_bytes) DIE("result of %zu bytes, expected %zu", big.size, g_bytes);
+  rd_buf_release(&small);
+  rd_buf_release(&big);
+  rd_ref_release(out[0]);
+  rd_ref_release(out[1]);
+  rd_ref_release(in);
+  g_there = g_bytes / 1048576.0 / (t1 - t0);
+  g_back = g_bytes / 1048576.0 / (t2 - t1);
+  return g_there;
+}
+
+int main(int argc, char **argv) {
+  harness_args(argc, argv);
+  size_t mib = 1024;
+  for (int i = 1; i < argc; i++)
+    if (!strcmp(argv[i], "--mib") && i + 1 < argc) mib = (size_t)atol(argv[++i]);
+  g_bytes = mib << 20;
+  OK(rd_init(NULL));
+  rd_node_info ni;
+  for (int i = 0; i < 100; i++) {   /* the node's view follows the GCS within a heartbeat */
+    OK(rd_node_info_get(&ni));
+    if (ni.cluster_nodes >= 2) break;
+    usleep(50000);
+  }
+  if (ni.cluster_nodes < 2) DIE("needs a cluster of two nodes (RAYDIST_ADDRESS); this one has %d", ni.cluster_nodes);
+  printf("driver on node %u of %d\n", ni.node_index, ni.cluster_nodes);
+  rd_task_opts_init(&g_opts);
+  g_opts.num_cpus = 0.01;   /* many leases at once on either node */
+  report("local_tasks_async", "tasks", async_tasks);
+  report("local_tasks_sync", "tasks", sync_tasks);
+  g_opts.resources = "only_b=0.001";
+  report("spillback_tasks_async", "tasks", async_tasks);
+  report("spillback_tasks_sync", "tasks", sync_tasks);
+  if (selected("transfer")) {
+    (void)transfer_round();   /* warm-up: workers, mappings */
+    for (int t = 0; t < g_trials; t++) {
+      (void)transfer_round();
+      printf("object_transfer %zu MiB: to the other node %.1f MiB/s, result back %.1f MiB/s\n", mib, g_there, g_back);
+    }
+  }
+  harness_done();
+  rd_shutdown();
+  return 0;
+}

@@ -1,0 +1,533 @@
+/* runtime/cli_cluster.c - `raydist start`, `raydist status`, `raydist stop`.
+ *
+ * Each node this machine runs has a session directory
+ * <RAYDIST_TMPDIR or /tmp>/raydist-<uid>/node-<ip> (0700) holding the node's
+ * socket, the cluster token (0600), a `cluster` file (gcs=, ip=, head=) that
+ * drivers use to find the node, the logs, and a `pids` file naming exactly
+ * the processes `start` launched (pid and kernel start time, so a reused pid
+ * is never signalled).  `stop` ends those processes and removes the
+ * directory; nothing else is touched. */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <poll.h>
+#include <signal.h>
+#include <spawn.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "cli_cluster.h"
+#include "common.h"
+#include "gcs_client.h"
+#include "raydist.h"
+#include "resources.h"
+
+extern char **environ;
+
+#define DEFAULT_PORT 6380
+
+
+
+static int read_line(const char *path, char *out, size_t len) {
+  FILE *f = fopen(path, "r");
+  if (!f) return -1;
+  if (!fgets(out, (int)len, f)) out[0] = 0;
+  fclose(f);
+  out[strcspn(out, "\r\n")] = 0;
+  return out[0] ? 0 : -1;
+}
+
+/* Field 22 of /proc/PID/stat: when the process started, in clock ticks. */
+static unsigned long long proc_start_time(int pid) {
+  char path[64], buf[1024];
+  snprintf(path, sizeof(path), "/proc/%d/stat", pid);
+  int fd = open(path, O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return 0;
+  ssize_t n = read(fd, buf, sizeof(buf) - 1);
+  close(fd);
+  if (n <= 0) return 0;
+  buf[n] = 0;
+  char *p = strrchr(buf, ')');   /* the command name may hold spaces */
+  if (!p) return 0;
+  unsigned long long v = 0;
+  int field = 2;
+  for (char *tok = strtok(p + 1, " "); tok; tok = strtok(NULL, " ")) {
+    if (++field == 22) {
+      v = strtoull(tok, NULL, 10);
+      break;
+    }
+  }
+  return v;
+}
+
+
+/* Are the processes recorded in dir/pids still running? */
+static int session_live(const char *dir) {
+  char path[600];
+  snprintf(path, sizeof(path), "%s/pids", dir);
+  FILE *f = fopen(path, "r");
+  if (!f) return 0;
+  char name[32];
+  int pid;
+  unsigned long long st;
+  int live = 0;
+  while (fscanf(f, "%31s %d %llu", name, &pid, &st) == 3)
+    if (pid > 0 && proc_start_time(pid) == st) live = 1;
+  fclose(f);
+  return live;
+}
+
+static int self_exe(char *out, size_t len) {
+  ssize_t n = readlink("/proc/self/exe", out, len - 1);
+  if (n <= 0) return -1;
+  out[n] = 0;
+  return 0;
+}
+
+/* Start `raydist <args>` detached (own session, output to log), wait until it
+ * writes "R" on its ready fd.  The pid, or -1 with the log's tail printed. */
+static int spawn_ready(char **args, const char *log, int ready_argi, int timeout_ms) {
+  int p[2];
+  if (pipe(p) != 0) return -1;
+  fcntl(p[0], F_SETFD, FD_CLOEXEC);
+  char fdbuf[16];
+  snprintf(fdbuf, sizeof(fdbuf), "%d", p[1]);
+  args[ready_argi] = fdbuf;
+  posix_spawn_file_actions_t fa;
+  posix_spawnattr_t at;
+  posix_spawn_file_actions_init(&fa);
+  posix_spawnattr_init(&at);
+  posix_spawnattr_setflags(&at, POSIX_SPAWN_SETSID);
+  posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
+  posix_spawn_file_actions_addopen(&fa, 1, log, O_WRONLY | O_CREAT | O_APPEND, 0600);
+  posix_spawn_file_actions_adddup2(&fa, 1, 2);
+  pid_t pid;
+  int r = posix_spawn(&pid, args[0], &fa, &at, args, environ);
+  posix_spawn_file_actions_destroy(&fa);
+  posix_spawnattr_destroy(&at);
+  close(p[1]);
+  if (r != 0) {
+    fprintf(stderr, "raydist start: cannot run %s: %s\n", args[0], strerror(r));
+    close(p[0]);
+    return -1;
+  }
+  struct pollfd pf = {p[0], POLLIN, 0};
+  char c = 0;
+  int ok = poll(&pf, 1, timeout_ms) == 1 && read(p[0], &c, 1) == 1 && c == 'R';
+  close(p[0]);
+  if (!ok) {
+    kill(pid, SIGKILL);
+    waitpid(pid, NULL, 0);
+    fprintf(stderr, "raydist start: %s %s did not come up; the end of %s:\n", args[0], args[1], log);
+    FILE *f = fopen(log, "r");
+    if (f) {
+      char lines[12][400];
+      int n = 0;
+      while (fgets(lines[n % 12], sizeof(lines[0]), f)) n++;
+      fclose(f);
+      for (int i = n > 12 ? n - 12 : 0; i < n; i++) fprintf(stderr, "  %s", lines[i % 12]);
+    }
+    return -1;
+  }
+  return pid;
+}
+
+static int append_pid(const char *dir, const char *name, int pid) {
+  char path[600];
+  snprintf(path, sizeof(path), "%s/pids", dir);
+  FILE *f = fopen(path, "a");
+  if (!f) return -1;
+  fprintf(f, "%s %d %llu\n", name, pid, proc_start_time(pid));
+  fclose(f);
+  return 0;
+}
+
+static int make_token(const char *path) {
+  unsigned char b[24];
+  int fd = open("/dev/urandom", O_RDONLY | O_CLOEXEC);
+  if (fd < 0 || read(fd, b, sizeof(b)) != (ssize_t)sizeof(b)) {
+    if (fd >= 0) close(fd);
+    return -1;
+  }
+  close(fd);
+  fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+  if (fd < 0) return -1;
+  char hex[64];
+  for (size_t i = 0; i < sizeof(b); i++) snprintf(hex + 2 * i, 3, "%02x", b[i]);
+  hex[2 * sizeof(b)] = '\n';
+  int ok = write(fd, hex, 2 * sizeof(b) + 1) == (ssize_t)(2 * sizeof(b) + 1);
+  close(fd);
+  return ok ? 0 : -1;
+}
+
+/* The session directory of a node this machine runs for the cluster at
+ * `address` (NULL: any cluster, the head's preferred), and its GCS address. */
+static int local_session(const char *address, char *dir, size_t dirlen, char *gcs, size_t gcslen) {
+  char root[200];
+  rd__session_root(root, sizeof(root));
+  DIR *d = opendir(root);
+  if (!d) return -1;
+  struct dirent *e;
+  int r = -1;
+  while ((e = readdir(d))) {
+    if (strncmp(e->d_name, "node-", 5) != 0) continue;
+    char f[600], g[128], head[8] = "0";
+    snprintf(f, sizeof(f), "%s/%s/cluster", root, e->d_name);
+    if (rd__read_kv(f, "gcs", g, sizeof(g)) != 0 || (address && strcmp(g, address) != 0)) continue;
+    snprintf(dir, dirlen, "%s/%s", root, e->d_name);
+    snprintf(gcs, gcslen, "%s", g);
+    r = 0;
+    if (rd__read_kv(f, "head", head, sizeof(head)) == 0 && head[0] == '1') break;
+  }
+  closedir(d);
+  return r;
+}
+
+static int local_token(const char *address, char *out, size_t len) {
+  char dir[512], gcs[128], f[600];
+  if (local_session(address, dir, sizeof(dir), gcs, sizeof(gcs)) != 0) return -1;
+  snprintf(f, sizeof(f), "%s/token", dir);
+  return read_line(f, out, len);
+}
+
+static void usage_start(FILE *f) {
+  fprintf(f,
+          "usage: raydist start --head [--port N] [--node-ip IP] [resources]\n"
+          "       raydist start --address IP:PORT [--node-ip IP] [--token T] [resources]\n"
+          "resources: [--num-cpus N] [--num-gpus N] [--resources a=1,b=2] [--memory BYTES]\n"
+          "           [--object-store-memory BYTES] [--max-workers N] [--log-level L]\n"
+          "The token of a cluster started on this machine is found on its own; elsewhere pass\n"
+          "--token or RAYDIST_TOKEN (it is in the head's session directory, file `token`).\n");
+}
+
+int rd__cli_start(int argc, char **argv) {
+  int head = 0, port = DEFAULT_PORT;
+  const char *address = NULL, *node_ip = "127.0.0.1", *token = getenv("RAYDIST_TOKEN");
+  const char *num_cpus = NULL, *num_gpus = NULL, *resources = NULL, *memory = NULL, *store = NULL, *maxw = NULL,
+             *loglevel = NULL;
+  static const struct option lo[] = {
+      {"head", 0, 0, 'H'},        {"port", 1, 0, 'p'},      {"address", 1, 0, 'a'},   {"node-ip", 1, 0, 'i'},
+      {"token", 1, 0, 't'},       {"num-cpus", 1, 0, 'c'},  {"num-gpus", 1, 0, 'g'},  {"resources", 1, 0, 'r'},
+      {"memory", 1, 0, 'm'},      {"object-store-memory", 1, 0, 'o'}, {"max-workers", 1, 0, 'w'},
+      {"log-level", 1, 0, 'l'},   {"help", 0, 0, 'h'},      {0, 0, 0, 0}};
+  int ch;
+  optind = 2;
+  while ((ch = getopt_long(argc, argv, "", lo, NULL)) != -1) {
+    switch (ch) {
+      case 'H': head = 1; break;
+      case 'p': port = atoi(optarg); break;
+      case 'a': address = optarg; break;
+      case 'i': node_ip = optarg; break;
+      case 't': token = optarg; break;
+      case 'c': num_cpus = optarg; break;
+      case 'g': num_gpus = optarg; break;
+      case 'r': resources = optarg; break;
+      case 'm': memory = optarg; break;
+      case 'o': store = optarg; break;
+      case 'w': maxw = optarg; break;
+      case 'l': loglevel = optarg; break;
+      case 'h': usage_start(stdout); return 0;
+      default: usage_start(stderr); return 2;
+    }
+  }
+  if (head == !!address) {
+    fprintf(stderr, "raydist start: give exactly one of --head or --address\n");
+    usage_start(stderr);
+    return 2;
+  }
+  if (port < 0 || port > 65535) {
+    fprintf(stderr, "raydist start: --port %d is not a TCP port\n", port);
+    return 2;
+  }
+  char exe[4096];
+  if (self_exe(exe, sizeof(exe)) != 0) {
+    fprintf(stderr, "raydist start: cannot find this program's path\n");
+    return 1;
+  }
+  char root[200], dir[400];
+  rd__session_root(root, sizeof(root));
+  if (mkdir(root, 0700) != 0 && errno != EEXIST) {
+    fprintf(stderr, "raydist start: cannot create %s: %s\n", root, strerror(errno));
+    return 1;
+  }
+  snprintf(dir, sizeof(dir), "%s/node-%s", root, node_ip);
+  if (session_live(dir)) {
+    fprintf(stderr, "raydist start: a node already runs on %s (session %s); `raydist stop` it first\n", node_ip, dir);
+    return 1;
+  }
+  rd__rm_rf(dir);   /* a stale session of a node that is gone */
+  if (mkdir(dir, 0700) != 0) {
+    fprintf(stderr, "raydist start: cannot create %s: %s\n", dir, strerror(errno));
+    return 1;
+  }
+  char tokfile[600], gcs_addr[160], tokbuf[200], logf[600], path[600];
+  snprintf(tokfile, sizeof(tokfile), "%s/token", dir);
+  if (head) {
+    snprintf(gcs_addr, sizeof(gcs_addr), "%s:%d", node_ip, port);
+    if (make_token(tokfile) != 0) {
+      fprintf(stderr, "raydist start: cannot write the cluster token %s\n", tokfile);
+      rd__rm_rf(dir);
+      return 1;
+    }
+    char bind[160], portf[600], pbuf[32];
+    snprintf(bind, sizeof(bind), "%s:%d", node_ip, port);
+    snprintf(logf, sizeof(logf), "%s/gcs.log", dir);
+    snprintf(portf, sizeof(portf), "%s/gcs.port", dir);
+    char *gargs[] = {exe, "gcs", "--bind", bind, "--token-file", tokfile, "--ready-fd", NULL, "--port-file", portf,
+                     "--heartbeat-timeout-ms", (char *)(getenv("RAYDIST_HEARTBEAT_TIMEOUT_MS") ? getenv("RAYDIST_HEARTBEAT_TIMEOUT_MS") : "3000"),
+                     "--log-level", (char *)(loglevel ? loglevel : "1"), NULL};
+    int pid = spawn_ready(gargs, logf, 7, 15000);
+    if (pid < 0) {
+      rd__rm_rf(dir);
+      return 1;
+    }
+    append_pid(dir, "gcs", pid);
+    if (read_line(portf, pbuf, sizeof(pbuf)) == 0) port = atoi(pbuf);   /* --port 0: the one it chose */
+    snprintf(gcs_addr, sizeof(gcs_addr), "%s:%d", node_ip, port);
+  } else {
+    snprintf(gcs_addr, sizeof(gcs_addr), "%s", address);
+    if (!token && local_token(address, tokbuf, sizeof(tokbuf)) == 0) token = tokbuf;
+    if (!token || !*token) {
+      fprintf(stderr, "raydist start: no cluster token: pass --token or RAYDIST_TOKEN (the file `token` in the "
+                      "head node's session directory)\n");
+      rd__rm_rf(dir);
+      return 1;
+    }
+    int fd = open(tokfile, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+    int ok = fd >= 0 && write(fd, token, strlen(token)) == (ssize_t)strlen(token) && write(fd, "\n", 1) == 1;
+    if (fd >= 0) close(fd);
+    if (!ok) {
+      fprintf(stderr, "raydist start: cannot write %s\n", tokfile);
+      rd__rm_rf(dir);
+      return 1;
+    }
+    /* a clear answer for a wrong address or token before starting anything */
+    rd_gcs *g = NULL;
+    char err[300] = "";
+    int r = rd_gcs_connect(gcs_addr, token, 5000, &g, err, sizeof(err));
+    if (r != 0) {
+      fprintf(stderr, "raydist start: cannot join the cluster at %s: %s (%s)\n", gcs_addr, err, rd_err_name(r));
+      rd__rm_rf(dir);
+      return 1;
+    }
+    rd_gcs_close(g);
+  }
+  snprintf(path, sizeof(path), "%s/cluster", dir);
+  FILE *f = fopen(path, "w");
+  if (!f) {
+    fprintf(stderr, "raydist start: cannot write %s\n", path);
+    return 1;
+  }
+  fprintf(f, "gcs=%s\nip=%s\nhead=%d\n", gcs_addr, node_ip, head);
+  fclose(f);
+  char spill[600];
+  snprintf(spill, sizeof(spill), "%s/spill", dir);
+  snprintf(logf, sizeof(logf), "%s/node.log", dir);
+  char *nargs[40];
+  int k = 0;
+  nargs[k++] = exe;
+  nargs[k++] = "node";
+  nargs[k++] = "--session"; nargs[k++] = dir;
+  nargs[k++] = "--gcs"; nargs[k++] = gcs_addr;
+  nargs[k++] = "--token-file"; nargs[k++] = tokfile;
+  nargs[k++] = "--node-ip"; nargs[k++] = (char *)node_ip;
+  nargs[k++] = "--spill-dir"; nargs[k++] = spill;
+  if (head) nargs[k++] = "--head";
+  if (num_cpus) { nargs[k++] = "--num-cpus"; nargs[k++] = (char *)num_cpus; }
+  if (num_gpus) { nargs[k++] = "--num-gpus"; nargs[k++] = (char *)num_gpus; }
+  if (resources) { nargs[k++] = "--resources"; nargs[k++] = (char *)resources; }
+  if (memory) { nargs[k++] = "--memory"; nargs[k++] = (char *)memory; }
+  if (store) { nargs[k++] = "--object-store-memory"; nargs[k++] = (char *)store; }
+  if (maxw) { nargs[k++] = "--max-workers"; nargs[k++] = (char *)maxw; }
+  if (loglevel) { nargs[k++] = "--log-level"; nargs[k++] = (char *)loglevel; }
+  nargs[k++] = "--ready-fd";
+  int ready_i = k;
+  nargs[k++] = NULL;
+  nargs[k] = NULL;
+  int pid = spawn_ready(nargs, logf, ready_i, 30000);
+  if (pid < 0) {
+    /* leave nothing half-started */
+    char *stop[] = {exe, "stop", "--node-ip", (char *)node_ip, NULL};
+    rd__cli_stop(4, stop);
+    return 1;
+  }
+  append_pid(dir, "node", pid);
+  if (head) {
+    printf("head node started on %s\n"
+           "  GCS:      %s\n"
+           "  session:  %s\n"
+           "join from another machine (or address) with:\n"
+           "  raydist start --address=%s --node-ip=<its ip> --token=$(cat %s)\n"
+           "run a driver on it with RAYDIST_ADDRESS=%s ./your_program (or rd_config.address)\n",
+           node_ip, gcs_addr, dir, gcs_addr, tokfile, gcs_addr);
+  } else {
+    printf("node started on %s, joined the cluster at %s (session %s)\n", node_ip, gcs_addr, dir);
+  }
+  return 0;
+}
+
+/* End one session's recorded processes (nodes before the GCS). */
+static int stop_session(const char *dir) {
+  char path[1024];
+  snprintf(path, sizeof(path), "%.900s/pids", dir);
+  FILE *f = fopen(path, "r");
+  int pids[16];
+  unsigned long long st[16];
+  char names[16][32];
+  int n = 0;
+  if (f) {
+    while (n < 16 && fscanf(f, "%31s %d %llu", names[n], &pids[n], &st[n]) == 3) n++;
+    fclose(f);
+  }
+  int stopped = 0;
+  for (int pass = 0; pass < 2; pass++) {   /* node first: it leaves the GCS cleanly */
+    for (int i = 0; i < n; i++) {
+      int is_gcs = !strcmp(names[i], "gcs");
+      if (is_gcs != pass || pids[i] <= 0 || proc_start_time(pids[i]) != st[i]) continue;
+      kill(pids[i], SIGTERM);
+      for (int t = 0; t < 100 && proc_start_time(pids[i]) == st[i]; t++) usleep(50000);
+      if (proc_start_time(pids[i]) == st[i]) {
+        fprintf(stderr, "raydist stop: %s (pid %d) did not stop in 5 s; killing it\n", names[i], pids[i]);
+        kill(pids[i], SIGKILL);
+        for (int t = 0; t < 40 && proc_start_time(pids[i]) == st[i]; t++) usleep(50000);
+      }
+      stopped++;
+    }
+  }
+  rd__rm_rf(dir);
+  return stopped;
+}
+
+int rd__cli_stop(int argc, char **argv) {
+  const char *node_ip = NULL;
+  static const struct option lo[] = {{"node-ip", 1, 0, 'i'}, {0, 0, 0, 0}};
+  int ch;
+  optind = 2;
+  while ((ch = getopt_long(argc, argv, "", lo, NULL)) != -1) {
+    if (ch == 'i') node_ip = optarg;
+    else {
+      fprintf(stderr, "usage: raydist stop [--node-ip IP]\n");
+      return 2;
+    }
+  }
+  char root[200];
+  rd__session_root(root, sizeof(root));
+  DIR *d = opendir(root);
+  int stopped = 0, sessions = 0;
+  if (d) {
+    struct dirent *e;
+    char dirs[64][512];   /* root (200) + "/" + a name (255) */
+    int nd = 0;
+    while ((e = readdir(d)) && nd < 64) {
+      if (strncmp(e->d_name, "node-", 5) != 0) continue;
+      if (node_ip && strcmp(e->d_name + 5, node_ip) != 0) continue;
+      snprintf(dirs[nd++], sizeof(dirs[0]), "%s/%s", root, e->d_name);
+    }
+    closedir(d);
+    /* worker nodes before the head, whose GCS the others report to */
+    for (int pass = 0; pass < 2; pass++)
+      for (int i = 0; i < nd; i++) {
+        char f[1024], head[8] = "0";
+        snprintf(f, sizeof(f), "%.900s/cluster", dirs[i]);
+        (void)rd__read_kv(f, "head", head, sizeof(head));
+        if ((head[0] == '1') != pass) continue;
+        stopped += stop_session(dirs[i]);
+        sessions++;
+      }
+  }
+  printf("raydist stop: %d process%s stopped, %d session%s removed\n", stopped, stopped == 1 ? "" : "es", sessions,
+         sessions == 1 ? "" : "s");
+  return 0;
+}
+
+static void res_used(char *buf, size_t len, double total, double avail) {
+  snprintf(buf, len, "%g/%g", total - avail, total);
+}
+
+int rd__cli_status(int argc, char **argv) {
+  const char *address = getenv("RAYDIST_ADDRESS"), *token = getenv("RAYDIST_TOKEN");
+  static const struct option lo[] = {{"address", 1, 0, 'a'}, {"token", 1, 0, 't'}, {0, 0, 0, 0}};
+  int ch;
+  optind = 2;
+  while ((ch = getopt_long(argc, argv, "", lo, NULL)) != -1) {
+    if (ch == 'a') address = optarg;
+    else if (ch == 't') token = optarg;
+    else {
+      fprintf(stderr, "usage: raydist status [--address IP:PORT] [--token T]\n");
+      return 2;
+    }
+  }
+  char abuf[160], tbuf[200];
+  if (!address || !*address) {
+    char dir[512];
+    if (local_session(NULL, dir, sizeof(dir), abuf, sizeof(abuf)) != 0) {
+      fprintf(stderr, "raydist status: no cluster runs on this machine; pass --address\n");
+      return 1;
+    }
+    address = abuf;
+  }
+  if ((!token || !*token) && local_token(address, tbuf, sizeof(tbuf)) == 0) token = tbuf;
+  rd_gcs *g = NULL;
+  char err[300] = "";
+  int r = rd_gcs_connect(address, token, 5000, &g, err, sizeof(err));
+  if (r != 0) {
+    fprintf(stderr, "raydist status: cannot reach the cluster at %s: %s (%s)\n", address, err, rd_err_name(r));
+    return 1;
+  }
+  rd_gcs_node *nodes = NULL;
+  size_t n = 0;
+  uint64_t ver = 0;
+  r = rd_gcs_get_nodes(g, &nodes, &n, &ver);
+  rd_gcs_close(g);
+  if (r != 0) {
+    fprintf(stderr, "raydist status: %s\n", rd_strerror(r));
+    return 1;
+  }
+  int alive = 0;
+  int64_t pending = 0;
+  double cpu_t = 0, cpu_a = 0, gpu_t = 0, gpu_a = 0;
+  for (size_t i = 0; i < n; i++) {
+    if (nodes[i].state != RD_GCS_NODE_ALIVE) continue;
+    alive++;
+    pending += nodes[i].pending;
+    cpu_t += rd_res_to_double(nodes[i].total.cpu);
+    cpu_a += rd_res_to_double(nodes[i].avail.cpu);
+    gpu_t += rd_res_to_double(nodes[i].total.gpu);
+    gpu_a += rd_res_to_double(nodes[i].avail.gpu);
+  }
+  char cb[64], gb[64];
+  res_used(cb, sizeof(cb), cpu_t, cpu_a);
+  res_used(gb, sizeof(gb), gpu_t, gpu_a);
+  printf("cluster at %s: %d node%s alive, %zu dead\n", address, alive, alive == 1 ? "" : "s", n - (size_t)alive);
+  printf("resources used/total: CPU %s, GPU %s; pending lease requests: %lld\n\n", cb, gb, (long long)pending);
+  printf("%-5s %-16s %-5s %-6s %-11s %-11s %-24s %-19s %-7s %s\n", "node", "ip", "head", "state", "CPU", "GPU",
+         "custom (used/total)", "store MiB used/cap", "pending", "last heartbeat");
+  for (size_t i = 0; i < n; i++) {
+    const rd_gcs_node *x = &nodes[i];
+    res_used(cb, sizeof(cb), rd_res_to_double(x->total.cpu), rd_res_to_double(x->avail.cpu));
+    res_used(gb, sizeof(gb), rd_res_to_double(x->total.gpu), rd_res_to_double(x->avail.gpu));
+    char custom[128] = "-";
+    size_t off = 0;
+    for (int k = 0; k < x->total.ncustom && off < sizeof(custom) - 40; k++) {
+      double t = rd_res_to_double(x->total.custom[k].amount);
+      double a = rd_res_to_double(rd_res_get_custom(&x->avail, x->total.custom[k].name));
+      off += (size_t)snprintf(custom + off, sizeof(custom) - off, "%s%s %g/%g", k ? "," : "", x->total.custom[k].name,
+                              t - a, t);
+    }
+    char store[64];
+    snprintf(store, sizeof(store), "%.0f/%.0f", x->store_used / 1048576.0, x->store_capacity / 1048576.0);
+    char hb[200];
+    if (x->state == RD_GCS_NODE_ALIVE) snprintf(hb, sizeof(hb), "%.1f s ago", x->ms_since_heartbeat / 1000.0);
+    else snprintf(hb, sizeof(hb), "dead: %s", x->death_reason);
+    printf("%-5u %-16s %-5s %-6s %-11s %-11s %-24s %-19s %-7lld %s\n", x->index, x->ip, x->is_head ? "yes" : "",
+           x->state == RD_GCS_NODE_ALIVE ? "alive" : "dead", cb, gb, custom, store, (long long)x->pending, hb);
+  }
+  free(nodes);
+  return 0;
+}

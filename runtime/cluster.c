@@ -1,0 +1,1469 @@
+/* runtime/cluster.c - a node daemon's part in a multi-node cluster.
+ *
+ * Membership: the node registers with the GCS, then a timer posts a heartbeat
+ * (its free resources, queued demand, store use) to the libuv thread pool
+ * every RD_CL_HEARTBEAT_MS; the answer's node list becomes the loop's cluster
+ * view.  gRPC calls never run on the loop thread.
+ *
+ * Spillback: a lease request that should run elsewhere (policy below) goes to
+ * the chosen node over a TCP link (conn.c frames, token in the first frame).
+ * That node queues it like a local request; when it grants a worker it keeps
+ * the owner's end of the worker's socketpair and relays its frames over the
+ * link, and this node relays them to a socketpair whose other end the owner
+ * receives in an ordinary LeaseGrant.  The owner cannot tell a remote worker
+ * from a local one: tasks, replies, retries and lease returns are unchanged.
+ *
+ * Objects: the owner knows where each store object lives (TaskReply.node)
+ * and names it in ObjGet; a daemon that lacks it pulls it from that node with
+ * rd_xfer_pull on a thread-pool thread, writing straight into its own store.
+ * Pulled copies are secondary: deleted when their last local pin goes.
+ *
+ * Code shipping: a driver's executable is stored once in the GCS code table
+ * (content hash); a node fetches it before it starts that job's workers. */
+#include "cluster.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "common.h"
+#include "gcs_client.h"
+#include "log.h"
+#include "objxfer.h"
+#include "raydist.h"
+
+#define RD_CL_HEARTBEAT_MS 500
+#define RD_CL_PULL_OWNER 0xfffffffeu      /* store creator id of pulled copies */
+#define RD_CL_FAIL_KEEP_NS 30000000000ull /* how long a failed pull is remembered */
+#define RD_CL_LINK_BACKOFF_NS 5000000000ull
+#define RD_CL_PACK_THRESHOLD 0.5          /* hybrid policy: pack here below this utilisation */
+
+enum { SIDE_OWNER = 1, SIDE_WORKER = 2 };
+enum { STRAT_DEFAULT = 0, STRAT_SPREAD = 1, STRAT_AFFINITY = 2 };
+
+/* A lease request of a local owner forwarded to another node. */
+typedef struct cl_rreq {
+  node_client *owner;
+  uint64_t owner_req;       /* the owner's req_id */
+  uint64_t link_req;        /* ours on the link */
+  node_client *link;        /* NULL while waiting for the job's code hash */
+  uint32_t target;
+  rd_resources res;
+  int priority;
+  struct cl_rreq *next;
+} cl_rreq;
+
+/* One end of a bridged worker socket. */
+typedef struct cl_chan {
+  uint64_t id;              /* the granting node's lease id */
+  uint64_t lease_id;        /* SIDE_OWNER: the id the local owner knows */
+  int side;
+  node_client *link;
+  node_client *owner;       /* SIDE_OWNER */
+  node_worker *worker;      /* SIDE_WORKER */
+  rd__conn conn;
+  uv_poll_t poll;
+  int events;
+  int closed;
+  struct cl_chan *next;
+} cl_chan;
+
+typedef struct cl_pull {
+  uv_work_t work;
+  uint64_t oid;
+  char peer[96];
+  uint32_t node;
+  int status;
+  int created;
+  uint8_t *dst;
+  char err[200];
+  struct cl_pull *next;
+} cl_pull;
+
+typedef struct cl_fail {
+  uint64_t oid;
+  int status;
+  uint64_t at;
+  char why[200];
+  struct cl_fail *next;
+} cl_fail;
+
+/* A call from a gRPC or thread-pool thread that must run on the loop. */
+enum { HOP_PIN, HOP_UNPIN, HOP_CREATE };
+typedef struct cl_hop {
+  int kind;
+  uint64_t oid;
+  uint64_t size;
+  const uint8_t *data;      /* out: pinned or created bytes */
+  int status;
+  int done;
+  int wait;
+  struct cl_hop *next;
+} cl_hop;
+
+typedef struct cl_link_state {
+  uint32_t peer;            /* its node index (0 until its hello) */
+  int outbound;
+  int authed;
+} cl_link_state;
+
+static struct {
+  int on;
+  uint32_t index;
+  char token[160];
+  char ip[64];
+  char gcs_addr[128];
+  rd_gcs *gcs;
+  rd_xfer_server *xfer;
+  rd_xfer_client *xc;
+  int xfer_port;
+  int link_fd, link_port;
+  uv_poll_t link_poll;
+  uv_timer_t hb_timer;
+  uv_work_t hb_work;
+  int hb_busy;
+  rd_resources hb_avail;
+  int64_t hb_pending;
+  uint64_t hb_store_used;
+  int hb_status;
+  rd_gcs_node *hb_nodes;
+  size_t hb_n;
+  rd_gcs_node *view;        /* loop's copy */
+  size_t nview;
+  uint64_t link_failed_at[4096];
+  uint64_t next_link_req, next_chan;
+  unsigned spread_rr;
+  cl_rreq *rreqs;
+  cl_chan *chans;
+  cl_pull *pulls;
+  cl_fail *fails;
+  /* code shipping */
+  char code_hash[65];
+  uint32_t job_id;
+  int code_state;           /* 0 none, 1 uploading, 2 ready, -1 failed */
+  char code_err[200];
+  char **job_argv;          /* the local driver's argv, sent with remote leases */
+  size_t job_argc;
+  /* hops */
+  pthread_mutex_t mu;
+  pthread_cond_t cv;
+  cl_hop *hops;
+  uv_async_t async;
+  int stopping;
+} C;
+
+static void link_send(node_client *l, Rd__MsgType t, const ProtobufCMessage *m) { rd__node_send(l, t, m, -1); }
+
+/* ------------------------------------------------------------ the view */
+
+static const rd_gcs_node *view_find(uint32_t index) {
+  for (size_t i = 0; i < C.nview; i++)
+    if (C.view[i].index == index) return &C.view[i];
+  return NULL;
+}
+
+static int node_usable(const rd_gcs_node *n) {
+  if (n->state != RD_GCS_NODE_ALIVE) return 0;
+  uint64_t t = C.link_failed_at[n->index & 4095];
+  return !t || rd__now_ns() - t > RD_CL_LINK_BACKOFF_NS;
+}
+
+/* Could a node with these totals ever run `res`? */
+static int fits_total(const rd_resources *total, const rd_resources *res) {
+  rd_res_ledger l;
+  rd_res_ledger_init(&l, total);
+  return rd_res_feasible(&l, res);
+}
+
+static int fits_now(const rd_resources *avail, const rd_resources *total, const rd_resources *res) {
+  if (res->cpu > avail->cpu || res->gpu > avail->gpu || res->memory > avail->memory) return 0;
+  for (int i = 0; i < res->ncustom; i++)
+    if (rd_res_get_custom(avail, res->custom[i].name) < res->custom[i].amount) return 0;
+  (void)total;
+  return 1;
+}
+
+static double utilisation(const rd_resources *avail, const rd_resources *total) {
+  double u = 0;
+  if (total->cpu > 0) u = 1.0 - (double)avail->cpu / (double)total->cpu;
+  if (total->gpu > 0) {
+    double g = 1.0 - (double)avail->gpu / (double)total->gpu;
+    if (g > u) u = g;
+  }
+  return u;
+}
+
+/* ------------------------------------------------------------- hops */
+
+/* Run h on the loop; a waiting hop returns its status, a fire-and-forget one
+ * (h->wait 0) belongs to the loop once queued, which frees it. */
+static int hop_call(cl_hop *h) {
+  int wait = h->wait, st = 0;
+  pthread_mutex_lock(&C.mu);
+  if (C.stopping) {
+    pthread_mutex_unlock(&C.mu);
+    return RD_ESTATE;
+  }
+  h->next = C.hops;
+  C.hops = h;
+  uv_async_send(&C.async);
+  if (wait) {
+    while (!h->done) pthread_cond_wait(&C.cv, &C.mu);
+    st = h->status;
+  }
+  pthread_mutex_unlock(&C.mu);
+  return st;
+}
+
+static void hop_run(cl_hop *h) {
+  uint64_t off = 0, sz = 0;
+  switch (h->kind) {
+    case HOP_PIN:
+      h->status = rd_store_get(N.store, h->oid, &off, &sz);
+      if (h->status == 0) {
+        h->data = rd_store_base(N.store) + off;
+        h->size = sz;
+      }
+      break;
+    case HOP_UNPIN:
+      (void)rd_store_release(N.store, h->oid);
+      break;
+    case HOP_CREATE:
+      h->status = rd_store_create(N.store, h->oid, h->size, RD_CL_PULL_OWNER, &off);
+      if (h->status == 0) h->data = rd_store_base(N.store) + off;
+      break;
+  }
+}
+
+static void on_async(uv_async_t *a) {
+  (void)a;
+  pthread_mutex_lock(&C.mu);
+  cl_hop *list = C.hops;
+  C.hops = NULL;
+  pthread_mutex_unlock(&C.mu);
+  while (list) {
+    cl_hop *h = list;
+    list = h->next;
+    hop_run(h);
+    if (h->wait) {
+      pthread_mutex_lock(&C.mu);
+      h->done = 1;
+      pthread_cond_broadcast(&C.cv);
+      pthread_mutex_unlock(&C.mu);
+    } else {
+      free(h);
+    }
+  }
+}
+
+/* Called on transfer-server threads. */
+static int xfer_pin(void *arg, uint64_t oid, const uint8_t **data, uint64_t *size) {
+  (void)arg;
+  cl_hop h = {HOP_PIN, oid, 0, NULL, 0, 0, 1, NULL};
+  int r = hop_call(&h);
+  if (r == 0) {
+    *data = h.data;
+    *size = h.size;
+  }
+  return r;
+}
+
+static void xfer_unpin(void *arg, uint64_t oid) {
+  (void)arg;
+  cl_hop *h = calloc(1, sizeof(*h));
+  if (!h) return;
+  h->kind = HOP_UNPIN;
+  h->oid = oid;
+  if (hop_call(h) != 0) free(h);
+}
+
+/* ------------------------------------------------------------- links */
+
+static void link_state_free(node_client *c) {
+  free(c->link);
+  c->link = NULL;
+}
+
+static node_client *link_find(uint32_t peer) {
+  for (node_client *c = N.clients; c; c = c->next) {
+    cl_link_state *ls = c->link;
+    if (c->role == ROLE_LINK && !c->dead && ls && ls->outbound && ls->peer == peer) return c;
+  }
+  return NULL;
+}
+
+static node_client *link_open(uint32_t peer) {
+  node_client *l = link_find(peer);
+  if (l) return l;
+  const rd_gcs_node *n = view_find(peer);
+  if (!n || n->state != RD_GCS_NODE_ALIVE) return NULL;
+  struct sockaddr_in a;
+  memset(&a, 0, sizeof(a));
+  a.sin_family = AF_INET;
+  a.sin_port = htons((uint16_t)n->link_port);
+  if (inet_pton(AF_INET, n->ip, &a.sin_addr) != 1) return NULL;
+  int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (fd < 0) return NULL;
+  struct timeval tv = {2, 0};
+  setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
+  if (connect(fd, (struct sockaddr *)&a, sizeof(a)) != 0) {
+    rd__log(RD_LOG_WARN, "cannot reach node %u at %s:%d: %s", peer, n->ip, n->link_port, strerror(errno));
+    close(fd);
+    C.link_failed_at[peer & 4095] = rd__now_ns();
+    return NULL;
+  }
+  int one = 1;
+  setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+  fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK);
+  l = rd__node_client_new(fd, ROLE_LINK);
+  if (!l) return NULL;
+  cl_link_state *ls = calloc(1, sizeof(*ls));
+  if (!ls) {
+    rd__node_client_drop(l, "out of memory");
+    return NULL;
+  }
+  ls->peer = peer;
+  ls->outbound = 1;
+  l->link = ls;
+  Rd__LinkHello h = RD__LINK_HELLO__INIT;
+  h.token = C.token;
+  h.node_index = C.index;
+  link_send(l, RD__MSG_TYPE__MSG_LINK_HELLO, &h.base);
+  rd__log(RD_LOG_INFO, "link to node %u (%s:%d) open", peer, n->ip, n->link_port);
+  return l;
+}
+
+static void on_link_accept(uv_poll_t *h, int status, int events) {
+  (void)h; (void)events;
+  if (status < 0) return;
+  for (;;) {
+    int fd = accept4(C.link_fd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
+    if (fd < 0) return;
+    int one = 1;
+    setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+    node_client *c = rd__node_client_new(fd, ROLE_NONE);
+    if (!c) close(fd);
+  }
+}
+
+/* ------------------------------------------------------------ channels */
+
+static cl_chan *chan_find(node_client *link, uint64_t id) {
+  for (cl_chan *ch = C.chans; ch; ch = ch->next)
+    if (!ch->closed && ch->link == link && ch->id == id) return ch;
+  return NULL;
+}
+
+static void chan_free_cb(uv_handle_t *h) {
+  cl_chan *ch = h->data;
+  rd__conn_close(&ch->conn);
+  free(ch);
+}
+
+/* End a channel: tell the peer (unless it told us), close the local end. */
+static void chan_close(cl_chan *ch, int status, const char *why, int tell_peer) {
+  if (ch->closed) return;
+  ch->closed = 1;
+  if (tell_peer && ch->link && !ch->link->dead) {
+    Rd__LinkClose m = RD__LINK_CLOSE__INIT;
+    m.chan_id = ch->id;
+    m.status = status;
+    m.reason = (char *)(why ? why : "");
+    link_send(ch->link, RD__MSG_TYPE__MSG_LINK_CLOSE, &m.base);
+  }
+  if (ch->side == SIDE_OWNER && status != 0) {
+    /* the owner reads why its "worker" went away before the socket closes */
+    Rd__Error e = RD__ERROR__INIT;
+    e.status = status;
+    e.message = (char *)(why ? why : "");
+    (void)rd__conn_send(&ch->conn, RD__MSG_TYPE__MSG_ERROR, &e.base, -1);
+    (void)rd__conn_flush(&ch->conn);
+  }
+  if (ch->side == SIDE_WORKER && ch->worker) {
+    node_worker *w = ch->worker;
+    if (w->state == W_LEASED && w->lease_owner == ch->link) {
+      /* the remote owner is gone: the worker may be mid-task, so it is not reused */
+      rd_res_release(&N.ledger, &w->grant);
+      memset(&w->grant, 0, sizeof(w->grant));
+      w->state = W_DYING;
+      w->lease_owner = NULL;
+      if (w->pid > 0) kill(w->pid, SIGKILL);
+    }
+  }
+  for (cl_chan **pp = &C.chans; *pp; pp = &(*pp)->next)
+    if (*pp == ch) { *pp = ch->next; break; }
+  uv_poll_stop(&ch->poll);
+  ch->poll.data = ch;
+  uv_close((uv_handle_t *)&ch->poll, chan_free_cb);
+  rd__node_dispatch();
+}
+
+static void chan_on_io(uv_poll_t *h, int status, int events);
+
+static void chan_update_poll(cl_chan *ch) {
+  int ev = UV_READABLE | (rd__conn_want_write(&ch->conn) ? UV_WRITABLE : 0);
+  if (ev != ch->events) {
+    ch->events = ev;
+    uv_poll_start(&ch->poll, ev, chan_on_io);
+  }
+}
+
+static void chan_on_io(uv_poll_t *h, int status, int events) {
+  cl_chan *ch = h->data;
+  if (ch->closed) return;
+  if (status < 0) {
+    chan_close(ch, RD_EWORKER_DIED, "bridged socket error", 1);
+    return;
+  }
+  if (events & UV_WRITABLE) {
+    if (rd__conn_flush(&ch->conn) < 0) {
+      chan_close(ch, RD_EWORKER_DIED, "bridged socket closed", 1);
+      return;
+    }
+  }
+  if (events & UV_READABLE) {
+    for (int rounds = 0; rounds < 16 && !ch->closed; rounds++) {
+      int r = rd__conn_fill(&ch->conn);
+      if (r == RD_EAGAIN) break;
+      if (r <= 0) {
+        chan_close(ch, ch->side == SIDE_WORKER ? RD_EWORKER_DIED : 0,
+                   ch->side == SIDE_WORKER ? "the remote worker closed its socket" : "owner closed", 1);
+        return;
+      }
+      rd__frame f;
+      int k;
+      while ((k = rd__conn_next(&ch->conn, &f)) == 1) {
+        if (f.flags != 0) { k = RD_EPROTO; break; }
+        Rd__LinkData d = RD__LINK_DATA__INIT;
+        d.chan_id = ch->id;
+        d.type = f.type;
+        d.payload.data = (uint8_t *)f.data;
+        d.payload.len = f.len;
+        link_send(ch->link, RD__MSG_TYPE__MSG_LINK_DATA, &d.base);
+      }
+      if (k < 0) {
+        chan_close(ch, RD_EPROTO, "malformed frame on a bridged socket", 1);
+        return;
+      }
+    }
+  }
+  if (!ch->closed) chan_update_poll(ch);
+  rd__node_flush_all();
+}
+
+static cl_chan *chan_new(int fd, node_client *link, uint64_t id, int side) {
+  cl_chan *ch = calloc(1, sizeof(*ch));
+  if (!ch) {
+    close(fd);
+    return NULL;
+  }
+  ch->id = id;
+  ch->link = link;
+  ch->side = side;
+  rd__conn_init(&ch->conn, fd);
+  uv_poll_init(N.loop, &ch->poll, fd);
+  ch->poll.data = ch;
+  ch->events = UV_READABLE;
+  uv_poll_start(&ch->poll, UV_READABLE, chan_on_io);
+  ch->next = C.chans;
+  C.chans = ch;
+  return ch;
+}
+
+/* ------------------------------------------------------------- placement */
+
+/* The node a request should run on (C.index for here), or 0 with an error. */
+static uint32_t place(const Rd__LeaseRequest *m, const rd_resources *res, int *err, char *why, size_t whylen) {
+  int local_ok = rd_res_feasible(&N.ledger, res);
+  if (m->strategy == STRAT_AFFINITY) {
+    uint32_t t = m->node_affinity;
+    if (t == C.index && local_ok) return C.index;
+    const rd_gcs_node *n = view_find(t);
+    if (n && t != C.index && node_usable(n) && fits_total(&n->total, res)) return t;
+    if (!m->soft) {
+      *err = n && n->state == RD_GCS_NODE_ALIVE ? RD_EINFEASIBLE : RD_ENODE_DIED;
+      snprintf(why, whylen, "node affinity: node %u %s", t,
+               !n ? "is not in the cluster" : n->state != RD_GCS_NODE_ALIVE ? "is dead" : "cannot satisfy the request");
+      return 0;
+    }
+  }
+  /* candidates: every usable node that could ever run it */
+  uint32_t cand[4096];
+  size_t nc = 0;
+  if (local_ok) cand[nc++] = C.index;
+  for (size_t i = 0; i < C.nview && nc < 4096; i++) {
+    const rd_gcs_node *n = &C.view[i];
+    if (n->index != C.index && node_usable(n) && fits_total(&n->total, res)) cand[nc++] = n->index;
+  }
+  if (nc == 0) {
+    *err = RD_EINFEASIBLE;
+    snprintf(why, whylen,
+             "request {CPU: %g, GPU: %g, memory: %lld%s} can never be satisfied: no live node in the cluster has it",
+             rd_res_to_double(res->cpu), rd_res_to_double(res->gpu), (long long)res->memory,
+             res->ncustom ? ", custom resources" : "");
+    return 0;
+  }
+  if (m->strategy == STRAT_SPREAD) {
+    /* sort for a stable round robin */
+    for (size_t i = 1; i < nc; i++)
+      for (size_t j = i; j > 0 && cand[j - 1] > cand[j]; j--) {
+        uint32_t t = cand[j]; cand[j] = cand[j - 1]; cand[j - 1] = t;
+      }
+    return cand[C.spread_rr++ % nc];
+  }
+  /* hybrid: data locality first, then pack here, then the least loaded */
+  if (m->prefer_node) {
+    for (size_t i = 0; i < nc; i++) {
+      if (cand[i] != m->prefer_node) continue;
+      if (cand[i] == C.index) return C.index;
+      const rd_gcs_node *n = view_find(cand[i]);
+      if (n && fits_now(&n->avail, &n->total, res)) return cand[i];
+    }
+  }
+  if (local_ok) {
+    rd_res_grant g;
+    int now = rd_res_acquire(&N.ledger, res, &g) == 0;
+    if (now) rd_res_release(&N.ledger, &g);
+    if (now && utilisation(&N.ledger.avail, &N.ledger.total) < RD_CL_PACK_THRESHOLD) return C.index;
+    if (now && nc == 1) return C.index;
+  }
+  uint32_t best = 0;
+  double bestu = 2.0;
+  for (size_t i = 0; i < nc; i++) {
+    double u;
+    int fits;
+    if (cand[i] == C.index) {
+      rd_res_grant g;
+      fits = rd_res_acquire(&N.ledger, res, &g) == 0;
+      if (fits) rd_res_release(&N.ledger, &g);
+      u = utilisation(&N.ledger.avail, &N.ledger.total);
+    } else {
+      const rd_gcs_node *n = view_find(cand[i]);
+      fits = fits_now(&n->avail, &n->total, res);
+      u = utilisation(&n->avail, &n->total);
+    }
+    if (fits && u < bestu) { bestu = u; best = cand[i]; }
+  }
+  if (best) return best;
+  /* nothing fits now: wait here if it ever can, else on the least loaded */
+  if (local_ok) return C.index;
+  for (size_t i = 0; i < nc; i++) {
+    const rd_gcs_node *n = view_find(cand[i]);
+    double u = utilisation(&n->avail, &n->total) + (double)n->pending * 0.01;
+    if (u < bestu) { bestu = u; best = cand[i]; }
+  }
+  return best ? best : cand[0];
+}
+
+static void reply_grant_error(node_client *owner, uint64_t req_id, int status, const char *why) {
+  Rd__LeaseGrant lg = RD__LEASE_GRANT__INIT;
+  lg.req_id = req_id;
+  lg.status = status;
+  lg.error = (char *)why;
+  rd__node_send(owner, RD__MSG_TYPE__MSG_LEASE_GRANT, &lg.base, -1);
+}
+
+static void rreq_send(cl_rreq *q) {
+  Rd__LinkLease m = RD__LINK_LEASE__INIT;
+  rd__res_msg rm;
+  rd__res_to_msg(&q->res, &rm);
+  m.req_id = q->link_req;
+  m.res = &rm.msg;
+  m.priority = q->priority;
+  m.code_hash = C.code_hash;
+  m.n_argv = C.job_argc;
+  m.argv = C.job_argv;
+  m.job_id = C.job_id;
+  link_send(q->link, RD__MSG_TYPE__MSG_LINK_LEASE, &m.base);
+}
+
+static void rreq_unlink(cl_rreq *q) {
+  for (cl_rreq **pp = &C.rreqs; *pp; pp = &(*pp)->next)
+    if (*pp == q) { *pp = q->next; break; }
+}
+
+/* Send a forwarded request on its way: now, or once the code hash is known. */
+static void rreq_go(cl_rreq *q) {
+  if (C.code_state == -1) {
+    char buf[300];
+    snprintf(buf, sizeof(buf), "cannot run on node %u: the driver's executable could not be shipped: %s", q->target,
+             C.code_err);
+    reply_grant_error(q->owner, q->owner_req, RD_EIO, buf);
+    rreq_unlink(q);
+    free(q);
+    return;
+  }
+  if (C.code_state != 2) return;  /* sent when the upload finishes */
+  q->link = link_open(q->target);
+  if (!q->link) {
+    /* link_open marked it unreachable: the owner asks again and placement
+     * skips it (or says no live node can run the request) */
+    char buf[200];
+    snprintf(buf, sizeof(buf), "node %u is unreachable", q->target);
+    reply_grant_error(q->owner, q->owner_req, RD_EAGAIN, buf);
+    rreq_unlink(q);
+    free(q);
+    return;
+  }
+  rreq_send(q);
+}
+
+int rd__cluster_lease_request(node_client *c, const Rd__LeaseRequest *m, const rd_resources *res) {
+  if (!C.on) return 0;
+  int err = 0;
+  char why[300] = "";
+  uint32_t t = place(m, res, &err, why, sizeof(why));
+  if (t == C.index) return 0;
+  if (t == 0) {
+    reply_grant_error(c, m->req_id, err, why);
+    return 1;
+  }
+  cl_rreq *q = calloc(1, sizeof(*q));
+  if (!q) {
+    reply_grant_error(c, m->req_id, RD_ENOMEM, "node out of memory");
+    return 1;
+  }
+  q->owner = c;
+  q->owner_req = m->req_id;
+  q->link_req = ++C.next_link_req;
+  q->target = t;
+  q->res = *res;
+  q->priority = m->priority;
+  q->next = C.rreqs;
+  C.rreqs = q;
+  rd__log(RD_LOG_DEBUG, "lease request %llu of client %u spills to node %u", (unsigned long long)m->req_id, c->id, t);
+  rreq_go(q);
+  return 1;
+}
+
+/* The owner no longer wants q: tell the node it went to, forget it. */
+static void rreq_cancel(cl_rreq *q) {
+  if (q->link && !q->link->dead) {
+    Rd__LinkCancel m = RD__LINK_CANCEL__INIT;
+    m.req_id = q->link_req;
+    link_send(q->link, RD__MSG_TYPE__MSG_LINK_CANCEL, &m.base);
+  }
+  rreq_unlink(q);
+  free(q);
+}
+
+int rd__cluster_lease_cancel(node_client *c, uint64_t req_id) {
+  for (cl_rreq *q = C.rreqs; q; q = q->next) {
+    if (q->owner == c && q->owner_req == req_id) {
+      rreq_cancel(q);
+      return 1;
+    }
+  }
+  return 0;
+}
+
+int rd__cluster_lease_return(node_client *c, const Rd__LeaseReturn *m) {
+  for (cl_chan *ch = C.chans; ch; ch = ch->next) {
+    if (ch->closed || ch->side != SIDE_OWNER || ch->owner != c || ch->lease_id != m->lease_id) continue;
+    if (!ch->link->dead) {
+      Rd__LinkReturn r = RD__LINK_RETURN__INIT;
+      r.chan_id = ch->id;
+      r.worker_lost = m->worker_lost;
+      link_send(ch->link, RD__MSG_TYPE__MSG_LINK_RETURN, &r.base);
+    }
+    ch->closed = 1;   /* the peer ends it on LINK_RETURN: no LINK_CLOSE */
+    for (cl_chan **pp = &C.chans; *pp; pp = &(*pp)->next)
+      if (*pp == ch) { *pp = ch->next; break; }
+    uv_poll_stop(&ch->poll);
+    uv_close((uv_handle_t *)&ch->poll, chan_free_cb);
+    return 1;
+  }
+  return 0;
+}
+
+/* Worker side: a peer's queued request got worker w (status 0, fd the
+ * owner's end of its socket), or failed with `status`. */
+void rd__cluster_granted(lease_req *r, node_worker *w, int status, int fd) {
+  node_client *link = r->owner;
+  Rd__LinkGrant lg = RD__LINK_GRANT__INIT;
+  lg.req_id = r->req_id;
+  lg.status = status;
+  if (status != 0) {
+    lg.error = status == RD_EAGAIN ? "no idle worker" : "socketpair failed on the node";
+  } else {
+    cl_chan *ch = chan_new(fd, link, w->lease_id, SIDE_WORKER);
+    if (ch) ch->worker = w;
+    lg.chan_id = w->lease_id;
+    lg.worker_pid = w->pid;
+  }
+  link_send(link, RD__MSG_TYPE__MSG_LINK_GRANT, &lg.base);
+}
+
+/* ------------------------------------------------------------- link frames */
+
+static void on_link_hello(node_client *c, Rd__LinkHello *m) {
+  Rd__LinkHelloReply r = RD__LINK_HELLO_REPLY__INIT;
+  r.node_index = C.index;
+  if (!C.on || !rd__cluster_token_ok(m->token)) {
+    r.status = RD_EAUTH;
+    r.error = "cluster token missing or wrong";
+    rd__node_send(c, RD__MSG_TYPE__MSG_LINK_HELLO_REPLY, &r.base, -1);
+    rd__log(RD_LOG_WARN, "refused a node link from node %u: wrong token", m->node_index);
+    rd__node_client_drop(c, "link with a wrong token");
+    return;
+  }
+  cl_link_state *ls = calloc(1, sizeof(*ls));
+  if (!ls) {
+    rd__node_client_drop(c, "out of memory");
+    return;
+  }
+  ls->peer = m->node_index;
+  ls->authed = 1;
+  c->link = ls;
+  c->role = ROLE_LINK;
+  rd__node_send(c, RD__MSG_TYPE__MSG_LINK_HELLO_REPLY, &r.base, -1);
+  rd__log(RD_LOG_INFO, "link from node %u accepted", m->node_index);
+}
+
+/* Worker side of LINK_LEASE: make sure this node runs the job's code. */
+typedef struct code_fetch {
+  uv_work_t work;
+  node_client *link;        /* may be dropped meanwhile: checked by id */
+  uint32_t link_id;
+  uint64_t req_id;
+  rd_resources res;
+  int priority;
+  char hash[65];
+  char path[600];
+  char **argv;
+  size_t argc;
+  int status;
+  char err[256];
+} code_fetch;
+
+static node_client *client_by_id(uint32_t id) {
+  for (node_client *c = N.clients; c; c = c->next)
+    if (c->id == id && !c->dead) return c;
+  return NULL;
+}
+
+static void queue_link_request(node_client *link, uint64_t req_id, const rd_resources *res, int priority) {
+  lease_req *r = calloc(1, sizeof(*r));
+  if (!r) {
+    Rd__LinkGrant lg = RD__LINK_GRANT__INIT;
+    lg.req_id = req_id;
+    lg.status = RD_ENOMEM;
+    lg.error = "node out of memory";
+    link_send(link, RD__MSG_TYPE__MSG_LINK_GRANT, &lg.base);
+    return;
+  }
+  r->item.req = *res;
+  r->item.priority = priority;
+  r->item.data = r;
+  r->owner = link;
+  r->req_id = req_id;
+  r->next = link->reqs;
+  link->reqs = r;
+  rd_sched_queue_push(&N.queue, &r->item);
+  rd__node_dispatch();
+}
+
+static void code_fetch_work(uv_work_t *w) {
+  code_fetch *f = w->data;
+  struct stat st;
+  if (stat(f->path, &st) == 0) return;   /* fetched before */
+  f->status = rd_gcs_code_get(C.gcs, f->hash, f->path, f->err, sizeof(f->err));
+}
+
+static void code_fetch_done(uv_work_t *w, int status) {
+  code_fetch *f = w->data;
+  node_client *link = client_by_id(f->link_id);
+  if (status != 0 && f->status == 0) f->status = RD_ECANCELED;
+  if (link && link == f->link) {
+    char err[400];
+    int r = f->status;
+    if (r == 0) r = rd__node_set_job(f->path, f->argv, f->argc, err, sizeof(err));
+    else snprintf(err, sizeof(err), "cannot fetch the job's executable %.16s from the GCS: %s", f->hash, f->err);
+    if (r == 0) {
+      queue_link_request(link, f->req_id, &f->res, f->priority);
+    } else {
+      Rd__LinkGrant lg = RD__LINK_GRANT__INIT;
+      lg.req_id = f->req_id;
+      lg.status = r;
+      lg.error = err;
+      link_send(link, RD__MSG_TYPE__MSG_LINK_GRANT, &lg.base);
+    }
+  }
+  for (size_t i = 0; i < f->argc; i++) free(f->argv[i]);
+  free(f->argv);
+  free(f);
+  rd__node_flush_all();
+}
+
+static void on_link_lease(node_client *c, Rd__LinkLease *m) {
+  rd_resources res;
+  Rd__LinkGrant lg = RD__LINK_GRANT__INIT;
+  lg.req_id = m->req_id;
+  if (rd__res_from_msg(m->res, &res) != 0 || !m->code_hash || strlen(m->code_hash) != 64 ||
+      strspn(m->code_hash, "0123456789abcdef") != 64) {
+    lg.status = RD_EINVAL;
+    lg.error = "invalid spillback request";
+    link_send(c, RD__MSG_TYPE__MSG_LINK_GRANT, &lg.base);
+    return;
+  }
+  if (!rd_res_feasible(&N.ledger, &res)) {
+    lg.status = RD_EINFEASIBLE;
+    lg.error = "the node chosen for spillback cannot satisfy the request";
+    link_send(c, RD__MSG_TYPE__MSG_LINK_GRANT, &lg.base);
+    return;
+  }
+  code_fetch *f = calloc(1, sizeof(*f));
+  char **argv = calloc(m->n_argv + 1, sizeof(char *));
+  if (!f || !argv) {
+    free(f); free(argv);
+    lg.status = RD_ENOMEM;
+    lg.error = "node out of memory";
+    link_send(c, RD__MSG_TYPE__MSG_LINK_GRANT, &lg.base);
+    return;
+  }
+  for (size_t i = 0; i < m->n_argv; i++) argv[i] = strdup(m->argv[i] ? m->argv[i] : "");
+  f->argv = argv;
+  f->argc = m->n_argv;
+  f->link = c;
+  f->link_id = c->id;
+  f->req_id = m->req_id;
+  f->res = res;
+  f->priority = m->priority;
+  snprintf(f->hash, sizeof(f->hash), "%s", m->code_hash);
+  snprintf(f->path, sizeof(f->path), "%s/code/%s", N.opts.session_dir, m->code_hash);
+  f->work.data = f;
+  if (N.job_exe && !strcmp(N.job_exe, f->path)) {   /* the common case: nothing to fetch */
+    code_fetch_done(&f->work, 0);
+    return;
+  }
+  uv_queue_work(N.loop, &f->work, code_fetch_work, code_fetch_done);
+}
+
+static void on_link_grant(node_client *c, Rd__LinkGrant *m) {
+  cl_rreq *q = NULL;
+  for (cl_rreq *x = C.rreqs; x; x = x->next)
+    if (x->link == c && x->link_req == m->req_id) q = x;
+  if (!q) {   /* the owner cancelled or left: give it back */
+    if (m->status == 0) {
+      Rd__LinkReturn r = RD__LINK_RETURN__INIT;
+      r.chan_id = m->chan_id;
+      link_send(c, RD__MSG_TYPE__MSG_LINK_RETURN, &r.base);
+    }
+    return;
+  }
+  rreq_unlink(q);
+  if (m->status != 0) {
+    char buf[400];
+    snprintf(buf, sizeof(buf), "node %u: %s", q->target, m->error && *m->error ? m->error : rd_strerror(m->status));
+    reply_grant_error(q->owner, q->owner_req, m->status, buf);
+    free(q);
+    return;
+  }
+  int sv[2];
+  if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) != 0) {
+    Rd__LinkReturn r = RD__LINK_RETURN__INIT;
+    r.chan_id = m->chan_id;
+    link_send(c, RD__MSG_TYPE__MSG_LINK_RETURN, &r.base);
+    reply_grant_error(q->owner, q->owner_req, RD_ESYS, "socketpair failed on the node");
+    free(q);
+    return;
+  }
+  cl_chan *ch = chan_new(sv[0], c, m->chan_id, SIDE_OWNER);
+  if (!ch) {
+    close(sv[1]);
+    reply_grant_error(q->owner, q->owner_req, RD_ENOMEM, "node out of memory");
+    free(q);
+    return;
+  }
+  ch->owner = q->owner;
+  ch->lease_id = (1ull << 63) | ++C.next_chan;
+  Rd__LeaseGrant lg = RD__LEASE_GRANT__INIT;
+  lg.req_id = q->owner_req;
+  lg.lease_id = ch->lease_id;
+  lg.worker_pid = m->worker_pid;
+  rd__node_send(q->owner, RD__MSG_TYPE__MSG_LEASE_GRANT, &lg.base, sv[1]);
+  N.leases_granted++;
+  free(q);
+}
+
+static void on_link_return(node_client *c, Rd__LinkReturn *m) {
+  cl_chan *ch = chan_find(c, m->chan_id);
+  node_worker *w = ch ? ch->worker : NULL;
+  if (ch) {
+    ch->worker = NULL;    /* handled here, not by chan_close */
+    chan_close(ch, 0, NULL, 0);
+  }
+  if (!w) return;
+  if (w->state == W_LEASED && w->lease_owner == c) {
+    rd_res_release(&N.ledger, &w->grant);
+    memset(&w->grant, 0, sizeof(w->grant));
+    w->lease_owner = NULL;
+    w->lease_id = 0;
+    if (m->worker_lost) {
+      w->state = W_DYING;
+      if (w->pid > 0) kill(w->pid, SIGKILL);
+    } else {
+      w->state = W_IDLE;
+      N.nidle++;
+    }
+  }
+  rd__node_dispatch();
+}
+
+int rd__cluster_handle_frame(node_client *c, const rd__frame *f) {
+  const ProtobufCMessageDescriptor *d = NULL;
+  switch (f->type) {
+    case RD__MSG_TYPE__MSG_LINK_HELLO: d = &rd__link_hello__descriptor; break;
+    case RD__MSG_TYPE__MSG_LINK_HELLO_REPLY: d = &rd__link_hello_reply__descriptor; break;
+    case RD__MSG_TYPE__MSG_LINK_LEASE: d = &rd__link_lease__descriptor; break;
+    case RD__MSG_TYPE__MSG_LINK_GRANT: d = &rd__link_grant__descriptor; break;
+    case RD__MSG_TYPE__MSG_LINK_DATA: d = &rd__link_data__descriptor; break;
+    case RD__MSG_TYPE__MSG_LINK_CLOSE: d = &rd__link_close__descriptor; break;
+    case RD__MSG_TYPE__MSG_LINK_RETURN: d = &rd__link_return__descriptor; break;
+    case RD__MSG_TYPE__MSG_LINK_CANCEL: d = &rd__link_cancel__descriptor; break;
+    case RD__MSG_TYPE__MSG_LINK_DELETE: d = &rd__obj_ids__descriptor; break;
+    default: return 0;
+  }
+  cl_link_state *ls = c->link;
+  if (f->type == RD__MSG_TYPE__MSG_LINK_HELLO ? c->role != ROLE_NONE : (c->role != ROLE_LINK || !ls)) {
+    rd__node_client_drop(c, "link frame out of place");
+    return 1;
+  }
+  ProtobufCMessage *m = rd__frame_unpack(f, d);
+  if (!m) {
+    rd__node_client_drop(c, "malformed link frame");
+    return 1;
+  }
+  switch (f->type) {
+    case RD__MSG_TYPE__MSG_LINK_HELLO: on_link_hello(c, (Rd__LinkHello *)m); break;
+    case RD__MSG_TYPE__MSG_LINK_HELLO_REPLY: {
+      Rd__LinkHelloReply *r = (Rd__LinkHelloReply *)m;
+      if (r->status != 0) {
+        rd__log(RD_LOG_ERROR, "node %u refused our link: %s", ls->peer, r->error ? r->error : "");
+        rd__node_client_drop(c, "link refused");
+      } else {
+        ls->authed = 1;
+      }
+      break;
+    }
+    case RD__MSG_TYPE__MSG_LINK_LEASE: on_link_lease(c, (Rd__LinkLease *)m); break;
+    case RD__MSG_TYPE__MSG_LINK_GRANT: on_link_grant(c, (Rd__LinkGrant *)m); break;
+    case RD__MSG_TYPE__MSG_LINK_DATA: {
+      Rd__LinkData *d2 = (Rd__LinkData *)m;
+      cl_chan *ch = chan_find(c, d2->chan_id);
+      if (ch && d2->type > 0 && d2->type <= 0xffff) {
+        if (rd__conn_send_raw(&ch->conn, (uint16_t)d2->type, d2->payload.data, d2->payload.len) != 0 ||
+            rd__conn_flush(&ch->conn) < 0)
+          chan_close(ch, RD_EWORKER_DIED, "bridged socket closed", 1);
+        else
+          chan_update_poll(ch);
+      }
+      break;
+    }
+    case RD__MSG_TYPE__MSG_LINK_CLOSE: {
+      Rd__LinkClose *cm = (Rd__LinkClose *)m;
+      cl_chan *ch = chan_find(c, cm->chan_id);
+      if (ch) chan_close(ch, cm->status, cm->reason, 0);
+      break;
+    }
+    case RD__MSG_TYPE__MSG_LINK_RETURN: on_link_return(c, (Rd__LinkReturn *)m); break;
+    case RD__MSG_TYPE__MSG_LINK_CANCEL: {
+      Rd__LinkCancel *cm = (Rd__LinkCancel *)m;
+      for (lease_req **pp = &c->reqs; *pp; pp = &(*pp)->next) {
+        if ((*pp)->req_id == cm->req_id) {
+          lease_req *r = *pp;
+          *pp = r->next;
+          rd_sched_queue_remove(&N.queue, &r->item);
+          free(r);
+          break;
+        }
+      }
+      break;
+    }
+    case RD__MSG_TYPE__MSG_LINK_DELETE: {
+      Rd__ObjIds *ids = (Rd__ObjIds *)m;
+      for (size_t i = 0; i < ids->n_object_ids; i++) (void)rd_store_delete(N.store, ids->object_ids[i]);
+      break;
+    }
+  }
+  protobuf_c_message_free_unpacked(m, NULL);
+  return 1;
+}
+
+void rd__cluster_worker_gone(node_worker *w) {
+  for (cl_chan *ch = C.chans; ch; ch = ch->next)
+    if (ch->worker == w) ch->worker = NULL;
+}
+
+void rd__cluster_client_dropped(node_client *c) {
+  /* also after rd__cluster_stop: shutdown drops every client last */
+  int is_link = c->role == ROLE_LINK || c->link;
+  uint32_t peer = c->link ? ((cl_link_state *)c->link)->peer : 0;
+  for (cl_chan *ch = C.chans, *next; ch; ch = next) {
+    next = ch->next;
+    if (ch->closed) continue;
+    if (ch->link == c) {
+      char why[160];
+      snprintf(why, sizeof(why), "node %u died or its link broke while running the task", peer);
+      chan_close(ch, RD_ENODE_DIED, why, 0);
+    } else if (ch->owner == c) {
+      chan_close(ch, 0, "owner left", 1);
+    }
+  }
+  for (cl_rreq *q = C.rreqs, *next; q; q = next) {
+    next = q->next;
+    if (q->owner == c) {
+      rreq_cancel(q);
+    } else if (q->link == c) {
+      /* the target went away before granting: try again elsewhere */
+      rreq_unlink(q);
+      if (peer) C.link_failed_at[peer & 4095] = rd__now_ns();
+      char buf[200];
+      snprintf(buf, sizeof(buf), "node %u died before granting the lease", q->target);
+      reply_grant_error(q->owner, q->owner_req, RD_EAGAIN, buf);
+      free(q);
+    }
+  }
+  if (is_link) {
+    if (peer && ((cl_link_state *)c->link)->outbound) C.link_failed_at[peer & 4095] = rd__now_ns();
+    link_state_free(c);
+  }
+}
+
+/* ------------------------------------------------------------- objects */
+
+static cl_pull *pull_find(uint64_t oid) {
+  for (cl_pull *p = C.pulls; p; p = p->next)
+    if (p->oid == oid) return p;
+  return NULL;
+}
+
+static void fail_record(uint64_t oid, int status, const char *why) {
+  cl_fail *f = calloc(1, sizeof(*f));
+  if (!f) return;
+  f->oid = oid;
+  f->status = status;
+  f->at = rd__now_ns();
+  snprintf(f->why, sizeof(f->why), "%s", why);
+  f->next = C.fails;
+  C.fails = f;
+}
+
+static void fails_expire(void) {
+  uint64_t now = rd__now_ns();
+  for (cl_fail **pp = &C.fails; *pp;) {
+    if (now - (*pp)->at > RD_CL_FAIL_KEEP_NS) {
+      cl_fail *f = *pp;
+      *pp = f->next;
+      free(f);
+    } else {
+      pp = &(*pp)->next;
+    }
+  }
+}
+
+static void *pull_alloc(void *arg, uint64_t size) {
+  cl_pull *p = arg;
+  cl_hop h = {HOP_CREATE, p->oid, size, NULL, 0, 0, 1, NULL};
+  if (hop_call(&h) != 0) return NULL;
+  p->created = 1;
+  return (void *)h.data;
+}
+
+static void pull_work(uv_work_t *w) {
+  cl_pull *p = w->data;
+  p->status = rd_xfer_pull(C.xc, p->peer, p->oid, pull_alloc, p, 120000, NULL, p->err, sizeof(p->err));
+}
+
+static void pull_done(uv_work_t *w, int status) {
+  cl_pull *p = w->data;
+  for (cl_pull **pp = &C.pulls; *pp; pp = &(*pp)->next)
+    if (*pp == p) { *pp = p->next; break; }
+  if (status != 0 && p->status == 0) p->status = RD_ECANCELED;
+  if (p->status == 0) {
+    (void)rd_store_seal(N.store, p->oid);
+    rd__node_retry_parked();             /* waiting gets pin it first */
+    (void)rd_store_release(N.store, p->oid);
+    (void)rd_store_delete(N.store, p->oid);   /* secondary copy: gone with its last pin */
+    rd__log(RD_LOG_DEBUG, "pulled object %llx from node %u", (unsigned long long)p->oid, p->node);
+  } else {
+    if (p->created) {
+      (void)rd_store_release(N.store, p->oid);
+      (void)rd_store_delete(N.store, p->oid);
+    }
+    char why[300];
+    snprintf(why, sizeof(why), "object %llx held on node %u could not be fetched: %s", (unsigned long long)p->oid,
+             p->node, p->err[0] ? p->err : rd_strerror(p->status));
+    rd__log(RD_LOG_WARN, "%s", why);
+    int st = p->status == RD_ENOENT ? RD_EOBJECT_LOST : p->status;
+    if (st == RD_ECONN || st == RD_ETIMEDOUT) st = RD_ENODE_DIED;
+    fail_record(p->oid, st, why);
+    rd__node_retry_parked();
+  }
+  free(p);
+  rd__node_flush_all();
+}
+
+void rd__cluster_prefetch(const uint64_t *ids, const uint32_t *nodes, size_t n) {
+  if (!C.on || !nodes) return;
+  for (size_t i = 0; i < n; i++) {
+    if (!nodes[i] || nodes[i] == C.index) continue;
+    uint64_t off, sz;
+    int st = rd_store_get(N.store, ids[i], &off, &sz);
+    if (st == 0) {
+      (void)rd_store_release(N.store, ids[i]);
+      continue;
+    }
+    if (st == RD_EAGAIN || pull_find(ids[i])) continue;
+    for (cl_fail **pp = &C.fails; *pp; pp = &(*pp)->next)   /* asked again: try again */
+      if ((*pp)->oid == ids[i]) {
+        cl_fail *f = *pp;
+        *pp = f->next;
+        free(f);
+        break;
+      }
+    const rd_gcs_node *nd = view_find(nodes[i]);
+    if (!nd || nd->state != RD_GCS_NODE_ALIVE) {
+      char why[200];
+      snprintf(why, sizeof(why), "object %llx was held on node %u, which %s", (unsigned long long)ids[i], nodes[i],
+               nd ? "died" : "is not in the cluster");
+      fail_record(ids[i], RD_ENODE_DIED, why);
+      continue;
+    }
+    cl_pull *p = calloc(1, sizeof(*p));
+    if (!p) continue;
+    p->oid = ids[i];
+    p->node = nodes[i];
+    snprintf(p->peer, sizeof(p->peer), "%s:%d", nd->ip, nd->xfer_port);
+    p->work.data = p;
+    p->next = C.pulls;
+    C.pulls = p;
+    uv_queue_work(N.loop, &p->work, pull_work, pull_done);
+  }
+}
+
+int rd__cluster_obj_status(uint64_t id, const char **why) {
+  if (!C.on) return 0;
+  if (pull_find(id)) return RD_EAGAIN;
+  for (cl_fail *f = C.fails; f; f = f->next)
+    if (f->oid == id) {
+      if (why) *why = f->why;
+      return f->status;
+    }
+  return 0;
+}
+
+void rd__cluster_forward_deletes(const uint64_t *ids, const uint32_t *nodes, size_t n) {
+  if (!C.on || !nodes) return;
+  for (size_t i = 0; i < n; i++) {
+    if (!nodes[i] || nodes[i] == C.index) continue;
+    /* batch: every id for this node in one frame */
+    uint32_t t = nodes[i];
+    int seen = 0;
+    for (size_t j = 0; j < i; j++)
+      if (nodes[j] == t) seen = 1;
+    if (seen) continue;
+    node_client *l = link_open(t);
+    if (!l) continue;   /* the node is gone, and its store with it */
+    uint64_t *batch = malloc(n * sizeof(uint64_t));
+    if (!batch) continue;
+    size_t k = 0;
+    for (size_t j = i; j < n; j++)
+      if (nodes[j] == t) batch[k++] = ids[j];
+    Rd__ObjIds m = RD__OBJ_IDS__INIT;
+    m.n_object_ids = k;
+    m.object_ids = batch;
+    link_send(l, RD__MSG_TYPE__MSG_LINK_DELETE, &m.base);
+    free(batch);
+  }
+}
+
+/* ------------------------------------------------------------- code */
+
+typedef struct code_put {
+  uv_work_t work;
+  char exe[PATH_MAX];
+  int pid;
+  int status;
+  char hash[65];
+  uint32_t job_id;
+  char err[200];
+} code_put;
+
+static void code_put_work(uv_work_t *w) {
+  code_put *p = w->data;
+  p->status = rd_gcs_code_put(C.gcs, p->exe, p->hash, p->err, sizeof(p->err));
+  if (p->status == 0) (void)rd_gcs_job_add(C.gcs, p->hash, p->pid, C.index, &p->job_id);
+}
+
+static void code_put_done(uv_work_t *w, int status) {
+  code_put *p = w->data;
+  if (status != 0 && p->status == 0) p->status = RD_ECANCELED;
+  if (p->status == 0) {
+    snprintf(C.code_hash, sizeof(C.code_hash), "%s", p->hash);
+    C.job_id = p->job_id;
+    C.code_state = 2;
+    rd__log(RD_LOG_INFO, "job %u: executable %s stored in the GCS as %.16s", p->job_id, p->exe, p->hash);
+  } else {
+    C.code_state = -1;
+    snprintf(C.code_err, sizeof(C.code_err), "%s", p->err[0] ? p->err : rd_strerror(p->status));
+    rd__log(RD_LOG_ERROR, "cannot store the driver's executable in the GCS: %s", C.code_err);
+  }
+  for (cl_rreq *q = C.rreqs, *next; q; q = next) {
+    next = q->next;
+    if (!q->link) rreq_go(q);
+  }
+  free(p);
+  rd__node_flush_all();
+}
+
+void rd__cluster_on_driver(node_client *c, const char *exe) {
+  if (!C.on || !exe || !*exe) return;
+  code_put *p = calloc(1, sizeof(*p));
+  if (!p) return;
+  snprintf(p->exe, sizeof(p->exe), "%s", exe);
+  p->pid = c->pid;
+  p->work.data = p;
+  for (size_t i = 0; i < C.job_argc; i++) free(C.job_argv[i]);
+  free(C.job_argv);
+  C.job_argv = NULL;
+  C.job_argc = 0;
+  if (N.job_argv) {
+    size_t n = 0;
+    while (N.job_argv[n]) n++;
+    C.job_argv = calloc(n + 1, sizeof(char *));
+    if (C.job_argv) {
+      for (size_t i = 0; i < n; i++) C.job_argv[i] = strdup(N.job_argv[i]);
+      C.job_argc = n;
+    }
+  }
+  C.code_state = 1;
+  uv_queue_work(N.loop, &p->work, code_put_work, code_put_done);
+}
+
+/* ------------------------------------------------------------- heartbeats */
+
+static void hb_work(uv_work_t *w) {
+  (void)w;
+  uint64_t ver = 0;
+  C.hb_status = rd_gcs_heartbeat(C.gcs, C.index, &C.hb_avail, C.hb_pending, C.hb_store_used, &ver);
+  C.hb_nodes = NULL;
+  C.hb_n = 0;
+  if (C.hb_status == 0) (void)rd_gcs_get_nodes(C.gcs, &C.hb_nodes, &C.hb_n, &ver);
+}
+
+static void node_shutdown_now(void) { raise(SIGTERM); }
+
+static void hb_done(uv_work_t *w, int status) {
+  (void)w;
+  C.hb_busy = 0;
+  if (status != 0) return;
+  if (C.hb_status == RD_ENODE_DIED) {
+    rd__log(RD_LOG_ERROR, "the GCS declared this node dead (missed heartbeats): shutting down");
+    node_shutdown_now();
+    return;
+  }
+  if (C.hb_status != 0) {
+    rd__log(RD_LOG_WARN, "heartbeat to the GCS failed: %s", rd_strerror(C.hb_status));
+    return;
+  }
+  if (!C.hb_nodes) return;
+  /* nodes that died since the last view: end everything bridged to them */
+  for (size_t i = 0; i < C.hb_n; i++) {
+    const rd_gcs_node *n = &C.hb_nodes[i];
+    const rd_gcs_node *old = view_find(n->index);
+    if (n->state != RD_GCS_NODE_ALIVE && old && old->state == RD_GCS_NODE_ALIVE) {
+      rd__log(RD_LOG_WARN, "node %u (%s) is dead: %s", n->index, n->ip, n->death_reason);
+      for (node_client *c = N.clients; c; c = c->next) {
+        cl_link_state *ls = c->link;
+        if (c->role == ROLE_LINK && !c->dead && ls && ls->peer == n->index) rd__node_client_drop(c, "peer node died");
+      }
+    }
+  }
+  free(C.view);
+  C.view = C.hb_nodes;
+  C.nview = C.hb_n;
+  C.hb_nodes = NULL;
+  fails_expire();
+  rd__node_flush_all();
+}
+
+static void on_hb_timer(uv_timer_t *t) {
+  (void)t;
+  if (C.hb_busy || C.stopping) return;
+  C.hb_busy = 1;
+  C.hb_avail = N.ledger.avail;
+  C.hb_pending = (int64_t)N.queue.len;
+  rd_store_stats s;
+  rd_store_get_stats(N.store, &s);
+  C.hb_store_used = s.used;
+  C.hb_work.data = NULL;
+  uv_queue_work(N.loop, &C.hb_work, hb_work, hb_done);
+}
+
+/* ------------------------------------------------------------- lifecycle */
+
+static int read_token(const char *path, char *out, size_t len, char *err, size_t errlen) {
+  FILE *f = fopen(path, "r");
+  if (!f) {
+    snprintf(err, errlen, "cannot read the token file %s: %s", path, strerror(errno));
+    return RD_EAUTH;
+  }
+  if (!fgets(out, (int)len, f)) out[0] = 0;
+  fclose(f);
+  out[strcspn(out, "\r\n")] = 0;
+  if (strlen(out) < 16) {
+    snprintf(err, errlen, "the token in %s is missing or too short", path);
+    return RD_EAUTH;
+  }
+  return 0;
+}
+
+static int listen_tcp(const char *ip, int *port_out) {
+  struct sockaddr_in a;
+  memset(&a, 0, sizeof(a));
+  a.sin_family = AF_INET;
+  if (inet_pton(AF_INET, ip, &a.sin_addr) != 1) return -1;
+  int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+  if (fd < 0) return -1;
+  int one = 1;
+  setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+  socklen_t sl = sizeof(a);
+  if (bind(fd, (struct sockaddr *)&a, sizeof(a)) != 0 || listen(fd, 128) != 0 ||
+      getsockname(fd, (struct sockaddr *)&a, &sl) != 0) {
+    close(fd);
+    return -1;
+  }
+  *port_out = ntohs(a.sin_port);
+  return fd;
+}
+
+int rd__cluster_start(const rd_node_opts *o, char *err, size_t errlen) {
+  if (!o->gcs_address || !*o->gcs_address) return 0;
+  memset(&C, 0, sizeof(C));
+  C.link_fd = -1;
+  pthread_mutex_init(&C.mu, NULL);
+  pthread_cond_init(&C.cv, NULL);
+  snprintf(C.ip, sizeof(C.ip), "%s", o->node_ip && *o->node_ip ? o->node_ip : "127.0.0.1");
+  snprintf(C.gcs_addr, sizeof(C.gcs_addr), "%s", o->gcs_address);
+  int r = read_token(o->token_file, C.token, sizeof(C.token), err, errlen);
+  if (r != 0) return r;
+  setenv("GRPC_ENABLE_FORK_SUPPORT", "false", 1);   /* workers are fork+exec'd by libuv */
+  r = rd_gcs_connect(C.gcs_addr, C.token, 10000, &C.gcs, err, errlen);
+  if (r != 0) return r;
+  uv_async_init(N.loop, &C.async, on_async);
+  C.link_fd = listen_tcp(C.ip, &C.link_port);
+  if (C.link_fd < 0) {
+    snprintf(err, errlen, "cannot listen for node links on %s: %s", C.ip, strerror(errno));
+    return RD_ESYS;
+  }
+  uv_poll_init(N.loop, &C.link_poll, C.link_fd);
+  uv_poll_start(&C.link_poll, UV_READABLE, on_link_accept);
+  static const rd_xfer_source_ops ops = {xfer_pin, xfer_unpin};
+  char bind[96];
+  snprintf(bind, sizeof(bind), "%s:0", C.ip);
+  r = rd_xfer_server_start(bind, C.token, &ops, NULL, &C.xfer, &C.xfer_port, err, errlen);
+  if (r != 0) return r;
+  r = rd_xfer_client_create(C.token, &C.xc);
+  if (r != 0) {
+    snprintf(err, errlen, "cannot create the object-transfer client: %s", rd_strerror(r));
+    return r;
+  }
+  rd_gcs_node self;
+  memset(&self, 0, sizeof(self));
+  self.is_head = o->is_head;
+  snprintf(self.ip, sizeof(self.ip), "%s", C.ip);
+  gethostname(self.hostname, sizeof(self.hostname) - 1);
+  self.link_port = C.link_port;
+  self.xfer_port = C.xfer_port;
+  snprintf(self.session_dir, sizeof(self.session_dir), "%s", o->session_dir);
+  self.total = N.ledger.total;
+  self.avail = N.ledger.avail;
+  self.store_capacity = rd_store_capacity(N.store);
+  r = rd_gcs_register_node(C.gcs, &self, &C.index, err, errlen);
+  if (r != 0) return r;
+  size_t n = 0;
+  uint64_t ver = 0;
+  if (rd_gcs_get_nodes(C.gcs, &C.view, &n, &ver) == 0) C.nview = n;
+  char code_dir[600];
+  snprintf(code_dir, sizeof(code_dir), "%s/code", o->session_dir);
+  mkdir(code_dir, 0700);
+  uv_timer_init(N.loop, &C.hb_timer);
+  uv_timer_start(&C.hb_timer, on_hb_timer, RD_CL_HEARTBEAT_MS, RD_CL_HEARTBEAT_MS);
+  C.on = 1;
+  rd__log(RD_LOG_INFO, "joined the cluster at %s as node %u (%s, link port %d, transfer port %d)", C.gcs_addr,
+          C.index, C.ip, C.link_port, C.xfer_port);
+  return 0;
+}
+
+void rd__cluster_stop(void) {
+  if (!C.gcs) return;
+  pthread_mutex_lock(&C.mu);
+  C.stopping = 1;
+  pthread_mutex_unlock(&C.mu);
+  on_async(&C.async);   /* answer hops already queued */
+  if (C.on) {
+    uv_timer_stop(&C.hb_timer);
+    (void)rd_gcs_unregister_node(C.gcs, C.index, "node stopped");
+  }
+  if (C.xfer) rd_xfer_server_stop(C.xfer);
+  C.xfer = NULL;
+  if (C.link_fd >= 0) {
+    uv_poll_stop(&C.link_poll);
+    close(C.link_fd);
+    C.link_fd = -1;
+  }
+  C.on = 0;
+}
+
+/* After the loop has closed every handle: free what is left. */
+void rd__cluster_free(void) {
+  while (C.rreqs) {
+    cl_rreq *q = C.rreqs;
+    C.rreqs = q->next;
+    free(q);
+  }
+  while (C.fails) {
+    cl_fail *f = C.fails;
+    C.fails = f->next;
+    free(f);
+  }
+  for (size_t i = 0; i < C.job_argc; i++) free(C.job_argv[i]);
+  free(C.job_argv);
+  free(C.view);
+  if (C.xc) rd_xfer_client_destroy(C.xc);
+  if (C.gcs) rd_gcs_close(C.gcs);
+  C.xc = NULL;
+  C.gcs = NULL;
+}
+
+int rd__cluster_on(void) { return C.on; }
+uint32_t rd__cluster_index(void) { return C.on ? C.index : 0; }
+const char *rd__cluster_token(void) { return C.on ? C.token : NULL; }
+
+int rd__cluster_token_ok(const char *token) {
+  if (!C.on) return 1;
+  if (!token) return 0;
+  size_t a = strlen(token), b = strlen(C.token);
+  unsigned char d = (unsigned char)(a != b);
+  for (size_t i = 0; i < b; i++) d |= (unsigned char)(token[i < a ? i : 0] ^ C.token[i]);
+  return d == 0;
+}
+
+int rd__cluster_alive_nodes(void) {
+  if (!C.on) return 1;
+  int n = 0;
+  for (size_t i = 0; i < C.nview; i++) n += C.view[i].state == RD_GCS_NODE_ALIVE;
+  return n;
+}

@@ -1,0 +1,56 @@
+/* runtime/cluster.h - what a node daemon adds when it is part of a cluster:
+ * membership in the GCS (register, heartbeats, the cluster view), TCP links
+ * to the other daemons (spillback leases bridged frame by frame), pulls of
+ * objects held on other nodes, code shipping and the cluster token.
+ *
+ * node.c calls these hooks from its loop; each returns at once when the node
+ * runs alone (an embedded cluster), so the single-node path is unchanged. */
+#ifndef RD_RUNTIME_CLUSTER_H
+#define RD_RUNTIME_CLUSTER_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "node_internal.h"
+
+/* Join the cluster named in opts (gcs_address); no-op without one. */
+int rd__cluster_start(const rd_node_opts *o, char *err, size_t errlen);
+/* Leave the GCS and stop the servers; before the loop closes its handles. */
+void rd__cluster_stop(void);
+/* Free what is left, once the loop has closed its handles. */
+void rd__cluster_free(void);
+int rd__cluster_on(void);
+uint32_t rd__cluster_index(void);
+/* 1 when `token` is the cluster's token (always 1 outside a cluster). */
+int rd__cluster_token_ok(const char *token);
+const char *rd__cluster_token(void);
+int rd__cluster_alive_nodes(void);
+
+/* A lease request from a local owner: 0 = schedule it here, 1 = taken
+ * (forwarded to another node, or answered with an error). */
+int rd__cluster_lease_request(node_client *c, const Rd__LeaseRequest *m, const rd_resources *res);
+/* 1 when the cancel/return named a remote lease and was handled here. */
+int rd__cluster_lease_cancel(node_client *c, uint64_t req_id);
+int rd__cluster_lease_return(node_client *c, const Rd__LeaseReturn *m);
+/* A queued request of a peer node (r->owner is its link) got worker w,
+ * leased with fd the owner's end of its socket, or failed with status. */
+void rd__cluster_granted(lease_req *r, node_worker *w, int status, int fd);
+/* A worker's record is about to be freed. */
+void rd__cluster_worker_gone(node_worker *w);
+/* Any client is going away: its remote requests and bridged channels end. */
+void rd__cluster_client_dropped(node_client *c);
+/* A driver said hello: ship its executable to the GCS for the other nodes. */
+void rd__cluster_on_driver(node_client *c, const char *exe);
+
+/* Objects: start pulls for ids held on other nodes (nodes[] from the owner). */
+void rd__cluster_prefetch(const uint64_t *ids, const uint32_t *nodes, size_t n);
+/* 0 nothing known, RD_EAGAIN while a pull runs, or the error of a failed pull
+ * (message in *why). */
+int rd__cluster_obj_status(uint64_t id, const char **why);
+/* The owner deleted objects; those held on other nodes are deleted there. */
+void rd__cluster_forward_deletes(const uint64_t *ids, const uint32_t *nodes, size_t n);
+
+/* Frames of a link (types MSG_LINK_*): 1 handled, 0 not a link frame. */
+int rd__cluster_handle_frame(node_client *c, const rd__frame *f);
+
+#endif

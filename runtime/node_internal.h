@@ -1,0 +1,156 @@
+/* runtime/node_internal.h - the node daemon's tables, shared by node.c (the
+ * single-node daemon: clients, leases, actors, objects) and cluster.c (what a
+ * node adds in a cluster: the GCS, links to other nodes, spillback, pulls).
+ * Everything here runs on the daemon's libuv loop thread. */
+#ifndef RD_RUNTIME_NODE_INTERNAL_H
+#define RD_RUNTIME_NODE_INTERNAL_H
+
+#include <stdint.h>
+#include <uv.h>
+
+#include "conn.h"
+#include "node.h"
+#include "queue.h"
+#include "resources.h"
+#include "store.h"
+
+enum { ROLE_NONE = -1, ROLE_DRIVER = 0, ROLE_WORKER = 1, ROLE_LINK = 2 };
+enum { W_STARTING, W_IDLE, W_LEASED, W_DYING, W_DEAD };  /* DYING: killed, not yet reaped */
+
+typedef struct node_worker node_worker;
+typedef struct node_client node_client;
+typedef struct node_actor node_actor;
+
+typedef struct lease_req {
+  rd_sched_item item;
+  node_client *owner;
+  uint64_t req_id;
+  node_actor *actor;        /* placing this actor rather than leasing a worker */
+  struct lease_req *next;   /* in owner's list */
+} lease_req;
+
+enum { A_PENDING, A_STARTING, A_ALIVE, A_DEAD };
+#define RD_NODE_MAX_PROCS 4096   /* workers of all kinds on one node */
+
+typedef struct parked_connect {
+  node_client *client;
+  uint64_t req_id;
+  struct parked_connect *next;
+} parked_connect;
+
+/* The actor table: what is needed to place, start and restart an actor. */
+struct node_actor {
+  uint64_t id;
+  char *cls;
+  char *name;               /* NULL = anonymous */
+  rd_resources res;
+  int priority;
+  ProtobufCBinaryData *args;
+  size_t nargs;
+  int max_restarts, restarts, max_task_retries, max_concurrency;
+  int state;
+  int no_restart;           /* killed for good: do not restart */
+  char *death;              /* why it is dead */
+  node_worker *worker;
+  node_client *creator;
+  lease_req *req;           /* while waiting for placement */
+  parked_connect *connects; /* callers waiting for it to be alive */
+  parked_connect *killers;  /* rd_actor_kill callers waiting for the old process to go */
+  uint64_t pending_since;   /* when it last started waiting for placement */
+  int warned;               /* said once that it waits for resources */
+  node_actor *next;
+};
+
+/* A create whose id is held by an unsealed object: in practice the result of
+ * an attempt whose worker just died, not yet reaped.  It waits until that
+ * object is sealed (then EEXIST) or aborted (then the create goes ahead). */
+typedef struct parked_create {
+  node_client *client;
+  uint64_t req_id, object_id, size;
+  uint64_t deadline_ns;
+  struct parked_create *next;
+} parked_create;
+
+typedef struct parked_get {
+  node_client *client;
+  uint64_t req_id;
+  uint64_t *ids;
+  size_t n;
+  uint64_t deadline_ns;     /* 0 = none */
+  struct parked_get *next;
+} parked_get;
+
+struct node_client {
+  uint32_t id;
+  int role;
+  int pid;
+  rd__conn conn;
+  uv_poll_t poll;
+  int poll_events;
+  int dead;                 /* closing: ignore further input */
+  node_worker *worker;
+  uint64_t *pins;           /* multiset of object ids this client has pinned */
+  size_t npins, cappins;
+  lease_req *reqs;
+  void *link;               /* ROLE_LINK: cluster.c's state of a link to another node */
+  node_client *next;
+};
+
+struct node_worker {
+  uint32_t id;
+  uv_process_t proc;
+  int pid;
+  int state;
+  node_client *client;
+  uint64_t lease_id;
+  node_client *lease_owner;
+  rd_res_grant grant;
+  char visible[64];
+  node_actor *actor;        /* the actor this worker hosts */
+  uint64_t kill_deadline;   /* graceful actor exit: SIGKILL after this */
+  node_worker *next;
+};
+
+typedef struct rd__node_state {
+  uv_loop_t *loop;
+  rd_node_opts opts;
+  rd_store *store;
+  rd_res_ledger ledger;
+  rd_sched_queue queue;
+  uv_poll_t listen_poll;
+  int listen_fd;
+  char sock_path[512];
+  node_client *clients;
+  node_worker *workers;
+  int nworkers, nstarting, nidle;
+  int want_workers;               /* requests that fit but found no idle worker */
+  int want_actor_workers;         /* ... of which actor placements */
+  int nactor_workers;             /* workers hosting an actor */
+  uint32_t next_client_id, next_worker_id;
+  uint64_t next_lease_seq;
+  uint64_t leases_granted;
+  parked_get *parked;
+  parked_create *parked_creates;
+  node_actor *actors;
+  uint64_t next_actor_id;
+  uv_timer_t tick;
+  uv_signal_t sigterm, sigint;
+  char *job_exe;
+  char **job_argv;
+  int job_started;
+  int shutting_down;
+} rd__node_state;
+
+extern rd__node_state N;
+
+
+/* node.c services used by cluster.c */
+void rd__node_send(node_client *c, Rd__MsgType t, const ProtobufCMessage *m, int fd);
+void rd__node_client_drop(node_client *c, const char *why);
+void rd__node_dispatch(void);
+void rd__node_flush_all(void);
+void rd__node_retry_parked(void);
+node_client *rd__node_client_new(int fd, int role);
+int rd__node_set_job(const char *exe, char *const *argv, size_t argc, char *err, size_t errlen);
+
+#endif

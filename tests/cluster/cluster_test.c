@@ -1,0 +1,307 @@
+/* tests/cluster/cluster_test.c - drivers run against a real multi-node
+ * cluster started by cluster_test.sh: a head on 127.0.0.1 and nodes on
+ * 127.0.0.2 (custom resource only_b) and 127.0.0.3 (only_c), each its own
+ * `raydist node` process with its own store and workers.  The driver joins
+ * through RAYDIST_ADDRESS; its executable reaches the other nodes through
+ * the GCS code table.  `cluster_test NAME` runs one case. */
+#include <raydist.h>
+
+#include <dirent.h>
+#include <signal.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "../check.h"
+
+/* Which node ran me: its index in the cluster. */
+RD_REMOTE(where) {
+  rd_node_info ni;
+  if (rd_node_info_get(&ni) != 0) return rd_call_fail(call, "rd_node_info_get failed");
+  uint32_t idx = ni.node_index;
+  return rd_return_bytes(call, 0, &idx, sizeof(idx));
+}
+
+/* Sleep arg0 ms, then say where it ran and echo arg1. */
+RD_REMOTE(slow_where) {
+  rd_buf a, b;
+  if (rd_arg(call, 0, &a) != 0 || rd_arg(call, 1, &b) != 0 || a.size != 4 || b.size != 4)
+    return rd_call_fail(call, "bad args");
+  uint32_t ms, tag;
+  memcpy(&ms, a.data, 4);
+  memcpy(&tag, b.data, 4);
+  usleep(ms * 1000u);
+  rd_node_info ni;
+  if (rd_node_info_get(&ni) != 0) return rd_call_fail(call, "rd_node_info_get failed");
+  uint32_t out[2] = {ni.node_index, tag};
+  return rd_return_bytes(call, 0, out, sizeof(out));
+}
+
+static uint64_t fnv(const uint8_t *p, size_t n) {
+  uint64_t h = 1469598103934665603ull;
+  for (size_t i = 0; i < n; i++) h = (h ^ p[i]) * 1099511628211ull;
+  return h;
+}
+
+/* Checksum a big argument (pulled from the node that holds it) and return a
+ * big result of its own, derived from it, that stays in this node's store. */
+RD_REMOTE(digest_and_twist) {
+  rd_buf a;
+  if (rd_arg(call, 0, &a) != 0) return rd_call_fail(call, "no arg");
+  uint8_t *out = rd_return_alloc(call, 1, a.size);
+  if (!out) return rd_call_fail(call, "no room for the result");
+  const uint8_t *in = a.data;
+  for (size_t i = 0; i < a.size; i++) out[i] = (uint8_t)(in[i] ^ 0x5a);
+  uint64_t h = fnv(in, a.size);
+  rd_node_info ni;
+  if (rd_node_info_get(&ni) != 0) ni.node_index = 0;
+  uint64_t rep[2] = {h, ni.node_index};
+  return rd_return_bytes(call, 0, rep, sizeof(rep));
+}
+
+static uint32_t node_of(rd_ref r) {
+  rd_buf b;
+  CHECK_EQ(rd_get(&r, 1, &b, 60000), 0);
+  CHECK_EQ(b.size, 4);
+  uint32_t v;
+  memcpy(&v, b.data, 4);
+  rd_buf_release(&b);
+  rd_ref_release(r);
+  return v;
+}
+
+static void join(void) {
+  int r = rd_init(NULL);   /* RAYDIST_ADDRESS names the cluster */
+  if (r != 0) {
+    fprintf(stderr, "rd_init: %s\n", rd_err_name(r));
+    exit(1);
+  }
+  /* the node's view of the cluster follows the GCS within a heartbeat */
+  rd_node_info ni;
+  for (int i = 0; i < 100; i++) {
+    CHECK_EQ(rd_node_info_get(&ni), 0);
+    if (ni.cluster_nodes == 3) break;
+    usleep(50000);
+  }
+  CHECK(ni.node_index > 0);
+  CHECK_EQ(ni.cluster_nodes, 3);
+}
+
+/* Index of the node on `ip`, from the session the test script started. */
+static uint32_t run_where(const char *res) {
+  rd_task_opts o;
+  rd_task_opts_init(&o);
+  o.resources = res;
+  rd_ref r;
+  CHECK_EQ(rd_submit(where, RD_NO_ARGS, &o, &r), 0);
+  return node_of(r);
+}
+
+static int t_custom_resources(void) {
+  join();
+  rd_node_info ni;
+  CHECK_EQ(rd_node_info_get(&ni), 0);
+  uint32_t here = ni.node_index;
+  uint32_t b = run_where("only_b=1"), c = run_where("only_c=1");
+  printf("driver on node %u, only_b ran on node %u, only_c on node %u\n", here, b, c);
+  CHECK(b != here && c != here && b != c);
+  /* many at once: all land on b, results all come back */
+  rd_task_opts o;
+  rd_task_opts_init(&o);
+  o.resources = "only_b=0.1";
+  rd_ref refs[200];
+  for (int i = 0; i < 200; i++) CHECK_EQ(rd_submit(where, RD_NO_ARGS, &o, &refs[i]), 0);
+  for (int i = 0; i < 200; i++) CHECK_EQ(node_of(refs[i]), b);
+  /* infeasible everywhere: a clear error at rd_get */
+  o.resources = "nowhere=1";
+  rd_ref bad;
+  CHECK_EQ(rd_submit(where, RD_NO_ARGS, &o, &bad), 0);
+  rd_buf bb;
+  CHECK_EQ(rd_get(&bad, 1, &bb, 30000), RD_EINFEASIBLE);
+  rd_buf_release(&bb);
+  rd_ref_release(bad);
+  rd_shutdown();
+  return 0;
+}
+
+static int t_strategies(void) {
+  join();
+  /* SPREAD: 3 nodes, round robin: every node runs some */
+  rd_task_opts o;
+  rd_task_opts_init(&o);
+  o.strategy = RD_STRATEGY_SPREAD;
+  int seen[4096] = {0};
+  rd_ref refs[30];
+  uint32_t ms = 200;
+  for (uint32_t i = 0; i < 30; i++) CHECK_EQ(rd_submit(slow_where, RD_ARGS(rd_arg_bytes(&ms, 4), rd_arg_bytes(&i, 4)), &o, &refs[i]), 0);
+  int distinct = 0;
+  for (int i = 0; i < 30; i++) {
+    rd_buf b;
+    CHECK_EQ(rd_get(&refs[i], 1, &b, 60000), 0);
+    uint32_t v[2];
+    memcpy(v, b.data, 8);
+    CHECK_EQ(v[1], i);
+    if (!seen[v[0]]++) distinct++;
+    rd_buf_release(&b);
+    rd_ref_release(refs[i]);
+  }
+  printf("SPREAD used %d nodes\n", distinct);
+  CHECK_EQ(distinct, 3);
+  /* hard affinity: to node c (found through its resource) */
+  uint32_t c = run_where("only_c=1");
+  rd_task_opts_init(&o);
+  o.strategy = RD_STRATEGY_NODE_AFFINITY;
+  o.node = c;
+  for (int i = 0; i < 5; i++) {
+    rd_ref r;
+    CHECK_EQ(rd_submit(where, RD_NO_ARGS, &o, &r), 0);
+    CHECK_EQ(node_of(r), c);
+  }
+  /* hard affinity to a node that does not exist: an error, not a hang */
+  o.node = 4000;
+  rd_ref r;
+  CHECK_EQ(rd_submit(where, RD_NO_ARGS, &o, &r), 0);
+  rd_buf b;
+  int e = rd_get(&r, 1, &b, 30000);
+  CHECK(e == RD_ENODE_DIED || e == RD_EINFEASIBLE);
+  rd_buf_release(&b);
+  rd_ref_release(r);
+  /* soft: falls back to the default policy */
+  o.soft = 1;
+  CHECK_EQ(rd_submit(where, RD_NO_ARGS, &o, &r), 0);
+  CHECK(node_of(r) > 0);
+  rd_shutdown();
+  return 0;
+}
+
+/* 200 MiB put here, consumed on b; b's 200 MiB result pulled back here. */
+static int t_big_object(void) {
+  join();
+  size_t n = 200u << 20;
+  void *p;
+  rd_ref in;
+  CHECK_EQ(rd_put_begin(n, &p, &in), 0);
+  uint8_t *d = p;
+  for (size_t i = 0; i < n; i++) d[i] = (uint8_t)(i * 2654435761u >> 13);
+  uint64_t want = fnv(d, n);
+  CHECK_EQ(rd_put_seal(in), 0);
+  rd_task_opts o;
+  rd_task_opts_init(&o);
+  o.resources = "only_b=1";
+  o.num_returns = 2;
+  rd_ref out[2];
+  struct timespec t0, t1;
+  clock_gettime(CLOCK_MONOTONIC, &t0);
+  CHECK_EQ(rd_submit(digest_and_twist, RD_ARGS(rd_arg_ref(in)), &o, out), 0);
+  rd_buf bufs[2];
+  CHECK_EQ(rd_get(out, 2, bufs, 120000), 0);
+  clock_gettime(CLOCK_MONOTONIC, &t1);
+  uint64_t rep[2];
+  CHECK_EQ(bufs[0].size, 16);
+  memcpy(rep, bufs[0].data, 16);
+  CHECK(rep[0] == want);   /* b saw exactly our bytes */
+  rd_node_info ni;
+  CHECK_EQ(rd_node_info_get(&ni), 0);
+  CHECK(rep[1] != ni.node_index);
+  CHECK_EQ(bufs[1].size, n);
+  const uint8_t *back = bufs[1].data;
+  for (size_t i = 0; i < n; i += 4093) CHECK_EQ(back[i], (uint8_t)(d[i] ^ 0x5a));
+  for (size_t i = 0; i < n; i++)
+    if (back[i] != (uint8_t)(d[i] ^ 0x5a)) {
+      fprintf(stderr, "byte %zu differs\n", i);
+      return 1;
+    }
+  double s = (t1.tv_sec - t0.tv_sec) + (t1.tv_nsec - t0.tv_nsec) * 1e-9;
+  printf("200 MiB there and 200 MiB back through node %llu in %.2f s\n", (unsigned long long)rep[1], s);
+  rd_buf_release(&bufs[0]);
+  rd_buf_release(&bufs[1]);
+  rd_ref_release(out[0]);
+  rd_ref_release(out[1]);
+  rd_ref_release(in);
+  rd_shutdown();
+  return 0;
+}
+
+/* The pid `raydist start` recorded for the node on `ip`. */
+static int node_pid(const char *ip) {
+  const char *base = getenv("RAYDIST_TMPDIR");
+  char path[512];
+  snprintf(path, sizeof(path), "%s/raydist-%u/node-%s/pids", base && *base ? base : "/tmp", (unsigned)getuid(), ip);
+  FILE *f = fopen(path, "r");
+  if (!f) return -1;
+  char name[32];
+  int pid, found = -1;
+  unsigned long long st;
+  while (fscanf(f, "%31s %d %llu", name, &pid, &st) == 3)
+    if (!strcmp(name, "node")) found = pid;
+  fclose(f);
+  return found;
+}
+
+/* Kill node c while SPREAD tasks run on it: every task still completes
+ * (retried elsewhere), and work pinned to c fails with RD_ENODE_DIED. */
+static int t_node_death(void) {
+  join();
+  uint32_t c = run_where("only_c=1");
+  int pid = node_pid("127.0.0.3");
+  CHECK(pid > 0);
+  rd_task_opts o;
+  rd_task_opts_init(&o);
+  o.strategy = RD_STRATEGY_SPREAD;
+  enum { N = 60 };
+  rd_ref refs[N];
+  uint32_t ms = 300;
+  for (uint32_t i = 0; i < N; i++) CHECK_EQ(rd_submit(slow_where, RD_ARGS(rd_arg_bytes(&ms, 4), rd_arg_bytes(&i, 4)), &o, &refs[i]), 0);
+  usleep(700 * 1000);
+  CHECK_EQ(kill(pid, SIGKILL), 0);
+  fprintf(stderr, "killed node %u (pid %d)\n", c, pid);
+  int on_c = 0;
+  for (int i = 0; i < N; i++) {
+    rd_buf b;
+    int e = rd_get(&refs[i], 1, &b, 120000);
+    if (e != 0) fprintf(stderr, "task %d: %s\n", i, rd_err_name(e));
+    CHECK_EQ(e, 0);
+    uint32_t v[2];
+    memcpy(v, b.data, 8);
+    CHECK_EQ(v[1], i);
+    on_c += v[0] == c;
+    rd_buf_release(&b);
+    rd_ref_release(refs[i]);
+  }
+  printf("all %d tasks done; %d finished on node %u before it died\n", N, on_c, c);
+  /* pinned to the dead node: a clear error */
+  o.strategy = RD_STRATEGY_NODE_AFFINITY;
+  o.node = c;
+  o.soft = 0;
+  rd_ref r;
+  CHECK_EQ(rd_submit(where, RD_NO_ARGS, &o, &r), 0);
+  rd_buf b;
+  int e = rd_get(&r, 1, &b, 60000);
+  printf("affinity to the dead node: %s\n", rd_err_name(e));
+  CHECK(e == RD_ENODE_DIED || e == RD_EINFEASIBLE);
+  rd_buf_release(&b);
+  rd_ref_release(r);
+  rd_shutdown();
+  return 0;
+}
+
+/* A driver with a wrong token is refused with RD_EAUTH. */
+static int t_bad_token(void) {
+  rd_config cfg;
+  rd_config_init(&cfg);
+  int r = rd_init(&cfg);
+  printf("rd_init with a tampered token: %s\n", rd_err_name(r));
+  CHECK_EQ(r, RD_EAUTH);
+  return 0;
+}
+
+int main(int argc, char **argv) {
+  static const rd_test_case cases[] = {
+      {"custom_resources", t_custom_resources}, {"strategies", t_strategies}, {"big_object", t_big_object},
+      {"node_death", t_node_death},             {"bad_token", t_bad_token},
+  };
+  return rd_test_main(argc, argv, cases, sizeof(cases) / sizeof(cases[0]));
+}

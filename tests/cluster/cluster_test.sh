@@ -1,0 +1,86 @@
+#!/bin/sh
+# tests/cluster/cluster_test.sh RAYDIST TEST_BIN CASE
+#
+# Starts a real three-node cluster on this machine - a head on 127.0.0.1 and
+# nodes on 127.0.0.2 (custom resource only_b) and 127.0.0.3 (only_c), each a
+# separate `raydist node` process with its own store and workers, the GCS a
+# process of its own - runs one driver case against it through
+# RAYDIST_ADDRESS, then checks `raydist status` and that `raydist stop` leaves
+# no process and no session behind.  A private RAYDIST_TMPDIR keeps it away
+# from any other cluster on the machine.
+set -u
+WATCHDOG=
+R=$1
+T=$2
+CASE=$3
+export RAYDIST_TMPDIR="$(mktemp -d /tmp/rdcl.XXXXXX)"
+export RAYDIST_HEARTBEAT_TIMEOUT_MS=2000
+# sanitizer builds: every process's report lands here and fails the test
+export ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}log_path=$RAYDIST_TMPDIR/san"
+export UBSAN_OPTIONS="${UBSAN_OPTIONS:+$UBSAN_OPTIONS:}log_path=$RAYDIST_TMPDIR/san:print_stacktrace=1"
+ROOT="$RAYDIST_TMPDIR/raydist-$(id -u)"
+fail() { echo "FAIL: $*" >&2; for f in "$ROOT"/node-*/*.log; do echo "== $f" >&2; tail -n 30 "$f" >&2; done; exit 1; }
+cleanup() { kill "$WATCHDOG" 2>/dev/null; "$R" stop >/dev/null 2>&1; rm -rf "$RAYDIST_TMPDIR"; }
+trap cleanup EXIT
+trap 'exit 1' INT TERM
+# CTest's timeout kills only this shell: end the cluster ourselves first
+( sleep 200 && kill -TERM $$ ) >/dev/null 2>&1 &   # (no pipe held open: CTest waits on those)
+WATCHDOG=$!
+
+"$R" start --head --port 0 --node-ip 127.0.0.1 --num-cpus 2 --object-store-memory 700000000 >/dev/null || fail "head"
+ADDR=$(sed -n 's/^gcs=//p' "$ROOT/node-127.0.0.1/cluster")
+[ -n "$ADDR" ] || fail "no GCS address"
+"$R" start --address "$ADDR" --node-ip 127.0.0.2 --num-cpus 2 --resources only_b=1 \
+  --object-store-memory 700000000 >/dev/null || fail "node b"
+"$R" start --address "$ADDR" --node-ip 127.0.0.3 --num-cpus 2 --resources only_c=1 >/dev/null || fail "node c"
+"$R" status > "$RAYDIST_TMPDIR/status" || fail "status"
+grep -q "3 nodes alive" "$RAYDIST_TMPDIR/status" || { cat "$RAYDIST_TMPDIR/status"; fail "status: not 3 nodes"; }
+export RAYDIST_ADDRESS="$ADDR"
+
+case "$CASE" in
+  bad_token)
+    # a session that points at the head's socket but holds a wrong token
+    FAKE="$ROOT/node-127.0.0.9"
+    mkdir -m 700 "$FAKE"
+    printf 'gcs=%s\nip=127.0.0.9\nhead=0\n' "$ADDR" > "$FAKE/cluster"
+    echo 0123456789abcdef0123456789abcdef > "$FAKE/token"
+    ln -s "$ROOT/node-127.0.0.1/node.sock" "$FAKE/node.sock"
+    RAYDIST_NODE_IP=127.0.0.9 "$T" bad_token || fail "bad_token"
+    rm -rf "$FAKE"
+    # joining with a wrong token or address: a clear error, nothing started
+    if "$R" start --address "$ADDR" --node-ip 127.0.0.4 --token wrongwrongwrongwrong 2>"$RAYDIST_TMPDIR/err"; then
+      fail "a node joined with a wrong token"
+    fi
+    grep -qi "token" "$RAYDIST_TMPDIR/err" || { cat "$RAYDIST_TMPDIR/err"; fail "no word about the token"; }
+    if "$R" start --address 127.0.0.1:1 --node-ip 127.0.0.5 --token x 2>"$RAYDIST_TMPDIR/err"; then
+      fail "a node joined a cluster that does not exist"
+    fi
+    [ -d "$ROOT/node-127.0.0.4" ] && fail "a refused node left a session behind"
+    # the cluster still serves
+    "$R" status | grep -q "3 nodes alive" || fail "cluster hurt by bad joins"
+    ;;
+  node_death)
+    "$T" node_death || fail "node_death"
+    sleep 3
+    "$R" status > "$RAYDIST_TMPDIR/status" || fail "status after death"
+    grep -q "2 nodes alive, 1 dead" "$RAYDIST_TMPDIR/status" || { cat "$RAYDIST_TMPDIR/status"; fail "death not seen"; }
+    ;;
+  *)
+    "$T" "$CASE" || fail "$CASE"
+    ;;
+esac
+
+# stop: exactly the recorded processes, and every session directory
+PIDS=$(cat "$ROOT"/node-*/pids 2>/dev/null | awk '{print $2}')
+"$R" stop >/dev/null || fail "stop"
+sleep 0.5
+for p in $PIDS; do
+  if kill -0 "$p" 2>/dev/null && ! grep -q "^State:.*Z" /proc/$p/status 2>/dev/null; then fail "pid $p survived stop"; fi
+done
+[ -z "$(ls -A "$ROOT" 2>/dev/null)" ] || { ls -la "$ROOT"; fail "stop left sessions behind"; }
+for f in "$RAYDIST_TMPDIR"/san.*; do
+  [ -e "$f" ] || continue
+  head -n 60 "$f" >&2
+  fail "sanitizer report from $f"
+done
+echo "ok $CASE"
