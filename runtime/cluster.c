@@ -91,6 +91,16 @@ typedef struct cl_pull {
   struct cl_pull *next;
 } cl_pull;
 
+/* A connect forwarded to another node, waiting for its answer. */
+typedef struct cl_conn {
+  node_client *link;
+  uint64_t link_req;
+  uint32_t caller_id;       /* the caller (a client or a link), found again by id */
+  uint64_t caller_req;
+  uint64_t actor_id;
+  struct cl_conn *next;
+} cl_conn;
+
 typedef struct cl_fail {
   uint64_t oid;
   int status;
@@ -145,6 +155,9 @@ static struct {
   uint64_t next_link_req, next_chan;
   unsigned spread_rr;
   cl_rreq *rreqs;
+  cl_conn *conns;
+  uint64_t *await_actors;   /* actors to start elsewhere once the code is stored */
+  size_t nawait, capawait;
   cl_chan *chans;
   cl_pull *pulls;
   cl_fail *fails;
@@ -705,6 +718,7 @@ void rd__cluster_granted(lease_req *r, node_worker *w, int status, int fd) {
   link_send(link, RD__MSG_TYPE__MSG_LINK_GRANT, &lg.base);
 }
 
+
 /* ------------------------------------------------------------- link frames */
 
 static void on_link_hello(node_client *c, Rd__LinkHello *m) {
@@ -736,6 +750,7 @@ typedef struct code_fetch {
   uv_work_t work;
   node_client *link;        /* may be dropped meanwhile: checked by id */
   uint32_t link_id;
+  Rd__LinkActorCreate *actor;   /* an actor to host, rather than a lease */
   uint64_t req_id;
   rd_resources res;
   int priority;
@@ -790,7 +805,16 @@ static void code_fetch_done(uv_work_t *w, int status) {
     int r = f->status;
     if (r == 0) r = rd__node_set_job(f->path, f->argv, f->argc, err, sizeof(err));
     else snprintf(err, sizeof(err), "cannot fetch the job's executable %.16s from the GCS: %s", f->hash, f->err);
-    if (r == 0) {
+    if (f->actor) {
+      if (r == 0) r = rd__node_actor_host_for(link, f->actor->spec, f->actor->actor_id, f->actor->restarts, err,
+                                              sizeof(err));
+      if (r != 0) {
+        Rd__LinkActorState st = RD__LINK_ACTOR_STATE__INIT;
+        st.actor_id = f->actor->actor_id;
+        st.error = err;
+        link_send(link, RD__MSG_TYPE__MSG_LINK_ACTOR_STATE, &st.base);
+      }
+    } else if (r == 0) {
       queue_link_request(link, f->req_id, &f->res, f->priority);
     } else {
       Rd__LinkGrant lg = RD__LINK_GRANT__INIT;
@@ -802,16 +826,35 @@ static void code_fetch_done(uv_work_t *w, int status) {
   }
   for (size_t i = 0; i < f->argc; i++) free(f->argv[i]);
   free(f->argv);
+  if (f->actor) protobuf_c_message_free_unpacked(&f->actor->base, NULL);
   free(f);
   rd__node_flush_all();
 }
+
+/* Run `f` once this node has the job's code (fetched from the GCS if need be). */
+static void code_fetch_start(code_fetch *f, node_client *c, const char *hash, char *const *argv, size_t argc) {
+  f->argv = calloc(argc + 1, sizeof(char *));
+  for (size_t i = 0; f->argv && i < argc; i++) f->argv[i] = strdup(argv[i] ? argv[i] : "");
+  f->argc = f->argv ? argc : 0;
+  f->link = c;
+  f->link_id = c->id;
+  snprintf(f->hash, sizeof(f->hash), "%s", hash);
+  snprintf(f->path, sizeof(f->path), "%s/code/%s", N.opts.session_dir, hash);
+  f->work.data = f;
+  if (N.job_exe && !strcmp(N.job_exe, f->path)) {   /* the common case: nothing to fetch */
+    code_fetch_done(&f->work, 0);
+    return;
+  }
+  uv_queue_work(N.loop, &f->work, code_fetch_work, code_fetch_done);
+}
+
+static int hash_ok(const char *h) { return h && strlen(h) == 64 && strspn(h, "0123456789abcdef") == 64; }
 
 static void on_link_lease(node_client *c, Rd__LinkLease *m) {
   rd_resources res;
   Rd__LinkGrant lg = RD__LINK_GRANT__INIT;
   lg.req_id = m->req_id;
-  if (rd__res_from_msg(m->res, &res) != 0 || !m->code_hash || strlen(m->code_hash) != 64 ||
-      strspn(m->code_hash, "0123456789abcdef") != 64) {
+  if (rd__res_from_msg(m->res, &res) != 0 || !hash_ok(m->code_hash)) {
     lg.status = RD_EINVAL;
     lg.error = "invalid spillback request";
     link_send(c, RD__MSG_TYPE__MSG_LINK_GRANT, &lg.base);
@@ -824,30 +867,16 @@ static void on_link_lease(node_client *c, Rd__LinkLease *m) {
     return;
   }
   code_fetch *f = calloc(1, sizeof(*f));
-  char **argv = calloc(m->n_argv + 1, sizeof(char *));
-  if (!f || !argv) {
-    free(f); free(argv);
+  if (!f) {
     lg.status = RD_ENOMEM;
     lg.error = "node out of memory";
     link_send(c, RD__MSG_TYPE__MSG_LINK_GRANT, &lg.base);
     return;
   }
-  for (size_t i = 0; i < m->n_argv; i++) argv[i] = strdup(m->argv[i] ? m->argv[i] : "");
-  f->argv = argv;
-  f->argc = m->n_argv;
-  f->link = c;
-  f->link_id = c->id;
   f->req_id = m->req_id;
   f->res = res;
   f->priority = m->priority;
-  snprintf(f->hash, sizeof(f->hash), "%s", m->code_hash);
-  snprintf(f->path, sizeof(f->path), "%s/code/%s", N.opts.session_dir, m->code_hash);
-  f->work.data = f;
-  if (N.job_exe && !strcmp(N.job_exe, f->path)) {   /* the common case: nothing to fetch */
-    code_fetch_done(&f->work, 0);
-    return;
-  }
-  uv_queue_work(N.loop, &f->work, code_fetch_work, code_fetch_done);
+  code_fetch_start(f, c, m->code_hash, m->argv, m->n_argv);
 }
 
 static void on_link_grant(node_client *c, Rd__LinkGrant *m) {
@@ -921,6 +950,278 @@ static void on_link_return(node_client *c, Rd__LinkReturn *m) {
   rd__node_dispatch();
 }
 
+/* ------------------------------------------------------------- actors */
+
+uint32_t rd__cluster_actor_place(const rd_resources *res, int *err, char *why, size_t whylen) {
+  *err = 0;
+  if (!C.on) return 0;
+  Rd__LeaseRequest m = RD__LEASE_REQUEST__INIT;   /* the default policy, like a lease */
+  uint32_t t = place(&m, res, err, why, whylen);
+  return t == C.index ? 0 : t;
+}
+
+static void actor_spec(node_actor *a, Rd__ActorCreate *spec, rd__res_msg *rm) {
+  rd__res_to_msg(&a->res, rm);
+  spec->class_name = a->cls;
+  spec->res = &rm->msg;
+  spec->max_task_retries = a->max_task_retries;
+  spec->max_concurrency = a->max_concurrency;
+  spec->n_args = a->nargs;
+  spec->args = a->args;
+  spec->priority = a->priority;
+}
+
+static void await_add(uint64_t id) {
+  if (C.nawait == C.capawait) {
+    size_t nc = C.capawait ? C.capawait * 2 : 16;
+    uint64_t *p = realloc(C.await_actors, nc * sizeof(uint64_t));
+    if (!p) return;
+    C.await_actors = p;
+    C.capawait = nc;
+  }
+  C.await_actors[C.nawait++] = id;
+}
+
+void rd__cluster_actor_create(node_actor *a) {
+  if (C.code_state == -1) {
+    char buf[300];
+    snprintf(buf, sizeof(buf), "cannot start it on node %u: the driver's executable could not be shipped: %s", a->host,
+             C.code_err);
+    a->host = 0;
+    a->no_restart = 1;
+    rd__node_actor_host_lost(a, buf);
+    return;
+  }
+  if (C.code_state != 2) {   /* started when the upload finishes */
+    await_add(a->id);
+    return;
+  }
+  node_client *l = link_open(a->host);
+  if (!l) {   /* unreachable: placed again, without that node, and without counting a restart */
+    char buf[200];
+    snprintf(buf, sizeof(buf), "node %u is unreachable", a->host);
+    a->restarts--;
+    rd__node_actor_host_lost(a, buf);
+    return;
+  }
+  Rd__LinkActorCreate m = RD__LINK_ACTOR_CREATE__INIT;
+  Rd__ActorCreate spec = RD__ACTOR_CREATE__INIT;
+  rd__res_msg rm;
+  actor_spec(a, &spec, &rm);
+  m.spec = &spec;
+  m.actor_id = a->id;
+  m.code_hash = C.code_hash;
+  m.n_argv = C.job_argc;
+  m.argv = C.job_argv;
+  m.restarts = (uint32_t)a->restarts;
+  link_send(l, RD__MSG_TYPE__MSG_LINK_ACTOR_CREATE, &m.base);
+  rd__log(RD_LOG_INFO, "actor %llu (%s) placed on node %u", (unsigned long long)a->id, a->cls, a->host);
+}
+
+static void await_flush(void) {
+  size_t n = C.nawait;
+  C.nawait = 0;
+  for (size_t i = 0; i < n; i++) {
+    node_actor *a = rd__node_actor_find(C.await_actors[i]);
+    if (a && a->host && a->state == A_PENDING) rd__cluster_actor_create(a);
+  }
+}
+
+/* Ask node `to` for a socket to actor `actor_id`, answering caller c. */
+static void connect_forward(uint32_t to, node_client *c, uint64_t caller_req, uint64_t actor_id, int dead_pid,
+                            node_actor *rec) {
+  node_client *l = link_open(to);
+  cl_conn *q = l ? calloc(1, sizeof(*q)) : NULL;
+  if (!q) {
+    char buf[160];
+    snprintf(buf, sizeof(buf), "node %u, which %s the actor, is unreachable", to, rec ? "hosts" : "records");
+    if (rec) {   /* its host is gone: restart it (the caller waits for that) */
+      parked_connect *p = calloc(1, sizeof(*p));
+      if (p) {
+        p->client = c;
+        p->req_id = caller_req;
+        p->next = rec->connects;
+        rec->connects = p;
+      }
+      rd__node_actor_host_lost(rec, buf);
+      if (!p) rd__node_reply_connect(c, caller_req, rec, RD_ENOMEM, "node out of memory", -1);
+    } else {
+      rd__node_reply_connect(c, caller_req, NULL, RD_ENODE_DIED, buf, -1);
+    }
+    return;
+  }
+  q->link = l;
+  q->link_req = ++C.next_link_req;
+  q->caller_id = c->id;
+  q->caller_req = caller_req;
+  q->actor_id = actor_id;
+  q->next = C.conns;
+  C.conns = q;
+  Rd__LinkActorConnect m = RD__LINK_ACTOR_CONNECT__INIT;
+  m.req_id = q->link_req;
+  m.actor_id = actor_id;
+  m.dead_pid = dead_pid;
+  link_send(l, RD__MSG_TYPE__MSG_LINK_ACTOR_CONNECT, &m.base);
+}
+
+void rd__cluster_actor_connect(node_actor *a, node_client *c, uint64_t req_id, int dead_pid) {
+  connect_forward(a->host, c, req_id, a->id, dead_pid, a);
+}
+
+int rd__cluster_actor_elsewhere(node_client *c, const Rd__ActorConnect *m) {
+  uint32_t rec = (uint32_t)(m->actor_id >> 40);
+  if (!C.on || rec == 0 || rec == C.index || c->role == ROLE_LINK) return 0;
+  connect_forward(rec, c, m->req_id, m->actor_id, m->dead_pid, NULL);
+  return 1;
+}
+
+/* Answer caller (a local client, or a link for a caller further away). */
+static void answer_connect(node_client *caller, uint64_t req_id, const Rd__LinkActorConnected *r, uint64_t actor_id,
+                           int fd) {
+  if (caller->role == ROLE_LINK) {
+    node_actor fake;   /* carries what the far caller needs to know */
+    memset(&fake, 0, sizeof(fake));
+    fake.id = actor_id;
+    fake.host_pid = r->worker_pid;
+    fake.restarts = (int)r->restarts;
+    fake.max_task_retries = r->max_task_retries;
+    rd__cluster_connect_reply(caller, req_id, &fake, r->status, r->error, fd);
+    return;
+  }
+  Rd__ActorConnectReply out = RD__ACTOR_CONNECT_REPLY__INIT;
+  out.req_id = req_id;
+  out.status = r->status;
+  out.error = r->error ? r->error : "";
+  out.actor_id = actor_id;
+  out.max_task_retries = r->max_task_retries;
+  out.worker_pid = r->worker_pid;
+  out.restarts = r->restarts;
+  rd__node_send(caller, RD__MSG_TYPE__MSG_ACTOR_CONNECT_REPLY, &out.base, fd);
+}
+
+void rd__cluster_connect_reply(node_client *link, uint64_t req_id, node_actor *a, int status, const char *err, int fd) {
+  Rd__LinkActorConnected r = RD__LINK_ACTOR_CONNECTED__INIT;
+  r.req_id = req_id;
+  r.status = status;
+  r.error = (char *)(err ? err : "");
+  if (a) {
+    r.worker_pid = a->worker ? a->worker->pid : a->host_pid;
+    r.restarts = (uint32_t)a->restarts;
+    r.max_task_retries = a->max_task_retries;
+  }
+  if (status == 0 && fd >= 0) {
+    uint64_t id = (1ull << 62) | ++C.next_chan;
+    if (!chan_new(fd, link, id, SIDE_WORKER)) {
+      r.status = RD_ENOMEM;
+      r.error = "node out of memory";
+    } else {
+      r.chan_id = id;
+    }
+  } else if (fd >= 0) {
+    close(fd);
+  }
+  link_send(link, RD__MSG_TYPE__MSG_LINK_ACTOR_CONNECTED, &r.base);
+}
+
+static void on_link_actor_connected(node_client *c, Rd__LinkActorConnected *m) {
+  cl_conn *q = NULL;
+  for (cl_conn **pp = &C.conns; *pp; pp = &(*pp)->next)
+    if ((*pp)->link == c && (*pp)->link_req == m->req_id) {
+      q = *pp;
+      *pp = q->next;
+      break;
+    }
+  if (!q) return;
+  node_client *caller = client_by_id(q->caller_id);
+  node_actor *rec = rd__node_actor_find(q->actor_id);
+  if (rec && rec->host && m->status == 0) rec->host_pid = m->worker_pid;
+  int sv[2] = {-1, -1};
+  if (m->status == 0 && (!caller || socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) != 0)) {
+    Rd__LinkClose cm = RD__LINK_CLOSE__INIT;   /* nobody to give it to */
+    cm.chan_id = m->chan_id;
+    cm.reason = "caller gone";
+    link_send(c, RD__MSG_TYPE__MSG_LINK_CLOSE, &cm.base);
+    if (caller) {
+      Rd__LinkActorConnected e = *m;
+      e.status = RD_ESYS;
+      e.error = "socketpair failed on the node";
+      answer_connect(caller, q->caller_req, &e, q->actor_id, -1);
+    }
+    free(q);
+    return;
+  }
+  if (caller) {
+    if (m->status == 0) {
+      cl_chan *ch = chan_new(sv[0], c, m->chan_id, SIDE_OWNER);
+      if (ch) ch->owner = caller;
+    }
+    answer_connect(caller, q->caller_req, m, q->actor_id, sv[1]);
+  }
+  free(q);
+}
+
+static void on_link_actor_create(node_client *c, Rd__LinkActorCreate *m) {
+  if (!m->spec || !hash_ok(m->code_hash)) {
+    Rd__LinkActorState st = RD__LINK_ACTOR_STATE__INIT;
+    st.actor_id = m->actor_id;
+    st.error = "invalid actor placement";
+    link_send(c, RD__MSG_TYPE__MSG_LINK_ACTOR_STATE, &st.base);
+    return;
+  }
+  code_fetch *f = calloc(1, sizeof(*f));
+  if (!f) return;
+  /* keep the message: it is unpacked again from a copy for the continuation */
+  size_t n = protobuf_c_message_get_packed_size(&m->base);
+  uint8_t *buf = malloc(n ? n : 1);
+  if (buf) {
+    protobuf_c_message_pack(&m->base, buf);
+    f->actor = (Rd__LinkActorCreate *)protobuf_c_message_unpack(&rd__link_actor_create__descriptor, NULL, n, buf);
+    free(buf);
+  }
+  if (!f->actor) {
+    free(f);
+    return;
+  }
+  code_fetch_start(f, c, m->code_hash, m->argv, m->n_argv);
+}
+
+void rd__cluster_actor_state(node_actor *a, int alive, const char *why) {
+  if (!a->creator || a->creator->dead) return;
+  Rd__LinkActorState st = RD__LINK_ACTOR_STATE__INIT;
+  st.actor_id = a->id;
+  st.alive = alive;
+  st.error = (char *)(why ? why : "");
+  st.worker_pid = a->worker ? a->worker->pid : 0;
+  link_send(a->creator, RD__MSG_TYPE__MSG_LINK_ACTOR_STATE, &st.base);
+}
+
+static void on_link_actor_state(node_client *c, Rd__LinkActorState *m) {
+  cl_link_state *ls = c->link;
+  node_actor *a = rd__node_actor_find(m->actor_id);
+  if (!a || !a->host || a->host != ls->peer || a->state == A_DEAD) return;
+  if (m->alive) {
+    a->state = A_ALIVE;
+    a->host_pid = m->worker_pid;
+    rd__log(RD_LOG_INFO, "actor %llu (%s) is alive on node %u (pid %d)", (unsigned long long)a->id, a->cls, a->host,
+            m->worker_pid);
+    rd__node_actor_serve_connects(a);
+  } else {
+    char buf[400];
+    snprintf(buf, sizeof(buf), "on node %u: %s", a->host, m->error && *m->error ? m->error : "it died");
+    rd__node_actor_host_lost(a, buf);
+  }
+}
+
+void rd__cluster_actor_kill(node_actor *a, int no_restart) {
+  node_client *l = link_find(a->host);
+  if (!l) return;   /* no link: nothing was ever started there */
+  Rd__ActorKill k = RD__ACTOR_KILL__INIT;
+  k.actor_id = a->id;
+  k.no_restart = no_restart;
+  link_send(l, RD__MSG_TYPE__MSG_LINK_ACTOR_KILL, &k.base);
+}
+
+
 int rd__cluster_handle_frame(node_client *c, const rd__frame *f) {
   const ProtobufCMessageDescriptor *d = NULL;
   switch (f->type) {
@@ -933,6 +1234,11 @@ int rd__cluster_handle_frame(node_client *c, const rd__frame *f) {
     case RD__MSG_TYPE__MSG_LINK_RETURN: d = &rd__link_return__descriptor; break;
     case RD__MSG_TYPE__MSG_LINK_CANCEL: d = &rd__link_cancel__descriptor; break;
     case RD__MSG_TYPE__MSG_LINK_DELETE: d = &rd__obj_ids__descriptor; break;
+    case RD__MSG_TYPE__MSG_LINK_ACTOR_CREATE: d = &rd__link_actor_create__descriptor; break;
+    case RD__MSG_TYPE__MSG_LINK_ACTOR_STATE: d = &rd__link_actor_state__descriptor; break;
+    case RD__MSG_TYPE__MSG_LINK_ACTOR_CONNECT: d = &rd__link_actor_connect__descriptor; break;
+    case RD__MSG_TYPE__MSG_LINK_ACTOR_CONNECTED: d = &rd__link_actor_connected__descriptor; break;
+    case RD__MSG_TYPE__MSG_LINK_ACTOR_KILL: d = &rd__actor_kill__descriptor; break;
     default: return 0;
   }
   cl_link_state *ls = c->link;
@@ -991,6 +1297,25 @@ int rd__cluster_handle_frame(node_client *c, const rd__frame *f) {
       }
       break;
     }
+    case RD__MSG_TYPE__MSG_LINK_ACTOR_CREATE: on_link_actor_create(c, (Rd__LinkActorCreate *)m); break;
+    case RD__MSG_TYPE__MSG_LINK_ACTOR_STATE: on_link_actor_state(c, (Rd__LinkActorState *)m); break;
+    case RD__MSG_TYPE__MSG_LINK_ACTOR_CONNECT: {
+      Rd__LinkActorConnect *lc = (Rd__LinkActorConnect *)m;
+      Rd__ActorConnect ac = RD__ACTOR_CONNECT__INIT;
+      ac.req_id = lc->req_id;
+      ac.actor_id = lc->actor_id;
+      ac.dead_pid = lc->dead_pid;
+      rd__node_actor_connect(c, &ac);   /* answered through rd__cluster_connect_reply */
+      break;
+    }
+    case RD__MSG_TYPE__MSG_LINK_ACTOR_CONNECTED: on_link_actor_connected(c, (Rd__LinkActorConnected *)m); break;
+    case RD__MSG_TYPE__MSG_LINK_ACTOR_KILL: {
+      Rd__ActorKill *k = (Rd__ActorKill *)m;
+      k->req_id = 0;   /* the host reports the outcome as actor state */
+      node_actor *a = rd__node_actor_find(k->actor_id);
+      if (a && a->creator == c) rd__node_actor_kill(c, k);
+      break;
+    }
     case RD__MSG_TYPE__MSG_LINK_DELETE: {
       Rd__ObjIds *ids = (Rd__ObjIds *)m;
       for (size_t i = 0; i < ids->n_object_ids; i++) (void)rd_store_delete(N.store, ids->object_ids[i]);
@@ -1034,6 +1359,39 @@ void rd__cluster_client_dropped(node_client *c) {
       reply_grant_error(q->owner, q->owner_req, RD_EAGAIN, buf);
       free(q);
     }
+  }
+  for (cl_conn **pp = &C.conns; *pp;) {
+    cl_conn *q = *pp;
+    if (q->link != c && q->caller_id != c->id) {
+      pp = &q->next;
+      continue;
+    }
+    *pp = q->next;
+    node_client *caller = q->link == c ? client_by_id(q->caller_id) : NULL;
+    node_actor *rec = caller ? rd__node_actor_find(q->actor_id) : NULL;
+    if (caller && rec && rec->host == peer) {   /* waits for the restart */
+      parked_connect *p = calloc(1, sizeof(*p));
+      if (p) {
+        p->client = caller;
+        p->req_id = q->caller_req;
+        p->next = rec->connects;
+        rec->connects = p;
+      }
+    } else if (caller) {
+      Rd__LinkActorConnected e = RD__LINK_ACTOR_CONNECTED__INIT;
+      char why[120];
+      snprintf(why, sizeof(why), "node %u died or its link broke", peer);
+      e.status = RD_ENODE_DIED;
+      e.error = why;
+      answer_connect(caller, q->caller_req, &e, q->actor_id, -1);
+    }
+    free(q);
+  }
+  if (is_link && peer) {   /* actors recorded here and hosted there: restart them */
+    char why[120];
+    snprintf(why, sizeof(why), "node %u died or its link broke", peer);
+    for (node_actor *a = N.actors; a; a = a->next)
+      if (a->host == peer && a->state != A_DEAD) rd__node_actor_host_lost(a, why);
   }
   if (is_link) {
     if (peer && ((cl_link_state *)c->link)->outbound) C.link_failed_at[peer & 4095] = rd__now_ns();
@@ -1224,6 +1582,7 @@ static void code_put_done(uv_work_t *w, int status) {
     next = q->next;
     if (!q->link) rreq_go(q);
   }
+  await_flush();
   free(p);
   rd__node_flush_all();
 }
@@ -1429,6 +1788,13 @@ void rd__cluster_stop(void) {
 
 /* After the loop has closed every handle: free what is left. */
 void rd__cluster_free(void) {
+  while (C.conns) {
+    cl_conn *q = C.conns;
+    C.conns = q->next;
+    free(q);
+  }
+  free(C.await_actors);
+  C.await_actors = NULL;
   while (C.rreqs) {
     cl_rreq *q = C.rreqs;
     C.rreqs = q->next;

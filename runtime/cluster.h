@@ -50,6 +50,24 @@ int rd__cluster_obj_status(uint64_t id, const char **why);
 /* The owner deleted objects; those held on other nodes are deleted there. */
 void rd__cluster_forward_deletes(const uint64_t *ids, const uint32_t *nodes, size_t n);
 
+/* Actors.  The node where an actor is created keeps its record and may host
+ * it on another node (placement as for leases, default policy). */
+/* Where to host an actor: 0 here (or no cluster), a node index, or 0 with
+ * *err set when no live node can. */
+uint32_t rd__cluster_actor_place(const rd_resources *res, int *err, char *why, size_t whylen);
+/* Ask a->host to start the actor (now, or once the job's code is stored). */
+void rd__cluster_actor_create(node_actor *a);
+/* A socket to actor a hosted on a->host, for caller c (a client or a link). */
+void rd__cluster_actor_connect(node_actor *a, node_client *c, uint64_t req_id, int dead_pid);
+/* A connect for an actor recorded on another node: forwarded there (1). */
+int rd__cluster_actor_elsewhere(node_client *c, const Rd__ActorConnect *m);
+/* Answer a link's connect: bridge fd over the link. */
+void rd__cluster_connect_reply(node_client *link, uint64_t req_id, node_actor *a, int status, const char *err, int fd);
+/* Hosted for a peer: tell its record node the actor is alive, or dead. */
+void rd__cluster_actor_state(node_actor *a, int alive, const char *why);
+/* Recorded here, hosted elsewhere: kill it there. */
+void rd__cluster_actor_kill(node_actor *a, int no_restart);
+
 /* Frames of a link (types MSG_LINK_*): 1 handled, 0 not a link frame. */
 int rd__cluster_handle_frame(node_client *c, const rd__frame *f);
 

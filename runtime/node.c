@@ -443,19 +443,27 @@ static void reply_actor_id(node_client *c, uint64_t req_id, int status, const ch
 }
 
 static void reply_connect(node_client *c, uint64_t req_id, node_actor *a, int status, const char *err, int fd) {
+  if (c->role == ROLE_LINK) {   /* a caller on another node: bridge the socket */
+    rd__cluster_connect_reply(c, req_id, a, status, err, fd);
+    return;
+  }
   Rd__ActorConnectReply r = RD__ACTOR_CONNECT_REPLY__INIT;
   r.req_id = req_id;
   r.status = status;
   r.error = (char *)(err ? err : "");
   r.actor_id = a ? a->id : 0;
   r.max_task_retries = a ? a->max_task_retries : 0;
-  r.worker_pid = a && a->worker ? a->worker->pid : 0;
+  r.worker_pid = a && a->worker ? a->worker->pid : a ? a->host_pid : 0;
   r.restarts = a ? (uint32_t)a->restarts : 0;
   send_msg(c, RD__MSG_TYPE__MSG_ACTOR_CONNECT_REPLY, &r.base, fd);
 }
 
 /* Give caller c its own socket to the actor's worker. */
 static void actor_connect_now(node_actor *a, node_client *c, uint64_t req_id) {
+  if (a->host) {   /* hosted on another node: its node bridges a socket */
+    rd__cluster_actor_connect(a, c, req_id, 0);
+    return;
+  }
   int sv[2];
   if (!a->worker || !a->worker->client || socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) != 0) {
     reply_connect(c, req_id, a, RD_ESYS, "cannot make a socket to the actor", -1);
@@ -497,6 +505,26 @@ static void actor_answer_killers(node_actor *a) {
 }
 
 static void actor_schedule(node_actor *a) {
+  if (a->creator->role != ROLE_LINK) {
+    char why[300] = "";
+    int err = 0;
+    uint32_t host = rd__cluster_actor_place(&a->res, &err, why, sizeof(why));
+    if (err) {
+      a->state = A_DEAD;
+      free(a->death);
+      a->death = strdup(why);
+      actor_serve_connects(a);
+      actor_answer_killers(a);
+      return;
+    }
+    a->host = host;
+    if (host) {   /* the record stays here; the actor runs there */
+      a->state = A_PENDING;
+      a->host_pid = 0;
+      rd__cluster_actor_create(a);
+      return;
+    }
+  }
   lease_req *r = calloc(1, sizeof(*r));
   if (!r) {
     a->state = A_DEAD;
@@ -525,6 +553,8 @@ static void actor_die(node_actor *a, const char *why) {
   a->state = A_DEAD;
   free(a->death);
   a->death = strdup(why);
+  if (a->creator && a->creator->role == ROLE_LINK) rd__cluster_actor_state(a, 0, why);   /* hosted for a peer */
+  if (a->host) rd__cluster_actor_kill(a, 1);   /* recorded here, running there: end it there too */
   if (a->req) {
     for (lease_req **pp = &a->creator->reqs; *pp; pp = &(*pp)->next)
       if (*pp == a->req) { *pp = a->req->next; break; }
@@ -545,9 +575,9 @@ static void actor_die(node_actor *a, const char *why) {
   actor_answer_killers(a);
 }
 
-/* The actor's worker is gone (crash, kill): restart it or declare it dead. */
-static void actor_worker_gone(node_actor *a, const char *why) {
-  actor_unbind(a);
+/* The actor's process is gone (crash, kill, its host node): restart it or
+ * declare it dead. */
+static void actor_lost(node_actor *a, const char *why) {
   actor_answer_killers(a);
   if (a->state == A_DEAD) return;
   char buf[400];
@@ -565,6 +595,11 @@ static void actor_worker_gone(node_actor *a, const char *why) {
              a->max_restarts);
     actor_die(a, buf);
   }
+}
+
+static void actor_worker_gone(node_actor *a, const char *why) {
+  actor_unbind(a);
+  actor_lost(a, why);
 }
 
 static void actor_place(node_actor *a, node_worker *w, const rd_res_grant *g) {
@@ -591,6 +626,28 @@ static void actor_place(node_actor *a, node_worker *w, const rd_res_grant *g) {
   send_msg(w->client, RD__MSG_TYPE__MSG_ACTOR_START, &st.base, -1);
 }
 
+/* A table entry with copies of the class, name and constructor arguments;
+ * NULL when out of memory. */
+static node_actor *actor_new(const char *cls, const char *name, const ProtobufCBinaryData *args, size_t nargs) {
+  node_actor *a = calloc(1, sizeof(*a));
+  if (a) a->args = calloc(nargs ? nargs : 1, sizeof(*a->args));
+  int ok = a && a->args && (a->cls = strdup(cls));
+  if (ok && name && *name) ok = (a->name = strdup(name)) != NULL;
+  for (size_t i = 0; ok && i < nargs; i++) {
+    a->args[i].len = args[i].len;
+    a->args[i].data = malloc(args[i].len ? args[i].len : 1);
+    ok = a->args[i].data != NULL;
+    if (ok && args[i].len) memcpy(a->args[i].data, args[i].data, args[i].len);
+    a->nargs = i + 1;
+  }
+  if (ok) return a;
+  if (a) {
+    for (size_t i = 0; i < a->nargs; i++) free(a->args[i].data);
+    free(a->args); free(a->cls); free(a->name); free(a);
+  }
+  return NULL;
+}
+
 static void on_actor_create(node_client *c, Rd__ActorCreate *m) {
   rd_resources res;
   char buf[300];
@@ -599,7 +656,7 @@ static void on_actor_create(node_client *c, Rd__ActorCreate *m) {
     reply_actor_id(c, m->req_id, RD_EINVAL, "invalid actor options", 0);
     return;
   }
-  if (!rd_res_feasible(&N.ledger, &res)) {
+  if (!rd__cluster_on() && !rd_res_feasible(&N.ledger, &res)) {
     snprintf(buf, sizeof(buf), "actor %s asks for {CPU: %g, GPU: %g}, which this node can never give", m->class_name,
              rd_res_to_double(res.cpu), rd_res_to_double(res.gpu));
     reply_actor_id(c, m->req_id, RD_EINFEASIBLE, buf, 0);
@@ -614,26 +671,12 @@ static void on_actor_create(node_client *c, Rd__ActorCreate *m) {
       }
     }
   }
-  node_actor *a = calloc(1, sizeof(*a));
-  if (a) a->args = calloc(m->n_args ? m->n_args : 1, sizeof(*a->args));
-  int ok = a && a->args && (a->cls = strdup(m->class_name));
-  if (ok && m->name && *m->name) ok = (a->name = strdup(m->name)) != NULL;
-  for (size_t i = 0; ok && i < m->n_args; i++) {
-    a->args[i].len = m->args[i].len;
-    a->args[i].data = malloc(m->args[i].len ? m->args[i].len : 1);
-    ok = a->args[i].data != NULL;
-    if (ok && m->args[i].len) memcpy(a->args[i].data, m->args[i].data, m->args[i].len);
-    a->nargs = i + 1;
-  }
-  if (!ok) {
-    if (a) {
-      for (size_t i = 0; i < a->nargs; i++) free(a->args[i].data);
-      free(a->args); free(a->cls); free(a->name); free(a);
-    }
+  node_actor *a = actor_new(m->class_name, m->name, m->args, m->n_args);
+  if (!a) {
     reply_actor_id(c, m->req_id, RD_ENOMEM, "node out of memory", 0);
     return;
   }
-  a->id = ++N.next_actor_id;
+  a->id = ((uint64_t)rd__cluster_index() << 40) | ++N.next_actor_id;
   a->res = res;
   a->priority = m->priority;
   a->max_restarts = m->max_restarts;
@@ -643,8 +686,60 @@ static void on_actor_create(node_client *c, Rd__ActorCreate *m) {
   a->next = N.actors;
   N.actors = a;
   actor_schedule(a);
+  if (a->state == A_DEAD) {
+    reply_actor_id(c, m->req_id, RD_EINFEASIBLE, a->death, 0);
+    return;
+  }
   reply_actor_id(c, m->req_id, 0, NULL, a->id);
   dispatch();
+}
+
+/* Host actor `id` for its record node (link): it restarts there, not here. */
+int rd__node_actor_host_for(node_client *link, const Rd__ActorCreate *m, uint64_t id, uint32_t restarts, char *err,
+                            size_t errlen) {
+  rd_resources res;
+  if (!m->class_name || !*m->class_name || rd__res_from_msg(m->res, &res) != 0) {
+    snprintf(err, errlen, "invalid actor spec");
+    return RD_EINVAL;
+  }
+  if (!rd_res_feasible(&N.ledger, &res)) {
+    snprintf(err, errlen, "actor %s cannot fit on the node chosen to host it", m->class_name);
+    return RD_EINFEASIBLE;
+  }
+  if (actor_find(id)) {
+    snprintf(err, errlen, "actor %llu is already hosted here", (unsigned long long)id);
+    return RD_EEXIST;
+  }
+  node_actor *a = actor_new(m->class_name, NULL, m->args, m->n_args);   /* its name lives at the record */
+  if (!a) {
+    snprintf(err, errlen, "node out of memory");
+    return RD_ENOMEM;
+  }
+  a->id = id;
+  a->res = res;
+  a->priority = m->priority;
+  a->max_restarts = 0;   /* its record node decides restarts, maybe elsewhere */
+  a->restarts = (int)restarts;
+  a->max_task_retries = m->max_task_retries;
+  a->max_concurrency = m->max_concurrency > 0 ? m->max_concurrency : 1;
+  a->creator = link;
+  a->next = N.actors;
+  N.actors = a;
+  actor_schedule(a);
+  dispatch();
+  return 0;
+}
+
+/* A record's remote host lost the actor (died there, or the node did). */
+void rd__node_actor_host_lost(node_actor *a, const char *why) {
+  a->host_pid = 0;
+  actor_lost(a, why);
+}
+
+node_actor *rd__node_actor_find(uint64_t id) { return actor_find(id); }
+void rd__node_actor_serve_connects(node_actor *a) { actor_serve_connects(a); }
+void rd__node_reply_connect(node_client *c, uint64_t req_id, node_actor *a, int status, const char *err, int fd) {
+  reply_connect(c, req_id, a, status, err, fd);
 }
 
 static void on_actor_ready(node_client *c, Rd__ActorReady *m) {
@@ -656,6 +751,7 @@ static void on_actor_ready(node_client *c, Rd__ActorReady *m) {
   }
   if (m->status == 0) {
     a->state = A_ALIVE;
+    if (a->creator && a->creator->role == ROLE_LINK) rd__cluster_actor_state(a, 1, NULL);
     actor_serve_connects(a);
     return;
   }
@@ -665,10 +761,17 @@ static void on_actor_ready(node_client *c, Rd__ActorReady *m) {
   actor_die(a, buf);   /* kills the half-built worker too */
 }
 
-static void on_actor_connect(node_client *c, Rd__ActorConnect *m) {
+static void on_actor_connect(node_client *c, Rd__ActorConnect *m) { rd__node_actor_connect(c, m); }
+
+void rd__node_actor_connect(node_client *c, const Rd__ActorConnect *m) {
   node_actor *a = actor_find(m->actor_id);
+  if (!a && rd__cluster_actor_elsewhere(c, m)) return;   /* recorded on another node: asked there */
   if (!a) {
     reply_connect(c, m->req_id, NULL, RD_ENOENT, "no such actor on this node", -1);
+    return;
+  }
+  if (a->host && a->state == A_ALIVE) {   /* the host checks the dead pid */
+    rd__cluster_actor_connect(a, c, m->req_id, m->dead_pid);
     return;
   }
   if (a->state == A_ALIVE && m->dead_pid && a->worker && a->worker->pid == m->dead_pid) {
@@ -696,7 +799,9 @@ static void on_actor_connect(node_client *c, Rd__ActorConnect *m) {
   a->connects = p;
 }
 
-static void on_actor_kill(node_client *c, Rd__ActorKill *m) {
+static void on_actor_kill(node_client *c, Rd__ActorKill *m) { rd__node_actor_kill(c, m); }
+
+void rd__node_actor_kill(node_client *c, const Rd__ActorKill *m) {
   node_actor *a = actor_find(m->actor_id);
   if (!a || a->state == A_DEAD) {
     if (m->req_id) reply_actor_id(c, m->req_id, a ? 0 : RD_ENOENT, a ? NULL : "no such actor", m->actor_id);
@@ -716,6 +821,16 @@ static void on_actor_kill(node_client *c, Rd__ActorKill *m) {
   rd__log(RD_LOG_INFO, "client %u kills actor %llu (%s)%s", c->id, (unsigned long long)a->id, a->cls,
           m->no_restart ? " for good" : "");
   if (m->no_restart) a->no_restart = 1;
+  if (a->host) {   /* answered when its host reports the old process gone */
+    if (a->state == A_PENDING && !a->host_pid && m->no_restart) {
+      char buf[200];
+      snprintf(buf, sizeof(buf), "actor %s was killed by rd_actor_kill", a->cls);
+      actor_die(a, buf);
+    } else {
+      rd__cluster_actor_kill(a, m->no_restart);
+    }
+    return;
+  }
   if (!m->no_restart && a->worker && a->worker->pid > 0) {
     kill(a->worker->pid, SIGKILL);   /* a restart: no destructor, like a crash */
   } else if (a->worker && a->worker->client) {

@@ -40,7 +40,9 @@ typedef struct parked_connect {
 
 /* The actor table: what is needed to place, start and restart an actor. */
 struct node_actor {
-  uint64_t id;
+  uint64_t id;              /* the record node's index above a per-node sequence */
+  uint32_t host;            /* a record whose actor runs on that node (0: here) */
+  int host_pid;             /* its worker's pid there */
   char *cls;
   char *name;               /* NULL = anonymous */
   rd_resources res;
@@ -150,6 +152,15 @@ void rd__node_client_drop(node_client *c, const char *why);
 void rd__node_dispatch(void);
 void rd__node_flush_all(void);
 void rd__node_retry_parked(void);
+/* Actors (cluster.c: hosting for a peer, records of actors hosted elsewhere) */
+node_actor *rd__node_actor_find(uint64_t id);
+void rd__node_actor_serve_connects(node_actor *a);
+void rd__node_actor_host_lost(node_actor *a, const char *why);
+int rd__node_actor_host_for(node_client *link, const Rd__ActorCreate *spec, uint64_t id, uint32_t restarts,
+                            char *err, size_t errlen);
+void rd__node_actor_connect(node_client *c, const Rd__ActorConnect *m);
+void rd__node_actor_kill(node_client *c, const Rd__ActorKill *m);
+void rd__node_reply_connect(node_client *c, uint64_t req_id, node_actor *a, int status, const char *err, int fd);
 node_client *rd__node_client_new(int fd, int role);
 int rd__node_set_job(const char *exe, char *const *argv, size_t argc, char *err, size_t errlen);
 

@@ -1695,7 +1695,7 @@ int rd_actor_create(const rd_actor_class *cls, const rd_value *args, size_t narg
     pthread_mutex_lock(&G.mu);
     if (!G.inited) {
       r = RD_ESTATE;
-    } else if (!rd_res_feasible(&G.totals, &res)) {
+    } else if (!G.cluster && !rd_res_feasible(&G.totals, &res)) {
       rd__log(RD_LOG_WARN, "rd_actor_create '%s': {CPU: %g, GPU: %g} can never be satisfied by this node", cls->name,
               opts->num_cpus, opts->num_gpus);
       r = RD_EINFEASIBLE;

@@ -288,6 +288,177 @@ static int t_node_death(void) {
   return 0;
 }
 
+
+/* ------------------------------------------------------------ actors */
+
+typedef struct tally {
+  long value;
+} tally;
+
+static int tally_init(rd_call *call, void **state) {
+  (void)call;
+  tally *t = calloc(1, sizeof(*t));
+  if (!t) return rd_call_fail(call, "out of memory");
+  *state = t;
+  return 0;
+}
+
+static void tally_fini(void *state) { free(state); }
+
+RD_ACTOR_CLASS(Tally, tally_init, tally_fini)
+
+RD_ACTOR_METHOD(Tally, add) {
+  tally *t = state;
+  t->value++;
+  return rd_return_bytes(call, 0, &t->value, sizeof(t->value));
+}
+
+/* Where the actor runs, and how often it was restarted. */
+RD_ACTOR_METHOD(Tally, where) {
+  (void)state;
+  rd_node_info ni;
+  if (rd_node_info_get(&ni) != 0) return rd_call_fail(call, "rd_node_info_get failed");
+  long v[2] = {(long)ni.node_index, rd_call_actor_restarts(call)};
+  return rd_return_bytes(call, 0, v, sizeof(v));
+}
+
+/* A task on a third node calls the actor through the handle it was given. */
+RD_REMOTE(call_actor_from_afar) {
+  rd_actor a;
+  if (rd_call_arg_actor(call, 0, &a) != 0) return rd_call_fail(call, "no actor handle");
+  rd_ref r;
+  if (rd_actor_call(a, Tally_add, RD_NO_ARGS, NULL, &r) != 0) return rd_call_fail(call, "call failed");
+  rd_buf b;
+  int e = rd_get(&r, 1, &b, 60000);
+  if (e != 0) return rd_call_fail(call, "get: %s", rd_err_name(e));
+  long v;
+  memcpy(&v, b.data, sizeof(v));
+  rd_buf_release(&b);
+  rd_ref_release(r);
+  rd_node_info ni;
+  if (rd_node_info_get(&ni) != 0) return rd_call_fail(call, "rd_node_info_get failed");
+  long out[2] = {v, (long)ni.node_index};
+  return rd_return_bytes(call, 0, out, sizeof(out));
+}
+
+static void actor_where(rd_actor a, long out[2]) {
+  rd_ref r;
+  CHECK_EQ(rd_actor_call(a, Tally_where, RD_NO_ARGS, NULL, &r), 0);
+  rd_buf b;
+  int e = rd_get(&r, 1, &b, 60000);
+  if (e != 0) fprintf(stderr, "where: %s: %.*s\n", rd_err_name(e), (int)b.size, (const char *)b.data);
+  CHECK_EQ(e, 0);
+  memcpy(out, b.data, 2 * sizeof(long));
+  rd_buf_release(&b);
+  rd_ref_release(r);
+}
+
+static long actor_add(rd_actor a) {
+  rd_ref r;
+  CHECK_EQ(rd_actor_call(a, Tally_add, RD_NO_ARGS, NULL, &r), 0);
+  rd_buf b;
+  int e = rd_get(&r, 1, &b, 60000);
+  if (e != 0) fprintf(stderr, "add: %s: %.*s\n", rd_err_name(e), (int)b.size, (const char *)b.data);
+  CHECK_EQ(e, 0);
+  long v;
+  memcpy(&v, b.data, sizeof(v));
+  rd_buf_release(&b);
+  rd_ref_release(r);
+  return v;
+}
+
+/* An actor that needs only_b runs on node b; calls from the driver keep
+ * their order; a task on node c calls it through its handle; a kill for
+ * good ends it with RD_EACTOR_DIED. */
+static int t_actors(void) {
+  join();
+  rd_node_info ni;
+  CHECK_EQ(rd_node_info_get(&ni), 0);
+  uint32_t b = run_where("only_b=1"), c = run_where("only_c=1");
+  rd_actor_opts ao;
+  rd_actor_opts_init(&ao);
+  ao.resources = "only_b=1";
+  rd_actor a;
+  CHECK_EQ(rd_actor_create(Tally, RD_NO_ARGS, &ao, &a), 0);
+  long w[2];
+  actor_where(a, w);
+  printf("actor on node %ld (driver on %u)\n", w[0], ni.node_index);
+  CHECK_EQ(w[0], b);
+  enum { N = 100 };
+  rd_ref refs[N];
+  for (int i = 0; i < N; i++) CHECK_EQ(rd_actor_call(a, Tally_add, RD_NO_ARGS, NULL, &refs[i]), 0);
+  for (int i = 0; i < N; i++) {
+    rd_buf bb;
+    CHECK_EQ(rd_get(&refs[i], 1, &bb, 60000), 0);
+    long v;
+    memcpy(&v, bb.data, sizeof(v));
+    CHECK_EQ(v, i + 1);
+    rd_buf_release(&bb);
+    rd_ref_release(refs[i]);
+  }
+  rd_task_opts o;
+  rd_task_opts_init(&o);
+  o.resources = "only_c=1";
+  rd_ref r;
+  CHECK_EQ(rd_submit(call_actor_from_afar, RD_ARGS(rd_arg_actor(&a)), &o, &r), 0);
+  rd_buf bb;
+  int e = rd_get(&r, 1, &bb, 60000);
+  if (e != 0) fprintf(stderr, "afar: %s: %.*s\n", rd_err_name(e), (int)bb.size, (const char *)bb.data);
+  CHECK_EQ(e, 0);
+  long v[2];
+  memcpy(v, bb.data, sizeof(v));
+  rd_buf_release(&bb);
+  rd_ref_release(r);
+  printf("a task on node %ld called it: %ld\n", v[1], v[0]);
+  CHECK_EQ(v[1], c);
+  CHECK_EQ(v[0], N + 1);
+  CHECK_EQ(actor_add(a), N + 2);
+  CHECK_EQ(rd_actor_kill(a, 1), 0);
+  CHECK_EQ(rd_actor_call(a, Tally_add, RD_NO_ARGS, NULL, &r), 0);
+  e = rd_get(&r, 1, &bb, 60000);
+  CHECK_EQ(e, RD_EACTOR_DIED);
+  rd_buf_release(&bb);
+  rd_ref_release(r);
+  /* no node has it: RD_EINFEASIBLE at create */
+  ao.resources = "nowhere=1";
+  CHECK_EQ(rd_actor_create(Tally, RD_NO_ARGS, &ao, &a), RD_EINFEASIBLE);
+  rd_shutdown();
+  return 0;
+}
+
+/* The node hosting an actor dies: it restarts on another node that has the
+ * resource (within max_restarts) and answers calls again. */
+static int t_actor_node_death(void) {
+  join();
+  rd_actor_opts ao;
+  rd_actor_opts_init(&ao);
+  ao.resources = "pool=1";
+  ao.max_restarts = 1;
+  ao.max_task_retries = 2;
+  rd_actor a;
+  CHECK_EQ(rd_actor_create(Tally, RD_NO_ARGS, &ao, &a), 0);
+  long w[2];
+  actor_where(a, w);
+  CHECK_EQ(actor_add(a), 1);
+  const char *ip = NULL;
+  uint32_t b = run_where("only_b=1"), c = run_where("only_c=1");
+  if ((uint32_t)w[0] == b) ip = "127.0.0.2";
+  if ((uint32_t)w[0] == c) ip = "127.0.0.3";
+  CHECK(ip != NULL);
+  int pid = node_pid(ip);
+  CHECK(pid > 0);
+  CHECK_EQ(kill(pid, SIGKILL), 0);
+  fprintf(stderr, "killed node %ld (%s), the actor's host\n", w[0], ip);
+  long w2[2];
+  actor_where(a, w2);
+  printf("actor moved from node %ld to node %ld after %ld restart(s)\n", w[0], w2[0], w2[1]);
+  CHECK(w2[0] != w[0]);
+  CHECK_EQ(w2[1], 1);
+  CHECK_EQ(actor_add(a), 1);   /* state is not kept across restarts */
+  rd_shutdown();
+  return 0;
+}
+
 /* A driver with a wrong token is refused with RD_EAUTH. */
 static int t_bad_token(void) {
   rd_config cfg;
@@ -302,6 +473,7 @@ int main(int argc, char **argv) {
   static const rd_test_case cases[] = {
       {"custom_resources", t_custom_resources}, {"strategies", t_strategies}, {"big_object", t_big_object},
       {"node_death", t_node_death},             {"bad_token", t_bad_token},
+      {"actors", t_actors},                     {"actor_node_death", t_actor_node_death},
   };
   return rd_test_main(argc, argv, cases, sizeof(cases) / sizeof(cases[0]));
 }

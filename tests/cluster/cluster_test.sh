@@ -30,9 +30,9 @@ WATCHDOG=$!
 "$R" start --head --port 0 --node-ip 127.0.0.1 --num-cpus 2 --object-store-memory 700000000 >/dev/null || fail "head"
 ADDR=$(sed -n 's/^gcs=//p' "$ROOT/node-127.0.0.1/cluster")
 [ -n "$ADDR" ] || fail "no GCS address"
-"$R" start --address "$ADDR" --node-ip 127.0.0.2 --num-cpus 2 --resources only_b=1 \
+"$R" start --address "$ADDR" --node-ip 127.0.0.2 --num-cpus 2 --resources only_b=1,pool=1 \
   --object-store-memory 700000000 >/dev/null || fail "node b"
-"$R" start --address "$ADDR" --node-ip 127.0.0.3 --num-cpus 2 --resources only_c=1 >/dev/null || fail "node c"
+"$R" start --address "$ADDR" --node-ip 127.0.0.3 --num-cpus 2 --resources only_c=1,pool=1 >/dev/null || fail "node c"
 "$R" status > "$RAYDIST_TMPDIR/status" || fail "status"
 grep -q "3 nodes alive" "$RAYDIST_TMPDIR/status" || { cat "$RAYDIST_TMPDIR/status"; fail "status: not 3 nodes"; }
 export RAYDIST_ADDRESS="$ADDR"
@@ -59,8 +59,8 @@ case "$CASE" in
     # the cluster still serves
     "$R" status | grep -q "3 nodes alive" || fail "cluster hurt by bad joins"
     ;;
-  node_death)
-    "$T" node_death || fail "node_death"
+  node_death|actor_node_death)
+    "$T" "$CASE" || fail "$CASE"
     sleep 3
     "$R" status > "$RAYDIST_TMPDIR/status" || fail "status after death"
     grep -q "2 nodes alive, 1 dead" "$RAYDIST_TMPDIR/status" || { cat "$RAYDIST_TMPDIR/status"; fail "death not seen"; }
