@@ -179,7 +179,7 @@ static void on_sigint(int sig) {
 }
 
 typedef struct opts {
-  const char *corpus, *out, *model, *classify;
+  const char *corpus, *out, *model, *classify, *address;
   int replicas, cpus, threads, batch, inflight, direct, force;
   double gpus;
   size_t limit, stop_after;
@@ -189,7 +189,8 @@ static void usage(void) {
   fprintf(stderr,
           "usage: batch_embed --corpus wordnet|fortunes|PATH --out OUT.npy [--replicas N] [--cpus-per-replica N]\n"
           "                   [--gpus-per-replica F] [--threads-per-replica N] [--batch N] [--inflight N]\n"
-          "                   [--limit N] [--model DIR] [--direct] [--force] [--classify HEAD.bin]\n");
+          "                   [--limit N] [--model DIR] [--direct] [--force] [--classify HEAD.bin]\n"
+          "                   [--address IP:PORT|auto]   (a running cluster; default: an embedded one)\n");
   exit(2);
 }
 
@@ -220,7 +221,7 @@ static void parse(int argc, char **argv, opts *o) {
     else if (OPT("--stop-after")) o->stop_after = strtoull(v, NULL, 10);   /* tests: simulate an interrupt */
     else if (!strcmp(a, "--direct")) o->direct = 1;
     else if (!strcmp(a, "--force")) o->force = 1;
-    else if (!strcmp(a, "--address")) ex_die(2, "--address: joining a running cluster is not supported yet");
+    else if (OPT("--address")) o->address = v;
     else usage();
 #undef OPT
   }
@@ -262,6 +263,7 @@ int main(int argc, char **argv) {
   /* in a worker this never returns: workers only serve the Embedder actor */
   rd_config cfg;
   rd_config_init(&cfg);
+  cfg.address = o.address;   /* NULL: $RAYDIST_ADDRESS, else an embedded cluster */
   if (o.gpus > 0) cfg.num_gpus = rd_engine_device_count() > 0 ? -1 : 0;
   int r = o.direct ? 0 : rd_init(&cfg);
   if (r != 0) ex_die(1, "rd_init: %s", rd_strerror(r));

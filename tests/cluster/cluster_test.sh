@@ -1,5 +1,5 @@
 #!/bin/sh
-# tests/cluster/cluster_test.sh RAYDIST TEST_BIN CASE
+# tests/cluster/cluster_test.sh RAYDIST TEST_BIN CASE [BATCH_EMBED NPY_CMP]
 #
 # Starts a real three-node cluster on this machine - a head on 127.0.0.1 and
 # nodes on 127.0.0.2 (custom resource only_b) and 127.0.0.3 (only_c), each a
@@ -64,6 +64,19 @@ case "$CASE" in
     sleep 3
     "$R" status > "$RAYDIST_TMPDIR/status" || fail "status after death"
     grep -q "2 nodes alive, 1 dead" "$RAYDIST_TMPDIR/status" || { cat "$RAYDIST_TMPDIR/status"; fail "death not seen"; }
+    ;;
+  batch_embed)
+    # the main job on the cluster: three replicas (one per node by the
+    # default policy), the same embeddings as the engine run directly
+    BE=$4
+    CMP=$5
+    "$BE" --corpus wordnet --limit 400 --batch 32 --direct --out "$RAYDIST_TMPDIR/direct.npy" \
+      > "$RAYDIST_TMPDIR/d.log" 2>&1 || { cat "$RAYDIST_TMPDIR/d.log"; fail "direct run"; }
+    "$BE" --corpus wordnet --limit 400 --batch 32 --replicas 3 --address "$ADDR" --out "$RAYDIST_TMPDIR/c.npy" \
+      > "$RAYDIST_TMPDIR/c.log" 2>&1 || { cat "$RAYDIST_TMPDIR/c.log"; fail "cluster run"; }
+    grep -q "^summary: items=400 " "$RAYDIST_TMPDIR/c.log" || { cat "$RAYDIST_TMPDIR/c.log"; fail "no summary"; }
+    "$CMP" "$RAYDIST_TMPDIR/direct.npy" "$RAYDIST_TMPDIR/c.npy" 1e-5 || fail "cluster output differs from the engine's"
+    "$R" status | grep -q "3 nodes alive" || fail "cluster hurt"
     ;;
   *)
     "$T" "$CASE" || fail "$CASE"
