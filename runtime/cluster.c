@@ -147,6 +147,8 @@ static struct {
   int64_t hb_pending;
   uint64_t hb_store_used;
   int hb_status;
+  uint64_t hb_failing_since;
+  uint64_t gcs_timeout_ns;  /* shut down after failing heartbeats this long */
   rd_gcs_node *hb_nodes;
   size_t hb_n;
   rd_gcs_node *view;        /* loop's copy */
@@ -1634,9 +1636,18 @@ static void hb_done(uv_work_t *w, int status) {
     return;
   }
   if (C.hb_status != 0) {
+    uint64_t now = rd__now_ns();
+    if (!C.hb_failing_since) C.hb_failing_since = now;
     rd__log(RD_LOG_WARN, "heartbeat to the GCS failed: %s", rd_strerror(C.hb_status));
+    if (now - C.hb_failing_since > C.gcs_timeout_ns) {
+      /* a node that cannot reach its GCS is of no use to the cluster */
+      rd__log(RD_LOG_ERROR, "the GCS at %s has been unreachable for %llu s: shutting down", C.gcs_addr,
+              (unsigned long long)(C.gcs_timeout_ns / 1000000000ull));
+      node_shutdown_now();
+    }
     return;
   }
+  C.hb_failing_since = 0;
   if (!C.hb_nodes) return;
   /* nodes that died since the last view: end everything bridged to them */
   for (size_t i = 0; i < C.hb_n; i++) {
@@ -1716,6 +1727,8 @@ int rd__cluster_start(const rd_node_opts *o, char *err, size_t errlen) {
   pthread_cond_init(&C.cv, NULL);
   snprintf(C.ip, sizeof(C.ip), "%s", o->node_ip && *o->node_ip ? o->node_ip : "127.0.0.1");
   snprintf(C.gcs_addr, sizeof(C.gcs_addr), "%s", o->gcs_address);
+  const char *gt = getenv("RAYDIST_GCS_TIMEOUT_S");
+  C.gcs_timeout_ns = (uint64_t)(gt && atoi(gt) > 0 ? atoi(gt) : 60) * 1000000000ull;
   int r = read_token(o->token_file, C.token, sizeof(C.token), err, errlen);
   if (r != 0) return r;
   setenv("GRPC_ENABLE_FORK_SUPPORT", "false", 1);   /* workers are fork+exec'd by libuv */
@@ -1758,6 +1771,13 @@ int rd__cluster_start(const rd_node_opts *o, char *err, size_t errlen) {
   char code_dir[600];
   snprintf(code_dir, sizeof(code_dir), "%s/code", o->session_dir);
   mkdir(code_dir, 0700);
+  /* operators and tests find this node's ports next to what `raydist start` wrote */
+  snprintf(code_dir, sizeof(code_dir), "%s/cluster", o->session_dir);
+  FILE *cf = fopen(code_dir, "a");
+  if (cf) {
+    fprintf(cf, "node_index=%u\nlink_port=%d\nxfer_port=%d\n", C.index, C.link_port, C.xfer_port);
+    fclose(cf);
+  }
   uv_timer_init(N.loop, &C.hb_timer);
   uv_timer_start(&C.hb_timer, on_hb_timer, RD_CL_HEARTBEAT_MS, RD_CL_HEARTBEAT_MS);
   C.on = 1;

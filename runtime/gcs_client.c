@@ -356,7 +356,7 @@ int rd_gcs_code_get(rd_gcs *g, const char *hash, const char *dest_path, char *er
   char tmp[4096];
   if (snprintf(tmp, sizeof(tmp), "%s.XXXXXX", dest_path) >= (int)sizeof(tmp))
     return fail(RD_EINVAL, err, errlen, "%.200s", "code get: destination path too long");
-  int fd = mkstemp(tmp);
+  int fd = mkostemp(tmp, O_CLOEXEC);   /* a worker forked meanwhile must not keep it open: ETXTBSY at exec */
   if (fd < 0) return fail(RD_EIO, err, errlen, "code get: cannot create a file next to '%.200s'", dest_path);
   rd_sha256 sha;
   rd_sha256_init(&sha);

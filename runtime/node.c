@@ -197,7 +197,7 @@ static void worker_spawn(void) {
   free(env);
   if (r != 0) {
     rd__log(RD_LOG_ERROR, "cannot start worker from %s: %s", N.job_exe, uv_strerror(r));
-    free(w);
+    uv_close((uv_handle_t *)&w->proc, worker_free);   /* libuv keeps a failed handle until closed */
     return;
   }
   w->pid = w->proc.pid;
@@ -950,7 +950,7 @@ static int try_get(node_client *c, uint64_t req_id, const uint64_t *ids, size_t 
     if (st == RD_ENOENT) {
       int cst = rd__cluster_obj_status(ids[i], &why);
       if (cst != 0) st = cst;
-      if (why && !r.error) r.error = (char *)why;
+      if (why && (!r.error || !*r.error)) r.error = (char *)why;
     }
     locs[i].status = st;
     if (st == 0) {

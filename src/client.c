@@ -1324,9 +1324,9 @@ int rd_get(const rd_ref *refs, size_t n, rd_buf *out, int64_t timeout_ms) {
       if (loc->status != 0 || loc->offset > G.store_cap || loc->size > G.store_cap - loc->offset) {
         int e = loc->status ? loc->status : RD_EPROTO;
         if (e == RD_ENOENT) e = RD_EOBJECT_LOST;
-        char msg[200];
+        char msg[400];
         snprintf(msg, sizeof(msg), "object %llx could not be read from the store: %s", (unsigned long long)o->id,
-                 rd_strerror(loc->status ? loc->status : RD_EPROTO));
+                 gr->error && *gr->error ? gr->error : rd_strerror(loc->status ? loc->status : RD_EPROTO));
         rd__blob *mb = blob_new(msg, strlen(msg));
         buf_fail(b, e, mb);
         blob_unref(mb);

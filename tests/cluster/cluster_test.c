@@ -6,7 +6,11 @@
  * the GCS code table.  `cluster_test NAME` runs one case. */
 #include <raydist.h>
 
+#include <arpa/inet.h>
 #include <dirent.h>
+#include <errno.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
 #include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -459,6 +463,97 @@ static int t_actor_node_death(void) {
   return 0;
 }
 
+/* A result held on a node that dies before it is fetched: RD_ENODE_DIED,
+ * promptly, with the node named; nothing hangs. */
+static int t_object_lost(void) {
+  join();
+  size_t n = 150u << 20;   /* argument and result both fit node c's 512 MiB store */
+  void *p;
+  rd_ref in;
+  CHECK_EQ(rd_put_begin(n, &p, &in), 0);
+  memset(p, 3, n);
+  CHECK_EQ(rd_put_seal(in), 0);
+  rd_task_opts o;
+  rd_task_opts_init(&o);
+  o.resources = "only_c=1";
+  o.num_returns = 2;
+  o.max_retries = 0;
+  rd_ref out[2];
+  CHECK_EQ(rd_submit(digest_and_twist, RD_ARGS(rd_arg_ref(in)), &o, out), 0);
+  rd_buf small;
+  CHECK_EQ(rd_get(&out[0], 1, &small, 60000), 0);   /* ran: its big result sits on node c */
+  rd_buf_release(&small);
+  int pid = node_pid("127.0.0.3");
+  CHECK(pid > 0);
+  CHECK_EQ(kill(pid, SIGKILL), 0);
+  struct timespec t0, t1;
+  clock_gettime(CLOCK_MONOTONIC, &t0);
+  rd_buf big;
+  int e = rd_get(&out[1], 1, &big, 60000);
+  clock_gettime(CLOCK_MONOTONIC, &t1);
+  double s = (t1.tv_sec - t0.tv_sec) + (t1.tv_nsec - t0.tv_nsec) * 1e-9;
+  printf("get of a result on the killed node: %s after %.2f s: %.*s\n", rd_err_name(e), s,
+         e ? (int)big.size : 0, e ? (const char *)big.data : "");
+  CHECK(e == RD_ENODE_DIED || e == RD_EOBJECT_LOST);
+  CHECK(s < 30);
+  rd_buf_release(&big);
+  rd_ref_release(out[0]);
+  rd_ref_release(out[1]);
+  rd_ref_release(in);
+  rd_shutdown();
+  return 0;
+}
+
+/* Garbage on a node's link port, and a link without the token: the node
+ * drops that connection and keeps serving. */
+static int t_bad_link(void) {
+  const char *base = getenv("RAYDIST_TMPDIR");
+  char path[512], v[32];
+  snprintf(path, sizeof(path), "%s/raydist-%u/node-127.0.0.2/cluster", base, (unsigned)getuid());
+  FILE *f = fopen(path, "r");
+  CHECK(f != NULL);
+  int port = 0;
+  char line[256];
+  while (fgets(line, sizeof(line), f))
+    if (sscanf(line, "link_port=%31s", v) == 1) port = atoi(v);
+  fclose(f);
+  CHECK(port > 0);
+  for (int round = 0; round < 3; round++) {
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    struct sockaddr_in a;
+    memset(&a, 0, sizeof(a));
+    a.sin_family = AF_INET;
+    a.sin_port = htons((uint16_t)port);
+    inet_pton(AF_INET, "127.0.0.2", &a.sin_addr);
+    CHECK_EQ(connect(fd, (struct sockaddr *)&a, sizeof(a)), 0);
+    if (round == 0) {   /* not a frame at all */
+      const char junk[] = "GET / HTTP/1.1\r\nHost: x\r\n\r\n";
+      CHECK(write(fd, junk, sizeof(junk)) > 0);
+    } else if (round == 1) {   /* a frame claiming 1 GiB */
+      uint8_t h[8] = {0, 0, 0, 0x40, 30, 0, 0, 0};
+      CHECK(write(fd, h, 8) == 8);
+    } else {   /* a well-formed link hello with a wrong token (field 1, "nope") */
+      uint8_t fr[8 + 6] = {6, 0, 0, 0, 30, 0, 0, 0, 0x0a, 4, 'n', 'o', 'p', 'e'};
+      CHECK(write(fd, fr, sizeof(fr)) == (ssize_t)sizeof(fr));
+    }
+    /* the node closes the connection (after an error frame, maybe) */
+    char buf[256];
+    ssize_t r;
+    int closed = 0;
+    for (int i = 0; i < 50 && !closed; i++) {
+      r = read(fd, buf, sizeof(buf));
+      if (r == 0 || (r < 0 && errno != EINTR)) closed = 1;
+    }
+    close(fd);
+    CHECK(closed);
+  }
+  /* and it still runs work */
+  join();
+  CHECK(run_where("only_b=1") > 0);
+  rd_shutdown();
+  return 0;
+}
+
 /* A driver with a wrong token is refused with RD_EAUTH. */
 static int t_bad_token(void) {
   rd_config cfg;
@@ -474,6 +569,7 @@ int main(int argc, char **argv) {
       {"custom_resources", t_custom_resources}, {"strategies", t_strategies}, {"big_object", t_big_object},
       {"node_death", t_node_death},             {"bad_token", t_bad_token},
       {"actors", t_actors},                     {"actor_node_death", t_actor_node_death},
+      {"object_lost", t_object_lost},           {"bad_link", t_bad_link},
   };
   return rd_test_main(argc, argv, cases, sizeof(cases) / sizeof(cases[0]));
 }
