@@ -463,6 +463,49 @@ static int t_actor_node_death(void) {
   return 0;
 }
 
+/* Make a big result where it runs (only_b: node b). */
+RD_REMOTE(make_big) {
+  size_t n = 64u << 20;
+  uint8_t *out = rd_return_alloc(call, 0, n);
+  if (!out) return rd_call_fail(call, "no room");
+  memset(out, 9, n);
+  return 0;
+}
+
+/* Where a task that reads a big argument runs. */
+RD_REMOTE(where_with_arg) {
+  rd_buf a;
+  if (rd_arg(call, 0, &a) != 0 || a.size != (64u << 20)) return rd_call_fail(call, "bad arg");
+  rd_node_info ni;
+  if (rd_node_info_get(&ni) != 0) return rd_call_fail(call, "rd_node_info_get failed");
+  uint32_t idx = ni.node_index;
+  return rd_return_bytes(call, 0, &idx, sizeof(idx));
+}
+
+/* Default policy with data locality: a task whose largest argument lives on
+ * node b runs there (b has room), without moving the argument. */
+static int t_locality(void) {
+  join();
+  uint32_t b = run_where("only_b=1");
+  rd_task_opts o;
+  rd_task_opts_init(&o);
+  o.resources = "only_b=1";
+  rd_ref big;
+  CHECK_EQ(rd_submit(make_big, RD_NO_ARGS, &o, &big), 0);
+  CHECK(rd_wait(&big, 1, 1, 60000, NULL) == 1);
+  rd_task_opts_init(&o);   /* no resources: the default policy chooses */
+  for (int i = 0; i < 3; i++) {
+    rd_ref r;
+    CHECK_EQ(rd_submit(where_with_arg, RD_ARGS(rd_arg_ref(big)), &o, &r), 0);
+    uint32_t at = node_of(r);
+    printf("consumer of an object held on node %u ran on node %u\n", b, at);
+    CHECK_EQ(at, b);
+  }
+  rd_ref_release(big);
+  rd_shutdown();
+  return 0;
+}
+
 /* A result held on a node that dies before it is fetched: RD_ENODE_DIED,
  * promptly, with the node named; nothing hangs. */
 static int t_object_lost(void) {
@@ -570,6 +613,7 @@ int main(int argc, char **argv) {
       {"node_death", t_node_death},             {"bad_token", t_bad_token},
       {"actors", t_actors},                     {"actor_node_death", t_actor_node_death},
       {"object_lost", t_object_lost},           {"bad_link", t_bad_link},
+      {"locality", t_locality},
   };
   return rd_test_main(argc, argv, cases, sizeof(cases) / sizeof(cases[0]));
 }
