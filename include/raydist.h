@@ -301,6 +301,12 @@ typedef struct rd_actor_opts {
   int max_task_retries;       /* re-sends of calls in flight when it died; default 0 */
   int max_concurrency;        /* 1 (default): one call at a time */
   int priority;               /* placement priority, as for tasks */
+  /* Placement on a multi-node cluster, as for tasks (rd_task_opts): also
+   * used for every restart, so a hard affinity to a node that died ends the
+   * actor with RD_ENODE_DIED. */
+  int strategy;
+  uint32_t node;
+  int soft;
 } rd_actor_opts;
 
 RD_EXTERN void rd_actor_opts_init(rd_actor_opts *o);

@@ -954,11 +954,14 @@ static void on_link_return(node_client *c, Rd__LinkReturn *m) {
 
 /* ------------------------------------------------------------- actors */
 
-uint32_t rd__cluster_actor_place(const rd_resources *res, int *err, char *why, size_t whylen) {
+uint32_t rd__cluster_actor_place(const node_actor *a, int *err, char *why, size_t whylen) {
   *err = 0;
   if (!C.on) return 0;
-  Rd__LeaseRequest m = RD__LEASE_REQUEST__INIT;   /* the default policy, like a lease */
-  uint32_t t = place(&m, res, err, why, whylen);
+  Rd__LeaseRequest m = RD__LEASE_REQUEST__INIT;   /* placed like a lease of its class */
+  m.strategy = a->strategy;
+  m.node_affinity = a->affinity;
+  m.soft = a->soft;
+  uint32_t t = place(&m, &a->res, err, why, whylen);
   return t == C.index ? 0 : t;
 }
 

@@ -54,7 +54,7 @@ void rd__cluster_forward_deletes(const uint64_t *ids, const uint32_t *nodes, siz
  * it on another node (placement as for leases, default policy). */
 /* Where to host an actor: 0 here (or no cluster), a node index, or 0 with
  * *err set when no live node can. */
-uint32_t rd__cluster_actor_place(const rd_resources *res, int *err, char *why, size_t whylen);
+uint32_t rd__cluster_actor_place(const node_actor *a, int *err, char *why, size_t whylen);
 /* Ask a->host to start the actor (now, or once the job's code is stored). */
 void rd__cluster_actor_create(node_actor *a);
 /* A socket to actor a hosted on a->host, for caller c (a client or a link). */

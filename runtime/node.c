@@ -508,9 +508,10 @@ static void actor_schedule(node_actor *a) {
   if (a->creator->role != ROLE_LINK) {
     char why[300] = "";
     int err = 0;
-    uint32_t host = rd__cluster_actor_place(&a->res, &err, why, sizeof(why));
+    uint32_t host = rd__cluster_actor_place(a, &err, why, sizeof(why));
     if (err) {
       a->state = A_DEAD;
+      a->place_err = err;
       free(a->death);
       a->death = strdup(why);
       actor_serve_connects(a);
@@ -682,12 +683,15 @@ static void on_actor_create(node_client *c, Rd__ActorCreate *m) {
   a->max_restarts = m->max_restarts;
   a->max_task_retries = m->max_task_retries;
   a->max_concurrency = m->max_concurrency > 0 ? m->max_concurrency : 1;
+  a->strategy = m->strategy;
+  a->affinity = m->node_affinity;
+  a->soft = m->soft;
   a->creator = c;
   a->next = N.actors;
   N.actors = a;
   actor_schedule(a);
   if (a->state == A_DEAD) {
-    reply_actor_id(c, m->req_id, RD_EINFEASIBLE, a->death, 0);
+    reply_actor_id(c, m->req_id, a->place_err ? a->place_err : RD_EINFEASIBLE, a->death, 0);
     return;
   }
   reply_actor_id(c, m->req_id, 0, NULL, a->id);

@@ -42,6 +42,9 @@ typedef struct parked_connect {
 struct node_actor {
   uint64_t id;              /* the record node's index above a per-node sequence */
   uint32_t host;            /* a record whose actor runs on that node (0: here) */
+  int strategy, soft;       /* placement in a cluster (rd_actor_opts) */
+  int place_err;            /* why placement failed (RD_EINFEASIBLE, RD_ENODE_DIED) */
+  uint32_t affinity;
   int host_pid;             /* its worker's pid there */
   char *cls;
   char *name;               /* NULL = anonymous */

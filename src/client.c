@@ -1646,7 +1646,9 @@ int rd_actor_create(const rd_actor_class *cls, const rd_value *args, size_t narg
     opts = &dflt;
   }
   if (!cls || !cls->name || !out || (nargs && !args) || nargs > RD_MAX_ARGS || opts->max_restarts < -1 ||
-      opts->max_task_retries < -1 || opts->max_concurrency < 0) {
+      opts->max_task_retries < -1 || opts->max_concurrency < 0 || opts->strategy < RD_STRATEGY_DEFAULT ||
+      opts->strategy > RD_STRATEGY_NODE_AFFINITY ||
+      (opts->strategy == RD_STRATEGY_NODE_AFFINITY && (opts->node == 0 || opts->node > 4095))) {
     rd__log(RD_LOG_WARN, "rd_actor_create: invalid class, arguments or options");
     return RD_EINVAL;
   }
@@ -1711,6 +1713,9 @@ int rd_actor_create(const rd_actor_class *cls, const rd_value *args, size_t narg
       m.max_task_retries = opts->max_task_retries;
       m.max_concurrency = opts->max_concurrency > 0 ? opts->max_concurrency : 1;
       m.priority = opts->priority;
+      m.strategy = opts->strategy;
+      m.node_affinity = opts->node;
+      m.soft = opts->soft;
       m.n_args = nargs;
       m.args = bin;
       ProtobufCMessage *rep = NULL;

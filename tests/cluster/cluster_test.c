@@ -423,7 +423,31 @@ static int t_actors(void) {
   CHECK_EQ(e, RD_EACTOR_DIED);
   rd_buf_release(&bb);
   rd_ref_release(r);
+  /* placement strategies for actors: affinity, then SPREAD over the 3 nodes */
+  rd_actor_opts_init(&ao);
+  ao.strategy = RD_STRATEGY_NODE_AFFINITY;
+  ao.node = c;
+  rd_actor pinned;
+  CHECK_EQ(rd_actor_create(Tally, RD_NO_ARGS, &ao, &pinned), 0);
+  actor_where(pinned, w);
+  CHECK_EQ(w[0], c);
+  CHECK_EQ(rd_actor_kill(pinned, 1), 0);
+  ao.node = 4000;
+  CHECK_EQ(rd_actor_create(Tally, RD_NO_ARGS, &ao, &pinned), RD_ENODE_DIED);
+  rd_actor_opts_init(&ao);
+  ao.strategy = RD_STRATEGY_SPREAD;
+  int seen[4096] = {0}, distinct = 0;
+  rd_actor spread[3];
+  for (int i = 0; i < 3; i++) CHECK_EQ(rd_actor_create(Tally, RD_NO_ARGS, &ao, &spread[i]), 0);
+  for (int i = 0; i < 3; i++) {
+    actor_where(spread[i], w);
+    if (!seen[w[0]]++) distinct++;
+    CHECK_EQ(rd_actor_kill(spread[i], 1), 0);
+  }
+  printf("3 SPREAD actors on %d nodes\n", distinct);
+  CHECK_EQ(distinct, 3);
   /* no node has it: RD_EINFEASIBLE at create */
+  rd_actor_opts_init(&ao);
   ao.resources = "nowhere=1";
   CHECK_EQ(rd_actor_create(Tally, RD_NO_ARGS, &ao, &a), RD_EINFEASIBLE);
   rd_shutdown();
