@@ -954,6 +954,102 @@ static void on_link_return(node_client *c, Rd__LinkReturn *m) {
 
 /* ------------------------------------------------------------- actors */
 
+/* A GCS actor-table call on a thread-pool thread, with its continuation. */
+enum { GA_REGISTER, GA_DEAD, GA_LOOKUP };
+typedef struct gcs_actor_op {
+  uv_work_t work;
+  int kind;
+  uint64_t actor_id;
+  uint32_t client_id;
+  uint64_t req_id;
+  char name[256];
+  char cls[256];
+  char reason[200];
+  int status;
+  uint32_t node;
+} gcs_actor_op;
+
+static void gcs_actor_work(uv_work_t *w) {
+  gcs_actor_op *op = w->data;
+  switch (op->kind) {
+    case GA_REGISTER:
+      op->status = rd_gcs_actor_register(C.gcs, op->actor_id, op->name, op->cls, C.index);
+      break;
+    case GA_DEAD:
+      op->status = rd_gcs_actor_update(C.gcs, op->actor_id, RD_GCS_ACTOR_DEAD, 0, op->reason);
+      break;
+    case GA_LOOKUP:
+      op->status = rd_gcs_actor_lookup(C.gcs, op->name, &op->actor_id, &op->node);
+      break;
+  }
+}
+
+static void gcs_actor_done(uv_work_t *w, int status) {
+  gcs_actor_op *op = w->data;
+  if (status != 0 && op->status == 0) op->status = RD_ECANCELED;
+  char err[400];
+  switch (op->kind) {
+    case GA_REGISTER:
+      if (op->status == RD_EEXIST) snprintf(err, sizeof(err), "an actor named '%s' already exists in the cluster", op->name);
+      else snprintf(err, sizeof(err), "cannot register actor name '%s' with the GCS: %s", op->name, rd_strerror(op->status));
+      rd__node_actor_registered(op->actor_id, op->client_id, op->req_id, op->status, err);
+      break;
+    case GA_LOOKUP:
+      snprintf(err, sizeof(err), "no live actor is named '%s' in the cluster", op->name);
+      rd__node_reply_actor_id(op->client_id, op->req_id, op->status == 0 ? 0 : RD_ENOENT, op->status ? err : NULL,
+                              op->status == 0 ? op->actor_id : 0);
+      break;
+    default:
+      break;
+  }
+  free(op);
+  rd__node_flush_all();
+}
+
+static int gcs_actor_queue(gcs_actor_op *op) {
+  if (!C.on || !C.gcs) {
+    free(op);
+    return 0;
+  }
+  op->work.data = op;
+  uv_queue_work(N.loop, &op->work, gcs_actor_work, gcs_actor_done);
+  return 1;
+}
+
+int rd__cluster_actor_register(node_actor *a, node_client *c, uint64_t req_id) {
+  if (!C.on) return 0;
+  gcs_actor_op *op = calloc(1, sizeof(*op));
+  if (!op) return 0;
+  op->kind = GA_REGISTER;
+  op->actor_id = a->id;
+  op->client_id = c->id;
+  op->req_id = req_id;
+  snprintf(op->name, sizeof(op->name), "%s", a->name);
+  snprintf(op->cls, sizeof(op->cls), "%s", a->cls);
+  return gcs_actor_queue(op);
+}
+
+void rd__cluster_actor_dead(node_actor *a, const char *why) {
+  if (!C.on || (a->creator && a->creator->role == ROLE_LINK)) return;
+  gcs_actor_op *op = calloc(1, sizeof(*op));
+  if (!op) return;
+  op->kind = GA_DEAD;
+  op->actor_id = a->id;
+  snprintf(op->reason, sizeof(op->reason), "%s", why ? why : "");
+  (void)gcs_actor_queue(op);
+}
+
+int rd__cluster_actor_lookup(node_client *c, uint64_t req_id, const char *name) {
+  if (!C.on) return 0;
+  gcs_actor_op *op = calloc(1, sizeof(*op));
+  if (!op) return 0;
+  op->kind = GA_LOOKUP;
+  op->client_id = c->id;
+  op->req_id = req_id;
+  snprintf(op->name, sizeof(op->name), "%s", name);
+  return gcs_actor_queue(op);
+}
+
 uint32_t rd__cluster_actor_place(const node_actor *a, int *err, char *why, size_t whylen) {
   *err = 0;
   if (!C.on) return 0;

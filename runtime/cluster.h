@@ -68,6 +68,14 @@ void rd__cluster_actor_state(node_actor *a, int alive, const char *why);
 /* Recorded here, hosted elsewhere: kill it there. */
 void rd__cluster_actor_kill(node_actor *a, int no_restart);
 
+/* Actor names are cluster-wide, kept in the GCS actor table.  Register a's
+ * name, then call rd__node_actor_registered; 0 when not in a cluster. */
+int rd__cluster_actor_register(node_actor *a, node_client *c, uint64_t req_id);
+/* A recorded actor is dead for good: free its name in the GCS. */
+void rd__cluster_actor_dead(node_actor *a, const char *why);
+/* A name not known here: ask the GCS, answer c (1), or 0 when not in a cluster. */
+int rd__cluster_actor_lookup(node_client *c, uint64_t req_id, const char *name);
+
 /* Frames of a link (types MSG_LINK_*): 1 handled, 0 not a link frame. */
 int rd__cluster_handle_frame(node_client *c, const rd__frame *f);
 

@@ -556,6 +556,7 @@ static void actor_die(node_actor *a, const char *why) {
   a->death = strdup(why);
   if (a->creator && a->creator->role == ROLE_LINK) rd__cluster_actor_state(a, 0, why);   /* hosted for a peer */
   if (a->host) rd__cluster_actor_kill(a, 1);   /* recorded here, running there: end it there too */
+  if (a->name) rd__cluster_actor_dead(a, why);   /* frees the name cluster-wide */
   if (a->req) {
     for (lease_req **pp = &a->creator->reqs; *pp; pp = &(*pp)->next)
       if (*pp == a->req) { *pp = a->req->next; break; }
@@ -689,13 +690,35 @@ static void on_actor_create(node_client *c, Rd__ActorCreate *m) {
   a->creator = c;
   a->next = N.actors;
   N.actors = a;
-  actor_schedule(a);
-  if (a->state == A_DEAD) {
-    reply_actor_id(c, m->req_id, a->place_err ? a->place_err : RD_EINFEASIBLE, a->death, 0);
+  a->state = A_PENDING;
+  if (a->name && rd__cluster_actor_register(a, c, m->req_id)) return;   /* placed once the name is ours */
+  rd__node_actor_registered(a->id, c->id, m->req_id, 0, NULL);
+}
+
+/* The actor's name is registered (or there was none): place it and answer. */
+void rd__node_actor_registered(uint64_t id, uint32_t client_id, uint64_t req_id, int status, const char *err) {
+  node_actor *a = actor_find(id);
+  if (!a) return;
+  if (status != 0) {
+    actor_die(a, err);
+    rd__node_reply_actor_id(client_id, req_id, status, err, 0);
     return;
   }
-  reply_actor_id(c, m->req_id, 0, NULL, a->id);
+  actor_schedule(a);
+  if (a->state == A_DEAD) {
+    rd__node_reply_actor_id(client_id, req_id, a->place_err ? a->place_err : RD_EINFEASIBLE, a->death, 0);
+    return;
+  }
+  rd__node_reply_actor_id(client_id, req_id, 0, NULL, a->id);
   dispatch();
+}
+
+void rd__node_reply_actor_id(uint32_t client_id, uint64_t req_id, int status, const char *err, uint64_t id) {
+  for (node_client *c = N.clients; c; c = c->next)
+    if (c->id == client_id && !c->dead) {
+      reply_actor_id(c, req_id, status, err, id);
+      return;
+    }
 }
 
 /* Host actor `id` for its record node (link): it restarts there, not here. */
@@ -862,6 +885,7 @@ static void on_actor_lookup(node_client *c, Rd__ActorLookup *m) {
       return;
     }
   }
+  if (m->name && *m->name && rd__cluster_actor_lookup(c, m->req_id, m->name)) return;   /* the GCS knows */
   char buf[200];
   snprintf(buf, sizeof(buf), "no live actor is named '%s'", m->name ? m->name : "");
   reply_actor_id(c, m->req_id, RD_ENOENT, buf, 0);

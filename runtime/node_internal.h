@@ -163,6 +163,8 @@ int rd__node_actor_host_for(node_client *link, const Rd__ActorCreate *spec, uint
                             char *err, size_t errlen);
 void rd__node_actor_connect(node_client *c, const Rd__ActorConnect *m);
 void rd__node_actor_kill(node_client *c, const Rd__ActorKill *m);
+void rd__node_actor_registered(uint64_t id, uint32_t client_id, uint64_t req_id, int status, const char *err);
+void rd__node_reply_actor_id(uint32_t client_id, uint64_t req_id, int status, const char *err, uint64_t id);
 void rd__node_reply_connect(node_client *c, uint64_t req_id, node_actor *a, int status, const char *err, int fd);
 node_client *rd__node_client_new(int fd, int role);
 int rd__node_set_job(const char *exe, char *const *argv, size_t argc, char *err, size_t errlen);

@@ -326,6 +326,29 @@ RD_ACTOR_METHOD(Tally, where) {
   return rd_return_bytes(call, 0, v, sizeof(v));
 }
 
+/* On another node: find the named actor through the GCS and call it; then
+ * try to create another actor of that name (refused cluster-wide). */
+RD_REMOTE(use_named_actor) {
+  rd_actor a;
+  int e = rd_actor_get("tally-main", &a);
+  if (e != 0) return rd_call_fail(call, "rd_actor_get: %s", rd_err_name(e));
+  rd_ref r;
+  if (rd_actor_call(a, Tally_add, RD_NO_ARGS, NULL, &r) != 0) return rd_call_fail(call, "call failed");
+  rd_buf b;
+  e = rd_get(&r, 1, &b, 60000);
+  if (e != 0) return rd_call_fail(call, "get: %s", rd_err_name(e));
+  long v[2];
+  memcpy(&v[0], b.data, sizeof(long));
+  rd_buf_release(&b);
+  rd_ref_release(r);
+  rd_actor_opts ao;
+  rd_actor_opts_init(&ao);
+  ao.name = "tally-main";
+  rd_actor dup;
+  v[1] = rd_actor_create(Tally, RD_NO_ARGS, &ao, &dup);
+  return rd_return_bytes(call, 0, v, sizeof(v));
+}
+
 /* A task on a third node calls the actor through the handle it was given. */
 RD_REMOTE(call_actor_from_afar) {
   rd_actor a;
@@ -423,6 +446,34 @@ static int t_actors(void) {
   CHECK_EQ(e, RD_EACTOR_DIED);
   rd_buf_release(&bb);
   rd_ref_release(r);
+  /* names are cluster-wide: found from node c, taken there too */
+  rd_actor_opts_init(&ao);
+  ao.resources = "only_b=1";
+  ao.name = "tally-main";
+  rd_actor named;
+  CHECK_EQ(rd_actor_create(Tally, RD_NO_ARGS, &ao, &named), 0);
+  CHECK_EQ(actor_add(named), 1);
+  o.resources = "only_c=1";
+  CHECK_EQ(rd_submit(use_named_actor, RD_NO_ARGS, &o, &r), 0);
+  e = rd_get(&r, 1, &bb, 60000);
+  if (e != 0) fprintf(stderr, "named: %s: %.*s\n", rd_err_name(e), (int)bb.size, (const char *)bb.data);
+  CHECK_EQ(e, 0);
+  memcpy(v, bb.data, sizeof(v));
+  rd_buf_release(&bb);
+  rd_ref_release(r);
+  printf("named actor from node %u: value %ld, duplicate create %s\n", c, v[0], rd_err_name((int)v[1]));
+  CHECK_EQ(v[0], 2);
+  CHECK_EQ(v[1], RD_EEXIST);
+  CHECK_EQ(rd_actor_kill(named, 1), 0);
+  /* its name is free again once it is dead (the GCS hears of it asynchronously) */
+  int created = 0;
+  for (int i = 0; i < 50 && !created; i++) {
+    e = rd_actor_create(Tally, RD_NO_ARGS, &ao, &named);
+    if (e == 0) created = 1;
+    else usleep(100000);
+  }
+  CHECK(created);
+  CHECK_EQ(rd_actor_kill(named, 1), 0);
   /* placement strategies for actors: affinity, then SPREAD over the 3 nodes */
   rd_actor_opts_init(&ao);
   ao.strategy = RD_STRATEGY_NODE_AFFINITY;
