@@ -58,9 +58,11 @@ typedef struct cl_rreq {
   uint64_t owner_req;       /* the owner's req_id */
   uint64_t link_req;        /* ours on the link */
   node_client *link;        /* NULL while waiting for the job's code hash */
-  uint32_t target;
+  uint32_t target;          /* 0: no node can run it in the view yet (see recheck) */
   rd_resources res;
   int priority;
+  Rd__LeaseRequest req;     /* the placement inputs (strategy, affinity, ...) */
+  uint64_t view_seq;        /* the view it was found infeasible in */
   struct cl_rreq *next;
 } cl_rreq;
 
@@ -155,6 +157,7 @@ static struct {
   size_t nview;
   uint64_t link_failed_at[4096];
   uint64_t next_link_req, next_chan;
+  uint64_t view_seq;
   unsigned spread_rr;
   cl_rreq *rreqs;
   cl_conn *conns;
@@ -640,10 +643,12 @@ int rd__cluster_lease_request(node_client *c, const Rd__LeaseRequest *m, const r
   char why[300] = "";
   uint32_t t = place(m, res, &err, why, sizeof(why));
   if (t == C.index) return 0;
-  if (t == 0) {
+  if (t == 0 && err != RD_EINFEASIBLE) {
     reply_grant_error(c, m->req_id, err, why);
     return 1;
   }
+  /* infeasible in this view: a node that just joined may not be in it yet,
+   * so the request waits for the next view before it is refused */
   cl_rreq *q = calloc(1, sizeof(*q));
   if (!q) {
     reply_grant_error(c, m->req_id, RD_ENOMEM, "node out of memory");
@@ -655,11 +660,40 @@ int rd__cluster_lease_request(node_client *c, const Rd__LeaseRequest *m, const r
   q->target = t;
   q->res = *res;
   q->priority = m->priority;
+  q->req = *m;
+  q->req.res = NULL;
+  q->view_seq = C.view_seq;
   q->next = C.rreqs;
   C.rreqs = q;
+  if (t == 0) return 1;   /* rechecked by view_changed */
   rd__log(RD_LOG_DEBUG, "lease request %llu of client %u spills to node %u", (unsigned long long)m->req_id, c->id, t);
   rreq_go(q);
   return 1;
+}
+
+/* A new view: place the requests no node could run in the previous one,
+ * here, there, or refuse them for good. */
+static void view_changed(void) {
+  C.view_seq++;
+  for (cl_rreq *q = C.rreqs, *next; q; q = next) {
+    next = q->next;
+    if (q->target || q->view_seq == C.view_seq) continue;
+    int err = 0;
+    char why[300] = "";
+    uint32_t t = place(&q->req, &q->res, &err, why, sizeof(why));
+    if (t == 0) {
+      reply_grant_error(q->owner, q->owner_req, err, why);
+      rreq_unlink(q);
+      free(q);
+    } else if (t == C.index) {   /* the owner asks again: now it is placed here */
+      reply_grant_error(q->owner, q->owner_req, RD_EAGAIN, "placed again");
+      rreq_unlink(q);
+      free(q);
+    } else {
+      q->target = t;
+      rreq_go(q);
+    }
+  }
 }
 
 /* The owner no longer wants q: tell the node it went to, forget it. */
@@ -710,7 +744,7 @@ void rd__cluster_granted(lease_req *r, node_worker *w, int status, int fd) {
   lg.req_id = r->req_id;
   lg.status = status;
   if (status != 0) {
-    lg.error = status == RD_EAGAIN ? "no idle worker" : "socketpair failed on the node";
+    lg.error = status == RD_EAGAIN ? "no idle worker" : w ? "socketpair failed on the node" : N.spawn_error;
   } else {
     cl_chan *ch = chan_new(fd, link, w->lease_id, SIDE_WORKER);
     if (ch) ch->worker = w;
@@ -1681,7 +1715,7 @@ static void code_put_done(uv_work_t *w, int status) {
   }
   for (cl_rreq *q = C.rreqs, *next; q; q = next) {
     next = q->next;
-    if (!q->link) rreq_go(q);
+    if (!q->link && q->target) rreq_go(q);
   }
   await_flush();
   free(p);
@@ -1764,6 +1798,7 @@ static void hb_done(uv_work_t *w, int status) {
   C.view = C.hb_nodes;
   C.nview = C.hb_n;
   C.hb_nodes = NULL;
+  view_changed();
   fails_expire();
   rd__node_flush_all();
 }

@@ -39,6 +39,7 @@ static void dispatch(void);
 static void worker_spawn(void);
 static void actor_worker_gone(node_actor *a, const char *why);
 static void actor_place(node_actor *a, node_worker *w, const rd_res_grant *g);
+static void actor_die(node_actor *a, const char *why);
 
 /* ------------------------------------------------------------- plumbing */
 
@@ -197,9 +198,13 @@ static void worker_spawn(void) {
   free(env);
   if (r != 0) {
     rd__log(RD_LOG_ERROR, "cannot start worker from %s: %s", N.job_exe, uv_strerror(r));
+    snprintf(N.spawn_error, sizeof(N.spawn_error), "the node cannot start workers from %s: %s", N.job_exe,
+             uv_strerror(r));
+    N.spawn_failures++;
     uv_close((uv_handle_t *)&w->proc, worker_free);   /* libuv keeps a failed handle until closed */
     return;
   }
+  N.spawn_failures = 0;
   w->pid = w->proc.pid;
   w->state = W_STARTING;
   w->next = N.workers;
@@ -327,6 +332,30 @@ static void granted(rd_sched_item *it, const rd_res_grant *g, void *ctx) {
   free(r);
 }
 
+/* Workers cannot be started at all (the job's executable will not run):
+ * every queued request fails with the reason instead of waiting forever. */
+static void fail_queued(int status, const char *why) {
+  while (N.queue.head) {
+    lease_req *r = N.queue.head->data;
+    rd_sched_queue_remove(&N.queue, &r->item);
+    for (lease_req **pp = &r->owner->reqs; *pp; pp = &(*pp)->next)
+      if (*pp == r) { *pp = r->next; break; }
+    if (r->actor) {
+      r->actor->req = NULL;
+      actor_die(r->actor, why);
+    } else if (r->owner->role == ROLE_LINK) {
+      rd__cluster_granted(r, NULL, status, -1);
+    } else {
+      Rd__LeaseGrant lg = RD__LEASE_GRANT__INIT;
+      lg.req_id = r->req_id;
+      lg.status = status;
+      lg.error = (char *)why;
+      send_msg(r->owner, RD__MSG_TYPE__MSG_LEASE_GRANT, &lg.base, -1);
+    }
+    free(r);
+  }
+}
+
 static void dispatch(void) {
   if (N.shutting_down) return;
   N.want_workers = N.want_actor_workers = 0;
@@ -337,6 +366,7 @@ static void dispatch(void) {
     worker_spawn();
     if (N.nworkers == before) break;
   }
+  if (N.spawn_failures >= 3 && N.nworkers == 0 && N.queue.head) fail_queued(RD_ESYS, N.spawn_error);
 }
 
 static void on_lease_request(node_client *c, Rd__LeaseRequest *m) {

@@ -140,6 +140,8 @@ typedef struct rd__node_state {
   uint64_t next_actor_id;
   uv_timer_t tick;
   uv_signal_t sigterm, sigint;
+  int spawn_failures;              /* in a row: 3 with no worker alive fail the queue */
+  char spawn_error[400];
   char *job_exe;
   char **job_argv;
   int job_started;

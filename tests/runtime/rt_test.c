@@ -774,12 +774,59 @@ static int t_threads(void) {
   return 0;
 }
 
+/* The job's executable cannot be started (here: deleted after the driver
+ * started): tasks fail with RD_ESYS naming the reason, instead of waiting
+ * forever for a worker.  Runs in a copy of this program that deletes itself. */
+static int t_spawn_fails_child(void) {
+  char self[4096];
+  ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
+  CHECK(n > 0);
+  self[n] = 0;
+  CHECK_EQ(unlink(self), 0);
+  CHECK_EQ(rd_init(NULL), 0);
+  rd_ref r;
+  long x = 1;
+  CHECK_EQ(rd_submit(add_one, RD_ARGS(rd_arg_bytes(&x, sizeof(x))), NULL, &r), 0);
+  rd_buf b;
+  double t0 = now_s();
+  int e = rd_get(&r, 1, &b, 60000);
+  printf("with no way to start workers: %s after %.1f s: %.*s\n", rd_err_name(e), now_s() - t0,
+         e ? (int)b.size : 0, e ? (const char *)b.data : "");
+  CHECK_EQ(e, RD_ESYS);
+  rd_buf_release(&b);
+  rd_ref_release(r);
+  rd_shutdown();
+  return 0;
+}
+
+static int t_spawn_fails(void) {
+  char self[4096], copy[4200];
+  ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
+  CHECK(n > 0);
+  self[n] = 0;
+  snprintf(copy, sizeof(copy), "%s.spawn-fails.%d", self, (int)getpid());
+  char cmd[8600];
+  snprintf(cmd, sizeof(cmd), "cp '%s' '%s'", self, copy);
+  CHECK_EQ(system(cmd), 0);
+  pid_t pid = fork();
+  CHECK(pid >= 0);
+  if (pid == 0) {
+    execl(copy, copy, "spawn_fails_child", (char *)NULL);
+    _exit(127);
+  }
+  int st = 0;
+  CHECK_EQ(waitpid(pid, &st, 0), pid);
+  unlink(copy);
+  CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+  return 0;
+}
+
 static const rd_test_case tests[] = {
     {"many_tasks", t_many_tasks},   {"chain", t_chain},       {"big_objects", t_big_objects},
     {"spill", t_spill},             {"store_full", t_store_full}, {"gpu_packing", t_gpu_packing},
     {"infeasible", t_infeasible},   {"crash_retry", t_crash_retry}, {"timeouts", t_timeouts},
     {"priority", t_priority},       {"malformed", t_malformed}, {"shutdown_clean", t_shutdown_clean},
-    {"threads", t_threads},
+    {"threads", t_threads},         {"spawn_fails", t_spawn_fails}, {"spawn_fails_child", t_spawn_fails_child},
 };
 
 RD_TEST_MAIN(tests)
