@@ -212,6 +212,25 @@ static int fits_now(const rd_resources *avail, const rd_resources *total, const 
   return 1;
 }
 
+/* This node's free resources minus what its queued requests ask for (never
+ * below zero). */
+static void local_unclaimed(rd_resources *out) {
+  *out = N.ledger.avail;
+  for (rd_sched_item *it = N.queue.head; it; it = it->next) {
+    out->cpu -= it->req.cpu;
+    out->gpu -= it->req.gpu;
+    out->memory -= it->req.memory;
+    for (int i = 0; i < it->req.ncustom; i++)
+      for (int k = 0; k < out->ncustom; k++)
+        if (!strcmp(out->custom[k].name, it->req.custom[i].name)) out->custom[k].amount -= it->req.custom[i].amount;
+  }
+  if (out->cpu < 0) out->cpu = 0;
+  if (out->gpu < 0) out->gpu = 0;
+  if (out->memory < 0) out->memory = 0;
+  for (int k = 0; k < out->ncustom; k++)
+    if (out->custom[k].amount < 0) out->custom[k].amount = 0;
+}
+
 static double utilisation(const rd_resources *avail, const rd_resources *total) {
   double u = 0;
   if (total->cpu > 0) u = 1.0 - (double)avail->cpu / (double)total->cpu;
@@ -549,11 +568,13 @@ static uint32_t place(const Rd__LeaseRequest *m, const rd_resources *res, int *e
       if (n && fits_now(&n->avail, &n->total, res)) return cand[i];
     }
   }
+  /* here: what is free once the requests already queued here are served
+   * (placements decided a moment ago have not taken their resources yet) */
+  rd_resources here;
+  local_unclaimed(&here);
   if (local_ok) {
-    rd_res_grant g;
-    int now = rd_res_acquire(&N.ledger, res, &g) == 0;
-    if (now) rd_res_release(&N.ledger, &g);
-    if (now && utilisation(&N.ledger.avail, &N.ledger.total) < RD_CL_PACK_THRESHOLD) return C.index;
+    int now = fits_now(&here, &N.ledger.total, res);
+    if (now && utilisation(&here, &N.ledger.total) < RD_CL_PACK_THRESHOLD) return C.index;
     if (now && nc == 1) return C.index;
   }
   uint32_t best = 0;
@@ -562,10 +583,8 @@ static uint32_t place(const Rd__LeaseRequest *m, const rd_resources *res, int *e
     double u;
     int fits;
     if (cand[i] == C.index) {
-      rd_res_grant g;
-      fits = rd_res_acquire(&N.ledger, res, &g) == 0;
-      if (fits) rd_res_release(&N.ledger, &g);
-      u = utilisation(&N.ledger.avail, &N.ledger.total);
+      fits = fits_now(&here, &N.ledger.total, res);
+      u = utilisation(&here, &N.ledger.total);
     } else {
       const rd_gcs_node *n = view_find(cand[i]);
       fits = fits_now(&n->avail, &n->total, res);
