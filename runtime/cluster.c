@@ -95,6 +95,7 @@ typedef struct cl_pull {
 
 /* A connect forwarded to another node, waiting for its answer. */
 typedef struct cl_conn {
+  int kill;                 /* a forwarded kill rather than a connect */
   node_client *link;
   uint64_t link_req;
   uint32_t caller_id;       /* the caller (a client or a link), found again by id */
@@ -1280,7 +1281,7 @@ void rd__cluster_connect_reply(node_client *link, uint64_t req_id, node_actor *a
 static void on_link_actor_connected(node_client *c, Rd__LinkActorConnected *m) {
   cl_conn *q = NULL;
   for (cl_conn **pp = &C.conns; *pp; pp = &(*pp)->next)
-    if ((*pp)->link == c && (*pp)->link_req == m->req_id) {
+    if (!(*pp)->kill && (*pp)->link == c && (*pp)->link_req == m->req_id) {
       q = *pp;
       *pp = q->next;
       break;
@@ -1366,6 +1367,42 @@ static void on_link_actor_state(node_client *c, Rd__LinkActorState *m) {
   }
 }
 
+int rd__cluster_actor_kill_elsewhere(node_client *c, const Rd__ActorKill *m) {
+  uint32_t rec = (uint32_t)(m->actor_id >> 40);
+  if (!C.on || rec == 0 || rec == C.index || c->role == ROLE_LINK) return 0;
+  node_client *l = link_open(rec);
+  cl_conn *q = l ? calloc(1, sizeof(*q)) : NULL;
+  if (!q) {
+    char buf[160];
+    snprintf(buf, sizeof(buf), "node %u, which records the actor, is unreachable", rec);
+    if (m->req_id) rd__node_reply_actor_id(c->id, m->req_id, RD_ENODE_DIED, buf, m->actor_id);
+    return 1;
+  }
+  q->kill = 1;
+  q->link = l;
+  q->link_req = ++C.next_link_req;
+  q->caller_id = c->id;
+  q->caller_req = m->req_id;
+  q->actor_id = m->actor_id;
+  q->next = C.conns;
+  C.conns = q;
+  Rd__ActorKill k = *m;
+  k.req_id = q->link_req;
+  link_send(l, RD__MSG_TYPE__MSG_LINK_ACTOR_KILL, &k.base);
+  return 1;
+}
+
+static void on_link_actor_killed(node_client *c, Rd__ActorIdReply *m) {
+  for (cl_conn **pp = &C.conns; *pp; pp = &(*pp)->next) {
+    cl_conn *q = *pp;
+    if (!q->kill || q->link != c || q->link_req != m->req_id) continue;
+    *pp = q->next;
+    if (q->caller_req) rd__node_reply_actor_id(q->caller_id, q->caller_req, m->status, m->error, m->actor_id);
+    free(q);
+    return;
+  }
+}
+
 void rd__cluster_actor_kill(node_actor *a, int no_restart) {
   node_client *l = link_find(a->host);
   if (!l) return;   /* no link: nothing was ever started there */
@@ -1393,6 +1430,7 @@ int rd__cluster_handle_frame(node_client *c, const rd__frame *f) {
     case RD__MSG_TYPE__MSG_LINK_ACTOR_CONNECT: d = &rd__link_actor_connect__descriptor; break;
     case RD__MSG_TYPE__MSG_LINK_ACTOR_CONNECTED: d = &rd__link_actor_connected__descriptor; break;
     case RD__MSG_TYPE__MSG_LINK_ACTOR_KILL: d = &rd__actor_kill__descriptor; break;
+    case RD__MSG_TYPE__MSG_LINK_ACTOR_KILLED: d = &rd__actor_id_reply__descriptor; break;
     default: return 0;
   }
   cl_link_state *ls = c->link;
@@ -1465,11 +1503,16 @@ int rd__cluster_handle_frame(node_client *c, const rd__frame *f) {
     case RD__MSG_TYPE__MSG_LINK_ACTOR_CONNECTED: on_link_actor_connected(c, (Rd__LinkActorConnected *)m); break;
     case RD__MSG_TYPE__MSG_LINK_ACTOR_KILL: {
       Rd__ActorKill *k = (Rd__ActorKill *)m;
-      k->req_id = 0;   /* the host reports the outcome as actor state */
       node_actor *a = rd__node_actor_find(k->actor_id);
-      if (a && a->creator == c) rd__node_actor_kill(c, k);
+      if (a && a->creator == c) {   /* host: the outcome goes back as actor state */
+        k->req_id = 0;
+        rd__node_actor_kill(c, k);
+      } else {                      /* record: a caller on the peer's node, answered LINK_ACTOR_KILLED */
+        rd__node_actor_kill(c, k);
+      }
       break;
     }
+    case RD__MSG_TYPE__MSG_LINK_ACTOR_KILLED: on_link_actor_killed(c, (Rd__ActorIdReply *)m); break;
     case RD__MSG_TYPE__MSG_LINK_DELETE: {
       Rd__ObjIds *ids = (Rd__ObjIds *)m;
       for (size_t i = 0; i < ids->n_object_ids; i++) (void)rd_store_delete(N.store, ids->object_ids[i]);
@@ -1523,7 +1566,11 @@ void rd__cluster_client_dropped(node_client *c) {
     *pp = q->next;
     node_client *caller = q->link == c ? client_by_id(q->caller_id) : NULL;
     node_actor *rec = caller ? rd__node_actor_find(q->actor_id) : NULL;
-    if (caller && rec && rec->host == peer) {   /* waits for the restart */
+    if (q->kill) {
+      char why[120];
+      snprintf(why, sizeof(why), "node %u, which records the actor, died or its link broke", peer);
+      if (caller && q->caller_req) rd__node_reply_actor_id(caller->id, q->caller_req, RD_ENODE_DIED, why, q->actor_id);
+    } else if (caller && rec && rec->host == peer) {   /* waits for the restart */
       parked_connect *p = calloc(1, sizeof(*p));
       if (p) {
         p->client = caller;

@@ -65,6 +65,8 @@ int rd__cluster_actor_elsewhere(node_client *c, const Rd__ActorConnect *m);
 void rd__cluster_connect_reply(node_client *link, uint64_t req_id, node_actor *a, int status, const char *err, int fd);
 /* Hosted for a peer: tell its record node the actor is alive, or dead. */
 void rd__cluster_actor_state(node_actor *a, int alive, const char *why);
+/* A kill for an actor recorded on another node: forwarded there (1). */
+int rd__cluster_actor_kill_elsewhere(node_client *c, const Rd__ActorKill *m);
 /* Recorded here, hosted elsewhere: kill it there. */
 void rd__cluster_actor_kill(node_actor *a, int no_restart);
 

@@ -469,7 +469,8 @@ static void reply_actor_id(node_client *c, uint64_t req_id, int status, const ch
   r.status = status;
   r.error = (char *)(err ? err : "");
   r.actor_id = id;
-  send_msg(c, RD__MSG_TYPE__MSG_ACTOR_ID_REPLY, &r.base, -1);
+  /* a link asked on behalf of a caller on its node (a forwarded kill) */
+  send_msg(c, c->role == ROLE_LINK ? RD__MSG_TYPE__MSG_LINK_ACTOR_KILLED : RD__MSG_TYPE__MSG_ACTOR_ID_REPLY, &r.base, -1);
 }
 
 static void reply_connect(node_client *c, uint64_t req_id, node_actor *a, int status, const char *err, int fd) {
@@ -860,6 +861,7 @@ static void on_actor_kill(node_client *c, Rd__ActorKill *m) { rd__node_actor_kil
 
 void rd__node_actor_kill(node_client *c, const Rd__ActorKill *m) {
   node_actor *a = actor_find(m->actor_id);
+  if (!a && rd__cluster_actor_kill_elsewhere(c, m)) return;   /* recorded on another node: killed there */
   if (!a || a->state == A_DEAD) {
     if (m->req_id) reply_actor_id(c, m->req_id, a ? 0 : RD_ENOENT, a ? NULL : "no such actor", m->actor_id);
     return;

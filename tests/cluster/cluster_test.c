@@ -345,8 +345,8 @@ RD_REMOTE(use_named_actor) {
   rd_actor_opts_init(&ao);
   ao.name = "tally-main";
   rd_actor dup;
-  v[1] = rd_actor_create(Tally, RD_NO_ARGS, &ao, &dup);
-  return rd_return_bytes(call, 0, v, sizeof(v));
+  long out[3] = {v[0], rd_actor_create(Tally, RD_NO_ARGS, &ao, &dup), rd_actor_kill(a, 1)};   /* kill from afar */
+  return rd_return_bytes(call, 0, out, sizeof(out));
 }
 
 /* A task on a third node calls the actor through the handle it was given. */
@@ -458,13 +458,19 @@ static int t_actors(void) {
   e = rd_get(&r, 1, &bb, 60000);
   if (e != 0) fprintf(stderr, "named: %s: %.*s\n", rd_err_name(e), (int)bb.size, (const char *)bb.data);
   CHECK_EQ(e, 0);
-  memcpy(v, bb.data, sizeof(v));
+  long nv[3];
+  memcpy(nv, bb.data, sizeof(nv));
   rd_buf_release(&bb);
   rd_ref_release(r);
-  printf("named actor from node %u: value %ld, duplicate create %s\n", c, v[0], rd_err_name((int)v[1]));
-  CHECK_EQ(v[0], 2);
-  CHECK_EQ(v[1], RD_EEXIST);
-  CHECK_EQ(rd_actor_kill(named, 1), 0);
+  printf("named actor from node %u: value %ld, duplicate create %s, kill %s\n", c, nv[0], rd_err_name((int)nv[1]),
+         rd_err_name((int)nv[2]));
+  CHECK_EQ(nv[0], 2);
+  CHECK_EQ(nv[1], RD_EEXIST);
+  CHECK_EQ(nv[2], 0);   /* killed for good from node c */
+  CHECK_EQ(rd_actor_call(named, Tally_add, RD_NO_ARGS, NULL, &r), 0);
+  CHECK_EQ(rd_get(&r, 1, &bb, 60000), RD_EACTOR_DIED);
+  rd_buf_release(&bb);
+  rd_ref_release(r);
   /* its name is free again once it is dead (the GCS hears of it asynchronously) */
   int created = 0;
   for (int i = 0; i < 50 && !created; i++) {
