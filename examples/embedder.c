@@ -18,6 +18,11 @@ static const char *prog = "example";
 
 void ex_set_prog(const char *name) { prog = name; }
 
+const char *ex_model_dir(void) {
+  const char *d = getenv("RD_MODEL_DIR");
+  return d && *d ? d : RD_DEFAULT_MODEL_DIR;
+}
+
 double ex_now(void) {
   struct timespec ts;
   clock_gettime(CLOCK_MONOTONIC, &ts);

@@ -18,6 +18,8 @@
 
 /* Monotonic seconds. */
 double ex_now(void);
+/* The model directory: $RD_MODEL_DIR, else RD_DEFAULT_MODEL_DIR. */
+const char *ex_model_dir(void);
 /* Print "PROG: message" on stderr and exit with `code`. */
 void ex_die(int code, const char *fmt, ...) __attribute__((format(printf, 2, 3), noreturn));
 void ex_set_prog(const char *name);

@@ -206,8 +206,7 @@ static void parse(int argc, char **argv, opts *o) {
   o->inflight = 4;
   o->threads = 1;
   o->cpus = 1;
-  o->model = getenv("RD_MODEL_DIR");
-  if (!o->model || !*o->model) o->model = RD_DEFAULT_MODEL_DIR;
+  o->model = ex_model_dir();
   for (int i = 1; i < argc; i++) {
     const char *a = argv[i];
     const char *v = i + 1 < argc ? argv[i + 1] : NULL;

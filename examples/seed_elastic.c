@@ -216,8 +216,7 @@ int main(int argc, char **argv) {
   memset(&s, 0, sizeof(s));
   s.threads = 1;
   s.cpus = 0.5;
-  s.model = getenv("RD_MODEL_DIR");
-  if (!s.model || !*s.model) s.model = RD_DEFAULT_MODEL_DIR;
+  s.model = ex_model_dir();
   for (int i = 1; i < argc; i++) {
     const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
 #define OPT(name) (!strcmp(a, name) && v && ++i)

@@ -471,8 +471,7 @@ void ex_train_opts_init(ex_train_opts *o) {
   o->threads = 1;
   o->cpus = -1;
   o->fortunes = "/usr/share/games/fortunes";
-  o->model = getenv("RD_MODEL_DIR");
-  if (!o->model || !*o->model) o->model = RD_DEFAULT_MODEL_DIR;
+  o->model = ex_model_dir();
 }
 
 int ex_train_option(ex_train_opts *o, const char *a, const char *v) {
