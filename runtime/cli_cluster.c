@@ -34,15 +34,6 @@ extern char **environ;
 
 
 
-static int read_line(const char *path, char *out, size_t len) {
-  FILE *f = fopen(path, "r");
-  if (!f) return -1;
-  if (!fgets(out, (int)len, f)) out[0] = 0;
-  fclose(f);
-  out[strcspn(out, "\r\n")] = 0;
-  return out[0] ? 0 : -1;
-}
-
 /* Field 22 of /proc/PID/stat: when the process started, in clock ticks. */
 static unsigned long long proc_start_time(int pid) {
   char path[64], buf[1024];
@@ -67,20 +58,35 @@ static unsigned long long proc_start_time(int pid) {
 }
 
 
-/* Are the processes recorded in dir/pids still running? */
-static int session_live(const char *dir) {
-  char path[600];
-  snprintf(path, sizeof(path), "%s/pids", dir);
-  FILE *f = fopen(path, "r");
-  if (!f) return 0;
+/* A process `start` recorded in a session's pids file. */
+typedef struct recorded {
   char name[32];
   int pid;
-  unsigned long long st;
-  int live = 0;
-  while (fscanf(f, "%31s %d %llu", name, &pid, &st) == 3)
-    if (pid > 0 && proc_start_time(pid) == st) live = 1;
+  unsigned long long start;   /* kernel start time: a reused pid does not match */
+} recorded;
+
+#define RD_MAX_RECORDED 16
+
+static int read_recorded(const char *dir, recorded *out) {
+  char path[1024];
+  snprintf(path, sizeof(path), "%.900s/pids", dir);
+  FILE *f = fopen(path, "r");
+  int n = 0;
+  if (!f) return 0;
+  while (n < RD_MAX_RECORDED && fscanf(f, "%31s %d %llu", out[n].name, &out[n].pid, &out[n].start) == 3) n++;
   fclose(f);
-  return live;
+  return n;
+}
+
+static int recorded_alive(const recorded *r) { return r->pid > 0 && proc_start_time(r->pid) == r->start; }
+
+/* Are the processes recorded in dir/pids still running? */
+static int session_live(const char *dir) {
+  recorded r[RD_MAX_RECORDED];
+  int n = read_recorded(dir, r);
+  for (int i = 0; i < n; i++)
+    if (recorded_alive(&r[i])) return 1;
+  return 0;
 }
 
 static int self_exe(char *out, size_t len) {
@@ -193,7 +199,7 @@ static int local_token(const char *address, char *out, size_t len) {
   char dir[512], gcs[128], f[600];
   if (local_session(address, dir, sizeof(dir), gcs, sizeof(gcs)) != 0) return -1;
   snprintf(f, sizeof(f), "%s/token", dir);
-  return read_line(f, out, len);
+  return rd__read_line(f, out, len) == 0 && out[0] ? 0 : -1;
 }
 
 static void usage_start(FILE *f) {
@@ -288,7 +294,7 @@ int rd__cli_start(int argc, char **argv) {
       return 1;
     }
     append_pid(dir, "gcs", pid);
-    if (read_line(portf, pbuf, sizeof(pbuf)) == 0) port = atoi(pbuf);   /* --port 0: the one it chose */
+    if (rd__read_line(portf, pbuf, sizeof(pbuf)) == 0 && pbuf[0]) port = atoi(pbuf);   /* --port 0: the one it chose */
     snprintf(gcs_addr, sizeof(gcs_addr), "%s:%d", node_ip, port);
   } else {
     snprintf(gcs_addr, sizeof(gcs_addr), "%s", address);
@@ -374,28 +380,18 @@ int rd__cli_start(int argc, char **argv) {
 
 /* End one session's recorded processes (nodes before the GCS). */
 static int stop_session(const char *dir) {
-  char path[1024];
-  snprintf(path, sizeof(path), "%.900s/pids", dir);
-  FILE *f = fopen(path, "r");
-  int pids[16];
-  unsigned long long st[16];
-  char names[16][32];
-  int n = 0;
-  if (f) {
-    while (n < 16 && fscanf(f, "%31s %d %llu", names[n], &pids[n], &st[n]) == 3) n++;
-    fclose(f);
-  }
+  recorded r[RD_MAX_RECORDED];
+  int n = read_recorded(dir, r);
   int stopped = 0;
   for (int pass = 0; pass < 2; pass++) {   /* node first: it leaves the GCS cleanly */
     for (int i = 0; i < n; i++) {
-      int is_gcs = !strcmp(names[i], "gcs");
-      if (is_gcs != pass || pids[i] <= 0 || proc_start_time(pids[i]) != st[i]) continue;
-      kill(pids[i], SIGTERM);
-      for (int t = 0; t < 100 && proc_start_time(pids[i]) == st[i]; t++) usleep(50000);
-      if (proc_start_time(pids[i]) == st[i]) {
-        fprintf(stderr, "raydist stop: %s (pid %d) did not stop in 5 s; killing it\n", names[i], pids[i]);
-        kill(pids[i], SIGKILL);
-        for (int t = 0; t < 40 && proc_start_time(pids[i]) == st[i]; t++) usleep(50000);
+      if ((strcmp(r[i].name, "gcs") == 0) != pass || !recorded_alive(&r[i])) continue;
+      kill(r[i].pid, SIGTERM);
+      for (int t = 0; t < 100 && recorded_alive(&r[i]); t++) usleep(50000);
+      if (recorded_alive(&r[i])) {
+        fprintf(stderr, "raydist stop: %s (pid %d) did not stop in 5 s; killing it\n", r[i].name, r[i].pid);
+        kill(r[i].pid, SIGKILL);
+        for (int t = 0; t < 40 && recorded_alive(&r[i]); t++) usleep(50000);
       }
       stopped++;
     }

@@ -764,7 +764,7 @@ void rd__cluster_granted(lease_req *r, node_worker *w, int status, int fd) {
   lg.req_id = r->req_id;
   lg.status = status;
   if (status != 0) {
-    lg.error = status == RD_EAGAIN ? "no idle worker" : w ? "socketpair failed on the node" : N.spawn_error;
+    lg.error = (char *)rd__node_grant_error(status, w);
   } else {
     cl_chan *ch = chan_new(fd, link, w->lease_id, SIDE_WORKER);
     if (ch) ch->worker = w;
@@ -1231,16 +1231,31 @@ int rd__cluster_actor_elsewhere(node_client *c, const Rd__ActorConnect *m) {
 }
 
 /* Answer caller (a local client, or a link for a caller further away). */
+/* Answer a link's connect: bridge fd over the link as a new channel.  r
+ * holds the answer's fields (req_id, status, error, pid, restarts, retries). */
+static void link_connected(node_client *link, Rd__LinkActorConnected *r, int fd) {
+  if (r->status == 0 && fd >= 0) {
+    uint64_t id = (1ull << 62) | ++C.next_chan;
+    if (!chan_new(fd, link, id, SIDE_WORKER)) {
+      r->status = RD_ENOMEM;
+      r->error = "node out of memory";
+    } else {
+      r->chan_id = id;
+    }
+  } else if (fd >= 0) {
+    close(fd);
+  }
+  link_send(link, RD__MSG_TYPE__MSG_LINK_ACTOR_CONNECTED, &r->base);
+}
+
+/* Answer caller (a local client, or a link for a caller further away). */
 static void answer_connect(node_client *caller, uint64_t req_id, const Rd__LinkActorConnected *r, uint64_t actor_id,
                            int fd) {
   if (caller->role == ROLE_LINK) {
-    node_actor fake;   /* carries what the far caller needs to know */
-    memset(&fake, 0, sizeof(fake));
-    fake.id = actor_id;
-    fake.host_pid = r->worker_pid;
-    fake.restarts = (int)r->restarts;
-    fake.max_task_retries = r->max_task_retries;
-    rd__cluster_connect_reply(caller, req_id, &fake, r->status, r->error, fd);
+    Rd__LinkActorConnected fwd = *r;   /* passed on, under the far caller's req_id */
+    fwd.req_id = req_id;
+    fwd.chan_id = 0;
+    link_connected(caller, &fwd, fd);
     return;
   }
   Rd__ActorConnectReply out = RD__ACTOR_CONNECT_REPLY__INIT;
@@ -1264,18 +1279,7 @@ void rd__cluster_connect_reply(node_client *link, uint64_t req_id, node_actor *a
     r.restarts = (uint32_t)a->restarts;
     r.max_task_retries = a->max_task_retries;
   }
-  if (status == 0 && fd >= 0) {
-    uint64_t id = (1ull << 62) | ++C.next_chan;
-    if (!chan_new(fd, link, id, SIDE_WORKER)) {
-      r.status = RD_ENOMEM;
-      r.error = "node out of memory";
-    } else {
-      r.chan_id = id;
-    }
-  } else if (fd >= 0) {
-    close(fd);
-  }
-  link_send(link, RD__MSG_TYPE__MSG_LINK_ACTOR_CONNECTED, &r.base);
+  link_connected(link, &r, fd);
 }
 
 static void on_link_actor_connected(node_client *c, Rd__LinkActorConnected *m) {
@@ -1725,27 +1729,24 @@ int rd__cluster_obj_status(uint64_t id, const char **why) {
 
 void rd__cluster_forward_deletes(const uint64_t *ids, const uint32_t *nodes, size_t n) {
   if (!C.on || !nodes) return;
+  uint8_t sent[4096 / 8] = {0};   /* node indexes already handled */
+  uint64_t *batch = NULL;
   for (size_t i = 0; i < n; i++) {
-    if (!nodes[i] || nodes[i] == C.index) continue;
-    /* batch: every id for this node in one frame */
     uint32_t t = nodes[i];
-    int seen = 0;
-    for (size_t j = 0; j < i; j++)
-      if (nodes[j] == t) seen = 1;
-    if (seen) continue;
+    if (!t || t > 4095 || t == C.index || (sent[t / 8] & (1u << (t % 8)))) continue;   /* > 4095: no such node */
+    sent[t / 8] |= (uint8_t)(1u << (t % 8));
     node_client *l = link_open(t);
     if (!l) continue;   /* the node is gone, and its store with it */
-    uint64_t *batch = malloc(n * sizeof(uint64_t));
-    if (!batch) continue;
-    size_t k = 0;
+    if (!batch && !(batch = malloc(n * sizeof(uint64_t)))) return;
+    size_t k = 0;   /* every id for this node in one frame */
     for (size_t j = i; j < n; j++)
       if (nodes[j] == t) batch[k++] = ids[j];
     Rd__ObjIds m = RD__OBJ_IDS__INIT;
     m.n_object_ids = k;
     m.object_ids = batch;
     link_send(l, RD__MSG_TYPE__MSG_LINK_DELETE, &m.base);
-    free(batch);
   }
+  free(batch);
 }
 
 /* ------------------------------------------------------------- code */
@@ -1885,14 +1886,10 @@ static void on_hb_timer(uv_timer_t *t) {
 /* ------------------------------------------------------------- lifecycle */
 
 static int read_token(const char *path, char *out, size_t len, char *err, size_t errlen) {
-  FILE *f = fopen(path, "r");
-  if (!f) {
+  if (rd__read_line(path, out, len) != 0) {
     snprintf(err, errlen, "cannot read the token file %s: %s", path, strerror(errno));
     return RD_EAUTH;
   }
-  if (!fgets(out, (int)len, f)) out[0] = 0;
-  fclose(f);
-  out[strcspn(out, "\r\n")] = 0;
   if (strlen(out) < 16) {
     snprintf(err, errlen, "the token in %s is missing or too short", path);
     return RD_EAUTH;

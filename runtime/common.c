@@ -104,6 +104,15 @@ void rd__session_root(char *root, size_t len) {
   snprintf(root, len, "%s/raydist-%u", base, (unsigned)getuid());
 }
 
+int rd__read_line(const char *path, char *out, size_t len) {
+  FILE *f = fopen(path, "r");
+  if (!f) return -1;
+  if (!fgets(out, (int)len, f)) out[0] = 0;
+  fclose(f);
+  out[strcspn(out, "\r\n")] = 0;
+  return 0;
+}
+
 int rd__read_kv(const char *path, const char *key, char *out, size_t len) {
   FILE *f = fopen(path, "r");
   if (!f) return -1;

@@ -45,6 +45,9 @@ int rd__res_amounts_from_msg(const Rd__Resources *m, rd_resources *out);
 
 /* Where session directories live: $RAYDIST_TMPDIR (default /tmp)/raydist-<uid>. */
 void rd__session_root(char *root, size_t len);
+/* The first line of a small file (a token, a port) without its newline: 0,
+ * or -1 with errno when the file cannot be read; out may be empty. */
+int rd__read_line(const char *path, char *out, size_t len);
 /* Read "key=value" from a small text file into out; 0 when found. */
 int rd__read_kv(const char *path, const char *key, char *out, size_t len);
 

@@ -322,7 +322,7 @@ static void granted(rd_sched_item *it, const rd_res_grant *g, void *ctx) {
   lg.req_id = r->req_id;
   lg.status = st;
   if (st != 0) {
-    lg.error = st == RD_EAGAIN ? "no idle worker" : "socketpair failed on the node";
+    lg.error = (char *)rd__node_grant_error(st, w);
   } else {
     lg.lease_id = w->lease_id;
     lg.worker_id = w->id;
@@ -330,6 +330,12 @@ static void granted(rd_sched_item *it, const rd_res_grant *g, void *ctx) {
   }
   send_msg(owner, RD__MSG_TYPE__MSG_LEASE_GRANT, &lg.base, fd);
   free(r);
+}
+
+/* Why a grant to worker w failed with status (w NULL: no worker at all). */
+const char *rd__node_grant_error(int status, const node_worker *w) {
+  if (status == RD_EAGAIN) return "no idle worker";
+  return w ? "socketpair failed on the node" : N.spawn_error;
 }
 
 /* Workers cannot be started at all (the job's executable will not run):

@@ -156,6 +156,7 @@ void rd__node_send(node_client *c, Rd__MsgType t, const ProtobufCMessage *m, int
 void rd__node_client_drop(node_client *c, const char *why);
 void rd__node_dispatch(void);
 void rd__node_flush_all(void);
+const char *rd__node_grant_error(int status, const node_worker *w);
 void rd__node_retry_parked(void);
 /* Actors (cluster.c: hosting for a peer, records of actors hosted elsewhere) */
 node_actor *rd__node_actor_find(uint64_t id);

@@ -322,12 +322,12 @@ static void lease_request(rd__sclass *c) {
   m.node_affinity = c->node;
   m.soft = c->soft;
   if (G.cluster && c->qhead) {
-    /* data locality: the node holding the next task's largest store argument */
-    uint64_t best = 0;
-    for (int i = 0; i < c->qhead->nargs; i++) {
+    /* data locality: the node holding the next task's first store argument
+     * kept on another node (the owner does not know store objects' sizes) */
+    for (int i = 0; i < c->qhead->nargs && !m.prefer_node; i++) {
       const rd__targ *a = &c->qhead->args[i];
       rd__obj *o = a->by_ref ? obj_get(a->oid) : NULL;
-      if (o && o->state == OBJ_STORE && o->node && o->node != G.node_index && !best) m.prefer_node = o->node, best = 1;
+      if (o && o->state == OBJ_STORE && o->node && o->node != G.node_index) m.prefer_node = o->node;
     }
   }
   rd__conn_send(&G.daemon, RD__MSG_TYPE__MSG_LEASE_REQUEST, &m.base, -1);
@@ -1993,14 +1993,10 @@ static int attach_cluster(const char *address) {
   }
   char tok[300];
   snprintf(tok, sizeof(tok), "%s/token", best_dir);
-  FILE *f = fopen(tok, "r");
-  if (!f) {
+  if (rd__read_line(tok, G.token, sizeof(G.token)) != 0) {
     rd__log(RD_LOG_ERROR, "rd_init: cannot read the cluster token %s: %s", tok, strerror(errno));
     return RD_EAUTH;
   }
-  if (!fgets(G.token, sizeof(G.token), f)) G.token[0] = 0;
-  fclose(f);
-  G.token[strcspn(G.token, "\r\n")] = 0;
   snprintf(G.session, sizeof(G.session), "%s", best_dir);
   G.attached = 1;
   return 0;
