@@ -181,9 +181,10 @@ typedef struct rd_task_opts {
   int max_retries;        /* re-runs if the worker dies; default 3, -1 = default */
   int priority;           /* larger runs first; default 0 */
   /* Where it runs on a multi-node cluster (ignored on an embedded one):
-   * RD_STRATEGY_DEFAULT packs onto the submitting node until it is busy, then
-   * spreads to the least loaded node that fits (preferring the node holding
-   * the largest argument); RD_STRATEGY_SPREAD round-robins across the nodes
+   * RD_STRATEGY_DEFAULT runs where the task's first store argument kept on
+   * another node lives if that node has room, else packs onto the submitting
+   * node until it is half busy, then spreads to the least loaded node that
+   * fits; RD_STRATEGY_SPREAD round-robins across the nodes
    * that fit; RD_STRATEGY_NODE_AFFINITY runs on node `node` (an index from
    * rd_node_info or `raydist status`), or fails with RD_EINFEASIBLE /
    * RD_ENODE_DIED unless `soft`, which falls back to the default. */
