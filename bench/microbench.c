@@ -171,16 +171,10 @@ static double t_tasks_async(void) {
   return ops / (now() - t0);
 }
 
-static double multi_client(rd_function *fn, int nclients) {
-  rd_task_opts o;
-  rd_task_opts_init(&o);
-  o.num_cpus = 0;
-  rd_ref refs[8];
-  double secs = g_duration;
-  double t0 = now();
-  for (int i = 0; i < nclients; i++) OK(rd_submit(fn, RD_ARGS(rd_arg_bytes(&secs, sizeof(secs))), &o, &refs[i]));
+/* Wait for n client tasks that each return a count (a long); their sum. */
+static long sum_counts(rd_ref *refs, int n) {
   long total = 0;
-  for (int i = 0; i < nclients; i++) {
+  for (int i = 0; i < n; i++) {
     rd_buf b;
     OK(rd_get(&refs[i], 1, &b, RD_TIMEOUT_INF));
     long v;
@@ -189,7 +183,18 @@ static double multi_client(rd_function *fn, int nclients) {
     rd_buf_release(&b);
     rd_ref_release(refs[i]);
   }
-  return total / (now() - t0);
+  return total;
+}
+
+static double multi_client(rd_function *fn, int nclients) {
+  rd_task_opts o;
+  rd_task_opts_init(&o);
+  o.num_cpus = 0;
+  rd_ref refs[8];
+  double secs = g_duration;
+  double t0 = now();
+  for (int i = 0; i < nclients; i++) OK(rd_submit(fn, RD_ARGS(rd_arg_bytes(&secs, sizeof(secs))), &o, &refs[i]));
+  return sum_counts(refs, nclients) / (now() - t0);
 }
 
 static double t_multi_tasks_async(void) { return multi_client(client_tasks_async, 2); }
@@ -238,17 +243,7 @@ static double n_n_actors(long with_arg) {
   for (int i = 0; i < NC; i++)
     OK(rd_submit(client_actor_calls, RD_ARGS(rd_arg_bytes(&secs, sizeof(secs)), rd_arg_bytes(&with_arg, sizeof(with_arg))),
                  &o, &refs[i]));
-  long total = 0;
-  for (int i = 0; i < NC; i++) {
-    rd_buf b;
-    OK(rd_get(&refs[i], 1, &b, RD_TIMEOUT_INF));
-    long v;
-    memcpy(&v, b.data, sizeof(v));
-    total += v;
-    rd_buf_release(&b);
-    rd_ref_release(refs[i]);
-  }
-  return total / (now() - t0);
+  return sum_counts(refs, NC) / (now() - t0);
 }
 
 static double t_n_n_actor_async(void) { return n_n_actors(0); }
