@@ -107,8 +107,30 @@ void rd_res_ledger_init(rd_res_ledger *l, const rd_resources *total) {
   if (n > RD_RES_MAX_GPUS) n = RD_RES_MAX_GPUS;
   l->ngpus = (int)n;
   t->gpu = n * RD_RES_UNIT;
-  for (int i = 0; i < l->ngpus; i++) l->gpu_avail[i] = RD_RES_UNIT;
+  for (int i = 0; i < l->ngpus; i++) {
+    l->gpu_dev[i] = i;
+    l->gpu_cap[i] = l->gpu_avail[i] = RD_RES_UNIT;
+  }
   l->avail = l->total;
+}
+
+void rd_res_ledger_init_grant(rd_res_ledger *l, const rd_res_grant *g) {
+  memset(l, 0, sizeof(*l));
+  l->total = g->req;
+  int n = g->ngpus < 0 ? 0 : g->ngpus > RD_RES_MAX_GPUS ? RD_RES_MAX_GPUS : g->ngpus;
+  l->ngpus = n;
+  for (int i = 0; i < n; i++) {
+    l->gpu_dev[i] = g->gpu_ids[i];
+    l->gpu_cap[i] = l->gpu_avail[i] = g->gpu_share[i];
+  }
+  l->avail = l->total;
+}
+
+/* The slot of device dev, or -1. */
+static int res_gpu_slot(const rd_res_ledger *l, int dev) {
+  for (int i = 0; i < l->ngpus; i++)
+    if (l->gpu_dev[i] == dev) return i;
+  return -1;
 }
 
 int rd_res_feasible(const rd_res_ledger *l, const rd_resources *req) {
@@ -116,8 +138,12 @@ int rd_res_feasible(const rd_res_ledger *l, const rd_resources *req) {
   const rd_resources *t = &l->total;
   if (req->cpu > t->cpu || req->memory > t->memory) return 0;
   if (req->gpu > 0) {
-    if (l->ngpus == 0) return 0;
-    if (req->gpu > RD_RES_UNIT && req->gpu / RD_RES_UNIT > l->ngpus) return 0;
+    /* enough slots with the room a share or whole GPUs need */
+    int64_t need = req->gpu < RD_RES_UNIT ? req->gpu : RD_RES_UNIT;
+    int64_t want = req->gpu < RD_RES_UNIT ? 1 : req->gpu / RD_RES_UNIT, have = 0;
+    if (req->gpu > t->gpu) return 0;
+    for (int i = 0; i < l->ngpus; i++) have += l->gpu_cap[i] >= need;
+    if (have < want) return 0;
   }
   for (int i = 0; i < req->ncustom; i++) {
     if (req->custom[i].amount == 0) continue;
@@ -127,7 +153,7 @@ int rd_res_feasible(const rd_res_ledger *l, const rd_resources *req) {
   return 1;
 }
 
-/* Where a GPU request of g would go now: fills ids/shares and returns the
+/* Where a GPU request of g would go now: fills slots/shares and returns the
  * number of GPUs used (0 for g == 0), or -1 when it does not fit. */
 static int res_gpu_place(const rd_res_ledger *l, int64_t g, int *ids, int64_t *shares) {
   if (g == 0) return 0;
@@ -207,7 +233,7 @@ int rd_res_acquire(rd_res_ledger *l, const rd_resources *req, rd_res_grant *g) {
   g->req = *req;
   g->ngpus = n;
   for (int i = 0; i < n; i++) {
-    g->gpu_ids[i] = ids[i];
+    g->gpu_ids[i] = l->gpu_dev[ids[i]];
     g->gpu_share[i] = shares[i];
   }
   return 0;
@@ -218,12 +244,13 @@ void rd_res_release(rd_res_ledger *l, const rd_res_grant *g) {
   RES_CHECK(rd_res_validate(r) == 0);
   RES_CHECK(g->ngpus >= 0 && g->ngpus <= l->ngpus);
   int64_t gpu_sum = 0, back[RD_RES_MAX_GPUS] = {0};
+  int slot[RD_RES_MAX_GPUS];
   for (int i = 0; i < g->ngpus; i++) {
-    int id = g->gpu_ids[i];
-    RES_CHECK(id >= 0 && id < l->ngpus);
+    int id = slot[i] = res_gpu_slot(l, g->gpu_ids[i]);
+    RES_CHECK(id >= 0);
     RES_CHECK(g->gpu_share[i] > 0 && g->gpu_share[i] <= RD_RES_UNIT);
     back[id] += g->gpu_share[i];
-    RES_CHECK(l->gpu_avail[id] + back[id] <= RD_RES_UNIT);
+    RES_CHECK(l->gpu_avail[id] + back[id] <= l->gpu_cap[id]);
     gpu_sum += g->gpu_share[i];
   }
   RES_CHECK(gpu_sum == r->gpu);
@@ -241,7 +268,7 @@ void rd_res_release(rd_res_ledger *l, const rd_res_grant *g) {
   l->avail.cpu += r->cpu;
   l->avail.memory += r->memory;
   l->avail.gpu += r->gpu;
-  for (int i = 0; i < g->ngpus; i++) l->gpu_avail[g->gpu_ids[i]] += g->gpu_share[i];
+  for (int i = 0; i < g->ngpus; i++) l->gpu_avail[slot[i]] += g->gpu_share[i];
   for (int i = 0; i < r->ncustom; i++) {
     if (r->custom[i].amount == 0) continue;
     int j = res_custom_find(&l->total, r->custom[i].name);

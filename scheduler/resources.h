@@ -46,11 +46,17 @@ typedef struct rd_res_grant {
   int64_t gpu_share[RD_RES_MAX_GPUS];   /* fixed point, per id */
 } rd_res_grant;
 
+/* GPU slot i of a ledger is device gpu_dev[i] with room gpu_cap[i]: on a
+ * node's ledger device i with a whole GPU; on a bundle's ledger (a ledger
+ * carved out of a grant) the devices and shares that grant holds.  Grants
+ * always name devices, never slots. */
 typedef struct rd_res_ledger {
   rd_resources total;
   rd_resources avail;
   int ngpus;
-  int64_t gpu_avail[RD_RES_MAX_GPUS];   /* fixed point, each starts at RD_RES_UNIT */
+  int gpu_dev[RD_RES_MAX_GPUS];
+  int64_t gpu_cap[RD_RES_MAX_GPUS];     /* fixed point, RD_RES_UNIT on a node */
+  int64_t gpu_avail[RD_RES_MAX_GPUS];   /* fixed point, each starts at gpu_cap */
 } rd_res_ledger;
 
 /* Convert a double to fixed point, rounding to the nearest 1/RD_RES_UNIT;
@@ -71,6 +77,11 @@ int64_t rd_res_get_custom(const rd_resources *r, const char *name);
 /* total should pass rd_res_validate.  The GPU total is rounded down to whole
  * GPUs (at most RD_RES_MAX_GPUS) and negative amounts count as 0. */
 void rd_res_ledger_init(rd_res_ledger *l, const rd_resources *total);
+/* A ledger holding exactly what grant g (made by another ledger) holds:
+ * its CPU, memory, custom amounts, and its GPU devices with their shares.
+ * Used for placement-group bundles: requests scheduled into the bundle are
+ * granted from this ledger, and name the same devices as the parent. */
+void rd_res_ledger_init_grant(rd_res_ledger *l, const rd_res_grant *g);
 /* Could this request ever fit on an empty node with this ledger's totals?
  * 1 if so, 0 if not (an invalid request is never feasible).  A custom amount
  * of 0 asks for nothing, even for a name the node does not have. */

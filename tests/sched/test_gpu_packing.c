@@ -201,6 +201,55 @@ static void test_ledger_init_rounds_gpus(void) {
   CHECK(strcmp(buf, "0,1,2,3,4,5,6,7,8,9,10,11,12,13,14,15") == 0);
 }
 
+/* A placement-group bundle: a ledger carved out of a grant hands out only
+ * what the grant holds, names the parent's devices, and gives everything
+ * back so the parent can take the bundle's grant back whole. */
+static void test_bundle_ledger(void) {
+  rd_res_ledger n = node(8, 2);
+  rd_resources half = gpu_req(5000), whole = gpu_req(RD_RES_UNIT);
+  rd_res_grant other, bg;
+  CHECK(rd_res_acquire(&n, &half, &other) == 0 && other.gpu_ids[0] == 0);
+  /* bundle {CPU 2, GPU 1.5}: not possible as a share; whole 1 GPU + 2 CPUs */
+  rd_resources b = whole;
+  b.cpu = 2 * RD_RES_UNIT;
+  CHECK(rd_res_set_custom(&b, "disk", 3 * RD_RES_UNIT) == 0 && rd_res_feasible(&n, &b) == 0);  /* no "disk" here */
+  b.ncustom = 0;
+  CHECK(rd_res_acquire(&n, &b, &bg) == 0 && bg.ngpus == 1 && bg.gpu_ids[0] == 1);
+  rd_res_ledger bl;
+  rd_res_ledger_init_grant(&bl, &bg);
+  CHECK(bl.total.cpu == 2 * RD_RES_UNIT && bl.ngpus == 1 && bl.gpu_dev[0] == 1);
+  rd_resources q = gpu_req(2500), big = gpu_req(2 * RD_RES_UNIT), cpu3 = gpu_req(0);
+  cpu3.cpu = 3 * RD_RES_UNIT;
+  CHECK(rd_res_feasible(&bl, &big) == 0 && rd_res_feasible(&bl, &cpu3) == 0);
+  rd_res_grant g[4];
+  for (int i = 0; i < 4; i++) CHECK(rd_res_acquire(&bl, &q, &g[i]) == 0 && g[i].gpu_ids[0] == 1);
+  rd_res_grant extra;
+  CHECK(rd_res_acquire(&bl, &q, &extra) == RD_EAGAIN);
+  char buf[RD_RES_VISIBLE_DEVICES_MAX];
+  rd_res_grant_visible_devices(&g[2], buf, sizeof buf);
+  CHECK(strcmp(buf, "1") == 0);
+  for (int i = 0; i < 4; i++) rd_res_release(&bl, &g[i]);
+  CHECK(bl.gpu_avail[0] == RD_RES_UNIT && bl.avail.gpu == RD_RES_UNIT);
+  rd_res_release(&n, &bg);
+  rd_res_release(&n, &other);
+  CHECK(n.avail.gpu == 2 * RD_RES_UNIT && n.avail.cpu == 8 * RD_RES_UNIT);
+
+  /* a fractional bundle {GPU 0.5}: a 0.25 fits twice, a whole GPU never */
+  CHECK(rd_res_acquire(&n, &half, &other) == 0);
+  CHECK(rd_res_acquire(&n, &half, &bg) == 0 && bg.gpu_ids[0] == 0);   /* best fit: same GPU */
+  rd_res_ledger_init_grant(&bl, &bg);
+  CHECK(rd_res_feasible(&bl, &whole) == 0 && rd_res_feasible(&bl, &q) == 1);
+  CHECK(rd_res_acquire(&bl, &whole, &g[0]) == RD_EINFEASIBLE);
+  CHECK(rd_res_acquire(&bl, &q, &g[0]) == 0 && rd_res_acquire(&bl, &q, &g[1]) == 0);
+  CHECK(rd_res_acquire(&bl, &q, &g[2]) == RD_EAGAIN);
+  rd_res_release(&bl, &g[0]);
+  rd_res_release(&bl, &g[1]);
+  CHECK(bl.gpu_avail[0] == 5000);
+  rd_res_release(&n, &bg);
+  rd_res_release(&n, &other);
+  CHECK(n.gpu_avail[0] == RD_RES_UNIT);
+}
+
 int main(void) {
   test_two_gpus_pack_in_order();
   test_one_gpu_waits_then_fits();
@@ -208,6 +257,7 @@ int main(void) {
   test_whole_gpus();
   test_infeasible();
   test_ledger_init_rounds_gpus();
+  test_bundle_ledger();
   printf("test_gpu_packing: ok\n");
   return 0;
 }
