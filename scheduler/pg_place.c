@@ -1,0 +1,155 @@
+/* scheduler/pg_place.c - placement-group bundle placement (see pg_place.h).
+ * Greedy and in node order, so the same snapshot always gives the same
+ * answer; strict strategies fail rather than bend. */
+#include "pg_place.h"
+
+#include <stdio.h>
+#include <string.h>
+
+#include "raydist/error.h"
+
+int rd_res_add(rd_resources *acc, const rd_resources *r) {
+  acc->cpu += r->cpu;
+  acc->gpu += r->gpu;
+  acc->memory += r->memory;
+  for (int i = 0; i < r->ncustom; i++) {
+    if (r->custom[i].amount == 0) continue;
+    int64_t have = rd_res_get_custom(acc, r->custom[i].name);
+    int rc = rd_res_set_custom(acc, r->custom[i].name, have + r->custom[i].amount);
+    if (rc != 0) return rc;
+  }
+  return 0;
+}
+
+/* Does r fit into room (amounts only: the node's ledger has the last word
+ * on how GPU shares pack)? */
+static int fits(const rd_resources *room, const rd_resources *r) {
+  if (r->cpu > room->cpu || r->gpu > room->gpu || r->memory > room->memory) return 0;
+  for (int i = 0; i < r->ncustom; i++)
+    if (r->custom[i].amount > rd_res_get_custom(room, r->custom[i].name)) return 0;
+  return 1;
+}
+
+static void take(rd_resources *room, const rd_resources *r) {
+  room->cpu -= r->cpu;
+  room->gpu -= r->gpu;
+  room->memory -= r->memory;
+  for (int i = 0; i < r->ncustom; i++) {
+    if (r->custom[i].amount == 0) continue;
+    int64_t have = rd_res_get_custom(room, r->custom[i].name);
+    (void)rd_res_set_custom(room, r->custom[i].name, have - r->custom[i].amount);
+  }
+}
+
+typedef struct place_ctx {
+  const rd_pg_node *nodes;
+  size_t nn;
+  rd_resources room[RD_PG_PLACE_MAX_BUNDLES * 4];   /* per node, only nn used */
+  int count[RD_PG_PLACE_MAX_BUNDLES * 4];           /* the group's bundles per node */
+} place_ctx;
+
+static int node_slot(const place_ctx *x, uint32_t index) {
+  for (size_t i = 0; i < x->nn; i++)
+    if (x->nodes[i].index == index) return (int)i;
+  return -1;
+}
+
+/* One attempt against rooms (totals or avail).  0 or -1. */
+static int try_place(place_ctx *x, const rd_resources *b, size_t nb, int strategy, uint32_t *out) {
+  int fixed = -1;   /* the node of an already placed bundle, for STRICT_PACK / PACK */
+  for (size_t i = 0; i < nb; i++) {
+    if (!out[i]) continue;
+    int s = node_slot(x, out[i]);
+    if (s >= 0) {
+      x->count[s]++;
+      if (fixed < 0) fixed = s;
+    }
+  }
+  if (strategy == RD_PG_PLACE_STRICT_PACK || strategy == RD_PG_PLACE_PACK) {
+    rd_resources sum;
+    memset(&sum, 0, sizeof(sum));
+    for (size_t i = 0; i < nb; i++)
+      if (!out[i] && rd_res_add(&sum, &b[i]) != 0) return -1;
+    for (size_t s = 0; s < x->nn; s++) {
+      if (fixed >= 0 && (int)s != fixed) continue;
+      if (!fits(&x->room[s], &sum)) continue;
+      for (size_t i = 0; i < nb; i++)
+        if (!out[i]) out[i] = x->nodes[s].index;
+      return 0;
+    }
+    if (strategy == RD_PG_PLACE_STRICT_PACK) return -1;
+  }
+  for (size_t i = 0; i < nb; i++) {
+    if (out[i]) continue;
+    int best = -1;
+    for (size_t s = 0; s < x->nn; s++) {
+      if (!fits(&x->room[s], &b[i])) continue;
+      if (strategy == RD_PG_PLACE_STRICT_SPREAD && x->count[s] > 0) continue;
+      if (best < 0) { best = (int)s; continue; }
+      /* PACK: nodes already used first; SPREAD: the fewest bundles */
+      if (strategy == RD_PG_PLACE_PACK && x->count[best] == 0 && x->count[s] > 0) best = (int)s;
+      if (strategy == RD_PG_PLACE_SPREAD && x->count[s] < x->count[best]) best = (int)s;
+    }
+    if (best < 0) return -1;
+    take(&x->room[best], &b[i]);
+    x->count[best]++;
+    out[i] = x->nodes[best].index;
+  }
+  return 0;
+}
+
+int rd_pg_place(const rd_pg_node *nodes, size_t nn, const rd_resources *b, size_t nb, int strategy,
+                uint32_t *assign, char *why, size_t whylen) {
+  if (why && whylen) why[0] = '\0';
+  if (!nodes || !b || !assign || nb == 0 || nb > RD_PG_PLACE_MAX_BUNDLES || nn > RD_PG_PLACE_MAX_BUNDLES * 4 ||
+      strategy < RD_PG_PLACE_PACK || strategy > RD_PG_PLACE_STRICT_SPREAD)
+    return RD_EINVAL;
+  static __thread place_ctx x;   /* large; the node daemon is single-threaded anyway */
+  uint32_t out[RD_PG_PLACE_MAX_BUNDLES];
+
+  /* never: against empty nodes (bundles already placed keep their share) */
+  memset(&x, 0, sizeof(x));
+  x.nodes = nodes;
+  x.nn = nn;
+  for (size_t s = 0; s < nn; s++) x.room[s] = nodes[s].total;
+  for (size_t i = 0; i < nb; i++) {
+    int s = assign[i] ? node_slot(&x, assign[i]) : -1;
+    if (s >= 0) take(&x.room[s], &b[i]);
+  }
+  memcpy(out, assign, nb * sizeof(*out));
+  if (try_place(&x, b, nb, strategy, out) != 0) {
+    if (why && whylen) {
+      size_t one = nb;   /* a bundle no node can hold at all? */
+      for (size_t i = 0; i < nb && one == nb; i++) {
+        int any = 0;
+        for (size_t s = 0; s < nn && !any; s++) any = fits(&nodes[s].total, &b[i]);
+        if (!any) one = i;
+      }
+      if (one < nb)
+        snprintf(why, whylen, "bundle %zu {CPU: %g, GPU: %g, memory: %lld%s} fits no live node", one,
+                 rd_res_to_double(b[one].cpu), rd_res_to_double(b[one].gpu), (long long)b[one].memory,
+                 b[one].ncustom ? ", custom resources" : "");
+      else if (strategy == RD_PG_PLACE_STRICT_SPREAD)
+        snprintf(why, whylen, "STRICT_SPREAD needs %zu nodes that can each hold a bundle; the cluster has %zu live nodes",
+                 nb, nn);
+      else if (strategy == RD_PG_PLACE_STRICT_PACK)
+        snprintf(why, whylen, "STRICT_PACK needs one node that holds all %zu bundles together; none does", nb);
+      else
+        snprintf(why, whylen, "the %zu bundles do not fit the cluster's nodes together", nb);
+    }
+    return RD_EINFEASIBLE;
+  }
+
+  /* now: against what is free */
+  memset(&x, 0, sizeof(x));
+  x.nodes = nodes;
+  x.nn = nn;
+  for (size_t s = 0; s < nn; s++) x.room[s] = nodes[s].avail;
+  memcpy(out, assign, nb * sizeof(*out));
+  if (try_place(&x, b, nb, strategy, out) != 0) {
+    if (why && whylen) snprintf(why, whylen, "waiting for resources: the bundles fit the cluster but not its free resources now");
+    return RD_EAGAIN;
+  }
+  memcpy(assign, out, nb * sizeof(*out));
+  return 0;
+}

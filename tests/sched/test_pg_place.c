@@ -1,0 +1,96 @@
+/* tests/sched/test_pg_place.c - where placement-group bundles go: every
+ * strategy on a three-node snapshot, bundles that wait (RD_EAGAIN) versus
+ * bundles that never fit (RD_EINFEASIBLE), and re-placing the bundles of a
+ * node that died while the others keep theirs. */
+#include <string.h>
+
+#include "check.h"
+#include "pg_place.h"
+#include "raydist/error.h"
+
+static rd_pg_node mk(uint32_t index, int cpus, int free_cpus) {
+  rd_pg_node n;
+  memset(&n, 0, sizeof n);
+  n.index = index;
+  n.total.cpu = cpus * RD_RES_UNIT;
+  n.total.memory = 1 << 30;
+  n.avail = n.total;
+  n.avail.cpu = free_cpus * RD_RES_UNIT;
+  return n;
+}
+
+static rd_resources cpus(int n) {
+  rd_resources r;
+  memset(&r, 0, sizeof r);
+  r.cpu = n * RD_RES_UNIT;
+  return r;
+}
+
+int main(void) {
+  rd_pg_node nodes[3] = {mk(1, 4, 4), mk(2, 4, 4), mk(3, 4, 4)};
+  rd_resources b[4] = {cpus(1), cpus(1), cpus(1), cpus(1)};
+  uint32_t a[4];
+  char why[200];
+
+  /* PACK: all four on the first node */
+  memset(a, 0, sizeof a);
+  CHECK(rd_pg_place(nodes, 3, b, 4, RD_PG_PLACE_PACK, a, why, sizeof why) == 0);
+  CHECK(a[0] == 1 && a[1] == 1 && a[2] == 1 && a[3] == 1);
+  /* STRICT_PACK with 5 CPUs in all: no node has 5 */
+  rd_resources b5[5] = {cpus(1), cpus(1), cpus(1), cpus(1), cpus(1)};
+  uint32_t a5[5] = {0};
+  CHECK(rd_pg_place(nodes, 3, b5, 5, RD_PG_PLACE_STRICT_PACK, a5, why, sizeof why) == RD_EINFEASIBLE);
+  CHECK(strstr(why, "STRICT_PACK") != NULL);
+  /* PACK bends: 4 on node 1, 1 on node 2 */
+  CHECK(rd_pg_place(nodes, 3, b5, 5, RD_PG_PLACE_PACK, a5, why, sizeof why) == 0);
+  CHECK(a5[0] == 1 && a5[3] == 1 && a5[4] == 2);
+  /* SPREAD: round the nodes, then again */
+  memset(a, 0, sizeof a);
+  CHECK(rd_pg_place(nodes, 3, b, 4, RD_PG_PLACE_SPREAD, a, why, sizeof why) == 0);
+  CHECK(a[0] == 1 && a[1] == 2 && a[2] == 3 && a[3] == 1);
+  /* STRICT_SPREAD: three bundles on three nodes; a fourth can never fit */
+  memset(a, 0, sizeof a);
+  CHECK(rd_pg_place(nodes, 3, b, 3, RD_PG_PLACE_STRICT_SPREAD, a, why, sizeof why) == 0);
+  CHECK(a[0] == 1 && a[1] == 2 && a[2] == 3);
+  memset(a, 0, sizeof a);
+  CHECK(rd_pg_place(nodes, 3, b, 4, RD_PG_PLACE_STRICT_SPREAD, a, why, sizeof why) == RD_EINFEASIBLE);
+  CHECK(a[0] == 0 && strstr(why, "STRICT_SPREAD") != NULL);
+
+  /* busy nodes: fits when empty, not now */
+  rd_pg_node busy[2] = {mk(1, 4, 1), mk(2, 4, 0)};
+  memset(a, 0, sizeof a);
+  CHECK(rd_pg_place(busy, 2, b, 2, RD_PG_PLACE_STRICT_SPREAD, a, why, sizeof why) == RD_EAGAIN);
+  CHECK(a[0] == 0 && a[1] == 0);
+  CHECK(rd_pg_place(busy, 2, b, 1, RD_PG_PLACE_PACK, a, why, sizeof why) == 0 && a[0] == 1);
+  /* a bundle larger than any node */
+  rd_resources huge = cpus(8);
+  memset(a, 0, sizeof a);
+  CHECK(rd_pg_place(nodes, 3, &huge, 1, RD_PG_PLACE_PACK, a, why, sizeof why) == RD_EINFEASIBLE);
+  CHECK(strstr(why, "bundle 0") != NULL);
+  /* a custom resource only node 3 has */
+  rd_pg_node cn[3] = {mk(1, 4, 4), mk(2, 4, 4), mk(3, 4, 4)};
+  CHECK(rd_res_set_custom(&cn[2].total, "disk", 2 * RD_RES_UNIT) == 0);
+  cn[2].avail = cn[2].total;
+  rd_resources d = cpus(1);
+  CHECK(rd_res_set_custom(&d, "disk", RD_RES_UNIT) == 0);
+  rd_resources db[2] = {d, d};
+  memset(a, 0, sizeof a);
+  CHECK(rd_pg_place(cn, 3, db, 2, RD_PG_PLACE_SPREAD, a, why, sizeof why) == 0 && a[0] == 3 && a[1] == 3);
+  CHECK(rd_pg_place(cn, 3, db, 2, RD_PG_PLACE_STRICT_SPREAD, (memset(a, 0, sizeof a), a), why, sizeof why) ==
+        RD_EINFEASIBLE);
+
+  /* rescheduling: node 2 died; bundle 1 was there, bundles 0 and 2 stay */
+  rd_pg_node alive[2] = {mk(1, 4, 3), mk(3, 4, 3)};
+  uint32_t r[3] = {1, 0, 3};
+  CHECK(rd_pg_place(alive, 2, b, 3, RD_PG_PLACE_STRICT_SPREAD, r, why, sizeof why) == RD_EINFEASIBLE);
+  CHECK(rd_pg_place(alive, 2, b, 3, RD_PG_PLACE_SPREAD, r, why, sizeof why) == 0);
+  CHECK(r[0] == 1 && r[2] == 3 && (r[1] == 1 || r[1] == 3));
+  uint32_t p[2] = {3, 0};   /* STRICT_PACK keeps to the surviving bundle's node */
+  CHECK(rd_pg_place(alive, 2, b, 2, RD_PG_PLACE_STRICT_PACK, p, why, sizeof why) == 0 && p[1] == 3);
+
+  /* bad arguments */
+  CHECK(rd_pg_place(nodes, 3, b, 0, RD_PG_PLACE_PACK, a, why, sizeof why) == RD_EINVAL);
+  CHECK(rd_pg_place(nodes, 3, b, 1, 7, a, why, sizeof why) == RD_EINVAL);
+  printf("test_pg_place: ok\n");
+  return 0;
+}
