@@ -1,5 +1,5 @@
-/* runtime/gcs.c - the GCS server: node, actor, job, code and KV tables and
- * pub/sub of state changes, over gRPC (proto/gcs.proto).
+/* runtime/gcs.c - the GCS server: node, actor, placement group, job, code
+ * and KV tables and pub/sub of state changes, over gRPC (proto/gcs.proto).
  *
  * Every table lives in the rd_gcs_store as packed protobuf records, so a
  * persistent back end keeps the cluster's state; only soft state stays in
@@ -26,6 +26,7 @@
 
 #include "common.h"
 #include "gcs.pb-c.h"
+#include "gcs_client.h"   /* RD_GCS_PG_MAX_BUNDLES */
 #include "gcs_store.h"
 #include "log.h"
 #include "raydist/error.h"
@@ -35,11 +36,14 @@
 #define T_NODE "node"
 #define T_ACTOR "actor"
 #define T_ACTOR_NAME "actor_name"
+#define T_PG "pg"
+#define T_PG_NAME "pg_name"
 #define T_JOB "job"
 #define T_KV "kv"
 #define T_CODE "code"
 #define MAX_UPLOADS 8
 #define UPLOAD_IDLE_MS 60000
+#define PG_REMOVED_KEEP 1000   /* REMOVED placement groups kept (the newest ids) */
 
 typedef struct gcs_event {
   int kind;
@@ -138,6 +142,8 @@ static void *rec_get(gcs *g, const char *table, const char *key,
 
 static void node_key(char key[12], uint32_t idx) { snprintf(key, 12, "%04u", idx); }
 static void actor_key(char key[20], uint64_t id) { snprintf(key, 20, "%016" PRIx64, id); }
+/* Fixed-width hex, so the store's key order is id order. */
+static void pg_key(char key[20], uint64_t id) { snprintf(key, 20, "%016" PRIx64, id); }
 static void job_key(char key[12], uint32_t id) { snprintf(key, 12, "%08u", id); }
 
 static Rd__Gcs__NodeInfo *node_load(gcs *g, uint32_t idx, int *rc) {
@@ -269,8 +275,10 @@ static int reply_empty(rd__rpc_call *call, int rc) {
 
 /* ---- nodes ---- */
 
-/* Actors on a node that died can no longer be alive.  g->mu held. */
+/* Actors on a node that died can no longer be alive, nor can placement
+ * groups it recorded.  g->mu held. */
 static void actors_of_dead_node(gcs *g, uint32_t idx);
+static void pgs_of_dead_node(gcs *g, uint32_t idx);
 
 /* g->mu held. */
 static void node_mark_dead(gcs *g, Rd__Gcs__NodeInfo *n, const char *reason, int kind) {
@@ -285,6 +293,7 @@ static void node_mark_dead(gcs *g, Rd__Gcs__NodeInfo *n, const char *reason, int
           kind == RD__GCS__EVENT_KIND__EV_NODE_DEAD ? "dead" : "removed", reason);
   publish(g, kind, n->index, 0, 0, reason);
   actors_of_dead_node(g, n->index);
+  pgs_of_dead_node(g, n->index);
 }
 
 static int h_ping(void *arg, rd__rpc_call *call, const ProtobufCMessage *req) {
@@ -521,33 +530,37 @@ static void actor_publish(gcs *g, const Rd__Gcs__ActorInfo *a) {
   publish(g, RD__GCS__EVENT_KIND__EV_ACTOR, a->node_index, a->actor_id, a->state, a->death_reason);
 }
 
-/* Frees the actor's name when it holds it.  g->mu held. */
-static void actor_drop_name(gcs *g, const Rd__Gcs__ActorInfo *a) {
-  if (!a->name || !a->name[0]) return;
+/* Name tables (actors, placement groups) map a name to the 8-byte id of its
+ * holder.  Frees name when id holds it.  g->mu held. */
+static void name_drop(gcs *g, const char *table, const char *name, uint64_t id) {
+  if (!name || !name[0]) return;
   void *v;
   size_t len;
-  if (g->store->ops->get(g->store, T_ACTOR_NAME, a->name, strlen(a->name), &v, &len) == 0) {
-    if (len == 8 && !memcmp(v, &a->actor_id, 8))
-      g->store->ops->del(g->store, T_ACTOR_NAME, a->name, strlen(a->name));
+  if (g->store->ops->get(g->store, table, name, strlen(name), &v, &len) == 0) {
+    if (len == 8 && !memcmp(v, &id, 8)) g->store->ops->del(g->store, table, name, strlen(name));
     free(v);
   }
 }
 
-/* Takes the name for the actor: RD_EEXIST when another live actor holds it. */
-static int actor_claim_name(gcs *g, rd__rpc_call *call, const Rd__Gcs__ActorInfo *a) {
-  if (!a->name || !a->name[0]) return 0;
+/* Takes name for id: 0 (also when id holds it already), RD_EEXIST when
+ * another id holds it.  "" is never taken.  g->mu held. */
+static int name_claim(gcs *g, const char *table, const char *name, uint64_t id) {
+  if (!name || !name[0]) return 0;
   void *v;
   size_t len;
-  if (g->store->ops->get(g->store, T_ACTOR_NAME, a->name, strlen(a->name), &v, &len) == 0) {
-    int mine = len == 8 && !memcmp(v, &a->actor_id, 8);
+  if (g->store->ops->get(g->store, table, name, strlen(name), &v, &len) == 0) {
+    int mine = len == 8 && !memcmp(v, &id, 8);
     free(v);
-    if (!mine) {
-      rd__rpc_fail(call, "actor name '%s' is taken by a live actor", a->name);
-      return RD_EEXIST;
-    }
-    return 0;
+    return mine ? 0 : RD_EEXIST;
   }
-  return g->store->ops->put(g->store, T_ACTOR_NAME, a->name, strlen(a->name), &a->actor_id, 8);
+  return g->store->ops->put(g->store, table, name, strlen(name), &id, 8);
+}
+
+/* Takes the name for the actor: RD_EEXIST when another live actor holds it. */
+static int actor_claim_name(gcs *g, rd__rpc_call *call, const Rd__Gcs__ActorInfo *a) {
+  int rc = name_claim(g, T_ACTOR_NAME, a->name, a->actor_id);
+  if (rc == RD_EEXIST) rd__rpc_fail(call, "actor name '%s' is taken by a live actor", a->name);
+  return rc;
 }
 
 /* Moves actor a (its record under key) to state, saves and publishes it.
@@ -560,7 +573,7 @@ static int actor_change(gcs *g, rd__rpc_call *call, Rd__Gcs__ActorInfo *a, const
   a->state = (Rd__Gcs__ActorState)state;
   if (node) a->node_index = node;
   a->death_reason = reason;
-  if (state == RD__GCS__ACTOR_STATE__ACTOR_DEAD) actor_drop_name(g, a);
+  if (state == RD__GCS__ACTOR_STATE__ACTOR_DEAD) name_drop(g, T_ACTOR_NAME, a->name, a->actor_id);
   else if (was == RD__GCS__ACTOR_STATE__ACTOR_DEAD && call) rc = actor_claim_name(g, call, a);
   if (!rc) rc = rec_put(g, T_ACTOR, key, &a->base);
   if (!rc) actor_publish(g, a);
@@ -685,6 +698,222 @@ static int h_actor_lookup(void *arg, rd__rpc_call *call, const ProtobufCMessage 
   free(v);
   if (rc == RD_ENOENT) rd__rpc_fail(call, "no live actor named '%s'", q->name);
   return rc ? rc : rd__rpc_reply(call, &r.base);
+}
+
+/* ---- placement groups ---- */
+
+/* The record node writes a group's record whole (PgPut); the GCS checks it,
+ * keeps names unique among groups not REMOVED, and removes the groups of a
+ * record node that dies.  Bundles on other dead nodes are the record node's
+ * business (it reschedules them), never changed here. */
+
+static int pg_live(const Rd__Gcs__PgInfo *p) { return p->state != RD__GCS__PG_STATE__PG_REMOVED; }
+
+/* Does p hold its name (live and named)? */
+static int pg_holds_name(const Rd__Gcs__PgInfo *p) { return p && pg_live(p) && p->name && p->name[0]; }
+
+static int res_empty(const rd_resources *r) {
+  if (r->cpu || r->gpu || r->memory) return 0;
+  for (int i = 0; i < r->ncustom; i++)
+    if (r->custom[i].amount) return 0;
+  return 1;
+}
+
+/* 0, or RD_EINVAL with the reason failed on call. */
+static int pg_check(rd__rpc_call *call, const Rd__Gcs__PgInfo *q) {
+  char why[160] = "";
+  if (!q->pg_id)
+    snprintf(why, sizeof(why), "needs a non-zero id");
+  else if (q->n_bundles < 1 || q->n_bundles > RD_GCS_PG_MAX_BUNDLES)
+    snprintf(why, sizeof(why), "needs 1..%d bundles, not %zu", RD_GCS_PG_MAX_BUNDLES, q->n_bundles);
+  else if (q->n_bundle_nodes != q->n_bundles)
+    snprintf(why, sizeof(why), "has %zu bundle nodes for %zu bundles", q->n_bundle_nodes, q->n_bundles);
+  else if (q->strategy < 0 || q->strategy > 3)
+    snprintf(why, sizeof(why), "strategy %d is not 0..3 (PACK, SPREAD, STRICT_PACK, STRICT_SPREAD)", q->strategy);
+  else if (q->state < RD__GCS__PG_STATE__PG_PENDING || q->state > RD__GCS__PG_STATE__PG_REMOVED)
+    snprintf(why, sizeof(why), "state %d is not PENDING, CREATED, RESCHEDULING or REMOVED", (int)q->state);
+  else if (!str_ok(q->name, RD_GCS_NAME_MAX) || !str_ok(q->reason, 1024))
+    snprintf(why, sizeof(why), "name must be < %d bytes, reason < 1024", RD_GCS_NAME_MAX);
+  else if (q->record_node < 1 || q->record_node > RD_GCS_MAX_NODES)
+    snprintf(why, sizeof(why), "record node %u is not 1..%d", q->record_node, RD_GCS_MAX_NODES);
+  for (size_t i = 0; !why[0] && i < q->n_bundles; i++) {
+    rd_resources r;
+    if (rd__res_from_msg(q->bundles[i], &r) != 0)
+      snprintf(why, sizeof(why), "bundle %zu is not a valid resource request", i);
+    else if (res_empty(&r))
+      snprintf(why, sizeof(why), "bundle %zu asks for nothing", i);
+    else if (q->bundle_nodes[i] > RD_GCS_MAX_NODES)
+      snprintf(why, sizeof(why), "bundle %zu: node %u is not 0..%d", i, q->bundle_nodes[i], RD_GCS_MAX_NODES);
+  }
+  if (!why[0]) return 0;
+  rd__rpc_fail(call, "placement group %016" PRIx64 ": %s", q->pg_id, why);
+  return RD_EINVAL;
+}
+
+static int collect_pg_removed(void *arg, const char *key, size_t klen, const void *val, size_t vlen) {
+  id_list *l = arg;
+  Rd__Gcs__PgInfo *p = rd__gcs__pg_info__unpack(NULL, vlen, val);
+  if (!p) return 0;
+  if (!pg_live(p) && grow(&l->v, &l->cap, l->n, sizeof(*l->v)) == 0) l->v[l->n++] = p->pg_id;
+  protobuf_c_message_free_unpacked(&p->base, NULL);
+  return 0;
+}
+
+/* Deletes the oldest-id REMOVED groups beyond PG_REMOVED_KEEP.  g->mu held. */
+static void pg_trim_removed(gcs *g) {
+  id_list l = {0};
+  if (g->store->ops->scan(g->store, T_PG, "", 0, collect_pg_removed, &l) == 0) {
+    for (size_t i = 0; i + PG_REMOVED_KEEP < l.n; i++) {   /* key order: oldest ids first */
+      char key[20];
+      pg_key(key, l.v[i]);
+      g->store->ops->del(g->store, T_PG, key, strlen(key));
+    }
+  }
+  free(l.v);
+}
+
+static int collect_pg_of(void *arg, const char *key, size_t klen, const void *val, size_t vlen) {
+  id_list *l = arg;
+  Rd__Gcs__PgInfo *p = rd__gcs__pg_info__unpack(NULL, vlen, val);
+  if (!p) return 0;
+  if (p->record_node == l->node && pg_live(p) && grow(&l->v, &l->cap, l->n, sizeof(*l->v)) == 0)
+    l->v[l->n++] = p->pg_id;
+  protobuf_c_message_free_unpacked(&p->base, NULL);
+  return 0;
+}
+
+static void pgs_of_dead_node(gcs *g, uint32_t idx) {
+  id_list l = {.node = idx};
+  g->store->ops->scan(g->store, T_PG, "", 0, collect_pg_of, &l);
+  char reason[64];
+  snprintf(reason, sizeof(reason), "its record node %u died", idx);
+  for (size_t i = 0; i < l.n; i++) {
+    char key[20];
+    pg_key(key, l.v[i]);
+    int rc;
+    Rd__Gcs__PgInfo *p = rec_get(g, T_PG, key, &rd__gcs__pg_info__descriptor, &rc);
+    if (!p) continue;
+    char *old = p->reason;
+    name_drop(g, T_PG_NAME, p->name, p->pg_id);
+    p->state = RD__GCS__PG_STATE__PG_REMOVED;
+    p->reason = reason;
+    if (rec_put(g, T_PG, key, &p->base) != 0) rd__log(RD_LOG_ERROR, "gcs: cannot save placement group %s", key);
+    else rd__log(RD_LOG_INFO, "gcs: placement group %s removed: %s", key, reason);
+    p->reason = old;   /* the unpacked record frees its own string */
+    protobuf_c_message_free_unpacked(&p->base, NULL);
+  }
+  if (l.n) pg_trim_removed(g);
+  free(l.v);
+}
+
+/* Insert or replace the record with q's id.  A live named group takes its
+ * name (RD_EEXIST, nothing changed, when another live group holds it); a
+ * rename or a move to REMOVED frees the old name. */
+static int h_pg_put(void *arg, rd__rpc_call *call, const ProtobufCMessage *req) {
+  gcs *g = arg;
+  const Rd__Gcs__PgInfo *q = (const void *)req;
+  int rc = pg_check(call, q);
+  if (rc) return rc;
+  char key[20], reason[128];
+  pg_key(key, q->pg_id);
+  snprintf(reason, sizeof(reason), "%s", q->reason);
+  Rd__Gcs__PgInfo p = *q;   /* bundles and strings stay in the request */
+  p.reason = reason;
+  pthread_mutex_lock(&g->mu);
+  Rd__Gcs__PgInfo *old = rec_get(g, T_PG, key, &rd__gcs__pg_info__descriptor, &rc);
+  if (rc == RD_ENOENT) rc = 0;
+  int same = pg_holds_name(old) && pg_holds_name(&p) && !strcmp(old->name, p.name);
+  if (!rc && pg_holds_name(&p) && !same) {
+    rc = name_claim(g, T_PG_NAME, p.name, p.pg_id);
+    if (rc == RD_EEXIST) rd__rpc_fail(call, "placement group name '%s' is taken", p.name);
+  }
+  if (!rc) {
+    rc = rec_put(g, T_PG, key, &p.base);
+    if (rc && pg_holds_name(&p) && !same) name_drop(g, T_PG_NAME, p.name, p.pg_id);   /* undo the claim */
+  }
+  if (!rc && pg_holds_name(old) && !same) name_drop(g, T_PG_NAME, old->name, old->pg_id);
+  if (!rc && !pg_live(&p) && (!old || pg_live(old))) pg_trim_removed(g);
+  pthread_mutex_unlock(&g->mu);
+  if (old) protobuf_c_message_free_unpacked(&old->base, NULL);
+  return reply_empty(call, rc);
+}
+
+static int h_pg_get(void *arg, rd__rpc_call *call, const ProtobufCMessage *req) {
+  gcs *g = arg;
+  const Rd__Gcs__PgKey *q = (const void *)req;
+  if (!q->pg_id && (!str_ok(q->name, RD_GCS_NAME_MAX) || !q->name[0])) {
+    rd__rpc_fail(call, "placement group get needs an id or a name < %d bytes", RD_GCS_NAME_MAX);
+    return RD_EINVAL;
+  }
+  uint64_t id = q->pg_id;
+  int rc = 0;
+  Rd__Gcs__PgInfo *p = NULL;
+  pthread_mutex_lock(&g->mu);
+  if (!id) {
+    void *v;
+    size_t len;
+    rc = g->store->ops->get(g->store, T_PG_NAME, q->name, strlen(q->name), &v, &len);
+    if (!rc) {
+      if (len == 8) memcpy(&id, v, 8);
+      else rc = RD_EIO;
+      free(v);
+    }
+  }
+  if (!rc) {
+    char key[20];
+    pg_key(key, id);
+    p = rec_get(g, T_PG, key, &rd__gcs__pg_info__descriptor, &rc);
+  }
+  pthread_mutex_unlock(&g->mu);
+  if (rc == RD_ENOENT && q->pg_id) rd__rpc_fail(call, "no placement group %016" PRIx64, q->pg_id);
+  else if (rc == RD_ENOENT) rd__rpc_fail(call, "no placement group named '%s'", q->name);
+  if (rc) return rc;
+  rc = rd__rpc_reply(call, &p->base);
+  protobuf_c_message_free_unpacked(&p->base, NULL);
+  return rc;
+}
+
+typedef struct pg_list {
+  Rd__Gcs__PgInfo **v;
+  size_t n, cap, bytes;
+  int rc;
+} pg_list;
+
+static int collect_pg(void *arg, const char *key, size_t klen, const void *val, size_t vlen) {
+  pg_list *l = arg;
+  if (l->bytes + vlen > RD_GCS_MSG_MAX / 2) {   /* keep the reply under the message limit */
+    l->rc = RD_E2BIG;
+    return 1;
+  }
+  if ((l->rc = grow(&l->v, &l->cap, l->n, sizeof(*l->v))) != 0) return 1;
+  Rd__Gcs__PgInfo *p = rd__gcs__pg_info__unpack(NULL, vlen, val);
+  if (!p) {
+    l->rc = RD_EIO;
+    return 1;
+  }
+  l->v[l->n++] = p;
+  l->bytes += vlen + 8;
+  return 0;
+}
+
+/* Every record, REMOVED ones too, sorted by id (the store's key order). */
+static int h_pg_list(void *arg, rd__rpc_call *call, const ProtobufCMessage *req) {
+  gcs *g = arg;
+  pg_list l = {0};
+  pthread_mutex_lock(&g->mu);
+  int rc = g->store->ops->scan(g->store, T_PG, "", 0, collect_pg, &l);
+  pthread_mutex_unlock(&g->mu);
+  if (!rc) rc = l.rc;
+  if (rc == RD_E2BIG) rd__rpc_fail(call, "placement groups: too many for one reply");
+  if (!rc) {
+    Rd__Gcs__PgListReply r = RD__GCS__PG_LIST_REPLY__INIT;
+    r.n_pgs = l.n;
+    r.pgs = l.v;
+    rc = rd__rpc_reply(call, &r.base);
+  }
+  for (size_t i = 0; i < l.n; i++) protobuf_c_message_free_unpacked(&l.v[i]->base, NULL);
+  free(l.v);
+  return rc;
 }
 
 /* ---- jobs ---- */
@@ -1016,6 +1245,9 @@ static const rd__rpc_method gcs_methods[] = {
     M("ActorRegister", actor_info, h_actor_register),
     M("ActorUpdate", actor_update_request, h_actor_update),
     M("ActorLookup", actor_lookup_request, h_actor_lookup),
+    M("PgPut", pg_info, h_pg_put),
+    M("PgGet", pg_key, h_pg_get),
+    M("PgList", empty, h_pg_list),
     {"/rd.gcs.Gcs/Subscribe", &rd__gcs__empty__descriptor, NULL, &sub_ops},
 };
 #undef M

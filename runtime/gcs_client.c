@@ -453,6 +453,107 @@ int rd_gcs_actor_lookup(rd_gcs *g, const char *name, uint64_t *actor_id_out, uin
   return 0;
 }
 
+/* ---- placement groups ---- */
+
+/* Can r be turned into a message without reading past its arrays? */
+static int res_packable(const rd_resources *r) {
+  if (r->ncustom < 0 || r->ncustom > RD_RES_MAX_CUSTOM) return 0;
+  for (int i = 0; i < r->ncustom; i++)
+    if (!memchr(r->custom[i].name, 0, sizeof(r->custom[i].name))) return 0;
+  return 1;
+}
+
+int rd_gcs_pg_put(rd_gcs *g, const rd_gcs_pg *pg) {
+  /* Only what the message needs is checked here; the GCS checks the rest. */
+  if (!g || !pg || pg->nbundles > RD_GCS_PG_MAX_BUNDLES || !memchr(pg->name, 0, sizeof(pg->name)) ||
+      !memchr(pg->reason, 0, sizeof(pg->reason)))
+    return fail(RD_EINVAL, NULL, 0, "%.200s", "pg put: no group, over 64 bundles or unterminated strings");
+  for (size_t i = 0; i < pg->nbundles; i++)
+    if (!res_packable(&pg->bundles[i])) return fail(RD_EINVAL, NULL, 0, "%.200s", "pg put: a malformed bundle");
+  size_t nb = pg->nbundles ? pg->nbundles : 1;
+  rd__res_msg *bm = calloc(nb, sizeof(*bm));   /* ~30 KiB for 64 bundles: not on the stack */
+  Rd__Resources **bp = calloc(nb, sizeof(*bp));
+  if (!bm || !bp) {
+    free(bm);
+    free(bp);
+    return fail(RD_ENOMEM, NULL, 0, "%.200s", "out of memory");
+  }
+  for (size_t i = 0; i < pg->nbundles; i++) {
+    rd__res_to_msg(&pg->bundles[i], &bm[i]);
+    bp[i] = &bm[i].msg;
+  }
+  Rd__Gcs__PgInfo req = RD__GCS__PG_INFO__INIT;
+  req.pg_id = pg->pg_id;
+  req.name = (char *)pg->name;
+  req.strategy = pg->strategy;
+  req.state = (Rd__Gcs__PgState)pg->state;
+  req.record_node = pg->record_node;
+  req.n_bundles = pg->nbundles;
+  req.bundles = bp;
+  req.n_bundle_nodes = pg->nbundles;
+  req.bundle_nodes = (uint32_t *)pg->bundle_nodes;
+  req.reason = (char *)pg->reason;
+  int rc = call(g, "/rd.gcs.Gcs/PgPut", &req.base, &rd__gcs__empty__descriptor, NULL, NULL, 0);
+  free(bm);
+  free(bp);
+  return rc;
+}
+
+/* RD_EPROTO when the GCS sent a record this client cannot hold. */
+static int pg_from_msg(const Rd__Gcs__PgInfo *m, rd_gcs_pg *out) {
+  memset(out, 0, sizeof(*out));
+  if (m->n_bundles > RD_GCS_PG_MAX_BUNDLES || m->n_bundle_nodes != m->n_bundles)
+    return fail(RD_EPROTO, NULL, 0, "%.200s", "pg: the GCS sent a malformed placement group");
+  out->pg_id = m->pg_id;
+  copy_str(out->name, sizeof(out->name), m->name);
+  out->strategy = m->strategy;
+  out->state = m->state;
+  out->record_node = m->record_node;
+  out->nbundles = m->n_bundles;
+  for (size_t i = 0; i < m->n_bundles; i++) {
+    if (rd__res_from_msg(m->bundles[i], &out->bundles[i]) != 0)
+      return fail(RD_EPROTO, NULL, 0, "%.200s", "pg: the GCS sent a malformed bundle");
+    out->bundle_nodes[i] = m->bundle_nodes[i];
+  }
+  copy_str(out->reason, sizeof(out->reason), m->reason);
+  return 0;
+}
+
+int rd_gcs_pg_get(rd_gcs *g, uint64_t pg_id, const char *name, rd_gcs_pg *out) {
+  if (!g || !out) return fail(RD_EINVAL, NULL, 0, "%.200s", "pg get: NULL argument");
+  Rd__Gcs__PgKey req = RD__GCS__PG_KEY__INIT;
+  req.pg_id = pg_id;
+  req.name = (char *)(name ? name : "");
+  ProtobufCMessage *rep;
+  int rc = call(g, "/rd.gcs.Gcs/PgGet", &req.base, &rd__gcs__pg_info__descriptor, &rep, NULL, 0);
+  if (rc) return rc;
+  rc = pg_from_msg((Rd__Gcs__PgInfo *)rep, out);
+  protobuf_c_message_free_unpacked(rep, NULL);
+  return rc;
+}
+
+int rd_gcs_pg_list(rd_gcs *g, rd_gcs_pg **out, size_t *n) {
+  *out = NULL;
+  *n = 0;
+  Rd__Gcs__Empty req = RD__GCS__EMPTY__INIT;
+  ProtobufCMessage *rep;
+  int rc = call(g, "/rd.gcs.Gcs/PgList", &req.base, &rd__gcs__pg_list_reply__descriptor, &rep, NULL, 0);
+  if (rc) return rc;
+  Rd__Gcs__PgListReply *r = (Rd__Gcs__PgListReply *)rep;
+  rd_gcs_pg *v = r->n_pgs ? malloc(r->n_pgs * sizeof(*v)) : NULL;
+  if (r->n_pgs && !v) rc = fail(RD_ENOMEM, NULL, 0, "%.200s", "out of memory");
+  for (size_t i = 0; !rc && i < r->n_pgs; i++) rc = pg_from_msg(r->pgs[i], &v[i]);
+  size_t count = r->n_pgs;
+  protobuf_c_message_free_unpacked(rep, NULL);
+  if (rc) {
+    free(v);
+    return rc;
+  }
+  *out = v;
+  *n = count;
+  return 0;
+}
+
 /* ---- pub/sub ---- */
 
 enum { TAG_START = 1, TAG_MSG, TAG_STATUS };

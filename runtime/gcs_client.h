@@ -11,6 +11,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "gcs.h"         /* RD_GCS_NAME_MAX, RD_GCS_MAX_NODES */
 #include "resources.h"   /* rd_resources */
 
 typedef struct rd_gcs rd_gcs;
@@ -92,6 +93,38 @@ int rd_gcs_actor_update(rd_gcs *g, uint64_t actor_id, int state, uint32_t node_i
                         const char *reason);
 int rd_gcs_actor_lookup(rd_gcs *g, const char *name, uint64_t *actor_id_out,
                         uint32_t *node_index_out); /* RD_ENOENT */
+
+/* Placement groups.  The node that creates a group (its record node)
+ * reserves the bundles and writes the whole record with rd_gcs_pg_put at
+ * every change; the GCS checks it and keeps names unique among groups not
+ * REMOVED.  When the record node dies the GCS moves its groups to REMOVED
+ * with reason "its record node N died"; bundles on other dead nodes are left
+ * to the record node.  REMOVED records are kept (the 1000 newest ids) so
+ * status can say why. */
+#define RD_GCS_PG_MAX_BUNDLES 64
+enum { RD_GCS_PG_PENDING = 1, RD_GCS_PG_CREATED = 2, RD_GCS_PG_RESCHEDULING = 3, RD_GCS_PG_REMOVED = 4 };
+typedef struct rd_gcs_pg {
+  uint64_t pg_id;                               /* non-zero, chosen by the record node */
+  char name[RD_GCS_NAME_MAX];                   /* "" anonymous */
+  int strategy;                                 /* 0 PACK, 1 SPREAD, 2 STRICT_PACK, 3 STRICT_SPREAD */
+  int state;                                    /* RD_GCS_PG_* */
+  uint32_t record_node;                         /* 1..4095 */
+  size_t nbundles;                              /* 1..RD_GCS_PG_MAX_BUNDLES */
+  rd_resources bundles[RD_GCS_PG_MAX_BUNDLES];  /* each a valid request asking for something */
+  uint32_t bundle_nodes[RD_GCS_PG_MAX_BUNDLES]; /* 0 = not placed (yet) */
+  char reason[128];                             /* why pending / removed */
+} rd_gcs_pg;
+/* Insert or replace the record with pg->pg_id.  RD_EINVAL for a bad record
+ * (the reason in rd_gcs_last_error), RD_EEXIST when another group not
+ * REMOVED holds the name (nothing changed).  Moving to REMOVED or renaming
+ * frees the old name. */
+int rd_gcs_pg_put(rd_gcs *g, const rd_gcs_pg *pg);
+/* By id, or by name (among groups not REMOVED) when pg_id is 0; RD_ENOENT.
+ * *out is the caller's. */
+int rd_gcs_pg_get(rd_gcs *g, uint64_t pg_id, const char *name, rd_gcs_pg *out);
+/* Every record, REMOVED ones included, sorted by id.  *out is malloc'ed,
+ * free() it; NULL and 0 when there are none.  Each element is ~23 KiB. */
+int rd_gcs_pg_list(rd_gcs *g, rd_gcs_pg **out, size_t *n);
 
 /* Pub/sub: cb runs on an internal thread (one per subscription, events in
  * order) for every event until rd_gcs_close.  The subscription is live when

@@ -550,6 +550,291 @@ static int t_gcs_jobs_actors(void) {
   return 0;
 }
 
+/* ---- placement groups ---- */
+
+static void pg_fill(rd_gcs_pg *pg, uint64_t id, const char *name, uint32_t record_node, size_t nb) {
+  memset(pg, 0, sizeof(*pg));
+  pg->pg_id = id;
+  snprintf(pg->name, sizeof(pg->name), "%s", name);
+  pg->strategy = 1;
+  pg->state = RD_GCS_PG_PENDING;
+  pg->record_node = record_node;
+  pg->nbundles = nb;
+  for (size_t i = 0; i < nb; i++) pg->bundles[i].cpu = RD_RES_UNIT;
+  snprintf(pg->reason, sizeof(pg->reason), "waiting for resources");
+}
+
+/* The record in the GCS under id, which must exist. */
+static void pg_get_ok(rd_gcs *g, uint64_t id, rd_gcs_pg *out) {
+  int rc = rd_gcs_pg_get(g, id, NULL, out);
+  if (rc) fprintf(stderr, "pg get %" PRIx64 ": %s\n", id, rd_gcs_last_error());
+  CHECK_EQ(rc, 0);
+  CHECK_EQ(out->pg_id, id);
+}
+
+/* A put the client sends as is and the GCS must refuse: RD_EINVAL with a
+ * reason that names the placement group. */
+static void pg_put_bad(rd_gcs *g, const rd_gcs_pg *pg) {
+  CHECK_EQ(rd_gcs_pg_put(g, pg), RD_EINVAL);
+  CHECK(strstr(rd_gcs_last_error(), "placement group") != NULL);
+}
+
+/* Put/get by id and name, the sorted list, unique names among groups not
+ * REMOVED, bad records refused (the GCS keeps serving), the groups of a
+ * record node that dies (by heartbeat timeout, and by leaving) becoming
+ * REMOVED while other groups' bundles on it are left alone, and the cap on
+ * REMOVED records. */
+static int t_gcs_pgs(void) {
+  make_dir();
+  gcs_proc p;
+  const int hb_timeout = 600;
+  gcs_start(&p, hb_timeout);
+  rd_gcs *g = connect_ok(&p);
+  static rd_gcs_pg pg, got;   /* ~23 KiB each */
+  rd_gcs_pg *list;
+  size_t n;
+  CHECK_EQ(rd_gcs_pg_list(g, &list, &n), 0);
+  CHECK(list == NULL && n == 0);
+
+  /* three groups recorded by nodes 100 and 101 (never registered) */
+  pg_fill(&pg, 0x20, "train", 100, 2);
+  pg.strategy = 2;
+  pg.state = RD_GCS_PG_CREATED;
+  pg.bundles[0].gpu = RD_RES_UNIT;
+  pg.bundles[0].memory = 1 << 20;
+  CHECK_EQ(rd_res_set_custom(&pg.bundles[0], "tpu", 2 * RD_RES_UNIT), 0);
+  pg.bundles[1].cpu = RD_RES_UNIT / 2;
+  pg.bundle_nodes[0] = 100;
+  pg.bundle_nodes[1] = 4095;
+  pg.reason[0] = 0;
+  CHECK_EQ(rd_gcs_pg_put(g, &pg), 0);
+  pg_fill(&pg, 0x10, "", 100, 1);
+  CHECK_EQ(rd_gcs_pg_put(g, &pg), 0);
+  pg_fill(&pg, 0x30, "serve", 101, 64);
+  CHECK_EQ(rd_gcs_pg_put(g, &pg), 0);
+
+  pg_get_ok(g, 0x20, &got);
+  CHECK(!strcmp(got.name, "train") && !strcmp(got.reason, ""));
+  CHECK(got.strategy == 2 && got.state == RD_GCS_PG_CREATED && got.record_node == 100);
+  CHECK_EQ(got.nbundles, 2);
+  CHECK(got.bundles[0].cpu == RD_RES_UNIT && got.bundles[0].gpu == RD_RES_UNIT &&
+        got.bundles[0].memory == 1 << 20);
+  CHECK_EQ(rd_res_get_custom(&got.bundles[0], "tpu"), 2 * RD_RES_UNIT);
+  CHECK(got.bundles[1].cpu == RD_RES_UNIT / 2 && got.bundles[1].gpu == 0 && got.bundles[1].ncustom == 0);
+  CHECK(got.bundle_nodes[0] == 100 && got.bundle_nodes[1] == 4095);
+  CHECK_EQ(rd_gcs_pg_get(g, 0, "train", &got), 0);
+  CHECK_EQ(got.pg_id, 0x20);
+  CHECK_EQ(rd_gcs_pg_get(g, 0, "serve", &got), 0);
+  CHECK(got.pg_id == 0x30 && got.nbundles == 64 && !strcmp(got.reason, "waiting for resources"));
+  CHECK_EQ(rd_gcs_pg_get(g, 0x20, "serve", &got), 0);   /* an id wins over a name */
+  CHECK_EQ(got.pg_id, 0x20);
+  CHECK_EQ(rd_gcs_pg_get(g, 0x99, NULL, &got), RD_ENOENT);
+  CHECK(strstr(rd_gcs_last_error(), "no placement group") != NULL);
+  CHECK_EQ(rd_gcs_pg_get(g, 0, "nope", &got), RD_ENOENT);
+  CHECK_EQ(rd_gcs_pg_get(g, 0, "", &got), RD_EINVAL);
+  CHECK_EQ(rd_gcs_pg_get(g, 0, NULL, &got), RD_EINVAL);
+
+  CHECK_EQ(rd_gcs_pg_list(g, &list, &n), 0);
+  CHECK_EQ(n, 3);
+  CHECK(list[0].pg_id == 0x10 && list[1].pg_id == 0x20 && list[2].pg_id == 0x30);
+  CHECK(!strcmp(list[1].name, "train") && list[1].bundle_nodes[1] == 4095 && list[2].nbundles == 64);
+  free(list);
+
+  /* names: unique among groups not REMOVED */
+  pg_fill(&pg, 0x40, "train", 100, 1);
+  CHECK_EQ(rd_gcs_pg_put(g, &pg), RD_EEXIST);
+  CHECK(strstr(rd_gcs_last_error(), "placement group name 'train' is taken") != NULL);
+  CHECK_EQ(rd_gcs_pg_get(g, 0x40, NULL, &got), RD_ENOENT);   /* nothing written */
+  pg_fill(&pg, 0x20, "train", 100, 1);                        /* its holder may rewrite it */
+  pg.state = RD_GCS_PG_RESCHEDULING;
+  CHECK_EQ(rd_gcs_pg_put(g, &pg), 0);
+  CHECK_EQ(rd_gcs_pg_get(g, 0, "train", &got), 0);
+  CHECK(got.pg_id == 0x20 && got.state == RD_GCS_PG_RESCHEDULING && got.nbundles == 1);
+  pg_fill(&pg, 0x30, "serve2", 101, 1);                       /* a rename frees the old name */
+  CHECK_EQ(rd_gcs_pg_put(g, &pg), 0);
+  CHECK_EQ(rd_gcs_pg_get(g, 0, "serve", &got), RD_ENOENT);
+  CHECK_EQ(rd_gcs_pg_get(g, 0, "serve2", &got), 0);
+  CHECK_EQ(got.pg_id, 0x30);
+  pg_fill(&pg, 0x20, "train", 100, 1);                        /* REMOVED frees it */
+  pg.state = RD_GCS_PG_REMOVED;
+  snprintf(pg.reason, sizeof(pg.reason), "removed by its owner");
+  CHECK_EQ(rd_gcs_pg_put(g, &pg), 0);
+  CHECK_EQ(rd_gcs_pg_get(g, 0, "train", &got), RD_ENOENT);
+  pg_get_ok(g, 0x20, &got);                                   /* kept, with its reason */
+  CHECK(got.state == RD_GCS_PG_REMOVED && !strcmp(got.reason, "removed by its owner"));
+  pg_fill(&pg, 0x40, "train", 100, 1);                        /* another id takes it */
+  CHECK_EQ(rd_gcs_pg_put(g, &pg), 0);
+  CHECK_EQ(rd_gcs_pg_get(g, 0, "train", &got), 0);
+  CHECK_EQ(got.pg_id, 0x40);
+  pg_fill(&pg, 0x20, "train", 100, 1);                        /* the old holder cannot take it back */
+  CHECK_EQ(rd_gcs_pg_put(g, &pg), RD_EEXIST);
+  pg_get_ok(g, 0x20, &got);
+  CHECK_EQ(got.state, RD_GCS_PG_REMOVED);
+  pg_fill(&pg, 0x41, "train", 100, 1);                        /* a REMOVED record may share a name */
+  pg.state = RD_GCS_PG_REMOVED;
+  CHECK_EQ(rd_gcs_pg_put(g, &pg), 0);
+  CHECK_EQ(rd_gcs_pg_get(g, 0, "train", &got), 0);
+  CHECK_EQ(got.pg_id, 0x40);
+
+  /* bad records: RD_EINVAL, nothing written */
+  pg_fill(&pg, 0, "", 100, 1);
+  pg_put_bad(g, &pg);
+  pg_fill(&pg, 0x50, "", 100, 0);
+  pg_put_bad(g, &pg);
+  pg_fill(&pg, 0x50, "", 100, 1);
+  pg.strategy = 4;
+  pg_put_bad(g, &pg);
+  CHECK(strstr(rd_gcs_last_error(), "strategy") != NULL);
+  pg.strategy = -1;
+  pg_put_bad(g, &pg);
+  pg_fill(&pg, 0x50, "", 100, 1);
+  pg.state = 0;
+  pg_put_bad(g, &pg);
+  pg.state = 5;
+  pg_put_bad(g, &pg);
+  pg_fill(&pg, 0x50, "", 0, 1);
+  pg_put_bad(g, &pg);
+  pg_fill(&pg, 0x50, "", 4096, 1);
+  pg_put_bad(g, &pg);
+  pg_fill(&pg, 0x50, "", 100, 2);
+  pg.bundle_nodes[1] = 4096;
+  pg_put_bad(g, &pg);
+  pg_fill(&pg, 0x50, "", 100, 2);
+  pg.bundles[1].cpu = 0;                                      /* asks for nothing */
+  pg_put_bad(g, &pg);
+  CHECK(strstr(rd_gcs_last_error(), "bundle 1 asks for nothing") != NULL);
+  CHECK_EQ(rd_res_set_custom(&pg.bundles[1], "tpu", 0), 0);   /* nothing, by name */
+  pg_put_bad(g, &pg);
+  pg_fill(&pg, 0x50, "", 100, 2);
+  pg.bundles[1].cpu = 3 * RD_RES_UNIT / 2;                    /* above one unit, not whole */
+  pg_put_bad(g, &pg);
+  CHECK(strstr(rd_gcs_last_error(), "bundle 1 is not a valid") != NULL);
+  pg_fill(&pg, 0x50, "", 100, 1);
+  pg.bundles[0].memory = -1;
+  pg_put_bad(g, &pg);
+  pg_fill(&pg, 0x50, "", 100, 1);
+  pg.nbundles = RD_GCS_PG_MAX_BUNDLES + 1;                    /* refused by the client itself */
+  CHECK_EQ(rd_gcs_pg_put(g, &pg), RD_EINVAL);
+  /* what the client cannot send: 65 bundles, bundle nodes not one per bundle */
+  grpc_init();
+  grpc_channel *ch = rd__rpc_channel(p.addr, 0, 0, NULL, 0);
+  Rd__Resources res = RD__RESOURCES__INIT;
+  res.cpu = RD_RES_UNIT;
+  Rd__Resources *resp[RD_GCS_PG_MAX_BUNDLES + 1];
+  uint32_t nodes[RD_GCS_PG_MAX_BUNDLES + 1] = {0};
+  for (int i = 0; i <= RD_GCS_PG_MAX_BUNDLES; i++) resp[i] = &res;
+  Rd__Gcs__PgInfo raw = RD__GCS__PG_INFO__INIT;
+  raw.pg_id = 0x50;
+  raw.state = RD__GCS__PG_STATE__PG_PENDING;
+  raw.record_node = 100;
+  raw.bundles = resp;
+  raw.bundle_nodes = nodes;
+  char err[256];
+  const size_t shapes[][2] = {{RD_GCS_PG_MAX_BUNDLES + 1, RD_GCS_PG_MAX_BUNDLES + 1}, {2, 1}, {1, 2}, {1, 0}};
+  for (size_t i = 0; i < sizeof(shapes) / sizeof(shapes[0]); i++) {
+    raw.n_bundles = shapes[i][0];
+    raw.n_bundle_nodes = shapes[i][1];
+    CHECK_EQ(rd__rpc_unary(ch, "/rd.gcs.Gcs/PgPut", TOKEN, &raw.base, NULL, NULL, 3000, 0, err, sizeof(err)),
+             RD_EINVAL);
+    CHECK(strstr(err, "placement group") != NULL);
+  }
+  raw.n_bundles = raw.n_bundle_nodes = 1;                     /* the same call, well formed */
+  CHECK_EQ(rd__rpc_unary(ch, "/rd.gcs.Gcs/PgPut", TOKEN, &raw.base, NULL, NULL, 3000, 0, err, sizeof(err)), 0);
+  grpc_channel_destroy(ch);
+  grpc_shutdown();
+  CHECK_EQ(rd_gcs_pg_list(g, &list, &n), 0);                  /* still serving, only good records */
+  CHECK_EQ(n, 6);
+  uint64_t want[] = {0x10, 0x20, 0x30, 0x40, 0x41, 0x50};
+  for (size_t i = 0; i < n; i++) CHECK_EQ(list[i].pg_id, want[i]);
+  free(list);
+
+  /* record nodes die: a by leaving, b by silence (a keeps beating) */
+  rd_gcs_node a, b;
+  node_fill(&a, "127.0.0.2", 4);
+  node_fill(&b, "127.0.0.3", 4);
+  uint32_t ia = 0, ib = 0;
+  CHECK_EQ(rd_gcs_register_node(g, &a, &ia, err, sizeof(err)), 0);
+  CHECK_EQ(rd_gcs_register_node(g, &b, &ib, err, sizeof(err)), 0);
+  pg_fill(&pg, 0x60, "on-a", ia, 2);                          /* recorded by a, a bundle on b */
+  pg.state = RD_GCS_PG_CREATED;
+  pg.bundle_nodes[0] = ia;
+  pg.bundle_nodes[1] = ib;
+  pg.reason[0] = 0;
+  CHECK_EQ(rd_gcs_pg_put(g, &pg), 0);
+  pg_fill(&pg, 0x70, "on-b", ib, 1);
+  pg.state = RD_GCS_PG_CREATED;
+  pg.bundle_nodes[0] = ib;
+  CHECK_EQ(rd_gcs_pg_put(g, &pg), 0);
+  pg_fill(&pg, 0x71, "", ib, 1);                              /* pending, anonymous */
+  CHECK_EQ(rd_gcs_pg_put(g, &pg), 0);
+  pg_fill(&pg, 0x72, "", ib, 1);                              /* removed before: keeps its reason */
+  pg.state = RD_GCS_PG_REMOVED;
+  snprintf(pg.reason, sizeof(pg.reason), "removed by its owner");
+  CHECK_EQ(rd_gcs_pg_put(g, &pg), 0);
+  char want_b[64], want_a[64];
+  snprintf(want_b, sizeof(want_b), "its record node %u died", ib);
+  snprintf(want_a, sizeof(want_a), "its record node %u died", ia);
+  int removed = 0;
+  for (int i = 0; i < 40 && !removed; i++) {
+    CHECK_EQ(rd_gcs_heartbeat(g, ia, &a.total, 0, 0, NULL), 0);
+    sleep_ms(100);
+    pg_get_ok(g, 0x70, &got);
+    removed = got.state == RD_GCS_PG_REMOVED;
+  }
+  CHECK(removed);
+  CHECK(!strcmp(got.reason, want_b));
+  CHECK(got.bundle_nodes[0] == ib && !strcmp(got.name, "on-b"));
+  CHECK_EQ(rd_gcs_pg_get(g, 0, "on-b", &got), RD_ENOENT);     /* the name is free */
+  pg_get_ok(g, 0x71, &got);
+  CHECK(got.state == RD_GCS_PG_REMOVED && !strcmp(got.reason, want_b));
+  pg_get_ok(g, 0x72, &got);
+  CHECK(got.state == RD_GCS_PG_REMOVED && !strcmp(got.reason, "removed by its owner"));
+  pg_get_ok(g, 0x60, &got);                                   /* a's group: left to a */
+  CHECK(got.state == RD_GCS_PG_CREATED && got.bundle_nodes[0] == ia && got.bundle_nodes[1] == ib &&
+        !strcmp(got.reason, ""));
+  CHECK_EQ(rd_gcs_pg_get(g, 0, "on-a", &got), 0);
+  pg_get_ok(g, 0x30, &got);                                   /* nodes 100, 101: untouched */
+  CHECK_EQ(got.state, RD_GCS_PG_PENDING);
+  CHECK_EQ(rd_gcs_unregister_node(g, ia, "stopped by test"), 0);
+  pg_get_ok(g, 0x60, &got);
+  CHECK(got.state == RD_GCS_PG_REMOVED && !strcmp(got.reason, want_a));
+  CHECK_EQ(rd_gcs_pg_get(g, 0, "on-a", &got), RD_ENOENT);
+
+  /* REMOVED records: the 1000 newest ids are kept */
+  size_t live = 0, gone = 0;
+  CHECK_EQ(rd_gcs_pg_list(g, &list, &n), 0);
+  for (size_t i = 0; i < n; i++) {
+    live += list[i].state != RD_GCS_PG_REMOVED;
+    gone += list[i].state == RD_GCS_PG_REMOVED;
+  }
+  free(list);
+  CHECK(live == 4 && gone == 6);   /* live: 0x10, 0x30, 0x40, 0x50 */
+  double t0 = now_ms();
+  for (uint64_t i = 0; i < 1000; i++) {
+    pg_fill(&pg, 0x1000 + i, "", 100, 1);
+    pg.state = RD_GCS_PG_REMOVED;
+    CHECK_EQ(rd_gcs_pg_put(g, &pg), 0);
+  }
+  fprintf(stderr, "1000 REMOVED puts: %.0f ms\n", now_ms() - t0);
+  CHECK_EQ(rd_gcs_pg_list(g, &list, &n), 0);
+  CHECK_EQ(n, live + 1000);
+  for (size_t i = 0; i < n; i++) {
+    if (i) CHECK(list[i].pg_id > list[i - 1].pg_id);
+    if (list[i].state == RD_GCS_PG_REMOVED) CHECK(list[i].pg_id >= 0x1000);   /* the oldest went */
+  }
+  CHECK_EQ(list[0].pg_id, 0x10);
+  CHECK_EQ(list[n - 1].pg_id, 0x1000 + 999);
+  free(list);
+  CHECK_EQ(rd_gcs_pg_get(g, 0x20, NULL, &got), RD_ENOENT);
+  pg_get_ok(g, 0x40, &got);                                   /* live ones never go */
+  CHECK_EQ(rd_gcs_pg_get(g, 0, "train", &got), 0);
+
+  rd_gcs_close(g);
+  gcs_stop(&p);
+  rm_dir();
+  return 0;
+}
+
 /* Wrong or missing token, bad and unreachable addresses, malformed and
  * oversized messages: each gets its error and the GCS keeps serving. */
 static int t_gcs_bad_input(void) {
@@ -915,6 +1200,7 @@ static const rd_test_case cases[] = {
     {"gcs_kv", t_gcs_kv},
     {"gcs_code", t_gcs_code},
     {"gcs_jobs_actors", t_gcs_jobs_actors},
+    {"gcs_pgs", t_gcs_pgs},
     {"gcs_bad_input", t_gcs_bad_input},
     {"xfer_big", t_xfer_big},
     {"xfer_errors", t_xfer_errors},
