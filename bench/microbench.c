@@ -268,6 +268,20 @@ static double t_actor_creation(void) {
   return NA / dt;
 }
 
+/* Ray's placement_group_create_removal: 100 groups of one small bundle
+ * (a custom resource, as ray_perf.py does), each waited for, then all
+ * removed; groups per second. */
+static double t_pg_create_removal(void) {
+  enum { NPG = 100 };
+  static rd_pg pg[NPG];
+  rd_bundle b = {.resources = "custom=0.001"};
+  double t0 = now();
+  for (int i = 0; i < NPG; i++) OK(rd_pg_create(&b, 1, RD_PG_PACK, NULL, &pg[i]));
+  for (int i = 0; i < NPG; i++) OK(rd_pg_wait(pg[i], RD_TIMEOUT_INF));
+  for (int i = 0; i < NPG; i++) OK(rd_pg_remove(pg[i]));
+  return NPG / (now() - t0);
+}
+
 static double t_put_calls(void) {
   long ops = 0, v = 0;
   double t0 = now();
@@ -355,6 +369,7 @@ int main(int argc, char **argv) {
   rd_config cfg;
   rd_config_init(&cfg);
   cfg.object_store_bytes = 2ull << 30;
+  cfg.custom_resources = "custom=100";   /* for the placement groups, as ray_perf.py */
   int r = rd_init(&cfg);
   if (r != 0) DIE("rd_init: %s", rd_strerror(r));
   g_big = malloc(g_big_n);
@@ -384,6 +399,7 @@ int main(int argc, char **argv) {
   report("n_n_actor_calls_async", "", t_n_n_actor_async);
   report("n_n_actor_calls_with_arg_async", "", t_n_n_actor_with_arg);
   report("actor_creation_per_second", "(200 actors, one call each)", t_actor_creation);
+  report("placement_group_create_removal", "(100 groups of 1 bundle)", t_pg_create_removal);
   if (selected("1_1_actor_calls_sync")) {
     long ops = 0;
     double t0 = now();

@@ -172,6 +172,11 @@ static inline rd_value rd_arg_ref(rd_ref ref) {
 #define RD_MAX_ARGS 64
 #define RD_MAX_RETURNS 16
 
+/* A placement group (see "placement groups" below); id 0 means none. */
+typedef struct rd_pg {
+  uint64_t id;
+} rd_pg;
+
 typedef struct rd_task_opts {
   double num_cpus;        /* default 1 (use rd_task_opts_init); 0 allowed */
   double num_gpus;        /* default 0; fractions below 1 are packed onto one GPU */
@@ -191,6 +196,13 @@ typedef struct rd_task_opts {
   int strategy;
   uint32_t node;
   int soft;
+  /* Run inside a placement group (placement_group.id != 0): granted from
+   * its bundle bundle_index (-1, the default: any bundle that can run it,
+   * preferring ones on the submitting node); strategy is then ignored.  The
+   * task waits while the group is being reserved; in a removed group it
+   * fails with RD_EPG_REMOVED. */
+  rd_pg placement_group;
+  int bundle_index;
 } rd_task_opts;
 
 enum { RD_STRATEGY_DEFAULT = 0, RD_STRATEGY_SPREAD = 1, RD_STRATEGY_NODE_AFFINITY = 2 };
@@ -308,6 +320,11 @@ typedef struct rd_actor_opts {
   int strategy;
   uint32_t node;
   int soft;
+  /* Placed in a placement group's bundle, as for tasks; restarts go back to
+   * the same bundle (re-reserved elsewhere if its node died).  Removing the
+   * group kills the actor for good. */
+  rd_pg placement_group;
+  int bundle_index;
 } rd_actor_opts;
 
 RD_EXTERN void rd_actor_opts_init(rd_actor_opts *o);
@@ -343,6 +360,53 @@ RD_EXTERN rd_actor rd_call_actor(const rd_call *call);
 RD_EXTERN int rd_call_actor_restarts(const rd_call *call);
 
 #include "raydist/pool.h"
+
+/* ------------------------------------------------------- placement groups */
+
+/* A placement group reserves bundles of resources across the cluster's
+ * nodes atomically (all bundles or none), so that tasks and actors
+ * scheduled into it later find their resources waiting, where the strategy
+ * put them:
+ *   RD_PG_PACK          as few nodes as possible (one if it fits);
+ *   RD_PG_SPREAD        as many nodes as possible;
+ *   RD_PG_STRICT_PACK   all bundles on one node, or wait;
+ *   RD_PG_STRICT_SPREAD every bundle on a different node, or wait.
+ * A group lives until rd_pg_remove or until the driver that created it
+ * exits; a bundle whose node dies is reserved again elsewhere. */
+enum { RD_PG_PACK = 0, RD_PG_SPREAD = 1, RD_PG_STRICT_PACK = 2, RD_PG_STRICT_SPREAD = 3 };
+#define RD_PG_MAX_BUNDLES 64
+
+typedef struct rd_bundle {
+  double num_cpus, num_gpus;  /* as in rd_task_opts (default 0 here) */
+  uint64_t memory;            /* bytes */
+  const char *resources;      /* custom "name=amount,..." or NULL */
+} rd_bundle;
+
+enum { RD_PG_STATE_PENDING = 1, RD_PG_STATE_CREATED = 2, RD_PG_STATE_RESCHEDULING = 3, RD_PG_STATE_REMOVED = 4 };
+typedef struct rd_pg_info {
+  int state;                  /* RD_PG_STATE_* */
+  int strategy;
+  size_t num_bundles;
+  uint32_t bundle_nodes[RD_PG_MAX_BUNDLES];  /* node index of each bundle (0: not reserved now, or embedded) */
+} rd_pg_info;
+
+/* Create a group of n (1..RD_PG_MAX_BUNDLES) bundles; returns once it is
+ * recorded, while the bundles are reserved in the background (rd_pg_wait).
+ * name: NULL, or unique in the cluster among groups not removed.  Errors:
+ * RD_EINVAL (bad bundle or strategy), RD_EINFEASIBLE (no node, or no set of
+ * nodes the strategy allows, could ever hold the bundles), RD_EEXIST. */
+RD_EXTERN int rd_pg_create(const rd_bundle *bundles, size_t n, int strategy, const char *name,
+                           rd_pg *out) RD_MUST_CHECK;
+/* Wait until every bundle is reserved: 0, RD_ETIMEDOUT, RD_EPG_REMOVED,
+ * RD_ENOENT (no such group). */
+RD_EXTERN int rd_pg_wait(rd_pg pg, int64_t timeout_ms) RD_MUST_CHECK;
+/* The group's state and where its bundles are, without waiting. */
+RD_EXTERN int rd_pg_info_get(rd_pg pg, rd_pg_info *out) RD_MUST_CHECK;
+/* Find a named group (RD_ENOENT). */
+RD_EXTERN int rd_pg_get(const char *name, rd_pg *out) RD_MUST_CHECK;
+/* Give its bundles back: tasks and actors running in it are killed, ones
+ * waiting for it fail with RD_EPG_REMOVED.  RD_ENOENT when unknown. */
+RD_EXTERN int rd_pg_remove(rd_pg pg) RD_MUST_CHECK;
 
 /* ----------------------------------------------------------------- status */
 

@@ -41,6 +41,7 @@
 #include "gcs_client.h"
 #include "log.h"
 #include "objxfer.h"
+#include "pg.h"
 #include "raydist.h"
 
 #define RD_CL_HEARTBEAT_MS 500
@@ -63,6 +64,8 @@ typedef struct cl_rreq {
   int priority;
   Rd__LeaseRequest req;     /* the placement inputs (strategy, affinity, ...) */
   uint64_t view_seq;        /* the view it was found infeasible in */
+  uint64_t pg_id;           /* for a placement-group bundle on target (pg.c) */
+  int bundle;
   struct cl_rreq *next;
 } cl_rreq;
 
@@ -432,8 +435,7 @@ static void chan_close(cl_chan *ch, int status, const char *why, int tell_peer) 
     node_worker *w = ch->worker;
     if (w->state == W_LEASED && w->lease_owner == ch->link) {
       /* the remote owner is gone: the worker may be mid-task, so it is not reused */
-      rd_res_release(&N.ledger, &w->grant);
-      memset(&w->grant, 0, sizeof(w->grant));
+      rd__node_worker_release(w);
       w->state = W_DYING;
       w->lease_owner = NULL;
       if (w->pid > 0) kill(w->pid, SIGKILL);
@@ -623,6 +625,8 @@ static void rreq_send(cl_rreq *q) {
   m.n_argv = C.job_argc;
   m.argv = C.job_argv;
   m.job_id = C.job_id;
+  m.pg_id = q->pg_id;
+  m.bundle_index = q->bundle;
   link_send(q->link, RD__MSG_TYPE__MSG_LINK_LEASE, &m.base);
 }
 
@@ -691,13 +695,36 @@ int rd__cluster_lease_request(node_client *c, const Rd__LeaseRequest *m, const r
   return 1;
 }
 
+/* Lease for an owner here on node `target`, from bundle `bundle` of placement
+ * group pg_id reserved there (pg.c chose it). */
+void rd__cluster_lease_to(node_client *c, uint64_t req_id, const rd_resources *res, int priority, uint32_t target,
+                          uint64_t pg_id, int bundle) {
+  cl_rreq *q = calloc(1, sizeof(*q));
+  if (!q) {
+    reply_grant_error(c, req_id, RD_ENOMEM, "node out of memory");
+    return;
+  }
+  q->owner = c;
+  q->owner_req = req_id;
+  q->link_req = ++C.next_link_req;
+  q->target = target;
+  q->res = *res;
+  q->priority = priority;
+  q->pg_id = pg_id;
+  q->bundle = bundle;
+  q->view_seq = C.view_seq;
+  q->next = C.rreqs;
+  C.rreqs = q;
+  rreq_go(q);
+}
+
 /* A new view: place the requests no node could run in the previous one,
  * here, there, or refuse them for good. */
 static void view_changed(void) {
   C.view_seq++;
   for (cl_rreq *q = C.rreqs, *next; q; q = next) {
     next = q->next;
-    if (q->target || q->view_seq == C.view_seq) continue;
+    if (q->target || q->view_seq == C.view_seq || q->pg_id) continue;
     int err = 0;
     char why[300] = "";
     uint32_t t = place(&q->req, &q->res, &err, why, sizeof(why));
@@ -810,6 +837,8 @@ typedef struct code_fetch {
   uint64_t req_id;
   rd_resources res;
   int priority;
+  uint64_t pg_id;           /* granted from this bundle here */
+  int bundle;
   char hash[65];
   char path[600];
   char **argv;
@@ -824,25 +853,47 @@ static node_client *client_by_id(uint32_t id) {
   return NULL;
 }
 
-static void queue_link_request(node_client *link, uint64_t req_id, const rd_resources *res, int priority) {
-  lease_req *r = calloc(1, sizeof(*r));
-  if (!r) {
-    Rd__LinkGrant lg = RD__LINK_GRANT__INIT;
-    lg.req_id = req_id;
-    lg.status = RD_ENOMEM;
-    lg.error = "node out of memory";
-    link_send(link, RD__MSG_TYPE__MSG_LINK_GRANT, &lg.base);
+/* A peer's request for a worker here, from a placement-group bundle when
+ * pg_id is set: 0, or an error (sent to the peer) when that bundle is not
+ * here (removed, or moved after a node died: the peer asks its GCS again). */
+static void queue_link_request(node_client *link, const code_fetch *f) {
+  node_bundle *b = NULL;
+  rd__log(RD_LOG_DEBUG, "lease request %llu from node %u queued%s", (unsigned long long)f->req_id,
+          rd__cluster_link_peer(link), f->pg_id ? " in a placement-group bundle" : "");
+  if (f->pg_id && !(b = rd__pg_bundle_here(f->pg_id, f->bundle))) {
+    char why[200];
+    snprintf(why, sizeof(why), "bundle %d of placement group %016llx is not reserved on node %u", f->bundle,
+             (unsigned long long)f->pg_id, C.index);
+    rd__node_reply_grant(link, f->req_id, RD_EAGAIN, why);
     return;
   }
-  r->item.req = *res;
-  r->item.priority = priority;
-  r->item.data = r;
-  r->owner = link;
-  r->req_id = req_id;
-  r->next = link->reqs;
-  link->reqs = r;
-  rd_sched_queue_push(&N.queue, &r->item);
-  rd__node_dispatch();
+  rd__node_lease_queue(link, f->req_id, &f->res, f->priority, b);
+}
+
+/* Forwarded requests that waited for the job's code hash go now. */
+static void rreqs_flush(void) {
+  for (cl_rreq *q = C.rreqs, *next; q; q = next) {
+    next = q->next;
+    if (!q->link && q->target) rreq_go(q);
+  }
+}
+
+/* A node without a driver of its own runs the job a peer shipped: its
+ * workers' own remote requests name that code, not a local upload. */
+static void code_adopt(const code_fetch *f) {
+  if (C.code_state == 1 || (C.code_state == 2 && !strcmp(C.code_hash, f->hash))) return;
+  if (C.code_state == 2 && N.job_exe && strcmp(N.job_exe, f->path)) return;   /* a local driver's job */
+  snprintf(C.code_hash, sizeof(C.code_hash), "%s", f->hash);
+  for (size_t i = 0; i < C.job_argc; i++) free(C.job_argv[i]);
+  free(C.job_argv);
+  C.job_argv = calloc(f->argc + 1, sizeof(char *));
+  C.job_argc = 0;
+  for (size_t i = 0; C.job_argv && i < f->argc; i++) {
+    C.job_argv[i] = strdup(f->argv[i]);
+    if (C.job_argv[i]) C.job_argc = i + 1;
+  }
+  C.code_state = 2;
+  rreqs_flush();
 }
 
 static void code_fetch_work(uv_work_t *w) {
@@ -859,7 +910,10 @@ static void code_fetch_done(uv_work_t *w, int status) {
   if (link && link == f->link) {
     char err[400];
     int r = f->status;
-    if (r == 0) r = rd__node_set_job(f->path, f->argv, f->argc, err, sizeof(err));
+    /* the job this node already runs, under its driver's own path: as is */
+    int same = C.code_state == 2 && !strcmp(C.code_hash, f->hash) && N.job_exe;
+    if (r == 0 && !same) r = rd__node_set_job(f->path, f->argv, f->argc, err, sizeof(err));
+    if (r == 0 && !same) code_adopt(f);
     else snprintf(err, sizeof(err), "cannot fetch the job's executable %.16s from the GCS: %s", f->hash, f->err);
     if (f->actor) {
       if (r == 0) r = rd__node_actor_host_for(link, f->actor->spec, f->actor->actor_id, f->actor->restarts, err,
@@ -871,7 +925,7 @@ static void code_fetch_done(uv_work_t *w, int status) {
         link_send(link, RD__MSG_TYPE__MSG_LINK_ACTOR_STATE, &st.base);
       }
     } else if (r == 0) {
-      queue_link_request(link, f->req_id, &f->res, f->priority);
+      queue_link_request(link, f);
     } else {
       Rd__LinkGrant lg = RD__LINK_GRANT__INIT;
       lg.req_id = f->req_id;
@@ -897,7 +951,8 @@ static void code_fetch_start(code_fetch *f, node_client *c, const char *hash, ch
   snprintf(f->hash, sizeof(f->hash), "%s", hash);
   snprintf(f->path, sizeof(f->path), "%s/code/%s", N.opts.session_dir, hash);
   f->work.data = f;
-  if (N.job_exe && !strcmp(N.job_exe, f->path)) {   /* the common case: nothing to fetch */
+  if (N.job_exe && (!strcmp(N.job_exe, f->path) || (C.code_state == 2 && !strcmp(C.code_hash, hash)))) {
+    /* the common case: nothing to fetch */
     code_fetch_done(&f->work, 0);
     return;
   }
@@ -907,6 +962,8 @@ static void code_fetch_start(code_fetch *f, node_client *c, const char *hash, ch
 static int hash_ok(const char *h) { return h && strlen(h) == 64 && strspn(h, "0123456789abcdef") == 64; }
 
 static void on_link_lease(node_client *c, Rd__LinkLease *m) {
+  rd__log(RD_LOG_DEBUG, "link lease %llu from node %u (code %.16s)", (unsigned long long)m->req_id,
+          rd__cluster_link_peer(c), m->code_hash ? m->code_hash : "");
   rd_resources res;
   Rd__LinkGrant lg = RD__LINK_GRANT__INIT;
   lg.req_id = m->req_id;
@@ -932,6 +989,8 @@ static void on_link_lease(node_client *c, Rd__LinkLease *m) {
   f->req_id = m->req_id;
   f->res = res;
   f->priority = m->priority;
+  f->pg_id = m->pg_id;
+  f->bundle = m->bundle_index;
   code_fetch_start(f, c, m->code_hash, m->argv, m->n_argv);
 }
 
@@ -949,6 +1008,7 @@ static void on_link_grant(node_client *c, Rd__LinkGrant *m) {
   }
   rreq_unlink(q);
   if (m->status != 0) {
+    if (q->pg_id && m->status == RD_EAGAIN) rd__pg_forget(q->pg_id);   /* the bundle is not there now */
     char buf[400];
     snprintf(buf, sizeof(buf), "node %u: %s", q->target, m->error && *m->error ? m->error : rd_strerror(m->status));
     reply_grant_error(q->owner, q->owner_req, m->status, buf);
@@ -991,8 +1051,7 @@ static void on_link_return(node_client *c, Rd__LinkReturn *m) {
   }
   if (!w) return;
   if (w->state == W_LEASED && w->lease_owner == c) {
-    rd_res_release(&N.ledger, &w->grant);
-    memset(&w->grant, 0, sizeof(w->grant));
+    rd__node_worker_release(w);
     w->lease_owner = NULL;
     w->lease_id = 0;
     if (m->worker_lost) {
@@ -1124,6 +1183,8 @@ static void actor_spec(node_actor *a, Rd__ActorCreate *spec, rd__res_msg *rm) {
   spec->n_args = a->nargs;
   spec->args = a->args;
   spec->priority = a->priority;
+  spec->pg_id = a->pg_id;
+  spec->bundle_index = a->bundle_index;
 }
 
 static void await_add(uint64_t id) {
@@ -1435,6 +1496,12 @@ int rd__cluster_handle_frame(node_client *c, const rd__frame *f) {
     case RD__MSG_TYPE__MSG_LINK_ACTOR_CONNECTED: d = &rd__link_actor_connected__descriptor; break;
     case RD__MSG_TYPE__MSG_LINK_ACTOR_KILL: d = &rd__actor_kill__descriptor; break;
     case RD__MSG_TYPE__MSG_LINK_ACTOR_KILLED: d = &rd__actor_id_reply__descriptor; break;
+    case RD__MSG_TYPE__MSG_LINK_PG_PREPARE:
+    case RD__MSG_TYPE__MSG_LINK_PG_PREPARED:
+    case RD__MSG_TYPE__MSG_LINK_PG_COMMIT:
+    case RD__MSG_TYPE__MSG_LINK_PG_ABORT:
+    case RD__MSG_TYPE__MSG_LINK_PG_REMOVE:
+    case RD__MSG_TYPE__MSG_LINK_PG_REMOVED: d = NULL; break;   /* pg.c's */
     default: return 0;
   }
   cl_link_state *ls = c->link;
@@ -1442,6 +1509,7 @@ int rd__cluster_handle_frame(node_client *c, const rd__frame *f) {
     rd__node_client_drop(c, "link frame out of place");
     return 1;
   }
+  if (!d) return rd__pg_link_frame(c, f);
   ProtobufCMessage *m = rd__frame_unpack(f, d);
   if (!m) {
     rd__node_client_drop(c, "malformed link frame");
@@ -1780,10 +1848,7 @@ static void code_put_done(uv_work_t *w, int status) {
     snprintf(C.code_err, sizeof(C.code_err), "%s", p->err[0] ? p->err : rd_strerror(p->status));
     rd__log(RD_LOG_ERROR, "cannot store the driver's executable in the GCS: %s", C.code_err);
   }
-  for (cl_rreq *q = C.rreqs, *next; q; q = next) {
-    next = q->next;
-    if (!q->link && q->target) rreq_go(q);
-  }
+  rreqs_flush();
   await_flush();
   free(p);
   rd__node_flush_all();
@@ -1866,6 +1931,7 @@ static void hb_done(uv_work_t *w, int status) {
   C.nview = C.hb_n;
   C.hb_nodes = NULL;
   view_changed();
+  rd__pg_view_changed();
   fails_expire();
   rd__node_flush_all();
 }
@@ -2032,6 +2098,36 @@ void rd__cluster_free(void) {
 }
 
 int rd__cluster_on(void) { return C.on; }
+rd_gcs *rd__cluster_gcs(void) { return C.on ? C.gcs : NULL; }
+node_client *rd__cluster_link(uint32_t peer) { return C.on && peer != C.index ? link_open(peer) : NULL; }
+uint32_t rd__cluster_link_peer(const node_client *c) { return c->link ? ((cl_link_state *)c->link)->peer : 0; }
+
+int rd__cluster_node_usable(uint32_t index) {
+  if (!C.on || index == C.index) return 1;
+  const rd_gcs_node *n = view_find(index);
+  return n && node_usable(n);
+}
+
+int rd__cluster_node_alive(uint32_t index) {
+  if (!C.on || index == C.index) return 1;
+  const rd_gcs_node *n = view_find(index);
+  return n && n->state == RD_GCS_NODE_ALIVE;
+}
+
+/* The other live nodes, for placement-group placement (pg.c puts itself
+ * first, from its own ledger). */
+size_t rd__cluster_pg_nodes(rd_pg_node *out, size_t max) {
+  size_t n = 0;
+  for (size_t i = 0; i < C.nview && n < max; i++) {
+    const rd_gcs_node *v = &C.view[i];
+    if (v->index == C.index || !node_usable(v)) continue;
+    out[n].index = v->index;
+    out[n].total = v->total;
+    out[n].avail = v->avail;
+    n++;
+  }
+  return n;
+}
 uint32_t rd__cluster_index(void) { return C.on ? C.index : 0; }
 const char *rd__cluster_token(void) { return C.on ? C.token : NULL; }
 

@@ -11,7 +11,9 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "gcs_client.h"
 #include "node_internal.h"
+#include "pg_place.h"
 
 /* Join the cluster named in opts (gcs_address); no-op without one. */
 int rd__cluster_start(const rd_node_opts *o, char *err, size_t errlen);
@@ -79,6 +81,18 @@ void rd__cluster_actor_dead(node_actor *a, const char *why);
 int rd__cluster_actor_lookup(node_client *c, uint64_t req_id, const char *name);
 
 /* Frames of a link (types MSG_LINK_*): 1 handled, 0 not a link frame. */
+/* Placement groups (pg.c): the GCS handle, a link to a peer (opened if need
+ * be; NULL when unreachable or not clustered), which peer a link is, whether
+ * a node is alive in the view, the other live nodes for placement, and a
+ * lease forwarded to a bundle on another node. */
+rd_gcs *rd__cluster_gcs(void);
+node_client *rd__cluster_link(uint32_t peer);
+uint32_t rd__cluster_link_peer(const node_client *c);
+int rd__cluster_node_alive(uint32_t index);
+int rd__cluster_node_usable(uint32_t index);   /* alive, and its link did not just fail */
+size_t rd__cluster_pg_nodes(rd_pg_node *out, size_t max);
+void rd__cluster_lease_to(node_client *c, uint64_t req_id, const rd_resources *res, int priority, uint32_t target,
+                          uint64_t pg_id, int bundle);
 int rd__cluster_handle_frame(node_client *c, const rd__frame *f);
 
 #endif

@@ -23,6 +23,7 @@
 #include <uv.h>
 
 #include "cluster.h"
+#include "pg.h"
 #include "common.h"
 #include "log.h"
 #include "queue.h"
@@ -40,6 +41,7 @@ static void worker_spawn(void);
 static void actor_worker_gone(node_actor *a, const char *why);
 static void actor_place(node_actor *a, node_worker *w, const rd_res_grant *g);
 static void actor_die(node_actor *a, const char *why);
+static void fail_queue(rd_sched_queue *q, int status, const char *why);
 
 /* ------------------------------------------------------------- plumbing */
 
@@ -110,7 +112,7 @@ static void worker_on_exit(uv_process_t *p, int64_t status, int sig) {
   int expected = N.shutting_down || w->state == W_DYING || (status == 0 && sig == 0);
   rd__log(expected ? RD_LOG_INFO : RD_LOG_WARN, "worker %u (pid %d) exited status %lld signal %d", w->id, w->pid,
           (long long)status, sig);
-  if (w->state == W_LEASED) rd_res_release(&N.ledger, &w->grant);
+  if (w->state == W_LEASED) rd__node_worker_release(w);
   if (w->state == W_STARTING) N.nstarting--;
   if (w->state == W_IDLE) N.nidle--;
   w->state = W_DEAD;
@@ -232,11 +234,12 @@ static node_worker *pick_idle_worker(const rd_res_grant *g) {
 /* A request may be granted only with an idle worker; one that would fit the
  * resources now but finds no worker counts toward growing the pool. */
 static int can_run(rd_sched_item *it, void *ctx) {
-  (void)ctx;
+  node_bundle *b = ctx;
+  rd_res_ledger *l = b ? &b->ledger : &N.ledger;
   if (N.nidle > 0) return 1;
   rd_res_grant g;
-  if (rd_res_acquire(&N.ledger, &it->req, &g) == 0) {
-    rd_res_release(&N.ledger, &g);
+  if (rd_res_acquire(l, &it->req, &g) == 0) {
+    rd_res_release(l, &g);
     N.want_workers++;
     if (((lease_req *)it->data)->actor) N.want_actor_workers++;
   }
@@ -291,8 +294,57 @@ static int lease_assign(node_worker *w, const rd_res_grant *g, node_client *owne
   return 0;
 }
 
+/* What w's grant holds goes back to the ledger it came from; a bundle being
+ * removed is given back to the node once its last user is gone. */
+void rd__node_worker_release(node_worker *w) {
+  node_bundle *b = w->bundle;
+  rd_res_release(b ? &b->ledger : &N.ledger, &w->grant);
+  memset(&w->grant, 0, sizeof(w->grant));
+  w->bundle = NULL;
+  if (b) {
+    b->users--;
+    if (b->removed == 2 && b->users == 0) rd__node_bundle_drop(b, NULL);
+  }
+}
+
+/* Remove bundle b: what waits in it fails with RD_EPG_REMOVED (why), what
+ * runs in it is killed (actors for good), and its share of the node's
+ * ledger comes back once the last of those workers is gone.  b is freed
+ * then, possibly before this returns.  Callers dispatch afterwards. */
+void rd__node_bundle_drop(node_bundle *b, const char *why) {
+  if (!b->removed) {
+    b->removed = 1;   /* draining: releases below must not free b yet */
+    fail_queue(&b->queue, RD_EPG_REMOVED, why);
+    for (node_worker *w = N.workers; w; w = w->next) {
+      if (w->bundle != b) continue;
+      if (w->actor) {
+        w->actor->no_restart = 1;
+        actor_die(w->actor, why);
+      } else if (w->state == W_LEASED) {
+        rd__node_worker_release(w);
+        w->state = W_DYING;
+        w->lease_owner = NULL;
+        if (w->pid > 0) kill(w->pid, SIGKILL);
+      }
+    }
+    b->removed = 2;
+  }
+  if (b->users > 0) return;
+  for (node_bundle **pp = &N.bundles; *pp; pp = &(*pp)->next)
+    if (*pp == b) { *pp = b->next; break; }
+  rd_res_release(&N.ledger, &b->grant);
+  free(b);
+}
+
+static void worker_bind_bundle(node_worker *w, node_bundle *b) {
+  w->bundle = b;
+  if (b) b->users++;
+}
+
+/* ctx: the bundle whose queue is dispatched (NULL: the node's own). */
 static void granted(rd_sched_item *it, const rd_res_grant *g, void *ctx) {
-  (void)ctx;
+  node_bundle *b = ctx;
+  rd_res_ledger *l = b ? &b->ledger : &N.ledger;
   lease_req *r = it->data;
   node_client *owner = r->owner;
   rd__log(RD_LOG_DEBUG, "grant request %llu of client %u", (unsigned long long)r->req_id, owner->id);
@@ -304,15 +356,17 @@ static void granted(rd_sched_item *it, const rd_res_grant *g, void *ctx) {
     a->req = NULL;
     free(r);
     if (!w) {   /* cannot happen (can_run saw an idle worker); place it again later */
-      rd_res_release(&N.ledger, g);
+      rd_res_release(l, g);
       return;
     }
     actor_place(a, w, g);
+    worker_bind_bundle(w, b);
     return;
   }
   int fd = -1;
   int st = w ? lease_assign(w, g, owner, &fd) : RD_EAGAIN;
-  if (st != 0) rd_res_release(&N.ledger, g);
+  if (st != 0) rd_res_release(l, g);
+  else worker_bind_bundle(w, b);
   if (owner->role == ROLE_LINK) {   /* a peer node's spillback request */
     rd__cluster_granted(r, w, st, fd);
     free(r);
@@ -340,39 +394,80 @@ const char *rd__node_grant_error(int status, const node_worker *w) {
 
 /* Workers cannot be started at all (the job's executable will not run):
  * every queued request fails with the reason instead of waiting forever. */
-static void fail_queued(int status, const char *why) {
-  while (N.queue.head) {
-    lease_req *r = N.queue.head->data;
-    rd_sched_queue_remove(&N.queue, &r->item);
+static void fail_queue(rd_sched_queue *q, int status, const char *why) {
+  while (q->head) {
+    lease_req *r = q->head->data;
+    rd_sched_queue_remove(q, &r->item);
     for (lease_req **pp = &r->owner->reqs; *pp; pp = &(*pp)->next)
       if (*pp == r) { *pp = r->next; break; }
     if (r->actor) {
       r->actor->req = NULL;
       actor_die(r->actor, why);
-    } else if (r->owner->role == ROLE_LINK) {
-      rd__cluster_granted(r, NULL, status, -1);
     } else {
-      Rd__LeaseGrant lg = RD__LEASE_GRANT__INIT;
-      lg.req_id = r->req_id;
-      lg.status = status;
-      lg.error = (char *)why;
-      send_msg(r->owner, RD__MSG_TYPE__MSG_LEASE_GRANT, &lg.base, -1);
+      rd__node_reply_grant(r->owner, r->req_id, status, why);
     }
     free(r);
   }
+}
+
+static void fail_queued(int status, const char *why) {
+  fail_queue(&N.queue, status, why);
+  for (node_bundle *b = N.bundles; b; b = b->next) fail_queue(&b->queue, status, why);
+}
+
+/* A request of c (a client, or a peer node's link) failed before it was
+ * queued, or while it waited. */
+void rd__node_reply_grant(node_client *c, uint64_t req_id, int status, const char *err) {
+  if (c->role == ROLE_LINK) {
+    Rd__LinkGrant lg = RD__LINK_GRANT__INIT;
+    lg.req_id = req_id;
+    lg.status = status;
+    lg.error = (char *)err;
+    send_msg(c, RD__MSG_TYPE__MSG_LINK_GRANT, &lg.base, -1);
+    return;
+  }
+  Rd__LeaseGrant lg = RD__LEASE_GRANT__INIT;
+  lg.req_id = req_id;
+  lg.status = status;
+  lg.error = (char *)err;
+  send_msg(c, RD__MSG_TYPE__MSG_LEASE_GRANT, &lg.base, -1);
+}
+
+/* Queue a lease request of c (a client, or a peer's link) for the node's
+ * own resources, or for bundle b's. */
+void rd__node_lease_queue(node_client *c, uint64_t req_id, const rd_resources *res, int priority, node_bundle *b) {
+  lease_req *r = calloc(1, sizeof(*r));
+  if (!r) {
+    rd__node_reply_grant(c, req_id, RD_ENOMEM, "node out of memory");
+    return;
+  }
+  r->item.req = *res;
+  r->item.priority = priority;
+  r->item.data = r;
+  r->owner = c;
+  r->req_id = req_id;
+  r->bundle = b;
+  r->next = c->reqs;
+  c->reqs = r;
+  rd_sched_queue_push(b ? &b->queue : &N.queue, &r->item);
+  dispatch();
 }
 
 static void dispatch(void) {
   if (N.shutting_down) return;
   N.want_workers = N.want_actor_workers = 0;
   rd_sched_queue_dispatch(&N.queue, &N.ledger, can_run, granted, NULL);
+  for (node_bundle *b = N.bundles; b; b = b->next)
+    if (b->committed && !b->removed && b->queue.head) rd_sched_queue_dispatch(&b->queue, &b->ledger, can_run, granted, b);
   /* grow the pool when requests wait for a worker rather than for resources */
   while (N.want_workers > N.nstarting && N.job_exe) {
     int before = N.nworkers;
     worker_spawn();
     if (N.nworkers == before) break;
   }
-  if (N.spawn_failures >= 3 && N.nworkers == 0 && N.queue.head) fail_queued(RD_ESYS, N.spawn_error);
+  int queued = N.queue.head != NULL;
+  for (node_bundle *b = N.bundles; b && !queued; b = b->next) queued = b->queue.head != NULL;
+  if (N.spawn_failures >= 3 && N.nworkers == 0 && queued) fail_queued(RD_ESYS, N.spawn_error);
 }
 
 static void on_lease_request(node_client *c, Rd__LeaseRequest *m) {
@@ -385,6 +480,10 @@ static void on_lease_request(node_client *c, Rd__LeaseRequest *m) {
     lg.status = RD_EINVAL;
     lg.error = "invalid resource request";
     send_msg(c, RD__MSG_TYPE__MSG_LEASE_GRANT, &lg.base, -1);
+    return;
+  }
+  if (m->pg_id) {   /* pg.c routes it to its bundle: here, there, or later */
+    rd__pg_lease_request(c, m, &res);
     return;
   }
   if (rd__cluster_lease_request(c, m, &res)) return;
@@ -400,22 +499,7 @@ static void on_lease_request(node_client *c, Rd__LeaseRequest *m) {
     send_msg(c, RD__MSG_TYPE__MSG_LEASE_GRANT, &lg.base, -1);
     return;
   }
-  lease_req *r = calloc(1, sizeof(*r));
-  if (!r) {
-    lg.status = RD_ENOMEM;
-    lg.error = "node out of memory";
-    send_msg(c, RD__MSG_TYPE__MSG_LEASE_GRANT, &lg.base, -1);
-    return;
-  }
-  r->item.req = res;
-  r->item.priority = m->priority;
-  r->item.data = r;
-  r->owner = c;
-  r->req_id = m->req_id;
-  r->next = c->reqs;
-  c->reqs = r;
-  rd_sched_queue_push(&N.queue, &r->item);
-  dispatch();
+  rd__node_lease_queue(c, m->req_id, &res, m->priority, NULL);
 }
 
 static void on_lease_cancel(node_client *c, Rd__LeaseCancel *m) {
@@ -423,17 +507,17 @@ static void on_lease_cancel(node_client *c, Rd__LeaseCancel *m) {
     if ((*pp)->req_id == m->req_id) {
       lease_req *r = *pp;
       *pp = r->next;
-      rd_sched_queue_remove(&N.queue, &r->item);
+      rd_sched_queue_remove(r->bundle ? &r->bundle->queue : &N.queue, &r->item);
       free(r);
       return;
     }
   }
+  if (rd__pg_lease_cancel(c, m->req_id)) return;
   (void)rd__cluster_lease_cancel(c, m->req_id);
 }
 
 static void lease_end(node_worker *w) {
-  rd_res_release(&N.ledger, &w->grant);
-  memset(&w->grant, 0, sizeof(w->grant));
+  rd__node_worker_release(w);
   w->state = W_IDLE;
   w->lease_owner = NULL;
   w->lease_id = 0;
@@ -446,7 +530,7 @@ static void on_lease_return(node_client *c, Rd__LeaseReturn *m) {
       if (m->worker_lost) {
         /* its owner saw the socket break: the worker is dead or broken, so it
          * must never be granted again; reaped by worker_on_exit */
-        rd_res_release(&N.ledger, &w->grant);
+        rd__node_worker_release(w);
         w->state = W_DYING;
         w->lease_owner = NULL;
         if (w->pid > 0) kill(w->pid, SIGKILL);
@@ -542,19 +626,34 @@ static void actor_answer_killers(node_actor *a) {
 }
 
 static void actor_schedule(node_actor *a) {
-  if (a->creator->role != ROLE_LINK) {
-    char why[300] = "";
-    int err = 0;
-    uint32_t host = rd__cluster_actor_place(a, &err, why, sizeof(why));
-    if (err) {
-      a->state = A_DEAD;
-      a->place_err = err;
-      free(a->death);
-      a->death = strdup(why);
-      actor_serve_connects(a);
-      actor_answer_killers(a);
+  node_bundle *b = NULL;   /* its placement-group bundle, when that is here */
+  uint32_t host = 0;
+  char why[300] = "";
+  int err = 0;
+  if (a->pg_id) {
+    err = rd__pg_actor_bundle(a, &b, &host, why, sizeof(why));
+    if (err == RD_EAGAIN) {   /* the group is being reserved: pg.c schedules it again */
+      a->state = A_PENDING;
+      if (a->creator->role != ROLE_LINK) a->host = 0;
       return;
     }
+  } else if (a->creator->role != ROLE_LINK) {
+    host = rd__cluster_actor_place(a, &err, why, sizeof(why));
+  }
+  if (err && a->creator->role == ROLE_LINK) {   /* hosted for a peer: tell its record node */
+    actor_die(a, why);
+    return;
+  }
+  if (err) {
+    a->state = A_DEAD;
+    a->place_err = err;
+    free(a->death);
+    a->death = strdup(why);
+    actor_serve_connects(a);
+    actor_answer_killers(a);
+    return;
+  }
+  if (a->creator->role != ROLE_LINK) {
     a->host = host;
     if (host) {   /* the record stays here; the actor runs there */
       a->state = A_PENDING;
@@ -579,11 +678,18 @@ static void actor_schedule(node_actor *a) {
   r->item.data = r;
   r->owner = a->creator;
   r->actor = a;
+  r->bundle = b;
   r->next = a->creator->reqs;
   a->creator->reqs = r;
   a->req = r;
-  rd_sched_queue_push(&N.queue, &r->item);
+  rd_sched_queue_push(b ? &b->queue : &N.queue, &r->item);
 }
+
+void rd__node_actor_schedule(node_actor *a) {
+  actor_schedule(a);
+  dispatch();
+}
+void rd__node_actor_die(node_actor *a, const char *why) { actor_die(a, why); }
 
 static void actor_die(node_actor *a, const char *why) {
   if (a->state == A_DEAD) return;
@@ -597,7 +703,7 @@ static void actor_die(node_actor *a, const char *why) {
   if (a->req) {
     for (lease_req **pp = &a->creator->reqs; *pp; pp = &(*pp)->next)
       if (*pp == a->req) { *pp = a->req->next; break; }
-    rd_sched_queue_remove(&N.queue, &a->req->item);
+    rd_sched_queue_remove(a->req->bundle ? &a->req->bundle->queue : &N.queue, &a->req->item);
     free(a->req);
     a->req = NULL;
   }
@@ -605,7 +711,7 @@ static void actor_die(node_actor *a, const char *why) {
     node_worker *w = a->worker;
     actor_unbind(a);
     if (w->state == W_LEASED) {
-      rd_res_release(&N.ledger, &w->grant);
+      rd__node_worker_release(w);
       w->state = W_DYING;
     }
     if (w->pid > 0) kill(w->pid, SIGKILL);
@@ -724,6 +830,8 @@ static void on_actor_create(node_client *c, Rd__ActorCreate *m) {
   a->strategy = m->strategy;
   a->affinity = m->node_affinity;
   a->soft = m->soft;
+  a->pg_id = m->pg_id;
+  a->bundle_index = m->pg_id ? m->bundle_index : -1;
   a->creator = c;
   a->next = N.actors;
   N.actors = a;
@@ -784,6 +892,8 @@ int rd__node_actor_host_for(node_client *link, const Rd__ActorCreate *m, uint64_
   a->priority = m->priority;
   a->max_restarts = 0;   /* its record node decides restarts, maybe elsewhere */
   a->restarts = (int)restarts;
+  a->pg_id = m->pg_id;
+  a->bundle_index = m->bundle_index;
   a->max_task_retries = m->max_task_retries;
   a->max_concurrency = m->max_concurrency > 0 ? m->max_concurrency : 1;
   a->creator = link;
@@ -1232,6 +1342,9 @@ static void handle_frame(node_client *c, const rd__frame *f) {
     case RD__MSG_TYPE__MSG_ACTOR_CONNECT: d = &rd__actor_connect__descriptor; break;
     case RD__MSG_TYPE__MSG_ACTOR_KILL: d = &rd__actor_kill__descriptor; break;
     case RD__MSG_TYPE__MSG_ACTOR_LOOKUP: d = &rd__actor_lookup__descriptor; break;
+    case RD__MSG_TYPE__MSG_PG_CREATE: d = &rd__pg_create__descriptor; break;
+    case RD__MSG_TYPE__MSG_PG_QUERY: d = &rd__pg_query__descriptor; break;
+    case RD__MSG_TYPE__MSG_PG_REMOVE: d = &rd__pg_remove__descriptor; break;
     default: break;
   }
   if (!d || f->flags != 0) {
@@ -1266,6 +1379,9 @@ static void handle_frame(node_client *c, const rd__frame *f) {
     case RD__MSG_TYPE__MSG_ACTOR_CONNECT: on_actor_connect(c, (Rd__ActorConnect *)m); break;
     case RD__MSG_TYPE__MSG_ACTOR_KILL: on_actor_kill(c, (Rd__ActorKill *)m); break;
     case RD__MSG_TYPE__MSG_ACTOR_LOOKUP: on_actor_lookup(c, (Rd__ActorLookup *)m); break;
+    case RD__MSG_TYPE__MSG_PG_CREATE: rd__pg_on_create(c, (Rd__PgCreate *)m); break;
+    case RD__MSG_TYPE__MSG_PG_QUERY: rd__pg_on_query(c, (Rd__PgQuery *)m); break;
+    case RD__MSG_TYPE__MSG_PG_REMOVE: rd__pg_on_remove(c, (Rd__PgRemove *)m); break;
     case RD__MSG_TYPE__MSG_SHUTDOWN:
       if (c->role == ROLE_DRIVER && !rd__cluster_on()) node_shutdown();   /* a cluster's node outlives drivers */
       else rd__log(RD_LOG_WARN, "client %u (not a driver) asked for shutdown; ignored", c->id);
@@ -1291,6 +1407,7 @@ static void client_drop(node_client *c, const char *why) {
           "dropping client %u (%s pid %d): %s", c->id,
           c->role == ROLE_DRIVER ? "driver" : c->role == ROLE_WORKER ? "worker" : c->role == ROLE_LINK ? "node link" : "unknown",
           c->pid, why);
+  rd__pg_client_dropped(c);   /* first: it asks cluster.c which peer a link was */
   rd__cluster_client_dropped(c);
   if (rd__conn_want_write(&c->conn)) (void)rd__conn_flush(&c->conn);  /* best effort: the error frame */
   for (node_client **pp = &N.clients; *pp; pp = &(*pp)->next)
@@ -1325,7 +1442,7 @@ static void client_drop(node_client *c, const char *why) {
     lease_req *r = c->reqs;
     c->reqs = r->next;
     if (r->actor) r->actor->req = NULL;
-    rd_sched_queue_remove(&N.queue, &r->item);
+    rd_sched_queue_remove(r->bundle ? &r->bundle->queue : &N.queue, &r->item);
     free(r);
   }
   for (node_worker *w = N.workers; w; w = w->next)
@@ -1340,7 +1457,7 @@ static void client_drop(node_client *c, const char *why) {
     if (w->actor) actor_worker_gone(w->actor, "its worker process closed its connection to the node");
     if (w->state == W_IDLE) N.nidle--;
     if (w->state != W_DEAD && w->pid > 0) kill(w->pid, SIGKILL);  /* a worker without a conn is useless */
-    if (w->state == W_LEASED) rd_res_release(&N.ledger, &w->grant);
+    if (w->state == W_LEASED) rd__node_worker_release(w);
     if (w->state != W_DEAD) w->state = W_DYING;   /* until its exit callback */
   }
   uv_poll_stop(&c->poll);
@@ -1465,6 +1582,7 @@ int rd__node_set_job(const char *exe, char *const *argv, size_t argc, char *err,
 
 static void on_tick(uv_timer_t *t) {
   (void)t;
+  rd__pg_tick();
   if (N.parked) retry_parked(1);
   if (N.parked_creates) retry_parked_creates();
   uint64_t now = rd__now_ns();
@@ -1647,6 +1765,12 @@ int rd__node_main(const rd_node_opts *opts) {
     free(a->args); free(a->cls); free(a->name); free(a->death); free(a);
   }
   rd__cluster_free();
+  rd__pg_free();
+  while (N.bundles) {
+    node_bundle *b = N.bundles;
+    N.bundles = b->next;
+    free(b);
+  }
   rd_store_close(N.store);
   if (sc.spill_dir) rmdir(sc.spill_dir);
   if (N.job_argv) {

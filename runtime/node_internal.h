@@ -21,10 +21,27 @@ typedef struct node_worker node_worker;
 typedef struct node_client node_client;
 typedef struct node_actor node_actor;
 
+/* A placement-group bundle reserved on this node (runtime/pg.c): a share of
+ * the node's ledger that only requests naming the bundle are granted from. */
+typedef struct node_bundle {
+  uint64_t pg_id;
+  int index;
+  uint32_t record;          /* the group's record node (C.index or 0: this one) */
+  uint64_t txn;             /* the reservation that made it */
+  int committed;            /* the whole group is reserved: usable */
+  int removed;              /* given back once no worker holds a grant from it */
+  rd_res_grant grant;       /* what it holds of N.ledger */
+  rd_res_ledger ledger;     /* what requests in it are granted from */
+  rd_sched_queue queue;     /* those requests */
+  int users;                /* workers holding a grant from ledger */
+  struct node_bundle *next;
+} node_bundle;
+
 typedef struct lease_req {
   rd_sched_item item;
   node_client *owner;
   uint64_t req_id;
+  node_bundle *bundle;      /* queued in this bundle's queue (NULL: N.queue) */
   node_actor *actor;        /* placing this actor rather than leasing a worker */
   struct lease_req *next;   /* in owner's list */
 } lease_req;
@@ -45,6 +62,8 @@ struct node_actor {
   int strategy, soft;       /* placement in a cluster (rd_actor_opts) */
   int place_err;            /* why placement failed (RD_EINFEASIBLE, RD_ENODE_DIED) */
   uint32_t affinity;
+  uint64_t pg_id;           /* placed in this placement group (0: none) */
+  int bundle_index;         /* its bundle (-1: any); resolved when placed */
   int host_pid;             /* its worker's pid there */
   char *cls;
   char *name;               /* NULL = anonymous */
@@ -110,6 +129,7 @@ struct node_worker {
   uint64_t lease_id;
   node_client *lease_owner;
   rd_res_grant grant;
+  node_bundle *bundle;      /* the bundle grant came from (NULL: N.ledger) */
   char visible[64];
   node_actor *actor;        /* the actor this worker hosts */
   uint64_t kill_deadline;   /* graceful actor exit: SIGKILL after this */
@@ -138,6 +158,7 @@ typedef struct rd__node_state {
   parked_create *parked_creates;
   node_actor *actors;
   uint64_t next_actor_id;
+  node_bundle *bundles;           /* placement-group bundles reserved here */
   uv_timer_t tick;
   uv_signal_t sigterm, sigint;
   int spawn_failures;              /* in a row: 3 with no worker alive fail the queue */
@@ -170,6 +191,13 @@ void rd__node_actor_registered(uint64_t id, uint32_t client_id, uint64_t req_id,
 void rd__node_reply_actor_id(uint32_t client_id, uint64_t req_id, int status, const char *err, uint64_t id);
 void rd__node_reply_connect(node_client *c, uint64_t req_id, node_actor *a, int status, const char *err, int fd);
 node_client *rd__node_client_new(int fd, int role);
+/* Placement groups (pg.c) */
+void rd__node_worker_release(node_worker *w);
+void rd__node_bundle_drop(node_bundle *b, const char *why);
+void rd__node_lease_queue(node_client *c, uint64_t req_id, const rd_resources *res, int priority, node_bundle *b);
+void rd__node_actor_schedule(node_actor *a);
+void rd__node_actor_die(node_actor *a, const char *why);
+void rd__node_reply_grant(node_client *c, uint64_t req_id, int status, const char *err);
 int rd__node_set_job(const char *exe, char *const *argv, size_t argc, char *err, size_t errlen);
 
 #endif

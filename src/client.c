@@ -162,9 +162,11 @@ static void obj_set_failed(rd__obj *o, int err, rd__blob *msg) {
 static rd__sclass *class_get(const rd_resources *r, int prio, const rd_task_opts *o) {
   int strategy = o ? o->strategy : 0, soft = o ? !!o->soft : 0;
   uint32_t node = o && strategy == RD_STRATEGY_NODE_AFFINITY ? o->node : 0;
+  uint64_t pg = o ? o->placement_group.id : 0;
+  int bundle = pg ? o->bundle_index : -1;
   for (rd__sclass *c = G.classes; c; c = c->next)
     if (c->priority == prio && c->strategy == strategy && c->node == node && c->soft == soft &&
-        !memcmp(&c->res, r, sizeof(*r)))
+        c->pg_id == pg && c->bundle == bundle && !memcmp(&c->res, r, sizeof(*r)))
       return c;
   rd__sclass *c = calloc(1, sizeof(*c));
   if (!c) return NULL;
@@ -173,6 +175,8 @@ static rd__sclass *class_get(const rd_resources *r, int prio, const rd_task_opts
   c->strategy = strategy;
   c->node = node;
   c->soft = soft;
+  c->pg_id = pg;
+  c->bundle = bundle;
   c->next = G.classes;
   G.classes = c;
   return c;
@@ -321,7 +325,9 @@ static void lease_request(rd__sclass *c) {
   m.strategy = c->strategy;
   m.node_affinity = c->node;
   m.soft = c->soft;
-  if (G.cluster && c->qhead) {
+  m.pg_id = c->pg_id;
+  m.bundle_index = c->bundle;
+  if (G.cluster && c->qhead && !c->pg_id) {
     /* data locality: the node holding the next task's first store argument
      * kept on another node (the owner does not know store objects' sizes) */
     for (int i = 0; i < c->qhead->nargs && !m.prefer_node; i++) {
@@ -679,6 +685,7 @@ static void handle_daemon_frame(const rd__frame *f) {
     case RD__MSG_TYPE__MSG_ACTOR_START: d = &rd__actor_start__descriptor; break;
     case RD__MSG_TYPE__MSG_ACTOR_ATTACH: d = &rd__actor_attach__descriptor; break;
     case RD__MSG_TYPE__MSG_ACTOR_KILL: d = &rd__actor_kill__descriptor; break;
+    case RD__MSG_TYPE__MSG_PG_REPLY: d = &rd__pg_reply__descriptor; break;
     default: break;
   }
   int fd = (f->flags & RD_FRAME_FLAG_FD) ? rd__conn_take_fd(&G.daemon) : -1;
@@ -723,6 +730,7 @@ static void handle_daemon_frame(const rd__frame *f) {
       if (f->type == RD__MSG_TYPE__MSG_OBJ_GET_REPLY) req = ((Rd__ObjGetReply *)m)->req_id;
       if (f->type == RD__MSG_TYPE__MSG_NODE_INFO_REPLY) req = ((Rd__NodeInfoReply *)m)->req_id;
       if (f->type == RD__MSG_TYPE__MSG_ACTOR_ID_REPLY) req = ((Rd__ActorIdReply *)m)->req_id;
+      if (f->type == RD__MSG_TYPE__MSG_PG_REPLY) req = ((Rd__PgReply *)m)->req_id;
       if (fd >= 0) close(fd);
       for (int i = 0; i < RD_MAX_WAITING_REPLIES; i++) {
         if (G.replies[i].req_id == req && !G.replies[i].msg && G.replies[i].type == f->type) {
@@ -1396,6 +1404,7 @@ void rd_task_opts_init(rd_task_opts *o) {
   o->num_cpus = 1;
   o->num_returns = 1;
   o->max_retries = 3;
+  o->bundle_index = -1;
 }
 
 static int opts_to_resources(const rd_task_opts *o, rd_resources *r, char *err, size_t errlen) {
@@ -1552,6 +1561,9 @@ int rd_submit(const rd_function *fn, const rd_value *args, size_t nargs, const r
   } else if (opts->strategy == RD_STRATEGY_NODE_AFFINITY && (opts->node == 0 || opts->node > 4095)) {
     snprintf(err, sizeof(err), "node affinity needs a node index (1..4095), got %u", opts->node);
     r = RD_EINVAL;
+  } else if (opts->placement_group.id && (opts->bundle_index < -1 || opts->bundle_index >= RD_PG_MAX_BUNDLES)) {
+    snprintf(err, sizeof(err), "bundle_index %d (-1 or 0..%d)", opts->bundle_index, RD_PG_MAX_BUNDLES - 1);
+    r = RD_EINVAL;
   }
   rd_resources res;
   if (r == 0) r = opts_to_resources(opts, &res, err, sizeof(err));
@@ -1636,6 +1648,7 @@ int rd_is_worker(void) { return G.is_worker; }
 void rd_actor_opts_init(rd_actor_opts *o) {
   memset(o, 0, sizeof(*o));
   o->max_concurrency = 1;
+  o->bundle_index = -1;
 }
 
 int rd_actor_create(const rd_actor_class *cls, const rd_value *args, size_t nargs, const rd_actor_opts *opts,
@@ -1648,7 +1661,8 @@ int rd_actor_create(const rd_actor_class *cls, const rd_value *args, size_t narg
   if (!cls || !cls->name || !out || (nargs && !args) || nargs > RD_MAX_ARGS || opts->max_restarts < -1 ||
       opts->max_task_retries < -1 || opts->max_concurrency < 0 || opts->strategy < RD_STRATEGY_DEFAULT ||
       opts->strategy > RD_STRATEGY_NODE_AFFINITY ||
-      (opts->strategy == RD_STRATEGY_NODE_AFFINITY && (opts->node == 0 || opts->node > 4095))) {
+      (opts->strategy == RD_STRATEGY_NODE_AFFINITY && (opts->node == 0 || opts->node > 4095)) ||
+      (opts->placement_group.id && (opts->bundle_index < -1 || opts->bundle_index >= RD_PG_MAX_BUNDLES))) {
     rd__log(RD_LOG_WARN, "rd_actor_create: invalid class, arguments or options");
     return RD_EINVAL;
   }
@@ -1716,6 +1730,8 @@ int rd_actor_create(const rd_actor_class *cls, const rd_value *args, size_t narg
       m.strategy = opts->strategy;
       m.node_affinity = opts->node;
       m.soft = opts->soft;
+      m.pg_id = opts->placement_group.id;
+      m.bundle_index = opts->placement_group.id ? opts->bundle_index : -1;
       m.n_args = nargs;
       m.args = bin;
       ProtobufCMessage *rep = NULL;
@@ -2280,4 +2296,128 @@ void rd_shutdown(void) {
   if (!G.is_worker && !G.attached && G.session[0]) rd__rm_rf(G.session);
   ctx_reset();
   pthread_mutex_unlock(&G.mu);
+}
+
+/* ---------------------------------------------------- placement groups */
+
+/* One request to the node answered by a PgReply: its status (or the call's
+ * error); *rep is the reply when status is 0 (free it).  G.mu held. */
+static int pg_call(Rd__MsgType t, const ProtobufCMessage *m, uint64_t req_id, int64_t timeout_ms, const char *what,
+                   Rd__PgReply **rep) {
+  ProtobufCMessage *r = NULL;
+  *rep = NULL;
+  int rc = rd__daemon_call(t, m, req_id, RD__MSG_TYPE__MSG_PG_REPLY, &r, timeout_ms);
+  if (rc != 0) return rc;
+  Rd__PgReply *pr = (Rd__PgReply *)r;
+  if (pr->status != 0) {
+    rc = pr->status;
+    if (rc != RD_ETIMEDOUT) rd__log(RD_LOG_WARN, "%s: %s", what, pr->error);
+    protobuf_c_message_free_unpacked(r, NULL);
+    return rc;
+  }
+  *rep = pr;
+  return 0;
+}
+
+int rd_pg_create(const rd_bundle *bundles, size_t n, int strategy, const char *name, rd_pg *out) {
+  if (!bundles || !out || n == 0 || n > RD_PG_MAX_BUNDLES || strategy < RD_PG_PACK || strategy > RD_PG_STRICT_SPREAD ||
+      (name && strlen(name) >= 128)) {
+    rd__log(RD_LOG_WARN, "rd_pg_create: need 1..%d bundles, a known strategy and a name under 128 bytes",
+            RD_PG_MAX_BUNDLES);
+    return RD_EINVAL;
+  }
+  rd__res_msg rm[RD_PG_MAX_BUNDLES];   /* point into res[] */
+  Rd__Resources *rp[RD_PG_MAX_BUNDLES];
+  rd_resources res[RD_PG_MAX_BUNDLES];
+  for (size_t i = 0; i < n; i++) {
+    rd_task_opts to;
+    rd_task_opts_init(&to);
+    to.num_cpus = bundles[i].num_cpus;
+    to.num_gpus = bundles[i].num_gpus;
+    to.memory = bundles[i].memory;
+    to.resources = bundles[i].resources;
+    char err[256];
+    if (opts_to_resources(&to, &res[i], err, sizeof(err)) != 0) {
+      rd__log(RD_LOG_WARN, "rd_pg_create: bundle %zu: %s", i, err);
+      return RD_EINVAL;
+    }
+    rd__res_to_msg(&res[i], &rm[i]);
+    rp[i] = &rm[i].msg;
+  }
+  LOCKED_OR(RD_ESTATE);
+  Rd__PgCreate m = RD__PG_CREATE__INIT;
+  m.req_id = ++G.next_req;
+  m.name = (char *)(name ? name : "");
+  m.strategy = strategy;
+  m.n_bundles = n;
+  m.bundles = rp;
+  Rd__PgReply *rep;
+  int r = pg_call(RD__MSG_TYPE__MSG_PG_CREATE, &m.base, m.req_id, 30000, "rd_pg_create", &rep);
+  if (r == 0) {
+    out->id = rep->pg_id;
+    protobuf_c_message_free_unpacked(&rep->base, NULL);
+  }
+  pthread_mutex_unlock(&G.mu);
+  return r;
+}
+
+/* A query by id or name; timeout_ms 0 answers at once. */
+static int pg_query(uint64_t id, const char *name, int64_t timeout_ms, const char *what, Rd__PgReply **rep) {
+  LOCKED_OR(RD_ESTATE);
+  Rd__PgQuery m = RD__PG_QUERY__INIT;
+  m.req_id = ++G.next_req;
+  m.pg_id = id;
+  m.name = (char *)(name ? name : "");
+  m.timeout_ms = timeout_ms;
+  /* the node answers a wait when it ends; give the answer time to arrive */
+  int64_t t = timeout_ms < 0 ? -1 : timeout_ms + 30000;
+  int r = pg_call(RD__MSG_TYPE__MSG_PG_QUERY, &m.base, m.req_id, t, what, rep);
+  pthread_mutex_unlock(&G.mu);
+  return r;
+}
+
+int rd_pg_wait(rd_pg pg, int64_t timeout_ms) {
+  if (!pg.id) return RD_EINVAL;
+  Rd__PgReply *rep;
+  int r = pg_query(pg.id, NULL, timeout_ms < 0 ? -1 : timeout_ms == 0 ? 1 : timeout_ms, "rd_pg_wait", &rep);
+  if (r == 0) protobuf_c_message_free_unpacked(&rep->base, NULL);
+  return r;
+}
+
+int rd_pg_info_get(rd_pg pg, rd_pg_info *out) {
+  if (!pg.id || !out) return RD_EINVAL;
+  Rd__PgReply *rep;
+  int r = pg_query(pg.id, NULL, 0, "rd_pg_info_get", &rep);
+  if (r != 0) return r;
+  memset(out, 0, sizeof(*out));
+  out->state = rep->state;
+  out->strategy = rep->strategy;
+  out->num_bundles = rep->n_bundle_nodes > RD_PG_MAX_BUNDLES ? RD_PG_MAX_BUNDLES : rep->n_bundle_nodes;
+  for (size_t i = 0; i < out->num_bundles; i++) out->bundle_nodes[i] = rep->bundle_nodes[i];
+  protobuf_c_message_free_unpacked(&rep->base, NULL);
+  return 0;
+}
+
+int rd_pg_get(const char *name, rd_pg *out) {
+  if (!name || !*name || !out) return RD_EINVAL;
+  Rd__PgReply *rep;
+  int r = pg_query(0, name, 0, "rd_pg_get", &rep);
+  if (r != 0) return r;
+  if (rep->state == RD_PG_STATE_REMOVED) r = RD_ENOENT;
+  else out->id = rep->pg_id;
+  protobuf_c_message_free_unpacked(&rep->base, NULL);
+  return r;
+}
+
+int rd_pg_remove(rd_pg pg) {
+  if (!pg.id) return RD_EINVAL;
+  LOCKED_OR(RD_ESTATE);
+  Rd__PgRemove m = RD__PG_REMOVE__INIT;
+  m.req_id = ++G.next_req;
+  m.pg_id = pg.id;
+  Rd__PgReply *rep;
+  int r = pg_call(RD__MSG_TYPE__MSG_PG_REMOVE, &m.base, m.req_id, 30000, "rd_pg_remove", &rep);
+  if (r == 0) protobuf_c_message_free_unpacked(&rep->base, NULL);
+  pthread_mutex_unlock(&G.mu);
+  return r;
 }

@@ -70,6 +70,8 @@ struct rd__sclass {
   int priority;
   int strategy, soft;       /* rd_task_opts scheduling strategy */
   uint32_t node;
+  uint64_t pg_id;           /* placement group and bundle (rd_task_opts) */
+  int bundle;
   rd__task *qhead, *qtail;
   size_t qlen;
   rd__lease *leases;

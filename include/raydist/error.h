@@ -36,7 +36,8 @@ extern "C" {
   XX(ECANCELED,      -22, "canceled")                                          \
   XX(EAGAIN,         -23, "resource temporarily unavailable")                  \
   XX(ENOTSUP,        -24, "not supported")                                     \
-  XX(EAUTH,          -25, "cluster token missing or wrong")
+  XX(EAUTH,          -25, "cluster token missing or wrong")                   \
+  XX(EPG_REMOVED,    -26, "placement group removed")
 
 typedef enum rd_errno {
   RD_OK = 0,

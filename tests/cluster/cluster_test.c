@@ -688,13 +688,215 @@ static int t_bad_token(void) {
   return 0;
 }
 
+/* ------------------------------------------------------ placement groups */
+
+static rd_pg pg_make(const rd_bundle *b, size_t n, int strategy, const char *name, rd_pg_info *info) {
+  rd_pg pg;
+  CHECK_EQ(rd_pg_create(b, n, strategy, name, &pg), 0);
+  CHECK_EQ(rd_pg_wait(pg, 30000), 0);
+  CHECK_EQ(rd_pg_info_get(pg, info), 0);
+  CHECK_EQ(info->state, RD_PG_STATE_CREATED);
+  CHECK_EQ(info->num_bundles, n);
+  return pg;
+}
+
+/* Where a task in bundle i of pg runs (asking for cpus of it). */
+static uint32_t where_in(rd_pg pg, int i, double cpus) {
+  rd_task_opts o;
+  rd_task_opts_init(&o);
+  o.num_cpus = cpus;
+  o.placement_group = pg;
+  o.bundle_index = i;
+  rd_ref r;
+  CHECK_EQ(rd_submit(where, RD_NO_ARGS, &o, &r), 0);
+  return node_of(r);
+}
+
+/* From a task on another node: find the group by name through the GCS, and
+ * run something in each of its bundles from there. */
+RD_REMOTE(pg_probe) {
+  rd_pg pg;
+  if (rd_pg_get("spread3", &pg) != 0) return rd_call_fail(call, "rd_pg_get failed");
+  rd_pg_info info;
+  if (rd_pg_info_get(pg, &info) != 0 || info.state != RD_PG_STATE_CREATED) return rd_call_fail(call, "info");
+  uint32_t out[1 + 3] = {(uint32_t)info.num_bundles};
+  for (int i = 0; i < 3 && i < (int)info.num_bundles; i++) {
+    rd_task_opts o;
+    rd_task_opts_init(&o);
+    o.placement_group = pg;
+    o.bundle_index = i;
+    rd_ref r;
+    rd_buf b;
+    if (rd_submit(where, RD_NO_ARGS, &o, &r) != 0) return rd_call_fail(call, "submit");
+    int e = rd_get(&r, 1, &b, 20000);
+    if (e != 0 || b.size != 4) return rd_call_fail(call, "bundle %d: %s", i, rd_err_name(e));
+    memcpy(&out[1 + i], b.data, 4);
+    rd_buf_release(&b);
+    rd_ref_release(r);
+  }
+  return rd_return_bytes(call, 0, out, sizeof(out));
+}
+
+/* Every strategy across three nodes: bundles land where the strategy says,
+ * tasks and actors in a bundle run on its node, custom resources steer
+ * bundles, a group that cannot fit now waits and one that never can is
+ * refused, and removal gives everything back. */
+static int t_placement_groups(void) {
+  join();
+  uint32_t b = run_where("only_b=1"), c = run_where("only_c=1");
+  rd_node_info ni;
+  CHECK_EQ(rd_node_info_get(&ni), 0);
+  uint32_t head = ni.node_index;
+  rd_bundle one[3] = {{.num_cpus = 1}, {.num_cpus = 1}, {.num_cpus = 1}};
+  rd_pg_info info;
+
+  /* STRICT_SPREAD: three different nodes */
+  rd_pg ss = pg_make(one, 3, RD_PG_STRICT_SPREAD, "spread3", &info);
+  uint32_t seen = 0;
+  for (int i = 0; i < 3; i++) {
+    uint32_t n = info.bundle_nodes[i];
+    CHECK(n == head || n == b || n == c);
+    CHECK((seen & (1u << n)) == 0);
+    seen |= 1u << n;
+    CHECK_EQ(where_in(ss, i, 1), n);
+  }
+  /* from a task on node c: by name via the GCS, and into each bundle */
+  rd_task_opts o;
+  rd_task_opts_init(&o);
+  o.num_cpus = 0;
+  o.resources = "only_c=1";
+  rd_ref r;
+  CHECK_EQ(rd_submit(pg_probe, RD_NO_ARGS, &o, &r), 0);
+  rd_buf buf;
+  int e = rd_get(&r, 1, &buf, 60000);
+  if (e != 0) fprintf(stderr, "pg_probe: %s: %.*s\n", rd_err_name(e), (int)buf.size, (const char *)buf.data);
+  CHECK_EQ(e, 0);
+  uint32_t probe[4];
+  CHECK_EQ(buf.size, sizeof(probe));
+  memcpy(probe, buf.data, sizeof(probe));
+  rd_buf_release(&buf);
+  rd_ref_release(r);
+  CHECK_EQ(probe[0], 3);
+  for (int i = 0; i < 3; i++) CHECK_EQ(probe[1 + i], info.bundle_nodes[i]);
+  /* an actor in the bundle on node b */
+  int on_b = -1;
+  for (int i = 0; i < 3; i++)
+    if (info.bundle_nodes[i] == b) on_b = i;
+  CHECK(on_b >= 0);
+  rd_actor_opts ao;
+  rd_actor_opts_init(&ao);
+  ao.num_cpus = 1;
+  ao.placement_group = ss;
+  ao.bundle_index = on_b;
+  rd_actor t;
+  CHECK_EQ(rd_actor_create(Tally, RD_NO_ARGS, &ao, &t), 0);
+  long w[2];
+  actor_where(t, w);
+  CHECK_EQ((uint32_t)w[0], b);
+  CHECK_EQ(actor_add(t), 1);
+  /* a fourth STRICT_SPREAD bundle has no node to go to */
+  rd_bundle four[4] = {{.num_cpus = 1}, {.num_cpus = 1}, {.num_cpus = 1}, {.num_cpus = 1}};
+  rd_pg bad;
+  CHECK_EQ(rd_pg_create(four, 4, RD_PG_STRICT_SPREAD, NULL, &bad), RD_EINFEASIBLE);
+  CHECK_EQ(rd_pg_create(one, 1, RD_PG_PACK, "spread3", &bad), RD_EEXIST);   /* cluster-wide names */
+  CHECK_EQ(rd_pg_remove(ss), 0);
+  /* the actor went with its group */
+  CHECK_EQ(rd_actor_call(t, Tally_add, RD_NO_ARGS, NULL, &r), 0);
+  CHECK(rd_get(&r, 1, &buf, 60000) == RD_EACTOR_DIED);
+  rd_buf_release(&buf);
+  rd_ref_release(r);
+
+  /* STRICT_PACK: both on one node; PACK: one node while it fits */
+  rd_pg sp = pg_make(one, 2, RD_PG_STRICT_PACK, NULL, &info);
+  CHECK_EQ(info.bundle_nodes[0], info.bundle_nodes[1]);
+  CHECK_EQ(where_in(sp, 1, 1), info.bundle_nodes[1]);
+  CHECK_EQ(rd_pg_remove(sp), 0);
+  rd_pg pk = pg_make(one, 2, RD_PG_PACK, NULL, &info);
+  CHECK_EQ(info.bundle_nodes[0], info.bundle_nodes[1]);
+  CHECK_EQ(rd_pg_remove(pk), 0);
+  /* SPREAD: three bundles, three nodes (each has room) */
+  rd_pg sd = pg_make(one, 3, RD_PG_SPREAD, NULL, &info);
+  CHECK(info.bundle_nodes[0] != info.bundle_nodes[1] && info.bundle_nodes[1] != info.bundle_nodes[2] &&
+        info.bundle_nodes[0] != info.bundle_nodes[2]);
+  CHECK_EQ(rd_pg_remove(sd), 0);
+  /* a custom resource only node c has steers the bundle there */
+  rd_bundle cb = {.num_cpus = 1, .resources = "only_c=1"};
+  rd_pg cp = pg_make(&cb, 1, RD_PG_PACK, NULL, &info);
+  CHECK_EQ(info.bundle_nodes[0], c);
+  CHECK_EQ(where_in(cp, 0, 1), c);
+  CHECK_EQ(rd_pg_remove(cp), 0);
+
+  /* all CPUs reserved: a new group waits, and is reserved after removal */
+  rd_bundle two[3] = {{.num_cpus = 2}, {.num_cpus = 2}, {.num_cpus = 2}};
+  rd_pg all = pg_make(two, 3, RD_PG_STRICT_SPREAD, NULL, &info);
+  rd_pg later;
+  CHECK_EQ(rd_pg_create(one, 1, RD_PG_PACK, NULL, &later), 0);
+  CHECK_EQ(rd_pg_wait(later, 1000), RD_ETIMEDOUT);
+  CHECK_EQ(rd_pg_remove(all), 0);
+  CHECK_EQ(rd_pg_wait(later, 30000), 0);
+  CHECK_EQ(rd_pg_remove(later), 0);
+  /* removed everywhere: every node's 2 CPUs come back (within a heartbeat) */
+  for (int i = 0; i < 3; i++) {
+    rd_pg chk = pg_make(two, 3, RD_PG_STRICT_SPREAD, NULL, &info);
+    CHECK_EQ(rd_pg_remove(chk), 0);
+  }
+  rd_shutdown();
+  return 0;
+}
+
+/* A bundle's node dies: the group is reserved again without it, and an
+ * actor in that bundle restarts where the bundle went. */
+static int t_pg_node_death(void) {
+  join();
+  uint32_t c = run_where("only_c=1");
+  rd_bundle one[3] = {{.num_cpus = 1}, {.num_cpus = 1}, {.num_cpus = 1}};
+  rd_pg_info info;
+  rd_pg pg = pg_make(one, 3, RD_PG_SPREAD, NULL, &info);
+  int on_c = -1;
+  for (int i = 0; i < 3; i++)
+    if (info.bundle_nodes[i] == c) on_c = i;
+  CHECK(on_c >= 0);
+  rd_actor_opts ao;
+  rd_actor_opts_init(&ao);
+  ao.num_cpus = 1;
+  ao.max_restarts = 1;
+  ao.placement_group = pg;
+  ao.bundle_index = on_c;
+  rd_actor t;
+  CHECK_EQ(rd_actor_create(Tally, RD_NO_ARGS, &ao, &t), 0);
+  long w[2];
+  actor_where(t, w);
+  CHECK_EQ((uint32_t)w[0], c);
+  int pid = node_pid("127.0.0.3");
+  CHECK(pid > 0);
+  CHECK_EQ(kill(pid, SIGKILL), 0);
+  /* reserved again elsewhere within a few seconds */
+  int moved = 0;
+  for (int i = 0; i < 200 && !moved; i++) {
+    usleep(100000);
+    CHECK_EQ(rd_pg_info_get(pg, &info), 0);
+    moved = info.state == RD_PG_STATE_CREATED && info.bundle_nodes[on_c] && info.bundle_nodes[on_c] != c;
+  }
+  CHECK(moved);
+  printf("bundle %d moved from node %u to node %u\n", on_c, c, info.bundle_nodes[on_c]);
+  CHECK_EQ(where_in(pg, on_c, 0), info.bundle_nodes[on_c]);   /* the actor holds its CPU */
+  long w2[2];
+  actor_where(t, w2);
+  CHECK_EQ((uint32_t)w2[0], info.bundle_nodes[on_c]);
+  CHECK_EQ(w2[1], 1);
+  CHECK_EQ(rd_pg_remove(pg), 0);
+  rd_shutdown();
+  return 0;
+}
+
 int main(int argc, char **argv) {
   static const rd_test_case cases[] = {
       {"custom_resources", t_custom_resources}, {"strategies", t_strategies}, {"big_object", t_big_object},
       {"node_death", t_node_death},             {"bad_token", t_bad_token},
       {"actors", t_actors},                     {"actor_node_death", t_actor_node_death},
       {"object_lost", t_object_lost},           {"bad_link", t_bad_link},
-      {"locality", t_locality},
+      {"locality", t_locality},                 {"placement_groups", t_placement_groups},
+      {"pg_node_death", t_pg_node_death},
   };
   return rd_test_main(argc, argv, cases, sizeof(cases) / sizeof(cases[0]));
 }

@@ -1,0 +1,1164 @@
+/* runtime/pg.c - placement groups in the node daemon (see pg.h).
+ *
+ * A group's id carries its record node in the top bits, like an actor's.
+ * Records made here are authoritative; records of groups made elsewhere are
+ * copies fetched from the GCS, refreshed while something waits on them and
+ * forgotten whenever the view loses a node or a bundle's node says the copy
+ * is stale.  Bundles themselves (node_bundle) live on N.bundles and are
+ * granted from by node.c's dispatch. */
+#include "pg.h"
+
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cluster.h"
+#include "common.h"
+#include "gcs_client.h"
+#include "log.h"
+#include "pg_place.h"
+#include "queue.h"
+#include "raydist.h"
+#include "resources.h"
+
+#define PG_MAX RD_PG_PLACE_MAX_BUNDLES
+#define PG_RETRY_NS 200000000ull      /* a reservation that did not fit is tried again after this */
+#define PG_REFRESH_NS 200000000ull    /* a copy something waits on is fetched again after this */
+#define PG_KEEP_REMOVED 256           /* removed records kept for status answers */
+
+enum { PG_PENDING = 1, PG_CREATED = 2, PG_RESCHEDULING = 3, PG_REMOVED = 4 };
+static const char *state_name[] = {"none", "pending", "created", "rescheduling", "removed"};
+
+typedef struct pg_rec {
+  uint64_t id;
+  int mine;                       /* recorded here; else a copy from the GCS */
+  char name[128];
+  int strategy, state;
+  char reason[300];
+  size_t n;
+  rd_resources b[PG_MAX];
+  uint32_t node[PG_MAX];          /* where each bundle is reserved (0: not now) */
+  uint32_t creator;               /* the driver (client id) whose exit removes it; 0: none */
+  /* a reservation in flight (records) */
+  uint64_t txn;
+  uint32_t want[PG_MAX];          /* its proposal */
+  uint32_t asked[PG_MAX];         /* other nodes asked to prepare */
+  uint8_t answered[PG_MAX];
+  size_t nasked;
+  int failed;
+  uint64_t retry_ns;
+  /* copies */
+  uint64_t fetched_ns;
+  int fetching;
+  struct pg_rec *next;
+} pg_rec;
+
+/* Something parked on a group: a lease request, or a query waiting for it
+ * to be reserved (deadline 0: forever). */
+typedef struct pg_park {
+  int is_query;
+  node_client *c;
+  uint64_t req_id;
+  uint64_t pg_id;
+  char name[128];                 /* queries by name whose copy is being fetched */
+  rd_resources res;
+  int priority, bundle;
+  uint64_t deadline_ns;
+  struct pg_park *next;
+} pg_park;
+
+/* A removal forwarded to the record node, waiting for its answer. */
+typedef struct pg_fwd {
+  uint64_t fwd_id;
+  node_client *c;
+  uint64_t req_id;
+  node_client *link;
+  struct pg_fwd *next;
+} pg_fwd;
+
+static struct {
+  pg_rec *recs;
+  pg_park *parked;
+  pg_fwd *fwds;
+  uint64_t next_seq, next_txn, next_fwd;
+} P;
+
+static void pg_changed(pg_rec *p);
+static void reserve(pg_rec *p);
+
+static uint32_t self_index(void) { return rd__cluster_on() ? rd__cluster_index() : 1; }
+static uint32_t record_of(uint64_t pg_id) { return rd__cluster_on() ? (uint32_t)(pg_id >> 40) : 1; }
+/* A node index as clients see it (0 on an embedded cluster). */
+static uint32_t shown(uint32_t node) { return rd__cluster_on() ? node : 0; }
+
+static pg_rec *rec_find(uint64_t id) {
+  for (pg_rec *p = P.recs; p; p = p->next)
+    if (p->id == id) return p;
+  return NULL;
+}
+
+static pg_rec *rec_by_name(const char *name) {
+  for (pg_rec *p = P.recs; p; p = p->next)
+    if (p->state != PG_REMOVED && p->name[0] && !strcmp(p->name, name)) return p;
+  return NULL;
+}
+
+static void rec_free(pg_rec *p) {
+  for (pg_rec **pp = &P.recs; *pp; pp = &(*pp)->next)
+    if (*pp == p) { *pp = p->next; break; }
+  free(p);
+}
+
+static int res_empty(const rd_resources *r) {
+  if (r->cpu || r->gpu || r->memory) return 0;
+  for (int i = 0; i < r->ncustom; i++)
+    if (r->custom[i].amount) return 0;
+  return 1;
+}
+
+/* Could a request `res` ever be granted from a bundle holding `b`? */
+static int bundle_can_run(const rd_resources *b, const rd_resources *res) {
+  rd_res_grant g;
+  memset(&g, 0, sizeof(g));
+  g.req = *b;
+  if (b->gpu > 0 && b->gpu < RD_RES_UNIT) {
+    g.ngpus = 1;
+    g.gpu_share[0] = b->gpu;
+  } else {
+    g.ngpus = (int)(b->gpu / RD_RES_UNIT);
+    if (g.ngpus > RD_RES_MAX_GPUS) g.ngpus = RD_RES_MAX_GPUS;
+    for (int i = 0; i < g.ngpus; i++) {
+      g.gpu_ids[i] = i;
+      g.gpu_share[i] = RD_RES_UNIT;
+    }
+  }
+  rd_res_ledger l;
+  rd_res_ledger_init_grant(&l, &g);
+  return rd_res_feasible(&l, res);
+}
+
+static void res_text(const rd_resources *r, char *buf, size_t len) {
+  int off = snprintf(buf, len, "{CPU: %g, GPU: %g", rd_res_to_double(r->cpu), rd_res_to_double(r->gpu));
+  if (r->memory && off < (int)len) off += snprintf(buf + off, len - (size_t)off, ", memory: %lld", (long long)r->memory);
+  for (int i = 0; i < r->ncustom && off < (int)len; i++)
+    off += snprintf(buf + off, len - (size_t)off, ", %s: %g", r->custom[i].name, rd_res_to_double(r->custom[i].amount));
+  if (off < (int)len) snprintf(buf + off, len - (size_t)off, "}");
+}
+
+/* ------------------------------------------------------------ replies */
+
+static void reply(node_client *c, uint64_t req_id, int status, const char *err, const pg_rec *p) {
+  Rd__PgReply r = RD__PG_REPLY__INIT;
+  uint32_t nodes[PG_MAX];
+  r.req_id = req_id;
+  r.status = status;
+  r.error = (char *)(err ? err : "");
+  if (p) {
+    r.pg_id = p->id;
+    r.state = p->state;
+    r.strategy = p->strategy;
+    for (size_t i = 0; i < p->n; i++) nodes[i] = shown(p->node[i]);
+    r.n_bundle_nodes = p->n;
+    r.bundle_nodes = nodes;
+  }
+  rd__node_send(c, c->role == ROLE_LINK ? RD__MSG_TYPE__MSG_LINK_PG_REMOVED : RD__MSG_TYPE__MSG_PG_REPLY, &r.base,
+                -1);
+}
+
+static void park_free(pg_park **pp) {
+  pg_park *k = *pp;
+  *pp = k->next;
+  free(k);
+}
+
+static int park(int is_query, node_client *c, uint64_t req_id, uint64_t pg_id, const char *name,
+                const rd_resources *res, int priority, int bundle, int64_t timeout_ms) {
+  pg_park *k = calloc(1, sizeof(*k));
+  if (!k) return RD_ENOMEM;
+  k->is_query = is_query;
+  k->c = c;
+  k->req_id = req_id;
+  k->pg_id = pg_id;
+  if (name) snprintf(k->name, sizeof(k->name), "%s", name);
+  if (res) k->res = *res;
+  k->priority = priority;
+  k->bundle = bundle;
+  k->deadline_ns = timeout_ms > 0 ? rd__now_ns() + (uint64_t)timeout_ms * 1000000ull : 0;
+  k->next = P.parked;
+  P.parked = k;
+  return 0;
+}
+
+/* ------------------------------------------------------------ the GCS table */
+
+typedef struct gcs_op {
+  uv_work_t work;
+  int put;                  /* else get */
+  rd_gcs_pg pg;             /* put: the record; get: the answer */
+  uint64_t pg_id;           /* get: by id, or by name */
+  char name[128];
+  int status;
+  char err[200];
+  /* a create waits for the name to be ours */
+  node_client *c;
+  uint32_t client_id;
+  uint64_t req_id;
+} gcs_op;
+
+static void to_gcs(const pg_rec *p, rd_gcs_pg *g) {
+  memset(g, 0, sizeof(*g));
+  g->pg_id = p->id;
+  snprintf(g->name, sizeof(g->name), "%s", p->name);
+  g->strategy = p->strategy;
+  g->state = p->state;
+  g->record_node = record_of(p->id);
+  g->nbundles = p->n;
+  for (size_t i = 0; i < p->n; i++) {
+    g->bundles[i] = p->b[i];
+    g->bundle_nodes[i] = p->node[i];
+  }
+  snprintf(g->reason, sizeof(g->reason), "%.127s", p->reason);
+}
+
+static void gcs_work(uv_work_t *w) {
+  gcs_op *op = w->data;
+  rd_gcs *g = rd__cluster_gcs();
+  if (!g) {
+    op->status = RD_ESTATE;
+    return;
+  }
+  if (op->put) op->status = rd_gcs_pg_put(g, &op->pg);
+  else op->status = rd_gcs_pg_get(g, op->pg_id, op->pg_id ? NULL : op->name, &op->pg);
+  if (op->status) snprintf(op->err, sizeof(op->err), "%s", rd_gcs_last_error());
+}
+
+static node_client *client_alive(uint32_t id) {
+  for (node_client *c = N.clients; c; c = c->next)
+    if (c->id == id && !c->dead) return c;
+  return NULL;
+}
+
+static void rec_from_gcs(pg_rec *p, const rd_gcs_pg *g) {
+  snprintf(p->name, sizeof(p->name), "%.127s", g->name);
+  p->strategy = g->strategy;
+  p->state = g->state;
+  p->n = g->nbundles > PG_MAX ? PG_MAX : g->nbundles;
+  for (size_t i = 0; i < p->n; i++) {
+    p->b[i] = g->bundles[i];
+    p->node[i] = g->bundle_nodes[i];
+  }
+  snprintf(p->reason, sizeof(p->reason), "%s", g->reason);
+}
+
+static void gcs_done(uv_work_t *w, int status) {
+  gcs_op *op = w->data;
+  if (status != 0 && op->status == 0) op->status = RD_ECANCELED;
+  if (op->put) {
+    if (op->client_id) {   /* a create: the name is ours, or it is taken */
+      pg_rec *p = rec_find(op->pg.pg_id);
+      node_client *c = client_alive(op->client_id);
+      if (op->status == 0) {
+        if (c) reply(c, op->req_id, 0, NULL, p);
+        if (p && p->state == PG_PENDING) reserve(p);
+      } else {
+        char err[300];
+        if (op->status == RD_EEXIST) snprintf(err, sizeof(err), "a placement group named '%.127s' already exists in the cluster", op->pg.name);
+        else snprintf(err, sizeof(err), "cannot record the placement group in the GCS: %s", op->err);
+        if (c) reply(c, op->req_id, op->status, err, NULL);
+        if (p) rec_free(p);
+      }
+    } else if (op->status) {
+      rd__log(RD_LOG_WARN, "placement group %016" PRIx64 ": GCS update failed: %s", op->pg.pg_id, op->err);
+    }
+  } else {
+    /* a fetched copy: update or make it, then serve what waits on it */
+    uint64_t id = op->status == 0 ? op->pg.pg_id : op->pg_id;
+    pg_rec *p = id ? rec_find(id) : NULL;
+    if (p && p->mine) p = NULL;   /* never overwrite a record with a copy */
+    else if (op->status == 0) {
+      if (!p && (p = calloc(1, sizeof(*p)))) {
+        p->id = id;
+        p->next = P.recs;
+        P.recs = p;
+      }
+      if (p) {
+        rec_from_gcs(p, &op->pg);
+        p->fetching = 0;
+        p->fetched_ns = rd__now_ns();
+      }
+    } else if (p) {
+      p->fetching = 0;
+      p->fetched_ns = rd__now_ns();
+    }
+    /* waiters on this id (or name) that the answer settles */
+    for (pg_park **pp = &P.parked; *pp;) {
+      pg_park *k = *pp;
+      int mine_id = op->pg_id ? k->pg_id == op->pg_id : (!k->pg_id && !strcmp(k->name, op->name));
+      if (!mine_id) {
+        pp = &k->next;
+        continue;
+      }
+      if (op->status != 0) {
+        char err[300];
+        if (op->status == RD_ENOENT)
+          snprintf(err, sizeof(err), "no placement group %s%s%s in the cluster", op->pg_id ? "" : "named '",
+                   op->pg_id ? "with that id" : op->name, op->pg_id ? "" : "'");
+        else
+          snprintf(err, sizeof(err), "cannot read the placement group from the GCS: %s", op->err);
+        if (k->is_query) reply(k->c, k->req_id, op->status, err, NULL);
+        else rd__node_reply_grant(k->c, k->req_id, op->status, err);
+        park_free(pp);
+        continue;
+      }
+      if (!k->pg_id) k->pg_id = id;   /* a query by name now waits on the id */
+      pp = &k->next;
+    }
+    if (p) pg_changed(p);
+  }
+  free(op);
+  rd__node_flush_all();
+}
+
+static void gcs_queue(gcs_op *op) {
+  op->work.data = op;
+  uv_queue_work(N.loop, &op->work, gcs_work, gcs_done);
+}
+
+static void gcs_put(const pg_rec *p) {
+  if (!rd__cluster_on()) return;
+  gcs_op *op = calloc(1, sizeof(*op));
+  if (!op) return;
+  op->put = 1;
+  to_gcs(p, &op->pg);
+  gcs_queue(op);
+}
+
+/* Fetch the record of id (or of name when id is 0) from the GCS. */
+static void gcs_fetch(uint64_t id, const char *name) {
+  pg_rec *p = id ? rec_find(id) : NULL;
+  if (p && p->fetching) return;
+  gcs_op *op = calloc(1, sizeof(*op));
+  if (!op) return;
+  op->pg_id = id;
+  if (name) snprintf(op->name, sizeof(op->name), "%s", name);
+  if (p) p->fetching = 1;
+  gcs_queue(op);
+}
+
+/* ------------------------------------------------------------ bundles here */
+
+static node_bundle *bundle_find(uint64_t pg_id, int index) {
+  for (node_bundle *b = N.bundles; b; b = b->next)
+    if (b->pg_id == pg_id && b->index == index && b->removed == 0) return b;
+  return NULL;
+}
+
+node_bundle *rd__pg_bundle_here(uint64_t pg_id, int index) {
+  node_bundle *b = bundle_find(pg_id, index);
+  return b && b->committed ? b : NULL;
+}
+
+/* Reserve bundles idx[0..n) of a group on this node's ledger, not usable
+ * until committed.  All or none. */
+static int prepare_here(uint64_t pg_id, uint32_t record, uint64_t txn, const int32_t *idx, Rd__Resources **msgs,
+                        const rd_resources *res, size_t n, char *why, size_t whylen) {
+  node_bundle *made[PG_MAX];
+  size_t k = 0;
+  int rc = 0;
+  if (n > PG_MAX) {
+    snprintf(why, whylen, "too many bundles");
+    return RD_EINVAL;
+  }
+  for (size_t i = 0; i < n && rc == 0; i++) {
+    rd_resources r;
+    if (msgs) {
+      if (rd__res_from_msg(msgs[i], &r) != 0 || idx[i] < 0 || idx[i] >= PG_MAX) {
+        snprintf(why, whylen, "invalid bundle in a prepare");
+        rc = RD_EINVAL;
+        break;
+      }
+    } else {
+      r = res[i];
+    }
+    if (bundle_find(pg_id, idx[i])) {
+      snprintf(why, whylen, "bundle %d is already reserved on node %u", idx[i], self_index());
+      rc = RD_EEXIST;
+      break;
+    }
+    node_bundle *b = calloc(1, sizeof(*b));
+    if (!b) {
+      snprintf(why, whylen, "node out of memory");
+      rc = RD_ENOMEM;
+      break;
+    }
+    rc = rd_res_acquire(&N.ledger, &r, &b->grant);
+    if (rc != 0) {
+      char t[200];
+      res_text(&r, t, sizeof(t));
+      snprintf(why, whylen, "node %u has no room for bundle %d %s now", self_index(), idx[i], t);
+      free(b);
+      break;
+    }
+    b->pg_id = pg_id;
+    b->index = idx[i];
+    b->record = record;
+    b->txn = txn;
+    rd_res_ledger_init_grant(&b->ledger, &b->grant);
+    rd_sched_queue_init(&b->queue);
+    b->next = N.bundles;
+    N.bundles = b;
+    made[k++] = b;
+  }
+  if (rc != 0)
+    for (size_t i = 0; i < k; i++) rd__node_bundle_drop(made[i], NULL);
+  return rc;
+}
+
+static void commit_here(uint64_t pg_id, uint64_t txn) {
+  for (node_bundle *b = N.bundles; b; b = b->next)
+    if (b->pg_id == pg_id && b->txn == txn && !b->removed) b->committed = 1;
+  rd__node_dispatch();
+}
+
+/* Give back this node's bundles of pg_id: all, or only those of txn still
+ * uncommitted. */
+static void drop_here(uint64_t pg_id, uint64_t txn, const char *why) {
+  for (node_bundle *b = N.bundles, *next; b; b = next) {
+    next = b->next;
+    if (b->pg_id != pg_id || b->removed) continue;
+    if (txn && (b->txn != txn || b->committed)) continue;
+    rd__node_bundle_drop(b, why);
+  }
+  rd__node_dispatch();
+}
+
+/* ------------------------------------------------------------ reservation */
+
+static void send_commit(uint32_t node, Rd__MsgType t, uint64_t pg_id, uint64_t txn) {
+  node_client *l = rd__cluster_link(node);
+  if (!l) return;
+  Rd__LinkPgCommit m = RD__LINK_PG_COMMIT__INIT;
+  m.pg_id = pg_id;
+  m.txn = txn;
+  rd__node_send(l, t, &m.base, -1);
+}
+
+/* Every node asked has answered: commit everywhere, or abort everywhere. */
+static void finish(pg_rec *p) {
+  uint64_t txn = p->txn;
+  if (p->failed) {
+    for (size_t i = 0; i < p->nasked; i++) send_commit(p->asked[i], RD__MSG_TYPE__MSG_LINK_PG_ABORT, p->id, txn);
+    drop_here(p->id, txn, NULL);
+    p->txn = 0;
+    p->retry_ns = rd__now_ns() + PG_RETRY_NS;
+    return;
+  }
+  for (size_t i = 0; i < p->nasked; i++) send_commit(p->asked[i], RD__MSG_TYPE__MSG_LINK_PG_COMMIT, p->id, txn);
+  commit_here(p->id, txn);
+  for (size_t i = 0; i < p->n; i++)
+    if (!p->node[i]) p->node[i] = p->want[i];
+  p->txn = 0;
+  p->state = PG_CREATED;
+  p->reason[0] = '\0';
+  rd__log(RD_LOG_INFO, "placement group %016" PRIx64 " reserved (%zu bundles, strategy %d)", p->id, p->n, p->strategy);
+  gcs_put(p);
+  pg_changed(p);
+}
+
+/* A snapshot of the cluster for rd_pg_place: this node first, exactly. */
+static size_t snapshot(rd_pg_node *nodes, size_t max) {
+  size_t nn = 0;
+  nodes[nn].index = self_index();
+  nodes[nn].total = N.ledger.total;
+  nodes[nn].avail = N.ledger.avail;
+  nn++;
+  if (rd__cluster_on()) nn += rd__cluster_pg_nodes(nodes + nn, max - nn);
+  return nn;
+}
+
+/* Propose and start reserving the bundles of p not reserved now. */
+static void reserve(pg_rec *p) {
+  if (!p->mine || p->txn || p->state == PG_REMOVED || p->state == PG_CREATED) return;
+  static rd_pg_node nodes[PG_MAX * 4];
+  size_t nn = snapshot(nodes, PG_MAX * 4);
+  uint32_t want[PG_MAX];
+  memcpy(want, p->node, sizeof(want));
+  char why[300];
+  int rc = rd_pg_place(nodes, nn, p->b, p->n, p->strategy, want, why, sizeof(why));
+  if (rc != 0) {
+    if (strcmp(p->reason, why)) {
+      snprintf(p->reason, sizeof(p->reason), "%s", why);
+      rd__log(RD_LOG_INFO, "placement group %016" PRIx64 " waits: %s", p->id, why);
+      gcs_put(p);
+    }
+    p->retry_ns = rd__now_ns() + PG_RETRY_NS;
+    return;
+  }
+  p->txn = ++P.next_txn;
+  memcpy(p->want, want, sizeof(want));
+  p->nasked = 0;
+  p->failed = 0;
+  memset(p->answered, 0, sizeof(p->answered));
+  uint32_t self = self_index();
+  int32_t idx[PG_MAX];
+  rd_resources res[PG_MAX];
+  size_t k = 0;
+  for (size_t i = 0; i < p->n; i++)
+    if (!p->node[i] && want[i] == self) {
+      idx[k] = (int32_t)i;
+      res[k++] = p->b[i];
+    }
+  if (k && prepare_here(p->id, self, p->txn, idx, NULL, res, k, why, sizeof(why)) != 0) {
+    p->failed = 1;
+    snprintf(p->reason, sizeof(p->reason), "%s", why);
+  }
+  /* the other nodes, each once, with its bundles */
+  for (size_t i = 0; i < p->n && !p->failed; i++) {
+    uint32_t t = want[i];
+    if (p->node[i] || t == self) continue;
+    int seen = 0;
+    for (size_t j = 0; j < p->nasked; j++) seen |= p->asked[j] == t;
+    if (seen) continue;
+    node_client *l = rd__cluster_link(t);
+    if (!l) {
+      p->failed = 1;
+      snprintf(p->reason, sizeof(p->reason), "node %u is unreachable", t);
+      break;
+    }
+    Rd__LinkPgPrepare m = RD__LINK_PG_PREPARE__INIT;
+    rd__res_msg rm[PG_MAX];
+    Rd__Resources *rp[PG_MAX];
+    int32_t bi[PG_MAX];
+    size_t nb = 0;
+    for (size_t j = 0; j < p->n; j++) {
+      if (p->node[j] || want[j] != t) continue;
+      rd__res_to_msg(&p->b[j], &rm[nb]);
+      rp[nb] = &rm[nb].msg;
+      bi[nb++] = (int32_t)j;
+    }
+    m.pg_id = p->id;
+    m.txn = p->txn;
+    m.n_indexes = nb;
+    m.indexes = bi;
+    m.n_bundles = nb;
+    m.bundles = rp;
+    rd__node_send(l, RD__MSG_TYPE__MSG_LINK_PG_PREPARE, &m.base, -1);
+    p->asked[p->nasked++] = t;
+  }
+  if (p->failed) {
+    /* nodes asked already answer; their reservations are aborted */
+    for (size_t j = 0; j < p->nasked; j++) p->answered[j] = 1;
+  }
+  int all = 1;
+  for (size_t j = 0; j < p->nasked; j++) all &= p->answered[j];
+  if (all) finish(p);
+}
+
+static void on_prepared(uint32_t peer, const Rd__LinkPgPrepared *m) {
+  pg_rec *p = rec_find(m->pg_id);
+  if (!p || !p->mine || p->txn != m->txn) {   /* stale: whatever it holds goes back */
+    if (m->status == 0) send_commit(peer, RD__MSG_TYPE__MSG_LINK_PG_ABORT, m->pg_id, m->txn);
+    return;
+  }
+  int all = 1;
+  for (size_t j = 0; j < p->nasked; j++) {
+    if (p->asked[j] == peer && !p->answered[j]) {
+      p->answered[j] = 1;
+      if (m->status != 0) {
+        p->failed = 1;
+        snprintf(p->reason, sizeof(p->reason), "%s", m->error && *m->error ? m->error : rd_strerror(m->status));
+      }
+    }
+    all &= p->answered[j];
+  }
+  if (all) finish(p);
+}
+
+/* ------------------------------------------------------------ removal */
+
+static void remove_pg(pg_rec *p, const char *why) {
+  if (p->state == PG_REMOVED) return;
+  rd__log(RD_LOG_INFO, "placement group %016" PRIx64 " removed: %s", p->id, why);
+  p->state = PG_REMOVED;
+  snprintf(p->reason, sizeof(p->reason), "%s", why);
+  char buf[400];
+  snprintf(buf, sizeof(buf), "placement group %016" PRIx64 "%s%s%s was removed: %s", p->id, p->name[0] ? " ('" : "",
+           p->name, p->name[0] ? "')" : "", why);
+  if (p->mine) {
+    uint32_t self = self_index(), told[PG_MAX];
+    size_t nt = 0;
+    for (size_t i = 0; i < p->n + p->nasked; i++) {
+      uint32_t t = i < p->n ? p->node[i] : p->asked[i - p->n];
+      if (!t || t == self) continue;
+      int seen = 0;
+      for (size_t j = 0; j < nt; j++) seen |= told[j] == t;
+      if (seen) continue;
+      told[nt++] = t;
+      node_client *l = rd__cluster_link(t);
+      if (!l) continue;
+      Rd__PgRemove m = RD__PG_REMOVE__INIT;
+      m.pg_id = p->id;
+      rd__node_send(l, RD__MSG_TYPE__MSG_LINK_PG_REMOVE, &m.base, -1);
+    }
+    p->txn = 0;
+    drop_here(p->id, 0, buf);
+    gcs_put(p);
+  }
+  pg_changed(p);
+  /* keep a bounded number of removed records */
+  size_t nremoved = 0;
+  pg_rec *oldest = NULL;
+  for (pg_rec *q = P.recs; q; q = q->next)
+    if (q->state == PG_REMOVED) {
+      nremoved++;
+      if (!oldest || q->id < oldest->id) oldest = q;
+    }
+  if (nremoved > PG_KEEP_REMOVED && oldest && oldest != p) rec_free(oldest);
+}
+
+/* ------------------------------------------------------------ routing */
+
+/* Which bundle of p a request for `bundle` (-1: any) runs in: 0 and *out,
+ * RD_EAGAIN (not reserved now), or an error with why. */
+static int pick_bundle(const pg_rec *p, int bundle, const rd_resources *res, int *out, char *why, size_t whylen) {
+  char t[200], u[200];
+  if (p->state == PG_REMOVED) {
+    snprintf(why, whylen, "placement group %016" PRIx64 " was removed: %s", p->id, p->reason);
+    return RD_EPG_REMOVED;
+  }
+  if (bundle >= (int)p->n || bundle < -1) {
+    snprintf(why, whylen, "bundle index %d is out of range: placement group %016" PRIx64 " has %zu bundles", bundle,
+             p->id, p->n);
+    return RD_EINVAL;
+  }
+  if (bundle >= 0) {
+    if (!bundle_can_run(&p->b[bundle], res)) {
+      res_text(res, t, sizeof(t));
+      res_text(&p->b[bundle], u, sizeof(u));
+      snprintf(why, whylen, "request %s can never run in bundle %d %s", t, bundle, u);
+      return RD_EINFEASIBLE;
+    }
+    if (p->state != PG_CREATED || !p->node[bundle]) return RD_EAGAIN;
+    *out = bundle;
+    return 0;
+  }
+  int best = -1, any = 0;
+  uint32_t self = self_index();
+  for (size_t i = 0; i < p->n; i++) {
+    if (!bundle_can_run(&p->b[i], res)) continue;
+    any = 1;
+    if (!p->node[i] || p->state != PG_CREATED) continue;
+    if (best < 0 || (p->node[i] == self && p->node[best] != self)) best = (int)i;
+  }
+  if (!any) {
+    res_text(res, t, sizeof(t));
+    snprintf(why, whylen, "request %s fits no bundle of placement group %016" PRIx64, t, p->id);
+    return RD_EINFEASIBLE;
+  }
+  if (best < 0) return RD_EAGAIN;
+  *out = best;
+  return 0;
+}
+
+/* Route a lease request of c for group p: 1 when it was answered, queued
+ * or forwarded; 0 when it must wait. */
+static int route(pg_rec *p, node_client *c, uint64_t req_id, const rd_resources *res, int priority, int bundle) {
+  char why[400];
+  int idx = -1;
+  int rc = pick_bundle(p, bundle, res, &idx, why, sizeof(why));
+  if (rc == RD_EAGAIN) return 0;
+  if (rc != 0) {
+    rd__node_reply_grant(c, req_id, rc, why);
+    return 1;
+  }
+  uint32_t t = p->node[idx];
+  if (t == self_index()) {
+    node_bundle *b = rd__pg_bundle_here(p->id, idx);
+    if (!b) {   /* a stale copy (the bundle moved): ask the GCS again */
+      if (!p->mine) {
+        p->fetched_ns = 0;
+        return 0;
+      }
+      snprintf(why, sizeof(why), "bundle %d of placement group %016" PRIx64 " is missing on this node", idx, p->id);
+      rd__node_reply_grant(c, req_id, RD_EAGAIN, why);
+      return 1;
+    }
+    rd__node_lease_queue(c, req_id, res, priority, b);
+    return 1;
+  }
+  if (!rd__cluster_node_usable(t)) return 0;   /* waits: the node is dying or its link just failed */
+  rd__cluster_lease_to(c, req_id, res, priority, t, p->id, idx);
+  return 1;
+}
+
+void rd__pg_lease_request(node_client *c, const Rd__LeaseRequest *m, const rd_resources *res) {
+  pg_rec *p = rec_find(m->pg_id);
+  if (p && !p->mine && !p->fetched_ns) p = NULL;   /* forgotten: fetch it again */
+  if (!p && record_of(m->pg_id) == self_index()) {
+    char why[120];
+    snprintf(why, sizeof(why), "no placement group %016" PRIx64, m->pg_id);
+    rd__node_reply_grant(c, m->req_id, RD_ENOENT, why);
+    return;
+  }
+  if (p && route(p, c, m->req_id, res, m->priority, m->bundle_index)) return;
+  if (park(0, c, m->req_id, m->pg_id, NULL, res, m->priority, m->bundle_index, 0) != 0) {
+    rd__node_reply_grant(c, m->req_id, RD_ENOMEM, "node out of memory");
+    return;
+  }
+  if (!p) gcs_fetch(m->pg_id, NULL);
+}
+
+
+int rd__pg_lease_cancel(node_client *c, uint64_t req_id) {
+  for (pg_park **pp = &P.parked; *pp; pp = &(*pp)->next)
+    if (!(*pp)->is_query && (*pp)->c == c && (*pp)->req_id == req_id) {
+      park_free(pp);
+      return 1;
+    }
+  return 0;
+}
+
+int rd__pg_actor_bundle(node_actor *a, node_bundle **b, uint32_t *host, char *why, size_t whylen) {
+  *b = NULL;
+  *host = 0;
+  if (a->creator && a->creator->role == ROLE_LINK) {   /* hosting for a peer: its bundle must be here */
+    *b = rd__pg_bundle_here(a->pg_id, a->bundle_index);
+    if (*b) return 0;
+    snprintf(why, whylen, "bundle %d of placement group %016" PRIx64 " is not reserved on node %u", a->bundle_index,
+             a->pg_id, self_index());
+    return RD_EPG_REMOVED;
+  }
+  pg_rec *p = rec_find(a->pg_id);
+  if (p && !p->mine && !p->fetched_ns) p = NULL;
+  if (!p) {
+    if (record_of(a->pg_id) == self_index()) {
+      snprintf(why, whylen, "no placement group %016" PRIx64, a->pg_id);
+      return RD_ENOENT;
+    }
+    gcs_fetch(a->pg_id, NULL);
+    return RD_EAGAIN;
+  }
+  int idx = -1;
+  /* a restart goes back to the bundle it had */
+  int rc = pick_bundle(p, a->bundle_index, &a->res, &idx, why, whylen);
+  if (rc == RD_EAGAIN && !p->mine) p->fetched_ns = 0;
+  if (rc) return rc;
+  a->bundle_index = idx;
+  if (p->node[idx] == self_index()) {
+    *b = rd__pg_bundle_here(p->id, idx);
+    if (*b) return 0;
+    if (!p->mine) p->fetched_ns = 0;
+    return RD_EAGAIN;
+  }
+  if (!rd__cluster_node_usable(p->node[idx])) return RD_EAGAIN;   /* tried again by the tick */
+  *host = p->node[idx];
+  return 0;
+}
+
+/* p changed (reserved, removed, fetched): serve what waits on it. */
+static void pg_changed(pg_rec *p) {
+  int settled = p->state == PG_CREATED || p->state == PG_REMOVED;
+  char buf[400];
+  for (pg_park **pp = &P.parked; *pp;) {
+    pg_park *k = *pp;
+    if (k->pg_id != p->id) {
+      pp = &k->next;
+      continue;
+    }
+    if (k->is_query) {   /* 2: a look without waiting, answered by the first fetch */
+      if (!settled && k->is_query == 1) {
+        pp = &k->next;
+        continue;
+      }
+      int removed = p->state == PG_REMOVED && k->is_query == 1;
+      if (removed) snprintf(buf, sizeof(buf), "placement group %016" PRIx64 " was removed: %s", p->id, p->reason);
+      reply(k->c, k->req_id, removed ? RD_EPG_REMOVED : 0, removed ? buf : NULL, p);
+      park_free(pp);
+      continue;
+    }
+    if (route(p, k->c, k->req_id, &k->res, k->priority, k->bundle)) park_free(pp);
+    else pp = &k->next;
+  }
+  for (node_actor *a = N.actors; a; a = a->next) {
+    if (a->pg_id != p->id || a->state != A_PENDING || a->req || a->host || a->worker) continue;
+    if (a->creator && a->creator->role == ROLE_LINK) continue;
+    rd__node_actor_schedule(a);
+  }
+  rd__node_dispatch();
+}
+
+/* ------------------------------------------------------------ client API */
+
+void rd__pg_on_create(node_client *c, const Rd__PgCreate *m) {
+  char why[400];
+  if (m->n_bundles == 0 || m->n_bundles > PG_MAX) {
+    snprintf(why, sizeof(why), "a placement group needs 1 to %d bundles, got %zu", PG_MAX, m->n_bundles);
+    reply(c, m->req_id, RD_EINVAL, why, NULL);
+    return;
+  }
+  if (m->strategy < RD_PG_PLACE_PACK || m->strategy > RD_PG_PLACE_STRICT_SPREAD) {
+    snprintf(why, sizeof(why), "unknown placement strategy %d", m->strategy);
+    reply(c, m->req_id, RD_EINVAL, why, NULL);
+    return;
+  }
+  if (m->name && strlen(m->name) >= 128) {
+    reply(c, m->req_id, RD_EINVAL, "placement group names are shorter than 128 bytes", NULL);
+    return;
+  }
+  pg_rec *p = calloc(1, sizeof(*p));
+  if (!p) {
+    reply(c, m->req_id, RD_ENOMEM, "node out of memory", NULL);
+    return;
+  }
+  for (size_t i = 0; i < m->n_bundles; i++) {
+    if (rd__res_from_msg(m->bundles[i], &p->b[i]) != 0 || res_empty(&p->b[i])) {
+      snprintf(why, sizeof(why), "bundle %zu is invalid or asks for nothing", i);
+      reply(c, m->req_id, RD_EINVAL, why, NULL);
+      free(p);
+      return;
+    }
+  }
+  if (m->name && m->name[0] && rec_by_name(m->name)) {
+    snprintf(why, sizeof(why), "a placement group named '%s' already exists", m->name);
+    reply(c, m->req_id, RD_EEXIST, why, NULL);
+    free(p);
+    return;
+  }
+  p->n = m->n_bundles;
+  p->strategy = m->strategy;
+  snprintf(p->name, sizeof(p->name), "%s", m->name ? m->name : "");
+  /* never placeable in this view: say so now rather than wait forever */
+  static rd_pg_node nodes[PG_MAX * 4];
+  size_t nn = snapshot(nodes, PG_MAX * 4);
+  uint32_t want[PG_MAX] = {0};
+  if (rd_pg_place(nodes, nn, p->b, p->n, p->strategy, want, why, sizeof(why)) == RD_EINFEASIBLE) {
+    for (size_t i = 0; i < nn; i++) {
+      char t[200];
+      res_text(&nodes[i].total, t, sizeof(t));
+      rd__log(RD_LOG_DEBUG, "placement group refused: node %u has %s", nodes[i].index, t);
+    }
+    reply(c, m->req_id, RD_EINFEASIBLE, why, NULL);
+    free(p);
+    return;
+  }
+  p->id = ((uint64_t)(rd__cluster_on() ? rd__cluster_index() : 0) << 40) | ++P.next_seq;
+  p->mine = 1;
+  p->state = PG_PENDING;
+  p->creator = c->role == ROLE_DRIVER ? c->id : 0;
+  p->next = P.recs;
+  P.recs = p;
+  if (rd__cluster_on()) {   /* answered once the GCS has it (and the name is ours) */
+    gcs_op *op = calloc(1, sizeof(*op));
+    if (!op) {
+      rec_free(p);
+      reply(c, m->req_id, RD_ENOMEM, "node out of memory", NULL);
+      return;
+    }
+    op->put = 1;
+    to_gcs(p, &op->pg);
+    op->client_id = c->id;
+    op->req_id = m->req_id;
+    gcs_queue(op);
+    return;
+  }
+  reply(c, m->req_id, 0, NULL, p);
+  reserve(p);
+}
+
+void rd__pg_on_query(node_client *c, const Rd__PgQuery *m) {
+  pg_rec *p = m->pg_id ? rec_find(m->pg_id) : (m->name && m->name[0] ? rec_by_name(m->name) : NULL);
+  if (!m->pg_id && !(m->name && m->name[0])) {
+    reply(c, m->req_id, RD_EINVAL, "a placement group query needs an id or a name", NULL);
+    return;
+  }
+  int local = p && p->mine;
+  if (!p && (!rd__cluster_on() || (m->pg_id && record_of(m->pg_id) == self_index()))) {
+    char why[200];
+    if (m->pg_id) snprintf(why, sizeof(why), "no placement group %016" PRIx64, m->pg_id);
+    else snprintf(why, sizeof(why), "no placement group named '%s'", m->name);
+    reply(c, m->req_id, RD_ENOENT, why, NULL);
+    return;
+  }
+  int settled = p && (p->state == PG_CREATED || p->state == PG_REMOVED);
+  if (local && (m->timeout_ms == 0 || settled)) {
+    char buf[400] = "";
+    int st = 0;
+    if (m->timeout_ms != 0 && p->state == PG_REMOVED) {
+      st = RD_EPG_REMOVED;
+      snprintf(buf, sizeof(buf), "placement group %016" PRIx64 " was removed: %s", p->id, p->reason);
+    }
+    reply(c, m->req_id, st, buf, p);
+    return;
+  }
+  /* wait here; a copy is fetched again (now, then while it waits) */
+  uint64_t id = p ? p->id : m->pg_id;
+  if (park(1, c, m->req_id, id, m->name, NULL, 0, -1, m->timeout_ms == 0 ? 10000 : m->timeout_ms) != 0) {
+    reply(c, m->req_id, RD_ENOMEM, "node out of memory", NULL);
+    return;
+  }
+  if (m->timeout_ms == 0) P.parked->is_query = 2;   /* answer with the first fetch, settled or not */
+  if (!local) gcs_fetch(id, id ? NULL : m->name);
+}
+
+void rd__pg_on_remove(node_client *c, const Rd__PgRemove *m) {
+  pg_rec *p = rec_find(m->pg_id);
+  if (p && p->mine) {
+    remove_pg(p, "removed by rd_pg_remove");
+    reply(c, m->req_id, 0, NULL, p);
+    return;
+  }
+  uint32_t rec = record_of(m->pg_id);
+  if (!m->pg_id || rec == self_index() || !rd__cluster_on()) {
+    char why[120];
+    snprintf(why, sizeof(why), "no placement group %016" PRIx64, m->pg_id);
+    reply(c, m->req_id, RD_ENOENT, why, NULL);
+    return;
+  }
+  node_client *l = rd__cluster_link(rec);
+  pg_fwd *f = l ? calloc(1, sizeof(*f)) : NULL;
+  if (!f) {
+    char why[200];
+    snprintf(why, sizeof(why), "node %u, which records placement group %016" PRIx64 ", is unreachable or dead", rec,
+             m->pg_id);
+    reply(c, m->req_id, RD_ENODE_DIED, why, NULL);
+    return;
+  }
+  f->fwd_id = ++P.next_fwd;
+  f->c = c;
+  f->req_id = m->req_id;
+  f->link = l;
+  f->next = P.fwds;
+  P.fwds = f;
+  Rd__PgRemove fm = RD__PG_REMOVE__INIT;
+  fm.req_id = f->fwd_id;
+  fm.pg_id = m->pg_id;
+  rd__node_send(l, RD__MSG_TYPE__MSG_LINK_PG_REMOVE, &fm.base, -1);
+  if (p) p->fetched_ns = 0;
+}
+
+void rd__pg_client_dropped(node_client *c) {
+  for (pg_park **pp = &P.parked; *pp;) {
+    if ((*pp)->c == c) park_free(pp);
+    else pp = &(*pp)->next;
+  }
+  for (pg_fwd **pp = &P.fwds; *pp;) {
+    pg_fwd *f = *pp;
+    if (f->c == c) {
+      *pp = f->next;
+      free(f);
+    } else if (f->link == c) {
+      *pp = f->next;
+      reply(f->c, f->req_id, RD_ENODE_DIED, "the record node of the placement group died or its link broke", NULL);
+      free(f);
+    } else {
+      pp = &f->next;
+    }
+  }
+  if (c->role == ROLE_LINK) {   /* reservations waiting on that peer fail */
+    uint32_t peer = rd__cluster_link_peer(c);
+    for (pg_rec *p = P.recs; p; p = p->next) {
+      if (!p->mine || !p->txn) continue;
+      int all = 1, hit = 0;
+      for (size_t j = 0; j < p->nasked; j++) {
+        if (p->asked[j] == peer && !p->answered[j]) {
+          p->answered[j] = 1;
+          hit = 1;
+        }
+        all &= p->answered[j];
+      }
+      if (hit) {
+        p->failed = 1;
+        snprintf(p->reason, sizeof(p->reason), "node %u died or its link broke while reserving", peer);
+      }
+      if (hit && all) finish(p);
+    }
+    return;
+  }
+  if (c->role != ROLE_DRIVER) return;
+  for (pg_rec *p = P.recs; p; p = p->next)
+    if (p->mine && p->creator == c->id && p->state != PG_REMOVED) {
+      char why[160];
+      snprintf(why, sizeof(why), "the driver that created it (pid %d) exited", c->pid);
+      remove_pg(p, why);
+    }
+}
+
+/* ------------------------------------------------------------ links */
+
+int rd__pg_link_frame(node_client *link, const rd__frame *f) {
+  const ProtobufCMessageDescriptor *d;
+  switch (f->type) {
+    case RD__MSG_TYPE__MSG_LINK_PG_PREPARE: d = &rd__link_pg_prepare__descriptor; break;
+    case RD__MSG_TYPE__MSG_LINK_PG_PREPARED: d = &rd__link_pg_prepared__descriptor; break;
+    case RD__MSG_TYPE__MSG_LINK_PG_COMMIT:
+    case RD__MSG_TYPE__MSG_LINK_PG_ABORT: d = &rd__link_pg_commit__descriptor; break;
+    case RD__MSG_TYPE__MSG_LINK_PG_REMOVE: d = &rd__pg_remove__descriptor; break;
+    case RD__MSG_TYPE__MSG_LINK_PG_REMOVED: d = &rd__pg_reply__descriptor; break;
+    default: return 0;
+  }
+  ProtobufCMessage *m = rd__frame_unpack(f, d);
+  if (!m) {
+    rd__node_client_drop(link, "malformed placement-group link frame");
+    return 1;
+  }
+  uint32_t peer = rd__cluster_link_peer(link);
+  switch (f->type) {
+    case RD__MSG_TYPE__MSG_LINK_PG_PREPARE: {
+      Rd__LinkPgPrepare *q = (Rd__LinkPgPrepare *)m;
+      Rd__LinkPgPrepared r = RD__LINK_PG_PREPARED__INIT;
+      char why[300] = "";
+      r.pg_id = q->pg_id;
+      r.txn = q->txn;
+      if (q->n_indexes != q->n_bundles || q->n_bundles == 0 || record_of(q->pg_id) != peer) {
+        r.status = RD_EINVAL;
+        snprintf(why, sizeof(why), "malformed bundle reservation");
+      } else {
+        r.status = prepare_here(q->pg_id, peer, q->txn, q->indexes, q->bundles, NULL, q->n_bundles, why, sizeof(why));
+      }
+      r.error = why;
+      rd__node_send(link, RD__MSG_TYPE__MSG_LINK_PG_PREPARED, &r.base, -1);
+      break;
+    }
+    case RD__MSG_TYPE__MSG_LINK_PG_PREPARED:
+      on_prepared(peer, (Rd__LinkPgPrepared *)m);
+      break;
+    case RD__MSG_TYPE__MSG_LINK_PG_COMMIT: {
+      Rd__LinkPgCommit *q = (Rd__LinkPgCommit *)m;
+      if (record_of(q->pg_id) == peer) commit_here(q->pg_id, q->txn);
+      break;
+    }
+    case RD__MSG_TYPE__MSG_LINK_PG_ABORT: {
+      Rd__LinkPgCommit *q = (Rd__LinkPgCommit *)m;
+      if (record_of(q->pg_id) == peer) drop_here(q->pg_id, q->txn, NULL);
+      break;
+    }
+    case RD__MSG_TYPE__MSG_LINK_PG_REMOVE: {
+      Rd__PgRemove *q = (Rd__PgRemove *)m;
+      pg_rec *p = rec_find(q->pg_id);
+      if (p && p->mine) {   /* a removal forwarded by a caller's node */
+        remove_pg(p, "removed by rd_pg_remove");
+        if (q->req_id) reply(link, q->req_id, 0, NULL, p);
+      } else {
+        char why[200];
+        snprintf(why, sizeof(why), "placement group %016" PRIx64 " was removed", q->pg_id);
+        if (record_of(q->pg_id) == peer) drop_here(q->pg_id, 0, why);
+        if (q->req_id) reply(link, q->req_id, RD_ENOENT, "no such placement group", NULL);
+      }
+      break;
+    }
+    case RD__MSG_TYPE__MSG_LINK_PG_REMOVED: {
+      Rd__PgReply *q = (Rd__PgReply *)m;
+      for (pg_fwd **pp = &P.fwds; *pp; pp = &(*pp)->next) {
+        pg_fwd *f2 = *pp;
+        if (f2->link != link || f2->fwd_id != q->req_id) continue;
+        q->req_id = f2->req_id;
+        rd__node_send(f2->c, RD__MSG_TYPE__MSG_PG_REPLY, &q->base, -1);
+        *pp = f2->next;
+        free(f2);
+        break;
+      }
+      break;
+    }
+  }
+  protobuf_c_message_free_unpacked(m, NULL);
+  rd__node_flush_all();
+  return 1;
+}
+
+void rd__pg_view_changed(void) {
+  char why[200];
+  /* bundles whose record node died: nobody can use or remove them now */
+  for (node_bundle *b = N.bundles, *next; b; b = next) {
+    next = b->next;
+    if (b->removed || rd__cluster_node_alive(b->record)) continue;
+    snprintf(why, sizeof(why), "placement group %016" PRIx64 " was removed: its record node %u died", b->pg_id,
+             b->record);
+    rd__node_bundle_drop(b, why);
+  }
+  for (pg_rec *p = P.recs, *next; p; p = next) {
+    next = p->next;
+    if (!p->mine) {   /* copies may name dead nodes: fetch again when needed */
+      p->fetched_ns = 0;
+      continue;
+    }
+    if (p->state == PG_REMOVED) continue;
+    int lost = 0;
+    for (size_t i = 0; i < p->n; i++)
+      if (p->node[i] && p->node[i] != self_index() && !rd__cluster_node_alive(p->node[i])) {
+        lost++;
+        snprintf(p->reason, sizeof(p->reason), "node %u, which held bundle %zu, died", p->node[i], i);
+        p->node[i] = 0;
+      }
+    if (!lost) continue;
+    rd__log(RD_LOG_WARN, "placement group %016" PRIx64 ": %s; reserving %d bundles again", p->id, p->reason, lost);
+    p->state = PG_RESCHEDULING;
+    gcs_put(p);
+    reserve(p);
+  }
+  rd__node_dispatch();
+}
+
+void rd__pg_forget(uint64_t pg_id) {
+  pg_rec *p = rec_find(pg_id);
+  if (p && !p->mine) p->fetched_ns = 0;
+}
+
+/* Actors and leases waiting on a reserved group whose bundle's node could
+ * not be reached: try them again now and then. */
+static void retry_waiting(void) {
+  for (pg_rec *p = P.recs; p; p = p->next) {
+    if (p->state != PG_CREATED) continue;
+    for (pg_park **pp = &P.parked; *pp;) {
+      pg_park *k = *pp;
+      if (!k->is_query && k->pg_id == p->id && route(p, k->c, k->req_id, &k->res, k->priority, k->bundle))
+        park_free(pp);
+      else
+        pp = &k->next;
+    }
+  }
+  for (node_actor *a = N.actors; a; a = a->next)
+    if (a->pg_id && a->state == A_PENDING && !a->req && !a->host && !a->worker && a->creator &&
+        a->creator->role != ROLE_LINK)
+      rd__node_actor_schedule(a);
+}
+
+void rd__pg_tick(void) {
+  uint64_t now = rd__now_ns();
+  static unsigned ticks;
+  if (++ticks % 4 == 0) retry_waiting();
+  for (pg_rec *p = P.recs; p; p = p->next)
+    if (p->mine && !p->txn && (p->state == PG_PENDING || p->state == PG_RESCHEDULING) && now >= p->retry_ns)
+      reserve(p);
+  /* waits that timed out, and copies to fetch again for those still waiting */
+  for (pg_park **pp = &P.parked; *pp;) {
+    pg_park *k = *pp;
+    if (k->deadline_ns && now >= k->deadline_ns) {
+      pg_rec *p = k->pg_id ? rec_find(k->pg_id) : NULL;
+      if (k->is_query) {
+        char why[400];
+        snprintf(why, sizeof(why), "placement group %016" PRIx64 " is still %s%s%s", k->pg_id,
+                 p ? state_name[p->state] : "unknown", p && p->reason[0] ? ": " : "", p ? p->reason : "");
+        reply(k->c, k->req_id, k->is_query == 2 && p ? 0 : RD_ETIMEDOUT, why, p);
+      } else {
+        rd__node_reply_grant(k->c, k->req_id, RD_ETIMEDOUT, "placement group lookup timed out");
+      }
+      park_free(pp);
+      continue;
+    }
+    pg_rec *p = k->pg_id ? rec_find(k->pg_id) : NULL;
+    if (k->pg_id && (!p || !p->mine) && (!p || (!p->fetching && now - p->fetched_ns > PG_REFRESH_NS)))
+      gcs_fetch(k->pg_id, NULL);
+    pp = &k->next;
+  }
+}
+
+void rd__pg_free(void) {
+  while (P.parked) park_free(&P.parked);
+  while (P.fwds) {
+    pg_fwd *f = P.fwds;
+    P.fwds = f->next;
+    free(f);
+  }
+  while (P.recs) rec_free(P.recs);
+}

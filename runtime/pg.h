@@ -1,0 +1,50 @@
+/* runtime/pg.h - placement groups in the node daemon.
+ *
+ * The node where a group is created keeps its record: it proposes where each
+ * bundle goes (scheduler/pg_place.c) from its cluster view, reserves them
+ * two-phase on the nodes' ledgers (prepare on every node, then commit, or
+ * abort everywhere and try again later), publishes the record in the GCS
+ * placement-group table, re-reserves bundles lost with a node, and removes
+ * the group when asked or when the driver that made it exits.  Any node
+ * routes a lease request that names a bundle to the node holding it, using
+ * its own records or a copy fetched from the GCS.  Loop thread only. */
+#ifndef RD_RUNTIME_PG_H
+#define RD_RUNTIME_PG_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "conn.h"
+#include "node_internal.h"
+#include "raydist.pb-c.h"
+
+/* client messages (node.c) */
+void rd__pg_on_create(node_client *c, const Rd__PgCreate *m);
+void rd__pg_on_query(node_client *c, const Rd__PgQuery *m);
+void rd__pg_on_remove(node_client *c, const Rd__PgRemove *m);
+/* A lease request naming a group: queued in its bundle here, forwarded to
+ * the bundle's node, parked until the group is reserved, or refused. */
+void rd__pg_lease_request(node_client *c, const Rd__LeaseRequest *m, const rd_resources *res);
+/* 1 when req_id of c was parked here (and is now dropped). */
+int rd__pg_lease_cancel(node_client *c, uint64_t req_id);
+/* Where actor a (a->pg_id set) goes: *b its bundle when that is on this node,
+ * else *host the node holding it.  RD_EAGAIN: the group is not reserved yet
+ * (a is scheduled again when it is); RD_EPG_REMOVED, RD_ENOENT,
+ * RD_EINFEASIBLE, RD_EINVAL with why. */
+int rd__pg_actor_bundle(node_actor *a, node_bundle **b, uint32_t *host, char *why, size_t whylen);
+/* c is going away (before cluster.c forgets which peer a link was). */
+void rd__pg_client_dropped(node_client *c);
+/* Every 50 ms: retries reservations, times out waits, refreshes copies. */
+void rd__pg_tick(void);
+
+/* cluster.c */
+int rd__pg_link_frame(node_client *link, const rd__frame *f);
+void rd__pg_view_changed(void);
+/* Bundle `index` of pg reserved here and usable, or NULL. */
+node_bundle *rd__pg_bundle_here(uint64_t pg_id, int index);
+/* A request forwarded to a bundle's node was refused there as stale:
+ * forget the copy so the next request fetches the record again. */
+void rd__pg_forget(uint64_t pg_id);
+void rd__pg_free(void);
+
+#endif
