@@ -633,6 +633,10 @@ static void actor_schedule(node_actor *a) {
   if (a->pg_id) {
     err = rd__pg_actor_bundle(a, &b, &host, why, sizeof(why));
     if (err == RD_EAGAIN) {   /* the group is being reserved: pg.c schedules it again */
+      if (a->state != A_PENDING || !a->pending_since) {
+        a->pending_since = rd__now_ns();
+        a->warned = 0;
+      }
       a->state = A_PENDING;
       if (a->creator->role != ROLE_LINK) a->host = 0;
       return;
@@ -1591,6 +1595,11 @@ static void on_tick(uv_timer_t *t) {
   for (node_actor *a = N.actors; a; a = a->next) {
     if (a->state == A_PENDING && !a->warned && now - a->pending_since > 5000000000ull) {
       a->warned = 1;
+      if (a->pg_id) {
+        rd__log(RD_LOG_WARN, "actor %llu (%s) has waited 5 s for bundle %d of placement group %016llx",
+                (unsigned long long)a->id, a->cls, a->bundle_index, (unsigned long long)a->pg_id);
+        continue;
+      }
       rd__log(RD_LOG_WARN,
               "actor %llu (%s) has waited 5 s for resources: it asks for {CPU: %g, GPU: %g, memory: %lld}; "
               "free now {CPU: %g, GPU: %g, memory: %lld} (other actors and leases hold the rest)",

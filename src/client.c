@@ -2378,10 +2378,21 @@ static int pg_query(uint64_t id, const char *name, int64_t timeout_ms, const cha
 
 int rd_pg_wait(rd_pg pg, int64_t timeout_ms) {
   if (!pg.id) return RD_EINVAL;
-  Rd__PgReply *rep;
-  int r = pg_query(pg.id, NULL, timeout_ms < 0 ? -1 : timeout_ms == 0 ? 1 : timeout_ms, "rd_pg_wait", &rep);
-  if (r == 0) protobuf_c_message_free_unpacked(&rep->base, NULL);
-  return r;
+  /* in slices, so other threads of this process are not held off the
+   * client lock for the whole wait */
+  uint64_t deadline = timeout_ms >= 0 ? rd__now_ns() + (uint64_t)timeout_ms * 1000000ull : 0;
+  for (;;) {
+    int64_t slice = 200;
+    if (deadline) {
+      uint64_t now = rd__now_ns();
+      int64_t left = now >= deadline ? 1 : (int64_t)((deadline - now + 999999) / 1000000);
+      if (left < slice) slice = left;
+    }
+    Rd__PgReply *rep;
+    int r = pg_query(pg.id, NULL, slice, "rd_pg_wait", &rep);
+    if (r == 0) protobuf_c_message_free_unpacked(&rep->base, NULL);
+    if (r != RD_ETIMEDOUT || (deadline && rd__now_ns() >= deadline)) return r;
+  }
 }
 
 int rd_pg_info_get(rd_pg pg, rd_pg_info *out) {

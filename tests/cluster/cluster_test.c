@@ -737,6 +737,16 @@ RD_REMOTE(pg_probe) {
   return rd_return_bytes(call, 0, out, sizeof(out));
 }
 
+/* From a task on another node: remove the group named "doomed" (the
+ * removal travels to the node that records it). */
+RD_REMOTE(pg_remove_named) {
+  rd_pg pg;
+  int r = rd_pg_get("doomed", &pg);
+  if (r == 0) r = rd_pg_remove(pg);
+  if (r != 0) return rd_call_fail(call, "remove: %s", rd_err_name(r));
+  return rd_return_bytes(call, 0, &pg.id, sizeof(pg.id));
+}
+
 /* Every strategy across three nodes: bundles land where the strategy says,
  * tasks and actors in a bundle run on its node, custom resources steer
  * bundles, a group that cannot fit now waits and one that never can is
@@ -825,6 +835,21 @@ static int t_placement_groups(void) {
   CHECK_EQ(info.bundle_nodes[0], c);
   CHECK_EQ(where_in(cp, 0, 1), c);
   CHECK_EQ(rd_pg_remove(cp), 0);
+
+  /* removed from a task on node c, recorded here */
+  rd_pg doomed = pg_make(one, 2, RD_PG_SPREAD, "doomed", &info);
+  CHECK_EQ(rd_submit(pg_remove_named, RD_NO_ARGS, &o, &r), 0);   /* o: on node c */
+  e = rd_get(&r, 1, &buf, 60000);
+  if (e != 0) fprintf(stderr, "pg_remove_named: %s: %.*s\n", rd_err_name(e), (int)buf.size, (const char *)buf.data);
+  CHECK_EQ(e, 0);
+  uint64_t gone;
+  memcpy(&gone, buf.data, sizeof(gone));
+  rd_buf_release(&buf);
+  rd_ref_release(r);
+  CHECK_EQ(gone, doomed.id);
+  CHECK_EQ(rd_pg_info_get(doomed, &info), 0);
+  CHECK_EQ(info.state, RD_PG_STATE_REMOVED);
+  CHECK_EQ(rd_pg_wait(doomed, 1000), RD_EPG_REMOVED);
 
   /* all CPUs reserved: a new group waits, and is reserved after removal */
   rd_bundle two[3] = {{.num_cpus = 2}, {.num_cpus = 2}, {.num_cpus = 2}};
