@@ -820,6 +820,19 @@ static int h_pg_put(void *arg, rd__rpc_call *call, const ProtobufCMessage *req) 
   Rd__Gcs__PgInfo p = *q;   /* bundles and strings stay in the request */
   p.reason = reason;
   pthread_mutex_lock(&g->mu);
+  if (pg_live(&p)) {
+    /* a late write from a record node already declared dead would bring
+     * its group back with nobody left to remove it */
+    Rd__Gcs__NodeInfo *n = node_load(g, p.record_node, &rc);
+    int dead = n && n->state != RD__GCS__NODE_STATE__NODE_ALIVE;   /* never registered: not late */
+    if (n) protobuf_c_message_free_unpacked(&n->base, NULL);
+    if (dead) {
+      pthread_mutex_unlock(&g->mu);
+      rd__rpc_fail(call, "placement group %016" PRIx64 ": its record node %u is dead", p.pg_id, p.record_node);
+      return RD_ENODE_DIED;
+    }
+    rc = 0;
+  }
   Rd__Gcs__PgInfo *old = rec_get(g, T_PG, key, &rd__gcs__pg_info__descriptor, &rc);
   if (rc == RD_ENOENT) rc = 0;
   int same = pg_holds_name(old) && pg_holds_name(&p) && !strcmp(old->name, p.name);

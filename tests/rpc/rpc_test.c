@@ -799,6 +799,16 @@ static int t_gcs_pgs(void) {
   pg_get_ok(g, 0x60, &got);
   CHECK(got.state == RD_GCS_PG_REMOVED && !strcmp(got.reason, want_a));
   CHECK_EQ(rd_gcs_pg_get(g, 0, "on-a", &got), RD_ENOENT);
+  /* a late write from a dead record node cannot bring its group back;
+   * recording the removal is still fine */
+  pg_fill(&pg, 0x70, "on-b", ib, 1);
+  pg.state = RD_GCS_PG_CREATED;
+  CHECK_EQ(rd_gcs_pg_put(g, &pg), RD_ENODE_DIED);
+  CHECK(strstr(rd_gcs_last_error(), "is dead") != NULL);
+  pg_get_ok(g, 0x70, &got);
+  CHECK_EQ(got.state, RD_GCS_PG_REMOVED);
+  pg.state = RD_GCS_PG_REMOVED;
+  CHECK_EQ(rd_gcs_pg_put(g, &pg), 0);
 
   /* REMOVED records: the 1000 newest ids are kept */
   size_t live = 0, gone = 0;
