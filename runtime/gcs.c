@@ -632,7 +632,14 @@ static int h_actor_register(void *arg, rd__rpc_call *call, const ProtobufCMessag
   void *v;
   size_t len;
   int rc = 0;
-  if (g->store->ops->get(g->store, T_ACTOR, key, strlen(key), &v, &len) == 0) {
+  Rd__Gcs__NodeInfo *n = q->node_index ? node_load(g, q->node_index, &rc) : NULL;
+  rc = 0;
+  if (n && n->state != RD__GCS__NODE_STATE__NODE_ALIVE) {   /* late: its node is already dead */
+    rd__rpc_fail(call, "actor %016" PRIx64 ": node %u is dead", q->actor_id, q->node_index);
+    rc = RD_ENODE_DIED;
+  }
+  if (n) protobuf_c_message_free_unpacked(&n->base, NULL);
+  if (!rc && g->store->ops->get(g->store, T_ACTOR, key, strlen(key), &v, &len) == 0) {
     free(v);
     rd__rpc_fail(call, "actor %016" PRIx64 " is already registered", q->actor_id);
     rc = RD_EEXIST;

@@ -301,6 +301,8 @@ static int t_gcs_nodes(void) {
   }
   CHECK(dead_actor);
   CHECK_EQ(rd_gcs_actor_lookup(g, "on-b", NULL, NULL), RD_ENOENT);
+  CHECK_EQ(rd_gcs_actor_register(g, 0xb0c, "late", "Cls", ib), RD_ENODE_DIED);   /* a late write from b */
+  CHECK_EQ(rd_gcs_actor_lookup(g, "late", NULL, NULL), RD_ENOENT);
 
   /* a dead node stays dead */
   CHECK_EQ(rd_gcs_heartbeat(g, ib, &b.total, 0, 0, NULL), RD_ENODE_DIED);
