@@ -446,6 +446,29 @@ static void res_used(char *buf, size_t len, double total, double avail) {
   snprintf(buf, len, "%g/%g", total - avail, total);
 }
 
+/* The placement groups not removed, and how many were. */
+static void print_pgs(const rd_gcs_pg *pgs, size_t n) {
+  static const char *strat[] = {"PACK", "SPREAD", "STRICT_PACK", "STRICT_SPREAD"};
+  static const char *state[] = {"?", "pending", "created", "rescheduling", "removed"};
+  size_t live = 0;
+  for (size_t i = 0; i < n; i++) live += pgs[i].state != RD_GCS_PG_REMOVED;
+  printf("\nplacement groups: %zu live, %zu removed\n", live, n - live);
+  if (!live) return;
+  printf("%-16s %-16s %-13s %-12s %s\n", "id", "name", "strategy", "state", "bundles (node: CPU/GPU)");
+  for (size_t i = 0; i < n; i++) {
+    const rd_gcs_pg *p = &pgs[i];
+    if (p->state == RD_GCS_PG_REMOVED) continue;
+    char b[512];
+    size_t off = 0;
+    for (size_t k = 0; k < p->nbundles && off < sizeof(b) - 48; k++)
+      off += (size_t)snprintf(b + off, sizeof(b) - off, "%s%u: %g/%g", k ? ", " : "", p->bundle_nodes[k],
+                              rd_res_to_double(p->bundles[k].cpu), rd_res_to_double(p->bundles[k].gpu));
+    printf("%016llx %-16s %-13s %-12s %s%s%s\n", (unsigned long long)p->pg_id, p->name[0] ? p->name : "-",
+           p->strategy >= 0 && p->strategy <= 3 ? strat[p->strategy] : "?",
+           p->state >= 1 && p->state <= 4 ? state[p->state] : "?", b, p->reason[0] ? "; " : "", p->reason);
+  }
+}
+
 int rd__cli_status(int argc, char **argv) {
   const char *address = getenv("RAYDIST_ADDRESS"), *token = getenv("RAYDIST_TOKEN");
   static const struct option lo[] = {{"address", 1, 0, 'a'}, {"token", 1, 0, 't'}, {0, 0, 0, 0}};
@@ -480,6 +503,12 @@ int rd__cli_status(int argc, char **argv) {
   size_t n = 0;
   uint64_t ver = 0;
   r = rd_gcs_get_nodes(g, &nodes, &n, &ver);
+  rd_gcs_pg *pgs = NULL;
+  size_t npg = 0;
+  if (r == 0 && rd_gcs_pg_list(g, &pgs, &npg) != 0) {
+    pgs = NULL;
+    npg = 0;
+  }
   rd_gcs_close(g);
   if (r != 0) {
     fprintf(stderr, "raydist status: %s\n", rd_strerror(r));
@@ -525,5 +554,7 @@ int rd__cli_status(int argc, char **argv) {
            x->state == RD_GCS_NODE_ALIVE ? "alive" : "dead", cb, gb, custom, store, (long long)x->pending, hb);
   }
   free(nodes);
+  print_pgs(pgs, npg);
+  free(pgs);
   return 0;
 }

@@ -80,6 +80,13 @@ case "$CASE" in
     "$CMP" "$RAYDIST_TMPDIR/direct.npy" "$RAYDIST_TMPDIR/c.npy" 1e-5 || fail "cluster output differs from the engine's"
     "$R" status | grep -q "3 nodes alive" || fail "cluster hurt"
     ;;
+  placement_groups)
+    "$T" "$CASE" || fail "$CASE"
+    # every group the driver made is removed, and the GCS table says so
+    "$R" status > "$RAYDIST_TMPDIR/status" || fail "status"
+    grep -Eq "^placement groups: 0 live, [1-9][0-9]* removed" "$RAYDIST_TMPDIR/status" ||
+      { cat "$RAYDIST_TMPDIR/status"; fail "placement groups left behind"; }
+    ;;
   *)
     "$T" "$CASE" || fail "$CASE"
     ;;
