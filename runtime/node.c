@@ -1553,6 +1553,7 @@ int rd__node_set_job(const char *exe, char *const *argv, size_t argc, char *err,
       return RD_ESTATE;
     }
     rd__log(RD_LOG_INFO, "switching job: %s -> %s", N.job_exe, exe);
+    rd__pg_job_ended("the job that created it ended (its node switched to another job)");
     for (node_worker *w = N.workers; w; w = w->next) {
       if (w->state != W_IDLE && w->state != W_STARTING) continue;
       if (w->state == W_IDLE) N.nidle--;

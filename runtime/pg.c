@@ -982,6 +982,15 @@ void rd__pg_client_dropped(node_client *c) {
       snprintf(why, sizeof(why), "the driver that created it (pid %d) exited", c->pid);
       remove_pg(p, why);
     }
+  /* the last driver here: what its tasks created here goes with the job */
+  for (node_client *o = N.clients; o; o = o->next)
+    if (o != c && o->role == ROLE_DRIVER && !o->dead) return;
+  rd__pg_job_ended("the job that created it ended (its driver exited)");
+}
+
+void rd__pg_job_ended(const char *why) {
+  for (pg_rec *p = P.recs; p; p = p->next)
+    if (p->mine && !p->creator && p->state != PG_REMOVED) remove_pg(p, why);
 }
 
 /* ------------------------------------------------------------ links */

@@ -747,6 +747,15 @@ RD_REMOTE(pg_remove_named) {
   return rd_return_bytes(call, 0, &pg.id, sizeof(pg.id));
 }
 
+/* Create a group from inside a task; it lives with the job. */
+RD_REMOTE(pg_from_task) {
+  rd_bundle b = {.num_cpus = 0.5};
+  rd_pg pg;
+  int r = rd_pg_create(&b, 1, RD_PG_PACK, "from_task", &pg);
+  if (r != 0) return rd_call_fail(call, "create: %s", rd_err_name(r));
+  return rd_return_bytes(call, 0, &pg.id, sizeof(pg.id));
+}
+
 /* Every strategy across three nodes: bundles land where the strategy says,
  * tasks and actors in a bundle run on its node, custom resources steer
  * bundles, a group that cannot fit now waits and one that never can is
@@ -851,18 +860,37 @@ static int t_placement_groups(void) {
   CHECK_EQ(info.state, RD_PG_STATE_REMOVED);
   CHECK_EQ(rd_pg_wait(doomed, 1000), RD_EPG_REMOVED);
 
+  /* made by a task on this (the head) node: outlives the task, ends with
+   * the job (the script checks that nothing is live after the driver) */
+  rd_task_opts ho;
+  rd_task_opts_init(&ho);
+  ho.num_cpus = 0;
+  ho.strategy = RD_STRATEGY_NODE_AFFINITY;
+  ho.node = head;
+  CHECK_EQ(rd_submit(pg_from_task, RD_NO_ARGS, &ho, &r), 0);
+  CHECK_EQ(rd_get(&r, 1, &buf, 60000), 0);
+  uint64_t made;
+  memcpy(&made, buf.data, sizeof(made));
+  rd_buf_release(&buf);
+  rd_ref_release(r);
+  rd_pg ft;
+  CHECK_EQ(rd_pg_get("from_task", &ft), 0);
+  CHECK_EQ(ft.id, made);
+  CHECK_EQ(rd_pg_wait(ft, 30000), 0);
+
   /* all CPUs reserved: a new group waits, and is reserved after removal */
-  rd_bundle two[3] = {{.num_cpus = 2}, {.num_cpus = 2}, {.num_cpus = 2}};
-  rd_pg all = pg_make(two, 3, RD_PG_STRICT_SPREAD, NULL, &info);
+
+  rd_bundle almost[3] = {{.num_cpus = 1}, {.num_cpus = 2}, {.num_cpus = 2}};   /* the head keeps 0.5 for ft */
+  rd_pg all = pg_make(almost, 3, RD_PG_STRICT_SPREAD, NULL, &info);
   rd_pg later;
   CHECK_EQ(rd_pg_create(one, 1, RD_PG_PACK, NULL, &later), 0);
   CHECK_EQ(rd_pg_wait(later, 1000), RD_ETIMEDOUT);
   CHECK_EQ(rd_pg_remove(all), 0);
   CHECK_EQ(rd_pg_wait(later, 30000), 0);
   CHECK_EQ(rd_pg_remove(later), 0);
-  /* removed everywhere: every node's 2 CPUs come back (within a heartbeat) */
+  /* removed everywhere: every node's CPUs come back (within a heartbeat) */
   for (int i = 0; i < 3; i++) {
-    rd_pg chk = pg_make(two, 3, RD_PG_STRICT_SPREAD, NULL, &info);
+    rd_pg chk = pg_make(almost, 3, RD_PG_STRICT_SPREAD, NULL, &info);
     CHECK_EQ(rd_pg_remove(chk), 0);
   }
   rd_shutdown();

@@ -82,8 +82,13 @@ case "$CASE" in
     ;;
   placement_groups)
     "$T" "$CASE" || fail "$CASE"
-    # every group the driver made is removed, and the GCS table says so
-    "$R" status > "$RAYDIST_TMPDIR/status" || fail "status"
+    # every group the job made (its tasks' too) is removed once its driver
+    # is gone, and the GCS table says so (the last removal lands shortly after)
+    for i in 1 2 3 4 5 6 7 8 9 10; do
+      "$R" status > "$RAYDIST_TMPDIR/status" || fail "status"
+      grep -Eq "^placement groups: 0 live, [1-9][0-9]* removed" "$RAYDIST_TMPDIR/status" && break
+      sleep 0.3
+    done
     grep -Eq "^placement groups: 0 live, [1-9][0-9]* removed" "$RAYDIST_TMPDIR/status" ||
       { cat "$RAYDIST_TMPDIR/status"; fail "placement groups left behind"; }
     ;;
