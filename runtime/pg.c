@@ -48,6 +48,8 @@ typedef struct pg_rec {
   size_t nasked;
   int failed;
   uint64_t retry_ns;
+  /* its GCS record: one write in flight at a time, so they land in order */
+  int putting, dirty;
   /* copies */
   uint64_t fetched_ns;
   int fetching;
@@ -86,6 +88,7 @@ static struct {
 
 static void pg_changed(pg_rec *p);
 static void reserve(pg_rec *p);
+static void gcs_put(pg_rec *p);
 
 static uint32_t self_index(void) { return rd__cluster_on() ? rd__cluster_index() : 1; }
 static uint32_t record_of(uint64_t pg_id) { return rd__cluster_on() ? (uint32_t)(pg_id >> 40) : 1; }
@@ -255,8 +258,10 @@ static void gcs_done(uv_work_t *w, int status) {
   gcs_op *op = w->data;
   if (status != 0 && op->status == 0) op->status = RD_ECANCELED;
   if (op->put) {
+    pg_rec *w = rec_find(op->pg.pg_id);
+    if (w) w->putting = 0;
     if (op->client_id) {   /* a create: the name is ours, or it is taken */
-      pg_rec *p = rec_find(op->pg.pg_id);
+      pg_rec *p = w;
       node_client *c = client_alive(op->client_id);
       if (op->status == 0) {
         if (c) reply(c, op->req_id, 0, NULL, p);
@@ -267,9 +272,14 @@ static void gcs_done(uv_work_t *w, int status) {
         else snprintf(err, sizeof(err), "cannot record the placement group in the GCS: %s", op->err);
         if (c) reply(c, op->req_id, op->status, err, NULL);
         if (p) rec_free(p);
+        w = NULL;
       }
     } else if (op->status) {
       rd__log(RD_LOG_WARN, "placement group %016" PRIx64 ": GCS update failed: %s", op->pg.pg_id, op->err);
+    }
+    if (w && w->dirty) {   /* changed meanwhile: write the latest */
+      w->dirty = 0;
+      gcs_put(w);
     }
   } else {
     /* a fetched copy: update or make it, then serve what waits on it */
@@ -325,12 +335,17 @@ static void gcs_queue(gcs_op *op) {
   uv_queue_work(N.loop, &op->work, gcs_work, gcs_done);
 }
 
-static void gcs_put(const pg_rec *p) {
+static void gcs_put(pg_rec *p) {
   if (!rd__cluster_on()) return;
+  if (p->putting) {
+    p->dirty = 1;
+    return;
+  }
   gcs_op *op = calloc(1, sizeof(*op));
   if (!op) return;
   op->put = 1;
   to_gcs(p, &op->pg);
+  p->putting = 1;
   gcs_queue(op);
 }
 
@@ -859,6 +874,7 @@ void rd__pg_on_create(node_client *c, const Rd__PgCreate *m) {
     to_gcs(p, &op->pg);
     op->client_id = c->id;
     op->req_id = m->req_id;
+    p->putting = 1;
     gcs_queue(op);
     return;
   }
