@@ -26,6 +26,7 @@
 #define PG_RETRY_NS 200000000ull      /* a reservation that did not fit is tried again after this */
 #define PG_REFRESH_NS 200000000ull    /* a copy something waits on is fetched again after this */
 #define PG_KEEP_REMOVED 256           /* removed records kept for status answers */
+#define PG_GRACE_NS 2000000000ull     /* an unknown id is looked up again this long */
 
 enum { PG_PENDING = 1, PG_CREATED = 2, PG_RESCHEDULING = 3, PG_REMOVED = 4 };
 static const char *state_name[] = {"none", "pending", "created", "rescheduling", "removed"};
@@ -67,6 +68,8 @@ typedef struct pg_park {
   rd_resources res;
   int priority, bundle;
   uint64_t deadline_ns;
+  uint64_t since_ns;
+  uint64_t asked_ns;        /* when it last had its group fetched (unknown ids) */
   struct pg_park *next;
 } pg_park;
 
@@ -188,6 +191,7 @@ static int park(int is_query, node_client *c, uint64_t req_id, uint64_t pg_id, c
   k->priority = priority;
   k->bundle = bundle;
   k->deadline_ns = timeout_ms > 0 ? rd__now_ns() + (uint64_t)timeout_ms * 1000000ull : 0;
+  k->since_ns = k->asked_ns = rd__now_ns();
   k->next = P.parked;
   P.parked = k;
   return 0;
@@ -306,6 +310,13 @@ static void gcs_done(uv_work_t *w, int status) {
       pg_park *k = *pp;
       int mine_id = op->pg_id ? k->pg_id == op->pg_id : (!k->pg_id && !strcmp(k->name, op->name));
       if (!mine_id) {
+        pp = &k->next;
+        continue;
+      }
+      /* an anonymous group's record is written just after its creator is
+       * answered: an id not there yet is looked up again for a moment */
+      if (op->status == RD_ENOENT && op->pg_id && rd__cluster_node_alive(record_of(op->pg_id)) &&
+          rd__now_ns() - k->since_ns < PG_GRACE_NS) {
         pp = &k->next;
         continue;
       }
@@ -863,7 +874,7 @@ void rd__pg_on_create(node_client *c, const Rd__PgCreate *m) {
   p->creator = c->role == ROLE_DRIVER ? c->id : 0;
   p->next = P.recs;
   P.recs = p;
-  if (rd__cluster_on()) {   /* answered once the GCS has it (and the name is ours) */
+  if (rd__cluster_on() && p->name[0]) {   /* answered once the GCS has it and the name is ours */
     gcs_op *op = calloc(1, sizeof(*op));
     if (!op) {
       rec_free(p);
@@ -878,6 +889,7 @@ void rd__pg_on_create(node_client *c, const Rd__PgCreate *m) {
     gcs_queue(op);
     return;
   }
+  gcs_put(p);   /* anonymous: nothing to claim, so the record is written behind */
   reply(c, m->req_id, 0, NULL, p);
   reserve(p);
 }
@@ -1172,8 +1184,12 @@ void rd__pg_tick(void) {
       continue;
     }
     pg_rec *p = k->pg_id ? rec_find(k->pg_id) : NULL;
-    if (k->pg_id && (!p || !p->mine) && (!p || (!p->fetching && now - p->fetched_ns > PG_REFRESH_NS)))
+    if (k->pg_id && !p && now - k->asked_ns > PG_REFRESH_NS) {   /* not known here yet */
+      k->asked_ns = now;
       gcs_fetch(k->pg_id, NULL);
+    } else if (p && !p->mine && !p->fetching && now - p->fetched_ns > PG_REFRESH_NS) {
+      gcs_fetch(k->pg_id, NULL);
+    }
     pp = &k->next;
   }
 }

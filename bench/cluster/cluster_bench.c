@@ -101,6 +101,22 @@ static double transfer_round(void) {
   return g_there;
 }
 
+/* Placement groups created, waited for and removed, per second: 100 of one
+ * bundle on the driver's node, or of two STRICT_SPREAD bundles (two-phase
+ * over the link to the other node). */
+static double pg_rate(size_t nb, int strategy) {
+  enum { NPG = 100 };
+  static rd_pg pg[NPG];
+  rd_bundle b[2] = {{.num_cpus = 0.01}, {.num_cpus = 0.01}};
+  double t0 = now();
+  for (int i = 0; i < NPG; i++) OK(rd_pg_create(b, nb, strategy, NULL, &pg[i]));
+  for (int i = 0; i < NPG; i++) OK(rd_pg_wait(pg[i], RD_TIMEOUT_INF));
+  for (int i = 0; i < NPG; i++) OK(rd_pg_remove(pg[i]));
+  return NPG / (now() - t0);
+}
+static double pg_local(void) { return pg_rate(1, RD_PG_PACK); }
+static double pg_spread(void) { return pg_rate(2, RD_PG_STRICT_SPREAD); }
+
 int main(int argc, char **argv) {
   harness_args(argc, argv);
   size_t mib = 1024;
@@ -123,6 +139,27 @@ int main(int argc, char **argv) {
   g_opts.resources = "only_b=0.001";
   report("spillback_tasks_async", "tasks", async_tasks);
   report("spillback_tasks_sync", "tasks", sync_tasks);
+  report("pg_create_removal_local", "groups (1 bundle, this node)", pg_local);
+  report("pg_create_removal_spread", "groups (2 STRICT_SPREAD bundles, both nodes)", pg_spread);
+  if (selected("pg_tasks")) {
+    /* tasks into a bundle on the other node: routed by the driver's node */
+    rd_bundle b[2] = {{.num_cpus = 1}, {.num_cpus = 1}};
+    rd_pg pg;
+    OK(rd_pg_create(b, 2, RD_PG_STRICT_SPREAD, NULL, &pg));
+    OK(rd_pg_wait(pg, RD_TIMEOUT_INF));
+    rd_pg_info info;
+    OK(rd_pg_info_get(pg, &info));
+    rd_task_opts_init(&g_opts);
+    g_opts.num_cpus = 0.01;
+    g_opts.placement_group = pg;
+    g_opts.bundle_index = info.bundle_nodes[0] == ni.node_index ? 1 : 0;
+    report("pg_tasks_async", "tasks (in a bundle on the other node)", async_tasks);
+    report("pg_tasks_sync", "tasks (in a bundle on the other node)", sync_tasks);
+    OK(rd_pg_remove(pg));
+    rd_task_opts_init(&g_opts);
+    g_opts.num_cpus = 0.01;
+    g_opts.resources = "only_b=0.001";
+  }
   if (selected("transfer")) {
     (void)transfer_round();   /* warm-up: workers, mappings */
     for (int t = 0; t < g_trials; t++) {
