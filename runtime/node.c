@@ -653,6 +653,7 @@ static void actor_schedule(node_actor *a) {
     a->place_err = err;
     free(a->death);
     a->death = strdup(why);
+    if (a->name) rd__cluster_actor_dead(a, why);   /* frees the name cluster-wide */
     actor_serve_connects(a);
     actor_answer_killers(a);
     return;

@@ -885,6 +885,27 @@ static int t_placement_groups(void) {
   rd_pg later;
   CHECK_EQ(rd_pg_create(one, 1, RD_PG_PACK, NULL, &later), 0);
   CHECK_EQ(rd_pg_wait(later, 1000), RD_ETIMEDOUT);
+  /* a named actor waiting in a group that is removed: dead, its name free */
+  rd_pg pend;
+  CHECK_EQ(rd_pg_create(one, 1, RD_PG_PACK, NULL, &pend), 0);
+  rd_actor_opts_init(&ao);
+  ao.num_cpus = 1;
+  ao.name = "waiter";
+  ao.placement_group = pend;
+  rd_actor waiter;
+  CHECK_EQ(rd_actor_create(Tally, RD_NO_ARGS, &ao, &waiter), 0);
+  CHECK_EQ(rd_pg_remove(pend), 0);
+  CHECK_EQ(rd_actor_call(waiter, Tally_add, RD_NO_ARGS, NULL, &r), 0);
+  CHECK_EQ(rd_get(&r, 1, &buf, 60000), RD_EACTOR_DIED);
+  rd_buf_release(&buf);
+  rd_ref_release(r);
+  int freed = 0;
+  for (int i = 0; i < 60 && !freed; i++) {
+    rd_actor x;
+    freed = rd_actor_get("waiter", &x) == RD_ENOENT;
+    if (!freed) usleep(50000);
+  }
+  CHECK(freed);
   CHECK_EQ(rd_pg_remove(all), 0);
   CHECK_EQ(rd_pg_wait(later, 30000), 0);
   CHECK_EQ(rd_pg_remove(later), 0);
