@@ -1,0 +1,74 @@
+#!/bin/sh
+# device_check.sh - issue 7's GPU checks in one run on the `device` tool's GPU
+# machine (an H200 whose image has nvcc, CMake, PyTorch and
+# sentence-transformers, but not Debian's libraries or the model):
+#   1. unpack .device/debs (OpenBLAS) into a private prefix;
+#   2. widen .device/model's F16 weights to F32 into models/all-MiniLM-L6-v2;
+#   3. build the engine alone (RD_ENGINE_ONLY) for sm_90;
+#   4. run the engine tests that hold with F16-rounded weights (the GPU test
+#      against the fixture, cosine >= 0.999, and against the CPU path; the
+#      CPU test's 1e-4 bound needs the exact F32 weights and is left out);
+#   5. run bench/engine/run.sh: the GPU path in fp16 and bf16 beside PyTorch
+#      bf16 on the same shapes, with the GEMM share of peak.
+# Everything it prints also goes to $OUT/device_check.log.
+#
+# Here, once:  scripts/device_pack.sh
+# Then the device tool's run: command "sh scripts/device_check.sh",
+#   carry [".device"], timeout_s 540.
+set -u
+ROOT=$(cd "$(dirname "$0")/.." && pwd)
+OUT=${OUT:-$ROOT/device-out}
+PY=${PYTHON:-python3}   # needs numpy and safetensors; torch + sentence-transformers for the comparison
+mkdir -p "$OUT"
+cd "$ROOT"
+
+main() {
+  set -e
+  [ -d .device/model ] && [ -d .device/debs ] || { echo "no .device/: run scripts/device_pack.sh here first"; exit 2; }
+  P=/tmp/rd-devroot
+  rm -rf "$P"
+  mkdir -p "$P"
+  for f in .device/debs/*.deb; do dpkg -x "$f" "$P"; done
+  for pc in $(find "$P" -name '*.pc'); do sed -i "s#=/usr/#=$P/usr/#" "$pc"; done
+  BLASPC=$(dirname "$(find "$P" -name openblas.pc | head -1)")
+  export PKG_CONFIG_PATH="$BLASPC${PKG_CONFIG_PATH:+:$PKG_CONFIG_PATH}"
+  export LD_LIBRARY_PATH="$P/usr/lib/x86_64-linux-gnu/openblas-pthread:$P/usr/lib/x86_64-linux-gnu${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+
+  M=models/all-MiniLM-L6-v2
+  mkdir -p "$M/1_Pooling"
+  (cd .device/model && sha256sum -c --quiet SHA256SUMS)
+  (cd .device/model && find . -type f ! -name 'model.f16.safetensors' ! -name SHA256SUMS -exec cp --parents {} "$ROOT/$M/" \;)
+  "$PY" - .device/model/model.f16.safetensors "$M/model.safetensors" <<'PY'
+import sys
+import numpy as np
+from safetensors.numpy import load_file, save_file
+t = load_file(sys.argv[1])
+n = sum(v.dtype == np.float16 for v in t.values())
+save_file({k: v.astype(np.float32) if v.dtype == np.float16 else v for k, v in t.items()}, sys.argv[2],
+          metadata={"format": "pt"})
+print("weights: %d of %d tensors widened from F16 to F32" % (n, len(t)))
+PY
+
+  nvidia-smi -L || true
+  nvcc --version | tail -2 || true
+  B=$ROOT/build-device
+  cmake -S . -B "$B" -DRD_ENGINE_ONLY=ON -DRD_CUDA_ARCHITECTURES=90 -DCMAKE_BUILD_TYPE=Release >"$OUT/configure.log" 2>&1 ||
+    { tail -30 "$OUT/configure.log"; exit 1; }
+  grep -q "CUDA path ON" "$OUT/configure.log" || { echo "CUDA path not enabled:"; tail -20 "$OUT/configure.log"; exit 1; }
+  cmake --build "$B" -j "$(nproc)" >"$OUT/build.log" 2>&1 || { tail -40 "$OUT/build.log"; exit 1; }
+  echo "== tests"
+  set +e
+  ctest --test-dir "$B" -R 'engine_(gpu_embed|tokenizer|safetensors|stages|bad_input)' --output-on-failure
+  t=$?
+  echo "ctest exit $t"
+  echo "== benchmark"
+  BUILD="$B" PYTHON="$PY" THREADS="${THREADS:-16}" MIN_TIME="${MIN_TIME:-1}" sh bench/engine/run.sh
+  b=$?
+  echo "bench exit $b"
+  [ $t = 0 ] && [ $b = 0 ]
+}
+
+{ main; echo $? > "$OUT/.rc"; } 2>&1 | tee "$OUT/device_check.log"
+rc=$(cat "$OUT/.rc" 2>/dev/null || echo 1)
+rm -f "$OUT/.rc"
+exit "$rc"
