@@ -1549,16 +1549,7 @@ int rd__cluster_handle_frame(node_client *c, const rd__frame *f) {
     }
     case RD__MSG_TYPE__MSG_LINK_RETURN: on_link_return(c, (Rd__LinkReturn *)m); break;
     case RD__MSG_TYPE__MSG_LINK_CANCEL: {
-      Rd__LinkCancel *cm = (Rd__LinkCancel *)m;
-      for (lease_req **pp = &c->reqs; *pp; pp = &(*pp)->next) {
-        if ((*pp)->req_id == cm->req_id) {
-          lease_req *r = *pp;
-          *pp = r->next;
-          rd_sched_queue_remove(&N.queue, &r->item);
-          free(r);
-          break;
-        }
-      }
+      (void)rd__node_lease_drop(c, ((Rd__LinkCancel *)m)->req_id);
       break;
     }
     case RD__MSG_TYPE__MSG_LINK_ACTOR_CREATE: on_link_actor_create(c, (Rd__LinkActorCreate *)m); break;

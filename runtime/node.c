@@ -43,6 +43,9 @@ static void actor_place(node_actor *a, node_worker *w, const rd_res_grant *g);
 static void actor_die(node_actor *a, const char *why);
 static void fail_queue(rd_sched_queue *q, int status, const char *why);
 
+/* The queue a request waits in: its placement-group bundle's, or the node's. */
+static rd_sched_queue *req_queue(const lease_req *r) { return r->bundle ? &r->bundle->queue : &N.queue; }
+
 /* ------------------------------------------------------------- plumbing */
 
 static void client_update_poll(node_client *c) {
@@ -449,7 +452,7 @@ void rd__node_lease_queue(node_client *c, uint64_t req_id, const rd_resources *r
   r->bundle = b;
   r->next = c->reqs;
   c->reqs = r;
-  rd_sched_queue_push(b ? &b->queue : &N.queue, &r->item);
+  rd_sched_queue_push(req_queue(r), &r->item);
   dispatch();
 }
 
@@ -502,16 +505,23 @@ static void on_lease_request(node_client *c, Rd__LeaseRequest *m) {
   rd__node_lease_queue(c, m->req_id, &res, m->priority, NULL);
 }
 
-static void on_lease_cancel(node_client *c, Rd__LeaseCancel *m) {
+/* Forget request req_id that c (a client, or a peer's link) has queued
+ * here: 1, or 0 when it is not queued here. */
+int rd__node_lease_drop(node_client *c, uint64_t req_id) {
   for (lease_req **pp = &c->reqs; *pp; pp = &(*pp)->next) {
-    if ((*pp)->req_id == m->req_id) {
+    if ((*pp)->req_id == req_id) {
       lease_req *r = *pp;
       *pp = r->next;
-      rd_sched_queue_remove(r->bundle ? &r->bundle->queue : &N.queue, &r->item);
+      rd_sched_queue_remove(req_queue(r), &r->item);
       free(r);
-      return;
+      return 1;
     }
   }
+  return 0;
+}
+
+static void on_lease_cancel(node_client *c, Rd__LeaseCancel *m) {
+  if (rd__node_lease_drop(c, m->req_id)) return;
   if (rd__pg_lease_cancel(c, m->req_id)) return;
   (void)rd__cluster_lease_cancel(c, m->req_id);
 }
@@ -687,7 +697,7 @@ static void actor_schedule(node_actor *a) {
   r->next = a->creator->reqs;
   a->creator->reqs = r;
   a->req = r;
-  rd_sched_queue_push(b ? &b->queue : &N.queue, &r->item);
+  rd_sched_queue_push(req_queue(r), &r->item);
 }
 
 void rd__node_actor_schedule(node_actor *a) {
@@ -708,7 +718,7 @@ static void actor_die(node_actor *a, const char *why) {
   if (a->req) {
     for (lease_req **pp = &a->creator->reqs; *pp; pp = &(*pp)->next)
       if (*pp == a->req) { *pp = a->req->next; break; }
-    rd_sched_queue_remove(a->req->bundle ? &a->req->bundle->queue : &N.queue, &a->req->item);
+    rd_sched_queue_remove(req_queue(a->req), &a->req->item);
     free(a->req);
     a->req = NULL;
   }
@@ -1447,7 +1457,7 @@ static void client_drop(node_client *c, const char *why) {
     lease_req *r = c->reqs;
     c->reqs = r->next;
     if (r->actor) r->actor->req = NULL;
-    rd_sched_queue_remove(r->bundle ? &r->bundle->queue : &N.queue, &r->item);
+    rd_sched_queue_remove(req_queue(r), &r->item);
     free(r);
   }
   for (node_worker *w = N.workers; w; w = w->next)

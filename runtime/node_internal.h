@@ -195,6 +195,7 @@ node_client *rd__node_client_new(int fd, int role);
 void rd__node_worker_release(node_worker *w);
 void rd__node_bundle_drop(node_bundle *b, const char *why);
 void rd__node_lease_queue(node_client *c, uint64_t req_id, const rd_resources *res, int priority, node_bundle *b);
+int rd__node_lease_drop(node_client *c, uint64_t req_id);
 void rd__node_actor_schedule(node_actor *a);
 void rd__node_actor_die(node_actor *a, const char *why);
 void rd__node_reply_grant(node_client *c, uint64_t req_id, int status, const char *err);
