@@ -606,14 +606,6 @@ static uint32_t place(const Rd__LeaseRequest *m, const rd_resources *res, int *e
   return best ? best : cand[0];
 }
 
-static void reply_grant_error(node_client *owner, uint64_t req_id, int status, const char *why) {
-  Rd__LeaseGrant lg = RD__LEASE_GRANT__INIT;
-  lg.req_id = req_id;
-  lg.status = status;
-  lg.error = (char *)why;
-  rd__node_send(owner, RD__MSG_TYPE__MSG_LEASE_GRANT, &lg.base, -1);
-}
-
 static void rreq_send(cl_rreq *q) {
   Rd__LinkLease m = RD__LINK_LEASE__INIT;
   rd__res_msg rm;
@@ -641,7 +633,7 @@ static void rreq_go(cl_rreq *q) {
     char buf[300];
     snprintf(buf, sizeof(buf), "cannot run on node %u: the driver's executable could not be shipped: %s", q->target,
              C.code_err);
-    reply_grant_error(q->owner, q->owner_req, RD_EIO, buf);
+    rd__node_reply_grant(q->owner, q->owner_req, RD_EIO, buf);
     rreq_unlink(q);
     free(q);
     return;
@@ -653,7 +645,7 @@ static void rreq_go(cl_rreq *q) {
      * skips it (or says no live node can run the request) */
     char buf[200];
     snprintf(buf, sizeof(buf), "node %u is unreachable", q->target);
-    reply_grant_error(q->owner, q->owner_req, RD_EAGAIN, buf);
+    rd__node_reply_grant(q->owner, q->owner_req, RD_EAGAIN, buf);
     rreq_unlink(q);
     free(q);
     return;
@@ -668,14 +660,14 @@ int rd__cluster_lease_request(node_client *c, const Rd__LeaseRequest *m, const r
   uint32_t t = place(m, res, &err, why, sizeof(why));
   if (t == C.index) return 0;
   if (t == 0 && err != RD_EINFEASIBLE) {
-    reply_grant_error(c, m->req_id, err, why);
+    rd__node_reply_grant(c, m->req_id, err, why);
     return 1;
   }
   /* infeasible in this view: a node that just joined may not be in it yet,
    * so the request waits for the next view before it is refused */
   cl_rreq *q = calloc(1, sizeof(*q));
   if (!q) {
-    reply_grant_error(c, m->req_id, RD_ENOMEM, "node out of memory");
+    rd__node_reply_grant(c, m->req_id, RD_ENOMEM, "node out of memory");
     return 1;
   }
   q->owner = c;
@@ -701,7 +693,7 @@ void rd__cluster_lease_to(node_client *c, uint64_t req_id, const rd_resources *r
                           uint64_t pg_id, int bundle) {
   cl_rreq *q = calloc(1, sizeof(*q));
   if (!q) {
-    reply_grant_error(c, req_id, RD_ENOMEM, "node out of memory");
+    rd__node_reply_grant(c, req_id, RD_ENOMEM, "node out of memory");
     return;
   }
   q->owner = c;
@@ -729,11 +721,11 @@ static void view_changed(void) {
     char why[300] = "";
     uint32_t t = place(&q->req, &q->res, &err, why, sizeof(why));
     if (t == 0) {
-      reply_grant_error(q->owner, q->owner_req, err, why);
+      rd__node_reply_grant(q->owner, q->owner_req, err, why);
       rreq_unlink(q);
       free(q);
     } else if (t == C.index) {   /* the owner asks again: now it is placed here */
-      reply_grant_error(q->owner, q->owner_req, RD_EAGAIN, "placed again");
+      rd__node_reply_grant(q->owner, q->owner_req, RD_EAGAIN, "placed again");
       rreq_unlink(q);
       free(q);
     } else {
@@ -927,11 +919,7 @@ static void code_fetch_done(uv_work_t *w, int status) {
     } else if (r == 0) {
       queue_link_request(link, f);
     } else {
-      Rd__LinkGrant lg = RD__LINK_GRANT__INIT;
-      lg.req_id = f->req_id;
-      lg.status = r;
-      lg.error = err;
-      link_send(link, RD__MSG_TYPE__MSG_LINK_GRANT, &lg.base);
+      rd__node_reply_grant(link, f->req_id, r, err);
     }
   }
   for (size_t i = 0; i < f->argc; i++) free(f->argv[i]);
@@ -965,25 +953,17 @@ static void on_link_lease(node_client *c, Rd__LinkLease *m) {
   rd__log(RD_LOG_DEBUG, "link lease %llu from node %u (code %.16s)", (unsigned long long)m->req_id,
           rd__cluster_link_peer(c), m->code_hash ? m->code_hash : "");
   rd_resources res;
-  Rd__LinkGrant lg = RD__LINK_GRANT__INIT;
-  lg.req_id = m->req_id;
   if (rd__res_from_msg(m->res, &res) != 0 || !hash_ok(m->code_hash)) {
-    lg.status = RD_EINVAL;
-    lg.error = "invalid spillback request";
-    link_send(c, RD__MSG_TYPE__MSG_LINK_GRANT, &lg.base);
+    rd__node_reply_grant(c, m->req_id, RD_EINVAL, "invalid spillback request");
     return;
   }
   if (!rd_res_feasible(&N.ledger, &res)) {
-    lg.status = RD_EINFEASIBLE;
-    lg.error = "the node chosen for spillback cannot satisfy the request";
-    link_send(c, RD__MSG_TYPE__MSG_LINK_GRANT, &lg.base);
+    rd__node_reply_grant(c, m->req_id, RD_EINFEASIBLE, "the node chosen for spillback cannot satisfy the request");
     return;
   }
   code_fetch *f = calloc(1, sizeof(*f));
   if (!f) {
-    lg.status = RD_ENOMEM;
-    lg.error = "node out of memory";
-    link_send(c, RD__MSG_TYPE__MSG_LINK_GRANT, &lg.base);
+    rd__node_reply_grant(c, m->req_id, RD_ENOMEM, "node out of memory");
     return;
   }
   f->req_id = m->req_id;
@@ -1011,7 +991,7 @@ static void on_link_grant(node_client *c, Rd__LinkGrant *m) {
     if (q->pg_id && m->status == RD_EAGAIN) rd__pg_forget(q->pg_id);   /* the bundle is not there now */
     char buf[400];
     snprintf(buf, sizeof(buf), "node %u: %s", q->target, m->error && *m->error ? m->error : rd_strerror(m->status));
-    reply_grant_error(q->owner, q->owner_req, m->status, buf);
+    rd__node_reply_grant(q->owner, q->owner_req, m->status, buf);
     free(q);
     return;
   }
@@ -1020,14 +1000,14 @@ static void on_link_grant(node_client *c, Rd__LinkGrant *m) {
     Rd__LinkReturn r = RD__LINK_RETURN__INIT;
     r.chan_id = m->chan_id;
     link_send(c, RD__MSG_TYPE__MSG_LINK_RETURN, &r.base);
-    reply_grant_error(q->owner, q->owner_req, RD_ESYS, "socketpair failed on the node");
+    rd__node_reply_grant(q->owner, q->owner_req, RD_ESYS, "socketpair failed on the node");
     free(q);
     return;
   }
   cl_chan *ch = chan_new(sv[0], c, m->chan_id, SIDE_OWNER);
   if (!ch) {
     close(sv[1]);
-    reply_grant_error(q->owner, q->owner_req, RD_ENOMEM, "node out of memory");
+    rd__node_reply_grant(q->owner, q->owner_req, RD_ENOMEM, "node out of memory");
     free(q);
     return;
   }
@@ -1616,7 +1596,7 @@ void rd__cluster_client_dropped(node_client *c) {
       if (peer) C.link_failed_at[peer & 4095] = rd__now_ns();
       char buf[200];
       snprintf(buf, sizeof(buf), "node %u died before granting the lease", q->target);
-      reply_grant_error(q->owner, q->owner_req, RD_EAGAIN, buf);
+      rd__node_reply_grant(q->owner, q->owner_req, RD_EAGAIN, buf);
       free(q);
     }
   }
