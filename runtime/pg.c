@@ -387,26 +387,13 @@ node_bundle *rd__pg_bundle_here(uint64_t pg_id, int index) {
 
 /* Reserve bundles idx[0..n) of a group on this node's ledger, not usable
  * until committed.  All or none. */
-static int prepare_here(uint64_t pg_id, uint32_t record, uint64_t txn, const int32_t *idx, Rd__Resources **msgs,
-                        const rd_resources *res, size_t n, char *why, size_t whylen) {
+static int prepare_here(uint64_t pg_id, uint32_t record, uint64_t txn, const int32_t *idx, const rd_resources *res,
+                        size_t n, char *why, size_t whylen) {
   node_bundle *made[PG_MAX];
   size_t k = 0;
   int rc = 0;
-  if (n > PG_MAX) {
-    snprintf(why, whylen, "too many bundles");
-    return RD_EINVAL;
-  }
   for (size_t i = 0; i < n && rc == 0; i++) {
-    rd_resources r;
-    if (msgs) {
-      if (rd__res_from_msg(msgs[i], &r) != 0 || idx[i] < 0 || idx[i] >= PG_MAX) {
-        snprintf(why, whylen, "invalid bundle in a prepare");
-        rc = RD_EINVAL;
-        break;
-      }
-    } else {
-      r = res[i];
-    }
+    rd_resources r = res[i];
     if (bundle_find(pg_id, idx[i])) {
       snprintf(why, whylen, "bundle %d is already reserved on node %u", idx[i], self_index());
       rc = RD_EEXIST;
@@ -535,7 +522,7 @@ static void reserve(pg_rec *p) {
       idx[k] = (int32_t)i;
       res[k++] = p->b[i];
     }
-  if (k && prepare_here(p->id, self, p->txn, idx, NULL, res, k, why, sizeof(why)) != 0) {
+  if (k && prepare_here(p->id, self, p->txn, idx, res, k, why, sizeof(why)) != 0) {
     p->failed = 1;
     snprintf(p->reason, sizeof(p->reason), "%s", why);
   }
@@ -783,34 +770,43 @@ int rd__pg_actor_bundle(node_actor *a, node_bundle **b, uint32_t *host, char *wh
 }
 
 /* p changed (reserved, removed, fetched): serve what waits on it. */
+/* Lease requests parked on p that can go now. */
+static void route_parked(pg_rec *p) {
+  for (pg_park **pp = &P.parked; *pp;) {
+    pg_park *k = *pp;
+    if (!k->is_query && k->pg_id == p->id && route(p, k->c, k->req_id, &k->res, k->priority, k->bundle))
+      park_free(pp);
+    else
+      pp = &k->next;
+  }
+}
+
+/* Actors recorded here that wait for group pg_id (0: any group) to be
+ * reserved or reachable: placed again. */
+static void schedule_waiting(uint64_t pg_id) {
+  for (node_actor *a = N.actors; a; a = a->next)
+    if (a->pg_id && (!pg_id || a->pg_id == pg_id) && a->state == A_PENDING && !a->req && !a->host && !a->worker &&
+        a->creator && a->creator->role != ROLE_LINK)
+      rd__node_actor_schedule(a);
+}
+
 static void pg_changed(pg_rec *p) {
   int settled = p->state == PG_CREATED || p->state == PG_REMOVED;
   char buf[400];
   for (pg_park **pp = &P.parked; *pp;) {
     pg_park *k = *pp;
-    if (k->pg_id != p->id) {
+    /* 2: a look without waiting, answered by the first fetch */
+    if (!k->is_query || k->pg_id != p->id || (!settled && k->is_query == 1)) {
       pp = &k->next;
       continue;
     }
-    if (k->is_query) {   /* 2: a look without waiting, answered by the first fetch */
-      if (!settled && k->is_query == 1) {
-        pp = &k->next;
-        continue;
-      }
-      int removed = p->state == PG_REMOVED && k->is_query == 1;
-      if (removed) snprintf(buf, sizeof(buf), "placement group %016" PRIx64 " was removed: %s", p->id, p->reason);
-      reply(k->c, k->req_id, removed ? RD_EPG_REMOVED : 0, removed ? buf : NULL, p);
-      park_free(pp);
-      continue;
-    }
-    if (route(p, k->c, k->req_id, &k->res, k->priority, k->bundle)) park_free(pp);
-    else pp = &k->next;
+    int removed = p->state == PG_REMOVED && k->is_query == 1;
+    if (removed) snprintf(buf, sizeof(buf), "placement group %016" PRIx64 " was removed: %s", p->id, p->reason);
+    reply(k->c, k->req_id, removed ? RD_EPG_REMOVED : 0, removed ? buf : NULL, p);
+    park_free(pp);
   }
-  for (node_actor *a = N.actors; a; a = a->next) {
-    if (a->pg_id != p->id || a->state != A_PENDING || a->req || a->host || a->worker) continue;
-    if (a->creator && a->creator->role == ROLE_LINK) continue;
-    rd__node_actor_schedule(a);
-  }
+  route_parked(p);
+  schedule_waiting(p->id);
   rd__node_dispatch();
 }
 
@@ -1047,12 +1043,22 @@ int rd__pg_link_frame(node_client *link, const rd__frame *f) {
       char why[300] = "";
       r.pg_id = q->pg_id;
       r.txn = q->txn;
+      rd_resources res[PG_MAX];
       if (q->n_indexes != q->n_bundles || q->n_bundles == 0 || record_of(q->pg_id) != peer) {
         r.status = RD_EINVAL;
         snprintf(why, sizeof(why), "malformed bundle reservation");
-      } else {
-        r.status = prepare_here(q->pg_id, peer, q->txn, q->indexes, q->bundles, NULL, q->n_bundles, why, sizeof(why));
+      } else if (q->n_bundles > PG_MAX) {
+        r.status = RD_EINVAL;
+        snprintf(why, sizeof(why), "too many bundles");
       }
+      for (size_t i = 0; r.status == 0 && i < q->n_bundles; i++) {
+        if (rd__res_from_msg(q->bundles[i], &res[i]) != 0 || q->indexes[i] < 0 || q->indexes[i] >= PG_MAX) {
+          r.status = RD_EINVAL;
+          snprintf(why, sizeof(why), "invalid bundle in a prepare");
+        }
+      }
+      if (r.status == 0)
+        r.status = prepare_here(q->pg_id, peer, q->txn, q->indexes, res, q->n_bundles, why, sizeof(why));
       r.error = why;
       rd__node_send(link, RD__MSG_TYPE__MSG_LINK_PG_PREPARED, &r.base, -1);
       break;
@@ -1144,20 +1150,9 @@ void rd__pg_forget(uint64_t pg_id) {
 /* Actors and leases waiting on a reserved group whose bundle's node could
  * not be reached: try them again now and then. */
 static void retry_waiting(void) {
-  for (pg_rec *p = P.recs; p; p = p->next) {
-    if (p->state != PG_CREATED) continue;
-    for (pg_park **pp = &P.parked; *pp;) {
-      pg_park *k = *pp;
-      if (!k->is_query && k->pg_id == p->id && route(p, k->c, k->req_id, &k->res, k->priority, k->bundle))
-        park_free(pp);
-      else
-        pp = &k->next;
-    }
-  }
-  for (node_actor *a = N.actors; a; a = a->next)
-    if (a->pg_id && a->state == A_PENDING && !a->req && !a->host && !a->worker && a->creator &&
-        a->creator->role != ROLE_LINK)
-      rd__node_actor_schedule(a);
+  for (pg_rec *p = P.recs; p; p = p->next)
+    if (p->state == PG_CREATED) route_parked(p);
+  schedule_waiting(0);
 }
 
 void rd__pg_tick(void) {
