@@ -1327,6 +1327,7 @@ static void on_hello(node_client *c, Rd__Hello *m) {
     N.job_started = 1;
     for (int i = 0; i < N.opts.prestart; i++) worker_spawn();
   }
+  if (c->role == ROLE_DRIVER && N.opts.embedded && !N.owner) N.owner = c;   /* the driver that started it */
   if (c->role == ROLE_DRIVER) rd__log(RD_LOG_INFO, "driver pid %d connected (client %u)", c->pid, c->id);
   dispatch();
 }
@@ -1398,8 +1399,9 @@ static void handle_frame(node_client *c, const rd__frame *f) {
     case RD__MSG_TYPE__MSG_PG_QUERY: rd__pg_on_query(c, (Rd__PgQuery *)m); break;
     case RD__MSG_TYPE__MSG_PG_REMOVE: rd__pg_on_remove(c, (Rd__PgRemove *)m); break;
     case RD__MSG_TYPE__MSG_SHUTDOWN:
-      if (c->role == ROLE_DRIVER && !rd__cluster_on()) node_shutdown();   /* a cluster's node outlives drivers */
-      else rd__log(RD_LOG_WARN, "client %u (not a driver) asked for shutdown; ignored", c->id);
+      /* a cluster's node outlives drivers; an embedded one stops with the driver that started it */
+      if (c->role == ROLE_DRIVER && !rd__cluster_on() && (!N.opts.embedded || c == N.owner)) node_shutdown();
+      else rd__log(RD_LOG_WARN, "client %u (not the node's driver) asked for shutdown; ignored", c->id);
       break;
     default: break;
   }
@@ -1479,8 +1481,12 @@ static void client_drop(node_client *c, const char *why) {
   c->poll.data = c;
   uv_close((uv_handle_t *)&c->poll, client_free_cb);
   if (N.parked_creates) retry_parked_creates();
-  if (c->role == ROLE_DRIVER && N.opts.embedded) node_shutdown();
-  else dispatch();
+  if (c == N.owner) {
+    N.owner = NULL;
+    node_shutdown();
+  } else {
+    dispatch();
+  }
 }
 
 static void client_on_io(uv_poll_t *h, int status, int events) {

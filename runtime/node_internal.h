@@ -166,6 +166,7 @@ typedef struct rd__node_state {
   char *job_exe;
   char **job_argv;
   int job_started;
+  node_client *owner;             /* embedded: the driver whose exit stops the node */
   int shutting_down;
 } rd__node_state;
 

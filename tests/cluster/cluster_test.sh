@@ -80,6 +80,17 @@ case "$CASE" in
     "$CMP" "$RAYDIST_TMPDIR/direct.npy" "$RAYDIST_TMPDIR/c.npy" 1e-5 || fail "cluster output differs from the engine's"
     "$R" status | grep -q "3 nodes alive" || fail "cluster hurt"
     ;;
+  fuzz_link)
+    # a peer that knows the token sends random link frames to node b (and
+    # one that does not, a share of the time); every node keeps serving
+    FZ=$4
+    PORT=$(sed -n 's/^link_port=//p' "$ROOT/node-127.0.0.2/cluster")
+    TOKEN=$(cat "$ROOT/node-127.0.0.2/token")
+    [ -n "$PORT" ] && [ -n "$TOKEN" ] || fail "no link port or token for node b"
+    "$FZ" link 127.0.0.2 "$PORT" "$TOKEN" || fail "$CASE"
+    "$T" strategies || fail "cluster hurt by the fuzzed link"
+    "$R" status | grep -q "3 nodes alive" || fail "cluster hurt"
+    ;;
   placement_groups)
     "$T" "$CASE" || fail "$CASE"
     # every group the job made (its tasks' too) is removed once its driver

@@ -27,6 +27,7 @@
 #include "raydist.h"
 #include "rpc.h"
 #include "sha256.h"
+#include "wirefuzz.h"
 
 extern char **environ;
 
@@ -905,6 +906,98 @@ static int t_gcs_bad_input(void) {
   return 0;
 }
 
+/* Random requests (tests/runtime/wirefuzz.c) to every unary GCS method,
+ * some damaged: each gets an answer, never a crash or a hang; every 100
+ * calls the GCS still stores and returns a value and lists nodes, and it
+ * stops cleanly at the end (a sanitizer report would change its exit). */
+static int t_gcs_fuzz(void) {
+  static const struct {
+    const char *method;
+    const ProtobufCMessageDescriptor *req;
+  } calls[] = {
+      {"Ping", &rd__gcs__empty__descriptor},
+      {"RegisterNode", &rd__gcs__register_node_request__descriptor},
+      {"Heartbeat", &rd__gcs__heartbeat_request__descriptor},
+      {"UnregisterNode", &rd__gcs__unregister_node_request__descriptor},
+      {"GetNodes", &rd__gcs__empty__descriptor},
+      {"KvPut", &rd__gcs__kv_put_request__descriptor},
+      {"KvGet", &rd__gcs__kv_key__descriptor},
+      {"KvDel", &rd__gcs__kv_key__descriptor},
+      {"KvList", &rd__gcs__kv_list_request__descriptor},
+      {"CodeStat", &rd__gcs__code_stat_request__descriptor},
+      {"CodePut", &rd__gcs__code_put_request__descriptor},
+      {"CodeGet", &rd__gcs__code_get_request__descriptor},
+      {"JobAdd", &rd__gcs__job_add_request__descriptor},
+      {"JobFinish", &rd__gcs__job_finish_request__descriptor},
+      {"ActorRegister", &rd__gcs__actor_info__descriptor},
+      {"ActorUpdate", &rd__gcs__actor_update_request__descriptor},
+      {"ActorLookup", &rd__gcs__actor_lookup_request__descriptor},
+      {"PgPut", &rd__gcs__pg_info__descriptor},
+      {"PgGet", &rd__gcs__pg_key__descriptor},
+      {"PgList", &rd__gcs__empty__descriptor},
+  };
+  const size_t ncalls = sizeof(calls) / sizeof(calls[0]);
+  const char *e = getenv("RD_FUZZ_ROUNDS");
+  int rounds = e && *e ? atoi(e) : 1500;
+  e = getenv("RD_FUZZ_SEED");
+  wf_rng r = {e && *e ? strtoull(e, NULL, 0) : 0x6c5f00dull};
+  fprintf(stderr, "gcs_fuzz: %d calls, seed 0x%llx\n", rounds, (unsigned long long)r.s);
+  static const char *const names[] = {"ns", "k", "rd", "job", "actor", "pg", "0123456789abcdef"};
+  wf_set_names(names, sizeof(names) / sizeof(names[0]));
+  make_dir();
+  gcs_proc p;
+  gcs_start(&p, 3000);
+  rd_gcs *g = NULL;
+  char err[256];
+  CHECK_EQ(rd_gcs_connect(p.addr, TOKEN, 3000, &g, err, sizeof(err)), 0);
+  grpc_init();
+  grpc_channel *ch = rd__rpc_channel(p.addr, 0, 0, NULL, 0);
+  int by_status[64] = {0};
+  for (int i = 1; i <= rounds; i++) {
+    size_t k = wf_below(&r, ncalls);
+    wf_buf b = {0};
+    wf_message(&r, calls[k].req, 3, &b);
+    if (wf_chance(&r, 5)) wf_damage(&r, &b);
+    grpc_slice sl = grpc_slice_from_copied_buffer(b.len ? (const char *)b.p : "", b.len);
+    grpc_byte_buffer *bb = grpc_raw_byte_buffer_create(&sl, 1);
+    grpc_slice_unref(sl);
+    char method[64];
+    snprintf(method, sizeof(method), "/rd.gcs.Gcs/%s", calls[k].method);
+    int rc = rd__rpc_unary_raw(ch, method, TOKEN, bb, NULL, NULL, 5000, 0, err, sizeof(err));
+    grpc_byte_buffer_destroy(bb);
+    wf_buf_free(&b);
+    if (rc == RD_ETIMEDOUT || rc == RD_ECONN) {
+      fprintf(stderr, "call %d (%s): %s: %s\n", i, calls[k].method, rd_err_name(rc), err);
+      CHECK(!"the GCS stopped answering");
+    }
+    by_status[-rc < 64 ? -rc : 63]++;
+    if (i % 100 == 0 || i == rounds) {
+      char key[32], *v = NULL;
+      size_t len = 0;
+      snprintf(key, sizeof(key), "probe-%d", i);
+      CHECK_EQ(rd_gcs_kv_put(g, "fuzz-probe", key, key, strlen(key), 1), 0);
+      CHECK_EQ(rd_gcs_kv_get(g, "fuzz-probe", key, (void **)&v, &len), 0);
+      CHECK(len == strlen(key) && !memcmp(v, key, len));
+      free(v);
+      rd_gcs_node *nodes = NULL;
+      size_t n = 0;
+      CHECK_EQ(rd_gcs_get_nodes(g, &nodes, &n, NULL), 0);
+      free(nodes);
+    }
+  }
+  fprintf(stderr, "answers by code:");
+  for (int i = 0; i < 64; i++)
+    if (by_status[i]) fprintf(stderr, " %s=%d", rd_err_name(-i), by_status[i]);
+  fprintf(stderr, "\n");
+  CHECK(by_status[0] > 0);   /* some requests were well formed enough to succeed */
+  grpc_channel_destroy(ch);
+  grpc_shutdown();
+  rd_gcs_close(g);
+  gcs_stop(&p);
+  rm_dir();
+  return 0;
+}
+
 /* ---------------------------------------------------------------- */
 /* object transfer                                                  */
 
@@ -1214,6 +1307,7 @@ static const rd_test_case cases[] = {
     {"gcs_jobs_actors", t_gcs_jobs_actors},
     {"gcs_pgs", t_gcs_pgs},
     {"gcs_bad_input", t_gcs_bad_input},
+    {"gcs_fuzz", t_gcs_fuzz},
     {"xfer_big", t_xfer_big},
     {"xfer_errors", t_xfer_errors},
     {"xfer_kill", t_xfer_kill},
