@@ -43,8 +43,9 @@ RD_EXTERN const char *rd_err_name(int err);
 
 typedef struct rd_config {
   /* NULL or "" starts an embedded single-node cluster (node daemon + workers
-   * as child processes), torn down by rd_shutdown().  Joining a running
-   * cluster by address is not supported yet (RD_ENOTSUP). */
+   * as child processes), torn down by rd_shutdown().  "IP:PORT" (or "auto")
+   * joins the cluster whose node `raydist start` runs on this machine (env
+   * RAYDIST_ADDRESS when NULL). */
   const char *address;
   double num_cpus;              /* 0: number of online CPUs */
   double num_gpus;              /* <0 (default via rd_config_init): detect with CUDA; >=0: simulate that many */

@@ -66,6 +66,7 @@ typedef struct cl_rreq {
   uint64_t view_seq;        /* the view it was found infeasible in */
   uint64_t pg_id;           /* for a placement-group bundle on target (pg.c) */
   int bundle;
+  node_job *job;            /* the owner's: its code runs there */
   struct cl_rreq *next;
 } cl_rreq;
 
@@ -170,13 +171,6 @@ static struct {
   cl_chan *chans;
   cl_pull *pulls;
   cl_fail *fails;
-  /* code shipping */
-  char code_hash[65];
-  uint32_t job_id;
-  int code_state;           /* 0 none, 1 uploading, 2 ready, -1 failed */
-  char code_err[200];
-  char **job_argv;          /* the local driver's argv, sent with remote leases */
-  size_t job_argc;
   /* hops */
   pthread_mutex_t mu;
   pthread_cond_t cv;
@@ -436,7 +430,7 @@ static void chan_close(cl_chan *ch, int status, const char *why, int tell_peer) 
     if (w->state == W_LEASED && w->lease_owner == ch->link) {
       /* the remote owner is gone: the worker may be mid-task, so it is not reused */
       rd__node_worker_release(w);
-      w->state = W_DYING;
+      rd__node_worker_state(w, W_DYING);
       w->lease_owner = NULL;
       if (w->pid > 0) kill(w->pid, SIGKILL);
     }
@@ -613,10 +607,10 @@ static void rreq_send(cl_rreq *q) {
   m.req_id = q->link_req;
   m.res = &rm.msg;
   m.priority = q->priority;
-  m.code_hash = C.code_hash;
-  m.n_argv = C.job_argc;
-  m.argv = C.job_argv;
-  m.job_id = C.job_id;
+  m.code_hash = q->job->code_hash;
+  m.n_argv = q->job->argc;
+  m.argv = q->job->argv;
+  m.job_id = q->job->gcs_job_id;
   m.pg_id = q->pg_id;
   m.bundle_index = q->bundle;
   link_send(q->link, RD__MSG_TYPE__MSG_LINK_LEASE, &m.base);
@@ -629,16 +623,17 @@ static void rreq_unlink(cl_rreq *q) {
 
 /* Send a forwarded request on its way: now, or once the code hash is known. */
 static void rreq_go(cl_rreq *q) {
-  if (C.code_state == -1) {
+  if (!q->job || q->job->code_state == -1) {
     char buf[300];
-    snprintf(buf, sizeof(buf), "cannot run on node %u: the driver's executable could not be shipped: %s", q->target,
-             C.code_err);
-    rd__node_reply_grant(q->owner, q->owner_req, RD_EIO, buf);
+    if (!q->job) snprintf(buf, sizeof(buf), "cannot run on node %u: this client has no job (its hello named no executable)", q->target);
+    else snprintf(buf, sizeof(buf), "cannot run on node %u: the driver's executable could not be shipped: %s",
+                  q->target, q->job->code_err);
+    rd__node_reply_grant(q->owner, q->owner_req, q->job ? RD_EIO : RD_ESTATE, buf);
     rreq_unlink(q);
     free(q);
     return;
   }
-  if (C.code_state != 2) return;  /* sent when the upload finishes */
+  if (q->job->code_state != 2) return;  /* sent when the upload finishes */
   q->link = link_open(q->target);
   if (!q->link) {
     /* link_open marked it unreachable: the owner asks again and placement
@@ -671,6 +666,7 @@ int rd__cluster_lease_request(node_client *c, const Rd__LeaseRequest *m, const r
     return 1;
   }
   q->owner = c;
+  q->job = rd__node_client_job(c);
   q->owner_req = m->req_id;
   q->link_req = ++C.next_link_req;
   q->target = t;
@@ -697,6 +693,7 @@ void rd__cluster_lease_to(node_client *c, uint64_t req_id, const rd_resources *r
     return;
   }
   q->owner = c;
+  q->job = rd__node_client_job(c);
   q->owner_req = req_id;
   q->link_req = ++C.next_link_req;
   q->target = target;
@@ -835,6 +832,7 @@ typedef struct code_fetch {
   char path[600];
   char **argv;
   size_t argc;
+  node_job *job;            /* the job that code is, once known */
   int status;
   char err[256];
 } code_fetch;
@@ -859,7 +857,7 @@ static void queue_link_request(node_client *link, const code_fetch *f) {
     rd__node_reply_grant(link, f->req_id, RD_EAGAIN, why);
     return;
   }
-  rd__node_lease_queue(link, f->req_id, &f->res, f->priority, b);
+  rd__node_lease_queue(link, f->req_id, &f->res, f->priority, b, f->job);
 }
 
 /* Forwarded requests that waited for the job's code hash go now. */
@@ -870,22 +868,11 @@ static void rreqs_flush(void) {
   }
 }
 
-/* A node without a driver of its own runs the job a peer shipped: its
- * workers' own remote requests name that code, not a local upload. */
-static void code_adopt(const code_fetch *f) {
-  if (C.code_state == 1 || (C.code_state == 2 && !strcmp(C.code_hash, f->hash))) return;
-  if (C.code_state == 2 && N.job_exe && strcmp(N.job_exe, f->path)) return;   /* a local driver's job */
-  snprintf(C.code_hash, sizeof(C.code_hash), "%s", f->hash);
-  for (size_t i = 0; i < C.job_argc; i++) free(C.job_argv[i]);
-  free(C.job_argv);
-  C.job_argv = calloc(f->argc + 1, sizeof(char *));
-  C.job_argc = 0;
-  for (size_t i = 0; C.job_argv && i < f->argc; i++) {
-    C.job_argv[i] = strdup(f->argv[i]);
-    if (C.job_argv[i]) C.job_argc = i + 1;
-  }
-  C.code_state = 2;
-  rreqs_flush();
+/* The job whose code is stored in the GCS as `hash` (NULL: none here). */
+static node_job *job_by_hash(const char *hash) {
+  for (node_job *j = N.jobs; j; j = j->next)
+    if (j->code_state == 2 && !strcmp(j->code_hash, hash)) return j;
+  return NULL;
 }
 
 static void code_fetch_work(uv_work_t *w) {
@@ -902,14 +889,25 @@ static void code_fetch_done(uv_work_t *w, int status) {
   if (link && link == f->link) {
     char err[400];
     int r = f->status;
-    /* the job this node already runs, under its driver's own path: as is */
-    int same = C.code_state == 2 && !strcmp(C.code_hash, f->hash) && N.job_exe;
-    if (r == 0 && !same) r = rd__node_set_job(f->path, f->argv, f->argc, err, sizeof(err));
-    if (r == 0 && !same) code_adopt(f);
-    else snprintf(err, sizeof(err), "cannot fetch the job's executable %.16s from the GCS: %s", f->hash, f->err);
+    /* a job this node already runs (a local driver's, under its own path), or
+     * the shipped copy, which becomes a job whose workers' own remote
+     * requests name the same code */
+    if (r == 0 && !(f->job = job_by_hash(f->hash))) {
+      f->job = rd__node_job_get(f->path, f->argv, f->argc);
+      if (f->job && f->job->code_state != 2) {
+        snprintf(f->job->code_hash, sizeof(f->job->code_hash), "%s", f->hash);
+        f->job->code_state = 2;
+        rreqs_flush();
+      }
+      if (!f->job) {
+        r = RD_ENOMEM;
+        snprintf(f->err, sizeof(f->err), "node out of memory");
+      }
+    }
+    if (r != 0) snprintf(err, sizeof(err), "cannot fetch the job's executable %.16s from the GCS: %s", f->hash, f->err);
     if (f->actor) {
-      if (r == 0) r = rd__node_actor_host_for(link, f->actor->spec, f->actor->actor_id, f->actor->restarts, err,
-                                              sizeof(err));
+      if (r == 0) r = rd__node_actor_host_for(link, f->job, f->actor->spec, f->actor->actor_id, f->actor->restarts,
+                                              err, sizeof(err));
       if (r != 0) {
         Rd__LinkActorState st = RD__LINK_ACTOR_STATE__INIT;
         st.actor_id = f->actor->actor_id;
@@ -939,8 +937,7 @@ static void code_fetch_start(code_fetch *f, node_client *c, const char *hash, ch
   snprintf(f->hash, sizeof(f->hash), "%s", hash);
   snprintf(f->path, sizeof(f->path), "%s/code/%s", N.opts.session_dir, hash);
   f->work.data = f;
-  if (N.job_exe && (!strcmp(N.job_exe, f->path) || (C.code_state == 2 && !strcmp(C.code_hash, hash)))) {
-    /* the common case: nothing to fetch */
+  if (job_by_hash(hash)) {   /* the common case: nothing to fetch */
     code_fetch_done(&f->work, 0);
     return;
   }
@@ -1034,13 +1031,8 @@ static void on_link_return(node_client *c, Rd__LinkReturn *m) {
     rd__node_worker_release(w);
     w->lease_owner = NULL;
     w->lease_id = 0;
-    if (m->worker_lost) {
-      w->state = W_DYING;
-      if (w->pid > 0) kill(w->pid, SIGKILL);
-    } else {
-      w->state = W_IDLE;
-      N.nidle++;
-    }
+    rd__node_worker_state(w, m->worker_lost ? W_DYING : W_IDLE);
+    if (m->worker_lost && w->pid > 0) kill(w->pid, SIGKILL);
   }
   rd__node_dispatch();
 }
@@ -1179,16 +1171,16 @@ static void await_add(uint64_t id) {
 }
 
 void rd__cluster_actor_create(node_actor *a) {
-  if (C.code_state == -1) {
+  if (a->job->code_state == -1) {
     char buf[300];
     snprintf(buf, sizeof(buf), "cannot start it on node %u: the driver's executable could not be shipped: %s", a->host,
-             C.code_err);
+             a->job->code_err);
     a->host = 0;
     a->no_restart = 1;
     rd__node_actor_host_lost(a, buf);
     return;
   }
-  if (C.code_state != 2) {   /* started when the upload finishes */
+  if (a->job->code_state != 2) {   /* started when the upload finishes */
     await_add(a->id);
     return;
   }
@@ -1206,9 +1198,9 @@ void rd__cluster_actor_create(node_actor *a) {
   actor_spec(a, &spec, &rm);
   m.spec = &spec;
   m.actor_id = a->id;
-  m.code_hash = C.code_hash;
-  m.n_argv = C.job_argc;
-  m.argv = C.job_argv;
+  m.code_hash = a->job->code_hash;
+  m.n_argv = a->job->argc;
+  m.argv = a->job->argv;
   m.restarts = (uint32_t)a->restarts;
   link_send(l, RD__MSG_TYPE__MSG_LINK_ACTOR_CREATE, &m.base);
   rd__log(RD_LOG_INFO, "actor %llu (%s) placed on node %u", (unsigned long long)a->id, a->cls, a->host);
@@ -1792,6 +1784,7 @@ void rd__cluster_forward_deletes(const uint64_t *ids, const uint32_t *nodes, siz
 
 typedef struct code_put {
   uv_work_t work;
+  node_job *job;
   char exe[PATH_MAX];
   int pid;
   int status;
@@ -1809,15 +1802,16 @@ static void code_put_work(uv_work_t *w) {
 static void code_put_done(uv_work_t *w, int status) {
   code_put *p = w->data;
   if (status != 0 && p->status == 0) p->status = RD_ECANCELED;
+  node_job *j = p->job;
   if (p->status == 0) {
-    snprintf(C.code_hash, sizeof(C.code_hash), "%s", p->hash);
-    C.job_id = p->job_id;
-    C.code_state = 2;
+    snprintf(j->code_hash, sizeof(j->code_hash), "%s", p->hash);
+    j->gcs_job_id = p->job_id;
+    j->code_state = 2;
     rd__log(RD_LOG_INFO, "job %u: executable %s stored in the GCS as %.16s", p->job_id, p->exe, p->hash);
   } else {
-    C.code_state = -1;
-    snprintf(C.code_err, sizeof(C.code_err), "%s", p->err[0] ? p->err : rd_strerror(p->status));
-    rd__log(RD_LOG_ERROR, "cannot store the driver's executable in the GCS: %s", C.code_err);
+    j->code_state = -1;
+    snprintf(j->code_err, sizeof(j->code_err), "%s", p->err[0] ? p->err : rd_strerror(p->status));
+    rd__log(RD_LOG_ERROR, "cannot store the driver's executable in the GCS: %s", j->code_err);
   }
   rreqs_flush();
   await_flush();
@@ -1826,26 +1820,16 @@ static void code_put_done(uv_work_t *w, int status) {
 }
 
 void rd__cluster_on_driver(node_client *c, const char *exe) {
-  if (!C.on || !exe || !*exe) return;
+  node_job *j = c->job;
+  if (!C.on || !exe || !*exe || !j) return;
+  if (j->code_state == 1 || j->code_state == 2) return;   /* stored (or on its way) for an earlier driver */
   code_put *p = calloc(1, sizeof(*p));
   if (!p) return;
   snprintf(p->exe, sizeof(p->exe), "%s", exe);
   p->pid = c->pid;
+  p->job = j;
   p->work.data = p;
-  for (size_t i = 0; i < C.job_argc; i++) free(C.job_argv[i]);
-  free(C.job_argv);
-  C.job_argv = NULL;
-  C.job_argc = 0;
-  if (N.job_argv) {
-    size_t n = 0;
-    while (N.job_argv[n]) n++;
-    C.job_argv = calloc(n + 1, sizeof(char *));
-    if (C.job_argv) {
-      for (size_t i = 0; i < n; i++) C.job_argv[i] = strdup(N.job_argv[i]);
-      C.job_argc = n;
-    }
-  }
-  C.code_state = 1;
+  j->code_state = 1;
   uv_queue_work(N.loop, &p->work, code_put_work, code_put_done);
 }
 
@@ -2059,8 +2043,6 @@ void rd__cluster_free(void) {
     C.fails = f->next;
     free(f);
   }
-  for (size_t i = 0; i < C.job_argc; i++) free(C.job_argv[i]);
-  free(C.job_argv);
   free(C.view);
   if (C.xc) rd_xfer_client_destroy(C.xc);
   if (C.gcs) rd_gcs_close(C.gcs);

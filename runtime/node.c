@@ -37,7 +37,7 @@ rd__node_state N;
 
 static void client_drop(node_client *c, const char *why);
 static void dispatch(void);
-static void worker_spawn(void);
+static void worker_spawn(node_job *j);
 static void actor_worker_gone(node_actor *a, const char *why);
 static void actor_place(node_actor *a, node_worker *w, const rd_res_grant *g);
 static void actor_die(node_actor *a, const char *why);
@@ -116,9 +116,8 @@ static void worker_on_exit(uv_process_t *p, int64_t status, int sig) {
   rd__log(expected ? RD_LOG_INFO : RD_LOG_WARN, "worker %u (pid %d) exited status %lld signal %d", w->id, w->pid,
           (long long)status, sig);
   if (w->state == W_LEASED) rd__node_worker_release(w);
-  if (w->state == W_STARTING) N.nstarting--;
-  if (w->state == W_IDLE) N.nidle--;
-  w->state = W_DEAD;
+  rd__node_worker_state(w, W_DEAD);
+  if (w->evicted) N.nevicting--;
   if (w->actor) {
     char why[160];
     if (sig) snprintf(why, sizeof(why), "its worker process (pid %d) was killed by signal %d", w->pid, sig);
@@ -133,10 +132,12 @@ static void worker_on_exit(uv_process_t *p, int64_t status, int sig) {
     if (*pp == w) { *pp = w->next; break; }
   }
   N.nworkers--;
+  w->job->nworkers--;
   rd__cluster_worker_gone(w);
+  node_job *j = w->job;
   uv_close((uv_handle_t *)p, worker_free);
   if (!N.shutting_down) {
-    if (N.nworkers < N.opts.prestart) worker_spawn();
+    if (j->drivers > 0 && j->nworkers < N.opts.prestart) worker_spawn(j);
     dispatch();
     flush_all();
   }
@@ -170,15 +171,41 @@ static char **build_worker_env(uint32_t wid) {
   return env;
 }
 
-static void worker_spawn(void) {
+/* At the pool's limit, stop one idle worker of another job to make room for
+ * job j's (its exit lets dispatch start j's); 1 when one was stopped or is
+ * already on its way out. */
+static int evict_for(node_job *j) {
+  if (N.nevicting > 0) return 1;
+  node_worker *victim = NULL;
+  for (node_worker *w = N.workers; w; w = w->next) {
+    if (w->state != W_IDLE || w->job == j) continue;
+    /* a job nobody here drives goes first */
+    if (!victim || (victim->job->drivers > 0 && w->job->drivers == 0)) victim = w;
+  }
+  if (!victim) return 0;
+  rd__log(RD_LOG_INFO, "stopping idle worker %u of job %u to make room for job %u", victim->id, victim->job->id, j->id);
+  rd__node_worker_state(victim, W_DYING);
+  victim->evicted = 1;
+  N.nevicting++;
+  if (victim->pid > 0) kill(victim->pid, SIGKILL);
+  return 1;
+}
+
+static void worker_spawn(node_job *j) {
   /* max_workers bounds the task pool; each actor is a process of its own on top */
-  int limit = N.want_actor_workers > 0 ? N.opts.max_workers + N.nactor_workers + N.want_actor_workers
-                                       : N.opts.max_workers + N.nactor_workers;
+  int want_actors = 0;
+  for (node_job *x = N.jobs; x; x = x->next) want_actors += x->want_actors;
+  int limit = N.opts.max_workers + N.nactor_workers + want_actors;
   if (limit > RD_NODE_MAX_PROCS) limit = RD_NODE_MAX_PROCS;
-  if (!N.job_exe || N.shutting_down || N.nworkers >= limit) return;
+  if (!j || N.shutting_down) return;
+  if (N.nworkers >= limit) {
+    (void)evict_for(j);
+    return;
+  }
   node_worker *w = calloc(1, sizeof(*w));
   if (!w) return;
   w->id = ++N.next_worker_id;
+  w->job = j;
   char **env = build_worker_env(w->id);
   if (!env) { free(w); return; }
   uv_process_options_t o;
@@ -189,8 +216,8 @@ static void worker_spawn(void) {
   stdio[1].data.fd = 1;
   stdio[2].flags = UV_INHERIT_FD;
   stdio[2].data.fd = 2;
-  o.file = N.job_exe;
-  o.args = N.job_argv;
+  o.file = j->exe;
+  o.args = j->argv;
   o.env = env;
   o.stdio = stdio;
   o.stdio_count = 3;
@@ -202,31 +229,32 @@ static void worker_spawn(void) {
   free(env[k - 1]); free(env[k - 2]); free(env[k - 3]); free(env[k - 4]);
   free(env);
   if (r != 0) {
-    rd__log(RD_LOG_ERROR, "cannot start worker from %s: %s", N.job_exe, uv_strerror(r));
-    snprintf(N.spawn_error, sizeof(N.spawn_error), "the node cannot start workers from %s: %s", N.job_exe,
+    rd__log(RD_LOG_ERROR, "cannot start worker from %s: %s", j->exe, uv_strerror(r));
+    snprintf(j->spawn_error, sizeof(j->spawn_error), "the node cannot start workers from %s: %s", j->exe,
              uv_strerror(r));
-    N.spawn_failures++;
+    j->spawn_failures++;
     uv_close((uv_handle_t *)&w->proc, worker_free);   /* libuv keeps a failed handle until closed */
     return;
   }
-  N.spawn_failures = 0;
+  j->spawn_failures = 0;
   w->pid = w->proc.pid;
-  w->state = W_STARTING;
+  w->state = W_DEAD;   /* counted from here on */
+  rd__node_worker_state(w, W_STARTING);
   w->next = N.workers;
   N.workers = w;
   N.nworkers++;
-  N.nstarting++;
-  rd__log(RD_LOG_INFO, "started worker %u pid %d", w->id, w->pid);
+  j->nworkers++;
+  rd__log(RD_LOG_INFO, "started worker %u pid %d (job %u)", w->id, w->pid, j->id);
 }
 
 /* ------------------------------------------------------------- leases */
 
-static node_worker *pick_idle_worker(const rd_res_grant *g) {
+static node_worker *pick_idle_worker(const rd_res_grant *g, const node_job *j) {
   char vis[64];
   rd_res_grant_visible_devices(g, vis, sizeof(vis));
   node_worker *fallback = NULL, *fresh = NULL;
   for (node_worker *w = N.workers; w; w = w->next) {
-    if (w->state != W_IDLE || !w->client) continue;
+    if (w->state != W_IDLE || !w->client || w->job != j) continue;
     if (strcmp(w->visible, vis) == 0) return w;   /* same GPUs as last time */
     if (!w->visible[0] && !fresh) fresh = w;
     if (!fallback) fallback = w;
@@ -239,20 +267,20 @@ static node_worker *pick_idle_worker(const rd_res_grant *g) {
 static int can_run(rd_sched_item *it, void *ctx) {
   node_bundle *b = ctx;
   rd_res_ledger *l = b ? &b->ledger : &N.ledger;
-  if (N.nidle > 0) return 1;
+  lease_req *r = it->data;
+  if (r->job->nidle > 0) return 1;
   rd_res_grant g;
   if (rd_res_acquire(l, &it->req, &g) == 0) {
     rd_res_release(l, &g);
-    N.want_workers++;
-    if (((lease_req *)it->data)->actor) N.want_actor_workers++;
+    r->job->want++;
+    if (r->actor) r->job->want_actors++;
   }
   return 0;
 }
 
 /* An idle worker takes a grant (for a lease or an actor). */
 static void worker_take(node_worker *w, const rd_res_grant *g) {
-  w->state = W_LEASED;
-  N.nidle--;
+  rd__node_worker_state(w, W_LEASED);
   w->grant = *g;
   rd_res_grant_visible_devices(g, w->visible, sizeof(w->visible));
 }
@@ -325,7 +353,7 @@ void rd__node_bundle_drop(node_bundle *b, const char *why) {
         actor_die(w->actor, why);
       } else if (w->state == W_LEASED) {
         rd__node_worker_release(w);
-        w->state = W_DYING;
+        rd__node_worker_state(w, W_DYING);
         w->lease_owner = NULL;
         if (w->pid > 0) kill(w->pid, SIGKILL);
       }
@@ -353,7 +381,7 @@ static void granted(rd_sched_item *it, const rd_res_grant *g, void *ctx) {
   rd__log(RD_LOG_DEBUG, "grant request %llu of client %u", (unsigned long long)r->req_id, owner->id);
   for (lease_req **pp = &owner->reqs; *pp; pp = &(*pp)->next)
     if (*pp == r) { *pp = r->next; break; }
-  node_worker *w = pick_idle_worker(g);
+  node_worker *w = pick_idle_worker(g, r->job);
   if (r->actor) {
     node_actor *a = r->actor;
     a->req = NULL;
@@ -392,14 +420,17 @@ static void granted(rd_sched_item *it, const rd_res_grant *g, void *ctx) {
 /* Why a grant to worker w failed with status (w NULL: no worker at all). */
 const char *rd__node_grant_error(int status, const node_worker *w) {
   if (status == RD_EAGAIN) return "no idle worker";
-  return w ? "socketpair failed on the node" : N.spawn_error;
+  return w ? "socketpair failed on the node" : "no worker";
 }
 
-/* Workers cannot be started at all (the job's executable will not run):
- * every queued request fails with the reason instead of waiting forever. */
-static void fail_queue(rd_sched_queue *q, int status, const char *why) {
-  while (q->head) {
-    lease_req *r = q->head->data;
+/* Fail what waits in q (only job j's requests when j is set): its bundle is
+ * gone, or workers of the job cannot be started at all (its executable will
+ * not run), so they fail with the reason instead of waiting forever. */
+static void fail_queue_job(rd_sched_queue *q, int status, const char *why, const node_job *j) {
+  for (rd_sched_item *it = q->head, *next; it; it = next) {
+    next = it->next;
+    lease_req *r = it->data;
+    if (j && r->job != j) continue;
     rd_sched_queue_remove(q, &r->item);
     for (lease_req **pp = &r->owner->reqs; *pp; pp = &(*pp)->next)
       if (*pp == r) { *pp = r->next; break; }
@@ -410,12 +441,15 @@ static void fail_queue(rd_sched_queue *q, int status, const char *why) {
       rd__node_reply_grant(r->owner, r->req_id, status, why);
     }
     free(r);
+    next = q->head;   /* actor_die may have taken others out of q too */
   }
 }
 
-static void fail_queued(int status, const char *why) {
-  fail_queue(&N.queue, status, why);
-  for (node_bundle *b = N.bundles; b; b = b->next) fail_queue(&b->queue, status, why);
+static void fail_queue(rd_sched_queue *q, int status, const char *why) { fail_queue_job(q, status, why, NULL); }
+
+static void fail_job_queued(node_job *j, int status, const char *why) {
+  fail_queue_job(&N.queue, status, why, j);
+  for (node_bundle *b = N.bundles; b; b = b->next) fail_queue_job(&b->queue, status, why, j);
 }
 
 /* A request of c (a client, or a peer node's link) failed before it was
@@ -438,12 +472,19 @@ void rd__node_reply_grant(node_client *c, uint64_t req_id, int status, const cha
 
 /* Queue a lease request of c (a client, or a peer's link) for the node's
  * own resources, or for bundle b's. */
-void rd__node_lease_queue(node_client *c, uint64_t req_id, const rd_resources *res, int priority, node_bundle *b) {
+void rd__node_lease_queue(node_client *c, uint64_t req_id, const rd_resources *res, int priority, node_bundle *b,
+                          node_job *job) {
+  if (!job) job = rd__node_client_job(c);
+  if (!job) {
+    rd__node_reply_grant(c, req_id, RD_ESTATE, "this client has no job: its hello named no executable to run");
+    return;
+  }
   lease_req *r = calloc(1, sizeof(*r));
   if (!r) {
     rd__node_reply_grant(c, req_id, RD_ENOMEM, "node out of memory");
     return;
   }
+  r->job = job;
   r->item.req = *res;
   r->item.priority = priority;
   r->item.data = r;
@@ -458,19 +499,24 @@ void rd__node_lease_queue(node_client *c, uint64_t req_id, const rd_resources *r
 
 static void dispatch(void) {
   if (N.shutting_down) return;
-  N.want_workers = N.want_actor_workers = 0;
+  for (node_job *j = N.jobs; j; j = j->next) j->want = j->want_actors = 0;
   rd_sched_queue_dispatch(&N.queue, &N.ledger, can_run, granted, NULL);
   for (node_bundle *b = N.bundles; b; b = b->next)
     if (b->committed && !b->removed && b->queue.head) rd_sched_queue_dispatch(&b->queue, &b->ledger, can_run, granted, b);
-  /* grow the pool when requests wait for a worker rather than for resources */
-  while (N.want_workers > N.nstarting && N.job_exe) {
-    int before = N.nworkers;
-    worker_spawn();
-    if (N.nworkers == before) break;
+  /* grow a job's pool when its requests wait for a worker rather than for resources */
+  for (node_job *j = N.jobs; j; j = j->next) {
+    while (j->want > j->nstarting) {
+      int before = N.nworkers;
+      worker_spawn(j);
+      if (N.nworkers == before) break;
+    }
+    if (j->want > 0 && j->spawn_failures >= 3 && j->nworkers == 0) {
+      char why[400];
+      snprintf(why, sizeof(why), "%s", j->spawn_error);
+      j->spawn_failures = 0;   /* a later request tries again */
+      fail_job_queued(j, RD_ESYS, why);
+    }
   }
-  int queued = N.queue.head != NULL;
-  for (node_bundle *b = N.bundles; b && !queued; b = b->next) queued = b->queue.head != NULL;
-  if (N.spawn_failures >= 3 && N.nworkers == 0 && queued) fail_queued(RD_ESYS, N.spawn_error);
 }
 
 static void on_lease_request(node_client *c, Rd__LeaseRequest *m) {
@@ -502,7 +548,7 @@ static void on_lease_request(node_client *c, Rd__LeaseRequest *m) {
     send_msg(c, RD__MSG_TYPE__MSG_LEASE_GRANT, &lg.base, -1);
     return;
   }
-  rd__node_lease_queue(c, m->req_id, &res, m->priority, NULL);
+  rd__node_lease_queue(c, m->req_id, &res, m->priority, NULL, NULL);
 }
 
 /* Forget request req_id that c (a client, or a peer's link) has queued
@@ -528,10 +574,9 @@ static void on_lease_cancel(node_client *c, Rd__LeaseCancel *m) {
 
 static void lease_end(node_worker *w) {
   rd__node_worker_release(w);
-  w->state = W_IDLE;
+  rd__node_worker_state(w, W_IDLE);
   w->lease_owner = NULL;
   w->lease_id = 0;
-  N.nidle++;
 }
 
 static void on_lease_return(node_client *c, Rd__LeaseReturn *m) {
@@ -541,7 +586,7 @@ static void on_lease_return(node_client *c, Rd__LeaseReturn *m) {
         /* its owner saw the socket break: the worker is dead or broken, so it
          * must never be granted again; reaped by worker_on_exit */
         rd__node_worker_release(w);
-        w->state = W_DYING;
+        rd__node_worker_state(w, W_DYING);
         w->lease_owner = NULL;
         if (w->pid > 0) kill(w->pid, SIGKILL);
       } else {
@@ -672,6 +717,7 @@ static void actor_schedule(node_actor *a) {
     a->host = host;
     if (host) {   /* the record stays here; the actor runs there */
       a->state = A_PENDING;
+      a->pending_since = 0;   /* not waiting here: no "waited for resources" warning */
       a->host_pid = 0;
       rd__cluster_actor_create(a);
       return;
@@ -693,6 +739,7 @@ static void actor_schedule(node_actor *a) {
   r->item.data = r;
   r->owner = a->creator;
   r->actor = a;
+  r->job = a->job;
   r->bundle = b;
   r->next = a->creator->reqs;
   a->creator->reqs = r;
@@ -727,7 +774,7 @@ static void actor_die(node_actor *a, const char *why) {
     actor_unbind(a);
     if (w->state == W_LEASED) {
       rd__node_worker_release(w);
-      w->state = W_DYING;
+      rd__node_worker_state(w, W_DYING);
     }
     if (w->pid > 0) kill(w->pid, SIGKILL);
   }
@@ -831,11 +878,17 @@ static void on_actor_create(node_client *c, Rd__ActorCreate *m) {
       }
     }
   }
+  node_job *job = rd__node_client_job(c);
+  if (!job) {
+    reply_actor_id(c, m->req_id, RD_ESTATE, "this client has no job: its hello named no executable to run", 0);
+    return;
+  }
   node_actor *a = actor_new(m->class_name, m->name, m->args, m->n_args);
   if (!a) {
     reply_actor_id(c, m->req_id, RD_ENOMEM, "node out of memory", 0);
     return;
   }
+  a->job = job;
   a->id = ((uint64_t)rd__cluster_index() << 40) | ++N.next_actor_id;
   a->res = res;
   a->priority = m->priority;
@@ -882,8 +935,8 @@ void rd__node_reply_actor_id(uint32_t client_id, uint64_t req_id, int status, co
 }
 
 /* Host actor `id` for its record node (link): it restarts there, not here. */
-int rd__node_actor_host_for(node_client *link, const Rd__ActorCreate *m, uint64_t id, uint32_t restarts, char *err,
-                            size_t errlen) {
+int rd__node_actor_host_for(node_client *link, node_job *job, const Rd__ActorCreate *m, uint64_t id,
+                            uint32_t restarts, char *err, size_t errlen) {
   rd_resources res;
   if (!m->class_name || !*m->class_name || rd__res_from_msg(m->res, &res) != 0) {
     snprintf(err, errlen, "invalid actor spec");
@@ -903,6 +956,7 @@ int rd__node_actor_host_for(node_client *link, const Rd__ActorCreate *m, uint64_
     return RD_ENOMEM;
   }
   a->id = id;
+  a->job = job;
   a->res = res;
   a->priority = m->priority;
   a->max_restarts = 0;   /* its record node decides restarts, maybe elsewhere */
@@ -1296,19 +1350,20 @@ static void on_hello(node_client *c, Rd__Hello *m) {
     }
     w->client = c;
     c->worker = w;
-    w->state = W_IDLE;
-    N.nstarting--;
-    N.nidle++;
+    rd__node_worker_state(w, W_IDLE);
     rd__log(RD_LOG_DEBUG, "worker %u ready (idle %d, queued %llu)", w->id, N.nidle, (unsigned long long)N.queue.len);
-  } else if (m->exe && *m->exe && (!N.job_exe || rd__cluster_on())) {
-    char err[300];
-    if (rd__node_set_job(m->exe, m->argv, m->n_argv, err, sizeof(err)) != 0) {
-      send_error(c, RD_ESTATE, err);
-      client_drop(c, "node busy with another job");
+  } else if (m->exe && *m->exe) {
+    node_job *j = rd__node_job_get(m->exe, m->argv, m->n_argv);
+    if (!j) {
+      send_error(c, RD_ENOMEM, "node out of memory");
+      client_drop(c, "out of memory");
       return;
     }
     c->role = m->role;
     c->pid = m->pid;
+    c->job = j;
+    j->drivers++;
+    j->quiet_since = 0;
     rd__cluster_on_driver(c, m->exe);
   }
   c->role = m->role;
@@ -1323,9 +1378,9 @@ static void on_hello(node_client *c, Rd__Hello *m) {
   r.cluster = rd__cluster_on();
   int fd = dup(rd_store_fd(N.store));
   send_msg(c, RD__MSG_TYPE__MSG_HELLO_REPLY, &r.base, fd);
-  if (c->role == ROLE_DRIVER && !N.job_started) {
-    N.job_started = 1;
-    for (int i = 0; i < N.opts.prestart; i++) worker_spawn();
+  if (c->job && !c->job->prestarted) {   /* the first driver of its job here */
+    c->job->prestarted = 1;
+    for (int i = c->job->nworkers; i < N.opts.prestart; i++) worker_spawn(c->job);
   }
   if (c->role == ROLE_DRIVER && N.opts.embedded && !N.owner) N.owner = c;   /* the driver that started it */
   if (c->role == ROLE_DRIVER) rd__log(RD_LOG_INFO, "driver pid %d connected (client %u)", c->pid, c->id);
@@ -1472,11 +1527,11 @@ static void client_drop(node_client *c, const char *why) {
     w->client = NULL;
     c->worker = NULL;
     if (w->actor) actor_worker_gone(w->actor, "its worker process closed its connection to the node");
-    if (w->state == W_IDLE) N.nidle--;
     if (w->state != W_DEAD && w->pid > 0) kill(w->pid, SIGKILL);  /* a worker without a conn is useless */
     if (w->state == W_LEASED) rd__node_worker_release(w);
-    if (w->state != W_DEAD) w->state = W_DYING;   /* until its exit callback */
+    if (w->state != W_DEAD) rd__node_worker_state(w, W_DYING);   /* until its exit callback */
   }
+  if (c->job) c->job->drivers--;
   uv_poll_stop(&c->poll);
   c->poll.data = c;
   uv_close((uv_handle_t *)&c->poll, client_free_cb);
@@ -1552,52 +1607,84 @@ void rd__node_retry_parked(void) {
   if (N.parked) retry_parked(0);
 }
 
-/* Make `exe` the job whose workers this node runs.  A node serves one job at
- * a time: switching is allowed once the old job has no driver, lease or actor
- * here (its idle workers are stopped); otherwise RD_EAGAIN. */
-int rd__node_set_job(const char *exe, char *const *argv, size_t argc, char *err, size_t errlen) {
-  if (N.job_exe && !strcmp(N.job_exe, exe)) return 0;
-  if (N.job_exe) {
-    const char *busy = NULL;
-    for (node_client *c = N.clients; c && !busy; c = c->next)
-      if (c->role == ROLE_DRIVER && !c->dead) busy = "a driver is connected";
-    for (node_worker *w = N.workers; w && !busy; w = w->next)
-      if (w->state == W_LEASED) busy = "a worker is leased";
-    for (node_actor *a = N.actors; a && !busy; a = a->next)
-      if (a->state != A_DEAD) busy = "an actor is alive";
-    if (busy) {
-      snprintf(err, errlen, "the node is running another job (%s, %s); one job at a time per node", N.job_exe, busy);
-      return RD_ESTATE;
+node_job *rd__node_client_job(const node_client *c) {
+  if (c->worker) return c->worker->job;
+  return c->job;
+}
+
+void rd__node_worker_state(node_worker *w, int st) {
+  node_job *j = w->job;
+  if (w->state == st) return;
+  if (w->state == W_IDLE) { N.nidle--; j->nidle--; }
+  if (w->state == W_STARTING) { N.nstarting--; j->nstarting--; }
+  w->state = st;
+  if (st == W_IDLE) { N.nidle++; j->nidle++; }
+  if (st == W_STARTING) { N.nstarting++; j->nstarting++; }
+}
+
+/* A job is its executable as it is on disk: a driver rebuilt at the same path
+ * is a new job, so neither its workers nor its shipped code are the old one's. */
+static void exe_identity(const char *exe, uint64_t id[4]) {
+  struct stat st;
+  memset(id, 0, 4 * sizeof(uint64_t));
+  if (stat(exe, &st) != 0) return;
+  id[0] = (uint64_t)st.st_dev;
+  id[1] = (uint64_t)st.st_ino;
+  id[2] = (uint64_t)st.st_size;
+  id[3] = (uint64_t)st.st_mtim.tv_sec * 1000000000ull + (uint64_t)st.st_mtim.tv_nsec;
+}
+
+node_job *rd__node_job_get(const char *exe, char *const *argv, size_t argc) {
+  uint64_t id[4];
+  exe_identity(exe, id);
+  for (node_job *j = N.jobs; j; j = j->next)
+    if (!strcmp(j->exe, exe) && !memcmp(j->identity, id, sizeof(id))) return j;
+  node_job *j = calloc(1, sizeof(*j));
+  if (!j) return NULL;
+  memcpy(j->identity, id, sizeof(id));
+  j->exe = strdup(exe);
+  j->argv = calloc(argc + 2, sizeof(char *));
+  int ok = j->exe && j->argv;
+  if (ok && argc == 0) ok = (j->argv[0] = strdup(exe)) != NULL;
+  for (size_t i = 0; ok && i < argc; i++) ok = (j->argv[i] = strdup(argv[i] ? argv[i] : "")) != NULL;
+  if (!ok) {
+    for (char **a = j->argv; a && *a; a++) free(*a);
+    free(j->argv);
+    free(j->exe);
+    free(j);
+    return NULL;
+  }
+  j->argc = argc ? argc : 1;
+  j->id = ++N.next_job_id;
+  j->next = N.jobs;
+  N.jobs = j;
+  rd__log(RD_LOG_INFO, "job %u: workers run %s", j->id, exe);
+  return j;
+}
+
+/* A job nobody here drives, whose workers have all been idle for
+ * RD_JOB_QUIET_NS, gives its processes back (a later request starts new). */
+#define RD_JOB_QUIET_NS 60000000000ull
+
+static void jobs_tick(uint64_t now) {
+  for (node_job *j = N.jobs; j; j = j->next) {
+    int quiet = j->drivers == 0 && j->nidle + j->nstarting == j->nworkers && j->nworkers > 0;
+    if (!quiet) {
+      j->quiet_since = 0;
+      continue;
     }
-    rd__log(RD_LOG_INFO, "switching job: %s -> %s", N.job_exe, exe);
-    rd__pg_job_ended("the job that created it ended (its node switched to another job)");
+    if (!j->quiet_since) j->quiet_since = now;
+    if (now - j->quiet_since < RD_JOB_QUIET_NS) continue;
+    rd__log(RD_LOG_INFO, "job %u (%s) has been idle for %llu s: stopping its %d workers", j->id, j->exe,
+            (unsigned long long)(RD_JOB_QUIET_NS / 1000000000ull), j->nworkers);
     for (node_worker *w = N.workers; w; w = w->next) {
-      if (w->state != W_IDLE && w->state != W_STARTING) continue;
-      if (w->state == W_IDLE) N.nidle--;
-      else N.nstarting--;
-      w->state = W_DYING;
+      if (w->job != j || (w->state != W_IDLE && w->state != W_STARTING)) continue;
+      rd__node_worker_state(w, W_DYING);
       if (w->pid > 0) kill(w->pid, SIGKILL);
     }
-    for (char **a = N.job_argv; a && *a; a++) free(*a);
-    free(N.job_argv);
-    free(N.job_exe);
-    N.job_argv = NULL;
+    j->quiet_since = 0;
+    j->prestarted = 0;
   }
-  N.job_exe = strdup(exe);
-  N.job_argv = calloc(argc + 2, sizeof(char *));
-  if (!N.job_exe || !N.job_argv) {
-    snprintf(err, errlen, "node out of memory");
-    return RD_ENOMEM;
-  }
-  if (argc == 0) N.job_argv[0] = strdup(exe);
-  for (size_t i = 0; i < argc; i++) N.job_argv[i] = strdup(argv[i] ? argv[i] : "");
-  if (!N.job_started || rd__cluster_on()) {
-    N.job_started = 1;
-    int live = 0;
-    for (node_worker *w = N.workers; w; w = w->next) live += w->state == W_IDLE || w->state == W_STARTING;
-    for (int i = live; i < N.opts.prestart; i++) worker_spawn();
-  }
-  return 0;
 }
 
 /* ----------------------------------------------------------- lifecycle */
@@ -1611,7 +1698,7 @@ static void on_tick(uv_timer_t *t) {
   /* an actor that fits the node but not what is free now waits, like a task;
    * say so once, with what it asks for and what is free, instead of silence */
   for (node_actor *a = N.actors; a; a = a->next) {
-    if (a->state == A_PENDING && !a->warned && now - a->pending_since > 5000000000ull) {
+    if (a->state == A_PENDING && a->pending_since && !a->warned && now - a->pending_since > 5000000000ull) {
       a->warned = 1;
       if (a->pg_id) {
         rd__log(RD_LOG_WARN, "actor %llu (%s) has waited 5 s for bundle %d of placement group %016llx",
@@ -1631,6 +1718,7 @@ static void on_tick(uv_timer_t *t) {
       kill(w->pid, SIGKILL);
       w->kill_deadline = 0;
     }
+  jobs_tick(now);
   flush_all();
 }
 
@@ -1800,11 +1888,14 @@ int rd__node_main(const rd_node_opts *opts) {
   }
   rd_store_close(N.store);
   if (sc.spill_dir) rmdir(sc.spill_dir);
-  if (N.job_argv) {
-    for (char **a = N.job_argv; *a; a++) free(*a);
-    free(N.job_argv);
+  while (N.jobs) {
+    node_job *j = N.jobs;
+    N.jobs = j->next;
+    for (char **a = j->argv; *a; a++) free(*a);
+    free(j->argv);
+    free(j->exe);
+    free(j);
   }
-  free(N.job_exe);
   uv_loop_close(N.loop);
   if (opts->embedded) rmdir(opts->session_dir);
   rd__log(RD_LOG_INFO, "node down");

@@ -18,6 +18,34 @@ enum { ROLE_NONE = -1, ROLE_DRIVER = 0, ROLE_WORKER = 1, ROLE_LINK = 2 };
 enum { W_STARTING, W_IDLE, W_LEASED, W_DYING, W_DEAD };  /* DYING: killed, not yet reaped */
 
 typedef struct node_worker node_worker;
+
+/* A job: the executable (and argv) this node starts workers from for the
+ * drivers that run it, here or elsewhere in the cluster.  A node serves any
+ * number of jobs at once; each request is granted only a worker of its own
+ * job.  Records live as long as the node (a few hundred bytes each); a job's
+ * idle workers are stopped once it has been quiet for a while, or to make
+ * room for another job's. */
+typedef struct node_job {
+  uint32_t id;              /* this node's sequence, for logs */
+  char *exe;
+  uint64_t identity[4];     /* the file's device, inode, size and mtime when first seen */
+  char **argv;              /* NULL-terminated; argv[0] = exe when none was given */
+  size_t argc;
+  int drivers;              /* local drivers of this job connected */
+  int prestarted;
+  int nworkers, nidle, nstarting;   /* its workers (alive), idle, starting */
+  int want;                 /* dispatch: requests that fit but found no idle worker */
+  int want_actors;          /* ... of which actor placements */
+  int spawn_failures;       /* in a row: 3 with no worker alive fail its requests */
+  char spawn_error[400];
+  uint64_t quiet_since;     /* no driver, and every worker idle, since (ns; 0: busy) */
+  /* cluster.c: its code in the GCS */
+  char code_hash[65];
+  int code_state;           /* 0 none, 1 uploading, 2 stored, -1 failed */
+  char code_err[200];
+  uint32_t gcs_job_id;
+  struct node_job *next;
+} node_job;
 typedef struct node_client node_client;
 typedef struct node_actor node_actor;
 
@@ -43,6 +71,7 @@ typedef struct lease_req {
   uint64_t req_id;
   node_bundle *bundle;      /* queued in this bundle's queue (NULL: N.queue) */
   node_actor *actor;        /* placing this actor rather than leasing a worker */
+  node_job *job;            /* only a worker of this job may take it */
   struct lease_req *next;   /* in owner's list */
 } lease_req;
 
@@ -65,6 +94,7 @@ struct node_actor {
   uint64_t pg_id;           /* placed in this placement group (0: none) */
   int bundle_index;         /* its bundle (-1: any); resolved when placed */
   int host_pid;             /* its worker's pid there */
+  node_job *job;            /* its code */
   char *cls;
   char *name;               /* NULL = anonymous */
   rd_resources res;
@@ -113,6 +143,7 @@ struct node_client {
   int poll_events;
   int dead;                 /* closing: ignore further input */
   node_worker *worker;
+  node_job *job;            /* a driver's job (a worker's is worker->job) */
   uint64_t *pins;           /* multiset of object ids this client has pinned */
   size_t npins, cappins;
   lease_req *reqs;
@@ -122,6 +153,8 @@ struct node_client {
 
 struct node_worker {
   uint32_t id;
+  node_job *job;            /* the executable it runs */
+  int evicted;              /* stopped to make room for another job's worker */
   uv_process_t proc;
   int pid;
   int state;
@@ -148,9 +181,10 @@ typedef struct rd__node_state {
   node_client *clients;
   node_worker *workers;
   int nworkers, nstarting, nidle;
-  int want_workers;               /* requests that fit but found no idle worker */
-  int want_actor_workers;         /* ... of which actor placements */
   int nactor_workers;             /* workers hosting an actor */
+  int nevicting;                  /* idle workers killed for another job, not yet reaped */
+  node_job *jobs;
+  uint32_t next_job_id;
   uint32_t next_client_id, next_worker_id;
   uint64_t next_lease_seq;
   uint64_t leases_granted;
@@ -161,11 +195,6 @@ typedef struct rd__node_state {
   node_bundle *bundles;           /* placement-group bundles reserved here */
   uv_timer_t tick;
   uv_signal_t sigterm, sigint;
-  int spawn_failures;              /* in a row: 3 with no worker alive fail the queue */
-  char spawn_error[400];
-  char *job_exe;
-  char **job_argv;
-  int job_started;
   node_client *owner;             /* embedded: the driver whose exit stops the node */
   int shutting_down;
 } rd__node_state;
@@ -184,8 +213,8 @@ void rd__node_retry_parked(void);
 node_actor *rd__node_actor_find(uint64_t id);
 void rd__node_actor_serve_connects(node_actor *a);
 void rd__node_actor_host_lost(node_actor *a, const char *why);
-int rd__node_actor_host_for(node_client *link, const Rd__ActorCreate *spec, uint64_t id, uint32_t restarts,
-                            char *err, size_t errlen);
+int rd__node_actor_host_for(node_client *link, node_job *job, const Rd__ActorCreate *spec, uint64_t id,
+                            uint32_t restarts, char *err, size_t errlen);
 void rd__node_actor_connect(node_client *c, const Rd__ActorConnect *m);
 void rd__node_actor_kill(node_client *c, const Rd__ActorKill *m);
 void rd__node_actor_registered(uint64_t id, uint32_t client_id, uint64_t req_id, int status, const char *err);
@@ -195,11 +224,19 @@ node_client *rd__node_client_new(int fd, int role);
 /* Placement groups (pg.c) */
 void rd__node_worker_release(node_worker *w);
 void rd__node_bundle_drop(node_bundle *b, const char *why);
-void rd__node_lease_queue(node_client *c, uint64_t req_id, const rd_resources *res, int priority, node_bundle *b);
+/* job NULL: the client's own (a driver's, or its worker's) */
+void rd__node_lease_queue(node_client *c, uint64_t req_id, const rd_resources *res, int priority, node_bundle *b,
+                          node_job *job);
 int rd__node_lease_drop(node_client *c, uint64_t req_id);
 void rd__node_actor_schedule(node_actor *a);
 void rd__node_actor_die(node_actor *a, const char *why);
 void rd__node_reply_grant(node_client *c, uint64_t req_id, int status, const char *err);
-int rd__node_set_job(const char *exe, char *const *argv, size_t argc, char *err, size_t errlen);
+/* Jobs: the record for exe (made, with argv, when there is none; NULL when
+ * out of memory); the job of a client (NULL: a link, or a driver whose
+ * hello named no executable); a worker's change of state (keeps the
+ * node's and its job's idle and starting counts). */
+node_job *rd__node_job_get(const char *exe, char *const *argv, size_t argc);
+node_job *rd__node_client_job(const node_client *c);
+void rd__node_worker_state(node_worker *w, int state);
 
 #endif

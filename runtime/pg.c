@@ -41,6 +41,7 @@ typedef struct pg_rec {
   rd_resources b[PG_MAX];
   uint32_t node[PG_MAX];          /* where each bundle is reserved (0: not now) */
   uint32_t creator;               /* the driver (client id) whose exit removes it; 0: none */
+  node_job *job;                  /* made by a task (creator 0): the job whose end removes it */
   /* a reservation in flight (records) */
   uint64_t txn;
   uint32_t want[PG_MAX];          /* its proposal */
@@ -697,7 +698,7 @@ static int route(pg_rec *p, node_client *c, uint64_t req_id, const rd_resources 
       rd__node_reply_grant(c, req_id, RD_EAGAIN, why);
       return 1;
     }
-    rd__node_lease_queue(c, req_id, res, priority, b);
+    rd__node_lease_queue(c, req_id, res, priority, b, NULL);
     return 1;
   }
   if (!rd__cluster_node_usable(t)) return 0;   /* waits: the node is dying or its link just failed */
@@ -868,6 +869,7 @@ void rd__pg_on_create(node_client *c, const Rd__PgCreate *m) {
   p->mine = 1;
   p->state = PG_PENDING;
   p->creator = c->role == ROLE_DRIVER ? c->id : 0;
+  p->job = c->role == ROLE_DRIVER ? NULL : rd__node_client_job(c);
   p->next = P.recs;
   P.recs = p;
   if (rd__cluster_on() && p->name[0]) {   /* answered once the GCS has it and the name is ours */
@@ -1006,15 +1008,13 @@ void rd__pg_client_dropped(node_client *c) {
       snprintf(why, sizeof(why), "the driver that created it (pid %d) exited", c->pid);
       remove_pg(p, why);
     }
-  /* the last driver here: what its tasks created here goes with the job */
+  /* the job's last driver here: what its tasks created here goes with the job */
+  if (!c->job) return;
   for (node_client *o = N.clients; o; o = o->next)
-    if (o != c && o->role == ROLE_DRIVER && !o->dead) return;
-  rd__pg_job_ended("the job that created it ended (its driver exited)");
-}
-
-void rd__pg_job_ended(const char *why) {
+    if (o != c && o->role == ROLE_DRIVER && !o->dead && o->job == c->job) return;
   for (pg_rec *p = P.recs; p; p = p->next)
-    if (p->mine && !p->creator && p->state != PG_REMOVED) remove_pg(p, why);
+    if (p->mine && !p->creator && p->job == c->job && p->state != PG_REMOVED)
+      remove_pg(p, "the job that created it ended (its driver exited)");
 }
 
 /* ------------------------------------------------------------ links */

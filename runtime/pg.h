@@ -34,9 +34,6 @@ int rd__pg_lease_cancel(node_client *c, uint64_t req_id);
 int rd__pg_actor_bundle(node_actor *a, node_bundle **b, uint32_t *host, char *why, size_t whylen);
 /* c is going away (before cluster.c forgets which peer a link was). */
 void rd__pg_client_dropped(node_client *c);
-/* The node's job is over: groups created by its tasks (not by a driver)
- * are removed. */
-void rd__pg_job_ended(const char *why);
 /* Every 50 ms: retries reservations, times out waits, refreshes copies. */
 void rd__pg_tick(void);
 

@@ -17,6 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "../check.h"
@@ -41,6 +42,21 @@ RD_REMOTE(slow_where) {
   rd_node_info ni;
   if (rd_node_info_get(&ni) != 0) return rd_call_fail(call, "rd_node_info_get failed");
   uint32_t out[2] = {ni.node_index, tag};
+  return rd_return_bytes(call, 0, out, sizeof(out));
+}
+
+/* The size of the executable this task runs in (the two_jobs case tells its
+ * jobs apart by it), where it ran, after sleeping arg0 ms. */
+RD_REMOTE(exe_size_where) {
+  rd_buf a;
+  uint32_t ms = 0;
+  if (rd_arg(call, 0, &a) == 0 && a.size == 4) memcpy(&ms, a.data, 4);
+  usleep(ms * 1000u);
+  struct stat st;
+  if (stat("/proc/self/exe", &st) != 0) return rd_call_fail(call, "stat /proc/self/exe failed");
+  rd_node_info ni;
+  if (rd_node_info_get(&ni) != 0) return rd_call_fail(call, "rd_node_info_get failed");
+  uint64_t out[2] = {(uint64_t)st.st_size, ni.node_index};
   return rd_return_bytes(call, 0, out, sizeof(out));
 }
 
@@ -84,14 +100,16 @@ static void join(void) {
     exit(1);
   }
   /* the node's view of the cluster follows the GCS within a heartbeat */
+  const char *e = getenv("RD_CLUSTER_NODES");   /* the script started more than 3 */
+  uint32_t want = e && *e ? (uint32_t)atoi(e) : 3;
   rd_node_info ni;
   for (int i = 0; i < 100; i++) {
     CHECK_EQ(rd_node_info_get(&ni), 0);
-    if (ni.cluster_nodes == 3) break;
+    if ((uint32_t)ni.cluster_nodes == want) break;
     usleep(50000);
   }
   CHECK(ni.node_index > 0);
-  CHECK_EQ(ni.cluster_nodes, 3);
+  CHECK_EQ((uint32_t)ni.cluster_nodes, want);
 }
 
 /* Index of the node on `ip`, from the session the test script started. */
@@ -315,6 +333,14 @@ RD_ACTOR_METHOD(Tally, add) {
   tally *t = state;
   t->value++;
   return rd_return_bytes(call, 0, &t->value, sizeof(t->value));
+}
+
+RD_ACTOR_METHOD(Tally, exe_size) {
+  (void)state;
+  struct stat st;
+  if (stat("/proc/self/exe", &st) != 0) return rd_call_fail(call, "stat /proc/self/exe failed");
+  uint64_t v = (uint64_t)st.st_size;
+  return rd_return_bytes(call, 0, &v, sizeof(v));
 }
 
 /* Where the actor runs, and how often it was restarted. */
@@ -963,6 +989,117 @@ static int t_pg_node_death(void) {
   return 0;
 }
 
+/* Two programs at once (see the two_jobs case of cluster_test.sh): wait
+ * until the other one has reached the same point (files in $RD_TWO_JOBS_DIR,
+ * named by phase and $RD_TWO_JOBS_TAG, "a" or "b"), so their work overlaps. */
+static const char *two_jobs_barrier(const char *phase) {
+  const char *dir = getenv("RD_TWO_JOBS_DIR"), *tag = getenv("RD_TWO_JOBS_TAG");
+  CHECK(dir && tag);
+  char path[600];
+  snprintf(path, sizeof(path), "%s/%s.%s", dir, phase, tag);
+  FILE *f = fopen(path, "w");
+  CHECK(f);
+  fclose(f);
+  int both = 0;
+  for (int i = 0; i < 600 && !both; i++) {   /* up to 30 s for the other job */
+    snprintf(path, sizeof(path), "%s/%s.%s", dir, phase, strcmp(tag, "a") ? "a" : "b");
+    both = access(path, F_OK) == 0;
+    if (!both) usleep(50000);
+  }
+  CHECK(both);
+  return tag;
+}
+
+/* n tasks with opts o (each sleeping ms): every one must have run this
+ * program's executable; returns how many nodes ran them. */
+static int run_own_code(const char *tag, const rd_task_opts *o, int n, uint32_t ms) {
+  struct stat me;
+  CHECK_EQ(stat("/proc/self/exe", &me), 0);
+  int seen[4096] = {0}, distinct = 0;
+  rd_ref refs[64];
+  CHECK(n <= 64);
+  for (int i = 0; i < n; i++) CHECK_EQ(rd_submit(exe_size_where, RD_ARGS(rd_arg_bytes(&ms, 4)), o, &refs[i]), 0);
+  for (int i = 0; i < n; i++) {
+    rd_buf b;
+    int e = rd_get(&refs[i], 1, &b, 60000);
+    if (e != 0) {
+      fprintf(stderr, "job %s: task %d: %s: %.*s\n", tag, i, rd_err_name(e), (int)b.size, (const char *)b.data);
+      exit(1);
+    }
+    uint64_t v[2];
+    CHECK_EQ(b.size, sizeof(v));
+    memcpy(v, b.data, sizeof(v));
+    if (v[0] != (uint64_t)me.st_size) {
+      fprintf(stderr, "job %s: a task on node %llu ran an executable of %llu bytes, not this job's %lld\n", tag,
+              (unsigned long long)v[1], (unsigned long long)v[0], (long long)me.st_size);
+      exit(1);
+    }
+    if (!seen[v[1] & 4095]++) distinct++;
+    rd_buf_release(&b);
+    rd_ref_release(refs[i]);
+  }
+  return distinct;
+}
+
+/* Two different programs drive the cluster at once (the script runs this
+ * binary and a copy with one byte appended, so its code hash differs): each
+ * one's tasks and actors, on every node, run its own executable. */
+static int t_two_jobs(void) {
+  join();   /* first: the workers, this program too, become workers there */
+  const char *tag = two_jobs_barrier("ready");
+  rd_task_opts o;
+  rd_task_opts_init(&o);
+  o.strategy = RD_STRATEGY_SPREAD;
+  int distinct = 0;
+  for (int round = 0; round < 4; round++) {
+    int d = run_own_code(tag, &o, 30, 60);
+    if (d > distinct) distinct = d;
+  }
+  CHECK(distinct >= 3);
+  /* an actor on each other node runs this job's code too */
+  struct stat me;
+  CHECK_EQ(stat("/proc/self/exe", &me), 0);
+  const char *where_res[] = {"only_b=0.01", "only_c=0.01"};
+  for (int k = 0; k < 2; k++) {
+    rd_actor_opts ao;
+    rd_actor_opts_init(&ao);
+    ao.resources = where_res[k];
+    rd_actor a;
+    CHECK_EQ(rd_actor_create(Tally, RD_NO_ARGS, &ao, &a), 0);
+    rd_ref r;
+    CHECK_EQ(rd_actor_call(a, Tally_exe_size, RD_NO_ARGS, NULL, &r), 0);
+    rd_buf b;
+    CHECK_EQ(rd_get(&r, 1, &b, 60000), 0);
+    uint64_t v;
+    CHECK_EQ(b.size, sizeof(v));
+    memcpy(&v, b.data, sizeof(v));
+    CHECK_EQ(v, (uint64_t)me.st_size);
+    rd_buf_release(&b);
+    rd_ref_release(r);
+    CHECK_EQ(rd_actor_kill(a, 1), 0);
+  }
+  printf("job %s (%lld bytes): 120 tasks on %d nodes and 2 actors ran its own executable\n", tag,
+         (long long)me.st_size, distinct);
+  rd_shutdown();
+  return 0;
+}
+
+/* Both programs as drivers on node d, whose pool is 2 workers: each one's
+ * prestart and tasks (a tenth of a CPU each, so the pool binds, not the
+ * CPUs) stop the other's idle workers to start its own. */
+static int t_two_jobs_local(void) {
+  join();
+  const char *tag = two_jobs_barrier("local");
+  rd_task_opts o;
+  rd_task_opts_init(&o);
+  o.num_cpus = 0.1;
+  o.resources = "only_d=0.01";
+  for (int round = 0; round < 3; round++) CHECK_EQ(run_own_code(tag, &o, 20, 20), 1);
+  printf("job %s: 60 tasks on the 2-worker node ran its own executable\n", tag);
+  rd_shutdown();
+  return 0;
+}
+
 int main(int argc, char **argv) {
   static const rd_test_case cases[] = {
       {"custom_resources", t_custom_resources}, {"strategies", t_strategies}, {"big_object", t_big_object},
@@ -970,7 +1107,8 @@ int main(int argc, char **argv) {
       {"actors", t_actors},                     {"actor_node_death", t_actor_node_death},
       {"object_lost", t_object_lost},           {"bad_link", t_bad_link},
       {"locality", t_locality},                 {"placement_groups", t_placement_groups},
-      {"pg_node_death", t_pg_node_death},
+      {"pg_node_death", t_pg_node_death},       {"two_jobs", t_two_jobs},
+      {"two_jobs_local", t_two_jobs_local},
   };
   return rd_test_main(argc, argv, cases, sizeof(cases) / sizeof(cases[0]));
 }

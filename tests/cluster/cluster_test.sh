@@ -80,6 +80,33 @@ case "$CASE" in
     "$CMP" "$RAYDIST_TMPDIR/direct.npy" "$RAYDIST_TMPDIR/c.npy" 1e-5 || fail "cluster output differs from the engine's"
     "$R" status | grep -q "3 nodes alive" || fail "cluster hurt"
     ;;
+  two_jobs)
+    # two programs at once: this test binary and a copy with a byte appended
+    # (another file, another code hash), each checking that its tasks and
+    # actors run its own executable on every node; then both as drivers on a
+    # fourth node, d, whose pool of 2 workers they must share
+    RAYDIST_LOG_LEVEL=2 "$R" start --address "$ADDR" --node-ip 127.0.0.4 --num-cpus 2 --max-workers 2 \
+      --resources only_d=1 >/dev/null || fail "node d"
+    export RD_CLUSTER_NODES=4
+    OTHER="$RAYDIST_TMPDIR/other_job"
+    cp "$T" "$OTHER" && printf 'x' >> "$OTHER" && chmod +x "$OTHER" || fail "copy"
+    export RD_TWO_JOBS_DIR="$RAYDIST_TMPDIR"
+    for phase in two_jobs two_jobs_local; do
+      [ $phase = two_jobs_local ] && export RAYDIST_NODE_IP=127.0.0.4
+      RD_TWO_JOBS_TAG=a "$T" $phase > "$RAYDIST_TMPDIR/a.log" 2>&1 &
+      A=$!
+      RD_TWO_JOBS_TAG=b "$OTHER" $phase > "$RAYDIST_TMPDIR/b.log" 2>&1 &
+      B=$!
+      wait $A; RA=$?
+      wait $B; RB=$?
+      cat "$RAYDIST_TMPDIR/a.log" "$RAYDIST_TMPDIR/b.log"
+      [ $RA -eq 0 ] && [ $RB -eq 0 ] || fail "$phase (a: $RA, b: $RB)"
+    done
+    unset RAYDIST_NODE_IP
+    grep -q "to make room for job" "$ROOT/node-127.0.0.4/node.log" || fail "node d never made room for a job"
+    # the first program again, alone: the nodes reuse or restart its workers
+    "$T" custom_resources || fail "the first job after both"
+    ;;
   fuzz_link)
     # a peer that knows the token sends random link frames to node b (and
     # one that does not, a share of the time); every node keeps serving
