@@ -82,6 +82,7 @@ typedef struct cl_chan {
   uv_poll_t poll;
   int events;
   int closed;
+  int inflight;             /* SIDE_OWNER of a lease: tasks sent, not yet answered */
   struct cl_chan *next;
 } cl_chan;
 
@@ -445,6 +446,22 @@ static void chan_close(cl_chan *ch, int status, const char *why, int tell_peer) 
 
 static void chan_on_io(uv_poll_t *h, int status, int events);
 
+/* Owner side: the lease behind ch is given back; the peer ends the channel
+ * on LINK_RETURN (no LINK_CLOSE) and keeps the worker unless it was lost. */
+static void chan_return(cl_chan *ch, int worker_lost) {
+  if (!ch->link->dead) {
+    Rd__LinkReturn r = RD__LINK_RETURN__INIT;
+    r.chan_id = ch->id;
+    r.worker_lost = worker_lost;
+    link_send(ch->link, RD__MSG_TYPE__MSG_LINK_RETURN, &r.base);
+  }
+  ch->closed = 1;
+  for (cl_chan **pp = &C.chans; *pp; pp = &(*pp)->next)
+    if (*pp == ch) { *pp = ch->next; break; }
+  uv_poll_stop(&ch->poll);
+  uv_close((uv_handle_t *)&ch->poll, chan_free_cb);
+}
+
 static void chan_update_poll(cl_chan *ch) {
   int ev = UV_READABLE | (rd__conn_want_write(&ch->conn) ? UV_WRITABLE : 0);
   if (ev != ch->events) {
@@ -471,6 +488,14 @@ static void chan_on_io(uv_poll_t *h, int status, int events) {
       int r = rd__conn_fill(&ch->conn);
       if (r == RD_EAGAIN) break;
       if (r <= 0) {
+        /* An owner closes its end right after queueing its LeaseReturn on
+         * another socket, so the close often arrives first: with nothing in
+         * flight it is that return, and the worker is kept, not killed. */
+        if (ch->side == SIDE_OWNER && ch->lease_id && ch->inflight == 0 && r == 0) {
+          chan_return(ch, 0);
+          rd__node_flush_all();
+          return;
+        }
         chan_close(ch, ch->side == SIDE_WORKER ? RD_EWORKER_DIED : 0,
                    ch->side == SIDE_WORKER ? "the remote worker closed its socket" : "owner closed", 1);
         return;
@@ -479,6 +504,7 @@ static void chan_on_io(uv_poll_t *h, int status, int events) {
       int k;
       while ((k = rd__conn_next(&ch->conn, &f)) == 1) {
         if (f.flags != 0) { k = RD_EPROTO; break; }
+        if (ch->side == SIDE_OWNER && f.type == RD__MSG_TYPE__MSG_TASK) ch->inflight++;
         Rd__LinkData d = RD__LINK_DATA__INIT;
         d.chan_id = ch->id;
         d.type = f.type;
@@ -756,17 +782,7 @@ int rd__cluster_lease_cancel(node_client *c, uint64_t req_id) {
 int rd__cluster_lease_return(node_client *c, const Rd__LeaseReturn *m) {
   for (cl_chan *ch = C.chans; ch; ch = ch->next) {
     if (ch->closed || ch->side != SIDE_OWNER || ch->owner != c || ch->lease_id != m->lease_id) continue;
-    if (!ch->link->dead) {
-      Rd__LinkReturn r = RD__LINK_RETURN__INIT;
-      r.chan_id = ch->id;
-      r.worker_lost = m->worker_lost;
-      link_send(ch->link, RD__MSG_TYPE__MSG_LINK_RETURN, &r.base);
-    }
-    ch->closed = 1;   /* the peer ends it on LINK_RETURN: no LINK_CLOSE */
-    for (cl_chan **pp = &C.chans; *pp; pp = &(*pp)->next)
-      if (*pp == ch) { *pp = ch->next; break; }
-    uv_poll_stop(&ch->poll);
-    uv_close((uv_handle_t *)&ch->poll, chan_free_cb);
+    chan_return(ch, m->worker_lost);
     return 1;
   }
   return 0;
@@ -1505,6 +1521,7 @@ int rd__cluster_handle_frame(node_client *c, const rd__frame *f) {
       Rd__LinkData *d2 = (Rd__LinkData *)m;
       cl_chan *ch = chan_find(c, d2->chan_id);
       if (ch && d2->type > 0 && d2->type <= 0xffff) {
+        if (ch->side == SIDE_OWNER && d2->type == RD__MSG_TYPE__MSG_TASK_REPLY && ch->inflight > 0) ch->inflight--;
         if (rd__conn_send_raw(&ch->conn, (uint16_t)d2->type, d2->payload.data, d2->payload.len) != 0 ||
             rd__conn_flush(&ch->conn) < 0)
           chan_close(ch, RD_EWORKER_DIED, "bridged socket closed", 1);
@@ -1575,7 +1592,9 @@ void rd__cluster_client_dropped(node_client *c) {
       snprintf(why, sizeof(why), "node %u died or its link broke while running the task", peer);
       chan_close(ch, RD_ENODE_DIED, why, 0);
     } else if (ch->owner == c) {
-      chan_close(ch, 0, "owner left", 1);
+      /* a lease with nothing in flight goes back with its worker kept */
+      if (ch->lease_id && ch->inflight == 0) chan_return(ch, 0);
+      else chan_close(ch, 0, "owner left", 1);
     }
   }
   for (cl_rreq *q = C.rreqs, *next; q; q = next) {

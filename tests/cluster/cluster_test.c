@@ -45,6 +45,16 @@ RD_REMOTE(slow_where) {
   return rd_return_bytes(call, 0, out, sizeof(out));
 }
 
+/* Sleep arg0 ms, then say which process ran it. */
+RD_REMOTE(slow_pid) {
+  rd_buf a;
+  uint32_t ms = 0;
+  if (rd_arg(call, 0, &a) == 0 && a.size == 4) memcpy(&ms, a.data, 4);
+  usleep(ms * 1000u);
+  int32_t pid = (int32_t)getpid();
+  return rd_return_bytes(call, 0, &pid, sizeof(pid));
+}
+
 /* The size of the executable this task runs in (the two_jobs case tells its
  * jobs apart by it), where it ran, after sleeping arg0 ms. */
 RD_REMOTE(exe_size_where) {
@@ -1100,6 +1110,53 @@ static int t_two_jobs_local(void) {
   return 0;
 }
 
+/* lease_reuse: run as two drivers one after the other.  The first keeps
+ * six leases on node b busy and exits the moment its results are in, while
+ * it still holds them; the second must get some of the same worker
+ * processes back: a remote lease whose owner goes away with nothing in flight
+ * is returned, its worker kept, not killed as if it were mid-task. */
+static int t_lease_reuse(void) {
+  join();
+  const char *file = getenv("RD_PIDS_FILE");
+  CHECK(file != NULL);
+  int second = access(file, F_OK) == 0;
+  rd_task_opts o;
+  rd_task_opts_init(&o);
+  o.num_cpus = 0.1;
+  o.resources = "only_b=0.1";
+  int32_t pids[16];
+  int n = second ? 12 : 6;
+  rd_ref refs[16];
+  uint32_t ms = second ? 0 : 150;
+  for (int i = 0; i < n; i++) CHECK_EQ(rd_submit(slow_pid, RD_ARGS(rd_arg_bytes(&ms, 4)), &o, &refs[i]), 0);
+  for (int i = 0; i < n; i++) {
+    rd_buf b;
+    CHECK_EQ(rd_get(&refs[i], 1, &b, 60000), 0);
+    memcpy(&pids[i], b.data, sizeof(pids[i]));
+    rd_buf_release(&b);
+  }
+  if (!second) {   /* out at once, leases still held */
+    FILE *f = fopen(file, "w");
+    CHECK(f);
+    for (int i = 0; i < n; i++) fprintf(f, "%d\n", (int)pids[i]);
+    fclose(f);
+    printf("first driver: 6 tasks on node b, exiting with its leases\n");
+    rd_shutdown();
+    return 0;
+  }
+  FILE *f = fopen(file, "r");
+  CHECK(f);
+  int old, reused = 0;
+  while (fscanf(f, "%d", &old) == 1)
+    for (int i = 0; i < n; i++)
+      if (pids[i] == old) { reused++; break; }
+  fclose(f);
+  printf("second driver: %d of the first driver's worker processes ran its tasks\n", reused);
+  CHECK(reused > 0);
+  rd_shutdown();
+  return 0;
+}
+
 int main(int argc, char **argv) {
   static const rd_test_case cases[] = {
       {"custom_resources", t_custom_resources}, {"strategies", t_strategies}, {"big_object", t_big_object},
@@ -1108,7 +1165,7 @@ int main(int argc, char **argv) {
       {"object_lost", t_object_lost},           {"bad_link", t_bad_link},
       {"locality", t_locality},                 {"placement_groups", t_placement_groups},
       {"pg_node_death", t_pg_node_death},       {"two_jobs", t_two_jobs},
-      {"two_jobs_local", t_two_jobs_local},
+      {"two_jobs_local", t_two_jobs_local},     {"lease_reuse", t_lease_reuse},
   };
   return rd_test_main(argc, argv, cases, sizeof(cases) / sizeof(cases[0]));
 }

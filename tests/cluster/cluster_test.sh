@@ -107,6 +107,12 @@ case "$CASE" in
     # the first program again, alone: the nodes reuse or restart its workers
     "$T" custom_resources || fail "the first job after both"
     ;;
+  lease_reuse)
+    export RD_PIDS_FILE="$RAYDIST_TMPDIR/pids"
+    "$T" lease_reuse || fail "first driver"
+    sleep 0.5
+    "$T" lease_reuse || fail "second driver"
+    ;;
   fuzz_link)
     # a peer that knows the token sends random link frames to node b (and
     # one that does not, a share of the time); every node keeps serving
