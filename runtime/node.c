@@ -116,6 +116,18 @@ static void worker_on_exit(uv_process_t *p, int64_t status, int sig) {
   rd__log(expected ? RD_LOG_INFO : RD_LOG_WARN, "worker %u (pid %d) exited status %lld signal %d", w->id, w->pid,
           (long long)status, sig);
   if (w->state == W_LEASED) rd__node_worker_release(w);
+  if (w->state == W_STARTING && !N.shutting_down) {
+    /* it never joined: the job's executable does not run as a worker here
+     * (it crashes or exits first); 3 in a row stop the respawning */
+    node_job *jb = w->job;
+    jb->spawn_failures++;
+    if (sig)
+      snprintf(jb->spawn_error, sizeof(jb->spawn_error), "workers started from %s die before joining the node "
+               "(the last one was killed by signal %d)", jb->exe, sig);
+    else
+      snprintf(jb->spawn_error, sizeof(jb->spawn_error), "workers started from %s exit before joining the node "
+               "(the last one with status %lld)", jb->exe, (long long)status);
+  }
   rd__node_worker_state(w, W_DEAD);
   if (w->evicted) N.nevicting--;
   if (w->actor) {
@@ -137,7 +149,7 @@ static void worker_on_exit(uv_process_t *p, int64_t status, int sig) {
   node_job *j = w->job;
   uv_close((uv_handle_t *)p, worker_free);
   if (!N.shutting_down) {
-    if (j->drivers > 0 && j->nworkers < N.opts.prestart) worker_spawn(j);
+    if (j->drivers > 0 && j->nworkers < N.opts.prestart && j->spawn_failures == 0) worker_spawn(j);
     dispatch();
     flush_all();
   }
@@ -236,7 +248,6 @@ static void worker_spawn(node_job *j) {
     uv_close((uv_handle_t *)&w->proc, worker_free);   /* libuv keeps a failed handle until closed */
     return;
   }
-  j->spawn_failures = 0;
   w->pid = w->proc.pid;
   w->state = W_DEAD;   /* counted from here on */
   rd__node_worker_state(w, W_STARTING);
@@ -505,12 +516,13 @@ static void dispatch(void) {
     if (b->committed && !b->removed && b->queue.head) rd_sched_queue_dispatch(&b->queue, &b->ledger, can_run, granted, b);
   /* grow a job's pool when its requests wait for a worker rather than for resources */
   for (node_job *j = N.jobs; j; j = j->next) {
-    while (j->want > j->nstarting) {
+    while (j->spawn_failures < 3 && j->want > j->nstarting) {
       int before = N.nworkers;
       worker_spawn(j);
       if (N.nworkers == before) break;
     }
-    if (j->want > 0 && j->spawn_failures >= 3 && j->nworkers == 0) {
+    /* its workers cannot be started (3 failures in a row): what waits fails */
+    if (j->spawn_failures >= 3 && j->want > 0 && j->nworkers == 0) {
       char why[400];
       snprintf(why, sizeof(why), "%s", j->spawn_error);
       j->spawn_failures = 0;   /* a later request tries again */
@@ -1350,6 +1362,7 @@ static void on_hello(node_client *c, Rd__Hello *m) {
     }
     w->client = c;
     c->worker = w;
+    w->job->spawn_failures = 0;   /* this executable does run as a worker */
     rd__node_worker_state(w, W_IDLE);
     rd__log(RD_LOG_DEBUG, "worker %u ready (idle %d, queued %llu)", w->id, N.nidle, (unsigned long long)N.queue.len);
   } else if (m->exe && *m->exe) {

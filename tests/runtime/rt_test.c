@@ -821,12 +821,45 @@ static int t_spawn_fails(void) {
   return 0;
 }
 
+/* Workers that exit before joining the node (here: at once, before
+ * rd_init) are not restarted forever: after 3 in a row the request fails
+ * with RD_ESYS saying so, and the node keeps serving what needs no worker. */
+static int t_workers_crash_at_start(void) {
+  if (getenv("RAYDIST_WORKER_ID")) _exit(3);   /* as a worker: die before joining */
+  init_or_die(NULL);
+  rd_ref r;
+  long x = 1;
+  CHECK_EQ(rd_submit(add_one, RD_ARGS(rd_arg_bytes(&x, sizeof(x))), NULL, &r), 0);
+  rd_buf b;
+  double t0 = now_s();
+  int e = rd_get(&r, 1, &b, 60000);
+  printf("workers that exit at start: %s after %.1f s: %.*s\n", rd_err_name(e), now_s() - t0, e ? (int)b.size : 0,
+         e ? (const char *)b.data : "");
+  CHECK_EQ(e, RD_ESYS);
+  CHECK(b.size > 0 && memmem(b.data, b.size, "status 3", 8) != NULL);
+  CHECK(now_s() - t0 < 30);
+  rd_buf_release(&b);
+  rd_ref_release(r);
+  /* the node still answers and stores */
+  rd_node_info ni;
+  CHECK_EQ(rd_node_info_get(&ni), 0);
+  rd_ref o;
+  CHECK_EQ(rd_put("abc", 3, &o), 0);
+  CHECK_EQ(rd_get(&o, 1, &b, 10000), 0);
+  CHECK_EQ(b.size, 3);
+  rd_buf_release(&b);
+  rd_ref_release(o);
+  rd_shutdown();
+  return 0;
+}
+
 static const rd_test_case tests[] = {
     {"many_tasks", t_many_tasks},   {"chain", t_chain},       {"big_objects", t_big_objects},
     {"spill", t_spill},             {"store_full", t_store_full}, {"gpu_packing", t_gpu_packing},
     {"infeasible", t_infeasible},   {"crash_retry", t_crash_retry}, {"timeouts", t_timeouts},
     {"priority", t_priority},       {"malformed", t_malformed}, {"shutdown_clean", t_shutdown_clean},
     {"threads", t_threads},         {"spawn_fails", t_spawn_fails}, {"spawn_fails_child", t_spawn_fails_child},
+    {"workers_crash_at_start", t_workers_crash_at_start},
 };
 
 RD_TEST_MAIN(tests)
