@@ -462,6 +462,15 @@ static void chan_return(cl_chan *ch, int worker_lost) {
   uv_close((uv_handle_t *)&ch->poll, chan_free_cb);
 }
 
+/* Owner side: the local owner closed its end or left.  With no task in
+ * flight that is a return (it queues its LeaseReturn on another socket, so
+ * the close often arrives first) and the worker is kept; with one, the
+ * worker may be mid-task, so the peer kills it. */
+static void chan_owner_gone(cl_chan *ch, const char *why) {
+  if (ch->lease_id && ch->inflight == 0) chan_return(ch, 0);
+  else chan_close(ch, 0, why, 1);
+}
+
 static void chan_update_poll(cl_chan *ch) {
   int ev = UV_READABLE | (rd__conn_want_write(&ch->conn) ? UV_WRITABLE : 0);
   if (ev != ch->events) {
@@ -488,11 +497,8 @@ static void chan_on_io(uv_poll_t *h, int status, int events) {
       int r = rd__conn_fill(&ch->conn);
       if (r == RD_EAGAIN) break;
       if (r <= 0) {
-        /* An owner closes its end right after queueing its LeaseReturn on
-         * another socket, so the close often arrives first: with nothing in
-         * flight it is that return, and the worker is kept, not killed. */
-        if (ch->side == SIDE_OWNER && ch->lease_id && ch->inflight == 0 && r == 0) {
-          chan_return(ch, 0);
+        if (ch->side == SIDE_OWNER && r == 0) {
+          chan_owner_gone(ch, "owner closed");
           rd__node_flush_all();
           return;
         }
@@ -910,12 +916,10 @@ static void code_fetch_done(uv_work_t *w, int status) {
      * requests name the same code */
     if (r == 0 && !(f->job = job_by_hash(f->hash))) {
       f->job = rd__node_job_get(f->path, f->argv, f->argc);
-      if (f->job && f->job->code_state != 2) {
+      if (f->job) {
         snprintf(f->job->code_hash, sizeof(f->job->code_hash), "%s", f->hash);
         f->job->code_state = 2;
-        rreqs_flush();
-      }
-      if (!f->job) {
+      } else {
         r = RD_ENOMEM;
         snprintf(f->err, sizeof(f->err), "node out of memory");
       }
@@ -1592,9 +1596,7 @@ void rd__cluster_client_dropped(node_client *c) {
       snprintf(why, sizeof(why), "node %u died or its link broke while running the task", peer);
       chan_close(ch, RD_ENODE_DIED, why, 0);
     } else if (ch->owner == c) {
-      /* a lease with nothing in flight goes back with its worker kept */
-      if (ch->lease_id && ch->inflight == 0) chan_return(ch, 0);
-      else chan_close(ch, 0, "owner left", 1);
+      chan_owner_gone(ch, "owner left");
     }
   }
   for (cl_rreq *q = C.rreqs, *next; q; q = next) {

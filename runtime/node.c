@@ -111,6 +111,7 @@ static void worker_free(uv_handle_t *h) { free(h->data); }
 
 static void worker_on_exit(uv_process_t *p, int64_t status, int sig) {
   node_worker *w = p->data;
+  node_job *j = w->job;
   /* expected exits (shutdown, a kill we asked for, a clean exit) are not warnings */
   int expected = N.shutting_down || w->state == W_DYING || (status == 0 && sig == 0);
   rd__log(expected ? RD_LOG_INFO : RD_LOG_WARN, "worker %u (pid %d) exited status %lld signal %d", w->id, w->pid,
@@ -119,14 +120,13 @@ static void worker_on_exit(uv_process_t *p, int64_t status, int sig) {
   if (w->state == W_STARTING && !N.shutting_down) {
     /* it never joined: the job's executable does not run as a worker here
      * (it crashes or exits first); 3 in a row stop the respawning */
-    node_job *jb = w->job;
-    jb->spawn_failures++;
+    j->spawn_failures++;
     if (sig)
-      snprintf(jb->spawn_error, sizeof(jb->spawn_error), "workers started from %s die before joining the node "
-               "(the last one was killed by signal %d)", jb->exe, sig);
+      snprintf(j->spawn_error, sizeof(j->spawn_error), "workers started from %s die before joining the node "
+               "(the last one was killed by signal %d)", j->exe, sig);
     else
-      snprintf(jb->spawn_error, sizeof(jb->spawn_error), "workers started from %s exit before joining the node "
-               "(the last one with status %lld)", jb->exe, (long long)status);
+      snprintf(j->spawn_error, sizeof(j->spawn_error), "workers started from %s exit before joining the node "
+               "(the last one with status %lld)", j->exe, (long long)status);
   }
   rd__node_worker_state(w, W_DEAD);
   if (w->evicted) N.nevicting--;
@@ -144,9 +144,8 @@ static void worker_on_exit(uv_process_t *p, int64_t status, int sig) {
     if (*pp == w) { *pp = w->next; break; }
   }
   N.nworkers--;
-  w->job->nworkers--;
+  j->nworkers--;
   rd__cluster_worker_gone(w);
-  node_job *j = w->job;
   uv_close((uv_handle_t *)p, worker_free);
   if (!N.shutting_down) {
     if (j->drivers > 0 && j->nworkers < N.opts.prestart && j->spawn_failures == 0) worker_spawn(j);
@@ -184,23 +183,22 @@ static char **build_worker_env(uint32_t wid) {
 }
 
 /* At the pool's limit, stop one idle worker of another job to make room for
- * job j's (its exit lets dispatch start j's); 1 when one was stopped or is
- * already on its way out. */
-static int evict_for(node_job *j) {
-  if (N.nevicting > 0) return 1;
+ * job j's (its exit lets dispatch start j's), unless one is already on its
+ * way out. */
+static void evict_for(node_job *j) {
+  if (N.nevicting > 0) return;
   node_worker *victim = NULL;
   for (node_worker *w = N.workers; w; w = w->next) {
     if (w->state != W_IDLE || w->job == j) continue;
     /* a job nobody here drives goes first */
     if (!victim || (victim->job->drivers > 0 && w->job->drivers == 0)) victim = w;
   }
-  if (!victim) return 0;
+  if (!victim) return;
   rd__log(RD_LOG_INFO, "stopping idle worker %u of job %u to make room for job %u", victim->id, victim->job->id, j->id);
   rd__node_worker_state(victim, W_DYING);
   victim->evicted = 1;
   N.nevicting++;
   if (victim->pid > 0) kill(victim->pid, SIGKILL);
-  return 1;
 }
 
 static void worker_spawn(node_job *j) {
@@ -211,7 +209,7 @@ static void worker_spawn(node_job *j) {
   if (limit > RD_NODE_MAX_PROCS) limit = RD_NODE_MAX_PROCS;
   if (!j || N.shutting_down) return;
   if (N.nworkers >= limit) {
-    (void)evict_for(j);
+    evict_for(j);
     return;
   }
   node_worker *w = calloc(1, sizeof(*w));
@@ -1376,7 +1374,6 @@ static void on_hello(node_client *c, Rd__Hello *m) {
     c->pid = m->pid;
     c->job = j;
     j->drivers++;
-    j->quiet_since = 0;
     rd__cluster_on_driver(c, m->exe);
   }
   c->role = m->role;
