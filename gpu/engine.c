@@ -95,6 +95,9 @@ int rd_engine_open(const rd_engine_config *cfg, rd_engine **out) {
     return open_fail(cfg, e, seterr(e, RD_EINVAL, "device %d: use -1 for the CPU or a CUDA ordinal", cfg->device));
   if (e->max_seq < 2 || e->max_batch > (1u << 20))
     return open_fail(cfg, e, seterr(e, RD_EINVAL, "max_seq_len must be >= 2 and max_batch <= 2^20"));
+  if ((unsigned)cfg->precision > RD_ENGINE_BF16 || (unsigned)cfg->attention > RD_ENGINE_ATTN_GEMM)
+    return open_fail(cfg, e, seterr(e, RD_EINVAL, "unknown precision %d or attention %d", (int)cfg->precision,
+                                    (int)cfg->attention));
 #ifndef RD_ENGINE_CUDA
   if (cfg->device >= 0)
     return open_fail(cfg, e, seterr(e, RD_ENOTSUP, "device %d requested but this build has no CUDA path "
@@ -141,7 +144,8 @@ int rd_engine_open(const rd_engine_config *cfg, rd_engine **out) {
                           .max_tokens = e->max_tokens,
                           .max_seq = e->max_seq,
                           .max_batch = nb < e->max_tokens ? nb : e->max_tokens,
-                          .mem_limit = cfg->gpu_mem_limit};
+                          .mem_limit = cfg->gpu_mem_limit,
+                          .attention = (int)cfg->attention};
     rc = rd__gpu_open(&e->model, &prm, &e->gpu, err, sizeof err);
     if (rc) return open_fail(cfg, e, seterr(e, rc, "%s", err));
 #endif
@@ -481,6 +485,7 @@ int rd_engine_stats_get(const rd_engine *e, rd_engine_stats *out) {
   if (e->gpu) {
     out->device_bytes = rd__gpu_device_bytes(e->gpu);
     out->host_bytes += rd__gpu_host_bytes(e->gpu);
+    out->fused_attention = rd__gpu_fused_attention(e->gpu);
   }
 #endif
   return 0;

@@ -34,6 +34,21 @@ typedef enum rd_engine_precision {
   RD_ENGINE_BF16 = 1
 } rd_engine_precision;
 
+/* GPU attention: how softmax(Q K^T) V is computed on a device. */
+typedef enum rd_engine_attention {
+  /* default: FUSED when max_seq_len fits the device's shared memory per block
+   * (about 384 tokens on an A100/H100/H200 for a 32-wide head), else GEMM */
+  RD_ENGINE_ATTN_AUTO = 0,
+  /* one kernel per (sequence, head, 64 queries) reads Q, K, V from the QKV
+   * projection and keeps scores and probabilities in shared memory (tensor
+   * cores for both products); rd_engine_open fails with RD_ENOTSUP if
+   * max_seq_len does not fit */
+  RD_ENGINE_ATTN_FUSED = 1,
+  /* cuBLAS strided-batched GEMMs around a softmax kernel; scores and
+   * probabilities pass through device memory */
+  RD_ENGINE_ATTN_GEMM = 2
+} rd_engine_attention;
+
 typedef struct rd_engine_config {
   /* Directory with model.safetensors, config.json and vocab.txt.  NULL: use
    * $RD_MODEL_DIR.  Borrowed only during rd_engine_open. */
@@ -47,6 +62,7 @@ typedef struct rd_engine_config {
    * to max_seq_len (rounded up to 8) if smaller. */
   size_t max_tokens_per_pass;
   rd_engine_precision precision;  /* GPU only */
+  rd_engine_attention attention;  /* GPU only */
   /* GPU only: refuse to open (RD_ENOMEM) when weights + workspace would need
    * more device memory than this; 0 = no limit.  For sharing one GPU between
    * several engines (fractional GPUs). */
@@ -65,6 +81,7 @@ typedef struct rd_engine_stats {
   double gemm_flops;       /* floating-point operations done in GEMMs */
   size_t host_bytes;       /* workspace + weight copies owned on the host */
   size_t device_bytes;     /* device memory owned (GPU engines) */
+  int fused_attention;     /* GPU engines: 1 if attention runs fused (RD_ENGINE_ATTN_FUSED) */
 } rd_engine_stats;
 
 /* Fills cfg with defaults: CPU, 1 thread, max_batch 256, max_seq_len 256. */

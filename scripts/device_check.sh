@@ -8,8 +8,11 @@
 #   4. run the engine tests that hold with F16-rounded weights (the GPU test
 #      against the fixture, cosine >= 0.999, and against the CPU path; the
 #      CPU test's 1e-4 bound needs the exact F32 weights and is left out);
-#   5. run bench/engine/run.sh: the GPU path in fp16 and bf16 beside PyTorch
-#      bf16 on the same shapes, with the GEMM share of peak.
+#   5. run bench/engine/run.sh: the GPU path in fp16 and bf16 (fused and GEMM
+#      attention) beside PyTorch bf16 on the same shapes, with the GEMM share
+#      of peak; then a per-op profile (RD_GPU_PROFILE) at batch 256;
+#   6. compute-sanitizer (memcheck on the GPU test, racecheck on the fused
+#      attention kernel) where the machine allows it.
 # Everything it prints also goes to $OUT/device_check.log.
 #
 # Here, once:  scripts/device_pack.sh
@@ -28,7 +31,10 @@ main() {
   P=/tmp/rd-devroot
   rm -rf "$P"
   mkdir -p "$P"
-  for f in .device/debs/*.deb; do dpkg -x "$f" "$P"; done
+  for f in .device/debs/*.deb; do
+    if command -v dpkg >/dev/null 2>&1; then dpkg -x "$f" "$P"
+    else (cd "$P" && ar p "$ROOT/$f" "$(ar t "$ROOT/$f" | grep '^data.tar')" | tar -xJf -); fi
+  done
   for pc in $(find "$P" -name '*.pc'); do sed -i "s#=/usr/#=$P/usr/#" "$pc"; done
   BLASPC=$(dirname "$(find "$P" -name openblas.pc | head -1)")
   export PKG_CONFIG_PATH="$BLASPC${PKG_CONFIG_PATH:+:$PKG_CONFIG_PATH}"
@@ -52,19 +58,36 @@ PY
   nvidia-smi -L || true
   nvcc --version | tail -2 || true
   B=$ROOT/build-device
-  cmake -S . -B "$B" -DRD_ENGINE_ONLY=ON -DRD_CUDA_ARCHITECTURES=90 -DCMAKE_BUILD_TYPE=Release >"$OUT/configure.log" 2>&1 ||
+  cmake -S . -B "$B" -DRD_ENGINE_ONLY=ON -DRD_CUDA_ARCHITECTURES=90 -DCMAKE_BUILD_TYPE=Release \
+    -DCMAKE_PREFIX_PATH="$P/usr" >"$OUT/configure.log" 2>&1 ||
     { tail -30 "$OUT/configure.log"; exit 1; }
   grep -q "CUDA path ON" "$OUT/configure.log" || { echo "CUDA path not enabled:"; tail -20 "$OUT/configure.log"; exit 1; }
   cmake --build "$B" -j "$(nproc)" >"$OUT/build.log" 2>&1 || { tail -40 "$OUT/build.log"; exit 1; }
   echo "== tests"
   set +e
-  ctest --test-dir "$B" -R 'engine_(gpu_embed|tokenizer|safetensors|stages|bad_input)' --output-on-failure
+  ctest --test-dir "$B" -R 'engine_(gpu_embed|tokenizer|safetensors|stages|bad_input)' --output-on-failure \
+    --timeout 150
   t=$?
   echo "ctest exit $t"
   echo "== benchmark"
-  BUILD="$B" PYTHON="$PY" THREADS="${THREADS:-16}" MIN_TIME="${MIN_TIME:-1}" sh bench/engine/run.sh
+  BUILD="$B" PYTHON="$PY" THREADS="${THREADS:-16}" MIN_TIME="${MIN_TIME:-0.5}" TORCH_LOG="$OUT/torch.log" \
+    timeout 300 sh bench/engine/run.sh
   b=$?
   echo "bench exit $b"
+  if nvidia-smi -L >/dev/null 2>&1; then
+    echo "== per-op profile, batch 256"
+    for a in auto gemm; do
+      RD_GPU_PROFILE=1 timeout 60 "$B/bench/engine/bench_engine" --device 0 --bf16 --attn $a --batches 256 \
+        --lens 32,128 --min-time 0.3 2>&1 | grep -v '^RESULT' || true
+    done
+    if command -v compute-sanitizer >/dev/null 2>&1; then
+      echo "== compute-sanitizer"
+      timeout 60 compute-sanitizer --tool racecheck --print-limit 5 "$B/bench/engine/bench_engine" --device 0 \
+        --attn fused --batches 3 --lens 128 --min-time 0 2>&1 | tail -6 || true
+      timeout 150 compute-sanitizer --tool memcheck --print-limit 5 "$B/tests/engine/test_engine_gpu_embed" \
+        2>&1 | tail -12 || true
+    fi
+  fi
   [ $t = 0 ] && [ $b = 0 ]
 }
 

@@ -4,7 +4,7 @@
  * Prints sentences/s, tokens/s and achieved GEMM GFLOP/s per shape, on the CPU
  * with the given thread count and, with --device N, on CUDA device N.
  *
- * usage: bench_engine [--threads N] [--device N|-1] [--bf16] [--min-time S]
+ * usage: bench_engine [--threads N] [--device N|-1] [--bf16] [--attn auto|fused|gemm] [--min-time S]
  *                     [--batches 1,32,256] [--lens 32,128] [--model DIR]
  *                     [--pass-tokens N]   (tokens per forward pass, engine default)
  * Lines starting with "RESULT" are parsed by run.sh. */
@@ -35,6 +35,7 @@ static int parse_list(const char *s, size_t *v, int max) {
 
 int main(int argc, char **argv) {
   int threads = 1, device = -1, bf16 = 0;
+  rd_engine_attention attn = RD_ENGINE_ATTN_AUTO;
   size_t pass_tokens = 0; /* engine default */
   double min_time = 2.0;
   size_t batches[8] = {1, 32, 256}, lens[8] = {32, 128};
@@ -45,13 +46,16 @@ int main(int argc, char **argv) {
     if (!strcmp(argv[i], "--threads") && i + 1 < argc) threads = atoi(argv[++i]);
     else if (!strcmp(argv[i], "--device") && i + 1 < argc) device = atoi(argv[++i]);
     else if (!strcmp(argv[i], "--bf16")) bf16 = 1;
+    else if (!strcmp(argv[i], "--attn") && i + 1 < argc && !strcmp(argv[i + 1], "fused")) attn = RD_ENGINE_ATTN_FUSED, i++;
+    else if (!strcmp(argv[i], "--attn") && i + 1 < argc && !strcmp(argv[i + 1], "gemm")) attn = RD_ENGINE_ATTN_GEMM, i++;
+    else if (!strcmp(argv[i], "--attn") && i + 1 < argc && !strcmp(argv[i + 1], "auto")) i++;
     else if (!strcmp(argv[i], "--min-time") && i + 1 < argc) min_time = atof(argv[++i]);
     else if (!strcmp(argv[i], "--batches") && i + 1 < argc) nb = parse_list(argv[++i], batches, 8);
     else if (!strcmp(argv[i], "--lens") && i + 1 < argc) nl = parse_list(argv[++i], lens, 8);
     else if (!strcmp(argv[i], "--model") && i + 1 < argc) model = argv[++i];
     else if (!strcmp(argv[i], "--pass-tokens") && i + 1 < argc) pass_tokens = strtoul(argv[++i], NULL, 10);
     else {
-      fprintf(stderr, "usage: %s [--threads N] [--device N] [--bf16] [--min-time S] "
+      fprintf(stderr, "usage: %s [--threads N] [--device N] [--bf16] [--attn auto|fused|gemm] [--min-time S] "
                       "[--batches 1,32,256] [--lens 32,128] [--model DIR] [--pass-tokens N]\n", argv[0]);
       return 2;
     }
@@ -70,6 +74,7 @@ int main(int argc, char **argv) {
   cfg.max_seq_len = maxl;
   cfg.max_tokens_per_pass = pass_tokens;
   cfg.precision = bf16 ? RD_ENGINE_BF16 : RD_ENGINE_FP16;
+  cfg.attention = attn;
   cfg.errbuf = err;
   cfg.errbuf_len = sizeof err;
   rd_engine *e = NULL;
@@ -78,7 +83,12 @@ int main(int argc, char **argv) {
     fprintf(stderr, "bench_engine: open failed (%d): %s\n", rc, err);
     return 1;
   }
-  const char *path = device < 0 ? "cpu" : bf16 ? "gpu-bf16" : "gpu-fp16";
+  char path[32] = "cpu";
+  rd_engine_stats st0;
+  (void)rd_engine_stats_get(e, &st0);
+  if (device >= 0) /* the attention kernel in the name when it was asked for */
+    snprintf(path, sizeof path, "gpu-%s%s", bf16 ? "bf16" : "fp16",
+             attn == RD_ENGINE_ATTN_AUTO ? "" : st0.fused_attention ? "-fused" : "-gemmattn");
   size_t D = rd_engine_dim(e);
   int32_t *ids = malloc(maxb * maxl * sizeof *ids);
   const int32_t **ptr = malloc(maxb * sizeof *ptr);
@@ -89,8 +99,9 @@ int main(int argc, char **argv) {
     seed = seed * 1103515245u + 12345u;
     ids[i] = 1996 + (int32_t)((seed >> 8) % 27000u); /* ordinary word pieces */
   }
-  printf("# rd_engine %s, threads %d, model %s\n", path, threads, model);
-  printf("# %-6s %5s %5s %12s %12s %10s %8s\n", "path", "batch", "seq", "sentences/s", "tokens/s",
+  printf("# rd_engine %s, threads %d, model %s%s\n", path, threads, model,
+         device < 0 ? "" : st0.fused_attention ? ", fused attention" : ", GEMM attention");
+  printf("# %-16s %5s %5s %12s %12s %10s %8s\n", "path", "batch", "seq", "sentences/s", "tokens/s",
          "GEMM GF/s", "iters");
   for (int li = 0; li < nl; li++) {
     for (int bi = 0; bi < nb; bi++) {
@@ -102,8 +113,9 @@ int main(int argc, char **argv) {
         ptr[b] = row;
         n_ids[b] = L;
       }
-      /* warm-up (touches the workspace, lets a GPU pick its GEMM kernels) */
-      if ((rc = rd_engine_embed_ids(e, ptr, n_ids, B < 8 ? B : 8, out))) goto fail;
+      /* warm-up (touches the workspace, lets a GPU pick its GEMM kernels for
+       * the shapes that will be timed) */
+      if ((rc = rd_engine_embed_ids(e, ptr, n_ids, device >= 0 ? B : B < 8 ? B : 8, out))) goto fail;
       rd_engine_stats_reset(e);
       int iters = 0;
       double t0 = now_s(), el;
@@ -115,7 +127,7 @@ int main(int argc, char **argv) {
       rd_engine_stats st;
       (void)rd_engine_stats_get(e, &st);
       double sps = (double)B * iters / el, tps = sps * (double)L;
-      printf("  %-6s %5zu %5zu %12.1f %12.0f %10.1f %8d\n", path, B, L, sps, tps,
+      printf("  %-16s %5zu %5zu %12.1f %12.0f %10.1f %8d\n", path, B, L, sps, tps,
              st.gemm_flops / el / 1e9, iters);
       printf("RESULT impl=c path=%s threads=%d batch=%zu seq=%zu sent_s=%.3f tok_s=%.1f gemm_gflops=%.2f\n",
              path, threads, B, L, sps, tps, st.gemm_flops / el / 1e9);

@@ -9,6 +9,7 @@
 #   BUILD=build-dir   THREADS="1 2"   MIN_TIME=2   BATCHES=1,32,256   LENS=32,128
 #   PYTHON=.venv/bin/python (needs torch + sentence-transformers; skipped if absent)
 #   GPU_PEAK_TFLOPS=989 (dense fp16/bf16 peak of an H200 SXM)
+#   TORCH_LOG=/dev/null (where PyTorch's stderr goes)
 set -eu
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 BUILD=${BUILD:-$ROOT/build}
@@ -21,6 +22,8 @@ GPU_PEAK_TFLOPS=${GPU_PEAK_TFLOPS:-989}
 BENCH=$BUILD/bench/engine/bench_engine
 [ -x "$BENCH" ] || { echo "run.sh: $BENCH not built (cmake --build $BUILD --target bench_engine)" >&2; exit 1; }
 OUT=$(mktemp)
+# PyTorch's warnings and errors (TORCH_LOG=/dev/stderr shows them as they come)
+TORCH_LOG=${TORCH_LOG:-/dev/null}
 trap 'rm -f "$OUT"' EXIT
 
 have_torch=0
@@ -34,7 +37,7 @@ for t in $THREADS; do
     "$BENCH" --threads "$t" --min-time "$MIN_TIME" --batches "$BATCHES" --lens "$len" | tee -a "$OUT"
     if [ $have_torch = 1 ]; then
       "$PYTHON" "$ROOT/bench/engine/bench_torch.py" --threads "$t" --min-time "$MIN_TIME" \
-        --batches "$BATCHES" --lens "$len" 2>/dev/null | tee -a "$OUT"
+        --batches "$BATCHES" --lens "$len" 2>>"$TORCH_LOG" | tee -a "$OUT"
     fi
   done
 done
@@ -43,9 +46,11 @@ ngpu=$("$PYTHON" -c "import torch; print(torch.cuda.device_count())" 2>/dev/null
 if command -v nvidia-smi >/dev/null 2>&1 && nvidia-smi -L >/dev/null 2>&1; then
   "$BENCH" --device 0 --min-time "$MIN_TIME" --batches "$BATCHES" --lens "$LENS" | tee -a "$OUT"
   "$BENCH" --device 0 --bf16 --min-time "$MIN_TIME" --batches "$BATCHES" --lens "$LENS" | tee -a "$OUT"
+  # the other attention path, for comparison (the default is fused where it fits)
+  "$BENCH" --device 0 --bf16 --attn gemm --min-time "$MIN_TIME" --batches "$BATCHES" --lens "$LENS" | tee -a "$OUT"
   if [ $have_torch = 1 ] && [ "$ngpu" != 0 ]; then
     "$PYTHON" "$ROOT/bench/engine/bench_torch.py" --device cuda --dtype bf16 --min-time "$MIN_TIME" \
-      --batches "$BATCHES" --lens "$LENS" 2>/dev/null | tee -a "$OUT"
+      --batches "$BATCHES" --lens "$LENS" 2>>"$TORCH_LOG" | tee -a "$OUT"
   fi
 fi
 

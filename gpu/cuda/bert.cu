@@ -14,6 +14,7 @@
 #include <new>
 
 #include "../backend.h"
+#include "../engine.h"
 #include "ops.cuh"
 
 namespace {
@@ -31,6 +32,19 @@ struct dpool {
   }
   static size_t round(size_t bytes) { return (bytes + 255) & ~(size_t)255; }
 };
+
+// RD_GPU_PROFILE=1 in the environment times each op of every pass with
+// stream events (which serialises passes) and prints per-op milliseconds per
+// pass to stderr whenever the pass shape changes and at close.
+enum prof_kind {
+  P_EMBED, P_QKV, P_ATTN, P_SPLIT, P_SCORES, P_SOFTMAX, P_PV, P_MERGE, P_OPROJ, P_LN1, P_FFN1,
+  P_GELU, P_FFN2, P_LN2, P_POOL, P_N
+};
+const char *const prof_name[P_N] = {
+    "embed+ln", "qkv gemm", "fused attention", "qkv split", "scores gemm", "softmax", "pv gemm",
+    "merge heads", "out-proj gemm", "residual+ln 1", "ffn-in gemm", "bias+gelu", "ffn-out gemm",
+    "residual+ln 2", "pool+l2"};
+#define RD__PROF_EVENTS 256
 
 struct dlayer {
   void *wqkv, *wo, *wi, *wo2;  // element type T
@@ -66,7 +80,52 @@ struct rd__gpu {
   cudaEvent_t hid_ev = nullptr;
   int hid_used = 0;
   size_t host_bytes = 0;
+  int fused = 0;  // attention by rd__cuda_attention
+  // profile (RD_GPU_PROFILE): events of the current pass and per-kind totals
+  int prof = 0, pn = 0, pB = 0, pL = 0;
+  unsigned long ppasses = 0;
+  cudaEvent_t pev[RD__PROF_EVENTS]{};
+  int pkind[RD__PROF_EVENTS]{};
+  double pms[P_N]{};
 };
+
+static void prof_mark(rd__gpu *g, int kind) {
+  if (!g->prof || g->pn >= RD__PROF_EVENTS) return;
+  cudaEventRecord(g->pev[g->pn], g->stream);
+  g->pkind[g->pn++] = kind;
+}
+
+static void prof_dump(rd__gpu *g) {
+  if (!g->ppasses) return;
+  double tot = 0;
+  for (int k = 0; k < P_N; k++) tot += g->pms[k];
+  fprintf(stderr, "# gpu profile %s %s attention, %d x %d tokens, %lu passes: %.3f ms per pass\n",
+          g->bf16 ? "bf16" : "fp16", g->fused ? "fused" : "gemm", g->pB, g->pL, g->ppasses,
+          tot / (double)g->ppasses);
+  for (int k = 0; k < P_N; k++)
+    if (g->pms[k] > 0)
+      fprintf(stderr, "#   %-16s %9.4f ms %5.1f%%\n", prof_name[k], g->pms[k] / (double)g->ppasses,
+              100.0 * g->pms[k] / tot);
+  memset(g->pms, 0, sizeof g->pms);
+  g->ppasses = 0;
+}
+
+// Waits for the current pass's events and adds their intervals to the totals.
+static void prof_collect(rd__gpu *g, int B, int L) {
+  if (!g->prof || g->pn < 2) return;
+  if (B != g->pB || L != g->pL) {
+    prof_dump(g);
+    g->pB = B;
+    g->pL = L;
+  }
+  cudaEventSynchronize(g->pev[g->pn - 1]);
+  for (int i = 1; i < g->pn; i++) {
+    float ms = 0;
+    if (cudaEventElapsedTime(&ms, g->pev[i - 1], g->pev[i]) == cudaSuccess) g->pms[g->pkind[i]] += ms;
+  }
+  g->ppasses++;
+  g->pn = 0;
+}
 
 extern "C" int rd__gpu_device_count(void) {
   int n = 0;
@@ -90,15 +149,18 @@ static size_t act_bytes(const rd__gpu *g) {
   size_t H = g->c.hidden, I = g->c.inter, NH = g->c.heads, T = g->max_tokens, S = g->max_seq,
          B = g->max_batch, e = g->esz;
   size_t score_elems = T * NH * S;
+  size_t attn = g->fused ? 0  // only the GEMM path needs v, ctx, scores and probs
+                         : 2 * dpool::round(T * H * e) + dpool::round(score_elems * 4) +
+                               dpool::round(score_elems * e);
   return dpool::round(T * 4) + dpool::round(B * 4) + dpool::round(T * H * 4) /* x32 */ +
          dpool::round(T * H * e) /* xh */ + dpool::round(T * 3 * H * e) /* qkv */ +
-         4 * dpool::round(T * H * e) /* q k v ctx */ + dpool::round(T * I * e) /* ffn */ +
-         dpool::round(score_elems * 4) + dpool::round(score_elems * e) + dpool::round(B * H * 4) +
-         dpool::round(g->cublas_ws_size) + 4096;
+         2 * dpool::round(T * H * e) /* q k */ + dpool::round(T * I * e) /* ffn */ + attn +
+         dpool::round(B * H * 4) + dpool::round(g->cublas_ws_size) + 4096;
 }
 
 extern "C" size_t rd__gpu_device_bytes(const rd__gpu *g) { return g ? g->wpool.size + g->apool.size : 0; }
 extern "C" size_t rd__gpu_host_bytes(const rd__gpu *g) { return g ? g->host_bytes : 0; }
+extern "C" int rd__gpu_fused_attention(const rd__gpu *g) { return g ? g->fused : 0; }
 
 extern "C" void rd__gpu_close(rd__gpu *g) {
   if (!g) return;
@@ -113,6 +175,9 @@ extern "C" void rd__gpu_close(rd__gpu *g) {
   }
   if (g->hid_h) cudaFreeHost(g->hid_h);
   if (g->hid_ev) cudaEventDestroy(g->hid_ev);
+  prof_dump(g);
+  for (int i = 0; i < RD__PROF_EVENTS; i++)
+    if (g->pev[i]) cudaEventDestroy(g->pev[i]);
   if (g->blas) cublasDestroy(g->blas);
   if (g->wpool.base) cudaFree(g->wpool.base);
   if (g->apool.base) cudaFree(g->apool.base);
@@ -195,6 +260,20 @@ static int open_inner(rd__gpu *g, const rd__bert *m, const rd__gpu_params *prm, 
   g->max_seq = (prm->max_seq + 7) & ~(size_t)7;
   g->max_tokens = prm->max_tokens < g->max_seq ? g->max_seq : prm->max_tokens;
   g->max_batch = prm->max_batch ? prm->max_batch : 1;
+  // fused attention when its shared memory for the longest pass fits a block
+  int optin = 0;
+  RD_CUDA_CHECK(ctx, cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, prm->device));
+  const size_t at_smem = rd__cuda_attention_smem((int)g->max_seq, c.head_dim);
+  const bool at_fits = c.head_dim % 16 == 0 && at_smem <= (size_t)optin;
+  if (prm->attention == RD_ENGINE_ATTN_FUSED && !at_fits) {
+    snprintf(ctx->buf, ctx->len,
+             "fused attention needs %zu bytes of shared memory per block for max_seq_len %zu "
+             "(head size %d, a multiple of 16 required); device %d allows %d: use "
+             "RD_ENGINE_ATTN_GEMM or a shorter max_seq_len",
+             at_smem, g->max_seq, c.head_dim, prm->device, optin);
+    return RD_ENOTSUP;
+  }
+  g->fused = prm->attention != RD_ENGINE_ATTN_GEMM && at_fits;
   size_t wb = weight_bytes(c, g->esz), ab = act_bytes(g);
   if (prm->mem_limit && wb + ab > prm->mem_limit) {
     snprintf(ctx->buf, ctx->len,
@@ -211,6 +290,9 @@ static int open_inner(rd__gpu *g, const rd__bert *m, const rd__gpu_params *prm, 
              wb + ab, free_b, g->device);
     return RD_ENOMEM;
   }
+  if (g->fused)
+    RD_CUDA_CHECK(ctx, g->bf16 ? rd__cuda_attention_prepare<__nv_bfloat16>(at_smem)
+                               : rd__cuda_attention_prepare<__half>(at_smem));
   RD_CUDA_CHECK(ctx, cudaStreamCreateWithFlags(&g->stream, cudaStreamNonBlocking));
   RD_CUBLAS_CHECK(ctx, cublasCreate(&g->blas));
   RD_CUBLAS_CHECK(ctx, cublasSetStream(g->blas, g->stream));
@@ -229,11 +311,13 @@ static int open_inner(rd__gpu *g, const rd__bert *m, const rd__gpu_params *prm, 
   g->qkv = a.take(T * 3 * H * e);
   g->q = a.take(T * H * e);
   g->k = a.take(T * H * e);
-  g->v = a.take(T * H * e);
-  g->ctx = a.take(T * H * e);
   g->ffn = a.take(T * I * e);
-  g->scores = (float *)a.take(T * NH * S * 4);
-  g->probs = a.take(T * NH * S * e);
+  if (!g->fused) {
+    g->v = a.take(T * H * e);
+    g->ctx = a.take(T * H * e);
+    g->scores = (float *)a.take(T * NH * S * 4);
+    g->probs = a.take(T * NH * S * e);
+  }
   g->out_d = (float *)a.take(B * H * 4);
   g->cublas_ws = a.take(g->cublas_ws_size);
   if (!g->cublas_ws) {
@@ -259,6 +343,11 @@ static int open_inner(rd__gpu *g, const rd__bert *m, const rd__gpu_params *prm, 
     if (!g->dest[s]) return RD_ENOMEM;
   }
   RD_CUDA_CHECK(ctx, cudaEventCreateWithFlags(&g->hid_ev, cudaEventDisableTiming));
+  const char *pe = getenv("RD_GPU_PROFILE");
+  if (pe && *pe && strcmp(pe, "0")) {
+    for (int i = 0; i < RD__PROF_EVENTS; i++) RD_CUDA_CHECK(ctx, cudaEventCreate(&g->pev[i]));
+    g->prof = 1;
+  }
   g->host_bytes = 2 * (T * 4 + B * 4 + B * H * 4 + B * sizeof(float *));
   RD_CUDA_CHECK(ctx, cudaStreamSynchronize(g->stream));
   return 0;
@@ -288,6 +377,39 @@ static cublasStatus_t linear(rd__gpu *g, cudaDataType_t dt, const void *x, const
                       y, dt, n, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT);
 }
 
+// The GEMM path of attention (RD_ENGINE_ATTN_GEMM): QKV rows + bias -> per-head
+// Q (scaled), K, V; scores in fp32 by a strided-batched GEMM; masked softmax;
+// P V by another; heads merged back into token rows at out.
+template <typename T>
+static int attention_gemm(rd__gpu *g, int B, int L, const T *qkv, const float *bqkv, T *out,
+                          float qscale, rd__gpu_errctx *ctx) {
+  const int NH = g->c.heads, DH = g->c.head_dim;
+  const cudaDataType_t dt = rd__ty<T>::cuda;
+  const float one = 1.0f, zero = 0.0f;
+  cudaStream_t s = g->stream;
+  T *q = (T *)g->q, *k = (T *)g->k, *v = (T *)g->v, *ctxh = (T *)g->ctx, *probs = (T *)g->probs;
+  rd__cuda_qkv_split<T>(qkv, bqkv, q, k, v, B, L, NH, DH, qscale, s);
+  prof_mark(g, P_SPLIT);
+  // scores[b,h] (L x L, row-major) = Q K^T: column-major S^T = K Q^T
+  RD_CUBLAS_CHECK(ctx, cublasGemmStridedBatchedEx(
+                           g->blas, CUBLAS_OP_T, CUBLAS_OP_N, L, L, DH, &one, k, dt, DH,
+                           (long long)L * DH, q, dt, DH, (long long)L * DH, &zero, g->scores,
+                           CUDA_R_32F, L, (long long)L * L, B * NH, CUBLAS_COMPUTE_32F,
+                           CUBLAS_GEMM_DEFAULT));
+  prof_mark(g, P_SCORES);
+  rd__cuda_softmax_mask<T>(g->scores, probs, g->lens_d, B, NH, L, s);
+  prof_mark(g, P_SOFTMAX);
+  // ctx[b,h] (L x DH) = P V: column-major ctx^T = V^T P^T
+  RD_CUBLAS_CHECK(ctx, cublasGemmStridedBatchedEx(
+                           g->blas, CUBLAS_OP_N, CUBLAS_OP_N, DH, L, L, &one, v, dt, DH,
+                           (long long)L * DH, probs, dt, L, (long long)L * L, &zero, ctxh, dt, DH,
+                           (long long)L * DH, B * NH, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
+  prof_mark(g, P_PV);
+  rd__cuda_merge_heads<T>(ctxh, out, B, L, NH, DH, s);  // out may be q: free again
+  prof_mark(g, P_MERGE);
+  return 0;
+}
+
 // Stage st of one pass of B sequences padded to L rows, queued on the stream:
 // the embedding layer (or, for hidden rows already uploaded into x32, their
 // rounded GEMM copy), encoder layers [first, last), then pooling if asked.
@@ -298,42 +420,46 @@ static int forward(rd__gpu *g, int B, int L, const rd__stage *st, rd__gpu_errctx
   const rd__bert_config &c = g->c;
   const int H = c.hidden, I = c.inter, NH = c.heads, DH = c.head_dim, R = B * L;
   const cudaDataType_t dt = rd__ty<T>::cuda;
-  const float one = 1.0f, zero = 0.0f, qscale = 1.0f / sqrtf((float)DH);
+  const float qscale = 1.0f / sqrtf((float)DH);
   cudaStream_t s = g->stream;
-  T *xh = (T *)g->xh, *qkv = (T *)g->qkv, *q = (T *)g->q, *k = (T *)g->k, *v = (T *)g->v,
-    *ctxh = (T *)g->ctx, *ffn = (T *)g->ffn, *probs = (T *)g->probs;
+  T *xh = (T *)g->xh, *qkv = (T *)g->qkv, *q = (T *)g->q, *k = (T *)g->k, *ffn = (T *)g->ffn;
+  g->pn = 0;
+  prof_mark(g, -1);
   if (st->in_rows)
     rd__cuda_convert<T>(g->x32, xh, (size_t)R * H, s);
   else
     rd__cuda_embed_ln<T>(g->ids_d, R, L, g->word, g->pos, g->type, g->emb_g, g->emb_b, c.ln_eps, H,
                          g->x32, xh, s);
+  prof_mark(g, P_EMBED);
   for (int l = st->first; l < st->last; l++) {
     const dlayer &D = g->layer[l];
     RD_CUBLAS_CHECK(ctx, linear(g, dt, xh, D.wqkv, qkv, R, 3 * H, H));
-    rd__cuda_qkv_split<T>(qkv, D.bqkv, q, k, v, B, L, NH, DH, qscale, s);
-    // scores[b,h] (L x L, row-major) = Q K^T: column-major S^T = K Q^T
-    RD_CUBLAS_CHECK(ctx, cublasGemmStridedBatchedEx(
-                             g->blas, CUBLAS_OP_T, CUBLAS_OP_N, L, L, DH, &one, k, dt, DH,
-                             (long long)L * DH, q, dt, DH, (long long)L * DH, &zero, g->scores,
-                             CUDA_R_32F, L, (long long)L * L, B * NH, CUBLAS_COMPUTE_32F,
-                             CUBLAS_GEMM_DEFAULT));
-    rd__cuda_softmax_mask<T>(g->scores, probs, g->lens_d, B, NH, L, s);
-    // ctx[b,h] (L x DH) = P V: column-major ctx^T = V^T P^T
-    RD_CUBLAS_CHECK(ctx, cublasGemmStridedBatchedEx(
-                             g->blas, CUBLAS_OP_N, CUBLAS_OP_N, DH, L, L, &one, v, dt, DH,
-                             (long long)L * DH, probs, dt, L, (long long)L * L, &zero, ctxh, dt, DH,
-                             (long long)L * DH, B * NH, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
-    rd__cuda_merge_heads<T>(ctxh, q, B, L, NH, DH, s);  // q is free again
+    prof_mark(g, P_QKV);
+    if (g->fused) {  // attention output rows into q
+      rd__cuda_attention<T>(qkv, D.bqkv, g->lens_d, q, B, L, NH, DH, qscale, s);
+      prof_mark(g, P_ATTN);
+    } else {
+      int rc = attention_gemm<T>(g, B, L, qkv, D.bqkv, q, qscale, ctx);
+      if (rc) return rc;
+    }
     RD_CUBLAS_CHECK(ctx, linear(g, dt, q, D.wo, k, R, H, H));
+    prof_mark(g, P_OPROJ);
     rd__cuda_residual_ln<T>(g->x32, xh, k, D.bo, D.ln1_g, D.ln1_b, c.ln_eps, R, H, s);
+    prof_mark(g, P_LN1);
     RD_CUBLAS_CHECK(ctx, linear(g, dt, xh, D.wi, ffn, R, I, H));
+    prof_mark(g, P_FFN1);
     rd__cuda_bias_gelu<T>(ffn, D.bi, R, I, s);
+    prof_mark(g, P_GELU);
     RD_CUBLAS_CHECK(ctx, linear(g, dt, ffn, D.wo2, qkv, R, H, I));
+    prof_mark(g, P_FFN2);
     rd__cuda_residual_ln<T>(g->x32, xh, qkv, D.bo2, D.ln2_g, D.ln2_b, c.ln_eps, R, H, s);
+    prof_mark(g, P_LN2);
     RD_CUDA_CHECK(ctx, cudaGetLastError());
   }
   if (st->pool) rd__cuda_mean_pool_l2(g->x32, g->lens_d, B, L, H, g->out_d, s);
+  prof_mark(g, P_POOL);
   RD_CUDA_CHECK(ctx, cudaGetLastError());
+  prof_collect(g, B, L);
   return 0;
 }
 

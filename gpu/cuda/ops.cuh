@@ -42,3 +42,15 @@ void rd__cuda_mean_pool_l2(const float *x32, const int32_t *lens, int B, int L, 
 // fp32 -> T conversion of n values (weights upload).
 template <typename T>
 void rd__cuda_convert(const float *src, T *dst, size_t n, cudaStream_t s);
+
+// attention.cu: fused attention from the QKV projection rows [B*L x 3H] (+
+// bias, Q scaled) to output rows [B*L x H], keys j >= lens[b] masked; one
+// block per (sequence, head, 64 query rows), rd__cuda_attention_smem(L, dh)
+// bytes of shared memory (dh a multiple of 16).  _prepare raises the kernel's
+// dynamic shared-memory limit to smem (needed above 48 KB), once per device.
+size_t rd__cuda_attention_smem(int L, int dh);
+template <typename T>
+cudaError_t rd__cuda_attention_prepare(size_t smem);
+template <typename T>
+void rd__cuda_attention(const T *qkv, const float *bias, const int32_t *lens, T *out, int B, int L,
+                        int heads, int dh, float qscale, cudaStream_t s);

@@ -1,5 +1,6 @@
 /* test_gpu_embed.c - GPU path against the reference embeddings of the fixture
- * (cosine >= 0.999 per sentence) and against the CPU path, in fp16 and bf16;
+ * (cosine >= 0.999 per sentence), in fp16 and bf16, with the fused attention
+ * kernel and with the GEMM path (which must agree closely);
  * two engines on the same device at once (fractional GPU) must agree; the
  * stage API (encoder split at layers 2 and 4) must match the unsplit pass
  * (the state between stages is the fp32 residual stream, so it is expected
@@ -10,6 +11,23 @@
 #include "engine.h"
 #include "raydist/error.h"
 #include "testutil.h"
+
+static int try_open_gpu(const char *dir, rd_engine_precision prec, rd_engine_attention attn,
+                        size_t max_seq, rd_engine **out, char *err, size_t errlen) {
+  rd_engine_config cfg;
+  rd_engine_config_init(&cfg);
+  cfg.model_dir = dir;
+  cfg.device = 0;
+  cfg.max_batch = 128;
+  cfg.max_seq_len = max_seq;
+  cfg.max_tokens_per_pass = 4096;
+  cfg.precision = prec;
+  cfg.attention = attn;
+  cfg.errbuf = err;
+  cfg.errbuf_len = errlen;
+  *out = NULL;
+  return rd_engine_open(&cfg, out);
+}
 
 static rd_engine *open_gpu(const char *dir, rd_engine_precision prec, size_t mem_limit) {
   rd_engine_config cfg;
@@ -64,6 +82,49 @@ int main(void) {
   rd_engine *b = open_gpu(dir, RD_ENGINE_BF16, 0); /* two engines share device 0 */
   check(a, &fx, out, "gpu fp16");
   check(b, &fx, out2, "gpu bf16");
+  rd_engine_stats st;
+  CHECK(rd_engine_stats_get(a, &st) == 0);
+  printf("default attention on this device: %s\n", st.fused_attention ? "fused" : "gemm");
+  /* the fused kernel and the GEMM path, each against the fixture and each other */
+  {
+    float *fu = malloc(fx.n * fx.dim * sizeof(float)), *ge = malloc(fx.n * fx.dim * sizeof(float));
+    char err[512] = "";
+    for (int prec = 0; prec < 2; prec++) {
+      const char *pn = prec ? "bf16" : "fp16";
+      rd_engine *f = NULL, *m = NULL;
+      int rc = try_open_gpu(dir, (rd_engine_precision)prec, RD_ENGINE_ATTN_FUSED, 256, &f, err, sizeof err);
+      if (rc == RD_ENOTSUP) {
+        printf("fused attention does not fit this device at 256 tokens: %s\n", err);
+        CHECK(f == NULL && err[0]);
+      } else {
+        if (rc) { fprintf(stderr, "fused open: %d %s\n", rc, err); return 1; }
+        CHECK(rd_engine_stats_get(f, &st) == 0 && st.fused_attention == 1);
+      }
+      rc = try_open_gpu(dir, (rd_engine_precision)prec, RD_ENGINE_ATTN_GEMM, 256, &m, err, sizeof err);
+      if (rc) { fprintf(stderr, "gemm open: %d %s\n", rc, err); return 1; }
+      CHECK(rd_engine_stats_get(m, &st) == 0 && st.fused_attention == 0);
+      char what[64];
+      snprintf(what, sizeof what, "gpu %s gemm attention", pn);
+      check(m, &fx, ge, what);
+      if (f) {
+        snprintf(what, sizeof what, "gpu %s fused attention", pn);
+        check(f, &fx, fu, what);
+        double d = rd_test_max_abs(fu, ge, fx.n * fx.dim);
+        printf("gpu %s fused vs gemm attention: max abs diff %.3g\n", pn, d);
+        CHECK(d < (prec ? 2e-2 : 5e-3));
+      }
+      rd_engine_close(f);
+      rd_engine_close(m);
+    }
+    /* a sequence length whose tiles cannot fit shared memory: refused, not crashed */
+    rd_engine *big = NULL;
+    int rc = try_open_gpu(dir, RD_ENGINE_FP16, RD_ENGINE_ATTN_FUSED, 512, &big, err, sizeof err);
+    printf("fused attention at 512 tokens -> %d: %s\n", rc, rc ? err : "fits");
+    CHECK(rc == 0 || (rc == RD_ENOTSUP && big == NULL && err[0]));
+    rd_engine_close(big);
+    free(fu);
+    free(ge);
+  }
   /* again on the first engine after the second ran: same results */
   float *again = malloc(fx.n * fx.dim * sizeof(float));
   check(a, &fx, again, "gpu fp16 again");
@@ -78,7 +139,6 @@ int main(void) {
   printf("gpu fp16 staged (2, 4) vs unsplit: max abs diff %.3g, bitwise %s\n", sd,
          memcmp(out, again, fx.n * fx.dim * sizeof(float)) ? "different" : "equal");
   CHECK(sd <= 1e-6);
-  rd_engine_stats st;
   CHECK(rd_engine_stats_get(a, &st) == 0 && st.device_bytes > 0);
   printf("fp16 engine: device bytes %zu, host bytes %zu, padded/real tokens %.3f\n", st.device_bytes,
          st.host_bytes, (double)st.padded_tokens / (double)st.tokens);
