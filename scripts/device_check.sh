@@ -82,8 +82,10 @@ PY
     done
     if command -v compute-sanitizer >/dev/null 2>&1; then
       echo "== compute-sanitizer"
-      timeout 60 compute-sanitizer --tool racecheck --print-limit 5 "$B/bench/engine/bench_engine" --device 0 \
-        --attn fused --batches 3 --lens 128 --min-time 0 2>&1 | tail -6 || true
+      for l in 40 128 300; do  # one tile, two tiles, a partial last tile
+        timeout 60 compute-sanitizer --tool racecheck --racecheck-report all --kernel-name kns=attention_kernel \
+          "$B/bench/engine/bench_engine" --device 0 --attn fused --batches 3 --lens $l --min-time 0 2>&1 | tail -3 || true
+      done
       timeout 150 compute-sanitizer --tool memcheck --print-limit 5 "$B/tests/engine/test_engine_gpu_embed" \
         2>&1 | tail -12 || true
     fi

@@ -26,6 +26,8 @@ OUT=$(mktemp)
 TORCH_LOG=${TORCH_LOG:-/dev/null}
 trap 'rm -f "$OUT"' EXIT
 
+# a bare name (python3) is looked up on PATH
+case $PYTHON in */*) ;; *) PYTHON=$(command -v "$PYTHON" || echo "$PYTHON") ;; esac
 have_torch=0
 if [ -x "$PYTHON" ] && "$PYTHON" -c "import torch, sentence_transformers" 2>/dev/null; then have_torch=1; fi
 [ $have_torch = 1 ] || echo "run.sh: no torch/sentence-transformers in $PYTHON: C figures only" >&2

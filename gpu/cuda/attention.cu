@@ -8,31 +8,49 @@
 // the (B, heads, L, L) score and probability tensors they move through device
 // memory.  Numerics match that path: Q, K, V and P are rounded to T once.
 //
-// Each of the 4 warps owns 16 query rows.  Shared memory grows with the
-// padded sequence length Lp (rd__cuda_attention_smem); sequences too long for
-// the device's per-block limit use the GEMM path instead.
+// Each of the 4 warps owns 16 query rows.  Loads and stores move 16 bytes per
+// thread.  Shared memory grows with the padded sequence length Lp
+// (rd__cuda_attention_smem); P and then O reuse S's rows.  Sequences over 512
+// tokens, heads not a multiple of 16 wide or over 128, or tiles over the
+// device's per-block limit use the GEMM path instead.
 #include <mma.h>
 
 #include "ops.cuh"
 
 #define RD__AT_ROWS 64                     // query rows per block
 #define RD__AT_THREADS (RD__AT_ROWS / 16 * RD__WARP)
-#define RD__AT_PAD 8                       // T elements of padding per row (16 bytes)
+#define RD__AT_PAD 8                       // T elements of padding per K/V/Q row (16 bytes)
+#define RD__AT_MAX_KEYS 512                // softmax keeps a row in registers: 16 per lane
+#define RD__AT_MAX_DH 128                  // O accumulators per warp: dh / 16 fragments
 
 namespace {
 
-// Strides and region sizes of the block's shared memory, in elements.  Every
-// region and every 16-row fragment start is 32-byte aligned, as WMMA's loads
-// and stores require: ld multiples of 8 for T and of 4 for float.
+// Strides and region sizes of the block's shared memory, in elements: K, V
+// (Lp rows) and Q (64 rows) as T with row stride ldk; then 64 rows of lds
+// floats that hold S, then P (as T, in place, row stride 2 * lds), then O.
+// Every region and every 16-row fragment start is 32-byte aligned, as WMMA's
+// loads and stores require (ld a multiple of 8 for T and of 4 for float).
 struct at_layout {
-  int Lp, ldk, lds, ldp, ldo;
+  int Lp, ldk, lds;
   __host__ __device__ at_layout(int L, int dh)
-      : Lp((L + 15) & ~15), ldk(dh + RD__AT_PAD), lds(Lp + 4), ldp(Lp + RD__AT_PAD), ldo(dh + 4) {}
+      : Lp((L + 15) & ~15), ldk(dh + RD__AT_PAD), lds((Lp > dh ? Lp : dh) + 4) {}
   __host__ __device__ size_t bytes() const {
-    return (size_t)(2 * Lp + RD__AT_ROWS) * ldk * 2 + (size_t)RD__AT_ROWS * lds * 4 +
-           (size_t)RD__AT_ROWS * ldp * 2 + (size_t)RD__AT_ROWS * ldo * 4;
+    return (size_t)(2 * Lp + RD__AT_ROWS) * ldk * 2 + (size_t)RD__AT_ROWS * lds * 4;
   }
 };
+
+// 8 consecutive elements (16 bytes) plus their bias, times scale.
+template <typename T>
+__device__ __forceinline__ uint4 bias8(uint4 raw, const float *__restrict__ bias, float scale) {
+  __align__(16) T t[8];
+  *reinterpret_cast<uint4 *>(t) = raw;
+  const float4 b0 = *reinterpret_cast<const float4 *>(bias),
+               b1 = *reinterpret_cast<const float4 *>(bias + 4);
+  const float bb[8] = {b0.x, b0.y, b0.z, b0.w, b1.x, b1.y, b1.z, b1.w};
+#pragma unroll
+  for (int q = 0; q < 8; q++) t[q] = rd__ty<T>::from((rd__ty<T>::to(t[q]) + bb[q]) * scale);
+  return *reinterpret_cast<uint4 *>(t);
+}
 
 }  // namespace
 
@@ -46,30 +64,34 @@ __global__ void __launch_bounds__(RD__AT_THREADS)
   const at_layout ly(L, dh);
   T *Ks = (T *)rd__at_sm, *Vs = Ks + (size_t)ly.Lp * ly.ldk, *Qs = Vs + (size_t)ly.Lp * ly.ldk;
   float *Ss = (float *)(Qs + (size_t)RD__AT_ROWS * ly.ldk);
-  T *Ps = (T *)(Ss + (size_t)RD__AT_ROWS * ly.lds);
-  float *Os = (float *)(Ps + (size_t)RD__AT_ROWS * ly.ldp);
+  const int ldp = 2 * ly.lds;  // P over S, as T
 
   const int i0 = blockIdx.x * RD__AT_ROWS, h = blockIdx.y, b = blockIdx.z;
-  const int H = heads * dh, H3 = 3 * H, len = lens[b];
+  const int H = heads * dh, H3 = 3 * H, len = lens[b], dv = dh / 8;
   const T *seq = qkv + (size_t)b * L * H3 + (size_t)h * dh;
   const float *bq = bias + h * dh, *bk = bq + H, *bv = bq + 2 * H;
+  const uint4 zero = make_uint4(0, 0, 0, 0);
 
-  // K and V rows j < Lp (zero past L), then this block's Q rows (zero past L)
-  for (int e = threadIdx.x; e < ly.Lp * dh; e += blockDim.x) {
-    const int j = e / dh, d = e % dh;
-    float kv = 0.0f, vv = 0.0f;
+  // K and V rows j < Lp (zero past L), then this block's Q rows (zero past
+  // L), 16 bytes at a time
+#pragma unroll 4
+  for (int e = threadIdx.x; e < ly.Lp * dv; e += RD__AT_THREADS) {
+    const int j = e / dv, d = (e - j * dv) * 8;
+    uint4 kr = zero, vr = zero;
     if (j < L) {
-      const T *row = seq + (size_t)j * H3;
-      kv = rd__ty<T>::to(row[H + d]) + bk[d];
-      vv = rd__ty<T>::to(row[2 * H + d]) + bv[d];
+      const T *row = seq + (size_t)j * H3 + d;
+      kr = bias8<T>(*reinterpret_cast<const uint4 *>(row + H), bk + d, 1.0f);
+      vr = bias8<T>(*reinterpret_cast<const uint4 *>(row + 2 * H), bv + d, 1.0f);
     }
-    Ks[j * ly.ldk + d] = rd__ty<T>::from(kv);
-    Vs[j * ly.ldk + d] = rd__ty<T>::from(vv);
+    *reinterpret_cast<uint4 *>(Ks + j * ly.ldk + d) = kr;
+    *reinterpret_cast<uint4 *>(Vs + j * ly.ldk + d) = vr;
   }
-  for (int e = threadIdx.x; e < RD__AT_ROWS * dh; e += blockDim.x) {
-    const int r = e / dh, d = e % dh, i = i0 + r;
-    const float qv = i < L ? (rd__ty<T>::to(seq[(size_t)i * H3 + d]) + bq[d]) * qscale : 0.0f;
-    Qs[r * ly.ldk + d] = rd__ty<T>::from(qv);
+#pragma unroll 2
+  for (int e = threadIdx.x; e < RD__AT_ROWS * dv; e += RD__AT_THREADS) {
+    const int r = e / dv, d = (e - r * dv) * 8, i = i0 + r;
+    uint4 qr = zero;
+    if (i < L) qr = bias8<T>(*reinterpret_cast<const uint4 *>(seq + (size_t)i * H3 + d), bq + d, qscale);
+    *reinterpret_cast<uint4 *>(Qs + r * ly.ldk + d) = qr;
   }
   __syncthreads();
 
@@ -91,44 +113,75 @@ __global__ void __launch_bounds__(RD__AT_THREADS)
   }
   __syncwarp();
 
-  // masked softmax per row: keys j >= len get probability 0 (len >= 1)
+  // masked softmax per row, the row in registers; P (keys j >= len: 0)
+  // overwrites S in place once the whole warp holds its row
   for (int r = r0; r < r0 + 16; r++) {
     float *srow = Ss + r * ly.lds;
-    T *prow = Ps + r * ly.ldp;
+    float v[RD__AT_MAX_KEYS / RD__WARP];
     float mx = -INFINITY;
-    for (int j = lane; j < len; j += RD__WARP) mx = fmaxf(mx, srow[j]);
+#pragma unroll
+    for (int t = 0; t < RD__AT_MAX_KEYS / RD__WARP; t++) {
+      const int j = lane + t * RD__WARP;
+      v[t] = j < len ? srow[j] : -INFINITY;
+      mx = fmaxf(mx, v[t]);
+    }
     mx = rd__warp_max(mx);
     float sum = 0.0f;
-    for (int j = lane; j < len; j += RD__WARP) sum += __expf(srow[j] - mx);
-    const float inv = 1.0f / rd__warp_sum(sum);
-    for (int j = lane; j < ly.Lp; j += RD__WARP)
-      prow[j] = rd__ty<T>::from(j < len ? __expf(srow[j] - mx) * inv : 0.0f);
+#pragma unroll
+    for (int t = 0; t < RD__AT_MAX_KEYS / RD__WARP; t++) {
+      v[t] = lane + t * RD__WARP < len ? __expf(v[t] - mx) : 0.0f;
+      sum += v[t];
+    }
+    const float inv = 1.0f / rd__warp_sum(sum);  // also orders the row's reads before the writes
+    __syncwarp();
+    T *prow = (T *)srow;
+#pragma unroll
+    for (int t = 0; t < RD__AT_MAX_KEYS / RD__WARP; t++) {
+      const int j = lane + t * RD__WARP;
+      if (j < ly.Lp) prow[j] = rd__ty<T>::from(v[t] * inv);
+    }
   }
   __syncwarp();
 
-  // O (16 x dh) = P V
-  for (int n = 0; n < dh; n += 16) {
-    wmma::fragment<wmma::accumulator, 16, 16, 16, float> acc;
-    wmma::fill_fragment(acc, 0.0f);
-    for (int k = 0; k < ly.Lp; k += 16) {
-      wmma::fragment<wmma::matrix_a, 16, 16, 16, T, wmma::row_major> fa;
+  // O (16 x dh) = P V, every column block accumulated before O overwrites P
+  wmma::fragment<wmma::accumulator, 16, 16, 16, float> acc[RD__AT_MAX_DH / 16];
+#pragma unroll
+  for (int n = 0; n < RD__AT_MAX_DH / 16; n++)
+    if (n * 16 < dh) wmma::fill_fragment(acc[n], 0.0f);
+  const T *Ps = (const T *)Ss;
+  for (int k = 0; k < ly.Lp; k += 16) {
+    wmma::fragment<wmma::matrix_a, 16, 16, 16, T, wmma::row_major> fa;
+    wmma::load_matrix_sync(fa, Ps + r0 * ldp + k, ldp);
+#pragma unroll
+    for (int n = 0; n < RD__AT_MAX_DH / 16; n++) {
+      if (n * 16 >= dh) break;
       wmma::fragment<wmma::matrix_b, 16, 16, 16, T, wmma::row_major> fb;
-      wmma::load_matrix_sync(fa, Ps + r0 * ly.ldp + k, ly.ldp);
-      wmma::load_matrix_sync(fb, Vs + k * ly.ldk + n, ly.ldk);
-      wmma::mma_sync(acc, fa, fb, acc);
+      wmma::load_matrix_sync(fb, Vs + k * ly.ldk + n * 16, ly.ldk);
+      wmma::mma_sync(acc[n], fa, fb, acc[n]);
     }
-    wmma::store_matrix_sync(Os + r0 * ly.ldo + n, acc, ly.ldo, wmma::mem_row_major);
   }
+  __syncwarp();
+#pragma unroll
+  for (int n = 0; n < RD__AT_MAX_DH / 16; n++)
+    if (n * 16 < dh) wmma::store_matrix_sync(Ss + r0 * ly.lds + n * 16, acc[n], ly.lds, wmma::mem_row_major);
   __syncwarp();
 
   T *dst = out + (size_t)b * L * H + (size_t)h * dh;
-  for (int e = lane; e < 16 * dh; e += RD__WARP) {
-    const int r = e / dh, d = e % dh, i = i0 + r0 + r;
-    if (i < L) dst[(size_t)i * H + d] = rd__ty<T>::from(Os[(r0 + r) * ly.ldo + d]);
+  for (int e = lane; e < 16 * dv; e += RD__WARP) {
+    const int r = e / dv, d = (e - r * dv) * 8, i = i0 + r0 + r;
+    if (i >= L) continue;
+    const float *o = Ss + (r0 + r) * ly.lds + d;
+    __align__(16) T t[8];
+#pragma unroll
+    for (int q = 0; q < 8; q++) t[q] = rd__ty<T>::from(o[q]);
+    *reinterpret_cast<uint4 *>(dst + (size_t)i * H + d) = *reinterpret_cast<uint4 *>(t);
   }
 }
 
-size_t rd__cuda_attention_smem(int L, int dh) { return at_layout(L, dh).bytes(); }
+size_t rd__cuda_attention_smem(int L, int dh) {
+  if (dh % 16 || dh > RD__AT_MAX_DH || L > RD__AT_MAX_KEYS) return (size_t)-1;  // not supported
+  return at_layout(L, dh).bytes();
+}
 
 template <typename T>
 cudaError_t rd__cuda_attention_prepare(size_t smem) {

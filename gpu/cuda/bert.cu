@@ -260,17 +260,29 @@ static int open_inner(rd__gpu *g, const rd__bert *m, const rd__gpu_params *prm, 
   g->max_seq = (prm->max_seq + 7) & ~(size_t)7;
   g->max_tokens = prm->max_tokens < g->max_seq ? g->max_seq : prm->max_tokens;
   g->max_batch = prm->max_batch ? prm->max_batch : 1;
+  {  // the elementwise kernels index a pass's activations with 32 bits
+    const size_t T = g->max_tokens, widest = (size_t)(3 * c.hidden > c.inter ? 3 * c.hidden : c.inter);
+    if (T * widest >= (1u << 31) || T * (size_t)c.heads * g->max_seq >= (1u << 31)) {
+      snprintf(ctx->buf, ctx->len, "max_tokens_per_pass %zu too large for the GPU kernels (a pass's "
+               "activations must stay under 2^31 elements)", T);
+      return RD_EINVAL;
+    }
+  }
   // fused attention when its shared memory for the longest pass fits a block
   int optin = 0;
   RD_CUDA_CHECK(ctx, cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, prm->device));
   const size_t at_smem = rd__cuda_attention_smem((int)g->max_seq, c.head_dim);
-  const bool at_fits = c.head_dim % 16 == 0 && at_smem <= (size_t)optin;
+  const bool at_fits = at_smem <= (size_t)optin;
   if (prm->attention == RD_ENGINE_ATTN_FUSED && !at_fits) {
-    snprintf(ctx->buf, ctx->len,
-             "fused attention needs %zu bytes of shared memory per block for max_seq_len %zu "
-             "(head size %d, a multiple of 16 required); device %d allows %d: use "
-             "RD_ENGINE_ATTN_GEMM or a shorter max_seq_len",
-             at_smem, g->max_seq, c.head_dim, prm->device, optin);
+    if (at_smem == (size_t)-1)
+      snprintf(ctx->buf, ctx->len,
+               "fused attention supports up to 512 tokens and heads a multiple of 16 up to 128 wide "
+               "(max_seq_len %zu, head size %d): use RD_ENGINE_ATTN_GEMM", g->max_seq, c.head_dim);
+    else
+      snprintf(ctx->buf, ctx->len,
+               "fused attention needs %zu bytes of shared memory per block for max_seq_len %zu "
+               "(head size %d); device %d allows %d: use RD_ENGINE_ATTN_GEMM or a shorter max_seq_len",
+               at_smem, g->max_seq, c.head_dim, prm->device, optin);
     return RD_ENOTSUP;
   }
   g->fused = prm->attention != RD_ENGINE_ATTN_GEMM && at_fits;

@@ -1,38 +1,46 @@
 // norm.cu - fused bias + residual add + LayerNorm after each attention and FFN
 // block.  The residual stream stays fp32 (x32); the GEMM input copy (xh) is
-// rounded once per layer.  One block per token row.
+// rounded once per layer.  One warp per token row (no block barriers), up to
+// RD__LN_PER_LANE * 32 = 1024 wide.
 #include "ops.cuh"
+
+#define RD__LN_ROWS 4       // rows (warps) per block
+#define RD__LN_PER_LANE 32  // hidden sizes up to 1024
 
 template <typename T>
 __global__ void rd__residual_ln_kernel(float *__restrict__ x32, T *__restrict__ xh,
                                        const T *__restrict__ t, const float *__restrict__ bias,
                                        const float *__restrict__ g, const float *__restrict__ b,
-                                       float eps, int H) {
-  const size_t r = blockIdx.x;
-  float v[RD__ROW_MAX_PER_THREAD];
+                                       float eps, int H, int rows) {
+  const int r = blockIdx.x * RD__LN_ROWS + threadIdx.x / RD__WARP, lane = threadIdx.x % RD__WARP;
+  if (r >= rows) return;  // warp-uniform
+  float *x = x32 + (size_t)r * H;
+  const T *tr = t + (size_t)r * H;
+  float v[RD__LN_PER_LANE];
   float sum = 0.0f;
 #pragma unroll
-  for (int k = 0; k < RD__ROW_MAX_PER_THREAD; k++) {
-    int c = threadIdx.x + k * RD__ROW_BLOCK;
-    v[k] = c < H ? x32[r * H + c] + rd__ty<T>::to(t[r * H + c]) + bias[c] : 0.0f;
+  for (int k = 0; k < RD__LN_PER_LANE; k++) {
+    const int c = lane + k * RD__WARP;
+    v[k] = c < H ? x[c] + rd__ty<T>::to(tr[c]) + bias[c] : 0.0f;
     sum += v[k];
   }
-  const float mean = rd__block_sum(sum) / (float)H;
+  const float mean = rd__warp_sum(sum) / (float)H;
   float var = 0.0f;
 #pragma unroll
-  for (int k = 0; k < RD__ROW_MAX_PER_THREAD; k++) {
-    int c = threadIdx.x + k * RD__ROW_BLOCK;
-    float d = c < H ? v[k] - mean : 0.0f;
+  for (int k = 0; k < RD__LN_PER_LANE; k++) {
+    const int c = lane + k * RD__WARP;
+    const float d = c < H ? v[k] - mean : 0.0f;
     var += d * d;
   }
-  const float rstd = rsqrtf(rd__block_sum(var) / (float)H + eps);
+  const float rstd = rsqrtf(rd__warp_sum(var) / (float)H + eps);
+  T *xo = xh + (size_t)r * H;
 #pragma unroll
-  for (int k = 0; k < RD__ROW_MAX_PER_THREAD; k++) {
-    int c = threadIdx.x + k * RD__ROW_BLOCK;
+  for (int k = 0; k < RD__LN_PER_LANE; k++) {
+    const int c = lane + k * RD__WARP;
     if (c < H) {
-      float y = (v[k] - mean) * rstd * g[c] + b[c];
-      x32[r * H + c] = y;
-      xh[r * H + c] = rd__ty<T>::from(y);
+      const float y = (v[k] - mean) * rstd * g[c] + b[c];
+      x[c] = y;
+      xo[c] = rd__ty<T>::from(y);
     }
   }
 }
@@ -40,7 +48,9 @@ __global__ void rd__residual_ln_kernel(float *__restrict__ x32, T *__restrict__ 
 template <typename T>
 void rd__cuda_residual_ln(float *x32, T *xh, const T *t, const float *bias, const float *g,
                           const float *b, float eps, int rows, int H, cudaStream_t s) {
-  rd__residual_ln_kernel<T><<<rows, RD__ROW_BLOCK, 0, s>>>(x32, xh, t, bias, g, b, eps, H);
+  if (rows)
+    rd__residual_ln_kernel<T><<<rd__blocks((size_t)rows, RD__LN_ROWS), RD__LN_ROWS * RD__WARP, 0, s>>>(
+        x32, xh, t, bias, g, b, eps, H, rows);
 }
 
 template void rd__cuda_residual_ln<__half>(float *, __half *, const __half *, const float *,

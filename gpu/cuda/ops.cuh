@@ -46,7 +46,8 @@ void rd__cuda_convert(const float *src, T *dst, size_t n, cudaStream_t s);
 // attention.cu: fused attention from the QKV projection rows [B*L x 3H] (+
 // bias, Q scaled) to output rows [B*L x H], keys j >= lens[b] masked; one
 // block per (sequence, head, 64 query rows), rd__cuda_attention_smem(L, dh)
-// bytes of shared memory (dh a multiple of 16).  _prepare raises the kernel's
+// bytes of shared memory, (size_t)-1 where L or dh is beyond the kernel (L <=
+// 512; dh a multiple of 16, <= 128).  _prepare raises the kernel's
 // dynamic shared-memory limit to smem (needed above 48 KB), once per device.
 size_t rd__cuda_attention_smem(int L, int dh);
 template <typename T>
