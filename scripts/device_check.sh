@@ -80,16 +80,34 @@ PY
       RD_GPU_PROFILE=1 timeout 60 "$B/bench/engine/bench_engine" --device 0 --bf16 --attn $a --batches 256 \
         --lens 32,128 --min-time 0.3 2>&1 | grep -v '^RESULT' || true
     done
+    if command -v ncu >/dev/null 2>&1; then
+      echo "== ncu: the fused attention kernel at 256 x 128 (one launch)"
+      timeout 90 ncu --clock-control none --kernel-name regex:attention_kernel --launch-skip 6 --launch-count 1 \
+        --section SpeedOfLight --section Occupancy --section WarpStateStats \
+        "$B/bench/engine/bench_engine" --device 0 --bf16 --batches 256 --lens 128 --min-time 0 >"$OUT/ncu.txt" 2>&1
+      grep -E "Duration|Throughput|Achieved Occupancy|Theoretical Occupancy|Block Limit|Stall|cycles being stalled" \
+        "$OUT/ncu.txt" | head -30
+    fi
     if command -v compute-sanitizer >/dev/null 2>&1; then
       echo "== compute-sanitizer"
       for l in 40 128 300; do  # one tile, two tiles, a partial last tile
         timeout 60 compute-sanitizer --tool racecheck --racecheck-report all --kernel-name kns=attention_kernel \
-          "$B/bench/engine/bench_engine" --device 0 --attn fused --batches 3 --lens $l --min-time 0 2>&1 | tail -3 || true
+          "$B/bench/engine/bench_engine" --device 0 --attn fused --batches 3 --lens $l --min-time 0 \
+          >"$OUT/racecheck-$l.txt" 2>&1
+        echo "racecheck at $l tokens: exit $?"
+        grep -E "RACECHECK SUMMARY|Race reported|hazard|rror" "$OUT/racecheck-$l.txt" | head -8
       done
       timeout 150 compute-sanitizer --tool memcheck --print-limit 5 "$B/tests/engine/test_engine_gpu_embed" \
-        2>&1 | tail -12 || true
+        2>&1 | tail -4 || true
     fi
   fi
+  echo "== CPU path thread scaling (batch 256 x 32) and the environment that might cap it"
+  nproc; env | grep -iE "omp|blas|gomp|mkl|affinity" || true
+  for th in 1 4 16; do
+    timeout 60 "$B/bench/engine/bench_engine" --threads $th --batches 256 --lens 32 --min-time 0.5 | grep '^  cpu' || true
+    OMP_WAIT_POLICY=passive timeout 60 "$B/bench/engine/bench_engine" --threads $th --batches 256 --lens 32 \
+      --min-time 0.5 | grep '^  cpu' | sed 's/$/  (OMP_WAIT_POLICY=passive)/' || true
+  done
   [ $t = 0 ] && [ $b = 0 ]
 }
 

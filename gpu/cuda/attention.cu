@@ -1,5 +1,5 @@
 // attention.cu - fused multi-head self-attention: one block per (sequence,
-// head, 64 query rows) reads its Q, K and V straight from the fused QKV
+// head, 64 or 128 query rows) reads its Q, K and V straight from the fused QKV
 // projection (adding the bias, scaling Q), and keeps everything else in
 // shared memory: S = Q K^T and O = P V on the tensor cores (WMMA, fp32
 // accumulation), the masked softmax in fp32 between them.  O is written in
@@ -8,7 +8,7 @@
 // the (B, heads, L, L) score and probability tensors they move through device
 // memory.  Numerics match that path: Q, K, V and P are rounded to T once.
 //
-// Each of the 4 warps owns 16 query rows.  Loads and stores move 16 bytes per
+// Each warp owns 16 query rows; a block has 4 or 8 warps.  Loads and stores move 16 bytes per
 // thread.  Shared memory grows with the padded sequence length Lp
 // (rd__cuda_attention_smem); P and then O reuse S's rows.  Sequences over 512
 // tokens, heads not a multiple of 16 wide or over 128, or tiles over the
@@ -17,25 +17,28 @@
 
 #include "ops.cuh"
 
-#define RD__AT_ROWS 64                     // query rows per block
-#define RD__AT_THREADS (RD__AT_ROWS / 16 * RD__WARP)
 #define RD__AT_PAD 8                       // T elements of padding per K/V/Q row (16 bytes)
 #define RD__AT_MAX_KEYS 512                // softmax keeps a row in registers: 16 per lane
 #define RD__AT_MAX_DH 128                  // O accumulators per warp: dh / 16 fragments
 
 namespace {
 
+// Query rows per block: 128 (8 warps, K and V loaded once per sequence and
+// head) for padded lengths 80..256, else 64 (4 warps: short sequences leave
+// fewer warps idle; long ones keep S within the shared memory of a block).
+static __host__ __device__ constexpr int at_rows(int Lp) { return Lp > 64 && Lp <= 256 ? 128 : 64; }
+
 // Strides and region sizes of the block's shared memory, in elements: K, V
-// (Lp rows) and Q (64 rows) as T with row stride ldk; then 64 rows of lds
-// floats that hold S, then P (as T, in place, row stride 2 * lds), then O.
+// (Lp rows) and Q (rows) as T with row stride ldk; then rows x lds floats
+// that hold S, then P (as T, in place, row stride 2 * lds), then O.
 // Every region and every 16-row fragment start is 32-byte aligned, as WMMA's
 // loads and stores require (ld a multiple of 8 for T and of 4 for float).
 struct at_layout {
-  int Lp, ldk, lds;
+  int Lp, rows, ldk, lds;
   __host__ __device__ at_layout(int L, int dh)
-      : Lp((L + 15) & ~15), ldk(dh + RD__AT_PAD), lds((Lp > dh ? Lp : dh) + 4) {}
+      : Lp((L + 15) & ~15), rows(at_rows(Lp)), ldk(dh + RD__AT_PAD), lds((Lp > dh ? Lp : dh) + 4) {}
   __host__ __device__ size_t bytes() const {
-    return (size_t)(2 * Lp + RD__AT_ROWS) * ldk * 2 + (size_t)RD__AT_ROWS * lds * 4;
+    return (size_t)(2 * Lp + rows) * ldk * 2 + (size_t)rows * lds * 4;
   }
 };
 
@@ -54,8 +57,27 @@ __device__ __forceinline__ uint4 bias8(uint4 raw, const float *__restrict__ bias
 
 }  // namespace
 
-template <typename T>
-__global__ void __launch_bounds__(RD__AT_THREADS)
+// Max and sum over the warp of RI values at once: RI independent shuffle
+// chains interleaved, so one row's latency hides another's.
+template <int RI>
+__device__ __forceinline__ void warp_max_n(float (&v)[RI]) {
+#pragma unroll
+  for (int o = RD__WARP / 2; o > 0; o >>= 1)
+#pragma unroll
+    for (int a = 0; a < RI; a++) v[a] = fmaxf(v[a], __shfl_xor_sync(0xffffffffu, v[a], o));
+}
+template <int RI>
+__device__ __forceinline__ void warp_sum_n(float (&v)[RI]) {
+#pragma unroll
+  for (int o = RD__WARP / 2; o > 0; o >>= 1)
+#pragma unroll
+    for (int a = 0; a < RI; a++) v[a] += __shfl_xor_sync(0xffffffffu, v[a], o);
+}
+
+// KPL: keys per lane in the softmax (Lp <= 32 * KPL); rows are done RI at a
+// time, as many as 16 registers of keys allow.  ROWS == at_rows(Lp).
+template <typename T, int KPL, int ROWS>
+__global__ void __launch_bounds__(ROWS * 2)
     rd__attention_kernel(const T *__restrict__ qkv, const float *__restrict__ bias,
                          const int32_t *__restrict__ lens, T *__restrict__ out, int L, int heads,
                          int dh, float qscale) {
@@ -63,10 +85,10 @@ __global__ void __launch_bounds__(RD__AT_THREADS)
   extern __shared__ __align__(128) unsigned char rd__at_sm[];
   const at_layout ly(L, dh);
   T *Ks = (T *)rd__at_sm, *Vs = Ks + (size_t)ly.Lp * ly.ldk, *Qs = Vs + (size_t)ly.Lp * ly.ldk;
-  float *Ss = (float *)(Qs + (size_t)RD__AT_ROWS * ly.ldk);
+  float *Ss = (float *)(Qs + (size_t)ROWS * ly.ldk);
   const int ldp = 2 * ly.lds;  // P over S, as T
 
-  const int i0 = blockIdx.x * RD__AT_ROWS, h = blockIdx.y, b = blockIdx.z;
+  const int i0 = blockIdx.x * ROWS, h = blockIdx.y, b = blockIdx.z;
   const int H = heads * dh, H3 = 3 * H, len = lens[b], dv = dh / 8;
   const T *seq = qkv + (size_t)b * L * H3 + (size_t)h * dh;
   const float *bq = bias + h * dh, *bk = bq + H, *bv = bq + 2 * H;
@@ -75,7 +97,7 @@ __global__ void __launch_bounds__(RD__AT_THREADS)
   // K and V rows j < Lp (zero past L), then this block's Q rows (zero past
   // L), 16 bytes at a time
 #pragma unroll 4
-  for (int e = threadIdx.x; e < ly.Lp * dv; e += RD__AT_THREADS) {
+  for (int e = threadIdx.x; e < ly.Lp * dv; e += ROWS * 2) {
     const int j = e / dv, d = (e - j * dv) * 8;
     uint4 kr = zero, vr = zero;
     if (j < L) {
@@ -87,7 +109,7 @@ __global__ void __launch_bounds__(RD__AT_THREADS)
     *reinterpret_cast<uint4 *>(Vs + j * ly.ldk + d) = vr;
   }
 #pragma unroll 2
-  for (int e = threadIdx.x; e < RD__AT_ROWS * dv; e += RD__AT_THREADS) {
+  for (int e = threadIdx.x; e < ROWS * dv; e += ROWS * 2) {
     const int r = e / dv, d = (e - r * dv) * 8, i = i0 + r;
     uint4 qr = zero;
     if (i < L) qr = bias8<T>(*reinterpret_cast<const uint4 *>(seq + (size_t)i * H3 + d), bq + d, qscale);
@@ -113,32 +135,43 @@ __global__ void __launch_bounds__(RD__AT_THREADS)
   }
   __syncwarp();
 
-  // masked softmax per row, the row in registers; P (keys j >= len: 0)
-  // overwrites S in place once the whole warp holds its row
-  for (int r = r0; r < r0 + 16; r++) {
-    float *srow = Ss + r * ly.lds;
-    float v[RD__AT_MAX_KEYS / RD__WARP];
-    float mx = -INFINITY;
+  // masked softmax, RI rows at a time held in registers; P (keys j >= len:
+  // 0) overwrites S in place once the whole warp holds those rows
+  constexpr int RI = KPL >= 16 ? 1 : KPL == 8 ? 2 : 4;
+  for (int r = r0; r < r0 + 16; r += RI) {
+    float v[RI][KPL], mx[RI], sum[RI];
 #pragma unroll
-    for (int t = 0; t < RD__AT_MAX_KEYS / RD__WARP; t++) {
-      const int j = lane + t * RD__WARP;
-      v[t] = j < len ? srow[j] : -INFINITY;
-      mx = fmaxf(mx, v[t]);
-    }
-    mx = rd__warp_max(mx);
-    float sum = 0.0f;
+    for (int a = 0; a < RI; a++) {
+      const float *srow = Ss + (r + a) * ly.lds;
+      mx[a] = -INFINITY;
 #pragma unroll
-    for (int t = 0; t < RD__AT_MAX_KEYS / RD__WARP; t++) {
-      v[t] = lane + t * RD__WARP < len ? __expf(v[t] - mx) : 0.0f;
-      sum += v[t];
+      for (int t = 0; t < KPL; t++) {
+        const int j = lane + t * RD__WARP;
+        v[a][t] = j < len ? srow[j] : -INFINITY;
+        mx[a] = fmaxf(mx[a], v[a][t]);
+      }
     }
-    const float inv = 1.0f / rd__warp_sum(sum);  // also orders the row's reads before the writes
+    warp_max_n<RI>(mx);
+#pragma unroll
+    for (int a = 0; a < RI; a++) {
+      sum[a] = 0.0f;
+#pragma unroll
+      for (int t = 0; t < KPL; t++) {
+        v[a][t] = lane + t * RD__WARP < len ? __expf(v[a][t] - mx[a]) : 0.0f;
+        sum[a] += v[a][t];
+      }
+    }
+    warp_sum_n<RI>(sum);  // also orders the rows' reads before the writes
     __syncwarp();
-    T *prow = (T *)srow;
 #pragma unroll
-    for (int t = 0; t < RD__AT_MAX_KEYS / RD__WARP; t++) {
-      const int j = lane + t * RD__WARP;
-      if (j < ly.Lp) prow[j] = rd__ty<T>::from(v[t] * inv);
+    for (int a = 0; a < RI; a++) {
+      T *prow = (T *)(Ss + (r + a) * ly.lds);
+      const float inv = 1.0f / sum[a];
+#pragma unroll
+      for (int t = 0; t < KPL; t++) {
+        const int j = lane + t * RD__WARP;
+        if (j < ly.Lp) prow[j] = rd__ty<T>::from(v[a][t] * inv);
+      }
     }
   }
   __syncwarp();
@@ -178,24 +211,42 @@ __global__ void __launch_bounds__(RD__AT_THREADS)
   }
 }
 
+// the kernel for a padded length
+template <typename T>
+static auto at_kernel(int Lp) {
+  return Lp <= 32    ? rd__attention_kernel<T, 1, at_rows(32)>
+         : Lp <= 64  ? rd__attention_kernel<T, 2, at_rows(64)>
+         : Lp <= 128 ? rd__attention_kernel<T, 4, at_rows(128)>
+         : Lp <= 256 ? rd__attention_kernel<T, 8, at_rows(256)>
+                     : rd__attention_kernel<T, 16, at_rows(512)>;
+}
+
 size_t rd__cuda_attention_smem(int L, int dh) {
   if (dh % 16 || dh > RD__AT_MAX_DH || L > RD__AT_MAX_KEYS) return (size_t)-1;  // not supported
-  return at_layout(L, dh).bytes();
+  size_t most = 0;  // not monotonic in L: the rows per block change at 80 and 272
+  for (int l = 16; l < L + 16; l += 16) {
+    const size_t b = at_layout(l < L ? l : L, dh).bytes();
+    most = b > most ? b : most;
+  }
+  return most;
 }
 
 template <typename T>
 cudaError_t rd__cuda_attention_prepare(size_t smem) {
-  return cudaFuncSetAttribute(rd__attention_kernel<T>, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                              (int)smem);
+  for (int Lp = 32; Lp <= RD__AT_MAX_KEYS; Lp *= 2) {
+    cudaError_t e = cudaFuncSetAttribute(at_kernel<T>(Lp), cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem);
+    if (e != cudaSuccess) return e;
+  }
+  return cudaSuccess;
 }
 
 template <typename T>
 void rd__cuda_attention(const T *qkv, const float *bias, const int32_t *lens, T *out, int B, int L,
                         int heads, int dh, float qscale, cudaStream_t s) {
   if (!B || !L) return;
-  dim3 grid((unsigned)((L + RD__AT_ROWS - 1) / RD__AT_ROWS), (unsigned)heads, (unsigned)B);
-  rd__attention_kernel<T><<<grid, RD__AT_THREADS, rd__cuda_attention_smem(L, dh), s>>>(
-      qkv, bias, lens, out, L, heads, dh, qscale);
+  const at_layout ly(L, dh);
+  dim3 grid((unsigned)((L + ly.rows - 1) / ly.rows), (unsigned)heads, (unsigned)B);
+  at_kernel<T>(ly.Lp)<<<grid, ly.rows * 2, ly.bytes(), s>>>(qkv, bias, lens, out, L, heads, dh, qscale);
 }
 
 template cudaError_t rd__cuda_attention_prepare<__half>(size_t);
