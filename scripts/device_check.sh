@@ -13,11 +13,13 @@
 #      of peak; then a per-op profile (RD_GPU_PROFILE) at batch 256;
 #   6. compute-sanitizer (memcheck on the GPU test, racecheck on the fused
 #      attention kernel) where the machine allows it.
-# Everything it prints also goes to $OUT/device_check.log.
+# Everything it prints also goes to $OUT/device_check.log.  EXTRA=0 leaves out
+# ncu and compute-sanitizer; PROBE=cpu only builds and shows which OpenBLAS
+# core the CPU path gets and its speed under other OPENBLAS_CORETYPEs.
 #
 # Here, once:  scripts/device_pack.sh
 # Then the device tool's run: command "sh scripts/device_check.sh",
-#   carry [".device"], timeout_s 540.
+#   carry [".device"], timeout_s 420.
 set -u
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 OUT=${OUT:-$ROOT/device-out}
@@ -63,8 +65,20 @@ PY
     { tail -30 "$OUT/configure.log"; exit 1; }
   grep -q "CUDA path ON" "$OUT/configure.log" || { echo "CUDA path not enabled:"; tail -20 "$OUT/configure.log"; exit 1; }
   cmake --build "$B" -j "$(nproc)" >"$OUT/build.log" 2>&1 || { tail -40 "$OUT/build.log"; exit 1; }
-  echo "== tests"
   set +e
+  if [ "${PROBE:-}" = cpu ]; then  # PROBE=cpu: only which OpenBLAS kernels the CPU path gets, and their speed
+    grep -m1 "model name" /proc/cpuinfo
+    for f in avx2 avx512f avx512_bf16 amx_tile; do grep -qw $f /proc/cpuinfo && echo "cpu has $f"; done
+    for ct in "" Haswell SkylakeX Zen; do
+      for th in 1 16; do
+        echo "OPENBLAS_CORETYPE=${ct:-(detected)} threads $th:"
+        OPENBLAS_VERBOSE=2 OPENBLAS_CORETYPE=$ct timeout 60 "$B/bench/engine/bench_engine" --threads $th \
+          --batches 256 --lens 32 --min-time 0.5 2>&1 | grep -E "^  cpu|Core|core" || true
+      done
+    done
+    return 0
+  fi
+  echo "== tests"
   ctest --test-dir "$B" -R 'engine_(gpu_embed|tokenizer|safetensors|stages|bad_input)' --output-on-failure \
     --timeout 150
   t=$?
@@ -80,7 +94,7 @@ PY
       RD_GPU_PROFILE=1 timeout 60 "$B/bench/engine/bench_engine" --device 0 --bf16 --attn $a --batches 256 \
         --lens 32,128 --min-time 0.3 2>&1 | grep -v '^RESULT' || true
     done
-    if command -v ncu >/dev/null 2>&1; then
+    if [ "${EXTRA:-1}" = 1 ] && command -v ncu >/dev/null 2>&1; then
       echo "== ncu: the fused attention kernel at 256 x 128 (one launch)"
       timeout 90 ncu --clock-control none --kernel-name regex:attention_kernel --launch-skip 6 --launch-count 1 \
         --section SpeedOfLight --section Occupancy --section WarpStateStats \
@@ -88,7 +102,7 @@ PY
       grep -E "Duration|Throughput|Achieved Occupancy|Theoretical Occupancy|Block Limit|Stall|cycles being stalled" \
         "$OUT/ncu.txt" | head -30
     fi
-    if command -v compute-sanitizer >/dev/null 2>&1; then
+    if [ "${EXTRA:-1}" = 1 ] && command -v compute-sanitizer >/dev/null 2>&1; then
       echo "== compute-sanitizer"
       for l in 40 128 300; do  # one tile, two tiles, a partial last tile
         timeout 60 compute-sanitizer --tool racecheck --racecheck-report all --kernel-name kns=attention_kernel \
