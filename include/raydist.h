@@ -326,6 +326,14 @@ typedef struct rd_actor_opts {
    * group kills the actor for good. */
   rd_pg placement_group;
   int bundle_index;
+  /* 1: the actor outlives the process that created it (Ray's
+   * lifetime="detached"): it lives on, restarts included, until
+   * rd_actor_kill(a, 1), its restarts run out, or the node holding its
+   * record stops; other drivers find it with rd_actor_get when it has a
+   * name.  0 (default): it dies when its creator exits.  An embedded node
+   * (rd_init without an address) stops with its first driver, and a group
+   * removed with its creator still takes its actors along. */
+  int detached;
 } rd_actor_opts;
 
 RD_EXTERN void rd_actor_opts_init(rd_actor_opts *o);

@@ -1100,6 +1100,13 @@ static void gcs_actor_done(uv_work_t *w, int status) {
       rd__node_actor_registered(op->actor_id, op->client_id, op->req_id, op->status, err);
       break;
     case GA_LOOKUP:
+      if (op->status == 0) {
+        /* the GCS ops run on the thread pool, so the name of an actor that
+         * died may still be listed: when its record is on this node (not a
+         * copy hosted for a peer, which may restart elsewhere), it knows */
+        node_actor *a = rd__node_actor_find(op->actor_id);
+        if (a && a->state == A_DEAD && !(a->creator && a->creator->role == ROLE_LINK)) op->status = RD_ENOENT;
+      }
       snprintf(err, sizeof(err), "no live actor is named '%s' in the cluster", op->name);
       rd__node_reply_actor_id(op->client_id, op->req_id, op->status == 0 ? 0 : RD_ENOENT, op->status ? err : NULL,
                               op->status == 0 ? op->actor_id : 0);

@@ -792,6 +792,21 @@ static void actor_die(node_actor *a, const char *why) {
   actor_answer_killers(a);
 }
 
+/* A detached actor's creator c left: the node owns it from now on, and its
+ * placement request if it is still waiting for one. */
+static void actor_adopt(node_actor *a, node_client *c) {
+  if (a->req) {
+    for (lease_req **pp = &c->reqs; *pp; pp = &(*pp)->next)
+      if (*pp == a->req) { *pp = a->req->next; break; }
+    a->req->owner = &N.orphans;
+    a->req->next = N.orphans.reqs;
+    N.orphans.reqs = a->req;
+  }
+  a->creator = &N.orphans;
+  rd__log(RD_LOG_INFO, "actor %llu (%s%s%s) is detached: it outlives its creator (pid %d)",
+          (unsigned long long)a->id, a->cls, a->name ? " " : "", a->name ? a->name : "", c->pid);
+}
+
 /* The actor's process is gone (crash, kill, its host node): restart it or
  * declare it dead. */
 static void actor_lost(node_actor *a, const char *why) {
@@ -865,6 +880,22 @@ static node_actor *actor_new(const char *cls, const char *name, const ProtobufCB
   return NULL;
 }
 
+/* Frees what an actor record owns, not the record. */
+static void actor_free_fields(node_actor *a) {
+  for (size_t i = 0; i < a->nargs; i++) free(a->args[i].data);
+  while (a->connects) {
+    parked_connect *p = a->connects;
+    a->connects = p->next;
+    free(p);
+  }
+  while (a->killers) {
+    parked_connect *p = a->killers;
+    a->killers = p->next;
+    free(p);
+  }
+  free(a->args); free(a->cls); free(a->name); free(a->death);
+}
+
 static void on_actor_create(node_client *c, Rd__ActorCreate *m) {
   rd_resources res;
   char buf[300];
@@ -910,6 +941,7 @@ static void on_actor_create(node_client *c, Rd__ActorCreate *m) {
   a->soft = m->soft;
   a->pg_id = m->pg_id;
   a->bundle_index = m->pg_id ? m->bundle_index : -1;
+  a->detached = m->detached;
   a->creator = c;
   a->next = N.actors;
   N.actors = a;
@@ -956,7 +988,8 @@ int rd__node_actor_host_for(node_client *link, node_job *job, const Rd__ActorCre
     snprintf(err, errlen, "actor %s cannot fit on the node chosen to host it", m->class_name);
     return RD_EINFEASIBLE;
   }
-  if (actor_find(id)) {
+  node_actor *old = actor_find(id);
+  if (old && (old->state != A_DEAD || old->creator != link)) {
     snprintf(err, errlen, "actor %llu is already hosted here", (unsigned long long)id);
     return RD_EEXIST;
   }
@@ -964,6 +997,17 @@ int rd__node_actor_host_for(node_client *link, node_job *job, const Rd__ActorCre
   if (!a) {
     snprintf(err, errlen, "node out of memory");
     return RD_ENOMEM;
+  }
+  if (old) {
+    /* it ran here before and died (killed for a restart, or crashed): its
+     * record node restarts it here again.  The old record is reused, since
+     * links and callers may still point at it. */
+    node_actor *next = old->next;
+    actor_free_fields(old);
+    *old = *a;
+    old->next = next;
+    free(a);
+    a = old;
   }
   a->id = id;
   a->job = job;
@@ -976,8 +1020,10 @@ int rd__node_actor_host_for(node_client *link, node_job *job, const Rd__ActorCre
   a->max_task_retries = m->max_task_retries;
   a->max_concurrency = m->max_concurrency > 0 ? m->max_concurrency : 1;
   a->creator = link;
-  a->next = N.actors;
-  N.actors = a;
+  if (!old) {
+    a->next = N.actors;
+    N.actors = a;
+  }
   actor_schedule(a);
   dispatch();
   return 0;
@@ -1514,7 +1560,9 @@ static void client_drop(node_client *c, const char *why) {
     }
   }
   for (node_actor *a = N.actors; a; a = a->next) {
-    if (a->creator == c && a->state != A_DEAD) {
+    if (a->creator == c && a->state != A_DEAD && a->detached) {
+      actor_adopt(a, c);
+    } else if (a->creator == c && a->state != A_DEAD) {
       char buf[160];
       snprintf(buf, sizeof(buf), "the process that created it (pid %d) exited", c->pid);
       actor_die(a, buf);
@@ -1786,6 +1834,9 @@ static int detect_gpus(void) {
 
 int rd__node_main(const rd_node_opts *opts) {
   memset(&N, 0, sizeof(N));
+  N.orphans.role = ROLE_DRIVER;
+  N.orphans.dead = 1;
+  N.orphans.conn.fd = -1;
   N.opts = *opts;
   rd__log_init("node");
   if (opts->log_level >= 0) rd__log_set_level(opts->log_level);
@@ -1876,18 +1927,8 @@ int rd__node_main(const rd_node_opts *opts) {
   while (N.actors) {
     node_actor *a = N.actors;
     N.actors = a->next;
-    for (size_t i = 0; i < a->nargs; i++) free(a->args[i].data);
-    while (a->connects) {
-      parked_connect *p = a->connects;
-      a->connects = p->next;
-      free(p);
-    }
-    while (a->killers) {
-      parked_connect *p = a->killers;
-      a->killers = p->next;
-      free(p);
-    }
-    free(a->args); free(a->cls); free(a->name); free(a->death); free(a);
+    actor_free_fields(a);
+    free(a);
   }
   rd__cluster_free();
   rd__pg_free();

@@ -106,7 +106,8 @@ struct node_actor {
   int no_restart;           /* killed for good: do not restart */
   char *death;              /* why it is dead */
   node_worker *worker;
-  node_client *creator;
+  node_client *creator;     /* &N.orphans once a detached actor's creator left */
+  int detached;             /* outlives its creator */
   lease_req *req;           /* while waiting for placement */
   parked_connect *connects; /* callers waiting for it to be alive */
   parked_connect *killers;  /* rd_actor_kill callers waiting for the old process to go */
@@ -191,6 +192,10 @@ typedef struct rd__node_state {
   parked_get *parked;
   parked_create *parked_creates;
   node_actor *actors;
+  /* Stands in as the creator of detached actors whose creator left: never
+   * connected (dead, so nothing is ever sent to it), it owns their
+   * placement requests. */
+  node_client orphans;
   uint64_t next_actor_id;
   node_bundle *bundles;           /* placement-group bundles reserved here */
   uv_timer_t tick;

@@ -1732,6 +1732,7 @@ int rd_actor_create(const rd_actor_class *cls, const rd_value *args, size_t narg
       m.soft = opts->soft;
       m.pg_id = opts->placement_group.id;
       m.bundle_index = opts->placement_group.id ? opts->bundle_index : -1;
+      m.detached = opts->detached != 0;
       m.n_args = nargs;
       m.args = bin;
       ProtobufCMessage *rep = NULL;

@@ -1157,6 +1157,114 @@ static int t_lease_reuse(void) {
   return 0;
 }
 
+/* ------------------------------------------------------- detached actors */
+
+static rd_actor make_tally(const char *name, int detached, const char *res, double cpus, uint32_t node,
+                           int max_restarts) {
+  rd_actor_opts ao;
+  rd_actor_opts_init(&ao);
+  ao.name = name;
+  ao.detached = detached;
+  ao.resources = res;
+  ao.num_cpus = cpus;
+  ao.max_restarts = max_restarts;
+  if (node != UINT32_MAX) {
+    ao.strategy = RD_STRATEGY_NODE_AFFINITY;
+    ao.node = node;
+  }
+  rd_actor a;
+  int e = rd_actor_create(Tally, RD_NO_ARGS, &ao, &a);
+  if (e != 0) fprintf(stderr, "create %s: %s\n", name ? name : "(anonymous)", rd_err_name(e));
+  CHECK_EQ(e, 0);
+  return a;
+}
+
+static rd_actor get_named(const char *name) {
+  rd_actor a;
+  int e = rd_actor_get(name, &a);
+  if (e != 0) fprintf(stderr, "rd_actor_get %s: %s\n", name, rd_err_name(e));
+  CHECK_EQ(e, 0);
+  return a;
+}
+
+/* First driver: detached actors that must outlive it (one hosted on node b
+ * for a record kept here, one here, one still waiting for this node's CPUs
+ * when the driver leaves) and an ordinary named actor that must not. */
+static int t_detached_make(void) {
+  join();
+  rd_node_info ni;
+  CHECK_EQ(rd_node_info_get(&ni), 0);
+  uint32_t b = run_where("only_b=1");
+  rd_actor keeper = make_tally("keeper", 1, "only_b=1", 0, UINT32_MAX, 1);
+  for (int i = 1; i <= 3; i++) CHECK_EQ(actor_add(keeper), i);
+  long w[2];
+  actor_where(keeper, w);
+  CHECK_EQ(w[0], (long)b);
+  rd_actor local = make_tally("keeper-local", 1, NULL, 0, ni.node_index, 0);
+  CHECK_EQ(actor_add(local), 1);
+  rd_actor eph = make_tally("ephemeral", 0, NULL, 0, UINT32_MAX, 0);
+  CHECK_EQ(actor_add(eph), 1);
+  /* this node's 2 CPUs held by an ordinary actor: a detached one that needs
+   * them waits (its call does not finish) until the holder dies with us */
+  rd_actor holder = make_tally(NULL, 0, NULL, 2, ni.node_index, 0);
+  CHECK_EQ(actor_add(holder), 1);
+  rd_actor later = make_tally("later", 1, NULL, 2, ni.node_index, 0);
+  rd_ref r;
+  CHECK_EQ(rd_actor_call(later, Tally_add, RD_NO_ARGS, NULL, &r), 0);
+  rd_buf bb;
+  CHECK_EQ(rd_get(&r, 1, &bb, 500), RD_ETIMEDOUT);
+  printf("detached actors made; driver %d leaves\n", (int)getpid());
+  rd_shutdown();
+  return 0;
+}
+
+/* Second driver, after the first exited: the detached actors are there with
+ * their state, the ordinary one is gone; a restart of a detached actor and
+ * a kill for good work without its creator. */
+static int t_detached_use(void) {
+  join();
+  rd_actor a;
+  CHECK_EQ(rd_actor_get("ephemeral", &a), RD_ENOENT);
+  rd_actor keeper = get_named("keeper");
+  CHECK_EQ(actor_add(keeper), 4);   /* the same process: its state went on */
+  rd_actor local = get_named("keeper-local");
+  CHECK_EQ(actor_add(local), 2);
+  rd_actor later = get_named("later");   /* placed once the holder died */
+  CHECK_EQ(actor_add(later), 1);
+  /* restart: its record node places it again, on node b (it holds
+   * only_b=1, so where it ran is where it must run again) */
+  long w[2], w2[2];
+  actor_where(keeper, w);
+  CHECK_EQ(w[1], 0);
+  CHECK_EQ(rd_actor_kill(keeper, 0), 0);
+  CHECK_EQ(actor_add(keeper), 1);
+  actor_where(keeper, w2);
+  CHECK_EQ(w2[0], w[0]);
+  CHECK_EQ(w2[1], 1);
+  /* for good */
+  CHECK_EQ(rd_actor_kill(keeper, 1), 0);
+  CHECK_EQ(rd_actor_kill(local, 1), 0);
+  rd_ref r;
+  CHECK_EQ(rd_actor_call(keeper, Tally_add, RD_NO_ARGS, NULL, &r), 0);
+  rd_buf bb;
+  CHECK_EQ(rd_get(&r, 1, &bb, 60000), RD_EACTOR_DIED);
+  rd_buf_release(&bb);
+  rd_shutdown();
+  return 0;
+}
+
+/* Third driver: the killed ones are gone, the other is still serving (and
+ * `raydist stop` must end it). */
+static int t_detached_gone(void) {
+  join();
+  rd_actor a;
+  CHECK_EQ(rd_actor_get("keeper", &a), RD_ENOENT);
+  CHECK_EQ(rd_actor_get("keeper-local", &a), RD_ENOENT);
+  CHECK_EQ(actor_add(get_named("later")), 2);
+  rd_shutdown();
+  return 0;
+}
+
 int main(int argc, char **argv) {
   static const rd_test_case cases[] = {
       {"custom_resources", t_custom_resources}, {"strategies", t_strategies}, {"big_object", t_big_object},
@@ -1166,6 +1274,8 @@ int main(int argc, char **argv) {
       {"locality", t_locality},                 {"placement_groups", t_placement_groups},
       {"pg_node_death", t_pg_node_death},       {"two_jobs", t_two_jobs},
       {"two_jobs_local", t_two_jobs_local},     {"lease_reuse", t_lease_reuse},
+      {"detached_make", t_detached_make},       {"detached_use", t_detached_use},
+      {"detached_gone", t_detached_gone},
   };
   return rd_test_main(argc, argv, cases, sizeof(cases) / sizeof(cases[0]));
 }

@@ -107,6 +107,13 @@ case "$CASE" in
     # the first program again, alone: the nodes reuse or restart its workers
     "$T" custom_resources || fail "the first job after both"
     ;;
+  detached)
+    # detached actors outlive the driver that made them; later drivers use,
+    # restart and kill them by name
+    for phase in detached_make detached_use detached_gone; do
+      "$T" $phase || fail "$phase"
+    done
+    ;;
   lease_reuse)
     export RD_PIDS_FILE="$RAYDIST_TMPDIR/pids"
     "$T" lease_reuse || fail "first driver"
