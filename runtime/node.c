@@ -769,6 +769,10 @@ static void actor_die(node_actor *a, const char *why) {
   a->state = A_DEAD;
   free(a->death);
   a->death = strdup(why);
+  /* the record stays (late callers learn why it died), but the constructor
+   * arguments were kept only for restarts: up to 64 MiB each, so free them */
+  for (size_t i = 0; i < a->nargs; i++) free(a->args[i].data);
+  a->nargs = 0;
   if (a->creator && a->creator->role == ROLE_LINK) rd__cluster_actor_state(a, 0, why);   /* hosted for a peer */
   if (a->host) rd__cluster_actor_kill(a, 1);   /* recorded here, running there: end it there too */
   if (a->name) rd__cluster_actor_dead(a, why);   /* frees the name cluster-wide */
@@ -816,10 +820,14 @@ static void actor_lost(node_actor *a, const char *why) {
   if (a->no_restart) {
     snprintf(buf, sizeof(buf), "actor %s was killed by rd_actor_kill", a->cls);
     actor_die(a, buf);
+  } else if (a->creator && a->creator->role == ROLE_LINK) {
+    actor_die(a, why);   /* hosted for a peer: its record node decides about restarts */
   } else if (a->max_restarts < 0 || a->restarts < a->max_restarts) {
     a->restarts++;
+    char most[16] = "unlimited";
+    if (a->max_restarts >= 0) snprintf(most, sizeof(most), "%d", a->max_restarts);
     rd__log(RD_LOG_WARN, "actor %llu (%s): %s; restarting (restart %d of %s)", (unsigned long long)a->id, a->cls,
-            why, a->restarts, a->max_restarts < 0 ? "unlimited" : "max_restarts");
+            why, a->restarts, most);
     actor_schedule(a);
     dispatch();
   } else {
