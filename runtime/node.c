@@ -1684,7 +1684,7 @@ void rd__node_worker_state(node_worker *w, int st) {
   if (w->state == W_IDLE) { N.nidle--; j->nidle--; }
   if (w->state == W_STARTING) { N.nstarting--; j->nstarting--; }
   w->state = st;
-  if (st == W_IDLE) { N.nidle++; j->nidle++; }
+  if (st == W_IDLE) { N.nidle++; j->nidle++; w->idle_since = rd__now_ns(); }
   if (st == W_STARTING) { N.nstarting++; j->nstarting++; }
 }
 
@@ -1753,6 +1753,33 @@ static void jobs_tick(uint64_t now) {
   }
 }
 
+/* A job's task workers over the soft limit (--prestart: one per CPU by
+ * default, the number its drivers keep started) that have been idle for
+ * N.idle_trim_ns stop, as with Ray's soft worker limit: a burst of
+ * fractional-CPU tasks can start up to max_workers processes, which then go
+ * back instead of idling forever.  Actors' workers are not counted and never
+ * stopped here; a job without drivers gives all its workers back in
+ * jobs_tick. */
+static void workers_trim(uint64_t now) {
+  if (!N.idle_trim_ns) return;
+  const int soft = N.opts.prestart > 0 ? N.opts.prestart : 1;
+  for (node_job *j = N.jobs; j; j = j->next) {
+    if (!j->drivers || j->nworkers <= soft) continue;
+    int ntask = 0;
+    for (node_worker *w = N.workers; w; w = w->next)
+      if (w->job == j && !w->actor && (w->state == W_IDLE || w->state == W_LEASED || w->state == W_STARTING)) ntask++;
+    for (node_worker *w = N.workers; w && ntask > soft; w = w->next) {
+      if (w->job != j || w->state != W_IDLE || w->actor || now - w->idle_since < N.idle_trim_ns) continue;
+      rd__log(RD_LOG_INFO, "stopping worker %u (pid %d) of job %u: idle for %llu ms with %d task workers, over the "
+              "soft limit %d", w->id, w->pid, j->id, (unsigned long long)((now - w->idle_since) / 1000000ull), ntask,
+              soft);
+      rd__node_worker_state(w, W_DYING);
+      if (w->pid > 0) kill(w->pid, SIGKILL);
+      ntask--;
+    }
+  }
+}
+
 /* ----------------------------------------------------------- lifecycle */
 
 static void on_tick(uv_timer_t *t) {
@@ -1785,6 +1812,7 @@ static void on_tick(uv_timer_t *t) {
       w->kill_deadline = 0;
     }
   jobs_tick(now);
+  workers_trim(now);
   flush_all();
 }
 
@@ -1845,6 +1873,9 @@ int rd__node_main(const rd_node_opts *opts) {
   N.orphans.role = ROLE_DRIVER;
   N.orphans.dead = 1;
   N.orphans.conn.fd = -1;
+  N.idle_trim_ns = 10000000000ull;
+  const char *trim = getenv("RAYDIST_WORKER_IDLE_MS");   /* tests shorten it; 0 = never */
+  if (trim && *trim) N.idle_trim_ns = (uint64_t)strtoull(trim, NULL, 10) * 1000000ull;
   N.opts = *opts;
   rd__log_init("node");
   if (opts->log_level >= 0) rd__log_set_level(opts->log_level);

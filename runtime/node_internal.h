@@ -167,6 +167,7 @@ struct node_worker {
   char visible[64];
   node_actor *actor;        /* the actor this worker hosts */
   uint64_t kill_deadline;   /* graceful actor exit: SIGKILL after this */
+  uint64_t idle_since;      /* when it last became idle */
   node_worker *next;
 };
 
@@ -191,6 +192,7 @@ typedef struct rd__node_state {
   uint64_t leases_granted;
   parked_get *parked;
   parked_create *parked_creates;
+  uint64_t idle_trim_ns;    /* idle task workers over the soft limit stop after this (0: never) */
   node_actor *actors;
   /* Stands in as the creator of detached actors whose creator left: never
    * connected (dead, so nothing is ever sent to it), it owns their

@@ -628,6 +628,54 @@ static int t_priority(void) {
   return 0;
 }
 
+/* A burst of fractional-CPU tasks grows the pool past one worker per CPU;
+ * once idle for RAYDIST_WORKER_IDLE_MS (set short here) the extra workers
+ * stop, down to the soft limit (--prestart, one per CPU), and tasks still
+ * run afterwards. */
+static int t_workers_trim(void) {
+  setenv("RAYDIST_WORKER_IDLE_MS", "300", 1);   /* the node inherits it */
+  rd_config cfg;
+  rd_config_init(&cfg);
+  cfg.num_cpus = 2;
+  init_or_die(&cfg);
+  rd_task_opts o;
+  rd_task_opts_init(&o);
+  o.num_cpus = 0.05;
+  enum { N = 40 };
+  rd_ref r[N];
+  long ms = 400;
+  for (int i = 0; i < N; i++) CHECK_EQ(rd_submit(sleep_span, RD_ARGS(rd_arg_bytes(&ms, sizeof(ms))), &o, &r[i]), 0);
+  int most = 0;
+  for (int i = 0; i < N; i++) {
+    rd_buf b;
+    CHECK_EQ(rd_get(&r[i], 1, &b, 60000), 0);
+    rd_buf_release(&b);
+    rd_ref_release(r[i]);
+    rd_node_info ni;
+    CHECK_EQ(rd_node_info_get(&ni), 0);
+    most = ni.num_workers > most ? ni.num_workers : most;
+  }
+  rd_node_info ni;
+  int left = -1;
+  for (int k = 0; k < 100; k++) {   /* up to 10 s */
+    CHECK_EQ(rd_node_info_get(&ni), 0);
+    left = ni.num_workers;
+    if (left <= 2) break;
+    usleep(100000);
+  }
+  printf("workers: %d at most during the burst, %d after idling\n", most, left);
+  CHECK(most > 2);
+  CHECK(left <= 2 && left >= 1);
+  rd_ref one;
+  long x = 1;
+  CHECK_EQ(rd_submit(add_one, RD_ARGS(rd_arg_bytes(&x, sizeof(x))), NULL, &one), 0);
+  rd_buf b;
+  CHECK_EQ(rd_get(&one, 1, &b, 30000), 0);
+  rd_buf_release(&b);
+  rd_shutdown();
+  return 0;
+}
+
 static int t_malformed(void) {
   init_or_die(NULL);
   const char *sess = rd_session_dir();
@@ -856,7 +904,7 @@ static const rd_test_case tests[] = {
     {"infeasible", t_infeasible},   {"crash_retry", t_crash_retry}, {"timeouts", t_timeouts},
     {"priority", t_priority},       {"malformed", t_malformed}, {"shutdown_clean", t_shutdown_clean},
     {"threads", t_threads},         {"spawn_fails", t_spawn_fails}, {"spawn_fails_child", t_spawn_fails_child},
-    {"workers_crash_at_start", t_workers_crash_at_start},
+    {"workers_crash_at_start", t_workers_crash_at_start}, {"workers_trim", t_workers_trim},
 };
 
 RD_TEST_MAIN(tests)
