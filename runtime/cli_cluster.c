@@ -469,6 +469,22 @@ static void print_pgs(const rd_gcs_pg *pgs, size_t n) {
   }
 }
 
+static void print_actors(const rd_gcs_actor *as, size_t n) {
+  static const char *state[] = {"?", "alive", "restarting", "dead"};
+  size_t live = 0;
+  for (size_t i = 0; i < n; i++) live += as[i].state != RD_GCS_ACTOR_DEAD;
+  printf("\nnamed actors: %zu live, %zu dead\n", live, n - live);
+  if (!live) return;
+  printf("%-16s %-24s %-24s %-5s %s\n", "id", "name", "class", "node", "state");
+  for (size_t i = 0; i < n; i++) {
+    const rd_gcs_actor *a = &as[i];
+    if (a->state == RD_GCS_ACTOR_DEAD) continue;
+    printf("%016llx %-24s %-24s %-5u %s\n", (unsigned long long)a->actor_id, a->name[0] ? a->name : "-",
+           a->class_name, a->node_index,
+           a->state >= 1 && a->state <= 3 ? state[a->state] : "?");
+  }
+}
+
 int rd__cli_status(int argc, char **argv) {
   const char *address = getenv("RAYDIST_ADDRESS"), *token = getenv("RAYDIST_TOKEN");
   static const struct option lo[] = {{"address", 1, 0, 'a'}, {"token", 1, 0, 't'}, {0, 0, 0, 0}};
@@ -508,6 +524,12 @@ int rd__cli_status(int argc, char **argv) {
   if (r == 0 && rd_gcs_pg_list(g, &pgs, &npg) != 0) {
     pgs = NULL;
     npg = 0;
+  }
+  rd_gcs_actor *actors = NULL;
+  size_t nact = 0;
+  if (r == 0 && rd_gcs_actor_list(g, &actors, &nact) != 0) {
+    actors = NULL;
+    nact = 0;
   }
   rd_gcs_close(g);
   if (r != 0) {
@@ -556,5 +578,7 @@ int rd__cli_status(int argc, char **argv) {
   free(nodes);
   print_pgs(pgs, npg);
   free(pgs);
+  print_actors(actors, nact);
+  free(actors);
   return 0;
 }

@@ -44,6 +44,7 @@
 #define MAX_UPLOADS 8
 #define UPLOAD_IDLE_MS 60000
 #define PG_REMOVED_KEEP 1000   /* REMOVED placement groups kept (the newest ids) */
+#define ACTOR_DEAD_KEEP 1000   /* dead named actors kept (the highest ids) */
 
 typedef struct gcs_event {
   int kind;
@@ -563,6 +564,48 @@ static int actor_claim_name(gcs *g, rd__rpc_call *call, const Rd__Gcs__ActorInfo
   return rc;
 }
 
+/* The records of one table, unpacked, for a list reply (PgList, ActorList). */
+typedef struct rec_list {
+  const ProtobufCMessageDescriptor *desc;
+  ProtobufCMessage **v;
+  size_t n, cap, bytes;
+  int rc;
+} rec_list;
+
+static int collect_rec(void *arg, const char *key, size_t klen, const void *val, size_t vlen) {
+  rec_list *l = arg;
+  if (l->bytes + vlen > RD_GCS_MSG_MAX / 2) {   /* keep the reply under the message limit */
+    l->rc = RD_E2BIG;
+    return 1;
+  }
+  if ((l->rc = grow(&l->v, &l->cap, l->n, sizeof(*l->v))) != 0) return 1;
+  ProtobufCMessage *m = protobuf_c_message_unpack(l->desc, NULL, vlen, val);
+  if (!m) {
+    l->rc = RD_EIO;
+    return 1;
+  }
+  l->v[l->n++] = m;
+  l->bytes += vlen + 8;
+  return 0;
+}
+
+/* Fills l (its desc set) with every record of table t. */
+static int list_table(gcs *g, rd__rpc_call *call, const char *t, const char *what, rec_list *l) {
+  pthread_mutex_lock(&g->mu);
+  int rc = g->store->ops->scan(g->store, t, "", 0, collect_rec, l);
+  pthread_mutex_unlock(&g->mu);
+  if (!rc) rc = l->rc;
+  if (rc == RD_E2BIG) rd__rpc_fail(call, "%s: too many for one reply", what);
+  return rc;
+}
+
+static void rec_list_free(rec_list *l) {
+  for (size_t i = 0; i < l->n; i++) protobuf_c_message_free_unpacked(l->v[i], NULL);
+  free(l->v);
+}
+
+static void actor_trim_dead(gcs *g);
+
 /* Moves actor a (its record under key) to state, saves and publishes it.
  * A dead actor frees its name; one coming back must win it again
  * (RD_EEXIST, nothing changed).  node 0 keeps the node.  g->mu held. */
@@ -578,6 +621,7 @@ static int actor_change(gcs *g, rd__rpc_call *call, Rd__Gcs__ActorInfo *a, const
   if (!rc) rc = rec_put(g, T_ACTOR, key, &a->base);
   if (!rc) actor_publish(g, a);
   a->death_reason = old;   /* the unpacked record frees its own string */
+  if (!rc && state == RD__GCS__ACTOR_STATE__ACTOR_DEAD && was != RD__GCS__ACTOR_STATE__ACTOR_DEAD) actor_trim_dead(g);
   return rc;
 }
 
@@ -597,6 +641,38 @@ static int collect_actor_on(void *arg, const char *key, size_t klen, const void 
   protobuf_c_message_free_unpacked(&a->base, NULL);
   return 0;
 }
+
+/* Deletes the records of table t (keyed by fixed-width hex ids, so key
+ * order is id order) that collect lists as ended, all but the keep with the
+ * highest ids.  g->mu held. */
+static void trim_ended(gcs *g, const char *t,
+                       int (*collect)(void *, const char *, size_t, const void *, size_t), size_t keep) {
+  id_list l = {0};
+  if (g->store->ops->scan(g->store, t, "", 0, collect, &l) == 0) {
+    for (size_t i = 0; i + keep < l.n; i++) {
+      char key[20];
+      actor_key(key, l.v[i]);   /* pg_key is the same format */
+      g->store->ops->del(g->store, t, key, strlen(key));
+    }
+  }
+  free(l.v);
+}
+
+static int collect_actor_dead(void *arg, const char *key, size_t klen, const void *val, size_t vlen) {
+  id_list *l = arg;
+  Rd__Gcs__ActorInfo *a = rd__gcs__actor_info__unpack(NULL, vlen, val);
+  if (!a) return 0;
+  if (a->state == RD__GCS__ACTOR_STATE__ACTOR_DEAD && grow(&l->v, &l->cap, l->n, sizeof(*l->v)) == 0)
+    l->v[l->n++] = a->actor_id;
+  protobuf_c_message_free_unpacked(&a->base, NULL);
+  return 0;
+}
+
+/* Deletes the lowest-id dead actors beyond ACTOR_DEAD_KEEP (ids are a node
+ * index above a per-node sequence, so within a node the oldest go first):
+ * named actors created and killed without end must not grow the table
+ * without end.  g->mu held. */
+static void actor_trim_dead(gcs *g) { trim_ended(g, T_ACTOR, collect_actor_dead, ACTOR_DEAD_KEEP); }
 
 static void actors_of_dead_node(gcs *g, uint32_t idx) {
   id_list l = {.node = idx};
@@ -707,6 +783,20 @@ static int h_actor_lookup(void *arg, rd__rpc_call *call, const ProtobufCMessage 
   return rc ? rc : rd__rpc_reply(call, &r.base);
 }
 
+/* Every named actor the table holds: live ones and the dead kept. */
+static int h_actor_list(void *arg, rd__rpc_call *call, const ProtobufCMessage *req) {
+  rec_list l = {.desc = &rd__gcs__actor_info__descriptor};
+  int rc = list_table(arg, call, T_ACTOR, "actors", &l);
+  if (!rc) {
+    Rd__Gcs__ActorListReply r = RD__GCS__ACTOR_LIST_REPLY__INIT;
+    r.n_actors = l.n;
+    r.actors = (Rd__Gcs__ActorInfo **)l.v;
+    rc = rd__rpc_reply(call, &r.base);
+  }
+  rec_list_free(&l);
+  return rc;
+}
+
 /* ---- placement groups ---- */
 
 /* The record node writes a group's record whole (PgPut); the GCS checks it,
@@ -767,17 +857,7 @@ static int collect_pg_removed(void *arg, const char *key, size_t klen, const voi
 }
 
 /* Deletes the oldest-id REMOVED groups beyond PG_REMOVED_KEEP.  g->mu held. */
-static void pg_trim_removed(gcs *g) {
-  id_list l = {0};
-  if (g->store->ops->scan(g->store, T_PG, "", 0, collect_pg_removed, &l) == 0) {
-    for (size_t i = 0; i + PG_REMOVED_KEEP < l.n; i++) {   /* key order: oldest ids first */
-      char key[20];
-      pg_key(key, l.v[i]);
-      g->store->ops->del(g->store, T_PG, key, strlen(key));
-    }
-  }
-  free(l.v);
-}
+static void pg_trim_removed(gcs *g) { trim_ended(g, T_PG, collect_pg_removed, PG_REMOVED_KEEP); }
 
 static int collect_pg_of(void *arg, const char *key, size_t klen, const void *val, size_t vlen) {
   id_list *l = arg;
@@ -893,46 +973,16 @@ static int h_pg_get(void *arg, rd__rpc_call *call, const ProtobufCMessage *req) 
   return rc;
 }
 
-typedef struct pg_list {
-  Rd__Gcs__PgInfo **v;
-  size_t n, cap, bytes;
-  int rc;
-} pg_list;
-
-static int collect_pg(void *arg, const char *key, size_t klen, const void *val, size_t vlen) {
-  pg_list *l = arg;
-  if (l->bytes + vlen > RD_GCS_MSG_MAX / 2) {   /* keep the reply under the message limit */
-    l->rc = RD_E2BIG;
-    return 1;
-  }
-  if ((l->rc = grow(&l->v, &l->cap, l->n, sizeof(*l->v))) != 0) return 1;
-  Rd__Gcs__PgInfo *p = rd__gcs__pg_info__unpack(NULL, vlen, val);
-  if (!p) {
-    l->rc = RD_EIO;
-    return 1;
-  }
-  l->v[l->n++] = p;
-  l->bytes += vlen + 8;
-  return 0;
-}
-
-/* Every record, REMOVED ones too, sorted by id (the store's key order). */
 static int h_pg_list(void *arg, rd__rpc_call *call, const ProtobufCMessage *req) {
-  gcs *g = arg;
-  pg_list l = {0};
-  pthread_mutex_lock(&g->mu);
-  int rc = g->store->ops->scan(g->store, T_PG, "", 0, collect_pg, &l);
-  pthread_mutex_unlock(&g->mu);
-  if (!rc) rc = l.rc;
-  if (rc == RD_E2BIG) rd__rpc_fail(call, "placement groups: too many for one reply");
+  rec_list l = {.desc = &rd__gcs__pg_info__descriptor};
+  int rc = list_table(arg, call, T_PG, "placement groups", &l);
   if (!rc) {
     Rd__Gcs__PgListReply r = RD__GCS__PG_LIST_REPLY__INIT;
     r.n_pgs = l.n;
-    r.pgs = l.v;
+    r.pgs = (Rd__Gcs__PgInfo **)l.v;
     rc = rd__rpc_reply(call, &r.base);
   }
-  for (size_t i = 0; i < l.n; i++) protobuf_c_message_free_unpacked(&l.v[i]->base, NULL);
-  free(l.v);
+  rec_list_free(&l);
   return rc;
 }
 
@@ -1265,6 +1315,7 @@ static const rd__rpc_method gcs_methods[] = {
     M("ActorRegister", actor_info, h_actor_register),
     M("ActorUpdate", actor_update_request, h_actor_update),
     M("ActorLookup", actor_lookup_request, h_actor_lookup),
+    M("ActorList", empty, h_actor_list),
     M("PgPut", pg_info, h_pg_put),
     M("PgGet", pg_key, h_pg_get),
     M("PgList", empty, h_pg_list),

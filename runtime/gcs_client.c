@@ -453,6 +453,36 @@ int rd_gcs_actor_lookup(rd_gcs *g, const char *name, uint64_t *actor_id_out, uin
   return 0;
 }
 
+int rd_gcs_actor_list(rd_gcs *g, rd_gcs_actor **out, size_t *n) {
+  *out = NULL;
+  *n = 0;
+  Rd__Gcs__Empty req = RD__GCS__EMPTY__INIT;
+  ProtobufCMessage *rep;
+  int rc = call(g, "/rd.gcs.Gcs/ActorList", &req.base, &rd__gcs__actor_list_reply__descriptor, &rep, NULL, 0);
+  if (rc) return rc;
+  Rd__Gcs__ActorListReply *r = (Rd__Gcs__ActorListReply *)rep;
+  rd_gcs_actor *v = r->n_actors ? calloc(r->n_actors, sizeof(*v)) : NULL;
+  if (r->n_actors && !v) rc = fail(RD_ENOMEM, NULL, 0, "%.200s", "out of memory");
+  for (size_t i = 0; !rc && i < r->n_actors; i++) {
+    const Rd__Gcs__ActorInfo *a = r->actors[i];
+    v[i].actor_id = a->actor_id;
+    snprintf(v[i].name, sizeof(v[i].name), "%s", a->name ? a->name : "");
+    snprintf(v[i].class_name, sizeof(v[i].class_name), "%s", a->class_name ? a->class_name : "");
+    v[i].node_index = a->node_index;
+    v[i].state = (int)a->state;
+    snprintf(v[i].reason, sizeof(v[i].reason), "%s", a->death_reason ? a->death_reason : "");
+  }
+  size_t count = r->n_actors;
+  protobuf_c_message_free_unpacked(rep, NULL);
+  if (rc) {
+    free(v);
+    return rc;
+  }
+  *out = v;
+  *n = count;
+  return 0;
+}
+
 /* ---- placement groups ---- */
 
 /* Can r be turned into a message without reading past its arrays? */

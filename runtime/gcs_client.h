@@ -93,6 +93,17 @@ int rd_gcs_actor_update(rd_gcs *g, uint64_t actor_id, int state, uint32_t node_i
                         const char *reason);
 int rd_gcs_actor_lookup(rd_gcs *g, const char *name, uint64_t *actor_id_out,
                         uint32_t *node_index_out); /* RD_ENOENT */
+/* The actor table (named actors): live ones and the 1000 dead ones with the
+ * highest ids; *out is malloc'd (free it). */
+typedef struct rd_gcs_actor {
+  uint64_t actor_id;
+  char name[RD_GCS_NAME_MAX];
+  char class_name[RD_GCS_NAME_MAX];
+  uint32_t node_index;          /* where it runs (ran) */
+  int state;                    /* RD_GCS_ACTOR_* */
+  char reason[128];             /* why it died */
+} rd_gcs_actor;
+int rd_gcs_actor_list(rd_gcs *g, rd_gcs_actor **out, size_t *n);
 
 /* Placement groups.  The node that creates a group (its record node)
  * reserves the bundles and writes the whole record with rd_gcs_pg_put at

@@ -113,6 +113,11 @@ case "$CASE" in
     for phase in detached_make detached_use detached_gone; do
       "$T" $phase || fail "$phase"
     done
+    # the GCS actor table, as status prints it: "later" still serves
+    "$R" status > "$RAYDIST_TMPDIR/status" || fail "status"
+    grep -q "^named actors: 1 live, 3 dead" "$RAYDIST_TMPDIR/status" &&
+      grep -Eq "^[0-9a-f]{16} later +Tally +1 +alive" "$RAYDIST_TMPDIR/status" ||
+      { cat "$RAYDIST_TMPDIR/status"; fail "status does not show the detached actor"; }
     ;;
   lease_reuse)
     export RD_PIDS_FILE="$RAYDIST_TMPDIR/pids"

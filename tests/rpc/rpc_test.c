@@ -541,6 +541,47 @@ static int t_gcs_jobs_actors(void) {
   CHECK_EQ(ns, 4);
   CHECK(states[0] == RD_GCS_ACTOR_ALIVE && states[1] == RD_GCS_ACTOR_RESTARTING &&
         states[2] == RD_GCS_ACTOR_ALIVE && states[3] == RD_GCS_ACTOR_DEAD);
+  /* the table, for `raydist status`: every actor with its state */
+  rd_gcs_actor *as = NULL;
+  size_t na = 0;
+  CHECK_EQ(rd_gcs_actor_list(g, &as, &na), 0);
+  CHECK_EQ(na, 4);   /* 1 (dead), 2 (svc), 3 and 4 (anonymous) */
+  int seen = 0;
+  for (size_t i = 0; i < na; i++) {
+    if (as[i].actor_id == 1) {
+      CHECK(as[i].state == RD_GCS_ACTOR_DEAD && !strcmp(as[i].reason, "killed") && !strcmp(as[i].name, "svc"));
+      seen |= 1;
+    }
+    if (as[i].actor_id == 2) {
+      CHECK(as[i].state == RD_GCS_ACTOR_ALIVE && as[i].node_index == 4 && !strcmp(as[i].class_name, "Embedder"));
+      seen |= 2;
+    }
+  }
+  CHECK_EQ(seen, 3);
+  free(as);
+  /* named actors made and killed without end: the dead beyond 1000 go,
+   * lowest ids first; live ones stay */
+  for (uint64_t k = 0; k < 1010; k++) {
+    char nm[32];
+    snprintf(nm, sizeof(nm), "churn-%llu", (unsigned long long)k);
+    CHECK_EQ(rd_gcs_actor_register(g, 100 + k, nm, "Churn", 4), 0);
+    CHECK_EQ(rd_gcs_actor_update(g, 100 + k, RD_GCS_ACTOR_DEAD, 0, "done"), 0);
+  }
+  CHECK_EQ(rd_gcs_actor_list(g, &as, &na), 0);
+  size_t dead = 0, live = 0, lowest = SIZE_MAX;
+  for (size_t i = 0; i < na; i++) {
+    if (as[i].state == RD_GCS_ACTOR_DEAD) {
+      dead++;
+      if (as[i].actor_id < lowest) lowest = (size_t)as[i].actor_id;
+    } else {
+      live++;
+    }
+  }
+  free(as);
+  printf("actor table after churn: %zu live, %zu dead, lowest dead id %zu\n", live, dead, lowest);
+  CHECK_EQ(live, 3);
+  CHECK_EQ(dead, 1000);
+  CHECK_EQ(lowest, 110);   /* 1 and 100..109 went */
   /* the GCS stops cleanly under a live subscription; the client, left
    * resubscribing to nobody, still closes at once */
   gcs_stop(&p);
@@ -932,6 +973,7 @@ static int t_gcs_fuzz(void) {
       {"ActorRegister", &rd__gcs__actor_info__descriptor},
       {"ActorUpdate", &rd__gcs__actor_update_request__descriptor},
       {"ActorLookup", &rd__gcs__actor_lookup_request__descriptor},
+      {"ActorList", &rd__gcs__empty__descriptor},
       {"PgPut", &rd__gcs__pg_info__descriptor},
       {"PgGet", &rd__gcs__pg_key__descriptor},
       {"PgList", &rd__gcs__empty__descriptor},
