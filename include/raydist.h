@@ -221,6 +221,18 @@ RD_EXTERN int rd_submit(const rd_function *fn, const rd_value *args, size_t narg
 RD_EXTERN int rd_submit_by_name(const char *name, const rd_value *args, size_t nargs,
                                 const rd_task_opts *opts, rd_ref *refs_out) RD_MUST_CHECK;
 
+/* Cancels the task (or actor call) whose return is ref, as Ray's
+ * ray.cancel: rd_get on its returns then fails with RD_ECANCELED at once,
+ * and tasks that take them as arguments fail too.  A task still queued or
+ * waiting for its arguments never runs.  One already sent to a worker runs
+ * to its end and its results are dropped, unless force is set: then its
+ * worker process is killed (other tasks queued on that worker go back to the
+ * queue without using a retry).  0, or RD_ENOENT when no unfinished task of
+ * this process returns ref (already done, a put, another process's),
+ * RD_EINVAL for force on an actor call (killing the actor is rd_actor_kill),
+ * RD_ESTATE before rd_init. */
+RD_EXTERN int rd_cancel(rd_ref ref, int force) RD_MUST_CHECK;
+
 /* ------------------------------------------------ inside a remote function */
 
 RD_EXTERN size_t rd_call_nargs(const rd_call *call);

@@ -210,17 +210,21 @@ static void task_free(rd__task *t) {
   free(t);
 }
 
-static void task_fail(rd__task *t, int err, const char *fmt, ...) {
-  va_list ap;
-  va_start(ap, fmt);
-  rd__blob *msg = blob_printf(fmt, ap);
-  va_end(ap);
+static void task_fail_returns(rd__task *t, int err, rd__blob *msg) {
   for (int i = 0; i < t->nret; i++) {
     rd__obj *o = obj_get(t->ret_ids[i]);
     if (!o) continue;
     obj_set_failed(o, err, msg);
     obj_ready(o);
   }
+}
+
+static void task_fail(rd__task *t, int err, const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  rd__blob *msg = blob_printf(fmt, ap);
+  va_end(ap);
+  task_fail_returns(t, err, msg);
   blob_unref(msg);
   task_free(t);
 }
@@ -384,7 +388,25 @@ static void lease_return_ex(rd__lease *l, int worker_lost) {
   free(l);
 }
 
-/* The worker behind a lease is gone: retry or fail what it was running. */
+/* Puts tasks (a list, in order) back at the front of c's queue. */
+static void class_requeue_front(rd__sclass *c, rd__task *head) {
+  if (!head) return;
+  rd__task *last = head;
+  while (last->next) last = last->next;
+  last->next = c->qhead;
+  c->qhead = head;
+  size_t n = 0;
+  for (rd__task *x = c->qhead; x; x = x->next) {
+    n++;
+    last = x;
+  }
+  c->qlen = n;
+  c->qtail = last;
+}
+
+/* The worker behind a lease is gone: retry or fail what it was running.
+ * why NULL: killed for rd_cancel with force (lease_kill), so the others go
+ * back to the queue without using a retry. */
 static void lease_lost(rd__lease *l, const char *why) {
   rd__sclass *c = l->cls;
   rd__task *t = l->inhead;
@@ -400,11 +422,15 @@ static void lease_lost(rd__lease *l, const char *why) {
   while (t) {
     rd__task *next = t->next;
     t->lease = NULL;
-    if (t->retries_left > 0) {
-      t->retries_left--;
-      t->attempt++;
-      rd__log(RD_LOG_WARN, "worker pid %d %s while running '%s'; retrying (attempt %d of %d)", pid, why,
-              t->func, t->attempt + 1, t->max_retries + 1);
+    if (t->cancelled) {
+      task_free(t);   /* its returns failed when it was cancelled */
+    } else if (!why || t->retries_left > 0) {
+      if (why) {
+        t->retries_left--;
+        t->attempt++;
+        rd__log(RD_LOG_WARN, "worker pid %d %s while running '%s'; retrying (attempt %d of %d)", pid, why,
+                t->func, t->attempt + 1, t->max_retries + 1);
+      }
       t->next = NULL;
       *rtail = t;
       rtail = &t->next;
@@ -416,20 +442,13 @@ static void lease_lost(rd__lease *l, const char *why) {
     }
     t = next;
   }
-  if (retry_head) {
-    *rtail = c->qhead;
-    if (!c->qhead) c->qtail = (rd__task *)((char *)rtail - offsetof(rd__task, next));
-    c->qhead = retry_head;
-    for (rd__task *x = retry_head; x && x != *rtail; x = x->next) c->qlen++;
-    /* recompute tail and length exactly */
-    size_t n = 0;
-    rd__task *last = NULL;
-    for (rd__task *x = c->qhead; x; x = x->next) { n++; last = x; }
-    c->qlen = n;
-    c->qtail = last;
-  }
+  class_requeue_front(c, retry_head);
   class_dispatch(c);
 }
+
+/* rd_cancel with force on a task in flight on l: the node kills the worker
+ * (LeaseReturn with worker_lost); the cancelled tasks are dropped. */
+static void lease_kill(rd__lease *l) { lease_lost(l, NULL); }
 
 static void on_task_reply(rd__lease *l, Rd__TaskReply *m) {
   rd__task *t = l->inhead, *prev = NULL;
@@ -449,7 +468,11 @@ static void on_task_reply(rd__lease *l, Rd__TaskReply *m) {
   if (c) c->ewma_ns = c->ewma_ns ? (c->ewma_ns * 7 + svc) / 8 : svc + 1;
   l->last_reply_ns = now;
 
-  if (m->status != 0) {
+  if (t->cancelled) {   /* its returns failed when it was cancelled: drop what it made */
+    for (size_t i = 0; i < m->n_returns && i < (size_t)t->nret; i++)
+      if (m->returns[i]->in_store) queue_release(t->ret_ids[i], 1, m->node);
+    task_free(t);
+  } else if (m->status != 0) {
     task_fail(t, m->status, "%s", m->error && *m->error ? m->error : rd_strerror(m->status));
   } else {
     for (int i = 0; i < t->nret; i++) {
@@ -646,7 +669,9 @@ static void actor_conn_lost(rd__lease *l, const char *why) {
   while (t) {
     rd__task *next = t->next;
     t->lease = NULL;
-    if (a->max_task_retries < 0 || t->attempt < a->max_task_retries) {
+    if (t->cancelled) {
+      task_free(t);
+    } else if (a->max_task_retries < 0 || t->attempt < a->max_task_retries) {
       t->attempt++;
       t->next = NULL;
       *rt = t;
@@ -1602,6 +1627,110 @@ int rd_submit_by_name(const char *name, const rd_value *args, size_t nargs, cons
     return RD_ENOFUNC;
   }
   return rd_submit(f, args, nargs, opts, refs_out);
+}
+
+/* ------------------------------------------------------------ cancel */
+
+static int task_returns(const rd__task *t, uint64_t id) {
+  for (int i = 0; i < t->nret; i++)
+    if (t->ret_ids[i] == id) return 1;
+  return 0;
+}
+
+static void task_cancel_returns(rd__task *t) {
+  char buf[300];
+  snprintf(buf, sizeof(buf), "task '%s' was cancelled", t->func);
+  rd__blob *msg = blob_new(buf, strlen(buf));
+  task_fail_returns(t, RD_ECANCELED, msg);
+  blob_unref(msg);
+}
+
+/* t is in flight on l (sent, maybe running): its returns fail now; with
+ * force its worker is killed, else it runs to the end and its results are
+ * dropped. */
+static int cancel_in_flight(rd__task *t, rd__lease *l, int force) {
+  if (!t->cancelled) {
+    t->cancelled = 1;
+    task_cancel_returns(t);
+  }
+  if (force) lease_kill(l);
+  return 0;
+}
+
+/* Unlinks t from the singly linked queue *head (tail, len kept). */
+static void queue_unlink(rd__task **head, rd__task **tail, size_t *len, rd__task *t) {
+  rd__task *prev = NULL;
+  for (rd__task *x = *head; x; prev = x, x = x->next) {
+    if (x != t) continue;
+    if (prev) prev->next = x->next;
+    else *head = x->next;
+    if (*tail == x) *tail = prev;
+    (*len)--;
+    return;
+  }
+}
+
+/* A task still waiting for arguments is listed only by the objects it waits
+ * on: take it off all of them. */
+static void deps_unlink(rd__task *t) {
+  for (int i = 0; i < t->nargs; i++) {
+    rd__obj *o = t->args[i].by_ref ? obj_get(t->args[i].oid) : NULL;
+    if (!o) continue;
+    int k = 0;
+    for (int j = 0; j < o->ndeps; j++)
+      if (o->deps[j] != t) o->deps[k++] = o->deps[j];
+    o->ndeps = k;
+  }
+  t->deps_pending = 0;
+}
+
+static int cancel_locked(uint64_t id, int force) {
+  for (rd__sclass *c = G.classes; c; c = c->next) {
+    for (rd__task *t = c->qhead; t; t = t->next) {
+      if (!task_returns(t, id)) continue;
+      queue_unlink(&c->qhead, &c->qtail, &c->qlen, t);
+      task_cancel_returns(t);
+      task_free(t);
+      return 0;
+    }
+    for (rd__lease *l = c->leases; l; l = l->next)
+      for (rd__task *t = l->inhead; t; t = t->next)
+        if (task_returns(t, id)) return cancel_in_flight(t, l, force);
+  }
+  for (rd__actor *a = G.actors; a; a = a->next) {
+    for (rd__task *t = a->qhead; t; t = t->next) {
+      if (!task_returns(t, id)) continue;
+      if (force) return RD_EINVAL;
+      if (t->deps_pending) deps_unlink(t);
+      queue_unlink(&a->qhead, &a->qtail, &a->qlen, t);
+      task_cancel_returns(t);
+      task_free(t);
+      return 0;
+    }
+    if (a->conn)
+      for (rd__task *t = a->conn->inhead; t; t = t->next)
+        if (task_returns(t, id)) return force ? RD_EINVAL : cancel_in_flight(t, a->conn, 0);
+  }
+  for (uint64_t i = 0; G.objs.slots && i <= G.objs.mask; i++) {
+    rd__obj *o = G.objs.slots[i].val;
+    for (int k = 0; o && k < o->ndeps; k++) {
+      rd__task *t = o->deps[k];
+      if (t->actor || !task_returns(t, id)) continue;   /* actor calls wait in their queue, above */
+      deps_unlink(t);
+      task_cancel_returns(t);
+      task_free(t);
+      return 0;
+    }
+  }
+  return RD_ENOENT;
+}
+
+int rd_cancel(rd_ref ref, int force) {
+  pthread_mutex_lock(&G.mu);
+  int r = !G.inited || G.dead ? RD_ESTATE : cancel_locked(ref.id, force);
+  if (r == 0) rd__flush_all();   /* a LeaseReturn may be waiting */
+  pthread_mutex_unlock(&G.mu);
+  return r;
 }
 
 int rd_node_info_get(rd_node_info *out) {

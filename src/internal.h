@@ -56,6 +56,7 @@ struct rd__task {
   int nargs, nret;
   int deps_pending;
   int retries_left, max_retries, attempt;
+  int cancelled;            /* rd_cancel while in flight: its returns already failed */
   uint64_t ret_ids[RD_MAX_RETURNS];
   uint64_t pushed_ns;
   rd__lease *lease;

@@ -196,6 +196,44 @@ static int t_order(void) {
   return 0;
 }
 
+/* rd_cancel on actor calls: one still queued here never runs; one already
+ * sent fails at once with RD_ECANCELED while the actor still runs it (its
+ * state moves on); force is refused for actor calls. */
+static int t_cancel(void) {
+  init_or_die(NULL);
+  rd_actor a = make_counter(0, NULL);
+  /* not connected yet: the call waits in this process's queue and is dropped */
+  rd_ref early;
+  CHECK_EQ(rd_actor_call(a, Counter_incr, RD_NO_ARGS, NULL, &early), 0);
+  CHECK_EQ(rd_cancel(early, 0), 0);
+  rd_buf eb;
+  CHECK_EQ(rd_get(&early, 1, &eb, 5000), RD_ECANCELED);
+  rd_buf_release(&eb);
+  rd_ref first;
+  CHECK_EQ(rd_actor_call(a, Counter_incr, RD_NO_ARGS, NULL, &first), 0);
+  CHECK_EQ(get_long(first), 1);   /* the dropped call never ran; connected now */
+  long ms = 600;
+  rd_ref slow, next;
+  CHECK_EQ(rd_actor_call(a, Counter_sleep_ms, RD_ARGS(rd_arg_bytes(&ms, sizeof(ms))), NULL, &slow), 0);
+  CHECK_EQ(rd_actor_call(a, Counter_incr, RD_NO_ARGS, NULL, &next), 0);
+  CHECK_EQ(rd_cancel(next, 1), RD_EINVAL);
+  struct timespec t0, t1;
+  clock_gettime(CLOCK_MONOTONIC, &t0);
+  CHECK_EQ(rd_cancel(next, 0), 0);
+  rd_buf b;
+  CHECK_EQ(rd_get(&next, 1, &b, 5000), RD_ECANCELED);
+  rd_buf_release(&b);
+  clock_gettime(CLOCK_MONOTONIC, &t1);
+  CHECK((t1.tv_sec - t0.tv_sec) * 1000 + (t1.tv_nsec - t0.tv_nsec) / 1000000 < 300);
+  CHECK_EQ(get_long(slow), 600);
+  rd_ref again;
+  CHECK_EQ(rd_actor_call(a, Counter_incr, RD_NO_ARGS, NULL, &again), 0);
+  CHECK_EQ(get_long(again), 3);   /* the cancelled incr (sent already) ran */
+  CHECK_EQ(rd_cancel(again, 0), RD_ENOENT);
+  rd_shutdown();
+  return 0;
+}
+
 static int t_two_callers(void) {
   init_or_die(NULL);
   rd_actor a = make_counter(0, NULL);
@@ -438,7 +476,7 @@ static int t_concurrency(void) {
 static const rd_test_case tests[] = {
     {"order", t_order},       {"two_callers", t_two_callers}, {"named", t_named},
     {"restart", t_restart},   {"gpu_actors", t_gpu_actors},   {"bad_input", t_bad_input},
-    {"concurrency", t_concurrency},
+    {"concurrency", t_concurrency}, {"cancel", t_cancel},
 };
 
 RD_TEST_MAIN(tests)

@@ -115,6 +115,24 @@ RD_REMOTE(sleep_span) {
   return rd_return_bytes(call, 0, &s, sizeof(s));
 }
 
+/* Writes its pid to the file named by argument 0, then sleeps argument 1 ms. */
+RD_REMOTE(pid_file_sleep) {
+  rd_buf p, a;
+  if (rd_arg(call, 0, &p) || rd_arg(call, 1, &a) || a.size != sizeof(long)) return rd_call_fail(call, "args");
+  char path[256], tmp[270];
+  snprintf(path, sizeof(path), "%.*s", (int)p.size, (const char *)p.data);
+  snprintf(tmp, sizeof(tmp), "%s.tmp", path);
+  FILE *f = fopen(tmp, "w");
+  if (!f) return rd_call_fail(call, "cannot write %s", tmp);
+  fprintf(f, "%d\n", (int)getpid());
+  fclose(f);
+  rename(tmp, path);
+  long ms;
+  memcpy(&ms, a.data, sizeof(ms));
+  usleep((useconds_t)(ms * 1000));
+  return rd_return_bytes(call, 0, &ms, sizeof(ms));
+}
+
 /* Dies on its first attempt (SIGKILL), succeeds on a retry. */
 RD_REMOTE(crash_once) {
   if (rd_call_attempt(call) == 0) kill(getpid(), SIGKILL);
@@ -676,6 +694,95 @@ static int t_workers_trim(void) {
   return 0;
 }
 
+static rd_ref submit_sleep(long ms) {
+  rd_ref r;
+  CHECK_EQ(rd_submit(sleep_span, RD_ARGS(rd_arg_bytes(&ms, sizeof(ms))), NULL, &r), 0);
+  return r;
+}
+
+static int get_status(rd_ref r, int64_t timeout_ms) {
+  rd_buf b;
+  int e = rd_get(&r, 1, &b, timeout_ms);
+  if (e == 0 || e == RD_ECANCELED || e == RD_ETASK) rd_buf_release(&b);
+  return e;
+}
+
+/* rd_cancel on a task queued for a worker, one waiting for its argument,
+ * one running (its result dropped, the worker kept) and, with force, one
+ * whose worker is killed; finished tasks and puts are not cancellable. */
+static int t_cancel(void) {
+  rd_config cfg;
+  rd_config_init(&cfg);
+  cfg.num_cpus = 1;
+  init_or_die(&cfg);
+  rd_ref a = submit_sleep(800);   /* holds the only CPU */
+  usleep(200000);
+  rd_ref b = submit_sleep(10);    /* queued behind it */
+  rd_ref c;                       /* waits for a's result */
+  CHECK_EQ(rd_submit(add_one, RD_ARGS(rd_arg_ref(a)), NULL, &c), 0);
+  double t0 = now_s();
+  CHECK_EQ(rd_cancel(b, 0), 0);
+  CHECK_EQ(rd_cancel(c, 0), 0);
+  CHECK_EQ(get_status(b, 5000), RD_ECANCELED);
+  CHECK_EQ(get_status(c, 5000), RD_ECANCELED);
+  CHECK(now_s() - t0 < 0.5);   /* at once, not after a */
+  rd_buf bb;
+  CHECK_EQ(rd_get(&b, 1, &bb, 0), RD_ECANCELED);
+  CHECK(strstr((const char *)bb.data, "cancelled") != NULL);
+  rd_buf_release(&bb);
+  rd_ref d;                       /* takes a cancelled task's result */
+  CHECK_EQ(rd_submit(add_one, RD_ARGS(rd_arg_ref(b)), NULL, &d), 0);
+  CHECK_EQ(get_status(d, 5000), RD_ECANCELED);
+  CHECK_EQ(get_status(a, 10000), 0);   /* the others ran on */
+  CHECK_EQ(rd_cancel(a, 0), RD_ENOENT);   /* finished */
+  rd_ref p;
+  CHECK_EQ(rd_put("x", 1, &p), 0);
+  CHECK_EQ(rd_cancel(p, 1), RD_ENOENT);
+  /* running, not forced: its get fails at once; the task runs to its end */
+  rd_ref e = submit_sleep(600);
+  usleep(200000);
+  t0 = now_s();
+  CHECK_EQ(rd_cancel(e, 0), 0);
+  CHECK_EQ(get_status(e, 5000), RD_ECANCELED);
+  CHECK(now_s() - t0 < 0.3);
+  /* forced: its worker is killed, and a later task runs on a new one */
+  char path[256];
+  snprintf(path, sizeof(path), "/tmp/rd-cancel-%d", (int)getpid());
+  unlink(path);
+  long ms = 20000;
+  rd_ref f;
+  CHECK_EQ(rd_submit(pid_file_sleep, RD_ARGS(rd_arg_bytes(path, strlen(path)), rd_arg_bytes(&ms, sizeof(ms))), NULL, &f),
+           0);
+  int pid = 0;
+  for (int i = 0; i < 200 && !pid; i++) {
+    FILE *fp = fopen(path, "r");
+    if (fp) {
+      if (fscanf(fp, "%d", &pid) != 1) pid = 0;
+      fclose(fp);
+    }
+    /* the owner makes progress (sends f once a worker is free) inside calls */
+    if (!pid) CHECK_EQ(rd_wait(&f, 1, 1, 50, NULL), 0);
+  }
+  unlink(path);
+  CHECK(pid > 0);
+  t0 = now_s();
+  CHECK_EQ(rd_cancel(f, 1), 0);
+  CHECK_EQ(get_status(f, 5000), RD_ECANCELED);
+  int gone = 0;
+  for (int i = 0; i < 100 && !gone; i++) {
+    gone = kill(pid, 0) != 0 && errno == ESRCH;
+    if (!gone) usleep(50000);
+  }
+  printf("forced cancel: worker %d gone after %.2f s\n", pid, now_s() - t0);
+  CHECK(gone);
+  long x = 41;
+  rd_ref g;
+  CHECK_EQ(rd_submit(add_one, RD_ARGS(rd_arg_bytes(&x, sizeof(x))), NULL, &g), 0);
+  CHECK_EQ(get_status(g, 30000), 0);
+  rd_shutdown();
+  return 0;
+}
+
 static int t_malformed(void) {
   init_or_die(NULL);
   const char *sess = rd_session_dir();
@@ -905,6 +1012,7 @@ static const rd_test_case tests[] = {
     {"priority", t_priority},       {"malformed", t_malformed}, {"shutdown_clean", t_shutdown_clean},
     {"threads", t_threads},         {"spawn_fails", t_spawn_fails}, {"spawn_fails_child", t_spawn_fails_child},
     {"workers_crash_at_start", t_workers_crash_at_start}, {"workers_trim", t_workers_trim},
+    {"cancel", t_cancel},
 };
 
 RD_TEST_MAIN(tests)
