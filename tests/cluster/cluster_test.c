@@ -21,6 +21,7 @@
 #include <unistd.h>
 
 #include "../check.h"
+#include "../pidfile.h"
 
 /* Which node ran me: its index in the cluster. */
 RD_REMOTE(where) {
@@ -1157,6 +1158,38 @@ static int t_lease_reuse(void) {
   return 0;
 }
 
+/* ------------------------------------------------------------ cancel */
+
+/* rd_cancel with force on a task spilled to node b: the worker there is
+ * killed over the link, the get fails with RD_ECANCELED, and node b runs
+ * the next task on a new worker. */
+static int t_cancel(void) {
+  join();
+  uint32_t b = run_where("only_b=1");
+  char path[256];
+  snprintf(path, sizeof(path), "/tmp/rd-cl-cancel-%d", (int)getpid());
+  unlink(path);
+  rd_task_opts o;
+  rd_task_opts_init(&o);
+  o.resources = "only_b=1";
+  rd_ref r;
+  long ms = 20000;
+  CHECK_EQ(rd_submit(pid_file_sleep, RD_ARGS(rd_arg_bytes(path, strlen(path)), rd_arg_bytes(&ms, sizeof(ms))), &o, &r),
+           0);
+  int pid = pid_file_wait(path, r);
+  CHECK(pid > 0);
+  CHECK_EQ(rd_cancel(r, 1), 0);
+  rd_buf bb;
+  CHECK_EQ(rd_get(&r, 1, &bb, 5000), RD_ECANCELED);
+  rd_buf_release(&bb);
+  int gone = pid_gone(pid);
+  printf("worker %d on node %u gone: %d\n", pid, b, gone);
+  CHECK(gone);
+  CHECK_EQ(run_where("only_b=1"), b);
+  rd_shutdown();
+  return 0;
+}
+
 /* ------------------------------------------------------- detached actors */
 
 static rd_actor make_tally(const char *name, int detached, const char *res, double cpus, uint32_t node,
@@ -1275,7 +1308,7 @@ int main(int argc, char **argv) {
       {"pg_node_death", t_pg_node_death},       {"two_jobs", t_two_jobs},
       {"two_jobs_local", t_two_jobs_local},     {"lease_reuse", t_lease_reuse},
       {"detached_make", t_detached_make},       {"detached_use", t_detached_use},
-      {"detached_gone", t_detached_gone},
+      {"detached_gone", t_detached_gone},       {"cancel", t_cancel},
   };
   return rd_test_main(argc, argv, cases, sizeof(cases) / sizeof(cases[0]));
 }

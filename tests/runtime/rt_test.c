@@ -19,6 +19,7 @@
 #include <unistd.h>
 
 #include "../check.h"
+#include "../pidfile.h"
 
 static double now_s(void) {
   struct timespec ts;
@@ -113,24 +114,6 @@ RD_REMOTE(sleep_span) {
   const char *v = getenv("CUDA_VISIBLE_DEVICES");
   snprintf(s.visible, sizeof(s.visible), "%s", v ? v : "(unset)");
   return rd_return_bytes(call, 0, &s, sizeof(s));
-}
-
-/* Writes its pid to the file named by argument 0, then sleeps argument 1 ms. */
-RD_REMOTE(pid_file_sleep) {
-  rd_buf p, a;
-  if (rd_arg(call, 0, &p) || rd_arg(call, 1, &a) || a.size != sizeof(long)) return rd_call_fail(call, "args");
-  char path[256], tmp[270];
-  snprintf(path, sizeof(path), "%.*s", (int)p.size, (const char *)p.data);
-  snprintf(tmp, sizeof(tmp), "%s.tmp", path);
-  FILE *f = fopen(tmp, "w");
-  if (!f) return rd_call_fail(call, "cannot write %s", tmp);
-  fprintf(f, "%d\n", (int)getpid());
-  fclose(f);
-  rename(tmp, path);
-  long ms;
-  memcpy(&ms, a.data, sizeof(ms));
-  usleep((useconds_t)(ms * 1000));
-  return rd_return_bytes(call, 0, &ms, sizeof(ms));
 }
 
 /* Dies on its first attempt (SIGKILL), succeeds on a retry. */
@@ -753,26 +736,12 @@ static int t_cancel(void) {
   rd_ref f;
   CHECK_EQ(rd_submit(pid_file_sleep, RD_ARGS(rd_arg_bytes(path, strlen(path)), rd_arg_bytes(&ms, sizeof(ms))), NULL, &f),
            0);
-  int pid = 0;
-  for (int i = 0; i < 200 && !pid; i++) {
-    FILE *fp = fopen(path, "r");
-    if (fp) {
-      if (fscanf(fp, "%d", &pid) != 1) pid = 0;
-      fclose(fp);
-    }
-    /* the owner makes progress (sends f once a worker is free) inside calls */
-    if (!pid) CHECK_EQ(rd_wait(&f, 1, 1, 50, NULL), 0);
-  }
-  unlink(path);
+  int pid = pid_file_wait(path, f);
   CHECK(pid > 0);
   t0 = now_s();
   CHECK_EQ(rd_cancel(f, 1), 0);
   CHECK_EQ(get_status(f, 5000), RD_ECANCELED);
-  int gone = 0;
-  for (int i = 0; i < 100 && !gone; i++) {
-    gone = kill(pid, 0) != 0 && errno == ESRCH;
-    if (!gone) usleep(50000);
-  }
+  int gone = pid_gone(pid);
   printf("forced cancel: worker %d gone after %.2f s\n", pid, now_s() - t0);
   CHECK(gone);
   long x = 41;
