@@ -33,9 +33,17 @@ static int parse_list(const char *s, size_t *v, int max) {
   return n;
 }
 
+/* --attn value: an rd_engine_attention, or -1 when unknown */
+static int parse_attn(const char *v) {
+  if (!strcmp(v, "auto")) return RD_ENGINE_ATTN_AUTO;
+  if (!strcmp(v, "fused")) return RD_ENGINE_ATTN_FUSED;
+  if (!strcmp(v, "gemm")) return RD_ENGINE_ATTN_GEMM;
+  return -1;
+}
+
 int main(int argc, char **argv) {
   int threads = 1, device = -1, bf16 = 0;
-  rd_engine_attention attn = RD_ENGINE_ATTN_AUTO;
+  int attn = RD_ENGINE_ATTN_AUTO;
   size_t pass_tokens = 0; /* engine default */
   double min_time = 2.0;
   size_t batches[8] = {1, 32, 256}, lens[8] = {32, 128};
@@ -46,9 +54,7 @@ int main(int argc, char **argv) {
     if (!strcmp(argv[i], "--threads") && i + 1 < argc) threads = atoi(argv[++i]);
     else if (!strcmp(argv[i], "--device") && i + 1 < argc) device = atoi(argv[++i]);
     else if (!strcmp(argv[i], "--bf16")) bf16 = 1;
-    else if (!strcmp(argv[i], "--attn") && i + 1 < argc && !strcmp(argv[i + 1], "fused")) attn = RD_ENGINE_ATTN_FUSED, i++;
-    else if (!strcmp(argv[i], "--attn") && i + 1 < argc && !strcmp(argv[i + 1], "gemm")) attn = RD_ENGINE_ATTN_GEMM, i++;
-    else if (!strcmp(argv[i], "--attn") && i + 1 < argc && !strcmp(argv[i + 1], "auto")) i++;
+    else if (!strcmp(argv[i], "--attn") && i + 1 < argc && (attn = parse_attn(argv[i + 1])) >= 0) i++;
     else if (!strcmp(argv[i], "--min-time") && i + 1 < argc) min_time = atof(argv[++i]);
     else if (!strcmp(argv[i], "--batches") && i + 1 < argc) nb = parse_list(argv[++i], batches, 8);
     else if (!strcmp(argv[i], "--lens") && i + 1 < argc) nl = parse_list(argv[++i], lens, 8);
@@ -74,7 +80,7 @@ int main(int argc, char **argv) {
   cfg.max_seq_len = maxl;
   cfg.max_tokens_per_pass = pass_tokens;
   cfg.precision = bf16 ? RD_ENGINE_BF16 : RD_ENGINE_FP16;
-  cfg.attention = attn;
+  cfg.attention = (rd_engine_attention)attn;
   cfg.errbuf = err;
   cfg.errbuf_len = sizeof err;
   rd_engine *e = NULL;
