@@ -1105,7 +1105,7 @@ static void gcs_actor_done(uv_work_t *w, int status) {
          * died may still be listed: when its record is on this node (not a
          * copy hosted for a peer, which may restart elsewhere), it knows */
         node_actor *a = rd__node_actor_find(op->actor_id);
-        if (a && a->state == A_DEAD && !(a->creator && a->creator->role == ROLE_LINK)) op->status = RD_ENOENT;
+        if (a && a->state == A_DEAD && !(rd__node_actor_hosted(a))) op->status = RD_ENOENT;
       }
       snprintf(err, sizeof(err), "no live actor is named '%s' in the cluster", op->name);
       rd__node_reply_actor_id(op->client_id, op->req_id, op->status == 0 ? 0 : RD_ENOENT, op->status ? err : NULL,
@@ -1142,7 +1142,7 @@ int rd__cluster_actor_register(node_actor *a, node_client *c, uint64_t req_id) {
 }
 
 void rd__cluster_actor_dead(node_actor *a, const char *why) {
-  if (!C.on || (a->creator && a->creator->role == ROLE_LINK)) return;
+  if (!C.on || (rd__node_actor_hosted(a))) return;
   gcs_actor_op *op = calloc(1, sizeof(*op));
   if (!op) return;
   op->kind = GA_DEAD;

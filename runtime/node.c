@@ -381,6 +381,12 @@ static void worker_bind_bundle(node_worker *w, node_bundle *b) {
   if (b) b->users++;
 }
 
+/* Takes r off its owner's list of requests (not off its queue). */
+static void req_unlink(lease_req *r) {
+  for (lease_req **pp = &r->owner->reqs; *pp; pp = &(*pp)->next)
+    if (*pp == r) { *pp = r->next; break; }
+}
+
 /* ctx: the bundle whose queue is dispatched (NULL: the node's own). */
 static void granted(rd_sched_item *it, const rd_res_grant *g, void *ctx) {
   node_bundle *b = ctx;
@@ -388,8 +394,7 @@ static void granted(rd_sched_item *it, const rd_res_grant *g, void *ctx) {
   lease_req *r = it->data;
   node_client *owner = r->owner;
   rd__log(RD_LOG_DEBUG, "grant request %llu of client %u", (unsigned long long)r->req_id, owner->id);
-  for (lease_req **pp = &owner->reqs; *pp; pp = &(*pp)->next)
-    if (*pp == r) { *pp = r->next; break; }
+  req_unlink(r);
   node_worker *w = pick_idle_worker(g, r->job);
   if (r->actor) {
     node_actor *a = r->actor;
@@ -441,8 +446,7 @@ static void fail_queue_job(rd_sched_queue *q, int status, const char *why, const
     lease_req *r = it->data;
     if (j && r->job != j) continue;
     rd_sched_queue_remove(q, &r->item);
-    for (lease_req **pp = &r->owner->reqs; *pp; pp = &(*pp)->next)
-      if (*pp == r) { *pp = r->next; break; }
+    req_unlink(r);
     if (r->actor) {
       r->actor->req = NULL;
       actor_die(r->actor, why);
@@ -703,13 +707,13 @@ static void actor_schedule(node_actor *a) {
         a->warned = 0;
       }
       a->state = A_PENDING;
-      if (a->creator->role != ROLE_LINK) a->host = 0;
+      if (!rd__node_actor_hosted(a)) a->host = 0;
       return;
     }
-  } else if (a->creator->role != ROLE_LINK) {
+  } else if (!rd__node_actor_hosted(a)) {
     host = rd__cluster_actor_place(a, &err, why, sizeof(why));
   }
-  if (err && a->creator->role == ROLE_LINK) {   /* hosted for a peer: tell its record node */
+  if (err && rd__node_actor_hosted(a)) {   /* hosted for a peer: tell its record node */
     actor_die(a, why);
     return;
   }
@@ -723,7 +727,7 @@ static void actor_schedule(node_actor *a) {
     actor_answer_killers(a);
     return;
   }
-  if (a->creator->role != ROLE_LINK) {
+  if (!rd__node_actor_hosted(a)) {
     a->host = host;
     if (host) {   /* the record stays here; the actor runs there */
       a->state = A_PENDING;
@@ -773,12 +777,11 @@ static void actor_die(node_actor *a, const char *why) {
    * arguments were kept only for restarts: up to 64 MiB each, so free them */
   for (size_t i = 0; i < a->nargs; i++) free(a->args[i].data);
   a->nargs = 0;
-  if (a->creator && a->creator->role == ROLE_LINK) rd__cluster_actor_state(a, 0, why);   /* hosted for a peer */
+  if (rd__node_actor_hosted(a)) rd__cluster_actor_state(a, 0, why);   /* hosted for a peer */
   if (a->host) rd__cluster_actor_kill(a, 1);   /* recorded here, running there: end it there too */
   if (a->name) rd__cluster_actor_dead(a, why);   /* frees the name cluster-wide */
   if (a->req) {
-    for (lease_req **pp = &a->creator->reqs; *pp; pp = &(*pp)->next)
-      if (*pp == a->req) { *pp = a->req->next; break; }
+    req_unlink(a->req);
     rd_sched_queue_remove(req_queue(a->req), &a->req->item);
     free(a->req);
     a->req = NULL;
@@ -800,8 +803,7 @@ static void actor_die(node_actor *a, const char *why) {
  * placement request if it is still waiting for one. */
 static void actor_adopt(node_actor *a, node_client *c) {
   if (a->req) {
-    for (lease_req **pp = &c->reqs; *pp; pp = &(*pp)->next)
-      if (*pp == a->req) { *pp = a->req->next; break; }
+    req_unlink(a->req);
     a->req->owner = &N.orphans;
     a->req->next = N.orphans.reqs;
     N.orphans.reqs = a->req;
@@ -820,7 +822,7 @@ static void actor_lost(node_actor *a, const char *why) {
   if (a->no_restart) {
     snprintf(buf, sizeof(buf), "actor %s was killed by rd_actor_kill", a->cls);
     actor_die(a, buf);
-  } else if (a->creator && a->creator->role == ROLE_LINK) {
+  } else if (rd__node_actor_hosted(a)) {
     actor_die(a, why);   /* hosted for a peer: its record node decides about restarts */
   } else if (a->max_restarts < 0 || a->restarts < a->max_restarts) {
     a->restarts++;
@@ -1058,7 +1060,7 @@ static void on_actor_ready(node_client *c, Rd__ActorReady *m) {
   }
   if (m->status == 0) {
     a->state = A_ALIVE;
-    if (a->creator && a->creator->role == ROLE_LINK) rd__cluster_actor_state(a, 1, NULL);
+    if (rd__node_actor_hosted(a)) rd__cluster_actor_state(a, 1, NULL);
     actor_serve_connects(a);
     return;
   }
@@ -1568,9 +1570,10 @@ static void client_drop(node_client *c, const char *why) {
     }
   }
   for (node_actor *a = N.actors; a; a = a->next) {
-    if (a->creator == c && a->state != A_DEAD && a->detached) {
+    if (a->creator != c || a->state == A_DEAD) continue;
+    if (a->detached) {
       actor_adopt(a, c);
-    } else if (a->creator == c && a->state != A_DEAD) {
+    } else {
       char buf[160];
       snprintf(buf, sizeof(buf), "the process that created it (pid %d) exited", c->pid);
       actor_die(a, buf);

@@ -152,6 +152,10 @@ struct node_client {
   node_client *next;
 };
 
+/* A copy hosted here for a peer's record (its creator is that peer's
+ * link): the record node decides about restarts, names and placement. */
+static inline int rd__node_actor_hosted(const node_actor *a) { return a->creator && a->creator->role == ROLE_LINK; }
+
 struct node_worker {
   uint32_t id;
   node_job *job;            /* the executable it runs */

@@ -736,7 +736,7 @@ int rd__pg_lease_cancel(node_client *c, uint64_t req_id) {
 int rd__pg_actor_bundle(node_actor *a, node_bundle **b, uint32_t *host, char *why, size_t whylen) {
   *b = NULL;
   *host = 0;
-  if (a->creator && a->creator->role == ROLE_LINK) {   /* hosting for a peer: its bundle must be here */
+  if (rd__node_actor_hosted(a)) {   /* hosting for a peer: its bundle must be here */
     *b = rd__pg_bundle_here(a->pg_id, a->bundle_index);
     if (*b) return 0;
     snprintf(why, whylen, "bundle %d of placement group %016" PRIx64 " is not reserved on node %u", a->bundle_index,

@@ -1645,6 +1645,12 @@ static void task_cancel_returns(rd__task *t) {
   blob_unref(msg);
 }
 
+/* t has not been sent: it never runs. */
+static void task_cancel(rd__task *t) {
+  task_cancel_returns(t);
+  task_free(t);
+}
+
 /* t is in flight on l (sent, maybe running): its returns fail now; with
  * force its worker is killed, else it runs to the end and its results are
  * dropped. */
@@ -1689,8 +1695,7 @@ static int cancel_locked(uint64_t id, int force) {
     for (rd__task *t = c->qhead; t; t = t->next) {
       if (!task_returns(t, id)) continue;
       queue_unlink(&c->qhead, &c->qtail, &c->qlen, t);
-      task_cancel_returns(t);
-      task_free(t);
+      task_cancel(t);
       return 0;
     }
     for (rd__lease *l = c->leases; l; l = l->next)
@@ -1703,8 +1708,7 @@ static int cancel_locked(uint64_t id, int force) {
       if (force) return RD_EINVAL;
       if (t->deps_pending) deps_unlink(t);
       queue_unlink(&a->qhead, &a->qtail, &a->qlen, t);
-      task_cancel_returns(t);
-      task_free(t);
+      task_cancel(t);
       return 0;
     }
     if (a->conn)
@@ -1717,8 +1721,7 @@ static int cancel_locked(uint64_t id, int force) {
       rd__task *t = o->deps[k];
       if (t->actor || !task_returns(t, id)) continue;   /* actor calls wait in their queue, above */
       deps_unlink(t);
-      task_cancel_returns(t);
-      task_free(t);
+      task_cancel(t);
       return 0;
     }
   }
