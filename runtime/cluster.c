@@ -1923,7 +1923,7 @@ static void on_hb_timer(uv_timer_t *t) {
   (void)t;
   if (C.hb_busy || C.stopping) return;
   C.hb_busy = 1;
-  C.hb_avail = N.ledger.avail;
+  C.hb_avail = rd__node_avail();
   C.hb_pending = (int64_t)N.queue.len;
   rd_store_stats s;
   rd_store_get_stats(N.store, &s);
@@ -2007,7 +2007,7 @@ int rd__cluster_start(const rd_node_opts *o, char *err, size_t errlen) {
   self.xfer_port = C.xfer_port;
   snprintf(self.session_dir, sizeof(self.session_dir), "%s", o->session_dir);
   self.total = N.ledger.total;
-  self.avail = N.ledger.avail;
+  self.avail = rd__node_avail();
   self.store_capacity = rd_store_capacity(N.store);
   r = rd_gcs_register_node(C.gcs, &self, &C.index, err, errlen);
   if (r != 0) return r;

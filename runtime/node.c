@@ -338,6 +338,8 @@ static int lease_assign(node_worker *w, const rd_res_grant *g, node_client *owne
  * removed is given back to the node once its last user is gone. */
 void rd__node_worker_release(node_worker *w) {
   node_bundle *b = w->bundle;
+  if (w->blocked) rd_res_retake_cpu(b ? &b->ledger : &N.ledger, &w->grant);
+  w->blocked = 0;
   rd_res_release(b ? &b->ledger : &N.ledger, &w->grant);
   memset(&w->grant, 0, sizeof(w->grant));
   w->bundle = NULL;
@@ -612,6 +614,30 @@ static void on_lease_return(node_client *c, Rd__LeaseReturn *m) {
   }
   /* a bridged lease on another node, or already gone (the worker died) */
   (void)rd__cluster_lease_return(c, m);
+}
+
+rd_resources rd__node_avail(void) {
+  rd_resources a = N.ledger.avail;
+  if (a.cpu < 0) a.cpu = 0;
+  return a;
+}
+
+/* A leased task worker waits in rd_get/rd_wait (Ray's blocked worker): its
+ * CPUs go back to the ledger meanwhile, so the tasks it waits for can run
+ * even when every CPU is held by a waiting parent, and are taken back when it
+ * resumes, over the total if need be.  Actors keep theirs, like Ray's. */
+static void on_worker_blocked(node_client *c, Rd__WorkerBlocked *m) {
+  node_worker *w = c->worker;
+  if (!w || w->state != W_LEASED || w->actor || m->blocked == w->blocked) return;
+  rd_res_ledger *l = w->bundle ? &w->bundle->ledger : &N.ledger;
+  if (m->blocked) {
+    rd_res_lend_cpu(l, &w->grant);
+    w->blocked = 1;
+    dispatch();
+  } else {
+    rd_res_retake_cpu(l, &w->grant);
+    w->blocked = 0;
+  }
 }
 
 /* -------------------------------------------------------------- actors */
@@ -1369,7 +1395,8 @@ static void on_node_info(node_client *c, Rd__NodeInfo *m) {
   Rd__NodeInfoReply r = RD__NODE_INFO_REPLY__INIT;
   rd__res_msg tot, av;
   rd__res_to_msg(&N.ledger.total, &tot);
-  rd__res_to_msg(&N.ledger.avail, &av);
+  rd_resources avail = rd__node_avail();
+  rd__res_to_msg(&avail, &av);
   rd_store_stats s;
   rd_store_get_stats(N.store, &s);
   r.req_id = m->req_id;
@@ -1482,6 +1509,7 @@ static void handle_frame(node_client *c, const rd__frame *f) {
     case RD__MSG_TYPE__MSG_PG_CREATE: d = &rd__pg_create__descriptor; break;
     case RD__MSG_TYPE__MSG_PG_QUERY: d = &rd__pg_query__descriptor; break;
     case RD__MSG_TYPE__MSG_PG_REMOVE: d = &rd__pg_remove__descriptor; break;
+    case RD__MSG_TYPE__MSG_WORKER_BLOCKED: d = &rd__worker_blocked__descriptor; break;
     default: break;
   }
   if (!d || f->flags != 0) {
@@ -1519,6 +1547,7 @@ static void handle_frame(node_client *c, const rd__frame *f) {
     case RD__MSG_TYPE__MSG_PG_CREATE: rd__pg_on_create(c, (Rd__PgCreate *)m); break;
     case RD__MSG_TYPE__MSG_PG_QUERY: rd__pg_on_query(c, (Rd__PgQuery *)m); break;
     case RD__MSG_TYPE__MSG_PG_REMOVE: rd__pg_on_remove(c, (Rd__PgRemove *)m); break;
+    case RD__MSG_TYPE__MSG_WORKER_BLOCKED: on_worker_blocked(c, (Rd__WorkerBlocked *)m); break;
     case RD__MSG_TYPE__MSG_SHUTDOWN:
       /* a cluster's node outlives drivers; an embedded one stops with the driver that started it */
       if (c->role == ROLE_DRIVER && !rd__cluster_on() && (!N.opts.embedded || c == N.owner)) node_shutdown();

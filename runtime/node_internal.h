@@ -170,6 +170,7 @@ struct node_worker {
   node_bundle *bundle;      /* the bundle grant came from (NULL: N.ledger) */
   char visible[64];
   node_actor *actor;        /* the actor this worker hosts */
+  int blocked;              /* its task waits in rd_get/rd_wait: grant's CPUs lent back */
   uint64_t kill_deadline;   /* graceful actor exit: SIGKILL after this */
   uint64_t idle_since;      /* when it last became idle */
   node_worker *next;
@@ -234,6 +235,10 @@ void rd__node_reply_connect(node_client *c, uint64_t req_id, node_actor *a, int 
 node_client *rd__node_client_new(int fd, int role);
 /* Placement groups (pg.c) */
 void rd__node_worker_release(node_worker *w);
+/* The node's free resources as reported (node info, heartbeats): CPUs taken
+ * back by resumed blocked tasks may leave the ledger below zero; reported
+ * as none free. */
+rd_resources rd__node_avail(void);
 void rd__node_bundle_drop(node_bundle *b, const char *why);
 /* job NULL: the client's own (a driver's, or its worker's) */
 void rd__node_lease_queue(node_client *c, uint64_t req_id, const rd_resources *res, int priority, node_bundle *b,

@@ -239,6 +239,13 @@ int rd_res_acquire(rd_res_ledger *l, const rd_resources *req, rd_res_grant *g) {
   return 0;
 }
 
+void rd_res_lend_cpu(rd_res_ledger *l, const rd_res_grant *g) {
+  RES_CHECK(g->req.cpu >= 0 && l->avail.cpu + g->req.cpu <= l->total.cpu);
+  l->avail.cpu += g->req.cpu;
+}
+
+void rd_res_retake_cpu(rd_res_ledger *l, const rd_res_grant *g) { l->avail.cpu -= g->req.cpu; }
+
 void rd_res_release(rd_res_ledger *l, const rd_res_grant *g) {
   const rd_resources *r = &g->req;
   RES_CHECK(rd_res_validate(r) == 0);

@@ -94,6 +94,14 @@ int rd_res_acquire(rd_res_ledger *l, const rd_resources *req, rd_res_grant *g);
 /* Return what g holds.  Aborts on a grant this ledger could not have made
  * (e.g. released twice), since the ledger would otherwise be corrupt. */
 void rd_res_release(rd_res_ledger *l, const rd_res_grant *g);
+/* The holder of g waits for other work (Ray's blocked worker): its CPUs go
+ * back to l for others until rd_res_retake_cpu.  GPUs, memory and custom
+ * resources stay held.  Aborts when l could not have granted g. */
+void rd_res_lend_cpu(rd_res_ledger *l, const rd_res_grant *g);
+/* Take back what rd_res_lend_cpu lent, even when others hold it now: the
+ * available CPUs may go below zero (the node runs over its CPUs, and acquire
+ * grants none, until enough grants are released). */
+void rd_res_retake_cpu(rd_res_ledger *l, const rd_res_grant *g);
 /* "0,1" style CUDA_VISIBLE_DEVICES for a grant; writes "" when no GPU, and
  * also "" when the list does not fit in len bytes (never a truncated id).
  * RD_RES_VISIBLE_DEVICES_MAX bytes always suffice. */

@@ -36,7 +36,9 @@
 
 extern char **environ;
 
-rd__ctx rd__g = {.mu = PTHREAD_MUTEX_INITIALIZER, .cv = PTHREAD_COND_INITIALIZER, .wakefd = -1};
+rd__ctx rd__g = {.mu = PTHREAD_MUTEX_INITIALIZER, .cv = PTHREAD_COND_INITIALIZER,
+                 .progress_cv = PTHREAD_COND_INITIALIZER, .wakefd = -1};
+static __thread int in_progress_thread;   /* this thread is the progress thread */
 #define G rd__g
 
 static void obj_ready(rd__obj *o);
@@ -910,7 +912,10 @@ static void fail_everything(int err, const char *why) {
  * the mutex held; it is dropped while this thread sits in poll(). */
 int rd__pump(int64_t timeout_ms) {
   if (G.dead) return RD_ENODE_DIED;
+  if (!in_progress_thread) G.user_calls++;
   if (G.pumping) {                              /* another thread pumps: wait */
+    /* the progress thread gives way to a caller: wake it from poll() */
+    if (G.progress_pumping && !in_progress_thread) wake_pumper();
     struct timespec ts;
     clock_gettime(CLOCK_REALTIME, &ts);
     int64_t ms = timeout_ms < 0 || timeout_ms > 100 ? 100 : timeout_ms;
@@ -999,7 +1004,8 @@ int rd__pump(int64_t timeout_ms) {
   /* spin only in the synchronous pattern: an owner waiting for its single
    * request, or a worker whose last wait for work was short.  Streams of
    * pipelined work need the cores for the processes doing it. */
-  int spin = G.spin_ns && (G.is_worker && !inflight ? G.last_wait_ns < G.spin_ns : inflight == 1);
+  int spin = G.spin_ns && !in_progress_thread &&
+             (G.is_worker && !inflight ? G.last_wait_ns < G.spin_ns : inflight == 1);
   uint64_t wait_start = rd__now_ns();
   if (r == 0 && wait != 0 && spin) {
     uint64_t until = rd__now_ns() + G.spin_ns;
@@ -1011,7 +1017,7 @@ int rd__pump(int64_t timeout_ms) {
     }
   }
   if (r == 0 && wait != 0) r = poll(pf, (nfds_t)n, (int)wait);
-  G.last_wait_ns = rd__now_ns() - wait_start;
+  if (!in_progress_thread) G.last_wait_ns = rd__now_ns() - wait_start;
   pthread_mutex_lock(&G.mu);
   G.pumping = 0;
   if (r < 0) {
@@ -1071,6 +1077,123 @@ static void wake_pumper(void) {
     ssize_t w = write(G.wakefd, &one, sizeof(one));
     (void)w;
   }
+}
+
+/* ------------------------------------------------------ progress thread
+ *
+ * Tasks are sent, replies read and idle leases returned by whichever thread
+ * pumps.  A program busy outside the library (a driver computing between
+ * submits, a task that submitted children and then works) would leave its
+ * queued tasks unsent and its leases held.  The progress thread pumps for it:
+ * only while this process owns work (queued or running tasks and actor calls,
+ * leases), only when no other thread is pumping, and only once no thread has
+ * entered the library for progress_grace_ns, so that a caller's synchronous
+ * round trips never pay a hand-over.  A caller that finds it pumping wakes it
+ * (wake_pumper) and takes over as soon as its poll() returns. */
+
+static int owner_has_work(void) {
+  if (npending_delete || G.npending_release) return 1;
+  for (rd__sclass *c = G.classes; c; c = c->next)
+    if (c->qhead || c->leases || c->req_id) return 1;
+  for (rd__actor *a = G.actors; a; a = a->next)
+    if (a->qhead || a->state == AH_CONNECTING || (a->conn && a->conn->ninflight)) return 1;
+  return 0;
+}
+
+static void progress_nap(uint64_t ns) {
+  struct timespec ts;
+  clock_gettime(CLOCK_REALTIME, &ts);
+  ts.tv_sec += (time_t)(ns / 1000000000u);
+  ts.tv_nsec += (long)(ns % 1000000000u);
+  if (ts.tv_nsec >= 1000000000) {
+    ts.tv_sec++;
+    ts.tv_nsec -= 1000000000;
+  }
+  pthread_cond_timedwait(&G.progress_cv, &G.mu, &ts);
+}
+
+/* Looks every grace period whether it is needed; after ~100 ms with nothing
+ * owned it sleeps until submit_task kicks it, so an idle process costs
+ * nothing and a busy caller never pays a wake-up. */
+static void *progress_main(void *arg) {
+  (void)arg;
+  in_progress_thread = 1;
+  pthread_mutex_lock(&G.mu);
+  uint64_t seen = G.user_calls, quiet_since = rd__now_ns();
+  int idle_naps = 0;
+  while (!G.progress_stop && !G.dead) {
+    uint64_t now = rd__now_ns();
+    if (G.user_calls != seen) {            /* a caller came by: start the grace again */
+      seen = G.user_calls;
+      quiet_since = now;
+    }
+    if (!owner_has_work()) {
+      if (++idle_naps < 100 / (int)(G.progress_grace_ns / 1000000u + 1)) {
+        progress_nap(G.progress_grace_ns);
+      } else {
+        G.progress_idle = 1;
+        progress_nap(1000000000u);
+        G.progress_idle = 0;
+      }
+      continue;
+    }
+    idle_naps = 0;
+    if (G.pumping || now - quiet_since < G.progress_grace_ns) {
+      progress_nap(G.progress_grace_ns);
+      continue;
+    }
+    G.progress_pumping = 1;
+    (void)rd__pump(1000);
+    G.progress_pumping = 0;
+  }
+  pthread_mutex_unlock(&G.mu);
+  return NULL;
+}
+
+/* G.mu held.  Started at the first submit, so a worker that never submits
+ * has none.  RAYDIST_PROGRESS_THREAD=0 turns it off; RAYDIST_PROGRESS_GRACE_US
+ * sets how long no caller must have entered the library (default 2 ms). */
+static void progress_start(void) {
+  const char *e = getenv("RAYDIST_PROGRESS_THREAD");
+  if (G.progress_on || G.progress_off) return;
+  if (e && *e && atoi(e) == 0) {
+    G.progress_off = 1;
+    return;
+  }
+  e = getenv("RAYDIST_PROGRESS_GRACE_US");
+  double us = e && *e ? atof(e) : 2000.0;
+  G.progress_grace_ns = us >= 100 && us < 1e7 ? (uint64_t)(us * 1000) : 2000000u;
+  G.progress_stop = 0;
+  /* signals go to the program's own threads, never to this one */
+  sigset_t all, old;
+  sigfillset(&all);
+  pthread_sigmask(SIG_SETMASK, &all, &old);
+  int r = pthread_create(&G.progress, NULL, progress_main, NULL);
+  pthread_sigmask(SIG_SETMASK, &old, NULL);
+  if (r != 0) {
+    rd__log(RD_LOG_WARN, "no progress thread (%s): queued tasks move only inside library calls", strerror(r));
+    G.progress_off = 1;
+    return;
+  }
+  G.progress_on = 1;
+}
+
+/* Work arrived: start the progress thread, or wake it if it sleeps. */
+static void progress_kick(void) {
+  if (!G.progress_on) progress_start();
+  else if (G.progress_idle) pthread_cond_signal(&G.progress_cv);
+}
+
+/* G.mu held; dropped while the thread is joined. */
+static void progress_stop(void) {
+  if (!G.progress_on) return;
+  G.progress_stop = 1;
+  pthread_cond_signal(&G.progress_cv);
+  wake_pumper();
+  pthread_mutex_unlock(&G.mu);
+  pthread_join(G.progress, NULL);
+  pthread_mutex_lock(&G.mu);
+  G.progress_on = 0;
 }
 
 /* Send a request to the daemon and wait for its reply (pumping meanwhile). */
@@ -1153,7 +1276,8 @@ void rd__store_release(uint64_t oid) { queue_release(oid, 0, 0); }
   if (!G.inited) {                    \
     pthread_mutex_unlock(&G.mu);      \
     return (err);                     \
-  }
+  }                                   \
+  G.user_calls++
 
 int rd_put_begin(size_t size, void **data_out, rd_ref *out) {
   if (!data_out || !out) return RD_EINVAL;
@@ -1277,6 +1401,45 @@ static int wait_left(uint64_t deadline, int *polled, int64_t *left) {
   return 0;
 }
 
+/* A task that waits in rd_get/rd_wait for longer than BLOCKED_NOTIFY_NS
+ * tells its node (WorkerBlocked), which lends the lease's CPUs to other tasks
+ * until it resumes: the children a task waits for then run even when waiting
+ * parents hold every CPU (Ray's blocked workers).  A shorter wait, a quick
+ * child's, sends nothing.  Actors keep their CPUs. */
+#define BLOCKED_NOTIFY_NS 1000000u
+
+typedef struct wait_block {
+  uint64_t since;
+  int told;
+} wait_block;
+
+static void blocked_send(int on) {
+  Rd__WorkerBlocked m = RD__WORKER_BLOCKED__INIT;
+  m.blocked = on;
+  (void)rd__conn_send(&G.daemon, RD__MSG_TYPE__MSG_WORKER_BLOCKED, &m.base, -1);
+  if (!G.pumping) rd__flush_all();
+  else wake_pumper();
+}
+
+/* Before each pump of a wait: returns the pump's timeout, at most 1 ms until
+ * the wait has lasted long enough to be told. */
+static int64_t wait_block_round(wait_block *b, int64_t left) {
+  if (!G.is_worker || b->told || left == 0 || rd__worker_is_actor()) return left;
+  uint64_t now = rd__now_ns();
+  if (!b->since) b->since = now;
+  if (now - b->since >= BLOCKED_NOTIFY_NS) {
+    b->told = 1;
+    if (G.nblocked++ == 0) blocked_send(1);
+    return left;
+  }
+  return left < 0 || left > 1 ? 1 : left;
+}
+
+static void wait_block_end(wait_block *b) {
+  if (b->told && --G.nblocked == 0 && !G.dead) blocked_send(0);
+  b->told = 0;
+}
+
 int rd_get(const rd_ref *refs, size_t n, rd_buf *out, int64_t timeout_ms) {
   if ((!refs || !out) && n) return RD_EINVAL;
   LOCKED_OR(RD_ESTATE);
@@ -1287,6 +1450,7 @@ int rd_get(const rd_ref *refs, size_t n, rd_buf *out, int64_t timeout_ms) {
   }
   uint64_t deadline = timeout_ms >= 0 ? rd__now_ns() + (uint64_t)timeout_ms * 1000000ull : 0;
   int polled = 0;
+  wait_block wb = {0, 0};
   rd__flush_all();
   for (;;) {
     size_t ready = 0;
@@ -1294,13 +1458,14 @@ int rd_get(const rd_ref *refs, size_t n, rd_buf *out, int64_t timeout_ms) {
     if (ready == n) break;
     int64_t left;
     if (wait_left(deadline, &polled, &left)) { r = RD_ETIMEDOUT; goto out; }
-    int pr = rd__pump(left);
+    int pr = rd__pump(wait_block_round(&wb, left));
     if (pr < 0 && pr != RD_ENODE_DIED) { r = pr; goto out; }
     if (G.dead) {
       /* everything pending failed in fail_everything */
       continue;
     }
   }
+  wait_block_end(&wb);
   /* pin store objects with one request */
   uint64_t sids_small[64], *sids = sids_small;
   uint32_t snodes_small[64], *snodes = snodes_small;
@@ -1378,6 +1543,7 @@ int rd_get(const rd_ref *refs, size_t n, rd_buf *out, int64_t timeout_ms) {
   if (gr) protobuf_c_message_free_unpacked(&gr->base, NULL);
   if (sids != sids_small) free(sids);
 out:
+  wait_block_end(&wb);
   rd__flush_all();
   pthread_mutex_unlock(&G.mu);
   return r;
@@ -1406,6 +1572,7 @@ int rd_wait(const rd_ref *refs, size_t n, size_t num_ready, int64_t timeout_ms, 
   }
   uint64_t deadline = timeout_ms >= 0 ? rd__now_ns() + (uint64_t)timeout_ms * 1000000ull : 0;
   int ready = 0, polled = 0;
+  wait_block wb = {0, 0};
   rd__flush_all();
   for (;;) {
     ready = 0;
@@ -1418,8 +1585,9 @@ int rd_wait(const rd_ref *refs, size_t n, size_t num_ready, int64_t timeout_ms, 
     if ((size_t)ready >= num_ready || G.dead) break;
     int64_t left;
     if (wait_left(deadline, &polled, &left)) break;
-    if (rd__pump(left) < 0 && !G.dead) break;
+    if (rd__pump(wait_block_round(&wb, left)) < 0 && !G.dead) break;
   }
+  wait_block_end(&wb);
   pthread_mutex_unlock(&G.mu);
   return ready;
 }
@@ -1561,6 +1729,7 @@ static int submit_task(const char *func, rd__sclass *cls, rd__actor *actor, cons
   }
   if (!G.pumping) rd__flush_all();
   else wake_pumper();
+  progress_kick();
   return 0;
 }
 
@@ -2296,6 +2465,7 @@ static void ctx_reset(void) {
   pending_delete_node = NULL;
   npending_delete = cappending_delete = 0;
   G.inited = G.dead = 0;
+  G.progress_off = 0;
   G.session[0] = 0;
   G.attached = G.cluster = 0;
   G.node_index = 0;
@@ -2402,6 +2572,7 @@ void rd_shutdown(void) {
     pthread_mutex_unlock(&G.mu);
     return;
   }
+  progress_stop();
   while (G.pumping) pthread_cond_wait(&G.cv, &G.mu);
   abandon_all_work(RD_ECANCELED, "rd_shutdown");
   if (!G.dead) {

@@ -175,6 +175,14 @@ typedef struct rd__ctx {
   uint64_t lease_idle_ns;
   uint64_t spin_ns;             /* busy-poll this long before sleeping in poll() */
   uint64_t last_wait_ns;        /* how long the last pump waited for something */
+  /* the progress thread (client.c): pumps for a process that is busy
+   * outside the library, so its queued tasks are sent and leases returned */
+  pthread_t progress;
+  pthread_cond_t progress_cv;   /* it naps here; kicked when work arrives */
+  int progress_on, progress_off, progress_stop, progress_idle, progress_pumping;
+  uint64_t progress_grace_ns;   /* no caller entered the library for this long: take over */
+  uint64_t user_calls;          /* bumped when a caller enters the library or pumps */
+  int nblocked;                 /* task worker: threads waiting long in rd_get/rd_wait */
   uint64_t *pending_release;  /* store pins to drop, sent with the next flush */
   size_t npending_release, cappending_release;
 } rd__ctx;
@@ -196,6 +204,7 @@ void rd__worker_on_assign(Rd__LeaseAssign *m, int fd);
 void rd__worker_on_attach(Rd__ActorAttach *m, int fd);
 void rd__worker_on_task(rd__serve *s, Rd__Task *m);
 void rd__worker_main(void) __attribute__((noreturn));
+int rd__worker_is_actor(void);          /* hosts an actor, or is becoming one */
 
 /* copy.c: memcpy, split across helper threads when large */
 void rd__copy(void *dst, const void *src, size_t n);

@@ -311,6 +311,8 @@ static void actor_start(Rd__ActorStart *m) {
 
 static void *worker_loop(void *arg);
 
+int rd__worker_is_actor(void) { return A.cls != NULL || G.actor_start != NULL; }
+
 void rd__worker_main(void) {
   prctl(PR_SET_PDEATHSIG, SIGKILL);
   const char *np = getenv("RAYDIST_NODE_PID");

@@ -161,6 +161,53 @@ RD_REMOTE(nested_sum) {
   return rd_return_bytes(call, 0, &total, sizeof(total));
 }
 
+/* Submits `n` sleep_span(100 ms) children, then computes for `ms` without
+ * calling the library, then counts (without waiting) the children done. */
+RD_REMOTE(spawn_then_spin) {
+  rd_buf a;
+  if (rd_arg(call, 0, &a) || a.size != 2 * sizeof(long)) return rd_call_fail(call, "args");
+  long nm[2];
+  memcpy(nm, a.data, sizeof(nm));
+  rd_ref r[16];
+  long n = nm[0] < 16 ? nm[0] : 16, child_ms = 100;
+  for (long i = 0; i < n; i++)
+    if (rd_submit(sleep_span, RD_ARGS(rd_arg_bytes(&child_ms, sizeof(child_ms))), NULL, &r[i]) != 0)
+      return rd_call_fail(call, "submit");
+  volatile double x = 0;
+  for (double end = now_s() + nm[1] / 1000.0; now_s() < end;) x += 1.0;
+  long done = rd_wait(r, (size_t)n, (size_t)n, 0, NULL);
+  for (long i = 0; i < n; i++) rd_ref_release(r[i]);
+  return rd_return_bytes(call, 0, &done, sizeof(done));
+}
+
+/* fan(d): 1 at depth 0, else the sum of two fan(d - 1) children it waits for. */
+RD_REMOTE(fan) {
+  rd_buf a;
+  if (rd_arg(call, 0, &a) || a.size != sizeof(long)) return rd_call_fail(call, "args");
+  long d, sum = 0;
+  memcpy(&d, a.data, sizeof(d));
+  if (d <= 0) {
+    usleep(20000);
+    sum = 1;
+    return rd_return_bytes(call, 0, &sum, sizeof(sum));
+  }
+  d--;
+  rd_ref r[2];
+  for (int i = 0; i < 2; i++)
+    if (rd_submit(fan, RD_ARGS(rd_arg_bytes(&d, sizeof(d))), NULL, &r[i]) != 0) return rd_call_fail(call, "submit");
+  rd_buf b[2];
+  int e = rd_get(r, 2, b, 60000);
+  if (e != 0) return rd_call_fail(call, "children: %s", rd_err_name(e));
+  for (int i = 0; i < 2; i++) {
+    long v;
+    memcpy(&v, b[i].data, sizeof(v));
+    sum += v;
+    rd_buf_release(&b[i]);
+    rd_ref_release(r[i]);
+  }
+  return rd_return_bytes(call, 0, &sum, sizeof(sum));
+}
+
 /* ------------------------------------------------------------------ tests */
 
 static void init_or_die(const rd_config *cfg) {
@@ -752,6 +799,82 @@ static int t_cancel(void) {
   return 0;
 }
 
+/* The progress thread: tasks a driver submitted are sent, run and their
+ * leases returned while the driver does something else for a while without
+ * calling the library; likewise for children a running task submitted. */
+static int t_progress(void) {
+  rd_config cfg;
+  rd_config_init(&cfg);
+  cfg.num_cpus = 2;
+  init_or_die(&cfg);
+  enum { N = 8 };
+  rd_ref r[N];
+  for (int i = 0; i < N; i++) r[i] = submit_sleep(150);   /* 4 rounds on 2 CPUs: ~0.6 s */
+  double t0 = now_s();
+  usleep(2500000);            /* no library call meanwhile */
+  int ready = rd_wait(r, N, N, 0, NULL);
+  rd_node_info ni;
+  CHECK_EQ(rd_node_info_get(&ni), 0);   /* sent before this call pumps */
+  printf("driver away %.1f s: %d of %d tasks done, %.1f of %.1f CPUs free\n", now_s() - t0, ready, N,
+         ni.avail_cpus, ni.num_cpus);
+  CHECK_EQ(ready, N);
+  CHECK(ni.avail_cpus == ni.num_cpus);  /* idle leases went back without a call */
+  for (int i = 0; i < N; i++) rd_ref_release(r[i]);
+  /* a task that submits children and then computes for 1.5 s */
+  long nm[2] = {4, 1500};
+  rd_ref p;
+  CHECK_EQ(rd_submit(spawn_then_spin, RD_ARGS(rd_arg_bytes(nm, sizeof(nm))), NULL, &p), 0);
+  long done = get_long(p);
+  printf("task away 1.5 s: %ld of 4 children done\n", done);
+  CHECK_EQ(done, 4);
+  /* synchronous round trips still work while the thread is there */
+  long x = 0;
+  for (int i = 0; i < 200; i++) {
+    rd_ref q;
+    CHECK_EQ(rd_submit(add_one, RD_ARGS(rd_arg_bytes(&x, sizeof(x))), NULL, &q), 0);
+    x = get_long(q);
+    rd_ref_release(q);
+  }
+  CHECK_EQ(x, 200);
+  rd_shutdown();
+  return 0;
+}
+
+/* Nested tasks deeper than the node has CPUs: each waiting parent lends its
+ * CPU back (Ray's blocked workers), so the 8 leaves of a depth-3 tree run on
+ * a 2-CPU node where the 7 parents would otherwise hold every CPU forever;
+ * afterwards the ledger is whole again. */
+static int t_nested_blocked(void) {
+  rd_config cfg;
+  rd_config_init(&cfg);
+  cfg.num_cpus = 2;
+  init_or_die(&cfg);
+  for (long d = 1; d <= 3; d++) {
+    rd_ref r;
+    double t0 = now_s();
+    CHECK_EQ(rd_submit(fan, RD_ARGS(rd_arg_bytes(&d, sizeof(d))), NULL, &r), 0);
+    long v = get_long(r);
+    printf("fan(%ld) = %ld in %.2f s\n", d, v, now_s() - t0);
+    CHECK_EQ(v, 1L << d);
+    rd_ref_release(r);
+  }
+  /* two trees at once: both parents' lends and retakes interleave */
+  rd_ref two[2];
+  long d = 3;
+  for (int i = 0; i < 2; i++) CHECK_EQ(rd_submit(fan, RD_ARGS(rd_arg_bytes(&d, sizeof(d))), NULL, &two[i]), 0);
+  for (int i = 0; i < 2; i++) CHECK_EQ(get_long(two[i]), 8);
+  rd_node_info ni;
+  for (int k = 0; k < 100; k++) {   /* leases go back within ms; up to 5 s */
+    CHECK_EQ(rd_node_info_get(&ni), 0);
+    if (ni.avail_cpus == ni.num_cpus) break;
+    usleep(50000);
+  }
+  printf("after: %.1f of %.1f CPUs free, %d workers\n", ni.avail_cpus, ni.num_cpus, ni.num_workers);
+  CHECK(ni.avail_cpus == ni.num_cpus);
+  rd_shutdown();
+  return 0;
+}
+
 static int t_malformed(void) {
   init_or_die(NULL);
   const char *sess = rd_session_dir();
@@ -981,7 +1104,7 @@ static const rd_test_case tests[] = {
     {"priority", t_priority},       {"malformed", t_malformed}, {"shutdown_clean", t_shutdown_clean},
     {"threads", t_threads},         {"spawn_fails", t_spawn_fails}, {"spawn_fails_child", t_spawn_fails_child},
     {"workers_crash_at_start", t_workers_crash_at_start}, {"workers_trim", t_workers_trim},
-    {"cancel", t_cancel},
+    {"cancel", t_cancel},           {"progress", t_progress}, {"nested_blocked", t_nested_blocked},
 };
 
 RD_TEST_MAIN(tests)

@@ -127,10 +127,43 @@ static void test_custom(void) {
   CHECK(rd_res_feasible(&l, &r) == 0);
 }
 
+/* A blocked holder lends its CPUs: others may take them, its return may
+ * leave the node over its CPUs, and releases bring the ledger back whole.
+ * GPUs stay held while lent. */
+static void test_lend_cpu(void) {
+  rd_resources total, one;
+  memset(&total, 0, sizeof total);
+  memset(&one, 0, sizeof one);
+  total.cpu = 2 * RD_RES_UNIT;
+  total.gpu = RD_RES_UNIT;
+  one.cpu = RD_RES_UNIT;
+  rd_res_ledger l;
+  rd_res_ledger_init(&l, &total);
+  rd_res_grant parent, other, child;
+  rd_resources pg = one;
+  pg.gpu = RD_RES_UNIT / 2;
+  CHECK(rd_res_acquire(&l, &pg, &parent) == 0);
+  CHECK(rd_res_acquire(&l, &one, &other) == 0);
+  CHECK(rd_res_acquire(&l, &one, &child) == RD_EAGAIN);   /* full */
+  rd_res_lend_cpu(&l, &parent);
+  CHECK(l.avail.cpu == RD_RES_UNIT && l.avail.gpu == RD_RES_UNIT / 2);   /* the GPU share stays held */
+  CHECK(rd_res_acquire(&l, &one, &child) == 0);            /* the child runs */
+  rd_res_retake_cpu(&l, &parent);                          /* parent resumes first */
+  CHECK(l.avail.cpu == -RD_RES_UNIT);
+  rd_res_grant g;
+  CHECK(rd_res_acquire(&l, &one, &g) == RD_EAGAIN);
+  rd_res_release(&l, &child);
+  rd_res_release(&l, &other);
+  CHECK(l.avail.cpu == RD_RES_UNIT);
+  rd_res_release(&l, &parent);
+  CHECK(l.avail.cpu == total.cpu && l.avail.gpu == total.gpu);
+}
+
 int main(void) {
   test_from_double();
   test_validate();
   test_custom();
+  test_lend_cpu();
   printf("test_resources: ok\n");
   return 0;
 }
