@@ -441,6 +441,7 @@ typedef struct rd_node_info {
   uint64_t tasks_leased;            /* leases granted since start */
   uint32_t node_index;              /* this node in the cluster; 0 on an embedded cluster */
   int cluster_nodes;                /* live nodes in the cluster (1 when embedded) */
+  uint64_t memory_kills;            /* workers the memory monitor killed since the node started */
 } rd_node_info;
 
 /* A snapshot of the local node (round trip to the node daemon). */

@@ -1591,6 +1591,15 @@ void rd__cluster_worker_gone(node_worker *w) {
     if (ch->worker == w) ch->worker = NULL;
 }
 
+int rd__cluster_worker_kill(node_worker *w, int status, const char *why) {
+  for (cl_chan *ch = C.chans; ch; ch = ch->next) {
+    if (ch->closed || ch->side != SIDE_WORKER || ch->worker != w) continue;
+    chan_close(ch, status, why, 1);   /* tells the owner's node, and kills w */
+    return 1;
+  }
+  return 0;
+}
+
 void rd__cluster_client_dropped(node_client *c) {
   /* also after rd__cluster_stop: shutdown drops every client last */
   int is_link = c->role == ROLE_LINK || c->link;

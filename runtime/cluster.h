@@ -39,6 +39,9 @@ int rd__cluster_lease_return(node_client *c, const Rd__LeaseReturn *m);
 void rd__cluster_granted(lease_req *r, node_worker *w, int status, int fd);
 /* A worker's record is about to be freed. */
 void rd__cluster_worker_gone(node_worker *w);
+/* Kill w, leased to an owner on another node, telling the owner why
+ * (status, why) through its channel.  0 when w serves no such lease. */
+int rd__cluster_worker_kill(node_worker *w, int status, const char *why);
 /* Any client is going away: its remote requests and bridged channels end. */
 void rd__cluster_client_dropped(node_client *c);
 /* A driver said hello: ship its executable to the GCS for the other nodes. */

@@ -109,6 +109,13 @@ static int pin_remove(node_client *c, uint64_t id) {
 
 static void worker_free(uv_handle_t *h) { free(h->data); }
 
+/* An actor's death reason when the memory monitor killed its worker. */
+static int memory_kill_why(const node_worker *w, char *buf, size_t len) {
+  if (!w->kill_why[0]) return 0;
+  snprintf(buf, len, "its worker process (pid %d) was %s", w->pid, w->kill_why);
+  return 1;
+}
+
 static void worker_on_exit(uv_process_t *p, int64_t status, int sig) {
   node_worker *w = p->data;
   node_job *j = w->job;
@@ -131,9 +138,13 @@ static void worker_on_exit(uv_process_t *p, int64_t status, int sig) {
   rd__node_worker_state(w, W_DEAD);
   if (w->evicted) N.nevicting--;
   if (w->actor) {
-    char why[160];
-    if (sig) snprintf(why, sizeof(why), "its worker process (pid %d) was killed by signal %d", w->pid, sig);
-    else snprintf(why, sizeof(why), "its worker process (pid %d) exited with status %lld", w->pid, (long long)status);
+    char why[420];
+    if (memory_kill_why(w, why, sizeof(why)))
+      ;
+    else if (sig)
+      snprintf(why, sizeof(why), "its worker process (pid %d) was killed by signal %d", w->pid, sig);
+    else
+      snprintf(why, sizeof(why), "its worker process (pid %d) exited with status %lld", w->pid, (long long)status);
     actor_worker_gone(w->actor, why);
   }
   if (w->client) {
@@ -595,16 +606,22 @@ static void lease_end(node_worker *w) {
   w->lease_id = 0;
 }
 
+/* A leased worker that must never be granted again: its grant goes back now,
+ * the process is killed and reaped by worker_on_exit. */
+static void worker_kill_leased(node_worker *w) {
+  rd__node_worker_release(w);
+  rd__node_worker_state(w, W_DYING);
+  w->lease_owner = NULL;
+  if (w->pid > 0) kill(w->pid, SIGKILL);
+}
+
 static void on_lease_return(node_client *c, Rd__LeaseReturn *m) {
   for (node_worker *w = N.workers; w; w = w->next) {
     if (w->state == W_LEASED && w->lease_id == m->lease_id && w->lease_owner == c) {
       if (m->worker_lost) {
         /* its owner saw the socket break: the worker is dead or broken, so it
          * must never be granted again; reaped by worker_on_exit */
-        rd__node_worker_release(w);
-        rd__node_worker_state(w, W_DYING);
-        w->lease_owner = NULL;
-        if (w->pid > 0) kill(w->pid, SIGKILL);
+        worker_kill_leased(w);
       } else {
         lease_end(w);
       }
@@ -1412,6 +1429,7 @@ static void on_node_info(node_client *c, Rd__NodeInfo *m) {
   r.leases_granted = N.leases_granted;
   r.node_index = rd__cluster_index();
   r.cluster_nodes = rd__cluster_alive_nodes();
+  r.memory_kills = N.mem_kills;
   send_msg(c, RD__MSG_TYPE__MSG_NODE_INFO_REPLY, &r.base, -1);
 }
 
@@ -1624,7 +1642,12 @@ static void client_drop(node_client *c, const char *why) {
     node_worker *w = c->worker;
     w->client = NULL;
     c->worker = NULL;
-    if (w->actor) actor_worker_gone(w->actor, "its worker process closed its connection to the node");
+    if (w->actor) {
+      char why[420];
+      if (!memory_kill_why(w, why, sizeof(why)))
+        snprintf(why, sizeof(why), "its worker process closed its connection to the node");
+      actor_worker_gone(w->actor, why);
+    }
     if (w->state != W_DEAD && w->pid > 0) kill(w->pid, SIGKILL);  /* a worker without a conn is useless */
     if (w->state == W_LEASED) rd__node_worker_release(w);
     if (w->state != W_DEAD) rd__node_worker_state(w, W_DYING);   /* until its exit callback */
@@ -1812,6 +1835,120 @@ static void workers_trim(uint64_t now) {
   }
 }
 
+/* ------------------------------------------------------ memory monitor
+ *
+ * Every RAYDIST_MEMORY_MONITOR_MS (default 250; 0: off) the node checks its
+ * workers' resident memory against RAYDIST_MEMORY_LIMIT_BYTES (default none)
+ * and the node's memory in use (the cgroup's limit when one is set, else
+ * /proc/meminfo) against RAYDIST_MEMORY_USAGE_THRESHOLD (default 0.95).  Over
+ * either, it kills the leased task worker using the most memory (an actor's
+ * only when no task runs), one at a time, and says why: the owner gets
+ * LeaseLost first, so a task that runs out of retries fails with RD_EOOM and
+ * that reason, and an actor dies (or restarts) with it.  This replaces the
+ * kernel's OOM killer, which would pick any process, daemon included, and
+ * say nothing to the caller. */
+
+static uint64_t proc_rss(int pid) {
+  char path[64];
+  snprintf(path, sizeof(path), "/proc/%d/statm", pid);
+  FILE *f = fopen(path, "r");
+  if (!f) return 0;
+  unsigned long long size = 0, resident = 0;
+  int n = fscanf(f, "%llu %llu", &size, &resident);
+  fclose(f);
+  return n == 2 ? (uint64_t)resident * (uint64_t)sysconf(_SC_PAGESIZE) : 0;
+}
+
+static int read_u64_file(const char *path, uint64_t *out) {
+  FILE *f = fopen(path, "r");
+  if (!f) return -1;
+  unsigned long long v;
+  int n = fscanf(f, "%llu", &v);
+  fclose(f);
+  if (n != 1) return -1;   /* "max": no limit */
+  *out = v;
+  return 0;
+}
+
+/* Memory in use and the most there is: the cgroup's (v2) when it has a
+ * limit, the machine's otherwise.  -1 when neither can be read. */
+static int node_memory(uint64_t *used, uint64_t *total) {
+  if (read_u64_file("/sys/fs/cgroup/memory.max", total) == 0 &&
+      read_u64_file("/sys/fs/cgroup/memory.current", used) == 0 && *total > 0)
+    return 0;
+  FILE *f = fopen("/proc/meminfo", "r");
+  if (!f) return -1;
+  char line[256];
+  unsigned long long mt = 0, ma = 0, v;
+  while (fgets(line, sizeof(line), f)) {
+    if (sscanf(line, "MemTotal: %llu kB", &v) == 1) mt = v;
+    else if (sscanf(line, "MemAvailable: %llu kB", &v) == 1) ma = v;
+  }
+  fclose(f);
+  if (!mt || ma > mt) return -1;
+  *total = (uint64_t)mt * 1024;
+  *used = (uint64_t)(mt - ma) * 1024;
+  return 0;
+}
+
+static void memory_monitor(uint64_t now) {
+  if (!N.mem_period_ns || now - N.mem_last_ns < N.mem_period_ns) return;
+  N.mem_last_ns = now;
+  node_worker *task = NULL, *actor = NULL;
+  uint64_t sum = 0, task_rss = 0, actor_rss = 0;
+  for (node_worker *w = N.workers; w; w = w->next) {
+    if (w->state == W_DYING && w->kill_why[0]) return;   /* the last kill has not freed its memory yet */
+    if (w->state == W_DEAD || w->pid <= 0) continue;
+    uint64_t r = proc_rss(w->pid);
+    sum += r;
+    if (w->state != W_LEASED) continue;
+    if (w->actor && r > actor_rss) actor = w, actor_rss = r;
+    if (!w->actor && r > task_rss) task = w, task_rss = r;
+  }
+  char why[160];
+  uint64_t used = 0, total = 0;
+  const double mib = 1048576.0;
+  if (N.mem_limit && sum > N.mem_limit) {
+    snprintf(why, sizeof(why), "the node's workers hold %.0f MiB, over its limit of %.0f MiB", sum / mib,
+             N.mem_limit / mib);
+  } else if (N.mem_threshold > 0 && node_memory(&used, &total) == 0 && (double)used > N.mem_threshold * (double)total) {
+    snprintf(why, sizeof(why), "node memory %.0f%% used (%.0f of %.0f MiB), over the threshold of %.0f%%",
+             100.0 * (double)used / (double)total, used / mib, total / mib, 100.0 * N.mem_threshold);
+  } else {
+    return;
+  }
+  node_worker *v = task ? task : actor;
+  if (!v) {
+    if (now - N.mem_warned_ns > 10000000000ull) {
+      N.mem_warned_ns = now;
+      rd__log(RD_LOG_WARN, "memory monitor: %s, and no task or actor runs here to stop", why);
+    }
+    return;
+  }
+  uint64_t rss = v == task ? task_rss : actor_rss;
+  snprintf(v->kill_why, sizeof(v->kill_why), "killed by the memory monitor: %s; it held %.0f MiB, the most of %s",
+           why, rss / mib, v == task ? "the node's tasks" : "its actors (no task ran)");
+  N.mem_kills++;
+  rd__log(RD_LOG_WARN, "worker %u (pid %d) %s", v->id, v->pid, v->kill_why);
+  if (v->actor) {
+    rd__node_worker_state(v, W_DYING);   /* worker_on_exit tells the actor's callers why */
+    kill(v->pid, SIGKILL);
+    return;
+  }
+  if (rd__cluster_worker_kill(v, RD_EOOM, v->kill_why)) return;   /* an owner on another node */
+  node_client *o = v->lease_owner;
+  if (o && !o->dead && o->role != ROLE_LINK) {
+    Rd__LeaseLost m = RD__LEASE_LOST__INIT;
+    m.lease_id = v->lease_id;
+    m.status = RD_EOOM;
+    m.error = v->kill_why;
+    send_msg(o, RD__MSG_TYPE__MSG_LEASE_LOST, &m.base, -1);
+    flush_all();   /* before the kill: the owner reads why before the socket breaks */
+  }
+  worker_kill_leased(v);
+  dispatch();
+}
+
 /* ----------------------------------------------------------- lifecycle */
 
 static void on_tick(uv_timer_t *t) {
@@ -1845,6 +1982,7 @@ static void on_tick(uv_timer_t *t) {
     }
   jobs_tick(now);
   workers_trim(now);
+  memory_monitor(now);
   flush_all();
 }
 
@@ -1908,6 +2046,13 @@ int rd__node_main(const rd_node_opts *opts) {
   N.idle_trim_ns = 10000000000ull;
   const char *trim = getenv("RAYDIST_WORKER_IDLE_MS");   /* tests shorten it; 0 = never */
   if (trim && *trim) N.idle_trim_ns = (uint64_t)strtoull(trim, NULL, 10) * 1000000ull;
+  const char *e = getenv("RAYDIST_MEMORY_MONITOR_MS");
+  N.mem_period_ns = (e && *e ? strtoull(e, NULL, 10) : 250) * 1000000ull;
+  e = getenv("RAYDIST_MEMORY_USAGE_THRESHOLD");
+  N.mem_threshold = e && *e ? atof(e) : 0.95;
+  if (!(N.mem_threshold > 0 && N.mem_threshold <= 1)) N.mem_threshold = 0;
+  e = getenv("RAYDIST_MEMORY_LIMIT_BYTES");
+  N.mem_limit = e && *e ? strtoull(e, NULL, 10) : 0;
   N.opts = *opts;
   rd__log_init("node");
   if (opts->log_level >= 0) rd__log_set_level(opts->log_level);

@@ -171,6 +171,7 @@ struct node_worker {
   char visible[64];
   node_actor *actor;        /* the actor this worker hosts */
   int blocked;              /* its task waits in rd_get/rd_wait: grant's CPUs lent back */
+  char kill_why[360];       /* killed by the memory monitor: why (its actor's death reason) */
   uint64_t kill_deadline;   /* graceful actor exit: SIGKILL after this */
   uint64_t idle_since;      /* when it last became idle */
   node_worker *next;
@@ -198,6 +199,11 @@ typedef struct rd__node_state {
   parked_get *parked;
   parked_create *parked_creates;
   uint64_t idle_trim_ns;    /* idle task workers over the soft limit stop after this (0: never) */
+  /* memory monitor (node.c): checked every mem_period_ns (0: off) */
+  uint64_t mem_period_ns, mem_last_ns, mem_warned_ns;
+  double mem_threshold;     /* of the node's memory (or cgroup limit) in use; 0: not checked */
+  uint64_t mem_limit;       /* bytes the node's workers may hold together (RSS); 0: none */
+  uint64_t mem_kills;
   node_actor *actors;
   /* Stands in as the creator of detached actors whose creator left: never
    * connected (dead, so nothing is ever sent to it), it owns their

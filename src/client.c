@@ -416,7 +416,7 @@ static void lease_lost(rd__lease *l, const char *why) {
   l->ninflight = 0;
   int pid = l->worker_pid;
   int l_err = l->lost_err;
-  char l_why[160];
+  char l_why[400];
   snprintf(l_why, sizeof(l_why), "%s", l->lost_why);
   lease_return_ex(l, 1);
   /* requeue in order at the front of the class queue */
@@ -430,8 +430,8 @@ static void lease_lost(rd__lease *l, const char *why) {
       if (why) {
         t->retries_left--;
         t->attempt++;
-        rd__log(RD_LOG_WARN, "worker pid %d %s while running '%s'; retrying (attempt %d of %d)", pid, why,
-                t->func, t->attempt + 1, t->max_retries + 1);
+        rd__log(RD_LOG_WARN, "worker pid %d %s while running '%s'; retrying (attempt %d of %d)", pid,
+                l_err ? l_why : why, t->func, t->attempt + 1, t->max_retries + 1);
       }
       t->next = NULL;
       *rtail = t;
@@ -713,6 +713,7 @@ static void handle_daemon_frame(const rd__frame *f) {
     case RD__MSG_TYPE__MSG_ACTOR_ATTACH: d = &rd__actor_attach__descriptor; break;
     case RD__MSG_TYPE__MSG_ACTOR_KILL: d = &rd__actor_kill__descriptor; break;
     case RD__MSG_TYPE__MSG_PG_REPLY: d = &rd__pg_reply__descriptor; break;
+    case RD__MSG_TYPE__MSG_LEASE_LOST: d = &rd__lease_lost__descriptor; break;
     default: break;
   }
   int fd = (f->flags & RD_FRAME_FLAG_FD) ? rd__conn_take_fd(&G.daemon) : -1;
@@ -746,6 +747,17 @@ static void handle_daemon_frame(const rd__frame *f) {
     case RD__MSG_TYPE__MSG_ACTOR_KILL:
       G.actor_kill = 1;
       break;
+    case RD__MSG_TYPE__MSG_LEASE_LOST: {
+      /* the node is about to kill this lease's worker: keep why for lease_lost */
+      Rd__LeaseLost *ll = (Rd__LeaseLost *)m;
+      for (rd__sclass *c = G.classes; c; c = c->next)
+        for (rd__lease *l = c->leases; l; l = l->next)
+          if (l->lease_id == ll->lease_id && ll->status < 0) {
+            l->lost_err = ll->status;
+            snprintf(l->lost_why, sizeof(l->lost_why), "%s", ll->error ? ll->error : "");
+          }
+      break;
+    }
     case RD__MSG_TYPE__MSG_ERROR: {
       Rd__Error *e = (Rd__Error *)m;
       rd__log(RD_LOG_ERROR, "node daemon: %s (%s)", e->message, rd_err_name(e->status));
@@ -1934,6 +1946,7 @@ int rd_node_info_get(rd_node_info *out) {
     out->tasks_leased = ni->leases_granted;
     out->node_index = ni->node_index;
     out->cluster_nodes = ni->cluster_nodes > 0 ? ni->cluster_nodes : 1;
+    out->memory_kills = ni->memory_kills;
     protobuf_c_message_free_unpacked(rep, NULL);
   }
   pthread_mutex_unlock(&G.mu);

@@ -93,7 +93,7 @@ struct rd__lease {
   uint64_t last_reply_ns;
   int broken;               /* sent a malformed frame */
   int lost_err;             /* why a bridged (remote) worker went away, from its node */
-  char lost_why[160];
+  char lost_why[400];
   rd__actor *actor;         /* a connection to an actor, not a lease */
   rd__lease *next;
 };

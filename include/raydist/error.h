@@ -37,14 +37,15 @@ extern "C" {
   XX(EAGAIN,         -23, "resource temporarily unavailable")                  \
   XX(ENOTSUP,        -24, "not supported")                                     \
   XX(EAUTH,          -25, "cluster token missing or wrong")                   \
-  XX(EPG_REMOVED,    -26, "placement group removed")
+  XX(EPG_REMOVED,    -26, "placement group removed")                        \
+  XX(EOOM,           -27, "killed by the memory monitor (node out of memory)")
 
 typedef enum rd_errno {
   RD_OK = 0,
 #define RD__ERR_ENUM(name, val, msg) RD_##name = (val),
   RD_ERRNO_MAP(RD__ERR_ENUM)
 #undef RD__ERR_ENUM
-  RD__ERR_MIN = -25
+  RD__ERR_MIN = -27
 } rd_errno;
 
 #ifdef __cplusplus

@@ -21,6 +21,7 @@
 #include <unistd.h>
 
 #include "../check.h"
+#include "../memhog.h"
 #include "../pidfile.h"
 
 /* Which node ran me: its index in the cluster. */
@@ -1190,6 +1191,34 @@ static int t_cancel(void) {
   return 0;
 }
 
+/* ------------------------------------------------------- memory monitor */
+
+/* Node d (cluster_test.sh starts it with a 400 MiB worker memory limit)
+ * kills a task spilled there from this driver's node for using too much
+ * memory; the reason travels back over the link into the task's error. */
+static int t_memory_remote(void) {
+  join();
+  rd_task_opts o;
+  rd_task_opts_init(&o);
+  o.resources = "only_d=1";
+  o.max_retries = 0;
+  long big = 1536, small = 32;
+  rd_ref r;
+  CHECK_EQ(rd_submit(hog, RD_ARGS(rd_arg_bytes(&big, sizeof(big))), &o, &r), 0);
+  rd_buf b;
+  int e = rd_get(&r, 1, &b, 60000);
+  printf("1.5 GiB task on node d: %s: %.*s\n", rd_err_name(e), (int)b.size, (const char *)b.data);
+  CHECK_EQ(e, RD_EOOM);
+  CHECK(strstr((const char *)b.data, "memory monitor") != NULL);
+  rd_buf_release(&b);
+  CHECK_EQ(rd_submit(hog, RD_ARGS(rd_arg_bytes(&small, sizeof(small))), &o, &r), 0);
+  CHECK_EQ(rd_get(&r, 1, &b, 60000), 0);   /* within the limit: runs */
+  CHECK(b.size == sizeof(long) && memcmp(b.data, &small, sizeof(small)) == 0);
+  rd_buf_release(&b);
+  rd_shutdown();
+  return 0;
+}
+
 /* ------------------------------------------------------- detached actors */
 
 static rd_actor make_tally(const char *name, int detached, const char *res, double cpus, uint32_t node,
@@ -1308,7 +1337,7 @@ int main(int argc, char **argv) {
       {"pg_node_death", t_pg_node_death},       {"two_jobs", t_two_jobs},
       {"two_jobs_local", t_two_jobs_local},     {"lease_reuse", t_lease_reuse},
       {"detached_make", t_detached_make},       {"detached_use", t_detached_use},
-      {"detached_gone", t_detached_gone},       {"cancel", t_cancel},
+      {"detached_gone", t_detached_gone},       {"cancel", t_cancel}, {"memory_remote", t_memory_remote},
   };
   return rd_test_main(argc, argv, cases, sizeof(cases) / sizeof(cases[0]));
 }

@@ -107,6 +107,14 @@ case "$CASE" in
     # the first program again, alone: the nodes reuse or restart its workers
     "$T" custom_resources || fail "the first job after both"
     ;;
+  memory_monitor)
+    # node d kills a task spilled to it for memory (its own limit only)
+    RAYDIST_MEMORY_LIMIT_BYTES=419430400 RAYDIST_MEMORY_MONITOR_MS=50 "$R" start --address "$ADDR" \
+      --node-ip 127.0.0.4 --num-cpus 2 --resources only_d=1 >/dev/null || fail "node d"
+    export RD_CLUSTER_NODES=4
+    "$T" memory_remote || fail "memory_remote"
+    grep -q "killed by the memory monitor" "$ROOT/node-127.0.0.4/node.log" || fail "node d logged no kill"
+    ;;
   detached)
     # detached actors outlive the driver that made them; later drivers use,
     # restart and kill them by name

@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "../check.h"
+#include "../memhog.h"
 
 static double now_s(void) {
   struct timespec ts;
@@ -104,6 +105,12 @@ RD_ACTOR_METHOD(Counter, sleep_ms) {
   memcpy(&ms, b.data, sizeof(ms));
   usleep((useconds_t)ms * 1000);
   return rd_return_bytes(call, 0, &ms, sizeof(ms));
+}
+
+/* Takes argument 0 (a long) MiB for a while. */
+RD_ACTOR_METHOD(Counter, hog) {
+  (void)state;
+  return hog_fn(call);
 }
 
 /* Reports {gpu id, fraction * 10000, visible devices as a number}. */
@@ -332,6 +339,32 @@ static int t_restart(void) {
   return 0;
 }
 
+/* The memory monitor stops an actor that takes too much memory when no
+ * task runs on the node; its death reason, given to later calls, says so. */
+static int t_memory_monitor(void) {
+  setenv("RAYDIST_MEMORY_LIMIT_BYTES", "419430400", 1);   /* 400 MiB, inherited by the node */
+  setenv("RAYDIST_MEMORY_MONITOR_MS", "50", 1);
+  init_or_die(NULL);
+  rd_actor a = make_counter(0, NULL);
+  rd_ref r;
+  long mb = 1536;
+  int err;
+  char msg[512];
+  CHECK_EQ(rd_actor_call(a, Counter_hog, RD_ARGS(rd_arg_bytes(&mb, sizeof(mb))), NULL, &r), 0);
+  (void)get_long_err(r, &err, msg, sizeof(msg));
+  CHECK_EQ(err, RD_EACTOR_DIED);
+  CHECK_EQ(rd_actor_call(a, Counter_get, RD_NO_ARGS, NULL, &r), 0);
+  (void)get_long_err(r, &err, msg, sizeof(msg));
+  printf("after: %s: %s\n", rd_err_name(err), msg);
+  CHECK_EQ(err, RD_EACTOR_DIED);
+  CHECK(strstr(msg, "memory monitor") != NULL);
+  rd_actor b = make_counter(5, NULL);   /* the node goes on serving */
+  CHECK_EQ(rd_actor_call(b, Counter_get, RD_NO_ARGS, NULL, &r), 0);
+  CHECK_EQ(get_long(r), 5);
+  rd_shutdown();
+  return 0;
+}
+
 static int t_gpu_actors(void) {
   rd_config cfg;
   rd_config_init(&cfg);
@@ -476,7 +509,7 @@ static int t_concurrency(void) {
 static const rd_test_case tests[] = {
     {"order", t_order},       {"two_callers", t_two_callers}, {"named", t_named},
     {"restart", t_restart},   {"gpu_actors", t_gpu_actors},   {"bad_input", t_bad_input},
-    {"concurrency", t_concurrency}, {"cancel", t_cancel},
+    {"concurrency", t_concurrency}, {"cancel", t_cancel}, {"memory_monitor", t_memory_monitor},
 };
 
 RD_TEST_MAIN(tests)

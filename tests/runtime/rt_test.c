@@ -19,6 +19,7 @@
 #include <unistd.h>
 
 #include "../check.h"
+#include "../memhog.h"
 #include "../pidfile.h"
 
 static double now_s(void) {
@@ -875,6 +876,43 @@ static int t_nested_blocked(void) {
   return 0;
 }
 
+/* The memory monitor: over the node's worker memory limit it kills the task
+ * using the most memory, with the reason in the task's error (RD_EOOM) after
+ * its retry is spent; a small task running beside it is left alone, and the
+ * node goes on serving. */
+static int t_memory_monitor(void) {
+  setenv("RAYDIST_MEMORY_LIMIT_BYTES", "419430400", 1);   /* 400 MiB; the node inherits these */
+  setenv("RAYDIST_MEMORY_MONITOR_MS", "50", 1);
+  rd_config cfg;
+  rd_config_init(&cfg);
+  cfg.num_cpus = 2;
+  init_or_die(&cfg);
+  rd_task_opts o;
+  rd_task_opts_init(&o);
+  o.max_retries = 1;
+  long big = 1536, small = 32;
+  rd_ref r_big, r_small, r_sleep = submit_sleep(1500);
+  CHECK_EQ(rd_submit(hog, RD_ARGS(rd_arg_bytes(&big, sizeof(big))), &o, &r_big), 0);
+  rd_buf b;
+  int e = rd_get(&r_big, 1, &b, 60000);
+  printf("1.5 GiB task: %s: %.*s\n", rd_err_name(e), (int)b.size, (const char *)b.data);
+  CHECK_EQ(e, RD_EOOM);
+  CHECK(strstr((const char *)b.data, "memory monitor") != NULL);
+  CHECK(strstr((const char *)b.data, "over its limit of 400 MiB") != NULL);
+  CHECK(strstr((const char *)b.data, "attempt 2 of 2") != NULL);
+  rd_buf_release(&b);
+  CHECK_EQ(get_status(r_sleep, 30000), 0);   /* the task beside it ran on */
+  CHECK_EQ(rd_submit(hog, RD_ARGS(rd_arg_bytes(&small, sizeof(small))), &o, &r_small), 0);
+  CHECK_EQ(get_long(r_small), small);        /* within the limit: runs */
+  rd_node_info ni;
+  CHECK_EQ(rd_node_info_get(&ni), 0);
+  CHECK_EQ(ni.memory_kills, 2);              /* the attempt and its retry */
+  rd_shutdown();
+  unsetenv("RAYDIST_MEMORY_LIMIT_BYTES");
+  unsetenv("RAYDIST_MEMORY_MONITOR_MS");
+  return 0;
+}
+
 static int t_malformed(void) {
   init_or_die(NULL);
   const char *sess = rd_session_dir();
@@ -1105,6 +1143,7 @@ static const rd_test_case tests[] = {
     {"threads", t_threads},         {"spawn_fails", t_spawn_fails}, {"spawn_fails_child", t_spawn_fails_child},
     {"workers_crash_at_start", t_workers_crash_at_start}, {"workers_trim", t_workers_trim},
     {"cancel", t_cancel},           {"progress", t_progress}, {"nested_blocked", t_nested_blocked},
+    {"memory_monitor", t_memory_monitor},
 };
 
 RD_TEST_MAIN(tests)
