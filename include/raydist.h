@@ -256,6 +256,10 @@ RD_EXTERN int rd_call_gpu_ids(const rd_call *call, int *ids, double *fractions, 
 RD_EXTERN const char *rd_call_function_name(const rd_call *call);
 /* 0 on the first run, 1.. on retries after a worker died. */
 RD_EXTERN int rd_call_attempt(const rd_call *call);
+/* 1 once the task's owner cancelled it (rd_cancel without force): a long
+ * task polls this and returns early.  Looks for the owner's word at most
+ * once a millisecond; 0 otherwise, and for a NULL call. */
+RD_EXTERN int rd_call_cancelled(rd_call *call);
 
 /* ----------------------------------------------------------------- actors */
 

@@ -208,6 +208,8 @@ static void usage_start(FILE *f) {
           "       raydist start --address IP:PORT [--node-ip IP] [--token T] [resources]\n"
           "resources: [--num-cpus N] [--num-gpus N] [--resources a=1,b=2] [--memory BYTES]\n"
           "           [--object-store-memory BYTES] [--max-workers N] [--log-level L]\n"
+          "           [--metrics-port N]  (Prometheus /metrics; default any free port, -1 none;\n"
+          "                                the address is in the node's session directory, file `metrics`)\n"
           "The token of a cluster started on this machine is found on its own; elsewhere pass\n"
           "--token or RAYDIST_TOKEN (it is in the head's session directory, file `token`).\n");
 }
@@ -216,12 +218,12 @@ int rd__cli_start(int argc, char **argv) {
   int head = 0, port = DEFAULT_PORT;
   const char *address = NULL, *node_ip = "127.0.0.1", *token = getenv("RAYDIST_TOKEN");
   const char *num_cpus = NULL, *num_gpus = NULL, *resources = NULL, *memory = NULL, *store = NULL, *maxw = NULL,
-             *loglevel = NULL;
+             *loglevel = NULL, *metrics_port = NULL;
   static const struct option lo[] = {
       {"head", 0, 0, 'H'},        {"port", 1, 0, 'p'},      {"address", 1, 0, 'a'},   {"node-ip", 1, 0, 'i'},
       {"token", 1, 0, 't'},       {"num-cpus", 1, 0, 'c'},  {"num-gpus", 1, 0, 'g'},  {"resources", 1, 0, 'r'},
       {"memory", 1, 0, 'm'},      {"object-store-memory", 1, 0, 'o'}, {"max-workers", 1, 0, 'w'},
-      {"log-level", 1, 0, 'l'},   {"help", 0, 0, 'h'},      {0, 0, 0, 0}};
+      {"log-level", 1, 0, 'l'},   {"help", 0, 0, 'h'},      {"metrics-port", 1, 0, 'M'}, {0, 0, 0, 0}};
   int ch;
   optind = 2;
   while ((ch = getopt_long(argc, argv, "", lo, NULL)) != -1) {
@@ -238,6 +240,7 @@ int rd__cli_start(int argc, char **argv) {
       case 'o': store = optarg; break;
       case 'w': maxw = optarg; break;
       case 'l': loglevel = optarg; break;
+      case 'M': metrics_port = optarg; break;
       case 'h': usage_start(stdout); return 0;
       default: usage_start(stderr); return 2;
     }
@@ -352,6 +355,7 @@ int rd__cli_start(int argc, char **argv) {
   if (store) { nargs[k++] = "--object-store-memory"; nargs[k++] = (char *)store; }
   if (maxw) { nargs[k++] = "--max-workers"; nargs[k++] = (char *)maxw; }
   if (loglevel) { nargs[k++] = "--log-level"; nargs[k++] = (char *)loglevel; }
+  if (metrics_port) { nargs[k++] = "--metrics-port"; nargs[k++] = (char *)metrics_port; }
   nargs[k++] = "--ready-fd";
   int ready_i = k;
   nargs[k++] = NULL;

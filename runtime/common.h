@@ -25,6 +25,17 @@ static inline uint64_t rd__oid_make(uint32_t client, uint64_t seq) {
 }
 static inline uint32_t rd__oid_client(uint64_t oid) { return (uint32_t)(oid >> RD_OID_SEQ_BITS); }
 
+/* Latency histograms (metrics): bucket i counts values up to 10 us * 10^i,
+ * the last one everything above (+Inf).  Shared by the daemon and the
+ * workers that report task run times to it (WorkerStats). */
+#define RD_HIST_BUCKETS 9
+static inline int rd__hist_bucket(uint64_t ns) {
+  uint64_t bound = 10000;
+  for (int i = 0; i < RD_HIST_BUCKETS - 1; i++, bound *= 10)
+    if (ns <= bound) return i;
+  return RD_HIST_BUCKETS - 1;
+}
+
 /* Parse "name=amount,name=amount" into r's custom resources (amounts as in
  * rd_res_from_double).  RD_EINVAL with a reason in err (if non-NULL). */
 int rd__res_parse_custom(rd_resources *r, const char *spec, char *err, int errlen);

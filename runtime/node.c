@@ -26,6 +26,7 @@
 #include "pg.h"
 #include "common.h"
 #include "log.h"
+#include "metrics.h"
 #include "queue.h"
 #include "raydist.h"
 #include "resources.h"
@@ -423,8 +424,15 @@ static void granted(rd_sched_item *it, const rd_res_grant *g, void *ctx) {
   }
   int fd = -1;
   int st = w ? lease_assign(w, g, owner, &fd) : RD_EAGAIN;
-  if (st != 0) rd_res_release(l, g);
-  else worker_bind_bundle(w, b);
+  if (st != 0) {
+    rd_res_release(l, g);
+  } else {
+    worker_bind_bundle(w, b);
+    uint64_t waited = rd__now_ns() - r->queued_ns;
+    N.lease_wait[rd__hist_bucket(waited)]++;
+    N.lease_wait_n++;
+    N.lease_wait_ns += waited;
+  }
   if (owner->role == ROLE_LINK) {   /* a peer node's spillback request */
     rd__cluster_granted(r, w, st, fd);
     free(r);
@@ -517,6 +525,7 @@ void rd__node_lease_queue(node_client *c, uint64_t req_id, const rd_resources *r
   r->owner = c;
   r->req_id = req_id;
   r->bundle = b;
+  r->queued_ns = rd__now_ns();
   r->next = c->reqs;
   c->reqs = r;
   rd_sched_queue_push(req_queue(r), &r->item);
@@ -655,6 +664,22 @@ static void on_worker_blocked(node_client *c, Rd__WorkerBlocked *m) {
     rd_res_retake_cpu(l, &w->grant);
     w->blocked = 0;
   }
+}
+
+/* A worker's task run times since its last report, for the metrics. */
+static void on_worker_stats(node_client *c, Rd__WorkerStats *m) {
+  if (!c->worker) return;
+  if (m->n_buckets != RD_HIST_BUCKETS) {
+    send_error(c, RD_EPROTO, "WorkerStats needs exactly one count per histogram bucket");
+    client_drop(c, "malformed worker stats");
+    return;
+  }
+  for (size_t i = 0; i < RD_HIST_BUCKETS; i++) {
+    N.task_run[i] += m->buckets[i];
+    N.task_run_n += m->buckets[i];
+  }
+  N.task_run_ns += m->sum_ns;
+  N.tasks_failed += m->failed;
 }
 
 /* -------------------------------------------------------------- actors */
@@ -1528,6 +1553,7 @@ static void handle_frame(node_client *c, const rd__frame *f) {
     case RD__MSG_TYPE__MSG_PG_QUERY: d = &rd__pg_query__descriptor; break;
     case RD__MSG_TYPE__MSG_PG_REMOVE: d = &rd__pg_remove__descriptor; break;
     case RD__MSG_TYPE__MSG_WORKER_BLOCKED: d = &rd__worker_blocked__descriptor; break;
+    case RD__MSG_TYPE__MSG_WORKER_STATS: d = &rd__worker_stats__descriptor; break;
     default: break;
   }
   if (!d || f->flags != 0) {
@@ -1566,6 +1592,7 @@ static void handle_frame(node_client *c, const rd__frame *f) {
     case RD__MSG_TYPE__MSG_PG_QUERY: rd__pg_on_query(c, (Rd__PgQuery *)m); break;
     case RD__MSG_TYPE__MSG_PG_REMOVE: rd__pg_on_remove(c, (Rd__PgRemove *)m); break;
     case RD__MSG_TYPE__MSG_WORKER_BLOCKED: on_worker_blocked(c, (Rd__WorkerBlocked *)m); break;
+    case RD__MSG_TYPE__MSG_WORKER_STATS: on_worker_stats(c, (Rd__WorkerStats *)m); break;
     case RD__MSG_TYPE__MSG_SHUTDOWN:
       /* a cluster's node outlives drivers; an embedded one stops with the driver that started it */
       if (c->role == ROLE_DRIVER && !rd__cluster_on() && (!N.opts.embedded || c == N.owner)) node_shutdown();
@@ -1949,6 +1976,107 @@ static void memory_monitor(uint64_t now) {
   dispatch();
 }
 
+/* ------------------------------------------------------------- metrics */
+
+/* A label value in Prometheus text: backslash, quote and newline escaped. */
+static void label_escape(char *out, size_t len, const char *in) {
+  size_t k = 0;
+  for (; *in && k + 2 < len; in++) {
+    if (*in == '\\' || *in == '"') out[k++] = '\\', out[k++] = *in;
+    else if (*in == '\n') out[k++] = '\\', out[k++] = 'n';
+    else out[k++] = *in;
+  }
+  out[k] = 0;
+}
+
+void rd__node_metrics(rd__mbuf *b) {
+  const double unit = RD_RES_UNIT;
+  rd_resources av = rd__node_avail();
+  const rd_resources *tot = &N.ledger.total;
+  rd__mbuf_family(b, "raydist_uptime_seconds", "gauge", "Seconds since the node daemon started.");
+  rd__mbuf_printf(b, "raydist_uptime_seconds %.3f\n", (double)(rd__now_ns() - N.start_ns) / 1e9);
+  rd__mbuf_family(b, "raydist_cluster_nodes_alive", "gauge", "Live nodes in this node's view of the cluster (1 alone).");
+  rd__mbuf_printf(b, "raydist_cluster_nodes_alive %d\n", rd__cluster_alive_nodes());
+  const char *res_fam[2] = {"raydist_resources_total", "raydist_resources_available"};
+  const char *res_help[2] = {"Resources this node has (CPU and GPU in units, memory in bytes).",
+                             "Resources free now (CPUs lent back by blocked tasks count as free; never below 0)."};
+  for (int k = 0; k < 2; k++) {
+    const rd_resources *r = k ? &av : tot;
+    rd__mbuf_family(b, res_fam[k], "gauge", res_help[k]);
+    rd__mbuf_printf(b, "%s{resource=\"CPU\"} %g\n%s{resource=\"GPU\"} %g\n%s{resource=\"memory\"} %llu\n",
+                    res_fam[k], r->cpu / unit, res_fam[k], r->gpu / unit, res_fam[k], (unsigned long long)r->memory);
+    for (int i = 0; i < tot->ncustom; i++) {
+      char name[80];
+      label_escape(name, sizeof(name), tot->custom[i].name);
+      rd__mbuf_printf(b, "%s{resource=\"%s\"} %g\n", res_fam[k], name,
+                      rd_res_get_custom(r, tot->custom[i].name) / unit);
+    }
+  }
+  rd__mbuf_family(b, "raydist_gpu_share_used", "gauge", "Fraction of each GPU granted to leases and actors.");
+  for (int i = 0; i < N.ledger.ngpus; i++)
+    rd__mbuf_printf(b, "raydist_gpu_share_used{gpu=\"%d\"} %g\n", N.ledger.gpu_dev[i],
+                    (N.ledger.gpu_cap[i] - N.ledger.gpu_avail[i]) / unit);
+  int nst[W_DEAD + 1] = {0}, blocked = 0;
+  uint64_t rss = 0;
+  for (node_worker *w = N.workers; w; w = w->next) {
+    if (w->state >= 0 && w->state <= W_DEAD) nst[w->state]++;
+    blocked += w->blocked;
+    if (w->state != W_DEAD && w->pid > 0) rss += proc_rss(w->pid);
+  }
+  static const char *wname[] = {"starting", "idle", "leased", "dying"};
+  rd__mbuf_family(b, "raydist_workers", "gauge", "Worker processes of this node by state.");
+  for (int s = W_STARTING; s <= W_DYING; s++) rd__mbuf_printf(b, "raydist_workers{state=\"%s\"} %d\n", wname[s], nst[s]);
+  rd__mbuf_family(b, "raydist_workers_blocked", "gauge", "Leased task workers waiting in rd_get/rd_wait (CPUs lent).");
+  rd__mbuf_printf(b, "raydist_workers_blocked %d\n", blocked);
+  rd__mbuf_family(b, "raydist_workers_resident_bytes", "gauge", "Resident memory of all worker processes together.");
+  rd__mbuf_printf(b, "raydist_workers_resident_bytes %llu\n", (unsigned long long)rss);
+  uint64_t qlen = N.queue.len;
+  for (node_bundle *bu = N.bundles; bu; bu = bu->next) qlen += bu->queue.len;
+  rd__mbuf_family(b, "raydist_lease_requests_queued", "gauge", "Lease and actor placement requests waiting here.");
+  rd__mbuf_printf(b, "raydist_lease_requests_queued %llu\n", (unsigned long long)qlen);
+  rd__mbuf_family(b, "raydist_leases_granted_total", "counter", "Worker leases granted since start.");
+  rd__mbuf_printf(b, "raydist_leases_granted_total %llu\n", (unsigned long long)N.leases_granted);
+  rd__mbuf_histogram(b, "raydist_lease_wait_seconds", "Time from a lease request reaching this node to its grant.",
+                     N.lease_wait, N.lease_wait_n, (double)N.lease_wait_ns / 1e9);
+  rd__mbuf_histogram(b, "raydist_task_run_seconds",
+                     "Run time of tasks and actor calls in this node's workers (reported within 200 ms).",
+                     N.task_run, N.task_run_n, (double)N.task_run_ns / 1e9);
+  rd__mbuf_family(b, "raydist_tasks_failed_total", "counter", "Tasks and actor calls here that returned an error.");
+  rd__mbuf_printf(b, "raydist_tasks_failed_total %llu\n", (unsigned long long)N.tasks_failed);
+  int ast[A_DEAD + 1] = {0};
+  for (node_actor *a = N.actors; a; a = a->next)
+    if (a->state >= 0 && a->state <= A_DEAD) ast[a->state]++;
+  static const char *aname[] = {"pending", "starting", "alive", "dead"};
+  rd__mbuf_family(b, "raydist_actors", "gauge", "Actors recorded or hosted on this node by state.");
+  for (int s = A_PENDING; s <= A_DEAD; s++) rd__mbuf_printf(b, "raydist_actors{state=\"%s\"} %d\n", aname[s], ast[s]);
+  int drivers = 0;
+  for (node_client *c = N.clients; c; c = c->next) drivers += !c->dead && c->role == ROLE_DRIVER;
+  rd__mbuf_family(b, "raydist_drivers", "gauge", "Driver processes connected to this node.");
+  rd__mbuf_printf(b, "raydist_drivers %d\n", drivers);
+  rd_store_stats ss;
+  rd_store_get_stats(N.store, &ss);
+  rd__mbuf_family(b, "raydist_object_store_bytes", "gauge", "Object store: capacity, bytes in use, bytes spilled.");
+  rd__mbuf_printf(b, "raydist_object_store_bytes{kind=\"capacity\"} %llu\n"
+                     "raydist_object_store_bytes{kind=\"used\"} %llu\n"
+                     "raydist_object_store_bytes{kind=\"spilled\"} %llu\n",
+                  (unsigned long long)ss.capacity, (unsigned long long)ss.used, (unsigned long long)ss.bytes_spilled);
+  rd__mbuf_family(b, "raydist_object_store_objects", "gauge", "Objects in the store, in memory or spilled.");
+  rd__mbuf_printf(b, "raydist_object_store_objects{where=\"memory\"} %llu\nraydist_object_store_objects{where=\"spilled\"} %llu\n",
+                  (unsigned long long)ss.num_in_memory, (unsigned long long)ss.num_spilled);
+  rd__mbuf_family(b, "raydist_object_store_spills_total", "counter", "Objects spilled to disk since start.");
+  rd__mbuf_printf(b, "raydist_object_store_spills_total %llu\n", (unsigned long long)ss.spill_count);
+  rd__mbuf_family(b, "raydist_object_store_restores_total", "counter", "Spilled objects read back since start.");
+  rd__mbuf_printf(b, "raydist_object_store_restores_total %llu\n", (unsigned long long)ss.restore_count);
+  uint64_t used = 0, total = 0;
+  if (node_memory(&used, &total) == 0) {
+    rd__mbuf_family(b, "raydist_node_memory_bytes", "gauge", "Memory of the node (its cgroup's when limited).");
+    rd__mbuf_printf(b, "raydist_node_memory_bytes{kind=\"used\"} %llu\nraydist_node_memory_bytes{kind=\"total\"} %llu\n",
+                    (unsigned long long)used, (unsigned long long)total);
+  }
+  rd__mbuf_family(b, "raydist_memory_monitor_kills_total", "counter", "Workers the memory monitor killed since start.");
+  rd__mbuf_printf(b, "raydist_memory_monitor_kills_total %llu\n", (unsigned long long)N.mem_kills);
+}
+
 /* ----------------------------------------------------------- lifecycle */
 
 static void on_tick(uv_timer_t *t) {
@@ -1998,6 +2126,7 @@ static void node_shutdown(void) {
   uv_poll_stop(&N.listen_poll);
   close(N.listen_fd);
   unlink(N.sock_path);
+  rd__metrics_stop();
   rd__cluster_stop();
   for (node_worker *w = N.workers; w; w = w->next)
     if (w->pid > 0) kill(w->pid, SIGKILL);
@@ -2044,6 +2173,7 @@ int rd__node_main(const rd_node_opts *opts) {
   N.orphans.dead = 1;
   N.orphans.conn.fd = -1;
   N.idle_trim_ns = 10000000000ull;
+  N.start_ns = rd__now_ns();
   const char *trim = getenv("RAYDIST_WORKER_IDLE_MS");   /* tests shorten it; 0 = never */
   if (trim && *trim) N.idle_trim_ns = (uint64_t)strtoull(trim, NULL, 10) * 1000000ull;
   const char *e = getenv("RAYDIST_MEMORY_MONITOR_MS");
@@ -2104,6 +2234,12 @@ int rd__node_main(const rd_node_opts *opts) {
     unlink(N.sock_path);
     rd_store_close(N.store);
     return 1;
+  }
+  if (opts->metrics_port >= 0) {
+    char merr[300];
+    const char *ip = opts->node_ip && *opts->node_ip ? opts->node_ip : "127.0.0.1";
+    if (rd__metrics_start(N.loop, ip, opts->metrics_port, opts->session_dir, merr, sizeof(merr)) != 0)
+      rd__log(RD_LOG_ERROR, "no metrics endpoint: %s", merr);   /* the node serves on without it */
   }
   uv_poll_init(N.loop, &N.listen_poll, N.listen_fd);
   uv_poll_start(&N.listen_poll, UV_READABLE, on_accept);

@@ -22,6 +22,7 @@ typedef struct rd_node_opts {
   const char *token_file;         /* the cluster token, owner-only */
   const char *node_ip;            /* this node's address for links and transfers */
   int is_head;
+  int metrics_port;               /* Prometheus endpoint on node_ip (127.0.0.1 alone); 0 any, -1 off */
 } rd_node_opts;
 
 /* Run the daemon until shut down; returns the process exit code. */

@@ -8,6 +8,7 @@
 #include <stdint.h>
 #include <uv.h>
 
+#include "common.h"
 #include "conn.h"
 #include "node.h"
 #include "queue.h"
@@ -72,6 +73,7 @@ typedef struct lease_req {
   node_bundle *bundle;      /* queued in this bundle's queue (NULL: N.queue) */
   node_actor *actor;        /* placing this actor rather than leasing a worker */
   node_job *job;            /* only a worker of this job may take it */
+  uint64_t queued_ns;       /* when it was queued (metrics: lease wait) */
   struct lease_req *next;   /* in owner's list */
 } lease_req;
 
@@ -204,6 +206,10 @@ typedef struct rd__node_state {
   double mem_threshold;     /* of the node's memory (or cgroup limit) in use; 0: not checked */
   uint64_t mem_limit;       /* bytes the node's workers may hold together (RSS); 0: none */
   uint64_t mem_kills;
+  /* metrics (metrics.c serves them): histograms per rd__hist_bucket */
+  uint64_t start_ns;
+  uint64_t lease_wait[RD_HIST_BUCKETS], lease_wait_n, lease_wait_ns;
+  uint64_t task_run[RD_HIST_BUCKETS], task_run_n, task_run_ns, tasks_failed;
   node_actor *actors;
   /* Stands in as the creator of detached actors whose creator left: never
    * connected (dead, so nothing is ever sent to it), it owns their

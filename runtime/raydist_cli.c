@@ -20,7 +20,7 @@ static void usage(FILE *f) {
           "usage: raydist node --session DIR [--num-cpus N] [--num-gpus N] [--memory BYTES]\n"
           "                    [--object-store-memory BYTES] [--spill-dir DIR] [--resources a=1,b=2]\n"
           "                    [--prestart N] [--max-workers N] [--ready-fd FD] [--embedded] [--log-level L]\n"
-          "                    [--gcs IP:PORT --token-file F --node-ip IP [--head]]\n"
+          "                    [--gcs IP:PORT --token-file F --node-ip IP [--head]] [--metrics-port N]\n"
           "       raydist start --head | --address IP:PORT [options]   (raydist start --help)\n"
           "       raydist status [--address IP:PORT]\n"
           "       raydist stop [--node-ip IP]\n"
@@ -71,13 +71,15 @@ int main(int argc, char **argv) {
   o.max_workers = 64;
   o.ready_fd = -1;
   o.log_level = -1;
+  const char *mp = getenv("RAYDIST_METRICS_PORT");   /* the default; --metrics-port overrides it */
+  o.metrics_port = mp && *mp ? atoi(mp) : 0;
   static const struct option lo[] = {
       {"session", 1, 0, 's'},     {"num-cpus", 1, 0, 'c'},   {"num-gpus", 1, 0, 'g'},
       {"memory", 1, 0, 'm'},      {"object-store-memory", 1, 0, 'o'}, {"spill-dir", 1, 0, 'd'},
       {"resources", 1, 0, 'r'},   {"prestart", 1, 0, 'p'},   {"max-workers", 1, 0, 'w'},
       {"ready-fd", 1, 0, 'f'},    {"embedded", 0, 0, 'e'},   {"log-level", 1, 0, 'l'},
       {"gcs", 1, 0, 'G'},         {"token-file", 1, 0, 'T'}, {"node-ip", 1, 0, 'I'},
-      {"head", 0, 0, 'H'},        {0, 0, 0, 0}};
+      {"head", 0, 0, 'H'},        {"metrics-port", 1, 0, 'M'}, {0, 0, 0, 0}};
   int ch;
   optind = 2;
   while ((ch = getopt_long(argc, argv, "", lo, NULL)) != -1) {
@@ -99,6 +101,7 @@ int main(int argc, char **argv) {
       case 'T': o.token_file = optarg; break;
       case 'I': o.node_ip = optarg; break;
       case 'H': o.is_head = 1; break;
+      case 'M': o.metrics_port = atoi(optarg); break;
       default: usage(stderr); return 2;
     }
     if (bad) {
@@ -112,6 +115,10 @@ int main(int argc, char **argv) {
   }
   if (o.gcs_address && !o.token_file) {
     fprintf(stderr, "raydist node: --gcs needs --token-file\n");
+    return 2;
+  }
+  if (o.metrics_port < -1 || o.metrics_port > 65535) {
+    fprintf(stderr, "raydist node: --metrics-port must be a port, 0 (any free one) or -1 (none)\n");
     return 2;
   }
   if (o.prestart < 0) o.prestart = (int)(o.num_cpus / RD_RES_UNIT);

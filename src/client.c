@@ -809,6 +809,17 @@ static void handle_lease_frame(rd__lease *l, const rd__frame *f) {
 }
 
 static void handle_serve_frame(rd__serve *s, const rd__frame *f) {
+  if (f->type == RD__MSG_TYPE__MSG_TASK_CANCEL) {
+    Rd__TaskCancel *c = (Rd__TaskCancel *)rd__frame_unpack(f, &rd__task_cancel__descriptor);
+    if (!c) {
+      rd__log(RD_LOG_ERROR, "malformed cancel frame from an owner; dropping that connection");
+      s->closed = 1;
+      return;
+    }
+    rd__worker_on_cancel(s, c->task_id);
+    protobuf_c_message_free_unpacked(&c->base, NULL);
+    return;
+  }
   Rd__Task *m = f->type == RD__MSG_TYPE__MSG_TASK
                     ? (Rd__Task *)rd__frame_unpack(f, &rd__task__descriptor) : NULL;
   if (!m) {
@@ -1839,6 +1850,13 @@ static int cancel_in_flight(rd__task *t, rd__lease *l, int force) {
   if (!t->cancelled) {
     t->cancelled = 1;
     task_cancel_returns(t);
+    if (!force) {   /* the worker drops it if not started, else rd_call_cancelled says so */
+      Rd__TaskCancel m = RD__TASK_CANCEL__INIT;
+      m.task_id = t->task_id;
+      (void)rd__conn_send(&l->conn, RD__MSG_TYPE__MSG_TASK_CANCEL, &m.base, -1);   /* lost only without memory */
+      if (!G.pumping) rd__flush_all();
+      else wake_pumper();
+    }
   }
   if (force) lease_kill(l);
   return 0;

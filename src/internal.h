@@ -203,6 +203,7 @@ int rd__connect_daemon(const char *session, int role, uint32_t worker_id);
 void rd__worker_on_assign(Rd__LeaseAssign *m, int fd);
 void rd__worker_on_attach(Rd__ActorAttach *m, int fd);
 void rd__worker_on_task(rd__serve *s, Rd__Task *m);
+void rd__worker_on_cancel(rd__serve *s, uint64_t task_id);
 void rd__worker_main(void) __attribute__((noreturn));
 int rd__worker_is_actor(void);          /* hosts an actor, or is becoming one */
 

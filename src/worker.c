@@ -34,7 +34,12 @@ struct rd_call {
   } ret[RD_MAX_RETURNS];
   char err[2048];
   int failed;
+  int cancelled;            /* the owner cancelled it (TaskCancel); atomic */
+  uint64_t polled_ns;       /* rd_call_cancelled last looked for frames */
+  struct rd_call *next_running;
 };
+
+static rd_call *running;    /* calls in user code now (G.mu): TaskCancel finds them here */
 
 static char *orig_visible;   /* CUDA_VISIBLE_DEVICES the worker started with */
 static int have_orig_visible;
@@ -102,7 +107,69 @@ void rd__worker_on_task(rd__serve *s, Rd__Task *m) {
   G.wq_tail = w;
 }
 
+/* The owner of a task sent here cancelled it (G.mu held): one still queued is
+ * dropped and answered RD_ECANCELED (the owner has failed its returns
+ * already and only needs its slot back); one running is flagged for
+ * rd_call_cancelled.  A task already answered is not found: nothing to do. */
+static void reply(rd__serve *s, uint64_t task_id, int status, const char *err, Rd__Ret **rets, size_t nrets);
+static __thread uint64_t task_t0;
+
+void rd__worker_on_cancel(rd__serve *s, uint64_t task_id) {
+  for (rd__wtask **pp = &G.wq_head, *prev = NULL; *pp; prev = *pp, pp = &(*pp)->next) {
+    rd__wtask *w = *pp;
+    if (w->from != s || w->msg->task_id != task_id) continue;
+    *pp = w->next;
+    if (G.wq_tail == w) G.wq_tail = prev;
+    uint64_t t0 = task_t0;   /* this thread may be inside a task of its own */
+    task_t0 = 0;
+    rd__log(RD_LOG_DEBUG, "task %llx cancelled by its owner before it started", (unsigned long long)task_id);
+    reply(s, task_id, RD_ECANCELED, "cancelled before it started", NULL, 0);
+    task_t0 = t0;
+    protobuf_c_message_free_unpacked(&w->msg->base, NULL);
+    free(w);
+    return;
+  }
+  for (rd_call *c = running; c; c = c->next_running)
+    if (c->from == s && c->msg->task_id == task_id) {
+      rd__log(RD_LOG_DEBUG, "task %llx (%s) cancelled by its owner while running", (unsigned long long)task_id, c->func);
+      __atomic_store_n(&c->cancelled, 1, __ATOMIC_RELAXED);
+    }
+}
+
+/* Task run times for the node's metrics, sent as WorkerStats deltas: at most
+ * every 100 ms while work flows, and within 200 ms of the last task once the
+ * worker is idle (worker_loop's pump timeout). */
+/* task_t0: when this thread's current task started */
+static struct {
+  uint64_t buckets[RD_HIST_BUCKETS], sum_ns, failed, last_sent_ns;
+  int dirty;
+} S;
+
+static void stats_add(uint64_t ns, int failed) {
+  S.buckets[rd__hist_bucket(ns)]++;
+  S.sum_ns += ns;
+  S.failed += failed != 0;
+  S.dirty = 1;
+}
+
+static void stats_maybe_send(void) {
+  uint64_t now = rd__now_ns();
+  if (!S.dirty || now - S.last_sent_ns < 100000000ull) return;
+  Rd__WorkerStats m = RD__WORKER_STATS__INIT;
+  m.n_buckets = RD_HIST_BUCKETS;
+  m.buckets = S.buckets;
+  m.sum_ns = S.sum_ns;
+  m.failed = S.failed;
+  if (rd__conn_send(&G.daemon, RD__MSG_TYPE__MSG_WORKER_STATS, &m.base, -1) != 0) return;
+  memset(&S, 0, sizeof(S));
+  S.last_sent_ns = now;
+}
+
 static void reply(rd__serve *s, uint64_t task_id, int status, const char *err, Rd__Ret **rets, size_t nrets) {
+  if (task_t0) {
+    stats_add(rd__now_ns() - task_t0, status);
+    task_t0 = 0;
+  }
   if (s->closed) return;
   Rd__TaskReply r = RD__TASK_REPLY__INIT;
   r.task_id = task_id;
@@ -177,6 +244,7 @@ static int resolve_args(rd_call *call) {
 
 static void run_task(rd__wtask *w) {
   Rd__Task *m = w->msg;
+  task_t0 = rd__now_ns();
   rd_call call;
   memset(&call, 0, sizeof(call));
   call.msg = m;
@@ -217,9 +285,16 @@ static void run_task(rd__wtask *w) {
   int status = resolve_args(&call);
   if (status == 0) {
     w->from->busy++;
+    call.next_running = running;
+    running = &call;
     pthread_mutex_unlock(&G.mu);
     int rc = meth ? meth->fn(&call, A.state) : fn->fn(&call);
     pthread_mutex_lock(&G.mu);
+    for (rd_call **pp = &running; *pp; pp = &(*pp)->next_running)
+      if (*pp == &call) {
+        *pp = call.next_running;
+        break;
+      }
     w->from->busy--;
     if (rc != 0 || call.failed) {
       status = rc < 0 ? rc : RD_ETASK;
@@ -365,13 +440,18 @@ static void *worker_loop(void *arg) {
       run_task(w);
       protobuf_c_message_free_unpacked(&w->msg->base, NULL);
       free(w);
+      stats_maybe_send();
       if (++since_flush >= 16 || !G.wq_head) {
         rd__flush_all();
         since_flush = 0;
       }
       continue;
     }
-    if (rd__pump(-1) < 0 && G.dead) _exit(0);
+    if (rd__pump(S.dirty ? 200 : -1) < 0 && G.dead) _exit(0);
+    if (S.dirty && !G.wq_head) {
+      stats_maybe_send();
+      rd__flush_all();
+    }
   }
   return NULL;
 }
@@ -382,6 +462,19 @@ size_t rd_call_nargs(const rd_call *call) { return call ? call->nargs : 0; }
 size_t rd_call_nreturns(const rd_call *call) { return call ? (size_t)call->nret : 0; }
 const char *rd_call_function_name(const rd_call *call) { return call ? call->func : ""; }
 int rd_call_attempt(const rd_call *call) { return call ? (int)call->msg->attempt : 0; }
+
+int rd_call_cancelled(rd_call *call) {
+  if (!call) return 0;
+  if (__atomic_load_n(&call->cancelled, __ATOMIC_RELAXED)) return 1;
+  uint64_t now = rd__now_ns();
+  if (now - call->polled_ns < 1000000u) return 0;
+  call->polled_ns = now;
+  /* nobody reads the owner's socket while this thread runs user code: look */
+  pthread_mutex_lock(&G.mu);
+  if (!G.pumping) (void)rd__pump(0);
+  pthread_mutex_unlock(&G.mu);
+  return __atomic_load_n(&call->cancelled, __ATOMIC_RELAXED);
+}
 
 int rd_arg(rd_call *call, size_t i, rd_buf *out) {
   if (!call || !out || i >= call->nargs) return RD_EINVAL;

@@ -1,6 +1,7 @@
-/* tests/pidfile.h - a task that tells the test which worker process runs it
- * (its pid, through a file), and waits on that process; for the tests of
- * rd_cancel with force (rt_test, cluster_test).  Include once per program,
+/* tests/pidfile.h - tasks for the tests of rd_cancel (rt_test,
+ * cluster_test): one that tells the test which worker process runs it (its
+ * pid, through a file) for cancels with force, and one that stops early when
+ * cancelled without.  Include once per program,
  * after raydist.h and check.h.  Tests only. */
 #ifndef RD_TESTS_PIDFILE_H
 #define RD_TESTS_PIDFILE_H
@@ -28,9 +29,21 @@ RD_REMOTE(pid_file_sleep) {
   return rd_return_bytes(call, 0, &ms, sizeof(ms));
 }
 
-/* The pid that r's task (pid_file_sleep on path) wrote, within 15 s.  The
- * owner sends queued tasks only inside library calls, so it waits in
- * rd_wait. */
+/* Works (sleeps) up to argument 0 (a long) ms, looking at rd_call_cancelled;
+ * fails with "stopped early" when its owner cancelled it. */
+RD_REMOTE(until_cancelled) {
+  rd_buf a;
+  if (rd_arg(call, 0, &a) || a.size != sizeof(long)) return rd_call_fail(call, "args");
+  long ms;
+  memcpy(&ms, a.data, sizeof(ms));
+  for (long i = 0; i < 2 * ms; i++) {
+    if (rd_call_cancelled(call)) return rd_call_fail(call, "stopped early");
+    usleep(500);
+  }
+  return rd_return_bytes(call, 0, &ms, sizeof(ms));
+}
+
+/* The pid that r's task (pid_file_sleep on path) wrote, within 15 s. */
 static int pid_file_wait(const char *path, rd_ref r) {
   int pid = 0;
   for (int i = 0; i < 300 && !pid; i++) {

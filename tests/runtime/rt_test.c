@@ -4,7 +4,9 @@
  * own process.  The same binary is re-executed as the workers. */
 #include <raydist.h>
 
+#include <arpa/inet.h>
 #include <dirent.h>
+#include <netinet/in.h>
 #include <errno.h>
 #include <pthread.h>
 #include <signal.h>
@@ -913,6 +915,170 @@ static int t_memory_monitor(void) {
   return 0;
 }
 
+/* One HTTP exchange with the node's metrics endpoint: sends req (len bytes),
+ * reads until the server closes (at most cap - 1 bytes into out).  The
+ * number of bytes read, or -1 when it cannot connect. */
+static long http_exchange(int port, const char *req, size_t len, char *out, size_t cap) {
+  int fd = socket(AF_INET, SOCK_STREAM, 0);
+  struct sockaddr_in a;
+  memset(&a, 0, sizeof(a));
+  a.sin_family = AF_INET;
+  a.sin_port = htons((uint16_t)port);
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  if (fd < 0 || connect(fd, (struct sockaddr *)&a, sizeof(a)) != 0) {
+    if (fd >= 0) close(fd);
+    return -1;
+  }
+  struct timeval tv = {10, 0};
+  setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+  if (len && write(fd, req, len) != (ssize_t)len) {
+    close(fd);
+    return -1;
+  }
+  size_t n = 0;
+  ssize_t r;
+  while (n + 1 < cap && (r = read(fd, out + n, cap - 1 - n)) > 0) n += (size_t)r;
+  out[n] = 0;
+  close(fd);
+  return (long)n;
+}
+
+/* The value of the sample whose line starts with `name` followed by a space. */
+static double metric(const char *text, const char *name) {
+  size_t nl = strlen(name);
+  for (const char *p = text; p && *p; p = strchr(p, '\n'), p = p ? p + 1 : NULL)
+    if (strncmp(p, name, nl) == 0 && p[nl] == ' ') return atof(p + nl + 1);
+  return -1;
+}
+
+/* The node's Prometheus endpoint: its address in the session directory, the
+ * figures after some tasks (a failed one among them), and clear answers to
+ * bad requests, after which it still serves.  RD_METRICS_DUMP names a file
+ * to write the text to (metrics_format checks it with a Prometheus parser). */
+static int t_metrics(void) {
+  rd_config cfg;
+  rd_config_init(&cfg);
+  cfg.num_cpus = 2;
+  init_or_die(&cfg);
+  long x = 1;
+  for (int i = 0; i < 20; i++) {
+    rd_ref r;
+    CHECK_EQ(rd_submit(add_one, RD_ARGS(rd_arg_bytes(&x, sizeof(x))), NULL, &r), 0);
+    x = get_long(r);
+    rd_ref_release(r);
+  }
+  rd_ref bad;
+  CHECK_EQ(rd_submit(fail_always, RD_NO_ARGS, NULL, &bad), 0);
+  CHECK_EQ(get_status(bad, 30000), RD_ETASK);
+  usleep(500000);   /* workers report run times within 200 ms of going idle */
+  char path[512], addr[128];
+  snprintf(path, sizeof(path), "%s/metrics", rd_session_dir());
+  FILE *f = fopen(path, "r");
+  CHECK(f != NULL);
+  CHECK(fgets(addr, sizeof(addr), f) != NULL);
+  fclose(f);
+  char *colon = strrchr(addr, ':');
+  CHECK(colon && strncmp(addr, "127.0.0.1:", 10) == 0);
+  int port = atoi(colon + 1);
+  CHECK(port > 0);
+  static char body[1 << 18];
+  const char *get = "GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n";
+  long n = http_exchange(port, get, strlen(get), body, sizeof(body));
+  CHECK(n > 0);
+  CHECK(strncmp(body, "HTTP/1.0 200 OK\r\n", 17) == 0);
+  CHECK(strstr(body, "Content-Type: text/plain; version=0.0.4") != NULL);
+  const char *text = strstr(body, "\r\n\r\n");
+  CHECK(text != NULL);
+  text += 4;
+  printf("%ld bytes; leases %g, tasks run %g (failed %g), lease wait count %g, CPU total %g\n", n,
+         metric(text, "raydist_leases_granted_total"), metric(text, "raydist_task_run_seconds_count"),
+         metric(text, "raydist_tasks_failed_total"), metric(text, "raydist_lease_wait_seconds_count"),
+         metric(text, "raydist_resources_total{resource=\"CPU\"}"));
+  CHECK(metric(text, "raydist_resources_total{resource=\"CPU\"}") == 2);
+  CHECK(metric(text, "raydist_leases_granted_total") >= 1);
+  CHECK(metric(text, "raydist_lease_wait_seconds_count") >= 1);
+  CHECK(metric(text, "raydist_task_run_seconds_count") >= 21);
+  CHECK(metric(text, "raydist_tasks_failed_total") >= 1);
+  CHECK(metric(text, "raydist_task_run_seconds_bucket{le=\"+Inf\"}") == metric(text, "raydist_task_run_seconds_count"));
+  CHECK(metric(text, "raydist_object_store_bytes{kind=\"capacity\"}") > 0);
+  CHECK(metric(text, "raydist_drivers") == 1);
+  const char *dump = getenv("RD_METRICS_DUMP");
+  if (dump) {
+    FILE *d = fopen(dump, "w");
+    CHECK(d != NULL);
+    fputs(text, d);
+    fclose(d);
+  }
+  /* bad requests: a clear status each, and the connection closed */
+  struct { const char *req; const char *want; } bads[] = {
+      {"POST /metrics HTTP/1.0\r\n\r\n", "HTTP/1.0 405 "},
+      {"GET /nope HTTP/1.0\r\n\r\n", "HTTP/1.0 404 "},
+      {"hello\r\n\r\n", "HTTP/1.0 400 "},
+      {"GET /metrics FTP/9\r\n\r\n", "HTTP/1.0 400 "},
+  };
+  for (size_t i = 0; i < sizeof(bads) / sizeof(bads[0]); i++) {
+    CHECK(http_exchange(port, bads[i].req, strlen(bads[i].req), body, sizeof(body)) > 0);
+    CHECK(strncmp(body, bads[i].want, strlen(bads[i].want)) == 0);
+  }
+  static char big[6000];
+  memset(big, 'a', sizeof(big));
+  CHECK(http_exchange(port, big, sizeof(big), body, sizeof(body)) > 0);
+  CHECK(strncmp(body, "HTTP/1.0 431 ", 13) == 0);
+  const char *head = "HEAD /metrics HTTP/1.0\r\n\r\n";
+  CHECK(http_exchange(port, head, strlen(head), body, sizeof(body)) > 0);
+  CHECK(strncmp(body, "HTTP/1.0 200 ", 13) == 0);
+  CHECK(strstr(body, "raydist_") == NULL);   /* headers only */
+  double t0 = now_s();
+  CHECK_EQ(http_exchange(port, "", 0, body, sizeof(body)), 0);   /* silent client: dropped */
+  printf("a silent client was dropped after %.1f s\n", now_s() - t0);
+  CHECK(now_s() - t0 < 8);
+  n = http_exchange(port, get, strlen(get), body, sizeof(body));
+  CHECK(n > 0 && strncmp(body, "HTTP/1.0 200 OK", 15) == 0);   /* still serves */
+  rd_shutdown();
+  return 0;
+}
+
+/* rd_cancel without force, seen by the worker (TaskCancel): a running task
+ * that polls rd_call_cancelled stops early and frees its worker at once, and
+ * a task already pushed to that worker behind it is dropped there, never
+ * run.  With pipelining the three sit on one worker of a 1-CPU node. */
+static int t_cancel_cooperative(void) {
+  rd_config cfg;
+  rd_config_init(&cfg);
+  cfg.num_cpus = 1;
+  init_or_die(&cfg);
+  long x = 0;
+  for (int i = 0; i < 50; i++) {   /* short tasks: the class pipelines from now on */
+    rd_ref r;
+    CHECK_EQ(rd_submit(add_one, RD_ARGS(rd_arg_bytes(&x, sizeof(x))), NULL, &r), 0);
+    x = get_long(r);
+    rd_ref_release(r);
+  }
+  char path[256];
+  snprintf(path, sizeof(path), "/tmp/rd-coop-%d", (int)getpid());
+  unlink(path);
+  long long_ms = 20000, zero = 0;
+  rd_ref a, b, c;
+  CHECK_EQ(rd_submit(until_cancelled, RD_ARGS(rd_arg_bytes(&long_ms, sizeof(long_ms))), NULL, &a), 0);
+  CHECK_EQ(rd_submit(pid_file_sleep, RD_ARGS(rd_arg_bytes(path, strlen(path)), rd_arg_bytes(&zero, sizeof(zero))), NULL,
+                     &b), 0);
+  CHECK_EQ(rd_submit(add_one, RD_ARGS(rd_arg_bytes(&x, sizeof(x))), NULL, &c), 0);
+  CHECK_EQ(rd_wait(&a, 1, 1, 300, NULL), 0);   /* a is running */
+  CHECK_EQ(rd_cancel(b, 0), 0);
+  usleep(100000);                            /* a's polls read the cancel of b */
+  double t0 = now_s();
+  CHECK_EQ(rd_cancel(a, 0), 0);
+  CHECK_EQ(get_status(a, 1000), RD_ECANCELED);
+  CHECK_EQ(get_status(b, 1000), RD_ECANCELED);
+  CHECK_EQ(get_long(c), x + 1);              /* the worker was free again */
+  double took = now_s() - t0;
+  printf("cancelled task stopped and the next ran %.3f s after rd_cancel\n", took);
+  CHECK(took < 3.0);
+  CHECK(access(path, F_OK) != 0);            /* b never ran */
+  rd_shutdown();
+  return 0;
+}
+
 static int t_malformed(void) {
   init_or_die(NULL);
   const char *sess = rd_session_dir();
@@ -1143,7 +1309,8 @@ static const rd_test_case tests[] = {
     {"threads", t_threads},         {"spawn_fails", t_spawn_fails}, {"spawn_fails_child", t_spawn_fails_child},
     {"workers_crash_at_start", t_workers_crash_at_start}, {"workers_trim", t_workers_trim},
     {"cancel", t_cancel},           {"progress", t_progress}, {"nested_blocked", t_nested_blocked},
-    {"memory_monitor", t_memory_monitor},
+    {"memory_monitor", t_memory_monitor}, {"metrics", t_metrics},
+    {"cancel_cooperative", t_cancel_cooperative},
 };
 
 RD_TEST_MAIN(tests)

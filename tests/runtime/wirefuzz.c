@@ -314,8 +314,10 @@ const ProtobufCMessageDescriptor *wf_type_desc(unsigned t) {
     case RD__MSG_TYPE__MSG_LINK_PG_ABORT: return &rd__link_pg_commit__descriptor;
     case RD__MSG_TYPE__MSG_WORKER_BLOCKED: return &rd__worker_blocked__descriptor;
     case RD__MSG_TYPE__MSG_LEASE_LOST: return &rd__lease_lost__descriptor;
+    case RD__MSG_TYPE__MSG_WORKER_STATS: return &rd__worker_stats__descriptor;
+    case RD__MSG_TYPE__MSG_TASK_CANCEL: return &rd__task_cancel__descriptor;
     default: return NULL;
   }
 }
 
-unsigned wf_max_type(void) { return RD__MSG_TYPE__MSG_LEASE_LOST; }
+unsigned wf_max_type(void) { return RD__MSG_TYPE__MSG_TASK_CANCEL; }

@@ -1,0 +1,256 @@
+/* runtime/metrics.c - the node's Prometheus endpoint.
+ *
+ * A small HTTP/1.0 server on the node daemon's libuv loop: one request per
+ * connection, `GET /metrics` (or HEAD) answered with the text format 0.0.4
+ * that rd__node_metrics writes from the node's state at that moment, then the
+ * connection is closed.  It reads nothing but the request head (4 KiB at
+ * most), answers anything else with 400, 404, 405 or 431, holds at most
+ * MAX_CONNS connections and drops one that has not sent its request within
+ * 5 s, so a slow or hostile client costs the node nothing lasting. */
+#include "metrics.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "log.h"
+#include "raydist/error.h"
+
+#define MAX_CONNS 16
+#define REQ_MAX 4096
+#define REQ_TIMEOUT_MS 5000
+
+typedef struct mconn {
+  uv_tcp_t tcp;
+  uv_timer_t timer;
+  uv_write_t wr;
+  char req[REQ_MAX + 1];
+  size_t len;
+  int open_handles;   /* tcp and timer: freed when both are closed */
+  int answered;
+  char *resp;
+  struct mconn *next;
+} mconn;
+
+static struct {
+  int on;
+  uv_tcp_t server;
+  mconn *conns;
+  int nconns;
+} M;
+
+/* ---------------------------------------------------------- text buffer */
+
+void rd__mbuf_printf(rd__mbuf *b, const char *fmt, ...) {
+  if (b->oom) return;
+  for (;;) {
+    va_list ap;
+    va_start(ap, fmt);
+    size_t room = b->cap - b->len;
+    int n = vsnprintf(b->p ? b->p + b->len : NULL, room, fmt, ap);
+    va_end(ap);
+    if (n < 0) return;
+    if ((size_t)n < room) {
+      b->len += (size_t)n;
+      return;
+    }
+    size_t cap = b->cap ? b->cap * 2 : 8192;
+    while (cap - b->len <= (size_t)n) cap *= 2;
+    char *p = realloc(b->p, cap);
+    if (!p) {
+      b->oom = 1;
+      return;
+    }
+    b->p = p;
+    b->cap = cap;
+  }
+}
+
+void rd__mbuf_family(rd__mbuf *b, const char *name, const char *type, const char *help) {
+  rd__mbuf_printf(b, "# HELP %s %s\n# TYPE %s %s\n", name, help, name, type);
+}
+
+void rd__mbuf_histogram(rd__mbuf *b, const char *name, const char *help, const uint64_t *buckets, uint64_t count,
+                        double sum_s) {
+  rd__mbuf_family(b, name, "histogram", help);
+  uint64_t cum = 0;
+  double bound = 1e-5;
+  for (int i = 0; i < RD_HIST_BUCKETS - 1; i++, bound *= 10) {
+    cum += buckets[i];
+    rd__mbuf_printf(b, "%s_bucket{le=\"%g\"} %llu\n", name, bound, (unsigned long long)cum);
+  }
+  rd__mbuf_printf(b, "%s_bucket{le=\"+Inf\"} %llu\n%s_sum %.9g\n%s_count %llu\n", name, (unsigned long long)count,
+                  name, sum_s, name, (unsigned long long)count);
+}
+
+/* ----------------------------------------------------------- the server */
+
+static void conn_free_cb(uv_handle_t *h) {
+  mconn *c = h->data;
+  if (--c->open_handles > 0) return;
+  free(c->resp);
+  free(c);
+}
+
+static void conn_close(mconn *c) {
+  if (uv_is_closing((uv_handle_t *)&c->tcp)) return;
+  for (mconn **pp = &M.conns; *pp; pp = &(*pp)->next)
+    if (*pp == c) {
+      *pp = c->next;
+      break;
+    }
+  M.nconns--;
+  uv_timer_stop(&c->timer);
+  uv_close((uv_handle_t *)&c->timer, conn_free_cb);
+  uv_close((uv_handle_t *)&c->tcp, conn_free_cb);
+}
+
+static void on_written(uv_write_t *w, int status) {
+  (void)status;
+  conn_close(w->data);
+}
+
+static void respond(mconn *c, int code, const char *reason, const char *ctype, const char *body, size_t blen,
+                    int head_only, const char *extra) {
+  c->answered = 1;
+  uv_read_stop((uv_stream_t *)&c->tcp);
+  char hdr[512];
+  int hn = snprintf(hdr, sizeof(hdr),
+                    "HTTP/1.0 %d %s\r\nContent-Type: %s\r\nContent-Length: %zu\r\n%sConnection: close\r\n\r\n", code,
+                    reason, ctype, blen, extra ? extra : "");
+  size_t n = (size_t)hn + (head_only ? 0 : blen);
+  c->resp = malloc(n ? n : 1);
+  if (!c->resp) {
+    conn_close(c);
+    return;
+  }
+  memcpy(c->resp, hdr, (size_t)hn);
+  if (!head_only && blen) memcpy(c->resp + hn, body, blen);
+  uv_buf_t buf = uv_buf_init(c->resp, (unsigned)n);
+  c->wr.data = c;
+  if (uv_write(&c->wr, (uv_stream_t *)&c->tcp, &buf, 1, on_written) != 0) conn_close(c);
+}
+
+static void respond_text(mconn *c, int code, const char *reason, const char *text) {
+  respond(c, code, reason, "text/plain; charset=utf-8", text, strlen(text), 0, code == 405 ? "Allow: GET, HEAD\r\n" : NULL);
+}
+
+/* The request head is complete in c->req (NUL-terminated). */
+static void handle_request(mconn *c) {
+  char method[16], path[256], version[16];
+  if (sscanf(c->req, "%15s %255s %15s", method, path, version) != 3 || strncmp(version, "HTTP/", 5) != 0) {
+    respond_text(c, 400, "Bad Request", "bad request line\n");
+    return;
+  }
+  int head = strcmp(method, "HEAD") == 0;
+  if (!head && strcmp(method, "GET") != 0) {
+    respond_text(c, 405, "Method Not Allowed", "only GET and HEAD\n");
+    return;
+  }
+  char *q = strchr(path, '?');
+  if (q) *q = 0;
+  if (strcmp(path, "/") == 0) {
+    respond_text(c, 200, "OK", "raydist node: metrics at /metrics (Prometheus text format)\n");
+    return;
+  }
+  if (strcmp(path, "/metrics") != 0) {
+    respond_text(c, 404, "Not Found", "not found: the metrics are at /metrics\n");
+    return;
+  }
+  rd__mbuf b = {0};
+  rd__node_metrics(&b);
+  if (b.oom) {
+    free(b.p);
+    respond_text(c, 500, "Internal Server Error", "out of memory\n");
+    return;
+  }
+  respond(c, 200, "OK", "text/plain; version=0.0.4; charset=utf-8", b.p ? b.p : "", b.len, head, NULL);
+  free(b.p);
+}
+
+static void on_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *buf) {
+  (void)suggested;
+  mconn *c = h->data;
+  *buf = uv_buf_init(c->req + c->len, (unsigned)(REQ_MAX - c->len));
+}
+
+static void on_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf) {
+  (void)buf;
+  mconn *c = s->data;
+  if (nread < 0) {
+    conn_close(c);
+    return;
+  }
+  if (c->answered) return;
+  c->len += (size_t)nread;
+  c->req[c->len] = 0;
+  if (strstr(c->req, "\r\n\r\n") || strstr(c->req, "\n\n")) {
+    handle_request(c);
+  } else if (c->len >= REQ_MAX) {
+    respond_text(c, 431, "Request Header Fields Too Large", "request head over 4 KiB\n");
+  } else if (memchr(c->req, 0, c->len)) {
+    respond_text(c, 400, "Bad Request", "NUL byte in the request\n");
+  }
+}
+
+static void on_timeout(uv_timer_t *t) { conn_close(t->data); }
+
+static void on_connection(uv_stream_t *server, int status) {
+  if (status < 0) return;
+  mconn *c = calloc(1, sizeof(*c));
+  if (!c) return;
+  uv_tcp_init(server->loop, &c->tcp);
+  c->tcp.data = c;
+  c->open_handles = 1;
+  if (uv_accept(server, (uv_stream_t *)&c->tcp) != 0 || M.nconns >= MAX_CONNS) {
+    uv_close((uv_handle_t *)&c->tcp, conn_free_cb);   /* over the limit: refused by closing */
+    return;
+  }
+  uv_timer_init(server->loop, &c->timer);
+  c->timer.data = c;
+  c->open_handles = 2;
+  c->next = M.conns;
+  M.conns = c;
+  M.nconns++;
+  uv_timer_start(&c->timer, on_timeout, REQ_TIMEOUT_MS, 0);
+  if (uv_read_start((uv_stream_t *)&c->tcp, on_alloc, on_read) != 0) conn_close(c);
+}
+
+int rd__metrics_start(uv_loop_t *loop, const char *ip, int port, const char *session_dir, char *err, size_t errlen) {
+  struct sockaddr_in a;
+  if (port < 0 || port > 65535 || uv_ip4_addr(ip, port, &a) != 0) {
+    snprintf(err, errlen, "bad metrics address %s:%d", ip, port);
+    return RD_EINVAL;
+  }
+  uv_tcp_init(loop, &M.server);
+  int r = uv_tcp_bind(&M.server, (const struct sockaddr *)&a, 0);
+  if (r == 0) r = uv_listen((uv_stream_t *)&M.server, 64, on_connection);
+  struct sockaddr_storage got;
+  int gl = sizeof(got);
+  if (r == 0) r = uv_tcp_getsockname(&M.server, (struct sockaddr *)&got, &gl);
+  if (r != 0) {
+    snprintf(err, errlen, "cannot listen for metrics on %s:%d: %s", ip, port, uv_strerror(r));
+    uv_close((uv_handle_t *)&M.server, NULL);
+    return RD_ESYS;
+  }
+  M.on = 1;
+  int bound = ntohs(((struct sockaddr_in *)&got)->sin_port);
+  char path[600], tmp[610];
+  snprintf(path, sizeof(path), "%s/metrics", session_dir);
+  snprintf(tmp, sizeof(tmp), "%s.tmp", path);
+  FILE *f = fopen(tmp, "w");
+  if (!f || fprintf(f, "%s:%d\n", ip, bound) < 0 || fclose(f) != 0 || rename(tmp, path) != 0) {
+    snprintf(err, errlen, "cannot write %s", path);
+    return RD_EIO;
+  }
+  rd__log(RD_LOG_INFO, "metrics at http://%s:%d/metrics", ip, bound);
+  return 0;
+}
+
+void rd__metrics_stop(void) {
+  if (!M.on) return;
+  M.on = 0;
+  if (!uv_is_closing((uv_handle_t *)&M.server)) uv_close((uv_handle_t *)&M.server, NULL);
+  while (M.conns) conn_close(M.conns);
+}

@@ -1,0 +1,36 @@
+/* runtime/metrics.h - the node daemon's Prometheus endpoint (metrics.c):
+ * `GET /metrics` over HTTP on a TCP port of the node's address, answered
+ * from the node's state by rd__node_metrics (node.c). */
+#ifndef RD_RUNTIME_METRICS_H
+#define RD_RUNTIME_METRICS_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <uv.h>
+
+#include "common.h"
+
+/* A growing text buffer; on allocation failure it stops growing and sets oom. */
+typedef struct rd__mbuf {
+  char *p;
+  size_t len, cap;
+  int oom;
+} rd__mbuf;
+
+void rd__mbuf_printf(rd__mbuf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* The HELP and TYPE lines of one metric family. */
+void rd__mbuf_family(rd__mbuf *b, const char *name, const char *type, const char *help);
+/* A histogram family: cumulative buckets at rd__hist_bucket's bounds, sum, count. */
+void rd__mbuf_histogram(rd__mbuf *b, const char *name, const char *help, const uint64_t *buckets, uint64_t count,
+                        double sum_s);
+
+/* Listen on ip:port (port 0: any free one) and write "ip:port" to
+ * session_dir/metrics.  0, or a negative RD_E* code with a reason in err. */
+int rd__metrics_start(uv_loop_t *loop, const char *ip, int port, const char *session_dir, char *err, size_t errlen);
+/* Stop listening and close every open connection (node shutdown). */
+void rd__metrics_stop(void);
+
+/* node.c: the node's metrics in Prometheus text format. */
+void rd__node_metrics(rd__mbuf *b);
+
+#endif

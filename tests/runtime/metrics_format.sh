@@ -1,0 +1,35 @@
+#!/bin/sh
+# tests/runtime/metrics_format.sh RT_TEST - the node's /metrics text, taken
+# by `rt_test metrics` after some tasks, read by the Prometheus project's own
+# parser (python3-prometheus-client, from Debian): every sample parses, each
+# family the node documents is there with its type, histogram buckets are
+# cumulative and end at the count.  Skips (77) without the parser.
+set -eu
+PY=/usr/bin/python3
+[ -x "$PY" ] && "$PY" -c "import prometheus_client.parser" 2>/dev/null || { echo "no prometheus_client: skipped"; exit 77; }
+OUT=$(mktemp /tmp/rd-metrics.XXXXXX)
+trap 'rm -f "$OUT"' EXIT
+RD_METRICS_DUMP="$OUT" "$1" metrics
+"$PY" - "$OUT" <<'PY'
+import sys
+from prometheus_client.parser import text_string_to_metric_families
+fams = {f.name: f for f in text_string_to_metric_families(open(sys.argv[1]).read())}
+want = {"raydist_uptime_seconds": "gauge", "raydist_resources_total": "gauge",
+        "raydist_resources_available": "gauge", "raydist_workers": "gauge",
+        "raydist_leases_granted": "counter", "raydist_lease_wait_seconds": "histogram",
+        "raydist_task_run_seconds": "histogram", "raydist_tasks_failed": "counter",
+        "raydist_object_store_bytes": "gauge", "raydist_memory_monitor_kills": "counter",
+        "raydist_actors": "gauge", "raydist_drivers": "gauge"}
+for name, typ in want.items():
+    assert name in fams, f"missing family {name}"
+    assert fams[name].type == typ, f"{name}: type {fams[name].type}, want {typ}"
+for f in fams.values():
+    if f.type != "histogram":
+        continue
+    buckets = [s for s in f.samples if s.name.endswith("_bucket")]
+    count = [s.value for s in f.samples if s.name.endswith("_count")][0]
+    vals = [s.value for s in buckets]
+    assert vals == sorted(vals), f"{f.name}: buckets not cumulative: {vals}"
+    assert buckets[-1].labels["le"] == "+Inf" and vals[-1] == count, f"{f.name}: +Inf bucket != count"
+print(f"metrics_format: {len(fams)} families, {sum(len(f.samples) for f in fams.values())} samples parsed")
+PY
