@@ -151,21 +151,29 @@ static void handle_request(mconn *c) {
   char *q = strchr(path, '?');
   if (q) *q = 0;
   if (strcmp(path, "/") == 0) {
-    respond_text(c, 200, "OK", "raydist node: metrics at /metrics (Prometheus text format)\n");
+    respond_text(c, 200, "OK", "raydist node: metrics at /metrics (Prometheus text format), task timeline at "
+                               "/timeline (Chrome trace JSON, with RAYDIST_TIMELINE=1)\n");
     return;
   }
-  if (strcmp(path, "/metrics") != 0) {
-    respond_text(c, 404, "Not Found", "not found: the metrics are at /metrics\n");
+  int timeline = strcmp(path, "/timeline") == 0;
+  if (!timeline && strcmp(path, "/metrics") != 0) {
+    respond_text(c, 404, "Not Found", "not found: the metrics are at /metrics, the task timeline at /timeline\n");
     return;
   }
   rd__mbuf b = {0};
-  rd__node_metrics(&b);
+  if (timeline && rd__node_timeline(&b) != 0) {
+    respond_text(c, 404, "Not Found", "no timeline: start the node (or the driver of an embedded one) with "
+                                      "RAYDIST_TIMELINE=1\n");
+    return;
+  }
+  if (!timeline) rd__node_metrics(&b);
   if (b.oom) {
     free(b.p);
     respond_text(c, 500, "Internal Server Error", "out of memory\n");
     return;
   }
-  respond(c, 200, "OK", "text/plain; version=0.0.4; charset=utf-8", b.p ? b.p : "", b.len, head, NULL);
+  respond(c, 200, "OK", timeline ? "application/json" : "text/plain; version=0.0.4; charset=utf-8", b.p ? b.p : "",
+          b.len, head, NULL);
   free(b.p);
 }
 

@@ -32,5 +32,7 @@ void rd__metrics_stop(void);
 
 /* node.c: the node's metrics in Prometheus text format. */
 void rd__node_metrics(rd__mbuf *b);
+/* node.c: its task timeline as Chrome trace JSON; RD_ENOENT when off. */
+int rd__node_timeline(rd__mbuf *b);
 
 #endif

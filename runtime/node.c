@@ -680,6 +680,47 @@ static void on_worker_stats(node_client *c, Rd__WorkerStats *m) {
   }
   N.task_run_ns += m->sum_ns;
   N.tasks_failed += m->failed;
+  if (!N.timeline_on || !m->n_events) return;
+  if (!N.tl && !(N.tl = calloc(RD_TIMELINE_MAX, sizeof(*N.tl)))) return;
+  for (size_t i = 0; i < m->n_events; i++) {
+    const Rd__TaskEvent *e = m->events[i];
+    rd__tl_event *t = &N.tl[N.tl_next];
+    t->task_id = e->task_id;
+    t->start_us = e->start_us;
+    t->dur_us = e->dur_us;
+    t->status = e->status;
+    t->pid = c->worker->pid;
+    snprintf(t->func, sizeof(t->func), "%s", e->func ? e->func : "");
+    N.tl_next = (N.tl_next + 1) % RD_TIMELINE_MAX;
+    if (N.tl_count < RD_TIMELINE_MAX) N.tl_count++;
+  }
+}
+
+/* The timeline as Chrome trace JSON (chrome://tracing, Perfetto): one
+ * complete event per task, a row per worker process.  RD_ENOENT when the
+ * node keeps none. */
+int rd__node_timeline(rd__mbuf *b) {
+  if (!N.timeline_on) return RD_ENOENT;
+  rd__mbuf_printf(b, "{\"displayTimeUnit\":\"ms\",\"traceEvents\":[");
+  size_t first = (N.tl_next + RD_TIMELINE_MAX - N.tl_count) % RD_TIMELINE_MAX;
+  for (size_t k = 0; k < N.tl_count; k++) {
+    const rd__tl_event *t = &N.tl[(first + k) % RD_TIMELINE_MAX];
+    char name[140];
+    size_t n = 0;
+    for (const char *p = t->func; *p && n + 7 < sizeof(name); p++) {
+      unsigned char ch = (unsigned char)*p;
+      if (ch == '"' || ch == '\\') n += (size_t)snprintf(name + n, sizeof(name) - n, "\\%c", ch);
+      else if (ch < 0x20) n += (size_t)snprintf(name + n, sizeof(name) - n, "\\u%04x", ch);
+      else name[n++] = (char)ch;
+    }
+    name[n] = 0;
+    rd__mbuf_printf(b, "%s\n{\"name\":\"%s\",\"cat\":\"task\",\"ph\":\"X\",\"ts\":%llu,\"dur\":%llu,\"pid\":%d,"
+                    "\"tid\":%d,\"args\":{\"task_id\":\"%llx\",\"status\":%d}}",
+                    k ? "," : "", name, (unsigned long long)t->start_us, (unsigned long long)t->dur_us, t->pid, t->pid,
+                    (unsigned long long)t->task_id, t->status);
+  }
+  rd__mbuf_printf(b, "\n]}\n");
+  return 0;
 }
 
 /* -------------------------------------------------------------- actors */
@@ -2174,6 +2215,8 @@ int rd__node_main(const rd_node_opts *opts) {
   N.orphans.conn.fd = -1;
   N.idle_trim_ns = 10000000000ull;
   N.start_ns = rd__now_ns();
+  const char *tl = getenv("RAYDIST_TIMELINE");
+  N.timeline_on = tl && atoi(tl) > 0;
   const char *trim = getenv("RAYDIST_WORKER_IDLE_MS");   /* tests shorten it; 0 = never */
   if (trim && *trim) N.idle_trim_ns = (uint64_t)strtoull(trim, NULL, 10) * 1000000ull;
   const char *e = getenv("RAYDIST_MEMORY_MONITOR_MS");
@@ -2276,6 +2319,8 @@ int rd__node_main(const rd_node_opts *opts) {
     free(p->ids);
     free(p);
   }
+  free(N.tl);
+  N.tl = NULL;
   while (N.actors) {
     node_actor *a = N.actors;
     N.actors = a->next;

@@ -66,6 +66,13 @@ typedef struct node_bundle {
   struct node_bundle *next;
 } node_bundle;
 
+#define RD_TIMELINE_MAX 65536
+typedef struct rd__tl_event {
+  uint64_t task_id, start_us, dur_us;
+  int32_t status, pid;
+  char func[64];
+} rd__tl_event;
+
 typedef struct lease_req {
   rd_sched_item item;
   node_client *owner;
@@ -210,6 +217,10 @@ typedef struct rd__node_state {
   uint64_t start_ns;
   uint64_t lease_wait[RD_HIST_BUCKETS], lease_wait_n, lease_wait_ns;
   uint64_t task_run[RD_HIST_BUCKETS], task_run_n, task_run_ns, tasks_failed;
+  /* timeline (RAYDIST_TIMELINE=1): the last RD_TIMELINE_MAX task events */
+  int timeline_on;
+  struct rd__tl_event *tl;
+  size_t tl_next, tl_count;
   node_actor *actors;
   /* Stands in as the creator of detached actors whose creator left: never
    * connected (dead, so nothing is ever sent to it), it owns their

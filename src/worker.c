@@ -139,35 +139,81 @@ void rd__worker_on_cancel(rd__serve *s, uint64_t task_id) {
 /* Task run times for the node's metrics, sent as WorkerStats deltas: at most
  * every 100 ms while work flows, and within 200 ms of the last task once the
  * worker is idle (worker_loop's pump timeout). */
-/* task_t0: when this thread's current task started */
+/* task_t0: when this thread's current task started.  With RAYDIST_TIMELINE=1
+ * each task also becomes a TaskEvent (name, wall-clock start, length,
+ * status) sent with the stats, at once when TL_MAX are waiting; the node
+ * serves them at /timeline. */
+#define TL_MAX 512
+static __thread const char *task_func;
+static __thread uint64_t task_wall_us;
+static int tl_on = -1;
 static struct {
   uint64_t buckets[RD_HIST_BUCKETS], sum_ns, failed, last_sent_ns;
   int dirty;
+  size_t nev;
+  Rd__TaskEvent ev[TL_MAX];
+  Rd__TaskEvent *evp[TL_MAX];
+  char names[TL_MAX][64];
 } S;
 
-static void stats_add(uint64_t ns, int failed) {
-  S.buckets[rd__hist_bucket(ns)]++;
-  S.sum_ns += ns;
-  S.failed += failed != 0;
-  S.dirty = 1;
+static uint64_t wall_us(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_REALTIME, &ts);
+  return (uint64_t)ts.tv_sec * 1000000u + (uint64_t)ts.tv_nsec / 1000u;
 }
 
-static void stats_maybe_send(void) {
-  uint64_t now = rd__now_ns();
-  if (!S.dirty || now - S.last_sent_ns < 100000000ull) return;
+static void stats_send(uint64_t now);
+
+static int timeline_on(void) {
+  if (tl_on < 0) {
+    const char *e = getenv("RAYDIST_TIMELINE");
+    tl_on = e && atoi(e) > 0;
+  }
+  return tl_on;
+}
+
+static void stats_add(uint64_t task_id, uint64_t ns, int status) {
+  S.buckets[rd__hist_bucket(ns)]++;
+  S.sum_ns += ns;
+  S.failed += status != 0;
+  S.dirty = 1;
+  if (!timeline_on() || S.nev >= TL_MAX) return;   /* full only if the last send failed */
+  Rd__TaskEvent *ev = &S.ev[S.nev];
+  rd__task_event__init(ev);
+  ev->task_id = task_id;
+  snprintf(S.names[S.nev], sizeof(S.names[0]), "%s", task_func ? task_func : "");
+  ev->func = S.names[S.nev];
+  ev->start_us = task_wall_us;
+  ev->dur_us = ns / 1000u;
+  ev->status = status;
+  S.evp[S.nev] = ev;
+  if (++S.nev == TL_MAX) stats_send(rd__now_ns());
+}
+
+static void stats_send(uint64_t now) {
   Rd__WorkerStats m = RD__WORKER_STATS__INIT;
   m.n_buckets = RD_HIST_BUCKETS;
   m.buckets = S.buckets;
   m.sum_ns = S.sum_ns;
   m.failed = S.failed;
+  m.n_events = S.nev;
+  m.events = S.evp;
   if (rd__conn_send(&G.daemon, RD__MSG_TYPE__MSG_WORKER_STATS, &m.base, -1) != 0) return;
-  memset(&S, 0, sizeof(S));
+  memset(S.buckets, 0, sizeof(S.buckets));
+  S.sum_ns = S.failed = 0;
+  S.nev = 0;
+  S.dirty = 0;
   S.last_sent_ns = now;
+}
+
+static void stats_maybe_send(void) {
+  uint64_t now = rd__now_ns();
+  if (S.dirty && now - S.last_sent_ns >= 100000000ull) stats_send(now);
 }
 
 static void reply(rd__serve *s, uint64_t task_id, int status, const char *err, Rd__Ret **rets, size_t nrets) {
   if (task_t0) {
-    stats_add(rd__now_ns() - task_t0, status);
+    stats_add(task_id, rd__now_ns() - task_t0, status);
     task_t0 = 0;
   }
   if (s->closed) return;
@@ -245,6 +291,10 @@ static int resolve_args(rd_call *call) {
 static void run_task(rd__wtask *w) {
   Rd__Task *m = w->msg;
   task_t0 = rd__now_ns();
+  if (timeline_on()) {
+    task_wall_us = wall_us();
+    task_func = m->func;
+  }
   rd_call call;
   memset(&call, 0, sizeof(call));
   call.msg = m;

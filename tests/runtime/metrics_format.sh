@@ -3,13 +3,26 @@
 # by `rt_test metrics` after some tasks, read by the Prometheus project's own
 # parser (python3-prometheus-client, from Debian): every sample parses, each
 # family the node documents is there with its type, histogram buckets are
-# cumulative and end at the count.  Skips (77) without the parser.
+# cumulative and end at the count.  Then /timeline from `rt_test timeline`
+# read as JSON: Chrome trace complete events.  Skips (77) without the parser.
 set -eu
 PY=/usr/bin/python3
 [ -x "$PY" ] && "$PY" -c "import prometheus_client.parser" 2>/dev/null || { echo "no prometheus_client: skipped"; exit 77; }
 OUT=$(mktemp /tmp/rd-metrics.XXXXXX)
-trap 'rm -f "$OUT"' EXIT
+TL=$(mktemp /tmp/rd-timeline.XXXXXX)
+trap 'rm -f "$OUT" "$TL"' EXIT
 RD_METRICS_DUMP="$OUT" "$1" metrics
+RD_TIMELINE_DUMP="$TL" "$1" timeline
+"$PY" - "$TL" <<'PY'
+import json, sys
+d = json.load(open(sys.argv[1]))
+ev = d["traceEvents"]
+assert len(ev) == 11, len(ev)
+for e in ev:
+    assert e["ph"] == "X" and e["cat"] == "task" and e["dur"] >= 0 and e["ts"] > 0, e
+    assert isinstance(e["pid"], int) and "task_id" in e["args"], e
+print(f"timeline: {len(ev)} events parse as Chrome trace JSON")
+PY
 "$PY" - "$OUT" <<'PY'
 import sys
 from prometheus_client.parser import text_string_to_metric_families

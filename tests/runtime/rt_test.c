@@ -951,6 +951,19 @@ static double metric(const char *text, const char *name) {
   return -1;
 }
 
+/* The port of this session's metrics endpoint. */
+static int metrics_port(void) {
+  char path[512], addr[128];
+  snprintf(path, sizeof(path), "%s/metrics", rd_session_dir());
+  FILE *f = fopen(path, "r");
+  CHECK(f != NULL);
+  CHECK(fgets(addr, sizeof(addr), f) != NULL);
+  fclose(f);
+  char *colon = strrchr(addr, ':');
+  CHECK(colon && strncmp(addr, "127.0.0.1:", 10) == 0);
+  return atoi(colon + 1);
+}
+
 /* The node's Prometheus endpoint: its address in the session directory, the
  * figures after some tasks (a failed one among them), and clear answers to
  * bad requests, after which it still serves.  RD_METRICS_DUMP names a file
@@ -971,15 +984,7 @@ static int t_metrics(void) {
   CHECK_EQ(rd_submit(fail_always, RD_NO_ARGS, NULL, &bad), 0);
   CHECK_EQ(get_status(bad, 30000), RD_ETASK);
   usleep(500000);   /* workers report run times within 200 ms of going idle */
-  char path[512], addr[128];
-  snprintf(path, sizeof(path), "%s/metrics", rd_session_dir());
-  FILE *f = fopen(path, "r");
-  CHECK(f != NULL);
-  CHECK(fgets(addr, sizeof(addr), f) != NULL);
-  fclose(f);
-  char *colon = strrchr(addr, ':');
-  CHECK(colon && strncmp(addr, "127.0.0.1:", 10) == 0);
-  int port = atoi(colon + 1);
+  int port = metrics_port();
   CHECK(port > 0);
   static char body[1 << 18];
   const char *get = "GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n";
@@ -1024,6 +1029,9 @@ static int t_metrics(void) {
   memset(big, 'a', sizeof(big));
   CHECK(http_exchange(port, big, sizeof(big), body, sizeof(body)) > 0);
   CHECK(strncmp(body, "HTTP/1.0 431 ", 13) == 0);
+  const char *tl = "GET /timeline HTTP/1.0\r\n\r\n";   /* RAYDIST_TIMELINE is not set */
+  CHECK(http_exchange(port, tl, strlen(tl), body, sizeof(body)) > 0);
+  CHECK(strncmp(body, "HTTP/1.0 404 ", 13) == 0 && strstr(body, "RAYDIST_TIMELINE=1") != NULL);
   const char *head = "HEAD /metrics HTTP/1.0\r\n\r\n";
   CHECK(http_exchange(port, head, strlen(head), body, sizeof(body)) > 0);
   CHECK(strncmp(body, "HTTP/1.0 200 ", 13) == 0);
@@ -1035,6 +1043,63 @@ static int t_metrics(void) {
   n = http_exchange(port, get, strlen(get), body, sizeof(body));
   CHECK(n > 0 && strncmp(body, "HTTP/1.0 200 OK", 15) == 0);   /* still serves */
   rd_shutdown();
+  return 0;
+}
+
+/* RAYDIST_TIMELINE=1: each task a complete event of Chrome trace JSON at
+ * /timeline, with its name, worker, length and status; two 2-CPU workers
+ * overlap.  RD_TIMELINE_DUMP names a file for metrics_format's JSON check. */
+static int t_timeline(void) {
+  setenv("RAYDIST_TIMELINE", "1", 1);
+  rd_config cfg;
+  rd_config_init(&cfg);
+  cfg.num_cpus = 2;
+  init_or_die(&cfg);
+  enum { N = 10 };
+  rd_ref r[N], bad;
+  for (int i = 0; i < N; i++) r[i] = submit_sleep(30);
+  CHECK_EQ(rd_submit(fail_always, RD_NO_ARGS, NULL, &bad), 0);
+  for (int i = 0; i < N; i++) CHECK_EQ(get_status(r[i], 30000), 0);
+  CHECK_EQ(get_status(bad, 30000), RD_ETASK);
+  usleep(500000);   /* reported within 200 ms of the workers going idle */
+  static char body[1 << 20];
+  const char *get = "GET /timeline HTTP/1.0\r\n\r\n";
+  CHECK(http_exchange(metrics_port(), get, strlen(get), body, sizeof(body)) > 0);
+  CHECK(strncmp(body, "HTTP/1.0 200 OK", 15) == 0);
+  CHECK(strstr(body, "Content-Type: application/json") != NULL);
+  const char *json = strstr(body, "\r\n\r\n") + 4;
+  int sleeps = 0, fails = 0, pids[2] = {0, 0}, npids = 0;
+  for (const char *p = strstr(json, "{\"name\":"); p; p = strstr(p + 1, "{\"name\":")) {
+    int pid = 0, status = 0;
+    long long dur = 0;
+    const char *d = strstr(p, "\"dur\":"), *pp = strstr(p, "\"pid\":"), *st = strstr(p, "\"status\":");
+    CHECK(d && pp && st);
+    dur = atoll(d + 6);
+    pid = atoi(pp + 6);
+    status = atoi(st + 9);
+    static const char k_sleep[] = "{\"name\":\"sleep_span\"", k_fail[] = "{\"name\":\"fail_always\"";
+    if (strncmp(p, k_sleep, sizeof(k_sleep) - 1) == 0) {
+      sleeps++;
+      CHECK(dur >= 30000 && status == 0);
+    } else if (strncmp(p, k_fail, sizeof(k_fail) - 1) == 0) {
+      fails++;
+      CHECK(status == RD_ETASK);
+    }
+    if (npids < 2 && pid != pids[0]) pids[npids++] = pid;
+  }
+  printf("timeline: %d sleep_span and %d fail_always events on %d worker(s)\n", sleeps, fails, npids);
+  CHECK_EQ(sleeps, N);
+  CHECK_EQ(fails, 1);
+  CHECK_EQ(npids, 2);
+  const char *dump = getenv("RD_TIMELINE_DUMP");
+  if (dump) {
+    FILE *f = fopen(dump, "w");
+    CHECK(f != NULL);
+    fputs(json, f);
+    fclose(f);
+  }
+  rd_shutdown();
+  unsetenv("RAYDIST_TIMELINE");
   return 0;
 }
 
@@ -1310,7 +1375,7 @@ static const rd_test_case tests[] = {
     {"workers_crash_at_start", t_workers_crash_at_start}, {"workers_trim", t_workers_trim},
     {"cancel", t_cancel},           {"progress", t_progress}, {"nested_blocked", t_nested_blocked},
     {"memory_monitor", t_memory_monitor}, {"metrics", t_metrics},
-    {"cancel_cooperative", t_cancel_cooperative},
+    {"cancel_cooperative", t_cancel_cooperative}, {"timeline", t_timeline},
 };
 
 RD_TEST_MAIN(tests)
