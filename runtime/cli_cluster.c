@@ -579,6 +579,9 @@ int rd__cli_status(int argc, char **argv) {
     printf("%-5u %-16s %-5s %-6s %-11s %-11s %-24s %-19s %-7lld %s\n", x->index, x->ip, x->is_head ? "yes" : "",
            x->state == RD_GCS_NODE_ALIVE ? "alive" : "dead", cb, gb, custom, store, (long long)x->pending, hb);
   }
+  for (size_t i = 0; i < n; i++)
+    if (nodes[i].state == RD_GCS_NODE_ALIVE && nodes[i].metrics_port > 0)
+      printf("metrics: node %u http://%s:%d/metrics\n", nodes[i].index, nodes[i].ip, nodes[i].metrics_port);
   free(nodes);
   print_pgs(pgs, npg);
   free(pgs);

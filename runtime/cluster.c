@@ -40,6 +40,7 @@
 #include "common.h"
 #include "gcs_client.h"
 #include "log.h"
+#include "metrics.h"
 #include "objxfer.h"
 #include "pg.h"
 #include "raydist.h"
@@ -2014,6 +2015,7 @@ int rd__cluster_start(const rd_node_opts *o, char *err, size_t errlen) {
   gethostname(self.hostname, sizeof(self.hostname) - 1);
   self.link_port = C.link_port;
   self.xfer_port = C.xfer_port;
+  self.metrics_port = rd__metrics_port();
   snprintf(self.session_dir, sizeof(self.session_dir), "%s", o->session_dir);
   self.total = N.ledger.total;
   self.avail = rd__node_avail();

@@ -318,7 +318,7 @@ static int h_register(void *arg, rd__rpc_call *call, const ProtobufCMessage *req
   const Rd__Gcs__NodeInfo *in = q->node;
   if (!in || !str_ok(in->ip, 64) || !in->ip[0] || !str_ok(in->hostname, 64) ||
       !str_ok(in->session_dir, 256) || in->link_port < 0 || in->link_port > 65535 ||
-      in->xfer_port < 0 || in->xfer_port > 65535) {
+      in->xfer_port < 0 || in->xfer_port > 65535 || in->metrics_port < 0 || in->metrics_port > 65535) {
     rd__rpc_fail(call, "register: node needs an ip, and hostname < 64, session_dir < 256 bytes, ports 0..65535");
     return RD_EINVAL;
   }

@@ -38,6 +38,7 @@ typedef struct rd_gcs_node {
   char hostname[64];
   int link_port;             /* the node's TCP task link (owned by node.c) */
   int xfer_port;             /* the node's object-transfer gRPC server */
+  int metrics_port;          /* its Prometheus endpoint on ip (0: none) */
   char session_dir[256];     /* on its host */
   rd_resources total, avail;
   int64_t pending;           /* queued lease requests */

@@ -34,7 +34,7 @@ typedef struct mconn {
 } mconn;
 
 static struct {
-  int on;
+  int on, port;
   uv_tcp_t server;
   mconn *conns;
   int nconns;
@@ -244,6 +244,7 @@ int rd__metrics_start(uv_loop_t *loop, const char *ip, int port, const char *ses
   }
   M.on = 1;
   int bound = ntohs(((struct sockaddr_in *)&got)->sin_port);
+  M.port = bound;
   char path[600], tmp[610];
   snprintf(path, sizeof(path), "%s/metrics", session_dir);
   snprintf(tmp, sizeof(tmp), "%s.tmp", path);
@@ -255,6 +256,8 @@ int rd__metrics_start(uv_loop_t *loop, const char *ip, int port, const char *ses
   rd__log(RD_LOG_INFO, "metrics at http://%s:%d/metrics", ip, bound);
   return 0;
 }
+
+int rd__metrics_port(void) { return M.on ? M.port : 0; }
 
 void rd__metrics_stop(void) {
   if (!M.on) return;

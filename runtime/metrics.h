@@ -27,6 +27,8 @@ void rd__mbuf_histogram(rd__mbuf *b, const char *name, const char *help, const u
 /* Listen on ip:port (port 0: any free one) and write "ip:port" to
  * session_dir/metrics.  0, or a negative RD_E* code with a reason in err. */
 int rd__metrics_start(uv_loop_t *loop, const char *ip, int port, const char *session_dir, char *err, size_t errlen);
+/* The port it listens on; 0 when it does not. */
+int rd__metrics_port(void);
 /* Stop listening and close every open connection (node shutdown). */
 void rd__metrics_stop(void);
 

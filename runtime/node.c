@@ -1939,11 +1939,24 @@ static int read_u64_file(const char *path, uint64_t *out) {
 }
 
 /* Memory in use and the most there is: the cgroup's (v2) when it has a
- * limit, the machine's otherwise.  -1 when neither can be read. */
+ * limit, the machine's otherwise.  -1 when neither can be read.  A cgroup's
+ * usage counts its page cache, which fills up to the limit on any busy
+ * machine: the inactive part (what the kernel reclaims first) is not
+ * counted, as Ray does. */
 static int node_memory(uint64_t *used, uint64_t *total) {
   if (read_u64_file("/sys/fs/cgroup/memory.max", total) == 0 &&
-      read_u64_file("/sys/fs/cgroup/memory.current", used) == 0 && *total > 0)
+      read_u64_file("/sys/fs/cgroup/memory.current", used) == 0 && *total > 0) {
+    FILE *f = fopen("/sys/fs/cgroup/memory.stat", "r");
+    char line[128];
+    unsigned long long v;
+    while (f && fgets(line, sizeof(line), f))
+      if (sscanf(line, "inactive_file %llu", &v) == 1) {
+        *used = *used > v ? *used - v : 0;
+        break;
+      }
+    if (f) fclose(f);
     return 0;
+  }
   FILE *f = fopen("/proc/meminfo", "r");
   if (!f) return -1;
   char line[256];
@@ -2267,22 +2280,23 @@ int rd__node_main(const rd_node_opts *opts) {
     rd_store_close(N.store);
     return 1;
   }
+  if (opts->metrics_port >= 0) {   /* before joining: the node registers its port */
+    char merr[300];
+    const char *ip = opts->node_ip && *opts->node_ip ? opts->node_ip : "127.0.0.1";
+    if (rd__metrics_start(N.loop, ip, opts->metrics_port, opts->session_dir, merr, sizeof(merr)) != 0)
+      rd__log(RD_LOG_ERROR, "no metrics endpoint: %s", merr);   /* the node serves on without it */
+  }
   char cerr[300] = "";
   if (rd__cluster_start(opts, cerr, sizeof(cerr)) != 0) {
     rd__log(RD_LOG_ERROR, "cannot join the cluster at %s: %s", opts->gcs_address, cerr);
     fprintf(stderr, "raydist node: cannot join the cluster at %s: %s\n", opts->gcs_address, cerr);
+    rd__metrics_stop();
     rd__cluster_stop();
     rd__cluster_free();
     close(N.listen_fd);
     unlink(N.sock_path);
     rd_store_close(N.store);
     return 1;
-  }
-  if (opts->metrics_port >= 0) {
-    char merr[300];
-    const char *ip = opts->node_ip && *opts->node_ip ? opts->node_ip : "127.0.0.1";
-    if (rd__metrics_start(N.loop, ip, opts->metrics_port, opts->session_dir, merr, sizeof(merr)) != 0)
-      rd__log(RD_LOG_ERROR, "no metrics endpoint: %s", merr);   /* the node serves on without it */
   }
   uv_poll_init(N.loop, &N.listen_poll, N.listen_fd);
   uv_poll_start(&N.listen_poll, UV_READABLE, on_accept);

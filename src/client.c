@@ -1173,6 +1173,10 @@ static void *progress_main(void *arg) {
   return NULL;
 }
 
+/* A child of fork() has no progress thread (only the forking thread is
+ * copied): it must not wait for one at rd_shutdown. */
+static void progress_atfork_child(void) { G.progress_on = 0; }
+
 /* G.mu held.  Started at the first submit, so a worker that never submits
  * has none.  RAYDIST_PROGRESS_THREAD=0 turns it off; RAYDIST_PROGRESS_GRACE_US
  * sets how long no caller must have entered the library (default 2 ms). */
@@ -1187,6 +1191,8 @@ static void progress_start(void) {
   double us = e && *e ? atof(e) : 2000.0;
   G.progress_grace_ns = us >= 100 && us < 1e7 ? (uint64_t)(us * 1000) : 2000000u;
   G.progress_stop = 0;
+  static int atfork_set;
+  if (!atfork_set && pthread_atfork(NULL, NULL, progress_atfork_child) == 0) atfork_set = 1;
   /* signals go to the program's own threads, never to this one */
   sigset_t all, old;
   sigfillset(&all);

@@ -37,6 +37,11 @@ ADDR=$(sed -n 's/^gcs=//p' "$ROOT/node-127.0.0.1/cluster")
 "$R" start --address "$ADDR" --node-ip 127.0.0.3 --num-cpus 2 --resources only_c=1,pool=1 >/dev/null || fail "node c"
 "$R" status > "$RAYDIST_TMPDIR/status" || fail "status"
 grep -q "3 nodes alive" "$RAYDIST_TMPDIR/status" || { cat "$RAYDIST_TMPDIR/status"; fail "status: not 3 nodes"; }
+# each node registered its metrics endpoint, on its own address
+for ip in 127.0.0.1 127.0.0.2 127.0.0.3; do
+  grep -Eq "^metrics: node [0-9]+ http://$ip:[0-9]+/metrics$" "$RAYDIST_TMPDIR/status" ||
+    { cat "$RAYDIST_TMPDIR/status"; fail "status: no metrics endpoint of $ip"; }
+done
 export RAYDIST_ADDRESS="$ADDR"
 
 case "$CASE" in
