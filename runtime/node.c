@@ -1185,6 +1185,15 @@ void rd__node_actor_connect(node_client *c, const Rd__ActorConnect *m) {
   node_actor *a = actor_find(m->actor_id);
   if (!a && rd__cluster_actor_elsewhere(c, m)) return;   /* recorded on another node: asked there */
   if (!a) {
+    /* ids are this node's index above its sequence: a lower one was made here */
+    uint64_t seq = m->actor_id & ((1ull << 40) - 1);
+    if (N.dead_actors_dropped && (m->actor_id >> 40) == rd__cluster_index() && seq && seq <= N.next_actor_id) {
+      char why[200];
+      snprintf(why, sizeof(why), "actor %llu ended long ago: the node keeps the records of its last %zu dead actors "
+               "(RAYDIST_DEAD_ACTORS_KEPT)", (unsigned long long)m->actor_id, N.dead_actors_kept);
+      reply_connect(c, m->req_id, NULL, RD_EACTOR_DIED, why, -1);
+      return;
+    }
     reply_connect(c, m->req_id, NULL, RD_ENOENT, "no such actor on this node", -1);
     return;
   }
@@ -1903,6 +1912,31 @@ static void workers_trim(uint64_t now) {
   }
 }
 
+/* Dead actors' records stay so that late callers learn why an actor died,
+ * but not forever: beyond the RAYDIST_DEAD_ACTORS_KEPT (default 1000) most
+ * recent, the oldest are dropped (as the GCS trims its table).  A call on a
+ * dropped one is told so (rd__node_actor_connect).  Run from the tick, when
+ * no loop over the table is under way. */
+static void dead_actors_trim(void) {
+  size_t dead = 0;
+  for (node_actor *a = N.actors; a; a = a->next) dead += a->state == A_DEAD;
+  if (dead <= N.dead_actors_kept) return;
+  /* the table is newest first: drop from the old end */
+  size_t seen = 0;
+  for (node_actor **pp = &N.actors; *pp;) {
+    node_actor *a = *pp;
+    int droppable = a->state == A_DEAD && !a->worker && !a->req && !a->connects && !a->killers;
+    if (a->state == A_DEAD && ++seen > N.dead_actors_kept && droppable) {
+      *pp = a->next;
+      actor_free_fields(a);
+      free(a);
+      N.dead_actors_dropped++;
+      continue;
+    }
+    pp = &a->next;
+  }
+}
+
 /* ------------------------------------------------------ memory monitor
  *
  * Every RAYDIST_MEMORY_MONITOR_MS (default 250; 0: off) the node checks its
@@ -2165,6 +2199,7 @@ static void on_tick(uv_timer_t *t) {
   jobs_tick(now);
   workers_trim(now);
   memory_monitor(now);
+  dead_actors_trim();
   flush_all();
 }
 
@@ -2228,6 +2263,8 @@ int rd__node_main(const rd_node_opts *opts) {
   N.orphans.conn.fd = -1;
   N.idle_trim_ns = 10000000000ull;
   N.start_ns = rd__now_ns();
+  const char *dk = getenv("RAYDIST_DEAD_ACTORS_KEPT");
+  N.dead_actors_kept = dk && *dk ? strtoull(dk, NULL, 10) : 1000;
   const char *tl = getenv("RAYDIST_TIMELINE");
   N.timeline_on = tl && atoi(tl) > 0;
   const char *trim = getenv("RAYDIST_WORKER_IDLE_MS");   /* tests shorten it; 0 = never */

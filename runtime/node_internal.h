@@ -227,6 +227,8 @@ typedef struct rd__node_state {
    * placement requests. */
   node_client orphans;
   uint64_t next_actor_id;
+  size_t dead_actors_kept;  /* dead actor records kept for late callers (dead_actors_trim) */
+  uint64_t dead_actors_dropped;
   node_bundle *bundles;           /* placement-group bundles reserved here */
   uv_timer_t tick;
   uv_signal_t sigterm, sigint;

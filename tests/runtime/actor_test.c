@@ -401,6 +401,42 @@ static int t_memory_monitor(void) {
   return 0;
 }
 
+/* The node keeps the records of its last RAYDIST_DEAD_ACTORS_KEPT dead
+ * actors (3 here): a call on an older one says its record was dropped, a
+ * call on a recent one still gets the reason it died. */
+static int t_dead_records(void) {
+  setenv("RAYDIST_DEAD_ACTORS_KEPT", "3", 1);   /* inherited by the node */
+  init_or_die(NULL);
+  enum { N = 6 };
+  rd_actor a[N];
+  rd_ref r;
+  for (int i = 0; i < N; i++) {
+    a[i] = make_counter(i, NULL);
+    CHECK_EQ(rd_actor_call(a[i], Counter_get, RD_NO_ARGS, NULL, &r), 0);
+    CHECK_EQ(get_long(r), i);
+    CHECK_EQ(rd_actor_kill(a[i], 1), 0);
+  }
+  usleep(300000);   /* the node trims on its 50 ms tick */
+  int err;
+  char msg[512];
+  CHECK_EQ(rd_actor_call(a[0], Counter_get, RD_NO_ARGS, NULL, &r), 0);
+  (void)get_long_err(r, &err, msg, sizeof(msg));
+  printf("oldest: %s: %s\n", rd_err_name(err), msg);
+  CHECK_EQ(err, RD_EACTOR_DIED);
+  CHECK(strstr(msg, "ended long ago") != NULL);
+  CHECK_EQ(rd_actor_call(a[N - 1], Counter_get, RD_NO_ARGS, NULL, &r), 0);
+  (void)get_long_err(r, &err, msg, sizeof(msg));
+  printf("newest: %s: %s\n", rd_err_name(err), msg);
+  CHECK_EQ(err, RD_EACTOR_DIED);
+  CHECK(strstr(msg, "ended long ago") == NULL && strstr(msg, "kill") != NULL);
+  rd_actor b = make_counter(7, NULL);   /* the node still makes actors */
+  CHECK_EQ(rd_actor_call(b, Counter_get, RD_NO_ARGS, NULL, &r), 0);
+  CHECK_EQ(get_long(r), 7);
+  rd_shutdown();
+  unsetenv("RAYDIST_DEAD_ACTORS_KEPT");
+  return 0;
+}
+
 static int t_gpu_actors(void) {
   rd_config cfg;
   rd_config_init(&cfg);
@@ -546,6 +582,7 @@ static const rd_test_case tests[] = {
     {"order", t_order},       {"two_callers", t_two_callers}, {"named", t_named},
     {"restart", t_restart},   {"gpu_actors", t_gpu_actors},   {"bad_input", t_bad_input},
     {"concurrency", t_concurrency}, {"cancel", t_cancel}, {"memory_monitor", t_memory_monitor},
+    {"dead_records", t_dead_records},
 };
 
 RD_TEST_MAIN(tests)
