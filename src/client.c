@@ -388,6 +388,7 @@ static void lease_return_ex(rd__lease *l, int worker_lost) {
   }
   rd__conn_close(&l->conn);
   free(l);
+  G.conn_gen++;
 }
 
 /* Puts tasks (a list, in order) back at the front of c's queue. */
@@ -664,6 +665,7 @@ static void actor_conn_lost(rd__lease *l, const char *why) {
   int pid = l->worker_pid;
   rd__conn_close(&l->conn);
   free(l);
+  G.conn_gen++;
   a->conn = NULL;
   a->lost_pid = pid;
   a->state = AH_IDLE;
@@ -907,6 +909,7 @@ static void abandon_all_work(int err, const char *why) {
       rd__conn_close(&a->conn->conn);
       free(a->conn);
       a->conn = NULL;
+      G.conn_gen++;
     }
     while (t) {
       rd__task *nx = t->next;
@@ -1019,6 +1022,7 @@ int rd__pump(int64_t timeout_ms) {
   if (wait > INT_MAX) wait = INT_MAX;
 
   G.pumping = 1;
+  uint64_t gen = G.conn_gen;
   pthread_mutex_unlock(&G.mu);
   /* a reply to a short request usually comes within tens of microseconds:
    * polling without sleeping that long saves the wake-up, which costs
@@ -1049,6 +1053,10 @@ int rd__pump(int64_t timeout_ms) {
   }
   for (int i = 0; i < n && r > 0; i++) {
     if (!pf[i].revents) continue;
+    /* another thread freed a lease or actor connection while this one sat in
+     * poll() (rd_cancel with force, say): who[] may point at freed memory
+     * and fds may be reused.  Their readiness stays; the next round re-polls. */
+    if ((kind[i] == 1 || kind[i] == 2) && G.conn_gen != gen) break;
     if (kind[i] == 3) {
       uint64_t v;
       ssize_t rr = read(G.wakefd, &v, sizeof(v));
@@ -1135,9 +1143,10 @@ static void progress_nap(uint64_t ns) {
   pthread_cond_timedwait(&G.progress_cv, &G.mu, &ts);
 }
 
-/* Looks every grace period whether it is needed; after ~100 ms with nothing
- * owned it sleeps until submit_task kicks it, so an idle process costs
- * nothing and a busy caller never pays a wake-up. */
+/* Looks every grace period whether it is needed (every 20 ms while a caller
+ * pumps, as in a long rd_get); after ~70 ms with nothing owned it sleeps
+ * until submit_task kicks it, so an idle process costs nothing and a busy
+ * caller never pays a wake-up. */
 static void *progress_main(void *arg) {
   (void)arg;
   in_progress_thread = 1;
@@ -1161,7 +1170,11 @@ static void *progress_main(void *arg) {
       continue;
     }
     idle_naps = 0;
-    if (G.pumping || now - quiet_since < G.progress_grace_ns) {
+    if (G.pumping) {   /* a caller pumps (in rd_get, say): it does the work; look again later */
+      progress_nap(20000000u);
+      continue;
+    }
+    if (now - quiet_since < G.progress_grace_ns) {
       progress_nap(G.progress_grace_ns);
       continue;
     }

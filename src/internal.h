@@ -183,6 +183,8 @@ typedef struct rd__ctx {
   uint64_t progress_grace_ns;   /* no caller entered the library for this long: take over */
   uint64_t user_calls;          /* bumped when a caller enters the library or pumps */
   int nblocked;                 /* task worker: threads waiting long in rd_get/rd_wait */
+  uint64_t conn_gen;            /* bumped when a lease or actor connection is freed: a
+                                 * pump that polled across it skips its stale pointers */
   uint64_t *pending_release;  /* store pins to drop, sent with the next flush */
   size_t npending_release, cappending_release;
 } rd__ctx;
