@@ -1285,7 +1285,7 @@ void rd__cluster_actor_connect(node_actor *a, node_client *c, uint64_t req_id, i
 }
 
 int rd__cluster_actor_elsewhere(node_client *c, const Rd__ActorConnect *m) {
-  uint32_t rec = (uint32_t)(m->actor_id >> 40);
+  uint32_t rec = rd__rec_id_node(m->actor_id);
   if (!C.on || rec == 0 || rec == C.index || c->role == ROLE_LINK) return 0;
   connect_forward(rec, c, m->req_id, m->actor_id, m->dead_pid, NULL);
   return 1;
@@ -1433,7 +1433,7 @@ static void on_link_actor_state(node_client *c, Rd__LinkActorState *m) {
 }
 
 int rd__cluster_actor_kill_elsewhere(node_client *c, const Rd__ActorKill *m) {
-  uint32_t rec = (uint32_t)(m->actor_id >> 40);
+  uint32_t rec = rd__rec_id_node(m->actor_id);
   if (!C.on || rec == 0 || rec == C.index || c->role == ROLE_LINK) return 0;
   node_client *l = link_open(rec);
   cl_conn *q = l ? calloc(1, sizeof(*q)) : NULL;

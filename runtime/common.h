@@ -25,6 +25,13 @@ static inline uint64_t rd__oid_make(uint32_t client, uint64_t seq) {
 }
 static inline uint32_t rd__oid_client(uint64_t oid) { return (uint32_t)(oid >> RD_OID_SEQ_BITS); }
 
+/* Actor and placement-group ids: the index of the node that keeps the record
+ * (0 on an embedded cluster) above a per-node sequence of 40 bits. */
+#define RD_REC_SEQ_BITS 40
+static inline uint64_t rd__rec_id_make(uint32_t node, uint64_t seq) { return ((uint64_t)node << RD_REC_SEQ_BITS) | seq; }
+static inline uint32_t rd__rec_id_node(uint64_t id) { return (uint32_t)(id >> RD_REC_SEQ_BITS); }
+static inline uint64_t rd__rec_id_seq(uint64_t id) { return id & ((1ull << RD_REC_SEQ_BITS) - 1); }
+
 /* Latency histograms (metrics): bucket i counts values up to 10 us * 10^i,
  * the last one everything above (+Inf).  Shared by the daemon and the
  * workers that report task run times to it (WorkerStats). */

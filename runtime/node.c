@@ -346,13 +346,16 @@ static int lease_assign(node_worker *w, const rd_res_grant *g, node_client *owne
   return 0;
 }
 
+/* The ledger w's grant came from: its bundle's, or the node's. */
+static rd_res_ledger *worker_ledger(const node_worker *w) { return w->bundle ? &w->bundle->ledger : &N.ledger; }
+
 /* What w's grant holds goes back to the ledger it came from; a bundle being
  * removed is given back to the node once its last user is gone. */
 void rd__node_worker_release(node_worker *w) {
   node_bundle *b = w->bundle;
-  if (w->blocked) rd_res_retake_cpu(b ? &b->ledger : &N.ledger, &w->grant);
+  if (w->blocked) rd_res_retake_cpu(worker_ledger(w), &w->grant);
   w->blocked = 0;
-  rd_res_release(b ? &b->ledger : &N.ledger, &w->grant);
+  rd_res_release(worker_ledger(w), &w->grant);
   memset(&w->grant, 0, sizeof(w->grant));
   w->bundle = NULL;
   if (b) {
@@ -655,7 +658,7 @@ rd_resources rd__node_avail(void) {
 static void on_worker_blocked(node_client *c, Rd__WorkerBlocked *m) {
   node_worker *w = c->worker;
   if (!w || w->state != W_LEASED || w->actor || m->blocked == w->blocked) return;
-  rd_res_ledger *l = w->bundle ? &w->bundle->ledger : &N.ledger;
+  rd_res_ledger *l = worker_ledger(w);
   if (m->blocked) {
     rd_res_lend_cpu(l, &w->grant);
     w->blocked = 1;
@@ -1049,7 +1052,7 @@ static void on_actor_create(node_client *c, Rd__ActorCreate *m) {
     return;
   }
   a->job = job;
-  a->id = ((uint64_t)rd__cluster_index() << 40) | ++N.next_actor_id;
+  a->id = rd__rec_id_make(rd__cluster_index(), ++N.next_actor_id);
   a->res = res;
   a->priority = m->priority;
   a->max_restarts = m->max_restarts;
@@ -1186,8 +1189,8 @@ void rd__node_actor_connect(node_client *c, const Rd__ActorConnect *m) {
   if (!a && rd__cluster_actor_elsewhere(c, m)) return;   /* recorded on another node: asked there */
   if (!a) {
     /* ids are this node's index above its sequence: a lower one was made here */
-    uint64_t seq = m->actor_id & ((1ull << 40) - 1);
-    if (N.dead_actors_dropped && (m->actor_id >> 40) == rd__cluster_index() && seq && seq <= N.next_actor_id) {
+    uint64_t seq = rd__rec_id_seq(m->actor_id);
+    if (N.dead_actors_dropped && rd__rec_id_node(m->actor_id) == rd__cluster_index() && seq && seq <= N.next_actor_id) {
       char why[200];
       snprintf(why, sizeof(why), "actor %llu ended long ago: the node keeps the records of its last %zu dead actors "
                "(RAYDIST_DEAD_ACTORS_KEPT)", (unsigned long long)m->actor_id, N.dead_actors_kept);

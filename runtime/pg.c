@@ -95,7 +95,7 @@ static void reserve(pg_rec *p);
 static void gcs_put(pg_rec *p);
 
 static uint32_t self_index(void) { return rd__cluster_on() ? rd__cluster_index() : 1; }
-static uint32_t record_of(uint64_t pg_id) { return rd__cluster_on() ? (uint32_t)(pg_id >> 40) : 1; }
+static uint32_t record_of(uint64_t pg_id) { return rd__cluster_on() ? rd__rec_id_node(pg_id) : 1; }
 /* A node index as clients see it (0 on an embedded cluster). */
 static uint32_t shown(uint32_t node) { return rd__cluster_on() ? node : 0; }
 
@@ -865,7 +865,7 @@ void rd__pg_on_create(node_client *c, const Rd__PgCreate *m) {
     free(p);
     return;
   }
-  p->id = ((uint64_t)(rd__cluster_on() ? rd__cluster_index() : 0) << 40) | ++P.next_seq;
+  p->id = rd__rec_id_make(rd__cluster_on() ? rd__cluster_index() : 0, ++P.next_seq);
   p->mine = 1;
   p->state = PG_PENDING;
   p->creator = c->role == ROLE_DRIVER ? c->id : 0;

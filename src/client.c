@@ -46,6 +46,7 @@ static void task_fail(rd__task *t, int err, const char *fmt, ...) __attribute__(
 static void class_dispatch(rd__sclass *c);
 static void fail_everything(int err, const char *why);
 static void wake_pumper(void);
+static void flush_or_wake(void);
 static void actor_dispatch(rd__actor *a);
 static void actor_conn_lost(rd__lease *l, const char *why);
 
@@ -934,6 +935,19 @@ static void fail_everything(int err, const char *why) {
 
 #define MAX_POLL 256
 
+/* Wait on cv (with G.mu) for at most ns. */
+static void cond_wait_ns(pthread_cond_t *cv, uint64_t ns) {
+  struct timespec ts;
+  clock_gettime(CLOCK_REALTIME, &ts);
+  ts.tv_sec += (time_t)(ns / 1000000000u);
+  ts.tv_nsec += (long)(ns % 1000000000u);
+  if (ts.tv_nsec >= 1000000000) {
+    ts.tv_sec++;
+    ts.tv_nsec -= 1000000000;
+  }
+  pthread_cond_timedwait(cv, &G.mu, &ts);
+}
+
 /* One round: flush, poll up to timeout_ms, handle what arrived.  Called with
  * the mutex held; it is dropped while this thread sits in poll(). */
 int rd__pump(int64_t timeout_ms) {
@@ -942,13 +956,8 @@ int rd__pump(int64_t timeout_ms) {
   if (G.pumping) {                              /* another thread pumps: wait */
     /* the progress thread gives way to a caller: wake it from poll() */
     if (G.progress_pumping && !in_progress_thread) wake_pumper();
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
     int64_t ms = timeout_ms < 0 || timeout_ms > 100 ? 100 : timeout_ms;
-    ts.tv_nsec += ms * 1000000;
-    ts.tv_sec += ts.tv_nsec / 1000000000;
-    ts.tv_nsec %= 1000000000;
-    pthread_cond_timedwait(&G.cv, &G.mu, &ts);
+    cond_wait_ns(&G.cv, (uint64_t)ms * 1000000u);
     return 0;
   }
   /* forget dead actors with nothing queued: a later call on the handle asks
@@ -1110,6 +1119,13 @@ static void wake_pumper(void) {
   }
 }
 
+/* Frames were queued: write them now, or have the pumping thread (which may
+ * sit in poll()) write them. */
+static void flush_or_wake(void) {
+  if (!G.pumping) rd__flush_all();
+  else wake_pumper();
+}
+
 /* ------------------------------------------------------ progress thread
  *
  * Tasks are sent, replies read and idle leases returned by whichever thread
@@ -1131,17 +1147,7 @@ static int owner_has_work(void) {
   return 0;
 }
 
-static void progress_nap(uint64_t ns) {
-  struct timespec ts;
-  clock_gettime(CLOCK_REALTIME, &ts);
-  ts.tv_sec += (time_t)(ns / 1000000000u);
-  ts.tv_nsec += (long)(ns % 1000000000u);
-  if (ts.tv_nsec >= 1000000000) {
-    ts.tv_sec++;
-    ts.tv_nsec -= 1000000000;
-  }
-  pthread_cond_timedwait(&G.progress_cv, &G.mu, &ts);
-}
+static void progress_nap(uint64_t ns) { cond_wait_ns(&G.progress_cv, ns); }
 
 /* Looks every grace period whether it is needed (every 20 ms while a caller
  * pumps, as in a long rd_get); after ~70 ms with nothing owned it sleeps
@@ -1394,8 +1400,7 @@ void rd_ref_release(rd_ref ref) {
     o->refs--;
     obj_maybe_free(o);
     if (npending_delete) {
-      if (!G.pumping) rd__flush_all();
-      else wake_pumper();
+      flush_or_wake();
     }
   }
   pthread_mutex_unlock(&G.mu);
@@ -1459,8 +1464,7 @@ static void blocked_send(int on) {
   Rd__WorkerBlocked m = RD__WORKER_BLOCKED__INIT;
   m.blocked = on;
   (void)rd__conn_send(&G.daemon, RD__MSG_TYPE__MSG_WORKER_BLOCKED, &m.base, -1);
-  if (!G.pumping) rd__flush_all();
-  else wake_pumper();
+  flush_or_wake();
 }
 
 /* Before each pump of a wait: returns the pump's timeout, at most 1 ms until
@@ -1598,8 +1602,7 @@ void rd_buf_release(rd_buf *b) {
     blob_unref((rd__blob *)(uintptr_t)b->priv_[1]);
   } else if (b->priv_[0] == BUF_STORE && G.inited && !G.dead) {
     rd__store_release(b->priv_[1]);
-    if (!G.pumping) rd__flush_all();
-    else wake_pumper();
+    flush_or_wake();
   }
   memset(b, 0, sizeof(*b));
   pthread_mutex_unlock(&G.mu);
@@ -1769,8 +1772,7 @@ static int submit_task(const char *func, rd__sclass *cls, rd__actor *actor, cons
   } else if (t->deps_pending == 0) {
     task_make_ready(t);
   }
-  if (!G.pumping) rd__flush_all();
-  else wake_pumper();
+  flush_or_wake();
   progress_kick();
   return 0;
 }
@@ -1873,8 +1875,7 @@ static int cancel_in_flight(rd__task *t, rd__lease *l, int force) {
       Rd__TaskCancel m = RD__TASK_CANCEL__INIT;
       m.task_id = t->task_id;
       (void)rd__conn_send(&l->conn, RD__MSG_TYPE__MSG_TASK_CANCEL, &m.base, -1);   /* lost only without memory */
-      if (!G.pumping) rd__flush_all();
-      else wake_pumper();
+      flush_or_wake();
     }
   }
   if (force) lease_kill(l);

@@ -112,7 +112,6 @@ void rd__worker_on_task(rd__serve *s, Rd__Task *m) {
  * already and only needs its slot back); one running is flagged for
  * rd_call_cancelled.  A task already answered is not found: nothing to do. */
 static void reply(rd__serve *s, uint64_t task_id, int status, const char *err, Rd__Ret **rets, size_t nrets);
-static __thread uint64_t task_t0;
 
 void rd__worker_on_cancel(rd__serve *s, uint64_t task_id) {
   for (rd__wtask **pp = &G.wq_head, *prev = NULL; *pp; prev = *pp, pp = &(*pp)->next) {
@@ -120,11 +119,8 @@ void rd__worker_on_cancel(rd__serve *s, uint64_t task_id) {
     if (w->from != s || w->msg->task_id != task_id) continue;
     *pp = w->next;
     if (G.wq_tail == w) G.wq_tail = prev;
-    uint64_t t0 = task_t0;   /* this thread may be inside a task of its own */
-    task_t0 = 0;
     rd__log(RD_LOG_DEBUG, "task %llx cancelled by its owner before it started", (unsigned long long)task_id);
     reply(s, task_id, RD_ECANCELED, "cancelled before it started", NULL, 0);
-    task_t0 = t0;
     protobuf_c_message_free_unpacked(&w->msg->base, NULL);
     free(w);
     return;
@@ -139,13 +135,10 @@ void rd__worker_on_cancel(rd__serve *s, uint64_t task_id) {
 /* Task run times for the node's metrics, sent as WorkerStats deltas: at most
  * every 100 ms while work flows, and within 200 ms of the last task once the
  * worker is idle (worker_loop's pump timeout). */
-/* task_t0: when this thread's current task started.  With RAYDIST_TIMELINE=1
- * each task also becomes a TaskEvent (name, wall-clock start, length,
- * status) sent with the stats, at once when TL_MAX are waiting; the node
- * serves them at /timeline. */
+/* With RAYDIST_TIMELINE=1 each task also becomes a TaskEvent (name,
+ * wall-clock start, length, status) sent with the stats, at once when TL_MAX
+ * are waiting; the node serves them at /timeline. */
 #define TL_MAX 512
-static __thread const char *task_func;
-static __thread uint64_t task_wall_us;
 static int tl_on = -1;
 static struct {
   uint64_t buckets[RD_HIST_BUCKETS], sum_ns, failed, last_sent_ns;
@@ -172,7 +165,8 @@ static int timeline_on(void) {
   return tl_on;
 }
 
-static void stats_add(uint64_t task_id, uint64_t ns, int status) {
+/* A task ran for ns (from start_us, wall clock, when the timeline is on). */
+static void stats_add(uint64_t task_id, const char *func, uint64_t start_us, uint64_t ns, int status) {
   S.buckets[rd__hist_bucket(ns)]++;
   S.sum_ns += ns;
   S.failed += status != 0;
@@ -181,9 +175,9 @@ static void stats_add(uint64_t task_id, uint64_t ns, int status) {
   Rd__TaskEvent *ev = &S.ev[S.nev];
   rd__task_event__init(ev);
   ev->task_id = task_id;
-  snprintf(S.names[S.nev], sizeof(S.names[0]), "%s", task_func ? task_func : "");
+  snprintf(S.names[S.nev], sizeof(S.names[0]), "%s", func ? func : "");
   ev->func = S.names[S.nev];
-  ev->start_us = task_wall_us;
+  ev->start_us = start_us;
   ev->dur_us = ns / 1000u;
   ev->status = status;
   S.evp[S.nev] = ev;
@@ -212,10 +206,6 @@ static void stats_maybe_send(void) {
 }
 
 static void reply(rd__serve *s, uint64_t task_id, int status, const char *err, Rd__Ret **rets, size_t nrets) {
-  if (task_t0) {
-    stats_add(task_id, rd__now_ns() - task_t0, status);
-    task_t0 = 0;
-  }
   if (s->closed) return;
   Rd__TaskReply r = RD__TASK_REPLY__INIT;
   r.task_id = task_id;
@@ -288,13 +278,9 @@ static int resolve_args(rd_call *call) {
   return r;   /* pins in call->pinned are dropped when the task ends */
 }
 
-static void run_task(rd__wtask *w) {
+/* Run one task and reply; returns the status it replied with. */
+static int run_call(rd__wtask *w) {
   Rd__Task *m = w->msg;
-  task_t0 = rd__now_ns();
-  if (timeline_on()) {
-    task_wall_us = wall_us();
-    task_func = m->func;
-  }
   rd_call call;
   memset(&call, 0, sizeof(call));
   call.msg = m;
@@ -304,7 +290,7 @@ static void run_task(rd__wtask *w) {
   call.nret = (int)m->n_return_ids;
   if (m->n_args > RD_MAX_ARGS || m->n_return_ids > RD_MAX_RETURNS || m->n_return_ids == 0) {
     reply(w->from, m->task_id, RD_EPROTO, "task has too many arguments or returns", NULL, 0);
-    return;
+    return RD_EPROTO;
   }
   rd_function *fn = NULL;
   rd_actor_method *meth = NULL;
@@ -316,12 +302,12 @@ static void run_task(rd__wtask *w) {
       snprintf(msg, sizeof(msg), "call '%s' reached a worker that does not host actor %llu", call.func,
                (unsigned long long)m->actor_id);
       reply(w->from, m->task_id, RD_EPROTO, msg, NULL, 0);
-      return;
+      return RD_EPROTO;
     }
     if (!meth || strcmp(meth->class_name, A.cls->name) != 0) {
       snprintf(msg, sizeof(msg), "actor class %s has no method '%s'", A.cls->name, call.func);
       reply(w->from, m->task_id, RD_ENOFUNC, msg, NULL, 0);
-      return;
+      return RD_ENOFUNC;
     }
     call.grant = &A.grant;
   } else {
@@ -329,7 +315,7 @@ static void run_task(rd__wtask *w) {
     if (!fn) {
       snprintf(msg, sizeof(msg), "remote function '%s' is not registered in the worker's executable", call.func);
       reply(w->from, m->task_id, RD_ENOFUNC, msg, NULL, 0);
-      return;
+      return RD_ENOFUNC;
     }
   }
   int status = resolve_args(&call);
@@ -377,6 +363,14 @@ static void run_task(rd__wtask *w) {
     if (!call.ret[i].in_store || call.ret[i].exists) free(call.ret[i].ptr);
   for (size_t i = 0; i < m->n_args; i++)
     if (call.pinned[i]) rd__store_release(m->args[i]->object_id);
+  return status;
+}
+
+/* Run one task, timed for the node's metrics (and timeline). */
+static void run_task(rd__wtask *w) {
+  uint64_t t0 = rd__now_ns(), start_us = timeline_on() ? wall_us() : 0;
+  int status = run_call(w);
+  stats_add(w->msg->task_id, w->msg->func, start_us, rd__now_ns() - t0, status);
 }
 
 /* Become the actor the node asked for: run its constructor, tell the node. */

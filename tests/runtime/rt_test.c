@@ -221,6 +221,14 @@ static void init_or_die(const rd_config *cfg) {
   }
 }
 
+/* An embedded cluster of `cpus` CPUs, or exit. */
+static void init_with_cpus(double cpus) {
+  rd_config cfg;
+  rd_config_init(&cfg);
+  cfg.num_cpus = cpus;
+  init_or_die(&cfg);
+}
+
 static int t_many_tasks(void) {
   init_or_die(NULL);
   enum { N = 5000 };
@@ -644,10 +652,7 @@ static int t_timeouts(void) {
 }
 
 static int t_priority(void) {
-  rd_config cfg;
-  rd_config_init(&cfg);
-  cfg.num_cpus = 1;
-  init_or_die(&cfg);
+  init_with_cpus(1);
   rd_task_opts o;
   rd_task_opts_init(&o);
   long ms = 400;
@@ -685,10 +690,7 @@ static int t_priority(void) {
  * run afterwards. */
 static int t_workers_trim(void) {
   setenv("RAYDIST_WORKER_IDLE_MS", "300", 1);   /* the node inherits it */
-  rd_config cfg;
-  rd_config_init(&cfg);
-  cfg.num_cpus = 2;
-  init_or_die(&cfg);
+  init_with_cpus(2);
   rd_task_opts o;
   rd_task_opts_init(&o);
   o.num_cpus = 0.05;
@@ -744,10 +746,7 @@ static int get_status(rd_ref r, int64_t timeout_ms) {
  * one running (its result dropped, the worker kept) and, with force, one
  * whose worker is killed; finished tasks and puts are not cancellable. */
 static int t_cancel(void) {
-  rd_config cfg;
-  rd_config_init(&cfg);
-  cfg.num_cpus = 1;
-  init_or_die(&cfg);
+  init_with_cpus(1);
   rd_ref a = submit_sleep(800);   /* holds the only CPU */
   usleep(200000);
   rd_ref b = submit_sleep(10);    /* queued behind it */
@@ -806,10 +805,7 @@ static int t_cancel(void) {
  * leases returned while the driver does something else for a while without
  * calling the library; likewise for children a running task submitted. */
 static int t_progress(void) {
-  rd_config cfg;
-  rd_config_init(&cfg);
-  cfg.num_cpus = 2;
-  init_or_die(&cfg);
+  init_with_cpus(2);
   enum { N = 8 };
   rd_ref r[N];
   for (int i = 0; i < N; i++) r[i] = submit_sleep(150);   /* 4 rounds on 2 CPUs: ~0.6 s */
@@ -848,10 +844,7 @@ static int t_progress(void) {
  * a 2-CPU node where the 7 parents would otherwise hold every CPU forever;
  * afterwards the ledger is whole again. */
 static int t_nested_blocked(void) {
-  rd_config cfg;
-  rd_config_init(&cfg);
-  cfg.num_cpus = 2;
-  init_or_die(&cfg);
+  init_with_cpus(2);
   for (long d = 1; d <= 3; d++) {
     rd_ref r;
     double t0 = now_s();
@@ -885,10 +878,7 @@ static int t_nested_blocked(void) {
 static int t_memory_monitor(void) {
   setenv("RAYDIST_MEMORY_LIMIT_BYTES", "419430400", 1);   /* 400 MiB; the node inherits these */
   setenv("RAYDIST_MEMORY_MONITOR_MS", "50", 1);
-  rd_config cfg;
-  rd_config_init(&cfg);
-  cfg.num_cpus = 2;
-  init_or_die(&cfg);
+  init_with_cpus(2);
   rd_task_opts o;
   rd_task_opts_init(&o);
   o.max_retries = 1;
@@ -969,10 +959,7 @@ static int metrics_port(void) {
  * bad requests, after which it still serves.  RD_METRICS_DUMP names a file
  * to write the text to (metrics_format checks it with a Prometheus parser). */
 static int t_metrics(void) {
-  rd_config cfg;
-  rd_config_init(&cfg);
-  cfg.num_cpus = 2;
-  init_or_die(&cfg);
+  init_with_cpus(2);
   long x = 1;
   for (int i = 0; i < 20; i++) {
     rd_ref r;
@@ -1051,10 +1038,7 @@ static int t_metrics(void) {
  * overlap.  RD_TIMELINE_DUMP names a file for metrics_format's JSON check. */
 static int t_timeline(void) {
   setenv("RAYDIST_TIMELINE", "1", 1);
-  rd_config cfg;
-  rd_config_init(&cfg);
-  cfg.num_cpus = 2;
-  init_or_die(&cfg);
+  init_with_cpus(2);
   enum { N = 10 };
   rd_ref r[N], bad;
   for (int i = 0; i < N; i++) r[i] = submit_sleep(30);
@@ -1108,10 +1092,7 @@ static int t_timeline(void) {
  * a task already pushed to that worker behind it is dropped there, never
  * run.  With pipelining the three sit on one worker of a 1-CPU node. */
 static int t_cancel_cooperative(void) {
-  rd_config cfg;
-  rd_config_init(&cfg);
-  cfg.num_cpus = 1;
-  init_or_die(&cfg);
+  init_with_cpus(1);
   long x = 0;
   for (int i = 0; i < 50; i++) {   /* short tasks: the class pipelines from now on */
     rd_ref r;
@@ -1149,10 +1130,7 @@ static int t_cancel_cooperative(void) {
  * the freed lease when poll returns.  Rounds of tasks force-cancelled while
  * the driver stays away from the library; ASan catches a use after free. */
 static int t_cancel_race(void) {
-  rd_config cfg;
-  rd_config_init(&cfg);
-  cfg.num_cpus = 2;
-  init_or_die(&cfg);
+  init_with_cpus(2);
   enum { ROUNDS = 25, K = 3 };
   for (int round = 0; round < ROUNDS; round++) {
     rd_ref r[K];
