@@ -204,12 +204,14 @@ static int local_token(const char *address, char *out, size_t len) {
 
 static void usage_start(FILE *f) {
   fprintf(f,
-          "usage: raydist start --head [--port N] [--node-ip IP] [resources]\n"
+          "usage: raydist start --head [--port N] [--node-ip IP] [--gcs-storage memory|file:PATH] [resources]\n"
           "       raydist start --address IP:PORT [--node-ip IP] [--token T] [resources]\n"
           "resources: [--num-cpus N] [--num-gpus N] [--resources a=1,b=2] [--memory BYTES]\n"
           "           [--object-store-memory BYTES] [--max-workers N] [--log-level L]\n"
           "           [--metrics-port N]  (Prometheus /metrics; default any free port, -1 none;\n"
           "                                the address is in the node's session directory, file `metrics`)\n"
+          "The GCS keeps its tables in the head's session directory (file gcs.db) unless\n"
+          "--gcs-storage says otherwise, and is restarted with them when it dies.\n"
           "The token of a cluster started on this machine is found on its own; elsewhere pass\n"
           "--token or RAYDIST_TOKEN (it is in the head's session directory, file `token`).\n");
 }
@@ -218,12 +220,13 @@ int rd__cli_start(int argc, char **argv) {
   int head = 0, port = DEFAULT_PORT;
   const char *address = NULL, *node_ip = "127.0.0.1", *token = getenv("RAYDIST_TOKEN");
   const char *num_cpus = NULL, *num_gpus = NULL, *resources = NULL, *memory = NULL, *store = NULL, *maxw = NULL,
-             *loglevel = NULL, *metrics_port = NULL;
+             *loglevel = NULL, *metrics_port = NULL, *gcs_storage = NULL;
   static const struct option lo[] = {
       {"head", 0, 0, 'H'},        {"port", 1, 0, 'p'},      {"address", 1, 0, 'a'},   {"node-ip", 1, 0, 'i'},
       {"token", 1, 0, 't'},       {"num-cpus", 1, 0, 'c'},  {"num-gpus", 1, 0, 'g'},  {"resources", 1, 0, 'r'},
       {"memory", 1, 0, 'm'},      {"object-store-memory", 1, 0, 'o'}, {"max-workers", 1, 0, 'w'},
-      {"log-level", 1, 0, 'l'},   {"help", 0, 0, 'h'},      {"metrics-port", 1, 0, 'M'}, {0, 0, 0, 0}};
+      {"log-level", 1, 0, 'l'},   {"help", 0, 0, 'h'},      {"metrics-port", 1, 0, 'M'},
+      {"gcs-storage", 1, 0, 'S'}, {0, 0, 0, 0}};
   int ch;
   optind = 2;
   while ((ch = getopt_long(argc, argv, "", lo, NULL)) != -1) {
@@ -241,6 +244,7 @@ int rd__cli_start(int argc, char **argv) {
       case 'w': maxw = optarg; break;
       case 'l': loglevel = optarg; break;
       case 'M': metrics_port = optarg; break;
+      case 'S': gcs_storage = optarg; break;
       case 'h': usage_start(stdout); return 0;
       default: usage_start(stderr); return 2;
     }
@@ -284,14 +288,18 @@ int rd__cli_start(int argc, char **argv) {
       rd__rm_rf(dir);
       return 1;
     }
-    char bind[160], portf[600], pbuf[32];
+    char bind[160], portf[600], pidf[600], pbuf[32], storage[700];
     snprintf(bind, sizeof(bind), "%s:%d", node_ip, port);
     snprintf(logf, sizeof(logf), "%s/gcs.log", dir);
     snprintf(portf, sizeof(portf), "%s/gcs.port", dir);
-    char *gargs[] = {exe, "gcs", "--bind", bind, "--token-file", tokfile, "--ready-fd", NULL, "--port-file", portf,
+    snprintf(pidf, sizeof(pidf), "%s/gcs.pid", dir);   /* the server's; `pids` names its keeper */
+    if (gcs_storage) snprintf(storage, sizeof(storage), "%s", gcs_storage);
+    else snprintf(storage, sizeof(storage), "file:%s/gcs.db", dir);
+    char *gargs[] = {exe, "gcs", "--supervise", "--bind", bind, "--token-file", tokfile, "--ready-fd", NULL,
+                     "--port-file", portf, "--pid-file", pidf, "--storage", storage,
                      "--heartbeat-timeout-ms", (char *)(getenv("RAYDIST_HEARTBEAT_TIMEOUT_MS") ? getenv("RAYDIST_HEARTBEAT_TIMEOUT_MS") : "3000"),
                      "--log-level", (char *)(loglevel ? loglevel : "1"), NULL};
-    int pid = spawn_ready(gargs, logf, 7, 15000);
+    int pid = spawn_ready(gargs, logf, 8, 15000);
     if (pid < 0) {
       rd__rm_rf(dir);
       return 1;

@@ -173,6 +173,7 @@ static struct {
   cl_chan *chans;
   cl_pull *pulls;
   cl_fail *fails;
+  struct gcs_retry *retries;  /* GCS calls waiting to run again */
   /* hops */
   pthread_mutex_t mu;
   pthread_cond_t cv;
@@ -858,6 +859,7 @@ typedef struct code_fetch {
   node_job *job;            /* the job that code is, once known */
   int status;
   char err[256];
+  uint64_t retry_since;
 } code_fetch;
 
 static node_client *client_by_id(uint32_t id) {
@@ -901,12 +903,14 @@ static node_job *job_by_hash(const char *hash) {
 static void code_fetch_work(uv_work_t *w) {
   code_fetch *f = w->data;
   struct stat st;
+  f->status = 0;
   if (stat(f->path, &st) == 0) return;   /* fetched before */
   f->status = rd_gcs_code_get(C.gcs, f->hash, f->path, f->err, sizeof(f->err));
 }
 
 static void code_fetch_done(uv_work_t *w, int status) {
   code_fetch *f = w->data;
+  if (status == 0 && rd__cluster_gcs_retry(w, code_fetch_work, code_fetch_done, f->status, &f->retry_since)) return;
   node_client *link = client_by_id(f->link_id);
   if (status != 0 && f->status == 0) f->status = RD_ECANCELED;
   if (link && link == f->link) {
@@ -1058,6 +1062,73 @@ static void on_link_return(node_client *c, Rd__LinkReturn *m) {
   rd__node_dispatch();
 }
 
+/* ---------------------------------------------- riding out a GCS outage */
+
+/* A GCS call that found the GCS unreachable runs again every
+ * GCS_RETRY_MS for as long as the node itself waits for its GCS
+ * (RAYDIST_GCS_TIMEOUT_S), so a GCS restart costs time, not actor names,
+ * deaths, placement-group states or a job's code. */
+#define GCS_RETRY_MS 250
+
+typedef struct gcs_retry {
+  uv_timer_t timer;
+  uv_work_t *work;
+  uv_work_cb run;
+  uv_after_work_cb done;
+  struct gcs_retry *next;
+} gcs_retry;
+
+static void retry_closed(uv_handle_t *h) { free(h->data); }
+
+static void retry_unlink(gcs_retry *r) {
+  for (gcs_retry **pp = &C.retries; *pp; pp = &(*pp)->next)
+    if (*pp == r) {
+      *pp = r->next;
+      return;
+    }
+}
+
+static void retry_fire(uv_timer_t *t) {
+  gcs_retry *r = t->data;
+  retry_unlink(r);
+  if (C.on && !C.stopping) uv_queue_work(N.loop, r->work, r->run, r->done);
+  else r->done(r->work, UV_ECANCELED);
+  uv_close((uv_handle_t *)&r->timer, retry_closed);
+}
+
+int rd__cluster_gcs_retry(uv_work_t *w, uv_work_cb run, uv_after_work_cb done, int rc, uint64_t *since_ns) {
+  if ((rc != RD_ECONN && rc != RD_ETIMEDOUT) || !C.on || C.stopping) return 0;
+  uint64_t now = rd__now_ns();
+  if (!*since_ns) {
+    *since_ns = now;
+    rd__log(RD_LOG_WARN, "the GCS at %s did not answer (%s); retrying every %d ms", C.gcs_addr, rd_strerror(rc),
+            GCS_RETRY_MS);
+  }
+  if (now - *since_ns > C.gcs_timeout_ns) return 0;
+  gcs_retry *r = calloc(1, sizeof(*r));
+  if (!r) return 0;
+  r->work = w;
+  r->run = run;
+  r->done = done;
+  uv_timer_init(N.loop, &r->timer);
+  r->timer.data = r;
+  uv_timer_start(&r->timer, retry_fire, GCS_RETRY_MS, 0);
+  r->next = C.retries;
+  C.retries = r;
+  return 1;
+}
+
+/* Stopping: calls waiting to be retried end as cancelled. */
+static void retries_cancel(void) {
+  while (C.retries) {
+    gcs_retry *r = C.retries;
+    C.retries = r->next;
+    uv_timer_stop(&r->timer);
+    r->done(r->work, UV_ECANCELED);
+    uv_close((uv_handle_t *)&r->timer, retry_closed);
+  }
+}
+
 /* ------------------------------------------------------------- actors */
 
 /* A GCS actor-table call on a thread-pool thread, with its continuation. */
@@ -1073,6 +1144,7 @@ typedef struct gcs_actor_op {
   char reason[200];
   int status;
   uint32_t node;
+  uint64_t retry_since;
 } gcs_actor_op;
 
 static void gcs_actor_work(uv_work_t *w) {
@@ -1092,6 +1164,7 @@ static void gcs_actor_work(uv_work_t *w) {
 
 static void gcs_actor_done(uv_work_t *w, int status) {
   gcs_actor_op *op = w->data;
+  if (status == 0 && rd__cluster_gcs_retry(w, gcs_actor_work, gcs_actor_done, op->status, &op->retry_since)) return;
   if (status != 0 && op->status == 0) op->status = RD_ECANCELED;
   char err[400];
   switch (op->kind) {
@@ -1829,6 +1902,7 @@ typedef struct code_put {
   char hash[65];
   uint32_t job_id;
   char err[200];
+  uint64_t retry_since;
 } code_put;
 
 static void code_put_work(uv_work_t *w) {
@@ -1839,6 +1913,7 @@ static void code_put_work(uv_work_t *w) {
 
 static void code_put_done(uv_work_t *w, int status) {
   code_put *p = w->data;
+  if (status == 0 && rd__cluster_gcs_retry(w, code_put_work, code_put_done, p->status, &p->retry_since)) return;
   if (status != 0 && p->status == 0) p->status = RD_ECANCELED;
   node_job *j = p->job;
   if (p->status == 0) {
@@ -2049,6 +2124,7 @@ void rd__cluster_stop(void) {
   C.stopping = 1;
   pthread_mutex_unlock(&C.mu);
   on_async(&C.async);   /* answer hops already queued */
+  retries_cancel();
   if (C.on) {
     uv_timer_stop(&C.hb_timer);
     (void)rd_gcs_unregister_node(C.gcs, C.index, "node stopped");

@@ -89,6 +89,13 @@ int rd__cluster_actor_lookup(node_client *c, uint64_t req_id, const char *name);
  * a node is alive in the view, the other live nodes for placement, and a
  * lease forwarded to a bundle on another node. */
 rd_gcs *rd__cluster_gcs(void);
+/* From the continuation of a GCS call run on the thread pool: when rc says
+ * the GCS did not answer (RD_ECONN, RD_ETIMEDOUT), queues the call to run
+ * again in 250 ms and returns 1 (the continuation returns at once), as long
+ * as the node waits for its GCS (*since_ns, 0 at first, marks when the
+ * failures began).  0: go on with rc.  Calls still waiting when the node
+ * stops end with their continuation's status UV_ECANCELED. */
+int rd__cluster_gcs_retry(uv_work_t *w, uv_work_cb run, uv_after_work_cb done, int rc, uint64_t *since_ns);
 node_client *rd__cluster_link(uint32_t peer);
 uint32_t rd__cluster_link_peer(const node_client *c);
 int rd__cluster_node_alive(uint32_t index);

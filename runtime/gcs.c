@@ -41,7 +41,9 @@
 #define T_JOB "job"
 #define T_KV "kv"
 #define T_CODE "code"
+#define T_META "meta"          /* counters that must survive a restart */
 #define MAX_UPLOADS 8
+#define SYNC_MS 1000           /* a persistent store is synced this often */
 #define UPLOAD_IDLE_MS 60000
 #define PG_REMOVED_KEEP 1000   /* REMOVED placement groups kept (the newest ids) */
 #define ACTOR_DEAD_KEEP 1000   /* dead named actors kept (the highest ids) */
@@ -74,6 +76,15 @@ typedef struct gcs_upload {
   rd_sha256 sha;
 } gcs_upload;
 
+/* What a node's last heartbeat said: soft state, never written to the
+ * store (a persistent one would log two records a second per node). */
+typedef struct node_soft {
+  uint8_t *avail;               /* packed rd.Resources; NULL: none yet */
+  size_t avail_len;
+  int64_t pending;
+  uint64_t store_used;
+} node_soft;
+
 typedef struct gcs {
   pthread_mutex_t mu;
   pthread_cond_t cv;
@@ -81,6 +92,7 @@ typedef struct gcs {
   int hb_timeout_ms;
   uint64_t last_hb_ms[RD_GCS_MAX_NODES + 1];
   uint8_t alive[RD_GCS_MAX_NODES + 1];
+  node_soft load[RD_GCS_MAX_NODES + 1];
   uint32_t cursor;              /* next index to try */
   uint64_t view_version;
   uint32_t next_job;
@@ -146,6 +158,16 @@ static void actor_key(char key[20], uint64_t id) { snprintf(key, 20, "%016" PRIx
 /* Fixed-width hex, so the store's key order is id order. */
 static void pg_key(char key[20], uint64_t id) { snprintf(key, 20, "%016" PRIx64, id); }
 static void job_key(char key[12], uint32_t id) { snprintf(key, 12, "%08u", id); }
+
+/* The counters of T_META, "cursor view_version" as text: saved when they
+ * change, so a restarted GCS hands out indexes in the same cycle and its
+ * view versions keep growing. */
+static void meta_save(gcs *g) {
+  char v[64];
+  int n = snprintf(v, sizeof(v), "%u %" PRIu64, g->cursor, g->view_version);
+  if (g->store->ops->put(g->store, T_META, "counters", 8, v, (size_t)n) != 0)
+    rd__log(RD_LOG_ERROR, "gcs: cannot save the node counters");
+}
 
 static Rd__Gcs__NodeInfo *node_load(gcs *g, uint32_t idx, int *rc) {
   char key[12];
@@ -289,7 +311,10 @@ static void node_mark_dead(gcs *g, Rd__Gcs__NodeInfo *n, const char *reason, int
   if (node_save(g, n) != 0) rd__log(RD_LOG_ERROR, "gcs: cannot save node %u", n->index);
   n->death_reason = old;   /* the unpacked record frees its own string */
   g->alive[n->index] = 0;
+  free(g->load[n->index].avail);
+  memset(&g->load[n->index], 0, sizeof(node_soft));
   g->view_version++;
+  meta_save(g);
   rd__log(RD_LOG_WARN, "gcs: node %u (%s) %s: %s", n->index, n->ip ? n->ip : "?",
           kind == RD__GCS__EVENT_KIND__EV_NODE_DEAD ? "dead" : "removed", reason);
   publish(g, kind, n->index, 0, 0, reason);
@@ -365,7 +390,10 @@ static int h_register(void *arg, rd__rpc_call *call, const ProtobufCMessage *req
   }
   g->alive[idx] = 1;
   g->last_hb_ms[idx] = mono_ms();
+  free(g->load[idx].avail);
+  memset(&g->load[idx], 0, sizeof(node_soft));
   g->view_version++;
+  meta_save(g);
   publish(g, RD__GCS__EVENT_KIND__EV_NODE_ADDED, idx, 0, 0, "");
   Rd__Gcs__RegisterNodeReply r = RD__GCS__REGISTER_NODE_REPLY__INIT;
   r.index = idx;
@@ -394,24 +422,27 @@ static int h_heartbeat(void *arg, rd__rpc_call *call, const ProtobufCMessage *re
   const Rd__Gcs__HeartbeatRequest *q = (const void *)req;
   int rc = check_res(call, q->avail, "available");
   if (rc) return rc;
+  size_t alen = q->avail ? rd__resources__get_packed_size(q->avail) : 0;
+  uint8_t *avail = q->avail ? malloc(alen ? alen : 1) : NULL;
+  if (q->avail && !avail) return RD_ENOMEM;
+  if (avail) rd__resources__pack(q->avail, avail);
+  Rd__Gcs__NodeInfo *n = NULL;
   pthread_mutex_lock(&g->mu);
-  Rd__Gcs__NodeInfo *n = node_for_call(g, call, q->index, &rc);
-  if (n && n->state != RD__GCS__NODE_STATE__NODE_ALIVE) {
+  if (q->index >= 1 && q->index <= RD_GCS_MAX_NODES && g->alive[q->index]) {
+    node_soft *l = &g->load[q->index];   /* the common case: no store access */
+    free(l->avail);
+    *l = (node_soft){avail, alen, q->pending, q->store_used};
+    avail = NULL;
+    g->last_hb_ms[q->index] = mono_ms();
+  } else if ((n = node_for_call(g, call, q->index, &rc)) != NULL) {
     rd__rpc_fail(call, "node %u was declared dead (%s); register again", q->index,
                  n->death_reason ? n->death_reason : "");
     rc = RD_ENODE_DIED;
-  } else if (n) {
-    Rd__Resources *old = n->avail;
-    n->avail = q->avail ? q->avail : n->total;
-    n->pending = q->pending;
-    n->store_used = q->store_used;
-    rc = node_save(g, n);
-    n->avail = old;
-    g->last_hb_ms[q->index] = mono_ms();
   }
   Rd__Gcs__HeartbeatReply r = RD__GCS__HEARTBEAT_REPLY__INIT;
   r.view_version = g->view_version;
   pthread_mutex_unlock(&g->mu);
+  free(avail);
   if (n) protobuf_c_message_free_unpacked(&n->base, NULL);
   return rc ? rc : rd__rpc_reply(call, &r.base);
 }
@@ -457,8 +488,19 @@ static int h_get_nodes(void *arg, rd__rpc_call *call, const ProtobufCMessage *re
   int rc = g->store->ops->scan(g->store, T_NODE, "", 0, collect_node, &l);
   uint64_t now = mono_ms();
   for (size_t i = 0; i < l.n; i++) {
-    uint32_t idx = l.v[i]->index;
-    if (idx >= 1 && idx <= RD_GCS_MAX_NODES) l.v[i]->ms_since_heartbeat = now - g->last_hb_ms[idx];
+    Rd__Gcs__NodeInfo *n = l.v[i];
+    uint32_t idx = n->index;
+    if (idx < 1 || idx > RD_GCS_MAX_NODES) continue;
+    n->ms_since_heartbeat = now - g->last_hb_ms[idx];
+    if (!g->alive[idx]) continue;
+    const node_soft *ld = &g->load[idx];
+    Rd__Resources *avail = ld->avail ? rd__resources__unpack(NULL, ld->avail_len, ld->avail) : NULL;
+    if (avail) {   /* the unpacked record owns its fields: swap in the same kind */
+      if (n->avail) rd__resources__free_unpacked(n->avail, NULL);
+      n->avail = avail;
+    }
+    n->pending = ld->pending;
+    n->store_used = ld->store_used;
   }
   Rd__Gcs__GetNodesReply r = RD__GCS__GET_NODES_REPLY__INIT;
   r.view_version = g->view_version;
@@ -480,6 +522,7 @@ static void *detector(void *arg) {
   int period = g->hb_timeout_ms / 10;
   if (period < 20) period = 20;
   if (period > 200) period = 200;
+  uint64_t last_sync = mono_ms();
   pthread_mutex_lock(&g->mu);
   while (!g->stop) {
     struct timespec ts;
@@ -505,6 +548,10 @@ static void *detector(void *arg) {
       node_mark_dead(g, n, reason, RD__GCS__EVENT_KIND__EV_NODE_DEAD);
       protobuf_c_message_free_unpacked(&n->base, NULL);
       changed = 1;
+    }
+    if (g->store->ops->sync && now - last_sync >= SYNC_MS) {
+      (void)g->store->ops->sync(g->store);   /* the back end logs a failure */
+      last_sync = now;
     }
     for (int i = 0; i < MAX_UPLOADS; i++) {
       gcs_upload *u = &g->uploads[i];
@@ -715,10 +762,23 @@ static int h_actor_register(void *arg, rd__rpc_call *call, const ProtobufCMessag
     rc = RD_ENODE_DIED;
   }
   if (n) protobuf_c_message_free_unpacked(&n->base, NULL);
+  int again = 0;
   if (!rc && g->store->ops->get(g->store, T_ACTOR, key, strlen(key), &v, &len) == 0) {
+    /* the same registration again (a node retrying across a GCS restart,
+     * whose first answer was lost) is answered as the first was */
+    Rd__Gcs__ActorInfo *old = rd__gcs__actor_info__unpack(NULL, len, v);
     free(v);
-    rd__rpc_fail(call, "actor %016" PRIx64 " is already registered", q->actor_id);
-    rc = RD_EEXIST;
+    again = old && old->state == RD__GCS__ACTOR_STATE__ACTOR_ALIVE && old->node_index == q->node_index &&
+            !strcmp(old->name, q->name) && !strcmp(old->class_name, q->class_name);
+    if (old) protobuf_c_message_free_unpacked(&old->base, NULL);
+    if (!again) {
+      rd__rpc_fail(call, "actor %016" PRIx64 " is already registered", q->actor_id);
+      rc = RD_EEXIST;
+    }
+  }
+  if (again) {
+    pthread_mutex_unlock(&g->mu);
+    return reply_empty(call, 0);
   }
   if (!rc) rc = actor_claim_name(g, call, &a);
   if (!rc) rc = rec_put(g, T_ACTOR, key, &a.base);
@@ -1323,19 +1383,79 @@ static const rd__rpc_method gcs_methods[] = {
 };
 #undef M
 
+/* ---- restart ---- */
+
+static int collect_alive(void *arg, const char *key, size_t klen, const void *val, size_t vlen) {
+  gcs *g = arg;
+  Rd__Gcs__NodeInfo *n = rd__gcs__node_info__unpack(NULL, vlen, val);
+  if (!n) return 0;
+  if (n->state == RD__GCS__NODE_STATE__NODE_ALIVE && n->index >= 1 && n->index <= RD_GCS_MAX_NODES) {
+    g->alive[n->index] = 1;
+    g->last_hb_ms[n->index] = mono_ms();
+  }
+  protobuf_c_message_free_unpacked(&n->base, NULL);
+  return 0;
+}
+
+static int last_job(void *arg, const char *key, size_t klen, const void *val, size_t vlen) {
+  uint32_t *max = arg, id = 0;
+  for (size_t i = 0; i < klen && key[i] >= '0' && key[i] <= '9'; i++) id = id * 10 + (uint32_t)(key[i] - '0');
+  if (id > *max) *max = id;
+  return 0;
+}
+
+static int count_rec(void *arg, const char *key, size_t klen, const void *val, size_t vlen) {
+  (*(size_t *)arg)++;
+  return 0;
+}
+
+/* Picks up the tables a persistent store kept.  Nodes recorded alive get a
+ * whole heartbeat timeout from now to be heard from again (they keep the
+ * index they had); the view version moves on by one, so subscribers that
+ * compare versions re-read the tables. */
+static void recover(gcs *g) {
+  (void)g->store->ops->scan(g->store, T_NODE, "", 0, collect_alive, g);
+  void *v;
+  size_t vlen;
+  if (g->store->ops->get(g->store, T_META, "counters", 8, &v, &vlen) == 0) {
+    char buf[64];
+    snprintf(buf, sizeof(buf), "%.*s", (int)(vlen < 63 ? vlen : 63), (char *)v);
+    free(v);
+    unsigned cursor = 1;
+    uint64_t ver = 0;
+    if (sscanf(buf, "%u %" SCNu64, &cursor, &ver) == 2 && cursor >= 1 && cursor <= RD_GCS_MAX_NODES) {
+      g->cursor = cursor;
+      g->view_version = ver;
+    }
+  }
+  (void)g->store->ops->scan(g->store, T_JOB, "", 0, last_job, &g->next_job);
+  size_t nodes = 0, actors = 0, pgs = 0, keys = 0;
+  for (uint32_t i = 1; i <= RD_GCS_MAX_NODES; i++) nodes += g->alive[i];
+  (void)g->store->ops->scan(g->store, T_ACTOR, "", 0, count_rec, &actors);
+  (void)g->store->ops->scan(g->store, T_PG, "", 0, count_rec, &pgs);
+  (void)g->store->ops->scan(g->store, T_KV, "", 0, count_rec, &keys);
+  if (!nodes && !actors && !pgs && !keys && !g->next_job && !g->view_version) return;
+  g->view_version++;
+  meta_save(g);
+  rd__log(RD_LOG_WARN, "gcs: recovered %zu live nodes, %zu actors, %zu placement groups, %zu kv keys, "
+          "%u jobs (view version %" PRIu64 ")", nodes, actors, pgs, keys, g->next_job, g->view_version);
+}
+
 static void usage(FILE *f) {
   fprintf(f, "usage: raydist gcs --bind IP:PORT --token-file PATH [--ready-fd FD] [--port-file PATH]\n"
+             "                   [--storage memory|file:PATH (default memory)] [--pid-file PATH]\n"
+             "                   [--supervise (restart the server when it dies; needs --port-file)]\n"
              "                   [--heartbeat-timeout-ms N (default %d)] [--log-level L]\n",
           RD_GCS_HB_TIMEOUT_MS);
 }
 
-/* tmp + rename so a reader never sees a partial port. */
-static int write_port_file(const char *path, int port) {
+/* tmp + rename so a reader never sees a partial number. */
+static int write_num_file(const char *path, int v) {
   char tmp[4096];
   snprintf(tmp, sizeof(tmp), "%s.tmp", path);
   FILE *f = fopen(tmp, "w");
   if (!f) return -1;
-  fprintf(f, "%d\n", port);
+  fprintf(f, "%d\n", v);
   if (fclose(f) != 0 || rename(tmp, path) != 0) {
     unlink(tmp);
     return -1;
@@ -1349,8 +1469,11 @@ int rd__gcs_cli(int argc, char **argv) {
       {"ready-fd", required_argument, NULL, 'r'},   {"port-file", required_argument, NULL, 'p'},
       {"heartbeat-timeout-ms", required_argument, NULL, 'h'},
       {"log-level", required_argument, NULL, 'l'},  {"help", no_argument, NULL, 'H'},
+      {"storage", required_argument, NULL, 's'},   {"pid-file", required_argument, NULL, 'P'},
       {NULL, 0, NULL, 0}};
-  const char *bind = NULL, *token_file = NULL, *port_file = NULL;
+  const char *bind = NULL, *token_file = NULL, *port_file = NULL, *storage = "memory", *pid_file = NULL;
+  for (int i = 2; i < argc; i++)
+    if (!strcmp(argv[i], "--supervise")) return rd__gcs_keeper(argc, argv);
   int ready_fd = -1, hb = RD_GCS_HB_TIMEOUT_MS;
   rd__log_init("gcs");
   optind = 2;   /* argv[1] is "gcs" */
@@ -1361,6 +1484,8 @@ int rd__gcs_cli(int argc, char **argv) {
       case 'b': bind = optarg; break;
       case 't': token_file = optarg; break;
       case 'p': port_file = optarg; break;
+      case 's': storage = optarg; break;
+      case 'P': pid_file = optarg; break;
       case 'r':
         ready_fd = (int)strtol(optarg, &end, 10);
         if (*end || ready_fd < 0) { usage(stderr); return 2; }
@@ -1397,13 +1522,14 @@ int rd__gcs_cli(int argc, char **argv) {
   signal(SIGPIPE, SIG_IGN);
 
   gcs *g = calloc(1, sizeof(*g));
-  if (!g || !(g->store = rd_gcs_store_create("memory"))) {
-    fprintf(stderr, "raydist gcs: out of memory\n");
+  if (!g || !(g->store = rd_gcs_store_open(storage, err, sizeof(err)))) {
+    fprintf(stderr, "raydist gcs: %s\n", g ? err : "out of memory");
     free(g);
     return 1;
   }
   g->hb_timeout_ms = hb;
   g->cursor = 1;
+  recover(g);
   pthread_mutex_init(&g->mu, NULL);
   pthread_condattr_t ca;
   pthread_condattr_init(&ca);
@@ -1422,9 +1548,12 @@ int rd__gcs_cli(int argc, char **argv) {
   }
   pthread_t det;
   pthread_create(&det, NULL, detector, g);
-  rd__log(RD_LOG_INFO, "gcs: serving on %s (port %d), heartbeat timeout %d ms", bind, port, hb);
-  if (port_file && write_port_file(port_file, port) != 0) {
+  rd__log(RD_LOG_INFO, "gcs: serving on %s (port %d), heartbeat timeout %d ms, storage %s", bind, port, hb,
+          storage);
+  if (port_file && write_num_file(port_file, port) != 0) {
     fprintf(stderr, "raydist gcs: cannot write port file '%s': %s\n", port_file, strerror(errno));
+  } else if (pid_file && write_num_file(pid_file, (int)getpid()) != 0) {
+    fprintf(stderr, "raydist gcs: cannot write pid file '%s': %s\n", pid_file, strerror(errno));
   } else {
     if (ready_fd >= 0) {
       ssize_t w = write(ready_fd, "R", 1);
@@ -1444,6 +1573,7 @@ int rd__gcs_cli(int argc, char **argv) {
   rd__rpc_server_stop(srv);   /* ends every subscriber stream */
 out:
   for (int i = 0; i < MAX_UPLOADS; i++) free(g->uploads[i].buf);
+  for (uint32_t i = 0; i <= RD_GCS_MAX_NODES; i++) free(g->load[i].avail);
   g->store->ops->destroy(g->store);
   pthread_mutex_destroy(&g->mu);
   pthread_cond_destroy(&g->cv);

@@ -3,6 +3,7 @@
  * back end answers in the same (key) order. */
 #include "gcs_store.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -180,8 +181,24 @@ static void mem_destroy(rd_gcs_store *s) {
   free(m);
 }
 
-static const rd_gcs_store_ops mem_ops = {"memory", mem_put, mem_get, mem_read,
-                                         mem_del,  mem_scan, mem_destroy};
+static const rd_gcs_store_ops mem_ops = {"memory", mem_put,  mem_get, mem_read,
+                                         mem_del,  mem_scan, NULL,    mem_destroy};
+
+int rd__gcs_mem_vlen(rd_gcs_store *s, const char *table, const char *key, size_t klen,
+                     size_t *vlen) {
+  mem_store *m = (mem_store *)s;
+  mem_entry *e = *mem_find(m, table, key, klen, fnv(table, key, klen));
+  if (!e) return RD_ENOENT;
+  *vlen = e->vlen;
+  return 0;
+}
+
+void rd__gcs_mem_each(rd_gcs_store *s, rd__gcs_mem_each_cb cb, void *arg) {
+  mem_store *m = (mem_store *)s;
+  for (size_t i = 0; i < m->nslots; i++)
+    for (mem_entry *e = m->slots[i]; e; e = e->next)
+      if (cb(arg, e->tk, e->tk + e->tlen + 1, e->klen, val_of(e), e->vlen)) return;
+}
 
 rd_gcs_store *rd_gcs_store_memory_create(void) {
   mem_store *m = calloc(1, sizeof(*m));
@@ -196,14 +213,26 @@ rd_gcs_store *rd_gcs_store_memory_create(void) {
   return &m->base;
 }
 
-/* The registry of back ends: add persistent ones here. */
-static const struct {
-  const char *name;
-  rd_gcs_store *(*create)(void);
-} backends[] = {{"memory", rd_gcs_store_memory_create}};
+static rd_gcs_store *memory_open(const char *arg, char *err, size_t errlen) {
+  (void)arg;
+  rd_gcs_store *s = rd_gcs_store_memory_create();
+  if (!s) snprintf(err, errlen, "out of memory");
+  return s;
+}
 
-rd_gcs_store *rd_gcs_store_create(const char *name) {
-  for (size_t i = 0; i < sizeof(backends) / sizeof(backends[0]); i++)
-    if (!strcmp(backends[i].name, name)) return backends[i].create();
+/* The registry of back ends, by the spec's prefix: add new ones here. */
+static const struct {
+  const char *prefix;   /* "name" alone, or "name:" followed by an argument */
+  rd_gcs_store *(*open)(const char *arg, char *err, size_t errlen);
+} backends[] = {{"memory", memory_open}, {"file:", rd_gcs_store_file_open}};
+
+rd_gcs_store *rd_gcs_store_open(const char *spec, char *err, size_t errlen) {
+  for (size_t i = 0; i < sizeof(backends) / sizeof(backends[0]); i++) {
+    const char *p = backends[i].prefix;
+    size_t n = strlen(p);
+    if (p[n - 1] == ':' ? !strncmp(spec, p, n) && spec[n] : !strcmp(spec, p))
+      return backends[i].open(spec + n, err, errlen);
+  }
+  snprintf(err, errlen, "unknown GCS storage '%s' (memory, file:PATH)", spec);
   return NULL;
 }

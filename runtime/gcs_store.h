@@ -4,8 +4,8 @@
  *
  * Stores copy what they are given and never keep the caller's pointers.  The
  * GCS serialises all access (one lock), so back ends need not be
- * thread-safe.  Tables and keys are short byte strings; values may be large
- * (code blobs), hence the ranged read. */
+ * thread-safe.  Tables and keys are short byte strings (a table name is at
+ * most 255 bytes); values may be large (code blobs), hence the ranged read. */
 #ifndef RD_RUNTIME_GCS_STORE_H
 #define RD_RUNTIME_GCS_STORE_H
 
@@ -37,6 +37,9 @@ typedef struct rd_gcs_store_ops {
    * callback must not modify the store.  0, or RD_ENOMEM. */
   int (*scan)(rd_gcs_store *s, const char *table, const char *prefix, size_t plen,
               rd_gcs_store_scan_cb cb, void *arg);
+  /* Makes what was written durable (fdatasync); NULL for a back end with
+   * nothing to sync.  0 or RD_EIO. */
+  int (*sync)(rd_gcs_store *s);
   void (*destroy)(rd_gcs_store *s);
 } rd_gcs_store_ops;
 
@@ -47,7 +50,25 @@ struct rd_gcs_store {
 /* The in-memory back end (state dies with the process).  NULL on OOM. */
 rd_gcs_store *rd_gcs_store_memory_create(void);
 
-/* Back ends by name ("memory"); NULL for an unknown name. */
-rd_gcs_store *rd_gcs_store_create(const char *name);
+/* The file back end (gcs_store_file.c): the memory store as the index plus
+ * an append-only log at path, replayed on open, so a restarted GCS has its
+ * tables back.  Refuses (NULL, with a sentence in err) a file that is not a
+ * log, is corrupt before its last record, or is held by another process;
+ * drops a torn last record.  Writes reach the page cache before a call
+ * returns (a process crash loses nothing); sync() makes them durable. */
+rd_gcs_store *rd_gcs_store_file_open(const char *path, char *err, size_t errlen);
+
+/* A back end from a spec: "memory" or "file:PATH".  NULL with a sentence in
+ * err for an unknown spec or a store that cannot open. */
+rd_gcs_store *rd_gcs_store_open(const char *spec, char *err, size_t errlen);
+
+/* For back ends built on the memory store.  The size of a value (0 or
+ * RD_ENOENT), and every entry of every table, in no order (the callback
+ * returns non-zero to stop). */
+int rd__gcs_mem_vlen(rd_gcs_store *s, const char *table, const char *key, size_t klen,
+                     size_t *vlen);
+typedef int (*rd__gcs_mem_each_cb)(void *arg, const char *table, const char *key, size_t klen,
+                                   const void *val, size_t vlen);
+void rd__gcs_mem_each(rd_gcs_store *s, rd__gcs_mem_each_cb cb, void *arg);
 
 #endif

@@ -212,6 +212,7 @@ typedef struct gcs_op {
   node_client *c;
   uint32_t client_id;
   uint64_t req_id;
+  uint64_t retry_since;
 } gcs_op;
 
 static void to_gcs(const pg_rec *p, rd_gcs_pg *g) {
@@ -261,6 +262,7 @@ static void rec_from_gcs(pg_rec *p, const rd_gcs_pg *g) {
 
 static void gcs_done(uv_work_t *w, int status) {
   gcs_op *op = w->data;
+  if (status == 0 && rd__cluster_gcs_retry(w, gcs_work, gcs_done, op->status, &op->retry_since)) return;
   if (status != 0 && op->status == 0) op->status = RD_ECANCELED;
   if (op->put) {
     pg_rec *w = rec_find(op->pg.pg_id);

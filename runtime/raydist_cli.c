@@ -24,7 +24,7 @@ static void usage(FILE *f) {
           "       raydist start --head | --address IP:PORT [options]   (raydist start --help)\n"
           "       raydist status [--address IP:PORT]\n"
           "       raydist stop [--node-ip IP]\n"
-          "       raydist gcs --bind IP:PORT --token-file F [--ready-fd FD]\n"
+          "       raydist gcs --bind IP:PORT --token-file F [--ready-fd FD] [--storage memory|file:PATH] [--supervise]\n"
           "       raydist version\n");
 }
 

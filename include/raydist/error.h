@@ -27,7 +27,7 @@ extern "C" {
   XX(ENOSPC,         -13, "no space left on spill device")                     \
   XX(E2BIG,          -14, "object larger than the object store")               \
   XX(ESTORE_FULL,    -15, "object store full and nothing can be evicted")      \
-  XX(ECONN,          -16, "connection to the node daemon failed")              \
+  XX(ECONN,          -16, "connection failed (node daemon, GCS or peer)")     \
   XX(ESTATE,         -17, "call not valid in the current state")               \
   XX(EEXIST,         -18, "already exists")                                    \
   XX(ENOENT,         -19, "no such object")                                    \

@@ -1342,6 +1342,66 @@ static int t_detached_gone(void) {
   return 0;
 }
 
+/* The pid in a file the GCS writes (RD_GCS_PID_FILE), or 0. */
+static pid_t gcs_pid(void) {
+  const char *path = getenv("RD_GCS_PID_FILE");
+  CHECK(path != NULL);
+  FILE *f = fopen(path, "r");
+  int pid = 0;
+  if (f) {
+    if (fscanf(f, "%d", &pid) != 1) pid = 0;
+    fclose(f);
+  }
+  return pid;
+}
+
+/* First driver: a detached actor on node b, then the GCS server is killed
+ * (its keeper starts it again on its table log).  Tasks on b and c run
+ * while it is away (the nodes route by the view they have), and a named
+ * actor created meanwhile waits for the new server instead of failing. */
+static int t_gcs_restart_before(void) {
+  join();
+  uint32_t b = run_where("only_b=1"), c = run_where("only_c=1");
+  rd_actor survivor = make_tally("survivor", 1, "only_b=0.01", 0, UINT32_MAX, 0);
+  for (int i = 1; i <= 3; i++) CHECK_EQ(actor_add(survivor), i);
+  pid_t old = gcs_pid();
+  CHECK(old > 0);
+  CHECK_EQ(kill(old, SIGKILL), 0);
+  struct timespec t0, t1;
+  clock_gettime(CLOCK_MONOTONIC, &t0);
+  for (int i = 0; i < 20; i++) {
+    CHECK_EQ(run_where("only_b=0.5"), b);
+    CHECK_EQ(run_where("only_c=0.5"), c);
+  }
+  CHECK_EQ(actor_add(survivor), 4);
+  rd_actor born = make_tally("born-in-outage", 1, "only_c=0.01", 0, UINT32_MAX, 0);
+  CHECK_EQ(actor_add(born), 1);
+  clock_gettime(CLOCK_MONOTONIC, &t1);
+  pid_t now = 0;
+  for (int i = 0; i < 200 && ((now = gcs_pid()) == old || now == 0); i++) usleep(50000);
+  printf("GCS server %d killed; 40 tasks, 2 actor calls and a named actor in %.0f ms; new server %d\n", (int)old,
+         (t1.tv_sec - t0.tv_sec) * 1e3 + (t1.tv_nsec - t0.tv_nsec) / 1e6, (int)now);
+  CHECK(now > 0 && now != old);
+  rd_shutdown();
+  return 0;
+}
+
+/* Second driver, a new job against the restarted GCS: both detached actors
+ * are found by name with their state, tasks reach every node, and the
+ * actors are killed for good. */
+static int t_gcs_restart_after(void) {
+  join();
+  uint32_t b = run_where("only_b=0.5"), c = run_where("only_c=0.5");
+  CHECK(b != c);
+  rd_actor survivor = get_named("survivor"), born = get_named("born-in-outage");
+  CHECK_EQ(actor_add(survivor), 5);
+  CHECK_EQ(actor_add(born), 2);
+  CHECK_EQ(rd_actor_kill(survivor, 1), 0);
+  CHECK_EQ(rd_actor_kill(born, 1), 0);
+  rd_shutdown();
+  return 0;
+}
+
 int main(int argc, char **argv) {
   static const rd_test_case cases[] = {
       {"custom_resources", t_custom_resources}, {"strategies", t_strategies}, {"big_object", t_big_object},
@@ -1352,7 +1412,8 @@ int main(int argc, char **argv) {
       {"pg_node_death", t_pg_node_death},       {"two_jobs", t_two_jobs},
       {"two_jobs_local", t_two_jobs_local},     {"lease_reuse", t_lease_reuse},
       {"detached_make", t_detached_make},       {"detached_use", t_detached_use},
-      {"detached_gone", t_detached_gone},       {"cancel", t_cancel}, {"memory_remote", t_memory_remote},
+      {"detached_gone", t_detached_gone},       {"gcs_restart_before", t_gcs_restart_before},
+      {"gcs_restart_after", t_gcs_restart_after},       {"cancel", t_cancel}, {"memory_remote", t_memory_remote},
   };
   return rd_test_main(argc, argv, cases, sizeof(cases) / sizeof(cases[0]));
 }

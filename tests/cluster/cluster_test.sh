@@ -132,6 +132,23 @@ case "$CASE" in
       grep -Eq "^[0-9a-f]{16} later +Tally +1 +alive" "$RAYDIST_TMPDIR/status" ||
       { cat "$RAYDIST_TMPDIR/status"; fail "status does not show the detached actor"; }
     ;;
+  gcs_restart)
+    # the GCS server killed under a running driver: its keeper starts it
+    # again on the same port and table log; the nodes keep their indexes
+    export RD_GCS_PID_FILE="$ROOT/node-127.0.0.1/gcs.pid"
+    "$T" gcs_restart_before || fail "gcs_restart_before"
+    grep -q "restart 1 in" "$ROOT/node-127.0.0.1/gcs.log" || fail "the keeper did not restart the GCS"
+    grep -q "recovered 3 live nodes" "$ROOT/node-127.0.0.1/gcs.log" || fail "the GCS recovered no nodes"
+    "$R" status > "$RAYDIST_TMPDIR/status" || fail "status after the restart"
+    grep -q "3 nodes alive" "$RAYDIST_TMPDIR/status" &&
+      grep -Eq "^[0-9a-f]{16} survivor +Tally +[0-9]+ +alive" "$RAYDIST_TMPDIR/status" &&
+      grep -Eq "^[0-9a-f]{16} born-in-outage +Tally +[0-9]+ +alive" "$RAYDIST_TMPDIR/status" ||
+      { cat "$RAYDIST_TMPDIR/status"; fail "status after the restart"; }
+    "$T" gcs_restart_after || fail "gcs_restart_after"
+    # a node that joins after the restart gets a new index
+    "$R" start --address "$ADDR" --node-ip 127.0.0.4 --num-cpus 1 >/dev/null || fail "node d after the restart"
+    "$R" status | grep -q "4 nodes alive" || fail "node d not listed"
+    ;;
   lease_reuse)
     export RD_PIDS_FILE="$RAYDIST_TMPDIR/pids"
     "$T" lease_reuse || fail "first driver"

@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -22,6 +23,7 @@
 #include "gcs.h"
 #include "gcs.pb-c.h"
 #include "gcs_client.h"
+#include "gcs_store.h"
 #include "objxfer.h"
 #include "objxfer.pb-c.h"
 #include "raydist.h"
@@ -93,7 +95,8 @@ static void child_track(pid_t pid, int add) {
   }
 }
 
-static void gcs_start(gcs_proc *p, int hb_ms) {
+/* A GCS on bind (an IP:PORT; port 0 = any) with a storage spec. */
+static void gcs_start_on(gcs_proc *p, int hb_ms, const char *bind, const char *storage) {
   const char *bin = getenv("RAYDIST_BIN");
   CHECK(bin != NULL);
   char token_file[300], port_file[300], hb[16], fdbuf[16];
@@ -104,8 +107,9 @@ static void gcs_start(gcs_proc *p, int hb_ms) {
   int fds[2];
   CHECK(pipe(fds) == 0);
   snprintf(fdbuf, sizeof(fdbuf), "%d", fds[1]);
-  char *argv[] = {(char *)bin, "gcs", "--bind", "127.0.0.1:0", "--token-file", token_file,
-                  "--port-file", port_file, "--ready-fd", fdbuf, "--heartbeat-timeout-ms", hb, NULL};
+  char *argv[] = {(char *)bin, "gcs", "--bind", (char *)bind, "--token-file", token_file,
+                  "--port-file", port_file, "--ready-fd", fdbuf, "--heartbeat-timeout-ms", hb,
+                  "--storage", (char *)storage, NULL};
   /* Its output goes to a file: a child that outlives a crashed test must
    * not hold CTest's pipe open. */
   char log_file[300];
@@ -127,6 +131,8 @@ static void gcs_start(gcs_proc *p, int hb_ms) {
   fclose(f);
   snprintf(p->addr, sizeof(p->addr), "127.0.0.1:%d", p->port);
 }
+
+static void gcs_start(gcs_proc *p, int hb_ms) { gcs_start_on(p, hb_ms, "127.0.0.1:0", "memory"); }
 
 /* SIGTERM must stop the GCS cleanly within 10 s (and, under the
  * sanitizers, with no report: that would change the exit status). */
@@ -1341,6 +1347,301 @@ static int t_xfer_kill(void) {
   return 0;
 }
 
+/* ---- the persistent store ---- */
+
+static rd_gcs_store *store_open_ok(const char *path) {
+  char err[512];
+  rd_gcs_store *s = rd_gcs_store_file_open(path, err, sizeof(err));
+  if (!s) fprintf(stderr, "open %s: %s\n", path, err);
+  CHECK(s != NULL);
+  return s;
+}
+
+static int val_is(rd_gcs_store *s, const char *t, const char *k, const void *want, size_t n) {
+  void *v = NULL;
+  size_t len = 0;
+  int rc = s->ops->get(s, t, k, strlen(k), &v, &len);
+  int ok = rc == 0 && len == n && !memcmp(v, want, n);
+  free(v);
+  return ok;
+}
+
+typedef struct scan_log {
+  char keys[16][32];
+  int n;
+} scan_log;
+
+static int scan_keys(void *arg, const char *key, size_t klen, const void *val, size_t vlen) {
+  scan_log *l = arg;
+  if (l->n < 16) snprintf(l->keys[l->n++], 32, "%.*s", (int)klen, key);
+  return 0;
+}
+
+static off_t file_size(const char *path) {
+  struct stat st;
+  CHECK(stat(path, &st) == 0);
+  return st.st_size;
+}
+
+/* The file back end: a reopened store has what was put and not what was
+ * deleted; compaction keeps it; a torn tail is dropped and damage before it
+ * refuses the open; two processes cannot share a log; a write that fails
+ * (the file-size limit) leaves store and log as they were. */
+static int t_gcs_store_file(void) {
+  make_dir();
+  char path[300], err[512];
+  snprintf(path, sizeof(path), "%s/gcs.log", g_dir);
+  CHECK(rd_gcs_store_open("bogus", err, sizeof(err)) == NULL && strstr(err, "unknown GCS storage"));
+  CHECK(rd_gcs_store_open("file:", err, sizeof(err)) == NULL);
+  rd_gcs_store *s = rd_gcs_store_open("memory", err, sizeof(err));
+  CHECK(s && !strcmp(s->ops->name, "memory"));
+  s->ops->destroy(s);
+
+  s = store_open_ok(path);
+  CHECK(!strcmp(s->ops->name, "file"));
+  static uint8_t big[64 << 10];
+  for (size_t i = 0; i < sizeof(big); i++) big[i] = (uint8_t)(i * 7 + 1);
+  CHECK_EQ(s->ops->put(s, "node", "0002", 4, "two", 3), 0);
+  CHECK_EQ(s->ops->put(s, "node", "0001", 4, "one", 3), 0);
+  CHECK_EQ(s->ops->put(s, "kv", "a\0k", 3, "", 0), 0);   /* empty value, key with a NUL */
+  CHECK_EQ(s->ops->put(s, "code", "blob", 4, big, sizeof(big)), 0);
+  CHECK_EQ(s->ops->put(s, "node", "0003", 4, "three", 5), 0);
+  CHECK_EQ(s->ops->del(s, "node", "0003", 4), 0);
+  CHECK_EQ(s->ops->del(s, "node", "0003", 4), RD_ENOENT);
+  CHECK_EQ(s->ops->put(s, "node", "0002", 4, "TWO", 3), 0);
+  CHECK_EQ(s->ops->sync(s), 0);
+  /* a second process (here: a second open) cannot use the same log */
+  CHECK(rd_gcs_store_file_open(path, err, sizeof(err)) == NULL && strstr(err, "in use"));
+  s->ops->destroy(s);
+
+  s = store_open_ok(path);
+  CHECK(val_is(s, "node", "0001", "one", 3));
+  CHECK(val_is(s, "node", "0002", "TWO", 3));
+  CHECK(!val_is(s, "node", "0003", "three", 5));
+  CHECK(val_is(s, "code", "blob", big, sizeof(big)));
+  void *v;
+  size_t vlen;
+  CHECK_EQ(s->ops->get(s, "kv", "a\0k", 3, &v, &vlen), 0);
+  CHECK_EQ(vlen, 0);
+  free(v);
+  scan_log l = {0};
+  CHECK_EQ(s->ops->scan(s, "node", "", 0, scan_keys, &l), 0);
+  CHECK(l.n == 2 && !strcmp(l.keys[0], "0001") && !strcmp(l.keys[1], "0002"));
+
+  /* 200 rewrites of a 64 KiB value: 12.8 MB written, one value live */
+  for (int i = 0; i < 200; i++) {
+    big[0] = (uint8_t)i;
+    CHECK_EQ(s->ops->put(s, "code", "blob", 4, big, sizeof(big)), 0);
+  }
+  off_t compacted = file_size(path);
+  fprintf(stderr, "after 200 rewrites of 64 KiB: log %lld bytes\n", (long long)compacted);
+  CHECK(compacted < (off_t)(5 << 20));
+  s->ops->destroy(s);
+  s = store_open_ok(path);
+  CHECK(val_is(s, "code", "blob", big, sizeof(big)));
+  CHECK(val_is(s, "node", "0002", "TWO", 3));
+  CHECK_EQ(s->ops->put(s, "kv", "last", 4, "0123456789", 10), 0);
+  s->ops->destroy(s);
+
+  /* a torn last record: everything before it is kept */
+  off_t whole = file_size(path);
+  CHECK(truncate(path, whole - 4) == 0);
+  s = store_open_ok(path);
+  CHECK(!val_is(s, "kv", "last", "0123456789", 10));
+  CHECK(val_is(s, "node", "0002", "TWO", 3));
+  CHECK_EQ(s->ops->put(s, "kv", "last", 4, "0123456789", 10), 0);   /* appends after the cut */
+  s->ops->destroy(s);
+  s = store_open_ok(path);
+  CHECK(val_is(s, "kv", "last", "0123456789", 10));
+  s->ops->destroy(s);
+
+  /* a zero-filled tail (a crash of the machine) */
+  whole = file_size(path);
+  int fd = open(path, O_WRONLY | O_APPEND);
+  static const uint8_t zeros[100];
+  CHECK(fd >= 0 && write(fd, zeros, sizeof(zeros)) == (ssize_t)sizeof(zeros));
+  close(fd);
+  s = store_open_ok(path);
+  CHECK(val_is(s, "kv", "last", "0123456789", 10));
+  s->ops->destroy(s);
+  CHECK_EQ(file_size(path), whole);
+
+  /* one flipped byte inside an earlier record: refused, file untouched */
+  fd = open(path, O_RDWR);
+  uint8_t b;
+  CHECK(fd >= 0 && pread(fd, &b, 1, 40) == 1);
+  b ^= 0x10;
+  CHECK(pwrite(fd, &b, 1, 40) == 1);
+  CHECK(rd_gcs_store_file_open(path, err, sizeof(err)) == NULL);
+  fprintf(stderr, "damaged: %s\n", err);
+  CHECK(strstr(err, "corrupt at offset") != NULL);
+  CHECK_EQ(file_size(path), whole);
+  b ^= 0x10;
+  CHECK(pwrite(fd, &b, 1, 40) == 1);
+  close(fd);
+
+  /* not a log at all */
+  char other[300];
+  snprintf(other, sizeof(other), "%s/other", g_dir);
+  write_file(other, "hello world\n", 12);
+  CHECK(rd_gcs_store_file_open(other, err, sizeof(err)) == NULL && strstr(err, "not a raydist GCS log"));
+
+  /* a write that fails half-way: the store and the log stay as they were */
+  s = store_open_ok(path);
+  whole = file_size(path);
+  signal(SIGXFSZ, SIG_IGN);
+  struct rlimit old, lim;
+  CHECK(getrlimit(RLIMIT_FSIZE, &old) == 0);
+  lim = old;
+  lim.rlim_cur = (rlim_t)whole + 1000;
+  CHECK(setrlimit(RLIMIT_FSIZE, &lim) == 0);
+  int rc = s->ops->put(s, "node", "0001", 4, big, sizeof(big));
+  CHECK(rc == RD_EIO || rc == RD_ENOSPC);
+  CHECK(val_is(s, "node", "0001", "one", 3));
+  CHECK_EQ(file_size(path), whole);
+  CHECK_EQ(s->ops->put(s, "node", "0004", 4, "four", 4), 0);   /* a small one still fits */
+  CHECK(setrlimit(RLIMIT_FSIZE, &old) == 0);
+  s->ops->destroy(s);
+  s = store_open_ok(path);
+  CHECK(val_is(s, "node", "0001", "one", 3));
+  CHECK(val_is(s, "node", "0004", "four", 4));
+  s->ops->destroy(s);
+  rm_dir();
+  return 0;
+}
+
+static void sigkill_wait(gcs_proc *p) {
+  CHECK(kill(p->pid, SIGKILL) == 0);
+  int st;
+  CHECK(waitpid(p->pid, &st, 0) == p->pid);
+  child_track(p->pid, 0);
+}
+
+/* A GCS killed with SIGKILL and started again on the same port and log:
+ * the node keeps its index and heartbeats on as if nothing happened, KV,
+ * actors (and names), placement groups and jobs are back, indexes and job
+ * ids continue, and a node that stays silent is still declared dead. */
+static int t_gcs_restart(void) {
+  make_dir();
+  char storage[300];
+  snprintf(storage, sizeof(storage), "file:%s/gcs.db", g_dir);
+  gcs_proc p;
+  const int hb_timeout = 1500;
+  gcs_start_on(&p, hb_timeout, "127.0.0.1:0", storage);
+  char bind[64];
+  snprintf(bind, sizeof(bind), "127.0.0.1:%d", p.port);
+  rd_gcs *g = connect_ok(&p);
+  rd_gcs_node a, b;
+  node_fill(&a, "127.0.0.2", 4);
+  node_fill(&b, "127.0.0.3", 2);
+  uint32_t ia = 0, ib = 0, job1 = 0, job2 = 0;
+  char err[256];
+  CHECK_EQ(rd_gcs_register_node(g, &a, &ia, err, sizeof(err)), 0);
+  CHECK_EQ(rd_gcs_register_node(g, &b, &ib, err, sizeof(err)), 0);
+  rd_resources avail = a.total;
+  avail.cpu = 3 * RD_RES_UNIT;
+  CHECK_EQ(rd_gcs_heartbeat(g, ia, &avail, 5, 777, NULL), 0);
+  CHECK_EQ(rd_gcs_kv_put(g, "ns", "key", "value", 5, 1), 0);
+  CHECK_EQ(rd_gcs_actor_register(g, 0xa1, "svc", "Cls", ia), 0);
+  CHECK_EQ(rd_gcs_job_add(g, "", 4242, ia, &job1), 0);
+  rd_gcs_pg pg;
+  memset(&pg, 0, sizeof(pg));
+  pg.pg_id = ((uint64_t)ia << 40) | 1;
+  snprintf(pg.name, sizeof(pg.name), "grp");
+  pg.strategy = 0;
+  pg.state = RD_GCS_PG_CREATED;
+  pg.record_node = ia;
+  pg.nbundles = 1;
+  pg.bundles[0].cpu = RD_RES_UNIT;
+  pg.bundle_nodes[0] = ia;
+  CHECK_EQ(rd_gcs_pg_put(g, &pg), 0);
+  rd_gcs_node *nodes;
+  size_t n;
+  uint64_t ver1 = 0, ver2 = 0;
+  CHECK_EQ(rd_gcs_get_nodes(g, &nodes, &n, &ver1), 0);
+  free(nodes);
+
+  sigkill_wait(&p);
+  CHECK(rd_gcs_heartbeat(g, ia, &avail, 5, 777, NULL) != 0);   /* nobody there */
+  gcs_start_on(&p, hb_timeout, bind, storage);
+  double t_restart = now_ms();
+  /* the old channel reconnects by itself */
+  int rc = -1;
+  for (int i = 0; i < 100 && rc != 0; i++) {
+    rc = rd_gcs_heartbeat(g, ia, &avail, 5, 777, NULL);
+    if (rc) sleep_ms(50);
+  }
+  CHECK_EQ(rc, 0);
+  CHECK_EQ(rd_gcs_get_nodes(g, &nodes, &n, &ver2), 0);
+  CHECK(ver2 > ver1);
+  CHECK_EQ(n, 2);
+  for (size_t i = 0; i < n; i++) {
+    CHECK_EQ(nodes[i].state, RD_GCS_NODE_ALIVE);
+    if (nodes[i].index == ia) {
+      CHECK_EQ(nodes[i].avail.cpu, 3 * RD_RES_UNIT);   /* from the heartbeat after the restart */
+      CHECK_EQ(nodes[i].store_used, 777);
+    }
+  }
+  free(nodes);
+  void *v = NULL;
+  size_t vlen = 0;
+  CHECK_EQ(rd_gcs_kv_get(g, "ns", "key", &v, &vlen), 0);
+  CHECK(vlen == 5 && !memcmp(v, "value", 5));
+  free(v);
+  uint64_t aid = 0;
+  uint32_t anode = 0;
+  CHECK_EQ(rd_gcs_actor_lookup(g, "svc", &aid, &anode), 0);
+  CHECK(aid == 0xa1 && anode == ia);
+  CHECK_EQ(rd_gcs_actor_register(g, 0xa2, "svc", "Cls", ia), RD_EEXIST);   /* the name is still taken */
+  /* a node retrying a registration whose answer the dead server never sent */
+  CHECK_EQ(rd_gcs_actor_register(g, 0xa1, "svc", "Cls", ia), 0);
+  CHECK_EQ(rd_gcs_actor_register(g, 0xa1, "svc", "Other", ia), RD_EEXIST);
+  rd_gcs_pg got;
+  CHECK_EQ(rd_gcs_pg_get(g, 0, "grp", &got), 0);
+  CHECK(got.pg_id == pg.pg_id && got.state == RD_GCS_PG_CREATED);
+  CHECK_EQ(rd_gcs_job_add(g, "", 4243, ia, &job2), 0);
+  CHECK(job2 > job1);
+  uint32_t ic = 0;
+  rd_gcs_node c;
+  node_fill(&c, "127.0.0.4", 1);
+  CHECK_EQ(rd_gcs_register_node(g, &c, &ic, err, sizeof(err)), 0);
+  CHECK(ic != ia && ic != ib);
+
+  /* b never heartbeats again: dead a timeout after the restart; a and c live */
+  ev_log log = {.mu = PTHREAD_MUTEX_INITIALIZER};
+  CHECK_EQ(rd_gcs_subscribe(g, on_event, &log), 0);
+  int dead_at = -1;
+  for (int i = 0; i < 60 && dead_at < 0; i++) {
+    CHECK_EQ(rd_gcs_heartbeat(g, ia, &avail, 0, 0, NULL), 0);
+    CHECK_EQ(rd_gcs_heartbeat(g, ic, &c.total, 0, 0, NULL), 0);
+    sleep_ms(100);
+    dead_at = ev_wait(&log, RD_GCS_EV_NODE_DEAD, ib, 0, 0);
+  }
+  CHECK(dead_at >= 0);
+  double after = log.at[dead_at] - t_restart;
+  fprintf(stderr, "silent node declared dead %.0f ms after the restart (timeout %d ms)\n", after, hb_timeout);
+  CHECK(after >= hb_timeout - 300);
+  CHECK(ev_wait(&log, RD_GCS_EV_NODE_DEAD, ia, 0, 0) < 0);
+
+  /* a clean stop and a third start: the death of b was kept too */
+  gcs_stop(&p);
+  gcs_start_on(&p, hb_timeout, bind, storage);
+  rc = -1;
+  for (int i = 0; i < 100 && rc != 0; i++) {
+    rc = rd_gcs_get_nodes(g, &nodes, &n, NULL);
+    if (rc) sleep_ms(50);
+  }
+  CHECK_EQ(rc, 0);
+  CHECK_EQ(n, 3);
+  for (size_t i = 0; i < n; i++) CHECK_EQ(nodes[i].state, nodes[i].index == ib ? RD_GCS_NODE_DEAD : RD_GCS_NODE_ALIVE);
+  free(nodes);
+  CHECK_EQ(rd_gcs_heartbeat(g, ib, &b.total, 0, 0, NULL), RD_ENODE_DIED);
+  rd_gcs_close(g);
+  gcs_stop(&p);
+  rm_dir();
+  return 0;
+}
+
 static const rd_test_case cases[] = {
     {"sha256", t_sha256},
     {"gcs_nodes", t_gcs_nodes},
@@ -1350,6 +1651,8 @@ static const rd_test_case cases[] = {
     {"gcs_pgs", t_gcs_pgs},
     {"gcs_bad_input", t_gcs_bad_input},
     {"gcs_fuzz", t_gcs_fuzz},
+    {"gcs_store_file", t_gcs_store_file},
+    {"gcs_restart", t_gcs_restart},
     {"xfer_big", t_xfer_big},
     {"xfer_errors", t_xfer_errors},
     {"xfer_kill", t_xfer_kill},
