@@ -42,6 +42,7 @@ static __thread int in_progress_thread;   /* this thread is the progress thread 
 #define G rd__g
 
 static void obj_ready(rd__obj *o);
+static int obj_is_ready(const rd__obj *o);
 static void task_fail(rd__task *t, int err, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 static void class_dispatch(rd__sclass *c);
 static void fail_everything(int err, const char *why);
@@ -91,9 +92,12 @@ static rd__obj *obj_new(uint64_t id, int state) {
 static void queue_release(uint64_t id, int del, uint32_t node);
 
 /* Drop the object when nobody references or needs it any more. */
+static void lineage_drop(rd__task *t);
+
 static void obj_maybe_free(rd__obj *o) {
   if (o->refs > 0 || o->uses > 0 || o->state == OBJ_PENDING || o->ndeps > 0) return;
   rd__u64map_del(&G.objs, o->id);
+  if (o->lineage) lineage_drop(o->lineage);
   if (o->state == OBJ_STORE || (o->state == OBJ_PUT_OPEN && !o->blob)) queue_release(o->id, 1, o->node);
   if (o->state == OBJ_PUT_OPEN && !o->blob) queue_release(o->id, 0, 0);   /* the creator's pin */
   blob_unref(o->blob);
@@ -213,13 +217,103 @@ static void task_free(rd__task *t) {
   free(t);
 }
 
+/* Returns already made (a task run again to rebuild one of them) keep
+ * their values. */
 static void task_fail_returns(rd__task *t, int err, rd__blob *msg) {
   for (int i = 0; i < t->nret; i++) {
     rd__obj *o = obj_get(t->ret_ids[i]);
-    if (!o) continue;
+    if (!o || o->state != OBJ_PENDING) continue;
     obj_set_failed(o, err, msg);
     obj_ready(o);
   }
+}
+
+/* ---- lineage: finished tasks kept to rebuild results lost with a node ----
+ *
+ * A task's results in the store of another node die with that node.  The
+ * owner keeps such a task (its function, options and arguments, whose
+ * objects stay alive with it) for as long as one of those results is
+ * referenced, within RAYDIST_MAX_LINEAGE_BYTES, and when a get finds the
+ * result lost it runs the task again, within the task's max_retries,
+ * rebuilding first the arguments lost with the same node. */
+
+static void lineage_unlink(rd__task *t) {
+  if (!t->lin_linked) return;
+  if (t->lin_prev) t->lin_prev->lin_next = t->lin_next;
+  else G.lineage = t->lin_next;
+  if (t->lin_next) t->lin_next->lin_prev = t->lin_prev;
+  t->lin_prev = t->lin_next = NULL;
+  t->lin_linked = 0;
+  G.lineage_bytes -= t->bytes;
+}
+
+static void lineage_link(rd__task *t) {
+  t->lin_prev = NULL;
+  t->lin_next = G.lineage;
+  if (G.lineage) G.lineage->lin_prev = t;
+  G.lineage = t;
+  t->lin_linked = 1;
+  G.lineage_bytes += t->bytes;
+}
+
+/* One of t's results no longer needs it. */
+static void lineage_drop(rd__task *t) {
+  if (--t->lineage_refs > 0) return;
+  lineage_unlink(t);
+  task_free(t);
+}
+
+/* Whether t may be kept to rebuild results a reply put on node. */
+static int lineage_wanted(const rd__task *t, uint32_t node) {
+  return !t->actor && G.cluster && node && node != G.node_index && t->retries_left > 0 &&
+         G.lineage_bytes + t->bytes <= G.lineage_max;
+}
+
+static void task_make_ready(rd__task *t);
+
+/* t's store results were lost (with node lost, or UINT32_MAX when only
+ * they were): run it again, after its arguments lost with the same node are
+ * rebuilt.  1: on its way, 0: no retries left. */
+static int lineage_rerun(rd__task *t, uint32_t lost, int depth) {
+  if (t->retries_left <= 0 || depth > 64) return 0;
+  t->lineage_refs++;   /* held while its results are detached */
+  for (int i = 0; i < t->nret; i++) {
+    rd__obj *o = obj_get(t->ret_ids[i]);
+    if (!o || o->lineage != t) continue;
+    o->lineage = NULL;
+    o->state = OBJ_PENDING;
+    o->node = 0;
+    t->lineage_refs--;
+  }
+  t->lineage_refs--;
+  lineage_unlink(t);
+  t->retries_left--;
+  t->attempt++;
+  t->cancelled = 0;
+  t->lease = NULL;
+  t->next = NULL;
+  t->deps_pending = 0;
+  G.reconstructions++;
+  rd__log(RD_LOG_WARN, "rebuilding the results of task '%s' lost with %s%u: running it again (attempt %d of %d)",
+          t->func, lost == UINT32_MAX ? "the store of node " : "node ", lost == UINT32_MAX ? 0 : lost,
+          t->attempt + 1, t->max_retries + 1);
+  for (int i = 0; i < t->nargs; i++) {
+    if (!t->args[i].by_ref) continue;
+    rd__obj *a = obj_get(t->args[i].oid);
+    if (!a) continue;
+    if (a->state == OBJ_STORE && a->node == lost && a->lineage) (void)lineage_rerun(a->lineage, lost, depth + 1);
+    if (obj_is_ready(a)) continue;
+    if (a->ndeps == a->capdeps) {
+      rd__task **p = realloc(a->deps, (size_t)(a->capdeps + 4) * sizeof(*p));
+      if (!p) continue;   /* runs without waiting: fails on the argument, clearly */
+      a->deps = p;
+      a->capdeps += 4;
+    }
+    a->deps[a->ndeps++] = t;
+    t->deps_pending++;
+  }
+  if (!t->deps_pending) task_make_ready(t);
+  return 1;
 }
 
 static void task_fail(rd__task *t, int err, const char *fmt, ...) {
@@ -479,12 +573,23 @@ static void on_task_reply(rd__lease *l, Rd__TaskReply *m) {
   } else if (m->status != 0) {
     task_fail(t, m->status, "%s", m->error && *m->error ? m->error : rd_strerror(m->status));
   } else {
+    int keep = lineage_wanted(t, m->node);
+    t->lineage_refs++;   /* a return freed at once in obj_ready must not free t */
     for (int i = 0; i < t->nret; i++) {
       rd__obj *o = obj_get(t->ret_ids[i]);
+      int in_store = i < (int)m->n_returns && m->returns[i]->in_store;
+      if (o && o->state != OBJ_PENDING) {   /* run again to rebuild another return: keep this one */
+        if (in_store) queue_release(t->ret_ids[i], 1, m->node);
+        continue;
+      }
       if (!o) continue;
-      if (i < (int)m->n_returns && m->returns[i]->in_store) {
+      if (in_store) {
         o->state = OBJ_STORE;
         o->node = m->node;
+        if (keep) {
+          o->lineage = t;
+          t->lineage_refs++;
+        }
       } else {
         const ProtobufCBinaryData *d = i < (int)m->n_returns ? &m->returns[i]->data : NULL;
         rd__blob *b = blob_new(d ? d->data : NULL, d ? d->len : 0);
@@ -497,7 +602,13 @@ static void on_task_reply(rd__lease *l, Rd__TaskReply *m) {
       }
       obj_ready(o);
     }
-    task_free(t);
+    if (t->lineage_refs > 1) {
+      t->lineage_refs--;
+      lineage_link(t);
+    } else {
+      t->lineage_refs = 0;
+      task_free(t);
+    }
   }
   if (!c) {
     actor_dispatch(l->actor);
@@ -1498,6 +1609,7 @@ int rd_get(const rd_ref *refs, size_t n, rd_buf *out, int64_t timeout_ms) {
   int polled = 0;
   wait_block wb = {0, 0};
   rd__flush_all();
+again:
   for (;;) {
     size_t ready = 0;
     for (size_t i = 0; i < n; i++) ready += obj_is_ready(obj_get(refs[i].id));
@@ -1550,6 +1662,26 @@ int rd_get(const rd_ref *refs, size_t n, rd_buf *out, int64_t timeout_ms) {
       if (sids != sids_small) free(sids);
       r = RD_EPROTO;
       goto out;
+    }
+    /* results lost with their node (or its store) that their lineage can
+     * rebuild: run their tasks again and wait for them */
+    int rebuilt = 0;
+    for (size_t j = 0; j < ns; j++) {
+      int st = gr->locs[j]->status;
+      rd__obj *o = obj_get(sids[j]);
+      if (!o || !o->lineage || (st != RD_ENODE_DIED && st != RD_ENOENT && st != RD_EOBJECT_LOST)) continue;
+      rebuilt |= lineage_rerun(o->lineage, st == RD_ENODE_DIED ? o->node : UINT32_MAX, 0);
+    }
+    if (rebuilt) {
+      for (size_t j = 0; j < ns; j++)
+        if (gr->locs[j]->status == 0) rd__store_release(sids[j]);
+      protobuf_c_message_free_unpacked(&gr->base, NULL);
+      gr = NULL;
+      if (sids != sids_small) free(sids);
+      sids = sids_small;
+      snodes = snodes_small;
+      rd__flush_all();
+      goto again;
     }
   }
   size_t k = 0;
@@ -1733,6 +1865,7 @@ static int submit_task(const char *func, rd__sclass *cls, rd__actor *actor, cons
   t->nret = nret;
   t->max_retries = max_retries < 0 ? 3 : max_retries;
   t->retries_left = t->max_retries;
+  t->bytes = sizeof(*t) + nargs * sizeof(rd__targ) + bytes;
   int kbig = 0;
   for (size_t i = 0; i < nargs; i++) {
     rd__targ *a = &t->args[i];
@@ -2485,6 +2618,12 @@ static void ctx_reset(void) {
       waiting = t->next;
       free(t);
     }
+    while (G.lineage) {   /* their objects go below, without counting */
+      rd__task *t = G.lineage;
+      G.lineage = t->lin_next;
+      free(t);
+    }
+    G.lineage_bytes = 0;
     for (uint64_t i = 0; i <= G.objs.mask; i++) {
       rd__obj *o = G.objs.slots[i].val;
       if (!o) continue;
@@ -2562,6 +2701,8 @@ int rd_init(const rd_config *cfg_in) {
   signal(SIGPIPE, SIG_IGN);
   const char *e = getenv("RAYDIST_PIPELINE_DEPTH");
   G.pipeline_depth = e && atoi(e) > 0 ? atoi(e) : 32;
+  e = getenv("RAYDIST_MAX_LINEAGE_BYTES");
+  G.lineage_max = e && *e ? (size_t)strtoull(e, NULL, 10) : (size_t)1 << 30;
   e = getenv("RAYDIST_SPIN_US");
   double spin_us = e && *e ? atof(e) : 50.0;
   G.spin_ns = spin_us > 0 && spin_us < 1e6 ? (uint64_t)(spin_us * 1000) : 0;

@@ -34,6 +34,8 @@ typedef struct rd__obj {
   int err;
   uint32_t node;       /* OBJ_STORE: the node whose store holds it (0 on an embedded cluster) */
   rd__blob *blob;      /* OBJ_INLINE value, OBJ_FAILED message, OBJ_PUT_OPEN buffer */
+  rd__task *lineage;   /* OBJ_STORE on another node: the finished task that made it,
+                        * kept to run again if that node is lost */
   rd__task **deps;     /* tasks waiting for this object */
   int ndeps, capdeps;
 } rd__obj;
@@ -62,6 +64,10 @@ struct rd__task {
   rd__lease *lease;
   rd__actor *actor;         /* an actor call (cls is NULL) */
   uint64_t actor_id;
+  int lineage_refs;         /* finished, kept as lineage by this many return objects */
+  int lin_linked;           /* on G.lineage */
+  size_t bytes;             /* its allocation (lineage accounting) */
+  rd__task *lin_prev, *lin_next;   /* G.lineage while kept */
   rd__task *next;
   rd__targ args[];
 };
@@ -185,6 +191,9 @@ typedef struct rd__ctx {
   int nblocked;                 /* task worker: threads waiting long in rd_get/rd_wait */
   uint64_t conn_gen;            /* bumped when a lease or actor connection is freed: a
                                  * pump that polled across it skips its stale pointers */
+  rd__task *lineage;            /* finished tasks kept to rebuild lost results */
+  size_t lineage_bytes, lineage_max;   /* RAYDIST_MAX_LINEAGE_BYTES; 0: keep none */
+  uint64_t reconstructions;     /* tasks run again to rebuild lost results */
   uint64_t *pending_release;  /* store pins to drop, sent with the next flush */
   size_t npending_release, cappending_release;
 } rd__ctx;
