@@ -497,6 +497,32 @@ static void print_actors(const rd_gcs_actor *as, size_t n) {
   }
 }
 
+/* Jobs: how many run and ended, each running one, and the last ended. */
+static void print_jobs(const rd_gcs_job *js, size_t n) {
+  size_t running = 0;
+  for (size_t i = 0; i < n; i++) running += js[i].end_ms == 0;
+  printf("\njobs: %zu running, %zu ended\n", running, n - running);
+  struct timespec ts;
+  clock_gettime(CLOCK_REALTIME, &ts);
+  uint64_t now = (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+  const rd_gcs_job *last = NULL;
+  for (size_t i = 0; i < n; i++)
+    if (js[i].end_ms && (!last || js[i].job_id > last->job_id)) last = &js[i];
+  if (!running && !last) return;
+  printf("%-6s %-5s %-8s %-16s %-12s %s\n", "job", "node", "driver", "code", "started", "state");
+  for (size_t i = 0; i < n; i++) {
+    const rd_gcs_job *j = &js[i];
+    if (j->end_ms && j != last) continue;
+    char state[200];
+    if (j->end_ms) snprintf(state, sizeof(state), "ended after %.1f s: %s", (j->end_ms - j->start_ms) / 1000.0, j->end_reason);
+    else snprintf(state, sizeof(state), "running");
+    char started[32];
+    snprintf(started, sizeof(started), "%.0f s ago", now > j->start_ms ? (now - j->start_ms) / 1000.0 : 0.0);
+    printf("%-6u %-5u %-8d %-16.16s %-12s %s\n", j->job_id, j->node_index, j->driver_pid,
+           j->code_hash[0] ? j->code_hash : "-", started, state);
+  }
+}
+
 int rd__cli_status(int argc, char **argv) {
   const char *address = getenv("RAYDIST_ADDRESS"), *token = getenv("RAYDIST_TOKEN");
   static const struct option lo[] = {{"address", 1, 0, 'a'}, {"token", 1, 0, 't'}, {0, 0, 0, 0}};
@@ -542,6 +568,12 @@ int rd__cli_status(int argc, char **argv) {
   if (r == 0 && rd_gcs_actor_list(g, &actors, &nact) != 0) {
     actors = NULL;
     nact = 0;
+  }
+  rd_gcs_job *jobs = NULL;
+  size_t njobs = 0;
+  if (r == 0 && rd_gcs_job_list(g, &jobs, &njobs) != 0) {
+    jobs = NULL;
+    njobs = 0;
   }
   rd_gcs_close(g);
   if (r != 0) {
@@ -595,5 +627,7 @@ int rd__cli_status(int argc, char **argv) {
   free(pgs);
   print_actors(actors, nact);
   free(actors);
+  print_jobs(jobs, njobs);
+  free(jobs);
   return 0;
 }

@@ -1893,12 +1893,16 @@ void rd__cluster_forward_deletes(const uint64_t *ids, const uint32_t *nodes, siz
 
 /* ------------------------------------------------------------- code */
 
+/* The job's code stored in the GCS (once per executable), then an entry in
+ * the GCS job table (once per run: from its first driver here until its
+ * last one leaves). */
 typedef struct code_put {
   uv_work_t work;
   node_job *job;
   char exe[PATH_MAX];
   int pid;
   int status;
+  int stored;               /* the code is in the GCS: only the job entry to make */
   char hash[65];
   uint32_t job_id;
   char err[200];
@@ -1907,8 +1911,12 @@ typedef struct code_put {
 
 static void code_put_work(uv_work_t *w) {
   code_put *p = w->data;
-  p->status = rd_gcs_code_put(C.gcs, p->exe, p->hash, p->err, sizeof(p->err));
-  if (p->status == 0) (void)rd_gcs_job_add(C.gcs, p->hash, p->pid, C.index, &p->job_id);
+  if (!p->stored) {
+    p->status = rd_gcs_code_put(C.gcs, p->exe, p->hash, p->err, sizeof(p->err));
+    if (p->status) return;
+    p->stored = 1;
+  }
+  p->status = rd_gcs_job_add(C.gcs, p->hash, p->pid, C.index, &p->job_id);
 }
 
 static void code_put_done(uv_work_t *w, int status) {
@@ -1916,11 +1924,17 @@ static void code_put_done(uv_work_t *w, int status) {
   if (status == 0 && rd__cluster_gcs_retry(w, code_put_work, code_put_done, p->status, &p->retry_since)) return;
   if (status != 0 && p->status == 0) p->status = RD_ECANCELED;
   node_job *j = p->job;
-  if (p->status == 0) {
+  j->gcs_job_adding = 0;
+  if (p->stored) {
     snprintf(j->code_hash, sizeof(j->code_hash), "%s", p->hash);
-    j->gcs_job_id = p->job_id;
     j->code_state = 2;
-    rd__log(RD_LOG_INFO, "job %u: executable %s stored in the GCS as %.16s", p->job_id, p->exe, p->hash);
+    if (p->status == 0) {
+      j->gcs_job_id = p->job_id;
+      rd__log(RD_LOG_INFO, "job %u: executable %s stored in the GCS as %.16s", p->job_id, p->exe, p->hash);
+      if (j->drivers == 0) rd__cluster_job_end(j);   /* its driver left meanwhile */
+    } else {
+      rd__log(RD_LOG_WARN, "job of %s: no entry in the GCS job table: %s", p->exe, rd_strerror(p->status));
+    }
   } else {
     j->code_state = -1;
     snprintf(j->code_err, sizeof(j->code_err), "%s", p->err[0] ? p->err : rd_strerror(p->status));
@@ -1935,15 +1949,51 @@ static void code_put_done(uv_work_t *w, int status) {
 void rd__cluster_on_driver(node_client *c, const char *exe) {
   node_job *j = c->job;
   if (!C.on || !exe || !*exe || !j) return;
-  if (j->code_state == 1 || j->code_state == 2) return;   /* stored (or on its way) for an earlier driver */
+  if (j->code_state == 1 || (j->code_state == 2 && (j->gcs_job_id || j->gcs_job_adding)))
+    return;   /* stored and running (or on its way) for an earlier driver */
   code_put *p = calloc(1, sizeof(*p));
   if (!p) return;
   snprintf(p->exe, sizeof(p->exe), "%s", exe);
   p->pid = c->pid;
   p->job = j;
   p->work.data = p;
-  j->code_state = 1;
+  if (j->code_state == 2) {   /* a new run of code stored before */
+    p->stored = 1;
+    snprintf(p->hash, sizeof(p->hash), "%s", j->code_hash);
+  } else {
+    j->code_state = 1;
+  }
+  j->gcs_job_adding = 1;
   uv_queue_work(N.loop, &p->work, code_put_work, code_put_done);
+}
+
+typedef struct job_end_op {
+  uv_work_t work;
+  uint32_t job_id;
+  int status;
+  uint64_t retry_since;
+} job_end_op;
+
+static void job_end_work(uv_work_t *w) {
+  job_end_op *op = w->data;
+  op->status = rd_gcs_job_finish(C.gcs, op->job_id, "its drivers exited");
+}
+
+static void job_end_done(uv_work_t *w, int status) {
+  job_end_op *op = w->data;
+  if (status == 0 && rd__cluster_gcs_retry(w, job_end_work, job_end_done, op->status, &op->retry_since)) return;
+  if (op->status) rd__log(RD_LOG_WARN, "job %u: cannot mark it ended in the GCS: %s", op->job_id, rd_strerror(op->status));
+  free(op);
+}
+
+void rd__cluster_job_end(node_job *j) {
+  if (!C.on || !j->gcs_job_id) return;
+  job_end_op *op = calloc(1, sizeof(*op));
+  if (!op) return;
+  op->job_id = j->gcs_job_id;
+  j->gcs_job_id = 0;
+  op->work.data = op;
+  uv_queue_work(N.loop, &op->work, job_end_work, job_end_done);
 }
 
 /* ------------------------------------------------------------- heartbeats */

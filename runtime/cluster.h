@@ -46,6 +46,8 @@ int rd__cluster_worker_kill(node_worker *w, int status, const char *why);
 void rd__cluster_client_dropped(node_client *c);
 /* A driver said hello: ship its executable to the GCS for the other nodes. */
 void rd__cluster_on_driver(node_client *c, const char *exe);
+/* The last driver of job j here left: its GCS job entry ends. */
+void rd__cluster_job_end(node_job *j);
 
 /* Objects: start pulls for ids held on other nodes (nodes[] from the owner). */
 void rd__cluster_prefetch(const uint64_t *ids, const uint32_t *nodes, size_t n);

@@ -47,6 +47,7 @@
 #define UPLOAD_IDLE_MS 60000
 #define PG_REMOVED_KEEP 1000   /* REMOVED placement groups kept (the newest ids) */
 #define ACTOR_DEAD_KEEP 1000   /* dead named actors kept (the highest ids) */
+#define JOB_ENDED_KEEP 1000    /* finished jobs kept (the highest ids) */
 
 typedef struct gcs_event {
   int kind;
@@ -302,6 +303,7 @@ static int reply_empty(rd__rpc_call *call, int rc) {
  * groups it recorded.  g->mu held. */
 static void actors_of_dead_node(gcs *g, uint32_t idx);
 static void pgs_of_dead_node(gcs *g, uint32_t idx);
+static void jobs_of_dead_node(gcs *g, uint32_t idx);
 
 /* g->mu held. */
 static void node_mark_dead(gcs *g, Rd__Gcs__NodeInfo *n, const char *reason, int kind) {
@@ -320,6 +322,7 @@ static void node_mark_dead(gcs *g, Rd__Gcs__NodeInfo *n, const char *reason, int
   publish(g, kind, n->index, 0, 0, reason);
   actors_of_dead_node(g, n->index);
   pgs_of_dead_node(g, n->index);
+  jobs_of_dead_node(g, n->index);
 }
 
 static int h_ping(void *arg, rd__rpc_call *call, const ProtobufCMessage *req) {
@@ -692,13 +695,13 @@ static int collect_actor_on(void *arg, const char *key, size_t klen, const void 
 /* Deletes the records of table t (keyed by fixed-width hex ids, so key
  * order is id order) that collect lists as ended, all but the keep with the
  * highest ids.  g->mu held. */
-static void trim_ended(gcs *g, const char *t,
-                       int (*collect)(void *, const char *, size_t, const void *, size_t), size_t keep) {
+static void trim_ended(gcs *g, const char *t, int (*collect)(void *, const char *, size_t, const void *, size_t),
+                       void (*key_of)(char key[20], uint64_t id), size_t keep) {
   id_list l = {0};
   if (g->store->ops->scan(g->store, t, "", 0, collect, &l) == 0) {
     for (size_t i = 0; i + keep < l.n; i++) {
       char key[20];
-      actor_key(key, l.v[i]);   /* pg_key is the same format */
+      key_of(key, l.v[i]);
       g->store->ops->del(g->store, t, key, strlen(key));
     }
   }
@@ -719,7 +722,7 @@ static int collect_actor_dead(void *arg, const char *key, size_t klen, const voi
  * index above a per-node sequence, so within a node the oldest go first):
  * named actors created and killed without end must not grow the table
  * without end.  g->mu held. */
-static void actor_trim_dead(gcs *g) { trim_ended(g, T_ACTOR, collect_actor_dead, ACTOR_DEAD_KEEP); }
+static void actor_trim_dead(gcs *g) { trim_ended(g, T_ACTOR, collect_actor_dead, actor_key, ACTOR_DEAD_KEEP); }
 
 static void actors_of_dead_node(gcs *g, uint32_t idx) {
   id_list l = {.node = idx};
@@ -917,7 +920,7 @@ static int collect_pg_removed(void *arg, const char *key, size_t klen, const voi
 }
 
 /* Deletes the oldest-id REMOVED groups beyond PG_REMOVED_KEEP.  g->mu held. */
-static void pg_trim_removed(gcs *g) { trim_ended(g, T_PG, collect_pg_removed, PG_REMOVED_KEEP); }
+static void pg_trim_removed(gcs *g) { trim_ended(g, T_PG, collect_pg_removed, pg_key, PG_REMOVED_KEEP); }
 
 static int collect_pg_of(void *arg, const char *key, size_t klen, const void *val, size_t vlen) {
   id_list *l = arg;
@@ -1074,22 +1077,82 @@ static int h_job_add(void *arg, rd__rpc_call *call, const ProtobufCMessage *req)
   return rd__rpc_reply(call, &r.base);
 }
 
+static void job_key20(char key[20], uint64_t id) { job_key(key, (uint32_t)id); }
+
+static int collect_job_ended(void *arg, const char *key, size_t klen, const void *val, size_t vlen) {
+  id_list *l = arg;
+  Rd__Gcs__JobInfo *j = rd__gcs__job_info__unpack(NULL, vlen, val);
+  if (!j) return 0;
+  if (j->end_ms && grow(&l->v, &l->cap, l->n, sizeof(*l->v)) == 0) l->v[l->n++] = j->job_id;
+  protobuf_c_message_free_unpacked(&j->base, NULL);
+  return 0;
+}
+
+/* Ends job id (once: the first reason stands) and drops the oldest ended
+ * jobs beyond JOB_ENDED_KEEP.  0 or RD_ENOENT.  g->mu held. */
+static int job_end(gcs *g, uint32_t id, const char *reason) {
+  char key[12];
+  job_key(key, id);
+  int rc;
+  Rd__Gcs__JobInfo *j = rec_get(g, T_JOB, key, &rd__gcs__job_info__descriptor, &rc);
+  if (!j) return rc;
+  if (!j->end_ms) {
+    char *old = j->end_reason;
+    j->end_ms = wall_ms();
+    j->end_reason = (char *)reason;
+    rc = rec_put(g, T_JOB, key, &j->base);
+    j->end_reason = old;   /* the unpacked record frees its own string */
+    rd__log(RD_LOG_INFO, "gcs: job %u ended: %s", id, reason);
+    trim_ended(g, T_JOB, collect_job_ended, job_key20, JOB_ENDED_KEEP);
+  }
+  protobuf_c_message_free_unpacked(&j->base, NULL);
+  return rc;
+}
+
 static int h_job_finish(void *arg, rd__rpc_call *call, const ProtobufCMessage *req) {
   gcs *g = arg;
   const Rd__Gcs__JobFinishRequest *q = (const void *)req;
-  char key[12];
-  job_key(key, q->job_id);
-  int rc;
+  char reason[128];
+  snprintf(reason, sizeof(reason), "%.120s", str_ok(q->reason, 1024) && q->reason[0] ? q->reason : "finished");
   pthread_mutex_lock(&g->mu);
-  Rd__Gcs__JobInfo *j = rec_get(g, T_JOB, key, &rd__gcs__job_info__descriptor, &rc);
-  if (j && !j->end_ms) {
-    j->end_ms = wall_ms();
-    rc = rec_put(g, T_JOB, key, &j->base);
-  }
+  int rc = job_end(g, q->job_id, reason);
   pthread_mutex_unlock(&g->mu);
-  if (j) protobuf_c_message_free_unpacked(&j->base, NULL);
   if (rc == RD_ENOENT) rd__rpc_fail(call, "no job %u", q->job_id);
   return reply_empty(call, rc);
+}
+
+static int collect_job_on(void *arg, const char *key, size_t klen, const void *val, size_t vlen) {
+  id_list *l = arg;
+  Rd__Gcs__JobInfo *j = rd__gcs__job_info__unpack(NULL, vlen, val);
+  if (!j) return 0;
+  if (!j->end_ms && j->node_index == l->node && grow(&l->v, &l->cap, l->n, sizeof(*l->v)) == 0)
+    l->v[l->n++] = j->job_id;
+  protobuf_c_message_free_unpacked(&j->base, NULL);
+  return 0;
+}
+
+/* The jobs driven from a node that died end with it.  g->mu held. */
+static void jobs_of_dead_node(gcs *g, uint32_t idx) {
+  id_list l = {.node = idx};
+  g->store->ops->scan(g->store, T_JOB, "", 0, collect_job_on, &l);
+  char reason[64];
+  snprintf(reason, sizeof(reason), "its node %u died or left", idx);
+  for (size_t i = 0; i < l.n; i++) (void)job_end(g, (uint32_t)l.v[i], reason);
+  free(l.v);
+}
+
+/* Every job the table holds: running ones and the last ended ones. */
+static int h_job_list(void *arg, rd__rpc_call *call, const ProtobufCMessage *req) {
+  rec_list l = {.desc = &rd__gcs__job_info__descriptor};
+  int rc = list_table(arg, call, T_JOB, "jobs", &l);
+  if (!rc) {
+    Rd__Gcs__JobListReply r = RD__GCS__JOB_LIST_REPLY__INIT;
+    r.n_jobs = l.n;
+    r.jobs = (Rd__Gcs__JobInfo **)l.v;
+    rc = rd__rpc_reply(call, &r.base);
+  }
+  rec_list_free(&l);
+  return rc;
 }
 
 /* ---- KV ---- */
@@ -1372,6 +1435,7 @@ static const rd__rpc_method gcs_methods[] = {
     M("CodeGet", code_get_request, h_code_get),
     M("JobAdd", job_add_request, h_job_add),
     M("JobFinish", job_finish_request, h_job_finish),
+    M("JobList", empty, h_job_list),
     M("ActorRegister", actor_info, h_actor_register),
     M("ActorUpdate", actor_update_request, h_actor_update),
     M("ActorLookup", actor_lookup_request, h_actor_lookup),

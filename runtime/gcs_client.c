@@ -415,10 +415,42 @@ int rd_gcs_job_add(rd_gcs *g, const char *code_hash, int driver_pid, uint32_t no
   return 0;
 }
 
-int rd_gcs_job_finish(rd_gcs *g, uint32_t job_id) {
+int rd_gcs_job_finish(rd_gcs *g, uint32_t job_id, const char *reason) {
   Rd__Gcs__JobFinishRequest req = RD__GCS__JOB_FINISH_REQUEST__INIT;
   req.job_id = job_id;
+  req.reason = (char *)(reason ? reason : "");
   return call(g, "/rd.gcs.Gcs/JobFinish", &req.base, &rd__gcs__empty__descriptor, NULL, NULL, 0);
+}
+
+int rd_gcs_job_list(rd_gcs *g, rd_gcs_job **out, size_t *n) {
+  *out = NULL;
+  *n = 0;
+  Rd__Gcs__Empty req = RD__GCS__EMPTY__INIT;
+  ProtobufCMessage *rep;
+  int rc = call(g, "/rd.gcs.Gcs/JobList", &req.base, &rd__gcs__job_list_reply__descriptor, &rep, NULL, 0);
+  if (rc) return rc;
+  Rd__Gcs__JobListReply *r = (Rd__Gcs__JobListReply *)rep;
+  rd_gcs_job *v = r->n_jobs ? calloc(r->n_jobs, sizeof(*v)) : NULL;
+  if (r->n_jobs && !v) rc = fail(RD_ENOMEM, NULL, 0, "%.200s", "out of memory");
+  for (size_t i = 0; !rc && i < r->n_jobs; i++) {
+    const Rd__Gcs__JobInfo *j = r->jobs[i];
+    v[i].job_id = j->job_id;
+    snprintf(v[i].code_hash, sizeof(v[i].code_hash), "%s", j->code_hash ? j->code_hash : "");
+    v[i].driver_pid = j->driver_pid;
+    v[i].node_index = j->node_index;
+    v[i].start_ms = j->start_ms;
+    v[i].end_ms = j->end_ms;
+    snprintf(v[i].end_reason, sizeof(v[i].end_reason), "%s", j->end_reason ? j->end_reason : "");
+  }
+  size_t count = r->n_jobs;
+  protobuf_c_message_free_unpacked(rep, NULL);
+  if (rc) {
+    free(v);
+    return rc;
+  }
+  *out = v;
+  *n = count;
+  return 0;
 }
 
 int rd_gcs_actor_register(rd_gcs *g, uint64_t actor_id, const char *name, const char *class_name,

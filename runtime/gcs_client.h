@@ -82,7 +82,19 @@ int rd_gcs_code_get(rd_gcs *g, const char *hash, const char *dest_path, char *er
 
 int rd_gcs_job_add(rd_gcs *g, const char *code_hash, int driver_pid, uint32_t node_index,
                    uint32_t *job_id_out);
-int rd_gcs_job_finish(rd_gcs *g, uint32_t job_id); /* RD_ENOENT */
+/* Ends a job with a reason (NULL: "finished"); again is a no-op.  RD_ENOENT. */
+int rd_gcs_job_finish(rd_gcs *g, uint32_t job_id, const char *reason);
+/* The job table: running jobs and the 1000 ended ones with the highest ids
+ * (a node's death ends the jobs driven from it); *out is malloc'd. */
+typedef struct rd_gcs_job {
+  uint32_t job_id;
+  char code_hash[65];
+  int driver_pid;
+  uint32_t node_index;
+  uint64_t start_ms, end_ms;    /* wall clock; end_ms 0 while running */
+  char end_reason[128];
+} rd_gcs_job;
+int rd_gcs_job_list(rd_gcs *g, rd_gcs_job **out, size_t *n);
 
 enum { RD_GCS_ACTOR_ALIVE = 1, RD_GCS_ACTOR_RESTARTING = 2, RD_GCS_ACTOR_DEAD = 3 };
 /* RD_EEXIST when the id is registered or the name is held by a live actor. */

@@ -1732,7 +1732,7 @@ static void client_drop(node_client *c, const char *why) {
     if (w->state == W_LEASED) rd__node_worker_release(w);
     if (w->state != W_DEAD) rd__node_worker_state(w, W_DYING);   /* until its exit callback */
   }
-  if (c->job) c->job->drivers--;
+  if (c->job && --c->job->drivers == 0) rd__cluster_job_end(c->job);
   uv_poll_stop(&c->poll);
   c->poll.data = c;
   uv_close((uv_handle_t *)&c->poll, client_free_cb);

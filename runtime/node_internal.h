@@ -44,7 +44,8 @@ typedef struct node_job {
   char code_hash[65];
   int code_state;           /* 0 none, 1 uploading, 2 stored, -1 failed */
   char code_err[200];
-  uint32_t gcs_job_id;
+  uint32_t gcs_job_id;      /* its entry in the GCS job table while a driver runs it, else 0 */
+  int gcs_job_adding;       /* that entry is being made */
   struct node_job *next;
 } node_job;
 typedef struct node_client node_client;

@@ -131,6 +131,15 @@ case "$CASE" in
     grep -q "^named actors: 1 live, 3 dead" "$RAYDIST_TMPDIR/status" &&
       grep -Eq "^[0-9a-f]{16} later +Tally +1 +alive" "$RAYDIST_TMPDIR/status" ||
       { cat "$RAYDIST_TMPDIR/status"; fail "status does not show the detached actor"; }
+    # each driver was a job of its own, ended when it left (the last one's end lands shortly after)
+    for i in 1 2 3 4 5 6 7 8 9 10; do
+      "$R" status > "$RAYDIST_TMPDIR/status" || fail "status"
+      grep -q "^jobs: 0 running, 3 ended" "$RAYDIST_TMPDIR/status" && break
+      sleep 0.3
+    done
+    grep -q "^jobs: 0 running, 3 ended" "$RAYDIST_TMPDIR/status" &&
+      grep -Eq "^[0-9]+ +1 +[0-9]+ +[0-9a-f]{16} .*ended after [0-9.]+ s: its drivers exited" "$RAYDIST_TMPDIR/status" ||
+      { cat "$RAYDIST_TMPDIR/status"; fail "status does not show the three jobs ended"; }
     ;;
   gcs_restart)
     # the GCS server killed under a running driver: its keeper starts it

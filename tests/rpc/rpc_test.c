@@ -275,8 +275,10 @@ static int t_gcs_nodes(void) {
   CHECK(ia >= 1 && ia <= 4095 && ib >= 1 && ib <= 4095 && ia != ib);
   CHECK(ev_wait(&log, RD_GCS_EV_NODE_ADDED, ia, 0, 2000) >= 0);
   CHECK(ev_wait(&log, RD_GCS_EV_NODE_ADDED, ib, 0, 2000) >= 0);
-  /* an actor on b dies with it */
+  /* an actor on b dies with it, and a job driven from b ends */
   CHECK_EQ(rd_gcs_actor_register(g, 0xb0b, "on-b", "Cls", ib), 0);
+  uint32_t jb = 0;
+  CHECK_EQ(rd_gcs_job_add(g, "", 77, ib, &jb), 0);
 
   /* a heartbeats every 100 ms; b only once, then goes silent */
   rd_resources avail = a.total;
@@ -308,6 +310,11 @@ static int t_gcs_nodes(void) {
   }
   CHECK(dead_actor);
   CHECK_EQ(rd_gcs_actor_lookup(g, "on-b", NULL, NULL), RD_ENOENT);
+  rd_gcs_job *jobs;
+  size_t njobs;
+  CHECK_EQ(rd_gcs_job_list(g, &jobs, &njobs), 0);
+  CHECK(njobs == 1 && jobs[0].job_id == jb && jobs[0].end_ms > 0 && strstr(jobs[0].end_reason, "died"));
+  free(jobs);
   CHECK_EQ(rd_gcs_actor_register(g, 0xb0c, "late", "Cls", ib), RD_ENODE_DIED);   /* a late write from b */
   CHECK_EQ(rd_gcs_actor_lookup(g, "late", NULL, NULL), RD_ENOENT);
 
@@ -511,9 +518,28 @@ static int t_gcs_jobs_actors(void) {
   CHECK_EQ(rd_gcs_job_add(g, hash, 1234, 1, &j1), 0);
   CHECK_EQ(rd_gcs_job_add(g, "", 1235, 1, &j2), 0);
   CHECK(j1 >= 1 && j2 == j1 + 1);
-  CHECK_EQ(rd_gcs_job_finish(g, j1), 0);
-  CHECK_EQ(rd_gcs_job_finish(g, j1), 0);   /* idempotent */
-  CHECK_EQ(rd_gcs_job_finish(g, 999), RD_ENOENT);
+  CHECK_EQ(rd_gcs_job_finish(g, j1, "done here"), 0);
+  CHECK_EQ(rd_gcs_job_finish(g, j1, "again"), 0);   /* idempotent: the first reason stands */
+  CHECK_EQ(rd_gcs_job_finish(g, 999, NULL), RD_ENOENT);
+  rd_gcs_job *jobs;
+  size_t njobs;
+  CHECK_EQ(rd_gcs_job_list(g, &jobs, &njobs), 0);
+  CHECK_EQ(njobs, 2);
+  CHECK(jobs[0].job_id == j1 && jobs[0].end_ms >= jobs[0].start_ms && jobs[0].end_ms > 0);
+  CHECK(!strcmp(jobs[0].end_reason, "done here") && !strcmp(jobs[0].code_hash, hash));
+  CHECK(jobs[1].job_id == j2 && jobs[1].end_ms == 0 && jobs[1].driver_pid == 1235 && jobs[1].node_index == 1);
+  free(jobs);
+  /* ended jobs are kept up to 1000, the newest; running ones always */
+  for (int i = 0; i < 1005; i++) {
+    uint32_t j;
+    CHECK_EQ(rd_gcs_job_add(g, "", 2000 + i, 2, &j), 0);
+    CHECK_EQ(rd_gcs_job_finish(g, j, NULL), 0);
+  }
+  CHECK_EQ(rd_gcs_job_list(g, &jobs, &njobs), 0);
+  CHECK_EQ(njobs, 1001);
+  CHECK(jobs[0].job_id == j2 && jobs[0].end_ms == 0);   /* still running */
+  CHECK(!strcmp(jobs[1000].end_reason, "finished") && jobs[1000].driver_pid == 2000 + 1004);
+  free(jobs);
   CHECK_EQ(rd_gcs_job_add(g, "not-a-hash", 1, 1, &j2), RD_EINVAL);
 
   CHECK_EQ(rd_gcs_actor_register(g, 1, "svc", "Embedder", 3), 0);
@@ -976,6 +1002,7 @@ static int t_gcs_fuzz(void) {
       {"CodeGet", &rd__gcs__code_get_request__descriptor},
       {"JobAdd", &rd__gcs__job_add_request__descriptor},
       {"JobFinish", &rd__gcs__job_finish_request__descriptor},
+      {"JobList", &rd__gcs__empty__descriptor},
       {"ActorRegister", &rd__gcs__actor_info__descriptor},
       {"ActorUpdate", &rd__gcs__actor_update_request__descriptor},
       {"ActorLookup", &rd__gcs__actor_lookup_request__descriptor},
