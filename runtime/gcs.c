@@ -649,6 +649,29 @@ static int list_table(gcs *g, rd__rpc_call *call, const char *t, const char *wha
   return rc;
 }
 
+static void rec_list_free(rec_list *l);
+
+/* Replies with every record of table t as the one repeated field of a reply
+ * of type reply (ActorListReply, PgListReply, JobListReply), whose items
+ * are messages of type item. */
+static int reply_table(gcs *g, rd__rpc_call *call, const char *t, const char *what,
+                       const ProtobufCMessageDescriptor *reply, const ProtobufCMessageDescriptor *item) {
+  rec_list l = {.desc = item};
+  int rc = list_table(g, call, t, what, &l);
+  ProtobufCMessage *r = rc ? NULL : calloc(1, reply->sizeof_message);
+  if (!rc && !r) rc = RD_ENOMEM;
+  if (!rc) {
+    const ProtobufCFieldDescriptor *f = &reply->fields[0];
+    reply->message_init(r);
+    *(size_t *)((char *)r + f->quantifier_offset) = l.n;
+    *(ProtobufCMessage ***)((char *)r + f->offset) = l.v;
+    rc = rd__rpc_reply(call, r);
+  }
+  free(r);
+  rec_list_free(&l);
+  return rc;
+}
+
 static void rec_list_free(rec_list *l) {
   for (size_t i = 0; i < l->n; i++) protobuf_c_message_free_unpacked(l->v[i], NULL);
   free(l->v);
@@ -848,16 +871,8 @@ static int h_actor_lookup(void *arg, rd__rpc_call *call, const ProtobufCMessage 
 
 /* Every named actor the table holds: live ones and the dead kept. */
 static int h_actor_list(void *arg, rd__rpc_call *call, const ProtobufCMessage *req) {
-  rec_list l = {.desc = &rd__gcs__actor_info__descriptor};
-  int rc = list_table(arg, call, T_ACTOR, "actors", &l);
-  if (!rc) {
-    Rd__Gcs__ActorListReply r = RD__GCS__ACTOR_LIST_REPLY__INIT;
-    r.n_actors = l.n;
-    r.actors = (Rd__Gcs__ActorInfo **)l.v;
-    rc = rd__rpc_reply(call, &r.base);
-  }
-  rec_list_free(&l);
-  return rc;
+  return reply_table(arg, call, T_ACTOR, "actors", &rd__gcs__actor_list_reply__descriptor,
+                     &rd__gcs__actor_info__descriptor);
 }
 
 /* ---- placement groups ---- */
@@ -1037,16 +1052,8 @@ static int h_pg_get(void *arg, rd__rpc_call *call, const ProtobufCMessage *req) 
 }
 
 static int h_pg_list(void *arg, rd__rpc_call *call, const ProtobufCMessage *req) {
-  rec_list l = {.desc = &rd__gcs__pg_info__descriptor};
-  int rc = list_table(arg, call, T_PG, "placement groups", &l);
-  if (!rc) {
-    Rd__Gcs__PgListReply r = RD__GCS__PG_LIST_REPLY__INIT;
-    r.n_pgs = l.n;
-    r.pgs = (Rd__Gcs__PgInfo **)l.v;
-    rc = rd__rpc_reply(call, &r.base);
-  }
-  rec_list_free(&l);
-  return rc;
+  return reply_table(arg, call, T_PG, "placement groups", &rd__gcs__pg_list_reply__descriptor,
+                     &rd__gcs__pg_info__descriptor);
 }
 
 /* ---- jobs ---- */
@@ -1143,16 +1150,7 @@ static void jobs_of_dead_node(gcs *g, uint32_t idx) {
 
 /* Every job the table holds: running ones and the last ended ones. */
 static int h_job_list(void *arg, rd__rpc_call *call, const ProtobufCMessage *req) {
-  rec_list l = {.desc = &rd__gcs__job_info__descriptor};
-  int rc = list_table(arg, call, T_JOB, "jobs", &l);
-  if (!rc) {
-    Rd__Gcs__JobListReply r = RD__GCS__JOB_LIST_REPLY__INIT;
-    r.n_jobs = l.n;
-    r.jobs = (Rd__Gcs__JobInfo **)l.v;
-    rc = rd__rpc_reply(call, &r.base);
-  }
-  rec_list_free(&l);
-  return rc;
+  return reply_table(arg, call, T_JOB, "jobs", &rd__gcs__job_list_reply__descriptor, &rd__gcs__job_info__descriptor);
 }
 
 /* ---- KV ---- */
