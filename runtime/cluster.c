@@ -2216,6 +2216,11 @@ void rd__cluster_free(void) {
 }
 
 int rd__cluster_on(void) { return C.on; }
+
+const rd_gcs_node *rd__cluster_view(size_t *n) {
+  *n = C.on ? C.nview : 0;
+  return C.on ? C.view : NULL;
+}
 rd_gcs *rd__cluster_gcs(void) { return C.on ? C.gcs : NULL; }
 node_client *rd__cluster_link(uint32_t peer) { return C.on && peer != C.index ? link_open(peer) : NULL; }
 uint32_t rd__cluster_link_peer(const node_client *c) { return c->link ? ((cl_link_state *)c->link)->peer : 0; }

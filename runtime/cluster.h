@@ -23,6 +23,9 @@ void rd__cluster_stop(void);
 void rd__cluster_free(void);
 int rd__cluster_on(void);
 uint32_t rd__cluster_index(void);
+/* The cluster as of the last heartbeat (every node, alive and dead); valid
+ * until the loop's next turn. */
+const rd_gcs_node *rd__cluster_view(size_t *n);
 /* 1 when `token` is the cluster's token (always 1 outside a cluster). */
 int rd__cluster_token_ok(const char *token);
 const char *rd__cluster_token(void);

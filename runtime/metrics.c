@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "dashboard.h"
 #include "log.h"
 #include "raydist/error.h"
 
@@ -29,6 +30,7 @@ typedef struct mconn {
   size_t len;
   int open_handles;   /* tcp and timer: freed when both are closed */
   int answered;
+  int head_only;      /* a HEAD request waiting for the dashboard */
   char *resp;
   struct mconn *next;
 } mconn;
@@ -136,6 +138,20 @@ static void respond_text(mconn *c, int code, const char *reason, const char *tex
   respond(c, code, reason, "text/plain; charset=utf-8", text, strlen(text), 0, code == 405 ? "Allow: GET, HEAD\r\n" : NULL);
 }
 
+/* The dashboard is ready.  The connection was held (open_handles) while it
+ * was built; it may have been closed meanwhile (timeout, node stop). */
+static void on_dashboard(void *arg, rd__mbuf *b, const char *ctype) {
+  mconn *c = arg;
+  if (!uv_is_closing((uv_handle_t *)&c->tcp)) {
+    if (b->oom) respond_text(c, 500, "Internal Server Error", "out of memory\n");
+    else respond(c, 200, "OK", ctype, b->p ? b->p : "", b->len, c->head_only, "Cache-Control: no-store\r\n");
+  }
+  if (--c->open_handles == 0) {
+    free(c->resp);
+    free(c);
+  }
+}
+
 /* The request head is complete in c->req (NUL-terminated). */
 static void handle_request(mconn *c) {
   char method[16], path[256], version[16];
@@ -150,14 +166,22 @@ static void handle_request(mconn *c) {
   }
   char *q = strchr(path, '?');
   if (q) *q = 0;
-  if (strcmp(path, "/") == 0) {
-    respond_text(c, 200, "OK", "raydist node: metrics at /metrics (Prometheus text format), task timeline at "
-                               "/timeline (Chrome trace JSON, with RAYDIST_TIMELINE=1)\n");
+  int api = strcmp(path, "/api/cluster") == 0;
+  if (api || strcmp(path, "/") == 0) {
+    c->answered = 1;
+    c->head_only = head;
+    c->open_handles++;   /* held until on_dashboard */
+    uv_timer_stop(&c->timer);   /* the GCS reads have deadlines of their own */
+    if (rd__dashboard_request(c->tcp.loop, api, on_dashboard, c) != 0) {
+      c->open_handles--;
+      respond_text(c, 500, "Internal Server Error", "out of memory\n");
+    }
     return;
   }
   int timeline = strcmp(path, "/timeline") == 0;
   if (!timeline && strcmp(path, "/metrics") != 0) {
-    respond_text(c, 404, "Not Found", "not found: the metrics are at /metrics, the task timeline at /timeline\n");
+    respond_text(c, 404, "Not Found", "not found: the dashboard is at /, its JSON at /api/cluster, the metrics at "
+                                      "/metrics, the task timeline at /timeline\n");
     return;
   }
   rd__mbuf b = {0};

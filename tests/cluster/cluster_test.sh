@@ -140,6 +140,32 @@ case "$CASE" in
     grep -q "^jobs: 0 running, 3 ended" "$RAYDIST_TMPDIR/status" &&
       grep -Eq "^[0-9]+ +1 +[0-9]+ +[0-9a-f]{16} .*ended after [0-9.]+ s: its drivers exited" "$RAYDIST_TMPDIR/status" ||
       { cat "$RAYDIST_TMPDIR/status"; fail "status does not show the three jobs ended"; }
+    # the head's dashboard says the same, as JSON and as a page
+    python3 - "$(cat "$ROOT/node-127.0.0.1/metrics")" <<'PY' || fail "dashboard"
+import json, sys, urllib.request
+from html.parser import HTMLParser
+base = "http://" + sys.argv[1]
+d = json.load(urllib.request.urlopen(base + "/api/cluster", timeout=10))
+c = d["cluster"]
+assert d["node"]["index"] == 1 and c["gcs_error"] is None, d
+alive = [n for n in c["nodes"] if n["state"] == "alive"]
+assert len(alive) == 3 and all(n["dashboard"].startswith("http://" + n["ip"] + ":") for n in alive), c["nodes"]
+assert [a["name"] for a in c["actors"] if a["state"] == "alive"] == ["later"], c["actors"]
+assert len(c["jobs"]) == 3 and all(j["end_ms"] > 0 for j in c["jobs"]), c["jobs"]
+class Rows(HTMLParser):
+    def __init__(self):
+        super().__init__(); self.table = None; self.rows = {}
+    def handle_starttag(self, tag, attrs):
+        if tag == "table": self.table = dict(attrs).get("id")
+        if tag == "tr" and self.table: self.rows[self.table] = self.rows.get(self.table, 0) + 1
+page = urllib.request.urlopen(base + "/", timeout=10).read().decode()
+r = Rows(); r.feed(page)
+assert r.rows.get("nodes") == 4 and r.rows.get("actors") == 2 and r.rows.get("jobs") == 4, r.rows
+# every node serves its own dashboard
+for n in alive:
+    assert json.load(urllib.request.urlopen(n["dashboard"] + "api/cluster", timeout=10))["node"]["index"] == n["index"]
+print("dashboard: 3 nodes, the live actor and 3 ended jobs, on every node")
+PY
     ;;
   gcs_restart)
     # the GCS server killed under a running driver: its keeper starts it

@@ -10,8 +10,9 @@ PY=/usr/bin/python3
 [ -x "$PY" ] && "$PY" -c "import prometheus_client.parser" 2>/dev/null || { echo "no prometheus_client: skipped"; exit 77; }
 OUT=$(mktemp /tmp/rd-metrics.XXXXXX)
 TL=$(mktemp /tmp/rd-timeline.XXXXXX)
-trap 'rm -f "$OUT" "$TL"' EXIT
-RD_METRICS_DUMP="$OUT" "$1" metrics
+DB=$(mktemp /tmp/rd-dashboard.XXXXXX)
+trap 'rm -f "$OUT" "$TL" "$DB"' EXIT
+RD_METRICS_DUMP="$OUT" RD_DASHBOARD_DUMP="$DB" "$1" metrics
 RD_TIMELINE_DUMP="$TL" "$1" timeline
 "$PY" - "$TL" <<'PY'
 import json, sys
@@ -22,6 +23,16 @@ for e in ev:
     assert e["ph"] == "X" and e["cat"] == "task" and e["dur"] >= 0 and e["ts"] > 0, e
     assert isinstance(e["pid"], int) and "task_id" in e["args"], e
 print(f"timeline: {len(ev)} events parse as Chrome trace JSON")
+PY
+"$PY" - "$DB" <<'PY'
+import json, sys
+d = json.load(open(sys.argv[1]))
+n = d["node"]
+assert d["cluster"] is None
+assert n["resources"]["total"]["CPU"] == 2 and n["tasks"]["run"] >= 21 and n["tasks"]["failed"] >= 1, n
+assert set(n["workers"]) == {"starting", "idle", "leased", "dying", "blocked"}, n["workers"]
+assert n["store"]["capacity"] > 0 and n["drivers"] == 1
+print(f"dashboard: /api/cluster parses as JSON ({len(json.dumps(d))} bytes)")
 PY
 "$PY" - "$OUT" <<'PY'
 import sys

@@ -941,6 +941,15 @@ static double metric(const char *text, const char *name) {
   return -1;
 }
 
+/* Writes text to the file path names (for metrics_format's parsers); none: nothing. */
+static void dump_to(const char *path, const char *text) {
+  if (!path) return;
+  FILE *d = fopen(path, "w");
+  CHECK(d != NULL);
+  fputs(text, d);
+  fclose(d);
+}
+
 /* The port of this session's metrics endpoint. */
 static int metrics_port(void) {
   char path[512], addr[128];
@@ -994,13 +1003,7 @@ static int t_metrics(void) {
   CHECK(metric(text, "raydist_task_run_seconds_bucket{le=\"+Inf\"}") == metric(text, "raydist_task_run_seconds_count"));
   CHECK(metric(text, "raydist_object_store_bytes{kind=\"capacity\"}") > 0);
   CHECK(metric(text, "raydist_drivers") == 1);
-  const char *dump = getenv("RD_METRICS_DUMP");
-  if (dump) {
-    FILE *d = fopen(dump, "w");
-    CHECK(d != NULL);
-    fputs(text, d);
-    fclose(d);
-  }
+  dump_to(getenv("RD_METRICS_DUMP"), text);
   /* bad requests: a clear status each, and the connection closed */
   struct { const char *req; const char *want; } bads[] = {
       {"POST /metrics HTTP/1.0\r\n\r\n", "HTTP/1.0 405 "},
@@ -1029,6 +1032,21 @@ static int t_metrics(void) {
   CHECK(now_s() - t0 < 8);
   n = http_exchange(port, get, strlen(get), body, sizeof(body));
   CHECK(n > 0 && strncmp(body, "HTTP/1.0 200 OK", 15) == 0);   /* still serves */
+  /* the dashboard and its JSON: this node's figures, no cluster */
+  const char *api = "GET /api/cluster HTTP/1.0\r\n\r\n", *page = "GET / HTTP/1.0\r\n\r\n";
+  CHECK(http_exchange(port, api, strlen(api), body, sizeof(body)) > 0);
+  CHECK(strncmp(body, "HTTP/1.0 200 OK", 15) == 0 && strstr(body, "Content-Type: application/json"));
+  const char *json = strstr(body, "\r\n\r\n") + 4;
+  CHECK(strstr(json, "\"cluster\":null") && strstr(json, "\"drivers\":1"));
+  const char *run = strstr(json, "\"tasks\":{\"run\":");
+  CHECK(run && atol(run + 15) >= 21);
+  dump_to(getenv("RD_DASHBOARD_DUMP"), json);
+  CHECK(http_exchange(port, page, strlen(page), body, sizeof(body)) > 0);
+  CHECK(strncmp(body, "HTTP/1.0 200 OK", 15) == 0 && strstr(body, "Content-Type: text/html"));
+  CHECK(strstr(body, "<table id=\"node\">") && strstr(body, "An embedded single-node cluster"));
+  const char *headpage = "HEAD / HTTP/1.0\r\n\r\n";
+  CHECK(http_exchange(port, headpage, strlen(headpage), body, sizeof(body)) > 0);
+  CHECK(strncmp(body, "HTTP/1.0 200 ", 13) == 0 && !strstr(body, "<html"));
   rd_shutdown();
   return 0;
 }
@@ -1075,13 +1093,7 @@ static int t_timeline(void) {
   CHECK_EQ(sleeps, N);
   CHECK_EQ(fails, 1);
   CHECK_EQ(npids, 2);
-  const char *dump = getenv("RD_TIMELINE_DUMP");
-  if (dump) {
-    FILE *f = fopen(dump, "w");
-    CHECK(f != NULL);
-    fputs(json, f);
-    fclose(f);
-  }
+  dump_to(getenv("RD_TIMELINE_DUMP"), json);
   rd_shutdown();
   unsetenv("RAYDIST_TIMELINE");
   return 0;

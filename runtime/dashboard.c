@@ -1,0 +1,396 @@
+/* runtime/dashboard.c - the node's dashboard: `GET /` on the metrics port is
+ * an HTML page (refreshing itself every 2 s), `GET /api/cluster` the same
+ * facts as JSON: this node (resources, workers, tasks, actors, store), the
+ * cluster's nodes as this node sees them, and the GCS's named actors,
+ * placement groups and jobs.  Any node serves it; each lists the others'
+ * dashboards.
+ *
+ * The GCS tables are read on the thread pool, never on the loop, and a
+ * request whose GCS does not answer still gets the node's own part with
+ * the error.  Every string from a table is escaped for HTML or JSON: names
+ * come from users. */
+#include "dashboard.h"
+
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cluster.h"
+#include "gcs_client.h"
+#include "node_internal.h"
+#include "raydist.h"
+#include "raydist/error.h"
+
+typedef struct dash_req {
+  uv_work_t work;
+  int json;
+  rd__dashboard_done done;
+  void *arg;
+  rd_gcs_actor *actors;
+  rd_gcs_pg *pgs;
+  rd_gcs_job *jobs;
+  size_t nactors, npgs, njobs;
+  int gcs_rc;
+  char gcs_err[256];
+} dash_req;
+
+/* ------------------------------------------------------------ escaping */
+
+static void put_html(rd__mbuf *b, const char *s) {
+  for (; *s; s++) {
+    switch (*s) {
+      case '<': rd__mbuf_printf(b, "&lt;"); break;
+      case '>': rd__mbuf_printf(b, "&gt;"); break;
+      case '&': rd__mbuf_printf(b, "&amp;"); break;
+      case '"': rd__mbuf_printf(b, "&quot;"); break;
+      case '\'': rd__mbuf_printf(b, "&#39;"); break;
+      default: rd__mbuf_printf(b, "%c", *s);
+    }
+  }
+}
+
+/* A JSON string, quotes included; bytes below 0x20 as \u00XX. */
+static void put_json(rd__mbuf *b, const char *s) {
+  rd__mbuf_printf(b, "\"");
+  for (; *s; s++) {
+    unsigned char c = (unsigned char)*s;
+    if (c == '"' || c == '\\') rd__mbuf_printf(b, "\\%c", c);
+    else if (c < 0x20) rd__mbuf_printf(b, "\\u%04x", c);
+    else rd__mbuf_printf(b, "%c", c);
+  }
+  rd__mbuf_printf(b, "\"");
+}
+
+/* ---------------------------------------------------------- the facts */
+
+static const char *const wstate[] = {"starting", "idle", "leased", "dying"};
+static const char *const astate[] = {"pending", "starting", "alive", "dead"};
+static const char *const gcs_astate[] = {"?", "alive", "restarting", "dead"};
+static const char *const pgstate[] = {"?", "pending", "created", "rescheduling", "removed"};
+static const char *const pgstrat[] = {"PACK", "SPREAD", "STRICT_PACK", "STRICT_SPREAD"};
+
+typedef struct node_facts {
+  rd_resources avail;
+  int workers[W_DYING + 1], blocked, drivers;
+  int actors[A_DEAD + 1];
+  rd_store_stats store;
+  double uptime_s, run_mean_s, run_p50_s, run_p99_s;
+  uint64_t tasks_run;
+} node_facts;
+
+/* The upper bound of the histogram bucket holding quantile q (decades from
+ * 10 us, rd__hist_bucket); 0 without samples. */
+static double hist_quantile(const uint64_t *buckets, uint64_t n, double q) {
+  if (!n) return 0;
+  uint64_t want = (uint64_t)(q * (double)n + 0.5), cum = 0;
+  if (want < 1) want = 1;
+  double bound = 1e-5;
+  for (int i = 0; i < RD_HIST_BUCKETS; i++, bound *= 10) {
+    cum += buckets[i];
+    if (cum >= want) return bound;
+  }
+  return bound;
+}
+
+static void gather(node_facts *f) {
+  memset(f, 0, sizeof(*f));
+  f->avail = rd__node_avail();
+  for (node_worker *w = N.workers; w; w = w->next) {
+    if (w->state >= W_STARTING && w->state <= W_DYING) f->workers[w->state]++;
+    f->blocked += w->blocked;
+  }
+  for (node_actor *a = N.actors; a; a = a->next)
+    if (a->state >= 0 && a->state <= A_DEAD) f->actors[a->state]++;
+  for (node_client *c = N.clients; c; c = c->next) f->drivers += !c->dead && c->role == ROLE_DRIVER;
+  rd_store_get_stats(N.store, &f->store);
+  f->uptime_s = (double)(rd__now_ns() - N.start_ns) / 1e9;
+  f->tasks_run = N.task_run_n;
+  f->run_mean_s = N.task_run_n ? (double)N.task_run_ns / 1e9 / (double)N.task_run_n : 0;
+  f->run_p50_s = hist_quantile(N.task_run, N.task_run_n, 0.5);
+  f->run_p99_s = hist_quantile(N.task_run, N.task_run_n, 0.99);
+}
+
+static double u(int64_t v) { return rd_res_to_double(v); }
+
+/* ---------------------------------------------------------------- JSON */
+
+static void json_res(rd__mbuf *b, const rd_resources *r, const rd_resources *names) {
+  rd__mbuf_printf(b, "{\"CPU\":%g,\"GPU\":%g,\"memory\":%lld", u(r->cpu), u(r->gpu), (long long)r->memory);
+  for (int i = 0; i < names->ncustom; i++) {
+    rd__mbuf_printf(b, ",");
+    put_json(b, names->custom[i].name);
+    rd__mbuf_printf(b, ":%g", u(rd_res_get_custom(r, names->custom[i].name)));
+  }
+  rd__mbuf_printf(b, "}");
+}
+
+static void render_json(rd__mbuf *b, const dash_req *q, const node_facts *f) {
+  const rd_resources *tot = &N.ledger.total;
+  rd__mbuf_printf(b, "{\"node\":{\"index\":%u,\"ip\":", rd__cluster_index());
+  put_json(b, N.opts.node_ip && *N.opts.node_ip ? N.opts.node_ip : "127.0.0.1");
+  rd__mbuf_printf(b, ",\"uptime_s\":%.3f,\"resources\":{\"total\":", f->uptime_s);
+  json_res(b, tot, tot);
+  rd__mbuf_printf(b, ",\"available\":");
+  json_res(b, &f->avail, tot);
+  rd__mbuf_printf(b, "},\"workers\":{");
+  for (int s = W_STARTING; s <= W_DYING; s++) rd__mbuf_printf(b, "\"%s\":%d,", wstate[s], f->workers[s]);
+  rd__mbuf_printf(b, "\"blocked\":%d},\"drivers\":%d,\"actors\":{", f->blocked, f->drivers);
+  for (int s = A_PENDING; s <= A_DEAD; s++) rd__mbuf_printf(b, "%s\"%s\":%d", s ? "," : "", astate[s], f->actors[s]);
+  rd__mbuf_printf(b, "},\"tasks\":{\"run\":%llu,\"failed\":%llu,\"run_mean_s\":%.6f,\"run_p50_s_at_most\":%g,"
+                     "\"run_p99_s_at_most\":%g},",
+                  (unsigned long long)f->tasks_run, (unsigned long long)N.tasks_failed, f->run_mean_s, f->run_p50_s,
+                  f->run_p99_s);
+  rd__mbuf_printf(b, "\"store\":{\"capacity\":%llu,\"used\":%llu,\"objects\":%llu,\"spilled_objects\":%llu,"
+                     "\"spilled_bytes\":%llu},\"leases_granted\":%llu,\"memory_kills\":%llu}",
+                  (unsigned long long)f->store.capacity, (unsigned long long)f->store.used,
+                  (unsigned long long)f->store.num_in_memory, (unsigned long long)f->store.num_spilled,
+                  (unsigned long long)f->store.bytes_spilled, (unsigned long long)N.leases_granted,
+                  (unsigned long long)N.mem_kills);
+  if (!rd__cluster_on()) {
+    rd__mbuf_printf(b, ",\"cluster\":null}\n");
+    return;
+  }
+  size_t nn = 0;
+  const rd_gcs_node *nodes = rd__cluster_view(&nn);
+  rd__mbuf_printf(b, ",\"cluster\":{\"nodes\":[");
+  for (size_t i = 0; i < nn; i++) {
+    const rd_gcs_node *x = &nodes[i];
+    rd__mbuf_printf(b, "%s{\"index\":%u,\"ip\":", i ? "," : "", x->index);
+    put_json(b, x->ip);
+    rd__mbuf_printf(b, ",\"head\":%s,\"state\":\"%s\",\"death_reason\":", x->is_head ? "true" : "false",
+                    x->state == RD_GCS_NODE_ALIVE ? "alive" : "dead");
+    put_json(b, x->death_reason);
+    rd__mbuf_printf(b, ",\"total\":");
+    json_res(b, &x->total, &x->total);
+    rd__mbuf_printf(b, ",\"available\":");
+    json_res(b, &x->avail, &x->total);
+    rd__mbuf_printf(b, ",\"store_used\":%llu,\"store_capacity\":%llu,\"pending\":%lld,\"ms_since_heartbeat\":%llu",
+                    (unsigned long long)x->store_used, (unsigned long long)x->store_capacity, (long long)x->pending,
+                    (unsigned long long)x->ms_since_heartbeat);
+    if (x->metrics_port > 0) rd__mbuf_printf(b, ",\"dashboard\":\"http://%s:%d/\"", x->ip, x->metrics_port);
+    rd__mbuf_printf(b, "}");
+  }
+  rd__mbuf_printf(b, "],\"gcs_error\":");
+  if (q->gcs_rc) put_json(b, q->gcs_err);
+  else rd__mbuf_printf(b, "null");
+  rd__mbuf_printf(b, ",\"actors\":[");
+  for (size_t i = 0; i < q->nactors; i++) {
+    const rd_gcs_actor *a = &q->actors[i];
+    rd__mbuf_printf(b, "%s{\"id\":\"%016" PRIx64 "\",\"name\":", i ? "," : "", a->actor_id);
+    put_json(b, a->name);
+    rd__mbuf_printf(b, ",\"class\":");
+    put_json(b, a->class_name);
+    rd__mbuf_printf(b, ",\"node\":%u,\"state\":\"%s\",\"reason\":", a->node_index,
+                    a->state >= 1 && a->state <= 3 ? gcs_astate[a->state] : "?");
+    put_json(b, a->reason);
+    rd__mbuf_printf(b, "}");
+  }
+  rd__mbuf_printf(b, "],\"placement_groups\":[");
+  for (size_t i = 0; i < q->npgs; i++) {
+    const rd_gcs_pg *p = &q->pgs[i];
+    rd__mbuf_printf(b, "%s{\"id\":\"%016" PRIx64 "\",\"name\":", i ? "," : "", p->pg_id);
+    put_json(b, p->name);
+    rd__mbuf_printf(b, ",\"strategy\":\"%s\",\"state\":\"%s\",\"bundle_nodes\":[",
+                    p->strategy >= 0 && p->strategy <= 3 ? pgstrat[p->strategy] : "?",
+                    p->state >= 1 && p->state <= 4 ? pgstate[p->state] : "?");
+    for (size_t k = 0; k < p->nbundles; k++) rd__mbuf_printf(b, "%s%u", k ? "," : "", p->bundle_nodes[k]);
+    rd__mbuf_printf(b, "],\"reason\":");
+    put_json(b, p->reason);
+    rd__mbuf_printf(b, "}");
+  }
+  rd__mbuf_printf(b, "],\"jobs\":[");
+  for (size_t i = 0; i < q->njobs; i++) {
+    const rd_gcs_job *j = &q->jobs[i];
+    rd__mbuf_printf(b, "%s{\"id\":%u,\"node\":%u,\"driver_pid\":%d,\"code\":", i ? "," : "", j->job_id, j->node_index,
+                    j->driver_pid);
+    put_json(b, j->code_hash);
+    rd__mbuf_printf(b, ",\"start_ms\":%llu,\"end_ms\":%llu,\"end_reason\":", (unsigned long long)j->start_ms,
+                    (unsigned long long)j->end_ms);
+    put_json(b, j->end_reason);
+    rd__mbuf_printf(b, "}");
+  }
+  rd__mbuf_printf(b, "]}}\n");
+}
+
+/* ---------------------------------------------------------------- HTML */
+
+static void html_res(rd__mbuf *b, const rd_resources *tot, const rd_resources *av) {
+  rd__mbuf_printf(b, "CPU %g/%g, GPU %g/%g", u(tot->cpu - av->cpu), u(tot->cpu), u(tot->gpu - av->gpu), u(tot->gpu));
+  for (int i = 0; i < tot->ncustom; i++) {
+    rd__mbuf_printf(b, ", ");
+    put_html(b, tot->custom[i].name);
+    int64_t t = tot->custom[i].amount;
+    rd__mbuf_printf(b, " %g/%g", u(t - rd_res_get_custom(av, tot->custom[i].name)), u(t));
+  }
+}
+
+static void render_html(rd__mbuf *b, const dash_req *q, const node_facts *f) {
+  const rd_resources *tot = &N.ledger.total;
+  const char *ip = N.opts.node_ip && *N.opts.node_ip ? N.opts.node_ip : "127.0.0.1";
+  rd__mbuf_printf(b, "<!doctype html>\n<html><head><meta charset=\"utf-8\"><meta http-equiv=\"refresh\" content=\"2\">"
+                     "<title>raydist node %u</title><style>body{font-family:sans-serif;margin:1.5em}"
+                     "table{border-collapse:collapse;margin-bottom:1em}td,th{border:1px solid #ccc;padding:2px 8px;"
+                     "text-align:left}th{background:#eee}.dead{color:#999}</style></head><body>\n",
+                  rd__cluster_index());
+  rd__mbuf_printf(b, "<h1>raydist node %u (", rd__cluster_index());
+  put_html(b, ip);
+  rd__mbuf_printf(b, ")</h1>\n<p>up %.0f s &middot; <a href=\"/metrics\">metrics</a> &middot; "
+                     "<a href=\"/timeline\">timeline</a> &middot; <a href=\"/api/cluster\">JSON</a></p>\n",
+                  f->uptime_s);
+  rd__mbuf_printf(b, "<h2>This node</h2>\n<table id=\"node\">\n<tr><th>resources used/total</th><td>");
+  html_res(b, tot, &f->avail);
+  rd__mbuf_printf(b, ", memory %lld/%lld MiB</td></tr>\n<tr><th>workers</th><td>",
+                  (long long)((tot->memory - f->avail.memory) >> 20), (long long)(tot->memory >> 20));
+  for (int s = W_STARTING; s <= W_DYING; s++) rd__mbuf_printf(b, "%s %d, ", wstate[s], f->workers[s]);
+  rd__mbuf_printf(b, "blocked %d; drivers %d</td></tr>\n<tr><th>tasks and actor calls run</th><td>%llu (failed %llu); "
+                     "mean %.3g s, p50 &le; %g s, p99 &le; %g s</td></tr>\n<tr><th>actors</th><td>",
+                  f->blocked, f->drivers, (unsigned long long)f->tasks_run, (unsigned long long)N.tasks_failed,
+                  f->run_mean_s, f->run_p50_s, f->run_p99_s);
+  for (int s = A_PENDING; s <= A_DEAD; s++) rd__mbuf_printf(b, "%s%s %d", s ? ", " : "", astate[s], f->actors[s]);
+  rd__mbuf_printf(b, "</td></tr>\n<tr><th>object store</th><td>%.1f/%.1f MiB, %llu objects in memory, %llu spilled "
+                     "(%.1f MiB)</td></tr>\n<tr><th>memory monitor kills</th><td>%llu</td></tr>\n</table>\n",
+                  f->store.used / 1048576.0, f->store.capacity / 1048576.0, (unsigned long long)f->store.num_in_memory,
+                  (unsigned long long)f->store.num_spilled, f->store.bytes_spilled / 1048576.0,
+                  (unsigned long long)N.mem_kills);
+  if (!rd__cluster_on()) {
+    rd__mbuf_printf(b, "<p>An embedded single-node cluster.</p>\n</body></html>\n");
+    return;
+  }
+  size_t nn = 0, alive = 0;
+  const rd_gcs_node *nodes = rd__cluster_view(&nn);
+  for (size_t i = 0; i < nn; i++) alive += nodes[i].state == RD_GCS_NODE_ALIVE;
+  rd__mbuf_printf(b, "<h2>Cluster: %zu nodes alive, %zu dead</h2>\n<table id=\"nodes\">\n<tr><th>node</th><th>ip</th>"
+                     "<th>head</th><th>state</th><th>resources used/total</th><th>store MiB</th><th>pending</th>"
+                     "<th>heartbeat</th></tr>\n", alive, nn - alive);
+  for (size_t i = 0; i < nn; i++) {
+    const rd_gcs_node *x = &nodes[i];
+    int up = x->state == RD_GCS_NODE_ALIVE;
+    rd__mbuf_printf(b, "<tr%s><td>", up ? "" : " class=\"dead\"");
+    if (up && x->metrics_port > 0) {
+      rd__mbuf_printf(b, "<a href=\"http://");
+      put_html(b, x->ip);
+      rd__mbuf_printf(b, ":%d/\">%u</a>", x->metrics_port, x->index);
+    } else {
+      rd__mbuf_printf(b, "%u", x->index);
+    }
+    rd__mbuf_printf(b, "</td><td>");
+    put_html(b, x->ip);
+    rd__mbuf_printf(b, "</td><td>%s</td><td>%s", x->is_head ? "yes" : "", up ? "alive" : "dead: ");
+    if (!up) put_html(b, x->death_reason);
+    rd__mbuf_printf(b, "</td><td>");
+    html_res(b, &x->total, &x->avail);
+    rd__mbuf_printf(b, "</td><td>%.0f/%.0f</td><td>%lld</td><td>%.1f s ago</td></tr>\n", x->store_used / 1048576.0,
+                    x->store_capacity / 1048576.0, (long long)x->pending, x->ms_since_heartbeat / 1000.0);
+  }
+  rd__mbuf_printf(b, "</table>\n");
+  if (q->gcs_rc) {
+    rd__mbuf_printf(b, "<p><b>The GCS did not answer:</b> ");
+    put_html(b, q->gcs_err);
+    rd__mbuf_printf(b, "</p>\n");
+  }
+  size_t live = 0;
+  for (size_t i = 0; i < q->nactors; i++) live += q->actors[i].state != RD_GCS_ACTOR_DEAD;
+  rd__mbuf_printf(b, "<h2>Named actors: %zu live, %zu dead</h2>\n<table id=\"actors\">\n<tr><th>id</th><th>name</th>"
+                     "<th>class</th><th>node</th><th>state</th></tr>\n", live, q->nactors - live);
+  for (size_t i = 0; i < q->nactors; i++) {
+    const rd_gcs_actor *a = &q->actors[i];
+    if (a->state == RD_GCS_ACTOR_DEAD) continue;
+    rd__mbuf_printf(b, "<tr><td>%016" PRIx64 "</td><td>", a->actor_id);
+    put_html(b, a->name);
+    rd__mbuf_printf(b, "</td><td>");
+    put_html(b, a->class_name);
+    rd__mbuf_printf(b, "</td><td>%u</td><td>%s</td></tr>\n", a->node_index,
+                    a->state >= 1 && a->state <= 3 ? gcs_astate[a->state] : "?");
+  }
+  live = 0;
+  for (size_t i = 0; i < q->npgs; i++) live += q->pgs[i].state != RD_GCS_PG_REMOVED;
+  rd__mbuf_printf(b, "</table>\n<h2>Placement groups: %zu live, %zu removed</h2>\n<table id=\"pgs\">\n<tr><th>id</th>"
+                     "<th>name</th><th>strategy</th><th>state</th><th>bundle nodes</th></tr>\n", live, q->npgs - live);
+  for (size_t i = 0; i < q->npgs; i++) {
+    const rd_gcs_pg *p = &q->pgs[i];
+    if (p->state == RD_GCS_PG_REMOVED) continue;
+    rd__mbuf_printf(b, "<tr><td>%016" PRIx64 "</td><td>", p->pg_id);
+    put_html(b, p->name[0] ? p->name : "-");
+    rd__mbuf_printf(b, "</td><td>%s</td><td>%s</td><td>", p->strategy >= 0 && p->strategy <= 3 ? pgstrat[p->strategy] : "?",
+                    p->state >= 1 && p->state <= 4 ? pgstate[p->state] : "?");
+    for (size_t k = 0; k < p->nbundles; k++) rd__mbuf_printf(b, "%s%u", k ? " " : "", p->bundle_nodes[k]);
+    rd__mbuf_printf(b, "</td></tr>\n");
+  }
+  live = 0;
+  for (size_t i = 0; i < q->njobs; i++) live += q->jobs[i].end_ms == 0;
+  rd__mbuf_printf(b, "</table>\n<h2>Jobs: %zu running, %zu ended</h2>\n<table id=\"jobs\">\n<tr><th>job</th>"
+                     "<th>node</th><th>driver pid</th><th>code</th><th>state</th></tr>\n", live, q->njobs - live);
+  for (size_t i = q->njobs; i-- > 0;) {   /* newest first, the last 20 */
+    const rd_gcs_job *j = &q->jobs[i];
+    if (q->njobs - i > 20) break;
+    rd__mbuf_printf(b, "<tr%s><td>%u</td><td>%u</td><td>%d</td><td>%.16s</td><td>", j->end_ms ? " class=\"dead\"" : "",
+                    j->job_id, j->node_index, j->driver_pid, j->code_hash[0] ? j->code_hash : "-");
+    if (j->end_ms) {
+      rd__mbuf_printf(b, "ended after %.1f s: ", (j->end_ms - j->start_ms) / 1000.0);
+      put_html(b, j->end_reason);
+    } else {
+      rd__mbuf_printf(b, "running");
+    }
+    rd__mbuf_printf(b, "</td></tr>\n");
+  }
+  rd__mbuf_printf(b, "</table>\n</body></html>\n");
+}
+
+/* ------------------------------------------------------------- requests */
+
+static void gcs_work(uv_work_t *w) {
+  dash_req *q = w->data;
+  rd_gcs *g = rd__cluster_gcs();
+  if (!g) {
+    q->gcs_rc = RD_ESTATE;
+    snprintf(q->gcs_err, sizeof(q->gcs_err), "not connected to a GCS");
+    return;
+  }
+  q->gcs_rc = rd_gcs_actor_list(g, &q->actors, &q->nactors);
+  if (!q->gcs_rc) q->gcs_rc = rd_gcs_pg_list(g, &q->pgs, &q->npgs);
+  if (!q->gcs_rc) q->gcs_rc = rd_gcs_job_list(g, &q->jobs, &q->njobs);
+  if (q->gcs_rc) snprintf(q->gcs_err, sizeof(q->gcs_err), "%s (%s)", rd_gcs_last_error(), rd_err_name(q->gcs_rc));
+}
+
+static void finish(dash_req *q) {
+  node_facts f;
+  gather(&f);
+  rd__mbuf b = {0};
+  if (q->json) render_json(&b, q, &f);
+  else render_html(&b, q, &f);
+  q->done(q->arg, &b, q->json ? "application/json" : "text/html; charset=utf-8");
+  free(b.p);
+  free(q->actors);
+  free(q->pgs);
+  free(q->jobs);
+  free(q);
+}
+
+static void gcs_done(uv_work_t *w, int status) {
+  dash_req *q = w->data;
+  if (status != 0 && !q->gcs_rc) {
+    q->gcs_rc = RD_ECANCELED;
+    snprintf(q->gcs_err, sizeof(q->gcs_err), "cancelled");
+  }
+  finish(q);
+}
+
+int rd__dashboard_request(uv_loop_t *loop, int json, rd__dashboard_done done, void *arg) {
+  dash_req *q = calloc(1, sizeof(*q));
+  if (!q) return RD_ENOMEM;
+  q->json = json;
+  q->done = done;
+  q->arg = arg;
+  if (!rd__cluster_on()) {
+    finish(q);
+    return 0;
+  }
+  q->work.data = q;
+  if (uv_queue_work(loop, &q->work, gcs_work, gcs_done) != 0) {
+    q->gcs_rc = RD_ESYS;
+    snprintf(q->gcs_err, sizeof(q->gcs_err), "cannot queue the GCS reads");
+    finish(q);
+  }
+  return 0;
+}

@@ -1,0 +1,20 @@
+/* runtime/dashboard.h - the node's dashboard (dashboard.c): an HTML page
+ * and its JSON twin, served on the metrics port by metrics.c. */
+#ifndef RD_RUNTIME_DASHBOARD_H
+#define RD_RUNTIME_DASHBOARD_H
+
+#include <uv.h>
+
+#include "metrics.h"
+
+/* Called on the loop with the page (b; the caller frees it after) and its
+ * content type. */
+typedef void (*rd__dashboard_done)(void *arg, rd__mbuf *b, const char *ctype);
+
+/* Builds the page (json: /api/cluster, else the HTML of /): at once on an
+ * embedded cluster, after reading the GCS's tables on the thread pool on a
+ * multi-node one.  done is called exactly once, also when the GCS fails
+ * (the page then says so).  0 or RD_ENOMEM (done not called). */
+int rd__dashboard_request(uv_loop_t *loop, int json, rd__dashboard_done done, void *arg);
+
+#endif
