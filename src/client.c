@@ -271,6 +271,19 @@ static int lineage_wanted(const rd__task *t, uint32_t node) {
 
 static void task_make_ready(rd__task *t);
 
+/* t waits for a until it is ready.  0, or -1 out of memory. */
+static int obj_add_dep(rd__obj *a, rd__task *t) {
+  if (a->ndeps == a->capdeps) {
+    rd__task **p = realloc(a->deps, (size_t)(a->capdeps + 4) * sizeof(*p));
+    if (!p) return -1;
+    a->deps = p;
+    a->capdeps += 4;
+  }
+  a->deps[a->ndeps++] = t;
+  t->deps_pending++;
+  return 0;
+}
+
 /* t's store results were lost (with node lost, or UINT32_MAX when only
  * they were): run it again, after its arguments lost with the same node are
  * rebuilt.  1: on its way, 0: no retries left. */
@@ -302,15 +315,35 @@ static int lineage_rerun(rd__task *t, uint32_t lost, int depth) {
     rd__obj *a = obj_get(t->args[i].oid);
     if (!a) continue;
     if (a->state == OBJ_STORE && a->node == lost && a->lineage) (void)lineage_rerun(a->lineage, lost, depth + 1);
-    if (obj_is_ready(a)) continue;
-    if (a->ndeps == a->capdeps) {
-      rd__task **p = realloc(a->deps, (size_t)(a->capdeps + 4) * sizeof(*p));
-      if (!p) continue;   /* runs without waiting: fails on the argument, clearly */
-      a->deps = p;
-      a->capdeps += 4;
-    }
-    a->deps[a->ndeps++] = t;
-    t->deps_pending++;
+    if (!obj_is_ready(a)) (void)obj_add_dep(a, t);   /* out of memory: runs now, fails on it clearly */
+  }
+  if (!t->deps_pending) task_make_ready(t);
+  return 1;
+}
+
+/* t failed before it ran because its argument lost_arg was lost with its
+ * node (or its store): when lineage can rebuild it (and the other
+ * arguments lost with it), t waits for them and runs then, without using a
+ * retry of its own.  1 when so. */
+static int lineage_arg_lost(rd__task *t, int status, uint64_t lost_arg) {
+  if ((status != RD_ENODE_DIED && status != RD_EOBJECT_LOST) || !lost_arg || t->actor) return 0;
+  rd__obj *a = obj_get(lost_arg);
+  int mine = 0;
+  for (int i = 0; i < t->nargs; i++) mine |= t->args[i].by_ref && t->args[i].oid == lost_arg;
+  if (!mine || !a || a->state != OBJ_STORE || !a->lineage) return 0;
+  uint32_t lost = status == RD_ENODE_DIED ? a->node : UINT32_MAX;
+  if (!lineage_rerun(a->lineage, lost, 0)) return 0;
+  rd__log(RD_LOG_WARN, "task '%s' waits for its argument %llx, lost with %s and being rebuilt", t->func,
+          (unsigned long long)lost_arg, lost == UINT32_MAX ? "its store" : "its node");
+  t->lease = NULL;
+  t->next = NULL;
+  t->deps_pending = 0;
+  for (int i = 0; i < t->nargs; i++) {
+    if (!t->args[i].by_ref) continue;
+    rd__obj *o = obj_get(t->args[i].oid);
+    if (!o) continue;
+    if (o->state == OBJ_STORE && o->node == lost && o->lineage) (void)lineage_rerun(o->lineage, lost, 0);
+    if (!obj_is_ready(o)) (void)obj_add_dep(o, t);
   }
   if (!t->deps_pending) task_make_ready(t);
   return 1;
@@ -571,7 +604,8 @@ static void on_task_reply(rd__lease *l, Rd__TaskReply *m) {
       if (m->returns[i]->in_store) queue_release(t->ret_ids[i], 1, m->node);
     task_free(t);
   } else if (m->status != 0) {
-    task_fail(t, m->status, "%s", m->error && *m->error ? m->error : rd_strerror(m->status));
+    if (!lineage_arg_lost(t, m->status, m->lost_arg))
+      task_fail(t, m->status, "%s", m->error && *m->error ? m->error : rd_strerror(m->status));
   } else {
     int keep = lineage_wanted(t, m->node);
     t->lineage_refs++;   /* a return freed at once in obj_ready must not free t */

@@ -26,6 +26,7 @@ struct rd_call {
   size_t nargs;
   rd_buf args[RD_MAX_ARGS];
   uint8_t pinned[RD_MAX_ARGS];   /* store pins held for by-ref arguments */
+  uint64_t lost_arg;             /* an argument lost with its node or store (the owner may rebuild it) */
   int nret;
   struct {
     int set, in_store, exists;
@@ -205,6 +206,17 @@ static void stats_maybe_send(void) {
   if (S.dirty && now - S.last_sent_ns >= 100000000ull) stats_send(now);
 }
 
+static void reply_lost(rd__serve *s, uint64_t task_id, int status, const char *err, uint64_t lost_arg) {
+  if (s->closed) return;
+  Rd__TaskReply r = RD__TASK_REPLY__INIT;
+  r.task_id = task_id;
+  r.status = status;
+  r.error = (char *)(err ? err : "");
+  r.node = G.node_index;
+  r.lost_arg = lost_arg;
+  if (rd__conn_send(&s->conn, RD__MSG_TYPE__MSG_TASK_REPLY, &r.base, -1) != 0) s->closed = 1;
+}
+
 static void reply(rd__serve *s, uint64_t task_id, int status, const char *err, Rd__Ret **rets, size_t nrets) {
   if (s->closed) return;
   Rd__TaskReply r = RD__TASK_REPLY__INIT;
@@ -264,6 +276,7 @@ static int resolve_args(rd_call *call) {
     Rd__ObjLoc *l = gr->locs[k];
     if (l->status != 0) {
       r = l->status == RD_ENOENT ? RD_EOBJECT_LOST : l->status;
+      if (r == RD_EOBJECT_LOST || r == RD_ENODE_DIED) call->lost_arg = ids[k];
       snprintf(call->err, sizeof(call->err), "argument %zu of '%s' (object %llx) is not in the store: %s", idx[k],
                call->func, (unsigned long long)ids[k], rd_strerror(l->status));
     } else if (l->offset > G.store_cap || l->size > G.store_cap - l->offset) {
@@ -358,7 +371,7 @@ static int run_call(rd__wtask *w) {
     }
   }
   if (status == 0) reply(w->from, m->task_id, 0, NULL, retp, (size_t)call.nret);
-  else reply(w->from, m->task_id, status, call.err, NULL, 0);
+  else reply_lost(w->from, m->task_id, status, call.err, call.lost_arg);
   for (int i = 0; i < call.nret; i++)
     if (!call.ret[i].in_store || call.ret[i].exists) free(call.ret[i].ptr);
   for (size_t i = 0; i < m->n_args; i++)

@@ -687,14 +687,15 @@ static void twist_on(rd_ref arg, uint32_t node, int max_retries, rd_ref out[2]) 
 static int t_lineage(void) {
   join();
   uint32_t c = run_where("only_c=1");
-  size_t n = 24u << 20;
+  size_t n = 8u << 20;   /* node c's store holds the input and six results */
   void *p;
   rd_ref in;
   CHECK_EQ(rd_put_begin(n, &p, &in), 0);
   for (size_t i = 0; i < n; i++) ((uint8_t *)p)[i] = (uint8_t)(i * 31 + 7);
   CHECK_EQ(rd_put_seal(in), 0);
-  rd_ref one[2], mid[2], end[2], none[2];
+  rd_ref one[2], mid[2], end[2], none[2], two[2];
   twist_on(in, c, 2, one);             /* in -> one[1] on c */
+  twist_on(in, c, 2, two);             /* in -> two[1] on c, later an argument */
   twist_on(in, c, 2, mid);             /* in -> mid[1] on c -> end[1] on c */
   rd_buf small[3];
   CHECK_EQ(rd_get(&mid[0], 1, &small[0], 60000), 0);
@@ -704,6 +705,11 @@ static int t_lineage(void) {
   CHECK_EQ(rd_get(&end[0], 1, &small[2], 60000), 0);
   rd_buf nb;
   CHECK_EQ(rd_get(&none[0], 1, &nb, 60000), 0);
+  rd_buf_release(&nb);
+  CHECK_EQ(rd_get(&two[0], 1, &nb, 60000), 0);
+  uint64_t rep2[2];
+  memcpy(rep2, nb.data, sizeof(rep2));
+  CHECK_EQ(rep2[1], c);
   uint64_t rep[2];
   for (int i = 0; i < 3; i++) {
     memcpy(rep, small[i].data, sizeof(rep));
@@ -718,6 +724,15 @@ static int t_lineage(void) {
   CHECK_EQ(kill(pid, SIGKILL), 0);
   struct timespec t0, t1;
   clock_gettime(CLOCK_MONOTONIC, &t0);
+  /* a new task (no retries of its own) whose argument was lost with c: the
+   * argument is rebuilt and the task runs then, without using a retry */
+  rd_task_opts uo;
+  rd_task_opts_init(&uo);
+  uo.num_returns = 2;
+  uo.max_retries = 0;
+  uo.resources = "only_b=0.1";
+  rd_ref use[2];
+  CHECK_EQ(rd_submit(digest_and_twist, RD_ARGS(rd_arg_ref(two[1])), &uo, use), 0);
   rd_buf big[2];
   rd_ref gets[2] = {one[1], end[1]};
   int e = rd_get(gets, 2, big, 60000);
@@ -738,6 +753,18 @@ static int t_lineage(void) {
   }
   rd_buf_release(&big[0]);
   rd_buf_release(&big[1]);
+  e = rd_get(&use[1], 1, &big[0], 60000);
+  if (e) fprintf(stderr, "task on a lost argument: %s: %.*s\n", rd_err_name(e), (int)big[0].size,
+                 (const char *)big[0].data);
+  CHECK_EQ(e, 0);
+  CHECK_EQ(big[0].size, n);
+  x = big[0].data;
+  for (size_t i = 0; i < n; i++) CHECK(x[i] == (uint8_t)(i * 31 + 7));   /* twisted twice */
+  rd_buf_release(&big[0]);
+  rd_ref_release(use[0]);
+  rd_ref_release(use[1]);
+  rd_ref_release(two[0]);
+  rd_ref_release(two[1]);
   /* without retries there is nothing to rebuild it with */
   e = rd_get(&none[1], 1, &nb, 60000);
   CHECK(e == RD_ENODE_DIED || e == RD_EOBJECT_LOST);
