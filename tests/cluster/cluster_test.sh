@@ -183,6 +183,24 @@ PY
     # a node that joins after the restart gets a new index
     "$R" start --address "$ADDR" --node-ip 127.0.0.4 --num-cpus 1 >/dev/null || fail "node d after the restart"
     "$R" status | grep -q "4 nodes alive" || fail "node d not listed"
+    # the keeper killed (the server goes with it): the dashboard still
+    # answers, with the node's own part and the GCS's error
+    KEEPER=$(awk '$1 == "gcs" {print $2}' "$ROOT/node-127.0.0.1/pids")
+    SERVER=$(cat "$RD_GCS_PID_FILE")
+    kill -9 "$KEEPER" || fail "kill the keeper"
+    for i in 1 2 3 4 5 6 7 8 9 10; do kill -0 "$SERVER" 2>/dev/null || break; sleep 0.2; done
+    kill -0 "$SERVER" 2>/dev/null && fail "the GCS server outlived its keeper"
+    python3 - "$(cat "$ROOT/node-127.0.0.1/metrics")" <<'PY' || fail "dashboard without a GCS"
+import json, sys, time, urllib.request
+base = "http://" + sys.argv[1]
+t0 = time.time()
+d = json.load(urllib.request.urlopen(base + "/api/cluster", timeout=15))
+c = d["cluster"]
+assert c["gcs_error"] and c["actors"] == [] and len(c["nodes"]) >= 3, c   # d may not be in the view yet
+page = urllib.request.urlopen(base + "/", timeout=15).read().decode()
+assert "The GCS did not answer" in page and 'id="nodes"' in page
+print(f"dashboard without a GCS: {c['gcs_error']!r} after {time.time() - t0:.2f} s")
+PY
     ;;
   lease_reuse)
     export RD_PIDS_FILE="$RAYDIST_TMPDIR/pids"
