@@ -509,6 +509,20 @@ int rd_store_get(rd_store *s, uint64_t id, uint64_t *offset_out, uint64_t *size_
   return 0;
 }
 
+int rd_store_reuse(rd_store *s, uint64_t id, uint64_t *offset_out, uint64_t *size_out) {
+  if (s == NULL)
+    return RD_EINVAL;
+  obj *o = rd__u64map_get(&s->objs, id);
+  if (o == NULL || !o->deleted || !o->sealed || o->pins == 0 || o->pins == UINT32_MAX)
+    return RD_ENOENT;
+  o->pins++;   /* pinned, so in memory: never spilled */
+  if (offset_out != NULL)
+    *offset_out = o->offset;
+  if (size_out != NULL)
+    *size_out = o->size;
+  return 0;
+}
+
 int rd_store_release(rd_store *s, uint64_t id) {
   if (s == NULL)
     return RD_EINVAL;

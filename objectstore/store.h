@@ -56,6 +56,11 @@ int rd_store_seal(rd_store *s, uint64_t id);
  * first (which can itself spill others).  RD_ENOENT unknown; RD_EAGAIN exists but
  * not sealed yet (the caller waits for the seal); restore errors as create. */
 int rd_store_get(rd_store *s, uint64_t id, uint64_t *offset_out, uint64_t *size_out);
+/* As rd_store_get, for a sealed object deleted while pinned (a pulled copy on
+ * its way out, which a new reader may still use): pins it, and it stays
+ * deleted, freed by its last release.  RD_ENOENT when there is no such
+ * object. */
+int rd_store_reuse(rd_store *s, uint64_t id, uint64_t *offset_out, uint64_t *size_out);
 /* Drop one pin taken by create or get.  RD_ENOENT, RD_ESTATE if not pinned. */
 int rd_store_release(rd_store *s, uint64_t id);
 /* The object is no longer referenced: free it now, or when its last pin is

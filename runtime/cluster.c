@@ -1797,7 +1797,8 @@ static void pull_done(uv_work_t *w, int status) {
     if (*pp == p) { *pp = p->next; break; }
   if (status != 0 && p->status == 0) p->status = RD_ECANCELED;
   if (p->status == 0) {
-    (void)rd_store_seal(N.store, p->oid);
+    int sst = rd_store_seal(N.store, p->oid);
+    if (sst) rd__log(RD_LOG_DEBUG, "seal of pulled %llx: %s", (unsigned long long)p->oid, rd_err_name(sst));
     rd__node_retry_parked();             /* waiting gets pin it first */
     (void)rd_store_release(N.store, p->oid);
     (void)rd_store_delete(N.store, p->oid);   /* secondary copy: gone with its last pin */
@@ -1825,7 +1826,7 @@ void rd__cluster_prefetch(const uint64_t *ids, const uint32_t *nodes, size_t n) 
   for (size_t i = 0; i < n; i++) {
     if (!nodes[i] || nodes[i] == C.index) continue;
     uint64_t off, sz;
-    int st = rd_store_get(N.store, ids[i], &off, &sz);
+    int st = rd__node_store_get(ids[i], &off, &sz);
     if (st == 0) {
       (void)rd_store_release(N.store, ids[i]);
       continue;

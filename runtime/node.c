@@ -1351,11 +1351,17 @@ static void retry_parked_creates(void) {
   }
 }
 
+int rd__node_store_get(uint64_t id, uint64_t *off, uint64_t *size) {
+  int st = rd_store_get(N.store, id, off, size);
+  if (st == RD_ENOENT && rd_store_reuse(N.store, id, off, size) == 0) st = 0;
+  return st;
+}
+
 /* Try to answer a get: 1 answered, 0 must wait for a seal. */
 static int try_get(node_client *c, uint64_t req_id, const uint64_t *ids, size_t n) {
   for (size_t i = 0; i < n; i++) {
     uint64_t off, sz;
-    int st = rd_store_get(N.store, ids[i], &off, &sz);
+    int st = rd__node_store_get(ids[i], &off, &sz);
     if (st == 0) {
       rd_store_release(N.store, ids[i]);
     } else if (st == RD_EAGAIN || (st == RD_ENOENT && rd__cluster_obj_status(ids[i], NULL) == RD_EAGAIN)) {
@@ -1377,7 +1383,7 @@ static int try_get(node_client *c, uint64_t req_id, const uint64_t *ids, size_t 
     rd__obj_loc__init(&locs[i]);
     lp[i] = &locs[i];
     uint64_t off = 0, sz = 0;
-    int st = rd_store_get(N.store, ids[i], &off, &sz);
+    int st = rd__node_store_get(ids[i], &off, &sz);
     const char *why = NULL;
     if (st == RD_ENOENT) {
       int cst = rd__cluster_obj_status(ids[i], &why);
@@ -1411,13 +1417,18 @@ static void on_obj_get(node_client *c, Rd__ObjGet *m) {
   rd__cluster_prefetch(m->object_ids, m->n_nodes == m->n_object_ids ? m->nodes : NULL, m->n_object_ids);
   if (try_get(c, m->req_id, m->object_ids, m->n_object_ids)) return;
   parked_get *p = calloc(1, sizeof(*p));
-  uint64_t *ids = malloc(m->n_object_ids * sizeof(uint64_t));
+  int with_nodes = m->n_nodes == m->n_object_ids;
+  uint64_t *ids = malloc(m->n_object_ids * (sizeof(uint64_t) + (with_nodes ? sizeof(uint32_t) : 0)));
   if (!p || !ids) {
     free(p); free(ids);
     reply_get_error(c, m->req_id, RD_ENOMEM, "node out of memory");
     return;
   }
   memcpy(ids, m->object_ids, m->n_object_ids * sizeof(uint64_t));
+  if (with_nodes) {
+    p->nodes = (uint32_t *)(ids + m->n_object_ids);
+    memcpy(p->nodes, m->nodes, m->n_object_ids * sizeof(uint32_t));
+  }
   p->client = c;
   p->req_id = m->req_id;
   p->ids = ids;
@@ -1432,6 +1443,10 @@ static void retry_parked(int check_deadlines) {
   for (parked_get **pp = &N.parked; *pp;) {
     parked_get *p = *pp;
     int done = p->client->dead;
+    /* a pulled copy is let go once the gets waiting for it have pinned it;
+     * a get that also waits for another object (a seal) may miss it, and
+     * then pulls it again */
+    if (!done && p->nodes) rd__cluster_prefetch(p->ids, p->nodes, p->n);
     if (!done) done = try_get(p->client, p->req_id, p->ids, p->n);
     if (!done && check_deadlines && p->deadline_ns && now >= p->deadline_ns) {
       reply_get_error(p->client, p->req_id, RD_ETIMEDOUT, "object was not sealed in time");

@@ -140,6 +140,7 @@ typedef struct parked_get {
   node_client *client;
   uint64_t req_id;
   uint64_t *ids;
+  uint32_t *nodes;          /* where each lives (cluster), or NULL; the same allocation as ids */
   size_t n;
   uint64_t deadline_ns;     /* 0 = none */
   struct parked_get *next;
@@ -278,6 +279,10 @@ void rd__node_reply_grant(node_client *c, uint64_t req_id, int status, const cha
  * hello named no executable); a worker's change of state (keeps the
  * node's and its job's idle and starting counts). */
 node_job *rd__node_job_get(const char *exe, char *const *argv, size_t argc);
+/* rd_store_get that also pins a pulled copy still held by another reader
+ * after it was let go (rd_store_reuse): a second task reading the same
+ * remote object must not pull it again into an id that is taken. */
+int rd__node_store_get(uint64_t id, uint64_t *off, uint64_t *size);
 node_job *rd__node_client_job(const node_client *c);
 void rd__node_worker_state(node_worker *w, int state);
 

@@ -1704,7 +1704,9 @@ again:
       int st = gr->locs[j]->status;
       rd__obj *o = obj_get(sids[j]);
       if (!o || !o->lineage || (st != RD_ENODE_DIED && st != RD_ENOENT && st != RD_EOBJECT_LOST)) continue;
-      rebuilt |= lineage_rerun(o->lineage, st == RD_ENODE_DIED ? o->node : UINT32_MAX, 0);
+      rd__log(RD_LOG_INFO, "object %llx on node %u: %s (%s)", (unsigned long long)o->id, o->node, rd_err_name(st),
+            gr->error ? gr->error : "");
+    rebuilt |= lineage_rerun(o->lineage, st == RD_ENODE_DIED ? o->node : UINT32_MAX, 0);
     }
     if (rebuilt) {
       for (size_t j = 0; j < ns; j++)

@@ -188,7 +188,15 @@ static void test_delete_pinned(void) {
   CHECK_EQ(st.num_objects, 0);
   CHECK(same(rd_store_base(s) + off, 64 * KiB, 10)); /* reader's bytes intact */
   CHECK_EQ(rd_store_create(s, 10, 1, 1, &off2), RD_EEXIST); /* until the last release */
+  /* a new reader of a copy on its way out: pinned, still deleted */
+  CHECK_EQ(rd_store_reuse(s, 10, &off2, &size), 0);
+  CHECK(off2 == off && size == 64 * KiB);
+  CHECK_EQ(rd_store_get(s, 10, &off2, &size), RD_ENOENT);
   CHECK_EQ(rd_store_release(s, 10), 0);
+  rd_store_get_stats(s, &st);
+  CHECK_EQ(st.used, 64 * KiB);  /* the first reader still holds it */
+  CHECK_EQ(rd_store_release(s, 10), 0);
+  CHECK_EQ(rd_store_reuse(s, 10, &off2, &size), RD_ENOENT);   /* gone */
   rd_store_get_stats(s, &st);
   CHECK_EQ(st.used, 0);
   CHECK_EQ(rd_store_release(s, 10), RD_ENOENT);
