@@ -287,29 +287,14 @@ static int obj_add_dep(rd__obj *a, rd__task *t) {
 /* t's store results were lost (with node lost, or UINT32_MAX when only
  * they were): run it again, after its arguments lost with the same node are
  * rebuilt.  1: on its way, 0: no retries left. */
-static int lineage_rerun(rd__task *t, uint32_t lost, int depth) {
-  if (t->retries_left <= 0 || depth > 64) return 0;
-  t->lineage_refs++;   /* held while its results are detached */
-  for (int i = 0; i < t->nret; i++) {
-    rd__obj *o = obj_get(t->ret_ids[i]);
-    if (!o || o->lineage != t) continue;
-    o->lineage = NULL;
-    o->state = OBJ_PENDING;
-    o->node = 0;
-    t->lineage_refs--;
-  }
-  t->lineage_refs--;
-  lineage_unlink(t);
-  t->retries_left--;
-  t->attempt++;
-  t->cancelled = 0;
+static int lineage_rerun(rd__task *t, uint32_t lost, int depth);
+
+/* t goes back to its queue once its arguments are ready, rebuilding first
+ * those lost with node lost (depth: how deep in a chain of rebuilds). */
+static void lineage_requeue(rd__task *t, uint32_t lost, int depth) {
   t->lease = NULL;
   t->next = NULL;
   t->deps_pending = 0;
-  G.reconstructions++;
-  rd__log(RD_LOG_WARN, "rebuilding the results of task '%s' lost with %s%u: running it again (attempt %d of %d)",
-          t->func, lost == UINT32_MAX ? "the store of node " : "node ", lost == UINT32_MAX ? 0 : lost,
-          t->attempt + 1, t->max_retries + 1);
   for (int i = 0; i < t->nargs; i++) {
     if (!t->args[i].by_ref) continue;
     rd__obj *a = obj_get(t->args[i].oid);
@@ -318,6 +303,26 @@ static int lineage_rerun(rd__task *t, uint32_t lost, int depth) {
     if (!obj_is_ready(a)) (void)obj_add_dep(a, t);   /* out of memory: runs now, fails on it clearly */
   }
   if (!t->deps_pending) task_make_ready(t);
+}
+
+static int lineage_rerun(rd__task *t, uint32_t lost, int depth) {
+  if (t->retries_left <= 0 || depth > 64) return 0;
+  for (int i = 0; i < t->nret; i++) {   /* its results wait for the new run */
+    rd__obj *o = obj_get(t->ret_ids[i]);
+    if (!o || o->lineage != t) continue;
+    o->lineage = NULL;
+    o->state = OBJ_PENDING;
+    o->node = 0;
+    t->lineage_refs--;
+  }
+  lineage_unlink(t);
+  t->retries_left--;
+  t->attempt++;
+  t->cancelled = 0;
+  rd__log(RD_LOG_WARN, "rebuilding the results of task '%s' lost with %s%u: running it again (attempt %d of %d)",
+          t->func, lost == UINT32_MAX ? "the store of node " : "node ", lost == UINT32_MAX ? 0 : lost,
+          t->attempt + 1, t->max_retries + 1);
+  lineage_requeue(t, lost, depth);
   return 1;
 }
 
@@ -335,17 +340,7 @@ static int lineage_arg_lost(rd__task *t, int status, uint64_t lost_arg) {
   if (!lineage_rerun(a->lineage, lost, 0)) return 0;
   rd__log(RD_LOG_WARN, "task '%s' waits for its argument %llx, lost with %s and being rebuilt", t->func,
           (unsigned long long)lost_arg, lost == UINT32_MAX ? "its store" : "its node");
-  t->lease = NULL;
-  t->next = NULL;
-  t->deps_pending = 0;
-  for (int i = 0; i < t->nargs; i++) {
-    if (!t->args[i].by_ref) continue;
-    rd__obj *o = obj_get(t->args[i].oid);
-    if (!o) continue;
-    if (o->state == OBJ_STORE && o->node == lost && o->lineage) (void)lineage_rerun(o->lineage, lost, 0);
-    if (!obj_is_ready(o)) (void)obj_add_dep(o, t);
-  }
-  if (!t->deps_pending) task_make_ready(t);
+  lineage_requeue(t, lost, 0);
   return 1;
 }
 

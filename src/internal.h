@@ -193,7 +193,6 @@ typedef struct rd__ctx {
                                  * pump that polled across it skips its stale pointers */
   rd__task *lineage;            /* finished tasks kept to rebuild lost results */
   size_t lineage_bytes, lineage_max;   /* RAYDIST_MAX_LINEAGE_BYTES; 0: keep none */
-  uint64_t reconstructions;     /* tasks run again to rebuild lost results */
   uint64_t *pending_release;  /* store pins to drop, sent with the next flush */
   size_t npending_release, cappending_release;
 } rd__ctx;
