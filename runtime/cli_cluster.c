@@ -460,8 +460,6 @@ static void res_used(char *buf, size_t len, double total, double avail) {
 
 /* The placement groups not removed, and how many were. */
 static void print_pgs(const rd_gcs_pg *pgs, size_t n) {
-  static const char *strat[] = {"PACK", "SPREAD", "STRICT_PACK", "STRICT_SPREAD"};
-  static const char *state[] = {"?", "pending", "created", "rescheduling", "removed"};
   size_t live = 0;
   for (size_t i = 0; i < n; i++) live += pgs[i].state != RD_GCS_PG_REMOVED;
   printf("\nplacement groups: %zu live, %zu removed\n", live, n - live);
@@ -476,13 +474,12 @@ static void print_pgs(const rd_gcs_pg *pgs, size_t n) {
       off += (size_t)snprintf(b + off, sizeof(b) - off, "%s%u: %g/%g", k ? ", " : "", p->bundle_nodes[k],
                               rd_res_to_double(p->bundles[k].cpu), rd_res_to_double(p->bundles[k].gpu));
     printf("%016llx %-16s %-13s %-12s %s%s%s\n", (unsigned long long)p->pg_id, p->name[0] ? p->name : "-",
-           p->strategy >= 0 && p->strategy <= 3 ? strat[p->strategy] : "?",
-           p->state >= 1 && p->state <= 4 ? state[p->state] : "?", b, p->reason[0] ? "; " : "", p->reason);
+           rd_gcs_pg_strategy_name(p->strategy),
+           rd_gcs_pg_state_name(p->state), b, p->reason[0] ? "; " : "", p->reason);
   }
 }
 
 static void print_actors(const rd_gcs_actor *as, size_t n) {
-  static const char *state[] = {"?", "alive", "restarting", "dead"};
   size_t live = 0;
   for (size_t i = 0; i < n; i++) live += as[i].state != RD_GCS_ACTOR_DEAD;
   printf("\nnamed actors: %zu live, %zu dead\n", live, n - live);
@@ -493,7 +490,7 @@ static void print_actors(const rd_gcs_actor *as, size_t n) {
     if (a->state == RD_GCS_ACTOR_DEAD) continue;
     printf("%016llx %-24s %-24s %-5u %s\n", (unsigned long long)a->actor_id, a->name[0] ? a->name : "-",
            a->class_name, a->node_index,
-           a->state >= 1 && a->state <= 3 ? state[a->state] : "?");
+           rd_gcs_actor_state_name(a->state));
   }
 }
 

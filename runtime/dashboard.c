@@ -64,16 +64,10 @@ static void put_json(rd__mbuf *b, const char *s) {
 
 /* ---------------------------------------------------------- the facts */
 
-static const char *const wstate[] = {"starting", "idle", "leased", "dying"};
-static const char *const astate[] = {"pending", "starting", "alive", "dead"};
-static const char *const gcs_astate[] = {"?", "alive", "restarting", "dead"};
-static const char *const pgstate[] = {"?", "pending", "created", "rescheduling", "removed"};
-static const char *const pgstrat[] = {"PACK", "SPREAD", "STRICT_PACK", "STRICT_SPREAD"};
 
 typedef struct node_facts {
   rd_resources avail;
-  int workers[W_DYING + 1], blocked, drivers;
-  int actors[A_DEAD + 1];
+  rd__node_census cs;
   rd_store_stats store;
   double uptime_s, run_mean_s, run_p50_s, run_p99_s;
   uint64_t tasks_run;
@@ -96,13 +90,7 @@ static double hist_quantile(const uint64_t *buckets, uint64_t n, double q) {
 static void gather(node_facts *f) {
   memset(f, 0, sizeof(*f));
   f->avail = rd__node_avail();
-  for (node_worker *w = N.workers; w; w = w->next) {
-    if (w->state >= W_STARTING && w->state <= W_DYING) f->workers[w->state]++;
-    f->blocked += w->blocked;
-  }
-  for (node_actor *a = N.actors; a; a = a->next)
-    if (a->state >= 0 && a->state <= A_DEAD) f->actors[a->state]++;
-  for (node_client *c = N.clients; c; c = c->next) f->drivers += !c->dead && c->role == ROLE_DRIVER;
+  rd__node_census_take(&f->cs);
   rd_store_get_stats(N.store, &f->store);
   f->uptime_s = (double)(rd__now_ns() - N.start_ns) / 1e9;
   f->tasks_run = N.task_run_n;
@@ -134,9 +122,9 @@ static void render_json(rd__mbuf *b, const dash_req *q, const node_facts *f) {
   rd__mbuf_printf(b, ",\"available\":");
   json_res(b, &f->avail, tot);
   rd__mbuf_printf(b, "},\"workers\":{");
-  for (int s = W_STARTING; s <= W_DYING; s++) rd__mbuf_printf(b, "\"%s\":%d,", wstate[s], f->workers[s]);
-  rd__mbuf_printf(b, "\"blocked\":%d},\"drivers\":%d,\"actors\":{", f->blocked, f->drivers);
-  for (int s = A_PENDING; s <= A_DEAD; s++) rd__mbuf_printf(b, "%s\"%s\":%d", s ? "," : "", astate[s], f->actors[s]);
+  for (int s = W_STARTING; s <= W_DYING; s++) rd__mbuf_printf(b, "\"%s\":%d,", rd__worker_state_names[s], f->cs.workers[s]);
+  rd__mbuf_printf(b, "\"blocked\":%d},\"drivers\":%d,\"actors\":{", f->cs.blocked, f->cs.drivers);
+  for (int s = A_PENDING; s <= A_DEAD; s++) rd__mbuf_printf(b, "%s\"%s\":%d", s ? "," : "", rd__actor_state_names[s], f->cs.actors[s]);
   rd__mbuf_printf(b, "},\"tasks\":{\"run\":%llu,\"failed\":%llu,\"run_mean_s\":%.6f,\"run_p50_s_at_most\":%g,"
                      "\"run_p99_s_at_most\":%g},",
                   (unsigned long long)f->tasks_run, (unsigned long long)N.tasks_failed, f->run_mean_s, f->run_p50_s,
@@ -182,7 +170,7 @@ static void render_json(rd__mbuf *b, const dash_req *q, const node_facts *f) {
     rd__mbuf_printf(b, ",\"class\":");
     put_json(b, a->class_name);
     rd__mbuf_printf(b, ",\"node\":%u,\"state\":\"%s\",\"reason\":", a->node_index,
-                    a->state >= 1 && a->state <= 3 ? gcs_astate[a->state] : "?");
+                    rd_gcs_actor_state_name(a->state));
     put_json(b, a->reason);
     rd__mbuf_printf(b, "}");
   }
@@ -192,8 +180,8 @@ static void render_json(rd__mbuf *b, const dash_req *q, const node_facts *f) {
     rd__mbuf_printf(b, "%s{\"id\":\"%016" PRIx64 "\",\"name\":", i ? "," : "", p->pg_id);
     put_json(b, p->name);
     rd__mbuf_printf(b, ",\"strategy\":\"%s\",\"state\":\"%s\",\"bundle_nodes\":[",
-                    p->strategy >= 0 && p->strategy <= 3 ? pgstrat[p->strategy] : "?",
-                    p->state >= 1 && p->state <= 4 ? pgstate[p->state] : "?");
+                    rd_gcs_pg_strategy_name(p->strategy),
+                    rd_gcs_pg_state_name(p->state));
     for (size_t k = 0; k < p->nbundles; k++) rd__mbuf_printf(b, "%s%u", k ? "," : "", p->bundle_nodes[k]);
     rd__mbuf_printf(b, "],\"reason\":");
     put_json(b, p->reason);
@@ -242,12 +230,12 @@ static void render_html(rd__mbuf *b, const dash_req *q, const node_facts *f) {
   html_res(b, tot, &f->avail);
   rd__mbuf_printf(b, ", memory %lld/%lld MiB</td></tr>\n<tr><th>workers</th><td>",
                   (long long)((tot->memory - f->avail.memory) >> 20), (long long)(tot->memory >> 20));
-  for (int s = W_STARTING; s <= W_DYING; s++) rd__mbuf_printf(b, "%s %d, ", wstate[s], f->workers[s]);
+  for (int s = W_STARTING; s <= W_DYING; s++) rd__mbuf_printf(b, "%s %d, ", rd__worker_state_names[s], f->cs.workers[s]);
   rd__mbuf_printf(b, "blocked %d; drivers %d</td></tr>\n<tr><th>tasks and actor calls run</th><td>%llu (failed %llu); "
                      "mean %.3g s, p50 &le; %g s, p99 &le; %g s</td></tr>\n<tr><th>actors</th><td>",
-                  f->blocked, f->drivers, (unsigned long long)f->tasks_run, (unsigned long long)N.tasks_failed,
+                  f->cs.blocked, f->cs.drivers, (unsigned long long)f->tasks_run, (unsigned long long)N.tasks_failed,
                   f->run_mean_s, f->run_p50_s, f->run_p99_s);
-  for (int s = A_PENDING; s <= A_DEAD; s++) rd__mbuf_printf(b, "%s%s %d", s ? ", " : "", astate[s], f->actors[s]);
+  for (int s = A_PENDING; s <= A_DEAD; s++) rd__mbuf_printf(b, "%s%s %d", s ? ", " : "", rd__actor_state_names[s], f->cs.actors[s]);
   rd__mbuf_printf(b, "</td></tr>\n<tr><th>object store</th><td>%.1f/%.1f MiB, %llu objects in memory, %llu spilled "
                      "(%.1f MiB)</td></tr>\n<tr><th>memory monitor kills</th><td>%llu</td></tr>\n</table>\n",
                   f->store.used / 1048576.0, f->store.capacity / 1048576.0, (unsigned long long)f->store.num_in_memory,
@@ -301,7 +289,7 @@ static void render_html(rd__mbuf *b, const dash_req *q, const node_facts *f) {
     rd__mbuf_printf(b, "</td><td>");
     put_html(b, a->class_name);
     rd__mbuf_printf(b, "</td><td>%u</td><td>%s</td></tr>\n", a->node_index,
-                    a->state >= 1 && a->state <= 3 ? gcs_astate[a->state] : "?");
+                    rd_gcs_actor_state_name(a->state));
   }
   live = 0;
   for (size_t i = 0; i < q->npgs; i++) live += q->pgs[i].state != RD_GCS_PG_REMOVED;
@@ -312,8 +300,8 @@ static void render_html(rd__mbuf *b, const dash_req *q, const node_facts *f) {
     if (p->state == RD_GCS_PG_REMOVED) continue;
     rd__mbuf_printf(b, "<tr><td>%016" PRIx64 "</td><td>", p->pg_id);
     put_html(b, p->name[0] ? p->name : "-");
-    rd__mbuf_printf(b, "</td><td>%s</td><td>%s</td><td>", p->strategy >= 0 && p->strategy <= 3 ? pgstrat[p->strategy] : "?",
-                    p->state >= 1 && p->state <= 4 ? pgstate[p->state] : "?");
+    rd__mbuf_printf(b, "</td><td>%s</td><td>%s</td><td>", rd_gcs_pg_strategy_name(p->strategy),
+                    rd_gcs_pg_state_name(p->state));
     for (size_t k = 0; k < p->nbundles; k++) rd__mbuf_printf(b, "%s%u", k ? " " : "", p->bundle_nodes[k]);
     rd__mbuf_printf(b, "</td></tr>\n");
   }

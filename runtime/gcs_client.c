@@ -767,3 +767,18 @@ int rd_gcs_subscribe(rd_gcs *g, rd_gcs_event_cb cb, void *arg) {
   }
   return rc;
 }
+
+const char *rd_gcs_actor_state_name(int state) {
+  static const char *const names[] = {"?", "alive", "restarting", "dead"};
+  return state >= RD_GCS_ACTOR_ALIVE && state <= RD_GCS_ACTOR_DEAD ? names[state] : "?";
+}
+
+const char *rd_gcs_pg_state_name(int state) {
+  static const char *const names[] = {"?", "pending", "created", "rescheduling", "removed"};
+  return state >= RD_GCS_PG_PENDING && state <= RD_GCS_PG_REMOVED ? names[state] : "?";
+}
+
+const char *rd_gcs_pg_strategy_name(int strategy) {
+  static const char *const names[] = {"PACK", "SPREAD", "STRICT_PACK", "STRICT_SPREAD"};
+  return strategy >= 0 && strategy <= 3 ? names[strategy] : "?";
+}

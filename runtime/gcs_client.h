@@ -117,6 +117,8 @@ typedef struct rd_gcs_actor {
   char reason[128];             /* why it died */
 } rd_gcs_actor;
 int rd_gcs_actor_list(rd_gcs *g, rd_gcs_actor **out, size_t *n);
+/* "alive", "restarting", "dead"; "?" for anything else. */
+const char *rd_gcs_actor_state_name(int state);
 
 /* Placement groups.  The node that creates a group (its record node)
  * reserves the bundles and writes the whole record with rd_gcs_pg_put at
@@ -149,6 +151,10 @@ int rd_gcs_pg_get(rd_gcs *g, uint64_t pg_id, const char *name, rd_gcs_pg *out);
 /* Every record, REMOVED ones included, sorted by id.  *out is malloc'ed,
  * free() it; NULL and 0 when there are none.  Each element is ~23 KiB. */
 int rd_gcs_pg_list(rd_gcs *g, rd_gcs_pg **out, size_t *n);
+/* "pending", "created", "rescheduling", "removed" and "PACK", "SPREAD",
+ * "STRICT_PACK", "STRICT_SPREAD"; "?" for anything else. */
+const char *rd_gcs_pg_state_name(int state);
+const char *rd_gcs_pg_strategy_name(int strategy);
 
 /* Pub/sub: cb runs on an internal thread (one per subscription, events in
  * order) for every event until rd_gcs_close.  The subscription is live when

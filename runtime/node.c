@@ -2095,6 +2095,20 @@ static void label_escape(char *out, size_t len, const char *in) {
   out[k] = 0;
 }
 
+const char *const rd__worker_state_names[] = {"starting", "idle", "leased", "dying", "dead"};
+const char *const rd__actor_state_names[] = {"pending", "starting", "alive", "dead"};
+
+void rd__node_census_take(rd__node_census *c) {
+  memset(c, 0, sizeof(*c));
+  for (node_worker *w = N.workers; w; w = w->next) {
+    if (w->state >= 0 && w->state <= W_DEAD) c->workers[w->state]++;
+    c->blocked += w->blocked;
+  }
+  for (node_actor *a = N.actors; a; a = a->next)
+    if (a->state >= 0 && a->state <= A_DEAD) c->actors[a->state]++;
+  for (node_client *k = N.clients; k; k = k->next) c->drivers += !k->dead && k->role == ROLE_DRIVER;
+}
+
 void rd__node_metrics(rd__mbuf *b) {
   const double unit = RD_RES_UNIT;
   rd_resources av = rd__node_avail();
@@ -2122,18 +2136,16 @@ void rd__node_metrics(rd__mbuf *b) {
   for (int i = 0; i < N.ledger.ngpus; i++)
     rd__mbuf_printf(b, "raydist_gpu_share_used{gpu=\"%d\"} %g\n", N.ledger.gpu_dev[i],
                     (N.ledger.gpu_cap[i] - N.ledger.gpu_avail[i]) / unit);
-  int nst[W_DEAD + 1] = {0}, blocked = 0;
+  rd__node_census cs;
+  rd__node_census_take(&cs);
   uint64_t rss = 0;
-  for (node_worker *w = N.workers; w; w = w->next) {
-    if (w->state >= 0 && w->state <= W_DEAD) nst[w->state]++;
-    blocked += w->blocked;
+  for (node_worker *w = N.workers; w; w = w->next)
     if (w->state != W_DEAD && w->pid > 0) rss += proc_rss(w->pid);
-  }
-  static const char *wname[] = {"starting", "idle", "leased", "dying"};
   rd__mbuf_family(b, "raydist_workers", "gauge", "Worker processes of this node by state.");
-  for (int s = W_STARTING; s <= W_DYING; s++) rd__mbuf_printf(b, "raydist_workers{state=\"%s\"} %d\n", wname[s], nst[s]);
+  for (int s = W_STARTING; s <= W_DYING; s++)
+    rd__mbuf_printf(b, "raydist_workers{state=\"%s\"} %d\n", rd__worker_state_names[s], cs.workers[s]);
   rd__mbuf_family(b, "raydist_workers_blocked", "gauge", "Leased task workers waiting in rd_get/rd_wait (CPUs lent).");
-  rd__mbuf_printf(b, "raydist_workers_blocked %d\n", blocked);
+  rd__mbuf_printf(b, "raydist_workers_blocked %d\n", cs.blocked);
   rd__mbuf_family(b, "raydist_workers_resident_bytes", "gauge", "Resident memory of all worker processes together.");
   rd__mbuf_printf(b, "raydist_workers_resident_bytes %llu\n", (unsigned long long)rss);
   uint64_t qlen = N.queue.len;
@@ -2149,16 +2161,11 @@ void rd__node_metrics(rd__mbuf *b) {
                      N.task_run, N.task_run_n, (double)N.task_run_ns / 1e9);
   rd__mbuf_family(b, "raydist_tasks_failed_total", "counter", "Tasks and actor calls here that returned an error.");
   rd__mbuf_printf(b, "raydist_tasks_failed_total %llu\n", (unsigned long long)N.tasks_failed);
-  int ast[A_DEAD + 1] = {0};
-  for (node_actor *a = N.actors; a; a = a->next)
-    if (a->state >= 0 && a->state <= A_DEAD) ast[a->state]++;
-  static const char *aname[] = {"pending", "starting", "alive", "dead"};
   rd__mbuf_family(b, "raydist_actors", "gauge", "Actors recorded or hosted on this node by state.");
-  for (int s = A_PENDING; s <= A_DEAD; s++) rd__mbuf_printf(b, "raydist_actors{state=\"%s\"} %d\n", aname[s], ast[s]);
-  int drivers = 0;
-  for (node_client *c = N.clients; c; c = c->next) drivers += !c->dead && c->role == ROLE_DRIVER;
+  for (int s = A_PENDING; s <= A_DEAD; s++)
+    rd__mbuf_printf(b, "raydist_actors{state=\"%s\"} %d\n", rd__actor_state_names[s], cs.actors[s]);
   rd__mbuf_family(b, "raydist_drivers", "gauge", "Driver processes connected to this node.");
-  rd__mbuf_printf(b, "raydist_drivers %d\n", drivers);
+  rd__mbuf_printf(b, "raydist_drivers %d\n", cs.drivers);
   rd_store_stats ss;
   rd_store_get_stats(N.store, &ss);
   rd__mbuf_family(b, "raydist_object_store_bytes", "gauge", "Object store: capacity, bytes in use, bytes spilled.");

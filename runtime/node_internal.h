@@ -279,6 +279,19 @@ void rd__node_reply_grant(node_client *c, uint64_t req_id, int status, const cha
  * hello named no executable); a worker's change of state (keeps the
  * node's and its job's idle and starting counts). */
 node_job *rd__node_job_get(const char *exe, char *const *argv, size_t argc);
+/* What runs on this node now, counted once for the metrics and the
+ * dashboard; the names of the states they print (W_STARTING..W_DYING,
+ * A_PENDING..A_DEAD). */
+typedef struct rd__node_census {
+  int workers[W_DEAD + 1];  /* by state */
+  int blocked;              /* leased workers waiting in rd_get/rd_wait */
+  int actors[A_DEAD + 1];   /* by state */
+  int drivers;
+} rd__node_census;
+void rd__node_census_take(rd__node_census *c);
+extern const char *const rd__worker_state_names[];
+extern const char *const rd__actor_state_names[];
+
 /* rd_store_get that also pins a pulled copy still held by another reader
  * after it was let go (rd_store_reuse): a second task reading the same
  * remote object must not pull it again into an id that is taken. */
