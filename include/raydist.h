@@ -55,6 +55,11 @@ typedef struct rd_config {
   int num_prestart_workers;     /* <0: one per CPU; workers also start on demand */
   int max_workers;              /* 0: 64 */
   int log_level;                /* 0 error .. 3 debug; env RAYDIST_LOG_LEVEL */
+  /* This program's weight in the fair share of a node between the jobs that
+   * run there (docs/scheduler.md): a job of weight 2 is entitled to twice
+   * the CPUs/GPUs/memory of a job of weight 1 when both wait.  0: env
+   * RAYDIST_JOB_WEIGHT, else 1.  At most 1000. */
+  double job_weight;
 } rd_config;
 
 /* Fill *cfg with the defaults described above. */

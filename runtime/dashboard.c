@@ -130,11 +130,11 @@ static void render_json(rd__mbuf *b, const dash_req *q, const node_facts *f) {
                   (unsigned long long)f->tasks_run, (unsigned long long)N.tasks_failed, f->run_mean_s, f->run_p50_s,
                   f->run_p99_s);
   rd__mbuf_printf(b, "\"store\":{\"capacity\":%llu,\"used\":%llu,\"objects\":%llu,\"spilled_objects\":%llu,"
-                     "\"spilled_bytes\":%llu},\"leases_granted\":%llu,\"memory_kills\":%llu}",
+                     "\"spilled_bytes\":%llu},\"leases_granted\":%llu,\"fair_share_yields\":%llu,\"memory_kills\":%llu}",
                   (unsigned long long)f->store.capacity, (unsigned long long)f->store.used,
                   (unsigned long long)f->store.num_in_memory, (unsigned long long)f->store.num_spilled,
                   (unsigned long long)f->store.bytes_spilled, (unsigned long long)N.leases_granted,
-                  (unsigned long long)N.mem_kills);
+                  (unsigned long long)N.fair_yields, (unsigned long long)N.mem_kills);
   if (!rd__cluster_on()) {
     rd__mbuf_printf(b, ",\"cluster\":null}\n");
     return;

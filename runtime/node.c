@@ -303,6 +303,7 @@ static int can_run(rd_sched_item *it, void *ctx) {
 static void worker_take(node_worker *w, const rd_res_grant *g) {
   rd__node_worker_state(w, W_LEASED);
   w->grant = *g;
+  w->yield_asked = 0;
   rd_res_grant_visible_devices(g, w->visible, sizeof(w->visible));
 }
 
@@ -431,7 +432,9 @@ static void granted(rd_sched_item *it, const rd_res_grant *g, void *ctx) {
     rd_res_release(l, g);
   } else {
     worker_bind_bundle(w, b);
-    uint64_t waited = rd__now_ns() - r->queued_ns;
+    w->lease_priority = r->item.priority;
+    w->granted_ns = rd__now_ns();
+    uint64_t waited = w->granted_ns - r->queued_ns;
     N.lease_wait[rd__hist_bucket(waited)]++;
     N.lease_wait_n++;
     N.lease_wait_ns += waited;
@@ -538,9 +541,11 @@ void rd__node_lease_queue(node_client *c, uint64_t req_id, const rd_resources *r
 static void dispatch(void) {
   if (N.shutting_down) return;
   for (node_job *j = N.jobs; j; j = j->next) j->want = j->want_actors = 0;
+  rd__fair_order();
   rd_sched_queue_dispatch(&N.queue, &N.ledger, can_run, granted, NULL);
   for (node_bundle *b = N.bundles; b; b = b->next)
     if (b->committed && !b->removed && b->queue.head) rd_sched_queue_dispatch(&b->queue, &b->ledger, can_run, granted, b);
+  rd__fair_yield();   /* before growing pools: it may want a worker for a job it makes room for */
   /* grow a job's pool when its requests wait for a worker rather than for resources */
   for (node_job *j = N.jobs; j; j = j->next) {
     while (j->spawn_failures < 3 && j->want > j->nstarting) {
@@ -1568,6 +1573,8 @@ static void on_hello(node_client *c, Rd__Hello *m) {
     c->pid = m->pid;
     c->job = j;
     j->drivers++;
+    /* the latest driver's weight; a bad one (only a broken client sends it) counts as 1 */
+    j->weight = m->job_weight > 0 && m->job_weight <= 1000 ? m->job_weight : 1;
     rd__cluster_on_driver(c, m->exe);
   }
   c->role = m->role;
@@ -1871,6 +1878,7 @@ node_job *rd__node_job_get(const char *exe, char *const *argv, size_t argc) {
     return NULL;
   }
   j->argc = argc ? argc : 1;
+  j->weight = 1;
   j->id = ++N.next_job_id;
   j->next = N.jobs;
   N.jobs = j;
@@ -2154,6 +2162,9 @@ void rd__node_metrics(rd__mbuf *b) {
   rd__mbuf_printf(b, "raydist_lease_requests_queued %llu\n", (unsigned long long)qlen);
   rd__mbuf_family(b, "raydist_leases_granted_total", "counter", "Worker leases granted since start.");
   rd__mbuf_printf(b, "raydist_leases_granted_total %llu\n", (unsigned long long)N.leases_granted);
+  rd__mbuf_family(b, "raydist_fair_share_yields_total", "counter",
+                  "Leases asked back from a job over its fair share for another job's waiting request.");
+  rd__mbuf_printf(b, "raydist_fair_share_yields_total %llu\n", (unsigned long long)N.fair_yields);
   rd__mbuf_histogram(b, "raydist_lease_wait_seconds", "Time from a lease request reaching this node to its grant.",
                      N.lease_wait, N.lease_wait_n, (double)N.lease_wait_ns / 1e9);
   rd__mbuf_histogram(b, "raydist_task_run_seconds",
@@ -2197,6 +2208,8 @@ static void on_tick(uv_timer_t *t) {
   rd__pg_tick();
   if (N.parked) retry_parked(1);
   if (N.parked_creates) retry_parked_creates();
+  /* fair share: a slice runs out with time, not with an event */
+  if (N.queue.head && N.jobs && N.jobs->next && !N.fair_off) dispatch();
   uint64_t now = rd__now_ns();
   /* an actor that fits the node but not what is free now waits, like a task;
    * say so once, with what it asks for and what is free, instead of silence */
@@ -2322,6 +2335,7 @@ int rd__node_main(const rd_node_opts *opts) {
   }
   rd_res_ledger_init(&N.ledger, &total);
   rd_sched_queue_init(&N.queue);
+  rd__fair_init();
 
   rd_store_config sc;
   memset(&sc, 0, sizeof(sc));

@@ -45,6 +45,12 @@ typedef struct node_job {
   int code_state;           /* 0 none, 1 uploading, 2 stored, -1 failed */
   char code_err[200];
   uint32_t gcs_job_id;      /* its entry in the GCS job table while a driver runs it, else 0 */
+  /* fair share (fair.c) */
+  double weight;            /* from its latest driver's hello (rd_config.job_weight); 1 by default */
+  rd_resources held;        /* what its workers hold of N.ledger (tallied at each dispatch) */
+  double share;             /* held's weighted dominant share */
+  int waiting;              /* its requests in N.queue */
+  uint64_t yields;          /* leases its owners were asked to give back */
   int gcs_job_adding;       /* that entry is being made */
   struct node_job *next;
 } node_job;
@@ -79,6 +85,7 @@ typedef struct lease_req {
   node_client *owner;
   uint64_t req_id;
   node_bundle *bundle;      /* queued in this bundle's queue (NULL: N.queue) */
+  uint32_t yield_worker;    /* fair.c: the worker whose lease was asked back for it (0: none) */
   node_actor *actor;        /* placing this actor rather than leasing a worker */
   node_job *job;            /* only a worker of this job may take it */
   uint64_t queued_ns;       /* when it was queued (metrics: lease wait) */
@@ -182,6 +189,9 @@ struct node_worker {
   char visible[64];
   node_actor *actor;        /* the actor this worker hosts */
   int blocked;              /* its task waits in rd_get/rd_wait: grant's CPUs lent back */
+  int32_t lease_priority;   /* the priority of the request its lease was granted for */
+  uint64_t granted_ns;      /* when it was last leased */
+  int yield_asked;          /* its lease owner was asked to give the lease back (fair.c) */
   char kill_why[360];       /* killed by the memory monitor: why (its actor's death reason) */
   uint64_t kill_deadline;   /* graceful actor exit: SIGKILL after this */
   uint64_t idle_since;      /* when it last became idle */
@@ -235,6 +245,10 @@ typedef struct rd__node_state {
   uv_timer_t tick;
   uv_signal_t sigterm, sigint;
   node_client *owner;             /* embedded: the driver whose exit stops the node */
+  /* fair share between jobs (fair.c) */
+  int fair_off;                   /* RAYDIST_FAIR_SHARE=0 */
+  uint64_t fair_slice_ns;         /* a whole grant several jobs want changes hands after this x weight */
+  uint64_t fair_yields;           /* leases asked back */
   int shutting_down;
 } rd__node_state;
 
@@ -297,6 +311,12 @@ extern const char *const rd__actor_state_names[];
  * remote object must not pull it again into an id that is taken. */
 int rd__node_store_get(uint64_t id, uint64_t *off, uint64_t *size);
 node_job *rd__node_client_job(const node_client *c);
+/* Fair share between jobs (fair.c): read the settings; before a dispatch of
+ * N.queue, order it by each job's share; after it, ask over-share jobs'
+ * lease owners to give back what waiting jobs are short of. */
+void rd__fair_init(void);
+void rd__fair_order(void);
+void rd__fair_yield(void);
 void rd__node_worker_state(node_worker *w, int state);
 
 #endif

@@ -40,6 +40,31 @@ void rd_sched_queue_remove(rd_sched_queue *q, rd_sched_item *it) {
   q->len--;
 }
 
+/* Does a go before b? */
+static int before(const rd_sched_item *a, const rd_sched_item *b) {
+  if (a->priority != b->priority) return a->priority > b->priority;
+  if (a->rank != b->rank) return a->rank < b->rank;
+  return a->seq < b->seq;
+}
+
+void rd_sched_queue_order(rd_sched_queue *q, rd_sched_rank_fn rank, void *ctx) {
+  for (rd_sched_item *it = q->head; it; it = it->next) it->rank = rank(it, ctx);
+  rd_sched_item *sorted = NULL, *stail = NULL;   /* rebuilt in order, doubly linked */
+  for (rd_sched_item *it = q->head, *next; it; it = next) {
+    next = it->next;
+    rd_sched_item *after = stail;   /* mostly in order already: walk back from the end */
+    while (after && before(it, after)) after = after->prev;
+    it->prev = after;
+    it->next = after ? after->next : sorted;
+    if (it->next) it->next->prev = it;
+    else stail = it;
+    if (after) after->next = it;
+    else sorted = it;
+  }
+  q->head = sorted;
+  q->tail = stail;
+}
+
 int rd_sched_queue_dispatch(rd_sched_queue *q, rd_res_ledger *l,
                             rd_sched_can_run_fn can_run,
                             rd_sched_granted_fn granted, void *ctx) {

@@ -18,11 +18,12 @@ typedef struct rd_sched_item {
   void *data;                /* caller's request */
   /* private */
   uint64_t seq;
+  double rank;               /* rd_sched_queue_order's key while it sorts */
   struct rd_sched_item *prev, *next;
 } rd_sched_item;
 
 typedef struct rd_sched_queue {
-  rd_sched_item *head, *tail;   /* sorted: priority desc, seq asc */
+  rd_sched_item *head, *tail;   /* sorted: priority desc, then seq asc (or rank, seq: rd_sched_queue_order) */
   uint64_t next_seq;
   uint64_t len;
 } rd_sched_queue;
@@ -35,6 +36,14 @@ void rd_sched_queue_push(rd_sched_queue *q, rd_sched_item *it);
 /* Unlink it.  Removing an item that was already removed (or granted) is a
  * no-op. */
 void rd_sched_queue_remove(rd_sched_queue *q, rd_sched_item *it);
+
+/* Reorder the items of each priority by rank(item, ctx), lowest first,
+ * then by arrival (a stable insertion sort: no allocation; the queue holds
+ * one request per waiting owner and class, so it is short).  The node daemon
+ * ranks requests by their job's fair share before a dispatch when more than
+ * one job waits.  Later pushes go to the end of their priority as before. */
+typedef double (*rd_sched_rank_fn)(const rd_sched_item *it, void *ctx);
+void rd_sched_queue_order(rd_sched_queue *q, rd_sched_rank_fn rank, void *ctx);
 
 /* Walk the queue in order; for each item whose request fits the ledger now
  * and for which can_run(item, ctx) is non-zero, acquire the resources into

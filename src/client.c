@@ -482,7 +482,7 @@ static void class_dispatch(rd__sclass *c) {
   while (c->qhead && !yield) {
     rd__lease *best = NULL;
     for (rd__lease *l = c->leases; l; l = l->next)
-      if (l->ninflight < depth && (!best || l->ninflight < best->ninflight)) best = l;
+      if (!l->yielding && l->ninflight < depth && (!best || l->ninflight < best->ninflight)) best = l;
     if (!best) break;
     rd__task *t = c->qhead;
     c->qhead = t->next;
@@ -857,6 +857,7 @@ static void handle_daemon_frame(const rd__frame *f) {
     case RD__MSG_TYPE__MSG_ACTOR_KILL: d = &rd__actor_kill__descriptor; break;
     case RD__MSG_TYPE__MSG_PG_REPLY: d = &rd__pg_reply__descriptor; break;
     case RD__MSG_TYPE__MSG_LEASE_LOST: d = &rd__lease_lost__descriptor; break;
+    case RD__MSG_TYPE__MSG_LEASE_YIELD: d = &rd__lease_yield__descriptor; break;
     default: break;
   }
   int fd = (f->flags & RD_FRAME_FLAG_FD) ? rd__conn_take_fd(&G.daemon) : -1;
@@ -899,6 +900,16 @@ static void handle_daemon_frame(const rd__frame *f) {
             l->lost_err = ll->status;
             snprintf(l->lost_why, sizeof(l->lost_why), "%s", ll->error ? ll->error : "");
           }
+      break;
+    }
+    case RD__MSG_TYPE__MSG_LEASE_YIELD: {
+      /* another job waits for what this lease holds: finish what was sent,
+       * then return it (return_idle_leases); the class's queued tasks wait
+       * for a new lease like any other request */
+      uint64_t id = ((Rd__LeaseYield *)m)->lease_id;
+      for (rd__sclass *c = G.classes; c; c = c->next)
+        for (rd__lease *l = c->leases; l; l = l->next)
+          if (l->lease_id == id) l->yielding = 1;
       break;
     }
     case RD__MSG_TYPE__MSG_ERROR: {
@@ -1015,7 +1026,10 @@ static void return_idle_leases(uint64_t now) {
       next = l->next;
       if (l->ninflight == 0 && !c->qhead && l->idle_since && now - l->idle_since >= G.lease_idle_ns)
         lease_return(l);
-      else if (l->ninflight == 0 && higher_priority_waiting(c))
+      else if (l->ninflight == 0 && l->yielding) {
+        lease_return(l);
+        if (c->qlen > 0) lease_request(c);   /* its tasks queue for a new lease */
+      } else if (l->ninflight == 0 && higher_priority_waiting(c))
         lease_return(l);
     }
   }
@@ -2388,6 +2402,7 @@ int rd__connect_daemon(const char *session, int role, uint32_t worker_id) {
   h.pid = getpid();
   h.token = G.token;
   if (role == 0) {
+    h.job_weight = G.job_weight;
     ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
     if (n > 0) exe[n] = 0;
     h.exe = exe;
@@ -2694,6 +2709,28 @@ static void ctx_reset(void) {
   rd__registry_free();
 }
 
+/* The job's fair-share weight: cfg->job_weight, else env
+ * RAYDIST_JOB_WEIGHT, else 1; into G.job_weight. */
+static int job_weight_parse(const rd_config *cfg, char *why, size_t whylen) {
+  double w = cfg->job_weight;
+  char src = 'c';   /* c: the config, e: the environment */
+  const char *e = getenv("RAYDIST_JOB_WEIGHT");
+  if (w == 0 && e && *e) {
+    char *end;
+    w = strtod(e, &end);
+    src = 'e';
+    if (end == e || *end || !(w > 0)) w = -1;   /* 0 from the environment is a mistake, not "default" */
+  }
+  if (w == 0) w = 1;
+  if (!(w > 0 && w <= 1000)) {   /* also NaN */
+    if (src == 'e') snprintf(why, whylen, "RAYDIST_JOB_WEIGHT '%s' must be a number above 0 and at most 1000", e);
+    else snprintf(why, whylen, "job_weight %g must be above 0 and at most 1000", w);
+    return RD_EINVAL;
+  }
+  G.job_weight = w;
+  return 0;
+}
+
 int rd_init(const rd_config *cfg_in) {
   rd_config cfg;
   if (cfg_in) cfg = *cfg_in;
@@ -2721,6 +2758,8 @@ int rd_init(const rd_config *cfg_in) {
       snprintf(why, sizeof(why), "num_cpus %g must be a whole number or a fraction below 1", cfg.num_cpus);
     else if (cfg.num_gpus > RD_RES_MAX_GPUS || (cfg.num_gpus >= 0 && cfg.num_gpus != (double)(long)cfg.num_gpus))
       snprintf(why, sizeof(why), "num_gpus %g must be a whole number up to %d", cfg.num_gpus, RD_RES_MAX_GPUS);
+    else if (job_weight_parse(&cfg, why, sizeof(why)) != 0)
+      ;   /* why says it */
     else
       (void)rd__res_parse_custom(&tmp, cfg.custom_resources, why, sizeof(why));   /* fills why on error */
     if (why[0]) {

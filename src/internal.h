@@ -98,6 +98,7 @@ struct rd__lease {
   uint64_t idle_since;      /* 0 = busy */
   uint64_t last_reply_ns;
   int broken;               /* sent a malformed frame */
+  int yielding;             /* its node asked for it back (fair share): no new tasks, return when idle */
   int lost_err;             /* why a bridged (remote) worker went away, from its node */
   char lost_why[400];
   rd__actor *actor;         /* a connection to an actor, not a lease */
@@ -161,6 +162,7 @@ typedef struct rd__ctx {
   int cluster;                  /* joined a cluster: feasibility is the cluster's to decide */
   int attached;                 /* rd_init(address): the session belongs to `raydist start` */
   char token[160];
+  double job_weight;        /* driver: its job's fair-share weight (rd_config.job_weight) */
   uint64_t next_seq, next_task, next_req;
   pid_t daemon_pid;
   char session[256];

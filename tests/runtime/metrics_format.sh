@@ -40,7 +40,8 @@ from prometheus_client.parser import text_string_to_metric_families
 fams = {f.name: f for f in text_string_to_metric_families(open(sys.argv[1]).read())}
 want = {"raydist_uptime_seconds": "gauge", "raydist_resources_total": "gauge",
         "raydist_resources_available": "gauge", "raydist_workers": "gauge",
-        "raydist_leases_granted": "counter", "raydist_lease_wait_seconds": "histogram",
+        "raydist_leases_granted": "counter", "raydist_fair_share_yields": "counter",
+        "raydist_lease_wait_seconds": "histogram",
         "raydist_task_run_seconds": "histogram", "raydist_tasks_failed": "counter",
         "raydist_object_store_bytes": "gauge", "raydist_memory_monitor_kills": "counter",
         "raydist_actors": "gauge", "raydist_drivers": "gauge"}

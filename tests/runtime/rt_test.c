@@ -536,7 +536,21 @@ static int t_infeasible(void) {
   cfg.num_gpus = 0.5;
   CHECK_EQ(rd_init(&cfg), RD_EINVAL);
   rd_config_init(&cfg);
+  cfg.job_weight = -1;   /* fair-share weights: above 0, at most 1000 */
+  CHECK_EQ(rd_init(&cfg), RD_EINVAL);
+  cfg.job_weight = 1001;
+  CHECK_EQ(rd_init(&cfg), RD_EINVAL);
+  cfg.job_weight = 0.0 / 0.0;
+  CHECK_EQ(rd_init(&cfg), RD_EINVAL);
+  cfg.job_weight = 0;
+  setenv("RAYDIST_JOB_WEIGHT", "heavy", 1);
+  CHECK_EQ(rd_init(&cfg), RD_EINVAL);
+  setenv("RAYDIST_JOB_WEIGHT", "0", 1);
+  CHECK_EQ(rd_init(&cfg), RD_EINVAL);
+  unsetenv("RAYDIST_JOB_WEIGHT");
+  rd_config_init(&cfg);
   cfg.num_gpus = 1;
+  cfg.job_weight = 2.5;
   cfg.custom_resources = "accel=2";
   init_or_die(&cfg);
   rd_task_opts o;

@@ -316,8 +316,9 @@ const ProtobufCMessageDescriptor *wf_type_desc(unsigned t) {
     case RD__MSG_TYPE__MSG_LEASE_LOST: return &rd__lease_lost__descriptor;
     case RD__MSG_TYPE__MSG_WORKER_STATS: return &rd__worker_stats__descriptor;
     case RD__MSG_TYPE__MSG_TASK_CANCEL: return &rd__task_cancel__descriptor;
+    case RD__MSG_TYPE__MSG_LEASE_YIELD: return &rd__lease_yield__descriptor;
     default: return NULL;
   }
 }
 
-unsigned wf_max_type(void) { return RD__MSG_TYPE__MSG_TASK_CANCEL; }
+unsigned wf_max_type(void) { return RD__MSG_TYPE__MSG_LEASE_YIELD; }
