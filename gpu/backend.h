@@ -52,6 +52,7 @@ typedef struct rd__gpu_params {
   size_t max_seq;
   size_t max_batch;    /* sequences per pass (<= max_tokens) */
   size_t mem_limit;    /* 0 = none */
+  int mem_limit_from_share;   /* mem_limit is the GPU share's budget (RAYDIST_GPU_MEMORY_BYTES): say so */
   int attention;       /* rd_engine_attention */
 } rd__gpu_params;
 

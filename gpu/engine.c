@@ -139,12 +139,25 @@ int rd_engine_open(const rd_engine_config *cfg, rd_engine **out) {
     if (rc) return open_fail(cfg, e, seterr(e, rc, "%s", err));
   } else {
 #ifdef RD_ENGINE_CUDA
+    /* in a raydist worker holding a GPU share, the share's memory budget is
+     * a limit too (the smaller wins) */
+    size_t limit = cfg->gpu_mem_limit;
+    int from_share = 0;
+    const char *budget = getenv("RAYDIST_GPU_MEMORY_BYTES");
+    if (budget && *budget) {
+      unsigned long long b = strtoull(budget, NULL, 10);
+      if (b && (!limit || b < limit)) {
+        limit = (size_t)b;
+        from_share = 1;
+      }
+    }
     rd__gpu_params prm = {.device = cfg->device,
                           .bf16 = cfg->precision == RD_ENGINE_BF16,
                           .max_tokens = e->max_tokens,
                           .max_seq = e->max_seq,
                           .max_batch = nb < e->max_tokens ? nb : e->max_tokens,
-                          .mem_limit = cfg->gpu_mem_limit,
+                          .mem_limit = limit,
+                          .mem_limit_from_share = from_share,
                           .attention = (int)cfg->attention};
     rc = rd__gpu_open(&e->model, &prm, &e->gpu, err, sizeof err);
     if (rc) return open_fail(cfg, e, seterr(e, rc, "%s", err));

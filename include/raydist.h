@@ -49,6 +49,10 @@ typedef struct rd_config {
   const char *address;
   double num_cpus;              /* 0: number of online CPUs */
   double num_gpus;              /* <0 (default via rd_config_init): detect with CUDA; >=0: simulate that many */
+  /* Bytes of memory of each GPU, from which a task's or actor's GPU share
+   * gets its memory budget (rd_call_gpu_memory); 0: asked of CUDA, and no
+   * budget without a driver (simulated GPUs). */
+  uint64_t gpu_memory_bytes;
   uint64_t object_store_bytes;  /* 0: 512 MiB (env RAYDIST_OBJECT_STORE_BYTES) */
   const char *spill_dir;        /* NULL: <session>/spill; "" disables spilling */
   const char *custom_resources; /* "name=amount,name=amount" or NULL */
@@ -258,6 +262,14 @@ RD_EXTERN int rd_call_fail(rd_call *call, const char *fmt, ...)
 /* GPUs granted to this task: up to `max` ids and fractions of each (1.0 for
  * a whole GPU).  Returns the count.  CUDA_VISIBLE_DEVICES is set to them. */
 RD_EXTERN int rd_call_gpu_ids(const rd_call *call, int *ids, double *fractions, int max);
+/* Bytes of GPU memory this call's GPU share entitles it to: the sum over its
+ * GPUs of fraction x that GPU's memory (0.25 of an 80 GiB GPU: 20 GiB).
+ * 0 without GPUs, or when the node does not know its GPUs' memory.  The
+ * same number is in the environment as RAYDIST_GPU_MEMORY_BYTES while the
+ * call runs, where the inference engine takes it as its limit
+ * (docs/engine.md); user code that allocates GPU memory itself should keep
+ * within it. */
+RD_EXTERN uint64_t rd_call_gpu_memory(const rd_call *call);
 RD_EXTERN const char *rd_call_function_name(const rd_call *call);
 /* 0 on the first run, 1.. on retries after a worker died. */
 RD_EXTERN int rd_call_attempt(const rd_call *call);

@@ -206,7 +206,7 @@ static void usage_start(FILE *f) {
   fprintf(f,
           "usage: raydist start --head [--port N] [--node-ip IP] [--gcs-storage memory|file:PATH] [resources]\n"
           "       raydist start --address IP:PORT [--node-ip IP] [--token T] [resources]\n"
-          "resources: [--num-cpus N] [--num-gpus N] [--resources a=1,b=2] [--memory BYTES]\n"
+          "resources: [--num-cpus N] [--num-gpus N] [--gpu-memory BYTES] [--resources a=1,b=2] [--memory BYTES]\n"
           "           [--object-store-memory BYTES] [--max-workers N] [--log-level L]\n"
           "           [--metrics-port N]  (Prometheus /metrics; default any free port, -1 none;\n"
           "                                the address is in the node's session directory, file `metrics`)\n"
@@ -220,13 +220,13 @@ int rd__cli_start(int argc, char **argv) {
   int head = 0, port = DEFAULT_PORT;
   const char *address = NULL, *node_ip = "127.0.0.1", *token = getenv("RAYDIST_TOKEN");
   const char *num_cpus = NULL, *num_gpus = NULL, *resources = NULL, *memory = NULL, *store = NULL, *maxw = NULL,
-             *loglevel = NULL, *metrics_port = NULL, *gcs_storage = NULL;
+             *loglevel = NULL, *metrics_port = NULL, *gcs_storage = NULL, *gpu_memory = NULL;
   static const struct option lo[] = {
       {"head", 0, 0, 'H'},        {"port", 1, 0, 'p'},      {"address", 1, 0, 'a'},   {"node-ip", 1, 0, 'i'},
       {"token", 1, 0, 't'},       {"num-cpus", 1, 0, 'c'},  {"num-gpus", 1, 0, 'g'},  {"resources", 1, 0, 'r'},
       {"memory", 1, 0, 'm'},      {"object-store-memory", 1, 0, 'o'}, {"max-workers", 1, 0, 'w'},
       {"log-level", 1, 0, 'l'},   {"help", 0, 0, 'h'},      {"metrics-port", 1, 0, 'M'},
-      {"gcs-storage", 1, 0, 'S'}, {0, 0, 0, 0}};
+      {"gcs-storage", 1, 0, 'S'}, {"gpu-memory", 1, 0, 'u'}, {0, 0, 0, 0}};
   int ch;
   optind = 2;
   while ((ch = getopt_long(argc, argv, "", lo, NULL)) != -1) {
@@ -245,6 +245,7 @@ int rd__cli_start(int argc, char **argv) {
       case 'l': loglevel = optarg; break;
       case 'M': metrics_port = optarg; break;
       case 'S': gcs_storage = optarg; break;
+      case 'u': gpu_memory = optarg; break;
       case 'h': usage_start(stdout); return 0;
       default: usage_start(stderr); return 2;
     }
@@ -358,6 +359,7 @@ int rd__cli_start(int argc, char **argv) {
   if (head) nargs[k++] = "--head";
   if (num_cpus) { nargs[k++] = "--num-cpus"; nargs[k++] = (char *)num_cpus; }
   if (num_gpus) { nargs[k++] = "--num-gpus"; nargs[k++] = (char *)num_gpus; }
+  if (gpu_memory) { nargs[k++] = "--gpu-memory"; nargs[k++] = (char *)gpu_memory; }
   if (resources) { nargs[k++] = "--resources"; nargs[k++] = (char *)resources; }
   if (memory) { nargs[k++] = "--memory"; nargs[k++] = (char *)memory; }
   if (store) { nargs[k++] = "--object-store-memory"; nargs[k++] = (char *)store; }

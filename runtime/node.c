@@ -313,14 +313,21 @@ typedef struct grant_msg {
   int32_t ids[RD_RES_MAX_GPUS];
   int64_t shares[RD_RES_MAX_GPUS];
   size_t n;
+  uint64_t memory;          /* the GPU memory budget of the shares (0: unknown) */
 } grant_msg;
 
 static void grant_to_msg(const rd_res_grant *g, grant_msg *gm) {
   gm->n = (size_t)g->ngpus;
+  gm->memory = 0;
+  int known = 1;
   for (int i = 0; i < g->ngpus; i++) {
     gm->ids[i] = g->gpu_ids[i];
     gm->shares[i] = g->gpu_share[i];
+    uint64_t mem = g->gpu_ids[i] >= 0 && g->gpu_ids[i] < RD_RES_MAX_GPUS ? N.gpu_mem[g->gpu_ids[i]] : 0;
+    if (!mem) known = 0;
+    gm->memory += (uint64_t)((double)mem * (double)g->gpu_share[i] / RD_RES_UNIT);
   }
+  if (!known) gm->memory = 0;   /* a budget for part of the grant would mislead */
 }
 
 /* Lease idle worker w to `owner`: the worker gets one end of a fresh
@@ -342,6 +349,7 @@ static int lease_assign(node_worker *w, const rd_res_grant *g, node_client *owne
   la.gpu_ids = gm.ids;
   la.gpu_shares = gm.shares;
   la.visible_devices = w->visible;
+  la.gpu_memory = gm.memory;
   send_msg(w->client, RD__MSG_TYPE__MSG_LEASE_ASSIGN, &la.base, sv[0]);
   *owner_fd = sv[1];
   return 0;
@@ -980,6 +988,7 @@ static void actor_place(node_actor *a, node_worker *w, const rd_res_grant *g) {
   st.gpu_ids = gm.ids;
   st.gpu_shares = gm.shares;
   st.visible_devices = w->visible;
+  st.gpu_memory = gm.memory;
   st.restarts = (uint32_t)a->restarts;
   st.max_concurrency = a->max_concurrency;
   send_msg(w->client, RD__MSG_TYPE__MSG_ACTOR_START, &st.base, -1);
@@ -2282,14 +2291,22 @@ static int listen_unix(const char *path) {
 }
 
 /* Count GPUs through the CUDA driver API when it is installed (no link-time
- * dependency): 0 when there is no driver or no device. */
-static int detect_gpus(void) {
+ * dependency), and each one's memory into mem[] (left 0 where not known):
+ * 0 GPUs when there is no driver or no device. */
+static int detect_gpus(uint64_t mem[RD_RES_MAX_GPUS]) {
   void *h = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
   if (!h) return 0;
   int (*init)(unsigned) = (int (*)(unsigned))dlsym(h, "cuInit");
   int (*count)(int *) = (int (*)(int *))dlsym(h, "cuDeviceGetCount");
+  int (*get)(int *, int) = (int (*)(int *, int))dlsym(h, "cuDeviceGet");
+  int (*total)(size_t *, int) = (int (*)(size_t *, int))dlsym(h, "cuDeviceTotalMem_v2");
   int n = 0;
   if (!init || !count || init(0) != 0 || count(&n) != 0) n = 0;
+  for (int i = 0; i < n && i < RD_RES_MAX_GPUS && get && total; i++) {
+    int dev;
+    size_t bytes;
+    if (get(&dev, i) == 0 && total(&bytes, dev) == 0) mem[i] = bytes;
+  }
   dlclose(h);
   return n;
 }
@@ -2324,8 +2341,11 @@ int rd__node_main(const rd_node_opts *opts) {
   memset(&total, 0, sizeof(total));
   total.cpu = opts->num_cpus;
   int64_t gpus = opts->num_gpus;
-  if (gpus < 0) gpus = (int64_t)detect_gpus() * RD_RES_UNIT;
+  uint64_t gpu_mem[RD_RES_MAX_GPUS] = {0};
+  int detected = gpus < 0 || (gpus > 0 && !opts->gpu_memory) ? detect_gpus(gpu_mem) : 0;
+  if (gpus < 0) gpus = (int64_t)detected * RD_RES_UNIT;
   if (gpus / RD_RES_UNIT > RD_RES_MAX_GPUS) gpus = (int64_t)RD_RES_MAX_GPUS * RD_RES_UNIT;
+  for (int i = 0; i < RD_RES_MAX_GPUS; i++) N.gpu_mem[i] = opts->gpu_memory ? opts->gpu_memory : gpu_mem[i];
   total.gpu = gpus;
   total.memory = (int64_t)opts->memory;
   char err[200] = "";

@@ -8,6 +8,7 @@ typedef struct rd_node_opts {
   const char *session_dir;        /* holds node.sock; 0700 */
   int64_t num_cpus;               /* fixed point */
   int64_t num_gpus;               /* fixed point; <0: detect with CUDA */
+  uint64_t gpu_memory;            /* bytes of each GPU; 0: ask CUDA (unknown without a driver) */
   uint64_t memory;                /* bytes of memory budget */
   uint64_t store_bytes;
   const char *spill_dir;          /* NULL or "" = no spilling */

@@ -245,6 +245,7 @@ typedef struct rd__node_state {
   uv_timer_t tick;
   uv_signal_t sigterm, sigint;
   node_client *owner;             /* embedded: the driver whose exit stops the node */
+  uint64_t gpu_mem[RD_RES_MAX_GPUS];  /* bytes of GPU i (--gpu-memory, else CUDA; 0: unknown) */
   /* fair share between jobs (fair.c) */
   int fair_off;                   /* RAYDIST_FAIR_SHARE=0 */
   uint64_t fair_slice_ns;         /* a whole grant several jobs want changes hands after this x weight */

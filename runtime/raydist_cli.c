@@ -17,7 +17,7 @@
 
 static void usage(FILE *f) {
   fprintf(f,
-          "usage: raydist node --session DIR [--num-cpus N] [--num-gpus N] [--memory BYTES]\n"
+          "usage: raydist node --session DIR [--num-cpus N] [--num-gpus N] [--gpu-memory BYTES] [--memory BYTES]\n"
           "                    [--object-store-memory BYTES] [--spill-dir DIR] [--resources a=1,b=2]\n"
           "                    [--prestart N] [--max-workers N] [--ready-fd FD] [--embedded] [--log-level L]\n"
           "                    [--gcs IP:PORT --token-file F --node-ip IP [--head]] [--metrics-port N]\n"
@@ -79,7 +79,7 @@ int main(int argc, char **argv) {
       {"resources", 1, 0, 'r'},   {"prestart", 1, 0, 'p'},   {"max-workers", 1, 0, 'w'},
       {"ready-fd", 1, 0, 'f'},    {"embedded", 0, 0, 'e'},   {"log-level", 1, 0, 'l'},
       {"gcs", 1, 0, 'G'},         {"token-file", 1, 0, 'T'}, {"node-ip", 1, 0, 'I'},
-      {"head", 0, 0, 'H'},        {"metrics-port", 1, 0, 'M'}, {0, 0, 0, 0}};
+      {"head", 0, 0, 'H'},        {"metrics-port", 1, 0, 'M'}, {"gpu-memory", 1, 0, 'u'}, {0, 0, 0, 0}};
   int ch;
   optind = 2;
   while ((ch = getopt_long(argc, argv, "", lo, NULL)) != -1) {
@@ -102,10 +102,14 @@ int main(int argc, char **argv) {
       case 'I': o.node_ip = optarg; break;
       case 'H': o.is_head = 1; break;
       case 'M': o.metrics_port = atoi(optarg); break;
+      case 'u': bad = parse_u64(optarg, &o.gpu_memory); break;
       default: usage(stderr); return 2;
     }
     if (bad) {
-      fprintf(stderr, "raydist node: bad value '%s' for --%s\n", optarg, lo[0].name);
+      const char *name = "?";
+      for (const struct option *x = lo; x->name; x++)
+        if (x->val == ch) name = x->name;
+      fprintf(stderr, "raydist node: bad value '%s' for --%s\n", optarg, name);
       return 2;
     }
   }

@@ -2577,10 +2577,11 @@ static int start_daemon(const rd_config *cfg) {
   }
   int p[2];
   if (pipe2(p, O_CLOEXEC) != 0) return RD_ESYS;
-  char a_cpus[32], a_gpus[32], a_store[32], a_fd[16], a_pre[16], a_max[16], a_log[16], spill[400];
+  char a_cpus[32], a_gpus[32], a_gmem[32], a_store[32], a_fd[16], a_pre[16], a_max[16], a_log[16], spill[400];
   long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
   snprintf(a_cpus, sizeof(a_cpus), "%g", cfg->num_cpus > 0 ? cfg->num_cpus : (double)(ncpu > 0 ? ncpu : 1));
   snprintf(a_gpus, sizeof(a_gpus), "%g", cfg->num_gpus);
+  snprintf(a_gmem, sizeof(a_gmem), "%llu", (unsigned long long)cfg->gpu_memory_bytes);
   uint64_t store = cfg->object_store_bytes;
   const char *es = getenv("RAYDIST_OBJECT_STORE_BYTES");
   if (!store && es && *es) store = strtoull(es, NULL, 10);
@@ -2599,6 +2600,7 @@ static int start_daemon(const rd_config *cfg) {
   argv[k++] = "--session"; argv[k++] = G.session;
   argv[k++] = "--num-cpus"; argv[k++] = a_cpus;
   if (cfg->num_gpus >= 0) { argv[k++] = "--num-gpus"; argv[k++] = a_gpus; }
+  if (cfg->gpu_memory_bytes) { argv[k++] = "--gpu-memory"; argv[k++] = a_gmem; }
   argv[k++] = "--object-store-memory"; argv[k++] = a_store;
   argv[k++] = "--spill-dir"; argv[k++] = spill;
   if (cfg->custom_resources && *cfg->custom_resources) {

@@ -129,6 +129,7 @@ typedef struct rd__serve {
   int ngpus;
   int gpu_ids[RD_RES_MAX_GPUS];
   int64_t gpu_share[RD_RES_MAX_GPUS];
+  uint64_t gpu_memory;      /* bytes the shares entitle it to (0: unknown) */
   int closed;
   int busy;                 /* tasks from it running now: not freed before 0 */
   uint64_t actor_id;        /* a caller's connection to the actor hosted here */

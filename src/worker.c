@@ -45,6 +45,18 @@ static rd_call *running;    /* calls in user code now (G.mu): TaskCancel finds t
 static char *orig_visible;   /* CUDA_VISIBLE_DEVICES the worker started with */
 static int have_orig_visible;
 
+/* RAYDIST_GPU_MEMORY_BYTES: the budget of the GPU share held now (unset
+ * without one), read by the inference engine as its limit. */
+static void set_gpu_memory_env(uint64_t bytes) {
+  if (!bytes) {
+    unsetenv("RAYDIST_GPU_MEMORY_BYTES");
+    return;
+  }
+  char v[32];
+  snprintf(v, sizeof(v), "%llu", (unsigned long long)bytes);
+  setenv("RAYDIST_GPU_MEMORY_BYTES", v, 1);
+}
+
 /* The actor this worker hosts, once its constructor succeeded. */
 static struct {
   uint64_t id;
@@ -73,9 +85,11 @@ void rd__worker_on_assign(Rd__LeaseAssign *m, int fd) {
     s->gpu_ids[i] = m->gpu_ids[i];
     s->gpu_share[i] = i < (int)m->n_gpu_shares ? m->gpu_shares[i] : 0;
   }
+  s->gpu_memory = s->ngpus > 0 ? m->gpu_memory : 0;
   if (s->ngpus > 0) setenv("CUDA_VISIBLE_DEVICES", m->visible_devices, 1);
   else if (have_orig_visible) setenv("CUDA_VISIBLE_DEVICES", orig_visible, 1);
   else unsetenv("CUDA_VISIBLE_DEVICES");
+  set_gpu_memory_env(s->gpu_memory);
   s->next = G.serves;
   G.serves = s;
 }
@@ -408,6 +422,8 @@ static void actor_start(Rd__ActorStart *m) {
       A.grant.gpu_share[i] = i < (int)m->n_gpu_shares ? m->gpu_shares[i] : 0;
     }
     if (A.grant.ngpus > 0) setenv("CUDA_VISIBLE_DEVICES", m->visible_devices, 1);
+    A.grant.gpu_memory = A.grant.ngpus > 0 ? m->gpu_memory : 0;
+    set_gpu_memory_env(A.grant.gpu_memory);
     A.id = m->actor_id;
     A.cls = cls;
     A.restarts = (int)m->restarts;
@@ -590,6 +606,8 @@ int rd_call_fail(rd_call *call, const char *fmt, ...) {
   call->failed = 1;
   return RD_ETASK;
 }
+
+uint64_t rd_call_gpu_memory(const rd_call *call) { return call && call->grant ? call->grant->gpu_memory : 0; }
 
 int rd_call_gpu_ids(const rd_call *call, int *ids, double *fractions, int max) {
   if (!call || !call->grant) return 0;

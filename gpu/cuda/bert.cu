@@ -290,8 +290,9 @@ static int open_inner(rd__gpu *g, const rd__bert *m, const rd__gpu_params *prm, 
   if (prm->mem_limit && wb + ab > prm->mem_limit) {
     snprintf(ctx->buf, ctx->len,
              "engine needs %zu bytes of device memory (weights %zu + workspace %zu), over the "
-             "limit %zu: lower max_tokens_per_pass or max_seq_len",
-             wb + ab, wb, ab, prm->mem_limit);
+             "limit %zu%s: lower max_tokens_per_pass or max_seq_len",
+             wb + ab, wb, ab, prm->mem_limit,
+             prm->mem_limit_from_share ? " (this worker's GPU share, RAYDIST_GPU_MEMORY_BYTES)" : "");
     return RD_ENOMEM;
   }
   RD_CUDA_CHECK(ctx, cudaSetDevice(g->device));

@@ -6,6 +6,7 @@
  * (the state between stages is the fp32 residual stream, so it is expected
  * bit for bit; asserted to 1e-6).  Exits
  * 77 (skipped) when there is no CUDA device or the build has no CUDA path. */
+#include <stdlib.h>
 #include <string.h>
 
 #include "engine.h"
@@ -183,6 +184,17 @@ int main(void) {
   int rc = rd_engine_open(&cfg, &c);
   printf("1 MiB memory limit -> %d: %s\n", rc, err);
   CHECK(rc == RD_ENOMEM && c == NULL);
+  /* so is one a raydist worker's GPU share sets (the smaller limit wins) */
+  cfg.gpu_mem_limit = 0;
+  setenv("RAYDIST_GPU_MEMORY_BYTES", "1048576", 1);
+  rc = rd_engine_open(&cfg, &c);
+  printf("GPU share of 1 MiB -> %d: %s\n", rc, err);
+  CHECK(rc == RD_ENOMEM && c == NULL && strstr(err, "GPU share") != NULL);
+  setenv("RAYDIST_GPU_MEMORY_BYTES", "1099511627776", 1);   /* 1 TiB: no bound on this engine */
+  rc = rd_engine_open(&cfg, &c);
+  CHECK(rc == 0 && c != NULL);
+  rd_engine_close(c);
+  unsetenv("RAYDIST_GPU_MEMORY_BYTES");
   /* a batch over max_batch is refused */
   const char *many[129];
   for (int k = 0; k < 129; k++) many[k] = "x";

@@ -135,13 +135,16 @@ RD_ACTOR_METHOD(Counter, gpu) {
   (void)state;
   int ids[4];
   double fr[4];
-  long out[3] = {-1, 0, -1};
+  long out[5] = {-1, 0, -1, 0, -1};   /* id, share, visible, budget, budget in the environment */
   if (rd_call_gpu_ids(call, ids, fr, 4) == 1) {
     out[0] = ids[0];
     out[1] = (long)(fr[0] * 10000 + 0.5);
   }
   const char *v = getenv("CUDA_VISIBLE_DEVICES");
   if (v && *v) out[2] = atol(v);
+  out[3] = (long)rd_call_gpu_memory(call);
+  v = getenv("RAYDIST_GPU_MEMORY_BYTES");
+  if (v && *v) out[4] = atol(v);
   return rd_return_bytes(call, 0, out, sizeof(out));
 }
 
@@ -441,6 +444,7 @@ static int t_gpu_actors(void) {
   rd_config cfg;
   rd_config_init(&cfg);
   cfg.num_gpus = 1;
+  cfg.gpu_memory_bytes = 1ull << 32;   /* 4 GiB: each quarter may use 1 GiB */
   init_or_die(&cfg);
   rd_actor_opts o;
   rd_actor_opts_init(&o);
@@ -459,23 +463,26 @@ static int t_gpu_actors(void) {
     if (!ready[i]) { waiting = i; continue; }
     rd_buf b;
     CHECK_EQ(rd_get(&r[i], 1, &b, 0), 0);
-    long g[3];
+    long g[5];
     memcpy(g, b.data, sizeof(g));
     rd_buf_release(&b);
     CHECK_EQ(g[0], 0);
     CHECK_EQ(g[1], 2500);
     CHECK_EQ(g[2], 0);
+    CHECK_EQ(g[3], 1l << 30);
+    CHECK_EQ(g[4], 1l << 30);
   }
   CHECK(waiting >= 0);
   int victim = waiting == 0 ? 1 : 0;
   CHECK_EQ(rd_actor_kill(a[victim], 1), 0);
   rd_buf b;
   CHECK_EQ(rd_get(&r[waiting], 1, &b, 30000), 0);
-  long g[3];
+  long g[5];
   memcpy(g, b.data, sizeof(g));
   rd_buf_release(&b);
   CHECK_EQ(g[0], 0);
   CHECK_EQ(g[1], 2500);
+  CHECK_EQ(g[3], 1l << 30);
   rd_shutdown();
   return 0;
 }

@@ -89,13 +89,16 @@ RD_REMOTE(checksum) {
   return rd_return_bytes(call, 0, &s, sizeof(s));
 }
 
-/* Sleeps args[0] ms; returns {start, end, pid, ngpus, gpu id, fraction*1e4, visible devices...} */
+/* Sleeps args[0] ms; returns {start, end, pid, ngpus, gpu id, fraction*1e4, visible devices,
+ * GPU memory budget from the call and from the environment} */
 typedef struct span {
   double start, end;
   long pid;
   int ngpus, gpu0;
   long frac0;
   char visible[32];
+  uint64_t gpu_mem;
+  char gpu_mem_env[32];
 } span;
 
 RD_REMOTE(sleep_span) {
@@ -116,6 +119,9 @@ RD_REMOTE(sleep_span) {
   s.frac0 = s.ngpus ? (long)(fr[0] * 10000 + 0.5) : 0;
   const char *v = getenv("CUDA_VISIBLE_DEVICES");
   snprintf(s.visible, sizeof(s.visible), "%s", v ? v : "(unset)");
+  s.gpu_mem = rd_call_gpu_memory(call);
+  v = getenv("RAYDIST_GPU_MEMORY_BYTES");
+  snprintf(s.gpu_mem_env, sizeof(s.gpu_mem_env), "%s", v ? v : "(unset)");
   return rd_return_bytes(call, 0, &s, sizeof(s));
 }
 
@@ -473,7 +479,8 @@ static int t_store_full(void) {
 static int t_gpu_packing(void) {
   rd_config cfg;
   rd_config_init(&cfg);
-  cfg.num_gpus = 1;   /* one simulated GPU */
+  cfg.num_gpus = 1;   /* one simulated GPU of 8 GB */
+  cfg.gpu_memory_bytes = 8000000000ull;
   init_or_die(&cfg);
   rd_task_opts o;
   rd_task_opts_init(&o);
@@ -493,6 +500,8 @@ static int t_gpu_packing(void) {
     CHECK_EQ(s[i].gpu0, 0);
     CHECK_EQ(s[i].frac0, 2500);
     CHECK(strcmp(s[i].visible, "0") == 0);
+    CHECK_EQ(s[i].gpu_mem, 2000000000ull);   /* a quarter of the GPU's memory */
+    CHECK(strcmp(s[i].gpu_mem_env, "2000000000") == 0);
   }
   /* at most four ran at once, and some task started only after another ended */
   int max_conc = 0, waited = 0;
@@ -519,6 +528,16 @@ static int t_gpu_packing(void) {
   memcpy(&cs, b.data, sizeof(cs));
   rd_buf_release(&b);
   CHECK_EQ(cs.ngpus, 0);
+  CHECK_EQ(cs.gpu_mem, 0);
+  CHECK(strcmp(cs.gpu_mem_env, "(unset)") == 0);
+  /* a whole GPU: all of it (the same workers, so the variable follows each lease) */
+  o.num_gpus = 1;
+  CHECK_EQ(rd_submit(sleep_span, RD_ARGS(rd_arg_bytes(&ms, sizeof(ms))), &o, &r), 0);
+  CHECK_EQ(rd_get(&r, 1, &b, 30000), 0);
+  memcpy(&cs, b.data, sizeof(cs));
+  rd_buf_release(&b);
+  CHECK_EQ(cs.gpu_mem, 8000000000ull);
+  CHECK(strcmp(cs.gpu_mem_env, "8000000000") == 0);
   rd_shutdown();
   return 0;
 }
