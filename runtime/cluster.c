@@ -55,6 +55,17 @@ enum { SIDE_OWNER = 1, SIDE_WORKER = 2 };
 enum { STRAT_DEFAULT = 0, STRAT_SPREAD = 1, STRAT_AFFINITY = 2 };
 
 /* A lease request of a local owner forwarded to another node. */
+/* A node that could not start a job's workers (its executable will not run
+ * there, or its code could not be fetched), avoided for that job until
+ * `until`: requests go to other nodes meanwhile. */
+#define CL_AVOID_MAX 64
+typedef struct cl_avoid {
+  const node_job *job;      /* this node's record of the job (NULL: a free slot) */
+  uint32_t node;
+  uint64_t until;
+  char why[240];
+} cl_avoid;
+
 typedef struct cl_rreq {
   node_client *owner;
   uint64_t owner_req;       /* the owner's req_id */
@@ -163,6 +174,8 @@ static struct {
   rd_gcs_node *view;        /* loop's copy */
   size_t nview;
   uint64_t link_failed_at[4096];
+  cl_avoid avoid[CL_AVOID_MAX];   /* nodes that could not start a job's workers */
+  uint64_t avoid_ns;        /* for this long (RAYDIST_NODE_AVOID_MS) */
   uint64_t next_link_req, next_chan;
   uint64_t view_seq;
   unsigned spread_rr;
@@ -190,6 +203,40 @@ static const rd_gcs_node *view_find(uint32_t index) {
   for (size_t i = 0; i < C.nview; i++)
     if (C.view[i].index == index) return &C.view[i];
   return NULL;
+}
+
+/* The entry saying node must not be used for job now, or NULL. */
+static const cl_avoid *avoid_find(const node_job *job, uint32_t node) {
+  if (!job) return NULL;
+  uint64_t now = rd__now_ns();
+  for (int i = 0; i < CL_AVOID_MAX; i++)
+    if (C.avoid[i].job == job && C.avoid[i].node == node && C.avoid[i].until > now) return &C.avoid[i];
+  return NULL;
+}
+
+int rd__cluster_avoid(const node_job *job, uint32_t node, const char *why) {
+  if (!C.on || !job) return 0;
+  if (!node) node = C.index;
+  uint64_t now = rd__now_ns();
+  cl_avoid *slot = NULL;
+  for (int i = 0; i < CL_AVOID_MAX && !slot; i++)
+    if (C.avoid[i].job == job && C.avoid[i].node == node) slot = &C.avoid[i];
+  for (int i = 0; i < CL_AVOID_MAX && !slot; i++)
+    if (!C.avoid[i].job || C.avoid[i].until <= now) slot = &C.avoid[i];
+  if (!slot) {   /* full of live entries: the one that ends first goes */
+    slot = &C.avoid[0];
+    for (int i = 1; i < CL_AVOID_MAX; i++)
+      if (C.avoid[i].until < slot->until) slot = &C.avoid[i];
+  }
+  int fresh = slot->job != job || slot->node != node || slot->until <= now;
+  slot->job = job;
+  slot->node = node;
+  slot->until = now + C.avoid_ns;
+  snprintf(slot->why, sizeof(slot->why), "%s", why ? why : "");
+  if (fresh)
+    rd__log(RD_LOG_WARN, "node %u cannot start workers of job %u (%s): its requests go to other nodes for %llu s",
+            node, job->id, slot->why, (unsigned long long)(C.avoid_ns / 1000000000ull));
+  return 1;
 }
 
 static int node_usable(const rd_gcs_node *n) {
@@ -552,13 +599,22 @@ static cl_chan *chan_new(int fd, node_client *link, uint64_t id, int side) {
 /* ------------------------------------------------------------- placement */
 
 /* The node a request should run on (C.index for here), or 0 with an error. */
-static uint32_t place(const Rd__LeaseRequest *m, const rd_resources *res, int *err, char *why, size_t whylen) {
+static uint32_t place(const Rd__LeaseRequest *m, const rd_resources *res, const node_job *job, int *err, char *why,
+                      size_t whylen) {
+  const cl_avoid *bad = NULL;   /* a node left out because it cannot start job's workers */
   int local_ok = rd_res_feasible(&N.ledger, res);
+  if (local_ok && (bad = avoid_find(job, C.index)) != NULL) local_ok = 0;
   if (m->strategy == STRAT_AFFINITY) {
     uint32_t t = m->node_affinity;
     if (t == C.index && local_ok) return C.index;
     const rd_gcs_node *n = view_find(t);
-    if (n && t != C.index && node_usable(n) && fits_total(&n->total, res)) return t;
+    const cl_avoid *ta = avoid_find(job, t);
+    if (n && t != C.index && node_usable(n) && fits_total(&n->total, res) && !ta) return t;
+    if (!m->soft && ta) {
+      *err = RD_ESYS;
+      snprintf(why, whylen, "node affinity: node %u cannot start this job's workers: %s", t, ta->why);
+      return 0;
+    }
     if (!m->soft) {
       *err = n && n->state == RD_GCS_NODE_ALIVE ? RD_EINFEASIBLE : RD_ENODE_DIED;
       snprintf(why, whylen, "node affinity: node %u %s", t,
@@ -572,7 +628,15 @@ static uint32_t place(const Rd__LeaseRequest *m, const rd_resources *res, int *e
   if (local_ok) cand[nc++] = C.index;
   for (size_t i = 0; i < C.nview && nc < 4096; i++) {
     const rd_gcs_node *n = &C.view[i];
-    if (n->index != C.index && node_usable(n) && fits_total(&n->total, res)) cand[nc++] = n->index;
+    if (n->index == C.index || !node_usable(n) || !fits_total(&n->total, res)) continue;
+    const cl_avoid *a = avoid_find(job, n->index);
+    if (a) bad = a;
+    else cand[nc++] = n->index;
+  }
+  if (nc == 0 && bad) {
+    *err = RD_ESYS;
+    snprintf(why, whylen, "no node can start this job's workers: node %u: %s", bad->node, bad->why);
+    return 0;
   }
   if (nc == 0) {
     *err = RD_EINFEASIBLE;
@@ -686,7 +750,7 @@ int rd__cluster_lease_request(node_client *c, const Rd__LeaseRequest *m, const r
   if (!C.on) return 0;
   int err = 0;
   char why[300] = "";
-  uint32_t t = place(m, res, &err, why, sizeof(why));
+  uint32_t t = place(m, res, rd__node_client_job(c), &err, why, sizeof(why));
   if (t == C.index) return 0;
   if (t == 0 && err != RD_EINFEASIBLE) {
     rd__node_reply_grant(c, m->req_id, err, why);
@@ -750,7 +814,7 @@ static void view_changed(void) {
     if (q->target || q->view_seq == C.view_seq || q->pg_id) continue;
     int err = 0;
     char why[300] = "";
-    uint32_t t = place(&q->req, &q->res, &err, why, sizeof(why));
+    uint32_t t = place(&q->req, &q->res, q->job, &err, why, sizeof(why));
     if (t == 0) {
       rd__node_reply_grant(q->owner, q->owner_req, err, why);
       rreq_unlink(q);
@@ -1013,7 +1077,14 @@ static void on_link_grant(node_client *c, Rd__LinkGrant *m) {
     if (q->pg_id && m->status == RD_EAGAIN) rd__pg_forget(q->pg_id);   /* the bundle is not there now */
     char buf[400];
     snprintf(buf, sizeof(buf), "node %u: %s", q->target, m->error && *m->error ? m->error : rd_strerror(m->status));
-    rd__node_reply_grant(q->owner, q->owner_req, m->status, buf);
+    int status = m->status;
+    /* its workers cannot start there (or its code cannot be fetched): not the
+     * task's fault, so the node is avoided for this job and the owner asks
+     * again, to be placed elsewhere (or told that no node can run it) */
+    if ((status == RD_ESYS || status == RD_EIO) && !q->pg_id &&
+        rd__cluster_avoid(q->job, q->target, m->error && *m->error ? m->error : rd_strerror(status)))
+      status = RD_EAGAIN;
+    rd__node_reply_grant(q->owner, q->owner_req, status, buf);
     free(q);
     return;
   }
@@ -1243,7 +1314,7 @@ uint32_t rd__cluster_actor_place(const node_actor *a, int *err, char *why, size_
   m.strategy = a->strategy;
   m.node_affinity = a->affinity;
   m.soft = a->soft;
-  uint32_t t = place(&m, &a->res, err, why, whylen);
+  uint32_t t = place(&m, &a->res, a->job, err, why, whylen);
   return t == C.index ? 0 : t;
 }
 
@@ -2111,6 +2182,8 @@ int rd__cluster_start(const rd_node_opts *o, char *err, size_t errlen) {
   snprintf(C.gcs_addr, sizeof(C.gcs_addr), "%s", o->gcs_address);
   const char *gt = getenv("RAYDIST_GCS_TIMEOUT_S");
   C.gcs_timeout_ns = (uint64_t)(gt && atoi(gt) > 0 ? atoi(gt) : 60) * 1000000000ull;
+  const char *av = getenv("RAYDIST_NODE_AVOID_MS");
+  C.avoid_ns = (uint64_t)(av && atol(av) > 0 ? atol(av) : 60000) * 1000000ull;
   int r = read_token(o->token_file, C.token, sizeof(C.token), err, errlen);
   if (r != 0) return r;
   setenv("GRPC_ENABLE_FORK_SUPPORT", "false", 1);   /* workers are fork+exec'd by libuv */

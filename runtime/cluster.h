@@ -34,6 +34,10 @@ int rd__cluster_alive_nodes(void);
 /* A lease request from a local owner: 0 = schedule it here, 1 = taken
  * (forwarded to another node, or answered with an error). */
 int rd__cluster_lease_request(node_client *c, const Rd__LeaseRequest *m, const rd_resources *res);
+/* Node `node` (0: this one) cannot start job's workers (why): leave it out of
+ * job's placements for RAYDIST_NODE_AVOID_MS (60 s).  1 when recorded, so
+ * requests may go elsewhere; 0 when not in a cluster. */
+int rd__cluster_avoid(const node_job *job, uint32_t node, const char *why);
 /* 1 when the cancel/return named a remote lease and was handled here. */
 int rd__cluster_lease_cancel(node_client *c, uint64_t req_id);
 int rd__cluster_lease_return(node_client *c, const Rd__LeaseReturn *m);

@@ -475,7 +475,7 @@ const char *rd__node_grant_error(int status, const node_worker *w) {
 /* Fail what waits in q (only job j's requests when j is set): its bundle is
  * gone, or workers of the job cannot be started at all (its executable will
  * not run), so they fail with the reason instead of waiting forever. */
-static void fail_queue_job(rd_sched_queue *q, int status, const char *why, const node_job *j) {
+static void fail_queue_job(rd_sched_queue *q, int status, const char *why, const node_job *j, int elsewhere) {
   for (rd_sched_item *it = q->head, *next; it; it = next) {
     next = it->next;
     lease_req *r = it->data;
@@ -485,6 +485,12 @@ static void fail_queue_job(rd_sched_queue *q, int status, const char *why, const
     if (r->actor) {
       r->actor->req = NULL;
       actor_die(r->actor, why);
+    } else if (elsewhere && !r->bundle && r->owner->role != ROLE_LINK) {
+      /* a local owner asks again and is placed on another node (a peer's
+       * request fails back to its node, which does the same) */
+      char buf[460];
+      snprintf(buf, sizeof(buf), "placed again: %s", why);
+      rd__node_reply_grant(r->owner, r->req_id, RD_EAGAIN, buf);
     } else {
       rd__node_reply_grant(r->owner, r->req_id, status, why);
     }
@@ -493,11 +499,12 @@ static void fail_queue_job(rd_sched_queue *q, int status, const char *why, const
   }
 }
 
-static void fail_queue(rd_sched_queue *q, int status, const char *why) { fail_queue_job(q, status, why, NULL); }
+static void fail_queue(rd_sched_queue *q, int status, const char *why) { fail_queue_job(q, status, why, NULL, 0); }
 
-static void fail_job_queued(node_job *j, int status, const char *why) {
-  fail_queue_job(&N.queue, status, why, j);
-  for (node_bundle *b = N.bundles; b; b = b->next) fail_queue_job(&b->queue, status, why, j);
+/* elsewhere: local owners' task leases are told to ask again instead */
+static void fail_job_queued(node_job *j, int status, const char *why, int elsewhere) {
+  fail_queue_job(&N.queue, status, why, j, elsewhere);
+  for (node_bundle *b = N.bundles; b; b = b->next) fail_queue_job(&b->queue, status, why, j, 0);
 }
 
 /* A request of c (a client, or a peer node's link) failed before it was
@@ -566,7 +573,8 @@ static void dispatch(void) {
       char why[400];
       snprintf(why, sizeof(why), "%s", j->spawn_error);
       j->spawn_failures = 0;   /* a later request tries again */
-      fail_job_queued(j, RD_ESYS, why);
+      /* in a cluster, other nodes may run it: this one is avoided for the job */
+      fail_job_queued(j, RD_ESYS, why, rd__cluster_avoid(j, 0, why));
     }
   }
 }

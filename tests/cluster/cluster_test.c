@@ -134,6 +134,63 @@ static uint32_t run_where(const char *res) {
   return node_of(r);
 }
 
+/* Node c cannot run this program (its workers exit at once there, as a
+ * binary missing a library would): tasks must not fail for it.  From the
+ * head, SPREAD tasks land on a and b only; from c itself (the script sets
+ * RAYDIST_NODE_IP), tasks that would pack on c spill.  A task only c can
+ * run fails with the reason, at once. */
+static int t_bad_node(void) {
+  const char *s = getenv("RAYDIST_SESSION");
+  if (getenv("RAYDIST_WORKER_ID") && s && strstr(s, "node-127.0.0.3")) _exit(3);
+  join();
+  rd_node_info ni;
+  CHECK_EQ(rd_node_info_get(&ni), 0);
+  const char *ip = getenv("RAYDIST_NODE_IP");
+  int on_c = ip && !strcmp(ip, "127.0.0.3");
+  uint32_t here = ni.node_index, b = run_where("only_b=1");
+  rd_task_opts o;
+  rd_task_opts_init(&o);
+  if (!on_c) o.strategy = RD_STRATEGY_SPREAD;   /* on c: the default packs here first */
+  enum { K = 24 };
+  rd_ref refs[K];
+  uint32_t ms = 50;
+  for (uint32_t i = 0; i < K; i++)
+    CHECK_EQ(rd_submit(slow_where, RD_ARGS(rd_arg_bytes(&ms, 4), rd_arg_bytes(&i, 4)), &o, &refs[i]), 0);
+  int count[4096] = {0};
+  for (int i = 0; i < K; i++) {
+    rd_buf r;
+    int e = rd_get(&refs[i], 1, &r, 60000);
+    if (e != 0) {
+      fprintf(stderr, "task %d: %s: %.*s\n", i, rd_err_name(e), (int)r.size, (const char *)r.data);
+      return 1;
+    }
+    uint32_t v[2];
+    memcpy(v, r.data, 8);
+    CHECK_EQ(v[1], i);
+    count[v[0] & 4095]++;
+    rd_buf_release(&r);
+    rd_ref_release(refs[i]);
+  }
+  printf("driver on node %u (%s): %d tasks on it, %d on b (node %u), %d elsewhere\n", here, on_c ? "c" : "the head",
+         count[here], count[b], b, K - count[here] - (b != here ? count[b] : 0));
+  if (on_c) CHECK_EQ(count[here], 0);              /* none on c */
+  else CHECK_EQ(count[here] + count[b], K);        /* all on the head and b */
+  /* only c has only_c: the task fails with why, it does not wait */
+  rd_task_opts_init(&o);
+  o.resources = "only_c=1";
+  rd_ref r;
+  CHECK_EQ(rd_submit(where, RD_NO_ARGS, &o, &r), 0);
+  rd_buf out;
+  int e = rd_get(&r, 1, &out, 60000);
+  printf("a task only node c can run: %s: %.*s\n", rd_err_name(e), (int)out.size, (const char *)out.data);
+  CHECK_EQ(e, RD_ESYS);
+  CHECK(out.size > 0 && memmem(out.data, out.size, "status 3", 8) != NULL);
+  rd_buf_release(&out);
+  rd_ref_release(r);
+  rd_shutdown();
+  return 0;
+}
+
 static int t_custom_resources(void) {
   join();
   rd_node_info ni;
@@ -1529,7 +1586,7 @@ int main(int argc, char **argv) {
       {"two_jobs_local", t_two_jobs_local},     {"lease_reuse", t_lease_reuse},
       {"detached_make", t_detached_make},       {"detached_use", t_detached_use},
       {"detached_gone", t_detached_gone},       {"gcs_restart_before", t_gcs_restart_before},
-      {"gcs_restart_after", t_gcs_restart_after}, {"lineage", t_lineage},       {"cancel", t_cancel}, {"memory_remote", t_memory_remote},
+      {"gcs_restart_after", t_gcs_restart_after}, {"lineage", t_lineage}, {"bad_node", t_bad_node},       {"cancel", t_cancel}, {"memory_remote", t_memory_remote},
   };
   return rd_test_main(argc, argv, cases, sizeof(cases) / sizeof(cases[0]));
 }

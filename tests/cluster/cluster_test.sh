@@ -112,6 +112,14 @@ case "$CASE" in
     # the first program again, alone: the nodes reuse or restart its workers
     "$T" custom_resources || fail "the first job after both"
     ;;
+  bad_node)
+    # node c cannot start this program's workers (they exit at once there):
+    # from the head its tasks go to a and b, from c itself they spill
+    "$T" bad_node || fail "bad_node from the head"
+    RAYDIST_NODE_IP=127.0.0.3 "$T" bad_node || fail "bad_node from node c"
+    grep -q "cannot start workers of job" "$ROOT/node-127.0.0.1/node.log" || fail "the head never avoided node c"
+    grep -q "cannot start workers of job" "$ROOT/node-127.0.0.3/node.log" || fail "node c never avoided itself"
+    ;;
   memory_monitor)
     # node d kills a task spilled to it for memory (its own limit only)
     RAYDIST_MEMORY_LIMIT_BYTES=419430400 RAYDIST_MEMORY_MONITOR_MS=50 "$R" start --address "$ADDR" \
