@@ -414,8 +414,8 @@ RD_EXTERN int rd_call_actor_restarts(const rd_call *call);
  *   RD_PG_STRICT_PACK   all bundles on one node, or wait;
  *   RD_PG_STRICT_SPREAD every bundle on a different node, or wait.
  * A group lives until rd_pg_remove or until the driver that created it
- * exits (one created by a task: until its job ends on the node that
- * records it); a bundle whose node dies is reserved again elsewhere. */
+ * exits (one created by a task: until that run of its job ends, wherever
+ * the task ran); a bundle whose node dies is reserved again elsewhere. */
 enum { RD_PG_PACK = 0, RD_PG_SPREAD = 1, RD_PG_STRICT_PACK = 2, RD_PG_STRICT_SPREAD = 3 };
 #define RD_PG_MAX_BUNDLES 64
 

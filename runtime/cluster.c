@@ -79,6 +79,7 @@ typedef struct cl_rreq {
   uint64_t pg_id;           /* for a placement-group bundle on target (pg.c) */
   int bundle;
   node_job *job;            /* the owner's: its code runs there */
+  uint32_t gcs_job;         /* the owner's GCS job when it is a worker here (its lease's) */
   struct cl_rreq *next;
 } cl_rreq;
 
@@ -708,7 +709,7 @@ static void rreq_send(cl_rreq *q) {
   m.code_hash = q->job->code_hash;
   m.n_argv = q->job->argc;
   m.argv = q->job->argv;
-  m.job_id = q->job->gcs_job_id;
+  m.job_id = q->gcs_job ? q->gcs_job : q->job->gcs_job_id;
   m.pg_id = q->pg_id;
   m.bundle_index = q->bundle;
   link_send(q->link, RD__MSG_TYPE__MSG_LINK_LEASE, &m.base);
@@ -765,6 +766,7 @@ int rd__cluster_lease_request(node_client *c, const Rd__LeaseRequest *m, const r
   }
   q->owner = c;
   q->job = rd__node_client_job(c);
+  q->gcs_job = c->worker ? c->worker->gcs_job : 0;
   q->owner_req = m->req_id;
   q->link_req = ++C.next_link_req;
   q->target = t;
@@ -792,6 +794,7 @@ void rd__cluster_lease_to(node_client *c, uint64_t req_id, const rd_resources *r
   }
   q->owner = c;
   q->job = rd__node_client_job(c);
+  q->gcs_job = c->worker ? c->worker->gcs_job : 0;
   q->owner_req = req_id;
   q->link_req = ++C.next_link_req;
   q->target = target;
@@ -916,6 +919,7 @@ typedef struct code_fetch {
   int priority;
   uint64_t pg_id;           /* granted from this bundle here */
   int bundle;
+  uint32_t gcs_job;         /* the requester's GCS job (LinkLease.job_id) */
   char hash[65];
   char path[600];
   char **argv;
@@ -946,7 +950,7 @@ static void queue_link_request(node_client *link, const code_fetch *f) {
     rd__node_reply_grant(link, f->req_id, RD_EAGAIN, why);
     return;
   }
-  rd__node_lease_queue(link, f->req_id, &f->res, f->priority, b, f->job);
+  rd__node_lease_queue(link, f->req_id, &f->res, f->priority, b, f->job, f->gcs_job);
 }
 
 /* Forwarded requests that waited for the job's code hash go now. */
@@ -1057,6 +1061,7 @@ static void on_link_lease(node_client *c, Rd__LinkLease *m) {
   f->priority = m->priority;
   f->pg_id = m->pg_id;
   f->bundle = m->bundle_index;
+  f->gcs_job = m->job_id;
   code_fetch_start(f, c, m->code_hash, m->argv, m->n_argv);
 }
 

@@ -441,6 +441,7 @@ static void granted(rd_sched_item *it, const rd_res_grant *g, void *ctx) {
   } else {
     worker_bind_bundle(w, b);
     w->lease_priority = r->item.priority;
+    w->gcs_job = r->gcs_job;
     w->granted_ns = rd__now_ns();
     uint64_t waited = w->granted_ns - r->queued_ns;
     N.lease_wait[rd__hist_bucket(waited)]++;
@@ -528,7 +529,7 @@ void rd__node_reply_grant(node_client *c, uint64_t req_id, int status, const cha
 /* Queue a lease request of c (a client, or a peer's link) for the node's
  * own resources, or for bundle b's. */
 void rd__node_lease_queue(node_client *c, uint64_t req_id, const rd_resources *res, int priority, node_bundle *b,
-                          node_job *job) {
+                          node_job *job, uint32_t gcs_job) {
   if (!job) job = rd__node_client_job(c);
   if (!job) {
     rd__node_reply_grant(c, req_id, RD_ESTATE, "this client has no job: its hello named no executable to run");
@@ -540,6 +541,7 @@ void rd__node_lease_queue(node_client *c, uint64_t req_id, const rd_resources *r
     return;
   }
   r->job = job;
+  r->gcs_job = gcs_job ? gcs_job : c->worker ? c->worker->gcs_job : c->job ? c->job->gcs_job_id : 0;
   r->item.req = *res;
   r->item.priority = priority;
   r->item.data = r;
@@ -608,7 +610,7 @@ static void on_lease_request(node_client *c, Rd__LeaseRequest *m) {
     send_msg(c, RD__MSG_TYPE__MSG_LEASE_GRANT, &lg.base, -1);
     return;
   }
-  rd__node_lease_queue(c, m->req_id, &res, m->priority, NULL, NULL);
+  rd__node_lease_queue(c, m->req_id, &res, m->priority, NULL, NULL, 0);
 }
 
 /* Forget request req_id that c (a client, or a peer's link) has queued

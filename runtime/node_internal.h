@@ -86,6 +86,7 @@ typedef struct lease_req {
   uint64_t req_id;
   node_bundle *bundle;      /* queued in this bundle's queue (NULL: N.queue) */
   uint32_t yield_worker;    /* fair.c: the worker whose lease was asked back for it (0: none) */
+  uint32_t gcs_job;         /* the GCS job (a run) it is for, when known (0: not) */
   node_actor *actor;        /* placing this actor rather than leasing a worker */
   node_job *job;            /* only a worker of this job may take it */
   uint64_t queued_ns;       /* when it was queued (metrics: lease wait) */
@@ -192,6 +193,7 @@ struct node_worker {
   int32_t lease_priority;   /* the priority of the request its lease was granted for */
   uint64_t granted_ns;      /* when it was last leased */
   int yield_asked;          /* its lease owner was asked to give the lease back (fair.c) */
+  uint32_t gcs_job;         /* the GCS job its lease is for (0: not known); what its tasks make belongs to it */
   char kill_why[360];       /* killed by the memory monitor: why (its actor's death reason) */
   uint64_t kill_deadline;   /* graceful actor exit: SIGKILL after this */
   uint64_t idle_since;      /* when it last became idle */
@@ -282,9 +284,10 @@ void rd__node_worker_release(node_worker *w);
  * as none free. */
 rd_resources rd__node_avail(void);
 void rd__node_bundle_drop(node_bundle *b, const char *why);
-/* job NULL: the client's own (a driver's, or its worker's) */
+/* job NULL: the client's own (a driver's, or its worker's); gcs_job 0: the
+ * GCS job of a local owner (a driver's run, or its worker's lease) */
 void rd__node_lease_queue(node_client *c, uint64_t req_id, const rd_resources *res, int priority, node_bundle *b,
-                          node_job *job);
+                          node_job *job, uint32_t gcs_job);
 int rd__node_lease_drop(node_client *c, uint64_t req_id);
 void rd__node_actor_schedule(node_actor *a);
 void rd__node_actor_die(node_actor *a, const char *why);

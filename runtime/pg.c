@@ -42,6 +42,7 @@ typedef struct pg_rec {
   uint32_t node[PG_MAX];          /* where each bundle is reserved (0: not now) */
   uint32_t creator;               /* the driver (client id) whose exit removes it; 0: none */
   node_job *job;                  /* made by a task (creator 0): the job whose end removes it */
+  uint32_t gcs_job;               /* ... that task's GCS job, when known: its end in the GCS removes it */
   /* a reservation in flight (records) */
   uint64_t txn;
   uint32_t want[PG_MAX];          /* its proposal */
@@ -88,6 +89,8 @@ static struct {
   pg_park *parked;
   pg_fwd *fwds;
   uint64_t next_seq, next_txn, next_fwd;
+  int sweeping;             /* a read of the GCS job table is in flight (sweep_maybe) */
+  uint64_t swept_ns;
 } P;
 
 static void pg_changed(pg_rec *p);
@@ -700,7 +703,7 @@ static int route(pg_rec *p, node_client *c, uint64_t req_id, const rd_resources 
       rd__node_reply_grant(c, req_id, RD_EAGAIN, why);
       return 1;
     }
-    rd__node_lease_queue(c, req_id, res, priority, b, NULL);
+    rd__node_lease_queue(c, req_id, res, priority, b, NULL, 0);
     return 1;
   }
   if (!rd__cluster_node_usable(t)) return 0;   /* waits: the node is dying or its link just failed */
@@ -872,6 +875,7 @@ void rd__pg_on_create(node_client *c, const Rd__PgCreate *m) {
   p->state = PG_PENDING;
   p->creator = c->role == ROLE_DRIVER ? c->id : 0;
   p->job = c->role == ROLE_DRIVER ? NULL : rd__node_client_job(c);
+  p->gcs_job = c->role != ROLE_DRIVER && c->worker ? c->worker->gcs_job : 0;
   p->next = P.recs;
   P.recs = p;
   if (rd__cluster_on() && p->name[0]) {   /* answered once the GCS has it and the name is ours */
@@ -1157,10 +1161,79 @@ static void retry_waiting(void) {
   schedule_waiting(0);
 }
 
+/* Groups that tasks of a job made here, when no driver of that job runs
+ * here: no driver's exit removes them, so every PG_SWEEP_NS the GCS job
+ * table says whether their jobs ended (the job's last driver left, or its
+ * node died), and the groups of ended jobs go. */
+#define PG_SWEEP_NS 1000000000ull
+
+typedef struct job_sweep {
+  uv_work_t work;
+  rd_gcs_job *jobs;
+  size_t n;
+  int status;
+} job_sweep;
+
+static int sweep_wanted(void) {
+  for (pg_rec *p = P.recs; p; p = p->next)
+    if (p->mine && !p->creator && p->gcs_job && p->state != PG_REMOVED) return 1;
+  return 0;
+}
+
+static void sweep_work(uv_work_t *w) {
+  job_sweep *s = w->data;
+  rd_gcs *g = rd__cluster_gcs();
+  s->status = g ? rd_gcs_job_list(g, &s->jobs, &s->n) : RD_ESTATE;
+}
+
+static void sweep_done(uv_work_t *w, int status) {
+  job_sweep *s = w->data;
+  P.sweeping = 0;
+  if (status == 0 && s->status == 0) {
+    /* a job missing from the table ended long ago (trimmed), but only when
+     * the table was trimmed past it; else it is kept (a GCS that lost its
+     * tables must not end running jobs' groups) */
+    size_t ended = 0;
+    uint32_t oldest_ended = UINT32_MAX;
+    for (size_t i = 0; i < s->n; i++)
+      if (s->jobs[i].end_ms) {
+        ended++;
+        if (s->jobs[i].job_id < oldest_ended) oldest_ended = s->jobs[i].job_id;
+      }
+    for (pg_rec *p = P.recs, *next; p; p = next) {
+      next = p->next;
+      if (!p->mine || p->creator || !p->gcs_job || p->state == PG_REMOVED) continue;
+      const rd_gcs_job *j = NULL;
+      for (size_t i = 0; i < s->n && !j; i++)
+        if (s->jobs[i].job_id == p->gcs_job) j = &s->jobs[i];
+      if (j ? !j->end_ms : !(ended >= 1000 && p->gcs_job < oldest_ended)) continue;
+      char why[240];
+      snprintf(why, sizeof(why), "the job that created it (job %u) ended%s%.128s", p->gcs_job, j ? ": " : "",
+               j ? j->end_reason : "");
+      remove_pg(p, why);
+    }
+  } else if (status == 0) {
+    rd__log(RD_LOG_DEBUG, "placement groups: cannot read the GCS job table: %s", rd_strerror(s->status));
+  }
+  free(s->jobs);
+  free(s);
+}
+
+static void sweep_maybe(uint64_t now) {
+  if (P.sweeping || !rd__cluster_on() || now - P.swept_ns < PG_SWEEP_NS || !sweep_wanted()) return;
+  job_sweep *s = calloc(1, sizeof(*s));
+  if (!s) return;
+  P.sweeping = 1;
+  P.swept_ns = now;
+  s->work.data = s;
+  uv_queue_work(N.loop, &s->work, sweep_work, sweep_done);
+}
+
 void rd__pg_tick(void) {
   uint64_t now = rd__now_ns();
   static unsigned ticks;
   if (++ticks % 4 == 0) retry_waiting();
+  sweep_maybe(now);
   for (pg_rec *p = P.recs; p; p = p->next)
     if (p->mine && !p->txn && (p->state == PG_PENDING || p->state == PG_RESCHEDULING) && now >= p->retry_ns)
       reserve(p);

@@ -958,13 +958,36 @@ RD_REMOTE(pg_remove_named) {
   return rd_return_bytes(call, 0, &pg.id, sizeof(pg.id));
 }
 
-/* Create a group from inside a task; it lives with the job. */
+/* Create a group from inside a task (named arg0, else "from_task"); it
+ * lives with the job. */
 RD_REMOTE(pg_from_task) {
   rd_bundle b = {.num_cpus = 0.5};
   rd_pg pg;
-  int r = rd_pg_create(&b, 1, RD_PG_PACK, "from_task", &pg);
+  rd_buf a;
+  char name[64] = "from_task";
+  if (rd_call_nargs(call) > 0 && rd_arg(call, 0, &a) == 0 && a.size > 0 && a.size < sizeof(name)) {
+    memcpy(name, a.data, a.size);
+    name[a.size] = 0;
+  }
+  int r = rd_pg_create(&b, 1, RD_PG_PACK, name, &pg);
   if (r != 0) return rd_call_fail(call, "create: %s", rd_err_name(r));
   return rd_return_bytes(call, 0, &pg.id, sizeof(pg.id));
+}
+
+/* A task run with o makes group `name`; it is found by name and reserved. */
+static void pg_by_task(const char *name, const rd_task_opts *o) {
+  rd_ref r;
+  rd_buf buf;
+  CHECK_EQ(rd_submit(pg_from_task, RD_ARGS(rd_arg_bytes(name, strlen(name))), o, &r), 0);
+  CHECK_EQ(rd_get(&r, 1, &buf, 60000), 0);
+  uint64_t made;
+  memcpy(&made, buf.data, sizeof(made));
+  rd_buf_release(&buf);
+  rd_ref_release(r);
+  rd_pg pg;
+  CHECK_EQ(rd_pg_get(name, &pg), 0);
+  CHECK_EQ(pg.id, made);
+  CHECK_EQ(rd_pg_wait(pg, 30000), 0);
 }
 
 /* Every strategy across three nodes: bundles land where the strategy says,
@@ -1078,16 +1101,7 @@ static int t_placement_groups(void) {
   ho.num_cpus = 0;
   ho.strategy = RD_STRATEGY_NODE_AFFINITY;
   ho.node = head;
-  CHECK_EQ(rd_submit(pg_from_task, RD_NO_ARGS, &ho, &r), 0);
-  CHECK_EQ(rd_get(&r, 1, &buf, 60000), 0);
-  uint64_t made;
-  memcpy(&made, buf.data, sizeof(made));
-  rd_buf_release(&buf);
-  rd_ref_release(r);
-  rd_pg ft;
-  CHECK_EQ(rd_pg_get("from_task", &ft), 0);
-  CHECK_EQ(ft.id, made);
-  CHECK_EQ(rd_pg_wait(ft, 30000), 0);
+  pg_by_task("from_task", &ho);
 
   /* all CPUs reserved: a new group waits, and is reserved after removal */
 
@@ -1125,6 +1139,14 @@ static int t_placement_groups(void) {
     rd_pg chk = pg_make(almost, 3, RD_PG_STRICT_SPREAD, NULL, &info);
     CHECK_EQ(rd_pg_remove(chk), 0);
   }
+  /* a group made by a task on node c, where no driver of this job runs:
+   * node c learns from the GCS that the job ended (the script checks that
+   * it goes with the job) */
+  rd_task_opts co;
+  rd_task_opts_init(&co);
+  co.num_cpus = 0;
+  co.resources = "only_c=1";
+  pg_by_task("from_task_c", &co);
   rd_shutdown();
   return 0;
 }

@@ -229,9 +229,11 @@ PY
     ;;
   placement_groups)
     "$T" "$CASE" || fail "$CASE"
-    # every group the job made (its tasks' too) is removed once its driver
-    # is gone, and the GCS table says so (the last removal lands shortly after)
-    for i in 1 2 3 4 5 6 7 8 9 10; do
+    # every group the job made (its tasks' too, on the head and on node c)
+    # is removed once its driver is gone, and the GCS table says so (node c
+    # reads the job's end from the GCS within a second; the removals land
+    # shortly after)
+    for i in $(seq 1 30); do
       "$R" status > "$RAYDIST_TMPDIR/status" || fail "status"
       grep -Eq "^placement groups: 0 live, [1-9][0-9]* removed" "$RAYDIST_TMPDIR/status" && break
       sleep 0.3
