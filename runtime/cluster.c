@@ -882,6 +882,14 @@ void rd__cluster_granted(lease_req *r, node_worker *w, int status, int fd) {
 }
 
 
+/* Worker side: ask the owner of w's lease, an owner on the peer at the other
+ * end of `link`, to give it back (fair share). */
+void rd__cluster_lease_yield(node_client *link, const node_worker *w) {
+  Rd__LinkLeaseYield m = RD__LINK_LEASE_YIELD__INIT;
+  m.chan_id = w->lease_id;   /* the channel's id on both nodes (rd__cluster_granted) */
+  link_send(link, RD__MSG_TYPE__MSG_LINK_LEASE_YIELD, &m.base);
+}
+
 /* ------------------------------------------------------------- link frames */
 
 static void on_link_hello(node_client *c, Rd__LinkHello *m) {
@@ -1638,6 +1646,7 @@ int rd__cluster_handle_frame(node_client *c, const rd__frame *f) {
     case RD__MSG_TYPE__MSG_LINK_CLOSE: d = &rd__link_close__descriptor; break;
     case RD__MSG_TYPE__MSG_LINK_RETURN: d = &rd__link_return__descriptor; break;
     case RD__MSG_TYPE__MSG_LINK_CANCEL: d = &rd__link_cancel__descriptor; break;
+    case RD__MSG_TYPE__MSG_LINK_LEASE_YIELD: d = &rd__link_lease_yield__descriptor; break;
     case RD__MSG_TYPE__MSG_LINK_DELETE: d = &rd__obj_ids__descriptor; break;
     case RD__MSG_TYPE__MSG_LINK_ACTOR_CREATE: d = &rd__link_actor_create__descriptor; break;
     case RD__MSG_TYPE__MSG_LINK_ACTOR_STATE: d = &rd__link_actor_state__descriptor; break;
@@ -1700,6 +1709,15 @@ int rd__cluster_handle_frame(node_client *c, const rd__frame *f) {
     case RD__MSG_TYPE__MSG_LINK_RETURN: on_link_return(c, (Rd__LinkReturn *)m); break;
     case RD__MSG_TYPE__MSG_LINK_CANCEL: {
       (void)rd__node_lease_drop(c, ((Rd__LinkCancel *)m)->req_id);
+      break;
+    }
+    case RD__MSG_TYPE__MSG_LINK_LEASE_YIELD: {   /* owner side: pass it on to the lease's owner */
+      cl_chan *ch = chan_find(c, ((Rd__LinkLeaseYield *)m)->chan_id);
+      if (ch && ch->side == SIDE_OWNER && !ch->closed && ch->owner) {
+        Rd__LeaseYield y = RD__LEASE_YIELD__INIT;
+        y.lease_id = ch->lease_id;
+        rd__node_send(ch->owner, RD__MSG_TYPE__MSG_LEASE_YIELD, &y.base, -1);
+      }
       break;
     }
     case RD__MSG_TYPE__MSG_LINK_ACTOR_CREATE: on_link_actor_create(c, (Rd__LinkActorCreate *)m); break;

@@ -41,6 +41,8 @@ int rd__cluster_avoid(const node_job *job, uint32_t node, const char *why);
 /* 1 when the cancel/return named a remote lease and was handled here. */
 int rd__cluster_lease_cancel(node_client *c, uint64_t req_id);
 int rd__cluster_lease_return(node_client *c, const Rd__LeaseReturn *m);
+/* Ask the owner (on the peer behind link) of worker w's lease to give it back. */
+void rd__cluster_lease_yield(node_client *link, const node_worker *w);
 /* A queued request of a peer node (r->owner is its link) got worker w,
  * leased with fd the owner's end of its socket, or failed with status. */
 void rd__cluster_granted(lease_req *r, node_worker *w, int status, int fd);

@@ -21,12 +21,14 @@
  * A job is what node.c calls one: the executable drivers run.  Held means
  * the grants of its workers from the node's own ledger (task leases and
  * actors; placement-group bundles are not counted, and their queues are
- * not reordered).  Actors never yield, nor leases held by owners on other
- * nodes (spillback).  RAYDIST_FAIR_SHARE=0 turns it off;
+ * not reordered).  Actors never yield.  A lease held by an owner on another
+ * node (spillback) is asked back through that node (MSG_LINK_LEASE_YIELD).
+ * RAYDIST_FAIR_SHARE=0 turns it off;
  * RAYDIST_FAIR_SLICE_MS (default 2000) sets the slice. */
 #include <stdlib.h>
 #include <string.h>
 
+#include "cluster.h"
 #include "fair.h"
 #include "log.h"
 #include "node_internal.h"
@@ -107,7 +109,7 @@ static node_worker *pick_victim(const lease_req *r, uint32_t kinds, uint64_t now
   for (node_worker *w = N.workers; w; w = w->next) {
     node_job *a = w->job;
     if (w->state != W_LEASED || w->actor || w->bundle || w->yield_asked || a == b) continue;
-    if (!w->lease_owner || w->lease_owner->role == ROLE_LINK || w->lease_owner->dead) continue;
+    if (!w->lease_owner || w->lease_owner->dead) continue;
     if (w->lease_priority > r->item.priority || !frees_what_is_short(w, kinds)) continue;
     rd_resources give = worker_holds(w);
     int ok = rd_fair_should_yield(&N.ledger.total, &a->held, a->weight, &give, &b->held, b->weight, &r->item.req);
@@ -139,9 +141,13 @@ void rd__fair_yield(void) {
     }
     node_worker *w = pick_victim(r, kinds, now);
     if (!w) continue;
-    Rd__LeaseYield m = RD__LEASE_YIELD__INIT;
-    m.lease_id = w->lease_id;
-    rd__node_send(w->lease_owner, RD__MSG_TYPE__MSG_LEASE_YIELD, &m.base, -1);
+    if (w->lease_owner->role == ROLE_LINK) {   /* an owner on another node: through its node */
+      rd__cluster_lease_yield(w->lease_owner, w);
+    } else {
+      Rd__LeaseYield m = RD__LEASE_YIELD__INIT;
+      m.lease_id = w->lease_id;
+      rd__node_send(w->lease_owner, RD__MSG_TYPE__MSG_LEASE_YIELD, &m.base, -1);
+    }
     w->yield_asked = 1;
     r->yield_worker = w->id;
     N.fair_yields++;

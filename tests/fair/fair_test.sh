@@ -11,7 +11,11 @@
 #  3. 1 CPU, slice 300 ms: the one CPU changes hands between the jobs
 #     (A..A B..B A..A B..B: at least 3 changes; without slices B would get
 #     it only once A is done).
-#  4. the control: RAYDIST_FAIR_SHARE=0, as in 1: B starts only once A has
+#  4. two nodes: A's driver on a 1-CPU head spills to a 2-CPU node b; B's
+#     driver on b gets one of b's CPUs back from A's owner on the head
+#     (asked through the head), so B runs 1 task at a time to A's 2, and
+#     ends before A.
+#  5. the control: RAYDIST_FAIR_SHARE=0, as in 1: B starts only once A has
 #     started its last task (the starvation fair share prevents).
 set -u
 R=$1
@@ -42,7 +46,8 @@ head_up() {   # CPUS [ENV=VALUE ...]: a fresh single-node cluster
   export RAYDIST_ADDRESS
 }
 
-# NAME NA NB [WEIGHT_B]: A (NA tasks) first; B (NB tasks) once A's first result is back
+# NAME NA NB [WEIGHT_B [B_NODE_IP]]: A (NA tasks) first; B (NB tasks) once A's
+# first result is back, its driver on B_NODE_IP's node (default: the head)
 two_jobs() {
   name=$1
   rm -f "$D/$name".*
@@ -52,7 +57,8 @@ two_jobs() {
   while [ ! -f "$D/$name.a.started" ] && [ $i -lt 300 ]; do sleep 0.1; i=$((i + 1)); done
   [ -f "$D/$name.a.started" ] || fail "$name: job A never got a result"
   sleep 0.3
-  "$B" run "$3" 100 "$D/$name.b" "${4:-0}" > "$D/$name.b.log" 2>&1 || { cat "$D/$name.b.log"; fail "$name: job B"; }
+  RAYDIST_NODE_IP=${5:-127.0.0.1} "$B" run "$3" 100 "$D/$name.b" "${4:-0}" > "$D/$name.b.log" 2>&1 ||
+    { cat "$D/$name.b.log"; fail "$name: job B"; }
   wait $pa || { cat "$D/$name.a.log"; fail "$name: job A"; }
 }
 
@@ -83,8 +89,17 @@ two_jobs slice 25 8
 "$T" expect "$D/slice.a" "$D/slice.b" b_first || fail "slice: B waited for A"
 "$T" expect "$D/slice.a" "$D/slice.b" turns 3 || fail "slice: the jobs did not take turns"
 
+head_up 1
+"$R" start --address "$RAYDIST_ADDRESS" --node-ip 127.0.0.2 --num-cpus 2 >/dev/null || fail "start node b"
+sleep 1.5   # the head's view of the cluster has b a heartbeat later
+echo "== 4: two nodes, A's leases on b held from the head"
+two_jobs remote 60 10 0 127.0.0.2
+"$T" expect "$D/remote.a" "$D/remote.b" b_first || fail "remote: B waited for A's leases on its node"
+# each node shares itself: b splits 1:1, and A keeps the head's CPU too
+"$T" expect "$D/remote.a" "$D/remote.b" ratio 0.5 || fail "remote: B did not get half of node b"
+
 head_up 4 RAYDIST_FAIR_SHARE=0
-echo "== 4: 4 CPUs, fair share off (control)"
+echo "== 5: 4 CPUs, fair share off (control)"
 two_jobs off 40 10
 "$T" expect "$D/off.a" "$D/off.b" b_starved || fail "off: B was not starved: the test cannot tell fair share from its absence"
 [ "$(yields)" = 0 ] || fail "off: leases asked back with fair share off"

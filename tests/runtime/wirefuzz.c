@@ -298,6 +298,7 @@ const ProtobufCMessageDescriptor *wf_type_desc(unsigned t) {
     case RD__MSG_TYPE__MSG_LINK_CLOSE: return &rd__link_close__descriptor;
     case RD__MSG_TYPE__MSG_LINK_RETURN: return &rd__link_return__descriptor;
     case RD__MSG_TYPE__MSG_LINK_CANCEL: return &rd__link_cancel__descriptor;
+    case RD__MSG_TYPE__MSG_LINK_LEASE_YIELD: return &rd__link_lease_yield__descriptor;
     case RD__MSG_TYPE__MSG_LINK_ACTOR_CREATE: return &rd__link_actor_create__descriptor;
     case RD__MSG_TYPE__MSG_LINK_ACTOR_STATE: return &rd__link_actor_state__descriptor;
     case RD__MSG_TYPE__MSG_LINK_ACTOR_CONNECT: return &rd__link_actor_connect__descriptor;
@@ -321,4 +322,4 @@ const ProtobufCMessageDescriptor *wf_type_desc(unsigned t) {
   }
 }
 
-unsigned wf_max_type(void) { return RD__MSG_TYPE__MSG_LEASE_YIELD; }
+unsigned wf_max_type(void) { return RD__MSG_TYPE__MSG_LINK_LEASE_YIELD; }
