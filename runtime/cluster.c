@@ -178,6 +178,7 @@ static struct {
   cl_avoid avoid[CL_AVOID_MAX];   /* nodes that could not start a job's workers */
   uint64_t avoid_ns;        /* for this long (RAYDIST_NODE_AVOID_MS) */
   uint64_t next_link_req, next_chan;
+  uint64_t respilled;       /* queued requests sent to another node that had room (respill) */
   uint64_t view_seq;
   unsigned spread_rr;
   cl_rreq *rreqs;
@@ -810,8 +811,11 @@ void rd__cluster_lease_to(node_client *c, uint64_t req_id, const rd_resources *r
 
 /* A new view: place the requests no node could run in the previous one,
  * here, there, or refuse them for good. */
+static void respill(void);
+
 static void view_changed(void) {
   C.view_seq++;
+  respill();
   for (cl_rreq *q = C.rreqs, *next; q; q = next) {
     next = q->next;
     if (q->target || q->view_seq == C.view_seq || q->pg_id) continue;
@@ -831,6 +835,54 @@ static void view_changed(void) {
       rreq_go(q);
     }
   }
+}
+
+/* Requests the default policy queued here wait for resources that another
+ * node has free now (it finished its work, or joined after they were
+ * placed): their owners ask again, and placement sends them there.  Only a
+ * local owner's requests that waited RESPILL_AFTER_NS; at most what the
+ * view says each node has free, so one view does not send a node more than
+ * it can run.  Runs with each new view (every heartbeat). */
+#define RESPILL_AFTER_NS 200000000ull
+
+static void respill(void) {
+  if (!N.queue.head || C.nview == 0) return;
+  uint64_t now = rd__now_ns();
+  rd_resources *room = NULL;   /* what each view entry has left in this pass */
+  for (rd_sched_item *it = N.queue.head, *next; it; it = next) {
+    next = it->next;
+    lease_req *r = it->data;
+    if (!r->replaceable || r->actor || r->owner->dead || now - r->queued_ns < RESPILL_AFTER_NS) continue;
+    if (!rd_res_kinds_short(&N.ledger, &it->req)) continue;   /* it runs here once a worker is free */
+    if (!room) {
+      room = malloc(C.nview * sizeof(*room));
+      if (!room) return;
+      for (size_t i = 0; i < C.nview; i++) room[i] = C.view[i].avail;
+    }
+    size_t best = C.nview;
+    double bestu = 2.0;
+    for (size_t i = 0; i < C.nview; i++) {
+      const rd_gcs_node *n = &C.view[i];
+      if (n->index == C.index || !node_usable(n) || avoid_find(r->job, n->index)) continue;
+      if (!fits_now(&room[i], &n->total, &it->req)) continue;
+      double u = utilisation(&room[i], &n->total);
+      if (u < bestu) { bestu = u; best = i; }
+    }
+    if (best == C.nview) continue;
+    room[best].cpu -= it->req.cpu;
+    room[best].gpu -= it->req.gpu;
+    room[best].memory -= it->req.memory;
+    node_client *owner = r->owner;
+    uint64_t req_id = r->req_id;
+    char why[120];
+    snprintf(why, sizeof(why), "placed again: node %u has room now", C.view[best].index);
+    rd__log(RD_LOG_DEBUG, "request %llu of client %u waited here %.0f ms: %s", (unsigned long long)req_id, owner->id,
+            (now - r->queued_ns) / 1e6, why);
+    if (rd__node_lease_drop(owner, req_id))   /* frees r; next is still queued */
+      rd__node_reply_grant(owner, req_id, RD_EAGAIN, why);
+    C.respilled++;
+  }
+  free(room);
 }
 
 /* The owner no longer wants q: tell the node it went to, forget it. */
@@ -958,7 +1010,7 @@ static void queue_link_request(node_client *link, const code_fetch *f) {
     rd__node_reply_grant(link, f->req_id, RD_EAGAIN, why);
     return;
   }
-  rd__node_lease_queue(link, f->req_id, &f->res, f->priority, b, f->job, f->gcs_job);
+  rd__node_lease_queue(link, f->req_id, &f->res, f->priority, b, f->job, f->gcs_job, 0);
 }
 
 /* Forwarded requests that waited for the job's code hash go now. */

@@ -529,7 +529,7 @@ void rd__node_reply_grant(node_client *c, uint64_t req_id, int status, const cha
 /* Queue a lease request of c (a client, or a peer's link) for the node's
  * own resources, or for bundle b's. */
 void rd__node_lease_queue(node_client *c, uint64_t req_id, const rd_resources *res, int priority, node_bundle *b,
-                          node_job *job, uint32_t gcs_job) {
+                          node_job *job, uint32_t gcs_job, int replaceable) {
   if (!job) job = rd__node_client_job(c);
   if (!job) {
     rd__node_reply_grant(c, req_id, RD_ESTATE, "this client has no job: its hello named no executable to run");
@@ -548,6 +548,7 @@ void rd__node_lease_queue(node_client *c, uint64_t req_id, const rd_resources *r
   r->owner = c;
   r->req_id = req_id;
   r->bundle = b;
+  r->replaceable = replaceable && !b && c->role != ROLE_LINK;
   r->queued_ns = rd__now_ns();
   r->next = c->reqs;
   c->reqs = r;
@@ -610,7 +611,9 @@ static void on_lease_request(node_client *c, Rd__LeaseRequest *m) {
     send_msg(c, RD__MSG_TYPE__MSG_LEASE_GRANT, &lg.base, -1);
     return;
   }
-  rd__node_lease_queue(c, m->req_id, &res, m->priority, NULL, NULL, 0);
+  /* placed here by the cluster's default policy: may go to another node
+   * that has room while it waits (rd__cluster_respill) */
+  rd__node_lease_queue(c, m->req_id, &res, m->priority, NULL, NULL, 0, m->strategy == 0);
 }
 
 /* Forget request req_id that c (a client, or a peer's link) has queued

@@ -87,6 +87,7 @@ typedef struct lease_req {
   node_bundle *bundle;      /* queued in this bundle's queue (NULL: N.queue) */
   uint32_t yield_worker;    /* fair.c: the worker whose lease was asked back for it (0: none) */
   uint32_t gcs_job;         /* the GCS job (a run) it is for, when known (0: not) */
+  int replaceable;          /* a local owner's request the cluster's default policy placed here */
   node_actor *actor;        /* placing this actor rather than leasing a worker */
   node_job *job;            /* only a worker of this job may take it */
   uint64_t queued_ns;       /* when it was queued (metrics: lease wait) */
@@ -287,7 +288,7 @@ void rd__node_bundle_drop(node_bundle *b, const char *why);
 /* job NULL: the client's own (a driver's, or its worker's); gcs_job 0: the
  * GCS job of a local owner (a driver's run, or its worker's lease) */
 void rd__node_lease_queue(node_client *c, uint64_t req_id, const rd_resources *res, int priority, node_bundle *b,
-                          node_job *job, uint32_t gcs_job);
+                          node_job *job, uint32_t gcs_job, int replaceable);
 int rd__node_lease_drop(node_client *c, uint64_t req_id);
 void rd__node_actor_schedule(node_actor *a);
 void rd__node_actor_die(node_actor *a, const char *why);

@@ -191,6 +191,71 @@ static int t_bad_node(void) {
   return 0;
 }
 
+static double now_s(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+/* A request that had to wait on a busy node goes to another node once that
+ * one has room: the head is taken for 5 s, b and c for 2 s; tasks submitted
+ * meanwhile queue on the head (every node is busy in the view), and must
+ * run on b and c as soon as those are free, not after the head's 5 s. */
+static int t_respill(void) {
+  join();
+  rd_node_info ni;
+  CHECK_EQ(rd_node_info_get(&ni), 0);
+  uint32_t head = ni.node_index;
+  rd_task_opts hb, bb, cb;
+  rd_task_opts_init(&hb);
+  hb.num_cpus = 2;
+  hb.strategy = RD_STRATEGY_NODE_AFFINITY;
+  hb.node = head;
+  rd_task_opts_init(&bb);
+  bb.num_cpus = 2;
+  bb.resources = "only_b=1";
+  rd_task_opts_init(&cb);
+  cb.num_cpus = 2;
+  cb.resources = "only_c=1";
+  uint32_t long_ms = 5000, short_ms = 2000, tag = 0;
+  rd_ref blockers[3];
+  CHECK_EQ(rd_submit(slow_where, RD_ARGS(rd_arg_bytes(&long_ms, 4), rd_arg_bytes(&tag, 4)), &hb, &blockers[0]), 0);
+  CHECK_EQ(rd_submit(slow_where, RD_ARGS(rd_arg_bytes(&short_ms, 4), rd_arg_bytes(&tag, 4)), &bb, &blockers[1]), 0);
+  CHECK_EQ(rd_submit(slow_where, RD_ARGS(rd_arg_bytes(&short_ms, 4), rd_arg_bytes(&tag, 4)), &cb, &blockers[2]), 0);
+  usleep(1200000);   /* the head's view shows b and c busy */
+  double t0 = now_s();
+  enum { K = 4 };
+  rd_ref refs[K];
+  uint32_t ms = 100;
+  for (uint32_t i = 0; i < K; i++)
+    CHECK_EQ(rd_submit(slow_where, RD_ARGS(rd_arg_bytes(&ms, 4), rd_arg_bytes(&i, 4)), NULL, &refs[i]), 0);
+  int on_head = 0;
+  for (int i = 0; i < K; i++) {
+    rd_buf b;
+    CHECK_EQ(rd_get(&refs[i], 1, &b, 60000), 0);
+    uint32_t v[2];
+    memcpy(v, b.data, 8);
+    if (v[0] == head) on_head++;
+    rd_buf_release(&b);
+    rd_ref_release(refs[i]);
+  }
+  double took = now_s() - t0;
+  uint8_t ready[1];
+  int head_busy = rd_wait(&blockers[0], 1, 1, 0, ready) == 0;
+  printf("%d tasks queued behind a busy head ran in %.2f s, %d of them on the head; the head's blocker %s\n", K, took,
+         on_head, head_busy ? "still ran" : "had ended");
+  CHECK_EQ(on_head, 0);
+  CHECK(head_busy);
+  for (int i = 0; i < 3; i++) {
+    rd_buf b;
+    CHECK_EQ(rd_get(&blockers[i], 1, &b, 60000), 0);
+    rd_buf_release(&b);
+    rd_ref_release(blockers[i]);
+  }
+  rd_shutdown();
+  return 0;
+}
+
 static int t_custom_resources(void) {
   join();
   rd_node_info ni;
@@ -1608,7 +1673,7 @@ int main(int argc, char **argv) {
       {"two_jobs_local", t_two_jobs_local},     {"lease_reuse", t_lease_reuse},
       {"detached_make", t_detached_make},       {"detached_use", t_detached_use},
       {"detached_gone", t_detached_gone},       {"gcs_restart_before", t_gcs_restart_before},
-      {"gcs_restart_after", t_gcs_restart_after}, {"lineage", t_lineage}, {"bad_node", t_bad_node},       {"cancel", t_cancel}, {"memory_remote", t_memory_remote},
+      {"gcs_restart_after", t_gcs_restart_after}, {"lineage", t_lineage}, {"bad_node", t_bad_node}, {"respill", t_respill},       {"cancel", t_cancel}, {"memory_remote", t_memory_remote},
   };
   return rd_test_main(argc, argv, cases, sizeof(cases) / sizeof(cases[0]));
 }
