@@ -711,6 +711,7 @@ static void rreq_send(cl_rreq *q) {
   m.n_argv = q->job->argc;
   m.argv = q->job->argv;
   m.job_id = q->gcs_job ? q->gcs_job : q->job->gcs_job_id;
+  m.job_weight = q->job->weight;
   m.pg_id = q->pg_id;
   m.bundle_index = q->bundle;
   link_send(q->link, RD__MSG_TYPE__MSG_LINK_LEASE, &m.base);
@@ -980,6 +981,7 @@ typedef struct code_fetch {
   uint64_t pg_id;           /* granted from this bundle here */
   int bundle;
   uint32_t gcs_job;         /* the requester's GCS job (LinkLease.job_id) */
+  double weight;            /* its fair-share weight there (LinkLease.job_weight) */
   char hash[65];
   char path[600];
   char **argv;
@@ -1010,6 +1012,8 @@ static void queue_link_request(node_client *link, const code_fetch *f) {
     rd__node_reply_grant(link, f->req_id, RD_EAGAIN, why);
     return;
   }
+  /* a job driven from elsewhere has its drivers' weight here too (fair.c) */
+  if (f->job && f->job->drivers == 0 && f->weight > 0 && f->weight <= 1000) f->job->weight = f->weight;
   rd__node_lease_queue(link, f->req_id, &f->res, f->priority, b, f->job, f->gcs_job, 0);
 }
 
@@ -1122,6 +1126,7 @@ static void on_link_lease(node_client *c, Rd__LinkLease *m) {
   f->pg_id = m->pg_id;
   f->bundle = m->bundle_index;
   f->gcs_job = m->job_id;
+  f->weight = m->job_weight;
   code_fetch_start(f, c, m->code_hash, m->argv, m->n_argv);
 }
 

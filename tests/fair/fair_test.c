@@ -6,7 +6,7 @@
  *       task's start and end (CLOCK_MONOTONIC ns, the same clock in every
  *       process of the machine) to OUT; OUT.started appears once the first
  *       result is back, so the script can start the second job while this
- *       one holds the node.
+ *       one holds the node, and OUT.begin holds the time it started.
  *   fair_test expect A B WHAT [RATIO]  read two such files and check:
  *       b_first   B's last task ended before A's last (B was not starved)
  *       b_starved B's first task started only after A's last had (the
@@ -53,6 +53,15 @@ static int run(int n, uint32_t ms, const char *out, double weight) {
     fprintf(stderr, "run: N must be 1..%d\n", MAX_TASKS);
     return 2;
   }
+  char path[600];
+  if (!getenv("RAYDIST_WORKER_ID")) {
+    snprintf(path, sizeof(path), "%s.begin", out);
+    FILE *bf = fopen(path, "w");
+    if (bf) {
+      fprintf(bf, "%llu\n", (unsigned long long)mono_ns());
+      fclose(bf);
+    }
+  }
   rd_config cfg;
   rd_config_init(&cfg);
   cfg.job_weight = weight;
@@ -70,7 +79,6 @@ static int run(int n, uint32_t ms, const char *out, double weight) {
       return 1;
     }
   }
-  char path[600];
   for (int i = 0; i < n; i++) {
     rd_buf b;
     r = rd_get(&refs[i], 1, &b, 120000);
@@ -172,6 +180,14 @@ static int expect(const char *pa, const char *pb, const char *what, double ratio
          (a.last_end - t0) / 1e9, b.n, (b.first_start - t0) / 1e9, (b.last_end - t0) / 1e9,
          (b.first_start - t0) / 1e9);
   int turns = changes(&a, &b);
+  char bp[600];
+  snprintf(bp, sizeof(bp), "%s.begin", pb);
+  FILE *bf = fopen(bp, "r");
+  unsigned long long begin = 0;
+  if (bf && fscanf(bf, "%llu", &begin) == 1 && begin && begin <= b.first_start)
+    printf("B: first task %.3f s after its driver started, all %d done after %.3f s; A done after %.3f s\n",
+           (b.first_start - begin) / 1e9, b.n, (b.last_end - begin) / 1e9, (a.last_end - a.first_start) / 1e9);
+  if (bf) fclose(bf);
   printf("while both had work (%.3f s): A ran %.2f tasks at a time, B %.2f; the job changed %d times\n",
          w1 > w0 ? (w1 - w0) / 1e9 : 0.0, ca, cb, turns);
   if (!strcmp(what, "b_first")) {

@@ -15,7 +15,9 @@
 #     driver on b gets one of b's CPUs back from A's owner on the head
 #     (asked through the head), so B runs 1 task at a time to A's 2, and
 #     ends before A.
-#  5. the control: RAYDIST_FAIR_SHARE=0, as in 1: B starts only once A has
+#  5. as 4 with a 4-CPU b and A of weight 3 (set on the head): b keeps 3 of
+#     its CPUs for A and gives B 1.
+#  6. the control: RAYDIST_FAIR_SHARE=0, as in 1: B starts only once A has
 #     started its last task (the starvation fair share prevents).
 set -u
 R=$1
@@ -46,12 +48,13 @@ head_up() {   # CPUS [ENV=VALUE ...]: a fresh single-node cluster
   export RAYDIST_ADDRESS
 }
 
-# NAME NA NB [WEIGHT_B [B_NODE_IP]]: A (NA tasks) first; B (NB tasks) once A's
-# first result is back, its driver on B_NODE_IP's node (default: the head)
+# NAME NA NB [WEIGHT_B [B_NODE_IP [WEIGHT_A]]]: A (NA tasks) first; B (NB
+# tasks) once A's first result is back, its driver on B_NODE_IP's node
+# (default: the head)
 two_jobs() {
   name=$1
   rm -f "$D/$name".*
-  "$T" run "$2" 100 "$D/$name.a" > "$D/$name.a.log" 2>&1 &
+  "$T" run "$2" 100 "$D/$name.a" "${6:-0}" > "$D/$name.a.log" 2>&1 &
   pa=$!
   i=0
   while [ ! -f "$D/$name.a.started" ] && [ $i -lt 300 ]; do sleep 0.1; i=$((i + 1)); done
@@ -98,8 +101,17 @@ two_jobs remote 60 10 0 127.0.0.2
 # each node shares itself: b splits 1:1, and A keeps the head's CPU too
 "$T" expect "$D/remote.a" "$D/remote.b" ratio 0.5 || fail "remote: B did not get half of node b"
 
+head_up 1
+"$R" start --address "$RAYDIST_ADDRESS" --node-ip 127.0.0.2 --num-cpus 4 >/dev/null || fail "start node b"
+sleep 1.5
+echo "== 5: two nodes, A of weight 3 driven from the head"
+two_jobs remote_weighted 80 16 0 127.0.0.2 3
+# b learns A's weight from its lease requests: A keeps 3 of b's 4 CPUs (4
+# in all with the head's), B gets 1 (with weight 1 on b it would get 2)
+"$T" expect "$D/remote_weighted.a" "$D/remote_weighted.b" ratio 0.25 || fail "remote_weighted: b ignored A's weight"
+
 head_up 4 RAYDIST_FAIR_SHARE=0
-echo "== 5: 4 CPUs, fair share off (control)"
+echo "== 6: 4 CPUs, fair share off (control)"
 two_jobs off 40 10
 "$T" expect "$D/off.a" "$D/off.b" b_starved || fail "off: B was not starved: the test cannot tell fair share from its absence"
 [ "$(yields)" = 0 ] || fail "off: leases asked back with fair share off"
