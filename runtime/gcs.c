@@ -89,6 +89,7 @@ typedef struct node_soft {
 typedef struct gcs {
   pthread_mutex_t mu;
   pthread_cond_t cv;
+  int alive_fd;                 /* --alive-fd: a byte every ALIVE_MS for the keeper (-1: none) */
   rd_gcs_store *store;
   int hb_timeout_ms;
   uint64_t last_hb_ms[RD_GCS_MAX_NODES + 1];
@@ -519,15 +520,25 @@ static int h_get_nodes(void *arg, rd__rpc_call *call, const ProtobufCMessage *re
   return rc;
 }
 
-/* The failure detector: declares silent nodes dead and drops stale uploads. */
+/* The failure detector: declares silent nodes dead and drops stale uploads.
+ * It also shows the keeper that the server lives: a byte on the alive fd
+ * every ALIVE_MS, written with the table lock held, so a server whose
+ * handlers deadlock on it (or a stopped process) goes silent. */
+#define ALIVE_MS 500
+
 static void *detector(void *arg) {
   gcs *g = arg;
   int period = g->hb_timeout_ms / 10;
   if (period < 20) period = 20;
   if (period > 200) period = 200;
-  uint64_t last_sync = mono_ms();
+  uint64_t last_sync = mono_ms(), last_alive = 0;
   pthread_mutex_lock(&g->mu);
   while (!g->stop) {
+    if (g->alive_fd >= 0 && mono_ms() - last_alive >= ALIVE_MS) {
+      ssize_t w = write(g->alive_fd, ".", 1);   /* non-blocking; a full pipe or a gone keeper is no error */
+      (void)w;
+      last_alive = mono_ms();
+    }
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     ts.tv_nsec += (long)period * 1000000;
@@ -1504,7 +1515,7 @@ static void recover(gcs *g) {
 }
 
 static void usage(FILE *f) {
-  fprintf(f, "usage: raydist gcs --bind IP:PORT --token-file PATH [--ready-fd FD] [--port-file PATH]\n"
+  fprintf(f, "usage: raydist gcs --bind IP:PORT --token-file PATH [--ready-fd FD] [--alive-fd FD] [--port-file PATH]\n"
              "                   [--storage memory|file:PATH (default memory)] [--pid-file PATH]\n"
              "                   [--supervise (restart the server when it dies; needs --port-file)]\n"
              "                   [--heartbeat-timeout-ms N (default %d)] [--log-level L]\n",
@@ -1532,11 +1543,11 @@ int rd__gcs_cli(int argc, char **argv) {
       {"heartbeat-timeout-ms", required_argument, NULL, 'h'},
       {"log-level", required_argument, NULL, 'l'},  {"help", no_argument, NULL, 'H'},
       {"storage", required_argument, NULL, 's'},   {"pid-file", required_argument, NULL, 'P'},
-      {NULL, 0, NULL, 0}};
+      {"alive-fd", required_argument, NULL, 'a'},   {NULL, 0, NULL, 0}};
   const char *bind = NULL, *token_file = NULL, *port_file = NULL, *storage = "memory", *pid_file = NULL;
   for (int i = 2; i < argc; i++)
     if (!strcmp(argv[i], "--supervise")) return rd__gcs_keeper(argc, argv);
-  int ready_fd = -1, hb = RD_GCS_HB_TIMEOUT_MS;
+  int ready_fd = -1, alive_fd = -1, hb = RD_GCS_HB_TIMEOUT_MS;
   rd__log_init("gcs");
   optind = 2;   /* argv[1] is "gcs" */
   int c;
@@ -1551,6 +1562,10 @@ int rd__gcs_cli(int argc, char **argv) {
       case 'r':
         ready_fd = (int)strtol(optarg, &end, 10);
         if (*end || ready_fd < 0) { usage(stderr); return 2; }
+        break;
+      case 'a':
+        alive_fd = (int)strtol(optarg, &end, 10);
+        if (*end || alive_fd < 0 || fcntl(alive_fd, F_SETFL, O_NONBLOCK) != 0) { usage(stderr); return 2; }
         break;
       case 'h':
         hb = (int)strtol(optarg, &end, 10);
@@ -1590,6 +1605,7 @@ int rd__gcs_cli(int argc, char **argv) {
     return 1;
   }
   g->hb_timeout_ms = hb;
+  g->alive_fd = alive_fd;
   g->cursor = 1;
   recover(g);
   pthread_mutex_init(&g->mu, NULL);

@@ -15,6 +15,7 @@ T=$2
 CASE=$3
 export RAYDIST_TMPDIR="$(mktemp -d /tmp/rdcl.XXXXXX)"
 export RAYDIST_HEARTBEAT_TIMEOUT_MS=2000
+export RAYDIST_GCS_HANG_MS=4000   # the GCS keeper replaces a silent server sooner than in production (10 s)
 # sanitizer builds: every process's report lands here and fails the test
 export ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}log_path=$RAYDIST_TMPDIR/san"
 export UBSAN_OPTIONS="${UBSAN_OPTIONS:+$UBSAN_OPTIONS:}log_path=$RAYDIST_TMPDIR/san:print_stacktrace=1"
@@ -191,6 +192,21 @@ PY
     # a node that joins after the restart gets a new index
     "$R" start --address "$ADDR" --node-ip 127.0.0.4 --num-cpus 1 >/dev/null || fail "node d after the restart"
     "$R" status | grep -q "4 nodes alive" || fail "node d not listed"
+    # a server that hangs (stopped: it neither dies nor answers) is killed
+    # by its keeper and started again with its tables
+    HUNG=$(cat "$RD_GCS_PID_FILE")
+    kill -STOP "$HUNG" || fail "stop the GCS server"
+    T0=$(date +%s.%N)
+    NEW=$HUNG
+    for i in $(seq 1 100); do
+      NEW=$(cat "$RD_GCS_PID_FILE" 2>/dev/null || echo "$HUNG")
+      [ "$NEW" != "$HUNG" ] && "$R" status >/dev/null 2>&1 && break
+      sleep 0.2
+    done
+    [ "$NEW" != "$HUNG" ] || fail "the keeper did not replace a hung server"
+    echo "hung GCS server $HUNG replaced by $NEW, serving, after $(awk "BEGIN { print $(date +%s.%N) - $T0 }") s"
+    grep -q "has shown no life" "$ROOT/node-127.0.0.1/gcs.log" || fail "the keeper did not say why"
+    "$R" status | grep -q "4 nodes alive" || fail "status after the hung server was replaced"
     # the keeper killed (the server goes with it): the dashboard still
     # answers, with the node's own part and the GCS's error
     KEEPER=$(awk '$1 == "gcs" {print $2}' "$ROOT/node-127.0.0.1/pids")
