@@ -2370,6 +2370,15 @@ void rd__cluster_free(void) {
 }
 
 int rd__cluster_on(void) { return C.on; }
+uint64_t rd__cluster_respilled(void) { return C.on ? C.respilled : 0; }
+
+int rd__cluster_avoided(void) {
+  if (!C.on) return 0;
+  uint64_t now = rd__now_ns();
+  int n = 0;
+  for (int i = 0; i < CL_AVOID_MAX; i++) n += C.avoid[i].job && C.avoid[i].until > now;
+  return n;
+}
 
 const rd_gcs_node *rd__cluster_view(size_t *n) {
   *n = C.on ? C.nview : 0;

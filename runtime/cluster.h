@@ -22,6 +22,10 @@ void rd__cluster_stop(void);
 /* Free what is left, once the loop has closed its handles. */
 void rd__cluster_free(void);
 int rd__cluster_on(void);
+/* Requests respill() sent to another node since start; (job, node) pairs
+ * avoided now (rd__cluster_avoid).  0 when not in a cluster. */
+uint64_t rd__cluster_respilled(void);
+int rd__cluster_avoided(void);
 uint32_t rd__cluster_index(void);
 /* The cluster as of the last heartbeat (every node, alive and dead); valid
  * until the loop's next turn. */

@@ -97,7 +97,11 @@ static void gather(node_facts *f) {
   f->run_mean_s = N.task_run_n ? (double)N.task_run_ns / 1e9 / (double)N.task_run_n : 0;
   f->run_p50_s = hist_quantile(N.task_run, N.task_run_n, 0.5);
   f->run_p99_s = hist_quantile(N.task_run, N.task_run_n, 0.99);
+  rd__fair_tally();
 }
+
+/* A job worth showing: it has drivers, workers or requests here. */
+static int job_shown(const node_job *j) { return j->drivers || j->nworkers || j->waiting || j->held.cpu || j->held.gpu; }
 
 static double u(int64_t v) { return rd_res_to_double(v); }
 
@@ -135,6 +139,20 @@ static void render_json(rd__mbuf *b, const dash_req *q, const node_facts *f) {
                   (unsigned long long)f->store.num_in_memory, (unsigned long long)f->store.num_spilled,
                   (unsigned long long)f->store.bytes_spilled, (unsigned long long)N.leases_granted,
                   (unsigned long long)N.fair_yields, (unsigned long long)N.mem_kills);
+  /* the jobs that use this node, with their fair share (docs/scheduler.md) */
+  rd__mbuf_printf(b, ",\"node_jobs\":[");
+  int first = 1;
+  for (const node_job *j = N.jobs; j; j = j->next) {
+    if (!job_shown(j)) continue;
+    rd__mbuf_printf(b, "%s{\"id\":%u,\"gcs_job\":%u,\"exe\":", first ? "" : ",", j->id, j->gcs_job_id);
+    put_json(b, j->exe);
+    rd__mbuf_printf(b, ",\"drivers\":%d,\"workers\":%d,\"weight\":%g,\"held\":", j->drivers, j->nworkers, j->weight);
+    json_res(b, &j->held, &j->held);
+    rd__mbuf_printf(b, ",\"share\":%.4f,\"waiting\":%d,\"yields\":%llu}", j->share, j->waiting,
+                    (unsigned long long)j->yields);
+    first = 0;
+  }
+  rd__mbuf_printf(b, "]");
   if (!rd__cluster_on()) {
     rd__mbuf_printf(b, ",\"cluster\":null}\n");
     return;
@@ -241,6 +259,19 @@ static void render_html(rd__mbuf *b, const dash_req *q, const node_facts *f) {
                   f->store.used / 1048576.0, f->store.capacity / 1048576.0, (unsigned long long)f->store.num_in_memory,
                   (unsigned long long)f->store.num_spilled, f->store.bytes_spilled / 1048576.0,
                   (unsigned long long)N.mem_kills);
+  rd__mbuf_printf(b, "<h2>Jobs on this node</h2>\n<table id=\"node_jobs\">\n<tr><th>job</th><th>executable</th>"
+                     "<th>drivers</th><th>workers</th><th>weight</th><th>holds</th><th>fair share</th>"
+                     "<th>requests waiting</th><th>leases asked back</th></tr>\n");
+  for (const node_job *j = N.jobs; j; j = j->next) {
+    if (!job_shown(j)) continue;
+    rd__mbuf_printf(b, "<tr><td>%u</td><td>", j->id);
+    put_html(b, j->exe);
+    rd__mbuf_printf(b, "</td><td>%d</td><td>%d</td><td>%g</td><td>CPU %g, GPU %g</td><td>%.3f</td><td>%d</td>"
+                       "<td>%llu</td></tr>\n",
+                    j->drivers, j->nworkers, j->weight, u(j->held.cpu), u(j->held.gpu), j->share, j->waiting,
+                    (unsigned long long)j->yields);
+  }
+  rd__mbuf_printf(b, "</table>\n");
   if (!rd__cluster_on()) {
     rd__mbuf_printf(b, "<p>An embedded single-node cluster.</p>\n</body></html>\n");
     return;

@@ -60,7 +60,7 @@ static rd_resources worker_holds(const node_worker *w) {
 
 /* Each job's holdings, share and requests waiting in N.queue; returns how
  * many jobs wait there. */
-static int tally(void) {
+int rd__fair_tally(void) {
   for (node_job *j = N.jobs; j; j = j->next) {
     memset(&j->held, 0, sizeof(j->held));
     j->waiting = 0;
@@ -86,7 +86,7 @@ static double job_rank(const rd_sched_item *it, void *ctx) {
 void rd__fair_order(void) {
   if (N.fair_off || N.jobs == NULL || N.jobs->next == NULL || N.queue.head == NULL || N.queue.head == N.queue.tail)
     return;
-  if (tally() > 1) rd_sched_queue_order(&N.queue, job_rank, NULL);
+  if (rd__fair_tally() > 1) rd_sched_queue_order(&N.queue, job_rank, NULL);
 }
 
 static node_worker *worker_by_id(uint32_t id) {
@@ -124,7 +124,7 @@ static node_worker *pick_victim(const lease_req *r, uint32_t kinds, uint64_t now
 
 void rd__fair_yield(void) {
   if (N.fair_off || N.jobs == NULL || N.jobs->next == NULL || N.queue.head == NULL) return;   /* one job: no one to share with */
-  tally();
+  rd__fair_tally();
   uint64_t now = rd__now_ns();
   for (rd_sched_item *it = N.queue.head; it; it = it->next) {
     lease_req *r = it->data;

@@ -2187,6 +2187,12 @@ void rd__node_metrics(rd__mbuf *b) {
   rd__mbuf_family(b, "raydist_fair_share_yields_total", "counter",
                   "Leases asked back from a job over its fair share for another job's waiting request.");
   rd__mbuf_printf(b, "raydist_fair_share_yields_total %llu\n", (unsigned long long)N.fair_yields);
+  rd__mbuf_family(b, "raydist_requests_respilled_total", "counter",
+                  "Requests that waited here and were placed again on a node that had room.");
+  rd__mbuf_printf(b, "raydist_requests_respilled_total %llu\n", (unsigned long long)rd__cluster_respilled());
+  rd__mbuf_family(b, "raydist_job_nodes_avoided", "gauge",
+                  "(job, node) pairs left out of placement now: the node could not start the job's workers.");
+  rd__mbuf_printf(b, "raydist_job_nodes_avoided %d\n", rd__cluster_avoided());
   rd__mbuf_histogram(b, "raydist_lease_wait_seconds", "Time from a lease request reaching this node to its grant.",
                      N.lease_wait, N.lease_wait_n, (double)N.lease_wait_ns / 1e9);
   rd__mbuf_histogram(b, "raydist_task_run_seconds",

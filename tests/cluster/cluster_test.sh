@@ -21,6 +21,15 @@ export ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}log_path=$RAYDIST_TMPDIR/san
 export UBSAN_OPTIONS="${UBSAN_OPTIONS:+$UBSAN_OPTIONS:}log_path=$RAYDIST_TMPDIR/san:print_stacktrace=1"
 ROOT="$RAYDIST_TMPDIR/raydist-$(id -u)"
 fail() { echo "FAIL: $*" >&2; for f in "$ROOT"/node-*/*.log; do echo "== $f" >&2; tail -n 30 "$f" >&2; done; exit 1; }
+# metric IP NAME: the value of a sample without labels on that node's /metrics
+metric() {
+  python3 - "$(cat "$ROOT/node-$1/metrics")" "$2" <<'PY'
+import sys, urllib.request
+for l in urllib.request.urlopen("http://" + sys.argv[1] + "/metrics", timeout=10).read().decode().splitlines():
+    if l.startswith(sys.argv[2] + " "):
+        print(int(float(l.split()[1])))
+PY
+}
 cleanup() { kill "$WATCHDOG" 2>/dev/null; "$R" stop >/dev/null 2>&1; rm -rf "$RAYDIST_TMPDIR"; }
 trap cleanup EXIT
 trap 'exit 1' INT TERM
@@ -120,6 +129,11 @@ case "$CASE" in
     RAYDIST_NODE_IP=127.0.0.3 "$T" bad_node || fail "bad_node from node c"
     grep -q "cannot start workers of job" "$ROOT/node-127.0.0.1/node.log" || fail "the head never avoided node c"
     grep -q "cannot start workers of job" "$ROOT/node-127.0.0.3/node.log" || fail "node c never avoided itself"
+    [ "$(metric 127.0.0.1 raydist_job_nodes_avoided)" -ge 1 ] || fail "the head's metrics show no avoided node"
+    ;;
+  respill)
+    "$T" respill || fail "respill"
+    [ "$(metric 127.0.0.1 raydist_requests_respilled_total)" -ge 1 ] || fail "the head's metrics show no respill"
     ;;
   memory_monitor)
     # node d kills a task spilled to it for memory (its own limit only)

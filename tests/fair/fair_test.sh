@@ -81,6 +81,16 @@ two_jobs equal 80 16
 n=$(yields)
 echo "leases asked back: $n"
 [ "${n:-0}" -ge 2 ] || fail "equal: the node asked no lease back ($n)"
+# the dashboard's jobs on the node: both, A the one that gave leases back
+python3 - "$(cat "$ROOT/node-127.0.0.1/metrics")" <<'PY' || fail "equal: the dashboard's jobs"
+import json, sys, urllib.request
+d = json.load(urllib.request.urlopen("http://" + sys.argv[1] + "/api/cluster", timeout=10))
+jobs = d["node_jobs"]
+assert len(jobs) == 2, jobs
+assert sorted(j["yields"] >= 2 for j in jobs) == [False, True], jobs
+assert all(j["weight"] == 1 and j["workers"] >= 1 and "other_job" in j["exe"] or "fair_test" in j["exe"] for j in jobs), jobs
+print("dashboard: " + ", ".join(f"job {j['id']} gave back {j['yields']}" for j in jobs))
+PY
 
 echo "== 2: 4 CPUs, B has weight 3"
 two_jobs weighted 60 60 3

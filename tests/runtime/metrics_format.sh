@@ -32,6 +32,8 @@ assert d["cluster"] is None
 assert n["resources"]["total"]["CPU"] == 2 and n["tasks"]["run"] >= 21 and n["tasks"]["failed"] >= 1, n
 assert set(n["workers"]) == {"starting", "idle", "leased", "dying", "blocked"}, n["workers"]
 assert n["store"]["capacity"] > 0 and n["drivers"] == 1
+jobs = d["node_jobs"]
+assert len(jobs) == 1 and jobs[0]["drivers"] == 1 and jobs[0]["weight"] == 1 and jobs[0]["yields"] == 0, jobs
 print(f"dashboard: /api/cluster parses as JSON ({len(json.dumps(d))} bytes)")
 PY
 "$PY" - "$OUT" <<'PY'
@@ -41,6 +43,7 @@ fams = {f.name: f for f in text_string_to_metric_families(open(sys.argv[1]).read
 want = {"raydist_uptime_seconds": "gauge", "raydist_resources_total": "gauge",
         "raydist_resources_available": "gauge", "raydist_workers": "gauge",
         "raydist_leases_granted": "counter", "raydist_fair_share_yields": "counter",
+        "raydist_requests_respilled": "counter", "raydist_job_nodes_avoided": "gauge",
         "raydist_lease_wait_seconds": "histogram",
         "raydist_task_run_seconds": "histogram", "raydist_tasks_failed": "counter",
         "raydist_object_store_bytes": "gauge", "raydist_memory_monitor_kills": "counter",
