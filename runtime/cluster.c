@@ -2190,6 +2190,13 @@ static void hb_done(uv_work_t *w, int status) {
     const rd_gcs_node *old = view_find(n->index);
     if (n->state != RD_GCS_NODE_ALIVE && old && old->state == RD_GCS_NODE_ALIVE) {
       rd__log(RD_LOG_WARN, "node %u (%s) is dead: %s", n->index, n->ip, n->death_reason);
+      /* owners rebuild what they keep lineage for at once (before the
+       * links go: dropping a client may cut this walk short) */
+      Rd__NodeDead nd = RD__NODE_DEAD__INIT;
+      nd.node_index = n->index;
+      for (node_client *c = N.clients; c; c = c->next)
+        if ((c->role == ROLE_DRIVER || c->role == ROLE_WORKER) && !c->dead)
+          rd__node_send(c, RD__MSG_TYPE__MSG_NODE_DEAD, &nd.base, -1);
       for (node_client *c = N.clients; c; c = c->next) {
         cl_link_state *ls = c->link;
         if (c->role == ROLE_LINK && !c->dead && ls && ls->peer == n->index) rd__node_client_drop(c, "peer node died");

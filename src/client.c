@@ -326,6 +326,26 @@ static int lineage_rerun(rd__task *t, uint32_t lost, int depth) {
   return 1;
 }
 
+/* Node `dead` died: the kept tasks whose results lived only there run again
+ * now (within their retries), so rd_wait sees those results pending until
+ * they are back and rd_get does not find them lost first.  A rerun may
+ * unlink other kept tasks (arguments rebuilt with it), so the walk starts
+ * over after each. */
+static void lineage_node_dead(uint32_t dead) {
+  if (!dead) return;
+  for (int again = 1; again;) {
+    again = 0;
+    for (rd__task *t = G.lineage; t && !again; t = t->lin_next) {
+      int lost = 0;
+      for (int i = 0; i < t->nret && !lost; i++) {
+        rd__obj *o = obj_get(t->ret_ids[i]);
+        lost = o && o->lineage == t && o->state == OBJ_STORE && o->node == dead;
+      }
+      if (lost && lineage_rerun(t, dead, 0)) again = 1;
+    }
+  }
+}
+
 /* t failed before it ran because its argument lost_arg was lost with its
  * node (or its store): when lineage can rebuild it (and the other
  * arguments lost with it), t waits for them and runs then, without using a
@@ -335,7 +355,16 @@ static int lineage_arg_lost(rd__task *t, int status, uint64_t lost_arg) {
   rd__obj *a = obj_get(lost_arg);
   int mine = 0;
   for (int i = 0; i < t->nargs; i++) mine |= t->args[i].by_ref && t->args[i].oid == lost_arg;
-  if (!mine || !a || a->state != OBJ_STORE || !a->lineage) return 0;
+  if (!mine || !a) return 0;
+  /* already rebuilt, or being rebuilt, since t was sent (its node's death
+   * was heard first, lineage_node_dead): t runs again with it */
+  if (a->state == OBJ_PENDING || (a->state == OBJ_STORE && a->ready_ns > t->pushed_ns)) {
+    rd__log(RD_LOG_WARN, "task '%s' runs again with its argument %llx, rebuilt since it was sent", t->func,
+            (unsigned long long)lost_arg);
+    lineage_requeue(t, UINT32_MAX, 0);
+    return 1;
+  }
+  if (a->state != OBJ_STORE || !a->lineage) return 0;
   uint32_t lost = status == RD_ENODE_DIED ? a->node : UINT32_MAX;
   if (!lineage_rerun(a->lineage, lost, 0)) return 0;
   rd__log(RD_LOG_WARN, "task '%s' waits for its argument %llx, lost with %s and being rebuilt", t->func,
@@ -374,6 +403,7 @@ static void task_make_ready(rd__task *t) {
 }
 
 static void obj_ready(rd__obj *o) {
+  o->ready_ns = rd__now_ns();
   rd__task **deps = o->deps;
   int n = o->ndeps;
   o->deps = NULL;
@@ -858,6 +888,7 @@ static void handle_daemon_frame(const rd__frame *f) {
     case RD__MSG_TYPE__MSG_PG_REPLY: d = &rd__pg_reply__descriptor; break;
     case RD__MSG_TYPE__MSG_LEASE_LOST: d = &rd__lease_lost__descriptor; break;
     case RD__MSG_TYPE__MSG_LEASE_YIELD: d = &rd__lease_yield__descriptor; break;
+    case RD__MSG_TYPE__MSG_NODE_DEAD: d = &rd__node_dead__descriptor; break;
     default: break;
   }
   int fd = (f->flags & RD_FRAME_FLAG_FD) ? rd__conn_take_fd(&G.daemon) : -1;
@@ -912,6 +943,9 @@ static void handle_daemon_frame(const rd__frame *f) {
           if (l->lease_id == id) l->yielding = 1;
       break;
     }
+    case RD__MSG_TYPE__MSG_NODE_DEAD:
+      lineage_node_dead(((Rd__NodeDead *)m)->node_index);
+      break;
     case RD__MSG_TYPE__MSG_ERROR: {
       Rd__Error *e = (Rd__Error *)m;
       rd__log(RD_LOG_ERROR, "node daemon: %s (%s)", e->message, rd_err_name(e->status));
@@ -1717,6 +1751,9 @@ again:
             gr->error ? gr->error : "");
     rebuilt |= lineage_rerun(o->lineage, st == RD_ENODE_DIED ? o->node : UINT32_MAX, 0);
     }
+    /* or rebuilt while the request was out (its node's death was heard
+     * meanwhile, lineage_node_dead): the reply is stale, ask again */
+    for (size_t i = 0; i < n && !rebuilt; i++) rebuilt = !obj_is_ready(obj_get(refs[i].id));
     if (rebuilt) {
       for (size_t j = 0; j < ns; j++)
         if (gr->locs[j]->status == 0) rd__store_release(sids[j]);

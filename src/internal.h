@@ -38,6 +38,7 @@ typedef struct rd__obj {
                         * kept to run again if that node is lost */
   rd__task **deps;     /* tasks waiting for this object */
   int ndeps, capdeps;
+  uint64_t ready_ns;   /* when it last became ready (a rebuilt result: when the rebuild ended) */
 } rd__obj;
 
 typedef struct rd__targ {

@@ -801,6 +801,55 @@ static void twist_on(rd_ref arg, uint32_t node, int max_retries, rd_ref out[2]) 
   CHECK_EQ(rd_submit(digest_and_twist, RD_ARGS(rd_arg_ref(arg)), &o, out), 0);
 }
 
+/* Rebuilt before anyone asks: once the driver's node hears that c died, the
+ * result that lived only there is pending again in rd_wait (its task runs
+ * again at once), then ready with the same bytes. */
+static int t_lineage_eager(void) {
+  join();
+  uint32_t c = run_where("only_c=1");
+  size_t n = 1u << 20;
+  void *p;
+  rd_ref in;
+  CHECK_EQ(rd_put_begin(n, &p, &in), 0);
+  for (size_t i = 0; i < n; i++) ((uint8_t *)p)[i] = (uint8_t)(i * 13 + 1);
+  CHECK_EQ(rd_put_seal(in), 0);
+  rd_ref r[2];
+  twist_on(in, c, 2, r);
+  rd_buf small;
+  CHECK_EQ(rd_get(&r[0], 1, &small, 60000), 0);
+  uint64_t rep[2];
+  memcpy(rep, small.data, sizeof(rep));
+  CHECK_EQ(rep[1], c);
+  rd_buf_release(&small);
+  uint8_t rdy = 0;
+  CHECK_EQ(rd_wait(&r[1], 1, 1, 0, &rdy), 1);   /* done, on c */
+  int pid = node_pid("127.0.0.3");
+  CHECK(pid > 0);
+  CHECK_EQ(kill(pid, SIGKILL), 0);
+  double t0 = now_s(), pending_at = 0;
+  for (int i = 0; i < 400 && !pending_at; i++) {   /* the GCS's timeout (2 s here) and a heartbeat */
+    if (rd_wait(&r[1], 1, 1, 0, &rdy) == 0) pending_at = now_s();
+    else usleep(25000);
+    rd_node_info ni;   /* the driver hears its node in its calls (or when tasks are in flight) */
+    CHECK_EQ(rd_node_info_get(&ni), 0);
+  }
+  CHECK(pending_at > 0);
+  CHECK_EQ(rd_wait(&r[1], 1, 1, 60000, &rdy), 1);
+  double ready_at = now_s();
+  printf("after node %u died: its result pending again in rd_wait after %.2f s, rebuilt %.2f s later\n", c,
+         pending_at - t0, ready_at - pending_at);
+  rd_buf big;
+  CHECK_EQ(rd_get(&r[1], 1, &big, 60000), 0);
+  CHECK_EQ(big.size, n);
+  for (size_t i = 0; i < n; i++) CHECK(((const uint8_t *)big.data)[i] == (uint8_t)((uint8_t)(i * 13 + 1) ^ 0x5a));
+  rd_buf_release(&big);
+  rd_ref_release(r[0]);
+  rd_ref_release(r[1]);
+  rd_ref_release(in);
+  rd_shutdown();
+  return 0;
+}
+
 /* Lineage reconstruction: results that lived only in node c's store are
  * rebuilt after c is killed by running their tasks again elsewhere: a
  * result of a task whose argument is the driver's, and the end of a chain
@@ -1673,7 +1722,7 @@ int main(int argc, char **argv) {
       {"two_jobs_local", t_two_jobs_local},     {"lease_reuse", t_lease_reuse},
       {"detached_make", t_detached_make},       {"detached_use", t_detached_use},
       {"detached_gone", t_detached_gone},       {"gcs_restart_before", t_gcs_restart_before},
-      {"gcs_restart_after", t_gcs_restart_after}, {"lineage", t_lineage}, {"bad_node", t_bad_node}, {"respill", t_respill},       {"cancel", t_cancel}, {"memory_remote", t_memory_remote},
+      {"gcs_restart_after", t_gcs_restart_after}, {"lineage", t_lineage}, {"bad_node", t_bad_node}, {"lineage_eager", t_lineage_eager}, {"respill", t_respill},       {"cancel", t_cancel}, {"memory_remote", t_memory_remote},
   };
   return rd_test_main(argc, argv, cases, sizeof(cases) / sizeof(cases[0]));
 }
