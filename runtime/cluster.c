@@ -38,6 +38,7 @@
 #include <unistd.h>
 
 #include "common.h"
+#include "fair.h"
 #include "gcs_client.h"
 #include "log.h"
 #include "metrics.h"
@@ -54,7 +55,6 @@
 enum { SIDE_OWNER = 1, SIDE_WORKER = 2 };
 enum { STRAT_DEFAULT = 0, STRAT_SPREAD = 1, STRAT_AFFINITY = 2 };
 
-/* A lease request of a local owner forwarded to another node. */
 /* A node that could not start a job's workers (its executable will not run
  * there, or its code could not be fetched), avoided for that job until
  * `until`: requests go to other nodes meanwhile. */
@@ -66,6 +66,7 @@ typedef struct cl_avoid {
   char why[240];
 } cl_avoid;
 
+/* A lease request of a local owner forwarded to another node. */
 typedef struct cl_rreq {
   node_client *owner;
   uint64_t owner_req;       /* the owner's req_id */
@@ -749,6 +750,28 @@ static void rreq_go(cl_rreq *q) {
   rreq_send(q);
 }
 
+/* A forwarded request of owner c for target, on C.rreqs; NULL (c told) when
+ * out of memory. */
+static cl_rreq *rreq_new(node_client *c, uint64_t req_id, const rd_resources *res, int priority, uint32_t target) {
+  cl_rreq *q = calloc(1, sizeof(*q));
+  if (!q) {
+    rd__node_reply_grant(c, req_id, RD_ENOMEM, "node out of memory");
+    return NULL;
+  }
+  q->owner = c;
+  q->job = rd__node_client_job(c);
+  q->gcs_job = c->worker ? c->worker->gcs_job : 0;
+  q->owner_req = req_id;
+  q->link_req = ++C.next_link_req;
+  q->target = target;
+  q->res = *res;
+  q->priority = priority;
+  q->view_seq = C.view_seq;
+  q->next = C.rreqs;
+  C.rreqs = q;
+  return q;
+}
+
 int rd__cluster_lease_request(node_client *c, const Rd__LeaseRequest *m, const rd_resources *res) {
   if (!C.on) return 0;
   int err = 0;
@@ -761,24 +784,10 @@ int rd__cluster_lease_request(node_client *c, const Rd__LeaseRequest *m, const r
   }
   /* infeasible in this view: a node that just joined may not be in it yet,
    * so the request waits for the next view before it is refused */
-  cl_rreq *q = calloc(1, sizeof(*q));
-  if (!q) {
-    rd__node_reply_grant(c, m->req_id, RD_ENOMEM, "node out of memory");
-    return 1;
-  }
-  q->owner = c;
-  q->job = rd__node_client_job(c);
-  q->gcs_job = c->worker ? c->worker->gcs_job : 0;
-  q->owner_req = m->req_id;
-  q->link_req = ++C.next_link_req;
-  q->target = t;
-  q->res = *res;
-  q->priority = m->priority;
+  cl_rreq *q = rreq_new(c, m->req_id, res, m->priority, t);
+  if (!q) return 1;
   q->req = *m;
   q->req.res = NULL;
-  q->view_seq = C.view_seq;
-  q->next = C.rreqs;
-  C.rreqs = q;
   if (t == 0) return 1;   /* rechecked by view_changed */
   rd__log(RD_LOG_DEBUG, "lease request %llu of client %u spills to node %u", (unsigned long long)m->req_id, c->id, t);
   rreq_go(q);
@@ -789,24 +798,10 @@ int rd__cluster_lease_request(node_client *c, const Rd__LeaseRequest *m, const r
  * group pg_id reserved there (pg.c chose it). */
 void rd__cluster_lease_to(node_client *c, uint64_t req_id, const rd_resources *res, int priority, uint32_t target,
                           uint64_t pg_id, int bundle) {
-  cl_rreq *q = calloc(1, sizeof(*q));
-  if (!q) {
-    rd__node_reply_grant(c, req_id, RD_ENOMEM, "node out of memory");
-    return;
-  }
-  q->owner = c;
-  q->job = rd__node_client_job(c);
-  q->gcs_job = c->worker ? c->worker->gcs_job : 0;
-  q->owner_req = req_id;
-  q->link_req = ++C.next_link_req;
-  q->target = target;
-  q->res = *res;
-  q->priority = priority;
+  cl_rreq *q = rreq_new(c, req_id, res, priority, target);
+  if (!q) return;
   q->pg_id = pg_id;
   q->bundle = bundle;
-  q->view_seq = C.view_seq;
-  q->next = C.rreqs;
-  C.rreqs = q;
   rreq_go(q);
 }
 
@@ -870,9 +865,7 @@ static void respill(void) {
       if (u < bestu) { bestu = u; best = i; }
     }
     if (best == C.nview) continue;
-    room[best].cpu -= it->req.cpu;
-    room[best].gpu -= it->req.gpu;
-    room[best].memory -= it->req.memory;
+    rd_fair_res_add(&room[best], &it->req, -1);
     node_client *owner = r->owner;
     uint64_t req_id = r->req_id;
     char why[120];

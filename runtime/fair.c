@@ -41,10 +41,12 @@ void rd__fair_init(void) {
   N.fair_slice_ns = (uint64_t)(ms > 0 ? ms : 2000) * 1000000ull;
 }
 
-static void res_add(rd_resources *a, const rd_resources *b, int sign) {
-  a->cpu += sign * b->cpu;
-  a->gpu += sign * b->gpu;
-  a->memory += sign * b->memory;
+int rd__fair_active(void) { return !N.fair_off && N.jobs && N.jobs->next; }
+
+/* j holds r more (sign 1) or less (-1): its share follows. */
+static void job_add(node_job *j, const rd_resources *r, int sign) {
+  rd_fair_res_add(&j->held, r, sign);
+  j->share = rd_fair_share(&N.ledger.total, &j->held, j->weight);
 }
 
 /* What a worker's grant holds of the node's ledger now (a task waiting in
@@ -67,7 +69,7 @@ int rd__fair_tally(void) {
   }
   for (node_worker *w = N.workers; w; w = w->next) {
     rd_resources h = worker_holds(w);
-    res_add(&w->job->held, &h, +1);
+    rd_fair_res_add(&w->job->held, &h, +1);
   }
   int waiting_jobs = 0;
   for (rd_sched_item *it = N.queue.head; it; it = it->next) {
@@ -84,8 +86,7 @@ static double job_rank(const rd_sched_item *it, void *ctx) {
 }
 
 void rd__fair_order(void) {
-  if (N.fair_off || N.jobs == NULL || N.jobs->next == NULL || N.queue.head == NULL || N.queue.head == N.queue.tail)
-    return;
+  if (!rd__fair_active() || N.queue.head == NULL || N.queue.head == N.queue.tail) return;
   if (rd__fair_tally() > 1) rd_sched_queue_order(&N.queue, job_rank, NULL);
 }
 
@@ -123,7 +124,7 @@ static node_worker *pick_victim(const lease_req *r, uint32_t kinds, uint64_t now
 }
 
 void rd__fair_yield(void) {
-  if (N.fair_off || N.jobs == NULL || N.jobs->next == NULL || N.queue.head == NULL) return;   /* one job: no one to share with */
+  if (!rd__fair_active() || N.queue.head == NULL) return;
   rd__fair_tally();
   uint64_t now = rd__now_ns();
   for (rd_sched_item *it = N.queue.head; it; it = it->next) {
@@ -133,8 +134,7 @@ void rd__fair_yield(void) {
     if (r->yield_worker) {
       node_worker *w = worker_by_id(r->yield_worker);
       if (w && w->state == W_LEASED && w->yield_asked) {
-        res_add(&r->job->held, &it->req, +1);   /* on its way: count it as r's */
-        r->job->share = rd_fair_share(&N.ledger.total, &r->job->held, r->job->weight);
+        job_add(r->job, &it->req, +1);   /* on its way: count it as r's */
         continue;
       }
       r->yield_worker = 0;   /* given back and taken by someone else: ask again */
@@ -156,10 +156,8 @@ void rd__fair_yield(void) {
             w->job->id, w->job->share, w->id, r->job->id, r->job->share);
     /* count the move now, so the next request is judged on what will be */
     rd_resources give = worker_holds(w);
-    res_add(&w->job->held, &give, -1);
-    w->job->share = rd_fair_share(&N.ledger.total, &w->job->held, w->job->weight);
-    res_add(&r->job->held, &it->req, +1);
-    r->job->share = rd_fair_share(&N.ledger.total, &r->job->held, r->job->weight);
+    job_add(w->job, &give, -1);
+    job_add(r->job, &it->req, +1);
     /* a job with no worker here starts one now, so it is ready when the
      * lease comes back (can_run grows a pool only when resources are free) */
     if (r->job->nidle == 0 && r->job->nstarting == 0 && r->job->want == 0) r->job->want = 1;

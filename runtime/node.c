@@ -2237,7 +2237,7 @@ static void on_tick(uv_timer_t *t) {
   if (N.parked) retry_parked(1);
   if (N.parked_creates) retry_parked_creates();
   /* fair share: a slice runs out with time, not with an event */
-  if (N.queue.head && N.jobs && N.jobs->next && !N.fair_off) dispatch();
+  if (N.queue.head && rd__fair_active()) dispatch();
   uint64_t now = rd__now_ns();
   /* an actor that fits the node but not what is free now waits, like a task;
    * say so once, with what it asks for and what is free, instead of silence */

@@ -320,6 +320,8 @@ node_job *rd__node_client_job(const node_client *c);
  * N.queue, order it by each job's share; after it, ask over-share jobs'
  * lease owners to give back what waiting jobs are short of. */
 void rd__fair_init(void);
+/* Fair share has work to do: it is on and the node has seen two jobs. */
+int rd__fair_active(void);
 /* Fills each job's held, share and waiting now (the dashboard shows them);
  * returns how many jobs have requests waiting in N.queue. */
 int rd__fair_tally(void);

@@ -16,12 +16,10 @@ double rd_fair_share(const rd_resources *total, const rd_resources *held, double
   return s / (weight > 0 ? weight : 1.0);
 }
 
-static rd_resources add(const rd_resources *a, const rd_resources *b, int sign) {
-  rd_resources r = {0};
-  r.cpu = a->cpu + sign * b->cpu;
-  r.gpu = a->gpu + sign * b->gpu;
-  r.memory = a->memory + sign * b->memory;
-  return r;
+void rd_fair_res_add(rd_resources *a, const rd_resources *b, int sign) {
+  a->cpu += sign * b->cpu;
+  a->gpu += sign * b->gpu;
+  a->memory += sign * b->memory;
 }
 
 int rd_fair_should_yield(const rd_resources *total, const rd_resources *a_held, double a_weight,
@@ -30,6 +28,8 @@ int rd_fair_should_yield(const rd_resources *total, const rd_resources *a_held, 
   int frees = (take->cpu > 0 && give->cpu > 0) || (take->gpu > 0 && give->gpu > 0) ||
               (take->memory > 0 && give->memory > 0);
   if (!frees) return 0;
-  rd_resources a_after = add(a_held, give, -1), b_after = add(b_held, take, +1);
+  rd_resources a_after = *a_held, b_after = *b_held;
+  rd_fair_res_add(&a_after, give, -1);
+  rd_fair_res_add(&b_after, take, +1);
   return rd_fair_share(total, &a_after, a_weight) >= rd_fair_share(total, &b_after, b_weight);
 }

@@ -10,6 +10,9 @@
 
 #include "resources.h"
 
+/* a += sign * b, in the kinds a share counts (CPU, GPU, memory). */
+void rd_fair_res_add(rd_resources *a, const rd_resources *b, int sign);
+
 /* held's weighted dominant share of total (weight <= 0 counts as 1). */
 double rd_fair_share(const rd_resources *total, const rd_resources *held, double weight);
 
