@@ -19,8 +19,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/eventfd.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "alloc.h"
@@ -48,8 +50,20 @@ typedef struct obj {
   uint8_t sealed;
   uint8_t deleted;         /* delete called while pinned: free on last release */
   uint8_t spilled;         /* bytes are in spill file <hex id>, not the segment */
+  uint8_t spilling;        /* being written by the spill thread (holds one pin) */
   uint8_t list;
 } obj;
+
+/* One object handed to the spill thread.  The thread reads only this: the
+ * object's bytes stay where they are (the job's pin keeps the extent) and
+ * all bookkeeping waits for rd_store_spill_reap on the store's thread. */
+typedef struct spill_job {
+  uint64_t id, size;
+  const uint8_t *src;       /* NULL: remove the file `trash` instead */
+  int rc;
+  char trash[40];
+  struct spill_job *next;
+} spill_job;
 
 typedef struct obj_chunk {
   struct obj_chunk *next;
@@ -73,6 +87,23 @@ struct rd_store {
 
   uint64_t num_objects, num_in_memory, num_spilled, bytes_spilled;
   uint64_t spill_count, restore_count, evict_count;
+
+  /* background spilling (cfg->spill_threshold > 0): a FIFO of jobs for one
+   * thread, finished jobs back through `done` and an eventfd */
+  double spill_threshold;
+  uint64_t spilling_bytes;   /* extent bytes of objects with a job out */
+  uint64_t spill_backoff_ns; /* after a failed background write: none before this */
+  uint64_t spill_fail_count;
+  int spill_last_error;
+  pthread_t spill_thread;
+  int spill_started;
+  int spill_efd;
+  pthread_mutex_t spill_mu;
+  pthread_cond_t spill_cv;         /* the thread waits for jobs */
+  pthread_cond_t spill_done_cv;    /* rd_store_create waits for the thread */
+  spill_job *todo, **todo_tail, *done;
+  int spill_stop, spill_busy;
+  uint64_t trash_seq;        /* names files of deleted objects for the thread */
 
   pthread_t prefault_thread;
   int prefault_started;
@@ -144,19 +175,18 @@ static int spill_errno(int e) {
   return (e == ENOSPC || e == EFBIG || e == EDQUOT) ? RD_ENOSPC : RD_EIO;
 }
 
-/* Write o's bytes to its spill file and give its extent back.  On failure the
- * object is untouched (still in memory, still on the LRU list). */
-static int spill(rd_store *s, obj *o) {
+/* Write `size` bytes from `src` to the spill file of `id`; on failure no file
+ * is left.  Touches no store state: the spill thread calls it too. */
+static int write_file(int dirfd, uint64_t id, const uint8_t *src, uint64_t size) {
   char name[17];
-  spill_name(name, o->id);
-  int fd = openat(s->spill_dirfd, name, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+  spill_name(name, id);
+  int fd = openat(dirfd, name, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
   if (fd < 0)
     return spill_errno(errno);
   int rc = 0;
-  const uint8_t *src = s->base + o->offset;
   uint64_t done = 0;
-  while (done < o->size) {
-    ssize_t n = pwrite(fd, src + done, o->size - done, (off_t)done);
+  while (done < size) {
+    ssize_t n = pwrite(fd, src + done, size - done, (off_t)done);
     if (n < 0 && errno == EINTR)
       continue;
     if (n <= 0) {
@@ -167,10 +197,33 @@ static int spill(rd_store *s, obj *o) {
   }
   if (close(fd) != 0 && rc == 0)
     rc = spill_errno(errno);
-  if (rc != 0) {
-    unlinkat(s->spill_dirfd, name, 0);
-    return rc;
+  if (rc != 0)
+    unlinkat(dirfd, name, 0);
+  return rc;
+}
+
+static void enqueue(rd_store *s, spill_job *j);
+
+/* Remove id's spill file.  With a spill thread, the file is renamed out of
+ * the way here (a new file of the same id may follow at once) and removed
+ * there: freeing its blocks can take a millisecond per 16 MiB. */
+static void unlink_file(rd_store *s, uint64_t id) {
+  char name[17];
+  spill_name(name, id);
+  spill_job *j = s->spill_started && !s->spill_stop ? calloc(1, sizeof(*j)) : NULL;
+  if (j != NULL) {
+    snprintf(j->trash, sizeof(j->trash), "%s.%" PRIu64 ".del", name, ++s->trash_seq);
+    if (renameat(s->spill_dirfd, name, s->spill_dirfd, j->trash) == 0) {
+      enqueue(s, j);
+      return;
+    }
+    free(j);
   }
+  unlinkat(s->spill_dirfd, name, 0);
+}
+
+/* o's bytes are in its file now: give its extent back. */
+static void spilled(rd_store *s, obj *o) {
   list_remove(s, o);
   int frc = rd_alloc_free(s->alloc, o->offset);
   assert(frc == 0);
@@ -182,7 +235,145 @@ static int spill(rd_store *s, obj *o) {
   s->bytes_spilled += o->size;
   s->spill_count++;
   s->evict_count++;
-  return 0;
+}
+
+/* Write o's bytes to its spill file and give its extent back, here and now.
+ * On failure the object is untouched (still in memory, still on the LRU
+ * list). */
+static int spill(rd_store *s, obj *o) {
+  int rc = write_file(s->spill_dirfd, o->id, s->base + o->offset, o->size);
+  if (rc == 0)
+    spilled(s, o);
+  return rc;
+}
+
+/* ---- background spilling ---- */
+
+static uint64_t mono_ns(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+static void *spill_main(void *arg) {
+  rd_store *s = arg;
+  pthread_mutex_lock(&s->spill_mu);
+  for (;;) {
+    while (s->todo == NULL && !s->spill_stop)
+      pthread_cond_wait(&s->spill_cv, &s->spill_mu);
+    if (s->spill_stop)
+      break;
+    spill_job *j = s->todo;
+    s->todo = j->next;
+    if (s->todo == NULL)
+      s->todo_tail = &s->todo;
+    s->spill_busy = 1;
+    pthread_mutex_unlock(&s->spill_mu);
+    if (j->src == NULL) {   /* freeing a big file's blocks takes a while */
+      unlinkat(s->spill_dirfd, j->trash, 0);
+      free(j);
+      pthread_mutex_lock(&s->spill_mu);
+      s->spill_busy = 0;
+      pthread_cond_broadcast(&s->spill_done_cv);
+      continue;
+    }
+    j->rc = write_file(s->spill_dirfd, j->id, j->src, j->size);
+    pthread_mutex_lock(&s->spill_mu);
+    s->spill_busy = 0;
+    j->next = s->done;
+    s->done = j;
+    pthread_cond_broadcast(&s->spill_done_cv);
+    uint64_t one = 1;
+    ssize_t w = write(s->spill_efd, &one, sizeof(one));
+    (void)w;
+  }
+  pthread_mutex_unlock(&s->spill_mu);
+  return NULL;
+}
+
+static void enqueue(rd_store *s, spill_job *j) {
+  j->next = NULL;
+  pthread_mutex_lock(&s->spill_mu);
+  *s->todo_tail = j;
+  s->todo_tail = &j->next;
+  pthread_cond_signal(&s->spill_cv);
+  pthread_mutex_unlock(&s->spill_mu);
+}
+
+/* Hand the least recently used objects to the spill thread while the bytes
+ * in memory that no job is moving out exceed the threshold, or while `want`
+ * bytes (a create waiting for room) are not covered by what is free plus
+ * what the running jobs will free.  Returns how many jobs it started. */
+static int spill_more(rd_store *s, uint64_t want) {
+  if (!s->spill_started || s->lru.next == &s->lru)
+    return 0;
+  rd_alloc_stats st;
+  rd_alloc_get_stats(s->alloc, &st);
+  uint64_t limit = (uint64_t)(s->spill_threshold * (double)s->capacity);
+  if (st.used <= limit + s->spilling_bytes && want <= st.free + s->spilling_bytes)
+    return 0;   /* the common case, without a clock read */
+  if (s->spill_backoff_ns != 0 && mono_ns() < s->spill_backoff_ns)
+    return 0;
+  int started = 0;
+  while (s->lru.next != &s->lru) {
+    uint64_t staying = st.used > s->spilling_bytes ? st.used - s->spilling_bytes : 0;
+    if (staying <= limit && want <= st.free + s->spilling_bytes)
+      break;
+    spill_job *j = malloc(sizeof(*j));
+    if (j == NULL)
+      break;
+    obj *o = s->lru.next;
+    list_remove(s, o);
+    o->pins++;
+    o->spilling = 1;
+    s->spilling_bytes += EXT_SIZE(o->size);
+    j->id = o->id;
+    j->size = o->size;
+    j->src = s->base + o->offset;
+    j->rc = 0;
+    enqueue(s, j);
+    started++;
+  }
+  return started;
+}
+
+static void destroy(rd_store *s, obj *o);
+static int reap(rd_store *s, int more);
+
+/* Block until the spill thread has written every job handed to it, and
+ * finish them: for a create that cannot be put off (rd_store_create). */
+static void spill_wait(rd_store *s) {
+  pthread_mutex_lock(&s->spill_mu);
+  while (s->todo != NULL || s->spill_busy)
+    pthread_cond_wait(&s->spill_done_cv, &s->spill_mu);
+  pthread_mutex_unlock(&s->spill_mu);
+  reap(s, 0);
+}
+
+/* A job is back: its object moves to disk if nobody pinned or deleted it
+ * meanwhile; otherwise the file goes and the object stays as it is. */
+static void spill_finish(rd_store *s, spill_job *j) {
+  obj *o = rd__u64map_get(&s->objs, j->id);
+  assert(o != NULL && o->spilling && o->pins > 0);
+  o->spilling = 0;
+  s->spilling_bytes -= EXT_SIZE(o->size);
+  if (j->rc != 0) {
+    s->spill_fail_count++;
+    s->spill_last_error = j->rc;
+    s->spill_backoff_ns = mono_ns() + 1000000000ull;   /* a full disk: never spin */
+  }
+  if (--o->pins == 0 && !o->deleted && j->rc == 0) {
+    spilled(s, o);
+    return;
+  }
+  if (j->rc == 0)
+    unlink_file(s, o->id);
+  if (o->pins == 0) {
+    if (o->deleted)
+      destroy(s, o);
+    else
+      lru_push(s, o);
+  }
 }
 
 /* Allocate `size` bytes, spilling least recently used objects until it fits. */
@@ -191,12 +382,16 @@ static int alloc_room(rd_store *s, uint64_t size, uint64_t *off) {
     int rc = rd_alloc_alloc(s->alloc, size, off);
     if (rc != RD_ESTORE_FULL)
       return rc;
-    if (s->spill_dirfd < 0 || s->lru.next == &s->lru)
-      return RD_ESTORE_FULL;
     rd_alloc_stats st;
     rd_alloc_get_stats(s->alloc, &st);
-    if (EXT_SIZE(size) > st.free + s->lru_bytes)
-      return RD_ESTORE_FULL; /* evicting everything evictable would not do */
+    if (s->spill_dirfd < 0 || s->lru.next == &s->lru || EXT_SIZE(size) > st.free + s->lru_bytes) {
+      /* evicting everything evictable would not do; objects on their way
+       * to disk may, once their jobs are done */
+      if (s->spilling_bytes == 0)
+        return RD_ESTORE_FULL;
+      spill_wait(s);
+      continue;
+    }
     rc = spill(s, s->lru.next);
     if (rc != 0)
       return rc;
@@ -233,7 +428,7 @@ static int restore(rd_store *s, obj *o) {
     rd_alloc_free(s->alloc, off);
     return rc;
   }
-  unlinkat(s->spill_dirfd, name, 0);
+  unlink_file(s, o->id);
   o->spilled = 0;
   o->offset = off;
   s->num_spilled--;
@@ -258,9 +453,7 @@ static void destroy(rd_store *s, obj *o) {
     uncount(s, o);
   list_remove(s, o);
   if (o->spilled) {
-    char name[17];
-    spill_name(name, o->id);
-    unlinkat(s->spill_dirfd, name, 0);
+    unlink_file(s, o->id);
     s->bytes_spilled -= o->size;
   } else {
     int rc = rd_alloc_free(s->alloc, o->offset);
@@ -331,6 +524,7 @@ int rd_store_open(rd_store **out, const rd_store_config *cfg) {
   s->fd = -1;
   s->base = MAP_FAILED;
   s->spill_dirfd = -1;
+  s->spill_efd = -1;
   s->capacity = (cfg->capacity + PAGE - 1) & ~(PAGE - 1);
   list_init(&s->lru);
   list_init(&s->unsealed);
@@ -379,6 +573,27 @@ int rd_store_open(rd_store **out, const rd_store_config *cfg) {
       goto fail;
     }
   }
+  s->spill_efd = -1;
+  s->todo_tail = &s->todo;
+  if (s->spill_dirfd >= 0 && cfg->spill_threshold > 0) {
+    s->spill_threshold = cfg->spill_threshold < 1 ? cfg->spill_threshold : 1;
+    s->spill_efd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+    if (s->spill_efd < 0) {
+      rc = RD_ESYS;
+      goto fail;
+    }
+    pthread_mutex_init(&s->spill_mu, NULL);
+    pthread_cond_init(&s->spill_cv, NULL);
+    pthread_cond_init(&s->spill_done_cv, NULL);
+    if (pthread_create(&s->spill_thread, NULL, spill_main, s) != 0) {
+      pthread_cond_destroy(&s->spill_done_cv);
+      pthread_cond_destroy(&s->spill_cv);
+      pthread_mutex_destroy(&s->spill_mu);
+      rc = RD_ESYS;
+      goto fail;
+    }
+    s->spill_started = 1;
+  }
   if (cfg->prefault) {
     /* Best effort: a store without a prefault thread still works. */
     if (pthread_create(&s->prefault_thread, NULL, prefault_main, s) == 0)
@@ -397,14 +612,32 @@ void rd_store_close(rd_store *s) {
     return;
   atomic_store(&s->prefault_stop, 1);
   prefault_join(s);
+  if (s->spill_started) {   /* a job being written is finished first */
+    pthread_mutex_lock(&s->spill_mu);
+    s->spill_stop = 1;
+    pthread_cond_signal(&s->spill_cv);
+    pthread_mutex_unlock(&s->spill_mu);
+    pthread_join(s->spill_thread, NULL);
+    for (spill_job *lists[2] = {s->todo, s->done}, **l = lists; l < lists + 2; l++) {
+      while (*l != NULL) {
+        spill_job *j = *l;
+        *l = j->next;
+        if (j->src == NULL)
+          unlinkat(s->spill_dirfd, j->trash, 0);
+        free(j);
+      }
+    }
+    pthread_cond_destroy(&s->spill_done_cv);
+    pthread_cond_destroy(&s->spill_cv);
+    pthread_mutex_destroy(&s->spill_mu);
+  }
+  if (s->spill_efd >= 0)
+    close(s->spill_efd);
   if (s->objs.slots != NULL && s->spill_dirfd >= 0) {
     for (uint64_t i = 0; i <= s->objs.mask; i++) {
       obj *o = s->objs.slots[i].val;
-      if (o != NULL && o->spilled) {
-        char name[17];
-        spill_name(name, o->id);
-        unlinkat(s->spill_dirfd, name, 0);
-      }
+      if (o != NULL && (o->spilled || o->spilling))
+        unlink_file(s, o->id);
     }
   }
   if (s->spill_dirfd >= 0)
@@ -438,8 +671,10 @@ int rd_store_fd(const rd_store *s) { return s->fd; }
 uint64_t rd_store_capacity(const rd_store *s) { return s->capacity; }
 uint8_t *rd_store_base(const rd_store *s) { return s->base; }
 
-int rd_store_create(rd_store *s, uint64_t id, uint64_t size, uint32_t owner,
-                    uint64_t *offset_out) {
+/* inline: 1 spills here when needed; 0 first leaves that to the spill thread
+ * (RD_EAGAIN) whenever the spill thread has something to do for it. */
+static int create(rd_store *s, uint64_t id, uint64_t size, uint32_t owner, int inline_spill,
+                  uint64_t *offset_out) {
   if (s == NULL || offset_out == NULL)
     return RD_EINVAL;
   if (rd__u64map_get(&s->objs, id) != NULL)
@@ -452,7 +687,19 @@ int rd_store_create(rd_store *s, uint64_t id, uint64_t size, uint32_t owner,
   if (o == NULL)
     return RD_ENOMEM;
   uint64_t off;
-  int rc = alloc_room(s, size, &off);
+  int rc = rd_alloc_alloc(s->alloc, size, &off);
+  if (rc == RD_ESTORE_FULL && !inline_spill && s->spill_started) {
+    rd_alloc_stats st;
+    rd_alloc_get_stats(s->alloc, &st);
+    /* wait only when spilling every evictable object could make room */
+    if (EXT_SIZE(size) <= st.free + s->lru_bytes + s->spilling_bytes &&
+        (spill_more(s, EXT_SIZE(size)) > 0 || s->spilling_bytes > 0)) {
+      obj_put(s, o);
+      return RD_EAGAIN;
+    }
+  }
+  if (rc == RD_ESTORE_FULL)
+    rc = alloc_room(s, size, &off);
   if (rc != 0) {
     obj_put(s, o);
     return rc;
@@ -467,7 +714,18 @@ int rd_store_create(rd_store *s, uint64_t id, uint64_t size, uint32_t owner,
   s->num_objects++;
   s->num_in_memory++;
   *offset_out = off;
+  spill_more(s, 0);
   return 0;
+}
+
+int rd_store_create(rd_store *s, uint64_t id, uint64_t size, uint32_t owner,
+                    uint64_t *offset_out) {
+  return create(s, id, size, owner, 1, offset_out);
+}
+
+int rd_store_create_nowait(rd_store *s, uint64_t id, uint64_t size, uint32_t owner,
+                           uint64_t *offset_out) {
+  return create(s, id, size, owner, 0, offset_out);
 }
 
 int rd_store_seal(rd_store *s, uint64_t id) {
@@ -480,8 +738,10 @@ int rd_store_seal(rd_store *s, uint64_t id) {
     return RD_ESTATE;
   list_remove(s, o);
   o->sealed = 1;
-  if (o->pins == 0)
+  if (o->pins == 0) {
     lru_push(s, o);
+    spill_more(s, 0);
+  }
   return 0;
 }
 
@@ -533,10 +793,12 @@ int rd_store_release(rd_store *s, uint64_t id) {
     return RD_ESTATE;
   if (--o->pins > 0)
     return 0;
-  if (o->deleted)
+  if (o->deleted) {
     destroy(s, o);
-  else if (o->sealed)
+  } else if (o->sealed) {
     lru_push(s, o); /* most recently used end */
+    spill_more(s, 0);
+  }
   return 0;
 }
 
@@ -590,4 +852,39 @@ void rd_store_get_stats(const rd_store *s, rd_store_stats *out) {
   out->spill_count = s->spill_count;
   out->restore_count = s->restore_count;
   out->evict_count = s->evict_count;
+  out->spilling_bytes = s->spilling_bytes;
+  out->spill_failures = s->spill_fail_count;
+  out->spill_last_error = s->spill_last_error;
+}
+
+int rd_store_spill_fd(const rd_store *s) {
+  return s != NULL && s->spill_started ? s->spill_efd : -1;
+}
+
+int rd_store_spill_reap(rd_store *s) {
+  if (s == NULL || !s->spill_started)
+    return 0;
+  return reap(s, 1);
+}
+
+/* Finish the jobs the thread is done with; more: start the next ones. */
+static int reap(rd_store *s, int more) {
+  uint64_t n;
+  ssize_t r = read(s->spill_efd, &n, sizeof(n));
+  (void)r;
+  pthread_mutex_lock(&s->spill_mu);
+  spill_job *done = s->done;
+  s->done = NULL;
+  pthread_mutex_unlock(&s->spill_mu);
+  int count = 0;
+  while (done != NULL) {
+    spill_job *j = done;
+    done = j->next;
+    spill_finish(s, j);
+    free(j);
+    count++;
+  }
+  if (count > 0 && more)
+    spill_more(s, 0);
+  return count;
 }

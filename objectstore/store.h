@@ -4,7 +4,13 @@
  * Objects live in one memfd segment that every process on the node maps; this
  * module keeps all metadata out of the segment, so a client that writes where
  * it should not can damage object bytes but never the store's bookkeeping.  It never blocks on another process
- * and never spins: a full segment with nothing evictable is RD_ESTORE_FULL. */
+ * and never spins: a full segment with nothing evictable is RD_ESTORE_FULL.
+ *
+ * Spilling: least recently used unpinned sealed objects move to files in
+ * the spill directory.  With a spill threshold, a thread of the store writes
+ * them in the background as soon as objects fill more than that share of the
+ * segment, so that creates seldom have to write a file themselves; the
+ * caller's loop polls rd_store_spill_fd() and calls rd_store_spill_reap(). */
 #ifndef RD_OBJECTSTORE_STORE_H
 #define RD_OBJECTSTORE_STORE_H
 
@@ -17,6 +23,8 @@ typedef struct rd_store_config {
   uint64_t capacity;       /* segment size in bytes (rounded up to pages) */
   const char *spill_dir;   /* directory for spilled objects; NULL = no spilling */
   int prefault;            /* 1: populate the segment's pages in a background thread */
+  double spill_threshold;  /* (0, 1]: spill in the background above this share of
+                            * the segment; 0: only inside a create that does not fit */
 } rd_store_config;
 
 typedef struct rd_store_stats {
@@ -30,6 +38,9 @@ typedef struct rd_store_stats {
   uint64_t spill_count;    /* total spills since open */
   uint64_t restore_count;  /* total restores since open */
   uint64_t evict_count;    /* total objects moved out of memory */
+  uint64_t spilling_bytes; /* being written by the background spill thread */
+  uint64_t spill_failures; /* background writes that failed (disk full, I/O) */
+  int spill_last_error;    /* RD_ENOSPC / RD_EIO of the last failure, or 0 */
 } rd_store_stats;
 
 /* Create the segment (memfd, owner-only) and empty tables.  *out owned by caller,
@@ -50,6 +61,14 @@ uint8_t *rd_store_base(const rd_store *s);     /* daemon's own mapping */
  * (spilling failed).  size 0 is allowed. */
 int rd_store_create(rd_store *s, uint64_t id, uint64_t size, uint32_t owner,
                     uint64_t *offset_out);
+/* As rd_store_create, but it leaves writing spill files to the background
+ * thread: when the object fits only once others are spilled and that thread
+ * has work for it (started now or already running), it answers RD_EAGAIN, and
+ * the caller tries again after rd_store_spill_reap() has finished jobs.  With
+ * nothing to wait for it spills here, as rd_store_create does (so a full disk
+ * is still RD_ENOSPC to the caller). */
+int rd_store_create_nowait(rd_store *s, uint64_t id, uint64_t size, uint32_t owner,
+                           uint64_t *offset_out);
 /* Make `id` immutable and visible to get.  RD_ENOENT, RD_ESTATE if sealed. */
 int rd_store_seal(rd_store *s, uint64_t id);
 /* Pin a sealed object and return where it is.  A spilled object is restored
@@ -73,6 +92,15 @@ int rd_store_contains(const rd_store *s, uint64_t id);
 void rd_store_abort_client(rd_store *s, uint32_t owner);
 
 void rd_store_get_stats(const rd_store *s, rd_store_stats *out);
+
+/* Background spilling: an fd that turns readable when the spill thread has
+ * finished jobs (-1 without a spill threshold or spill directory), and the
+ * call that finishes them on the store's thread: each object moves to disk
+ * unless it was pinned or deleted meanwhile (then it stays in memory, or is
+ * freed).  Returns how many jobs it finished.  A failed write is counted in
+ * the stats and stops background spilling for a second. */
+int rd_store_spill_fd(const rd_store *s);
+int rd_store_spill_reap(rd_store *s);
 
 /* Block until the background prefault thread (cfg->prefault) has finished.
  * For tests and benchmarks, not for the event loop.  Returns 0, or RD_ENOMEM

@@ -1324,12 +1324,16 @@ static void on_actor_lookup(node_client *c, Rd__ActorLookup *m) {
 
 /* ------------------------------------------------------------- objects */
 
-/* 1 when answered, 0 when parked behind an unsealed object of the same id. */
+/* 1 when answered, 0 when parked: behind an unsealed object of the same id,
+ * or until the store's spill thread has made room (may_park 0: the create
+ * spills here if it must, and answers). */
 static int try_create(node_client *c, uint64_t req_id, uint64_t object_id, uint64_t size, int may_park) {
   Rd__ObjCreateReply r = RD__OBJ_CREATE_REPLY__INIT;
   r.req_id = req_id;
   uint64_t off = 0;
-  int st = rd_store_create(N.store, object_id, size, c->id, &off);
+  int st = may_park ? rd_store_create_nowait(N.store, object_id, size, c->id, &off)
+                    : rd_store_create(N.store, object_id, size, c->id, &off);
+  if (st == RD_EAGAIN) return 0;
   if (st == RD_EEXIST && may_park && !rd_store_contains(N.store, object_id)) return 0;
   r.status = st;
   char buf[200];
@@ -1360,9 +1364,11 @@ static void on_obj_create(node_client *c, Rd__ObjCreate *m) {
   p->object_id = m->object_id;
   p->size = m->size;
   p->deadline_ns = rd__now_ns() + 10000000000ull;
-  p->next = N.parked_creates;
-  N.parked_creates = p;
+  parked_create **pp = &N.parked_creates;   /* first come, first served */
+  while (*pp) pp = &(*pp)->next;
+  *pp = p;
 }
+
 
 static void retry_parked_creates(void) {
   uint64_t now = rd__now_ns();
@@ -1376,6 +1382,12 @@ static void retry_parked_creates(void) {
       pp = &p->next;
     }
   }
+}
+
+/* The store's spill thread finished writing objects: room for parked creates. */
+static void on_spill_done(uv_poll_t *h, int status, int events) {
+  (void)h; (void)status; (void)events;
+  if (rd_store_spill_reap(N.store) > 0 && N.parked_creates) retry_parked_creates();
 }
 
 int rd__node_store_get(uint64_t id, uint64_t *off, uint64_t *size) {
@@ -2207,11 +2219,14 @@ void rd__node_metrics(rd__mbuf *b) {
   rd__mbuf_printf(b, "raydist_drivers %d\n", cs.drivers);
   rd_store_stats ss;
   rd_store_get_stats(N.store, &ss);
-  rd__mbuf_family(b, "raydist_object_store_bytes", "gauge", "Object store: capacity, bytes in use, bytes spilled.");
+  rd__mbuf_family(b, "raydist_object_store_bytes", "gauge",
+                  "Object store: capacity, bytes in use, bytes spilled, bytes being spilled.");
   rd__mbuf_printf(b, "raydist_object_store_bytes{kind=\"capacity\"} %llu\n"
                      "raydist_object_store_bytes{kind=\"used\"} %llu\n"
-                     "raydist_object_store_bytes{kind=\"spilled\"} %llu\n",
-                  (unsigned long long)ss.capacity, (unsigned long long)ss.used, (unsigned long long)ss.bytes_spilled);
+                     "raydist_object_store_bytes{kind=\"spilled\"} %llu\n"
+                     "raydist_object_store_bytes{kind=\"spilling\"} %llu\n",
+                  (unsigned long long)ss.capacity, (unsigned long long)ss.used, (unsigned long long)ss.bytes_spilled,
+                  (unsigned long long)ss.spilling_bytes);
   rd__mbuf_family(b, "raydist_object_store_objects", "gauge", "Objects in the store, in memory or spilled.");
   rd__mbuf_printf(b, "raydist_object_store_objects{where=\"memory\"} %llu\nraydist_object_store_objects{where=\"spilled\"} %llu\n",
                   (unsigned long long)ss.num_in_memory, (unsigned long long)ss.num_spilled);
@@ -2219,6 +2234,9 @@ void rd__node_metrics(rd__mbuf *b) {
   rd__mbuf_printf(b, "raydist_object_store_spills_total %llu\n", (unsigned long long)ss.spill_count);
   rd__mbuf_family(b, "raydist_object_store_restores_total", "counter", "Spilled objects read back since start.");
   rd__mbuf_printf(b, "raydist_object_store_restores_total %llu\n", (unsigned long long)ss.restore_count);
+  rd__mbuf_family(b, "raydist_object_store_spill_failures_total", "counter",
+                  "Background spill writes that failed (disk full or I/O error).");
+  rd__mbuf_printf(b, "raydist_object_store_spill_failures_total %llu\n", (unsigned long long)ss.spill_failures);
   uint64_t used = 0, total = 0;
   if (node_memory(&used, &total) == 0) {
     rd__mbuf_family(b, "raydist_node_memory_bytes", "gauge", "Memory of the node (its cgroup's when limited).");
@@ -2381,6 +2399,16 @@ int rd__node_main(const rd_node_opts *opts) {
   sc.capacity = opts->store_bytes;
   sc.spill_dir = opts->spill_dir && *opts->spill_dir ? opts->spill_dir : NULL;
   sc.prefault = 1;
+  sc.spill_threshold = 0.8;   /* Ray's object_spilling_threshold */
+  const char *sth = getenv("RAYDIST_SPILL_THRESHOLD");   /* 0: spill only inside creates */
+  if (sth && *sth) {
+    char *end;
+    double v = strtod(sth, &end);
+    if (*end || !(v >= 0 && v <= 1))
+      rd__log(RD_LOG_WARN, "RAYDIST_SPILL_THRESHOLD=%s is not a share in [0, 1]; using %g", sth, sc.spill_threshold);
+    else
+      sc.spill_threshold = v;
+  }
   if (sc.spill_dir) mkdir(sc.spill_dir, 0700);
   int st = rd_store_open(&N.store, &sc);
   if (st != 0) {
@@ -2415,6 +2443,10 @@ int rd__node_main(const rd_node_opts *opts) {
   }
   uv_poll_init(N.loop, &N.listen_poll, N.listen_fd);
   uv_poll_start(&N.listen_poll, UV_READABLE, on_accept);
+  if (rd_store_spill_fd(N.store) >= 0) {
+    uv_poll_init(N.loop, &N.spill_poll, rd_store_spill_fd(N.store));
+    uv_poll_start(&N.spill_poll, UV_READABLE, on_spill_done);
+  }
   uv_timer_init(N.loop, &N.tick);
   uv_timer_start(&N.tick, on_tick, 50, 50);
   uv_signal_init(N.loop, &N.sigterm);

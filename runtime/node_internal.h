@@ -135,9 +135,11 @@ struct node_actor {
   node_actor *next;
 };
 
-/* A create whose id is held by an unsealed object: in practice the result of
- * an attempt whose worker just died, not yet reaped.  It waits until that
- * object is sealed (then EEXIST) or aborted (then the create goes ahead). */
+/* A create that waits: for room, while the store's spill thread writes other
+ * objects out; or behind an unsealed object of the same id (in practice the
+ * result of an attempt whose worker just died, not yet reaped), until that
+ * object is sealed (then EEXIST) or aborted (then the create goes ahead).
+ * After deadline_ns it spills inline or answers as it stands. */
 typedef struct parked_create {
   node_client *client;
   uint64_t req_id, object_id, size;
@@ -208,6 +210,7 @@ typedef struct rd__node_state {
   rd_res_ledger ledger;
   rd_sched_queue queue;
   uv_poll_t listen_poll;
+  uv_poll_t spill_poll;     /* the store's spill thread finished jobs */
   int listen_fd;
   char sock_path[512];
   node_client *clients;

@@ -413,6 +413,31 @@ static int t_big_objects(void) {
   return 0;
 }
 
+/* Put k objects of n bytes, object i filled with i + 1. */
+static int put_filled(rd_ref *refs, int k, size_t n) {
+  unsigned char *p = malloc(n);
+  CHECK(p != NULL);
+  for (int i = 0; i < k; i++) {
+    memset(p, i + 1, n);
+    CHECK_EQ(rd_put(p, n, &refs[i]), 0);
+  }
+  free(p);
+  return 0;
+}
+
+/* Every object comes back intact (spilled ones restored transparently). */
+static int check_filled(const rd_ref *refs, int k, size_t n) {
+  for (int i = 0; i < k; i++) {
+    rd_buf b;
+    CHECK_EQ(rd_get(&refs[i], 1, &b, 30000), 0);
+    CHECK_EQ(b.size, n);
+    const unsigned char *q = b.data;
+    for (size_t j = 0; j < n; j += 4093) CHECK_EQ(q[j], i + 1);
+    rd_buf_release(&b);
+  }
+  return 0;
+}
+
 static int t_spill(void) {
   rd_config cfg;
   rd_config_init(&cfg);
@@ -421,24 +446,12 @@ static int t_spill(void) {
   enum { K = 12 };
   size_t n = 6u << 20;   /* 72 MiB of objects in a 32 MiB store */
   rd_ref refs[K];
-  unsigned char *p = malloc(n);
-  for (int k = 0; k < K; k++) {
-    memset(p, k + 1, n);
-    CHECK_EQ(rd_put(p, n, &refs[k]), 0);
-  }
+  CHECK_EQ(put_filled(refs, K, n), 0);
   rd_node_info ni;
   CHECK_EQ(rd_node_info_get(&ni), 0);
   CHECK(ni.store_spill_count >= 6);
   CHECK(ni.store_used <= 32u << 20);
-  /* every object comes back intact, spilled ones restored transparently */
-  for (int k = 0; k < K; k++) {
-    rd_buf b;
-    CHECK_EQ(rd_get(&refs[k], 1, &b, 30000), 0);
-    CHECK_EQ(b.size, n);
-    const unsigned char *q = b.data;
-    for (size_t i = 0; i < n; i += 4093) CHECK_EQ(q[i], k + 1);
-    rd_buf_release(&b);
-  }
+  CHECK_EQ(check_filled(refs, K, n), 0);
   /* a worker reads a spilled object too */
   rd_ref c;
   CHECK_EQ(rd_submit(checksum, RD_ARGS(rd_arg_ref(refs[0])), NULL, &c), 0);
@@ -451,8 +464,49 @@ static int t_spill(void) {
   usleep(100000);
   CHECK_EQ(rd_node_info_get(&ni), 0);
   CHECK_EQ(ni.store_used, 0);
-  free(p);
   rd_shutdown();
+  return 0;
+}
+
+/* Objects that fill more than 80% of the store go to disk in the background,
+ * before any create needs the room; RAYDIST_SPILL_THRESHOLD=0 turns that off
+ * (spilling then happens only inside a create that does not fit). */
+static int spill_background_run(const char *threshold, int *spills, uint64_t *used) {
+  if (threshold) setenv("RAYDIST_SPILL_THRESHOLD", threshold, 1);   /* the node inherits it */
+  rd_config cfg;
+  rd_config_init(&cfg);
+  cfg.object_store_bytes = 32u << 20;
+  init_or_die(&cfg);
+  unsetenv("RAYDIST_SPILL_THRESHOLD");
+  enum { K = 5 };
+  size_t n = 6u << 20;   /* 30 MiB of objects: they fit in 32 MiB */
+  rd_ref refs[K];
+  CHECK_EQ(put_filled(refs, K, n), 0);
+  rd_node_info ni;
+  for (int i = 0; i < 100; i++) {   /* up to 2 s for the spill thread */
+    CHECK_EQ(rd_node_info_get(&ni), 0);
+    if (ni.store_used <= (32u << 20) * 8 / 10) break;
+    usleep(20000);
+  }
+  *spills = (int)ni.store_spill_count;
+  *used = ni.store_used;
+  CHECK_EQ(check_filled(refs, K, n), 0);
+  for (int k = 0; k < K; k++) rd_ref_release(refs[k]);
+  rd_shutdown();
+  return 0;
+}
+
+static int t_spill_background(void) {
+  int spills;
+  uint64_t used;
+  CHECK_EQ(spill_background_run(NULL, &spills, &used), 0);
+  printf("default threshold: %d spills, %llu bytes in memory\n", spills, (unsigned long long)used);
+  CHECK(spills >= 1);
+  CHECK(used <= (32u << 20) * 8 / 10);
+  CHECK_EQ(spill_background_run("0", &spills, &used), 0);
+  printf("threshold 0: %d spills, %llu bytes in memory\n", spills, (unsigned long long)used);
+  CHECK_EQ(spills, 0);
+  CHECK(used >= 30u << 20);
   return 0;
 }
 
@@ -1419,7 +1473,7 @@ static int t_workers_crash_at_start(void) {
 
 static const rd_test_case tests[] = {
     {"many_tasks", t_many_tasks},   {"chain", t_chain},       {"big_objects", t_big_objects},
-    {"spill", t_spill},             {"store_full", t_store_full}, {"gpu_packing", t_gpu_packing},
+    {"spill", t_spill}, {"spill_background", t_spill_background},             {"store_full", t_store_full}, {"gpu_packing", t_gpu_packing},
     {"infeasible", t_infeasible},   {"crash_retry", t_crash_retry}, {"timeouts", t_timeouts},
     {"priority", t_priority},       {"malformed", t_malformed}, {"shutdown_clean", t_shutdown_clean},
     {"threads", t_threads},         {"spawn_fails", t_spawn_fails}, {"spawn_fails_child", t_spawn_fails_child},

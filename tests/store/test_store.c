@@ -9,6 +9,7 @@
 #define _GNU_SOURCE
 #endif
 #include <dirent.h>
+#include <poll.h>
 #include <signal.h>
 #include <stdint.h>
 #include <string.h>
@@ -372,6 +373,15 @@ static void test_no_spill_dir(void) {
   rd_store_close(s);
 }
 
+/* Files over 64 KiB fail to write (EFBIG, no signal); *saved gets the old
+ * limit.  For forked children only (see in_child). */
+static void limit_files(struct rlimit *saved) {
+  CHECK(getrlimit(RLIMIT_FSIZE, saved) == 0);
+  struct rlimit low = {.rlim_cur = 64 * KiB, .rlim_max = saved->rlim_max};
+  CHECK(setrlimit(RLIMIT_FSIZE, &low) == 0);
+  signal(SIGXFSZ, SIG_IGN);
+}
+
 /* Runs in a forked child so that the file size limit does not leak. */
 static int spill_failure_child(const char *dir) {
   rd_store *s;
@@ -381,10 +391,7 @@ static int spill_failure_child(const char *dir) {
   /* open first: RLIMIT_FSIZE also limits the memfd's ftruncate */
   CHECK_EQ(rd_store_open(&s, &cfg), 0);
   struct rlimit rl;
-  CHECK(getrlimit(RLIMIT_FSIZE, &rl) == 0);
-  struct rlimit low = {.rlim_cur = 64 * KiB, .rlim_max = rl.rlim_max};
-  CHECK(setrlimit(RLIMIT_FSIZE, &low) == 0);
-  signal(SIGXFSZ, SIG_IGN);
+  limit_files(&rl);
   CHECK_EQ(count_entries(dir, sub, sizeof(sub)), 1);
   for (uint64_t id = 0; id < 2; id++) {
     CHECK_EQ(rd_store_create(s, id, 512 * KiB, 1, &off), 0);
@@ -413,16 +420,205 @@ static int spill_failure_child(const char *dir) {
   return 0;
 }
 
-static void test_spill_failure(void) {
+/* Run child(dir) in a forked process with a fresh spill directory, so that a
+ * file size limit it sets does not leak; it must leave no file behind. */
+static void in_child(const char *name, int (*child)(const char *dir)) {
   char dir[128];
-  make_spill_dir(dir, sizeof(dir), "spillfail");
+  make_spill_dir(dir, sizeof(dir), name);
   pid_t pid = fork();
   CHECK(pid >= 0);
   if (pid == 0)
-    _exit(spill_failure_child(dir));
+    _exit(child(dir));
   int status;
   CHECK(waitpid(pid, &status, 0) == pid);
   CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+  CHECK_EQ(count_entries(dir, NULL, 0), 0);
+  CHECK(rmdir(dir) == 0);
+}
+
+static void test_spill_failure(void) { in_child("spillfail", spill_failure_child); }
+
+/* ---- background spilling ---- */
+
+static uint64_t spilling(rd_store *s) {
+  rd_store_stats st;
+  rd_store_get_stats(s, &st);
+  return st.spilling_bytes;
+}
+
+/* Wait for the spill thread to finish what it was given, and reap it. */
+static void drain(rd_store *s) {
+  while (spilling(s) > 0) {
+    struct pollfd pf = {.fd = rd_store_spill_fd(s), .events = POLLIN};
+    CHECK(poll(&pf, 1, 10000) == 1);
+    rd_store_spill_reap(s);
+  }
+}
+
+/* Wait until the thread has written at least one job, without reaping. */
+static void written(rd_store *s) {
+  struct pollfd pf = {.fd = rd_store_spill_fd(s), .events = POLLIN};
+  CHECK(poll(&pf, 1, 10000) == 1);
+}
+
+static void put_sealed(rd_store *s, uint64_t id, uint64_t n) {
+  uint64_t off;
+  CHECK_EQ(rd_store_create(s, id, n, 1, &off), 0);
+  fill(rd_store_base(s) + off, n, id);
+  CHECK_EQ(rd_store_seal(s, id), 0);
+  CHECK_EQ(rd_store_release(s, id), 0);
+}
+
+static void check_bytes(rd_store *s, uint64_t id, uint64_t n) {
+  uint64_t off, size;
+  CHECK_EQ(rd_store_get(s, id, &off, &size), 0);
+  CHECK_EQ(size, n);
+  CHECK(same(rd_store_base(s) + off, n, id));
+  CHECK_EQ(rd_store_release(s, id), 0);
+}
+
+/* Above the threshold the least recently used objects go to disk without any
+ * create asking for room. */
+static void test_background_threshold(void) {
+  char dir[128], sub[512];
+  make_spill_dir(dir, sizeof(dir), "bg");
+  rd_store *s;
+  rd_store_config cfg = {.capacity = 8 * MiB, .spill_dir = dir, .spill_threshold = 0.5};
+  CHECK_EQ(rd_store_open(&s, &cfg), 0);
+  CHECK(rd_store_spill_fd(s) >= 0);
+  CHECK_EQ(count_entries(dir, sub, sizeof(sub)), 1);
+  for (uint64_t id = 0; id < 6; id++)
+    put_sealed(s, id, 1 * MiB);
+  drain(s);
+  rd_store_stats st;
+  rd_store_get_stats(s, &st);
+  CHECK(st.used <= 4 * MiB);   /* 6 MiB of objects, threshold 4 MiB */
+  CHECK_EQ(st.num_spilled, 2);
+  CHECK_EQ(st.spill_count, 2);
+  CHECK_EQ(st.spill_failures, 0);
+  CHECK(spill_file_exists(sub, 0) && spill_file_exists(sub, 1)); /* the oldest two */
+  CHECK(!spill_file_exists(sub, 2));
+  for (uint64_t id = 0; id < 6; id++)
+    check_bytes(s, id, 1 * MiB);
+  /* a store without a threshold has no thread */
+  rd_store *plain;
+  rd_store_config pcfg = {.capacity = 1 * MiB, .spill_dir = dir};
+  CHECK_EQ(rd_store_open(&plain, &pcfg), 0);
+  CHECK_EQ(rd_store_spill_fd(plain), -1);
+  CHECK_EQ(rd_store_spill_reap(plain), 0);
+  rd_store_close(plain);
+  rd_store_close(s);
+  CHECK_EQ(count_entries(dir, NULL, 0), 0);
+  CHECK(rmdir(dir) == 0);
+}
+
+/* rd_store_create_nowait waits (RD_EAGAIN) for the thread instead of writing
+ * files itself; an object read or deleted while its job runs is not moved. */
+static void test_background_nowait(void) {
+  char dir[128], sub[512];
+  make_spill_dir(dir, sizeof(dir), "bgwait");
+  rd_store *s;
+  rd_store_config cfg = {.capacity = 4 * MiB, .spill_dir = dir, .spill_threshold = 1};
+  uint64_t off, size;
+  CHECK_EQ(rd_store_open(&s, &cfg), 0);
+  CHECK_EQ(count_entries(dir, sub, sizeof(sub)), 1);
+  for (uint64_t id = 0; id < 4; id++)
+    put_sealed(s, id, 1 * MiB);
+  CHECK_EQ(spilling(s), 0);   /* full, but nothing asked for room */
+
+  /* a waiting create: object 0 is handed to the thread */
+  CHECK_EQ(rd_store_create_nowait(s, 10, 1 * MiB, 1, &off), RD_EAGAIN);
+  CHECK_EQ(spilling(s), 1 * MiB);
+  /* ... and read before its job is reaped: it stays in memory */
+  CHECK_EQ(rd_store_get(s, 0, &off, &size), 0);
+  CHECK(same(rd_store_base(s) + off, size, 0));
+  written(s);
+  CHECK_EQ(rd_store_spill_reap(s), 1);
+  rd_store_stats st;
+  rd_store_get_stats(s, &st);
+  CHECK_EQ(st.num_spilled, 0);
+  CHECK_EQ(st.spill_count, 0);
+  CHECK(!spill_file_exists(sub, 0));
+
+  /* the next try hands object 1 over; deleting it meanwhile frees it */
+  CHECK_EQ(rd_store_create_nowait(s, 10, 1 * MiB, 1, &off), RD_EAGAIN);
+  CHECK_EQ(rd_store_delete(s, 1), 0);
+  CHECK_EQ(rd_store_get(s, 1, &off, &size), RD_ENOENT);
+  written(s);
+  CHECK_EQ(rd_store_spill_reap(s), 1);
+  CHECK(!spill_file_exists(sub, 1));
+  CHECK_EQ(rd_store_create_nowait(s, 10, 1 * MiB, 1, &off), 0);
+  CHECK_EQ(rd_store_seal(s, 10), 0);
+  CHECK_EQ(rd_store_release(s, 10), 0);
+
+  /* a plain spill: the object moves to disk and comes back intact */
+  CHECK_EQ(rd_store_create_nowait(s, 11, 1 * MiB, 1, &off), RD_EAGAIN);
+  drain(s);
+  CHECK_EQ(rd_store_create_nowait(s, 11, 1 * MiB, 1, &off), 0);
+  rd_store_get_stats(s, &st);
+  CHECK_EQ(st.num_spilled, 1);
+  CHECK(spill_file_exists(sub, 2));
+  /* rd_store_create waits for a running job rather than fail: with 0 and 10
+   * pinned, object 3 is the only one that can go */
+  CHECK_EQ(rd_store_get(s, 10, &off, &size), 0);
+  CHECK_EQ(rd_store_create_nowait(s, 12, 1 * MiB, 1, &off), RD_EAGAIN);
+  CHECK_EQ(rd_store_create(s, 13, 1 * MiB, 1, &off), 0);
+  CHECK_EQ(spilling(s), 0);
+  CHECK(spill_file_exists(sub, 3));
+  CHECK_EQ(rd_store_create(s, 14, 1 * MiB, 1, &off), RD_ESTORE_FULL);   /* all pinned */
+  CHECK_EQ(rd_store_release(s, 0), 0);
+  CHECK_EQ(rd_store_release(s, 10), 0);
+  check_bytes(s, 2, 1 * MiB);   /* restored, spilling another */
+  check_bytes(s, 3, 1 * MiB);
+  rd_store_close(s);
+  CHECK_EQ(count_entries(dir, NULL, 0), 0);
+  CHECK(rmdir(dir) == 0);
+}
+
+/* A failed background write leaves the object in memory, is counted, and
+ * pauses the thread; the create that needed the room gets the error. */
+static int background_failure_child(const char *dir) {
+  rd_store *s;
+  rd_store_config cfg = {.capacity = 1 * MiB, .spill_dir = dir, .spill_threshold = 0.5};
+  uint64_t off;
+  char sub[512];
+  CHECK_EQ(rd_store_open(&s, &cfg), 0);
+  struct rlimit rl;
+  limit_files(&rl);
+  CHECK_EQ(count_entries(dir, sub, sizeof(sub)), 1);
+  put_sealed(s, 0, 512 * KiB);
+  CHECK_EQ(spilling(s), 0);
+  put_sealed(s, 1, 512 * KiB);   /* over the threshold: object 0's job fails */
+  drain(s);
+  rd_store_stats st;
+  rd_store_get_stats(s, &st);
+  CHECK_EQ(st.spill_failures, 1);
+  CHECK_EQ(st.spill_last_error, RD_ENOSPC);
+  CHECK_EQ(st.num_in_memory, 2);
+  CHECK_EQ(count_entries(sub, NULL, 0), 0);
+  CHECK_EQ(rd_store_create_nowait(s, 2, 512 * KiB, 1, &off), RD_ENOSPC);
+  CHECK_EQ(spilling(s), 0);   /* paused, not retrying */
+  check_bytes(s, 0, 512 * KiB);
+  check_bytes(s, 1, 512 * KiB);
+  CHECK(setrlimit(RLIMIT_FSIZE, &rl) == 0);
+  CHECK_EQ(rd_store_create(s, 2, 512 * KiB, 1, &off), 0);   /* inline spill works again */
+  rd_store_close(s);
+  return 0;
+}
+
+static void test_background_failure(void) { in_child("bgfail", background_failure_child); }
+
+/* Closing with jobs queued and running leaves no file and no leak. */
+static void test_background_close(void) {
+  char dir[128];
+  make_spill_dir(dir, sizeof(dir), "bgclose");
+  rd_store *s;
+  rd_store_config cfg = {.capacity = 32 * MiB, .spill_dir = dir, .spill_threshold = 0.01};
+  CHECK_EQ(rd_store_open(&s, &cfg), 0);
+  for (uint64_t id = 0; id < 16; id++)
+    put_sealed(s, id, 1 * MiB);
+  CHECK(spilling(s) > 0);
+  rd_store_close(s);
   CHECK_EQ(count_entries(dir, NULL, 0), 0);
   CHECK(rmdir(dir) == 0);
 }
@@ -473,6 +669,10 @@ int main(void) {
   test_spill();
   test_no_spill_dir();
   test_spill_failure();
+  test_background_threshold();
+  test_background_nowait();
+  test_background_failure();
+  test_background_close();
   test_big_object();
   CHECK(rmdir(tmp_root) == 0);
   printf("test_store: ok\n");
