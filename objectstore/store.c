@@ -51,17 +51,21 @@ typedef struct obj {
   uint8_t deleted;         /* delete called while pinned: free on last release */
   uint8_t spilled;         /* bytes are in spill file <hex id>, not the segment */
   uint8_t spilling;        /* being written by the spill thread (holds one pin) */
+  uint8_t restoring;       /* spilled, being read back by the thread (holds one pin) */
+  uint8_t restore_failed;  /* the thread could not read it: the next get reads inline */
   uint8_t list;
 } obj;
 
-/* One object handed to the spill thread.  The thread reads only this: the
- * object's bytes stay where they are (the job's pin keeps the extent) and
- * all bookkeeping waits for rd_store_spill_reap on the store's thread. */
+/* One piece of I/O handed to the spill thread.  The thread reads only this:
+ * the extent stays where it is (the job's pin keeps it) and all bookkeeping
+ * waits for rd_store_spill_reap on the store's thread. */
+enum { JOB_WRITE, JOB_READ, JOB_UNLINK };
 typedef struct spill_job {
-  uint64_t id, size;
-  const uint8_t *src;       /* NULL: remove the file `trash` instead */
+  int kind;
   int rc;
-  char trash[40];
+  uint64_t id, size;
+  uint64_t off;             /* the object's extent in the segment */
+  char trash[40];           /* JOB_UNLINK: the renamed file */
   struct spill_job *next;
 } spill_job;
 
@@ -175,6 +179,22 @@ static int spill_errno(int e) {
   return (e == ENOSPC || e == EFBIG || e == EDQUOT) ? RD_ENOSPC : RD_EIO;
 }
 
+/* All `size` bytes between buf and fd at offset 0: 0, or the errno of the
+ * failure (EIO for a short file). */
+static int full_io(int fd, uint8_t *buf, uint64_t size, int writing) {
+  uint64_t done = 0;
+  while (done < size) {
+    ssize_t n = writing ? pwrite(fd, buf + done, size - done, (off_t)done)
+                        : pread(fd, buf + done, size - done, (off_t)done);
+    if (n < 0 && errno == EINTR)
+      continue;
+    if (n <= 0)
+      return n < 0 ? errno : EIO;
+    done += (uint64_t)n;
+  }
+  return 0;
+}
+
 /* Write `size` bytes from `src` to the spill file of `id`; on failure no file
  * is left.  Touches no store state: the spill thread calls it too. */
 static int write_file(int dirfd, uint64_t id, const uint8_t *src, uint64_t size) {
@@ -183,18 +203,8 @@ static int write_file(int dirfd, uint64_t id, const uint8_t *src, uint64_t size)
   int fd = openat(dirfd, name, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
   if (fd < 0)
     return spill_errno(errno);
-  int rc = 0;
-  uint64_t done = 0;
-  while (done < size) {
-    ssize_t n = pwrite(fd, src + done, size - done, (off_t)done);
-    if (n < 0 && errno == EINTR)
-      continue;
-    if (n <= 0) {
-      rc = n < 0 ? spill_errno(errno) : RD_EIO;
-      break;
-    }
-    done += (uint64_t)n;
-  }
+  int e = full_io(fd, (uint8_t *)(uintptr_t)src, size, 1);
+  int rc = e != 0 ? spill_errno(e) : 0;
   if (close(fd) != 0 && rc == 0)
     rc = spill_errno(errno);
   if (rc != 0)
@@ -212,6 +222,7 @@ static void unlink_file(rd_store *s, uint64_t id) {
   spill_name(name, id);
   spill_job *j = s->spill_started && !s->spill_stop ? calloc(1, sizeof(*j)) : NULL;
   if (j != NULL) {
+    j->kind = JOB_UNLINK;
     snprintf(j->trash, sizeof(j->trash), "%s.%" PRIu64 ".del", name, ++s->trash_seq);
     if (renameat(s->spill_dirfd, name, s->spill_dirfd, j->trash) == 0) {
       enqueue(s, j);
@@ -220,6 +231,30 @@ static void unlink_file(rd_store *s, uint64_t id) {
     free(j);
   }
   unlinkat(s->spill_dirfd, name, 0);
+}
+
+/* Read the spill file of `id` into dst.  Touches no store state: the spill
+ * thread calls it too. */
+static int read_file(int dirfd, uint64_t id, uint8_t *dst, uint64_t size) {
+  char name[17];
+  spill_name(name, id);
+  int fd = openat(dirfd, name, O_RDONLY | O_CLOEXEC);
+  if (fd < 0)
+    return RD_EIO;
+  int e = full_io(fd, dst, size, 0);   /* an error, or a file shorter than the object */
+  close(fd);
+  return e != 0 ? RD_EIO : 0;
+}
+
+/* o's bytes are back in the extent at off: the file goes. */
+static void restored(rd_store *s, obj *o, uint64_t off) {
+  unlink_file(s, o->id);
+  o->spilled = 0;
+  o->offset = off;
+  s->num_spilled--;
+  s->bytes_spilled -= o->size;
+  s->num_in_memory++;
+  s->restore_count++;
 }
 
 /* o's bytes are in its file now: give its extent back. */
@@ -269,7 +304,7 @@ static void *spill_main(void *arg) {
       s->todo_tail = &s->todo;
     s->spill_busy = 1;
     pthread_mutex_unlock(&s->spill_mu);
-    if (j->src == NULL) {   /* freeing a big file's blocks takes a while */
+    if (j->kind == JOB_UNLINK) {   /* freeing a big file's blocks takes a while */
       unlinkat(s->spill_dirfd, j->trash, 0);
       free(j);
       pthread_mutex_lock(&s->spill_mu);
@@ -277,7 +312,10 @@ static void *spill_main(void *arg) {
       pthread_cond_broadcast(&s->spill_done_cv);
       continue;
     }
-    j->rc = write_file(s->spill_dirfd, j->id, j->src, j->size);
+    if (j->kind == JOB_WRITE)
+      j->rc = write_file(s->spill_dirfd, j->id, s->base + j->off, j->size);
+    else
+      j->rc = read_file(s->spill_dirfd, j->id, s->base + j->off, j->size);
     pthread_mutex_lock(&s->spill_mu);
     s->spill_busy = 0;
     j->next = s->done;
@@ -319,7 +357,7 @@ static int spill_more(rd_store *s, uint64_t want) {
     uint64_t staying = st.used > s->spilling_bytes ? st.used - s->spilling_bytes : 0;
     if (staying <= limit && want <= st.free + s->spilling_bytes)
       break;
-    spill_job *j = malloc(sizeof(*j));
+    spill_job *j = calloc(1, sizeof(*j));
     if (j == NULL)
       break;
     obj *o = s->lru.next;
@@ -327,10 +365,10 @@ static int spill_more(rd_store *s, uint64_t want) {
     o->pins++;
     o->spilling = 1;
     s->spilling_bytes += EXT_SIZE(o->size);
+    j->kind = JOB_WRITE;
     j->id = o->id;
     j->size = o->size;
-    j->src = s->base + o->offset;
-    j->rc = 0;
+    j->off = o->offset;
     enqueue(s, j);
     started++;
   }
@@ -338,7 +376,7 @@ static int spill_more(rd_store *s, uint64_t want) {
 }
 
 static void destroy(rd_store *s, obj *o);
-static int reap(rd_store *s, int more);
+static int reap(rd_store *s);
 
 /* Block until the spill thread has written every job handed to it, and
  * finish them: for a create that cannot be put off (rd_store_create). */
@@ -347,12 +385,36 @@ static void spill_wait(rd_store *s) {
   while (s->todo != NULL || s->spill_busy)
     pthread_cond_wait(&s->spill_done_cv, &s->spill_mu);
   pthread_mutex_unlock(&s->spill_mu);
-  reap(s, 0);
+  reap(s);
 }
 
-/* A job is back: its object moves to disk if nobody pinned or deleted it
+/* A read is back: the object is in memory again, unless it was deleted
+ * meanwhile (then it is freed).  A failed read leaves it spilled, and the
+ * next get reads inline and reports the error. */
+static void restore_finish(rd_store *s, spill_job *j) {
+  obj *o = rd__u64map_get(&s->objs, j->id);
+  assert(o != NULL && o->restoring && o->spilled && o->pins > 0);
+  o->restoring = 0;
+  o->pins--;
+  if (j->rc != 0 || o->deleted) {
+    rd_alloc_free(s->alloc, j->off);
+    o->restore_failed = j->rc != 0;
+    if (o->deleted && o->pins == 0)
+      destroy(s, o);
+    return;
+  }
+  restored(s, o, j->off);
+  if (o->pins == 0)
+    lru_push(s, o);
+}
+
+/* A write is back: its object moves to disk if nobody pinned or deleted it
  * meanwhile; otherwise the file goes and the object stays as it is. */
 static void spill_finish(rd_store *s, spill_job *j) {
+  if (j->kind == JOB_READ) {
+    restore_finish(s, j);
+    return;
+  }
   obj *o = rd__u64map_get(&s->objs, j->id);
   assert(o != NULL && o->spilling && o->pins > 0);
   o->spilling = 0;
@@ -398,43 +460,19 @@ static int alloc_room(rd_store *s, uint64_t size, uint64_t *off) {
   }
 }
 
-/* Read a spilled object back into a new extent.  On failure it stays spilled. */
+/* Read a spilled object back into a new extent, here and now.  On failure it
+ * stays spilled. */
 static int restore(rd_store *s, obj *o) {
   uint64_t off;
   int rc = alloc_room(s, o->size, &off);
   if (rc != 0)
     return rc;
-  char name[17];
-  spill_name(name, o->id);
-  int fd = openat(s->spill_dirfd, name, O_RDONLY | O_CLOEXEC);
-  if (fd < 0) {
-    rd_alloc_free(s->alloc, off);
-    return RD_EIO;
-  }
-  uint8_t *dst = s->base + off;
-  uint64_t done = 0;
-  while (done < o->size) {
-    ssize_t n = pread(fd, dst + done, o->size - done, (off_t)done);
-    if (n < 0 && errno == EINTR)
-      continue;
-    if (n <= 0) { /* error, or the file is shorter than the object */
-      rc = RD_EIO;
-      break;
-    }
-    done += (uint64_t)n;
-  }
-  close(fd);
+  rc = read_file(s->spill_dirfd, o->id, s->base + off, o->size);
   if (rc != 0) {
     rd_alloc_free(s->alloc, off);
     return rc;
   }
-  unlink_file(s, o->id);
-  o->spilled = 0;
-  o->offset = off;
-  s->num_spilled--;
-  s->bytes_spilled -= o->size;
-  s->num_in_memory++;
-  s->restore_count++;
+  restored(s, o, off);
   return 0;
 }
 
@@ -622,7 +660,7 @@ void rd_store_close(rd_store *s) {
       while (*l != NULL) {
         spill_job *j = *l;
         *l = j->next;
-        if (j->src == NULL)
+        if (j->kind == JOB_UNLINK)
           unlinkat(s->spill_dirfd, j->trash, 0);
         free(j);
       }
@@ -745,7 +783,39 @@ int rd_store_seal(rd_store *s, uint64_t id) {
   return 0;
 }
 
-int rd_store_get(rd_store *s, uint64_t id, uint64_t *offset_out, uint64_t *size_out) {
+/* Hand a spilled object's read to the spill thread: RD_EAGAIN when the read
+ * (or the room for it) is under way, 1 when the caller must read inline. */
+static int restore_later(rd_store *s, obj *o) {
+  if (!s->spill_started || o->restore_failed)
+    return 1;
+  uint64_t off;
+  int rc = rd_alloc_alloc(s->alloc, o->size, &off);
+  if (rc == RD_ESTORE_FULL) {
+    rd_alloc_stats st;
+    rd_alloc_get_stats(s->alloc, &st);
+    uint64_t want = EXT_SIZE(o->size);
+    if (want <= st.free + s->lru_bytes + s->spilling_bytes &&
+        (spill_more(s, want) > 0 || s->spilling_bytes > 0))
+      return RD_EAGAIN;   /* asked again once jobs are reaped */
+    return 1;
+  }
+  spill_job *j = rc == 0 ? calloc(1, sizeof(*j)) : NULL;
+  if (j == NULL) {
+    if (rc == 0)
+      rd_alloc_free(s->alloc, off);
+    return 1;
+  }
+  o->restoring = 1;
+  o->pins++;
+  j->kind = JOB_READ;
+  j->id = o->id;
+  j->size = o->size;
+  j->off = off;
+  enqueue(s, j);
+  return RD_EAGAIN;
+}
+
+static int get(rd_store *s, uint64_t id, int wait, uint64_t *offset_out, uint64_t *size_out) {
   if (s == NULL)
     return RD_EINVAL;
   obj *o = rd__u64map_get(&s->objs, id);
@@ -755,8 +825,15 @@ int rd_store_get(rd_store *s, uint64_t id, uint64_t *offset_out, uint64_t *size_
     return RD_EAGAIN;
   if (o->pins == UINT32_MAX)
     return RD_ESTATE;
+  if (o->restoring) {
+    if (!wait)
+      return RD_EAGAIN;
+    spill_wait(s);   /* reaps the read: in memory, or restore_failed */
+  }
   if (o->spilled) {
-    int rc = restore(s, o);
+    int rc = wait ? 1 : restore_later(s, o);
+    if (rc == 1 && (rc = restore(s, o)) == 0)
+      o->restore_failed = 0;   /* sticks while inline reads fail too */
     if (rc != 0)
       return rc;
   }
@@ -769,11 +846,19 @@ int rd_store_get(rd_store *s, uint64_t id, uint64_t *offset_out, uint64_t *size_
   return 0;
 }
 
+int rd_store_get(rd_store *s, uint64_t id, uint64_t *offset_out, uint64_t *size_out) {
+  return get(s, id, 1, offset_out, size_out);
+}
+
+int rd_store_get_nowait(rd_store *s, uint64_t id, uint64_t *offset_out, uint64_t *size_out) {
+  return get(s, id, 0, offset_out, size_out);
+}
+
 int rd_store_reuse(rd_store *s, uint64_t id, uint64_t *offset_out, uint64_t *size_out) {
   if (s == NULL)
     return RD_EINVAL;
   obj *o = rd__u64map_get(&s->objs, id);
-  if (o == NULL || !o->deleted || !o->sealed || o->pins == 0 || o->pins == UINT32_MAX)
+  if (o == NULL || !o->deleted || !o->sealed || o->spilled || o->pins == 0 || o->pins == UINT32_MAX)
     return RD_ENOENT;
   o->pins++;   /* pinned, so in memory: never spilled */
   if (offset_out != NULL)
@@ -864,11 +949,11 @@ int rd_store_spill_fd(const rd_store *s) {
 int rd_store_spill_reap(rd_store *s) {
   if (s == NULL || !s->spill_started)
     return 0;
-  return reap(s, 1);
+  return reap(s);
 }
 
-/* Finish the jobs the thread is done with; more: start the next ones. */
-static int reap(rd_store *s, int more) {
+/* Finish the jobs the thread is done with. */
+static int reap(rd_store *s) {
   uint64_t n;
   ssize_t r = read(s->spill_efd, &n, sizeof(n));
   (void)r;
@@ -884,7 +969,5 @@ static int reap(rd_store *s, int more) {
     free(j);
     count++;
   }
-  if (count > 0 && more)
-    spill_more(s, 0);
   return count;
 }

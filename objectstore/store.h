@@ -9,8 +9,9 @@
  * Spilling: least recently used unpinned sealed objects move to files in
  * the spill directory.  With a spill threshold, a thread of the store writes
  * them in the background as soon as objects fill more than that share of the
- * segment, so that creates seldom have to write a file themselves; the
- * caller's loop polls rd_store_spill_fd() and calls rd_store_spill_reap(). */
+ * segment, so that creates seldom have to write a file themselves, and
+ * reads spilled objects back for rd_store_get_nowait(); the caller's loop
+ * polls rd_store_spill_fd() and calls rd_store_spill_reap(). */
 #ifndef RD_OBJECTSTORE_STORE_H
 #define RD_OBJECTSTORE_STORE_H
 
@@ -75,6 +76,12 @@ int rd_store_seal(rd_store *s, uint64_t id);
  * first (which can itself spill others).  RD_ENOENT unknown; RD_EAGAIN exists but
  * not sealed yet (the caller waits for the seal); restore errors as create. */
 int rd_store_get(rd_store *s, uint64_t id, uint64_t *offset_out, uint64_t *size_out);
+/* As rd_store_get, but a spilled object is read back by the background
+ * thread: RD_EAGAIN while that read (or the room for it) is under way; ask
+ * again after rd_store_spill_reap() has finished jobs.  Without a spill
+ * thread, or after the thread's read failed, it reads inline as
+ * rd_store_get does (which reports the error). */
+int rd_store_get_nowait(rd_store *s, uint64_t id, uint64_t *offset_out, uint64_t *size_out);
 /* As rd_store_get, for a sealed object deleted while pinned (a pulled copy on
  * its way out, which a new reader may still use): pins it, and it stays
  * deleted, freed by its last release.  RD_ENOENT when there is no such
@@ -95,10 +102,11 @@ void rd_store_get_stats(const rd_store *s, rd_store_stats *out);
 
 /* Background spilling: an fd that turns readable when the spill thread has
  * finished jobs (-1 without a spill threshold or spill directory), and the
- * call that finishes them on the store's thread: each object moves to disk
- * unless it was pinned or deleted meanwhile (then it stays in memory, or is
- * freed).  Returns how many jobs it finished.  A failed write is counted in
- * the stats and stops background spilling for a second. */
+ * call that finishes them on the store's thread: a written object moves to
+ * disk unless it was pinned or deleted meanwhile (then it stays in memory, or
+ * is freed); a read one is in memory again (or freed if deleted).  Returns
+ * how many jobs it finished.  A failed write is counted in the stats and
+ * stops background spilling for a second. */
 int rd_store_spill_fd(const rd_store *s);
 int rd_store_spill_reap(rd_store *s);
 

@@ -1384,29 +1384,26 @@ static void retry_parked_creates(void) {
   }
 }
 
-/* The store's spill thread finished writing objects: room for parked creates. */
-static void on_spill_done(uv_poll_t *h, int status, int events) {
-  (void)h; (void)status; (void)events;
-  if (rd_store_spill_reap(N.store) > 0 && N.parked_creates) retry_parked_creates();
-}
-
 int rd__node_store_get(uint64_t id, uint64_t *off, uint64_t *size) {
-  int st = rd_store_get(N.store, id, off, size);
+  int st = rd_store_get_nowait(N.store, id, off, size);   /* RD_EAGAIN while read back */
   if (st == RD_ENOENT && rd_store_reuse(N.store, id, off, size) == 0) st = 0;
   return st;
 }
 
-/* Try to answer a get: 1 answered, 0 must wait for a seal. */
+/* Try to answer a get: 1 answered, 0 must wait for a seal, a pull or a
+ * read back from disk (every spilled one is asked for at once). */
 static int try_get(node_client *c, uint64_t req_id, const uint64_t *ids, size_t n) {
+  int wait = 0;
   for (size_t i = 0; i < n; i++) {
     uint64_t off, sz;
     int st = rd__node_store_get(ids[i], &off, &sz);
     if (st == 0) {
       rd_store_release(N.store, ids[i]);
     } else if (st == RD_EAGAIN || (st == RD_ENOENT && rd__cluster_obj_status(ids[i], NULL) == RD_EAGAIN)) {
-      return 0;   /* not sealed yet, or being pulled from another node */
+      wait = 1;   /* not sealed yet, being pulled from another node, or read back */
     }
   }
+  if (wait) return 0;
   Rd__ObjGetReply r = RD__OBJ_GET_REPLY__INIT;
   Rd__ObjLoc *locs = calloc(n ? n : 1, sizeof(*locs));
   Rd__ObjLoc **lp = calloc(n ? n : 1, sizeof(*lp));
@@ -1499,6 +1496,15 @@ static void retry_parked(int check_deadlines) {
       pp = &p->next;
     }
   }
+}
+
+/* The store's spill thread finished jobs: room for parked creates, objects
+ * read back for parked gets. */
+static void on_spill_done(uv_poll_t *h, int status, int events) {
+  (void)h; (void)status; (void)events;
+  if (rd_store_spill_reap(N.store) == 0) return;
+  if (N.parked_creates) retry_parked_creates();
+  if (N.parked) retry_parked(0);
 }
 
 static void on_obj_seal(node_client *c, Rd__ObjSeal *m) {

@@ -1,15 +1,18 @@
-/* bench/store/bench_spill.c - how much a node's spilling delays its other
- * clients.
+/* bench/store/bench_spill.c - how much a node's spilling and restoring
+ * delays its other clients.
  *
  * An embedded cluster with a small store (--store MiB, 256 by default).  A
  * task puts --objects objects of --mib MiB each and keeps them all, so the
- * store must spill most of them; meanwhile the driver times, one at a time,
- * small puts (256 KiB, through the store) and node round trips
- * (rd_node_info_get).  It prints their median, p99 and worst latency, the
- * filler's put bandwidth, and the node's spill count.  Run it with
- * RAYDIST_SPILL_THRESHOLD=1 (spill only when a create does not fit, inside
- * that create) and with the default (spill in the background from 80%) to
- * compare; bench/store/spill.sh does both, alternating.  Not a test. */
+ * store must spill most of them ("put" phase), then gets each back in order,
+ * so most are read back from disk, each read making room by spilling another
+ * ("get" phase).  Meanwhile the driver times, one at a time, small puts
+ * (256 KiB, through the store) and node round trips (rd_node_info_get).  It
+ * prints their median, p99 and worst latency per phase, the task's bandwidth
+ * and the node's spill and restore counts.  Run it with
+ * RAYDIST_SPILL_THRESHOLD=0 (spill and read back only inside the request that
+ * needs it) and with the default (a thread of the store does that I/O, and
+ * spills from 80% full) to compare; bench/store/spill.sh does both,
+ * alternating.  Not a test. */
 #include <raydist.h>
 
 #include <stdint.h>
@@ -33,7 +36,12 @@ typedef struct fill_args {
   int mib;
 } fill_args;
 
-/* Put the objects, keep them all until the end, return the seconds spent. */
+typedef struct fill_result {
+  double put_secs, get_secs;
+  double switch_at;   /* CLOCK_MONOTONIC when the get phase began */
+} fill_result;
+
+/* Put the objects, then get each back, keeping them all until the end. */
 RD_REMOTE(filler) {
   rd_buf a;
   if (rd_arg(call, 0, &a) || a.size != sizeof(fill_args)) return rd_call_fail(call, "bad arguments");
@@ -49,12 +57,24 @@ RD_REMOTE(filler) {
     memset(buf, k + 1, n);
     if (rd_put(buf, n, &refs[k]) != 0) break;
   }
-  double secs = now() - t0;
+  fill_result res = {now() - t0, 0, now()};
+  int bad = 0;
+  for (int i = 0; i < k && !bad; i++) {
+    rd_buf b;
+    if (rd_get(&refs[i], 1, &b, 60000) != 0) {
+      bad = 1;
+      break;
+    }
+    bad = b.size != n || ((const unsigned char *)b.data)[n / 2] != (unsigned char)(i + 1);
+    rd_buf_release(&b);
+  }
+  res.get_secs = now() - res.switch_at;
   for (int i = 0; i < k; i++) rd_ref_release(refs[i]);
   free(refs);
   free(buf);
   if (k < fa.objects) return rd_call_fail(call, "rd_put failed");
-  return rd_return_bytes(call, 0, &secs, sizeof(secs));
+  if (bad) return rd_call_fail(call, "rd_get failed or gave wrong bytes");
+  return rd_return_bytes(call, 0, &res, sizeof(res));
 }
 
 static int cmp_d(const void *a, const void *b) {
@@ -73,7 +93,18 @@ static void print_lat(const char *what, double *v, int n) {
 }
 
 enum { MAXS = 200000 };
-static double put_lat[MAXS], rt_lat[MAXS];
+static double put_lat[MAXS], rt_lat[MAXS], when[MAXS];
+
+/* Print the samples taken in [from, to). */
+static void print_phase(const char *phase, double from, double to, int n) {
+  static double a[MAXS], b[MAXS];
+  int m = 0;
+  for (int i = 0; i < n; i++)
+    if (when[i] >= from && when[i] < to) a[m] = put_lat[i], b[m] = rt_lat[i], m++;
+  printf(" %s phase:\n", phase);
+  print_lat("small put (256 KiB)", a, m);
+  print_lat("node round trip", b, m);
+}
 
 int main(int argc, char **argv) {
   int store_mib = 256;
@@ -99,7 +130,7 @@ int main(int argc, char **argv) {
   memset(p, 7, small);
   rd_ref f;
   OK(rd_submit(filler, RD_ARGS(rd_arg_bytes(&fa, sizeof(fa))), NULL, &f));
-  int np = 0, nr = 0;
+  int ns = 0;
   for (;;) {
     if (rd_wait(&f, 1, 1, 0, NULL) == 1) break;
     double t0 = now();
@@ -110,21 +141,22 @@ int main(int argc, char **argv) {
     rd_node_info ni;
     OK(rd_node_info_get(&ni));
     double t2 = now();
-    if (np < MAXS) put_lat[np++] = t1 - t0;
-    if (nr < MAXS) rt_lat[nr++] = t2 - t1;
+    if (ns < MAXS) put_lat[ns] = t1 - t0, rt_lat[ns] = t2 - t1, when[ns++] = t0;
   }
   rd_buf b;
   OK(rd_get(&f, 1, &b, 60000));
-  double secs;
-  memcpy(&secs, b.data, sizeof(secs));
+  fill_result res;
+  memcpy(&res, b.data, sizeof(res));
   rd_buf_release(&b);
   rd_ref_release(f);
   rd_node_info ni;
   OK(rd_node_info_get(&ni));
-  printf("  filler: %.2f s for %d MiB (%.0f MiB/s), %llu spills\n", secs, fa.objects * fa.mib,
-         fa.objects * fa.mib / secs, (unsigned long long)ni.store_spill_count);
-  print_lat("small put (256 KiB)", put_lat, np);
-  print_lat("node round trip", rt_lat, nr);
+  double mib = fa.objects * fa.mib;
+  printf("  task: put %.2f s (%.0f MiB/s), get %.2f s (%.0f MiB/s); %llu spills, %llu restores\n", res.put_secs,
+         mib / res.put_secs, res.get_secs, mib / res.get_secs, (unsigned long long)ni.store_spill_count,
+         (unsigned long long)ni.store_restore_count);
+  print_phase("put", 0, res.switch_at, ns);
+  print_phase("get", res.switch_at, 1e300, ns);
   free(p);
   rd_shutdown();
   return 0;

@@ -490,6 +490,14 @@ static int spill_background_run(const char *threshold, int *spills, uint64_t *us
   }
   *spills = (int)ni.store_spill_count;
   *used = ni.store_used;
+  /* one get of all five: the spilled ones are read back, then all pinned */
+  rd_buf bufs[K];
+  CHECK_EQ(rd_get(refs, K, bufs, 30000), 0);
+  for (int k = 0; k < K; k++) {
+    CHECK_EQ(bufs[k].size, n);
+    CHECK_EQ(((const unsigned char *)bufs[k].data)[n - 1], k + 1);
+    rd_buf_release(&bufs[k]);
+  }
   CHECK_EQ(check_filled(refs, K, n), 0);
   for (int k = 0; k < K; k++) rd_ref_release(refs[k]);
   rd_shutdown();

@@ -575,6 +575,109 @@ static void test_background_nowait(void) {
   CHECK(rmdir(dir) == 0);
 }
 
+/* The lowest id below `max` with a spill file, or UINT64_MAX. */
+static uint64_t find_spilled(const char *sub, uint64_t max) {
+  for (uint64_t id = 0; id < max; id++)
+    if (spill_file_exists(sub, id))
+      return id;
+  return UINT64_MAX;
+}
+
+/* rd_store_get_nowait has spilled objects read back by the thread. */
+static void test_background_restore(void) {
+  char dir[128], sub[512], path[600];
+  make_spill_dir(dir, sizeof(dir), "bgread");
+  rd_store *s;
+  rd_store_config cfg = {.capacity = 4 * MiB, .spill_dir = dir, .spill_threshold = 1};
+  uint64_t off, size;
+  rd_store_stats st;
+  CHECK_EQ(rd_store_open(&s, &cfg), 0);
+  CHECK_EQ(count_entries(dir, sub, sizeof(sub)), 1);
+  for (uint64_t id = 0; id < 6; id++)   /* 0 and 1 spilled inline on the way */
+    put_sealed(s, id, 1 * MiB);
+  CHECK(spill_file_exists(sub, 0) && spill_file_exists(sub, 1));
+  CHECK_EQ(rd_store_delete(s, 5), 0);   /* room for one */
+
+  /* a read in the background */
+  CHECK_EQ(rd_store_get_nowait(s, 0, &off, &size), RD_EAGAIN);
+  CHECK_EQ(rd_store_get_nowait(s, 0, &off, &size), RD_EAGAIN);   /* still under way */
+  written(s);
+  CHECK_EQ(rd_store_spill_reap(s), 1);
+  rd_store_get_stats(s, &st);
+  CHECK_EQ(st.restore_count, 1);
+  CHECK_EQ(st.num_spilled, 1);
+  CHECK(!spill_file_exists(sub, 0));
+  CHECK_EQ(rd_store_get_nowait(s, 0, &off, &size), 0);
+  CHECK(same(rd_store_base(s) + off, size, 0));
+  CHECK_EQ(rd_store_release(s, 0), 0);
+
+  /* no room: objects are spilled for it first, then it is read */
+  int tries = 0, rc;
+  while ((rc = rd_store_get_nowait(s, 1, &off, &size)) == RD_EAGAIN) {
+    CHECK(++tries < 10);
+    written(s);
+    CHECK(rd_store_spill_reap(s) >= 1);
+  }
+  CHECK_EQ(rc, 0);
+  CHECK(tries >= 2);   /* a write, then the read */
+  CHECK(same(rd_store_base(s) + off, size, 1));
+  CHECK_EQ(rd_store_release(s, 1), 0);
+
+  /* deleted while being read: freed, file and all */
+  CHECK_EQ(rd_store_delete(s, 0), 0);   /* room for the read */
+  rd_store_get_stats(s, &st);
+  uint64_t victim = 2;
+  while (victim < 5 && !spill_file_exists(sub, victim))
+    victim++;
+  CHECK(victim < 5);
+  uint64_t used = st.used;
+  CHECK_EQ(rd_store_get_nowait(s, victim, &off, &size), RD_EAGAIN);
+  rd_store_get_stats(s, &st);
+  CHECK_EQ(st.spilling_bytes, 0);   /* a read, not a write */
+  CHECK_EQ(st.used, used + 1 * MiB);
+  CHECK_EQ(rd_store_delete(s, victim), 0);
+  CHECK_EQ(rd_store_reuse(s, victim, &off, &size), RD_ENOENT);   /* not in memory */
+  written(s);
+  CHECK_EQ(rd_store_spill_reap(s), 1);
+  rd_store_get_stats(s, &st);
+  CHECK_EQ(st.used, used);
+  CHECK(!spill_file_exists(sub, victim));
+  CHECK_EQ(rd_store_get_nowait(s, victim, &off, &size), RD_ENOENT);
+
+  /* rd_store_get of an object being read waits for the read */
+  put_sealed(s, 30, 1 * MiB);
+  put_sealed(s, 31, 1 * MiB);   /* full now: the next spills inline */
+  put_sealed(s, 32, 1 * MiB);
+  uint64_t other = find_spilled(sub, 40);
+  CHECK(other != UINT64_MAX);
+  CHECK_EQ(rd_store_delete(s, 32), 0);   /* room for the read */
+  CHECK_EQ(rd_store_get_nowait(s, other, &off, &size), RD_EAGAIN);
+  CHECK_EQ(rd_store_get(s, other, &off, &size), 0);
+  CHECK(same(rd_store_base(s) + off, size, other));
+  CHECK_EQ(rd_store_release(s, other), 0);
+  drain(s);
+
+  /* a file that is gone: the background read fails, the next get says so */
+  put_sealed(s, 20, 1 * MiB);
+  put_sealed(s, 21, 1 * MiB);   /* spills the least recently used */
+  uint64_t lost = find_spilled(sub, 40);
+  CHECK(lost != UINT64_MAX);
+  snprintf(path, sizeof(path), "%s/%016llx", sub, (unsigned long long)lost);
+  CHECK(unlink(path) == 0);
+  while ((rc = rd_store_get_nowait(s, lost, &off, &size)) == RD_EAGAIN) {
+    written(s);
+    rd_store_spill_reap(s);
+  }
+  CHECK_EQ(rc, RD_EIO);
+  rd_store_get_stats(s, &st);
+  CHECK_EQ(st.spilling_bytes, 0);
+  CHECK_EQ(rd_store_get_nowait(s, lost, &off, &size), RD_EIO);   /* still spilled, still unreadable */
+  CHECK_EQ(rd_store_delete(s, lost), 0);
+  rd_store_close(s);
+  CHECK_EQ(count_entries(dir, NULL, 0), 0);
+  CHECK(rmdir(dir) == 0);
+}
+
 /* A failed background write leaves the object in memory, is counted, and
  * pauses the thread; the create that needed the room gets the error. */
 static int background_failure_child(const char *dir) {
@@ -671,6 +774,7 @@ int main(void) {
   test_spill_failure();
   test_background_threshold();
   test_background_nowait();
+  test_background_restore();
   test_background_failure();
   test_background_close();
   test_big_object();
