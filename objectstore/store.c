@@ -902,6 +902,44 @@ int rd_store_delete(rd_store *s, uint64_t id) {
   return 0;
 }
 
+/* Up to `cap` ids in [lo, hi] of objects not yet deleted; how many it found
+ * in all (more than cap when some did not fit). */
+static size_t ids_in_range(const rd_store *s, uint64_t lo, uint64_t hi, uint64_t *out, size_t cap) {
+  size_t n = 0;
+  for (uint64_t i = 0; i <= s->objs.mask; i++) {
+    const obj *o = s->objs.slots[i].val;
+    if (o != NULL && !o->deleted && o->id >= lo && o->id <= hi) {
+      if (n < cap)
+        out[n] = o->id;
+      n++;
+    }
+  }
+  return n;
+}
+
+size_t rd_store_delete_range(rd_store *s, uint64_t lo, uint64_t hi) {
+  if (s == NULL || lo > hi)
+    return 0;
+  /* collect first: deleting moves entries of the open-addressing table */
+  uint64_t few[256];
+  size_t total = 0, n = ids_in_range(s, lo, hi, few, 256);
+  uint64_t *ids = n > 256 ? malloc(n * sizeof(*ids)) : few;
+  if (ids == NULL) {   /* out of memory: in passes of 256 */
+    while ((n = ids_in_range(s, lo, hi, few, 256)) > 0) {
+      for (size_t i = 0; i < n && i < 256; i++)
+        total += rd_store_delete(s, few[i]) == 0;
+    }
+    return total;
+  }
+  if (ids != few)
+    n = ids_in_range(s, lo, hi, ids, n);
+  for (size_t i = 0; i < n; i++)
+    total += rd_store_delete(s, ids[i]) == 0;
+  if (ids != few)
+    free(ids);
+  return total;
+}
+
 int rd_store_contains(const rd_store *s, uint64_t id) {
   if (s == NULL)
     return 0;

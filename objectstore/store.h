@@ -92,6 +92,10 @@ int rd_store_release(rd_store *s, uint64_t id);
 /* The object is no longer referenced: free it now, or when its last pin is
  * released.  RD_ENOENT if unknown. */
 int rd_store_delete(rd_store *s, uint64_t id);
+/* Delete every object whose id is in [lo, hi] (the objects of an owner that
+ * is gone), as rd_store_delete does each.  Returns how many.  It scans the
+ * whole table: for rare events, not for the hot path. */
+size_t rd_store_delete_range(rd_store *s, uint64_t lo, uint64_t hi);
 /* Does the store hold a sealed copy (in memory or spilled)? */
 int rd_store_contains(const rd_store *s, uint64_t id);
 /* Client `owner` is gone: delete the unsealed objects it created.  Pins it held

@@ -142,6 +142,7 @@ typedef struct cl_hop {
   int done;
   int wait;
   struct cl_hop *next;
+  uint64_t deadline_ns;     /* a create parked past this spills inline */
 } cl_hop;
 
 typedef struct cl_link_state {
@@ -194,6 +195,7 @@ static struct {
   pthread_mutex_t mu;
   pthread_cond_t cv;
   cl_hop *hops;
+  cl_hop *parked_hops;      /* loop only: waiting for the store's spill thread */
   uv_async_t async;
   int stopping;
 } C;
@@ -314,11 +316,16 @@ static int hop_call(cl_hop *h) {
   return st;
 }
 
-static void hop_run(cl_hop *h) {
+/* 1 when done; 0 when it waits for the store's spill thread (to read a
+ * spilled object back, or to make room), asked again after each reap.  With
+ * force (the node stopping) the store does that I/O here and now. */
+static int hop_run(cl_hop *h, int force) {
   uint64_t off = 0, sz = 0;
   switch (h->kind) {
     case HOP_PIN:
-      h->status = rd_store_get(N.store, h->oid, &off, &sz);
+      h->status = force ? rd_store_get(N.store, h->oid, &off, &sz)
+                        : rd_store_get_nowait(N.store, h->oid, &off, &sz);
+      if (h->status == RD_EAGAIN && !force && rd_store_contains(N.store, h->oid)) return 0;
       if (h->status == 0) {
         h->data = rd_store_base(N.store) + off;
         h->size = sz;
@@ -328,9 +335,37 @@ static void hop_run(cl_hop *h) {
       (void)rd_store_release(N.store, h->oid);
       break;
     case HOP_CREATE:
-      h->status = rd_store_create(N.store, h->oid, h->size, RD_CL_PULL_OWNER, &off);
+      if (!h->deadline_ns) h->deadline_ns = rd__now_ns() + 10000000000ull;
+      if (force || rd__now_ns() >= h->deadline_ns) {
+        h->status = rd_store_create(N.store, h->oid, h->size, RD_CL_PULL_OWNER, &off);
+      } else {
+        h->status = rd_store_create_nowait(N.store, h->oid, h->size, RD_CL_PULL_OWNER, &off);
+        if (h->status == RD_EAGAIN) return 0;
+      }
       if (h->status == 0) h->data = rd_store_base(N.store) + off;
       break;
+  }
+  return 1;
+}
+
+/* Run the hops of `list`: answer the done ones, park the others. */
+static void hops_run(cl_hop *list) {
+  while (list) {
+    cl_hop *h = list;
+    list = h->next;
+    if (!hop_run(h, C.stopping)) {
+      rd__log(RD_LOG_DEBUG, "transfer %s of %llx waits for the store's spill thread",
+              h->kind == HOP_PIN ? "pin" : "create", (unsigned long long)h->oid);
+      h->next = C.parked_hops;
+      C.parked_hops = h;
+    } else if (h->wait) {
+      pthread_mutex_lock(&C.mu);
+      h->done = 1;
+      pthread_cond_broadcast(&C.cv);
+      pthread_mutex_unlock(&C.mu);
+    } else {
+      free(h);
+    }
   }
 }
 
@@ -340,19 +375,13 @@ static void on_async(uv_async_t *a) {
   cl_hop *list = C.hops;
   C.hops = NULL;
   pthread_mutex_unlock(&C.mu);
-  while (list) {
-    cl_hop *h = list;
-    list = h->next;
-    hop_run(h);
-    if (h->wait) {
-      pthread_mutex_lock(&C.mu);
-      h->done = 1;
-      pthread_cond_broadcast(&C.cv);
-      pthread_mutex_unlock(&C.mu);
-    } else {
-      free(h);
-    }
-  }
+  hops_run(list);
+}
+
+void rd__cluster_retry_hops(void) {
+  cl_hop *list = C.parked_hops;
+  C.parked_hops = NULL;
+  hops_run(list);
 }
 
 /* Called on transfer-server threads. */
@@ -1797,6 +1826,7 @@ int rd__cluster_handle_frame(node_client *c, const rd__frame *f) {
     case RD__MSG_TYPE__MSG_LINK_DELETE: {
       Rd__ObjIds *ids = (Rd__ObjIds *)m;
       for (size_t i = 0; i < ids->n_object_ids; i++) (void)rd_store_delete(N.store, ids->object_ids[i]);
+      for (size_t i = 0; i < ids->n_owners_gone; i++) rd__node_owner_gone(ids->owners_gone[i]);
       break;
     }
   }
@@ -1818,10 +1848,23 @@ int rd__cluster_worker_kill(node_worker *w, int status, const char *why) {
   return 0;
 }
 
+/* Client `id` of this node is gone: the nodes this one has links to (where
+ * its tasks ran) delete the objects it owned there. */
+static void owner_gone_tell_peers(uint32_t id) {
+  Rd__ObjIds m = RD__OBJ_IDS__INIT;
+  m.n_owners_gone = 1;
+  m.owners_gone = &id;
+  for (node_client *l = N.clients; l; l = l->next) {
+    cl_link_state *ls = l->link;
+    if (l->role == ROLE_LINK && !l->dead && ls && ls->outbound && ls->peer) link_send(l, RD__MSG_TYPE__MSG_LINK_DELETE, &m.base);
+  }
+}
+
 void rd__cluster_client_dropped(node_client *c) {
   /* also after rd__cluster_stop: shutdown drops every client last */
   int is_link = c->role == ROLE_LINK || c->link;
   uint32_t peer = c->link ? ((cl_link_state *)c->link)->peer : 0;
+  if (C.on && !C.stopping && (c->role == ROLE_DRIVER || c->role == ROLE_WORKER)) owner_gone_tell_peers(c->id);
   for (cl_chan *ch = C.chans, *next; ch; ch = next) {
     next = ch->next;
     if (ch->closed) continue;
@@ -2328,6 +2371,7 @@ void rd__cluster_stop(void) {
   C.stopping = 1;
   pthread_mutex_unlock(&C.mu);
   on_async(&C.async);   /* answer hops already queued */
+  rd__cluster_retry_hops();   /* and parked ones, doing their I/O inline */
   retries_cancel();
   if (C.on) {
     uv_timer_stop(&C.hb_timer);

@@ -64,6 +64,9 @@ void rd__cluster_job_end(node_job *j);
 
 /* Objects: start pulls for ids held on other nodes (nodes[] from the owner). */
 void rd__cluster_prefetch(const uint64_t *ids, const uint32_t *nodes, size_t n);
+/* The store's spill thread finished jobs: pins and creates for transfers
+ * that waited for it go on. */
+void rd__cluster_retry_hops(void);
 /* 0 nothing known, RD_EAGAIN while a pull runs, or the error of a failed pull
  * (message in *why). */
 int rd__cluster_obj_status(uint64_t id, const char **why);

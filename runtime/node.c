@@ -1384,6 +1384,16 @@ static void retry_parked_creates(void) {
   }
 }
 
+/* Client `id` (of this node or another) is gone: nobody else can name the
+ * objects it owned (a ref means something only in its owner), so they go. */
+void rd__node_owner_gone(uint32_t id) {
+  N.gone[N.ngone++ % RD_GONE_KEPT] = id;
+  uint64_t lo = rd__oid_make(id, 0);
+  size_t n = rd_store_delete_range(N.store, lo, lo | ((1ull << RD_OID_SEQ_BITS) - 1));
+  if (n) rd__log(RD_LOG_INFO, "deleted %zu objects of client %u, which is gone", n, id);
+  if (n && N.parked_creates) retry_parked_creates();
+}
+
 int rd__node_store_get(uint64_t id, uint64_t *off, uint64_t *size) {
   int st = rd_store_get_nowait(N.store, id, off, size);   /* RD_EAGAIN while read back */
   if (st == RD_ENOENT && rd_store_reuse(N.store, id, off, size) == 0) st = 0;
@@ -1505,11 +1515,25 @@ static void on_spill_done(uv_poll_t *h, int status, int events) {
   if (rd_store_spill_reap(N.store) == 0) return;
   if (N.parked_creates) retry_parked_creates();
   if (N.parked) retry_parked(0);
+  rd__cluster_retry_hops();
+}
+
+/* Is the owner of object `id` known to be gone? */
+static int owner_is_gone(uint64_t id) {
+  uint32_t owner = rd__oid_client(id);
+  unsigned n = N.ngone < RD_GONE_KEPT ? N.ngone : RD_GONE_KEPT;
+  for (unsigned i = 0; i < n; i++)
+    if (N.gone[i] == owner) return 1;
+  return 0;
 }
 
 static void on_obj_seal(node_client *c, Rd__ObjSeal *m) {
   int st = rd_store_seal(N.store, m->object_id);
   if (st != 0) rd__log(RD_LOG_WARN, "client %u: seal of %llx: %s", c->id, (unsigned long long)m->object_id, rd_strerror(st));
+  if (st == 0 && N.ngone && owner_is_gone(m->object_id)) {
+    rd__log(RD_LOG_INFO, "object %llx was sealed after its owner left: deleted", (unsigned long long)m->object_id);
+    (void)rd_store_delete(N.store, m->object_id);   /* freed with the creator's pin */
+  }
   if (m->release && pin_remove(c, m->object_id)) rd_store_release(N.store, m->object_id);
   if (N.parked) retry_parked(0);
   if (N.parked_creates) retry_parked_creates();
@@ -1780,6 +1804,7 @@ static void client_drop(node_client *c, const char *why) {
   for (size_t i = 0; i < c->npins; i++) rd_store_release(N.store, c->pins[i]);
   c->npins = 0;
   rd_store_abort_client(N.store, c->id);
+  if (c->role == ROLE_DRIVER || c->role == ROLE_WORKER) rd__node_owner_gone(c->id);
   if (c->worker) {
     node_worker *w = c->worker;
     w->client = NULL;

@@ -225,6 +225,11 @@ typedef struct rd__node_state {
   uint64_t leases_granted;
   parked_get *parked;
   parked_create *parked_creates;
+  /* the last RD_GONE_KEPT clients (any node's) known to be gone: a result
+   * sealed for one of them later (an actor call still running) goes too */
+#define RD_GONE_KEPT 64
+  uint32_t gone[RD_GONE_KEPT];
+  unsigned ngone;
   uint64_t idle_trim_ns;    /* idle task workers over the soft limit stop after this (0: never) */
   /* memory monitor (node.c): checked every mem_period_ns (0: off) */
   uint64_t mem_period_ns, mem_last_ns, mem_warned_ns;
@@ -318,6 +323,8 @@ extern const char *const rd__actor_state_names[];
  * after it was let go (rd_store_reuse): a second task reading the same
  * remote object must not pull it again into an id that is taken. */
 int rd__node_store_get(uint64_t id, uint64_t *off, uint64_t *size);
+/* Client id (of this node or another) is gone: delete the objects it owned here. */
+void rd__node_owner_gone(uint32_t id);
 node_job *rd__node_client_job(const node_client *c);
 /* Fair share between jobs (fair.c): read the settings; before a dispatch of
  * N.queue, order it by each job's share; after it, ask over-share jobs'

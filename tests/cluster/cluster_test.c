@@ -334,6 +334,51 @@ static int t_strategies(void) {
 }
 
 /* 200 MiB put here, consumed on b; b's 200 MiB result pulled back here. */
+/* Make a big result where it runs (only_b: node b). */
+RD_REMOTE(make_big) {
+  size_t n = 64u << 20;
+  uint8_t *out = rd_return_alloc(call, 0, n);
+  if (!out) return rd_call_fail(call, "no room");
+  memset(out, 9, n);
+  return 0;
+}
+
+/* Has two big results made on node b, then dies (run it on c). */
+RD_REMOTE(owner_then_die) {
+  rd_task_opts o;
+  rd_task_opts_init(&o);
+  o.resources = "only_b=1";
+  rd_ref r[2];
+  for (int i = 0; i < 2; i++)
+    if (rd_submit(make_big, RD_NO_ARGS, &o, &r[i]) != 0) return rd_call_fail(call, "submit failed");
+  if (rd_wait(r, 2, 2, 60000, NULL) != 2) return rd_call_fail(call, "results not ready");
+  kill(getpid(), SIGKILL);
+  return 0;
+}
+
+/* The bytes in use in the store of the node it runs on. */
+RD_REMOTE(store_used_here) {
+  rd_node_info ni;
+  if (rd_node_info_get(&ni) != 0) return rd_call_fail(call, "rd_node_info_get failed");
+  return rd_return_bytes(call, 0, &ni.store_used, sizeof(ni.store_used));
+}
+
+static uint64_t store_used_on(const char *resources) {
+  rd_task_opts o;
+  rd_task_opts_init(&o);
+  o.resources = resources;
+  rd_ref r;
+  if (rd_submit(store_used_here, RD_NO_ARGS, &o, &r) != 0) return UINT64_MAX;
+  rd_buf b;
+  uint64_t used = UINT64_MAX;
+  if (rd_get(&r, 1, &b, 60000) == 0) {
+    if (b.size == sizeof(used)) memcpy(&used, b.data, sizeof(used));
+    rd_buf_release(&b);
+  }
+  rd_ref_release(r);
+  return used;
+}
+
 static int t_big_object(void) {
   join();
   size_t n = 200u << 20;
@@ -377,6 +422,40 @@ static int t_big_object(void) {
   rd_ref_release(out[0]);
   rd_ref_release(out[1]);
   rd_ref_release(in);
+  /* results that b had to spill (768 MiB in its 700 MB store) are read back
+   * there and pulled here (the script checks b's restore count) */
+  enum { K = 12 };
+  rd_ref big[K];
+  for (int i = 0; i < K; i++) CHECK_EQ(rd_submit(make_big, RD_NO_ARGS, &o, &big[i]), 0);
+  CHECK(rd_wait(big, K, K, 120000, NULL) == K);
+  for (int i = 0; i < K; i++) {
+    rd_buf b;
+    CHECK_EQ(rd_get(&big[i], 1, &b, 120000), 0);
+    CHECK_EQ(b.size, 64u << 20);
+    const uint8_t *q = b.data;
+    for (size_t j = 0; j < b.size; j += 4093) CHECK_EQ(q[j], 9);
+    rd_buf_release(&b);
+    rd_ref_release(big[i]);
+  }
+  /* a process on c whose results live on b dies: b deletes them (nobody
+   * else can name them) */
+  rd_task_opts oc;
+  rd_task_opts_init(&oc);
+  oc.resources = "only_c=1";
+  oc.max_retries = 0;
+  rd_ref dead;
+  CHECK_EQ(rd_submit(owner_then_die, RD_NO_ARGS, &oc, &dead), 0);
+  rd_buf db;
+  CHECK(rd_get(&dead, 1, &db, 60000) != 0);
+  rd_ref_release(dead);
+  uint64_t used = UINT64_MAX;
+  for (int i = 0; i < 50; i++) {
+    used = store_used_on("only_b=1");
+    if (used < (64u << 20)) break;
+    usleep(100000);
+  }
+  printf("node b's store after the owner of 128 MiB there died: %llu bytes\n", (unsigned long long)used);
+  CHECK(used < (64u << 20));
   rd_shutdown();
   return 0;
 }
@@ -704,14 +783,6 @@ static int t_actor_node_death(void) {
   return 0;
 }
 
-/* Make a big result where it runs (only_b: node b). */
-RD_REMOTE(make_big) {
-  size_t n = 64u << 20;
-  uint8_t *out = rd_return_alloc(call, 0, n);
-  if (!out) return rd_call_fail(call, "no room");
-  memset(out, 9, n);
-  return 0;
-}
 
 /* Where a task that reads a big argument runs. */
 RD_REMOTE(where_with_arg) {

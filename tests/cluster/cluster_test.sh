@@ -131,6 +131,10 @@ case "$CASE" in
     grep -q "cannot start workers of job" "$ROOT/node-127.0.0.3/node.log" || fail "node c never avoided itself"
     [ "$(metric 127.0.0.1 raydist_job_nodes_avoided)" -ge 1 ] || fail "the head's metrics show no avoided node"
     ;;
+  big_object)
+    "$T" big_object || fail "big_object"
+    [ "$(metric 127.0.0.2 raydist_object_store_restores_total)" -ge 1 ] || fail "node b read no spilled object back"
+    ;;
   respill)
     "$T" respill || fail "respill"
     [ "$(metric 127.0.0.1 raydist_requests_respilled_total)" -ge 1 ] || fail "the head's metrics show no respill"

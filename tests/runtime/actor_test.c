@@ -154,6 +154,28 @@ static int bad_init(rd_call *call, void **state) {
 }
 RD_ACTOR_CLASS(Broken, bad_init, NULL)
 
+/* A 16 MiB result (through the store), 300 ms after the call. */
+RD_ACTOR_METHOD(Counter, big_later) {
+  (void)state;
+  usleep(300000);
+  size_t n = 16u << 20;
+  uint8_t *p = rd_return_alloc(call, 0, n);
+  if (!p) return rd_call_fail(call, "no room");
+  memset(p, 1, n);
+  return 0;
+}
+
+/* Calls big_later on the actor it is given, then dies before the result. */
+RD_REMOTE(call_big_then_die) {
+  rd_actor a;
+  if (rd_call_arg_actor(call, 0, &a) != 0) return rd_call_fail(call, "args");
+  rd_ref r;
+  if (rd_actor_call(a, Counter_big_later, RD_NO_ARGS, NULL, &r) != 0) return rd_call_fail(call, "call");
+  usleep(50000);   /* the call is on its way */
+  kill(getpid(), SIGKILL);
+  return 0;
+}
+
 /* A task that calls an actor whose handle it got as an argument. */
 RD_REMOTE(call_counter_n) {
   rd_actor a;
@@ -303,6 +325,38 @@ static int t_two_callers(void) {
   rd_ref g;
   CHECK_EQ(rd_actor_call(a, Counter_get, RD_NO_ARGS, NULL, &g), 0);
   CHECK_EQ(get_long(g), 600);
+  rd_shutdown();
+  return 0;
+}
+
+/* The result of a call whose caller died before it came is deleted when it
+ * comes: nobody can name it. */
+static int t_caller_gone(void) {
+  rd_config cfg;
+  rd_config_init(&cfg);
+  cfg.object_store_bytes = 64u << 20;
+  init_or_die(&cfg);
+  rd_actor a = make_counter(0, NULL);
+  rd_task_opts o;
+  rd_task_opts_init(&o);
+  o.max_retries = 0;
+  rd_ref t;
+  CHECK_EQ(rd_submit(call_big_then_die, RD_ARGS(rd_arg_actor(&a)), &o, &t), 0);
+  rd_buf b;
+  CHECK(rd_get(&t, 1, &b, 30000) != 0);   /* its worker died */
+  rd_ref_release(t);
+  /* one call at a time: this one runs after big_later has returned */
+  rd_ref r;
+  CHECK_EQ(rd_actor_call(a, Counter_incr, RD_NO_ARGS, NULL, &r), 0);
+  CHECK_EQ(get_long(r), 1);
+  rd_node_info ni;
+  for (int i = 0; i < 50; i++) {
+    CHECK_EQ(rd_node_info_get(&ni), 0);
+    if (ni.store_used == 0) break;
+    usleep(20000);
+  }
+  printf("store after the late result: %llu bytes\n", (unsigned long long)ni.store_used);
+  CHECK_EQ(ni.store_used, 0);
   rd_shutdown();
   return 0;
 }
@@ -586,7 +640,7 @@ static int t_concurrency(void) {
 }
 
 static const rd_test_case tests[] = {
-    {"order", t_order},       {"two_callers", t_two_callers}, {"named", t_named},
+    {"order", t_order}, {"caller_gone", t_caller_gone},       {"two_callers", t_two_callers}, {"named", t_named},
     {"restart", t_restart},   {"gpu_actors", t_gpu_actors},   {"bad_input", t_bad_input},
     {"concurrency", t_concurrency}, {"cancel", t_cancel}, {"memory_monitor", t_memory_monitor},
     {"dead_records", t_dead_records},

@@ -137,6 +137,21 @@ RD_REMOTE(crash_always) {
   return 0;
 }
 
+/* Puts three 8 MiB objects of its own (never released), then dies. */
+RD_REMOTE(put_then_die) {
+  size_t n = 8u << 20;
+  unsigned char *p = malloc(n);
+  if (!p) return rd_call_fail(call, "out of memory");
+  memset(p, 5, n);
+  for (int i = 0; i < 3; i++) {
+    rd_ref r;
+    if (rd_put(p, n, &r) != 0) return rd_call_fail(call, "rd_put failed");
+  }
+  free(p);
+  kill(getpid(), SIGKILL);
+  return 0;
+}
+
 /* Two returns: the argument and its negation. */
 RD_REMOTE(two_returns) {
   rd_buf a;
@@ -515,6 +530,37 @@ static int t_spill_background(void) {
   printf("threshold 0: %d spills, %llu bytes in memory\n", spills, (unsigned long long)used);
   CHECK_EQ(spills, 0);
   CHECK(used >= 30u << 20);
+  return 0;
+}
+
+/* The objects of a process that is gone are deleted: nobody else can name
+ * them.  The driver's own objects stay. */
+static int t_owner_gone(void) {
+  rd_config cfg;
+  rd_config_init(&cfg);
+  cfg.object_store_bytes = 64u << 20;
+  init_or_die(&cfg);
+  rd_ref mine;
+  CHECK_EQ(put_filled(&mine, 1, 8u << 20), 0);
+  rd_task_opts o;
+  rd_task_opts_init(&o);
+  o.max_retries = 0;
+  rd_ref r;
+  CHECK_EQ(rd_submit(put_then_die, RD_NO_ARGS, &o, &r), 0);
+  rd_buf b;
+  CHECK(rd_get(&r, 1, &b, 30000) != 0);   /* its worker died */
+  rd_ref_release(r);
+  rd_node_info ni;
+  for (int i = 0; i < 100; i++) {
+    CHECK_EQ(rd_node_info_get(&ni), 0);
+    if (ni.store_used <= 8u << 20) break;
+    usleep(20000);
+  }
+  printf("store after the worker died: %llu bytes\n", (unsigned long long)ni.store_used);
+  CHECK_EQ(ni.store_used, 8u << 20);   /* only the driver's object */
+  CHECK_EQ(check_filled(&mine, 1, 8u << 20), 0);
+  rd_ref_release(mine);
+  rd_shutdown();
   return 0;
 }
 
@@ -1481,7 +1527,7 @@ static int t_workers_crash_at_start(void) {
 
 static const rd_test_case tests[] = {
     {"many_tasks", t_many_tasks},   {"chain", t_chain},       {"big_objects", t_big_objects},
-    {"spill", t_spill}, {"spill_background", t_spill_background},             {"store_full", t_store_full}, {"gpu_packing", t_gpu_packing},
+    {"spill", t_spill}, {"spill_background", t_spill_background}, {"owner_gone", t_owner_gone},             {"store_full", t_store_full}, {"gpu_packing", t_gpu_packing},
     {"infeasible", t_infeasible},   {"crash_retry", t_crash_retry}, {"timeouts", t_timeouts},
     {"priority", t_priority},       {"malformed", t_malformed}, {"shutdown_clean", t_shutdown_clean},
     {"threads", t_threads},         {"spawn_fails", t_spawn_fails}, {"spawn_fails_child", t_spawn_fails_child},

@@ -68,6 +68,15 @@ static void make_spill_dir(char *out, size_t len, const char *name) {
   CHECK(mkdir(out, 0700) == 0);
 }
 
+/* Create, fill, seal and release one object. */
+static void put_sealed(rd_store *s, uint64_t id, uint64_t n) {
+  uint64_t off;
+  CHECK_EQ(rd_store_create(s, id, n, 1, &off), 0);
+  fill(rd_store_base(s) + off, n, id);
+  CHECK_EQ(rd_store_seal(s, id), 0);
+  CHECK_EQ(rd_store_release(s, id), 0);
+}
+
 static void test_lifecycle(void) {
   rd_store *s;
   rd_store_config cfg = {.capacity = 1 * MiB, .spill_dir = NULL, .prefault = 0};
@@ -209,6 +218,38 @@ static void test_delete_pinned(void) {
   CHECK_EQ(rd_store_seal(s, 11), RD_ENOENT);
   CHECK_EQ(rd_store_release(s, 11), 0);
   CHECK_EQ(rd_store_release(s, 11), RD_ENOENT);
+  rd_store_close(s);
+}
+
+/* rd_store_delete_range: every object of one owner's id range, pinned ones
+ * on their last release, nothing outside the range; more than fit in one
+ * batch of the scan. */
+static void test_delete_range(void) {
+  rd_store *s;
+  rd_store_config cfg = {.capacity = 4 * MiB};
+  uint64_t off, size;
+  CHECK_EQ(rd_store_open(&s, &cfg), 0);
+  const uint64_t a = 7ull << 32, b = 8ull << 32;
+  for (uint64_t i = 0; i < 600; i++) {
+    put_sealed(s, a + i, 1 * KiB);
+    put_sealed(s, b + i, 1 * KiB);
+  }
+  CHECK_EQ(rd_store_get(s, a + 5, &off, &size), 0);   /* pinned by a reader */
+  CHECK_EQ(rd_store_create(s, a + 1000, 64, 1, &off), 0);   /* unsealed */
+  CHECK_EQ(rd_store_delete_range(s, a, a | 0xffffffffull), 601);
+  rd_store_stats st;
+  rd_store_get_stats(s, &st);
+  CHECK_EQ(st.num_objects, 600);
+  CHECK_EQ(rd_store_get(s, a + 1, &off, &size), RD_ENOENT);
+  CHECK_EQ(rd_store_get(s, b + 599, &off, &size), 0);
+  CHECK_EQ(rd_store_release(s, b + 599), 0);
+  CHECK_EQ(rd_store_release(s, a + 5), 0);   /* freed now */
+  CHECK_EQ(rd_store_release(s, a + 1000), 0);
+  CHECK_EQ(rd_store_delete_range(s, a, a | 0xffffffffull), 0);
+  CHECK_EQ(rd_store_delete_range(s, b + 10, b + 5), 0);   /* empty range */
+  CHECK_EQ(rd_store_delete_range(s, b, b + 9), 10);
+  rd_store_get_stats(s, &st);
+  CHECK_EQ(st.num_objects, 590);
   rd_store_close(s);
 }
 
@@ -461,13 +502,6 @@ static void written(rd_store *s) {
   CHECK(poll(&pf, 1, 10000) == 1);
 }
 
-static void put_sealed(rd_store *s, uint64_t id, uint64_t n) {
-  uint64_t off;
-  CHECK_EQ(rd_store_create(s, id, n, 1, &off), 0);
-  fill(rd_store_base(s) + off, n, id);
-  CHECK_EQ(rd_store_seal(s, id), 0);
-  CHECK_EQ(rd_store_release(s, id), 0);
-}
 
 static void check_bytes(rd_store *s, uint64_t id, uint64_t n) {
   uint64_t off, size;
@@ -768,6 +802,7 @@ int main(void) {
   CHECK(mkdtemp(tmp_root) != NULL);
   test_lifecycle();
   test_delete_pinned();
+  test_delete_range();
   test_abort_client();
   test_spill();
   test_no_spill_dir();
