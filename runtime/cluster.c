@@ -1086,7 +1086,7 @@ static void code_fetch_done(uv_work_t *w, int status) {
     if (r != 0) snprintf(err, sizeof(err), "cannot fetch the job's executable %.16s from the GCS: %s", f->hash, f->err);
     if (f->actor) {
       if (r == 0) r = rd__node_actor_host_for(link, f->job, f->actor->spec, f->actor->actor_id, f->actor->restarts,
-                                              err, sizeof(err));
+                                              f->actor->job_id, err, sizeof(err));
       if (r != 0) {
         Rd__LinkActorState st = RD__LINK_ACTOR_STATE__INIT;
         st.actor_id = f->actor->actor_id;
@@ -1466,6 +1466,7 @@ void rd__cluster_actor_create(node_actor *a) {
   m.n_argv = a->job->argc;
   m.argv = a->job->argv;
   m.restarts = (uint32_t)a->restarts;
+  m.job_id = rd__node_actor_gcs_job(a);
   link_send(l, RD__MSG_TYPE__MSG_LINK_ACTOR_CREATE, &m.base);
   rd__log(RD_LOG_INFO, "actor %llu (%s) placed on node %u", (unsigned long long)a->id, a->cls, a->host);
 }

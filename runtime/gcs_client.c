@@ -90,12 +90,12 @@ int rd_gcs_connect(const char *address, const char *token, int timeout_ms, rd_gc
                      &rep, timeout_ms, RD_RPC_WAIT_READY, why, sizeof(why));
   if (rep) protobuf_c_message_free_unpacked(rep, NULL);
   if (rc == RD_ETIMEDOUT || rc == RD_ECONN) {
-    snprintf(last_err, sizeof(last_err), "no GCS answered at %s within %d ms (%s)", address, timeout_ms, why);
+    snprintf(last_err, sizeof(last_err), "no GCS answered at %.100s within %d ms (%.100s)", address, timeout_ms, why);
     rc = RD_ECONN;
   } else if (rc == RD_EAUTH) {
     snprintf(last_err, sizeof(last_err), "the GCS at %s refused the cluster token", address);
   } else if (rc) {
-    snprintf(last_err, sizeof(last_err), "GCS at %s: %s", address, why);
+    snprintf(last_err, sizeof(last_err), "GCS at %.100s: %.140s", address, why);
   }
   if (rc) {
     if (err && errlen) snprintf(err, errlen, "%s", last_err);

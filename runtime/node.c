@@ -986,6 +986,7 @@ static void actor_place(node_actor *a, node_worker *w, const rd_res_grant *g) {
   worker_take(w, g);
   w->lease_owner = NULL;
   w->lease_id = 0;
+  w->gcs_job = rd__node_actor_gcs_job(a);   /* the groups it makes end with its job */
   w->actor = a;
   N.nactor_workers++;
   a->worker = w;
@@ -1092,6 +1093,7 @@ static void on_actor_create(node_client *c, Rd__ActorCreate *m) {
   a->bundle_index = m->pg_id ? m->bundle_index : -1;
   a->detached = m->detached;
   a->creator = c;
+  a->gcs_job = c->worker ? c->worker->gcs_job : 0;   /* a driver's: its job's, once known */
   a->next = N.actors;
   N.actors = a;
   a->state = A_PENDING;
@@ -1126,8 +1128,13 @@ void rd__node_reply_actor_id(uint32_t client_id, uint64_t req_id, int status, co
 }
 
 /* Host actor `id` for its record node (link): it restarts there, not here. */
+uint32_t rd__node_actor_gcs_job(const node_actor *a) {
+  if (a->detached) return 0;
+  return a->gcs_job ? a->gcs_job : a->job ? a->job->gcs_job_id : 0;
+}
+
 int rd__node_actor_host_for(node_client *link, node_job *job, const Rd__ActorCreate *m, uint64_t id,
-                            uint32_t restarts, char *err, size_t errlen) {
+                            uint32_t restarts, uint32_t gcs_job, char *err, size_t errlen) {
   rd_resources res;
   if (!m->class_name || !*m->class_name || rd__res_from_msg(m->res, &res) != 0) {
     snprintf(err, errlen, "invalid actor spec");
@@ -1160,6 +1167,7 @@ int rd__node_actor_host_for(node_client *link, node_job *job, const Rd__ActorCre
   }
   a->id = id;
   a->job = job;
+  a->gcs_job = gcs_job;
   a->res = res;
   a->priority = m->priority;
   a->max_restarts = 0;   /* its record node decides restarts, maybe elsewhere */

@@ -127,6 +127,7 @@ struct node_actor {
   node_worker *worker;
   node_client *creator;     /* &N.orphans once a detached actor's creator left */
   int detached;             /* outlives its creator */
+  uint32_t gcs_job;         /* the GCS job of its creator, when known: groups it makes end with it */
   lease_req *req;           /* while waiting for placement */
   parked_connect *connects; /* callers waiting for it to be alive */
   parked_connect *killers;  /* rd_actor_kill callers waiting for the old process to go */
@@ -279,7 +280,9 @@ node_actor *rd__node_actor_find(uint64_t id);
 void rd__node_actor_serve_connects(node_actor *a);
 void rd__node_actor_host_lost(node_actor *a, const char *why);
 int rd__node_actor_host_for(node_client *link, node_job *job, const Rd__ActorCreate *spec, uint64_t id,
-                            uint32_t restarts, char *err, size_t errlen);
+                            uint32_t restarts, uint32_t gcs_job, char *err, size_t errlen);
+/* The GCS job an actor's groups end with: 0 for a detached actor. */
+uint32_t rd__node_actor_gcs_job(const node_actor *a);
 void rd__node_actor_connect(node_client *c, const Rd__ActorConnect *m);
 void rd__node_actor_kill(node_client *c, const Rd__ActorKill *m);
 void rd__node_actor_registered(uint64_t id, uint32_t client_id, uint64_t req_id, int status, const char *err);

@@ -2576,13 +2576,20 @@ static int attach_cluster(const char *address) {
             want_ip ? want_ip : "", address);
     return RD_ECONN;
   }
-  char tok[300];
-  snprintf(tok, sizeof(tok), "%s/token", best_dir);
+  size_t len = strlen(best_dir);
+  if (len >= sizeof(G.session)) {
+    rd__log(RD_LOG_ERROR, "rd_init: the node's session directory %s is longer than %zu bytes", best_dir,
+            sizeof(G.session) - 1);
+    return RD_EINVAL;
+  }
+  char tok[sizeof(G.session) + 8];
+  memcpy(tok, best_dir, len);
+  memcpy(tok + len, "/token", sizeof("/token"));
   if (rd__read_line(tok, G.token, sizeof(G.token)) != 0) {
     rd__log(RD_LOG_ERROR, "rd_init: cannot read the cluster token %s: %s", tok, strerror(errno));
     return RD_EAUTH;
   }
-  snprintf(G.session, sizeof(G.session), "%s", best_dir);
+  memcpy(G.session, best_dir, len + 1);
   G.attached = 1;
   return 0;
 }

@@ -426,6 +426,7 @@ static int t_big_object(void) {
    * there and pulled here (the script checks b's restore count) */
   enum { K = 12 };
   rd_ref big[K];
+  o.num_returns = 1;
   for (int i = 0; i < K; i++) CHECK_EQ(rd_submit(make_big, RD_NO_ARGS, &o, &big[i]), 0);
   CHECK(rd_wait(big, K, K, 120000, NULL) == K);
   for (int i = 0; i < K; i++) {
@@ -447,6 +448,7 @@ static int t_big_object(void) {
   CHECK_EQ(rd_submit(owner_then_die, RD_NO_ARGS, &oc, &dead), 0);
   rd_buf db;
   CHECK(rd_get(&dead, 1, &db, 60000) != 0);
+  rd_buf_release(&db);   /* the error message */
   rd_ref_release(dead);
   uint64_t used = UINT64_MAX;
   for (int i = 0; i < 50; i++) {
@@ -563,6 +565,21 @@ RD_ACTOR_METHOD(Tally, where) {
   if (rd_node_info_get(&ni) != 0) return rd_call_fail(call, "rd_node_info_get failed");
   long v[2] = {(long)ni.node_index, rd_call_actor_restarts(call)};
   return rd_return_bytes(call, 0, v, sizeof(v));
+}
+
+/* Make a group named by argument 0 from inside the actor. */
+RD_ACTOR_METHOD(Tally, make_pg) {
+  (void)state;
+  rd_buf a;
+  char name[64];
+  if (rd_arg(call, 0, &a) != 0 || a.size == 0 || a.size >= sizeof(name)) return rd_call_fail(call, "args");
+  memcpy(name, a.data, a.size);
+  name[a.size] = 0;
+  rd_bundle b = {.num_cpus = 0.5};
+  rd_pg pg;
+  int r = rd_pg_create(&b, 1, RD_PG_PACK, name, &pg);
+  if (r != 0) return rd_call_fail(call, "create: %s", rd_err_name(r));
+  return rd_return_bytes(call, 0, &pg.id, sizeof(pg.id));
 }
 
 /* On another node: find the named actor through the GCS and call it; then
@@ -1332,6 +1349,21 @@ static int t_placement_groups(void) {
   co.num_cpus = 0;
   co.resources = "only_c=1";
   pg_by_task("from_task_c", &co);
+  /* and one made by an actor placed on node c: it goes with the job too */
+  rd_actor_opts tao;
+  rd_actor_opts_init(&tao);
+  tao.resources = "only_c=1";
+  rd_actor ta;
+  CHECK_EQ(rd_actor_create(Tally, RD_NO_ARGS, &tao, &ta), 0);
+  rd_ref made;
+  CHECK_EQ(rd_actor_call(ta, Tally_make_pg, RD_ARGS(rd_arg_bytes("from_actor_c", 12)), NULL, &made), 0);
+  rd_buf mbuf;
+  CHECK_EQ(rd_get(&made, 1, &mbuf, 60000), 0);
+  rd_buf_release(&mbuf);
+  rd_ref_release(made);
+  rd_pg apg;
+  CHECK_EQ(rd_pg_get("from_actor_c", &apg), 0);
+  CHECK_EQ(rd_pg_wait(apg, 30000), 0);
   rd_shutdown();
   return 0;
 }

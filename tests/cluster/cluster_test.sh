@@ -7,7 +7,8 @@
 # process of its own - runs one driver case against it through
 # RAYDIST_ADDRESS, then checks `raydist status` and that `raydist stop` leaves
 # no process and no session behind.  A private RAYDIST_TMPDIR keeps it away
-# from any other cluster on the machine.
+# from any other cluster on the machine.  RD_KEEP_TMP=DIR keeps a copy of that
+# directory (logs, sanitizer reports) for a look after the run.
 set -u
 WATCHDOG=
 R=$1
@@ -30,7 +31,7 @@ for l in urllib.request.urlopen("http://" + sys.argv[1] + "/metrics", timeout=10
         print(int(float(l.split()[1])))
 PY
 }
-cleanup() { kill "$WATCHDOG" 2>/dev/null; "$R" stop >/dev/null 2>&1; rm -rf "$RAYDIST_TMPDIR"; }
+cleanup() { kill "$WATCHDOG" 2>/dev/null; "$R" stop >/dev/null 2>&1; [ -n "${RD_KEEP_TMP:-}" ] && cp -r "$RAYDIST_TMPDIR" "$RD_KEEP_TMP"; rm -rf "$RAYDIST_TMPDIR"; }
 trap cleanup EXIT
 trap 'exit 1' INT TERM
 # CTest's timeout kills only this shell: end the cluster ourselves first

@@ -344,6 +344,7 @@ static int t_caller_gone(void) {
   CHECK_EQ(rd_submit(call_big_then_die, RD_ARGS(rd_arg_actor(&a)), &o, &t), 0);
   rd_buf b;
   CHECK(rd_get(&t, 1, &b, 30000) != 0);   /* its worker died */
+  rd_buf_release(&b);   /* the error message */
   rd_ref_release(t);
   /* one call at a time: this one runs after big_later has returned */
   rd_ref r;

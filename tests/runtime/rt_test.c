@@ -549,6 +549,7 @@ static int t_owner_gone(void) {
   CHECK_EQ(rd_submit(put_then_die, RD_NO_ARGS, &o, &r), 0);
   rd_buf b;
   CHECK(rd_get(&r, 1, &b, 30000) != 0);   /* its worker died */
+  rd_buf_release(&b);   /* the error message */
   rd_ref_release(r);
   rd_node_info ni;
   for (int i = 0; i < 100; i++) {
