@@ -712,6 +712,126 @@ static void test_background_restore(void) {
   CHECK(rmdir(dir) == 0);
 }
 
+/* Random creates, reads, releases and deletes against a store whose thread
+ * spills and restores under them: every read sees the bytes written, and
+ * at the end nothing is left (bytes, objects, files). */
+static uint64_t rng_state = 88172645463325252ull;
+static uint64_t rnd(uint64_t n) {
+  rng_state ^= rng_state << 13;
+  rng_state ^= rng_state >> 7;
+  rng_state ^= rng_state << 17;
+  return rng_state % n;
+}
+
+static void test_background_random(void) {
+  enum { IDS = 64, OPS = 20000 };
+  char dir[128];
+  make_spill_dir(dir, sizeof(dir), "bgrand");
+  rd_store *s;
+  rd_store_config cfg = {.capacity = 8 * MiB, .spill_dir = dir, .spill_threshold = 0.5};
+  CHECK_EQ(rd_store_open(&s, &cfg), 0);
+  uint64_t size[IDS] = {0};
+  int live[IDS] = {0}, pinned[IDS] = {0};
+  uint64_t off, sz;
+  int reads = 0, waits = 0;
+  for (int op = 0; op < OPS; op++) {
+    uint64_t i = rnd(IDS), id = 1000 + i;
+    switch (rnd(6)) {
+      case 0:   /* create one that is not there */
+        if (live[i]) break;
+        size[i] = 1 + rnd(1 * MiB);
+        int rc = rd_store_create_nowait(s, id, size[i], 1, &off);
+        if (rc == RD_EAGAIN) {
+          waits++;
+          break;
+        }
+        if (rc == RD_EEXIST) {   /* deleted, but its spill job is not reaped yet */
+          waits++;
+          break;
+        }
+        CHECK(rc == 0 || rc == RD_ESTORE_FULL);
+        if (rc != 0)
+          break;
+        fill(rd_store_base(s) + off, size[i], id);
+        CHECK_EQ(rd_store_seal(s, id), 0);
+        CHECK_EQ(rd_store_release(s, id), 0);
+        live[i] = 1;
+        break;
+      case 1:   /* read it, maybe keep it pinned */
+      case 2:
+        if (!live[i])
+          break;
+        rc = rd_store_get_nowait(s, id, &off, &sz);
+        if (rc == RD_EAGAIN) {
+          waits++;
+          break;
+        }
+        if (rc == RD_ESTORE_FULL)
+          break;
+        CHECK_EQ(rc, 0);
+        CHECK_EQ(sz, size[i]);
+        CHECK(same(rd_store_base(s) + off, sz, id));
+        reads++;
+        if (pinned[i] < 2 && rnd(3) == 0)
+          pinned[i]++;
+        else
+          CHECK_EQ(rd_store_release(s, id), 0);
+        break;
+      case 3:   /* let a pin go */
+        if (pinned[i]) {
+          CHECK_EQ(rd_store_release(s, id), 0);
+          pinned[i]--;
+        }
+        break;
+      case 4:   /* delete it (pinned or not) */
+        if (!live[i] || rnd(3))
+          break;
+        CHECK_EQ(rd_store_delete(s, id), 0);
+        while (pinned[i]) {
+          CHECK_EQ(rd_store_release(s, id), 0);
+          pinned[i]--;
+        }
+        live[i] = 0;
+        break;
+      default:  /* the thread's finished jobs */
+        rd_store_spill_reap(s);
+        if (rnd(50) == 0 && live[i]) {   /* now and then a read that waits */
+          CHECK_EQ(rd_store_get(s, id, &off, &sz), 0);
+          CHECK(same(rd_store_base(s) + off, sz, id));
+          CHECK_EQ(rd_store_release(s, id), 0);
+        }
+        break;
+    }
+  }
+  drain(s);
+  rd_store_stats st;
+  rd_store_get_stats(s, &st);
+  printf("random: %d reads, %d waits, %llu spills, %llu restores\n", reads, waits,
+         (unsigned long long)st.spill_count, (unsigned long long)st.restore_count);
+  fflush(stdout);   /* before the forked tests */
+  CHECK(st.spill_count > 0 && st.restore_count > 0);
+  for (uint64_t i = 0; i < IDS; i++) {
+    if (!live[i])
+      continue;
+    while (pinned[i]) {
+      CHECK_EQ(rd_store_release(s, 1000 + i), 0);
+      pinned[i]--;
+    }
+    CHECK_EQ(rd_store_get(s, 1000 + i, &off, &sz), 0);   /* every survivor intact */
+    CHECK(same(rd_store_base(s) + off, sz, 1000 + i));
+    CHECK_EQ(rd_store_release(s, 1000 + i), 0);
+    CHECK_EQ(rd_store_delete(s, 1000 + i), 0);
+  }
+  drain(s);
+  rd_store_get_stats(s, &st);
+  CHECK_EQ(st.used, 0);
+  CHECK_EQ(st.num_objects, 0);
+  CHECK_EQ(st.bytes_spilled, 0);
+  rd_store_close(s);
+  CHECK_EQ(count_entries(dir, NULL, 0), 0);
+  CHECK(rmdir(dir) == 0);
+}
+
 /* A failed background write leaves the object in memory, is counted, and
  * pauses the thread; the create that needed the room gets the error. */
 static int background_failure_child(const char *dir) {
@@ -810,6 +930,7 @@ int main(void) {
   test_background_threshold();
   test_background_nowait();
   test_background_restore();
+  test_background_random();
   test_background_failure();
   test_background_close();
   test_big_object();
