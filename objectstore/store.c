@@ -940,6 +940,13 @@ size_t rd_store_delete_range(rd_store *s, uint64_t lo, uint64_t hi) {
   return total;
 }
 
+int rd_store_is_spilled(const rd_store *s, uint64_t id) {
+  if (s == NULL)
+    return 0;
+  const obj *o = rd__u64map_get(&s->objs, id);
+  return o != NULL && !o->deleted && o->spilled;
+}
+
 int rd_store_contains(const rd_store *s, uint64_t id) {
   if (s == NULL)
     return 0;

@@ -96,6 +96,8 @@ int rd_store_delete(rd_store *s, uint64_t id);
  * is gone), as rd_store_delete does each.  Returns how many.  It scans the
  * whole table: for rare events, not for the hot path. */
 size_t rd_store_delete_range(rd_store *s, uint64_t lo, uint64_t hi);
+/* Is `id` a sealed object whose bytes are on disk (or being read back)? */
+int rd_store_is_spilled(const rd_store *s, uint64_t id);
 /* Does the store hold a sealed copy (in memory or spilled)? */
 int rd_store_contains(const rd_store *s, uint64_t id);
 /* Client `owner` is gone: delete the unsealed objects it created.  Pins it held

@@ -1503,7 +1503,11 @@ static void retry_parked(int check_deadlines) {
     if (!done && p->nodes) rd__cluster_prefetch(p->ids, p->nodes, p->n);
     if (!done) done = try_get(p->client, p->req_id, p->ids, p->n);
     if (!done && check_deadlines && p->deadline_ns && now >= p->deadline_ns) {
-      reply_get_error(p->client, p->req_id, RD_ETIMEDOUT, "object was not sealed in time");
+      int on_disk = 0;   /* sealed here, but still waiting to be read back */
+      for (size_t i = 0; i < p->n && !on_disk; i++) on_disk = rd_store_is_spilled(N.store, p->ids[i]);
+      reply_get_error(p->client, p->req_id, RD_ETIMEDOUT,
+                      on_disk ? "a spilled object could not be read back in time (no room in the store)"
+                              : "object was not sealed in time");
       done = 1;
     }
     if (done) {

@@ -630,13 +630,16 @@ static void test_background_restore(void) {
   for (uint64_t id = 0; id < 6; id++)   /* 0 and 1 spilled inline on the way */
     put_sealed(s, id, 1 * MiB);
   CHECK(spill_file_exists(sub, 0) && spill_file_exists(sub, 1));
+  CHECK(rd_store_is_spilled(s, 0) && !rd_store_is_spilled(s, 2) && !rd_store_is_spilled(s, 99));
   CHECK_EQ(rd_store_delete(s, 5), 0);   /* room for one */
 
   /* a read in the background */
   CHECK_EQ(rd_store_get_nowait(s, 0, &off, &size), RD_EAGAIN);
   CHECK_EQ(rd_store_get_nowait(s, 0, &off, &size), RD_EAGAIN);   /* still under way */
+  CHECK(rd_store_is_spilled(s, 0));   /* until the read is reaped */
   written(s);
   CHECK_EQ(rd_store_spill_reap(s), 1);
+  CHECK(!rd_store_is_spilled(s, 0));
   rd_store_get_stats(s, &st);
   CHECK_EQ(st.restore_count, 1);
   CHECK_EQ(st.num_spilled, 1);
