@@ -95,7 +95,8 @@ struct rd_store {
   /* background spilling (cfg->spill_threshold > 0): a FIFO of jobs for one
    * thread, finished jobs back through `done` and an eventfd */
   double spill_threshold;
-  uint64_t spilling_bytes;   /* extent bytes of objects with a job out */
+  uint64_t spilling_bytes;   /* extent bytes of objects with a write job out */
+  uint64_t restoring_bytes;  /* extent bytes of objects with a read job out */
   uint64_t spill_backoff_ns; /* after a failed background write: none before this */
   uint64_t spill_fail_count;
   int spill_last_error;
@@ -396,6 +397,7 @@ static void restore_finish(rd_store *s, spill_job *j) {
   assert(o != NULL && o->restoring && o->spilled && o->pins > 0);
   o->restoring = 0;
   o->pins--;
+  s->restoring_bytes -= EXT_SIZE(o->size);
   if (j->rc != 0 || o->deleted) {
     rd_alloc_free(s->alloc, j->off);
     o->restore_failed = j->rc != 0;
@@ -807,6 +809,7 @@ static int restore_later(rd_store *s, obj *o) {
   }
   o->restoring = 1;
   o->pins++;
+  s->restoring_bytes += EXT_SIZE(o->size);
   j->kind = JOB_READ;
   j->id = o->id;
   j->size = o->size;
@@ -983,6 +986,7 @@ void rd_store_get_stats(const rd_store *s, rd_store_stats *out) {
   out->restore_count = s->restore_count;
   out->evict_count = s->evict_count;
   out->spilling_bytes = s->spilling_bytes;
+  out->restoring_bytes = s->restoring_bytes;
   out->spill_failures = s->spill_fail_count;
   out->spill_last_error = s->spill_last_error;
 }

@@ -40,6 +40,7 @@ typedef struct rd_store_stats {
   uint64_t restore_count;  /* total restores since open */
   uint64_t evict_count;    /* total objects moved out of memory */
   uint64_t spilling_bytes; /* being written by the background spill thread */
+  uint64_t restoring_bytes; /* being read back by it */
   uint64_t spill_failures; /* background writes that failed (disk full, I/O) */
   int spill_last_error;    /* RD_ENOSPC / RD_EIO of the last failure, or 0 */
 } rd_store_stats;

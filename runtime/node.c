@@ -2263,13 +2263,14 @@ void rd__node_metrics(rd__mbuf *b) {
   rd_store_stats ss;
   rd_store_get_stats(N.store, &ss);
   rd__mbuf_family(b, "raydist_object_store_bytes", "gauge",
-                  "Object store: capacity, bytes in use, bytes spilled, bytes being spilled.");
+                  "Object store: capacity, bytes in use, bytes spilled, bytes being spilled or read back.");
   rd__mbuf_printf(b, "raydist_object_store_bytes{kind=\"capacity\"} %llu\n"
                      "raydist_object_store_bytes{kind=\"used\"} %llu\n"
                      "raydist_object_store_bytes{kind=\"spilled\"} %llu\n"
-                     "raydist_object_store_bytes{kind=\"spilling\"} %llu\n",
+                     "raydist_object_store_bytes{kind=\"spilling\"} %llu\n"
+                     "raydist_object_store_bytes{kind=\"restoring\"} %llu\n",
                   (unsigned long long)ss.capacity, (unsigned long long)ss.used, (unsigned long long)ss.bytes_spilled,
-                  (unsigned long long)ss.spilling_bytes);
+                  (unsigned long long)ss.spilling_bytes, (unsigned long long)ss.restoring_bytes);
   rd__mbuf_family(b, "raydist_object_store_objects", "gauge", "Objects in the store, in memory or spilled.");
   rd__mbuf_printf(b, "raydist_object_store_objects{where=\"memory\"} %llu\nraydist_object_store_objects{where=\"spilled\"} %llu\n",
                   (unsigned long long)ss.num_in_memory, (unsigned long long)ss.num_spilled);
