@@ -305,23 +305,21 @@ static void *spill_main(void *arg) {
       s->todo_tail = &s->todo;
     s->spill_busy = 1;
     pthread_mutex_unlock(&s->spill_mu);
-    if (j->kind == JOB_UNLINK) {   /* freeing a big file's blocks takes a while */
+    if (j->kind == JOB_UNLINK)   /* freeing a big file's blocks takes a while */
       unlinkat(s->spill_dirfd, j->trash, 0);
-      free(j);
-      pthread_mutex_lock(&s->spill_mu);
-      s->spill_busy = 0;
-      pthread_cond_broadcast(&s->spill_done_cv);
-      continue;
-    }
-    if (j->kind == JOB_WRITE)
+    else if (j->kind == JOB_WRITE)
       j->rc = write_file(s->spill_dirfd, j->id, s->base + j->off, j->size);
     else
       j->rc = read_file(s->spill_dirfd, j->id, s->base + j->off, j->size);
     pthread_mutex_lock(&s->spill_mu);
     s->spill_busy = 0;
+    pthread_cond_broadcast(&s->spill_done_cv);
+    if (j->kind == JOB_UNLINK) {   /* nothing to finish */
+      free(j);
+      continue;
+    }
     j->next = s->done;
     s->done = j;
-    pthread_cond_broadcast(&s->spill_done_cv);
     uint64_t one = 1;
     ssize_t w = write(s->spill_efd, &one, sizeof(one));
     (void)w;
@@ -376,6 +374,17 @@ static int spill_more(rd_store *s, uint64_t want) {
   return started;
 }
 
+/* No room for `size` bytes now: 1 when the spill thread will make it (jobs
+ * started for it here, or already running), so the caller may wait; 0 when
+ * only an inline spill could (fragmentation, a paused thread) or nothing
+ * can. */
+static int room_coming(rd_store *s, uint64_t size) {
+  rd_alloc_stats st;
+  rd_alloc_get_stats(s->alloc, &st);
+  uint64_t want = EXT_SIZE(size);
+  return want <= st.free + s->lru_bytes + s->spilling_bytes && (spill_more(s, want) > 0 || s->spilling_bytes > 0);
+}
+
 static void destroy(rd_store *s, obj *o);
 static int reap(rd_store *s);
 
@@ -412,11 +421,7 @@ static void restore_finish(rd_store *s, spill_job *j) {
 
 /* A write is back: its object moves to disk if nobody pinned or deleted it
  * meanwhile; otherwise the file goes and the object stays as it is. */
-static void spill_finish(rd_store *s, spill_job *j) {
-  if (j->kind == JOB_READ) {
-    restore_finish(s, j);
-    return;
-  }
+static void write_finish(rd_store *s, spill_job *j) {
   obj *o = rd__u64map_get(&s->objs, j->id);
   assert(o != NULL && o->spilling && o->pins > 0);
   o->spilling = 0;
@@ -613,7 +618,6 @@ int rd_store_open(rd_store **out, const rd_store_config *cfg) {
       goto fail;
     }
   }
-  s->spill_efd = -1;
   s->todo_tail = &s->todo;
   if (s->spill_dirfd >= 0 && cfg->spill_threshold > 0) {
     s->spill_threshold = cfg->spill_threshold < 1 ? cfg->spill_threshold : 1;
@@ -728,15 +732,9 @@ static int create(rd_store *s, uint64_t id, uint64_t size, uint32_t owner, int i
     return RD_ENOMEM;
   uint64_t off;
   int rc = rd_alloc_alloc(s->alloc, size, &off);
-  if (rc == RD_ESTORE_FULL && !inline_spill && s->spill_started) {
-    rd_alloc_stats st;
-    rd_alloc_get_stats(s->alloc, &st);
-    /* wait only when spilling every evictable object could make room */
-    if (EXT_SIZE(size) <= st.free + s->lru_bytes + s->spilling_bytes &&
-        (spill_more(s, EXT_SIZE(size)) > 0 || s->spilling_bytes > 0)) {
-      obj_put(s, o);
-      return RD_EAGAIN;
-    }
+  if (rc == RD_ESTORE_FULL && !inline_spill && s->spill_started && room_coming(s, size)) {
+    obj_put(s, o);
+    return RD_EAGAIN;
   }
   if (rc == RD_ESTORE_FULL)
     rc = alloc_room(s, size, &off);
@@ -792,15 +790,8 @@ static int restore_later(rd_store *s, obj *o) {
     return 1;
   uint64_t off;
   int rc = rd_alloc_alloc(s->alloc, o->size, &off);
-  if (rc == RD_ESTORE_FULL) {
-    rd_alloc_stats st;
-    rd_alloc_get_stats(s->alloc, &st);
-    uint64_t want = EXT_SIZE(o->size);
-    if (want <= st.free + s->lru_bytes + s->spilling_bytes &&
-        (spill_more(s, want) > 0 || s->spilling_bytes > 0))
-      return RD_EAGAIN;   /* asked again once jobs are reaped */
-    return 1;
-  }
+  if (rc == RD_ESTORE_FULL)
+    return room_coming(s, o->size) ? RD_EAGAIN : 1;   /* asked again once jobs are reaped */
   spill_job *j = rc == 0 ? calloc(1, sizeof(*j)) : NULL;
   if (j == NULL) {
     if (rc == 0)
@@ -1014,7 +1005,10 @@ static int reap(rd_store *s) {
   while (done != NULL) {
     spill_job *j = done;
     done = j->next;
-    spill_finish(s, j);
+    if (j->kind == JOB_READ)
+      restore_finish(s, j);
+    else
+      write_finish(s, j);
     free(j);
     count++;
   }
