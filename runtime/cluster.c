@@ -325,7 +325,7 @@ static int hop_run(cl_hop *h, int force) {
     case HOP_PIN:
       h->status = force ? rd_store_get(N.store, h->oid, &off, &sz)
                         : rd_store_get_nowait(N.store, h->oid, &off, &sz);
-      if (h->status == RD_EAGAIN && !force && rd_store_contains(N.store, h->oid)) return 0;
+      if (h->status == RD_EAGAIN && !force && rd_store_is_spilled(N.store, h->oid)) return 0;   /* read back */
       if (h->status == 0) {
         h->data = rd_store_base(N.store) + off;
         h->size = sz;
@@ -335,7 +335,7 @@ static int hop_run(cl_hop *h, int force) {
       (void)rd_store_release(N.store, h->oid);
       break;
     case HOP_CREATE:
-      if (!h->deadline_ns) h->deadline_ns = rd__now_ns() + 10000000000ull;
+      if (!h->deadline_ns) h->deadline_ns = rd__now_ns() + RD_CREATE_WAIT_NS;
       if (force || rd__now_ns() >= h->deadline_ns) {
         h->status = rd_store_create(N.store, h->oid, h->size, RD_CL_PULL_OWNER, &off);
       } else {

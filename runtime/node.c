@@ -1127,12 +1127,12 @@ void rd__node_reply_actor_id(uint32_t client_id, uint64_t req_id, int status, co
     }
 }
 
-/* Host actor `id` for its record node (link): it restarts there, not here. */
 uint32_t rd__node_actor_gcs_job(const node_actor *a) {
   if (a->detached) return 0;
   return a->gcs_job ? a->gcs_job : a->job ? a->job->gcs_job_id : 0;
 }
 
+/* Host actor `id` for its record node (link): it restarts there, not here. */
 int rd__node_actor_host_for(node_client *link, node_job *job, const Rd__ActorCreate *m, uint64_t id,
                             uint32_t restarts, uint32_t gcs_job, char *err, size_t errlen) {
   rd_resources res;
@@ -1371,12 +1371,11 @@ static void on_obj_create(node_client *c, Rd__ObjCreate *m) {
   p->req_id = m->req_id;
   p->object_id = m->object_id;
   p->size = m->size;
-  p->deadline_ns = rd__now_ns() + 10000000000ull;
+  p->deadline_ns = rd__now_ns() + RD_CREATE_WAIT_NS;
   parked_create **pp = &N.parked_creates;   /* first come, first served */
   while (*pp) pp = &(*pp)->next;
   *pp = p;
 }
-
 
 static void retry_parked_creates(void) {
   uint64_t now = rd__now_ns();

@@ -141,6 +141,7 @@ struct node_actor {
  * result of an attempt whose worker just died, not yet reaped), until that
  * object is sealed (then EEXIST) or aborted (then the create goes ahead).
  * After deadline_ns it spills inline or answers as it stands. */
+#define RD_CREATE_WAIT_NS 10000000000ull   /* how long a create waits (pulled copies too) */
 typedef struct parked_create {
   node_client *client;
   uint64_t req_id, object_id, size;
