@@ -2,7 +2,8 @@
  * (microbench, vs_ray/vs_ray_extra): each metric is one untimed warm-up
  * trial, then --trials timed trials of --duration seconds, printed in Ray's
  * shape ("NAME per second MEAN +- SD [unit]") and optionally as JSON.
- * Benchmarks only: included once per program. */
+ * Benchmarks only: included once per program; a program may use only part
+ * of it (the functions are static inline). */
 #ifndef RD_BENCH_HARNESS_H
 #define RD_BENCH_HARNESS_H
 
@@ -23,7 +24,7 @@ static const char *g_filter = NULL;
 static FILE *g_json = NULL;
 static int g_first_json = 1;
 
-static double now(void) {
+static inline double now(void) {
   struct timespec ts;
   clock_gettime(CLOCK_MONOTONIC, &ts);
   return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
@@ -31,10 +32,10 @@ static double now(void) {
 
 typedef double (*trial_fn)(void);   /* returns ops/s for one trial */
 
-static int selected(const char *name) { return !g_filter || strstr(name, g_filter); }
+static inline int selected(const char *name) { return !g_filter || strstr(name, g_filter); }
 
 /* --duration S --trials N --filter SUBSTR --json FILE; opens the JSON file. */
-static void harness_args(int argc, char **argv) {
+static inline void harness_args(int argc, char **argv) {
   const char *json = NULL;
   for (int i = 1; i < argc; i++) {
     if (!strcmp(argv[i], "--duration") && i + 1 < argc) g_duration = atof(argv[++i]);
@@ -46,7 +47,7 @@ static void harness_args(int argc, char **argv) {
   if (g_json) fprintf(g_json, "[");
 }
 
-static void harness_done(void) {
+static inline void harness_done(void) {
   if (g_json) {
     fprintf(g_json, "\n]\n");
     fclose(g_json);
@@ -54,7 +55,7 @@ static void harness_done(void) {
   }
 }
 
-static void report(const char *name, const char *unit, trial_fn fn) {
+static inline void report(const char *name, const char *unit, trial_fn fn) {
   if (!selected(name)) return;
   (void)fn();   /* warm-up */
   double v[32], mean = 0, sd = 0;

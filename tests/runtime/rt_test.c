@@ -250,6 +250,14 @@ static void init_with_cpus(double cpus) {
   init_or_die(&cfg);
 }
 
+/* An embedded cluster with a store of `bytes`, or exit. */
+static void init_with_store(uint64_t bytes) {
+  rd_config cfg;
+  rd_config_init(&cfg);
+  cfg.object_store_bytes = bytes;
+  init_or_die(&cfg);
+}
+
 static int t_many_tasks(void) {
   init_or_die(NULL);
   enum { N = 5000 };
@@ -347,10 +355,7 @@ static int t_chain(void) {
 }
 
 static int t_big_objects(void) {
-  rd_config cfg;
-  rd_config_init(&cfg);
-  cfg.object_store_bytes = 512ull << 20;
-  init_or_die(&cfg);
+  init_with_store(512ull << 20);
   size_t n = 100u << 20;
   unsigned char *p = malloc(n);
   CHECK(p);
@@ -454,10 +459,7 @@ static int check_filled(const rd_ref *refs, int k, size_t n) {
 }
 
 static int t_spill(void) {
-  rd_config cfg;
-  rd_config_init(&cfg);
-  cfg.object_store_bytes = 32u << 20;
-  init_or_die(&cfg);
+  init_with_store(32u << 20);
   enum { K = 12 };
   size_t n = 6u << 20;   /* 72 MiB of objects in a 32 MiB store */
   rd_ref refs[K];
@@ -488,10 +490,7 @@ static int t_spill(void) {
  * (spilling then happens only inside a create that does not fit). */
 static int spill_background_run(const char *threshold, int *spills, uint64_t *used) {
   if (threshold) setenv("RAYDIST_SPILL_THRESHOLD", threshold, 1);   /* the node inherits it */
-  rd_config cfg;
-  rd_config_init(&cfg);
-  cfg.object_store_bytes = 32u << 20;
-  init_or_die(&cfg);
+  init_with_store(32u << 20);
   unsetenv("RAYDIST_SPILL_THRESHOLD");
   enum { K = 5 };
   size_t n = 6u << 20;   /* 30 MiB of objects: they fit in 32 MiB */
@@ -536,10 +535,7 @@ static int t_spill_background(void) {
 /* The objects of a process that is gone are deleted: nobody else can name
  * them.  The driver's own objects stay. */
 static int t_owner_gone(void) {
-  rd_config cfg;
-  rd_config_init(&cfg);
-  cfg.object_store_bytes = 64u << 20;
-  init_or_die(&cfg);
+  init_with_store(64u << 20);
   rd_ref mine;
   CHECK_EQ(put_filled(&mine, 1, 8u << 20), 0);
   rd_task_opts o;
