@@ -61,7 +61,7 @@ int rd__gpu_open(const rd__bert *m, const rd__gpu_params *prm, rd__gpu **out, ch
 void rd__gpu_close(rd__gpu *g);
 size_t rd__gpu_device_bytes(const rd__gpu *g);
 size_t rd__gpu_host_bytes(const rd__gpu *g);
-int rd__gpu_fused_attention(const rd__gpu *g);
+int rd__gpu_attention(const rd__gpu *g); /* the rd_engine_attention in use (never AUTO) */
 /* Queues stage st of one pass (sequences padded to p->max_len) on the
  * engine's stream and returns without waiting; results land in st->out_rows
  * by rd__gpu_finish at the latest.  The ids/len/in_rows arrays and the rows

@@ -95,7 +95,7 @@ int rd_engine_open(const rd_engine_config *cfg, rd_engine **out) {
     return open_fail(cfg, e, seterr(e, RD_EINVAL, "device %d: use -1 for the CPU or a CUDA ordinal", cfg->device));
   if (e->max_seq < 2 || e->max_batch > (1u << 20))
     return open_fail(cfg, e, seterr(e, RD_EINVAL, "max_seq_len must be >= 2 and max_batch <= 2^20"));
-  if ((unsigned)cfg->precision > RD_ENGINE_BF16 || (unsigned)cfg->attention > RD_ENGINE_ATTN_GEMM)
+  if ((unsigned)cfg->precision > RD_ENGINE_BF16 || (unsigned)cfg->attention > RD_ENGINE_ATTN_FLASH)
     return open_fail(cfg, e, seterr(e, RD_EINVAL, "unknown precision %d or attention %d", (int)cfg->precision,
                                     (int)cfg->attention));
 #ifndef RD_ENGINE_CUDA
@@ -498,7 +498,8 @@ int rd_engine_stats_get(const rd_engine *e, rd_engine_stats *out) {
   if (e->gpu) {
     out->device_bytes = rd__gpu_device_bytes(e->gpu);
     out->host_bytes += rd__gpu_host_bytes(e->gpu);
-    out->fused_attention = rd__gpu_fused_attention(e->gpu);
+    out->attention = rd__gpu_attention(e->gpu);
+    out->fused_attention = out->attention != RD_ENGINE_ATTN_GEMM;
   }
 #endif
   return 0;

@@ -46,7 +46,13 @@ typedef enum rd_engine_attention {
   RD_ENGINE_ATTN_FUSED = 1,
   /* cuBLAS strided-batched GEMMs around a softmax kernel; scores and
    * probabilities pass through device memory */
-  RD_ENGINE_ATTN_GEMM = 2
+  RD_ENGINE_ATTN_GEMM = 2,
+  /* one kernel per (sequence, head, up to 128 queries) that keeps scores and
+   * probabilities in registers (mma.sync tensor-core tiles, online softmax
+   * over 64 keys at a time); heads 32 or 64 wide, up to 512 tokens, else
+   * rd_engine_open fails with RD_ENOTSUP.  Not the default yet: its figures
+   * on a GPU are still to be measured (docs/engine.md) */
+  RD_ENGINE_ATTN_FLASH = 3
 } rd_engine_attention;
 
 typedef struct rd_engine_config {
@@ -81,7 +87,8 @@ typedef struct rd_engine_stats {
   double gemm_flops;       /* floating-point operations done in GEMMs */
   size_t host_bytes;       /* workspace + weight copies owned on the host */
   size_t device_bytes;     /* device memory owned (GPU engines) */
-  int fused_attention;     /* GPU engines: 1 if attention runs fused (RD_ENGINE_ATTN_FUSED) */
+  int fused_attention;     /* GPU engines: 1 if attention runs in one kernel (FUSED or FLASH) */
+  int attention;           /* GPU engines: the rd_engine_attention in use (FUSED, GEMM or FLASH) */
 } rd_engine_stats;
 
 /* Fills cfg with defaults: CPU, 1 thread, max_batch 256, max_seq_len 256. */

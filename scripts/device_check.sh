@@ -8,11 +8,11 @@
 #   4. run the engine tests that hold with F16-rounded weights (the GPU test
 #      against the fixture, cosine >= 0.999, and against the CPU path; the
 #      CPU test's 1e-4 bound needs the exact F32 weights and is left out);
-#   5. run bench/engine/run.sh: the GPU path in fp16 and bf16 (fused and GEMM
-#      attention) beside PyTorch bf16 on the same shapes, with the GEMM share
-#      of peak; then a per-op profile (RD_GPU_PROFILE) at batch 256;
+#   5. run bench/engine/run.sh: the GPU path in fp16 and bf16 (fused, flash
+#      and GEMM attention) beside PyTorch bf16 on the same shapes, with the
+#      GEMM share of peak; then a per-op profile (RD_GPU_PROFILE) at batch 256;
 #   6. compute-sanitizer (memcheck on the GPU test, racecheck on the fused
-#      attention kernel) where the machine allows it.
+#      and flash attention kernels) where the machine allows it.
 # Everything it prints also goes to $OUT/device_check.log.  EXTRA=0 leaves out
 # ncu and compute-sanitizer; PROBE=cpu only builds and shows which OpenBLAS
 # core the CPU path gets and its speed under other OPENBLAS_CORETYPEs.
@@ -79,7 +79,7 @@ PY
     return 0
   fi
   echo "== tests"
-  ctest --test-dir "$B" -R 'engine_(gpu_embed|tokenizer|safetensors|stages|bad_input)' --output-on-failure \
+  ctest --test-dir "$B" -R 'engine_(gpu_embed|flash_emu|tokenizer|safetensors|stages|bad_input)' --output-on-failure \
     --timeout 150
   t=$?
   echo "ctest exit $t"
@@ -90,26 +90,33 @@ PY
   echo "bench exit $b"
   if nvidia-smi -L >/dev/null 2>&1; then
     echo "== per-op profile, batch 256"
-    for a in auto gemm; do
+    for a in auto flash gemm; do
       RD_GPU_PROFILE=1 timeout 60 "$B/bench/engine/bench_engine" --device 0 --bf16 --attn $a --batches 256 \
         --lens 32,128 --min-time 0.3 2>&1 | grep -v '^RESULT' || true
     done
     if [ "${EXTRA:-1}" = 1 ] && command -v ncu >/dev/null 2>&1; then
-      echo "== ncu: the fused attention kernel at 256 x 128 (one launch)"
-      timeout 90 ncu --clock-control none --kernel-name regex:attention_kernel --launch-skip 6 --launch-count 1 \
-        --section SpeedOfLight --section Occupancy --section WarpStateStats \
-        "$B/bench/engine/bench_engine" --device 0 --bf16 --batches 256 --lens 128 --min-time 0 >"$OUT/ncu.txt" 2>&1
-      grep -E "Duration|Throughput|Achieved Occupancy|Theoretical Occupancy|Block Limit|Stall|cycles being stalled" \
-        "$OUT/ncu.txt" | head -30
+      for k in attention flash; do
+        echo "== ncu: the $k kernel at 256 x 128 (one launch)"
+        a=fused; [ $k = flash ] && a=flash
+        timeout 90 ncu --clock-control none --kernel-name regex:${k}_kernel --launch-skip 6 --launch-count 1 \
+          --section SpeedOfLight --section Occupancy --section WarpStateStats \
+          "$B/bench/engine/bench_engine" --device 0 --bf16 --attn $a --batches 256 --lens 128 --min-time 0 \
+          >"$OUT/ncu-$k.txt" 2>&1
+        grep -E "Duration|Throughput|Achieved Occupancy|Theoretical Occupancy|Block Limit|Stall|cycles being stalled" \
+          "$OUT/ncu-$k.txt" | head -30
+      done
     fi
     if [ "${EXTRA:-1}" = 1 ] && command -v compute-sanitizer >/dev/null 2>&1; then
       echo "== compute-sanitizer"
-      for l in 40 128 300; do  # one tile, two tiles, a partial last tile
-        timeout 60 compute-sanitizer --tool racecheck --racecheck-report all --kernel-name kns=attention_kernel \
-          "$B/bench/engine/bench_engine" --device 0 --attn fused --batches 3 --lens $l --min-time 0 \
-          >"$OUT/racecheck-$l.txt" 2>&1
-        echo "racecheck at $l tokens: exit $?"
-        grep -E "RACECHECK SUMMARY|Race reported|hazard|rror" "$OUT/racecheck-$l.txt" | head -8
+      for k in flash attention; do
+        a=fused; [ $k = flash ] && a=flash
+        for l in 40 128 300; do  # one tile, two tiles, a partial last tile
+          timeout 60 compute-sanitizer --tool racecheck --racecheck-report all --kernel-name kns=${k}_kernel \
+            "$B/bench/engine/bench_engine" --device 0 --attn $a --batches 3 --lens $l --min-time 0 \
+            >"$OUT/racecheck-$k-$l.txt" 2>&1
+          echo "racecheck $k at $l tokens: exit $?"
+          grep -E "RACECHECK SUMMARY|Race reported|hazard|rror" "$OUT/racecheck-$k-$l.txt" | head -8
+        done
       done
       timeout 150 compute-sanitizer --tool memcheck --print-limit 5 "$B/tests/engine/test_engine_gpu_embed" \
         2>&1 | tail -4 || true

@@ -4,7 +4,7 @@
  * Prints sentences/s, tokens/s and achieved GEMM GFLOP/s per shape, on the CPU
  * with the given thread count and, with --device N, on CUDA device N.
  *
- * usage: bench_engine [--threads N] [--device N|-1] [--bf16] [--attn auto|fused|gemm] [--min-time S]
+ * usage: bench_engine [--threads N] [--device N|-1] [--bf16] [--attn auto|fused|gemm|flash] [--min-time S]
  *                     [--batches 1,32,256] [--lens 32,128] [--model DIR]
  *                     [--pass-tokens N]   (tokens per forward pass, engine default)
  * Lines starting with "RESULT" are parsed by run.sh. */
@@ -38,6 +38,7 @@ static int parse_attn(const char *v) {
   if (!strcmp(v, "auto")) return RD_ENGINE_ATTN_AUTO;
   if (!strcmp(v, "fused")) return RD_ENGINE_ATTN_FUSED;
   if (!strcmp(v, "gemm")) return RD_ENGINE_ATTN_GEMM;
+  if (!strcmp(v, "flash")) return RD_ENGINE_ATTN_FLASH;
   return -1;
 }
 
@@ -61,7 +62,7 @@ int main(int argc, char **argv) {
     else if (!strcmp(argv[i], "--model") && i + 1 < argc) model = argv[++i];
     else if (!strcmp(argv[i], "--pass-tokens") && i + 1 < argc) pass_tokens = strtoul(argv[++i], NULL, 10);
     else {
-      fprintf(stderr, "usage: %s [--threads N] [--device N] [--bf16] [--attn auto|fused|gemm] [--min-time S] "
+      fprintf(stderr, "usage: %s [--threads N] [--device N] [--bf16] [--attn auto|fused|gemm|flash] [--min-time S] "
                       "[--batches 1,32,256] [--lens 32,128] [--model DIR] [--pass-tokens N]\n", argv[0]);
       return 2;
     }
@@ -92,9 +93,14 @@ int main(int argc, char **argv) {
   char path[32] = "cpu";
   rd_engine_stats st0;
   (void)rd_engine_stats_get(e, &st0);
+  static const char *const attn_name[] = {"auto", "fused", "GEMM", "flash"};
+  const char *used = attn_name[st0.attention >= 0 && st0.attention <= 3 ? st0.attention : 0];
   if (device >= 0) /* the attention kernel in the name when it was asked for */
     snprintf(path, sizeof path, "gpu-%s%s", bf16 ? "bf16" : "fp16",
-             attn == RD_ENGINE_ATTN_AUTO ? "" : st0.fused_attention ? "-fused" : "-gemmattn");
+             attn == RD_ENGINE_ATTN_AUTO                ? ""
+             : st0.attention == RD_ENGINE_ATTN_FLASH    ? "-flash"
+             : st0.attention == RD_ENGINE_ATTN_FUSED    ? "-fused"
+                                                        : "-gemmattn");
   size_t D = rd_engine_dim(e);
   int32_t *ids = malloc(maxb * maxl * sizeof *ids);
   const int32_t **ptr = malloc(maxb * sizeof *ptr);
@@ -105,8 +111,8 @@ int main(int argc, char **argv) {
     seed = seed * 1103515245u + 12345u;
     ids[i] = 1996 + (int32_t)((seed >> 8) % 27000u); /* ordinary word pieces */
   }
-  printf("# rd_engine %s, threads %d, model %s%s\n", path, threads, model,
-         device < 0 ? "" : st0.fused_attention ? ", fused attention" : ", GEMM attention");
+  printf("# rd_engine %s, threads %d, model %s%s%s%s\n", path, threads, model, device < 0 ? "" : ", ",
+         device < 0 ? "" : used, device < 0 ? "" : " attention");
   printf("# %-16s %5s %5s %12s %12s %10s %8s\n", "path", "batch", "seq", "sentences/s", "tokens/s",
          "GEMM GF/s", "iters");
   for (int li = 0; li < nl; li++) {

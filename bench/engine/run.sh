@@ -48,8 +48,10 @@ ngpu=$("$PYTHON" -c "import torch; print(torch.cuda.device_count())" 2>/dev/null
 if command -v nvidia-smi >/dev/null 2>&1 && nvidia-smi -L >/dev/null 2>&1; then
   "$BENCH" --device 0 --min-time "$MIN_TIME" --batches "$BATCHES" --lens "$LENS" | tee -a "$OUT"
   "$BENCH" --device 0 --bf16 --min-time "$MIN_TIME" --batches "$BATCHES" --lens "$LENS" | tee -a "$OUT"
-  # the other attention path, for comparison (the default is fused where it fits)
+  # the other attention paths, for comparison (the default is fused where it fits)
   "$BENCH" --device 0 --bf16 --attn gemm --min-time "$MIN_TIME" --batches "$BATCHES" --lens "$LENS" | tee -a "$OUT"
+  "$BENCH" --device 0 --attn flash --min-time "$MIN_TIME" --batches "$BATCHES" --lens "$LENS" | tee -a "$OUT"
+  "$BENCH" --device 0 --bf16 --attn flash --min-time "$MIN_TIME" --batches "$BATCHES" --lens "$LENS" | tee -a "$OUT"
   if [ $have_torch = 1 ] && [ "$ngpu" != 0 ]; then
     "$PYTHON" "$ROOT/bench/engine/bench_torch.py" --device cuda --dtype bf16 --min-time "$MIN_TIME" \
       --batches "$BATCHES" --lens "$LENS" 2>>"$TORCH_LOG" | tee -a "$OUT"

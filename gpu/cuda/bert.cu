@@ -41,7 +41,7 @@ enum prof_kind {
   P_GELU, P_FFN2, P_LN2, P_POOL, P_N
 };
 const char *const prof_name[P_N] = {
-    "embed+ln", "qkv gemm", "fused attention", "qkv split", "scores gemm", "softmax", "pv gemm",
+    "embed+ln", "qkv gemm", "attention kernel", "qkv split", "scores gemm", "softmax", "pv gemm",
     "merge heads", "out-proj gemm", "residual+ln 1", "ffn-in gemm", "bias+gelu", "ffn-out gemm",
     "residual+ln 2", "pool+l2"};
 #define RD__PROF_EVENTS 256
@@ -80,7 +80,8 @@ struct rd__gpu {
   cudaEvent_t hid_ev = nullptr;
   int hid_used = 0;
   size_t host_bytes = 0;
-  int fused = 0;  // attention by rd__cuda_attention
+  int fused = 0;  // attention in one kernel, no score buffers: rd__cuda_attention, or
+  int flash = 0;  // rd__cuda_flash when this is set too (RD_ENGINE_ATTN_FLASH)
   // profile (RD_GPU_PROFILE): events of the current pass and per-kind totals
   int prof = 0, pn = 0, pB = 0, pL = 0;
   unsigned long ppasses = 0;
@@ -100,7 +101,7 @@ static void prof_dump(rd__gpu *g) {
   double tot = 0;
   for (int k = 0; k < P_N; k++) tot += g->pms[k];
   fprintf(stderr, "# gpu profile %s %s attention, %d x %d tokens, %lu passes: %.3f ms per pass\n",
-          g->bf16 ? "bf16" : "fp16", g->fused ? "fused" : "gemm", g->pB, g->pL, g->ppasses,
+          g->bf16 ? "bf16" : "fp16", g->flash ? "flash" : g->fused ? "fused" : "gemm", g->pB, g->pL, g->ppasses,
           tot / (double)g->ppasses);
   for (int k = 0; k < P_N; k++)
     if (g->pms[k] > 0)
@@ -160,7 +161,12 @@ static size_t act_bytes(const rd__gpu *g) {
 
 extern "C" size_t rd__gpu_device_bytes(const rd__gpu *g) { return g ? g->wpool.size + g->apool.size : 0; }
 extern "C" size_t rd__gpu_host_bytes(const rd__gpu *g) { return g ? g->host_bytes : 0; }
-extern "C" int rd__gpu_fused_attention(const rd__gpu *g) { return g ? g->fused : 0; }
+extern "C" int rd__gpu_attention(const rd__gpu *g) {
+  return !g ? RD_ENGINE_ATTN_AUTO
+            : g->flash ? RD_ENGINE_ATTN_FLASH
+            : g->fused ? RD_ENGINE_ATTN_FUSED
+                       : RD_ENGINE_ATTN_GEMM;
+}
 
 extern "C" void rd__gpu_close(rd__gpu *g) {
   if (!g) return;
@@ -235,6 +241,20 @@ static int upload(rd__gpu *g, const rd__bert *m, rd__gpu_errctx *ctx) {
   return 0;
 }
 
+// RD_ENOTSUP with why an attention kernel asked for cannot run: smem is its
+// shared memory per block for max_seq tokens, (size_t)-1 beyond its shapes.
+static int attn_unfit(rd__gpu_errctx *ctx, const char *kind, const char *heads, const char *alt,
+                      size_t smem, size_t max_seq, int dh, int device, int optin) {
+  if (smem == (size_t)-1)
+    snprintf(ctx->buf, ctx->len, "%s attention supports up to 512 tokens and %s (max_seq_len %zu, head size %d): "
+             "use %s", kind, heads, max_seq, dh, alt);
+  else
+    snprintf(ctx->buf, ctx->len, "%s attention needs %zu bytes of shared memory per block for max_seq_len %zu "
+             "(head size %d); device %d allows %d: use %s or a shorter max_seq_len",
+             kind, smem, max_seq, dh, device, optin, alt);
+  return RD_ENOTSUP;
+}
+
 static int open_inner(rd__gpu *g, const rd__bert *m, const rd__gpu_params *prm, rd__gpu_errctx *ctx) {
   int n = 0;
   cudaError_t ce = cudaGetDeviceCount(&n);
@@ -268,24 +288,22 @@ static int open_inner(rd__gpu *g, const rd__bert *m, const rd__gpu_params *prm, 
       return RD_EINVAL;
     }
   }
-  // fused attention when its shared memory for the longest pass fits a block
+  // fused attention when its shared memory for the longest pass fits a
+  // block; the register-resident (flash) kernel only when asked for (not yet
+  // the default)
   int optin = 0;
   RD_CUDA_CHECK(ctx, cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, prm->device));
-  const size_t at_smem = rd__cuda_attention_smem((int)g->max_seq, c.head_dim);
+  const size_t at_smem = rd__cuda_attention_smem((int)g->max_seq, c.head_dim),
+               fa_smem = rd__cuda_flash_smem((int)g->max_seq, c.head_dim);
   const bool at_fits = at_smem <= (size_t)optin;
-  if (prm->attention == RD_ENGINE_ATTN_FUSED && !at_fits) {
-    if (at_smem == (size_t)-1)
-      snprintf(ctx->buf, ctx->len,
-               "fused attention supports up to 512 tokens and heads a multiple of 16 up to 128 wide "
-               "(max_seq_len %zu, head size %d): use RD_ENGINE_ATTN_GEMM", g->max_seq, c.head_dim);
-    else
-      snprintf(ctx->buf, ctx->len,
-               "fused attention needs %zu bytes of shared memory per block for max_seq_len %zu "
-               "(head size %d); device %d allows %d: use RD_ENGINE_ATTN_GEMM or a shorter max_seq_len",
-               at_smem, g->max_seq, c.head_dim, prm->device, optin);
-    return RD_ENOTSUP;
-  }
-  g->fused = prm->attention != RD_ENGINE_ATTN_GEMM && at_fits;
+  if (prm->attention == RD_ENGINE_ATTN_FUSED && !at_fits)
+    return attn_unfit(ctx, "fused", "heads a multiple of 16 up to 128 wide", "RD_ENGINE_ATTN_GEMM", at_smem,
+                      g->max_seq, c.head_dim, prm->device, optin);
+  if (prm->attention == RD_ENGINE_ATTN_FLASH && fa_smem > (size_t)optin)
+    return attn_unfit(ctx, "flash", "heads 32 or 64 wide", "RD_ENGINE_ATTN_AUTO", fa_smem, g->max_seq,
+                      c.head_dim, prm->device, optin);
+  g->flash = prm->attention == RD_ENGINE_ATTN_FLASH;
+  g->fused = g->flash || (prm->attention != RD_ENGINE_ATTN_GEMM && at_fits);
   size_t wb = weight_bytes(c, g->esz), ab = act_bytes(g);
   if (prm->mem_limit && wb + ab > prm->mem_limit) {
     snprintf(ctx->buf, ctx->len,
@@ -303,7 +321,10 @@ static int open_inner(rd__gpu *g, const rd__bert *m, const rd__gpu_params *prm, 
              wb + ab, free_b, g->device);
     return RD_ENOMEM;
   }
-  if (g->fused)
+  if (g->flash)
+    RD_CUDA_CHECK(ctx, g->bf16 ? rd__cuda_flash_prepare<__nv_bfloat16>(c.head_dim, fa_smem)
+                               : rd__cuda_flash_prepare<__half>(c.head_dim, fa_smem));
+  else if (g->fused)
     RD_CUDA_CHECK(ctx, g->bf16 ? rd__cuda_attention_prepare<__nv_bfloat16>(at_smem)
                                : rd__cuda_attention_prepare<__half>(at_smem));
   RD_CUDA_CHECK(ctx, cudaStreamCreateWithFlags(&g->stream, cudaStreamNonBlocking));
@@ -448,7 +469,10 @@ static int forward(rd__gpu *g, int B, int L, const rd__stage *st, rd__gpu_errctx
     const dlayer &D = g->layer[l];
     RD_CUBLAS_CHECK(ctx, linear(g, dt, xh, D.wqkv, qkv, R, 3 * H, H));
     prof_mark(g, P_QKV);
-    if (g->fused) {  // attention output rows into q
+    if (g->flash) {  // attention output rows into q
+      rd__cuda_flash<T>(qkv, D.bqkv, g->lens_d, q, B, L, NH, DH, qscale, s);
+      prof_mark(g, P_ATTN);
+    } else if (g->fused) {
       rd__cuda_attention<T>(qkv, D.bqkv, g->lens_d, q, B, L, NH, DH, qscale, s);
       prof_mark(g, P_ATTN);
     } else {

@@ -55,3 +55,14 @@ cudaError_t rd__cuda_attention_prepare(size_t smem);
 template <typename T>
 void rd__cuda_attention(const T *qkv, const float *bias, const int32_t *lens, T *out, int B, int L,
                         int heads, int dh, float qscale, cudaStream_t s);
+
+// flash.cu: the same contract as rd__cuda_attention, with S and P in
+// registers (mma.sync, online softmax; flash.cuh).  Heads 32 or 64 wide, L <=
+// 512; rd__cuda_flash_smem is (size_t)-1 otherwise.  _prepare raises the
+// kernel's dynamic shared-memory limit (needed above 48 KB).
+size_t rd__cuda_flash_smem(int L, int dh);
+template <typename T>
+cudaError_t rd__cuda_flash_prepare(int dh, size_t smem);
+template <typename T>
+void rd__cuda_flash(const T *qkv, const float *bias, const int32_t *lens, T *out, int B, int L,
+                    int heads, int dh, float qscale, cudaStream_t s);

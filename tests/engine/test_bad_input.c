@@ -49,6 +49,20 @@ int main(void) {
   cfg.max_seq_len = 0;
   cfg.device = -7;
   CHECK(rd_engine_open(&cfg, &e) == RD_EINVAL);
+  cfg.device = -1; /* unknown GPU options are refused even for a CPU engine */
+  cfg.attention = (rd_engine_attention)(RD_ENGINE_ATTN_FLASH + 1);
+  rc = rd_engine_open(&cfg, &e);
+  printf("attention %d -> %d: %s\n", (int)cfg.attention, rc, err);
+  CHECK(rc == RD_EINVAL && e == NULL && strstr(err, "attention"));
+  cfg.attention = RD_ENGINE_ATTN_AUTO;
+  cfg.precision = (rd_engine_precision)2;
+  CHECK(rd_engine_open(&cfg, &e) == RD_EINVAL && e == NULL);
+  cfg.precision = RD_ENGINE_FP16;
+  cfg.attention = RD_ENGINE_ATTN_FLASH; /* known: the CPU path has one attention */
+  CHECK(rd_engine_open(&cfg, &e) == 0);
+  rd_engine_close(e);
+  e = NULL;
+  cfg.attention = RD_ENGINE_ATTN_AUTO;
 
   /* a device engine where there is no device (or no CUDA in the build) */
   cfg.device = 0;

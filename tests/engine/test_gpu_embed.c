@@ -1,6 +1,7 @@
 /* test_gpu_embed.c - GPU path against the reference embeddings of the fixture
- * (cosine >= 0.999 per sentence), in fp16 and bf16, with the fused attention
- * kernel and with the GEMM path (which must agree closely);
+ * (cosine >= 0.999 per sentence), in fp16 and bf16, with each attention
+ * path: the fused kernel, the flash kernel and the GEMM path (which must
+ * agree closely, up to 512 tokens);
  * two engines on the same device at once (fractional GPU) must agree; the
  * stage API (encoder split at layers 2 and 4) must match the unsplit pass
  * (the state between stages is the fp32 residual stream, so it is expected
@@ -86,70 +87,79 @@ int main(void) {
   rd_engine_stats st;
   CHECK(rd_engine_stats_get(a, &st) == 0);
   printf("default attention on this device: %s\n", st.fused_attention ? "fused" : "gemm");
-  /* the fused kernel and the GEMM path, each against the fixture and each other */
+  CHECK(st.attention == (st.fused_attention ? RD_ENGINE_ATTN_FUSED : RD_ENGINE_ATTN_GEMM));
+  /* the two one-kernel paths (fused: WMMA through shared memory; flash:
+   * registers, mma.sync) and the GEMM path, each against the fixture and the
+   * one-kernel paths against GEMM */
+  static const rd_engine_attention kern[2] = {RD_ENGINE_ATTN_FUSED, RD_ENGINE_ATTN_FLASH};
+  static const char *const kname[2] = {"fused", "flash"};
   {
     float *fu = malloc(fx.n * fx.dim * sizeof(float)), *ge = malloc(fx.n * fx.dim * sizeof(float));
     char err[512] = "";
     for (int prec = 0; prec < 2; prec++) {
       const char *pn = prec ? "bf16" : "fp16";
-      rd_engine *f = NULL, *m = NULL;
-      int rc = try_open_gpu(dir, (rd_engine_precision)prec, RD_ENGINE_ATTN_FUSED, 256, &f, err, sizeof err);
-      if (rc == RD_ENOTSUP) {
-        printf("fused attention does not fit this device at 256 tokens: %s\n", err);
-        CHECK(f == NULL && err[0]);
-      } else {
-        if (rc) { fprintf(stderr, "fused open: %d %s\n", rc, err); return 1; }
-        CHECK(rd_engine_stats_get(f, &st) == 0 && st.fused_attention == 1);
-      }
-      rc = try_open_gpu(dir, (rd_engine_precision)prec, RD_ENGINE_ATTN_GEMM, 256, &m, err, sizeof err);
+      rd_engine *m = NULL;
+      int rc = try_open_gpu(dir, (rd_engine_precision)prec, RD_ENGINE_ATTN_GEMM, 256, &m, err, sizeof err);
       if (rc) { fprintf(stderr, "gemm open: %d %s\n", rc, err); return 1; }
-      CHECK(rd_engine_stats_get(m, &st) == 0 && st.fused_attention == 0);
+      CHECK(rd_engine_stats_get(m, &st) == 0 && st.fused_attention == 0 &&
+            st.attention == RD_ENGINE_ATTN_GEMM);
       char what[64];
       snprintf(what, sizeof what, "gpu %s gemm attention", pn);
       check(m, &fx, ge, what);
-      if (f) {
-        snprintf(what, sizeof what, "gpu %s fused attention", pn);
+      for (int k = 0; k < 2; k++) {
+        rd_engine *f = NULL;
+        rc = try_open_gpu(dir, (rd_engine_precision)prec, kern[k], 256, &f, err, sizeof err);
+        if (rc == RD_ENOTSUP) {
+          printf("%s attention does not fit this device at 256 tokens: %s\n", kname[k], err);
+          CHECK(f == NULL && err[0]);
+          continue;
+        }
+        if (rc) { fprintf(stderr, "%s open: %d %s\n", kname[k], rc, err); return 1; }
+        CHECK(rd_engine_stats_get(f, &st) == 0 && st.fused_attention == 1 && st.attention == (int)kern[k]);
+        snprintf(what, sizeof what, "gpu %s %s attention", pn, kname[k]);
         check(f, &fx, fu, what);
         double d = rd_test_max_abs(fu, ge, fx.n * fx.dim);
-        printf("gpu %s fused vs gemm attention: max abs diff %.3g\n", pn, d);
+        printf("gpu %s %s vs gemm attention: max abs diff %.3g\n", pn, kname[k], d);
         CHECK(d < (prec ? 2e-2 : 5e-3));
+        rd_engine_close(f);
       }
-      rd_engine_close(f);
       rd_engine_close(m);
     }
-    /* the model's longest sequences (512 tokens): fused where the device's
-     * shared memory holds the tiles (else refused, not crashed), against the
-     * GEMM path on texts of 40 to 512+ tokens (several query tiles, partial
-     * last tiles) */
-    rd_engine *big = NULL, *bigm = NULL;
-    int rc = try_open_gpu(dir, RD_ENGINE_FP16, RD_ENGINE_ATTN_FUSED, 512, &big, err, sizeof err);
-    printf("fused attention at 512 tokens -> %d: %s\n", rc, rc ? err : "fits");
-    CHECK(rc == 0 || (rc == RD_ENOTSUP && big == NULL && err[0]));
-    if (big) {
-      CHECK(try_open_gpu(dir, RD_ENGINE_FP16, RD_ENGINE_ATTN_GEMM, 512, &bigm, err, sizeof err) == 0);
-      enum { NLONG = 16 };
-      char *longt[NLONG];
-      for (int t = 0; t < NLONG; t++) { /* t + 1 .. 3 * t + 3 fixture sentences */
-        size_t cap = 1, k0 = (size_t)t * 7 % fx.n;
-        for (int k = 0; k < 3 * t + 3; k++) cap += fx.text_len[(k0 + k) % fx.n] + 1;
-        longt[t] = calloc(cap, 1);
-        for (int k = 0; k < 3 * t + 3; k++) {
-          strncat(longt[t], fx.text[(k0 + k) % fx.n], fx.text_len[(k0 + k) % fx.n]);
-          strcat(longt[t], " ");
-        }
+    /* the model's longest sequences (512 tokens): each one-kernel path where
+     * the device's shared memory holds its tiles (else refused, not crashed),
+     * against the GEMM path on texts of 40 to 512+ tokens (several query
+     * tiles and key steps, partial last ones) */
+    enum { NLONG = 16 };
+    char *longt[NLONG];
+    for (int t = 0; t < NLONG; t++) { /* t + 1 .. 3 * t + 3 fixture sentences */
+      size_t cap = 1, k0 = (size_t)t * 7 % fx.n;
+      for (int k = 0; k < 3 * t + 3; k++) cap += fx.text_len[(k0 + k) % fx.n] + 1;
+      longt[t] = calloc(cap, 1);
+      for (int k = 0; k < 3 * t + 3; k++) {
+        strncat(longt[t], fx.text[(k0 + k) % fx.n], fx.text_len[(k0 + k) % fx.n]);
+        strcat(longt[t], " ");
       }
+    }
+    rd_engine *bigm = NULL;
+    CHECK(try_open_gpu(dir, RD_ENGINE_FP16, RD_ENGINE_ATTN_GEMM, 512, &bigm, err, sizeof err) == 0);
+    CHECK(rd_engine_embed(bigm, (const char *const *)longt, NULL, NLONG, ge) == 0);
+    for (int k = 0; k < 2; k++) {
+      rd_engine *big = NULL;
+      int rc = try_open_gpu(dir, RD_ENGINE_FP16, kern[k], 512, &big, err, sizeof err);
+      printf("%s attention at 512 tokens -> %d: %s\n", kname[k], rc, rc ? err : "fits");
+      CHECK(rc == 0 || (rc == RD_ENOTSUP && big == NULL && err[0]));
+      if (!big) continue;
       CHECK(rd_engine_embed(big, (const char *const *)longt, NULL, NLONG, fu) == 0);
-      CHECK(rd_engine_embed(bigm, (const char *const *)longt, NULL, NLONG, ge) == 0);
       double worst = 1;
       for (int t = 0; t < NLONG; t++) {
         double c = rd_test_cosine(fu + t * fx.dim, ge + t * fx.dim, fx.dim);
         worst = c < worst ? c : worst;
-        free(longt[t]);
       }
-      printf("long texts, fused vs gemm attention at 512 tokens: worst cosine %.7f\n", worst);
+      printf("long texts, %s vs gemm attention at 512 tokens: worst cosine %.7f\n", kname[k], worst);
       CHECK(worst >= 0.9999);
+      rd_engine_close(big);
     }
-    rd_engine_close(big);
+    for (int t = 0; t < NLONG; t++) free(longt[t]);
     rd_engine_close(bigm);
     free(fu);
     free(ge);
