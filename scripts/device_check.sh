@@ -94,6 +94,13 @@ PY
       RD_GPU_PROFILE=1 timeout 60 "$B/bench/engine/bench_engine" --device 0 --bf16 --attn $a --batches 256 \
         --lens 32,128 --min-time 0.3 2>&1 | grep -v '^RESULT' || true
     done
+    echo "== bias + GELU in the FFN-in GEMM's epilogue (RD_GPU_GELU_EPILOGUE=1), batch 256"
+    for a in auto flash; do
+      RD_GPU_GELU_EPILOGUE=1 timeout 60 "$B/bench/engine/bench_engine" --device 0 --bf16 --attn $a \
+        --batches 256 --lens 32,128 --min-time 0.5 2>&1 | grep -v '^RESULT' || true
+    done
+    RD_GPU_GELU_EPILOGUE=1 RD_GPU_PROFILE=1 timeout 60 "$B/bench/engine/bench_engine" --device 0 --bf16 \
+      --attn flash --batches 256 --lens 128 --min-time 0.3 2>&1 | grep -v '^RESULT' || true
     if [ "${EXTRA:-1}" = 1 ] && command -v ncu >/dev/null 2>&1; then
       for k in attention flash; do
         echo "== ncu: the $k kernel at 256 x 128 (one launch)"

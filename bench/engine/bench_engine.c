@@ -101,6 +101,8 @@ int main(int argc, char **argv) {
              : st0.attention == RD_ENGINE_ATTN_FLASH    ? "-flash"
              : st0.attention == RD_ENGINE_ATTN_FUSED    ? "-fused"
                                                         : "-gemmattn");
+  const char *ge = getenv("RD_GPU_GELU_EPILOGUE"); /* bias + GELU in the FFN-in GEMM (cublasLt) */
+  if (device >= 0 && ge && *ge && strcmp(ge, "0")) strncat(path, "-ltgelu", sizeof path - strlen(path) - 1);
   size_t D = rd_engine_dim(e);
   int32_t *ids = malloc(maxb * maxl * sizeof *ids);
   const int32_t **ptr = malloc(maxb * sizeof *ptr);

@@ -59,6 +59,10 @@ struct rd__gpu {
   size_t max_tokens = 0, max_seq = 0, max_batch = 0, esz = 2;
   cudaStream_t stream = nullptr;
   cublasHandle_t blas = nullptr;
+  // RD_GPU_GELU_EPILOGUE=1: the FFN-in GEMM adds the bias and applies GELU in
+  // cublasLt's epilogue (tanh GELU) instead of a kernel of its own
+  cublasLtHandle_t lt = nullptr;
+  cublasLtMatmulDesc_t lt_gelu = nullptr;
   dpool wpool, apool;
   float *word = nullptr, *pos = nullptr, *type = nullptr, *emb_g = nullptr, *emb_b = nullptr;
   dlayer layer[RD__BERT_MAX_LAYERS]{};
@@ -100,8 +104,9 @@ static void prof_dump(rd__gpu *g) {
   if (!g->ppasses) return;
   double tot = 0;
   for (int k = 0; k < P_N; k++) tot += g->pms[k];
-  fprintf(stderr, "# gpu profile %s %s attention, %d x %d tokens, %lu passes: %.3f ms per pass\n",
-          g->bf16 ? "bf16" : "fp16", g->flash ? "flash" : g->fused ? "fused" : "gemm", g->pB, g->pL, g->ppasses,
+  fprintf(stderr, "# gpu profile %s %s attention%s, %d x %d tokens, %lu passes: %.3f ms per pass\n",
+          g->bf16 ? "bf16" : "fp16", g->flash ? "flash" : g->fused ? "fused" : "gemm",
+          g->lt_gelu ? ", GELU in the GEMM epilogue" : "", g->pB, g->pL, g->ppasses,
           tot / (double)g->ppasses);
   for (int k = 0; k < P_N; k++)
     if (g->pms[k] > 0)
@@ -185,6 +190,8 @@ extern "C" void rd__gpu_close(rd__gpu *g) {
   for (int i = 0; i < RD__PROF_EVENTS; i++)
     if (g->pev[i]) cudaEventDestroy(g->pev[i]);
   if (g->blas) cublasDestroy(g->blas);
+  if (g->lt_gelu) cublasLtMatmulDescDestroy(g->lt_gelu);
+  if (g->lt) cublasLtDestroy(g->lt);
   if (g->wpool.base) cudaFree(g->wpool.base);
   if (g->apool.base) cudaFree(g->apool.base);
   if (g->stream) cudaStreamDestroy(g->stream);
@@ -377,6 +384,45 @@ static int open_inner(rd__gpu *g, const rd__bert *m, const rd__gpu_params *prm, 
     if (!g->dest[s]) return RD_ENOMEM;
   }
   RD_CUDA_CHECK(ctx, cudaEventCreateWithFlags(&g->hid_ev, cudaEventDisableTiming));
+  const char *ge = getenv("RD_GPU_GELU_EPILOGUE");
+  if (ge && *ge && strcmp(ge, "0")) {
+    const cublasOperation_t ta = CUBLAS_OP_T, tb = CUBLAS_OP_N;
+    const cublasLtEpilogue_t epi = CUBLASLT_EPILOGUE_GELU_BIAS;
+    const cudaDataType_t bias_t = CUDA_R_32F;  // the fp32 bias the kernel path adds
+    RD_CUBLAS_CHECK(ctx, cublasLtCreate(&g->lt));
+    RD_CUBLAS_CHECK(ctx, cublasLtMatmulDescCreate(&g->lt_gelu, CUBLAS_COMPUTE_32F, CUDA_R_32F));
+    RD_CUBLAS_CHECK(ctx, cublasLtMatmulDescSetAttribute(g->lt_gelu, CUBLASLT_MATMUL_DESC_TRANSA, &ta, sizeof ta));
+    RD_CUBLAS_CHECK(ctx, cublasLtMatmulDescSetAttribute(g->lt_gelu, CUBLASLT_MATMUL_DESC_TRANSB, &tb, sizeof tb));
+    RD_CUBLAS_CHECK(ctx, cublasLtMatmulDescSetAttribute(g->lt_gelu, CUBLASLT_MATMUL_DESC_EPILOGUE, &epi, sizeof epi));
+    RD_CUBLAS_CHECK(ctx, cublasLtMatmulDescSetAttribute(g->lt_gelu, CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE, &bias_t,
+                                                        sizeof bias_t));
+    // refuse at open, not at the first pass, where cublasLt has no such GEMM
+    const cudaDataType_t dt = g->bf16 ? CUDA_R_16BF : CUDA_R_16F;
+    const void *bias = g->layer[0].bi;
+    cublasLtMatrixLayout_t la = nullptr, lb = nullptr, ld = nullptr;
+    cublasLtMatmulPreference_t pref = nullptr;
+    cublasLtMatmulHeuristicResult_t res{};
+    int found = 0;
+    cublasStatus_t st = cublasLtMatmulDescSetAttribute(g->lt_gelu, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias, sizeof bias);
+    if (!st) st = cublasLtMatrixLayoutCreate(&la, dt, (uint64_t)H, (uint64_t)I, (int64_t)H);
+    if (!st) st = cublasLtMatrixLayoutCreate(&lb, dt, (uint64_t)H, (uint64_t)T, (int64_t)H);
+    if (!st) st = cublasLtMatrixLayoutCreate(&ld, dt, (uint64_t)I, (uint64_t)T, (int64_t)I);
+    if (!st) st = cublasLtMatmulPreferenceCreate(&pref);
+    if (!st)
+      st = cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &g->cublas_ws_size,
+                                                sizeof g->cublas_ws_size);
+    if (!st) st = cublasLtMatmulAlgoGetHeuristic(g->lt, g->lt_gelu, la, lb, ld, ld, pref, 1, &res, &found);
+    if (pref) cublasLtMatmulPreferenceDestroy(pref);
+    if (la) cublasLtMatrixLayoutDestroy(la);
+    if (lb) cublasLtMatrixLayoutDestroy(lb);
+    if (ld) cublasLtMatrixLayoutDestroy(ld);
+    if (st || !found) {
+      snprintf(ctx->buf, ctx->len, "RD_GPU_GELU_EPILOGUE: cublasLt has no %s GEMM with a GELU + fp32 bias "
+               "epilogue on device %d (%s)", g->bf16 ? "bf16" : "fp16", g->device,
+               st ? cublasGetStatusString(st) : "no algorithm");
+      return RD_ENOTSUP;
+    }
+  }
   const char *pe = getenv("RD_GPU_PROFILE");
   if (pe && *pe && strcmp(pe, "0")) {
     for (int i = 0; i < RD__PROF_EVENTS; i++) RD_CUDA_CHECK(ctx, cudaEventCreate(&g->pev[i]));
@@ -409,6 +455,27 @@ static cublasStatus_t linear(rd__gpu *g, cudaDataType_t dt, const void *x, const
   const float one = 1.0f, zero = 0.0f;
   return cublasGemmEx(g->blas, CUBLAS_OP_T, CUBLAS_OP_N, n, rows, k, &one, w, dt, k, x, dt, k, &zero,
                       y, dt, n, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT);
+}
+
+// y = GELU(x W^T + bias) in one cublasLt call (RD_GPU_GELU_EPILOGUE): the
+// layouts of linear() (column-major: D[n x rows] = op(W)[n x k] x[k x rows]),
+// the bias per row of D, cuBLAS's workspace (same stream, calls in order).
+static cublasStatus_t linear_gelu(rd__gpu *g, cudaDataType_t dt, const void *x, const void *w,
+                                  const float *bias, void *y, int rows, int n, int k) {
+  const float one = 1.0f, zero = 0.0f;
+  cublasLtMatrixLayout_t la = nullptr, lb = nullptr, ld = nullptr;
+  cublasStatus_t st = cublasLtMatmulDescSetAttribute(g->lt_gelu, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias,
+                                                     sizeof bias);
+  if (st == CUBLAS_STATUS_SUCCESS) st = cublasLtMatrixLayoutCreate(&la, dt, k, n, k);
+  if (st == CUBLAS_STATUS_SUCCESS) st = cublasLtMatrixLayoutCreate(&lb, dt, k, rows, k);
+  if (st == CUBLAS_STATUS_SUCCESS) st = cublasLtMatrixLayoutCreate(&ld, dt, n, rows, n);
+  if (st == CUBLAS_STATUS_SUCCESS)
+    st = cublasLtMatmul(g->lt, g->lt_gelu, &one, w, la, x, lb, &zero, y, ld, y, ld, nullptr, g->cublas_ws,
+                        g->cublas_ws_size, g->stream);
+  if (la) cublasLtMatrixLayoutDestroy(la);
+  if (lb) cublasLtMatrixLayoutDestroy(lb);
+  if (ld) cublasLtMatrixLayoutDestroy(ld);
+  return st;
 }
 
 // The GEMM path of attention (RD_ENGINE_ATTN_GEMM): QKV rows + bias -> per-head
@@ -483,10 +550,15 @@ static int forward(rd__gpu *g, int B, int L, const rd__stage *st, rd__gpu_errctx
     prof_mark(g, P_OPROJ);
     rd__cuda_residual_ln<T>(g->x32, xh, k, D.bo, D.ln1_g, D.ln1_b, c.ln_eps, R, H, s);
     prof_mark(g, P_LN1);
-    RD_CUBLAS_CHECK(ctx, linear(g, dt, xh, D.wi, ffn, R, I, H));
-    prof_mark(g, P_FFN1);
-    rd__cuda_bias_gelu<T>(ffn, D.bi, R, I, s);
-    prof_mark(g, P_GELU);
+    if (g->lt_gelu) {
+      RD_CUBLAS_CHECK(ctx, linear_gelu(g, dt, xh, D.wi, D.bi, ffn, R, I, H));
+      prof_mark(g, P_FFN1);
+    } else {
+      RD_CUBLAS_CHECK(ctx, linear(g, dt, xh, D.wi, ffn, R, I, H));
+      prof_mark(g, P_FFN1);
+      rd__cuda_bias_gelu<T>(ffn, D.bi, R, I, s);
+      prof_mark(g, P_GELU);
+    }
     RD_CUBLAS_CHECK(ctx, linear(g, dt, ffn, D.wo2, qkv, R, H, I));
     prof_mark(g, P_FFN2);
     rd__cuda_residual_ln<T>(g->x32, xh, qkv, D.bo2, D.ln2_g, D.ln2_b, c.ln_eps, R, H, s);

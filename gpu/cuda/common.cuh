@@ -7,6 +7,7 @@
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>
+#include <cublasLt.h>
 #include <cublas_v2.h>
 
 #include <stddef.h>

@@ -164,6 +164,24 @@ int main(void) {
     free(fu);
     free(ge);
   }
+  /* bias + GELU in cublasLt's epilogue of the FFN-in GEMM (tanh GELU, an
+   * opt-in experiment): against the fixture, with flash attention, or a clean
+   * RD_ENOTSUP where cublasLt has no such GEMM */
+  {
+    float *ep = malloc(fx.n * fx.dim * sizeof(float));
+    char err[512] = "";
+    setenv("RD_GPU_GELU_EPILOGUE", "1", 1);
+    for (int prec = 0; prec < 2; prec++) {
+      rd_engine *f = NULL;
+      int rc = try_open_gpu(dir, (rd_engine_precision)prec, RD_ENGINE_ATTN_FLASH, 256, &f, err, sizeof err);
+      printf("GELU epilogue, %s -> %d: %s\n", prec ? "bf16" : "fp16", rc, rc ? err : "opened");
+      CHECK(rc == 0 || (rc == RD_ENOTSUP && f == NULL && err[0]));
+      if (f) check(f, &fx, ep, prec ? "gpu bf16 flash + GELU epilogue" : "gpu fp16 flash + GELU epilogue");
+      rd_engine_close(f);
+    }
+    unsetenv("RD_GPU_GELU_EPILOGUE");
+    free(ep);
+  }
   /* again on the first engine after the second ran: same results */
   float *again = malloc(fx.n * fx.dim * sizeof(float));
   check(a, &fx, again, "gpu fp16 again");
