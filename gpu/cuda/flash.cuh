@@ -222,11 +222,14 @@ RD_FA_FN void rd__fa_body(const T *__restrict__ qkv, const float *__restrict__ b
   float m0 = -INFINITY, m1 = -INFINITY, l0 = 0.0f, l1 = 0.0f;  // rows g and g + 8
 
   for (int k0 = 0; k0 < len; k0 += RD_FA_KEYS) {
-    // S (16 x 64) = Q K^T: B[k][n] = K[key n][k], two consecutive k per register
+    // S (16 x 64) = Q K^T: B[k][n] = K[key n][k], two consecutive k per
+    // register.  8-key tiles wholly past the sequence are skipped (the mask
+    // below makes them -inf): the test is the same for the whole block.
     float s[RD_FA_KEYS / 8][4];
 #pragma unroll
     for (int nt = 0; nt < RD_FA_KEYS / 8; nt++) {
       s[nt][0] = s[nt][1] = s[nt][2] = s[nt][3] = 0.0f;
+      if (k0 + nt * 8 >= len) continue;
       const T *kr = Ks + (size_t)(k0 + nt * 8 + g) * ly.ldk + 2 * t;
 #pragma unroll
       for (int ks = 0; ks < DH / 16; ks++)
@@ -272,6 +275,7 @@ RD_FA_FN void rd__fa_body(const T *__restrict__ qkv, const float *__restrict__ b
     // n-tiles 2kk and 2kk + 1; B[k][n] = V[key k][n] = Vt[n][key k]
 #pragma unroll
     for (int kk = 0; kk < RD_FA_KEYS / 16; kk++) {
+      if (k0 + kk * 16 >= len) break;  // P is 0 from here on
       const uint32_t pa[4] = {rd__fa_pack<T>(s[2 * kk][0], s[2 * kk][1]),
                               rd__fa_pack<T>(s[2 * kk][2], s[2 * kk][3]),
                               rd__fa_pack<T>(s[2 * kk + 1][0], s[2 * kk + 1][1]),
