@@ -209,6 +209,8 @@ static void run_all(const char *tname, float tol) {
   run_case<T, 32>(tname, 128, 2, {128, 100, 65}, tol);
   run_case<T, 32>(tname, 200, 1, {200, 64, 129}, tol);
   run_case<T, 64>(tname, 72, 2, {72, 33}, tol);
+  // the longest sequence the kernel takes: 8 key steps, 4 query blocks
+  run_case<T, 32>(tname, RD_FA_MAX_KEYS, 1, {RD_FA_MAX_KEYS, 301}, tol);
 }
 
 int main() {
