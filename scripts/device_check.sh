@@ -79,7 +79,7 @@ PY
     return 0
   fi
   echo "== tests"
-  ctest --test-dir "$B" -R 'engine_(gpu_embed|flash_emu|tokenizer|safetensors|stages|bad_input)' --output-on-failure \
+  ctest --test-dir "$B" -R 'engine_(gpu_embed|flash_emu|norm_emu|tokenizer|safetensors|stages|bad_input)' --output-on-failure \
     --timeout 150
   t=$?
   echo "ctest exit $t"
@@ -94,13 +94,16 @@ PY
       RD_GPU_PROFILE=1 timeout 60 "$B/bench/engine/bench_engine" --device 0 --bf16 --attn $a --batches 256 \
         --lens 32,128 --min-time 0.3 2>&1 | grep -v '^RESULT' || true
     done
-    echo "== bias + GELU in the FFN-in GEMM's epilogue (RD_GPU_GELU_EPILOGUE=1), batch 256"
-    for a in auto flash; do
-      RD_GPU_GELU_EPILOGUE=1 timeout 60 "$B/bench/engine/bench_engine" --device 0 --bf16 --attn $a \
-        --batches 256 --lens 32,128 --min-time 0.5 2>&1 | grep -v '^RESULT' || true
+    echo "== the experiments, batch 256, bf16: GELU in the FFN-in GEMM's epilogue (RD_GPU_GELU_EPILOGUE=1),"
+    echo "   the residual stream in bf16 (RD_GPU_T_RESIDUAL=1), each alone and all with flash attention"
+    for x in "RD_GPU_GELU_EPILOGUE=1" "RD_GPU_T_RESIDUAL=1" "RD_GPU_GELU_EPILOGUE=1 RD_GPU_T_RESIDUAL=1"; do
+      for a in auto flash; do
+        env $x timeout 60 "$B/bench/engine/bench_engine" --device 0 --bf16 --attn $a \
+          --batches 256 --lens 32,128 --min-time 0.5 2>&1 | grep -v '^RESULT' || true
+      done
     done
-    RD_GPU_GELU_EPILOGUE=1 RD_GPU_PROFILE=1 timeout 60 "$B/bench/engine/bench_engine" --device 0 --bf16 \
-      --attn flash --batches 256 --lens 128 --min-time 0.3 2>&1 | grep -v '^RESULT' || true
+    RD_GPU_GELU_EPILOGUE=1 RD_GPU_T_RESIDUAL=1 RD_GPU_PROFILE=1 timeout 60 "$B/bench/engine/bench_engine" \
+      --device 0 --bf16 --attn flash --batches 256 --lens 128 --min-time 0.3 2>&1 | grep -v '^RESULT' || true
     if [ "${EXTRA:-1}" = 1 ] && command -v ncu >/dev/null 2>&1; then
       for k in attention flash; do
         echo "== ncu: the $k kernel at 256 x 128 (one launch)"

@@ -90,7 +90,7 @@ int main(int argc, char **argv) {
     fprintf(stderr, "bench_engine: open failed (%d): %s\n", rc, err);
     return 1;
   }
-  char path[32] = "cpu";
+  char path[48] = "cpu";
   rd_engine_stats st0;
   (void)rd_engine_stats_get(e, &st0);
   static const char *const attn_name[] = {"auto", "fused", "GEMM", "flash"};
@@ -103,6 +103,8 @@ int main(int argc, char **argv) {
                                                         : "-gemmattn");
   const char *ge = getenv("RD_GPU_GELU_EPILOGUE"); /* bias + GELU in the FFN-in GEMM (cublasLt) */
   if (device >= 0 && ge && *ge && strcmp(ge, "0")) strncat(path, "-ltgelu", sizeof path - strlen(path) - 1);
+  const char *tr = getenv("RD_GPU_T_RESIDUAL"); /* the residual stream in fp16/bf16 */
+  if (device >= 0 && tr && *tr && strcmp(tr, "0")) strncat(path, "-tres", sizeof path - strlen(path) - 1);
   size_t D = rd_engine_dim(e);
   int32_t *ids = malloc(maxb * maxl * sizeof *ids);
   const int32_t **ptr = malloc(maxb * sizeof *ptr);

@@ -15,6 +15,7 @@
 
 #include "../backend.h"
 #include "../engine.h"
+#include "norm_t.cuh"
 #include "ops.cuh"
 
 namespace {
@@ -63,6 +64,9 @@ struct rd__gpu {
   // cublasLt's epilogue (tanh GELU) instead of a kernel of its own
   cublasLtHandle_t lt = nullptr;
   cublasLtMatmulDesc_t lt_gelu = nullptr;
+  // RD_GPU_T_RESIDUAL=1: the residual stream is xh (T), not x32 (norm_t.cuh);
+  // x32 holds it widened only where a stage ends
+  int t_resid = 0;
   dpool wpool, apool;
   float *word = nullptr, *pos = nullptr, *type = nullptr, *emb_g = nullptr, *emb_b = nullptr;
   dlayer layer[RD__BERT_MAX_LAYERS]{};
@@ -104,9 +108,9 @@ static void prof_dump(rd__gpu *g) {
   if (!g->ppasses) return;
   double tot = 0;
   for (int k = 0; k < P_N; k++) tot += g->pms[k];
-  fprintf(stderr, "# gpu profile %s %s attention%s, %d x %d tokens, %lu passes: %.3f ms per pass\n",
+  fprintf(stderr, "# gpu profile %s %s attention%s%s, %d x %d tokens, %lu passes: %.3f ms per pass\n",
           g->bf16 ? "bf16" : "fp16", g->flash ? "flash" : g->fused ? "fused" : "gemm",
-          g->lt_gelu ? ", GELU in the GEMM epilogue" : "", g->pB, g->pL, g->ppasses,
+          g->lt_gelu ? ", GELU in the GEMM epilogue" : "", g->t_resid ? ", residual in T" : "", g->pB, g->pL, g->ppasses,
           tot / (double)g->ppasses);
   for (int k = 0; k < P_N; k++)
     if (g->pms[k] > 0)
@@ -423,6 +427,15 @@ static int open_inner(rd__gpu *g, const rd__bert *m, const rd__gpu_params *prm, 
       return RD_ENOTSUP;
     }
   }
+  const char *tr = getenv("RD_GPU_T_RESIDUAL");
+  if (tr && *tr && strcmp(tr, "0")) {
+    if (H % 4 || H > 4 * 32 * RD_LNT_CHUNKS) {
+      snprintf(ctx->buf, ctx->len, "RD_GPU_T_RESIDUAL: hidden size %zu is not a multiple of 4 up to %d", H,
+               4 * 32 * RD_LNT_CHUNKS);
+      return RD_ENOTSUP;
+    }
+    g->t_resid = 1;
+  }
   const char *pe = getenv("RD_GPU_PROFILE");
   if (pe && *pe && strcmp(pe, "0")) {
     for (int i = 0; i < RD__PROF_EVENTS; i++) RD_CUDA_CHECK(ctx, cudaEventCreate(&g->pev[i]));
@@ -548,7 +561,10 @@ static int forward(rd__gpu *g, int B, int L, const rd__stage *st, rd__gpu_errctx
     }
     RD_CUBLAS_CHECK(ctx, linear(g, dt, q, D.wo, k, R, H, H));
     prof_mark(g, P_OPROJ);
-    rd__cuda_residual_ln<T>(g->x32, xh, k, D.bo, D.ln1_g, D.ln1_b, c.ln_eps, R, H, s);
+    if (g->t_resid)
+      rd__cuda_residual_ln_t<T>(xh, k, D.bo, D.ln1_g, D.ln1_b, c.ln_eps, R, H, s);
+    else
+      rd__cuda_residual_ln<T>(g->x32, xh, k, D.bo, D.ln1_g, D.ln1_b, c.ln_eps, R, H, s);
     prof_mark(g, P_LN1);
     if (g->lt_gelu) {
       RD_CUBLAS_CHECK(ctx, linear_gelu(g, dt, xh, D.wi, D.bi, ffn, R, I, H));
@@ -561,10 +577,17 @@ static int forward(rd__gpu *g, int B, int L, const rd__stage *st, rd__gpu_errctx
     }
     RD_CUBLAS_CHECK(ctx, linear(g, dt, ffn, D.wo2, qkv, R, H, I));
     prof_mark(g, P_FFN2);
-    rd__cuda_residual_ln<T>(g->x32, xh, qkv, D.bo2, D.ln2_g, D.ln2_b, c.ln_eps, R, H, s);
+    if (g->t_resid)
+      rd__cuda_residual_ln_t<T>(xh, qkv, D.bo2, D.ln2_g, D.ln2_b, c.ln_eps, R, H, s);
+    else
+      rd__cuda_residual_ln<T>(g->x32, xh, qkv, D.bo2, D.ln2_g, D.ln2_b, c.ln_eps, R, H, s);
     prof_mark(g, P_LN2);
     RD_CUDA_CHECK(ctx, cudaGetLastError());
   }
+  // a T residual stream is widened where the stage ends: pooled from, or
+  // copied out as the fp32 state (whose rounding back to T is exact, so a
+  // split pass still equals the unsplit one)
+  if (g->t_resid && st->last > st->first) rd__cuda_widen<T>(xh, g->x32, (size_t)R * H, s);
   if (st->pool) rd__cuda_mean_pool_l2(g->x32, g->lens_d, B, L, H, g->out_d, s);
   prof_mark(g, P_POOL);
   RD_CUDA_CHECK(ctx, cudaGetLastError());

@@ -9,11 +9,11 @@
 // is the A fragment of one 16-key step).  Nothing goes back to shared
 // memory, and there is one block barrier (after the loads).
 //
-// The kernel body is plain C++ over a few names, so that a test can run it
-// on the CPU (tests/engine/test_flash_emu.cc) under an emulation of a warp:
-// threadIdx/blockIdx/blockDim, __syncthreads, __shfl_xor_sync and
-// rd__fa_mma<T>, the one tensor-core instruction.  Built with nvcc they are
-// CUDA's own and the PTX mma.
+// The kernel body is plain C++ over a few names (portable.cuh), so that a
+// test can run it on the CPU (tests/engine/test_flash_emu.cc) under an
+// emulation of a warp (tests/engine/gpu_emu.h): threadIdx/blockIdx/blockDim,
+// __syncthreads, __shfl_xor_sync and rd__fa_mma<T>, the one tensor-core
+// instruction.  Built with nvcc they are CUDA's own and the PTX mma.
 //
 // Numerics are those of the other two attention paths: Q (with bias, times
 // 1/sqrt(dh)), K, V (with bias) and P are rounded to T once, products
@@ -22,35 +22,11 @@
 // computed (as the other paths do) and rows past it are not written.
 #pragma once
 
-#include <math.h>
-#include <stddef.h>
-#include <stdint.h>
-#include <string.h>
-
-#include <cuda_bf16.h>
-#include <cuda_fp16.h>
-
-#ifdef RD_FA_EMU
-#define RD_FA_FN inline
-#define RD_FA_HD inline
-#else
-#define RD_FA_FN __device__ __forceinline__
-#define RD_FA_HD __host__ __device__ __forceinline__
-#endif
+#include "portable.cuh"
 
 #define RD_FA_KEYS 64       // keys per step of a warp's loop (8 mma n-tiles)
 #define RD_FA_MAX_KEYS 512  // longest sequence (the model's positions); smem grows with it
 #define RD_FA_MAX_WARPS 8
-
-template <typename T> struct rd__fa_ty;
-template <> struct rd__fa_ty<__half> {
-  static RD_FA_FN float to(__half x) { return __half2float(x); }
-  static RD_FA_FN __half from(float x) { return __float2half_rn(x); }
-};
-template <> struct rd__fa_ty<__nv_bfloat16> {
-  static RD_FA_FN float to(__nv_bfloat16 x) { return __bfloat162float(x); }
-  static RD_FA_FN __nv_bfloat16 from(float x) { return __float2bfloat16_rn(x); }
-};
 
 // Shapes, shared by the launcher and the emulation test.  Shared memory: K as
 // rows [Lk][dh + 8] and V transposed, [dh][Lk + 8], both T; Lk is the padded
@@ -58,75 +34,24 @@ template <> struct rd__fa_ty<__nv_bfloat16> {
 // fragment load touches in 8 different bank groups.
 struct rd__fa_layout {
   int Lk, ldk, ldv;
-  RD_FA_HD rd__fa_layout(int L, int dh)
+  RD_PHD rd__fa_layout(int L, int dh)
       : Lk((L + RD_FA_KEYS - 1) / RD_FA_KEYS * RD_FA_KEYS), ldk(dh + 8), ldv(Lk + 8) {}
-  RD_FA_HD size_t elems(int dh) const { return (size_t)Lk * ldk + (size_t)dh * ldv; }
+  RD_PHD size_t elems(int dh) const { return (size_t)Lk * ldk + (size_t)dh * ldv; }
 };
 // warps per block for padded length L: one per 16 query rows, at most 8
-static RD_FA_HD int rd__fa_warps(int L) {
+static RD_PHD int rd__fa_warps(int L) {
   const int w = (L + 15) / 16;
   return w < RD_FA_MAX_WARPS ? (w < 1 ? 1 : w) : RD_FA_MAX_WARPS;
 }
 
-// 4- and 16-byte accesses: plain loads on the device (the layouts keep them
-// aligned), memcpy on the host (no aliasing questions for the compiler).
-template <typename T>
-RD_FA_FN uint32_t rd__fa_ld32(const T *p) {
-#ifdef RD_FA_EMU
-  uint32_t u;
-  memcpy(&u, (const void *)p, 4);
-  return u;
-#else
-  return *reinterpret_cast<const uint32_t *>(p);
-#endif
-}
-template <typename T>
-RD_FA_FN void rd__fa_st32(T *p, uint32_t u) {
-#ifdef RD_FA_EMU
-  memcpy((void *)p, &u, 4);
-#else
-  *reinterpret_cast<uint32_t *>(p) = u;
-#endif
-}
-template <typename T>
-RD_FA_FN void rd__fa_ld8(const T *p, T (&v)[8]) {
-#ifdef RD_FA_EMU
-  memcpy((void *)v, (const void *)p, 16);
-#else
-  *reinterpret_cast<uint4 *>(v) = *reinterpret_cast<const uint4 *>(p);
-#endif
-}
-template <typename T>
-RD_FA_FN void rd__fa_st8(T *p, const T (&v)[8]) {
-#ifdef RD_FA_EMU
-  memcpy((void *)p, (const void *)v, 16);
-#else
-  *reinterpret_cast<uint4 *>(p) = *reinterpret_cast<const uint4 *>(v);
-#endif
-}
-
-// two floats rounded to T, the first in the low half (the lower column of a
-// fragment register)
-template <typename T>
-RD_FA_FN uint32_t rd__fa_pack(float lo, float hi) {
-  T v[2] = {rd__fa_ty<T>::from(lo), rd__fa_ty<T>::from(hi)};
-#ifdef RD_FA_EMU
-  uint32_t u;
-  memcpy(&u, (const void *)v, 4);
-  return u;
-#else
-  return *reinterpret_cast<const uint32_t *>(v);
-#endif
-}
-
-#ifndef RD_FA_EMU
+#ifndef RD_GPU_EMU
 // D = A B + C for one 16 x 8 x 16 tile: A row-major (4 registers of 2 T),
 // B column-major (2 registers), C and D fp32 (4 registers): lane l holds
 // rows l/4 and l/4 + 8, columns 2(l%4) and 2(l%4) + 1 of C.
 template <typename T>
-RD_FA_FN void rd__fa_mma(float (&c)[4], const uint32_t (&a)[4], uint32_t b0, uint32_t b1);
+RD_PFN void rd__fa_mma(float (&c)[4], const uint32_t (&a)[4], uint32_t b0, uint32_t b1);
 template <>
-RD_FA_FN void rd__fa_mma<__half>(float (&c)[4], const uint32_t (&a)[4], uint32_t b0, uint32_t b1) {
+RD_PFN void rd__fa_mma<__half>(float (&c)[4], const uint32_t (&a)[4], uint32_t b0, uint32_t b1) {
   asm volatile(
       "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
       "{%0,%1,%2,%3};\n"
@@ -134,7 +59,7 @@ RD_FA_FN void rd__fa_mma<__half>(float (&c)[4], const uint32_t (&a)[4], uint32_t
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
 }
 template <>
-RD_FA_FN void rd__fa_mma<__nv_bfloat16>(float (&c)[4], const uint32_t (&a)[4], uint32_t b0, uint32_t b1) {
+RD_PFN void rd__fa_mma<__nv_bfloat16>(float (&c)[4], const uint32_t (&a)[4], uint32_t b0, uint32_t b1) {
   asm volatile(
       "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
       "{%0,%1,%2,%3};\n"
@@ -144,11 +69,11 @@ RD_FA_FN void rd__fa_mma<__nv_bfloat16>(float (&c)[4], const uint32_t (&a)[4], u
 #endif
 
 // max and sum over the 4 lanes of a quad (the lanes that hold one row)
-RD_FA_FN float rd__fa_quad_max(float v) {
+RD_PFN float rd__fa_quad_max(float v) {
   v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, 1));
   return fmaxf(v, __shfl_xor_sync(0xffffffffu, v, 2));
 }
-RD_FA_FN float rd__fa_quad_sum(float v) {
+RD_PFN float rd__fa_quad_sum(float v) {
   v += __shfl_xor_sync(0xffffffffu, v, 1);
   return v + __shfl_xor_sync(0xffffffffu, v, 2);
 }
@@ -158,11 +83,11 @@ RD_FA_FN float rd__fa_quad_sum(float v) {
 // (ceil(L / (16 w)), heads, B) with w = rd__fa_warps(L) warps per block and
 // rd__fa_layout(L, DH).elems(DH) T of shared memory at sm.
 template <typename T, int DH>
-RD_FA_FN void rd__fa_body(const T *__restrict__ qkv, const float *__restrict__ bias,
+RD_PFN void rd__fa_body(const T *__restrict__ qkv, const float *__restrict__ bias,
                           const int32_t *__restrict__ lens, T *__restrict__ out, int L, int heads,
                           float qscale, T *sm) {
   static_assert(DH % 16 == 0, "head size must be a multiple of 16");
-  using ty = rd__fa_ty<T>;
+  using ty = rd__pty<T>;
   constexpr int DV = DH / 8;  // 16-byte pieces of a head row
   const rd__fa_layout ly(L, DH);
   T *Ks = sm, *Vt = sm + (size_t)ly.Lk * ly.ldk;
@@ -175,10 +100,10 @@ RD_FA_FN void rd__fa_body(const T *__restrict__ qkv, const float *__restrict__ b
   // key's P is 0, and 0 times a finite V stays 0)
   for (int e = (int)threadIdx.x; e < ly.Lk * DV; e += nthr) {
     const int j = e / DV, d = (e - j * DV) * 8;
-    T kv[8], vv[8];
+    alignas(16) T kv[8], vv[8];
     if (j < len) {
-      rd__fa_ld8(seq + (size_t)j * H3 + H + d, kv);
-      rd__fa_ld8(seq + (size_t)j * H3 + 2 * H + d, vv);
+      rd__pld<8>(seq + (size_t)j * H3 + H + d, kv);
+      rd__pld<8>(seq + (size_t)j * H3 + 2 * H + d, vv);
 #pragma unroll
       for (int q = 0; q < 8; q++) {
         kv[q] = ty::from(ty::to(kv[q]) + bk[d + q]);
@@ -188,7 +113,7 @@ RD_FA_FN void rd__fa_body(const T *__restrict__ qkv, const float *__restrict__ b
 #pragma unroll
       for (int q = 0; q < 8; q++) kv[q] = vv[q] = ty::from(0.0f);
     }
-    rd__fa_st8(Ks + (size_t)j * ly.ldk + d, kv);
+    rd__pst<8>(Ks + (size_t)j * ly.ldk + d, kv);
 #pragma unroll
     for (int q = 0; q < 8; q++) Vt[(size_t)(d + q) * ly.ldv + j] = vv[q];
   }
@@ -212,7 +137,7 @@ RD_FA_FN void rd__fa_body(const T *__restrict__ qkv, const float *__restrict__ b
         x0 = (ty::to(p[0]) + bq[col]) * qscale;
         x1 = (ty::to(p[1]) + bq[col + 1]) * qscale;
       }
-      qa[ks][r] = rd__fa_pack<T>(x0, x1);
+      qa[ks][r] = rd__ppack<T>(x0, x1);
     }
 
   const float log2e = 1.4426950408889634f;
@@ -233,7 +158,7 @@ RD_FA_FN void rd__fa_body(const T *__restrict__ qkv, const float *__restrict__ b
       const T *kr = Ks + (size_t)(k0 + nt * 8 + g) * ly.ldk + 2 * t;
 #pragma unroll
       for (int ks = 0; ks < DH / 16; ks++)
-        rd__fa_mma<T>(s[nt], qa[ks], rd__fa_ld32(kr + ks * 16), rd__fa_ld32(kr + ks * 16 + 8));
+        rd__fa_mma<T>(s[nt], qa[ks], rd__pld32(kr + ks * 16), rd__pld32(kr + ks * 16 + 8));
     }
     // mask, base-2 scores, the rows' new maxima
     float tm0 = -INFINITY, tm1 = -INFINITY;
@@ -276,14 +201,14 @@ RD_FA_FN void rd__fa_body(const T *__restrict__ qkv, const float *__restrict__ b
 #pragma unroll
     for (int kk = 0; kk < RD_FA_KEYS / 16; kk++) {
       if (k0 + kk * 16 >= len) break;  // P is 0 from here on
-      const uint32_t pa[4] = {rd__fa_pack<T>(s[2 * kk][0], s[2 * kk][1]),
-                              rd__fa_pack<T>(s[2 * kk][2], s[2 * kk][3]),
-                              rd__fa_pack<T>(s[2 * kk + 1][0], s[2 * kk + 1][1]),
-                              rd__fa_pack<T>(s[2 * kk + 1][2], s[2 * kk + 1][3])};
+      const uint32_t pa[4] = {rd__ppack<T>(s[2 * kk][0], s[2 * kk][1]),
+                              rd__ppack<T>(s[2 * kk][2], s[2 * kk][3]),
+                              rd__ppack<T>(s[2 * kk + 1][0], s[2 * kk + 1][1]),
+                              rd__ppack<T>(s[2 * kk + 1][2], s[2 * kk + 1][3])};
 #pragma unroll
       for (int n = 0; n < DV; n++) {
         const T *vr = Vt + (size_t)(n * 8 + g) * ly.ldv + k0 + kk * 16 + 2 * t;
-        rd__fa_mma<T>(o[n], pa, rd__fa_ld32(vr), rd__fa_ld32(vr + 8));
+        rd__fa_mma<T>(o[n], pa, rd__pld32(vr), rd__pld32(vr + 8));
       }
     }
   }
@@ -295,7 +220,7 @@ RD_FA_FN void rd__fa_body(const T *__restrict__ qkv, const float *__restrict__ b
   const int r0 = q0 + g, r1 = r0 + 8;
 #pragma unroll
   for (int n = 0; n < DV; n++) {
-    if (r0 < L) rd__fa_st32(dst + (size_t)r0 * H + n * 8, rd__fa_pack<T>(o[n][0] * i0, o[n][1] * i0));
-    if (r1 < L) rd__fa_st32(dst + (size_t)r1 * H + n * 8, rd__fa_pack<T>(o[n][2] * i1, o[n][3] * i1));
+    if (r0 < L) rd__pst32(dst + (size_t)r0 * H + n * 8, rd__ppack<T>(o[n][0] * i0, o[n][1] * i0));
+    if (r1 < L) rd__pst32(dst + (size_t)r1 * H + n * 8, rd__ppack<T>(o[n][2] * i1, o[n][3] * i1));
   }
 }

@@ -66,3 +66,17 @@ void rd__cuda_convert(const float *src, T *dst, size_t n, cudaStream_t s) {
 }
 template void rd__cuda_convert<__half>(const float *, __half *, size_t, cudaStream_t);
 template void rd__cuda_convert<__nv_bfloat16>(const float *, __nv_bfloat16 *, size_t, cudaStream_t);
+
+// T -> fp32 (the residual stream in T, widened for pooling or a stage's rows)
+template <typename T>
+__global__ void rd__widen_kernel(const T *__restrict__ src, float *__restrict__ dst, size_t n) {
+  size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < n) dst[i] = rd__ty<T>::to(src[i]);
+}
+
+template <typename T>
+void rd__cuda_widen(const T *src, float *dst, size_t n, cudaStream_t s) {
+  if (n) rd__widen_kernel<T><<<rd__blocks(n, 256), 256, 0, s>>>(src, dst, n);
+}
+template void rd__cuda_widen<__half>(const __half *, float *, size_t, cudaStream_t);
+template void rd__cuda_widen<__nv_bfloat16>(const __nv_bfloat16 *, float *, size_t, cudaStream_t);

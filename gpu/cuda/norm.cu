@@ -2,6 +2,7 @@
 // block.  The residual stream stays fp32 (x32); the GEMM input copy (xh) is
 // rounded once per layer.  One warp per token row (no block barriers), up to
 // RD__LN_PER_LANE * 32 = 1024 wide.
+#include "norm_t.cuh"
 #include "ops.cuh"
 
 #define RD__LN_ROWS 4       // rows (warps) per block
@@ -59,3 +60,26 @@ template void rd__cuda_residual_ln<__half>(float *, __half *, const __half *, co
 template void rd__cuda_residual_ln<__nv_bfloat16>(float *, __nv_bfloat16 *, const __nv_bfloat16 *,
                                                   const float *, const float *, const float *,
                                                   float, int, int, cudaStream_t);
+
+// the residual stream in T (norm_t.cuh)
+template <typename T>
+__global__ void __launch_bounds__(RD_LNT_ROWS * RD__WARP)
+    rd__residual_ln_t_kernel(T *__restrict__ xh, const T *__restrict__ t, const float *__restrict__ bias,
+                             const float *__restrict__ g, const float *__restrict__ b, float eps, int H,
+                             int rows) {
+  rd__lnt_body<T>(xh, t, bias, g, b, eps, H, rows);
+}
+
+template <typename T>
+void rd__cuda_residual_ln_t(T *xh, const T *t, const float *bias, const float *g, const float *b, float eps,
+                            int rows, int H, cudaStream_t s) {
+  if (rows)
+    rd__residual_ln_t_kernel<T><<<rd__blocks((size_t)rows, RD_LNT_ROWS), RD_LNT_ROWS * RD__WARP, 0, s>>>(
+        xh, t, bias, g, b, eps, H, rows);
+}
+
+template void rd__cuda_residual_ln_t<__half>(__half *, const __half *, const float *, const float *,
+                                             const float *, float, int, int, cudaStream_t);
+template void rd__cuda_residual_ln_t<__nv_bfloat16>(__nv_bfloat16 *, const __nv_bfloat16 *, const float *,
+                                                    const float *, const float *, float, int, int,
+                                                    cudaStream_t);

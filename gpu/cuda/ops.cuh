@@ -17,6 +17,12 @@ template <typename T>
 void rd__cuda_residual_ln(float *x32, T *xh, const T *t, const float *bias, const float *g,
                           const float *b, float eps, int rows, int H, cudaStream_t s);
 
+// norm.cu, the residual stream in T (RD_GPU_T_RESIDUAL): xh = (T)LayerNorm(xh +
+// t + bias); H a multiple of 4, at most 1024 (norm_t.cuh).
+template <typename T>
+void rd__cuda_residual_ln_t(T *xh, const T *t, const float *bias, const float *g, const float *b, float eps,
+                            int rows, int H, cudaStream_t s);
+
 // unary.cu: y = gelu_erf(y + bias), y is rows x n.
 template <typename T>
 void rd__cuda_bias_gelu(T *y, const float *bias, int rows, int n, cudaStream_t s);
@@ -38,6 +44,10 @@ void rd__cuda_softmax_mask(const float *scores, T *probs, const int32_t *lens, i
 // pool.cu: out[b] = normalize(mean over i < lens[b] of x32[b*L + i]).
 void rd__cuda_mean_pool_l2(const float *x32, const int32_t *lens, int B, int L, int H, float *out,
                            cudaStream_t s);
+
+// T -> fp32 of n values (the T residual stream before pooling or output rows).
+template <typename T>
+void rd__cuda_widen(const T *src, float *dst, size_t n, cudaStream_t s);
 
 // fp32 -> T conversion of n values (weights upload).
 template <typename T>

@@ -164,23 +164,43 @@ int main(void) {
     free(fu);
     free(ge);
   }
-  /* bias + GELU in cublasLt's epilogue of the FFN-in GEMM (tanh GELU, an
-   * opt-in experiment): against the fixture, with flash attention, or a clean
-   * RD_ENOTSUP where cublasLt has no such GEMM */
+  /* the opt-in experiments, alone and together, in fp16 and bf16: bias +
+   * GELU in cublasLt's epilogue of the FFN-in GEMM (tanh GELU;
+   * RD_GPU_GELU_EPILOGUE), the residual stream in T (RD_GPU_T_RESIDUAL), both
+   * with flash attention; each against the fixture (or a clean RD_ENOTSUP),
+   * and a split pass still equal to the unsplit one */
   {
-    float *ep = malloc(fx.n * fx.dim * sizeof(float));
-    char err[512] = "";
-    setenv("RD_GPU_GELU_EPILOGUE", "1", 1);
-    for (int prec = 0; prec < 2; prec++) {
-      rd_engine *f = NULL;
-      int rc = try_open_gpu(dir, (rd_engine_precision)prec, RD_ENGINE_ATTN_FLASH, 256, &f, err, sizeof err);
-      printf("GELU epilogue, %s -> %d: %s\n", prec ? "bf16" : "fp16", rc, rc ? err : "opened");
-      CHECK(rc == 0 || (rc == RD_ENOTSUP && f == NULL && err[0]));
-      if (f) check(f, &fx, ep, prec ? "gpu bf16 flash + GELU epilogue" : "gpu fp16 flash + GELU epilogue");
-      rd_engine_close(f);
-    }
-    unsetenv("RD_GPU_GELU_EPILOGUE");
+    static const struct { const char *name; int gelu, tres; rd_engine_attention attn; } xp[] = {
+        {"GELU epilogue", 1, 0, RD_ENGINE_ATTN_AUTO},
+        {"T residual", 0, 1, RD_ENGINE_ATTN_AUTO},
+        {"flash + GELU epilogue + T residual", 1, 1, RD_ENGINE_ATTN_FLASH}};
+    float *ep = malloc(fx.n * fx.dim * sizeof(float)), *sp = malloc(fx.n * fx.dim * sizeof(float));
+    char err[512] = "", what[96];
+    for (size_t x = 0; x < sizeof xp / sizeof xp[0]; x++)
+      for (int prec = 0; prec < 2; prec++) {
+        if (xp[x].gelu) setenv("RD_GPU_GELU_EPILOGUE", "1", 1);
+        if (xp[x].tres) setenv("RD_GPU_T_RESIDUAL", "1", 1);
+        rd_engine *f = NULL;
+        int rc = try_open_gpu(dir, (rd_engine_precision)prec, xp[x].attn, 256, &f, err, sizeof err);
+        unsetenv("RD_GPU_GELU_EPILOGUE");
+        unsetenv("RD_GPU_T_RESIDUAL");
+        snprintf(what, sizeof what, "gpu %s %s", prec ? "bf16" : "fp16", xp[x].name);
+        printf("%s -> %d: %s\n", what, rc, rc ? err : "opened");
+        CHECK(rc == 0 || (rc == RD_ENOTSUP && f == NULL && err[0]));
+        if (!f) continue;
+        check(f, &fx, ep, what);
+        for (size_t i = 0; i < fx.n; i += 128) {
+          size_t m = fx.n - i < 128 ? fx.n - i : 128;
+          CHECK(rd_test_staged_embed(f, (const int32_t *const *)fx.ids + i, fx.n_ids + i, m, 2, 4,
+                                     sp + i * fx.dim) == 0);
+        }
+        double d = rd_test_max_abs(ep, sp, fx.n * fx.dim);
+        printf("%s staged (2, 4) vs unsplit: max abs diff %.3g\n", what, d);
+        CHECK(d <= 1e-6);
+        rd_engine_close(f);
+      }
     free(ep);
+    free(sp);
   }
   /* again on the first engine after the second ran: same results */
   float *again = malloc(fx.n * fx.dim * sizeof(float));
