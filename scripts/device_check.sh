@@ -14,13 +14,15 @@
 #   6. compute-sanitizer (memcheck on the GPU test, racecheck on the fused
 #      and flash attention kernels) where the machine allows it.
 # Everything it prints also goes to $OUT/device_check.log.  EXTRA=0 leaves out
-# ncu and compute-sanitizer; PROBE=cpu only builds and shows which OpenBLAS
+# ncu and compute-sanitizer; QUICK=1 also leaves out the CPU rows and probe
+# (GPU tests and GPU figures only); PROBE=cpu only builds and shows which OpenBLAS
 # core the CPU path gets and its speed under other OPENBLAS_CORETYPEs.
 #
 # Here, once:  scripts/device_pack.sh
 # Then the device tool's run: command "sh scripts/device_check.sh",
 #   carry [".device"], timeout_s 420.
 set -u
+if [ "${QUICK:-0}" = 1 ]; then EXTRA=0; THREADS=${THREADS-}; fi
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 OUT=${OUT:-$ROOT/device-out}
 PY=${PYTHON:-python3}   # needs numpy and safetensors; torch + sentence-transformers for the comparison
@@ -84,7 +86,7 @@ PY
   t=$?
   echo "ctest exit $t"
   echo "== benchmark"
-  BUILD="$B" PYTHON="$PY" THREADS="${THREADS:-16}" MIN_TIME="${MIN_TIME:-0.5}" TORCH_LOG="$OUT/torch.log" \
+  BUILD="$B" PYTHON="$PY" THREADS="${THREADS-16}" MIN_TIME="${MIN_TIME:-0.5}" TORCH_LOG="$OUT/torch.log" \
     timeout 300 sh bench/engine/run.sh
   b=$?
   echo "bench exit $b"
@@ -132,6 +134,7 @@ PY
         2>&1 | tail -4 || true
     fi
   fi
+  if [ "${QUICK:-0}" = 1 ]; then [ $t = 0 ] && [ $b = 0 ]; return; fi
   echo "== CPU path thread scaling (batch 256 x 32) and the environment that might cap it"
   nproc; env | grep -iE "omp|blas|gomp|mkl|affinity" || true
   for th in 1 4 16; do
