@@ -45,6 +45,7 @@ static void obj_ready(rd__obj *o);
 static int obj_is_ready(const rd__obj *o);
 static void task_fail(rd__task *t, int err, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 static void class_dispatch(rd__sclass *c);
+static uint64_t class_undelay(rd__sclass *c, uint64_t now);
 static void fail_everything(int err, const char *why);
 static void wake_pumper(void);
 static void flush_or_wake(void);
@@ -507,6 +508,7 @@ static int higher_priority_waiting(const rd__sclass *c) {
 }
 
 static void class_dispatch(rd__sclass *c) {
+  if (c->delayed) (void)class_undelay(c, rd__now_ns());
   int depth = class_depth(c);
   int yield = higher_priority_waiting(c);
   while (c->qhead && !yield) {
@@ -560,6 +562,60 @@ static void class_requeue_front(rd__sclass *c, rd__task *head) {
   c->qtail = last;
 }
 
+/* ------------------------------------------------- retries after OOM kills
+ *
+ * A task whose worker the node's memory monitor killed (RD_EOOM) is not at
+ * fault the way a crash is: it may fit once fewer tasks run beside it.  So,
+ * as in Ray, such a retry waits out a backoff (RAYDIST_TASK_OOM_RETRY_DELAY_MS,
+ * default 1 s, doubled per kill up to 60 s) on its class's delayed list, and
+ * while other tasks of this owner are running it does not use max_retries
+ * but a budget of its own (RAYDIST_TASK_OOM_RETRIES, default 10, -1 no
+ * limit).  A task killed while it was the owner's only one running cannot be
+ * helped by waiting for the others, so that kill uses max_retries (with the
+ * backoff); max_retries 0 still means no retry at all. */
+
+#define RD__OOM_DELAY_MAX_NS 60000000000ull
+
+/* Tasks of this owner in flight now, on every lease and actor connection. */
+static int owner_inflight(void) {
+  int n = 0;
+  for (rd__sclass *c = G.classes; c; c = c->next)
+    for (rd__lease *l = c->leases; l; l = l->next) n += l->ninflight;
+  for (rd__actor *a = G.actors; a; a = a->next)
+    if (a->conn) n += a->conn->ninflight;
+  return n;
+}
+
+/* The backoff before the retry after t's latest OOM kill. */
+static uint64_t oom_delay(const rd__task *t) {
+  uint64_t d = G.oom_delay_ns;
+  for (int k = 1; k < t->oom_kills && d < RD__OOM_DELAY_MAX_NS; k++) d *= 2;
+  return d < RD__OOM_DELAY_MAX_NS ? d : RD__OOM_DELAY_MAX_NS;
+}
+
+/* Delayed tasks of c whose time has come go back to the front of its queue,
+ * earliest first.  Returns when the next one is due (0: none waits). */
+static uint64_t class_undelay(rd__sclass *c, uint64_t now) {
+  rd__task *due = NULL;
+  uint64_t next = 0;
+  for (rd__task **pp = &c->delayed; *pp;) {
+    rd__task *t = *pp;
+    if (t->not_before_ns > now) {
+      if (!next || t->not_before_ns < next) next = t->not_before_ns;
+      pp = &t->next;
+      continue;
+    }
+    *pp = t->next;
+    rd__task **ins = &due;   /* keep due in the order they were due */
+    while (*ins && (*ins)->not_before_ns <= t->not_before_ns) ins = &(*ins)->next;
+    t->next = *ins;
+    *ins = t;
+  }
+  for (rd__task *t = due; t; t = t->next) t->not_before_ns = 0;
+  class_requeue_front(c, due);
+  return next;
+}
+
 /* The worker behind a lease is gone: retry or fail what it was running.
  * why NULL: killed for rd_cancel with force (lease_kill), so the others go
  * back to the queue without using a retry. */
@@ -573,6 +629,8 @@ static void lease_lost(rd__lease *l, const char *why) {
   char l_why[400];
   snprintf(l_why, sizeof(l_why), "%s", l->lost_why);
   lease_return_ex(l, 1);
+  const int others = owner_inflight();   /* this lease's tasks are off it already */
+  const uint64_t now = rd__now_ns();
   /* requeue in order at the front of the class queue */
   rd__task *retry_head = NULL, **rtail = &retry_head;
   while (t) {
@@ -580,6 +638,20 @@ static void lease_lost(rd__lease *l, const char *why) {
     t->lease = NULL;
     if (t->cancelled) {
       task_free(t);   /* its returns failed when it was cancelled */
+    } else if (why && l_err == RD_EOOM && t->max_retries != 0 &&
+               ((others > 0 && (G.oom_retries < 0 || t->oom_kills < G.oom_retries)) || t->retries_left > 0)) {
+      /* killed by the memory monitor: back after a backoff (see above) */
+      const int own_budget = others > 0 && (G.oom_retries < 0 || t->oom_kills < G.oom_retries);
+      if (!own_budget) t->retries_left--;
+      t->oom_kills++;
+      t->attempt++;
+      const uint64_t d = oom_delay(t);
+      rd__log(RD_LOG_WARN, "worker pid %d %s while running '%s'; retrying in %.1f s (OOM kill %d, %s)", pid, l_why,
+              t->func, (double)d / 1e9, t->oom_kills,
+              own_budget ? "other tasks were running: max_retries not used" : "it ran alone: one of max_retries");
+      t->not_before_ns = now + d;
+      t->next = c->delayed;
+      c->delayed = t;
     } else if (!why || t->retries_left > 0) {
       if (why) {
         t->retries_left--;
@@ -590,6 +662,10 @@ static void lease_lost(rd__lease *l, const char *why) {
       t->next = NULL;
       *rtail = t;
       rtail = &t->next;
+    } else if (l_err == RD_EOOM && t->attempt > t->max_retries - t->retries_left) {
+      task_fail(t, l_err, "%s: task '%s' (attempt %d: max_retries %d spent, and %d retries after OOM kills while "
+                "other tasks ran, RAYDIST_TASK_OOM_RETRIES %d)", l_why, t->func, t->attempt + 1, t->max_retries,
+                t->attempt - (t->max_retries - t->retries_left), G.oom_retries);
     } else if (l_err) {
       task_fail(t, l_err, "%s: task '%s' (attempt %d of %d)", l_why, t->func, t->attempt + 1, t->max_retries + 1);
     } else {
@@ -1091,6 +1167,11 @@ static void abandon_all_work(int err, const char *why) {
       task_fail(t, err, "%s", why);
     }
     c->qtail = NULL;
+    while (c->delayed) {
+      rd__task *t = c->delayed;
+      c->delayed = t->next;
+      task_fail(t, err, "%s", why);
+    }
   }
   for (rd__actor *a = G.actors; a; a = a->next) {
     rd__task *t = a->conn ? a->conn->inhead : NULL;
@@ -1179,6 +1260,14 @@ int rd__pump(int64_t timeout_ms) {
   rd__flush_all();
   uint64_t now = rd__now_ns();
   return_idle_leases(now);
+  int64_t delay_wait = -1;   /* ms until the next delayed retry is due */
+  for (rd__sclass *c = G.classes; c; c = c->next) {
+    if (!c->delayed) continue;
+    uint64_t next = class_undelay(c, now);
+    if (c->qhead) class_dispatch(c);
+    int64_t ms = next ? (int64_t)((next - now) / 1000000) + 1 : -1;
+    if (ms >= 0 && (delay_wait < 0 || ms < delay_wait)) delay_wait = ms;
+  }
   rd__flush_all();
 
   struct pollfd pf[MAX_POLL];
@@ -1216,6 +1305,7 @@ int rd__pump(int64_t timeout_ms) {
   }
   int64_t wait = timeout_ms;
   if (idle_wait >= 0 && (wait < 0 || idle_wait < wait)) wait = idle_wait;
+  if (delay_wait >= 0 && (wait < 0 || delay_wait < wait)) wait = delay_wait;
   if (wait > INT_MAX) wait = INT_MAX;
 
   G.pumping = 1;
@@ -1329,7 +1419,7 @@ static void flush_or_wake(void) {
 static int owner_has_work(void) {
   if (npending_delete || G.npending_release) return 1;
   for (rd__sclass *c = G.classes; c; c = c->next)
-    if (c->qhead || c->leases || c->req_id) return 1;
+    if (c->qhead || c->delayed || c->leases || c->req_id) return 1;
   for (rd__actor *a = G.actors; a; a = a->next)
     if (a->qhead || a->state == AH_CONNECTING || (a->conn && a->conn->ninflight)) return 1;
   return 0;
@@ -2132,6 +2222,13 @@ static int cancel_locked(uint64_t id, int force) {
       task_cancel(t);
       return 0;
     }
+    for (rd__task **pp = &c->delayed; *pp; pp = &(*pp)->next) {
+      rd__task *t = *pp;
+      if (!task_returns(t, id)) continue;
+      *pp = t->next;   /* not running: dropped, with or without force, as a queued task is */
+      task_cancel(t);
+      return 0;
+    }
     for (rd__lease *l = c->leases; l; l = l->next)
       for (rd__task *t = l->inhead; t; t = t->next)
         if (task_returns(t, id)) return cancel_in_flight(t, l, force);
@@ -2825,6 +2922,11 @@ int rd_init(const rd_config *cfg_in) {
   e = getenv("RAYDIST_LEASE_IDLE_MS");
   double idle_ms = e && *e ? atof(e) : 5.0;
   G.lease_idle_ns = idle_ms > 0 && idle_ms < 3.6e6 ? (uint64_t)(idle_ms * 1e6) : 0;
+  e = getenv("RAYDIST_TASK_OOM_RETRIES");
+  G.oom_retries = e && *e ? (atoi(e) < -1 ? -1 : atoi(e)) : 10;
+  e = getenv("RAYDIST_TASK_OOM_RETRY_DELAY_MS");
+  double oom_ms = e && *e ? atof(e) : 1000.0;
+  G.oom_delay_ns = oom_ms >= 0 && oom_ms <= 6e4 ? (uint64_t)(oom_ms * 1e6) : 1000000000ull;
   G.wakefd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
   if (rd__u64map_init(&G.objs, 1024) != 0 || G.wakefd < 0) {
     ctx_reset();

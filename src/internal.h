@@ -60,6 +60,8 @@ struct rd__task {
   int deps_pending;
   int retries_left, max_retries, attempt;
   int cancelled;            /* rd_cancel while in flight: its returns already failed */
+  int oom_kills;            /* times the memory monitor killed its worker */
+  uint64_t not_before_ns;   /* on its class's delayed list: not sent before this */
   uint64_t ret_ids[RD_MAX_RETURNS];
   uint64_t pushed_ns;
   rd__lease *lease;
@@ -82,6 +84,7 @@ struct rd__sclass {
   int bundle;
   rd__task *qhead, *qtail;
   size_t qlen;
+  rd__task *delayed;        /* retries waiting out a backoff (OOM kills), unordered */
   rd__lease *leases;
   int nleases;
   uint64_t req_id;          /* outstanding lease request, 0 = none */
@@ -183,6 +186,8 @@ typedef struct rd__ctx {
   rd__reply_slot replies[RD_MAX_WAITING_REPLIES];
   int pipeline_depth;
   uint64_t lease_idle_ns;
+  int oom_retries;              /* RAYDIST_TASK_OOM_RETRIES: OOM retries beyond max_retries, -1 no limit */
+  uint64_t oom_delay_ns;        /* RAYDIST_TASK_OOM_RETRY_DELAY_MS: the first backoff, doubled per kill */
   uint64_t spin_ns;             /* busy-poll this long before sleeping in poll() */
   uint64_t last_wait_ns;        /* how long the last pump waited for something */
   /* the progress thread (client.c): pumps for a process that is busy

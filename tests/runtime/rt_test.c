@@ -1012,10 +1012,13 @@ static int t_nested_blocked(void) {
 /* The memory monitor: over the node's worker memory limit it kills the task
  * using the most memory, with the reason in the task's error (RD_EOOM) after
  * its retry is spent; a small task running beside it is left alone, and the
- * node goes on serving. */
+ * node goes on serving.  RAYDIST_TASK_OOM_RETRIES=0: every OOM kill uses
+ * max_retries (t_oom_retry has the default). */
 static int t_memory_monitor(void) {
   setenv("RAYDIST_MEMORY_LIMIT_BYTES", "419430400", 1);   /* 400 MiB; the node inherits these */
   setenv("RAYDIST_MEMORY_MONITOR_MS", "50", 1);
+  setenv("RAYDIST_TASK_OOM_RETRIES", "0", 1);
+  setenv("RAYDIST_TASK_OOM_RETRY_DELAY_MS", "100", 1);
   init_with_cpus(2);
   rd_task_opts o;
   rd_task_opts_init(&o);
@@ -1040,6 +1043,100 @@ static int t_memory_monitor(void) {
   rd_shutdown();
   unsetenv("RAYDIST_MEMORY_LIMIT_BYTES");
   unsetenv("RAYDIST_MEMORY_MONITOR_MS");
+  unsetenv("RAYDIST_TASK_OOM_RETRIES");
+  unsetenv("RAYDIST_TASK_OOM_RETRY_DELAY_MS");
+  return 0;
+}
+
+/* One run of t_oom_retry: a task holding 200 MiB for 4 s, and beside it one
+ * that needs 350 MiB, under a 500 MiB limit (alone, with the idle workers,
+ * it fits, under ASan too).  The monitor kills the big one
+ * while the small one runs, again after each backoff (0.2, 0.4, 0.8 s, ...).
+ * Returns the big task's status (its message in why) and the node's kills. */
+static int oom_run(int oom_retries, char *why, size_t cap, uint64_t *kills) {
+  char n[16];
+  snprintf(n, sizeof n, "%d", oom_retries);
+  setenv("RAYDIST_TASK_OOM_RETRIES", n, 1);
+  init_with_cpus(2);
+  rd_task_opts o;
+  rd_task_opts_init(&o);
+  o.max_retries = 1;
+  long small[2] = {200, 4000}, big[2] = {350, 300};
+  rd_ref rs, rb;
+  CHECK_EQ(rd_submit(hog_hold, RD_ARGS(rd_arg_bytes(&small[0], sizeof(long)), rd_arg_bytes(&small[1], sizeof(long))),
+                     &o, &rs), 0);
+  usleep(300000);   /* the small one holds its memory first */
+  CHECK_EQ(rd_submit(hog_hold, RD_ARGS(rd_arg_bytes(&big[0], sizeof(long)), rd_arg_bytes(&big[1], sizeof(long))),
+                     &o, &rb), 0);
+  rd_buf b;
+  double t0 = now_s();
+  int e = rd_get(&rb, 1, &b, 60000);
+  snprintf(why, cap, "%.*s", (int)b.size, (const char *)b.data);
+  printf("OOM retries %d: 350 MiB task: %s after %.1f s: %s\n", oom_retries, rd_err_name(e), now_s() - t0,
+         e ? why : "ok");
+  rd_buf_release(&b);
+  CHECK_EQ(get_long(rs), small[0]);   /* never killed: the smaller one */
+  rd_node_info ni;
+  CHECK_EQ(rd_node_info_get(&ni), 0);
+  *kills = ni.memory_kills;
+  rd_shutdown();
+  return e;
+}
+
+/* Retries after OOM kills: while other tasks of the owner run, a killed task
+ * comes back after a backoff without using max_retries, so one killed three
+ * times or more with max_retries 1 still finishes once it can run alone
+ * (before: RD_EOOM at the second kill).  With RAYDIST_TASK_OOM_RETRIES=1 the
+ * same run fails with RD_EOOM, saying what was spent. */
+static int t_oom_retry(void) {
+  /* under ASan a worker's freed blocks wait in its quarantine, so an idle
+   * worker would go on holding the small task's memory: free at once */
+  const char *ao = getenv("ASAN_OPTIONS");
+  char asan[512];
+  snprintf(asan, sizeof asan, "%s%squarantine_size_mb=0", ao ? ao : "", ao && *ao ? ":" : "");
+  setenv("ASAN_OPTIONS", asan, 1);
+  setenv("RAYDIST_MEMORY_LIMIT_BYTES", "524288000", 1);
+  setenv("RAYDIST_MEMORY_MONITOR_MS", "50", 1);
+  setenv("RAYDIST_TASK_OOM_RETRY_DELAY_MS", "200", 1);
+  char why[1024];
+  uint64_t kills = 0;
+  CHECK_EQ(oom_run(10, why, sizeof why, &kills), 0);
+  printf("  memory kills: %llu\n", (unsigned long long)kills);
+  CHECK(kills >= 3);
+  CHECK_EQ(oom_run(1, why, sizeof why, &kills), RD_EOOM);
+  CHECK(strstr(why, "memory monitor") != NULL);
+  CHECK(strstr(why, "max_retries 1 spent, and 1 retries after OOM kills") != NULL);
+  CHECK_EQ(kills, 3);   /* one on the OOM budget, one on max_retries, the last */
+
+  /* a retry waiting out its backoff is cancelled like a queued task */
+  setenv("RAYDIST_TASK_OOM_RETRY_DELAY_MS", "5000", 1);
+  setenv("RAYDIST_TASK_OOM_RETRIES", "10", 1);
+  init_with_cpus(2);
+  long small[2] = {200, 4000}, big[2] = {350, 300};
+  rd_ref rs, rb;
+  CHECK_EQ(rd_submit(hog_hold, RD_ARGS(rd_arg_bytes(&small[0], sizeof(long)), rd_arg_bytes(&small[1], sizeof(long))),
+                     NULL, &rs), 0);
+  usleep(300000);
+  CHECK_EQ(rd_submit(hog_hold, RD_ARGS(rd_arg_bytes(&big[0], sizeof(long)), rd_arg_bytes(&big[1], sizeof(long))),
+                     NULL, &rb), 0);
+  rd_node_info ni = {0};
+  for (int i = 0; i < 200 && ni.memory_kills == 0; i++) {
+    usleep(50000);
+    CHECK_EQ(rd_node_info_get(&ni), 0);
+  }
+  CHECK_EQ(ni.memory_kills, 1);
+  usleep(300000);   /* the owner has read the kill: the task waits out its 5 s */
+  double t0 = now_s();
+  CHECK_EQ(rd_cancel(rb, 0), 0);
+  CHECK_EQ(get_status(rb, 2000), RD_ECANCELED);
+  printf("delayed retry cancelled in %.3f s\n", now_s() - t0);
+  CHECK(now_s() - t0 < 1.0);
+  CHECK_EQ(get_long(rs), small[0]);
+  rd_shutdown();
+  unsetenv("RAYDIST_MEMORY_LIMIT_BYTES");
+  unsetenv("RAYDIST_MEMORY_MONITOR_MS");
+  unsetenv("RAYDIST_TASK_OOM_RETRY_DELAY_MS");
+  unsetenv("RAYDIST_TASK_OOM_RETRIES");
   return 0;
 }
 
@@ -1530,7 +1627,7 @@ static const rd_test_case tests[] = {
     {"threads", t_threads},         {"spawn_fails", t_spawn_fails}, {"spawn_fails_child", t_spawn_fails_child},
     {"workers_crash_at_start", t_workers_crash_at_start}, {"workers_trim", t_workers_trim},
     {"cancel", t_cancel},           {"progress", t_progress}, {"nested_blocked", t_nested_blocked},
-    {"memory_monitor", t_memory_monitor}, {"metrics", t_metrics},
+    {"memory_monitor", t_memory_monitor}, {"oom_retry", t_oom_retry}, {"metrics", t_metrics},
     {"cancel_cooperative", t_cancel_cooperative}, {"timeline", t_timeline},
     {"cancel_race", t_cancel_race},
 };
