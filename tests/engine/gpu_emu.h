@@ -5,7 +5,11 @@
 // accumulation) are barriers over the 32 lanes of a warp with the exchange
 // in between.  The mma follows PTX's definition of the fragments (which lane
 // holds which rows and columns of A, B and C), independently of how a kernel
-// uses them.  emu_grid runs a grid block after block, each block's shared
+// uses them.  Every lane of a warp must reach each collective together, as
+// the full mask promises: a lane that is in another collective, has done a
+// different number of them, or has returned makes the test abort with what
+// each lane was doing (a thread that returns leaves its warp's and block's
+// barriers, as an exited GPU thread counts as arrived, so nothing hangs).  emu_grid runs a grid block after block, each block's shared
 // memory starting as NaN bit patterns (0xff bytes) so that reading what was
 // never written shows.  Built with -std=c++20 (std::barrier) and -pthread.
 #pragma once
@@ -35,6 +39,7 @@ struct emu_warp {
   std::barrier<> bar{32};
   float f[32];
   uint32_t a[32][4], b[32][2];
+  uint64_t tag[32];   // each lane's current collective: sequence, kind, shuffle offset
 };
 struct emu_block {
   std::barrier<> bar;
@@ -44,13 +49,34 @@ struct emu_block {
   }
 };
 static thread_local emu_block *emu_cur;
+static thread_local uint64_t emu_seq;   // collectives this thread has entered
+
+// Enters a collective (kind 1: shuffle with offset o, 2: mma): publishes this
+// lane's tag, waits for the warp, and aborts unless all 32 agree.
+static emu_warp &emu_enter(int kind, int o) {
+  emu_warp &w = *emu_cur->warps[threadIdx.x / 32];
+  const int lane = (int)threadIdx.x % 32;
+  const uint64_t tag = (++emu_seq << 16) | ((uint64_t)kind << 8) | (uint64_t)(o & 255);
+  w.tag[lane] = tag;
+  w.bar.arrive_and_wait();
+  for (int l = 0; l < 32; l++)
+    if (w.tag[l] != tag) {
+      fprintf(stderr, "divergent collective in block (%u,%u,%u) warp %u: lane %d is at #%llu %s(%d), lane %d at #%llu "
+              "%s(%d) (or has returned)\n", blockIdx.x, blockIdx.y, blockIdx.z, threadIdx.x / 32, lane,
+              (unsigned long long)(tag >> 16), kind == 1 ? "shfl_xor" : "mma", o, l,
+              (unsigned long long)(w.tag[l] >> 16), ((w.tag[l] >> 8) & 255) == 1 ? "shfl_xor" : "mma",
+              (int)(w.tag[l] & 255));
+      abort();
+    }
+  return w;
+}
 
 static inline void __syncthreads() { emu_cur->bar.arrive_and_wait(); }
 
 static inline float __shfl_xor_sync(unsigned mask, float v, int o) {
   (void)mask;
-  emu_warp &w = *emu_cur->warps[threadIdx.x / 32];
   const int lane = (int)threadIdx.x % 32;
+  emu_warp &w = emu_enter(1, o);
   w.f[lane] = v;
   w.bar.arrive_and_wait();
   const float r = w.f[lane ^ o];
@@ -73,8 +99,8 @@ static float emu_half_of(uint32_t u, int hi) {
 // rows 2t+8..2t+9.  C/D: c0, c1 = (g, 2t..2t+1), c2, c3 = (g+8, 2t..).
 template <typename T>
 static void rd__fa_mma(float (&c)[4], const uint32_t (&a)[4], uint32_t b0, uint32_t b1) {
-  emu_warp &w = *emu_cur->warps[threadIdx.x / 32];
   const int lane = (int)threadIdx.x % 32;
+  emu_warp &w = emu_enter(2, 0);
   memcpy(w.a[lane], a, sizeof a);
   w.b[lane][0] = b0;
   w.b[lane][1] = b1;
@@ -115,9 +141,12 @@ static void emu_grid(unsigned gx, unsigned gy, unsigned gz, int nthreads, size_t
         for (int i = 0; i < nthreads; i++)
           th.emplace_back([&, i] {
             emu_cur = &blk;
+            emu_seq = 0;
             threadIdx = emu_dim3{(unsigned)i, 0, 0};
             blockIdx = emu_dim3{x, y, z};
             body(sm.data());
+            blk.warps[i / 32]->bar.arrive_and_drop();   // returned: counts as arrived from now on
+            blk.bar.arrive_and_drop();
           });
         for (auto &t : th) t.join();
       }
