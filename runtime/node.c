@@ -2045,8 +2045,12 @@ static void dead_actors_trim(void) {
  * workers' resident memory against RAYDIST_MEMORY_LIMIT_BYTES (default none)
  * and the node's memory in use (the cgroup's limit when one is set, else
  * /proc/meminfo) against RAYDIST_MEMORY_USAGE_THRESHOLD (default 0.95).  Over
- * either, it kills the leased task worker using the most memory (an actor's
- * only when no task runs), one at a time, and says why: the owner gets
+ * either, it kills a leased task worker (an actor's only when no task runs),
+ * one at a time, and says why.  As Ray's monitor does, it takes the task
+ * from the owner with the most tasks running here (ties: the owner whose
+ * biggest task is biggest), the biggest of that owner's: its owner retries
+ * it without using max_retries while its other tasks run (client.c), and an
+ * owner's lone task is the last to go.  The owner gets
  * LeaseLost first, so a task that runs out of retries fails with RD_EOOM and
  * that reason, and an actor dies (or restarts) with it.  This replaces the
  * kernel's OOM killer, which would pick any process, daemon included, and
@@ -2108,11 +2112,20 @@ static int node_memory(uint64_t *used, uint64_t *total) {
   return 0;
 }
 
+/* Leased task workers of the same owner on this node. */
+static int owner_tasks_here(const node_client *owner) {
+  int n = 0;
+  for (node_worker *w = N.workers; w; w = w->next)
+    if (w->state == W_LEASED && !w->actor && w->lease_owner == owner) n++;
+  return n;
+}
+
 static void memory_monitor(uint64_t now) {
   if (!N.mem_period_ns || now - N.mem_last_ns < N.mem_period_ns) return;
   N.mem_last_ns = now;
   node_worker *task = NULL, *actor = NULL;
   uint64_t sum = 0, task_rss = 0, actor_rss = 0;
+  int task_group = 0;   /* tasks here of the chosen task's owner */
   for (node_worker *w = N.workers; w; w = w->next) {
     if (w->state == W_DYING && w->kill_why[0]) return;   /* the last kill has not freed its memory yet */
     if (w->state == W_DEAD || w->pid <= 0) continue;
@@ -2120,7 +2133,9 @@ static void memory_monitor(uint64_t now) {
     sum += r;
     if (w->state != W_LEASED) continue;
     if (w->actor && r > actor_rss) actor = w, actor_rss = r;
-    if (!w->actor && r > task_rss) task = w, task_rss = r;
+    if (w->actor) continue;
+    int g = owner_tasks_here(w->lease_owner);
+    if (g > task_group || (g == task_group && r > task_rss)) task = w, task_rss = r, task_group = g;
   }
   char why[160];
   uint64_t used = 0, total = 0;
@@ -2143,8 +2158,12 @@ static void memory_monitor(uint64_t now) {
     return;
   }
   uint64_t rss = v == task ? task_rss : actor_rss;
+  char whose[64];
+  if (v == task)
+    snprintf(whose, sizeof(whose), "the %d task%s here of the owner with the most", task_group,
+             task_group == 1 ? "" : "s");
   snprintf(v->kill_why, sizeof(v->kill_why), "killed by the memory monitor: %s; it held %.0f MiB, the most of %s",
-           why, rss / mib, v == task ? "the node's tasks" : "its actors (no task ran)");
+           why, rss / mib, v == task ? whose : "its actors (no task ran)");
   N.mem_kills++;
   rd__log(RD_LOG_WARN, "worker %u (pid %d) %s", v->id, v->pid, v->kill_why);
   if (v->actor) {

@@ -1009,6 +1009,67 @@ static int t_nested_blocked(void) {
   return 0;
 }
 
+/* A second owner for t_oom_victim: runs three 180 MiB tasks for 2 s (no
+ * retries) and returns how many of them the memory monitor killed. */
+RD_REMOTE(hog_family) {
+  rd_task_opts o;
+  rd_task_opts_init(&o);
+  o.max_retries = 0;
+  long arg[2] = {180, 2000}, killed = 0;
+  rd_ref r[3];
+  for (int i = 0; i < 3; i++)
+    if (rd_submit(hog_hold, RD_ARGS(rd_arg_bytes(&arg[0], sizeof(long)), rd_arg_bytes(&arg[1], sizeof(long))), &o,
+                  &r[i]) != 0)
+      return rd_call_fail(call, "submit");
+  for (int i = 0; i < 3; i++) {
+    rd_buf b;
+    int e = rd_get(&r[i], 1, &b, 60000);
+    if (e == RD_EOOM) killed++;
+    else if (e != 0) return rd_call_fail(call, "child %d: %s", i, rd_err_name(e));
+    rd_buf_release(&b);
+  }
+  return rd_return_bytes(call, 0, &killed, sizeof(killed));
+}
+
+/* Which task the memory monitor stops: one of the owner with the most tasks
+ * running on the node, not simply the biggest.  The driver runs one 350 MiB
+ * task and one that owns three 180 MiB tasks; over an 850 MiB limit the
+ * monitor stops one of the three (their owner retries such a kill for free
+ * while its others run) and leaves the driver's lone big task alone, which
+ * would have failed for good (no retries).  Before: the biggest went. */
+static int t_oom_victim(void) {
+  const char *ao = getenv("ASAN_OPTIONS");   /* freed memory leaves an ASan worker at once */
+  char asan[512];
+  snprintf(asan, sizeof asan, "%s%squarantine_size_mb=0", ao ? ao : "", ao && *ao ? ":" : "");
+  setenv("ASAN_OPTIONS", asan, 1);
+  setenv("RAYDIST_MEMORY_LIMIT_BYTES", "891289600", 1);   /* 850 MiB */
+  setenv("RAYDIST_MEMORY_MONITOR_MS", "50", 1);
+  init_with_cpus(4);
+  rd_task_opts o;
+  rd_task_opts_init(&o);
+  o.max_retries = 0;
+  long big[2] = {350, 2000};
+  rd_ref ra, rf;
+  CHECK_EQ(rd_submit(hog_family, NULL, 0, &o, &rf), 0);
+  CHECK_EQ(rd_submit(hog_hold, RD_ARGS(rd_arg_bytes(&big[0], sizeof(long)), rd_arg_bytes(&big[1], sizeof(long))), &o,
+                     &ra), 0);
+  rd_buf b;
+  int e = rd_get(&ra, 1, &b, 60000);
+  printf("the driver's 350 MiB task: %s %.*s\n", rd_err_name(e), e ? (int)b.size : 0, e ? (const char *)b.data : "");
+  if (e == 0 || e == RD_EOOM) rd_buf_release(&b);
+  CHECK_EQ(e, 0);
+  long killed = get_long(rf);
+  rd_node_info ni;
+  CHECK_EQ(rd_node_info_get(&ni), 0);
+  printf("the other owner's tasks killed: %ld; node kills: %llu\n", killed, (unsigned long long)ni.memory_kills);
+  CHECK(killed >= 1);
+  CHECK_EQ((long)ni.memory_kills, killed);
+  rd_shutdown();
+  unsetenv("RAYDIST_MEMORY_LIMIT_BYTES");
+  unsetenv("RAYDIST_MEMORY_MONITOR_MS");
+  return 0;
+}
+
 /* The memory monitor: over the node's worker memory limit it kills the task
  * using the most memory, with the reason in the task's error (RD_EOOM) after
  * its retry is spent; a small task running beside it is left alone, and the
@@ -1627,7 +1688,7 @@ static const rd_test_case tests[] = {
     {"threads", t_threads},         {"spawn_fails", t_spawn_fails}, {"spawn_fails_child", t_spawn_fails_child},
     {"workers_crash_at_start", t_workers_crash_at_start}, {"workers_trim", t_workers_trim},
     {"cancel", t_cancel},           {"progress", t_progress}, {"nested_blocked", t_nested_blocked},
-    {"memory_monitor", t_memory_monitor}, {"oom_retry", t_oom_retry}, {"metrics", t_metrics},
+    {"memory_monitor", t_memory_monitor}, {"oom_retry", t_oom_retry}, {"oom_victim", t_oom_victim}, {"metrics", t_metrics},
     {"cancel_cooperative", t_cancel_cooperative}, {"timeline", t_timeline},
     {"cancel_race", t_cancel_race},
 };
