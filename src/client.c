@@ -632,16 +632,18 @@ static void lease_lost(rd__lease *l, const char *why) {
   const int others = owner_inflight();   /* this lease's tasks are off it already */
   const uint64_t now = rd__now_ns();
   /* requeue in order at the front of the class queue */
-  rd__task *retry_head = NULL, **rtail = &retry_head;
+  rd__task *retry_head = NULL, **rtail = &retry_head, **dtail = &c->delayed;
+  while (*dtail) dtail = &(*dtail)->next;
   while (t) {
     rd__task *next = t->next;
     t->lease = NULL;
+    /* killed by the memory monitor (see above): on its own budget while
+     * other tasks of this owner run, else on max_retries */
+    const int oom = why && l_err == RD_EOOM && t->max_retries != 0;
+    const int own_budget = oom && others > 0 && (G.oom_retries < 0 || t->oom_kills < G.oom_retries);
     if (t->cancelled) {
       task_free(t);   /* its returns failed when it was cancelled */
-    } else if (why && l_err == RD_EOOM && t->max_retries != 0 &&
-               ((others > 0 && (G.oom_retries < 0 || t->oom_kills < G.oom_retries)) || t->retries_left > 0)) {
-      /* killed by the memory monitor: back after a backoff (see above) */
-      const int own_budget = others > 0 && (G.oom_retries < 0 || t->oom_kills < G.oom_retries);
+    } else if (oom && (own_budget || t->retries_left > 0)) {
       if (!own_budget) t->retries_left--;
       t->oom_kills++;
       t->attempt++;
@@ -650,8 +652,9 @@ static void lease_lost(rd__lease *l, const char *why) {
               t->func, (double)d / 1e9, t->oom_kills,
               own_budget ? "other tasks were running: max_retries not used" : "it ran alone: one of max_retries");
       t->not_before_ns = now + d;
-      t->next = c->delayed;
-      c->delayed = t;
+      t->next = NULL;
+      *dtail = t;   /* in the lease's order, after what waits already */
+      dtail = &t->next;
     } else if (!why || t->retries_left > 0) {
       if (why) {
         t->retries_left--;
