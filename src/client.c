@@ -45,7 +45,6 @@ static void obj_ready(rd__obj *o);
 static int obj_is_ready(const rd__obj *o);
 static void task_fail(rd__task *t, int err, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 static void class_dispatch(rd__sclass *c);
-static uint64_t class_undelay(rd__sclass *c, uint64_t now);
 static void fail_everything(int err, const char *why);
 static void wake_pumper(void);
 static void flush_or_wake(void);
@@ -508,7 +507,6 @@ static int higher_priority_waiting(const rd__sclass *c) {
 }
 
 static void class_dispatch(rd__sclass *c) {
-  if (c->delayed) (void)class_undelay(c, rd__now_ns());
   int depth = class_depth(c);
   int yield = higher_priority_waiting(c);
   while (c->qhead && !yield) {
@@ -594,7 +592,8 @@ static uint64_t oom_delay(const rd__task *t) {
 }
 
 /* Delayed tasks of c whose time has come go back to the front of its queue,
- * earliest first.  Returns when the next one is due (0: none waits). */
+ * earliest first.  Returns when the next one is due (0: none waits).  The
+ * pump calls it each round and sleeps no longer than that. */
 static uint64_t class_undelay(rd__sclass *c, uint64_t now) {
   rd__task *due = NULL;
   uint64_t next = 0;
@@ -629,7 +628,8 @@ static void lease_lost(rd__lease *l, const char *why) {
   char l_why[400];
   snprintf(l_why, sizeof(l_why), "%s", l->lost_why);
   lease_return_ex(l, 1);
-  const int others = owner_inflight();   /* this lease's tasks are off it already */
+  /* for an OOM kill: this owner's other tasks in flight (this lease's are off it) */
+  const int others = l_err == RD_EOOM ? owner_inflight() : 0;
   const uint64_t now = rd__now_ns();
   /* requeue in order at the front of the class queue */
   rd__task *retry_head = NULL, **rtail = &retry_head, **dtail = &c->delayed;
