@@ -34,6 +34,23 @@ struct dpool {
   static size_t round(size_t bytes) { return (bytes + 255) & ~(size_t)255; }
 };
 
+// cublasLt's layouts of linear()'s operands, column-major: W [k x n] (used
+// transposed), x [k x rows], y [n x rows]; destroyed with the object.
+struct lt_layouts {
+  cublasLtMatrixLayout_t w = nullptr, x = nullptr, y = nullptr;
+  cublasStatus_t make(cudaDataType_t dt, uint64_t rows, uint64_t n, uint64_t k) {
+    cublasStatus_t st = cublasLtMatrixLayoutCreate(&w, dt, k, n, (int64_t)k);
+    if (st == CUBLAS_STATUS_SUCCESS) st = cublasLtMatrixLayoutCreate(&x, dt, k, rows, (int64_t)k);
+    if (st == CUBLAS_STATUS_SUCCESS) st = cublasLtMatrixLayoutCreate(&y, dt, n, rows, (int64_t)n);
+    return st;
+  }
+  ~lt_layouts() {
+    if (w) cublasLtMatrixLayoutDestroy(w);
+    if (x) cublasLtMatrixLayoutDestroy(x);
+    if (y) cublasLtMatrixLayoutDestroy(y);
+  }
+};
+
 // RD_GPU_PROFILE=1 in the environment times each op of every pass with
 // stream events (which serialises passes) and prints per-op milliseconds per
 // pass to stderr whenever the pass shape changes and at close.
@@ -401,25 +418,19 @@ static int open_inner(rd__gpu *g, const rd__bert *m, const rd__gpu_params *prm, 
     RD_CUBLAS_CHECK(ctx, cublasLtMatmulDescSetAttribute(g->lt_gelu, CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE, &bias_t,
                                                         sizeof bias_t));
     // refuse at open, not at the first pass, where cublasLt has no such GEMM
-    const cudaDataType_t dt = g->bf16 ? CUDA_R_16BF : CUDA_R_16F;
     const void *bias = g->layer[0].bi;
-    cublasLtMatrixLayout_t la = nullptr, lb = nullptr, ld = nullptr;
+    lt_layouts lay;
     cublasLtMatmulPreference_t pref = nullptr;
     cublasLtMatmulHeuristicResult_t res{};
     int found = 0;
     cublasStatus_t st = cublasLtMatmulDescSetAttribute(g->lt_gelu, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias, sizeof bias);
-    if (!st) st = cublasLtMatrixLayoutCreate(&la, dt, (uint64_t)H, (uint64_t)I, (int64_t)H);
-    if (!st) st = cublasLtMatrixLayoutCreate(&lb, dt, (uint64_t)H, (uint64_t)T, (int64_t)H);
-    if (!st) st = cublasLtMatrixLayoutCreate(&ld, dt, (uint64_t)I, (uint64_t)T, (int64_t)I);
+    if (!st) st = lay.make(g->bf16 ? CUDA_R_16BF : CUDA_R_16F, T, I, H);
     if (!st) st = cublasLtMatmulPreferenceCreate(&pref);
     if (!st)
       st = cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &g->cublas_ws_size,
                                                 sizeof g->cublas_ws_size);
-    if (!st) st = cublasLtMatmulAlgoGetHeuristic(g->lt, g->lt_gelu, la, lb, ld, ld, pref, 1, &res, &found);
+    if (!st) st = cublasLtMatmulAlgoGetHeuristic(g->lt, g->lt_gelu, lay.w, lay.x, lay.y, lay.y, pref, 1, &res, &found);
     if (pref) cublasLtMatmulPreferenceDestroy(pref);
-    if (la) cublasLtMatrixLayoutDestroy(la);
-    if (lb) cublasLtMatrixLayoutDestroy(lb);
-    if (ld) cublasLtMatrixLayoutDestroy(ld);
     if (st || !found) {
       snprintf(ctx->buf, ctx->len, "RD_GPU_GELU_EPILOGUE: cublasLt has no %s GEMM with a GELU + fp32 bias "
                "epilogue on device %d (%s)", g->bf16 ? "bf16" : "fp16", g->device,
@@ -471,24 +482,31 @@ static cublasStatus_t linear(rd__gpu *g, cudaDataType_t dt, const void *x, const
 }
 
 // y = GELU(x W^T + bias) in one cublasLt call (RD_GPU_GELU_EPILOGUE): the
-// layouts of linear() (column-major: D[n x rows] = op(W)[n x k] x[k x rows]),
-// the bias per row of D, cuBLAS's workspace (same stream, calls in order).
+// layouts of linear() (lt_layouts), the bias per row of D, cuBLAS's
+// workspace (same stream, calls in order).
 static cublasStatus_t linear_gelu(rd__gpu *g, cudaDataType_t dt, const void *x, const void *w,
                                   const float *bias, void *y, int rows, int n, int k) {
   const float one = 1.0f, zero = 0.0f;
-  cublasLtMatrixLayout_t la = nullptr, lb = nullptr, ld = nullptr;
+  lt_layouts lay;
   cublasStatus_t st = cublasLtMatmulDescSetAttribute(g->lt_gelu, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias,
                                                      sizeof bias);
-  if (st == CUBLAS_STATUS_SUCCESS) st = cublasLtMatrixLayoutCreate(&la, dt, k, n, k);
-  if (st == CUBLAS_STATUS_SUCCESS) st = cublasLtMatrixLayoutCreate(&lb, dt, k, rows, k);
-  if (st == CUBLAS_STATUS_SUCCESS) st = cublasLtMatrixLayoutCreate(&ld, dt, n, rows, n);
+  if (st == CUBLAS_STATUS_SUCCESS) st = lay.make(dt, rows, n, k);
   if (st == CUBLAS_STATUS_SUCCESS)
-    st = cublasLtMatmul(g->lt, g->lt_gelu, &one, w, la, x, lb, &zero, y, ld, y, ld, nullptr, g->cublas_ws,
-                        g->cublas_ws_size, g->stream);
-  if (la) cublasLtMatrixLayoutDestroy(la);
-  if (lb) cublasLtMatrixLayoutDestroy(lb);
-  if (ld) cublasLtMatrixLayoutDestroy(ld);
+    st = cublasLtMatmul(g->lt, g->lt_gelu, &one, w, lay.w, x, lay.x, &zero, y, lay.y, y, lay.y, nullptr,
+                        g->cublas_ws, g->cublas_ws_size, g->stream);
   return st;
+}
+
+// bias + residual + LayerNorm on the stream the engine keeps: x32, or xh
+// itself (RD_GPU_T_RESIDUAL)
+template <typename T>
+static void residual_ln(rd__gpu *g, T *xh, const T *t, const float *bias, const float *gam, const float *bet,
+                        int rows) {
+  const rd__bert_config &c = g->c;
+  if (g->t_resid)
+    rd__cuda_residual_ln_t<T>(xh, t, bias, gam, bet, c.ln_eps, rows, c.hidden, g->stream);
+  else
+    rd__cuda_residual_ln<T>(g->x32, xh, t, bias, gam, bet, c.ln_eps, rows, c.hidden, g->stream);
 }
 
 // The GEMM path of attention (RD_ENGINE_ATTN_GEMM): QKV rows + bias -> per-head
@@ -561,10 +579,7 @@ static int forward(rd__gpu *g, int B, int L, const rd__stage *st, rd__gpu_errctx
     }
     RD_CUBLAS_CHECK(ctx, linear(g, dt, q, D.wo, k, R, H, H));
     prof_mark(g, P_OPROJ);
-    if (g->t_resid)
-      rd__cuda_residual_ln_t<T>(xh, k, D.bo, D.ln1_g, D.ln1_b, c.ln_eps, R, H, s);
-    else
-      rd__cuda_residual_ln<T>(g->x32, xh, k, D.bo, D.ln1_g, D.ln1_b, c.ln_eps, R, H, s);
+    residual_ln<T>(g, xh, k, D.bo, D.ln1_g, D.ln1_b, R);
     prof_mark(g, P_LN1);
     if (g->lt_gelu) {
       RD_CUBLAS_CHECK(ctx, linear_gelu(g, dt, xh, D.wi, D.bi, ffn, R, I, H));
@@ -577,10 +592,7 @@ static int forward(rd__gpu *g, int B, int L, const rd__stage *st, rd__gpu_errctx
     }
     RD_CUBLAS_CHECK(ctx, linear(g, dt, ffn, D.wo2, qkv, R, H, I));
     prof_mark(g, P_FFN2);
-    if (g->t_resid)
-      rd__cuda_residual_ln_t<T>(xh, qkv, D.bo2, D.ln2_g, D.ln2_b, c.ln_eps, R, H, s);
-    else
-      rd__cuda_residual_ln<T>(g->x32, xh, qkv, D.bo2, D.ln2_g, D.ln2_b, c.ln_eps, R, H, s);
+    residual_ln<T>(g, xh, qkv, D.bo2, D.ln2_g, D.ln2_b, R);
     prof_mark(g, P_LN2);
     RD_CUDA_CHECK(ctx, cudaGetLastError());
   }
