@@ -92,7 +92,12 @@ int main(void) {
   const char *empties[3] = {"", "   \t\n", "\x01\x02"};
   CHECK(rd_engine_embed(e, empties, NULL, 3, out) == 0);
   for (int k = 0; k < 3; k++) expect_unit(out + k * D, D);
-  CHECK(rd_test_max_abs(out, out + D, D) == 0 && rd_test_max_abs(out, out + 2 * D, D) == 0);
+  /* the same [CLS][SEP] at three places of one pass: equal up to the
+   * summation order BLAS kernels use at different row positions (bit-equal
+   * with Intel's kernels, ~2e-7 apart with AMD Zen 4's) */
+  double d1 = rd_test_max_abs(out, out + D, D), d2 = rd_test_max_abs(out, out + 2 * D, D);
+  printf("empty texts: max abs differences %.3g %.3g\n", d1, d2);
+  CHECK(d1 < 1e-6 && d2 < 1e-6);
   int32_t ids[128];
   size_t n;
   CHECK(rd_engine_tokenize(e, "", 0, ids, 128, &n) == 0 && n == 2 && ids[0] == 101 && ids[1] == 102);
