@@ -156,15 +156,15 @@ RD_EXTERN void rd_function_register_(rd_function *f);
 /* Find a registered function by name (NULL when unknown). */
 RD_EXTERN rd_function *rd_function_lookup(const char *name);
 
-/* An argument of a task: bytes by value, or a reference resolved (waited
- * for) before the task runs. */
+/* An argument of a task: bytes by value, a reference resolved (waited
+ * for) before the task runs, or a reference passed as itself (borrowed). */
 typedef struct rd_value {
-  int kind;              /* RD_VALUE_BYTES or RD_VALUE_REF */
+  int kind;              /* RD_VALUE_BYTES, RD_VALUE_REF or RD_VALUE_BORROW */
   const void *data;
   size_t size;
   rd_ref ref;
 } rd_value;
-enum { RD_VALUE_BYTES = 1, RD_VALUE_REF = 2 };
+enum { RD_VALUE_BYTES = 1, RD_VALUE_REF = 2, RD_VALUE_BORROW = 3 };
 
 static inline rd_value rd_arg_bytes(const void *data, size_t size) {
   rd_value v = {RD_VALUE_BYTES, data, size, {0}};
@@ -172,6 +172,16 @@ static inline rd_value rd_arg_bytes(const void *data, size_t size) {
 }
 static inline rd_value rd_arg_ref(rd_ref ref) {
   rd_value v = {RD_VALUE_REF, NULL, 0, ref};
+  return v;
+}
+/* The reference itself, not its value (Ray's ObjectRef nested in an
+ * argument): the task is not held back until it is ready, and gets it with
+ * rd_call_arg_ref() to rd_get, rd_wait on or pass on (rd_arg_ref or
+ * rd_arg_borrow again) when it wants.  The caller keeps the object while the
+ * task is pending; the ref is valid in the task until it returns.  Tasks and
+ * actor calls only (not constructors). */
+static inline rd_value rd_arg_borrow(rd_ref ref) {
+  rd_value v = {RD_VALUE_BORROW, NULL, 0, ref};
   return v;
 }
 /* RD_ARGS(a, b, c) expands to "array, count". */
@@ -246,8 +256,15 @@ RD_EXTERN int rd_cancel(rd_ref ref, int force) RD_MUST_CHECK;
 
 RD_EXTERN size_t rd_call_nargs(const rd_call *call);
 /* Zero-copy view of argument i, valid until the function returns.
- * RD_EINVAL when i is out of range. */
+ * RD_EINVAL when i is out of range or argument i is a borrowed ref. */
 RD_EXTERN int rd_arg(rd_call *call, size_t i, rd_buf *out) RD_MUST_CHECK;
+/* The ref passed as argument i with rd_arg_borrow(): one reference, dropped
+ * with rd_ref_release().  rd_get / rd_wait on it ask the process the call
+ * came from (at most one round trip per ref; store objects are then read or
+ * pulled like any other).  Valid until the function returns: afterwards its
+ * owner may free the object (rd_get then fails with RD_EOBJECT_LOST).
+ * RD_EINVAL when i is out of range or not a borrowed ref. */
+RD_EXTERN int rd_call_arg_ref(rd_call *call, size_t i, rd_ref *out) RD_MUST_CHECK;
 RD_EXTERN size_t rd_call_nreturns(const rd_call *call);
 /* Memory for return value i (size bytes) to write the result into; for
  * large results it is in the shared-memory store already.  NULL on error

@@ -77,6 +77,9 @@ static rd__blob *blob_printf(const char *fmt, va_list ap) {
 
 static rd__obj *obj_get(uint64_t id) { return rd__u64map_get(&G.objs, id); }
 
+/* An argument that must be ready before its task runs (not a borrowed ref). */
+static int targ_dep(const rd__targ *a) { return a->by_ref && !a->borrow; }
+
 static rd__obj *obj_new(uint64_t id, int state) {
   if (rd__u64map_reserve(&G.objs, G.objs.count + 1) != 0) return NULL;
   rd__obj *o = calloc(1, sizeof(*o));
@@ -95,13 +98,21 @@ static void queue_release(uint64_t id, int del, uint32_t node);
 static void lineage_drop(rd__task *t);
 
 static void obj_maybe_free(rd__obj *o) {
-  if (o->refs > 0 || o->uses > 0 || o->state == OBJ_PENDING || o->ndeps > 0) return;
+  if (o->refs > 0 || o->uses > 0 || o->ndeps > 0 || o->nbwait > 0) return;
+  if (o->state == OBJ_PENDING && !o->borrowed) return;
   rd__u64map_del(&G.objs, o->id);
-  if (o->lineage) lineage_drop(o->lineage);
-  if (o->state == OBJ_STORE || (o->state == OBJ_PUT_OPEN && !o->blob)) queue_release(o->id, 1, o->node);
-  if (o->state == OBJ_PUT_OPEN && !o->blob) queue_release(o->id, 0, 0);   /* the creator's pin */
+  if (o->borrowed) {
+    /* a proxy: the object is its owner's to delete; an answer still on its
+     * way finds nothing and is dropped */
+    if (o->from) o->from->nborrows--;
+  } else {
+    if (o->lineage) lineage_drop(o->lineage);
+    if (o->state == OBJ_STORE || (o->state == OBJ_PUT_OPEN && !o->blob)) queue_release(o->id, 1, o->node);
+    if (o->state == OBJ_PUT_OPEN && !o->blob) queue_release(o->id, 0, 0);   /* the creator's pin */
+  }
   blob_unref(o->blob);
   free(o->deps);
+  free(o->bwait);
   free(o);
 }
 
@@ -296,7 +307,7 @@ static void lineage_requeue(rd__task *t, uint32_t lost, int depth) {
   t->next = NULL;
   t->deps_pending = 0;
   for (int i = 0; i < t->nargs; i++) {
-    if (!t->args[i].by_ref) continue;
+    if (!targ_dep(&t->args[i])) continue;
     rd__obj *a = obj_get(t->args[i].oid);
     if (!a) continue;
     if (a->state == OBJ_STORE && a->node == lost && a->lineage) (void)lineage_rerun(a->lineage, lost, depth + 1);
@@ -354,7 +365,7 @@ static int lineage_arg_lost(rd__task *t, int status, uint64_t lost_arg) {
   if ((status != RD_ENODE_DIED && status != RD_EOBJECT_LOST) || !lost_arg || t->actor) return 0;
   rd__obj *a = obj_get(lost_arg);
   int mine = 0;
-  for (int i = 0; i < t->nargs; i++) mine |= t->args[i].by_ref && t->args[i].oid == lost_arg;
+  for (int i = 0; i < t->nargs; i++) mine |= targ_dep(&t->args[i]) && t->args[i].oid == lost_arg;
   if (!mine || !a) return 0;
   /* already rebuilt, or being rebuilt, since t was sent (its node's death
    * was heard first, lineage_node_dead): t runs again with it */
@@ -390,7 +401,7 @@ static void task_make_ready(rd__task *t) {
     return;
   }
   for (int i = 0; i < t->nargs; i++) {
-    if (!t->args[i].by_ref) continue;
+    if (!targ_dep(&t->args[i])) continue;
     rd__obj *o = obj_get(t->args[i].oid);
     if (o && o->state == OBJ_FAILED) {
       task_fail(t, o->err, "argument %d of '%s' failed: %s", i, t->func,
@@ -400,6 +411,170 @@ static void task_make_ready(rd__task *t) {
   }
   class_enqueue(t->cls, t, 0);
   class_dispatch(t->cls);
+}
+
+/* ---- borrowed refs (rd_arg_borrow) ----
+ *
+ * A task given a ref itself, not its value, resolves it by asking the
+ * process it came from (MSG_BORROW_GET on the lease or actor socket): the
+ * owner, or a borrower that passed it on and asks its own sender in turn.
+ * The answer (MSG_BORROW_REPLY) comes once the object is ready: its bytes,
+ * where it is stored, or why it failed.  The sender keeps the object while
+ * the task is pending, as for any argument. */
+
+static void borrow_answer(rd__lease *l, const rd__obj *o, uint64_t oid) {
+  Rd__BorrowReply m = RD__BORROW_REPLY__INIT;
+  char msg[300];
+  m.object_id = oid;
+  if (!o) {
+    snprintf(msg, sizeof(msg),
+             "borrowed object %llx is no longer held by the process that passed it (a borrowed ref is valid "
+             "while the task it was passed to runs)", (unsigned long long)oid);
+    m.status = RD_EOBJECT_LOST;
+    m.error = msg;
+  } else if (o->state == OBJ_INLINE) {
+    m.data.data = o->blob->data;
+    m.data.len = o->blob->size;
+  } else if (o->state == OBJ_STORE) {
+    m.in_store = 1;
+    m.node = o->node;
+  } else {
+    m.status = o->err ? o->err : RD_EOBJECT_LOST;
+    m.error = o->blob ? (char *)o->blob->data : (char *)rd_strerror(m.status);
+  }
+  (void)rd__conn_send(&l->conn, RD__MSG_TYPE__MSG_BORROW_REPLY, &m.base, -1);
+}
+
+/* A worker of lease l asks for a borrowed object: answered now when it is
+ * ready (or unknown here), else once it is (obj_ready). */
+static void on_borrow_get(rd__lease *l, uint64_t oid) {
+  rd__obj *o = obj_get(oid);
+  if (!o || obj_is_ready(o)) {
+    borrow_answer(l, o, oid);
+    return;
+  }
+  if (o->nbwait == o->capbwait) {
+    int nc = o->capbwait ? 2 * o->capbwait : 4;
+    rd__lease **p = realloc(o->bwait, (size_t)nc * sizeof(*p));
+    if (!p) goto nomem;
+    o->bwait = p;
+    o->capbwait = nc;
+  }
+  if (l->nbw == l->capbw) {
+    int nc = l->capbw ? 2 * l->capbw : 4;
+    uint64_t *p = realloc(l->bw_oids, (size_t)nc * sizeof(*p));
+    if (!p) goto nomem;
+    l->bw_oids = p;
+    l->capbw = nc;
+  }
+  o->bwait[o->nbwait++] = l;
+  l->bw_oids[l->nbw++] = oid;
+  return;
+nomem:;
+  Rd__BorrowReply m = RD__BORROW_REPLY__INIT;
+  m.object_id = oid;
+  m.status = RD_ENOMEM;
+  m.error = (char *)"out of memory recording a wait for a borrowed object";
+  (void)rd__conn_send(&l->conn, RD__MSG_TYPE__MSG_BORROW_REPLY, &m.base, -1);
+}
+
+/* Lease l goes away: its waits for borrowed objects go with it. */
+static void lease_drop_borrows(rd__lease *l) {
+  for (int i = 0; i < l->nbw; i++) {
+    rd__obj *o = obj_get(l->bw_oids[i]);
+    if (!o) continue;
+    int k = 0;
+    for (int j = 0; j < o->nbwait; j++)
+      if (o->bwait[j] != l) o->bwait[k++] = o->bwait[j];
+    o->nbwait = k;
+  }
+  free(l->bw_oids);
+  l->bw_oids = NULL;
+  l->nbw = l->capbw = 0;
+}
+
+/* Answer the borrowers waiting for o, which just became ready. */
+static void borrow_answer_waiters(rd__obj *o) {
+  rd__lease **bw = o->bwait;
+  int n = o->nbwait;
+  o->bwait = NULL;
+  o->nbwait = o->capbwait = 0;
+  for (int i = 0; i < n; i++) {
+    rd__lease *l = bw[i];
+    borrow_answer(l, o, o->id);
+    int k = 0;
+    for (int j = 0; j < l->nbw; j++)
+      if (l->bw_oids[j] != o->id) l->bw_oids[k++] = l->bw_oids[j];
+    l->nbw = k;
+  }
+  free(bw);
+}
+
+/* A proxy (in a worker) gets its answer. */
+static void on_borrow_reply(rd__serve *s, const Rd__BorrowReply *m) {
+  rd__obj *o = obj_get(m->object_id);
+  if (!o || !o->borrowed || o->state != OBJ_PENDING || o->from != s) return;   /* released meanwhile */
+  o->from = NULL;
+  s->nborrows--;
+  if (m->status != 0) {
+    int err = m->status < 0 && m->status >= RD__ERR_MIN ? m->status : RD_EPROTO;
+    const char *why = m->error && *m->error ? m->error : rd_strerror(err);
+    rd__blob *b = blob_new(why, strlen(why));
+    obj_set_failed(o, err, b);
+    blob_unref(b);
+  } else if (m->in_store) {
+    o->state = OBJ_STORE;
+    o->node = m->node;
+  } else if ((o->blob = blob_new(m->data.data, m->data.len)) != NULL) {
+    o->state = OBJ_INLINE;
+  } else {
+    obj_set_failed(o, RD_ENOMEM, NULL);
+  }
+  obj_ready(o);
+}
+
+/* s closed: proxies still waiting for it fail (their owner or the borrower
+ * that passed them on is gone). */
+static void serve_fail_borrows(rd__serve *s) {
+  uint64_t *ids = malloc((size_t)s->nborrows * sizeof(*ids));
+  size_t n = 0;
+  for (uint64_t i = 0; ids && G.objs.slots && i <= G.objs.mask; i++) {
+    rd__obj *o = G.objs.slots[i].val;
+    if (o && o->borrowed && o->from == s && (int)n < s->nborrows) ids[n++] = o->id;
+  }
+  for (size_t i = 0; i < n; i++) {
+    rd__obj *o = obj_get(ids[i]);
+    char msg[300];
+    snprintf(msg, sizeof(msg),
+             "borrowed object %llx: the process that passed it went away before it was ready",
+             (unsigned long long)ids[i]);
+    rd__blob *b = blob_new(msg, strlen(msg));
+    o->from = NULL;
+    s->nborrows--;
+    obj_set_failed(o, RD_EOBJECT_LOST, b);
+    blob_unref(b);
+    obj_ready(o);
+  }
+  free(ids);
+}
+
+int rd__borrow_ref(rd__serve *s, uint64_t oid) {
+  rd__obj *o = obj_get(oid);
+  if (o) {   /* asked before (or its own object come back): one more reference */
+    o->refs++;
+    return 0;
+  }
+  if (s->closed) return RD_EOBJECT_LOST;
+  o = obj_new(oid, OBJ_PENDING);
+  if (!o) return RD_ENOMEM;
+  o->borrowed = 1;
+  o->from = s;
+  s->nborrows++;
+  Rd__BorrowGet m = RD__BORROW_GET__INIT;
+  m.object_id = oid;
+  if (rd__conn_send(&s->conn, RD__MSG_TYPE__MSG_BORROW_GET, &m.base, -1) != 0) s->closed = 1;
+  flush_or_wake();
+  return 0;
 }
 
 static void obj_ready(rd__obj *o) {
@@ -414,6 +589,7 @@ static void obj_ready(rd__obj *o) {
   for (int i = 0; i < n; i++)
     if (--deps[i]->deps_pending == 0) task_make_ready(deps[i]);
   free(deps);
+  if (o->nbwait) borrow_answer_waiters(o);
   o->uses--;
   obj_maybe_free(o);
   pthread_cond_broadcast(&G.cv);
@@ -447,6 +623,11 @@ static int lease_push(rd__lease *l, rd__task *t) {
     if (!a->by_ref) {
       argv[i].data.data = (uint8_t *)a->data;
       argv[i].data.len = a->size;
+      continue;
+    }
+    if (a->borrow) {                         /* the ref itself: the worker asks for it */
+      argv[i].borrow = 1;
+      argv[i].object_id = a->oid;
       continue;
     }
     rd__obj *o = obj_get(a->oid);
@@ -491,7 +672,7 @@ static void lease_request(rd__sclass *c) {
      * kept on another node (the owner does not know store objects' sizes) */
     for (int i = 0; i < c->qhead->nargs && !m.prefer_node; i++) {
       const rd__targ *a = &c->qhead->args[i];
-      rd__obj *o = a->by_ref ? obj_get(a->oid) : NULL;
+      rd__obj *o = targ_dep(a) ? obj_get(a->oid) : NULL;
       if (o && o->state == OBJ_STORE && o->node && o->node != G.node_index) m.prefer_node = o->node;
     }
   }
@@ -539,6 +720,7 @@ static void lease_return_ex(rd__lease *l, int worker_lost) {
     m.worker_lost = worker_lost;
     rd__conn_send(&G.daemon, RD__MSG_TYPE__MSG_LEASE_RETURN, &m.base, -1);
   }
+  lease_drop_borrows(l);
   rd__conn_close(&l->conn);
   free(l);
   G.conn_gen++;
@@ -860,7 +1042,7 @@ static void actor_dispatch(rd__actor *a) {
     a->qlen--;
     int failed_arg = -1;
     for (int i = 0; i < t->nargs && failed_arg < 0; i++) {
-      rd__obj *o = t->args[i].by_ref ? obj_get(t->args[i].oid) : NULL;
+      rd__obj *o = targ_dep(&t->args[i]) ? obj_get(t->args[i].oid) : NULL;
       if (o && o->state == OBJ_FAILED) failed_arg = i;
     }
     if (failed_arg >= 0) {
@@ -913,6 +1095,7 @@ static void actor_conn_lost(rd__lease *l, const char *why) {
   rd__actor *a = l->actor;
   rd__task *t = l->inhead;
   int pid = l->worker_pid;
+  lease_drop_borrows(l);
   rd__conn_close(&l->conn);
   free(l);
   G.conn_gen++;
@@ -1063,6 +1246,14 @@ static void handle_lease_frame(rd__lease *l, const rd__frame *f) {
       return;
     }
   }
+  if (f->type == RD__MSG_TYPE__MSG_BORROW_GET) {
+    Rd__BorrowGet *b = (Rd__BorrowGet *)rd__frame_unpack(f, &rd__borrow_get__descriptor);
+    if (b) {
+      on_borrow_get(l, b->object_id);
+      protobuf_c_message_free_unpacked(&b->base, NULL);
+      return;
+    }
+  }
   Rd__TaskReply *m = f->type == RD__MSG_TYPE__MSG_TASK_REPLY
                          ? (Rd__TaskReply *)rd__frame_unpack(f, &rd__task_reply__descriptor) : NULL;
   if (!m) {
@@ -1076,25 +1267,27 @@ static void handle_lease_frame(rd__lease *l, const rd__frame *f) {
 }
 
 static void handle_serve_frame(rd__serve *s, const rd__frame *f) {
-  if (f->type == RD__MSG_TYPE__MSG_TASK_CANCEL) {
-    Rd__TaskCancel *c = (Rd__TaskCancel *)rd__frame_unpack(f, &rd__task_cancel__descriptor);
-    if (!c) {
-      rd__log(RD_LOG_ERROR, "malformed cancel frame from an owner; dropping that connection");
-      s->closed = 1;
-      return;
-    }
-    rd__worker_on_cancel(s, c->task_id);
-    protobuf_c_message_free_unpacked(&c->base, NULL);
-    return;
+  const ProtobufCMessageDescriptor *d = NULL;
+  switch (f->type) {
+    case RD__MSG_TYPE__MSG_TASK: d = &rd__task__descriptor; break;
+    case RD__MSG_TYPE__MSG_TASK_CANCEL: d = &rd__task_cancel__descriptor; break;
+    case RD__MSG_TYPE__MSG_BORROW_REPLY: d = &rd__borrow_reply__descriptor; break;
+    default: break;
   }
-  Rd__Task *m = f->type == RD__MSG_TYPE__MSG_TASK
-                    ? (Rd__Task *)rd__frame_unpack(f, &rd__task__descriptor) : NULL;
+  ProtobufCMessage *m = d ? rd__frame_unpack(f, d) : NULL;
   if (!m) {
-    rd__log(RD_LOG_ERROR, "malformed task frame from an owner; dropping that connection");
+    rd__log(RD_LOG_ERROR, "malformed or unexpected frame (type %d) from an owner; dropping that connection", f->type);
     s->closed = 1;
     return;
   }
-  rd__worker_on_task(s, m);
+  switch (f->type) {
+    case RD__MSG_TYPE__MSG_TASK:
+      rd__worker_on_task(s, (Rd__Task *)m);   /* keeps the message */
+      return;
+    case RD__MSG_TYPE__MSG_TASK_CANCEL: rd__worker_on_cancel(s, ((Rd__TaskCancel *)m)->task_id); break;
+    default: on_borrow_reply(s, (Rd__BorrowReply *)m); break;
+  }
+  protobuf_c_message_free_unpacked(m, NULL);
 }
 
 /* Read everything a conn has; returns 0, or <0 when the peer is gone. */
@@ -1179,6 +1372,7 @@ static void abandon_all_work(int err, const char *why) {
   for (rd__actor *a = G.actors; a; a = a->next) {
     rd__task *t = a->conn ? a->conn->inhead : NULL;
     if (a->conn) {
+      lease_drop_borrows(a->conn);
       rd__conn_close(&a->conn->conn);
       free(a->conn);
       a->conn = NULL;
@@ -1375,6 +1569,7 @@ int rd__pump(int64_t timeout_ms) {
   /* forget serve conns whose owner went away */
   for (rd__serve **pp = &G.serves; *pp;) {
     rd__serve *s = *pp;
+    if (s->closed && s->nborrows > 0) serve_fail_borrows(s);
     if (s->closed) {
       int busy = s->busy;
       for (rd__wtask *w = G.wq_head; w; w = w->next) busy |= w->from == s;
@@ -1979,14 +2174,14 @@ static int submit_task(const char *func, rd__sclass *cls, rd__actor *actor, cons
   size_t bytes = 0;
   for (size_t i = 0; i < nargs; i++) {
     if (args[i].kind == RD_VALUE_BYTES && args[i].size <= G.inline_max) bytes += args[i].size;
-    if (args[i].kind == RD_VALUE_REF) {
+    if (args[i].kind == RD_VALUE_REF || args[i].kind == RD_VALUE_BORROW) {
       rd__obj *o = obj_get(args[i].ref.id);
       if (!o) {
         rd__log(RD_LOG_WARN, "rd_submit '%s': argument %zu is not a live reference", func, i);
         return RD_EINVAL;
       }
       /* room to record this task as a dependent, reserved before any change */
-      if (!obj_is_ready(o) && o->capdeps < o->ndeps + (int)nargs) {
+      if (args[i].kind == RD_VALUE_REF && !obj_is_ready(o) && o->capdeps < o->ndeps + (int)nargs) {
         rd__task **p = realloc(o->deps, (size_t)(o->ndeps + (int)nargs) * sizeof(*p));
         if (!p) { return RD_ENOMEM; }
         o->deps = p;
@@ -2050,12 +2245,13 @@ static int submit_task(const char *func, rd__sclass *cls, rd__actor *actor, cons
       a->size = args[i].size;
       data += args[i].size;
     } else {
-      rd__obj *o = obj_get(args[i].kind == RD_VALUE_REF ? args[i].ref.id : big_ids[kbig++]);
+      rd__obj *o = obj_get(args[i].kind != RD_VALUE_BYTES ? args[i].ref.id : big_ids[kbig++]);
       a->by_ref = 1;
+      a->borrow = args[i].kind == RD_VALUE_BORROW;   /* held while the task is pending, not waited for */
       a->oid = o->id;
       o->uses++;
       if (args[i].kind == RD_VALUE_BYTES) o->refs = 0;   /* only this task holds it */
-      if (!obj_is_ready(o)) {   /* pending result or unsealed put */
+      if (!a->borrow && !obj_is_ready(o)) {   /* pending result or unsealed put */
         t->deps_pending++;
         o->deps[o->ndeps++] = t;
       }
@@ -2120,7 +2316,7 @@ int rd_submit(const rd_function *fn, const rd_value *args, size_t nargs, const r
   for (size_t i = 0; i < nargs; i++) {
     if (args[i].kind == RD_VALUE_BYTES) {
       if (args[i].size && !args[i].data) { rd__log(RD_LOG_WARN, "rd_submit: argument %zu has no data", i); return RD_EINVAL; }
-    } else if (args[i].kind != RD_VALUE_REF) {
+    } else if (args[i].kind != RD_VALUE_REF && args[i].kind != RD_VALUE_BORROW) {
       rd__log(RD_LOG_WARN, "rd_submit: argument %zu has unknown kind %d", i, args[i].kind);
       return RD_EINVAL;
     }
@@ -2207,7 +2403,7 @@ static void queue_unlink(rd__task **head, rd__task **tail, size_t *len, rd__task
  * on: take it off all of them. */
 static void deps_unlink(rd__task *t) {
   for (int i = 0; i < t->nargs; i++) {
-    rd__obj *o = t->args[i].by_ref ? obj_get(t->args[i].oid) : NULL;
+    rd__obj *o = targ_dep(&t->args[i]) ? obj_get(t->args[i].oid) : NULL;
     if (!o) continue;
     int k = 0;
     for (int j = 0; j < o->ndeps; j++)
@@ -2371,6 +2567,11 @@ int rd_actor_create(const rd_actor_class *cls, const rd_value *args, size_t narg
       bin[i].len = held[nheld].size;
       nheld++;
     } else {
+      /* a borrowed ref lives only while a call runs; the constructor's
+       * arguments are kept for restarts */
+      rd__log(RD_LOG_WARN, "rd_actor_create: constructor argument %zu: %s", i,
+              args[i].kind == RD_VALUE_BORROW ? "a borrowed ref cannot be a constructor argument (pass its value with rd_arg_ref)"
+                                             : "unknown kind");
       r = RD_EINVAL;
     }
   }
@@ -2428,7 +2629,7 @@ int rd_actor_call_by_name(rd_actor actor, const char *method, const rd_value *ar
   }
   for (size_t i = 0; i < nargs; i++) {
     if ((args[i].kind == RD_VALUE_BYTES && args[i].size && !args[i].data) ||
-        (args[i].kind != RD_VALUE_BYTES && args[i].kind != RD_VALUE_REF)) {
+        (args[i].kind != RD_VALUE_BYTES && args[i].kind != RD_VALUE_REF && args[i].kind != RD_VALUE_BORROW)) {
       rd__log(RD_LOG_WARN, "rd_actor_call '%s': bad argument %zu", method, i);
       return RD_EINVAL;
     }
@@ -2821,6 +3022,7 @@ static void ctx_reset(void) {
       if (!o) continue;
       blob_unref(o->blob);
       free(o->deps);
+      free(o->bwait);
       free(o);
     }
     rd__u64map_free(&G.objs);

@@ -39,10 +39,20 @@ typedef struct rd__obj {
   rd__task **deps;     /* tasks waiting for this object */
   int ndeps, capdeps;
   uint64_t ready_ns;   /* when it last became ready (a rebuilt result: when the rebuild ended) */
+  /* Borrowed refs (rd_arg_borrow).  In a worker, a ref it was given is a
+   * proxy: `borrowed`, never deleted from a store by this process, resolved
+   * by asking `from` (the connection the task came on) with MSG_BORROW_GET
+   * while PENDING.  In whoever was asked (owner or a borrower passing it on),
+   * `bwait` lists the connections whose MSG_BORROW_GET waits for it. */
+  int borrowed;
+  struct rd__serve *from;
+  struct rd__lease **bwait;
+  int nbwait, capbwait;
 } rd__obj;
 
 typedef struct rd__targ {
   int by_ref;
+  int borrow;           /* by_ref passed as the ref itself (rd_arg_borrow): not a dependency */
   uint64_t oid;
   const uint8_t *data;  /* by value: inside the task's own allocation */
   size_t size;
@@ -106,6 +116,8 @@ struct rd__lease {
   int lost_err;             /* why a bridged (remote) worker went away, from its node */
   char lost_why[400];
   rd__actor *actor;         /* a connection to an actor, not a lease */
+  uint64_t *bw_oids;        /* objects whose MSG_BORROW_GET from this worker waits (their bwait lists it) */
+  int nbw, capbw;
   rd__lease *next;
 };
 
@@ -137,6 +149,7 @@ typedef struct rd__serve {
   int closed;
   int busy;                 /* tasks from it running now: not freed before 0 */
   uint64_t actor_id;        /* a caller's connection to the actor hosted here */
+  int nborrows;             /* proxies whose MSG_BORROW_GET to it is unanswered (their `from`) */
   struct rd__serve *next;
 } rd__serve;
 
@@ -223,6 +236,9 @@ void rd__worker_on_assign(Rd__LeaseAssign *m, int fd);
 void rd__worker_on_attach(Rd__ActorAttach *m, int fd);
 void rd__worker_on_task(rd__serve *s, Rd__Task *m);
 void rd__worker_on_cancel(rd__serve *s, uint64_t task_id);
+/* A reference to borrowed object oid for a task that came on s: one more
+ * reference to the proxy (made, and asked of s, the first time).  mu held. */
+int rd__borrow_ref(rd__serve *s, uint64_t oid);
 void rd__worker_main(void) __attribute__((noreturn));
 int rd__worker_is_actor(void);          /* hosts an actor, or is becoming one */
 

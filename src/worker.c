@@ -252,6 +252,7 @@ static int resolve_args(rd_call *call) {
   size_t idx[RD_MAX_ARGS], n = 0;
   for (size_t i = 0; i < m->n_args; i++) {
     Rd__Arg *a = m->args[i];
+    if (a->borrow) continue;   /* the task asks for it, if it wants it (rd_call_arg_ref) */
     if (a->by_ref) {
       nodes[n] = a->node;
       ids[n] = a->object_id;
@@ -551,9 +552,28 @@ int rd_call_cancelled(rd_call *call) {
 
 int rd_arg(rd_call *call, size_t i, rd_buf *out) {
   if (!call || !out || i >= call->nargs) return RD_EINVAL;
+  if (call->msg && i < call->msg->n_args && call->msg->args[i]->borrow) {
+    rd__log(RD_LOG_WARN, "'%s': argument %zu is a borrowed ref: take it with rd_call_arg_ref", call->func, i);
+    return RD_EINVAL;
+  }
   *out = call->args[i];
   out->priv_[0] = out->priv_[1] = 0;   /* owned by the call: release is a no-op */
   return 0;
+}
+
+int rd_call_arg_ref(rd_call *call, size_t i, rd_ref *out) {
+  if (!call || !out || i >= call->nargs) return RD_EINVAL;
+  /* a constructor's call has no task message: its arguments are values */
+  const Rd__Arg *a = call->msg && i < call->msg->n_args ? call->msg->args[i] : NULL;
+  if (!a || !a->borrow) {
+    rd__log(RD_LOG_WARN, "'%s': argument %zu is a value, not a borrowed ref (rd_arg_borrow)", call->func, i);
+    return RD_EINVAL;
+  }
+  pthread_mutex_lock(&G.mu);
+  int r = rd__borrow_ref(call->from, a->object_id);
+  pthread_mutex_unlock(&G.mu);
+  if (r == 0) out->id = a->object_id;
+  return r;
 }
 
 void *rd_return_alloc(rd_call *call, size_t i, size_t size) {

@@ -379,6 +379,116 @@ static uint64_t store_used_on(const char *resources) {
   return used;
 }
 
+/* Borrowed refs across nodes: hash the object behind borrowed argument 0.
+ * Returns {error, hash, node}. */
+RD_REMOTE(borrow_hash) {
+  rd_ref r;
+  if (rd_call_arg_ref(call, 0, &r) != 0) return rd_call_fail(call, "rd_call_arg_ref");
+  rd_buf b;
+  uint64_t out[3] = {0, 0, 0};
+  int e = rd_get(&r, 1, &b, 60000);
+  out[0] = (uint64_t)(int64_t)e;
+  if (e == 0) out[1] = fnv(b.data, b.size);
+  if (e != RD_ETIMEDOUT) rd_buf_release(&b);
+  rd_ref_release(r);
+  rd_node_info ni;
+  if (rd_node_info_get(&ni) == 0) out[2] = ni.node_index;
+  return rd_return_bytes(call, 0, out, sizeof(out));
+}
+
+/* Hashes its three borrowed arguments and lends the first on to a task on
+ * node c.  Returns {node, 3 x (error, hash), c's answer (error, hash, node)}. */
+RD_REMOTE(borrow_three) {
+  uint64_t out[10];
+  memset(out, 0, sizeof(out));
+  rd_node_info ni;
+  if (rd_node_info_get(&ni) == 0) out[0] = ni.node_index;
+  rd_ref r[3];
+  for (int i = 0; i < 3; i++)
+    if (rd_call_arg_ref(call, (size_t)i, &r[i]) != 0) return rd_call_fail(call, "rd_call_arg_ref(%d)", i);
+  rd_task_opts o;
+  rd_task_opts_init(&o);
+  o.resources = "only_c=1";
+  rd_ref inner;
+  if (rd_submit(borrow_hash, RD_ARGS(rd_arg_borrow(r[0])), &o, &inner) != 0) return rd_call_fail(call, "submit");
+  for (int i = 0; i < 3; i++) {
+    rd_buf b;
+    int e = rd_get(&r[i], 1, &b, 60000);
+    out[1 + 2 * i] = (uint64_t)(int64_t)e;
+    if (e == 0) out[2 + 2 * i] = fnv(b.data, b.size);
+    if (e != RD_ETIMEDOUT) rd_buf_release(&b);
+  }
+  rd_buf b;
+  int e = rd_get(&inner, 1, &b, 60000);
+  if (e != 0) return rd_call_fail(call, "inner: %s", rd_err_name(e));
+  memcpy(&out[7], b.data, 3 * sizeof(uint64_t));
+  rd_buf_release(&b);
+  rd_ref_release(inner);
+  for (int i = 0; i < 3; i++) rd_ref_release(r[i]);
+  return rd_return_bytes(call, 0, out, sizeof(out));
+}
+
+/* A task on b borrows a store object of this node, a small value, and a big
+ * result still being made on c, and lends the first on to c: every read
+ * crosses nodes (the answers through the bridged lease sockets, the bytes by
+ * pulls between stores). */
+static int t_borrow(void) {
+  join();
+  rd_node_info ni;
+  CHECK_EQ(rd_node_info_get(&ni), 0);
+  size_t n = 8u << 20;
+  uint8_t *d = malloc(n);
+  CHECK(d);
+  for (size_t i = 0; i < n; i++) d[i] = (uint8_t)(i * 2654435761u >> 11);
+  uint8_t *tw = malloc(n);
+  CHECK(tw);
+  for (size_t i = 0; i < n; i++) tw[i] = (uint8_t)(d[i] ^ 0x5a);
+  uint64_t small = 0x1234567890abcdefull;
+  rd_ref big, sm, made[2];
+  CHECK_EQ(rd_put(d, n, &big), 0);
+  CHECK_EQ(rd_put(&small, sizeof(small), &sm), 0);
+  rd_task_opts o;
+  rd_task_opts_init(&o);
+  o.resources = "only_c=1";
+  o.num_returns = 2;
+  CHECK_EQ(rd_submit(digest_and_twist, RD_ARGS(rd_arg_ref(big)), &o, made), 0);
+  rd_task_opts_init(&o);
+  o.resources = "only_b=1";
+  rd_ref out;
+  CHECK_EQ(rd_submit(borrow_three, RD_ARGS(rd_arg_borrow(big), rd_arg_borrow(sm), rd_arg_borrow(made[1])), &o, &out), 0);
+  rd_buf b;
+  int e = rd_get(&out, 1, &b, 120000);
+  if (e != 0) {
+    fprintf(stderr, "borrow_three: %s: %.*s\n", rd_err_name(e), (int)b.size, (const char *)b.data);
+    return 1;
+  }
+  uint64_t r[10];
+  CHECK_EQ(b.size, sizeof(r));
+  memcpy(r, b.data, sizeof(r));
+  rd_buf_release(&b);
+  printf("borrower on node %llu: errors %lld %lld %lld; lent on to node %llu: %lld\n", (unsigned long long)r[0],
+         (long long)r[1], (long long)r[3], (long long)r[5], (unsigned long long)r[9], (long long)r[7]);
+  CHECK(r[0] != ni.node_index);
+  CHECK_EQ(r[1], 0);
+  CHECK(r[2] == fnv(d, n));
+  CHECK_EQ(r[3], 0);
+  CHECK(r[4] == fnv((const uint8_t *)&small, sizeof(small)));
+  CHECK_EQ(r[5], 0);
+  CHECK(r[6] == fnv(tw, n));
+  CHECK_EQ(r[7], 0);
+  CHECK(r[8] == fnv(d, n));
+  CHECK(r[9] != ni.node_index && r[9] != r[0]);
+  rd_ref_release(out);
+  rd_ref_release(big);
+  rd_ref_release(sm);
+  rd_ref_release(made[0]);
+  rd_ref_release(made[1]);
+  free(d);
+  free(tw);
+  rd_shutdown();
+  return 0;
+}
+
 static int t_big_object(void) {
   join();
   size_t n = 200u << 20;
@@ -1826,6 +1936,7 @@ int main(int argc, char **argv) {
       {"detached_make", t_detached_make},       {"detached_use", t_detached_use},
       {"detached_gone", t_detached_gone},       {"gcs_restart_before", t_gcs_restart_before},
       {"gcs_restart_after", t_gcs_restart_after}, {"lineage", t_lineage}, {"bad_node", t_bad_node}, {"lineage_eager", t_lineage_eager}, {"respill", t_respill},       {"cancel", t_cancel}, {"memory_remote", t_memory_remote},
+      {"borrow", t_borrow},
   };
   return rd_test_main(argc, argv, cases, sizeof(cases) / sizeof(cases[0]));
 }

@@ -300,6 +300,8 @@ const ProtobufCMessageDescriptor *wf_type_desc(unsigned t) {
     case RD__MSG_TYPE__MSG_LINK_CANCEL: return &rd__link_cancel__descriptor;
     case RD__MSG_TYPE__MSG_LINK_LEASE_YIELD: return &rd__link_lease_yield__descriptor;
     case RD__MSG_TYPE__MSG_NODE_DEAD: return &rd__node_dead__descriptor;
+    case RD__MSG_TYPE__MSG_BORROW_GET: return &rd__borrow_get__descriptor;
+    case RD__MSG_TYPE__MSG_BORROW_REPLY: return &rd__borrow_reply__descriptor;
     case RD__MSG_TYPE__MSG_LINK_ACTOR_CREATE: return &rd__link_actor_create__descriptor;
     case RD__MSG_TYPE__MSG_LINK_ACTOR_STATE: return &rd__link_actor_state__descriptor;
     case RD__MSG_TYPE__MSG_LINK_ACTOR_CONNECT: return &rd__link_actor_connect__descriptor;
@@ -323,4 +325,4 @@ const ProtobufCMessageDescriptor *wf_type_desc(unsigned t) {
   }
 }
 
-unsigned wf_max_type(void) { return RD__MSG_TYPE__MSG_NODE_DEAD; }
+unsigned wf_max_type(void) { return RD__MSG_TYPE__MSG_BORROW_REPLY; }

@@ -1,0 +1,424 @@
+/* tests/runtime/borrow_test.c - borrowed refs (rd_arg_borrow, rd_call_arg_ref)
+ * through the public API, in real worker processes: a task given a ref
+ * itself starts before the object is ready, resolves it through the process
+ * it came from (small values, store objects, failures, results still
+ * pending), passes it on, and gets a clear error when that process is gone.
+ * `borrow_test NAME` runs one case; the binary is re-executed as workers. */
+#include <raydist.h>
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "../check.h"
+
+static double now_s(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+static long arg_long(rd_call *call, size_t i) {
+  rd_buf b;
+  long v = -1;
+  if (rd_arg(call, i, &b) == 0 && b.size == sizeof(long)) memcpy(&v, b.data, sizeof(v));
+  return v;
+}
+
+static unsigned long fnv(const void *data, size_t n) {
+  unsigned long s = 1469598103934665603ul;
+  const unsigned char *p = data;
+  for (size_t i = 0; i < n; i++) s = (s ^ p[i]) * 1099511628211ul;
+  return s ^ n;
+}
+
+/* ------------------------------------------------------ remote functions */
+
+/* Sleeps args[0] ms, returns args[1]. */
+RD_REMOTE(slow_value) {
+  long ms = arg_long(call, 0), v = arg_long(call, 1);
+  usleep((useconds_t)(ms * 1000));
+  return rd_return_bytes(call, 0, &v, sizeof(v));
+}
+
+RD_REMOTE(fails) { return rd_call_fail(call, "deliberate failure %d", 7); }
+
+/* Every argument is a borrowed ref.  Returns, per argument: whether it was
+ * ready when the task started (rd_wait with a zero timeout), then the error
+ * of rd_get and the FNV hash of its bytes (or of its error message). */
+typedef struct got {
+  double started;   /* CLOCK_MONOTONIC when the task began (one clock for every process) */
+  long ready_at_start;
+  long err;
+  unsigned long hash;
+  size_t size;
+  char msg[200];
+} got;
+
+RD_REMOTE(inspect) {
+  double started = now_s();
+  size_t n = rd_call_nargs(call);
+  got g[8];
+  if (n > 8) return rd_call_fail(call, "at most 8 arguments");
+  memset(g, 0, sizeof(g));
+  for (size_t i = 0; i < n; i++) g[i].started = started;
+  rd_ref refs[8];
+  for (size_t i = 0; i < n; i++)
+    if (rd_call_arg_ref(call, i, &refs[i]) != 0) return rd_call_fail(call, "rd_call_arg_ref(%zu)", i);
+  uint8_t ready[8];
+  rd_wait(refs, n, n, 0, ready);
+  for (size_t i = 0; i < n; i++) {
+    g[i].ready_at_start = ready[i];
+    rd_buf b;
+    g[i].err = rd_get(&refs[i], 1, &b, 30000);
+    if (g[i].err != RD_ETIMEDOUT) {
+      g[i].hash = fnv(b.data, b.size);
+      g[i].size = b.size;
+      if (g[i].err) snprintf(g[i].msg, sizeof(g[i].msg), "%.*s", (int)b.size, (const char *)b.data);
+      rd_buf_release(&b);
+    }
+    rd_ref_release(refs[i]);
+  }
+  return rd_return_bytes(call, 0, g, n * sizeof(got));
+}
+
+/* Misuse inside a task: rd_arg on a borrowed argument, rd_call_arg_ref on a
+ * value, an index out of range.  Returns the three codes. */
+RD_REMOTE(misuse) {
+  long codes[3];
+  rd_buf b;
+  rd_ref r;
+  codes[0] = rd_arg(call, 0, &b);
+  codes[1] = rd_call_arg_ref(call, 1, &r);
+  codes[2] = rd_call_arg_ref(call, 9, &r);
+  return rd_return_bytes(call, 0, codes, sizeof(codes));
+}
+
+/* Argument 0 is borrowed: passes it on to `inspect` borrowed again and to
+ * `add_value` by value, and returns {inspect's err, value seen by inspect,
+ * add_value's result}. */
+RD_REMOTE(add_value) {
+  long v = arg_long(call, 0) + 1000;
+  return rd_return_bytes(call, 0, &v, sizeof(v));
+}
+
+RD_REMOTE(pass_on) {
+  rd_ref r;
+  if (rd_call_arg_ref(call, 0, &r) != 0) return rd_call_fail(call, "rd_call_arg_ref");
+  rd_ref a, b;
+  if (rd_submit(inspect, RD_ARGS(rd_arg_borrow(r)), NULL, &a) != 0) return rd_call_fail(call, "submit inspect");
+  if (rd_submit(add_value, RD_ARGS(rd_arg_ref(r)), NULL, &b) != 0) return rd_call_fail(call, "submit add_value");
+  rd_ref_release(r);   /* the two tasks keep it */
+  rd_buf ba, bb;
+  int ea = rd_get(&a, 1, &ba, 30000), eb = rd_get(&b, 1, &bb, 30000);
+  if (ea || eb) return rd_call_fail(call, "children: %s %s", rd_err_name(ea), rd_err_name(eb));
+  got g;
+  memcpy(&g, ba.data, sizeof(g));
+  long out[3] = {g.err, -1, -1};
+  memcpy(&out[2], bb.data, sizeof(long));
+  rd_buf_release(&ba);
+  rd_buf_release(&bb);
+  rd_ref_release(a);
+  rd_ref_release(b);
+  /* inspect hashed the value's bytes; what value it was is checked by hash */
+  out[1] = (long)g.hash;
+  return rd_return_bytes(call, 0, out, sizeof(out));
+}
+
+/* ------------------------------------------------------------ an actor */
+
+typedef struct acc {
+  long total;
+  long last_err;
+  char last_msg[200];
+} acc;
+
+static int acc_init(rd_call *call, void **state) {
+  (void)call;
+  *state = calloc(1, sizeof(acc));
+  return *state ? 0 : RD_ENOMEM;
+}
+
+static void acc_fini(void *state) { free(state); }
+
+RD_ACTOR_CLASS(Acc, acc_init, acc_fini)
+
+/* Adds the long behind the borrowed argument 0 (waiting up to 30 s);
+ * returns the total, or records the error. */
+RD_ACTOR_METHOD(Acc, add) {
+  acc *a = state;
+  rd_ref r;
+  int e = rd_call_arg_ref(call, 0, &r);
+  if (e != 0) {   /* the caller was gone before this call ran */
+    a->last_err = e;
+    snprintf(a->last_msg, sizeof(a->last_msg), "rd_call_arg_ref: %s", rd_err_name(e));
+    return rd_return_bytes(call, 0, &a->total, sizeof(a->total));
+  }
+  rd_buf b;
+  a->last_err = rd_get(&r, 1, &b, 30000);
+  if (a->last_err == 0 && b.size == sizeof(long)) {
+    long v;
+    memcpy(&v, b.data, sizeof(v));
+    a->total += v;
+  } else if (a->last_err != RD_ETIMEDOUT) {
+    snprintf(a->last_msg, sizeof(a->last_msg), "%.*s", (int)b.size, (const char *)b.data);
+  }
+  if (a->last_err != RD_ETIMEDOUT) rd_buf_release(&b);
+  rd_ref_release(r);
+  return rd_return_bytes(call, 0, &a->total, sizeof(a->total));
+}
+
+RD_ACTOR_METHOD(Acc, last) {
+  acc *a = state;
+  return rd_return_bytes(call, 0, a, sizeof(*a));
+}
+
+/* Owns a slow result, lends it to the actor (argument 0), and dies before
+ * the result is ready. */
+RD_REMOTE(lend_then_die) {
+  rd_actor a;
+  if (rd_call_arg_actor(call, 0, &a) != 0) return rd_call_fail(call, "actor arg");
+  long ms = 5000, v = 1;
+  rd_ref slow, r;
+  if (rd_submit(slow_value, RD_ARGS(rd_arg_bytes(&ms, sizeof(ms)), rd_arg_bytes(&v, sizeof(v))), NULL, &slow) != 0)
+    return rd_call_fail(call, "submit");
+  if (rd_actor_call(a, Acc_add, RD_ARGS(rd_arg_borrow(slow)), NULL, &r) != 0) return rd_call_fail(call, "call");
+  rd_wait(&r, 1, 1, 700, NULL);   /* the call reaches the actor, which waits for the value */
+  _exit(3);
+}
+
+/* ------------------------------------------------------------------ tests */
+
+static void init_or_die(double cpus) {
+  rd_config cfg;
+  rd_config_init(&cfg);
+  cfg.num_cpus = cpus;
+  cfg.object_store_bytes = 128u << 20;
+  int r = rd_init(&cfg);
+  if (r != 0) {
+    fprintf(stderr, "rd_init: %s\n", rd_strerror(r));
+    exit(1);
+  }
+}
+
+static void get_or_die(rd_ref r, void *out, size_t size) {
+  rd_buf b;
+  int e = rd_get(&r, 1, &b, 60000);
+  if (e != 0) {
+    fprintf(stderr, "get failed: %s: %.*s\n", rd_err_name(e), (int)b.size, (const char *)b.data);
+    exit(1);
+  }
+  CHECK_EQ(b.size, size);
+  memcpy(out, b.data, size);
+  rd_buf_release(&b);
+  rd_ref_release(r);
+}
+
+static rd_ref submit_slow(long ms, long v) {
+  rd_ref r;
+  CHECK_EQ(rd_submit(slow_value, RD_ARGS(rd_arg_bytes(&ms, sizeof(ms)), rd_arg_bytes(&v, sizeof(v))), NULL, &r), 0);
+  return r;
+}
+
+/* A small put, a store put, and a pending result: the task starts before the
+ * result is ready and reads all three. */
+static int t_values(void) {
+  init_or_die(4);
+  long small = 4242;
+  size_t big_n = 3u << 20;
+  unsigned char *big = malloc(big_n);
+  CHECK(big);
+  for (size_t i = 0; i < big_n; i++) big[i] = (unsigned char)(i * 7 + 3);
+  rd_ref rs, rb, rp = submit_slow(1500, 77);
+  CHECK_EQ(rd_put(&small, sizeof(small), &rs), 0);
+  CHECK_EQ(rd_put(big, big_n, &rb), 0);
+  double t0 = now_s();
+  rd_ref out;
+  CHECK_EQ(rd_submit(inspect, RD_ARGS(rd_arg_borrow(rs), rd_arg_borrow(rb), rd_arg_borrow(rp)), NULL, &out), 0);
+  got g[3];
+  get_or_die(out, g, sizeof(g));
+  double took = now_s() - t0;
+  long pv = 77;
+  printf("ready at start: %ld %ld %ld; errors %ld %ld %ld; %.2f s\n", g[0].ready_at_start, g[1].ready_at_start,
+         g[2].ready_at_start, g[0].err, g[1].err, g[2].err, took);
+  for (int i = 0; i < 3; i++) CHECK_EQ(g[i].err, 0);
+  CHECK_EQ(g[0].hash, fnv(&small, sizeof(small)));
+  CHECK_EQ(g[1].hash, fnv(big, big_n));
+  CHECK_EQ(g[1].size, big_n);
+  CHECK_EQ(g[2].hash, fnv(&pv, sizeof(pv)));
+  /* not held back until the result was ready (1.5 s after submission) */
+  printf("the task started %.2f s after submission\n", g[0].started - t0);
+  CHECK(g[0].started - t0 < 1.0);
+  CHECK_EQ(g[2].ready_at_start, 0);
+  CHECK(took >= 1.0);
+  rd_ref_release(rs);
+  rd_ref_release(rb);
+  rd_ref_release(rp);
+  free(big);
+  rd_shutdown();
+  return 0;
+}
+
+/* The driver drops its refs right after submitting: the objects stay until
+ * the task has read them; afterwards the store is empty again. */
+static int t_released(void) {
+  init_or_die(4);
+  size_t big_n = 2u << 20;
+  unsigned char *big = calloc(1, big_n);
+  CHECK(big);
+  big[12345] = 9;
+  rd_ref rb, rp = submit_slow(800, 5);
+  CHECK_EQ(rd_put(big, big_n, &rb), 0);
+  rd_ref out;
+  CHECK_EQ(rd_submit(inspect, RD_ARGS(rd_arg_borrow(rb), rd_arg_borrow(rp)), NULL, &out), 0);
+  rd_ref_release(rb);
+  rd_ref_release(rp);
+  got g[2];
+  get_or_die(out, g, sizeof(g));
+  long five = 5;
+  CHECK_EQ(g[0].err, 0);
+  CHECK_EQ(g[0].hash, fnv(big, big_n));
+  CHECK_EQ(g[1].err, 0);
+  CHECK_EQ(g[1].hash, fnv(&five, sizeof(five)));
+  rd_node_info ni;
+  for (int i = 0; i < 100; i++) {
+    CHECK_EQ(rd_node_info_get(&ni), 0);
+    if (ni.store_used == 0) break;
+    usleep(20000);
+  }
+  printf("store after the task: %llu bytes\n", (unsigned long long)ni.store_used);
+  CHECK_EQ(ni.store_used, 0);
+  free(big);
+  rd_shutdown();
+  return 0;
+}
+
+/* A failed object reaches the borrower as its error and message; misuse is
+ * RD_EINVAL, at submit and inside the task. */
+static int t_errors(void) {
+  init_or_die(4);
+  rd_ref rf;
+  CHECK_EQ(rd_submit(fails, RD_NO_ARGS, NULL, &rf), 0);
+  rd_ref out;
+  CHECK_EQ(rd_submit(inspect, RD_ARGS(rd_arg_borrow(rf)), NULL, &out), 0);
+  got g;
+  get_or_die(out, &g, sizeof(g));
+  printf("borrowed failure: %s: %s\n", rd_err_name((int)g.err), g.msg);
+  CHECK_EQ(g.err, RD_ETASK);
+  CHECK(strstr(g.msg, "deliberate failure 7") != NULL);
+
+  long v = 1;
+  rd_ref rv;
+  CHECK_EQ(rd_put(&v, sizeof(v), &rv), 0);
+  CHECK_EQ(rd_submit(misuse, RD_ARGS(rd_arg_borrow(rv), rd_arg_bytes(&v, sizeof(v))), NULL, &out), 0);
+  long codes[3];
+  get_or_die(out, codes, sizeof(codes));
+  CHECK_EQ(codes[0], RD_EINVAL);
+  CHECK_EQ(codes[1], RD_EINVAL);
+  CHECK_EQ(codes[2], RD_EINVAL);
+
+  /* a ref this process does not hold */
+  rd_ref gone = {rv.id + 1000};
+  CHECK_EQ(rd_submit(inspect, RD_ARGS(rd_arg_borrow(gone)), NULL, &out), RD_EINVAL);
+  /* constructors keep their arguments for restarts: values only */
+  rd_actor a;
+  CHECK_EQ(rd_actor_create(Acc, RD_ARGS(rd_arg_borrow(rv)), NULL, &a), RD_EINVAL);
+  rd_ref_release(rv);
+  rd_ref_release(rf);
+  rd_shutdown();
+  return 0;
+}
+
+/* A borrower passes the ref on, borrowed again and by value, to its own
+ * tasks while the object is still pending. */
+static int t_chain(void) {
+  init_or_die(4);
+  rd_ref rp = submit_slow(1000, 31);
+  rd_ref out;
+  CHECK_EQ(rd_submit(pass_on, RD_ARGS(rd_arg_borrow(rp)), NULL, &out), 0);
+  long res[3];
+  get_or_die(out, res, sizeof(res));
+  long v = 31;
+  printf("inner borrower: %s, hash ok %d; by value: %ld\n", rd_err_name((int)res[0]),
+         (unsigned long)res[1] == fnv(&v, sizeof(v)), res[2]);
+  CHECK_EQ(res[0], 0);
+  CHECK_EQ((unsigned long)res[1], fnv(&v, sizeof(v)));
+  CHECK_EQ(res[2], 1031);
+  rd_ref_release(rp);
+  rd_shutdown();
+  return 0;
+}
+
+/* Many borrowers of many pending results at once: every answer arrives. */
+static int t_many(void) {
+  init_or_die(4);
+  enum { N = 40 };
+  rd_ref vals[N], outs[N];
+  for (long i = 0; i < N; i++) vals[i] = submit_slow(5 * (i % 7), i * i);
+  for (long i = 0; i < N; i++) {
+    /* each borrower gets two: its own value and the last one */
+    CHECK_EQ(rd_submit(inspect, RD_ARGS(rd_arg_borrow(vals[i]), rd_arg_borrow(vals[N - 1])), NULL, &outs[i]), 0);
+  }
+  for (long i = 0; i < N; i++) rd_ref_release(vals[i]);
+  for (long i = 0; i < N; i++) {
+    got g[2];
+    get_or_die(outs[i], g, sizeof(g));
+    long want = i * i, last = (long)(N - 1) * (N - 1);
+    CHECK_EQ(g[0].err, 0);
+    CHECK_EQ(g[1].err, 0);
+    CHECK_EQ(g[0].hash, fnv(&want, sizeof(want)));
+    CHECK_EQ(g[1].hash, fnv(&last, sizeof(last)));
+  }
+  rd_shutdown();
+  return 0;
+}
+
+/* An actor method borrows pending results (calls stay in order, each waits
+ * for its own value); then a caller lends it a ref and dies before the value
+ * is ready: the actor's rd_get fails clearly instead of waiting forever. */
+static int t_actor(void) {
+  init_or_die(4);
+  rd_actor a;
+  CHECK_EQ(rd_actor_create(Acc, RD_NO_ARGS, NULL, &a), 0);
+  rd_ref vals[5], outs[5];
+  for (long i = 0; i < 5; i++) vals[i] = submit_slow(100 * (5 - i), i + 1);
+  for (int i = 0; i < 5; i++) CHECK_EQ(rd_actor_call(a, Acc_add, RD_ARGS(rd_arg_borrow(vals[i])), NULL, &outs[i]), 0);
+  long total = 0;
+  for (int i = 0; i < 5; i++) {
+    get_or_die(outs[i], &total, sizeof(total));
+    rd_ref_release(vals[i]);
+  }
+  printf("actor total: %ld\n", total);
+  CHECK_EQ(total, 15);
+
+  rd_task_opts o;
+  rd_task_opts_init(&o);
+  o.max_retries = 0;
+  rd_ref t;
+  double t0 = now_s();
+  CHECK_EQ(rd_submit(lend_then_die, RD_ARGS(rd_arg_actor(&a)), &o, &t), 0);
+  rd_buf b;
+  CHECK(rd_get(&t, 1, &b, 30000) != 0);   /* its worker died */
+  rd_buf_release(&b);
+  rd_ref_release(t);
+  acc st;
+  rd_ref r;
+  CHECK_EQ(rd_actor_call(a, Acc_last, RD_NO_ARGS, NULL, &r), 0);   /* runs after the add above */
+  get_or_die(r, &st, sizeof(st));
+  printf("after the lender died: %s (%s), %.2f s\n", rd_err_name((int)st.last_err), st.last_msg, now_s() - t0);
+  CHECK_EQ(st.last_err, RD_EOBJECT_LOST);
+  CHECK(strstr(st.last_msg, "went away") != NULL || strstr(st.last_msg, "rd_call_arg_ref") != NULL);
+  CHECK(now_s() - t0 < 4.5);   /* before the slow value would have come */
+  CHECK_EQ(st.total, 15);
+  rd_shutdown();
+  return 0;
+}
+
+static const rd_test_case tests[] = {
+    {"values", t_values}, {"released", t_released}, {"errors", t_errors},
+    {"chain", t_chain},   {"many", t_many},         {"actor", t_actor},
+};
+
+RD_TEST_MAIN(tests)
