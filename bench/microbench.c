@@ -13,6 +13,24 @@
 
 RD_REMOTE(noop) { return rd_return_bytes(call, 0, "", 0); }
 
+/* Reads argument 0, a value resolved before the task ran. */
+RD_REMOTE(read_arg) {
+  rd_buf b;
+  if (rd_arg(call, 0, &b) != 0) return rd_call_fail(call, "no argument");
+  return rd_return_bytes(call, 0, "", 0);
+}
+
+/* Reads argument 0, a borrowed ref: one round trip to the caller. */
+RD_REMOTE(read_borrowed) {
+  rd_ref r;
+  if (rd_call_arg_ref(call, 0, &r) != 0) return rd_call_fail(call, "no borrowed argument");
+  rd_buf b;
+  int e = rd_get(&r, 1, &b, RD_TIMEOUT_INF);
+  if (e == 0) rd_buf_release(&b);
+  rd_ref_release(r);
+  return e ? rd_call_fail(call, "rd_get: %s", rd_err_name(e)) : rd_return_bytes(call, 0, "", 0);
+}
+
 /* ------------------------------------------------------------- actors */
 
 static int bench_init(rd_call *call, void **state) {
@@ -160,6 +178,51 @@ static double t_tasks_sync(void) {
   }
   return ops / (now() - t0);
 }
+
+/* Tasks that read a small put passed by value (rd_arg_ref) or borrowed
+ * (rd_arg_borrow), one at a time or 1000 in flight: the difference is what
+ * resolving a borrowed ref through the caller costs. */
+static rd_ref g_small;
+
+static rd_value small_arg(int borrowed) { return borrowed ? rd_arg_borrow(g_small) : rd_arg_ref(g_small); }
+
+static double ref_tasks_sync(int borrowed) {
+  long ops = 0;
+  double t0 = now();
+  while (now() - t0 < g_duration) {
+    rd_ref r;
+    OK(rd_submit(borrowed ? read_borrowed : read_arg, RD_ARGS(small_arg(borrowed)), NULL, &r));
+    rd_buf b;
+    OK(rd_get(&r, 1, &b, RD_TIMEOUT_INF));
+    rd_buf_release(&b);
+    rd_ref_release(r);
+    ops++;
+  }
+  return ops / (now() - t0);
+}
+
+static double ref_tasks_async(int borrowed) {
+  static rd_ref refs[1000];
+  static rd_buf out[1000];
+  long ops = 0;
+  double t0 = now();
+  while (now() - t0 < g_duration) {
+    for (int i = 0; i < 1000; i++)
+      OK(rd_submit(borrowed ? read_borrowed : read_arg, RD_ARGS(small_arg(borrowed)), NULL, &refs[i]));
+    OK(rd_get(refs, 1000, out, RD_TIMEOUT_INF));
+    for (int i = 0; i < 1000; i++) {
+      rd_buf_release(&out[i]);
+      rd_ref_release(refs[i]);
+    }
+    ops += 1000;
+  }
+  return ops / (now() - t0);
+}
+
+static double t_ref_arg_sync(void) { return ref_tasks_sync(0); }
+static double t_borrowed_sync(void) { return ref_tasks_sync(1); }
+static double t_ref_arg_async(void) { return ref_tasks_async(0); }
+static double t_borrowed_async(void) { return ref_tasks_async(1); }
 
 static double t_tasks_async(void) {
   long ops = 0;
@@ -381,6 +444,12 @@ int main(int argc, char **argv) {
   report("single_client_tasks_sync", "", t_tasks_sync);
   report("single_client_tasks_async", "", t_tasks_async);
   report("multi_client_tasks_async", "", t_multi_tasks_async);
+  long small = 42;
+  OK(rd_put(&small, sizeof(small), &g_small));
+  report("single_client_tasks_ref_arg_sync", "(8-byte put by value)", t_ref_arg_sync);
+  report("single_client_tasks_borrowed_sync", "(the same put borrowed, read in the task)", t_borrowed_sync);
+  report("single_client_tasks_ref_arg_async", "(8-byte put by value)", t_ref_arg_async);
+  report("single_client_tasks_borrowed_async", "(the same put borrowed, read in the task)", t_borrowed_async);
   report("single_client_put_calls", "", t_put_calls);
   report("multi_client_put_calls", "", t_multi_put_calls);
   report("single_client_get_calls", "", t_get_calls);

@@ -77,6 +77,11 @@ static rd__blob *blob_printf(const char *fmt, va_list ap) {
 
 static rd__obj *obj_get(uint64_t id) { return rd__u64map_get(&G.objs, id); }
 
+/* A borrowed ref to a small object that is ready when its task is sent
+ * travels with its value up to this size, saving the task a round trip; a
+ * task handed many refs reads only those it wants, so not larger ones. */
+#define BORROW_INLINE_MAX 1024
+
 /* An argument that must be ready before its task runs (not a borrowed ref). */
 static int targ_dep(const rd__targ *a) { return a->by_ref && !a->borrow; }
 
@@ -558,10 +563,25 @@ static void serve_fail_borrows(rd__serve *s) {
   free(ids);
 }
 
-int rd__borrow_ref(rd__serve *s, uint64_t oid) {
+int rd__borrow_ref(rd__serve *s, const Rd__Arg *a) {
+  uint64_t oid = a->object_id;
   rd__obj *o = obj_get(oid);
   if (o) {   /* asked before (or its own object come back): one more reference */
     o->refs++;
+    return 0;
+  }
+  if (a->ready) {   /* answered in advance by the task message */
+    o = obj_new(oid, a->by_ref ? OBJ_STORE : OBJ_INLINE);
+    if (!o) return RD_ENOMEM;
+    o->borrowed = 1;
+    if (a->by_ref) {
+      o->node = a->node;
+    } else if (!(o->blob = blob_new(a->data.data, a->data.len))) {
+      rd__u64map_del(&G.objs, oid);
+      free(o);
+      return RD_ENOMEM;
+    }
+    o->ready_ns = rd__now_ns();
     return 0;
   }
   if (s->closed) return RD_EOBJECT_LOST;
@@ -625,12 +645,20 @@ static int lease_push(rd__lease *l, rd__task *t) {
       argv[i].data.len = a->size;
       continue;
     }
-    if (a->borrow) {                         /* the ref itself: the worker asks for it */
+    rd__obj *o = obj_get(a->oid);
+    if (a->borrow) {   /* the ref itself; ready and cheap to say: with its answer */
       argv[i].borrow = 1;
       argv[i].object_id = a->oid;
+      if (o && o->state == OBJ_STORE) {
+        argv[i].ready = argv[i].by_ref = 1;
+        argv[i].node = o->node;
+      } else if (o && o->state == OBJ_INLINE && o->blob->size <= BORROW_INLINE_MAX) {
+        argv[i].ready = 1;
+        argv[i].data.data = o->blob->data;
+        argv[i].data.len = o->blob->size;
+      }
       continue;
     }
-    rd__obj *o = obj_get(a->oid);
     if (o && o->state == OBJ_INLINE) {       /* small: travels with the task */
       argv[i].data.data = o->blob->data;
       argv[i].data.len = o->blob->size;
@@ -1972,8 +2000,10 @@ int rd_get(const rd_ref *refs, size_t n, rd_buf *out, int64_t timeout_ms) {
   }
   uint64_t deadline = timeout_ms >= 0 ? rd__now_ns() + (uint64_t)timeout_ms * 1000000ull : 0;
   int polled = 0;
+  /* a get of objects already here sends nothing: in a task it must not
+   * flush the worker's batched replies one task at a time */
+  int sent = 0;
   wait_block wb = {0, 0};
-  rd__flush_all();
 again:
   for (;;) {
     size_t ready = 0;
@@ -1981,6 +2011,7 @@ again:
     if (ready == n) break;
     int64_t left;
     if (wait_left(deadline, &polled, &left)) { r = RD_ETIMEDOUT; goto out; }
+    sent = 1;   /* the pump flushes every socket before it waits */
     int pr = rd__pump(wait_block_round(&wb, left));
     if (pr < 0 && pr != RD_ENODE_DIED) { r = pr; goto out; }
     if (G.dead) {
@@ -2004,6 +2035,7 @@ again:
   }
   Rd__ObjGetReply *gr = NULL;
   if (ns) {
+    sent = 1;
     Rd__ObjGet m = RD__OBJ_GET__INIT;
     m.req_id = ++G.next_req;
     m.n_object_ids = ns;
@@ -2092,7 +2124,7 @@ again:
   if (sids != sids_small) free(sids);
 out:
   wait_block_end(&wb);
-  rd__flush_all();
+  if (sent) rd__flush_all();
   pthread_mutex_unlock(&G.mu);
   return r;
 }
@@ -2120,8 +2152,7 @@ int rd_wait(const rd_ref *refs, size_t n, size_t num_ready, int64_t timeout_ms, 
   uint64_t deadline = timeout_ms >= 0 ? rd__now_ns() + (uint64_t)timeout_ms * 1000000ull : 0;
   int ready = 0, polled = 0;
   wait_block wb = {0, 0};
-  rd__flush_all();
-  for (;;) {
+  for (;;) {   /* as in rd_get, only the pump flushes (a wait that is over at once sends nothing) */
     ready = 0;
     for (size_t i = 0; i < n; i++) {
       rd__obj *o = obj_get(refs[i].id);

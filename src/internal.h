@@ -236,9 +236,10 @@ void rd__worker_on_assign(Rd__LeaseAssign *m, int fd);
 void rd__worker_on_attach(Rd__ActorAttach *m, int fd);
 void rd__worker_on_task(rd__serve *s, Rd__Task *m);
 void rd__worker_on_cancel(rd__serve *s, uint64_t task_id);
-/* A reference to borrowed object oid for a task that came on s: one more
- * reference to the proxy (made, and asked of s, the first time).  mu held. */
-int rd__borrow_ref(rd__serve *s, uint64_t oid);
+/* A reference to the object borrowed as argument a of a task that came on
+ * s: one more reference to the proxy, made the first time (from a's answer,
+ * or asked of s).  mu held. */
+int rd__borrow_ref(rd__serve *s, const Rd__Arg *a);
 void rd__worker_main(void) __attribute__((noreturn));
 int rd__worker_is_actor(void);          /* hosts an actor, or is becoming one */
 

@@ -570,7 +570,7 @@ int rd_call_arg_ref(rd_call *call, size_t i, rd_ref *out) {
     return RD_EINVAL;
   }
   pthread_mutex_lock(&G.mu);
-  int r = rd__borrow_ref(call->from, a->object_id);
+  int r = rd__borrow_ref(call->from, a);
   pthread_mutex_unlock(&G.mu);
   if (r == 0) out->id = a->object_id;
   return r;

@@ -222,8 +222,10 @@ static rd_ref submit_slow(long ms, long v) {
   return r;
 }
 
-/* A small put, a store put, and a pending result: the task starts before the
- * result is ready and reads all three. */
+/* A small put, a store put, a pending result and a 50 KiB put: the task
+ * starts before the result is ready and reads all four.  The two puts ready
+ * at submission and cheap to describe come with the task; the others are
+ * asked for (the result's answer waits until it is made). */
 static int t_values(void) {
   init_or_die(4);
   long small = 4242;
@@ -231,19 +233,29 @@ static int t_values(void) {
   unsigned char *big = malloc(big_n);
   CHECK(big);
   for (size_t i = 0; i < big_n; i++) big[i] = (unsigned char)(i * 7 + 3);
-  rd_ref rs, rb, rp = submit_slow(1500, 77);
+  size_t mid_n = 50u << 10;
+  unsigned char *mid = malloc(mid_n);
+  CHECK(mid);
+  for (size_t i = 0; i < mid_n; i++) mid[i] = (unsigned char)(i * 13 + 1);
+  rd_ref rs, rb, rm, rp = submit_slow(1500, 77);
   CHECK_EQ(rd_put(&small, sizeof(small), &rs), 0);
   CHECK_EQ(rd_put(big, big_n, &rb), 0);
+  CHECK_EQ(rd_put(mid, mid_n, &rm), 0);
   double t0 = now_s();
   rd_ref out;
-  CHECK_EQ(rd_submit(inspect, RD_ARGS(rd_arg_borrow(rs), rd_arg_borrow(rb), rd_arg_borrow(rp)), NULL, &out), 0);
-  got g[3];
+  CHECK_EQ(rd_submit(inspect, RD_ARGS(rd_arg_borrow(rs), rd_arg_borrow(rb), rd_arg_borrow(rp), rd_arg_borrow(rm)), NULL,
+                     &out), 0);
+  got g[4];
   get_or_die(out, g, sizeof(g));
   double took = now_s() - t0;
   long pv = 77;
-  printf("ready at start: %ld %ld %ld; errors %ld %ld %ld; %.2f s\n", g[0].ready_at_start, g[1].ready_at_start,
-         g[2].ready_at_start, g[0].err, g[1].err, g[2].err, took);
-  for (int i = 0; i < 3; i++) CHECK_EQ(g[i].err, 0);
+  printf("ready at start: %ld %ld %ld %ld; errors %ld %ld %ld %ld; %.2f s\n", g[0].ready_at_start,
+         g[1].ready_at_start, g[2].ready_at_start, g[3].ready_at_start, g[0].err, g[1].err, g[2].err, g[3].err, took);
+  for (int i = 0; i < 4; i++) CHECK_EQ(g[i].err, 0);
+  CHECK_EQ(g[0].ready_at_start, 1);   /* described in the task message */
+  CHECK_EQ(g[1].ready_at_start, 1);
+  CHECK_EQ(g[3].hash, fnv(mid, mid_n));
+  CHECK_EQ(g[3].size, mid_n);
   CHECK_EQ(g[0].hash, fnv(&small, sizeof(small)));
   CHECK_EQ(g[1].hash, fnv(big, big_n));
   CHECK_EQ(g[1].size, big_n);
@@ -256,7 +268,9 @@ static int t_values(void) {
   rd_ref_release(rs);
   rd_ref_release(rb);
   rd_ref_release(rp);
+  rd_ref_release(rm);
   free(big);
+  free(mid);
   rd_shutdown();
   return 0;
 }
