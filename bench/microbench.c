@@ -13,6 +13,14 @@
 
 RD_REMOTE(noop) { return rd_return_bytes(call, 0, "", 0); }
 
+/* Wait for r, then drop the view and the ref. */
+static void get_and_drop(rd_ref r) {
+  rd_buf b;
+  OK(rd_get(&r, 1, &b, RD_TIMEOUT_INF));
+  rd_buf_release(&b);
+  rd_ref_release(r);
+}
+
 /* Reads argument 0, a value resolved before the task ran. */
 RD_REMOTE(read_arg) {
   rd_buf b;
@@ -169,10 +177,7 @@ static double t_tasks_sync(void) {
   while ((t = now()) - t0 < g_duration) {
     rd_ref r;
     OK(rd_submit(noop, RD_NO_ARGS, NULL, &r));
-    rd_buf b;
-    OK(rd_get(&r, 1, &b, RD_TIMEOUT_INF));
-    rd_buf_release(&b);
-    rd_ref_release(r);
+    get_and_drop(r);
     if (ops < 2000000) lat_samples[ops] = now() - t;
     ops++;
   }
@@ -192,10 +197,7 @@ static double ref_tasks_sync(int borrowed) {
   while (now() - t0 < g_duration) {
     rd_ref r;
     OK(rd_submit(borrowed ? read_borrowed : read_arg, RD_ARGS(small_arg(borrowed)), NULL, &r));
-    rd_buf b;
-    OK(rd_get(&r, 1, &b, RD_TIMEOUT_INF));
-    rd_buf_release(&b);
-    rd_ref_release(r);
+    get_and_drop(r);
     ops++;
   }
   return ops / (now() - t0);
@@ -272,10 +274,7 @@ static double t_actor_sync(void) {
   while (now() - t0 < g_duration) {
     rd_ref r;
     OK(rd_actor_call(g_actor, Bench_noop, RD_NO_ARGS, NULL, &r));
-    rd_buf b;
-    OK(rd_get(&r, 1, &b, RD_TIMEOUT_INF));
-    rd_buf_release(&b);
-    rd_ref_release(r);
+    get_and_drop(r);
     ops++;
   }
   return ops / (now() - t0);
@@ -476,10 +475,7 @@ int main(int argc, char **argv) {
       double t = now();
       rd_ref rr;
       OK(rd_actor_call(g_actor, Bench_noop, RD_NO_ARGS, NULL, &rr));
-      rd_buf b;
-      OK(rd_get(&rr, 1, &b, RD_TIMEOUT_INF));
-      rd_buf_release(&b);
-      rd_ref_release(rr);
+      get_and_drop(rr);
       lat_samples[ops++] = now() - t;
     }
     qsort(lat_samples, (size_t)ops, sizeof(double), cmp_d);
@@ -494,10 +490,7 @@ int main(int argc, char **argv) {
       double t = now();
       rd_ref rr;
       OK(rd_submit(noop, RD_NO_ARGS, NULL, &rr));
-      rd_buf b;
-      OK(rd_get(&rr, 1, &b, RD_TIMEOUT_INF));
-      rd_buf_release(&b);
-      rd_ref_release(rr);
+      get_and_drop(rr);
       lat_samples[ops++] = now() - t;
     }
     qsort(lat_samples, (size_t)ops, sizeof(double), cmp_d);
