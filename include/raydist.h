@@ -159,12 +159,12 @@ RD_EXTERN rd_function *rd_function_lookup(const char *name);
 /* An argument of a task: bytes by value, a reference resolved (waited
  * for) before the task runs, or a reference passed as itself (borrowed). */
 typedef struct rd_value {
-  int kind;              /* RD_VALUE_BYTES, RD_VALUE_REF or RD_VALUE_BORROW */
+  int kind;              /* RD_VALUE_BYTES, RD_VALUE_REF, RD_VALUE_BORROW or _BORROW_LIST */
   const void *data;
   size_t size;
   rd_ref ref;
 } rd_value;
-enum { RD_VALUE_BYTES = 1, RD_VALUE_REF = 2, RD_VALUE_BORROW = 3 };
+enum { RD_VALUE_BYTES = 1, RD_VALUE_REF = 2, RD_VALUE_BORROW = 3, RD_VALUE_BORROW_LIST = 4 };
 
 static inline rd_value rd_arg_bytes(const void *data, size_t size) {
   rd_value v = {RD_VALUE_BYTES, data, size, {0}};
@@ -182,6 +182,13 @@ static inline rd_value rd_arg_ref(rd_ref ref) {
  * actor calls only (not constructors). */
 static inline rd_value rd_arg_borrow(rd_ref ref) {
   rd_value v = {RD_VALUE_BORROW, NULL, 0, ref};
+  return v;
+}
+/* n refs as one argument, each borrowed as with rd_arg_borrow (Ray's list
+ * of ObjectRefs): a task can be handed any number of them and read those it
+ * wants; rd_call_arg_refs() in the task.  The refs are copied at submit. */
+static inline rd_value rd_arg_borrow_refs(const rd_ref *refs, size_t n) {
+  rd_value v = {RD_VALUE_BORROW_LIST, refs, n, {0}};
   return v;
 }
 /* RD_ARGS(a, b, c) expands to "array, count". */
@@ -265,6 +272,11 @@ RD_EXTERN int rd_arg(rd_call *call, size_t i, rd_buf *out) RD_MUST_CHECK;
  * owner may free the object (rd_get then fails with RD_EOBJECT_LOST).
  * RD_EINVAL when i is out of range or not a borrowed ref. */
 RD_EXTERN int rd_call_arg_ref(rd_call *call, size_t i, rd_ref *out) RD_MUST_CHECK;
+/* The refs passed as argument i with rd_arg_borrow_refs(): their number in
+ * *n_out, and with out (room for max) the refs themselves, each holding one
+ * reference, valid as rd_call_arg_ref's.  out NULL: only the number.
+ * RD_EINVAL when i is out of range or not such a list, or max is short. */
+RD_EXTERN int rd_call_arg_refs(rd_call *call, size_t i, rd_ref *out, size_t max, size_t *n_out) RD_MUST_CHECK;
 RD_EXTERN size_t rd_call_nreturns(const rd_call *call);
 /* Memory for return value i (size bytes) to write the result into; for
  * large results it is in the shared-memory store already.  NULL on error

@@ -81,6 +81,8 @@ static rd__obj *obj_get(uint64_t id) { return rd__u64map_get(&G.objs, id); }
  * travels with its value up to this size, saving the task a round trip; a
  * task handed many refs reads only those it wants, so not larger ones. */
 #define BORROW_INLINE_MAX 1024
+/* refs in one rd_arg_borrow_refs (8-9 bytes each in the task message) */
+#define BORROW_LIST_MAX (4 << 20)
 
 /* An argument that must be ready before its task runs (not a borrowed ref). */
 static int targ_dep(const rd__targ *a) { return a->by_ref && !a->borrow; }
@@ -223,6 +225,13 @@ static void class_enqueue(rd__sclass *c, rd__task *t, int front) {
 
 static void task_free(rd__task *t) {
   for (int i = 0; i < t->nargs; i++) {
+    for (size_t k = 0; k < t->args[i].nlist; k++) {
+      rd__obj *o = obj_get(t->args[i].list[k]);
+      if (o) {
+        o->uses--;
+        obj_maybe_free(o);
+      }
+    }
     if (!t->args[i].by_ref) continue;
     rd__obj *o = obj_get(t->args[i].oid);
     if (o) {
@@ -563,14 +572,13 @@ static void serve_fail_borrows(rd__serve *s) {
   free(ids);
 }
 
-int rd__borrow_ref(rd__serve *s, const Rd__Arg *a) {
-  uint64_t oid = a->object_id;
+int rd__borrow_ref(rd__serve *s, uint64_t oid, const Rd__Arg *a) {
   rd__obj *o = obj_get(oid);
   if (o) {   /* asked before (or its own object come back): one more reference */
     o->refs++;
     return 0;
   }
-  if (a->ready) {   /* answered in advance by the task message */
+  if (a && a->ready) {   /* answered in advance by the task message */
     o = obj_new(oid, a->by_ref ? OBJ_STORE : OBJ_INLINE);
     if (!o) return RD_ENOMEM;
     o->borrowed = 1;
@@ -593,9 +601,10 @@ int rd__borrow_ref(rd__serve *s, const Rd__Arg *a) {
   Rd__BorrowGet m = RD__BORROW_GET__INIT;
   m.object_id = oid;
   if (rd__conn_send(&s->conn, RD__MSG_TYPE__MSG_BORROW_GET, &m.base, -1) != 0) s->closed = 1;
-  flush_or_wake();
-  return 0;
+  return 0;   /* sent with the caller's rd__flush_soon, one flush for many refs */
 }
+
+void rd__flush_soon(void) { flush_or_wake(); }
 
 static void obj_ready(rd__obj *o) {
   o->ready_ns = rd__now_ns();
@@ -640,6 +649,12 @@ static int lease_push(rd__lease *l, rd__task *t) {
     rd__arg__init(&argv[i]);
     argp[i] = &argv[i];
     const rd__targ *a = &t->args[i];
+    if (a->list) {   /* borrowed refs: the worker asks for those it takes */
+      argv[i].borrow_list = 1;
+      argv[i].n_borrow_ids = a->nlist;
+      argv[i].borrow_ids = a->list;
+      continue;
+    }
     if (!a->by_ref) {
       argv[i].data.data = (uint8_t *)a->data;
       argv[i].data.len = a->size;
@@ -2202,9 +2217,19 @@ static int opts_to_resources(const rd_task_opts *o, rd_resources *r, char *err, 
  * exactly one of cls and actor is set.  Nothing changes on error. */
 static int submit_task(const char *func, rd__sclass *cls, rd__actor *actor, const rd_value *args, size_t nargs,
                        int nret, int max_retries, rd_ref *refs_out) {
-  size_t bytes = 0;
+  size_t bytes = 0, nlist = 0;   /* inline bytes; borrowed ids in lists */
   for (size_t i = 0; i < nargs; i++) {
     if (args[i].kind == RD_VALUE_BYTES && args[i].size <= G.inline_max) bytes += args[i].size;
+    if (args[i].kind == RD_VALUE_BORROW_LIST) {
+      const rd_ref *refs = args[i].data;
+      for (size_t k = 0; k < args[i].size; k++) {
+        if (!obj_get(refs[k].id)) {
+          rd__log(RD_LOG_WARN, "rd_submit '%s': ref %zu of argument %zu is not a live reference", func, k, i);
+          return RD_EINVAL;
+        }
+      }
+      nlist += args[i].size;
+    }
     if (args[i].kind == RD_VALUE_REF || args[i].kind == RD_VALUE_BORROW) {
       rd__obj *o = obj_get(args[i].ref.id);
       if (!o) {
@@ -2220,7 +2245,7 @@ static int submit_task(const char *func, rd__sclass *cls, rd__actor *actor, cons
       }
     }
   }
-  rd__task *t = calloc(1, sizeof(*t) + nargs * sizeof(rd__targ) + bytes);
+  rd__task *t = calloc(1, sizeof(*t) + nargs * sizeof(rd__targ) + nlist * sizeof(uint64_t) + bytes);
   rd__obj *rets[RD_MAX_RETURNS] = {0};
   int ok = t && (cls || actor) && rd__u64map_reserve(&G.objs, G.objs.count + (uint64_t)nret + nargs) == 0;
   for (int i = 0; ok && i < nret; i++) ok = (rets[i] = calloc(1, sizeof(rd__obj))) != NULL;
@@ -2256,7 +2281,8 @@ static int submit_task(const char *func, rd__sclass *cls, rd__actor *actor, cons
     free(t);
     return RD_ENOMEM;
   }
-  uint8_t *data = (uint8_t *)&t->args[nargs];
+  uint64_t *ids = (uint64_t *)&t->args[nargs];   /* the lists' ids, then the inline bytes */
+  uint8_t *data = (uint8_t *)(ids + nlist);
   t->task_id = ++G.next_task;
   t->func = func;
   t->cls = cls;
@@ -2266,11 +2292,20 @@ static int submit_task(const char *func, rd__sclass *cls, rd__actor *actor, cons
   t->nret = nret;
   t->max_retries = max_retries < 0 ? 3 : max_retries;
   t->retries_left = t->max_retries;
-  t->bytes = sizeof(*t) + nargs * sizeof(rd__targ) + bytes;
+  t->bytes = sizeof(*t) + nargs * sizeof(rd__targ) + nlist * sizeof(uint64_t) + bytes;
   int kbig = 0;
   for (size_t i = 0; i < nargs; i++) {
     rd__targ *a = &t->args[i];
-    if (args[i].kind == RD_VALUE_BYTES && args[i].size <= G.inline_max) {
+    if (args[i].kind == RD_VALUE_BORROW_LIST) {   /* held while the task is pending */
+      const rd_ref *refs = args[i].data;
+      a->list = ids;
+      a->nlist = args[i].size;
+      for (size_t k = 0; k < a->nlist; k++) {
+        ids[k] = refs[k].id;
+        obj_get(ids[k])->uses++;
+      }
+      ids += a->nlist;
+    } else if (args[i].kind == RD_VALUE_BYTES && args[i].size <= G.inline_max) {
       if (args[i].size) memcpy(data, args[i].data, args[i].size);
       a->data = data;
       a->size = args[i].size;
@@ -2347,6 +2382,13 @@ int rd_submit(const rd_function *fn, const rd_value *args, size_t nargs, const r
   for (size_t i = 0; i < nargs; i++) {
     if (args[i].kind == RD_VALUE_BYTES) {
       if (args[i].size && !args[i].data) { rd__log(RD_LOG_WARN, "rd_submit: argument %zu has no data", i); return RD_EINVAL; }
+    } else if (args[i].kind == RD_VALUE_BORROW_LIST) {
+      if (args[i].size && !args[i].data) { rd__log(RD_LOG_WARN, "rd_submit: argument %zu has no refs", i); return RD_EINVAL; }
+      if (args[i].size > BORROW_LIST_MAX) {
+        rd__log(RD_LOG_WARN, "rd_submit: argument %zu lends %zu refs (at most %d: the task message is limited to 64 MiB)",
+                i, args[i].size, BORROW_LIST_MAX);
+        return RD_EINVAL;
+      }
     } else if (args[i].kind != RD_VALUE_REF && args[i].kind != RD_VALUE_BORROW) {
       rd__log(RD_LOG_WARN, "rd_submit: argument %zu has unknown kind %d", i, args[i].kind);
       return RD_EINVAL;
@@ -2601,8 +2643,9 @@ int rd_actor_create(const rd_actor_class *cls, const rd_value *args, size_t narg
       /* a borrowed ref lives only while a call runs; the constructor's
        * arguments are kept for restarts */
       rd__log(RD_LOG_WARN, "rd_actor_create: constructor argument %zu: %s", i,
-              args[i].kind == RD_VALUE_BORROW ? "a borrowed ref cannot be a constructor argument (pass its value with rd_arg_ref)"
-                                             : "unknown kind");
+              args[i].kind == RD_VALUE_BORROW || args[i].kind == RD_VALUE_BORROW_LIST
+                  ? "a borrowed ref cannot be a constructor argument (pass its value with rd_arg_ref)"
+                  : "unknown kind");
       r = RD_EINVAL;
     }
   }
@@ -2659,8 +2702,9 @@ int rd_actor_call_by_name(rd_actor actor, const char *method, const rd_value *ar
     return RD_EINVAL;
   }
   for (size_t i = 0; i < nargs; i++) {
-    if ((args[i].kind == RD_VALUE_BYTES && args[i].size && !args[i].data) ||
-        (args[i].kind != RD_VALUE_BYTES && args[i].kind != RD_VALUE_REF && args[i].kind != RD_VALUE_BORROW)) {
+    if (((args[i].kind == RD_VALUE_BYTES || args[i].kind == RD_VALUE_BORROW_LIST) && args[i].size && !args[i].data) ||
+        args[i].kind < RD_VALUE_BYTES || args[i].kind > RD_VALUE_BORROW_LIST ||
+        (args[i].kind == RD_VALUE_BORROW_LIST && args[i].size > BORROW_LIST_MAX)) {
       rd__log(RD_LOG_WARN, "rd_actor_call '%s': bad argument %zu", method, i);
       return RD_EINVAL;
     }

@@ -53,6 +53,8 @@ typedef struct rd__obj {
 typedef struct rd__targ {
   int by_ref;
   int borrow;           /* by_ref passed as the ref itself (rd_arg_borrow): not a dependency */
+  uint64_t *list;       /* rd_arg_borrow_refs: nlist borrowed ids (by_ref 0), in the task's allocation */
+  size_t nlist;
   uint64_t oid;
   const uint8_t *data;  /* by value: inside the task's own allocation */
   size_t size;
@@ -236,10 +238,12 @@ void rd__worker_on_assign(Rd__LeaseAssign *m, int fd);
 void rd__worker_on_attach(Rd__ActorAttach *m, int fd);
 void rd__worker_on_task(rd__serve *s, Rd__Task *m);
 void rd__worker_on_cancel(rd__serve *s, uint64_t task_id);
-/* A reference to the object borrowed as argument a of a task that came on
- * s: one more reference to the proxy, made the first time (from a's answer,
- * or asked of s).  mu held. */
-int rd__borrow_ref(rd__serve *s, const Rd__Arg *a);
+/* A reference to object oid, borrowed by a task that came on s: one more
+ * reference to the proxy, made the first time (from the answer in `ready`,
+ * the task's argument, when it has one, else asked of s).  mu held. */
+int rd__borrow_ref(rd__serve *s, uint64_t oid, const Rd__Arg *ready);
+/* Write what is buffered now, or have the thread in poll() do it.  mu held. */
+void rd__flush_soon(void);
 void rd__worker_main(void) __attribute__((noreturn));
 int rd__worker_is_actor(void);          /* hosts an actor, or is becoming one */
 

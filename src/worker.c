@@ -252,7 +252,7 @@ static int resolve_args(rd_call *call) {
   size_t idx[RD_MAX_ARGS], n = 0;
   for (size_t i = 0; i < m->n_args; i++) {
     Rd__Arg *a = m->args[i];
-    if (a->borrow) continue;   /* the task asks for it, if it wants it (rd_call_arg_ref) */
+    if (a->borrow || a->borrow_list) continue;   /* the task asks, if it wants (rd_call_arg_ref[s]) */
     if (a->by_ref) {
       nodes[n] = a->node;
       ids[n] = a->object_id;
@@ -552,8 +552,10 @@ int rd_call_cancelled(rd_call *call) {
 
 int rd_arg(rd_call *call, size_t i, rd_buf *out) {
   if (!call || !out || i >= call->nargs) return RD_EINVAL;
-  if (call->msg && i < call->msg->n_args && call->msg->args[i]->borrow) {
-    rd__log(RD_LOG_WARN, "'%s': argument %zu is a borrowed ref: take it with rd_call_arg_ref", call->func, i);
+  const Rd__Arg *a = call->msg && i < call->msg->n_args ? call->msg->args[i] : NULL;
+  if (a && (a->borrow || a->borrow_list)) {
+    rd__log(RD_LOG_WARN, "'%s': argument %zu is a borrowed ref: take it with rd_call_arg_ref%s", call->func, i,
+            a->borrow_list ? "s" : "");
     return RD_EINVAL;
   }
   *out = call->args[i];
@@ -570,10 +572,38 @@ int rd_call_arg_ref(rd_call *call, size_t i, rd_ref *out) {
     return RD_EINVAL;
   }
   pthread_mutex_lock(&G.mu);
-  int r = rd__borrow_ref(call->from, a);
+  int r = rd__borrow_ref(call->from, a->object_id, a);
+  rd__flush_soon();
   pthread_mutex_unlock(&G.mu);
   if (r == 0) out->id = a->object_id;
   return r;
+}
+
+int rd_call_arg_refs(rd_call *call, size_t i, rd_ref *out, size_t max, size_t *n_out) {
+  if (!call || !n_out || i >= call->nargs) return RD_EINVAL;
+  const Rd__Arg *a = call->msg && i < call->msg->n_args ? call->msg->args[i] : NULL;
+  if (!a || !a->borrow_list) {
+    rd__log(RD_LOG_WARN, "'%s': argument %zu is not a list of borrowed refs (rd_arg_borrow_refs)", call->func, i);
+    return RD_EINVAL;
+  }
+  *n_out = a->n_borrow_ids;
+  if (!out) return 0;
+  if (max < a->n_borrow_ids) return RD_EINVAL;
+  int r = 0;
+  size_t k = 0;
+  pthread_mutex_lock(&G.mu);
+  for (; k < a->n_borrow_ids && r == 0; k++) {
+    r = rd__borrow_ref(call->from, a->borrow_ids[k], NULL);
+    out[k].id = a->borrow_ids[k];
+  }
+  rd__flush_soon();
+  if (r != 0) {   /* all or nothing: drop those taken */
+    pthread_mutex_unlock(&G.mu);
+    for (size_t j = 0; j + 1 < k; j++) rd_ref_release(out[j]);
+    return r;
+  }
+  pthread_mutex_unlock(&G.mu);
+  return 0;
 }
 
 void *rd_return_alloc(rd_call *call, size_t i, size_t size) {

@@ -84,16 +84,63 @@ RD_REMOTE(inspect) {
   return rd_return_bytes(call, 0, g, n * sizeof(got));
 }
 
-/* Misuse inside a task: rd_arg on a borrowed argument, rd_call_arg_ref on a
- * value, an index out of range.  Returns the three codes. */
+/* Misuse inside a task (arguments: a borrowed ref, a value, a list of three
+ * borrowed refs): rd_arg on a borrowed argument and on a list,
+ * rd_call_arg_ref on a value, on a list and out of range, rd_call_arg_refs
+ * on a single ref and with too little room.  Returns the codes, then the
+ * list's length. */
 RD_REMOTE(misuse) {
-  long codes[3];
+  long codes[8];
   rd_buf b;
-  rd_ref r;
+  rd_ref r, rs[3];
+  size_t n = 0;
   codes[0] = rd_arg(call, 0, &b);
   codes[1] = rd_call_arg_ref(call, 1, &r);
   codes[2] = rd_call_arg_ref(call, 9, &r);
+  codes[3] = rd_arg(call, 2, &b);
+  codes[4] = rd_call_arg_ref(call, 2, &r);
+  codes[5] = rd_call_arg_refs(call, 0, NULL, 0, &n);
+  codes[6] = rd_call_arg_refs(call, 2, rs, 2, &n);
+  codes[7] = (long)n;
   return rd_return_bytes(call, 0, codes, sizeof(codes));
+}
+
+/* Argument 0 is a list of borrowed refs to longs, argument 1 the number of
+ * them to skip at the end (read separately, as bytes).  Returns {count,
+ * sum of the longs, FNV hash of the rest, seconds from submission to start}. */
+RD_REMOTE(sum_list) {
+  double started = now_s();
+  size_t n = 0;
+  if (rd_call_arg_refs(call, 0, NULL, 0, &n) != 0) return rd_call_fail(call, "not a list");
+  long skip = arg_long(call, 1);
+  rd_ref *refs = malloc((n ? n : 1) * sizeof(*refs));
+  rd_buf *bufs = malloc((n ? n : 1) * sizeof(*bufs));
+  if (!refs || !bufs) return rd_call_fail(call, "out of memory");
+  size_t got_n = 0;
+  int e = rd_call_arg_refs(call, 0, refs, n, &got_n);
+  if (e != 0 || got_n != n) return rd_call_fail(call, "rd_call_arg_refs: %s", rd_err_name(e));
+  e = rd_get(refs, n, bufs, 30000);
+  if (e != 0) return rd_call_fail(call, "rd_get of %zu borrowed refs: %s", n, rd_err_name(e));
+  double out[4] = {(double)n, 0, 0, 0};
+  long sum = 0;
+  unsigned long h = 0;
+  for (size_t i = 0; i < n; i++) {
+    if (i + (size_t)skip < n) {
+      long v;
+      memcpy(&v, bufs[i].data, sizeof(v));
+      sum += v;
+    } else {
+      h ^= fnv(bufs[i].data, bufs[i].size);
+    }
+    rd_buf_release(&bufs[i]);
+    rd_ref_release(refs[i]);
+  }
+  free(refs);
+  free(bufs);
+  out[1] = (double)sum;
+  memcpy(&out[2], &h, sizeof(h));
+  out[3] = started;
+  return rd_return_bytes(call, 0, out, sizeof(out));
 }
 
 /* Argument 0 is borrowed: passes it on to `inspect` borrowed again and to
@@ -326,16 +373,22 @@ static int t_errors(void) {
   long v = 1;
   rd_ref rv;
   CHECK_EQ(rd_put(&v, sizeof(v), &rv), 0);
-  CHECK_EQ(rd_submit(misuse, RD_ARGS(rd_arg_borrow(rv), rd_arg_bytes(&v, sizeof(v))), NULL, &out), 0);
-  long codes[3];
+  rd_ref three[3] = {rv, rv, rf};
+  CHECK_EQ(rd_submit(misuse, RD_ARGS(rd_arg_borrow(rv), rd_arg_bytes(&v, sizeof(v)), rd_arg_borrow_refs(three, 3)),
+                     NULL, &out), 0);
+  long codes[8];
   get_or_die(out, codes, sizeof(codes));
-  CHECK_EQ(codes[0], RD_EINVAL);
-  CHECK_EQ(codes[1], RD_EINVAL);
-  CHECK_EQ(codes[2], RD_EINVAL);
+  for (int i = 0; i < 7; i++) CHECK_EQ(codes[i], RD_EINVAL);
+  CHECK_EQ(codes[7], 3);   /* the short call still says how many */
 
   /* a ref this process does not hold */
   rd_ref gone = {rv.id + 1000};
   CHECK_EQ(rd_submit(inspect, RD_ARGS(rd_arg_borrow(gone)), NULL, &out), RD_EINVAL);
+  rd_ref with_gone[2] = {rv, gone};
+  CHECK_EQ(rd_submit(sum_list, RD_ARGS(rd_arg_borrow_refs(with_gone, 2)), NULL, &out), RD_EINVAL);
+  CHECK_EQ(rd_submit(sum_list, RD_ARGS(rd_arg_borrow_refs(NULL, 3)), NULL, &out), RD_EINVAL);
+  /* a list the task message could not carry is refused before it is read */
+  CHECK_EQ(rd_submit(sum_list, RD_ARGS(rd_arg_borrow_refs(with_gone, (size_t)(4 << 20) + 1)), NULL, &out), RD_EINVAL);
   /* constructors keep their arguments for restarts: values only */
   rd_actor a;
   CHECK_EQ(rd_actor_create(Acc, RD_ARGS(rd_arg_borrow(rv)), NULL, &a), RD_EINVAL);
@@ -361,6 +414,62 @@ static int t_chain(void) {
   CHECK_EQ((unsigned long)res[1], fnv(&v, sizeof(v)));
   CHECK_EQ(res[2], 1031);
   rd_ref_release(rp);
+  rd_shutdown();
+  return 0;
+}
+
+/* One task lent 2000 small puts, 5 results still being made and two store
+ * objects in one argument: it starts at once and reads them all with one
+ * rd_get (the requests for those not described in the task go out together). */
+static int t_list(void) {
+  init_or_die(8);   /* the five sleeping tasks and the reader run at once */
+  enum { NSMALL = 2000, NPEND = 5, NBIG = 2 };
+  size_t n = NSMALL + NPEND + NBIG;
+  rd_ref *refs = malloc(n * sizeof(*refs));
+  CHECK(refs);
+  long want = 0;
+  for (long i = 0; i < NSMALL; i++) {
+    long v = i * 3 + 1;
+    want += v;
+    CHECK_EQ(rd_put(&v, sizeof(v), &refs[i]), 0);
+  }
+  for (long i = 0; i < NPEND; i++) {
+    refs[NSMALL + i] = submit_slow(600 + 100 * i, 1000 + i);
+    want += 1000 + i;
+  }
+  size_t big_n = 1u << 20;
+  unsigned char *big = malloc(big_n);
+  CHECK(big);
+  unsigned long want_h = 0;
+  for (int k = 0; k < NBIG; k++) {
+    for (size_t i = 0; i < big_n; i++) big[i] = (unsigned char)(i * 5 + (size_t)k);
+    CHECK_EQ(rd_put(big, big_n, &refs[NSMALL + NPEND + k]), 0);
+    want_h ^= fnv(big, big_n);
+  }
+  long skip = NBIG;
+  double t0 = now_s();
+  rd_ref out;
+  CHECK_EQ(rd_submit(sum_list, RD_ARGS(rd_arg_borrow_refs(refs, n), rd_arg_bytes(&skip, sizeof(skip))), NULL, &out), 0);
+  for (size_t i = 0; i < n; i++) rd_ref_release(refs[i]);   /* the task holds them */
+  double res[4];
+  get_or_die(out, res, sizeof(res));
+  unsigned long h;
+  memcpy(&h, &res[2], sizeof(h));
+  printf("%zu borrowed refs: sum %.0f (want %ld), started %.2f s after submission, %.2f s in all\n", n, res[1], want,
+         res[3] - t0, now_s() - t0);
+  CHECK_EQ((long)res[0], (long)n);
+  CHECK_EQ((long)res[1], want);
+  CHECK(h == want_h);
+  CHECK(res[3] - t0 < 0.5);   /* not held back by the pending five */
+  rd_node_info ni;
+  for (int i = 0; i < 100; i++) {
+    CHECK_EQ(rd_node_info_get(&ni), 0);
+    if (ni.store_used == 0) break;
+    usleep(20000);
+  }
+  CHECK_EQ(ni.store_used, 0);   /* the store objects went with the task */
+  free(refs);
+  free(big);
   rd_shutdown();
   return 0;
 }
@@ -432,7 +541,7 @@ static int t_actor(void) {
 
 static const rd_test_case tests[] = {
     {"values", t_values}, {"released", t_released}, {"errors", t_errors},
-    {"chain", t_chain},   {"many", t_many},         {"actor", t_actor},
+    {"chain", t_chain},   {"many", t_many},         {"actor", t_actor}, {"list", t_list},
 };
 
 RD_TEST_MAIN(tests)
