@@ -485,6 +485,17 @@ static int t_borrow(void) {
   rd_ref_release(made[1]);
   free(d);
   free(tw);
+  /* the copies b and c pulled go with the objects */
+  uint64_t ub = UINT64_MAX, uc = UINT64_MAX;
+  for (int i = 0; i < 50; i++) {
+    ub = store_used_on("only_b=1");
+    uc = store_used_on("only_c=1");
+    if (ub == 0 && uc == 0) break;
+    usleep(100000);
+  }
+  printf("stores of b and c after the release: %llu and %llu bytes\n", (unsigned long long)ub, (unsigned long long)uc);
+  CHECK_EQ(ub, 0);
+  CHECK_EQ(uc, 0);
   rd_shutdown();
   return 0;
 }
