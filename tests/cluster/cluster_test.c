@@ -428,6 +428,8 @@ RD_REMOTE(borrow_three) {
   return rd_return_bytes(call, 0, out, sizeof(out));
 }
 
+static void borrow_on_actor(rd_ref store_on_c);
+
 /* A task on b borrows a store object of this node, a small value, and a big
  * result still being made on c, and lends the first on to c: every read
  * crosses nodes (the answers through the bridged lease sockets, the bytes by
@@ -478,6 +480,7 @@ static int t_borrow(void) {
   CHECK_EQ(r[7], 0);
   CHECK(r[8] == fnv(d, n));
   CHECK(r[9] != ni.node_index && r[9] != r[0]);
+  borrow_on_actor(made[1]);
   rd_ref_release(out);
   rd_ref_release(big);
   rd_ref_release(sm);
@@ -677,6 +680,66 @@ RD_ACTOR_METHOD(Tally, exe_size) {
   if (stat("/proc/self/exe", &st) != 0) return rd_call_fail(call, "stat /proc/self/exe failed");
   uint64_t v = (uint64_t)st.st_size;
   return rd_return_bytes(call, 0, &v, sizeof(v));
+}
+
+/* Hashes borrowed arguments 0 and 1: {error, hash} each, then its node. */
+RD_ACTOR_METHOD(Tally, hash_borrowed) {
+  (void)state;
+  uint64_t out[5] = {0, 0, 0, 0, 0};
+  for (size_t i = 0; i < 2; i++) {
+    rd_ref r;
+    if (rd_call_arg_ref(call, i, &r) != 0) return rd_call_fail(call, "rd_call_arg_ref(%zu)", i);
+    rd_buf b;
+    int e = rd_get(&r, 1, &b, 60000);
+    out[2 * i] = (uint64_t)(int64_t)e;
+    if (e == 0) out[2 * i + 1] = fnv(b.data, b.size);
+    if (e != RD_ETIMEDOUT) rd_buf_release(&b);
+    rd_ref_release(r);
+  }
+  rd_node_info ni;
+  if (rd_node_info_get(&ni) == 0) out[4] = ni.node_index;
+  return rd_return_bytes(call, 0, out, sizeof(out));
+}
+
+/* An actor on c borrows from this driver (on a) a store object held on c and
+ * a result still being made on b: its questions cross the link over the
+ * bridged actor socket. */
+static void borrow_on_actor(rd_ref store_on_c) {
+  rd_actor_opts ao;
+  rd_actor_opts_init(&ao);
+  ao.resources = "only_c=1";
+  rd_actor a;
+  CHECK_EQ(rd_actor_create(Tally, RD_NO_ARGS, &ao, &a), 0);
+  rd_task_opts o;
+  rd_task_opts_init(&o);
+  o.resources = "only_b=1";
+  uint32_t args[2] = {500, 4242};
+  rd_ref pending, out;
+  CHECK_EQ(rd_submit(slow_where, RD_ARGS(rd_arg_bytes(&args[0], 4), rd_arg_bytes(&args[1], 4)), &o, &pending), 0);
+  CHECK_EQ(rd_actor_call(a, Tally_hash_borrowed, RD_ARGS(rd_arg_borrow(store_on_c), rd_arg_borrow(pending)), NULL, &out), 0);
+  rd_buf b;
+  int e = rd_get(&out, 1, &b, 60000);
+  if (e != 0) {
+    fprintf(stderr, "hash_borrowed: %s: %.*s\n", rd_err_name(e), (int)b.size, (const char *)b.data);
+    exit(1);
+  }
+  uint64_t res[5];
+  CHECK_EQ(b.size, sizeof(res));
+  memcpy(res, b.data, sizeof(res));
+  rd_buf_release(&b);
+  rd_buf bs, bp;
+  CHECK_EQ(rd_get(&store_on_c, 1, &bs, 60000), 0);
+  CHECK_EQ(rd_get(&pending, 1, &bp, 60000), 0);
+  printf("actor on node %llu: errors %lld %lld\n", (unsigned long long)res[4], (long long)res[0], (long long)res[2]);
+  CHECK_EQ(res[0], 0);
+  CHECK(res[1] == fnv(bs.data, bs.size));
+  CHECK_EQ(res[2], 0);
+  CHECK(res[3] == fnv(bp.data, bp.size));
+  rd_buf_release(&bs);
+  rd_buf_release(&bp);
+  rd_ref_release(out);
+  rd_ref_release(pending);
+  CHECK_EQ(rd_actor_kill(a, 1), 0);
 }
 
 /* Where the actor runs, and how often it was restarted. */
