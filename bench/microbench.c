@@ -408,6 +408,31 @@ static double t_memcpy(void) {
   return r;
 }
 
+/* Submit 100k no-op tasks, then wait for all with one call (rd_get, or
+ * rd_wait then rd_get): tasks per second.  The shape of a batch job that
+ * submits a large slice of its items before collecting them. */
+static double tasks_100k(int wait_first) {
+  enum { N = 100000 };
+  static rd_ref refs[N];
+  static rd_buf bufs[N];
+  long ops = 0;
+  double t0 = now();
+  while (now() - t0 < g_duration) {
+    for (int i = 0; i < N; i++) OK(rd_submit(noop, RD_NO_ARGS, NULL, &refs[i]));
+    if (wait_first && rd_wait(refs, N, N, RD_TIMEOUT_INF, NULL) != N) DIE("wait");
+    OK(rd_get(refs, N, bufs, RD_TIMEOUT_INF));
+    for (int i = 0; i < N; i++) {
+      rd_buf_release(&bufs[i]);
+      rd_ref_release(refs[i]);
+    }
+    ops += N;
+  }
+  return ops / (now() - t0);
+}
+
+static double t_get_100k(void) { return tasks_100k(0); }
+static double t_wait_100k(void) { return tasks_100k(1); }
+
 static double t_wait_1k(void) {
   long ops = 0;
   static rd_ref refs[1000];
@@ -455,6 +480,8 @@ int main(int argc, char **argv) {
   report("single_client_put_gigabytes", "GB/s", t_put_gigabytes);
   report("multi_client_put_gigabytes", "GB/s", t_multi_put_gb);
   report("single_client_wait_1k_refs", "", t_wait_1k);
+  report("single_client_tasks_100k_get", "(100k tasks, then one rd_get)", t_get_100k);
+  report("single_client_tasks_100k_wait_get", "(100k tasks, one rd_wait for all, one rd_get)", t_wait_100k);
   if (!g_filter || strstr(g_filter, "actor")) {
     g_actor = make_actor(1);
     g_actor_conc = make_actor(16);

@@ -1929,6 +1929,12 @@ static int obj_is_ready(const rd__obj *o) {
   return !o || o->state == OBJ_INLINE || o->state == OBJ_STORE || o->state == OBJ_FAILED;
 }
 
+/* For rd_wait: a ref released meanwhile (by another thread) is not ready. */
+static int ref_ready(uint64_t id) {
+  rd__obj *o = obj_get(id);
+  return o && obj_is_ready(o);
+}
+
 enum { BUF_NONE = 0, BUF_BLOB = 1, BUF_STORE = 2 };
 
 static void buf_fail(rd_buf *b, int err, rd__blob *msg) {
@@ -2020,10 +2026,18 @@ int rd_get(const rd_ref *refs, size_t n, rd_buf *out, int64_t timeout_ms) {
   int sent = 0;
   wait_block wb = {0, 0};
 again:
-  for (;;) {
-    size_t ready = 0;
-    for (size_t i = 0; i < n; i++) ready += obj_is_ready(obj_get(refs[i].id));
-    if (ready == n) break;
+  for (size_t first = 0;;) {
+    /* each wake-up looks from the first ref not yet ready on, so a get of
+     * many waits in one pass over them, not one per wake-up (a get of 100k
+     * results spent 99% of its time rescanning: quadratic) */
+    while (first < n && obj_is_ready(obj_get(refs[first].id))) first++;
+    if (first == n) {
+      /* and all are still ready (a lost result being rebuilt is pending again) */
+      size_t i = 0;
+      while (i < n && obj_is_ready(obj_get(refs[i].id))) i++;
+      if (i == n) break;
+      first = i;
+    }
     int64_t left;
     if (wait_left(deadline, &polled, &left)) { r = RD_ETIMEDOUT; goto out; }
     sent = 1;   /* the pump flushes every socket before it waits */
@@ -2165,22 +2179,36 @@ int rd_wait(const rd_ref *refs, size_t n, size_t num_ready, int64_t timeout_ms, 
     return RD_EINVAL;
   }
   uint64_t deadline = timeout_ms >= 0 ? rd__now_ns() + (uint64_t)timeout_ms * 1000000ull : 0;
-  int ready = 0, polled = 0;
+  int polled = 0;
   wait_block wb = {0, 0};
-  for (;;) {   /* as in rd_get, only the pump flushes (a wait that is over at once sends nothing) */
-    ready = 0;
-    for (size_t i = 0; i < n; i++) {
-      rd__obj *o = obj_get(refs[i].id);
-      int rdy = o && obj_is_ready(o);
-      if (ready_out) ready_out[i] = (uint8_t)rdy;
-      ready += rdy;
+  /* As in rd_get: the ready prefix only grows, and past it a wake-up counts
+   * only until num_ready is reached or out of reach, so waiting for all of
+   * many refs is one pass over them, not one per wake-up.  Only the pump
+   * flushes. */
+  for (size_t first = 0;;) {
+    while (first < n && ref_ready(refs[first].id)) first++;
+    size_t cnt = first;
+    /* stop once num_ready is reached, or out of reach (a wait for all) */
+    for (size_t i = first; i < n && cnt < num_ready && cnt + (n - i) >= num_ready; i++) cnt += ref_ready(refs[i].id);
+    if (G.dead) break;
+    if (cnt >= num_ready) {
+      /* and still so (a lost result being rebuilt is pending again) */
+      cnt = 0;
+      for (size_t i = 0; i < n; i++) cnt += ref_ready(refs[i].id);
+      if (cnt >= num_ready) break;
+      first = 0;
     }
-    if ((size_t)ready >= num_ready || G.dead) break;
     int64_t left;
     if (wait_left(deadline, &polled, &left)) break;
     if (rd__pump(wait_block_round(&wb, left)) < 0 && !G.dead) break;
   }
   wait_block_end(&wb);
+  int ready = 0;
+  for (size_t i = 0; i < n; i++) {
+    int rdy = ref_ready(refs[i].id);
+    if (ready_out) ready_out[i] = (uint8_t)rdy;
+    ready += rdy;
+  }
   pthread_mutex_unlock(&G.mu);
   return ready;
 }
