@@ -474,15 +474,8 @@ static void on_borrow_get(rd__lease *l, uint64_t oid) {
     o->bwait = p;
     o->capbwait = nc;
   }
-  if (l->nbw == l->capbw) {
-    int nc = l->capbw ? 2 * l->capbw : 4;
-    uint64_t *p = realloc(l->bw_oids, (size_t)nc * sizeof(*p));
-    if (!p) goto nomem;
-    l->bw_oids = p;
-    l->capbw = nc;
-  }
   o->bwait[o->nbwait++] = l;
-  l->bw_oids[l->nbw++] = oid;
+  l->nbw++;
   return;
 nomem:;
   Rd__BorrowReply m = RD__BORROW_REPLY__INIT;
@@ -492,19 +485,19 @@ nomem:;
   (void)rd__conn_send(&l->conn, RD__MSG_TYPE__MSG_BORROW_REPLY, &m.base, -1);
 }
 
-/* Lease l goes away: its waits for borrowed objects go with it. */
+/* Lease l goes away: its waits for borrowed objects go with it.  Rare (a
+ * worker gone while a task of it waited), so a pass over the objects rather
+ * than a list per lease that every answer would have to search. */
 static void lease_drop_borrows(rd__lease *l) {
-  for (int i = 0; i < l->nbw; i++) {
-    rd__obj *o = obj_get(l->bw_oids[i]);
-    if (!o) continue;
+  for (uint64_t i = 0; l->nbw && G.objs.slots && i <= G.objs.mask; i++) {
+    rd__obj *o = G.objs.slots[i].val;
+    if (!o || !o->nbwait) continue;
     int k = 0;
     for (int j = 0; j < o->nbwait; j++)
       if (o->bwait[j] != l) o->bwait[k++] = o->bwait[j];
+      else l->nbw--;
     o->nbwait = k;
   }
-  free(l->bw_oids);
-  l->bw_oids = NULL;
-  l->nbw = l->capbw = 0;
 }
 
 /* Answer the borrowers waiting for o, which just became ready. */
@@ -514,12 +507,8 @@ static void borrow_answer_waiters(rd__obj *o) {
   o->bwait = NULL;
   o->nbwait = o->capbwait = 0;
   for (int i = 0; i < n; i++) {
-    rd__lease *l = bw[i];
-    borrow_answer(l, o, o->id);
-    int k = 0;
-    for (int j = 0; j < l->nbw; j++)
-      if (l->bw_oids[j] != o->id) l->bw_oids[k++] = l->bw_oids[j];
-    l->nbw = k;
+    borrow_answer(bw[i], o, o->id);
+    bw[i]->nbw--;
   }
   free(bw);
 }

@@ -118,8 +118,7 @@ struct rd__lease {
   int lost_err;             /* why a bridged (remote) worker went away, from its node */
   char lost_why[400];
   rd__actor *actor;         /* a connection to an actor, not a lease */
-  uint64_t *bw_oids;        /* objects whose MSG_BORROW_GET from this worker waits (their bwait lists it) */
-  int nbw, capbw;
+  size_t nbw;               /* MSG_BORROW_GETs from this worker waiting (objects' bwait lists) */
   rd__lease *next;
 };
 
