@@ -2365,6 +2365,27 @@ static int submit_task(const char *func, rd__sclass *cls, rd__actor *actor, cons
 }
 
 
+/* The arguments of a task or actor call, before anything is locked: a known
+ * kind, data where there are bytes or refs, a list the task message can
+ * carry.  RD_EINVAL with a log line naming `who` and `func`.  (Whether refs
+ * are live is checked under the lock, in submit_task.) */
+static int args_check(const char *who, const char *func, const rd_value *args, size_t nargs) {
+  for (size_t i = 0; i < nargs; i++) {
+    int kind = args[i].kind;
+    const char *bad = NULL;
+    if (kind < RD_VALUE_BYTES || kind > RD_VALUE_BORROW_LIST) bad = "has an unknown kind";
+    else if ((kind == RD_VALUE_BYTES || kind == RD_VALUE_BORROW_LIST) && args[i].size && !args[i].data)
+      bad = kind == RD_VALUE_BYTES ? "has no data" : "has no refs";
+    else if (kind == RD_VALUE_BORROW_LIST && args[i].size > BORROW_LIST_MAX)
+      bad = "lends more refs than the task message can carry (64 MiB)";
+    if (bad) {
+      rd__log(RD_LOG_WARN, "%s '%s': argument %zu (kind %d, size %zu) %s", who, func, i, kind, args[i].size, bad);
+      return RD_EINVAL;
+    }
+  }
+  return 0;
+}
+
 int rd_submit(const rd_function *fn, const rd_value *args, size_t nargs, const rd_task_opts *opts,
               rd_ref *refs_out) {
   rd_task_opts dflt;
@@ -2396,21 +2417,7 @@ int rd_submit(const rd_function *fn, const rd_value *args, size_t nargs, const r
     rd__log(RD_LOG_WARN, "rd_submit: %s", err);
     return r;
   }
-  for (size_t i = 0; i < nargs; i++) {
-    if (args[i].kind == RD_VALUE_BYTES) {
-      if (args[i].size && !args[i].data) { rd__log(RD_LOG_WARN, "rd_submit: argument %zu has no data", i); return RD_EINVAL; }
-    } else if (args[i].kind == RD_VALUE_BORROW_LIST) {
-      if (args[i].size && !args[i].data) { rd__log(RD_LOG_WARN, "rd_submit: argument %zu has no refs", i); return RD_EINVAL; }
-      if (args[i].size > BORROW_LIST_MAX) {
-        rd__log(RD_LOG_WARN, "rd_submit: argument %zu lends %zu refs (at most %d: the task message is limited to 64 MiB)",
-                i, args[i].size, BORROW_LIST_MAX);
-        return RD_EINVAL;
-      }
-    } else if (args[i].kind != RD_VALUE_REF && args[i].kind != RD_VALUE_BORROW) {
-      rd__log(RD_LOG_WARN, "rd_submit: argument %zu has unknown kind %d", i, args[i].kind);
-      return RD_EINVAL;
-    }
-  }
+  if (args_check("rd_submit", fn->name, args, nargs) != 0) return RD_EINVAL;
   LOCKED_OR(RD_ESTATE);
   if (G.dead) { pthread_mutex_unlock(&G.mu); return RD_ENODE_DIED; }
   if (!G.cluster && !rd_res_feasible(&G.totals, &res)) {
@@ -2718,14 +2725,7 @@ int rd_actor_call_by_name(rd_actor actor, const char *method, const rd_value *ar
     rd__log(RD_LOG_WARN, "rd_actor_call: invalid method, arguments or num_returns");
     return RD_EINVAL;
   }
-  for (size_t i = 0; i < nargs; i++) {
-    if (((args[i].kind == RD_VALUE_BYTES || args[i].kind == RD_VALUE_BORROW_LIST) && args[i].size && !args[i].data) ||
-        args[i].kind < RD_VALUE_BYTES || args[i].kind > RD_VALUE_BORROW_LIST ||
-        (args[i].kind == RD_VALUE_BORROW_LIST && args[i].size > BORROW_LIST_MAX)) {
-      rd__log(RD_LOG_WARN, "rd_actor_call '%s': bad argument %zu", method, i);
-      return RD_EINVAL;
-    }
-  }
+  if (args_check("rd_actor_call", method, args, nargs) != 0) return RD_EINVAL;
   LOCKED_OR(RD_ESTATE);
   int r;
   rd__actor *a = actor.id ? actor_get(actor.id, 1) : NULL;

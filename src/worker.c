@@ -550,9 +550,15 @@ int rd_call_cancelled(rd_call *call) {
   return __atomic_load_n(&call->cancelled, __ATOMIC_RELAXED);
 }
 
+/* Argument i as the task message has it; NULL for a constructor's call,
+ * which has no task message (its arguments are values). */
+static const Rd__Arg *call_arg_msg(const rd_call *call, size_t i) {
+  return call->msg && i < call->msg->n_args ? call->msg->args[i] : NULL;
+}
+
 int rd_arg(rd_call *call, size_t i, rd_buf *out) {
   if (!call || !out || i >= call->nargs) return RD_EINVAL;
-  const Rd__Arg *a = call->msg && i < call->msg->n_args ? call->msg->args[i] : NULL;
+  const Rd__Arg *a = call_arg_msg(call, i);
   if (a && (a->borrow || a->borrow_list)) {
     rd__log(RD_LOG_WARN, "'%s': argument %zu is a borrowed ref: take it with rd_call_arg_ref%s", call->func, i,
             a->borrow_list ? "s" : "");
@@ -565,8 +571,7 @@ int rd_arg(rd_call *call, size_t i, rd_buf *out) {
 
 int rd_call_arg_ref(rd_call *call, size_t i, rd_ref *out) {
   if (!call || !out || i >= call->nargs) return RD_EINVAL;
-  /* a constructor's call has no task message: its arguments are values */
-  const Rd__Arg *a = call->msg && i < call->msg->n_args ? call->msg->args[i] : NULL;
+  const Rd__Arg *a = call_arg_msg(call, i);
   if (!a || !a->borrow) {
     rd__log(RD_LOG_WARN, "'%s': argument %zu is a value, not a borrowed ref (rd_arg_borrow)", call->func, i);
     return RD_EINVAL;
@@ -581,7 +586,7 @@ int rd_call_arg_ref(rd_call *call, size_t i, rd_ref *out) {
 
 int rd_call_arg_refs(rd_call *call, size_t i, rd_ref *out, size_t max, size_t *n_out) {
   if (!call || !n_out || i >= call->nargs) return RD_EINVAL;
-  const Rd__Arg *a = call->msg && i < call->msg->n_args ? call->msg->args[i] : NULL;
+  const Rd__Arg *a = call_arg_msg(call, i);
   if (!a || !a->borrow_list) {
     rd__log(RD_LOG_WARN, "'%s': argument %zu is not a list of borrowed refs (rd_arg_borrow_refs)", call->func, i);
     return RD_EINVAL;
