@@ -379,17 +379,22 @@ static uint64_t store_used_on(const char *resources) {
   return used;
 }
 
+/* Read r: out[0] the error of rd_get, out[1] the hash of the bytes. */
+static void hash_ref(rd_ref r, uint64_t out[2]) {
+  rd_buf b;
+  int e = rd_get(&r, 1, &b, 60000);
+  out[0] = (uint64_t)(int64_t)e;
+  out[1] = e == 0 ? fnv(b.data, b.size) : 0;
+  if (e != RD_ETIMEDOUT) rd_buf_release(&b);
+}
+
 /* Borrowed refs across nodes: hash the object behind borrowed argument 0.
  * Returns {error, hash, node}. */
 RD_REMOTE(borrow_hash) {
   rd_ref r;
   if (rd_call_arg_ref(call, 0, &r) != 0) return rd_call_fail(call, "rd_call_arg_ref");
-  rd_buf b;
   uint64_t out[3] = {0, 0, 0};
-  int e = rd_get(&r, 1, &b, 60000);
-  out[0] = (uint64_t)(int64_t)e;
-  if (e == 0) out[1] = fnv(b.data, b.size);
-  if (e != RD_ETIMEDOUT) rd_buf_release(&b);
+  hash_ref(r, out);
   rd_ref_release(r);
   rd_node_info ni;
   if (rd_node_info_get(&ni) == 0) out[2] = ni.node_index;
@@ -411,13 +416,7 @@ RD_REMOTE(borrow_three) {
   o.resources = "only_c=1";
   rd_ref inner;
   if (rd_submit(borrow_hash, RD_ARGS(rd_arg_borrow(r[0])), &o, &inner) != 0) return rd_call_fail(call, "submit");
-  for (int i = 0; i < 3; i++) {
-    rd_buf b;
-    int e = rd_get(&r[i], 1, &b, 60000);
-    out[1 + 2 * i] = (uint64_t)(int64_t)e;
-    if (e == 0) out[2 + 2 * i] = fnv(b.data, b.size);
-    if (e != RD_ETIMEDOUT) rd_buf_release(&b);
-  }
+  for (int i = 0; i < 3; i++) hash_ref(r[i], &out[1 + 2 * i]);
   rd_buf b;
   int e = rd_get(&inner, 1, &b, 60000);
   if (e != 0) return rd_call_fail(call, "inner: %s", rd_err_name(e));
@@ -689,11 +688,7 @@ RD_ACTOR_METHOD(Tally, hash_borrowed) {
   for (size_t i = 0; i < 2; i++) {
     rd_ref r;
     if (rd_call_arg_ref(call, i, &r) != 0) return rd_call_fail(call, "rd_call_arg_ref(%zu)", i);
-    rd_buf b;
-    int e = rd_get(&r, 1, &b, 60000);
-    out[2 * i] = (uint64_t)(int64_t)e;
-    if (e == 0) out[2 * i + 1] = fnv(b.data, b.size);
-    if (e != RD_ETIMEDOUT) rd_buf_release(&b);
+    hash_ref(r, &out[2 * i]);
     rd_ref_release(r);
   }
   rd_node_info ni;

@@ -272,6 +272,18 @@ static void get_or_die(rd_ref r, void *out, size_t size) {
   rd_ref_release(r);
 }
 
+/* The node's store use once it reaches 0, or after 2 s (deletes travel
+ * with the next flush, so they lag the last release a little). */
+static uint64_t store_used_settled(void) {
+  rd_node_info ni;
+  for (int i = 0; i < 100; i++) {
+    CHECK_EQ(rd_node_info_get(&ni), 0);
+    if (ni.store_used == 0) break;
+    usleep(20000);
+  }
+  return ni.store_used;
+}
+
 static rd_ref submit_slow(long ms, long v) {
   rd_ref r;
   CHECK_EQ(rd_submit(slow_value, RD_ARGS(rd_arg_bytes(&ms, sizeof(ms)), rd_arg_bytes(&v, sizeof(v))), NULL, &r), 0);
@@ -352,14 +364,9 @@ static int t_released(void) {
   CHECK_EQ(g[0].hash, fnv(big, big_n));
   CHECK_EQ(g[1].err, 0);
   CHECK_EQ(g[1].hash, fnv(&five, sizeof(five)));
-  rd_node_info ni;
-  for (int i = 0; i < 100; i++) {
-    CHECK_EQ(rd_node_info_get(&ni), 0);
-    if (ni.store_used == 0) break;
-    usleep(20000);
-  }
-  printf("store after the task: %llu bytes\n", (unsigned long long)ni.store_used);
-  CHECK_EQ(ni.store_used, 0);
+  uint64_t used = store_used_settled();
+  printf("store after the task: %llu bytes\n", (unsigned long long)used);
+  CHECK_EQ(used, 0);
   free(big);
   rd_shutdown();
   return 0;
@@ -470,13 +477,7 @@ static int t_list(void) {
   CHECK_EQ((long)res[1], want);
   CHECK(h == want_h);
   CHECK(res[3] - t0 < 0.5);   /* not held back by the pending five */
-  rd_node_info ni;
-  for (int i = 0; i < 100; i++) {
-    CHECK_EQ(rd_node_info_get(&ni), 0);
-    if (ni.store_used == 0) break;
-    usleep(20000);
-  }
-  CHECK_EQ(ni.store_used, 0);   /* the store objects went with the task */
+  CHECK_EQ(store_used_settled(), 0);   /* the store objects went with the task */
   free(refs);
   free(big);
   rd_shutdown();
