@@ -35,7 +35,10 @@ extern char **environ;
 
 
 /* Field 22 of /proc/PID/stat: when the process started, in clock ticks. */
-static unsigned long long proc_start_time(int pid) {
+/* A process's start time (clock ticks after boot), 0 when there is none;
+ * *state gets its state letter ('Z': it has exited, not yet reaped). */
+static unsigned long long proc_start_time(int pid, char *state) {
+  *state = 0;
   char path[64], buf[1024];
   snprintf(path, sizeof(path), "/proc/%d/stat", pid);
   int fd = open(path, O_RDONLY | O_CLOEXEC);
@@ -49,7 +52,8 @@ static unsigned long long proc_start_time(int pid) {
   unsigned long long v = 0;
   int field = 2;
   for (char *tok = strtok(p + 1, " "); tok; tok = strtok(NULL, " ")) {
-    if (++field == 22) {
+    if (++field == 3) *state = tok[0];
+    if (field == 22) {
       v = strtoull(tok, NULL, 10);
       break;
     }
@@ -78,7 +82,13 @@ static int read_recorded(const char *dir, recorded *out) {
   return n;
 }
 
-static int recorded_alive(const recorded *r) { return r->pid > 0 && proc_start_time(r->pid) == r->start; }
+/* A zombie counts as gone: it has exited and freed what it held; only its
+ * parent's (often init's, for these detached processes) reaping is left,
+ * which can take seconds. */
+static int recorded_alive(const recorded *r) {
+  char state;
+  return r->pid > 0 && proc_start_time(r->pid, &state) == r->start && state != 'Z';
+}
 
 /* Are the processes recorded in dir/pids still running? */
 static int session_live(const char *dir) {
@@ -149,7 +159,8 @@ static int append_pid(const char *dir, const char *name, int pid) {
   snprintf(path, sizeof(path), "%s/pids", dir);
   FILE *f = fopen(path, "a");
   if (!f) return -1;
-  fprintf(f, "%s %d %llu\n", name, pid, proc_start_time(pid));
+  char state;
+  fprintf(f, "%s %d %llu\n", name, pid, proc_start_time(pid, &state));
   fclose(f);
   return 0;
 }
