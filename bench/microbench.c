@@ -430,6 +430,45 @@ static double tasks_100k(int wait_first) {
   return ops / (now() - t0);
 }
 
+/* A streaming task yields 8-byte items without end; the driver takes them
+ * one by one (rd_stream_next, rd_get, release) for the duration, then
+ * cancels it: items per second through one stream. */
+RD_REMOTE(stream_forever) {
+  for (long i = 0;; i++) {
+    int r = rd_yield(call, &i, sizeof(i));
+    if (r == RD_ECANCELED) return 0;
+    if (r != 0) return r;
+  }
+}
+
+static double stream_items(int window) {
+  rd_task_opts o;
+  rd_task_opts_init(&o);
+  o.num_returns = RD_STREAMING;
+  o.stream_window = window;
+  rd_ref s, it;
+  OK(rd_submit(stream_forever, RD_NO_ARGS, &o, &s));
+  long ops = 0;
+  double t0 = now();
+  while (now() - t0 < g_duration) {
+    OK(rd_stream_next(s, &it, RD_TIMEOUT_INF));
+    rd_buf b;
+    OK(rd_get(&it, 1, &b, RD_TIMEOUT_INF));
+    if (b.size != sizeof(long) || *(const long *)b.data != ops) DIE("stream item %ld out of order", ops);
+    rd_buf_release(&b);
+    rd_ref_release(it);
+    ops++;
+  }
+  double rate = ops / (now() - t0);
+  OK(rd_cancel(s, 0));
+  while (rd_stream_next(s, &it, RD_TIMEOUT_INF) == 0) rd_ref_release(it);
+  rd_ref_release(s);
+  return rate;
+}
+
+static double t_stream(void) { return stream_items(0); }
+static double t_stream_unlimited(void) { return stream_items(-1); }
+
 static double t_get_100k(void) { return tasks_100k(0); }
 static double t_wait_100k(void) { return tasks_100k(1); }
 
@@ -482,6 +521,8 @@ int main(int argc, char **argv) {
   report("single_client_wait_1k_refs", "", t_wait_1k);
   report("single_client_tasks_100k_get", "(100k tasks, then one rd_get)", t_get_100k);
   report("single_client_tasks_100k_wait_get", "(100k tasks, one rd_wait for all, one rd_get)", t_wait_100k);
+  report("single_client_stream_items", "(8-byte items of one streaming task, window 64)", t_stream);
+  report("single_client_stream_items_unlimited", "(the same, stream_window -1)", t_stream_unlimited);
   if (!g_filter || strstr(g_filter, "actor")) {
     g_actor = make_actor(1);
     g_actor_conc = make_actor(16);

@@ -209,7 +209,7 @@ typedef struct rd_task_opts {
   double num_gpus;        /* default 0; fractions below 1 are packed onto one GPU */
   uint64_t memory;        /* bytes of memory budget, default 0 */
   const char *resources;  /* custom resources "name=amount,...", or NULL */
-  int num_returns;        /* default 1, at most RD_MAX_RETURNS */
+  int num_returns;        /* default 1, at most RD_MAX_RETURNS; or RD_STREAMING */
   int max_retries;        /* re-runs if the worker dies; default 3, -1 = default */
   int priority;           /* larger runs first; default 0 */
   /* Where it runs on a multi-node cluster (ignored on an embedded one):
@@ -230,7 +230,21 @@ typedef struct rd_task_opts {
    * fails with RD_EPG_REMOVED. */
   rd_pg placement_group;
   int bundle_index;
+  /* RD_STREAMING only: items the task may yield ahead of the caller's
+   * rd_stream_next (it waits in rd_yield beyond that); 0: the default, 64;
+   * -1: no limit. */
+  int stream_window;
 } rd_task_opts;
+
+/* num_returns for a streaming task or actor call (Ray's generators with
+ * num_returns="streaming"): it calls rd_yield for each item, any number of
+ * them, and its caller takes each as it comes with rd_stream_next(), while
+ * the task still runs.  The one ref rd_submit fills (the stream's) is ready
+ * once the task has ended: rd_get gives the item count (uint64_t, host
+ * order), or the task's error.  A retried task (its worker died) runs again
+ * from the start and its first items, delivered already, are skipped: the
+ * task must yield the same items in the same order each time. */
+#define RD_STREAMING (-1)
 
 enum { RD_STRATEGY_DEFAULT = 0, RD_STRATEGY_SPREAD = 1, RD_STRATEGY_NODE_AFFINITY = 2 };
 
@@ -259,6 +273,16 @@ RD_EXTERN int rd_submit_by_name(const char *name, const rd_value *args, size_t n
  * RD_ESTATE before rd_init. */
 RD_EXTERN int rd_cancel(rd_ref ref, int force) RD_MUST_CHECK;
 
+/* The next item of a streaming task (stream: the ref its rd_submit or
+ * rd_actor_call filled), in the order it yielded them: 0 with *item holding
+ * one reference.  Once every item is taken: RD_EEND when the task succeeded,
+ * else its error (rd_get on stream has the message), RD_ECANCELED after
+ * rd_cancel.  RD_ETIMEDOUT when none came within timeout_ms (-1: no limit);
+ * RD_EINVAL when stream is not a live stream ref of this process.
+ * Releasing the stream ref drops the items not yet taken (and the ones that
+ * come later); the task runs on to its end. */
+RD_EXTERN int rd_stream_next(rd_ref stream, rd_ref *item, int64_t timeout_ms) RD_MUST_CHECK;
+
 /* ------------------------------------------------ inside a remote function */
 
 RD_EXTERN size_t rd_call_nargs(const rd_call *call);
@@ -284,6 +308,12 @@ RD_EXTERN size_t rd_call_nreturns(const rd_call *call);
 RD_EXTERN void *rd_return_alloc(rd_call *call, size_t i, size_t size);
 /* Copy `size` bytes as return value i. */
 RD_EXTERN int rd_return_bytes(rd_call *call, size_t i, const void *data, size_t size) RD_MUST_CHECK;
+/* A streaming call (RD_STREAMING) yields its next item: size bytes, copied
+ * (inline when small, into the store when large).  Waits while the caller
+ * has stream_window items not yet taken.  0; RD_EINVAL (not a streaming
+ * call, NULL data); RD_ESTORE_FULL / RD_E2BIG; RD_ECANCELED when the caller
+ * cancelled the task or went away (return then: nothing more reaches it). */
+RD_EXTERN int rd_yield(rd_call *call, const void *data, size_t size) RD_MUST_CHECK;
 /* Record a failure message; returns RD_ETASK so `return rd_call_fail(...)`
  * reads naturally.  The caller's rd_get returns RD_ETASK with this message. */
 RD_EXTERN int rd_call_fail(rd_call *call, const char *fmt, ...)

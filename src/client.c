@@ -104,10 +104,15 @@ static void queue_release(uint64_t id, int del, uint32_t node);
 /* Drop the object when nobody references or needs it any more. */
 static void lineage_drop(rd__task *t);
 
+static void stream_abandon(rd__stream *st);
+static void stream_gen_gone(rd__stream *st);
+
 static void obj_maybe_free(rd__obj *o) {
   if (o->refs > 0 || o->uses > 0 || o->ndeps > 0 || o->nbwait > 0) return;
+  if (o->stream) stream_abandon(o->stream);   /* nobody can take its items any more */
   if (o->state == OBJ_PENDING && !o->borrowed) return;
   rd__u64map_del(&G.objs, o->id);
+  if (o->stream) stream_gen_gone(o->stream);
   if (o->borrowed) {
     /* a proxy: the object is its owner's to delete; an answer still on its
      * way finds nothing and is dropped */
@@ -223,7 +228,10 @@ static void class_enqueue(rd__sclass *c, rd__task *t, int front) {
 
 /* ------------------------------------------------------------- tasks */
 
+static void stream_task_gone(rd__stream *st);
+
 static void task_free(rd__task *t) {
+  if (t->stream) stream_task_gone(t->stream);
   for (int i = 0; i < t->nargs; i++) {
     for (size_t k = 0; k < t->args[i].nlist; k++) {
       rd__obj *o = obj_get(t->args[i].list[k]);
@@ -595,6 +603,160 @@ int rd__borrow_ref(rd__serve *s, uint64_t oid, const Rd__Arg *a) {
 
 void rd__flush_soon(void) { flush_or_wake(); }
 
+/* ---- streaming tasks (RD_STREAMING) ----
+ *
+ * The task yields items one by one (rd_yield); each comes to its owner as a
+ * MSG_STREAM_ITEM on the lease or actor socket, made under the next of the
+ * ids the owner granted.  The owner grants ids ahead as the caller takes
+ * items (rd_stream_next), at most `window` beyond the last one taken: the
+ * producer waits in rd_yield for the next grant (MSG_STREAM_GRANT), which is
+ * the backpressure.  An attempt that dies is run again (max_retries) with
+ * the items delivered so far skipped; the ids it was granted and did not
+ * use are deleted from the store, in case it made them and died before
+ * saying so. */
+
+#define STREAM_WINDOW_DEFAULT 64
+#define STREAM_AHEAD 64   /* ids granted ahead of the items come, without a window */
+
+/* Items it may make in all, by the current grants policy. */
+static uint64_t stream_target(const rd__stream *st) {
+  if (st->abandoned || st->window < 0) return st->received + STREAM_AHEAD;
+  return st->taken + (uint64_t)st->window;
+}
+
+/* n more ids, granted to the attempt; returns how many (fewer without memory). */
+static size_t stream_add_ids(rd__stream *st, size_t n) {
+  size_t k = 0;
+  for (; k < n; k++)
+    if (rd__idq_push(&st->grants, rd__oid_make(G.client_id, ++G.next_seq)) != 0) break;
+  st->limit += k;
+  return k;
+}
+
+/* Tell the running attempt about more ids, when the policy allows a batch
+ * of them (or any, when it has none left). */
+static void stream_grant(rd__stream *st) {
+  rd__task *t = st->task;
+  if (!t || !t->lease || t->cancelled) return;
+  uint64_t target = stream_target(st);
+  if (target <= st->limit) return;
+  uint64_t batch = st->abandoned || st->window < 0 ? STREAM_AHEAD / 4 : (uint64_t)st->window / 4;
+  if (target - st->limit < batch && st->limit > st->received) return;
+  size_t n = stream_add_ids(st, (size_t)(target - st->limit));
+  if (!n) return;
+  Rd__StreamGrant m = RD__STREAM_GRANT__INIT;
+  m.task_id = t->task_id;
+  m.n_ids = n;
+  m.ids = &st->grants.v[st->grants.len - n];
+  (void)rd__conn_send(&t->lease->conn, RD__MSG_TYPE__MSG_STREAM_GRANT, &m.base, -1);
+  flush_or_wake();
+}
+
+/* Ids granted and not used: with del, deleted from the store (an attempt
+ * that died may have made one without saying so). */
+static void stream_drop_grants(rd__stream *st, int del) {
+  while (del && rd__idq_count(&st->grants)) queue_release(rd__idq_pop(&st->grants), 1, st->node);
+  st->grants.head = st->grants.len = 0;
+  st->limit = st->received;
+}
+
+/* An attempt of the task is being sent: where it starts, and its first ids. */
+static void stream_attempt(rd__stream *st, Rd__Task *m) {
+  stream_drop_grants(st, 1);
+  uint64_t target = stream_target(st);
+  size_t n = target > st->limit ? stream_add_ids(st, (size_t)(target - st->limit)) : 0;
+  m->streaming = 1;
+  m->stream_skip = st->received;
+  m->n_return_ids = 0;
+  m->return_ids = NULL;
+  m->n_stream_ids = n;
+  m->stream_ids = n ? &st->grants.v[st->grants.len - n] : NULL;
+}
+
+static void stream_free(rd__stream *st) {
+  free(st->items.v);
+  free(st->grants.v);
+  free(st);
+}
+
+/* The stream object's last reference went: drop what waits to be taken,
+ * and let the task run on to its end without waiting for takers. */
+static void stream_abandon(rd__stream *st) {
+  if (st->abandoned) return;
+  st->abandoned = 1;
+  while (rd__idq_count(&st->items)) {
+    rd__obj *o = obj_get(rd__idq_pop(&st->items));
+    if (o && o->refs > 0) {
+      o->refs--;
+      obj_maybe_free(o);
+    }
+  }
+  stream_grant(st);
+}
+
+static void stream_gen_gone(rd__stream *st) {
+  st->gen = 0;
+  if (!st->task) stream_free(st);
+}
+
+static void stream_task_gone(rd__stream *st) {
+  st->task = NULL;
+  stream_drop_grants(st, 1);
+  if (!st->gen) stream_free(st);
+}
+
+/* Item m->index of a streaming task in flight on l. */
+static void on_stream_item(rd__lease *l, const Rd__StreamItem *m) {
+  rd__task *t = l->inhead;
+  while (t && t->task_id != m->task_id) t = t->next;
+  rd__stream *st = t ? t->stream : NULL;
+  if (!st || !m->ret || m->index != st->received || !rd__idq_count(&st->grants) ||
+      st->grants.v[st->grants.head] != m->object_id) {
+    rd__log(RD_LOG_ERROR, "worker pid %d sent a stream item out of turn (task %llu, item %llu)", l->worker_pid,
+            (unsigned long long)m->task_id, (unsigned long long)m->index);
+    l->broken = 1;
+    return;
+  }
+  (void)rd__idq_pop(&st->grants);
+  st->received++;
+  if (m->ret->in_store) st->node = m->node;
+  rd__obj *gen = obj_get(st->gen);
+  rd__obj *o = NULL;
+  if (!t->cancelled && !st->abandoned && gen && gen->state == OBJ_PENDING) {
+    o = obj_new(m->object_id, m->ret->in_store ? OBJ_STORE : OBJ_INLINE);
+    if (o && m->ret->in_store) {
+      o->node = m->node;
+    } else if (o && !(o->blob = blob_new(m->ret->data.data, m->ret->data.len))) {
+      rd__u64map_del(&G.objs, o->id);
+      free(o);
+      o = NULL;
+    }
+    if (o && rd__idq_push(&st->items, o->id) != 0) {
+      o->refs = 0;
+      obj_maybe_free(o);   /* deletes it from the store */
+      o = NULL;
+    } else if (!o) {
+      if (m->ret->in_store) queue_release(m->object_id, 1, m->node);
+    }
+    if (!o) {   /* an item lost here fails the stream: the caller must not see a gap */
+      char msg[200];
+      snprintf(msg, sizeof(msg), "out of memory keeping item %llu of streaming task '%s'",
+               (unsigned long long)m->index, t->func);
+      rd__blob *b = blob_new(msg, strlen(msg));
+      obj_set_failed(gen, RD_ENOMEM, b);
+      blob_unref(b);
+      obj_ready(gen);
+      st->abandoned = 1;
+    } else {
+      o->ready_ns = rd__now_ns();
+      pthread_cond_broadcast(&G.cv);
+    }
+  } else if (m->ret->in_store) {
+    queue_release(m->object_id, 1, m->node);   /* nobody will take it */
+  }
+  stream_grant(st);
+}
+
 static void obj_ready(rd__obj *o) {
   o->ready_ns = rd__now_ns();
   rd__task **deps = o->deps;
@@ -672,6 +834,7 @@ static int lease_push(rd__lease *l, rd__task *t) {
       argv[i].node = o ? o->node : 0;
     }
   }
+  if (t->stream) stream_attempt(t->stream, &m);
   int r = rd__conn_send(&l->conn, RD__MSG_TYPE__MSG_TASK, &m.base, -1);
   if (r != 0) return r;
   t->lease = l;
@@ -680,6 +843,7 @@ static int lease_push(rd__lease *l, rd__task *t) {
   else l->inhead = t;
   l->intail = t;
   l->ninflight++;
+  l->nstream += t->stream != NULL;
   l->idle_since = 0;
   t->pushed_ns = rd__now_ns();
   return 0;
@@ -724,8 +888,12 @@ static void class_dispatch(rd__sclass *c) {
   int yield = higher_priority_waiting(c);
   while (c->qhead && !yield) {
     rd__lease *best = NULL;
+    /* a streaming task may wait in rd_yield for its caller as long as the
+     * caller likes: it goes only to an idle worker, and nothing is queued
+     * behind it there */
+    int cap = c->qhead->stream ? 1 : depth;
     for (rd__lease *l = c->leases; l; l = l->next)
-      if (!l->yielding && l->ninflight < depth && (!best || l->ninflight < best->ninflight)) best = l;
+      if (!l->yielding && !l->nstream && l->ninflight < cap && (!best || l->ninflight < best->ninflight)) best = l;
     if (!best) break;
     rd__task *t = c->qhead;
     c->qhead = t->next;
@@ -836,7 +1004,7 @@ static void lease_lost(rd__lease *l, const char *why) {
   rd__sclass *c = l->cls;
   rd__task *t = l->inhead;
   l->inhead = l->intail = NULL;
-  l->ninflight = 0;
+  l->ninflight = l->nstream = 0;
   int pid = l->worker_pid;
   int l_err = l->lost_err;
   char l_why[400];
@@ -899,6 +1067,33 @@ static void lease_lost(rd__lease *l, const char *why) {
  * (LeaseReturn with worker_lost); the cancelled tasks are dropped. */
 static void lease_kill(rd__lease *l) { lease_lost(l, NULL); }
 
+/* A streaming task ended well: its stream object says how many items came. */
+static void stream_end(rd__task *t, const Rd__TaskReply *m) {
+  rd__stream *st = t->stream;
+  rd__obj *o = obj_get(st->gen);
+  t->lease = NULL;
+  stream_drop_grants(st, 0);   /* it ended cleanly: it made nothing under the ids it did not use */
+  if (o && o->state == OBJ_PENDING) {
+    uint64_t n = st->received;
+    rd__blob *b = NULL;
+    if (m->stream_items != n) {
+      char msg[200];
+      snprintf(msg, sizeof(msg), "streaming task '%s' says it yielded %llu items, but %llu came", t->func,
+               (unsigned long long)m->stream_items, (unsigned long long)n);
+      b = blob_new(msg, strlen(msg));
+      obj_set_failed(o, RD_EPROTO, b);
+      blob_unref(b);
+    } else if ((b = blob_new(&n, sizeof(n))) != NULL) {
+      o->state = OBJ_INLINE;
+      o->blob = b;
+    } else {
+      obj_set_failed(o, RD_ENOMEM, NULL);
+    }
+    obj_ready(o);
+  }
+  task_free(t);
+}
+
 static void on_task_reply(rd__lease *l, Rd__TaskReply *m) {
   rd__task *t = l->inhead, *prev = NULL;
   while (t && t->task_id != m->task_id) { prev = t; t = t->next; }
@@ -910,6 +1105,7 @@ static void on_task_reply(rd__lease *l, Rd__TaskReply *m) {
   else l->inhead = t->next;
   if (l->intail == t) l->intail = prev;
   l->ninflight--;
+  l->nstream -= t->stream != NULL;
   uint64_t now = rd__now_ns();
   uint64_t start = t->pushed_ns > l->last_reply_ns ? t->pushed_ns : l->last_reply_ns;
   uint64_t svc = now > start ? now - start : 0;
@@ -924,6 +1120,8 @@ static void on_task_reply(rd__lease *l, Rd__TaskReply *m) {
   } else if (m->status != 0) {
     if (!lineage_arg_lost(t, m->status, m->lost_arg))
       task_fail(t, m->status, "%s", m->error && *m->error ? m->error : rd_strerror(m->status));
+  } else if (t->stream) {
+    stream_end(t, m);
   } else {
     int keep = lineage_wanted(t, m->node);
     t->lineage_refs++;   /* a return freed at once in obj_ready must not free t */
@@ -1286,6 +1484,14 @@ static void handle_lease_frame(rd__lease *l, const rd__frame *f) {
       return;
     }
   }
+  if (f->type == RD__MSG_TYPE__MSG_STREAM_ITEM) {
+    Rd__StreamItem *it = (Rd__StreamItem *)rd__frame_unpack(f, &rd__stream_item__descriptor);
+    if (it) {
+      on_stream_item(l, it);
+      protobuf_c_message_free_unpacked(&it->base, NULL);
+      return;
+    }
+  }
   Rd__TaskReply *m = f->type == RD__MSG_TYPE__MSG_TASK_REPLY
                          ? (Rd__TaskReply *)rd__frame_unpack(f, &rd__task_reply__descriptor) : NULL;
   if (!m) {
@@ -1304,6 +1510,7 @@ static void handle_serve_frame(rd__serve *s, const rd__frame *f) {
     case RD__MSG_TYPE__MSG_TASK: d = &rd__task__descriptor; break;
     case RD__MSG_TYPE__MSG_TASK_CANCEL: d = &rd__task_cancel__descriptor; break;
     case RD__MSG_TYPE__MSG_BORROW_REPLY: d = &rd__borrow_reply__descriptor; break;
+    case RD__MSG_TYPE__MSG_STREAM_GRANT: d = &rd__stream_grant__descriptor; break;
     default: break;
   }
   ProtobufCMessage *m = d ? rd__frame_unpack(f, d) : NULL;
@@ -1317,6 +1524,7 @@ static void handle_serve_frame(rd__serve *s, const rd__frame *f) {
       rd__worker_on_task(s, (Rd__Task *)m);   /* keeps the message */
       return;
     case RD__MSG_TYPE__MSG_TASK_CANCEL: rd__worker_on_cancel(s, ((Rd__TaskCancel *)m)->task_id); break;
+    case RD__MSG_TYPE__MSG_STREAM_GRANT: rd__worker_on_grant(s, (Rd__StreamGrant *)m); break;
     default: on_borrow_reply(s, (Rd__BorrowReply *)m); break;
   }
   protobuf_c_message_free_unpacked(m, NULL);
@@ -2202,6 +2410,55 @@ int rd_wait(const rd_ref *refs, size_t n, size_t num_ready, int64_t timeout_ms, 
   return ready;
 }
 
+int rd_stream_next(rd_ref stream, rd_ref *item, int64_t timeout_ms) {
+  if (!item) return RD_EINVAL;
+  LOCKED_OR(RD_ESTATE);
+  uint64_t deadline = timeout_ms >= 0 ? rd__now_ns() + (uint64_t)timeout_ms * 1000000ull : 0;
+  int polled = 0, r;
+  wait_block wb = {0, 0};
+  for (;;) {
+    rd__obj *o = obj_get(stream.id);
+    rd__stream *st = o ? o->stream : NULL;
+    if (!st) {
+      rd__log(RD_LOG_WARN, "rd_stream_next: %llx is not a live stream ref of this process (a streaming task's)",
+              (unsigned long long)stream.id);
+      r = RD_EINVAL;
+      break;
+    }
+    if (rd__idq_count(&st->items)) {
+      item->id = rd__idq_pop(&st->items);   /* its reference passes to the caller */
+      st->taken++;
+      stream_grant(st);
+      r = 0;
+      break;
+    }
+    if (o->state == OBJ_FAILED) {
+      r = o->err ? o->err : RD_ETASK;
+      break;
+    }
+    if (o->state != OBJ_PENDING) {
+      r = RD_EEND;
+      break;
+    }
+    int64_t left;
+    if (G.dead) {
+      r = RD_ENODE_DIED;
+      break;
+    }
+    if (wait_left(deadline, &polled, &left)) {
+      r = RD_ETIMEDOUT;
+      break;
+    }
+    if (rd__pump(wait_block_round(&wb, left)) < 0 && !G.dead) {
+      r = RD_ESYS;
+      break;
+    }
+  }
+  wait_block_end(&wb);
+  pthread_mutex_unlock(&G.mu);
+  return r;
+}
+
 void rd_task_opts_init(rd_task_opts *o) {
   memset(o, 0, sizeof(*o));
   o->num_cpus = 1;
@@ -2232,8 +2489,11 @@ static int opts_to_resources(const rd_task_opts *o, rd_resources *r, char *err, 
 /* Everything a task and an actor call share: arguments (large ones through
  * the store), dependencies, return objects.  Called with the mutex held;
  * exactly one of cls and actor is set.  Nothing changes on error. */
+/* stream_window: 0 for a task with nret returns; else a streaming task
+ * (nret 1, its stream object), which may yield that many items ahead (-1:
+ * any number). */
 static int submit_task(const char *func, rd__sclass *cls, rd__actor *actor, const rd_value *args, size_t nargs,
-                       int nret, int max_retries, rd_ref *refs_out) {
+                       int nret, int max_retries, int stream_window, rd_ref *refs_out) {
   size_t bytes = 0, nlist = 0;   /* inline bytes; borrowed ids in lists */
   for (size_t i = 0; i < nargs; i++) {
     if (args[i].kind == RD_VALUE_BYTES && args[i].size <= G.inline_max) bytes += args[i].size;
@@ -2266,6 +2526,8 @@ static int submit_task(const char *func, rd__sclass *cls, rd__actor *actor, cons
   rd__obj *rets[RD_MAX_RETURNS] = {0};
   int ok = t && (cls || actor) && rd__u64map_reserve(&G.objs, G.objs.count + (uint64_t)nret + nargs) == 0;
   for (int i = 0; ok && i < nret; i++) ok = (rets[i] = calloc(1, sizeof(rd__obj))) != NULL;
+  rd__stream *st = ok && stream_window ? calloc(1, sizeof(*st)) : NULL;
+  if (stream_window && !st) ok = 0;
   /* by-value arguments above the inline limit travel through the store once */
   uint64_t big_ids[RD_MAX_ARGS];
   int nbig = 0;
@@ -2283,6 +2545,7 @@ static int submit_task(const char *func, rd__sclass *cls, rd__actor *actor, cons
         obj_maybe_free(o);
       }
       for (int k = 0; k < RD_MAX_RETURNS; k++) free(rets[k]);
+      free(st);
       free(t);
       rd__flush_all();
       return cr;
@@ -2295,6 +2558,7 @@ static int submit_task(const char *func, rd__sclass *cls, rd__actor *actor, cons
   }
   if (!ok) {
     for (int k = 0; k < RD_MAX_RETURNS; k++) free(rets[k]);
+    free(st);
     free(t);
     return RD_ENOMEM;
   }
@@ -2349,6 +2613,12 @@ static int submit_task(const char *func, rd__sclass *cls, rd__actor *actor, cons
     rd__u64map_put(&G.objs, o->id, o);
     refs_out[i].id = t->ret_ids[i];
   }
+  if (st) {
+    st->gen = t->ret_ids[0];
+    st->task = t;
+    st->window = stream_window;
+    rets[0]->stream = t->stream = st;
+  }
   if (actor) {   /* calls keep their order: queued now, sent when their turn and arguments come */
     t->next = NULL;
     if (actor->qtail) actor->qtail->next = t;
@@ -2386,6 +2656,12 @@ static int args_check(const char *who, const char *func, const rd_value *args, s
   return 0;
 }
 
+/* submit_task's stream_window for these options (0: not streaming). */
+static int stream_window_of(const rd_task_opts *o) {
+  if (!o || o->num_returns != RD_STREAMING) return 0;
+  return o->stream_window ? o->stream_window : STREAM_WINDOW_DEFAULT;
+}
+
 int rd_submit(const rd_function *fn, const rd_value *args, size_t nargs, const rd_task_opts *opts,
               rd_ref *refs_out) {
   rd_task_opts dflt;
@@ -2397,8 +2673,11 @@ int rd_submit(const rd_function *fn, const rd_value *args, size_t nargs, const r
   int r = 0;
   if (!fn || !fn->name || !refs_out || (nargs && !args)) { snprintf(err, sizeof(err), "NULL function, args or refs"); r = RD_EINVAL; }
   else if (nargs > RD_MAX_ARGS) { snprintf(err, sizeof(err), "%zu arguments (at most %d)", nargs, RD_MAX_ARGS); r = RD_EINVAL; }
-  else if (opts->num_returns < 1 || opts->num_returns > RD_MAX_RETURNS) {
-    snprintf(err, sizeof(err), "num_returns %d (1..%d)", opts->num_returns, RD_MAX_RETURNS);
+  else if ((opts->num_returns < 1 && opts->num_returns != RD_STREAMING) || opts->num_returns > RD_MAX_RETURNS) {
+    snprintf(err, sizeof(err), "num_returns %d (1..%d, or RD_STREAMING)", opts->num_returns, RD_MAX_RETURNS);
+    r = RD_EINVAL;
+  } else if (opts->num_returns == RD_STREAMING && opts->stream_window < -1) {
+    snprintf(err, sizeof(err), "stream_window %d (-1, 0 for the default, or more)", opts->stream_window);
     r = RD_EINVAL;
   } else if (opts->max_retries < -1) { snprintf(err, sizeof(err), "max_retries %d", opts->max_retries); r = RD_EINVAL; }
   else if (opts->strategy < RD_STRATEGY_DEFAULT || opts->strategy > RD_STRATEGY_NODE_AFFINITY) {
@@ -2428,7 +2707,9 @@ int rd_submit(const rd_function *fn, const rd_value *args, size_t nargs, const r
     return RD_EINFEASIBLE;
   }
   rd__sclass *cls = class_get(&res, opts->priority, opts);
-  r = cls ? submit_task(fn->name, cls, NULL, args, nargs, opts->num_returns, opts->max_retries, refs_out) : RD_ENOMEM;
+  r = cls ? submit_task(fn->name, cls, NULL, args, nargs, opts->num_returns == RD_STREAMING ? 1 : opts->num_returns,
+                        opts->max_retries, stream_window_of(opts), refs_out)
+          : RD_ENOMEM;
   pthread_mutex_unlock(&G.mu);
   return r;
 }
@@ -2721,8 +3002,11 @@ int rd_actor_create(const rd_actor_class *cls, const rd_value *args, size_t narg
 int rd_actor_call_by_name(rd_actor actor, const char *method, const rd_value *args, size_t nargs,
                           const rd_task_opts *opts, rd_ref *refs_out) {
   int nret = opts ? opts->num_returns : 1;
-  if (!method || !refs_out || (nargs && !args) || nargs > RD_MAX_ARGS || nret < 1 || nret > RD_MAX_RETURNS) {
-    rd__log(RD_LOG_WARN, "rd_actor_call: invalid method, arguments or num_returns");
+  int window = stream_window_of(opts);
+  if (window) nret = 1;
+  if (!method || !refs_out || (nargs && !args) || nargs > RD_MAX_ARGS || nret < 1 || nret > RD_MAX_RETURNS ||
+      window < -1) {
+    rd__log(RD_LOG_WARN, "rd_actor_call: invalid method, arguments, num_returns or stream_window");
     return RD_EINVAL;
   }
   if (args_check("rd_actor_call", method, args, nargs) != 0) return RD_EINVAL;
@@ -2731,7 +3015,7 @@ int rd_actor_call_by_name(rd_actor actor, const char *method, const rd_value *ar
   rd__actor *a = actor.id ? actor_get(actor.id, 1) : NULL;
   if (G.dead) r = RD_ENODE_DIED;
   else if (!a) r = actor.id ? RD_ENOMEM : RD_EINVAL;
-  else r = submit_task(method, NULL, a, args, nargs, nret, 0, refs_out);
+  else r = submit_task(method, NULL, a, args, nargs, nret, 0, window, refs_out);
   pthread_mutex_unlock(&G.mu);
   return r;
 }

@@ -8,6 +8,8 @@
 
 #include <pthread.h>
 #include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
 #include <sys/types.h>
 
 #include "common.h"
@@ -25,6 +27,47 @@ typedef struct rd__blob {
 enum { OBJ_PENDING, OBJ_PUT_OPEN, OBJ_INLINE, OBJ_STORE, OBJ_FAILED };
 
 typedef struct rd__task rd__task;
+
+/* A FIFO of ids: v[head..len); room is made by moving down when full. */
+typedef struct rd__idq {
+  uint64_t *v;
+  size_t head, len, cap;
+} rd__idq;
+
+static inline size_t rd__idq_count(const rd__idq *q) { return q->len - q->head; }
+static inline uint64_t rd__idq_pop(rd__idq *q) { return q->v[q->head++]; }
+static inline int rd__idq_push(rd__idq *q, uint64_t id) {
+  if (q->len == q->cap && q->head > 0) {
+    memmove(q->v, q->v + q->head, (q->len - q->head) * sizeof(*q->v));
+    q->len -= q->head;
+    q->head = 0;
+  }
+  if (q->len == q->cap) {
+    size_t nc = q->cap ? 2 * q->cap : 16;
+    uint64_t *p = (uint64_t *)realloc(q->v, nc * sizeof(*p));
+    if (!p) return -1;
+    q->v = p;
+    q->cap = nc;
+  }
+  q->v[q->len++] = id;
+  return 0;
+}
+
+/* A streaming task's items (RD_STREAMING), kept by its owner: those come and
+ * not yet taken by rd_stream_next, and the ids granted to the running
+ * attempt for the next ones (item i is made under the i-th id granted).
+ * Lives while its stream object is referenced or its task is alive. */
+typedef struct rd__stream {
+  uint64_t gen;             /* the stream object: rd_get gives the item count */
+  rd__task *task;           /* NULL once the task has ended */
+  int window;               /* items it may yield ahead of rd_stream_next; -1: no limit */
+  int abandoned;            /* the stream ref was released: items are dropped as they come */
+  rd__idq items;            /* come, not taken */
+  uint64_t received, taken; /* items come (all attempts), taken by rd_stream_next */
+  rd__idq grants;           /* ids granted to the attempt and not used yet, in order */
+  uint64_t limit;           /* items the attempt may make (received + its unused grants) */
+  uint32_t node;            /* where its last store item was made (unused ids deleted there) */
+} rd__stream;
 
 typedef struct rd__obj {
   uint64_t id;
@@ -48,6 +91,7 @@ typedef struct rd__obj {
   struct rd__serve *from;
   struct rd__lease **bwait;
   int nbwait, capbwait;
+  rd__stream *stream;  /* a streaming task's stream object */
 } rd__obj;
 
 typedef struct rd__targ {
@@ -83,6 +127,7 @@ struct rd__task {
   int lin_linked;           /* on G.lineage */
   size_t bytes;             /* its allocation (lineage accounting) */
   rd__task *lin_prev, *lin_next;   /* G.lineage while kept */
+  rd__stream *stream;       /* RD_STREAMING: nret is 1, its stream object */
   rd__task *next;
   rd__targ args[];
 };
@@ -111,6 +156,7 @@ struct rd__lease {
   rd__sclass *cls;
   rd__task *inhead, *intail;
   int ninflight;
+  int nstream;              /* streaming tasks among them (nothing is queued behind one) */
   uint64_t idle_since;      /* 0 = busy */
   uint64_t last_reply_ns;
   int broken;               /* sent a malformed frame */
@@ -237,6 +283,7 @@ void rd__worker_on_assign(Rd__LeaseAssign *m, int fd);
 void rd__worker_on_attach(Rd__ActorAttach *m, int fd);
 void rd__worker_on_task(rd__serve *s, Rd__Task *m);
 void rd__worker_on_cancel(rd__serve *s, uint64_t task_id);
+void rd__worker_on_grant(rd__serve *s, const Rd__StreamGrant *m);
 /* A reference to object oid, borrowed by a task that came on s: one more
  * reference to the proxy, made the first time (from the answer in `ready`,
  * the task's argument, when it has one, else asked of s).  mu held. */

@@ -37,6 +37,10 @@ struct rd_call {
   int failed;
   int cancelled;            /* the owner cancelled it (TaskCancel); atomic */
   uint64_t polled_ns;       /* rd_call_cancelled last looked for frames */
+  /* a streaming call (RD_STREAMING): ids granted for its next items (G.mu) */
+  rd__idq sids;
+  uint64_t yielded;         /* items yielded, the skipped ones of earlier attempts included */
+  int yielding;             /* an rd_yield is under way (one at a time) */
   struct rd_call *next_running;
 };
 
@@ -126,7 +130,8 @@ void rd__worker_on_task(rd__serve *s, Rd__Task *m) {
  * dropped and answered RD_ECANCELED (the owner has failed its returns
  * already and only needs its slot back); one running is flagged for
  * rd_call_cancelled.  A task already answered is not found: nothing to do. */
-static void reply(rd__serve *s, uint64_t task_id, int status, const char *err, Rd__Ret **rets, size_t nrets);
+static void reply(rd__serve *s, uint64_t task_id, int status, const char *err, Rd__Ret **rets, size_t nrets,
+                  uint64_t stream_items);
 
 void rd__worker_on_cancel(rd__serve *s, uint64_t task_id) {
   for (rd__wtask **pp = &G.wq_head, *prev = NULL; *pp; prev = *pp, pp = &(*pp)->next) {
@@ -135,7 +140,7 @@ void rd__worker_on_cancel(rd__serve *s, uint64_t task_id) {
     *pp = w->next;
     if (G.wq_tail == w) G.wq_tail = prev;
     rd__log(RD_LOG_DEBUG, "task %llx cancelled by its owner before it started", (unsigned long long)task_id);
-    reply(s, task_id, RD_ECANCELED, "cancelled before it started", NULL, 0);
+    reply(s, task_id, RD_ECANCELED, "cancelled before it started", NULL, 0, 0);
     protobuf_c_message_free_unpacked(&w->msg->base, NULL);
     free(w);
     return;
@@ -145,6 +150,21 @@ void rd__worker_on_cancel(rd__serve *s, uint64_t task_id) {
       rd__log(RD_LOG_DEBUG, "task %llx (%s) cancelled by its owner while running", (unsigned long long)task_id, c->func);
       __atomic_store_n(&c->cancelled, 1, __ATOMIC_RELAXED);
     }
+}
+
+/* More ids for the items of a streaming call running here (G.mu held); a
+ * call that has ended meanwhile needs none. */
+void rd__worker_on_grant(rd__serve *s, const Rd__StreamGrant *m) {
+  for (rd_call *c = running; c; c = c->next_running) {
+    if (c->from != s || c->msg->task_id != m->task_id || !c->msg->streaming) continue;
+    for (size_t i = 0; i < m->n_ids; i++)
+      if (rd__idq_push(&c->sids, m->ids[i]) != 0) {
+        s->closed = 1;   /* ids lost: the owner would wait for items under them forever */
+        break;
+      }
+    pthread_cond_broadcast(&G.cv);
+    return;
+  }
 }
 
 /* Task run times for the node's metrics, sent as WorkerStats deltas: at most
@@ -231,9 +251,11 @@ static void reply_lost(rd__serve *s, uint64_t task_id, int status, const char *e
   if (rd__conn_send(&s->conn, RD__MSG_TYPE__MSG_TASK_REPLY, &r.base, -1) != 0) s->closed = 1;
 }
 
-static void reply(rd__serve *s, uint64_t task_id, int status, const char *err, Rd__Ret **rets, size_t nrets) {
+static void reply(rd__serve *s, uint64_t task_id, int status, const char *err, Rd__Ret **rets, size_t nrets,
+                  uint64_t stream_items) {
   if (s->closed) return;
   Rd__TaskReply r = RD__TASK_REPLY__INIT;
+  r.stream_items = stream_items;
   r.task_id = task_id;
   r.status = status;
   r.error = (char *)(err ? err : "");
@@ -316,8 +338,8 @@ static int run_call(rd__wtask *w) {
   call.func = m->func ? m->func : "";
   call.nargs = m->n_args;
   call.nret = (int)m->n_return_ids;
-  if (m->n_args > RD_MAX_ARGS || m->n_return_ids > RD_MAX_RETURNS || m->n_return_ids == 0) {
-    reply(w->from, m->task_id, RD_EPROTO, "task has too many arguments or returns", NULL, 0);
+  if (m->n_args > RD_MAX_ARGS || m->n_return_ids > RD_MAX_RETURNS || (m->n_return_ids == 0) != m->streaming) {
+    reply(w->from, m->task_id, RD_EPROTO, "task has too many arguments or returns", NULL, 0, 0);
     return RD_EPROTO;
   }
   rd_function *fn = NULL;
@@ -329,12 +351,12 @@ static int run_call(rd__wtask *w) {
     if (!A.alive || m->actor_id != A.id || m->actor_id != w->from->actor_id) {
       snprintf(msg, sizeof(msg), "call '%s' reached a worker that does not host actor %llu", call.func,
                (unsigned long long)m->actor_id);
-      reply(w->from, m->task_id, RD_EPROTO, msg, NULL, 0);
+      reply(w->from, m->task_id, RD_EPROTO, msg, NULL, 0, 0);
       return RD_EPROTO;
     }
     if (!meth || strcmp(meth->class_name, A.cls->name) != 0) {
       snprintf(msg, sizeof(msg), "actor class %s has no method '%s'", A.cls->name, call.func);
-      reply(w->from, m->task_id, RD_ENOFUNC, msg, NULL, 0);
+      reply(w->from, m->task_id, RD_ENOFUNC, msg, NULL, 0, 0);
       return RD_ENOFUNC;
     }
     call.grant = &A.grant;
@@ -342,10 +364,16 @@ static int run_call(rd__wtask *w) {
     fn = rd_function_lookup(call.func);
     if (!fn) {
       snprintf(msg, sizeof(msg), "remote function '%s' is not registered in the worker's executable", call.func);
-      reply(w->from, m->task_id, RD_ENOFUNC, msg, NULL, 0);
+      reply(w->from, m->task_id, RD_ENOFUNC, msg, NULL, 0, 0);
       return RD_ENOFUNC;
     }
   }
+  for (size_t i = 0; i < m->n_stream_ids; i++)
+    if (rd__idq_push(&call.sids, m->stream_ids[i]) != 0) {
+      free(call.sids.v);
+      reply(w->from, m->task_id, RD_ENOMEM, "out of memory taking the ids of a streaming task", NULL, 0, 0);
+      return RD_ENOMEM;
+    }
   int status = resolve_args(&call);
   if (status == 0) {
     w->from->busy++;
@@ -385,12 +413,13 @@ static int run_call(rd__wtask *w) {
       rd__store_release(m->return_ids[i]);
     }
   }
-  if (status == 0) reply(w->from, m->task_id, 0, NULL, retp, (size_t)call.nret);
+  if (status == 0) reply(w->from, m->task_id, 0, NULL, retp, (size_t)call.nret, call.yielded);
   else reply_lost(w->from, m->task_id, status, call.err, call.lost_arg);
   for (int i = 0; i < call.nret; i++)
     if (!call.ret[i].in_store || call.ret[i].exists) free(call.ret[i].ptr);
   for (size_t i = 0; i < m->n_args; i++)
     if (call.pinned[i]) rd__store_release(m->args[i]->object_id);
+  free(call.sids.v);
   return status;
 }
 
@@ -650,6 +679,65 @@ int rd_return_bytes(rd_call *call, size_t i, const void *data, size_t size) {
   if (!p) return call->failed ? RD_ESTORE_FULL : RD_ENOMEM;
   if (size) rd__copy(p, data, size);
   return 0;
+}
+
+/* The next item of a streaming call: waits for an id to make it under, then
+ * sends it (inline, or made in the store).  G.mu held; call->yielding set,
+ * so that no other thread's rd_yield takes the same id meanwhile. */
+static int yield_locked(rd_call *call, const void *data, size_t size) {
+  /* the owner grants ids as its caller takes items: wait for one */
+  while (!rd__idq_count(&call->sids)) {
+    if (call->from->closed || __atomic_load_n(&call->cancelled, __ATOMIC_RELAXED)) return RD_ECANCELED;
+    if (G.dead) return RD_ENODE_DIED;
+    (void)rd__pump(100);
+  }
+  uint64_t id = call->sids.v[call->sids.head];   /* taken once the item is sent */
+  Rd__Ret ret = RD__RET__INIT;
+  if (size <= G.inline_max) {
+    ret.data.data = (uint8_t *)data;
+    ret.data.len = size;
+  } else {
+    uint8_t *p = NULL;
+    char err[256];
+    int r = rd__store_create(id, size, &p, err, sizeof(err));
+    if (r != 0) {
+      rd__log(RD_LOG_WARN, "rd_yield in '%s': item %llu: %s", call->func, (unsigned long long)call->yielded, err);
+      return r;
+    }
+    pthread_mutex_unlock(&G.mu);
+    rd__copy(p, data, size);
+    pthread_mutex_lock(&G.mu);
+    rd__store_seal(id);
+    ret.in_store = 1;
+  }
+  (void)rd__idq_pop(&call->sids);
+  Rd__StreamItem it = RD__STREAM_ITEM__INIT;
+  it.task_id = call->msg->task_id;
+  it.index = call->yielded++;
+  it.object_id = id;
+  it.ret = &ret;
+  it.node = G.node_index;
+  if (rd__conn_send(&call->from->conn, RD__MSG_TYPE__MSG_STREAM_ITEM, &it.base, -1) != 0) call->from->closed = 1;
+  rd__flush_all();
+  return 0;
+}
+
+int rd_yield(rd_call *call, const void *data, size_t size) {
+  if (!call || !call->msg->streaming || (size && !data)) return RD_EINVAL;
+  pthread_mutex_lock(&G.mu);
+  int r = 0;
+  if (call->yielding) {
+    rd__log(RD_LOG_WARN, "rd_yield in '%s': another thread's rd_yield on this call is under way", call->func);
+    r = RD_ESTATE;
+  } else if (call->yielded < call->msg->stream_skip) {   /* an earlier attempt delivered it */
+    call->yielded++;
+  } else {
+    call->yielding = 1;
+    r = yield_locked(call, data, size);
+    call->yielding = 0;
+  }
+  pthread_mutex_unlock(&G.mu);
+  return r;
 }
 
 int rd_call_fail(rd_call *call, const char *fmt, ...) {

@@ -38,14 +38,15 @@ extern "C" {
   XX(ENOTSUP,        -24, "not supported")                                     \
   XX(EAUTH,          -25, "cluster token missing or wrong")                   \
   XX(EPG_REMOVED,    -26, "placement group removed")                        \
-  XX(EOOM,           -27, "killed by the memory monitor (node out of memory)")
+  XX(EOOM,           -27, "killed by the memory monitor (node out of memory)") \
+  XX(EEND,           -28, "end of stream: no more items")
 
 typedef enum rd_errno {
   RD_OK = 0,
 #define RD__ERR_ENUM(name, val, msg) RD_##name = (val),
   RD_ERRNO_MAP(RD__ERR_ENUM)
 #undef RD__ERR_ENUM
-  RD__ERR_MIN = -27
+  RD__ERR_MIN = -28
 } rd_errno;
 
 #ifdef __cplusplus

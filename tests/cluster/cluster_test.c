@@ -388,6 +388,21 @@ static void hash_ref(rd_ref r, uint64_t out[2]) {
   if (e != RD_ETIMEDOUT) rd_buf_release(&b);
 }
 
+/* The stores of nodes b and c reach 0 bytes within 5 s (deletes travel
+ * with flushes and across links); `when` names the moment in the output. */
+static void stores_bc_empty(const char *when) {
+  uint64_t ub = UINT64_MAX, uc = UINT64_MAX;
+  for (int i = 0; i < 50; i++) {
+    ub = store_used_on("only_b=1");
+    uc = store_used_on("only_c=1");
+    if (ub == 0 && uc == 0) break;
+    usleep(100000);
+  }
+  printf("stores of b and c %s: %llu and %llu bytes\n", when, (unsigned long long)ub, (unsigned long long)uc);
+  CHECK_EQ(ub, 0);
+  CHECK_EQ(uc, 0);
+}
+
 /* Borrowed refs across nodes: hash the object behind borrowed argument 0.
  * Returns {error, hash, node}. */
 RD_REMOTE(borrow_hash) {
@@ -488,16 +503,7 @@ static int t_borrow(void) {
   free(d);
   free(tw);
   /* the copies b and c pulled go with the objects */
-  uint64_t ub = UINT64_MAX, uc = UINT64_MAX;
-  for (int i = 0; i < 50; i++) {
-    ub = store_used_on("only_b=1");
-    uc = store_used_on("only_c=1");
-    if (ub == 0 && uc == 0) break;
-    usleep(100000);
-  }
-  printf("stores of b and c after the release: %llu and %llu bytes\n", (unsigned long long)ub, (unsigned long long)uc);
-  CHECK_EQ(ub, 0);
-  CHECK_EQ(uc, 0);
+  stores_bc_empty("after the release");
   rd_shutdown();
   return 0;
 }
@@ -694,6 +700,103 @@ RD_ACTOR_METHOD(Tally, hash_borrowed) {
   rd_node_info ni;
   if (rd_node_info_get(&ni) == 0) out[4] = ni.node_index;
   return rd_return_bytes(call, 0, out, sizeof(out));
+}
+
+/* Streams arg0 items: {node, index} then a pattern of the index, 2 MiB for
+ * every 4th (in the store), 64 bytes otherwise. */
+static int stream_blocks(rd_call *call, long n) {
+  rd_node_info ni;
+  if (rd_node_info_get(&ni) != 0) return rd_call_fail(call, "rd_node_info_get failed");
+  uint8_t *buf = malloc(2u << 20);
+  if (!buf) return rd_call_fail(call, "out of memory");
+  for (long i = 0; i < n; i++) {
+    size_t size = i % 4 == 3 ? 2u << 20 : 64;
+    uint64_t head[2] = {ni.node_index, (uint64_t)i};
+    memcpy(buf, head, sizeof(head));
+    for (size_t k = sizeof(head); k < size; k++) buf[k] = (uint8_t)(i + (long)k);
+    int r = rd_yield(call, buf, size);
+    if (r != 0) {
+      free(buf);
+      return rd_call_fail(call, "rd_yield %ld: %s", i, rd_err_name(r));
+    }
+  }
+  free(buf);
+  return 0;
+}
+
+RD_REMOTE(stream_remote) {
+  rd_buf a;
+  long n = 0;
+  if (rd_arg(call, 0, &a) == 0 && a.size == sizeof(n)) memcpy(&n, a.data, sizeof(n));
+  return stream_blocks(call, n);
+}
+
+RD_ACTOR_METHOD(Tally, stream) {
+  (void)state;
+  rd_buf a;
+  long n = 0;
+  if (rd_arg(call, 0, &a) == 0 && a.size == sizeof(n)) memcpy(&n, a.data, sizeof(n));
+  return stream_blocks(call, n);
+}
+
+/* Takes every item of a stream_blocks stream: all made on one node, other
+ * than this one, in order, intact.  Returns that node. */
+static uint64_t take_blocks(rd_ref s, long n) {
+  rd_node_info ni;
+  CHECK_EQ(rd_node_info_get(&ni), 0);
+  uint64_t node = 0;
+  rd_ref it;
+  for (long i = 0; i < n; i++) {
+    CHECK_EQ(rd_stream_next(s, &it, 60000), 0);
+    rd_buf b;
+    CHECK_EQ(rd_get(&it, 1, &b, 60000), 0);
+    CHECK_EQ(b.size, i % 4 == 3 ? 2u << 20 : 64);
+    uint64_t head[2];
+    memcpy(head, b.data, sizeof(head));
+    CHECK_EQ(head[1], i);
+    CHECK(head[0] != ni.node_index);
+    if (i == 0) node = head[0];
+    CHECK_EQ(head[0], node);
+    const uint8_t *p = b.data;
+    for (size_t k = sizeof(head); k < b.size; k += 997) CHECK_EQ(p[k], (uint8_t)(i + (long)k));
+    rd_buf_release(&b);
+    rd_ref_release(it);
+  }
+  CHECK_EQ(rd_stream_next(s, &it, 60000), RD_EEND);
+  rd_ref_release(s);
+  return node;
+}
+
+/* Streaming across nodes: a task on b and an actor method on c stream
+ * small items and 2 MiB store items to this driver (on a) over the bridged
+ * lease and actor sockets; the stores of b and c are empty afterwards. */
+static int t_stream(void) {
+  join();
+  rd_task_opts o;
+  rd_task_opts_init(&o);
+  o.resources = "only_b=1";
+  o.num_returns = RD_STREAMING;
+  o.stream_window = 8;
+  long n = 40;
+  rd_ref s;
+  CHECK_EQ(rd_submit(stream_remote, RD_ARGS(rd_arg_bytes(&n, sizeof(n))), &o, &s), 0);
+  uint64_t on_b = take_blocks(s, n);
+  rd_actor_opts ao;
+  rd_actor_opts_init(&ao);
+  ao.resources = "only_c=1";
+  rd_actor a;
+  CHECK_EQ(rd_actor_create(Tally, RD_NO_ARGS, &ao, &a), 0);
+  rd_task_opts_init(&o);
+  o.num_returns = RD_STREAMING;
+  CHECK_EQ(rd_actor_call(a, Tally_stream, RD_ARGS(rd_arg_bytes(&n, sizeof(n))), &o, &s), 0);
+  uint64_t on_c = take_blocks(s, n);
+  printf("streamed %ld items from node %llu (task) and %ld from node %llu (actor)\n", n, (unsigned long long)on_b, n,
+         (unsigned long long)on_c);
+  CHECK(on_b != on_c);
+  CHECK_EQ(rd_actor_kill(a, 1), 0);
+  stores_bc_empty("afterwards");
+  rd_shutdown();
+  return 0;
 }
 
 /* An actor on c borrows from this driver (on a) a store object held on c and
@@ -2005,7 +2108,7 @@ int main(int argc, char **argv) {
       {"detached_make", t_detached_make},       {"detached_use", t_detached_use},
       {"detached_gone", t_detached_gone},       {"gcs_restart_before", t_gcs_restart_before},
       {"gcs_restart_after", t_gcs_restart_after}, {"lineage", t_lineage}, {"bad_node", t_bad_node}, {"lineage_eager", t_lineage_eager}, {"respill", t_respill},       {"cancel", t_cancel}, {"memory_remote", t_memory_remote},
-      {"borrow", t_borrow},
+      {"borrow", t_borrow},                     {"stream", t_stream},
   };
   return rd_test_main(argc, argv, cases, sizeof(cases) / sizeof(cases[0]));
 }

@@ -13,19 +13,7 @@
 #include <unistd.h>
 
 #include "../check.h"
-
-static double now_s(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
-}
-
-static long arg_long(rd_call *call, size_t i) {
-  rd_buf b;
-  long v = -1;
-  if (rd_arg(call, i, &b) == 0 && b.size == sizeof(long)) memcpy(&v, b.data, sizeof(v));
-  return v;
-}
+#include "embedded.h"
 
 static unsigned long fnv(const void *data, size_t n) {
   unsigned long s = 1469598103934665603ul;
@@ -247,18 +235,6 @@ RD_REMOTE(lend_then_die) {
 
 /* ------------------------------------------------------------------ tests */
 
-static void init_or_die(double cpus) {
-  rd_config cfg;
-  rd_config_init(&cfg);
-  cfg.num_cpus = cpus;
-  cfg.object_store_bytes = 128u << 20;
-  int r = rd_init(&cfg);
-  if (r != 0) {
-    fprintf(stderr, "rd_init: %s\n", rd_strerror(r));
-    exit(1);
-  }
-}
-
 static void get_or_die(rd_ref r, void *out, size_t size) {
   rd_buf b;
   int e = rd_get(&r, 1, &b, 60000);
@@ -270,18 +246,6 @@ static void get_or_die(rd_ref r, void *out, size_t size) {
   memcpy(out, b.data, size);
   rd_buf_release(&b);
   rd_ref_release(r);
-}
-
-/* The node's store use once it reaches 0, or after 2 s (deletes travel
- * with the next flush, so they lag the last release a little). */
-static uint64_t store_used_settled(void) {
-  rd_node_info ni;
-  for (int i = 0; i < 100; i++) {
-    CHECK_EQ(rd_node_info_get(&ni), 0);
-    if (ni.store_used == 0) break;
-    usleep(20000);
-  }
-  return ni.store_used;
 }
 
 static rd_ref submit_slow(long ms, long v) {
