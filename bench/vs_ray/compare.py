@@ -28,6 +28,8 @@ ROWS = [
     ("single_client_wait_1k_refs_one_at_a_time", "", "Ray's shape: 1000 waits of num_returns=1"),
     ("single_client_get_object_containing_10k_refs", "", None),
     ("single_client_get_10k_refs", "", "equivalent, not the same workload: one get of 10k put refs"),
+    ("single_client_stream_items", "", "one streaming task, each item taken and got; window (backpressure) 64"),
+    ("single_client_stream_items_unlimited", "", "the same without a window"),
     ("1_1_actor_calls_sync", "", ""),
     ("1_1_actor_calls_async", "", ""),
     ("1_1_actor_calls_concurrent", "", "max_concurrency 16"),

@@ -120,6 +120,29 @@ results = []
 latencies = {}
 
 
+@ray.remote(num_returns="streaming")
+def stream_forever(n):
+    for i in range(n):
+        yield i
+
+
+def stream_items(backpressure):
+    """microbench's single_client_stream_items: one streaming task, every
+    item taken and got in turn, for DURATION; then the task is cancelled."""
+    opts = {} if backpressure < 0 else {"_generator_backpressure_num_objects": backpressure}
+    gen = stream_forever.options(**opts).remote(1 << 40)
+    ops = 0
+    t0 = time.perf_counter()
+    while time.perf_counter() - t0 < DURATION:
+        v = ray.get(next(gen))
+        assert v == ops, (v, ops)
+        ops += 1
+    rate = ops / (time.perf_counter() - t0)
+    ray.cancel(gen)
+    del gen
+    return rate
+
+
 def report(name, fn, unit="", flt=None, warmup=None, trials=None):
     if flt and flt not in name:
         return
@@ -273,6 +296,9 @@ def main():
             fetch_local = False
 
     report("single_client_wait_1k_refs_one_at_a_time", lambda: timed_loop(wait_1k_one_at_a_time, 1), flt=f)
+
+    report("single_client_stream_items", lambda: stream_items(64), flt=f)
+    report("single_client_stream_items_unlimited", lambda: stream_items(-1), flt=f)
 
     if not f or "10k" in f:
         holder = create_object_containing_ref.remote()
