@@ -2253,8 +2253,8 @@ again:
   if (n > 64 && !(sids = malloc(n * (sizeof(uint64_t) + sizeof(uint32_t))))) { r = RD_ENOMEM; goto out; }
   if (n > 64) snodes = (uint32_t *)(sids + n);
   for (size_t i = 0; i < n; i++) {
-    rd__obj *o = obj_get(refs[i].id);
-    if (o->state == OBJ_STORE) {
+    rd__obj *o = obj_get(refs[i].id);   /* NULL: another thread released it (misuse: failed below) */
+    if (o && o->state == OBJ_STORE) {
       snodes[ns] = o->node;
       sids[ns++] = o->id;
     }
@@ -2315,16 +2315,26 @@ again:
   size_t k = 0;
   for (size_t i = 0; i < n; i++) {
     rd__obj *o = obj_get(refs[i].id);
+    /* its pin, asked above (the lock was dropped while asking) */
+    Rd__ObjLoc *loc = k < ns && sids[k] == refs[i].id ? gr->locs[k++] : NULL;
     rd_buf *b = &out[i];
     memset(b, 0, sizeof(*b));
-    if (o->state == OBJ_INLINE) {
+    if (!o || (o->state == OBJ_STORE && !loc)) {
+      if (loc && loc->status == 0) rd__store_release(refs[i].id);
+      char msg[200];
+      snprintf(msg, sizeof(msg), "ref %zu (%llx) was released by another thread during rd_get", i,
+               (unsigned long long)refs[i].id);
+      rd__blob *mb = blob_new(msg, strlen(msg));
+      buf_fail(b, RD_EINVAL, mb);
+      blob_unref(mb);
+    } else if (o->state == OBJ_INLINE) {
+      if (loc && loc->status == 0) rd__store_release(refs[i].id);
       o->blob->refs++;
       b->data = o->blob->data;
       b->size = o->blob->size;
       b->priv_[0] = BUF_BLOB;
       b->priv_[1] = (uint64_t)(uintptr_t)o->blob;
     } else if (o->state == OBJ_STORE) {
-      Rd__ObjLoc *loc = gr->locs[k++];
       if (loc->status != 0 || loc->offset > G.store_cap || loc->size > G.store_cap - loc->offset) {
         int e = loc->status ? loc->status : RD_EPROTO;
         if (e == RD_ENOENT) e = RD_EOBJECT_LOST;
@@ -2342,6 +2352,7 @@ again:
         b->priv_[1] = o->id;
       }
     } else {
+      if (loc && loc->status == 0) rd__store_release(refs[i].id);
       buf_fail(b, o->err, o->blob);
     }
     if (b->error && r == 0) r = b->error;

@@ -1680,6 +1680,68 @@ static int t_workers_crash_at_start(void) {
   return 0;
 }
 
+/* A result (3 MiB, in the store) and a small one, each released by
+ * another thread while this one waits for it in rd_get: a misuse, which
+ * gets RD_EINVAL with a message for those slots (it read freed memory
+ * before), while the slots still held come back whole. */
+RD_REMOTE(big_after) {
+  rd_buf a;
+  if (rd_arg(call, 0, &a)) return rd_call_fail(call, "args");
+  long ms;
+  memcpy(&ms, a.data, sizeof(ms));
+  usleep((useconds_t)(ms * 1000));
+  size_t n = ms > 250 ? 3u << 20 : 16;
+  uint8_t *p = rd_return_alloc(call, 0, n);
+  if (!p) return rd_call_fail(call, "rd_return_alloc");
+  memset(p, 7, n);
+  return 0;
+}
+
+typedef struct release_later {
+  rd_ref ref;
+  long ms;
+} release_later;
+
+static void *releaser(void *arg) {
+  release_later *r = arg;
+  usleep((useconds_t)(r->ms * 1000));
+  rd_ref_release(r->ref);
+  return NULL;
+}
+
+static int t_get_released(void) {
+  init_with_cpus(3);
+  long ms[3] = {300, 200, 300};   /* the first and last are 3 MiB, the middle 16 bytes */
+  rd_ref refs[3];
+  for (int i = 0; i < 3; i++) CHECK_EQ(rd_submit(big_after, RD_ARGS(rd_arg_bytes(&ms[i], sizeof(ms[i]))), NULL, &refs[i]), 0);
+  release_later rl[2] = {{refs[0], 100}, {refs[1], 100}};
+  pthread_t th[2];
+  for (int i = 0; i < 2; i++) pthread_create(&th[i], NULL, releaser, &rl[i]);
+  rd_buf b[3];
+  int r = rd_get(refs, 3, b, 30000);
+  for (int i = 0; i < 2; i++) pthread_join(th[i], NULL);
+  printf("rd_get: %s; slots %s (%.*s), %s, %s (%zu bytes)\n", rd_err_name(r), rd_err_name(b[0].error),
+         (int)b[0].size, (const char *)b[0].data, rd_err_name(b[1].error), rd_err_name(b[2].error), b[2].size);
+  CHECK_EQ(r, RD_EINVAL);
+  CHECK_EQ(b[0].error, RD_EINVAL);
+  CHECK(strstr((const char *)b[0].data, "released by another thread") != NULL);
+  CHECK_EQ(b[1].error, RD_EINVAL);
+  CHECK_EQ(b[2].error, 0);
+  CHECK_EQ(b[2].size, 3u << 20);
+  CHECK_EQ(((const uint8_t *)b[2].data)[12345], 7);
+  for (int i = 0; i < 3; i++) rd_buf_release(&b[i]);
+  rd_ref_release(refs[2]);
+  rd_node_info ni;
+  for (int i = 0; i < 100; i++) {   /* nothing left pinned or stored */
+    CHECK_EQ(rd_node_info_get(&ni), 0);
+    if (ni.store_used == 0) break;
+    usleep(20000);
+  }
+  CHECK_EQ(ni.store_used, 0);
+  rd_shutdown();
+  return 0;
+}
+
 static const rd_test_case tests[] = {
     {"many_tasks", t_many_tasks},   {"chain", t_chain},       {"big_objects", t_big_objects},
     {"spill", t_spill}, {"spill_background", t_spill_background}, {"owner_gone", t_owner_gone},             {"store_full", t_store_full}, {"gpu_packing", t_gpu_packing},
@@ -1690,7 +1752,7 @@ static const rd_test_case tests[] = {
     {"cancel", t_cancel},           {"progress", t_progress}, {"nested_blocked", t_nested_blocked},
     {"memory_monitor", t_memory_monitor}, {"oom_retry", t_oom_retry}, {"oom_victim", t_oom_victim}, {"metrics", t_metrics},
     {"cancel_cooperative", t_cancel_cooperative}, {"timeline", t_timeline},
-    {"cancel_race", t_cancel_race},
+    {"cancel_race", t_cancel_race}, {"get_released", t_get_released},
 };
 
 RD_TEST_MAIN(tests)
