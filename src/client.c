@@ -107,8 +107,10 @@ static void lineage_drop(rd__task *t);
 static void stream_abandon(rd__stream *st);
 static void stream_gen_gone(rd__stream *st);
 
+static void borrow_tell(rd__serve *s, int type, uint64_t oid);
+
 static void obj_maybe_free(rd__obj *o) {
-  if (o->refs > 0 || o->uses > 0 || o->ndeps > 0 || o->nbwait > 0) return;
+  if (o->refs > 0 || o->uses > 0 || o->ndeps > 0 || o->nbwait > 0 || o->nholds > 0) return;
   if (o->stream) stream_abandon(o->stream);   /* nobody can take its items any more */
   if (o->state == OBJ_PENDING && !o->borrowed) return;
   rd__u64map_del(&G.objs, o->id);
@@ -117,6 +119,8 @@ static void obj_maybe_free(rd__obj *o) {
     /* a proxy: the object is its owner's to delete; an answer still on its
      * way finds nothing and is dropped */
     if (o->from) o->from->nborrows--;
+    if (o->kept) borrow_tell(o->origin, RD__MSG_TYPE__MSG_BORROW_DROP, o->id);
+    if (o->origin) o->origin->norigin--;
   } else {
     if (o->lineage) lineage_drop(o->lineage);
     if (o->state == OBJ_STORE || (o->state == OBJ_PUT_OPEN && !o->blob)) queue_release(o->id, 1, o->node);
@@ -125,6 +129,7 @@ static void obj_maybe_free(rd__obj *o) {
   blob_unref(o->blob);
   free(o->deps);
   free(o->bwait);
+  free(o->holds);
   free(o);
 }
 
@@ -579,10 +584,13 @@ int rd__borrow_ref(rd__serve *s, uint64_t oid, const Rd__Arg *a) {
     o = obj_new(oid, a->by_ref ? OBJ_STORE : OBJ_INLINE);
     if (!o) return RD_ENOMEM;
     o->borrowed = 1;
+    o->origin = s;
+    s->norigin++;
     if (a->by_ref) {
       o->node = a->node;
     } else if (!(o->blob = blob_new(a->data.data, a->data.len))) {
       rd__u64map_del(&G.objs, oid);
+      s->norigin--;
       free(o);
       return RD_ENOMEM;
     }
@@ -594,11 +602,117 @@ int rd__borrow_ref(rd__serve *s, uint64_t oid, const Rd__Arg *a) {
   if (!o) return RD_ENOMEM;
   o->borrowed = 1;
   o->from = s;
+  o->origin = s;
+  s->norigin++;
   s->nborrows++;
   Rd__BorrowGet m = RD__BORROW_GET__INIT;
   m.object_id = oid;
   if (rd__conn_send(&s->conn, RD__MSG_TYPE__MSG_BORROW_GET, &m.base, -1) != 0) s->closed = 1;
   return 0;   /* sent with the caller's rd__flush_soon, one flush for many refs */
+}
+
+/* ---- kept borrows: refs an actor holds past its call ----
+ *
+ * A borrow lasts while the task it was lent to runs, since the lender
+ * keeps the object for that long.  An actor may keep a borrowed ref in its
+ * state for later calls: when the call returns with the proxy still held,
+ * the actor tells the connection the ref came on (MSG_BORROW_HOLD, before
+ * the call's reply), and the lender keeps the object until MSG_BORROW_DROP,
+ * or until that actor connection goes away.  A lender that is itself a
+ * borrower keeps its proxy for the hold and passes it on to its own lender
+ * (Ray's borrower chain).  Only actor connections carry holds: a leased
+ * worker's socket ends with its lease, and its holds with it. */
+
+static void borrow_tell(rd__serve *s, int type, uint64_t oid) {
+  if (!s || s->closed) return;
+  Rd__BorrowGet m = RD__BORROW_GET__INIT;
+  m.object_id = oid;
+  if (rd__conn_send(&s->conn, (Rd__MsgType)type, &m.base, -1) != 0) s->closed = 1;
+  flush_or_wake();
+}
+
+/* The proxy o is needed past the task that brought it: tell its origin once. */
+static void borrow_hold_up(rd__obj *o) {
+  if (!o->borrowed || o->kept || !o->origin || o->origin->closed) return;
+  o->kept = 1;
+  borrow_tell(o->origin, RD__MSG_TYPE__MSG_BORROW_HOLD, o->id);
+}
+
+void rd__borrow_keep(uint64_t oid) {
+  rd__obj *o = obj_get(oid);
+  if (o && (o->refs > 0 || o->uses > 0 || o->ndeps > 0 || o->nbwait > 0 || o->nholds > 0)) borrow_hold_up(o);
+}
+
+/* The actor on l keeps oid past its call. */
+static void on_borrow_hold(rd__lease *l, uint64_t oid) {
+  rd__obj *o = obj_get(oid);
+  if (!o) {   /* its call held it until the reply, which comes after this: a confused peer */
+    rd__log(RD_LOG_WARN, "worker pid %d keeps object %llx, which is not held here", l->worker_pid,
+            (unsigned long long)oid);
+    return;
+  }
+  if (o->nholds == o->capholds) {
+    int nc = o->capholds ? 2 * o->capholds : 2;
+    rd__lease **p = realloc(o->holds, (size_t)nc * sizeof(*p));
+    if (!p) {
+      rd__log(RD_LOG_ERROR, "out of memory recording that worker pid %d keeps object %llx", l->worker_pid,
+              (unsigned long long)oid);
+      return;
+    }
+    o->holds = p;
+    o->capholds = nc;
+  }
+  o->holds[o->nholds++] = l;
+  l->nholds++;
+  borrow_hold_up(o);   /* a borrower lending on: its own lender keeps it too */
+}
+
+/* One hold of l on o ends (o may go with it). */
+static void hold_remove(rd__obj *o, rd__lease *l) {
+  for (int j = 0; j < o->nholds; j++) {
+    if (o->holds[j] != l) continue;
+    o->holds[j] = o->holds[--o->nholds];
+    l->nholds--;
+    obj_maybe_free(o);
+    return;
+  }
+}
+
+static void on_borrow_drop(rd__lease *l, uint64_t oid) {
+  rd__obj *o = obj_get(oid);
+  if (o) hold_remove(o, l);
+}
+
+/* The actor connection l goes away: its holds go with it.  Rare, so a pass
+ * over the objects (those it frees are collected first: freeing changes
+ * the table). */
+static void lease_drop_holds(rd__lease *l) {
+  if (!l->nholds) return;
+  uint64_t *ids = malloc(l->nholds * sizeof(*ids));
+  size_t n = 0;
+  for (uint64_t i = 0; ids && G.objs.slots && i <= G.objs.mask && n < l->nholds; i++) {
+    rd__obj *o = G.objs.slots[i].val;
+    for (int j = 0; o && j < o->nholds && n < l->nholds; j++)
+      if (o->holds[j] == l) ids[n++] = o->id;
+  }
+  for (size_t i = 0; i < n; i++) {
+    rd__obj *o = obj_get(ids[i]);
+    if (o) hold_remove(o, l);
+  }
+  free(ids);
+  l->nholds = 0;
+}
+
+/* The connection s (a caller's, in a worker) is being freed: proxies whose
+ * refs came on it have nobody to tell any more. */
+static void serve_forget_origin(rd__serve *s) {
+  for (uint64_t i = 0; s->norigin && G.objs.slots && i <= G.objs.mask; i++) {
+    rd__obj *o = G.objs.slots[i].val;
+    if (!o || o->origin != s) continue;
+    o->origin = NULL;
+    o->kept = 0;
+    s->norigin--;
+  }
 }
 
 void rd__flush_soon(void) { flush_or_wake(); }
@@ -921,6 +1035,7 @@ static void lease_return_ex(rd__lease *l, int worker_lost) {
     rd__conn_send(&G.daemon, RD__MSG_TYPE__MSG_LEASE_RETURN, &m.base, -1);
   }
   lease_drop_borrows(l);
+  lease_drop_holds(l);
   rd__conn_close(&l->conn);
   free(l);
   G.conn_gen++;
@@ -1326,6 +1441,7 @@ static void actor_conn_lost(rd__lease *l, const char *why) {
   rd__task *t = l->inhead;
   int pid = l->worker_pid;
   lease_drop_borrows(l);
+  lease_drop_holds(l);
   rd__conn_close(&l->conn);
   free(l);
   G.conn_gen++;
@@ -1484,6 +1600,15 @@ static void handle_lease_frame(rd__lease *l, const rd__frame *f) {
       return;
     }
   }
+  if (f->type == RD__MSG_TYPE__MSG_BORROW_HOLD || f->type == RD__MSG_TYPE__MSG_BORROW_DROP) {
+    Rd__BorrowGet *b = (Rd__BorrowGet *)rd__frame_unpack(f, &rd__borrow_get__descriptor);
+    if (b) {
+      if (f->type == RD__MSG_TYPE__MSG_BORROW_HOLD) on_borrow_hold(l, b->object_id);
+      else on_borrow_drop(l, b->object_id);
+      protobuf_c_message_free_unpacked(&b->base, NULL);
+      return;
+    }
+  }
   if (f->type == RD__MSG_TYPE__MSG_STREAM_ITEM) {
     Rd__StreamItem *it = (Rd__StreamItem *)rd__frame_unpack(f, &rd__stream_item__descriptor);
     if (it) {
@@ -1613,6 +1738,7 @@ static void abandon_all_work(int err, const char *why) {
     rd__task *t = a->conn ? a->conn->inhead : NULL;
     if (a->conn) {
       lease_drop_borrows(a->conn);
+      lease_drop_holds(a->conn);
       rd__conn_close(&a->conn->conn);
       free(a->conn);
       a->conn = NULL;
@@ -1815,6 +1941,7 @@ int rd__pump(int64_t timeout_ms) {
       for (rd__wtask *w = G.wq_head; w; w = w->next) busy |= w->from == s;
       if (!busy) {
         *pp = s->next;
+        serve_forget_origin(s);
         rd__conn_close(&s->conn);
         free(s);
         continue;

@@ -91,6 +91,15 @@ typedef struct rd__obj {
   struct rd__serve *from;
   struct rd__lease **bwait;
   int nbwait, capbwait;
+  /* Kept borrows: an actor that still holds a borrowed ref when its call
+   * returns tells `origin` (the connection the ref came on) that it keeps
+   * it (MSG_BORROW_HOLD, `kept`), and when it lets go (MSG_BORROW_DROP).
+   * The process told lists the connection in `holds` (one entry per hold)
+   * and keeps the object while any is there. */
+  struct rd__serve *origin;
+  int kept;
+  struct rd__lease **holds;
+  int nholds, capholds;
   rd__stream *stream;  /* a streaming task's stream object */
 } rd__obj;
 
@@ -165,6 +174,7 @@ struct rd__lease {
   char lost_why[400];
   rd__actor *actor;         /* a connection to an actor, not a lease */
   size_t nbw;               /* MSG_BORROW_GETs from this worker waiting (objects' bwait lists) */
+  size_t nholds;            /* kept borrows of objects here by this actor (objects' holds lists) */
   rd__lease *next;
 };
 
@@ -197,6 +207,7 @@ typedef struct rd__serve {
   int busy;                 /* tasks from it running now: not freed before 0 */
   uint64_t actor_id;        /* a caller's connection to the actor hosted here */
   int nborrows;             /* proxies whose MSG_BORROW_GET to it is unanswered (their `from`) */
+  int norigin;              /* proxies whose ref came on it (their `origin`) */
   struct rd__serve *next;
 } rd__serve;
 
@@ -288,6 +299,9 @@ void rd__worker_on_grant(rd__serve *s, const Rd__StreamGrant *m);
  * reference to the proxy, made the first time (from the answer in `ready`,
  * the task's argument, when it has one, else asked of s).  mu held. */
 int rd__borrow_ref(rd__serve *s, uint64_t oid, const Rd__Arg *ready);
+/* An actor call that was lent oid has returned: if this process still holds
+ * the proxy, tell its origin it keeps it (MSG_BORROW_HOLD).  mu held. */
+void rd__borrow_keep(uint64_t oid);
 /* Write what is buffered now, or have the thread in poll() do it.  mu held. */
 void rd__flush_soon(void);
 void rd__worker_main(void) __attribute__((noreturn));

@@ -388,6 +388,12 @@ static int run_call(rd__wtask *w) {
         break;
       }
     w->from->busy--;
+    if (m->actor_id)   /* refs the actor keeps past the call: told before the reply */
+      for (size_t i = 0; i < m->n_args; i++) {
+        const Rd__Arg *a = m->args[i];
+        if (a->borrow) rd__borrow_keep(a->object_id);
+        for (size_t k = 0; a->borrow_list && k < a->n_borrow_ids; k++) rd__borrow_keep(a->borrow_ids[k]);
+      }
     if (rc != 0 || call.failed) {
       status = rc < 0 ? rc : RD_ETASK;
       if (!call.err[0])

@@ -659,6 +659,8 @@ static int t_node_death(void) {
 
 typedef struct tally {
   long value;
+  rd_ref kept;   /* Tally.keep: a borrowed ref kept past the call */
+  int has_kept;
 } tally;
 
 static int tally_init(rd_call *call, void **state) {
@@ -685,6 +687,23 @@ RD_ACTOR_METHOD(Tally, exe_size) {
   if (stat("/proc/self/exe", &st) != 0) return rd_call_fail(call, "stat /proc/self/exe failed");
   uint64_t v = (uint64_t)st.st_size;
   return rd_return_bytes(call, 0, &v, sizeof(v));
+}
+
+/* Keeps borrowed argument 0 for later calls. */
+RD_ACTOR_METHOD(Tally, keep) {
+  tally *t = state;
+  if (t->has_kept || rd_call_arg_ref(call, 0, &t->kept) != 0) return rd_call_fail(call, "keep");
+  t->has_kept = 1;
+  return rd_return_bytes(call, 0, "", 0);
+}
+
+/* {error, hash} of the ref it keeps. */
+RD_ACTOR_METHOD(Tally, read_kept) {
+  tally *t = state;
+  uint64_t out[2];
+  if (!t->has_kept) return rd_call_fail(call, "nothing kept");
+  hash_ref(t->kept, out);
+  return rd_return_bytes(call, 0, out, sizeof(out));
 }
 
 /* Hashes borrowed arguments 0 and 1: {error, hash} each, then its node. */
@@ -837,6 +856,30 @@ static void borrow_on_actor(rd_ref store_on_c) {
   rd_buf_release(&bp);
   rd_ref_release(out);
   rd_ref_release(pending);
+  /* it keeps a 4 MiB put of this driver past the call, and reads it after
+   * the driver has let go of its own ref (the hold crossed the link) */
+  size_t n = 4u << 20;
+  uint8_t *d = malloc(n);
+  CHECK(d);
+  for (size_t i = 0; i < n; i++) d[i] = (uint8_t)(i * 31 + 3);
+  rd_ref mine, r;
+  CHECK_EQ(rd_put(d, n, &mine), 0);
+  CHECK_EQ(rd_actor_call(a, Tally_keep, RD_ARGS(rd_arg_borrow(mine)), NULL, &r), 0);
+  CHECK_EQ(rd_get(&r, 1, &b, 60000), 0);
+  rd_buf_release(&b);
+  rd_ref_release(r);
+  rd_ref_release(mine);
+  usleep(300000);
+  CHECK_EQ(rd_actor_call(a, Tally_read_kept, RD_NO_ARGS, NULL, &r), 0);
+  CHECK_EQ(rd_get(&r, 1, &b, 60000), 0);
+  CHECK_EQ(b.size, sizeof(res[0]) * 2);
+  memcpy(res, b.data, sizeof(res[0]) * 2);
+  rd_buf_release(&b);
+  rd_ref_release(r);
+  printf("actor on node c read a ref it kept past its call: error %lld\n", (long long)res[0]);
+  CHECK_EQ(res[0], 0);
+  CHECK(res[1] == fnv(d, n));
+  free(d);
   CHECK_EQ(rd_actor_kill(a, 1), 0);
 }
 

@@ -233,6 +233,68 @@ RD_REMOTE(lend_then_die) {
   _exit(3);
 }
 
+/* An actor that keeps the refs lent to it in its state, past the call. */
+typedef struct keeper {
+  rd_ref refs[8];
+  int n;
+} keeper;
+
+static int keeper_init(rd_call *call, void **state) {
+  (void)call;
+  *state = calloc(1, sizeof(keeper));
+  return *state ? 0 : RD_ENOMEM;
+}
+
+static void keeper_fini(void *state) { free(state); }
+
+RD_ACTOR_CLASS(Keeper, keeper_init, keeper_fini)
+
+/* Keeps every borrowed argument; returns how many it keeps. */
+RD_ACTOR_METHOD(Keeper, keep) {
+  keeper *k = state;
+  for (size_t i = 0; i < rd_call_nargs(call) && k->n < 8; i++)
+    if (rd_call_arg_ref(call, i, &k->refs[k->n++]) != 0) return rd_call_fail(call, "rd_call_arg_ref(%zu)", i);
+  long n = k->n;
+  return rd_return_bytes(call, 0, &n, sizeof(n));
+}
+
+/* Reads what it keeps: {error, hash} per ref (30 s for each). */
+RD_ACTOR_METHOD(Keeper, read) {
+  keeper *k = state;
+  unsigned long out[16];
+  for (int i = 0; i < k->n; i++) {
+    rd_buf b;
+    int e = rd_get(&k->refs[i], 1, &b, 30000);
+    out[2 * i] = (unsigned long)(long)e;
+    out[2 * i + 1] = e == RD_ETIMEDOUT ? 0 : fnv(b.data, b.size);
+    if (e != RD_ETIMEDOUT) rd_buf_release(&b);
+  }
+  return rd_return_bytes(call, 0, out, 2 * (size_t)k->n * sizeof(out[0]));
+}
+
+RD_ACTOR_METHOD(Keeper, drop) {
+  keeper *k = state;
+  for (int i = 0; i < k->n; i++) rd_ref_release(k->refs[i]);
+  k->n = 0;
+  return rd_return_bytes(call, 0, "", 0);
+}
+
+/* Lends borrowed argument 1 on to Keeper actor argument 0 (its keep), waits
+ * for that call, and lets go of its own reference. */
+RD_ACTOR_METHOD(Keeper, lend) {
+  (void)state;
+  rd_actor other;
+  rd_ref r, out;
+  if (rd_call_arg_actor(call, 0, &other) != 0 || rd_call_arg_ref(call, 1, &r) != 0) return rd_call_fail(call, "args");
+  if (rd_actor_call(other, Keeper_keep, RD_ARGS(rd_arg_borrow(r)), NULL, &out) != 0) return rd_call_fail(call, "call");
+  rd_buf b;
+  int e = rd_get(&out, 1, &b, 30000);
+  if (e != RD_ETIMEDOUT) rd_buf_release(&b);
+  rd_ref_release(out);
+  rd_ref_release(r);
+  return e ? rd_call_fail(call, "keep: %s", rd_err_name(e)) : rd_return_bytes(call, 0, "", 0);
+}
+
 /* ------------------------------------------------------------------ tests */
 
 static void get_or_die(rd_ref r, void *out, size_t size) {
@@ -545,10 +607,106 @@ static int t_actor(void) {
   return 0;
 }
 
+static uint64_t store_used_now(void) {
+  rd_node_info ni;
+  CHECK_EQ(rd_node_info_get(&ni), 0);
+  return ni.store_used;
+}
+
+static void call_or_die(rd_actor a, const rd_actor_method *m, const rd_value *args, size_t nargs, void *out,
+                        size_t size) {
+  rd_ref r;
+  CHECK_EQ(rd_actor_call(a, m, args, nargs, NULL, &r), 0);
+  rd_buf b;
+  int e = rd_get(&r, 1, &b, 60000);
+  if (e != 0) {
+    fprintf(stderr, "%s: %s: %.*s\n", m->name, rd_err_name(e), (int)b.size, (const char *)b.data);
+    exit(1);
+  }
+  if (out) {
+    CHECK_EQ(b.size, size);
+    memcpy(out, b.data, size);
+  }
+  rd_buf_release(&b);
+  rd_ref_release(r);
+}
+
+/* Kept borrows: an actor keeps refs lent to it in its state (a 3 MiB store
+ * put, a small put, a result still pending when lent) and reads them in a
+ * later call, after the driver has let go of its own refs; a second actor
+ * keeps a ref lent on to it by the first, whose call has ended; what they
+ * keep is freed when they drop it, or when the actor is killed. */
+static int t_kept(void) {
+  init_or_die(4);
+  size_t n = 3u << 20;
+  uint8_t *d = malloc(n);
+  CHECK(d);
+  for (size_t i = 0; i < n; i++) d[i] = (uint8_t)(i * 7 + 1);
+  long small = 99, want = 77;
+  rd_ref big, sm, pending, big2, big3;
+  CHECK_EQ(rd_put(d, n, &big), 0);
+  CHECK_EQ(rd_put(&small, sizeof(small), &sm), 0);
+  pending = submit_slow(300, want);
+  rd_actor k1, k2;
+  CHECK_EQ(rd_actor_create(Keeper, RD_NO_ARGS, NULL, &k1), 0);
+  CHECK_EQ(rd_actor_create(Keeper, RD_NO_ARGS, NULL, &k2), 0);
+  long kept = 0;
+  call_or_die(k1, Keeper_keep, RD_ARGS(rd_arg_borrow(big), rd_arg_borrow(sm), rd_arg_borrow(pending)), &kept,
+              sizeof(kept));
+  CHECK_EQ(kept, 3);
+  rd_ref_release(big);
+  rd_ref_release(sm);
+  rd_ref_release(pending);
+  usleep(300000);   /* deletes would have landed by now */
+  CHECK(store_used_now() >= n);
+  unsigned long got[6];
+  call_or_die(k1, Keeper_read, RD_NO_ARGS, got, sizeof(got));
+  printf("kept past the call: errors %ld %ld %ld\n", (long)got[0], (long)got[2], (long)got[4]);
+  CHECK_EQ((long)got[0], 0);
+  CHECK(got[1] == fnv(d, n));
+  CHECK_EQ((long)got[2], 0);
+  CHECK(got[3] == fnv(&small, sizeof(small)));
+  CHECK_EQ((long)got[4], 0);
+  CHECK(got[5] == fnv(&want, sizeof(want)));
+
+  /* lent on: k1 lends to k2 and returns; k2 keeps it */
+  for (size_t i = 0; i < n; i++) d[i] = (uint8_t)(i * 13 + 5);
+  CHECK_EQ(rd_put(d, n, &big2), 0);
+  call_or_die(k1, Keeper_lend, RD_ARGS(rd_arg_actor(&k2), rd_arg_borrow(big2)), NULL, 0);
+  rd_ref_release(big2);
+  usleep(300000);
+  unsigned long got2[2];
+  call_or_die(k2, Keeper_read, RD_NO_ARGS, got2, sizeof(got2));
+  CHECK_EQ((long)got2[0], 0);
+  CHECK(got2[1] == fnv(d, n));
+  CHECK(store_used_now() >= 2 * n);
+
+  /* letting go frees them */
+  call_or_die(k1, Keeper_drop, RD_NO_ARGS, NULL, 0);
+  call_or_die(k2, Keeper_drop, RD_NO_ARGS, NULL, 0);
+  uint64_t used = store_used_settled();
+  printf("after both dropped them: %llu bytes in the store\n", (unsigned long long)used);
+  CHECK_EQ(used, 0);
+
+  /* and so does the keeper's death */
+  CHECK_EQ(rd_put(d, n, &big3), 0);
+  call_or_die(k1, Keeper_keep, RD_ARGS(rd_arg_borrow(big3)), &kept, sizeof(kept));
+  rd_ref_release(big3);
+  usleep(300000);
+  CHECK(store_used_now() >= n);
+  CHECK_EQ(rd_actor_kill(k1, 1), 0);
+  used = store_used_settled();
+  printf("after the keeper was killed: %llu bytes in the store\n", (unsigned long long)used);
+  CHECK_EQ(used, 0);
+  free(d);
+  rd_shutdown();
+  return 0;
+}
+
 static const rd_test_case tests[] = {
     {"values", t_values}, {"released", t_released}, {"errors", t_errors},
     {"chain", t_chain},   {"many", t_many},         {"actor", t_actor}, {"list", t_list},
-    {"borrower_dies", t_borrower_dies},
+    {"borrower_dies", t_borrower_dies}, {"kept", t_kept},
 };
 
 RD_TEST_MAIN(tests)
