@@ -282,6 +282,15 @@ RD_EXTERN int rd_cancel(rd_ref ref, int force) RD_MUST_CHECK;
  * Releasing the stream ref drops the items not yet taken (and the ones that
  * come later); the task runs on to its end. */
 RD_EXTERN int rd_stream_next(rd_ref stream, rd_ref *item, int64_t timeout_ms) RD_MUST_CHECK;
+/* The next item of whichever of n streams has one first (Ray's ray.wait on
+ * generators): 0 with *index the stream's place in the array and *item its
+ * next item.  The streams are looked at in array order, so rotate it for
+ * fairness.  A stream that failed, with no items left, returns its error
+ * with *index set (drop it from the array before the next call); RD_EEND
+ * once every stream has ended well with every item taken.  Timeouts and
+ * RD_EINVAL as rd_stream_next. */
+RD_EXTERN int rd_stream_next_any(const rd_ref *streams, size_t n, size_t *index, rd_ref *item,
+                                 int64_t timeout_ms) RD_MUST_CHECK;
 
 /* ------------------------------------------------ inside a remote function */
 

@@ -2548,36 +2548,44 @@ int rd_wait(const rd_ref *refs, size_t n, size_t num_ready, int64_t timeout_ms, 
   return ready;
 }
 
-int rd_stream_next(rd_ref stream, rd_ref *item, int64_t timeout_ms) {
-  if (!item) return RD_EINVAL;
+/* rd_stream_next_any's look at the streams: 0 with an item taken, else
+ * the code to return, or 1 to wait on. */
+static int streams_take(const rd_ref *streams, size_t n, size_t *index, rd_ref *item) {
+  int ended_ok = 1;
+  for (size_t i = 0; i < n; i++) {
+    rd__obj *o = obj_get(streams[i].id);
+    if (!o || !o->stream) {
+      rd__log(RD_LOG_WARN, "rd_stream_next: %llx is not a live stream ref of this process (a streaming task's)",
+              (unsigned long long)streams[i].id);
+      return RD_EINVAL;
+    }
+    rd__stream *st = o->stream;
+    if (rd__idq_count(&st->items)) {
+      item->id = rd__idq_pop(&st->items);   /* its reference passes to the caller */
+      *index = i;
+      st->taken++;
+      stream_grant(st);
+      return 0;
+    }
+    ended_ok &= o->state != OBJ_PENDING;
+  }
+  for (size_t i = 0; i < n; i++) {   /* no item anywhere: a stream that failed says so */
+    rd__obj *o = obj_get(streams[i].id);
+    if (o->state == OBJ_FAILED) {
+      *index = i;
+      return o->err ? o->err : RD_ETASK;
+    }
+  }
+  return ended_ok ? RD_EEND : 1;
+}
+
+int rd_stream_next_any(const rd_ref *streams, size_t n, size_t *index, rd_ref *item, int64_t timeout_ms) {
+  if (!streams || !n || !index || !item) return RD_EINVAL;
   LOCKED_OR(RD_ESTATE);
   uint64_t deadline = timeout_ms >= 0 ? rd__now_ns() + (uint64_t)timeout_ms * 1000000ull : 0;
   int polled = 0, r;
   wait_block wb = {0, 0};
-  for (;;) {
-    rd__obj *o = obj_get(stream.id);
-    rd__stream *st = o ? o->stream : NULL;
-    if (!st) {
-      rd__log(RD_LOG_WARN, "rd_stream_next: %llx is not a live stream ref of this process (a streaming task's)",
-              (unsigned long long)stream.id);
-      r = RD_EINVAL;
-      break;
-    }
-    if (rd__idq_count(&st->items)) {
-      item->id = rd__idq_pop(&st->items);   /* its reference passes to the caller */
-      st->taken++;
-      stream_grant(st);
-      r = 0;
-      break;
-    }
-    if (o->state == OBJ_FAILED) {
-      r = o->err ? o->err : RD_ETASK;
-      break;
-    }
-    if (o->state != OBJ_PENDING) {
-      r = RD_EEND;
-      break;
-    }
+  while ((r = streams_take(streams, n, index, item)) == 1) {
     int64_t left;
     if (G.dead) {
       r = RD_ENODE_DIED;
@@ -2595,6 +2603,11 @@ int rd_stream_next(rd_ref stream, rd_ref *item, int64_t timeout_ms) {
   wait_block_end(&wb);
   pthread_mutex_unlock(&G.mu);
   return r;
+}
+
+int rd_stream_next(rd_ref stream, rd_ref *item, int64_t timeout_ms) {
+  size_t index;
+  return rd_stream_next_any(&stream, 1, &index, item, timeout_ms);
 }
 
 void rd_task_opts_init(rd_task_opts *o) {

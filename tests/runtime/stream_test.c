@@ -489,6 +489,61 @@ static int t_exclusive(void) {
   return 0;
 }
 
+/* Three streams taken together with rd_stream_next_any: a fast one, a slow
+ * one (100 ms pauses) and one that fails after 2 items.  Every item comes
+ * once, in order within its stream; the slow stream's items do not hold
+ * the fast one's back; the failed stream reports its error once its items
+ * are taken, and is dropped; then RD_EEND. */
+static int t_any(void) {
+  init_or_die(3);
+  rd_ref st[3];
+  st[0] = submit_gen(30, 64, 64, 0, 4);
+  st[1] = submit_gen(8, 64, 64, 100, 4);
+  rd_task_opts o;
+  rd_task_opts_init(&o);
+  o.num_returns = RD_STREAMING;
+  long two = 2;
+  CHECK_EQ(rd_submit(gen_then_fail, RD_ARGS(rd_arg_bytes(&two, sizeof(two))), &o, &st[2]), 0);
+  long next[3] = {0, 0, 0}, want[3] = {30, 8, 2};
+  int failed = 0;
+  long fast_done_at = -1, taken = 0;   /* items taken when the fast stream was done */
+  size_t n = 3, idx;
+  rd_ref it;
+  int r;
+  int which[3] = {0, 1, 2};   /* st[k] is stream which[k] */
+  while ((r = rd_stream_next_any(st, n, &idx, &it, 30000)) != RD_EEND) {
+    CHECK(idx < n);
+    int w = which[idx];
+    if (r != 0) {   /* the failing stream, once its items are taken */
+      CHECK_EQ(r, RD_ETASK);
+      CHECK_EQ(w, 2);
+      CHECK_EQ(next[2], 2);
+      failed = 1;
+      rd_ref_release(st[idx]);
+      for (size_t k = idx; k + 1 < n; k++) {
+        st[k] = st[k + 1];
+        which[k] = which[k + 1];
+      }
+      n--;
+      continue;
+    }
+    check_item(it, next[w]++);
+    rd_ref_release(it);
+    taken++;
+    if (w == 0 && next[0] == 30) fast_done_at = taken;
+  }
+  for (int w = 0; w < 3; w++) CHECK_EQ(next[w], want[w]);
+  CHECK(failed);
+  printf("any: fast stream done after %ld of %ld items taken\n", fast_done_at, taken);
+  CHECK(fast_done_at < taken);   /* before the slow one's last */
+  for (size_t k = 0; k < n; k++) rd_ref_release(st[k]);
+  rd_ref bad[2] = {st[0], {777}};
+  CHECK_EQ(rd_stream_next_any(bad, 2, &idx, &it, 0), RD_EINVAL);   /* released, and unknown */
+  CHECK_EQ(rd_stream_next_any(NULL, 0, &idx, &it, 0), RD_EINVAL);
+  rd_shutdown();
+  return 0;
+}
+
 /* Misuse gets RD_EINVAL (or RD_ETIMEDOUT) and nothing else breaks. */
 static int t_errors(void) {
   init_or_die(2);
@@ -548,7 +603,7 @@ static int t_errors(void) {
 static const rd_test_case tests[] = {
     {"basic", t_basic},   {"window", t_window}, {"failure", t_failure}, {"retry", t_retry},
     {"cancel", t_cancel}, {"actor", t_actor},   {"nested", t_nested},   {"errors", t_errors},
-    {"exclusive", t_exclusive},
+    {"exclusive", t_exclusive}, {"any", t_any},
 };
 
 RD_TEST_MAIN(tests)
