@@ -173,6 +173,19 @@ RD_ACTOR_METHOD(Counter, count) {
   return 0;
 }
 
+/* Yields 10 items, 30 ms apart; in the actor's first life its process dies
+ * after item 4.  Items record the life that made them (as `attempt`). */
+RD_ACTOR_METHOD(Counter, count_dies) {
+  (void)state;
+  for (long i = 0; i < 10; i++) {
+    item it = {i, 0, rd_call_actor_restarts(call), sizeof(item)};
+    if (rd_yield(call, &it, sizeof(it)) != 0) return rd_call_fail(call, "rd_yield");
+    if (i == 4 && rd_call_actor_restarts(call) == 0) _exit(9);
+    usleep(30000);
+  }
+  return 0;
+}
+
 /* ------------------------------------------------------------------ tests */
 
 static rd_ref submit_gen(long n, long small, long big, long ms, int window) {
@@ -415,6 +428,42 @@ static int t_actor(void) {
   return 0;
 }
 
+/* An actor dies in the middle of a streaming call: with max_task_retries
+ * the call runs again in the restarted actor and the caller sees items 0-4
+ * from the first life and 5-9 from the second, each once; without, the
+ * stream fails with RD_EACTOR_DIED after the 5 that came. */
+static int t_actor_restart(void) {
+  init_or_die(2);
+  for (int retries = 1; retries >= 0; retries--) {
+    rd_actor_opts ao;
+    rd_actor_opts_init(&ao);
+    ao.max_restarts = 1;
+    ao.max_task_retries = retries;
+    rd_actor a;
+    CHECK_EQ(rd_actor_create(Counter, RD_NO_ARGS, &ao, &a), 0);
+    rd_task_opts o;
+    rd_task_opts_init(&o);
+    o.num_returns = RD_STREAMING;
+    o.stream_window = 3;
+    rd_ref s, it;
+    CHECK_EQ(rd_actor_call(a, Counter_count_dies, RD_NO_ARGS, &o, &s), 0);
+    long got = 0;
+    int r;
+    while ((r = rd_stream_next(s, &it, 30000)) == 0) {
+      item x = check_item(it, got++);
+      CHECK_EQ(x.attempt, x.index <= 4 ? 0 : 1);
+      rd_ref_release(it);
+    }
+    printf("max_task_retries %d: %ld items, then %s\n", retries, got, rd_err_name(r));
+    CHECK_EQ(r, retries ? RD_EEND : RD_EACTOR_DIED);
+    CHECK_EQ(got, retries ? 10 : 5);
+    rd_ref_release(s);
+    CHECK_EQ(rd_actor_kill(a, 1), 0);
+  }
+  rd_shutdown();
+  return 0;
+}
+
 /* A task consumes a stream it submitted itself; items are passed on as
  * arguments like any object. */
 static int t_nested(void) {
@@ -603,7 +652,7 @@ static int t_errors(void) {
 static const rd_test_case tests[] = {
     {"basic", t_basic},   {"window", t_window}, {"failure", t_failure}, {"retry", t_retry},
     {"cancel", t_cancel}, {"actor", t_actor},   {"nested", t_nested},   {"errors", t_errors},
-    {"exclusive", t_exclusive}, {"any", t_any},
+    {"exclusive", t_exclusive}, {"any", t_any}, {"actor_restart", t_actor_restart},
 };
 
 RD_TEST_MAIN(tests)
