@@ -186,6 +186,24 @@ RD_ACTOR_METHOD(Counter, count_dies) {
   return 0;
 }
 
+/* Submits a stream of 1000 items (window 2), takes one, and dies: its
+ * producer, waiting in rd_yield for room, must not wait forever. */
+RD_REMOTE(owner_dies) {
+  rd_task_opts o;
+  rd_task_opts_init(&o);
+  o.num_returns = RD_STREAMING;
+  o.stream_window = 2;
+  long n = 1000, small = 64, ms = 0;
+  rd_ref s, it;
+  if (rd_submit(gen_items, RD_ARGS(rd_arg_bytes(&n, sizeof(n)), rd_arg_bytes(&small, sizeof(small)),
+                                   rd_arg_bytes(&small, sizeof(small)), rd_arg_bytes(&ms, sizeof(ms))),
+                &o, &s) != 0 ||
+      rd_stream_next(s, &it, 30000) != 0)
+    return rd_call_fail(call, "no first item");
+  usleep(100000);   /* the producer fills its window and waits */
+  _exit(3);
+}
+
 /* ------------------------------------------------------------------ tests */
 
 static rd_ref submit_gen(long n, long small, long big, long ms, int window) {
@@ -464,6 +482,33 @@ static int t_actor_restart(void) {
   return 0;
 }
 
+/* The owner of a stream dies while its producer waits for room: the
+ * producer's rd_yield returns RD_ECANCELED, the task ends and gives its CPU
+ * back (a task wanting both CPUs then runs). */
+static int t_owner_dies(void) {
+  init_or_die(2);
+  rd_task_opts o;
+  rd_task_opts_init(&o);
+  o.max_retries = 0;
+  rd_ref r;
+  CHECK_EQ(rd_submit(owner_dies, RD_NO_ARGS, &o, &r), 0);
+  rd_buf b;
+  CHECK_EQ(rd_get(&r, 1, &b, 30000), RD_EWORKER_DIED);
+  rd_buf_release(&b);
+  rd_ref_release(r);
+  rd_task_opts_init(&o);
+  o.num_cpus = 2;
+  long v = 1;
+  double t0 = now_s();
+  CHECK_EQ(rd_submit(plain, RD_ARGS(rd_arg_bytes(&v, sizeof(v))), &o, &r), 0);
+  CHECK_EQ(rd_get(&r, 1, &b, 20000), 0);
+  printf("both CPUs free %.2f s after the owner died\n", now_s() - t0);
+  rd_buf_release(&b);
+  rd_ref_release(r);
+  rd_shutdown();
+  return 0;
+}
+
 /* A task consumes a stream it submitted itself; items are passed on as
  * arguments like any object. */
 static int t_nested(void) {
@@ -653,6 +698,7 @@ static const rd_test_case tests[] = {
     {"basic", t_basic},   {"window", t_window}, {"failure", t_failure}, {"retry", t_retry},
     {"cancel", t_cancel}, {"actor", t_actor},   {"nested", t_nested},   {"errors", t_errors},
     {"exclusive", t_exclusive}, {"any", t_any}, {"actor_restart", t_actor_restart},
+    {"owner_dies", t_owner_dies},
 };
 
 RD_TEST_MAIN(tests)
