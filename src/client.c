@@ -2004,6 +2004,14 @@ static void *progress_main(void *arg) {
   int idle_naps = 0;
   while (!G.progress_stop && !G.dead) {
     uint64_t now = rd__now_ns();
+    if (G.flush_due_ns) {   /* rd__flush_within: a deadline of microseconds, before anything else */
+      if (now < G.flush_due_ns) {
+        progress_nap(G.flush_due_ns - now);
+        continue;
+      }
+      G.flush_due_ns = 0;
+      flush_or_wake();
+    }
     if (G.user_calls != seen) {            /* a caller came by: start the grace again */
       seen = G.user_calls;
       quiet_since = now;
@@ -2067,6 +2075,15 @@ static void progress_start(void) {
     return;
   }
   G.progress_on = 1;
+}
+
+void rd__flush_within(uint64_t ns) {
+  uint64_t due = rd__now_ns() + ns;
+  if (G.flush_due_ns && G.flush_due_ns <= due) return;
+  G.flush_due_ns = due;
+  if (!G.progress_on) progress_start();
+  if (G.progress_on) pthread_cond_signal(&G.progress_cv);
+  else flush_or_wake();   /* no thread to do it later */
 }
 
 /* Work arrived: start the progress thread, or wake it if it sleeps. */

@@ -269,6 +269,7 @@ typedef struct rd__ctx {
   uint64_t progress_grace_ns;   /* no caller entered the library for this long: take over */
   uint64_t user_calls;          /* bumped when a caller enters the library or pumps */
   int nblocked;                 /* task worker: threads waiting long in rd_get/rd_wait */
+  uint64_t flush_due_ns;        /* rd__flush_within: the progress thread flushes then (0: nothing due) */
   uint64_t conn_gen;            /* bumped when a lease or actor connection is freed: a
                                  * pump that polled across it skips its stale pointers */
   rd__task *lineage;            /* finished tasks kept to rebuild lost results */
@@ -304,6 +305,9 @@ int rd__borrow_ref(rd__serve *s, uint64_t oid, const Rd__Arg *ready);
 void rd__borrow_keep(uint64_t oid);
 /* Write what is buffered now, or have the thread in poll() do it.  mu held. */
 void rd__flush_soon(void);
+/* Have what is buffered written at the latest `ns` from now (the progress
+ * thread does it, unless something flushes sooner).  mu held. */
+void rd__flush_within(uint64_t ns);
 void rd__worker_main(void) __attribute__((noreturn));
 int rd__worker_is_actor(void);          /* hosts an actor, or is becoming one */
 

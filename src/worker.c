@@ -41,6 +41,7 @@ struct rd_call {
   rd__idq sids;
   uint64_t yielded;         /* items yielded, the skipped ones of earlier attempts included */
   int yielding;             /* an rd_yield is under way (one at a time) */
+  uint64_t flushed_ns;      /* when rd_yield last wrote its items out */
   struct rd_call *next_running;
 };
 
@@ -687,6 +688,10 @@ int rd_return_bytes(rd_call *call, size_t i, const void *data, size_t size) {
   return 0;
 }
 
+/* Items yielded within this time of the last write out wait for the next
+ * one, at most this long (rd__flush_within). */
+#define STREAM_FLUSH_NS 100000u
+
 /* The next item of a streaming call: waits for an id to make it under, then
  * sends it (inline, or made in the store).  G.mu held; call->yielding set,
  * so that no other thread's rd_yield takes the same id meanwhile. */
@@ -724,7 +729,16 @@ static int yield_locked(rd_call *call, const void *data, size_t size) {
   it.ret = &ret;
   it.node = G.node_index;
   if (rd__conn_send(&call->from->conn, RD__MSG_TYPE__MSG_STREAM_ITEM, &it.base, -1) != 0) call->from->closed = 1;
-  rd__flush_all();
+  /* an item after a pause goes at once; items that follow each other
+   * closely go together, within STREAM_FLUSH_NS (one write and one wake-up
+   * of the taker per batch, not per item) */
+  uint64_t now = rd__now_ns();
+  if (now - call->flushed_ns >= STREAM_FLUSH_NS) {
+    rd__flush_all();
+    call->flushed_ns = now;
+  } else {
+    rd__flush_within(STREAM_FLUSH_NS);
+  }
   return 0;
 }
 

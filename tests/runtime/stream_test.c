@@ -204,6 +204,15 @@ RD_REMOTE(owner_dies) {
   _exit(3);
 }
 
+/* Three items back to back, then a second's pause, then one more. */
+RD_REMOTE(gen_burst) {
+  for (long i = 0; i < 4; i++) {
+    if (i == 3) usleep(1000000);
+    if (yield_item(call, i, 64) != 0) return rd_call_fail(call, "rd_yield");
+  }
+  return 0;
+}
+
 /* ------------------------------------------------------------------ tests */
 
 static rd_ref submit_gen(long n, long small, long big, long ms, int window) {
@@ -638,6 +647,35 @@ static int t_any(void) {
   return 0;
 }
 
+/* Items yielded close together are written out together, but never held
+ * back by a pause that follows them: the burst's last item comes long
+ * before the item after the pause. */
+static int t_burst(void) {
+  init_or_die(2);
+  rd_task_opts o;
+  rd_task_opts_init(&o);
+  o.num_returns = RD_STREAMING;
+  for (int round = 0; round < 3; round++) {
+    rd_ref s, it;
+    CHECK_EQ(rd_submit(gen_burst, RD_NO_ARGS, &o, &s), 0);
+    double at[4];
+    for (long i = 0; i < 4; i++) {
+      CHECK_EQ(rd_stream_next(s, &it, 30000), 0);
+      at[i] = now_s();
+      check_item(it, i);
+      rd_ref_release(it);
+    }
+    CHECK_EQ(rd_stream_next(s, &it, 30000), RD_EEND);
+    rd_ref_release(s);
+    printf("burst: items 1 and 2 %.1f and %.1f ms after item 0; item 3 after %.0f ms\n", (at[1] - at[0]) * 1e3,
+           (at[2] - at[0]) * 1e3, (at[3] - at[0]) * 1e3);
+    CHECK(at[2] - at[0] < 0.2);
+    CHECK(at[3] - at[0] > 0.9);
+  }
+  rd_shutdown();
+  return 0;
+}
+
 /* Misuse gets RD_EINVAL (or RD_ETIMEDOUT) and nothing else breaks. */
 static int t_errors(void) {
   init_or_die(2);
@@ -698,7 +736,7 @@ static const rd_test_case tests[] = {
     {"basic", t_basic},   {"window", t_window}, {"failure", t_failure}, {"retry", t_retry},
     {"cancel", t_cancel}, {"actor", t_actor},   {"nested", t_nested},   {"errors", t_errors},
     {"exclusive", t_exclusive}, {"any", t_any}, {"actor_restart", t_actor_restart},
-    {"owner_dies", t_owner_dies},
+    {"owner_dies", t_owner_dies}, {"burst", t_burst},
 };
 
 RD_TEST_MAIN(tests)
