@@ -787,6 +787,31 @@ static void stream_attempt(rd__stream *st, Rd__Task *m) {
   m->stream_ids = n ? &st->grants.v[st->grants.len - n] : NULL;
 }
 
+/* The attempt died with its node, and is run again: the items that came
+ * and are not taken yet, from the first one stored on that node (st->node,
+ * where its store items were made) on, are lost with it; they are dropped
+ * and made again by the next attempt, which skips only the ones before. */
+static void stream_rewind(rd__stream *st) {
+  size_t first = st->items.len;
+  for (size_t k = st->items.head; k < st->items.len && first == st->items.len; k++) {
+    rd__obj *o = obj_get(st->items.v[k]);
+    if (o && o->state == OBJ_STORE && o->node == st->node) first = k;
+  }
+  size_t n = st->items.len - first;
+  if (!n) return;
+  rd__log(RD_LOG_WARN, "streaming task: %zu items not taken yet were lost with node %u; made again", n, st->node);
+  for (size_t k = first; k < st->items.len; k++) {
+    rd__obj *o = obj_get(st->items.v[k]);
+    if (o && o->refs > 0) {
+      o->refs--;
+      obj_maybe_free(o);
+    }
+  }
+  st->items.len = first;
+  st->received -= n;
+  st->limit = st->received;
+}
+
 static void stream_free(rd__stream *st) {
   free(st->items.v);
   free(st->grants.v);
@@ -1154,6 +1179,7 @@ static void lease_lost(rd__lease *l, const char *why) {
       dtail = &t->next;
     } else if (!why || t->retries_left > 0) {
       if (why) {
+        if (t->stream && l_err == RD_ENODE_DIED) stream_rewind(t->stream);
         t->retries_left--;
         t->attempt++;
         rd__log(RD_LOG_WARN, "worker pid %d %s while running '%s'; retrying (attempt %d of %d)", pid,

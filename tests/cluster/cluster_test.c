@@ -609,12 +609,49 @@ static int node_pid(const char *ip) {
 
 /* Kill node c while SPREAD tasks run on it: every task still completes
  * (retried elsewhere), and work pinned to c fails with RD_ENODE_DIED. */
+RD_REMOTE_DECLARE(stream_remote);
+
+/* Takes item i of a stream_blocks stream: intact, made on a node other than
+ * this one; returns that node. */
+static uint64_t take_block(rd_ref s, long i) {
+  rd_ref it;
+  int e = rd_stream_next(s, &it, 120000);
+  if (e != 0) fprintf(stderr, "stream item %ld: %s\n", i, rd_err_name(e));
+  CHECK_EQ(e, 0);
+  rd_buf b;
+  e = rd_get(&it, 1, &b, 120000);
+  if (e != 0) fprintf(stderr, "stream item %ld: %s: %.*s\n", i, rd_err_name(e), (int)b.size, (const char *)b.data);
+  CHECK_EQ(e, 0);
+  CHECK_EQ(b.size, i % 4 == 3 ? 2u << 20 : 64);
+  uint64_t head[2];
+  memcpy(head, b.data, sizeof(head));
+  CHECK_EQ(head[1], i);
+  const uint8_t *p = b.data;
+  for (size_t k = sizeof(head); k < b.size; k += 997) CHECK_EQ(p[k], (uint8_t)(i + (long)k));
+  rd_buf_release(&b);
+  rd_ref_release(it);
+  return head[0];
+}
+
 static int t_node_death(void) {
   join();
   uint32_t c = run_where("only_c=1");
   int pid = node_pid("127.0.0.3");
   CHECK(pid > 0);
   rd_task_opts o;
+  /* a stream made on c (soft affinity), 10 items taken before c dies; the
+   * ones that came from c and were not taken yet die with it, and the
+   * task's next attempt, elsewhere, makes them again */
+  rd_task_opts_init(&o);
+  o.strategy = RD_STRATEGY_NODE_AFFINITY;
+  o.node = c;
+  o.soft = 1;
+  o.num_returns = RD_STREAMING;
+  o.stream_window = 8;
+  long nitems = 40;
+  rd_ref st;
+  CHECK_EQ(rd_submit(stream_remote, RD_ARGS(rd_arg_bytes(&nitems, sizeof(nitems))), &o, &st), 0);
+  for (long i = 0; i < 10; i++) CHECK_EQ(take_block(st, i), c);
   rd_task_opts_init(&o);
   o.strategy = RD_STRATEGY_SPREAD;
   enum { N = 60 };
@@ -638,6 +675,14 @@ static int t_node_death(void) {
     rd_ref_release(refs[i]);
   }
   printf("all %d tasks done; %d finished on node %u before it died\n", N, on_c, c);
+  uint64_t last = c;
+  for (long i = 10; i < nitems; i++) last = take_block(st, i);
+  rd_ref it;
+  CHECK_EQ(rd_stream_next(st, &it, 60000), RD_EEND);
+  rd_ref_release(st);
+  printf("stream: 10 items from node %u before it died, the other %ld in order from node %llu\n", c, nitems - 10,
+         (unsigned long long)last);
+  CHECK(last != c);
   /* pinned to the dead node: a clear error */
   o.strategy = RD_STRATEGY_NODE_AFFINITY;
   o.node = c;
