@@ -441,30 +441,70 @@ RD_REMOTE(stream_forever) {
   }
 }
 
-static double stream_items(int window) {
+/* Submit fn(args) as a streaming task with this window, take and get its
+ * items for the duration, then cancel it.  Items per second, checking that
+ * item i is the long i; or with bytes, GB/s. */
+static double stream_measure(const rd_function *fn, const rd_value *args, size_t nargs, int window, int bytes) {
   rd_task_opts o;
   rd_task_opts_init(&o);
   o.num_returns = RD_STREAMING;
   o.stream_window = window;
   rd_ref s, it;
-  OK(rd_submit(stream_forever, RD_NO_ARGS, &o, &s));
-  long ops = 0;
+  OK(rd_submit(fn, args, nargs, &o, &s));
+  long ops = 0, total = 0;
   double t0 = now();
   while (now() - t0 < g_duration) {
     OK(rd_stream_next(s, &it, RD_TIMEOUT_INF));
     rd_buf b;
     OK(rd_get(&it, 1, &b, RD_TIMEOUT_INF));
-    if (b.size != sizeof(long) || *(const long *)b.data != ops) DIE("stream item %ld out of order", ops);
+    if (!bytes && (b.size != sizeof(long) || *(const long *)b.data != ops)) DIE("stream item %ld out of order", ops);
+    total += (long)b.size;
     rd_buf_release(&b);
     rd_ref_release(it);
     ops++;
   }
-  double rate = ops / (now() - t0);
+  double rate = (bytes ? total / 1e9 : ops) / (now() - t0);
   OK(rd_cancel(s, 0));
   while (rd_stream_next(s, &it, RD_TIMEOUT_INF) == 0) rd_ref_release(it);
   rd_ref_release(s);
   return rate;
 }
+
+static double stream_items(int window) { return stream_measure(stream_forever, RD_NO_ARGS, window, 0); }
+
+/* 8 MiB items without end, copied in by rd_yield (in_place 0) or written
+ * in place (rd_yield_alloc + rd_yield_commit); the driver takes and gets
+ * each: GB/s through one stream. */
+RD_REMOTE(stream_big_forever) {
+  rd_buf a;
+  long in_place = 0;
+  if (rd_arg(call, 0, &a) == 0 && a.size == sizeof(in_place)) memcpy(&in_place, a.data, sizeof(in_place));
+  size_t n = 8u << 20;
+  unsigned char *src = in_place ? NULL : malloc(n);
+  if (src) memset(src, 5, n);
+  for (;;) {
+    int r;
+    if (in_place) {
+      unsigned char *p = rd_yield_alloc(call, n);
+      if (!p) break;
+      memset(p, 5, n);   /* the producer writes its item: once, in place */
+      r = rd_yield_commit(call);
+    } else {
+      memset(src, 5, n);   /* the same write, into its own buffer, then copied */
+      r = rd_yield(call, src, n);
+    }
+    if (r != 0) break;
+  }
+  free(src);
+  return 0;
+}
+
+static double stream_gb(long in_place) {
+  return stream_measure(stream_big_forever, RD_ARGS(rd_arg_bytes(&in_place, sizeof(in_place))), 4, 1);
+}
+
+static double t_stream_gb(void) { return stream_gb(0); }
+static double t_stream_gb_in_place(void) { return stream_gb(1); }
 
 static double t_stream(void) { return stream_items(0); }
 static double t_stream_unlimited(void) { return stream_items(-1); }
@@ -523,6 +563,9 @@ int main(int argc, char **argv) {
   report("single_client_tasks_100k_wait_get", "(100k tasks, one rd_wait for all, one rd_get)", t_wait_100k);
   report("single_client_stream_items", "(8-byte items of one streaming task, window 64)", t_stream);
   report("single_client_stream_items_unlimited", "(the same, stream_window -1)", t_stream_unlimited);
+  report("single_client_stream_gigabytes", "GB/s (8 MiB items written, copied in by rd_yield)", t_stream_gb);
+  report("single_client_stream_gigabytes_in_place", "GB/s (8 MiB items written in place: rd_yield_alloc)",
+         t_stream_gb_in_place);
   if (!g_filter || strstr(g_filter, "actor")) {
     g_actor = make_actor(1);
     g_actor_conc = make_actor(16);

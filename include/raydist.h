@@ -323,6 +323,14 @@ RD_EXTERN int rd_return_bytes(rd_call *call, size_t i, const void *data, size_t 
  * call, NULL data); RD_ESTORE_FULL / RD_E2BIG; RD_ECANCELED when the caller
  * cancelled the task or went away (return then: nothing more reaches it). */
 RD_EXTERN int rd_yield(rd_call *call, const void *data, size_t size) RD_MUST_CHECK;
+/* rd_yield without the copy: memory for the next item, size bytes (in the
+ * store already when large, as rd_return_alloc), to write it into; it is
+ * sent by rd_yield_commit.  NULL on the same errors as rd_yield (see the
+ * log), or when an item is already allocated and not committed.  An item
+ * not committed when the call returns is dropped. */
+RD_EXTERN void *rd_yield_alloc(rd_call *call, size_t size);
+/* Send the item rd_yield_alloc gave; RD_EINVAL when there is none. */
+RD_EXTERN int rd_yield_commit(rd_call *call) RD_MUST_CHECK;
 /* Record a failure message; returns RD_ETASK so `return rd_call_fail(...)`
  * reads naturally.  The caller's rd_get returns RD_ETASK with this message. */
 RD_EXTERN int rd_call_fail(rd_call *call, const char *fmt, ...)

@@ -40,7 +40,13 @@ struct rd_call {
   /* a streaming call (RD_STREAMING): ids granted for its next items (G.mu) */
   rd__idq sids;
   uint64_t yielded;         /* items yielded, the skipped ones of earlier attempts included */
-  int yielding;             /* an rd_yield is under way (one at a time) */
+  int yielding;             /* an item is being made (rd_yield, or rd_yield_alloc until its commit) */
+  struct {
+    uint64_t id;
+    uint8_t *ptr;           /* in the store (in_store), or malloc'd */
+    size_t size;
+    int in_store, skip;
+  } y;                      /* that item */
   uint64_t flushed_ns;      /* when rd_yield last wrote its items out */
   struct rd_call *next_running;
 };
@@ -329,6 +335,8 @@ static int resolve_args(rd_call *call) {
   return r;   /* pins in call->pinned are dropped when the task ends */
 }
 
+static void yield_discard(rd_call *call);
+
 /* Run one task and reply; returns the status it replied with. */
 static int run_call(rd__wtask *w) {
   Rd__Task *m = w->msg;
@@ -426,6 +434,7 @@ static int run_call(rd__wtask *w) {
     if (!call.ret[i].in_store || call.ret[i].exists) free(call.ret[i].ptr);
   for (size_t i = 0; i < m->n_args; i++)
     if (call.pinned[i]) rd__store_release(m->args[i]->object_id);
+  yield_discard(&call);
   free(call.sids.v);
   return status;
 }
@@ -692,43 +701,67 @@ int rd_return_bytes(rd_call *call, size_t i, const void *data, size_t size) {
  * one, at most this long (rd__flush_within). */
 #define STREAM_FLUSH_NS 100000u
 
-/* The next item of a streaming call: waits for an id to make it under, then
- * sends it (inline, or made in the store).  G.mu held; call->yielding set,
- * so that no other thread's rd_yield takes the same id meanwhile. */
-static int yield_locked(rd_call *call, const void *data, size_t size) {
-  /* the owner grants ids as its caller takes items: wait for one */
-  while (!rd__idq_count(&call->sids)) {
-    if (call->from->closed || __atomic_load_n(&call->cancelled, __ATOMIC_RELAXED)) return RD_ECANCELED;
-    if (G.dead) return RD_ENODE_DIED;
-    (void)rd__pump(100);
+/* The item being made (rd_yield_alloc, or inside rd_yield): G.mu held
+ * while it is set up and sent, not while its bytes are written.  `skip`:
+ * an earlier attempt delivered it, so its bytes go to scratch memory. */
+static int yield_begin(rd_call *call, size_t size) {
+  if (call->yielding) {
+    rd__log(RD_LOG_WARN, "rd_yield in '%s': another rd_yield on this call is under way (another thread's, or an "
+            "rd_yield_alloc not committed)", call->func);
+    return RD_ESTATE;
   }
-  uint64_t id = call->sids.v[call->sids.head];   /* taken once the item is sent */
-  Rd__Ret ret = RD__RET__INIT;
-  if (size <= G.inline_max) {
-    ret.data.data = (uint8_t *)data;
-    ret.data.len = size;
-  } else {
-    uint8_t *p = NULL;
-    char err[256];
-    int r = rd__store_create(id, size, &p, err, sizeof(err));
-    if (r != 0) {
-      rd__log(RD_LOG_WARN, "rd_yield in '%s': item %llu: %s", call->func, (unsigned long long)call->yielded, err);
-      return r;
+  call->yielding = 1;   /* from here: while this thread waits in the pump, no other takes the id */
+  memset(&call->y, 0, sizeof(call->y));
+  call->y.size = size;
+  call->y.skip = call->yielded < call->msg->stream_skip;
+  int r = 0;
+  if (!call->y.skip) {
+    /* the owner grants ids as its caller takes items: wait for one */
+    while (!rd__idq_count(&call->sids) && r == 0) {
+      if (call->from->closed || __atomic_load_n(&call->cancelled, __ATOMIC_RELAXED)) r = RD_ECANCELED;
+      else if (G.dead) r = RD_ENODE_DIED;
+      else (void)rd__pump(100);
     }
-    pthread_mutex_unlock(&G.mu);
-    rd__copy(p, data, size);
-    pthread_mutex_lock(&G.mu);
-    rd__store_seal(id);
+    if (r == 0) call->y.id = call->sids.v[call->sids.head];   /* taken once the item is sent */
+  }
+  if (r == 0 && size > G.inline_max && !call->y.skip) {
+    char err[256];
+    r = rd__store_create(call->y.id, size, &call->y.ptr, err, sizeof(err));
+    if (r != 0)
+      rd__log(RD_LOG_WARN, "rd_yield in '%s': item %llu: %s", call->func, (unsigned long long)call->yielded, err);
+    call->y.in_store = r == 0;
+  } else if (r == 0 && !(call->y.ptr = malloc(size ? size : 1))) {
+    r = RD_ENOMEM;
+  }
+  if (r != 0) call->yielding = 0;
+  return r;
+}
+
+/* Send the item yield_begin set up (or, skipped, drop it). */
+static void yield_end(rd_call *call) {
+  call->yielding = 0;
+  if (call->y.skip) {
+    free(call->y.ptr);
+    call->yielded++;
+    return;
+  }
+  Rd__Ret ret = RD__RET__INIT;
+  if (call->y.in_store) {
+    rd__store_seal(call->y.id);
     ret.in_store = 1;
+  } else {
+    ret.data.data = call->y.ptr;
+    ret.data.len = call->y.size;
   }
   (void)rd__idq_pop(&call->sids);
   Rd__StreamItem it = RD__STREAM_ITEM__INIT;
   it.task_id = call->msg->task_id;
   it.index = call->yielded++;
-  it.object_id = id;
+  it.object_id = call->y.id;
   it.ret = &ret;
   it.node = G.node_index;
   if (rd__conn_send(&call->from->conn, RD__MSG_TYPE__MSG_STREAM_ITEM, &it.base, -1) != 0) call->from->closed = 1;
+  if (!call->y.in_store) free(call->y.ptr);
   /* an item after a pause goes at once; items that follow each other
    * closely go together, within STREAM_FLUSH_NS (one write and one wake-up
    * of the taker per batch, not per item) */
@@ -739,23 +772,55 @@ static int yield_locked(rd_call *call, const void *data, size_t size) {
   } else {
     rd__flush_within(STREAM_FLUSH_NS);
   }
-  return 0;
+}
+
+/* A call ends with an item allocated and not committed: it is not sent. */
+static void yield_discard(rd_call *call) {
+  if (!call->yielding) return;
+  call->yielding = 0;
+  if (!call->y.in_store) {
+    free(call->y.ptr);
+    return;
+  }
+  Rd__ObjIds d = RD__OBJ_IDS__INIT;   /* the unsealed object and our pin on it */
+  d.n_object_ids = 1;
+  d.object_ids = &call->y.id;
+  rd__conn_send(&G.daemon, RD__MSG_TYPE__MSG_OBJ_DELETE, &d.base, -1);
+  rd__store_release(call->y.id);
 }
 
 int rd_yield(rd_call *call, const void *data, size_t size) {
   if (!call || !call->msg->streaming || (size && !data)) return RD_EINVAL;
   pthread_mutex_lock(&G.mu);
-  int r = 0;
-  if (call->yielding) {
-    rd__log(RD_LOG_WARN, "rd_yield in '%s': another thread's rd_yield on this call is under way", call->func);
-    r = RD_ESTATE;
-  } else if (call->yielded < call->msg->stream_skip) {   /* an earlier attempt delivered it */
+  int r = call->yielded < call->msg->stream_skip && !call->yielding ? 0 : yield_begin(call, size);
+  if (r == 0 && !call->yielding) {   /* skipped without a copy */
     call->yielded++;
-  } else {
-    call->yielding = 1;
-    r = yield_locked(call, data, size);
-    call->yielding = 0;
+  } else if (r == 0) {
+    if (!call->y.skip && size) {
+      pthread_mutex_unlock(&G.mu);
+      rd__copy(call->y.ptr, data, size);
+      pthread_mutex_lock(&G.mu);
+    }
+    yield_end(call);
   }
+  pthread_mutex_unlock(&G.mu);
+  return r;
+}
+
+void *rd_yield_alloc(rd_call *call, size_t size) {
+  if (!call || !call->msg->streaming) return NULL;
+  pthread_mutex_lock(&G.mu);
+  int r = yield_begin(call, size);
+  void *p = r == 0 ? call->y.ptr : NULL;
+  pthread_mutex_unlock(&G.mu);
+  return p;
+}
+
+int rd_yield_commit(rd_call *call) {
+  if (!call || !call->msg->streaming) return RD_EINVAL;
+  pthread_mutex_lock(&G.mu);
+  int r = call->yielding ? 0 : RD_EINVAL;
+  if (r == 0) yield_end(call);
   pthread_mutex_unlock(&G.mu);
   return r;
 }
