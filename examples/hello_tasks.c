@@ -1,10 +1,12 @@
 /* examples/hello_tasks.c - the smallest libraydist driver: square numbers in
  * worker processes, chain a task on another task's result, put and get a
- * large object through the shared-memory store. */
+ * large object through the shared-memory store, take a streaming task's
+ * items while it runs. */
 #include <raydist.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 RD_REMOTE(square) {
   rd_buf in;
@@ -21,6 +23,21 @@ RD_REMOTE(sum_bytes) {
   unsigned long s = 0;
   for (size_t i = 0; i < in.size; i++) s += ((const unsigned char *)in.data)[i];
   return rd_return_bytes(call, 0, &s, sizeof(s));
+}
+
+/* A streaming task: yields the squares of 0..n-1, one at a time. */
+RD_REMOTE(squares_stream) {
+  rd_buf in;
+  if (rd_arg(call, 0, &in) != 0 || in.size != sizeof(long)) return rd_call_fail(call, "expected one long");
+  long n;
+  memcpy(&n, in.data, sizeof(n));
+  for (long i = 0; i < n; i++) {
+    long sq = i * i;
+    int r = rd_yield(call, &sq, sizeof(sq));
+    if (r != 0) return r;   /* RD_ECANCELED: the caller cancelled or left */
+    usleep(20000);          /* some work per item: the caller takes each as it comes */
+  }
+  return 0;
 }
 
 int main(void) {
@@ -69,6 +86,26 @@ int main(void) {
   memcpy(&s, os.data, sizeof(s));
   printf("sum of a 64 MiB object computed in a worker: %lu\n", s);
   rd_buf_release(&os);
+  /* a streaming task: its items are taken while it still runs */
+  rd_task_opts o;
+  rd_task_opts_init(&o);
+  o.num_returns = RD_STREAMING;
+  long five = 5, count = 0;
+  rd_ref stream, item;
+  if (rd_submit(squares_stream, RD_ARGS(rd_arg_bytes(&five, sizeof(five))), &o, &stream) != 0) return 1;
+  printf("streamed:");
+  while ((r = rd_stream_next(stream, &item, 10000)) == 0) {
+    rd_buf oi;
+    if (rd_get(&item, 1, &oi, 10000) != 0) return 1;
+    memcpy(&v, oi.data, sizeof(v));
+    printf(" %ld", v);
+    rd_buf_release(&oi);
+    rd_ref_release(item);
+    count++;
+  }
+  printf(" (%ld items, %s)\n", count, rd_err_name(r));
+  rd_ref_release(stream);
+  if (r != RD_EEND) return 1;
   for (int i = 0; i < N; i++) rd_ref_release(refs[i]);
   rd_ref_release(a); rd_ref_release(b); rd_ref_release(big_ref); rd_ref_release(sum_ref);
   free(big);

@@ -19,7 +19,9 @@
 #   seed_elastic: scale(1) -> scale(3) -> scale(1) seen in the lines, every
 #     replica of the big phase served, every request routed to a least-loaded
 #     replica and some routings contested (another replica had more).
-# All refuse bad options with status 2.  Timings are not asserted: the
+#   hello_tasks: the squares, the chain, the 64 MiB sum and the streamed
+#     squares it prints (it takes no options).
+# All the others refuse bad options with status 2.  Timings are not asserted: the
 # machine may be loaded.
 set -u
 name=$1; bin=$2; embed=${3:-}; npycmp=${4:-}   # batch_embed (--classify, reference outputs), npy_cmp
@@ -29,6 +31,16 @@ fail() { echo "FAIL: $*"; exit 1; }
 field() { sed -n "s/.* $2=\([^ ]*\).*/\1/p" "$1" | tail -n 1; }   # field FILE KEY: last value of KEY=
 
 case "$name" in
+hello_tasks)
+  # the printed results, the streamed items taken in order to the end
+  "$bin" > "$tmp/out" 2>&1 || { cat "$tmp/out"; fail "hello_tasks exited non-zero"; }
+  cat "$tmp/out"
+  grep -qx "squares: 0 1 4 9 16 25 36 49 64 81" "$tmp/out" || fail "squares"
+  grep -qx "square(square(3)) = 81" "$tmp/out" || fail "chain"
+  grep -qx "sum of a 64 MiB object computed in a worker: 8556380160" "$tmp/out" || fail "64 MiB sum"
+  grep -qx "streamed: 0 1 4 9 16 (5 items, RD_EEND)" "$tmp/out" || fail "stream"
+  exit 0
+  ;;
 elastic_service)
   # low 8 s, high 8 s, low 8 s.  The low rate is half the default so that the
   # replicas go idle for scale_down_idle_ms even when a loaded machine makes
