@@ -709,6 +709,7 @@ static void on_worker_stats(node_client *c, Rd__WorkerStats *m) {
   }
   N.task_run_ns += m->sum_ns;
   N.tasks_failed += m->failed;
+  N.stream_items += m->stream_items;
   if (!N.timeline_on || !m->n_events) return;
   if (!N.tl && !(N.tl = calloc(RD_TIMELINE_MAX, sizeof(*N.tl)))) return;
   for (size_t i = 0; i < m->n_events; i++) {
@@ -2273,6 +2274,9 @@ void rd__node_metrics(rd__mbuf *b) {
                      N.task_run, N.task_run_n, (double)N.task_run_ns / 1e9);
   rd__mbuf_family(b, "raydist_tasks_failed_total", "counter", "Tasks and actor calls here that returned an error.");
   rd__mbuf_printf(b, "raydist_tasks_failed_total %llu\n", (unsigned long long)N.tasks_failed);
+  rd__mbuf_family(b, "raydist_stream_items_total", "counter",
+                  "Items yielded by streaming tasks and actor calls here (reported when their calls end).");
+  rd__mbuf_printf(b, "raydist_stream_items_total %llu\n", (unsigned long long)N.stream_items);
   rd__mbuf_family(b, "raydist_actors", "gauge", "Actors recorded or hosted on this node by state.");
   for (int s = A_PENDING; s <= A_DEAD; s++)
     rd__mbuf_printf(b, "raydist_actors{state=\"%s\"} %d\n", rd__actor_state_names[s], cs.actors[s]);

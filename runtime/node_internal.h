@@ -241,7 +241,7 @@ typedef struct rd__node_state {
   /* metrics (metrics.c serves them): histograms per rd__hist_bucket */
   uint64_t start_ns;
   uint64_t lease_wait[RD_HIST_BUCKETS], lease_wait_n, lease_wait_ns;
-  uint64_t task_run[RD_HIST_BUCKETS], task_run_n, task_run_ns, tasks_failed;
+  uint64_t task_run[RD_HIST_BUCKETS], task_run_n, task_run_ns, tasks_failed, stream_items;
   /* timeline (RAYDIST_TIMELINE=1): the last RD_TIMELINE_MAX task events */
   int timeline_on;
   struct rd__tl_event *tl;

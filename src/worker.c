@@ -183,7 +183,7 @@ void rd__worker_on_grant(rd__serve *s, const Rd__StreamGrant *m) {
 #define TL_MAX 512
 static int tl_on = -1;
 static struct {
-  uint64_t buckets[RD_HIST_BUCKETS], sum_ns, failed, last_sent_ns;
+  uint64_t buckets[RD_HIST_BUCKETS], sum_ns, failed, stream_items, last_sent_ns;
   int dirty;
   size_t nev;
   Rd__TaskEvent ev[TL_MAX];
@@ -232,11 +232,12 @@ static void stats_send(uint64_t now) {
   m.buckets = S.buckets;
   m.sum_ns = S.sum_ns;
   m.failed = S.failed;
+  m.stream_items = S.stream_items;
   m.n_events = S.nev;
   m.events = S.evp;
   if (rd__conn_send(&G.daemon, RD__MSG_TYPE__MSG_WORKER_STATS, &m.base, -1) != 0) return;
   memset(S.buckets, 0, sizeof(S.buckets));
-  S.sum_ns = S.failed = 0;
+  S.sum_ns = S.failed = S.stream_items = 0;
   S.nev = 0;
   S.dirty = 0;
   S.last_sent_ns = now;
@@ -757,6 +758,8 @@ static void yield_end(rd_call *call) {
   Rd__StreamItem it = RD__STREAM_ITEM__INIT;
   it.task_id = call->msg->task_id;
   it.index = call->yielded++;
+  S.stream_items++;   /* reported with the task run times */
+  S.dirty = 1;
   it.object_id = call->y.id;
   it.ret = &ret;
   it.node = G.node_index;

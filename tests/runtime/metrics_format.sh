@@ -46,6 +46,7 @@ want = {"raydist_uptime_seconds": "gauge", "raydist_resources_total": "gauge",
         "raydist_requests_respilled": "counter", "raydist_job_nodes_avoided": "gauge",
         "raydist_lease_wait_seconds": "histogram",
         "raydist_task_run_seconds": "histogram", "raydist_tasks_failed": "counter",
+        "raydist_stream_items": "counter",
         "raydist_object_store_bytes": "gauge", "raydist_memory_monitor_kills": "counter",
         "raydist_actors": "gauge", "raydist_drivers": "gauge"}
 for name, typ in want.items():

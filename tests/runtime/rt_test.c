@@ -1259,6 +1259,16 @@ static int metrics_port(void) {
   return atoi(colon + 1);
 }
 
+/* A streaming task: yields args[0] longs. */
+RD_REMOTE(yield_n) {
+  rd_buf a;
+  long n = 0;
+  if (rd_arg(call, 0, &a) == 0 && a.size == sizeof(n)) memcpy(&n, a.data, sizeof(n));
+  for (long i = 0; i < n; i++)
+    if (rd_yield(call, &i, sizeof(i)) != 0) return rd_call_fail(call, "rd_yield");
+  return 0;
+}
+
 /* The node's Prometheus endpoint: its address in the session directory, the
  * figures after some tasks (a failed one among them), and clear answers to
  * bad requests, after which it still serves.  RD_METRICS_DUMP names a file
@@ -1275,6 +1285,19 @@ static int t_metrics(void) {
   rd_ref bad;
   CHECK_EQ(rd_submit(fail_always, RD_NO_ARGS, NULL, &bad), 0);
   CHECK_EQ(get_status(bad, 30000), RD_ETASK);
+  rd_task_opts so;   /* and a stream of 7 items */
+  rd_task_opts_init(&so);
+  so.num_returns = RD_STREAMING;
+  long seven = 7;
+  rd_ref st, item;
+  CHECK_EQ(rd_submit(yield_n, RD_ARGS(rd_arg_bytes(&seven, sizeof(seven))), &so, &st), 0);
+  int got = 0;
+  while (rd_stream_next(st, &item, 30000) == 0) {
+    rd_ref_release(item);
+    got++;
+  }
+  CHECK_EQ(got, 7);
+  rd_ref_release(st);
   usleep(500000);   /* workers report run times within 200 ms of going idle */
   int port = metrics_port();
   CHECK(port > 0);
@@ -1294,8 +1317,9 @@ static int t_metrics(void) {
   CHECK(metric(text, "raydist_resources_total{resource=\"CPU\"}") == 2);
   CHECK(metric(text, "raydist_leases_granted_total") >= 1);
   CHECK(metric(text, "raydist_lease_wait_seconds_count") >= 1);
-  CHECK(metric(text, "raydist_task_run_seconds_count") >= 21);
+  CHECK(metric(text, "raydist_task_run_seconds_count") >= 22);
   CHECK(metric(text, "raydist_tasks_failed_total") >= 1);
+  CHECK(metric(text, "raydist_stream_items_total") == 7);
   CHECK(metric(text, "raydist_task_run_seconds_bucket{le=\"+Inf\"}") == metric(text, "raydist_task_run_seconds_count"));
   CHECK(metric(text, "raydist_object_store_bytes{kind=\"capacity\"}") > 0);
   CHECK(metric(text, "raydist_drivers") == 1);
