@@ -109,8 +109,13 @@ static void stream_gen_gone(rd__stream *st);
 
 static void borrow_tell(rd__serve *s, int type, uint64_t oid);
 
+/* Someone here still needs o: a reference, a task, a borrower's wait or hold. */
+static int obj_needed(const rd__obj *o) {
+  return o->refs > 0 || o->uses > 0 || o->ndeps > 0 || o->nbwait > 0 || o->nholds > 0;
+}
+
 static void obj_maybe_free(rd__obj *o) {
-  if (o->refs > 0 || o->uses > 0 || o->ndeps > 0 || o->nbwait > 0 || o->nholds > 0) return;
+  if (obj_needed(o)) return;
   if (o->stream) stream_abandon(o->stream);   /* nobody can take its items any more */
   if (o->state == OBJ_PENDING && !o->borrowed) return;
   rd__u64map_del(&G.objs, o->id);
@@ -472,6 +477,20 @@ static void borrow_answer(rd__lease *l, const rd__obj *o, uint64_t oid) {
   (void)rd__conn_send(&l->conn, RD__MSG_TYPE__MSG_BORROW_REPLY, &m.base, -1);
 }
 
+/* Appends l to an object's list of connections (its borrow waits or holds);
+ * -1 without memory. */
+static int lease_list_push(rd__lease ***list, int *n, int *cap, rd__lease *l) {
+  if (*n == *cap) {
+    int nc = *cap ? 2 * *cap : 4;
+    rd__lease **p = realloc(*list, (size_t)nc * sizeof(*p));
+    if (!p) return -1;
+    *list = p;
+    *cap = nc;
+  }
+  (*list)[(*n)++] = l;
+  return 0;
+}
+
 /* A worker of lease l asks for a borrowed object: answered now when it is
  * ready (or unknown here), else once it is (obj_ready). */
 static void on_borrow_get(rd__lease *l, uint64_t oid) {
@@ -480,17 +499,10 @@ static void on_borrow_get(rd__lease *l, uint64_t oid) {
     borrow_answer(l, o, oid);
     return;
   }
-  if (o->nbwait == o->capbwait) {
-    int nc = o->capbwait ? 2 * o->capbwait : 4;
-    rd__lease **p = realloc(o->bwait, (size_t)nc * sizeof(*p));
-    if (!p) goto nomem;
-    o->bwait = p;
-    o->capbwait = nc;
+  if (lease_list_push(&o->bwait, &o->nbwait, &o->capbwait, l) == 0) {
+    l->nbw++;
+    return;
   }
-  o->bwait[o->nbwait++] = l;
-  l->nbw++;
-  return;
-nomem:;
   Rd__BorrowReply m = RD__BORROW_REPLY__INIT;
   m.object_id = oid;
   m.status = RD_ENOMEM;
@@ -640,7 +652,7 @@ static void borrow_hold_up(rd__obj *o) {
 
 void rd__borrow_keep(uint64_t oid) {
   rd__obj *o = obj_get(oid);
-  if (o && (o->refs > 0 || o->uses > 0 || o->ndeps > 0 || o->nbwait > 0 || o->nholds > 0)) borrow_hold_up(o);
+  if (o && obj_needed(o)) borrow_hold_up(o);
 }
 
 /* The actor on l keeps oid past its call. */
@@ -651,18 +663,11 @@ static void on_borrow_hold(rd__lease *l, uint64_t oid) {
             (unsigned long long)oid);
     return;
   }
-  if (o->nholds == o->capholds) {
-    int nc = o->capholds ? 2 * o->capholds : 2;
-    rd__lease **p = realloc(o->holds, (size_t)nc * sizeof(*p));
-    if (!p) {
-      rd__log(RD_LOG_ERROR, "out of memory recording that worker pid %d keeps object %llx", l->worker_pid,
-              (unsigned long long)oid);
-      return;
-    }
-    o->holds = p;
-    o->capholds = nc;
+  if (lease_list_push(&o->holds, &o->nholds, &o->capholds, l) != 0) {
+    rd__log(RD_LOG_ERROR, "out of memory recording that worker pid %d keeps object %llx", l->worker_pid,
+            (unsigned long long)oid);
+    return;
   }
-  o->holds[o->nholds++] = l;
   l->nholds++;
   borrow_hold_up(o);   /* a borrower lending on: its own lender keeps it too */
 }
@@ -787,6 +792,19 @@ static void stream_attempt(rd__stream *st, Rd__Task *m) {
   m->stream_ids = n ? &st->grants.v[st->grants.len - n] : NULL;
 }
 
+/* Items come and not taken, from items.v[first] on, are dropped: the
+ * stream's reference to each goes (the item with it, when it was the last). */
+static void stream_drop_items(rd__stream *st, size_t first) {
+  for (size_t k = first; k < st->items.len; k++) {
+    rd__obj *o = obj_get(st->items.v[k]);
+    if (o && o->refs > 0) {
+      o->refs--;
+      obj_maybe_free(o);
+    }
+  }
+  st->items.len = first;
+}
+
 /* The attempt died with its node, and is run again: the items that came
  * and are not taken yet, from the first one stored on that node (st->node,
  * where its store items were made) on, are lost with it; they are dropped
@@ -800,14 +818,7 @@ static void stream_rewind(rd__stream *st) {
   size_t n = st->items.len - first;
   if (!n) return;
   rd__log(RD_LOG_WARN, "streaming task: %zu items not taken yet were lost with node %u; made again", n, st->node);
-  for (size_t k = first; k < st->items.len; k++) {
-    rd__obj *o = obj_get(st->items.v[k]);
-    if (o && o->refs > 0) {
-      o->refs--;
-      obj_maybe_free(o);
-    }
-  }
-  st->items.len = first;
+  stream_drop_items(st, first);
   st->received -= n;
   st->limit = st->received;
 }
@@ -823,13 +834,7 @@ static void stream_free(rd__stream *st) {
 static void stream_abandon(rd__stream *st) {
   if (st->abandoned) return;
   st->abandoned = 1;
-  while (rd__idq_count(&st->items)) {
-    rd__obj *o = obj_get(rd__idq_pop(&st->items));
-    if (o && o->refs > 0) {
-      o->refs--;
-      obj_maybe_free(o);
-    }
-  }
+  stream_drop_items(st, st->items.head);
   stream_grant(st);
 }
 
