@@ -2383,6 +2383,30 @@ static void wait_block_end(wait_block *b) {
   b->told = 0;
 }
 
+/* A wait of rd_get, rd_wait or rd_stream_next_any: its deadline (0: none),
+ * whether it has read the sockets once, and its node's blocked notice. */
+typedef struct waiter {
+  uint64_t deadline;
+  int polled;
+  wait_block wb;
+} waiter;
+
+static void waiter_start(waiter *w, int64_t timeout_ms) {
+  w->deadline = timeout_ms >= 0 ? rd__now_ns() + (uint64_t)timeout_ms * 1000000ull : 0;
+  w->polled = 0;
+  w->wb.since = 0;
+  w->wb.told = 0;
+}
+
+/* One round of the wait, after its condition was found unmet: 1 once the
+ * deadline has passed, else what rd__pump returned pumping until the
+ * deadline (or 1 ms, while the node is not told the wait blocks). */
+static int waiter_round(waiter *w) {
+  int64_t left;
+  if (wait_left(w->deadline, &w->polled, &left)) return 1;
+  return rd__pump(wait_block_round(&w->wb, left));
+}
+
 int rd_get(const rd_ref *refs, size_t n, rd_buf *out, int64_t timeout_ms) {
   if ((!refs || !out) && n) return RD_EINVAL;
   LOCKED_OR(RD_ESTATE);
@@ -2391,12 +2415,11 @@ int rd_get(const rd_ref *refs, size_t n, rd_buf *out, int64_t timeout_ms) {
     pthread_mutex_unlock(&G.mu);
     return r;
   }
-  uint64_t deadline = timeout_ms >= 0 ? rd__now_ns() + (uint64_t)timeout_ms * 1000000ull : 0;
-  int polled = 0;
+  waiter w;
+  waiter_start(&w, timeout_ms);
   /* a get of objects already here sends nothing: in a task it must not
    * flush the worker's batched replies one task at a time */
   int sent = 0;
-  wait_block wb = {0, 0};
 again:
   for (size_t first = 0;;) {
     /* each wake-up looks from the first ref not yet ready on, so a get of
@@ -2410,17 +2433,13 @@ again:
       if (i == n) break;
       first = i;
     }
-    int64_t left;
-    if (wait_left(deadline, &polled, &left)) { r = RD_ETIMEDOUT; goto out; }
+    int pr = waiter_round(&w);
+    if (pr == 1) { r = RD_ETIMEDOUT; goto out; }
     sent = 1;   /* the pump flushes every socket before it waits */
-    int pr = rd__pump(wait_block_round(&wb, left));
     if (pr < 0 && pr != RD_ENODE_DIED) { r = pr; goto out; }
-    if (G.dead) {
-      /* everything pending failed in fail_everything */
-      continue;
-    }
+    /* G.dead: everything pending failed in fail_everything */
   }
-  wait_block_end(&wb);
+  wait_block_end(&w.wb);
   /* pin store objects with one request */
   uint64_t sids_small[64], *sids = sids_small;
   uint32_t snodes_small[64], *snodes = snodes_small;
@@ -2535,7 +2554,7 @@ again:
   if (gr) protobuf_c_message_free_unpacked(&gr->base, NULL);
   if (sids != sids_small) free(sids);
 out:
-  wait_block_end(&wb);
+  wait_block_end(&w.wb);
   if (sent) rd__flush_all();
   pthread_mutex_unlock(&G.mu);
   return r;
@@ -2561,9 +2580,8 @@ int rd_wait(const rd_ref *refs, size_t n, size_t num_ready, int64_t timeout_ms, 
     pthread_mutex_unlock(&G.mu);
     return RD_EINVAL;
   }
-  uint64_t deadline = timeout_ms >= 0 ? rd__now_ns() + (uint64_t)timeout_ms * 1000000ull : 0;
-  int polled = 0;
-  wait_block wb = {0, 0};
+  waiter w;
+  waiter_start(&w, timeout_ms);
   /* As in rd_get: the ready prefix only grows, and past it a wake-up counts
    * only until num_ready is reached or out of reach, so waiting for all of
    * many refs is one pass over them, not one per wake-up.  Only the pump
@@ -2581,11 +2599,10 @@ int rd_wait(const rd_ref *refs, size_t n, size_t num_ready, int64_t timeout_ms, 
       if (cnt >= num_ready) break;
       first = 0;
     }
-    int64_t left;
-    if (wait_left(deadline, &polled, &left)) break;
-    if (rd__pump(wait_block_round(&wb, left)) < 0 && !G.dead) break;
+    int pr = waiter_round(&w);
+    if (pr == 1 || (pr < 0 && !G.dead)) break;
   }
-  wait_block_end(&wb);
+  wait_block_end(&w.wb);
   int ready = 0;
   for (size_t i = 0; i < n; i++) {
     int rdy = ref_ready(refs[i].id);
@@ -2630,25 +2647,21 @@ static int streams_take(const rd_ref *streams, size_t n, size_t *index, rd_ref *
 int rd_stream_next_any(const rd_ref *streams, size_t n, size_t *index, rd_ref *item, int64_t timeout_ms) {
   if (!streams || !n || !index || !item) return RD_EINVAL;
   LOCKED_OR(RD_ESTATE);
-  uint64_t deadline = timeout_ms >= 0 ? rd__now_ns() + (uint64_t)timeout_ms * 1000000ull : 0;
-  int polled = 0, r;
-  wait_block wb = {0, 0};
+  waiter w;
+  waiter_start(&w, timeout_ms);
+  int r;
   while ((r = streams_take(streams, n, index, item)) == 1) {
-    int64_t left;
     if (G.dead) {
       r = RD_ENODE_DIED;
       break;
     }
-    if (wait_left(deadline, &polled, &left)) {
-      r = RD_ETIMEDOUT;
-      break;
-    }
-    if (rd__pump(wait_block_round(&wb, left)) < 0 && !G.dead) {
-      r = RD_ESYS;
+    int pr = waiter_round(&w);
+    if (pr == 1 || (pr < 0 && !G.dead)) {
+      r = pr == 1 ? RD_ETIMEDOUT : RD_ESYS;
       break;
     }
   }
-  wait_block_end(&wb);
+  wait_block_end(&w.wb);
   pthread_mutex_unlock(&G.mu);
   return r;
 }

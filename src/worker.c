@@ -133,13 +133,12 @@ void rd__worker_on_task(rd__serve *s, Rd__Task *m) {
   G.wq_tail = w;
 }
 
+static void reply_fail(rd__serve *s, uint64_t task_id, int status, const char *err, uint64_t lost_arg);
+
 /* The owner of a task sent here cancelled it (G.mu held): one still queued is
  * dropped and answered RD_ECANCELED (the owner has failed its returns
  * already and only needs its slot back); one running is flagged for
  * rd_call_cancelled.  A task already answered is not found: nothing to do. */
-static void reply(rd__serve *s, uint64_t task_id, int status, const char *err, Rd__Ret **rets, size_t nrets,
-                  uint64_t stream_items);
-
 void rd__worker_on_cancel(rd__serve *s, uint64_t task_id) {
   for (rd__wtask **pp = &G.wq_head, *prev = NULL; *pp; prev = *pp, pp = &(*pp)->next) {
     rd__wtask *w = *pp;
@@ -147,7 +146,7 @@ void rd__worker_on_cancel(rd__serve *s, uint64_t task_id) {
     *pp = w->next;
     if (G.wq_tail == w) G.wq_tail = prev;
     rd__log(RD_LOG_DEBUG, "task %llx cancelled by its owner before it started", (unsigned long long)task_id);
-    reply(s, task_id, RD_ECANCELED, "cancelled before it started", NULL, 0, 0);
+    reply_fail(s, task_id, RD_ECANCELED, "cancelled before it started", 0);
     protobuf_c_message_free_unpacked(&w->msg->base, NULL);
     free(w);
     return;
@@ -248,29 +247,32 @@ static void stats_maybe_send(void) {
   if (S.dirty && now - S.last_sent_ns >= 100000000ull) stats_send(now);
 }
 
-static void reply_lost(rd__serve *s, uint64_t task_id, int status, const char *err, uint64_t lost_arg) {
+/* Send a task's reply on the connection it came on (unless that closed). */
+static void reply_send(rd__serve *s, Rd__TaskReply *r) {
   if (s->closed) return;
-  Rd__TaskReply r = RD__TASK_REPLY__INIT;
-  r.task_id = task_id;
-  r.status = status;
-  r.error = (char *)(err ? err : "");
-  r.node = G.node_index;
-  r.lost_arg = lost_arg;
-  if (rd__conn_send(&s->conn, RD__MSG_TYPE__MSG_TASK_REPLY, &r.base, -1) != 0) s->closed = 1;
+  r->node = G.node_index;
+  if (rd__conn_send(&s->conn, RD__MSG_TYPE__MSG_TASK_REPLY, &r->base, -1) != 0) s->closed = 1;
 }
 
-static void reply(rd__serve *s, uint64_t task_id, int status, const char *err, Rd__Ret **rets, size_t nrets,
-                  uint64_t stream_items) {
-  if (s->closed) return;
+/* A task that succeeded: its returns, and a streaming task's item count. */
+static void reply_ok(rd__serve *s, uint64_t task_id, Rd__Ret **rets, size_t nrets, uint64_t stream_items) {
   Rd__TaskReply r = RD__TASK_REPLY__INIT;
+  r.task_id = task_id;
+  r.n_returns = nrets;
+  r.returns = rets;
   r.stream_items = stream_items;
+  reply_send(s, &r);
+}
+
+/* A task that failed or never ran: its code and message, and the argument
+ * that could not be fetched (lost_arg, 0: none) for the owner to rebuild. */
+static void reply_fail(rd__serve *s, uint64_t task_id, int status, const char *err, uint64_t lost_arg) {
+  Rd__TaskReply r = RD__TASK_REPLY__INIT;
   r.task_id = task_id;
   r.status = status;
   r.error = (char *)(err ? err : "");
-  r.n_returns = nrets;
-  r.returns = rets;
-  r.node = G.node_index;
-  if (rd__conn_send(&s->conn, RD__MSG_TYPE__MSG_TASK_REPLY, &r.base, -1) != 0) s->closed = 1;
+  r.lost_arg = lost_arg;
+  reply_send(s, &r);
 }
 
 /* Resolve by-reference arguments with one store request.  0 or an error with
@@ -349,7 +351,7 @@ static int run_call(rd__wtask *w) {
   call.nargs = m->n_args;
   call.nret = (int)m->n_return_ids;
   if (m->n_args > RD_MAX_ARGS || m->n_return_ids > RD_MAX_RETURNS || (m->n_return_ids == 0) != m->streaming) {
-    reply(w->from, m->task_id, RD_EPROTO, "task has too many arguments or returns", NULL, 0, 0);
+    reply_fail(w->from, m->task_id, RD_EPROTO, "task has too many arguments or returns", 0);
     return RD_EPROTO;
   }
   rd_function *fn = NULL;
@@ -361,12 +363,12 @@ static int run_call(rd__wtask *w) {
     if (!A.alive || m->actor_id != A.id || m->actor_id != w->from->actor_id) {
       snprintf(msg, sizeof(msg), "call '%s' reached a worker that does not host actor %llu", call.func,
                (unsigned long long)m->actor_id);
-      reply(w->from, m->task_id, RD_EPROTO, msg, NULL, 0, 0);
+      reply_fail(w->from, m->task_id, RD_EPROTO, msg, 0);
       return RD_EPROTO;
     }
     if (!meth || strcmp(meth->class_name, A.cls->name) != 0) {
       snprintf(msg, sizeof(msg), "actor class %s has no method '%s'", A.cls->name, call.func);
-      reply(w->from, m->task_id, RD_ENOFUNC, msg, NULL, 0, 0);
+      reply_fail(w->from, m->task_id, RD_ENOFUNC, msg, 0);
       return RD_ENOFUNC;
     }
     call.grant = &A.grant;
@@ -374,14 +376,14 @@ static int run_call(rd__wtask *w) {
     fn = rd_function_lookup(call.func);
     if (!fn) {
       snprintf(msg, sizeof(msg), "remote function '%s' is not registered in the worker's executable", call.func);
-      reply(w->from, m->task_id, RD_ENOFUNC, msg, NULL, 0, 0);
+      reply_fail(w->from, m->task_id, RD_ENOFUNC, msg, 0);
       return RD_ENOFUNC;
     }
   }
   for (size_t i = 0; i < m->n_stream_ids; i++)
     if (rd__idq_push(&call.sids, m->stream_ids[i]) != 0) {
       free(call.sids.v);
-      reply(w->from, m->task_id, RD_ENOMEM, "out of memory taking the ids of a streaming task", NULL, 0, 0);
+      reply_fail(w->from, m->task_id, RD_ENOMEM, "out of memory taking the ids of a streaming task", 0);
       return RD_ENOMEM;
     }
   int status = resolve_args(&call);
@@ -429,8 +431,8 @@ static int run_call(rd__wtask *w) {
       rd__store_release(m->return_ids[i]);
     }
   }
-  if (status == 0) reply(w->from, m->task_id, 0, NULL, retp, (size_t)call.nret, call.yielded);
-  else reply_lost(w->from, m->task_id, status, call.err, call.lost_arg);
+  if (status == 0) reply_ok(w->from, m->task_id, retp, (size_t)call.nret, call.yielded);
+  else reply_fail(w->from, m->task_id, status, call.err, call.lost_arg);
   for (int i = 0; i < call.nret; i++)
     if (!call.ret[i].in_store || call.ret[i].exists) free(call.ret[i].ptr);
   for (size_t i = 0; i < m->n_args; i++)
@@ -704,8 +706,10 @@ int rd_return_bytes(rd_call *call, size_t i, const void *data, size_t size) {
 
 /* The item being made (rd_yield_alloc, or inside rd_yield): G.mu held
  * while it is set up and sent, not while its bytes are written.  `skip`:
- * an earlier attempt delivered it, so its bytes go to scratch memory. */
-static int yield_begin(rd_call *call, size_t size) {
+ * an earlier attempt delivered it, so its bytes go to scratch memory, when
+ * `scratch` asks for any (rd_yield_alloc: the task writes them somewhere;
+ * rd_yield has nothing to copy). */
+static int yield_begin(rd_call *call, size_t size, int scratch) {
   if (call->yielding) {
     rd__log(RD_LOG_WARN, "rd_yield in '%s': another rd_yield on this call is under way (another thread's, or an "
             "rd_yield_alloc not committed)", call->func);
@@ -731,7 +735,7 @@ static int yield_begin(rd_call *call, size_t size) {
     if (r != 0)
       rd__log(RD_LOG_WARN, "rd_yield in '%s': item %llu: %s", call->func, (unsigned long long)call->yielded, err);
     call->y.in_store = r == 0;
-  } else if (r == 0 && !(call->y.ptr = malloc(size ? size : 1))) {
+  } else if (r == 0 && (!call->y.skip || scratch) && !(call->y.ptr = malloc(size ? size : 1))) {
     r = RD_ENOMEM;
   }
   if (r != 0) call->yielding = 0;
@@ -795,10 +799,8 @@ static void yield_discard(rd_call *call) {
 int rd_yield(rd_call *call, const void *data, size_t size) {
   if (!call || !call->msg->streaming || (size && !data)) return RD_EINVAL;
   pthread_mutex_lock(&G.mu);
-  int r = call->yielded < call->msg->stream_skip && !call->yielding ? 0 : yield_begin(call, size);
-  if (r == 0 && !call->yielding) {   /* skipped without a copy */
-    call->yielded++;
-  } else if (r == 0) {
+  int r = yield_begin(call, size, 0);
+  if (r == 0) {
     if (!call->y.skip && size) {
       pthread_mutex_unlock(&G.mu);
       rd__copy(call->y.ptr, data, size);
@@ -813,7 +815,7 @@ int rd_yield(rd_call *call, const void *data, size_t size) {
 void *rd_yield_alloc(rd_call *call, size_t size) {
   if (!call || !call->msg->streaming) return NULL;
   pthread_mutex_lock(&G.mu);
-  int r = yield_begin(call, size);
+  int r = yield_begin(call, size, 1);
   void *p = r == 0 ? call->y.ptr : NULL;
   pthread_mutex_unlock(&G.mu);
   return p;

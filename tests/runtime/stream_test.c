@@ -26,6 +26,15 @@ typedef struct item {
   long size;
 } item;
 
+/* The options of a streaming call whose window is `window` (0: the default). */
+static rd_task_opts streaming(int window) {
+  rd_task_opts o;
+  rd_task_opts_init(&o);
+  o.num_returns = RD_STREAMING;
+  o.stream_window = window;
+  return o;
+}
+
 static double last_yield_done;   /* in the worker: when its last rd_yield returned */
 
 static int yield_item(rd_call *call, long i, size_t size) {
@@ -117,10 +126,7 @@ RD_REMOTE(plain) {
  * items that this task submits and consumes itself (a worker as owner). */
 RD_REMOTE(consume_own) {
   long n = arg_long(call, 0), small = 32, big = 150000, ms = 0;
-  rd_task_opts o;
-  rd_task_opts_init(&o);
-  o.num_returns = RD_STREAMING;
-  o.stream_window = 3;
+  rd_task_opts o = streaming(3);
   rd_ref s;
   if (rd_submit(gen_items, RD_ARGS(rd_arg_bytes(&n, sizeof(n)), rd_arg_bytes(&small, sizeof(small)),
                                    rd_arg_bytes(&big, sizeof(big)), rd_arg_bytes(&ms, sizeof(ms))),
@@ -189,10 +195,7 @@ RD_ACTOR_METHOD(Counter, count_dies) {
 /* Submits a stream of 1000 items (window 2), takes one, and dies: its
  * producer, waiting in rd_yield for room, must not wait forever. */
 RD_REMOTE(owner_dies) {
-  rd_task_opts o;
-  rd_task_opts_init(&o);
-  o.num_returns = RD_STREAMING;
-  o.stream_window = 2;
+  rd_task_opts o = streaming(2);
   long n = 1000, small = 64, ms = 0;
   rd_ref s, it;
   if (rd_submit(gen_items, RD_ARGS(rd_arg_bytes(&n, sizeof(n)), rd_arg_bytes(&small, sizeof(small)),
@@ -242,10 +245,7 @@ RD_REMOTE(gen_alloc) {
 /* ------------------------------------------------------------------ tests */
 
 static rd_ref submit_gen(long n, long small, long big, long ms, int window) {
-  rd_task_opts o;
-  rd_task_opts_init(&o);
-  o.num_returns = RD_STREAMING;
-  o.stream_window = window;
+  rd_task_opts o = streaming(window);
   rd_ref s;
   CHECK_EQ(rd_submit(gen_items,
                      RD_ARGS(rd_arg_bytes(&n, sizeof(n)), rd_arg_bytes(&small, sizeof(small)),
@@ -340,9 +340,7 @@ static int t_window(void) {
  * task's error; rd_get on the stream has its message. */
 static int t_failure(void) {
   init_or_die(2);
-  rd_task_opts o;
-  rd_task_opts_init(&o);
-  o.num_returns = RD_STREAMING;
+  rd_task_opts o = streaming(0);
   long n = 3;
   rd_ref s, it;
   CHECK_EQ(rd_submit(gen_then_fail, RD_ARGS(rd_arg_bytes(&n, sizeof(n))), &o, &s), 0);
@@ -384,10 +382,7 @@ static void take_across_retry(rd_ref s, long n, long died_after) {
  * not delivered twice, 5-9 come from the second attempt (one in the store). */
 static int t_retry(void) {
   init_or_die(2);
-  rd_task_opts o;
-  rd_task_opts_init(&o);
-  o.num_returns = RD_STREAMING;
-  o.stream_window = 2;
+  rd_task_opts o = streaming(2);
   long die_after = 4;
   rd_ref s, it;
   CHECK_EQ(rd_submit(gen_dies, RD_ARGS(rd_arg_bytes(&die_after, sizeof(die_after))), &o, &s), 0);
@@ -417,10 +412,7 @@ static int t_retry(void) {
  * more, finishes, and what it made is deleted. */
 static int t_cancel(void) {
   init_or_die(1);
-  rd_task_opts o;
-  rd_task_opts_init(&o);
-  o.num_returns = RD_STREAMING;
-  o.stream_window = 8;
+  rd_task_opts o = streaming(8);
   rd_ref s, it;
   CHECK_EQ(rd_submit(gen_forever, RD_NO_ARGS, &o, &s), 0);
   for (long i = 0; i < 5; i++) {
@@ -469,9 +461,7 @@ static int t_actor(void) {
   init_or_die(2);
   rd_actor a;
   CHECK_EQ(rd_actor_create(Counter, RD_NO_ARGS, NULL, &a), 0);
-  rd_task_opts o;
-  rd_task_opts_init(&o);
-  o.num_returns = RD_STREAMING;
+  rd_task_opts o = streaming(0);
   long n1 = 100, n2 = 50;
   rd_ref s1, s2, it;
   CHECK_EQ(rd_actor_call(a, Counter_count, RD_ARGS(rd_arg_bytes(&n1, sizeof(n1))), &o, &s1), 0);
@@ -502,10 +492,7 @@ static int t_actor_restart(void) {
     ao.max_task_retries = retries;
     rd_actor a;
     CHECK_EQ(rd_actor_create(Counter, RD_NO_ARGS, &ao, &a), 0);
-    rd_task_opts o;
-    rd_task_opts_init(&o);
-    o.num_returns = RD_STREAMING;
-    o.stream_window = 3;
+    rd_task_opts o = streaming(3);
     rd_ref s, it;
     CHECK_EQ(rd_actor_call(a, Counter_count_dies, RD_NO_ARGS, &o, &s), 0);
     long got = 0;
@@ -636,9 +623,7 @@ static int t_any(void) {
   rd_ref st[3];
   st[0] = submit_gen(30, 64, 64, 0, 4);
   st[1] = submit_gen(8, 64, 64, 100, 4);
-  rd_task_opts o;
-  rd_task_opts_init(&o);
-  o.num_returns = RD_STREAMING;
+  rd_task_opts o = streaming(0);
   long two = 2;
   CHECK_EQ(rd_submit(gen_then_fail, RD_ARGS(rd_arg_bytes(&two, sizeof(two))), &o, &st[2]), 0);
   long next[3] = {0, 0, 0}, want[3] = {30, 8, 2};
@@ -686,9 +671,7 @@ static int t_any(void) {
  * before the item after the pause. */
 static int t_burst(void) {
   init_or_die(2);
-  rd_task_opts o;
-  rd_task_opts_init(&o);
-  o.num_returns = RD_STREAMING;
+  rd_task_opts o = streaming(0);
   for (int round = 0; round < 3; round++) {
     rd_ref s, it;
     CHECK_EQ(rd_submit(gen_burst, RD_NO_ARGS, &o, &s), 0);
@@ -714,10 +697,7 @@ static int t_burst(void) {
  * store is empty afterwards (the uncommitted item was dropped). */
 static int t_alloc(void) {
   init_or_die(2);
-  rd_task_opts o;
-  rd_task_opts_init(&o);
-  o.num_returns = RD_STREAMING;
-  o.stream_window = 2;
+  rd_task_opts o = streaming(2);
   rd_ref s;
   CHECK_EQ(rd_submit(gen_alloc, RD_NO_ARGS, &o, &s), 0);
   take_across_retry(s, 6, 2);
@@ -764,8 +744,7 @@ static int t_errors(void) {
   CHECK_EQ(rd_stream_next(s, &it, 0), RD_EINVAL);   /* released */
   long ms = 1500, n = 2;
   long small = 64;
-  rd_task_opts_init(&o);
-  o.num_returns = RD_STREAMING;
+  o = streaming(0);
   CHECK_EQ(rd_submit(gen_items,
                      RD_ARGS(rd_arg_bytes(&n, sizeof(n)), rd_arg_bytes(&small, sizeof(small)),
                              rd_arg_bytes(&small, sizeof(small)), rd_arg_bytes(&ms, sizeof(ms))),
