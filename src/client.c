@@ -32,6 +32,7 @@
 #include <dlfcn.h>
 
 #include "internal.h"
+#include "watch.h"
 #include "log.h"
 
 extern char **environ;
@@ -117,7 +118,7 @@ static int obj_needed(const rd__obj *o) {
 static void obj_maybe_free(rd__obj *o) {
   if (obj_needed(o)) return;
   if (o->stream) stream_abandon(o->stream);   /* nobody can take its items any more */
-  if (o->state == OBJ_PENDING && !o->borrowed) return;
+  if (o->watchers > 0 || (o->state == OBJ_PENDING && !o->borrowed)) return;
   rd__u64map_del(&G.objs, o->id);
   if (o->stream) stream_gen_gone(o->stream);
   if (o->borrowed) {
@@ -2277,25 +2278,33 @@ int rd_put(const void *data, size_t size, rd_ref *out) {
   return rd_put_seal(*out);
 }
 
-void rd_ref_retain(rd_ref ref) {
+/* One more reference to id's object, or with `watch` one more watch
+ * (src/watch.h): 0, or RD_EINVAL when it is not live here. */
+static int obj_hold(uint64_t id, int watch) {
   pthread_mutex_lock(&G.mu);
-  rd__obj *o = G.inited ? obj_get(ref.id) : NULL;
-  if (o) o->refs++;
+  rd__obj *o = G.inited ? obj_get(id) : NULL;
+  if (o) ++*(watch ? &o->watchers : &o->refs);
   pthread_mutex_unlock(&G.mu);
+  return o ? 0 : RD_EINVAL;
 }
 
-void rd_ref_release(rd_ref ref) {
+/* Drop what obj_hold added; the object goes when nothing keeps it. */
+static void obj_unhold(uint64_t id, int watch) {
   pthread_mutex_lock(&G.mu);
-  rd__obj *o = G.inited ? obj_get(ref.id) : NULL;
-  if (o && o->refs > 0) {
-    o->refs--;
+  rd__obj *o = G.inited ? obj_get(id) : NULL;
+  int *count = !o ? NULL : watch ? &o->watchers : &o->refs;
+  if (count && *count > 0) {
+    --*count;
     obj_maybe_free(o);
-    if (npending_delete) {
-      flush_or_wake();
-    }
+    if (npending_delete) flush_or_wake();
   }
   pthread_mutex_unlock(&G.mu);
 }
+
+void rd_ref_retain(rd_ref ref) { (void)obj_hold(ref.id, 0); }
+void rd_ref_release(rd_ref ref) { obj_unhold(ref.id, 0); }
+int rd__watch_add(rd_ref ref) { return obj_hold(ref.id, 1); }
+void rd__watch_drop(rd_ref ref) { obj_unhold(ref.id, 1); }
 
 static int obj_is_ready(const rd__obj *o) {
   return !o || o->state == OBJ_INLINE || o->state == OBJ_STORE || o->state == OBJ_FAILED;

@@ -101,6 +101,7 @@ typedef struct rd__obj {
   struct rd__lease **holds;
   int nholds, capholds;
   rd__stream *stream;  /* a streaming task's stream object */
+  int watchers;        /* rd__watch_add: kept for rd_wait/rd_get, but not a taker of its items */
 } rd__obj;
 
 typedef struct rd__targ {

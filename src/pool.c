@@ -1,10 +1,12 @@
 /* src/pool.c - elastic pools of identical actors (include/raydist/pool.h).
  *
- * A pool is bookkeeping over the public actor API only: it creates, calls and
- * kills actors with rd_actor_*, watches its calls with rd_wait/rd_get, and
- * holds one reference of its own on every call in flight.  It must never
- * reach into client.c's internals, start threads, or retry a caller's call:
- * every decision (reap, route, scale, replace) happens inside a pool call. */
+ * A pool is bookkeeping over the public actor API: it creates, calls and
+ * kills actors with rd_actor_*, and keeps a watch (src/watch.h) on every
+ * call in flight, which it looks at with rd_wait/rd_get.  A watch, not a
+ * reference: a stream the caller drops must not be held open by the pool.
+ * It must never reach further into client.c's internals, start threads, or
+ * retry a caller's call: every decision (reap, route, scale, replace)
+ * happens inside a pool call. */
 #include "raydist.h"
 
 #include <stdlib.h>
@@ -12,10 +14,10 @@
 #include <time.h>
 
 #include "log.h"
+#include "watch.h"
 
 /* One actor of the pool.  `refs` holds the calls sent to it and not yet seen
- * finished (at most max_inflight_per_replica), each with the pool's own
- * reference.  A retiring replica takes no new calls and is killed once its
+ * finished (at most max_inflight_per_replica), each with the pool's watch.  A retiring replica takes no new calls and is killed once its
  * calls have finished (shrinking, or replaced after it died). */
 typedef struct pool_replica {
   rd_actor actor;
@@ -112,7 +114,7 @@ static void pool_remove_replica(rd_pool *p, int i) {
   if (r != 0 && r != RD_EINVAL && r != RD_ESTATE)   /* gone already, or after rd_shutdown */
     rd__log(RD_LOG_WARN, "rd_pool (%s): killing replica actor %llu: %s", p->cls->name,
             (unsigned long long)rep->actor.id, rd_err_name(r));
-  for (int k = 0; k < rep->ninflight; k++) rd_ref_release(rep->refs[k]);
+  for (int k = 0; k < rep->ninflight; k++) rd__watch_drop(rep->refs[k]);
   free(rep->refs);
   if (!rep->retiring) p->nactive--;
   p->reps[i] = p->reps[--p->nreps];
@@ -180,7 +182,7 @@ static void pool_reap(rd_pool *p) {
         pool_retire(p, i);
         died++;
       }
-      rd_ref_release(rep->refs[k]);
+      rd__watch_drop(rep->refs[k]);
       p->st.completed++;
     }
     off += (size_t)had;
@@ -293,13 +295,18 @@ static int pool_acquire(rd_pool *p, uint64_t since, uint64_t deadline_ms, int bl
   }
 }
 
-/* Send the call to replica i; the pool keeps a reference of its own. */
+/* Send the call to replica i (topts: NULL, or a streaming call's options);
+ * the pool watches it until it ends. */
 static int pool_send(rd_pool *p, int i, const rd_actor_method *method, const rd_value *args, size_t nargs,
-                     rd_ref *out) {
+                     const rd_task_opts *topts, rd_ref *out) {
   pool_replica *rep = &p->reps[i];
-  int r = rd_actor_call(rep->actor, method, args, nargs, NULL, out);
+  int r = rd_actor_call(rep->actor, method, args, nargs, topts, out);
   if (r != 0) return r;
-  rd_ref_retain(*out);
+  r = rd__watch_add(*out);
+  if (r != 0) {   /* cannot happen: the ref was just made, and is the caller's */
+    rd_ref_release(*out);
+    return r;
+  }
   rep->refs[rep->ninflight++] = *out;
   rep->last_pick = ++p->pick_seq;
   p->st.submitted++;
@@ -406,19 +413,39 @@ int rd_pool_create(const rd_actor_class *cls, const rd_value *args, size_t nargs
   return 0;
 }
 
-int rd_pool_submit(rd_pool *p, const rd_actor_method *method, const rd_value *args, size_t nargs,
-                   int64_t timeout_ms, rd_ref *out) {
-  if (!p || !method || !out || (nargs && !args)) {
-    rd__log(RD_LOG_WARN, "rd_pool_submit: NULL pool, method, output or arguments");
-    return RD_EINVAL;
-  }
+/* rd_pool_submit and rd_pool_submit_stream (topts: NULL, or the stream's). */
+static int pool_submit(rd_pool *p, const rd_actor_method *method, const rd_value *args, size_t nargs,
+                       const rd_task_opts *topts, int64_t timeout_ms, rd_ref *out) {
   uint64_t start = pool_now_ms();
   uint64_t deadline = timeout_ms >= 0 ? start + (uint64_t)timeout_ms : 0;
   if (timeout_ms == 0) deadline = start;   /* "no waiting", not "for ever" */
   int i;
   int r = pool_acquire(p, start, deadline, 1, &i);
   if (r != 0) return r;
-  return pool_send(p, i, method, args, nargs, out);
+  return pool_send(p, i, method, args, nargs, topts, out);
+}
+
+int rd_pool_submit(rd_pool *p, const rd_actor_method *method, const rd_value *args, size_t nargs,
+                   int64_t timeout_ms, rd_ref *out) {
+  if (!p || !method || !out || (nargs && !args)) {
+    rd__log(RD_LOG_WARN, "rd_pool_submit: NULL pool, method, output or arguments");
+    return RD_EINVAL;
+  }
+  return pool_submit(p, method, args, nargs, NULL, timeout_ms, out);
+}
+
+int rd_pool_submit_stream(rd_pool *p, const rd_actor_method *method, const rd_value *args, size_t nargs,
+                          int stream_window, int64_t timeout_ms, rd_ref *out) {
+  if (!p || !method || !out || (nargs && !args) || stream_window < -1) {
+    rd__log(RD_LOG_WARN, "rd_pool_submit_stream: NULL pool, method, output or arguments, or stream_window %d "
+            "(-1, 0 for the default, or more)", stream_window);
+    return RD_EINVAL;
+  }
+  rd_task_opts o;
+  rd_task_opts_init(&o);
+  o.num_returns = RD_STREAMING;
+  o.stream_window = stream_window;
+  return pool_submit(p, method, args, nargs, &o, timeout_ms, out);
 }
 
 /* ------------------------------------------------------------------ map */
@@ -512,7 +539,7 @@ int rd_pool_map(rd_pool *p, const rd_actor_method *method, const rd_value *input
       int i;
       int r = pool_acquire(p, since, 0, 0, &i);
       if (r == RD_EAGAIN) break;
-      if (r == 0) r = pool_send(p, i, method, &inputs[next_submit], 1, &m.refs[next_submit]);
+      if (r == 0) r = pool_send(p, i, method, &inputs[next_submit], 1, NULL, &m.refs[next_submit]);
       if (r != 0) {
         ret = r;
         break;

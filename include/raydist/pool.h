@@ -48,6 +48,19 @@ RD_EXTERN int rd_pool_create(const rd_actor_class *cls, const rd_value *args, si
 RD_EXTERN int rd_pool_submit(rd_pool *p, const rd_actor_method *method, const rd_value *args,
                              size_t nargs, int64_t timeout_ms, rd_ref *out) RD_MUST_CHECK;
 
+/* rd_pool_submit for a streaming method (one that calls rd_yield): *out is
+ * the call's stream ref (as rd_actor_call with num_returns = RD_STREAMING),
+ * whose items the caller takes with rd_stream_next while the replica yields
+ * them; stream_window as rd_task_opts.stream_window (0: the default, 64;
+ * -1: no limit).  The call counts as in flight on its replica until the
+ * method returns.  Releasing the stream ref early drops the items not taken
+ * and lets the method run to its end, which frees the replica: the pool
+ * does not hold a stream open.  RD_EINVAL for stream_window below -1;
+ * otherwise as rd_pool_submit. */
+RD_EXTERN int rd_pool_submit_stream(rd_pool *p, const rd_actor_method *method, const rd_value *args,
+                                    size_t nargs, int stream_window, int64_t timeout_ms,
+                                    rd_ref *out) RD_MUST_CHECK;
+
 /* Result callback of rd_pool_map: index of the input, its result (or error
  * in result->error).  The buffer is released after the callback returns.
  * A non-zero return stops the map (rd_pool_map then returns it). */

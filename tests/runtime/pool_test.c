@@ -2,7 +2,8 @@
  * public API, with real actor processes: growing under a burst and shrinking
  * when idle, routing around a slow replica, backpressure, ordered and
  * unordered map (with failures and early stop), replacing a dead replica,
- * resizing by hand, destroy, and bad options.
+ * resizing by hand, destroy, bad options, and streaming calls (whole, dropped
+ * early, cut by a replica's death).
  * `pool_test NAME` runs one test; the binary is re-executed as workers. */
 #include <raydist.h>
 
@@ -26,6 +27,7 @@ static double now_s(void) {
 
 typedef struct replica {
   long calls;
+  long yielded;    /* items its streaming calls yielded */
 } replica;
 
 /* What `work` and `slow_if` return: who served the call. */
@@ -90,6 +92,45 @@ RD_ACTOR_METHOD(Replica, die) {
   (void)state;
   kill(getpid(), SIGKILL);
   return 0;
+}
+
+/* A streaming call's argument: yield n items tagged `tag`, ms apart; with
+ * die_after >= 0 the process dies (SIGKILL) once that many have gone. */
+typedef struct stream_spec {
+  long tag, n, ms, die_after;
+} stream_spec;
+
+typedef struct stream_item {
+  long tag, index, pid;
+} stream_item;
+
+/* Streaming: the items of the spec, until the caller cancels. */
+RD_ACTOR_METHOD(Replica, count_to) {
+  replica *r = state;
+  rd_buf b;
+  stream_spec sp;
+  if (rd_arg(call, 0, &b) != 0 || b.size != sizeof(sp)) return rd_call_fail(call, "bad stream spec");
+  memcpy(&sp, b.data, sizeof(sp));
+  r->calls++;
+  for (long i = 0; i < sp.n; i++) {
+    if (i == sp.die_after) {
+      usleep(300000);   /* the items before have left (they go within 100 us) */
+      kill(getpid(), SIGKILL);
+    }
+    stream_item it = {sp.tag, i, getpid()};
+    int e = rd_yield(call, &it, sizeof(it));
+    if (e == RD_ECANCELED) return 0;
+    if (e != 0) return rd_call_fail(call, "rd_yield: %s", rd_err_name(e));
+    r->yielded++;
+    if (sp.ms) usleep((useconds_t)sp.ms * 1000);
+  }
+  return 0;
+}
+
+/* How many items this replica's streaming calls have yielded. */
+RD_ACTOR_METHOD(Replica, yielded) {
+  replica *r = state;
+  return rd_return_bytes(call, 0, &r->yielded, sizeof(r->yielded));
 }
 
 /* ------------------------------------------------------------ helpers */
@@ -612,12 +653,160 @@ static int t_grow_short_calls(void) {
   return 0;
 }
 
+static rd_ref submit_stream(rd_pool *p, long tag, long n, long ms, long die_after, int window) {
+  stream_spec sp = {tag, n, ms, die_after};
+  rd_ref s;
+  CHECK_EQ(rd_pool_submit_stream(p, Replica_count_to, RD_ARGS(rd_arg_bytes(&sp, sizeof(sp))), window,
+                                 RD_TIMEOUT_INF, &s),
+           0);
+  return s;
+}
+
+/* The item `it` holds; releases it. */
+static stream_item take_item(rd_ref it) {
+  rd_buf b;
+  CHECK_EQ(rd_get(&it, 1, &b, 30000), 0);
+  stream_item out;
+  CHECK_EQ(b.size, sizeof(out));
+  memcpy(&out, b.data, sizeof(out));
+  rd_buf_release(&b);
+  rd_ref_release(it);
+  return out;
+}
+
+/* Streaming calls through a pool: four streams over two replicas, taken
+ * together as they come, each in order and whole; they count as calls in
+ * flight (the pool is full while they run) and are reaped when they end. */
+static int t_stream(void) {
+  init_or_die();
+  rd_pool *p = make_pool(2, 2, 2, 50, 60000);
+  enum { S = 4, N = 40 };
+  rd_ref streams[S], live[S];
+  size_t orig[S], nlive = S;
+  long next[S], pids[S];
+  for (int i = 0; i < S; i++) {
+    streams[i] = live[i] = submit_stream(p, i, N, 1, -1, 4);
+    orig[i] = (size_t)i;
+    next[i] = 0;
+    pids[i] = 0;
+  }
+  rd_ref w;
+  long zero = 0;
+  CHECK_EQ(rd_pool_submit(p, Replica_work, RD_ARGS(rd_arg_bytes(&zero, sizeof(zero))), 0, &w), RD_ETIMEDOUT);
+  for (;;) {
+    size_t k;
+    rd_ref it;
+    int r = rd_stream_next_any(live, nlive, &k, &it, 30000);
+    if (r == RD_EEND) break;
+    CHECK_EQ(r, 0);
+    stream_item x = take_item(it);
+    size_t s = orig[k];
+    CHECK_EQ(x.tag, (long)s);
+    CHECK_EQ(x.index, next[s]);
+    next[s]++;
+    if (!pids[s]) pids[s] = x.pid;
+    CHECK_EQ(x.pid, pids[s]);   /* one stream, one replica */
+    /* rotate, so that no stream waits behind another's window */
+    rd_ref lr = live[k];
+    size_t lo = orig[k];
+    for (size_t j = k; j + 1 < nlive; j++) {
+      live[j] = live[j + 1];
+      orig[j] = orig[j + 1];
+    }
+    live[nlive - 1] = lr;
+    orig[nlive - 1] = lo;
+  }
+  for (int i = 0; i < S; i++) {
+    CHECK_EQ(next[i], N);
+    rd_buf b;
+    CHECK_EQ(rd_get(&streams[i], 1, &b, 30000), 0);
+    uint64_t count;
+    CHECK_EQ(b.size, sizeof(count));
+    memcpy(&count, b.data, sizeof(count));
+    CHECK_EQ(count, (uint64_t)N);
+    rd_buf_release(&b);
+    rd_ref_release(streams[i]);
+  }
+  CHECK_EQ(count_distinct(pids, S), 2);
+  rd_pool_stats st;
+  rd_pool_get_stats(p, &st);
+  CHECK_EQ(st.submitted, S);
+  CHECK_EQ(st.completed, S);
+  CHECK_EQ(st.inflight, 0);
+  (void)get_reply(submit_long(p, Replica_work, 0));
+  rd_pool_destroy(p);
+  rd_shutdown();
+  return 0;
+}
+
+/* A stream the caller drops after one item, held back by its window of 2:
+ * the pool does not hold it open, so the method runs on to its end (all
+ * 2000 items) and the only replica takes the next call. */
+static int t_stream_dropped(void) {
+  init_or_die();
+  rd_pool *p = make_pool(1, 1, 1, 50, 60000);
+  rd_ref s = submit_stream(p, 7, 2000, 0, -1, 2);
+  rd_ref it;
+  CHECK_EQ(rd_stream_next(s, &it, 30000), 0);
+  stream_item x = take_item(it);
+  CHECK_EQ(x.tag, 7);
+  CHECK_EQ(x.index, 0);
+  usleep(200000);
+  rd_ref w;
+  long zero = 0;   /* the stream waits for its caller: the pool is full */
+  CHECK_EQ(rd_pool_submit(p, Replica_work, RD_ARGS(rd_arg_bytes(&zero, sizeof(zero))), 0, &w), RD_ETIMEDOUT);
+  rd_ref_release(s);
+  CHECK_EQ(rd_pool_submit(p, Replica_yielded, RD_NO_ARGS, 20000, &w), 0);
+  rd_buf b;
+  CHECK_EQ(rd_get(&w, 1, &b, 30000), 0);
+  long yielded;
+  CHECK_EQ(b.size, sizeof(yielded));
+  memcpy(&yielded, b.data, sizeof(yielded));
+  rd_buf_release(&b);
+  rd_ref_release(w);
+  CHECK_EQ(yielded, 2000);
+  rd_pool_stats st;
+  rd_pool_get_stats(p, &st);
+  CHECK_EQ(st.completed, 2);
+  CHECK_EQ(st.inflight, 0);
+  rd_pool_destroy(p);
+  rd_shutdown();
+  return 0;
+}
+
+/* The replica dies in the middle of a stream: the caller has the items
+ * that came, then RD_EACTOR_DIED; the pool replaces the replica. */
+static int t_stream_replica_dies(void) {
+  init_or_die();
+  rd_pool *p = make_pool(1, 1, 2, 50, 60000);
+  rd_ref s = submit_stream(p, 3, 10, 0, 3, 0);
+  rd_ref it;
+  for (long i = 0; i < 3; i++) {
+    CHECK_EQ(rd_stream_next(s, &it, 30000), 0);
+    CHECK_EQ(take_item(it).index, i);
+  }
+  CHECK_EQ(rd_stream_next(s, &it, 30000), RD_EACTOR_DIED);
+  rd_ref_release(s);
+  CHECK_EQ(rd_pool_submit_stream(p, Replica_count_to, RD_NO_ARGS, -2, 0, &it), RD_EINVAL);
+  reply r = get_reply(submit_long(p, Replica_work, 0));
+  CHECK_EQ(r.calls, 1);   /* a fresh replica */
+  rd_pool_stats st;
+  rd_pool_get_stats(p, &st);
+  CHECK_EQ(st.replaced, 1);
+  CHECK_EQ(st.replicas, 1);
+  rd_pool_destroy(p);
+  rd_shutdown();
+  return 0;
+}
+
 static const rd_test_case tests[] = {
     {"grow_short_calls", t_grow_short_calls},
     {"grow_shrink", t_grow_shrink},     {"slow_replica", t_slow_replica}, {"backpressure", t_backpressure},
     {"map_ordered", t_map_ordered},     {"map_unordered", t_map_unordered}, {"map_errors", t_map_errors},
     {"map_stop", t_map_stop},           {"replace", t_replace},           {"resize", t_resize},
     {"destroy", t_destroy},             {"bad_options", t_bad_options},
+    {"stream", t_stream},               {"stream_dropped", t_stream_dropped},
+    {"stream_replica_dies", t_stream_replica_dies},
 };
 
 RD_TEST_MAIN(tests)
