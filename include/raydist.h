@@ -478,6 +478,7 @@ RD_EXTERN rd_actor rd_call_actor(const rd_call *call);
 RD_EXTERN int rd_call_actor_restarts(const rd_call *call);
 
 #include "raydist/pool.h"
+#include "raydist/collective.h"
 
 /* ------------------------------------------------------- placement groups */
 

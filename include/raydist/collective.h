@@ -1,0 +1,66 @@
+/* raydist/collective.h - collective communication between the processes of a
+ * job (included by raydist.h): Ray's ray.util.collective for C.
+ *
+ * `world` processes (actors, tasks or the driver, on any nodes) join a named
+ * group, each with its own rank, and then call the same operations in the
+ * same order: all-reduce, broadcast, all-gather, barrier.  The bytes go
+ * straight between the members over TCP, around a ring (each member talks to
+ * its two neighbours), not through an owner or the object store, so an
+ * all-reduce moves 2 (world - 1) / world times the buffer per member, however
+ * many members there are.  Members find each other through a named actor
+ * (the rendezvous) that the first one to join creates and the last
+ * barrier of the join kills.
+ *
+ * A group belongs to the thread that joined it; it is not thread-safe.
+ * After an error (a member that left or died, a timeout, mismatched calls)
+ * the group is broken: every later call returns RD_ECONN, and the other
+ * members see their connections close and fail too, instead of waiting.
+ * Leave it and join a new one. */
+#ifndef RAYDIST_COLLECTIVE_H
+#define RAYDIST_COLLECTIVE_H
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct rd_collective rd_collective;
+
+/* Element types and reductions of rd_allreduce. */
+enum { RD_FLOAT32 = 1, RD_FLOAT64 = 2, RD_INT32 = 3, RD_INT64 = 4 };
+enum { RD_SUM = 1, RD_PROD = 2, RD_MIN = 3, RD_MAX = 4 };
+
+#define RD_COLLECTIVE_MAX_WORLD 1024
+#define RD_COLLECTIVE_MAX_NAME 100
+
+/* Join group `name` as member `rank` of `world` (1..RD_COLLECTIVE_MAX_WORLD):
+ * returns once every member has joined and the ring is connected.
+ * timeout_ms (RD_TIMEOUT_INF: none) bounds the join and, afterwards, each
+ * operation's wait for the other members.  Errors: RD_EINVAL (bad name,
+ * world or rank; another member joined with a different world; the rank
+ * taken), RD_ETIMEDOUT (not every member joined in time), RD_ECONN, RD_ESYS,
+ * RD_ESTATE (rd_init not called). */
+RD_EXTERN int rd_collective_join(const char *name, int world, int rank, int64_t timeout_ms,
+                                 rd_collective **out) RD_MUST_CHECK;
+/* Close the connections and free the group (NULL: nothing).  The others'
+ * next operation fails with RD_ECONN. */
+RD_EXTERN void rd_collective_leave(rd_collective *g);
+RD_EXTERN int rd_collective_rank(const rd_collective *g);
+RD_EXTERN int rd_collective_world(const rd_collective *g);
+
+/* buf (count elements of dtype) becomes, in every member, the element-wise
+ * reduction of all the members' bufs.  Every member gets the same bytes.
+ * Every member must pass the same count, dtype and op: a difference is
+ * found and fails the call with RD_EINVAL (RD_ECONN in the others). */
+RD_EXTERN int rd_allreduce(rd_collective *g, void *buf, size_t count, int dtype, int op) RD_MUST_CHECK;
+/* buf (size bytes) of member `root` is copied into buf in every other one. */
+RD_EXTERN int rd_broadcast(rd_collective *g, void *buf, size_t size, int root) RD_MUST_CHECK;
+/* recv (world * size bytes) gets every member's send (size bytes) in rank
+ * order, its own included; send may point into recv at its own block. */
+RD_EXTERN int rd_allgather(rd_collective *g, const void *send, size_t size, void *recv) RD_MUST_CHECK;
+/* Returns once every member has called it. */
+RD_EXTERN int rd_barrier(rd_collective *g) RD_MUST_CHECK;
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* RAYDIST_COLLECTIVE_H */

@@ -1,0 +1,762 @@
+/* src/collective.c - collective communication between the processes of a job
+ * (include/raydist/collective.h): a ring of TCP connections.
+ *
+ * Joining: each member listens on its node's IP, registers "IP:PORT" with
+ * the group's rendezvous actor (named "rd.collective/NAME", created by the
+ * first member to come), reads the table until its right neighbour
+ * (rank + 1) is in it, connects there and sends a hello (the rendezvous
+ * actor's id, world, rank, cluster token), and takes the hello of its left
+ * neighbour's connection.  Connections complete in the kernel's backlog, so
+ * connecting before accepting cannot deadlock.  A barrier around the ring
+ * then tells rank 0 that everybody is connected, and it kills the
+ * rendezvous, which frees the name for the next group.
+ *
+ * Every operation starts with a header sent right and checked against the
+ * left neighbour's (kind, sequence number, size, type, reduction, root), so
+ * members that call different things fail instead of mixing their bytes.
+ * Data then moves in ring steps: send a block to the right while receiving
+ * one from the left, both non-blocking under one poll().  An all-reduce is a
+ * reduce-scatter (world - 1 steps, the received block reduced into one's own
+ * as it arrives) and an all-gather of the reduced blocks (world - 1 steps).
+ *
+ * Any failure closes both connections, so the neighbours see end-of-stream
+ * in their next operation and fail too: a broken group never hangs. */
+#include "raydist.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <poll.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "log.h"
+#include "node_addr.h"
+
+#define CO_MAGIC 0x52444331u   /* "RDC1" */
+#define CO_ADDR_MAX 64         /* "IP:PORT" in the rendezvous table */
+#define CO_TOKEN_MAX 160
+#define CO_HELLO_WAIT_MS 5000  /* a connection must say hello within this */
+
+enum { CO_BARRIER = 1, CO_ALLREDUCE = 2, CO_BROADCAST = 3, CO_ALLGATHER = 4 };
+
+struct rd_collective {
+  int world, rank;
+  int64_t timeout_ms;
+  int right, left;          /* sockets to rank + 1 and from rank - 1 (-1: world 1, or closed) */
+  int err;                  /* the first error: the group is broken */
+  uint64_t seq;             /* operations begun */
+  uint8_t *tmp;             /* all-reduce: the block coming from the left */
+  size_t tmpcap;
+  char name[RD_COLLECTIVE_MAX_NAME + 1];
+};
+
+static uint64_t co_now_ns(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+/* The deadline of a wait of timeout_ms (0: none). */
+static uint64_t co_deadline(int64_t timeout_ms) {
+  return timeout_ms < 0 ? 0 : co_now_ns() + (uint64_t)timeout_ms * 1000000ull;
+}
+
+/* poll()'s timeout until the deadline: -1 without one, 0 once passed. */
+static int co_poll_ms(uint64_t deadline) {
+  if (!deadline) return -1;
+  uint64_t now = co_now_ns();
+  if (now >= deadline) return 0;
+  uint64_t ms = (deadline - now + 999999) / 1000000;
+  return ms > 60000 ? 60000 : (int)ms;
+}
+
+static void co_close(int *fd) {
+  if (*fd >= 0) close(*fd);
+  *fd = -1;
+}
+
+/* The group fails with err: both connections close (the neighbours then
+ * fail too), and every later call returns RD_ECONN. */
+static int co_fail(rd_collective *g, int err, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static int co_fail(rd_collective *g, int err, const char *fmt, ...) {
+  char msg[512];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(msg, sizeof(msg), fmt, ap);
+  va_end(ap);
+  rd__log(RD_LOG_WARN, "collective group '%s', rank %d of %d: %s (%s)", g->name, g->rank, g->world, msg,
+          rd_err_name(err));
+  if (!g->err) g->err = err;
+  co_close(&g->right);
+  co_close(&g->left);
+  return err;
+}
+
+/* ------------------------------------------------------------ the rendezvous */
+
+/* The rendezvous actor's state: the address of each rank that joined. */
+typedef struct co_rdv {
+  int world;
+  char (*addr)[CO_ADDR_MAX];
+} co_rdv;
+
+/* What a member registers. */
+typedef struct co_reg {
+  int32_t rank, world;
+  char addr[CO_ADDR_MAX];
+} co_reg;
+
+static int rdv_init(rd_call *call, void **state) {
+  rd_buf b;
+  int32_t world;
+  if (rd_arg(call, 0, &b) != 0 || b.size != sizeof(world)) return rd_call_fail(call, "rendezvous: bad arguments");
+  memcpy(&world, b.data, sizeof(world));
+  if (world < 1 || world > RD_COLLECTIVE_MAX_WORLD) return rd_call_fail(call, "rendezvous: world %d", world);
+  co_rdv *r = calloc(1, sizeof(*r));
+  if (r) r->addr = calloc((size_t)world, CO_ADDR_MAX);
+  if (!r || !r->addr) {
+    free(r);
+    return rd_call_fail(call, "rendezvous: out of memory");
+  }
+  r->world = world;
+  *state = r;
+  return 0;
+}
+
+static void rdv_fini(void *state) {
+  co_rdv *r = state;
+  if (!r) return;
+  free(r->addr);
+  free(r);
+}
+
+RD_ACTOR_CLASS(rd__CollectiveRendezvous, rdv_init, rdv_fini)
+
+/* Record a member's address (a later registration of a rank replaces an
+ * earlier one: a member joining again after a failed try); the table. */
+RD_ACTOR_METHOD(rd__CollectiveRendezvous, join) {
+  co_rdv *r = state;
+  rd_buf b;
+  co_reg reg;
+  if (rd_arg(call, 0, &b) != 0 || b.size != sizeof(reg)) return rd_call_fail(call, "rendezvous: bad registration");
+  memcpy(&reg, b.data, sizeof(reg));
+  reg.addr[CO_ADDR_MAX - 1] = 0;
+  if (reg.world != r->world)
+    return rd_call_fail(call, "the group has %d members, and rank %d joined it with world %d", r->world, reg.rank,
+                        reg.world);
+  if (reg.rank < 0 || reg.rank >= r->world)
+    return rd_call_fail(call, "rank %d is out of range for world %d", reg.rank, r->world);
+  memcpy(r->addr[reg.rank], reg.addr, CO_ADDR_MAX);
+  return rd_return_bytes(call, 0, r->addr, (size_t)r->world * CO_ADDR_MAX);
+}
+
+RD_ACTOR_METHOD(rd__CollectiveRendezvous, table) {
+  co_rdv *r = state;
+  return rd_return_bytes(call, 0, r->addr, (size_t)r->world * CO_ADDR_MAX);
+}
+
+/* The group's rendezvous actor: rank 0 creates it (or finds the one left
+ * by a try that failed); the others look it up until it is there. */
+static int rdv_find(const rd_collective *g, rd_actor *out, uint64_t deadline) {
+  char name[RD_COLLECTIVE_MAX_NAME + 32];
+  snprintf(name, sizeof(name), "rd.collective/%s", g->name);
+  for (useconds_t nap = 1000;; nap = nap < 50000 ? nap * 2 : nap) {
+    if (g->rank == 0) {
+      rd_actor_opts o;
+      rd_actor_opts_init(&o);
+      o.name = name;
+      int32_t world = g->world;
+      int r = rd_actor_create(rd__CollectiveRendezvous, RD_ARGS(rd_arg_bytes(&world, sizeof(world))), &o, out);
+      if (r != RD_EEXIST) return r;
+    }
+    int r = rd_actor_get(name, out);
+    if (r != RD_ENOENT) return r;
+    if (deadline && co_now_ns() >= deadline) return RD_ETIMEDOUT;
+    usleep(nap);
+  }
+}
+
+/* Call the rendezvous (reg: join with it; NULL: read the table) and copy
+ * the table into tab.  RD_EACTOR_DIED when the rendezvous is gone (the
+ * group before this one of the same name has just finished with it). */
+static int rdv_call(rd_collective *g, rd_actor rdv, const co_reg *reg, char (*tab)[CO_ADDR_MAX]) {
+  rd_ref ref;
+  int r = reg ? rd_actor_call(rdv, rd__CollectiveRendezvous_join, RD_ARGS(rd_arg_bytes(reg, sizeof(*reg))), NULL, &ref)
+              : rd_actor_call(rdv, rd__CollectiveRendezvous_table, RD_NO_ARGS, NULL, &ref);
+  if (r != 0) return r;
+  rd_buf b;
+  r = rd_get(&ref, 1, &b, g->timeout_ms < 0 ? RD_TIMEOUT_INF : g->timeout_ms);
+  if (r == 0 && b.size != (size_t)g->world * CO_ADDR_MAX) r = RD_EPROTO;
+  if (r == 0) memcpy(tab, b.data, b.size);
+  else if (r == RD_ETASK) {
+    rd__log(RD_LOG_WARN, "collective group '%s', rank %d: %.*s", g->name, g->rank, (int)b.size, (const char *)b.data);
+    r = RD_EINVAL;
+  }
+  if (r != RD_ETIMEDOUT) rd_buf_release(&b);
+  rd_ref_release(ref);
+  return r;
+}
+
+/* ------------------------------------------------------------ connections */
+
+typedef struct co_hello {
+  uint32_t magic;
+  int32_t world, rank;
+  uint32_t pad;
+  uint64_t rdv;              /* the rendezvous actor both joined through */
+  char token[CO_TOKEN_MAX];
+} co_hello;
+
+/* Write or read all of buf on a non-blocking socket before the deadline. */
+static int co_io(int fd, void *buf, size_t n, int out, uint64_t deadline) {
+  uint8_t *p = buf;
+  while (n > 0) {
+    ssize_t k = out ? send(fd, p, n, MSG_NOSIGNAL) : recv(fd, p, n, 0);
+    if (k > 0) {
+      p += k;
+      n -= (size_t)k;
+      continue;
+    }
+    if (k == 0) return RD_ECONN;
+    if (errno == EINTR) continue;
+    if (errno != EAGAIN && errno != EWOULDBLOCK) return RD_ECONN;
+    struct pollfd pf = {fd, (short)(out ? POLLOUT : POLLIN), 0};
+    int pr = poll(&pf, 1, co_poll_ms(deadline));
+    if (pr == 0) return RD_ETIMEDOUT;
+    if (pr < 0 && errno != EINTR) return RD_ESYS;
+  }
+  return 0;
+}
+
+static void co_sock_setup(int fd) {
+  int one = 1;
+  (void)setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+  (void)fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK);
+}
+
+/* Listen on ip, any port: the socket, and "IP:PORT" in addr. */
+static int co_listen(const char *ip, char *addr, int *fd_out) {
+  struct sockaddr_in sa;
+  memset(&sa, 0, sizeof(sa));
+  sa.sin_family = AF_INET;
+  if (inet_pton(AF_INET, ip, &sa.sin_addr) != 1) return RD_EINVAL;
+  int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+  if (fd < 0) return RD_ESYS;
+  socklen_t len = sizeof(sa);
+  if (bind(fd, (struct sockaddr *)&sa, sizeof(sa)) != 0 || listen(fd, 16) != 0 ||
+      getsockname(fd, (struct sockaddr *)&sa, &len) != 0) {
+    close(fd);
+    return RD_ESYS;
+  }
+  snprintf(addr, CO_ADDR_MAX, "%.46s:%u", ip, (unsigned)ntohs(sa.sin_port));
+  *fd_out = fd;
+  return 0;
+}
+
+/* Connect to "IP:PORT" before the deadline: the socket, or RD_EAGAIN when
+ * nobody listens there (yet, or any more). */
+static int co_connect(const char *addr, uint64_t deadline, int *fd_out) {
+  char ip[CO_ADDR_MAX];
+  snprintf(ip, sizeof(ip), "%s", addr);
+  char *colon = strrchr(ip, ':');
+  if (!colon) return RD_EPROTO;
+  *colon = 0;
+  struct sockaddr_in sa;
+  memset(&sa, 0, sizeof(sa));
+  sa.sin_family = AF_INET;
+  sa.sin_port = htons((uint16_t)atoi(colon + 1));
+  if (inet_pton(AF_INET, ip, &sa.sin_addr) != 1) return RD_EPROTO;
+  int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+  if (fd < 0) return RD_ESYS;
+  int r = 0;
+  if (connect(fd, (struct sockaddr *)&sa, sizeof(sa)) != 0) {
+    if (errno != EINPROGRESS) {
+      r = RD_EAGAIN;
+    } else {
+      struct pollfd pf = {fd, POLLOUT, 0};
+      int pr = poll(&pf, 1, co_poll_ms(deadline));
+      int soerr = 0;
+      socklen_t sl = sizeof(soerr);
+      if (pr == 0) r = RD_ETIMEDOUT;
+      else if (pr < 0 || getsockopt(fd, SOL_SOCKET, SO_ERROR, &soerr, &sl) != 0 || soerr != 0) r = RD_EAGAIN;
+    }
+  }
+  if (r != 0) {
+    close(fd);
+    return r;
+  }
+  co_sock_setup(fd);
+  *fd_out = fd;
+  return 0;
+}
+
+static int co_token_eq(const char *a, const char *b) {
+  unsigned char d = 0;
+  for (size_t i = 0; i < CO_TOKEN_MAX; i++) d |= (unsigned char)(a[i] ^ b[i]);
+  return d == 0;
+}
+
+/* Take the left neighbour's connection from the listening socket: the first
+ * whose hello names this group's rendezvous, world, the left rank and the
+ * cluster's token (others are closed). */
+static int co_accept_left(rd_collective *g, int lfd, const co_hello *want, uint64_t deadline) {
+  for (;;) {
+    struct pollfd pf = {lfd, POLLIN, 0};
+    int pr = poll(&pf, 1, co_poll_ms(deadline));
+    if (pr == 0) return RD_ETIMEDOUT;
+    if (pr < 0) {
+      if (errno == EINTR) continue;
+      return RD_ESYS;
+    }
+    int fd = accept4(lfd, NULL, NULL, SOCK_CLOEXEC);
+    if (fd < 0) continue;
+    co_sock_setup(fd);
+    co_hello h;
+    uint64_t hd = co_deadline(CO_HELLO_WAIT_MS);
+    if (deadline && deadline < hd) hd = deadline;
+    int r = co_io(fd, &h, sizeof(h), 0, hd);
+    if (r == 0 && h.magic == CO_MAGIC && h.world == want->world && h.rank == want->rank && h.rdv == want->rdv &&
+        co_token_eq(h.token, want->token)) {
+      g->left = fd;
+      return 0;
+    }
+    rd__log(RD_LOG_INFO, "collective group '%s', rank %d: refused a connection that is not rank %d's of this group",
+            g->name, g->rank, want->rank);
+    close(fd);
+  }
+}
+
+/* ------------------------------------------------------------ data */
+
+/* One ring step: send sbuf[sdone..savail) to the right while receiving
+ * rbuf[rdone..rn) from the left, until sn and rn bytes have gone. */
+typedef struct co_xfer {
+  const uint8_t *sbuf;
+  size_t sn, sdone, savail;
+  uint8_t *rbuf;
+  size_t rn, rdone;
+  void (*on_recv)(struct co_xfer *x, void *ctx);   /* after bytes came (may raise savail) */
+  void *ctx;
+} co_xfer;
+
+static int co_run(rd_collective *g, co_xfer *x, uint64_t deadline) {
+  while (x->sdone < x->sn || x->rdone < x->rn) {
+    struct pollfd p[2];
+    int np = 0, si = -1, ri = -1;
+    if (x->sdone < x->savail) {
+      si = np;
+      p[np++] = (struct pollfd){g->right, POLLOUT, 0};
+    }
+    if (x->rdone < x->rn) {
+      ri = np;
+      p[np++] = (struct pollfd){g->left, POLLIN, 0};
+    }
+    if (np == 0) return co_fail(g, RD_EPROTO, "a ring step waits for bytes to send that cannot come");
+    int pr = poll(p, (nfds_t)np, co_poll_ms(deadline));
+    if (pr < 0) {
+      if (errno == EINTR) continue;
+      return co_fail(g, RD_ESYS, "poll: %s", strerror(errno));
+    }
+    if (pr == 0)
+      return co_fail(g, RD_ETIMEDOUT, "waited %lld ms for rank %d (sent %zu of %zu bytes, received %zu of %zu)",
+                     (long long)g->timeout_ms, x->rdone < x->rn ? (g->rank + g->world - 1) % g->world
+                                                                 : (g->rank + 1) % g->world,
+                     x->sdone, x->sn, x->rdone, x->rn);
+    if (si >= 0 && p[si].revents) {
+      ssize_t k = send(g->right, x->sbuf + x->sdone, x->savail - x->sdone, MSG_NOSIGNAL);
+      if (k > 0) x->sdone += (size_t)k;
+      else if (k < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)
+        return co_fail(g, RD_ECONN, "sending to rank %d: %s (it left the group, failed or died)",
+                       (g->rank + 1) % g->world, strerror(errno));
+    }
+    if (ri >= 0 && p[ri].revents) {
+      ssize_t k = recv(g->left, x->rbuf + x->rdone, x->rn - x->rdone, 0);
+      if (k == 0 || (k < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR))
+        return co_fail(g, RD_ECONN, "rank %d closed its connection%s%s (it left the group, failed or died)",
+                       (g->rank + g->world - 1) % g->world, k ? ": " : "", k ? strerror(errno) : "");
+      if (k > 0) {
+        x->rdone += (size_t)k;
+        if (x->on_recv) x->on_recv(x, x->ctx);
+      }
+    }
+  }
+  return 0;
+}
+
+/* Send the same block size both ways: bytes from s to the right, from the
+ * left into r (with on_recv, if any). */
+static int co_step(rd_collective *g, const void *s, void *r, size_t n, void (*on_recv)(co_xfer *, void *), void *ctx,
+                   uint64_t deadline) {
+  co_xfer x = {s, n, 0, n, r, n, 0, on_recv, ctx};
+  return co_run(g, &x, deadline);
+}
+
+typedef struct co_op {
+  uint32_t magic, kind;
+  uint64_t seq, size;
+  int32_t dtype, op, root, pad;
+} co_op;
+
+static const char *co_kind_name(uint32_t k) {
+  switch (k) {
+    case CO_BARRIER: return "rd_barrier";
+    case CO_ALLREDUCE: return "rd_allreduce";
+    case CO_BROADCAST: return "rd_broadcast";
+    case CO_ALLGATHER: return "rd_allgather";
+    default: return "an unknown operation";
+  }
+}
+
+/* The start of every operation: the group must be whole, and the left
+ * neighbour must be calling the same operation with the same arguments. */
+static int co_begin(rd_collective *g, uint32_t kind, uint64_t size, int dtype, int op, int root, uint64_t deadline) {
+  co_op mine = {CO_MAGIC, kind, g->seq++, size, dtype, op, root, 0}, theirs;
+  int r = co_step(g, &mine, &theirs, sizeof(mine), NULL, NULL, deadline);
+  if (r != 0) return r;
+  if (memcmp(&mine, &theirs, sizeof(mine)) != 0) {
+    int left = (g->rank + g->world - 1) % g->world;
+    if (theirs.magic != CO_MAGIC) return co_fail(g, RD_EPROTO, "rank %d sent garbage", left);
+    return co_fail(g, RD_EINVAL,
+                   "rank %d called %s (size %llu, dtype %d, op %d, root %d) as operation %llu, and this rank %s "
+                   "(size %llu, dtype %d, op %d, root %d) as operation %llu: every member must make the same calls",
+                   left, co_kind_name(theirs.kind), (unsigned long long)theirs.size, theirs.dtype, theirs.op,
+                   theirs.root, (unsigned long long)theirs.seq, co_kind_name(kind), (unsigned long long)size, dtype,
+                   op, root, (unsigned long long)mine.seq);
+  }
+  return 0;
+}
+
+/* RD_EINVAL for NULL, RD_ECONN for a broken group, else 0. */
+static int co_usable(const rd_collective *g, const char *who) {
+  if (!g) {
+    rd__log(RD_LOG_WARN, "%s: NULL group", who);
+    return RD_EINVAL;
+  }
+  if (g->err) {
+    rd__log(RD_LOG_WARN, "%s: collective group '%s' is broken since an earlier %s; leave it and join again", who,
+            g->name, rd_err_name(g->err));
+    return RD_ECONN;
+  }
+  return 0;
+}
+
+int rd_barrier(rd_collective *g) {
+  int r = co_usable(g, "rd_barrier");
+  if (r != 0 || g->world == 1) return r;
+  uint64_t deadline = co_deadline(g->timeout_ms);
+  r = co_begin(g, CO_BARRIER, 0, 0, 0, 0, deadline);
+  /* after k steps a member has heard, through its left neighbour, from the
+   * k members to its left: after world - 1, from all of them */
+  for (int s = 1; s < g->world - 1 && r == 0; s++) {
+    uint64_t out = g->seq, in = 0;
+    r = co_step(g, &out, &in, sizeof(out), NULL, NULL, deadline);
+  }
+  return r;
+}
+
+/* ---- all-reduce ---- */
+
+static size_t co_esize(int dtype) {
+  switch (dtype) {
+    case RD_FLOAT32: case RD_INT32: return 4;
+    case RD_FLOAT64: case RD_INT64: return 8;
+    default: return 0;
+  }
+}
+
+/* Integers reduce in unsigned arithmetic: a sum that overflows wraps, as
+ * two's complement, instead of being undefined. */
+#define CO_REDUCE_LOOP(T, ADD, MUL)                                   \
+  do {                                                                \
+    T *d = (T *)dst;                                                  \
+    const T *s = (const T *)src;                                      \
+    switch (op) {                                                     \
+      case RD_SUM: for (size_t i = 0; i < n; i++) d[i] = ADD; break;  \
+      case RD_PROD: for (size_t i = 0; i < n; i++) d[i] = MUL; break; \
+      case RD_MIN: for (size_t i = 0; i < n; i++) d[i] = s[i] < d[i] ? s[i] : d[i]; break; \
+      case RD_MAX: for (size_t i = 0; i < n; i++) d[i] = s[i] > d[i] ? s[i] : d[i]; break; \
+    }                                                                 \
+  } while (0)
+
+static void co_reduce(void *dst, const void *src, size_t n, int dtype, int op) {
+  switch (dtype) {
+    case RD_FLOAT32: CO_REDUCE_LOOP(float, d[i] + s[i], d[i] * s[i]); break;
+    case RD_FLOAT64: CO_REDUCE_LOOP(double, d[i] + s[i], d[i] * s[i]); break;
+    case RD_INT32:
+      CO_REDUCE_LOOP(int32_t, (int32_t)((uint32_t)d[i] + (uint32_t)s[i]), (int32_t)((uint32_t)d[i] * (uint32_t)s[i]));
+      break;
+    case RD_INT64:
+      CO_REDUCE_LOOP(int64_t, (int64_t)((uint64_t)d[i] + (uint64_t)s[i]), (int64_t)((uint64_t)d[i] * (uint64_t)s[i]));
+      break;
+  }
+}
+
+/* A reduce-scatter step's receiver: elements that came are reduced into
+ * the own block at once, while the rest still travels. */
+typedef struct co_red {
+  uint8_t *dst;
+  size_t es, done;   /* elements reduced so far */
+  int dtype, op;
+} co_red;
+
+static void co_reduce_arrived(co_xfer *x, void *ctx) {
+  co_red *c = ctx;
+  size_t have = x->rdone / c->es;
+  if (have == c->done) return;
+  co_reduce(c->dst + c->done * c->es, x->rbuf + c->done * c->es, have - c->done, c->dtype, c->op);
+  c->done = have;
+}
+
+/* Block i of n over count elements: its first element and length. */
+static void co_block(size_t count, int n, int i, size_t *lo, size_t *len) {
+  size_t base = count / (size_t)n, rem = count % (size_t)n;
+  *lo = base * (size_t)i + ((size_t)i < rem ? (size_t)i : rem);
+  *len = base + ((size_t)i < rem);
+}
+
+int rd_allreduce(rd_collective *g, void *buf, size_t count, int dtype, int op) {
+  int r = co_usable(g, "rd_allreduce");
+  if (r != 0) return r;
+  size_t es = co_esize(dtype);
+  if (!es || op < RD_SUM || op > RD_MAX || (count && !buf) || count > SIZE_MAX / 16) {
+    rd__log(RD_LOG_WARN, "rd_allreduce: bad arguments (dtype %d, op %d, count %zu, buf %p)", dtype, op, count, buf);
+    return RD_EINVAL;
+  }
+  if (g->world == 1) return 0;
+  uint64_t deadline = co_deadline(g->timeout_ms);
+  r = co_begin(g, CO_ALLREDUCE, count, dtype, op, 0, deadline);
+  if (r != 0) return r;
+  int n = g->world;
+  size_t maxblk = (count + (size_t)n - 1) / (size_t)n * es;
+  if (maxblk > g->tmpcap) {
+    uint8_t *t = realloc(g->tmp, maxblk);
+    if (!t) return co_fail(g, RD_ENOMEM, "no memory for a %zu-byte block", maxblk);
+    g->tmp = t;
+    g->tmpcap = maxblk;
+  }
+  uint8_t *b = buf;
+  for (int s = 0; s < n - 1 && r == 0; s++) {   /* reduce-scatter */
+    size_t slo, slen, rlo, rlen;
+    co_block(count, n, ((g->rank - s) % n + n) % n, &slo, &slen);
+    co_block(count, n, ((g->rank - s - 1) % n + n) % n, &rlo, &rlen);
+    co_red red = {b + rlo * es, es, 0, dtype, op};
+    co_xfer x = {b + slo * es, slen * es, 0, slen * es, g->tmp, rlen * es, 0, co_reduce_arrived, &red};
+    r = co_run(g, &x, deadline);
+  }
+  for (int s = 0; s < n - 1 && r == 0; s++) {   /* all-gather of the reduced blocks */
+    size_t slo, slen, rlo, rlen;
+    co_block(count, n, ((g->rank + 1 - s) % n + n) % n, &slo, &slen);
+    co_block(count, n, ((g->rank - s) % n + n) % n, &rlo, &rlen);
+    co_xfer x = {b + slo * es, slen * es, 0, slen * es, b + rlo * es, rlen * es, 0, NULL, NULL};
+    r = co_run(g, &x, deadline);
+  }
+  return r;
+}
+
+/* ---- broadcast, all-gather ---- */
+
+/* A member between the root and the last one passes on what came. */
+static void co_forward_arrived(co_xfer *x, void *ctx) {
+  (void)ctx;
+  x->savail = x->rdone;
+}
+
+int rd_broadcast(rd_collective *g, void *buf, size_t size, int root) {
+  int r = co_usable(g, "rd_broadcast");
+  if (r != 0) return r;
+  if (root < 0 || root >= g->world || (size && !buf)) {
+    rd__log(RD_LOG_WARN, "rd_broadcast: bad arguments (root %d of %d, size %zu, buf %p)", root, g->world, size, buf);
+    return RD_EINVAL;
+  }
+  if (g->world == 1) return 0;
+  uint64_t deadline = co_deadline(g->timeout_ms);
+  r = co_begin(g, CO_BROADCAST, size, 0, 0, root, deadline);
+  if (r != 0) return r;
+  co_xfer x = {buf, size, 0, size, buf, size, 0, co_forward_arrived, NULL};
+  if (g->rank == root) x.rn = 0;                                    /* sends only */
+  else if ((g->rank + 1) % g->world == root) x.sn = x.savail = 0, x.on_recv = NULL;   /* the last: receives only */
+  else x.savail = 0;                                                /* passes on */
+  return co_run(g, &x, deadline);
+}
+
+int rd_allgather(rd_collective *g, const void *send, size_t size, void *recv) {
+  int r = co_usable(g, "rd_allgather");
+  if (r != 0) return r;
+  if (size && (!send || !recv)) {
+    rd__log(RD_LOG_WARN, "rd_allgather: NULL send or recv buffer");
+    return RD_EINVAL;
+  }
+  uint8_t *out = recv;
+  if (size && send != out + (size_t)g->rank * size) memmove(out + (size_t)g->rank * size, send, size);
+  if (g->world == 1) return 0;
+  uint64_t deadline = co_deadline(g->timeout_ms);
+  r = co_begin(g, CO_ALLGATHER, size, 0, 0, 0, deadline);
+  int n = g->world;
+  for (int s = 0; s < n - 1 && r == 0; s++) {
+    size_t sb = (size_t)(((g->rank - s) % n + n) % n), rb = (size_t)(((g->rank - s - 1) % n + n) % n);
+    r = co_step(g, out + sb * size, out + rb * size, size, NULL, NULL, deadline);
+  }
+  return r;
+}
+
+/* ------------------------------------------------------------ join, leave */
+
+int rd_collective_rank(const rd_collective *g) { return g ? g->rank : -1; }
+int rd_collective_world(const rd_collective *g) { return g ? g->world : 0; }
+
+void rd_collective_leave(rd_collective *g) {
+  if (!g) return;
+  co_close(&g->right);
+  co_close(&g->left);
+  free(g->tmp);
+  free(g);
+}
+
+/* Joining's state: the rendezvous, its table, and the hello this member
+ * sends its right neighbour. */
+typedef struct co_joining {
+  rd_actor rdv;
+  char (*tab)[CO_ADDR_MAX];
+  co_reg reg;
+  co_hello hello;
+  useconds_t nap;
+} co_joining;
+
+/* Register with the rendezvous (found or created), which gives the table.
+ * RD_EACTOR_DIED (the last group of this name has just killed it) starts
+ * over with a new one. */
+static int co_register(rd_collective *g, co_joining *j, uint64_t deadline) {
+  for (;;) {
+    int r = rdv_find(g, &j->rdv, deadline);
+    if (r == 0) r = rdv_call(g, j->rdv, &j->reg, j->tab);
+    if (r != RD_EACTOR_DIED) return r;
+    if (deadline && co_now_ns() >= deadline) return RD_ETIMEDOUT;
+  }
+}
+
+/* Connect to the right neighbour once it is in the table and listening,
+ * and send it the hello (its acknowledgement is read later). */
+static int co_connect_right(rd_collective *g, co_joining *j, uint64_t deadline) {
+  int right = (g->rank + 1) % g->world;
+  for (;;) {
+    if (j->tab[right][0]) {
+      int r = co_connect(j->tab[right], deadline, &g->right);
+      if (r == 0) {
+        r = co_io(g->right, &j->hello, sizeof(j->hello), 1, deadline);
+        if (r == 0) return 0;
+        co_close(&g->right);
+      }
+      if (r != RD_EAGAIN && r != RD_ECONN) return r;
+      /* a stale entry (a member of a failed try), or not listening yet */
+    }
+    if (deadline && co_now_ns() >= deadline) return RD_ETIMEDOUT;
+    usleep(j->nap);
+    if (j->nap < 50000) j->nap *= 2;
+    int r = rdv_call(g, j->rdv, NULL, j->tab);
+    if (r == RD_EACTOR_DIED) r = co_register(g, j, deadline);
+    if (r != 0) return r;
+  }
+}
+
+/* Join the ring: connect right and say hello; take the left neighbour's
+ * connection and acknowledge it; then wait for the right one's
+ * acknowledgement.  A connection the right end refuses (the address was
+ * stale and reused by another process) is made again.  The order has no
+ * cycle: connections complete in the kernel's backlog, and a member
+ * acknowledges its left before it waits for its right. */
+static int co_connect_ring(rd_collective *g, int lfd, const char *addr, const char *token, uint64_t deadline,
+                           rd_actor *rdv_out) {
+  co_joining j;
+  memset(&j, 0, sizeof(j));
+  j.nap = 2000;
+  if (!(j.tab = calloc((size_t)g->world, CO_ADDR_MAX))) return RD_ENOMEM;
+  j.reg.rank = g->rank;
+  j.reg.world = g->world;
+  snprintf(j.reg.addr, sizeof(j.reg.addr), "%s", addr);
+  j.hello.magic = CO_MAGIC;
+  j.hello.world = g->world;
+  j.hello.rank = g->rank;
+  snprintf(j.hello.token, sizeof(j.hello.token), "%s", token);
+  int r = co_register(g, &j, deadline);
+  for (int accepted = 0; r == 0;) {
+    j.hello.rdv = j.rdv.id;
+    r = co_connect_right(g, &j, deadline);
+    if (r == 0 && !accepted) {
+      co_hello want = j.hello;
+      want.rank = (g->rank + g->world - 1) % g->world;
+      r = co_accept_left(g, lfd, &want, deadline);
+      uint32_t ack = CO_MAGIC;
+      if (r == 0) r = co_io(g->left, &ack, sizeof(ack), 1, deadline);
+      accepted = r == 0;
+    }
+    if (r != 0) break;
+    uint32_t ack = 0;
+    r = co_io(g->right, &ack, sizeof(ack), 0, deadline);
+    if (r == 0 && ack == CO_MAGIC) break;
+    if (r == RD_ETIMEDOUT) break;
+    co_close(&g->right);   /* refused: not our neighbour after all */
+    r = rdv_call(g, j.rdv, NULL, j.tab);
+    if (r == RD_EACTOR_DIED) r = co_register(g, &j, deadline);
+  }
+  free(j.tab);
+  if (r == 0) *rdv_out = j.rdv;
+  return r;
+}
+
+int rd_collective_join(const char *name, int world, int rank, int64_t timeout_ms, rd_collective **out) {
+  if (!out || !name || !*name || strlen(name) > RD_COLLECTIVE_MAX_NAME || world < 1 ||
+      world > RD_COLLECTIVE_MAX_WORLD || rank < 0 || rank >= world) {
+    rd__log(RD_LOG_WARN, "rd_collective_join: bad arguments (name %s%s%s, world %d, rank %d; names 1..%d bytes, "
+            "world 1..%d)", name ? "'" : "", name ? name : "NULL", name ? "'" : "", world, rank,
+            RD_COLLECTIVE_MAX_NAME, RD_COLLECTIVE_MAX_WORLD);
+    return RD_EINVAL;
+  }
+  *out = NULL;
+  char ip[64], token[CO_TOKEN_MAX];
+  int r = rd__node_addr(ip, sizeof(ip), token, sizeof(token));
+  if (r != 0) return r;
+  rd_collective *g = calloc(1, sizeof(*g));
+  if (!g) return RD_ENOMEM;
+  g->world = world;
+  g->rank = rank;
+  g->timeout_ms = timeout_ms < 0 ? -1 : timeout_ms;
+  g->right = g->left = -1;
+  snprintf(g->name, sizeof(g->name), "%s", name);
+  if (world == 1) {
+    *out = g;
+    return 0;
+  }
+  uint64_t deadline = co_deadline(g->timeout_ms);
+  char addr[CO_ADDR_MAX];
+  int lfd = -1;
+  r = co_listen(ip, addr, &lfd);
+  if (r != 0) {
+    rd__log(RD_LOG_WARN, "rd_collective_join '%s': cannot listen on %s: %s", name, ip, strerror(errno));
+    free(g);
+    return r;
+  }
+  rd_actor rdv = {0};
+  r = co_connect_ring(g, lfd, addr, token, deadline, &rdv);
+  close(lfd);
+  if (r == 0) r = rd_barrier(g);   /* everybody is connected: the rendezvous has done its part */
+  if (r == 0 && rank == 0) {
+    int kr = rd_actor_kill(rdv, 1);
+    if (kr != 0) rd__log(RD_LOG_INFO, "rd_collective_join '%s': the rendezvous did not go: %s", name, rd_err_name(kr));
+  }
+  if (r != 0) {
+    rd__log(RD_LOG_WARN, "rd_collective_join '%s': rank %d of %d could not join: %s", name, rank, world,
+            rd_err_name(r));
+    rd_collective_leave(g);
+    return r;
+  }
+  *out = g;
+  return 0;
+}

@@ -1,0 +1,409 @@
+/* tests/runtime/collective_test.c - collective groups (rd_collective_join,
+ * rd_allreduce, rd_broadcast, rd_allgather, rd_barrier) through the public
+ * API, with real processes: the driver, actors and a task in one group;
+ * a group of one; members that call different things; a member that dies;
+ * a join that times out and a group of the same name formed afterwards;
+ * bad arguments.  `collective_test NAME` runs one case; the binary is
+ * re-executed as workers. */
+#include <raydist.h>
+
+#include <signal.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "../check.h"
+#include "embedded.h"
+
+/* What a member is asked to do. */
+typedef struct spec {
+  char group[64];
+  int world, rank;
+  int scenario;
+  int pad;
+  int64_t timeout_ms;
+} spec;
+
+enum { SC_OPS = 1, SC_MISMATCH = 2, SC_DIE = 3, SC_JOIN_ONLY = 4 };
+
+/* What it reports. */
+typedef struct outcome {
+  int join_err, op_err;   /* the join's code; the first failed operation's (0: none) */
+  int next_err;           /* after a failure: the next operation's code */
+  int pad;
+  double op_seconds;      /* how long the failing operation took */
+  uint64_t hash;          /* FNV-1a of the float all-reduce's result bytes */
+} outcome;
+
+static uint64_t fnv(const void *p, size_t n) {
+  const unsigned char *b = p;
+  uint64_t h = 1469598103934665603ull;
+  for (size_t i = 0; i < n; i++) h = (h ^ b[i]) * 1099511628211ull;
+  return h;
+}
+
+#define OPS_FAIL(...)                      \
+  do {                                     \
+    fprintf(stderr, "rank %d: ", rank);    \
+    fprintf(stderr, __VA_ARGS__);          \
+    fprintf(stderr, "\n");                 \
+    return -1;                             \
+  } while (0)
+
+/* Every operation, checked against what it must give; the float result's
+ * hash in *hash (every member must have the same bytes). */
+static int run_ops(rd_collective *g, uint64_t *hash) {
+  int rank = rd_collective_rank(g), world = rd_collective_world(g);
+  enum { NF = 1000003 };
+  float *f = malloc(NF * sizeof(float));
+  if (!f) OPS_FAIL("no memory");
+  for (size_t i = 0; i < NF; i++) f[i] = (float)(i % 1000) * 0.5f * (float)(rank + 1);
+  int r = rd_allreduce(g, f, NF, RD_FLOAT32, RD_SUM);
+  if (r != 0) OPS_FAIL("float sum: %s", rd_err_name(r));
+  for (size_t i = 0; i < NF; i++)
+    if (f[i] != (float)(i % 1000) * 0.5f * (float)(world * (world + 1) / 2)) OPS_FAIL("float sum at %zu: %g", i, f[i]);
+  *hash = fnv(f, NF * sizeof(float));
+  free(f);
+
+  enum { NI = 1001 };
+  int64_t v[NI];
+  for (int i = 0; i < NI; i++) v[i] = ((int64_t)i * 7919 + (int64_t)rank * 104729) % 100003;
+  if ((r = rd_allreduce(g, v, NI, RD_INT64, RD_MAX)) != 0) OPS_FAIL("int64 max: %s", rd_err_name(r));
+  for (int i = 0; i < NI; i++) {
+    int64_t want = 0;
+    for (int k = 0; k < world; k++) {
+      int64_t x = ((int64_t)i * 7919 + (int64_t)k * 104729) % 100003;
+      if (x > want) want = x;
+    }
+    if (v[i] != want) OPS_FAIL("int64 max at %d: %lld, want %lld", i, (long long)v[i], (long long)want);
+  }
+
+  int32_t w[5];
+  for (int i = 0; i < 5; i++) w[i] = INT32_MAX;
+  if ((r = rd_allreduce(g, w, 5, RD_INT32, RD_SUM)) != 0) OPS_FAIL("int32 sum: %s", rd_err_name(r));
+  for (int i = 0; i < 5; i++)   /* wraps as two's complement */
+    if (w[i] != (int32_t)((uint32_t)INT32_MAX * (uint32_t)world)) OPS_FAIL("int32 sum wraps to %d", w[i]);
+
+  double d[17];
+  for (int i = 0; i < 17; i++) d[i] = rank - i;
+  if ((r = rd_allreduce(g, d, 17, RD_FLOAT64, RD_MIN)) != 0) OPS_FAIL("double min: %s", rd_err_name(r));
+  for (int i = 0; i < 17; i++)
+    if (d[i] != -i) OPS_FAIL("double min at %d: %g", i, d[i]);
+
+  int32_t p[3] = {rank + 2, rank + 2, rank + 2};
+  if ((r = rd_allreduce(g, p, 3, RD_INT32, RD_PROD)) != 0) OPS_FAIL("int32 prod: %s", rd_err_name(r));
+  int32_t prod = 1;
+  for (int k = 0; k < world; k++) prod *= k + 2;
+  if (p[0] != prod || p[2] != prod) OPS_FAIL("int32 prod %d, want %d", p[0], prod);
+
+  if ((r = rd_allreduce(g, NULL, 0, RD_FLOAT32, RD_SUM)) != 0) OPS_FAIL("empty all-reduce: %s", rd_err_name(r));
+
+  size_t nb = (3u << 20) + 7;
+  unsigned char *b = calloc(nb, 1);
+  if (!b) OPS_FAIL("no memory");
+  int root = world - 1;
+  if (rank == root)
+    for (size_t i = 0; i < nb; i++) b[i] = (unsigned char)(i * 131 + 7);
+  if ((r = rd_broadcast(g, b, nb, root)) != 0) OPS_FAIL("broadcast: %s", rd_err_name(r));
+  for (size_t i = 0; i < nb; i++)
+    if (b[i] != (unsigned char)(i * 131 + 7)) OPS_FAIL("broadcast byte %zu", i);
+  free(b);
+
+  enum { NG = 1000 };
+  unsigned char mine[NG], *all = malloc((size_t)world * NG);
+  if (!all) OPS_FAIL("no memory");
+  memset(mine, rank + 1, NG);
+  if ((r = rd_allgather(g, mine, NG, all)) != 0) OPS_FAIL("allgather: %s", rd_err_name(r));
+  for (int k = 0; k < world; k++)
+    for (int i = 0; i < NG; i++)
+      if (all[(size_t)k * NG + (size_t)i] != k + 1) OPS_FAIL("allgather block %d", k);
+  free(all);
+  if ((r = rd_barrier(g)) != 0) OPS_FAIL("barrier: %s", rd_err_name(r));
+  return 0;
+}
+
+/* Join as the spec says and play its scenario. */
+static outcome play(const spec *s) {
+  outcome o;
+  memset(&o, 0, sizeof(o));
+  rd_collective *g = NULL;
+  o.join_err = rd_collective_join(s->group, s->world, s->rank, s->timeout_ms, &g);
+  if (o.join_err != 0) return o;
+  if (s->scenario == SC_OPS) {
+    o.op_err = run_ops(g, &o.hash);
+  } else if (s->scenario == SC_MISMATCH) {
+    float x[11] = {0};
+    double t0 = now_s();
+    o.op_err = rd_allreduce(g, x, s->rank == s->world - 1 ? 11 : 10, RD_FLOAT32, RD_SUM);
+    o.op_seconds = now_s() - t0;
+    o.next_err = rd_barrier(g);
+  } else if (s->scenario == SC_DIE) {
+    if (s->rank == s->world - 1) {
+      usleep(200000);
+      kill(getpid(), SIGKILL);
+    }
+    float x[1000] = {0};
+    double t0 = now_s();
+    o.op_err = rd_allreduce(g, x, 1000, RD_FLOAT32, RD_SUM);
+    o.op_seconds = now_s() - t0;
+    o.next_err = rd_allreduce(g, x, 1000, RD_FLOAT32, RD_SUM);
+  }
+  rd_collective_leave(g);
+  return o;
+}
+
+static int member_init(rd_call *call, void **state) {
+  (void)call;
+  *state = NULL;
+  return 0;
+}
+RD_ACTOR_CLASS(Member, member_init, NULL)
+
+static int reply_outcome(rd_call *call) {
+  rd_buf b;
+  spec s;
+  if (rd_arg(call, 0, &b) != 0 || b.size != sizeof(s)) return rd_call_fail(call, "bad spec");
+  memcpy(&s, b.data, sizeof(s));
+  outcome o = play(&s);
+  return rd_return_bytes(call, 0, &o, sizeof(o));
+}
+
+RD_ACTOR_METHOD(Member, play) {
+  (void)state;
+  return reply_outcome(call);
+}
+
+RD_REMOTE(member_task) { return reply_outcome(call); }
+
+/* ------------------------------------------------------------ helpers */
+
+static spec make_spec(const char *group, int world, int rank, int scenario, int64_t timeout_ms) {
+  spec s;
+  memset(&s, 0, sizeof(s));
+  snprintf(s.group, sizeof(s.group), "%s", group);
+  s.world = world;
+  s.rank = rank;
+  s.scenario = scenario;
+  s.timeout_ms = timeout_ms;
+  return s;
+}
+
+/* Members 1..n-1 (n - 1 actors, or the last one a task with `task`) start
+ * playing; the driver then plays rank 0 itself. */
+static void start_members(rd_ref *refs, const char *group, int world, int scenario, int64_t timeout_ms, int task) {
+  for (int k = 1; k < world; k++) {
+    spec s = make_spec(group, world, k, scenario, timeout_ms);
+    if (task && k == world - 1) {
+      rd_task_opts o;
+      rd_task_opts_init(&o);
+      o.max_retries = 0;
+      CHECK_EQ(rd_submit(member_task, RD_ARGS(rd_arg_bytes(&s, sizeof(s))), &o, &refs[k]), 0);
+      continue;
+    }
+    rd_actor a;
+    CHECK_EQ(rd_actor_create(Member, RD_NO_ARGS, NULL, &a), 0);
+    CHECK_EQ(rd_actor_call(a, Member_play, RD_ARGS(rd_arg_bytes(&s, sizeof(s))), NULL, &refs[k]), 0);
+  }
+}
+
+/* Member k's outcome (its call's error when it died instead). */
+static outcome outcome_of(rd_ref r, int *call_err) {
+  rd_buf b;
+  outcome o;
+  memset(&o, 0, sizeof(o));
+  *call_err = rd_get(&r, 1, &b, 60000);
+  if (*call_err == 0) {
+    CHECK_EQ(b.size, sizeof(o));
+    memcpy(&o, b.data, sizeof(o));
+  }
+  if (*call_err != RD_ETIMEDOUT) rd_buf_release(&b);
+  rd_ref_release(r);
+  return o;
+}
+
+/* ------------------------------------------------------------------ tests */
+
+/* The driver (rank 0), two actors and a task (rank 3) run every operation;
+ * all get the same bytes; then a second group of the same name forms (the
+ * first one's rendezvous is gone). */
+static int t_ops(void) {
+  init_or_die(2);
+  for (int round = 0; round < 2; round++) {
+    enum { W = 4 };
+    rd_ref refs[W];
+    start_members(refs, "ops", W, SC_OPS, 60000, 1);
+    spec s = make_spec("ops", W, 0, SC_OPS, 60000);
+    outcome mine = play(&s);
+    CHECK_EQ(mine.join_err, 0);
+    CHECK_EQ(mine.op_err, 0);
+    for (int k = 1; k < W; k++) {
+      int ce;
+      outcome o = outcome_of(refs[k], &ce);
+      CHECK_EQ(ce, 0);
+      CHECK_EQ(o.join_err, 0);
+      CHECK_EQ(o.op_err, 0);
+      CHECK(o.hash == mine.hash);
+    }
+    printf("round %d: 4 members agree\n", round);
+  }
+  rd_shutdown();
+  return 0;
+}
+
+/* A group of one: every operation is local. */
+static int t_world1(void) {
+  init_or_die(1);
+  rd_collective *g = NULL;
+  CHECK_EQ(rd_collective_join("solo", 1, 0, 1000, &g), 0);
+  CHECK_EQ(rd_collective_world(g), 1);
+  CHECK_EQ(rd_collective_rank(g), 0);
+  float f[3] = {1, 2, 3};
+  CHECK_EQ(rd_allreduce(g, f, 3, RD_FLOAT32, RD_SUM), 0);
+  CHECK(f[0] == 1 && f[2] == 3);
+  char in[4] = "abc", out[4] = "";
+  CHECK_EQ(rd_allgather(g, in, 4, out), 0);
+  CHECK(!strcmp(out, "abc"));
+  CHECK_EQ(rd_broadcast(g, in, 4, 0), 0);
+  CHECK_EQ(rd_barrier(g), 0);
+  rd_collective_leave(g);
+  rd_shutdown();
+  return 0;
+}
+
+/* The last rank all-reduces 11 elements, the others 10: every member fails
+ * (RD_EINVAL where the difference is seen, RD_ECONN elsewhere) at once,
+ * and the group stays broken. */
+static int t_mismatch(void) {
+  init_or_die(2);
+  enum { W = 3 };
+  rd_ref refs[W];
+  start_members(refs, "mismatch", W, SC_MISMATCH, 30000, 0);
+  spec s = make_spec("mismatch", W, 0, SC_MISMATCH, 30000);
+  outcome o[W];
+  o[0] = play(&s);
+  for (int k = 1; k < W; k++) {
+    int ce;
+    o[k] = outcome_of(refs[k], &ce);
+    CHECK_EQ(ce, 0);
+  }
+  int einval = 0;
+  for (int k = 0; k < W; k++) {
+    printf("rank %d: %s after %.3f s, then %s\n", k, rd_err_name(o[k].op_err), o[k].op_seconds,
+           rd_err_name(o[k].next_err));
+    CHECK_EQ(o[k].join_err, 0);
+    CHECK(o[k].op_err == RD_EINVAL || o[k].op_err == RD_ECONN);
+    einval += o[k].op_err == RD_EINVAL;
+    CHECK(o[k].op_seconds < 5);
+    CHECK_EQ(o[k].next_err, RD_ECONN);
+  }
+  CHECK(einval >= 1);   /* rank 0 sees rank 2's call, rank 2 rank 1's */
+  rd_shutdown();
+  return 0;
+}
+
+/* The last member's process dies after the join: the others' all-reduce
+ * fails with RD_ECONN well before the group's 30 s timeout. */
+static int t_member_dies(void) {
+  init_or_die(2);
+  enum { W = 3 };
+  rd_ref refs[W];
+  start_members(refs, "dies", W, SC_DIE, 30000, 0);
+  spec s = make_spec("dies", W, 0, SC_DIE, 30000);
+  outcome o0 = play(&s);
+  int ce;
+  outcome o1 = outcome_of(refs[1], &ce);
+  CHECK_EQ(ce, 0);
+  (void)outcome_of(refs[2], &ce);
+  CHECK_EQ(ce, RD_EACTOR_DIED);
+  printf("rank 0: %s after %.3f s; rank 1: %s after %.3f s\n", rd_err_name(o0.op_err), o0.op_seconds,
+         rd_err_name(o1.op_err), o1.op_seconds);
+  CHECK_EQ(o0.join_err, 0);
+  CHECK_EQ(o1.join_err, 0);
+  CHECK_EQ(o0.op_err, RD_ECONN);
+  CHECK_EQ(o1.op_err, RD_ECONN);
+  CHECK(o0.op_seconds < 5 && o1.op_seconds < 5);
+  CHECK_EQ(o0.next_err, RD_ECONN);
+  rd_shutdown();
+  return 0;
+}
+
+/* Two of three members come: both time out.  While their rendezvous (world
+ * 3) is still there, a join with world 2 is refused; three members then
+ * form the group under the same name, past the stale addresses. */
+static int t_join_timeout(void) {
+  init_or_die(2);
+  rd_ref refs[3];
+  spec s1 = make_spec("late", 3, 1, SC_JOIN_ONLY, 1000);
+  rd_actor a;
+  CHECK_EQ(rd_actor_create(Member, RD_NO_ARGS, NULL, &a), 0);
+  CHECK_EQ(rd_actor_call(a, Member_play, RD_ARGS(rd_arg_bytes(&s1, sizeof(s1))), NULL, &refs[1]), 0);
+  rd_collective *g = NULL;
+  double t0 = now_s();
+  CHECK_EQ(rd_collective_join("late", 3, 0, 1000, &g), RD_ETIMEDOUT);
+  double took = now_s() - t0;
+  CHECK(g == NULL);
+  CHECK(took >= 0.9 && took < 10);
+  int ce;
+  outcome o = outcome_of(refs[1], &ce);
+  CHECK_EQ(ce, 0);
+  CHECK_EQ(o.join_err, RD_ETIMEDOUT);
+  CHECK_EQ(rd_collective_join("late", 2, 0, 5000, &g), RD_EINVAL);
+  start_members(refs, "late", 3, SC_OPS, 60000, 0);
+  spec s0 = make_spec("late", 3, 0, SC_OPS, 60000);
+  outcome mine = play(&s0);
+  CHECK_EQ(mine.join_err, 0);
+  CHECK_EQ(mine.op_err, 0);
+  for (int k = 1; k < 3; k++) {
+    o = outcome_of(refs[k], &ce);
+    CHECK_EQ(ce, 0);
+    CHECK_EQ(o.op_err, 0);
+    CHECK(o.hash == mine.hash);
+  }
+  rd_shutdown();
+  return 0;
+}
+
+static int t_bad_args(void) {
+  rd_collective *g = NULL;
+  CHECK_EQ(rd_collective_join("early", 1, 0, 1000, &g), RD_ESTATE);   /* before rd_init */
+  init_or_die(1);
+  char longname[RD_COLLECTIVE_MAX_NAME + 2];
+  memset(longname, 'x', sizeof(longname) - 1);
+  longname[sizeof(longname) - 1] = 0;
+  CHECK_EQ(rd_collective_join("g", 2, 0, 1000, NULL), RD_EINVAL);
+  CHECK_EQ(rd_collective_join(NULL, 2, 0, 1000, &g), RD_EINVAL);
+  CHECK_EQ(rd_collective_join("", 2, 0, 1000, &g), RD_EINVAL);
+  CHECK_EQ(rd_collective_join(longname, 2, 0, 1000, &g), RD_EINVAL);
+  CHECK_EQ(rd_collective_join("g", 0, 0, 1000, &g), RD_EINVAL);
+  CHECK_EQ(rd_collective_join("g", RD_COLLECTIVE_MAX_WORLD + 1, 0, 1000, &g), RD_EINVAL);
+  CHECK_EQ(rd_collective_join("g", 2, -1, 1000, &g), RD_EINVAL);
+  CHECK_EQ(rd_collective_join("g", 2, 2, 1000, &g), RD_EINVAL);
+  float f[2] = {1, 2};
+  CHECK_EQ(rd_allreduce(NULL, f, 2, RD_FLOAT32, RD_SUM), RD_EINVAL);
+  CHECK_EQ(rd_broadcast(NULL, f, 8, 0), RD_EINVAL);
+  CHECK_EQ(rd_allgather(NULL, f, 8, f), RD_EINVAL);
+  CHECK_EQ(rd_barrier(NULL), RD_EINVAL);
+  CHECK_EQ(rd_collective_join("g", 1, 0, 1000, &g), 0);
+  CHECK_EQ(rd_allreduce(g, f, 2, 99, RD_SUM), RD_EINVAL);
+  CHECK_EQ(rd_allreduce(g, f, 2, RD_FLOAT32, 0), RD_EINVAL);
+  CHECK_EQ(rd_allreduce(g, NULL, 2, RD_FLOAT32, RD_SUM), RD_EINVAL);
+  CHECK_EQ(rd_broadcast(g, f, 8, 1), RD_EINVAL);
+  CHECK_EQ(rd_broadcast(g, NULL, 8, 0), RD_EINVAL);
+  CHECK_EQ(rd_allgather(g, NULL, 8, f), RD_EINVAL);
+  CHECK_EQ(rd_allreduce(g, f, 2, RD_FLOAT32, RD_MAX), 0);   /* bad calls do not break the group */
+  CHECK_EQ(rd_collective_rank(NULL), -1);
+  CHECK_EQ(rd_collective_world(NULL), 0);
+  rd_collective_leave(g);
+  rd_collective_leave(NULL);
+  rd_shutdown();
+  return 0;
+}
+
+static const rd_test_case tests[] = {
+    {"ops", t_ops},           {"world1", t_world1},         {"mismatch", t_mismatch},
+    {"member_dies", t_member_dies}, {"join_timeout", t_join_timeout}, {"bad_args", t_bad_args},
+};
+
+RD_TEST_MAIN(tests)
