@@ -232,10 +232,8 @@ RD_ACTOR_METHOD(Trainer, info) {
  * `step` of epoch `epoch` (an empty one when the shard has fewer steps). */
 RD_ACTOR_METHOD(Trainer, grad) {
   trainer *t = state;
-  rd_buf b;
   grad_arg ga;
-  if (rd_arg(call, 0, &b) != 0 || b.size != sizeof(ga)) return rd_call_fail(call, "grad takes (epoch, step)");
-  memcpy(&ga, b.data, sizeof(ga));
+  if (rd_arg_copy(call, 0, &ga, sizeof(ga)) != 0) return rd_call_fail(call, "grad takes (epoch, step)");
   if (t->perm_epoch != ga.epoch) {   /* a fresh order each epoch, fixed by seed, epoch and rank */
     for (size_t i = 0; i < t->ntr; i++) t->perm[i] = (uint32_t)i;
     shuffle(t->perm, t->ntr, t->cfg.seed ^ (0x100000001b3ull * (ga.epoch + 1)) ^ ((uint64_t)t->cfg.rank << 40));
@@ -301,10 +299,8 @@ RD_ACTOR_METHOD(Trainer, checksum) {
  * shard (1). */
 RD_ACTOR_METHOD(Trainer, evaluate) {
   trainer *t = state;
-  rd_buf b;
   uint32_t which;
-  if (rd_arg(call, 0, &b) != 0 || b.size != sizeof(which)) return rd_call_fail(call, "evaluate takes (which)");
-  memcpy(&which, b.data, sizeof(which));
+  if (rd_arg_copy(call, 0, &which, sizeof(which)) != 0) return rd_call_fail(call, "evaluate takes (which)");
   const float *x = which ? t->xtr : t->xte;
   const uint32_t *y = which ? t->ytr : t->yte;
   size_t n = which ? t->ntr : t->nte;

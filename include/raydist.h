@@ -298,6 +298,11 @@ RD_EXTERN size_t rd_call_nargs(const rd_call *call);
 /* Zero-copy view of argument i, valid until the function returns.
  * RD_EINVAL when i is out of range or argument i is a borrowed ref. */
 RD_EXTERN int rd_arg(rd_call *call, size_t i, rd_buf *out) RD_MUST_CHECK;
+/* Copy argument i, which must be exactly size bytes, into dst: the way to
+ * read a struct passed with rd_arg_bytes(&s, sizeof(s)).  0, or RD_EINVAL
+ * when i is out of range, argument i is a borrowed ref or has another size
+ * (the call is not failed: return rd_call_fail(call, ...) then). */
+RD_EXTERN int rd_arg_copy(rd_call *call, size_t i, void *dst, size_t size) RD_MUST_CHECK;
 /* The ref passed as argument i with rd_arg_borrow(): one reference, dropped
  * with rd_ref_release().  rd_get / rd_wait on it ask the process the call
  * came from (at most one round trip per ref; store objects are then read or

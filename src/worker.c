@@ -617,6 +617,18 @@ int rd_arg(rd_call *call, size_t i, rd_buf *out) {
   return 0;
 }
 
+int rd_arg_copy(rd_call *call, size_t i, void *dst, size_t size) {
+  rd_buf b;
+  int r = dst || !size ? rd_arg(call, i, &b) : RD_EINVAL;
+  if (r != 0) return r;
+  if (b.size != size) {
+    rd__log(RD_LOG_WARN, "'%s': argument %zu is %zu bytes, not the %zu expected", call->func, i, b.size, size);
+    return RD_EINVAL;
+  }
+  if (size) memcpy(dst, b.data, size);
+  return 0;
+}
+
 int rd_call_arg_ref(rd_call *call, size_t i, rd_ref *out) {
   if (!call || !out || i >= call->nargs) return RD_EINVAL;
   const Rd__Arg *a = call_arg_msg(call, i);

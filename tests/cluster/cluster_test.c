@@ -751,6 +751,52 @@ RD_ACTOR_METHOD(Tally, read_kept) {
   return rd_return_bytes(call, 0, out, sizeof(out));
 }
 
+/* A member of a collective group across the nodes (t_collective). */
+typedef struct co_spec {
+  char group[32];
+  int world, rank, tcp, pad;
+} co_spec;
+
+/* Join, all-reduce 12 MiB of floats and broadcast 1 MiB from the last rank,
+ * checking both: 0 with the sum's hash in *hash, or the failing code. */
+static int co_play(const co_spec *s, uint64_t *hash) {
+  setenv("RAYDIST_COLLECTIVE_TCP", s->tcp ? "1" : "0", 1);
+  rd_collective *g;
+  int r = rd_collective_join(s->group, s->world, s->rank, 60000, &g);
+  if (r != 0) return r;
+  size_t n = 3u << 20, nb = 1u << 20;
+  float *f = malloc(n * sizeof(float));
+  uint8_t *b = calloc(nb, 1);
+  if (!f || !b) r = RD_ENOMEM;
+  for (size_t i = 0; r == 0 && i < n; i++) f[i] = (float)((i % 1000) * (size_t)(s->rank + 1));
+  if (r == 0) r = rd_allreduce(g, f, n, RD_FLOAT32, RD_SUM);
+  for (size_t i = 0; r == 0 && i < n; i++)
+    if (f[i] != (float)((i % 1000) * (size_t)(s->world * (s->world + 1) / 2))) r = RD_EPROTO;
+  if (r == 0) *hash = fnv((const uint8_t *)f, n * sizeof(float));
+  if (r == 0 && s->rank == s->world - 1)
+    for (size_t i = 0; i < nb; i++) b[i] = (uint8_t)(i * 7 + 1);
+  if (r == 0) r = rd_broadcast(g, b, nb, s->world - 1);
+  for (size_t i = 0; r == 0 && i < nb; i++)
+    if (b[i] != (uint8_t)(i * 7 + 1)) r = RD_EPROTO;
+  free(f);
+  free(b);
+  rd_collective_leave(g);
+  return r;
+}
+
+/* {hash of the all-reduced sum, this node's index}. */
+RD_ACTOR_METHOD(Tally, collective) {
+  (void)state;
+  co_spec s;
+  if (rd_arg_copy(call, 0, &s, sizeof(s)) != 0) return rd_call_fail(call, "bad spec");
+  uint64_t out[2] = {0, 0};
+  int r = co_play(&s, &out[0]);
+  if (r != 0) return rd_call_fail(call, "collective rank %d: %s", s.rank, rd_err_name(r));
+  rd_node_info ni;
+  if (rd_node_info_get(&ni) == 0) out[1] = ni.node_index;
+  return rd_return_bytes(call, 0, out, sizeof(out));
+}
+
 /* Hashes borrowed arguments 0 and 1: {error, hash} each, then its node. */
 RD_ACTOR_METHOD(Tally, hash_borrowed) {
   (void)state;
@@ -859,6 +905,60 @@ static int t_stream(void) {
   CHECK(on_b != on_c);
   CHECK_EQ(rd_actor_kill(a, 1), 0);
   stores_bc_empty("afterwards");
+  rd_shutdown();
+  return 0;
+}
+
+/* A collective group of the driver (on a) and actors on b and c: the
+ * all-reduce and broadcast agree, between processes of three nodes, over
+ * Unix sockets (one host) and then over TCP between the nodes' IPs. */
+static int t_collective(void) {
+  join();
+  rd_actor a[3];
+  const char *res[3] = {NULL, "only_b=1", "only_c=1"};
+  for (int k = 1; k < 3; k++) {
+    rd_actor_opts ao;
+    rd_actor_opts_init(&ao);
+    ao.resources = res[k];
+    CHECK_EQ(rd_actor_create(Tally, RD_NO_ARGS, &ao, &a[k]), 0);
+  }
+  rd_node_info ni;
+  CHECK_EQ(rd_node_info_get(&ni), 0);
+  for (int tcp = 0; tcp < 2; tcp++) {
+    rd_ref refs[3];
+    co_spec s;
+    memset(&s, 0, sizeof(s));
+    snprintf(s.group, sizeof(s.group), "across-%d", tcp);
+    s.world = 3;
+    s.tcp = tcp;
+    for (int k = 1; k < 3; k++) {
+      s.rank = k;
+      CHECK_EQ(rd_actor_call(a[k], Tally_collective, RD_ARGS(rd_arg_bytes(&s, sizeof(s))), NULL, &refs[k]), 0);
+    }
+    s.rank = 0;
+    uint64_t mine = 0;
+    CHECK_EQ(co_play(&s, &mine), 0);
+    uint64_t nodes[3] = {ni.node_index, 0, 0};
+    for (int k = 1; k < 3; k++) {
+      rd_buf b;
+      int e = rd_get(&refs[k], 1, &b, 60000);
+      if (e != 0) {
+        fprintf(stderr, "member %d: %s: %.*s\n", k, rd_err_name(e), (int)b.size, (const char *)b.data);
+        exit(1);
+      }
+      uint64_t out[2];
+      CHECK_EQ(b.size, sizeof(out));
+      memcpy(out, b.data, sizeof(out));
+      rd_buf_release(&b);
+      rd_ref_release(refs[k]);
+      CHECK(out[0] == mine);
+      nodes[k] = out[1];
+    }
+    printf("collective over %s: members on nodes %llu %llu %llu agree\n", tcp ? "TCP" : "Unix sockets",
+           (unsigned long long)nodes[0], (unsigned long long)nodes[1], (unsigned long long)nodes[2]);
+    CHECK(nodes[0] != nodes[1] && nodes[1] != nodes[2] && nodes[0] != nodes[2]);
+  }
+  for (int k = 1; k < 3; k++) CHECK_EQ(rd_actor_kill(a[k], 1), 0);
   rd_shutdown();
   return 0;
 }
@@ -2197,6 +2297,7 @@ int main(int argc, char **argv) {
       {"detached_gone", t_detached_gone},       {"gcs_restart_before", t_gcs_restart_before},
       {"gcs_restart_after", t_gcs_restart_after}, {"lineage", t_lineage}, {"bad_node", t_bad_node}, {"lineage_eager", t_lineage_eager}, {"respill", t_respill},       {"cancel", t_cancel}, {"memory_remote", t_memory_remote},
       {"borrow", t_borrow},                     {"stream", t_stream},
+      {"collective", t_collective},
   };
   return rd_test_main(argc, argv, cases, sizeof(cases) / sizeof(cases[0]));
 }

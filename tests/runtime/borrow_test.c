@@ -75,10 +75,11 @@ RD_REMOTE(inspect) {
 /* Misuse inside a task (arguments: a borrowed ref, a value, a list of three
  * borrowed refs): rd_arg on a borrowed argument and on a list,
  * rd_call_arg_ref on a value, on a list and out of range, rd_call_arg_refs
- * on a single ref and with too little room.  Returns the codes, then the
- * list's length. */
+ * on a single ref and with too little room, rd_arg_copy on a borrowed ref,
+ * out of range and with the wrong size.  Returns the codes, then the list's
+ * length, then rd_arg_copy's code and value with the right size. */
 RD_REMOTE(misuse) {
-  long codes[8];
+  long codes[13];
   rd_buf b;
   rd_ref r, rs[3];
   size_t n = 0;
@@ -90,6 +91,13 @@ RD_REMOTE(misuse) {
   codes[5] = rd_call_arg_refs(call, 0, NULL, 0, &n);
   codes[6] = rd_call_arg_refs(call, 2, rs, 2, &n);
   codes[7] = (long)n;
+  long v = 0;
+  char small[4];
+  codes[8] = rd_arg_copy(call, 0, &v, sizeof(v));
+  codes[9] = rd_arg_copy(call, 9, &v, sizeof(v));
+  codes[10] = rd_arg_copy(call, 1, small, sizeof(small));
+  codes[11] = rd_arg_copy(call, 1, &v, sizeof(v));
+  codes[12] = v;
   return rd_return_bytes(call, 0, codes, sizeof(codes));
 }
 
@@ -418,10 +426,13 @@ static int t_errors(void) {
   rd_ref three[3] = {rv, rv, rf};
   CHECK_EQ(rd_submit(misuse, RD_ARGS(rd_arg_borrow(rv), rd_arg_bytes(&v, sizeof(v)), rd_arg_borrow_refs(three, 3)),
                      NULL, &out), 0);
-  long codes[8];
+  long codes[13];
   get_or_die(out, codes, sizeof(codes));
   for (int i = 0; i < 7; i++) CHECK_EQ(codes[i], RD_EINVAL);
   CHECK_EQ(codes[7], 3);   /* the short call still says how many */
+  for (int i = 8; i < 11; i++) CHECK_EQ(codes[i], RD_EINVAL);
+  CHECK_EQ(codes[11], 0);
+  CHECK_EQ(codes[12], 1);
 
   /* a ref this process does not hold */
   rd_ref gone = {rv.id + 1000};

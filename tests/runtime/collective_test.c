@@ -22,7 +22,7 @@ typedef struct spec {
   char group[64];
   int world, rank;
   int scenario;
-  int pad;
+  int tcp;                /* 1: RAYDIST_COLLECTIVE_TCP=1 (no Unix sockets) */
   int64_t timeout_ms;
 } spec;
 
@@ -129,6 +129,7 @@ static outcome play(const spec *s) {
   outcome o;
   memset(&o, 0, sizeof(o));
   rd_collective *g = NULL;
+  setenv("RAYDIST_COLLECTIVE_TCP", s->tcp ? "1" : "0", 1);
   o.join_err = rd_collective_join(s->group, s->world, s->rank, s->timeout_ms, &g);
   if (o.join_err != 0) return o;
   if (s->scenario == SC_OPS) {
@@ -162,10 +163,8 @@ static int member_init(rd_call *call, void **state) {
 RD_ACTOR_CLASS(Member, member_init, NULL)
 
 static int reply_outcome(rd_call *call) {
-  rd_buf b;
   spec s;
-  if (rd_arg(call, 0, &b) != 0 || b.size != sizeof(s)) return rd_call_fail(call, "bad spec");
-  memcpy(&s, b.data, sizeof(s));
+  if (rd_arg_copy(call, 0, &s, sizeof(s)) != 0) return rd_call_fail(call, "bad spec");
   outcome o = play(&s);
   return rd_return_bytes(call, 0, &o, sizeof(o));
 }
@@ -179,9 +178,12 @@ RD_REMOTE(member_task) { return reply_outcome(call); }
 
 /* ------------------------------------------------------------ helpers */
 
+static int g_tcp;   /* the members' RAYDIST_COLLECTIVE_TCP */
+
 static spec make_spec(const char *group, int world, int rank, int scenario, int64_t timeout_ms) {
   spec s;
   memset(&s, 0, sizeof(s));
+  s.tcp = g_tcp;
   snprintf(s.group, sizeof(s.group), "%s", group);
   s.world = world;
   s.rank = rank;
@@ -227,10 +229,12 @@ static outcome outcome_of(rd_ref r, int *call_err) {
 
 /* The driver (rank 0), two actors and a task (rank 3) run every operation;
  * all get the same bytes; then a second group of the same name forms (the
- * first one's rendezvous is gone). */
+ * first one's rendezvous is gone), connected over TCP instead of Unix
+ * sockets. */
 static int t_ops(void) {
   init_or_die(2);
   for (int round = 0; round < 2; round++) {
+    g_tcp = round;
     enum { W = 4 };
     rd_ref refs[W];
     start_members(refs, "ops", W, SC_OPS, 60000, 1);
@@ -246,7 +250,7 @@ static int t_ops(void) {
       CHECK_EQ(o.op_err, 0);
       CHECK(o.hash == mine.hash);
     }
-    printf("round %d: 4 members agree\n", round);
+    printf("round %d (%s): 4 members agree\n", round, round ? "TCP" : "Unix sockets");
   }
   rd_shutdown();
   return 0;

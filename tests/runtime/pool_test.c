@@ -107,10 +107,8 @@ typedef struct stream_item {
 /* Streaming: the items of the spec, until the caller cancels. */
 RD_ACTOR_METHOD(Replica, count_to) {
   replica *r = state;
-  rd_buf b;
   stream_spec sp;
-  if (rd_arg(call, 0, &b) != 0 || b.size != sizeof(sp)) return rd_call_fail(call, "bad stream spec");
-  memcpy(&sp, b.data, sizeof(sp));
+  if (rd_arg_copy(call, 0, &sp, sizeof(sp)) != 0) return rd_call_fail(call, "bad stream spec");
   r->calls++;
   for (long i = 0; i < sp.n; i++) {
     if (i == sp.die_after) {
