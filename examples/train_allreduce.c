@@ -33,7 +33,7 @@ static void usage(void) {
           "usage: train_allreduce [--workers N] [--epochs N] [--batch N] [--lr F] [--weight-decay F] [--seed N]\n"
           "                       [--test-fraction F] [--max-classes N] [--min-class-size N] [--save HEAD.bin]\n"
           "                       [--cpus-per-worker F] [--threads-per-worker N] [--model DIR] [--fortunes DIR]\n"
-          "                       [--keep-attribution]\n");
+          "                       [--keep-attribution] [--allreduce driver|ring]\n");
   exit(2);
 }
 

@@ -10,7 +10,10 @@
  * gradient of the cross-entropy summed over its minibatch, the driver
  * averages them (the all-reduce) and sends the same update to every worker,
  * which applies it with Adam: the workers' weights must stay bit-identical,
- * and the driver checks a checksum of them every epoch.  The trained head is
+ * and the driver checks a checksum of them every epoch.  With --allreduce
+ * ring the workers sum their gradients among themselves instead, in a
+ * collective group (rd_allreduce), each applies the mean itself, and the
+ * driver only sends each epoch's steps and reads the losses.  The trained head is
  * saved in the format documented in docs/examples.md. */
 #include "trainer.h"
 
@@ -103,10 +106,20 @@ typedef struct trainer {
   uint32_t *perm;                 /* this epoch's order of the training shard */
   uint32_t perm_epoch;
   double embed_seconds;
+  rd_collective *group;           /* --allreduce ring: the workers' group */
+  double *ring;                   /* its all-reduce buffer: the gradient, then count, correct, loss */
 } trainer;
+
+/* A ring step's result: the global minibatch's figures (the same in every
+ * worker). */
+typedef struct step_result {
+  double count, correct, loss_sum;
+} step_result;
 
 static void trainer_free(trainer *t) {
   if (!t) return;
+  rd_collective_leave(t->group);
+  free(t->ring);
   free(t->xtr), free(t->xte), free(t->ytr), free(t->yte);
   free(t->w), free(t->m), free(t->v), free(t->perm);
   free(t);
@@ -229,11 +242,9 @@ RD_ACTOR_METHOD(Trainer, info) {
 }
 
 /* The gradient of the cross-entropy summed over this worker's minibatch
- * `step` of epoch `epoch` (an empty one when the shard has fewer steps). */
-RD_ACTOR_METHOD(Trainer, grad) {
-  trainer *t = state;
-  grad_arg ga;
-  if (rd_arg_copy(call, 0, &ga, sizeof(ga)) != 0) return rd_call_fail(call, "grad takes (epoch, step)");
+ * `step` of epoch `epoch` (an empty one when the shard has fewer steps)
+ * into g (nparams, zeroed here), and the minibatch's figures into *h. */
+static void grad_compute(trainer *t, grad_arg ga, double *g, grad_hdr *h) {
   if (t->perm_epoch != ga.epoch) {   /* a fresh order each epoch, fixed by seed, epoch and rank */
     for (size_t i = 0; i < t->ntr; i++) t->perm[i] = (uint32_t)i;
     shuffle(t->perm, t->ntr, t->cfg.seed ^ (0x100000001b3ull * (ga.epoch + 1)) ^ ((uint64_t)t->cfg.rank << 40));
@@ -241,18 +252,16 @@ RD_ACTOR_METHOD(Trainer, grad) {
   }
   size_t first = (size_t)ga.step * t->cfg.batch;
   size_t n = first >= t->ntr ? 0 : (t->ntr - first < t->cfg.batch ? t->ntr - first : t->cfg.batch);
-  uint8_t *out = rd_return_alloc(call, 0, sizeof(grad_hdr) + t->nparams * sizeof(float));
-  if (!out) return rd_call_fail(call, "cannot allocate the result");
-  double *g = calloc(t->nparams, sizeof(double));
   double p[256];
-  if (!g) return rd_call_fail(call, "out of memory");
-  grad_hdr h = {(uint32_t)n, (uint32_t)t->dim, (uint32_t)t->classes, 0, 0};
+  memset(g, 0, t->nparams * sizeof(double));
+  grad_hdr hh = {(uint32_t)n, (uint32_t)t->dim, (uint32_t)t->classes, 0, 0};
+  *h = hh;
   for (size_t i = 0; i < n; i++) {
     uint32_t k = t->perm[first + i];
     const float *x = t->xtr + (size_t)k * t->dim;
     uint32_t y = t->ytr[k];
-    if (forward(t, x, p) == y) h.correct++;
-    h.loss_sum += -log(p[y] > 1e-300 ? p[y] : 1e-300);
+    if (forward(t, x, p) == y) h->correct++;
+    h->loss_sum += -log(p[y] > 1e-300 ? p[y] : 1e-300);
     for (size_t c = 0; c < t->classes; c++) {
       double d = p[c] - (c == y ? 1.0 : 0.0);
       double *gc = g + c * t->dim;
@@ -260,6 +269,18 @@ RD_ACTOR_METHOD(Trainer, grad) {
       g[t->classes * t->dim + c] += d;
     }
   }
+}
+
+RD_ACTOR_METHOD(Trainer, grad) {
+  trainer *t = state;
+  grad_arg ga;
+  if (rd_arg_copy(call, 0, &ga, sizeof(ga)) != 0) return rd_call_fail(call, "grad takes (epoch, step)");
+  uint8_t *out = rd_return_alloc(call, 0, sizeof(grad_hdr) + t->nparams * sizeof(float));
+  if (!out) return rd_call_fail(call, "cannot allocate the result");
+  double *g = malloc(t->nparams * sizeof(double));
+  if (!g) return rd_call_fail(call, "out of memory");
+  grad_hdr h;
+  grad_compute(t, ga, g, &h);
   memcpy(out, &h, sizeof(h));
   float *gf = (float *)(out + sizeof(h));
   for (size_t j = 0; j < t->nparams; j++) gf[j] = (float)g[j];
@@ -267,14 +288,9 @@ RD_ACTOR_METHOD(Trainer, grad) {
   return 0;
 }
 
-/* Apply the averaged gradient with one Adam step (plus L2 weight decay on
- * W); every worker gets the same update and so holds the same weights. */
-RD_ACTOR_METHOD(Trainer, apply) {
-  trainer *t = state;
-  rd_buf b;
-  if (rd_arg(call, 0, &b) != 0 || b.size != t->nparams * sizeof(float))
-    return rd_call_fail(call, "apply takes %zu floats", t->nparams);
-  const float *u = b.data;
+/* One Adam step with the averaged gradient u (plus L2 weight decay on W);
+ * every worker gets the same update and so holds the same weights. */
+static void adam_apply(trainer *t, const float *u) {
   const train_cfg *c = &t->cfg;
   t->steps++;
   double bc1 = 1.0 - pow(c->beta1, (double)t->steps), bc2 = 1.0 - pow(c->beta2, (double)t->steps);
@@ -284,7 +300,61 @@ RD_ACTOR_METHOD(Trainer, apply) {
     t->v[j] = (float)(c->beta2 * t->v[j] + (1 - c->beta2) * g * g);
     t->w[j] -= (float)(c->lr * (t->m[j] / bc1) / (sqrt(t->v[j] / bc2) + c->eps));
   }
+}
+
+RD_ACTOR_METHOD(Trainer, apply) {
+  trainer *t = state;
+  rd_buf b;
+  if (rd_arg(call, 0, &b) != 0 || b.size != t->nparams * sizeof(float))
+    return rd_call_fail(call, "apply takes %zu floats", t->nparams);
+  adam_apply(t, b.data);
   return rd_return_bytes(call, 0, &t->steps, sizeof(t->steps));
+}
+
+/* --allreduce ring: join the workers' collective group (argument 0: its
+ * name, 1: the number of workers) as this worker's rank. */
+RD_ACTOR_METHOD(Trainer, ring_join) {
+  trainer *t = state;
+  rd_buf nb;
+  int32_t world;
+  char name[RD_COLLECTIVE_MAX_NAME + 1];
+  if (rd_arg(call, 0, &nb) != 0 || nb.size == 0 || nb.size > RD_COLLECTIVE_MAX_NAME ||
+      rd_arg_copy(call, 1, &world, sizeof(world)) != 0)
+    return rd_call_fail(call, "ring_join takes (name, world)");
+  memcpy(name, nb.data, nb.size);
+  name[nb.size] = 0;
+  t->ring = malloc((t->nparams + 3) * sizeof(double));
+  if (!t->ring) return rd_call_fail(call, "out of memory");
+  int r = rd_collective_join(name, world, (int)t->cfg.rank, 120000, &t->group);
+  if (r != 0) return rd_call_fail(call, "worker %u cannot join group '%s': %s", t->cfg.rank, name, rd_err_name(r));
+  return rd_return_bytes(call, 0, "", 0);
+}
+
+/* --allreduce ring: this worker's gradient for the step, summed with the
+ * others' in the group (as the float32 the driver path sends, summed in
+ * float64), then the mean applied here; the global minibatch's figures. */
+RD_ACTOR_METHOD(Trainer, step) {
+  trainer *t = state;
+  grad_arg ga;
+  if (rd_arg_copy(call, 0, &ga, sizeof(ga)) != 0) return rd_call_fail(call, "step takes (epoch, step)");
+  if (!t->group) return rd_call_fail(call, "step before ring_join");
+  grad_hdr h;
+  grad_compute(t, ga, t->ring, &h);
+  for (size_t j = 0; j < t->nparams; j++) t->ring[j] = (float)t->ring[j];
+  t->ring[t->nparams] = h.count;
+  t->ring[t->nparams + 1] = h.correct;
+  t->ring[t->nparams + 2] = h.loss_sum;
+  int r = rd_allreduce(t->group, t->ring, t->nparams + 3, RD_FLOAT64, RD_SUM);
+  if (r != 0) return rd_call_fail(call, "all-reduce of step %u.%u: %s", ga.epoch, ga.step, rd_err_name(r));
+  step_result sr = {t->ring[t->nparams], t->ring[t->nparams + 1], t->ring[t->nparams + 2]};
+  if (sr.count > 0) {
+    float *avg = malloc(t->nparams * sizeof(float));
+    if (!avg) return rd_call_fail(call, "out of memory");
+    for (size_t j = 0; j < t->nparams; j++) avg[j] = (float)(t->ring[j] / sr.count);
+    adam_apply(t, avg);
+    free(avg);
+  }
+  return rd_return_bytes(call, 0, &sr, sizeof(sr));
 }
 
 RD_ACTOR_METHOD(Trainer, checksum) {
@@ -486,6 +556,10 @@ int ex_train_option(ex_train_opts *o, const char *a, const char *v) {
   else if (OPT("--threads-per-worker")) o->threads = atoi(v);
   else if (OPT("--model")) o->model = v;
   else if (OPT("--fortunes")) o->fortunes = v;
+  else if (OPT("--allreduce")) {
+    if (strcmp(v, "ring") && strcmp(v, "driver")) ex_die(2, "--allreduce takes ring or driver, not %s", v);
+    o->ring = !strcmp(v, "ring");
+  }
   else if (!strcmp(a, "--keep-attribution")) {
     o->keep_attribution = 1;
     return 1;
@@ -605,13 +679,45 @@ int ex_train(const ex_train_opts *o, const rd_actor_opts *ao) {
   double *sum = malloc(nparams * sizeof(double));
   if (!avg || !sum) ex_die(1, "out of memory");
   int steps_per_epoch = (int)((max_shard + (size_t)o->batch - 1) / (size_t)o->batch);
+  rd_ref *steps = NULL;
+  if (o->ring) {   /* the workers' group: they join together, each as its rank */
+    char group[64];
+    snprintf(group, sizeof(group), "train-%d", (int)getpid());
+    int32_t world = o->workers;
+    call_all(w, o->workers, Trainer_ring_join,
+             RD_ARGS(rd_arg_bytes(group, strlen(group)), rd_arg_bytes(&world, sizeof(world))), refs);
+    get_all(refs, o->workers, bufs, "joining the group");
+    release_all(refs, bufs, o->workers);
+    steps = calloc((size_t)steps_per_epoch * (size_t)o->workers, sizeof(rd_ref));
+    if (!steps) ex_die(1, "out of memory");
+    printf("allreduce: ring (collective group %s of %d workers)\n", group, o->workers);
+  }
 
   double t_train = ex_now(), train_loss = 0, test_acc = 0;
   int identical = 1, have_applied = 0;
   for (int epoch = 0; epoch < o->epochs; epoch++) {
     double loss_sum = 0;
     size_t seen = 0, correct = 0;
-    for (int step = 0; step < steps_per_epoch; step++) {
+    if (o->ring) {
+      /* every step of the epoch at once: each worker runs them in order, and
+       * the ring keeps them in step; the driver only reads the figures */
+      for (int step = 0; step < steps_per_epoch; step++) {
+        grad_arg ga = {(uint32_t)epoch, (uint32_t)step};
+        call_all(w, o->workers, Trainer_step, RD_ARGS(rd_arg_bytes(&ga, sizeof(ga))), steps + (size_t)step * o->workers);
+      }
+      for (int step = 0; step < steps_per_epoch; step++) {
+        rd_ref *sr = steps + (size_t)step * o->workers;
+        get_all(sr, o->workers, bufs, "step");
+        step_result r0;
+        if (bufs[0].size != sizeof(r0)) ex_die(1, "worker 0 sent a malformed step result");
+        memcpy(&r0, bufs[0].data, sizeof(r0));
+        seen += (size_t)r0.count;
+        correct += (size_t)r0.correct;
+        loss_sum += r0.loss_sum;
+        release_all(sr, bufs, o->workers);
+      }
+    }
+    for (int step = 0; !o->ring && step < steps_per_epoch; step++) {
       grad_arg ga = {(uint32_t)epoch, (uint32_t)step};
       call_all(w, o->workers, Trainer_grad, RD_ARGS(rd_arg_bytes(&ga, sizeof(ga))), refs);
       if (have_applied) {   /* the previous update ran before this grad (calls keep their order) */
@@ -693,13 +799,14 @@ int ex_train(const ex_train_opts *o, const rd_actor_opts *ao) {
   release_all(refs, bufs, 1);
   if (o->save) printf("saved: %s bytes=%zu classes=%u dim=%u\n", o->save, bytes, ds.classes, dim);
 
-  printf("summary: workers=%d classes=%u train=%zu test=%zu epochs=%d steps_per_epoch=%d train_loss=%.4f "
-         "test_acc=%.3f baseline=%.3f weights_identical=%s train_seconds=%.1f seconds=%.1f\n",
-         o->workers, ds.classes, ntrain, ntest, o->epochs, steps_per_epoch, train_loss, test_acc, baseline,
-         identical ? "yes" : "no", train_seconds, ex_now() - t_start);
+  printf("summary: workers=%d allreduce=%s classes=%u train=%zu test=%zu epochs=%d steps_per_epoch=%d "
+         "train_loss=%.4f test_acc=%.3f baseline=%.3f weights_identical=%s train_seconds=%.1f seconds=%.1f\n",
+         o->workers, o->ring ? "ring" : "driver", ds.classes, ntrain, ntest, o->epochs, steps_per_epoch, train_loss,
+         test_acc, baseline, identical ? "yes" : "no", train_seconds, ex_now() - t_start);
   for (int k = 0; k < o->workers; k++)
     if (rd_actor_kill(w[k], 1) != 0) fprintf(stderr, "could not stop worker %d\n", k);
   for (size_t i = 0; i < ds.n; i++) free(ds.ex[i].text);
   free(ds.ex), free(order), free(w), free(refs), free(applied), free(bufs), free(idx), free(lab), free(avg), free(sum);
+  free(steps);
   return identical;
 }

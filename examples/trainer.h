@@ -1,6 +1,6 @@
 /* examples/trainer.h - data-parallel training of a classifier head over
- * all-MiniLM-L6-v2 embeddings with Trainer actors and a driver-side
- * all-reduce (examples/trainer.c), shared by train_allreduce and
+ * all-MiniLM-L6-v2 embeddings with Trainer actors and an all-reduce through
+ * the driver or among the workers (examples/trainer.c), shared by train_allreduce and
  * seed_trainer.  Examples only; not part of libraydist. */
 #ifndef RD_EXAMPLES_TRAINER_H
 #define RD_EXAMPLES_TRAINER_H
@@ -12,6 +12,7 @@ typedef struct ex_train_opts {
   const char *model, *fortunes, *save;
   int workers, epochs, batch, max_classes, min_class_size, threads, keep_attribution;
   int use_gpu;        /* workers run the engine on their granted GPU */
+  int ring;           /* --allreduce ring: the workers all-reduce among themselves (rd_allreduce) */
   double lr, weight_decay, test_fraction;
   double cpus;        /* for the drivers' resource choice; -1 = not given */
   uint64_t seed;

@@ -6,7 +6,8 @@
 #   train_allreduce: the workers' weights stayed identical every epoch, the loss
 #     fell, the held-out accuracy beats the majority-class baseline by 0.15
 #     (a run gives about 0.86 against 0.52; the data and seed are fixed), and
-#     the saved head has the documented header and size.
+#     the saved head has the documented header and size; the same with
+#     --allreduce ring and three workers.
 #   pipeline_parallel: 2 and 3 stages give bit for bit the .npy of batch_embed
 #     --direct and of one Embedder actor (batch_embed --replicas 1) on the same
 #     batches (the state between stages is the fp32 residual stream and each
@@ -107,6 +108,20 @@ train_allreduce)
     "$embed" --corpus fortunes --out "$tmp/g.npy" --classify "$tmp/short.bin" > "$tmp/c3.log" 2>&1
     [ $? = 2 ] && grep -q "truncated" "$tmp/c3.log" || { cat "$tmp/c3.log"; fail "a truncated head must be refused"; }
   fi
+  # the same training with the all-reduce among the workers (a collective
+  # group, rd_allreduce): three workers, identical weights, the same quality
+  "$bin" --allreduce ring --workers 3 > "$tmp/r.log" 2>&1 || { cat "$tmp/r.log"; fail "the ring training run failed"; }
+  grep '^summary: ' "$tmp/r.log" > "$tmp/rsum" || { cat "$tmp/r.log"; fail "ring: no summary line"; }
+  cat "$tmp/rsum"
+  [ "$(field "$tmp/rsum" allreduce)" = ring ] || fail "ring: the summary does not say allreduce=ring"
+  [ "$(grep '^epoch=' "$tmp/r.log" | grep -vc ' identical=yes$')" = 0 ] || fail "ring: the workers' weights diverged"
+  racc=$(field "$tmp/rsum" test_acc)
+  awk -v a="$racc" -v b="$base" 'BEGIN { exit !(a >= b + 0.15) }' || fail "ring: held-out accuracy $racc vs baseline $base"
+  rfirst=$(grep '^epoch=1 ' "$tmp/r.log" | sed 's/.* train_loss=\([^ ]*\).*/\1/')
+  rlast=$(field "$tmp/rsum" train_loss)
+  awk -v f="$rfirst" -v l="$rlast" 'BEGIN { exit !(l < f / 2) }' || fail "ring: the loss did not fall ($rfirst -> $rlast)"
+  "$bin" --allreduce tree > "$tmp/b.log" 2>&1
+  [ $? = 2 ] || { cat "$tmp/b.log"; fail "--allreduce tree must be refused with status 2"; }
   "$bin" --workers 0 > "$tmp/b.log" 2>&1
   [ $? = 2 ] || { cat "$tmp/b.log"; fail "--workers 0 must be refused with status 2"; }
   "$bin" --fortunes "$tmp/none" > "$tmp/b.log" 2>&1
