@@ -19,7 +19,7 @@
 
 /* What a member is asked to do. */
 typedef struct spec {
-  char group[64];
+  char group[RD_COLLECTIVE_MAX_NAME + 1];
   int world, rank;
   int scenario;
   int tcp;                /* 1: RAYDIST_COLLECTIVE_TCP=1 (no Unix sockets) */
@@ -228,17 +228,21 @@ static outcome outcome_of(rd_ref r, int *call_err) {
 /* ------------------------------------------------------------------ tests */
 
 /* The driver (rank 0), two actors and a task (rank 3) run every operation;
- * all get the same bytes; then a second group of the same name forms (the
- * first one's rendezvous is gone), connected over TCP instead of Unix
- * sockets. */
+ * all get the same bytes; then a second group of the same name (the first
+ * one's rendezvous is gone) over TCP instead of Unix sockets; then a third
+ * with a name of the longest length. */
 static int t_ops(void) {
   init_or_die(2);
-  for (int round = 0; round < 2; round++) {
-    g_tcp = round;
+  char longest[RD_COLLECTIVE_MAX_NAME + 1];   /* the second group: a name of the longest length */
+  memset(longest, 'o', RD_COLLECTIVE_MAX_NAME);
+  longest[RD_COLLECTIVE_MAX_NAME] = 0;
+  for (int round = 0; round < 3; round++) {
+    g_tcp = round == 1;
+    const char *name = round < 2 ? "ops" : longest;
     enum { W = 4 };
     rd_ref refs[W];
-    start_members(refs, "ops", W, SC_OPS, 60000, 1);
-    spec s = make_spec("ops", W, 0, SC_OPS, 60000);
+    start_members(refs, name, W, SC_OPS, 60000, 1);
+    spec s = make_spec(name, W, 0, SC_OPS, 60000);
     outcome mine = play(&s);
     CHECK_EQ(mine.join_err, 0);
     CHECK_EQ(mine.op_err, 0);
@@ -250,7 +254,7 @@ static int t_ops(void) {
       CHECK_EQ(o.op_err, 0);
       CHECK(o.hash == mine.hash);
     }
-    printf("round %d (%s): 4 members agree\n", round, round ? "TCP" : "Unix sockets");
+    printf("round %d (%s, a %zu-byte name): 4 members agree\n", round, g_tcp ? "TCP" : "Unix sockets", strlen(name));
   }
   rd_shutdown();
   return 0;
