@@ -371,34 +371,88 @@ static int co_token_eq(const char *a, const char *b) {
   return d == 0;
 }
 
-/* Take the left neighbour's connection from the listening socket: the first
+/* A connection accepted while joining, until its hello has come. */
+typedef struct co_pending {
+  int fd;
+  uint64_t until;   /* closed if its hello is not whole by then */
+  size_t got;
+  co_hello h;
+} co_pending;
+
+#define CO_PENDING_MAX 8
+
+static void co_refuse(rd_collective *g, co_pending *p, int want_rank, const char *why) {
+  rd__log(RD_LOG_INFO, "collective group '%s', rank %d: refused a connection that is not rank %d's of this group (%s)",
+          g->name, g->rank, want_rank, why);
+  close(p->fd);
+  p->fd = -1;
+}
+
+/* Take the left neighbour's connection from the listening sockets: the first
  * whose hello names this group's rendezvous, world, the left rank and the
- * cluster's token (others are closed). */
+ * cluster's token.  Other connections are closed: a wrong hello at once, a
+ * silent one after CO_HELLO_WAIT_MS; up to CO_PENDING_MAX wait for their
+ * hellos together, so a stranger that says nothing does not hold the
+ * neighbour back. */
 static int co_accept_left(rd_collective *g, const int *lfd, const co_hello *want, uint64_t deadline) {
+  co_pending pend[CO_PENDING_MAX];
+  int np = 0, r = RD_ETIMEDOUT;
   for (;;) {
-    struct pollfd pf[2] = {{lfd[0], POLLIN, 0}, {lfd[1], POLLIN, 0}};
-    int pr = poll(pf, lfd[1] >= 0 ? 2 : 1, co_poll_ms(deadline));
-    if (pr == 0) return RD_ETIMEDOUT;
-    if (pr < 0) {
-      if (errno == EINTR) continue;
-      return RD_ESYS;
+    struct pollfd pf[2 + CO_PENDING_MAX];
+    int nl = 0;
+    for (int k = 0; k < 2 && np < CO_PENDING_MAX; k++)
+      if (lfd[k] >= 0) pf[nl++] = (struct pollfd){lfd[k], POLLIN, 0};
+    uint64_t wake = deadline;
+    for (int i = 0; i < np; i++) {
+      pf[nl + i] = (struct pollfd){pend[i].fd, POLLIN, 0};
+      if (!wake || pend[i].until < wake) wake = pend[i].until;
     }
-    int fd = accept4(lfd[pf[0].revents ? 0 : 1], NULL, NULL, SOCK_CLOEXEC);
-    if (fd < 0) continue;
-    co_sock_setup(fd);
-    co_hello h;
-    uint64_t hd = co_deadline(CO_HELLO_WAIT_MS);
-    if (deadline && deadline < hd) hd = deadline;
-    int r = co_io(fd, &h, sizeof(h), 0, hd);
-    if (r == 0 && h.magic == CO_MAGIC && h.world == want->world && h.rank == want->rank && h.rdv == want->rdv &&
-        co_token_eq(h.token, want->token)) {
-      g->left = fd;
-      return 0;
+    int pr = poll(pf, (nfds_t)(nl + np), co_poll_ms(wake));
+    if (pr < 0 && errno != EINTR) {
+      r = RD_ESYS;
+      break;
     }
-    rd__log(RD_LOG_INFO, "collective group '%s', rank %d: refused a connection that is not rank %d's of this group",
-            g->name, g->rank, want->rank);
-    close(fd);
+    uint64_t now = co_now_ns();
+    if (deadline && now >= deadline) break;
+    for (int i = 0; i < np; i++) {
+      co_pending *p = &pend[i];
+      if (pr > 0 && pf[nl + i].revents) {
+        ssize_t k = recv(p->fd, (uint8_t *)&p->h + p->got, sizeof(p->h) - p->got, 0);
+        if (k > 0) p->got += (size_t)k;
+        else if (k == 0 || (errno != EAGAIN && errno != EINTR)) co_refuse(g, p, want->rank, "it closed or failed");
+      }
+      if (p->fd >= 0 && p->got == sizeof(p->h)) {
+        if (p->h.magic == CO_MAGIC && p->h.world == want->world && p->h.rank == want->rank && p->h.rdv == want->rdv &&
+            co_token_eq(p->h.token, want->token)) {
+          g->left = p->fd;
+          p->fd = -1;
+          r = 0;
+          break;
+        }
+        co_refuse(g, p, want->rank, "a wrong hello");
+      } else if (p->fd >= 0 && now >= p->until) {
+        co_refuse(g, p, want->rank, "no hello in time");
+      }
+    }
+    if (r == 0) break;
+    int keep = 0;   /* drop the closed ones */
+    for (int i = 0; i < np; i++)
+      if (pend[i].fd >= 0) pend[keep++] = pend[i];
+    np = keep;
+    for (int k = 0; pr > 0 && k < nl && np < CO_PENDING_MAX; k++) {
+      if (!pf[k].revents) continue;
+      int fd = accept4(pf[k].fd, NULL, NULL, SOCK_CLOEXEC);
+      if (fd < 0) continue;
+      co_sock_setup(fd);
+      co_pending *p = &pend[np++];
+      memset(p, 0, sizeof(*p));
+      p->fd = fd;
+      p->until = now + (uint64_t)CO_HELLO_WAIT_MS * 1000000ull;
+    }
   }
+  for (int i = 0; i < np; i++)
+    if (pend[i].fd >= 0) close(pend[i].fd);
+  return r;
 }
 
 /* ------------------------------------------------------------ data */

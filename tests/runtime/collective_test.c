@@ -3,11 +3,15 @@
  * API, with real processes: the driver, actors and a task in one group;
  * a group of one; members that call different things; a member that dies;
  * a join that times out and a group of the same name formed afterwards;
- * bad arguments.  `collective_test NAME` runs one case; the binary is
+ * strangers connecting to a member that joins; bad arguments.  `collective_test NAME` runs one case; the binary is
  * re-executed as workers. */
 #include <raydist.h>
 
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <pthread.h>
 #include <signal.h>
+#include <sys/socket.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -373,6 +377,109 @@ static int t_join_timeout(void) {
   return 0;
 }
 
+/* A member's join on a thread of the driver. */
+typedef struct joiner {
+  spec s;
+  outcome o;
+} joiner;
+
+static void *join_thread(void *arg) {
+  joiner *j = arg;
+  j->o = play(&j->s);
+  return NULL;
+}
+
+/* Rank 0's TCP address ("IP:PORT") from its group's rendezvous table, once
+ * it is there: the rendezvous is an actor like any other. */
+static void rank0_addr(const char *group, char *ip, int *port) {
+  char name[160];
+  snprintf(name, sizeof(name), "rd.collective/%s", group);
+  for (int i = 0; i < 500; i++) {
+    rd_actor a;
+    if (rd_actor_get(name, &a) == 0) {
+      rd_ref r;
+      CHECK_EQ(rd_actor_call_by_name(a, "rd__CollectiveRendezvous.table", RD_NO_ARGS, NULL, &r), 0);
+      rd_buf b;
+      CHECK_EQ(rd_get(&r, 1, &b, 10000), 0);
+      char entry[48];   /* the table's first field: "IP:PORT" */
+      memcpy(entry, b.data, sizeof(entry));
+      entry[sizeof(entry) - 1] = 0;
+      rd_buf_release(&b);
+      rd_ref_release(r);
+      char *colon = strrchr(entry, ':');
+      if (colon) {
+        *colon = 0;
+        snprintf(ip, 64, "%s", entry);
+        *port = atoi(colon + 1);
+        return;
+      }
+    }
+    usleep(10000);
+  }
+  CHECK(!"rank 0 never registered");
+}
+
+static int dial(const char *ip, int port) {
+  struct sockaddr_in sa;
+  memset(&sa, 0, sizeof(sa));
+  sa.sin_family = AF_INET;
+  sa.sin_port = htons((uint16_t)port);
+  CHECK_EQ(inet_pton(AF_INET, ip, &sa.sin_addr), 1);
+  int fd = socket(AF_INET, SOCK_STREAM, 0);
+  CHECK(fd >= 0);
+  CHECK_EQ(connect(fd, (struct sockaddr *)&sa, sizeof(sa)), 0);
+  return fd;
+}
+
+/* Strangers connect to a member while it joins: one sends garbage, one a
+ * hello that names the wrong rank, one a few bytes and then nothing.  They
+ * are refused (the silent one after at most 5 s) and the group forms and
+ * works. */
+static int t_intruders(void) {
+  init_or_die(2);
+  joiner j;
+  memset(&j, 0, sizeof(j));
+  j.s = make_spec("intr", 2, 0, SC_OPS, 60000);
+  pthread_t th;
+  CHECK_EQ(pthread_create(&th, NULL, join_thread, &j), 0);
+  char ip[64];
+  int port = 0;
+  rank0_addr("intr", ip, &port);
+  int junk = dial(ip, port), wrong = dial(ip, port), quiet = dial(ip, port);
+  char garbage[300];
+  memset(garbage, 0xab, sizeof(garbage));
+  CHECK_EQ(write(junk, garbage, sizeof(garbage)), (ssize_t)sizeof(garbage));
+  uint32_t hello[8] = {0x52444331u, 2, 0, 0, 0, 0, 0, 0};   /* magic, world 2, rank 0 (rank 0's left is 1) */
+  memset(garbage, 0, sizeof(garbage));
+  memcpy(garbage, hello, sizeof(hello));
+  CHECK_EQ(write(wrong, garbage, 184), 184);
+  CHECK_EQ(write(quiet, garbage, 10), 10);
+  double t0 = now_s();
+  rd_ref r;
+  spec s1 = make_spec("intr", 2, 1, SC_OPS, 60000);
+  rd_actor a;
+  CHECK_EQ(rd_actor_create(Member, RD_NO_ARGS, NULL, &a), 0);
+  CHECK_EQ(rd_actor_call(a, Member_play, RD_ARGS(rd_arg_bytes(&s1, sizeof(s1))), NULL, &r), 0);
+  int ce;
+  outcome o1 = outcome_of(r, &ce);
+  CHECK_EQ(pthread_join(th, NULL), 0);
+  printf("joined and ran every operation %.2f s after the strangers came\n", now_s() - t0);
+  CHECK_EQ(ce, 0);
+  CHECK_EQ(j.o.join_err, 0);
+  CHECK_EQ(j.o.op_err, 0);
+  CHECK_EQ(o1.join_err, 0);
+  CHECK_EQ(o1.op_err, 0);
+  CHECK(o1.hash == j.o.hash);
+  char c;   /* each stranger's connection was closed on it (reset, when it had sent more than a hello) */
+  CHECK(read(junk, &c, 1) <= 0);
+  CHECK(read(wrong, &c, 1) <= 0);
+  CHECK(read(quiet, &c, 1) <= 0);
+  CHECK(now_s() - t0 < 4);   /* the silent one did not hold the join back for its 5 s */
+  close(junk), close(wrong), close(quiet);
+  rd_shutdown();
+  return 0;
+}
+
 static int t_bad_args(void) {
   rd_collective *g = NULL;
   CHECK_EQ(rd_collective_join("early", 1, 0, 1000, &g), RD_ESTATE);   /* before rd_init */
@@ -412,6 +519,7 @@ static int t_bad_args(void) {
 static const rd_test_case tests[] = {
     {"ops", t_ops},           {"world1", t_world1},         {"mismatch", t_mismatch},
     {"member_dies", t_member_dies}, {"join_timeout", t_join_timeout}, {"bad_args", t_bad_args},
+    {"intruders", t_intruders},
 };
 
 RD_TEST_MAIN(tests)
