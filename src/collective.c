@@ -597,8 +597,8 @@ static size_t co_esize(int dtype) {
  * two's complement, instead of being undefined. */
 #define CO_REDUCE_LOOP(T, ADD, MUL)                                   \
   do {                                                                \
-    T *d = (T *)dst;                                                  \
-    const T *s = (const T *)src;                                      \
+    T *restrict d = (T *)dst;                                         \
+    const T *restrict s = (const T *)src;                             \
     switch (op) {                                                     \
       case RD_SUM: for (size_t i = 0; i < n; i++) d[i] = ADD; break;  \
       case RD_PROD: for (size_t i = 0; i < n; i++) d[i] = MUL; break; \

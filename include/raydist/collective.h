@@ -36,9 +36,10 @@ enum { RD_SUM = 1, RD_PROD = 2, RD_MIN = 3, RD_MAX = 4 };
  * returns once every member has joined and the ring is connected.
  * timeout_ms (RD_TIMEOUT_INF: none) bounds the join and, afterwards, each
  * operation's wait for the other members.  Errors: RD_EINVAL (bad name,
- * world or rank; another member joined with a different world; the rank
- * taken), RD_ETIMEDOUT (not every member joined in time), RD_ECONN, RD_ESYS,
- * RD_ESTATE (rd_init not called). */
+ * world or rank; another member joined with a different world),
+ * RD_ETIMEDOUT (not every member joined in time; of two members that join
+ * with one rank, the later registration wins and the other times out),
+ * RD_ECONN, RD_ESYS, RD_ESTATE (rd_init not called). */
 RD_EXTERN int rd_collective_join(const char *name, int world, int rank, int64_t timeout_ms,
                                  rd_collective **out) RD_MUST_CHECK;
 /* Close the connections and free the group (NULL: nothing).  The others'
@@ -47,8 +48,9 @@ RD_EXTERN void rd_collective_leave(rd_collective *g);
 RD_EXTERN int rd_collective_rank(const rd_collective *g);
 RD_EXTERN int rd_collective_world(const rd_collective *g);
 
-/* buf (count elements of dtype) becomes, in every member, the element-wise
- * reduction of all the members' bufs.  Every member gets the same bytes.
+/* buf (count elements of dtype, aligned for it) becomes, in every member,
+ * the element-wise reduction of all the members' bufs.  Every member gets
+ * the same bytes; integer sums and products wrap (two's complement).
  * Every member must pass the same count, dtype and op: a difference is
  * found and fails the call with RD_EINVAL (RD_ECONN in the others). */
 RD_EXTERN int rd_allreduce(rd_collective *g, void *buf, size_t count, int dtype, int op) RD_MUST_CHECK;
