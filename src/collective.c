@@ -46,6 +46,7 @@
 #define CO_UNIX_BUF (4 << 20)  /* socket buffers between members on one host */
 #define CO_TOKEN_MAX 160
 #define CO_HELLO_WAIT_MS 5000  /* a connection must say hello within this */
+#define CO_SMALL_BYTES 16384   /* all-reduces up to this a member gather whole buffers */
 
 enum { CO_BARRIER = 1, CO_ALLREDUCE = 2, CO_BROADCAST = 3, CO_ALLGATHER = 4 };
 
@@ -636,6 +637,38 @@ static void co_reduce_arrived(co_xfer *x, void *ctx) {
   c->done = have;
 }
 
+/* g->tmp with room for size bytes. */
+static int co_tmp(rd_collective *g, size_t size) {
+  if (size <= g->tmpcap) return 0;
+  uint8_t *t = realloc(g->tmp, size);
+  if (!t) return co_fail(g, RD_ENOMEM, "no memory for a %zu-byte buffer", size);
+  g->tmp = t;
+  g->tmpcap = size;
+  return 0;
+}
+
+/* A small all-reduce (at most CO_SMALL_BYTES a member): every member's
+ * whole buffer goes around the ring (world - 1 steps, as rd_allgather),
+ * and each member reduces them all itself, in rank order, so that all get
+ * the same bytes.  Half the steps of the ring all-reduce for a little more
+ * data: each step is a wake-up of the next process, which is what a small
+ * all-reduce costs. */
+static int co_allreduce_small(rd_collective *g, uint8_t *b, size_t count, size_t es, int dtype, int op,
+                              uint64_t deadline) {
+  int n = g->world, r;
+  size_t bytes = count * es;
+  if ((r = co_tmp(g, bytes * (size_t)n)) != 0) return r;
+  if (bytes) memcpy(g->tmp + (size_t)g->rank * bytes, b, bytes);
+  for (int s = 0; s < n - 1 && r == 0; s++) {
+    size_t sb = (size_t)(((g->rank - s) % n + n) % n), rb = (size_t)(((g->rank - s - 1) % n + n) % n);
+    r = co_step(g, g->tmp + sb * bytes, g->tmp + rb * bytes, bytes, NULL, NULL, deadline);
+  }
+  if (r != 0 || !bytes) return r;
+  memcpy(b, g->tmp, bytes);
+  for (int k = 1; k < n; k++) co_reduce(b, g->tmp + (size_t)k * bytes, count, dtype, op);
+  return 0;
+}
+
 /* Block i of n over count elements: its first element and length. */
 static void co_block(size_t count, int n, int i, size_t *lo, size_t *len) {
   size_t base = count / (size_t)n, rem = count % (size_t)n;
@@ -656,14 +689,10 @@ int rd_allreduce(rd_collective *g, void *buf, size_t count, int dtype, int op) {
   r = co_begin(g, CO_ALLREDUCE, count, dtype, op, 0, deadline);
   if (r != 0) return r;
   int n = g->world;
-  size_t maxblk = (count + (size_t)n - 1) / (size_t)n * es;
-  if (maxblk > g->tmpcap) {
-    uint8_t *t = realloc(g->tmp, maxblk);
-    if (!t) return co_fail(g, RD_ENOMEM, "no memory for a %zu-byte block", maxblk);
-    g->tmp = t;
-    g->tmpcap = maxblk;
-  }
   uint8_t *b = buf;
+  if (count * es <= CO_SMALL_BYTES) return co_allreduce_small(g, b, count, es, dtype, op, deadline);
+  size_t maxblk = (count + (size_t)n - 1) / (size_t)n * es;
+  if ((r = co_tmp(g, maxblk)) != 0) return r;
   for (int s = 0; s < n - 1 && r == 0; s++) {   /* reduce-scatter */
     size_t slo, slen, rlo, rlen;
     co_block(count, n, ((g->rank - s) % n + n) % n, &slo, &slen);
