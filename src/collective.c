@@ -857,7 +857,7 @@ static int co_connect_ring(rd_collective *g, const int *lfd, const co_entry *me,
     if (r == RD_EACTOR_DIED) r = co_register(g, &j, deadline);
   }
   free(j.tab);
-  if (r == 0) *rdv_out = j.rdv;
+  *rdv_out = j.rdv;   /* also on failure: rank 0 then removes it */
   return r;
 }
 
@@ -906,7 +906,10 @@ int rd_collective_join(const char *name, int world, int rank, int64_t timeout_ms
     rd__log(RD_LOG_INFO, "collective group '%s': rank %d of %d joined, listening at %s; to rank %d over %s", name,
             rank, world, me.addr, (rank + 1) % world, over_unix ? "a Unix socket (same host)" : "TCP");
   }
-  if (r == 0 && rank == 0) {
+  /* rank 0 made the rendezvous: it goes once everybody is connected (the
+   * name is free for the next group), or when rank 0 gives up (no group of
+   * this name can form without it, and a later one starts clean) */
+  if (rank == 0 && rdv.id) {
     int kr = rd_actor_kill(rdv, 1);
     if (kr != 0) rd__log(RD_LOG_INFO, "rd_collective_join '%s': the rendezvous did not go: %s", name, rd_err_name(kr));
   }

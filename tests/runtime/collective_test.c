@@ -341,9 +341,10 @@ static int t_member_dies(void) {
   return 0;
 }
 
-/* Two of three members come: both time out.  While their rendezvous (world
- * 3) is still there, a join with world 2 is refused; three members then
- * form the group under the same name, past the stale addresses. */
+/* Two of three members come: both time out, and rank 0 takes the
+ * rendezvous with it.  A member that then comes with world 3 while rank 0
+ * forms a group of 2 is refused (RD_EINVAL).  Three members then form the
+ * group under the same name. */
 static int t_join_timeout(void) {
   init_or_die(2);
   rd_ref refs[3];
@@ -361,7 +362,16 @@ static int t_join_timeout(void) {
   outcome o = outcome_of(refs[1], &ce);
   CHECK_EQ(ce, 0);
   CHECK_EQ(o.join_err, RD_ETIMEDOUT);
-  CHECK_EQ(rd_collective_join("late", 2, 0, 5000, &g), RD_EINVAL);
+  rd_actor rdv;   /* rank 0 gave up: it took the rendezvous with it */
+  CHECK_EQ(rd_actor_get("rd.collective/late", &rdv), RD_ENOENT);
+  /* a member that comes with another world is refused by the rendezvous
+   * (world 2, rank 0's); rank 0 then waits in vain */
+  s1.timeout_ms = 5000;
+  CHECK_EQ(rd_actor_call(a, Member_play, RD_ARGS(rd_arg_bytes(&s1, sizeof(s1))), NULL, &refs[1]), 0);
+  CHECK_EQ(rd_collective_join("late", 2, 0, 1000, &g), RD_ETIMEDOUT);
+  o = outcome_of(refs[1], &ce);
+  CHECK_EQ(ce, 0);
+  CHECK_EQ(o.join_err, RD_EINVAL);
   start_members(refs, "late", 3, SC_OPS, 60000, 0);
   spec s0 = make_spec("late", 3, 0, SC_OPS, 60000);
   outcome mine = play(&s0);
