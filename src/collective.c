@@ -740,8 +740,8 @@ int rd_broadcast(rd_collective *g, void *buf, size_t size, int root) {
 int rd_allgather(rd_collective *g, const void *send, size_t size, void *recv) {
   int r = co_usable(g, "rd_allgather");
   if (r != 0) return r;
-  if (size && (!send || !recv)) {
-    rd__log(RD_LOG_WARN, "rd_allgather: NULL send or recv buffer");
+  if ((size && (!send || !recv)) || size > SIZE_MAX / (size_t)g->world) {
+    rd__log(RD_LOG_WARN, "rd_allgather: NULL send or recv buffer, or %zu bytes x %d members overflow", size, g->world);
     return RD_EINVAL;
   }
   uint8_t *out = recv;

@@ -518,6 +518,7 @@ static int t_bad_args(void) {
   CHECK_EQ(rd_broadcast(g, f, 8, 1), RD_EINVAL);
   CHECK_EQ(rd_broadcast(g, NULL, 8, 0), RD_EINVAL);
   CHECK_EQ(rd_allgather(g, NULL, 8, f), RD_EINVAL);
+  CHECK_EQ(rd_allreduce(g, f, SIZE_MAX / 4, RD_FLOAT32, RD_SUM), RD_EINVAL);
   CHECK_EQ(rd_allreduce(g, f, 2, RD_FLOAT32, RD_MAX), 0);   /* bad calls do not break the group */
   CHECK_EQ(rd_collective_rank(NULL), -1);
   CHECK_EQ(rd_collective_world(NULL), 0);
