@@ -48,7 +48,7 @@
 #define CO_HELLO_WAIT_MS 5000  /* a connection must say hello within this */
 #define CO_SMALL_BYTES 16384   /* all-reduces up to this a member gather whole buffers */
 
-enum { CO_BARRIER = 1, CO_ALLREDUCE = 2, CO_BROADCAST = 3, CO_ALLGATHER = 4 };
+enum { CO_BARRIER = 1, CO_ALLREDUCE = 2, CO_BROADCAST = 3, CO_ALLGATHER = 4, CO_REDUCE_SCATTER = 5 };
 
 struct rd_collective {
   int world, rank;
@@ -533,6 +533,7 @@ static const char *co_kind_name(uint32_t k) {
     case CO_ALLREDUCE: return "rd_allreduce";
     case CO_BROADCAST: return "rd_broadcast";
     case CO_ALLGATHER: return "rd_allgather";
+    case CO_REDUCE_SCATTER: return "rd_reduce_scatter";
     default: return "an unknown operation";
   }
 }
@@ -676,6 +677,25 @@ static void co_block(size_t count, int n, int i, size_t *lo, size_t *len) {
   *len = base + ((size_t)i < rem);
 }
 
+/* The ring's reduce-scatter over the world blocks of b (count elements), in
+ * world - 1 steps: each sends a block and reduces the one coming from the
+ * left into its own copy as it arrives.  Afterwards this member's block
+ * (rank + 1 + shift) mod world is reduced over every member. */
+static int co_reduce_scatter(rd_collective *g, uint8_t *b, size_t count, size_t es, int dtype, int op, int shift,
+                             uint64_t deadline) {
+  int n = g->world, r;
+  if ((r = co_tmp(g, (count + (size_t)n - 1) / (size_t)n * es)) != 0) return r;
+  for (int s = 0; s < n - 1 && r == 0; s++) {
+    size_t slo, slen, rlo, rlen;
+    co_block(count, n, ((g->rank - s + shift) % n + n) % n, &slo, &slen);
+    co_block(count, n, ((g->rank - s - 1 + shift) % n + n) % n, &rlo, &rlen);
+    co_red red = {b + rlo * es, es, 0, dtype, op};
+    co_xfer x = {b + slo * es, slen * es, 0, slen * es, g->tmp, rlen * es, 0, co_reduce_arrived, &red};
+    r = co_run(g, &x, deadline);
+  }
+  return r;
+}
+
 int rd_allreduce(rd_collective *g, void *buf, size_t count, int dtype, int op) {
   int r = co_usable(g, "rd_allreduce");
   if (r != 0) return r;
@@ -691,16 +711,7 @@ int rd_allreduce(rd_collective *g, void *buf, size_t count, int dtype, int op) {
   int n = g->world;
   uint8_t *b = buf;
   if (count * es <= CO_SMALL_BYTES) return co_allreduce_small(g, b, count, es, dtype, op, deadline);
-  size_t maxblk = (count + (size_t)n - 1) / (size_t)n * es;
-  if ((r = co_tmp(g, maxblk)) != 0) return r;
-  for (int s = 0; s < n - 1 && r == 0; s++) {   /* reduce-scatter */
-    size_t slo, slen, rlo, rlen;
-    co_block(count, n, ((g->rank - s) % n + n) % n, &slo, &slen);
-    co_block(count, n, ((g->rank - s - 1) % n + n) % n, &rlo, &rlen);
-    co_red red = {b + rlo * es, es, 0, dtype, op};
-    co_xfer x = {b + slo * es, slen * es, 0, slen * es, g->tmp, rlen * es, 0, co_reduce_arrived, &red};
-    r = co_run(g, &x, deadline);
-  }
+  r = co_reduce_scatter(g, b, count, es, dtype, op, 0, deadline);   /* this member ends with block rank + 1 */
   for (int s = 0; s < n - 1 && r == 0; s++) {   /* all-gather of the reduced blocks */
     size_t slo, slen, rlo, rlen;
     co_block(count, n, ((g->rank + 1 - s) % n + n) % n, &slo, &slen);
@@ -708,6 +719,35 @@ int rd_allreduce(rd_collective *g, void *buf, size_t count, int dtype, int op) {
     co_xfer x = {b + slo * es, slen * es, 0, slen * es, b + rlo * es, rlen * es, 0, NULL, NULL};
     r = co_run(g, &x, deadline);
   }
+  return r;
+}
+
+int rd_reduce_scatter(rd_collective *g, const void *send, void *recv, size_t recv_count, int dtype, int op) {
+  int r = co_usable(g, "rd_reduce_scatter");
+  if (r != 0) return r;
+  size_t es = co_esize(dtype);
+  if (!es || op < RD_SUM || op > RD_MAX || (recv_count && (!send || !recv)) ||
+      recv_count > SIZE_MAX / 16 / (size_t)g->world) {
+    rd__log(RD_LOG_WARN, "rd_reduce_scatter: bad arguments (dtype %d, op %d, recv_count %zu, send %p, recv %p)", dtype,
+            op, recv_count, send, recv);
+    return RD_EINVAL;
+  }
+  size_t bytes = recv_count * es, total = bytes * (size_t)g->world;
+  if (g->world == 1) {
+    if (bytes && recv != send) memmove(recv, send, bytes);
+    return 0;
+  }
+  uint64_t deadline = co_deadline(g->timeout_ms);
+  r = co_begin(g, CO_REDUCE_SCATTER, recv_count, dtype, op, 0, deadline);
+  if (r != 0) return r;
+  /* a working copy of send (the steps reduce into it); the schedule is
+   * shifted by one so that this member ends with its own block */
+  uint8_t *work = malloc(total ? total : 1);
+  if (!work) return co_fail(g, RD_ENOMEM, "no memory for a %zu-byte working copy", total);
+  if (total) memcpy(work, send, total);
+  r = co_reduce_scatter(g, work, recv_count * (size_t)g->world, es, dtype, op, -1, deadline);
+  if (r == 0 && bytes) memcpy(recv, work + (size_t)g->rank * bytes, bytes);
+  free(work);
   return r;
 }
 

@@ -3,7 +3,7 @@
  *
  * `world` processes (actors, tasks or the driver, on any nodes) join a named
  * group, each with its own rank, and then call the same operations in the
- * same order: all-reduce, broadcast, all-gather, barrier.  The bytes go
+ * same order: all-reduce, reduce-scatter, broadcast, all-gather, barrier.  The bytes go
  * straight between the members over TCP, around a ring (each member talks to
  * its two neighbours), not through an owner or the object store, so an
  * all-reduce moves 2 (world - 1) / world times the buffer per member, however
@@ -54,6 +54,12 @@ RD_EXTERN int rd_collective_world(const rd_collective *g);
  * Every member must pass the same count, dtype and op: a difference is
  * found and fails the call with RD_EINVAL (RD_ECONN in the others). */
 RD_EXTERN int rd_allreduce(rd_collective *g, void *buf, size_t count, int dtype, int op) RD_MUST_CHECK;
+/* send holds world blocks of recv_count elements; recv (recv_count
+ * elements) gets block `rank` reduced over every member's send (the first
+ * half of an all-reduce: what a sharded optimizer needs).  Same rules as
+ * rd_allreduce; send and recv must not overlap. */
+RD_EXTERN int rd_reduce_scatter(rd_collective *g, const void *send, void *recv, size_t recv_count, int dtype,
+                                int op) RD_MUST_CHECK;
 /* buf (size bytes) of member `root` is copied into buf in every other one. */
 RD_EXTERN int rd_broadcast(rd_collective *g, void *buf, size_t size, int root) RD_MUST_CHECK;
 /* recv (world * size bytes) gets every member's send (size bytes) in rank

@@ -1,5 +1,5 @@
 /* tests/runtime/collective_test.c - collective groups (rd_collective_join,
- * rd_allreduce, rd_broadcast, rd_allgather, rd_barrier) through the public
+ * rd_allreduce, rd_reduce_scatter, rd_broadcast, rd_allgather, rd_barrier) through the public
  * API, with real processes: the driver, actors and a task in one group;
  * a group of one; members that call different things; a member that dies;
  * a join that times out and a group of the same name formed afterwards;
@@ -103,6 +103,22 @@ static int run_ops(rd_collective *g, uint64_t *hash) {
   if (p[0] != prod || p[2] != prod) OPS_FAIL("int32 prod %d, want %d", p[0], prod);
 
   if ((r = rd_allreduce(g, NULL, 0, RD_FLOAT32, RD_SUM)) != 0) OPS_FAIL("empty all-reduce: %s", rd_err_name(r));
+
+  enum { RC = 3001 };   /* reduce-scatter: world blocks of RC doubles, block r to rank r */
+  double *rs = malloc((size_t)world * RC * sizeof(double)), *mine_rs = malloc(RC * sizeof(double));
+  if (!rs || !mine_rs) OPS_FAIL("no memory");
+  for (int j = 0; j < world; j++)
+    for (int i = 0; i < RC; i++) rs[(size_t)j * RC + (size_t)i] = (double)(rank + 1) * (j * 10000 + i);
+  if ((r = rd_reduce_scatter(g, rs, mine_rs, RC, RD_FLOAT64, RD_SUM)) != 0) OPS_FAIL("reduce-scatter: %s", rd_err_name(r));
+  for (int i = 0; i < RC; i++)
+    if (mine_rs[i] != (double)(world * (world + 1) / 2) * (rank * 10000 + i)) OPS_FAIL("reduce-scatter at %d: %g", i, mine_rs[i]);
+  int32_t one[8], got1 = -1;   /* one element each, a maximum */
+  for (int j = 0; j < world && j < 8; j++) one[j] = rank * 10 + j;
+  if (world <= 8 && (r = rd_reduce_scatter(g, one, &got1, 1, RD_INT32, RD_MAX)) != 0)
+    OPS_FAIL("reduce-scatter of one: %s", rd_err_name(r));
+  if (world <= 8 && got1 != (world - 1) * 10 + rank) OPS_FAIL("reduce-scatter of one: %d", got1);
+  free(rs);
+  free(mine_rs);
 
   size_t nb = (3u << 20) + 7;
   unsigned char *b = calloc(nb, 1);
@@ -519,6 +535,13 @@ static int t_bad_args(void) {
   CHECK_EQ(rd_broadcast(g, NULL, 8, 0), RD_EINVAL);
   CHECK_EQ(rd_allgather(g, NULL, 8, f), RD_EINVAL);
   CHECK_EQ(rd_allreduce(g, f, SIZE_MAX / 4, RD_FLOAT32, RD_SUM), RD_EINVAL);
+  float rsout[2];
+  CHECK_EQ(rd_reduce_scatter(NULL, f, rsout, 2, RD_FLOAT32, RD_SUM), RD_EINVAL);
+  CHECK_EQ(rd_reduce_scatter(g, f, rsout, 2, 77, RD_SUM), RD_EINVAL);
+  CHECK_EQ(rd_reduce_scatter(g, f, rsout, 2, RD_FLOAT32, 9), RD_EINVAL);
+  CHECK_EQ(rd_reduce_scatter(g, NULL, rsout, 2, RD_FLOAT32, RD_SUM), RD_EINVAL);
+  CHECK_EQ(rd_reduce_scatter(g, f, rsout, 2, RD_FLOAT32, RD_SUM), 0);   /* a group of one: a copy */
+  CHECK(rsout[0] == f[0] && rsout[1] == f[1]);
   CHECK_EQ(rd_allreduce(g, f, 2, RD_FLOAT32, RD_MAX), 0);   /* bad calls do not break the group */
   CHECK_EQ(rd_collective_rank(NULL), -1);
   CHECK_EQ(rd_collective_world(NULL), 0);
