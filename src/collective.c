@@ -1,26 +1,28 @@
 /* src/collective.c - collective communication between the processes of a job
- * (include/raydist/collective.h): a ring of TCP connections.
+ * (include/raydist/collective.h): a ring of connections, each member talking
+ * to its two neighbours only, over a Unix socket on one host and TCP between
+ * hosts.  It must never leave a member waiting for ever: every wait ends at
+ * the group's timeout or when a neighbour's connection closes, and any
+ * failure closes both of the member's connections, so that the failure
+ * travels around the ring.  It reaches the runtime only through the public
+ * API (the rendezvous is an ordinary actor) and rd__node_addr.
  *
- * Joining: each member listens on its node's IP, registers "IP:PORT" with
- * the group's rendezvous actor (named "rd.collective/NAME", created by the
- * first member to come), reads the table until its right neighbour
- * (rank + 1) is in it, connects there and sends a hello (the rendezvous
- * actor's id, world, rank, cluster token), and takes the hello of its left
- * neighbour's connection.  Connections complete in the kernel's backlog, so
- * connecting before accepting cannot deadlock.  A barrier around the ring
- * then tells rank 0 that everybody is connected, and it kills the
- * rendezvous, which frees the name for the next group.
+ * Joining: each member listens (its node's IP, and an abstract Unix socket),
+ * registers with the group's rendezvous actor ("rd.collective/NAME", made by
+ * rank 0), reads the table until its right neighbour is in it, connects and
+ * sends a hello, takes and acknowledges its left neighbour's hello, and
+ * waits for its right neighbour's acknowledgement: connections complete in
+ * the kernel's backlog and the left is acknowledged before the right is
+ * waited for, so the order has no cycle.  A barrier ends the join, and rank
+ * 0 kills the rendezvous (also when its own join fails).
  *
  * Every operation starts with a header sent right and checked against the
- * left neighbour's (kind, sequence number, size, type, reduction, root), so
- * members that call different things fail instead of mixing their bytes.
- * Data then moves in ring steps: send a block to the right while receiving
- * one from the left, both non-blocking under one poll().  An all-reduce is a
- * reduce-scatter (world - 1 steps, the received block reduced into one's own
- * as it arrives) and an all-gather of the reduced blocks (world - 1 steps).
- *
- * Any failure closes both connections, so the neighbours see end-of-stream
- * in their next operation and fail too: a broken group never hangs. */
+ * left neighbour's, so members that call different things fail instead of
+ * mixing their bytes.  Data moves in ring steps: send a block to the right
+ * while receiving one from the left, under one poll().  A large all-reduce
+ * is a reduce-scatter (the received block reduced as it arrives) and an
+ * all-gather; a small one gathers whole buffers and reduces them in rank
+ * order. */
 #include "raydist.h"
 
 #include <arpa/inet.h>
