@@ -650,6 +650,18 @@ static int co_tmp(rd_collective *g, size_t size) {
   return 0;
 }
 
+/* Every member's block of `size` bytes at base + rank x size goes around
+ * the ring to every other member's base, in world - 1 steps (each sends the
+ * block it got last and takes its left neighbour's). */
+static int co_gather_ring(rd_collective *g, uint8_t *base, size_t size, uint64_t deadline) {
+  int n = g->world, r = 0;
+  for (int s = 0; s < n - 1 && r == 0; s++) {
+    size_t sb = (size_t)(((g->rank - s) % n + n) % n), rb = (size_t)(((g->rank - s - 1) % n + n) % n);
+    r = co_step(g, base + sb * size, base + rb * size, size, NULL, NULL, deadline);
+  }
+  return r;
+}
+
 /* A small all-reduce (at most CO_SMALL_BYTES a member): every member's
  * whole buffer goes around the ring (world - 1 steps, as rd_allgather),
  * and each member reduces them all itself, in rank order, so that all get
@@ -662,10 +674,7 @@ static int co_allreduce_small(rd_collective *g, uint8_t *b, size_t count, size_t
   size_t bytes = count * es;
   if ((r = co_tmp(g, bytes * (size_t)n)) != 0) return r;
   if (bytes) memcpy(g->tmp + (size_t)g->rank * bytes, b, bytes);
-  for (int s = 0; s < n - 1 && r == 0; s++) {
-    size_t sb = (size_t)(((g->rank - s) % n + n) % n), rb = (size_t)(((g->rank - s - 1) % n + n) % n);
-    r = co_step(g, g->tmp + sb * bytes, g->tmp + rb * bytes, bytes, NULL, NULL, deadline);
-  }
+  r = co_gather_ring(g, g->tmp, bytes, deadline);
   if (r != 0 || !bytes) return r;
   memcpy(b, g->tmp, bytes);
   for (int k = 1; k < n; k++) co_reduce(b, g->tmp + (size_t)k * bytes, count, dtype, op);
@@ -791,12 +800,7 @@ int rd_allgather(rd_collective *g, const void *send, size_t size, void *recv) {
   if (g->world == 1) return 0;
   uint64_t deadline = co_deadline(g->timeout_ms);
   r = co_begin(g, CO_ALLGATHER, size, 0, 0, 0, deadline);
-  int n = g->world;
-  for (int s = 0; s < n - 1 && r == 0; s++) {
-    size_t sb = (size_t)(((g->rank - s) % n + n) % n), rb = (size_t)(((g->rank - s - 1) % n + n) % n);
-    r = co_step(g, out + sb * size, out + rb * size, size, NULL, NULL, deadline);
-  }
-  return r;
+  return r != 0 ? r : co_gather_ring(g, out, size, deadline);
 }
 
 /* ------------------------------------------------------------ join, leave */
