@@ -88,6 +88,11 @@ static void co_close(int *fd) {
   *fd = -1;
 }
 
+/* The member k places around the ring from this one (k < 0: to the left). */
+static int co_ring(const rd_collective *g, int k) {
+  return ((g->rank + k) % g->world + g->world) % g->world;
+}
+
 /* The group fails with err: both connections close (the neighbours then
  * fail too), and every later call returns RD_ECONN. */
 static int co_fail(rd_collective *g, int err, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
@@ -491,21 +496,20 @@ static int co_run(rd_collective *g, co_xfer *x, uint64_t deadline) {
     }
     if (pr == 0)
       return co_fail(g, RD_ETIMEDOUT, "waited %lld ms for rank %d (sent %zu of %zu bytes, received %zu of %zu)",
-                     (long long)g->timeout_ms, x->rdone < x->rn ? (g->rank + g->world - 1) % g->world
-                                                                 : (g->rank + 1) % g->world,
+                     (long long)g->timeout_ms, co_ring(g, x->rdone < x->rn ? -1 : 1),
                      x->sdone, x->sn, x->rdone, x->rn);
     if (si >= 0 && p[si].revents) {
       ssize_t k = send(g->right, x->sbuf + x->sdone, x->savail - x->sdone, MSG_NOSIGNAL);
       if (k > 0) x->sdone += (size_t)k;
       else if (k < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)
         return co_fail(g, RD_ECONN, "sending to rank %d: %s (it left the group, failed or died)",
-                       (g->rank + 1) % g->world, strerror(errno));
+                       co_ring(g, 1), strerror(errno));
     }
     if (ri >= 0 && p[ri].revents) {
       ssize_t k = recv(g->left, x->rbuf + x->rdone, x->rn - x->rdone, 0);
       if (k == 0 || (k < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR))
         return co_fail(g, RD_ECONN, "rank %d closed its connection%s%s (it left the group, failed or died)",
-                       (g->rank + g->world - 1) % g->world, k ? ": " : "", k ? strerror(errno) : "");
+                       co_ring(g, -1), k ? ": " : "", k ? strerror(errno) : "");
       if (k > 0) {
         x->rdone += (size_t)k;
         if (x->on_recv) x->on_recv(x, x->ctx);
@@ -547,7 +551,7 @@ static int co_begin(rd_collective *g, uint32_t kind, uint64_t size, int dtype, i
   int r = co_step(g, &mine, &theirs, sizeof(mine), NULL, NULL, deadline);
   if (r != 0) return r;
   if (memcmp(&mine, &theirs, sizeof(mine)) != 0) {
-    int left = (g->rank + g->world - 1) % g->world;
+    int left = co_ring(g, -1);
     if (theirs.magic != CO_MAGIC) return co_fail(g, RD_EPROTO, "rank %d sent garbage", left);
     return co_fail(g, RD_EINVAL,
                    "rank %d called %s (size %llu, dtype %d, op %d, root %d) as operation %llu, and this rank %s "
@@ -656,8 +660,8 @@ static int co_tmp(rd_collective *g, size_t size) {
 static int co_gather_ring(rd_collective *g, uint8_t *base, size_t size, uint64_t deadline) {
   int n = g->world, r = 0;
   for (int s = 0; s < n - 1 && r == 0; s++) {
-    size_t sb = (size_t)(((g->rank - s) % n + n) % n), rb = (size_t)(((g->rank - s - 1) % n + n) % n);
-    r = co_step(g, base + sb * size, base + rb * size, size, NULL, NULL, deadline);
+    r = co_step(g, base + (size_t)co_ring(g, -s) * size, base + (size_t)co_ring(g, -s - 1) * size, size, NULL, NULL,
+                deadline);
   }
   return r;
 }
@@ -698,8 +702,8 @@ static int co_reduce_scatter(rd_collective *g, uint8_t *b, size_t count, size_t 
   if ((r = co_tmp(g, (count + (size_t)n - 1) / (size_t)n * es)) != 0) return r;
   for (int s = 0; s < n - 1 && r == 0; s++) {
     size_t slo, slen, rlo, rlen;
-    co_block(count, n, ((g->rank - s + shift) % n + n) % n, &slo, &slen);
-    co_block(count, n, ((g->rank - s - 1 + shift) % n + n) % n, &rlo, &rlen);
+    co_block(count, n, co_ring(g, shift - s), &slo, &slen);
+    co_block(count, n, co_ring(g, shift - s - 1), &rlo, &rlen);
     co_red red = {b + rlo * es, es, 0, dtype, op};
     co_xfer x = {b + slo * es, slen * es, 0, slen * es, g->tmp, rlen * es, 0, co_reduce_arrived, &red};
     r = co_run(g, &x, deadline);
@@ -725,8 +729,8 @@ int rd_allreduce(rd_collective *g, void *buf, size_t count, int dtype, int op) {
   r = co_reduce_scatter(g, b, count, es, dtype, op, 0, deadline);   /* this member ends with block rank + 1 */
   for (int s = 0; s < n - 1 && r == 0; s++) {   /* all-gather of the reduced blocks */
     size_t slo, slen, rlo, rlen;
-    co_block(count, n, ((g->rank + 1 - s) % n + n) % n, &slo, &slen);
-    co_block(count, n, ((g->rank - s) % n + n) % n, &rlo, &rlen);
+    co_block(count, n, co_ring(g, 1 - s), &slo, &slen);
+    co_block(count, n, co_ring(g, -s), &rlo, &rlen);
     co_xfer x = {b + slo * es, slen * es, 0, slen * es, b + rlo * es, rlen * es, 0, NULL, NULL};
     r = co_run(g, &x, deadline);
   }
@@ -783,7 +787,7 @@ int rd_broadcast(rd_collective *g, void *buf, size_t size, int root) {
   if (r != 0) return r;
   co_xfer x = {buf, size, 0, size, buf, size, 0, co_forward_arrived, NULL};
   if (g->rank == root) x.rn = 0;                                    /* sends only */
-  else if ((g->rank + 1) % g->world == root) x.sn = x.savail = 0, x.on_recv = NULL;   /* the last: receives only */
+  else if (co_ring(g, 1) == root) x.sn = x.savail = 0, x.on_recv = NULL;   /* the last: receives only */
   else x.savail = 0;                                                /* passes on */
   return co_run(g, &x, deadline);
 }
@@ -841,7 +845,7 @@ static int co_register(rd_collective *g, co_joining *j, uint64_t deadline) {
 /* Connect to the right neighbour once it is in the table and listening,
  * and send it the hello (its acknowledgement is read later). */
 static int co_connect_right(rd_collective *g, co_joining *j, uint64_t deadline) {
-  int right = (g->rank + 1) % g->world;
+  int right = co_ring(g, 1);
   for (;;) {
     if (j->tab[right].addr[0]) {
       int r = co_connect_entry(&j->tab[right], j->reg.e.host, deadline, &g->right);
@@ -887,7 +891,7 @@ static int co_connect_ring(rd_collective *g, const int *lfd, const co_entry *me,
     r = co_connect_right(g, &j, deadline);
     if (r == 0 && !accepted) {
       co_hello want = j.hello;
-      want.rank = (g->rank + g->world - 1) % g->world;
+      want.rank = co_ring(g, -1);
       r = co_accept_left(g, lfd, &want, deadline);
       uint32_t ack = CO_MAGIC;
       if (r == 0) r = co_io(g->left, &ack, sizeof(ack), 1, deadline);
@@ -950,7 +954,7 @@ int rd_collective_join(const char *name, int world, int rank, int64_t timeout_ms
     socklen_t sl = sizeof(ss);
     int over_unix = getsockname(g->right, (struct sockaddr *)&ss, &sl) == 0 && ss.ss_family == AF_UNIX;
     rd__log(RD_LOG_INFO, "collective group '%s': rank %d of %d joined, listening at %s; to rank %d over %s", name,
-            rank, world, me.addr, (rank + 1) % world, over_unix ? "a Unix socket (same host)" : "TCP");
+            rank, world, me.addr, co_ring(g, 1), over_unix ? "a Unix socket (same host)" : "TCP");
   }
   /* rank 0 made the rendezvous: it goes once everybody is connected (the
    * name is free for the next group), or when rank 0 gives up (no group of
