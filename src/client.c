@@ -3106,17 +3106,18 @@ const char *rd_session_dir(void) { return G.session; }
 int rd_is_worker(void) { return G.is_worker; }
 
 int rd__node_addr(char *ip, size_t iplen, char *token, size_t toklen) {
+  char path[sizeof(G.session) + 16];
   pthread_mutex_lock(&G.mu);
   int r = G.inited && !G.dead ? 0 : RD_ESTATE;
   if (r == 0) {
-    /* a node of a cluster (`raydist start`) records its IP in its session
-     * directory, which its drivers and workers share; an embedded one has none */
-    char path[sizeof(G.session) + 16];
     snprintf(path, sizeof(path), "%s/cluster", G.session);
-    if (rd__read_kv(path, "ip", ip, iplen) != 0 || !*ip) snprintf(ip, iplen, "127.0.0.1");
     snprintf(token, toklen, "%s", G.token);
   }
   pthread_mutex_unlock(&G.mu);
+  /* a node of a cluster (`raydist start`) records its IP in its session
+   * directory, which its drivers and workers share; an embedded one has
+   * none.  Read without the lock: other threads need not wait on the disk. */
+  if (r == 0 && (rd__read_kv(path, "ip", ip, iplen) != 0 || !*ip)) snprintf(ip, iplen, "127.0.0.1");
   return r;
 }
 
