@@ -17,8 +17,9 @@
 #include "watch.h"
 
 /* One actor of the pool.  `refs` holds the calls sent to it and not yet seen
- * finished (at most max_inflight_per_replica), each with the pool's watch.  A retiring replica takes no new calls and is killed once its
- * calls have finished (shrinking, or replaced after it died). */
+ * finished (at most max_inflight_per_replica), each with the pool's watch.
+ * A retiring replica takes no new calls and is killed once its calls have
+ * finished (shrinking, or replaced after it died). */
 typedef struct pool_replica {
   rd_actor actor;
   rd_ref *refs;
