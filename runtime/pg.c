@@ -27,6 +27,7 @@
 #define PG_REFRESH_NS 200000000ull    /* a copy something waits on is fetched again after this */
 #define PG_KEEP_REMOVED 256           /* removed records kept for status answers */
 #define PG_GRACE_NS 2000000000ull     /* an unknown id is looked up again this long */
+#define PG_GCS_LATE_MS 1000           /* a record's look or removal is answered after this even if the GCS is late */
 
 enum { PG_PENDING = 1, PG_CREATED = 2, PG_RESCHEDULING = 3, PG_REMOVED = 4 };
 static const char *state_name[] = {"none", "pending", "created", "rescheduling", "removed"};
@@ -55,14 +56,23 @@ typedef struct pg_rec {
   int putting, dirty;
   /* copies */
   uint64_t fetched_ns;
+  uint64_t fetch_asked_ns;        /* when the fetch that made this copy was sent */
   int fetching;
   struct pg_rec *next;
 } pg_rec;
 
-/* Something parked on a group: a lease request, or a query waiting for it
- * to be reserved (deadline 0: forever). */
+/* Something parked on a group (deadline 0: forever). A group recorded here
+ * answers waits, looks and removals only once the GCS holds what they
+ * report, so whoever they wake reads the same from any node. */
+enum {
+  PARK_LEASE,    /* a lease request for one of its bundles */
+  PARK_WAIT,     /* rd_pg_wait: answered when reserved or removed */
+  PARK_LOOK,     /* rd_pg_info_get/rd_pg_get of a copy: answered by a fetch sent after it */
+  PARK_REMOVE,   /* rd_pg_remove: answered when the removal is in the GCS */
+};
+
 typedef struct pg_park {
-  int is_query;
+  int kind;
   node_client *c;
   uint64_t req_id;
   uint64_t pg_id;
@@ -96,6 +106,7 @@ static struct {
 static void pg_changed(pg_rec *p);
 static void reserve(pg_rec *p);
 static void gcs_put(pg_rec *p);
+static void gcs_fetch(uint64_t id, const char *name);
 
 static uint32_t self_index(void) { return rd__cluster_on() ? rd__cluster_index() : 1; }
 static uint32_t record_of(uint64_t pg_id) { return rd__cluster_on() ? rd__rec_id_node(pg_id) : 1; }
@@ -182,11 +193,11 @@ static void park_free(pg_park **pp) {
   free(k);
 }
 
-static int park(int is_query, node_client *c, uint64_t req_id, uint64_t pg_id, const char *name,
+static int park(int kind, node_client *c, uint64_t req_id, uint64_t pg_id, const char *name,
                 const rd_resources *res, int priority, int bundle, int64_t timeout_ms) {
   pg_park *k = calloc(1, sizeof(*k));
   if (!k) return RD_ENOMEM;
-  k->is_query = is_query;
+  k->kind = kind;
   k->c = c;
   k->req_id = req_id;
   k->pg_id = pg_id;
@@ -216,6 +227,7 @@ typedef struct gcs_op {
   uint32_t client_id;
   uint64_t req_id;
   uint64_t retry_since;
+  uint64_t asked_ns;        /* get: when it was sent */
 } gcs_op;
 
 static void to_gcs(const pg_rec *p, rd_gcs_pg *g) {
@@ -291,6 +303,7 @@ static void gcs_done(uv_work_t *w, int status) {
       w->dirty = 0;
       gcs_put(w);
     }
+    if (w && !w->putting) pg_changed(w);   /* what waited for the GCS to agree */
   } else {
     /* a fetched copy: update or make it, then serve what waits on it */
     uint64_t id = op->status == 0 ? op->pg.pg_id : op->pg_id;
@@ -306,6 +319,7 @@ static void gcs_done(uv_work_t *w, int status) {
         rec_from_gcs(p, &op->pg);
         p->fetching = 0;
         p->fetched_ns = rd__now_ns();
+        p->fetch_asked_ns = op->asked_ns;
       }
     } else if (p) {
       p->fetching = 0;
@@ -333,7 +347,7 @@ static void gcs_done(uv_work_t *w, int status) {
                    op->pg_id ? "with that id" : op->name, op->pg_id ? "" : "'");
         else
           snprintf(err, sizeof(err), "cannot read the placement group from the GCS: %s", op->err);
-        if (k->is_query) reply(k->c, k->req_id, op->status, err, NULL);
+        if (k->kind != PARK_LEASE) reply(k->c, k->req_id, op->status, err, NULL);
         else rd__node_reply_grant(k->c, k->req_id, op->status, err);
         park_free(pp);
         continue;
@@ -341,7 +355,15 @@ static void gcs_done(uv_work_t *w, int status) {
       if (!k->pg_id) k->pg_id = id;   /* a query by name now waits on the id */
       pp = &k->next;
     }
-    if (p) pg_changed(p);
+    if (p) {
+      pg_changed(p);
+      /* looks that came while an older fetch was out need a newer one */
+      for (pg_park *k = P.parked; k && !p->mine; k = k->next)
+        if (k->kind == PARK_LOOK && k->pg_id == p->id) {
+          gcs_fetch(p->id, NULL);
+          break;
+        }
+    }
   }
   free(op);
   rd__node_flush_all();
@@ -372,6 +394,7 @@ static void gcs_fetch(uint64_t id, const char *name) {
   if (p && p->fetching) return;
   gcs_op *op = calloc(1, sizeof(*op));
   if (!op) return;
+  op->asked_ns = rd__now_ns();
   op->pg_id = id;
   if (name) snprintf(op->name, sizeof(op->name), "%s", name);
   if (p) p->fetching = 1;
@@ -721,7 +744,7 @@ void rd__pg_lease_request(node_client *c, const Rd__LeaseRequest *m, const rd_re
     return;
   }
   if (p && route(p, c, m->req_id, res, m->priority, m->bundle_index)) return;
-  if (park(0, c, m->req_id, m->pg_id, NULL, res, m->priority, m->bundle_index, 0) != 0) {
+  if (park(PARK_LEASE, c, m->req_id, m->pg_id, NULL, res, m->priority, m->bundle_index, 0) != 0) {
     rd__node_reply_grant(c, m->req_id, RD_ENOMEM, "node out of memory");
     return;
   }
@@ -731,7 +754,7 @@ void rd__pg_lease_request(node_client *c, const Rd__LeaseRequest *m, const rd_re
 
 int rd__pg_lease_cancel(node_client *c, uint64_t req_id) {
   for (pg_park **pp = &P.parked; *pp; pp = &(*pp)->next)
-    if (!(*pp)->is_query && (*pp)->c == c && (*pp)->req_id == req_id) {
+    if ((*pp)->kind == PARK_LEASE && (*pp)->c == c && (*pp)->req_id == req_id) {
       park_free(pp);
       return 1;
     }
@@ -780,7 +803,7 @@ int rd__pg_actor_bundle(node_actor *a, node_bundle **b, uint32_t *host, char *wh
 static void route_parked(pg_rec *p) {
   for (pg_park **pp = &P.parked; *pp;) {
     pg_park *k = *pp;
-    if (!k->is_query && k->pg_id == p->id && route(p, k->c, k->req_id, &k->res, k->priority, k->bundle))
+    if (k->kind == PARK_LEASE && k->pg_id == p->id && route(p, k->c, k->req_id, &k->res, k->priority, k->bundle))
       park_free(pp);
     else
       pp = &k->next;
@@ -796,20 +819,33 @@ static void schedule_waiting(uint64_t pg_id) {
       rd__node_actor_schedule(a);
 }
 
-static void pg_changed(pg_rec *p) {
-  int settled = p->state == PG_CREATED || p->state == PG_REMOVED;
+static int settled(const pg_rec *p) { return p->state == PG_CREATED || p->state == PG_REMOVED; }
+
+/* Answer a wait, look or removal parked on p with what p says now. */
+static void answer(const pg_park *k, const pg_rec *p) {
   char buf[400];
+  int removed = k->kind == PARK_WAIT && p->state == PG_REMOVED;
+  if (removed) snprintf(buf, sizeof(buf), "placement group %016" PRIx64 " was removed: %s", p->id, p->reason);
+  reply(k->c, k->req_id, removed ? RD_EPG_REMOVED : 0, removed ? buf : NULL, p);
+}
+
+/* Whether k can be answered from p now: a record's state must have reached
+ * the GCS, a copy must come from a fetch sent after the look arrived. */
+static int answerable(const pg_park *k, const pg_rec *p) {
+  if (k->kind == PARK_LEASE || k->pg_id != p->id || (p->mine && p->putting)) return 0;
+  if (k->kind == PARK_WAIT) return settled(p);
+  if (k->kind == PARK_LOOK) return p->mine || (p->fetched_ns && k->since_ns <= p->fetch_asked_ns);
+  return 1;
+}
+
+static void pg_changed(pg_rec *p) {
   for (pg_park **pp = &P.parked; *pp;) {
-    pg_park *k = *pp;
-    /* 2: a look without waiting, answered by the first fetch */
-    if (!k->is_query || k->pg_id != p->id || (!settled && k->is_query == 1)) {
-      pp = &k->next;
-      continue;
+    if (answerable(*pp, p)) {
+      answer(*pp, p);
+      park_free(pp);
+    } else {
+      pp = &(*pp)->next;
     }
-    int removed = p->state == PG_REMOVED && k->is_query == 1;
-    if (removed) snprintf(buf, sizeof(buf), "placement group %016" PRIx64 " was removed: %s", p->id, p->reason);
-    reply(k->c, k->req_id, removed ? RD_EPG_REMOVED : 0, removed ? buf : NULL, p);
-    park_free(pp);
   }
   route_parked(p);
   schedule_waiting(p->id);
@@ -912,32 +948,30 @@ void rd__pg_on_query(node_client *c, const Rd__PgQuery *m) {
     reply(c, m->req_id, RD_ENOENT, why, NULL);
     return;
   }
-  int settled = p && (p->state == PG_CREATED || p->state == PG_REMOVED);
-  if (local && (m->timeout_ms == 0 || settled)) {
-    char buf[400] = "";
-    int st = 0;
-    if (m->timeout_ms != 0 && p->state == PG_REMOVED) {
-      st = RD_EPG_REMOVED;
-      snprintf(buf, sizeof(buf), "placement group %016" PRIx64 " was removed: %s", p->id, p->reason);
-    }
-    reply(c, m->req_id, st, buf, p);
+  /* a look (timeout 0) is answered with the state as it is, a wait when
+   * the group is reserved or removed */
+  pg_park q = {.kind = m->timeout_ms == 0 ? PARK_LOOK : PARK_WAIT, .c = c, .req_id = m->req_id,
+               .pg_id = p ? p->id : m->pg_id, .since_ns = rd__now_ns()};
+  if (local && answerable(&q, p)) {
+    answer(&q, p);
     return;
   }
-  /* wait here; a copy is fetched again (now, then while it waits) */
-  uint64_t id = p ? p->id : m->pg_id;
-  if (park(1, c, m->req_id, id, m->name, NULL, 0, -1, m->timeout_ms == 0 ? 10000 : m->timeout_ms) != 0) {
+  /* park; a copy is fetched again (now, then while it waits) */
+  int64_t t = m->timeout_ms != 0 ? m->timeout_ms : local ? PG_GCS_LATE_MS : 10000;
+  if (park(q.kind, c, m->req_id, q.pg_id, m->name, NULL, 0, -1, t) != 0) {
     reply(c, m->req_id, RD_ENOMEM, "node out of memory", NULL);
     return;
   }
-  if (m->timeout_ms == 0) P.parked->is_query = 2;   /* answer with the first fetch, settled or not */
-  if (!local) gcs_fetch(id, id ? NULL : m->name);
+  if (!local) gcs_fetch(q.pg_id, q.pg_id ? NULL : m->name);
 }
 
 void rd__pg_on_remove(node_client *c, const Rd__PgRemove *m) {
   pg_rec *p = rec_find(m->pg_id);
   if (p && p->mine) {
     remove_pg(p, "removed by rd_pg_remove");
-    reply(c, m->req_id, 0, NULL, p);
+    /* answered once the GCS says so too (or at once, when it does already) */
+    if (!p->putting || park(PARK_REMOVE, c, m->req_id, p->id, NULL, NULL, 0, -1, PG_GCS_LATE_MS) != 0)
+      reply(c, m->req_id, 0, NULL, p);
     return;
   }
   uint32_t rec = record_of(m->pg_id);
@@ -1242,11 +1276,13 @@ void rd__pg_tick(void) {
     pg_park *k = *pp;
     if (k->deadline_ns && now >= k->deadline_ns) {
       pg_rec *p = k->pg_id ? rec_find(k->pg_id) : NULL;
-      if (k->is_query) {
+      if (k->kind != PARK_LEASE && p && p->mine && (k->kind != PARK_WAIT || settled(p))) {
+        answer(k, p);   /* the GCS is late: this record is what is true */
+      } else if (k->kind != PARK_LEASE) {
         char why[400];
         snprintf(why, sizeof(why), "placement group %016" PRIx64 " is still %s%s%s", k->pg_id,
                  p ? state_name[p->state] : "unknown", p && p->reason[0] ? ": " : "", p ? p->reason : "");
-        reply(k->c, k->req_id, k->is_query == 2 && p ? 0 : RD_ETIMEDOUT, why, p);
+        reply(k->c, k->req_id, k->kind == PARK_LOOK && p ? 0 : RD_ETIMEDOUT, why, p);
       } else {
         rd__node_reply_grant(k->c, k->req_id, RD_ETIMEDOUT, "placement group lookup timed out");
       }

@@ -1620,6 +1620,41 @@ RD_REMOTE(pg_probe) {
   return rd_return_bytes(call, 0, out, sizeof(out));
 }
 
+/* From a task on another node: the state of the group named arg0 as that
+ * node reads it (0: no such group, or removed). */
+RD_REMOTE(pg_seen) {
+  char name[64];
+  rd_buf a;
+  if (rd_arg(call, 0, &a) != 0 || a.size >= sizeof(name)) return rd_call_fail(call, "name");
+  memcpy(name, a.data, a.size);
+  name[a.size] = 0;
+  rd_pg pg;
+  rd_pg_info info = {0};
+  int r = rd_pg_get(name, &pg);
+  if (r == 0) r = rd_pg_info_get(pg, &info);
+  if (r != 0 && r != RD_ENOENT) return rd_call_fail(call, "%s: %s", name, rd_err_name(r));
+  int32_t st = r == 0 ? (int32_t)info.state : 0;
+  return rd_return_bytes(call, 0, &st, sizeof(st));
+}
+
+/* Run fn(name) with o; its size-byte result goes to out. */
+static void call_named(const rd_function *fn, const char *name, const rd_task_opts *o, void *out, size_t size) {
+  rd_ref r;
+  rd_buf buf;
+  CHECK_EQ(rd_submit(fn, RD_ARGS(rd_arg_bytes(name, strlen(name))), o, &r), 0);
+  CHECK_EQ(rd_get(&r, 1, &buf, 60000), 0);
+  CHECK_EQ(buf.size, size);
+  memcpy(out, buf.data, size);
+  rd_buf_release(&buf);
+  rd_ref_release(r);
+}
+
+static int32_t pg_seen_by(const rd_task_opts *o, const char *name) {
+  int32_t st;
+  call_named(pg_seen, name, o, &st, sizeof(st));
+  return st;
+}
+
 /* From a task on another node: remove the group named "doomed" (the
  * removal travels to the node that records it). */
 RD_REMOTE(pg_remove_named) {
@@ -1648,14 +1683,8 @@ RD_REMOTE(pg_from_task) {
 
 /* A task run with o makes group `name`; it is found by name and reserved. */
 static void pg_by_task(const char *name, const rd_task_opts *o) {
-  rd_ref r;
-  rd_buf buf;
-  CHECK_EQ(rd_submit(pg_from_task, RD_ARGS(rd_arg_bytes(name, strlen(name))), o, &r), 0);
-  CHECK_EQ(rd_get(&r, 1, &buf, 60000), 0);
   uint64_t made;
-  memcpy(&made, buf.data, sizeof(made));
-  rd_buf_release(&buf);
-  rd_ref_release(r);
+  call_named(pg_from_task, name, o, &made, sizeof(made));
   rd_pg pg;
   CHECK_EQ(rd_pg_get(name, &pg), 0);
   CHECK_EQ(pg.id, made);
@@ -1765,6 +1794,17 @@ static int t_placement_groups(void) {
   CHECK_EQ(rd_pg_info_get(doomed, &info), 0);
   CHECK_EQ(info.state, RD_PG_STATE_REMOVED);
   CHECK_EQ(rd_pg_wait(doomed, 1000), RD_EPG_REMOVED);
+
+  /* once rd_pg_wait or rd_pg_remove returns here, node c reads the same:
+   * the GCS has it before they answer */
+  for (int i = 0; i < 10; i++) {
+    char name[32];
+    snprintf(name, sizeof(name), "seen%d", i);
+    rd_pg g = pg_make(one, 1, RD_PG_PACK, name, &info);
+    CHECK_EQ(pg_seen_by(&o, name), RD_PG_STATE_CREATED);
+    CHECK_EQ(rd_pg_remove(g), 0);
+    CHECK_EQ(pg_seen_by(&o, name), 0);
+  }
 
   /* made by a task on this (the head) node: outlives the task, ends with
    * the job (the script checks that nothing is live after the driver) */
