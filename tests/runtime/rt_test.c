@@ -1109,7 +1109,7 @@ static int t_memory_monitor(void) {
   return 0;
 }
 
-/* One run of t_oom_retry: a task holding 200 MiB for 4 s, and beside it one
+/* One run of t_oom_retry: a task holding 200 MiB for 8 s, and beside it one
  * that needs 350 MiB, under a 500 MiB limit (alone, with the idle workers,
  * it fits, under ASan too).  The monitor kills the big one
  * while the small one runs, again after each backoff (0.2, 0.4, 0.8 s, ...).
@@ -1122,7 +1122,10 @@ static int oom_run(int oom_retries, char *why, size_t cap, uint64_t *kills) {
   rd_task_opts o;
   rd_task_opts_init(&o);
   o.max_retries = 1;
-  long small[2] = {200, 4000}, big[2] = {350, 300};
+  /* the small one holds long enough for three kills of the big one even on
+   * a loaded machine (with 4 s, one kill in a -j2 run beside the examples:
+   * each retry waits for a new worker) */
+  long small[2] = {200, 8000}, big[2] = {350, 300};
   rd_ref rs, rb;
   CHECK_EQ(rd_submit(hog_hold, RD_ARGS(rd_arg_bytes(&small[0], sizeof(long)), rd_arg_bytes(&small[1], sizeof(long))),
                      &o, &rs), 0);
