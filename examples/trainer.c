@@ -108,6 +108,7 @@ typedef struct trainer {
   double embed_seconds;
   rd_collective *group;           /* --allreduce ring: the workers' group */
   double *ring;                   /* its all-reduce buffer: the gradient, then count, correct, loss */
+  float *mean;                    /* the step's mean gradient, from ring */
 } trainer;
 
 /* A ring step's result: the global minibatch's figures (the same in every
@@ -119,7 +120,7 @@ typedef struct step_result {
 static void trainer_free(trainer *t) {
   if (!t) return;
   rd_collective_leave(t->group);
-  free(t->ring);
+  free(t->ring), free(t->mean);
   free(t->xtr), free(t->xte), free(t->ytr), free(t->yte);
   free(t->w), free(t->m), free(t->v), free(t->perm);
   free(t);
@@ -323,8 +324,10 @@ RD_ACTOR_METHOD(Trainer, ring_join) {
     return rd_call_fail(call, "ring_join takes (name, world)");
   memcpy(name, nb.data, nb.size);
   name[nb.size] = 0;
+  if (t->group) return rd_call_fail(call, "worker %u is already in a group", t->cfg.rank);
   t->ring = malloc((t->nparams + 3) * sizeof(double));
-  if (!t->ring) return rd_call_fail(call, "out of memory");
+  t->mean = malloc(t->nparams * sizeof(float));
+  if (!t->ring || !t->mean) return rd_call_fail(call, "out of memory");
   int r = rd_collective_join(name, world, (int)t->cfg.rank, 120000, &t->group);
   if (r != 0) return rd_call_fail(call, "worker %u cannot join group '%s': %s", t->cfg.rank, name, rd_err_name(r));
   return rd_return_bytes(call, 0, "", 0);
@@ -348,11 +351,8 @@ RD_ACTOR_METHOD(Trainer, step) {
   if (r != 0) return rd_call_fail(call, "all-reduce of step %u.%u: %s", ga.epoch, ga.step, rd_err_name(r));
   step_result sr = {t->ring[t->nparams], t->ring[t->nparams + 1], t->ring[t->nparams + 2]};
   if (sr.count > 0) {
-    float *avg = malloc(t->nparams * sizeof(float));
-    if (!avg) return rd_call_fail(call, "out of memory");
-    for (size_t j = 0; j < t->nparams; j++) avg[j] = (float)(t->ring[j] / sr.count);
-    adam_apply(t, avg);
-    free(avg);
+    for (size_t j = 0; j < t->nparams; j++) t->mean[j] = (float)(t->ring[j] / sr.count);
+    adam_apply(t, t->mean);
   }
   return rd_return_bytes(call, 0, &sr, sizeof(sr));
 }

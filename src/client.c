@@ -2341,20 +2341,6 @@ static int refs_live(const char *who, const rd_ref *refs, size_t n) {
   return 0;
 }
 
-/* The waiting loop of rd_get and rd_wait: how long to pump next (-1: no
- * deadline) in *left, or 1 once the deadline has passed.  Even a zero
- * timeout reads what the sockets already hold, once (*polled). */
-static int wait_left(uint64_t deadline, int *polled, int64_t *left) {
-  *left = -1;
-  if (deadline) {
-    uint64_t now = rd__now_ns();
-    if (now >= deadline && *polled) return 1;
-    *left = now >= deadline ? 0 : (int64_t)((deadline - now) / 1000000) + 1;
-  }
-  *polled = 1;
-  return 0;
-}
-
 /* A task that waits in rd_get/rd_wait for longer than BLOCKED_NOTIFY_NS
  * tells its node (WorkerBlocked), which lends the lease's CPUs to other tasks
  * until it resumes: the children a task waits for then run even when waiting
@@ -2410,10 +2396,16 @@ static void waiter_start(waiter *w, int64_t timeout_ms) {
 
 /* One round of the wait, after its condition was found unmet: 1 once the
  * deadline has passed, else what rd__pump returned pumping until the
- * deadline (or 1 ms, while the node is not told the wait blocks). */
+ * deadline (or 1 ms, while the node is not told the wait blocks).  Even a
+ * zero timeout reads what the sockets already hold, once (polled). */
 static int waiter_round(waiter *w) {
-  int64_t left;
-  if (wait_left(w->deadline, &w->polled, &left)) return 1;
+  int64_t left = -1;   /* no deadline */
+  if (w->deadline) {
+    uint64_t now = rd__now_ns();
+    if (now >= w->deadline && w->polled) return 1;
+    left = now >= w->deadline ? 0 : (int64_t)((w->deadline - now) / 1000000) + 1;
+  }
+  w->polled = 1;
   return rd__pump(wait_block_round(&w->wb, left));
 }
 

@@ -336,6 +336,16 @@ static int t_window(void) {
   return 0;
 }
 
+/* Takes items 0..n-1 of stream s, in order. */
+static void take(rd_ref s, long n) {
+  rd_ref it;
+  for (long i = 0; i < n; i++) {
+    CHECK_EQ(rd_stream_next(s, &it, 30000), 0);
+    check_item(it, i);
+    rd_ref_release(it);
+  }
+}
+
 /* A task that fails after 3 items: the caller takes the 3, then gets the
  * task's error; rd_get on the stream has its message. */
 static int t_failure(void) {
@@ -344,11 +354,7 @@ static int t_failure(void) {
   long n = 3;
   rd_ref s, it;
   CHECK_EQ(rd_submit(gen_then_fail, RD_ARGS(rd_arg_bytes(&n, sizeof(n))), &o, &s), 0);
-  for (long i = 0; i < 3; i++) {
-    CHECK_EQ(rd_stream_next(s, &it, 30000), 0);
-    check_item(it, i);
-    rd_ref_release(it);
-  }
+  take(s, 3);
   CHECK_EQ(rd_stream_next(s, &it, 30000), RD_ETASK);
   long cnt;
   char msg[300] = "";
@@ -415,11 +421,7 @@ static int t_cancel(void) {
   rd_task_opts o = streaming(8);
   rd_ref s, it;
   CHECK_EQ(rd_submit(gen_forever, RD_NO_ARGS, &o, &s), 0);
-  for (long i = 0; i < 5; i++) {
-    CHECK_EQ(rd_stream_next(s, &it, 30000), 0);
-    check_item(it, i);
-    rd_ref_release(it);
-  }
+  take(s, 5);
   CHECK_EQ(rd_cancel(s, 0), 0);
   int r;
   long extra = 0;
@@ -439,11 +441,7 @@ static int t_cancel(void) {
   rd_ref_release(p);
 
   s = submit_gen(60, 64, 250000, 0, 2);
-  for (long i = 0; i < 2; i++) {
-    CHECK_EQ(rd_stream_next(s, &it, 30000), 0);
-    check_item(it, i);
-    rd_ref_release(it);
-  }
+  take(s, 2);
   rd_ref_release(s);
   CHECK_EQ(rd_submit(plain, RD_ARGS(rd_arg_bytes(&v, sizeof(v))), NULL, &p), 0);
   CHECK_EQ(rd_get(&p, 1, &b, 20000), 0);   /* the released stream's producer finished */
@@ -593,11 +591,7 @@ static int t_exclusive(void) {
         rd_buf_release(&bufs[i]);
         rd_ref_release(refs[i]);
       }
-      for (long i = 0; i < 10; i++) {
-        CHECK_EQ(rd_stream_next(s, &it, 30000), 0);
-        check_item(it, i);
-        rd_ref_release(it);
-      }
+      take(s, 10);
       CHECK_EQ(rd_stream_next(s, &it, 30000), RD_EEND);
       rd_ref_release(s);
       break;
