@@ -48,9 +48,21 @@
 #define CO_UNIX_BUF (4 << 20)  /* socket buffers between members on one host */
 #define CO_TOKEN_MAX 160
 #define CO_HELLO_WAIT_MS 5000  /* a connection must say hello within this */
+#define CO_BACKLOG 128        /* connections waiting to be accepted (rd_send/rd_recv's come from every lower rank) */
 #define CO_SMALL_BYTES 16384   /* all-reduces up to this a member gather whole buffers */
 
-enum { CO_BARRIER = 1, CO_ALLREDUCE = 2, CO_BROADCAST = 3, CO_ALLGATHER = 4, CO_REDUCE_SCATTER = 5 };
+enum { CO_BARRIER = 1, CO_ALLREDUCE = 2, CO_BROADCAST = 3, CO_ALLGATHER = 4, CO_REDUCE_SCATTER = 5, CO_SEND = 6 };
+
+typedef struct co_entry co_entry;
+typedef struct co_hello co_hello;
+typedef struct co_pending co_pending;
+
+/* rd_send/rd_recv's connection with one other member (made at its first
+ * use, by the lower rank) and the messages each way so far. */
+typedef struct co_peer {
+  int fd;
+  uint64_t sent, got;
+} co_peer;
 
 struct rd_collective {
   int world, rank;
@@ -61,6 +73,14 @@ struct rd_collective {
   uint8_t *tmp;             /* all-reduce: the block coming from the left */
   size_t tmpcap;
   char name[RD_COLLECTIVE_MAX_NAME + 1];
+  /* for rd_send/rd_recv: the listening sockets (TCP, Unix), where every
+   * member listens, this member's hello, and a connection per member */
+  int lfd[2];
+  co_entry *tab;
+  co_hello *hello;
+  co_peer *peer;
+  co_pending *pend;         /* accepted connections whose hello is still coming */
+  int npend;
 };
 
 static uint64_t co_now_ns(void) {
@@ -93,8 +113,20 @@ static int co_ring(const rd_collective *g, int k) {
   return ((g->rank + k) % g->world + g->world) % g->world;
 }
 
-/* The group fails with err: both connections close (the neighbours then
- * fail too), and every later call returns RD_ECONN. */
+/* Every socket of the group: the ring's, rd_send/rd_recv's, the listening
+ * ones and those whose hello is still coming. */
+static void co_pend_close(rd_collective *g);
+static void co_close_all(rd_collective *g) {
+  co_close(&g->right);
+  co_close(&g->left);
+  co_close(&g->lfd[0]);
+  co_close(&g->lfd[1]);
+  for (int i = 0; g->peer && i < g->world; i++) co_close(&g->peer[i].fd);
+  if (g->pend) co_pend_close(g);
+}
+
+/* The group fails with err: every connection closes (the members at their
+ * other ends then fail too), and every later call returns RD_ECONN. */
 static int co_fail(rd_collective *g, int err, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 static int co_fail(rd_collective *g, int err, const char *fmt, ...) {
   char msg[512];
@@ -105,8 +137,7 @@ static int co_fail(rd_collective *g, int err, const char *fmt, ...) {
   rd__log(RD_LOG_WARN, "collective group '%s', rank %d of %d: %s (%s)", g->name, g->rank, g->world, msg,
           rd_err_name(err));
   if (!g->err) g->err = err;
-  co_close(&g->right);
-  co_close(&g->left);
+  co_close_all(g);
   return err;
 }
 
@@ -115,11 +146,11 @@ static int co_fail(rd_collective *g, int err, const char *fmt, ...) {
 /* Where a member listens: TCP on its node's IP, and an abstract Unix socket
  * that members on the same host (the same kernel boot id) use instead:
  * about twice TCP's bandwidth over loopback. */
-typedef struct co_entry {
+struct co_entry {
   char addr[48];    /* "IP:PORT" */
   char uaddr[40];   /* the Unix socket's name, without its leading NUL */
   char host[40];    /* the kernel's boot id */
-} co_entry;
+};
 
 /* The rendezvous actor's state: where each rank that joined listens. */
 typedef struct co_rdv {
@@ -222,13 +253,13 @@ static int rdv_call(rd_collective *g, rd_actor rdv, const co_reg *reg, co_entry 
 
 /* ------------------------------------------------------------ connections */
 
-typedef struct co_hello {
+struct co_hello {
   uint32_t magic;
   int32_t world, rank;
-  uint32_t pad;
+  uint32_t p2p;              /* 0: the ring's connection from the left; 1: rd_send/rd_recv's */
   uint64_t rdv;              /* the rendezvous actor both joined through */
   char token[CO_TOKEN_MAX];
-} co_hello;
+};
 
 /* Write or read all of buf on a non-blocking socket before the deadline. */
 static int co_io(int fd, void *buf, size_t n, int out, uint64_t deadline) {
@@ -285,7 +316,7 @@ static int co_listen(const char *ip, co_entry *e, int *tcp_out, int *unix_out) {
   int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
   if (fd < 0) return RD_ESYS;
   socklen_t len = sizeof(sa);
-  if (bind(fd, (struct sockaddr *)&sa, sizeof(sa)) != 0 || listen(fd, 16) != 0 ||
+  if (bind(fd, (struct sockaddr *)&sa, sizeof(sa)) != 0 || listen(fd, CO_BACKLOG) != 0 ||
       getsockname(fd, (struct sockaddr *)&sa, &len) != 0) {
     close(fd);
     return RD_ESYS;
@@ -309,7 +340,7 @@ static int co_listen(const char *ip, co_entry *e, int *tcp_out, int *unix_out) {
   struct sockaddr_un su;
   socklen_t ulen = co_unix_addr(&su, e->uaddr);
   int ufd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
-  if (ufd < 0 || bind(ufd, (struct sockaddr *)&su, ulen) != 0 || listen(ufd, 16) != 0) {
+  if (ufd < 0 || bind(ufd, (struct sockaddr *)&su, ulen) != 0 || listen(ufd, CO_BACKLOG) != 0) {
     if (ufd >= 0) close(ufd);
     e->uaddr[0] = e->host[0] = 0;
     return 0;
@@ -379,13 +410,13 @@ static int co_token_eq(const char *a, const char *b) {
   return d == 0;
 }
 
-/* A connection accepted while joining, until its hello has come. */
-typedef struct co_pending {
+/* An accepted connection, until its hello has come. */
+struct co_pending {
   int fd;
   uint64_t until;   /* closed if its hello is not whole by then */
   size_t got;
   co_hello h;
-} co_pending;
+};
 
 #define CO_PENDING_MAX 8
 
@@ -396,20 +427,51 @@ static void co_refuse(rd_collective *g, co_pending *p, int want_rank, const char
   p->fd = -1;
 }
 
-/* Take the left neighbour's connection from the listening sockets: the first
- * whose hello names this group's rendezvous, world, the left rank and the
- * cluster's token.  Other connections are closed: a wrong hello at once, a
- * silent one after CO_HELLO_WAIT_MS; up to CO_PENDING_MAX wait for their
- * hellos together, so a stranger that says nothing does not hold the
- * neighbour back. */
-static int co_accept_left(rd_collective *g, const int *lfd, const co_hello *want, uint64_t deadline) {
-  co_pending pend[CO_PENDING_MAX];
-  int np = 0, r = RD_ETIMEDOUT;
+/* Whether hello h is one this member takes: the ring's left neighbour's
+ * (want->p2p 0: want's rank exactly) or, for rd_send/rd_recv (want->p2p
+ * 1), any lower rank's not connected yet; both of this group's rendezvous,
+ * world and cluster token. */
+static int co_hello_ok(const rd_collective *g, const co_hello *h, const co_hello *want) {
+  if (h->magic != CO_MAGIC || h->world != want->world || h->rdv != want->rdv || h->p2p != want->p2p ||
+      !co_token_eq(h->token, want->token))
+    return 0;
+  if (!want->p2p) return h->rank == want->rank;
+  return h->rank >= 0 && h->rank < g->rank && g->peer[h->rank].fd < 0;
+}
+
+/* A connection whose hello is good: the left neighbour's, or a lower
+ * rank's for rd_send/rd_recv, acknowledged here (its first send or recv
+ * waits for that).  Its rank. */
+static int co_take(rd_collective *g, int fd, const co_hello *h, uint64_t deadline) {
+  if (!h->p2p) {
+    g->left = fd;
+    return h->rank;
+  }
+  uint32_t ack = CO_MAGIC;
+  if (co_io(fd, &ack, sizeof(ack), 1, deadline) != 0) {
+    close(fd);   /* that member finds it closed */
+    return -1;
+  }
+  g->peer[h->rank].fd = fd;
+  return h->rank;
+}
+
+/* Take the connection of rank want->rank (the left neighbour, or a lower
+ * rank for rd_send/rd_recv: see co_hello_ok) from the listening sockets.
+ * Other connections are closed: a wrong hello at once, a silent one after
+ * CO_HELLO_WAIT_MS; up to CO_PENDING_MAX wait for their hellos together,
+ * so a stranger that says nothing does not hold the member wanted back.
+ * Good rd_send/rd_recv connections of other ranks that come first are
+ * taken too, and those whose hello is still coming wait in g->pend for
+ * the next call. */
+static int co_accept(rd_collective *g, const co_hello *want, uint64_t deadline) {
+  co_pending *pend = g->pend;
+  int r = RD_ETIMEDOUT;
   for (;;) {
     struct pollfd pf[2 + CO_PENDING_MAX];
-    int nl = 0;
+    int nl = 0, np = g->npend;
     for (int k = 0; k < 2 && np < CO_PENDING_MAX; k++)
-      if (lfd[k] >= 0) pf[nl++] = (struct pollfd){lfd[k], POLLIN, 0};
+      if (g->lfd[k] >= 0) pf[nl++] = (struct pollfd){g->lfd[k], POLLIN, 0};
     uint64_t wake = deadline;
     for (int i = 0; i < np; i++) {
       pf[nl + i] = (struct pollfd){pend[i].fd, POLLIN, 0};
@@ -421,7 +483,6 @@ static int co_accept_left(rd_collective *g, const int *lfd, const co_hello *want
       break;
     }
     uint64_t now = co_now_ns();
-    if (deadline && now >= deadline) break;
     for (int i = 0; i < np; i++) {
       co_pending *p = &pend[i];
       if (pr > 0 && pf[nl + i].revents) {
@@ -430,37 +491,40 @@ static int co_accept_left(rd_collective *g, const int *lfd, const co_hello *want
         else if (k == 0 || (errno != EAGAIN && errno != EINTR)) co_refuse(g, p, want->rank, "it closed or failed");
       }
       if (p->fd >= 0 && p->got == sizeof(p->h)) {
-        if (p->h.magic == CO_MAGIC && p->h.world == want->world && p->h.rank == want->rank && p->h.rdv == want->rdv &&
-            co_token_eq(p->h.token, want->token)) {
-          g->left = p->fd;
+        if (co_hello_ok(g, &p->h, want)) {
+          int fd = p->fd;
           p->fd = -1;
-          r = 0;
-          break;
+          if (co_take(g, fd, &p->h, deadline) == want->rank) r = 0;
+        } else {
+          co_refuse(g, p, want->rank, "a wrong hello");
         }
-        co_refuse(g, p, want->rank, "a wrong hello");
       } else if (p->fd >= 0 && now >= p->until) {
         co_refuse(g, p, want->rank, "no hello in time");
       }
     }
-    if (r == 0) break;
-    int keep = 0;   /* drop the closed ones */
+    int keep = 0;   /* drop the closed and taken ones */
     for (int i = 0; i < np; i++)
       if (pend[i].fd >= 0) pend[keep++] = pend[i];
-    np = keep;
-    for (int k = 0; pr > 0 && k < nl && np < CO_PENDING_MAX; k++) {
+    g->npend = keep;
+    if (r == 0 || (deadline && now >= deadline)) break;
+    for (int k = 0; pr > 0 && k < nl && g->npend < CO_PENDING_MAX; k++) {
       if (!pf[k].revents) continue;
       int fd = accept4(pf[k].fd, NULL, NULL, SOCK_CLOEXEC);
       if (fd < 0) continue;
       co_sock_setup(fd);
-      co_pending *p = &pend[np++];
+      co_pending *p = &pend[g->npend++];
       memset(p, 0, sizeof(*p));
       p->fd = fd;
       p->until = now + (uint64_t)CO_HELLO_WAIT_MS * 1000000ull;
     }
   }
-  for (int i = 0; i < np; i++)
-    if (pend[i].fd >= 0) close(pend[i].fd);
   return r;
+}
+
+/* Close the connections still waiting for their hellos. */
+static void co_pend_close(rd_collective *g) {
+  for (int i = 0; i < g->npend; i++) close(g->pend[i].fd);
+  g->npend = 0;
 }
 
 /* ------------------------------------------------------------ data */
@@ -540,6 +604,7 @@ static const char *co_kind_name(uint32_t k) {
     case CO_BROADCAST: return "rd_broadcast";
     case CO_ALLGATHER: return "rd_allgather";
     case CO_REDUCE_SCATTER: return "rd_reduce_scatter";
+    case CO_SEND: return "rd_send";
     default: return "an unknown operation";
   }
 }
@@ -711,14 +776,27 @@ static int co_reduce_scatter(rd_collective *g, uint8_t *b, size_t count, size_t 
   return r;
 }
 
-int rd_allreduce(rd_collective *g, void *buf, size_t count, int dtype, int op) {
-  int r = co_usable(g, "rd_allreduce");
+/* What rd_allreduce and rd_reduce_scatter check: a usable group, a known
+ * dtype (its size in *es) and op, buffers when count is not 0, and a size
+ * (count, or count per member when scatter) that cannot overflow. */
+static int co_reduce_args(rd_collective *g, const char *what, size_t count, int scatter, int dtype, int op,
+                          int have_bufs, size_t *es) {
+  int r = co_usable(g, what);
   if (r != 0) return r;
-  size_t es = co_esize(dtype);
-  if (!es || op < RD_SUM || op > RD_MAX || (count && !buf) || count > SIZE_MAX / 16) {
-    rd__log(RD_LOG_WARN, "rd_allreduce: bad arguments (dtype %d, op %d, count %zu, buf %p)", dtype, op, count, buf);
+  size_t members = scatter ? (size_t)g->world : 1;
+  *es = co_esize(dtype);
+  if (!*es || op < RD_SUM || op > RD_MAX || (count && !have_bufs) || count > SIZE_MAX / 16 / members) {
+    rd__log(RD_LOG_WARN, "%s: bad arguments (dtype %d, op %d, count %zu%s)", what, dtype, op, count,
+            count && !have_bufs ? ", a NULL buffer" : "");
     return RD_EINVAL;
   }
+  return 0;
+}
+
+int rd_allreduce(rd_collective *g, void *buf, size_t count, int dtype, int op) {
+  size_t es;
+  int r = co_reduce_args(g, "rd_allreduce", count, 0, dtype, op, buf != NULL, &es);
+  if (r != 0) return r;
   if (g->world == 1) return 0;
   uint64_t deadline = co_deadline(g->timeout_ms);
   r = co_begin(g, CO_ALLREDUCE, count, dtype, op, 0, deadline);
@@ -738,15 +816,9 @@ int rd_allreduce(rd_collective *g, void *buf, size_t count, int dtype, int op) {
 }
 
 int rd_reduce_scatter(rd_collective *g, const void *send, void *recv, size_t recv_count, int dtype, int op) {
-  int r = co_usable(g, "rd_reduce_scatter");
+  size_t es;
+  int r = co_reduce_args(g, "rd_reduce_scatter", recv_count, 1, dtype, op, send && recv, &es);
   if (r != 0) return r;
-  size_t es = co_esize(dtype);
-  if (!es || op < RD_SUM || op > RD_MAX || (recv_count && (!send || !recv)) ||
-      recv_count > SIZE_MAX / 16 / (size_t)g->world) {
-    rd__log(RD_LOG_WARN, "rd_reduce_scatter: bad arguments (dtype %d, op %d, recv_count %zu, send %p, recv %p)", dtype,
-            op, recv_count, send, recv);
-    return RD_EINVAL;
-  }
   size_t bytes = recv_count * es, total = bytes * (size_t)g->world;
   if (g->world == 1) {
     if (bytes && recv != send) memmove(recv, send, bytes);
@@ -807,6 +879,97 @@ int rd_allgather(rd_collective *g, const void *send, size_t size, void *recv) {
   return r != 0 ? r : co_gather_ring(g, out, size, deadline);
 }
 
+/* ---- send, receive ---- */
+
+/* The connection with member `other` for rd_send/rd_recv.  The lower rank
+ * of the two makes it: it connects, says hello, and waits for the higher
+ * one's acknowledgement, which comes when the higher one makes its first
+ * rd_send or rd_recv with it (and takes connections from its listening
+ * sockets until that one's is there). */
+static int co_peer_fd(rd_collective *g, int other, uint64_t deadline) {
+  co_peer *p = &g->peer[other];
+  if (p->fd >= 0) return p->fd;
+  co_hello want = *g->hello;
+  want.p2p = 1;
+  int r;
+  if (g->rank > other) {
+    want.rank = other;
+    r = co_accept(g, &want, deadline);
+  } else {
+    r = co_connect_entry(&g->tab[other], g->tab[g->rank].host, deadline, &p->fd);
+    if (r == RD_EAGAIN) r = RD_ECONN;   /* it listened since the join: gone */
+    uint32_t ack = 0;
+    if (r == 0) r = co_io(p->fd, &want, sizeof(want), 1, deadline);
+    if (r == 0) r = co_io(p->fd, &ack, sizeof(ack), 0, deadline);
+    if (r == 0 && ack != CO_MAGIC) r = RD_EPROTO;
+  }
+  if (r == RD_ETIMEDOUT)
+    return co_fail(g, r, "waited %lld ms for rank %d to make its first rd_send or rd_recv with this rank",
+                   (long long)g->timeout_ms, other);
+  if (r != 0)
+    return co_fail(g, r == RD_ENOMEM || r == RD_ESYS ? r : RD_ECONN,
+                   "no connection with rank %d for rd_send/rd_recv: %s (it left the group, failed or died)", other,
+                   rd_err_name(r));
+  return p->fd;
+}
+
+static int co_p2p_args(rd_collective *g, const char *what, const void *buf, size_t size, int other) {
+  int r = co_usable(g, what);
+  if (r != 0) return r;
+  if (other < 0 || other >= g->world || other == g->rank || (size && !buf)) {
+    rd__log(RD_LOG_WARN, "%s: bad arguments (rank %d of %d to or from rank %d, size %zu%s)", what, g->rank,
+            g->world, other, size, size && !buf ? ", a NULL buffer" : "");
+    return RD_EINVAL;
+  }
+  return 0;
+}
+
+int rd_send(rd_collective *g, const void *buf, size_t size, int dst) {
+  int r = co_p2p_args(g, "rd_send", buf, size, dst);
+  if (r != 0) return r;
+  uint64_t deadline = co_deadline(g->timeout_ms);
+  int fd = co_peer_fd(g, dst, deadline);
+  if (fd < 0) return fd;
+  co_op h = {CO_MAGIC, CO_SEND, g->peer[dst].sent, size, 0, 0, g->rank, 0};
+  r = co_io(fd, &h, sizeof(h), 1, deadline);
+  if (r == 0 && size) r = co_io(fd, (void *)buf, size, 1, deadline);
+  if (r == RD_ETIMEDOUT)
+    return co_fail(g, r, "waited %lld ms for rank %d to take %zu bytes (it does not call rd_recv)",
+                   (long long)g->timeout_ms, dst, size);
+  if (r != 0)
+    return co_fail(g, RD_ECONN, "sending to rank %d: %s (it left the group, failed or died)", dst, rd_err_name(r));
+  g->peer[dst].sent++;
+  return 0;
+}
+
+int rd_recv(rd_collective *g, void *buf, size_t size, int src) {
+  int r = co_p2p_args(g, "rd_recv", buf, size, src);
+  if (r != 0) return r;
+  uint64_t deadline = co_deadline(g->timeout_ms);
+  int fd = co_peer_fd(g, src, deadline);
+  if (fd < 0) return fd;
+  co_op h;
+  int payload = 0;   /* the header came and was right */
+  r = co_io(fd, &h, sizeof(h), 0, deadline);
+  if (r == 0) {
+    if (h.magic != CO_MAGIC || h.kind != CO_SEND || h.root != src || h.seq != g->peer[src].got)
+      return co_fail(g, RD_EPROTO, "rank %d sent garbage", src);
+    if (h.size != size)
+      return co_fail(g, RD_EINVAL,
+                     "rank %d sent %llu bytes as its message %llu to this rank, and rd_recv here takes %zu", src,
+                     (unsigned long long)h.size, (unsigned long long)h.seq, size);
+    payload = 1;
+    r = co_io(fd, buf, size, 0, deadline);
+  }
+  if (r == RD_ETIMEDOUT)
+    return co_fail(g, r, "waited %lld ms for rank %d's message %llu%s", (long long)g->timeout_ms, src,
+                   (unsigned long long)g->peer[src].got, payload ? " to come whole" : " (it does not call rd_send)");
+  if (r != 0)
+    return co_fail(g, RD_ECONN, "receiving from rank %d: %s (it left the group, failed or died)", src, rd_err_name(r));
+  g->peer[src].got++;
+  return 0;
+}
+
 /* ------------------------------------------------------------ join, leave */
 
 int rd_collective_rank(const rd_collective *g) { return g ? g->rank : -1; }
@@ -814,8 +977,11 @@ int rd_collective_world(const rd_collective *g) { return g ? g->world : 0; }
 
 void rd_collective_leave(rd_collective *g) {
   if (!g) return;
-  co_close(&g->right);
-  co_close(&g->left);
+  co_close_all(g);
+  free(g->pend);
+  free(g->peer);
+  free(g->tab);
+  free(g->hello);
   free(g->tmp);
   free(g);
 }
@@ -872,7 +1038,7 @@ static int co_connect_right(rd_collective *g, co_joining *j, uint64_t deadline) 
  * stale and reused by another process) is made again.  The order has no
  * cycle: connections complete in the kernel's backlog, and a member
  * acknowledges its left before it waits for its right. */
-static int co_connect_ring(rd_collective *g, const int *lfd, const co_entry *me, const char *token,
+static int co_connect_ring(rd_collective *g, const co_entry *me, const char *token,
                            uint64_t deadline, rd_actor *rdv_out) {
   co_joining j;
   memset(&j, 0, sizeof(j));
@@ -892,7 +1058,7 @@ static int co_connect_ring(rd_collective *g, const int *lfd, const co_entry *me,
     if (r == 0 && !accepted) {
       co_hello want = j.hello;
       want.rank = co_ring(g, -1);
-      r = co_accept_left(g, lfd, &want, deadline);
+      r = co_accept(g, &want, deadline);
       uint32_t ack = CO_MAGIC;
       if (r == 0) r = co_io(g->left, &ack, sizeof(ack), 1, deadline);
       accepted = r == 0;
@@ -906,8 +1072,17 @@ static int co_connect_ring(rd_collective *g, const int *lfd, const co_entry *me,
     r = rdv_call(g, j.rdv, NULL, j.tab);
     if (r == RD_EACTOR_DIED) r = co_register(g, &j, deadline);
   }
-  free(j.tab);
+  co_pend_close(g);   /* strangers: only the left neighbour is taken while joining */
   *rdv_out = j.rdv;   /* also on failure: rank 0 then removes it */
+  /* rd_send/rd_recv connect by the table, and say this hello */
+  g->hello = r == 0 ? malloc(sizeof(*g->hello)) : NULL;
+  if (r == 0 && !g->hello) r = RD_ENOMEM;
+  if (r == 0) {
+    *g->hello = j.hello;
+    g->tab = j.tab;
+  } else {
+    free(j.tab);
+  }
   return r;
 }
 
@@ -928,7 +1103,7 @@ int rd_collective_join(const char *name, int world, int rank, int64_t timeout_ms
   g->world = world;
   g->rank = rank;
   g->timeout_ms = timeout_ms < 0 ? -1 : timeout_ms;
-  g->right = g->left = -1;
+  g->right = g->left = g->lfd[0] = g->lfd[1] = -1;
   snprintf(g->name, sizeof(g->name), "%s", name);
   if (world == 1) {
     *out = g;
@@ -937,18 +1112,22 @@ int rd_collective_join(const char *name, int world, int rank, int64_t timeout_ms
   uint64_t deadline = co_deadline(g->timeout_ms);
   co_entry me;
   memset(&me, 0, sizeof(me));
-  int lfd[2] = {-1, -1};
-  r = co_listen(ip, &me, &lfd[0], &lfd[1]);
+  r = co_listen(ip, &me, &g->lfd[0], &g->lfd[1]);   /* kept for rd_send/rd_recv's connections */
   if (r != 0) {
     rd__log(RD_LOG_WARN, "rd_collective_join '%s': cannot listen on %s: %s", name, ip, strerror(errno));
     free(g);
     return r;
   }
   rd_actor rdv = {0};
-  r = co_connect_ring(g, lfd, &me, token, deadline, &rdv);
-  co_close(&lfd[0]);
-  co_close(&lfd[1]);
-  if (r == 0) r = rd_barrier(g);   /* everybody is connected: the rendezvous has done its part */
+  g->pend = calloc(CO_PENDING_MAX, sizeof(*g->pend));
+  g->peer = malloc((size_t)world * sizeof(*g->peer));
+  if (!g->pend || !g->peer) r = RD_ENOMEM;
+  for (int i = 0; g->peer && i < world; i++) g->peer[i] = (co_peer){-1, 0, 0};
+  if (r == 0) r = co_connect_ring(g, &me, token, deadline, &rdv);
+  /* every member's entry, for rd_send/rd_recv (the table read from the
+   * rendezvous may predate later members); once it is whole here, everybody
+   * is connected: the rendezvous has done its part */
+  if (r == 0) r = rd_allgather(g, &me, sizeof(me), g->tab);
   if (r == 0) {
     struct sockaddr_storage ss;
     socklen_t sl = sizeof(ss);

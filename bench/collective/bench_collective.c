@@ -12,6 +12,13 @@
  *   ./build/bench/collective/bench_collective [--worlds 2,4] [--sizes 8,65536,4194304,67108864]
  *                                             [--min-time S] [--no-driver]
  *
+ * Then, with --p2p-sizes (default 8,65536,1048576,16777216), messages
+ * from one actor to another: rd_send/rd_recv between the two (one way, many
+ * in a row: time per message and bandwidth; and ping-pong: half the round
+ * trip), and side by side what a pipeline does without them, the driver
+ * passing each message's ref from one actor's call to the other's
+ * (examples/pipeline_parallel): many in flight, and one at a time.
+ *
  * A program, not a test. */
 #include <raydist.h>
 
@@ -96,6 +103,69 @@ RD_ACTOR_METHOD(Member, ring) {
   return rd_return_bytes(call, 0, &per, sizeof(per));
 }
 
+typedef struct p2p_spec {
+  char group[32];
+  int rank, pingpong;
+  double min_time;
+  int64_t bytes;
+} p2p_spec;
+
+/* One message of s->bytes from rank 0 to rank 1 (pingpong: and back). */
+static int p2p_once(rd_collective *g, const p2p_spec *s, void *buf) {
+  int r = s->rank == 0 ? rd_send(g, buf, (size_t)s->bytes, 1) : rd_recv(g, buf, (size_t)s->bytes, 0);
+  if (r == 0 && s->pingpong)
+    r = s->rank == 1 ? rd_send(g, buf, (size_t)s->bytes, 0) : rd_recv(g, buf, (size_t)s->bytes, 1);
+  return r;
+}
+
+/* A group of two: rank 0 sends rank 1 messages (and, pingpong, it sends
+ * each back), five to warm up (the first makes the connection), then as
+ * many as rank 0 says fill min_time; seconds per message (per round
+ * trip). */
+RD_ACTOR_METHOD(Member, p2p) {
+  member *m = state;
+  p2p_spec s;
+  if (rd_arg_copy(call, 0, &s, sizeof(s)) != 0) return rd_call_fail(call, "bad spec");
+  if (member_fill(m, (size_t)s.bytes / 4 + 1, s.rank) != 0) return rd_call_fail(call, "out of memory");
+  rd_collective *g;
+  int r = rd_collective_join(s.group, 2, s.rank, 60000, &g);
+  if (r != 0) return rd_call_fail(call, "join: %s", rd_err_name(r));
+  r = p2p_once(g, &s, m->grad);   /* makes the connection */
+  double t0 = now();
+  for (int i = 0; i < 4 && r == 0; i++) r = p2p_once(g, &s, m->grad);
+  double one = (now() - t0) / 4;
+  int64_t iters = (int64_t)(s.min_time / (one > 1e-6 ? one : 1e-6));
+  if (iters < 3) iters = 3;
+  if (iters > 200000) iters = 200000;
+  if (r == 0) r = rd_broadcast(g, &iters, sizeof(iters), 0);
+  if (r == 0) r = rd_barrier(g);
+  t0 = now();
+  for (int64_t i = 0; i < iters && r == 0; i++) r = p2p_once(g, &s, m->grad);
+  if (r == 0) r = rd_barrier(g);   /* the last message has arrived */
+  double per = (now() - t0) / (double)iters;
+  rd_collective_leave(g);
+  if (r != 0) return rd_call_fail(call, "send/recv: %s", rd_err_name(r));
+  return rd_return_bytes(call, 0, &per, sizeof(per));
+}
+
+/* Through the object store: a message of argument 0's size... */
+RD_ACTOR_METHOD(Member, emit) {
+  member *m = state;
+  int64_t n;
+  if (rd_arg_copy(call, 0, &n, sizeof(n)) != 0) return rd_call_fail(call, "bad size");
+  if ((size_t)n > m->cap * 4 && member_fill(m, (size_t)n / 4 + 1, 0) != 0) return rd_call_fail(call, "out of memory");
+  return rd_return_bytes(call, 0, m->grad, (size_t)n);
+}
+
+/* ...taken by the other actor (reads its first and last bytes). */
+RD_ACTOR_METHOD(Member, take) {
+  (void)state;
+  rd_buf b;
+  if (rd_arg(call, 0, &b) != 0) return rd_call_fail(call, "bad message");
+  uint8_t ends[2] = {b.size ? ((const uint8_t *)b.data)[0] : 0, b.size ? ((const uint8_t *)b.data)[b.size - 1] : 0};
+  return rd_return_bytes(call, 0, ends, sizeof(ends));
+}
+
 /* Through the driver: this member's gradient as an object... */
 RD_ACTOR_METHOD(Member, contribute) {
   member *m = state;
@@ -116,6 +186,20 @@ RD_ACTOR_METHOD(Member, receive) {
 
 /* ------------------------------------------------------------ the driver */
 
+/* Waits for the n members' calls; the seconds member `which` returned. */
+static double members_time(rd_ref *refs, int n, int which, const char *what) {
+  double per = 0;
+  for (int k = 0; k < n; k++) {
+    rd_buf b;
+    int r = rd_get(&refs[k], 1, &b, RD_TIMEOUT_INF);
+    if (r != 0) DIE("%s member %d: %s: %.*s", what, k, rd_err_name(r), (int)b.size, (const char *)b.data);
+    if (k == which) memcpy(&per, b.data, sizeof(per));
+    rd_buf_release(&b);
+    rd_ref_release(refs[k]);
+  }
+  return per;
+}
+
 static double ring_time(rd_actor *a, int world, int64_t floats, double min_time, int seq) {
   rd_ref refs[64];
   for (int k = 0; k < world; k++) {
@@ -128,16 +212,7 @@ static double ring_time(rd_actor *a, int world, int64_t floats, double min_time,
     s.floats = floats;
     OK(rd_actor_call(a[k], Member_ring, RD_ARGS(rd_arg_bytes(&s, sizeof(s))), NULL, &refs[k]));
   }
-  double per = 0;
-  for (int k = 0; k < world; k++) {
-    rd_buf b;
-    int r = rd_get(&refs[k], 1, &b, RD_TIMEOUT_INF);
-    if (r != 0) DIE("ring member %d: %s: %.*s", k, rd_err_name(r), (int)b.size, (const char *)b.data);
-    if (k == 0) memcpy(&per, b.data, sizeof(per));
-    rd_buf_release(&b);
-    rd_ref_release(refs[k]);
-  }
-  return per;
+  return members_time(refs, world, 0, "ring");
 }
 
 /* One all-reduce through the driver. */
@@ -181,6 +256,52 @@ static double driver_time(rd_actor *a, int world, int64_t floats, double min_tim
   return (now() - t0) / iters;
 }
 
+static double p2p_time(rd_actor *a, int64_t bytes, int pingpong, double min_time, int seq) {
+  rd_ref refs[2];
+  for (int k = 0; k < 2; k++) {
+    p2p_spec s;
+    memset(&s, 0, sizeof(s));
+    snprintf(s.group, sizeof(s.group), "p2p-%d", seq);
+    s.rank = k;
+    s.pingpong = pingpong;
+    s.min_time = min_time;
+    s.bytes = bytes;
+    OK(rd_actor_call(a[k], Member_p2p, RD_ARGS(rd_arg_bytes(&s, sizeof(s))), NULL, &refs[k]));
+  }
+  return members_time(refs, 2, 1, "p2p");
+}
+
+/* Messages through the store: a[0].emit's result passed to a[1].take, up to
+ * `inflight` at once; seconds per message. */
+static double store_time(rd_actor *a, int64_t bytes, int inflight, double min_time) {
+  enum { MAXF = 64 };
+  rd_ref pend[MAXF];
+  int np = 0;
+  long done = 0;
+  double t0 = now(), end = 0;
+  for (long sent = 0;; sent++) {
+    if (np == inflight || (end && np)) {   /* take the oldest */
+      rd_buf b;
+      OK(rd_get(&pend[0], 1, &b, RD_TIMEOUT_INF));
+      rd_buf_release(&b);
+      rd_ref_release(pend[0]);
+      memmove(pend, pend + 1, (size_t)(np - 1) * sizeof(rd_ref));
+      np--;
+      done++;
+    }
+    if (!end && now() - t0 >= min_time && done >= 3) end = 1;
+    if (end) {
+      if (np == 0) break;
+      continue;
+    }
+    rd_ref m;
+    OK(rd_actor_call(a[0], Member_emit, RD_ARGS(rd_arg_bytes(&bytes, sizeof(bytes))), NULL, &m));
+    OK(rd_actor_call(a[1], Member_take, RD_ARGS(rd_arg_ref(m)), NULL, &pend[np++]));
+    rd_ref_release(m);
+  }
+  return (now() - t0) / (double)done;
+}
+
 static int parse_list(const char *s, long long *out, int max) {
   int n = 0;
   while (*s && n < max) {
@@ -194,15 +315,18 @@ static int parse_list(const char *s, long long *out, int max) {
 
 int main(int argc, char **argv) {
   long long worlds[8] = {2, 4}, sizes[16] = {8, 65536, 4194304, 67108864};
-  int nworlds = 2, nsizes = 4, with_driver = 1;
+  long long psizes[16] = {8, 65536, 1048576, 16777216};
+  int nworlds = 2, nsizes = 4, npsizes = 4, with_driver = 1;
   double min_time = 1.0;
   for (int i = 1; i < argc; i++) {
     if (!strcmp(argv[i], "--worlds") && i + 1 < argc) nworlds = parse_list(argv[++i], worlds, 8);
     else if (!strcmp(argv[i], "--sizes") && i + 1 < argc) nsizes = parse_list(argv[++i], sizes, 16);
     else if (!strcmp(argv[i], "--min-time") && i + 1 < argc) min_time = atof(argv[++i]);
+    else if (!strcmp(argv[i], "--p2p-sizes") && i + 1 < argc) npsizes = parse_list(argv[++i], psizes, 16);
     else if (!strcmp(argv[i], "--no-driver")) with_driver = 0;
     else if (strcmp(argv[i], "--help") == 0) {
-      printf("usage: %s [--worlds 2,4] [--sizes BYTES,...] [--min-time S] [--no-driver]\n", argv[0]);
+      printf("usage: %s [--worlds 2,4] [--sizes BYTES,...] [--p2p-sizes BYTES,...] [--min-time S] [--no-driver]\n",
+             argv[0]);
       return 0;
     } else DIE("unknown option %s", argv[i]);
   }
@@ -233,6 +357,24 @@ int main(int argc, char **argv) {
       fflush(stdout);
     }
     for (int k = 0; k < world; k++) OK(rd_actor_kill(a[k], 1));
+  }
+  if (npsizes > 0 && psizes[0] > 0) {
+    printf("\nfrom one actor to another, ms per message (GB/s):\n");
+    printf("%12s | %18s %12s | %18s %12s | %8s\n", "bytes", "rd_send/rd_recv", "ping-pong/2", "store, 16 in flight",
+           "store, 1", "speedup");
+    rd_actor a[2];
+    for (int k = 0; k < 2; k++) OK(rd_actor_create(Member, RD_NO_ARGS, NULL, &a[k]));
+    for (int si = 0; si < npsizes; si++) {
+      int64_t bytes = psizes[si];
+      double one_way = p2p_time(a, bytes, 0, min_time, seq++);
+      double half_rtt = p2p_time(a, bytes, 1, min_time, seq++) / 2;
+      double st16 = store_time(a, bytes, 16, min_time), st1 = store_time(a, bytes, 1, min_time);
+      printf("%12lld | %9.4f (%6.2f) %12.4f | %9.4f (%6.2f) %12.4f | %7.1fx\n", (long long)bytes, one_way * 1e3,
+             (double)bytes / one_way / 1e9, half_rtt * 1e3, st16 * 1e3, (double)bytes / st16 / 1e9, st1 * 1e3,
+             st16 / one_way);
+      fflush(stdout);
+    }
+    for (int k = 0; k < 2; k++) OK(rd_actor_kill(a[k], 1));
   }
   rd_shutdown();
   return 0;

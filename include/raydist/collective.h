@@ -3,7 +3,8 @@
  *
  * `world` processes (actors, tasks or the driver, on any nodes) join a named
  * group, each with its own rank, and then call the same operations in the
- * same order: all-reduce, reduce-scatter, broadcast, all-gather, barrier.  The bytes go
+ * same order: all-reduce, reduce-scatter, broadcast, all-gather, barrier;
+ * two of them can also send each other messages (rd_send, rd_recv).  The bytes go
  * straight between the members over TCP, around a ring (each member talks to
  * its two neighbours), not through an owner or the object store, so an
  * all-reduce moves 2 (world - 1) / world times the buffer per member, however
@@ -67,6 +68,22 @@ RD_EXTERN int rd_broadcast(rd_collective *g, void *buf, size_t size, int root) R
 RD_EXTERN int rd_allgather(rd_collective *g, const void *send, size_t size, void *recv) RD_MUST_CHECK;
 /* Returns once every member has called it. */
 RD_EXTERN int rd_barrier(rd_collective *g) RD_MUST_CHECK;
+
+/* Point to point (pipeline stages passing activations): rd_send's size
+ * bytes of buf go to member dst, whose rd_recv(g, buf, size, src = this
+ * rank) takes them.  Messages between two members arrive in the order they
+ * were sent, apart from the collective operations, and over a connection
+ * of their own, made at their first rd_send or rd_recv with each other
+ * (which waits until the other makes one with it too).  A send returns once
+ * its bytes are on their way: up to the sockets' buffers (4 MiB on one
+ * host) before the receiver takes them, so two members that both send a
+ * large message to each other before receiving wait for ever (till the
+ * timeout); send from one and receive at the other first.  A size other
+ * than the one sent fails the rd_recv with RD_EINVAL, and the sender at its
+ * next call, as the group is then broken.  RD_EINVAL for dst or src equal
+ * to this member's rank or out of range. */
+RD_EXTERN int rd_send(rd_collective *g, const void *buf, size_t size, int dst) RD_MUST_CHECK;
+RD_EXTERN int rd_recv(rd_collective *g, void *buf, size_t size, int src) RD_MUST_CHECK;
 
 #ifdef __cplusplus
 }

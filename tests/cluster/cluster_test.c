@@ -757,8 +757,10 @@ typedef struct co_spec {
   int world, rank, tcp, pad;
 } co_spec;
 
-/* Join, all-reduce 12 MiB of floats and broadcast 1 MiB from the last rank,
- * checking both: 0 with the sum's hash in *hash, or the failing code. */
+/* Join, all-reduce 12 MiB of floats, broadcast 1 MiB from the last rank
+ * and send 1 MiB around the ranks with rd_send/rd_recv (each adds 1 to
+ * every byte), checking all three: 0 with the sum's hash in *hash, or the
+ * failing code. */
 static int co_play(const co_spec *s, uint64_t *hash) {
   setenv("RAYDIST_COLLECTIVE_TCP", s->tcp ? "1" : "0", 1);
   rd_collective *g;
@@ -778,6 +780,16 @@ static int co_play(const co_spec *s, uint64_t *hash) {
   if (r == 0) r = rd_broadcast(g, b, nb, s->world - 1);
   for (size_t i = 0; r == 0 && i < nb; i++)
     if (b[i] != (uint8_t)(i * 7 + 1)) r = RD_EPROTO;
+  int next = (s->rank + 1) % s->world, prev = (s->rank + s->world - 1) % s->world;
+  if (r == 0 && s->rank == 0) r = rd_send(g, b, nb, next);
+  if (r == 0) r = rd_recv(g, b, nb, prev);
+  size_t added = (size_t)(s->rank ? s->rank - 1 : s->world - 1);   /* by the ranks it has been through */
+  for (size_t i = 0; r == 0 && i < nb; i++)
+    if (b[i] != (uint8_t)(i * 7 + 1 + added)) r = RD_EPROTO;
+  if (r == 0 && s->rank != 0) {
+    for (size_t i = 0; i < nb; i++) b[i]++;
+    r = rd_send(g, b, nb, next);
+  }
   free(f);
   free(b);
   rd_collective_leave(g);

@@ -3,6 +3,7 @@
  * API, with real processes: the driver, actors and a task in one group;
  * a group of one; members that call different things; a member that dies;
  * a join that times out and a group of the same name formed afterwards;
+ * rd_send/rd_recv between every pair and their failures;
  * strangers connecting to a member that joins; bad arguments.  `collective_test NAME` runs one case; the binary is
  * re-executed as workers. */
 #include <raydist.h>
@@ -30,7 +31,7 @@ typedef struct spec {
   int64_t timeout_ms;
 } spec;
 
-enum { SC_OPS = 1, SC_MISMATCH = 2, SC_DIE = 3, SC_JOIN_ONLY = 4 };
+enum { SC_OPS = 1, SC_MISMATCH = 2, SC_DIE = 3, SC_JOIN_ONLY = 4, SC_P2P_MISMATCH = 5, SC_P2P_DIE = 6 };
 
 /* What it reports. */
 typedef struct outcome {
@@ -55,6 +56,60 @@ static uint64_t fnv(const void *p, size_t n) {
     fprintf(stderr, "\n");                 \
     return -1;                             \
   } while (0)
+
+/* Byte i of the message member src sends member dst in round k. */
+static unsigned char p2p_byte(int src, int dst, int k, size_t i) {
+  return (unsigned char)(i * 31 + (size_t)src * 7 + (size_t)dst * 13 + (size_t)k * 101);
+}
+
+static int p2p_check(const unsigned char *b, size_t n, int src, int dst, int k) {
+  for (size_t i = 0; i < n; i++)
+    if (b[i] != p2p_byte(src, dst, k, i)) return -1;
+  return 0;
+}
+
+/* rd_send/rd_recv: every pair in turn (lower rank first) swaps a message
+ * of 0 B, 100 B, 70 KB or 1 MiB, three rounds, so each pair's connection
+ * is made once and reused; then a 3 MiB message goes around the ranks,
+ * each adding 1 to every byte. */
+static int run_p2p(rd_collective *g) {
+  int rank = rd_collective_rank(g), world = rd_collective_world(g), r;
+  static const size_t sizes[4] = {0, 100, 70000, 1u << 20};
+  unsigned char *b = malloc((3u << 20) + 5);
+  if (!b) OPS_FAIL("no memory");
+  for (int k = 0; k < 3; k++)
+    for (int i = 0; i < world; i++)
+      for (int j = i + 1; j < world; j++) {
+        if (rank != i && rank != j) continue;
+        int other = rank == i ? j : i;
+        size_t n = sizes[(i * 7 + j * 3 + k) % 4];
+        for (int turn = 0; turn < 2; turn++) {
+          if ((turn == 0) == (rank == i)) {   /* the lower rank sends first */
+            for (size_t x = 0; x < n; x++) b[x] = p2p_byte(rank, other, k, x);
+            if ((r = rd_send(g, b, n, other)) != 0) OPS_FAIL("send to %d: %s", other, rd_err_name(r));
+          } else {
+            memset(b, 0xee, n);
+            if ((r = rd_recv(g, b, n, other)) != 0) OPS_FAIL("recv from %d: %s", other, rd_err_name(r));
+            if (p2p_check(b, n, other, rank, k)) OPS_FAIL("round %d: wrong bytes from %d", k, other);
+          }
+        }
+      }
+  size_t n = (3u << 20) + 5;
+  int next = (rank + 1) % world, prev = (rank + world - 1) % world;
+  if (rank == 0) {
+    for (size_t x = 0; x < n; x++) b[x] = (unsigned char)(x * 131);
+    if ((r = rd_send(g, b, n, next)) != 0) OPS_FAIL("around: send: %s", rd_err_name(r));
+  }
+  if ((r = rd_recv(g, b, n, prev)) != 0) OPS_FAIL("around: recv: %s", rd_err_name(r));
+  for (size_t x = 0; x < n; x++)
+    if (b[x] != (unsigned char)(x * 131 + (size_t)(rank ? rank - 1 : world - 1))) OPS_FAIL("around: byte %zu", x);
+  if (rank != 0) {
+    for (size_t x = 0; x < n; x++) b[x]++;
+    if ((r = rd_send(g, b, n, next)) != 0) OPS_FAIL("around: send: %s", rd_err_name(r));
+  }
+  free(b);
+  return 0;
+}
 
 /* Every operation, checked against what it must give; the float result's
  * hash in *hash (every member must have the same bytes). */
@@ -141,7 +196,7 @@ static int run_ops(rd_collective *g, uint64_t *hash) {
       if (all[(size_t)k * NG + (size_t)i] != k + 1) OPS_FAIL("allgather block %d", k);
   free(all);
   if ((r = rd_barrier(g)) != 0) OPS_FAIL("barrier: %s", rd_err_name(r));
-  return 0;
+  return run_p2p(g);
 }
 
 /* Join as the spec says and play its scenario. */
@@ -171,6 +226,22 @@ static outcome play(const spec *s) {
     o.op_err = rd_allreduce(g, x, 1000, RD_FLOAT32, RD_SUM);
     o.op_seconds = now_s() - t0;
     o.next_err = rd_allreduce(g, x, 1000, RD_FLOAT32, RD_SUM);
+  } else if (s->scenario == SC_P2P_MISMATCH) {   /* rank 1 sends 10 bytes, rank 0 takes 11 */
+    char x[11] = {0};
+    double t0 = now_s();
+    o.op_err = s->rank == 1 ? rd_send(g, x, 10, 0) : rd_recv(g, x, 11, 1);
+    o.op_seconds = now_s() - t0;
+    o.next_err = s->rank == 1 ? rd_recv(g, x, 10, 0) : rd_barrier(g);
+  } else if (s->scenario == SC_P2P_DIE) {   /* the last rank dies; the others wait for its message */
+    if (s->rank == s->world - 1) {
+      usleep(200000);
+      kill(getpid(), SIGKILL);
+    }
+    char x[100];
+    double t0 = now_s();
+    o.op_err = rd_recv(g, x, sizeof(x), s->world - 1);
+    o.op_seconds = now_s() - t0;
+    o.next_err = rd_send(g, x, sizeof(x), s->rank ? 0 : 1);
   }
   rd_collective_leave(g);
   return o;
@@ -246,6 +317,19 @@ static outcome outcome_of(rd_ref r, int *call_err) {
   return o;
 }
 
+/* A group of `world` members plays `scenario`: members 1.. as in
+ * start_members, the driver as rank 0.  Their outcomes in o[], each
+ * member's call error in ce[] (ce[0]: 0). */
+static void run_group(const char *group, int world, int scenario, int64_t timeout_ms, int task, outcome *o, int *ce) {
+  rd_ref refs[8];
+  CHECK(world <= 8);
+  start_members(refs, group, world, scenario, timeout_ms, task);
+  spec s = make_spec(group, world, 0, scenario, timeout_ms);
+  o[0] = play(&s);
+  ce[0] = 0;
+  for (int k = 1; k < world; k++) o[k] = outcome_of(refs[k], &ce[k]);
+}
+
 /* ------------------------------------------------------------------ tests */
 
 /* The driver (rank 0), two actors and a task (rank 3) run every operation;
@@ -261,19 +345,14 @@ static int t_ops(void) {
     g_tcp = round == 1;
     const char *name = round < 2 ? "ops" : longest;
     enum { W = 4 };
-    rd_ref refs[W];
-    start_members(refs, name, W, SC_OPS, 60000, 1);
-    spec s = make_spec(name, W, 0, SC_OPS, 60000);
-    outcome mine = play(&s);
-    CHECK_EQ(mine.join_err, 0);
-    CHECK_EQ(mine.op_err, 0);
-    for (int k = 1; k < W; k++) {
-      int ce;
-      outcome o = outcome_of(refs[k], &ce);
-      CHECK_EQ(ce, 0);
-      CHECK_EQ(o.join_err, 0);
-      CHECK_EQ(o.op_err, 0);
-      CHECK(o.hash == mine.hash);
+    outcome o[W];
+    int ce[W];
+    run_group(name, W, SC_OPS, 60000, 1, o, ce);
+    for (int k = 0; k < W; k++) {
+      CHECK_EQ(ce[k], 0);
+      CHECK_EQ(o[k].join_err, 0);
+      CHECK_EQ(o[k].op_err, 0);
+      CHECK(o[k].hash == o[0].hash);
     }
     printf("round %d (%s, a %zu-byte name): 4 members agree\n", round, g_tcp ? "TCP" : "Unix sockets", strlen(name));
   }
@@ -307,18 +386,12 @@ static int t_world1(void) {
 static int t_mismatch(void) {
   init_or_die(2);
   enum { W = 3 };
-  rd_ref refs[W];
-  start_members(refs, "mismatch", W, SC_MISMATCH, 30000, 0);
-  spec s = make_spec("mismatch", W, 0, SC_MISMATCH, 30000);
   outcome o[W];
-  o[0] = play(&s);
-  for (int k = 1; k < W; k++) {
-    int ce;
-    o[k] = outcome_of(refs[k], &ce);
-    CHECK_EQ(ce, 0);
-  }
+  int ce[W];
+  run_group("mismatch", W, SC_MISMATCH, 30000, 0, o, ce);
   int einval = 0;
   for (int k = 0; k < W; k++) {
+    CHECK_EQ(ce[k], 0);
     printf("rank %d: %s after %.3f s, then %s\n", k, rd_err_name(o[k].op_err), o[k].op_seconds,
            rd_err_name(o[k].next_err));
     CHECK_EQ(o[k].join_err, 0);
@@ -337,15 +410,12 @@ static int t_mismatch(void) {
 static int t_member_dies(void) {
   init_or_die(2);
   enum { W = 3 };
-  rd_ref refs[W];
-  start_members(refs, "dies", W, SC_DIE, 30000, 0);
-  spec s = make_spec("dies", W, 0, SC_DIE, 30000);
-  outcome o0 = play(&s);
-  int ce;
-  outcome o1 = outcome_of(refs[1], &ce);
-  CHECK_EQ(ce, 0);
-  (void)outcome_of(refs[2], &ce);
-  CHECK_EQ(ce, RD_EACTOR_DIED);
+  outcome o[W];
+  int ce[W];
+  run_group("dies", W, SC_DIE, 30000, 0, o, ce);
+  outcome o0 = o[0], o1 = o[1];
+  CHECK_EQ(ce[1], 0);
+  CHECK_EQ(ce[2], RD_EACTOR_DIED);
   printf("rank 0: %s after %.3f s; rank 1: %s after %.3f s\n", rd_err_name(o0.op_err), o0.op_seconds,
          rd_err_name(o1.op_err), o1.op_seconds);
   CHECK_EQ(o0.join_err, 0);
@@ -354,6 +424,39 @@ static int t_member_dies(void) {
   CHECK_EQ(o1.op_err, RD_ECONN);
   CHECK(o0.op_seconds < 5 && o1.op_seconds < 5);
   CHECK_EQ(o0.next_err, RD_ECONN);
+  rd_shutdown();
+  return 0;
+}
+
+/* rd_recv of another size than was sent: RD_EINVAL there; the sender's
+ * next call (a receive) finds the group broken, if its send did not.  Then a member dies while
+ * the two others wait for its message: RD_ECONN at once, not at the
+ * timeout, and their next calls fail too. */
+static int t_p2p_errors(void) {
+  init_or_die(2);
+  outcome o[3];
+  int ce[3];
+  run_group("p2p_size", 2, SC_P2P_MISMATCH, 30000, 0, o, ce);
+  printf("size: rank 0 %s after %.3f s, then %s; rank 1 %s, then %s\n", rd_err_name(o[0].op_err), o[0].op_seconds,
+         rd_err_name(o[0].next_err), rd_err_name(o[1].op_err), rd_err_name(o[1].next_err));
+  CHECK_EQ(ce[1], 0);
+  CHECK_EQ(o[0].join_err, 0);
+  CHECK_EQ(o[0].op_err, RD_EINVAL);
+  CHECK_EQ(o[0].next_err, RD_ECONN);
+  CHECK(o[1].op_err == 0 || o[1].op_err == RD_ECONN);   /* its bytes went, or rank 0 had already closed */
+  CHECK_EQ(o[1].next_err, RD_ECONN);
+  CHECK(o[0].op_seconds < 5);
+  run_group("p2p_dies", 3, SC_P2P_DIE, 30000, 0, o, ce);
+  printf("dies: rank 0 %s after %.3f s; rank 1 %s after %.3f s\n", rd_err_name(o[0].op_err), o[0].op_seconds,
+         rd_err_name(o[1].op_err), o[1].op_seconds);
+  CHECK_EQ(ce[1], 0);
+  CHECK_EQ(ce[2], RD_EACTOR_DIED);
+  for (int k = 0; k < 2; k++) {
+    CHECK_EQ(o[k].join_err, 0);
+    CHECK_EQ(o[k].op_err, RD_ECONN);
+    CHECK(o[k].op_seconds < 5);
+    CHECK_EQ(o[k].next_err, RD_ECONN);
+  }
   rd_shutdown();
   return 0;
 }
@@ -389,16 +492,14 @@ static int t_join_timeout(void) {
   o = outcome_of(refs[1], &ce);
   CHECK_EQ(ce, 0);
   CHECK_EQ(o.join_err, RD_EINVAL);
-  start_members(refs, "late", 3, SC_OPS, 60000, 0);
-  spec s0 = make_spec("late", 3, 0, SC_OPS, 60000);
-  outcome mine = play(&s0);
-  CHECK_EQ(mine.join_err, 0);
-  CHECK_EQ(mine.op_err, 0);
-  for (int k = 1; k < 3; k++) {
-    o = outcome_of(refs[k], &ce);
-    CHECK_EQ(ce, 0);
-    CHECK_EQ(o.op_err, 0);
-    CHECK(o.hash == mine.hash);
+  outcome all[3];
+  int ces[3];
+  run_group("late", 3, SC_OPS, 60000, 0, all, ces);
+  for (int k = 0; k < 3; k++) {
+    CHECK_EQ(ces[k], 0);
+    CHECK_EQ(all[k].join_err, 0);
+    CHECK_EQ(all[k].op_err, 0);
+    CHECK(all[k].hash == all[0].hash);
   }
   rd_shutdown();
   return 0;
@@ -527,7 +628,13 @@ static int t_bad_args(void) {
   CHECK_EQ(rd_broadcast(NULL, f, 8, 0), RD_EINVAL);
   CHECK_EQ(rd_allgather(NULL, f, 8, f), RD_EINVAL);
   CHECK_EQ(rd_barrier(NULL), RD_EINVAL);
+  CHECK_EQ(rd_send(NULL, f, 8, 1), RD_EINVAL);
+  CHECK_EQ(rd_recv(NULL, f, 8, 1), RD_EINVAL);
   CHECK_EQ(rd_collective_join("g", 1, 0, 1000, &g), 0);
+  CHECK_EQ(rd_send(g, f, 8, 0), RD_EINVAL);   /* to itself */
+  CHECK_EQ(rd_recv(g, f, 8, 0), RD_EINVAL);
+  CHECK_EQ(rd_send(g, f, 8, 1), RD_EINVAL);   /* no such rank */
+  CHECK_EQ(rd_recv(g, f, 8, -1), RD_EINVAL);
   CHECK_EQ(rd_allreduce(g, f, 2, 99, RD_SUM), RD_EINVAL);
   CHECK_EQ(rd_allreduce(g, f, 2, RD_FLOAT32, 0), RD_EINVAL);
   CHECK_EQ(rd_allreduce(g, NULL, 2, RD_FLOAT32, RD_SUM), RD_EINVAL);
@@ -554,7 +661,7 @@ static int t_bad_args(void) {
 static const rd_test_case tests[] = {
     {"ops", t_ops},           {"world1", t_world1},         {"mismatch", t_mismatch},
     {"member_dies", t_member_dies}, {"join_timeout", t_join_timeout}, {"bad_args", t_bad_args},
-    {"intruders", t_intruders},
+    {"intruders", t_intruders}, {"p2p_errors", t_p2p_errors},
 };
 
 RD_TEST_MAIN(tests)
