@@ -1348,6 +1348,12 @@ static void gcs_actor_done(uv_work_t *w, int status) {
       rd__node_reply_actor_id(op->client_id, op->req_id, op->status == 0 ? 0 : RD_ENOENT, op->status ? err : NULL,
                               op->status == 0 ? op->actor_id : 0);
       break;
+    case GA_DEAD:   /* the name is free cluster-wide (or the GCS gave up): the kill is answered */
+      if (op->status != 0)
+        rd__log(RD_LOG_WARN, "actor %llu: the GCS did not take its death (%s); its name may stay taken",
+                (unsigned long long)op->actor_id, rd_strerror(op->status));
+      rd__node_actor_unnamed(op->actor_id);
+      break;
     default:
       break;
   }
@@ -1378,14 +1384,14 @@ int rd__cluster_actor_register(node_actor *a, node_client *c, uint64_t req_id) {
   return gcs_actor_queue(op);
 }
 
-void rd__cluster_actor_dead(node_actor *a, const char *why) {
-  if (!C.on || (rd__node_actor_hosted(a))) return;
+int rd__cluster_actor_dead(node_actor *a, const char *why) {
+  if (!C.on || (rd__node_actor_hosted(a))) return 0;
   gcs_actor_op *op = calloc(1, sizeof(*op));
-  if (!op) return;
+  if (!op) return 0;
   op->kind = GA_DEAD;
   op->actor_id = a->id;
   snprintf(op->reason, sizeof(op->reason), "%s", why ? why : "");
-  (void)gcs_actor_queue(op);
+  return gcs_actor_queue(op);
 }
 
 int rd__cluster_actor_lookup(node_client *c, uint64_t req_id, const char *name) {

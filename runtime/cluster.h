@@ -97,7 +97,7 @@ void rd__cluster_actor_kill(node_actor *a, int no_restart);
  * name, then call rd__node_actor_registered; 0 when not in a cluster. */
 int rd__cluster_actor_register(node_actor *a, node_client *c, uint64_t req_id);
 /* A recorded actor is dead for good: free its name in the GCS. */
-void rd__cluster_actor_dead(node_actor *a, const char *why);
+int rd__cluster_actor_dead(node_actor *a, const char *why);
 /* A name not known here: ask the GCS, answer c (1), or 0 when not in a cluster. */
 int rd__cluster_actor_lookup(node_client *c, uint64_t req_id, const char *name);
 

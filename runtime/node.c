@@ -824,7 +824,11 @@ static void actor_unbind(node_actor *a) {
   N.nactor_workers--;
 }
 
+/* Answer rd_actor_kill's callers; for a named actor that died, only once
+ * the GCS has freed its name (rd__node_actor_unnamed), so that when
+ * rd_actor_kill returns, no node finds the name or is refused it. */
 static void actor_answer_killers(node_actor *a) {
+  if (a->unnaming) return;
   while (a->killers) {
     parked_connect *p = a->killers;
     a->killers = p->next;
@@ -861,7 +865,7 @@ static void actor_schedule(node_actor *a) {
     a->place_err = err;
     free(a->death);
     a->death = strdup(why);
-    if (a->name) rd__cluster_actor_dead(a, why);   /* frees the name cluster-wide */
+    if (a->name) a->unnaming = rd__cluster_actor_dead(a, why);   /* frees the name cluster-wide */
     actor_serve_connects(a);
     actor_answer_killers(a);
     return;
@@ -918,7 +922,7 @@ static void actor_die(node_actor *a, const char *why) {
   a->nargs = 0;
   if (rd__node_actor_hosted(a)) rd__cluster_actor_state(a, 0, why);   /* hosted for a peer */
   if (a->host) rd__cluster_actor_kill(a, 1);   /* recorded here, running there: end it there too */
-  if (a->name) rd__cluster_actor_dead(a, why);   /* frees the name cluster-wide */
+  if (a->name) a->unnaming = rd__cluster_actor_dead(a, why);   /* frees the name cluster-wide */
   if (a->req) {
     req_unlink(a->req);
     rd_sched_queue_remove(req_queue(a->req), &a->req->item);
@@ -955,8 +959,10 @@ static void actor_adopt(node_actor *a, node_client *c) {
 /* The actor's process is gone (crash, kill, its host node): restart it or
  * declare it dead. */
 static void actor_lost(node_actor *a, const char *why) {
-  actor_answer_killers(a);
-  if (a->state == A_DEAD) return;
+  if (a->state == A_DEAD) {
+    actor_answer_killers(a);
+    return;
+  }
   char buf[400];
   if (a->no_restart) {
     snprintf(buf, sizeof(buf), "actor %s was killed by rd_actor_kill", a->cls);
@@ -976,6 +982,14 @@ static void actor_lost(node_actor *a, const char *why) {
              a->max_restarts);
     actor_die(a, buf);
   }
+  actor_answer_killers(a);   /* the old process is gone (a named one that died: once its name is free) */
+}
+
+void rd__node_actor_unnamed(uint64_t actor_id) {
+  node_actor *a = actor_find(actor_id);
+  if (!a) return;
+  a->unnaming = 0;
+  actor_answer_killers(a);
 }
 
 static void actor_worker_gone(node_actor *a, const char *why) {

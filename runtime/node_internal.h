@@ -131,6 +131,7 @@ struct node_actor {
   lease_req *req;           /* while waiting for placement */
   parked_connect *connects; /* callers waiting for it to be alive */
   parked_connect *killers;  /* rd_actor_kill callers waiting for the old process to go */
+  int unnaming;             /* dead, and the GCS write that frees its name is in flight: killers wait for it */
   uint64_t pending_since;   /* when it last started waiting for placement */
   int warned;               /* said once that it waits for resources */
   node_actor *next;
@@ -304,6 +305,7 @@ void rd__node_lease_queue(node_client *c, uint64_t req_id, const rd_resources *r
 int rd__node_lease_drop(node_client *c, uint64_t req_id);
 void rd__node_actor_schedule(node_actor *a);
 void rd__node_actor_die(node_actor *a, const char *why);
+void rd__node_actor_unnamed(uint64_t actor_id);
 void rd__node_reply_grant(node_client *c, uint64_t req_id, int status, const char *err);
 /* Jobs: the record for exe (made, with argv, when there is none; NULL when
  * out of memory); the job of a client (NULL: a link, or a driver whose

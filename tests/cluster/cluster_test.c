@@ -1132,6 +1132,36 @@ static long actor_add(rd_actor a) {
   return v;
 }
 
+/* Run fn(name) with o; its size-byte result goes to out. */
+static void call_named(const rd_function *fn, const char *name, const rd_task_opts *o, void *out, size_t size) {
+  rd_ref r;
+  rd_buf buf;
+  CHECK_EQ(rd_submit(fn, RD_ARGS(rd_arg_bytes(name, strlen(name))), o, &r), 0);
+  CHECK_EQ(rd_get(&r, 1, &buf, 60000), 0);
+  CHECK_EQ(buf.size, size);
+  memcpy(out, buf.data, size);
+  rd_buf_release(&buf);
+  rd_ref_release(r);
+}
+
+/* Argument 0 of a call_named task, as a string. */
+static int arg_name(rd_call *call, char *name, size_t cap) {
+  rd_buf a;
+  if (rd_arg(call, 0, &a) != 0 || a.size >= cap) return -1;
+  memcpy(name, a.data, a.size);
+  name[a.size] = 0;
+  return 0;
+}
+
+/* On another node: what rd_actor_get of the name in argument 0 returns. */
+RD_REMOTE(actor_get_code) {
+  char name[64];
+  if (arg_name(call, name, sizeof(name)) != 0) return rd_call_fail(call, "name");
+  rd_actor x;
+  int32_t e = rd_actor_get(name, &x);
+  return rd_return_bytes(call, 0, &e, sizeof(e));
+}
+
 /* An actor that needs only_b runs on node b; calls from the driver keep
  * their order; a task on node c calls it through its handle; a kill for
  * good ends it with RD_EACTOR_DIED. */
@@ -1209,15 +1239,18 @@ static int t_actors(void) {
   CHECK_EQ(rd_get(&r, 1, &bb, 60000), RD_EACTOR_DIED);
   rd_buf_release(&bb);
   rd_ref_release(r);
-  /* its name is free again once it is dead (the GCS hears of it asynchronously) */
-  int created = 0;
-  for (int i = 0; i < 50 && !created; i++) {
-    e = rd_actor_create(Tally, RD_NO_ARGS, &ao, &named);
-    if (e == 0) created = 1;
-    else usleep(100000);
+  /* once rd_actor_kill has returned, the name is free cluster-wide: it is
+   * taken again at once, and after the next kill node c no longer finds it
+   * (the kill is answered after the GCS has the death) */
+  for (int i = 0; i < 10; i++) {
+    CHECK_EQ(rd_actor_create(Tally, RD_NO_ARGS, &ao, &named), 0);
+    int32_t found;
+    call_named(actor_get_code, "tally-main", &o, &found, sizeof(found));
+    CHECK_EQ(found, 0);
+    CHECK_EQ(rd_actor_kill(named, 1), 0);
+    call_named(actor_get_code, "tally-main", &o, &found, sizeof(found));
+    CHECK_EQ(found, RD_ENOENT);
   }
-  CHECK(created);
-  CHECK_EQ(rd_actor_kill(named, 1), 0);
   /* placement strategies for actors: affinity, then SPREAD over the 3 nodes */
   rd_actor_opts_init(&ao);
   ao.strategy = RD_STRATEGY_NODE_AFFINITY;
@@ -1636,10 +1669,7 @@ RD_REMOTE(pg_probe) {
  * node reads it (0: no such group, or removed). */
 RD_REMOTE(pg_seen) {
   char name[64];
-  rd_buf a;
-  if (rd_arg(call, 0, &a) != 0 || a.size >= sizeof(name)) return rd_call_fail(call, "name");
-  memcpy(name, a.data, a.size);
-  name[a.size] = 0;
+  if (arg_name(call, name, sizeof(name)) != 0) return rd_call_fail(call, "name");
   rd_pg pg;
   rd_pg_info info = {0};
   int r = rd_pg_get(name, &pg);
@@ -1647,18 +1677,6 @@ RD_REMOTE(pg_seen) {
   if (r != 0 && r != RD_ENOENT) return rd_call_fail(call, "%s: %s", name, rd_err_name(r));
   int32_t st = r == 0 ? (int32_t)info.state : 0;
   return rd_return_bytes(call, 0, &st, sizeof(st));
-}
-
-/* Run fn(name) with o; its size-byte result goes to out. */
-static void call_named(const rd_function *fn, const char *name, const rd_task_opts *o, void *out, size_t size) {
-  rd_ref r;
-  rd_buf buf;
-  CHECK_EQ(rd_submit(fn, RD_ARGS(rd_arg_bytes(name, strlen(name))), o, &r), 0);
-  CHECK_EQ(rd_get(&r, 1, &buf, 60000), 0);
-  CHECK_EQ(buf.size, size);
-  memcpy(out, buf.data, size);
-  rd_buf_release(&buf);
-  rd_ref_release(r);
 }
 
 static int32_t pg_seen_by(const rd_task_opts *o, const char *name) {
