@@ -942,6 +942,17 @@ int rd_send(rd_collective *g, const void *buf, size_t size, int dst) {
   return 0;
 }
 
+/* A message's header from src, for a receive of size bytes: 0, or the
+ * group fails. */
+static int co_check_msg(rd_collective *g, const co_op *h, int src, size_t size, const char *what) {
+  if (h->magic != CO_MAGIC || h->kind != CO_SEND || h->root != src || h->seq != g->peer[src].got)
+    return co_fail(g, RD_EPROTO, "rank %d sent garbage", src);
+  if (h->size != size)
+    return co_fail(g, RD_EINVAL, "rank %d sent %llu bytes as its message %llu to this rank, and %s here takes %zu",
+                   src, (unsigned long long)h->size, (unsigned long long)h->seq, what, size);
+  return 0;
+}
+
 int rd_recv(rd_collective *g, void *buf, size_t size, int src) {
   int r = co_p2p_args(g, "rd_recv", buf, size, src);
   if (r != 0) return r;
@@ -952,12 +963,7 @@ int rd_recv(rd_collective *g, void *buf, size_t size, int src) {
   int payload = 0;   /* the header came and was right */
   r = co_io(fd, &h, sizeof(h), 0, deadline);
   if (r == 0) {
-    if (h.magic != CO_MAGIC || h.kind != CO_SEND || h.root != src || h.seq != g->peer[src].got)
-      return co_fail(g, RD_EPROTO, "rank %d sent garbage", src);
-    if (h.size != size)
-      return co_fail(g, RD_EINVAL,
-                     "rank %d sent %llu bytes as its message %llu to this rank, and rd_recv here takes %zu", src,
-                     (unsigned long long)h.size, (unsigned long long)h.seq, size);
+    if ((r = co_check_msg(g, &h, src, size, "rd_recv")) != 0) return r;
     payload = 1;
     r = co_io(fd, buf, size, 0, deadline);
   }
@@ -966,6 +972,71 @@ int rd_recv(rd_collective *g, void *buf, size_t size, int src) {
                    (unsigned long long)g->peer[src].got, payload ? " to come whole" : " (it does not call rd_send)");
   if (r != 0)
     return co_fail(g, RD_ECONN, "receiving from rank %d: %s (it left the group, failed or died)", src, rd_err_name(r));
+  g->peer[src].got++;
+  return 0;
+}
+
+int rd_sendrecv(rd_collective *g, const void *sbuf, size_t ssize, int dst, void *rbuf, size_t rsize, int src) {
+  int r = co_p2p_args(g, "rd_sendrecv", sbuf, ssize, dst);
+  if (r == 0) r = co_p2p_args(g, "rd_sendrecv", rbuf, rsize, src);
+  if (r != 0) return r;
+  uint64_t deadline = co_deadline(g->timeout_ms);
+  int sfd = co_peer_fd(g, dst, deadline);
+  if (sfd < 0) return sfd;
+  int rfd = co_peer_fd(g, src, deadline);
+  if (rfd < 0) return rfd;
+  /* header and bytes out, header and bytes in, under one poll: the send
+   * never waits for the receive (the other end may send only after it has
+   * received), and the bytes in go to rbuf only after their header is
+   * checked */
+  co_op hs = {CO_MAGIC, CO_SEND, g->peer[dst].sent, ssize, 0, 0, g->rank, 0}, hr;
+  const size_t hn = sizeof(co_op);
+  size_t sdone = 0, rdone = 0;
+  while (sdone < hn + ssize || rdone < hn + rsize) {
+    struct pollfd p[2];
+    int np = 0, si = -1, ri = -1;
+    if (sdone < hn + ssize) {
+      si = np;
+      p[np++] = (struct pollfd){sfd, POLLOUT, 0};
+    }
+    if (rdone < hn + rsize) {
+      ri = np;
+      p[np++] = (struct pollfd){rfd, POLLIN, 0};
+    }
+    int pr = poll(p, (nfds_t)np, co_poll_ms(deadline));
+    if (pr < 0 && errno != EINTR) return co_fail(g, RD_ESYS, "poll: %s", strerror(errno));
+    if (pr == 0)
+      return co_fail(g, RD_ETIMEDOUT,
+                     "waited %lld ms in rd_sendrecv (sent %zu of %zu bytes to rank %d, received %zu of %zu "
+                     "from rank %d)",
+                     (long long)g->timeout_ms, sdone, hn + ssize, dst, rdone, hn + rsize, src);
+    if (pr < 0) continue;
+    if (si >= 0 && p[si].revents) {
+      struct iovec iov[2];
+      int n = 0;
+      if (sdone < hn) iov[n++] = (struct iovec){(uint8_t *)&hs + sdone, hn - sdone};
+      size_t off = sdone < hn ? 0 : sdone - hn;
+      if (ssize > off) iov[n++] = (struct iovec){(uint8_t *)sbuf + off, ssize - off};
+      struct msghdr mh = {.msg_iov = iov, .msg_iovlen = (size_t)n};
+      ssize_t k = sendmsg(sfd, &mh, MSG_NOSIGNAL);
+      if (k > 0) sdone += (size_t)k;
+      else if (k < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)
+        return co_fail(g, RD_ECONN, "sending to rank %d: %s (it left the group, failed or died)", dst, strerror(errno));
+    }
+    if (ri >= 0 && p[ri].revents) {
+      uint8_t *to = rdone < hn ? (uint8_t *)&hr + rdone : (uint8_t *)rbuf + (rdone - hn);
+      size_t want = rdone < hn ? hn - rdone : hn + rsize - rdone;
+      ssize_t k = recv(rfd, to, want, 0);
+      if (k == 0 || (k < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR))
+        return co_fail(g, RD_ECONN, "receiving from rank %d: %s (it left the group, failed or died)", src,
+                       k ? strerror(errno) : "it closed its connection");
+      if (k > 0) {
+        rdone += (size_t)k;
+        if (rdone == hn && (r = co_check_msg(g, &hr, src, rsize, "rd_sendrecv")) != 0) return r;
+      }
+    }
+  }
+  g->peer[dst].sent++;
   g->peer[src].got++;
   return 0;
 }

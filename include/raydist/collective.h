@@ -78,12 +78,19 @@ RD_EXTERN int rd_barrier(rd_collective *g) RD_MUST_CHECK;
  * its bytes are on their way: up to the sockets' buffers (4 MiB on one
  * host) before the receiver takes them, so two members that both send a
  * large message to each other before receiving wait for ever (till the
- * timeout); send from one and receive at the other first.  A size other
+ * timeout); send from one and receive at the other first, or use
+ * rd_sendrecv.  A size other
  * than the one sent fails the rd_recv with RD_EINVAL, and the sender at its
  * next call, as the group is then broken.  RD_EINVAL for dst or src equal
  * to this member's rank or out of range. */
 RD_EXTERN int rd_send(rd_collective *g, const void *buf, size_t size, int dst) RD_MUST_CHECK;
 RD_EXTERN int rd_recv(rd_collective *g, void *buf, size_t size, int src) RD_MUST_CHECK;
+/* Both at once: sbuf (ssize bytes) to dst while rbuf (rsize bytes) comes
+ * from src (dst and src may be one member), so members that exchange large
+ * messages (a ring shift, a swap) do not wait on each other's sends.  The
+ * other ends may use rd_sendrecv, rd_send or rd_recv. */
+RD_EXTERN int rd_sendrecv(rd_collective *g, const void *sbuf, size_t ssize, int dst, void *rbuf, size_t rsize,
+                          int src) RD_MUST_CHECK;
 
 #ifdef __cplusplus
 }

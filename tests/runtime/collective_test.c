@@ -68,6 +68,39 @@ static int p2p_check(const unsigned char *b, size_t n, int src, int dst, int k) 
   return 0;
 }
 
+/* rd_sendrecv with messages larger than the sockets' buffers, where plain
+ * sends first would wait on each other: a ring shift (every member sends
+ * 20 MiB right while receiving from its left); a swap between rank 0 and 1
+ * and between 2 and 3 (one peer both ways, messages of different sizes);
+ * then rank 0's rd_sendrecv against rank 1's rd_recv and rd_send. */
+static int run_sendrecv(rd_collective *g) {
+  int rank = rd_collective_rank(g), world = rd_collective_world(g), r;
+  size_t n = 20u << 20;   /* more than a socket holds (4 MiB buffers, which the kernel doubles) */
+  unsigned char *s = malloc(n), *b = malloc(n);
+  if (!s || !b) OPS_FAIL("no memory");
+  int next = (rank + 1) % world, prev = (rank + world - 1) % world;
+  for (size_t x = 0; x < n; x++) s[x] = p2p_byte(rank, next, 7, x);
+  if ((r = rd_sendrecv(g, s, n, next, b, n, prev)) != 0) OPS_FAIL("shift: %s", rd_err_name(r));
+  if (p2p_check(b, n, prev, rank, 7)) OPS_FAIL("shift: wrong bytes from %d", prev);
+  int partner = rank ^ 1;
+  if (partner < world) {
+    size_t mine = n - (size_t)rank * 1000, theirs = n - (size_t)partner * 1000;
+    for (size_t x = 0; x < mine; x++) s[x] = p2p_byte(rank, partner, 8, x);
+    if ((r = rd_sendrecv(g, s, mine, partner, b, theirs, partner)) != 0) OPS_FAIL("swap: %s", rd_err_name(r));
+    if (p2p_check(b, theirs, partner, rank, 8)) OPS_FAIL("swap: wrong bytes from %d", partner);
+  }
+  if (rank <= 1) {   /* rank 1 the plain way: receive, then send */
+    for (size_t x = 0; x < n; x++) s[x] = p2p_byte(rank, partner, 9, x);
+    if (rank == 0) r = rd_sendrecv(g, s, n, 1, b, n, 1);
+    else if ((r = rd_recv(g, b, n, 0)) == 0) r = rd_send(g, s, n, 0);
+    if (r != 0) OPS_FAIL("mixed: %s", rd_err_name(r));
+    if (p2p_check(b, n, partner, rank, 9)) OPS_FAIL("mixed: wrong bytes from %d", partner);
+  }
+  free(s);
+  free(b);
+  return 0;
+}
+
 /* rd_send/rd_recv: every pair in turn (lower rank first) swaps a message
  * of 0 B, 100 B, 70 KB or 1 MiB, three rounds, so each pair's connection
  * is made once and reused; then a 3 MiB message goes around the ranks,
@@ -108,7 +141,7 @@ static int run_p2p(rd_collective *g) {
     if ((r = rd_send(g, b, n, next)) != 0) OPS_FAIL("around: send: %s", rd_err_name(r));
   }
   free(b);
-  return 0;
+  return run_sendrecv(g);
 }
 
 /* Every operation, checked against what it must give; the float result's
@@ -635,6 +668,8 @@ static int t_bad_args(void) {
   CHECK_EQ(rd_recv(g, f, 8, 0), RD_EINVAL);
   CHECK_EQ(rd_send(g, f, 8, 1), RD_EINVAL);   /* no such rank */
   CHECK_EQ(rd_recv(g, f, 8, -1), RD_EINVAL);
+  CHECK_EQ(rd_sendrecv(g, f, 8, 0, f, 8, 0), RD_EINVAL);
+  CHECK_EQ(rd_sendrecv(NULL, f, 8, 1, f, 8, 1), RD_EINVAL);
   CHECK_EQ(rd_allreduce(g, f, 2, 99, RD_SUM), RD_EINVAL);
   CHECK_EQ(rd_allreduce(g, f, 2, RD_FLOAT32, 0), RD_EINVAL);
   CHECK_EQ(rd_allreduce(g, NULL, 2, RD_FLOAT32, RD_SUM), RD_EINVAL);
