@@ -75,7 +75,7 @@ for l in urllib.request.urlopen(sys.argv[1], timeout=10).read().decode().splitli
 
 head_up 4
 echo "== 1: 4 CPUs, equal weights"
-two_jobs equal 80 16
+two_jobs equal 120 16   # A: 3 s alone, still busy when B's driver gets workers
 "$T" expect "$D/equal.a" "$D/equal.b" b_first || fail "equal: B waited for A"
 "$T" expect "$D/equal.a" "$D/equal.b" ratio 1 || fail "equal: not an even split"
 n=$(yields)
@@ -106,7 +106,7 @@ head_up 1
 "$R" start --address "$RAYDIST_ADDRESS" --node-ip 127.0.0.2 --num-cpus 2 >/dev/null || fail "start node b"
 sleep 1.5   # the head's view of the cluster has b a heartbeat later
 echo "== 4: two nodes, A's leases on b held from the head"
-two_jobs remote 60 10 0 127.0.0.2
+two_jobs remote 90 10 0 127.0.0.2
 "$T" expect "$D/remote.a" "$D/remote.b" b_first || fail "remote: B waited for A's leases on its node"
 # each node shares itself: b splits 1:1, and A keeps the head's CPU too
 "$T" expect "$D/remote.a" "$D/remote.b" ratio 0.5 || fail "remote: B did not get half of node b"
@@ -115,7 +115,10 @@ head_up 1
 "$R" start --address "$RAYDIST_ADDRESS" --node-ip 127.0.0.2 --num-cpus 4 >/dev/null || fail "start node b"
 sleep 1.5
 echo "== 5: two nodes, A of weight 3 driven from the head"
-two_jobs remote_weighted 80 16 0 127.0.0.2 3
+# (A has 200 tasks, about 4 s alone, so it is still busy when B's driver
+# on b gets its first worker: under ASan that took 1.1 s, and with 80 tasks
+# the two overlapped for 0.06 s, too short to measure a share)
+two_jobs remote_weighted 200 16 0 127.0.0.2 3
 # b learns A's weight from its lease requests: A keeps 3 of b's 4 CPUs (4
 # in all with the head's), B gets 1 (with weight 1 on b it would get 2)
 "$T" expect "$D/remote_weighted.a" "$D/remote_weighted.b" ratio 0.25 || fail "remote_weighted: b ignored A's weight"
