@@ -865,7 +865,7 @@ static void actor_schedule(node_actor *a) {
     a->place_err = err;
     free(a->death);
     a->death = strdup(why);
-    if (a->name) a->unnaming = rd__cluster_actor_dead(a, why);   /* frees the name cluster-wide */
+    if (a->name && rd__cluster_actor_dead(a, why)) a->unnaming = rd__now_ns();   /* frees the name cluster-wide */
     actor_serve_connects(a);
     actor_answer_killers(a);
     return;
@@ -922,7 +922,7 @@ static void actor_die(node_actor *a, const char *why) {
   a->nargs = 0;
   if (rd__node_actor_hosted(a)) rd__cluster_actor_state(a, 0, why);   /* hosted for a peer */
   if (a->host) rd__cluster_actor_kill(a, 1);   /* recorded here, running there: end it there too */
-  if (a->name) a->unnaming = rd__cluster_actor_dead(a, why);   /* frees the name cluster-wide */
+  if (a->name && rd__cluster_actor_dead(a, why)) a->unnaming = rd__now_ns();   /* frees the name cluster-wide */
   if (a->req) {
     req_unlink(a->req);
     rd_sched_queue_remove(req_queue(a->req), &a->req->item);
@@ -2029,6 +2029,22 @@ static void workers_trim(uint64_t now) {
   }
 }
 
+/* Killers waiting for the GCS to free a dead actor's name are answered
+ * after UNNAMING_LATE_NS anyway (the GCS is down or slow: it retries for up
+ * to a minute, longer than rd_actor_kill's call may wait). */
+#define UNNAMING_LATE_NS 1000000000ull
+
+static void unnaming_late(uint64_t now) {
+  for (node_actor *a = N.actors; a; a = a->next)
+    if (a->unnaming && now - a->unnaming > UNNAMING_LATE_NS) {
+      rd__log(RD_LOG_WARN, "actor %llu (%s): the GCS has not freed its name after %llu ms; answering its killers",
+              (unsigned long long)a->id, a->name ? a->name : a->cls,
+              (unsigned long long)((now - a->unnaming) / 1000000));
+      a->unnaming = 0;
+      actor_answer_killers(a);
+    }
+}
+
 /* Dead actors' records stay so that late callers learn why an actor died,
  * but not forever: beyond the RAYDIST_DEAD_ACTORS_KEPT (default 1000) most
  * recent, the oldest are dropped (as the GCS trims its table).  A call on a
@@ -2364,6 +2380,7 @@ static void on_tick(uv_timer_t *t) {
   workers_trim(now);
   memory_monitor(now);
   dead_actors_trim();
+  unnaming_late(now);
   flush_all();
 }
 

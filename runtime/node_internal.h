@@ -131,7 +131,8 @@ struct node_actor {
   lease_req *req;           /* while waiting for placement */
   parked_connect *connects; /* callers waiting for it to be alive */
   parked_connect *killers;  /* rd_actor_kill callers waiting for the old process to go */
-  int unnaming;             /* dead, and the GCS write that frees its name is in flight: killers wait for it */
+  uint64_t unnaming;        /* dead, and since then (ns) the GCS write that frees its name is in flight:
+                               killers wait for it (UNNAMING_LATE_NS at most) */
   uint64_t pending_since;   /* when it last started waiting for placement */
   int warned;               /* said once that it waits for resources */
   node_actor *next;
