@@ -2,9 +2,9 @@
  * (include/raydist/collective.h): a ring of connections, each member talking
  * to its two neighbours only, over a Unix socket on one host and TCP between
  * hosts.  It must never leave a member waiting for ever: every wait ends at
- * the group's timeout or when a neighbour's connection closes, and any
- * failure closes both of the member's connections, so that the failure
- * travels around the ring.  It reaches the runtime only through the public
+ * the group's timeout or when a peer's connection closes, and any failure
+ * closes all of the member's connections, so that the failure travels
+ * around the ring.  It reaches the runtime only through the public
  * API (the rendezvous is an ordinary actor) and rd__node_addr.
  *
  * Joining: each member listens (its node's IP, and an abstract Unix socket),
@@ -13,8 +13,9 @@
  * sends a hello, takes and acknowledges its left neighbour's hello, and
  * waits for its right neighbour's acknowledgement: connections complete in
  * the kernel's backlog and the left is acknowledged before the right is
- * waited for, so the order has no cycle.  A barrier ends the join, and rank
- * 0 kills the rendezvous (also when its own join fails).
+ * waited for, so the order has no cycle.  An all-gather of every member's
+ * addresses ends the join, and rank 0 kills the rendezvous (also when its
+ * own join fails).
  *
  * Every operation starts with a header sent right and checked against the
  * left neighbour's, so members that call different things fail instead of
@@ -22,7 +23,12 @@
  * while receiving one from the left, under one poll().  A large all-reduce
  * is a reduce-scatter (the received block reduced as it arrives) and an
  * all-gather; a small one gathers whole buffers and reduces them in rank
- * order. */
+ * order.
+ *
+ * rd_send/rd_recv/rd_sendrecv use a connection per pair of members, made at
+ * first use by the lower rank to the address from the join's all-gather
+ * and taken by the higher one from the listening sockets it keeps; each
+ * message is a header (sequence, size) and its bytes. */
 #include "raydist.h"
 
 #include <arpa/inet.h>
@@ -54,8 +60,25 @@
 enum { CO_BARRIER = 1, CO_ALLREDUCE = 2, CO_BROADCAST = 3, CO_ALLGATHER = 4, CO_REDUCE_SCATTER = 5, CO_SEND = 6 };
 
 typedef struct co_entry co_entry;
-typedef struct co_hello co_hello;
-typedef struct co_pending co_pending;
+
+/* What a connecting member says first. */
+typedef struct co_hello {
+  uint32_t magic;
+  int32_t world, rank;
+  uint32_t p2p;              /* 0: the ring's connection from the left; 1: rd_send/rd_recv's */
+  uint64_t rdv;              /* the rendezvous actor both joined through */
+  char token[CO_TOKEN_MAX];
+} co_hello;
+
+/* An accepted connection, until its hello has come. */
+typedef struct co_pending {
+  int fd;
+  uint64_t until;   /* closed if its hello is not whole by then */
+  size_t got;
+  co_hello h;
+} co_pending;
+
+#define CO_PENDING_MAX 8
 
 /* rd_send/rd_recv's connection with one other member (made at its first
  * use, by the lower rank) and the messages each way so far. */
@@ -77,9 +100,9 @@ struct rd_collective {
    * member listens, this member's hello, and a connection per member */
   int lfd[2];
   co_entry *tab;
-  co_hello *hello;
+  co_hello hello;
   co_peer *peer;
-  co_pending *pend;         /* accepted connections whose hello is still coming */
+  co_pending pend[CO_PENDING_MAX];   /* accepted connections whose hello is still coming */
   int npend;
 };
 
@@ -113,16 +136,21 @@ static int co_ring(const rd_collective *g, int k) {
   return ((g->rank + k) % g->world + g->world) % g->world;
 }
 
+/* Close the connections still waiting for their hellos. */
+static void co_pend_close(rd_collective *g) {
+  for (int i = 0; i < g->npend; i++) close(g->pend[i].fd);
+  g->npend = 0;
+}
+
 /* Every socket of the group: the ring's, rd_send/rd_recv's, the listening
  * ones and those whose hello is still coming. */
-static void co_pend_close(rd_collective *g);
 static void co_close_all(rd_collective *g) {
   co_close(&g->right);
   co_close(&g->left);
   co_close(&g->lfd[0]);
   co_close(&g->lfd[1]);
   for (int i = 0; g->peer && i < g->world; i++) co_close(&g->peer[i].fd);
-  if (g->pend) co_pend_close(g);
+  co_pend_close(g);
 }
 
 /* The group fails with err: every connection closes (the members at their
@@ -252,14 +280,6 @@ static int rdv_call(rd_collective *g, rd_actor rdv, const co_reg *reg, co_entry 
 }
 
 /* ------------------------------------------------------------ connections */
-
-struct co_hello {
-  uint32_t magic;
-  int32_t world, rank;
-  uint32_t p2p;              /* 0: the ring's connection from the left; 1: rd_send/rd_recv's */
-  uint64_t rdv;              /* the rendezvous actor both joined through */
-  char token[CO_TOKEN_MAX];
-};
 
 /* Write or read all of buf on a non-blocking socket before the deadline. */
 static int co_io(int fd, void *buf, size_t n, int out, uint64_t deadline) {
@@ -410,16 +430,6 @@ static int co_token_eq(const char *a, const char *b) {
   return d == 0;
 }
 
-/* An accepted connection, until its hello has come. */
-struct co_pending {
-  int fd;
-  uint64_t until;   /* closed if its hello is not whole by then */
-  size_t got;
-  co_hello h;
-};
-
-#define CO_PENDING_MAX 8
-
 static void co_refuse(rd_collective *g, co_pending *p, int want_rank, const char *why) {
   rd__log(RD_LOG_INFO, "collective group '%s', rank %d: refused a connection that is not rank %d's of this group (%s)",
           g->name, g->rank, want_rank, why);
@@ -519,12 +529,6 @@ static int co_accept(rd_collective *g, const co_hello *want, uint64_t deadline) 
     }
   }
   return r;
-}
-
-/* Close the connections still waiting for their hellos. */
-static void co_pend_close(rd_collective *g) {
-  for (int i = 0; i < g->npend; i++) close(g->pend[i].fd);
-  g->npend = 0;
 }
 
 /* ------------------------------------------------------------ data */
@@ -889,7 +893,7 @@ int rd_allgather(rd_collective *g, const void *send, size_t size, void *recv) {
 static int co_peer_fd(rd_collective *g, int other, uint64_t deadline) {
   co_peer *p = &g->peer[other];
   if (p->fd >= 0) return p->fd;
-  co_hello want = *g->hello;
+  co_hello want = g->hello;
   want.p2p = 1;
   int r;
   if (g->rank > other) {
@@ -924,24 +928,6 @@ static int co_p2p_args(rd_collective *g, const char *what, const void *buf, size
   return 0;
 }
 
-int rd_send(rd_collective *g, const void *buf, size_t size, int dst) {
-  int r = co_p2p_args(g, "rd_send", buf, size, dst);
-  if (r != 0) return r;
-  uint64_t deadline = co_deadline(g->timeout_ms);
-  int fd = co_peer_fd(g, dst, deadline);
-  if (fd < 0) return fd;
-  co_op h = {CO_MAGIC, CO_SEND, g->peer[dst].sent, size, 0, 0, g->rank, 0};
-  r = co_io(fd, &h, sizeof(h), 1, deadline);
-  if (r == 0 && size) r = co_io(fd, (void *)buf, size, 1, deadline);
-  if (r == RD_ETIMEDOUT)
-    return co_fail(g, r, "waited %lld ms for rank %d to take %zu bytes (it does not call rd_recv)",
-                   (long long)g->timeout_ms, dst, size);
-  if (r != 0)
-    return co_fail(g, RD_ECONN, "sending to rank %d: %s (it left the group, failed or died)", dst, rd_err_name(r));
-  g->peer[dst].sent++;
-  return 0;
-}
-
 /* A message's header from src, for a receive of size bytes: 0, or the
  * group fails. */
 static int co_check_msg(rd_collective *g, const co_op *h, int src, size_t size, const char *what) {
@@ -953,65 +939,24 @@ static int co_check_msg(rd_collective *g, const co_op *h, int src, size_t size, 
   return 0;
 }
 
-int rd_recv(rd_collective *g, void *buf, size_t size, int src) {
-  int r = co_p2p_args(g, "rd_recv", buf, size, src);
-  if (r != 0) return r;
+/* rd_send, rd_recv and rd_sendrecv: a message (header and bytes) to dst
+ * while one comes from src (either -1: none).  Both directions move as
+ * they can, so the send never waits for the receive (the other end may
+ * send only after it has received); the bytes in go to rbuf only after
+ * their header is checked.  Each round tries both, and polls only when
+ * neither moved. */
+static int co_exchange(rd_collective *g, const char *what, int dst, const void *sbuf, size_t ssize, int src,
+                       void *rbuf, size_t rsize) {
   uint64_t deadline = co_deadline(g->timeout_ms);
-  int fd = co_peer_fd(g, src, deadline);
-  if (fd < 0) return fd;
-  co_op h;
-  int payload = 0;   /* the header came and was right */
-  r = co_io(fd, &h, sizeof(h), 0, deadline);
-  if (r == 0) {
-    if ((r = co_check_msg(g, &h, src, size, "rd_recv")) != 0) return r;
-    payload = 1;
-    r = co_io(fd, buf, size, 0, deadline);
-  }
-  if (r == RD_ETIMEDOUT)
-    return co_fail(g, r, "waited %lld ms for rank %d's message %llu%s", (long long)g->timeout_ms, src,
-                   (unsigned long long)g->peer[src].got, payload ? " to come whole" : " (it does not call rd_send)");
-  if (r != 0)
-    return co_fail(g, RD_ECONN, "receiving from rank %d: %s (it left the group, failed or died)", src, rd_err_name(r));
-  g->peer[src].got++;
-  return 0;
-}
-
-int rd_sendrecv(rd_collective *g, const void *sbuf, size_t ssize, int dst, void *rbuf, size_t rsize, int src) {
-  int r = co_p2p_args(g, "rd_sendrecv", sbuf, ssize, dst);
-  if (r == 0) r = co_p2p_args(g, "rd_sendrecv", rbuf, rsize, src);
-  if (r != 0) return r;
-  uint64_t deadline = co_deadline(g->timeout_ms);
-  int sfd = co_peer_fd(g, dst, deadline);
-  if (sfd < 0) return sfd;
-  int rfd = co_peer_fd(g, src, deadline);
-  if (rfd < 0) return rfd;
-  /* header and bytes out, header and bytes in, under one poll: the send
-   * never waits for the receive (the other end may send only after it has
-   * received), and the bytes in go to rbuf only after their header is
-   * checked */
-  co_op hs = {CO_MAGIC, CO_SEND, g->peer[dst].sent, ssize, 0, 0, g->rank, 0}, hr;
+  int sfd = -1, rfd = -1, r;
+  if (dst >= 0 && (sfd = co_peer_fd(g, dst, deadline)) < 0) return sfd;
+  if (src >= 0 && (rfd = co_peer_fd(g, src, deadline)) < 0) return rfd;
   const size_t hn = sizeof(co_op);
-  size_t sdone = 0, rdone = 0;
-  while (sdone < hn + ssize || rdone < hn + rsize) {
-    struct pollfd p[2];
-    int np = 0, si = -1, ri = -1;
-    if (sdone < hn + ssize) {
-      si = np;
-      p[np++] = (struct pollfd){sfd, POLLOUT, 0};
-    }
-    if (rdone < hn + rsize) {
-      ri = np;
-      p[np++] = (struct pollfd){rfd, POLLIN, 0};
-    }
-    int pr = poll(p, (nfds_t)np, co_poll_ms(deadline));
-    if (pr < 0 && errno != EINTR) return co_fail(g, RD_ESYS, "poll: %s", strerror(errno));
-    if (pr == 0)
-      return co_fail(g, RD_ETIMEDOUT,
-                     "waited %lld ms in rd_sendrecv (sent %zu of %zu bytes to rank %d, received %zu of %zu "
-                     "from rank %d)",
-                     (long long)g->timeout_ms, sdone, hn + ssize, dst, rdone, hn + rsize, src);
-    if (pr < 0) continue;
-    if (si >= 0 && p[si].revents) {
+  co_op hs = {CO_MAGIC, CO_SEND, dst >= 0 ? g->peer[dst].sent : 0, ssize, 0, 0, g->rank, 0}, hr;
+  size_t sn = dst >= 0 ? hn + ssize : 0, rn = src >= 0 ? hn + rsize : 0, sdone = 0, rdone = 0;
+  while (sdone < sn || rdone < rn) {
+    int moved = 0;
+    if (sdone < sn) {
       struct iovec iov[2];
       int n = 0;
       if (sdone < hn) iov[n++] = (struct iovec){(uint8_t *)&hs + sdone, hn - sdone};
@@ -1019,26 +964,54 @@ int rd_sendrecv(rd_collective *g, const void *sbuf, size_t ssize, int dst, void 
       if (ssize > off) iov[n++] = (struct iovec){(uint8_t *)sbuf + off, ssize - off};
       struct msghdr mh = {.msg_iov = iov, .msg_iovlen = (size_t)n};
       ssize_t k = sendmsg(sfd, &mh, MSG_NOSIGNAL);
-      if (k > 0) sdone += (size_t)k;
+      if (k > 0) sdone += (size_t)k, moved = 1;
       else if (k < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)
         return co_fail(g, RD_ECONN, "sending to rank %d: %s (it left the group, failed or died)", dst, strerror(errno));
     }
-    if (ri >= 0 && p[ri].revents) {
+    if (rdone < rn) {
       uint8_t *to = rdone < hn ? (uint8_t *)&hr + rdone : (uint8_t *)rbuf + (rdone - hn);
-      size_t want = rdone < hn ? hn - rdone : hn + rsize - rdone;
-      ssize_t k = recv(rfd, to, want, 0);
+      ssize_t k = recv(rfd, to, rdone < hn ? hn - rdone : rn - rdone, 0);
       if (k == 0 || (k < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR))
         return co_fail(g, RD_ECONN, "receiving from rank %d: %s (it left the group, failed or died)", src,
                        k ? strerror(errno) : "it closed its connection");
       if (k > 0) {
-        rdone += (size_t)k;
-        if (rdone == hn && (r = co_check_msg(g, &hr, src, rsize, "rd_sendrecv")) != 0) return r;
+        rdone += (size_t)k, moved = 1;
+        if (rdone == hn && (r = co_check_msg(g, &hr, src, rsize, what)) != 0) return r;
       }
     }
+    if (moved) continue;
+    struct pollfd p[2];
+    int np = 0;
+    if (sdone < sn) p[np++] = (struct pollfd){sfd, POLLOUT, 0};
+    if (rdone < rn) p[np++] = (struct pollfd){rfd, POLLIN, 0};
+    int pr = poll(p, (nfds_t)np, co_poll_ms(deadline));
+    if (pr < 0 && errno != EINTR) return co_fail(g, RD_ESYS, "poll: %s", strerror(errno));
+    if (pr == 0 && rdone < rn)
+      return co_fail(g, RD_ETIMEDOUT, "waited %lld ms in %s for rank %d's message %llu (%zu of %zu bytes came)",
+                     (long long)g->timeout_ms, what, src, (unsigned long long)g->peer[src].got, rdone, rn);
+    if (pr == 0)
+      return co_fail(g, RD_ETIMEDOUT, "waited %lld ms in %s for rank %d to take a message (%zu of %zu bytes sent)",
+                     (long long)g->timeout_ms, what, dst, sdone, sn);
   }
-  g->peer[dst].sent++;
-  g->peer[src].got++;
+  if (dst >= 0) g->peer[dst].sent++;
+  if (src >= 0) g->peer[src].got++;
   return 0;
+}
+
+int rd_send(rd_collective *g, const void *buf, size_t size, int dst) {
+  int r = co_p2p_args(g, "rd_send", buf, size, dst);
+  return r != 0 ? r : co_exchange(g, "rd_send", dst, buf, size, -1, NULL, 0);
+}
+
+int rd_recv(rd_collective *g, void *buf, size_t size, int src) {
+  int r = co_p2p_args(g, "rd_recv", buf, size, src);
+  return r != 0 ? r : co_exchange(g, "rd_recv", -1, NULL, 0, src, buf, size);
+}
+
+int rd_sendrecv(rd_collective *g, const void *sbuf, size_t ssize, int dst, void *rbuf, size_t rsize, int src) {
+  int r = co_p2p_args(g, "rd_sendrecv", sbuf, ssize, dst);
+  if (r == 0) r = co_p2p_args(g, "rd_sendrecv", rbuf, rsize, src);
+  return r != 0 ? r : co_exchange(g, "rd_sendrecv", dst, sbuf, ssize, src, rbuf, rsize);
 }
 
 /* ------------------------------------------------------------ join, leave */
@@ -1049,10 +1022,8 @@ int rd_collective_world(const rd_collective *g) { return g ? g->world : 0; }
 void rd_collective_leave(rd_collective *g) {
   if (!g) return;
   co_close_all(g);
-  free(g->pend);
   free(g->peer);
   free(g->tab);
-  free(g->hello);
   free(g->tmp);
   free(g);
 }
@@ -1146,10 +1117,8 @@ static int co_connect_ring(rd_collective *g, const co_entry *me, const char *tok
   co_pend_close(g);   /* strangers: only the left neighbour is taken while joining */
   *rdv_out = j.rdv;   /* also on failure: rank 0 then removes it */
   /* rd_send/rd_recv connect by the table, and say this hello */
-  g->hello = r == 0 ? malloc(sizeof(*g->hello)) : NULL;
-  if (r == 0 && !g->hello) r = RD_ENOMEM;
   if (r == 0) {
-    *g->hello = j.hello;
+    g->hello = j.hello;
     g->tab = j.tab;
   } else {
     free(j.tab);
@@ -1190,9 +1159,8 @@ int rd_collective_join(const char *name, int world, int rank, int64_t timeout_ms
     return r;
   }
   rd_actor rdv = {0};
-  g->pend = calloc(CO_PENDING_MAX, sizeof(*g->pend));
   g->peer = malloc((size_t)world * sizeof(*g->peer));
-  if (!g->pend || !g->peer) r = RD_ENOMEM;
+  if (!g->peer) r = RD_ENOMEM;
   for (int i = 0; g->peer && i < world; i++) g->peer[i] = (co_peer){-1, 0, 0};
   if (r == 0) r = co_connect_ring(g, &me, token, deadline, &rdv);
   /* every member's entry, for rd_send/rd_recv (the table read from the
