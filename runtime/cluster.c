@@ -81,6 +81,7 @@ typedef struct cl_rreq {
   int bundle;
   node_job *job;            /* the owner's: its code runs there */
   uint32_t gcs_job;         /* the owner's GCS job when it is a worker here (its lease's) */
+  int grant_or_reject;      /* placed from the view, could wait here: the target may refuse */
   struct cl_rreq *next;
 } cl_rreq;
 
@@ -181,6 +182,7 @@ static struct {
   uint64_t avoid_ns;        /* for this long (RAYDIST_NODE_AVOID_MS) */
   uint64_t next_link_req, next_chan;
   uint64_t respilled;       /* queued requests sent to another node that had room (respill) */
+  uint64_t refused_busy;    /* spilled requests their target refused: its room was gone */
   uint64_t view_seq;
   unsigned spread_rr;
   cl_rreq *rreqs;
@@ -204,7 +206,7 @@ static void link_send(node_client *l, Rd__MsgType t, const ProtobufCMessage *m) 
 
 /* ------------------------------------------------------------ the view */
 
-static const rd_gcs_node *view_find(uint32_t index) {
+static rd_gcs_node *view_find(uint32_t index) {
   for (size_t i = 0; i < C.nview; i++)
     if (C.view[i].index == index) return &C.view[i];
   return NULL;
@@ -744,6 +746,7 @@ static void rreq_send(cl_rreq *q) {
   m.job_weight = q->job->weight;
   m.pg_id = q->pg_id;
   m.bundle_index = q->bundle;
+  m.grant_or_reject = q->grant_or_reject;
   link_send(q->link, RD__MSG_TYPE__MSG_LINK_LEASE, &m.base);
 }
 
@@ -817,6 +820,15 @@ int rd__cluster_lease_request(node_client *c, const Rd__LeaseRequest *m, const r
   if (!q) return 1;
   q->req = *m;
   q->req.res = NULL;
+  /* The view that chose t is up to a second old (two heartbeats), so t's
+   * room may be gone: if this node can run the request, t grants it only
+   * from what it has unclaimed when the request arrives, or refuses it and
+   * the owner asks again here, with t's room corrected (on_link_grant).
+   * Queued on t instead, it would wait there behind t's work, however long,
+   * and this node's fair share would never see it.  Spread and affinity
+   * requests named their node: they queue there. */
+  q->grant_or_reject = m->strategy != STRAT_SPREAD && m->strategy != STRAT_AFFINITY &&
+                       rd_res_feasible(&N.ledger, res) && !avoid_find(q->job, C.index);
   if (t == 0) return 1;   /* rechecked by view_changed */
   rd__log(RD_LOG_DEBUG, "lease request %llu of client %u spills to node %u", (unsigned long long)m->req_id, c->id, t);
   rreq_go(q);
@@ -1004,6 +1016,7 @@ typedef struct code_fetch {
   int bundle;
   uint32_t gcs_job;         /* the requester's GCS job (LinkLease.job_id) */
   double weight;            /* its fair-share weight there (LinkLease.job_weight) */
+  int grant_or_reject;      /* LinkLease.grant_or_reject */
   char hash[65];
   char path[600];
   char **argv;
@@ -1032,6 +1045,23 @@ static void queue_link_request(node_client *link, const code_fetch *f) {
     snprintf(why, sizeof(why), "bundle %d of placement group %016llx is not reserved on node %u", f->bundle,
              (unsigned long long)f->pg_id, C.index);
     rd__node_reply_grant(link, f->req_id, RD_EAGAIN, why);
+    return;
+  }
+  rd_resources here;
+  local_unclaimed(&here);
+  if (f->grant_or_reject && !f->pg_id && !fits_now(&here, &N.ledger.total, &f->res)) {
+    Rd__LinkGrant lg = RD__LINK_GRANT__INIT;
+    rd__res_msg fm;
+    rd__res_to_msg(&here, &fm);
+    char why[160];
+    snprintf(why, sizeof(why), "node %u is busy: its room was taken after the view that placed the request", C.index);
+    lg.req_id = f->req_id;
+    lg.status = RD_EAGAIN;
+    lg.error = why;
+    lg.free_now = &fm.msg;
+    link_send(link, RD__MSG_TYPE__MSG_LINK_GRANT, &lg.base);
+    rd__log(RD_LOG_DEBUG, "lease request %llu from node %u refused: busy", (unsigned long long)f->req_id,
+            rd__cluster_link_peer(link));
     return;
   }
   /* a job driven from elsewhere has its drivers' weight here too (fair.c) */
@@ -1149,6 +1179,7 @@ static void on_link_lease(node_client *c, Rd__LinkLease *m) {
   f->bundle = m->bundle_index;
   f->gcs_job = m->job_id;
   f->weight = m->job_weight;
+  f->grant_or_reject = m->grant_or_reject;
   code_fetch_start(f, c, m->code_hash, m->argv, m->n_argv);
 }
 
@@ -1165,6 +1196,19 @@ static void on_link_grant(node_client *c, Rd__LinkGrant *m) {
     return;
   }
   rreq_unlink(q);
+  if (m->status == RD_EAGAIN && q->grant_or_reject) {
+    /* the target's room was gone: correct the view until the next one, so
+     * that the owner's new request is placed without it (here, most often) */
+    rd_gcs_node *n = view_find(q->target);
+    rd_resources fr;
+    if (n && m->free_now && rd__res_from_msg(m->free_now, &fr) == 0) n->avail = fr;
+    C.refused_busy++;
+    rd__log(RD_LOG_DEBUG, "lease request %llu of client %u: node %u refused it (busy); placing it again",
+            (unsigned long long)q->owner_req, q->owner->id, q->target);
+    rd__node_reply_grant(q->owner, q->owner_req, RD_EAGAIN, "placed again: the chosen node was busy");
+    free(q);
+    return;
+  }
   if (m->status != 0) {
     if (q->pg_id && m->status == RD_EAGAIN) rd__pg_forget(q->pg_id);   /* the bundle is not there now */
     char buf[400];
@@ -2422,6 +2466,7 @@ void rd__cluster_free(void) {
 
 int rd__cluster_on(void) { return C.on; }
 uint64_t rd__cluster_respilled(void) { return C.on ? C.respilled : 0; }
+uint64_t rd__cluster_refused_busy(void) { return C.on ? C.refused_busy : 0; }
 
 int rd__cluster_avoided(void) {
   if (!C.on) return 0;

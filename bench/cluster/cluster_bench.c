@@ -3,6 +3,9 @@
  * custom resource only_b) that `raydist start` launched:
  *   - tasks/s of tiny tasks run on the driver's node and, in the same run,
  *     spilled back to the other node (every frame relayed over the link);
+ *   - tasks/s of 20 ms tasks of one CPU each with the default policy, more
+ *     than the driver's node can run at once: they spill to the other node
+ *     once this one is full (both nodes' CPUs busy at the end);
  *   - MiB/s of a large object put on the head and read by a task on the other
  *     node (the node pulls it over gRPC), and of the task's large result pulled
  *     back to the driver.
@@ -30,6 +33,45 @@ RD_REMOTE(touch_and_echo) {
 }
 
 static rd_task_opts g_opts;
+
+/* Sleep 20 ms, then say which node ran it. */
+RD_REMOTE(nap_where) {
+  usleep(20000);
+  rd_node_info ni;
+  if (rd_node_info_get(&ni) != 0) return rd_call_fail(call, "rd_node_info_get failed");
+  uint32_t idx = ni.node_index;
+  return rd_return_bytes(call, 0, &idx, sizeof(idx));
+}
+
+static uint32_t g_here;
+static long g_far, g_all;   /* saturated: tasks run on the other node, in all */
+
+/* 200 one-CPU tasks at a time with the default policy: the driver's node
+ * runs 2 at once, the rest spill (4 CPUs in all: 200 tasks/s at best). */
+static double saturated_tasks(void) {
+  enum { BATCH = 200 };
+  static rd_ref refs[BATCH];
+  rd_task_opts o;
+  rd_task_opts_init(&o);
+  double t0 = now(), t;
+  long n = 0;
+  do {
+    for (int i = 0; i < BATCH; i++) OK(rd_submit(nap_where, RD_NO_ARGS, &o, &refs[i]));
+    for (int i = 0; i < BATCH; i++) {
+      rd_buf b;
+      OK(rd_get(&refs[i], 1, &b, 120000));
+      uint32_t v;
+      memcpy(&v, b.data, 4);
+      g_far += v != g_here;
+      g_all++;
+      rd_buf_release(&b);
+      rd_ref_release(refs[i]);
+    }
+    n += BATCH;
+    t = now() - t0;
+  } while (t < g_duration);
+  return n / t;
+}
 
 static double async_tasks(void) {
   enum { BATCH = 2000 };
@@ -132,6 +174,7 @@ int main(int argc, char **argv) {
   }
   if (ni.cluster_nodes < 2) DIE("needs a cluster of two nodes (RAYDIST_ADDRESS); this one has %d", ni.cluster_nodes);
   printf("driver on node %u of %d\n", ni.node_index, ni.cluster_nodes);
+  g_here = ni.node_index;
   rd_task_opts_init(&g_opts);
   g_opts.num_cpus = 0.01;   /* many leases at once on either node */
   report("local_tasks_async", "tasks", async_tasks);
@@ -139,6 +182,8 @@ int main(int argc, char **argv) {
   g_opts.resources = "only_b=0.001";
   report("spillback_tasks_async", "tasks", async_tasks);
   report("spillback_tasks_sync", "tasks", sync_tasks);
+  report("saturated_tasks_default", "tasks (20 ms, 1 CPU; 4 CPUs in all)", saturated_tasks);
+  if (g_all) printf("saturated_tasks_default: %.0f%% ran on the other node\n", 100.0 * g_far / g_all);
   report("pg_create_removal_local", "groups (1 bundle, this node)", pg_local);
   report("pg_create_removal_spread", "groups (2 STRICT_SPREAD bundles, both nodes)", pg_spread);
   if (selected("pg_tasks")) {

@@ -197,15 +197,55 @@ static double now_s(void) {
   return ts.tv_sec + ts.tv_nsec / 1e9;
 }
 
-/* A request that had to wait on a busy node goes to another node once that
- * one has room: the head is taken for 5 s, b and c for 2 s; tasks submitted
- * meanwhile queue on the head (every node is busy in the view), and must
- * run on b and c as soon as those are free, not after the head's 5 s. */
+/* Run K 100 ms tasks with the default policy; how many ran on node `head`. */
+static int run_k_on(uint32_t head, int k) {
+  rd_ref refs[8];
+  uint32_t ms = 100;
+  for (uint32_t i = 0; i < (uint32_t)k; i++)
+    CHECK_EQ(rd_submit(slow_where, RD_ARGS(rd_arg_bytes(&ms, 4), rd_arg_bytes(&i, 4)), NULL, &refs[i]), 0);
+  int on_head = 0;
+  for (int i = 0; i < k; i++) {
+    rd_buf b;
+    CHECK_EQ(rd_get(&refs[i], 1, &b, 60000), 0);
+    uint32_t v[2];
+    memcpy(v, b.data, 8);
+    if (v[0] == head) on_head++;
+    rd_buf_release(&b);
+    rd_ref_release(refs[i]);
+  }
+  return on_head;
+}
+
+static void finish_all(rd_ref *refs, int n) {
+  for (int i = 0; i < n; i++) {
+    rd_buf b;
+    CHECK_EQ(rd_get(&refs[i], 1, &b, 60000), 0);
+    rd_buf_release(&b);
+    rd_ref_release(refs[i]);
+  }
+}
+
+/* Two halves.  First, a stale view: b and c are taken for 3 s and the head
+ * for 1 s at once, so the head's view (up to a second old) still shows b
+ * and c free when tasks submitted right after are placed.  Spilled there,
+ * they would wait behind those 3 s; b and c refuse them instead (busy, the
+ * request came with grant_or_reject), and they run on the head after its
+ * 1 s.  Then, a request that had to wait on a busy node goes to another node
+ * once that one has room: the head is taken for 5 s, b and c for 2 s; tasks
+ * submitted meanwhile queue on the head (every node is busy in the view),
+ * and must run on b and c as soon as those are free, not after the head's
+ * 5 s. */
 static int t_respill(void) {
   join();
   rd_node_info ni;
   CHECK_EQ(rd_node_info_get(&ni), 0);
   uint32_t head = ni.node_index;
+  /* b and c run this job's code already, so the blockers' requests are
+   * queued there before the spilled ones (the first fetch of the code is
+   * asynchronous) */
+  (void)run_where("only_b=1");
+  (void)run_where("only_c=1");
+  usleep(1200000);   /* every view shows the cluster idle */
   rd_task_opts hb, bb, cb;
   rd_task_opts_init(&hb);
   hb.num_cpus = 2;
@@ -217,6 +257,23 @@ static int t_respill(void) {
   rd_task_opts_init(&cb);
   cb.num_cpus = 2;
   cb.resources = "only_c=1";
+  {
+    uint32_t far_ms = 3000, head_ms = 1000, tag = 0;
+    rd_ref blockers[3];
+    double t0 = now_s();
+    CHECK_EQ(rd_submit(slow_where, RD_ARGS(rd_arg_bytes(&far_ms, 4), rd_arg_bytes(&tag, 4)), &bb, &blockers[0]), 0);
+    CHECK_EQ(rd_submit(slow_where, RD_ARGS(rd_arg_bytes(&far_ms, 4), rd_arg_bytes(&tag, 4)), &cb, &blockers[1]), 0);
+    CHECK_EQ(rd_submit(slow_where, RD_ARGS(rd_arg_bytes(&head_ms, 4), rd_arg_bytes(&tag, 4)), &hb, &blockers[2]), 0);
+    int on_head = run_k_on(head, 4);
+    double took = now_s() - t0;
+    int far_busy = rd_wait(blockers, 2, 1, 0, NULL) == 0;
+    printf("stale view: 4 tasks placed while b and c looked free ran in %.2f s, %d on the head; b and c %s\n", took,
+           on_head, far_busy ? "were still busy" : "had ended");
+    CHECK_EQ(on_head, 4);
+    CHECK(far_busy);
+    finish_all(blockers, 3);
+  }
+  usleep(1200000);
   uint32_t long_ms = 5000, short_ms = 2000, tag = 0;
   rd_ref blockers[3];
   CHECK_EQ(rd_submit(slow_where, RD_ARGS(rd_arg_bytes(&long_ms, 4), rd_arg_bytes(&tag, 4)), &hb, &blockers[0]), 0);
@@ -224,34 +281,14 @@ static int t_respill(void) {
   CHECK_EQ(rd_submit(slow_where, RD_ARGS(rd_arg_bytes(&short_ms, 4), rd_arg_bytes(&tag, 4)), &cb, &blockers[2]), 0);
   usleep(1200000);   /* the head's view shows b and c busy */
   double t0 = now_s();
-  enum { K = 4 };
-  rd_ref refs[K];
-  uint32_t ms = 100;
-  for (uint32_t i = 0; i < K; i++)
-    CHECK_EQ(rd_submit(slow_where, RD_ARGS(rd_arg_bytes(&ms, 4), rd_arg_bytes(&i, 4)), NULL, &refs[i]), 0);
-  int on_head = 0;
-  for (int i = 0; i < K; i++) {
-    rd_buf b;
-    CHECK_EQ(rd_get(&refs[i], 1, &b, 60000), 0);
-    uint32_t v[2];
-    memcpy(v, b.data, 8);
-    if (v[0] == head) on_head++;
-    rd_buf_release(&b);
-    rd_ref_release(refs[i]);
-  }
+  int on_head = run_k_on(head, 4);
   double took = now_s() - t0;
-  uint8_t ready[1];
-  int head_busy = rd_wait(&blockers[0], 1, 1, 0, ready) == 0;
-  printf("%d tasks queued behind a busy head ran in %.2f s, %d of them on the head; the head's blocker %s\n", K, took,
+  int head_busy = rd_wait(&blockers[0], 1, 1, 0, NULL) == 0;
+  printf("4 tasks queued behind a busy head ran in %.2f s, %d of them on the head; the head's blocker %s\n", took,
          on_head, head_busy ? "still ran" : "had ended");
   CHECK_EQ(on_head, 0);
   CHECK(head_busy);
-  for (int i = 0; i < 3; i++) {
-    rd_buf b;
-    CHECK_EQ(rd_get(&blockers[i], 1, &b, 60000), 0);
-    rd_buf_release(&b);
-    rd_ref_release(blockers[i]);
-  }
+  finish_all(blockers, 3);
   rd_shutdown();
   return 0;
 }

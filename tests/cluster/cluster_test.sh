@@ -139,6 +139,7 @@ case "$CASE" in
   respill)
     "$T" respill || fail "respill"
     [ "$(metric 127.0.0.1 raydist_requests_respilled_total)" -ge 1 ] || fail "the head's metrics show no respill"
+    [ "$(metric 127.0.0.1 raydist_spills_refused_total)" -ge 1 ] || fail "the head's metrics show no refused spill"
     ;;
   memory_monitor)
     # node d kills a task spilled to it for memory (its own limit only)
