@@ -2304,7 +2304,11 @@ static void on_hb_timer(uv_timer_t *t) {
   (void)t;
   if (C.hb_busy || C.stopping) return;
   C.hb_busy = 1;
-  C.hb_avail = rd__node_avail();
+  /* what a request placed from another node's view could have: free minus
+   * what the requests queued here ask for (a CPU given back by a lease and
+   * waiting for a worker to start is not free to anyone else), so that views
+   * do not send requests here only to be refused (grant_or_reject) */
+  local_unclaimed(&C.hb_avail);
   C.hb_pending = (int64_t)N.queue.len;
   rd_store_stats s;
   rd_store_get_stats(N.store, &s);
