@@ -183,6 +183,7 @@ static struct {
   uint64_t next_link_req, next_chan;
   uint64_t respilled;       /* queued requests sent to another node that had room (respill) */
   uint64_t refused_busy;    /* spilled requests their target refused: its room was gone */
+  struct gcs_actor_op *name_waits;   /* actor registers parked until a dead namesake is unnamed */
   uint64_t view_seq;
   unsigned spread_rr;
   cl_rreq *rreqs;
@@ -1352,7 +1353,49 @@ typedef struct gcs_actor_op {
   int status;
   uint32_t node;
   uint64_t retry_since;
+  int retried;              /* GA_REGISTER: asked again once, after a dead namesake here was unnamed */
+  uint64_t wait_actor;      /* parked on C.name_waits until this actor's name is free */
+  struct gcs_actor_op *next;
 } gcs_actor_op;
+
+static int gcs_actor_queue(gcs_actor_op *op);
+
+/* A name the GCS refused because a dead actor recorded here still held it:
+ * its death is being written (or was, after the register ran), so the
+ * register is asked once more when that write is done, instead of telling
+ * a supervisor that re-creates a crashed actor that the name is taken. */
+static int register_after_unnaming(gcs_actor_op *op) {
+  if (op->status != RD_EEXIST || op->retried || !C.on || !C.gcs) return 0;
+  node_actor *d = rd__node_actor_dead_named(op->name);
+  if (!d) return 0;
+  op->retried = 1;
+  op->status = 0;
+  op->retry_since = 0;
+  if (!d->unnaming) return gcs_actor_queue(op);
+  op->wait_actor = d->id;
+  op->next = C.name_waits;
+  C.name_waits = op;
+  return 1;
+}
+
+void rd__cluster_name_freed(uint64_t actor_id) {
+  for (gcs_actor_op **pp = &C.name_waits; *pp;) {
+    gcs_actor_op *op = *pp;
+    if (op->wait_actor != actor_id) {
+      pp = &op->next;
+      continue;
+    }
+    *pp = op->next;
+    op->next = NULL;
+    op->wait_actor = 0;
+    if (C.on && C.gcs) {
+      gcs_actor_queue(op);
+    } else {
+      rd__node_actor_registered(op->actor_id, op->client_id, op->req_id, RD_ECANCELED, "the node is stopping");
+      free(op);
+    }
+  }
+}
 
 static void gcs_actor_work(uv_work_t *w) {
   gcs_actor_op *op = w->data;
@@ -1376,6 +1419,7 @@ static void gcs_actor_done(uv_work_t *w, int status) {
   char err[400];
   switch (op->kind) {
     case GA_REGISTER:
+      if (register_after_unnaming(op)) return;
       if (op->status == RD_EEXIST) snprintf(err, sizeof(err), "an actor named '%s' already exists in the cluster", op->name);
       else snprintf(err, sizeof(err), "cannot register actor name '%s' with the GCS: %s", op->name, rd_strerror(op->status));
       rd__node_actor_registered(op->actor_id, op->client_id, op->req_id, op->status, err);
@@ -2451,6 +2495,11 @@ void rd__cluster_free(void) {
   }
   free(C.await_actors);
   C.await_actors = NULL;
+  while (C.name_waits) {
+    gcs_actor_op *op = C.name_waits;
+    C.name_waits = op->next;
+    free(op);
+  }
   while (C.rreqs) {
     cl_rreq *q = C.rreqs;
     C.rreqs = q->next;

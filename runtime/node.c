@@ -11,6 +11,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <poll.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -986,6 +987,7 @@ static void actor_lost(node_actor *a, const char *why) {
 }
 
 void rd__node_actor_unnamed(uint64_t actor_id) {
+  rd__cluster_name_freed(actor_id);
   node_actor *a = actor_find(actor_id);
   if (!a) return;
   a->unnaming = 0;
@@ -1061,6 +1063,63 @@ static void actor_free_fields(node_actor *a) {
   free(a->args); free(a->cls); free(a->name); free(a->death);
 }
 
+static void client_on_io(uv_poll_t *h, int status, int events);
+
+/* Is process pid exiting (PF_EXITING in /proc/pid/stat, set before the
+ * kernel closes its files) or a zombie? */
+static int pid_exiting(int pid) {
+  char path[64], buf[512];
+  snprintf(path, sizeof(path), "/proc/%d/stat", pid);
+  int fd = open(path, O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return 1;   /* gone */
+  ssize_t n = read(fd, buf, sizeof(buf) - 1);
+  close(fd);
+  if (n <= 0) return 0;
+  buf[n] = 0;
+  const char *p = strrchr(buf, ')');   /* after the command name, which may hold anything */
+  if (!p) return 0;
+  char state;
+  unsigned long flags = 0;
+  if (sscanf(p + 1, " %c %*d %*d %*d %*d %*d %lu", &state, &flags) != 2) return 0;
+  return state == 'Z' || state == 'X' || (flags & 0x4);   /* PF_EXITING */
+}
+
+/* The live actor named `name` recorded here, or NULL.  A caller learns that
+ * an actor died when its own socket to the actor closes, which may be before
+ * the dying process has closed its socket to this node (the kernel closes a
+ * process's files one by one): a supervisor that re-creates a crashed actor
+ * under its name, or looks the name up, right after RD_EACTOR_DIED would
+ * find it still alive here.  So when the actor's worker is exiting, its end
+ * is read now (waiting up to 200 ms for the kernel to close the socket), and
+ * the actor restarts or dies before the name is judged. */
+static node_actor *actor_named(const char *name) {
+  if (!name || !*name) return NULL;
+  for (node_actor *a = N.actors; a; a = a->next) {
+    if (a->state == A_DEAD || !a->name || strcmp(a->name, name)) continue;
+    node_client *wc = a->worker ? a->worker->client : NULL;
+    if (wc && !wc->dead && a->worker->pid > 0 && pid_exiting(a->worker->pid)) {
+      struct pollfd p = {.fd = wc->conn.fd, .events = POLLRDHUP};
+      if (poll(&p, 1, 200) == 1 && (p.revents & (POLLRDHUP | POLLHUP | POLLERR)))
+        client_on_io(&wc->poll, 0, UV_READABLE);
+    }
+    if (a->state != A_DEAD) return a;
+  }
+  return NULL;
+}
+
+/* A dead actor recorded here (not a copy hosted for a peer) named `name`
+ * whose death the GCS may not have written yet: the one still being
+ * unnamed if any, else any; NULL when none. */
+node_actor *rd__node_actor_dead_named(const char *name) {
+  node_actor *any = NULL;
+  for (node_actor *a = N.actors; a; a = a->next) {
+    if (a->state != A_DEAD || !a->name || strcmp(a->name, name) || rd__node_actor_hosted(a)) continue;
+    if (a->unnaming) return a;
+    any = a;
+  }
+  return any;
+}
+
 static void on_actor_create(node_client *c, Rd__ActorCreate *m) {
   rd_resources res;
   char buf[300];
@@ -1075,14 +1134,10 @@ static void on_actor_create(node_client *c, Rd__ActorCreate *m) {
     reply_actor_id(c, m->req_id, RD_EINFEASIBLE, buf, 0);
     return;
   }
-  if (m->name && *m->name) {
-    for (node_actor *a = N.actors; a; a = a->next) {
-      if (a->state != A_DEAD && a->name && !strcmp(a->name, m->name)) {
-        snprintf(buf, sizeof(buf), "an actor named '%s' already exists", m->name);
-        reply_actor_id(c, m->req_id, RD_EEXIST, buf, 0);
-        return;
-      }
-    }
+  if (actor_named(m->name)) {
+    snprintf(buf, sizeof(buf), "an actor named '%s' already exists", m->name);
+    reply_actor_id(c, m->req_id, RD_EEXIST, buf, 0);
+    return;
   }
   node_job *job = rd__node_client_job(c);
   if (!job) {
@@ -1333,11 +1388,10 @@ void rd__node_actor_kill(node_client *c, const Rd__ActorKill *m) {
 }
 
 static void on_actor_lookup(node_client *c, Rd__ActorLookup *m) {
-  for (node_actor *a = N.actors; a; a = a->next) {
-    if (a->state != A_DEAD && a->name && m->name && !strcmp(a->name, m->name)) {
-      reply_actor_id(c, m->req_id, 0, NULL, a->id);
-      return;
-    }
+  node_actor *a = actor_named(m->name);
+  if (a) {
+    reply_actor_id(c, m->req_id, 0, NULL, a->id);
+    return;
   }
   if (m->name && *m->name && rd__cluster_actor_lookup(c, m->req_id, m->name)) return;   /* the GCS knows */
   char buf[200];
@@ -2042,6 +2096,7 @@ static void unnaming_late(uint64_t now) {
               (unsigned long long)((now - a->unnaming) / 1000000));
       a->unnaming = 0;
       actor_answer_killers(a);
+      rd__cluster_name_freed(a->id);
     }
 }
 

@@ -307,6 +307,7 @@ int rd__node_lease_drop(node_client *c, uint64_t req_id);
 void rd__node_actor_schedule(node_actor *a);
 void rd__node_actor_die(node_actor *a, const char *why);
 void rd__node_actor_unnamed(uint64_t actor_id);
+node_actor *rd__node_actor_dead_named(const char *name);
 void rd__node_reply_grant(node_client *c, uint64_t req_id, int status, const char *err);
 /* Jobs: the record for exe (made, with argv, when there is none; NULL when
  * out of memory); the job of a client (NULL: a link, or a driver whose

@@ -763,6 +763,13 @@ RD_ACTOR_METHOD(Tally, add) {
   return rd_return_bytes(call, 0, &t->value, sizeof(t->value));
 }
 
+RD_ACTOR_METHOD(Tally, crash) {
+  (void)state;
+  (void)call;
+  kill(getpid(), SIGKILL);
+  return 0;
+}
+
 RD_ACTOR_METHOD(Tally, exe_size) {
   (void)state;
   struct stat st;
@@ -1288,6 +1295,29 @@ static int t_actors(void) {
     call_named(actor_get_code, "tally-main", &o, &found, sizeof(found));
     CHECK_EQ(found, RD_ENOENT);
   }
+  /* a named actor on this node that crashes with no restarts left: its
+   * caller re-creates it under the name at once (the node reads the dead
+   * worker's end first, and asks the GCS for the name again once the death
+   * is written), and node c finds the new one */
+  rd_actor_opts_init(&ao);
+  ao.strategy = RD_STRATEGY_NODE_AFFINITY;
+  ao.node = ni.node_index;
+  ao.name = "tally-crash";
+  CHECK_EQ(rd_actor_create(Tally, RD_NO_ARGS, &ao, &named), 0);
+  for (int i = 0; i < 10; i++) {
+    CHECK_EQ(rd_actor_call(named, Tally_crash, RD_NO_ARGS, NULL, &r), 0);
+    CHECK_EQ(rd_get(&r, 1, &bb, 60000), RD_EACTOR_DIED);
+    rd_buf_release(&bb);
+    rd_ref_release(r);
+    e = rd_actor_create(Tally, RD_NO_ARGS, &ao, &named);
+    if (e != 0) fprintf(stderr, "round %d: re-creating 'tally-crash': %s\n", i, rd_err_name(e));
+    CHECK_EQ(e, 0);
+    int32_t found;
+    call_named(actor_get_code, "tally-crash", &o, &found, sizeof(found));
+    CHECK_EQ(found, 0);
+    CHECK_EQ(actor_add(named), 1);
+  }
+  CHECK_EQ(rd_actor_kill(named, 1), 0);
   /* placement strategies for actors: affinity, then SPREAD over the 3 nodes */
   rd_actor_opts_init(&ao);
   ao.strategy = RD_STRATEGY_NODE_AFFINITY;

@@ -387,6 +387,45 @@ static int t_named(void) {
   return 0;
 }
 
+/* A named actor that crashes with no restarts left frees its name for the
+ * caller that saw it die: a supervisor re-creates it under the same name at
+ * once, and a lookup right after the death never finds the dead one (the
+ * caller's socket to the actor closes before the node reads the worker's
+ * end; the node reads it when the name is asked for). */
+static int t_crash_rename(void) {
+  init_or_die(NULL);
+  rd_actor_opts o;
+  rd_actor_opts_init(&o);
+  o.name = "phoenix";
+  o.max_restarts = 0;
+  rd_actor a = make_counter(0, &o);
+  for (int round = 0; round < 20; round++) {
+    rd_ref r;
+    CHECK_EQ(rd_actor_call(a, Counter_crash_first, RD_NO_ARGS, NULL, &r), 0);
+    int err;
+    char msg[512];
+    (void)get_long_err(r, &err, msg, sizeof(msg));
+    CHECK_EQ(err, RD_EACTOR_DIED);
+    rd_actor g;
+    if (round % 2) {   /* looked up first: gone */
+      int e = rd_actor_get("phoenix", &g);
+      if (e == 0) fprintf(stderr, "round %d: the dead actor %llu is still found (%llu)\n", round,
+                          (unsigned long long)a.id, (unsigned long long)g.id);
+      CHECK_EQ(e, RD_ENOENT);
+    }
+    long start = round;
+    int e = rd_actor_create(Counter, RD_ARGS(rd_arg_bytes(&start, sizeof(start))), &o, &a);
+    if (e != 0) fprintf(stderr, "round %d: re-creating 'phoenix': %s\n", round, rd_err_name(e));
+    CHECK_EQ(e, 0);
+    CHECK_EQ(rd_actor_get("phoenix", &g), 0);
+    CHECK_EQ(g.id, a.id);
+    CHECK_EQ(rd_actor_call(g, Counter_get, RD_NO_ARGS, NULL, &r), 0);
+    CHECK_EQ(get_long(r), round);
+  }
+  rd_shutdown();
+  return 0;
+}
+
 static int t_restart(void) {
   init_or_die(NULL);
   rd_actor_opts o;
@@ -644,7 +683,7 @@ static const rd_test_case tests[] = {
     {"order", t_order}, {"caller_gone", t_caller_gone},       {"two_callers", t_two_callers}, {"named", t_named},
     {"restart", t_restart},   {"gpu_actors", t_gpu_actors},   {"bad_input", t_bad_input},
     {"concurrency", t_concurrency}, {"cancel", t_cancel}, {"memory_monitor", t_memory_monitor},
-    {"dead_records", t_dead_records},
+    {"dead_records", t_dead_records}, {"crash_rename", t_crash_rename},
 };
 
 RD_TEST_MAIN(tests)
