@@ -93,6 +93,7 @@ typedef struct cl_chan {
   node_client *link;
   node_client *owner;       /* SIDE_OWNER */
   node_worker *worker;      /* SIDE_WORKER */
+  int actor_pid;            /* SIDE_WORKER, a caller's socket to an actor whose worker is here */
   rd__conn conn;
   uv_poll_t poll;
   int events;
@@ -586,6 +587,9 @@ static void chan_on_io(uv_poll_t *h, int status, int events) {
           rd__node_flush_all();
           return;
         }
+        /* an actor's worker that died: its death goes to the actor's
+         * record node before this close, which its caller sees first */
+        if (ch->actor_pid) rd__node_worker_settle(ch->actor_pid);
         chan_close(ch, ch->side == SIDE_WORKER ? RD_EWORKER_DIED : 0,
                    ch->side == SIDE_WORKER ? "the remote worker closed its socket" : "owner closed", 1);
         return;
@@ -1625,14 +1629,16 @@ int rd__cluster_actor_elsewhere(node_client *c, const Rd__ActorConnect *m) {
 /* Answer caller (a local client, or a link for a caller further away). */
 /* Answer a link's connect: bridge fd over the link as a new channel.  r
  * holds the answer's fields (req_id, status, error, pid, restarts, retries). */
-static void link_connected(node_client *link, Rd__LinkActorConnected *r, int fd) {
+static void link_connected(node_client *link, Rd__LinkActorConnected *r, int fd, int local_pid) {
   if (r->status == 0 && fd >= 0) {
     uint64_t id = (1ull << 62) | ++C.next_chan;
-    if (!chan_new(fd, link, id, SIDE_WORKER)) {
+    cl_chan *ch = chan_new(fd, link, id, SIDE_WORKER);
+    if (!ch) {
       r->status = RD_ENOMEM;
       r->error = "node out of memory";
     } else {
       r->chan_id = id;
+      ch->actor_pid = local_pid;
     }
   } else if (fd >= 0) {
     close(fd);
@@ -1647,7 +1653,7 @@ static void answer_connect(node_client *caller, uint64_t req_id, const Rd__LinkA
     Rd__LinkActorConnected fwd = *r;   /* passed on, under the far caller's req_id */
     fwd.req_id = req_id;
     fwd.chan_id = 0;
-    link_connected(caller, &fwd, fd);
+    link_connected(caller, &fwd, fd, 0);
     return;
   }
   Rd__ActorConnectReply out = RD__ACTOR_CONNECT_REPLY__INIT;
@@ -1671,7 +1677,7 @@ void rd__cluster_connect_reply(node_client *link, uint64_t req_id, node_actor *a
     r.restarts = (uint32_t)a->restarts;
     r.max_task_retries = a->max_task_retries;
   }
-  link_connected(link, &r, fd);
+  link_connected(link, &r, fd, a && a->worker ? a->worker->pid : 0);
 }
 
 static void on_link_actor_connected(node_client *c, Rd__LinkActorConnected *m) {

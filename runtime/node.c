@@ -1089,22 +1089,27 @@ static int pid_exiting(int pid) {
  * the dying process has closed its socket to this node (the kernel closes a
  * process's files one by one): a supervisor that re-creates a crashed actor
  * under its name, or looks the name up, right after RD_EACTOR_DIED would
- * find it still alive here.  So when the actor's worker is exiting, its end
- * is read now (waiting up to 200 ms for the kernel to close the socket), and
- * the actor restarts or dies before the name is judged. */
+ * find it still alive here.  So the actor's worker is settled first
+ * (rd__node_worker_settle), and the actor restarts or dies before the name
+ * is judged. */
 static node_actor *actor_named(const char *name) {
   if (!name || !*name) return NULL;
   for (node_actor *a = N.actors; a; a = a->next) {
     if (a->state == A_DEAD || !a->name || strcmp(a->name, name)) continue;
-    node_client *wc = a->worker ? a->worker->client : NULL;
-    if (wc && !wc->dead && a->worker->pid > 0 && pid_exiting(a->worker->pid)) {
-      struct pollfd p = {.fd = wc->conn.fd, .events = POLLRDHUP};
-      if (poll(&p, 1, 200) == 1 && (p.revents & (POLLRDHUP | POLLHUP | POLLERR)))
-        client_on_io(&wc->poll, 0, UV_READABLE);
-    }
+    if (a->worker) rd__node_worker_settle(a->worker->pid);
     if (a->state != A_DEAD) return a;
   }
   return NULL;
+}
+
+void rd__node_worker_settle(int pid) {
+  node_worker *w = NULL;
+  for (node_worker *x = N.workers; x && !w; x = x->next)
+    if (x->pid == pid && pid > 0) w = x;
+  node_client *wc = w ? w->client : NULL;
+  if (!wc || wc->dead || !pid_exiting(pid)) return;
+  struct pollfd p = {.fd = wc->conn.fd, .events = POLLRDHUP};
+  if (poll(&p, 1, 200) == 1 && (p.revents & (POLLRDHUP | POLLHUP | POLLERR))) client_on_io(&wc->poll, 0, UV_READABLE);
 }
 
 /* A dead actor recorded here (not a copy hosted for a peer) named `name`

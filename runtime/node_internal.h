@@ -308,6 +308,11 @@ void rd__node_actor_schedule(node_actor *a);
 void rd__node_actor_die(node_actor *a, const char *why);
 void rd__node_actor_unnamed(uint64_t actor_id);
 node_actor *rd__node_actor_dead_named(const char *name);
+/* Worker pid of this node, when it is exiting (PF_EXITING, or a zombie):
+ * its end is read now (waiting up to 200 ms for the kernel to close its
+ * socket), so that what its death does here (an actor restarts or dies, and
+ * tells its record node) comes before what a peer of it saw first. */
+void rd__node_worker_settle(int pid);
 void rd__node_reply_grant(node_client *c, uint64_t req_id, int status, const char *err);
 /* Jobs: the record for exe (made, with argv, when there is none; NULL when
  * out of memory); the job of a client (NULL: a link, or a driver whose

@@ -1295,16 +1295,19 @@ static int t_actors(void) {
     call_named(actor_get_code, "tally-main", &o, &found, sizeof(found));
     CHECK_EQ(found, RD_ENOENT);
   }
-  /* a named actor on this node that crashes with no restarts left: its
-   * caller re-creates it under the name at once (the node reads the dead
-   * worker's end first, and asks the GCS for the name again once the death
-   * is written), and node c finds the new one */
+  /* a named actor that crashes with no restarts left, on this node (even
+   * rounds) or on node b (odd): its caller re-creates it under the name at
+   * once, and node c finds the new one.  The node hosting it reads the dead
+   * worker's end before the caller's socket closes (on b, its death goes
+   * over the link before that close), and the driver's node asks the GCS
+   * for the name again once the death is written. */
   rd_actor_opts_init(&ao);
   ao.strategy = RD_STRATEGY_NODE_AFFINITY;
   ao.node = ni.node_index;
   ao.name = "tally-crash";
   CHECK_EQ(rd_actor_create(Tally, RD_NO_ARGS, &ao, &named), 0);
   for (int i = 0; i < 10; i++) {
+    ao.node = i % 2 ? b : ni.node_index;
     CHECK_EQ(rd_actor_call(named, Tally_crash, RD_NO_ARGS, NULL, &r), 0);
     CHECK_EQ(rd_get(&r, 1, &bb, 60000), RD_EACTOR_DIED);
     rd_buf_release(&bb);
