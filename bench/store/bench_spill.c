@@ -2,7 +2,7 @@
  * delays its other clients.
  *
  * An embedded cluster with a small store (--store MiB, 256 by default).  A
- * task puts --objects objects of --mib MiB each and keeps them all, so the
+ * task puts --objects objects of --mib MiB (or --kib KiB) each and keeps them all, so the
  * store must spill most of them ("put" phase), then gets each back in order,
  * so most are read back from disk, each read making room by spilling another
  * ("get" phase).  Meanwhile the driver times, one at a time, small puts
@@ -25,7 +25,7 @@
 
 typedef struct fill_args {
   int objects;
-  int mib;
+  int kib;   /* each object's size */
 } fill_args;
 
 typedef struct fill_result {
@@ -39,7 +39,7 @@ RD_REMOTE(filler) {
   if (rd_arg(call, 0, &a) || a.size != sizeof(fill_args)) return rd_call_fail(call, "bad arguments");
   fill_args fa;
   memcpy(&fa, a.data, sizeof(fa));
-  size_t n = (size_t)fa.mib << 20;
+  size_t n = (size_t)fa.kib << 10;
   unsigned char *buf = malloc(n);
   rd_ref *refs = calloc((size_t)fa.objects, sizeof(*refs));
   if (!buf || !refs) return rd_call_fail(call, "out of memory");
@@ -100,21 +100,23 @@ static void print_phase(const char *phase, double from, double to, int n) {
 
 int main(int argc, char **argv) {
   int store_mib = 256;
-  fill_args fa = {48, 16};
+  fill_args fa = {48, 16 << 10};
   for (int i = 1; i < argc; i++) {
     if (!strcmp(argv[i], "--store") && i + 1 < argc) store_mib = atoi(argv[++i]);
     else if (!strcmp(argv[i], "--objects") && i + 1 < argc) fa.objects = atoi(argv[++i]);
-    else if (!strcmp(argv[i], "--mib") && i + 1 < argc) fa.mib = atoi(argv[++i]);
-    else DIE("usage: bench_spill [--store MiB] [--objects N] [--mib MiB]");
+    else if (!strcmp(argv[i], "--mib") && i + 1 < argc) fa.kib = atoi(argv[++i]) << 10;
+    else if (!strcmp(argv[i], "--kib") && i + 1 < argc) fa.kib = atoi(argv[++i]);
+    else DIE("usage: bench_spill [--store MiB] [--objects N] [--mib MiB | --kib KiB]");
   }
-  if (store_mib < 16 || fa.objects < 1 || fa.mib < 1 || fa.mib > store_mib / 2) DIE("bad sizes");
+  /* objects up to 100 KiB stay in the putting process (RD_INLINE_MAX): never spilled */
+  if (store_mib < 16 || fa.objects < 1 || fa.kib <= 100 || fa.kib > (store_mib << 10) / 2) DIE("bad sizes");
   rd_config cfg;
   rd_config_init(&cfg);
   cfg.object_store_bytes = (uint64_t)store_mib << 20;
   OK(rd_init(&cfg));
   const char *th = getenv("RAYDIST_SPILL_THRESHOLD");
-  printf("# bench_spill: store %d MiB, filler %d x %d MiB, RAYDIST_SPILL_THRESHOLD=%s\n", store_mib, fa.objects,
-         fa.mib, th ? th : "(default)");
+  printf("# bench_spill: store %d MiB, filler %d x %d KiB, RAYDIST_SPILL_THRESHOLD=%s\n", store_mib, fa.objects,
+         fa.kib, th ? th : "(default)");
   sleep(1);   /* the store's background pre-fault */
 
   size_t small = 256u << 10;
@@ -143,7 +145,7 @@ int main(int argc, char **argv) {
   rd_ref_release(f);
   rd_node_info ni;
   OK(rd_node_info_get(&ni));
-  double mib = fa.objects * fa.mib;
+  double mib = fa.objects * (fa.kib / 1024.0);
   printf("  task: put %.2f s (%.0f MiB/s), get %.2f s (%.0f MiB/s); %llu spills, %llu restores\n", res.put_secs,
          mib / res.put_secs, res.get_secs, mib / res.get_secs, (unsigned long long)ni.store_spill_count,
          (unsigned long long)ni.store_restore_count);

@@ -1,7 +1,7 @@
 #!/bin/sh
 # bench/store/spill.sh - bench_spill with spilling inside creates only
 # (RAYDIST_SPILL_THRESHOLD=0) and in the background (the default, 0.8),
-# alternating, ROUNDS times.  Usage: bench/store/spill.sh [BUILD_DIR] [ROUNDS] [bench_spill options]
+# alternating, ROUNDS times.  Usage: bench/store/spill.sh [BUILD_DIR] [ROUNDS] [bench_spill options: --store MiB --objects N --mib MiB or --kib KiB]
 set -e
 BUILD=${1:-build}
 ROUNDS=${2:-2}

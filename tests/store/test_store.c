@@ -552,6 +552,72 @@ static void test_background_threshold(void) {
   CHECK(rmdir(dir) == 0);
 }
 
+/* Entries of `dir` other than files of deleted objects the thread has yet
+ * to remove ("*.del"). */
+static int count_live_files(const char *dir) {
+  DIR *d = opendir(dir);
+  CHECK(d != NULL);
+  int n = 0;
+  struct dirent *e;
+  while ((e = readdir(d)) != NULL) {
+    size_t len = strlen(e->d_name);
+    if (strcmp(e->d_name, ".") && strcmp(e->d_name, "..") && !(len > 4 && !strcmp(e->d_name + len - 4, ".del")))
+      n++;
+  }
+  closedir(d);
+  return n;
+}
+
+/* Objects under 1 MiB spilled by the thread share files: 300 of about
+ * 20 KiB go out in far fewer files than objects, none named by its id.
+ * Each reads back intact from the middle of its file; deleting every other
+ * object keeps the files the rest are in; a file goes with the last object
+ * in it (read back or deleted), so once every object is gone no spill file
+ * is left. */
+static void test_background_fused(void) {
+  enum { N = 300 };
+  char dir[128], sub[512];
+  make_spill_dir(dir, sizeof(dir), "bgfused");
+  rd_store *s;
+  rd_store_config cfg = {.capacity = 8 * MiB, .spill_dir = dir, .spill_threshold = 0.25};
+  CHECK_EQ(rd_store_open(&s, &cfg), 0);
+  CHECK_EQ(count_entries(dir, sub, sizeof(sub)), 1);
+  for (uint64_t id = 0; id < N; id++) {
+    put_sealed(s, id, 20 * KiB + id);
+    if (id % 64 == 63)
+      drain(s);
+  }
+  drain(s);
+  rd_store_stats st;
+  rd_store_get_stats(s, &st);
+  int files = count_live_files(sub);
+  printf("fused: %llu of %d objects spilled, into %d files\n", (unsigned long long)st.num_spilled, N, files);
+  fflush(stdout);
+  CHECK(st.num_spilled >= N / 2);
+  CHECK(files >= 1 && (uint64_t)files * 8 <= st.num_spilled);
+  for (uint64_t id = 0; id < N; id++)
+    CHECK(!spill_file_exists(sub, id));
+  for (uint64_t id = 0; id < N; id += 2)   /* spilled or not: their parts of the files go */
+    CHECK_EQ(rd_store_delete(s, id), 0);
+  drain(s);
+  for (uint64_t id = 1; id < N; id += 2)   /* read back, from files that lost objects */
+    check_bytes(s, id, 20 * KiB + id);
+  drain(s);
+  rd_store_get_stats(s, &st);
+  CHECK(st.restore_count >= N / 4);
+  for (uint64_t id = 1; id < N; id += 2)
+    CHECK_EQ(rd_store_delete(s, id), 0);
+  drain(s);
+  rd_store_get_stats(s, &st);
+  CHECK_EQ(st.num_objects, 0);
+  CHECK_EQ(st.bytes_spilled, 0);
+  CHECK_EQ(st.used, 0);
+  CHECK_EQ(count_live_files(sub), 0);   /* only renamed files of the dead, if the thread lags */
+  rd_store_close(s);
+  CHECK_EQ(count_entries(dir, NULL, 0), 0);
+  CHECK(rmdir(dir) == 0);
+}
+
 /* rd_store_create_nowait waits (RD_EAGAIN) for the thread instead of writing
  * files itself; an object read or deleted while its job runs is not moved. */
 static void test_background_nowait(void) {
@@ -943,6 +1009,7 @@ int main(void) {
   test_background_nowait();
   test_background_restore();
   test_background_random();
+  test_background_fused();
   test_background_failure();
   test_background_close();
   test_big_object();
