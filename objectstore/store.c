@@ -279,14 +279,18 @@ static void unlink_file(rd_store *s, uint64_t id) {
   unlink_name(s, name);
 }
 
-/* A fused file lost one object (read back or deleted): it goes with its last. */
-static void file_unref(rd_store *s, spill_file *f) {
-  if (--f->live > 0)
-    return;
+/* Remove fused file f and forget it. */
+static void file_remove(rd_store *s, spill_file *f) {
   char name[24];
   spill_name(name, f, 0);
   unlink_name(s, name);
   free(f);
+}
+
+/* A fused file lost one object (read back or deleted): it goes with its last. */
+static void file_unref(rd_store *s, spill_file *f) {
+  if (--f->live == 0)
+    file_remove(s, f);
 }
 
 /* o's bytes on disk are no longer wanted: its file, or its part of one. */
@@ -426,8 +430,8 @@ static spill_job *new_batch(rd_store *s) {
 }
 
 static void free_job(spill_job *j) {
-  if (j->kind == JOB_WRITE && j->file != NULL && j->file->live == 0)
-    free(j->file);   /* a write's file is its own until objects are in it */
+  if (j->kind == JOB_WRITE)
+    free(j->file);   /* a write's file is its own until write_finish hands it to its objects */
   free(j->items);
   free(j);
 }
@@ -578,11 +582,11 @@ static void write_finish(rd_store *s, spill_job *j) {
   }
   for (uint32_t i = 0; i < j->n; i++)
     write_finish_one(s, j->items[i].id, j->rc, j->file, j->items[i].foff);
-  if (j->file->live == 0 && j->rc == 0) {
-    j->file->live = 1;   /* file_unref removes the file and frees it */
-    file_unref(s, j->file);
-  }
-  j->file = NULL;   /* the objects in it own it now (or it is gone) */
+  if (j->file->live == 0 && j->rc != 0)
+    return;   /* nothing was written: free_job frees it */
+  if (j->file->live == 0)
+    file_remove(s, j->file);   /* written, but none of its objects moved to disk */
+  j->file = NULL;   /* its objects own it now, or it is gone */
 }
 
 /* Allocate `size` bytes, spilling least recently used objects until it fits. */

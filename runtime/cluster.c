@@ -1038,6 +1038,27 @@ static node_client *client_by_id(uint32_t id) {
   return NULL;
 }
 
+/* A grant_or_reject request (f) that does not fit in what is unclaimed here:
+ * refuse it with RD_EAGAIN and that figure (1), or 0 to queue it. */
+static int refused_busy(node_client *link, const code_fetch *f) {
+  rd_resources here;
+  local_unclaimed(&here);
+  if (fits_now(&here, &N.ledger.total, &f->res)) return 0;
+  Rd__LinkGrant lg = RD__LINK_GRANT__INIT;
+  rd__res_msg fm;
+  rd__res_to_msg(&here, &fm);
+  char why[160];
+  snprintf(why, sizeof(why), "node %u is busy: its room was taken after the view that placed the request", C.index);
+  lg.req_id = f->req_id;
+  lg.status = RD_EAGAIN;
+  lg.error = why;
+  lg.free_now = &fm.msg;
+  link_send(link, RD__MSG_TYPE__MSG_LINK_GRANT, &lg.base);
+  rd__log(RD_LOG_DEBUG, "lease request %llu from node %u refused: busy", (unsigned long long)f->req_id,
+          rd__cluster_link_peer(link));
+  return 1;
+}
+
 /* A peer's request for a worker here, from a placement-group bundle when
  * pg_id is set: 0, or an error (sent to the peer) when that bundle is not
  * here (removed, or moved after a node died: the peer asks its GCS again). */
@@ -1052,23 +1073,7 @@ static void queue_link_request(node_client *link, const code_fetch *f) {
     rd__node_reply_grant(link, f->req_id, RD_EAGAIN, why);
     return;
   }
-  rd_resources here;
-  local_unclaimed(&here);
-  if (f->grant_or_reject && !f->pg_id && !fits_now(&here, &N.ledger.total, &f->res)) {
-    Rd__LinkGrant lg = RD__LINK_GRANT__INIT;
-    rd__res_msg fm;
-    rd__res_to_msg(&here, &fm);
-    char why[160];
-    snprintf(why, sizeof(why), "node %u is busy: its room was taken after the view that placed the request", C.index);
-    lg.req_id = f->req_id;
-    lg.status = RD_EAGAIN;
-    lg.error = why;
-    lg.free_now = &fm.msg;
-    link_send(link, RD__MSG_TYPE__MSG_LINK_GRANT, &lg.base);
-    rd__log(RD_LOG_DEBUG, "lease request %llu from node %u refused: busy", (unsigned long long)f->req_id,
-            rd__cluster_link_peer(link));
-    return;
-  }
+  if (f->grant_or_reject && !f->pg_id && refused_busy(link, f)) return;
   /* a job driven from elsewhere has its drivers' weight here too (fair.c) */
   if (f->job && f->job->drivers == 0 && f->weight > 0 && f->weight <= 1000) f->job->weight = f->weight;
   rd__node_lease_queue(link, f->req_id, &f->res, f->priority, b, f->job, f->gcs_job, 0);

@@ -25,10 +25,10 @@ int rd__cluster_on(void);
 /* Requests respill() sent to another node since start; (job, node) pairs
  * avoided now (rd__cluster_avoid).  0 when not in a cluster. */
 uint64_t rd__cluster_respilled(void);
-uint64_t rd__cluster_refused_busy(void);
+uint64_t rd__cluster_refused_busy(void);   /* spilled requests refused by a busy target */
 /* The GCS has freed actor_id's name (or gave up): actor registers parked
  * on it are asked again. */
-void rd__cluster_name_freed(uint64_t actor_id);   /* spilled requests refused by a busy target */
+void rd__cluster_name_freed(uint64_t actor_id);
 int rd__cluster_avoided(void);
 uint32_t rd__cluster_index(void);
 /* The cluster as of the last heartbeat (every node, alive and dead); valid

@@ -1084,6 +1084,14 @@ static int pid_exiting(int pid) {
   return state == 'Z' || state == 'X' || (flags & 0x4);   /* PF_EXITING */
 }
 
+/* rd__node_worker_settle for w. */
+static void worker_settle(node_worker *w) {
+  node_client *wc = w->client;
+  if (!wc || wc->dead || w->pid <= 0 || !pid_exiting(w->pid)) return;
+  struct pollfd p = {.fd = wc->conn.fd, .events = POLLRDHUP};
+  if (poll(&p, 1, 200) == 1 && (p.revents & (POLLRDHUP | POLLHUP | POLLERR))) client_on_io(&wc->poll, 0, UV_READABLE);
+}
+
 /* The live actor named `name` recorded here, or NULL.  A caller learns that
  * an actor died when its own socket to the actor closes, which may be before
  * the dying process has closed its socket to this node (the kernel closes a
@@ -1096,20 +1104,18 @@ static node_actor *actor_named(const char *name) {
   if (!name || !*name) return NULL;
   for (node_actor *a = N.actors; a; a = a->next) {
     if (a->state == A_DEAD || !a->name || strcmp(a->name, name)) continue;
-    if (a->worker) rd__node_worker_settle(a->worker->pid);
+    if (a->worker) worker_settle(a->worker);
     if (a->state != A_DEAD) return a;
   }
   return NULL;
 }
 
 void rd__node_worker_settle(int pid) {
-  node_worker *w = NULL;
-  for (node_worker *x = N.workers; x && !w; x = x->next)
-    if (x->pid == pid && pid > 0) w = x;
-  node_client *wc = w ? w->client : NULL;
-  if (!wc || wc->dead || !pid_exiting(pid)) return;
-  struct pollfd p = {.fd = wc->conn.fd, .events = POLLRDHUP};
-  if (poll(&p, 1, 200) == 1 && (p.revents & (POLLRDHUP | POLLHUP | POLLERR))) client_on_io(&wc->poll, 0, UV_READABLE);
+  for (node_worker *w = N.workers; w && pid > 0; w = w->next)
+    if (w->pid == pid) {
+      worker_settle(w);
+      return;
+    }
 }
 
 /* A dead actor recorded here (not a copy hosted for a peer) named `name`
