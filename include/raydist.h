@@ -108,6 +108,21 @@ RD_EXTERN int rd_put(const void *data, size_t size, rd_ref *out) RD_MUST_CHECK;
  * (rd_get blocks on it) before the seal. */
 RD_EXTERN int rd_put_begin(size_t size, void **data_out, rd_ref *out) RD_MUST_CHECK;
 RD_EXTERN int rd_put_seal(rd_ref ref) RD_MUST_CHECK;
+/* An object that contains refs (Ray's list of ObjectRefs put as one object):
+ * `size` bytes as rd_put, and the n refs, which the new object holds (one
+ * reference each, dropped when it goes) so that whoever reads it can take
+ * them with rd_get_refs, or in a task it is passed to, rd_call_arg_refs.
+ * The refs must be live references of the caller; at most 4,194,304.
+ * Errors: those of rd_put, RD_EINVAL. */
+RD_EXTERN int rd_put_refs(const void *data, size_t size, const rd_ref *refs, size_t n,
+                          rd_ref *out) RD_MUST_CHECK;
+/* The refs contained in the object `ref` (rd_put_refs, rd_return_refs):
+ * waits for it as rd_get does, sets *n_out to how many, and with `out`
+ * (room for max) fills it with them, each one new reference to release.
+ * An object made by rd_put has none.  RD_EINVAL when ref is not live or max
+ * is too small (nothing is taken), RD_ETIMEDOUT, or the object's error. */
+RD_EXTERN int rd_get_refs(rd_ref ref, rd_ref *out, size_t max, size_t *n_out,
+                          int64_t timeout_ms) RD_MUST_CHECK;
 
 /* Wait until all `n` refs are ready (or timeout_ms passes; RD_TIMEOUT_INF to
  * wait forever) and fill out[0..n).  Returns 0 when every slot succeeded,
@@ -310,10 +325,12 @@ RD_EXTERN int rd_arg_copy(rd_call *call, size_t i, void *dst, size_t size) RD_MU
  * owner may free the object (rd_get then fails with RD_EOBJECT_LOST).
  * RD_EINVAL when i is out of range or not a borrowed ref. */
 RD_EXTERN int rd_call_arg_ref(rd_call *call, size_t i, rd_ref *out) RD_MUST_CHECK;
-/* The refs passed as argument i with rd_arg_borrow_refs(): their number in
- * *n_out, and with out (room for max) the refs themselves, each holding one
- * reference, valid as rd_call_arg_ref's.  out NULL: only the number.
- * RD_EINVAL when i is out of range or not such a list, or max is short. */
+/* The refs passed as argument i with rd_arg_borrow_refs(), or those
+ * contained in the object passed by value as argument i (rd_put_refs; none
+ * for other values): their number in *n_out, and with out (room for max)
+ * the refs themselves, each holding one reference, valid as
+ * rd_call_arg_ref's.  out NULL: only the number.  RD_EINVAL when i is out
+ * of range or a borrowed ref, or max is short. */
 RD_EXTERN int rd_call_arg_refs(rd_call *call, size_t i, rd_ref *out, size_t max, size_t *n_out) RD_MUST_CHECK;
 RD_EXTERN size_t rd_call_nreturns(const rd_call *call);
 /* Memory for return value i (size bytes) to write the result into; for
@@ -336,6 +353,17 @@ RD_EXTERN int rd_yield(rd_call *call, const void *data, size_t size) RD_MUST_CHE
 RD_EXTERN void *rd_yield_alloc(rd_call *call, size_t size);
 /* Send the item rd_yield_alloc gave; RD_EINVAL when there is none. */
 RD_EXTERN int rd_yield_commit(rd_call *call) RD_MUST_CHECK;
+/* Return value i as `size` bytes (rd_return_bytes) that contain the n refs
+ * (Ray's task returning ObjectRefs): the caller takes them with
+ * rd_get_refs on the result.  Each ref must be one this process made (a
+ * put, a result of a task it submitted: waited for here until made) or one
+ * the caller lent it (rd_arg_borrow, rd_call_arg_refs); the caller owns
+ * those made here from the reply on.  RD_EINVAL (with a log line) for a ref
+ * not live, not sealed, a stream, lent by another process or one that
+ * itself contains refs, or in a streaming task; RD_EEXIST when return i is
+ * set; those of rd_return_bytes. */
+RD_EXTERN int rd_return_refs(rd_call *call, size_t i, const void *data, size_t size, const rd_ref *refs,
+                             size_t n) RD_MUST_CHECK;
 /* Record a failure message; returns RD_ETASK so `return rd_call_fail(...)`
  * reads naturally.  The caller's rd_get returns RD_ETASK with this message. */
 RD_EXTERN int rd_call_fail(rd_call *call, const char *fmt, ...)

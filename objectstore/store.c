@@ -60,9 +60,10 @@ typedef struct obj {
   uint64_t offset;         /* in the segment, valid when !spilled */
   uint64_t size;           /* bytes asked for at create */
   struct obj *prev, *next; /* LRU list or unsealed list, see `list` */
-  uint32_t owner;
+  uint32_t owner;          /* the creator, or since rd_store_hand_over the client it was handed to */
   uint32_t pins;
   uint8_t sealed;
+  uint8_t handed;          /* rd_store_hand_over: owned by `owner`, not by the client its id names */
   uint8_t deleted;         /* delete called while pinned: free on last release */
   uint8_t spilled;         /* bytes are in spill file <hex id>, not the segment */
   uint8_t spilling;        /* being written by the spill thread (holds one pin) */
@@ -1051,11 +1052,16 @@ int rd_store_delete(rd_store *s, uint64_t id) {
 
 /* Up to `cap` ids in [lo, hi] of objects not yet deleted; how many it found
  * in all (more than cap when some did not fit). */
-static size_t ids_in_range(const rd_store *s, uint64_t lo, uint64_t hi, uint64_t *out, size_t cap) {
+/* The live objects with ids in [lo, hi] and not handed over, or with
+ * `handed_to` the handed-over objects of that client. */
+static size_t ids_matching(const rd_store *s, uint64_t lo, uint64_t hi, int64_t handed_to, uint64_t *out,
+                           size_t cap) {
   size_t n = 0;
   for (uint64_t i = 0; i <= s->objs.mask; i++) {
     const obj *o = s->objs.slots[i].val;
-    if (o != NULL && !o->deleted && o->id >= lo && o->id <= hi) {
+    if (o == NULL || o->deleted)
+      continue;
+    if (handed_to >= 0 ? o->handed && o->owner == (uint32_t)handed_to : !o->handed && o->id >= lo && o->id <= hi) {
       if (n < cap)
         out[n] = o->id;
       n++;
@@ -1064,27 +1070,60 @@ static size_t ids_in_range(const rd_store *s, uint64_t lo, uint64_t hi, uint64_t
   return n;
 }
 
-size_t rd_store_delete_range(rd_store *s, uint64_t lo, uint64_t hi) {
-  if (s == NULL || lo > hi)
-    return 0;
+static size_t delete_matching(rd_store *s, uint64_t lo, uint64_t hi, int64_t handed_to) {
   /* collect first: deleting moves entries of the open-addressing table */
   uint64_t few[256];
-  size_t total = 0, n = ids_in_range(s, lo, hi, few, 256);
+  size_t total = 0, n = ids_matching(s, lo, hi, handed_to, few, 256);
   uint64_t *ids = n > 256 ? malloc(n * sizeof(*ids)) : few;
   if (ids == NULL) {   /* out of memory: in passes of 256 */
-    while ((n = ids_in_range(s, lo, hi, few, 256)) > 0) {
+    while ((n = ids_matching(s, lo, hi, handed_to, few, 256)) > 0) {
       for (size_t i = 0; i < n && i < 256; i++)
         total += rd_store_delete(s, few[i]) == 0;
     }
     return total;
   }
   if (ids != few)
-    n = ids_in_range(s, lo, hi, ids, n);
+    n = ids_matching(s, lo, hi, handed_to, ids, n);
   for (size_t i = 0; i < n; i++)
     total += rd_store_delete(s, ids[i]) == 0;
   if (ids != few)
     free(ids);
   return total;
+}
+
+size_t rd_store_delete_range(rd_store *s, uint64_t lo, uint64_t hi) {
+  if (s == NULL || lo > hi)
+    return 0;
+  return delete_matching(s, lo, hi, -1);
+}
+
+size_t rd_store_delete_handed(rd_store *s, uint32_t owner) {
+  if (s == NULL)
+    return 0;
+  return delete_matching(s, 0, 0, owner);
+}
+
+int rd_store_hand_over(rd_store *s, uint64_t id, uint32_t owner) {
+  if (s == NULL)
+    return RD_EINVAL;
+  obj *o = rd__u64map_get(&s->objs, id);
+  if (o == NULL || o->deleted)
+    return RD_ENOENT;
+  if (!o->sealed)
+    return RD_ESTATE;
+  o->owner = owner;
+  o->handed = 1;
+  return 0;
+}
+
+int rd_store_handed_to(const rd_store *s, uint64_t id, uint32_t *owner) {
+  if (s == NULL)
+    return 0;
+  const obj *o = rd__u64map_get(&s->objs, id);
+  if (o == NULL || o->deleted || !o->handed)
+    return 0;
+  *owner = o->owner;
+  return 1;
 }
 
 int rd_store_is_spilled(const rd_store *s, uint64_t id) {

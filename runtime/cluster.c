@@ -1833,6 +1833,7 @@ int rd__cluster_handle_frame(node_client *c, const rd__frame *f) {
     case RD__MSG_TYPE__MSG_LINK_CANCEL: d = &rd__link_cancel__descriptor; break;
     case RD__MSG_TYPE__MSG_LINK_LEASE_YIELD: d = &rd__link_lease_yield__descriptor; break;
     case RD__MSG_TYPE__MSG_LINK_DELETE: d = &rd__obj_ids__descriptor; break;
+    case RD__MSG_TYPE__MSG_LINK_HANDOVER: d = &rd__obj_handover__descriptor; break;
     case RD__MSG_TYPE__MSG_LINK_ACTOR_CREATE: d = &rd__link_actor_create__descriptor; break;
     case RD__MSG_TYPE__MSG_LINK_ACTOR_STATE: d = &rd__link_actor_state__descriptor; break;
     case RD__MSG_TYPE__MSG_LINK_ACTOR_CONNECT: d = &rd__link_actor_connect__descriptor; break;
@@ -1933,6 +1934,11 @@ int rd__cluster_handle_frame(node_client *c, const rd__frame *f) {
       Rd__ObjIds *ids = (Rd__ObjIds *)m;
       for (size_t i = 0; i < ids->n_object_ids; i++) (void)rd_store_delete(N.store, ids->object_ids[i]);
       for (size_t i = 0; i < ids->n_owners_gone; i++) rd__node_owner_gone(ids->owners_gone[i]);
+      break;
+    }
+    case RD__MSG_TYPE__MSG_LINK_HANDOVER: {
+      Rd__ObjHandover *h = (Rd__ObjHandover *)m;
+      for (size_t i = 0; i < h->n_object_ids; i++) (void)rd__node_hand_over(h->object_ids[i], h->owner);
       break;
     }
   }
@@ -2163,7 +2169,10 @@ int rd__cluster_obj_status(uint64_t id, const char **why) {
   return 0;
 }
 
-void rd__cluster_forward_deletes(const uint64_t *ids, const uint32_t *nodes, size_t n) {
+/* ids[i] held on nodes[i]: one frame of `type` (ObjIds for MSG_LINK_DELETE,
+ * ObjHandover to `owner` for MSG_LINK_HANDOVER) to each other node named,
+ * with every id it holds. */
+static void forward_by_node(const uint64_t *ids, const uint32_t *nodes, size_t n, int type, uint32_t owner) {
   if (!C.on || !nodes) return;
   uint8_t sent[4096 / 8] = {0};   /* node indexes already handled */
   uint64_t *batch = NULL;
@@ -2177,12 +2186,28 @@ void rd__cluster_forward_deletes(const uint64_t *ids, const uint32_t *nodes, siz
     size_t k = 0;   /* every id for this node in one frame */
     for (size_t j = i; j < n; j++)
       if (nodes[j] == t) batch[k++] = ids[j];
-    Rd__ObjIds m = RD__OBJ_IDS__INIT;
-    m.n_object_ids = k;
-    m.object_ids = batch;
-    link_send(l, RD__MSG_TYPE__MSG_LINK_DELETE, &m.base);
+    if (type == RD__MSG_TYPE__MSG_LINK_HANDOVER) {
+      Rd__ObjHandover m = RD__OBJ_HANDOVER__INIT;
+      m.owner = owner;
+      m.n_object_ids = k;
+      m.object_ids = batch;
+      link_send(l, RD__MSG_TYPE__MSG_LINK_HANDOVER, &m.base);
+    } else {
+      Rd__ObjIds m = RD__OBJ_IDS__INIT;
+      m.n_object_ids = k;
+      m.object_ids = batch;
+      link_send(l, RD__MSG_TYPE__MSG_LINK_DELETE, &m.base);
+    }
   }
   free(batch);
+}
+
+void rd__cluster_forward_deletes(const uint64_t *ids, const uint32_t *nodes, size_t n) {
+  forward_by_node(ids, nodes, n, RD__MSG_TYPE__MSG_LINK_DELETE, 0);
+}
+
+void rd__cluster_forward_handover(const uint64_t *ids, const uint32_t *nodes, size_t n, uint32_t owner) {
+  forward_by_node(ids, nodes, n, RD__MSG_TYPE__MSG_LINK_HANDOVER, owner);
 }
 
 /* ------------------------------------------------------------- code */

@@ -1477,6 +1477,7 @@ void rd__node_owner_gone(uint32_t id) {
   N.gone[N.ngone++ % RD_GONE_KEPT] = id;
   uint64_t lo = rd__oid_make(id, 0);
   size_t n = rd_store_delete_range(N.store, lo, lo | ((1ull << RD_OID_SEQ_BITS) - 1));
+  n += rd_store_delete_handed(N.store, id);   /* what tasks handed over to it (rd_return_refs) */
   if (n) rd__log(RD_LOG_INFO, "deleted %zu objects of client %u, which is gone", n, id);
   if (n && N.parked_creates) retry_parked_creates();
 }
@@ -1609,13 +1610,48 @@ static void on_spill_done(uv_poll_t *h, int status, int events) {
   rd__cluster_retry_hops();
 }
 
-/* Is the owner of object `id` known to be gone? */
-static int owner_is_gone(uint64_t id) {
-  uint32_t owner = rd__oid_client(id);
+/* Is client `id` known to be gone? */
+static int client_is_gone(uint32_t id) {
   unsigned n = N.ngone < RD_GONE_KEPT ? N.ngone : RD_GONE_KEPT;
   for (unsigned i = 0; i < n; i++)
-    if (N.gone[i] == owner) return 1;
+    if (N.gone[i] == id) return 1;
   return 0;
+}
+
+/* Is the owner of object `id` known to be gone? */
+static int owner_is_gone(uint64_t id) { return client_is_gone(rd__oid_client(id)); }
+
+int rd__node_hand_over(uint64_t id, uint32_t owner) {
+  int st = rd_store_hand_over(N.store, id, owner);
+  if (st == 0 && client_is_gone(owner)) {
+    rd__log(RD_LOG_INFO, "object %llx was handed over to client %u, which is gone: deleted", (unsigned long long)id,
+            owner);
+    (void)rd_store_delete(N.store, id);
+  }
+  return st;
+}
+
+/* A worker hands store objects it made over to its caller (rd_return_refs):
+ * those here at once, those on other nodes over the links.  Answered once
+ * done here, so the caller, told after, finds them its own. */
+static void on_obj_handover(node_client *c, Rd__ObjHandover *m) {
+  Rd__ObjGetReply r = RD__OBJ_GET_REPLY__INIT;
+  char err[200] = "";
+  r.req_id = m->req_id;
+  for (size_t i = 0; i < m->n_object_ids; i++) {
+    uint64_t id = m->object_ids[i];
+    uint32_t node = i < m->n_nodes ? m->nodes[i] : 0;
+    if (node && node != rd__cluster_index()) continue;   /* forwarded below */
+    int st = rd__oid_client(id) != c->id ? RD_EINVAL : rd__node_hand_over(id, m->owner);
+    if (st != 0 && r.status == 0) {
+      r.status = st;
+      snprintf(err, sizeof(err), "object %llx: %s", (unsigned long long)id,
+               st == RD_EINVAL ? "not made by this client" : rd_strerror(st));
+    }
+  }
+  if (m->n_nodes == m->n_object_ids) rd__cluster_forward_handover(m->object_ids, m->nodes, m->n_object_ids, m->owner);
+  r.error = err;
+  send_msg(c, RD__MSG_TYPE__MSG_OBJ_HANDOVER_REPLY, &r.base, -1);
 }
 
 static void on_obj_seal(node_client *c, Rd__ObjSeal *m) {
@@ -1635,9 +1671,9 @@ static void on_obj_release(node_client *c, Rd__ObjIds *m) {
     if (pin_remove(c, m->object_ids[i])) rd_store_release(N.store, m->object_ids[i]);
 }
 
-/* Only an object's owner (its id names the owner) or a client that created it
- * and still pins it (a worker dropping the result of a failed task) may
- * delete it. */
+/* Only an object's owner (its id names the owner, or it was handed over to
+ * it) or a client that created it and still pins it (a worker dropping the
+ * result of a failed task) may delete it. */
 static int pin_has(const node_client *c, uint64_t id) {
   for (size_t i = 0; i < c->npins; i++)
     if (c->pins[i] == id) return 1;
@@ -1647,16 +1683,19 @@ static int pin_has(const node_client *c, uint64_t id) {
 static void on_obj_delete(node_client *c, Rd__ObjIds *m) {
   for (size_t i = 0; i < m->n_object_ids; i++) {
     uint64_t id = m->object_ids[i];
-    if (rd__oid_client(id) != c->id && !pin_has(c, id)) {
+    uint32_t to;
+    int handed = rd_store_handed_to(N.store, id, &to);
+    if (handed ? to != c->id : rd__oid_client(id) != c->id && !pin_has(c, id) && rd_store_contains(N.store, id)) {
       rd__log(RD_LOG_WARN, "client %u may not delete object %llx", c->id, (unsigned long long)id);
       continue;
     }
     rd_store_delete(N.store, id);
   }
   if (m->n_nodes == m->n_object_ids && m->n_nodes) {
-    /* only the owner's own objects: a worker dropping a failed result deletes here only */
+    /* the owner's own objects, and those handed over to it on other nodes
+     * (not held here); a worker dropping a failed result deletes here only */
     for (size_t i = 0; i < m->n_object_ids; i++)
-      if (rd__oid_client(m->object_ids[i]) != c->id) m->nodes[i] = 0;
+      if (rd__oid_client(m->object_ids[i]) != c->id && m->nodes[i] == rd__cluster_index()) m->nodes[i] = 0;
     rd__cluster_forward_deletes(m->object_ids, m->nodes, m->n_object_ids);
   }
 }
@@ -1772,6 +1811,7 @@ static void handle_frame(node_client *c, const rd__frame *f) {
     case RD__MSG_TYPE__MSG_OBJ_GET: d = &rd__obj_get__descriptor; break;
     case RD__MSG_TYPE__MSG_OBJ_RELEASE:
     case RD__MSG_TYPE__MSG_OBJ_DELETE: d = &rd__obj_ids__descriptor; break;
+    case RD__MSG_TYPE__MSG_OBJ_HANDOVER: d = &rd__obj_handover__descriptor; break;
     case RD__MSG_TYPE__MSG_NODE_INFO: d = &rd__node_info__descriptor; break;
     case RD__MSG_TYPE__MSG_SHUTDOWN: d = &rd__shutdown__descriptor; break;
     case RD__MSG_TYPE__MSG_ACTOR_CREATE: d = &rd__actor_create__descriptor; break;
@@ -1812,6 +1852,7 @@ static void handle_frame(node_client *c, const rd__frame *f) {
     case RD__MSG_TYPE__MSG_OBJ_GET: on_obj_get(c, (Rd__ObjGet *)m); break;
     case RD__MSG_TYPE__MSG_OBJ_RELEASE: on_obj_release(c, (Rd__ObjIds *)m); break;
     case RD__MSG_TYPE__MSG_OBJ_DELETE: on_obj_delete(c, (Rd__ObjIds *)m); break;
+    case RD__MSG_TYPE__MSG_OBJ_HANDOVER: on_obj_handover(c, (Rd__ObjHandover *)m); break;
     case RD__MSG_TYPE__MSG_NODE_INFO: on_node_info(c, (Rd__NodeInfo *)m); break;
     case RD__MSG_TYPE__MSG_ACTOR_CREATE: on_actor_create(c, (Rd__ActorCreate *)m); break;
     case RD__MSG_TYPE__MSG_ACTOR_READY: on_actor_ready(c, (Rd__ActorReady *)m); break;

@@ -338,6 +338,9 @@ extern const char *const rd__actor_state_names[];
 int rd__node_store_get(uint64_t id, uint64_t *off, uint64_t *size);
 /* Client id (of this node or another) is gone: delete the objects it owned here. */
 void rd__node_owner_gone(uint32_t id);
+/* rd_return_refs: the store object id is client owner's from now on (it
+ * goes when owner does; deleted at once if owner is gone already). */
+int rd__node_hand_over(uint64_t id, uint32_t owner);
 node_job *rd__node_client_job(const node_client *c);
 /* Fair share between jobs (fair.c): read the settings; before a dispatch of
  * N.queue, order it by each job's share; after it, ask over-share jobs'

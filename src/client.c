@@ -110,6 +110,7 @@ static void stream_abandon(rd__stream *st);
 static void stream_gen_gone(rd__stream *st);
 
 static void borrow_tell(rd__serve *s, int type, uint64_t oid);
+static int refs_live(const char *who, const rd_ref *refs, size_t n);
 
 /* Someone here still needs o: a reference, a task, a borrower's wait or hold. */
 static int obj_needed(const rd__obj *o) {
@@ -130,14 +131,60 @@ static void obj_maybe_free(rd__obj *o) {
     if (o->origin) o->origin->norigin--;
   } else {
     if (o->lineage) lineage_drop(o->lineage);
-    if (o->state == OBJ_STORE || (o->state == OBJ_PUT_OPEN && !o->blob)) queue_release(o->id, 1, o->node);
+    if ((o->state == OBJ_STORE && !o->handed) || (o->state == OBJ_PUT_OPEN && !o->blob))
+      queue_release(o->id, 1, o->node);
     if (o->state == OBJ_PUT_OPEN && !o->blob) queue_release(o->id, 0, 0);   /* the creator's pin */
   }
   blob_unref(o->blob);
   free(o->deps);
   free(o->bwait);
   free(o->holds);
+  uint64_t *inner = o->inner;
+  uint32_t ninner = o->inner_held ? o->ninner : 0;
   free(o);
+  /* then the refs it contained (a chain of them goes one link per call) */
+  for (uint32_t i = 0; i < ninner; i++) {
+    rd__obj *c = obj_get(inner[i]);
+    if (c && c->refs > 0) {
+      c->refs--;
+      obj_maybe_free(c);
+    }
+  }
+  free(inner);
+}
+
+/* o contains the refs ids[0..n): recorded, not yet held.  -1 without memory. */
+static int inner_set(rd__obj *o, const uint64_t *ids, size_t n) {
+  if (n == 0) return 0;
+  if (!(o->inner = malloc(n * sizeof(*ids)))) return -1;
+  memcpy(o->inner, ids, n * sizeof(*ids));
+  o->ninner = (uint32_t)n;
+  return 0;
+}
+
+/* A proxy that contains refs must answer for them before it lends them on
+ * or hands them out: it borrows each from its own lender, once, and holds
+ * them while it lives.  0, or the first error (those taken are dropped
+ * again, so a later call starts over). */
+static int inner_take(rd__obj *o) {
+  if (!o->borrowed || o->inner_held || o->ninner == 0) return 0;
+  if (!o->origin) return RD_EOBJECT_LOST;
+  for (uint32_t i = 0; i < o->ninner; i++) {
+    int r = rd__borrow_ref(o->origin, o->inner[i], NULL);
+    if (r != 0) {
+      for (uint32_t k = 0; k < i; k++) {
+        rd__obj *c = obj_get(o->inner[k]);
+        if (c && c->refs > 0) {
+          c->refs--;
+          obj_maybe_free(c);
+        }
+      }
+      return r;
+    }
+  }
+  o->inner_held = 1;
+  flush_or_wake();
+  return 0;
 }
 
 /* Store pins to drop (del=0) and objects to delete (del=1) go to the daemon in
@@ -456,11 +503,17 @@ static void task_make_ready(rd__task *t) {
  * where it is stored, or why it failed.  The sender keeps the object while
  * the task is pending, as for any argument. */
 
-static void borrow_answer(rd__lease *l, const rd__obj *o, uint64_t oid) {
+static void borrow_answer(rd__lease *l, rd__obj *o, uint64_t oid) {
   Rd__BorrowReply m = RD__BORROW_REPLY__INIT;
   char msg[300];
   m.object_id = oid;
-  if (!o) {
+  int ir = o && o->state != OBJ_FAILED ? inner_take(o) : 0;
+  if (ir != 0) {
+    snprintf(msg, sizeof(msg), "borrowed object %llx: the refs it contains cannot be borrowed here: %s",
+             (unsigned long long)oid, rd_strerror(ir));
+    m.status = ir;
+    m.error = msg;
+  } else if (!o) {
     snprintf(msg, sizeof(msg),
              "borrowed object %llx is no longer held by the process that passed it (a borrowed ref is valid "
              "while the task it was passed to runs)", (unsigned long long)oid);
@@ -475,6 +528,10 @@ static void borrow_answer(rd__lease *l, const rd__obj *o, uint64_t oid) {
   } else {
     m.status = o->err ? o->err : RD_EOBJECT_LOST;
     m.error = o->blob ? (char *)o->blob->data : (char *)rd_strerror(m.status);
+  }
+  if (m.status == 0 && o) {
+    m.n_inner_ids = o->ninner;
+    m.inner_ids = o->inner;
   }
   (void)rd__conn_send(&l->conn, RD__MSG_TYPE__MSG_BORROW_REPLY, &m.base, -1);
 }
@@ -552,6 +609,8 @@ static void on_borrow_reply(rd__serve *s, const Rd__BorrowReply *m) {
     rd__blob *b = blob_new(why, strlen(why));
     obj_set_failed(o, err, b);
     blob_unref(b);
+  } else if (inner_set(o, m->inner_ids, m->n_inner_ids) != 0) {
+    obj_set_failed(o, RD_ENOMEM, NULL);
   } else if (m->in_store) {
     o->state = OBJ_STORE;
     o->node = m->node;
@@ -605,6 +664,13 @@ int rd__borrow_ref(rd__serve *s, uint64_t oid, const Rd__Arg *a) {
     } else if (!(o->blob = blob_new(a->data.data, a->data.len))) {
       rd__u64map_del(&G.objs, oid);
       s->norigin--;
+      free(o);
+      return RD_ENOMEM;
+    }
+    if (inner_set(o, a->inner_ids, a->n_inner_ids) != 0) {
+      rd__u64map_del(&G.objs, oid);
+      s->norigin--;
+      blob_unref(o->blob);
       free(o);
       return RD_ENOMEM;
     }
@@ -958,6 +1024,16 @@ static int lease_push(rd__lease *l, rd__task *t) {
       continue;
     }
     rd__obj *o = obj_get(a->oid);
+    if (o && o->ninner && (o->state == OBJ_STORE || o->state == OBJ_INLINE)) {
+      /* the refs it contains go with it, for the task to borrow; a proxy
+       * that cannot answer for them still names them, and the task's
+       * question about them gets the reason */
+      int ir = inner_take(o);
+      if (ir != 0)
+        rd__log(RD_LOG_WARN, "task '%s': the refs in argument %d cannot be lent: %s", t->func, i, rd_strerror(ir));
+      argv[i].n_inner_ids = o->ninner;
+      argv[i].inner_ids = o->inner;
+    }
     if (a->borrow) {   /* the ref itself; ready and cheap to say: with its answer */
       argv[i].borrow = 1;
       argv[i].object_id = a->oid;
@@ -968,6 +1044,8 @@ static int lease_push(rd__lease *l, rd__task *t) {
         argv[i].ready = 1;
         argv[i].data.data = o->blob->data;
         argv[i].data.len = o->blob->size;
+      } else {
+        argv[i].n_inner_ids = 0;   /* asked for: they come with the answer */
       }
       continue;
     }
@@ -1242,6 +1320,223 @@ static void stream_end(rd__task *t, const Rd__TaskReply *m) {
   task_free(t);
 }
 
+/* ---- refs returned inside a task's value (rd_return_refs) ----
+ *
+ * The worker hands each ref over at its reply: the caller's own objects
+ * (lent to the task) come back as one more reference; those the worker made
+ * come with their value, their store object or their failure, and the
+ * caller owns them from then on (the worker no longer deletes them).  They
+ * are the return object's contained refs, held while it lives. */
+
+/* Transferred store objects of a return that nobody takes (the return was
+ * dropped, the task cancelled or run again): deleted where they are. */
+static void ret_refs_drop(const Rd__Ret *r) {
+  for (size_t k = 0; r && k < r->n_refs; k++)
+    if (!r->refs[k]->yours && r->refs[k]->in_store && r->refs[k]->status == 0)
+      queue_release(r->refs[k]->id, 1, r->refs[k]->node);
+}
+
+/* One handed-over ref, as a reference of this process: 0, or RD_ENOMEM
+ * (the ref then is not held, and its store object, if any, is deleted). */
+static int ret_ref_take(const Rd__RetRef *x) {
+  rd__obj *c = obj_get(x->id);
+  if (c) {   /* ours (lent to the task), or handed over twice in this reply */
+    c->refs++;
+    if (!x->yours && x->in_store && x->status == 0 && !(c->state == OBJ_STORE && c->node == x->node))
+      queue_release(x->id, 1, x->node);
+    return 0;
+  }
+  int st = x->yours ? RD_EOBJECT_LOST : x->status;
+  if (st == 0 && x->in_store) {
+    if (!(c = obj_new(x->id, OBJ_STORE))) goto nomem;
+    c->node = x->node;
+  } else if (st == 0) {
+    rd__blob *b = blob_new(x->data.data, x->data.len);
+    if (!b || !(c = obj_new(x->id, OBJ_INLINE))) {
+      blob_unref(b);
+      return RD_ENOMEM;
+    }
+    c->blob = b;
+  } else {
+    if (!(c = obj_new(x->id, OBJ_PENDING))) return RD_ENOMEM;
+    char msg[300];
+    if (x->yours)
+      snprintf(msg, sizeof(msg), "object %llx, returned to its owner by a task, was no longer held here",
+               (unsigned long long)x->id);
+    rd__blob *b = x->yours ? blob_new(msg, strlen(msg)) : blob_new(x->error ? x->error : "", x->error ? strlen(x->error) : 0);
+    obj_set_failed(c, st < 0 && st >= RD__ERR_MIN ? st : RD_EPROTO, b);
+    blob_unref(b);
+  }
+  c->ready_ns = rd__now_ns();
+  return 0;
+nomem:
+  queue_release(x->id, 1, x->node);
+  return RD_ENOMEM;
+}
+
+/* Return object o (pending) contains the refs r hands over: it holds them.
+ * A rebuilt return drops those of its earlier run.  0, or RD_ENOMEM (o then
+ * fails, and what was handed over goes). */
+static int ret_refs_adopt(rd__obj *o, const Rd__Ret *r) {
+  uint64_t *old = o->inner;
+  uint32_t nold = o->inner_held ? o->ninner : 0;
+  o->inner = NULL;
+  o->ninner = 0;
+  o->inner_held = 0;
+  int rc = 0;
+  size_t k = 0;
+  if (r->n_refs && !(o->inner = malloc(r->n_refs * sizeof(*o->inner)))) rc = RD_ENOMEM;
+  for (; rc == 0 && k < r->n_refs; k++) {
+    if ((rc = ret_ref_take(r->refs[k])) == 0) o->inner[k] = r->refs[k]->id;
+  }
+  if (rc == 0) {
+    o->ninner = (uint32_t)r->n_refs;
+    o->inner_held = 1;
+  } else {   /* undo: those taken, and the store objects not reached */
+    for (size_t j = 0; j + 1 < k; j++) {
+      rd__obj *c = obj_get(o->inner[j]);
+      if (c && c->refs > 0 && --c->refs == 0) obj_maybe_free(c);
+    }
+    for (size_t j = k; j < r->n_refs; j++)
+      if (!r->refs[j]->yours && r->refs[j]->in_store && r->refs[j]->status == 0)
+        queue_release(r->refs[j]->id, 1, r->refs[j]->node);
+    free(o->inner);
+    o->inner = NULL;
+  }
+  for (uint32_t j = 0; j < nold; j++) {
+    rd__obj *c = obj_get(old[j]);
+    if (c && c->refs > 0 && --c->refs == 0) obj_maybe_free(c);
+  }
+  free(old);
+  return rc;
+}
+
+int rd__ret_refs_hold(rd__serve *s, const char *func, const rd_ref *refs, size_t n) {
+  uint64_t *wait_ids = NULL;
+  size_t nwait = 0;
+  int r = 0;
+  pthread_mutex_lock(&G.mu);
+  for (size_t i = 0; i < n && r == 0; i++) {
+    rd__obj *o = obj_get(refs[i].id);
+    const char *bad = !o ? "is not a live reference of this process"
+                      : o->stream ? "is a stream (a streaming task's ref)"
+                      : o->state == OBJ_PUT_OPEN ? "is a put not sealed yet"
+                      : o->handed ? "was handed over to a caller already"
+                      : o->borrowed && o->origin != s ? "was lent to this process by another than the caller (return "
+                                                        "its value, or a copy put here)"
+                      : !o->borrowed && o->ninner ? "itself contains refs"
+                      : NULL;
+    if (bad) {
+      rd__log(RD_LOG_WARN, "rd_return_refs in '%s': ref %zu (%llx) %s", func, i, (unsigned long long)refs[i].id, bad);
+      r = RD_EINVAL;
+    }
+  }
+  if (r == 0 && n && !(wait_ids = malloc(n * sizeof(*wait_ids)))) r = RD_ENOMEM;
+  for (size_t i = 0; i < n && r == 0; i++) {
+    rd__obj *o = obj_get(refs[i].id);
+    o->refs++;
+    if (!o->borrowed && !obj_is_ready(o)) wait_ids[nwait++] = o->id;   /* a result of its own tasks */
+  }
+  pthread_mutex_unlock(&G.mu);
+  /* results of tasks this one submitted are handed over once made: their
+   * owner, this process, answers for them only while the task runs */
+  if (r == 0 && nwait) {
+    int w = rd_wait((const rd_ref *)wait_ids, nwait, nwait, RD_TIMEOUT_INF, NULL);
+    if (w < 0) {
+      r = w;
+      pthread_mutex_lock(&G.mu);
+      for (size_t i = 0; i < n; i++) {
+        rd__obj *o = obj_get(refs[i].id);
+        if (o && o->refs > 0 && --o->refs == 0) obj_maybe_free(o);
+      }
+      pthread_mutex_unlock(&G.mu);
+    }
+  }
+  free(wait_ids);
+  return r;
+}
+
+/* A ref of this process's own making, ready in the store: handed over. */
+static int ret_ref_in_store(const rd__obj *o) { return o && !o->borrowed && o->state == OBJ_STORE; }
+
+int rd__ret_refs_hand_over(uint32_t owner, uint64_t *const *ids, const size_t *n, int nret, char *err, size_t errlen) {
+  size_t total = 0, k = 0;
+  for (int i = 0; i < nret; i++)
+    for (size_t j = 0; j < n[i]; j++) total += ret_ref_in_store(obj_get(ids[i][j]));
+  if (total == 0) return 0;
+  uint64_t *hids = malloc(total * (sizeof(uint64_t) + sizeof(uint32_t)));
+  if (!hids) {
+    snprintf(err, errlen, "out of memory handing over %zu returned store objects", total);
+    return RD_ENOMEM;
+  }
+  uint32_t *hnodes = (uint32_t *)(hids + total);
+  for (int i = 0; i < nret; i++)
+    for (size_t j = 0; j < n[i]; j++) {
+      rd__obj *o = obj_get(ids[i][j]);
+      if (!ret_ref_in_store(o)) continue;
+      hids[k] = o->id;
+      hnodes[k++] = o->node;
+    }
+  Rd__ObjHandover m = RD__OBJ_HANDOVER__INIT;
+  m.req_id = ++G.next_req;
+  m.owner = owner;
+  m.n_object_ids = m.n_nodes = total;
+  m.object_ids = hids;
+  m.nodes = hnodes;
+  ProtobufCMessage *rep = NULL;
+  int r = rd__daemon_call(RD__MSG_TYPE__MSG_OBJ_HANDOVER, &m.base, m.req_id, RD__MSG_TYPE__MSG_OBJ_HANDOVER_REPLY,
+                          &rep, -1);
+  free(hids);
+  if (r == 0) {
+    Rd__ObjGetReply *gr = (Rd__ObjGetReply *)rep;
+    r = gr->status;
+    if (r != 0) snprintf(err, errlen, "handing returned refs over to the caller: %s", gr->error ? gr->error : "");
+    protobuf_c_message_free_unpacked(rep, NULL);
+  } else {
+    snprintf(err, errlen, "handing returned refs over to the caller: %s", rd_strerror(r));
+  }
+  return r;
+}
+
+void rd__ret_refs_describe(rd__serve *s, const uint64_t *ids, size_t n, Rd__RetRef *out) {
+  for (size_t i = 0; i < n; i++) {
+    rd__obj *o = obj_get(ids[i]);
+    Rd__RetRef *x = &out[i];
+    rd__ret_ref__init(x);
+    x->id = ids[i];
+    if (o && o->borrowed && o->origin == s) {
+      x->yours = 1;
+    } else if (!o || o->state == OBJ_PENDING || o->state == OBJ_PUT_OPEN) {
+      x->status = RD_EOBJECT_LOST;
+      x->error = (char *)"the object was not ready when the task that returned it ended";
+    } else if (o->state == OBJ_FAILED) {
+      x->status = o->err ? o->err : RD_EOBJECT_LOST;
+      x->error = o->blob ? (char *)o->blob->data : (char *)rd_strerror(x->status);
+    } else if (o->state == OBJ_INLINE) {
+      x->data.data = o->blob->data;
+      x->data.len = o->blob->size;
+    } else {
+      x->in_store = 1;
+      x->node = o->node;
+    }
+    if (o && !o->borrowed && !x->status) {   /* the caller's now: it deletes it, and a lost one is not rebuilt here */
+      o->handed = 1;
+      if (o->lineage) {
+        lineage_drop(o->lineage);
+        o->lineage = NULL;
+      }
+    }
+  }
+}
+
+void rd__ret_refs_unhold(const uint64_t *ids, size_t n) {
+  for (size_t i = 0; i < n; i++) {
+    rd__obj *o = obj_get(ids[i]);
+    if (o && o->refs > 0 && --o->refs == 0) obj_maybe_free(o);
+  }
+  if (npending_delete) flush_or_wake();
+}
+
 static void on_task_reply(rd__lease *l, Rd__TaskReply *m) {
   rd__task *t = l->inhead, *prev = NULL;
   while (t && t->task_id != m->task_id) { prev = t; t = t->next; }
@@ -1262,8 +1557,10 @@ static void on_task_reply(rd__lease *l, Rd__TaskReply *m) {
   l->last_reply_ns = now;
 
   if (t->cancelled) {   /* its returns failed when it was cancelled: drop what it made */
-    for (size_t i = 0; i < m->n_returns && i < (size_t)t->nret; i++)
+    for (size_t i = 0; i < m->n_returns && i < (size_t)t->nret; i++) {
       if (m->returns[i]->in_store) queue_release(t->ret_ids[i], 1, m->node);
+      ret_refs_drop(m->returns[i]);
+    }
     task_free(t);
   } else if (m->status != 0) {
     if (!lineage_arg_lost(t, m->status, m->lost_arg))
@@ -1275,13 +1572,17 @@ static void on_task_reply(rd__lease *l, Rd__TaskReply *m) {
     t->lineage_refs++;   /* a return freed at once in obj_ready must not free t */
     for (int i = 0; i < t->nret; i++) {
       rd__obj *o = obj_get(t->ret_ids[i]);
-      int in_store = i < (int)m->n_returns && m->returns[i]->in_store;
-      if (o && o->state != OBJ_PENDING) {   /* run again to rebuild another return: keep this one */
-        if (in_store) queue_release(t->ret_ids[i], 1, m->node);
+      const Rd__Ret *ret = i < (int)m->n_returns ? m->returns[i] : NULL;
+      int in_store = ret && ret->in_store;
+      if (!o || o->state != OBJ_PENDING) {   /* run again to rebuild another return: keep this one */
+        if (o && in_store) queue_release(t->ret_ids[i], 1, m->node);
+        ret_refs_drop(ret);
         continue;
       }
-      if (!o) continue;
-      if (in_store) {
+      if (ret && ret->n_refs && ret_refs_adopt(o, ret) != 0) {
+        if (in_store) queue_release(t->ret_ids[i], 1, m->node);
+        obj_set_failed(o, RD_ENOMEM, NULL);
+      } else if (in_store) {
         o->state = OBJ_STORE;
         o->node = m->node;
         if (keep) {
@@ -1518,7 +1819,8 @@ static void handle_daemon_frame(const rd__frame *f) {
     case RD__MSG_TYPE__MSG_LEASE_GRANT: d = &rd__lease_grant__descriptor; break;
     case RD__MSG_TYPE__MSG_LEASE_ASSIGN: d = &rd__lease_assign__descriptor; break;
     case RD__MSG_TYPE__MSG_OBJ_CREATE_REPLY: d = &rd__obj_create_reply__descriptor; break;
-    case RD__MSG_TYPE__MSG_OBJ_GET_REPLY: d = &rd__obj_get_reply__descriptor; break;
+    case RD__MSG_TYPE__MSG_OBJ_GET_REPLY:
+    case RD__MSG_TYPE__MSG_OBJ_HANDOVER_REPLY: d = &rd__obj_get_reply__descriptor; break;
     case RD__MSG_TYPE__MSG_NODE_INFO_REPLY: d = &rd__node_info_reply__descriptor; break;
     case RD__MSG_TYPE__MSG_ERROR: d = &rd__error__descriptor; break;
     case RD__MSG_TYPE__MSG_ACTOR_ID_REPLY: d = &rd__actor_id_reply__descriptor; break;
@@ -1595,7 +1897,8 @@ static void handle_daemon_frame(const rd__frame *f) {
     default: {
       uint64_t req = 0;
       if (f->type == RD__MSG_TYPE__MSG_OBJ_CREATE_REPLY) req = ((Rd__ObjCreateReply *)m)->req_id;
-      if (f->type == RD__MSG_TYPE__MSG_OBJ_GET_REPLY) req = ((Rd__ObjGetReply *)m)->req_id;
+      if (f->type == RD__MSG_TYPE__MSG_OBJ_GET_REPLY || f->type == RD__MSG_TYPE__MSG_OBJ_HANDOVER_REPLY)
+        req = ((Rd__ObjGetReply *)m)->req_id;
       if (f->type == RD__MSG_TYPE__MSG_NODE_INFO_REPLY) req = ((Rd__NodeInfoReply *)m)->req_id;
       if (f->type == RD__MSG_TYPE__MSG_ACTOR_ID_REPLY) req = ((Rd__ActorIdReply *)m)->req_id;
       if (f->type == RD__MSG_TYPE__MSG_PG_REPLY) req = ((Rd__PgReply *)m)->req_id;
@@ -2277,6 +2580,72 @@ int rd_put(const void *data, size_t size, rd_ref *out) {
   if (r != 0) return r;
   if (size) rd__copy(p, data, size);
   return rd_put_seal(*out);
+}
+
+int rd_put_refs(const void *data, size_t size, const rd_ref *refs, size_t n, rd_ref *out) {
+  if ((!data && size) || (!refs && n) || !out) return RD_EINVAL;
+  if (n > BORROW_LIST_MAX) {
+    rd__log(RD_LOG_WARN, "rd_put_refs: %zu refs, more than the %d an object may contain", n, BORROW_LIST_MAX);
+    return RD_EINVAL;
+  }
+  LOCKED_OR(RD_ESTATE);
+  int r = refs_live("rd_put_refs", refs, n);
+  pthread_mutex_unlock(&G.mu);
+  if (r != 0) return r;
+  rd_ref outer;
+  if ((r = rd_put(data, size, &outer)) != 0) return r;
+  pthread_mutex_lock(&G.mu);
+  rd__obj *o = obj_get(outer.id);
+  /* another thread may have dropped one of them meanwhile (its misuse) */
+  if ((r = refs_live("rd_put_refs", refs, n)) == 0 && o && n) {
+    if (!(o->inner = malloc(n * sizeof(*o->inner)))) r = RD_ENOMEM;
+    for (size_t i = 0; r == 0 && i < n; i++) {
+      o->inner[i] = refs[i].id;
+      obj_get(refs[i].id)->refs++;
+    }
+    if (r == 0) {
+      o->ninner = (uint32_t)n;
+      o->inner_held = 1;
+    }
+  }
+  pthread_mutex_unlock(&G.mu);
+  if (r != 0) {
+    rd_ref_release(outer);
+    return r;
+  }
+  *out = outer;
+  return 0;
+}
+
+int rd_get_refs(rd_ref ref, rd_ref *out, size_t max, size_t *n_out, int64_t timeout_ms) {
+  if (!n_out) return RD_EINVAL;
+  int w = rd_wait(&ref, 1, 1, timeout_ms, NULL);
+  if (w < 0) return w;
+  if (w == 0) return RD_ETIMEDOUT;
+  LOCKED_OR(RD_ESTATE);
+  rd__obj *o = obj_get(ref.id);
+  int r = 0;
+  if (!o) {
+    r = refs_live("rd_get_refs", &ref, 1);
+  } else if (o->state == OBJ_FAILED) {
+    r = o->err ? o->err : RD_EOBJECT_LOST;
+  } else if (!obj_is_ready(o)) {
+    r = RD_ETIMEDOUT;   /* a lost result being rebuilt: pending again */
+  } else {
+    *n_out = o->ninner;
+    if (out && max < o->ninner) {
+      rd__log(RD_LOG_WARN, "rd_get_refs: object %llx contains %u refs, room for %zu", (unsigned long long)o->id,
+              o->ninner, max);
+      r = RD_EINVAL;
+    } else if (out && (r = inner_take(o)) == 0) {
+      for (uint32_t i = 0; i < o->ninner; i++) {
+        obj_get(o->inner[i])->refs++;
+        out[i].id = o->inner[i];
+      }
+    }
+  }
+  pthread_mutex_unlock(&G.mu);
+  return r;
 }
 
 /* One more reference to id's object, or with `watch` one more watch
@@ -3629,6 +3998,8 @@ static void ctx_reset(void) {
       blob_unref(o->blob);
       free(o->deps);
       free(o->bwait);
+      free(o->holds);
+      free(o->inner);
       free(o);
     }
     rd__u64map_free(&G.objs);

@@ -32,6 +32,8 @@ struct rd_call {
     int set, in_store, exists;
     uint8_t *ptr;
     size_t size;
+    uint64_t *refs;         /* rd_return_refs: the refs it contains, held until the reply */
+    size_t nrefs;
   } ret[RD_MAX_RETURNS];
   char err[2048];
   int failed;
@@ -405,6 +407,7 @@ static int run_call(rd__wtask *w) {
         const Rd__Arg *a = m->args[i];
         if (a->borrow) rd__borrow_keep(a->object_id);
         for (size_t k = 0; a->borrow_list && k < a->n_borrow_ids; k++) rd__borrow_keep(a->borrow_ids[k]);
+        for (size_t k = 0; !a->borrow && k < a->n_inner_ids; k++) rd__borrow_keep(a->inner_ids[k]);
       }
     if (rc != 0 || call.failed) {
       status = rc < 0 ? rc : RD_ETASK;
@@ -413,9 +416,39 @@ static int run_call(rd__wtask *w) {
     }
   }
   Rd__Ret rets[RD_MAX_RETURNS], *retp[RD_MAX_RETURNS];
+  Rd__RetRef *xrefs[RD_MAX_RETURNS] = {0};
+  Rd__RetRef **xrefp[RD_MAX_RETURNS] = {0};
   for (int i = 0; i < call.nret; i++) {
     rd__ret__init(&rets[i]);
     retp[i] = &rets[i];
+    if (status == 0 && call.ret[i].nrefs) {   /* handed over with the reply */
+      size_t n = call.ret[i].nrefs;
+      xrefs[i] = malloc(n * sizeof(Rd__RetRef));
+      xrefp[i] = malloc(n * sizeof(Rd__RetRef *));
+      if (!xrefs[i] || !xrefp[i]) {
+        status = RD_ENOMEM;
+        snprintf(call.err, sizeof(call.err), "task '%s': out of memory handing over %zu returned refs", call.func, n);
+        break;
+      }
+    }
+  }
+  if (status == 0 && call.nret > 0) {   /* the store objects first: the caller must find them its own */
+    uint64_t *ids[RD_MAX_RETURNS];
+    size_t nids[RD_MAX_RETURNS];
+    for (int i = 0; i < call.nret; i++) {
+      ids[i] = call.ret[i].refs;
+      nids[i] = call.ret[i].nrefs;
+    }
+    status = rd__ret_refs_hand_over(rd__oid_client(m->return_ids[0]), ids, nids, call.nret, call.err, sizeof(call.err));
+  }
+  for (int i = 0; status == 0 && i < call.nret; i++) {
+    if (!call.ret[i].nrefs) continue;
+    rd__ret_refs_describe(w->from, call.ret[i].refs, call.ret[i].nrefs, xrefs[i]);
+    for (size_t k = 0; k < call.ret[i].nrefs; k++) xrefp[i][k] = &xrefs[i][k];
+    rets[i].n_refs = call.ret[i].nrefs;
+    rets[i].refs = xrefp[i];
+  }
+  for (int i = 0; i < call.nret; i++) {
     if (status == 0 && call.ret[i].in_store) {
       rets[i].in_store = 1;
       if (!call.ret[i].exists) rd__store_seal(m->return_ids[i]);
@@ -433,8 +466,13 @@ static int run_call(rd__wtask *w) {
   }
   if (status == 0) reply_ok(w->from, m->task_id, retp, (size_t)call.nret, call.yielded);
   else reply_fail(w->from, m->task_id, status, call.err, call.lost_arg);
-  for (int i = 0; i < call.nret; i++)
+  for (int i = 0; i < call.nret; i++) {
     if (!call.ret[i].in_store || call.ret[i].exists) free(call.ret[i].ptr);
+    rd__ret_refs_unhold(call.ret[i].refs, call.ret[i].nrefs);
+    free(call.ret[i].refs);
+    free(xrefs[i]);
+    free(xrefp[i]);
+  }
   for (size_t i = 0; i < m->n_args; i++)
     if (call.pinned[i]) rd__store_release(m->args[i]->object_id);
   yield_discard(&call);
@@ -647,19 +685,23 @@ int rd_call_arg_ref(rd_call *call, size_t i, rd_ref *out) {
 int rd_call_arg_refs(rd_call *call, size_t i, rd_ref *out, size_t max, size_t *n_out) {
   if (!call || !n_out || i >= call->nargs) return RD_EINVAL;
   const Rd__Arg *a = call_arg_msg(call, i);
-  if (!a || !a->borrow_list) {
-    rd__log(RD_LOG_WARN, "'%s': argument %zu is not a list of borrowed refs (rd_arg_borrow_refs)", call->func, i);
+  if (!a || a->borrow) {
+    rd__log(RD_LOG_WARN, "'%s': argument %zu is a borrowed ref, not a list of refs (rd_arg_borrow_refs) or an "
+            "object containing refs (rd_put_refs): take it with rd_call_arg_ref", call->func, i);
     return RD_EINVAL;
   }
-  *n_out = a->n_borrow_ids;
+  /* a list lent with rd_arg_borrow_refs, or the refs a value contains */
+  size_t n = a->borrow_list ? a->n_borrow_ids : a->n_inner_ids;
+  const uint64_t *ids = a->borrow_list ? a->borrow_ids : a->inner_ids;
+  *n_out = n;
   if (!out) return 0;
-  if (max < a->n_borrow_ids) return RD_EINVAL;
+  if (max < n) return RD_EINVAL;
   int r = 0;
   size_t k = 0;
   pthread_mutex_lock(&G.mu);
-  for (; k < a->n_borrow_ids && r == 0; k++) {
-    r = rd__borrow_ref(call->from, a->borrow_ids[k], NULL);
-    out[k].id = a->borrow_ids[k];
+  for (; k < n && r == 0; k++) {
+    r = rd__borrow_ref(call->from, ids[k], NULL);
+    out[k].id = ids[k];
   }
   rd__flush_soon();
   if (r != 0) {   /* all or nothing: drop those taken */
@@ -709,6 +751,33 @@ int rd_return_bytes(rd_call *call, size_t i, const void *data, size_t size) {
   void *p = rd_return_alloc(call, i, size);
   if (!p) return call->failed ? RD_ESTORE_FULL : RD_ENOMEM;
   if (size) rd__copy(p, data, size);
+  return 0;
+}
+
+int rd_return_refs(rd_call *call, size_t i, const void *data, size_t size, const rd_ref *refs, size_t n) {
+  if (!call || i >= (size_t)call->nret || (size && !data) || (n && !refs)) return RD_EINVAL;
+  if (call->ret[i].set) return RD_EEXIST;
+  if (call->msg->streaming || n > (4u << 20)) {
+    rd__log(RD_LOG_WARN, "rd_return_refs in '%s': %s", call->func,
+            call->msg->streaming ? "a streaming task yields its items (rd_yield), it returns no refs"
+                                 : "more than 4,194,304 refs");
+    return RD_EINVAL;
+  }
+  uint64_t *ids = n ? malloc(n * sizeof(*ids)) : NULL;
+  if (n && !ids) return RD_ENOMEM;
+  for (size_t k = 0; k < n; k++) ids[k] = refs[k].id;
+  int r = rd__ret_refs_hold(call->from, call->func, refs, n);
+  if (r == 0 && (r = rd_return_bytes(call, i, data, size)) != 0) {
+    pthread_mutex_lock(&G.mu);
+    rd__ret_refs_unhold(ids, n);
+    pthread_mutex_unlock(&G.mu);
+  }
+  if (r != 0) {
+    free(ids);
+    return r;
+  }
+  call->ret[i].refs = ids;
+  call->ret[i].nrefs = n;
   return 0;
 }
 

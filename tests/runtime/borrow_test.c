@@ -618,30 +618,6 @@ static int t_actor(void) {
   return 0;
 }
 
-static uint64_t store_used_now(void) {
-  rd_node_info ni;
-  CHECK_EQ(rd_node_info_get(&ni), 0);
-  return ni.store_used;
-}
-
-static void call_or_die(rd_actor a, const rd_actor_method *m, const rd_value *args, size_t nargs, void *out,
-                        size_t size) {
-  rd_ref r;
-  CHECK_EQ(rd_actor_call(a, m, args, nargs, NULL, &r), 0);
-  rd_buf b;
-  int e = rd_get(&r, 1, &b, 60000);
-  if (e != 0) {
-    fprintf(stderr, "%s: %s: %.*s\n", m->name, rd_err_name(e), (int)b.size, (const char *)b.data);
-    exit(1);
-  }
-  if (out) {
-    CHECK_EQ(b.size, size);
-    memcpy(out, b.data, size);
-  }
-  rd_buf_release(&b);
-  rd_ref_release(r);
-}
-
 /* Kept borrows: an actor keeps refs lent to it in its state (a 3 MiB store
  * put, a small put, a result still pending when lent) and reads them in a
  * later call, after the driver has let go of its own refs; a second actor

@@ -1,7 +1,8 @@
 /* tests/runtime/embedded.h - helpers of the test programs that each run an
- * embedded cluster of their own (borrow_test.c, stream_test.c): the clock
- * every process shares, a long argument, rd_init or exit, and the store's
- * use once deletes have landed.  Tests only. */
+ * embedded cluster of their own (borrow_test.c, stream_test.c,
+ * nested_test.c): the clock every process shares, a long argument, rd_init
+ * or exit, an actor call or exit, and the store's use (now, or once deletes
+ * have landed).  Tests only. */
 #ifndef RD_TESTS_EMBEDDED_H
 #define RD_TESTS_EMBEDDED_H
 
@@ -53,6 +54,32 @@ static inline uint64_t store_used_settled(void) {
     usleep(20000);
   }
   return ni.store_used;
+}
+
+/* The node's store use now. */
+static inline uint64_t store_used_now(void) {
+  rd_node_info ni;
+  CHECK_EQ(rd_node_info_get(&ni), 0);
+  return ni.store_used;
+}
+
+/* Call method m of actor a and copy its result (size bytes) to out, or exit. */
+static inline void call_or_die(rd_actor a, const rd_actor_method *m, const rd_value *args, size_t nargs,
+                               void *out, size_t size) {
+  rd_ref r;
+  CHECK_EQ(rd_actor_call(a, m, args, nargs, NULL, &r), 0);
+  rd_buf b;
+  int e = rd_get(&r, 1, &b, 60000);
+  if (e != 0) {
+    fprintf(stderr, "%s: %s: %.*s\n", m->name, rd_err_name(e), (int)b.size, (const char *)b.data);
+    exit(1);
+  }
+  if (out) {
+    CHECK_EQ(b.size, size);
+    memcpy(out, b.data, size);
+  }
+  rd_buf_release(&b);
+  rd_ref_release(r);
 }
 
 #endif

@@ -306,6 +306,9 @@ const ProtobufCMessageDescriptor *wf_type_desc(unsigned t) {
     case RD__MSG_TYPE__MSG_STREAM_GRANT: return &rd__stream_grant__descriptor;
     case RD__MSG_TYPE__MSG_BORROW_HOLD:
     case RD__MSG_TYPE__MSG_BORROW_DROP: return &rd__borrow_get__descriptor;
+    case RD__MSG_TYPE__MSG_OBJ_HANDOVER:
+    case RD__MSG_TYPE__MSG_LINK_HANDOVER: return &rd__obj_handover__descriptor;
+    case RD__MSG_TYPE__MSG_OBJ_HANDOVER_REPLY: return &rd__obj_get_reply__descriptor;
     case RD__MSG_TYPE__MSG_LINK_ACTOR_CREATE: return &rd__link_actor_create__descriptor;
     case RD__MSG_TYPE__MSG_LINK_ACTOR_STATE: return &rd__link_actor_state__descriptor;
     case RD__MSG_TYPE__MSG_LINK_ACTOR_CONNECT: return &rd__link_actor_connect__descriptor;
@@ -329,4 +332,4 @@ const ProtobufCMessageDescriptor *wf_type_desc(unsigned t) {
   }
 }
 
-unsigned wf_max_type(void) { return RD__MSG_TYPE__MSG_BORROW_DROP; }
+unsigned wf_max_type(void) { return RD__MSG_TYPE__MSG_LINK_HANDOVER; }
