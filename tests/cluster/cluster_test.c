@@ -481,6 +481,126 @@ RD_REMOTE(borrow_three) {
 
 static void borrow_on_actor(rd_ref store_on_c);
 
+/* The bytes every nested case hashes: n bytes of pattern `seed`. */
+static uint8_t *pattern(size_t n, unsigned seed) {
+  uint8_t *d = malloc(n);
+  if (d)
+    for (size_t i = 0; i < n; i++) d[i] = (uint8_t)((i + seed) * 2654435761u >> 13);
+  return d;
+}
+
+/* On node b: puts 4 MiB (pattern 1) and 8 bytes, has a task on c make
+ * 4 MiB (pattern 1 twisted: digest_and_twist's second result, stored on c),
+ * and returns refs to all three inside "nested", keeping none. */
+RD_REMOTE(hand_refs) {
+  size_t n = 4u << 20;
+  uint8_t *d = pattern(n, 1);
+  if (!d) return rd_call_fail(call, "out of memory");
+  uint64_t small = 0xfeedull;
+  rd_ref r[4];
+  int e = rd_put(d, n, &r[0]);
+  free(d);
+  if (e != 0 || rd_put(&small, sizeof(small), &r[1]) != 0) return rd_call_fail(call, "rd_put");
+  rd_task_opts o;
+  rd_task_opts_init(&o);
+  o.resources = "only_c=1";
+  o.num_returns = 2;
+  if (rd_submit(digest_and_twist, RD_ARGS(rd_arg_ref(r[0])), &o, &r[2]) != 0) return rd_call_fail(call, "submit");
+  rd_ref_release(r[2]);
+  e = rd_return_refs(call, 0, "nested", 6, (rd_ref[]){r[0], r[1], r[3]}, 3);
+  rd_ref_release(r[0]);
+  rd_ref_release(r[1]);
+  rd_ref_release(r[3]);
+  return e;
+}
+
+/* Argument 0 (by value) contains refs: {count, then error and hash of each
+ * (up to 3), then this node}. */
+RD_REMOTE(hash_contained) {
+  uint64_t out[8] = {0};
+  rd_ref r[3];
+  size_t n = 0;
+  if (rd_call_arg_refs(call, 0, r, 3, &n) != 0) return rd_call_fail(call, "rd_call_arg_refs");
+  out[0] = n;
+  for (size_t i = 0; i < n; i++) {
+    hash_ref(r[i], &out[1 + 2 * i]);
+    rd_ref_release(r[i]);
+  }
+  rd_node_info ni;
+  if (rd_node_info_get(&ni) == 0) out[7] = ni.node_index;
+  return rd_return_bytes(call, 0, out, sizeof(out));
+}
+
+/* Refs returned across nodes: a task on b returns refs to a store object of
+ * its own on b, a small value and a result its subtask left on c; the
+ * driver, on the head, owns them after the task: it reads them, lends them
+ * inside the result to a task on c, and when it lets go the stores of b
+ * and c empty (the deletes of objects handed over reach the nodes holding
+ * them). */
+static int t_nested(void) {
+  join();
+  rd_task_opts o;
+  rd_task_opts_init(&o);
+  o.resources = "only_b=1";
+  rd_ref res;
+  CHECK_EQ(rd_submit(hand_refs, RD_NO_ARGS, &o, &res), 0);
+  rd_buf b;
+  int e = rd_get(&res, 1, &b, 120000);
+  if (e != 0) {
+    fprintf(stderr, "hand_refs: %s: %.*s\n", rd_err_name(e), (int)b.size, (const char *)b.data);
+    return 1;
+  }
+  CHECK_EQ(b.size, 6);
+  rd_buf_release(&b);
+  size_t n = 4u << 20;
+  uint8_t *d = pattern(n, 1);
+  CHECK(d);
+  uint64_t small = 0xfeedull, want[3] = {fnv(d, n), fnv((const uint8_t *)&small, sizeof(small)), 0};
+  for (size_t i = 0; i < n; i++) d[i] ^= 0x5a;
+  want[2] = fnv(d, n);
+  free(d);
+  usleep(500000);   /* b's worker has dropped its refs; its lease goes back */
+  CHECK(store_used_on("only_b=1") >= n);
+  CHECK(store_used_on("only_c=1") >= n);
+  rd_ref in[3];
+  size_t k = 0;
+  CHECK_EQ(rd_get_refs(res, in, 3, &k, 10000), 0);
+  CHECK_EQ(k, 3);
+  for (int i = 0; i < 3; i++) {
+    uint64_t h[2];
+    hash_ref(in[i], h);
+    printf("handed-over ref %d: %s\n", i, rd_err_name((int)(int64_t)h[0]));
+    CHECK_EQ(h[0], 0);
+    CHECK(h[1] == want[i]);
+    rd_ref_release(in[i]);
+  }
+  rd_task_opts_init(&o);
+  o.resources = "only_c=1";
+  rd_ref out;
+  CHECK_EQ(rd_submit(hash_contained, RD_ARGS(rd_arg_ref(res)), &o, &out), 0);
+  e = rd_get(&out, 1, &b, 120000);
+  if (e != 0) {
+    fprintf(stderr, "hash_contained: %s: %.*s\n", rd_err_name(e), (int)b.size, (const char *)b.data);
+    return 1;
+  }
+  uint64_t r[8];
+  CHECK_EQ(b.size, sizeof(r));
+  memcpy(r, b.data, sizeof(r));
+  rd_buf_release(&b);
+  printf("a task on node %llu took %llu refs from the result: errors %lld %lld %lld\n", (unsigned long long)r[7],
+         (unsigned long long)r[0], (long long)r[1], (long long)r[3], (long long)r[5]);
+  CHECK_EQ(r[0], 3);
+  for (int i = 0; i < 3; i++) {
+    CHECK_EQ(r[1 + 2 * i], 0);
+    CHECK(r[2 + 2 * i] == want[i]);
+  }
+  rd_ref_release(out);
+  rd_ref_release(res);
+  stores_bc_empty("after the result holding them went");
+  rd_shutdown();
+  return 0;
+}
+
 /* A task on b borrows a store object of this node, a small value, and a big
  * result still being made on c, and lends the first on to c: every read
  * crosses nodes (the answers through the bridged lease sockets, the bytes by
@@ -2436,7 +2556,7 @@ int main(int argc, char **argv) {
       {"detached_make", t_detached_make},       {"detached_use", t_detached_use},
       {"detached_gone", t_detached_gone},       {"gcs_restart_before", t_gcs_restart_before},
       {"gcs_restart_after", t_gcs_restart_after}, {"lineage", t_lineage}, {"bad_node", t_bad_node}, {"lineage_eager", t_lineage_eager}, {"respill", t_respill},       {"cancel", t_cancel}, {"memory_remote", t_memory_remote},
-      {"borrow", t_borrow},                     {"stream", t_stream},
+      {"borrow", t_borrow},                     {"stream", t_stream},           {"nested", t_nested},
       {"collective", t_collective},
   };
   return rd_test_main(argc, argv, cases, sizeof(cases) / sizeof(cases[0]));
