@@ -357,11 +357,13 @@ RD_EXTERN int rd_yield_commit(rd_call *call) RD_MUST_CHECK;
  * (Ray's task returning ObjectRefs): the caller takes them with
  * rd_get_refs on the result.  Each ref must be one this process made (a
  * put, a result of a task it submitted: waited for here until made) or one
- * the caller lent it (rd_arg_borrow, rd_call_arg_refs); the caller owns
- * those made here from the reply on.  RD_EINVAL (with a log line) for a ref
- * not live, not sealed, a stream, lent by another process or one that
- * itself contains refs, or in a streaming task; RD_EEXIST when return i is
- * set; those of rd_return_bytes. */
+ * the caller lent it (rd_arg_borrow, rd_call_arg_refs).  From the reply on
+ * the caller holds those made here as well as this process does: each side
+ * keeps them as long as it wants, whichever lets go or exits first, so an
+ * actor may return an object it keeps to many calls.  RD_EINVAL (with a
+ * log line) for a ref not live, not sealed, a stream, lent by another
+ * process or one that itself contains refs, or in a streaming task;
+ * RD_EEXIST when return i is set; those of rd_return_bytes. */
 RD_EXTERN int rd_return_refs(rd_call *call, size_t i, const void *data, size_t size, const rd_ref *refs,
                              size_t n) RD_MUST_CHECK;
 /* Record a failure message; returns RD_ETASK so `return rd_call_fail(...)`

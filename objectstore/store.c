@@ -60,10 +60,12 @@ typedef struct obj {
   uint64_t offset;         /* in the segment, valid when !spilled */
   uint64_t size;           /* bytes asked for at create */
   struct obj *prev, *next; /* LRU list or unsealed list, see `list` */
-  uint32_t owner;          /* the creator, or since rd_store_hand_over the client it was handed to */
+  uint32_t owner;          /* the creator */
   uint32_t pins;
   uint8_t sealed;
-  uint8_t handed;          /* rd_store_hand_over: owned by `owner`, not by the client its id names */
+  uint8_t maker_gone;      /* co-owned: the client its id names no longer holds it */
+  uint16_t nco;            /* co-owners (rd_store_owner_add), in co[] */
+  struct co_owner *co;
   uint8_t deleted;         /* delete called while pinned: free on last release */
   uint8_t spilled;         /* bytes are in spill file <hex id>, not the segment */
   uint8_t spilling;        /* being written by the spill thread (holds one pin) */
@@ -73,6 +75,12 @@ typedef struct obj {
   spill_file *file;        /* spilled into a fused file (at foff), or NULL: its own file */
   uint64_t foff;
 } obj;
+
+/* A client other than the one an object's id names that holds it, `count`
+ * times (rd_return_refs hands the object over to it once per reply). */
+typedef struct co_owner {
+  uint32_t client, count;
+} co_owner;
 
 /* One piece of I/O handed to the spill thread.  The thread reads only this:
  * the extent stays where it is (the job's pin keeps it) and all bookkeeping
@@ -653,6 +661,7 @@ static void destroy(rd_store *s, obj *o) {
   obj *gone = rd__u64map_del(&s->objs, o->id);
   assert(gone == o);
   (void)gone;
+  free(o->co);
   obj_put(s, o);
 }
 
@@ -1050,18 +1059,29 @@ int rd_store_delete(rd_store *s, uint64_t id) {
   return 0;
 }
 
-/* Up to `cap` ids in [lo, hi] of objects not yet deleted; how many it found
- * in all (more than cap when some did not fit). */
-/* The live objects with ids in [lo, hi] and not handed over, or with
- * `handed_to` the handed-over objects of that client. */
-static size_t ids_matching(const rd_store *s, uint64_t lo, uint64_t hi, int64_t handed_to, uint64_t *out,
-                           size_t cap) {
+/* Which objects a scan of the table picks: in [lo, hi] without co-owners
+ * (to delete), in [lo, hi] with co-owners and their maker still holding them
+ * (it leaves), or co-owned by a client (it leaves).  Each action below takes
+ * its object out of the pick, so repeated scans end. */
+enum { PICK_RANGE_ALONE, PICK_RANGE_SHARED, PICK_CO_OWNED };
+
+/* Up to `cap` ids of the live objects picked; how many there are in all
+ * (more than cap when some did not fit). */
+static size_t ids_picked(const rd_store *s, int pick, uint64_t lo, uint64_t hi, uint32_t client, uint64_t *out,
+                         size_t cap) {
   size_t n = 0;
   for (uint64_t i = 0; i <= s->objs.mask; i++) {
     const obj *o = s->objs.slots[i].val;
     if (o == NULL || o->deleted)
       continue;
-    if (handed_to >= 0 ? o->handed && o->owner == (uint32_t)handed_to : !o->handed && o->id >= lo && o->id <= hi) {
+    int match = 0;
+    if (pick == PICK_CO_OWNED) {
+      for (uint16_t k = 0; k < o->nco && !match; k++)
+        match = o->co[k].client == client;
+    } else if (o->id >= lo && o->id <= hi) {
+      match = pick == PICK_RANGE_ALONE ? o->nco == 0 : o->nco > 0 && !o->maker_gone;
+    }
+    if (match) {
       if (n < cap)
         out[n] = o->id;
       n++;
@@ -1070,40 +1090,67 @@ static size_t ids_matching(const rd_store *s, uint64_t lo, uint64_t hi, int64_t 
   return n;
 }
 
-static size_t delete_matching(rd_store *s, uint64_t lo, uint64_t hi, int64_t handed_to) {
-  /* collect first: deleting moves entries of the open-addressing table */
+/* Calls fn(s, id, client) on each object picked: collected first, since
+ * deleting moves entries of the open-addressing table.  Returns how many
+ * calls returned 1. */
+static size_t each_picked(rd_store *s, int pick, uint64_t lo, uint64_t hi, uint32_t client,
+                          int (*fn)(rd_store *, uint64_t, uint32_t)) {
   uint64_t few[256];
-  size_t total = 0, n = ids_matching(s, lo, hi, handed_to, few, 256);
+  size_t total = 0, n = ids_picked(s, pick, lo, hi, client, few, 256);
   uint64_t *ids = n > 256 ? malloc(n * sizeof(*ids)) : few;
   if (ids == NULL) {   /* out of memory: in passes of 256 */
-    while ((n = ids_matching(s, lo, hi, handed_to, few, 256)) > 0) {
+    while ((n = ids_picked(s, pick, lo, hi, client, few, 256)) > 0) {
       for (size_t i = 0; i < n && i < 256; i++)
-        total += rd_store_delete(s, few[i]) == 0;
+        total += fn(s, few[i], client);
     }
     return total;
   }
   if (ids != few)
-    n = ids_matching(s, lo, hi, handed_to, ids, n);
+    n = ids_picked(s, pick, lo, hi, client, ids, n);
   for (size_t i = 0; i < n; i++)
-    total += rd_store_delete(s, ids[i]) == 0;
+    total += fn(s, ids[i], client);
   if (ids != few)
     free(ids);
   return total;
 }
 
+static int delete_one(rd_store *s, uint64_t id, uint32_t unused) {
+  (void)unused;
+  return rd_store_delete(s, id) == 0;
+}
+
+static int maker_leaves(rd_store *s, uint64_t id, uint32_t unused) {
+  (void)unused;
+  obj *o = rd__u64map_get(&s->objs, id);
+  o->maker_gone = 1;
+  return 0;
+}
+
+static int co_owner_leaves(rd_store *s, uint64_t id, uint32_t client) {
+  obj *o = rd__u64map_get(&s->objs, id);
+  for (uint16_t k = 0; k < o->nco; k++)
+    if (o->co[k].client == client) {
+      o->co[k] = o->co[--o->nco];
+      break;
+    }
+  return o->nco == 0 && o->maker_gone ? rd_store_delete(s, id) == 0 : 0;
+}
+
 size_t rd_store_delete_range(rd_store *s, uint64_t lo, uint64_t hi) {
   if (s == NULL || lo > hi)
     return 0;
-  return delete_matching(s, lo, hi, -1);
+  /* co-owned ones stay for their co-owners: only their maker lets go */
+  each_picked(s, PICK_RANGE_SHARED, lo, hi, 0, maker_leaves);
+  return each_picked(s, PICK_RANGE_ALONE, lo, hi, 0, delete_one);
 }
 
-size_t rd_store_delete_handed(rd_store *s, uint32_t owner) {
+size_t rd_store_owner_gone(rd_store *s, uint32_t client) {
   if (s == NULL)
     return 0;
-  return delete_matching(s, 0, 0, owner);
+  return each_picked(s, PICK_CO_OWNED, 0, 0, client, co_owner_leaves);
 }
 
-int rd_store_hand_over(rd_store *s, uint64_t id, uint32_t owner) {
+int rd_store_owner_add(rd_store *s, uint64_t id, uint32_t client) {
   if (s == NULL)
     return RD_EINVAL;
   obj *o = rd__u64map_get(&s->objs, id);
@@ -1111,19 +1158,52 @@ int rd_store_hand_over(rd_store *s, uint64_t id, uint32_t owner) {
     return RD_ENOENT;
   if (!o->sealed)
     return RD_ESTATE;
-  o->owner = owner;
-  o->handed = 1;
+  for (uint16_t k = 0; k < o->nco; k++)
+    if (o->co[k].client == client) {
+      o->co[k].count++;
+      return 0;
+    }
+  if (o->nco == UINT16_MAX)
+    return RD_ENOMEM;
+  co_owner *p = realloc(o->co, (o->nco + 1u) * sizeof(*p));
+  if (p == NULL)
+    return RD_ENOMEM;
+  o->co = p;
+  o->co[o->nco].client = client;
+  o->co[o->nco++].count = 1;
   return 0;
 }
 
-int rd_store_handed_to(const rd_store *s, uint64_t id, uint32_t *owner) {
+int rd_store_owner_drop(rd_store *s, uint64_t id, uint32_t client, int maker) {
+  if (s == NULL)
+    return RD_EINVAL;
+  obj *o = rd__u64map_get(&s->objs, id);
+  if (o == NULL || o->deleted)
+    return RD_ENOENT;
+  if (maker) {
+    o->maker_gone = 1;
+  } else {
+    uint16_t k = 0;
+    while (k < o->nco && o->co[k].client != client)
+      k++;
+    if (k == o->nco)
+      return RD_EINVAL;
+    if (--o->co[k].count == 0)
+      o->co[k] = o->co[--o->nco];
+  }
+  return o->nco == 0 && o->maker_gone ? rd_store_delete(s, id) : 0;
+}
+
+int rd_store_is_owner(const rd_store *s, uint64_t id, uint32_t client) {
   if (s == NULL)
     return 0;
   const obj *o = rd__u64map_get(&s->objs, id);
-  if (o == NULL || o->deleted || !o->handed)
+  if (o == NULL || o->deleted)
     return 0;
-  *owner = o->owner;
-  return 1;
+  for (uint16_t k = 0; k < o->nco; k++)
+    if (o->co[k].client == client)
+      return 1;
+  return 0;
 }
 
 int rd_store_is_spilled(const rd_store *s, uint64_t id) {

@@ -94,19 +94,25 @@ int rd_store_release(rd_store *s, uint64_t id);
  * released.  RD_ENOENT if unknown. */
 int rd_store_delete(rd_store *s, uint64_t id);
 /* Delete every object whose id is in [lo, hi] (the objects of an owner that
- * is gone) and that was not handed over, as rd_store_delete does each.  Returns how many.  It scans the
+ * is gone), as rd_store_delete does each; co-owned ones stay while their
+ * co-owners hold them (their maker lets go).  Returns how many.  It scans the
  * whole table: for rare events, not for the hot path. */
 size_t rd_store_delete_range(rd_store *s, uint64_t lo, uint64_t hi);
-/* Hand the sealed object `id` over to client `owner` (rd_return_refs): from
- * now on rd_store_delete_range of the range its id is in skips it, and
- * rd_store_delete_handed(owner) deletes it.  RD_ENOENT, RD_ESTATE (not
- * sealed). */
-int rd_store_hand_over(rd_store *s, uint64_t id, uint32_t owner);
-/* 1 and *owner when `id` was handed over (and not deleted), else 0. */
-int rd_store_handed_to(const rd_store *s, uint64_t id, uint32_t *owner);
-/* Client `owner` is gone: delete the objects handed over to it.  Returns
- * how many; scans the whole table, as rd_store_delete_range does. */
-size_t rd_store_delete_handed(rd_store *s, uint32_t owner);
+/* Co-owners (rd_return_refs): a task hands an object it made over to its
+ * caller, who then holds it as well as its maker (the client its id names).
+ * The object goes when neither holds it any more.
+ *   rd_store_owner_add: client holds the sealed object `id` once more
+ *     (RD_ENOENT, RD_ESTATE not sealed, RD_ENOMEM).
+ *   rd_store_owner_drop: client lets go: its maker (`maker`) for good, a
+ *     co-owner once; deleted when nobody holds it (RD_ENOENT, RD_EINVAL when
+ *     client does not co-own it).
+ *   rd_store_is_owner: does client co-own it?
+ *   rd_store_owner_gone: client is gone: it lets go of all it co-owns;
+ *     returns how many objects that deleted. */
+int rd_store_owner_add(rd_store *s, uint64_t id, uint32_t client);
+int rd_store_owner_drop(rd_store *s, uint64_t id, uint32_t client, int maker);
+int rd_store_is_owner(const rd_store *s, uint64_t id, uint32_t client);
+size_t rd_store_owner_gone(rd_store *s, uint32_t client);
 /* Is `id` a sealed object whose bytes are on disk (or being read back)? */
 int rd_store_is_spilled(const rd_store *s, uint64_t id);
 /* Does the store hold a sealed copy (in memory or spilled)? */

@@ -1932,7 +1932,7 @@ int rd__cluster_handle_frame(node_client *c, const rd__frame *f) {
     case RD__MSG_TYPE__MSG_LINK_ACTOR_KILLED: on_link_actor_killed(c, (Rd__ActorIdReply *)m); break;
     case RD__MSG_TYPE__MSG_LINK_DELETE: {
       Rd__ObjIds *ids = (Rd__ObjIds *)m;
-      for (size_t i = 0; i < ids->n_object_ids; i++) (void)rd_store_delete(N.store, ids->object_ids[i]);
+      for (size_t i = 0; i < ids->n_object_ids; i++) rd__node_let_go(ids->object_ids[i], ids->client);
       for (size_t i = 0; i < ids->n_owners_gone; i++) rd__node_owner_gone(ids->owners_gone[i]);
       break;
     }
@@ -2170,9 +2170,9 @@ int rd__cluster_obj_status(uint64_t id, const char **why) {
 }
 
 /* ids[i] held on nodes[i]: one frame of `type` (ObjIds for MSG_LINK_DELETE,
- * ObjHandover to `owner` for MSG_LINK_HANDOVER) to each other node named,
- * with every id it holds. */
-static void forward_by_node(const uint64_t *ids, const uint32_t *nodes, size_t n, int type, uint32_t owner) {
+ * of `client`; ObjHandover to `client` for MSG_LINK_HANDOVER) to each other
+ * node named, with every id it holds. */
+static void forward_by_node(const uint64_t *ids, const uint32_t *nodes, size_t n, int type, uint32_t client) {
   if (!C.on || !nodes) return;
   uint8_t sent[4096 / 8] = {0};   /* node indexes already handled */
   uint64_t *batch = NULL;
@@ -2188,7 +2188,7 @@ static void forward_by_node(const uint64_t *ids, const uint32_t *nodes, size_t n
       if (nodes[j] == t) batch[k++] = ids[j];
     if (type == RD__MSG_TYPE__MSG_LINK_HANDOVER) {
       Rd__ObjHandover m = RD__OBJ_HANDOVER__INIT;
-      m.owner = owner;
+      m.owner = client;
       m.n_object_ids = k;
       m.object_ids = batch;
       link_send(l, RD__MSG_TYPE__MSG_LINK_HANDOVER, &m.base);
@@ -2196,14 +2196,15 @@ static void forward_by_node(const uint64_t *ids, const uint32_t *nodes, size_t n
       Rd__ObjIds m = RD__OBJ_IDS__INIT;
       m.n_object_ids = k;
       m.object_ids = batch;
+      m.client = client;
       link_send(l, RD__MSG_TYPE__MSG_LINK_DELETE, &m.base);
     }
   }
   free(batch);
 }
 
-void rd__cluster_forward_deletes(const uint64_t *ids, const uint32_t *nodes, size_t n) {
-  forward_by_node(ids, nodes, n, RD__MSG_TYPE__MSG_LINK_DELETE, 0);
+void rd__cluster_forward_deletes(const uint64_t *ids, const uint32_t *nodes, size_t n, uint32_t client) {
+  forward_by_node(ids, nodes, n, RD__MSG_TYPE__MSG_LINK_DELETE, client);
 }
 
 void rd__cluster_forward_handover(const uint64_t *ids, const uint32_t *nodes, size_t n, uint32_t owner) {

@@ -75,7 +75,7 @@ void rd__cluster_retry_hops(void);
  * (message in *why). */
 int rd__cluster_obj_status(uint64_t id, const char **why);
 /* The owner deleted objects; those held on other nodes are deleted there. */
-void rd__cluster_forward_deletes(const uint64_t *ids, const uint32_t *nodes, size_t n);
+void rd__cluster_forward_deletes(const uint64_t *ids, const uint32_t *nodes, size_t n, uint32_t client);
 /* rd_return_refs: hand the objects ids[i] held on other nodes (nodes[i])
  * over to client `owner` there (MSG_LINK_HANDOVER, one-way). */
 void rd__cluster_forward_handover(const uint64_t *ids, const uint32_t *nodes, size_t n, uint32_t owner);

@@ -1477,7 +1477,7 @@ void rd__node_owner_gone(uint32_t id) {
   N.gone[N.ngone++ % RD_GONE_KEPT] = id;
   uint64_t lo = rd__oid_make(id, 0);
   size_t n = rd_store_delete_range(N.store, lo, lo | ((1ull << RD_OID_SEQ_BITS) - 1));
-  n += rd_store_delete_handed(N.store, id);   /* what tasks handed over to it (rd_return_refs) */
+  n += rd_store_owner_gone(N.store, id);   /* what tasks handed over to it (rd_return_refs) */
   if (n) rd__log(RD_LOG_INFO, "deleted %zu objects of client %u, which is gone", n, id);
   if (n && N.parked_creates) retry_parked_creates();
 }
@@ -1622,13 +1622,19 @@ static int client_is_gone(uint32_t id) {
 static int owner_is_gone(uint64_t id) { return client_is_gone(rd__oid_client(id)); }
 
 int rd__node_hand_over(uint64_t id, uint32_t owner) {
-  int st = rd_store_hand_over(N.store, id, owner);
+  int st = rd_store_owner_add(N.store, id, owner);
   if (st == 0 && client_is_gone(owner)) {
-    rd__log(RD_LOG_INFO, "object %llx was handed over to client %u, which is gone: deleted", (unsigned long long)id,
-            owner);
-    (void)rd_store_delete(N.store, id);
+    rd__log(RD_LOG_INFO, "object %llx was handed over to client %u, which is gone", (unsigned long long)id, owner);
+    (void)rd_store_owner_drop(N.store, id, owner, 0);
   }
   return st;
+}
+
+void rd__node_let_go(uint64_t id, uint32_t client) {
+  if (rd__oid_client(id) == client) (void)rd_store_owner_drop(N.store, id, client, 1);
+  else if (rd_store_is_owner(N.store, id, client)) (void)rd_store_owner_drop(N.store, id, client, 0);
+  else if (rd_store_contains(N.store, id))
+    rd__log(RD_LOG_WARN, "client %u may not delete object %llx", client, (unsigned long long)id);
 }
 
 /* A worker hands store objects it made over to its caller (rd_return_refs):
@@ -1671,9 +1677,10 @@ static void on_obj_release(node_client *c, Rd__ObjIds *m) {
     if (pin_remove(c, m->object_ids[i])) rd_store_release(N.store, m->object_ids[i]);
 }
 
-/* Only an object's owner (its id names the owner, or it was handed over to
- * it) or a client that created it and still pins it (a worker dropping the
- * result of a failed task) may delete it. */
+/* Only an object's owners (the client its id names, and those it was
+ * handed over to) or a client that created it and still pins it (a worker
+ * dropping the result of a failed task) may delete it; it goes when no owner
+ * holds it. */
 static int pin_has(const node_client *c, uint64_t id) {
   for (size_t i = 0; i < c->npins; i++)
     if (c->pins[i] == id) return 1;
@@ -1683,20 +1690,16 @@ static int pin_has(const node_client *c, uint64_t id) {
 static void on_obj_delete(node_client *c, Rd__ObjIds *m) {
   for (size_t i = 0; i < m->n_object_ids; i++) {
     uint64_t id = m->object_ids[i];
-    uint32_t to;
-    int handed = rd_store_handed_to(N.store, id, &to);
-    if (handed ? to != c->id : rd__oid_client(id) != c->id && !pin_has(c, id) && rd_store_contains(N.store, id)) {
-      rd__log(RD_LOG_WARN, "client %u may not delete object %llx", c->id, (unsigned long long)id);
-      continue;
-    }
-    rd_store_delete(N.store, id);
+    if (rd__oid_client(id) != c->id && !rd_store_is_owner(N.store, id, c->id) && pin_has(c, id))
+      (void)rd_store_delete(N.store, id);
+    else
+      rd__node_let_go(id, c->id);
   }
   if (m->n_nodes == m->n_object_ids && m->n_nodes) {
-    /* the owner's own objects, and those handed over to it on other nodes
-     * (not held here); a worker dropping a failed result deletes here only */
-    for (size_t i = 0; i < m->n_object_ids; i++)
-      if (rd__oid_client(m->object_ids[i]) != c->id && m->nodes[i] == rd__cluster_index()) m->nodes[i] = 0;
-    rd__cluster_forward_deletes(m->object_ids, m->nodes, m->n_object_ids);
+    /* the owner's objects held on other nodes (those it made, and those
+     * handed over to it there); a worker dropping a failed result deletes
+     * here only */
+    rd__cluster_forward_deletes(m->object_ids, m->nodes, m->n_object_ids, c->id);
   }
 }
 

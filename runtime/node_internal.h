@@ -341,6 +341,9 @@ void rd__node_owner_gone(uint32_t id);
 /* rd_return_refs: the store object id is client owner's from now on (it
  * goes when owner does; deleted at once if owner is gone already). */
 int rd__node_hand_over(uint64_t id, uint32_t owner);
+/* client lets go of the store object id: its maker, or a co-owner (one
+ * hand-over); it goes when no owner holds it.  Others are refused (logged). */
+void rd__node_let_go(uint64_t id, uint32_t client);
 node_job *rd__node_client_job(const node_client *c);
 /* Fair share between jobs (fair.c): read the settings; before a dispatch of
  * N.queue, order it by each job's share; after it, ask over-share jobs'

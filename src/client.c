@@ -131,8 +131,7 @@ static void obj_maybe_free(rd__obj *o) {
     if (o->origin) o->origin->norigin--;
   } else {
     if (o->lineage) lineage_drop(o->lineage);
-    if ((o->state == OBJ_STORE && !o->handed) || (o->state == OBJ_PUT_OPEN && !o->blob))
-      queue_release(o->id, 1, o->node);
+    if (o->state == OBJ_STORE || (o->state == OBJ_PUT_OPEN && !o->blob)) queue_release(o->id, 1, o->node);
     if (o->state == OBJ_PUT_OPEN && !o->blob) queue_release(o->id, 0, 0);   /* the creator's pin */
   }
   blob_unref(o->blob);
@@ -1324,12 +1323,14 @@ static void stream_end(rd__task *t, const Rd__TaskReply *m) {
  *
  * The worker hands each ref over at its reply: the caller's own objects
  * (lent to the task) come back as one more reference; those the worker made
- * come with their value, their store object or their failure, and the
- * caller owns them from then on (the worker no longer deletes them).  They
- * are the return object's contained refs, held while it lives. */
+ * come with their value (a copy: values never change), their failure, or
+ * their store object, of which the caller has become a co-owner in the
+ * store holding it (the object goes when neither the worker nor the caller
+ * holds it, or when they have both gone).  They are the return object's
+ * contained refs, held while it lives. */
 
-/* Transferred store objects of a return that nobody takes (the return was
- * dropped, the task cancelled or run again): deleted where they are. */
+/* Handed-over store objects of a return that nobody takes (the return was
+ * dropped, the task cancelled or run again): let go of where they are. */
 static void ret_refs_drop(const Rd__Ret *r) {
   for (size_t k = 0; r && k < r->n_refs; k++)
     if (!r->refs[k]->yours && r->refs[k]->in_store && r->refs[k]->status == 0)
@@ -1340,10 +1341,9 @@ static void ret_refs_drop(const Rd__Ret *r) {
  * (the ref then is not held, and its store object, if any, is deleted). */
 static int ret_ref_take(const Rd__RetRef *x) {
   rd__obj *c = obj_get(x->id);
-  if (c) {   /* ours (lent to the task), or handed over twice in this reply */
+  if (c) {   /* ours (lent to the task), or handed over again while we hold it */
     c->refs++;
-    if (!x->yours && x->in_store && x->status == 0 && !(c->state == OBJ_STORE && c->node == x->node))
-      queue_release(x->id, 1, x->node);
+    if (!x->yours && x->in_store && x->status == 0) queue_release(x->id, 1, x->node);   /* one co-ownership is enough */
     return 0;
   }
   int st = x->yours ? RD_EOBJECT_LOST : x->status;
@@ -1421,7 +1421,6 @@ int rd__ret_refs_hold(rd__serve *s, const char *func, const rd_ref *refs, size_t
     const char *bad = !o ? "is not a live reference of this process"
                       : o->stream ? "is a stream (a streaming task's ref)"
                       : o->state == OBJ_PUT_OPEN ? "is a put not sealed yet"
-                      : o->handed ? "was handed over to a caller already"
                       : o->borrowed && o->origin != s ? "was lent to this process by another than the caller (return "
                                                         "its value, or a copy put here)"
                       : !o->borrowed && o->ninner ? "itself contains refs"
@@ -1518,13 +1517,6 @@ void rd__ret_refs_describe(rd__serve *s, const uint64_t *ids, size_t n, Rd__RetR
     } else {
       x->in_store = 1;
       x->node = o->node;
-    }
-    if (o && !o->borrowed && !x->status) {   /* the caller's now: it deletes it, and a lost one is not rebuilt here */
-      o->handed = 1;
-      if (o->lineage) {
-        lineage_drop(o->lineage);
-        o->lineage = NULL;
-      }
     }
   }
 }

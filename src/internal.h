@@ -107,7 +107,6 @@ typedef struct rd__obj {
   uint64_t *inner;
   uint32_t ninner;
   int inner_held;
-  int handed;          /* made here, handed over to a caller by rd_return_refs: no longer deleted here */
   rd__stream *stream;  /* a streaming task's stream object */
   int watchers;        /* rd__watch_add: kept for rd_wait/rd_get, but not a taker of its items */
 } rd__obj;
@@ -313,17 +312,16 @@ int rd__borrow_ref(rd__serve *s, uint64_t oid, const Rd__Arg *ready);
  * the proxy, tell its origin it keeps it (MSG_BORROW_HOLD).  mu held. */
 void rd__borrow_keep(uint64_t oid);
 /* rd_return_refs: check that the task that came on s may hand refs over
- * (live, sealed, not a stream, this process's own or lent by s), hold each,
+ * (live, sealed, not a stream, made here or lent by s), hold each,
  * and wait for those this process made (mu not held).  0, or RD_EINVAL with
  * a log line naming func. */
 int rd__ret_refs_hold(rd__serve *s, const char *func, const rd_ref *refs, size_t n);
-/* At the reply (mu held, may be dropped meanwhile): the store objects this
- * process made among the refs of returns 0..nret (ids[i][0..n[i])) become
- * client owner's in the stores holding them.  0, or an error described in
- * err (the task then fails; nothing was handed over here). */
+/* At the reply (mu held, may be dropped meanwhile): client owner becomes a
+ * co-owner of the store objects this process made among the refs of returns
+ * 0..nret (ids[i][0..n[i])), in the stores holding them.  0, or an error
+ * described in err (the task then fails). */
 int rd__ret_refs_hand_over(uint32_t owner, uint64_t *const *ids, const size_t *n, int nret, char *err, size_t errlen);
-/* Then (mu held): describe each held ref for the caller in out[], and stop
- * owning those handed over. */
+/* Then (mu held): describe each held ref for the caller in out[]. */
 void rd__ret_refs_describe(rd__serve *s, const uint64_t *ids, size_t n, Rd__RetRef *out);
 /* Drop the references rd__ret_refs_hold took (mu held). */
 void rd__ret_refs_unhold(const uint64_t *ids, size_t n);

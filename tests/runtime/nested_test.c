@@ -371,6 +371,8 @@ static int t_return(void) {
 typedef struct holder {
   rd_ref refs[3];
   int n;
+  rd_ref shared;   /* Holder.share: a 3 MiB put it keeps and returns to every caller */
+  int has_shared;
 } holder;
 
 static int holder_init(rd_call *call, void **state) {
@@ -417,9 +419,46 @@ RD_ACTOR_METHOD(Holder, make) {
   return e;
 }
 
+/* Returns its 3 MiB put (seed 2, made on the first call and kept) inside
+ * an object: the parameter-server pattern, one object for every caller. */
+RD_ACTOR_METHOD(Holder, share) {
+  holder *h = state;
+  if (!h->has_shared) {
+    uint8_t *big = malloc(BIG);
+    if (!big) return rd_call_fail(call, "out of memory");
+    fill(big, BIG, 2);
+    int e = rd_put(big, BIG, &h->shared);
+    free(big);
+    if (e != 0) return rd_call_fail(call, "rd_put: %s", rd_err_name(e));
+    h->has_shared = 1;
+  }
+  return rd_return_refs(call, 0, NULL, 0, &h->shared, 1);
+}
+
+/* Reads what it shares: 1 when it reads back right. */
+RD_ACTOR_METHOD(Holder, read_shared) {
+  holder *h = state;
+  size_t sz = BIG;
+  long seed = 2, good = h->has_shared ? count_good(&h->shared, 1, &sz, &seed) : -1;
+  return rd_return_bytes(call, 0, &good, sizeof(good));
+}
+
+/* The refs inside r: exactly one, which reads back as the 3 MiB put. */
+static void check_shared(rd_ref r) {
+  rd_ref in;
+  size_t n = 0, sz = BIG;
+  long seed = 2;
+  CHECK_EQ(rd_get_refs(r, &in, 1, &n, 60000), 0);
+  CHECK_EQ(n, 1);
+  CHECK_EQ(count_good(&in, 1, &sz, &seed), 1);
+  rd_ref_release(in);
+}
+
 /* An actor keeps the refs an object passed to it contained, after the
  * driver let go of the object and of them, and reads them in a later call;
- * an actor returns store objects it made, and they outlive it. */
+ * an actor returns store objects it made, and they outlive it; an actor
+ * returns the same object it keeps to several calls, and it stays for the
+ * actor and for the caller, whoever lets go first. */
 static int t_actor(void) {
   init_or_die(4);
   rd_actor h;
@@ -457,6 +496,34 @@ static int t_actor(void) {
   rd_ref_release(got[0]);
   rd_ref_release(got[1]);
   rd_ref_release(made);
+  CHECK_EQ(store_used_settled(), 0);
+
+  /* one object it keeps, returned to three calls */
+  rd_actor p;
+  CHECK_EQ(rd_actor_create(Holder, RD_NO_ARGS, NULL, &p), 0);
+  rd_ref s[3];
+  for (int i = 0; i < 3; i++) CHECK_EQ(rd_actor_call(p, Holder_share, RD_NO_ARGS, NULL, &s[i]), 0);
+  for (int i = 0; i < 3; i++) check_shared(s[i]);
+  rd_ref_release(s[0]);
+  rd_ref_release(s[1]);
+  usleep(300000);   /* deletes would have landed by now */
+  CHECK(store_used_now() >= BIG);
+  check_shared(s[2]);
+  good = 0;
+  call_or_die(p, Holder_read_shared, RD_NO_ARGS, &good, sizeof(good));
+  CHECK_EQ(good, 1);
+  rd_ref_release(s[2]);   /* the caller lets go first: the actor still has it */
+  usleep(300000);
+  CHECK(store_used_now() >= BIG);
+  call_or_die(p, Holder_read_shared, RD_NO_ARGS, &good, sizeof(good));
+  CHECK_EQ(good, 1);
+  CHECK_EQ(rd_actor_call(p, Holder_share, RD_NO_ARGS, NULL, &s[0]), 0);
+  check_shared(s[0]);
+  CHECK_EQ(rd_actor_kill(p, 1), 0);   /* the actor goes first: the caller still has it */
+  usleep(500000);
+  check_shared(s[0]);
+  printf("an object the actor keeps, returned to 4 calls: read by both sides, whoever let go first\n");
+  rd_ref_release(s[0]);
   CHECK_EQ(store_used_settled(), 0);
   rd_shutdown();
   return 0;

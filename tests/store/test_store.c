@@ -253,36 +253,50 @@ static void test_delete_range(void) {
   rd_store_close(s);
 }
 
-/* rd_store_hand_over: a handed-over object leaves its maker's range (the
- * range delete skips it), is deleted with its new owner's handed objects,
- * and only sealed, live objects can be handed over. */
-static void test_hand_over(void) {
+/* Co-owners (rd_store_owner_add, rd_return_refs): a co-owned object stays
+ * when its maker's range is deleted and goes when its last co-owner lets
+ * go or leaves; counts add up; only sealed, live objects, only owners. */
+static void test_co_owners(void) {
   rd_store *s;
   rd_store_config cfg = {.capacity = 4 * MiB};
   uint64_t off, size;
-  uint32_t to = 0;
+  rd_store_stats st;
   CHECK_EQ(rd_store_open(&s, &cfg), 0);
   const uint64_t w = 9ull << 32;   /* made by client 9 */
   for (uint64_t i = 0; i < 300; i++) put_sealed(s, w + i, 1 * KiB);
-  for (uint64_t i = 0; i < 300; i += 2) CHECK_EQ(rd_store_hand_over(s, w + i, i % 4 ? 5 : 6), 0);
-  CHECK_EQ(rd_store_handed_to(s, w + 4, &to), 1);
-  CHECK_EQ(to, 6);
-  CHECK_EQ(rd_store_handed_to(s, w + 1, &to), 0);
+  for (uint64_t i = 0; i < 300; i += 2) CHECK_EQ(rd_store_owner_add(s, w + i, i % 4 ? 5 : 6), 0);
+  CHECK_EQ(rd_store_owner_add(s, w + 2, 5), 0);   /* twice: two hand-overs to 5 */
+  CHECK_EQ(rd_store_is_owner(s, w + 4, 6), 1);
+  CHECK_EQ(rd_store_is_owner(s, w + 4, 5), 0);
+  CHECK_EQ(rd_store_is_owner(s, w + 1, 6), 0);
   CHECK_EQ(rd_store_create(s, w + 1000, 64, 9, &off), 0);
-  CHECK_EQ(rd_store_hand_over(s, w + 1000, 5), RD_ESTATE);   /* not sealed */
-  CHECK_EQ(rd_store_hand_over(s, w + 5000, 5), RD_ENOENT);
-  CHECK_EQ(rd_store_delete_range(s, w, w | 0xffffffffull), 151);   /* the odd ones and the unsealed one */
+  CHECK_EQ(rd_store_owner_add(s, w + 1000, 5), RD_ESTATE);   /* not sealed */
+  CHECK_EQ(rd_store_owner_add(s, w + 5000, 5), RD_ENOENT);
+  CHECK_EQ(rd_store_owner_drop(s, w + 1, 5, 0), RD_EINVAL);   /* not a co-owner */
+
+  /* the maker lets go of one it shares: it stays for the co-owner */
+  CHECK_EQ(rd_store_owner_drop(s, w + 6, 9, 1), 0);
+  CHECK_EQ(rd_store_get(s, w + 6, &off, &size), 0);
+  CHECK_EQ(rd_store_release(s, w + 6), 0);
+  CHECK_EQ(rd_store_owner_drop(s, w + 6, 5, 0), 0);   /* and goes with the co-owner */
+  CHECK_EQ(rd_store_get(s, w + 6, &off, &size), RD_ENOENT);
+  /* a co-owner lets go first: the maker still has it */
+  CHECK_EQ(rd_store_owner_drop(s, w + 8, 6, 0), 0);
+  CHECK_EQ(rd_store_get(s, w + 8, &off, &size), 0);
+  CHECK_EQ(rd_store_release(s, w + 8), 0);
+
+  /* the maker leaves: only what nobody else holds goes */
+  CHECK_EQ(rd_store_delete_range(s, w, w | 0xffffffffull), 152);   /* 150 odd, the unsealed one, w + 8 */
+  CHECK_EQ(rd_store_release(s, w + 1000), 0);
+  rd_store_get_stats(s, &st);
+  CHECK_EQ(st.num_objects, 148);
+  CHECK_EQ(rd_store_owner_drop(s, w + 2, 5, 0), 0);   /* one of its two */
   CHECK_EQ(rd_store_get(s, w + 2, &off, &size), 0);
   CHECK_EQ(rd_store_release(s, w + 2), 0);
-  CHECK_EQ(rd_store_release(s, w + 1000), 0);
-  CHECK_EQ(rd_store_delete_handed(s, 5), 75);   /* i % 4 == 2 */
+  CHECK_EQ(rd_store_owner_gone(s, 5), 74);   /* i % 4 == 2, less w + 6 */
   CHECK_EQ(rd_store_get(s, w + 2, &off, &size), RD_ENOENT);
-  CHECK_EQ(rd_store_handed_to(s, w + 2, &to), 0);
-  rd_store_stats st;
-  rd_store_get_stats(s, &st);
-  CHECK_EQ(st.num_objects, 75);
-  CHECK_EQ(rd_store_delete_handed(s, 6), 75);
-  CHECK_EQ(rd_store_delete_handed(s, 6), 0);
+  CHECK_EQ(rd_store_owner_gone(s, 6), 74);   /* i % 4 == 0, less w + 8 */
+  CHECK_EQ(rd_store_owner_gone(s, 6), 0);
   rd_store_get_stats(s, &st);
   CHECK_EQ(st.num_objects, 0);
   rd_store_close(s);
@@ -1036,7 +1050,7 @@ int main(void) {
   test_lifecycle();
   test_delete_pinned();
   test_delete_range();
-  test_hand_over();
+  test_co_owners();
   test_abort_client();
   test_spill();
   test_no_spill_dir();
