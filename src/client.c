@@ -3532,6 +3532,15 @@ int rd_actor_create(const rd_actor_class *cls, const rd_value *args, size_t narg
         rd_buf_release(&held[nheld]);
         break;
       }
+      size_t inner = 0;
+      if (rd_get_refs(args[i].ref, NULL, 0, &inner, 0) == 0 && inner > 0) {
+        /* its bytes are kept for restarts, the refs it contains could not be */
+        rd__log(RD_LOG_WARN, "rd_actor_create: constructor argument %zu contains %zu refs (rd_put_refs), which a "
+                "constructor cannot keep: pass it to a method", i, inner);
+        rd_buf_release(&held[nheld]);
+        r = RD_EINVAL;
+        break;
+      }
       bin[i].data = (uint8_t *)held[nheld].data;
       bin[i].len = held[nheld].size;
       nheld++;

@@ -467,6 +467,8 @@ static int t_actor(void) {
   make_three(three, 200);
   CHECK_EQ(rd_put_refs(NULL, 0, three, 3, &outer), 0);
   for (int k = 0; k < 3; k++) rd_ref_release(three[k]);
+  rd_actor bad;   /* a constructor's arguments are kept for restarts: not its refs */
+  CHECK_EQ(rd_actor_create(Holder, RD_ARGS(rd_arg_ref(outer)), NULL, &bad), RD_EINVAL);
   int kept = 0;
   call_or_die(h, Holder_keep, RD_ARGS(rd_arg_ref(outer)), &kept, sizeof(kept));
   CHECK_EQ(kept, 3);
