@@ -1331,10 +1331,15 @@ static void stream_end(rd__task *t, const Rd__TaskReply *m) {
 
 /* Handed-over store objects of a return that nobody takes (the return was
  * dropped, the task cancelled or run again): let go of where they are. */
+static int ret_ref_yours(const Rd__RetRef *x) { return x->yours || rd__oid_client(x->id) == G.client_id; }
+
+/* A store object the reply made us a co-owner of: letting go of it drops
+ * that co-ownership (never one of our own objects, whatever the worker says). */
+static int ret_ref_co_owned(const Rd__RetRef *x) { return !ret_ref_yours(x) && x->in_store && x->status == 0; }
+
 static void ret_refs_drop(const Rd__Ret *r) {
   for (size_t k = 0; r && k < r->n_refs; k++)
-    if (!r->refs[k]->yours && r->refs[k]->in_store && r->refs[k]->status == 0)
-      queue_release(r->refs[k]->id, 1, r->refs[k]->node);
+    if (ret_ref_co_owned(r->refs[k])) queue_release(r->refs[k]->id, 1, r->refs[k]->node);
 }
 
 /* One handed-over ref, as a reference of this process: 0, or RD_ENOMEM
@@ -1343,10 +1348,10 @@ static int ret_ref_take(const Rd__RetRef *x) {
   rd__obj *c = obj_get(x->id);
   if (c) {   /* ours (lent to the task), or handed over again while we hold it */
     c->refs++;
-    if (!x->yours && x->in_store && x->status == 0) queue_release(x->id, 1, x->node);   /* one co-ownership is enough */
+    if (ret_ref_co_owned(x)) queue_release(x->id, 1, x->node);   /* one co-ownership is enough */
     return 0;
   }
-  int st = x->yours ? RD_EOBJECT_LOST : x->status;
+  int yours = ret_ref_yours(x), st = yours ? RD_EOBJECT_LOST : x->status;
   if (st == 0 && x->in_store) {
     if (!(c = obj_new(x->id, OBJ_STORE))) goto nomem;
     c->node = x->node;
@@ -1360,17 +1365,17 @@ static int ret_ref_take(const Rd__RetRef *x) {
   } else {
     if (!(c = obj_new(x->id, OBJ_PENDING))) return RD_ENOMEM;
     char msg[300];
-    if (x->yours)
+    if (yours)
       snprintf(msg, sizeof(msg), "object %llx, returned to its owner by a task, was no longer held here",
                (unsigned long long)x->id);
-    rd__blob *b = x->yours ? blob_new(msg, strlen(msg)) : blob_new(x->error ? x->error : "", x->error ? strlen(x->error) : 0);
+    rd__blob *b = yours ? blob_new(msg, strlen(msg)) : blob_new(x->error ? x->error : "", x->error ? strlen(x->error) : 0);
     obj_set_failed(c, st < 0 && st >= RD__ERR_MIN ? st : RD_EPROTO, b);
     blob_unref(b);
   }
   c->ready_ns = rd__now_ns();
   return 0;
 nomem:
-  queue_release(x->id, 1, x->node);
+  if (ret_ref_co_owned(x)) queue_release(x->id, 1, x->node);
   return RD_ENOMEM;
 }
 
@@ -1398,8 +1403,7 @@ static int ret_refs_adopt(rd__obj *o, const Rd__Ret *r) {
       if (c && c->refs > 0 && --c->refs == 0) obj_maybe_free(c);
     }
     for (size_t j = k; j < r->n_refs; j++)
-      if (!r->refs[j]->yours && r->refs[j]->in_store && r->refs[j]->status == 0)
-        queue_release(r->refs[j]->id, 1, r->refs[j]->node);
+      if (ret_ref_co_owned(r->refs[j])) queue_release(r->refs[j]->id, 1, r->refs[j]->node);
     free(o->inner);
     o->inner = NULL;
   }
