@@ -355,15 +355,16 @@ RD_EXTERN void *rd_yield_alloc(rd_call *call, size_t size);
 RD_EXTERN int rd_yield_commit(rd_call *call) RD_MUST_CHECK;
 /* Return value i as `size` bytes (rd_return_bytes) that contain the n refs
  * (Ray's task returning ObjectRefs): the caller takes them with
- * rd_get_refs on the result.  Each ref must be one this process made (a
- * put, a result of a task it submitted: waited for here until made) or one
- * the caller lent it (rd_arg_borrow, rd_call_arg_refs).  From the reply on
- * the caller holds those made here as well as this process does: each side
- * keeps them as long as it wants, whichever lets go or exits first, so an
- * actor may return an object it keeps to many calls.  RD_EINVAL (with a
- * log line) for a ref not live, not sealed, a stream, lent by another
- * process or one that itself contains refs, or in a streaming task;
- * RD_EEXIST when return i is set; those of rd_return_bytes. */
+ * rd_get_refs on the result.  Any ref this process holds: one it made (a
+ * put, a result of a task it submitted), one the caller lent it, or one
+ * another process lent it; those not the caller's own are waited for here
+ * until ready.  From the reply on the caller holds them as well as their
+ * other owners do: each side keeps them as long as it wants, whichever
+ * lets go or exits first, so an actor may return an object it keeps to many
+ * calls.  RD_EINVAL (with a log line) for a ref not live, not sealed, a
+ * stream, or one that itself contains refs (unless the caller's own), or
+ * in a streaming task; RD_EEXIST when return i is set; those of
+ * rd_return_bytes. */
 RD_EXTERN int rd_return_refs(rd_call *call, size_t i, const void *data, size_t size, const rd_ref *refs,
                              size_t n) RD_MUST_CHECK;
 /* Record a failure message; returns RD_ETASK so `return rd_call_fail(...)`

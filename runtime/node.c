@@ -1622,6 +1622,7 @@ static int client_is_gone(uint32_t id) {
 static int owner_is_gone(uint64_t id) { return client_is_gone(rd__oid_client(id)); }
 
 int rd__node_hand_over(uint64_t id, uint32_t owner) {
+  if (rd__oid_client(id) == owner) return rd_store_contains(N.store, id) ? 0 : RD_ENOENT;   /* its maker holds it */
   int st = rd_store_owner_add(N.store, id, owner);
   if (st == 0 && client_is_gone(owner)) {
     rd__log(RD_LOG_INFO, "object %llx was handed over to client %u, which is gone", (unsigned long long)id, owner);
@@ -1637,8 +1638,9 @@ void rd__node_let_go(uint64_t id, uint32_t client) {
     rd__log(RD_LOG_WARN, "client %u may not delete object %llx", client, (unsigned long long)id);
 }
 
-/* A worker hands store objects it made over to its caller (rd_return_refs):
- * those here at once, those on other nodes over the links.  Answered once
+/* A worker hands store objects over to its caller (rd_return_refs): those
+ * it made, and those it holds a ref to (lent to it, or handed over to it
+ * in turn); here at once, on other nodes over the links.  Answered once
  * done here, so the caller, told after, finds them its own. */
 static void on_obj_handover(node_client *c, Rd__ObjHandover *m) {
   Rd__ObjGetReply r = RD__OBJ_GET_REPLY__INIT;
@@ -1648,11 +1650,10 @@ static void on_obj_handover(node_client *c, Rd__ObjHandover *m) {
     uint64_t id = m->object_ids[i];
     uint32_t node = i < m->n_nodes ? m->nodes[i] : 0;
     if (node && node != rd__cluster_index()) continue;   /* forwarded below */
-    int st = rd__oid_client(id) != c->id ? RD_EINVAL : rd__node_hand_over(id, m->owner);
+    int st = rd__node_hand_over(id, m->owner);
     if (st != 0 && r.status == 0) {
       r.status = st;
-      snprintf(err, sizeof(err), "object %llx: %s", (unsigned long long)id,
-               st == RD_EINVAL ? "not made by this client" : rd_strerror(st));
+      snprintf(err, sizeof(err), "object %llx: %s", (unsigned long long)id, rd_strerror(st));
     }
   }
   if (m->n_nodes == m->n_object_ids) rd__cluster_forward_handover(m->object_ids, m->nodes, m->n_object_ids, m->owner);

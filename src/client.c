@@ -1425,9 +1425,7 @@ int rd__ret_refs_hold(rd__serve *s, const char *func, const rd_ref *refs, size_t
     const char *bad = !o ? "is not a live reference of this process"
                       : o->stream ? "is a stream (a streaming task's ref)"
                       : o->state == OBJ_PUT_OPEN ? "is a put not sealed yet"
-                      : o->borrowed && o->origin != s ? "was lent to this process by another than the caller (return "
-                                                        "its value, or a copy put here)"
-                      : !o->borrowed && o->ninner ? "itself contains refs"
+                      : o->ninner && !(o->borrowed && o->origin == s) ? "itself contains refs"
                       : NULL;
     if (bad) {
       rd__log(RD_LOG_WARN, "rd_return_refs in '%s': ref %zu (%llx) %s", func, i, (unsigned long long)refs[i].id, bad);
@@ -1438,11 +1436,12 @@ int rd__ret_refs_hold(rd__serve *s, const char *func, const rd_ref *refs, size_t
   for (size_t i = 0; i < n && r == 0; i++) {
     rd__obj *o = obj_get(refs[i].id);
     o->refs++;
-    if (!o->borrowed && !obj_is_ready(o)) wait_ids[nwait++] = o->id;   /* a result of its own tasks */
+    if (!(o->borrowed && o->origin == s) && !obj_is_ready(o)) wait_ids[nwait++] = o->id;
   }
   pthread_mutex_unlock(&G.mu);
-  /* results of tasks this one submitted are handed over once made: their
-   * owner, this process, answers for them only while the task runs */
+  /* results of tasks this one submitted, and refs another process lent it,
+   * are handed over once ready: this process answers for them only while
+   * the task runs (the caller's own refs need no wait) */
   if (r == 0 && nwait) {
     int w = rd_wait((const rd_ref *)wait_ids, nwait, nwait, RD_TIMEOUT_INF, NULL);
     if (w < 0) {
@@ -1459,13 +1458,17 @@ int rd__ret_refs_hold(rd__serve *s, const char *func, const rd_ref *refs, size_t
   return r;
 }
 
-/* A ref of this process's own making, ready in the store: handed over. */
-static int ret_ref_in_store(const rd__obj *o) { return o && !o->borrowed && o->state == OBJ_STORE; }
+/* A ref in the store that is not the caller's own (s: the task's
+ * connection): the caller becomes its co-owner. */
+static int ret_ref_in_store(const rd__obj *o, const rd__serve *s) {
+  return o && !(o->borrowed && o->origin == s) && o->state == OBJ_STORE;
+}
 
-int rd__ret_refs_hand_over(uint32_t owner, uint64_t *const *ids, const size_t *n, int nret, char *err, size_t errlen) {
+int rd__ret_refs_hand_over(rd__serve *s, uint32_t owner, uint64_t *const *ids, const size_t *n, int nret, char *err,
+                           size_t errlen) {
   size_t total = 0, k = 0;
   for (int i = 0; i < nret; i++)
-    for (size_t j = 0; j < n[i]; j++) total += ret_ref_in_store(obj_get(ids[i][j]));
+    for (size_t j = 0; j < n[i]; j++) total += ret_ref_in_store(obj_get(ids[i][j]), s);
   if (total == 0) return 0;
   uint64_t *hids = malloc(total * (sizeof(uint64_t) + sizeof(uint32_t)));
   if (!hids) {
@@ -1476,7 +1479,7 @@ int rd__ret_refs_hand_over(uint32_t owner, uint64_t *const *ids, const size_t *n
   for (int i = 0; i < nret; i++)
     for (size_t j = 0; j < n[i]; j++) {
       rd__obj *o = obj_get(ids[i][j]);
-      if (!ret_ref_in_store(o)) continue;
+      if (!ret_ref_in_store(o, s)) continue;
       hids[k] = o->id;
       hnodes[k++] = o->node;
     }

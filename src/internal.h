@@ -312,15 +312,16 @@ int rd__borrow_ref(rd__serve *s, uint64_t oid, const Rd__Arg *ready);
  * the proxy, tell its origin it keeps it (MSG_BORROW_HOLD).  mu held. */
 void rd__borrow_keep(uint64_t oid);
 /* rd_return_refs: check that the task that came on s may hand refs over
- * (live, sealed, not a stream, made here or lent by s), hold each,
- * and wait for those this process made (mu not held).  0, or RD_EINVAL with
- * a log line naming func. */
+ * (live, sealed, not a stream, none but s's own containing refs), hold
+ * each, and wait for those not s's own to be ready (mu not held).  0, or
+ * RD_EINVAL with a log line naming func. */
 int rd__ret_refs_hold(rd__serve *s, const char *func, const rd_ref *refs, size_t n);
 /* At the reply (mu held, may be dropped meanwhile): client owner becomes a
- * co-owner of the store objects this process made among the refs of returns
- * 0..nret (ids[i][0..n[i])), in the stores holding them.  0, or an error
- * described in err (the task then fails). */
-int rd__ret_refs_hand_over(uint32_t owner, uint64_t *const *ids, const size_t *n, int nret, char *err, size_t errlen);
+ * co-owner of the store objects among the refs of returns 0..nret
+ * (ids[i][0..n[i])) that are not its own (lent on s), in the stores holding
+ * them.  0, or an error described in err (the task then fails). */
+int rd__ret_refs_hand_over(rd__serve *s, uint32_t owner, uint64_t *const *ids, const size_t *n, int nret, char *err,
+                           size_t errlen);
 /* Then (mu held): describe each held ref for the caller in out[]. */
 void rd__ret_refs_describe(rd__serve *s, const uint64_t *ids, size_t n, Rd__RetRef *out);
 /* Drop the references rd__ret_refs_hold took (mu held). */

@@ -439,7 +439,8 @@ static int run_call(rd__wtask *w) {
       ids[i] = call.ret[i].refs;
       nids[i] = call.ret[i].nrefs;
     }
-    status = rd__ret_refs_hand_over(rd__oid_client(m->return_ids[0]), ids, nids, call.nret, call.err, sizeof(call.err));
+    status = rd__ret_refs_hand_over(w->from, rd__oid_client(m->return_ids[0]), ids, nids, call.nret, call.err,
+                                    sizeof(call.err));
   }
   for (int i = 0; status == 0 && i < call.nret; i++) {
     if (!call.ret[i].nrefs) continue;

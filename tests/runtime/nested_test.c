@@ -394,6 +394,22 @@ RD_ACTOR_METHOD(Holder, keep) {
   return rd_return_bytes(call, 0, &h->n, sizeof(h->n));
 }
 
+/* Returns the refs it keeps (lent to it by the driver) inside an object,
+ * to whichever process calls: a third party's refs for any caller but the
+ * driver. */
+RD_ACTOR_METHOD(Holder, give) {
+  holder *h = state;
+  return rd_return_refs(call, 0, NULL, 0, h->refs, (size_t)h->n);
+}
+
+/* Lets go of what it keeps. */
+RD_ACTOR_METHOD(Holder, drop) {
+  holder *h = state;
+  for (int i = 0; i < h->n; i++) rd_ref_release(h->refs[i]);
+  h->n = 0;
+  return rd_return_bytes(call, 0, NULL, 0);
+}
+
 /* Reads what it keeps: how many read back right. */
 RD_ACTOR_METHOD(Holder, read) {
   holder *h = state;
@@ -454,8 +470,33 @@ static void check_shared(rd_ref r) {
   rd_ref_release(in);
 }
 
+/* Argument 0: a Holder that keeps the three refs, which nobody else holds.
+ * Asks it for them (Holder.give), has it let go of them (Holder.drop), and
+ * returns how many read back right afterwards. */
+RD_REMOTE(via_actor) {
+  rd_actor a;
+  if (rd_call_arg_actor(call, 0, &a) != 0) return rd_call_fail(call, "rd_call_arg_actor");
+  rd_ref r, in[3];
+  size_t n = 0;
+  if (rd_actor_call(a, Holder_give, RD_NO_ARGS, NULL, &r) != 0) return rd_call_fail(call, "call give");
+  int e = rd_get_refs(r, in, 3, &n, 60000);
+  if (e != 0) return rd_call_fail(call, "rd_get_refs: %s", rd_err_name(e));
+  rd_ref d;
+  rd_buf db;
+  if (rd_actor_call(a, Holder_drop, RD_NO_ARGS, NULL, &d) != 0 || rd_get(&d, 1, &db, 60000) != 0)
+    return rd_call_fail(call, "drop");
+  rd_buf_release(&db);
+  rd_ref_release(d);
+  usleep(300000);   /* the driver's delete would have landed by now */
+  long good = n == 3 ? count_good(in, 3, SIZES, SEEDS) : -1;
+  for (size_t k = 0; k < n; k++) rd_ref_release(in[k]);
+  rd_ref_release(r);
+  return rd_return_bytes(call, 0, &good, sizeof(good));
+}
+
 /* An actor keeps the refs an object passed to it contained, after the
- * driver let go of the object and of them, and reads them in a later call;
+ * driver let go of the object and of them, and reads them in a later call,
+ * and returns them to a task, which reads them after the actor let go;
  * an actor returns store objects it made, and they outlive it; an actor
  * returns the same object it keeps to several calls, and it stays for the
  * actor and for the caller, whoever lets go first. */
@@ -479,6 +520,18 @@ static int t_actor(void) {
   call_or_die(h, Holder_read, RD_NO_ARGS, &good, sizeof(good));
   printf("kept past the call: %ld of 3 read back\n", good);
   CHECK_EQ(good, 3);
+  /* a task asks the actor for them: refs the driver lent it, a third
+   * party's to the task, handed over all the same */
+  rd_ref v;
+  CHECK_EQ(rd_submit(via_actor, RD_ARGS(rd_arg_actor(&h)), NULL, &v), 0);
+  rd_buf vb;
+  CHECK_EQ(rd_get(&v, 1, &vb, 60000), 0);
+  memcpy(&good, vb.data, sizeof(good));
+  rd_buf_release(&vb);
+  rd_ref_release(v);
+  printf("a task got them from the actor, which then let go: %ld of 3 read back\n", good);
+  CHECK_EQ(good, 3);
+  CHECK_EQ(store_used_settled(), 0);   /* nobody holds the 3 MiB put any more */
 
   rd_ref made;
   CHECK_EQ(rd_actor_call(h, Holder_make, RD_NO_ARGS, NULL, &made), 0);
