@@ -1322,28 +1322,29 @@ static void stream_end(rd__task *t, const Rd__TaskReply *m) {
 /* ---- refs returned inside a task's value (rd_return_refs) ----
  *
  * The worker hands each ref over at its reply: the caller's own objects
- * (lent to the task) come back as one more reference; those the worker made
- * come with their value (a copy: values never change), their failure, or
- * their store object, of which the caller has become a co-owner in the
- * store holding it (the object goes when neither the worker nor the caller
- * holds it, or when they have both gone).  They are the return object's
- * contained refs, held while it lives. */
+ * (lent to the task) come back as one more reference; the others come with
+ * their value (a copy: values never change), their failure, or their store
+ * object, of which the caller has become a co-owner in the store holding it
+ * (the object goes when its maker and every co-owner have let go of it or
+ * gone).  They are the return object's contained refs, held while it
+ * lives. */
 
-/* Handed-over store objects of a return that nobody takes (the return was
- * dropped, the task cancelled or run again): let go of where they are. */
+/* The caller's own object (an id of ours is, whatever the reply says). */
 static int ret_ref_yours(const Rd__RetRef *x) { return x->yours || rd__oid_client(x->id) == G.client_id; }
 
 /* A store object the reply made us a co-owner of: letting go of it drops
  * that co-ownership (never one of our own objects, whatever the worker says). */
 static int ret_ref_co_owned(const Rd__RetRef *x) { return !ret_ref_yours(x) && x->in_store && x->status == 0; }
 
+/* Handed-over store objects of a return that nobody takes (the return was
+ * dropped, the task cancelled or run again): let go of where they are. */
 static void ret_refs_drop(const Rd__Ret *r) {
   for (size_t k = 0; r && k < r->n_refs; k++)
     if (ret_ref_co_owned(r->refs[k])) queue_release(r->refs[k]->id, 1, r->refs[k]->node);
 }
 
 /* One handed-over ref, as a reference of this process: 0, or RD_ENOMEM
- * (the ref then is not held, and its store object, if any, is deleted). */
+ * (the ref then is not held, and a co-owned store object is let go of). */
 static int ret_ref_take(const Rd__RetRef *x) {
   rd__obj *c = obj_get(x->id);
   if (c) {   /* ours (lent to the task), or handed over again while we hold it */
