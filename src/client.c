@@ -102,6 +102,7 @@ static rd__obj *obj_new(uint64_t id, int state) {
 }
 
 static void queue_release(uint64_t id, int del, uint32_t node);
+static void inner_drop(uint64_t *ids, uint32_t n);
 
 /* Drop the object when nobody references or needs it any more. */
 static void lineage_drop(rd__task *t);
@@ -141,15 +142,42 @@ static void obj_maybe_free(rd__obj *o) {
   uint64_t *inner = o->inner;
   uint32_t ninner = o->inner_held ? o->ninner : 0;
   free(o);
-  /* then the refs it contained (a chain of them goes one link per call) */
-  for (uint32_t i = 0; i < ninner; i++) {
-    rd__obj *c = obj_get(inner[i]);
-    if (c && c->refs > 0) {
-      c->refs--;
-      obj_maybe_free(c);
+  inner_drop(inner, ninner);
+}
+
+/* The references a freed object held on the refs it contained: dropped
+ * through a work list, not by recursion, so a chain of objects each
+ * containing the next (a list 10^6 long) frees in constant stack. */
+static uint64_t *drop_list;
+static size_t ndrop, capdrop;
+static int dropping;
+
+static void inner_drop(uint64_t *ids, uint32_t n) {
+  if (n && ndrop + n > capdrop) {
+    size_t nc = capdrop ? capdrop : 256;
+    while (nc < ndrop + n) nc *= 2;
+    uint64_t *p = realloc(drop_list, nc * sizeof(*p));
+    if (p) {
+      drop_list = p;
+      capdrop = nc;
     }
   }
-  free(inner);
+  for (uint32_t i = 0; i < n; i++) {
+    if (ndrop < capdrop) {
+      drop_list[ndrop++] = ids[i];
+      continue;
+    }
+    rd__obj *c = obj_get(ids[i]);   /* no memory for the list: this one now, recursively */
+    if (c && c->refs > 0 && --c->refs == 0) obj_maybe_free(c);
+  }
+  free(ids);
+  if (dropping) return;   /* the loop below, further up, takes them */
+  dropping = 1;
+  while (ndrop > 0) {
+    rd__obj *c = obj_get(drop_list[--ndrop]);
+    if (c && c->refs > 0 && --c->refs == 0) obj_maybe_free(c);
+  }
+  dropping = 0;
 }
 
 /* o contains the refs ids[0..n): recorded, not yet held.  -1 without memory. */
@@ -4012,6 +4040,9 @@ static void ctx_reset(void) {
       free(o);
     }
     rd__u64map_free(&G.objs);
+    free(drop_list);
+    drop_list = NULL;
+    ndrop = capdrop = 0;
   }
   while (G.classes) {
     rd__sclass *c = G.classes;
