@@ -145,6 +145,13 @@ static void obj_maybe_free(rd__obj *o) {
   inner_drop(inner, ninner);
 }
 
+/* Drop one reference this process holds on id (taken for a contained or
+ * returned ref); the object goes when nothing else keeps it.  mu held. */
+static void ref_drop(uint64_t id) {
+  rd__obj *c = obj_get(id);
+  if (c && c->refs > 0 && --c->refs == 0) obj_maybe_free(c);
+}
+
 /* The references a freed object held on the refs it contained: dropped
  * through a work list, not by recursion, so a chain of objects each
  * containing the next (a list 10^6 long) frees in constant stack. */
@@ -167,16 +174,12 @@ static void inner_drop(uint64_t *ids, uint32_t n) {
       drop_list[ndrop++] = ids[i];
       continue;
     }
-    rd__obj *c = obj_get(ids[i]);   /* no memory for the list: this one now, recursively */
-    if (c && c->refs > 0 && --c->refs == 0) obj_maybe_free(c);
+    ref_drop(ids[i]);   /* no memory for the list: this one now, recursively */
   }
   free(ids);
   if (dropping) return;   /* the loop below, further up, takes them */
   dropping = 1;
-  while (ndrop > 0) {
-    rd__obj *c = obj_get(drop_list[--ndrop]);
-    if (c && c->refs > 0 && --c->refs == 0) obj_maybe_free(c);
-  }
+  while (ndrop > 0) ref_drop(drop_list[--ndrop]);
   dropping = 0;
 }
 
@@ -199,13 +202,7 @@ static int inner_take(rd__obj *o) {
   for (uint32_t i = 0; i < o->ninner; i++) {
     int r = rd__borrow_ref(o->origin, o->inner[i], NULL);
     if (r != 0) {
-      for (uint32_t k = 0; k < i; k++) {
-        rd__obj *c = obj_get(o->inner[k]);
-        if (c && c->refs > 0) {
-          c->refs--;
-          obj_maybe_free(c);
-        }
-      }
+      for (uint32_t k = 0; k < i; k++) ref_drop(o->inner[k]);
       return r;
     }
   }
@@ -530,6 +527,23 @@ static void task_make_ready(rd__task *t) {
  * where it is stored, or why it failed.  The sender keeps the object while
  * the task is pending, as for any argument. */
 
+/* What the ready object o is, in the fields a BorrowReply and a RetRef
+ * share: its value (pointing into o), its store object and node, or its
+ * failure (code and message). */
+static void obj_describe(const rd__obj *o, int32_t *status, char **error, ProtobufCBinaryData *data,
+                         protobuf_c_boolean *in_store, uint32_t *node) {
+  if (o->state == OBJ_INLINE) {
+    data->data = o->blob->data;
+    data->len = o->blob->size;
+  } else if (o->state == OBJ_STORE) {
+    *in_store = 1;
+    *node = o->node;
+  } else {
+    *status = o->err ? o->err : RD_EOBJECT_LOST;
+    *error = o->blob ? (char *)o->blob->data : (char *)rd_strerror(*status);
+  }
+}
+
 static void borrow_answer(rd__lease *l, rd__obj *o, uint64_t oid) {
   Rd__BorrowReply m = RD__BORROW_REPLY__INIT;
   char msg[300];
@@ -546,15 +560,8 @@ static void borrow_answer(rd__lease *l, rd__obj *o, uint64_t oid) {
              "while the task it was passed to runs)", (unsigned long long)oid);
     m.status = RD_EOBJECT_LOST;
     m.error = msg;
-  } else if (o->state == OBJ_INLINE) {
-    m.data.data = o->blob->data;
-    m.data.len = o->blob->size;
-  } else if (o->state == OBJ_STORE) {
-    m.in_store = 1;
-    m.node = o->node;
   } else {
-    m.status = o->err ? o->err : RD_EOBJECT_LOST;
-    m.error = o->blob ? (char *)o->blob->data : (char *)rd_strerror(m.status);
+    obj_describe(o, &m.status, &m.error, &m.data, &m.in_store, &m.node);
   }
   if (m.status == 0 && o) {
     m.n_inner_ids = o->ninner;
@@ -1357,6 +1364,10 @@ static void stream_end(rd__task *t, const Rd__TaskReply *m) {
  * gone).  They are the return object's contained refs, held while it
  * lives. */
 
+/* In a worker: o is a ref the connection s lent it (so the caller of a
+ * task that came on s owns it, or borrows it in turn). */
+static int lent_by(const rd__obj *o, const rd__serve *s) { return o->borrowed && o->origin == s; }
+
 /* The caller's own object (an id of ours is, whatever the reply says). */
 static int ret_ref_yours(const Rd__RetRef *x) { return x->yours || rd__oid_client(x->id) == G.client_id; }
 
@@ -1364,11 +1375,12 @@ static int ret_ref_yours(const Rd__RetRef *x) { return x->yours || rd__oid_clien
  * that co-ownership (never one of our own objects, whatever the worker says). */
 static int ret_ref_co_owned(const Rd__RetRef *x) { return !ret_ref_yours(x) && x->in_store && x->status == 0; }
 
-/* Handed-over store objects of a return that nobody takes (the return was
- * dropped, the task cancelled or run again): let go of where they are. */
-static void ret_refs_drop(const Rd__Ret *r) {
-  for (size_t k = 0; r && k < r->n_refs; k++)
-    if (ret_ref_co_owned(r->refs[k])) queue_release(r->refs[k]->id, 1, r->refs[k]->node);
+/* Handed-over store objects nobody takes (their return was dropped, the
+ * task cancelled or run again, or adopting them failed): let go of where
+ * they are. */
+static void ret_refs_let_go(Rd__RetRef *const *refs, size_t n) {
+  for (size_t k = 0; k < n; k++)
+    if (ret_ref_co_owned(refs[k])) queue_release(refs[k]->id, 1, refs[k]->node);
 }
 
 /* One handed-over ref, as a reference of this process: 0, or RD_ENOMEM
@@ -1427,19 +1439,12 @@ static int ret_refs_adopt(rd__obj *o, const Rd__Ret *r) {
     o->ninner = (uint32_t)r->n_refs;
     o->inner_held = 1;
   } else {   /* undo: those taken, and the store objects not reached */
-    for (size_t j = 0; j + 1 < k; j++) {
-      rd__obj *c = obj_get(o->inner[j]);
-      if (c && c->refs > 0 && --c->refs == 0) obj_maybe_free(c);
-    }
-    for (size_t j = k; j < r->n_refs; j++)
-      if (ret_ref_co_owned(r->refs[j])) queue_release(r->refs[j]->id, 1, r->refs[j]->node);
+    for (size_t j = 0; j + 1 < k; j++) ref_drop(o->inner[j]);
+    ret_refs_let_go(r->refs + k, r->n_refs - k);
     free(o->inner);
     o->inner = NULL;
   }
-  for (uint32_t j = 0; j < nold; j++) {
-    rd__obj *c = obj_get(old[j]);
-    if (c && c->refs > 0 && --c->refs == 0) obj_maybe_free(c);
-  }
+  for (uint32_t j = 0; j < nold; j++) ref_drop(old[j]);
   free(old);
   return rc;
 }
@@ -1454,7 +1459,7 @@ int rd__ret_refs_hold(rd__serve *s, const char *func, const rd_ref *refs, size_t
     const char *bad = !o ? "is not a live reference of this process"
                       : o->stream ? "is a stream (a streaming task's ref)"
                       : o->state == OBJ_PUT_OPEN ? "is a put not sealed yet"
-                      : o->ninner && !(o->borrowed && o->origin == s) ? "itself contains refs"
+                      : o->ninner && !lent_by(o, s) ? "itself contains refs"
                       : NULL;
     if (bad) {
       rd__log(RD_LOG_WARN, "rd_return_refs in '%s': ref %zu (%llx) %s", func, i, (unsigned long long)refs[i].id, bad);
@@ -1465,7 +1470,7 @@ int rd__ret_refs_hold(rd__serve *s, const char *func, const rd_ref *refs, size_t
   for (size_t i = 0; i < n && r == 0; i++) {
     rd__obj *o = obj_get(refs[i].id);
     o->refs++;
-    if (!(o->borrowed && o->origin == s) && !obj_is_ready(o)) wait_ids[nwait++] = o->id;
+    if (!lent_by(o, s) && !obj_is_ready(o)) wait_ids[nwait++] = o->id;
   }
   pthread_mutex_unlock(&G.mu);
   /* results of tasks this one submitted, and refs another process lent it,
@@ -1476,10 +1481,7 @@ int rd__ret_refs_hold(rd__serve *s, const char *func, const rd_ref *refs, size_t
     if (w < 0) {
       r = w;
       pthread_mutex_lock(&G.mu);
-      for (size_t i = 0; i < n; i++) {
-        rd__obj *o = obj_get(refs[i].id);
-        if (o && o->refs > 0 && --o->refs == 0) obj_maybe_free(o);
-      }
+      for (size_t i = 0; i < n; i++) ref_drop(refs[i].id);
       pthread_mutex_unlock(&G.mu);
     }
   }
@@ -1490,7 +1492,7 @@ int rd__ret_refs_hold(rd__serve *s, const char *func, const rd_ref *refs, size_t
 /* A ref in the store that is not the caller's own (s: the task's
  * connection): the caller becomes its co-owner. */
 static int ret_ref_in_store(const rd__obj *o, const rd__serve *s) {
-  return o && !(o->borrowed && o->origin == s) && o->state == OBJ_STORE;
+  return o && !lent_by(o, s) && o->state == OBJ_STORE;
 }
 
 int rd__ret_refs_hand_over(rd__serve *s, uint32_t owner, uint64_t *const *ids, const size_t *n, int nret, char *err,
@@ -1539,29 +1541,19 @@ void rd__ret_refs_describe(rd__serve *s, const uint64_t *ids, size_t n, Rd__RetR
     Rd__RetRef *x = &out[i];
     rd__ret_ref__init(x);
     x->id = ids[i];
-    if (o && o->borrowed && o->origin == s) {
+    if (o && lent_by(o, s)) {
       x->yours = 1;
-    } else if (!o || o->state == OBJ_PENDING || o->state == OBJ_PUT_OPEN) {
+    } else if (!o || !obj_is_ready(o)) {
       x->status = RD_EOBJECT_LOST;
       x->error = (char *)"the object was not ready when the task that returned it ended";
-    } else if (o->state == OBJ_FAILED) {
-      x->status = o->err ? o->err : RD_EOBJECT_LOST;
-      x->error = o->blob ? (char *)o->blob->data : (char *)rd_strerror(x->status);
-    } else if (o->state == OBJ_INLINE) {
-      x->data.data = o->blob->data;
-      x->data.len = o->blob->size;
     } else {
-      x->in_store = 1;
-      x->node = o->node;
+      obj_describe(o, &x->status, &x->error, &x->data, &x->in_store, &x->node);
     }
   }
 }
 
 void rd__ret_refs_unhold(const uint64_t *ids, size_t n) {
-  for (size_t i = 0; i < n; i++) {
-    rd__obj *o = obj_get(ids[i]);
-    if (o && o->refs > 0 && --o->refs == 0) obj_maybe_free(o);
-  }
+  for (size_t i = 0; i < n; i++) ref_drop(ids[i]);
   if (npending_delete) flush_or_wake();
 }
 
@@ -1587,7 +1579,7 @@ static void on_task_reply(rd__lease *l, Rd__TaskReply *m) {
   if (t->cancelled) {   /* its returns failed when it was cancelled: drop what it made */
     for (size_t i = 0; i < m->n_returns && i < (size_t)t->nret; i++) {
       if (m->returns[i]->in_store) queue_release(t->ret_ids[i], 1, m->node);
-      ret_refs_drop(m->returns[i]);
+      ret_refs_let_go(m->returns[i]->refs, m->returns[i]->n_refs);
     }
     task_free(t);
   } else if (m->status != 0) {
@@ -1604,7 +1596,7 @@ static void on_task_reply(rd__lease *l, Rd__TaskReply *m) {
       int in_store = ret && ret->in_store;
       if (!o || o->state != OBJ_PENDING) {   /* run again to rebuild another return: keep this one */
         if (o && in_store) queue_release(t->ret_ids[i], 1, m->node);
-        ret_refs_drop(ret);
+        if (ret) ret_refs_let_go(ret->refs, ret->n_refs);
         continue;
       }
       if (ret && ret->n_refs && ret_refs_adopt(o, ret) != 0) {
