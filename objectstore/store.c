@@ -1059,11 +1059,19 @@ int rd_store_delete(rd_store *s, uint64_t id) {
   return 0;
 }
 
-/* Which objects a scan of the table picks: in [lo, hi] without co-owners
- * (to delete), in [lo, hi] with co-owners and their maker still holding them
- * (it leaves), or co-owned by a client (it leaves).  Each action below takes
- * its object out of the pick, so repeated scans end. */
-enum { PICK_RANGE_ALONE, PICK_RANGE_SHARED, PICK_CO_OWNED };
+/* Where client is among o's co-owners, or -1. */
+static int co_find(const obj *o, uint32_t client) {
+  for (int k = 0; k < o->nco; k++)
+    if (o->co[k].client == client)
+      return k;
+  return -1;
+}
+
+/* Which objects a scan of the table picks: those of the range [lo, hi]
+ * still held by their maker (to delete, or to leave to their co-owners), or
+ * those co-owned by a client (it leaves).  The action on each takes it out
+ * of the pick, so repeated scans end. */
+enum { PICK_RANGE, PICK_CO_OWNED };
 
 /* Up to `cap` ids of the live objects picked; how many there are in all
  * (more than cap when some did not fit). */
@@ -1074,13 +1082,8 @@ static size_t ids_picked(const rd_store *s, int pick, uint64_t lo, uint64_t hi, 
     const obj *o = s->objs.slots[i].val;
     if (o == NULL || o->deleted)
       continue;
-    int match = 0;
-    if (pick == PICK_CO_OWNED) {
-      for (uint16_t k = 0; k < o->nco && !match; k++)
-        match = o->co[k].client == client;
-    } else if (o->id >= lo && o->id <= hi) {
-      match = pick == PICK_RANGE_ALONE ? o->nco == 0 : o->nco > 0 && !o->maker_gone;
-    }
+    int match = pick == PICK_CO_OWNED ? co_find(o, client) >= 0
+                                      : o->id >= lo && o->id <= hi && (o->nco == 0 || !o->maker_gone);
     if (match) {
       if (n < cap)
         out[n] = o->id;
@@ -1114,34 +1117,37 @@ static size_t each_picked(rd_store *s, int pick, uint64_t lo, uint64_t hi, uint3
   return total;
 }
 
-static int delete_one(rd_store *s, uint64_t id, uint32_t unused) {
-  (void)unused;
-  return rd_store_delete(s, id) == 0;
-}
-
+/* Its maker is gone: deleted, or, co-owned, left to its co-owners. */
 static int maker_leaves(rd_store *s, uint64_t id, uint32_t unused) {
   (void)unused;
   obj *o = rd__u64map_get(&s->objs, id);
+  if (o->nco == 0)
+    return rd_store_delete(s, id) == 0;
   o->maker_gone = 1;
   return 0;
 }
 
+/* Removes client from o's co-owners, all its counts or (`one`) one; deletes
+ * o when nobody holds it any more.  RD_EINVAL when client is not one. */
+static int co_owner_drop(rd_store *s, obj *o, uint32_t client, int one) {
+  int k = co_find(o, client);
+  if (k < 0)
+    return RD_EINVAL;
+  if (!one || --o->co[k].count == 0)
+    o->co[k] = o->co[--o->nco];
+  return o->nco == 0 && o->maker_gone ? rd_store_delete(s, o->id) : 0;
+}
+
 static int co_owner_leaves(rd_store *s, uint64_t id, uint32_t client) {
   obj *o = rd__u64map_get(&s->objs, id);
-  for (uint16_t k = 0; k < o->nco; k++)
-    if (o->co[k].client == client) {
-      o->co[k] = o->co[--o->nco];
-      break;
-    }
-  return o->nco == 0 && o->maker_gone ? rd_store_delete(s, id) == 0 : 0;
+  int deletes = o->nco == 1 && o->maker_gone;
+  return co_owner_drop(s, o, client, 0) == 0 && deletes;
 }
 
 size_t rd_store_delete_range(rd_store *s, uint64_t lo, uint64_t hi) {
   if (s == NULL || lo > hi)
     return 0;
-  /* co-owned ones stay for their co-owners: only their maker lets go */
-  each_picked(s, PICK_RANGE_SHARED, lo, hi, 0, maker_leaves);
-  return each_picked(s, PICK_RANGE_ALONE, lo, hi, 0, delete_one);
+  return each_picked(s, PICK_RANGE, lo, hi, 0, maker_leaves);
 }
 
 size_t rd_store_owner_gone(rd_store *s, uint32_t client) {
@@ -1158,11 +1164,11 @@ int rd_store_owner_add(rd_store *s, uint64_t id, uint32_t client) {
     return RD_ENOENT;
   if (!o->sealed)
     return RD_ESTATE;
-  for (uint16_t k = 0; k < o->nco; k++)
-    if (o->co[k].client == client) {
-      o->co[k].count++;
-      return 0;
-    }
+  int k = co_find(o, client);
+  if (k >= 0) {
+    o->co[k].count++;
+    return 0;
+  }
   if (o->nco == UINT16_MAX)
     return RD_ENOMEM;
   co_owner *p = realloc(o->co, (o->nco + 1u) * sizeof(*p));
@@ -1180,30 +1186,17 @@ int rd_store_owner_drop(rd_store *s, uint64_t id, uint32_t client, int maker) {
   obj *o = rd__u64map_get(&s->objs, id);
   if (o == NULL || o->deleted)
     return RD_ENOENT;
-  if (maker) {
-    o->maker_gone = 1;
-  } else {
-    uint16_t k = 0;
-    while (k < o->nco && o->co[k].client != client)
-      k++;
-    if (k == o->nco)
-      return RD_EINVAL;
-    if (--o->co[k].count == 0)
-      o->co[k] = o->co[--o->nco];
-  }
-  return o->nco == 0 && o->maker_gone ? rd_store_delete(s, id) : 0;
+  if (!maker)
+    return co_owner_drop(s, o, client, 1);
+  o->maker_gone = 1;
+  return o->nco == 0 ? rd_store_delete(s, id) : 0;
 }
 
 int rd_store_is_owner(const rd_store *s, uint64_t id, uint32_t client) {
   if (s == NULL)
     return 0;
   const obj *o = rd__u64map_get(&s->objs, id);
-  if (o == NULL || o->deleted)
-    return 0;
-  for (uint16_t k = 0; k < o->nco; k++)
-    if (o->co[k].client == client)
-      return 1;
-  return 0;
+  return o != NULL && !o->deleted && co_find(o, client) >= 0;
 }
 
 int rd_store_is_spilled(const rd_store *s, uint64_t id) {
