@@ -425,6 +425,20 @@ static void hash_ref(rd_ref r, uint64_t out[2]) {
   if (e != RD_ETIMEDOUT) rd_buf_release(&b);
 }
 
+/* The result r of `what` (up to timeout_ms), exactly `size` bytes, copied
+ * into out (NULL: only checked); on failure its message, and exit. */
+static void get_exact(rd_ref r, const char *what, int64_t timeout_ms, void *out, size_t size) {
+  rd_buf b;
+  int e = rd_get(&r, 1, &b, timeout_ms);
+  if (e != 0) {
+    fprintf(stderr, "%s: %s: %.*s\n", what, rd_err_name(e), (int)b.size, (const char *)b.data);
+    exit(1);
+  }
+  CHECK_EQ(b.size, size);
+  if (out) memcpy(out, b.data, size);
+  rd_buf_release(&b);
+}
+
 /* The stores of nodes b and c reach 0 bytes within 5 s (deletes travel
  * with flushes and across links); `when` names the moment in the output. */
 static void stores_bc_empty(const char *when) {
@@ -533,7 +547,7 @@ RD_REMOTE(hash_contained) {
 
 /* Refs returned across nodes: a task on b returns refs to a store object of
  * its own on b, a small value and a result its subtask left on c; the
- * driver, on the head, owns them after the task: it reads them, lends them
+ * driver, on the head, co-owns them after the task: it reads them, lends them
  * inside the result to a task on c, and when it lets go the stores of b
  * and c empty (the deletes of objects handed over reach the nodes holding
  * them). */
@@ -544,14 +558,7 @@ static int t_nested(void) {
   o.resources = "only_b=1";
   rd_ref res;
   CHECK_EQ(rd_submit(hand_refs, RD_NO_ARGS, &o, &res), 0);
-  rd_buf b;
-  int e = rd_get(&res, 1, &b, 120000);
-  if (e != 0) {
-    fprintf(stderr, "hand_refs: %s: %.*s\n", rd_err_name(e), (int)b.size, (const char *)b.data);
-    return 1;
-  }
-  CHECK_EQ(b.size, 6);
-  rd_buf_release(&b);
+  get_exact(res, "hand_refs", 120000, NULL, 6);
   size_t n = 4u << 20;
   uint8_t *d = pattern(n, 1);
   CHECK(d);
@@ -578,15 +585,8 @@ static int t_nested(void) {
   o.resources = "only_c=1";
   rd_ref out;
   CHECK_EQ(rd_submit(hash_contained, RD_ARGS(rd_arg_ref(res)), &o, &out), 0);
-  e = rd_get(&out, 1, &b, 120000);
-  if (e != 0) {
-    fprintf(stderr, "hash_contained: %s: %.*s\n", rd_err_name(e), (int)b.size, (const char *)b.data);
-    return 1;
-  }
   uint64_t r[8];
-  CHECK_EQ(b.size, sizeof(r));
-  memcpy(r, b.data, sizeof(r));
-  rd_buf_release(&b);
+  get_exact(out, "hash_contained", 120000, r, sizeof(r));
   printf("a task on node %llu took %llu refs from the result: errors %lld %lld %lld\n", (unsigned long long)r[7],
          (unsigned long long)r[0], (long long)r[1], (long long)r[3], (long long)r[5]);
   CHECK_EQ(r[0], 3);
@@ -629,16 +629,8 @@ static int t_borrow(void) {
   o.resources = "only_b=1";
   rd_ref out;
   CHECK_EQ(rd_submit(borrow_three, RD_ARGS(rd_arg_borrow(big), rd_arg_borrow(sm), rd_arg_borrow(made[1])), &o, &out), 0);
-  rd_buf b;
-  int e = rd_get(&out, 1, &b, 120000);
-  if (e != 0) {
-    fprintf(stderr, "borrow_three: %s: %.*s\n", rd_err_name(e), (int)b.size, (const char *)b.data);
-    return 1;
-  }
   uint64_t r[10];
-  CHECK_EQ(b.size, sizeof(r));
-  memcpy(r, b.data, sizeof(r));
-  rd_buf_release(&b);
+  get_exact(out, "borrow_three", 120000, r, sizeof(r));
   printf("borrower on node %llu: errors %lld %lld %lld; lent on to node %llu: %lld\n", (unsigned long long)r[0],
          (long long)r[1], (long long)r[3], (long long)r[5], (unsigned long long)r[9], (long long)r[7]);
   CHECK(r[0] != ni.node_index);
@@ -1155,16 +1147,9 @@ static void borrow_on_actor(rd_ref store_on_c) {
   rd_ref pending, out;
   CHECK_EQ(rd_submit(slow_where, RD_ARGS(rd_arg_bytes(&args[0], 4), rd_arg_bytes(&args[1], 4)), &o, &pending), 0);
   CHECK_EQ(rd_actor_call(a, Tally_hash_borrowed, RD_ARGS(rd_arg_borrow(store_on_c), rd_arg_borrow(pending)), NULL, &out), 0);
-  rd_buf b;
-  int e = rd_get(&out, 1, &b, 60000);
-  if (e != 0) {
-    fprintf(stderr, "hash_borrowed: %s: %.*s\n", rd_err_name(e), (int)b.size, (const char *)b.data);
-    exit(1);
-  }
   uint64_t res[5];
-  CHECK_EQ(b.size, sizeof(res));
-  memcpy(res, b.data, sizeof(res));
-  rd_buf_release(&b);
+  get_exact(out, "hash_borrowed", 60000, res, sizeof(res));
+  rd_buf b;
   rd_buf bs, bp;
   CHECK_EQ(rd_get(&store_on_c, 1, &bs, 60000), 0);
   CHECK_EQ(rd_get(&pending, 1, &bp, 60000), 0);

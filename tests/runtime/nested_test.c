@@ -2,7 +2,7 @@
  * rd_get_refs) and refs returned by tasks (rd_return_refs), through the
  * public API in real worker processes: an object keeps the refs it contains
  * alive, a task passed it by value or borrowed takes them, a task hands the
- * objects it made over to its caller, who owns them after the worker has
+ * objects it made over to its caller, who co-owns them after the worker has
  * gone.  `nested_test NAME` runs one case; the binary is re-executed as
  * workers. */
 #include <raydist.h>
@@ -344,7 +344,7 @@ static void submit_make(long n, long misuse, const rd_task_opts *opts, rd_ref *l
 
 /* A task returns refs to what it made (small and store puts, a failed
  * and a running subtask's results) and to what its caller lent it; the
- * caller owns them from then on, reads them, and frees them all with the
+ * caller co-owns them from then on, reads them, and frees them all with the
  * result.  Misuse in the task is RD_EINVAL / RD_EEXIST. */
 static int t_return(void) {
   init_or_die(2);
