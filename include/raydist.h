@@ -580,6 +580,45 @@ typedef struct rd_node_info {
 
 /* A snapshot of the local node (round trip to the node daemon). */
 RD_EXTERN int rd_node_info_get(rd_node_info *out) RD_MUST_CHECK;
+
+/* One node of the cluster (Ray's ray.nodes()).  The caller's own node is
+ * described as it is now; the others as of their last heartbeat, at most
+ * about a second old. */
+#define RD_NODE_MAX_CUSTOM 8
+typedef struct rd_node_resource {
+  char name[32];
+  double total, avail;
+} rd_node_resource;
+typedef struct rd_node_desc {
+  uint32_t index;                   /* for RD_STRATEGY_NODE_AFFINITY; 0 on an embedded cluster */
+  int alive;                        /* 0: dead, death_reason says why (the GCS keeps dead nodes) */
+  int is_head;
+  int is_self;                      /* the node the caller is connected to */
+  char ip[64];                      /* "" on an embedded cluster */
+  char hostname[64];
+  double num_cpus, avail_cpus;
+  double num_gpus, avail_gpus;
+  uint64_t memory, avail_memory;    /* the "memory" resource, bytes (0: not accounted) */
+  uint64_t store_capacity, store_used;
+  int64_t pending_leases;           /* lease requests queued on it */
+  uint64_t ms_since_heartbeat;      /* 0 for the caller's node */
+  char death_reason[128];
+  int num_custom;                   /* custom resources (--resources), at most RD_NODE_MAX_CUSTOM */
+  rd_node_resource custom[RD_NODE_MAX_CUSTOM];
+} rd_node_desc;
+/* Every node of the cluster, alive and dead, in the order the GCS admitted
+ * them (an embedded cluster has one).  Sets *n_out to how many; with `out`
+ * (room for max) fills it.  RD_EINVAL when n_out is NULL or max is too
+ * small (nothing is filled; *n_out says how many are needed), RD_ESTATE
+ * before rd_init, and the errors of rd_node_info_get (RD_ENODE_DIED when the
+ * node daemon is gone, RD_ETIMEDOUT). */
+RD_EXTERN int rd_nodes(rd_node_desc *out, size_t max, size_t *n_out) RD_MUST_CHECK;
+/* Ray's ray.cluster_resources()[name] and ray.available_resources()[name]:
+ * the sum over the alive nodes of resource `name` ("CPU", "GPU", "memory"
+ * in bytes, or a custom resource), total and free now (either pointer may
+ * be NULL).  RD_ENOENT, with both 0, when no alive node has it; RD_EINVAL
+ * for a NULL, empty or over-long name. */
+RD_EXTERN int rd_cluster_resources(const char *name, double *total, double *avail) RD_MUST_CHECK;
 /* The session directory of the embedded cluster ("" when none). */
 RD_EXTERN const char *rd_session_dir(void);
 

@@ -1704,6 +1704,52 @@ static void on_obj_delete(node_client *c, Rd__ObjIds *m) {
   }
 }
 
+/* One NodeDesc per node for rd_nodes: the cluster view, with this node's
+ * own entry live (free resources `live` and store `s`, now rather than at
+ * the last heartbeat); on an embedded cluster this node alone, index 0.
+ * The descriptions point into the view, into live and into res (2 per
+ * node): valid while live is and until the loop's next turn.  The count,
+ * or -1 without memory (*out NULL). */
+static int node_descs(Rd__NodeDesc **out, rd__res_msg **res, const rd_resources *live, const rd_store_stats *s) {
+  size_t nv = 0;
+  const rd_gcs_node *view = rd__cluster_view(&nv);
+  size_t n = rd__cluster_on() ? nv : 1;
+  static char host[64];
+  *out = calloc(n ? n : 1, sizeof(**out));
+  *res = calloc(2 * (n ? n : 1), sizeof(**res));
+  if (!*out || !*res) {
+    free(*out);
+    free(*res);
+    *out = NULL;
+    *res = NULL;
+    return -1;
+  }
+  if (!host[0] && gethostname(host, sizeof(host) - 1) != 0) snprintf(host, sizeof(host), "localhost");
+  uint32_t self = rd__cluster_index();
+  for (size_t i = 0; i < n; i++) {
+    Rd__NodeDesc *d = &(*out)[i];
+    rd__node_desc__init(d);
+    const rd_gcs_node *v = rd__cluster_on() ? &view[i] : NULL;
+    int me = !v || v->index == self;
+    rd__res_to_msg(me ? &N.ledger.total : &v->total, &(*res)[2 * i]);
+    rd__res_to_msg(me ? live : &v->avail, &(*res)[2 * i + 1]);
+    d->total = &(*res)[2 * i].msg;
+    d->avail = &(*res)[2 * i + 1].msg;
+    d->index = v ? v->index : 0;
+    d->alive = v ? v->state == RD_GCS_NODE_ALIVE : 1;
+    d->is_head = v ? v->is_head : 1;
+    d->ip = v ? (char *)v->ip : (char *)"";
+    d->hostname = v ? (char *)v->hostname : host;
+    d->store_capacity = me ? s->capacity : v->store_capacity;
+    d->store_used = me ? s->used : v->store_used;
+    d->pending = v ? v->pending : 0;
+    d->ms_since_heartbeat = v && !me ? v->ms_since_heartbeat : 0;
+    d->death_reason = v ? (char *)v->death_reason : (char *)"";
+    d->metrics_port = v ? v->metrics_port : 0;
+  }
+  return (int)n;
+}
+
 static void on_node_info(node_client *c, Rd__NodeInfo *m) {
   Rd__NodeInfoReply r = RD__NODE_INFO_REPLY__INIT;
   rd__res_msg tot, av;
@@ -1726,7 +1772,26 @@ static void on_node_info(node_client *c, Rd__NodeInfo *m) {
   r.node_index = rd__cluster_index();
   r.cluster_nodes = rd__cluster_alive_nodes();
   r.memory_kills = N.mem_kills;
+  Rd__NodeDesc *descs = NULL, **descp = NULL;
+  rd__res_msg *res = NULL;
+  if (m->nodes) {
+    int nd = node_descs(&descs, &res, &avail, &s);
+    descp = nd >= 0 ? malloc((size_t)(nd ? nd : 1) * sizeof(*descp)) : NULL;
+    if (!descp) {   /* the client sees no nodes: RD_ENOMEM there */
+      free(descs);
+      free(res);
+      descs = NULL;
+      res = NULL;
+    } else {
+      for (int i = 0; i < nd; i++) descp[i] = &descs[i];
+      r.n_nodes = (size_t)nd;
+      r.nodes = descp;
+    }
+  }
   send_msg(c, RD__MSG_TYPE__MSG_NODE_INFO_REPLY, &r.base, -1);
+  free(descp);
+  free(descs);
+  free(res);
 }
 
 /* ------------------------------------------------------------- clients */

@@ -3483,6 +3483,115 @@ int rd_node_info_get(rd_node_info *out) {
   return r;
 }
 
+/* The nodes of a NodeInfoReply asked with nodes set. */
+static int nodes_fetch(Rd__NodeInfoReply **out) {
+  Rd__NodeInfo m = RD__NODE_INFO__INIT;
+  m.req_id = ++G.next_req;
+  m.nodes = 1;
+  ProtobufCMessage *rep = NULL;
+  int r = rd__daemon_call(RD__MSG_TYPE__MSG_NODE_INFO, &m.base, m.req_id, RD__MSG_TYPE__MSG_NODE_INFO_REPLY, &rep,
+                          10000);
+  if (r != 0) return r;
+  *out = (Rd__NodeInfoReply *)rep;
+  if (!(*out)->n_nodes) {   /* the daemon always has itself: it ran out of memory */
+    protobuf_c_message_free_unpacked(rep, NULL);
+    rd__log(RD_LOG_ERROR, "the node daemon sent no node list (out of memory there?)");
+    return RD_ENOMEM;
+  }
+  return 0;
+}
+
+static void node_desc_fill(rd_node_desc *d, const Rd__NodeDesc *m, uint32_t self) {
+  memset(d, 0, sizeof(*d));
+  d->index = m->index;
+  d->alive = m->alive;
+  d->is_head = m->is_head;
+  d->is_self = m->index == self;
+  snprintf(d->ip, sizeof(d->ip), "%s", m->ip ? m->ip : "");
+  snprintf(d->hostname, sizeof(d->hostname), "%s", m->hostname ? m->hostname : "");
+  snprintf(d->death_reason, sizeof(d->death_reason), "%s", m->death_reason ? m->death_reason : "");
+  d->store_capacity = m->store_capacity;
+  d->store_used = m->store_used;
+  d->pending_leases = m->pending;
+  d->ms_since_heartbeat = m->ms_since_heartbeat;
+  const Rd__Resources *t = m->total, *a = m->avail;
+  if (t) {
+    d->num_cpus = rd_res_to_double(t->cpu);
+    d->num_gpus = rd_res_to_double(t->gpu);
+    d->memory = t->memory > 0 ? (uint64_t)t->memory : 0;
+  }
+  if (a) {
+    d->avail_cpus = rd_res_to_double(a->cpu);
+    d->avail_gpus = rd_res_to_double(a->gpu);
+    d->avail_memory = a->memory > 0 ? (uint64_t)a->memory : 0;
+  }
+  for (size_t i = 0; t && i < t->n_custom && d->num_custom < RD_NODE_MAX_CUSTOM; i++) {
+    rd_node_resource *x = &d->custom[d->num_custom++];
+    snprintf(x->name, sizeof(x->name), "%s", t->custom[i]->name ? t->custom[i]->name : "");
+    x->total = rd_res_to_double(t->custom[i]->amount);
+    for (size_t k = 0; a && k < a->n_custom; k++)
+      if (a->custom[k]->name && strcmp(a->custom[k]->name, x->name) == 0) x->avail = rd_res_to_double(a->custom[k]->amount);
+  }
+}
+
+int rd_nodes(rd_node_desc *out, size_t max, size_t *n_out) {
+  if (!n_out) return RD_EINVAL;
+  LOCKED_OR(RD_ESTATE);
+  Rd__NodeInfoReply *ni = NULL;
+  int r = nodes_fetch(&ni);
+  if (r == 0) {
+    *n_out = ni->n_nodes;
+    if (out && max < ni->n_nodes) r = RD_EINVAL;
+    for (size_t i = 0; out && r == 0 && i < ni->n_nodes; i++) node_desc_fill(&out[i], ni->nodes[i], ni->node_index);
+    protobuf_c_message_free_unpacked(&ni->base, NULL);
+  }
+  pthread_mutex_unlock(&G.mu);
+  return r;
+}
+
+int rd_cluster_resources(const char *name, double *total, double *avail) {
+  if (total) *total = 0;
+  if (avail) *avail = 0;
+  if (!name || !*name || strlen(name) >= RD_RES_NAME_MAX) return RD_EINVAL;
+  LOCKED_OR(RD_ESTATE);
+  Rd__NodeInfoReply *ni = NULL;
+  int r = nodes_fetch(&ni);
+  if (r == 0) {
+    int cpu = strcmp(name, "CPU") == 0, gpu = strcmp(name, "GPU") == 0, mem = strcmp(name, "memory") == 0;
+    double t = 0, a = 0;
+    int found = 0;
+    for (size_t i = 0; i < ni->n_nodes; i++) {
+      const Rd__NodeDesc *d = ni->nodes[i];
+      if (!d->alive || !d->total || !d->avail) continue;
+      if (cpu || gpu || mem) {
+        int64_t vt = cpu ? d->total->cpu : gpu ? d->total->gpu : d->total->memory;
+        int64_t va = cpu ? d->avail->cpu : gpu ? d->avail->gpu : d->avail->memory;
+        found |= vt > 0;
+        t += mem ? (double)vt : rd_res_to_double(vt);
+        a += mem ? (double)va : rd_res_to_double(va);
+        continue;
+      }
+      for (size_t k = 0; k < d->total->n_custom; k++)
+        if (d->total->custom[k]->name && strcmp(d->total->custom[k]->name, name) == 0) {
+          found = 1;
+          t += rd_res_to_double(d->total->custom[k]->amount);
+        }
+      for (size_t k = 0; k < d->avail->n_custom; k++)
+        if (d->avail->custom[k]->name && strcmp(d->avail->custom[k]->name, name) == 0)
+          a += rd_res_to_double(d->avail->custom[k]->amount);
+    }
+    protobuf_c_message_free_unpacked(&ni->base, NULL);
+    if (!found) {
+      r = RD_ENOENT;
+    } else {
+      if (total) *total = t;
+      if (avail) *avail = a;
+    }
+  }
+  pthread_mutex_unlock(&G.mu);
+  return r;
+}
+
 const char *rd_session_dir(void) { return G.session; }
 int rd_is_worker(void) { return G.is_worker; }
 

@@ -1566,6 +1566,154 @@ static int t_object_lost(void) {
   return 0;
 }
 
+/* The index rd_nodes marks as the caller's own node, seen from a task. */
+RD_REMOTE(self_in_nodes) {
+  rd_node_desc d[8];
+  size_t n = 0;
+  if (rd_nodes(d, 8, &n) != 0) return rd_call_fail(call, "rd_nodes failed");
+  uint32_t self = 0;
+  int nself = 0;
+  for (size_t i = 0; i < n; i++)
+    if (d[i].is_self) {
+      self = d[i].index;
+      nself++;
+    }
+  if (nself != 1) return rd_call_fail(call, "%d nodes marked as self", nself);
+  return rd_return_bytes(call, 0, &self, sizeof(self));
+}
+
+static const rd_node_desc *node_on(const rd_node_desc *d, size_t n, const char *ip) {
+  for (size_t i = 0; i < n; i++)
+    if (!strcmp(d[i].ip, ip)) return &d[i];
+  return NULL;
+}
+
+static double custom_of(const rd_node_desc *d, const char *name, double *avail) {
+  for (int i = 0; i < d->num_custom; i++)
+    if (!strcmp(d->custom[i].name, name)) {
+      if (avail) *avail = d->custom[i].avail;
+      return d->custom[i].total;
+    }
+  return -1;
+}
+
+/* rd_nodes and rd_cluster_resources (ray.nodes(), cluster_resources(),
+ * available_resources()): the three nodes with their addresses and
+ * resources, what a running task holds, the caller's node as seen from a
+ * task on another, and a node's death. */
+static int t_nodes(void) {
+  join();
+  uint32_t b = run_where("only_b=1"), c = run_where("only_c=1");
+  size_t n = 0;
+  CHECK_EQ(rd_nodes(NULL, 0, &n), 0);
+  CHECK_EQ(n, 3);
+  rd_node_desc d[4];
+  n = 0;
+  CHECK_EQ(rd_nodes(d, 2, &n), RD_EINVAL);   /* too small: how many are needed */
+  CHECK_EQ(n, 3);
+  CHECK_EQ(rd_nodes(d, 4, NULL), RD_EINVAL);
+  CHECK_EQ(rd_nodes(d, 4, &n), 0);
+  CHECK_EQ(n, 3);
+  const rd_node_desc *h = node_on(d, n, "127.0.0.1"), *nb = node_on(d, n, "127.0.0.2"), *nc = node_on(d, n, "127.0.0.3");
+  CHECK(h && nb && nc);
+  CHECK(h->is_head && !nb->is_head && !nc->is_head);
+  CHECK(h->is_self && !nb->is_self && !nc->is_self);   /* the driver's node is the head */
+  CHECK_EQ(nb->index, b);
+  CHECK_EQ(nc->index, c);
+  CHECK(h->index != b && h->index != c && h->index > 0);
+  for (size_t i = 0; i < n; i++) {
+    CHECK(d[i].alive);
+    CHECK(d[i].num_cpus == 2);
+    CHECK(d[i].hostname[0] != 0);
+    CHECK(d[i].store_capacity > 0);
+    CHECK_EQ(d[i].death_reason[0], 0);
+    CHECK(d[i].ms_since_heartbeat < 10000);
+  }
+  CHECK_EQ(h->ms_since_heartbeat, 0);   /* its own, live */
+  CHECK(nb->store_capacity >= 700000000 && nb->store_capacity < 701000000);   /* rounded up to pages */
+  CHECK(custom_of(nb, "only_b", NULL) == 1 && custom_of(nb, "pool", NULL) == 1);
+  CHECK(custom_of(nc, "only_c", NULL) == 1 && custom_of(nc, "only_b", NULL) == -1);
+  CHECK_EQ(h->num_custom, 0);
+  double t = -1, a = -1;
+  CHECK_EQ(rd_cluster_resources("CPU", &t, &a), 0);
+  CHECK(t == 6 && a >= 0 && a <= 6);
+  CHECK_EQ(rd_cluster_resources("pool", &t, NULL), 0);
+  CHECK(t == 2);
+  CHECK_EQ(rd_cluster_resources("no_such_resource", &t, &a), RD_ENOENT);
+  CHECK(t == 0 && a == 0);
+  CHECK_EQ(rd_cluster_resources("", &t, &a), RD_EINVAL);
+  CHECK_EQ(rd_cluster_resources(NULL, &t, &a), RD_EINVAL);
+  CHECK_EQ(rd_cluster_resources("a_resource_name_longer_than_31_characters", &t, &a), RD_EINVAL);
+  /* a task that holds only_b for 3 s: node b's heartbeat shows it taken */
+  rd_task_opts o;
+  rd_task_opts_init(&o);
+  o.resources = "only_b=1";
+  uint32_t ms = 3000, tag = 7;
+  rd_ref r;
+  CHECK_EQ(rd_submit(slow_where, RD_ARGS(rd_arg_bytes(&ms, 4), rd_arg_bytes(&tag, 4)), &o, &r), 0);
+  double t0 = now_s(), taken_at = 0;
+  while (!taken_at && now_s() - t0 < 2.9) {
+    CHECK_EQ(rd_cluster_resources("only_b", &t, &a), 0);
+    CHECK(t == 1);
+    if (a == 0) taken_at = now_s();
+    else usleep(20000);
+  }
+  CHECK(taken_at > 0);
+  CHECK_EQ(rd_nodes(d, 4, &n), 0);
+  nb = node_on(d, n, "127.0.0.2");
+  double av = -1;
+  CHECK(nb && custom_of(nb, "only_b", &av) == 1);
+  CHECK(av == 0 || now_s() - t0 > 2.9);
+  rd_buf rb;
+  CHECK_EQ(rd_get(&r, 1, &rb, 60000), 0);
+  rd_buf_release(&rb);
+  rd_ref_release(r);
+  double freed_at = 0, t1 = now_s();
+  while (!freed_at && now_s() - t1 < 10) {
+    CHECK_EQ(rd_cluster_resources("only_b", &t, &a), 0);
+    if (a == 1) freed_at = now_s();
+    else usleep(20000);
+  }
+  CHECK(freed_at > 0);
+  printf("only_b seen taken %.2f s after the submit, free again %.2f s after the result\n", taken_at - t0,
+         freed_at - t1);
+  /* from a task on b, b is the caller's node */
+  rd_task_opts_init(&o);
+  o.resources = "only_b=0.1";
+  CHECK_EQ(rd_submit(self_in_nodes, RD_NO_ARGS, &o, &r), 0);
+  CHECK_EQ(rd_get(&r, 1, &rb, 60000), 0);
+  CHECK_EQ(rb.size, 4);
+  uint32_t seen;
+  memcpy(&seen, rb.data, 4);
+  CHECK_EQ(seen, b);
+  rd_buf_release(&rb);
+  rd_ref_release(r);
+  /* node c dies: listed as dead, with the reason, and out of the sums */
+  int pid = node_pid("127.0.0.3");
+  CHECK(pid > 0);
+  CHECK_EQ(kill(pid, SIGKILL), 0);
+  t0 = now_s();
+  int dead = 0;
+  while (!dead && now_s() - t0 < 30) {
+    CHECK_EQ(rd_nodes(d, 4, &n), 0);
+    CHECK_EQ(n, 3);
+    nc = node_on(d, n, "127.0.0.3");
+    CHECK(nc);
+    dead = !nc->alive;
+    if (!dead) usleep(50000);
+  }
+  CHECK(dead);
+  printf("node %u listed dead %.2f s after its kill: %s\n", c, now_s() - t0, nc->death_reason);
+  CHECK(nc->death_reason[0] != 0);
+  CHECK_EQ(rd_cluster_resources("CPU", &t, NULL), 0);
+  CHECK(t == 4);
+  CHECK_EQ(rd_cluster_resources("only_c", &t, &a), RD_ENOENT);
+  CHECK_EQ(rd_cluster_resources("pool", &t, NULL), 0);
+  CHECK(t == 1);
+  rd_shutdown();
+  return 0;
+}
+
 /* Submit digest_and_twist on arg, preferring node (soft affinity), with
  * max_retries retries. */
 static void twist_on(rd_ref arg, uint32_t node, int max_retries, rd_ref out[2]) {
@@ -2540,7 +2688,7 @@ int main(int argc, char **argv) {
       {"two_jobs_local", t_two_jobs_local},     {"lease_reuse", t_lease_reuse},
       {"detached_make", t_detached_make},       {"detached_use", t_detached_use},
       {"detached_gone", t_detached_gone},       {"gcs_restart_before", t_gcs_restart_before},
-      {"gcs_restart_after", t_gcs_restart_after}, {"lineage", t_lineage}, {"bad_node", t_bad_node}, {"lineage_eager", t_lineage_eager}, {"respill", t_respill},       {"cancel", t_cancel}, {"memory_remote", t_memory_remote},
+      {"gcs_restart_after", t_gcs_restart_after}, {"lineage", t_lineage}, {"nodes", t_nodes}, {"bad_node", t_bad_node}, {"lineage_eager", t_lineage_eager}, {"respill", t_respill},       {"cancel", t_cancel}, {"memory_remote", t_memory_remote},
       {"borrow", t_borrow},                     {"stream", t_stream},           {"nested", t_nested},
       {"collective", t_collective},
   };

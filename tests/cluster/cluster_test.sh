@@ -77,7 +77,7 @@ case "$CASE" in
     # the cluster still serves
     "$R" status | grep -q "3 nodes alive" || fail "cluster hurt by bad joins"
     ;;
-  node_death|actor_node_death|object_lost|pg_node_death|lineage|lineage_eager)
+  node_death|actor_node_death|object_lost|pg_node_death|lineage|lineage_eager|nodes)
     "$T" "$CASE" || fail "$CASE"
     sleep 3
     "$R" status > "$RAYDIST_TMPDIR/status" || fail "status after death"

@@ -1769,6 +1769,81 @@ static int t_get_released(void) {
   return 0;
 }
 
+/* rd_nodes and rd_cluster_resources on an embedded cluster: one node,
+ * index 0, its resources as configured, and what a running task holds seen
+ * at once (the caller's own node is described live). */
+static int t_nodes(void) {
+  size_t n = 7;
+  rd_node_desc d[2];
+  double t = -1, a = -1;
+  CHECK_EQ(rd_nodes(d, 2, &n), RD_ESTATE);   /* before rd_init */
+  CHECK_EQ(rd_cluster_resources("CPU", &t, &a), RD_ESTATE);
+  rd_config cfg;
+  rd_config_init(&cfg);
+  cfg.num_cpus = 2;
+  cfg.num_gpus = 1;   /* simulated */
+  cfg.custom_resources = "accel=2,pool=0.5";
+  cfg.object_store_bytes = 64u << 20;
+  init_or_die(&cfg);
+  CHECK_EQ(rd_nodes(NULL, 0, &n), 0);
+  CHECK_EQ(n, 1);
+  CHECK_EQ(rd_nodes(d, 0, &n), RD_EINVAL);
+  CHECK_EQ(rd_nodes(d, 2, &n), 0);
+  CHECK_EQ(n, 1);
+  CHECK(d[0].index == 0 && d[0].alive && d[0].is_head && d[0].is_self);
+  CHECK(d[0].ip[0] == 0 && d[0].hostname[0] != 0 && d[0].death_reason[0] == 0);
+  CHECK(d[0].num_cpus == 2 && d[0].num_gpus == 1 && d[0].avail_gpus == 1);
+  CHECK_EQ(d[0].store_capacity, 64u << 20);
+  CHECK_EQ(d[0].num_custom, 2);
+  int seen = 0;
+  for (int i = 0; i < d[0].num_custom; i++) {
+    if (!strcmp(d[0].custom[i].name, "accel")) seen += d[0].custom[i].total == 2 && d[0].custom[i].avail == 2;
+    if (!strcmp(d[0].custom[i].name, "pool")) seen += d[0].custom[i].total == 0.5 && d[0].custom[i].avail == 0.5;
+  }
+  CHECK_EQ(seen, 2);
+  CHECK_EQ(rd_cluster_resources("GPU", &t, &a), 0);
+  CHECK(t == 1 && a == 1);
+  CHECK_EQ(rd_cluster_resources("pool", &t, NULL), 0);
+  CHECK(t == 0.5);
+  CHECK_EQ(rd_cluster_resources("nope", &t, &a), RD_ENOENT);
+  CHECK(t == 0 && a == 0);
+  CHECK_EQ(rd_cluster_resources("", NULL, NULL), RD_EINVAL);
+  /* a task holding accel=1 and half the GPU: seen while it runs */
+  rd_task_opts o;
+  rd_task_opts_init(&o);
+  o.num_gpus = 0.5;
+  o.resources = "accel=1";
+  long ms = 1500;
+  rd_ref r;
+  CHECK_EQ(rd_submit(sleep_span, RD_ARGS(rd_arg_bytes(&ms, sizeof(ms))), &o, &r), 0);
+  double t0 = now_s(), held_at = 0;
+  int held = 0;
+  while (!held && now_s() - t0 < 1.4) {
+    CHECK_EQ(rd_cluster_resources("accel", &t, &a), 0);
+    CHECK(t == 2);
+    held = a == 1;
+    if (!held) usleep(10000);
+    else held_at = now_s();
+  }
+  CHECK(held);
+  CHECK_EQ(rd_nodes(d, 2, &n), 0);
+  CHECK(d[0].avail_gpus == 0.5 || now_s() - t0 >= 1.4);
+  rd_buf b;
+  CHECK_EQ(rd_get(&r, 1, &b, 30000), 0);
+  rd_buf_release(&b);
+  rd_ref_release(r);
+  double t1 = now_s();   /* free again once the idle lease goes back */
+  do {
+    CHECK_EQ(rd_cluster_resources("accel", &t, &a), 0);
+    if (a != 2) usleep(10000);
+  } while (a != 2 && now_s() - t1 < 10);
+  CHECK(a == 2);
+  printf("accel seen held %.2f s after the submit, free %.2f s after the result\n", held_at - t0, now_s() - t1);
+  rd_shutdown();
+  CHECK_EQ(rd_nodes(NULL, 0, &n), RD_ESTATE);
+  return 0;
+}
+
 static const rd_test_case tests[] = {
     {"many_tasks", t_many_tasks},   {"chain", t_chain},       {"big_objects", t_big_objects},
     {"spill", t_spill}, {"spill_background", t_spill_background}, {"owner_gone", t_owner_gone},             {"store_full", t_store_full}, {"gpu_packing", t_gpu_packing},
@@ -1779,7 +1854,7 @@ static const rd_test_case tests[] = {
     {"cancel", t_cancel},           {"progress", t_progress}, {"nested_blocked", t_nested_blocked},
     {"memory_monitor", t_memory_monitor}, {"oom_retry", t_oom_retry}, {"oom_victim", t_oom_victim}, {"metrics", t_metrics},
     {"cancel_cooperative", t_cancel_cooperative}, {"timeline", t_timeline},
-    {"cancel_race", t_cancel_race}, {"get_released", t_get_released},
+    {"cancel_race", t_cancel_race}, {"get_released", t_get_released}, {"nodes", t_nodes},
 };
 
 RD_TEST_MAIN(tests)
