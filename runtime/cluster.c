@@ -2120,7 +2120,7 @@ static void pull_done(uv_work_t *w, int status) {
   rd__node_flush_all();
 }
 
-void rd__cluster_prefetch(const uint64_t *ids, const uint32_t *nodes, size_t n) {
+void rd__cluster_prefetch(const uint64_t *ids, const uint32_t *nodes, size_t n, int fresh) {
   if (!C.on || !nodes) return;
   for (size_t i = 0; i < n; i++) {
     if (!nodes[i] || nodes[i] == C.index) continue;
@@ -2131,13 +2131,23 @@ void rd__cluster_prefetch(const uint64_t *ids, const uint32_t *nodes, size_t n) 
       continue;
     }
     if (st == RD_EAGAIN || pull_find(ids[i])) continue;
-    for (cl_fail **pp = &C.fails; *pp; pp = &(*pp)->next)   /* asked again: try again */
+    int failed = 0;
+    for (cl_fail **pp = &C.fails; *pp && !failed; pp = &(*pp)->next)
       if ((*pp)->oid == ids[i]) {
-        cl_fail *f = *pp;
+        failed = 1;
+        if (!fresh) break;
+        cl_fail *f = *pp;   /* asked again: try again */
         *pp = f->next;
         free(f);
+        failed = 0;
         break;
       }
+    /* a parked get looked at again after the pull failed: it is answered
+     * with the failure.  Pulling again here would erase the failure before
+     * the get saw it, and every failed pull would start the next: a tight
+     * loop against a dead node until its death was known (70,000 pulls in
+     * 2 s). */
+    if (failed) continue;
     const rd_gcs_node *nd = view_find(nodes[i]);
     if (!nd || nd->state != RD_GCS_NODE_ALIVE) {
       char why[200];

@@ -66,8 +66,10 @@ void rd__cluster_on_driver(node_client *c, const char *exe);
 /* The last driver of job j here left: its GCS job entry ends. */
 void rd__cluster_job_end(node_job *j);
 
-/* Objects: start pulls for ids held on other nodes (nodes[] from the owner). */
-void rd__cluster_prefetch(const uint64_t *ids, const uint32_t *nodes, size_t n);
+/* Objects: start pulls for ids held on other nodes (nodes[] from the owner).
+ * fresh: a new request, which tries again an object whose pull failed;
+ * otherwise (a parked get looked at again) that failure stands. */
+void rd__cluster_prefetch(const uint64_t *ids, const uint32_t *nodes, size_t n, int fresh);
 /* The store's spill thread finished jobs: pins and creates for transfers
  * that waited for it go on. */
 void rd__cluster_retry_hops(void);

@@ -1547,27 +1547,51 @@ static void reply_get_error(node_client *c, uint64_t req_id, int status, const c
   send_msg(c, RD__MSG_TYPE__MSG_OBJ_GET_REPLY, &r.base, -1);
 }
 
+/* A parked get pins each object it waits for as soon as that one is here,
+ * and keeps it pinned until answered: a pulled copy (deleted with its last
+ * pin) must not go while the get still waits for another.  Without the
+ * hold, two pulled objects took turns: each arrived, the get missed the
+ * other, each copy went and was pulled again, for as long as the get
+ * waited (tens of thousands of pulls a minute). */
+static void parked_hold(parked_get *p) {
+  for (size_t i = 0; i < p->n; i++) {
+    uint64_t off, sz;
+    if (!p->held[i] && rd__node_store_get(p->ids[i], &off, &sz) == 0) p->held[i] = 1;
+  }
+}
+
+static void parked_free(parked_get *p) {
+  for (size_t i = 0; i < p->n; i++)
+    if (p->held[i]) (void)rd_store_release(N.store, p->ids[i]);
+  free(p->ids);
+  free(p);
+}
+
 static void on_obj_get(node_client *c, Rd__ObjGet *m) {
-  rd__cluster_prefetch(m->object_ids, m->n_nodes == m->n_object_ids ? m->nodes : NULL, m->n_object_ids);
+  rd__cluster_prefetch(m->object_ids, m->n_nodes == m->n_object_ids ? m->nodes : NULL, m->n_object_ids, 1);
   if (try_get(c, m->req_id, m->object_ids, m->n_object_ids)) return;
   parked_get *p = calloc(1, sizeof(*p));
   int with_nodes = m->n_nodes == m->n_object_ids;
-  uint64_t *ids = malloc(m->n_object_ids * (sizeof(uint64_t) + (with_nodes ? sizeof(uint32_t) : 0)));
+  size_t n = m->n_object_ids;
+  uint64_t *ids = malloc(n * (sizeof(uint64_t) + (with_nodes ? sizeof(uint32_t) : 0) + 1));
   if (!p || !ids) {
     free(p); free(ids);
     reply_get_error(c, m->req_id, RD_ENOMEM, "node out of memory");
     return;
   }
-  memcpy(ids, m->object_ids, m->n_object_ids * sizeof(uint64_t));
+  memcpy(ids, m->object_ids, n * sizeof(uint64_t));
   if (with_nodes) {
-    p->nodes = (uint32_t *)(ids + m->n_object_ids);
-    memcpy(p->nodes, m->nodes, m->n_object_ids * sizeof(uint32_t));
+    p->nodes = (uint32_t *)(ids + n);
+    memcpy(p->nodes, m->nodes, n * sizeof(uint32_t));
   }
+  p->held = (uint8_t *)(ids + n) + (with_nodes ? n * sizeof(uint32_t) : 0);
+  memset(p->held, 0, n);
   p->client = c;
   p->req_id = m->req_id;
   p->ids = ids;
-  p->n = m->n_object_ids;
+  p->n = n;
   p->deadline_ns = m->timeout_ms >= 0 ? rd__now_ns() + (uint64_t)m->timeout_ms * 1000000ull : 0;
+  parked_hold(p);
   p->next = N.parked;
   N.parked = p;
 }
@@ -1577,10 +1601,10 @@ static void retry_parked(int check_deadlines) {
   for (parked_get **pp = &N.parked; *pp;) {
     parked_get *p = *pp;
     int done = p->client->dead;
-    /* a pulled copy is let go once the gets waiting for it have pinned it;
-     * a get that also waits for another object (a seal) may miss it, and
-     * then pulls it again */
-    if (!done && p->nodes) rd__cluster_prefetch(p->ids, p->nodes, p->n);
+    if (!done) parked_hold(p);
+    /* a copy pulled for another get may have gone before this one came:
+     * pull it again (not one whose pull failed: the get is answered so) */
+    if (!done && p->nodes) rd__cluster_prefetch(p->ids, p->nodes, p->n, 0);
     if (!done) done = try_get(p->client, p->req_id, p->ids, p->n);
     if (!done && check_deadlines && p->deadline_ns && now >= p->deadline_ns) {
       int on_disk = 0;   /* sealed here, but still waiting to be read back */
@@ -1592,8 +1616,7 @@ static void retry_parked(int check_deadlines) {
     }
     if (done) {
       *pp = p->next;
-      free(p->ids);
-      free(p);
+      parked_free(p);
     } else {
       pp = &p->next;
     }
@@ -1967,7 +1990,7 @@ static void client_drop(node_client *c, const char *why) {
   /* nothing parked may point at c once it is freed */
   for (parked_get **pp = &N.parked; *pp;) {
     parked_get *p = *pp;
-    if (p->client == c) { *pp = p->next; free(p->ids); free(p); } else pp = &p->next;
+    if (p->client == c) { *pp = p->next; parked_free(p); } else pp = &p->next;
   }
   for (parked_create **pp = &N.parked_creates; *pp;) {
     parked_create *p = *pp;
@@ -2753,8 +2776,7 @@ int rd__node_main(const rd_node_opts *opts) {
   while (N.parked) {
     parked_get *p = N.parked;
     N.parked = p->next;
-    free(p->ids);
-    free(p);
+    parked_free(p);
   }
   free(N.tl);
   N.tl = NULL;

@@ -156,6 +156,7 @@ typedef struct parked_get {
   uint64_t req_id;
   uint64_t *ids;
   uint32_t *nodes;          /* where each lives (cluster), or NULL; the same allocation as ids */
+  uint8_t *held;            /* held[i]: this get pins ids[i] already (same allocation) */
   size_t n;
   uint64_t deadline_ns;     /* 0 = none */
   struct parked_get *next;

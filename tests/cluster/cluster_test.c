@@ -380,6 +380,20 @@ RD_REMOTE(make_big) {
   return 0;
 }
 
+/* A result of arg0 bytes, byte i = (i * 7 + arg1), where it runs. */
+RD_REMOTE(make_sized) {
+  long n = 0, seed = 0;
+  rd_buf a, b;
+  if (rd_arg(call, 0, &a) != 0 || rd_arg(call, 1, &b) != 0 || a.size != sizeof(long) || b.size != sizeof(long))
+    return rd_call_fail(call, "bad args");
+  memcpy(&n, a.data, sizeof(n));
+  memcpy(&seed, b.data, sizeof(seed));
+  uint8_t *out = rd_return_alloc(call, 0, (size_t)n);
+  if (!out) return rd_call_fail(call, "no room");
+  for (long i = 0; i < n; i++) out[i] = (uint8_t)(i * 7 + seed);
+  return 0;
+}
+
 /* Has two big results made on node b, then dies (run it on c). */
 RD_REMOTE(owner_then_die) {
   rd_task_opts o;
@@ -1566,6 +1580,42 @@ static int t_object_lost(void) {
   return 0;
 }
 
+/* One rd_get of several objects that all live on node b, of different
+ * sizes so that their pulls end at different times: the head must keep
+ * each pulled copy until the get has them all (it used to let each go and
+ * pull it again while it waited for the other, without end). */
+static int t_get_many_remote(void) {
+  join();
+  rd_task_opts o;
+  rd_task_opts_init(&o);
+  o.resources = "only_b=0.25";
+  long sizes[4] = {1l << 20, 24l << 20, 3l << 20, 12l << 20};
+  for (int round = 0; round < 3; round++) {
+    rd_ref r[4];
+    for (long i = 0; i < 4; i++) {
+      long seed = round * 10 + i;
+      CHECK_EQ(rd_submit(make_sized, RD_ARGS(rd_arg_bytes(&sizes[i], sizeof(long)), rd_arg_bytes(&seed, sizeof(long))),
+                         &o, &r[i]), 0);
+    }
+    CHECK_EQ(rd_wait(r, 4, 4, 60000, NULL), 4);
+    double t0 = now_s();
+    rd_buf b[4];
+    int e = rd_get(r, 4, b, 30000);
+    if (e) fprintf(stderr, "round %d: rd_get of 4 objects on node b: %s\n", round, rd_err_name(e));
+    CHECK_EQ(e, 0);
+    printf("round %d: 4 objects (40 MiB) from node b in %.3f s\n", round, now_s() - t0);
+    for (int i = 0; i < 4; i++) {
+      CHECK_EQ(b[i].size, (size_t)sizes[i]);
+      const uint8_t *x = b[i].data;
+      for (long k = 0; k < sizes[i]; k += 4093) CHECK(x[k] == (uint8_t)(k * 7 + round * 10 + i));
+      rd_buf_release(&b[i]);
+      rd_ref_release(r[i]);
+    }
+  }
+  rd_shutdown();
+  return 0;
+}
+
 /* The index rd_nodes marks as the caller's own node, seen from a task. */
 RD_REMOTE(self_in_nodes) {
   rd_node_desc d[8];
@@ -1838,6 +1888,15 @@ static int t_lineage(void) {
     if (big[i].error)
       fprintf(stderr, "get %d after the node died: %s: %.*s\n", i, rd_err_name(big[i].error), (int)big[i].size,
               (const char *)big[i].data);
+  if (e) {   /* which of them never came back (for a look at the logs) */
+    rd_ref all[] = {one[1], end[1], two[1], use[1], end[0], one[0]};
+    const char *names[] = {"one[1]", "end[1]", "two[1]", "use[1]", "end[0]", "one[0]"};
+    for (int i = 0; i < 6; i++) {
+      uint8_t rdy = 0;
+      (void)rd_wait(&all[i], 1, 1, 0, &rdy);
+      fprintf(stderr, "%s (%llx): %s\n", names[i], (unsigned long long)all[i].id, rdy ? "ready" : "pending");
+    }
+  }
   CHECK_EQ(e, 0);
   printf("two results (one through a chain of two tasks) rebuilt in %.2f s after node %u died\n",
          (t1.tv_sec - t0.tv_sec) + (t1.tv_nsec - t0.tv_nsec) * 1e-9, c);
@@ -2688,7 +2747,7 @@ int main(int argc, char **argv) {
       {"two_jobs_local", t_two_jobs_local},     {"lease_reuse", t_lease_reuse},
       {"detached_make", t_detached_make},       {"detached_use", t_detached_use},
       {"detached_gone", t_detached_gone},       {"gcs_restart_before", t_gcs_restart_before},
-      {"gcs_restart_after", t_gcs_restart_after}, {"lineage", t_lineage}, {"nodes", t_nodes}, {"bad_node", t_bad_node}, {"lineage_eager", t_lineage_eager}, {"respill", t_respill},       {"cancel", t_cancel}, {"memory_remote", t_memory_remote},
+      {"gcs_restart_after", t_gcs_restart_after}, {"lineage", t_lineage}, {"nodes", t_nodes}, {"get_many_remote", t_get_many_remote}, {"bad_node", t_bad_node}, {"lineage_eager", t_lineage_eager}, {"respill", t_respill},       {"cancel", t_cancel}, {"memory_remote", t_memory_remote},
       {"borrow", t_borrow},                     {"stream", t_stream},           {"nested", t_nested},
       {"collective", t_collective},
   };

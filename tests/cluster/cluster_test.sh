@@ -31,7 +31,8 @@ for l in urllib.request.urlopen("http://" + sys.argv[1] + "/metrics", timeout=10
         print(int(float(l.split()[1])))
 PY
 }
-cleanup() { kill "$WATCHDOG" 2>/dev/null; "$R" stop >/dev/null 2>&1; [ -n "${RD_KEEP_TMP:-}" ] && cp -r "$RAYDIST_TMPDIR" "$RD_KEEP_TMP"; rm -rf "$RAYDIST_TMPDIR"; }
+# (the copy is taken before the stop, which removes the node sessions and their logs)
+cleanup() { kill "$WATCHDOG" 2>/dev/null; [ -n "${RD_KEEP_TMP:-}" ] && cp -r "$RAYDIST_TMPDIR" "$RD_KEEP_TMP"; "$R" stop >/dev/null 2>&1; rm -rf "$RAYDIST_TMPDIR"; }
 trap cleanup EXIT
 trap 'exit 1' INT TERM
 # CTest's timeout kills only this shell: end the cluster ourselves first
