@@ -525,6 +525,70 @@ static double t_wait_1k(void) {
   return ops / (now() - t0);
 }
 
+/* An inference service's loop: W tasks in flight, each completion taken
+ * as it comes and replaced by a new task.  Tasks completed per second. */
+enum { AS_COMPLETED_MAX = 4096 };
+
+/* ... with rd_wait (Ray's ray.wait(pending, num_returns=1) loop), taking
+ * every ready one of each wait. */
+static double as_completed_wait(int w) {
+  static rd_ref refs[AS_COMPLETED_MAX];
+  static uint8_t rdy[AS_COMPLETED_MAX];
+  for (int i = 0; i < w; i++) OK(rd_submit(noop, RD_NO_ARGS, NULL, &refs[i]));
+  long ops = 0;
+  double t0 = now();
+  while (now() - t0 < g_duration) {
+    if (rd_wait(refs, (size_t)w, 1, RD_TIMEOUT_INF, rdy) < 1) DIE("wait");
+    for (int i = 0; i < w; i++) {
+      if (!rdy[i]) continue;
+      rd_ref_release(refs[i]);
+      OK(rd_submit(noop, RD_NO_ARGS, NULL, &refs[i]));
+      ops++;
+    }
+  }
+  double dt = now() - t0;
+  if (rd_wait(refs, (size_t)w, (size_t)w, RD_TIMEOUT_INF, NULL) != w) DIE("wait");
+  for (int i = 0; i < w; i++) rd_ref_release(refs[i]);
+  return ops / dt;
+}
+
+/* ... with a completion queue (rd_cq_take), up to 256 events a take. */
+static double as_completed_cq(int w) {
+  rd_cq *cq;
+  OK(rd_cq_create(&cq));
+  rd_ref r;
+  for (int i = 0; i < w; i++) {
+    OK(rd_submit(noop, RD_NO_ARGS, NULL, &r));
+    OK(rd_cq_add(cq, r, (uint64_t)i));
+    rd_ref_release(r);
+  }
+  static rd_cq_event ev[256];
+  long ops = 0;
+  double t0 = now();
+  while (now() - t0 < g_duration) {
+    int k = rd_cq_take(cq, ev, 256, RD_TIMEOUT_INF);
+    if (k < 1) DIE("rd_cq_take: %s", rd_err_name(k));
+    for (int i = 0; i < k; i++) {
+      rd_ref_release(ev[i].ref);
+      OK(rd_submit(noop, RD_NO_ARGS, NULL, &r));
+      OK(rd_cq_add(cq, r, ev[i].tag));
+      rd_ref_release(r);
+    }
+    ops += k;
+  }
+  double dt = now() - t0;
+  int k;
+  while ((k = rd_cq_take(cq, ev, 256, RD_TIMEOUT_INF)) > 0)
+    for (int i = 0; i < k; i++) rd_ref_release(ev[i].ref);
+  rd_cq_destroy(cq);
+  return ops / dt;
+}
+
+static double t_as_completed_wait(void) { return as_completed_wait(256); }
+static double t_as_completed_cq(void) { return as_completed_cq(256); }
+static double t_as_completed_wait_4k(void) { return as_completed_wait(4096); }
+static double t_as_completed_cq_4k(void) { return as_completed_cq(4096); }
+
 static int cmp_d(const void *a, const void *b) {
   double x = *(const double *)a, y = *(const double *)b;
   return x < y ? -1 : x > y;
@@ -559,6 +623,12 @@ int main(int argc, char **argv) {
   report("single_client_put_gigabytes", "GB/s", t_put_gigabytes);
   report("multi_client_put_gigabytes", "GB/s", t_multi_put_gb);
   report("single_client_wait_1k_refs", "", t_wait_1k);
+  report("single_client_tasks_as_completed_wait", "(256 in flight, each replaced once rd_wait sees it)",
+         t_as_completed_wait);
+  report("single_client_tasks_as_completed_cq", "(the same through a completion queue: rd_cq_take)",
+         t_as_completed_cq);
+  report("single_client_tasks_as_completed_wait_4k", "(4096 in flight, rd_wait)", t_as_completed_wait_4k);
+  report("single_client_tasks_as_completed_cq_4k", "(4096 in flight, rd_cq_take)", t_as_completed_cq_4k);
   report("single_client_tasks_100k_get", "(100k tasks, then one rd_get)", t_get_100k);
   report("single_client_tasks_100k_wait_get", "(100k tasks, one rd_wait for all, one rd_get)", t_wait_100k);
   report("single_client_stream_items", "(8-byte items of one streaming task, window 64)", t_stream);

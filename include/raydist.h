@@ -135,6 +135,45 @@ RD_EXTERN int rd_get(const rd_ref *refs, size_t n, rd_buf *out, int64_t timeout_
 RD_EXTERN int rd_wait(const rd_ref *refs, size_t n, size_t num_ready,
                       int64_t timeout_ms, uint8_t *ready_out);
 RD_EXTERN void rd_buf_release(rd_buf *buf);
+
+/* Completion queues: readiness of refs delivered to an event loop (Ray's
+ * ObjectRef.future() and `await ref`).  rd_cq_add(cq, ref, tag) asks that
+ * `tag` be queued in cq once ref is ready (finished or failed);
+ * rd_cq_fd(cq) is a file descriptor that is readable while tags wait in cq,
+ * for epoll, poll or uv_poll; rd_cq_take takes them.  Each pending add holds
+ * its own reference to the object, which the event hands to the taker, so
+ * a program may release its ref right after adding it.  A queue is safe to
+ * use from several threads; the library notices completions while any of
+ * the process's threads is inside it, and otherwise on its progress thread,
+ * within about 2 ms (RAYDIST_PROGRESS_GRACE_US).  rd_shutdown closes every
+ * queue: its fd becomes readable and rd_cq_take returns RD_ESTATE. */
+typedef struct rd_cq rd_cq;
+typedef struct rd_cq_event {
+  uint64_t tag;          /* as given to rd_cq_add */
+  rd_ref ref;            /* a reference of the caller's now: release it */
+  int status;            /* 0: finished with a value; else its error code (rd_get gives the message) */
+} rd_cq_event;
+/* RD_ESTATE before rd_init, RD_ENOMEM, RD_ESYS (no eventfd). */
+RD_EXTERN int rd_cq_create(rd_cq **out) RD_MUST_CHECK;
+/* The queue's file descriptor: readable while events wait.  Do not read,
+ * write or close it.  -1 for NULL. */
+RD_EXTERN int rd_cq_fd(const rd_cq *cq);
+/* Queue `tag` once `ref` (a live ref of the caller) is ready; at once when
+ * it already is.  The same ref may be added any number of times, to one
+ * queue or several.  RD_EINVAL (cq NULL, ref not live), RD_ENOMEM,
+ * RD_ESTATE (closed by rd_shutdown). */
+RD_EXTERN int rd_cq_add(rd_cq *cq, rd_ref ref, uint64_t tag) RD_MUST_CHECK;
+/* Take up to max events, in the order their refs became ready, waiting up
+ * to timeout_ms (RD_TIMEOUT_INF: no limit; 0: only what is there) for the
+ * first.  The number taken (0 on timeout); RD_EEND at once when nothing is
+ * queued or awaited (no add is pending); RD_EINVAL, RD_ESTATE (closed). */
+RD_EXTERN int rd_cq_take(rd_cq *cq, rd_cq_event *out, size_t max, int64_t timeout_ms) RD_MUST_CHECK;
+/* Adds not yet fired plus events not yet taken. */
+RD_EXTERN size_t rd_cq_size(const rd_cq *cq);
+/* Free the queue: the references its pending adds and untaken events hold
+ * are dropped.  No thread may be using it.  Also after rd_shutdown. */
+RD_EXTERN void rd_cq_destroy(rd_cq *cq);
+
 RD_EXTERN void rd_ref_retain(rd_ref ref);
 /* Drop a reference; the object is freed when no reference and no pending
  * task uses it. */

@@ -45,6 +45,7 @@ static __thread int in_progress_thread;   /* this thread is the progress thread 
 
 static void obj_ready(rd__obj *o);
 static int obj_is_ready(const rd__obj *o);
+static void cq_fire(rd__obj *o);
 static void task_fail(rd__task *t, int err, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 static void class_dispatch(rd__sclass *c);
 static void fail_everything(int err, const char *why);
@@ -1016,6 +1017,7 @@ static void obj_ready(rd__obj *o) {
     if (--deps[i]->deps_pending == 0) task_make_ready(deps[i]);
   free(deps);
   if (o->nbwait) borrow_answer_waiters(o);
+  if (o->cqw) cq_fire(o);
   o->uses--;
   obj_maybe_free(o);
   pthread_cond_broadcast(&G.cv);
@@ -2338,7 +2340,7 @@ static void flush_or_wake(void) {
  * (wake_pumper) and takes over as soon as its poll() returns. */
 
 static int owner_has_work(void) {
-  if (npending_delete || G.npending_release) return 1;
+  if (npending_delete || G.npending_release || G.cq_nwatch) return 1;
   for (rd__sclass *c = G.classes; c; c = c->next)
     if (c->qhead || c->delayed || c->leases || c->req_id) return 1;
   for (rd__actor *a = G.actors; a; a = a->next)
@@ -3002,6 +3004,246 @@ int rd_wait(const rd_ref *refs, size_t n, size_t num_ready, int64_t timeout_ms, 
   }
   pthread_mutex_unlock(&G.mu);
   return ready;
+}
+
+/* ---- completion queues (rd_cq_*) ----
+ *
+ * A watch (rd__cqw) sits on its object's list (o->cqw) and on its queue's,
+ * holding one reference to the object.  When the object becomes ready
+ * (obj_ready) each watch turns into an event of its queue, keeping that
+ * reference for the taker; the queue's eventfd is written when its event
+ * list stops being empty and read when rd_cq_take empties it, so the fd is
+ * readable exactly while events wait.  Room for every event a queue may
+ * get is reserved at rd_cq_add, so firing never allocates. */
+
+typedef struct rd__cqw {
+  struct rd_cq *cq;
+  uint64_t id, tag;
+  struct rd__cqw *next_obj;            /* the object's watches */
+  struct rd__cqw *prev_cq, *next_cq;   /* the queue's watches */
+} rd__cqw;
+
+struct rd_cq {
+  int efd;
+  int closed;                /* by rd_shutdown: its objects are gone */
+  rd__cqw *watches;
+  size_t nwatch;
+  rd_cq_event *ev;           /* ev[head .. head + nev) */
+  size_t head, nev, capev;
+  struct rd_cq *next;        /* G.cqs */
+};
+
+static void cq_signal(rd_cq *cq, int on) {
+  if (on) {
+    uint64_t one = 1;
+    ssize_t w = write(cq->efd, &one, sizeof(one));
+    (void)w;   /* EAGAIN only at a count of 2^64 - 2: it is readable then */
+  } else {
+    uint64_t v;
+    ssize_t r = read(cq->efd, &v, sizeof(v));
+    (void)r;
+  }
+}
+
+static void cq_unlink_watch(rd__cqw *w) {
+  rd_cq *cq = w->cq;
+  if (w->prev_cq) w->prev_cq->next_cq = w->next_cq;
+  else cq->watches = w->next_cq;
+  if (w->next_cq) w->next_cq->prev_cq = w->prev_cq;
+  cq->nwatch--;
+  G.cq_nwatch--;
+}
+
+/* o became ready: its watches become events, in the order they were added. */
+static void cq_fire(rd__obj *o) {
+  rd__cqw *w = o->cqw, *rev = NULL;
+  o->cqw = NULL;
+  while (w) {   /* the list is newest first */
+    rd__cqw *next = w->next_obj;
+    w->next_obj = rev;
+    rev = w;
+    w = next;
+  }
+  int status = o->state == OBJ_FAILED ? (o->err ? o->err : RD_ETASK) : 0;
+  for (w = rev; w;) {
+    rd__cqw *next = w->next_obj;
+    rd_cq *cq = w->cq;
+    cq_unlink_watch(w);
+    if (cq->head + cq->nev == cq->capev) {   /* reserved room: slide to the front */
+      memmove(cq->ev, cq->ev + cq->head, cq->nev * sizeof(*cq->ev));
+      cq->head = 0;
+    }
+    rd_cq_event *e = &cq->ev[cq->head + cq->nev++];
+    e->tag = w->tag;
+    e->ref.id = o->id;   /* the watch's reference passes to the event */
+    e->status = status;
+    if (cq->nev == 1) cq_signal(cq, 1);
+    free(w);
+    w = next;
+  }
+}
+
+int rd_cq_create(rd_cq **out) {
+  if (!out) return RD_EINVAL;
+  *out = NULL;
+  LOCKED_OR(RD_ESTATE);
+  rd_cq *cq = calloc(1, sizeof(*cq));
+  int r = cq ? 0 : RD_ENOMEM;
+  if (cq && (cq->efd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK)) < 0) {
+    rd__log(RD_LOG_ERROR, "rd_cq_create: eventfd: %s", strerror(errno));
+    free(cq);
+    cq = NULL;
+    r = RD_ESYS;
+  }
+  if (cq) {
+    cq->next = G.cqs;
+    G.cqs = cq;
+    *out = cq;
+  }
+  pthread_mutex_unlock(&G.mu);
+  return r;
+}
+
+int rd_cq_fd(const rd_cq *cq) { return cq ? cq->efd : -1; }
+
+int rd_cq_add(rd_cq *cq, rd_ref ref, uint64_t tag) {
+  if (!cq) return RD_EINVAL;
+  pthread_mutex_lock(&G.mu);
+  if (cq->closed || !G.inited) {
+    pthread_mutex_unlock(&G.mu);
+    return RD_ESTATE;
+  }
+  rd__obj *o = obj_get(ref.id);
+  if (!o) {
+    rd__log(RD_LOG_WARN, "rd_cq_add: %llx is not a live reference of this process", (unsigned long long)ref.id);
+    pthread_mutex_unlock(&G.mu);
+    return RD_EINVAL;
+  }
+  /* room for every event this queue may hold: those waiting, those to come */
+  size_t need = cq->nev + cq->nwatch + 1;
+  if (need > cq->capev) {
+    size_t cap = cq->capev ? cq->capev : 16;
+    while (cap < need) cap *= 2;
+    rd_cq_event *ev = malloc(cap * sizeof(*ev));
+    if (!ev) {
+      pthread_mutex_unlock(&G.mu);
+      return RD_ENOMEM;
+    }
+    if (cq->nev) memcpy(ev, cq->ev + cq->head, cq->nev * sizeof(*ev));
+    free(cq->ev);
+    cq->ev = ev;
+    cq->head = 0;
+    cq->capev = cap;
+  }
+  rd__cqw *w = calloc(1, sizeof(*w));
+  if (!w) {
+    pthread_mutex_unlock(&G.mu);
+    return RD_ENOMEM;
+  }
+  w->cq = cq;
+  w->id = ref.id;
+  w->tag = tag;
+  w->next_cq = cq->watches;
+  if (cq->watches) cq->watches->prev_cq = w;
+  cq->watches = w;
+  cq->nwatch++;
+  G.cq_nwatch++;
+  o->refs++;   /* the watch's reference */
+  w->next_obj = o->cqw;
+  o->cqw = w;
+  if (obj_is_ready(o)) cq_fire(o);
+  else progress_kick();   /* someone must read the answer */
+  pthread_mutex_unlock(&G.mu);
+  return 0;
+}
+
+int rd_cq_take(rd_cq *cq, rd_cq_event *out, size_t max, int64_t timeout_ms) {
+  if (!cq || (!out && max)) return RD_EINVAL;
+  pthread_mutex_lock(&G.mu);
+  int r = 0;
+  if (G.inited) G.user_calls++;
+  waiter w;
+  waiter_start(&w, timeout_ms);
+  for (;;) {
+    if (cq->closed || !G.inited) {
+      r = RD_ESTATE;
+      break;
+    }
+    if (cq->nev) {
+      size_t n = cq->nev < max ? cq->nev : max;
+      if (n) memcpy(out, cq->ev + cq->head, n * sizeof(*out));
+      cq->head += n;
+      cq->nev -= n;
+      if (!cq->nev) {
+        cq->head = 0;
+        cq_signal(cq, 0);
+      }
+      r = (int)(n > INT_MAX ? INT_MAX : n);
+      break;
+    }
+    if (!cq->nwatch) {
+      r = RD_EEND;
+      break;
+    }
+    if (!max || G.dead) break;   /* a daemon gone fails every pending object: events come first */
+    int pr = waiter_round(&w);
+    if (pr == 1 || (pr < 0 && !G.dead)) break;
+  }
+  wait_block_end(&w.wb);
+  pthread_mutex_unlock(&G.mu);
+  return r;
+}
+
+size_t rd_cq_size(const rd_cq *cq) {
+  if (!cq) return 0;
+  pthread_mutex_lock(&G.mu);
+  size_t n = cq->nev + cq->nwatch;
+  pthread_mutex_unlock(&G.mu);
+  return n;
+}
+
+/* Take the first watch of cq off its object and its queue, and free it;
+ * the id of its object, whose reference it held. */
+static uint64_t cq_watch_remove(rd_cq *cq) {
+  rd__cqw *w = cq->watches;
+  uint64_t id = w->id;
+  rd__obj *o = obj_get(id);
+  for (rd__cqw **pp = o ? &o->cqw : NULL; pp && *pp; pp = &(*pp)->next_obj)
+    if (*pp == w) {
+      *pp = w->next_obj;
+      break;
+    }
+  cq_unlink_watch(w);
+  free(w);
+  return id;
+}
+
+/* rd_shutdown: the objects go, so do the watches and events; the fd stays
+ * readable so that a loop waiting on it hears of it. */
+static void cq_close(rd_cq *cq) {
+  while (cq->watches) (void)cq_watch_remove(cq);
+  if (!cq->nev) cq_signal(cq, 1);
+  cq->nev = cq->head = 0;
+  cq->closed = 1;
+}
+
+void rd_cq_destroy(rd_cq *cq) {
+  if (!cq) return;
+  pthread_mutex_lock(&G.mu);
+  if (!cq->closed) {
+    while (cq->watches) ref_drop(cq_watch_remove(cq));
+    for (size_t i = 0; i < cq->nev; i++) ref_drop(cq->ev[cq->head + i].ref.id);
+    if (npending_delete) flush_or_wake();
+  }
+  for (rd_cq **pp = &G.cqs; *pp; pp = &(*pp)->next)
+    if (*pp == cq) {
+      *pp = cq->next;
+      break;
+    }
+  pthread_mutex_unlock(&G.mu);
+  close(cq->efd);
+  free(cq->ev);
+  free(cq);
 }
 
 /* rd_stream_next_any's look at the streams: 0 with an item taken, else
@@ -4307,6 +4549,8 @@ void rd_shutdown(void) {
   }
   progress_stop();
   while (G.pumping) pthread_cond_wait(&G.cv, &G.mu);
+  for (rd_cq *cq = G.cqs; cq; cq = cq->next) cq_close(cq);
+  G.cqs = NULL;   /* rd_cq_destroy finds a closed queue in no list */
   abandon_all_work(RD_ECANCELED, "rd_shutdown");
   if (!G.dead) {
     Rd__Shutdown m = RD__SHUTDOWN__INIT;

@@ -109,6 +109,7 @@ typedef struct rd__obj {
   int inner_held;
   rd__stream *stream;  /* a streaming task's stream object */
   int watchers;        /* rd__watch_add: kept for rd_wait/rd_get, but not a taker of its items */
+  struct rd__cqw *cqw; /* completion-queue watches (rd_cq_add) fired when it becomes ready */
 } rd__obj;
 
 typedef struct rd__targ {
@@ -282,6 +283,8 @@ typedef struct rd__ctx {
                                  * pump that polled across it skips its stale pointers */
   rd__task *lineage;            /* finished tasks kept to rebuild lost results */
   size_t lineage_bytes, lineage_max;   /* RAYDIST_MAX_LINEAGE_BYTES; 0: keep none */
+  struct rd_cq *cqs;            /* live completion queues (rd_cq_create), closed by rd_shutdown */
+  size_t cq_nwatch;             /* their watches not fired yet: the progress thread pumps for them */
   uint64_t *pending_release;  /* store pins to drop, sent with the next flush */
   size_t npending_release, cappending_release;
 } rd__ctx;
