@@ -163,6 +163,14 @@ RD_EXTERN int rd_cq_fd(const rd_cq *cq);
  * queue or several.  RD_EINVAL (cq NULL, ref not live), RD_ENOMEM,
  * RD_ESTATE (closed by rd_shutdown). */
 RD_EXTERN int rd_cq_add(rd_cq *cq, rd_ref ref, uint64_t tag) RD_MUST_CHECK;
+/* For a streaming call's ref (RD_STREAMING): queue `tag` once the stream
+ * has an item to take or has ended (at once when it has or did), then
+ * rd_stream_next(stream, item, 0) until it returns RD_ETIMEDOUT, and add
+ * again to hear of the next item: one event per add, as EPOLLONESHOT.  The
+ * event's status is 0 (an item, or the end: rd_stream_next says which) or
+ * the stream's failure.  RD_EINVAL when stream is not a live stream ref of
+ * the caller; otherwise as rd_cq_add. */
+RD_EXTERN int rd_cq_add_stream(rd_cq *cq, rd_ref stream, uint64_t tag) RD_MUST_CHECK;
 /* Take up to max events, in the order their refs became ready, waiting up
  * to timeout_ms (RD_TIMEOUT_INF: no limit; 0: only what is there) for the
  * first.  The number taken (0 on timeout); RD_EEND at once when nothing is

@@ -45,7 +45,7 @@ static __thread int in_progress_thread;   /* this thread is the progress thread 
 
 static void obj_ready(rd__obj *o);
 static int obj_is_ready(const rd__obj *o);
-static void cq_fire(rd__obj *o);
+static void cq_fire(rd__obj *o, int items);
 static void task_fail(rd__task *t, int err, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 static void class_dispatch(rd__sclass *c);
 static void fail_everything(int err, const char *why);
@@ -996,6 +996,7 @@ static void on_stream_item(rd__lease *l, const Rd__StreamItem *m) {
       st->abandoned = 1;
     } else {
       o->ready_ns = rd__now_ns();
+      if (gen->cqw) cq_fire(gen, 1);   /* rd_cq_add_stream: an item to take */
       pthread_cond_broadcast(&G.cv);
     }
   } else if (m->ret->in_store) {
@@ -1017,7 +1018,7 @@ static void obj_ready(rd__obj *o) {
     if (--deps[i]->deps_pending == 0) task_make_ready(deps[i]);
   free(deps);
   if (o->nbwait) borrow_answer_waiters(o);
-  if (o->cqw) cq_fire(o);
+  if (o->cqw) cq_fire(o, 0);
   o->uses--;
   obj_maybe_free(o);
   pthread_cond_broadcast(&G.cv);
@@ -3019,6 +3020,7 @@ int rd_wait(const rd_ref *refs, size_t n, size_t num_ready, int64_t timeout_ms, 
 typedef struct rd__cqw {
   struct rd_cq *cq;
   uint64_t id, tag;
+  int items;                           /* rd_cq_add_stream: fired by an item too */
   struct rd__cqw *next_obj;            /* the object's watches */
   struct rd__cqw *prev_cq, *next_cq;   /* the queue's watches */
 } rd__cqw;
@@ -3054,16 +3056,24 @@ static void cq_unlink_watch(rd__cqw *w) {
   G.cq_nwatch--;
 }
 
-/* o became ready: its watches become events, in the order they were added. */
-static void cq_fire(rd__obj *o) {
-  rd__cqw *w = o->cqw, *rev = NULL;
+/* o became ready (or, with items, stream o has an item to take): its
+ * watches (with items, its stream watches) become events, in the order
+ * they were added. */
+static void cq_fire(rd__obj *o, int items) {
+  rd__cqw *w = o->cqw, *rev = NULL, **keep = &o->cqw;
   o->cqw = NULL;
   while (w) {   /* the list is newest first */
     rd__cqw *next = w->next_obj;
-    w->next_obj = rev;
-    rev = w;
+    if (items && !w->items) {   /* waits for the end: stays */
+      *keep = w;
+      keep = &w->next_obj;
+    } else {
+      w->next_obj = rev;
+      rev = w;
+    }
     w = next;
   }
+  *keep = NULL;
   int status = o->state == OBJ_FAILED ? (o->err ? o->err : RD_ETASK) : 0;
   for (w = rev; w;) {
     rd__cqw *next = w->next_obj;
@@ -3106,7 +3116,8 @@ int rd_cq_create(rd_cq **out) {
 
 int rd_cq_fd(const rd_cq *cq) { return cq ? cq->efd : -1; }
 
-int rd_cq_add(rd_cq *cq, rd_ref ref, uint64_t tag) {
+static int cq_add(rd_cq *cq, rd_ref ref, uint64_t tag, int items) {
+  const char *who = items ? "rd_cq_add_stream" : "rd_cq_add";
   if (!cq) return RD_EINVAL;
   pthread_mutex_lock(&G.mu);
   if (cq->closed || !G.inited) {
@@ -3114,8 +3125,9 @@ int rd_cq_add(rd_cq *cq, rd_ref ref, uint64_t tag) {
     return RD_ESTATE;
   }
   rd__obj *o = obj_get(ref.id);
-  if (!o) {
-    rd__log(RD_LOG_WARN, "rd_cq_add: %llx is not a live reference of this process", (unsigned long long)ref.id);
+  if (!o || (items && !o->stream)) {
+    rd__log(RD_LOG_WARN, "%s: %llx is not a live %sreference of this process", who, (unsigned long long)ref.id,
+            items ? "stream " : "");
     pthread_mutex_unlock(&G.mu);
     return RD_EINVAL;
   }
@@ -3143,6 +3155,7 @@ int rd_cq_add(rd_cq *cq, rd_ref ref, uint64_t tag) {
   w->cq = cq;
   w->id = ref.id;
   w->tag = tag;
+  w->items = items;
   w->next_cq = cq->watches;
   if (cq->watches) cq->watches->prev_cq = w;
   cq->watches = w;
@@ -3151,11 +3164,15 @@ int rd_cq_add(rd_cq *cq, rd_ref ref, uint64_t tag) {
   o->refs++;   /* the watch's reference */
   w->next_obj = o->cqw;
   o->cqw = w;
-  if (obj_is_ready(o)) cq_fire(o);
+  if (obj_is_ready(o)) cq_fire(o, 0);
+  else if (items && rd__idq_count(&o->stream->items)) cq_fire(o, 1);
   else progress_kick();   /* someone must read the answer */
   pthread_mutex_unlock(&G.mu);
   return 0;
 }
+
+int rd_cq_add(rd_cq *cq, rd_ref ref, uint64_t tag) { return cq_add(cq, ref, tag, 0); }
+int rd_cq_add_stream(rd_cq *cq, rd_ref stream, uint64_t tag) { return cq_add(cq, stream, tag, 1); }
 
 int rd_cq_take(rd_cq *cq, rd_cq_event *out, size_t max, int64_t timeout_ms) {
   if (!cq || (!out && max)) return RD_EINVAL;

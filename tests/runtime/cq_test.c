@@ -376,9 +376,96 @@ static int t_many(void) {
   return 0;
 }
 
+/* Yield arg0 items (longs: arg1 * 1000 + i), arg2 ms apart; fail after
+ * them when arg1 is negative. */
+RD_REMOTE(tick_stream) {
+  long n = arg_long(call, 0), ms = arg_long(call, 2);
+  rd_buf b;
+  long base = 0;
+  if (rd_arg(call, 1, &b) == 0 && b.size == sizeof(long)) memcpy(&base, b.data, sizeof(base));
+  for (long i = 0; i < n; i++) {
+    usleep((useconds_t)ms * 1000u);
+    long v = (base < 0 ? -base : base) * 1000 + i;
+    if (rd_yield(call, &v, sizeof(v)) != 0) return 0;
+  }
+  if (base < 0) return rd_call_fail(call, "stream %ld failed after its items", -base);
+  return 0;
+}
+
+static rd_ref ticks(long n, long base, long ms) {
+  rd_task_opts o;
+  rd_task_opts_init(&o);
+  o.num_returns = RD_STREAMING;
+  rd_ref st;
+  CHECK_EQ(rd_submit(tick_stream, RD_ARGS(rd_arg_bytes(&n, sizeof(n)), rd_arg_bytes(&base, sizeof(base)),
+                                          rd_arg_bytes(&ms, sizeof(ms))), &o, &st), 0);
+  return st;
+}
+
+/* Three streams multiplexed through one queue (rd_cq_add_stream, re-armed
+ * after each drain): every item of each in order, each end seen, a failed
+ * stream's failure; a plain add on a stream fires at its end only. */
+static int t_stream(void) {
+  init_or_die(4);
+  rd_cq *cq;
+  CHECK_EQ(rd_cq_create(&cq), 0);
+  rd_ref st[3] = {ticks(15, 1, 5), ticks(8, 2, 20), ticks(5, -3, 10)};
+  rd_ref plain = st[1];
+  CHECK_EQ(rd_cq_add(cq, plain, 100), 0);   /* the end of stream 1 */
+  for (int i = 0; i < 3; i++) CHECK_EQ(rd_cq_add_stream(cq, st[i], (uint64_t)i), 0);
+  rd_ref not_stream = nap(0, 1);
+  CHECK_EQ(rd_cq_add_stream(cq, not_stream, 9), RD_EINVAL);
+  rd_ref_release(not_stream);
+  long next[3] = {0, 0, 0};
+  int ended[3] = {0, 0, 0}, plain_seen = 0, events = 0;
+  int want_items[3] = {15, 8, 5};
+  while (!(ended[0] && ended[1] && ended[2] && plain_seen)) {
+    CHECK(readable(rd_cq_fd(cq), 30000));
+    rd_cq_event ev[8];
+    int k = rd_cq_take(cq, ev, 8, 0);
+    CHECK(k > 0);
+    for (int e = 0; e < k; e++) {
+      events++;
+      if (ev[e].tag == 100) {   /* a plain add: stream 1 is over */
+        CHECK_EQ(ev[e].status, 0);
+        CHECK_EQ(next[1], 8);   /* every item came before the end */
+        plain_seen = 1;
+        rd_ref_release(ev[e].ref);
+        continue;
+      }
+      int i = (int)ev[e].tag;
+      CHECK(i >= 0 && i < 3 && !ended[i]);
+      rd_ref item;
+      int r;
+      while ((r = rd_stream_next(st[i], &item, 0)) == 0) {
+        CHECK_EQ(value_of(item), (i == 2 ? 3 : i + 1) * 1000 + next[i]);
+        rd_ref_release(item);
+        next[i]++;
+      }
+      if (r == RD_ETIMEDOUT) {
+        CHECK_EQ(ev[e].status, 0);
+        CHECK_EQ(rd_cq_add_stream(cq, st[i], (uint64_t)i), 0);   /* re-arm */
+      } else {
+        CHECK_EQ(r, i == 2 ? RD_ETASK : RD_EEND);
+        CHECK_EQ(next[i], want_items[i]);
+        ended[i] = 1;
+      }
+      rd_ref_release(ev[e].ref);
+    }
+  }
+  printf("28 items of 3 streams in %d events\n", events);
+  CHECK(events >= 8);   /* items were heard as they came, not only at the ends (4 events) */
+  CHECK_EQ(rd_cq_size(cq), 0);
+  for (int i = 0; i < 3; i++) rd_ref_release(st[i]);
+  rd_cq_destroy(cq);
+  rd_shutdown();
+  return 0;
+}
+
 static const rd_test_case tests[] = {
     {"basic", t_basic},         {"failure", t_failure}, {"errors", t_errors}, {"destroy", t_destroy},
     {"shutdown", t_shutdown},   {"threads", t_threads}, {"in_task", t_in_task}, {"many", t_many},
+    {"stream", t_stream},
 };
 
 RD_TEST_MAIN(tests)
