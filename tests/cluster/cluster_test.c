@@ -1616,6 +1616,117 @@ static int t_get_many_remote(void) {
   return 0;
 }
 
+/* Shuffle map: 4 partitions of map arg0 (round arg1), partition j of
+ * (64 KiB << j) + arg0 * 4096 bytes, byte k = (k + 3 * j + 5 * arg0 + arg1).
+ * Small ones travel inline, large ones stay in this node's store. */
+RD_REMOTE(shuffle_map) {
+  long m = -1, round = -1;
+  rd_buf a, b;
+  if (rd_arg(call, 0, &a) == 0 && a.size == sizeof(long)) memcpy(&m, a.data, sizeof(m));
+  if (rd_arg(call, 1, &b) == 0 && b.size == sizeof(long)) memcpy(&round, b.data, sizeof(round));
+  if (m < 0 || round < 0) return rd_call_fail(call, "bad args");
+  for (long j = 0; j < 4; j++) {
+    size_t n = ((size_t)64 << 10 << j) + (size_t)m * 4096;
+    uint8_t *out = rd_return_alloc(call, (size_t)j, n);
+    if (!out) return rd_call_fail(call, "no room");
+    for (size_t k = 0; k < n; k++) out[k] = (uint8_t)(k + 3 * j + 5 * m + round);
+  }
+  return 0;
+}
+
+/* Shuffle reduce: every argument is one map's partition j (arg 0 is j and
+ * the round); checks each and returns the bytes seen. */
+RD_REMOTE(shuffle_reduce) {
+  rd_buf h;
+  long hdr[2];
+  if (rd_arg(call, 0, &h) != 0 || h.size != sizeof(hdr)) return rd_call_fail(call, "bad header");
+  memcpy(hdr, h.data, sizeof(hdr));
+  long j = hdr[0], round = hdr[1], total = 0;
+  size_t nargs = rd_call_nargs(call);
+  for (size_t i = 1; i < nargs; i++) {
+    long m = (long)i - 1;
+    rd_buf p;
+    if (rd_arg(call, i, &p) != 0) return rd_call_fail(call, "arg %zu", i);
+    size_t want = ((size_t)64 << 10 << j) + (size_t)m * 4096;
+    if (p.size != want) return rd_call_fail(call, "map %ld partition %ld: %zu bytes, want %zu", m, j, p.size, want);
+    const uint8_t *x = p.data;
+    for (size_t k = 0; k < p.size; k += 97)
+      if (x[k] != (uint8_t)(k + 3 * j + 5 * m + round)) return rd_call_fail(call, "map %ld partition %ld: byte %zu", m, j, k);
+    total += (long)p.size;
+  }
+  return rd_return_bytes(call, 0, &total, sizeof(total));
+}
+
+/* The shuffle of Ray's data libraries: 12 map tasks spread over the three
+ * nodes, each leaving 4 partitions (64 KiB to 0.5 MiB, most in its node's
+ * store), then 4 reduce tasks, spread too, each taking one partition of
+ * every map as arguments: every reducer fetches a dozen objects from two
+ * other nodes at once.  Three rounds; a result got from every node. */
+static int t_shuffle(void) {
+  join();
+  enum { M = 12, R = 4 };
+  rd_task_opts mo;
+  rd_task_opts_init(&mo);
+  mo.num_returns = R;
+  mo.strategy = RD_STRATEGY_SPREAD;
+  rd_task_opts ro;
+  rd_task_opts_init(&ro);
+  ro.strategy = RD_STRATEGY_SPREAD;
+  for (long round = 0; round < 3; round++) {
+    double t0 = now_s();
+    rd_ref parts[M][R];
+    for (long m = 0; m < M; m++)
+      CHECK_EQ(rd_submit(shuffle_map, RD_ARGS(rd_arg_bytes(&m, sizeof(m)), rd_arg_bytes(&round, sizeof(round))), &mo,
+                         parts[m]), 0);
+    rd_ref red[R];
+    long want_total[R];
+    for (long j = 0; j < R; j++) {
+      rd_value args[1 + M];
+      long hdr[2] = {j, round};
+      args[0] = rd_arg_bytes(hdr, sizeof(hdr));
+      want_total[j] = 0;
+      for (long m = 0; m < M; m++) {
+        args[1 + m] = rd_arg_ref(parts[m][j]);
+        want_total[j] += (long)(((size_t)64 << 10 << j) + (size_t)m * 4096);
+      }
+      CHECK_EQ(rd_submit(shuffle_reduce, args, 1 + M, &ro, &red[j]), 0);
+    }
+    rd_buf out[R];
+    int e = rd_get(red, R, out, 120000);
+    for (int j = 0; e && j < R; j++)
+      if (out[j].error) fprintf(stderr, "reduce %d: %s: %.*s\n", j, rd_err_name(out[j].error), (int)out[j].size,
+                                (const char *)out[j].data);
+    CHECK_EQ(e, 0);
+    for (int j = 0; j < R; j++) {
+      long got;
+      CHECK_EQ(out[j].size, sizeof(got));
+      memcpy(&got, out[j].data, sizeof(got));
+      CHECK_EQ(got, want_total[j]);
+      rd_buf_release(&out[j]);
+      rd_ref_release(red[j]);
+    }
+    /* and the driver gets every partition at once, from all three nodes */
+    rd_ref all[M * R];
+    rd_buf ab[M * R];
+    for (int m = 0; m < M; m++)
+      for (int j = 0; j < R; j++) all[m * R + j] = parts[m][j];
+    e = rd_get(all, M * R, ab, 120000);
+    CHECK_EQ(e, 0);
+    for (int m = 0; m < M; m++)
+      for (int j = 0; j < R; j++) {
+        rd_buf *b = &ab[m * R + j];
+        CHECK_EQ(b->size, ((size_t)64 << 10 << j) + (size_t)m * 4096);
+        CHECK(((const uint8_t *)b->data)[b->size - 1] == (uint8_t)(b->size - 1 + 3 * j + 5 * m + round));
+        rd_buf_release(b);
+        rd_ref_release(parts[m][j]);
+      }
+    printf("round %ld: %d maps, %d reduces and a get of all %d partitions in %.2f s\n", round, M, R, M * R,
+           now_s() - t0);
+  }
+  rd_shutdown();
+  return 0;
+}
+
 /* The index rd_nodes marks as the caller's own node, seen from a task. */
 RD_REMOTE(self_in_nodes) {
   rd_node_desc d[8];
@@ -2747,7 +2858,7 @@ int main(int argc, char **argv) {
       {"two_jobs_local", t_two_jobs_local},     {"lease_reuse", t_lease_reuse},
       {"detached_make", t_detached_make},       {"detached_use", t_detached_use},
       {"detached_gone", t_detached_gone},       {"gcs_restart_before", t_gcs_restart_before},
-      {"gcs_restart_after", t_gcs_restart_after}, {"lineage", t_lineage}, {"nodes", t_nodes}, {"get_many_remote", t_get_many_remote}, {"bad_node", t_bad_node}, {"lineage_eager", t_lineage_eager}, {"respill", t_respill},       {"cancel", t_cancel}, {"memory_remote", t_memory_remote},
+      {"gcs_restart_after", t_gcs_restart_after}, {"lineage", t_lineage}, {"nodes", t_nodes}, {"get_many_remote", t_get_many_remote}, {"shuffle", t_shuffle}, {"bad_node", t_bad_node}, {"lineage_eager", t_lineage_eager}, {"respill", t_respill},       {"cancel", t_cancel}, {"memory_remote", t_memory_remote},
       {"borrow", t_borrow},                     {"stream", t_stream},           {"nested", t_nested},
       {"collective", t_collective},
   };
