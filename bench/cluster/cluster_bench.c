@@ -8,7 +8,9 @@
  *     once this one is full (both nodes' CPUs busy at the end);
  *   - MiB/s of a large object put on the head and read by a task on the other
  *     node (the node pulls it over gRPC), and of the task's large result pulled
- *     back to the driver.
+ *     back to the driver;
+ *   - MiB/s of one rd_get of 8 results made on the other node (pulled at
+ *     once, each kept until the get has them all).
  * Usage: RAYDIST_ADDRESS=ip:port cluster_bench [--duration S] [--trials N]
  *        [--mib N (default 1024)] [--json FILE] */
 #include "../harness.h"
@@ -143,6 +145,41 @@ static double transfer_round(void) {
   return g_there;
 }
 
+/* A result of arg0 bytes, written, where it runs. */
+RD_REMOTE(fill_result) {
+  rd_buf a;
+  size_t n;
+  if (rd_arg(call, 0, &a) != 0 || a.size != sizeof(n)) return rd_call_fail(call, "bad argument");
+  memcpy(&n, a.data, sizeof(n));
+  uint8_t *out = rd_return_alloc(call, 0, n);
+  if (!out) return rd_call_fail(call, "no room for the result");
+  memset(out, 5, n);
+  return 0;
+}
+
+/* One round: 8 results of g_bytes / 8 made on node b (not timed), then one
+ * rd_get of all 8 here (pulled at once); MiB/s of that get. */
+static double multi_get_round(void) {
+  enum { K = 8 };
+  size_t n = g_bytes / K;
+  rd_task_opts o;
+  rd_task_opts_init(&o);
+  o.resources = "only_b=0.1";
+  rd_ref r[K];
+  for (int i = 0; i < K; i++) OK(rd_submit(fill_result, RD_ARGS(rd_arg_bytes(&n, sizeof(n))), &o, &r[i]));
+  if (rd_wait(r, K, K, 300000, NULL) != K) DIE("results not made in 300 s");
+  rd_buf b[K];
+  double t0 = now();
+  OK(rd_get(r, K, b, 300000));
+  double dt = now() - t0;
+  for (int i = 0; i < K; i++) {
+    if (b[i].size != n) DIE("result of %zu bytes, expected %zu", b[i].size, n);
+    rd_buf_release(&b[i]);
+    rd_ref_release(r[i]);
+  }
+  return (double)(n * K) / 1048576.0 / dt;
+}
+
 /* Placement groups created, waited for and removed, per second: 100 of one
  * bundle on the driver's node, or of two STRICT_SPREAD bundles (two-phase
  * over the link to the other node). */
@@ -211,6 +248,12 @@ int main(int argc, char **argv) {
       (void)transfer_round();
       printf("object_transfer %zu MiB: to the other node %.1f MiB/s, result back %.1f MiB/s\n", mib, g_there, g_back);
     }
+  }
+  if (selected("multi_get")) {
+    (void)multi_get_round();   /* warm-up */
+    for (int t = 0; t < g_trials; t++)
+      printf("multi_object_get 8 x %zu MiB from the other node in one rd_get: %.1f MiB/s\n", mib / 8,
+             multi_get_round());
   }
   harness_done();
   rd_shutdown();
