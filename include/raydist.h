@@ -392,6 +392,15 @@ RD_EXTERN int rd_return_bytes(rd_call *call, size_t i, const void *data, size_t 
  * call, NULL data); RD_ESTORE_FULL / RD_E2BIG; RD_ECANCELED when the caller
  * cancelled the task or went away (return then: nothing more reaches it). */
 RD_EXTERN int rd_yield(rd_call *call, const void *data, size_t size) RD_MUST_CHECK;
+/* rd_yield of an item that also contains n refs (as rd_return_refs for a
+ * result): the taker reads them with rd_get_refs.  The refs are those
+ * rd_return_refs accepts (made here, lent by the caller, or lent by a third
+ * process; the last two waited for until ready).  Errors: those of
+ * rd_yield, RD_EINVAL (a ref not live here, a stream or an object that
+ * contains refs of another process), or the hand-over's (the item is then
+ * not sent). */
+RD_EXTERN int rd_yield_refs(rd_call *call, const void *data, size_t size, const rd_ref *refs,
+                            size_t n) RD_MUST_CHECK;
 /* rd_yield without the copy: memory for the next item, size bytes (in the
  * store already when large, as rd_return_alloc), to write it into; it is
  * sent by rd_yield_commit.  NULL on the same errors as rd_yield (see the

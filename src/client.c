@@ -46,6 +46,8 @@ static __thread int in_progress_thread;   /* this thread is the progress thread 
 static void obj_ready(rd__obj *o);
 static int obj_is_ready(const rd__obj *o);
 static void cq_fire(rd__obj *o, int items);
+static void ret_refs_let_go(Rd__RetRef *const *refs, size_t n);
+static int ret_refs_adopt(rd__obj *o, const Rd__Ret *r);
 static void task_fail(rd__task *t, int err, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 static void class_dispatch(rd__sclass *c);
 static void fail_everything(int err, const char *why);
@@ -978,12 +980,13 @@ static void on_stream_item(rd__lease *l, const Rd__StreamItem *m) {
       free(o);
       o = NULL;
     }
-    if (o && rd__idq_push(&st->items, o->id) != 0) {
+    if (o && ((m->ret->n_refs && ret_refs_adopt(o, m->ret) != 0) || rd__idq_push(&st->items, o->id) != 0)) {
       o->refs = 0;
-      obj_maybe_free(o);   /* deletes it from the store */
+      obj_maybe_free(o);   /* deletes it from the store, drops the refs it took */
       o = NULL;
     } else if (!o) {
       if (m->ret->in_store) queue_release(m->object_id, 1, m->node);
+      ret_refs_let_go(m->ret->refs, m->ret->n_refs);
     }
     if (!o) {   /* an item lost here fails the stream: the caller must not see a gap */
       char msg[200];
@@ -999,8 +1002,9 @@ static void on_stream_item(rd__lease *l, const Rd__StreamItem *m) {
       if (gen->cqw) cq_fire(gen, 1);   /* rd_cq_add_stream: an item to take */
       pthread_cond_broadcast(&G.cv);
     }
-  } else if (m->ret->in_store) {
-    queue_release(m->object_id, 1, m->node);   /* nobody will take it */
+  } else {   /* nobody will take it */
+    if (m->ret->in_store) queue_release(m->object_id, 1, m->node);
+    ret_refs_let_go(m->ret->refs, m->ret->n_refs);
   }
   stream_grant(st);
 }
@@ -1452,7 +1456,7 @@ static int ret_refs_adopt(rd__obj *o, const Rd__Ret *r) {
   return rc;
 }
 
-int rd__ret_refs_hold(rd__serve *s, const char *func, const rd_ref *refs, size_t n) {
+int rd__ret_refs_hold(rd__serve *s, const char *api, const char *func, const rd_ref *refs, size_t n) {
   uint64_t *wait_ids = NULL;
   size_t nwait = 0;
   int r = 0;
@@ -1465,7 +1469,7 @@ int rd__ret_refs_hold(rd__serve *s, const char *func, const rd_ref *refs, size_t
                       : o->ninner && !lent_by(o, s) ? "itself contains refs"
                       : NULL;
     if (bad) {
-      rd__log(RD_LOG_WARN, "rd_return_refs in '%s': ref %zu (%llx) %s", func, i, (unsigned long long)refs[i].id, bad);
+      rd__log(RD_LOG_WARN, "%s in '%s': ref %zu (%llx) %s", api, func, i, (unsigned long long)refs[i].id, bad);
       r = RD_EINVAL;
     }
   }

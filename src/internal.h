@@ -314,11 +314,11 @@ int rd__borrow_ref(rd__serve *s, uint64_t oid, const Rd__Arg *ready);
 /* An actor call that was lent oid has returned: if this process still holds
  * the proxy, tell its origin it keeps it (MSG_BORROW_HOLD).  mu held. */
 void rd__borrow_keep(uint64_t oid);
-/* rd_return_refs: check that the task that came on s may hand refs over
+/* rd_return_refs, rd_yield_refs (api): check that the task that came on s may hand refs over
  * (live, sealed, not a stream, none but s's own containing refs), hold
  * each, and wait for those not s's own to be ready (mu not held).  0, or
- * RD_EINVAL with a log line naming func. */
-int rd__ret_refs_hold(rd__serve *s, const char *func, const rd_ref *refs, size_t n);
+ * RD_EINVAL with a log line naming api and func. */
+int rd__ret_refs_hold(rd__serve *s, const char *api, const char *func, const rd_ref *refs, size_t n);
 /* At the reply (mu held, may be dropped meanwhile): client owner becomes a
  * co-owner of the store objects among the refs of returns 0..nret
  * (ids[i][0..n[i])) that are not its own (lent on s), in the stores holding

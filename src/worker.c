@@ -48,6 +48,8 @@ struct rd_call {
     uint8_t *ptr;           /* in the store (in_store), or malloc'd */
     size_t size;
     int in_store, skip;
+    Rd__RetRef **refs;      /* rd_yield_refs: the refs it contains, described for the owner */
+    size_t nrefs;
   } y;                      /* that item */
   uint64_t flushed_ns;      /* when rd_yield last wrote its items out */
   struct rd_call *next_running;
@@ -767,7 +769,7 @@ int rd_return_refs(rd_call *call, size_t i, const void *data, size_t size, const
   uint64_t *ids = n ? malloc(n * sizeof(*ids)) : NULL;
   if (n && !ids) return RD_ENOMEM;
   for (size_t k = 0; k < n; k++) ids[k] = refs[k].id;
-  int r = rd__ret_refs_hold(call->from, call->func, refs, n);
+  int r = rd__ret_refs_hold(call->from, "rd_return_refs", call->func, refs, n);
   if (r == 0 && (r = rd_return_bytes(call, i, data, size)) != 0) {
     pthread_mutex_lock(&G.mu);
     rd__ret_refs_unhold(ids, n);
@@ -840,6 +842,8 @@ static void yield_end(rd_call *call) {
     ret.data.data = call->y.ptr;
     ret.data.len = call->y.size;
   }
+  ret.n_refs = call->y.nrefs;
+  ret.refs = call->y.refs;
   (void)rd__idq_pop(&call->sids);
   Rd__StreamItem it = RD__STREAM_ITEM__INIT;
   it.task_id = call->msg->task_id;
@@ -891,6 +895,55 @@ int rd_yield(rd_call *call, const void *data, size_t size) {
     yield_end(call);
   }
   pthread_mutex_unlock(&G.mu);
+  return r;
+}
+
+int rd_yield_refs(rd_call *call, const void *data, size_t size, const rd_ref *refs, size_t n) {
+  if (!call || !call->msg->streaming || (size && !data) || (n && !refs)) return RD_EINVAL;
+  if (n > (4u << 20)) {
+    rd__log(RD_LOG_WARN, "rd_yield_refs in '%s': more than 4,194,304 refs", call->func);
+    return RD_EINVAL;
+  }
+  uint64_t *ids = malloc((n ? n : 1) * sizeof(*ids));
+  Rd__RetRef *x = malloc((n ? n : 1) * sizeof(*x));
+  Rd__RetRef **xp = malloc((n ? n : 1) * sizeof(*xp));
+  int r = ids && x && xp ? 0 : RD_ENOMEM;
+  for (size_t k = 0; r == 0 && k < n; k++) ids[k] = refs[k].id;
+  /* as rd_return_refs: checked and held, the caller's others waited for */
+  if (r == 0) r = rd__ret_refs_hold(call->from, "rd_yield_refs", call->func, refs, n);
+  int held = r == 0;
+  pthread_mutex_lock(&G.mu);
+  if (r == 0) r = yield_begin(call, size, 0);
+  if (r == 0) {
+    if (!call->y.skip && size) {
+      pthread_mutex_unlock(&G.mu);
+      rd__copy(call->y.ptr, data, size);
+      pthread_mutex_lock(&G.mu);
+    }
+    if (!call->y.skip && n) {   /* the store objects first: the owner must find them its own */
+      uint64_t *idv[1] = {ids};
+      size_t nv[1] = {n};
+      char herr[256];
+      r = rd__ret_refs_hand_over(call->from, rd__oid_client(call->y.id), idv, nv, 1, herr, sizeof(herr));
+      if (r != 0) {
+        rd__log(RD_LOG_WARN, "rd_yield_refs in '%s': %s", call->func, herr);
+        yield_discard(call);
+      } else {
+        rd__ret_refs_describe(call->from, ids, n, x);
+        for (size_t k = 0; k < n; k++) xp[k] = &x[k];
+        call->y.refs = xp;
+        call->y.nrefs = n;
+      }
+    }
+    if (r == 0) yield_end(call);
+    call->y.refs = NULL;
+    call->y.nrefs = 0;
+  }
+  if (held) rd__ret_refs_unhold(ids, n);
+  pthread_mutex_unlock(&G.mu);
+  free(ids);
+  free(x);
+  free(xp);
   return r;
 }
 

@@ -630,8 +630,100 @@ static int t_many(void) {
   return 0;
 }
 
+/* ------------------------------------------------------------ streams */
+
+/* Streaming: item i (8 bytes: i) contains a small put (fill 16, seed
+ * 10 + i), a 3 MiB put (seed 20 + i) and a subtask's result (seed 30 + i);
+ * the last one also the ref its caller lent it (argument 0, borrowed).
+ * Argument 1: how many items.  Misuse is checked first. */
+RD_REMOTE(yield_refs) {
+  rd_ref lent;
+  if (rd_call_arg_ref(call, 0, &lent) != 0) return rd_call_fail(call, "rd_call_arg_ref");
+  long n = arg_long(call, 1);
+  rd_ref bogus = {0x123456789ull};
+  if (rd_yield_refs(call, NULL, 0, &bogus, 1) != RD_EINVAL) return rd_call_fail(call, "a ref not live was taken");
+  if (rd_yield_refs(call, NULL, 0, NULL, 1) != RD_EINVAL) return rd_call_fail(call, "NULL refs were taken");
+  if (rd_return_refs(call, 0, NULL, 0, &lent, 1) != RD_EINVAL) return rd_call_fail(call, "rd_return_refs in a stream");
+  for (long i = 0; i < n; i++) {
+    uint8_t small[16], *big = malloc(BIG);
+    if (!big) return rd_call_fail(call, "malloc");
+    fill(small, sizeof(small), 10 + i);
+    fill(big, BIG, 20 + i);
+    rd_ref refs[4];
+    long ms = 50, seed = 30 + i;
+    if (rd_put(small, sizeof(small), &refs[0]) != 0 || rd_put(big, BIG, &refs[1]) != 0 ||
+        rd_submit(slow_fill, RD_ARGS(rd_arg_bytes(&ms, sizeof(ms)), rd_arg_bytes(&seed, sizeof(seed))), NULL,
+                  &refs[2]) != 0)
+      return rd_call_fail(call, "put or submit");
+    free(big);
+    refs[3] = lent;
+    int e = rd_yield_refs(call, &i, sizeof(i), refs, i == n - 1 ? 4 : 3);
+    for (int k = 0; k < 3; k++) rd_ref_release(refs[k]);   /* the item holds them now */
+    if (e != 0) return rd_call_fail(call, "rd_yield_refs %ld: %s", i, rd_err_name(e));
+  }
+  rd_ref_release(lent);
+  return 0;
+}
+
+/* A streaming task's items contain refs (rd_yield_refs): its puts and a
+ * subtask's result, handed over to the driver, which reads them after the
+ * task (and its refs) are gone, and the ref the driver lent it; the store
+ * empties when the driver lets go. */
+static int t_stream(void) {
+  init_or_die(2);
+  uint8_t v[8];
+  fill(v, sizeof(v), 5);
+  rd_ref lent;
+  CHECK_EQ(rd_put(v, sizeof(v), &lent), 0);
+  rd_task_opts o;
+  rd_task_opts_init(&o);
+  o.num_returns = RD_STREAMING;
+  long n = 4;
+  rd_ref st;
+  CHECK_EQ(rd_submit(yield_refs, RD_ARGS(rd_arg_borrow(lent), rd_arg_bytes(&n, sizeof(n))), &o, &st), 0);
+  CHECK_EQ(rd_wait(&st, 1, 1, 60000, NULL), 1);   /* the task has ended */
+  usleep(300000);                                 /* and its worker has dropped its own refs */
+  CHECK(store_used_now() >= 4 * (uint64_t)BIG);
+  for (long i = 0; i < n; i++) {
+    rd_ref item;
+    CHECK_EQ(rd_stream_next(st, &item, 30000), 0);
+    rd_buf b;
+    CHECK_EQ(rd_get(&item, 1, &b, 30000), 0);
+    CHECK_EQ(b.size, sizeof(long));
+    long idx;
+    memcpy(&idx, b.data, sizeof(idx));
+    CHECK_EQ(idx, i);
+    rd_buf_release(&b);
+    rd_ref refs[4];
+    size_t k = 0;
+    CHECK_EQ(rd_get_refs(item, refs, 4, &k, 30000), 0);
+    CHECK_EQ(k, i == n - 1 ? 4 : 3);
+    size_t sizes[3] = {16, BIG, 8};
+    long seeds[3] = {10 + i, 20 + i, 30 + i};
+    CHECK_EQ(count_good(refs, 3, sizes, seeds), 3);
+    if (k == 4) {
+      CHECK_EQ(refs[3].id, lent.id);   /* the driver's own object, not a copy */
+      CHECK_EQ(count_good(&refs[3], 1, (size_t[]){8}, (long[]){5}), 1);
+    }
+    for (size_t j = 0; j < k; j++) rd_ref_release(refs[j]);
+    rd_ref_release(item);
+  }
+  rd_ref end;
+  CHECK_EQ(rd_stream_next(st, &end, 30000), RD_EEND);
+  rd_buf b;
+  CHECK_EQ(rd_get(&st, 1, &b, 1000), 0);   /* the task succeeded: its misuse checks passed */
+  rd_buf_release(&b);
+  rd_ref_release(st);
+  CHECK_EQ(store_used_settled(), 0);
+  CHECK_EQ(count_good(&lent, 1, (size_t[]){8}, (long[]){5}), 1);
+  rd_ref_release(lent);
+  rd_shutdown();
+  return 0;
+}
+
 static const rd_test_case tests[] = {
     {"put_get", t_put_get}, {"arg", t_arg}, {"return", t_return}, {"actor", t_actor}, {"many", t_many},
+    {"stream", t_stream},
 };
 
 RD_TEST_MAIN(tests)
