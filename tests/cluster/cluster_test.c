@@ -542,6 +542,29 @@ RD_REMOTE(hand_refs) {
   return e;
 }
 
+/* hand_refs as a stream: the same three refs, one item each
+ * (rd_yield_refs). */
+RD_REMOTE(yield_hand_refs) {
+  size_t n = 4u << 20;
+  uint8_t *d = pattern(n, 1);
+  if (!d) return rd_call_fail(call, "out of memory");
+  uint64_t small = 0xfeedull;
+  rd_ref r[4];
+  int e = rd_put(d, n, &r[0]);
+  free(d);
+  if (e != 0 || rd_put(&small, sizeof(small), &r[1]) != 0) return rd_call_fail(call, "rd_put");
+  rd_task_opts o;
+  rd_task_opts_init(&o);
+  o.resources = "only_c=1";
+  o.num_returns = 2;
+  if (rd_submit(digest_and_twist, RD_ARGS(rd_arg_ref(r[0])), &o, &r[2]) != 0) return rd_call_fail(call, "submit");
+  rd_ref_release(r[2]);
+  rd_ref items[3] = {r[0], r[1], r[3]};
+  for (long i = 0; i < 3 && e == 0; i++) e = rd_yield_refs(call, &i, sizeof(i), &items[i], 1);
+  for (int i = 0; i < 3; i++) rd_ref_release(items[i]);
+  return e ? rd_call_fail(call, "rd_yield_refs: %s", rd_err_name(e)) : 0;
+}
+
 /* Argument 0 (by value) contains refs: {count, then error and hash of each
  * (up to 3), then this node}. */
 RD_REMOTE(hash_contained) {
@@ -611,6 +634,30 @@ static int t_nested(void) {
   rd_ref_release(out);
   rd_ref_release(res);
   stores_bc_empty("after the result holding them went");
+  /* the same refs as items of a stream, read after the task ended */
+  rd_task_opts_init(&o);
+  o.resources = "only_b=1";
+  o.num_returns = RD_STREAMING;
+  rd_ref st;
+  CHECK_EQ(rd_submit(yield_hand_refs, RD_NO_ARGS, &o, &st), 0);
+  CHECK_EQ(rd_wait(&st, 1, 1, 120000, NULL), 1);
+  usleep(500000);
+  for (long i = 0; i < 3; i++) {
+    rd_ref item, x;
+    CHECK_EQ(rd_stream_next(st, &item, 30000), 0);
+    k = 0;
+    CHECK_EQ(rd_get_refs(item, &x, 1, &k, 10000), 0);
+    CHECK_EQ(k, 1);
+    uint64_t h[2];
+    hash_ref(x, h);
+    printf("ref in streamed item %ld: %s\n", i, rd_err_name((int)(int64_t)h[0]));
+    CHECK_EQ(h[0], 0);
+    CHECK(h[1] == want[i]);
+    rd_ref_release(x);
+    rd_ref_release(item);
+  }
+  rd_ref_release(st);
+  stores_bc_empty("after the streamed items went");
   rd_shutdown();
   return 0;
 }
