@@ -5,7 +5,10 @@
  * The driver plays the clients: requests (a few fortune cookies each) arrive
  * at a fixed rate that changes by phase (low, high, low, ...), each is
  * admitted with rd_pool_submit within a bounded wait (or rejected), and its
- * result is read with rd_wait/rd_get.  Every second a line reports the rate,
+ * result comes back through a completion queue: the loop sleeps in poll()
+ * on the queue's fd until the next arrival or a result, as a server's event
+ * loop would, and rd_cq_take hands it the finished requests.  Every second a
+ * line reports the rate,
  * the replicas, the requests in flight, the admission wait and the latency
  * percentiles; a summary line ends the run.  Nothing here may run before
  * rd_init(): this program is also its own worker processes.
@@ -19,6 +22,7 @@
 
 #include <dirent.h>
 #include <errno.h>
+#include <poll.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -131,7 +135,7 @@ typedef struct service {
   double t0;
   request *fl;          /* in flight, unordered */
   size_t nfl, capfl;
-  uint8_t *ready;
+  rd_cq *cq;            /* their results, as they finish (tag: the ref's id) */
   /* this second */
   ex_series lat_window;
   double qwait_sum;
@@ -151,43 +155,52 @@ static void sample_replicas(service *s, rd_pool_stats *st) {
   if (st->replicas > s->max_seen) s->max_seen = st->replicas;
 }
 
+/* Request q finished at t: read its result (res, the queue's reference). */
+static void finish(service *s, const request *q, rd_ref res, double t) {
+  rd_buf b;
+  int r = rd_get(&res, 1, &b, RD_TIMEOUT_INF);
+  if (r != 0) {
+    fprintf(stderr, "elastic_service: a request failed: %.*s\n", (int)b.size, (const char *)b.data);
+    s->failed++;
+  } else {
+    ex_result_hdr h;
+    ex_result_rows(&b, 0, 0, 384, &h, "a replica");
+    double ms = (t - q->arrival) * 1000.0;
+    ex_series_add(&s->lat_window, ms);
+    ex_series_add(&s->lat_all, ms);
+    s->done++;
+    s->done_window++;
+    int k = 0;
+    while (k < s->nreps && s->reps[k].pid != h.pid) k++;
+    if (k == s->nreps && k < 64) s->reps[s->nreps++] = (replica_count){h.pid, 0, 0};
+    if (k < 64) s->reps[k].requests++, s->reps[k].busy += h.seconds;
+  }
+  rd_buf_release(&b);
+  rd_ref_release(res);
+  rd_ref_release(q->ref);
+}
+
+/* Wait up to ms (-1: no limit) for a result, in poll() on the queue's fd. */
+static void wait_results(service *s, int ms) {
+  struct pollfd p = {rd_cq_fd(s->cq), POLLIN, 0};
+  while (poll(&p, 1, ms) < 0 && errno == EINTR && !interrupted) {}
+}
+
 /* Read every finished request (no waiting). */
 static void collect(service *s) {
-  if (!s->nfl) return;
-  rd_ref refs[1024];
-  size_t n = s->nfl < 1024 ? s->nfl : 1024;
-  for (size_t i = 0; i < n; i++) refs[i] = s->fl[i].ref;
-  memset(s->ready, 0, n);
-  if (rd_wait(refs, n, n, 0, s->ready) <= 0) return;
-  double t = since_start(s);
-  size_t keep = 0;
-  for (size_t i = 0; i < s->nfl; i++) {
-    if (i >= n || !s->ready[i]) {
-      s->fl[keep++] = s->fl[i];
-      continue;
+  rd_cq_event ev[64];
+  int n;
+  while ((n = rd_cq_take(s->cq, ev, 64, 0)) > 0) {
+    double t = since_start(s);
+    for (int e = 0; e < n; e++) {
+      size_t i = 0;
+      while (i < s->nfl && s->fl[i].ref.id != ev[e].tag) i++;
+      if (i == s->nfl) ex_die(1, "a result of no request in flight");
+      request q = s->fl[i];
+      s->fl[i] = s->fl[--s->nfl];
+      finish(s, &q, ev[e].ref, t);
     }
-    rd_buf b;
-    int r = rd_get(&s->fl[i].ref, 1, &b, RD_TIMEOUT_INF);
-    if (r != 0) {
-      fprintf(stderr, "elastic_service: a request failed: %.*s\n", (int)b.size, (const char *)b.data);
-      s->failed++;
-    } else {
-      ex_result_hdr h;
-      ex_result_rows(&b, 0, 0, 384, &h, "a replica");
-      double ms = (t - s->fl[i].arrival) * 1000.0;
-      ex_series_add(&s->lat_window, ms);
-      ex_series_add(&s->lat_all, ms);
-      s->done++;
-      s->done_window++;
-      int k = 0;
-      while (k < s->nreps && s->reps[k].pid != h.pid) k++;
-      if (k == s->nreps && k < 64) s->reps[s->nreps++] = (replica_count){h.pid, 0, 0};
-      if (k < 64) s->reps[k].requests++, s->reps[k].busy += h.seconds;
-    }
-    rd_buf_release(&b);
-    rd_ref_release(s->fl[i].ref);
   }
-  s->nfl = keep;
 }
 
 static void report(service *s, double t) {
@@ -264,8 +277,8 @@ int main(int argc, char **argv) {
   signal(SIGTERM, on_sigint);
   s.capfl = 1024;
   s.fl = calloc(s.capfl, sizeof(request));
-  s.ready = calloc(s.capfl, 1);
-  if (!s.fl || !s.ready) ex_die(1, "out of memory");
+  if (!s.fl) ex_die(1, "out of memory");
+  if ((r = rd_cq_create(&s.cq)) != 0) ex_die(1, "rd_cq_create: %s", rd_strerror(r));
   s.max_seen = o.min_replicas;
   s.t0 = ex_now();
   double next_arrival = 0, next_report = 1;
@@ -304,6 +317,7 @@ int main(int argc, char **argv) {
         } else if (r != 0) {
           ex_die(1, "submit failed: %s", rd_strerror(r));
         } else {
+          if ((r = rd_cq_add(s.cq, ref, ref.id)) != 0) ex_die(1, "rd_cq_add: %s", rd_strerror(r));
           s.fl[s.nfl++] = (request){ref, arrival};
           s.qwait_sum += (admitted - arrival) * 1000.0;
           s.qwait_n++;
@@ -326,20 +340,11 @@ int main(int argc, char **argv) {
     if (until > o.duration) until = o.duration;
     int64_t ms = (int64_t)((until - since_start(&s)) * 1000.0) + 1;
     if (ms <= 0) continue;
-    if (s.nfl) {
-      rd_ref refs[1024];
-      for (size_t i = 0; i < s.nfl; i++) refs[i] = s.fl[i].ref;
-      (void)rd_wait(refs, s.nfl, 1, ms, NULL);
-    } else {
-      struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
-      nanosleep(&ts, NULL);
-    }
+    wait_results(&s, ms > INT32_MAX ? INT32_MAX : (int)ms);
   }
   /* the clients stop; read what is still in flight */
   while (s.nfl) {
-    rd_ref refs[1024];
-    for (size_t i = 0; i < s.nfl; i++) refs[i] = s.fl[i].ref;
-    (void)rd_wait(refs, s.nfl, 1, RD_TIMEOUT_INF, NULL);
+    wait_results(&s, -1);
     collect(&s);
   }
   rd_pool_stats st;
@@ -355,8 +360,8 @@ int main(int argc, char **argv) {
            (unsigned long long)s.reps[i].requests, s.reps[i].busy, 100.0 * s.reps[i].busy / (wall > 0 ? wall : 1));
   rd_pool_destroy(s.pool);
   ex_corpus_free(&corpus);
+  rd_cq_destroy(s.cq);
   free(s.fl);
-  free(s.ready);
   free(s.lat_window.v);
   free(s.lat_all.v);
   rd_shutdown();
