@@ -49,6 +49,13 @@
 #define RD_CL_HEARTBEAT_MS 500
 #define RD_CL_PULL_OWNER 0xfffffffeu      /* store creator id of pulled copies */
 #define RD_CL_FAIL_KEEP_NS 30000000000ull /* how long a failed pull is remembered */
+/* A waiting get pulls an object again after a transient failure (its
+ * holder out of room, a connection refused by a node not known dead yet),
+ * up to RD_CL_PULL_TRIES pulls in all, the second RD_CL_PULL_BACKOFF_NS
+ * after the first failed and each later one twice as long after (0.05 +
+ * 0.1 + 0.2 + 0.4 s); then it is answered with the failure. */
+#define RD_CL_PULL_TRIES 5
+#define RD_CL_PULL_BACKOFF_NS 50000000ull
 #define RD_CL_LINK_BACKOFF_NS 5000000000ull
 #define RD_CL_PACK_THRESHOLD 0.5          /* hybrid policy: pack here below this utilisation */
 
@@ -109,6 +116,8 @@ typedef struct cl_pull {
   uint32_t node;
   int status;
   int created;
+  int tries;          /* pulls of it that failed just before this one */
+  int no_room;        /* the copy could not be made here (the create waited already) */
   uint8_t *dst;
   char err[200];
   struct cl_pull *next;
@@ -129,6 +138,8 @@ typedef struct cl_fail {
   uint64_t oid;
   int status;
   uint64_t at;
+  int tries;          /* pulls that failed in a row */
+  int transient;      /* the holder may yet serve it (not "no such object", not a dead node) */
   char why[200];
   struct cl_fail *next;
 } cl_fail;
@@ -183,6 +194,7 @@ static struct {
   uint64_t avoid_ns;        /* for this long (RAYDIST_NODE_AVOID_MS) */
   uint64_t next_link_req, next_chan;
   uint64_t respilled;       /* queued requests sent to another node that had room (respill) */
+  uint64_t pull_retries;    /* pulls a waiting get made again after a transient failure */
   uint64_t refused_busy;    /* spilled requests their target refused: its room was gone */
   struct gcs_actor_op *name_waits;   /* actor registers parked until a dead namesake is unnamed */
   uint64_t view_seq;
@@ -2053,16 +2065,38 @@ static cl_pull *pull_find(uint64_t oid) {
   return NULL;
 }
 
-static void fail_record(uint64_t oid, int status, const char *why) {
+static cl_fail *fail_find(uint64_t oid) {
+  for (cl_fail *f = C.fails; f; f = f->next)
+    if (f->oid == oid) return f;
+  return NULL;
+}
+
+static void fail_forget(uint64_t oid) {
+  for (cl_fail **pp = &C.fails; *pp; pp = &(*pp)->next)
+    if ((*pp)->oid == oid) {
+      cl_fail *f = *pp;
+      *pp = f->next;
+      free(f);
+      return;
+    }
+}
+
+static void fail_record(uint64_t oid, int status, const char *why, int tries, int transient) {
+  fail_forget(oid);
   cl_fail *f = calloc(1, sizeof(*f));
   if (!f) return;
   f->oid = oid;
   f->status = status;
   f->at = rd__now_ns();
+  f->tries = tries;
+  f->transient = transient;
   snprintf(f->why, sizeof(f->why), "%s", why);
   f->next = C.fails;
   C.fails = f;
 }
+
+/* A waiting get may still pull it again (then it is not answered yet). */
+static int fail_retryable(const cl_fail *f) { return f->transient && f->tries < RD_CL_PULL_TRIES; }
 
 static void fails_expire(void) {
   uint64_t now = rd__now_ns();
@@ -2080,7 +2114,10 @@ static void fails_expire(void) {
 static void *pull_alloc(void *arg, uint64_t size) {
   cl_pull *p = arg;
   cl_hop h = {HOP_CREATE, p->oid, size, NULL, 0, 0, 1, NULL};
-  if (hop_call(&h) != 0) return NULL;
+  if (hop_call(&h) != 0) {
+    p->no_room = 1;
+    return NULL;
+  }
   p->created = 1;
   return (void *)h.data;
 }
@@ -2110,10 +2147,12 @@ static void pull_done(uv_work_t *w, int status) {
     char why[300];
     snprintf(why, sizeof(why), "object %llx held on node %u could not be fetched: %s", (unsigned long long)p->oid,
              p->node, p->err[0] ? p->err : rd_strerror(p->status));
-    rd__log(RD_LOG_WARN, "%s", why);
+    int transient = p->status != RD_ENOENT && p->status != RD_ECANCELED && !p->no_room;
+    int last = !transient || p->tries + 1 >= RD_CL_PULL_TRIES;
+    rd__log(last ? RD_LOG_WARN : RD_LOG_INFO, "%s (pull %d of at most %d)", why, p->tries + 1, RD_CL_PULL_TRIES);
     int st = p->status == RD_ENOENT ? RD_EOBJECT_LOST : p->status;
     if (st == RD_ECONN || st == RD_ETIMEDOUT) st = RD_ENODE_DIED;
-    fail_record(p->oid, st, why);
+    fail_record(p->oid, st, why, p->tries + 1, transient);
     rd__node_retry_parked();
   }
   free(p);
@@ -2131,35 +2170,34 @@ void rd__cluster_prefetch(const uint64_t *ids, const uint32_t *nodes, size_t n, 
       continue;
     }
     if (st == RD_EAGAIN || pull_find(ids[i])) continue;
-    int failed = 0;
-    for (cl_fail **pp = &C.fails; *pp && !failed; pp = &(*pp)->next)
-      if ((*pp)->oid == ids[i]) {
-        failed = 1;
-        if (!fresh) break;
-        cl_fail *f = *pp;   /* asked again: try again */
-        *pp = f->next;
-        free(f);
-        failed = 0;
-        break;
-      }
-    /* a parked get looked at again after the pull failed: it is answered
-     * with the failure.  Pulling again here would erase the failure before
-     * the get saw it, and every failed pull would start the next: a tight
+    /* After a failed pull, a new request (fresh) tries again at once.  A
+     * parked get looked at again tries again only after a transient
+     * failure, a few times, backing off (RD_CL_PULL_TRIES); otherwise it is
+     * answered with the failure.  Before, every look erased the failure
+     * and pulled again, so every failed pull started the next: a tight
      * loop against a dead node until its death was known (70,000 pulls in
      * 2 s). */
-    if (failed) continue;
+    cl_fail *f = fail_find(ids[i]);
+    int tries = 0;
+    if (f && !fresh) {
+      if (!fail_retryable(f) || rd__now_ns() < f->at + (RD_CL_PULL_BACKOFF_NS << (f->tries - 1))) continue;
+      tries = f->tries;
+      C.pull_retries++;
+    }
+    if (f) fail_forget(ids[i]);
     const rd_gcs_node *nd = view_find(nodes[i]);
     if (!nd || nd->state != RD_GCS_NODE_ALIVE) {
       char why[200];
       snprintf(why, sizeof(why), "object %llx was held on node %u, which %s", (unsigned long long)ids[i], nodes[i],
                nd ? "died" : "is not in the cluster");
-      fail_record(ids[i], RD_ENODE_DIED, why);
+      fail_record(ids[i], RD_ENODE_DIED, why, tries + 1, 0);
       continue;
     }
     cl_pull *p = calloc(1, sizeof(*p));
     if (!p) continue;
     p->oid = ids[i];
     p->node = nodes[i];
+    p->tries = tries;
     snprintf(p->peer, sizeof(p->peer), "%s:%d", nd->ip, nd->xfer_port);
     p->work.data = p;
     p->next = C.pulls;
@@ -2171,12 +2209,10 @@ void rd__cluster_prefetch(const uint64_t *ids, const uint32_t *nodes, size_t n, 
 int rd__cluster_obj_status(uint64_t id, const char **why) {
   if (!C.on) return 0;
   if (pull_find(id)) return RD_EAGAIN;
-  for (cl_fail *f = C.fails; f; f = f->next)
-    if (f->oid == id) {
-      if (why) *why = f->why;
-      return f->status;
-    }
-  return 0;
+  cl_fail *f = fail_find(id);
+  if (f && fail_retryable(f)) return RD_EAGAIN;   /* pulled again soon */
+  if (f && why) *why = f->why;
+  return f ? f->status : 0;
 }
 
 /* ids[i] held on nodes[i]: one frame of `type` (ObjIds for MSG_LINK_DELETE,
@@ -2566,6 +2602,7 @@ void rd__cluster_free(void) {
 
 int rd__cluster_on(void) { return C.on; }
 uint64_t rd__cluster_respilled(void) { return C.on ? C.respilled : 0; }
+uint64_t rd__cluster_pull_retries(void) { return C.on ? C.pull_retries : 0; }
 uint64_t rd__cluster_refused_busy(void) { return C.on ? C.refused_busy : 0; }
 
 int rd__cluster_avoided(void) {

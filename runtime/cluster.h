@@ -26,6 +26,7 @@ int rd__cluster_on(void);
  * avoided now (rd__cluster_avoid).  0 when not in a cluster. */
 uint64_t rd__cluster_respilled(void);
 uint64_t rd__cluster_refused_busy(void);   /* spilled requests refused by a busy target */
+uint64_t rd__cluster_pull_retries(void);   /* pulls made again after a transient failure */
 /* The GCS has freed actor_id's name (or gave up): actor registers parked
  * on it are asked again. */
 void rd__cluster_name_freed(uint64_t actor_id);

@@ -2493,6 +2493,9 @@ void rd__node_metrics(rd__mbuf *b) {
   rd__mbuf_family(b, "raydist_requests_respilled_total", "counter",
                   "Requests that waited here and were placed again on a node that had room.");
   rd__mbuf_printf(b, "raydist_requests_respilled_total %llu\n", (unsigned long long)rd__cluster_respilled());
+  rd__mbuf_family(b, "raydist_object_pull_retries_total", "counter",
+                  "Pulls of an object a waiting get made again after a transient failure.");
+  rd__mbuf_printf(b, "raydist_object_pull_retries_total %llu\n", (unsigned long long)rd__cluster_pull_retries());
   rd__mbuf_family(b, "raydist_spills_refused_total", "counter",
                   "Requests placed here on another node that refused them: its room was gone (stale view).");
   rd__mbuf_printf(b, "raydist_spills_refused_total %llu\n", (unsigned long long)rd__cluster_refused_busy());

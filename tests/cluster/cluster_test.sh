@@ -80,6 +80,13 @@ case "$CASE" in
     ;;
   node_death|actor_node_death|object_lost|pg_node_death|lineage|lineage_eager|nodes)
     "$T" "$CASE" || fail "$CASE"
+    if [ "$CASE" = lineage ]; then
+      # the head pulled the lost results from the dead node again, backing
+      # off, until it was answered (not once, and not in a tight loop)
+      RETRIES=$(metric 127.0.0.1 raydist_object_pull_retries_total)
+      echo "pulls retried by the head: $RETRIES"
+      [ "$RETRIES" -ge 1 ] && [ "$RETRIES" -le 40 ] || fail "pull retries on the head: $RETRIES"
+    fi
     sleep 3
     "$R" status > "$RAYDIST_TMPDIR/status" || fail "status after death"
     grep -q "2 nodes alive, 1 dead" "$RAYDIST_TMPDIR/status" || { cat "$RAYDIST_TMPDIR/status"; fail "death not seen"; }
