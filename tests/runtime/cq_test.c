@@ -78,7 +78,7 @@ static int t_basic(void) {
   CHECK(!readable(fd, 0));
   rd_cq_event ev[8];
   CHECK_EQ(rd_cq_take(cq, ev, 8, 0), RD_EEND);   /* nothing added */
-  long ms[4] = {900, 100, 500, 300};            /* finish: 1, 3, 2, 0 */
+  long ms[4] = {2400, 100, 1600, 800};          /* finish: 1, 3, 2, 0 (0.7 s apart: room for slow starts) */
   for (long i = 0; i < 4; i++) {
     rd_ref r = nap(ms[i], 100 + i);
     CHECK_EQ(rd_cq_add(cq, r, (uint64_t)i), 0);
@@ -288,7 +288,7 @@ RD_REMOTE(fan_in) {
   rd_cq *cq;
   if (rd_cq_create(&cq) != 0) return rd_call_fail(call, "rd_cq_create");
   for (long i = 0; i < 5; i++) {   /* 3 CPUs free: 0-2 start at once, the last added ends first */
-    rd_ref r = nap(i == 2 ? 0 : 800, i * i);
+    rd_ref r = nap(i == 2 ? 0 : 2000, i * i);
     if (rd_cq_add(cq, r, (uint64_t)i) != 0) return rd_call_fail(call, "rd_cq_add");
     rd_ref_release(r);
   }
@@ -409,7 +409,7 @@ static int t_stream(void) {
   init_or_die(4);
   rd_cq *cq;
   CHECK_EQ(rd_cq_create(&cq), 0);
-  rd_ref st[3] = {ticks(15, 1, 5), ticks(8, 2, 20), ticks(5, -3, 10)};
+  rd_ref st[3] = {ticks(15, 1, 30), ticks(8, 2, 100), ticks(5, -3, 60)};
   rd_ref plain = st[1];
   CHECK_EQ(rd_cq_add(cq, plain, 100), 0);   /* the end of stream 1 */
   for (int i = 0; i < 3; i++) CHECK_EQ(rd_cq_add_stream(cq, st[i], (uint64_t)i), 0);
