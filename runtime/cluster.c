@@ -45,6 +45,7 @@
 #include "objxfer.h"
 #include "pg.h"
 #include "raydist.h"
+#include "u64map.h"
 
 #define RD_CL_HEARTBEAT_MS 500
 #define RD_CL_PULL_OWNER 0xfffffffeu      /* store creator id of pulled copies */
@@ -54,6 +55,12 @@
  * up to RD_CL_PULL_TRIES pulls in all, the second RD_CL_PULL_BACKOFF_NS
  * after the first failed and each later one twice as long after (0.05 +
  * 0.1 + 0.2 + 0.4 s); then it is answered with the failure. */
+/* Pulls that run at once.  Each holds a thread of libuv's pool for its
+ * length (node.c makes the pool RD_NODE_POOL_THREADS strong); the rest of
+ * the pool is for the heartbeat and the GCS calls.  Without a cap, a get of
+ * 2000 objects on another node queued 2000 pulls ahead of the heartbeat,
+ * and the GCS declared the node dead (3 s without one). */
+#define RD_CL_MAX_PULLS 8
 #define RD_CL_PULL_TRIES 5
 #define RD_CL_PULL_BACKOFF_NS 50000000ull
 #define RD_CL_LINK_BACKOFF_NS 5000000000ull
@@ -118,9 +125,10 @@ typedef struct cl_pull {
   int created;
   int tries;          /* pulls of it that failed just before this one */
   int no_room;        /* the copy could not be made here (the create waited already) */
+  int started;        /* on the thread pool (else waiting for a turn, C.pull_wait) */
+  struct cl_pull *wait_next;
   uint8_t *dst;
   char err[200];
-  struct cl_pull *next;
 } cl_pull;
 
 /* A connect forwarded to another node, waiting for its answer. */
@@ -204,7 +212,9 @@ static struct {
   uint64_t *await_actors;   /* actors to start elsewhere once the code is stored */
   size_t nawait, capawait;
   cl_chan *chans;
-  cl_pull *pulls;
+  rd__u64map pulls;                       /* object id -> its pull, running or waiting */
+  cl_pull *pull_wait, **pull_wait_tail;   /* not started yet, in order: RD_CL_MAX_PULLS run at once */
+  int npulls_running;
   cl_fail *fails;
   struct gcs_retry *retries;  /* GCS calls waiting to run again */
   /* hops */
@@ -2059,11 +2069,7 @@ void rd__cluster_client_dropped(node_client *c) {
 
 /* ------------------------------------------------------------- objects */
 
-static cl_pull *pull_find(uint64_t oid) {
-  for (cl_pull *p = C.pulls; p; p = p->next)
-    if (p->oid == oid) return p;
-  return NULL;
-}
+static cl_pull *pull_find(uint64_t oid) { return C.pulls.slots ? rd__u64map_get(&C.pulls, oid) : NULL; }
 
 static cl_fail *fail_find(uint64_t oid) {
   for (cl_fail *f = C.fails; f; f = f->next)
@@ -2127,10 +2133,25 @@ static void pull_work(uv_work_t *w) {
   p->status = rd_xfer_pull(C.xc, p->peer, p->oid, pull_alloc, p, 120000, NULL, p->err, sizeof(p->err));
 }
 
+static void pull_done(uv_work_t *w, int status);
+
+/* Start pulls waiting for a turn, oldest first, while fewer than
+ * RD_CL_MAX_PULLS run. */
+static void pulls_start(void) {
+  while (C.pull_wait && C.npulls_running < RD_CL_MAX_PULLS && !C.stopping) {
+    cl_pull *p = C.pull_wait;
+    C.pull_wait = p->wait_next;
+    if (!C.pull_wait) C.pull_wait_tail = &C.pull_wait;
+    p->started = 1;
+    C.npulls_running++;
+    uv_queue_work(N.loop, &p->work, pull_work, pull_done);
+  }
+}
+
 static void pull_done(uv_work_t *w, int status) {
   cl_pull *p = w->data;
-  for (cl_pull **pp = &C.pulls; *pp; pp = &(*pp)->next)
-    if (*pp == p) { *pp = p->next; break; }
+  C.npulls_running--;
+  rd__u64map_del(&C.pulls, p->oid);
   if (status != 0 && p->status == 0) p->status = RD_ECANCELED;
   if (p->status == 0) {
     int sst = rd_store_seal(N.store, p->oid);
@@ -2156,6 +2177,7 @@ static void pull_done(uv_work_t *w, int status) {
     rd__node_retry_parked();
   }
   free(p);
+  pulls_start();
   rd__node_flush_all();
 }
 
@@ -2193,17 +2215,23 @@ void rd__cluster_prefetch(const uint64_t *ids, const uint32_t *nodes, size_t n, 
       fail_record(ids[i], RD_ENODE_DIED, why, tries + 1, 0);
       continue;
     }
+    if (!C.pulls.slots && rd__u64map_init(&C.pulls, 64) != 0) continue;
     cl_pull *p = calloc(1, sizeof(*p));
-    if (!p) continue;
+    if (!p || rd__u64map_reserve(&C.pulls, C.pulls.count + 1) != 0) {   /* tried again at the next look */
+      free(p);
+      continue;
+    }
     p->oid = ids[i];
     p->node = nodes[i];
     p->tries = tries;
     snprintf(p->peer, sizeof(p->peer), "%s:%d", nd->ip, nd->xfer_port);
     p->work.data = p;
-    p->next = C.pulls;
-    C.pulls = p;
-    uv_queue_work(N.loop, &p->work, pull_work, pull_done);
+    rd__u64map_put(&C.pulls, p->oid, p);
+    if (!C.pull_wait_tail) C.pull_wait_tail = &C.pull_wait;
+    *C.pull_wait_tail = p;   /* pulling from here on (pull_find), started in turn */
+    C.pull_wait_tail = &p->wait_next;
   }
+  pulls_start();
 }
 
 int rd__cluster_obj_status(uint64_t id, const char **why) {
@@ -2593,6 +2621,14 @@ void rd__cluster_free(void) {
     C.fails = f->next;
     free(f);
   }
+  while (C.pull_wait) {   /* never started: not on the pool, not done by pull_done */
+    cl_pull *p = C.pull_wait;
+    C.pull_wait = p->wait_next;
+    if (C.pulls.slots) rd__u64map_del(&C.pulls, p->oid);
+    free(p);
+  }
+  C.pull_wait_tail = &C.pull_wait;
+  rd__u64map_free(&C.pulls);   /* the loop has closed: no pull runs */
   free(C.view);
   if (C.xc) rd_xfer_client_destroy(C.xc);
   if (C.gcs) rd_gcs_close(C.gcs);

@@ -2674,6 +2674,10 @@ int rd__node_main(const rd_node_opts *opts) {
   rd__log_init("node");
   if (opts->log_level >= 0) rd__log_set_level(opts->log_level);
   signal(SIGPIPE, SIG_IGN);
+  /* libuv's thread pool (4 threads unless set) runs object pulls, up to
+   * RD_CL_MAX_PULLS at once, beside the heartbeat and GCS calls: read once,
+   * at its first use, so set here, before any */
+  setenv("UV_THREADPOOL_SIZE", RD_NODE_POOL_THREADS, 0);
   N.loop = uv_default_loop();
 
   rd_resources total;

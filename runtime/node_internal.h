@@ -143,6 +143,7 @@ struct node_actor {
  * result of an attempt whose worker just died, not yet reaped), until that
  * object is sealed (then EEXIST) or aborted (then the create goes ahead).
  * After deadline_ns it spills inline or answers as it stands. */
+#define RD_NODE_POOL_THREADS "12"   /* libuv's pool: RD_CL_MAX_PULLS (8) pulls, the rest for the GCS */
 #define RD_CREATE_WAIT_NS 10000000000ull   /* how long a create waits (pulled copies too) */
 typedef struct parked_create {
   node_client *client;

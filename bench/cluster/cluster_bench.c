@@ -10,9 +10,10 @@
  *     node (the node pulls it over gRPC), and of the task's large result pulled
  *     back to the driver;
  *   - MiB/s of one rd_get of 8 results made on the other node (pulled at
- *     once, each kept until the get has them all).
+ *     once, each kept until the get has them all), and objects/s of one
+ *     rd_get of --many (2000) results of 128 KiB made there.
  * Usage: RAYDIST_ADDRESS=ip:port cluster_bench [--duration S] [--trials N]
- *        [--mib N (default 1024)] [--json FILE] */
+ *        [--mib N (default 1024)] [--many N (default 2000)] [--json FILE] */
 #include "../harness.h"
 
 #include <stdint.h>
@@ -180,6 +181,32 @@ static double multi_get_round(void) {
   return (double)(n * K) / 1048576.0 / dt;
 }
 
+/* One rd_get of g_many results of 128 KiB (store objects) made on node b:
+ * objects per second of that get. */
+static int g_many = 2000;
+static double multi_get_many(void) {
+  size_t n = 128u << 10;
+  rd_task_opts o;
+  rd_task_opts_init(&o);
+  o.resources = "only_b=0.001";
+  rd_ref *r = calloc((size_t)g_many, sizeof(*r));
+  rd_buf *b = calloc((size_t)g_many, sizeof(*b));
+  if (!r || !b) DIE("out of memory");
+  for (int i = 0; i < g_many; i++) OK(rd_submit(fill_result, RD_ARGS(rd_arg_bytes(&n, sizeof(n))), &o, &r[i]));
+  if (rd_wait(r, (size_t)g_many, (size_t)g_many, 300000, NULL) != g_many) DIE("results not made in 300 s");
+  double t0 = now();
+  OK(rd_get(r, (size_t)g_many, b, 300000));
+  double dt = now() - t0;
+  for (int i = 0; i < g_many; i++) {
+    if (b[i].size != n) DIE("result of %zu bytes, expected %zu", b[i].size, n);
+    rd_buf_release(&b[i]);
+    rd_ref_release(r[i]);
+  }
+  free(r);
+  free(b);
+  return g_many / dt;
+}
+
 /* Placement groups created, waited for and removed, per second: 100 of one
  * bundle on the driver's node, or of two STRICT_SPREAD bundles (two-phase
  * over the link to the other node). */
@@ -248,6 +275,15 @@ int main(int argc, char **argv) {
       (void)transfer_round();
       printf("object_transfer %zu MiB: to the other node %.1f MiB/s, result back %.1f MiB/s\n", mib, g_there, g_back);
     }
+  }
+  for (int i = 1; i < argc; i++)
+    if (!strcmp(argv[i], "--many") && i + 1 < argc) g_many = atoi(argv[++i]);
+  if (g_many < 1) g_many = 1;
+  if (selected("multi_get_many")) {
+    (void)multi_get_many();   /* warm-up */
+    for (int t = 0; t < g_trials; t++)
+      printf("multi_get_many %d x 128 KiB from the other node in one rd_get: %.0f objects/s\n", g_many,
+             multi_get_many());
   }
   if (selected("multi_get")) {
     (void)multi_get_round();   /* warm-up */
