@@ -50,17 +50,17 @@
 #define RD_CL_HEARTBEAT_MS 500
 #define RD_CL_PULL_OWNER 0xfffffffeu      /* store creator id of pulled copies */
 #define RD_CL_FAIL_KEEP_NS 30000000000ull /* how long a failed pull is remembered */
-/* A waiting get pulls an object again after a transient failure (its
- * holder out of room, a connection refused by a node not known dead yet),
- * up to RD_CL_PULL_TRIES pulls in all, the second RD_CL_PULL_BACKOFF_NS
- * after the first failed and each later one twice as long after (0.05 +
- * 0.1 + 0.2 + 0.4 s); then it is answered with the failure. */
 /* Pulls that run at once.  Each holds a thread of libuv's pool for its
  * length (node.c makes the pool RD_NODE_POOL_THREADS strong); the rest of
  * the pool is for the heartbeat and the GCS calls.  Without a cap, a get of
  * 2000 objects on another node queued 2000 pulls ahead of the heartbeat,
  * and the GCS declared the node dead (3 s without one). */
 #define RD_CL_MAX_PULLS 8
+/* A waiting get pulls an object again after a transient failure (its
+ * holder out of room, a connection refused by a node not known dead yet),
+ * up to RD_CL_PULL_TRIES pulls in all, the second RD_CL_PULL_BACKOFF_NS
+ * after the first failed and each later one twice as long after (0.05 +
+ * 0.1 + 0.2 + 0.4 s); then it is answered with the failure. */
 #define RD_CL_PULL_TRIES 5
 #define RD_CL_PULL_BACKOFF_NS 50000000ull
 #define RD_CL_LINK_BACKOFF_NS 5000000000ull
@@ -125,8 +125,7 @@ typedef struct cl_pull {
   int created;
   int tries;          /* pulls of it that failed just before this one */
   int no_room;        /* the copy could not be made here (the create waited already) */
-  int started;        /* on the thread pool (else waiting for a turn, C.pull_wait) */
-  struct cl_pull *wait_next;
+  struct cl_pull *wait_next;   /* C.pull_wait: waiting for a turn on the thread pool */
   uint8_t *dst;
   char err[200];
 } cl_pull;
@@ -2142,7 +2141,6 @@ static void pulls_start(void) {
     cl_pull *p = C.pull_wait;
     C.pull_wait = p->wait_next;
     if (!C.pull_wait) C.pull_wait_tail = &C.pull_wait;
-    p->started = 1;
     C.npulls_running++;
     uv_queue_work(N.loop, &p->work, pull_work, pull_done);
   }

@@ -3812,6 +3812,33 @@ int rd_nodes(rd_node_desc *out, size_t max, size_t *n_out) {
   return r;
 }
 
+/* Resource `name` ("CPU", "GPU", "memory" or a custom one) of node d: 1
+ * when the node has it, with its total and free amounts in *t and *a. */
+static int node_resource(const rd_node_desc *d, const char *name, double *t, double *a) {
+  if (!strcmp(name, "CPU")) {
+    *t = d->num_cpus;
+    *a = d->avail_cpus;
+    return *t > 0;
+  }
+  if (!strcmp(name, "GPU")) {
+    *t = d->num_gpus;
+    *a = d->avail_gpus;
+    return *t > 0;
+  }
+  if (!strcmp(name, "memory")) {
+    *t = (double)d->memory;
+    *a = (double)d->avail_memory;
+    return *t > 0;
+  }
+  for (int k = 0; k < d->num_custom; k++)
+    if (!strcmp(d->custom[k].name, name)) {
+      *t = d->custom[k].total;
+      *a = d->custom[k].avail;
+      return 1;
+    }
+  return 0;
+}
+
 int rd_cluster_resources(const char *name, double *total, double *avail) {
   if (total) *total = 0;
   if (avail) *avail = 0;
@@ -3820,28 +3847,16 @@ int rd_cluster_resources(const char *name, double *total, double *avail) {
   Rd__NodeInfoReply *ni = NULL;
   int r = nodes_fetch(&ni);
   if (r == 0) {
-    int cpu = strcmp(name, "CPU") == 0, gpu = strcmp(name, "GPU") == 0, mem = strcmp(name, "memory") == 0;
     double t = 0, a = 0;
     int found = 0;
     for (size_t i = 0; i < ni->n_nodes; i++) {
-      const Rd__NodeDesc *d = ni->nodes[i];
-      if (!d->alive || !d->total || !d->avail) continue;
-      if (cpu || gpu || mem) {
-        int64_t vt = cpu ? d->total->cpu : gpu ? d->total->gpu : d->total->memory;
-        int64_t va = cpu ? d->avail->cpu : gpu ? d->avail->gpu : d->avail->memory;
-        found |= vt > 0;
-        t += mem ? (double)vt : rd_res_to_double(vt);
-        a += mem ? (double)va : rd_res_to_double(va);
-        continue;
-      }
-      for (size_t k = 0; k < d->total->n_custom; k++)
-        if (d->total->custom[k]->name && strcmp(d->total->custom[k]->name, name) == 0) {
-          found = 1;
-          t += rd_res_to_double(d->total->custom[k]->amount);
-        }
-      for (size_t k = 0; k < d->avail->n_custom; k++)
-        if (d->avail->custom[k]->name && strcmp(d->avail->custom[k]->name, name) == 0)
-          a += rd_res_to_double(d->avail->custom[k]->amount);
+      rd_node_desc d;
+      double nt, na;
+      node_desc_fill(&d, ni->nodes[i], ni->node_index);
+      if (!d.alive || !node_resource(&d, name, &nt, &na)) continue;
+      found = 1;
+      t += nt;
+      a += na;
     }
     protobuf_c_message_free_unpacked(&ni->base, NULL);
     if (!found) {
