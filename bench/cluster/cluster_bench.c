@@ -158,54 +158,36 @@ RD_REMOTE(fill_result) {
   return 0;
 }
 
-/* One round: 8 results of g_bytes / 8 made on node b (not timed), then one
- * rd_get of all 8 here (pulled at once); MiB/s of that get. */
-static double multi_get_round(void) {
-  enum { K = 8 };
-  size_t n = g_bytes / K;
-  rd_task_opts o;
-  rd_task_opts_init(&o);
-  o.resources = "only_b=0.1";
-  rd_ref r[K];
-  for (int i = 0; i < K; i++) OK(rd_submit(fill_result, RD_ARGS(rd_arg_bytes(&n, sizeof(n))), &o, &r[i]));
-  if (rd_wait(r, K, K, 300000, NULL) != K) DIE("results not made in 300 s");
-  rd_buf b[K];
-  double t0 = now();
-  OK(rd_get(r, K, b, 300000));
-  double dt = now() - t0;
-  for (int i = 0; i < K; i++) {
-    if (b[i].size != n) DIE("result of %zu bytes, expected %zu", b[i].size, n);
-    rd_buf_release(&b[i]);
-    rd_ref_release(r[i]);
-  }
-  return (double)(n * K) / 1048576.0 / dt;
-}
-
-/* One rd_get of g_many results of 128 KiB (store objects) made on node b:
- * objects per second of that get. */
-static int g_many = 2000;
-static double multi_get_many(void) {
-  size_t n = 128u << 10;
+/* k results of n bytes made on node b (not timed), then one rd_get of all
+ * of them here (pulled at once): the seconds of that get. */
+static double get_made_there(int k, size_t n) {
   rd_task_opts o;
   rd_task_opts_init(&o);
   o.resources = "only_b=0.001";
-  rd_ref *r = calloc((size_t)g_many, sizeof(*r));
-  rd_buf *b = calloc((size_t)g_many, sizeof(*b));
+  rd_ref *r = calloc((size_t)k, sizeof(*r));
+  rd_buf *b = calloc((size_t)k, sizeof(*b));
   if (!r || !b) DIE("out of memory");
-  for (int i = 0; i < g_many; i++) OK(rd_submit(fill_result, RD_ARGS(rd_arg_bytes(&n, sizeof(n))), &o, &r[i]));
-  if (rd_wait(r, (size_t)g_many, (size_t)g_many, 300000, NULL) != g_many) DIE("results not made in 300 s");
+  for (int i = 0; i < k; i++) OK(rd_submit(fill_result, RD_ARGS(rd_arg_bytes(&n, sizeof(n))), &o, &r[i]));
+  if (rd_wait(r, (size_t)k, (size_t)k, 300000, NULL) != k) DIE("results not made in 300 s");
   double t0 = now();
-  OK(rd_get(r, (size_t)g_many, b, 300000));
+  OK(rd_get(r, (size_t)k, b, 300000));
   double dt = now() - t0;
-  for (int i = 0; i < g_many; i++) {
+  for (int i = 0; i < k; i++) {
     if (b[i].size != n) DIE("result of %zu bytes, expected %zu", b[i].size, n);
     rd_buf_release(&b[i]);
     rd_ref_release(r[i]);
   }
   free(r);
   free(b);
-  return g_many / dt;
+  return dt;
 }
+
+/* 8 results of g_bytes / 8: MiB/s of the get. */
+static double multi_get_round(void) { return (double)(g_bytes / 8 * 8) / 1048576.0 / get_made_there(8, g_bytes / 8); }
+
+/* g_many results of 128 KiB (store objects): objects/s of the get. */
+static int g_many = 2000;
+static double multi_get_many(void) { return g_many / get_made_there(g_many, 128u << 10); }
 
 /* Placement groups created, waited for and removed, per second: 100 of one
  * bundle on the driver's node, or of two STRICT_SPREAD bundles (two-phase

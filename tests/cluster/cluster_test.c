@@ -518,9 +518,10 @@ static uint8_t *pattern(size_t n, unsigned seed) {
 }
 
 /* On node b: puts 4 MiB (pattern 1) and 8 bytes, has a task on c make
- * 4 MiB (pattern 1 twisted: digest_and_twist's second result, stored on c),
- * and returns refs to all three inside "nested", keeping none. */
-RD_REMOTE(hand_refs) {
+ * 4 MiB (pattern 1 twisted: digest_and_twist's second result, stored on c);
+ * out: refs to all three, the caller's to release.  0, or the task failed
+ * (rd_call_fail). */
+static int make_hand_refs(rd_call *call, rd_ref out[3]) {
   size_t n = 4u << 20;
   uint8_t *d = pattern(n, 1);
   if (!d) return rd_call_fail(call, "out of memory");
@@ -535,31 +536,27 @@ RD_REMOTE(hand_refs) {
   o.num_returns = 2;
   if (rd_submit(digest_and_twist, RD_ARGS(rd_arg_ref(r[0])), &o, &r[2]) != 0) return rd_call_fail(call, "submit");
   rd_ref_release(r[2]);
-  e = rd_return_refs(call, 0, "nested", 6, (rd_ref[]){r[0], r[1], r[3]}, 3);
-  rd_ref_release(r[0]);
-  rd_ref_release(r[1]);
-  rd_ref_release(r[3]);
+  out[0] = r[0];
+  out[1] = r[1];
+  out[2] = r[3];
+  return 0;
+}
+
+/* Returns make_hand_refs's three refs inside "nested", keeping none. */
+RD_REMOTE(hand_refs) {
+  rd_ref r[3];
+  int e = make_hand_refs(call, r);
+  if (e != 0) return e;
+  e = rd_return_refs(call, 0, "nested", 6, r, 3);
+  for (int i = 0; i < 3; i++) rd_ref_release(r[i]);
   return e;
 }
 
-/* hand_refs as a stream: the same three refs, one item each
- * (rd_yield_refs). */
+/* The same three refs as a stream, one item each (rd_yield_refs). */
 RD_REMOTE(yield_hand_refs) {
-  size_t n = 4u << 20;
-  uint8_t *d = pattern(n, 1);
-  if (!d) return rd_call_fail(call, "out of memory");
-  uint64_t small = 0xfeedull;
-  rd_ref r[4];
-  int e = rd_put(d, n, &r[0]);
-  free(d);
-  if (e != 0 || rd_put(&small, sizeof(small), &r[1]) != 0) return rd_call_fail(call, "rd_put");
-  rd_task_opts o;
-  rd_task_opts_init(&o);
-  o.resources = "only_c=1";
-  o.num_returns = 2;
-  if (rd_submit(digest_and_twist, RD_ARGS(rd_arg_ref(r[0])), &o, &r[2]) != 0) return rd_call_fail(call, "submit");
-  rd_ref_release(r[2]);
-  rd_ref items[3] = {r[0], r[1], r[3]};
+  rd_ref items[3];
+  int e = make_hand_refs(call, items);
+  if (e != 0) return e;
   for (long i = 0; i < 3 && e == 0; i++) e = rd_yield_refs(call, &i, sizeof(i), &items[i], 1);
   for (int i = 0; i < 3; i++) rd_ref_release(items[i]);
   return e ? rd_call_fail(call, "rd_yield_refs: %s", rd_err_name(e)) : 0;
