@@ -125,6 +125,10 @@ typedef struct cl_pull {
   int created;
   int tries;          /* pulls of it that failed just before this one */
   int no_room;        /* the copy could not be made here (the create waited already) */
+  /* Set by the loop once the peer is known dead (pulls_abandon): its gets
+   * were answered, it is out of C.pulls and its turn is given back, and
+   * what it brings back, if ever, is dropped.  Read by the pool thread. */
+  int abandoned;
   struct cl_pull *wait_next;   /* C.pull_wait: waiting for a turn on the thread pool */
   uint8_t *dst;
   char err[200];
@@ -184,7 +188,18 @@ static struct {
   int link_fd, link_port;
   uv_poll_t link_poll;
   uv_timer_t hb_timer;
-  uv_work_t hb_work;
+  /* The heartbeat's GCS calls run on a thread of their own, not on libuv's
+   * pool: pulls stuck on a hung peer (120 s deadline) can hold every pool
+   * thread, and a node whose heartbeat waits behind them is declared dead.
+   * hb_mu/hb_cv hand it one round at a time (hb_go); hb_async brings the
+   * answer back to the loop.  The loop fills hb_avail..hb_store_used and
+   * reads hb_status/hb_nodes only while no round runs (hb_busy). */
+  pthread_t hb_thread;
+  int hb_thread_on;
+  pthread_mutex_t hb_mu;
+  pthread_cond_t hb_cv;
+  int hb_go, hb_quit;
+  uv_async_t hb_async;
   int hb_busy;
   rd_resources hb_avail;
   int64_t hb_pending;
@@ -2118,6 +2133,7 @@ static void fails_expire(void) {
 
 static void *pull_alloc(void *arg, uint64_t size) {
   cl_pull *p = arg;
+  if (__atomic_load_n(&p->abandoned, __ATOMIC_ACQUIRE)) return NULL;   /* a new pull may make the object */
   cl_hop h = {HOP_CREATE, p->oid, size, NULL, 0, 0, 1, NULL};
   if (hop_call(&h) != 0) {
     p->no_room = 1;
@@ -2148,6 +2164,16 @@ static void pulls_start(void) {
 
 static void pull_done(uv_work_t *w, int status) {
   cl_pull *p = w->data;
+  if (__atomic_load_n(&p->abandoned, __ATOMIC_ACQUIRE)) {   /* answered already, turn given back */
+    if (p->created) {
+      (void)rd_store_release(N.store, p->oid);
+      (void)rd_store_delete(N.store, p->oid);
+    }
+    rd__log(RD_LOG_DEBUG, "abandoned pull of %llx from node %u ended: %s", (unsigned long long)p->oid, p->node,
+            rd_err_name(p->status));
+    free(p);
+    return;
+  }
   C.npulls_running--;
   rd__u64map_del(&C.pulls, p->oid);
   if (status != 0 && p->status == 0) p->status = RD_ECANCELED;
@@ -2230,6 +2256,52 @@ void rd__cluster_prefetch(const uint64_t *ids, const uint32_t *nodes, size_t n, 
     C.pull_wait_tail = &p->wait_next;
   }
   pulls_start();
+}
+
+/* Node `node` is dead: the pulls from it are answered now, with its death,
+ * rather than when their calls give up (a hung peer holds them until the
+ * 120 s deadline or gRPC's keepalive, 10 s).  Those not started are
+ * dropped; those running are abandoned (pull_done drops what they bring
+ * back) and give their turn to the next. */
+static void pull_fail_dead(const cl_pull *p) {
+  char why[200];
+  snprintf(why, sizeof(why), "object %llx was held on node %u, which died", (unsigned long long)p->oid, p->node);
+  fail_record(p->oid, RD_ENODE_DIED, why, p->tries + 1, 0);
+}
+
+static void pulls_abandon(uint32_t node) {
+  if (!C.pulls.slots || !C.pulls.count) return;
+  size_t dropped = 0, abandoned = 0;
+  for (cl_pull **pp = &C.pull_wait; *pp;) {   /* not started */
+    cl_pull *p = *pp;
+    if (p->node != node) {
+      pp = &p->wait_next;
+      continue;
+    }
+    *pp = p->wait_next;
+    pull_fail_dead(p);
+    rd__u64map_del(&C.pulls, p->oid);
+    free(p);
+    dropped++;
+  }
+  C.pull_wait_tail = &C.pull_wait;
+  while (*C.pull_wait_tail) C.pull_wait_tail = &(*C.pull_wait_tail)->wait_next;
+  /* the rest of C.pulls are running: at most RD_CL_MAX_PULLS */
+  cl_pull *run[RD_CL_MAX_PULLS];
+  for (uint64_t i = 0; i <= C.pulls.mask && abandoned < RD_CL_MAX_PULLS; i++) {
+    cl_pull *p = C.pulls.slots[i].val;
+    if (p && p->node == node) run[abandoned++] = p;
+  }
+  for (size_t i = 0; i < abandoned; i++) {
+    cl_pull *p = run[i];
+    pull_fail_dead(p);
+    rd__u64map_del(&C.pulls, p->oid);
+    __atomic_store_n(&p->abandoned, 1, __ATOMIC_RELEASE);
+    C.npulls_running--;
+  }
+  if (dropped + abandoned)
+    rd__log(RD_LOG_INFO, "%zu pulls from dead node %u answered with its death (%zu had started)", dropped + abandoned,
+            node, abandoned);
 }
 
 int rd__cluster_obj_status(uint64_t id, const char **why) {
@@ -2390,8 +2462,7 @@ void rd__cluster_job_end(node_job *j) {
 
 /* ------------------------------------------------------------- heartbeats */
 
-static void hb_work(uv_work_t *w) {
-  (void)w;
+static void hb_round(void) {
   uint64_t ver = 0;
   C.hb_status = rd_gcs_heartbeat(C.gcs, C.index, &C.hb_avail, C.hb_pending, C.hb_store_used, &ver);
   C.hb_nodes = NULL;
@@ -2401,10 +2472,27 @@ static void hb_work(uv_work_t *w) {
 
 static void node_shutdown_now(void) { raise(SIGTERM); }
 
-static void hb_done(uv_work_t *w, int status) {
-  (void)w;
+static void *hb_main(void *arg) {
+  (void)arg;
+  pthread_mutex_lock(&C.hb_mu);
+  for (;;) {
+    while (!C.hb_go && !C.hb_quit) pthread_cond_wait(&C.hb_cv, &C.hb_mu);
+    if (C.hb_quit) break;
+    C.hb_go = 0;
+    pthread_mutex_unlock(&C.hb_mu);
+    hb_round();
+    uv_async_send(&C.hb_async);
+    pthread_mutex_lock(&C.hb_mu);
+  }
+  pthread_mutex_unlock(&C.hb_mu);
+  return NULL;
+}
+
+static void hb_done(uv_async_t *a) {
+  (void)a;
+  if (!C.hb_busy) return;
   C.hb_busy = 0;
-  if (status != 0) return;
+  if (C.stopping) return;
   if (C.hb_status == RD_ENODE_DIED) {
     rd__log(RD_LOG_ERROR, "the GCS declared this node dead (missed heartbeats): shutting down");
     node_shutdown_now();
@@ -2425,11 +2513,14 @@ static void hb_done(uv_work_t *w, int status) {
   C.hb_failing_since = 0;
   if (!C.hb_nodes) return;
   /* nodes that died since the last view: end everything bridged to them */
+  int dead = 0;
   for (size_t i = 0; i < C.hb_n; i++) {
     const rd_gcs_node *n = &C.hb_nodes[i];
     const rd_gcs_node *old = view_find(n->index);
     if (n->state != RD_GCS_NODE_ALIVE && old && old->state == RD_GCS_NODE_ALIVE) {
       rd__log(RD_LOG_WARN, "node %u (%s) is dead: %s", n->index, n->ip, n->death_reason);
+      pulls_abandon(n->index);
+      dead++;
       /* owners rebuild what they keep lineage for at once (before the
        * links go: dropping a client may cut this walk short) */
       Rd__NodeDead nd = RD__NODE_DEAD__INIT;
@@ -2450,6 +2541,10 @@ static void hb_done(uv_work_t *w, int status) {
   view_changed();
   rd__pg_view_changed();
   fails_expire();
+  if (dead) {   /* gets that waited on pulls from them are answered */
+    pulls_start();
+    rd__node_retry_parked();
+  }
   rd__node_flush_all();
 }
 
@@ -2466,8 +2561,23 @@ static void on_hb_timer(uv_timer_t *t) {
   rd_store_stats s;
   rd_store_get_stats(N.store, &s);
   C.hb_store_used = s.used;
-  C.hb_work.data = NULL;
-  uv_queue_work(N.loop, &C.hb_work, hb_work, hb_done);
+  pthread_mutex_lock(&C.hb_mu);
+  C.hb_go = 1;
+  pthread_cond_signal(&C.hb_cv);
+  pthread_mutex_unlock(&C.hb_mu);
+}
+
+/* Ends the heartbeat thread, after at most one GCS call's deadline. */
+static void hb_thread_stop(void) {
+  if (!C.hb_thread_on) return;
+  pthread_mutex_lock(&C.hb_mu);
+  C.hb_quit = 1;
+  pthread_cond_signal(&C.hb_cv);
+  pthread_mutex_unlock(&C.hb_mu);
+  pthread_join(C.hb_thread, NULL);
+  C.hb_thread_on = 0;
+  free(C.hb_nodes);   /* a round the loop never took */
+  C.hb_nodes = NULL;
 }
 
 /* ------------------------------------------------------------- lifecycle */
@@ -2565,6 +2675,14 @@ int rd__cluster_start(const rd_node_opts *o, char *err, size_t errlen) {
     fprintf(cf, "node_index=%u\nlink_port=%d\nxfer_port=%d\n", C.index, C.link_port, C.xfer_port);
     fclose(cf);
   }
+  pthread_mutex_init(&C.hb_mu, NULL);
+  pthread_cond_init(&C.hb_cv, NULL);
+  uv_async_init(N.loop, &C.hb_async, hb_done);
+  if (pthread_create(&C.hb_thread, NULL, hb_main, NULL) != 0) {
+    snprintf(err, errlen, "cannot start the heartbeat thread");
+    return RD_ESYS;
+  }
+  C.hb_thread_on = 1;
   uv_timer_init(N.loop, &C.hb_timer);
   uv_timer_start(&C.hb_timer, on_hb_timer, RD_CL_HEARTBEAT_MS, RD_CL_HEARTBEAT_MS);
   C.on = 1;
@@ -2583,6 +2701,7 @@ void rd__cluster_stop(void) {
   retries_cancel();
   if (C.on) {
     uv_timer_stop(&C.hb_timer);
+    hb_thread_stop();
     (void)rd_gcs_unregister_node(C.gcs, C.index, "node stopped");
   }
   if (C.xfer) rd_xfer_server_stop(C.xfer);

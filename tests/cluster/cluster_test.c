@@ -1624,6 +1624,63 @@ static int t_object_lost(void) {
   return 0;
 }
 
+/* Node b hangs (SIGSTOP: it neither answers nor closes its sockets) while
+ * the head pulls objects from it, with libuv's pool at 2 threads
+ * (UV_THREADPOOL_SIZE, set by the script): the hung pulls hold every pool
+ * thread, and the head must still send its heartbeats, or the GCS declares
+ * the head dead too and one hung node takes a healthy one along.  The get
+ * ends with b's death, not the pulls' 120 s deadline; the head serves on. */
+static int t_hung_peer(void) {
+  join();
+  rd_task_opts o;
+  rd_task_opts_init(&o);
+  o.resources = "only_b=0.25";
+  o.max_retries = 0;
+  enum { NH = 6 };
+  rd_ref r[NH];
+  long sz = 1l << 20;
+  for (long i = 0; i < NH; i++)
+    CHECK_EQ(rd_submit(make_sized, RD_ARGS(rd_arg_bytes(&sz, sizeof(long)), rd_arg_bytes(&i, sizeof(long))), &o,
+                       &r[i]), 0);
+  CHECK_EQ(rd_wait(r, NH, NH, 60000, NULL), NH);
+  int pid = node_pid("127.0.0.2");
+  CHECK(pid > 0);
+  CHECK_EQ(kill(pid, SIGSTOP), 0);
+  double t0 = now_s();
+  rd_buf b[NH];
+  memset(b, 0, sizeof(b));   /* not filled on a timeout */
+  int e = rd_get(r, NH, b, 60000);
+  double s = now_s() - t0;
+  printf("get of %d objects on hung node b: %s after %.2f s: %.*s\n", NH, rd_err_name(e), s,
+         e && b[0].error ? (int)b[0].size : 0, e && b[0].error ? (const char *)b[0].data : "");
+  CHECK(e == RD_ENODE_DIED || e == RD_EOBJECT_LOST);
+  CHECK(s < 8);   /* b is declared dead after 2 s; the hung pulls would hold the get for 10 s or more */
+  for (int i = 0; i < NH; i++) rd_buf_release(&b[i]);
+  /* the head and c live on: the head's next heartbeats were answered */
+  sleep(3);
+  rd_node_info ni;
+  CHECK_EQ(rd_node_info_get(&ni), 0);
+  printf("after b hung: %u nodes alive\n", ni.cluster_nodes);
+  CHECK_EQ(ni.cluster_nodes, 2);
+  rd_task_opts h;
+  rd_task_opts_init(&h);
+  h.strategy = RD_STRATEGY_NODE_AFFINITY;
+  h.node = ni.node_index;
+  long one = 1000, seed = 5;
+  rd_ref x;
+  CHECK_EQ(rd_submit(make_sized, RD_ARGS(rd_arg_bytes(&one, sizeof(long)), rd_arg_bytes(&seed, sizeof(long))), &h, &x),
+           0);
+  rd_buf xb;
+  CHECK_EQ(rd_get(&x, 1, &xb, 30000), 0);
+  CHECK_EQ(xb.size, (size_t)one);
+  rd_buf_release(&xb);
+  rd_ref_release(x);
+  for (int i = 0; i < NH; i++) rd_ref_release(r[i]);
+  CHECK_EQ(kill(pid, SIGKILL), 0);
+  rd_shutdown();
+  return 0;
+}
+
 /* One rd_get of several objects that all live on node b, of different
  * sizes so that their pulls end at different times: the head must keep
  * each pulled copy until the get has them all (it used to let each go and
@@ -2965,7 +3022,7 @@ int main(int argc, char **argv) {
       {"two_jobs_local", t_two_jobs_local},     {"lease_reuse", t_lease_reuse},
       {"detached_make", t_detached_make},       {"detached_use", t_detached_use},
       {"detached_gone", t_detached_gone},       {"gcs_restart_before", t_gcs_restart_before},
-      {"gcs_restart_after", t_gcs_restart_after}, {"lineage", t_lineage}, {"nodes", t_nodes}, {"get_many_remote", t_get_many_remote}, {"shuffle", t_shuffle}, {"bad_node", t_bad_node}, {"lineage_eager", t_lineage_eager}, {"respill", t_respill},       {"cancel", t_cancel}, {"memory_remote", t_memory_remote},
+      {"gcs_restart_after", t_gcs_restart_after}, {"lineage", t_lineage}, {"nodes", t_nodes}, {"get_many_remote", t_get_many_remote}, {"hung_peer", t_hung_peer}, {"shuffle", t_shuffle}, {"bad_node", t_bad_node}, {"lineage_eager", t_lineage_eager}, {"respill", t_respill},       {"cancel", t_cancel}, {"memory_remote", t_memory_remote},
       {"borrow", t_borrow},                     {"stream", t_stream},           {"nested", t_nested},
       {"collective", t_collective},
   };

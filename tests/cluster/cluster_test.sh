@@ -41,6 +41,8 @@ trap 'exit 1' INT TERM
 ( sleep 200 && echo "FAIL: $CASE: over 200 s, stopping the cluster" >&2 && "$R" stop && kill -TERM $$ ) >/dev/null 2>&1 &
 WATCHDOG=$!
 
+# hung_peer: a small libuv pool in every node, as a user may set it
+[ "$CASE" = hung_peer ] && export UV_THREADPOOL_SIZE=2
 "$R" start --head --port 0 --node-ip 127.0.0.1 --num-cpus 2 --object-store-memory 700000000 >/dev/null || fail "head"
 ADDR=$(sed -n 's/^gcs=//p' "$ROOT/node-127.0.0.1/cluster")
 [ -n "$ADDR" ] || fail "no GCS address"
