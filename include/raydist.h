@@ -296,6 +296,17 @@ typedef struct rd_task_opts {
    * rd_stream_next (it waits in rd_yield beyond that); 0: the default, 64;
    * -1: no limit. */
   int stream_window;
+  /* Environment variables of the worker process that runs it (Ray's
+   * runtime_env={"env_vars": ...}): a NULL-terminated list of "NAME=VALUE"
+   * strings, or NULL.  Tasks with a set run only in workers started with
+   * exactly that set (on top of the node's environment), so variables
+   * read once at process start (OMP_NUM_THREADS, OPENBLAS_NUM_THREADS,
+   * MALLOC_CONF, LD_LIBRARY_PATH, ...) take effect; each distinct set has
+   * its own pool of workers on each node.  The list is copied at submit.
+   * At most 64 variables and 16 KiB; names [A-Za-z_][A-Za-z0-9_]*, each
+   * once, not RAYDIST_* nor CUDA_VISIBLE_DEVICES (the runtime sets those):
+   * RD_EINVAL otherwise. */
+  const char *const *env;
 } rd_task_opts;
 
 /* num_returns for a streaming task or actor call (Ray's generators with
@@ -535,6 +546,9 @@ typedef struct rd_actor_opts {
    * (rd_init without an address) stops with its first driver, and a group
    * removed with its creator still takes its actors along. */
   int detached;
+  /* Environment variables of the actor's process, as rd_task_opts.env
+   * (kept for its restarts). */
+  const char *const *env;
 } rd_actor_opts;
 
 RD_EXTERN void rd_actor_opts_init(rd_actor_opts *o);

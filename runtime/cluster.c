@@ -94,6 +94,7 @@ typedef struct cl_rreq {
   uint64_t pg_id;           /* for a placement-group bundle on target (pg.c) */
   int bundle;
   node_job *job;            /* the owner's: its code runs there */
+  const node_env *env;      /* its workers' variables (LeaseRequest.env), or NULL */
   uint32_t gcs_job;         /* the owner's GCS job when it is a worker here (its lease's) */
   int grant_or_reject;      /* placed from the view, could wait here: the target may refuse */
   struct cl_rreq *next;
@@ -251,7 +252,9 @@ static rd_gcs_node *view_find(uint32_t index) {
 }
 
 /* The entry saying node must not be used for job now, or NULL. */
+/* Nodes are avoided for a whole job, its env variants (node.c) included. */
 static const cl_avoid *avoid_find(const node_job *job, uint32_t node) {
+  job = rd__job_base(job);
   if (!job) return NULL;
   uint64_t now = rd__now_ns();
   for (int i = 0; i < CL_AVOID_MAX; i++)
@@ -260,6 +263,7 @@ static const cl_avoid *avoid_find(const node_job *job, uint32_t node) {
 }
 
 int rd__cluster_avoid(const node_job *job, uint32_t node, const char *why) {
+  job = rd__job_base(job);
   if (!C.on || !job) return 0;
   if (!node) node = C.index;
   uint64_t now = rd__now_ns();
@@ -788,6 +792,8 @@ static void rreq_send(cl_rreq *q) {
   m.pg_id = q->pg_id;
   m.bundle_index = q->bundle;
   m.grant_or_reject = q->grant_or_reject;
+  m.n_env = q->env ? q->env->n : 0;
+  m.env = q->env ? q->env->vars : NULL;
   link_send(q->link, RD__MSG_TYPE__MSG_LINK_LEASE, &m.base);
 }
 
@@ -845,7 +851,8 @@ static cl_rreq *rreq_new(node_client *c, uint64_t req_id, const rd_resources *re
   return q;
 }
 
-int rd__cluster_lease_request(node_client *c, const Rd__LeaseRequest *m, const rd_resources *res) {
+int rd__cluster_lease_request(node_client *c, const Rd__LeaseRequest *m, const rd_resources *res,
+                              const node_env *env) {
   if (!C.on) return 0;
   int err = 0;
   char why[300] = "";
@@ -861,6 +868,9 @@ int rd__cluster_lease_request(node_client *c, const Rd__LeaseRequest *m, const r
   if (!q) return 1;
   q->req = *m;
   q->req.res = NULL;
+  q->req.n_env = 0;   /* the message goes; the interned set stays */
+  q->req.env = NULL;
+  q->env = env;
   /* The view that chose t is up to a second old (two heartbeats), so t's
    * room may be gone: if this node can run the request, t grants it only
    * from what it has unclaimed when the request arrives, or refuses it and
@@ -879,9 +889,10 @@ int rd__cluster_lease_request(node_client *c, const Rd__LeaseRequest *m, const r
 /* Lease for an owner here on node `target`, from bundle `bundle` of placement
  * group pg_id reserved there (pg.c chose it). */
 void rd__cluster_lease_to(node_client *c, uint64_t req_id, const rd_resources *res, int priority, uint32_t target,
-                          uint64_t pg_id, int bundle) {
+                          uint64_t pg_id, int bundle, const node_env *env) {
   cl_rreq *q = rreq_new(c, req_id, res, priority, target);
   if (!q) return;
+  q->env = env;
   q->pg_id = pg_id;
   q->bundle = bundle;
   rreq_go(q);
@@ -1058,6 +1069,7 @@ typedef struct code_fetch {
   uint32_t gcs_job;         /* the requester's GCS job (LinkLease.job_id) */
   double weight;            /* its fair-share weight there (LinkLease.job_weight) */
   int grant_or_reject;      /* LinkLease.grant_or_reject */
+  const node_env *env;      /* LinkLease.env */
   char hash[65];
   char path[600];
   char **argv;
@@ -1112,7 +1124,7 @@ static void queue_link_request(node_client *link, const code_fetch *f) {
   if (f->grant_or_reject && !f->pg_id && refused_busy(link, f)) return;
   /* a job driven from elsewhere has its drivers' weight here too (fair.c) */
   if (f->job && f->job->drivers == 0 && f->weight > 0 && f->weight <= 1000) f->job->weight = f->weight;
-  rd__node_lease_queue(link, f->req_id, &f->res, f->priority, b, f->job, f->gcs_job, 0);
+  rd__node_lease_queue(link, f->req_id, &f->res, f->priority, b, f->job, f->env, f->gcs_job, 0);
 }
 
 /* Forwarded requests that waited for the job's code hash go now. */
@@ -1213,6 +1225,13 @@ static void on_link_lease(node_client *c, Rd__LinkLease *m) {
     rd__node_reply_grant(c, m->req_id, RD_EINFEASIBLE, "the node chosen for spillback cannot satisfy the request");
     return;
   }
+  const node_env *env;
+  char why[200];
+  int er = rd__node_env(m->env, m->n_env, &env, why, sizeof(why));
+  if (er != 0) {
+    rd__node_reply_grant(c, m->req_id, er, why);
+    return;
+  }
   code_fetch *f = calloc(1, sizeof(*f));
   if (!f) {
     rd__node_reply_grant(c, m->req_id, RD_ENOMEM, "node out of memory");
@@ -1226,6 +1245,7 @@ static void on_link_lease(node_client *c, Rd__LinkLease *m) {
   f->gcs_job = m->job_id;
   f->weight = m->job_weight;
   f->grant_or_reject = m->grant_or_reject;
+  f->env = env;
   code_fetch_start(f, c, m->code_hash, m->argv, m->n_argv);
 }
 
@@ -1560,6 +1580,8 @@ static void actor_spec(node_actor *a, Rd__ActorCreate *spec, rd__res_msg *rm) {
   spec->priority = a->priority;
   spec->pg_id = a->pg_id;
   spec->bundle_index = a->bundle_index;
+  spec->n_env = a->env ? a->env->n : 0;
+  spec->env = a->env ? a->env->vars : NULL;
 }
 
 static void await_add(uint64_t id) {

@@ -42,7 +42,8 @@ int rd__cluster_alive_nodes(void);
 
 /* A lease request from a local owner: 0 = schedule it here, 1 = taken
  * (forwarded to another node, or answered with an error). */
-int rd__cluster_lease_request(node_client *c, const Rd__LeaseRequest *m, const rd_resources *res);
+int rd__cluster_lease_request(node_client *c, const Rd__LeaseRequest *m, const rd_resources *res,
+                              const node_env *env);
 /* Node `node` (0: this one) cannot start job's workers (why): leave it out of
  * job's placements for RAYDIST_NODE_AVOID_MS (60 s).  1 when recorded, so
  * requests may go elsewhere; 0 when not in a cluster. */
@@ -130,7 +131,7 @@ int rd__cluster_node_alive(uint32_t index);
 int rd__cluster_node_usable(uint32_t index);   /* alive, and its link did not just fail */
 size_t rd__cluster_pg_nodes(rd_pg_node *out, size_t max);
 void rd__cluster_lease_to(node_client *c, uint64_t req_id, const rd_resources *res, int priority, uint32_t target,
-                          uint64_t pg_id, int bundle);
+                          uint64_t pg_id, int bundle, const node_env *env);
 int rd__cluster_handle_frame(node_client *c, const rd__frame *f);
 
 #endif

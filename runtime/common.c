@@ -147,3 +147,84 @@ void rd__rm_rf(const char *path) {
   }
   rmdir(path);
 }
+
+/* ------------------------------------------------------------ task env */
+
+static int env_name_len(const char *v) {   /* length of NAME in "NAME=...", or -1 */
+  int i = 0;
+  if (!((v[0] >= 'A' && v[0] <= 'Z') || (v[0] >= 'a' && v[0] <= 'z') || v[0] == '_')) return -1;
+  for (i = 1; v[i] && v[i] != '='; i++)
+    if (!((v[i] >= 'A' && v[i] <= 'Z') || (v[i] >= 'a' && v[i] <= 'z') || (v[i] >= '0' && v[i] <= '9') ||
+          v[i] == '_'))
+      return -1;
+  return v[i] == '=' ? i : -1;
+}
+
+static int env_cmp(const void *a, const void *b) {
+  const char *x = *(const char *const *)a, *y = *(const char *const *)b;
+  for (;; x++, y++) {   /* by name: '=' ends it and sorts first */
+    int cx = *x == '=' ? 0 : (unsigned char)*x, cy = *y == '=' ? 0 : (unsigned char)*y;
+    if (cx != cy || !cx) return cx - cy;
+  }
+}
+
+int rd__env_canon(const char *const *vars, size_t n, char **out, size_t *len, char *err, size_t errlen) {
+  *out = NULL;
+  *len = 0;
+  if (n == 0) return 0;
+  if (!vars || n > RD_ENV_MAX_VARS) {
+    snprintf(err, errlen, "env: %zu variables (at most %d)", n, RD_ENV_MAX_VARS);
+    return RD_EINVAL;
+  }
+  size_t total = 0;
+  for (size_t i = 0; i < n; i++) {
+    const char *v = vars[i];
+    int nl = v ? env_name_len(v) : -1;
+    if (nl < 0) {
+      snprintf(err, errlen, "env entry %zu '%.60s' is not NAME=VALUE with a name of letters, digits and _", i,
+               v ? v : "(null)");
+      return RD_EINVAL;
+    }
+    if (!strncmp(v, "RAYDIST_", 8) || (nl == 20 && !strncmp(v, "CUDA_VISIBLE_DEVICES", 20))) {
+      snprintf(err, errlen, "env entry %zu sets %.*s, which the runtime sets itself", i, nl, v);
+      return RD_EINVAL;
+    }
+    total += strlen(v) + 1;
+    if (total > RD_ENV_MAX_BYTES) {
+      snprintf(err, errlen, "env: more than %d bytes", RD_ENV_MAX_BYTES);
+      return RD_EINVAL;
+    }
+  }
+  const char **sorted = malloc(n * sizeof(*sorted));
+  char *buf = malloc(total);
+  if (!sorted || !buf) {
+    free(sorted);
+    free(buf);
+    snprintf(err, errlen, "out of memory");
+    return RD_ENOMEM;
+  }
+  memcpy(sorted, vars, n * sizeof(*sorted));
+  qsort(sorted, n, sizeof(*sorted), env_cmp);
+  size_t k = 0;
+  for (size_t i = 0; i < n; i++) {
+    if (i > 0 && env_cmp(&sorted[i - 1], &sorted[i]) == 0) {
+      snprintf(err, errlen, "env sets %.*s twice", env_name_len(sorted[i]), sorted[i]);
+      free(sorted);
+      free(buf);
+      return RD_EINVAL;
+    }
+    size_t l = strlen(sorted[i]) + 1;
+    memcpy(buf + k, sorted[i], l);
+    k += l;
+  }
+  free(sorted);
+  *out = buf;
+  *len = total;
+  return 0;
+}
+
+size_t rd__env_split(const char *canon, size_t len, char **out, size_t max) {
+  size_t n = 0;
+  for (size_t k = 0; k < len && n < max; k += strlen(canon + k) + 1) out[n++] = (char *)canon + k;
+  return n;
+}

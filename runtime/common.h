@@ -61,6 +61,21 @@ int rd__res_from_msg(const Rd__Resources *m, rd_resources *out);
  * resources): only non-negative, no whole-number rule above one unit. */
 int rd__res_amounts_from_msg(const Rd__Resources *m, rd_resources *out);
 
+/* Environment variables of a task's or an actor's worker process
+ * (rd_task_opts.env, rd_actor_opts.env): "NAME=VALUE" entries.  The
+ * canonical form is the entries sorted by name, each ended by a NUL, so that
+ * equal sets compare equal with memcmp.  rd__env_canon checks vars[0..n)
+ * (n at most RD_ENV_MAX_VARS, RD_ENV_MAX_BYTES in all; names [A-Za-z_]
+ * [A-Za-z0-9_]*, each once; not RAYDIST_*, which the runtime sets, nor
+ * CUDA_VISIBLE_DEVICES, which the GPU grant sets) and sets *out (malloc'd;
+ * NULL when n is 0) and *len: 0, or RD_EINVAL / RD_ENOMEM with a reason in
+ * err.  rd__env_split points out[0..) at the entries of a canonical form
+ * and returns how many (at most max). */
+#define RD_ENV_MAX_VARS 64
+#define RD_ENV_MAX_BYTES 16384
+int rd__env_canon(const char *const *vars, size_t n, char **out, size_t *len, char *err, size_t errlen);
+size_t rd__env_split(const char *canon, size_t len, char **out, size_t max);
+
 /* Where session directories live: $RAYDIST_TMPDIR (default /tmp)/raydist-<uid>. */
 void rd__session_root(char *root, size_t len);
 /* The first line of a small file (a token, a port) without its newline: 0,

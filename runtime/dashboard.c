@@ -146,6 +146,8 @@ static void render_json(rd__mbuf *b, const dash_req *q, const node_facts *f) {
     if (!job_shown(j)) continue;
     rd__mbuf_printf(b, "%s{\"id\":%u,\"gcs_job\":%u,\"exe\":", first ? "" : ",", j->id, j->gcs_job_id);
     put_json(b, j->exe);
+    /* a variant: the workers of job env_of with env_vars variables (rd_task_opts.env) */
+    if (j->base) rd__mbuf_printf(b, ",\"env_of\":%u,\"env_vars\":%zu", j->base->id, j->env->n);
     rd__mbuf_printf(b, ",\"drivers\":%d,\"workers\":%d,\"weight\":%g,\"held\":", j->drivers, j->nworkers, j->weight);
     json_res(b, &j->held, &j->held);
     rd__mbuf_printf(b, ",\"share\":%.4f,\"waiting\":%d,\"yields\":%llu}", j->share, j->waiting,
@@ -266,6 +268,7 @@ static void render_html(rd__mbuf *b, const dash_req *q, const node_facts *f) {
     if (!job_shown(j)) continue;
     rd__mbuf_printf(b, "<tr><td>%u</td><td>", j->id);
     put_html(b, j->exe);
+    if (j->base) rd__mbuf_printf(b, " (workers of job %u with %zu environment variables)", j->base->id, j->env->n);
     rd__mbuf_printf(b, "</td><td>%d</td><td>%d</td><td>%g</td><td>CPU %g, GPU %g</td><td>%.3f</td><td>%d</td>"
                        "<td>%llu</td></tr>\n",
                     j->drivers, j->nworkers, j->weight, u(j->held.cpu), u(j->held.gpu), j->share, j->waiting,

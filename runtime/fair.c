@@ -41,7 +41,15 @@ void rd__fair_init(void) {
   N.fair_slice_ns = (uint64_t)(ms > 0 ? ms : 2000) * 1000000ull;
 }
 
-int rd__fair_active(void) { return !N.fair_off && N.jobs && N.jobs->next; }
+/* Env variants (node.c) share their job's account: FJ(j) is it. */
+#define FJ(j) rd__job_base(j)
+
+int rd__fair_active(void) {   /* two jobs or more, not counting variants */
+  if (N.fair_off) return 0;
+  int n = 0;
+  for (node_job *j = N.jobs; j && n < 2; j = j->next) n += !j->base;
+  return n > 1;
+}
 
 /* j holds r more (sign 1) or less (-1): its share follows. */
 static void job_add(node_job *j, const rd_resources *r, int sign) {
@@ -69,12 +77,12 @@ int rd__fair_tally(void) {
   }
   for (node_worker *w = N.workers; w; w = w->next) {
     rd_resources h = worker_holds(w);
-    rd_fair_res_add(&w->job->held, &h, +1);
+    rd_fair_res_add(&FJ(w->job)->held, &h, +1);
   }
   int waiting_jobs = 0;
   for (rd_sched_item *it = N.queue.head; it; it = it->next) {
     lease_req *r = it->data;
-    if (r->job->waiting++ == 0) waiting_jobs++;
+    if (FJ(r->job)->waiting++ == 0) waiting_jobs++;
   }
   for (node_job *j = N.jobs; j; j = j->next) j->share = rd_fair_share(&N.ledger.total, &j->held, j->weight);
   return waiting_jobs;
@@ -82,7 +90,7 @@ int rd__fair_tally(void) {
 
 static double job_rank(const rd_sched_item *it, void *ctx) {
   (void)ctx;
-  return ((const lease_req *)it->data)->job->share;
+  return FJ(((const lease_req *)it->data)->job)->share;
 }
 
 void rd__fair_order(void) {
@@ -105,10 +113,10 @@ static int frees_what_is_short(const node_worker *w, uint32_t kinds) {
 
 /* The lease to ask back for r (short of kinds), or NULL. */
 static node_worker *pick_victim(const lease_req *r, uint32_t kinds, uint64_t now) {
-  node_job *b = r->job;
+  node_job *b = FJ(r->job);
   node_worker *best = NULL;
   for (node_worker *w = N.workers; w; w = w->next) {
-    node_job *a = w->job;
+    node_job *a = FJ(w->job);
     if (w->state != W_LEASED || w->actor || w->bundle || w->yield_asked || a == b) continue;
     if (!w->lease_owner || w->lease_owner->dead) continue;
     if (w->lease_priority > r->item.priority || !frees_what_is_short(w, kinds)) continue;
@@ -117,7 +125,8 @@ static node_worker *pick_victim(const lease_req *r, uint32_t kinds, uint64_t now
     if (!ok)   /* a grant both want whole: take turns */
       ok = a->share > b->share && now - w->granted_ns >= (uint64_t)((double)N.fair_slice_ns * a->weight);
     if (!ok) continue;
-    if (!best || a->share > best->job->share || (a->share == best->job->share && w->granted_ns < best->granted_ns))
+    if (!best || a->share > FJ(best->job)->share ||
+        (a->share == FJ(best->job)->share && w->granted_ns < best->granted_ns))
       best = w;
   }
   return best;
@@ -134,7 +143,7 @@ void rd__fair_yield(void) {
     if (r->yield_worker) {
       node_worker *w = worker_by_id(r->yield_worker);
       if (w && w->state == W_LEASED && w->yield_asked) {
-        job_add(r->job, &it->req, +1);   /* on its way: count it as r's */
+        job_add(FJ(r->job), &it->req, +1);   /* on its way: count it as r's */
         continue;
       }
       r->yield_worker = 0;   /* given back and taken by someone else: ask again */
@@ -151,13 +160,13 @@ void rd__fair_yield(void) {
     w->yield_asked = 1;
     r->yield_worker = w->id;
     N.fair_yields++;
-    w->job->yields++;
+    FJ(w->job)->yields++;
     rd__log(RD_LOG_DEBUG, "fair share: job %u (share %.3f) gives worker %u's lease back for job %u (share %.3f)",
-            w->job->id, w->job->share, w->id, r->job->id, r->job->share);
+            FJ(w->job)->id, FJ(w->job)->share, w->id, FJ(r->job)->id, FJ(r->job)->share);
     /* count the move now, so the next request is judged on what will be */
     rd_resources give = worker_holds(w);
-    job_add(w->job, &give, -1);
-    job_add(r->job, &it->req, +1);
+    job_add(FJ(w->job), &give, -1);
+    job_add(FJ(r->job), &it->req, +1);
     /* a job with no worker here starts one now, so it is ready when the
      * lease comes back (can_run grows a pool only when resources are free) */
     if (r->job->nidle == 0 && r->job->nstarting == 0 && r->job->want == 0) r->job->want = 1;

@@ -167,16 +167,29 @@ static void worker_on_exit(uv_process_t *p, int64_t status, int sig) {
   }
 }
 
-static char **build_worker_env(uint32_t wid) {
+/* Does `set` (a job variant's variables) set the variable of entry v? */
+static int env_sets(const node_env *set, const char *v) {
+  const char *eq = strchr(v, '=');
+  size_t nl = eq ? (size_t)(eq - v) : strlen(v);
+  for (size_t i = 0; set && i < set->n; i++)
+    if (!strncmp(set->vars[i], v, nl) && set->vars[i][nl] == '=') return 1;
+  return 0;
+}
+
+/* The worker's environment: the node's, less what the runtime sets for each
+ * worker, with the job variant's variables (jenv) in place of the node's. */
+static char **build_worker_env(uint32_t wid, const node_env *jenv) {
   size_t n = 0;
   while (environ[n]) n++;
-  char **env = calloc(n + 7, sizeof(char *));
+  char **env = calloc(n + (jenv ? jenv->n : 0) + 7, sizeof(char *));
   if (!env) return NULL;
   size_t k = 0;
   for (size_t i = 0; i < n; i++)
     if (strncmp(environ[i], "RAYDIST_WORKER", 14) != 0 && strncmp(environ[i], "RAYDIST_SESSION=", 16) != 0 &&
-        strncmp(environ[i], "RAYDIST_NODE_PID=", 17) != 0 && strncmp(environ[i], "RAYDIST_CLUSTER_TOKEN=", 22) != 0)
+        strncmp(environ[i], "RAYDIST_NODE_PID=", 17) != 0 && strncmp(environ[i], "RAYDIST_CLUSTER_TOKEN=", 22) != 0 &&
+        !env_sets(jenv, environ[i]))
       env[k++] = environ[i];
+  for (size_t i = 0; jenv && i < jenv->n; i++) env[k++] = jenv->vars[i];
   char *a = NULL, *b = NULL, *c = NULL, *d = NULL;
   const char *tok = rd__cluster_token();
   if (asprintf(&a, "RAYDIST_WORKER_ID=%u", wid) < 0) a = NULL;
@@ -204,7 +217,7 @@ static void evict_for(node_job *j) {
   for (node_worker *w = N.workers; w; w = w->next) {
     if (w->state != W_IDLE || w->job == j) continue;
     /* a job nobody here drives goes first */
-    if (!victim || (victim->job->drivers > 0 && w->job->drivers == 0)) victim = w;
+    if (!victim || (rd__job_base(victim->job)->drivers > 0 && rd__job_base(w->job)->drivers == 0)) victim = w;
   }
   if (!victim) return;
   rd__log(RD_LOG_INFO, "stopping idle worker %u of job %u to make room for job %u", victim->id, victim->job->id, j->id);
@@ -229,7 +242,7 @@ static void worker_spawn(node_job *j) {
   if (!w) return;
   w->id = ++N.next_worker_id;
   w->job = j;
-  char **env = build_worker_env(w->id);
+  char **env = build_worker_env(w->id, j->env);
   if (!env) { free(w); return; }
   uv_process_options_t o;
   memset(&o, 0, sizeof(o));
@@ -530,10 +543,14 @@ void rd__node_reply_grant(node_client *c, uint64_t req_id, int status, const cha
 /* Queue a lease request of c (a client, or a peer's link) for the node's
  * own resources, or for bundle b's. */
 void rd__node_lease_queue(node_client *c, uint64_t req_id, const rd_resources *res, int priority, node_bundle *b,
-                          node_job *job, uint32_t gcs_job, int replaceable) {
+                          node_job *job, const node_env *env, uint32_t gcs_job, int replaceable) {
   if (!job) job = rd__node_client_job(c);
   if (!job) {
     rd__node_reply_grant(c, req_id, RD_ESTATE, "this client has no job: its hello named no executable to run");
+    return;
+  }
+  if (!(job = rd__node_job_variant(job, env))) {   /* its own workers, started with env */
+    rd__node_reply_grant(c, req_id, RD_ENOMEM, "node out of memory");
     return;
   }
   lease_req *r = calloc(1, sizeof(*r));
@@ -595,11 +612,20 @@ static void on_lease_request(node_client *c, Rd__LeaseRequest *m) {
     send_msg(c, RD__MSG_TYPE__MSG_LEASE_GRANT, &lg.base, -1);
     return;
   }
-  if (m->pg_id) {   /* pg.c routes it to its bundle: here, there, or later */
-    rd__pg_lease_request(c, m, &res);
+  const node_env *env;
+  char why[200];
+  int er = rd__node_env(m->env, m->n_env, &env, why, sizeof(why));
+  if (er != 0) {
+    lg.status = er;
+    lg.error = why;
+    send_msg(c, RD__MSG_TYPE__MSG_LEASE_GRANT, &lg.base, -1);
     return;
   }
-  if (rd__cluster_lease_request(c, m, &res)) return;
+  if (m->pg_id) {   /* pg.c routes it to its bundle: here, there, or later */
+    rd__pg_lease_request(c, m, &res, env);
+    return;
+  }
+  if (rd__cluster_lease_request(c, m, &res, env)) return;
   if (!rd_res_feasible(&N.ledger, &res)) {
     char buf[256];
     snprintf(buf, sizeof(buf),
@@ -614,7 +640,7 @@ static void on_lease_request(node_client *c, Rd__LeaseRequest *m) {
   }
   /* placed here by the cluster's default policy: may go to another node
    * that has room while it waits (rd__cluster_respill) */
-  rd__node_lease_queue(c, m->req_id, &res, m->priority, NULL, NULL, 0, m->strategy == 0);
+  rd__node_lease_queue(c, m->req_id, &res, m->priority, NULL, NULL, env, 0, m->strategy == 0);
 }
 
 /* Forget request req_id that c (a client, or a peer's link) has queued
@@ -881,7 +907,8 @@ static void actor_schedule(node_actor *a) {
       return;
     }
   }
-  lease_req *r = calloc(1, sizeof(*r));
+  node_job *vj = rd__node_job_variant(a->job, a->env);   /* its worker starts with its env */
+  lease_req *r = vj ? calloc(1, sizeof(*r)) : NULL;
   if (!r) {
     a->state = A_DEAD;
     free(a->death);
@@ -897,7 +924,7 @@ static void actor_schedule(node_actor *a) {
   r->item.data = r;
   r->owner = a->creator;
   r->actor = a;
-  r->job = a->job;
+  r->job = vj;
   r->bundle = b;
   r->next = a->creator->reqs;
   a->creator->reqs = r;
@@ -1139,6 +1166,12 @@ static void on_actor_create(node_client *c, Rd__ActorCreate *m) {
     reply_actor_id(c, m->req_id, RD_EINVAL, "invalid actor options", 0);
     return;
   }
+  const node_env *env;
+  int er = rd__node_env(m->env, m->n_env, &env, buf, sizeof(buf));
+  if (er != 0) {
+    reply_actor_id(c, m->req_id, er, buf, 0);
+    return;
+  }
   if (!rd__cluster_on() && !rd_res_feasible(&N.ledger, &res)) {
     snprintf(buf, sizeof(buf), "actor %s asks for {CPU: %g, GPU: %g}, which this node can never give", m->class_name,
              rd_res_to_double(res.cpu), rd_res_to_double(res.gpu));
@@ -1161,6 +1194,7 @@ static void on_actor_create(node_client *c, Rd__ActorCreate *m) {
     return;
   }
   a->job = job;
+  a->env = env;
   a->id = rd__rec_id_make(rd__cluster_index(), ++N.next_actor_id);
   a->res = res;
   a->priority = m->priority;
@@ -1221,6 +1255,9 @@ int rd__node_actor_host_for(node_client *link, node_job *job, const Rd__ActorCre
     snprintf(err, errlen, "invalid actor spec");
     return RD_EINVAL;
   }
+  const node_env *env;
+  int er = rd__node_env(m->env, m->n_env, &env, err, errlen);
+  if (er != 0) return er;
   if (!rd_res_feasible(&N.ledger, &res)) {
     snprintf(err, errlen, "actor %s cannot fit on the node chosen to host it", m->class_name);
     return RD_EINFEASIBLE;
@@ -1248,6 +1285,7 @@ int rd__node_actor_host_for(node_client *link, node_job *job, const Rd__ActorCre
   }
   a->id = id;
   a->job = job;
+  a->env = env;
   a->gcs_job = gcs_job;
   a->res = res;
   a->priority = m->priority;
@@ -2146,14 +2184,12 @@ static void exe_identity(const char *exe, uint64_t id[4]) {
   id[3] = (uint64_t)st.st_mtim.tv_sec * 1000000000ull + (uint64_t)st.st_mtim.tv_nsec;
 }
 
-node_job *rd__node_job_get(const char *exe, char *const *argv, size_t argc) {
-  uint64_t id[4];
-  exe_identity(exe, id);
-  for (node_job *j = N.jobs; j; j = j->next)
-    if (!strcmp(j->exe, exe) && !memcmp(j->identity, id, sizeof(id))) return j;
+/* A new job entry on N.jobs for that file (identity), whose workers run
+ * exe with argv (exe alone when argc is 0); NULL when out of memory. */
+static node_job *job_new(const uint64_t identity[4], const char *exe, char *const *argv, size_t argc) {
   node_job *j = calloc(1, sizeof(*j));
   if (!j) return NULL;
-  memcpy(j->identity, id, sizeof(id));
+  memcpy(j->identity, identity, sizeof(j->identity));
   j->exe = strdup(exe);
   j->argv = calloc(argc + 2, sizeof(char *));
   int ok = j->exe && j->argv;
@@ -2171,7 +2207,67 @@ node_job *rd__node_job_get(const char *exe, char *const *argv, size_t argc) {
   j->id = ++N.next_job_id;
   j->next = N.jobs;
   N.jobs = j;
-  rd__log(RD_LOG_INFO, "job %u: workers run %s", j->id, exe);
+  return j;
+}
+
+node_job *rd__node_job_get(const char *exe, char *const *argv, size_t argc) {
+  uint64_t id[4];
+  exe_identity(exe, id);
+  for (node_job *j = N.jobs; j; j = j->next)
+    if (!j->base && !strcmp(j->exe, exe) && !memcmp(j->identity, id, sizeof(id))) return j;
+  node_job *j = job_new(id, exe, argv, argc);
+  if (j) rd__log(RD_LOG_INFO, "job %u: workers run %s", j->id, exe);
+  return j;
+}
+
+int rd__node_env(char *const *vars, size_t n, const node_env **out, char *err, size_t errlen) {
+  *out = NULL;
+  char *canon;
+  size_t len;
+  int r = rd__env_canon((const char *const *)vars, n, &canon, &len, err, errlen);
+  if (r != 0 || !canon) return r;
+  size_t count = 0;
+  for (node_env *e = N.envs; e; e = e->next, count++)
+    if (e->len == len && !memcmp(e->canon, canon, len)) {
+      free(canon);
+      *out = e;
+      return 0;
+    }
+  if (count >= RD_NODE_MAX_ENVS) {
+    free(canon);
+    snprintf(err, errlen, "env: this node already keeps %d distinct sets of variables", RD_NODE_MAX_ENVS);
+    return RD_EINVAL;
+  }
+  node_env *e = calloc(1, sizeof(*e));
+  char **v = calloc(n, sizeof(char *));
+  if (!e || !v) {
+    free(e);
+    free(v);
+    free(canon);
+    snprintf(err, errlen, "node out of memory");
+    return RD_ENOMEM;
+  }
+  e->canon = canon;
+  e->len = len;
+  e->vars = v;
+  e->n = rd__env_split(canon, len, v, n);
+  e->next = N.envs;
+  N.envs = e;
+  *out = e;
+  return 0;
+}
+
+node_job *rd__node_job_variant(node_job *base, const node_env *env) {
+  base = rd__job_base(base);
+  if (!env || !base) return base;
+  for (node_job *j = N.jobs; j; j = j->next)
+    if (j->base == base && j->env == env) return j;
+  node_job *j = job_new(base->identity, base->exe, base->argv, base->argc);
+  if (!j) return NULL;
+  j->base = base;
+  j->env = env;
+  rd__log(RD_LOG_INFO, "job %u: workers of job %u with %zu environment variables (%.200s%s)", j->id, base->id, env->n,
+          env->vars[0], env->n > 1 ? ", ..." : "");
   return j;
 }
 
@@ -2181,7 +2277,7 @@ node_job *rd__node_job_get(const char *exe, char *const *argv, size_t argc) {
 
 static void jobs_tick(uint64_t now) {
   for (node_job *j = N.jobs; j; j = j->next) {
-    int quiet = j->drivers == 0 && j->nidle + j->nstarting == j->nworkers && j->nworkers > 0;
+    int quiet = rd__job_base(j)->drivers == 0 && j->nidle + j->nstarting == j->nworkers && j->nworkers > 0;
     if (!quiet) {
       j->quiet_since = 0;
       continue;
@@ -2211,7 +2307,7 @@ static void workers_trim(uint64_t now) {
   if (!N.idle_trim_ns) return;
   const int soft = N.opts.prestart > 0 ? N.opts.prestart : 1;
   for (node_job *j = N.jobs; j; j = j->next) {
-    if (!j->drivers || j->nworkers <= soft) continue;
+    if (!rd__job_base(j)->drivers || j->nworkers <= soft) continue;
     int ntask = 0;
     for (node_worker *w = N.workers; w; w = w->next)
       if (w->job == j && !w->actor && (w->state == W_IDLE || w->state == W_LEASED || w->state == W_STARTING)) ntask++;

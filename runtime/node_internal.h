@@ -26,8 +26,26 @@ typedef struct node_worker node_worker;
  * job.  Records live as long as the node (a few hundred bytes each); a job's
  * idle workers are stopped once it has been quiet for a while, or to make
  * room for another job's. */
+/* A set of environment variables for workers (rd_task_opts.env), in
+ * canonical form (common.h), interned: one per distinct set, kept for the
+ * daemon's life, so that requests and jobs compare sets by pointer. */
+typedef struct node_env {
+  char *canon;
+  size_t len;
+  size_t n;
+  char **vars;              /* the n entries, pointing into canon */
+  struct node_env *next;
+} node_env;
+#define RD_NODE_MAX_ENVS 4096
+
 typedef struct node_job {
   uint32_t id;              /* this node's sequence, for logs */
+  /* A job's workers for one env set are a job of their own (a variant):
+   * the same executable, started with those variables, and granted only
+   * to requests with that set; base is the job itself, which its drivers,
+   * code, avoided nodes and fair share belong to (rd__job_base). */
+  struct node_job *base;    /* NULL: not a variant */
+  const node_env *env;      /* a variant's set */
   char *exe;
   uint64_t identity[4];     /* the file's device, inode, size and mtime when first seen */
   char **argv;              /* NULL-terminated; argv[0] = exe when none was given */
@@ -114,6 +132,7 @@ struct node_actor {
   int bundle_index;         /* its bundle (-1: any); resolved when placed */
   int host_pid;             /* its worker's pid there */
   node_job *job;            /* its code */
+  const node_env *env;      /* its worker's environment (rd_actor_opts.env), or NULL */
   char *cls;
   char *name;               /* NULL = anonymous */
   rd_resources res;
@@ -226,6 +245,7 @@ typedef struct rd__node_state {
   int nevicting;                  /* idle workers killed for another job, not yet reaped */
   node_job *jobs;
   uint32_t next_job_id;
+  node_env *envs;           /* interned env sets (rd__node_env) */
   uint32_t next_client_id, next_worker_id;
   uint64_t next_lease_seq;
   uint64_t leases_granted;
@@ -304,7 +324,7 @@ void rd__node_bundle_drop(node_bundle *b, const char *why);
 /* job NULL: the client's own (a driver's, or its worker's); gcs_job 0: the
  * GCS job of a local owner (a driver's run, or its worker's lease) */
 void rd__node_lease_queue(node_client *c, uint64_t req_id, const rd_resources *res, int priority, node_bundle *b,
-                          node_job *job, uint32_t gcs_job, int replaceable);
+                          node_job *job, const node_env *env, uint32_t gcs_job, int replaceable);
 int rd__node_lease_drop(node_client *c, uint64_t req_id);
 void rd__node_actor_schedule(node_actor *a);
 void rd__node_actor_die(node_actor *a, const char *why);
@@ -321,6 +341,13 @@ void rd__node_reply_grant(node_client *c, uint64_t req_id, int status, const cha
  * hello named no executable); a worker's change of state (keeps the
  * node's and its job's idle and starting counts). */
 node_job *rd__node_job_get(const char *exe, char *const *argv, size_t argc);
+/* base's variant for env (base itself when env is NULL); NULL when out of
+ * memory. */
+node_job *rd__node_job_variant(node_job *base, const node_env *env);
+static inline node_job *rd__job_base(const node_job *j) { return (node_job *)(j && j->base ? j->base : j); }
+/* The interned set of a message's env entries: 0 (*out NULL when there are
+ * none), or RD_EINVAL / RD_ENOMEM with a reason in err. */
+int rd__node_env(char *const *vars, size_t n, const node_env **out, char *err, size_t errlen);
 /* What runs on this node now, counted once for the metrics and the
  * dashboard; the names of the states they print (W_STARTING..W_DYING,
  * A_PENDING..A_DEAD). */

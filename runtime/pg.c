@@ -79,6 +79,7 @@ typedef struct pg_park {
   char name[128];                 /* queries by name whose copy is being fetched */
   rd_resources res;
   int priority, bundle;
+  const node_env *env;      /* a lease's workers' variables (node.c interns them) */
   uint64_t deadline_ns;
   uint64_t since_ns;
   uint64_t asked_ns;        /* when it last had its group fetched (unknown ids) */
@@ -705,7 +706,8 @@ static int pick_bundle(const pg_rec *p, int bundle, const rd_resources *res, int
 
 /* Route a lease request of c for group p: 1 when it was answered, queued
  * or forwarded; 0 when it must wait. */
-static int route(pg_rec *p, node_client *c, uint64_t req_id, const rd_resources *res, int priority, int bundle) {
+static int route(pg_rec *p, node_client *c, uint64_t req_id, const rd_resources *res, int priority, int bundle,
+                 const node_env *env) {
   char why[400];
   int idx = -1;
   int rc = pick_bundle(p, bundle, res, &idx, why, sizeof(why));
@@ -726,15 +728,15 @@ static int route(pg_rec *p, node_client *c, uint64_t req_id, const rd_resources 
       rd__node_reply_grant(c, req_id, RD_EAGAIN, why);
       return 1;
     }
-    rd__node_lease_queue(c, req_id, res, priority, b, NULL, 0, 0);
+    rd__node_lease_queue(c, req_id, res, priority, b, NULL, env, 0, 0);
     return 1;
   }
   if (!rd__cluster_node_usable(t)) return 0;   /* waits: the node is dying or its link just failed */
-  rd__cluster_lease_to(c, req_id, res, priority, t, p->id, idx);
+  rd__cluster_lease_to(c, req_id, res, priority, t, p->id, idx, env);
   return 1;
 }
 
-void rd__pg_lease_request(node_client *c, const Rd__LeaseRequest *m, const rd_resources *res) {
+void rd__pg_lease_request(node_client *c, const Rd__LeaseRequest *m, const rd_resources *res, const node_env *env) {
   pg_rec *p = rec_find(m->pg_id);
   if (p && !p->mine && !p->fetched_ns) p = NULL;   /* forgotten: fetch it again */
   if (!p && record_of(m->pg_id) == self_index()) {
@@ -743,11 +745,12 @@ void rd__pg_lease_request(node_client *c, const Rd__LeaseRequest *m, const rd_re
     rd__node_reply_grant(c, m->req_id, RD_ENOENT, why);
     return;
   }
-  if (p && route(p, c, m->req_id, res, m->priority, m->bundle_index)) return;
+  if (p && route(p, c, m->req_id, res, m->priority, m->bundle_index, env)) return;
   if (park(PARK_LEASE, c, m->req_id, m->pg_id, NULL, res, m->priority, m->bundle_index, 0) != 0) {
     rd__node_reply_grant(c, m->req_id, RD_ENOMEM, "node out of memory");
     return;
   }
+  P.parked->env = env;   /* park put it first */
   if (!p) gcs_fetch(m->pg_id, NULL);
 }
 
@@ -803,7 +806,7 @@ int rd__pg_actor_bundle(node_actor *a, node_bundle **b, uint32_t *host, char *wh
 static void route_parked(pg_rec *p) {
   for (pg_park **pp = &P.parked; *pp;) {
     pg_park *k = *pp;
-    if (k->kind == PARK_LEASE && k->pg_id == p->id && route(p, k->c, k->req_id, &k->res, k->priority, k->bundle))
+    if (k->kind == PARK_LEASE && k->pg_id == p->id && route(p, k->c, k->req_id, &k->res, k->priority, k->bundle, k->env))
       park_free(pp);
     else
       pp = &k->next;

@@ -24,7 +24,7 @@ void rd__pg_on_query(node_client *c, const Rd__PgQuery *m);
 void rd__pg_on_remove(node_client *c, const Rd__PgRemove *m);
 /* A lease request naming a group: queued in its bundle here, forwarded to
  * the bundle's node, parked until the group is reserved, or refused. */
-void rd__pg_lease_request(node_client *c, const Rd__LeaseRequest *m, const rd_resources *res);
+void rd__pg_lease_request(node_client *c, const Rd__LeaseRequest *m, const rd_resources *res, const node_env *env);
 /* 1 when req_id of c was parked here (and is now dropped). */
 int rd__pg_lease_cancel(node_client *c, uint64_t req_id);
 /* Where actor a (a->pg_id set) goes: *b its bundle when that is on this node,

@@ -275,17 +275,27 @@ static void obj_set_failed(rd__obj *o, int err, rd__blob *msg) {
 
 /* ---------------------------------------------------------- classes */
 
-static rd__sclass *class_get(const rd_resources *r, int prio, const rd_task_opts *o) {
+/* The class of tasks with these options; env (canonical, env_len bytes)
+ * is taken over: the class keeps it or it is freed. */
+static rd__sclass *class_get(const rd_resources *r, int prio, const rd_task_opts *o, char *env, size_t env_len) {
   int strategy = o ? o->strategy : 0, soft = o ? !!o->soft : 0;
   uint32_t node = o && strategy == RD_STRATEGY_NODE_AFFINITY ? o->node : 0;
   uint64_t pg = o ? o->placement_group.id : 0;
   int bundle = pg ? o->bundle_index : -1;
   for (rd__sclass *c = G.classes; c; c = c->next)
     if (c->priority == prio && c->strategy == strategy && c->node == node && c->soft == soft &&
-        c->pg_id == pg && c->bundle == bundle && !memcmp(&c->res, r, sizeof(*r)))
+        c->pg_id == pg && c->bundle == bundle && !memcmp(&c->res, r, sizeof(*r)) && c->env_len == env_len &&
+        (!env_len || !memcmp(c->env, env, env_len))) {
+      free(env);
       return c;
+    }
   rd__sclass *c = calloc(1, sizeof(*c));
-  if (!c) return NULL;
+  if (!c) {
+    free(env);
+    return NULL;
+  }
+  c->env = env;
+  c->env_len = env_len;
   c->res = *r;
   c->priority = prio;
   c->strategy = strategy;
@@ -1128,6 +1138,9 @@ static void lease_request(rd__sclass *c) {
   m.soft = c->soft;
   m.pg_id = c->pg_id;
   m.bundle_index = c->bundle;
+  char *env[RD_ENV_MAX_VARS];
+  m.n_env = rd__env_split(c->env, c->env_len, env, RD_ENV_MAX_VARS);
+  m.env = env;
   if (G.cluster && c->qhead && !c->pg_id) {
     /* data locality: the node holding the next task's first store argument
      * kept on another node (the owner does not know store objects' sizes) */
@@ -3522,6 +3535,18 @@ static int args_check(const char *who, const char *func, const rd_value *args, s
   return 0;
 }
 
+/* rd_task_opts.env / rd_actor_opts.env (NULL-terminated) in canonical form:
+ * 0 (*out NULL when there is none), or RD_EINVAL / RD_ENOMEM with err. */
+static int env_canon(const char *const *env, char **out, size_t *len, char *err, size_t errlen) {
+  size_t n = 0;
+  while (env && env[n] && n <= RD_ENV_MAX_VARS) n++;
+  if (env && env[n]) {
+    snprintf(err, errlen, "env: more than %d variables", RD_ENV_MAX_VARS);
+    return RD_EINVAL;
+  }
+  return rd__env_canon(env, n, out, len, err, errlen);
+}
+
 /* submit_task's stream_window for these options (0: not streaming). */
 static int stream_window_of(const rd_task_opts *o) {
   if (!o || o->num_returns != RD_STREAMING) return 0;
@@ -3558,21 +3583,34 @@ int rd_submit(const rd_function *fn, const rd_value *args, size_t nargs, const r
   }
   rd_resources res;
   if (r == 0) r = opts_to_resources(opts, &res, err, sizeof(err));
+  char *env = NULL;
+  size_t env_len = 0;
+  if (r == 0) r = env_canon(opts->env, &env, &env_len, err, sizeof(err));
   if (r != 0) {
     rd__log(RD_LOG_WARN, "rd_submit: %s", err);
     return r;
   }
-  if (args_check("rd_submit", fn->name, args, nargs) != 0) return RD_EINVAL;
-  LOCKED_OR(RD_ESTATE);
-  if (G.dead) { pthread_mutex_unlock(&G.mu); return RD_ENODE_DIED; }
+  if (args_check("rd_submit", fn->name, args, nargs) != 0) {
+    free(env);
+    return RD_EINVAL;
+  }
+  pthread_mutex_lock(&G.mu);   /* LOCKED_OR, freeing env */
+  if (!G.inited) {
+    pthread_mutex_unlock(&G.mu);
+    free(env);
+    return RD_ESTATE;
+  }
+  G.user_calls++;
+  if (G.dead) { pthread_mutex_unlock(&G.mu); free(env); return RD_ENODE_DIED; }
   if (!G.cluster && !rd_res_feasible(&G.totals, &res)) {
     rd__log(RD_LOG_WARN, "rd_submit '%s': request {CPU: %g, GPU: %g} can never be satisfied by this node {CPU: %g, GPU: %g}%s",
             fn->name, opts->num_cpus, opts->num_gpus, rd_res_to_double(G.totals.total.cpu),
             rd_res_to_double(G.totals.total.gpu), res.ncustom ? " or a custom resource is missing" : "");
     pthread_mutex_unlock(&G.mu);
+    free(env);
     return RD_EINFEASIBLE;
   }
-  rd__sclass *cls = class_get(&res, opts->priority, opts);
+  rd__sclass *cls = class_get(&res, opts->priority, opts, env, env_len);
   r = cls ? submit_task(fn->name, cls, NULL, args, nargs, opts->num_returns == RD_STREAMING ? 1 : opts->num_returns,
                         opts->max_retries, stream_window_of(opts), refs_out)
           : RD_ENOMEM;
@@ -3929,6 +3967,13 @@ int rd_actor_create(const rd_actor_class *cls, const rd_value *args, size_t narg
     rd__log(RD_LOG_WARN, "rd_actor_create: %s", err);
     return RD_EINVAL;
   }
+  char *env = NULL, *envv[RD_ENV_MAX_VARS];
+  size_t env_len = 0;
+  int er = env_canon(opts->env, &env, &env_len, err, sizeof(err));
+  if (er != 0) {
+    rd__log(RD_LOG_WARN, "rd_actor_create: %s", err);
+    return er;
+  }
   /* constructor arguments are kept by the node for restarts: copy them in,
    * waiting for refs (outside the lock, through the public rd_get) */
   ProtobufCBinaryData bin[RD_MAX_ARGS];
@@ -3997,6 +4042,8 @@ int rd_actor_create(const rd_actor_class *cls, const rd_value *args, size_t narg
       m.detached = opts->detached != 0;
       m.n_args = nargs;
       m.args = bin;
+      m.n_env = rd__env_split(env, env_len, envv, RD_ENV_MAX_VARS);
+      m.env = envv;
       ProtobufCMessage *rep = NULL;
       r = rd__daemon_call(RD__MSG_TYPE__MSG_ACTOR_CREATE, &m.base, m.req_id, RD__MSG_TYPE__MSG_ACTOR_ID_REPLY, &rep,
                           30000);
@@ -4011,6 +4058,7 @@ int rd_actor_create(const rd_actor_class *cls, const rd_value *args, size_t narg
     pthread_mutex_unlock(&G.mu);
   }
   for (size_t i = 0; i < nheld; i++) rd_buf_release(&held[i]);
+  free(env);
   return r;
 }
 
@@ -4426,6 +4474,7 @@ static void ctx_reset(void) {
   while (G.classes) {
     rd__sclass *c = G.classes;
     G.classes = c->next;
+    free(c->env);
     free(c);
   }
   while (G.actors) {

@@ -164,6 +164,8 @@ struct rd__sclass {
   int nleases;
   uint64_t req_id;          /* outstanding lease request, 0 = none */
   uint64_t ewma_ns;         /* service time per task, 0 = unknown */
+  char *env;                /* rd_task_opts.env in canonical form (common.h), or NULL */
+  size_t env_len;
   rd__sclass *next;
 };
 

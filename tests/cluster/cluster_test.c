@@ -1681,6 +1681,83 @@ static int t_hung_peer(void) {
   return 0;
 }
 
+/* rd_task_opts.env / rd_actor_opts.env across nodes: "node|RD_CL_ENV" of
+ * where it ran. */
+static int env_where_reply(rd_call *call) {
+  rd_node_info ni;
+  if (rd_node_info_get(&ni) != 0) return rd_call_fail(call, "rd_node_info_get failed");
+  const char *v = getenv("RD_CL_ENV");
+  char out[128];
+  int n = snprintf(out, sizeof(out), "%u|%s", ni.node_index, v ? v : "-");
+  return rd_return_bytes(call, 0, out, (size_t)n);
+}
+
+RD_REMOTE(env_where) { return env_where_reply(call); }
+
+RD_ACTOR_METHOD(Tally, env_where) {
+  (void)state;
+  return env_where_reply(call);
+}
+
+static rd_pg pg_make(const rd_bundle *b, size_t n, int strategy, const char *name, rd_pg_info *info);
+
+static void check_env_result(rd_ref r, uint32_t want_node, const char *want_val, const char *what) {
+  rd_buf b;
+  int e = rd_get(&r, 1, &b, 60000);
+  if (e) fprintf(stderr, "%s: %s: %.*s\n", what, rd_err_name(e), (int)b.size, (const char *)b.data);
+  CHECK_EQ(e, 0);
+  char s[128], want[128];
+  snprintf(s, sizeof(s), "%.*s", (int)b.size, (const char *)b.data);
+  snprintf(want, sizeof(want), "%u|%s", want_node, want_val);
+  printf("%s: ran as %s\n", what, s);
+  CHECK(!strcmp(s, want));
+  rd_buf_release(&b);
+  rd_ref_release(r);
+}
+
+/* The env set travels with requests spilled to another node (by resource,
+ * and through a placement group's bundle there) and with an actor placed
+ * elsewhere: the worker there starts with it. */
+static int t_env(void) {
+  join();
+  uint32_t b = run_where("only_b=1"), c = run_where("only_c=1");
+  static const char *const set[] = {"RD_CL_ENV=yes", NULL};
+  rd_task_opts o;
+  rd_task_opts_init(&o);
+  o.resources = "only_b=0.5";
+  o.env = set;
+  rd_ref r;
+  CHECK_EQ(rd_submit(env_where, RD_NO_ARGS, &o, &r), 0);
+  check_env_result(r, b, "yes", "task with env on b");
+  o.env = NULL;
+  CHECK_EQ(rd_submit(env_where, RD_NO_ARGS, &o, &r), 0);
+  check_env_result(r, b, "-", "task without env on b");
+  /* through a bundle reserved on b */
+  rd_bundle bu = {1, 0, 0, "only_b=0.25"};
+  rd_pg_info info;
+  rd_pg pg = pg_make(&bu, 1, RD_PG_PACK, NULL, &info);
+  rd_task_opts po;
+  rd_task_opts_init(&po);
+  po.placement_group = pg;
+  po.bundle_index = 0;
+  po.env = set;
+  CHECK_EQ(rd_submit(env_where, RD_NO_ARGS, &po, &r), 0);
+  check_env_result(r, b, "yes", "task with env in a bundle on b");
+  CHECK_EQ(rd_pg_remove(pg), 0);
+  /* an actor placed on c */
+  rd_actor_opts ao;
+  rd_actor_opts_init(&ao);
+  ao.resources = "only_c=0.5";
+  ao.env = set;
+  rd_actor a;
+  CHECK_EQ(rd_actor_create(Tally, RD_NO_ARGS, &ao, &a), 0);
+  CHECK_EQ(rd_actor_call(a, Tally_env_where, RD_NO_ARGS, NULL, &r), 0);
+  check_env_result(r, c, "yes", "actor with env on c");
+  CHECK_EQ(rd_actor_kill(a, 1), 0);
+  rd_shutdown();
+  return 0;
+}
+
 /* One rd_get of several objects that all live on node b, of different
  * sizes so that their pulls end at different times: the head must keep
  * each pulled copy until the get has them all (it used to let each go and
@@ -3022,7 +3099,7 @@ int main(int argc, char **argv) {
       {"two_jobs_local", t_two_jobs_local},     {"lease_reuse", t_lease_reuse},
       {"detached_make", t_detached_make},       {"detached_use", t_detached_use},
       {"detached_gone", t_detached_gone},       {"gcs_restart_before", t_gcs_restart_before},
-      {"gcs_restart_after", t_gcs_restart_after}, {"lineage", t_lineage}, {"nodes", t_nodes}, {"get_many_remote", t_get_many_remote}, {"hung_peer", t_hung_peer}, {"shuffle", t_shuffle}, {"bad_node", t_bad_node}, {"lineage_eager", t_lineage_eager}, {"respill", t_respill},       {"cancel", t_cancel}, {"memory_remote", t_memory_remote},
+      {"gcs_restart_after", t_gcs_restart_after}, {"lineage", t_lineage}, {"nodes", t_nodes}, {"get_many_remote", t_get_many_remote}, {"hung_peer", t_hung_peer}, {"env", t_env}, {"shuffle", t_shuffle}, {"bad_node", t_bad_node}, {"lineage_eager", t_lineage_eager}, {"respill", t_respill},       {"cancel", t_cancel}, {"memory_remote", t_memory_remote},
       {"borrow", t_borrow},                     {"stream", t_stream},           {"nested", t_nested},
       {"collective", t_collective},
   };

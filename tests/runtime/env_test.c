@@ -1,0 +1,278 @@
+/* tests/runtime/env_test.c - environment variables of tasks' and actors'
+ * worker processes (rd_task_opts.env, rd_actor_opts.env), on an embedded
+ * cluster: each set runs in workers started with it, workers never mix
+ * sets, bad sets are refused, an actor keeps its set across restarts, and
+ * a set whose workers cannot start fails its tasks with the reason.
+ * `env_test NAME` runs one case; the binary is re-executed as the workers. */
+#include <raydist.h>
+
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "embedded.h"
+
+/* What the process saw at exec, before any code of the runtime ran. */
+static char at_start[64];
+
+/* Returns "pid|RD_ENV_A|RD_ENV_NODE|at_start", "-" for an unset one. */
+RD_REMOTE(env_probe) {
+  const char *a = getenv("RD_ENV_A"), *n = getenv("RD_ENV_NODE");
+  char out[256];
+  int len = snprintf(out, sizeof(out), "%d|%s|%s|%s", (int)getpid(), a ? a : "-", n ? n : "-", at_start);
+  usleep(20000);   /* long enough that concurrent submits need several workers */
+  return rd_return_bytes(call, 0, out, (size_t)len);
+}
+
+typedef struct probe {
+  int pid;
+  char a[64], node[64], start[64];
+} probe;
+
+/* Splits "pid|a|node|start" (fields may be empty). */
+static probe parse_probe(const char *data, size_t size) {
+  char s[256];
+  snprintf(s, sizeof(s), "%.*s", (int)size, data);
+  probe p;
+  memset(&p, 0, sizeof(p));
+  char *rest = s, *f[4];
+  for (int i = 0; i < 4; i++) {
+    f[i] = strsep(&rest, "|");
+    CHECK(f[i] != NULL);
+  }
+  p.pid = atoi(f[0]);
+  snprintf(p.a, sizeof(p.a), "%s", f[1]);
+  snprintf(p.node, sizeof(p.node), "%s", f[2]);
+  snprintf(p.start, sizeof(p.start), "%s", f[3]);
+  return p;
+}
+
+static probe get_probe(rd_ref r) {
+  rd_buf b;
+  int e = rd_get(&r, 1, &b, 60000);
+  if (e != 0) {
+    fprintf(stderr, "env_probe: %s: %.*s\n", rd_err_name(e), (int)b.size, (const char *)b.data);
+    exit(1);
+  }
+  probe p = parse_probe(b.data, b.size);
+  rd_buf_release(&b);
+  rd_ref_release(r);
+  return p;
+}
+
+static int submit_probe(const char *const *env, rd_ref *out) {
+  rd_task_opts o;
+  rd_task_opts_init(&o);
+  o.num_cpus = 0.25;
+  o.env = env;
+  return rd_submit(env_probe, RD_NO_ARGS, &o, out);
+}
+
+static void init_with_node_env(void) {
+  /* the embedded node, and so every worker, inherits it (a worker runs
+   * this too, before its rd_init: it must not set it over its own) */
+  if (!getenv("RAYDIST_WORKER_ID")) setenv("RD_ENV_NODE", "node", 1);
+  init_or_die(2);
+}
+
+/* Three sets and none, interleaved and concurrent: every task sees its own
+ * set from the start of its process, the node's variables unless its set
+ * replaces them, and no worker ever runs tasks of two sets. */
+static int t_tasks(void) {
+  init_with_node_env();
+  static const char *const alpha[] = {"RD_ENV_A=alpha", "RD_ENV_AT_START=alpha", NULL};
+  static const char *const beta[] = {"RD_ENV_A=beta", "RD_ENV_NODE=replaced", "RD_ENV_AT_START=beta", NULL};
+  static const char *const empty_value[] = {"RD_ENV_A=", NULL};
+  const char *const *sets[4] = {NULL, alpha, beta, empty_value};
+  const char *want_a[4] = {"-", "alpha", "beta", ""};
+  enum { ROUNDS = 12 };
+  rd_ref r[ROUNDS * 4];
+  for (int i = 0; i < ROUNDS; i++)
+    for (int k = 0; k < 4; k++) CHECK_EQ(submit_probe(sets[k], &r[i * 4 + k]), 0);
+  int pids[4][ROUNDS];
+  for (int i = 0; i < ROUNDS; i++) {
+    for (int k = 0; k < 4; k++) {
+      probe p = get_probe(r[i * 4 + k]);
+      pids[k][i] = p.pid;
+      if (strcmp(p.a, want_a[k]) != 0) fprintf(stderr, "set %d: RD_ENV_A=%s\n", k, p.a);
+      CHECK(!strcmp(p.a, want_a[k]));
+      if (strcmp(p.node, k == 2 ? "replaced" : "node") != 0) fprintf(stderr, "set %d: RD_ENV_NODE=%s\n", k, p.node);
+      CHECK(!strcmp(p.node, k == 2 ? "replaced" : "node"));
+      CHECK(!strcmp(p.start, k == 1 ? "alpha" : k == 2 ? "beta" : "-"));
+    }
+  }
+  /* no pid served two sets */
+  int distinct = 0;
+  for (int k = 0; k < 4; k++)
+    for (int i = 0; i < ROUNDS; i++) {
+      int first = 1;
+      for (int j = 0; j < i; j++) first &= pids[k][j] != pids[k][i];
+      distinct += first;
+      for (int k2 = 0; k2 < 4; k2++)
+        for (int j = 0; k2 != k && j < ROUNDS; j++) CHECK(pids[k2][j] != pids[k][i]);
+    }
+  printf("%d tasks of 4 sets ran in %d workers, none shared between sets\n", ROUNDS * 4, distinct);
+  /* the same set in another order is the same set: its workers are reused */
+  static const char *const alpha_swapped[] = {"RD_ENV_AT_START=alpha", "RD_ENV_A=alpha", NULL};
+  rd_ref s;
+  CHECK_EQ(submit_probe(alpha_swapped, &s), 0);
+  probe p = get_probe(s);
+  int reused = 0;
+  for (int i = 0; i < ROUNDS; i++) reused |= pids[1][i] == p.pid;
+  CHECK(reused);
+  CHECK(!strcmp(p.a, "alpha"));
+  rd_shutdown();
+  return 0;
+}
+
+/* ------------------------------------------------------------ actors */
+
+static int env_actor_init(rd_call *call, void **state) {
+  (void)call;
+  *state = NULL;
+  return 0;
+}
+static void env_actor_fini(void *state) { (void)state; }
+RD_ACTOR_CLASS(EnvActor, env_actor_init, env_actor_fini)
+
+RD_ACTOR_METHOD(EnvActor, probe) {
+  (void)state;
+  const char *a = getenv("RD_ENV_A");
+  char out[256];
+  int len = snprintf(out, sizeof(out), "%d|%s|%d|%s", (int)getpid(), a ? a : "-", rd_call_actor_restarts(call),
+                     at_start);
+  return rd_return_bytes(call, 0, out, (size_t)len);
+}
+
+/* Bad sets are refused at submit, with nothing submitted. */
+static int t_errors(void) {
+  init_or_die(1);
+  static const char *const no_eq[] = {"JUSTANAME", NULL};
+  static const char *const bad_name[] = {"1ABC=x", NULL};
+  static const char *const dash[] = {"A-B=x", NULL};
+  static const char *const reserved[] = {"RAYDIST_SESSION=/tmp", NULL};
+  static const char *const cuda[] = {"CUDA_VISIBLE_DEVICES=0", NULL};
+  static const char *const twice[] = {"A=1", "B=2", "A=3", NULL};
+  static const char *const empty_name[] = {"=x", NULL};
+  const char *const *bad[] = {no_eq, bad_name, dash, reserved, cuda, twice, empty_name};
+  rd_ref r;
+  for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) CHECK_EQ(submit_probe(bad[i], &r), RD_EINVAL);
+  /* 65 variables; one value over 16 KiB */
+  static char names[65][16];
+  const char *many[66];
+  for (int i = 0; i < 65; i++) {
+    snprintf(names[i], sizeof(names[i]), "V%d=1", i);
+    many[i] = names[i];
+  }
+  many[65] = NULL;
+  CHECK_EQ(submit_probe(many, &r), RD_EINVAL);
+  many[64] = NULL;   /* 64 is fine */
+  CHECK_EQ(submit_probe(many, &r), 0);
+  probe p = get_probe(r);
+  CHECK(p.pid > 0);
+  static char big[17000];
+  memset(big, 'x', sizeof(big) - 1);
+  memcpy(big, "BIG=", 4);
+  const char *large[] = {big, NULL};
+  CHECK_EQ(submit_probe(large, &r), RD_EINVAL);
+  /* actors too */
+  rd_actor_opts ao;
+  rd_actor_opts_init(&ao);
+  ao.env = reserved;
+  rd_actor a;
+  CHECK_EQ(rd_actor_create(EnvActor, RD_NO_ARGS, &ao, &a), RD_EINVAL);
+  /* the node still serves */
+  CHECK_EQ(submit_probe(NULL, &r), 0);
+  p = get_probe(r);
+  CHECK(!strcmp(p.a, "-"));
+  rd_shutdown();
+  return 0;
+}
+
+static void actor_probe(rd_actor a, int *pid, char *val, int *restarts, char *start) {
+  rd_ref r;
+  CHECK_EQ(rd_actor_call(a, EnvActor_probe, RD_NO_ARGS, NULL, &r), 0);
+  probe p = get_probe(r);   /* its node field is the restart count */
+  *pid = p.pid;
+  snprintf(val, 64, "%s", p.a);
+  *restarts = atoi(p.node);
+  snprintf(start, 64, "%s", p.start);
+}
+
+/* An actor's process has its set from the start, and again after a
+ * restart; a plain actor beside it does not. */
+static int t_actor(void) {
+  init_with_node_env();
+  static const char *const set[] = {"RD_ENV_A=actor", "RD_ENV_AT_START=actor", NULL};
+  rd_actor_opts ao;
+  rd_actor_opts_init(&ao);
+  ao.env = set;
+  ao.max_restarts = 1;
+  rd_actor a, plain;
+  CHECK_EQ(rd_actor_create(EnvActor, RD_NO_ARGS, &ao, &a), 0);
+  CHECK_EQ(rd_actor_create(EnvActor, RD_NO_ARGS, NULL, &plain), 0);
+  int pid, pid2, ppid, restarts;
+  char val[64], start[64];
+  actor_probe(a, &pid, val, &restarts, start);
+  CHECK(!strcmp(val, "actor") && !strcmp(start, "actor") && restarts == 0);
+  actor_probe(plain, &ppid, val, &restarts, start);
+  CHECK(!strcmp(val, "-") && !strcmp(start, "-"));
+  CHECK(ppid != pid);
+  CHECK_EQ(rd_actor_kill(a, 0), 0);   /* restartable */
+  for (int i = 0;; i++) {
+    rd_ref r;
+    CHECK_EQ(rd_actor_call(a, EnvActor_probe, RD_NO_ARGS, NULL, &r), 0);
+    rd_buf b;
+    int e = rd_get(&r, 1, &b, 60000);
+    rd_buf_release(&b);
+    rd_ref_release(r);
+    if (e == 0) break;
+    CHECK(i < 50);   /* calls in flight at the kill fail; later ones reach the restarted actor */
+    usleep(100000);
+  }
+  actor_probe(a, &pid2, val, &restarts, start);
+  printf("actor pid %d, restarted as %d: RD_ENV_A=%s at start %s\n", pid, pid2, val, start);
+  CHECK(pid2 != pid && restarts == 1);
+  CHECK(!strcmp(val, "actor") && !strcmp(start, "actor"));
+  CHECK_EQ(rd_actor_kill(a, 1), 0);
+  CHECK_EQ(rd_actor_kill(plain, 1), 0);
+  rd_shutdown();
+  return 0;
+}
+
+/* Workers of one set exit at start (the program does so when it sees
+ * RD_ENV_DIE_AT_START): its tasks fail with the reason after a few tries,
+ * not forever, and tasks without it still run. */
+static int t_broken(void) {
+  init_or_die(1);
+  static const char *const die[] = {"RD_ENV_DIE_AT_START=1", NULL};
+  rd_ref r;
+  double t0 = now_s();
+  CHECK_EQ(submit_probe(die, &r), 0);
+  rd_buf b;
+  int e = rd_get(&r, 1, &b, 60000);
+  printf("a task whose workers exit at start: %s after %.1f s: %.*s\n", rd_err_name(e), now_s() - t0,
+         e ? (int)b.size : 0, e ? (const char *)b.data : "");
+  CHECK(e != 0 && e != RD_ETIMEDOUT);
+  CHECK(b.size > 0 && strstr((const char *)b.data, "status 3"));
+  rd_buf_release(&b);
+  rd_ref_release(r);
+  CHECK_EQ(submit_probe(NULL, &r), 0);
+  probe p = get_probe(r);
+  CHECK(!strcmp(p.start, "-"));
+  rd_shutdown();
+  return 0;
+}
+
+static const rd_test_case tests[] = {
+    {"tasks", t_tasks}, {"errors", t_errors}, {"actor", t_actor}, {"broken", t_broken},
+};
+
+int main(int argc, char **argv) {
+  const char *s = getenv("RD_ENV_AT_START");
+  snprintf(at_start, sizeof(at_start), "%s", s && *s ? s : "-");
+  if (getenv("RD_ENV_DIE_AT_START") && getenv("RAYDIST_WORKER_ID")) _exit(3);
+  return rd_test_main(argc, argv, tests, sizeof(tests) / sizeof(tests[0]));
+}
