@@ -549,6 +549,11 @@ typedef struct rd_actor_opts {
   /* Environment variables of the actor's process, as rd_task_opts.env
    * (kept for its restarts). */
   const char *const *env;
+  /* With a name: if a live actor has it, rd_actor_create gives that one
+   * (its class and options are not compared, the constructor arguments go
+   * unused) instead of RD_EEXIST, else creates it (Ray's get_if_exists).
+   * Several processes may race: each gets the same actor. */
+  int get_if_exists;
 } rd_actor_opts;
 
 RD_EXTERN void rd_actor_opts_init(rd_actor_opts *o);

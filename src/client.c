@@ -3936,6 +3936,9 @@ void rd_actor_opts_init(rd_actor_opts *o) {
   o->bundle_index = -1;
 }
 
+static int actor_create_once(const rd_actor_class *cls, const rd_value *args, size_t nargs, const rd_actor_opts *opts,
+                             rd_actor *out);
+
 int rd_actor_create(const rd_actor_class *cls, const rd_value *args, size_t nargs, const rd_actor_opts *opts,
                     rd_actor *out) {
   rd_actor_opts dflt;
@@ -3943,6 +3946,27 @@ int rd_actor_create(const rd_actor_class *cls, const rd_value *args, size_t narg
     rd_actor_opts_init(&dflt);
     opts = &dflt;
   }
+  if (!opts->get_if_exists) return actor_create_once(cls, args, nargs, opts, out);
+  if (!opts->name || !*opts->name || !out) {
+    rd__log(RD_LOG_WARN, "rd_actor_create: get_if_exists needs a name");
+    return RD_EINVAL;
+  }
+  /* Ray's get_if_exists: the live actor of that name, else a new one.  Two
+   * creators racing: one creates, the other's create finds the name taken
+   * (RD_EEXIST) and looks again.  A name still held by an actor that just
+   * died is freed shortly (its record node tells the GCS): look again. */
+  int r = RD_EEXIST;
+  for (int attempt = 0; attempt < 100 && r == RD_EEXIST; attempt++) {
+    if (attempt) usleep(50000);
+    r = rd_actor_get(opts->name, out);
+    if (r != RD_ENOENT) break;
+    r = actor_create_once(cls, args, nargs, opts, out);
+  }
+  return r;
+}
+
+static int actor_create_once(const rd_actor_class *cls, const rd_value *args, size_t nargs, const rd_actor_opts *opts,
+                             rd_actor *out) {
   if (!cls || !cls->name || !out || (nargs && !args) || nargs > RD_MAX_ARGS || opts->max_restarts < -1 ||
       opts->max_task_retries < -1 || opts->max_concurrency < 0 || opts->strategy < RD_STRATEGY_DEFAULT ||
       opts->strategy > RD_STRATEGY_NODE_AFFINITY ||
@@ -4051,7 +4075,8 @@ int rd_actor_create(const rd_actor_class *cls, const rd_value *args, size_t narg
         Rd__ActorIdReply *ar = (Rd__ActorIdReply *)rep;
         r = ar->status;
         if (r == 0) out->id = ar->actor_id;
-        else rd__log(RD_LOG_WARN, "rd_actor_create '%s': %s", cls->name, ar->error);
+        else if (r != RD_EEXIST || !opts->get_if_exists)   /* get_if_exists looks the name up again */
+          rd__log(RD_LOG_WARN, "rd_actor_create '%s': %s", cls->name, ar->error);
         protobuf_c_message_free_unpacked(rep, NULL);
       }
     }

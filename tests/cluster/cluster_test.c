@@ -1758,6 +1758,67 @@ static int t_env(void) {
   return 0;
 }
 
+/* rd_actor_opts.get_if_exists from three nodes at once: a task on b, a
+ * task on c and the driver on the head each ask for "rendezvous"; one
+ * creates it, all get the same actor. */
+RD_REMOTE(get_or_create) {
+  long wait_until_ms = 0;
+  rd_buf w;
+  if (rd_arg(call, 0, &w) != 0 || w.size != sizeof(long)) return rd_call_fail(call, "bad args");
+  memcpy(&wait_until_ms, w.data, sizeof(long));
+  while (now_s() * 1000 < (double)wait_until_ms) usleep(1000);   /* all three start together */
+  rd_actor_opts o;
+  rd_actor_opts_init(&o);
+  o.name = "rendezvous";
+  o.get_if_exists = 1;
+  rd_actor a;
+  int r = rd_actor_create(Tally, RD_NO_ARGS, &o, &a);
+  if (r != 0) return rd_call_fail(call, "rd_actor_create: %s", rd_err_name(r));
+  return rd_return_bytes(call, 0, &a.id, sizeof(a.id));
+}
+
+static int t_get_if_exists(void) {
+  join();
+  long at = (long)(now_s() * 1000) + 1500;
+  rd_task_opts o;
+  rd_task_opts_init(&o);
+  rd_ref r[2];
+  o.resources = "only_b=0.5";
+  CHECK_EQ(rd_submit(get_or_create, RD_ARGS(rd_arg_bytes(&at, sizeof(at))), &o, &r[0]), 0);
+  o.resources = "only_c=0.5";
+  CHECK_EQ(rd_submit(get_or_create, RD_ARGS(rd_arg_bytes(&at, sizeof(at))), &o, &r[1]), 0);
+  while (now_s() * 1000 < (double)at) usleep(1000);
+  rd_actor_opts ao;
+  rd_actor_opts_init(&ao);
+  ao.name = "rendezvous";
+  ao.get_if_exists = 1;
+  rd_actor mine;
+  CHECK_EQ(rd_actor_create(Tally, RD_NO_ARGS, &ao, &mine), 0);
+  for (int i = 0; i < 2; i++) {
+    rd_buf b;
+    int e = rd_get(&r[i], 1, &b, 60000);
+    if (e) fprintf(stderr, "task %d: %s: %.*s\n", i, rd_err_name(e), (int)b.size, (const char *)b.data);
+    CHECK_EQ(e, 0);
+    uint64_t id;
+    CHECK_EQ(b.size, sizeof(id));
+    memcpy(&id, b.data, sizeof(id));
+    printf("node %s got actor %llx, the driver %llx\n", i ? "c" : "b", (unsigned long long)id,
+           (unsigned long long)mine.id);
+    CHECK_EQ(id, mine.id);
+    rd_buf_release(&b);
+    rd_ref_release(r[i]);
+  }
+  rd_ref x;
+  CHECK_EQ(rd_actor_call(mine, Tally_add, RD_NO_ARGS, NULL, &x), 0);
+  rd_buf b;
+  CHECK_EQ(rd_get(&x, 1, &b, 30000), 0);
+  rd_buf_release(&b);
+  rd_ref_release(x);
+  CHECK_EQ(rd_actor_kill(mine, 1), 0);
+  rd_shutdown();
+  return 0;
+}
+
 /* One rd_get of several objects that all live on node b, of different
  * sizes so that their pulls end at different times: the head must keep
  * each pulled copy until the get has them all (it used to let each go and
@@ -3099,7 +3160,7 @@ int main(int argc, char **argv) {
       {"two_jobs_local", t_two_jobs_local},     {"lease_reuse", t_lease_reuse},
       {"detached_make", t_detached_make},       {"detached_use", t_detached_use},
       {"detached_gone", t_detached_gone},       {"gcs_restart_before", t_gcs_restart_before},
-      {"gcs_restart_after", t_gcs_restart_after}, {"lineage", t_lineage}, {"nodes", t_nodes}, {"get_many_remote", t_get_many_remote}, {"hung_peer", t_hung_peer}, {"env", t_env}, {"shuffle", t_shuffle}, {"bad_node", t_bad_node}, {"lineage_eager", t_lineage_eager}, {"respill", t_respill},       {"cancel", t_cancel}, {"memory_remote", t_memory_remote},
+      {"gcs_restart_after", t_gcs_restart_after}, {"lineage", t_lineage}, {"nodes", t_nodes}, {"get_many_remote", t_get_many_remote}, {"hung_peer", t_hung_peer}, {"env", t_env}, {"get_if_exists", t_get_if_exists}, {"shuffle", t_shuffle}, {"bad_node", t_bad_node}, {"lineage_eager", t_lineage_eager}, {"respill", t_respill},       {"cancel", t_cancel}, {"memory_remote", t_memory_remote},
       {"borrow", t_borrow},                     {"stream", t_stream},           {"nested", t_nested},
       {"collective", t_collective},
   };

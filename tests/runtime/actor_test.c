@@ -5,6 +5,7 @@
 #include <raydist.h>
 
 #include <signal.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -387,6 +388,68 @@ static int t_named(void) {
   return 0;
 }
 
+/* rd_actor_opts.get_if_exists: the live actor of that name, or a new one;
+ * threads racing all get the same one; right after that one is killed for
+ * good, the next call makes a new one (the name is freed asynchronously). */
+typedef struct gie_arg {
+  long start;
+  rd_actor out;
+  int rc;
+} gie_arg;
+
+static void *gie_thread(void *p) {
+  gie_arg *g = p;
+  rd_actor_opts o;
+  rd_actor_opts_init(&o);
+  o.name = "shared";
+  o.get_if_exists = 1;
+  g->rc = rd_actor_create(Counter, RD_ARGS(rd_arg_bytes(&g->start, sizeof(g->start))), &o, &g->out);
+  return NULL;
+}
+
+static int t_get_if_exists(void) {
+  init_or_die(NULL);
+  rd_actor_opts o;
+  rd_actor_opts_init(&o);
+  o.get_if_exists = 1;
+  rd_actor x;
+  CHECK_EQ(rd_actor_create(Counter, RD_NO_ARGS, &o, &x), RD_EINVAL);   /* no name */
+  /* eight threads at once: one creates, all get it */
+  enum { NT = 8 };
+  pthread_t th[NT];
+  gie_arg g[NT];
+  for (int i = 0; i < NT; i++) {
+    g[i].start = 100 * (i + 1);
+    CHECK_EQ(pthread_create(&th[i], NULL, gie_thread, &g[i]), 0);
+  }
+  for (int i = 0; i < NT; i++) CHECK_EQ(pthread_join(th[i], NULL), 0);
+  for (int i = 0; i < NT; i++) {
+    if (g[i].rc) fprintf(stderr, "thread %d: %s\n", i, rd_err_name(g[i].rc));
+    CHECK_EQ(g[i].rc, 0);
+    CHECK_EQ(g[i].out.id, g[0].out.id);
+  }
+  rd_ref r;
+  CHECK_EQ(rd_actor_call(g[0].out, Counter_incr, RD_NO_ARGS, NULL, &r), 0);
+  long v = get_long(r);
+  CHECK(v % 100 == 1 && v >= 101 && v <= 801);   /* one constructor ran, with one thread's start */
+  /* again, with other arguments: the same actor, its state kept */
+  long zero = 0;
+  o.name = "shared";
+  CHECK_EQ(rd_actor_create(Counter, RD_ARGS(rd_arg_bytes(&zero, sizeof(zero))), &o, &x), 0);
+  CHECK_EQ(x.id, g[0].out.id);
+  CHECK_EQ(rd_actor_call(x, Counter_incr, RD_NO_ARGS, NULL, &r), 0);
+  CHECK_EQ(get_long(r), v + 1);
+  /* killed for good: the next one is new, at once */
+  CHECK_EQ(rd_actor_kill(x, 1), 0);
+  rd_actor y;
+  CHECK_EQ(rd_actor_create(Counter, RD_ARGS(rd_arg_bytes(&zero, sizeof(zero))), &o, &y), 0);
+  CHECK(y.id != x.id);
+  CHECK_EQ(rd_actor_call(y, Counter_incr, RD_NO_ARGS, NULL, &r), 0);
+  CHECK_EQ(get_long(r), 1);
+  rd_shutdown();
+  return 0;
+}
+
 /* A named actor that crashes with no restarts left frees its name for the
  * caller that saw it die: a supervisor re-creates it under the same name at
  * once, and a lookup right after the death never finds the dead one (the
@@ -680,7 +743,7 @@ static int t_concurrency(void) {
 }
 
 static const rd_test_case tests[] = {
-    {"order", t_order}, {"caller_gone", t_caller_gone},       {"two_callers", t_two_callers}, {"named", t_named},
+    {"order", t_order}, {"caller_gone", t_caller_gone},       {"two_callers", t_two_callers}, {"named", t_named}, {"get_if_exists", t_get_if_exists},
     {"restart", t_restart},   {"gpu_actors", t_gpu_actors},   {"bad_input", t_bad_input},
     {"concurrency", t_concurrency}, {"cancel", t_cancel}, {"memory_monitor", t_memory_monitor},
     {"dead_records", t_dead_records}, {"crash_rename", t_crash_rename},
