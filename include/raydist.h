@@ -307,6 +307,11 @@ typedef struct rd_task_opts {
    * once, not RAYDIST_* nor CUDA_VISIBLE_DEVICES (the runtime sets those):
    * RD_EINVAL otherwise. */
   const char *const *env;
+  /* 1: a run that fails (the function returned non-zero: RD_ETASK) is run
+   * again too, on the same max_retries as worker deaths (Ray's
+   * retry_exceptions=True); the error of the last run is what rd_get
+   * reports.  Not for streaming tasks (RD_EINVAL). */
+  int retry_failures;
 } rd_task_opts;
 
 /* num_returns for a streaming task or actor call (Ray's generators with

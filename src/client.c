@@ -1602,8 +1602,21 @@ static void on_task_reply(rd__lease *l, Rd__TaskReply *m) {
       ret_refs_let_go(m->returns[i]->refs, m->returns[i]->n_refs);
     }
     task_free(t);
+  } else if (m->status == RD_ETASK && t->retry_failures && t->retries_left > 0 && c) {
+    /* rd_task_opts.retry_failures (Ray's retry_exceptions): run it again,
+     * first in its class's queue, on one of max_retries */
+    t->retries_left--;
+    t->attempt++;
+    rd__log(RD_LOG_WARN, "task '%s' failed: %s; retrying (attempt %d of %d)", t->func,
+            m->error && *m->error ? m->error : rd_strerror(m->status), t->attempt + 1, t->max_retries + 1);
+    t->lease = NULL;
+    t->next = NULL;
+    class_requeue_front(c, t);
   } else if (m->status != 0) {
-    if (!lineage_arg_lost(t, m->status, m->lost_arg))
+    if (m->status == RD_ETASK && t->retry_failures)   /* say it was the last of several */
+      task_fail(t, m->status, "%s (attempt %d of %d)", m->error && *m->error ? m->error : rd_strerror(m->status),
+                t->attempt + 1, t->max_retries + 1);
+    else if (!lineage_arg_lost(t, m->status, m->lost_arg))
       task_fail(t, m->status, "%s", m->error && *m->error ? m->error : rd_strerror(m->status));
   } else if (t->stream) {
     stream_end(t, m);
@@ -3372,7 +3385,7 @@ static int opts_to_resources(const rd_task_opts *o, rd_resources *r, char *err, 
  * (nret 1, its stream object), which may yield that many items ahead (-1:
  * any number). */
 static int submit_task(const char *func, rd__sclass *cls, rd__actor *actor, const rd_value *args, size_t nargs,
-                       int nret, int max_retries, int stream_window, rd_ref *refs_out) {
+                       int nret, int max_retries, int retry_failures, int stream_window, rd_ref *refs_out) {
   size_t bytes = 0, nlist = 0;   /* inline bytes; borrowed ids in lists */
   for (size_t i = 0; i < nargs; i++) {
     if (args[i].kind == RD_VALUE_BYTES && args[i].size <= G.inline_max) bytes += args[i].size;
@@ -3452,6 +3465,7 @@ static int submit_task(const char *func, rd__sclass *cls, rd__actor *actor, cons
   t->nret = nret;
   t->max_retries = max_retries < 0 ? 3 : max_retries;
   t->retries_left = t->max_retries;
+  t->retry_failures = retry_failures;
   t->bytes = sizeof(*t) + nargs * sizeof(rd__targ) + nlist * sizeof(uint64_t) + bytes;
   int kbig = 0;
   for (size_t i = 0; i < nargs; i++) {
@@ -3571,6 +3585,10 @@ int rd_submit(const rd_function *fn, const rd_value *args, size_t nargs, const r
     snprintf(err, sizeof(err), "stream_window %d (-1, 0 for the default, or more)", opts->stream_window);
     r = RD_EINVAL;
   } else if (opts->max_retries < -1) { snprintf(err, sizeof(err), "max_retries %d", opts->max_retries); r = RD_EINVAL; }
+  else if (opts->retry_failures && opts->num_returns == RD_STREAMING) {
+    snprintf(err, sizeof(err), "retry_failures does not apply to streaming tasks (items already taken)");
+    r = RD_EINVAL;
+  }
   else if (opts->strategy < RD_STRATEGY_DEFAULT || opts->strategy > RD_STRATEGY_NODE_AFFINITY) {
     snprintf(err, sizeof(err), "unknown scheduling strategy %d", opts->strategy);
     r = RD_EINVAL;
@@ -3612,7 +3630,7 @@ int rd_submit(const rd_function *fn, const rd_value *args, size_t nargs, const r
   }
   rd__sclass *cls = class_get(&res, opts->priority, opts, env, env_len);
   r = cls ? submit_task(fn->name, cls, NULL, args, nargs, opts->num_returns == RD_STREAMING ? 1 : opts->num_returns,
-                        opts->max_retries, stream_window_of(opts), refs_out)
+                        opts->max_retries, opts->retry_failures != 0, stream_window_of(opts), refs_out)
           : RD_ENOMEM;
   pthread_mutex_unlock(&G.mu);
   return r;
@@ -4103,7 +4121,7 @@ int rd_actor_call_by_name(rd_actor actor, const char *method, const rd_value *ar
   rd__actor *a = actor.id ? actor_get(actor.id, 1) : NULL;
   if (G.dead) r = RD_ENODE_DIED;
   else if (!a) r = actor.id ? RD_ENOMEM : RD_EINVAL;
-  else r = submit_task(method, NULL, a, args, nargs, nret, 0, window, refs_out);
+  else r = submit_task(method, NULL, a, args, nargs, nret, 0, 0, window, refs_out);
   pthread_mutex_unlock(&G.mu);
   return r;
 }

@@ -133,6 +133,7 @@ struct rd__task {
   int nargs, nret;
   int deps_pending;
   int retries_left, max_retries, attempt;
+  int retry_failures;       /* rd_task_opts.retry_failures: RD_ETASK uses a retry too */
   int cancelled;            /* rd_cancel while in flight: its returns already failed */
   int oom_kills;            /* times the memory monitor killed its worker */
   uint64_t not_before_ns;   /* on its class's delayed list: not sent before this */

@@ -1769,6 +1769,69 @@ static int t_get_released(void) {
   return 0;
 }
 
+/* Fails (RD_ETASK) on its first arg0 attempts, then returns its attempt. */
+RD_REMOTE(flaky) {
+  rd_buf a;
+  if (rd_arg(call, 0, &a) != 0 || a.size != sizeof(long)) return rd_call_fail(call, "bad args");
+  long fails;
+  memcpy(&fails, a.data, sizeof(fails));
+  long at = rd_call_attempt(call);
+  if (at < fails) return rd_call_fail(call, "flaky: attempt %ld fails", at);
+  return rd_return_bytes(call, 0, &at, sizeof(at));
+}
+
+static int flaky_get(long fails, int max_retries, int retry, long *attempt, char *msg, size_t msglen) {
+  rd_task_opts o;
+  rd_task_opts_init(&o);
+  o.max_retries = max_retries;
+  o.retry_failures = retry;
+  rd_ref r;
+  CHECK_EQ(rd_submit(flaky, RD_ARGS(rd_arg_bytes(&fails, sizeof(fails))), &o, &r), 0);
+  rd_buf b;
+  int e = rd_get(&r, 1, &b, 60000);
+  if (e == 0) {
+    CHECK_EQ(b.size, sizeof(long));
+    memcpy(attempt, b.data, sizeof(long));
+  } else {
+    snprintf(msg, msglen, "%.*s", (int)b.size, (const char *)b.data);
+  }
+  rd_buf_release(&b);
+  rd_ref_release(r);
+  return e;
+}
+
+/* rd_task_opts.retry_failures: a failed run is run again within
+ * max_retries; without it, or with no retries left, the failure stands
+ * and says which attempt it was. */
+static int t_retry_failures(void) {
+  init_with_cpus(2);
+  long at = -1;
+  char msg[256] = "";
+  CHECK_EQ(flaky_get(2, 3, 1, &at, msg, sizeof(msg)), 0);
+  CHECK_EQ(at, 2);   /* third run */
+  CHECK_EQ(flaky_get(2, 3, 0, &at, msg, sizeof(msg)), RD_ETASK);   /* not asked for */
+  CHECK(strstr(msg, "attempt 0 fails"));
+  CHECK_EQ(flaky_get(5, 2, 1, &at, msg, sizeof(msg)), RD_ETASK);   /* retries run out */
+  printf("always failing, max_retries 2: %s\n", msg);
+  CHECK(strstr(msg, "attempt 2 fails") && strstr(msg, "(attempt 3 of 3)"));
+  CHECK_EQ(flaky_get(1, 0, 1, &at, msg, sizeof(msg)), RD_ETASK);   /* max_retries 0: no retry */
+  CHECK(strstr(msg, "attempt 0 fails"));
+  /* many at once, each failing twice: all succeed */
+  enum { NF = 50 };
+  rd_ref r[NF];
+  rd_task_opts o;
+  rd_task_opts_init(&o);
+  o.retry_failures = 1;
+  long two = 2;
+  for (int i = 0; i < NF; i++) CHECK_EQ(rd_submit(flaky, RD_ARGS(rd_arg_bytes(&two, sizeof(two))), &o, &r[i]), 0);
+  for (int i = 0; i < NF; i++) CHECK_EQ(get_long(r[i]), 2);
+  /* not for a streaming task */
+  o.num_returns = RD_STREAMING;
+  CHECK_EQ(rd_submit(flaky, RD_ARGS(rd_arg_bytes(&two, sizeof(two))), &o, &r[0]), RD_EINVAL);
+  rd_shutdown();
+  return 0;
+}
+
 /* rd_nodes and rd_cluster_resources on an embedded cluster: one node,
  * index 0, its resources as configured, and what a running task holds seen
  * at once (the caller's own node is described live). */
@@ -1854,7 +1917,7 @@ static const rd_test_case tests[] = {
     {"cancel", t_cancel},           {"progress", t_progress}, {"nested_blocked", t_nested_blocked},
     {"memory_monitor", t_memory_monitor}, {"oom_retry", t_oom_retry}, {"oom_victim", t_oom_victim}, {"metrics", t_metrics},
     {"cancel_cooperative", t_cancel_cooperative}, {"timeline", t_timeline},
-    {"cancel_race", t_cancel_race}, {"get_released", t_get_released}, {"nodes", t_nodes},
+    {"cancel_race", t_cancel_race}, {"get_released", t_get_released}, {"nodes", t_nodes}, {"retry_failures", t_retry_failures},
 };
 
 RD_TEST_MAIN(tests)
