@@ -96,6 +96,7 @@ typedef struct cl_rreq {
   node_job *job;            /* the owner's: its code runs there */
   const node_env *env;      /* its workers' variables (LeaseRequest.env), or NULL */
   uint32_t gcs_job;         /* the owner's GCS job when it is a worker here (its lease's) */
+  uint32_t driver;          /* the owner's driver (client id): its worker's output goes there */
   int grant_or_reject;      /* placed from the view, could wait here: the target may refuse */
   struct cl_rreq *next;
 } cl_rreq;
@@ -794,6 +795,7 @@ static void rreq_send(cl_rreq *q) {
   m.grant_or_reject = q->grant_or_reject;
   m.n_env = q->env ? q->env->n : 0;
   m.env = q->env ? q->env->vars : NULL;
+  m.driver = q->driver;
   link_send(q->link, RD__MSG_TYPE__MSG_LINK_LEASE, &m.base);
 }
 
@@ -840,6 +842,7 @@ static cl_rreq *rreq_new(node_client *c, uint64_t req_id, const rd_resources *re
   q->owner = c;
   q->job = rd__node_client_job(c);
   q->gcs_job = c->worker ? c->worker->gcs_job : 0;
+  q->driver = rd__node_client_driver(c);
   q->owner_req = req_id;
   q->link_req = ++C.next_link_req;
   q->target = target;
@@ -1070,6 +1073,7 @@ typedef struct code_fetch {
   double weight;            /* its fair-share weight there (LinkLease.job_weight) */
   int grant_or_reject;      /* LinkLease.grant_or_reject */
   const node_env *env;      /* LinkLease.env */
+  uint32_t driver;          /* LinkLease.driver */
   char hash[65];
   char path[600];
   char **argv;
@@ -1124,7 +1128,7 @@ static void queue_link_request(node_client *link, const code_fetch *f) {
   if (f->grant_or_reject && !f->pg_id && refused_busy(link, f)) return;
   /* a job driven from elsewhere has its drivers' weight here too (fair.c) */
   if (f->job && f->job->drivers == 0 && f->weight > 0 && f->weight <= 1000) f->job->weight = f->weight;
-  rd__node_lease_queue(link, f->req_id, &f->res, f->priority, b, f->job, f->env, f->gcs_job, 0);
+  rd__node_lease_queue(link, f->req_id, &f->res, f->priority, b, f->job, f->env, f->gcs_job, f->driver, 0);
 }
 
 /* Forwarded requests that waited for the job's code hash go now. */
@@ -1174,7 +1178,7 @@ static void code_fetch_done(uv_work_t *w, int status) {
     if (r != 0) snprintf(err, sizeof(err), "cannot fetch the job's executable %.16s from the GCS: %s", f->hash, f->err);
     if (f->actor) {
       if (r == 0) r = rd__node_actor_host_for(link, f->job, f->actor->spec, f->actor->actor_id, f->actor->restarts,
-                                              f->actor->job_id, err, sizeof(err));
+                                              f->actor->job_id, f->actor->driver, err, sizeof(err));
       if (r != 0) {
         Rd__LinkActorState st = RD__LINK_ACTOR_STATE__INIT;
         st.actor_id = f->actor->actor_id;
@@ -1246,6 +1250,7 @@ static void on_link_lease(node_client *c, Rd__LinkLease *m) {
   f->weight = m->job_weight;
   f->grant_or_reject = m->grant_or_reject;
   f->env = env;
+  f->driver = m->driver;
   code_fetch_start(f, c, m->code_hash, m->argv, m->n_argv);
 }
 
@@ -1628,6 +1633,7 @@ void rd__cluster_actor_create(node_actor *a) {
   m.argv = a->job->argv;
   m.restarts = (uint32_t)a->restarts;
   m.job_id = rd__node_actor_gcs_job(a);
+  m.driver = a->driver;
   link_send(l, RD__MSG_TYPE__MSG_LINK_ACTOR_CREATE, &m.base);
   rd__log(RD_LOG_INFO, "actor %llu (%s) placed on node %u", (unsigned long long)a->id, a->cls, a->host);
 }
@@ -1898,6 +1904,7 @@ int rd__cluster_handle_frame(node_client *c, const rd__frame *f) {
     case RD__MSG_TYPE__MSG_LINK_ACTOR_CONNECTED: d = &rd__link_actor_connected__descriptor; break;
     case RD__MSG_TYPE__MSG_LINK_ACTOR_KILL: d = &rd__actor_kill__descriptor; break;
     case RD__MSG_TYPE__MSG_LINK_ACTOR_KILLED: d = &rd__actor_id_reply__descriptor; break;
+    case RD__MSG_TYPE__MSG_LINK_WORKER_OUTPUT: d = &rd__worker_output__descriptor; break;
     case RD__MSG_TYPE__MSG_LINK_PG_PREPARE:
     case RD__MSG_TYPE__MSG_LINK_PG_PREPARED:
     case RD__MSG_TYPE__MSG_LINK_PG_COMMIT:
@@ -1999,6 +2006,9 @@ int rd__cluster_handle_frame(node_client *c, const rd__frame *f) {
       for (size_t i = 0; i < h->n_object_ids; i++) (void)rd__node_hand_over(h->object_ids[i], h->owner);
       break;
     }
+    case RD__MSG_TYPE__MSG_LINK_WORKER_OUTPUT:   /* a driver here gone: its worker's node logged it */
+      (void)rd__node_output_deliver((Rd__WorkerOutput *)m);
+      break;
   }
   protobuf_c_message_free_unpacked(m, NULL);
   return 1;
@@ -2824,6 +2834,12 @@ size_t rd__cluster_pg_nodes(rd_pg_node *out, size_t max) {
 }
 uint32_t rd__cluster_index(void) { return C.on ? C.index : 0; }
 const char *rd__cluster_token(void) { return C.on ? C.token : NULL; }
+const char *rd__cluster_ip(void) { return C.on ? C.ip : "127.0.0.1"; }
+
+void rd__cluster_send_output(uint32_t node, const Rd__WorkerOutput *m) {
+  node_client *l = C.on ? link_open(node) : NULL;
+  if (l) link_send(l, RD__MSG_TYPE__MSG_LINK_WORKER_OUTPUT, &m->base);   /* else: gone with its node */
+}
 
 int rd__cluster_token_ok(const char *token) {
   if (!C.on) return 1;

@@ -38,6 +38,11 @@ const rd_gcs_node *rd__cluster_view(size_t *n);
 /* 1 when `token` is the cluster's token (always 1 outside a cluster). */
 int rd__cluster_token_ok(const char *token);
 const char *rd__cluster_token(void);
+/* This node's address (127.0.0.1 outside a cluster). */
+const char *rd__cluster_ip(void);
+/* Worker output for a driver on node `node`, over the link (dropped when
+ * there is none). */
+void rd__cluster_send_output(uint32_t node, const Rd__WorkerOutput *m);
 int rd__cluster_alive_nodes(void);
 
 /* A lease request from a local owner: 0 = schedule it here, 1 = taken

@@ -109,7 +109,125 @@ static int pin_remove(node_client *c, uint64_t id) {
 
 /* ------------------------------------------------------------ workers */
 
-static void worker_free(uv_handle_t *h) { free(h->data); }
+/* ------------------------------------------------- worker output (cluster)
+ *
+ * In a cluster a worker's stdout and stderr are pipes the node reads (in an
+ * embedded cluster they are the daemon's, which are the driver's): each
+ * whole line goes to the node's own stdout or stderr (its log) prefixed
+ * with the worker's pid, and to the driver whose work the worker is doing
+ * (w->driver: that of its lease or actor), on this node or through the
+ * link to the driver's node, which prints it prefixed with the pid and the
+ * node's address, as Ray's log_to_driver.  A stream outlives its worker
+ * until it has read the pipe to its end, routing the last lines by the
+ * driver it saw last. */
+#define RD_OUT_LINE_MAX 16384               /* longer lines are cut into pieces */
+#define RD_OUT_DRIVER_BACKLOG (8u << 20)    /* a driver this far behind loses output, counted */
+
+typedef struct worker_out {
+  uv_pipe_t pipe;
+  node_worker *w;           /* NULL once the worker record is freed */
+  int which;                /* 1 stdout, 2 stderr */
+  int pid;
+  uint32_t driver;          /* the last driver seen (w->driver) */
+  size_t len;
+  char buf[RD_OUT_LINE_MAX];
+} worker_out;
+
+static void out_closed(uv_handle_t *h) { free(h->data); }
+
+int rd__node_output_deliver(const Rd__WorkerOutput *m) {
+  for (node_client *c = N.clients; c; c = c->next) {
+    if (c->id != m->driver || c->dead || c->role != ROLE_DRIVER) continue;
+    if (c->no_output) return 1;
+    if (c->conn.wbuf.len - c->conn.wbuf.off > RD_OUT_DRIVER_BACKLOG) {
+      c->output_dropped += m->data.len;
+      return 1;
+    }
+    Rd__WorkerOutput o = *m;
+    o.dropped = c->output_dropped;
+    c->output_dropped = 0;
+    send_msg(c, RD__MSG_TYPE__MSG_WORKER_OUTPUT, &o.base, -1);
+    return 1;
+  }
+  return 0;
+}
+
+/* Lines data[0..len) of stream s (the last one may lack its newline): to
+ * the node's log and its driver. */
+static void out_emit(worker_out *s, const char *data, size_t len) {
+  FILE *f = s->which == 2 ? stderr : stdout;
+  for (size_t k = 0; k < len;) {
+    const char *nl = memchr(data + k, '\n', len - k);
+    size_t l = nl ? (size_t)(nl - (data + k)) : len - k;
+    fprintf(f, "(pid=%d) %.*s\n", s->pid, (int)l, data + k);
+    k += l + 1;
+  }
+  fflush(f);
+  if (s->w) s->driver = s->w->driver;
+  if (!s->driver) return;
+  Rd__WorkerOutput m = RD__WORKER_OUTPUT__INIT;
+  m.pid = s->pid;
+  m.ip = (char *)rd__cluster_ip();
+  m.stream = (uint32_t)s->which;
+  m.data.data = (uint8_t *)data;
+  m.data.len = len;
+  m.driver = s->driver;
+  uint32_t node = rd__client_node(s->driver);
+  if (node == rd__cluster_index() || node == 0) (void)rd__node_output_deliver(&m);
+  else rd__cluster_send_output(node, &m);
+}
+
+static void out_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *b) {
+  (void)suggested;
+  worker_out *s = h->data;
+  b->base = s->buf + s->len;
+  b->len = sizeof(s->buf) - s->len;
+}
+
+static void out_read(uv_stream_t *st, ssize_t n, const uv_buf_t *b) {
+  (void)b;
+  worker_out *s = st->data;
+  if (n < 0) {   /* the end (or an error): what is left, as a line */
+    if (s->len) out_emit(s, s->buf, s->len);
+    s->len = 0;
+    if (s->w) s->w->out[s->which - 1] = NULL;
+    uv_close((uv_handle_t *)&s->pipe, out_closed);
+    flush_all();
+    return;
+  }
+  s->len += (size_t)n;
+  char *last = NULL;   /* the end of the last whole line */
+  for (size_t k = s->len; k > 0 && !last; k--)
+    if (s->buf[k - 1] == '\n') last = s->buf + k;
+  if (!last && s->len == sizeof(s->buf)) last = s->buf + s->len;   /* a longer line: cut here */
+  if (!last) return;
+  size_t whole = (size_t)(last - s->buf);
+  out_emit(s, s->buf, whole);
+  memmove(s->buf, last, s->len - whole);
+  s->len -= whole;
+  flush_all();
+}
+
+/* A pipe for stream `which` of a worker about to start; NULL without memory. */
+static worker_out *out_new(node_worker *w, int which) {
+  worker_out *s = calloc(1, sizeof(*s));
+  if (!s) return NULL;
+  if (uv_pipe_init(N.loop, &s->pipe, 0) != 0) {
+    free(s);
+    return NULL;
+  }
+  s->pipe.data = s;
+  s->w = w;
+  s->which = which;
+  return s;
+}
+
+static void worker_free(uv_handle_t *h) {
+  node_worker *w = h->data;
+  for (int i = 0; i < 2; i++)
+    if (w->out[i]) w->out[i]->w = NULL;   /* read to its end on its own */
+  free(w);
+}
 
 /* An actor's death reason when the memory monitor killed its worker. */
 static int memory_kill_why(const node_worker *w, char *buf, size_t len) {
@@ -252,6 +370,14 @@ static void worker_spawn(node_job *j) {
   stdio[1].data.fd = 1;
   stdio[2].flags = UV_INHERIT_FD;
   stdio[2].data.fd = 2;
+  if (rd__cluster_on()) {   /* read by the node: its log, and the driver's terminal */
+    for (int i = 0; i < 2; i++) {
+      w->out[i] = out_new(w, i + 1);
+      if (!w->out[i]) continue;   /* inherited, as on an embedded node */
+      stdio[i + 1].flags = UV_CREATE_PIPE | UV_WRITABLE_PIPE;
+      stdio[i + 1].data.stream = (uv_stream_t *)&w->out[i]->pipe;
+    }
+  }
   o.file = j->exe;
   o.args = j->argv;
   o.env = env;
@@ -264,6 +390,15 @@ static void worker_spawn(node_job *j) {
   while (env[k]) k++;
   free(env[k - 1]); free(env[k - 2]); free(env[k - 3]); free(env[k - 4]);
   free(env);
+  for (int i = 0; i < 2; i++) {
+    if (!w->out[i]) continue;
+    if (r == 0 && uv_read_start((uv_stream_t *)&w->out[i]->pipe, out_alloc, out_read) == 0) {
+      w->out[i]->pid = w->proc.pid;
+      continue;
+    }
+    uv_close((uv_handle_t *)&w->out[i]->pipe, out_closed);
+    w->out[i] = NULL;
+  }
   if (r != 0) {
     rd__log(RD_LOG_ERROR, "cannot start worker from %s: %s", j->exe, uv_strerror(r));
     snprintf(j->spawn_error, sizeof(j->spawn_error), "the node cannot start workers from %s: %s", j->exe,
@@ -456,6 +591,7 @@ static void granted(rd_sched_item *it, const rd_res_grant *g, void *ctx) {
     worker_bind_bundle(w, b);
     w->lease_priority = r->item.priority;
     w->gcs_job = r->gcs_job;
+    w->driver = r->driver;
     w->granted_ns = rd__now_ns();
     uint64_t waited = w->granted_ns - r->queued_ns;
     N.lease_wait[rd__hist_bucket(waited)]++;
@@ -543,7 +679,7 @@ void rd__node_reply_grant(node_client *c, uint64_t req_id, int status, const cha
 /* Queue a lease request of c (a client, or a peer's link) for the node's
  * own resources, or for bundle b's. */
 void rd__node_lease_queue(node_client *c, uint64_t req_id, const rd_resources *res, int priority, node_bundle *b,
-                          node_job *job, const node_env *env, uint32_t gcs_job, int replaceable) {
+                          node_job *job, const node_env *env, uint32_t gcs_job, uint32_t driver, int replaceable) {
   if (!job) job = rd__node_client_job(c);
   if (!job) {
     rd__node_reply_grant(c, req_id, RD_ESTATE, "this client has no job: its hello named no executable to run");
@@ -560,6 +696,7 @@ void rd__node_lease_queue(node_client *c, uint64_t req_id, const rd_resources *r
   }
   r->job = job;
   r->gcs_job = gcs_job ? gcs_job : c->worker ? c->worker->gcs_job : c->job ? c->job->gcs_job_id : 0;
+  r->driver = driver ? driver : rd__node_client_driver(c);
   r->item.req = *res;
   r->item.priority = priority;
   r->item.data = r;
@@ -640,7 +777,7 @@ static void on_lease_request(node_client *c, Rd__LeaseRequest *m) {
   }
   /* placed here by the cluster's default policy: may go to another node
    * that has room while it waits (rd__cluster_respill) */
-  rd__node_lease_queue(c, m->req_id, &res, m->priority, NULL, NULL, env, 0, m->strategy == 0);
+  rd__node_lease_queue(c, m->req_id, &res, m->priority, NULL, NULL, env, 0, 0, m->strategy == 0);
 }
 
 /* Forget request req_id that c (a client, or a peer's link) has queued
@@ -1031,6 +1168,7 @@ static void actor_place(node_actor *a, node_worker *w, const rd_res_grant *g) {
   w->lease_owner = NULL;
   w->lease_id = 0;
   w->gcs_job = rd__node_actor_gcs_job(a);   /* the groups it makes end with its job */
+  w->driver = a->driver;
   w->actor = a;
   N.nactor_workers++;
   a->worker = w;
@@ -1209,6 +1347,7 @@ static void on_actor_create(node_client *c, Rd__ActorCreate *m) {
   a->detached = m->detached;
   a->creator = c;
   a->gcs_job = c->worker ? c->worker->gcs_job : 0;   /* a driver's: its job's, once known */
+  a->driver = rd__node_client_driver(c);
   a->next = N.actors;
   N.actors = a;
   a->state = A_PENDING;
@@ -1242,6 +1381,11 @@ void rd__node_reply_actor_id(uint32_t client_id, uint64_t req_id, int status, co
     }
 }
 
+uint32_t rd__node_client_driver(const node_client *c) {
+  if (c->role == ROLE_DRIVER) return c->id;
+  return c->role == ROLE_WORKER && c->worker ? c->worker->driver : 0;
+}
+
 uint32_t rd__node_actor_gcs_job(const node_actor *a) {
   if (a->detached) return 0;
   return a->gcs_job ? a->gcs_job : a->job ? a->job->gcs_job_id : 0;
@@ -1249,7 +1393,7 @@ uint32_t rd__node_actor_gcs_job(const node_actor *a) {
 
 /* Host actor `id` for its record node (link): it restarts there, not here. */
 int rd__node_actor_host_for(node_client *link, node_job *job, const Rd__ActorCreate *m, uint64_t id,
-                            uint32_t restarts, uint32_t gcs_job, char *err, size_t errlen) {
+                            uint32_t restarts, uint32_t gcs_job, uint32_t driver, char *err, size_t errlen) {
   rd_resources res;
   if (!m->class_name || !*m->class_name || rd__res_from_msg(m->res, &res) != 0) {
     snprintf(err, errlen, "invalid actor spec");
@@ -1287,6 +1431,7 @@ int rd__node_actor_host_for(node_client *link, node_job *job, const Rd__ActorCre
   a->job = job;
   a->env = env;
   a->gcs_job = gcs_job;
+  a->driver = driver;
   a->res = res;
   a->priority = m->priority;
   a->max_restarts = 0;   /* its record node decides restarts, maybe elsewhere */
@@ -1896,6 +2041,7 @@ static void on_hello(node_client *c, Rd__Hello *m) {
     c->role = m->role;
     c->pid = m->pid;
     c->job = j;
+    c->no_output = m->no_worker_output;
     j->drivers++;
     /* the latest driver's weight; a bad one (only a broken client sends it) counts as 1 */
     j->weight = m->job_weight > 0 && m->job_weight <= 1000 ? m->job_weight : 1;
@@ -2687,7 +2833,8 @@ static void on_tick(uv_timer_t *t) {
 
 static void close_walk_cb(uv_handle_t *h, void *arg) {
   (void)arg;
-  if (!uv_is_closing(h) && h->type != UV_PROCESS) uv_close(h, NULL);
+  if (uv_is_closing(h) || h->type == UV_PROCESS) return;
+  uv_close(h, h->type == UV_NAMED_PIPE ? out_closed : NULL);   /* the only pipes: workers' output */
 }
 
 static void node_shutdown(void) {

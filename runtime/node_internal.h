@@ -105,6 +105,7 @@ typedef struct lease_req {
   node_bundle *bundle;      /* queued in this bundle's queue (NULL: N.queue) */
   uint32_t yield_worker;    /* fair.c: the worker whose lease was asked back for it (0: none) */
   uint32_t gcs_job;         /* the GCS job (a run) it is for, when known (0: not) */
+  uint32_t driver;          /* the client id of the driver whose work it is (0: none): its worker's output goes there */
   int replaceable;          /* a local owner's request the cluster's default policy placed here */
   node_actor *actor;        /* placing this actor rather than leasing a worker */
   node_job *job;            /* only a worker of this job may take it */
@@ -147,6 +148,7 @@ struct node_actor {
   node_client *creator;     /* &N.orphans once a detached actor's creator left */
   int detached;             /* outlives its creator */
   uint32_t gcs_job;         /* the GCS job of its creator, when known: groups it makes end with it */
+  uint32_t driver;          /* its creator's driver (client id, 0: none): its worker's output goes there */
   lease_req *req;           /* while waiting for placement */
   parked_connect *connects; /* callers waiting for it to be alive */
   parked_connect *killers;  /* rd_actor_kill callers waiting for the old process to go */
@@ -192,6 +194,8 @@ struct node_client {
   int dead;                 /* closing: ignore further input */
   node_worker *worker;
   node_job *job;            /* a driver's job (a worker's is worker->job) */
+  int no_output;            /* a driver that asked not to get its workers' output (Hello.no_worker_output) */
+  uint64_t output_dropped;  /* bytes of worker output not sent to it: its socket was too far behind */
   uint64_t *pins;           /* multiset of object ids this client has pinned */
   size_t npins, cappins;
   lease_req *reqs;
@@ -222,6 +226,8 @@ struct node_worker {
   uint64_t granted_ns;      /* when it was last leased */
   int yield_asked;          /* its lease owner was asked to give the lease back (fair.c) */
   uint32_t gcs_job;         /* the GCS job its lease is for (0: not known); what its tasks make belongs to it */
+  uint32_t driver;          /* the driver its lease or actor works for (client id, 0: none): gets its output */
+  struct worker_out *out[2];   /* its stdout and stderr read by the node (cluster), or NULL */
   char kill_why[360];       /* killed by the memory monitor: why (its actor's death reason) */
   uint64_t kill_deadline;   /* graceful actor exit: SIGKILL after this */
   uint64_t idle_since;      /* when it last became idle */
@@ -305,7 +311,7 @@ node_actor *rd__node_actor_find(uint64_t id);
 void rd__node_actor_serve_connects(node_actor *a);
 void rd__node_actor_host_lost(node_actor *a, const char *why);
 int rd__node_actor_host_for(node_client *link, node_job *job, const Rd__ActorCreate *spec, uint64_t id,
-                            uint32_t restarts, uint32_t gcs_job, char *err, size_t errlen);
+                            uint32_t restarts, uint32_t gcs_job, uint32_t driver, char *err, size_t errlen);
 /* The GCS job an actor's groups end with: 0 for a detached actor. */
 uint32_t rd__node_actor_gcs_job(const node_actor *a);
 void rd__node_actor_connect(node_client *c, const Rd__ActorConnect *m);
@@ -324,7 +330,13 @@ void rd__node_bundle_drop(node_bundle *b, const char *why);
 /* job NULL: the client's own (a driver's, or its worker's); gcs_job 0: the
  * GCS job of a local owner (a driver's run, or its worker's lease) */
 void rd__node_lease_queue(node_client *c, uint64_t req_id, const rd_resources *res, int priority, node_bundle *b,
-                          node_job *job, const node_env *env, uint32_t gcs_job, int replaceable);
+                          node_job *job, const node_env *env, uint32_t gcs_job, uint32_t driver, int replaceable);
+/* The driver whose work client c does (client id): c itself, a worker's
+ * lease's or actor's driver; 0 for a link or when none. */
+uint32_t rd__node_client_driver(const node_client *c);
+/* Deliver worker output (MSG_WORKER_OUTPUT) to local driver m->driver: 1 when
+ * it is here and takes output. */
+int rd__node_output_deliver(const Rd__WorkerOutput *m);
 int rd__node_lease_drop(node_client *c, uint64_t req_id);
 void rd__node_actor_schedule(node_actor *a);
 void rd__node_actor_die(node_actor *a, const char *why);

@@ -728,7 +728,7 @@ static int route(pg_rec *p, node_client *c, uint64_t req_id, const rd_resources 
       rd__node_reply_grant(c, req_id, RD_EAGAIN, why);
       return 1;
     }
-    rd__node_lease_queue(c, req_id, res, priority, b, NULL, env, 0, 0);
+    rd__node_lease_queue(c, req_id, res, priority, b, NULL, env, 0, 0, 0);
     return 1;
   }
   if (!rd__cluster_node_usable(t)) return 0;   /* waits: the node is dying or its link just failed */

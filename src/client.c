@@ -1866,6 +1866,24 @@ static void actor_conn_lost(rd__lease *l, const char *why) {
 
 /* ---------------------------------------------------------- the pump */
 
+/* Lines a worker wrote, for this driver (rd_config.log_to_driver): on its
+ * stdout or stderr, each prefixed with where it came from. */
+static void print_worker_output(const Rd__WorkerOutput *m) {
+  if (!G.log_to_driver) return;
+  FILE *f = m->stream == 2 ? stderr : stdout;
+  if (m->dropped)
+    fprintf(f, "(raydist) %llu bytes of worker output were dropped: this driver did not read them in time\n",
+            (unsigned long long)m->dropped);
+  const char *d = (const char *)m->data.data;
+  for (size_t k = 0; k < m->data.len;) {
+    const char *nl = memchr(d + k, '\n', m->data.len - k);
+    size_t l = nl ? (size_t)(nl - (d + k)) : m->data.len - k;
+    fprintf(f, "(pid=%d, ip=%s) %.*s\n", m->pid, m->ip ? m->ip : "?", (int)l, d + k);
+    k += l + 1;
+  }
+  fflush(f);
+}
+
 static void handle_daemon_frame(const rd__frame *f) {
   const ProtobufCMessageDescriptor *d = NULL;
   switch (f->type) {
@@ -1885,6 +1903,7 @@ static void handle_daemon_frame(const rd__frame *f) {
     case RD__MSG_TYPE__MSG_LEASE_LOST: d = &rd__lease_lost__descriptor; break;
     case RD__MSG_TYPE__MSG_LEASE_YIELD: d = &rd__lease_yield__descriptor; break;
     case RD__MSG_TYPE__MSG_NODE_DEAD: d = &rd__node_dead__descriptor; break;
+    case RD__MSG_TYPE__MSG_WORKER_OUTPUT: d = &rd__worker_output__descriptor; break;
     default: break;
   }
   int fd = (f->flags & RD_FRAME_FLAG_FD) ? rd__conn_take_fd(&G.daemon) : -1;
@@ -1914,6 +1933,9 @@ static void handle_daemon_frame(const rd__frame *f) {
         G.actor_start = (Rd__ActorStart *)m;   /* the worker loop runs the constructor */
         return;
       }
+      break;
+    case RD__MSG_TYPE__MSG_WORKER_OUTPUT:
+      print_worker_output((Rd__WorkerOutput *)m);
       break;
     case RD__MSG_TYPE__MSG_ACTOR_KILL:
       G.actor_kill = 1;
@@ -4179,6 +4201,7 @@ void rd_config_init(rd_config *c) {
   c->num_gpus = -1;
   c->num_prestart_workers = -1;
   c->log_level = -1;
+  c->log_to_driver = 1;
 }
 
 static int map_segment(int fd, uint64_t cap) {
@@ -4223,6 +4246,7 @@ int rd__connect_daemon(const char *session, int role, uint32_t worker_id) {
   h.token = G.token;
   if (role == 0) {
     h.job_weight = G.job_weight;
+    h.no_worker_output = !G.log_to_driver;
     ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
     if (n > 0) exe[n] = 0;
     h.exe = exe;
@@ -4603,6 +4627,8 @@ int rd_init(const rd_config *cfg_in) {
       pthread_mutex_unlock(&G.mu);
       return RD_EINVAL;
     }
+    const char *ld = getenv("RAYDIST_LOG_TO_DRIVER");
+    G.log_to_driver = cfg.log_to_driver && !(ld && !strcmp(ld, "0"));
   }
   signal(SIGPIPE, SIG_IGN);
   const char *e = getenv("RAYDIST_PIPELINE_DEPTH");
@@ -4631,6 +4657,10 @@ int rd_init(const rd_config *cfg_in) {
     const char *tok = getenv("RAYDIST_CLUSTER_TOKEN");
     snprintf(G.token, sizeof(G.token), "%s", tok ? tok : "");
     G.is_worker = 1;
+    /* a pipe (socketpair) to the node in a cluster (log_to_driver): line by line, as on
+     * a terminal, or a task's prints would come at its process's exit */
+    struct stat so;
+    if (fstat(1, &so) == 0 && (S_ISFIFO(so.st_mode) || S_ISSOCK(so.st_mode))) setvbuf(stdout, NULL, _IOLBF, 0);
     snprintf(G.session, sizeof(G.session), "%s", sess ? sess : "");
     r = rd__connect_daemon(G.session, 1, (uint32_t)strtoul(wid, NULL, 10));
     if (r != 0) {
@@ -4677,6 +4707,8 @@ void rd_shutdown(void) {
   }
   progress_stop();
   while (G.pumping) pthread_cond_wait(&G.cv, &G.mu);
+  /* workers' output that has arrived (log_to_driver) is printed, not lost */
+  if (G.attached && !G.is_worker && G.log_to_driver) (void)rd__pump(0);
   for (rd_cq *cq = G.cqs; cq; cq = cq->next) cq_close(cq);
   G.cqs = NULL;   /* rd_cq_destroy finds a closed queue in no list */
   abandon_all_work(RD_ECANCELED, "rd_shutdown");

@@ -251,6 +251,7 @@ typedef struct rd__ctx {
   int attached;                 /* rd_init(address): the session belongs to `raydist start` */
   char token[160];
   double job_weight;        /* driver: its job's fair-share weight (rd_config.job_weight) */
+  int log_to_driver;        /* driver: print its workers' output (rd_config.log_to_driver) */
   uint64_t next_seq, next_task, next_req;
   pid_t daemon_pid;
   char session[256];

@@ -1819,6 +1819,85 @@ static int t_get_if_exists(void) {
   return 0;
 }
 
+/* log_to_driver: what workers print reaches the driver (checked by the
+ * script on the driver's stdout and stderr). */
+RD_REMOTE(say) {   /* arg0: a tag; prints 3 lines to stdout, 1 to stderr */
+  rd_buf t;
+  if (rd_arg(call, 0, &t) != 0) return rd_call_fail(call, "bad args");
+  for (int i = 0; i < 3; i++) printf("say %.*s stdout %d\n", (int)t.size, (const char *)t.data, i);
+  fprintf(stderr, "say %.*s stderr\n", (int)t.size, (const char *)t.data);
+  return rd_return_bytes(call, 0, "ok", 2);
+}
+
+RD_REMOTE(say_nested) {   /* on b: a subtask on c prints */
+  rd_task_opts o;
+  rd_task_opts_init(&o);
+  o.resources = "only_c=0.25";
+  rd_ref r;
+  int e = rd_submit(say, RD_ARGS(rd_arg_bytes("nested-on-c", 11)), &o, &r);
+  if (e == 0) {
+    rd_buf b;
+    e = rd_get(&r, 1, &b, 60000);
+    rd_buf_release(&b);
+    rd_ref_release(r);
+  }
+  if (e) return rd_call_fail(call, "subtask: %s", rd_err_name(e));
+  return rd_return_bytes(call, 0, "ok", 2);
+}
+
+RD_ACTOR_METHOD(Tally, say) {
+  (void)state;
+  printf("say actor-on-c stdout\n");
+  char big[20000];   /* one line longer than the node's line buffer: cut, not lost */
+  memset(big, 'x', sizeof(big) - 1);
+  big[sizeof(big) - 1] = 0;
+  printf("long %s\n", big);
+  printf("no newline at the end");   /* printed when the actor exits */
+  fflush(stdout);
+  return rd_return_bytes(call, 0, "ok", 2);
+}
+
+static void get_ok(rd_ref r, const char *what) {
+  rd_buf b;
+  int e = rd_get(&r, 1, &b, 60000);
+  if (e) fprintf(stderr, "%s: %s: %.*s\n", what, rd_err_name(e), (int)b.size, (const char *)b.data);
+  CHECK_EQ(e, 0);
+  rd_buf_release(&b);
+  rd_ref_release(r);
+}
+
+static int t_log_to_driver(void) {
+  join();
+  rd_task_opts o;
+  rd_task_opts_init(&o);
+  rd_ref r;
+  o.resources = "only_b=0.25";
+  CHECK_EQ(rd_submit(say, RD_ARGS(rd_arg_bytes("task-on-b", 9)), &o, &r), 0);
+  get_ok(r, "task on b");
+  CHECK_EQ(rd_submit(say_nested, RD_NO_ARGS, &o, &r), 0);
+  get_ok(r, "nested");
+  rd_task_opts h;
+  rd_task_opts_init(&h);
+  rd_node_info ni;
+  CHECK_EQ(rd_node_info_get(&ni), 0);
+  h.strategy = RD_STRATEGY_NODE_AFFINITY;
+  h.node = ni.node_index;
+  CHECK_EQ(rd_submit(say, RD_ARGS(rd_arg_bytes("task-here", 9)), &h, &r), 0);
+  get_ok(r, "task here");
+  rd_actor_opts ao;
+  rd_actor_opts_init(&ao);
+  ao.resources = "only_c=0.25";
+  rd_actor a;
+  CHECK_EQ(rd_actor_create(Tally, RD_NO_ARGS, &ao, &a), 0);
+  CHECK_EQ(rd_actor_call(a, Tally_say, RD_NO_ARGS, NULL, &r), 0);
+  get_ok(r, "actor on c");
+  CHECK_EQ(rd_actor_kill(a, 1), 0);
+  usleep(3000000);   /* its last line comes at its exit, on its own: give it time */
+  CHECK_EQ(rd_node_info_get(&ni), 0);   /* any call reads what came */
+  rd_shutdown();
+  return 0;
+}
+
 /* One rd_get of several objects that all live on node b, of different
  * sizes so that their pulls end at different times: the head must keep
  * each pulled copy until the get has them all (it used to let each go and
@@ -3160,7 +3239,7 @@ int main(int argc, char **argv) {
       {"two_jobs_local", t_two_jobs_local},     {"lease_reuse", t_lease_reuse},
       {"detached_make", t_detached_make},       {"detached_use", t_detached_use},
       {"detached_gone", t_detached_gone},       {"gcs_restart_before", t_gcs_restart_before},
-      {"gcs_restart_after", t_gcs_restart_after}, {"lineage", t_lineage}, {"nodes", t_nodes}, {"get_many_remote", t_get_many_remote}, {"hung_peer", t_hung_peer}, {"env", t_env}, {"get_if_exists", t_get_if_exists}, {"shuffle", t_shuffle}, {"bad_node", t_bad_node}, {"lineage_eager", t_lineage_eager}, {"respill", t_respill},       {"cancel", t_cancel}, {"memory_remote", t_memory_remote},
+      {"gcs_restart_after", t_gcs_restart_after}, {"lineage", t_lineage}, {"nodes", t_nodes}, {"get_many_remote", t_get_many_remote}, {"hung_peer", t_hung_peer}, {"env", t_env}, {"get_if_exists", t_get_if_exists}, {"log_to_driver", t_log_to_driver}, {"shuffle", t_shuffle}, {"bad_node", t_bad_node}, {"lineage_eager", t_lineage_eager}, {"respill", t_respill},       {"cancel", t_cancel}, {"memory_remote", t_memory_remote},
       {"borrow", t_borrow},                     {"stream", t_stream},           {"nested", t_nested},
       {"collective", t_collective},
   };

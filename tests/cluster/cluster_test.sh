@@ -273,6 +273,28 @@ PY
     "$T" strategies || fail "cluster hurt by the fuzzed link"
     "$R" status | grep -q "3 nodes alive" || fail "cluster hurt"
     ;;
+  log_to_driver)
+    # what workers print, on whatever node, reaches the driver, prefixed
+    "$T" "$CASE" > "$RAYDIST_TMPDIR/out" 2> "$RAYDIST_TMPDIR/err" || { cat "$RAYDIST_TMPDIR/err"; fail "$CASE"; }
+    for want in "ip=127.0.0.2) say task-on-b stdout 0" "ip=127.0.0.2) say task-on-b stdout 2" \
+                "ip=127.0.0.3) say nested-on-c stdout 1" "ip=127.0.0.1) say task-here stdout 1" \
+                "ip=127.0.0.3) say actor-on-c stdout" "ip=127.0.0.3) no newline at the end"; do
+      grep -qF "$want" "$RAYDIST_TMPDIR/out" || { cat "$RAYDIST_TMPDIR/out"; fail "$CASE: no '$want' on stdout"; }
+    done
+    for want in "ip=127.0.0.2) say task-on-b stderr" "ip=127.0.0.3) say nested-on-c stderr"; do
+      grep -qF "$want" "$RAYDIST_TMPDIR/err" || { cat "$RAYDIST_TMPDIR/err"; fail "$CASE: no '$want' on stderr"; }
+    done
+    grep -q "say task-on-b stdout" "$RAYDIST_TMPDIR/err" && fail "$CASE: stdout lines on stderr"
+    # the 20 KB line comes in pieces, every x of it
+    X=$(grep -F "ip=127.0.0.3)" "$RAYDIST_TMPDIR/out" | grep -v "say\|no newline" | sed 's/^(pid=[0-9]*, ip=[0-9.]*) //' | tr -d '\nlong ' | wc -c)
+    [ "$X" -eq 19999 ] || fail "$CASE: the long line came as $X x's, not 19999"
+    # and the node that ran it logged it too
+    grep -qF "say task-on-b stdout 1" "$ROOT/node-127.0.0.2/node.log" || fail "$CASE: not in node b's log"
+    # a driver that asks for none gets none
+    RAYDIST_LOG_TO_DRIVER=0 "$T" "$CASE" > "$RAYDIST_TMPDIR/out" 2>&1 || fail "$CASE without output"
+    grep -q "(pid=" "$RAYDIST_TMPDIR/out" && { cat "$RAYDIST_TMPDIR/out"; fail "$CASE: output with RAYDIST_LOG_TO_DRIVER=0"; }
+    echo "ok: worker output on the driver, from three nodes"
+    ;;
   placement_groups)
     "$T" "$CASE" || fail "$CASE"
     # every group the job made (its tasks' too, on the head and on node c)
