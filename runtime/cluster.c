@@ -229,6 +229,7 @@ static struct {
   size_t nawait, capawait;
   cl_chan *chans;
   rd__u64map pulls;                       /* object id -> its pull, running or waiting */
+  rd__u64map handed;                      /* owner client id -> cl_handed (owner_gone_forward) */
   cl_pull *pull_wait, **pull_wait_tail;   /* not started yet, in order: RD_CL_MAX_PULLS run at once */
   int npulls_running;
   cl_fail *fails;
@@ -1884,6 +1885,8 @@ void rd__cluster_actor_kill(node_actor *a, int no_restart) {
 }
 
 
+static void owner_gone_forward(uint32_t id, uint32_t except);
+
 int rd__cluster_handle_frame(node_client *c, const rd__frame *f) {
   const ProtobufCMessageDescriptor *d = NULL;
   switch (f->type) {
@@ -1998,7 +2001,10 @@ int rd__cluster_handle_frame(node_client *c, const rd__frame *f) {
     case RD__MSG_TYPE__MSG_LINK_DELETE: {
       Rd__ObjIds *ids = (Rd__ObjIds *)m;
       for (size_t i = 0; i < ids->n_object_ids; i++) rd__node_let_go(ids->object_ids[i], ids->client);
-      for (size_t i = 0; i < ids->n_owners_gone; i++) rd__node_owner_gone(ids->owners_gone[i]);
+      for (size_t i = 0; i < ids->n_owners_gone; i++) {
+        rd__node_owner_gone(ids->owners_gone[i]);
+        owner_gone_forward(ids->owners_gone[i], rd__cluster_link_peer(c));
+      }
       break;
     }
     case RD__MSG_TYPE__MSG_LINK_HANDOVER: {
@@ -2028,16 +2034,73 @@ int rd__cluster_worker_kill(node_worker *w, int status, const char *why) {
   return 0;
 }
 
+/* Nodes this one handed objects over to for an owner (MSG_LINK_HANDOVER:
+ * a task here returned refs to objects its subtasks left there).  The
+ * owner's node may have no link to them, so when the owner is gone this
+ * node tells them (owner_gone_forward); before, the objects stayed there
+ * for the cluster's life. */
+typedef struct cl_handed {
+  uint32_t n, cap;
+  uint32_t *nodes;
+} cl_handed;
+
+static void handed_add(uint32_t owner, uint32_t node) {
+  if (!C.handed.slots && rd__u64map_init(&C.handed, 64) != 0) return;
+  cl_handed *h = rd__u64map_get(&C.handed, owner);
+  if (!h) {
+    if (rd__u64map_reserve(&C.handed, C.handed.count + 1) != 0 || !(h = calloc(1, sizeof(*h)))) return;
+    rd__u64map_put(&C.handed, owner, h);
+  }
+  for (uint32_t i = 0; i < h->n; i++)
+    if (h->nodes[i] == node) return;
+  if (h->n == h->cap) {
+    uint32_t cap = h->cap ? h->cap * 2 : 4;
+    uint32_t *p = realloc(h->nodes, cap * sizeof(*p));
+    if (!p) return;   /* that node keeps them, as before */
+    h->nodes = p;
+    h->cap = cap;
+  }
+  h->nodes[h->n++] = node;
+}
+
+/* Owner `id` is gone: the nodes this one handed its objects over to are
+ * told (but `except`, which told us). */
+static void owner_gone_forward(uint32_t id, uint32_t except) {
+  cl_handed *h = C.handed.slots ? rd__u64map_del(&C.handed, id) : NULL;
+  if (!h) return;
+  Rd__ObjIds m = RD__OBJ_IDS__INIT;
+  m.n_owners_gone = 1;
+  m.owners_gone = &id;
+  for (uint32_t i = 0; i < h->n; i++) {
+    if (h->nodes[i] == except || h->nodes[i] == C.index) continue;
+    node_client *l = link_open(h->nodes[i]);
+    if (l) link_send(l, RD__MSG_TYPE__MSG_LINK_DELETE, &m.base);   /* else: gone, and its store with it */
+  }
+  free(h->nodes);
+  free(h);
+}
+
 /* Client `id` of this node is gone: the nodes this one has links to (where
- * its tasks ran) delete the objects it owned there. */
+ * its tasks ran) delete the objects it owned there, and so do those it
+ * handed objects over to for it. */
 static void owner_gone_tell_peers(uint32_t id) {
   Rd__ObjIds m = RD__OBJ_IDS__INIT;
   m.n_owners_gone = 1;
   m.owners_gone = &id;
+  uint32_t told[64];   /* outbound peers (a few), not told twice below */
+  size_t ntold = 0;
   for (node_client *l = N.clients; l; l = l->next) {
     cl_link_state *ls = l->link;
-    if (l->role == ROLE_LINK && !l->dead && ls && ls->outbound && ls->peer) link_send(l, RD__MSG_TYPE__MSG_LINK_DELETE, &m.base);
+    if (l->role == ROLE_LINK && !l->dead && ls && ls->outbound && ls->peer) {
+      link_send(l, RD__MSG_TYPE__MSG_LINK_DELETE, &m.base);
+      if (ntold < 64) told[ntold++] = ls->peer;
+    }
   }
+  cl_handed *h = C.handed.slots ? rd__u64map_get(&C.handed, id) : NULL;
+  for (uint32_t i = 0; h && i < h->n; i++)
+    for (size_t k = 0; k < ntold; k++)
+      if (h->nodes[i] == told[k]) h->nodes[i] = C.index;   /* skipped by owner_gone_forward */
+  owner_gone_forward(id, 0);
 }
 
 void rd__cluster_client_dropped(node_client *c) {
@@ -2363,6 +2426,7 @@ static void forward_by_node(const uint64_t *ids, const uint32_t *nodes, size_t n
     for (size_t j = i; j < n; j++)
       if (nodes[j] == t) batch[k++] = ids[j];
     if (type == RD__MSG_TYPE__MSG_LINK_HANDOVER) {
+      handed_add(client, t);
       Rd__ObjHandover m = RD__OBJ_HANDOVER__INIT;
       m.owner = client;
       m.n_object_ids = k;
@@ -2778,6 +2842,14 @@ void rd__cluster_free(void) {
   }
   C.pull_wait_tail = &C.pull_wait;
   rd__u64map_free(&C.pulls);   /* the loop has closed: no pull runs */
+  for (uint64_t i = 0; C.handed.slots && i <= C.handed.mask; i++) {
+    cl_handed *h = C.handed.slots[i].val;
+    if (h) {
+      free(h->nodes);
+      free(h);
+    }
+  }
+  rd__u64map_free(&C.handed);
   free(C.view);
   if (C.xc) rd_xfer_client_destroy(C.xc);
   if (C.gcs) rd_gcs_close(C.gcs);

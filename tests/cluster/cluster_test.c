@@ -1819,6 +1819,37 @@ static int t_get_if_exists(void) {
   return 0;
 }
 
+/* A driver co-owns objects a task on b handed over to it (one on b, one
+ * its subtask left on c) and exits without letting go: both stores empty.
+ * The driver's node has no link to c (nothing of this driver ran there),
+ * so node b, which handed c's object over, tells c (it stayed on c before). */
+static int t_owner_exit_child(void) {
+  join();
+  rd_task_opts o;
+  rd_task_opts_init(&o);
+  o.resources = "only_b=1";
+  rd_ref res, inner[3];
+  CHECK_EQ(rd_submit(hand_refs, RD_NO_ARGS, &o, &res), 0);
+  size_t n = 0;
+  CHECK_EQ(rd_get_refs(res, inner, 3, &n, 120000), 0);
+  CHECK_EQ(n, 3);
+  rd_buf b;
+  CHECK_EQ(rd_get(&inner[2], 1, &b, 60000), 0);   /* the one on c */
+  CHECK_EQ(b.size, 4u << 20);
+  rd_buf_release(&b);
+  printf("owner_exit_child: holds 3 refs (4 MiB on b, 4 MiB on c), exits without letting go\n");
+  fflush(stdout);
+  _exit(0);
+}
+
+static int t_owner_exit_check(void) {
+  join();
+  usleep(500000);
+  stores_bc_empty("after the owner exited holding them");
+  rd_shutdown();
+  return 0;
+}
+
 /* log_to_driver: what workers print reaches the driver (checked by the
  * script on the driver's stdout and stderr). */
 RD_REMOTE(say) {   /* arg0: a tag; prints 3 lines to stdout, 1 to stderr */
@@ -3239,7 +3270,7 @@ int main(int argc, char **argv) {
       {"two_jobs_local", t_two_jobs_local},     {"lease_reuse", t_lease_reuse},
       {"detached_make", t_detached_make},       {"detached_use", t_detached_use},
       {"detached_gone", t_detached_gone},       {"gcs_restart_before", t_gcs_restart_before},
-      {"gcs_restart_after", t_gcs_restart_after}, {"lineage", t_lineage}, {"nodes", t_nodes}, {"get_many_remote", t_get_many_remote}, {"hung_peer", t_hung_peer}, {"env", t_env}, {"get_if_exists", t_get_if_exists}, {"log_to_driver", t_log_to_driver}, {"shuffle", t_shuffle}, {"bad_node", t_bad_node}, {"lineage_eager", t_lineage_eager}, {"respill", t_respill},       {"cancel", t_cancel}, {"memory_remote", t_memory_remote},
+      {"gcs_restart_after", t_gcs_restart_after}, {"lineage", t_lineage}, {"nodes", t_nodes}, {"get_many_remote", t_get_many_remote}, {"hung_peer", t_hung_peer}, {"env", t_env}, {"get_if_exists", t_get_if_exists}, {"log_to_driver", t_log_to_driver}, {"owner_exit_child", t_owner_exit_child}, {"owner_exit_check", t_owner_exit_check}, {"shuffle", t_shuffle}, {"bad_node", t_bad_node}, {"lineage_eager", t_lineage_eager}, {"respill", t_respill},       {"cancel", t_cancel}, {"memory_remote", t_memory_remote},
       {"borrow", t_borrow},                     {"stream", t_stream},           {"nested", t_nested},
       {"collective", t_collective},
   };

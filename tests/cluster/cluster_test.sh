@@ -273,6 +273,10 @@ PY
     "$T" strategies || fail "cluster hurt by the fuzzed link"
     "$R" status | grep -q "3 nodes alive" || fail "cluster hurt"
     ;;
+  owner_exit)
+    "$T" owner_exit_child || fail "owner_exit_child"
+    "$T" owner_exit_check || fail "owner_exit_check"
+    ;;
   log_to_driver)
     # what workers print, on whatever node, reaches the driver, prefixed
     "$T" "$CASE" > "$RAYDIST_TMPDIR/out" 2> "$RAYDIST_TMPDIR/err" || { cat "$RAYDIST_TMPDIR/err"; fail "$CASE"; }
