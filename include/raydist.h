@@ -710,6 +710,32 @@ RD_EXTERN int rd_cluster_resources(const char *name, double *total, double *avai
 /* The session directory of the embedded cluster ("" when none). */
 RD_EXTERN const char *rd_session_dir(void);
 
+/* ---------------------------------------------------- key-value store
+ *
+ * A small key-value store shared by every process of the cluster (Ray's
+ * internal_kv): drivers, tasks and actors on any node see the same keys.
+ * On a multi-node cluster it lives in the GCS (and so survives a GCS
+ * restart when the GCS has a file store), on an embedded cluster in the
+ * node daemon (gone at rd_shutdown).  For configuration, rendezvous and
+ * small results between jobs, not for bulk data (use objects).  Keys are
+ * 1..RD_KV_MAX_KEY bytes without NUL; values up to RD_KV_MAX_VALUE bytes.
+ * Errors: RD_EINVAL (bad key or size), RD_ESTATE (not initialised), the
+ * GCS's (RD_ETIMEDOUT, RD_ECONN) on a cluster. */
+#define RD_KV_MAX_KEY 512
+#define RD_KV_MAX_VALUE (1u << 20)
+/* Store value under key; with overwrite 0, RD_EEXIST if the key exists. */
+RD_EXTERN int rd_kv_put(const char *key, const void *value, size_t size, int overwrite) RD_MUST_CHECK;
+/* The value of key in *value (malloc'ed, free() it; not NUL-terminated)
+ * and *size: 0, or RD_ENOENT. */
+RD_EXTERN int rd_kv_get(const char *key, void **value, size_t *size) RD_MUST_CHECK;
+/* Remove key: 0, or RD_ENOENT. */
+RD_EXTERN int rd_kv_del(const char *key) RD_MUST_CHECK;
+/* The keys that start with prefix ("" or NULL: all), sorted: *keys is one
+ * malloc'ed block (free() it once) of *n NUL-terminated strings followed
+ * by a NULL pointer.  RD_E2BIG when they would not fit one reply (4 MiB of
+ * keys): ask with longer prefixes. */
+RD_EXTERN int rd_kv_keys(const char *prefix, char ***keys, size_t *n) RD_MUST_CHECK;
+
 #ifdef __cplusplus
 }
 #endif

@@ -1468,6 +1468,75 @@ void rd__cluster_name_freed(uint64_t actor_id) {
   }
 }
 
+/* rd_kv_* on a cluster: the GCS's table, namespace "user", on the pool. */
+typedef struct kv_op {
+  uv_work_t work;
+  uint32_t client_id;
+  uint64_t req_id;
+  uint32_t op;
+  int overwrite;
+  char *key;
+  void *val;
+  size_t len;
+  char **keys;
+  size_t nkeys;
+  int status;
+  char err[300];
+} kv_op;
+
+static void kv_work(uv_work_t *w) {
+  kv_op *k = w->data;
+  switch (k->op) {
+    case 1: k->status = rd_gcs_kv_put(C.gcs, "user", k->key, k->val, k->len, k->overwrite); break;
+    case 2: k->status = rd_gcs_kv_get(C.gcs, "user", k->key, &k->val, &k->len); break;
+    case 3: k->status = rd_gcs_kv_del(C.gcs, "user", k->key); break;
+    case 4: k->status = rd_gcs_kv_list(C.gcs, "user", k->key, &k->keys, &k->nkeys); break;
+  }
+  if (k->status) snprintf(k->err, sizeof(k->err), "%s", rd_gcs_last_error());
+}
+
+static void kv_done(uv_work_t *w, int status) {
+  kv_op *k = w->data;
+  if (status != 0 && !k->status) {
+    k->status = RD_ECANCELED;
+    snprintf(k->err, sizeof(k->err), "the node is stopping");
+  }
+  rd__node_kv_reply(k->client_id, k->req_id, k->status, k->err, k->op == 2 && !k->status ? k->val : NULL, k->len,
+                    k->status ? NULL : k->keys, k->status ? 0 : k->nkeys);
+  rd__node_flush_all();
+  free(k->key);
+  free(k->val);
+  free(k->keys);
+  free(k);
+}
+
+int rd__cluster_kv(node_client *c, const Rd__KvRequest *m) {
+  if (!C.on) return 0;
+  kv_op *k = calloc(1, sizeof(*k));
+  if (k) {
+    k->key = strdup(m->key ? m->key : "");
+    if (m->op == 1 && m->value.len) k->val = malloc(m->value.len);
+  }
+  if (!k || !k->key || (m->op == 1 && m->value.len && !k->val)) {
+    if (k) {
+      free(k->key);
+      free(k->val);
+    }
+    free(k);
+    rd__node_kv_reply(c->id, m->req_id, RD_ENOMEM, "node out of memory", NULL, 0, NULL, 0);
+    return 1;
+  }
+  if (m->op == 1 && m->value.len) memcpy(k->val, m->value.data, m->value.len);
+  k->len = m->op == 1 ? m->value.len : 0;
+  k->client_id = c->id;
+  k->req_id = m->req_id;
+  k->op = m->op;
+  k->overwrite = m->overwrite;
+  k->work.data = k;
+  uv_queue_work(N.loop, &k->work, kv_work, kv_done);
+  return 1;
+}
+
 static void gcs_actor_work(uv_work_t *w) {
   gcs_actor_op *op = w->data;
   switch (op->kind) {

@@ -38,6 +38,9 @@ const rd_gcs_node *rd__cluster_view(size_t *n);
 /* 1 when `token` is the cluster's token (always 1 outside a cluster). */
 int rd__cluster_token_ok(const char *token);
 const char *rd__cluster_token(void);
+/* rd_kv_* on a cluster (through the GCS): 1, answered later; 0 when this
+ * node is not part of one. */
+int rd__cluster_kv(node_client *c, const Rd__KvRequest *m);
 /* This node's address (127.0.0.1 outside a cluster). */
 const char *rd__cluster_ip(void);
 /* Worker output for a driver on node `node`, over the link (dropped when

@@ -228,3 +228,19 @@ size_t rd__env_split(const char *canon, size_t len, char **out, size_t max) {
   for (size_t k = 0; k < len && n < max; k += strlen(canon + k) + 1) out[n++] = (char *)canon + k;
   return n;
 }
+
+char **rd__strv_pack(char *const *s, size_t n) {
+  size_t bytes = (n + 1) * sizeof(char *);
+  for (size_t i = 0; i < n; i++) bytes += strlen(s[i]) + 1;
+  char **v = malloc(bytes);
+  if (!v) return NULL;
+  char *p = (char *)(v + n + 1);
+  for (size_t i = 0; i < n; i++) {
+    size_t l = strlen(s[i]) + 1;
+    memcpy(p, s[i], l);
+    v[i] = p;
+    p += l;
+  }
+  v[n] = NULL;
+  return v;
+}

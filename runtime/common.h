@@ -76,6 +76,10 @@ int rd__res_amounts_from_msg(const Rd__Resources *m, rd_resources *out);
 int rd__env_canon(const char *const *vars, size_t n, char **out, size_t *len, char *err, size_t errlen);
 size_t rd__env_split(const char *canon, size_t len, char **out, size_t max);
 
+/* s[0..n) copied into one malloc'ed block (free() it once): n pointers, a
+ * NULL, then the strings; NULL when out of memory. */
+char **rd__strv_pack(char *const *s, size_t n);
+
 /* Where session directories live: $RAYDIST_TMPDIR (default /tmp)/raydist-<uid>. */
 void rd__session_root(char *root, size_t len);
 /* The first line of a small file (a token, a port) without its newline: 0,

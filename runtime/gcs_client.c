@@ -280,18 +280,8 @@ int rd_gcs_kv_list(rd_gcs *g, const char *ns, const char *prefix, char ***keys_o
   int rc = call(g, "/rd.gcs.Gcs/KvList", &req.base, &rd__gcs__kv_list_reply__descriptor, &rep, NULL, 0);
   if (rc) return rc;
   Rd__Gcs__KvListReply *r = (Rd__Gcs__KvListReply *)rep;
-  size_t bytes = (r->n_keys + 1) * sizeof(char *);
-  for (size_t i = 0; i < r->n_keys; i++) bytes += strlen(r->keys[i]) + 1;
-  char **v = malloc(bytes);   /* pointers, then the strings: one free() */
+  char **v = rd__strv_pack(r->keys, r->n_keys);
   if (v) {
-    char *p = (char *)(v + r->n_keys + 1);
-    for (size_t i = 0; i < r->n_keys; i++) {
-      size_t n = strlen(r->keys[i]) + 1;
-      memcpy(p, r->keys[i], n);
-      v[i] = p;
-      p += n;
-    }
-    v[r->n_keys] = NULL;
     *keys_out = v;
     *n_out = r->n_keys;
   }

@@ -24,6 +24,7 @@
 #include <uv.h>
 
 #include "cluster.h"
+#include "gcs_store.h"
 #include "pg.h"
 #include "common.h"
 #include "log.h"
@@ -1956,6 +1957,114 @@ static int node_descs(Rd__NodeDesc **out, rd__res_msg **res, const rd_resources 
   return (int)n;
 }
 
+/* ------------------------------------------------------ key-value store */
+
+void rd__node_kv_reply(uint32_t client_id, uint64_t req_id, int status, const char *err, const void *val, size_t len,
+                       char **keys, size_t nkeys) {
+  for (node_client *c = N.clients; c; c = c->next) {
+    if (c->id != client_id || c->dead) continue;
+    Rd__KvReply r = RD__KV_REPLY__INIT;
+    r.req_id = req_id;
+    r.status = status;
+    r.error = (char *)(err ? err : "");
+    r.value.data = (uint8_t *)val;
+    r.value.len = val ? len : 0;
+    r.n_keys = nkeys;
+    r.keys = keys;
+    send_msg(c, RD__MSG_TYPE__MSG_KV_REPLY, &r.base, -1);
+    return;
+  }
+}
+
+typedef struct kv_keys {
+  char **v;
+  size_t n, cap, bytes;
+  int rc;
+} kv_keys;
+
+static int kv_collect(void *arg, const char *key, size_t klen, const void *val, size_t vlen) {
+  (void)val;
+  (void)vlen;
+  kv_keys *l = arg;
+  l->bytes += klen + 8;
+  if (l->bytes > RD_KV_LIST_BYTES) {   /* as the GCS: keep the reply whole */
+    l->rc = RD_E2BIG;
+    return 1;
+  }
+  if (l->n == l->cap) {
+    size_t cap = l->cap ? l->cap * 2 : 64;
+    char **p = realloc(l->v, cap * sizeof(*p));
+    if (!p) {
+      l->rc = RD_ENOMEM;
+      return 1;
+    }
+    l->v = p;
+    l->cap = cap;
+  }
+  if (!(l->v[l->n] = strndup(key, klen))) {
+    l->rc = RD_ENOMEM;
+    return 1;
+  }
+  l->n++;
+  return 0;
+}
+
+/* rd_kv_*: the GCS's table on a cluster, the daemon's own on an embedded
+ * node (a memory store of the GCS kind, table "kv"). */
+static void on_kv(node_client *c, Rd__KvRequest *m) {
+  size_t klen = m->key ? strlen(m->key) : 0;
+  if (m->op < 1 || m->op > 4 || klen > RD_KV_MAX_KEY || (m->op != 4 && klen == 0) || m->value.len > RD_KV_MAX_VALUE) {
+    rd__node_kv_reply(c->id, m->req_id, RD_EINVAL, "invalid key-value request", NULL, 0, NULL, 0);
+    return;
+  }
+  if (rd__cluster_kv(c, m)) return;
+  if (!N.kv && !(N.kv = rd_gcs_store_memory_create())) {
+    rd__node_kv_reply(c->id, m->req_id, RD_ENOMEM, "node out of memory", NULL, 0, NULL, 0);
+    return;
+  }
+  char err[RD_KV_MAX_KEY + 64] = "";
+  int rc = 0;
+  void *v = NULL;
+  size_t vlen = 0;
+  kv_keys l = {0};
+  switch (m->op) {
+    case 1:
+      if (!m->overwrite && N.kv->ops->get(N.kv, "kv", m->key, klen, &v, &vlen) == 0) {
+        rc = RD_EEXIST;
+        snprintf(err, sizeof(err), "key '%s' exists", m->key);
+        break;
+      }
+      if (N.kv_bytes + klen + m->value.len > RD_KV_LOCAL_BYTES) {
+        rc = RD_ENOMEM;
+        snprintf(err, sizeof(err), "the embedded key-value store is full (%u MiB)", RD_KV_LOCAL_BYTES >> 20);
+        break;
+      }
+      rc = N.kv->ops->put(N.kv, "kv", m->key, klen, m->value.data, m->value.len);
+      if (rc == 0) N.kv_bytes += klen + m->value.len;   /* replaced values count until removed: an upper bound */
+      break;
+    case 2:
+      rc = N.kv->ops->get(N.kv, "kv", m->key, klen, &v, &vlen);
+      if (rc == RD_ENOENT) snprintf(err, sizeof(err), "no key '%s'", m->key);
+      break;
+    case 3:
+      if (N.kv->ops->get(N.kv, "kv", m->key, klen, &v, &vlen) == 0 && N.kv_bytes >= klen + vlen)
+        N.kv_bytes -= klen + vlen;
+      rc = N.kv->ops->del(N.kv, "kv", m->key, klen);
+      if (rc == RD_ENOENT) snprintf(err, sizeof(err), "no key '%s'", m->key);
+      break;
+    case 4:
+      rc = N.kv->ops->scan(N.kv, "kv", m->key, klen, kv_collect, &l);
+      if (!rc) rc = l.rc;
+      if (rc == RD_E2BIG) snprintf(err, sizeof(err), "too many keys for one reply: use a longer prefix");
+      break;
+  }
+  rd__node_kv_reply(c->id, m->req_id, rc, err, rc == 0 && m->op == 2 ? v : NULL, vlen, rc == 0 ? l.v : NULL,
+                    rc == 0 ? l.n : 0);
+  free(v);
+  for (size_t i = 0; i < l.n; i++) free(l.v[i]);
+  free(l.v);
+}
+
 static void on_node_info(node_client *c, Rd__NodeInfo *m) {
   Rd__NodeInfoReply r = RD__NODE_INFO_REPLY__INIT;
   rd__res_msg tot, av;
@@ -2089,6 +2198,7 @@ static void handle_frame(node_client *c, const rd__frame *f) {
     case RD__MSG_TYPE__MSG_OBJ_DELETE: d = &rd__obj_ids__descriptor; break;
     case RD__MSG_TYPE__MSG_OBJ_HANDOVER: d = &rd__obj_handover__descriptor; break;
     case RD__MSG_TYPE__MSG_NODE_INFO: d = &rd__node_info__descriptor; break;
+    case RD__MSG_TYPE__MSG_KV: d = &rd__kv_request__descriptor; break;
     case RD__MSG_TYPE__MSG_SHUTDOWN: d = &rd__shutdown__descriptor; break;
     case RD__MSG_TYPE__MSG_ACTOR_CREATE: d = &rd__actor_create__descriptor; break;
     case RD__MSG_TYPE__MSG_ACTOR_READY: d = &rd__actor_ready__descriptor; break;
@@ -2130,6 +2240,7 @@ static void handle_frame(node_client *c, const rd__frame *f) {
     case RD__MSG_TYPE__MSG_OBJ_DELETE: on_obj_delete(c, (Rd__ObjIds *)m); break;
     case RD__MSG_TYPE__MSG_OBJ_HANDOVER: on_obj_handover(c, (Rd__ObjHandover *)m); break;
     case RD__MSG_TYPE__MSG_NODE_INFO: on_node_info(c, (Rd__NodeInfo *)m); break;
+    case RD__MSG_TYPE__MSG_KV: on_kv(c, (Rd__KvRequest *)m); break;
     case RD__MSG_TYPE__MSG_ACTOR_CREATE: on_actor_create(c, (Rd__ActorCreate *)m); break;
     case RD__MSG_TYPE__MSG_ACTOR_READY: on_actor_ready(c, (Rd__ActorReady *)m); break;
     case RD__MSG_TYPE__MSG_ACTOR_CONNECT: on_actor_connect(c, (Rd__ActorConnect *)m); break;
@@ -3038,6 +3149,15 @@ int rd__node_main(const rd_node_opts *opts) {
   }
   rd__cluster_free();
   rd__pg_free();
+  if (N.kv) N.kv->ops->destroy(N.kv);
+  N.kv = NULL;
+  while (N.envs) {
+    node_env *e = N.envs;
+    N.envs = e->next;
+    free(e->vars);
+    free(e->canon);
+    free(e);
+  }
   while (N.bundles) {
     node_bundle *b = N.bundles;
     N.bundles = b->next;

@@ -252,6 +252,8 @@ typedef struct rd__node_state {
   node_job *jobs;
   uint32_t next_job_id;
   node_env *envs;           /* interned env sets (rd__node_env) */
+  struct rd_gcs_store *kv;  /* rd_kv_* on an embedded node (created at first use) */
+  uint64_t kv_bytes;        /* what it holds, about */
   uint32_t next_client_id, next_worker_id;
   uint64_t next_lease_seq;
   uint64_t leases_granted;
@@ -331,6 +333,11 @@ void rd__node_bundle_drop(node_bundle *b, const char *why);
  * GCS job of a local owner (a driver's run, or its worker's lease) */
 void rd__node_lease_queue(node_client *c, uint64_t req_id, const rd_resources *res, int priority, node_bundle *b,
                           node_job *job, const node_env *env, uint32_t gcs_job, uint32_t driver, int replaceable);
+/* rd_kv_*: the answer to client_id's request req_id (val, or keys). */
+#define RD_KV_LIST_BYTES (4u << 20)      /* keys in one rd_kv_keys reply */
+#define RD_KV_LOCAL_BYTES (256u << 20)   /* an embedded node's store */
+void rd__node_kv_reply(uint32_t client_id, uint64_t req_id, int status, const char *err, const void *val, size_t len,
+                       char **keys, size_t nkeys);
 /* The driver whose work client c does (client id): c itself, a worker's
  * lease's or actor's driver; 0 for a link or when none. */
 uint32_t rd__node_client_driver(const node_client *c);

@@ -1904,6 +1904,7 @@ static void handle_daemon_frame(const rd__frame *f) {
     case RD__MSG_TYPE__MSG_LEASE_YIELD: d = &rd__lease_yield__descriptor; break;
     case RD__MSG_TYPE__MSG_NODE_DEAD: d = &rd__node_dead__descriptor; break;
     case RD__MSG_TYPE__MSG_WORKER_OUTPUT: d = &rd__worker_output__descriptor; break;
+    case RD__MSG_TYPE__MSG_KV_REPLY: d = &rd__kv_reply__descriptor; break;
     default: break;
   }
   int fd = (f->flags & RD_FRAME_FLAG_FD) ? rd__conn_take_fd(&G.daemon) : -1;
@@ -1977,6 +1978,7 @@ static void handle_daemon_frame(const rd__frame *f) {
       if (f->type == RD__MSG_TYPE__MSG_NODE_INFO_REPLY) req = ((Rd__NodeInfoReply *)m)->req_id;
       if (f->type == RD__MSG_TYPE__MSG_ACTOR_ID_REPLY) req = ((Rd__ActorIdReply *)m)->req_id;
       if (f->type == RD__MSG_TYPE__MSG_PG_REPLY) req = ((Rd__PgReply *)m)->req_id;
+      if (f->type == RD__MSG_TYPE__MSG_KV_REPLY) req = ((Rd__KvReply *)m)->req_id;
       if (fd >= 0) close(fd);
       for (int i = 0; i < RD_MAX_WAITING_REPLIES; i++) {
         if (G.replies[i].req_id == req && !G.replies[i].msg && G.replies[i].type == f->type) {
@@ -4737,6 +4739,90 @@ void rd_shutdown(void) {
   if (!G.is_worker && !G.attached && G.session[0]) rd__rm_rf(G.session);
   ctx_reset();
   pthread_mutex_unlock(&G.mu);
+}
+
+/* ------------------------------------------------------ key-value store */
+
+enum { KV_PUT = 1, KV_GET = 2, KV_DEL = 3, KV_KEYS = 4 };
+
+/* One rd_kv_* request: 0 and *rep (free it), or the error (logged). */
+static int kv_call(const char *what, int op, const char *key, const void *value, size_t size, int overwrite,
+                   Rd__KvReply **rep) {
+  *rep = NULL;
+  size_t klen = key ? strlen(key) : 0;
+  if ((op != KV_KEYS && (!key || klen == 0)) || klen > RD_KV_MAX_KEY || (op == KV_PUT && size && !value) ||
+      size > RD_KV_MAX_VALUE) {
+    rd__log(RD_LOG_WARN, "%s: a key of 1..%d bytes and a value of at most %u bytes", what, RD_KV_MAX_KEY,
+            RD_KV_MAX_VALUE);
+    return RD_EINVAL;
+  }
+  LOCKED_OR(RD_ESTATE);
+  Rd__KvRequest m = RD__KV_REQUEST__INIT;
+  m.req_id = ++G.next_req;
+  m.op = (uint32_t)op;
+  m.key = (char *)(key ? key : "");
+  m.value.data = (uint8_t *)value;
+  m.value.len = op == KV_PUT ? size : 0;
+  m.overwrite = overwrite != 0;
+  ProtobufCMessage *r = NULL;
+  int rc = rd__daemon_call(RD__MSG_TYPE__MSG_KV, &m.base, m.req_id, RD__MSG_TYPE__MSG_KV_REPLY, &r, 60000);
+  pthread_mutex_unlock(&G.mu);
+  if (rc == 0) {
+    Rd__KvReply *kr = (Rd__KvReply *)r;
+    rc = kr->status;
+    if (rc != 0 && rc != RD_ENOENT && rc != RD_EEXIST)
+      rd__log(RD_LOG_WARN, "%s '%.100s': %s", what, key ? key : "", kr->error && *kr->error ? kr->error : rd_strerror(rc));
+    if (rc == 0) *rep = kr;
+    else protobuf_c_message_free_unpacked(r, NULL);
+  }
+  return rc;
+}
+
+int rd_kv_put(const char *key, const void *value, size_t size, int overwrite) {
+  Rd__KvReply *r;
+  int rc = kv_call("rd_kv_put", KV_PUT, key, value, size, overwrite, &r);
+  if (rc == 0) protobuf_c_message_free_unpacked(&r->base, NULL);
+  return rc;
+}
+
+int rd_kv_get(const char *key, void **value, size_t *size) {
+  if (!value || !size) return RD_EINVAL;
+  *value = NULL;
+  *size = 0;
+  Rd__KvReply *r;
+  int rc = kv_call("rd_kv_get", KV_GET, key, NULL, 0, 0, &r);
+  if (rc != 0) return rc;
+  void *v = malloc(r->value.len ? r->value.len : 1);
+  if (v) {
+    if (r->value.len) memcpy(v, r->value.data, r->value.len);
+    *value = v;
+    *size = r->value.len;
+  }
+  protobuf_c_message_free_unpacked(&r->base, NULL);
+  return v ? 0 : RD_ENOMEM;
+}
+
+int rd_kv_del(const char *key) {
+  Rd__KvReply *r;
+  int rc = kv_call("rd_kv_del", KV_DEL, key, NULL, 0, 0, &r);
+  if (rc == 0) protobuf_c_message_free_unpacked(&r->base, NULL);
+  return rc;
+}
+
+int rd_kv_keys(const char *prefix, char ***keys, size_t *n) {
+  if (!keys || !n) return RD_EINVAL;
+  *keys = NULL;
+  *n = 0;
+  Rd__KvReply *r;
+  int rc = kv_call("rd_kv_keys", KV_KEYS, prefix ? prefix : "", NULL, 0, 0, &r);
+  if (rc != 0) return rc;
+  char **v = rd__strv_pack(r->keys, r->n_keys);
+  if (v) {
+    *keys = v;
+    *n = r->n_keys;
+  }
+  protobuf_c_message_free_unpacked(&r->base, NULL);
+  return v ? 0 : RD_ENOMEM;
 }
 
 /* ---------------------------------------------------- placement groups */

@@ -1850,6 +1850,61 @@ static int t_owner_exit_check(void) {
   return 0;
 }
 
+/* rd_kv_* on a cluster: one table in the GCS for every node. */
+RD_REMOTE(kv_on_node) {   /* reads "cl/driver", writes "cl/<node>" = its value + this node */
+  rd_node_info ni;
+  if (rd_node_info_get(&ni) != 0) return rd_call_fail(call, "node info");
+  void *v;
+  size_t len;
+  int e = rd_kv_get("cl/driver", &v, &len);
+  if (e) return rd_call_fail(call, "get: %s", rd_err_name(e));
+  char key[32], val[128];
+  snprintf(key, sizeof(key), "cl/node%u", ni.node_index);
+  int n = snprintf(val, sizeof(val), "%.*s@%u", (int)len, (const char *)v, ni.node_index);
+  free(v);
+  e = rd_kv_put(key, val, (size_t)n, 0);
+  if (e) return rd_call_fail(call, "put: %s", rd_err_name(e));
+  return rd_return_bytes(call, 0, &ni.node_index, sizeof(ni.node_index));
+}
+
+static int t_kv(void) {
+  join();
+  CHECK_EQ(rd_kv_put("cl/driver", "hello", 5, 0), 0);
+  CHECK_EQ(rd_kv_put("cl/driver", "again", 5, 0), RD_EEXIST);
+  rd_task_opts o;
+  rd_task_opts_init(&o);
+  rd_ref r[2];
+  o.resources = "only_b=0.25";
+  CHECK_EQ(rd_submit(kv_on_node, RD_NO_ARGS, &o, &r[0]), 0);
+  o.resources = "only_c=0.25";
+  CHECK_EQ(rd_submit(kv_on_node, RD_NO_ARGS, &o, &r[1]), 0);
+  uint32_t nodes[2];
+  for (int i = 0; i < 2; i++) get_exact(r[i], "kv_on_node", 60000, &nodes[i], sizeof(uint32_t));
+  char **keys;
+  size_t n;
+  CHECK_EQ(rd_kv_keys("cl/", &keys, &n), 0);
+  CHECK_EQ(n, 3);
+  for (int i = 0; i < 2; i++) {
+    char key[32], want[32];
+    snprintf(key, sizeof(key), "cl/node%u", nodes[i]);
+    snprintf(want, sizeof(want), "hello@%u", nodes[i]);
+    void *v;
+    size_t len;
+    CHECK_EQ(rd_kv_get(key, &v, &len), 0);
+    printf("%s = %.*s\n", key, (int)len, (const char *)v);
+    CHECK(len == strlen(want) && !memcmp(v, want, len));
+    free(v);
+    CHECK_EQ(rd_kv_del(key), 0);
+  }
+  free(keys);
+  CHECK_EQ(rd_kv_del("cl/driver"), 0);
+  CHECK_EQ(rd_kv_keys("cl/", &keys, &n), 0);
+  CHECK_EQ(n, 0);
+  free(keys);
+  rd_shutdown();
+  return 0;
+}
+
 /* log_to_driver: what workers print reaches the driver (checked by the
  * script on the driver's stdout and stderr). */
 RD_REMOTE(say) {   /* arg0: a tag; prints 3 lines to stdout, 1 to stderr */
@@ -3221,6 +3276,7 @@ static int t_gcs_restart_before(void) {
   uint32_t b = run_where("only_b=1"), c = run_where("only_c=1");
   rd_actor survivor = make_tally("survivor", 1, "only_b=0.01", 0, UINT32_MAX, 0);
   for (int i = 1; i <= 3; i++) CHECK_EQ(actor_add(survivor), i);
+  CHECK_EQ(rd_kv_put("restart/kept", "before", 6, 0), 0);   /* read back after the restart */
   pid_t old = gcs_pid();
   CHECK(old > 0);
   CHECK_EQ(kill(old, SIGKILL), 0);
@@ -3251,6 +3307,11 @@ static int t_gcs_restart_after(void) {
   uint32_t b = run_where("only_b=0.5"), c = run_where("only_c=0.5");
   CHECK(b != c);
   rd_actor survivor = get_named("survivor"), born = get_named("born-in-outage");
+  void *kv;
+  size_t kvlen;
+  CHECK_EQ(rd_kv_get("restart/kept", &kv, &kvlen), 0);   /* the GCS's table log kept it */
+  CHECK(kvlen == 6 && !memcmp(kv, "before", 6));
+  free(kv);
   CHECK_EQ(actor_add(survivor), 5);
   CHECK_EQ(actor_add(born), 2);
   CHECK_EQ(rd_actor_kill(survivor, 1), 0);
@@ -3270,7 +3331,7 @@ int main(int argc, char **argv) {
       {"two_jobs_local", t_two_jobs_local},     {"lease_reuse", t_lease_reuse},
       {"detached_make", t_detached_make},       {"detached_use", t_detached_use},
       {"detached_gone", t_detached_gone},       {"gcs_restart_before", t_gcs_restart_before},
-      {"gcs_restart_after", t_gcs_restart_after}, {"lineage", t_lineage}, {"nodes", t_nodes}, {"get_many_remote", t_get_many_remote}, {"hung_peer", t_hung_peer}, {"env", t_env}, {"get_if_exists", t_get_if_exists}, {"log_to_driver", t_log_to_driver}, {"owner_exit_child", t_owner_exit_child}, {"owner_exit_check", t_owner_exit_check}, {"shuffle", t_shuffle}, {"bad_node", t_bad_node}, {"lineage_eager", t_lineage_eager}, {"respill", t_respill},       {"cancel", t_cancel}, {"memory_remote", t_memory_remote},
+      {"gcs_restart_after", t_gcs_restart_after}, {"lineage", t_lineage}, {"nodes", t_nodes}, {"get_many_remote", t_get_many_remote}, {"hung_peer", t_hung_peer}, {"env", t_env}, {"get_if_exists", t_get_if_exists}, {"log_to_driver", t_log_to_driver}, {"kv", t_kv}, {"owner_exit_child", t_owner_exit_child}, {"owner_exit_check", t_owner_exit_check}, {"shuffle", t_shuffle}, {"bad_node", t_bad_node}, {"lineage_eager", t_lineage_eager}, {"respill", t_respill},       {"cancel", t_cancel}, {"memory_remote", t_memory_remote},
       {"borrow", t_borrow},                     {"stream", t_stream},           {"nested", t_nested},
       {"collective", t_collective},
   };

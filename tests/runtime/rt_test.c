@@ -1769,6 +1769,123 @@ static int t_get_released(void) {
   return 0;
 }
 
+/* rd_kv_*: a task reads the key arg0 names and stores "<value>+task" under
+ * "<key>.reply"; with a long arg1, it puts 100 keys "many/<arg1>/<i>". */
+RD_REMOTE(kv_task) {
+  rd_buf k, n;
+  if (rd_arg(call, 0, &k) != 0 || rd_arg(call, 1, &n) != 0 || n.size != sizeof(long)) return rd_call_fail(call, "args");
+  char key[600];
+  snprintf(key, sizeof(key), "%.*s", (int)k.size, (const char *)k.data);
+  long which;
+  memcpy(&which, n.data, sizeof(which));
+  if (which >= 0) {
+    for (int i = 0; i < 100; i++) {
+      char kk[64];
+      snprintf(kk, sizeof(kk), "many/%ld/%03d", which, i);
+      int e = rd_kv_put(kk, &i, sizeof(i), 0);
+      if (e) return rd_call_fail(call, "put %s: %s", kk, rd_err_name(e));
+    }
+    return rd_return_bytes(call, 0, "ok", 2);
+  }
+  void *v;
+  size_t len;
+  int e = rd_kv_get(key, &v, &len);
+  if (e) return rd_call_fail(call, "get %s: %s", key, rd_err_name(e));
+  char out[256];
+  int m = snprintf(out, sizeof(out), "%.*s+task", (int)len, (const char *)v);
+  free(v);
+  strcat(key, ".reply");
+  e = rd_kv_put(key, out, (size_t)m, 1);
+  if (e) return rd_call_fail(call, "put: %s", rd_err_name(e));
+  return rd_return_bytes(call, 0, "ok", 2);
+}
+
+static void kv_expect(const char *key, const void *want, size_t n) {
+  void *v = NULL;
+  size_t len = 0;
+  CHECK_EQ(rd_kv_get(key, &v, &len), 0);
+  CHECK_EQ(len, n);
+  CHECK(n == 0 || memcmp(v, want, n) == 0);
+  free(v);
+}
+
+/* The key-value store of an embedded cluster, through the public API. */
+static int t_kv(void) {
+  init_with_cpus(2);
+  CHECK_EQ(rd_kv_put("cfg/model", "minilm", 6, 0), 0);
+  kv_expect("cfg/model", "minilm", 6);
+  CHECK_EQ(rd_kv_put("cfg/model", "other", 5, 0), RD_EEXIST);   /* kept */
+  kv_expect("cfg/model", "minilm", 6);
+  CHECK_EQ(rd_kv_put("cfg/model", "bert", 4, 1), 0);             /* replaced */
+  kv_expect("cfg/model", "bert", 4);
+  const char bin[5] = {0, 1, 0, 2, 0};
+  CHECK_EQ(rd_kv_put("cfg/bin", bin, sizeof(bin), 0), 0);          /* bytes, NULs included */
+  kv_expect("cfg/bin", bin, sizeof(bin));
+  CHECK_EQ(rd_kv_put("cfg/empty", NULL, 0, 0), 0);
+  kv_expect("cfg/empty", NULL, 0);
+  CHECK_EQ(rd_kv_put("other", "x", 1, 0), 0);
+  char **keys;
+  size_t n;
+  CHECK_EQ(rd_kv_keys("cfg/", &keys, &n), 0);
+  CHECK_EQ(n, 3);
+  CHECK(!strcmp(keys[0], "cfg/bin") && !strcmp(keys[1], "cfg/empty") && !strcmp(keys[2], "cfg/model") && !keys[3]);
+  free(keys);
+  CHECK_EQ(rd_kv_keys(NULL, &keys, &n), 0);
+  CHECK_EQ(n, 4);
+  free(keys);
+  CHECK_EQ(rd_kv_keys("nothing", &keys, &n), 0);
+  CHECK_EQ(n, 0);
+  free(keys);
+  void *v;
+  size_t len;
+  CHECK_EQ(rd_kv_get("missing", &v, &len), RD_ENOENT);
+  CHECK_EQ(rd_kv_del("other"), 0);
+  CHECK_EQ(rd_kv_del("other"), RD_ENOENT);
+  CHECK_EQ(rd_kv_get("other", &v, &len), RD_ENOENT);
+  /* bad input */
+  static char longkey[RD_KV_MAX_KEY + 2];
+  memset(longkey, 'k', sizeof(longkey) - 1);
+  CHECK_EQ(rd_kv_put(longkey, "x", 1, 0), RD_EINVAL);
+  longkey[RD_KV_MAX_KEY] = 0;   /* exactly the limit */
+  CHECK_EQ(rd_kv_put(longkey, "x", 1, 0), 0);
+  CHECK_EQ(rd_kv_put(NULL, "x", 1, 0), RD_EINVAL);
+  CHECK_EQ(rd_kv_put("", "x", 1, 0), RD_EINVAL);
+  CHECK_EQ(rd_kv_get("", &v, &len), RD_EINVAL);
+  CHECK_EQ(rd_kv_del(NULL), RD_EINVAL);
+  CHECK_EQ(rd_kv_put("k", NULL, 3, 0), RD_EINVAL);
+  char *big = calloc(1, RD_KV_MAX_VALUE + 1);
+  CHECK(big);
+  CHECK_EQ(rd_kv_put("big", big, RD_KV_MAX_VALUE + 1, 0), RD_EINVAL);
+  CHECK_EQ(rd_kv_put("big", big, RD_KV_MAX_VALUE, 0), 0);
+  CHECK_EQ(rd_kv_get("big", &v, &len), 0);
+  CHECK_EQ(len, RD_KV_MAX_VALUE);
+  free(v);
+  free(big);
+  /* seen from tasks: one reads and answers, four write 100 keys each at once */
+  rd_ref r[5];
+  long minus = -1;
+  CHECK_EQ(rd_submit(kv_task, RD_ARGS(rd_arg_bytes("cfg/model", 9), rd_arg_bytes(&minus, sizeof(minus))), NULL, &r[0]),
+           0);
+  for (long i = 0; i < 4; i++)
+    CHECK_EQ(rd_submit(kv_task, RD_ARGS(rd_arg_bytes("x", 1), rd_arg_bytes(&i, sizeof(i))), NULL, &r[1 + i]), 0);
+  for (int i = 0; i < 5; i++) {
+    rd_buf b;
+    int e = rd_get(&r[i], 1, &b, 60000);
+    if (e) fprintf(stderr, "kv_task %d: %.*s\n", i, (int)b.size, (const char *)b.data);
+    CHECK_EQ(e, 0);
+    rd_buf_release(&b);
+    rd_ref_release(r[i]);
+  }
+  kv_expect("cfg/model.reply", "bert+task", 9);
+  CHECK_EQ(rd_kv_keys("many/", &keys, &n), 0);
+  CHECK_EQ(n, 400);
+  for (size_t i = 1; i < n; i++) CHECK(strcmp(keys[i - 1], keys[i]) < 0);   /* sorted */
+  free(keys);
+  rd_shutdown();
+  CHECK_EQ(rd_kv_get("cfg/model", &v, &len), RD_ESTATE);
+  return 0;
+}
+
 /* Fails (RD_ETASK) on its first arg0 attempts, then returns its attempt. */
 RD_REMOTE(flaky) {
   rd_buf a;
@@ -1917,7 +2034,7 @@ static const rd_test_case tests[] = {
     {"cancel", t_cancel},           {"progress", t_progress}, {"nested_blocked", t_nested_blocked},
     {"memory_monitor", t_memory_monitor}, {"oom_retry", t_oom_retry}, {"oom_victim", t_oom_victim}, {"metrics", t_metrics},
     {"cancel_cooperative", t_cancel_cooperative}, {"timeline", t_timeline},
-    {"cancel_race", t_cancel_race}, {"get_released", t_get_released}, {"nodes", t_nodes}, {"retry_failures", t_retry_failures},
+    {"cancel_race", t_cancel_race}, {"get_released", t_get_released}, {"nodes", t_nodes}, {"retry_failures", t_retry_failures}, {"kv", t_kv},
 };
 
 RD_TEST_MAIN(tests)
