@@ -34,10 +34,8 @@ extern char **environ;
 
 
 
-/* Field 22 of /proc/PID/stat: when the process started, in clock ticks. */
-/* A process's start time (clock ticks after boot), 0 when there is none;
- * *state gets its state letter ('Z': it has exited, not yet reaped). */
-static unsigned long long proc_start_time(int pid, char *state) {
+/* Field 22 of /proc/PID/stat (cli_cluster.h). */
+unsigned long long rd__proc_start_time(int pid, char *state) {
   *state = 0;
   char path[64], buf[1024];
   snprintf(path, sizeof(path), "/proc/%d/stat", pid);
@@ -87,7 +85,7 @@ static int read_recorded(const char *dir, recorded *out) {
  * which can take seconds. */
 static int recorded_alive(const recorded *r) {
   char state;
-  return r->pid > 0 && proc_start_time(r->pid, &state) == r->start && state != 'Z';
+  return r->pid > 0 && rd__proc_start_time(r->pid, &state) == r->start && state != 'Z';
 }
 
 /* Are the processes recorded in dir/pids still running? */
@@ -160,7 +158,7 @@ static int append_pid(const char *dir, const char *name, int pid) {
   FILE *f = fopen(path, "a");
   if (!f) return -1;
   char state;
-  fprintf(f, "%s %d %llu\n", name, pid, proc_start_time(pid, &state));
+  fprintf(f, "%s %d %llu\n", name, pid, rd__proc_start_time(pid, &state));
   fclose(f);
   return 0;
 }
@@ -407,7 +405,7 @@ int rd__cli_start(int argc, char **argv) {
 static int stop_session(const char *dir) {
   recorded r[RD_MAX_RECORDED];
   int n = read_recorded(dir, r);
-  int stopped = 0;
+  int stopped = rd__cli_jobs_stop(dir);   /* its submitted drivers first (`raydist job`) */
   for (int pass = 0; pass < 2; pass++) {   /* node first: it leaves the GCS cleanly */
     for (int i = 0; i < n; i++) {
       if ((strcmp(r[i].name, "gcs") == 0) != pass || !recorded_alive(&r[i])) continue;

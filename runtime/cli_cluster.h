@@ -5,5 +5,12 @@
 int rd__cli_start(int argc, char **argv);
 int rd__cli_stop(int argc, char **argv);
 int rd__cli_status(int argc, char **argv);
+/* `raydist job` (cli_job.c); rd__cli_jobs_stop ends the running jobs of a
+ * node session (for `raydist stop`), returning how many. */
+int rd__cli_job(int argc, char **argv);
+int rd__cli_jobs_stop(const char *session_dir);
+/* A process's start time (clock ticks after boot), 0 when there is none;
+ * *state gets its state letter ('Z': it has exited, not yet reaped). */
+unsigned long long rd__proc_start_time(int pid, char *state);
 
 #endif

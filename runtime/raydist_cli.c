@@ -24,6 +24,7 @@ static void usage(FILE *f) {
           "       raydist start --head | --address IP:PORT [options]   (raydist start --help)\n"
           "       raydist status [--address IP:PORT]\n"
           "       raydist stop [--node-ip IP]\n"
+          "       raydist job submit|list|logs|wait|stop ...   (raydist job, for its usage)\n"
           "       raydist gcs --bind IP:PORT --token-file F [--ready-fd FD] [--storage memory|file:PATH] [--supervise]\n"
           "       raydist version\n");
 }
@@ -56,6 +57,7 @@ int main(int argc, char **argv) {
   if (!strcmp(argv[1], "start")) return rd__cli_start(argc, argv);
   if (!strcmp(argv[1], "status")) return rd__cli_status(argc, argv);
   if (!strcmp(argv[1], "stop")) return rd__cli_stop(argc, argv);
+  if (!strcmp(argv[1], "job")) return rd__cli_job(argc, argv);
   if (strcmp(argv[1], "node") != 0) {
     fprintf(stderr, "raydist: unknown command '%s'\n", argv[1]);
     usage(stderr);

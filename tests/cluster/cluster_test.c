@@ -1850,6 +1850,45 @@ static int t_owner_exit_check(void) {
   return 0;
 }
 
+/* `raydist job submit` runs these as drivers (the script checks them). */
+RD_REMOTE(job_say) {
+  printf("job task says hi\n");
+  return rd_return_bytes(call, 0, "ok", 2);
+}
+
+static int t_job_ok(void) {
+  join();
+  rd_task_opts o;
+  rd_task_opts_init(&o);
+  o.resources = "only_b=0.25";
+  rd_ref r;
+  CHECK_EQ(rd_submit(job_say, RD_NO_ARGS, &o, &r), 0);
+  rd_buf b;
+  CHECK_EQ(rd_get(&r, 1, &b, 60000), 0);
+  rd_buf_release(&b);
+  rd_ref_release(r);
+  usleep(300000);   /* the task's line comes on its own */
+  printf("job ok done (RAYDIST_JOB_ID=%s)\n", getenv("RAYDIST_JOB_ID") ? getenv("RAYDIST_JOB_ID") : "-");
+  rd_shutdown();
+  return 0;
+}
+
+static int t_job_bad(void) {
+  join();
+  fprintf(stderr, "job bad: giving up\n");
+  rd_shutdown();
+  exit(3);
+}
+
+static int t_job_long(void) {
+  join();
+  printf("job long started\n");
+  fflush(stdout);
+  sleep(120);
+  rd_shutdown();
+  return 0;
+}
+
 /* rd_kv_* on a cluster: one table in the GCS for every node. */
 RD_REMOTE(kv_on_node) {   /* reads "cl/driver", writes "cl/<node>" = its value + this node */
   rd_node_info ni;
@@ -3331,7 +3370,7 @@ int main(int argc, char **argv) {
       {"two_jobs_local", t_two_jobs_local},     {"lease_reuse", t_lease_reuse},
       {"detached_make", t_detached_make},       {"detached_use", t_detached_use},
       {"detached_gone", t_detached_gone},       {"gcs_restart_before", t_gcs_restart_before},
-      {"gcs_restart_after", t_gcs_restart_after}, {"lineage", t_lineage}, {"nodes", t_nodes}, {"get_many_remote", t_get_many_remote}, {"hung_peer", t_hung_peer}, {"env", t_env}, {"get_if_exists", t_get_if_exists}, {"log_to_driver", t_log_to_driver}, {"kv", t_kv}, {"owner_exit_child", t_owner_exit_child}, {"owner_exit_check", t_owner_exit_check}, {"shuffle", t_shuffle}, {"bad_node", t_bad_node}, {"lineage_eager", t_lineage_eager}, {"respill", t_respill},       {"cancel", t_cancel}, {"memory_remote", t_memory_remote},
+      {"gcs_restart_after", t_gcs_restart_after}, {"lineage", t_lineage}, {"nodes", t_nodes}, {"get_many_remote", t_get_many_remote}, {"hung_peer", t_hung_peer}, {"env", t_env}, {"get_if_exists", t_get_if_exists}, {"log_to_driver", t_log_to_driver}, {"kv", t_kv}, {"job_ok", t_job_ok}, {"job_bad", t_job_bad}, {"job_long", t_job_long}, {"owner_exit_child", t_owner_exit_child}, {"owner_exit_check", t_owner_exit_check}, {"shuffle", t_shuffle}, {"bad_node", t_bad_node}, {"lineage_eager", t_lineage_eager}, {"respill", t_respill},       {"cancel", t_cancel}, {"memory_remote", t_memory_remote},
       {"borrow", t_borrow},                     {"stream", t_stream},           {"nested", t_nested},
       {"collective", t_collective},
   };

@@ -273,6 +273,45 @@ PY
     "$T" strategies || fail "cluster hurt by the fuzzed link"
     "$R" status | grep -q "3 nodes alive" || fail "cluster hurt"
     ;;
+  jobs)
+    # drivers submitted to the head's node, run detached, their output kept
+    job_id() { sed -n 's/^job \([0-9]*\) submitted.*/\1/p'; }
+    OK=$("$R" job submit --name ok -- "$T" job_ok | job_id)
+    BAD=$("$R" job submit --name bad -- "$T" job_bad | job_id)
+    LONG=$("$R" job submit --name long -- "$T" job_long | job_id)
+    NOPE=$("$R" job submit -- /nonexistent/program | job_id)
+    [ -n "$OK" ] && [ -n "$BAD" ] && [ -n "$LONG" ] && [ -n "$NOPE" ] || fail "jobs: no job ids"
+    "$R" job wait "$OK" --timeout 120 || { "$R" job logs "$OK"; fail "jobs: job ok did not succeed"; }
+    "$R" job wait "$BAD" --timeout 120 && fail "jobs: job bad succeeded"
+    "$R" job wait "$NOPE" --timeout 30 && fail "jobs: a missing program succeeded"
+    "$R" job list > "$RAYDIST_TMPDIR/jobs" || fail "job list"
+    cat "$RAYDIST_TMPDIR/jobs"
+    grep -Eq "^$OK +ok +SUCCEEDED" "$RAYDIST_TMPDIR/jobs" || fail "jobs: ok not listed as succeeded"
+    grep -Eq "^$BAD +bad +FAILED \(exit 3\)" "$RAYDIST_TMPDIR/jobs" || fail "jobs: bad not listed as failed with 3"
+    grep -Eq "^$NOPE +- +FAILED \(exit 127\)" "$RAYDIST_TMPDIR/jobs" || fail "jobs: missing program not exit 127"
+    grep -Eq "^$LONG +long +RUNNING" "$RAYDIST_TMPDIR/jobs" || fail "jobs: long not running"
+    "$R" job logs "$OK" > "$RAYDIST_TMPDIR/log" || fail "job logs"
+    grep -q "job ok done (RAYDIST_JOB_ID=$OK)" "$RAYDIST_TMPDIR/log" || { cat "$RAYDIST_TMPDIR/log"; fail "jobs: no output of ok"; }
+    grep -q "ip=127.0.0.2) job task says hi" "$RAYDIST_TMPDIR/log" || { cat "$RAYDIST_TMPDIR/log"; fail "jobs: no worker output in the log"; }
+    "$R" job logs "$BAD" | grep -q "job bad: giving up" || fail "jobs: no stderr of bad"
+    "$R" job logs "$NOPE" | grep -q "cannot run /nonexistent/program" || fail "jobs: no reason for the missing program"
+    # stop: its process group ends, and it is listed as stopped
+    for i in $(seq 1 100); do "$R" job logs "$LONG" | grep -q "job long started" && break; sleep 0.1; done
+    LPID=$("$R" job list | awk -v id="$LONG" '$1 == id {print $4}')
+    "$R" job stop "$LONG" --timeout 10 || fail "job stop"
+    "$R" job list | grep -Eq "^$LONG +long +STOPPED" || fail "jobs: long not listed as stopped"
+    kill -0 "$LPID" 2>/dev/null && fail "jobs: the stopped job's process $LPID lives on"
+    # bad input: clear errors, nothing done
+    "$R" job logs 999 2>/dev/null && fail "jobs: logs of no job"
+    "$R" job stop abc 2>/dev/null && fail "jobs: stop of a bad id"
+    "$R" job submit 2>/dev/null; [ $? -eq 2 ] || fail "jobs: submit without a program"
+    "$R" job frobnicate 2>/dev/null; [ $? -eq 2 ] || fail "jobs: unknown subcommand"
+    # one left running: `raydist stop` (below) must end it
+    LEFT=$("$R" job submit --name left -- "$T" job_long | job_id)
+    for i in $(seq 1 100); do "$R" job logs "$LEFT" | grep -q "job long started" && break; sleep 0.1; done
+    JOB_PID=$("$R" job list | awk -v id="$LEFT" '$1 == id {print $4}')
+    echo "ok: jobs ok, bad, missing, stopped; job $LEFT (pid $JOB_PID) left for raydist stop"
+    ;;
   owner_exit)
     "$T" owner_exit_child || fail "owner_exit_child"
     "$T" owner_exit_check || fail "owner_exit_check"
@@ -326,6 +365,7 @@ for p in $PIDS; do
   if kill -0 "$p" 2>/dev/null && ! grep -q "^State:.*Z" /proc/$p/status 2>/dev/null; then fail "pid $p survived stop"; fi
 done
 [ -z "$(ls -A "$ROOT" 2>/dev/null)" ] || { ls -la "$ROOT"; fail "stop left sessions behind"; }
+if [ -n "${JOB_PID:-}" ] && kill -0 "$JOB_PID" 2>/dev/null; then fail "a submitted job (pid $JOB_PID) survived stop"; fi
 for f in "$RAYDIST_TMPDIR"/san.*; do
   [ -e "$f" ] || continue
   head -n 60 "$f" >&2
