@@ -2344,7 +2344,7 @@ static void pull_done(uv_work_t *w, int status) {
   if (p->status == 0) {
     int sst = rd_store_seal(N.store, p->oid);
     if (sst) rd__log(RD_LOG_DEBUG, "seal of pulled %llx: %s", (unsigned long long)p->oid, rd_err_name(sst));
-    rd__node_retry_parked();             /* waiting gets pin it first */
+    rd__node_parked_arrived(p->oid);     /* waiting gets pin it first */
     (void)rd_store_release(N.store, p->oid);
     (void)rd_store_delete(N.store, p->oid);   /* secondary copy: gone with its last pin */
     rd__log(RD_LOG_DEBUG, "pulled object %llx from node %u", (unsigned long long)p->oid, p->node);

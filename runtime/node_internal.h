@@ -180,6 +180,7 @@ typedef struct parked_get {
   uint32_t *nodes;          /* where each lives (cluster), or NULL; the same allocation as ids */
   uint8_t *held;            /* held[i]: this get pins ids[i] already (same allocation) */
   size_t n;
+  size_t missing;           /* ids not held yet */
   uint64_t deadline_ns;     /* 0 = none */
   struct parked_get *next;
 } parked_get;
@@ -308,6 +309,9 @@ void rd__node_dispatch(void);
 void rd__node_flush_all(void);
 const char *rd__node_grant_error(int status, const node_worker *w);
 void rd__node_retry_parked(void);
+/* A pulled copy of oid was sealed here: the waiting gets that want it pin
+ * it, and those that now have everything are answered. */
+void rd__node_parked_arrived(uint64_t oid);
 /* Actors (cluster.c: hosting for a peer, records of actors hosted elsewhere) */
 node_actor *rd__node_actor_find(uint64_t id);
 void rd__node_actor_serve_connects(node_actor *a);
