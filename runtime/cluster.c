@@ -1085,12 +1085,6 @@ typedef struct code_fetch {
   uint64_t retry_since;
 } code_fetch;
 
-static node_client *client_by_id(uint32_t id) {
-  for (node_client *c = N.clients; c; c = c->next)
-    if (c->id == id && !c->dead) return c;
-  return NULL;
-}
-
 /* A grant_or_reject request (f) that does not fit in what is unclaimed here:
  * refuse it with RD_EAGAIN and that figure (1), or 0 to queue it. */
 static int refused_busy(node_client *link, const code_fetch *f) {
@@ -1158,7 +1152,7 @@ static void code_fetch_work(uv_work_t *w) {
 static void code_fetch_done(uv_work_t *w, int status) {
   code_fetch *f = w->data;
   if (status == 0 && rd__cluster_gcs_retry(w, code_fetch_work, code_fetch_done, f->status, &f->retry_since)) return;
-  node_client *link = client_by_id(f->link_id);
+  node_client *link = rd__node_client_by_id(f->link_id);
   if (status != 0 && f->status == 0) f->status = RD_ECANCELED;
   if (link && link == f->link) {
     char err[400];
@@ -1828,7 +1822,7 @@ static void on_link_actor_connected(node_client *c, Rd__LinkActorConnected *m) {
       break;
     }
   if (!q) return;
-  node_client *caller = client_by_id(q->caller_id);
+  node_client *caller = rd__node_client_by_id(q->caller_id);
   node_actor *rec = rd__node_actor_find(q->actor_id);
   if (rec && rec->host && m->status == 0) rec->host_pid = m->worker_pid;
   int sv[2] = {-1, -1};
@@ -2209,7 +2203,7 @@ void rd__cluster_client_dropped(node_client *c) {
       continue;
     }
     *pp = q->next;
-    node_client *caller = q->link == c ? client_by_id(q->caller_id) : NULL;
+    node_client *caller = q->link == c ? rd__node_client_by_id(q->caller_id) : NULL;
     node_actor *rec = caller ? rd__node_actor_find(q->actor_id) : NULL;
     if (q->kill) {
       char why[120];

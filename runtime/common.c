@@ -244,3 +244,13 @@ char **rd__strv_pack(char *const *s, size_t n) {
   v[n] = NULL;
   return v;
 }
+
+void rd__print_lines(FILE *f, const char *prefix, const char *data, size_t len) {
+  for (size_t k = 0; k < len;) {
+    const char *nl = memchr(data + k, '\n', len - k);
+    size_t l = nl ? (size_t)(nl - (data + k)) : len - k;
+    fprintf(f, "%s%.*s\n", prefix, (int)l, data + k);
+    k += l + 1;
+  }
+  fflush(f);
+}

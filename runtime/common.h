@@ -6,6 +6,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 #include "resources.h"
 #include "raydist.pb-c.h"
 
@@ -75,6 +76,11 @@ int rd__res_amounts_from_msg(const Rd__Resources *m, rd_resources *out);
 #define RD_ENV_MAX_BYTES 16384
 int rd__env_canon(const char *const *vars, size_t n, char **out, size_t *len, char *err, size_t errlen);
 size_t rd__env_split(const char *canon, size_t len, char **out, size_t max);
+
+/* Each line of data[0..len) (the last may lack its newline) on f with
+ * prefix before it and a newline after; then fflush (workers' output, on
+ * the node's log and on the driver). */
+void rd__print_lines(FILE *f, const char *prefix, const char *data, size_t len);
 
 /* s[0..n) copied into one malloc'ed block (free() it once): n pointers, a
  * NULL, then the strings; NULL when out of memory. */

@@ -137,33 +137,26 @@ typedef struct worker_out {
 static void out_closed(uv_handle_t *h) { free(h->data); }
 
 int rd__node_output_deliver(const Rd__WorkerOutput *m) {
-  for (node_client *c = N.clients; c; c = c->next) {
-    if (c->id != m->driver || c->dead || c->role != ROLE_DRIVER) continue;
-    if (c->no_output) return 1;
-    if (c->conn.wbuf.len - c->conn.wbuf.off > RD_OUT_DRIVER_BACKLOG) {
-      c->output_dropped += m->data.len;
-      return 1;
-    }
-    Rd__WorkerOutput o = *m;
-    o.dropped = c->output_dropped;
-    c->output_dropped = 0;
-    send_msg(c, RD__MSG_TYPE__MSG_WORKER_OUTPUT, &o.base, -1);
+  node_client *c = rd__node_client_by_id(m->driver);
+  if (!c || c->role != ROLE_DRIVER) return 0;
+  if (c->no_output) return 1;
+  if (c->conn.wbuf.len - c->conn.wbuf.off > RD_OUT_DRIVER_BACKLOG) {
+    c->output_dropped += m->data.len;
     return 1;
   }
-  return 0;
+  Rd__WorkerOutput o = *m;
+  o.dropped = c->output_dropped;
+  c->output_dropped = 0;
+  send_msg(c, RD__MSG_TYPE__MSG_WORKER_OUTPUT, &o.base, -1);
+  return 1;
 }
 
 /* Lines data[0..len) of stream s (the last one may lack its newline): to
  * the node's log and its driver. */
 static void out_emit(worker_out *s, const char *data, size_t len) {
-  FILE *f = s->which == 2 ? stderr : stdout;
-  for (size_t k = 0; k < len;) {
-    const char *nl = memchr(data + k, '\n', len - k);
-    size_t l = nl ? (size_t)(nl - (data + k)) : len - k;
-    fprintf(f, "(pid=%d) %.*s\n", s->pid, (int)l, data + k);
-    k += l + 1;
-  }
-  fflush(f);
+  char prefix[32];
+  snprintf(prefix, sizeof(prefix), "(pid=%d) ", s->pid);
+  rd__print_lines(s->which == 2 ? stderr : stdout, prefix, data, len);
   if (s->w) s->driver = s->w->driver;
   if (!s->driver) return;
   Rd__WorkerOutput m = RD__WORKER_OUTPUT__INIT;
@@ -1374,12 +1367,15 @@ void rd__node_actor_registered(uint64_t id, uint32_t client_id, uint64_t req_id,
   dispatch();
 }
 
-void rd__node_reply_actor_id(uint32_t client_id, uint64_t req_id, int status, const char *err, uint64_t id) {
+node_client *rd__node_client_by_id(uint32_t id) {
   for (node_client *c = N.clients; c; c = c->next)
-    if (c->id == client_id && !c->dead) {
-      reply_actor_id(c, req_id, status, err, id);
-      return;
-    }
+    if (c->id == id && !c->dead) return c;
+  return NULL;
+}
+
+void rd__node_reply_actor_id(uint32_t client_id, uint64_t req_id, int status, const char *err, uint64_t id) {
+  node_client *c = rd__node_client_by_id(client_id);
+  if (c) reply_actor_id(c, req_id, status, err, id);
 }
 
 uint32_t rd__node_client_driver(const node_client *c) {
@@ -1963,19 +1959,17 @@ static int node_descs(Rd__NodeDesc **out, rd__res_msg **res, const rd_resources 
 
 void rd__node_kv_reply(uint32_t client_id, uint64_t req_id, int status, const char *err, const void *val, size_t len,
                        char **keys, size_t nkeys) {
-  for (node_client *c = N.clients; c; c = c->next) {
-    if (c->id != client_id || c->dead) continue;
-    Rd__KvReply r = RD__KV_REPLY__INIT;
-    r.req_id = req_id;
-    r.status = status;
-    r.error = (char *)(err ? err : "");
-    r.value.data = (uint8_t *)val;
-    r.value.len = val ? len : 0;
-    r.n_keys = nkeys;
-    r.keys = keys;
-    send_msg(c, RD__MSG_TYPE__MSG_KV_REPLY, &r.base, -1);
-    return;
-  }
+  node_client *c = rd__node_client_by_id(client_id);
+  if (!c) return;   /* gone meanwhile */
+  Rd__KvReply r = RD__KV_REPLY__INIT;
+  r.req_id = req_id;
+  r.status = status;
+  r.error = (char *)(err ? err : "");
+  r.value.data = (uint8_t *)val;
+  r.value.len = val ? len : 0;
+  r.n_keys = nkeys;
+  r.keys = keys;
+  send_msg(c, RD__MSG_TYPE__MSG_KV_REPLY, &r.base, -1);
 }
 
 typedef struct kv_keys {

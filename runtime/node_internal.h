@@ -342,6 +342,8 @@ void rd__node_lease_queue(node_client *c, uint64_t req_id, const rd_resources *r
 #define RD_KV_LOCAL_BYTES (256u << 20)   /* an embedded node's store */
 void rd__node_kv_reply(uint32_t client_id, uint64_t req_id, int status, const char *err, const void *val, size_t len,
                        char **keys, size_t nkeys);
+/* The live client with that id, or NULL. */
+node_client *rd__node_client_by_id(uint32_t id);
 /* The driver whose work client c does (client id): c itself, a worker's
  * lease's or actor's driver; 0 for a link or when none. */
 uint32_t rd__node_client_driver(const node_client *c);

@@ -1874,14 +1874,9 @@ static void print_worker_output(const Rd__WorkerOutput *m) {
   if (m->dropped)
     fprintf(f, "(raydist) %llu bytes of worker output were dropped: this driver did not read them in time\n",
             (unsigned long long)m->dropped);
-  const char *d = (const char *)m->data.data;
-  for (size_t k = 0; k < m->data.len;) {
-    const char *nl = memchr(d + k, '\n', m->data.len - k);
-    size_t l = nl ? (size_t)(nl - (d + k)) : m->data.len - k;
-    fprintf(f, "(pid=%d, ip=%s) %.*s\n", m->pid, m->ip ? m->ip : "?", (int)l, d + k);
-    k += l + 1;
-  }
-  fflush(f);
+  char prefix[96];
+  snprintf(prefix, sizeof(prefix), "(pid=%d, ip=%.64s) ", m->pid, m->ip ? m->ip : "?");
+  rd__print_lines(f, prefix, (const char *)m->data.data, m->data.len);
 }
 
 static void handle_daemon_frame(const rd__frame *f) {
