@@ -24,7 +24,6 @@
 
 #include <arpa/inet.h>
 #include <errno.h>
-#include <fcntl.h>
 #include <limits.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
@@ -476,11 +475,9 @@ static node_client *link_open(uint32_t peer) {
   a.sin_family = AF_INET;
   a.sin_port = htons((uint16_t)n->link_port);
   if (inet_pton(AF_INET, n->ip, &a.sin_addr) != 1) return NULL;
-  int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
   if (fd < 0) return NULL;
-  struct timeval tv = {2, 0};
-  setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
-  if (connect(fd, (struct sockaddr *)&a, sizeof(a)) != 0) {
+  if (rd__connect_within(fd, (const struct sockaddr *)&a, sizeof(a), 2000) != 0) {
     rd__log(RD_LOG_WARN, "cannot reach node %u at %s:%d: %s", peer, n->ip, n->link_port, strerror(errno));
     close(fd);
     C.link_failed_at[peer & 4095] = rd__now_ns();
@@ -488,7 +485,6 @@ static node_client *link_open(uint32_t peer) {
   }
   int one = 1;
   setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
-  fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK);
   l = rd__node_client_new(fd, ROLE_LINK);
   if (!l) return NULL;
   cl_link_state *ls = calloc(1, sizeof(*ls));

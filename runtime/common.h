@@ -86,6 +86,13 @@ void rd__print_lines(FILE *f, const char *prefix, const char *data, size_t len);
  * NULL, then the strings; NULL when out of memory. */
 char **rd__strv_pack(char *const *s, size_t n);
 
+/* Connect the non-blocking socket `fd` to `sa`, waiting at most `ms`.  A
+ * signal (SIGCHLD when a worker exits) does not end the wait early: a
+ * blocking connect with a send timeout fails with EINTR then.  0, or -1
+ * with errno set (ETIMEDOUT when the time ran out).  `ms` < 0: no limit. */
+struct sockaddr;
+int rd__connect_within(int fd, const struct sockaddr *sa, unsigned salen, int ms);
+
 /* Where session directories live: $RAYDIST_TMPDIR (default /tmp)/raydist-<uid>. */
 void rd__session_root(char *root, size_t len);
 /* The first line of a small file (a token, a port) without its newline: 0,

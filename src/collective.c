@@ -47,6 +47,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "common.h"
 #include "log.h"
 #include "node_addr.h"
 
@@ -385,18 +386,8 @@ static int co_connect(const char *addr, uint64_t deadline, int *fd_out) {
   int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
   if (fd < 0) return RD_ESYS;
   int r = 0;
-  if (connect(fd, (struct sockaddr *)&sa, sizeof(sa)) != 0) {
-    if (errno != EINPROGRESS) {
-      r = RD_EAGAIN;
-    } else {
-      struct pollfd pf = {fd, POLLOUT, 0};
-      int pr = poll(&pf, 1, co_poll_ms(deadline));
-      int soerr = 0;
-      socklen_t sl = sizeof(soerr);
-      if (pr == 0) r = RD_ETIMEDOUT;
-      else if (pr < 0 || getsockopt(fd, SOL_SOCKET, SO_ERROR, &soerr, &sl) != 0 || soerr != 0) r = RD_EAGAIN;
-    }
-  }
+  if (rd__connect_within(fd, (const struct sockaddr *)&sa, sizeof(sa), co_poll_ms(deadline)) != 0)
+    r = errno == ETIMEDOUT ? RD_ETIMEDOUT : RD_EAGAIN;
   if (r != 0) {
     close(fd);
     return r;
