@@ -24,6 +24,7 @@
 
 #include "cli_cluster.h"
 #include "common.h"
+#include "conn.h"
 #include "gcs_client.h"
 #include "raydist.h"
 #include "resources.h"
@@ -131,9 +132,9 @@ static int spawn_ready(char **args, const char *log, int ready_argi, int timeout
     close(p[0]);
     return -1;
   }
-  struct pollfd pf = {p[0], POLLIN, 0};
   char c = 0;
-  int ok = poll(&pf, 1, timeout_ms) == 1 && read(p[0], &c, 1) == 1 && c == 'R';
+  int ok = rd__wait_fd(p[0], POLLIN, rd__now_ns() + (uint64_t)timeout_ms * 1000000u) == 0 &&
+           read(p[0], &c, 1) == 1 && c == 'R';
   close(p[0]);
   if (!ok) {
     kill(pid, SIGKILL);

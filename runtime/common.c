@@ -261,28 +261,17 @@ void rd__print_lines(FILE *f, const char *prefix, const char *data, size_t len) 
 
 int rd__connect_within(int fd, const struct sockaddr *sa, unsigned salen, int ms) {
   if (connect(fd, sa, (socklen_t)salen) == 0) return 0;
-  if (errno != EINPROGRESS && errno != EINTR) return -1;
-  uint64_t end = rd__now_ns() + (uint64_t)(ms > 0 ? ms : 0) * 1000000u;
-  for (;;) {
-    int wait = -1;
-    if (ms >= 0) {
-      uint64_t now = rd__now_ns();
-      wait = now >= end ? 0 : (int)((end - now + 999999) / 1000000);
-    }
-    struct pollfd p = {.fd = fd, .events = POLLOUT};
-    int r = poll(&p, 1, wait);
-    if (r < 0 && errno == EINTR) continue;
-    if (r < 0) return -1;
-    if (r == 0) {
-      if (wait > 0) continue;   /* woke early: look at the clock again */
-      errno = ETIMEDOUT;
-      return -1;
-    }
-    int e = 0;
-    socklen_t el = sizeof(e);
-    if (getsockopt(fd, SOL_SOCKET, SO_ERROR, &e, &el) != 0) return -1;
-    if (e == 0) return 0;
-    errno = e;
+  if (errno != EINPROGRESS && errno != EINTR) return -1;   /* EINTR: it goes on */
+  uint64_t deadline = ms < 0 ? UINT64_MAX : rd__now_ns() + (uint64_t)ms * 1000000u;
+  int r = rd__wait_fd(fd, POLLOUT, deadline);
+  if (r != 0) {
+    if (r == RD_ETIMEDOUT) errno = ETIMEDOUT;
     return -1;
   }
+  int e = 0;
+  socklen_t el = sizeof(e);
+  if (getsockopt(fd, SOL_SOCKET, SO_ERROR, &e, &el) != 0) return -1;
+  if (e == 0) return 0;
+  errno = e;
+  return -1;
 }

@@ -230,12 +230,13 @@ ProtobufCMessage *rd__frame_unpack(const rd__frame *f, const ProtobufCMessageDes
   return protobuf_c_message_unpack(desc, NULL, f->len, f->data);
 }
 
-static int wait_fd(int fd, short ev, uint64_t deadline) {
+int rd__wait_fd(int fd, short ev, uint64_t deadline) {
   for (;;) {
     uint64_t now = rd__now_ns();
     if (now >= deadline) return RD_ETIMEDOUT;
+    uint64_t ms = (deadline - now) / 1000000 + 1;
     struct pollfd p = {fd, ev, 0};
-    int r = poll(&p, 1, (int)((deadline - now) / 1000000 + 1));
+    int r = poll(&p, 1, ms > 60000 ? 60000 : (int)ms);
     if (r > 0) return 0;
     if (r < 0 && errno != EINTR) return RD_ESYS;
   }
@@ -246,7 +247,7 @@ int rd__conn_flush_blocking(rd__conn *c, int timeout_ms) {
   for (;;) {
     int r = rd__conn_flush(c);
     if (r <= 0) return r;
-    if ((r = wait_fd(c->fd, POLLOUT, deadline)) != 0) return r;
+    if ((r = rd__wait_fd(c->fd, POLLOUT, deadline)) != 0) return r;
   }
 }
 
@@ -255,7 +256,7 @@ int rd__conn_recv_blocking(rd__conn *c, rd__frame *f, int timeout_ms) {
   for (;;) {
     int r = rd__conn_next(c, f);
     if (r != 0) return r < 0 ? r : 0;
-    if ((r = wait_fd(c->fd, POLLIN, deadline)) != 0) return r;
+    if ((r = rd__wait_fd(c->fd, POLLIN, deadline)) != 0) return r;
     r = rd__conn_fill(c);
     if (r == 0) return RD_ECONN;
     if (r < 0 && r != RD_EAGAIN) return r;

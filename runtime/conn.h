@@ -80,4 +80,9 @@ int rd__conn_recv_blocking(rd__conn *c, rd__frame *f, int timeout_ms);
 /* Monotonic clock in nanoseconds. */
 uint64_t rd__now_ns(void);
 
+/* Wait until `fd` has one of the poll events `ev` or the rd__now_ns()
+ * `deadline` passes, through signals (poll is never restarted after a
+ * handler, SA_RESTART or not).  0, RD_ETIMEDOUT or RD_ESYS. */
+int rd__wait_fd(int fd, short ev, uint64_t deadline);
+
 #endif

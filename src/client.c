@@ -4475,10 +4475,8 @@ static int start_daemon(const rd_config *cfg) {
     return RD_ESYS;
   }
   G.daemon_pid = pid;
-  struct pollfd pf = {p[0], POLLIN, 0};
   char c = 0;
-  int pr = poll(&pf, 1, 30000);
-  ssize_t n = pr > 0 ? read(p[0], &c, 1) : -1;
+  ssize_t n = rd__wait_fd(p[0], POLLIN, rd__now_ns() + 30000000000ull) == 0 ? read(p[0], &c, 1) : -1;
   close(p[0]);
   if (n != 1 || c != 'R') {
     rd__log(RD_LOG_ERROR, "the node daemon did not start (see its messages above)");

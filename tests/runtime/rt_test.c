@@ -15,6 +15,7 @@
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/time.h>
 #include <sys/un.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -2024,6 +2025,61 @@ static int t_nodes(void) {
   return 0;
 }
 
+/* A driver whose process gets a signal every millisecond from start to end
+ * (a sampling profiler's SIGPROF, a timer's SIGALRM), with a handler set
+ * without SA_RESTART, so every blocking call the library makes can come
+ * back with EINTR: start, tasks, big objects through the store, waits and
+ * shutdown all behave as without them. */
+static volatile sig_atomic_t rt_ticks;
+static void rt_tick(int sig) {
+  (void)sig;
+  rt_ticks++;
+}
+
+static int t_signals(void) {
+  struct sigaction sa;
+  memset(&sa, 0, sizeof(sa));
+  sa.sa_handler = rt_tick;
+  CHECK_EQ(sigaction(SIGALRM, &sa, NULL), 0);
+  struct itimerval it = {{0, 1000}, {0, 1000}};
+  CHECK_EQ(setitimer(ITIMER_REAL, &it, NULL), 0);
+  for (int round = 0; round < 3; round++) {
+    init_with_store(256ull << 20);
+    enum { N = 2000 };
+    static rd_ref refs[N];
+    for (long i = 0; i < N; i++) CHECK_EQ(rd_submit(add_one, RD_ARGS(rd_arg_bytes(&i, sizeof(i))), NULL, &refs[i]), 0);
+    for (long i = 0; i < N; i++) {
+      CHECK_EQ(get_long(refs[i]), i + 1);
+      rd_ref_release(refs[i]);
+    }
+    size_t n = 8u << 20;
+    long seed = round;
+    rd_ref big;
+    CHECK_EQ(rd_submit(make_big, RD_ARGS(rd_arg_bytes(&n, sizeof(n)), rd_arg_bytes(&seed, sizeof(seed))), NULL, &big), 0);
+    uint8_t ready = 0;
+    CHECK_EQ(rd_wait(&big, 1, 1, 60000, &ready), 1);
+    CHECK_EQ(ready, 1);
+    rd_buf b;
+    CHECK_EQ(rd_get(&big, 1, &b, 60000), 0);
+    CHECK_EQ(b.size, n);
+    for (size_t i = 0; i < n; i += 4093) CHECK_EQ(((const unsigned char *)b.data)[i], (unsigned char)(i * 31 + (size_t)seed));
+    rd_ref copy;
+    CHECK_EQ(rd_put(b.data, b.size, &copy), 0);
+    rd_buf_release(&b);
+    rd_ref_release(big);
+    rd_ref sum;
+    CHECK_EQ(rd_submit(checksum, RD_ARGS(rd_arg_ref(copy)), NULL, &sum), 0);
+    (void)get_long(sum);
+    rd_ref_release(copy);
+    rd_shutdown();
+  }
+  struct itimerval off = {{0, 0}, {0, 0}};
+  setitimer(ITIMER_REAL, &off, NULL);
+  printf("signals: %d arrived, all calls behaved\n", (int)rt_ticks);
+  CHECK(rt_ticks > 100);
+  return 0;
+}
+
 static const rd_test_case tests[] = {
     {"many_tasks", t_many_tasks},   {"chain", t_chain},       {"big_objects", t_big_objects},
     {"spill", t_spill}, {"spill_background", t_spill_background}, {"owner_gone", t_owner_gone},             {"store_full", t_store_full}, {"gpu_packing", t_gpu_packing},
@@ -2035,6 +2091,7 @@ static const rd_test_case tests[] = {
     {"memory_monitor", t_memory_monitor}, {"oom_retry", t_oom_retry}, {"oom_victim", t_oom_victim}, {"metrics", t_metrics},
     {"cancel_cooperative", t_cancel_cooperative}, {"timeline", t_timeline},
     {"cancel_race", t_cancel_race}, {"get_released", t_get_released}, {"nodes", t_nodes}, {"retry_failures", t_retry_failures}, {"kv", t_kv},
+    {"signals", t_signals},
 };
 
 RD_TEST_MAIN(tests)
