@@ -320,6 +320,13 @@ typedef struct rd_task_opts {
    * retry_exceptions=True); the error of the last run is what rd_get
    * reports.  Not for streaming tasks (RD_EINVAL). */
   int retry_failures;
+  /* > 0: a worker process runs this function at most this many times, then
+   * exits and a fresh one takes its place (Ray's max_calls), for code that
+   * leaks memory or holds what only an exit gives back (a GPU context, a
+   * library's global state).  Runs that failed count; tasks pipelined to
+   * the worker after its last run go to another worker without using a
+   * retry.  0 (default): no limit.  Negative: RD_EINVAL. */
+  int max_calls;
 } rd_task_opts;
 
 /* num_returns for a streaming task or actor call (Ray's generators with
@@ -600,6 +607,13 @@ RD_EXTERN int rd_call_arg_actor(rd_call *call, size_t i, rd_actor *out) RD_MUST_
  * it has been restarted. */
 RD_EXTERN rd_actor rd_call_actor(const rd_call *call);
 RD_EXTERN int rd_call_actor_restarts(const rd_call *call);
+/* Inside an actor method (Ray's ray.actor.exit_actor()): end the actor once
+ * this call returns.  Its reply goes out, no other call starts, the
+ * destructor runs and the process exits; the actor is dead for good,
+ * whatever max_restarts says.  Calls queued behind it and later ones fail
+ * with RD_EACTOR_DIED, "actor C exited (rd_actor_exit)".  0, or RD_EINVAL
+ * outside an actor method. */
+RD_EXTERN int rd_actor_exit(rd_call *call);
 
 #include "raydist/pool.h"
 #include "raydist/collective.h"

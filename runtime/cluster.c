@@ -70,10 +70,13 @@ enum { STRAT_DEFAULT = 0, STRAT_SPREAD = 1, STRAT_AFFINITY = 2 };
 
 /* A node that could not start a job's workers (its executable will not run
  * there, or its code could not be fetched), avoided for that job until
- * `until`: requests go to other nodes meanwhile. */
+ * `until`: requests go to other nodes meanwhile.  Per env set: workers
+ * started with one set may fail where the job's others run (a set that
+ * breaks the program, or one that mends it: LD_LIBRARY_PATH). */
 #define CL_AVOID_MAX 64
 typedef struct cl_avoid {
-  const node_job *job;      /* this node's record of the job (NULL: a free slot) */
+  const node_job *job;      /* this node's record of the job, its base (NULL: a free slot) */
+  const node_env *env;      /* the workers' set (interned here), NULL: none */
   uint32_t node;
   uint64_t until;
   char why[240];
@@ -252,25 +255,26 @@ static rd_gcs_node *view_find(uint32_t index) {
   return NULL;
 }
 
-/* The entry saying node must not be used for job now, or NULL. */
-/* Nodes are avoided for a whole job, its env variants (node.c) included. */
-static const cl_avoid *avoid_find(const node_job *job, uint32_t node) {
+/* The entry saying node must not be used for job's workers with env (job
+ * any of its records; env interned, NULL for none) now, or NULL. */
+static const cl_avoid *avoid_find(const node_job *job, const node_env *env, uint32_t node) {
   job = rd__job_base(job);
   if (!job) return NULL;
   uint64_t now = rd__now_ns();
   for (int i = 0; i < CL_AVOID_MAX; i++)
-    if (C.avoid[i].job == job && C.avoid[i].node == node && C.avoid[i].until > now) return &C.avoid[i];
+    if (C.avoid[i].job == job && C.avoid[i].env == env && C.avoid[i].node == node && C.avoid[i].until > now)
+      return &C.avoid[i];
   return NULL;
 }
 
-int rd__cluster_avoid(const node_job *job, uint32_t node, const char *why) {
+int rd__cluster_avoid(const node_job *job, const node_env *env, uint32_t node, const char *why) {
   job = rd__job_base(job);
   if (!C.on || !job) return 0;
   if (!node) node = C.index;
   uint64_t now = rd__now_ns();
   cl_avoid *slot = NULL;
   for (int i = 0; i < CL_AVOID_MAX && !slot; i++)
-    if (C.avoid[i].job == job && C.avoid[i].node == node) slot = &C.avoid[i];
+    if (C.avoid[i].job == job && C.avoid[i].env == env && C.avoid[i].node == node) slot = &C.avoid[i];
   for (int i = 0; i < CL_AVOID_MAX && !slot; i++)
     if (!C.avoid[i].job || C.avoid[i].until <= now) slot = &C.avoid[i];
   if (!slot) {   /* full of live entries: the one that ends first goes */
@@ -278,14 +282,15 @@ int rd__cluster_avoid(const node_job *job, uint32_t node, const char *why) {
     for (int i = 1; i < CL_AVOID_MAX; i++)
       if (C.avoid[i].until < slot->until) slot = &C.avoid[i];
   }
-  int fresh = slot->job != job || slot->node != node || slot->until <= now;
+  int fresh = slot->job != job || slot->env != env || slot->node != node || slot->until <= now;
   slot->job = job;
+  slot->env = env;
   slot->node = node;
   slot->until = now + C.avoid_ns;
   snprintf(slot->why, sizeof(slot->why), "%s", why ? why : "");
   if (fresh)
-    rd__log(RD_LOG_WARN, "node %u cannot start workers of job %u (%s): its requests go to other nodes for %llu s",
-            node, job->id, slot->why, (unsigned long long)(C.avoid_ns / 1000000000ull));
+    rd__log(RD_LOG_WARN, "node %u cannot start workers of job %u%s (%s): its requests go to other nodes for %llu s",
+            node, job->id, env ? " with its env set" : "", slot->why, (unsigned long long)(C.avoid_ns / 1000000000ull));
   return 1;
 }
 
@@ -676,16 +681,16 @@ static cl_chan *chan_new(int fd, node_client *link, uint64_t id, int side) {
 /* ------------------------------------------------------------- placement */
 
 /* The node a request should run on (C.index for here), or 0 with an error. */
-static uint32_t place(const Rd__LeaseRequest *m, const rd_resources *res, const node_job *job, int *err, char *why,
-                      size_t whylen) {
+static uint32_t place(const Rd__LeaseRequest *m, const rd_resources *res, const node_job *job, const node_env *env,
+                      int *err, char *why, size_t whylen) {
   const cl_avoid *bad = NULL;   /* a node left out because it cannot start job's workers */
   int local_ok = rd_res_feasible(&N.ledger, res);
-  if (local_ok && (bad = avoid_find(job, C.index)) != NULL) local_ok = 0;
+  if (local_ok && (bad = avoid_find(job, env, C.index)) != NULL) local_ok = 0;
   if (m->strategy == STRAT_AFFINITY) {
     uint32_t t = m->node_affinity;
     if (t == C.index && local_ok) return C.index;
     const rd_gcs_node *n = view_find(t);
-    const cl_avoid *ta = avoid_find(job, t);
+    const cl_avoid *ta = avoid_find(job, env, t);
     if (n && t != C.index && node_usable(n) && fits_total(&n->total, res) && !ta) return t;
     if (!m->soft && ta) {
       *err = RD_ESYS;
@@ -706,7 +711,7 @@ static uint32_t place(const Rd__LeaseRequest *m, const rd_resources *res, const 
   for (size_t i = 0; i < C.nview && nc < 4096; i++) {
     const rd_gcs_node *n = &C.view[i];
     if (n->index == C.index || !node_usable(n) || !fits_total(&n->total, res)) continue;
-    const cl_avoid *a = avoid_find(job, n->index);
+    const cl_avoid *a = avoid_find(job, env, n->index);
     if (a) bad = a;
     else cand[nc++] = n->index;
   }
@@ -856,7 +861,7 @@ int rd__cluster_lease_request(node_client *c, const Rd__LeaseRequest *m, const r
   if (!C.on) return 0;
   int err = 0;
   char why[300] = "";
-  uint32_t t = place(m, res, rd__node_client_job(c), &err, why, sizeof(why));
+  uint32_t t = place(m, res, rd__node_client_job(c), env, &err, why, sizeof(why));
   if (t == C.index) return 0;
   if (t == 0 && err != RD_EINFEASIBLE) {
     rd__node_reply_grant(c, m->req_id, err, why);
@@ -879,7 +884,7 @@ int rd__cluster_lease_request(node_client *c, const Rd__LeaseRequest *m, const r
    * and this node's fair share would never see it.  Spread and affinity
    * requests named their node: they queue there. */
   q->grant_or_reject = m->strategy != STRAT_SPREAD && m->strategy != STRAT_AFFINITY &&
-                       rd_res_feasible(&N.ledger, res) && !avoid_find(q->job, C.index);
+                       rd_res_feasible(&N.ledger, res) && !avoid_find(q->job, q->env, C.index);
   if (t == 0) return 1;   /* rechecked by view_changed */
   rd__log(RD_LOG_DEBUG, "lease request %llu of client %u spills to node %u", (unsigned long long)m->req_id, c->id, t);
   rreq_go(q);
@@ -910,7 +915,7 @@ static void view_changed(void) {
     if (q->target || q->view_seq == C.view_seq || q->pg_id) continue;
     int err = 0;
     char why[300] = "";
-    uint32_t t = place(&q->req, &q->res, q->job, &err, why, sizeof(why));
+    uint32_t t = place(&q->req, &q->res, q->job, q->env, &err, why, sizeof(why));
     if (t == 0) {
       rd__node_reply_grant(q->owner, q->owner_req, err, why);
       rreq_unlink(q);
@@ -952,7 +957,7 @@ static void respill(void) {
     double bestu = 2.0;
     for (size_t i = 0; i < C.nview; i++) {
       const rd_gcs_node *n = &C.view[i];
-      if (n->index == C.index || !node_usable(n) || avoid_find(r->job, n->index)) continue;
+      if (n->index == C.index || !node_usable(n) || avoid_find(r->job, r->job->env, n->index)) continue;
       if (!fits_now(&room[i], &n->total, &it->req)) continue;
       double u = utilisation(&room[i], &n->total);
       if (u < bestu) { bestu = u; best = i; }
@@ -1280,7 +1285,7 @@ static void on_link_grant(node_client *c, Rd__LinkGrant *m) {
      * task's fault, so the node is avoided for this job and the owner asks
      * again, to be placed elsewhere (or told that no node can run it) */
     if ((status == RD_ESYS || status == RD_EIO) && !q->pg_id &&
-        rd__cluster_avoid(q->job, q->target, m->error && *m->error ? m->error : rd_strerror(status)))
+        rd__cluster_avoid(q->job, q->env, q->target, m->error && *m->error ? m->error : rd_strerror(status)))
       status = RD_EAGAIN;
     rd__node_reply_grant(q->owner, q->owner_req, status, buf);
     free(q);
@@ -1630,7 +1635,7 @@ uint32_t rd__cluster_actor_place(const node_actor *a, int *err, char *why, size_
   m.strategy = a->strategy;
   m.node_affinity = a->affinity;
   m.soft = a->soft;
-  uint32_t t = place(&m, &a->res, a->job, err, why, whylen);
+  uint32_t t = place(&m, &a->res, a->job, a->env, err, why, whylen);
   return t == C.index ? 0 : t;
 }
 
@@ -1940,6 +1945,7 @@ void rd__cluster_actor_kill(node_actor *a, int no_restart) {
   Rd__ActorKill k = RD__ACTOR_KILL__INIT;
   k.actor_id = a->id;
   k.no_restart = no_restart;
+  k.exiting = a->exited;
   link_send(l, RD__MSG_TYPE__MSG_LINK_ACTOR_KILL, &k.base);
 }
 

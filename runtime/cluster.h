@@ -22,7 +22,7 @@ void rd__cluster_stop(void);
 /* Free what is left, once the loop has closed its handles. */
 void rd__cluster_free(void);
 int rd__cluster_on(void);
-/* Requests respill() sent to another node since start; (job, node) pairs
+/* Requests respill() sent to another node since start; (job, env set, node) entries
  * avoided now (rd__cluster_avoid).  0 when not in a cluster. */
 uint64_t rd__cluster_respilled(void);
 uint64_t rd__cluster_refused_busy(void);   /* spilled requests refused by a busy target */
@@ -52,10 +52,11 @@ int rd__cluster_alive_nodes(void);
  * (forwarded to another node, or answered with an error). */
 int rd__cluster_lease_request(node_client *c, const Rd__LeaseRequest *m, const rd_resources *res,
                               const node_env *env);
-/* Node `node` (0: this one) cannot start job's workers (why): leave it out of
- * job's placements for RAYDIST_NODE_AVOID_MS (60 s).  1 when recorded, so
- * requests may go elsewhere; 0 when not in a cluster. */
-int rd__cluster_avoid(const node_job *job, uint32_t node, const char *why);
+/* Node `node` (0: this one) cannot start job's workers with env set `env`
+ * (NULL: none; job any of its records) (why): leave it out of placements of
+ * those workers' requests for RAYDIST_NODE_AVOID_MS (60 s).  1 when
+ * recorded, so requests may go elsewhere; 0 when not in a cluster. */
+int rd__cluster_avoid(const node_job *job, const node_env *env, uint32_t node, const char *why);
 /* 1 when the cancel/return named a remote lease and was handled here. */
 int rd__cluster_lease_cancel(node_client *c, uint64_t req_id);
 int rd__cluster_lease_return(node_client *c, const Rd__LeaseReturn *m);

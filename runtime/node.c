@@ -726,7 +726,7 @@ static void dispatch(void) {
       snprintf(why, sizeof(why), "%s", j->spawn_error);
       j->spawn_failures = 0;   /* a later request tries again */
       /* in a cluster, other nodes may run it: this one is avoided for the job */
-      fail_job_queued(j, RD_ESYS, why, rd__cluster_avoid(j, 0, why));
+      fail_job_queued(j, RD_ESYS, why, rd__cluster_avoid(j, j->env, 0, why));
     }
   }
 }
@@ -851,6 +851,17 @@ static void on_worker_blocked(node_client *c, Rd__WorkerBlocked *m) {
     rd_res_retake_cpu(l, &w->grant);
     w->blocked = 0;
   }
+}
+
+/* A task worker ran a function its max_calls times (rd_task_opts.max_calls):
+ * when its lease ends it is killed rather than made idle
+ * (rd__node_worker_state), whichever way the lease comes back. */
+static void on_worker_retire(node_client *c, Rd__WorkerRetire *m) {
+  node_worker *w = c->worker;
+  if (!w || w->actor) return;
+  w->retiring = 1;
+  rd__log(RD_LOG_INFO, "worker %u (pid %d) ran '%s' %u times (max_calls): it goes when its lease ends", w->id, w->pid,
+          m->func ? m->func : "", m->max_calls);
 }
 
 /* A worker's task run times since its last report, for the metrics. */
@@ -1115,6 +1126,12 @@ static void actor_adopt(node_actor *a, node_client *c) {
           (unsigned long long)a->id, a->cls, a->name ? " " : "", a->name ? a->name : "", c->pid);
 }
 
+/* Why an actor killed for good is dead. */
+static void actor_killed_why(const node_actor *a, char *buf, size_t len) {
+  if (a->exited) snprintf(buf, len, "actor %s exited (rd_actor_exit)", a->cls);
+  else snprintf(buf, len, "actor %s was killed by rd_actor_kill", a->cls);
+}
+
 /* The actor's process is gone (crash, kill, its host node): restart it or
  * declare it dead. */
 static void actor_lost(node_actor *a, const char *why) {
@@ -1124,7 +1141,7 @@ static void actor_lost(node_actor *a, const char *why) {
   }
   char buf[400];
   if (a->no_restart) {
-    snprintf(buf, sizeof(buf), "actor %s was killed by rd_actor_kill", a->cls);
+    actor_killed_why(a, buf, sizeof(buf));
     actor_die(a, buf);
   } else if (rd__node_actor_hosted(a)) {
     actor_die(a, why);   /* hosted for a peer: its record node decides about restarts */
@@ -1529,7 +1546,9 @@ static void on_actor_kill(node_client *c, Rd__ActorKill *m) { rd__node_actor_kil
 
 void rd__node_actor_kill(node_client *c, const Rd__ActorKill *m) {
   node_actor *a = actor_find(m->actor_id);
-  if (!a && rd__cluster_actor_kill_elsewhere(c, m)) return;   /* recorded on another node: killed there */
+  /* recorded on another node (running here for it, or not known here):
+   * killed through its record node, which decides about restarts */
+  if ((!a || rd__node_actor_hosted(a)) && rd__cluster_actor_kill_elsewhere(c, m)) return;
   if (!a || a->state == A_DEAD) {
     if (m->req_id) reply_actor_id(c, m->req_id, a ? 0 : RD_ENOENT, a ? NULL : "no such actor", m->actor_id);
     return;
@@ -1548,10 +1567,11 @@ void rd__node_actor_kill(node_client *c, const Rd__ActorKill *m) {
   rd__log(RD_LOG_INFO, "client %u kills actor %llu (%s)%s", c->id, (unsigned long long)a->id, a->cls,
           m->no_restart ? " for good" : "");
   if (m->no_restart) a->no_restart = 1;
+  if (m->exiting) a->exited = 1;
   if (a->host) {   /* answered when its host reports the old process gone */
     if (a->state == A_PENDING && !a->host_pid && m->no_restart) {
       char buf[200];
-      snprintf(buf, sizeof(buf), "actor %s was killed by rd_actor_kill", a->cls);
+      actor_killed_why(a, buf, sizeof(buf));
       actor_die(a, buf);
     } else {
       rd__cluster_actor_kill(a, m->no_restart);
@@ -1571,7 +1591,7 @@ void rd__node_actor_kill(node_client *c, const Rd__ActorKill *m) {
     kill(a->worker->pid, SIGKILL);
   } else if (m->no_restart) {
     char buf[200];
-    snprintf(buf, sizeof(buf), "actor %s was killed by rd_actor_kill", a->cls);
+    actor_killed_why(a, buf, sizeof(buf));
     actor_die(a, buf);
   } else {
     actor_answer_killers(a);   /* not placed yet: nothing to kill */
@@ -2206,6 +2226,7 @@ static void handle_frame(node_client *c, const rd__frame *f) {
     case RD__MSG_TYPE__MSG_PG_REMOVE: d = &rd__pg_remove__descriptor; break;
     case RD__MSG_TYPE__MSG_WORKER_BLOCKED: d = &rd__worker_blocked__descriptor; break;
     case RD__MSG_TYPE__MSG_WORKER_STATS: d = &rd__worker_stats__descriptor; break;
+    case RD__MSG_TYPE__MSG_WORKER_RETIRE: d = &rd__worker_retire__descriptor; break;
     default: break;
   }
   if (!d || f->flags != 0) {
@@ -2247,6 +2268,7 @@ static void handle_frame(node_client *c, const rd__frame *f) {
     case RD__MSG_TYPE__MSG_PG_REMOVE: rd__pg_on_remove(c, (Rd__PgRemove *)m); break;
     case RD__MSG_TYPE__MSG_WORKER_BLOCKED: on_worker_blocked(c, (Rd__WorkerBlocked *)m); break;
     case RD__MSG_TYPE__MSG_WORKER_STATS: on_worker_stats(c, (Rd__WorkerStats *)m); break;
+    case RD__MSG_TYPE__MSG_WORKER_RETIRE: on_worker_retire(c, (Rd__WorkerRetire *)m); break;
     case RD__MSG_TYPE__MSG_SHUTDOWN:
       /* a cluster's node outlives drivers; an embedded one stops with the driver that started it */
       if (c->role == ROLE_DRIVER && !rd__cluster_on() && (!N.opts.embedded || c == N.owner)) node_shutdown();
@@ -2444,6 +2466,10 @@ node_job *rd__node_client_job(const node_client *c) {
 
 void rd__node_worker_state(node_worker *w, int st) {
   node_job *j = w->job;
+  if (st == W_IDLE && w->retiring) {   /* ran a task's max_calls (on_worker_retire): never granted again */
+    st = W_DYING;
+    if (w->pid > 0) kill(w->pid, SIGKILL);
+  }
   if (w->state == st) return;
   if (w->state == W_IDLE) { N.nidle--; j->nidle--; }
   if (w->state == W_STARTING) { N.nstarting--; j->nstarting--; }
@@ -2876,7 +2902,7 @@ void rd__node_metrics(rd__mbuf *b) {
                   "Requests placed here on another node that refused them: its room was gone (stale view).");
   rd__mbuf_printf(b, "raydist_spills_refused_total %llu\n", (unsigned long long)rd__cluster_refused_busy());
   rd__mbuf_family(b, "raydist_job_nodes_avoided", "gauge",
-                  "(job, node) pairs left out of placement now: the node could not start the job's workers.");
+                  "(job, env set, node) entries left out of placement now: the node could not start those workers.");
   rd__mbuf_printf(b, "raydist_job_nodes_avoided %d\n", rd__cluster_avoided());
   rd__mbuf_histogram(b, "raydist_lease_wait_seconds", "Time from a lease request reaching this node to its grant.",
                      N.lease_wait, N.lease_wait_n, (double)N.lease_wait_ns / 1e9);

@@ -143,6 +143,7 @@ struct node_actor {
   int max_restarts, restarts, max_task_retries, max_concurrency;
   int state;
   int no_restart;           /* killed for good: do not restart */
+  int exited;               /* its own worker asked to end it (rd_actor_exit) */
   char *death;              /* why it is dead */
   node_worker *worker;
   node_client *creator;     /* &N.orphans once a detached actor's creator left */
@@ -212,6 +213,7 @@ struct node_worker {
   uint32_t id;
   node_job *job;            /* the executable it runs */
   int evicted;              /* stopped to make room for another job's worker */
+  int retiring;             /* ran a task's max_calls: killed when its lease ends (MSG_WORKER_RETIRE) */
   uv_process_t proc;
   int pid;
   int state;

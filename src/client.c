@@ -973,7 +973,7 @@ static void on_stream_item(rd__lease *l, const Rd__StreamItem *m) {
       st->grants.v[st->grants.head] != m->object_id) {
     rd__log(RD_LOG_ERROR, "worker pid %d sent a stream item out of turn (task %llu, item %llu)", l->worker_pid,
             (unsigned long long)m->task_id, (unsigned long long)m->index);
-    l->broken = 1;
+    l->broken = l->stop = 1;
     return;
   }
   (void)rd__idq_pop(&st->grants);
@@ -1055,6 +1055,7 @@ static int lease_push(rd__lease *l, rd__task *t) {
   m.actor_id = t->actor_id;
   m.func = (char *)t->func;
   m.attempt = (uint32_t)t->attempt;
+  m.max_calls = (uint32_t)t->max_calls;
   m.n_return_ids = (size_t)t->nret;
   m.return_ids = t->ret_ids;
   m.n_args = (size_t)t->nargs;
@@ -1171,7 +1172,7 @@ static void class_dispatch(rd__sclass *c) {
      * behind it there */
     int cap = c->qhead->stream ? 1 : depth;
     for (rd__lease *l = c->leases; l; l = l->next)
-      if (!l->yielding && !l->nstream && l->ninflight < cap && (!best || l->ninflight < best->ninflight)) best = l;
+      if (!l->yielding && !l->retired && !l->nstream && l->ninflight < cap && (!best || l->ninflight < best->ninflight)) best = l;
     if (!best) break;
     rd__task *t = c->qhead;
     c->qhead = t->next;
@@ -1340,6 +1341,34 @@ static void lease_lost(rd__lease *l, const char *why) {
     t = next;
   }
   class_requeue_front(c, retry_head);
+  class_dispatch(c);
+}
+
+/* l's worker ran a function its max_calls times and exits after the reply
+ * that said so (rd_task_opts.max_calls): it runs nothing pushed after, so
+ * those tasks go back to the front of the queue, in order, without using a
+ * retry, and the lease goes back as lost (the node reaps the worker; a fresh
+ * one takes its place). */
+static void lease_retire(rd__lease *l) {
+  rd__sclass *c = l->cls;
+  rd__task *t = l->inhead, *back = NULL, **tail = &back;
+  l->inhead = l->intail = NULL;
+  l->ninflight = l->nstream = 0;
+  rd__log(RD_LOG_DEBUG, "worker pid %d reached a task's max_calls: its lease goes back", l->worker_pid);
+  lease_return_ex(l, 1);
+  while (t) {
+    rd__task *next = t->next;
+    t->lease = NULL;
+    if (t->cancelled) {
+      task_free(t);   /* its returns failed when it was cancelled */
+    } else {
+      t->next = NULL;
+      *tail = t;
+      tail = &t->next;
+    }
+    t = next;
+  }
+  class_requeue_front(c, back);
   class_dispatch(c);
 }
 
@@ -1666,6 +1695,10 @@ static void on_task_reply(rd__lease *l, Rd__TaskReply *m) {
     actor_dispatch(l->actor);
     return;
   }
+  if (m->retire) {   /* no more tasks to it; handed back once the pump stops reading it */
+    l->retired = l->stop = 1;
+    return;
+  }
   if (l->ninflight == 0 && !c->qhead) l->idle_since = now;
   class_dispatch(c);
 }
@@ -1934,7 +1967,7 @@ static void handle_daemon_frame(const rd__frame *f) {
       print_worker_output((Rd__WorkerOutput *)m);
       break;
     case RD__MSG_TYPE__MSG_ACTOR_KILL:
-      G.actor_kill = 1;
+      G.actor_kill = ((Rd__ActorKill *)m)->no_restart ? 2 : 1;
       break;
     case RD__MSG_TYPE__MSG_LEASE_LOST: {
       /* the node is about to kill this lease's worker: keep why for lease_lost */
@@ -2030,7 +2063,7 @@ static void handle_lease_frame(rd__lease *l, const rd__frame *f) {
   if (!m) {
     /* a worker that speaks nonsense is treated like a dead one */
     rd__log(RD_LOG_ERROR, "malformed message (type %d) from worker pid %d", f->type, l->worker_pid);
-    l->broken = 1;
+    l->broken = l->stop = 1;
     return;
   }
   on_task_reply(l, m);
@@ -2329,7 +2362,11 @@ int rd__pump(int64_t timeout_ms) {
       }
     } else if (kind[i] == 1) {
       rd__lease *l = who[i];
-      int dr = conn_drain(&l->conn, lease_fn, l, &l->broken);
+      int dr = conn_drain(&l->conn, lease_fn, l, &l->stop);
+      if (l->retired) {   /* lease lists change: the next round re-polls */
+        lease_retire(l);
+        break;
+      }
       const char *why = dr == RD_EPROTO || l->broken ? "sent a malformed frame" : "died";
       if (dr != 0 && l->actor) actor_conn_lost(l, why);
       else if (dr != 0) lease_lost(l, why);
@@ -3399,12 +3436,13 @@ static int opts_to_resources(const rd_task_opts *o, rd_resources *r, char *err, 
 
 /* Everything a task and an actor call share: arguments (large ones through
  * the store), dependencies, return objects.  Called with the mutex held;
- * exactly one of cls and actor is set.  Nothing changes on error. */
+ * exactly one of cls and actor is set; o: a task's options (retries,
+ * max_calls), NULL for an actor call.  Nothing changes on error. */
 /* stream_window: 0 for a task with nret returns; else a streaming task
  * (nret 1, its stream object), which may yield that many items ahead (-1:
  * any number). */
 static int submit_task(const char *func, rd__sclass *cls, rd__actor *actor, const rd_value *args, size_t nargs,
-                       int nret, int max_retries, int retry_failures, int stream_window, rd_ref *refs_out) {
+                       int nret, const rd_task_opts *o, int stream_window, rd_ref *refs_out) {
   size_t bytes = 0, nlist = 0;   /* inline bytes; borrowed ids in lists */
   for (size_t i = 0; i < nargs; i++) {
     if (args[i].kind == RD_VALUE_BYTES && args[i].size <= G.inline_max) bytes += args[i].size;
@@ -3482,9 +3520,10 @@ static int submit_task(const char *func, rd__sclass *cls, rd__actor *actor, cons
   t->actor_id = actor ? actor->id : 0;
   t->nargs = (int)nargs;
   t->nret = nret;
-  t->max_retries = max_retries < 0 ? 3 : max_retries;
+  t->max_retries = !o ? 0 : o->max_retries < 0 ? 3 : o->max_retries;
   t->retries_left = t->max_retries;
-  t->retry_failures = retry_failures;
+  t->retry_failures = o && o->retry_failures != 0;
+  t->max_calls = o ? o->max_calls : 0;
   t->bytes = sizeof(*t) + nargs * sizeof(rd__targ) + nlist * sizeof(uint64_t) + bytes;
   int kbig = 0;
   for (size_t i = 0; i < nargs; i++) {
@@ -3604,6 +3643,7 @@ int rd_submit(const rd_function *fn, const rd_value *args, size_t nargs, const r
     snprintf(err, sizeof(err), "stream_window %d (-1, 0 for the default, or more)", opts->stream_window);
     r = RD_EINVAL;
   } else if (opts->max_retries < -1) { snprintf(err, sizeof(err), "max_retries %d", opts->max_retries); r = RD_EINVAL; }
+  else if (opts->max_calls < 0) { snprintf(err, sizeof(err), "max_calls %d (0: no limit, or more)", opts->max_calls); r = RD_EINVAL; }
   else if (opts->retry_failures && opts->num_returns == RD_STREAMING) {
     snprintf(err, sizeof(err), "retry_failures does not apply to streaming tasks (items already taken)");
     r = RD_EINVAL;
@@ -3649,7 +3689,7 @@ int rd_submit(const rd_function *fn, const rd_value *args, size_t nargs, const r
   }
   rd__sclass *cls = class_get(&res, opts->priority, opts, env, env_len);
   r = cls ? submit_task(fn->name, cls, NULL, args, nargs, opts->num_returns == RD_STREAMING ? 1 : opts->num_returns,
-                        opts->max_retries, opts->retry_failures != 0, stream_window_of(opts), refs_out)
+                        opts, stream_window_of(opts), refs_out)
           : RD_ENOMEM;
   pthread_mutex_unlock(&G.mu);
   return r;
@@ -4140,7 +4180,7 @@ int rd_actor_call_by_name(rd_actor actor, const char *method, const rd_value *ar
   rd__actor *a = actor.id ? actor_get(actor.id, 1) : NULL;
   if (G.dead) r = RD_ENODE_DIED;
   else if (!a) r = actor.id ? RD_ENOMEM : RD_EINVAL;
-  else r = submit_task(method, NULL, a, args, nargs, nret, 0, 0, window, refs_out);
+  else r = submit_task(method, NULL, a, args, nargs, nret, NULL, window, refs_out);
   pthread_mutex_unlock(&G.mu);
   return r;
 }

@@ -134,6 +134,7 @@ struct rd__task {
   int deps_pending;
   int retries_left, max_retries, attempt;
   int retry_failures;       /* rd_task_opts.retry_failures: RD_ETASK uses a retry too */
+  int max_calls;            /* rd_task_opts.max_calls, sent with the task */
   int cancelled;            /* rd_cancel while in flight: its returns already failed */
   int oom_kills;            /* times the memory monitor killed its worker */
   uint64_t not_before_ns;   /* on its class's delayed list: not sent before this */
@@ -181,6 +182,8 @@ struct rd__lease {
   uint64_t idle_since;      /* 0 = busy */
   uint64_t last_reply_ns;
   int broken;               /* sent a malformed frame */
+  int retired;              /* its worker reached a task's max_calls: no new tasks, given back (lease_retire) */
+  int stop;                 /* stop reading its frames: broken or retired */
   int yielding;             /* its node asked for it back (fair share): no new tasks, return when idle */
   int lost_err;             /* why a bridged (remote) worker went away, from its node */
   char lost_why[400];
@@ -265,7 +268,7 @@ typedef struct rd__ctx {
   rd__actor *actors;
   rd__serve *serves;
   Rd__ActorStart *actor_start;   /* worker: become this actor (run the constructor) */
-  int actor_kill;                /* worker: run the destructor and exit */
+  int actor_kill;                /* worker: run the destructor and exit (2: for good, no restart) */
   rd__wtask *wq_head, *wq_tail;
   rd__reply_slot replies[RD_MAX_WAITING_REPLIES];
   int pipeline_depth;

@@ -57,6 +57,32 @@ struct rd_call {
 
 static rd_call *running;    /* calls in user code now (G.mu): TaskCancel finds them here */
 
+/* rd_task_opts.max_calls: how many times each function ran in this process
+ * (G.mu), and whether one reached its limit: the reply that says so is the
+ * last, and the worker exits after it (worker_loop). */
+static struct fn_runs {
+  const rd_function *fn;
+  uint32_t n;
+} *fn_runs;
+static size_t nfn_runs;
+static int retiring;        /* 1: the reply now being made says so; 2: waiting for the owner to let go */
+static uint64_t retire_by;  /* then exit anyway */
+
+/* Count one run of fn; 1 when that reaches max_calls (0: no limit). */
+static int count_run(const rd_function *fn, uint32_t max_calls) {
+  size_t i = 0;
+  while (i < nfn_runs && fn_runs[i].fn != fn) i++;
+  if (i == nfn_runs) {
+    struct fn_runs *p = realloc(fn_runs, (nfn_runs + 1) * sizeof(*p));
+    if (!p) return max_calls > 0;   /* cannot count: retire rather than run past the limit */
+    fn_runs = p;
+    fn_runs[nfn_runs++] = (struct fn_runs){fn, 0};
+  }
+  fn_runs[i].n++;
+  return max_calls > 0 && fn_runs[i].n >= max_calls;
+}
+
+
 static char *orig_visible;   /* CUDA_VISIBLE_DEVICES the worker started with */
 static int have_orig_visible;
 
@@ -80,6 +106,9 @@ static struct {
   int alive;
   int restarts;
   int concurrency;
+  int exiting;       /* rd_actor_exit in a method: no more calls; the node is asked to end it */
+  int ending;        /* an executor runs the destructor and exits: the others wait for the end */
+  uint64_t exit_by;  /* rd__now_ns() after which it exits without the node's answer */
   rd__serve grant;   /* only the GPU fields are used */
 } A;
 
@@ -255,6 +284,7 @@ static void stats_maybe_send(void) {
 static void reply_send(rd__serve *s, Rd__TaskReply *r) {
   if (s->closed) return;
   r->node = G.node_index;
+  r->retire = retiring;
   if (rd__conn_send(&s->conn, RD__MSG_TYPE__MSG_TASK_REPLY, &r->base, -1) != 0) s->closed = 1;
 }
 
@@ -398,6 +428,17 @@ static int run_call(rd__wtask *w) {
     pthread_mutex_unlock(&G.mu);
     int rc = meth ? meth->fn(&call, A.state) : fn->fn(&call);
     pthread_mutex_lock(&G.mu);
+    if (fn && count_run(fn, m->max_calls)) {
+      /* the node first, so that it never makes this worker idle again (the
+       * reply below may reach the owner, and its lease come back, first) */
+      retiring = 1;
+      Rd__WorkerRetire wr = RD__WORKER_RETIRE__INIT;
+      wr.func = (char *)call.func;
+      wr.max_calls = m->max_calls;
+      if (!G.dead && (rd__conn_send(&G.daemon, RD__MSG_TYPE__MSG_WORKER_RETIRE, &wr.base, -1) != 0 ||
+                      rd__conn_flush_blocking(&G.daemon, 10000) != 0))
+        rd__log(RD_LOG_WARN, "cannot tell the node this worker retires");
+    }
     for (rd_call **pp = &running; *pp; pp = &(*pp)->next_running)
       if (*pp == &call) {
         *pp = call.next_running;
@@ -547,6 +588,36 @@ static void actor_start(Rd__ActorStart *m) {
   rd__flush_all();
 }
 
+/* Everything this process owes the node and its owners goes out before it
+ * exits (a reply bigger than a socket buffer would not with rd__flush_all
+ * alone), then it exits. */
+static void __attribute__((noreturn)) flush_and_exit(void) {
+  if (S.dirty) stats_send(rd__now_ns());   /* the last runs' times, for the metrics */
+  rd__flush_all();
+  for (rd__serve *s = G.serves; s; s = s->next)
+    if (!s->closed && rd__conn_flush_blocking(&s->conn, 10000) != 0) s->closed = 1;
+  if (!G.dead) (void)rd__conn_flush_blocking(&G.daemon, 10000);
+  _exit(0);
+}
+
+/* The actor ends for good: every call that came and has not started fails
+ * with why (the node's own reason, which later callers get too). */
+static void fail_queued_calls(void) {
+  (void)rd__pump(0);   /* what is in the sockets already */
+  char why[300];
+  snprintf(why, sizeof(why), A.exiting ? "actor %s exited (rd_actor_exit) before this call ran"
+                                       : "actor %s was killed by rd_actor_kill before this call ran",
+           A.cls ? A.cls->name : "?");
+  while (G.wq_head) {
+    rd__wtask *w = G.wq_head;
+    G.wq_head = w->next;
+    reply_fail(w->from, w->msg->task_id, RD_EACTOR_DIED, why, 0);
+    protobuf_c_message_free_unpacked(&w->msg->base, NULL);
+    free(w);
+  }
+  G.wq_tail = NULL;
+}
+
 static void *worker_loop(void *arg);
 
 int rd__worker_is_actor(void) { return A.cls != NULL || G.actor_start != NULL; }
@@ -586,15 +657,77 @@ static void *worker_loop(void *arg) {
       continue;
     }
     if (G.actor_kill) {
-      /* graceful kill: finish nothing more, run the destructor, go */
+      /* graceful kill: finish nothing more, run the destructor, go; calls
+       * that came and will never run are told why (a restart would run
+       * them again: then they go with the process, as after a crash) */
+      if (A.ending) {   /* another executor (max_concurrency > 1) ends the process */
+        pthread_mutex_unlock(&G.mu);
+        for (;;) pause();
+      }
+      A.ending = 1;
+      if (G.actor_kill == 2 || A.exiting) fail_queued_calls();
+      /* calls running on other executors finish first: the destructor frees
+       * what they use (the node's SIGKILL comes 2 s after its kill) */
+      for (int i = 0; running && i < 1500; i++) {
+        pthread_mutex_unlock(&G.mu);
+        usleep(1000);
+        pthread_mutex_lock(&G.mu);
+      }
       if (A.alive && A.cls && A.cls->fini) {
         A.alive = 0;
         pthread_mutex_unlock(&G.mu);
         A.cls->fini(A.state);
         pthread_mutex_lock(&G.mu);
       }
+      flush_and_exit();
+    }
+    if (A.exiting) {
+      /* rd_actor_exit: start nothing more.  The node is told first, so that
+       * it knows the exit is meant (no restart) before it sees it; its
+       * graceful kill (G.actor_kill) then ends the process above.  Without
+       * an answer in 10 s it exits anyway. */
+      if (A.exiting == 1) {
+        A.exiting = 2;
+        A.exit_by = rd__now_ns() + 10000000000ull;
+        Rd__ActorKill k = RD__ACTOR_KILL__INIT;
+        k.actor_id = A.id;
+        k.no_restart = 1;
+        k.exiting = 1;
+        rd__log(RD_LOG_INFO, "actor %llu (%s) calls rd_actor_exit: it ends", (unsigned long long)A.id,
+                A.cls ? A.cls->name : "?");
+        if (!G.dead) rd__conn_send(&G.daemon, RD__MSG_TYPE__MSG_ACTOR_KILL, &k.base, -1);
+        rd__flush_all();
+      }
+      if (rd__now_ns() >= A.exit_by) G.actor_kill = 1;
+      else if (rd__pump(100) < 0 && G.dead) _exit(0);
+      continue;
+    }
+    if (retiring) {
+      /* a function ran its max_calls times: run nothing more (the owner
+       * sends what it pushed after elsewhere once the reply that said so
+       * reaches it) and exit once the owner has let go of the lease, so
+       * that no task it pushed is left unread in the socket (an exit with
+       * unread bytes resets the socket, and a node relaying it for an
+       * owner elsewhere would drop the reply with it); 10 s at most */
+      if (retiring == 1) {
+        retiring = 2;
+        retire_by = rd__now_ns() + 10000000000ull;
+        rd__log(RD_LOG_DEBUG, "a function ran its max_calls times: this worker ends");
+        if (S.dirty) stats_send(rd__now_ns());   /* its node kills it once the lease is back */
+      }
+      while (G.wq_head) {
+        rd__wtask *w = G.wq_head;
+        G.wq_head = w->next;
+        protobuf_c_message_free_unpacked(&w->msg->base, NULL);
+        free(w);
+      }
+      G.wq_tail = NULL;
+      int open = 0;
+      for (rd__serve *s = G.serves; s; s = s->next) open += !s->closed;
+      if (!open || rd__now_ns() >= retire_by) flush_and_exit();
       rd__flush_all();
-      _exit(0);
+      if (rd__pump(100) < 0 && G.dead) _exit(0);
+      continue;
     }
     if (G.wq_head) {
       rd__wtask *w = G.wq_head;
@@ -1002,3 +1135,12 @@ rd_actor rd_call_actor(const rd_call *call) {
 }
 
 int rd_call_actor_restarts(const rd_call *call) { return call && call->msg && call->msg->actor_id ? A.restarts : 0; }
+
+int rd_actor_exit(rd_call *call) {
+  if (!call || !call->msg || !call->msg->actor_id) return RD_EINVAL;
+  pthread_mutex_lock(&G.mu);
+  int r = A.alive && call->msg->actor_id == A.id ? 0 : RD_EINVAL;
+  if (r == 0) A.exiting = 1;   /* acted on once this call has replied (worker_loop) */
+  pthread_mutex_unlock(&G.mu);
+  return r;
+}

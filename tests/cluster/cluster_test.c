@@ -134,6 +134,46 @@ static uint32_t run_where(const char *res) {
   return node_of(r);
 }
 
+/* Run K 50 ms slow_where tasks with o; count[node] how many ran on each. */
+static int run_counted(const rd_task_opts *o, int k, int count[4096]) {
+  rd_ref refs[64];
+  uint32_t ms = 50;
+  CHECK(k <= 64);
+  for (uint32_t i = 0; i < (uint32_t)k; i++)
+    CHECK_EQ(rd_submit(slow_where, RD_ARGS(rd_arg_bytes(&ms, 4), rd_arg_bytes(&i, 4)), o, &refs[i]), 0);
+  memset(count, 0, 4096 * sizeof(int));
+  for (int i = 0; i < k; i++) {
+    rd_buf r;
+    int e = rd_get(&refs[i], 1, &r, 60000);
+    if (e != 0) {
+      fprintf(stderr, "task %d: %s: %.*s\n", i, rd_err_name(e), (int)r.size, (const char *)r.data);
+      return 1;
+    }
+    uint32_t v[2];
+    memcpy(v, r.data, 8);
+    CHECK_EQ(v[1], (uint32_t)i);
+    count[v[0] & 4095]++;
+    rd_buf_release(&r);
+    rd_ref_release(refs[i]);
+  }
+  return 0;
+}
+
+/* A task with o (its resources set to what only node c has) fails at once
+ * with RD_ESYS and c's reason: its workers exit with status 3. */
+static void only_c_fails(rd_task_opts *o, const char *what) {
+  o->resources = "only_c=1";
+  rd_ref r;
+  CHECK_EQ(rd_submit(where, RD_NO_ARGS, o, &r), 0);
+  rd_buf out;
+  int e = rd_get(&r, 1, &out, 60000);
+  printf("%s: %s: %.*s\n", what, rd_err_name(e), (int)out.size, (const char *)out.data);
+  CHECK_EQ(e, RD_ESYS);
+  CHECK(out.size > 0 && memmem(out.data, out.size, "status 3", 8) != NULL);
+  rd_buf_release(&out);
+  rd_ref_release(r);
+}
+
 /* Node c cannot run this program (its workers exit at once there, as a
  * binary missing a library would): tasks must not fail for it.  From the
  * head, SPREAD tasks land on a and b only; from c itself (the script sets
@@ -152,41 +192,15 @@ static int t_bad_node(void) {
   rd_task_opts_init(&o);
   if (!on_c) o.strategy = RD_STRATEGY_SPREAD;   /* on c: the default packs here first */
   enum { K = 24 };
-  rd_ref refs[K];
-  uint32_t ms = 50;
-  for (uint32_t i = 0; i < K; i++)
-    CHECK_EQ(rd_submit(slow_where, RD_ARGS(rd_arg_bytes(&ms, 4), rd_arg_bytes(&i, 4)), &o, &refs[i]), 0);
-  int count[4096] = {0};
-  for (int i = 0; i < K; i++) {
-    rd_buf r;
-    int e = rd_get(&refs[i], 1, &r, 60000);
-    if (e != 0) {
-      fprintf(stderr, "task %d: %s: %.*s\n", i, rd_err_name(e), (int)r.size, (const char *)r.data);
-      return 1;
-    }
-    uint32_t v[2];
-    memcpy(v, r.data, 8);
-    CHECK_EQ(v[1], i);
-    count[v[0] & 4095]++;
-    rd_buf_release(&r);
-    rd_ref_release(refs[i]);
-  }
+  static int count[4096];
+  if (run_counted(&o, K, count) != 0) return 1;
   printf("driver on node %u (%s): %d tasks on it, %d on b (node %u), %d elsewhere\n", here, on_c ? "c" : "the head",
          count[here], count[b], b, K - count[here] - (b != here ? count[b] : 0));
   if (on_c) CHECK_EQ(count[here], 0);              /* none on c */
   else CHECK_EQ(count[here] + count[b], K);        /* all on the head and b */
   /* only c has only_c: the task fails with why, it does not wait */
   rd_task_opts_init(&o);
-  o.resources = "only_c=1";
-  rd_ref r;
-  CHECK_EQ(rd_submit(where, RD_NO_ARGS, &o, &r), 0);
-  rd_buf out;
-  int e = rd_get(&r, 1, &out, 60000);
-  printf("a task only node c can run: %s: %.*s\n", rd_err_name(e), (int)out.size, (const char *)out.data);
-  CHECK_EQ(e, RD_ESYS);
-  CHECK(out.size > 0 && memmem(out.data, out.size, "status 3", 8) != NULL);
-  rd_buf_release(&out);
-  rd_ref_release(r);
+  only_c_fails(&o, "a task only node c can run");
   rd_shutdown();
   return 0;
 }
@@ -931,6 +945,13 @@ RD_ACTOR_METHOD(Tally, add) {
   tally *t = state;
   t->value++;
   return rd_return_bytes(call, 0, &t->value, sizeof(t->value));
+}
+
+/* Ends the actor after this call (rd_actor_exit). */
+RD_ACTOR_METHOD(Tally, bye) {
+  (void)state;
+  long r = rd_actor_exit(call);
+  return rd_return_bytes(call, 0, &r, sizeof(r));
 }
 
 RD_ACTOR_METHOD(Tally, crash) {
@@ -3359,6 +3380,163 @@ static int t_gcs_restart_after(void) {
   return 0;
 }
 
+/* rd_task_opts.max_calls through a lease bridged to another node: tasks
+ * that only node b can run, at most 2 per worker process there; the ones
+ * pipelined to a worker after its last run go to another without a retry
+ * (max_retries 0: one lost would fail). */
+RD_REMOTE(pid_where) {
+  rd_node_info ni;
+  if (rd_node_info_get(&ni) != 0) return rd_call_fail(call, "rd_node_info_get failed");
+  long v[3] = {(long)getpid(), (long)ni.node_index, rd_call_attempt(call)};
+  return rd_return_bytes(call, 0, v, sizeof(v));
+}
+
+static int t_max_calls(void) {
+  join();
+  uint32_t b = run_where("only_b=1");
+  rd_task_opts o;
+  rd_task_opts_init(&o);
+  o.resources = "only_b=0.1";
+  o.max_calls = 2;
+  o.max_retries = 0;
+  enum { N = 120 };
+  rd_ref refs[N];
+  long pids[N];
+  int cnt[N], np = 0;
+  for (int i = 0; i < N; i++) CHECK_EQ(rd_submit(pid_where, RD_NO_ARGS, &o, &refs[i]), 0);
+  for (int i = 0; i < N; i++) {
+    rd_buf r;
+    int e = rd_get(&refs[i], 1, &r, 60000);
+    if (e != 0) {
+      fprintf(stderr, "task %d: %s: %.*s\n", i, rd_err_name(e), (int)r.size, (const char *)r.data);
+      return 1;
+    }
+    long v[3];
+    memcpy(v, r.data, sizeof(v));
+    CHECK_EQ(v[1], (long)b);
+    CHECK_EQ(v[2], 0);
+    int k = 0;
+    while (k < np && pids[k] != v[0]) k++;
+    if (k == np) {
+      pids[np] = v[0];
+      cnt[np++] = 0;
+    }
+    CHECK(++cnt[k] <= 2);
+    rd_buf_release(&r);
+    rd_ref_release(refs[i]);
+  }
+  printf("max_calls 2 on node b: %d tasks in %d processes\n", N, np);
+  CHECK(np >= N / 2);
+  rd_shutdown();
+  return 0;
+}
+
+/* Node c cannot start this program's workers with one env set (they exit at
+ * once there with RD_CL_BREAK set), but runs its other workers: requests
+ * with that set avoid c, the others still use it; a task with the set that
+ * only c can run fails with the reason. */
+static int t_env_bad_node(void) {
+  const char *s = getenv("RAYDIST_SESSION");
+  if (getenv("RAYDIST_WORKER_ID") && getenv("RD_CL_BREAK") && s && strstr(s, "node-127.0.0.3")) _exit(3);
+  join();
+  uint32_t c = run_where("only_c=1");
+  static const char *const brk[] = {"RD_CL_BREAK=1", "RD_CL_ENV=brk", NULL};
+  rd_task_opts o;
+  rd_task_opts_init(&o);
+  o.resources = "pool=0.1";
+  o.strategy = RD_STRATEGY_SPREAD;
+  enum { K = 24 };
+  static int count[4096];
+  for (int round = 0; round < 2; round++) {   /* with the set, then without */
+    o.env = round == 0 ? brk : NULL;
+    if (run_counted(&o, K, count) != 0) return 1;
+    printf("%s the set: %d of %d tasks on node c\n", round == 0 ? "with" : "without", count[c], K);
+    if (round == 0) CHECK_EQ(count[c], 0);
+    else CHECK(count[c] > 0);   /* c is avoided for the set only */
+  }
+  o.env = brk;
+  o.strategy = RD_STRATEGY_DEFAULT;
+  only_c_fails(&o, "a task with the set only node c can run");
+  rd_shutdown();
+  return 0;
+}
+
+/* Kill, from a task on node c, the actor "victim" running on c for good. */
+RD_REMOTE(kill_victim) {
+  rd_actor v;
+  int r = rd_actor_get("victim", &v);
+  if (r == 0) r = rd_actor_kill(v, 1);
+  long out = r;
+  return rd_return_bytes(call, 0, &out, sizeof(out));
+}
+
+/* Calls to a that fail RD_EACTOR_DIED; 1 once one says `why` (within 2 s). */
+static int dead_with(rd_actor a, const char *why) {
+  for (int i = 0; i < 100; i++) {
+    rd_ref r;
+    CHECK_EQ(rd_actor_call(a, Tally_add, RD_NO_ARGS, NULL, &r), 0);
+    rd_buf b;
+    int e = rd_get(&r, 1, &b, 60000);
+    if (e != RD_EACTOR_DIED) {
+      fprintf(stderr, "a call after the end: %s (%.*s)\n", rd_err_name(e), (int)b.size, (const char *)b.data);
+      return 0;
+    }
+    int found = memmem(b.data, b.size, why, strlen(why)) != NULL;
+    if (found) printf("a call after the end: %.*s\n", (int)b.size, (const char *)b.data);
+    rd_buf_release(&b);
+    rd_ref_release(r);
+    if (found) return 1;
+    usleep(20000);
+  }
+  return 0;
+}
+
+/* Actors on node c, recorded on the head, ended for good from node c: by
+ * rd_actor_exit in a method, and by rd_actor_kill in a task running on c.
+ * Neither restarts, though max_restarts is -1: the end goes through the
+ * record node, which decides about restarts. */
+static int t_actor_exit(void) {
+  join();
+  rd_actor_opts ao;
+  rd_actor_opts_init(&ao);
+  ao.resources = "only_c=0.1";
+  ao.max_restarts = -1;
+  ao.name = "leaver";
+  rd_actor a;
+  CHECK_EQ(rd_actor_create(Tally, RD_NO_ARGS, &ao, &a), 0);
+  CHECK_EQ(actor_add(a), 1);
+  rd_ref r;
+  CHECK_EQ(rd_actor_call(a, Tally_bye, RD_NO_ARGS, NULL, &r), 0);
+  rd_buf b;
+  CHECK_EQ(rd_get(&r, 1, &b, 60000), 0);
+  CHECK_EQ(*(const long *)b.data, 0);
+  rd_buf_release(&b);
+  rd_ref_release(r);
+  CHECK(dead_with(a, "exited (rd_actor_exit)"));
+  usleep(600000);   /* a restart, if one were made, would be up by now */
+  CHECK(dead_with(a, "exited (rd_actor_exit)"));
+  rd_actor found;
+  CHECK_EQ(rd_actor_get("leaver", &found), RD_ENOENT);
+  /* killed for good by a task on the node it runs on */
+  ao.name = "victim";
+  rd_actor v;
+  CHECK_EQ(rd_actor_create(Tally, RD_NO_ARGS, &ao, &v), 0);
+  CHECK_EQ(actor_add(v), 1);
+  rd_task_opts o;
+  rd_task_opts_init(&o);
+  o.resources = "only_c=0.1";
+  CHECK_EQ(rd_submit(kill_victim, RD_NO_ARGS, &o, &r), 0);
+  CHECK_EQ(rd_get(&r, 1, &b, 60000), 0);
+  CHECK_EQ(*(const long *)b.data, 0);
+  rd_buf_release(&b);
+  rd_ref_release(r);
+  CHECK(dead_with(v, "killed by rd_actor_kill"));
+  usleep(600000);
+  CHECK(dead_with(v, "killed by rd_actor_kill"));
+  rd_shutdown();
+  return 0;
+}
+
 int main(int argc, char **argv) {
   static const rd_test_case cases[] = {
       {"custom_resources", t_custom_resources}, {"strategies", t_strategies}, {"big_object", t_big_object},
@@ -3370,7 +3548,7 @@ int main(int argc, char **argv) {
       {"two_jobs_local", t_two_jobs_local},     {"lease_reuse", t_lease_reuse},
       {"detached_make", t_detached_make},       {"detached_use", t_detached_use},
       {"detached_gone", t_detached_gone},       {"gcs_restart_before", t_gcs_restart_before},
-      {"gcs_restart_after", t_gcs_restart_after}, {"lineage", t_lineage}, {"nodes", t_nodes}, {"get_many_remote", t_get_many_remote}, {"hung_peer", t_hung_peer}, {"env", t_env}, {"get_if_exists", t_get_if_exists}, {"log_to_driver", t_log_to_driver}, {"kv", t_kv}, {"job_ok", t_job_ok}, {"job_bad", t_job_bad}, {"job_long", t_job_long}, {"owner_exit_child", t_owner_exit_child}, {"owner_exit_check", t_owner_exit_check}, {"shuffle", t_shuffle}, {"bad_node", t_bad_node}, {"lineage_eager", t_lineage_eager}, {"respill", t_respill},       {"cancel", t_cancel}, {"memory_remote", t_memory_remote},
+      {"gcs_restart_after", t_gcs_restart_after}, {"lineage", t_lineage}, {"nodes", t_nodes}, {"get_many_remote", t_get_many_remote}, {"hung_peer", t_hung_peer}, {"env", t_env}, {"get_if_exists", t_get_if_exists}, {"log_to_driver", t_log_to_driver}, {"kv", t_kv}, {"max_calls", t_max_calls}, {"actor_exit", t_actor_exit}, {"env_bad_node", t_env_bad_node}, {"job_ok", t_job_ok}, {"job_bad", t_job_bad}, {"job_long", t_job_long}, {"owner_exit_child", t_owner_exit_child}, {"owner_exit_check", t_owner_exit_check}, {"shuffle", t_shuffle}, {"bad_node", t_bad_node}, {"lineage_eager", t_lineage_eager}, {"respill", t_respill},       {"cancel", t_cancel}, {"memory_remote", t_memory_remote},
       {"borrow", t_borrow},                     {"stream", t_stream},           {"nested", t_nested},
       {"collective", t_collective},
   };

@@ -210,6 +210,69 @@ static void init_or_die(const rd_config *cfg) {
   }
 }
 
+/* ------------------------------------------------------------- Leaver */
+
+/* An actor that can end itself (rd_actor_exit); its destructor appends
+ * "fini" to the file named by the constructor's argument. */
+typedef struct leaver {
+  char path[256];
+  long n;
+} leaver;
+
+static int leaver_init(rd_call *call, void **state) {
+  leaver *l = calloc(1, sizeof(*l));
+  rd_buf b;
+  if (!l || rd_arg(call, 0, &b) != 0 || b.size >= sizeof(l->path)) {
+    free(l);
+    return rd_call_fail(call, "bad constructor argument");
+  }
+  memcpy(l->path, b.data, b.size);
+  *state = l;
+  return 0;
+}
+
+static void leaver_fini(void *state) {
+  leaver *l = state;
+  FILE *f = fopen(l->path, "a");
+  if (f) {
+    fprintf(f, "fini after %ld\n", l->n);
+    fclose(f);
+  }
+  free(l);
+}
+
+RD_ACTOR_CLASS(Leaver, leaver_init, leaver_fini)
+
+RD_ACTOR_METHOD(Leaver, incr) {
+  leaver *l = state;
+  l->n++;
+  return rd_return_bytes(call, 0, &l->n, sizeof(l->n));
+}
+
+/* 400 ms, then counts: still running when another executor ends the actor. */
+RD_ACTOR_METHOD(Leaver, slow) {
+  leaver *l = state;
+  usleep(400000);
+  long n = __atomic_add_fetch(&l->n, 1, __ATOMIC_SEQ_CST);
+  return rd_return_bytes(call, 0, &n, sizeof(n));
+}
+
+/* Ends the actor after this call, which still returns (slowly, so that
+ * calls queue behind it). */
+RD_ACTOR_METHOD(Leaver, bye) {
+  leaver *l = state;
+  __atomic_add_fetch(&l->n, 1, __ATOMIC_SEQ_CST);
+  long r = rd_actor_exit(call);
+  usleep(200000);
+  return rd_return_bytes(call, 0, &r, sizeof(r));
+}
+
+/* rd_actor_exit from a plain task: refused. */
+RD_REMOTE(exit_from_task) {
+  long r = rd_actor_exit(call);
+  return rd_return_bytes(call, 0, &r, sizeof(r));
+}
+
 static rd_actor make_counter(long start, const rd_actor_opts *o) {
   rd_actor a;
   CHECK_EQ(rd_actor_create(Counter, RD_ARGS(rd_arg_bytes(&start, sizeof(start))), o, &a), 0);
@@ -742,11 +805,102 @@ static int t_concurrency(void) {
   return 0;
 }
 
+/* rd_actor_exit: the call that asks returns, the destructor runs, calls
+ * queued behind it and later ones fail with the reason, no restart despite
+ * max_restarts -1, its name is free again; outside a method it is
+ * RD_EINVAL. */
+static int t_exit(void) {
+  CHECK_EQ(rd_actor_exit(NULL), RD_EINVAL);
+  init_or_die(NULL);
+  rd_ref r;
+  CHECK_EQ(rd_submit(exit_from_task, RD_NO_ARGS, NULL, &r), 0);
+  CHECK_EQ(get_long(r), RD_EINVAL);
+  char path[] = "/tmp/rd_actor_exit.XXXXXX";
+  int fd = mkstemp(path);
+  CHECK(fd >= 0);
+  close(fd);
+  rd_actor_opts o;
+  rd_actor_opts_init(&o);
+  o.max_restarts = -1;
+  o.name = "leaver";
+  rd_actor a;
+  CHECK_EQ(rd_actor_create(Leaver, RD_ARGS(rd_arg_bytes(path, strlen(path))), &o, &a), 0);
+  for (long i = 1; i <= 2; i++) {
+    CHECK_EQ(rd_actor_call(a, Leaver_incr, RD_NO_ARGS, NULL, &r), 0);
+    CHECK_EQ(get_long(r), i);
+  }
+  rd_ref bye, behind[5];
+  CHECK_EQ(rd_actor_call(a, Leaver_bye, RD_NO_ARGS, NULL, &bye), 0);
+  for (int i = 0; i < 5; i++) CHECK_EQ(rd_actor_call(a, Leaver_incr, RD_NO_ARGS, NULL, &behind[i]), 0);
+  CHECK_EQ(get_long(bye), 0);
+  int err;
+  char msg[512];
+  for (int i = 0; i < 5; i++) {
+    (void)get_long_err(behind[i], &err, msg, sizeof(msg));
+    CHECK_EQ(err, RD_EACTOR_DIED);
+  }
+  printf("a call queued behind rd_actor_exit: %s\n", msg);
+  CHECK(strstr(msg, "exited (rd_actor_exit)") != NULL);
+  /* not restarted: later calls fail too, with the reason once this caller
+   * has seen the process go (one sent before may only see it die) */
+  int told = 0;
+  for (int i = 0; i < 100 && !told; i++) {
+    CHECK_EQ(rd_actor_call(a, Leaver_incr, RD_NO_ARGS, NULL, &r), 0);
+    (void)get_long_err(r, &err, msg, sizeof(msg));
+    CHECK_EQ(err, RD_EACTOR_DIED);
+    told = strstr(msg, "exited (rd_actor_exit)") != NULL;
+    if (!told) usleep(20000);
+  }
+  printf("a later call: %s\n", msg);
+  CHECK(told);
+  /* the destructor ran once, after the third call */
+  char line[64] = "";
+  for (int i = 0; i < 100 && !line[0]; i++) {
+    FILE *f = fopen(path, "r");
+    if (f && !fgets(line, sizeof(line), f)) line[0] = 0;
+    if (f) fclose(f);
+    if (!line[0]) usleep(20000);
+  }
+  CHECK(!strcmp(line, "fini after 3\n"));
+  /* the name is free for a new actor */
+  rd_actor found;
+  CHECK_EQ(rd_actor_get("leaver", &found), RD_ENOENT);
+  rd_actor b;
+  CHECK_EQ(rd_actor_create(Leaver, RD_ARGS(rd_arg_bytes(path, strlen(path))), &o, &b), 0);
+  CHECK_EQ(rd_actor_call(b, Leaver_incr, RD_NO_ARGS, NULL, &r), 0);
+  CHECK_EQ(get_long(r), 1);
+  CHECK_EQ(rd_actor_kill(b, 1), 0);
+  /* with max_concurrency 4, a call running on another executor ends before
+   * the destructor runs, and its reply comes */
+  CHECK_EQ(truncate(path, 0), 0);
+  o.name = NULL;
+  o.max_concurrency = 4;
+  rd_actor c;
+  CHECK_EQ(rd_actor_create(Leaver, RD_ARGS(rd_arg_bytes(path, strlen(path))), &o, &c), 0);
+  rd_ref slow;
+  CHECK_EQ(rd_actor_call(c, Leaver_slow, RD_NO_ARGS, NULL, &slow), 0);
+  usleep(50000);
+  CHECK_EQ(rd_actor_call(c, Leaver_bye, RD_NO_ARGS, NULL, &bye), 0);
+  CHECK_EQ(get_long(bye), 0);
+  CHECK_EQ(get_long(slow), 2);
+  line[0] = 0;
+  for (int i = 0; i < 100 && !line[0]; i++) {
+    FILE *f = fopen(path, "r");
+    if (f && !fgets(line, sizeof(line), f)) line[0] = 0;
+    if (f) fclose(f);
+    if (!line[0]) usleep(20000);
+  }
+  CHECK(!strcmp(line, "fini after 2\n"));
+  unlink(path);
+  rd_shutdown();
+  return 0;
+}
+
 static const rd_test_case tests[] = {
     {"order", t_order}, {"caller_gone", t_caller_gone},       {"two_callers", t_two_callers}, {"named", t_named}, {"get_if_exists", t_get_if_exists},
     {"restart", t_restart},   {"gpu_actors", t_gpu_actors},   {"bad_input", t_bad_input},
     {"concurrency", t_concurrency}, {"cancel", t_cancel}, {"memory_monitor", t_memory_monitor},
-    {"dead_records", t_dead_records}, {"crash_rename", t_crash_rename},
+    {"dead_records", t_dead_records}, {"crash_rename", t_crash_rename}, {"exit", t_exit},
 };
 
 RD_TEST_MAIN(tests)

@@ -1950,6 +1950,142 @@ static int t_retry_failures(void) {
   return 0;
 }
 
+/* For max_calls: the process a task ran in, and its attempt. */
+RD_REMOTE(pid_attempt) {
+  long v[2] = {(long)getpid(), rd_call_attempt(call)};
+  return rd_return_bytes(call, 0, v, sizeof(v));
+}
+
+RD_REMOTE(pid_plain) {
+  long v[2] = {(long)getpid(), rd_call_attempt(call)};
+  return rd_return_bytes(call, 0, v, sizeof(v));
+}
+
+/* Fails, naming its process. */
+RD_REMOTE(pid_fail) { return rd_call_fail(call, "pid %ld", (long)getpid()); }
+
+/* A streaming task yielding its pid args[0] times. */
+RD_REMOTE(yield_pid) {
+  rd_buf a;
+  long n = 0, pid = (long)getpid();
+  if (rd_arg(call, 0, &a) == 0 && a.size == sizeof(n)) memcpy(&n, a.data, sizeof(n));
+  for (long i = 0; i < n; i++)
+    if (rd_yield(call, &pid, sizeof(pid)) != 0) return rd_call_fail(call, "rd_yield");
+  return 0;
+}
+
+/* pids[] seen so far (n of them, counts in cnt[]): count pid, return its count. */
+static int pid_count(long *pids, int *cnt, int *n, long pid) {
+  for (int i = 0; i < *n; i++)
+    if (pids[i] == pid) return ++cnt[i];
+  pids[*n] = pid;
+  cnt[*n] = 1;
+  return cnt[(*n)++];
+}
+
+/* rd_task_opts.max_calls: a worker runs a function at most that many times
+ * and is replaced; the tasks pipelined to it after its last run go to other
+ * workers without using a retry (max_retries 0 here: one lost would fail);
+ * failed runs count; other functions in the same workers are not limited;
+ * streaming tasks too; a negative limit is refused. */
+static int t_max_calls(void) {
+  init_with_cpus(2);
+  rd_task_opts o;
+  rd_task_opts_init(&o);
+  o.max_calls = -1;
+  rd_ref r;
+  CHECK_EQ(rd_submit(pid_attempt, RD_NO_ARGS, &o, &r), RD_EINVAL);
+  o.max_calls = 3;
+  o.max_retries = 0;
+  enum { N = 300 };
+  static rd_ref refs[N];
+  static long pids[N];
+  static int cnt[N];
+  int np = 0;
+  for (int i = 0; i < N; i++) CHECK_EQ(rd_submit(pid_attempt, RD_NO_ARGS, &o, &refs[i]), 0);
+  for (int i = 0; i < N; i++) {
+    rd_buf b;
+    int e = rd_get(&refs[i], 1, &b, 60000);
+    if (e != 0) {
+      fprintf(stderr, "task %d: %s: %.*s\n", i, rd_err_name(e), (int)b.size, (const char *)b.data);
+      return 1;
+    }
+    long v[2];
+    memcpy(v, b.data, sizeof(v));
+    CHECK_EQ(v[1], 0);                                  /* no retry was used */
+    CHECK(pid_count(pids, cnt, &np, v[0]) <= 3);        /* no process ran it a 4th time */
+    rd_buf_release(&b);
+    rd_ref_release(refs[i]);
+  }
+  printf("max_calls 3: %d tasks in %d processes\n", N, np);
+  CHECK(np >= N / 3);
+  /* two functions in the same workers (same resources): only the limited one is limited */
+  np = 0;
+  rd_task_opts plain;
+  rd_task_opts_init(&plain);
+  plain.max_retries = 0;
+  o.max_calls = 2;
+  for (int i = 0; i < N; i++)
+    CHECK_EQ(rd_submit(i % 4 == 0 ? pid_attempt : pid_plain, RD_NO_ARGS, i % 4 == 0 ? &o : &plain, &refs[i]), 0);
+  static long ppids[N];
+  static int pcnt[N];
+  int npp = 0, most_plain = 0;
+  for (int i = 0; i < N; i++) {
+    rd_buf b;
+    CHECK_EQ(rd_get(&refs[i], 1, &b, 60000), 0);
+    long v[2];
+    memcpy(v, b.data, sizeof(v));
+    CHECK_EQ(v[1], 0);
+    if (i % 4 == 0) {
+      CHECK(pid_count(pids, cnt, &np, v[0]) <= 2);
+    } else {
+      int c = pid_count(ppids, pcnt, &npp, v[0]);
+      if (c > most_plain) most_plain = c;
+    }
+    rd_buf_release(&b);
+    rd_ref_release(refs[i]);
+  }
+  printf("mixed: the limited function in %d processes, the other one up to %d times in one\n", np, most_plain);
+  CHECK(most_plain > 2);
+  /* failed runs count: one failure per process */
+  o.max_calls = 1;
+  enum { NF = 20 };
+  long fpids[NF];
+  for (int i = 0; i < NF; i++) CHECK_EQ(rd_submit(pid_fail, RD_NO_ARGS, &o, &refs[i]), 0);
+  for (int i = 0; i < NF; i++) {
+    rd_buf b;
+    CHECK_EQ(rd_get(&refs[i], 1, &b, 60000), RD_ETASK);
+    char msg[64];
+    snprintf(msg, sizeof(msg), "%.*s", (int)b.size, (const char *)b.data);
+    CHECK(sscanf(msg, "pid %ld", &fpids[i]) == 1);
+    for (int k = 0; k < i; k++) CHECK(fpids[k] != fpids[i]);
+    rd_buf_release(&b);
+    rd_ref_release(refs[i]);
+  }
+  /* streaming tasks, one per process */
+  o.num_returns = RD_STREAMING;
+  enum { NS = 8 };
+  long spid[NS];
+  long three = 3;
+  for (int i = 0; i < NS; i++) CHECK_EQ(rd_submit(yield_pid, RD_ARGS(rd_arg_bytes(&three, sizeof(three))), &o, &refs[i]), 0);
+  for (int i = 0; i < NS; i++) {
+    for (int k = 0; k < 3; k++) {
+      rd_ref item;
+      CHECK_EQ(rd_stream_next(refs[i], &item, 60000), 0);
+      long p = get_long(item);
+      rd_ref_release(item);
+      if (k == 0) spid[i] = p;
+      CHECK_EQ(p, spid[i]);
+    }
+    rd_ref item;
+    CHECK_EQ(rd_stream_next(refs[i], &item, 60000), RD_EEND);
+    for (int k = 0; k < i; k++) CHECK(spid[k] != spid[i]);
+    rd_ref_release(refs[i]);
+  }
+  rd_shutdown();
+  return 0;
+}
+
 /* rd_nodes and rd_cluster_resources on an embedded cluster: one node,
  * index 0, its resources as configured, and what a running task holds seen
  * at once (the caller's own node is described live). */
@@ -2090,7 +2226,7 @@ static const rd_test_case tests[] = {
     {"cancel", t_cancel},           {"progress", t_progress}, {"nested_blocked", t_nested_blocked},
     {"memory_monitor", t_memory_monitor}, {"oom_retry", t_oom_retry}, {"oom_victim", t_oom_victim}, {"metrics", t_metrics},
     {"cancel_cooperative", t_cancel_cooperative}, {"timeline", t_timeline},
-    {"cancel_race", t_cancel_race}, {"get_released", t_get_released}, {"nodes", t_nodes}, {"retry_failures", t_retry_failures}, {"kv", t_kv},
+    {"cancel_race", t_cancel_race}, {"get_released", t_get_released}, {"nodes", t_nodes}, {"retry_failures", t_retry_failures}, {"kv", t_kv}, {"max_calls", t_max_calls},
     {"signals", t_signals},
 };
 

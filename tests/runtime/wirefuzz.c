@@ -313,6 +313,7 @@ const ProtobufCMessageDescriptor *wf_type_desc(unsigned t) {
     case RD__MSG_TYPE__MSG_LINK_WORKER_OUTPUT: return &rd__worker_output__descriptor;
     case RD__MSG_TYPE__MSG_KV: return &rd__kv_request__descriptor;
     case RD__MSG_TYPE__MSG_KV_REPLY: return &rd__kv_reply__descriptor;
+    case RD__MSG_TYPE__MSG_WORKER_RETIRE: return &rd__worker_retire__descriptor;
     case RD__MSG_TYPE__MSG_LINK_ACTOR_CREATE: return &rd__link_actor_create__descriptor;
     case RD__MSG_TYPE__MSG_LINK_ACTOR_STATE: return &rd__link_actor_state__descriptor;
     case RD__MSG_TYPE__MSG_LINK_ACTOR_CONNECT: return &rd__link_actor_connect__descriptor;
@@ -336,4 +337,4 @@ const ProtobufCMessageDescriptor *wf_type_desc(unsigned t) {
   }
 }
 
-unsigned wf_max_type(void) { return RD__MSG_TYPE__MSG_KV_REPLY; }
+unsigned wf_max_type(void) { return RD__MSG_TYPE__MSG_WORKER_RETIRE; }
