@@ -360,7 +360,10 @@ RD_EXTERN int rd_submit_by_name(const char *name, const rd_value *args, size_t n
  * waiting for its arguments never runs.  One already sent to a worker runs
  * to its end and its results are dropped, unless force is set: then its
  * worker process is killed (other tasks queued on that worker go back to the
- * queue without using a retry).  0, or RD_ENOENT when no unfinished task of
+ * queue without using a retry).  Recursive, as Ray's default: what the task
+ * submitted while it ran (tasks and actor calls, and theirs in turn) is
+ * cancelled without force once it is cancelled or its worker killed.
+ * 0, or RD_ENOENT when no unfinished task of
  * this process returns ref (already done, a put, another process's),
  * RD_EINVAL for force on an actor call (killing the actor is rd_actor_kill),
  * RD_ESTATE before rd_init. */

@@ -2380,6 +2380,10 @@ int rd__pump(int64_t timeout_ms) {
   /* forget serve conns whose owner went away */
   for (rd__serve **pp = &G.serves; *pp;) {
     rd__serve *s = *pp;
+    if (s->closed && !s->gone) {
+      s->gone = 1;
+      rd__worker_serve_gone(s);
+    }
     if (s->closed && s->nborrows > 0) serve_fail_borrows(s);
     if (s->closed) {
       int busy = s->busy;
@@ -3524,6 +3528,7 @@ static int submit_task(const char *func, rd__sclass *cls, rd__actor *actor, cons
   t->retries_left = t->max_retries;
   t->retry_failures = o && o->retry_failures != 0;
   t->max_calls = o ? o->max_calls : 0;
+  t->parent = G.is_worker ? rd__worker_current_task() : 0;
   t->bytes = sizeof(*t) + nargs * sizeof(rd__targ) + nlist * sizeof(uint64_t) + bytes;
   int kbig = 0;
   for (size_t i = 0; i < nargs; i++) {
@@ -3815,6 +3820,49 @@ static int cancel_locked(uint64_t id, int force) {
     }
   }
   return RD_ENOENT;
+}
+
+/* Adds the first return of t to *ids when t was submitted by parent's run. */
+static int child_collect(const rd__task *t, uint64_t parent, uint64_t **ids, size_t *n, size_t *cap) {
+  if (t->parent != parent || t->cancelled || t->nret < 1) return 0;
+  if (*n == *cap) {
+    size_t nc = *cap ? *cap * 2 : 16;
+    uint64_t *p = realloc(*ids, nc * sizeof(*p));
+    if (!p) return -1;
+    *ids = p;
+    *cap = nc;
+  }
+  (*ids)[(*n)++] = t->ret_ids[0];
+  return 0;
+}
+
+void rd__cancel_children(uint64_t parent) {
+  if (!parent) return;
+  uint64_t *ids = NULL;
+  size_t n = 0, cap = 0;
+  int r = 0;
+  for (rd__sclass *c = G.classes; c && !r; c = c->next) {
+    for (rd__task *t = c->qhead; t && !r; t = t->next) r = child_collect(t, parent, &ids, &n, &cap);
+    for (rd__task *t = c->delayed; t && !r; t = t->next) r = child_collect(t, parent, &ids, &n, &cap);
+    for (rd__lease *l = c->leases; l && !r; l = l->next)
+      for (rd__task *t = l->inhead; t && !r; t = t->next) r = child_collect(t, parent, &ids, &n, &cap);
+  }
+  for (rd__actor *a = G.actors; a && !r; a = a->next) {
+    for (rd__task *t = a->qhead; t && !r; t = t->next) r = child_collect(t, parent, &ids, &n, &cap);
+    for (rd__task *t = a->conn ? a->conn->inhead : NULL; t && !r; t = t->next)
+      r = child_collect(t, parent, &ids, &n, &cap);
+  }
+  for (uint64_t i = 0; G.objs.slots && i <= G.objs.mask && !r; i++) {
+    rd__obj *o = G.objs.slots[i].val;
+    for (int k = 0; o && k < o->ndeps && !r; k++)
+      if (!o->deps[k]->actor) r = child_collect(o->deps[k], parent, &ids, &n, &cap);
+  }
+  if (r) rd__log(RD_LOG_WARN, "out of memory: tasks submitted by cancelled task %llx are not all cancelled",
+                 (unsigned long long)parent);
+  if (n) rd__log(RD_LOG_DEBUG, "cancelling %zu tasks submitted by task %llx", n, (unsigned long long)parent);
+  for (size_t i = 0; i < n; i++) (void)cancel_locked(ids[i], 0);   /* one waiting on two objects is found once */
+  free(ids);
+  if (n) rd__flush_all();
 }
 
 int rd_cancel(rd_ref ref, int force) {

@@ -135,6 +135,7 @@ struct rd__task {
   int retries_left, max_retries, attempt;
   int retry_failures;       /* rd_task_opts.retry_failures: RD_ETASK uses a retry too */
   int max_calls;            /* rd_task_opts.max_calls, sent with the task */
+  uint64_t parent;          /* in a worker: the task whose run submitted it (0: none), cancelled with it */
   int cancelled;            /* rd_cancel while in flight: its returns already failed */
   int oom_kills;            /* times the memory monitor killed its worker */
   uint64_t not_before_ns;   /* on its class's delayed list: not sent before this */
@@ -219,6 +220,7 @@ typedef struct rd__serve {
   int64_t gpu_share[RD_RES_MAX_GPUS];
   uint64_t gpu_memory;      /* bytes the shares entitle it to (0: unknown) */
   int closed;
+  int gone;                 /* closed, and rd__worker_serve_gone has run for it */
   int busy;                 /* tasks from it running now: not freed before 0 */
   uint64_t actor_id;        /* a caller's connection to the actor hosted here */
   int nborrows;             /* proxies whose MSG_BORROW_GET to it is unanswered (their `from`) */
@@ -313,6 +315,13 @@ void rd__worker_on_assign(Rd__LeaseAssign *m, int fd);
 void rd__worker_on_attach(Rd__ActorAttach *m, int fd);
 void rd__worker_on_task(rd__serve *s, Rd__Task *m);
 void rd__worker_on_cancel(rd__serve *s, uint64_t task_id);
+/* The task (or actor call) this thread runs now in a worker; 0 elsewhere. */
+uint64_t rd__worker_current_task(void);
+/* Cancel (without force) every unfinished task and actor call this process
+ * submitted while running task `parent` (G.mu held): rd_cancel's recursion. */
+void rd__cancel_children(uint64_t parent);
+/* s closed while calls from it run or wait here: the owner is gone. */
+void rd__worker_serve_gone(rd__serve *s);
 void rd__worker_on_grant(rd__serve *s, const Rd__StreamGrant *m);
 /* A reference to object oid, borrowed by a task that came on s: one more
  * reference to the proxy, made the first time (from the answer in `ready`,

@@ -56,6 +56,9 @@ struct rd_call {
 };
 
 static rd_call *running;    /* calls in user code now (G.mu): TaskCancel finds them here */
+static __thread uint64_t cur_task;   /* the call this thread runs (rd__worker_current_task) */
+
+uint64_t rd__worker_current_task(void) { return cur_task; }
 
 /* rd_task_opts.max_calls: how many times each function ran in this process
  * (G.mu), and whether one reached its limit: the reply that says so is the
@@ -188,6 +191,32 @@ void rd__worker_on_cancel(rd__serve *s, uint64_t task_id) {
     if (c->from == s && c->msg->task_id == task_id) {
       rd__log(RD_LOG_DEBUG, "task %llx (%s) cancelled by its owner while running", (unsigned long long)task_id, c->func);
       __atomic_store_n(&c->cancelled, 1, __ATOMIC_RELAXED);
+      rd__cancel_children(task_id);   /* what it submitted is cancelled too (Ray's recursive=True) */
+    }
+}
+
+void rd__worker_serve_gone(rd__serve *s) {
+  if (s->actor_id) return;   /* an actor's caller left: its calls still run, as in Ray */
+  /* its calls not started never will: nobody takes their replies */
+  for (rd__wtask **pp = &G.wq_head, *prev = NULL; *pp;) {
+    rd__wtask *w = *pp;
+    if (w->from != s) {
+      prev = w;
+      pp = &w->next;
+      continue;
+    }
+    *pp = w->next;
+    if (G.wq_tail == w) G.wq_tail = prev;
+    rd__log(RD_LOG_DEBUG, "task %llx dropped: its owner is gone", (unsigned long long)w->msg->task_id);
+    protobuf_c_message_free_unpacked(&w->msg->base, NULL);
+    free(w);
+  }
+  /* the running ones are cancelled as by their owner: rd_call_cancelled
+   * tells them, and what they submitted is cancelled */
+  for (rd_call *c = running; c; c = c->next_running)
+    if (c->from == s && !__atomic_exchange_n(&c->cancelled, 1, __ATOMIC_RELAXED)) {
+      rd__log(RD_LOG_DEBUG, "task %llx (%s): its owner is gone; cancelled", (unsigned long long)c->msg->task_id, c->func);
+      rd__cancel_children(c->msg->task_id);
     }
 }
 
@@ -426,7 +455,9 @@ static int run_call(rd__wtask *w) {
     call.next_running = running;
     running = &call;
     pthread_mutex_unlock(&G.mu);
+    cur_task = m->task_id;
     int rc = meth ? meth->fn(&call, A.state) : fn->fn(&call);
+    cur_task = 0;
     pthread_mutex_lock(&G.mu);
     if (fn && count_run(fn, m->max_calls)) {
       /* the node first, so that it never makes this worker idle again (the

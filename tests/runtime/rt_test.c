@@ -2216,6 +2216,122 @@ static int t_signals(void) {
   return 0;
 }
 
+/* For recursive cancellation: appends a line to the file named by arg 1. */
+static void note_line(const rd_buf *path, const char *line) {
+  char p[256];
+  snprintf(p, sizeof(p), "%.*s", (int)path->size, (const char *)path->data);
+  FILE *f = fopen(p, "a");
+  if (f) {
+    fputs(line, f);
+    fclose(f);
+  }
+}
+
+/* Polls rd_call_cancelled for up to arg 0 ms; notes "started", then
+ * "cancelled" or "ran out" in the file arg 1. */
+RD_REMOTE(child_poll) {
+  rd_buf a, path;
+  long ms = 0;
+  if (rd_arg(call, 0, &a) != 0 || rd_arg(call, 1, &path) != 0 || a.size != sizeof(ms)) return rd_call_fail(call, "args");
+  memcpy(&ms, a.data, sizeof(ms));
+  note_line(&path, "started\n");
+  for (long i = 0; i < ms; i++) {
+    if (rd_call_cancelled(call)) {
+      note_line(&path, "cancelled\n");
+      return rd_call_fail(call, "stopped early");
+    }
+    usleep(1000);
+  }
+  note_line(&path, "ran out\n");
+  return rd_return_bytes(call, 0, &ms, sizeof(ms));
+}
+
+/* Submits child_poll(arg 0, arg 1) (through arg 2 - 1 more levels of itself)
+ * and waits for it; returns the error code it got.  With arg 3 set, exits
+ * its process 300 ms after submitting instead (the child's owner dies). */
+RD_REMOTE(parent_of_poll) {
+  rd_buf a, path, d, die;
+  long depth = 1, exit_early = 0;
+  if (rd_arg(call, 0, &a) != 0 || rd_arg(call, 1, &path) != 0 || rd_arg(call, 2, &d) != 0 || rd_arg(call, 3, &die) != 0)
+    return rd_call_fail(call, "args");
+  memcpy(&depth, d.data, sizeof(depth));
+  memcpy(&exit_early, die.data, sizeof(exit_early));
+  long next = depth - 1, no = 0;
+  rd_ref r;
+  int e = depth > 1 ? rd_submit(parent_of_poll, RD_ARGS(rd_arg_bytes(a.data, a.size), rd_arg_bytes(path.data, path.size),
+                                                        rd_arg_bytes(&next, sizeof(next)), rd_arg_bytes(&no, sizeof(no))),
+                                NULL, &r)
+                    : rd_submit(child_poll, RD_ARGS(rd_arg_bytes(a.data, a.size), rd_arg_bytes(path.data, path.size)), NULL,
+                                &r);
+  if (e != 0) return rd_call_fail(call, "submit: %s", rd_err_name(e));
+  if (exit_early) {
+    usleep(300000);
+    _exit(1);
+  }
+  rd_buf b;
+  long got = rd_get(&r, 1, &b, 60000);
+  if (got != RD_ETIMEDOUT) rd_buf_release(&b);
+  rd_ref_release(r);
+  return rd_return_bytes(call, 0, &got, sizeof(got));
+}
+
+/* Waits up to 5 s for the file to hold `want` (a line); 1 when it does. */
+static int file_has(const char *path, const char *want) {
+  for (int i = 0; i < 250; i++) {
+    FILE *f = fopen(path, "r");
+    char line[64];
+    int found = 0;
+    while (f && !found && fgets(line, sizeof(line), f)) found = !strcmp(line, want);
+    if (f) fclose(f);
+    if (found) return 1;
+    usleep(20000);
+  }
+  return 0;
+}
+
+/* rd_cancel is recursive, as Ray's default: cancelling a task cancels what
+ * it submitted, down the tree (a task two levels below stops early), and a
+ * task whose owner died is cancelled too (rd_call_cancelled says so). */
+static int t_cancel_recursive(void) {
+  init_with_cpus(4);
+  char path[] = "/tmp/rd_cancel_rec.XXXXXX";
+  int fd = mkstemp(path);
+  CHECK(fd >= 0);
+  close(fd);
+  long ms = 20000, depth = 2, no = 0, yes = 1;
+  rd_ref top;
+  CHECK_EQ(rd_submit(parent_of_poll, RD_ARGS(rd_arg_bytes(&ms, sizeof(ms)), rd_arg_bytes(path, strlen(path)),
+                                              rd_arg_bytes(&depth, sizeof(depth)), rd_arg_bytes(&no, sizeof(no))),
+                     NULL, &top), 0);
+  CHECK(file_has(path, "started\n"));
+  double t0 = now_s() * 1e3;
+  CHECK_EQ(rd_cancel(top, 0), 0);
+  rd_buf b;
+  CHECK_EQ(rd_get(&top, 1, &b, 10000), RD_ECANCELED);
+  rd_buf_release(&b);
+  rd_ref_release(top);
+  CHECK(file_has(path, "cancelled\n"));
+  printf("a task two levels below the cancelled one stopped %.0f ms after rd_cancel\n", now_s() * 1e3 - t0);
+  /* the child's owner dies: the child is cancelled */
+  CHECK_EQ(truncate(path, 0), 0);
+  rd_task_opts o;
+  rd_task_opts_init(&o);
+  o.max_retries = 0;
+  depth = 1;
+  CHECK_EQ(rd_submit(parent_of_poll, RD_ARGS(rd_arg_bytes(&ms, sizeof(ms)), rd_arg_bytes(path, strlen(path)),
+                                              rd_arg_bytes(&depth, sizeof(depth)), rd_arg_bytes(&yes, sizeof(yes))),
+                     &o, &top), 0);
+  CHECK_EQ(rd_get(&top, 1, &b, 10000), RD_EWORKER_DIED);
+  rd_buf_release(&b);
+  rd_ref_release(top);
+  t0 = now_s() * 1e3;
+  CHECK(file_has(path, "cancelled\n"));
+  printf("a task whose owner died stopped %.0f ms after the owner\n", now_s() * 1e3 - t0);
+  unlink(path);
+  rd_shutdown();
+  return 0;
+}
+
 static const rd_test_case tests[] = {
     {"many_tasks", t_many_tasks},   {"chain", t_chain},       {"big_objects", t_big_objects},
     {"spill", t_spill}, {"spill_background", t_spill_background}, {"owner_gone", t_owner_gone},             {"store_full", t_store_full}, {"gpu_packing", t_gpu_packing},
@@ -2226,7 +2342,7 @@ static const rd_test_case tests[] = {
     {"cancel", t_cancel},           {"progress", t_progress}, {"nested_blocked", t_nested_blocked},
     {"memory_monitor", t_memory_monitor}, {"oom_retry", t_oom_retry}, {"oom_victim", t_oom_victim}, {"metrics", t_metrics},
     {"cancel_cooperative", t_cancel_cooperative}, {"timeline", t_timeline},
-    {"cancel_race", t_cancel_race}, {"get_released", t_get_released}, {"nodes", t_nodes}, {"retry_failures", t_retry_failures}, {"kv", t_kv}, {"max_calls", t_max_calls},
+    {"cancel_race", t_cancel_race}, {"get_released", t_get_released}, {"nodes", t_nodes}, {"retry_failures", t_retry_failures}, {"kv", t_kv}, {"max_calls", t_max_calls}, {"cancel_recursive", t_cancel_recursive},
     {"signals", t_signals},
 };
 
