@@ -2155,7 +2155,9 @@ static void abandon_all_work(int err, const char *why) {
       rd__lease *l = c->leases;
       rd__task *t = l->inhead;
       l->inhead = NULL;
-      lease_return(l);
+      /* a worker still running one of these is of no use to anyone: the
+       * node kills it rather than grant it to the next owner busy */
+      lease_return_ex(l, t != NULL);
       while (t) {
         rd__task *n = t->next;
         task_fail(t, err, "%s", why);

@@ -18,6 +18,7 @@
 #include <string.h>
 #include <time.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "../check.h"
@@ -3537,6 +3538,41 @@ static int t_actor_exit(void) {
   return 0;
 }
 
+/* A driver on node b that shuts down while its task still runs there: the
+ * worker running it is killed, not handed to the next owner busy (a lease
+ * bridged to another node was already: its relay kills it).  A child
+ * process is that driver; then this one, on the head, needs b's only slot
+ * for a task and gets it at once (before, it waited for the 20 s task). */
+static int t_shutdown_busy(void) {
+  if (getenv("RAYDIST_WORKER_ID")) join();   /* a worker: rd_init does not return */
+  pid_t child = fork();
+  if (child == 0) {
+    setenv("RAYDIST_NODE_IP", "127.0.0.2", 1);   /* a driver on b: its lease is b's own, not bridged */
+    join();
+    rd_task_opts o;
+    rd_task_opts_init(&o);
+    o.resources = "only_b=1";
+    rd_ref r;
+    uint32_t ms = 20000, tag = 7;
+    CHECK_EQ(rd_submit(slow_where, RD_ARGS(rd_arg_bytes(&ms, 4), rd_arg_bytes(&tag, 4)), &o, &r), 0);
+    usleep(1500000);   /* it runs on b by now */
+    rd_shutdown();
+    _exit(0);
+  }
+  int st;
+  CHECK_EQ(waitpid(child, &st, 0), child);
+  CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+  join();
+  double t0 = now_s();
+  uint32_t b = run_where("only_b=1");
+  double took = now_s() - t0;
+  printf("a task on b's only slot after the busy driver left: %.2f s\n", took);
+  CHECK(b > 0);
+  CHECK(took < 10);
+  rd_shutdown();
+  return 0;
+}
+
 int main(int argc, char **argv) {
   static const rd_test_case cases[] = {
       {"custom_resources", t_custom_resources}, {"strategies", t_strategies}, {"big_object", t_big_object},
@@ -3548,7 +3584,7 @@ int main(int argc, char **argv) {
       {"two_jobs_local", t_two_jobs_local},     {"lease_reuse", t_lease_reuse},
       {"detached_make", t_detached_make},       {"detached_use", t_detached_use},
       {"detached_gone", t_detached_gone},       {"gcs_restart_before", t_gcs_restart_before},
-      {"gcs_restart_after", t_gcs_restart_after}, {"lineage", t_lineage}, {"nodes", t_nodes}, {"get_many_remote", t_get_many_remote}, {"hung_peer", t_hung_peer}, {"env", t_env}, {"get_if_exists", t_get_if_exists}, {"log_to_driver", t_log_to_driver}, {"kv", t_kv}, {"max_calls", t_max_calls}, {"actor_exit", t_actor_exit}, {"env_bad_node", t_env_bad_node}, {"job_ok", t_job_ok}, {"job_bad", t_job_bad}, {"job_long", t_job_long}, {"owner_exit_child", t_owner_exit_child}, {"owner_exit_check", t_owner_exit_check}, {"shuffle", t_shuffle}, {"bad_node", t_bad_node}, {"lineage_eager", t_lineage_eager}, {"respill", t_respill},       {"cancel", t_cancel}, {"memory_remote", t_memory_remote},
+      {"gcs_restart_after", t_gcs_restart_after}, {"lineage", t_lineage}, {"nodes", t_nodes}, {"get_many_remote", t_get_many_remote}, {"hung_peer", t_hung_peer}, {"env", t_env}, {"get_if_exists", t_get_if_exists}, {"log_to_driver", t_log_to_driver}, {"kv", t_kv}, {"max_calls", t_max_calls}, {"actor_exit", t_actor_exit}, {"env_bad_node", t_env_bad_node}, {"shutdown_busy", t_shutdown_busy}, {"job_ok", t_job_ok}, {"job_bad", t_job_bad}, {"job_long", t_job_long}, {"owner_exit_child", t_owner_exit_child}, {"owner_exit_check", t_owner_exit_check}, {"shuffle", t_shuffle}, {"bad_node", t_bad_node}, {"lineage_eager", t_lineage_eager}, {"respill", t_respill},       {"cancel", t_cancel}, {"memory_remote", t_memory_remote},
       {"borrow", t_borrow},                     {"stream", t_stream},           {"nested", t_nested},
       {"collective", t_collective},
   };
