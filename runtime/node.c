@@ -2336,8 +2336,17 @@ static void client_drop(node_client *c, const char *why) {
     rd_sched_queue_remove(req_queue(r), &r->item);
     free(r);
   }
+  /* leases it still held: rd_shutdown gives every lease back first, so
+   * this owner ended without it (a crash, Ctrl-C, an _exit).  A worker may
+   * still run its task, and this node cannot tell (tasks go over the
+   * owner's socket): killed, as Ray kills a dead owner's leased workers,
+   * rather than granted to the next owner while busy */
   for (node_worker *w = N.workers; w; w = w->next)
-    if (w->state == W_LEASED && w->lease_owner == c) lease_end(w);
+    if (w->state == W_LEASED && w->lease_owner == c) {
+      rd__log(RD_LOG_INFO, "worker %u (pid %d) was leased to client %u, which left without giving it back: killed", w->id,
+              w->pid, c->id);
+      worker_kill_leased(w);
+    }
   for (size_t i = 0; i < c->npins; i++) rd_store_release(N.store, c->pins[i]);
   c->npins = 0;
   rd_store_abort_client(N.store, c->id);

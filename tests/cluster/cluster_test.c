@@ -3538,38 +3538,41 @@ static int t_actor_exit(void) {
   return 0;
 }
 
-/* A driver on node b that shuts down while its task still runs there: the
- * worker running it is killed, not handed to the next owner busy (a lease
- * bridged to another node was already: its relay kills it).  A child
- * process is that driver; then this one, on the head, needs b's only slot
- * for a task and gets it at once (before, it waited for the 20 s task). */
+/* A driver on node b that ends while its task still runs there, by
+ * rd_shutdown or by dying (an _exit: a crash, Ctrl-C): the worker running
+ * the task is killed, not handed to the next owner busy (a lease bridged to
+ * another node was already: its relay kills it).  A child process is that
+ * driver; then this one, on the head, needs b's only slot for a task and
+ * gets it at once (before, it waited for the 20 s task). */
 static int t_shutdown_busy(void) {
   if (getenv("RAYDIST_WORKER_ID")) join();   /* a worker: rd_init does not return */
-  pid_t child = fork();
-  if (child == 0) {
-    setenv("RAYDIST_NODE_IP", "127.0.0.2", 1);   /* a driver on b: its lease is b's own, not bridged */
+  for (int crash = 0; crash < 2; crash++) {
+    pid_t child = fork();
+    if (child == 0) {
+      setenv("RAYDIST_NODE_IP", "127.0.0.2", 1);   /* a driver on b: its lease is b's own, not bridged */
+      join();
+      rd_task_opts o;
+      rd_task_opts_init(&o);
+      o.resources = "only_b=1";
+      rd_ref r;
+      uint32_t ms = 20000, tag = 7;
+      CHECK_EQ(rd_submit(slow_where, RD_ARGS(rd_arg_bytes(&ms, 4), rd_arg_bytes(&tag, 4)), &o, &r), 0);
+      usleep(1500000);   /* it runs on b by now */
+      if (!crash) rd_shutdown();
+      _exit(0);
+    }
+    int st;
+    CHECK_EQ(waitpid(child, &st, 0), child);
+    CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0);
     join();
-    rd_task_opts o;
-    rd_task_opts_init(&o);
-    o.resources = "only_b=1";
-    rd_ref r;
-    uint32_t ms = 20000, tag = 7;
-    CHECK_EQ(rd_submit(slow_where, RD_ARGS(rd_arg_bytes(&ms, 4), rd_arg_bytes(&tag, 4)), &o, &r), 0);
-    usleep(1500000);   /* it runs on b by now */
+    double t0 = now_s();
+    uint32_t b = run_where("only_b=1");
+    double took = now_s() - t0;
+    printf("a task on b's only slot after the busy driver %s: %.2f s\n", crash ? "died" : "shut down", took);
+    CHECK(b > 0);
+    CHECK(took < 10);
     rd_shutdown();
-    _exit(0);
   }
-  int st;
-  CHECK_EQ(waitpid(child, &st, 0), child);
-  CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0);
-  join();
-  double t0 = now_s();
-  uint32_t b = run_where("only_b=1");
-  double took = now_s() - t0;
-  printf("a task on b's only slot after the busy driver left: %.2f s\n", took);
-  CHECK(b > 0);
-  CHECK(took < 10);
-  rd_shutdown();
   return 0;
 }
 
