@@ -1357,6 +1357,7 @@ static void on_actor_create(node_client *c, Rd__ActorCreate *m) {
   a->bundle_index = m->pg_id ? m->bundle_index : -1;
   a->detached = m->detached;
   a->creator = c;
+  a->hosted = 0;
   a->gcs_job = c->worker ? c->worker->gcs_job : 0;   /* a driver's: its job's, once known */
   a->driver = rd__node_client_driver(c);
   a->next = N.actors;
@@ -1455,6 +1456,7 @@ int rd__node_actor_host_for(node_client *link, node_job *job, const Rd__ActorCre
   a->max_task_retries = m->max_task_retries;
   a->max_concurrency = m->max_concurrency > 0 ? m->max_concurrency : 1;
   a->creator = link;
+  a->hosted = 1;
   if (!old) {
     a->next = N.actors;
     N.actors = a;
@@ -2329,6 +2331,9 @@ static void client_drop(node_client *c, const char *why) {
       actor_die(a, buf);
     }
   }
+  /* records of dead actors outlive their creator's client: no pointer to it */
+  for (node_actor *a = N.actors; a; a = a->next)
+    if (a->creator == c) a->creator = NULL;
   while (c->reqs) {
     lease_req *r = c->reqs;
     c->reqs = r->next;

@@ -146,7 +146,8 @@ struct node_actor {
   int exited;               /* its own worker asked to end it (rd_actor_exit) */
   char *death;              /* why it is dead */
   node_worker *worker;
-  node_client *creator;     /* &N.orphans once a detached actor's creator left */
+  node_client *creator;     /* &N.orphans once a detached actor's creator left; NULL once a dead one's left */
+  int hosted;               /* run here for a peer's record (its creator was that peer's link) */
   int detached;             /* outlives its creator */
   uint32_t gcs_job;         /* the GCS job of its creator, when known: groups it makes end with it */
   uint32_t driver;          /* its creator's driver (client id, 0: none): its worker's output goes there */
@@ -207,7 +208,7 @@ struct node_client {
 
 /* A copy hosted here for a peer's record (its creator is that peer's
  * link): the record node decides about restarts, names and placement. */
-static inline int rd__node_actor_hosted(const node_actor *a) { return a->creator && a->creator->role == ROLE_LINK; }
+static inline int rd__node_actor_hosted(const node_actor *a) { return a->hosted; }
 
 struct node_worker {
   uint32_t id;
