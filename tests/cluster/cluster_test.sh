@@ -357,12 +357,18 @@ PY
     ;;
 esac
 
-# stop: exactly the recorded processes, and every session directory
-PIDS=$(cat "$ROOT"/node-*/pids 2>/dev/null | awk '{print $2}')
+# stop: exactly the recorded processes, and every session directory.  A
+# process counts as the recorded one only with its recorded start time:
+# pids wrap at 32768 here, and a test running beside this one may be given
+# a stopped process's pid (it was, in CI).
+RECORDED=$(cat "$ROOT"/node-*/pids 2>/dev/null | awk '{print $2 ":" $3}')
 "$R" stop >/dev/null || fail "stop"
 sleep 0.5
-for p in $PIDS; do
-  if kill -0 "$p" 2>/dev/null && ! grep -q "^State:.*Z" /proc/$p/status 2>/dev/null; then fail "pid $p survived stop"; fi
+for e in $RECORDED; do
+  p=${e%%:*}
+  # state and start time (fields 3 and 22 of /proc/PID/stat, after the name)
+  now=$(sed 's/^.*) //' "/proc/$p/stat" 2>/dev/null | awk '{print $1 ":" $20}')
+  [ -n "$now" ] && [ "${now#*:}" = "${e#*:}" ] && [ "${now%%:*}" != Z ] && fail "pid $p survived stop"
 done
 [ -z "$(ls -A "$ROOT" 2>/dev/null)" ] || { ls -la "$ROOT"; fail "stop left sessions behind"; }
 if [ -n "${JOB_PID:-}" ] && kill -0 "$JOB_PID" 2>/dev/null; then fail "a submitted job (pid $JOB_PID) survived stop"; fi
