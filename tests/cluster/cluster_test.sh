@@ -22,6 +22,15 @@ export ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}log_path=$RAYDIST_TMPDIR/san
 export UBSAN_OPTIONS="${UBSAN_OPTIONS:+$UBSAN_OPTIONS:}log_path=$RAYDIST_TMPDIR/san:print_stacktrace=1"
 ROOT="$RAYDIST_TMPDIR/raydist-$(id -u)"
 fail() { echo "FAIL: $*" >&2; for f in "$ROOT"/node-*/*.log; do echo "== $f" >&2; tail -n 30 "$f" >&2; done; exit 1; }
+# proc_start PID: its start time (field 22 of /proc/PID/stat), empty when no
+# such process.  still_runs PID START: that very process runs (not a zombie,
+# not another process given the pid later: pids wrap at 32768 here, and a
+# test running beside this one may be given a stopped process's pid).
+proc_start() { sed 's/^.*) //' "/proc/$1/stat" 2>/dev/null | awk '{print $20}'; }
+still_runs() {
+  _now=$(sed 's/^.*) //' "/proc/$1/stat" 2>/dev/null | awk '{print $1 ":" $20}')
+  [ -n "$_now" ] && [ -n "$2" ] && [ "${_now#*:}" = "$2" ] && [ "${_now%%:*}" != Z ]
+}
 # metric IP NAME: the value of a sample without labels on that node's /metrics
 metric() {
   python3 - "$(cat "$ROOT/node-$1/metrics")" "$2" <<'PY'
@@ -241,9 +250,10 @@ PY
     # answers, with the node's own part and the GCS's error
     KEEPER=$(awk '$1 == "gcs" {print $2}' "$ROOT/node-127.0.0.1/pids")
     SERVER=$(cat "$RD_GCS_PID_FILE")
+    SERVER_START=$(proc_start "$SERVER")
     kill -9 "$KEEPER" || fail "kill the keeper"
-    for i in 1 2 3 4 5 6 7 8 9 10; do kill -0 "$SERVER" 2>/dev/null || break; sleep 0.2; done
-    kill -0 "$SERVER" 2>/dev/null && fail "the GCS server outlived its keeper"
+    for i in 1 2 3 4 5 6 7 8 9 10; do still_runs "$SERVER" "$SERVER_START" || break; sleep 0.2; done
+    still_runs "$SERVER" "$SERVER_START" && fail "the GCS server outlived its keeper"
     python3 - "$(cat "$ROOT/node-127.0.0.1/metrics")" <<'PY' || fail "dashboard without a GCS"
 import json, sys, time, urllib.request
 base = "http://" + sys.argv[1]
@@ -298,9 +308,11 @@ PY
     # stop: its process group ends, and it is listed as stopped
     for i in $(seq 1 100); do "$R" job logs "$LONG" | grep -q "job long started" && break; sleep 0.1; done
     LPID=$("$R" job list | awk -v id="$LONG" '$1 == id {print $4}')
+    LPID_START=$(proc_start "$LPID")
+    [ -n "$LPID_START" ] || fail "jobs: long's process $LPID is not running"
     "$R" job stop "$LONG" --timeout 10 || fail "job stop"
     "$R" job list | grep -Eq "^$LONG +long +STOPPED" || fail "jobs: long not listed as stopped"
-    kill -0 "$LPID" 2>/dev/null && fail "jobs: the stopped job's process $LPID lives on"
+    still_runs "$LPID" "$LPID_START" && fail "jobs: the stopped job's process $LPID lives on"
     # bad input: clear errors, nothing done
     "$R" job logs 999 2>/dev/null && fail "jobs: logs of no job"
     "$R" job stop abc 2>/dev/null && fail "jobs: stop of a bad id"
@@ -310,6 +322,7 @@ PY
     LEFT=$("$R" job submit --name left -- "$T" job_long | job_id)
     for i in $(seq 1 100); do "$R" job logs "$LEFT" | grep -q "job long started" && break; sleep 0.1; done
     JOB_PID=$("$R" job list | awk -v id="$LEFT" '$1 == id {print $4}')
+    JOB_START=$(proc_start "$JOB_PID")
     echo "ok: jobs ok, bad, missing, stopped; job $LEFT (pid $JOB_PID) left for raydist stop"
     ;;
   owner_exit)
@@ -365,13 +378,10 @@ RECORDED=$(cat "$ROOT"/node-*/pids 2>/dev/null | awk '{print $2 ":" $3}')
 "$R" stop >/dev/null || fail "stop"
 sleep 0.5
 for e in $RECORDED; do
-  p=${e%%:*}
-  # state and start time (fields 3 and 22 of /proc/PID/stat, after the name)
-  now=$(sed 's/^.*) //' "/proc/$p/stat" 2>/dev/null | awk '{print $1 ":" $20}')
-  [ -n "$now" ] && [ "${now#*:}" = "${e#*:}" ] && [ "${now%%:*}" != Z ] && fail "pid $p survived stop"
+  still_runs "${e%%:*}" "${e#*:}" && fail "pid ${e%%:*} survived stop"
 done
 [ -z "$(ls -A "$ROOT" 2>/dev/null)" ] || { ls -la "$ROOT"; fail "stop left sessions behind"; }
-if [ -n "${JOB_PID:-}" ] && kill -0 "$JOB_PID" 2>/dev/null; then fail "a submitted job (pid $JOB_PID) survived stop"; fi
+if [ -n "${JOB_PID:-}" ] && still_runs "$JOB_PID" "${JOB_START:-}"; then fail "a submitted job (pid $JOB_PID) survived stop"; fi
 for f in "$RAYDIST_TMPDIR"/san.*; do
   [ -e "$f" ] || continue
   head -n 60 "$f" >&2
