@@ -1278,8 +1278,10 @@ static uint64_t class_undelay(rd__sclass *c, uint64_t now) {
 }
 
 /* The worker behind a lease is gone: retry or fail what it was running.
- * why NULL: killed for rd_cancel with force (lease_kill), so the others go
- * back to the queue without using a retry. */
+ * why NULL: killed for rd_cancel with force (lease_kill), or retired after a
+ * task's max_calls (TaskReply.retire: it runs nothing pushed after), so the
+ * others go back to the front of the queue, in order, without using a
+ * retry, and the node kills the worker (a fresh one takes its place). */
 static void lease_lost(rd__lease *l, const char *why) {
   rd__sclass *c = l->cls;
   rd__task *t = l->inhead;
@@ -1341,34 +1343,6 @@ static void lease_lost(rd__lease *l, const char *why) {
     t = next;
   }
   class_requeue_front(c, retry_head);
-  class_dispatch(c);
-}
-
-/* l's worker ran a function its max_calls times and exits after the reply
- * that said so (rd_task_opts.max_calls): it runs nothing pushed after, so
- * those tasks go back to the front of the queue, in order, without using a
- * retry, and the lease goes back as lost (the node reaps the worker; a fresh
- * one takes its place). */
-static void lease_retire(rd__lease *l) {
-  rd__sclass *c = l->cls;
-  rd__task *t = l->inhead, *back = NULL, **tail = &back;
-  l->inhead = l->intail = NULL;
-  l->ninflight = l->nstream = 0;
-  rd__log(RD_LOG_DEBUG, "worker pid %d reached a task's max_calls: its lease goes back", l->worker_pid);
-  lease_return_ex(l, 1);
-  while (t) {
-    rd__task *next = t->next;
-    t->lease = NULL;
-    if (t->cancelled) {
-      task_free(t);   /* its returns failed when it was cancelled */
-    } else {
-      t->next = NULL;
-      *tail = t;
-      tail = &t->next;
-    }
-    t = next;
-  }
-  class_requeue_front(c, back);
   class_dispatch(c);
 }
 
@@ -2366,7 +2340,8 @@ int rd__pump(int64_t timeout_ms) {
       rd__lease *l = who[i];
       int dr = conn_drain(&l->conn, lease_fn, l, &l->stop);
       if (l->retired) {   /* lease lists change: the next round re-polls */
-        lease_retire(l);
+        rd__log(RD_LOG_DEBUG, "worker pid %d reached a task's max_calls: its lease goes back", l->worker_pid);
+        lease_lost(l, NULL);
         break;
       }
       const char *why = dr == RD_EPROTO || l->broken ? "sent a malformed frame" : "died";

@@ -183,7 +183,7 @@ struct rd__lease {
   uint64_t idle_since;      /* 0 = busy */
   uint64_t last_reply_ns;
   int broken;               /* sent a malformed frame */
-  int retired;              /* its worker reached a task's max_calls: no new tasks, given back (lease_retire) */
+  int retired;              /* its worker reached a task's max_calls: no new tasks, given back as lost */
   int stop;                 /* stop reading its frames: broken or retired */
   int yielding;             /* its node asked for it back (fair share): no new tasks, return when idle */
   int lost_err;             /* why a bridged (remote) worker went away, from its node */
