@@ -62,7 +62,8 @@ uint64_t rd__worker_current_task(void) { return cur_task; }
 
 /* rd_task_opts.max_calls: how many times each function ran in this process
  * (G.mu), and whether one reached its limit: the reply that says so is the
- * last, and the worker exits after it (worker_loop). */
+ * last it sends; it then waits for its node to kill it once the lease is
+ * back (worker_loop). */
 static struct fn_runs {
   const rd_function *fn;
   uint32_t n;
@@ -195,22 +196,28 @@ void rd__worker_on_cancel(rd__serve *s, uint64_t task_id) {
     }
 }
 
-void rd__worker_serve_gone(rd__serve *s) {
-  if (s->actor_id) return;   /* an actor's caller left: its calls still run, as in Ray */
-  /* its calls not started never will: nobody takes their replies */
+/* Take the tasks that came from `from` (NULL: from anyone) off the queue
+ * unrun; with why, each is answered RD_EACTOR_DIED with it. */
+static void drop_queued(const rd__serve *from, const char *why) {
   for (rd__wtask **pp = &G.wq_head, *prev = NULL; *pp;) {
     rd__wtask *w = *pp;
-    if (w->from != s) {
+    if (from && w->from != from) {
       prev = w;
       pp = &w->next;
       continue;
     }
     *pp = w->next;
     if (G.wq_tail == w) G.wq_tail = prev;
-    rd__log(RD_LOG_DEBUG, "task %llx dropped: its owner is gone", (unsigned long long)w->msg->task_id);
+    rd__log(RD_LOG_DEBUG, "task %llx dropped unrun", (unsigned long long)w->msg->task_id);
+    if (why) reply_fail(w->from, w->msg->task_id, RD_EACTOR_DIED, why, 0);
     protobuf_c_message_free_unpacked(&w->msg->base, NULL);
     free(w);
   }
+}
+
+void rd__worker_serve_gone(rd__serve *s) {
+  if (s->actor_id) return;   /* an actor's caller left: its calls still run, as in Ray */
+  drop_queued(s, NULL);      /* its calls not started never will: nobody takes their replies */
   /* the running ones are cancelled as by their owner: rd_call_cancelled
    * tells them, and what they submitted is cancelled */
   for (rd_call *c = running; c; c = c->next_running)
@@ -639,14 +646,7 @@ static void fail_queued_calls(void) {
   snprintf(why, sizeof(why), A.exiting ? "actor %s exited (rd_actor_exit) before this call ran"
                                        : "actor %s was killed by rd_actor_kill before this call ran",
            A.cls ? A.cls->name : "?");
-  while (G.wq_head) {
-    rd__wtask *w = G.wq_head;
-    G.wq_head = w->next;
-    reply_fail(w->from, w->msg->task_id, RD_EACTOR_DIED, why, 0);
-    protobuf_c_message_free_unpacked(&w->msg->base, NULL);
-    free(w);
-  }
-  G.wq_tail = NULL;
+  drop_queued(NULL, why);
 }
 
 static void *worker_loop(void *arg);
@@ -746,13 +746,7 @@ static void *worker_loop(void *arg) {
         rd__log(RD_LOG_DEBUG, "a function ran its max_calls times: this worker ends");
         if (S.dirty) stats_send(rd__now_ns());   /* its node kills it once the lease is back */
       }
-      while (G.wq_head) {
-        rd__wtask *w = G.wq_head;
-        G.wq_head = w->next;
-        protobuf_c_message_free_unpacked(&w->msg->base, NULL);
-        free(w);
-      }
-      G.wq_tail = NULL;
+      drop_queued(NULL, NULL);
       int open = 0;
       for (rd__serve *s = G.serves; s; s = s->next) open += !s->closed;
       if (!open || rd__now_ns() >= retire_by) flush_and_exit();
