@@ -205,7 +205,7 @@ static int local_session(const char *address, char *dir, size_t dirlen, char *gc
   return r;
 }
 
-static int local_token(const char *address, char *out, size_t len) {
+int rd__cli_local_token(const char *address, char *out, size_t len) {
   char dir[512], gcs[128], f[600];
   if (local_session(address, dir, sizeof(dir), gcs, sizeof(gcs)) != 0) return -1;
   snprintf(f, sizeof(f), "%s/token", dir);
@@ -320,7 +320,7 @@ int rd__cli_start(int argc, char **argv) {
     snprintf(gcs_addr, sizeof(gcs_addr), "%s:%d", node_ip, port);
   } else {
     snprintf(gcs_addr, sizeof(gcs_addr), "%s", address);
-    if (!token && local_token(address, tokbuf, sizeof(tokbuf)) == 0) token = tokbuf;
+    if (!token && rd__cli_local_token(address, tokbuf, sizeof(tokbuf)) == 0) token = tokbuf;
     if (!token || !*token) {
       fprintf(stderr, "raydist start: no cluster token: pass --token or RAYDIST_TOKEN (the file `token` in the "
                       "head node's session directory)\n");
@@ -554,7 +554,7 @@ int rd__cli_status(int argc, char **argv) {
     }
     address = abuf;
   }
-  if ((!token || !*token) && local_token(address, tbuf, sizeof(tbuf)) == 0) token = tbuf;
+  if ((!token || !*token) && rd__cli_local_token(address, tbuf, sizeof(tbuf)) == 0) token = tbuf;
   rd_gcs *g = NULL;
   char err[300] = "";
   int r = rd_gcs_connect(address, token, 5000, &g, err, sizeof(err));

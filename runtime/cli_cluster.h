@@ -2,6 +2,8 @@
 #ifndef RD_RUNTIME_CLI_CLUSTER_H
 #define RD_RUNTIME_CLI_CLUSTER_H
 
+#include <stddef.h>
+
 int rd__cli_start(int argc, char **argv);
 int rd__cli_stop(int argc, char **argv);
 int rd__cli_status(int argc, char **argv);
@@ -9,6 +11,12 @@ int rd__cli_status(int argc, char **argv);
  * node session (for `raydist stop`), returning how many. */
 int rd__cli_job(int argc, char **argv);
 int rd__cli_jobs_stop(const char *session_dir);
+/* Job id of the node session session_dir: its state as `job list` shows it
+ * ("RUNNING", "FAILED (exit 3)", ...) into state, *ended; -1: no such job. */
+int rd__cli_job_state(const char *session_dir, int id, char *state, size_t len, int *ended);
+/* The token of the cluster whose GCS is at address when it runs on this
+ * machine: 0, or -1. */
+int rd__cli_local_token(const char *address, char *out, size_t len);
 /* A process's start time (clock ticks after boot), 0 when there is none;
  * *state gets its state letter ('Z': it has exited, not yet reaped). */
 unsigned long long rd__proc_start_time(int pid, char *state);

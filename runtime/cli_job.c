@@ -1,11 +1,16 @@
-/* runtime/cli_job.c - `raydist job`: drivers run detached on a node of this
- * machine, their output kept (Ray's job submission, on the node itself).
+/* runtime/cli_job.c - `raydist job`: drivers run detached on a node, their
+ * output kept (Ray's job submission).
  *
- *   raydist job submit [--name N] [--node-ip IP] -- PROGRAM [ARGS...]
- *   raydist job list [--node-ip IP]
- *   raydist job logs ID [--node-ip IP]
- *   raydist job wait ID [--node-ip IP] [--timeout S]
- *   raydist job stop ID [--node-ip IP] [--timeout S]
+ *   raydist job submit [--name N] [--env K=V]... [where] -- PROGRAM [ARGS...]
+ *   raydist job list [where]
+ *   raydist job logs ID [--follow] [where]
+ *   raydist job wait ID [--timeout S] [where]
+ *   raydist job stop ID [--timeout S] [where]
+ *
+ * where: a node of this machine (--node-ip, --session), or --address for
+ * the cluster's node from any machine: the program goes up to the GCS code
+ * table and the node runs these same commands for us (job_link.c), over a
+ * link opened as a tool (LinkHello.tool, MSG_LINK_JOB).
  *
  * A job lives in <node session>/jobs/<id>/: `info` (name, pid, kernel start
  * time, start, command), `log` (the program's stdout and stderr, workers'
@@ -15,6 +20,7 @@
  * RAYDIST_ADDRESS and RAYDIST_NODE_IP naming the node, waits for it and
  * writes `status`; so a job outlives the shell that submitted it, and
  * `raydist stop` ends the jobs of the sessions it removes. */
+#include <arpa/inet.h>
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -23,6 +29,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -30,6 +38,9 @@
 
 #include "cli_cluster.h"
 #include "common.h"
+#include "conn.h"
+#include "gcs_client.h"
+#include "raydist.h"
 
 #define JOB_MAX 100000
 
@@ -149,7 +160,15 @@ static void write_file(const char *path, const char *text) {
   close(fd);
 }
 
-static int job_submit(const char *dir, const char *name, char **argv, int argc) {
+/* How a submit runs its program beyond argv (the defaults: none of it). */
+typedef struct submit_opts {
+  const char *exe;          /* run this file, argv[0] only shown (--exe) */
+  char **env;               /* NAME=VALUE set for the program (--env) */
+  int nenv;
+  int in_job_dir;           /* its working directory: the job's (--in-job-dir) */
+} submit_opts;
+
+static int job_submit(const char *dir, const char *name, char **argv, int argc, const submit_opts *so) {
   char jobs[700], jd[800], f[900];
   snprintf(jobs, sizeof(jobs), "%s/jobs", dir);
   mkdir(jobs, 0700);
@@ -194,8 +213,13 @@ static int job_submit(const char *dir, const char *name, char **argv, int argc) 
       if (gcs[0]) setenv("RAYDIST_ADDRESS", gcs, 1);
       if (ip[0]) setenv("RAYDIST_NODE_IP", ip, 1);
       setenv("RAYDIST_JOB_ID", strrchr(jd, '/') + 1, 1);
-      execvp(argv[0], argv);
-      fprintf(stderr, "raydist job: cannot run %s: %s\n", argv[0], strerror(errno));
+      for (int i = 0; i < so->nenv; i++) putenv(so->env[i]);
+      if (so->in_job_dir && chdir(jd) != 0) {
+        fprintf(stderr, "raydist job: cannot enter %s: %s\n", jd, strerror(errno));
+        _exit(127);
+      }
+      execvp(so->exe ? so->exe : argv[0], argv);
+      fprintf(stderr, "raydist job: cannot run %s: %s\n", so->exe ? so->exe : argv[0], strerror(errno));
       _exit(127);
     }
     char msg[64];
@@ -289,17 +313,44 @@ static int job_get(const char *dir, const char *arg, job *j) {
   return 0;
 }
 
-static int job_logs(const char *dir, const char *arg) {
+/* The job's log from *off on: written to stdout, *off moved past it. */
+static void log_copy(const char *dir, int id, long long *off) {
+  char f[1200];
+  snprintf(f, sizeof(f), "%s/jobs/%d/log", dir, id);
+  FILE *in = fopen(f, "re");
+  if (!in) return;   /* nothing written yet */
+  if (fseeko(in, (off_t)*off, SEEK_SET) == 0) {
+    char buf[65536];
+    size_t n;
+    while ((n = fread(buf, 1, sizeof(buf), in)) > 0) {
+      fwrite(buf, 1, n, stdout);
+      *off += (long long)n;
+    }
+  }
+  fclose(in);
+  fflush(stdout);
+}
+
+/* follow: on until the job has ended, as its output comes */
+static int job_logs(const char *dir, const char *arg, int follow) {
   job j;
   if (job_get(dir, arg, &j) != 0) return 1;
-  char f[1200];
-  snprintf(f, sizeof(f), "%s/jobs/%d/log", dir, j.id);
-  FILE *in = fopen(f, "r");
-  if (!in) return 0;   /* nothing written yet */
-  char buf[65536];
-  size_t n;
-  while ((n = fread(buf, 1, sizeof(buf), in)) > 0) fwrite(buf, 1, n, stdout);
-  fclose(in);
+  long long off = 0;
+  log_copy(dir, j.id, &off);
+  while (follow && !j.ended) {
+    usleep(100000);
+    if (job_read(dir, j.id, &j) != 0) break;
+    log_copy(dir, j.id, &off);   /* what it wrote before it ended, too */
+  }
+  return 0;
+}
+
+int rd__cli_job_state(const char *session_dir, int id, char *state, size_t len, int *ended) {
+  job j;
+  if (id <= 0 || job_read(session_dir, id, &j) != 0) return -1;
+  char sb[64];
+  snprintf(state, len, "%s", job_state(&j, sb, sizeof(sb)));
+  *ended = j.ended;
   return 0;
 }
 
@@ -342,29 +393,286 @@ int rd__cli_jobs_stop(const char *session_dir) {
 
 static void job_usage(void) {
   fprintf(stderr,
-          "usage: raydist job submit [--name NAME] [--node-ip IP] -- PROGRAM [ARGS...]\n"
-          "       raydist job list [--node-ip IP]\n"
-          "       raydist job logs ID [--node-ip IP]\n"
-          "       raydist job wait ID [--node-ip IP] [--timeout S]   (exit status 0: it succeeded)\n"
-          "       raydist job stop ID [--node-ip IP] [--timeout S]\n");
+          "usage: raydist job submit [--name NAME] [--env NAME=VALUE]... [where] -- PROGRAM [ARGS...]\n"
+          "       raydist job list [where]\n"
+          "       raydist job logs ID [--follow] [where]\n"
+          "       raydist job wait ID [--timeout S] [where]   (exit status 0: it succeeded)\n"
+          "       raydist job stop ID [--timeout S] [where]\n"
+          "where: [--node-ip IP]  a node of this machine (default: the only one, or the head)\n"
+          "       --address IP:PORT [--token T] [--node-ip IP]\n"
+          "                       from any machine: the cluster whose GCS is at IP:PORT, its node on IP\n"
+          "                       (default: the head); PROGRAM is uploaded and run there in its job's\n"
+          "                       directory.  The token: --token, RAYDIST_TOKEN, or found on its own\n"
+          "                       when the cluster runs on this machine.\n"
+          "       --session DIR   the node whose session directory is DIR\n"
+          "submit also takes --exe FILE (run FILE, PROGRAM only its argv[0]) and --in-job-dir.\n");
 }
+
+/* ---- from another machine: the node over a tool link ---- */
+
+enum { OP_SUBMIT = 1, OP_LIST = 2, OP_LOGS = 3, OP_STATE = 4, OP_STOP = 5 };
+
+typedef struct remote {
+  rd__conn conn;
+  uint64_t next_req;
+  char ip[64];
+} remote;
+
+/* PROGRAM as execvp would find it: 0 and its path, or -1 with a message. */
+static int find_program(const char *prog, char *out, size_t len) {
+  if (strchr(prog, '/')) {
+    snprintf(out, len, "%s", prog);
+  } else {
+    const char *path = getenv("PATH");
+    char dirs[4096];
+    snprintf(dirs, sizeof(dirs), "%s", path && *path ? path : "/usr/local/bin:/usr/bin:/bin");
+    int found = 0;
+    for (char *save, *d = strtok_r(dirs, ":", &save); d && !found; d = strtok_r(NULL, ":", &save)) {
+      snprintf(out, len, "%s/%s", d, prog);
+      found = access(out, X_OK) == 0;
+    }
+    if (!found) {
+      fprintf(stderr, "raydist job submit: %s: not found in PATH\n", prog);
+      return -1;
+    }
+  }
+  struct stat st;
+  if (stat(out, &st) != 0 || !S_ISREG(st.st_mode) || access(out, X_OK) != 0) {
+    fprintf(stderr, "raydist job submit: %s is not an executable file\n", out);
+    return -1;
+  }
+  return 0;
+}
+
+/* Connects to the cluster's GCS and to node ip (NULL: the head) over a tool
+ * link; uploads `program` to the code table when given (hash into hash).
+ * 0, or 1 with a message. */
+static int remote_open(const char *address, const char *token, const char *ip, const char *program, char hash[65],
+                       remote *rm) {
+  char tbuf[256], err[512];
+  if ((!token || !*token) && rd__cli_local_token(address, tbuf, sizeof(tbuf)) == 0) token = tbuf;
+  if (!token || !*token) {
+    fprintf(stderr, "raydist job: no cluster token: pass --token or RAYDIST_TOKEN (the file `token` in the head's "
+                    "session directory)\n");
+    return 1;
+  }
+  rd_gcs *g = NULL;
+  int r = rd_gcs_connect(address, token, 5000, &g, err, sizeof(err));
+  if (r != 0) {
+    fprintf(stderr, "raydist job: cannot reach the cluster at %s: %s\n", address, err);
+    return 1;
+  }
+  rd_gcs_node *nodes = NULL;
+  size_t n = 0;
+  r = rd_gcs_get_nodes(g, &nodes, &n, NULL);
+  if (r != 0) {
+    fprintf(stderr, "raydist job: cannot list the cluster's nodes: %s\n", rd_gcs_last_error());
+    rd_gcs_close(g);
+    return 1;
+  }
+  const rd_gcs_node *t = NULL;
+  for (size_t i = 0; i < n && !t; i++)
+    if (nodes[i].state == RD_GCS_NODE_ALIVE && (ip ? !strcmp(nodes[i].ip, ip) : nodes[i].is_head)) t = &nodes[i];
+  if (!t) {
+    fprintf(stderr, "raydist job: the cluster at %s has no live %s%s\n", address, ip ? "node on " : "head node",
+            ip ? ip : "");
+    free(nodes);
+    rd_gcs_close(g);
+    return 1;
+  }
+  snprintf(rm->ip, sizeof(rm->ip), "%s", t->ip);
+  struct sockaddr_in a;
+  memset(&a, 0, sizeof(a));
+  a.sin_family = AF_INET;
+  a.sin_port = htons((uint16_t)t->link_port);
+  int ok = inet_pton(AF_INET, t->ip, &a.sin_addr) == 1;
+  free(nodes);
+  if (ok && program) {
+    r = rd_gcs_code_put(g, program, hash, err, sizeof(err));
+    if (r != 0) {
+      fprintf(stderr, "raydist job submit: cannot upload %s: %s\n", program, err);
+      rd_gcs_close(g);
+      return 1;
+    }
+  }
+  rd_gcs_close(g);
+  int fd = ok ? socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0) : -1;
+  if (fd < 0 || rd__connect_within(fd, (const struct sockaddr *)&a, sizeof(a), 5000) != 0) {
+    fprintf(stderr, "raydist job: cannot reach node %s: %s\n", rm->ip, strerror(errno));
+    if (fd >= 0) close(fd);
+    return 1;
+  }
+  rd__conn_init(&rm->conn, fd);
+  Rd__LinkHello h = RD__LINK_HELLO__INIT;
+  h.token = (char *)token;
+  h.tool = 1;
+  rd__frame f;
+  Rd__LinkHelloReply *hr = NULL;
+  if (rd__conn_send(&rm->conn, RD__MSG_TYPE__MSG_LINK_HELLO, &h.base, -1) == 0 &&
+      rd__conn_flush_blocking(&rm->conn, 5000) == 0 && rd__conn_recv_blocking(&rm->conn, &f, 5000) == 0 &&
+      f.type == RD__MSG_TYPE__MSG_LINK_HELLO_REPLY)
+    hr = (Rd__LinkHelloReply *)rd__frame_unpack(&f, &rd__link_hello_reply__descriptor);
+  if (!hr || hr->status != 0) {
+    fprintf(stderr, "raydist job: node %s refused the connection: %s\n", rm->ip,
+            hr && hr->error ? hr->error : "no answer");
+    if (hr) protobuf_c_message_free_unpacked(&hr->base, NULL);
+    rd__conn_close(&rm->conn);
+    return 1;
+  }
+  protobuf_c_message_free_unpacked(&hr->base, NULL);
+  return 0;
+}
+
+/* One request, its answer into *out (free with
+ * protobuf_c_message_free_unpacked): 0, or 1 with a message (the node's
+ * refusal included). */
+static int remote_call(remote *rm, Rd__LinkJob *q, int timeout_ms, Rd__LinkJobReply **out) {
+  q->req_id = ++rm->next_req;
+  rd__frame f;
+  int r = rd__conn_send(&rm->conn, RD__MSG_TYPE__MSG_LINK_JOB, &q->base, -1);
+  if (r == 0) r = rd__conn_flush_blocking(&rm->conn, 10000);
+  if (r == 0) r = rd__conn_recv_blocking(&rm->conn, &f, timeout_ms);
+  Rd__LinkJobReply *rep = NULL;
+  if (r == 0 && f.type == RD__MSG_TYPE__MSG_LINK_JOB_REPLY)
+    rep = (Rd__LinkJobReply *)rd__frame_unpack(&f, &rd__link_job_reply__descriptor);
+  if (!rep || rep->req_id != q->req_id) {
+    fprintf(stderr, "raydist job: no answer from node %s (%s)\n", rm->ip, r ? rd_strerror(r) : "a bad reply");
+    if (rep) protobuf_c_message_free_unpacked(&rep->base, NULL);
+    return 1;
+  }
+  if (rep->status != 0) {
+    fprintf(stderr, "raydist job: node %s: %s (%s)\n", rm->ip, rep->error ? rep->error : "", rd_err_name(rep->status));
+    protobuf_c_message_free_unpacked(&rep->base, NULL);
+    return 1;
+  }
+  *out = rep;
+  return 0;
+}
+
+/* What the command the node ran printed, and its exit status. */
+static int remote_output(Rd__LinkJobReply *rep) {
+  if (rep->out.len) fwrite(rep->out.data, 1, rep->out.len, stdout);
+  if (rep->err.len) fwrite(rep->err.data, 1, rep->err.len, stderr);
+  int rc = rep->exit_code;
+  protobuf_c_message_free_unpacked(&rep->base, NULL);
+  return rc;
+}
+
+static int remote_job(const char *sub, const char *address, const char *token, const char *ip, const char *name,
+                      const submit_opts *so, char **args, int nargs, double timeout, int follow) {
+  char program[4096], hash[65] = "";
+  int submit = !strcmp(sub, "submit");
+  if (submit && find_program(so->exe ? so->exe : args[0], program, sizeof(program)) != 0) return 1;
+  int id = 0;
+  if (!submit && strcmp(sub, "list") && (id = parse_id(args[0])) < 0) {
+    fprintf(stderr, "raydist job: no job %s on this node\n", args[0]);
+    return 1;
+  }
+  remote rm;
+  memset(&rm, 0, sizeof(rm));
+  if (remote_open(address, token, ip, submit ? program : NULL, hash, &rm) != 0) return 1;
+  Rd__LinkJob q = RD__LINK_JOB__INIT;
+  Rd__LinkJobReply *rep = NULL;
+  int rc = 1;
+  q.id = (uint32_t)id;
+  if (submit) {
+    q.op = OP_SUBMIT;
+    q.code_hash = hash;
+    q.name = (char *)name;
+    q.argv = args;
+    q.n_argv = (size_t)nargs;
+    q.env = so->env;
+    q.n_env = (size_t)so->nenv;
+    if (remote_call(&rm, &q, 120000, &rep) == 0) rc = remote_output(rep);
+  } else if (!strcmp(sub, "list")) {
+    q.op = OP_LIST;
+    if (remote_call(&rm, &q, 120000, &rep) == 0) rc = remote_output(rep);
+  } else if (!strcmp(sub, "stop")) {
+    q.op = OP_STOP;
+    q.timeout = timeout >= 0 ? timeout : 10;
+    if (remote_call(&rm, &q, (int)(q.timeout * 1000) + 30000, &rep) == 0) rc = remote_output(rep);
+  } else if (!strcmp(sub, "logs")) {
+    q.op = OP_LOGS;
+    for (;;) {
+      if (remote_call(&rm, &q, 30000, &rep) != 0) break;
+      if (rep->out.len) fwrite(rep->out.data, 1, rep->out.len, stdout);
+      fflush(stdout);
+      int more = rep->out.len > 0, ended = rep->ended;
+      q.offset = rep->offset;
+      protobuf_c_message_free_unpacked(&rep->base, NULL);
+      if (!more && (!follow || ended)) {
+        rc = 0;
+        break;
+      }
+      if (!more) usleep(200000);
+    }
+  } else {   /* wait */
+    q.op = OP_STATE;
+    double until = wall_now() + timeout;
+    for (;;) {
+      if (remote_call(&rm, &q, 30000, &rep) != 0) break;
+      int ended = rep->ended;
+      if (ended || (timeout >= 0 && wall_now() > until)) {
+        if (ended) printf("job %d: %s\n", id, rep->state);
+        else fprintf(stderr, "raydist job wait: job %d still runs after %g s\n", id, timeout);
+        rc = ended && !strcmp(rep->state, "SUCCEEDED") ? 0 : 1;
+        protobuf_c_message_free_unpacked(&rep->base, NULL);
+        break;
+      }
+      protobuf_c_message_free_unpacked(&rep->base, NULL);
+      usleep(200000);
+    }
+  }
+  rd__conn_close(&rm.conn);
+  return rc;
+}
+
+#define ENV_MAX 256
 
 int rd__cli_job(int argc, char **argv) {
   if (argc < 3) {
     job_usage();
     return 2;
   }
-  const char *sub = argv[2], *ip = NULL, *name = NULL;
+  const char *sub = argv[2], *ip = NULL, *name = NULL, *session = NULL, *address = NULL;
+  const char *token = getenv("RAYDIST_TOKEN");
   double timeout = -1;
-  static const struct option lo[] = {
-      {"node-ip", 1, 0, 'i'}, {"name", 1, 0, 'n'}, {"timeout", 1, 0, 't'}, {0, 0, 0, 0}};
+  int follow = 0;
+  static char *envs[ENV_MAX];
+  submit_opts so = {NULL, envs, 0, 0};
+  static const struct option lo[] = {{"node-ip", 1, 0, 'i'}, {"name", 1, 0, 'n'},    {"timeout", 1, 0, 't'},
+                                     {"session", 1, 0, 's'}, {"address", 1, 0, 'a'}, {"token", 1, 0, 'k'},
+                                     {"env", 1, 0, 'e'},     {"exe", 1, 0, 'x'},     {"in-job-dir", 0, 0, 'j'},
+                                     {"follow", 0, 0, 'f'},  {0, 0, 0, 0}};
   int ch;
   optind = 3;
-  while ((ch = getopt_long(argc, argv, "+", lo, NULL)) != -1) {
+  /* submit: options end at the program (its own follow it); the others
+   * take them before or after the id */
+  const char *order = !strcmp(sub, "submit") ? "+" : "";
+  while ((ch = getopt_long(argc, argv, order, lo, NULL)) != -1) {
     if (ch == 'i') ip = optarg;
     else if (ch == 'n') name = optarg;
-    else if (ch == 't') timeout = atof(optarg);
-    else {
+    else if (ch == 't') {
+      char *end;
+      timeout = strtod(optarg, &end);
+      if (!*optarg || *end || timeout < 0 || timeout > 1e6) {
+        fprintf(stderr, "raydist job: --timeout takes seconds, not '%s'\n", optarg);
+        return 2;
+      }
+    } else if (ch == 's') session = optarg;
+    else if (ch == 'a') address = optarg;
+    else if (ch == 'k') token = optarg;
+    else if (ch == 'x') so.exe = optarg;
+    else if (ch == 'j') so.in_job_dir = 1;
+    else if (ch == 'f') follow = 1;
+    else if (ch == 'e') {
+      const char *eq = strchr(optarg, '=');
+      if (!eq || eq == optarg || strchr(optarg, '\n') || so.nenv == ENV_MAX) {
+        fprintf(stderr, "raydist job submit: --env takes NAME=VALUE (at most %d)\n", ENV_MAX);
+        return 2;
+      }
+      envs[so.nenv++] = optarg;
+    } else {
       job_usage();
       return 2;
     }
@@ -373,29 +681,26 @@ int rd__cli_job(int argc, char **argv) {
     fprintf(stderr, "raydist job submit: a name of at most 127 characters on one line\n");
     return 2;
   }
+  int submit = !strcmp(sub, "submit"), list = !strcmp(sub, "list");
+  if (!submit && !list && strcmp(sub, "logs") && strcmp(sub, "wait") && strcmp(sub, "stop")) {
+    job_usage();
+    return 2;
+  }
+  if (!list && optind >= argc) {   /* submit needs a program, the others an id */
+    job_usage();
+    return 2;
+  }
+  if (address && session) {
+    fprintf(stderr, "raydist job: --address and --session name two different nodes\n");
+    return 2;
+  }
+  if (address) return remote_job(sub, address, token, ip, name, &so, argv + optind, argc - optind, timeout, follow);
   char dir[600];
-  if (!strcmp(sub, "submit")) {
-    if (optind >= argc) {
-      job_usage();
-      return 2;
-    }
-    if (node_dir(ip, dir, sizeof(dir)) != 0) return 1;
-    return job_submit(dir, name, argv + optind, argc - optind);
-  }
-  if (!strcmp(sub, "list")) {
-    if (node_dir(ip, dir, sizeof(dir)) != 0) return 1;
-    return job_list(dir);
-  }
-  if (strcmp(sub, "logs") && strcmp(sub, "wait") && strcmp(sub, "stop")) {
-    job_usage();
-    return 2;
-  }
-  if (optind >= argc) {
-    job_usage();
-    return 2;
-  }
-  if (node_dir(ip, dir, sizeof(dir)) != 0) return 1;
-  if (!strcmp(sub, "logs")) return job_logs(dir, argv[optind]);
+  if (session) snprintf(dir, sizeof(dir), "%s", session);
+  else if (node_dir(ip, dir, sizeof(dir)) != 0) return 1;
+  if (submit) return job_submit(dir, name, argv + optind, argc - optind, &so);
+  if (list) return job_list(dir);
+  if (!strcmp(sub, "logs")) return job_logs(dir, argv[optind], follow);
   job j;
   if (job_get(dir, argv[optind], &j) != 0) return 1;
   char sb[64];

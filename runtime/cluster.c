@@ -174,9 +174,10 @@ typedef struct cl_hop {
 } cl_hop;
 
 typedef struct cl_link_state {
-  uint32_t peer;            /* its node index (0 until its hello) */
+  uint32_t peer;            /* its node index (0 until its hello; 0 for a tool) */
   int outbound;
   int authed;
+  int tool;                 /* `raydist job --address`, not a node: LINK_JOB only */
 } cl_link_state;
 
 static struct {
@@ -1052,12 +1053,14 @@ static void on_link_hello(node_client *c, Rd__LinkHello *m) {
     rd__node_client_drop(c, "out of memory");
     return;
   }
-  ls->peer = m->node_index;
+  ls->tool = m->tool;
+  ls->peer = m->tool ? 0 : m->node_index;
   ls->authed = 1;
   c->link = ls;
   c->role = ROLE_LINK;
   rd__node_send(c, RD__MSG_TYPE__MSG_LINK_HELLO_REPLY, &r.base, -1);
-  rd__log(RD_LOG_INFO, "link from node %u accepted", m->node_index);
+  if (m->tool) rd__log(RD_LOG_DEBUG, "job tool connected");
+  else rd__log(RD_LOG_INFO, "link from node %u accepted", m->node_index);
 }
 
 /* Worker side of LINK_LEASE: make sure this node runs the job's code. */
@@ -1973,6 +1976,7 @@ int rd__cluster_handle_frame(node_client *c, const rd__frame *f) {
     case RD__MSG_TYPE__MSG_LINK_ACTOR_KILL: d = &rd__actor_kill__descriptor; break;
     case RD__MSG_TYPE__MSG_LINK_ACTOR_KILLED: d = &rd__actor_id_reply__descriptor; break;
     case RD__MSG_TYPE__MSG_LINK_WORKER_OUTPUT: d = &rd__worker_output__descriptor; break;
+    case RD__MSG_TYPE__MSG_LINK_JOB: d = &rd__link_job__descriptor; break;
     case RD__MSG_TYPE__MSG_LINK_PG_PREPARE:
     case RD__MSG_TYPE__MSG_LINK_PG_PREPARED:
     case RD__MSG_TYPE__MSG_LINK_PG_COMMIT:
@@ -1984,6 +1988,10 @@ int rd__cluster_handle_frame(node_client *c, const rd__frame *f) {
   cl_link_state *ls = c->link;
   if (f->type == RD__MSG_TYPE__MSG_LINK_HELLO ? c->role != ROLE_NONE : (c->role != ROLE_LINK || !ls)) {
     rd__node_client_drop(c, "link frame out of place");
+    return 1;
+  }
+  if ((f->type == RD__MSG_TYPE__MSG_LINK_JOB) != (ls && ls->tool)) {   /* tools send jobs; nodes the rest */
+    rd__node_client_drop(c, ls && ls->tool ? "a job tool sent a node's frame" : "LINK_JOB from a node");
     return 1;
   }
   if (!d) return rd__pg_link_frame(c, f);
@@ -2080,6 +2088,7 @@ int rd__cluster_handle_frame(node_client *c, const rd__frame *f) {
     case RD__MSG_TYPE__MSG_LINK_WORKER_OUTPUT:   /* a driver here gone: its worker's node logged it */
       (void)rd__node_output_deliver((Rd__WorkerOutput *)m);
       break;
+    case RD__MSG_TYPE__MSG_LINK_JOB: rd__job_link(c, (Rd__LinkJob *)m); break;
   }
   protobuf_c_message_free_unpacked(m, NULL);
   return 1;
@@ -2857,6 +2866,7 @@ void rd__cluster_stop(void) {
   pthread_mutex_lock(&C.mu);
   C.stopping = 1;
   pthread_mutex_unlock(&C.mu);
+  rd__job_link_stop();
   on_async(&C.async);   /* answer hops already queued */
   rd__cluster_retry_hops();   /* and parked ones, doing their I/O inline */
   retries_cancel();

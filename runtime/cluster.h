@@ -72,6 +72,10 @@ void rd__cluster_worker_gone(node_worker *w);
 int rd__cluster_worker_kill(node_worker *w, int status, const char *why);
 /* Any client is going away: its remote requests and bridged channels end. */
 void rd__cluster_client_dropped(node_client *c);
+/* `raydist job --address` (job_link.c): a LINK_JOB from a tool link,
+ * answered LINK_JOB_REPLY; stop: the commands it runs are killed. */
+void rd__job_link(node_client *c, const Rd__LinkJob *m);
+void rd__job_link_stop(void);
 /* A driver said hello: ship its executable to the GCS for the other nodes. */
 void rd__cluster_on_driver(node_client *c, const char *exe);
 /* The last driver of job j here left: its GCS job entry ends. */

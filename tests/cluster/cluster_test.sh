@@ -280,6 +280,8 @@ PY
     TOKEN=$(cat "$ROOT/node-127.0.0.2/token")
     [ -n "$PORT" ] && [ -n "$TOKEN" ] || fail "no link port or token for node b"
     "$FZ" link 127.0.0.2 "$PORT" "$TOKEN" || fail "$CASE"
+    # and `raydist job --address`'s tool link: wrong requests, a node's frame, many at once
+    "$FZ" joblink 127.0.0.2 "$PORT" "$TOKEN" || fail "$CASE: joblink"
     "$T" strategies || fail "cluster hurt by the fuzzed link"
     "$R" status | grep -q "3 nodes alive" || fail "cluster hurt"
     ;;
@@ -324,6 +326,76 @@ PY
     JOB_PID=$("$R" job list | awk -v id="$LEFT" '$1 == id {print $4}')
     JOB_START=$(proc_start "$JOB_PID")
     echo "ok: jobs ok, bad, missing, stopped; job $LEFT (pid $JOB_PID) left for raydist stop"
+    ;;
+  jobs_remote)
+    # `raydist job --address` from a machine with no node: a private
+    # RAYDIST_TMPDIR (no session to find) and the token given; the program
+    # goes up to the GCS and runs on the node named (default: the head)
+    REM="$RAYDIST_TMPDIR/elsewhere"
+    mkdir -p "$REM"
+    TOKEN=$(cat "$ROOT/node-127.0.0.1/token")
+    rj() { _sub=$1; shift; RAYDIST_TMPDIR="$REM" "$R" job "$_sub" --address "$ADDR" --token "$TOKEN" "$@"; }
+    job_id() { sed -n 's/^job \([0-9]*\) submitted.*/\1/p'; }
+    OK=$(rj submit --name ok -- "$T" job_ok | job_id)
+    ENVJ=$(rj submit --name env --env GREETING=hello --env "TWO=a b" -- /bin/sh -c 'echo "greeting=$GREETING two=$TWO"; pwd' | job_id)
+    BAD=$(rj submit --node-ip 127.0.0.2 --name on_b -- "$T" job_bad | job_id)
+    LONG=$(rj submit --name long -- "$T" job_long | job_id)
+    [ -n "$OK" ] && [ -n "$ENVJ" ] && [ -n "$BAD" ] && [ -n "$LONG" ] || fail "jobs_remote: no job ids"
+    rj wait "$OK" --timeout 120 || { rj logs "$OK"; fail "jobs_remote: job ok did not succeed"; }
+    rj wait "$ENVJ" --timeout 60 || fail "jobs_remote: job env did not succeed"
+    rj wait "$BAD" --node-ip 127.0.0.2 --timeout 120 && fail "jobs_remote: job bad succeeded"
+    rj list > "$RAYDIST_TMPDIR/jobs" || fail "jobs_remote: list"
+    cat "$RAYDIST_TMPDIR/jobs"
+    grep -Eq "^$OK +ok +SUCCEEDED .* $T job_ok\$" "$RAYDIST_TMPDIR/jobs" || fail "jobs_remote: ok not listed as succeeded"
+    grep -Eq "^$LONG +long +RUNNING" "$RAYDIST_TMPDIR/jobs" || fail "jobs_remote: long not running"
+    rj list --node-ip 127.0.0.2 | grep -Eq "^$BAD +on_b +FAILED \(exit 3\)" || fail "jobs_remote: bad not failed on b"
+    # on the node itself they are its own jobs
+    "$R" job list --node-ip 127.0.0.1 | grep -Eq "^$OK +ok +SUCCEEDED" || fail "jobs_remote: not a job of the head"
+    "$R" job logs "$BAD" --node-ip 127.0.0.2 | grep -q "job bad: giving up" || fail "jobs_remote: bad's log not on b"
+    rj logs "$OK" > "$RAYDIST_TMPDIR/log" || fail "jobs_remote: logs"
+    grep -q "job ok done (RAYDIST_JOB_ID=$OK)" "$RAYDIST_TMPDIR/log" || { cat "$RAYDIST_TMPDIR/log"; fail "jobs_remote: no output of ok"; }
+    grep -q "ip=127.0.0.2) job task says hi" "$RAYDIST_TMPDIR/log" || { cat "$RAYDIST_TMPDIR/log"; fail "jobs_remote: no worker output"; }
+    rj logs "$ENVJ" > "$RAYDIST_TMPDIR/log"
+    grep -qx "greeting=hello two=a b" "$RAYDIST_TMPDIR/log" || { cat "$RAYDIST_TMPDIR/log"; fail "jobs_remote: --env not set"; }
+    grep -qx "$ROOT/node-127.0.0.1/jobs/$ENVJ" "$RAYDIST_TMPDIR/log" || fail "jobs_remote: not run in its job directory"
+    # logs --follow: what comes, until the job ends (stopped here)
+    rj logs "$LONG" --follow > "$RAYDIST_TMPDIR/follow" 2>&1 &
+    FOLLOW=$!
+    for i in $(seq 1 100); do grep -q "job long started" "$RAYDIST_TMPDIR/follow" && break; sleep 0.1; done
+    grep -q "job long started" "$RAYDIST_TMPDIR/follow" || fail "jobs_remote: --follow shows nothing"
+    kill -0 "$FOLLOW" 2>/dev/null || fail "jobs_remote: --follow ended while the job runs"
+    LPID=$("$R" job list --node-ip 127.0.0.1 | awk -v id="$LONG" '$1 == id {print $4}')
+    LPID_START=$(proc_start "$LPID")
+    [ -n "$LPID_START" ] || fail "jobs_remote: long's process $LPID is not running"
+    rj stop "$LONG" --timeout 10 | grep -q "job $LONG: STOPPED" || fail "jobs_remote: stop"
+    for i in $(seq 1 50); do kill -0 "$FOLLOW" 2>/dev/null || break; sleep 0.1; done
+    kill -0 "$FOLLOW" 2>/dev/null && fail "jobs_remote: --follow did not end with the job"
+    wait "$FOLLOW" || fail "jobs_remote: --follow failed"
+    still_runs "$LPID" "$LPID_START" && fail "jobs_remote: the stopped job's process $LPID lives on"
+    rj list | grep -Eq "^$LONG +long +STOPPED" || fail "jobs_remote: long not listed as stopped"
+    # bad input: clear errors, nothing done
+    RAYDIST_TMPDIR="$REM" "$R" job list --address "$ADDR" --token wrong 2> "$RAYDIST_TMPDIR/err" && fail "jobs_remote: a wrong token"
+    grep -q "refused the cluster token" "$RAYDIST_TMPDIR/err" || { cat "$RAYDIST_TMPDIR/err"; fail "jobs_remote: no reason for the token"; }
+    RAYDIST_TMPDIR="$REM" RAYDIST_TOKEN= "$R" job list --address "$ADDR" 2>/dev/null && fail "jobs_remote: no token"
+    rj logs 999 2> "$RAYDIST_TMPDIR/err" && fail "jobs_remote: logs of no job"
+    grep -q "no job 999" "$RAYDIST_TMPDIR/err" || fail "jobs_remote: no reason for job 999"
+    rj wait 999 2>/dev/null && fail "jobs_remote: wait for no job"
+    rj stop 999 2>/dev/null && fail "jobs_remote: stop of no job"
+    rj list --node-ip 127.0.0.9 2> "$RAYDIST_TMPDIR/err" && fail "jobs_remote: a node not in the cluster"
+    grep -q "no live node on 127.0.0.9" "$RAYDIST_TMPDIR/err" || fail "jobs_remote: no reason for the node"
+    rj submit -- /nonexistent/program 2>/dev/null && fail "jobs_remote: a missing program"
+    echo data > "$RAYDIST_TMPDIR/notexec"
+    chmod 644 "$RAYDIST_TMPDIR/notexec"
+    rj submit -- "$RAYDIST_TMPDIR/notexec" 2>/dev/null && fail "jobs_remote: a file that is not executable"
+    rj submit --env NOEQUALS -- /bin/true 2>/dev/null; [ $? -eq 2 ] || fail "jobs_remote: a bad --env"
+    RAYDIST_TMPDIR="$REM" "$R" job list --address "$ADDR" --session /tmp 2>/dev/null; [ $? -eq 2 ] || fail "jobs_remote: --address with --session"
+    # one left running on b: `raydist stop` (below) must end it
+    LEFT=$(rj submit --node-ip 127.0.0.2 --name left -- "$T" job_long | job_id)
+    for i in $(seq 1 100); do rj logs "$LEFT" --node-ip 127.0.0.2 | grep -q "job long started" && break; sleep 0.1; done
+    JOB_PID=$("$R" job list --node-ip 127.0.0.2 | awk -v id="$LEFT" '$1 == id {print $4}')
+    JOB_START=$(proc_start "$JOB_PID")
+    [ -n "$JOB_START" ] || fail "jobs_remote: the job left on b does not run"
+    echo "ok: remote jobs ok, env, bad on b, followed and stopped; job $LEFT on b (pid $JOB_PID) left for raydist stop"
     ;;
   owner_exit)
     "$T" owner_exit_child || fail "owner_exit_child"

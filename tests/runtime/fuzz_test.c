@@ -11,6 +11,11 @@
  *       The same against a cluster node's TCP port as a peer node that knows
  *       the cluster token (and, a share of the time, one that does not), then
  *       checks the node as a driver attached with RAYDIST_ADDRESS.
+ *   fuzz_test joblink HOST PORT TOKEN [ROUNDS [SEED]]
+ *       `raydist job --address`'s tool link to that node, given requests
+ *       that are well formed but wrong (each must get its error), a node's
+ *       frame (the link must be dropped), many at once, then random
+ *       LinkJob messages; the node must answer a job list at the end.
  *
  * A crash, hang or lost request in the daemon fails the check that follows
  * it; the seed in the output replays the run.  RD_FUZZ_ROUNDS and
@@ -34,6 +39,7 @@
 #include <unistd.h>
 
 #include "../check.h"
+#include "conn.h"
 #include "raydist.pb-c.h"
 #include "wirefuzz.h"
 
@@ -230,6 +236,7 @@ static int send_hello(wf_rng *r, int fd, const char *token, int link) {
     Rd__LinkHello h = RD__LINK_HELLO__INIT;
     h.token = (char *)(wf_chance(r, 85) ? token : "wrong-token");
     h.node_index = (uint32_t)(wf_chance(r, 50) ? 1000 + wf_below(r, 1000) : wf_below(r, 8));
+    h.tool = wf_chance(r, 15);   /* `raydist job --address`: LINK_JOB only */
     b.cap = b.len = protobuf_c_message_get_packed_size(&h.base);
     b.p = malloc(b.len + 1);
     CHECK(b.p);
@@ -261,7 +268,7 @@ static int send_hello(wf_rng *r, int fd, const char *token, int link) {
  * sends, sometimes any type, one the node only sends, or none at all. */
 static int send_random(wf_rng *r, int fd, int link) {
   static const unsigned client_types[] = {3, 5, 7, 9, 10, 12, 13, 17, 20, 21, 24, 25, 28, 29, 45, 47, 48};
-  static const unsigned link_types[] = {32, 33, 34, 35, 36, 37, 38, 39, 40, 41, 42, 43, 44, 49, 50, 51, 52, 53, 54};
+  static const unsigned link_types[] = {32, 33, 34, 35, 36, 37, 38, 39, 40, 41, 42, 43, 44, 49, 50, 51, 52, 53, 54, 76};
   unsigned type;
   if (wf_chance(r, 95))
     type = link ? link_types[wf_below(r, sizeof(link_types) / sizeof(link_types[0]))]
@@ -381,10 +388,185 @@ static uint64_t arg_seed(int argc, char **argv, int i) {
   return 0x5eedf00dull;
 }
 
+/* ------------------------------------------------ the job tool's link */
+
+/* A tool link to g_peer: its hello answered with status (0: open). */
+static int tool_open(rd__conn *c, const char *token) {
+  int fd = dial_tcp();
+  CHECK(fd >= 0);
+  rd__conn_init(c, fd);
+  Rd__LinkHello h = RD__LINK_HELLO__INIT;
+  h.token = (char *)token;
+  h.tool = 1;
+  CHECK_EQ(rd__conn_send(c, RD__MSG_TYPE__MSG_LINK_HELLO, &h.base, -1), 0);
+  CHECK_EQ(rd__conn_flush_blocking(c, 5000), 0);
+  rd__frame f;
+  CHECK_EQ(rd__conn_recv_blocking(c, &f, 5000), 0);
+  CHECK_EQ(f.type, RD__MSG_TYPE__MSG_LINK_HELLO_REPLY);
+  Rd__LinkHelloReply *r = (Rd__LinkHelloReply *)rd__frame_unpack(&f, &rd__link_hello_reply__descriptor);
+  CHECK(r);
+  int st = r->status;
+  protobuf_c_message_free_unpacked(&r->base, NULL);
+  return st;
+}
+
+static Rd__LinkJobReply *tool_recv(rd__conn *c) {
+  rd__frame f;
+  CHECK_EQ(rd__conn_recv_blocking(c, &f, 90000), 0);
+  CHECK_EQ(f.type, RD__MSG_TYPE__MSG_LINK_JOB_REPLY);
+  Rd__LinkJobReply *r = (Rd__LinkJobReply *)rd__frame_unpack(&f, &rd__link_job_reply__descriptor);
+  CHECK(r);
+  return r;
+}
+
+/* One request; its reply's status, the error containing `want` (or NULL). */
+static int tool_ask(rd__conn *c, Rd__LinkJob *q, const char *want) {
+  CHECK_EQ(rd__conn_send(c, RD__MSG_TYPE__MSG_LINK_JOB, &q->base, -1), 0);
+  CHECK_EQ(rd__conn_flush_blocking(c, 5000), 0);
+  Rd__LinkJobReply *r = tool_recv(c);
+  CHECK_EQ(r->req_id, q->req_id);
+  int st = r->status;
+  if (want && (!r->error || !strstr(r->error, want))) {
+    fprintf(stderr, "joblink: op %d: error '%s', wanted '%s'\n", q->op, r->error ? r->error : "", want);
+    CHECK(0);
+  }
+  protobuf_c_message_free_unpacked(&r->base, NULL);
+  return st;
+}
+
+/* The node closed the link: the next read ends. */
+static void tool_expect_closed(rd__conn *c) {
+  rd__frame f;
+  int r = rd__conn_recv_blocking(c, &f, 5000);
+  CHECK(r != 0 && r != RD_ETIMEDOUT);
+}
+
+static void joblink(const char *token, int rounds, uint64_t seed) {
+  rd__conn c;
+  /* a wrong token: refused and dropped */
+  CHECK_EQ(tool_open(&c, "wrong-token"), RD_EAUTH);
+  tool_expect_closed(&c);
+  rd__conn_close(&c);
+  CHECK_EQ(tool_open(&c, token), 0);
+  char *argv1[] = {"prog"}, *bad_env[] = {"NOEQUALS"}, *empty[] = {""};
+  const char *unknown_hash = "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef";
+  Rd__LinkJob q = RD__LINK_JOB__INIT;
+  q.req_id = 1;
+  q.op = 99;
+  CHECK_EQ(tool_ask(&c, &q, "unknown job operation 99"), RD_EINVAL);
+  q.op = 1;   /* submit */
+  q.code_hash = "xyz";
+  q.argv = argv1;
+  q.n_argv = 1;
+  q.req_id++;
+  CHECK_EQ(tool_ask(&c, &q, "64 lowercase hex"), RD_EINVAL);
+  q.code_hash = (char *)unknown_hash;
+  q.n_argv = 0;
+  q.req_id++;
+  CHECK_EQ(tool_ask(&c, &q, "needs the program's argv"), RD_EINVAL);
+  q.argv = empty;
+  q.n_argv = 1;
+  q.req_id++;
+  CHECK_EQ(tool_ask(&c, &q, "needs the program's argv"), RD_EINVAL);
+  q.argv = argv1;
+  q.env = bad_env;
+  q.n_env = 1;
+  q.req_id++;
+  CHECK_EQ(tool_ask(&c, &q, "NAME=VALUE"), RD_EINVAL);
+  q.n_env = 0;
+  q.name = "two\nlines";
+  q.req_id++;
+  CHECK_EQ(tool_ask(&c, &q, "a job name"), RD_EINVAL);
+  q.name = "";
+  q.req_id++;
+  CHECK(tool_ask(&c, &q, "cannot fetch the program") != 0);   /* no such code in the GCS */
+  memset(&q, 0, sizeof(q));
+  rd__link_job__init(&q);
+  q.req_id = 100;
+  q.op = 5;   /* stop */
+  q.timeout = 1;
+  CHECK_EQ(tool_ask(&c, &q, "needs a job id"), RD_EINVAL);
+  q.id = 1;
+  q.timeout = -1;
+  q.req_id++;
+  CHECK_EQ(tool_ask(&c, &q, "timeout of 0..3600"), RD_EINVAL);
+  q.timeout = 1e9;
+  q.req_id++;
+  CHECK_EQ(tool_ask(&c, &q, "timeout of 0..3600"), RD_EINVAL);
+  q.op = 3;   /* logs */
+  q.id = 4242;
+  q.offset = UINT64_MAX;
+  q.req_id++;
+  CHECK_EQ(tool_ask(&c, &q, "no job 4242"), RD_ENOENT);
+  q.op = 4;   /* state */
+  q.id = 0;
+  q.req_id++;
+  CHECK_EQ(tool_ask(&c, &q, "no job 0"), RD_ENOENT);
+  /* many at once: every one answered, run or refused as busy */
+  for (int i = 0; i < 40; i++) {
+    Rd__LinkJob l = RD__LINK_JOB__INIT;
+    l.req_id = 1000 + (uint64_t)i;
+    l.op = 2;
+    CHECK_EQ(rd__conn_send(&c, RD__MSG_TYPE__MSG_LINK_JOB, &l.base, -1), 0);
+  }
+  CHECK_EQ(rd__conn_flush_blocking(&c, 5000), 0);
+  int ran = 0, busy = 0;
+  for (int i = 0; i < 40; i++) {
+    Rd__LinkJobReply *r = tool_recv(&c);
+    if (r->status == 0) {
+      CHECK_EQ(r->exit_code, 0);
+      CHECK(r->out.len > 0 && !memcmp(r->out.data, "id ", 3));   /* the list's heading */
+      ran++;
+    } else {
+      CHECK_EQ(r->status, RD_EAGAIN);
+      busy++;
+    }
+    protobuf_c_message_free_unpacked(&r->base, NULL);
+  }
+  printf("joblink: 40 lists at once: %d ran, %d refused as busy\n", ran, busy);
+  CHECK(ran >= 16);
+  /* a node's frame from a tool: dropped */
+  Rd__LinkCancel lc = RD__LINK_CANCEL__INIT;
+  CHECK_EQ(rd__conn_send(&c, RD__MSG_TYPE__MSG_LINK_CANCEL, &lc.base, -1), 0);
+  CHECK_EQ(rd__conn_flush_blocking(&c, 5000), 0);
+  tool_expect_closed(&c);
+  rd__conn_close(&c);
+  /* random LinkJob messages, each answered or the link dropped */
+  wf_rng r = {seed};
+  int answered = 0;
+  for (int i = 0; i < rounds; i++) {
+    CHECK_EQ(tool_open(&c, token), 0);
+    for (int k = 0; k < 5; k++) {
+      wf_buf b = {0};
+      wf_message(&r, &rd__link_job__descriptor, 3, &b);
+      Rd__LinkJob *m = (Rd__LinkJob *)protobuf_c_message_unpack(&rd__link_job__descriptor, NULL, b.len, b.p);
+      wf_buf_free(&b);
+      if (!m) continue;
+      if (m->op == 1 || m->op == 5) m->op = 2;   /* nothing started or stopped; the rest as drawn */
+      uint64_t want = m->req_id;
+      int ok = rd__conn_send(&c, RD__MSG_TYPE__MSG_LINK_JOB, &m->base, -1) == 0 && rd__conn_flush_blocking(&c, 5000) == 0;
+      protobuf_c_message_free_unpacked(&m->base, NULL);
+      if (!ok) break;
+      Rd__LinkJobReply *rep = tool_recv(&c);
+      CHECK_EQ(rep->req_id, want);
+      protobuf_c_message_free_unpacked(&rep->base, NULL);
+      answered++;
+    }
+    rd__conn_close(&c);
+  }
+  printf("joblink: %d random requests answered\n", answered);
+  CHECK_EQ(tool_open(&c, token), 0);
+  Rd__LinkJob l = RD__LINK_JOB__INIT;
+  l.req_id = 7;
+  l.op = 2;
+  CHECK_EQ(tool_ask(&c, &l, NULL), 0);
+  rd__conn_close(&c);
+}
+
 int main(int argc, char **argv) {
   signal(SIGPIPE, SIG_IGN);
   if (argc < 2) {
-    fprintf(stderr, "usage: fuzz_test node [ROUNDS [SEED]] | link HOST PORT TOKEN [ROUNDS [SEED]]\n");
+    fprintf(stderr, "usage: fuzz_test node [ROUNDS [SEED]] | link|joblink HOST PORT TOKEN [ROUNDS [SEED]]\n");
     return 2;
   }
   rd_config cfg;
@@ -405,15 +587,20 @@ int main(int argc, char **argv) {
     rd_shutdown();
     return 0;
   }
-  if (!strcmp(argv[1], "link") && argc >= 5) {
-    int rounds = arg_int(argc, argv, 5, "RD_FUZZ_ROUNDS", 200);
+  int joblink_case = !strcmp(argv[1], "joblink");
+  if ((joblink_case || !strcmp(argv[1], "link")) && argc >= 5) {   /* HOST PORT TOKEN [ROUNDS [SEED]] */
+    int rounds = arg_int(argc, argv, 5, "RD_FUZZ_ROUNDS", joblink_case ? 40 : 200);
     uint64_t seed = arg_seed(argc, argv, 6);
-    printf("fuzz link %s:%s: %d rounds, seed 0x%llx\n", argv[2], argv[3], rounds, (unsigned long long)seed);
+    printf("fuzz %s %s:%s: %d rounds, seed 0x%llx\n", argv[1], argv[2], argv[3], rounds, (unsigned long long)seed);
     memset(&g_peer, 0, sizeof(g_peer));
     g_peer.sin_family = AF_INET;
     g_peer.sin_port = htons((uint16_t)atoi(argv[3]));
     CHECK(inet_pton(AF_INET, argv[2], &g_peer.sin_addr) == 1);
     g_token = argv[4];
+    if (joblink_case) {
+      joblink(g_token, rounds, seed);
+      return 0;
+    }
     CHECK_EQ(rd_init(&cfg), 0);   /* attaches with RAYDIST_ADDRESS */
     check_node(0);
     fuzz(1, rounds, seed);

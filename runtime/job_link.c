@@ -1,0 +1,424 @@
+/* runtime/job_link.c - a node's side of `raydist job --address`: job
+ * operations asked over a tool link (MSG_LINK_JOB) by `raydist job` run on
+ * a machine without a node of the cluster (Ray's job submission server).
+ *
+ * The link is a node link opened with LinkHello.tool and the cluster token
+ * (cluster.c checks both and lets such a link send LINK_JOB only).  The
+ * node answers every request with one LINK_JOB_REPLY:
+ *
+ *   submit  fetch the program from the GCS code table into <session>/code
+ *           (as for a shipped driver), then run `raydist job submit` here,
+ *           the same keeper a local submit uses; the job runs in its own
+ *           directory, jobs/<id>/
+ *   list    run `raydist job list`
+ *   stop    run `raydist job stop ID --timeout T`
+ *   logs    read the job's log from an offset (1 MiB at most a reply)
+ *   state   the job's state, as `job list` shows it
+ *
+ * The commands run as child processes of the node (uv_spawn: nothing is
+ * forked from this threaded daemon but an exec), with the node's session
+ * named, their output captured and sent back with their exit status; so a
+ * remote job is a local job in every way (`raydist job list` on the node
+ * shows it, `raydist stop` ends it).  At most JL_MAX_RUNNING run at once;
+ * more are refused RD_EAGAIN. */
+#include <errno.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "cli_cluster.h"
+#include "cluster.h"
+#include "log.h"
+#include "raydist.h"
+
+#define JL_MAX_RUNNING 16
+#define JL_OUT_MAX (1u << 20)        /* a command's stdout or stderr kept, each */
+#define JL_LOG_CHUNK (1u << 20)      /* log bytes in one reply */
+#define JL_ARGS_MAX 4096             /* argv and env entries of a submit, each */
+#define JL_ARG_BYTES (1u << 20)      /* their bytes together */
+#define JL_STOP_SLACK_MS 15000       /* a stop command's time beyond its timeout */
+
+enum { JL_SUBMIT = 1, JL_LIST = 2, JL_LOGS = 3, JL_STATE = 4, JL_STOP = 5 };
+
+typedef struct jl_out {
+  uv_pipe_t pipe;
+  char *buf;
+  size_t len;
+  int lost;                 /* bytes past JL_OUT_MAX were dropped */
+  struct jl_op *op;
+} jl_out;
+
+typedef struct jl_op {
+  uv_work_t work;           /* submit: the code fetch */
+  uv_process_t proc;
+  uv_timer_t timer;         /* the command's time limit */
+  jl_out out[2];
+  int handles;              /* open handles; freed at 0 */
+  int spawned, exited, reading;
+  int64_t exit_status;
+  int term_signal;
+  node_client *link;        /* may be dropped meanwhile: checked by id */
+  uint32_t link_id;
+  uint64_t req_id;
+  int op;
+  char **args;              /* the command's argv, NULL-terminated */
+  char hash[65];
+  char path[600];
+  int status;
+  char err[256];
+  uint64_t retry_since;
+  struct jl_op *next;
+} jl_op;
+
+static struct {
+  jl_op *ops;
+  int running;
+  int stopping;
+} J;
+
+static void reply(node_client *link, uint32_t link_id, Rd__LinkJobReply *r) {
+  node_client *c = rd__node_client_by_id(link_id);
+  if (!c || c != link || c->dead) return;   /* the tool left */
+  rd__node_send(c, RD__MSG_TYPE__MSG_LINK_JOB_REPLY, &r->base, -1);
+  rd__node_flush_all();
+}
+
+/* link_id: link's id when the request came (link may be freed since) */
+static void reply_error(node_client *link, uint32_t link_id, uint64_t req_id, int status, const char *fmt, ...)
+    __attribute__((format(printf, 5, 6)));
+static void reply_error(node_client *link, uint32_t link_id, uint64_t req_id, int status, const char *fmt, ...) {
+  char msg[512];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(msg, sizeof(msg), fmt, ap);
+  va_end(ap);
+  Rd__LinkJobReply r = RD__LINK_JOB_REPLY__INIT;
+  r.req_id = req_id;
+  r.status = status;
+  r.error = msg;
+  reply(link, link_id, &r);
+}
+
+static void op_free(jl_op *o) {
+  for (jl_op **p = &J.ops; *p; p = &(*p)->next)
+    if (*p == o) {
+      *p = o->next;
+      break;
+    }
+  if (o->args)
+    for (char **a = o->args; *a; a++) free(*a);
+  free(o->args);
+  free(o->out[0].buf);
+  free(o->out[1].buf);
+  J.running--;
+  free(o);
+}
+
+static void handle_closed(uv_handle_t *h) {
+  jl_op *o = h->data;
+  if (--o->handles == 0) op_free(o);
+}
+
+static void close_all(jl_op *o) {
+  uv_handle_t *hs[] = {(uv_handle_t *)&o->proc, (uv_handle_t *)&o->timer, (uv_handle_t *)&o->out[0].pipe,
+                       (uv_handle_t *)&o->out[1].pipe};
+  int any = 0;
+  for (size_t i = 0; i < sizeof(hs) / sizeof(hs[0]); i++)
+    if (hs[i]->data == o && !uv_is_closing(hs[i])) {
+      uv_close(hs[i], handle_closed);
+      any = 1;
+    }
+  if (!any && o->handles == 0) op_free(o);
+}
+
+/* The command ended and both of its outputs are read: answer. */
+static void maybe_done(jl_op *o) {
+  if (!o->exited || o->reading) return;
+  Rd__LinkJobReply r = RD__LINK_JOB_REPLY__INIT;
+  r.req_id = o->req_id;
+  r.exit_code = o->term_signal ? 128 + o->term_signal : (int32_t)o->exit_status;
+  r.out.data = (uint8_t *)o->out[0].buf;
+  r.out.len = o->out[0].len;
+  r.err.data = (uint8_t *)o->out[1].buf;
+  r.err.len = o->out[1].len;
+  if (o->op == JL_SUBMIT && r.exit_code == 0) {   /* "job N submitted: ..." */
+    unsigned id = 0;
+    if (o->out[0].buf && sscanf(o->out[0].buf, "job %u submitted", &id) == 1) r.id = id;
+  }
+  reply(o->link, o->link_id, &r);
+  close_all(o);
+}
+
+static void out_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *b) {
+  (void)suggested;
+  jl_out *s = (jl_out *)((char *)h - offsetof(jl_out, pipe));
+  static char sink[65536];
+  if (!s->buf) s->buf = malloc(JL_OUT_MAX + 1);
+  if (!s->buf || s->len >= JL_OUT_MAX) {   /* read and drop */
+    b->base = sink;
+    b->len = sizeof(sink);
+    return;
+  }
+  b->base = s->buf + s->len;
+  b->len = JL_OUT_MAX - s->len;
+}
+
+static void out_read(uv_stream_t *st, ssize_t n, const uv_buf_t *b) {
+  jl_out *s = (jl_out *)((char *)st - offsetof(jl_out, pipe));
+  if (n < 0) {
+    uv_read_stop(st);
+    s->op->reading--;
+    if (s->buf) s->buf[s->len] = 0;
+    maybe_done(s->op);
+    return;
+  }
+  if (s->buf && b->base == s->buf + s->len) s->len += (size_t)n;
+  else if (n > 0) s->lost = 1;
+}
+
+static void on_exit_cb(uv_process_t *p, int64_t status, int sig) {
+  jl_op *o = p->data;
+  o->exited = 1;
+  o->exit_status = status;
+  o->term_signal = sig;
+  uv_timer_stop(&o->timer);
+  maybe_done(o);
+}
+
+static void on_time_limit(uv_timer_t *t) {
+  jl_op *o = t->data;
+  rd__log(RD_LOG_WARN, "job tool: `raydist job` command (op %d) over its time; killing it", o->op);
+  uv_process_kill(&o->proc, SIGKILL);
+}
+
+/* Run o->args (the raydist binary's `job` command) with its output piped
+ * here, for at most limit_ms. */
+static void spawn(jl_op *o, uint64_t limit_ms) {
+  char exe[4096];
+  ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+  if (n <= 0) {
+    reply_error(o->link, o->link_id, o->req_id, RD_ESYS, "the node cannot find its own executable: %s", strerror(errno));
+    op_free(o);
+    return;
+  }
+  exe[n] = 0;
+  uv_stdio_container_t stdio[3];
+  stdio[0].flags = UV_IGNORE;
+  for (int i = 0; i < 2; i++) {
+    o->out[i].op = o;
+    uv_pipe_init(N.loop, &o->out[i].pipe, 0);
+    o->out[i].pipe.data = o;
+    o->handles++;
+    stdio[i + 1].flags = UV_CREATE_PIPE | UV_WRITABLE_PIPE;
+    stdio[i + 1].data.stream = (uv_stream_t *)&o->out[i].pipe;
+  }
+  uv_timer_init(N.loop, &o->timer);
+  o->timer.data = o;
+  o->handles++;
+  uv_process_options_t po;
+  memset(&po, 0, sizeof(po));
+  po.file = exe;
+  po.args = o->args;
+  po.stdio = stdio;
+  po.stdio_count = 3;
+  po.exit_cb = on_exit_cb;
+  o->proc.data = o;
+  int r = uv_spawn(N.loop, &o->proc, &po);
+  o->handles++;   /* a failed spawn's handle is closed too */
+  if (r != 0) {
+    rd__log(RD_LOG_ERROR, "job tool: cannot run %s: %s", exe, uv_strerror(r));
+    reply_error(o->link, o->link_id, o->req_id, RD_ESYS, "the node cannot run %s: %s", exe, uv_strerror(r));
+    close_all(o);
+    return;
+  }
+  o->spawned = 1;
+  for (int i = 0; i < 2; i++)
+    if (uv_read_start((uv_stream_t *)&o->out[i].pipe, out_alloc, out_read) == 0) o->reading++;
+  uv_timer_start(&o->timer, on_time_limit, limit_ms, 0);
+}
+
+static char **args_new(size_t extra) { return calloc(extra + 1, sizeof(char *)); }
+
+/* Appends a copy of s to a (with room for it, from args_new's count). */
+static int args_put(char **a, size_t *k, const char *s) {
+  if (!(a[*k] = strdup(s))) return -1;
+  (*k)++;
+  return 0;
+}
+
+/* ---- submit: the code first ---- */
+
+static void fetch_work(uv_work_t *w) {
+  jl_op *o = w->data;
+  struct stat st;
+  o->status = 0;
+  if (stat(o->path, &st) == 0) return;   /* fetched before */
+  o->status = rd_gcs_code_get(rd__cluster_gcs(), o->hash, o->path, o->err, sizeof(o->err));
+}
+
+static void fetch_done(uv_work_t *w, int status) {
+  jl_op *o = w->data;
+  if (status == 0 && rd__cluster_gcs_retry(w, fetch_work, fetch_done, o->status, &o->retry_since)) return;
+  if (status != 0 || J.stopping) {
+    reply_error(o->link, o->link_id, o->req_id, RD_ECANCELED, "the node is stopping");
+    op_free(o);
+    return;
+  }
+  if (o->status != 0) {
+    reply_error(o->link, o->link_id, o->req_id, o->status, "cannot fetch the program %.16s from the GCS: %s", o->hash, o->err);
+    op_free(o);
+    return;
+  }
+  spawn(o, 60000);
+}
+
+static int env_ok(const char *e) {
+  const char *eq = strchr(e, '=');
+  return eq && eq != e && !strchr(e, '\n');
+}
+
+static void op_submit(jl_op *o, const Rd__LinkJob *m) {
+  size_t bytes = 0;
+  for (size_t i = 0; i < m->n_argv; i++) bytes += strlen(m->argv[i]) + 1;
+  for (size_t i = 0; i < m->n_env; i++) bytes += strlen(m->env[i]) + 1;
+  const char *bad = NULL;
+  if (!m->code_hash || strlen(m->code_hash) != 64 || strspn(m->code_hash, "0123456789abcdef") != 64)
+    bad = "the program's code hash must be 64 lowercase hex digits";
+  else if (m->n_argv == 0 || !m->argv[0][0]) bad = "submit needs the program's argv";
+  else if (m->n_argv > JL_ARGS_MAX || m->n_env > JL_ARGS_MAX || bytes > JL_ARG_BYTES)
+    bad = "too many arguments or environment entries";
+  else if (m->name && (strlen(m->name) >= 128 || strchr(m->name, '\n')))
+    bad = "a job name of at most 127 characters on one line";
+  for (size_t i = 0; !bad && i < m->n_env; i++)
+    if (!env_ok(m->env[i])) bad = "environment entries are NAME=VALUE on one line";
+  if (bad) {
+    reply_error(o->link, o->link_id, o->req_id, RD_EINVAL, "%s", bad);
+    op_free(o);
+    return;
+  }
+  snprintf(o->hash, sizeof(o->hash), "%s", m->code_hash);
+  snprintf(o->path, sizeof(o->path), "%s/code/%s", N.opts.session_dir, o->hash);
+  size_t k = 0;
+  o->args = args_new(12 + 2 * m->n_env + m->n_argv);
+  int fail = !o->args;
+  const char *fixed[] = {"raydist", "job", "submit", "--session", N.opts.session_dir, "--in-job-dir", "--exe", o->path};
+  for (size_t i = 0; !fail && i < sizeof(fixed) / sizeof(fixed[0]); i++) fail = args_put(o->args, &k, fixed[i]);
+  if (!fail && m->name && m->name[0]) fail = args_put(o->args, &k, "--name") || args_put(o->args, &k, m->name);
+  for (size_t i = 0; !fail && i < m->n_env; i++) fail = args_put(o->args, &k, "--env") || args_put(o->args, &k, m->env[i]);
+  if (!fail) fail = args_put(o->args, &k, "--");
+  for (size_t i = 0; !fail && i < m->n_argv; i++) fail = args_put(o->args, &k, m->argv[i]);
+  if (fail) {
+    reply_error(o->link, o->link_id, o->req_id, RD_ENOMEM, "node out of memory");
+    op_free(o);
+    return;
+  }
+  o->work.data = o;
+  if (uv_queue_work(N.loop, &o->work, fetch_work, fetch_done) != 0) {
+    reply_error(o->link, o->link_id, o->req_id, RD_ESYS, "the node cannot queue the code fetch");
+    op_free(o);
+  }
+}
+
+/* ---- logs and state: read here ---- */
+
+static void op_read(node_client *c, const Rd__LinkJob *m) {
+  char state[64];
+  int ended = 0;
+  if (m->id == 0 || rd__cli_job_state(N.opts.session_dir, (int)m->id, state, sizeof(state), &ended) != 0) {
+    reply_error(c, c->id, m->req_id, RD_ENOENT, "no job %u on this node", m->id);
+    return;
+  }
+  Rd__LinkJobReply r = RD__LINK_JOB_REPLY__INIT;
+  r.req_id = m->req_id;
+  r.id = m->id;
+  r.state = state;
+  r.ended = ended;
+  r.offset = m->offset;
+  char *buf = NULL;
+  if (m->op == JL_LOGS) {
+    char f[900];
+    snprintf(f, sizeof(f), "%s/jobs/%u/log", N.opts.session_dir, m->id);
+    FILE *in = fopen(f, "re");
+    if (in && fseeko(in, (off_t)m->offset, SEEK_SET) == 0 && (buf = malloc(JL_LOG_CHUNK))) {
+      size_t n = fread(buf, 1, JL_LOG_CHUNK, in);
+      r.out.data = (uint8_t *)buf;
+      r.out.len = n;
+      r.offset = m->offset + n;
+      /* more to come: not ended for the reader until it has it all */
+      if (n == JL_LOG_CHUNK) r.ended = 0;
+    }
+    if (in) fclose(in);
+  }
+  reply(c, c->id, &r);
+  free(buf);
+}
+
+void rd__job_link(node_client *c, const Rd__LinkJob *m) {
+  if (m->op == JL_LOGS || m->op == JL_STATE) {
+    op_read(c, m);
+    return;
+  }
+  if (m->op != JL_SUBMIT && m->op != JL_LIST && m->op != JL_STOP) {
+    reply_error(c, c->id, m->req_id, RD_EINVAL, "unknown job operation %d", m->op);
+    return;
+  }
+  if (J.stopping) {
+    reply_error(c, c->id, m->req_id, RD_ECANCELED, "the node is stopping");
+    return;
+  }
+  if (J.running >= JL_MAX_RUNNING) {
+    reply_error(c, c->id, m->req_id, RD_EAGAIN, "the node runs %d job commands already; retry later", J.running);
+    return;
+  }
+  if (m->op == JL_STOP && (m->id == 0 || !(m->timeout >= 0 && m->timeout <= 3600))) {
+    reply_error(c, c->id, m->req_id, RD_EINVAL, "stop needs a job id and a timeout of 0..3600 s");
+    return;
+  }
+  jl_op *o = calloc(1, sizeof(*o));
+  if (!o) {
+    reply_error(c, c->id, m->req_id, RD_ENOMEM, "node out of memory");
+    return;
+  }
+  o->link = c;
+  o->link_id = c->id;
+  o->req_id = m->req_id;
+  o->op = m->op;
+  o->next = J.ops;
+  J.ops = o;
+  J.running++;
+  if (m->op == JL_SUBMIT) {
+    op_submit(o, m);
+    return;
+  }
+  char id[16], tmo[32];
+  snprintf(id, sizeof(id), "%u", m->id);
+  snprintf(tmo, sizeof(tmo), "%g", m->timeout);
+  const char *list[] = {"raydist", "job", "list", "--session", N.opts.session_dir, NULL};
+  const char *stop[] = {"raydist", "job", "stop", id, "--session", N.opts.session_dir, "--timeout", tmo, NULL};
+  const char **a = m->op == JL_LIST ? list : stop;
+  size_t k = 0, n = 0;
+  while (a[n]) n++;
+  o->args = args_new(n);
+  int fail = !o->args;
+  for (size_t i = 0; !fail && i < n; i++) fail = args_put(o->args, &k, a[i]);
+  if (fail) {
+    reply_error(c, c->id, m->req_id, RD_ENOMEM, "node out of memory");
+    op_free(o);
+    return;
+  }
+  spawn(o, m->op == JL_LIST ? 60000 : (uint64_t)(m->timeout * 1000) + JL_STOP_SLACK_MS);
+}
+
+void rd__job_link_stop(void) {
+  J.stopping = 1;
+  for (jl_op *o = J.ops; o; o = o->next) {
+    if (!o->spawned && o->handles == 0) continue;   /* a fetch: its continuation frees it */
+    if (o->spawned && !o->exited) uv_process_kill(&o->proc, SIGKILL);
+    close_all(o);
+  }
+}
