@@ -1,8 +1,9 @@
 /* runtime/cli_job.c - `raydist job`: drivers run detached on a node, their
  * output kept (Ray's job submission).
  *
- *   raydist job submit [--name N] [--env K=V]... [where] -- PROGRAM [ARGS...]
+ *   raydist job submit [--name N] [--env K=V]... [--follow] [where] -- PROGRAM [ARGS...]
  *   raydist job list [where]
+ *   raydist job status ID [where]
  *   raydist job logs ID [--follow] [where]
  *   raydist job wait ID [--timeout S] [where]
  *   raydist job stop ID [--timeout S] [where]
@@ -168,7 +169,8 @@ typedef struct submit_opts {
   int in_job_dir;           /* its working directory: the job's (--in-job-dir) */
 } submit_opts;
 
-static int job_submit(const char *dir, const char *name, char **argv, int argc, const submit_opts *so) {
+/* 0 and the new job's id in *id_out, or 1 with a message */
+static int job_submit(const char *dir, const char *name, char **argv, int argc, const submit_opts *so, int *id_out) {
   char jobs[700], jd[800], f[900];
   snprintf(jobs, sizeof(jobs), "%s/jobs", dir);
   mkdir(jobs, 0700);
@@ -265,6 +267,8 @@ static int job_submit(const char *dir, const char *name, char **argv, int argc, 
   snprintf(f, sizeof(f), "%s/info", jd);
   write_file(f, info);
   printf("job %d submitted: pid %d, log %s\n", id, pid, log);
+  fflush(stdout);
+  *id_out = id;
   return 0;
 }
 
@@ -393,8 +397,10 @@ int rd__cli_jobs_stop(const char *session_dir) {
 
 static void job_usage(void) {
   fprintf(stderr,
-          "usage: raydist job submit [--name NAME] [--env NAME=VALUE]... [where] -- PROGRAM [ARGS...]\n"
+          "usage: raydist job submit [--name NAME] [--env NAME=VALUE]... [--follow] [where] -- PROGRAM [ARGS...]\n"
+          "                          (--follow: its output as it comes, then its end; exit status 0: it succeeded)\n"
           "       raydist job list [where]\n"
+          "       raydist job status ID [where]\n"
           "       raydist job logs ID [--follow] [where]\n"
           "       raydist job wait ID [--timeout S] [where]   (exit status 0: it succeeded)\n"
           "       raydist job stop ID [--timeout S] [where]\n"
@@ -558,6 +564,52 @@ static int remote_output(Rd__LinkJobReply *rep) {
   return rc;
 }
 
+/* logs: the job's log from the start, on until it has ended with follow */
+static int remote_logs(remote *rm, int id, int follow) {
+  Rd__LinkJob q = RD__LINK_JOB__INIT;
+  Rd__LinkJobReply *rep;
+  q.op = OP_LOGS;
+  q.id = (uint32_t)id;
+  for (;;) {
+    if (remote_call(rm, &q, 30000, &rep) != 0) return 1;
+    if (rep->out.len) fwrite(rep->out.data, 1, rep->out.len, stdout);
+    fflush(stdout);
+    int more = rep->out.len > 0, ended = rep->ended;
+    q.offset = rep->offset;
+    protobuf_c_message_free_unpacked(&rep->base, NULL);
+    if (!more && (!follow || ended)) return 0;
+    if (!more) usleep(200000);
+  }
+}
+
+/* The job's state once (timeout 0), or once it has ended (timeout < 0:
+ * however long): "job N: STATE"; 0 when it succeeded (status: when it
+ * exists). */
+static int remote_state(remote *rm, int id, double timeout, int status) {
+  Rd__LinkJob q = RD__LINK_JOB__INIT;
+  Rd__LinkJobReply *rep;
+  q.op = OP_STATE;
+  q.id = (uint32_t)id;
+  double until = wall_now() + timeout;
+  for (;;) {
+    if (remote_call(rm, &q, 30000, &rep) != 0) return 1;
+    int ended = rep->ended, rc = -1;
+    if (status) {
+      printf("job %d: %s\n", id, rep->state);
+      rc = 0;
+    } else if (ended) {
+      printf("job %d: %s\n", id, rep->state);
+      rc = !strcmp(rep->state, "SUCCEEDED") ? 0 : 1;
+    } else if (timeout >= 0 && wall_now() > until) {
+      fprintf(stderr, "raydist job wait: job %d still runs after %g s\n", id, timeout);
+      rc = 1;
+    }
+    protobuf_c_message_free_unpacked(&rep->base, NULL);
+    if (rc >= 0) return rc;
+    usleep(200000);
+  }
+}
+
 static int remote_job(const char *sub, const char *address, const char *token, const char *ip, const char *name,
                       const submit_opts *so, char **args, int nargs, double timeout, int follow) {
   char program[4096], hash[65] = "";
@@ -583,7 +635,11 @@ static int remote_job(const char *sub, const char *address, const char *token, c
     q.n_argv = (size_t)nargs;
     q.env = so->env;
     q.n_env = (size_t)so->nenv;
-    if (remote_call(&rm, &q, 120000, &rep) == 0) rc = remote_output(rep);
+    if (remote_call(&rm, &q, 120000, &rep) == 0) {
+      id = (int)rep->id;
+      rc = remote_output(rep);
+      if (rc == 0 && follow && id > 0 && (rc = remote_logs(&rm, id, 1)) == 0) rc = remote_state(&rm, id, -1, 0);
+    }
   } else if (!strcmp(sub, "list")) {
     q.op = OP_LIST;
     if (remote_call(&rm, &q, 120000, &rep) == 0) rc = remote_output(rep);
@@ -592,36 +648,9 @@ static int remote_job(const char *sub, const char *address, const char *token, c
     q.timeout = timeout >= 0 ? timeout : 10;
     if (remote_call(&rm, &q, (int)(q.timeout * 1000) + 30000, &rep) == 0) rc = remote_output(rep);
   } else if (!strcmp(sub, "logs")) {
-    q.op = OP_LOGS;
-    for (;;) {
-      if (remote_call(&rm, &q, 30000, &rep) != 0) break;
-      if (rep->out.len) fwrite(rep->out.data, 1, rep->out.len, stdout);
-      fflush(stdout);
-      int more = rep->out.len > 0, ended = rep->ended;
-      q.offset = rep->offset;
-      protobuf_c_message_free_unpacked(&rep->base, NULL);
-      if (!more && (!follow || ended)) {
-        rc = 0;
-        break;
-      }
-      if (!more) usleep(200000);
-    }
-  } else {   /* wait */
-    q.op = OP_STATE;
-    double until = wall_now() + timeout;
-    for (;;) {
-      if (remote_call(&rm, &q, 30000, &rep) != 0) break;
-      int ended = rep->ended;
-      if (ended || (timeout >= 0 && wall_now() > until)) {
-        if (ended) printf("job %d: %s\n", id, rep->state);
-        else fprintf(stderr, "raydist job wait: job %d still runs after %g s\n", id, timeout);
-        rc = ended && !strcmp(rep->state, "SUCCEEDED") ? 0 : 1;
-        protobuf_c_message_free_unpacked(&rep->base, NULL);
-        break;
-      }
-      protobuf_c_message_free_unpacked(&rep->base, NULL);
-      usleep(200000);
-    }
+    rc = remote_logs(&rm, id, follow);
+  } else {
+    rc = remote_state(&rm, id, timeout, !strcmp(sub, "status"));
   }
   rd__conn_close(&rm.conn);
   return rc;
@@ -682,7 +711,7 @@ int rd__cli_job(int argc, char **argv) {
     return 2;
   }
   int submit = !strcmp(sub, "submit"), list = !strcmp(sub, "list");
-  if (!submit && !list && strcmp(sub, "logs") && strcmp(sub, "wait") && strcmp(sub, "stop")) {
+  if (!submit && !list && strcmp(sub, "logs") && strcmp(sub, "wait") && strcmp(sub, "stop") && strcmp(sub, "status")) {
     job_usage();
     return 2;
   }
@@ -698,12 +727,26 @@ int rd__cli_job(int argc, char **argv) {
   char dir[600];
   if (session) snprintf(dir, sizeof(dir), "%s", session);
   else if (node_dir(ip, dir, sizeof(dir)) != 0) return 1;
-  if (submit) return job_submit(dir, name, argv + optind, argc - optind, &so);
+  char ids[16];   /* submit --follow: the new job's, for wait below */
+  if (submit) {
+    int id = 0;
+    if (job_submit(dir, name, argv + optind, argc - optind, &so, &id) != 0) return 1;
+    if (!follow) return 0;
+    snprintf(ids, sizeof(ids), "%d", id);
+    job_logs(dir, ids, 1);   /* then its end, as wait says it */
+    timeout = -1;
+    sub = "wait";
+    argv[optind] = ids;
+  }
   if (list) return job_list(dir);
   if (!strcmp(sub, "logs")) return job_logs(dir, argv[optind], follow);
   job j;
   if (job_get(dir, argv[optind], &j) != 0) return 1;
   char sb[64];
+  if (!strcmp(sub, "status")) {
+    printf("job %d: %s\n", j.id, job_state(&j, sb, sizeof(sb)));
+    return 0;
+  }
   if (!strcmp(sub, "wait")) {
     if (!job_wait_end(dir, &j, timeout)) {
       fprintf(stderr, "raydist job wait: job %d still runs after %g s\n", j.id, timeout);

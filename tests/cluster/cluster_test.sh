@@ -307,6 +307,10 @@ PY
     grep -q "ip=127.0.0.2) job task says hi" "$RAYDIST_TMPDIR/log" || { cat "$RAYDIST_TMPDIR/log"; fail "jobs: no worker output in the log"; }
     "$R" job logs "$BAD" | grep -q "job bad: giving up" || fail "jobs: no stderr of bad"
     "$R" job logs "$NOPE" | grep -q "cannot run /nonexistent/program" || fail "jobs: no reason for the missing program"
+    "$R" job status "$BAD" | grep -qx "job $BAD: FAILED (exit 3)" || fail "jobs: status of bad"
+    # submit --follow: the output as it comes, then the end and its status
+    "$R" job submit --follow -- /bin/sh -c 'echo one; sleep 0.3; echo two; exit 4' > "$RAYDIST_TMPDIR/fol" && fail "jobs: --follow of a failing job exits 0"
+    tr '\n' ' ' < "$RAYDIST_TMPDIR/fol" | grep -Eq "^job [0-9]+ submitted.* one two job [0-9]+: FAILED \(exit 4\) \$" || { cat "$RAYDIST_TMPDIR/fol"; fail "jobs: submit --follow"; }
     # stop: its process group ends, and it is listed as stopped
     for i in $(seq 1 100); do "$R" job logs "$LONG" | grep -q "job long started" && break; sleep 0.1; done
     LPID=$("$R" job list | awk -v id="$LONG" '$1 == id {print $4}')
@@ -355,6 +359,10 @@ PY
     rj logs "$OK" > "$RAYDIST_TMPDIR/log" || fail "jobs_remote: logs"
     grep -q "job ok done (RAYDIST_JOB_ID=$OK)" "$RAYDIST_TMPDIR/log" || { cat "$RAYDIST_TMPDIR/log"; fail "jobs_remote: no output of ok"; }
     grep -q "ip=127.0.0.2) job task says hi" "$RAYDIST_TMPDIR/log" || { cat "$RAYDIST_TMPDIR/log"; fail "jobs_remote: no worker output"; }
+    rj status "$OK" | grep -qx "job $OK: SUCCEEDED" || fail "jobs_remote: status"
+    rj submit --follow -- /bin/sh -c 'echo one; sleep 0.3; echo two' > "$RAYDIST_TMPDIR/fol" || fail "jobs_remote: --follow of a job that succeeds"
+    tr '\n' ' ' < "$RAYDIST_TMPDIR/fol" | grep -Eq "^job [0-9]+ submitted.* one two job [0-9]+: SUCCEEDED \$" || { cat "$RAYDIST_TMPDIR/fol"; fail "jobs_remote: submit --follow"; }
+    rj submit --follow -- /bin/sh -c 'exit 4' | grep -q "FAILED (exit 4)" || fail "jobs_remote: --follow of a failing job"
     rj logs "$ENVJ" > "$RAYDIST_TMPDIR/log"
     grep -qx "greeting=hello two=a b" "$RAYDIST_TMPDIR/log" || { cat "$RAYDIST_TMPDIR/log"; fail "jobs_remote: --env not set"; }
     grep -qx "$ROOT/node-127.0.0.1/jobs/$ENVJ" "$RAYDIST_TMPDIR/log" || fail "jobs_remote: not run in its job directory"
