@@ -1,7 +1,7 @@
 /* runtime/cli_job.c - `raydist job`: drivers run detached on a node, their
  * output kept (Ray's job submission).
  *
- *   raydist job submit [--name N] [--env K=V]... [--follow] [where] -- PROGRAM [ARGS...]
+ *   raydist job submit [--name N] [--env K=V]... [--working-dir DIR] [--follow] [where] -- PROGRAM [ARGS...]
  *   raydist job list [where]
  *   raydist job status ID [where]
  *   raydist job logs ID [--follow] [where]
@@ -167,7 +167,48 @@ typedef struct submit_opts {
   char **env;               /* NAME=VALUE set for the program (--env) */
   int nenv;
   int in_job_dir;           /* its working directory: the job's (--in-job-dir) */
+  const char *wd_tar;       /* a tar unpacked in <job>/wd/, its working directory (--working-dir) */
 } submit_opts;
+
+/* Runs tar with args (args[0] "tar"): 0 when it succeeded, or 1 (tar says why). */
+static int run_tar(char *const args[]) {
+  fflush(stdout);
+  pid_t p = fork();
+  if (p == 0) {
+    execvp("tar", args);
+    fprintf(stderr, "raydist job: cannot run tar: %s\n", strerror(errno));
+    _exit(127);
+  }
+  int st = 0;
+  while (p > 0 && waitpid(p, &st, 0) < 0 && errno == EINTR) {
+  }
+  return p > 0 && WIFEXITED(st) && WEXITSTATUS(st) == 0 ? 0 : 1;
+}
+
+/* A tar of directory dir in a new temporary file (its path into out, the
+ * caller removes it): 0, or 1 with a message. */
+static int pack_dir(const char *dir, char *out, size_t len) {
+  struct stat st;
+  if (stat(dir, &st) != 0 || !S_ISDIR(st.st_mode)) {
+    fprintf(stderr, "raydist job submit: --working-dir %s is not a directory\n", dir);
+    return 1;
+  }
+  const char *tmp = getenv("TMPDIR");
+  snprintf(out, len, "%s/raydist-wd-XXXXXX", tmp && *tmp ? tmp : "/tmp");
+  int fd = mkstemp(out);
+  if (fd < 0) {
+    fprintf(stderr, "raydist job submit: cannot make a temporary file %s: %s\n", out, strerror(errno));
+    return 1;
+  }
+  close(fd);
+  char *args[] = {"tar", "-C", (char *)dir, "-cf", out, ".", NULL};
+  if (run_tar(args) != 0) {
+    fprintf(stderr, "raydist job submit: cannot pack the working directory %s\n", dir);
+    unlink(out);
+    return 1;
+  }
+  return 0;
+}
 
 /* 0 and the new job's id in *id_out, or 1 with a message */
 static int job_submit(const char *dir, const char *name, char **argv, int argc, const submit_opts *so, int *id_out) {
@@ -188,8 +229,16 @@ static int job_submit(const char *dir, const char *name, char **argv, int argc, 
   snprintf(cfile, sizeof(cfile), "%s/cluster", dir);
   (void)rd__read_kv(cfile, "gcs", gcs, sizeof(gcs));
   (void)rd__read_kv(cfile, "ip", ip, sizeof(ip));
-  char log[900];
+  char log[900], wd[900];
   snprintf(log, sizeof(log), "%s/log", jd);
+  snprintf(wd, sizeof(wd), "%s/wd", jd);
+  if (so->wd_tar) {   /* unpacked before the job starts: a bad tar is this command's error */
+    char *args[] = {"tar", "-C", wd, "--no-same-owner", "-xf", (char *)so->wd_tar, NULL};
+    if (mkdir(wd, 0700) != 0 || run_tar(args) != 0) {
+      fprintf(stderr, "raydist job submit: cannot unpack the working directory into %s\n", wd);
+      return 1;
+    }
+  }
   int ready[2];
   if (pipe(ready) != 0) return 1;
   pid_t keeper = fork();
@@ -216,8 +265,9 @@ static int job_submit(const char *dir, const char *name, char **argv, int argc, 
       if (ip[0]) setenv("RAYDIST_NODE_IP", ip, 1);
       setenv("RAYDIST_JOB_ID", strrchr(jd, '/') + 1, 1);
       for (int i = 0; i < so->nenv; i++) putenv(so->env[i]);
-      if (so->in_job_dir && chdir(jd) != 0) {
-        fprintf(stderr, "raydist job: cannot enter %s: %s\n", jd, strerror(errno));
+      const char *cwd = so->wd_tar ? wd : so->in_job_dir ? jd : NULL;
+      if (cwd && chdir(cwd) != 0) {
+        fprintf(stderr, "raydist job: cannot enter %s: %s\n", cwd, strerror(errno));
         _exit(127);
       }
       execvp(so->exe ? so->exe : argv[0], argv);
@@ -411,7 +461,8 @@ static void job_usage(void) {
           "                       directory.  The token: --token, RAYDIST_TOKEN, or found on its own\n"
           "                       when the cluster runs on this machine.\n"
           "       --session DIR   the node whose session directory is DIR\n"
-          "submit also takes --exe FILE (run FILE, PROGRAM only its argv[0]) and --in-job-dir.\n");
+          "submit also takes --working-dir DIR (a copy of DIR, shipped with --address, is the job's working\n"
+          "directory), --exe FILE (run FILE, PROGRAM only its argv[0]) and --in-job-dir.\n");
 }
 
 /* ---- from another machine: the node over a tool link ---- */
@@ -454,7 +505,7 @@ static int find_program(const char *prog, char *out, size_t len) {
  * link; uploads `program` to the code table when given (hash into hash).
  * 0, or 1 with a message. */
 static int remote_open(const char *address, const char *token, const char *ip, const char *program, char hash[65],
-                       remote *rm) {
+                       const char *wd_tar, char wd_hash[65], remote *rm) {
   char tbuf[256], err[512];
   if ((!token || !*token) && rd__cli_local_token(address, tbuf, sizeof(tbuf)) == 0) token = tbuf;
   if (!token || !*token) {
@@ -495,6 +546,7 @@ static int remote_open(const char *address, const char *token, const char *ip, c
   free(nodes);
   if (ok && program) {
     r = rd_gcs_code_put(g, program, hash, err, sizeof(err));
+    if (r == 0 && wd_tar) r = rd_gcs_code_put(g, wd_tar, wd_hash, err, sizeof(err));
     if (r != 0) {
       fprintf(stderr, "raydist job submit: cannot upload %s: %s\n", program, err);
       rd_gcs_close(g);
@@ -622,7 +674,8 @@ static int remote_job(const char *sub, const char *address, const char *token, c
   }
   remote rm;
   memset(&rm, 0, sizeof(rm));
-  if (remote_open(address, token, ip, submit ? program : NULL, hash, &rm) != 0) return 1;
+  char wd_hash[65] = "";
+  if (remote_open(address, token, ip, submit ? program : NULL, hash, so->wd_tar, wd_hash, &rm) != 0) return 1;
   Rd__LinkJob q = RD__LINK_JOB__INIT;
   Rd__LinkJobReply *rep = NULL;
   int rc = 1;
@@ -635,6 +688,7 @@ static int remote_job(const char *sub, const char *address, const char *token, c
     q.n_argv = (size_t)nargs;
     q.env = so->env;
     q.n_env = (size_t)so->nenv;
+    q.working_dir_hash = wd_hash;
     if (remote_call(&rm, &q, 120000, &rep) == 0) {
       id = (int)rep->id;
       rc = remote_output(rep);
@@ -668,11 +722,13 @@ int rd__cli_job(int argc, char **argv) {
   double timeout = -1;
   int follow = 0;
   static char *envs[ENV_MAX];
-  submit_opts so = {NULL, envs, 0, 0};
+  submit_opts so = {NULL, envs, 0, 0, NULL};
+  const char *working_dir = NULL;
   static const struct option lo[] = {{"node-ip", 1, 0, 'i'}, {"name", 1, 0, 'n'},    {"timeout", 1, 0, 't'},
                                      {"session", 1, 0, 's'}, {"address", 1, 0, 'a'}, {"token", 1, 0, 'k'},
                                      {"env", 1, 0, 'e'},     {"exe", 1, 0, 'x'},     {"in-job-dir", 0, 0, 'j'},
-                                     {"follow", 0, 0, 'f'},  {0, 0, 0, 0}};
+                                     {"follow", 0, 0, 'f'},  {"working-dir", 1, 0, 'w'},
+                                     {"working-dir-tar", 1, 0, 'W'}, {0, 0, 0, 0}};
   int ch;
   optind = 3;
   /* submit: options end at the program (its own follow it); the others
@@ -694,6 +750,8 @@ int rd__cli_job(int argc, char **argv) {
     else if (ch == 'x') so.exe = optarg;
     else if (ch == 'j') so.in_job_dir = 1;
     else if (ch == 'f') follow = 1;
+    else if (ch == 'w') working_dir = optarg;
+    else if (ch == 'W') so.wd_tar = optarg;
     else if (ch == 'e') {
       const char *eq = strchr(optarg, '=');
       if (!eq || eq == optarg || strchr(optarg, '\n') || so.nenv == ENV_MAX) {
@@ -723,14 +781,29 @@ int rd__cli_job(int argc, char **argv) {
     fprintf(stderr, "raydist job: --address and --session name two different nodes\n");
     return 2;
   }
-  if (address) return remote_job(sub, address, token, ip, name, &so, argv + optind, argc - optind, timeout, follow);
-  char dir[600];
-  if (session) snprintf(dir, sizeof(dir), "%s", session);
-  else if (node_dir(ip, dir, sizeof(dir)) != 0) return 1;
+  if (working_dir && so.wd_tar) {
+    fprintf(stderr, "raydist job submit: --working-dir or --working-dir-tar, not both\n");
+    return 2;
+  }
+  char dir[600], packed[600] = "";
+  if (!address) {
+    if (session) snprintf(dir, sizeof(dir), "%s", session);
+    else if (node_dir(ip, dir, sizeof(dir)) != 0) return 1;
+  }
+  if (submit && working_dir) {
+    if (pack_dir(working_dir, packed, sizeof(packed)) != 0) return 1;
+    so.wd_tar = packed;
+  }
+  if (address) {
+    int rc = remote_job(sub, address, token, ip, name, &so, argv + optind, argc - optind, timeout, follow);
+    if (packed[0]) unlink(packed);
+    return rc;
+  }
   char ids[16];   /* submit --follow: the new job's, for wait below */
   if (submit) {
-    int id = 0;
-    if (job_submit(dir, name, argv + optind, argc - optind, &so, &id) != 0) return 1;
+    int id = 0, r = job_submit(dir, name, argv + optind, argc - optind, &so, &id);
+    if (packed[0]) unlink(packed);
+    if (r != 0) return 1;
     if (!follow) return 0;
     snprintf(ids, sizeof(ids), "%d", id);
     job_logs(dir, ids, 1);   /* then its end, as wait says it */

@@ -6,10 +6,11 @@
  * (cluster.c checks both and lets such a link send LINK_JOB only).  The
  * node answers every request with one LINK_JOB_REPLY:
  *
- *   submit  fetch the program from the GCS code table into <session>/code
- *           (as for a shipped driver), then run `raydist job submit` here,
- *           the same keeper a local submit uses; the job runs in its own
- *           directory, jobs/<id>/
+ *   submit  fetch the program (and its working directory's tar) from the
+ *           GCS code table into <session>/code (as for a shipped driver),
+ *           then run `raydist job submit` here, the same keeper a local
+ *           submit uses; the job runs in its own directory, jobs/<id>/ (or
+ *           the working directory unpacked in jobs/<id>/wd/)
  *   list    run `raydist job list`
  *   stop    run `raydist job stop ID --timeout T`
  *   logs    read the job's log from an offset (1 MiB at most a reply)
@@ -69,6 +70,8 @@ typedef struct jl_op {
   char **args;              /* the command's argv, NULL-terminated */
   char hash[65];
   char path[600];
+  char wd_hash[65];         /* submit --working-dir: its tar, or "" */
+  char wd_path[600];
   int status;
   char err[256];
   uint64_t retry_since;
@@ -257,8 +260,10 @@ static void fetch_work(uv_work_t *w) {
   jl_op *o = w->data;
   struct stat st;
   o->status = 0;
-  if (stat(o->path, &st) == 0) return;   /* fetched before */
-  o->status = rd_gcs_code_get(rd__cluster_gcs(), o->hash, o->path, o->err, sizeof(o->err));
+  if (stat(o->path, &st) != 0)   /* else fetched before */
+    o->status = rd_gcs_code_get(rd__cluster_gcs(), o->hash, o->path, o->err, sizeof(o->err));
+  if (!o->status && o->wd_hash[0] && stat(o->wd_path, &st) != 0)
+    o->status = rd_gcs_code_get(rd__cluster_gcs(), o->wd_hash, o->wd_path, o->err, sizeof(o->err));
 }
 
 static void fetch_done(uv_work_t *w, int status) {
@@ -270,7 +275,8 @@ static void fetch_done(uv_work_t *w, int status) {
     return;
   }
   if (o->status != 0) {
-    reply_error(o->link, o->link_id, o->req_id, o->status, "cannot fetch the program %.16s from the GCS: %s", o->hash, o->err);
+    reply_error(o->link, o->link_id, o->req_id, o->status, "cannot fetch the program %.16s%s from the GCS: %s", o->hash,
+                o->wd_hash[0] ? " or its working directory" : "", o->err);
     op_free(o);
     return;
   }
@@ -282,13 +288,16 @@ static int env_ok(const char *e) {
   return eq && eq != e && !strchr(e, '\n');
 }
 
+static int hash_ok(const char *h) { return h && strlen(h) == 64 && strspn(h, "0123456789abcdef") == 64; }
+
 static void op_submit(jl_op *o, const Rd__LinkJob *m) {
   size_t bytes = 0;
   for (size_t i = 0; i < m->n_argv; i++) bytes += strlen(m->argv[i]) + 1;
   for (size_t i = 0; i < m->n_env; i++) bytes += strlen(m->env[i]) + 1;
   const char *bad = NULL;
-  if (!m->code_hash || strlen(m->code_hash) != 64 || strspn(m->code_hash, "0123456789abcdef") != 64)
-    bad = "the program's code hash must be 64 lowercase hex digits";
+  if (!hash_ok(m->code_hash)) bad = "the program's code hash must be 64 lowercase hex digits";
+  else if (m->working_dir_hash && m->working_dir_hash[0] && !hash_ok(m->working_dir_hash))
+    bad = "the working directory's hash must be 64 lowercase hex digits";
   else if (m->n_argv == 0 || !m->argv[0][0]) bad = "submit needs the program's argv";
   else if (m->n_argv > JL_ARGS_MAX || m->n_env > JL_ARGS_MAX || bytes > JL_ARG_BYTES)
     bad = "too many arguments or environment entries";
@@ -303,12 +312,17 @@ static void op_submit(jl_op *o, const Rd__LinkJob *m) {
   }
   snprintf(o->hash, sizeof(o->hash), "%s", m->code_hash);
   snprintf(o->path, sizeof(o->path), "%s/code/%s", N.opts.session_dir, o->hash);
+  if (m->working_dir_hash && m->working_dir_hash[0]) {
+    snprintf(o->wd_hash, sizeof(o->wd_hash), "%s", m->working_dir_hash);
+    snprintf(o->wd_path, sizeof(o->wd_path), "%s/code/%s", N.opts.session_dir, o->wd_hash);
+  }
   size_t k = 0;
-  o->args = args_new(12 + 2 * m->n_env + m->n_argv);
+  o->args = args_new(14 + 2 * m->n_env + m->n_argv);
   int fail = !o->args;
   const char *fixed[] = {"raydist", "job", "submit", "--session", N.opts.session_dir, "--in-job-dir", "--exe", o->path};
   for (size_t i = 0; !fail && i < sizeof(fixed) / sizeof(fixed[0]); i++) fail = args_put(o->args, &k, fixed[i]);
   if (!fail && m->name && m->name[0]) fail = args_put(o->args, &k, "--name") || args_put(o->args, &k, m->name);
+  if (!fail && o->wd_hash[0]) fail = args_put(o->args, &k, "--working-dir-tar") || args_put(o->args, &k, o->wd_path);
   for (size_t i = 0; !fail && i < m->n_env; i++) fail = args_put(o->args, &k, "--env") || args_put(o->args, &k, m->env[i]);
   if (!fail) fail = args_put(o->args, &k, "--");
   for (size_t i = 0; !fail && i < m->n_argv; i++) fail = args_put(o->args, &k, m->argv[i]);

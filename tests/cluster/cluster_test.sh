@@ -308,6 +308,16 @@ PY
     "$R" job logs "$BAD" | grep -q "job bad: giving up" || fail "jobs: no stderr of bad"
     "$R" job logs "$NOPE" | grep -q "cannot run /nonexistent/program" || fail "jobs: no reason for the missing program"
     "$R" job status "$BAD" | grep -qx "job $BAD: FAILED (exit 3)" || fail "jobs: status of bad"
+    # --working-dir: the job runs in a copy of it
+    WD="$RAYDIST_TMPDIR/wd"
+    mkdir -p "$WD/sub"
+    echo payload > "$WD/sub/data.txt"
+    printf '#!/bin/sh\necho "cwd=$(pwd)"\ncat sub/data.txt\necho changed > sub/data.txt\n' > "$WD/run.sh"
+    chmod +x "$WD/run.sh"
+    "$R" job submit --working-dir "$WD" --follow -- ./run.sh > "$RAYDIST_TMPDIR/wdout" || fail "jobs: --working-dir"
+    grep -Eqx "cwd=$ROOT/node-127.0.0.1/jobs/[0-9]+/wd" "$RAYDIST_TMPDIR/wdout" && grep -qx payload "$RAYDIST_TMPDIR/wdout" ||
+      { cat "$RAYDIST_TMPDIR/wdout"; fail "jobs: not run in a copy of its working directory"; }
+    grep -qx payload "$WD/sub/data.txt" || fail "jobs: the job changed the original of its working directory"
     # submit --follow: the output as it comes, then the end and its status
     "$R" job submit --follow -- /bin/sh -c 'echo one; sleep 0.3; echo two; exit 4' > "$RAYDIST_TMPDIR/fol" && fail "jobs: --follow of a failing job exits 0"
     tr '\n' ' ' < "$RAYDIST_TMPDIR/fol" | grep -Eq "^job [0-9]+ submitted.* one two job [0-9]+: FAILED \(exit 4\) \$" || { cat "$RAYDIST_TMPDIR/fol"; fail "jobs: submit --follow"; }
@@ -363,6 +373,16 @@ PY
     rj submit --follow -- /bin/sh -c 'echo one; sleep 0.3; echo two' > "$RAYDIST_TMPDIR/fol" || fail "jobs_remote: --follow of a job that succeeds"
     tr '\n' ' ' < "$RAYDIST_TMPDIR/fol" | grep -Eq "^job [0-9]+ submitted.* one two job [0-9]+: SUCCEEDED \$" || { cat "$RAYDIST_TMPDIR/fol"; fail "jobs_remote: submit --follow"; }
     rj submit --follow -- /bin/sh -c 'exit 4' | grep -q "FAILED (exit 4)" || fail "jobs_remote: --follow of a failing job"
+    # --working-dir: a copy of the directory, shipped, is the job's working directory
+    WD="$RAYDIST_TMPDIR/wd"
+    mkdir -p "$WD/sub"
+    echo payload > "$WD/sub/data.txt"
+    printf '#!/bin/sh\necho "cwd=$(pwd)"\ncat sub/data.txt\n' > "$WD/run.sh"
+    chmod +x "$WD/run.sh"
+    (cd "$WD" && rj submit --working-dir . --follow -- ./run.sh) > "$RAYDIST_TMPDIR/wdout" || { cat "$RAYDIST_TMPDIR/wdout"; fail "jobs_remote: --working-dir"; }
+    grep -Eqx "cwd=$ROOT/node-127.0.0.1/jobs/[0-9]+/wd" "$RAYDIST_TMPDIR/wdout" && grep -qx payload "$RAYDIST_TMPDIR/wdout" ||
+      { cat "$RAYDIST_TMPDIR/wdout"; fail "jobs_remote: not run in a copy of its working directory"; }
+    rj submit --working-dir "$RAYDIST_TMPDIR/nonexistent" -- /bin/true 2>/dev/null && fail "jobs_remote: a missing --working-dir"
     rj logs "$ENVJ" > "$RAYDIST_TMPDIR/log"
     grep -qx "greeting=hello two=a b" "$RAYDIST_TMPDIR/log" || { cat "$RAYDIST_TMPDIR/log"; fail "jobs_remote: --env not set"; }
     grep -qx "$ROOT/node-127.0.0.1/jobs/$ENVJ" "$RAYDIST_TMPDIR/log" || fail "jobs_remote: not run in its job directory"
