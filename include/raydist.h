@@ -72,6 +72,13 @@ typedef struct rd_config {
    * do not.  (On an embedded cluster workers write to the driver's
    * terminal themselves.) */
   int log_to_driver;
+  /* The namespace of this driver's names (Ray's namespace): named actors
+   * and placement groups it (and its tasks and actors, on any node) makes
+   * or looks up are in it, so jobs in different namespaces may use the
+   * same names.  NULL or "": env RAYDIST_NAMESPACE, else the default
+   * namespace, which every driver without one shares.  At most 127 bytes,
+   * no ':' and no control characters (RD_EINVAL).  See docs/actors.md. */
+  const char *namespace_name;
 } rd_config;
 
 /* Fill *cfg with the defaults described above. */
@@ -577,6 +584,10 @@ typedef struct rd_actor_opts {
    * unused) instead of RD_EEXIST, else creates it (Ray's get_if_exists).
    * Several processes may race: each gets the same actor. */
   int get_if_exists;
+  /* The actor's namespace, where its name is taken and where its methods'
+   * lookups go: NULL (default) the creator's (rd_namespace()); "" the
+   * default namespace. */
+  const char *namespace_name;
 } rd_actor_opts;
 
 RD_EXTERN void rd_actor_opts_init(rd_actor_opts *o);
@@ -595,8 +606,15 @@ RD_EXTERN int rd_actor_call(rd_actor actor, const rd_actor_method *method, const
                             size_t nargs, const rd_task_opts *opts, rd_ref *refs_out) RD_MUST_CHECK;
 RD_EXTERN int rd_actor_call_by_name(rd_actor actor, const char *method, const rd_value *args,
                                     size_t nargs, const rd_task_opts *opts, rd_ref *refs_out) RD_MUST_CHECK;
-/* Find a named actor.  RD_ENOENT when no live actor has that name. */
+/* Find a named actor in the caller's namespace.  RD_ENOENT when no live
+ * actor has that name there. */
 RD_EXTERN int rd_actor_get(const char *name, rd_actor *out) RD_MUST_CHECK;
+/* The same in namespace ns ("": the default one). */
+RD_EXTERN int rd_actor_get_in(const char *ns, const char *name, rd_actor *out) RD_MUST_CHECK;
+/* The caller's namespace: the driver's (rd_config.namespace_name), or in a
+ * task or actor method the one of the driver whose work it is; "" for the
+ * default namespace.  Valid until rd_shutdown. */
+RD_EXTERN const char *rd_namespace(void);
 /* Kill the actor's process.  With no_restart (or no restarts left) it is dead
  * for good; otherwise it restarts like after a crash. */
 RD_EXTERN int rd_actor_kill(rd_actor actor, int no_restart) RD_MUST_CHECK;

@@ -1655,6 +1655,7 @@ static void actor_spec(node_actor *a, Rd__ActorCreate *spec, rd__res_msg *rm) {
   spec->bundle_index = a->bundle_index;
   spec->n_env = a->env ? a->env->n : 0;
   spec->env = a->env ? a->env->vars : NULL;
+  spec->ns = a->ns;
 }
 
 static void await_add(uint64_t id) {

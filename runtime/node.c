@@ -1198,6 +1198,7 @@ static void actor_place(node_actor *a, node_worker *w, const rd_res_grant *g) {
   st.gpu_memory = gm.memory;
   st.restarts = (uint32_t)a->restarts;
   st.max_concurrency = a->max_concurrency;
+  st.ns = a->ns;
   send_msg(w->client, RD__MSG_TYPE__MSG_ACTOR_START, &st.base, -1);
 }
 
@@ -1218,7 +1219,7 @@ static node_actor *actor_new(const char *cls, const char *name, const ProtobufCB
   if (ok) return a;
   if (a) {
     for (size_t i = 0; i < a->nargs; i++) free(a->args[i].data);
-    free(a->args); free(a->cls); free(a->name); free(a);
+    free(a->args); free(a->cls); free(a->name); free(a->ns); free(a);
   }
   return NULL;
 }
@@ -1236,7 +1237,7 @@ static void actor_free_fields(node_actor *a) {
     a->killers = p->next;
     free(p);
   }
-  free(a->args); free(a->cls); free(a->name); free(a->death);
+  free(a->args); free(a->cls); free(a->name); free(a->ns); free(a->death);
 }
 
 static void client_on_io(uv_poll_t *h, int status, int events);
@@ -1350,6 +1351,7 @@ static void on_actor_create(node_client *c, Rd__ActorCreate *m) {
   a->max_restarts = m->max_restarts;
   a->max_task_retries = m->max_task_retries;
   a->max_concurrency = m->max_concurrency > 0 ? m->max_concurrency : 1;
+  if (m->ns && *m->ns && !a->ns) a->ns = strdup(m->ns);   /* lost on no memory: the default one */
   a->strategy = m->strategy;
   a->affinity = m->node_affinity;
   a->soft = m->soft;
@@ -1455,6 +1457,7 @@ int rd__node_actor_host_for(node_client *link, node_job *job, const Rd__ActorCre
   a->bundle_index = m->bundle_index;
   a->max_task_retries = m->max_task_retries;
   a->max_concurrency = m->max_concurrency > 0 ? m->max_concurrency : 1;
+  if (m->ns && *m->ns && !a->ns) a->ns = strdup(m->ns);   /* lost on no memory: the default one */
   a->creator = link;
   a->hosted = 1;
   if (!old) {

@@ -135,7 +135,8 @@ struct node_actor {
   node_job *job;            /* its code */
   const node_env *env;      /* its worker's environment (rd_actor_opts.env), or NULL */
   char *cls;
-  char *name;               /* NULL = anonymous */
+  char *name;               /* NULL = anonymous; "ns:name" in a namespace */
+  char *ns;                 /* its namespace (ActorCreate.ns), NULL: the default one */
   rd_resources res;
   int priority;
   ProtobufCBinaryData *args;

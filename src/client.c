@@ -1056,6 +1056,7 @@ static int lease_push(rd__lease *l, rd__task *t) {
   m.func = (char *)t->func;
   m.attempt = (uint32_t)t->attempt;
   m.max_calls = (uint32_t)t->max_calls;
+  m.ns = (char *)t->ns;
   m.n_return_ids = (size_t)t->nret;
   m.return_ids = t->ret_ids;
   m.n_args = (size_t)t->nargs;
@@ -3506,6 +3507,7 @@ static int submit_task(const char *func, rd__sclass *cls, rd__actor *actor, cons
   t->retry_failures = o && o->retry_failures != 0;
   t->max_calls = o ? o->max_calls : 0;
   t->parent = G.is_worker ? rd__worker_current_task() : 0;
+  t->ns = rd__ns_current();
   t->bytes = sizeof(*t) + nargs * sizeof(rd__targ) + nlist * sizeof(uint64_t) + bytes;
   int kbig = 0;
   for (size_t i = 0; i < nargs; i++) {
@@ -4058,9 +4060,10 @@ int rd_actor_create(const rd_actor_class *cls, const rd_value *args, size_t narg
    * (RD_EEXIST) and looks again.  A name still held by an actor that just
    * died is freed shortly (its record node tells the GCS): look again. */
   int r = RD_EEXIST;
+  const char *ns = opts->namespace_name ? opts->namespace_name : rd__ns_current();
   for (int attempt = 0; attempt < 100 && r == RD_EEXIST; attempt++) {
     if (attempt) usleep(50000);
-    r = rd_actor_get(opts->name, out);
+    r = rd_actor_get_in(ns, opts->name, out);
     if (r != RD_ENOENT) break;
     r = actor_create_once(cls, args, nargs, opts, out);
   }
@@ -4075,6 +4078,13 @@ static int actor_create_once(const rd_actor_class *cls, const rd_value *args, si
       (opts->strategy == RD_STRATEGY_NODE_AFFINITY && (opts->node == 0 || opts->node > 4095)) ||
       (opts->placement_group.id && (opts->bundle_index < -1 || opts->bundle_index >= RD_PG_MAX_BUNDLES))) {
     rd__log(RD_LOG_WARN, "rd_actor_create: invalid class, arguments or options");
+    return RD_EINVAL;
+  }
+  const char *ns = rd__ns_intern(opts->namespace_name ? opts->namespace_name : rd__ns_current());
+  char qname[256] = "";
+  if (!ns || !rd__ns_valid(ns) || (opts->name && *opts->name && rd__ns_name(ns, opts->name, qname, sizeof(qname)) != 0)) {
+    rd__log(RD_LOG_WARN, "rd_actor_create: a bad namespace (no ':', at most %d bytes) or a name too long",
+            RD_NS_MAX - 1);
     return RD_EINVAL;
   }
   if (!rd_actor_class_lookup(cls->name)) {
@@ -4155,7 +4165,8 @@ static int actor_create_once(const rd_actor_class *cls, const rd_value *args, si
       m.req_id = ++G.next_req;
       m.class_name = (char *)cls->name;
       m.res = &rm.msg;
-      m.name = (char *)(opts->name ? opts->name : "");
+      m.name = qname;
+      m.ns = (char *)ns;
       m.max_restarts = opts->max_restarts;
       m.max_task_retries = opts->max_task_retries;
       m.max_concurrency = opts->max_concurrency > 0 ? opts->max_concurrency : 1;
@@ -4216,12 +4227,61 @@ int rd_actor_call(rd_actor actor, const rd_actor_method *method, const rd_value 
   return rd_actor_call_by_name(actor, method->name, args, nargs, opts, refs_out);
 }
 
-int rd_actor_get(const char *name, rd_actor *out) {
-  if (!name || !*name || !out) return RD_EINVAL;
+/* ---- namespaces ---- */
+
+static pthread_mutex_t ns_mu = PTHREAD_MUTEX_INITIALIZER;
+static struct ns_entry { struct ns_entry *next; char name[]; } *ns_list;
+static __thread const char *tl_ns;   /* a worker thread's current call's (NULL: the process's) */
+
+const char *rd__ns_intern(const char *ns) {
+  if (!ns || !*ns) return "";
+  pthread_mutex_lock(&ns_mu);
+  struct ns_entry *e = ns_list;
+  while (e && strcmp(e->name, ns)) e = e->next;
+  if (!e && (e = malloc(sizeof(*e) + strlen(ns) + 1))) {   /* kept for the process's life */
+    strcpy(e->name, ns);
+    e->next = ns_list;
+    ns_list = e;
+  }
+  pthread_mutex_unlock(&ns_mu);
+  return e ? e->name : NULL;
+}
+
+void rd__ns_set_thread(const char *ns) {
+  static __thread const char *last;   /* the last one interned here: calls of a job repeat it */
+  if (!ns) tl_ns = NULL;
+  else if (last && !strcmp(last, ns)) tl_ns = last;
+  else tl_ns = last = rd__ns_intern(ns);
+}
+
+const char *rd__ns_current(void) { return tl_ns ? tl_ns : G.ns ? G.ns : ""; }
+
+const char *rd_namespace(void) { return rd__ns_current(); }
+
+int rd__ns_valid(const char *ns) {
+  if (!ns) return 1;
+  if (strlen(ns) >= RD_NS_MAX) return 0;
+  for (const unsigned char *p = (const unsigned char *)ns; *p; p++)
+    if (*p == ':' || *p < 0x20 || *p == 0x7f) return 0;
+  return 1;
+}
+
+int rd__ns_name(const char *ns, const char *name, char *buf, size_t len) {
+  if (!name || !*name) return RD_EINVAL;
+  int n = ns && *ns ? snprintf(buf, len, "%s:%s", ns, name) : snprintf(buf, len, "%s", name);
+  return n < 0 || (size_t)n >= len ? RD_EINVAL : 0;
+}
+
+int rd_actor_get(const char *name, rd_actor *out) { return rd_actor_get_in(rd__ns_current(), name, out); }
+
+int rd_actor_get_in(const char *ns, const char *name, rd_actor *out) {
+  char qname[256];
+  if (!name || !*name || !out || !rd__ns_valid(ns) || rd__ns_name(ns, name, qname, sizeof(qname)) != 0)
+    return RD_EINVAL;
   LOCKED_OR(RD_ESTATE);
   Rd__ActorLookup m = RD__ACTOR_LOOKUP__INIT;
   m.req_id = ++G.next_req;
-  m.name = (char *)name;
+  m.name = qname;
   ProtobufCMessage *rep = NULL;
   int r = rd__daemon_call(RD__MSG_TYPE__MSG_ACTOR_LOOKUP, &m.base, m.req_id, RD__MSG_TYPE__MSG_ACTOR_ID_REPLY, &rep,
                           30000);
@@ -4689,6 +4749,19 @@ int rd_init(const rd_config *cfg_in) {
     }
     const char *ld = getenv("RAYDIST_LOG_TO_DRIVER");
     G.log_to_driver = cfg.log_to_driver && !(ld && !strcmp(ld, "0"));
+    /* a driver's is its own; a worker's comes with each call (its program's
+     * rd_config is not its driver's) */
+    const char *ns = wid ? NULL : cfg.namespace_name && *cfg.namespace_name ? cfg.namespace_name : getenv("RAYDIST_NAMESPACE");
+    if (!rd__ns_valid(ns)) {
+      rd__log(RD_LOG_ERROR, "rd_init: namespace '%.200s' must be at most %d bytes with no ':' and no control characters",
+              ns, RD_NS_MAX - 1);
+      pthread_mutex_unlock(&G.mu);
+      return RD_EINVAL;
+    }
+    if (!(G.ns = rd__ns_intern(ns))) {
+      pthread_mutex_unlock(&G.mu);
+      return RD_ENOMEM;
+    }
   }
   signal(SIGPIPE, SIG_IGN);
   const char *e = getenv("RAYDIST_PIPELINE_DEPTH");
@@ -4905,12 +4978,14 @@ static int pg_call(Rd__MsgType t, const ProtobufCMessage *m, uint64_t req_id, in
 }
 
 int rd_pg_create(const rd_bundle *bundles, size_t n, int strategy, const char *name, rd_pg *out) {
+  char qname[128] = "";   /* "ns:name" in a namespace */
   if (!bundles || !out || n == 0 || n > RD_PG_MAX_BUNDLES || strategy < RD_PG_PACK || strategy > RD_PG_STRICT_SPREAD ||
-      (name && strlen(name) >= 128)) {
-    rd__log(RD_LOG_WARN, "rd_pg_create: need 1..%d bundles, a known strategy and a name under 128 bytes",
+      (name && *name && rd__ns_name(rd__ns_current(), name, qname, sizeof(qname)) != 0)) {
+    rd__log(RD_LOG_WARN, "rd_pg_create: need 1..%d bundles, a known strategy and a name (with its namespace) under 128 bytes",
             RD_PG_MAX_BUNDLES);
     return RD_EINVAL;
   }
+  name = qname;
   rd__res_msg rm[RD_PG_MAX_BUNDLES];   /* point into res[] */
   Rd__Resources *rp[RD_PG_MAX_BUNDLES];
   rd_resources res[RD_PG_MAX_BUNDLES];
@@ -4995,9 +5070,10 @@ int rd_pg_info_get(rd_pg pg, rd_pg_info *out) {
 }
 
 int rd_pg_get(const char *name, rd_pg *out) {
-  if (!name || !*name || !out) return RD_EINVAL;
+  char qname[128];
+  if (!name || !*name || !out || rd__ns_name(rd__ns_current(), name, qname, sizeof(qname)) != 0) return RD_EINVAL;
   Rd__PgReply *rep;
-  int r = pg_query(0, name, 0, "rd_pg_get", &rep);
+  int r = pg_query(0, qname, 0, "rd_pg_get", &rep);
   if (r != 0) return r;
   if (rep->state == RD_PG_STATE_REMOVED) r = RD_ENOENT;
   else out->id = rep->pg_id;

@@ -136,6 +136,7 @@ struct rd__task {
   int retry_failures;       /* rd_task_opts.retry_failures: RD_ETASK uses a retry too */
   int max_calls;            /* rd_task_opts.max_calls, sent with the task */
   uint64_t parent;          /* in a worker: the task whose run submitted it (0: none), cancelled with it */
+  const char *ns;           /* the submitter's namespace (interned), Task.ns */
   int cancelled;            /* rd_cancel while in flight: its returns already failed */
   int oom_kills;            /* times the memory monitor killed its worker */
   uint64_t not_before_ns;   /* on its class's delayed list: not sent before this */
@@ -257,6 +258,7 @@ typedef struct rd__ctx {
   char token[160];
   double job_weight;        /* driver: its job's fair-share weight (rd_config.job_weight) */
   int log_to_driver;        /* driver: print its workers' output (rd_config.log_to_driver) */
+  const char *ns;           /* the process's namespace (interned; "" the default); a worker's calls bring theirs */
   uint64_t next_seq, next_task, next_req;
   pid_t daemon_pid;
   char session[256];
@@ -317,6 +319,18 @@ void rd__worker_on_task(rd__serve *s, Rd__Task *m);
 void rd__worker_on_cancel(rd__serve *s, uint64_t task_id);
 /* The task (or actor call) this thread runs now in a worker; 0 elsewhere. */
 uint64_t rd__worker_current_task(void);
+/* Namespaces (client.c).  rd__ns_intern: a copy of ns that lives until the
+ * process ends (a few distinct ones), "" for NULL; NULL when out of memory.
+ * rd__ns_set_thread: a worker's thread runs a call of namespace ns (NULL:
+ * the process's).  rd__ns_current: the caller's.  rd__ns_name: "ns:name"
+ * (or name in the default namespace) into buf; RD_EINVAL when name is empty
+ * or it does not fit. */
+#define RD_NS_MAX 128
+const char *rd__ns_intern(const char *ns);
+void rd__ns_set_thread(const char *ns);
+const char *rd__ns_current(void);
+int rd__ns_valid(const char *ns);
+int rd__ns_name(const char *ns, const char *name, char *buf, size_t len);
 /* Cancel (without force) every unfinished task and actor call this process
  * submitted while running task `parent` (G.mu held): rd_cancel's recursion. */
 void rd__cancel_children(uint64_t parent);

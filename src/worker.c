@@ -114,6 +114,7 @@ static struct {
   int ending;        /* an executor runs the destructor and exits: the others wait for the end */
   uint64_t exit_by;  /* rd__now_ns() after which it exits without the node's answer */
   rd__serve grant;   /* only the GPU fields are used */
+  const char *ns;    /* its namespace (ActorStart.ns, interned): its constructor's and methods' */
 } A;
 
 void rd__worker_on_assign(Rd__LeaseAssign *m, int fd) {
@@ -463,7 +464,9 @@ static int run_call(rd__wtask *w) {
     running = &call;
     pthread_mutex_unlock(&G.mu);
     cur_task = m->task_id;
+    rd__ns_set_thread(meth ? A.ns : m->ns);   /* an actor's calls run in its namespace, a task in its submitter's */
     int rc = meth ? meth->fn(&call, A.state) : fn->fn(&call);
+    rd__ns_set_thread(NULL);
     cur_task = 0;
     pthread_mutex_lock(&G.mu);
     if (fn && count_run(fn, m->max_calls)) {
@@ -609,9 +612,12 @@ static void actor_start(Rd__ActorStart *m) {
       call.args[i].data = m->args[i].data;
       call.args[i].size = m->args[i].len;
     }
+    A.ns = rd__ns_intern(m->ns);
     pthread_mutex_unlock(&G.mu);
     void *state = NULL;
+    rd__ns_set_thread(A.ns);
     int rc = cls->init(&call, &state);
+    rd__ns_set_thread(NULL);
     pthread_mutex_lock(&G.mu);
     if (rc != 0 || call.failed) {
       r.status = rc < 0 ? rc : RD_ETASK;

@@ -3240,6 +3240,95 @@ static rd_actor get_named(const char *name) {
 /* First driver: detached actors that must outlive it (one hosted on node b
  * for a record kept here, one here, one still waiting for this node's CPUs
  * when the driver leaves) and an ordinary named actor that must not. */
+/* ---- namespaces across drivers and nodes (RAYDIST_NAMESPACE set by the script) */
+
+/* "<namespace>:<svc's next tally>" as seen from here, ":-" without svc */
+static int ns_seen(rd_call *call) {
+  rd_actor svc;
+  char out[300];
+  int n;
+  if (rd_actor_get("svc", &svc) == 0) n = snprintf(out, sizeof(out), "%s:%ld", rd_namespace(), actor_add(svc));
+  else n = snprintf(out, sizeof(out), "%s:-", rd_namespace());
+  return rd_return_bytes(call, 0, out, (size_t)n);
+}
+
+RD_REMOTE(ns_task) { return ns_seen(call); }
+
+RD_ACTOR_METHOD(Tally, ns_probe) {
+  (void)state;
+  return ns_seen(call);
+}
+
+static void ns_expect(rd_ref r, const char *want) {
+  rd_buf b;
+  int e = rd_get(&r, 1, &b, 60000);
+  if (e != 0) fprintf(stderr, "want %s: %s: %.*s\n", want, rd_err_name(e), e == RD_ETIMEDOUT ? 0 : (int)b.size,
+                      e == RD_ETIMEDOUT ? "" : (const char *)b.data);
+  CHECK_EQ(e, 0);
+  if (b.size != strlen(want) || memcmp(b.data, want, b.size)) {
+    fprintf(stderr, "got %.*s, want %s\n", (int)b.size, (const char *)b.data, want);
+    CHECK(0);
+  }
+  rd_buf_release(&b);
+  rd_ref_release(r);
+}
+
+/* team_a's first driver: a detached svc on node b; a task on node c and an
+ * anonymous actor on node c, both of team_a, find it there. */
+static int t_ns_make(void) {
+  join();
+  CHECK(!strcmp(rd_namespace(), "team_a"));
+  rd_actor svc = make_tally("svc", 1, "only_b=0.1", 0, UINT32_MAX, 0);
+  CHECK_EQ(actor_add(svc), 1);
+  rd_task_opts o;
+  rd_task_opts_init(&o);
+  o.resources = "only_c=0.1";
+  rd_ref r;
+  CHECK_EQ(rd_submit(ns_task, RD_NO_ARGS, &o, &r), 0);
+  ns_expect(r, "team_a:2");
+  rd_actor probe = make_tally(NULL, 0, "only_c=0.1", 0, UINT32_MAX, 0);
+  CHECK_EQ(rd_actor_call(probe, Tally_ns_probe, RD_NO_ARGS, NULL, &r), 0);
+  ns_expect(r, "team_a:3");
+  rd_shutdown();
+  return 0;
+}
+
+/* team_b: its own svc on node b (an actor hosted for another node learns
+ * its namespace), team_a's reached only by naming team_a. */
+static int t_ns_other(void) {
+  join();
+  CHECK(!strcmp(rd_namespace(), "team_b"));
+  rd_actor a;
+  CHECK_EQ(rd_actor_get("svc", &a), RD_ENOENT);
+  CHECK_EQ(rd_actor_get_in("team_a", "svc", &a), 0);
+  CHECK_EQ(actor_add(a), 4);
+  rd_actor mine = make_tally("svc", 0, "only_b=0.1", 0, UINT32_MAX, 0);
+  CHECK(mine.id != a.id);
+  rd_actor probe = make_tally(NULL, 0, "only_b=0.1", 0, UINT32_MAX, 0);
+  rd_ref r;
+  CHECK_EQ(rd_actor_call(probe, Tally_ns_probe, RD_NO_ARGS, NULL, &r), 0);
+  ns_expect(r, "team_b:1");
+  rd_task_opts o;
+  rd_task_opts_init(&o);
+  o.resources = "only_c=0.1";
+  CHECK_EQ(rd_submit(ns_task, RD_NO_ARGS, &o, &r), 0);
+  ns_expect(r, "team_b:2");
+  rd_shutdown();
+  return 0;
+}
+
+/* team_a again: its svc has its state; killed for good, the name is free. */
+static int t_ns_same(void) {
+  join();
+  rd_actor a;
+  CHECK_EQ(rd_actor_get("svc", &a), 0);
+  CHECK_EQ(actor_add(a), 5);
+  CHECK_EQ(rd_actor_kill(a, 1), 0);
+  CHECK_EQ(rd_actor_get("svc", &a), RD_ENOENT);
+  rd_shutdown();
+  return 0;
+}
+
 static int t_detached_make(void) {
   join();
   rd_node_info ni;
@@ -3587,7 +3676,7 @@ int main(int argc, char **argv) {
       {"two_jobs_local", t_two_jobs_local},     {"lease_reuse", t_lease_reuse},
       {"detached_make", t_detached_make},       {"detached_use", t_detached_use},
       {"detached_gone", t_detached_gone},       {"gcs_restart_before", t_gcs_restart_before},
-      {"gcs_restart_after", t_gcs_restart_after}, {"lineage", t_lineage}, {"nodes", t_nodes}, {"get_many_remote", t_get_many_remote}, {"hung_peer", t_hung_peer}, {"env", t_env}, {"get_if_exists", t_get_if_exists}, {"log_to_driver", t_log_to_driver}, {"kv", t_kv}, {"max_calls", t_max_calls}, {"actor_exit", t_actor_exit}, {"env_bad_node", t_env_bad_node}, {"shutdown_busy", t_shutdown_busy}, {"job_ok", t_job_ok}, {"job_bad", t_job_bad}, {"job_long", t_job_long}, {"owner_exit_child", t_owner_exit_child}, {"owner_exit_check", t_owner_exit_check}, {"shuffle", t_shuffle}, {"bad_node", t_bad_node}, {"lineage_eager", t_lineage_eager}, {"respill", t_respill},       {"cancel", t_cancel}, {"memory_remote", t_memory_remote},
+      {"gcs_restart_after", t_gcs_restart_after}, {"lineage", t_lineage}, {"nodes", t_nodes}, {"get_many_remote", t_get_many_remote}, {"hung_peer", t_hung_peer}, {"env", t_env}, {"get_if_exists", t_get_if_exists}, {"log_to_driver", t_log_to_driver}, {"kv", t_kv}, {"max_calls", t_max_calls}, {"actor_exit", t_actor_exit}, {"env_bad_node", t_env_bad_node}, {"shutdown_busy", t_shutdown_busy}, {"job_ok", t_job_ok}, {"ns_make", t_ns_make}, {"ns_other", t_ns_other}, {"ns_same", t_ns_same}, {"job_bad", t_job_bad}, {"job_long", t_job_long}, {"owner_exit_child", t_owner_exit_child}, {"owner_exit_check", t_owner_exit_check}, {"shuffle", t_shuffle}, {"bad_node", t_bad_node}, {"lineage_eager", t_lineage_eager}, {"respill", t_respill},       {"cancel", t_cancel}, {"memory_remote", t_memory_remote},
       {"borrow", t_borrow},                     {"stream", t_stream},           {"nested", t_nested},
       {"collective", t_collective},
   };

@@ -425,6 +425,12 @@ PY
     [ -n "$JOB_START" ] || fail "jobs_remote: the job left on b does not run"
     echo "ok: remote jobs ok, env, bad on b, followed and stopped; job $LEFT on b (pid $JOB_PID) left for raydist stop"
     ;;
+  namespaces)
+    # named actors per namespace, across drivers (one after another) and nodes
+    RAYDIST_NAMESPACE=team_a "$T" ns_make || fail "ns_make"
+    RAYDIST_NAMESPACE=team_b "$T" ns_other || fail "ns_other"
+    RAYDIST_NAMESPACE=team_a "$T" ns_same || fail "ns_same"
+    ;;
   owner_exit)
     "$T" owner_exit_child || fail "owner_exit_child"
     "$T" owner_exit_check || fail "owner_exit_check"

@@ -93,6 +93,29 @@ RD_ACTOR_METHOD(Counter, crash_first) {
   return rd_return_bytes(call, 0, &c->value, sizeof(c->value));
 }
 
+/* "<its namespace>:<value of the actor named svc there>", or ":-" when none */
+static int ns_report(rd_call *call) {
+  char out[300];
+  rd_actor svc;
+  long v = -1;
+  if (rd_actor_get("svc", &svc) == 0) {
+    rd_ref r;
+    if (rd_actor_call(svc, Counter_get, RD_NO_ARGS, NULL, &r) != 0) return rd_call_fail(call, "call svc");
+    rd_buf b;
+    if (rd_get(&r, 1, &b, 60000) != 0) return rd_call_fail(call, "get svc");
+    memcpy(&v, b.data, sizeof(v));
+    rd_buf_release(&b);
+    rd_ref_release(r);
+  }
+  int n = v >= 0 ? snprintf(out, sizeof(out), "%s:%ld", rd_namespace(), v) : snprintf(out, sizeof(out), "%s:-", rd_namespace());
+  return rd_return_bytes(call, 0, out, (size_t)n);
+}
+
+RD_ACTOR_METHOD(Counter, ns_probe) {
+  (void)state;
+  return ns_report(call);
+}
+
 RD_ACTOR_METHOD(Counter, fail) {
   (void)state;
   return rd_call_fail(call, "method failed on purpose");
@@ -896,11 +919,119 @@ static int t_exit(void) {
   return 0;
 }
 
+/* ------------------------------------------------------------ namespaces */
+
+RD_REMOTE(ns_task) { return ns_report(call); }
+
+RD_REMOTE(ns_nested) {   /* a task's tasks are in its namespace */
+  rd_ref r;
+  if (rd_submit(ns_task, RD_NO_ARGS, NULL, &r) != 0) return rd_call_fail(call, "submit");
+  rd_buf b;
+  if (rd_get(&r, 1, &b, 60000) != 0) return rd_call_fail(call, "get");
+  int rc = rd_return_bytes(call, 0, b.data, b.size);
+  rd_buf_release(&b);
+  rd_ref_release(r);
+  return rc;
+}
+
+static void check_text(rd_ref r, const char *want) {
+  rd_buf b;
+  int rc = rd_get(&r, 1, &b, 60000);
+  if (rc != 0) fprintf(stderr, "want '%s': %s: %.*s\n", want, rd_err_name(rc), rc == RD_ETIMEDOUT ? 0 : (int)b.size,
+                       rc == RD_ETIMEDOUT ? "" : (const char *)b.data);
+  CHECK_EQ(rc, 0);
+  if (b.size != strlen(want) || memcmp(b.data, want, b.size)) {
+    fprintf(stderr, "got '%.*s', want '%s'\n", (int)b.size, (const char *)b.data, want);
+    CHECK(0);
+  }
+  rd_buf_release(&b);
+  rd_ref_release(r);
+}
+
+static rd_actor counter_in(const char *ns, long start, int expect) {
+  rd_actor_opts o;
+  rd_actor_opts_init(&o);
+  o.name = "svc";
+  o.namespace_name = ns;
+  rd_actor a = {0};
+  CHECK_EQ(rd_actor_create(Counter, RD_ARGS(rd_arg_bytes(&start, sizeof(start))), &o, &a), expect);
+  return a;
+}
+
+/* Names in namespaces: the same name in three, each found from its own
+ * (the driver, its tasks and their tasks, an actor's methods) and from
+ * outside with rd_actor_get_in; bad namespaces refused. */
+static int t_namespaces(void) {
+  rd_config cfg;
+  rd_config_init(&cfg);
+  cfg.namespace_name = "bad:ns";
+  CHECK_EQ(rd_init(&cfg), RD_EINVAL);
+  cfg.namespace_name = "team_a";
+  init_or_die(&cfg);
+  CHECK(!strcmp(rd_namespace(), "team_a"));
+  rd_actor a = counter_in(NULL, 1, 0);   /* the creator's: team_a */
+  rd_actor b = counter_in("team_b", 2, 0);
+  rd_actor d = counter_in("", 3, 0);     /* the default namespace */
+  counter_in("team_a", 9, RD_EEXIST);
+  counter_in("x:y", 9, RD_EINVAL);
+  rd_actor f;
+  CHECK_EQ(rd_actor_get("svc", &f), 0);
+  CHECK_EQ(f.id, a.id);
+  CHECK_EQ(rd_actor_get_in("team_b", "svc", &f), 0);
+  CHECK_EQ(f.id, b.id);
+  CHECK_EQ(rd_actor_get_in("", "svc", &f), 0);
+  CHECK_EQ(f.id, d.id);
+  CHECK_EQ(rd_actor_get_in("team_c", "svc", &f), RD_ENOENT);
+  CHECK_EQ(rd_actor_get_in("a:b", "svc", &f), RD_EINVAL);
+  rd_ref r;
+  CHECK_EQ(rd_submit(ns_task, RD_NO_ARGS, NULL, &r), 0);
+  check_text(r, "team_a:1");
+  CHECK_EQ(rd_submit(ns_nested, RD_NO_ARGS, NULL, &r), 0);
+  check_text(r, "team_a:1");
+  /* an actor's methods look up in its namespace: anonymous probes in each
+   * (calling a named svc would call itself) */
+  const char *probe_ns[] = {"team_b", "", NULL};
+  const char *want[] = {"team_b:2", ":3", "team_a:1"};
+  long zero = 0;
+  rd_actor_opts o;
+  for (int i = 0; i < 3; i++) {
+    rd_actor_opts_init(&o);
+    o.namespace_name = probe_ns[i];   /* NULL: the creator's */
+    rd_actor probe;
+    CHECK_EQ(rd_actor_create(Counter, RD_ARGS(rd_arg_bytes(&zero, sizeof(zero))), &o, &probe), 0);
+    CHECK_EQ(rd_actor_call(probe, Counter_ns_probe, RD_NO_ARGS, NULL, &r), 0);
+    check_text(r, want[i]);
+  }
+  /* get_if_exists looks in the actor's namespace */
+  rd_actor_opts_init(&o);
+  o.name = "svc";
+  o.namespace_name = "team_b";
+  o.get_if_exists = 1;
+  CHECK_EQ(rd_actor_create(Counter, RD_ARGS(rd_arg_bytes(&zero, sizeof(zero))), &o, &f), 0);
+  CHECK_EQ(f.id, b.id);
+  /* placement group names too */
+  rd_bundle bu = {.num_cpus = 0.1};
+  rd_pg pg, pg2;
+  CHECK_EQ(rd_pg_create(&bu, 1, RD_PG_PACK, "grp", &pg), 0);
+  CHECK_EQ(rd_pg_get("grp", &pg2), 0);
+  CHECK_EQ(pg2.id, pg.id);
+  CHECK_EQ(rd_pg_remove(pg), 0);
+  rd_shutdown();
+  /* the next session, in the default namespace: names are not team_a's */
+  init_or_die(NULL);
+  CHECK(!strcmp(rd_namespace(), ""));
+  CHECK_EQ(rd_submit(ns_task, RD_NO_ARGS, NULL, &r), 0);
+  check_text(r, ":-");
+  rd_shutdown();
+  return 0;
+}
+
 static const rd_test_case tests[] = {
     {"order", t_order}, {"caller_gone", t_caller_gone},       {"two_callers", t_two_callers}, {"named", t_named}, {"get_if_exists", t_get_if_exists},
     {"restart", t_restart},   {"gpu_actors", t_gpu_actors},   {"bad_input", t_bad_input},
     {"concurrency", t_concurrency}, {"cancel", t_cancel}, {"memory_monitor", t_memory_monitor},
     {"dead_records", t_dead_records}, {"crash_rename", t_crash_rename}, {"exit", t_exit},
+    {"namespaces", t_namespaces},
 };
 
 RD_TEST_MAIN(tests)
