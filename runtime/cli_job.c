@@ -2,7 +2,7 @@
  * output kept (Ray's job submission).
  *
  *   raydist job submit [--name N] [--env K=V]... [--working-dir DIR] [--follow] [where] -- PROGRAM [ARGS...]
- *   raydist job list [where]
+ *   raydist job list [--all] [where]
  *   raydist job status ID [where]
  *   raydist job logs ID [--follow] [where]
  *   raydist job wait ID [--timeout S] [where]
@@ -449,7 +449,7 @@ static void job_usage(void) {
   fprintf(stderr,
           "usage: raydist job submit [--name NAME] [--env NAME=VALUE]... [--follow] [where] -- PROGRAM [ARGS...]\n"
           "                          (--follow: its output as it comes, then its end; exit status 0: it succeeded)\n"
-          "       raydist job list [where]\n"
+          "       raydist job list [--all] [where]   (--all: every node's, each under a line naming it)\n"
           "       raydist job status ID [where]\n"
           "       raydist job logs ID [--follow] [where]\n"
           "       raydist job wait ID [--timeout S] [where]   (exit status 0: it succeeded)\n"
@@ -501,60 +501,37 @@ static int find_program(const char *prog, char *out, size_t len) {
   return 0;
 }
 
-/* Connects to the cluster's GCS and to node ip (NULL: the head) over a tool
- * link; uploads `program` to the code table when given (hash into hash).
- * 0, or 1 with a message. */
-static int remote_open(const char *address, const char *token, const char *ip, const char *program, char hash[65],
-                       const char *wd_tar, char wd_hash[65], remote *rm) {
-  char tbuf[256], err[512];
-  if ((!token || !*token) && rd__cli_local_token(address, tbuf, sizeof(tbuf)) == 0) token = tbuf;
-  if (!token || !*token) {
+/* The cluster's GCS (*g) and its nodes (*nodes, *n: free() them), with
+ * *token found when not given (into tbuf): 0, or 1 with a message. */
+static int remote_cluster(const char *address, const char **token, char tbuf[256], rd_gcs **g, rd_gcs_node **nodes,
+                          size_t *n) {
+  char err[512];
+  if ((!*token || !**token) && rd__cli_local_token(address, tbuf, 256) == 0) *token = tbuf;
+  if (!*token || !**token) {
     fprintf(stderr, "raydist job: no cluster token: pass --token or RAYDIST_TOKEN (the file `token` in the head's "
                     "session directory)\n");
     return 1;
   }
-  rd_gcs *g = NULL;
-  int r = rd_gcs_connect(address, token, 5000, &g, err, sizeof(err));
-  if (r != 0) {
+  if (rd_gcs_connect(address, *token, 5000, g, err, sizeof(err)) != 0) {
     fprintf(stderr, "raydist job: cannot reach the cluster at %s: %s\n", address, err);
     return 1;
   }
-  rd_gcs_node *nodes = NULL;
-  size_t n = 0;
-  r = rd_gcs_get_nodes(g, &nodes, &n, NULL);
-  if (r != 0) {
+  if (rd_gcs_get_nodes(*g, nodes, n, NULL) != 0) {
     fprintf(stderr, "raydist job: cannot list the cluster's nodes: %s\n", rd_gcs_last_error());
-    rd_gcs_close(g);
+    rd_gcs_close(*g);
     return 1;
   }
-  const rd_gcs_node *t = NULL;
-  for (size_t i = 0; i < n && !t; i++)
-    if (nodes[i].state == RD_GCS_NODE_ALIVE && (ip ? !strcmp(nodes[i].ip, ip) : nodes[i].is_head)) t = &nodes[i];
-  if (!t) {
-    fprintf(stderr, "raydist job: the cluster at %s has no live %s%s\n", address, ip ? "node on " : "head node",
-            ip ? ip : "");
-    free(nodes);
-    rd_gcs_close(g);
-    return 1;
-  }
+  return 0;
+}
+
+/* A tool link to node t: 0, or 1 with a message. */
+static int remote_link(const rd_gcs_node *t, const char *token, remote *rm) {
   snprintf(rm->ip, sizeof(rm->ip), "%s", t->ip);
   struct sockaddr_in a;
   memset(&a, 0, sizeof(a));
   a.sin_family = AF_INET;
   a.sin_port = htons((uint16_t)t->link_port);
-  int ok = inet_pton(AF_INET, t->ip, &a.sin_addr) == 1;
-  free(nodes);
-  if (ok && program) {
-    r = rd_gcs_code_put(g, program, hash, err, sizeof(err));
-    if (r == 0 && wd_tar) r = rd_gcs_code_put(g, wd_tar, wd_hash, err, sizeof(err));
-    if (r != 0) {
-      fprintf(stderr, "raydist job submit: cannot upload %s: %s\n", program, err);
-      rd_gcs_close(g);
-      return 1;
-    }
-  }
-  rd_gcs_close(g);
-  int fd = ok ? socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0) : -1;
+  int fd = inet_pton(AF_INET, t->ip, &a.sin_addr) == 1 ? socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0) : -1;
   if (fd < 0 || rd__connect_within(fd, (const struct sockaddr *)&a, sizeof(a), 5000) != 0) {
     fprintf(stderr, "raydist job: cannot reach node %s: %s\n", rm->ip, strerror(errno));
     if (fd >= 0) close(fd);
@@ -579,6 +556,37 @@ static int remote_open(const char *address, const char *token, const char *ip, c
   }
   protobuf_c_message_free_unpacked(&hr->base, NULL);
   return 0;
+}
+
+/* Connects to the cluster's GCS and to node ip (NULL: the head) over a tool
+ * link; uploads `program` (and wd_tar) to the code table when given (their
+ * hashes into hash and wd_hash).  0, or 1 with a message. */
+static int remote_open(const char *address, const char *token, const char *ip, const char *program, char hash[65],
+                       const char *wd_tar, char wd_hash[65], remote *rm) {
+  char tbuf[256], err[512];
+  rd_gcs *g = NULL;
+  rd_gcs_node *nodes = NULL;
+  size_t n = 0;
+  if (remote_cluster(address, &token, tbuf, &g, &nodes, &n) != 0) return 1;
+  const rd_gcs_node *t = NULL;
+  for (size_t i = 0; i < n && !t; i++)
+    if (nodes[i].state == RD_GCS_NODE_ALIVE && (ip ? !strcmp(nodes[i].ip, ip) : nodes[i].is_head)) t = &nodes[i];
+  int r = 0;
+  if (!t) {
+    fprintf(stderr, "raydist job: the cluster at %s has no live %s%s\n", address, ip ? "node on " : "head node",
+            ip ? ip : "");
+    r = 1;
+  } else if (program) {
+    if (rd_gcs_code_put(g, program, hash, err, sizeof(err)) != 0 ||
+        (wd_tar && rd_gcs_code_put(g, wd_tar, wd_hash, err, sizeof(err)) != 0)) {
+      fprintf(stderr, "raydist job submit: cannot upload %s: %s\n", program, err);
+      r = 1;
+    }
+  }
+  rd_gcs_close(g);
+  if (r == 0) r = remote_link(t, token, rm);
+  free(nodes);
+  return r;
 }
 
 /* One request, its answer into *out (free with
@@ -662,6 +670,56 @@ static int remote_state(remote *rm, int id, double timeout, int status) {
   }
 }
 
+/* list --all: every live node's jobs, each under a line naming it */
+static int remote_list_all(const char *address, const char *token) {
+  char tbuf[256];
+  rd_gcs *g = NULL;
+  rd_gcs_node *nodes = NULL;
+  size_t n = 0;
+  if (remote_cluster(address, &token, tbuf, &g, &nodes, &n) != 0) return 1;
+  rd_gcs_close(g);
+  int rc = 0;
+  for (size_t i = 0; i < n; i++) {
+    if (nodes[i].state != RD_GCS_NODE_ALIVE) continue;
+    printf("node %s%s\n", nodes[i].ip, nodes[i].is_head ? " (head)" : "");
+    fflush(stdout);
+    remote rm;
+    memset(&rm, 0, sizeof(rm));
+    Rd__LinkJob q = RD__LINK_JOB__INIT;
+    Rd__LinkJobReply *rep;
+    q.op = OP_LIST;
+    if (remote_link(&nodes[i], token, &rm) != 0) {
+      rc = 1;
+      continue;
+    }
+    if (remote_call(&rm, &q, 120000, &rep) != 0 || remote_output(rep) != 0) rc = 1;
+    fflush(stdout);
+    rd__conn_close(&rm.conn);
+  }
+  free(nodes);
+  return rc;
+}
+
+/* list --all on this machine: every node session's jobs */
+static int local_list_all(void) {
+  char root[200];
+  rd__session_root(root, sizeof(root));
+  DIR *d = opendir(root);
+  struct dirent *e;
+  int n = 0;
+  while (d && (e = readdir(d))) {
+    if (strncmp(e->d_name, "node-", 5) != 0) continue;
+    char dir[600];
+    snprintf(dir, sizeof(dir), "%.200s/%.255s", root, e->d_name);
+    printf("node %s\n", e->d_name + 5);
+    job_list(dir);
+    n++;
+  }
+  if (d) closedir(d);
+  if (!n) fprintf(stderr, "raydist job: no node runs on this machine (raydist start first)\n");
+  return n ? 0 : 1;
+}
+
 static int remote_job(const char *sub, const char *address, const char *token, const char *ip, const char *name,
                       const submit_opts *so, char **args, int nargs, double timeout, int follow) {
   char program[4096], hash[65] = "";
@@ -720,7 +778,7 @@ int rd__cli_job(int argc, char **argv) {
   const char *sub = argv[2], *ip = NULL, *name = NULL, *session = NULL, *address = NULL;
   const char *token = getenv("RAYDIST_TOKEN");
   double timeout = -1;
-  int follow = 0;
+  int follow = 0, all = 0;
   static char *envs[ENV_MAX];
   submit_opts so = {NULL, envs, 0, 0, NULL};
   const char *working_dir = NULL;
@@ -728,7 +786,7 @@ int rd__cli_job(int argc, char **argv) {
                                      {"session", 1, 0, 's'}, {"address", 1, 0, 'a'}, {"token", 1, 0, 'k'},
                                      {"env", 1, 0, 'e'},     {"exe", 1, 0, 'x'},     {"in-job-dir", 0, 0, 'j'},
                                      {"follow", 0, 0, 'f'},  {"working-dir", 1, 0, 'w'},
-                                     {"working-dir-tar", 1, 0, 'W'}, {0, 0, 0, 0}};
+                                     {"working-dir-tar", 1, 0, 'W'}, {"all", 0, 0, 'A'}, {0, 0, 0, 0}};
   int ch;
   optind = 3;
   /* submit: options end at the program (its own follow it); the others
@@ -751,6 +809,7 @@ int rd__cli_job(int argc, char **argv) {
     else if (ch == 'j') so.in_job_dir = 1;
     else if (ch == 'f') follow = 1;
     else if (ch == 'w') working_dir = optarg;
+    else if (ch == 'A') all = 1;
     else if (ch == 'W') so.wd_tar = optarg;
     else if (ch == 'e') {
       const char *eq = strchr(optarg, '=');
@@ -785,6 +844,13 @@ int rd__cli_job(int argc, char **argv) {
     fprintf(stderr, "raydist job submit: --working-dir or --working-dir-tar, not both\n");
     return 2;
   }
+  if (list && all) {
+    if (ip || session) {
+      fprintf(stderr, "raydist job list: --all lists every node: no --node-ip or --session with it\n");
+      return 2;
+    }
+    return address ? remote_list_all(address, token) : local_list_all();
+  }
   char dir[600], packed[600] = "";
   if (!address) {
     if (session) snprintf(dir, sizeof(dir), "%s", session);
@@ -800,21 +866,22 @@ int rd__cli_job(int argc, char **argv) {
     return rc;
   }
   char ids[16];   /* submit --follow: the new job's, for wait below */
+  const char *idarg = argv[optind];
   if (submit) {
     int id = 0, r = job_submit(dir, name, argv + optind, argc - optind, &so, &id);
     if (packed[0]) unlink(packed);
     if (r != 0) return 1;
     if (!follow) return 0;
     snprintf(ids, sizeof(ids), "%d", id);
-    job_logs(dir, ids, 1);   /* then its end, as wait says it */
+    idarg = ids;
+    job_logs(dir, idarg, 1);   /* then its end, as wait says it */
     timeout = -1;
     sub = "wait";
-    argv[optind] = ids;
   }
   if (list) return job_list(dir);
-  if (!strcmp(sub, "logs")) return job_logs(dir, argv[optind], follow);
+  if (!strcmp(sub, "logs")) return job_logs(dir, idarg, follow);
   job j;
-  if (job_get(dir, argv[optind], &j) != 0) return 1;
+  if (job_get(dir, idarg, &j) != 0) return 1;
   char sb[64];
   if (!strcmp(sub, "status")) {
     printf("job %d: %s\n", j.id, job_state(&j, sb, sizeof(sb)));

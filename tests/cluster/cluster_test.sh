@@ -308,6 +308,7 @@ PY
     "$R" job logs "$BAD" | grep -q "job bad: giving up" || fail "jobs: no stderr of bad"
     "$R" job logs "$NOPE" | grep -q "cannot run /nonexistent/program" || fail "jobs: no reason for the missing program"
     "$R" job status "$BAD" | grep -qx "job $BAD: FAILED (exit 3)" || fail "jobs: status of bad"
+    "$R" job list --all | awk '/^node /{n=$2} /^[0-9]/{print n, $1, $2}' | grep -qx "127.0.0.1 $BAD bad" || fail "jobs: list --all"
     # --working-dir: the job runs in a copy of it
     WD="$RAYDIST_TMPDIR/wd"
     mkdir -p "$WD/sub"
@@ -363,6 +364,12 @@ PY
     grep -Eq "^$OK +ok +SUCCEEDED .* $T job_ok\$" "$RAYDIST_TMPDIR/jobs" || fail "jobs_remote: ok not listed as succeeded"
     grep -Eq "^$LONG +long +RUNNING" "$RAYDIST_TMPDIR/jobs" || fail "jobs_remote: long not running"
     rj list --node-ip 127.0.0.2 | grep -Eq "^$BAD +on_b +FAILED \(exit 3\)" || fail "jobs_remote: bad not failed on b"
+    # --all: every node's, under a line naming it
+    rj list --all > "$RAYDIST_TMPDIR/all" || fail "jobs_remote: list --all"
+    awk '/^node /{n=$2} /^[0-9]/{print n, $1, $2}' "$RAYDIST_TMPDIR/all" > "$RAYDIST_TMPDIR/all.flat"
+    grep -qx "127.0.0.1 $OK ok" "$RAYDIST_TMPDIR/all.flat" && grep -qx "127.0.0.2 $BAD on_b" "$RAYDIST_TMPDIR/all.flat" &&
+      grep -qx "node 127.0.0.3" "$RAYDIST_TMPDIR/all" || { cat "$RAYDIST_TMPDIR/all"; fail "jobs_remote: list --all"; }
+    rj list --all --node-ip 127.0.0.2 2>/dev/null; [ $? -eq 2 ] || fail "jobs_remote: --all with --node-ip"
     # on the node itself they are its own jobs
     "$R" job list --node-ip 127.0.0.1 | grep -Eq "^$OK +ok +SUCCEEDED" || fail "jobs_remote: not a job of the head"
     "$R" job logs "$BAD" --node-ip 127.0.0.2 | grep -q "job bad: giving up" || fail "jobs_remote: bad's log not on b"
