@@ -7,6 +7,7 @@
  *   raydist job logs ID [--follow] [where]
  *   raydist job wait ID [--timeout S] [where]
  *   raydist job stop ID [--timeout S] [where]
+ *   raydist job delete ID [where]
  *
  * where: a node of this machine (--node-ip, --session), or --address for
  * the cluster's node from any machine: the program goes up to the GCS code
@@ -23,6 +24,7 @@
  * `raydist stop` ends the jobs of the sessions it removes. */
 #include <arpa/inet.h>
 #include <dirent.h>
+#include <ftw.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
@@ -399,6 +401,28 @@ static int job_logs(const char *dir, const char *arg, int follow) {
   return 0;
 }
 
+static int rm_entry(const char *path, const struct stat *st, int flag, struct FTW *f) {
+  (void)st; (void)f;
+  return (flag == FTW_DP ? rmdir(path) : unlink(path)) == 0 ? 0 : -1;
+}
+
+/* Removes an ended job's directory (its record, log and working copy). */
+static int job_delete(const char *dir, job *j) {
+  char sb[64];
+  if (!j->ended) {
+    fprintf(stderr, "raydist job delete: job %d is %s: stop it first\n", j->id, job_state(j, sb, sizeof(sb)));
+    return 1;
+  }
+  char jd[1200];
+  snprintf(jd, sizeof(jd), "%s/jobs/%d", dir, j->id);
+  if (nftw(jd, rm_entry, 16, FTW_DEPTH | FTW_PHYS) != 0) {
+    fprintf(stderr, "raydist job delete: cannot remove %s: %s\n", jd, strerror(errno));
+    return 1;
+  }
+  printf("job %d deleted\n", j->id);
+  return 0;
+}
+
 int rd__cli_job_state(const char *session_dir, int id, char *state, size_t len, int *ended) {
   job j;
   if (id <= 0 || job_read(session_dir, id, &j) != 0) return -1;
@@ -454,6 +478,7 @@ static void job_usage(void) {
           "       raydist job logs ID [--follow] [where]\n"
           "       raydist job wait ID [--timeout S] [where]   (exit status 0: it succeeded)\n"
           "       raydist job stop ID [--timeout S] [where]\n"
+          "       raydist job delete ID [where]   (an ended job's record, log and working copy)\n"
           "where: [--node-ip IP]  a node of this machine (default: the only one, or the head)\n"
           "       --address IP:PORT [--token T] [--node-ip IP]\n"
           "                       from any machine: the cluster whose GCS is at IP:PORT, its node on IP\n"
@@ -467,7 +492,7 @@ static void job_usage(void) {
 
 /* ---- from another machine: the node over a tool link ---- */
 
-enum { OP_SUBMIT = 1, OP_LIST = 2, OP_LOGS = 3, OP_STATE = 4, OP_STOP = 5 };
+enum { OP_SUBMIT = 1, OP_LIST = 2, OP_LOGS = 3, OP_STATE = 4, OP_STOP = 5, OP_DELETE = 6 };
 
 typedef struct remote {
   rd__conn conn;
@@ -759,6 +784,9 @@ static int remote_job(const char *sub, const char *address, const char *token, c
     q.op = OP_STOP;
     q.timeout = timeout >= 0 ? timeout : 10;
     if (remote_call(&rm, &q, (int)(q.timeout * 1000) + 30000, &rep) == 0) rc = remote_output(rep);
+  } else if (!strcmp(sub, "delete")) {
+    q.op = OP_DELETE;
+    if (remote_call(&rm, &q, 120000, &rep) == 0) rc = remote_output(rep);
   } else if (!strcmp(sub, "logs")) {
     rc = remote_logs(&rm, id, follow);
   } else {
@@ -828,7 +856,8 @@ int rd__cli_job(int argc, char **argv) {
     return 2;
   }
   int submit = !strcmp(sub, "submit"), list = !strcmp(sub, "list");
-  if (!submit && !list && strcmp(sub, "logs") && strcmp(sub, "wait") && strcmp(sub, "stop") && strcmp(sub, "status")) {
+  if (!submit && !list && strcmp(sub, "logs") && strcmp(sub, "wait") && strcmp(sub, "stop") && strcmp(sub, "status") &&
+      strcmp(sub, "delete")) {
     job_usage();
     return 2;
   }
@@ -887,6 +916,7 @@ int rd__cli_job(int argc, char **argv) {
     printf("job %d: %s\n", j.id, job_state(&j, sb, sizeof(sb)));
     return 0;
   }
+  if (!strcmp(sub, "delete")) return job_delete(dir, &j);
   if (!strcmp(sub, "wait")) {
     if (!job_wait_end(dir, &j, timeout)) {
       fprintf(stderr, "raydist job wait: job %d still runs after %g s\n", j.id, timeout);

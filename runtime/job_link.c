@@ -13,6 +13,7 @@
  *           the working directory unpacked in jobs/<id>/wd/)
  *   list    run `raydist job list`
  *   stop    run `raydist job stop ID --timeout T`
+ *   delete  run `raydist job delete ID`
  *   logs    read the job's log from an offset (1 MiB at most a reply)
  *   state   the job's state, as `job list` shows it
  *
@@ -44,7 +45,7 @@
 #define JL_ARG_BYTES (1u << 20)      /* their bytes together */
 #define JL_STOP_SLACK_MS 15000       /* a stop command's time beyond its timeout */
 
-enum { JL_SUBMIT = 1, JL_LIST = 2, JL_LOGS = 3, JL_STATE = 4, JL_STOP = 5 };
+enum { JL_SUBMIT = 1, JL_LIST = 2, JL_LOGS = 3, JL_STATE = 4, JL_STOP = 5, JL_DELETE = 6 };
 
 typedef struct jl_out {
   uv_pipe_t pipe;
@@ -377,7 +378,7 @@ void rd__job_link(node_client *c, const Rd__LinkJob *m) {
     op_read(c, m);
     return;
   }
-  if (m->op != JL_SUBMIT && m->op != JL_LIST && m->op != JL_STOP) {
+  if (m->op != JL_SUBMIT && m->op != JL_LIST && m->op != JL_STOP && m->op != JL_DELETE) {
     reply_error(c, c->id, m->req_id, RD_EINVAL, "unknown job operation %d", m->op);
     return;
   }
@@ -391,6 +392,10 @@ void rd__job_link(node_client *c, const Rd__LinkJob *m) {
   }
   if (m->op == JL_STOP && (m->id == 0 || !(m->timeout >= 0 && m->timeout <= 3600))) {
     reply_error(c, c->id, m->req_id, RD_EINVAL, "stop needs a job id and a timeout of 0..3600 s");
+    return;
+  }
+  if (m->op == JL_DELETE && m->id == 0) {
+    reply_error(c, c->id, m->req_id, RD_EINVAL, "delete needs a job id");
     return;
   }
   jl_op *o = calloc(1, sizeof(*o));
@@ -414,7 +419,8 @@ void rd__job_link(node_client *c, const Rd__LinkJob *m) {
   snprintf(tmo, sizeof(tmo), "%g", m->timeout);
   const char *list[] = {"raydist", "job", "list", "--session", N.opts.session_dir, NULL};
   const char *stop[] = {"raydist", "job", "stop", id, "--session", N.opts.session_dir, "--timeout", tmo, NULL};
-  const char **a = m->op == JL_LIST ? list : stop;
+  const char *del[] = {"raydist", "job", "delete", id, "--session", N.opts.session_dir, NULL};
+  const char **a = m->op == JL_LIST ? list : m->op == JL_STOP ? stop : del;
   size_t k = 0, n = 0;
   while (a[n]) n++;
   o->args = args_new(n);
@@ -425,7 +431,7 @@ void rd__job_link(node_client *c, const Rd__LinkJob *m) {
     op_free(o);
     return;
   }
-  spawn(o, m->op == JL_LIST ? 60000 : (uint64_t)(m->timeout * 1000) + JL_STOP_SLACK_MS);
+  spawn(o, m->op == JL_STOP ? (uint64_t)(m->timeout * 1000) + JL_STOP_SLACK_MS : 60000);
 }
 
 void rd__job_link_stop(void) {

@@ -319,6 +319,10 @@ PY
     grep -Eqx "cwd=$ROOT/node-127.0.0.1/jobs/[0-9]+/wd" "$RAYDIST_TMPDIR/wdout" && grep -qx payload "$RAYDIST_TMPDIR/wdout" ||
       { cat "$RAYDIST_TMPDIR/wdout"; fail "jobs: not run in a copy of its working directory"; }
     grep -qx payload "$WD/sub/data.txt" || fail "jobs: the job changed the original of its working directory"
+    WDJ=$(sed -n 's/^job \([0-9]*\) submitted.*/\1/p' "$RAYDIST_TMPDIR/wdout")
+    [ -d "$ROOT/node-127.0.0.1/jobs/$WDJ/wd/sub" ] || fail "jobs: no working copy of job $WDJ"
+    "$R" job delete "$WDJ" | grep -qx "job $WDJ deleted" || fail "jobs: delete"
+    [ -e "$ROOT/node-127.0.0.1/jobs/$WDJ" ] && fail "jobs: the deleted job's directory is there"
     # submit --follow: the output as it comes, then the end and its status
     "$R" job submit --follow -- /bin/sh -c 'echo one; sleep 0.3; echo two; exit 4' > "$RAYDIST_TMPDIR/fol" && fail "jobs: --follow of a failing job exits 0"
     tr '\n' ' ' < "$RAYDIST_TMPDIR/fol" | grep -Eq "^job [0-9]+ submitted.* one two job [0-9]+: FAILED \(exit 4\) \$" || { cat "$RAYDIST_TMPDIR/fol"; fail "jobs: submit --follow"; }
@@ -408,6 +412,10 @@ PY
     wait "$FOLLOW" || fail "jobs_remote: --follow failed"
     still_runs "$LPID" "$LPID_START" && fail "jobs_remote: the stopped job's process $LPID lives on"
     rj list | grep -Eq "^$LONG +long +STOPPED" || fail "jobs_remote: long not listed as stopped"
+    # delete: an ended job's record and working copy go; a running one is refused
+    rj delete "$LONG" | grep -qx "job $LONG deleted" || fail "jobs_remote: delete"
+    [ -e "$ROOT/node-127.0.0.1/jobs/$LONG" ] && fail "jobs_remote: the deleted job's directory is there"
+    rj status "$LONG" 2>/dev/null && fail "jobs_remote: status of a deleted job"
     # bad input: clear errors, nothing done
     RAYDIST_TMPDIR="$REM" "$R" job list --address "$ADDR" --token wrong 2> "$RAYDIST_TMPDIR/err" && fail "jobs_remote: a wrong token"
     grep -q "refused the cluster token" "$RAYDIST_TMPDIR/err" || { cat "$RAYDIST_TMPDIR/err"; fail "jobs_remote: no reason for the token"; }
@@ -430,6 +438,8 @@ PY
     JOB_PID=$("$R" job list --node-ip 127.0.0.2 | awk -v id="$LEFT" '$1 == id {print $4}')
     JOB_START=$(proc_start "$JOB_PID")
     [ -n "$JOB_START" ] || fail "jobs_remote: the job left on b does not run"
+    rj delete "$LEFT" --node-ip 127.0.0.2 2> "$RAYDIST_TMPDIR/err" && fail "jobs_remote: delete of a running job"
+    grep -q "stop it first" "$RAYDIST_TMPDIR/err" || fail "jobs_remote: no reason for refusing the delete"
     echo "ok: remote jobs ok, env, bad on b, followed and stopped; job $LEFT on b (pid $JOB_PID) left for raydist stop"
     ;;
   namespaces)

@@ -493,6 +493,10 @@ static void joblink(const char *token, int rounds, uint64_t seed) {
   q.timeout = 1e9;
   q.req_id++;
   CHECK_EQ(tool_ask(&c, &q, "timeout of 0..3600"), RD_EINVAL);
+  q.op = 6;   /* delete */
+  q.id = 0;
+  q.req_id++;
+  CHECK_EQ(tool_ask(&c, &q, "delete needs a job id"), RD_EINVAL);
   q.op = 3;   /* logs */
   q.id = 4242;
   q.offset = UINT64_MAX;
@@ -542,7 +546,7 @@ static void joblink(const char *token, int rounds, uint64_t seed) {
       Rd__LinkJob *m = (Rd__LinkJob *)protobuf_c_message_unpack(&rd__link_job__descriptor, NULL, b.len, b.p);
       wf_buf_free(&b);
       if (!m) continue;
-      if (m->op == 1 || m->op == 5) m->op = 2;   /* nothing started or stopped; the rest as drawn */
+      if (m->op == 1 || m->op == 5 || m->op == 6) m->op = 2;   /* nothing started, stopped or deleted */
       uint64_t want = m->req_id;
       int ok = rd__conn_send(&c, RD__MSG_TYPE__MSG_LINK_JOB, &m->base, -1) == 0 && rd__conn_flush_blocking(&c, 5000) == 0;
       protobuf_c_message_free_unpacked(&m->base, NULL);
