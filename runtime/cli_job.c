@@ -53,6 +53,21 @@ static double wall_now(void) {
   return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
 }
 
+#define NODES_MAX 64   /* node sessions of one machine looked at */
+
+/* The node session directories of this machine ("node-IP") into names (at
+ * most max), the session root into root; how many. */
+static int node_sessions(char root[200], char (*names)[256], int max) {
+  rd__session_root(root, 200);
+  DIR *d = opendir(root);
+  struct dirent *e;
+  int n = 0;
+  while (d && n < max && (e = readdir(d)))
+    if (!strncmp(e->d_name, "node-", 5)) snprintf(names[n++], 256, "%s", e->d_name);
+  if (d) closedir(d);
+  return n;
+}
+
 /* The session directory of the node on `ip`, or of the only node (or the
  * head) of this machine: 0, or -1 with a message. */
 static int node_dir(const char *ip, char *out, size_t len) {
@@ -65,19 +80,13 @@ static int node_dir(const char *ip, char *out, size_t len) {
     fprintf(stderr, "raydist job: no node on %s runs on this machine (raydist start first)\n", ip);
     return -1;
   }
-  DIR *d = opendir(root);
-  int n = 0, head = -1;
-  char names[16][256];
-  struct dirent *e;
-  while (d && (e = readdir(d)) && n < 16) {
-    if (strncmp(e->d_name, "node-", 5) != 0) continue;
-    snprintf(names[n], sizeof(names[n]), "%s", e->d_name);
+  char names[NODES_MAX][256];
+  int n = node_sessions(root, names, NODES_MAX), head = -1;
+  for (int i = 0; i < n; i++) {
     char f[700], h[8] = "0";
-    snprintf(f, sizeof(f), "%s/%s/cluster", root, e->d_name);
-    if (rd__read_kv(f, "head", h, sizeof(h)) == 0 && h[0] == '1') head = n;
-    n++;
+    snprintf(f, sizeof(f), "%.200s/%.255s/cluster", root, names[i]);
+    if (rd__read_kv(f, "head", h, sizeof(h)) == 0 && h[0] == '1') head = i;
   }
-  if (d) closedir(d);
   if (n == 0) {
     fprintf(stderr, "raydist job: no node runs on this machine (raydist start first)\n");
     return -1;
@@ -481,7 +490,8 @@ static void job_usage(void) {
           "       raydist job delete ID [where]   (an ended job's record, log and working copy)\n"
           "where: [--node-ip IP]  a node of this machine (default: the only one, or the head)\n"
           "       --address IP:PORT [--token T] [--node-ip IP]\n"
-          "                       from any machine: the cluster whose GCS is at IP:PORT, its node on IP\n"
+          "                       from any machine (RAYDIST_ADDRESS when no node runs on this one):\n"
+          "                       the cluster whose GCS is at IP:PORT, its node on IP\n"
           "                       (default: the head); PROGRAM is uploaded and run there in its job's\n"
           "                       directory.  The token: --token, RAYDIST_TOKEN, or found on its own\n"
           "                       when the cluster runs on this machine.\n"
@@ -727,20 +737,14 @@ static int remote_list_all(const char *address, const char *token) {
 
 /* list --all on this machine: every node session's jobs */
 static int local_list_all(void) {
-  char root[200];
-  rd__session_root(root, sizeof(root));
-  DIR *d = opendir(root);
-  struct dirent *e;
-  int n = 0;
-  while (d && (e = readdir(d))) {
-    if (strncmp(e->d_name, "node-", 5) != 0) continue;
+  char root[200], names[NODES_MAX][256];
+  int n = node_sessions(root, names, NODES_MAX);
+  for (int i = 0; i < n; i++) {
     char dir[600];
-    snprintf(dir, sizeof(dir), "%.200s/%.255s", root, e->d_name);
-    printf("node %s\n", e->d_name + 5);
+    snprintf(dir, sizeof(dir), "%.200s/%.255s", root, names[i]);
+    printf("node %s\n", names[i] + 5);
     job_list(dir);
-    n++;
   }
-  if (d) closedir(d);
   if (!n) fprintf(stderr, "raydist job: no node runs on this machine (raydist start first)\n");
   return n ? 0 : 1;
 }
@@ -865,6 +869,11 @@ int rd__cli_job(int argc, char **argv) {
     job_usage();
     return 2;
   }
+  /* no node here, no node named: the cluster drivers would use, as Ray's
+   * job CLI reads RAY_ADDRESS */
+  const char *env_address = getenv("RAYDIST_ADDRESS");
+  char root[200], one[1][256];
+  if (!address && !session && env_address && *env_address && node_sessions(root, one, 1) == 0) address = env_address;
   if (address && session) {
     fprintf(stderr, "raydist job: --address and --session name two different nodes\n");
     return 2;

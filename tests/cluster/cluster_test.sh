@@ -381,6 +381,9 @@ PY
     grep -q "job ok done (RAYDIST_JOB_ID=$OK)" "$RAYDIST_TMPDIR/log" || { cat "$RAYDIST_TMPDIR/log"; fail "jobs_remote: no output of ok"; }
     grep -q "ip=127.0.0.2) job task says hi" "$RAYDIST_TMPDIR/log" || { cat "$RAYDIST_TMPDIR/log"; fail "jobs_remote: no worker output"; }
     rj status "$OK" | grep -qx "job $OK: SUCCEEDED" || fail "jobs_remote: status"
+    # RAYDIST_ADDRESS stands for --address where no node runs
+    RAYDIST_TMPDIR="$REM" RAYDIST_ADDRESS="$ADDR" RAYDIST_TOKEN="$TOKEN" "$R" job status "$OK" | grep -qx "job $OK: SUCCEEDED" ||
+      fail "jobs_remote: RAYDIST_ADDRESS"
     rj submit --follow -- /bin/sh -c 'echo one; sleep 0.3; echo two' > "$RAYDIST_TMPDIR/fol" || fail "jobs_remote: --follow of a job that succeeds"
     tr '\n' ' ' < "$RAYDIST_TMPDIR/fol" | grep -Eq "^job [0-9]+ submitted.* one two job [0-9]+: SUCCEEDED \$" || { cat "$RAYDIST_TMPDIR/fol"; fail "jobs_remote: submit --follow"; }
     rj submit --follow -- /bin/sh -c 'exit 4' | grep -q "FAILED (exit 4)" || fail "jobs_remote: --follow of a failing job"
