@@ -44,6 +44,7 @@
 #include "objxfer.h"
 #include "pg.h"
 #include "raydist.h"
+#include "sha256.h"
 #include "u64map.h"
 
 #define RD_CL_HEARTBEAT_MS 500
@@ -1145,12 +1146,15 @@ static node_job *job_by_hash(const char *hash) {
   return NULL;
 }
 
+int rd__cluster_code_ensure(const char *hash, const char *path, char *err, size_t errlen) {
+  struct stat st;
+  if (stat(path, &st) == 0) return 0;   /* fetched before */
+  return rd_gcs_code_get(C.gcs, hash, path, err, errlen);
+}
+
 static void code_fetch_work(uv_work_t *w) {
   code_fetch *f = w->data;
-  struct stat st;
-  f->status = 0;
-  if (stat(f->path, &st) == 0) return;   /* fetched before */
-  f->status = rd_gcs_code_get(C.gcs, f->hash, f->path, f->err, sizeof(f->err));
+  f->status = rd__cluster_code_ensure(f->hash, f->path, f->err, sizeof(f->err));
 }
 
 static void code_fetch_done(uv_work_t *w, int status) {
@@ -1214,13 +1218,11 @@ static void code_fetch_start(code_fetch *f, node_client *c, const char *hash, ch
   uv_queue_work(N.loop, &f->work, code_fetch_work, code_fetch_done);
 }
 
-static int hash_ok(const char *h) { return h && strlen(h) == 64 && strspn(h, "0123456789abcdef") == 64; }
-
 static void on_link_lease(node_client *c, Rd__LinkLease *m) {
   rd__log(RD_LOG_DEBUG, "link lease %llu from node %u (code %.16s)", (unsigned long long)m->req_id,
           rd__cluster_link_peer(c), m->code_hash ? m->code_hash : "");
   rd_resources res;
-  if (rd__res_from_msg(m->res, &res) != 0 || !hash_ok(m->code_hash)) {
+  if (rd__res_from_msg(m->res, &res) != 0 || !rd_sha256_is_hex(m->code_hash)) {
     rd__node_reply_grant(c, m->req_id, RD_EINVAL, "invalid spillback request");
     return;
   }
@@ -1856,7 +1858,7 @@ static void on_link_actor_connected(node_client *c, Rd__LinkActorConnected *m) {
 }
 
 static void on_link_actor_create(node_client *c, Rd__LinkActorCreate *m) {
-  if (!m->spec || !hash_ok(m->code_hash)) {
+  if (!m->spec || !rd_sha256_is_hex(m->code_hash)) {
     Rd__LinkActorState st = RD__LINK_ACTOR_STATE__INIT;
     st.actor_id = m->actor_id;
     st.error = "invalid actor placement";

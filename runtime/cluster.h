@@ -76,6 +76,9 @@ void rd__cluster_client_dropped(node_client *c);
  * answered LINK_JOB_REPLY; stop: the commands it runs are killed. */
 void rd__job_link(node_client *c, const Rd__LinkJob *m);
 void rd__job_link_stop(void);
+/* On a thread-pool thread: the code `hash` at path, fetched from the GCS
+ * code table unless it is there already: 0 or its error (err says it). */
+int rd__cluster_code_ensure(const char *hash, const char *path, char *err, size_t errlen);
 /* A driver said hello: ship its executable to the GCS for the other nodes. */
 void rd__cluster_on_driver(node_client *c, const char *exe);
 /* The last driver of job j here left: its GCS job entry ends. */

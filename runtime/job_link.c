@@ -30,13 +30,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include "cli_cluster.h"
 #include "cluster.h"
 #include "log.h"
 #include "raydist.h"
+#include "sha256.h"
 
 #define JL_MAX_RUNNING 16
 #define JL_OUT_MAX (1u << 20)        /* a command's stdout or stderr kept, each */
@@ -48,11 +48,9 @@
 enum { JL_SUBMIT = 1, JL_LIST = 2, JL_LOGS = 3, JL_STATE = 4, JL_STOP = 5, JL_DELETE = 6 };
 
 typedef struct jl_out {
-  uv_pipe_t pipe;
+  uv_pipe_t pipe;           /* data: its jl_op */
   char *buf;
-  size_t len;
-  int lost;                 /* bytes past JL_OUT_MAX were dropped */
-  struct jl_op *op;
+  size_t len;               /* kept; bytes past JL_OUT_MAX are dropped */
 } jl_out;
 
 typedef struct jl_op {
@@ -175,14 +173,14 @@ static void out_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *b) {
 static void out_read(uv_stream_t *st, ssize_t n, const uv_buf_t *b) {
   jl_out *s = (jl_out *)((char *)st - offsetof(jl_out, pipe));
   if (n < 0) {
+    jl_op *o = st->data;
     uv_read_stop(st);
-    s->op->reading--;
+    o->reading--;
     if (s->buf) s->buf[s->len] = 0;
-    maybe_done(s->op);
+    maybe_done(o);
     return;
   }
   if (s->buf && b->base == s->buf + s->len) s->len += (size_t)n;
-  else if (n > 0) s->lost = 1;
 }
 
 static void on_exit_cb(uv_process_t *p, int64_t status, int sig) {
@@ -214,7 +212,6 @@ static void spawn(jl_op *o, uint64_t limit_ms) {
   uv_stdio_container_t stdio[3];
   stdio[0].flags = UV_IGNORE;
   for (int i = 0; i < 2; i++) {
-    o->out[i].op = o;
     uv_pipe_init(N.loop, &o->out[i].pipe, 0);
     o->out[i].pipe.data = o;
     o->handles++;
@@ -259,12 +256,8 @@ static int args_put(char **a, size_t *k, const char *s) {
 
 static void fetch_work(uv_work_t *w) {
   jl_op *o = w->data;
-  struct stat st;
-  o->status = 0;
-  if (stat(o->path, &st) != 0)   /* else fetched before */
-    o->status = rd_gcs_code_get(rd__cluster_gcs(), o->hash, o->path, o->err, sizeof(o->err));
-  if (!o->status && o->wd_hash[0] && stat(o->wd_path, &st) != 0)
-    o->status = rd_gcs_code_get(rd__cluster_gcs(), o->wd_hash, o->wd_path, o->err, sizeof(o->err));
+  o->status = rd__cluster_code_ensure(o->hash, o->path, o->err, sizeof(o->err));
+  if (!o->status && o->wd_hash[0]) o->status = rd__cluster_code_ensure(o->wd_hash, o->wd_path, o->err, sizeof(o->err));
 }
 
 static void fetch_done(uv_work_t *w, int status) {
@@ -289,15 +282,13 @@ static int env_ok(const char *e) {
   return eq && eq != e && !strchr(e, '\n');
 }
 
-static int hash_ok(const char *h) { return h && strlen(h) == 64 && strspn(h, "0123456789abcdef") == 64; }
-
 static void op_submit(jl_op *o, const Rd__LinkJob *m) {
   size_t bytes = 0;
   for (size_t i = 0; i < m->n_argv; i++) bytes += strlen(m->argv[i]) + 1;
   for (size_t i = 0; i < m->n_env; i++) bytes += strlen(m->env[i]) + 1;
   const char *bad = NULL;
-  if (!hash_ok(m->code_hash)) bad = "the program's code hash must be 64 lowercase hex digits";
-  else if (m->working_dir_hash && m->working_dir_hash[0] && !hash_ok(m->working_dir_hash))
+  if (!rd_sha256_is_hex(m->code_hash)) bad = "the program's code hash must be 64 lowercase hex digits";
+  else if (m->working_dir_hash && m->working_dir_hash[0] && !rd_sha256_is_hex(m->working_dir_hash))
     bad = "the working directory's hash must be 64 lowercase hex digits";
   else if (m->n_argv == 0 || !m->argv[0][0]) bad = "submit needs the program's argv";
   else if (m->n_argv > JL_ARGS_MAX || m->n_env > JL_ARGS_MAX || bytes > JL_ARG_BYTES)
