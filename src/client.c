@@ -4080,9 +4080,10 @@ static int actor_create_once(const rd_actor_class *cls, const rd_value *args, si
     rd__log(RD_LOG_WARN, "rd_actor_create: invalid class, arguments or options");
     return RD_EINVAL;
   }
-  const char *ns = rd__ns_intern(opts->namespace_name ? opts->namespace_name : rd__ns_current());
+  const char *ns = opts->namespace_name ? opts->namespace_name : rd__ns_current();
   char qname[256] = "";
-  if (!ns || !rd__ns_valid(ns) || (opts->name && *opts->name && rd__ns_name(ns, opts->name, qname, sizeof(qname)) != 0)) {
+  if (!rd__ns_valid(ns) || !(ns = rd__ns_intern(ns)) ||   /* a bad one is not kept */
+      (opts->name && *opts->name && rd__ns_name(ns, opts->name, qname, sizeof(qname)) != 0)) {
     rd__log(RD_LOG_WARN, "rd_actor_create: a bad namespace (no ':', at most %d bytes) or a name too long",
             RD_NS_MAX - 1);
     return RD_EINVAL;
