@@ -343,6 +343,25 @@ static int write_all(int fd, const uint8_t *p, size_t n) {
   return 0;
 }
 
+/* Moves tmp to dest unless dest exists (another fetch of the same hash got
+ * there first; then tmp goes).  Never replacing it matters: a process forked
+ * while tmp was open for writing holds it until its exec, and if that child
+ * execs dest after tmp took its name, the kernel refuses with ETXTBSY (the
+ * child's own inherited descriptor is the writer).  Two fetches of one hash
+ * and a worker started between them hit this ("text file is busy"). */
+static int place_new(const char *tmp, const char *dest) {
+  if (renameat2(AT_FDCWD, tmp, AT_FDCWD, dest, RENAME_NOREPLACE) == 0) return 0;
+  if (errno == EEXIST) {
+    unlink(tmp);
+    return 0;
+  }
+  if (errno != EINVAL && errno != ENOSYS) return -1;
+  /* a file system without RENAME_NOREPLACE: link refuses an existing name too */
+  if (link(tmp, dest) != 0 && errno != EEXIST) return -1;
+  unlink(tmp);
+  return 0;
+}
+
 int rd_gcs_code_get(rd_gcs *g, const char *hash, const char *dest_path, char *err, size_t errlen) {
   if (!rd_sha256_is_hex(hash)) return fail(RD_EINVAL, err, errlen, "%.200s", "code get: hash must be 64 lowercase hex digits");
   char tmp[4096];
@@ -383,7 +402,7 @@ int rd_gcs_code_get(rd_gcs *g, const char *hash, const char *dest_path, char *er
   if (!rc && (fchmod(fd, 0700) != 0 || fsync(fd) != 0))
     rc = fail(RD_EIO, err, errlen, "code get: cannot finish '%.200s'", tmp);
   if (close(fd) != 0 && !rc) rc = fail(RD_EIO, err, errlen, "code get: cannot close '%.200s'", tmp);
-  if (!rc && rename(tmp, dest_path) != 0)
+  if (!rc && place_new(tmp, dest_path) != 0)
     rc = fail(RD_EIO, err, errlen, "code get: cannot rename into '%.200s'", dest_path);
   if (rc) unlink(tmp);
   return rc;

@@ -3,6 +3,7 @@
  * through gcs_client, and object transfer between servers and clients in
  * this process and in a child that gets killed mid-transfer.  One case per
  * CTest; `rpc_test NAME`. */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
@@ -478,6 +479,19 @@ static int t_gcs_code(void) {
   uint64_t gsz;
   CHECK_EQ(rd_sha256_file(dst, got, &gsz, NULL, 0), 0);
   CHECK(!strcmp(got, want));
+  /* a second fetch of the same hash (another request raced the first) keeps
+   * the file that is there: replacing it lets a worker forked during the
+   * second download exec the new file while holding it open (ETXTBSY) */
+  ino_t first = st.st_ino;
+  CHECK_EQ(rd_gcs_code_get(g, hash, dst, err, sizeof(err)), 0);
+  CHECK(stat(dst, &st) == 0);
+  CHECK(st.st_ino == first);
+  DIR *dir = opendir(g_dir);
+  int temps = 0;
+  for (struct dirent *e; dir && (e = readdir(dir));)
+    if (!strncmp(e->d_name, "exe.fetched.", 12)) temps++;
+  if (dir) closedir(dir);
+  CHECK_EQ(temps, 0);   /* the losing download is removed */
   /* unknown and malformed hashes; nothing is left behind */
   char unknown[65];
   rd_sha256_hex("nope", 4, unknown);
