@@ -344,6 +344,32 @@ static double t_pg_create_removal(void) {
   return NPG / (now() - t0);
 }
 
+/* A group waiting for room that another group holds: the holder is
+ * removed and the waiter is reserved (rd_pg_wait returns); then roles swap.
+ * Handovers per second: the node reserves a waiting group when room comes
+ * back, not at its next periodic retry. */
+static double t_pg_handover(void) {
+  enum { N = 20 };
+  rd_bundle all = {.resources = "custom=100"};
+  rd_pg held, waiting;
+  OK(rd_pg_create(&all, 1, RD_PG_PACK, NULL, &held));
+  OK(rd_pg_wait(held, RD_TIMEOUT_INF));
+  double busy = 0;
+  for (int i = 0; i < N; i++) {
+    OK(rd_pg_create(&all, 1, RD_PG_PACK, NULL, &waiting));
+    rd_pg_info in;
+    OK(rd_pg_info_get(waiting, &in));
+    if (in.state != RD_PG_STATE_PENDING) DIE("placement_group_handover: the second group did not wait");
+    double t0 = now();
+    OK(rd_pg_remove(held));
+    OK(rd_pg_wait(waiting, RD_TIMEOUT_INF));
+    busy += now() - t0;
+    held = waiting;
+  }
+  OK(rd_pg_remove(held));
+  return N / busy;
+}
+
 static double t_put_calls(void) {
   long ops = 0, v = 0;
   double t0 = now();
@@ -649,6 +675,7 @@ int main(int argc, char **argv) {
   report("n_n_actor_calls_with_arg_async", "", t_n_n_actor_with_arg);
   report("actor_creation_per_second", "(200 actors, one call each)", t_actor_creation);
   report("placement_group_create_removal", "(100 groups of 1 bundle)", t_pg_create_removal);
+  report("placement_group_handover", "(remove a group, the one waiting for its room reserved)", t_pg_handover);
   if (selected("1_1_actor_calls_sync")) {
     long ops = 0;
     double t0 = now();

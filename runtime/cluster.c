@@ -2713,6 +2713,7 @@ static void hb_done(uv_async_t *a) {
   C.hb_nodes = NULL;
   view_changed();
   rd__pg_view_changed();
+  rd__pg_kick();   /* nodes that joined or freed room since the last view */
   fails_expire();
   if (dead) {   /* gets that waited on pulls from them are answered */
     pulls_start();

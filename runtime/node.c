@@ -513,6 +513,8 @@ void rd__node_worker_release(node_worker *w) {
   if (b) {
     b->users--;
     if (b->removed == 2 && b->users == 0) rd__node_bundle_drop(b, NULL);
+  } else {
+    rd__pg_kick();   /* a group waiting for room may fit now */
   }
 }
 
@@ -543,6 +545,7 @@ void rd__node_bundle_drop(node_bundle *b, const char *why) {
     if (*pp == b) { *pp = b->next; break; }
   rd_res_release(&N.ledger, &b->grant);
   free(b);
+  rd__pg_kick();
 }
 
 static void worker_bind_bundle(node_worker *w, node_bundle *b) {

@@ -24,6 +24,7 @@
 
 #define PG_MAX RD_PG_PLACE_MAX_BUNDLES
 #define PG_RETRY_NS 200000000ull      /* a reservation that did not fit is tried again after this */
+#define PG_KICK_GAP_NS 1000000ull     /* kicks (rd__pg_kick) at most this often */
 #define PG_REFRESH_NS 200000000ull    /* a copy something waits on is fetched again after this */
 #define PG_KEEP_REMOVED 256           /* removed records kept for status answers */
 #define PG_GRACE_NS 2000000000ull     /* an unknown id is looked up again this long */
@@ -52,6 +53,7 @@ typedef struct pg_rec {
   size_t nasked;
   int failed;
   uint64_t retry_ns;
+  int kickable;                   /* it did not fit the last snapshot: room coming back may let it */
   /* its GCS record: one write in flight at a time, so they land in order */
   int putting, dirty;
   /* copies */
@@ -102,10 +104,32 @@ static struct {
   uint64_t next_seq, next_txn, next_fwd;
   int sweeping;             /* a read of the GCS job table is in flight (sweep_maybe) */
   uint64_t swept_ns;
+  uv_timer_t kick;          /* rd__pg_kick: waiting groups tried on the next turn */
+  int kick_init, kick_armed;
+  int kickable;             /* some group may be kickable (cleared by kick_fire) */
+  uint64_t kicked_ns;
+  uint64_t retry_ns;        /* PG_RETRY_NS, or RAYDIST_PG_RETRY_MS */
 } P;
 
 static void pg_changed(pg_rec *p);
 static void reserve(pg_rec *p);
+
+/* How long a group that did not fit waits before it is tried again without
+ * a kick (RAYDIST_PG_RETRY_MS: tests set it long to see kicks alone work). */
+static uint64_t retry_gap(void) {
+  if (!P.retry_ns) {
+    const char *e = getenv("RAYDIST_PG_RETRY_MS");
+    long ms = e && *e ? strtol(e, NULL, 10) : 0;
+    P.retry_ns = ms > 0 && ms <= 3600000 ? (uint64_t)ms * 1000000ull : PG_RETRY_NS;
+  }
+  return P.retry_ns;
+}
+
+/* A group recorded here that waits for room, with no reservation in flight. */
+static int waits_for_room(const pg_rec *p) {
+  return p->mine && !p->txn && (p->state == PG_PENDING || p->state == PG_RESCHEDULING);
+}
+
 static void gcs_put(pg_rec *p);
 static void gcs_fetch(uint64_t id, const char *name);
 
@@ -494,7 +518,7 @@ static void finish(pg_rec *p) {
     for (size_t i = 0; i < p->nasked; i++) send_commit(p->asked[i], RD__MSG_TYPE__MSG_LINK_PG_ABORT, p->id, txn);
     drop_here(p->id, txn, NULL);
     p->txn = 0;
-    p->retry_ns = rd__now_ns() + PG_RETRY_NS;
+    p->retry_ns = rd__now_ns() + retry_gap();
     return;
   }
   for (size_t i = 0; i < p->nasked; i++) send_commit(p->asked[i], RD__MSG_TYPE__MSG_LINK_PG_COMMIT, p->id, txn);
@@ -535,9 +559,11 @@ static void reserve(pg_rec *p) {
       rd__log(RD_LOG_INFO, "placement group %016" PRIx64 " waits: %s", p->id, why);
       gcs_put(p);
     }
-    p->retry_ns = rd__now_ns() + PG_RETRY_NS;
+    p->retry_ns = rd__now_ns() + retry_gap();
+    p->kickable = P.kickable = 1;
     return;
   }
+  p->kickable = 0;   /* a reservation refused by a node waits for its retry: the view was stale */
   p->txn = ++P.next_txn;
   memcpy(p->want, want, sizeof(want));
   p->nasked = 0;
@@ -1249,6 +1275,7 @@ static void sweep_done(uv_work_t *w, int status) {
                j ? j->end_reason : "");
       remove_pg(p, why);
     }
+    rd__node_flush_all();   /* removals to the bundles' nodes go now */
   } else if (status == 0) {
     rd__log(RD_LOG_DEBUG, "placement groups: cannot read the GCS job table: %s", rd_strerror(s->status));
   }
@@ -1272,8 +1299,7 @@ void rd__pg_tick(void) {
   if (++ticks % 4 == 0) retry_waiting();
   sweep_maybe(now);
   for (pg_rec *p = P.recs; p; p = p->next)
-    if (p->mine && !p->txn && (p->state == PG_PENDING || p->state == PG_RESCHEDULING) && now >= p->retry_ns)
-      reserve(p);
+    if (waits_for_room(p) && now >= p->retry_ns) reserve(p);
   /* waits that timed out, and copies to fetch again for those still waiting */
   for (pg_park **pp = &P.parked; *pp;) {
     pg_park *k = *pp;
@@ -1303,7 +1329,31 @@ void rd__pg_tick(void) {
   }
 }
 
+static void kick_fire(uv_timer_t *t) {
+  (void)t;
+  P.kick_armed = 0;
+  P.kicked_ns = rd__now_ns();
+  P.kickable = 0;
+  for (pg_rec *p = P.recs, *next; p; p = next) {
+    next = p->next;
+    if (waits_for_room(p) && p->kickable) reserve(p);   /* sets P.kickable again if it still does not fit */
+  }
+  rd__node_flush_all();   /* answers to waits go now, not with the next tick's flush */
+}
+
+void rd__pg_kick(void) {
+  if (!P.kickable || P.kick_armed || N.shutting_down) return;
+  if (!P.kick_init) {
+    if (uv_timer_init(N.loop, &P.kick) != 0) return;   /* the periodic retry still runs */
+    P.kick_init = 1;
+  }
+  uint64_t now = rd__now_ns(), due = P.kicked_ns + PG_KICK_GAP_NS;
+  uv_timer_start(&P.kick, kick_fire, due > now ? (due - now + 999999) / 1000000 : 0, 0);
+  P.kick_armed = 1;
+}
+
 void rd__pg_free(void) {
+  P.kick_init = P.kick_armed = 0;   /* the node's walk closed the timer */
   while (P.parked) park_free(&P.parked);
   while (P.fwds) {
     pg_fwd *f = P.fwds;

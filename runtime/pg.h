@@ -36,6 +36,10 @@ int rd__pg_actor_bundle(node_actor *a, node_bundle **b, uint32_t *host, char *wh
 void rd__pg_client_dropped(node_client *c);
 /* Every 50 ms: retries reservations, times out waits, refreshes copies. */
 void rd__pg_tick(void);
+/* Resources came back to this node's ledger, or a new view of the cluster
+ * arrived: groups recorded here that wait for room are tried again on the
+ * loop's next turn (at most once a millisecond), not at their next retry. */
+void rd__pg_kick(void);
 
 /* cluster.c */
 int rd__pg_link_frame(node_client *link, const rd__frame *f);

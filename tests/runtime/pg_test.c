@@ -188,6 +188,61 @@ static int t_pending(void) {
   return 0;
 }
 
+/* A group waiting for room is reserved when the room comes back (an actor
+ * killed, a group removed, a task's lease returned), not at its next
+ * periodic retry: that retry is set to ten minutes here, so only the node
+ * noticing the release can reserve the groups within the waits below. */
+static int t_room_kicks(void) {
+  setenv("RAYDIST_PG_RETRY_MS", "600000", 1);   /* read by the node this starts */
+  init_or_die(2, 0);
+  rd_bundle all = {.num_cpus = 2};
+  rd_pg a, b, c;
+  rd_pg_info info;
+  /* an actor holds both CPUs */
+  rd_actor_opts ao;
+  rd_actor_opts_init(&ao);
+  ao.num_cpus = 2;
+  rd_actor holder;
+  CHECK_EQ(rd_actor_create(Cell, RD_NO_ARGS, &ao, &holder), 0);
+  rd_ref r;
+  long v;
+  CHECK_EQ(rd_actor_call(holder, Cell_incr, RD_NO_ARGS, NULL, &r), 0);
+  CHECK_EQ(get_longs(r, &v, 1, 30000, NULL, 0), 0);
+  rd_ref_release(r);
+  CHECK_EQ(rd_pg_create(&all, 1, RD_PG_PACK, NULL, &a), 0);
+  CHECK_EQ(rd_pg_wait(a, 300), RD_ETIMEDOUT);
+  CHECK_EQ(rd_actor_kill(holder, 1), 0);
+  double t0 = now_s();
+  CHECK_EQ(rd_pg_wait(a, 20000), 0);
+  fprintf(stderr, "reserved %.1f ms after the actor's kill\n", (now_s() - t0) * 1e3);
+  /* a group removed: the one waiting behind it */
+  CHECK_EQ(rd_pg_create(&all, 1, RD_PG_PACK, NULL, &b), 0);
+  CHECK_EQ(rd_pg_info_get(b, &info), 0);
+  CHECK_EQ(info.state, RD_PG_STATE_PENDING);
+  t0 = now_s();
+  CHECK_EQ(rd_pg_remove(a), 0);
+  CHECK_EQ(rd_pg_wait(b, 20000), 0);
+  fprintf(stderr, "reserved %.1f ms after the other group's removal\n", (now_s() - t0) * 1e3);
+  CHECK_EQ(rd_pg_remove(b), 0);
+  /* a task holding both CPUs: the group is reserved once its lease is back */
+  rd_task_opts o;
+  rd_task_opts_init(&o);
+  o.num_cpus = 2;
+  long ms = 300;
+  CHECK_EQ(rd_submit(sleep_ms, RD_ARGS(rd_arg_bytes(&ms, sizeof ms)), &o, &r), 0);
+  t0 = now_s();
+  while (avail_cpus() > 0.01 && now_s() - t0 < 10) usleep(5000);   /* running */
+  CHECK_EQ(rd_pg_create(&all, 1, RD_PG_PACK, NULL, &c), 0);
+  CHECK_EQ(rd_pg_info_get(c, &info), 0);
+  CHECK_EQ(info.state, RD_PG_STATE_PENDING);
+  CHECK_EQ(get_longs(r, &v, 1, 30000, NULL, 0), 0);
+  rd_ref_release(r);
+  CHECK_EQ(rd_pg_wait(c, 20000), 0);
+  CHECK_EQ(rd_pg_remove(c), 0);
+  rd_shutdown();
+  return 0;
+}
+
 /* Removing a group kills its actors for good and its running tasks, and
  * fails what is submitted into it afterwards. */
 static int t_remove_kills(void) {
@@ -322,6 +377,7 @@ static const rd_test_case tests[] = {
     {"basic", t_basic},
     {"pending", t_pending},
     {"remove_kills", t_remove_kills},
+    {"room_kicks", t_room_kicks},
     {"bad_input", t_bad_input},
 };
 
