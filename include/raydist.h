@@ -651,7 +651,8 @@ RD_EXTERN int rd_actor_exit(rd_call *call);
  *   RD_PG_STRICT_SPREAD every bundle on a different node, or wait.
  * A group lives until rd_pg_remove or until the driver that created it
  * exits (one created by a task: until that run of its job ends, wherever
- * the task ran); a bundle whose node dies is reserved again elsewhere. */
+ * the task ran), or, detached (rd_pg_opts), until rd_pg_remove alone; a
+ * bundle whose node dies is reserved again elsewhere. */
 enum { RD_PG_PACK = 0, RD_PG_SPREAD = 1, RD_PG_STRICT_PACK = 2, RD_PG_STRICT_SPREAD = 3 };
 #define RD_PG_MAX_BUNDLES 64
 
@@ -676,6 +677,17 @@ typedef struct rd_pg_info {
  * nodes the strategy allows, could ever hold the bundles), RD_EEXIST. */
 RD_EXTERN int rd_pg_create(const rd_bundle *bundles, size_t n, int strategy, const char *name,
                            rd_pg *out) RD_MUST_CHECK;
+/* rd_pg_create with options (rd_pg_opts_init first). */
+typedef struct rd_pg_opts {
+  int strategy;               /* RD_PG_*, default RD_PG_PACK */
+  const char *name;           /* NULL or "": anonymous */
+  /* 1: the group outlives the driver or job that created it, until
+   * rd_pg_remove from any driver of the cluster (Ray's lifetime="detached");
+   * it still goes when its record node (the creator's) dies. */
+  int detached;
+} rd_pg_opts;
+RD_EXTERN void rd_pg_opts_init(rd_pg_opts *o);
+RD_EXTERN int rd_pg_create_with(const rd_bundle *bundles, size_t n, const rd_pg_opts *o, rd_pg *out) RD_MUST_CHECK;
 /* Wait until every bundle is reserved: 0, RD_ETIMEDOUT, RD_EPG_REMOVED,
  * RD_ENOENT (no such group). */
 RD_EXTERN int rd_pg_wait(rd_pg pg, int64_t timeout_ms) RD_MUST_CHECK;

@@ -938,9 +938,10 @@ void rd__pg_on_create(node_client *c, const Rd__PgCreate *m) {
   p->id = rd__rec_id_make(rd__cluster_on() ? rd__cluster_index() : 0, ++P.next_seq);
   p->mine = 1;
   p->state = PG_PENDING;
-  p->creator = c->role == ROLE_DRIVER ? c->id : 0;
-  p->job = c->role == ROLE_DRIVER ? NULL : rd__node_client_job(c);
-  p->gcs_job = c->role != ROLE_DRIVER && c->worker ? c->worker->gcs_job : 0;
+  /* what ends it with its creator; a detached group has none of it */
+  p->creator = c->role == ROLE_DRIVER && !m->detached ? c->id : 0;
+  p->job = c->role == ROLE_DRIVER || m->detached ? NULL : rd__node_client_job(c);
+  p->gcs_job = c->role != ROLE_DRIVER && c->worker && !m->detached ? c->worker->gcs_job : 0;
   p->next = P.recs;
   P.recs = p;
   if (rd__cluster_on() && p->name[0]) {   /* answered once the GCS has it and the name is ours */

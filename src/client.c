@@ -4978,8 +4978,23 @@ static int pg_call(Rd__MsgType t, const ProtobufCMessage *m, uint64_t req_id, in
   return 0;
 }
 
+void rd_pg_opts_init(rd_pg_opts *o) {
+  if (o) memset(o, 0, sizeof(*o));
+}
+
 int rd_pg_create(const rd_bundle *bundles, size_t n, int strategy, const char *name, rd_pg *out) {
+  rd_pg_opts o = {.strategy = strategy, .name = name};
+  return rd_pg_create_with(bundles, n, &o, out);
+}
+
+int rd_pg_create_with(const rd_bundle *bundles, size_t n, const rd_pg_opts *o, rd_pg *out) {
   char qname[128] = "";   /* "ns:name" in a namespace */
+  if (!o || (o->detached != 0 && o->detached != 1)) {
+    rd__log(RD_LOG_WARN, "rd_pg_create: options missing, or detached not 0 or 1");
+    return RD_EINVAL;
+  }
+  int strategy = o->strategy;
+  const char *name = o->name;
   if (!bundles || !out || n == 0 || n > RD_PG_MAX_BUNDLES || strategy < RD_PG_PACK || strategy > RD_PG_STRICT_SPREAD ||
       (name && *name && rd__ns_name(rd__ns_current(), name, qname, sizeof(qname)) != 0)) {
     rd__log(RD_LOG_WARN, "rd_pg_create: need 1..%d bundles, a known strategy and a name (with its namespace) under 128 bytes",
@@ -5012,6 +5027,7 @@ int rd_pg_create(const rd_bundle *bundles, size_t n, int strategy, const char *n
   m.strategy = strategy;
   m.n_bundles = n;
   m.bundles = rp;
+  m.detached = o->detached;
   Rd__PgReply *rep;
   int r = pg_call(RD__MSG_TYPE__MSG_PG_CREATE, &m.base, m.req_id, 30000, "rd_pg_create", &rep);
   if (r == 0) {

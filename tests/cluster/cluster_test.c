@@ -3329,8 +3329,84 @@ static int t_ns_same(void) {
   return 0;
 }
 
+/* Run on node c by the first detached driver: two groups made by a task,
+ * one of them detached; 0 once both are reserved. */
+RD_REMOTE(make_task_pgs) {
+  rd_bundle b = {.resources = "pool=0.25"};
+  rd_pg_opts o;
+  rd_pg_opts_init(&o);
+  o.name = "task-pg";
+  o.detached = 1;
+  rd_pg kept, dropped;
+  long r = rd_pg_create_with(&b, 1, &o, &kept);
+  if (!r) r = rd_pg_wait(kept, 30000);
+  o.name = "task-pg-drop";
+  o.detached = 0;
+  if (!r) r = rd_pg_create_with(&b, 1, &o, &dropped);
+  if (!r) r = rd_pg_wait(dropped, 30000);
+  return rd_return_bytes(call, 0, &r, sizeof(r));
+}
+
+/* The first driver's placement groups: detached ones from the driver and
+ * from a task on node c, and one of each that is not. */
+static void detached_pgs_make(void) {
+  rd_bundle b[2] = {{.resources = "pool=0.25"}, {.resources = "pool=0.25"}};
+  rd_pg_opts o;
+  rd_pg_opts_init(&o);
+  o.strategy = RD_PG_STRICT_SPREAD;   /* on b and c, the nodes with pool */
+  o.name = "kept-pg";
+  o.detached = 1;
+  rd_pg kept, dropped;
+  CHECK_EQ(rd_pg_create_with(b, 2, &o, &kept), 0);
+  CHECK_EQ(rd_pg_wait(kept, 30000), 0);
+  o.strategy = RD_PG_PACK;
+  o.name = "dropped-pg";
+  o.detached = 0;
+  CHECK_EQ(rd_pg_create_with(b, 1, &o, &dropped), 0);
+  CHECK_EQ(rd_pg_wait(dropped, 30000), 0);
+  o.detached = 2;
+  CHECK_EQ(rd_pg_create_with(b, 1, &o, &dropped), RD_EINVAL);
+  CHECK_EQ(rd_pg_create_with(b, 1, NULL, &dropped), RD_EINVAL);
+  rd_task_opts to;
+  rd_task_opts_init(&to);
+  to.resources = "only_c=1";
+  rd_ref r;
+  long st = -1;
+  CHECK_EQ(rd_submit(make_task_pgs, RD_NO_ARGS, &to, &r), 0);
+  get_exact(r, "make_task_pgs", 60000, &st, sizeof(st));
+  CHECK_EQ(st, 0);
+}
+
+/* The second driver: the detached groups are there and usable, the others
+ * went with the driver (at once) and with the job (its end in the GCS job
+ * table, read by node c each second); then they are removed. */
+static void detached_pgs_use(void) {
+  rd_pg kept, task_kept, p;
+  double t0 = now_s();
+  while ((rd_pg_get("dropped-pg", &p) != RD_ENOENT || rd_pg_get("task-pg-drop", &p) != RD_ENOENT) &&
+         now_s() - t0 < 15)
+    usleep(50 * 1000);
+  CHECK_EQ(rd_pg_get("dropped-pg", &p), RD_ENOENT);
+  CHECK_EQ(rd_pg_get("task-pg-drop", &p), RD_ENOENT);
+  rd_pg_info info;
+  CHECK_EQ(rd_pg_get("kept-pg", &kept), 0);
+  CHECK_EQ(rd_pg_info_get(kept, &info), 0);
+  CHECK_EQ(info.state, RD_PG_STATE_CREATED);
+  CHECK_EQ(info.num_bundles, 2);
+  CHECK(info.bundle_nodes[0] && info.bundle_nodes[1] && info.bundle_nodes[0] != info.bundle_nodes[1]);
+  CHECK_EQ(where_in(kept, 1, 0), info.bundle_nodes[1]);
+  CHECK_EQ(rd_pg_get("task-pg", &task_kept), 0);
+  CHECK_EQ(rd_pg_info_get(task_kept, &info), 0);
+  CHECK_EQ(info.state, RD_PG_STATE_CREATED);
+  CHECK_EQ(rd_pg_remove(kept), 0);
+  CHECK_EQ(rd_pg_remove(task_kept), 0);
+  CHECK_EQ(rd_pg_get("kept-pg", &p), RD_ENOENT);
+  CHECK_EQ(rd_pg_get("task-pg", &p), RD_ENOENT);
+}
+
 static int t_detached_make(void) {
   join();
+  detached_pgs_make();
   rd_node_info ni;
   CHECK_EQ(rd_node_info_get(&ni), 0);
   uint32_t b = run_where("only_b=1");
@@ -3362,6 +3438,7 @@ static int t_detached_make(void) {
  * a kill for good work without its creator. */
 static int t_detached_use(void) {
   join();
+  detached_pgs_use();
   rd_actor a;
   CHECK_EQ(rd_actor_get("ephemeral", &a), RD_ENOENT);
   rd_actor keeper = get_named("keeper");

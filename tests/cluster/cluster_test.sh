@@ -169,7 +169,7 @@ case "$CASE" in
     grep -q "killed by the memory monitor" "$ROOT/node-127.0.0.4/node.log" || fail "node d logged no kill"
     ;;
   detached)
-    # detached actors outlive the driver that made them; later drivers use,
+    # detached actors and placement groups outlive the driver that made them; later drivers use,
     # restart and kill them by name
     for phase in detached_make detached_use detached_gone; do
       "$T" $phase || fail "$phase"
