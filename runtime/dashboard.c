@@ -100,6 +100,22 @@ static void gather(node_facts *f) {
   rd__fair_tally();
 }
 
+/* Indices of N.fns by total run time, longest first (the caller frees). */
+static int by_time_desc(const void *a, const void *b) {
+  uint64_t x = N.fns[*(const size_t *)a].sum_ns, y = N.fns[*(const size_t *)b].sum_ns;
+  return x < y ? 1 : x > y ? -1 : 0;
+}
+
+static size_t *fns_by_time(void) {
+  size_t *o = malloc((N.nfns ? N.nfns : 1) * sizeof(*o));
+  if (!o) return NULL;
+  for (size_t i = 0; i < N.nfns; i++) o[i] = i;
+  qsort(o, N.nfns, sizeof(*o), by_time_desc);
+  return o;
+}
+
+static double fn_mean_s(const rd__fn_metric *f) { return f->n ? (double)f->sum_ns / 1e9 / (double)f->n : 0; }
+
 /* A job worth showing: it has drivers, workers or requests here. */
 static int job_shown(const node_job *j) { return j->drivers || j->nworkers || j->waiting || j->held.cpu || j->held.gpu; }
 
@@ -154,6 +170,20 @@ static void render_json(rd__mbuf *b, const dash_req *q, const node_facts *f) {
                     (unsigned long long)j->yields);
     first = 0;
   }
+  rd__mbuf_printf(b, "]");
+  /* run times by function, longest total first */
+  rd__mbuf_printf(b, ",\"functions\":[");
+  size_t *order = fns_by_time();
+  for (size_t k = 0; order && k < N.nfns; k++) {
+    const rd__fn_metric *fn = &N.fns[order[k]];
+    rd__mbuf_printf(b, "%s{\"name\":", k ? "," : "");
+    put_json(b, fn->name);
+    rd__mbuf_printf(b, ",\"calls\":%llu,\"failed\":%llu,\"total_s\":%.6f,\"mean_s\":%.6f,\"p50_s_at_most\":%g,"
+                       "\"p99_s_at_most\":%g}",
+                    (unsigned long long)fn->n, (unsigned long long)fn->failed, (double)fn->sum_ns / 1e9,
+                    fn_mean_s(fn), hist_quantile(fn->buckets, fn->n, 0.5), hist_quantile(fn->buckets, fn->n, 0.99));
+  }
+  free(order);
   rd__mbuf_printf(b, "]");
   if (!rd__cluster_on()) {
     rd__mbuf_printf(b, ",\"cluster\":null}\n");
@@ -274,6 +304,22 @@ static void render_html(rd__mbuf *b, const dash_req *q, const node_facts *f) {
                     j->drivers, j->nworkers, j->weight, u(j->held.cpu), u(j->held.gpu), j->share, j->waiting,
                     (unsigned long long)j->yields);
   }
+  rd__mbuf_printf(b, "</table>\n");
+  /* the functions that took the most time here (all of them in the JSON) */
+  enum { FN_ROWS = 50 };
+  rd__mbuf_printf(b, "<h2>Functions on this node</h2>\n<table id=\"functions\">\n<tr><th>function</th><th>calls</th>"
+                     "<th>failed</th><th>total s</th><th>mean s</th><th>p50 &le; s</th><th>p99 &le; s</th></tr>\n");
+  size_t *order = fns_by_time();
+  for (size_t k = 0; order && k < N.nfns && k < FN_ROWS; k++) {
+    const rd__fn_metric *fn = &N.fns[order[k]];
+    rd__mbuf_printf(b, "<tr><td>");
+    put_html(b, fn->name);
+    rd__mbuf_printf(b, "</td><td>%llu</td><td>%llu</td><td>%.3f</td><td>%.3g</td><td>%g</td><td>%g</td></tr>\n",
+                    (unsigned long long)fn->n, (unsigned long long)fn->failed, (double)fn->sum_ns / 1e9,
+                    fn_mean_s(fn), hist_quantile(fn->buckets, fn->n, 0.5), hist_quantile(fn->buckets, fn->n, 0.99));
+  }
+  if (N.nfns > FN_ROWS) rd__mbuf_printf(b, "<tr><td colspan=\"7\">%zu more in the JSON</td></tr>\n", N.nfns - FN_ROWS);
+  free(order);
   rd__mbuf_printf(b, "</table>\n");
   if (!rd__cluster_on()) {
     rd__mbuf_printf(b, "<p>An embedded single-node cluster.</p>\n</body></html>\n");

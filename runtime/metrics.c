@@ -73,17 +73,51 @@ void rd__mbuf_family(rd__mbuf *b, const char *name, const char *type, const char
   rd__mbuf_printf(b, "# HELP %s %s\n# TYPE %s %s\n", name, help, name, type);
 }
 
+void rd__mbuf_label_value(rd__mbuf *b, const char *s) {
+  for (const char *p = s; *p; p++) {
+    if (*p == '\\' || *p == '"') rd__mbuf_printf(b, "\\%c", *p);
+    else if (*p == '\n') rd__mbuf_printf(b, "\\n");
+    else rd__mbuf_printf(b, "%c", *p);
+  }
+}
+
+/* `{label="value",` or `{` (no label), then the rest of a line's labels. */
+static void labels_open(rd__mbuf *b, const char *label, const char *value) {
+  rd__mbuf_printf(b, "{");
+  if (!label) return;
+  rd__mbuf_printf(b, "%s=\"", label);
+  rd__mbuf_label_value(b, value);
+  rd__mbuf_printf(b, "\",");
+}
+
+void rd__mbuf_histogram_series(rd__mbuf *b, const char *name, const char *label, const char *value,
+                               const uint64_t *buckets, uint64_t count, double sum_s) {
+  uint64_t cum = 0;
+  double bound = 1e-5;
+  for (int i = 0; i < RD_HIST_BUCKETS; i++, bound *= 10) {
+    cum += buckets[i];
+    rd__mbuf_printf(b, "%s_bucket", name);
+    labels_open(b, label, value);
+    if (i < RD_HIST_BUCKETS - 1) rd__mbuf_printf(b, "le=\"%g\"} %llu\n", bound, (unsigned long long)cum);
+    else rd__mbuf_printf(b, "le=\"+Inf\"} %llu\n", (unsigned long long)count);
+  }
+  const char *kinds[2] = {"sum", "count"};
+  for (int k = 0; k < 2; k++) {
+    rd__mbuf_printf(b, "%s_%s", name, kinds[k]);
+    if (label) {
+      rd__mbuf_printf(b, "{%s=\"", label);
+      rd__mbuf_label_value(b, value);
+      rd__mbuf_printf(b, "\"}");
+    }
+    if (k == 0) rd__mbuf_printf(b, " %.9g\n", sum_s);
+    else rd__mbuf_printf(b, " %llu\n", (unsigned long long)count);
+  }
+}
+
 void rd__mbuf_histogram(rd__mbuf *b, const char *name, const char *help, const uint64_t *buckets, uint64_t count,
                         double sum_s) {
   rd__mbuf_family(b, name, "histogram", help);
-  uint64_t cum = 0;
-  double bound = 1e-5;
-  for (int i = 0; i < RD_HIST_BUCKETS - 1; i++, bound *= 10) {
-    cum += buckets[i];
-    rd__mbuf_printf(b, "%s_bucket{le=\"%g\"} %llu\n", name, bound, (unsigned long long)cum);
-  }
-  rd__mbuf_printf(b, "%s_bucket{le=\"+Inf\"} %llu\n%s_sum %.9g\n%s_count %llu\n", name, (unsigned long long)count,
-                  name, sum_s, name, (unsigned long long)count);
+  rd__mbuf_histogram_series(b, name, NULL, NULL, buckets, count, sum_s);
 }
 
 /* ----------------------------------------------------------- the server */

@@ -23,6 +23,12 @@ void rd__mbuf_family(rd__mbuf *b, const char *name, const char *type, const char
 /* A histogram family: cumulative buckets at rd__hist_bucket's bounds, sum, count. */
 void rd__mbuf_histogram(rd__mbuf *b, const char *name, const char *help, const uint64_t *buckets, uint64_t count,
                         double sum_s);
+/* One labelled series of a histogram family whose HELP and TYPE lines are
+ * out already: label="value" on every line, the value escaped. */
+void rd__mbuf_histogram_series(rd__mbuf *b, const char *name, const char *label, const char *value,
+                               const uint64_t *buckets, uint64_t count, double sum_s);
+/* s as a label value: backslash, double quote and newline escaped. */
+void rd__mbuf_label_value(rd__mbuf *b, const char *s);
 
 /* Listen on ip:port (port 0: any free one) and write "ip:port" to
  * session_dir/metrics.  0, or a negative RD_E* code with a reason in err. */

@@ -867,13 +867,49 @@ static void on_worker_retire(node_client *c, Rd__WorkerRetire *m) {
           m->func ? m->func : "", m->max_calls);
 }
 
+/* name's entry in N.fns, made on first sight (NULL: out of memory). */
+static rd__fn_metric *fn_metric(const char *name) {
+  for (size_t i = 0; i < N.nfns; i++)
+    if (!strcmp(N.fns[i].name, name)) return &N.fns[i];
+  if (N.nfns == RD_FN_METRICS_MAX - 1 && strcmp(name, "(other)")) {   /* the last slot: the rest together */
+    rd__log(RD_LOG_WARN, "metrics: over %d function names; '%.100s' and later ones count as '(other)'",
+            RD_FN_METRICS_MAX - 1, name);
+    return fn_metric("(other)");
+  }
+  if (N.nfns == N.fns_cap) {
+    size_t cap = N.fns_cap ? N.fns_cap * 2 : 16;
+    rd__fn_metric *f = realloc(N.fns, cap * sizeof(*f));
+    if (!f) return NULL;
+    N.fns = f;
+    N.fns_cap = cap;
+  }
+  rd__fn_metric *f = &N.fns[N.nfns++];
+  memset(f, 0, sizeof(*f));
+  snprintf(f->name, sizeof(f->name), "%s", name);
+  return f;
+}
+
 /* A worker's task run times since its last report, for the metrics. */
 static void on_worker_stats(node_client *c, Rd__WorkerStats *m) {
   if (!c->worker) return;
-  if (m->n_buckets != RD_HIST_BUCKETS) {
-    send_error(c, RD_EPROTO, "WorkerStats needs exactly one count per histogram bucket");
+  int bad = m->n_buckets != RD_HIST_BUCKETS;
+  for (size_t i = 0; i < m->n_funcs && !bad; i++)
+    bad = m->funcs[i]->n_buckets != RD_HIST_BUCKETS || !m->funcs[i]->func;
+  if (bad) {
+    send_error(c, RD_EPROTO, "WorkerStats needs exactly one count per histogram bucket, and a name per function");
     client_drop(c, "malformed worker stats");
     return;
+  }
+  for (size_t i = 0; i < m->n_funcs; i++) {
+    const Rd__FuncStats *fs = m->funcs[i];
+    rd__fn_metric *f = fn_metric(fs->func);
+    if (!f) break;   /* out of memory: the totals below still count */
+    for (size_t k = 0; k < RD_HIST_BUCKETS; k++) {
+      f->buckets[k] += fs->buckets[k];
+      f->n += fs->buckets[k];
+    }
+    f->sum_ns += fs->sum_ns;
+    f->failed += fs->failed;
   }
   for (size_t i = 0; i < RD_HIST_BUCKETS; i++) {
     N.task_run[i] += m->buckets[i];
@@ -2931,6 +2967,20 @@ void rd__node_metrics(rd__mbuf *b) {
                      N.task_run, N.task_run_n, (double)N.task_run_ns / 1e9);
   rd__mbuf_family(b, "raydist_tasks_failed_total", "counter", "Tasks and actor calls here that returned an error.");
   rd__mbuf_printf(b, "raydist_tasks_failed_total %llu\n", (unsigned long long)N.tasks_failed);
+  if (N.nfns) {   /* no family without a series */
+    rd__mbuf_family(b, "raydist_function_run_seconds", "histogram",
+                    "Run time of each remote function and actor method (Class.method) in this node's workers.");
+    for (size_t i = 0; i < N.nfns; i++)
+      rd__mbuf_histogram_series(b, "raydist_function_run_seconds", "function", N.fns[i].name, N.fns[i].buckets,
+                                N.fns[i].n, (double)N.fns[i].sum_ns / 1e9);
+    rd__mbuf_family(b, "raydist_function_failed_total", "counter",
+                    "Calls of each remote function and actor method here that returned an error.");
+    for (size_t i = 0; i < N.nfns; i++) {
+      rd__mbuf_printf(b, "raydist_function_failed_total{function=\"");
+      rd__mbuf_label_value(b, N.fns[i].name);
+      rd__mbuf_printf(b, "\"} %llu\n", (unsigned long long)N.fns[i].failed);
+    }
+  }
   rd__mbuf_family(b, "raydist_stream_items_total", "counter",
                   "Items yielded by streaming tasks and actor calls here (reported when their calls end).");
   rd__mbuf_printf(b, "raydist_stream_items_total %llu\n", (unsigned long long)N.stream_items);
@@ -3210,6 +3260,9 @@ int rd__node_main(const rd_node_opts *opts) {
   }
   free(N.tl);
   N.tl = NULL;
+  free(N.fns);
+  N.fns = NULL;
+  N.nfns = N.fns_cap = 0;
   while (N.actors) {
     node_actor *a = N.actors;
     N.actors = a->next;

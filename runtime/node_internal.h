@@ -92,6 +92,14 @@ typedef struct node_bundle {
 } node_bundle;
 
 #define RD_TIMELINE_MAX 65536
+/* A function's (or "Class.method"'s) run times on this node.  At most
+ * RD_FN_METRICS_MAX names; later ones are counted under "(other)". */
+#define RD_FN_METRICS_MAX 1024
+typedef struct rd__fn_metric {
+  char name[128];
+  uint64_t buckets[RD_HIST_BUCKETS], n, sum_ns, failed;
+} rd__fn_metric;
+
 typedef struct rd__tl_event {
   uint64_t task_id, start_us, dur_us;
   int32_t status, pid;
@@ -279,6 +287,8 @@ typedef struct rd__node_state {
   uint64_t start_ns;
   uint64_t lease_wait[RD_HIST_BUCKETS], lease_wait_n, lease_wait_ns;
   uint64_t task_run[RD_HIST_BUCKETS], task_run_n, task_run_ns, tasks_failed, stream_items;
+  struct rd__fn_metric *fns;   /* the same by function (FuncStats), in order of first report */
+  size_t nfns, fns_cap;
   /* timeline (RAYDIST_TIMELINE=1): the last RD_TIMELINE_MAX task events */
   int timeline_on;
   struct rd__tl_event *tl;

@@ -34,6 +34,10 @@ assert set(n["workers"]) == {"starting", "idle", "leased", "dying", "blocked"}, 
 assert n["store"]["capacity"] > 0 and n["drivers"] == 1
 jobs = d["node_jobs"]
 assert len(jobs) == 1 and jobs[0]["drivers"] == 1 and jobs[0]["weight"] == 1 and jobs[0]["yields"] == 0, jobs
+fns = {f["name"]: f for f in d["functions"]}
+assert fns["add_one"]["calls"] == 20 and fns["fail_always"]["failed"] == 1 and 'odd "name"\\' in fns, fns
+totals = [f["total_s"] for f in d["functions"]]
+assert totals == sorted(totals, reverse=True), totals   # longest total first
 print(f"dashboard: /api/cluster parses as JSON ({len(json.dumps(d))} bytes)")
 PY
 "$PY" - "$OUT" <<'PY'
@@ -48,17 +52,30 @@ want = {"raydist_uptime_seconds": "gauge", "raydist_resources_total": "gauge",
         "raydist_task_run_seconds": "histogram", "raydist_tasks_failed": "counter",
         "raydist_stream_items": "counter",
         "raydist_object_store_bytes": "gauge", "raydist_memory_monitor_kills": "counter",
-        "raydist_actors": "gauge", "raydist_drivers": "gauge"}
+        "raydist_actors": "gauge", "raydist_drivers": "gauge",
+        "raydist_function_run_seconds": "histogram", "raydist_function_failed": "counter"}
 for name, typ in want.items():
     assert name in fams, f"missing family {name}"
     assert fams[name].type == typ, f"{name}: type {fams[name].type}, want {typ}"
 for f in fams.values():
     if f.type != "histogram":
         continue
-    buckets = [s for s in f.samples if s.name.endswith("_bucket")]
-    count = [s.value for s in f.samples if s.name.endswith("_count")][0]
-    vals = [s.value for s in buckets]
-    assert vals == sorted(vals), f"{f.name}: buckets not cumulative: {vals}"
-    assert buckets[-1].labels["le"] == "+Inf" and vals[-1] == count, f"{f.name}: +Inf bucket != count"
+    series = {}   # one histogram per set of labels other than le
+    for s in f.samples:
+        key = tuple(sorted((k, v) for k, v in s.labels.items() if k != "le"))
+        series.setdefault(key, []).append(s)
+    for key, samples in series.items():
+        buckets = [s for s in samples if s.name.endswith("_bucket")]
+        count = [s.value for s in samples if s.name.endswith("_count")][0]
+        vals = [s.value for s in buckets]
+        assert vals == sorted(vals), f"{f.name}{key}: buckets not cumulative: {vals}"
+        assert buckets[-1].labels["le"] == "+Inf" and vals[-1] == count, f"{f.name}{key}: +Inf bucket != count"
+# by function: the label values come back as the names, and add up to the total
+runs = {s.labels["function"]: s.value for s in fams["raydist_function_run_seconds"].samples if s.name.endswith("_count")}
+failed = {s.labels["function"]: s.value for s in fams["raydist_function_failed"].samples}
+assert runs.get("add_one") == 20 and runs.get('odd "name"\\') == 3 and failed.get("fail_always") == 1, (runs, failed)
+total = [s.value for s in fams["raydist_task_run_seconds"].samples if s.name.endswith("_count")][0]
+assert sum(runs.values()) == total, (runs, total)
+assert sum(failed.values()) == [s.value for s in fams["raydist_tasks_failed"].samples][0], failed
 print(f"metrics_format: {len(fams)} families, {sum(len(f.samples) for f in fams.values())} samples parsed")
 PY

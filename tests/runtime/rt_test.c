@@ -1273,6 +1273,12 @@ RD_REMOTE(yield_n) {
   return 0;
 }
 
+/* A function whose name needs escaping in a Prometheus label (registered by
+ * hand, as RD_REMOTE would, under a name no identifier could have). */
+static int odd_name_impl(rd_call *call) { return rd_return_bytes(call, 0, "x", 1); }
+static rd_function odd_name_desc = {"odd \"name\"\\", odd_name_impl, NULL};
+__attribute__((constructor)) static void odd_name_register(void) { rd_function_register_(&odd_name_desc); }
+
 /* The node's Prometheus endpoint: its address in the session directory, the
  * figures after some tasks (a failed one among them), and clear answers to
  * bad requests, after which it still serves.  RD_METRICS_DUMP names a file
@@ -1302,6 +1308,12 @@ static int t_metrics(void) {
   }
   CHECK_EQ(got, 7);
   rd_ref_release(st);
+  for (int i = 0; i < 3; i++) {
+    rd_ref r;
+    CHECK_EQ(rd_submit(&odd_name_desc, RD_NO_ARGS, NULL, &r), 0);
+    CHECK_EQ(get_status(r, 30000), 0);
+    rd_ref_release(r);
+  }
   usleep(500000);   /* workers report run times within 200 ms of going idle */
   int port = metrics_port();
   CHECK(port > 0);
@@ -1325,6 +1337,14 @@ static int t_metrics(void) {
   CHECK(metric(text, "raydist_tasks_failed_total") >= 1);
   CHECK(metric(text, "raydist_stream_items_total") == 7);
   CHECK(metric(text, "raydist_task_run_seconds_bucket{le=\"+Inf\"}") == metric(text, "raydist_task_run_seconds_count"));
+  /* by function: the 20 add_one runs, the failure, the stream, the odd name escaped */
+  CHECK(metric(text, "raydist_function_run_seconds_count{function=\"add_one\"}") == 20);
+  CHECK(metric(text, "raydist_function_run_seconds_bucket{function=\"add_one\",le=\"+Inf\"}") == 20);
+  CHECK(metric(text, "raydist_function_failed_total{function=\"add_one\"}") == 0);
+  CHECK(metric(text, "raydist_function_run_seconds_count{function=\"fail_always\"}") == 1);
+  CHECK(metric(text, "raydist_function_failed_total{function=\"fail_always\"}") == 1);
+  CHECK(metric(text, "raydist_function_run_seconds_count{function=\"yield_n\"}") == 1);
+  CHECK(metric(text, "raydist_function_run_seconds_count{function=\"odd \\\"name\\\"\\\\\"}") == 3);
   CHECK(metric(text, "raydist_object_store_bytes{kind=\"capacity\"}") > 0);
   CHECK(metric(text, "raydist_drivers") == 1);
   dump_to(getenv("RD_METRICS_DUMP"), text);
