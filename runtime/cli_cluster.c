@@ -532,6 +532,20 @@ static void print_jobs(const rd_gcs_job *js, size_t n) {
   }
 }
 
+/* The code table: blobs, bytes, how many are held, what was collected. */
+static void print_code(const rd_gcs_code_table *t) {
+  uint64_t bytes = 0;
+  size_t used = 0;
+  for (size_t i = 0; i < t->n; i++) {
+    bytes += t->code[i].size;
+    used += t->code[i].in_use != 0;
+  }
+  printf("\ncode: %zu blob%s, %.1f MiB, %zu in use; %llu collected (%.1f MiB); ", t->n, t->n == 1 ? "" : "s",
+         bytes / 1048576.0, used, (unsigned long long)t->collected, t->collected_bytes / 1048576.0);
+  if (t->ttl_ms) printf("unused code is dropped after %g s\n", t->ttl_ms / 1000.0);
+  else printf("code is kept for good\n");
+}
+
 int rd__cli_status(int argc, char **argv) {
   const char *address = getenv("RAYDIST_ADDRESS"), *token = getenv("RAYDIST_TOKEN");
   static const struct option lo[] = {{"address", 1, 0, 'a'}, {"token", 1, 0, 't'}, {0, 0, 0, 0}};
@@ -584,6 +598,8 @@ int rd__cli_status(int argc, char **argv) {
     jobs = NULL;
     njobs = 0;
   }
+  rd_gcs_code_table code = {0};
+  int code_rc = r == 0 ? rd_gcs_code_list(g, &code) : -1;
   rd_gcs_close(g);
   if (r != 0) {
     fprintf(stderr, "raydist status: %s\n", rd_strerror(r));
@@ -638,5 +654,7 @@ int rd__cli_status(int argc, char **argv) {
   free(actors);
   print_jobs(jobs, njobs);
   free(jobs);
+  if (code_rc == 0) print_code(&code);
+  free(code.code);
   return 0;
 }

@@ -210,6 +210,8 @@ static struct {
   rd_resources hb_avail;
   int64_t hb_pending;
   uint64_t hb_store_used;
+  char hb_code[RD_GCS_CODE_REFS_MAX][65];   /* code this node needs kept (code_in_use) */
+  size_t hb_ncode;
   int hb_status;
   uint64_t hb_failing_since;
   uint64_t gcs_timeout_ns;  /* shut down after failing heartbeats this long */
@@ -2554,6 +2556,17 @@ static void code_put_work(uv_work_t *w) {
     p->stored = 1;
   }
   p->status = rd_gcs_job_add(C.gcs, p->hash, p->pid, C.index, &p->job_id);
+  if (p->status == RD_ENOENT) {   /* stored for an earlier run, collected since: store it again */
+    rd__log(RD_LOG_INFO, "the GCS dropped %.200s (%.16s) since its last run: uploading it again", p->exe, p->hash);
+    char again[65];
+    p->status = rd_gcs_code_put(C.gcs, p->exe, again, p->err, sizeof(p->err));
+    if (!p->status && strcmp(again, p->hash)) {   /* the file changed under the same job */
+      snprintf(p->err, sizeof(p->err), "%.100s changed since its first run (now %.16s, was %.16s)", p->exe, again,
+               p->hash);
+      p->status = RD_EINVAL;
+    }
+    if (!p->status) p->status = rd_gcs_job_add(C.gcs, p->hash, p->pid, C.index, &p->job_id);
+  }
 }
 
 static void code_put_done(uv_work_t *w, int status) {
@@ -2637,7 +2650,8 @@ void rd__cluster_job_end(node_job *j) {
 
 static void hb_round(void) {
   uint64_t ver = 0;
-  C.hb_status = rd_gcs_heartbeat(C.gcs, C.index, &C.hb_avail, C.hb_pending, C.hb_store_used, &ver);
+  C.hb_status = rd_gcs_heartbeat_code(C.gcs, C.index, &C.hb_avail, C.hb_pending, C.hb_store_used, C.hb_code,
+                                      C.hb_ncode, &ver);
   C.hb_nodes = NULL;
   C.hb_n = 0;
   if (C.hb_status == 0) (void)rd_gcs_get_nodes(C.gcs, &C.hb_nodes, &C.hb_n, &ver);
@@ -2722,6 +2736,36 @@ static void hb_done(uv_async_t *a) {
   rd__node_flush_all();
 }
 
+/* hash into out[0..n) unless there already; the new n. */
+static size_t code_ref_add(char (*out)[65], size_t n, size_t max, const char *hash) {
+  for (size_t i = 0; i < n; i++)
+    if (!strcmp(out[i], hash)) return n;
+  if (n == max) {
+    static int warned;
+    if (!warned++) rd__log(RD_LOG_WARN, "over %zu executables in use here: the GCS may drop the code of some", max);
+    return n;
+  }
+  snprintf(out[n], 65, "%s", hash);
+  return n + 1;
+}
+
+/* The code the GCS must keep for this node (sent with each heartbeat): that
+ * of jobs with drivers here (the job table holds it too, once the job's
+ * entry is made), and of live actors recorded or hosted here, since a
+ * detached actor outlives its job and a restart on a node that never ran
+ * it fetches its code.  Idle workers of an ended job do not hold it: a new
+ * run stores it again. */
+static size_t code_in_use(char (*out)[65], size_t max) {
+  size_t n = 0;
+  for (node_job *j = N.jobs; j; j = j->next)
+    if (!j->base && j->code_state == 2 && j->drivers) n = code_ref_add(out, n, max, j->code_hash);
+  for (node_actor *a = N.actors; a; a = a->next) {
+    const node_job *b = rd__job_base(a->job);
+    if (a->state != A_DEAD && b && b->code_state == 2) n = code_ref_add(out, n, max, b->code_hash);
+  }
+  return n;
+}
+
 static void on_hb_timer(uv_timer_t *t) {
   (void)t;
   if (C.hb_busy || C.stopping) return;
@@ -2735,6 +2779,7 @@ static void on_hb_timer(uv_timer_t *t) {
   rd_store_stats s;
   rd_store_get_stats(N.store, &s);
   C.hb_store_used = s.used;
+  C.hb_ncode = code_in_use(C.hb_code, RD_GCS_CODE_REFS_MAX);
   pthread_mutex_lock(&C.hb_mu);
   C.hb_go = 1;
   pthread_cond_signal(&C.hb_cv);

@@ -48,6 +48,9 @@
 #define PG_REMOVED_KEEP 1000   /* REMOVED placement groups kept (the newest ids) */
 #define ACTOR_DEAD_KEEP 1000   /* dead named actors kept (the highest ids) */
 #define JOB_ENDED_KEEP 1000    /* finished jobs kept (the highest ids) */
+#define CODE_TTL_S 600         /* code nothing used for this long is dropped (--code-ttl-s) */
+#define CODE_SWEEP_MS 5000     /* how often the code table is swept (more often for a short TTL) */
+#define CODE_REFS_MAX RD_GCS_CODE_REFS_MAX   /* code hashes in one heartbeat */
 
 typedef struct gcs_event {
   int kind;
@@ -84,7 +87,17 @@ typedef struct node_soft {
   size_t avail_len;
   int64_t pending;
   uint64_t store_used;
+  char (*code)[65];             /* the code its jobs and actors need */
+  size_t ncode;
 } node_soft;
+
+/* A blob of the code table, as the sweep sees it (soft state: a restarted
+ * GCS starts every blob's idle time over). */
+typedef struct code_ent {
+  char hash[65];
+  uint64_t size;
+  uint64_t last_ms;             /* last used (uploaded, read, named by a job or heartbeat) */
+} code_ent;
 
 typedef struct gcs {
   pthread_mutex_t mu;
@@ -100,6 +113,11 @@ typedef struct gcs {
   uint32_t next_job;
   uint64_t next_upload;
   gcs_upload uploads[MAX_UPLOADS];
+  code_ent *code;               /* every blob of T_CODE */
+  size_t ncode, code_cap;
+  uint64_t code_ttl_ms;         /* 0: keep code forever */
+  uint64_t code_swept_ms;
+  uint64_t code_collected, code_collected_bytes;
   gcs_sub *subs;
   int stop;
 } gcs;
@@ -126,6 +144,18 @@ static int grow(void *vp, size_t *cap, size_t n, size_t elem) {
   *v = nv;
   *cap = c;
   return 0;
+}
+
+static code_ent *code_find(gcs *g, const char *hash);
+static void code_touch(gcs *g, const char *hash);
+
+/* Forgets what a node's heartbeats said: the code it named was last used
+ * now.  g->mu held. */
+static void soft_clear(gcs *g, node_soft *l) {
+  for (size_t i = 0; i < l->ncode; i++) code_touch(g, l->code[i]);
+  free(l->avail);
+  free(l->code);
+  memset(l, 0, sizeof(*l));
 }
 
 /* Strings from the wire: NULL-safe, bounded. */
@@ -314,8 +344,7 @@ static void node_mark_dead(gcs *g, Rd__Gcs__NodeInfo *n, const char *reason, int
   if (node_save(g, n) != 0) rd__log(RD_LOG_ERROR, "gcs: cannot save node %u", n->index);
   n->death_reason = old;   /* the unpacked record frees its own string */
   g->alive[n->index] = 0;
-  free(g->load[n->index].avail);
-  memset(&g->load[n->index], 0, sizeof(node_soft));
+  soft_clear(g, &g->load[n->index]);
   g->view_version++;
   meta_save(g);
   rd__log(RD_LOG_WARN, "gcs: node %u (%s) %s: %s", n->index, n->ip ? n->ip : "?",
@@ -394,8 +423,7 @@ static int h_register(void *arg, rd__rpc_call *call, const ProtobufCMessage *req
   }
   g->alive[idx] = 1;
   g->last_hb_ms[idx] = mono_ms();
-  free(g->load[idx].avail);
-  memset(&g->load[idx], 0, sizeof(node_soft));
+  soft_clear(g, &g->load[idx]);
   g->view_version++;
   meta_save(g);
   publish(g, RD__GCS__EVENT_KIND__EV_NODE_ADDED, idx, 0, 0, "");
@@ -426,17 +454,36 @@ static int h_heartbeat(void *arg, rd__rpc_call *call, const ProtobufCMessage *re
   const Rd__Gcs__HeartbeatRequest *q = (const void *)req;
   int rc = check_res(call, q->avail, "available");
   if (rc) return rc;
+  int bad = q->n_code_in_use > CODE_REFS_MAX;
+  for (size_t i = 0; i < q->n_code_in_use && !bad; i++) bad = !rd_sha256_is_hex(q->code_in_use[i]);
+  if (bad) {
+    rd__rpc_fail(call, "heartbeat: at most %d code hashes in use, each 64 lowercase hex digits", CODE_REFS_MAX);
+    return RD_EINVAL;
+  }
   size_t alen = q->avail ? rd__resources__get_packed_size(q->avail) : 0;
   uint8_t *avail = q->avail ? malloc(alen ? alen : 1) : NULL;
-  if (q->avail && !avail) return RD_ENOMEM;
+  char (*code)[65] = q->n_code_in_use ? malloc(q->n_code_in_use * sizeof(*code)) : NULL;
+  if ((q->avail && !avail) || (q->n_code_in_use && !code)) {
+    free(avail);
+    free(code);
+    return RD_ENOMEM;
+  }
   if (avail) rd__resources__pack(q->avail, avail);
+  for (size_t i = 0; i < q->n_code_in_use; i++) memcpy(code[i], q->code_in_use[i], 65);
   Rd__Gcs__NodeInfo *n = NULL;
   pthread_mutex_lock(&g->mu);
   if (q->index >= 1 && q->index <= RD_GCS_MAX_NODES && g->alive[q->index]) {
     node_soft *l = &g->load[q->index];   /* the common case: no store access */
+    for (size_t i = 0; i < l->ncode; i++) {   /* code it stopped naming was last used now */
+      size_t k = 0;
+      while (k < q->n_code_in_use && memcmp(l->code[i], code[k], 64)) k++;
+      if (k == q->n_code_in_use) code_touch(g, l->code[i]);
+    }
     free(l->avail);
-    *l = (node_soft){avail, alen, q->pending, q->store_used};
+    free(l->code);
+    *l = (node_soft){avail, alen, q->pending, q->store_used, code, q->n_code_in_use};
     avail = NULL;
+    code = NULL;
     g->last_hb_ms[q->index] = mono_ms();
   } else if ((n = node_for_call(g, call, q->index, &rc)) != NULL) {
     rd__rpc_fail(call, "node %u was declared dead (%s); register again", q->index,
@@ -447,6 +494,7 @@ static int h_heartbeat(void *arg, rd__rpc_call *call, const ProtobufCMessage *re
   r.view_version = g->view_version;
   pthread_mutex_unlock(&g->mu);
   free(avail);
+  free(code);
   if (n) protobuf_c_message_free_unpacked(&n->base, NULL);
   return rc ? rc : rd__rpc_reply(call, &r.base);
 }
@@ -520,7 +568,10 @@ static int h_get_nodes(void *arg, rd__rpc_call *call, const ProtobufCMessage *re
   return rc;
 }
 
-/* The failure detector: declares silent nodes dead and drops stale uploads.
+static void code_sweep(gcs *g, uint64_t now);
+
+/* The failure detector: declares silent nodes dead and drops stale uploads
+ * and unused code.
  * It also shows the keeper that the server lives: a byte on the alive fd
  * every ALIVE_MS, written with the table lock held, so a server whose
  * handlers deadlock on it (or a stopped process) goes silent. */
@@ -576,6 +627,7 @@ static void *detector(void *arg) {
         memset(u, 0, sizeof(*u));
       }
     }
+    code_sweep(g, now);
     if (changed) {
       pthread_mutex_unlock(&g->mu);
       flush_wakes(g);
@@ -1084,6 +1136,13 @@ static int h_job_add(void *arg, rd__rpc_call *call, const ProtobufCMessage *req)
   j.start_ms = wall_ms();
   char key[12];
   pthread_mutex_lock(&g->mu);
+  code_ent *code = q->code_hash[0] ? code_find(g, q->code_hash) : NULL;
+  if (q->code_hash[0] && !code) {   /* never stored, or collected since: the caller uploads it again */
+    pthread_mutex_unlock(&g->mu);
+    rd__rpc_fail(call, "job add: no code %s in the GCS (never stored, or collected unused)", q->code_hash);
+    return RD_ENOENT;
+  }
+  if (code) code->last_ms = mono_ms();
   j.job_id = ++g->next_job;
   job_key(key, j.job_id);
   int rc = rec_put(g, T_JOB, key, &j.base);
@@ -1121,6 +1180,7 @@ static int job_end(gcs *g, uint32_t id, const char *reason) {
     rc = rec_put(g, T_JOB, key, &j->base);
     j->end_reason = old;   /* the unpacked record frees its own string */
     rd__log(RD_LOG_INFO, "gcs: job %u ended: %s", id, reason);
+    if (j->code_hash && j->code_hash[0]) code_touch(g, j->code_hash);   /* its code's TTL starts now */
     trim_ended(g, T_JOB, collect_job_ended, job_key20, JOB_ENDED_KEEP);
   }
   protobuf_c_message_free_unpacked(&j->base, NULL);
@@ -1296,6 +1356,162 @@ static int check_hash(rd__rpc_call *call, const char *h) {
   return RD_EINVAL;
 }
 
+/* Code is collected once nothing has used it for code_ttl_ms: no running
+ * job names it (the job table), no live node's heartbeat lists it (what its
+ * jobs, workers and actor records need, detached actors' code included),
+ * and no upload, read or stat touched it.  The end of a use (a job ends, a
+ * node stops naming it or dies) counts as a use, so code is kept for the
+ * TTL after that.  The sweep runs in the detector. */
+
+/* g->code's entry for hash, or NULL.  g->mu held. */
+static code_ent *code_find(gcs *g, const char *hash) {
+  for (size_t i = 0; i < g->ncode; i++)
+    if (!memcmp(g->code[i].hash, hash, 64)) return &g->code[i];
+  return NULL;
+}
+
+/* Something used hash now: its idle time starts over.  g->mu held. */
+static void code_touch(gcs *g, const char *hash) {
+  code_ent *e = code_find(g, hash);
+  if (e) e->last_ms = mono_ms();
+}
+
+/* A blob now in T_CODE.  0 or RD_ENOMEM.  g->mu held. */
+static int code_add(gcs *g, const char *hash, uint64_t size) {
+  code_ent *e = code_find(g, hash);
+  if (!e) {
+    if (grow(&g->code, &g->code_cap, g->ncode, sizeof(*g->code)) != 0) return RD_ENOMEM;
+    e = &g->code[g->ncode++];
+    memcpy(e->hash, hash, 65);
+  }
+  e->size = size;
+  e->last_ms = mono_ms();
+  return 0;
+}
+
+static int code_scan_add(void *arg, const char *key, size_t klen, const void *val, size_t vlen) {
+  gcs *g = arg;
+  char h[65];
+  if (klen != 64) return 0;
+  memcpy(h, key, 64);
+  h[64] = 0;
+  if (code_add(g, h, vlen) != 0) rd__log(RD_LOG_ERROR, "gcs: out of memory listing code: %s is kept for good", h);
+  return 0;
+}
+
+/* The code hashes of running jobs. */
+typedef struct code_refs {
+  char (*v)[65];
+  size_t n, cap;
+  int rc;
+} code_refs;
+
+static int collect_job_code(void *arg, const char *key, size_t klen, const void *val, size_t vlen) {
+  code_refs *r = arg;
+  Rd__Gcs__JobInfo *j = rd__gcs__job_info__unpack(NULL, vlen, val);
+  if (!j) return 0;
+  if (!j->end_ms && rd_sha256_is_hex(j->code_hash)) {
+    if (grow(&r->v, &r->cap, r->n, sizeof(*r->v)) == 0) memcpy(r->v[r->n++], j->code_hash, 65);
+    else r->rc = RD_ENOMEM;
+  }
+  protobuf_c_message_free_unpacked(&j->base, NULL);
+  return r->rc != 0;
+}
+
+/* Whether a running job (refs) or a live node's last heartbeat names hash.  g->mu held. */
+static int code_in_use(gcs *g, const code_refs *r, const char *hash) {
+  for (size_t i = 0; i < r->n; i++)
+    if (!memcmp(r->v[i], hash, 64)) return 1;
+  for (uint32_t n = 1; n <= RD_GCS_MAX_NODES; n++) {
+    if (!g->alive[n]) continue;
+    for (size_t i = 0; i < g->load[n].ncode; i++)
+      if (!memcmp(g->load[n].code[i], hash, 64)) return 1;
+  }
+  return 0;
+}
+
+/* 0, or RD_ENOMEM (then nothing may be judged unused).  g->mu held. */
+static int code_refs_read(gcs *g, code_refs *r) {
+  *r = (code_refs){0};
+  int rc = g->store->ops->scan(g->store, T_JOB, "", 0, collect_job_code, r);
+  return rc ? rc : r->rc;
+}
+
+/* Drops the code nothing has used for code_ttl_ms (every quarter of it,
+ * CODE_SWEEP_MS at most).  g->mu held. */
+static void code_sweep(gcs *g, uint64_t now) {
+  if (!g->code_ttl_ms || !g->ncode) return;
+  uint64_t period = g->code_ttl_ms / 4;
+  if (period > CODE_SWEEP_MS) period = CODE_SWEEP_MS;
+  if (period < 50) period = 50;
+  if (now - g->code_swept_ms < period) return;
+  g->code_swept_ms = now;
+  int due = 0;
+  for (size_t i = 0; i < g->ncode && !due; i++) due = now - g->code[i].last_ms >= g->code_ttl_ms;
+  if (!due) return;
+  code_refs r;
+  if (code_refs_read(g, &r) != 0) {
+    rd__log(RD_LOG_WARN, "gcs: out of memory reading the job table: no code collected this time");
+    free(r.v);
+    return;
+  }
+  for (size_t i = 0; i < g->ncode;) {
+    code_ent *e = &g->code[i];
+    if (code_in_use(g, &r, e->hash)) e->last_ms = now;
+    if (now - e->last_ms < g->code_ttl_ms) {
+      i++;
+      continue;
+    }
+    int rc = g->store->ops->del(g->store, T_CODE, e->hash, 64);
+    if (rc && rc != RD_ENOENT) {   /* the back end said why; kept for the next sweep */
+      i++;
+      continue;
+    }
+    rd__log(RD_LOG_INFO, "gcs: code %s collected (%" PRIu64 " bytes, unused for %" PRIu64 " s)", e->hash, e->size,
+            (now - e->last_ms) / 1000);
+    g->code_collected++;
+    g->code_collected_bytes += e->size;
+    *e = g->code[--g->ncode];
+  }
+  free(r.v);
+}
+
+static int h_code_list(void *arg, rd__rpc_call *call, const ProtobufCMessage *req) {
+  gcs *g = arg;
+  (void)req;
+  Rd__Gcs__CodeListReply r = RD__GCS__CODE_LIST_REPLY__INIT;
+  pthread_mutex_lock(&g->mu);
+  code_refs refs;
+  int rc = code_refs_read(g, &refs);
+  Rd__Gcs__CodeInfo *v = g->ncode ? calloc(g->ncode, sizeof(*v)) : NULL;
+  Rd__Gcs__CodeInfo **vp = g->ncode ? calloc(g->ncode, sizeof(*vp)) : NULL;
+  char (*hashes)[65] = g->ncode ? malloc(g->ncode * sizeof(*hashes)) : NULL;
+  if (!rc && g->ncode && (!v || !vp || !hashes)) rc = RD_ENOMEM;
+  uint64_t now = mono_ms();
+  for (size_t i = 0; !rc && i < g->ncode; i++) {
+    const code_ent *e = &g->code[i];
+    rd__gcs__code_info__init(&v[i]);
+    memcpy(hashes[i], e->hash, 65);
+    v[i].hash = hashes[i];
+    v[i].size = e->size;
+    v[i].idle_ms = now - e->last_ms;
+    v[i].in_use = code_in_use(g, &refs, e->hash);
+    vp[i] = &v[i];
+  }
+  r.n_code = rc ? 0 : g->ncode;
+  r.code = vp;
+  r.ttl_ms = g->code_ttl_ms;
+  r.collected = g->code_collected;
+  r.collected_bytes = g->code_collected_bytes;
+  pthread_mutex_unlock(&g->mu);
+  if (!rc) rc = rd__rpc_reply(call, &r.base);
+  free(refs.v);
+  free(v);
+  free(vp);
+  free(hashes);
+  return rc;
+}
+
 static int h_code_stat(void *arg, rd__rpc_call *call, const ProtobufCMessage *req) {
   gcs *g = arg;
   const Rd__Gcs__CodeStatRequest *q = (const void *)req;
@@ -1306,6 +1522,7 @@ static int h_code_stat(void *arg, rd__rpc_call *call, const ProtobufCMessage *re
   uint8_t dummy;
   pthread_mutex_lock(&g->mu);
   rc = g->store->ops->read(g->store, T_CODE, q->hash, 64, 0, &dummy, 0, &n, &r.size);
+  if (!rc) code_touch(g, q->hash);   /* an upload skipped for it: its job is on the way */
   pthread_mutex_unlock(&g->mu);
   r.present = rc == 0;
   if (rc && rc != RD_ENOENT) return rc;
@@ -1335,6 +1552,7 @@ static int h_code_put(void *arg, rd__rpc_call *call, const ProtobufCMessage *req
       rc = RD_EINVAL;
     } else if (g->store->ops->read(g->store, T_CODE, q->hash, 64, 0, &dummy, 0, &n, &total) == 0) {
       r.complete = 1;   /* someone uploaded it already */
+      code_touch(g, q->hash);
     } else {
       for (int i = 0; i < MAX_UPLOADS && !u; i++)
         if (!g->uploads[i].id) u = &g->uploads[i];
@@ -1387,6 +1605,9 @@ static int h_code_put(void *arg, rd__rpc_call *call, const ProtobufCMessage *req
           rc = RD_EINVAL;
         } else {
           rc = g->store->ops->put(g->store, T_CODE, u->hash, 64, u->buf, u->size);
+          if (!rc && code_add(g, u->hash, u->size) != 0) {   /* never swept: it stays */
+            rd__log(RD_LOG_ERROR, "gcs: out of memory listing code: %s is kept for good", u->hash);
+          }
           r.complete = rc == 0;
           if (!rc) rd__log(RD_LOG_INFO, "gcs: code %s stored (%" PRIu64 " bytes)", u->hash, u->size);
         }
@@ -1414,6 +1635,7 @@ static int h_code_get(void *arg, rd__rpc_call *call, const ProtobufCMessage *req
   size_t n = 0;
   pthread_mutex_lock(&g->mu);
   rc = g->store->ops->read(g->store, T_CODE, q->hash, 64, q->offset, buf, want, &n, &r.size);
+  if (!rc) code_touch(g, q->hash);
   pthread_mutex_unlock(&g->mu);
   if (rc == RD_ENOENT) rd__rpc_fail(call, "no code %s", q->hash);
   if (rc == RD_EINVAL) rd__rpc_fail(call, "offset %" PRIu64 " past the end of code %s", q->offset, q->hash);
@@ -1442,6 +1664,7 @@ static const rd__rpc_method gcs_methods[] = {
     M("CodeStat", code_stat_request, h_code_stat),
     M("CodePut", code_put_request, h_code_put),
     M("CodeGet", code_get_request, h_code_get),
+    M("CodeList", empty, h_code_list),
     M("JobAdd", job_add_request, h_job_add),
     M("JobFinish", job_finish_request, h_job_finish),
     M("JobList", empty, h_job_list),
@@ -1502,24 +1725,28 @@ static void recover(gcs *g) {
     }
   }
   (void)g->store->ops->scan(g->store, T_JOB, "", 0, last_job, &g->next_job);
+  (void)g->store->ops->scan(g->store, T_CODE, "", 0, code_scan_add, g);   /* idle from now */
   size_t nodes = 0, actors = 0, pgs = 0, keys = 0;
   for (uint32_t i = 1; i <= RD_GCS_MAX_NODES; i++) nodes += g->alive[i];
   (void)g->store->ops->scan(g->store, T_ACTOR, "", 0, count_rec, &actors);
   (void)g->store->ops->scan(g->store, T_PG, "", 0, count_rec, &pgs);
   (void)g->store->ops->scan(g->store, T_KV, "", 0, count_rec, &keys);
-  if (!nodes && !actors && !pgs && !keys && !g->next_job && !g->view_version) return;
+  if (!nodes && !actors && !pgs && !keys && !g->next_job && !g->view_version && !g->ncode) return;
   g->view_version++;
   meta_save(g);
   rd__log(RD_LOG_WARN, "gcs: recovered %zu live nodes, %zu actors, %zu placement groups, %zu kv keys, "
-          "%u jobs (view version %" PRIu64 ")", nodes, actors, pgs, keys, g->next_job, g->view_version);
+          "%u jobs, %zu code blobs (view version %" PRIu64 ")", nodes, actors, pgs, keys, g->next_job, g->ncode,
+          g->view_version);
 }
 
 static void usage(FILE *f) {
   fprintf(f, "usage: raydist gcs --bind IP:PORT --token-file PATH [--ready-fd FD] [--alive-fd FD] [--port-file PATH]\n"
              "                   [--storage memory|file:PATH (default memory)] [--pid-file PATH]\n"
              "                   [--supervise (restart the server when it dies; needs --port-file)]\n"
-             "                   [--heartbeat-timeout-ms N (default %d)] [--log-level L]\n",
-          RD_GCS_HB_TIMEOUT_MS);
+             "                   [--heartbeat-timeout-ms N (default %d)] [--log-level L]\n"
+             "                   [--code-ttl-s S (code unused this long is dropped; default\n"
+             "                    $RAYDIST_GCS_CODE_TTL_S, else %d; 0: keep it for good)]\n",
+          RD_GCS_HB_TIMEOUT_MS, CODE_TTL_S);
 }
 
 /* tmp + rename so a reader never sees a partial number. */
@@ -1543,11 +1770,13 @@ int rd__gcs_cli(int argc, char **argv) {
       {"heartbeat-timeout-ms", required_argument, NULL, 'h'},
       {"log-level", required_argument, NULL, 'l'},  {"help", no_argument, NULL, 'H'},
       {"storage", required_argument, NULL, 's'},   {"pid-file", required_argument, NULL, 'P'},
-      {"alive-fd", required_argument, NULL, 'a'},   {NULL, 0, NULL, 0}};
+      {"alive-fd", required_argument, NULL, 'a'},   {"code-ttl-s", required_argument, NULL, 'c'},
+      {NULL, 0, NULL, 0}};
   const char *bind = NULL, *token_file = NULL, *port_file = NULL, *storage = "memory", *pid_file = NULL;
   for (int i = 2; i < argc; i++)
     if (!strcmp(argv[i], "--supervise")) return rd__gcs_keeper(argc, argv);
   int ready_fd = -1, alive_fd = -1, hb = RD_GCS_HB_TIMEOUT_MS;
+  const char *ttl_s = getenv("RAYDIST_GCS_CODE_TTL_S");
   rd__log_init("gcs");
   optind = 2;   /* argv[1] is "gcs" */
   int c;
@@ -1577,6 +1806,7 @@ int rd__gcs_cli(int argc, char **argv) {
       case 'l':
         rd__log_set_level((int)strtol(optarg, &end, 10));
         break;
+      case 'c': ttl_s = optarg; break;
       case 'H': usage(stdout); return 0;
       default: usage(stderr); return 2;
     }
@@ -1584,6 +1814,15 @@ int rd__gcs_cli(int argc, char **argv) {
   if (!bind || !token_file || optind != argc) {
     usage(stderr);
     return 2;
+  }
+  double ttl = CODE_TTL_S;
+  if (ttl_s && *ttl_s) {
+    char *end = NULL;
+    ttl = strtod(ttl_s, &end);
+    if (*end || !(ttl >= 0 && ttl <= 1e8)) {
+      fprintf(stderr, "raydist gcs: the code TTL must be 0..100000000 seconds, not '%s'\n", ttl_s);
+      return 2;
+    }
   }
   char token[RD_RPC_TOKEN_MAX], err[256];
   if (rd__rpc_read_token(token_file, token, sizeof(token), err, sizeof(err)) != 0) {
@@ -1605,6 +1844,7 @@ int rd__gcs_cli(int argc, char **argv) {
     return 1;
   }
   g->hb_timeout_ms = hb;
+  g->code_ttl_ms = (uint64_t)(ttl * 1000);
   g->alive_fd = alive_fd;
   g->cursor = 1;
   recover(g);
@@ -1626,7 +1866,7 @@ int rd__gcs_cli(int argc, char **argv) {
   }
   pthread_t det;
   pthread_create(&det, NULL, detector, g);
-  rd__log(RD_LOG_INFO, "gcs: serving on %s (port %d), heartbeat timeout %d ms, storage %s", bind, port, hb,
+  rd__log(RD_LOG_INFO, "gcs: serving on %s (port %d), heartbeat timeout %d ms, code TTL %g s, storage %s", bind, port, hb, ttl,
           storage);
   if (port_file && write_num_file(port_file, port) != 0) {
     fprintf(stderr, "raydist gcs: cannot write port file '%s': %s\n", port_file, strerror(errno));
@@ -1651,7 +1891,8 @@ int rd__gcs_cli(int argc, char **argv) {
   rd__rpc_server_stop(srv);   /* ends every subscriber stream */
 out:
   for (int i = 0; i < MAX_UPLOADS; i++) free(g->uploads[i].buf);
-  for (uint32_t i = 0; i <= RD_GCS_MAX_NODES; i++) free(g->load[i].avail);
+  for (uint32_t i = 0; i <= RD_GCS_MAX_NODES; i++) soft_clear(g, &g->load[i]);
+  free(g->code);
   g->store->ops->destroy(g->store);
   pthread_mutex_destroy(&g->mu);
   pthread_cond_destroy(&g->cv);

@@ -159,8 +159,18 @@ int rd_gcs_register_node(rd_gcs *g, const rd_gcs_node *self, uint32_t *index_out
 
 int rd_gcs_heartbeat(rd_gcs *g, uint32_t index, const rd_resources *avail, int64_t pending,
                      uint64_t store_used, uint64_t *view_version_out) {
+  return rd_gcs_heartbeat_code(g, index, avail, pending, store_used, NULL, 0, view_version_out);
+}
+
+int rd_gcs_heartbeat_code(rd_gcs *g, uint32_t index, const rd_resources *avail, int64_t pending,
+                          uint64_t store_used, char (*code)[65], size_t ncode, uint64_t *view_version_out) {
   Rd__Gcs__HeartbeatRequest req = RD__GCS__HEARTBEAT_REQUEST__INIT;
   rd__res_msg a;
+  char *codep[RD_GCS_CODE_REFS_MAX];
+  if (ncode > RD_GCS_CODE_REFS_MAX) ncode = RD_GCS_CODE_REFS_MAX;
+  for (size_t i = 0; i < ncode; i++) codep[i] = code[i];
+  req.n_code_in_use = ncode;
+  req.code_in_use = codep;
   req.index = index;
   if (avail) {
     rd__res_to_msg(avail, &a);
@@ -409,6 +419,33 @@ int rd_gcs_code_get(rd_gcs *g, const char *hash, const char *dest_path, char *er
 }
 
 /* ---- jobs and actors ---- */
+
+int rd_gcs_code_list(rd_gcs *g, rd_gcs_code_table *out) {
+  memset(out, 0, sizeof(*out));
+  Rd__Gcs__Empty req = RD__GCS__EMPTY__INIT;
+  ProtobufCMessage *rep;
+  int rc = call(g, "/rd.gcs.Gcs/CodeList", &req.base, &rd__gcs__code_list_reply__descriptor, &rep, NULL, 0);
+  if (rc) return rc;
+  Rd__Gcs__CodeListReply *r = (Rd__Gcs__CodeListReply *)rep;
+  rd_gcs_code *v = r->n_code ? calloc(r->n_code, sizeof(*v)) : NULL;
+  if (r->n_code && !v) rc = fail(RD_ENOMEM, NULL, 0, "%.200s", "out of memory");
+  for (size_t i = 0; !rc && i < r->n_code; i++) {
+    const Rd__Gcs__CodeInfo *c = r->code[i];
+    snprintf(v[i].hash, sizeof(v[i].hash), "%s", c->hash ? c->hash : "");
+    v[i].size = c->size;
+    v[i].idle_ms = c->idle_ms;
+    v[i].in_use = c->in_use;
+  }
+  if (!rc) {
+    out->code = v;
+    out->n = r->n_code;
+    out->ttl_ms = r->ttl_ms;
+    out->collected = r->collected;
+    out->collected_bytes = r->collected_bytes;
+  }
+  protobuf_c_message_free_unpacked(rep, NULL);
+  return rc;
+}
 
 int rd_gcs_job_add(rd_gcs *g, const char *code_hash, int driver_pid, uint32_t node_index,
                    uint32_t *job_id_out) {

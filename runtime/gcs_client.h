@@ -57,6 +57,11 @@ int rd_gcs_register_node(rd_gcs *g, const rd_gcs_node *self, uint32_t *index_out
  * or dies, so a caller knows when to re-read rd_gcs_get_nodes. */
 int rd_gcs_heartbeat(rd_gcs *g, uint32_t index, const rd_resources *avail, int64_t pending,
                      uint64_t store_used, uint64_t *view_version_out);
+/* The same, naming the code hashes the node's jobs and actors need, so
+ * the GCS keeps them (at most RD_GCS_CODE_REFS_MAX; more are cut). */
+#define RD_GCS_CODE_REFS_MAX 256
+int rd_gcs_heartbeat_code(rd_gcs *g, uint32_t index, const rd_resources *avail, int64_t pending,
+                          uint64_t store_used, char (*code)[65], size_t ncode, uint64_t *view_version_out);
 int rd_gcs_unregister_node(rd_gcs *g, uint32_t index, const char *reason);
 /* All nodes (alive and dead); *nodes_out is malloc'ed, free() it (NULL when
  * there are none). */
@@ -80,6 +85,23 @@ int rd_gcs_code_put(rd_gcs *g, const char *path, char hash_out[65], char *err, s
  * to hash (nothing is written then). */
 int rd_gcs_code_get(rd_gcs *g, const char *hash, const char *dest_path, char *err, size_t errlen);
 
+/* The code table: each blob's size, how long nothing used it, and whether
+ * a running job or a live node holds it; the TTL after which unused code
+ * is dropped (0: never) and what was dropped so far.  free(out->code). */
+typedef struct rd_gcs_code {
+  char hash[65];
+  uint64_t size, idle_ms;
+  int in_use;
+} rd_gcs_code;
+typedef struct rd_gcs_code_table {
+  rd_gcs_code *code;
+  size_t n;
+  uint64_t ttl_ms, collected, collected_bytes;
+} rd_gcs_code_table;
+int rd_gcs_code_list(rd_gcs *g, rd_gcs_code_table *out);
+
+/* RD_ENOENT when code_hash is not "" and the GCS lacks that code (never
+ * stored, or collected unused): upload it again and retry. */
 int rd_gcs_job_add(rd_gcs *g, const char *code_hash, int driver_pid, uint32_t node_index,
                    uint32_t *job_id_out);
 /* Ends a job with a reason (NULL: "finished"); again is a no-op.  RD_ENOENT. */

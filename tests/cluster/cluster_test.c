@@ -3481,6 +3481,38 @@ static int t_detached_gone(void) {
   return 0;
 }
 
+/* The GCS's code table (cluster_code_gc, a TTL of 1 s): first driver, a
+ * task on node b and a detached actor on node c, whose code the GCS must
+ * keep after this job ends. */
+static int t_code_keep(void) {
+  join();
+  CHECK(run_where("only_b=1") > 0);
+  rd_actor a = make_tally("codekeep", 1, "only_c=1", 0, UINT32_MAX, 1);
+  CHECK_EQ(actor_add(a), 1);
+  rd_shutdown();
+  return 0;
+}
+
+/* Second driver, seconds later: the actor serves, then is killed for good. */
+static int t_code_kill(void) {
+  join();
+  rd_actor a = get_named("codekeep");
+  CHECK_EQ(actor_add(a), 2);
+  CHECK_EQ(rd_actor_kill(a, 1), 0);
+  rd_shutdown();
+  return 0;
+}
+
+/* Third driver, after the code was collected: its node stores it again, and
+ * a node that joined since (only_d) fetches it to start a worker. */
+static int t_code_again(void) {
+  join();
+  CHECK(run_where("only_d=1") > 0);
+  CHECK(run_where("only_b=1") > 0);
+  rd_shutdown();
+  return 0;
+}
+
 /* The pid in a file the GCS writes (RD_GCS_PID_FILE), or 0. */
 static pid_t gcs_pid(void) {
   const char *path = getenv("RD_GCS_PID_FILE");
@@ -3755,7 +3787,8 @@ int main(int argc, char **argv) {
       {"detached_gone", t_detached_gone},       {"gcs_restart_before", t_gcs_restart_before},
       {"gcs_restart_after", t_gcs_restart_after}, {"lineage", t_lineage}, {"nodes", t_nodes}, {"get_many_remote", t_get_many_remote}, {"hung_peer", t_hung_peer}, {"env", t_env}, {"get_if_exists", t_get_if_exists}, {"log_to_driver", t_log_to_driver}, {"kv", t_kv}, {"max_calls", t_max_calls}, {"actor_exit", t_actor_exit}, {"env_bad_node", t_env_bad_node}, {"shutdown_busy", t_shutdown_busy}, {"job_ok", t_job_ok}, {"ns_make", t_ns_make}, {"ns_other", t_ns_other}, {"ns_same", t_ns_same}, {"job_bad", t_job_bad}, {"job_long", t_job_long}, {"owner_exit_child", t_owner_exit_child}, {"owner_exit_check", t_owner_exit_check}, {"shuffle", t_shuffle}, {"bad_node", t_bad_node}, {"lineage_eager", t_lineage_eager}, {"respill", t_respill},       {"cancel", t_cancel}, {"memory_remote", t_memory_remote},
       {"borrow", t_borrow},                     {"stream", t_stream},           {"nested", t_nested},
-      {"collective", t_collective},
+      {"collective", t_collective},             {"code_keep", t_code_keep},     {"code_kill", t_code_kill},
+      {"code_again", t_code_again},
   };
   return rd_test_main(argc, argv, cases, sizeof(cases) / sizeof(cases[0]));
 }

@@ -52,7 +52,10 @@ WATCHDOG=$!
 
 # hung_peer: a small libuv pool in every node, as a user may set it
 [ "$CASE" = hung_peer ] && export UV_THREADPOOL_SIZE=2
-"$R" start --head --port 0 --node-ip 127.0.0.1 --num-cpus 2 --object-store-memory 700000000 >/dev/null || fail "head"
+# code_gc: the GCS drops code unused for 1 s (600 s by default); INFO logs to check
+HEAD_OPTS=
+[ "$CASE" = code_gc ] && export RAYDIST_GCS_CODE_TTL_S=1 RAYDIST_LOG_LEVEL=2 && HEAD_OPTS="--log-level 2"
+"$R" start --head --port 0 --node-ip 127.0.0.1 --num-cpus 2 --object-store-memory 700000000 $HEAD_OPTS >/dev/null || fail "head"
 ADDR=$(sed -n 's/^gcs=//p' "$ROOT/node-127.0.0.1/cluster")
 [ -n "$ADDR" ] || fail "no GCS address"
 "$R" start --address "$ADDR" --node-ip 127.0.0.2 --num-cpus 2 --resources only_b=1,pool=1 \
@@ -284,6 +287,30 @@ PY
     "$FZ" joblink 127.0.0.2 "$PORT" "$TOKEN" || fail "$CASE: joblink"
     "$T" strategies || fail "cluster hurt by the fuzzed link"
     "$R" status | grep -q "3 nodes alive" || fail "cluster hurt"
+    ;;
+  code_gc)
+    # code_status PATTERN: wait up to 10 s for `raydist status`'s code line to match
+    code_status() {
+      for i in $(seq 1 50); do
+        "$R" status > "$RAYDIST_TMPDIR/status" || fail "status"
+        grep -Eq "^code: $1" "$RAYDIST_TMPDIR/status" && return 0
+        sleep 0.2
+      done
+      cat "$RAYDIST_TMPDIR/status"; fail "code_gc: no code line matching '$1'"
+    }
+    "$T" code_keep || fail "code_keep"
+    # its job ended, but the detached actor (recorded on the head, hosted on c) holds the code
+    sleep 3
+    code_status "1 blob, [0-9.]+ MiB, 1 in use; 0 collected \(0.0 MiB\); unused code is dropped after 1 s"
+    "$T" code_kill || fail "code_kill"
+    code_status "0 blobs, 0.0 MiB, 0 in use; 1 collected \([0-9.]+ MiB\)"
+    grep -Eq "gcs: code [0-9a-f]{64} collected \([0-9]+ bytes, unused for [0-9]+ s\)" "$ROOT/node-127.0.0.1/gcs.log" ||
+      fail "code_gc: the GCS logged no collection"
+    # a node that never had it, then the same program again: the head stores it anew
+    "$R" start --address "$ADDR" --node-ip 127.0.0.4 --num-cpus 1 --resources only_d=1 >/dev/null || fail "node d"
+    "$T" code_again || fail "code_again"
+    grep -q "since its last run: uploading it again" "$ROOT/node-127.0.0.1/node.log" || fail "code_gc: the head did not upload the code again"
+    code_status "1 blob, [0-9.]+ MiB, [01] in use; 1 collected"
     ;;
   jobs)
     # drivers submitted to the head's node, run detached, their output kept

@@ -519,6 +519,136 @@ static int t_gcs_code(void) {
   return 0;
 }
 
+/* code_put of a file holding text: its hash in hash. */
+static void code_put_text(rd_gcs *g, const char *name, const char *text, char hash[65]) {
+  char path[300], err[256];
+  snprintf(path, sizeof(path), "%s/%s", g_dir, name);
+  write_file(path, text, strlen(text));
+  int rc = rd_gcs_code_put(g, path, hash, err, sizeof(err));
+  if (rc) fprintf(stderr, "code put: %s\n", err);
+  CHECK_EQ(rc, 0);
+}
+
+/* hash's entry in the code table (NULL: not there); t is refreshed. */
+static const rd_gcs_code *code_entry(rd_gcs *g, rd_gcs_code_table *t, const char *hash) {
+  free(t->code);
+  CHECK_EQ(rd_gcs_code_list(g, t), 0);
+  for (size_t i = 0; i < t->n; i++)
+    if (!strcmp(t->code[i].hash, hash)) return &t->code[i];
+  return NULL;
+}
+
+/* Code nothing uses is dropped after the TTL (1 s here): a running job's
+ * and a node's heartbeat list keep theirs, and the TTL counts from the last
+ * use; a job may not name code the GCS lacks.  Heartbeats naming too many
+ * or malformed hashes are refused; --code-ttl-s takes only 0..1e8. */
+static int t_gcs_code_ttl(void) {
+  make_dir();
+  setenv("RAYDIST_GCS_CODE_TTL_S", "1", 1);
+  gcs_proc p;
+  gcs_start(&p, 3000);
+  unsetenv("RAYDIST_GCS_CODE_TTL_S");
+  rd_gcs *g = connect_ok(&p);
+  rd_gcs_node a;
+  node_fill(&a, "127.0.0.2", 2);
+  uint32_t ia = 0, job = 0;
+  char err[256], job_code[65], node_code[65], loose[65];
+  CHECK_EQ(rd_gcs_register_node(g, &a, &ia, err, sizeof(err)), 0);
+  code_put_text(g, "job", "job's program", job_code);
+  code_put_text(g, "node", "a detached actor's program", node_code);
+  code_put_text(g, "loose", "uploaded, then never used", loose);
+  CHECK_EQ(rd_gcs_job_add(g, job_code, 99, ia, &job), 0);
+  rd_gcs_code_table t = {0};
+  CHECK(code_entry(g, &t, loose) != NULL);
+  CHECK_EQ(t.n, 3);
+  CHECK_EQ(t.ttl_ms, 1000);
+  /* 2.5 s of heartbeats naming node_code: the loose one goes, the others stay */
+  char refs[1][65];
+  memcpy(refs[0], node_code, 65);
+  for (int i = 0; i < 25; i++) {
+    CHECK_EQ(rd_gcs_heartbeat_code(g, ia, &a.total, 0, 0, refs, 1, NULL), 0);
+    sleep_ms(100);
+  }
+  CHECK(code_entry(g, &t, loose) == NULL);
+  CHECK(t.collected == 1 && t.collected_bytes == strlen("uploaded, then never used"));
+  const rd_gcs_code *e = code_entry(g, &t, job_code);
+  CHECK(e && e->in_use);
+  e = code_entry(g, &t, node_code);
+  CHECK(e && e->in_use);
+  char dst[300];
+  snprintf(dst, sizeof(dst), "%s/loose.fetched", g_dir);
+  CHECK_EQ(rd_gcs_code_get(g, loose, dst, err, sizeof(err)), RD_ENOENT);
+  /* the job ends and the node stops naming its code: both stay for the TTL, then go */
+  CHECK_EQ(rd_gcs_job_finish(g, job, NULL), 0);
+  double t0 = now_ms();
+  for (int i = 0; i < 5; i++) {
+    CHECK_EQ(rd_gcs_heartbeat_code(g, ia, &a.total, 0, 0, NULL, 0, NULL), 0);
+    sleep_ms(100);
+  }
+  if (now_ms() - t0 < 800) {   /* still within the TTL of their last use */
+    e = code_entry(g, &t, job_code);
+    CHECK(e && !e->in_use);
+    CHECK(code_entry(g, &t, node_code) != NULL);
+  }
+  for (int i = 0; i < 25 && t.n; i++) {
+    CHECK_EQ(rd_gcs_heartbeat_code(g, ia, &a.total, 0, 0, NULL, 0, NULL), 0);
+    sleep_ms(100);
+    free(t.code);
+    CHECK_EQ(rd_gcs_code_list(g, &t), 0);
+  }
+  CHECK_EQ(t.n, 0);
+  CHECK_EQ(t.collected, 3);
+  /* a new run of the job's program: refused until it is stored again */
+  CHECK_EQ(rd_gcs_job_add(g, job_code, 100, ia, &job), RD_ENOENT);
+  code_put_text(g, "job", "job's program", job_code);
+  CHECK_EQ(rd_gcs_job_add(g, job_code, 100, ia, &job), 0);
+  /* a read keeps code too: 2 s of reads, and it is still there */
+  code_put_text(g, "read", "read again and again", loose);
+  for (int i = 0; i < 10; i++) {
+    CHECK_EQ(rd_gcs_code_get(g, loose, dst, err, sizeof(err)), 0);
+    unlink(dst);
+    CHECK_EQ(rd_gcs_heartbeat_code(g, ia, &a.total, 0, 0, NULL, 0, NULL), 0);
+    sleep_ms(200);
+  }
+  CHECK(code_entry(g, &t, loose) != NULL);
+  free(t.code);
+  /* heartbeats naming malformed or too many hashes are refused */
+  grpc_channel *ch = rd__rpc_channel(p.addr, 0, 0, NULL, 0);
+  Rd__Gcs__HeartbeatRequest q = RD__GCS__HEARTBEAT_REQUEST__INIT;
+  q.index = ia;
+  char *bad[1] = {"xyz"};
+  q.n_code_in_use = 1;
+  q.code_in_use = bad;
+  CHECK_EQ(rd__rpc_unary(ch, "/rd.gcs.Gcs/Heartbeat", TOKEN, &q.base, &rd__gcs__heartbeat_reply__descriptor, NULL,
+                         5000, 0, err, sizeof(err)), RD_EINVAL);
+  CHECK(strstr(err, "code hashes") != NULL);
+  char **many = malloc((RD_GCS_CODE_REFS_MAX + 1) * sizeof(*many));
+  for (int i = 0; i <= RD_GCS_CODE_REFS_MAX; i++) many[i] = job_code;
+  q.n_code_in_use = RD_GCS_CODE_REFS_MAX + 1;
+  q.code_in_use = many;
+  CHECK_EQ(rd__rpc_unary(ch, "/rd.gcs.Gcs/Heartbeat", TOKEN, &q.base, &rd__gcs__heartbeat_reply__descriptor, NULL,
+                         5000, 0, err, sizeof(err)), RD_EINVAL);
+  q.n_code_in_use = RD_GCS_CODE_REFS_MAX;   /* the most it takes */
+  CHECK_EQ(rd__rpc_unary(ch, "/rd.gcs.Gcs/Heartbeat", TOKEN, &q.base, &rd__gcs__heartbeat_reply__descriptor, NULL,
+                         5000, 0, err, sizeof(err)), 0);
+  free(many);
+  grpc_channel_destroy(ch);
+  rd_gcs_close(g);
+  gcs_stop(&p);
+  /* bad TTLs: usage errors */
+  const char *bin = getenv("RAYDIST_BIN");
+  const char *ttls[] = {"abc", "-1", "1e9", ""};
+  for (int i = 0; i < 4; i++) {
+    char cmd[1200];
+    snprintf(cmd, sizeof(cmd), "'%s' gcs --bind 127.0.0.1:0 --token-file /dev/null --code-ttl-s '%s' 2>/dev/null", bin,
+             ttls[i]);
+    int st = system(cmd);
+    CHECK(WIFEXITED(st) && WEXITSTATUS(st) == (i < 3 ? 2 : 1));   /* "": the default; then no token */
+  }
+  rm_dir();
+  return 0;
+}
+
 static int t_gcs_jobs_actors(void) {
   make_dir();
   gcs_proc p;
@@ -527,8 +657,12 @@ static int t_gcs_jobs_actors(void) {
   ev_log log = {.mu = PTHREAD_MUTEX_INITIALIZER};
   CHECK_EQ(rd_gcs_subscribe(g, on_event, &log), 0);
   uint32_t j1, j2;
-  char hash[65];
+  char hash[65], src[300], err[256];
   rd_sha256_hex("x", 1, hash);
+  CHECK_EQ(rd_gcs_job_add(g, hash, 1234, 1, &j1), RD_ENOENT);   /* its code must be stored first */
+  snprintf(src, sizeof(src), "%s/x", g_dir);
+  write_file(src, "x", 1);
+  CHECK_EQ(rd_gcs_code_put(g, src, hash, err, sizeof(err)), 0);
   CHECK_EQ(rd_gcs_job_add(g, hash, 1234, 1, &j1), 0);
   CHECK_EQ(rd_gcs_job_add(g, "", 1235, 1, &j2), 0);
   CHECK(j1 >= 1 && j2 == j1 + 1);
@@ -1014,6 +1148,7 @@ static int t_gcs_fuzz(void) {
       {"CodeStat", &rd__gcs__code_stat_request__descriptor},
       {"CodePut", &rd__gcs__code_put_request__descriptor},
       {"CodeGet", &rd__gcs__code_get_request__descriptor},
+      {"CodeList", &rd__gcs__empty__descriptor},
       {"JobAdd", &rd__gcs__job_add_request__descriptor},
       {"JobFinish", &rd__gcs__job_finish_request__descriptor},
       {"JobList", &rd__gcs__empty__descriptor},
@@ -1688,6 +1823,7 @@ static const rd_test_case cases[] = {
     {"gcs_nodes", t_gcs_nodes},
     {"gcs_kv", t_gcs_kv},
     {"gcs_code", t_gcs_code},
+    {"gcs_code_ttl", t_gcs_code_ttl},
     {"gcs_jobs_actors", t_gcs_jobs_actors},
     {"gcs_pgs", t_gcs_pgs},
     {"gcs_bad_input", t_gcs_bad_input},
