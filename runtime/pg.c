@@ -28,7 +28,8 @@
 #define PG_REFRESH_NS 200000000ull    /* a copy something waits on is fetched again after this */
 #define PG_KEEP_REMOVED 256           /* removed records kept for status answers */
 #define PG_GRACE_NS 2000000000ull     /* an unknown id is looked up again this long */
-#define PG_GCS_LATE_MS 1000           /* a record's look or removal is answered after this even if the GCS is late */
+#define PG_GCS_LATE_MS 1000           /* a record's look is answered after this even if the GCS is late */
+#define PG_GCS_REMOVE_MS 10000        /* and a removal after this: a caller that looks next must not find it */
 
 enum { PG_PENDING = 1, PG_CREATED = 2, PG_RESCHEDULING = 3, PG_REMOVED = 4 };
 static const char *state_name[] = {"none", "pending", "created", "rescheduling", "removed"};
@@ -1000,7 +1001,7 @@ void rd__pg_on_remove(node_client *c, const Rd__PgRemove *m) {
   if (p && p->mine) {
     remove_pg(p, "removed by rd_pg_remove");
     /* answered once the GCS says so too (or at once, when it does already) */
-    if (!p->putting || park(PARK_REMOVE, c, m->req_id, p->id, NULL, NULL, 0, -1, PG_GCS_LATE_MS) != 0)
+    if (!p->putting || park(PARK_REMOVE, c, m->req_id, p->id, NULL, NULL, 0, -1, PG_GCS_REMOVE_MS) != 0)
       reply(c, m->req_id, 0, NULL, p);
     return;
   }
