@@ -71,6 +71,8 @@ typedef struct node_facts {
   rd_store_stats store;
   double uptime_s, run_mean_s, run_p50_s, run_p99_s;
   uint64_t tasks_run;
+  uint64_t own_waiting, own_sent;   /* owned by processes here, no result yet */
+  double lat_mean_s, lat_p50_s, lat_p99_s;   /* their submit-to-result latency */
 } node_facts;
 
 /* The upper bound of the histogram bucket holding quantile q (decades from
@@ -97,6 +99,10 @@ static void gather(node_facts *f) {
   f->run_mean_s = N.task_run_n ? (double)N.task_run_ns / 1e9 / (double)N.task_run_n : 0;
   f->run_p50_s = hist_quantile(N.task_run, N.task_run_n, 0.5);
   f->run_p99_s = hist_quantile(N.task_run, N.task_run_n, 0.99);
+  rd__node_owned(&f->own_waiting, &f->own_sent);
+  f->lat_mean_s = N.task_lat_n ? (double)N.task_lat_ns / 1e9 / (double)N.task_lat_n : 0;
+  f->lat_p50_s = hist_quantile(N.task_lat, N.task_lat_n, 0.5);
+  f->lat_p99_s = hist_quantile(N.task_lat, N.task_lat_n, 0.99);
   rd__fair_tally();
 }
 
@@ -149,6 +155,11 @@ static void render_json(rd__mbuf *b, const dash_req *q, const node_facts *f) {
                      "\"run_p99_s_at_most\":%g},",
                   (unsigned long long)f->tasks_run, (unsigned long long)N.tasks_failed, f->run_mean_s, f->run_p50_s,
                   f->run_p99_s);
+  rd__mbuf_printf(b, "\"owned_tasks\":{\"waiting\":%llu,\"sent\":%llu,\"settled\":%llu,\"failed\":%llu,"
+                     "\"latency_mean_s\":%.6f,\"latency_p50_s_at_most\":%g,\"latency_p99_s_at_most\":%g},",
+                  (unsigned long long)f->own_waiting, (unsigned long long)f->own_sent,
+                  (unsigned long long)N.task_lat_n, (unsigned long long)N.owned_failed, f->lat_mean_s, f->lat_p50_s,
+                  f->lat_p99_s);
   rd__mbuf_printf(b, "\"store\":{\"capacity\":%llu,\"used\":%llu,\"objects\":%llu,\"spilled_objects\":%llu,"
                      "\"spilled_bytes\":%llu},\"leases_granted\":%llu,\"fair_share_yields\":%llu,\"memory_kills\":%llu}",
                   (unsigned long long)f->store.capacity, (unsigned long long)f->store.used,
@@ -282,9 +293,14 @@ static void render_html(rd__mbuf *b, const dash_req *q, const node_facts *f) {
                   (long long)((tot->memory - f->avail.memory) >> 20), (long long)(tot->memory >> 20));
   for (int s = W_STARTING; s <= W_DYING; s++) rd__mbuf_printf(b, "%s %d, ", rd__worker_state_names[s], f->cs.workers[s]);
   rd__mbuf_printf(b, "blocked %d; drivers %d</td></tr>\n<tr><th>tasks and actor calls run</th><td>%llu (failed %llu); "
-                     "mean %.3g s, p50 &le; %g s, p99 &le; %g s</td></tr>\n<tr><th>actors</th><td>",
+                     "mean %.3g s, p50 &le; %g s, p99 &le; %g s</td></tr>\n"
+                     "<tr><th>tasks and actor calls submitted here</th><td>%llu waiting, %llu sent to workers; "
+                     "%llu done (failed %llu), submit to result: mean %.3g s, p50 &le; %g s, p99 &le; %g s</td></tr>\n"
+                     "<tr><th>actors</th><td>",
                   f->cs.blocked, f->cs.drivers, (unsigned long long)f->tasks_run, (unsigned long long)N.tasks_failed,
-                  f->run_mean_s, f->run_p50_s, f->run_p99_s);
+                  f->run_mean_s, f->run_p50_s, f->run_p99_s, (unsigned long long)f->own_waiting,
+                  (unsigned long long)f->own_sent, (unsigned long long)N.task_lat_n, (unsigned long long)N.owned_failed,
+                  f->lat_mean_s, f->lat_p50_s, f->lat_p99_s);
   for (int s = A_PENDING; s <= A_DEAD; s++) rd__mbuf_printf(b, "%s%s %d", s ? ", " : "", rd__actor_state_names[s], f->cs.actors[s]);
   rd__mbuf_printf(b, "</td></tr>\n<tr><th>object store</th><td>%.1f/%.1f MiB, %llu objects in memory, %llu spilled "
                      "(%.1f MiB)</td></tr>\n<tr><th>memory monitor kills</th><td>%llu</td></tr>\n</table>\n",

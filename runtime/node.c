@@ -889,6 +889,33 @@ static rd__fn_metric *fn_metric(const char *name) {
   return f;
 }
 
+void rd__node_owned(uint64_t *waiting, uint64_t *sent) {
+  *waiting = *sent = 0;
+  for (node_client *c = N.clients; c; c = c->next) {
+    if (c->dead) continue;
+    *waiting += c->own_waiting;
+    *sent += c->own_sent;
+  }
+}
+
+/* An owner's (driver's or worker's) tasks: latency since its last report,
+ * and how many wait or are sent now. */
+static void on_owner_stats(node_client *c, Rd__OwnerStats *m) {
+  uint64_t n = 0;
+  for (size_t i = 0; i < m->n_buckets; i++) n += m->buckets[i];
+  if (m->n_buckets != RD_HIST_BUCKETS || n != m->done + m->failed) {
+    send_error(c, RD_EPROTO, "OwnerStats needs one count per histogram bucket, adding up to done + failed");
+    client_drop(c, "malformed owner stats");
+    return;
+  }
+  for (size_t i = 0; i < RD_HIST_BUCKETS; i++) N.task_lat[i] += m->buckets[i];
+  N.task_lat_n += n;
+  N.task_lat_ns += m->sum_ns;
+  N.owned_failed += m->failed;
+  c->own_waiting = m->waiting;
+  c->own_sent = m->sent;
+}
+
 /* A worker's task run times since its last report, for the metrics. */
 static void on_worker_stats(node_client *c, Rd__WorkerStats *m) {
   if (!c->worker) return;
@@ -2270,6 +2297,7 @@ static void handle_frame(node_client *c, const rd__frame *f) {
     case RD__MSG_TYPE__MSG_PG_REMOVE: d = &rd__pg_remove__descriptor; break;
     case RD__MSG_TYPE__MSG_WORKER_BLOCKED: d = &rd__worker_blocked__descriptor; break;
     case RD__MSG_TYPE__MSG_WORKER_STATS: d = &rd__worker_stats__descriptor; break;
+    case RD__MSG_TYPE__MSG_OWNER_STATS: d = &rd__owner_stats__descriptor; break;
     case RD__MSG_TYPE__MSG_WORKER_RETIRE: d = &rd__worker_retire__descriptor; break;
     default: break;
   }
@@ -2312,6 +2340,7 @@ static void handle_frame(node_client *c, const rd__frame *f) {
     case RD__MSG_TYPE__MSG_PG_REMOVE: rd__pg_on_remove(c, (Rd__PgRemove *)m); break;
     case RD__MSG_TYPE__MSG_WORKER_BLOCKED: on_worker_blocked(c, (Rd__WorkerBlocked *)m); break;
     case RD__MSG_TYPE__MSG_WORKER_STATS: on_worker_stats(c, (Rd__WorkerStats *)m); break;
+    case RD__MSG_TYPE__MSG_OWNER_STATS: on_owner_stats(c, (Rd__OwnerStats *)m); break;
     case RD__MSG_TYPE__MSG_WORKER_RETIRE: on_worker_retire(c, (Rd__WorkerRetire *)m); break;
     case RD__MSG_TYPE__MSG_SHUTDOWN:
       /* a cluster's node outlives drivers; an embedded one stops with the driver that started it */
@@ -2967,6 +2996,20 @@ void rd__node_metrics(rd__mbuf *b) {
                      N.task_run, N.task_run_n, (double)N.task_run_ns / 1e9);
   rd__mbuf_family(b, "raydist_tasks_failed_total", "counter", "Tasks and actor calls here that returned an error.");
   rd__mbuf_printf(b, "raydist_tasks_failed_total %llu\n", (unsigned long long)N.tasks_failed);
+  rd__mbuf_histogram(b, "raydist_task_latency_seconds",
+                     "Tasks and actor calls owned by processes of this node (drivers, workers that submit), from "
+                     "submit to result or failure as the owner sees it (reported within 100 ms).",
+                     N.task_lat, N.task_lat_n, (double)N.task_lat_ns / 1e9);
+  rd__mbuf_family(b, "raydist_owned_tasks_failed_total", "counter",
+                  "Of those, the ones that failed (the task's error, a worker or node death, a cancel).");
+  rd__mbuf_printf(b, "raydist_owned_tasks_failed_total %llu\n", (unsigned long long)N.owned_failed);
+  uint64_t own_waiting, own_sent;
+  rd__node_owned(&own_waiting, &own_sent);
+  rd__mbuf_family(b, "raydist_owned_tasks", "gauge",
+                  "Tasks and actor calls that owners connected here submitted and have no result for yet: waiting "
+                  "(for arguments, a lease, an actor) or sent to a worker.");
+  rd__mbuf_printf(b, "raydist_owned_tasks{state=\"waiting\"} %llu\nraydist_owned_tasks{state=\"sent\"} %llu\n",
+                  (unsigned long long)own_waiting, (unsigned long long)own_sent);
   if (N.nfns) {   /* no family without a series */
     rd__mbuf_family(b, "raydist_function_run_seconds", "histogram",
                     "Run time of each remote function and actor method (Class.method) in this node's workers.");

@@ -212,12 +212,16 @@ struct node_client {
   size_t npins, cappins;
   lease_req *reqs;
   void *link;               /* ROLE_LINK: cluster.c's state of a link to another node */
+  uint64_t own_waiting, own_sent;   /* its owned tasks now, as its last OwnerStats said */
   node_client *next;
 };
 
 /* A copy hosted here for a peer's record (its creator is that peer's
  * link): the record node decides about restarts, names and placement. */
 static inline int rd__node_actor_hosted(const node_actor *a) { return a->hosted; }
+/* Tasks that owners connected here submitted and have no result for:
+ * waiting, and sent to workers (their last OwnerStats). */
+void rd__node_owned(uint64_t *waiting, uint64_t *sent);
 
 struct node_worker {
   uint32_t id;
@@ -289,6 +293,8 @@ typedef struct rd__node_state {
   uint64_t task_run[RD_HIST_BUCKETS], task_run_n, task_run_ns, tasks_failed, stream_items;
   struct rd__fn_metric *fns;   /* the same by function (FuncStats), in order of first report */
   size_t nfns, fns_cap;
+  /* owners here (drivers, workers that submit): submit-to-result latency (OwnerStats) */
+  uint64_t task_lat[RD_HIST_BUCKETS], task_lat_n, task_lat_ns, owned_failed;
   /* timeline (RAYDIST_TIMELINE=1): the last RD_TIMELINE_MAX task events */
   int timeline_on;
   struct rd__tl_event *tl;

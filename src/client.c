@@ -326,7 +326,26 @@ static void class_enqueue(rd__sclass *c, rd__task *t, int front) {
 
 static void stream_task_gone(rd__stream *st);
 
+/* t's returns are set, or failed: its submit-to-result latency counts
+ * once (a run again to rebuild a lost result is not counted again). */
+static void task_settle(rd__task *t, int failed) {
+  if (t->settled) return;
+  t->settled = 1;
+  uint64_t now = rd__now_ns(), ns = now > t->submit_ns ? now - t->submit_ns : 0;
+  G.ost.buckets[rd__hist_bucket(ns)]++;
+  G.ost.sum_ns += ns;
+  if (failed) G.ost.failed++;
+  else G.ost.done++;
+  if (G.ost.live) G.ost.live--;
+  G.ost.changed = 1;
+}
+
 static void task_free(rd__task *t) {
+  if (!t->settled) {   /* gone without a result (nothing waits for one): no longer live */
+    t->settled = 1;
+    if (G.ost.live) G.ost.live--;
+    G.ost.changed = 1;
+  }
   if (t->stream) stream_task_gone(t->stream);
   for (int i = 0; i < t->nargs; i++) {
     for (size_t k = 0; k < t->args[i].nlist; k++) {
@@ -509,6 +528,7 @@ static void task_fail(rd__task *t, int err, const char *fmt, ...) {
   va_end(ap);
   task_fail_returns(t, err, msg);
   blob_unref(msg);
+  task_settle(t, 1);
   task_free(t);
 }
 
@@ -1123,6 +1143,7 @@ static int lease_push(rd__lease *l, rd__task *t) {
   l->nstream += t->stream != NULL;
   l->idle_since = 0;
   t->pushed_ns = rd__now_ns();
+  G.ost.changed = 1;
   return 0;
 }
 
@@ -1375,6 +1396,7 @@ static void stream_end(rd__task *t, const Rd__TaskReply *m) {
     }
     obj_ready(o);
   }
+  task_settle(t, 0);
   task_free(t);
 }
 
@@ -1658,6 +1680,7 @@ static void on_task_reply(rd__lease *l, Rd__TaskReply *m) {
       }
       obj_ready(o);
     }
+    task_settle(t, 0);
     if (t->lineage_refs > 1) {
       t->lineage_refs--;
       lineage_link(t);
@@ -2198,6 +2221,39 @@ static void cond_wait_ns(pthread_cond_t *cv, uint64_t ns) {
   pthread_cond_timedwait(cv, &G.mu, &ts);
 }
 
+/* The owner's report to its node (OwnerStats, for the node's metrics): sent
+ * at most every 100 ms while something changed (a task submitted, sent or
+ * settled), so a stream of tasks costs one small frame per 100 ms, and at
+ * shutdown (force).  *wait (ms, -1: none) is cut to when the next one is
+ * due.  G.mu held. */
+#define OST_GAP_NS 100000000ull
+static void ost_report(uint64_t now, int force, int64_t *wait) {
+  if (!G.ost.changed || G.dead || G.daemon.fd < 0) return;
+  if (!force && now - G.ost.last_sent_ns < OST_GAP_NS) {
+    int64_t ms = (int64_t)((G.ost.last_sent_ns + OST_GAP_NS - now) / 1000000) + 1;
+    if (*wait < 0 || ms < *wait) *wait = ms;
+    return;
+  }
+  uint64_t sent = 0;
+  for (rd__sclass *c = G.classes; c; c = c->next)
+    for (rd__lease *l = c->leases; l; l = l->next) sent += (uint64_t)l->ninflight;
+  for (rd__actor *a = G.actors; a; a = a->next)
+    if (a->conn) sent += (uint64_t)a->conn->ninflight;
+  Rd__OwnerStats m = RD__OWNER_STATS__INIT;
+  m.n_buckets = RD_HIST_BUCKETS;
+  m.buckets = G.ost.buckets;
+  m.sum_ns = G.ost.sum_ns;
+  m.done = G.ost.done;
+  m.failed = G.ost.failed;
+  m.sent = sent < G.ost.live ? sent : G.ost.live;   /* cancelled ones still in flight are not live */
+  m.waiting = G.ost.live - m.sent;
+  if (rd__conn_send(&G.daemon, RD__MSG_TYPE__MSG_OWNER_STATS, &m.base, -1) != 0) return;
+  memset(G.ost.buckets, 0, sizeof(G.ost.buckets));
+  G.ost.sum_ns = G.ost.done = G.ost.failed = 0;
+  G.ost.changed = 0;
+  G.ost.last_sent_ns = now;
+}
+
 /* One round: flush, poll up to timeout_ms, handle what arrived.  Called with
  * the mutex held; it is dropped while this thread sits in poll(). */
 int rd__pump(int64_t timeout_ms) {
@@ -2249,6 +2305,8 @@ int rd__pump(int64_t timeout_ms) {
     int64_t ms = next ? (int64_t)((next - now) / 1000000) + 1 : -1;
     if (ms >= 0 && (delay_wait < 0 || ms < delay_wait)) delay_wait = ms;
   }
+  int64_t ost_wait = -1;   /* ms until the owner's next report is due */
+  ost_report(now, 0, &ost_wait);
   rd__flush_all();
 
   struct pollfd pf[MAX_POLL];
@@ -2287,6 +2345,7 @@ int rd__pump(int64_t timeout_ms) {
   int64_t wait = timeout_ms;
   if (idle_wait >= 0 && (wait < 0 || idle_wait < wait)) wait = idle_wait;
   if (delay_wait >= 0 && (wait < 0 || delay_wait < wait)) wait = delay_wait;
+  if (ost_wait >= 0 && (wait < 0 || ost_wait < wait)) wait = ost_wait;
   if (wait > INT_MAX) wait = INT_MAX;
 
   G.pumping = 1;
@@ -2409,7 +2468,7 @@ static void flush_or_wake(void) {
  * (wake_pumper) and takes over as soon as its poll() returns. */
 
 static int owner_has_work(void) {
-  if (npending_delete || G.npending_release || G.cq_nwatch) return 1;
+  if (npending_delete || G.npending_release || G.cq_nwatch || G.ost.changed) return 1;
   for (rd__sclass *c = G.classes; c; c = c->next)
     if (c->qhead || c->delayed || c->leases || c->req_id) return 1;
   for (rd__actor *a = G.actors; a; a = a->next)
@@ -3496,6 +3555,9 @@ static int submit_task(const char *func, rd__sclass *cls, rd__actor *actor, cons
   uint64_t *ids = (uint64_t *)&t->args[nargs];   /* the lists' ids, then the inline bytes */
   uint8_t *data = (uint8_t *)(ids + nlist);
   t->task_id = ++G.next_task;
+  t->submit_ns = rd__now_ns();
+  G.ost.live++;
+  G.ost.changed = 1;
   t->func = func;
   t->cls = cls;
   t->actor = actor;
@@ -3703,6 +3765,7 @@ static void task_cancel_returns(rd__task *t) {
   rd__blob *msg = blob_new(buf, strlen(buf));
   task_fail_returns(t, RD_ECANCELED, msg);
   blob_unref(msg);
+  task_settle(t, 1);
 }
 
 /* t has not been sent: it never runs. */
@@ -4849,6 +4912,8 @@ void rd_shutdown(void) {
   if (!G.dead) {
     Rd__Shutdown m = RD__SHUTDOWN__INIT;
     send_pending_releases();
+    int64_t unused = -1;
+    ost_report(rd__now_ns(), 1, &unused);   /* what the last 100 ms did, and nothing left live */
     /* a cluster's node outlives its drivers */
     if (!G.attached) rd__conn_send(&G.daemon, RD__MSG_TYPE__MSG_SHUTDOWN, &m.base, -1);
     (void)rd__conn_flush_blocking(&G.daemon, 2000);

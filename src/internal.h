@@ -142,6 +142,8 @@ struct rd__task {
   uint64_t not_before_ns;   /* on its class's delayed list: not sent before this */
   uint64_t ret_ids[RD_MAX_RETURNS];
   uint64_t pushed_ns;
+  uint64_t submit_ns;       /* rd_submit / rd_actor_call: its latency counts from here */
+  int settled;              /* its returns were set (or failed) once: counted in G.ost */
   rd__lease *lease;
   rd__actor *actor;         /* an actor call (cls is NULL) */
   uint64_t actor_id;
@@ -298,6 +300,14 @@ typedef struct rd__ctx {
   size_t cq_nwatch;             /* their watches not fired yet: the progress thread pumps for them */
   uint64_t *pending_release;  /* store pins to drop, sent with the next flush */
   size_t npending_release, cappending_release;
+  /* what this process's owned tasks did, for its node's metrics (OwnerStats):
+   * submit-to-result latency since the last report, and how many tasks live */
+  struct {
+    uint64_t buckets[RD_HIST_BUCKETS], sum_ns, done, failed;
+    uint64_t live;              /* submitted, not settled */
+    uint64_t last_sent_ns;
+    int changed;                /* submitted, sent or settled since the last report */
+  } ost;
 } rd__ctx;
 
 extern rd__ctx rd__g;

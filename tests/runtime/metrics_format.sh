@@ -32,6 +32,9 @@ assert d["cluster"] is None
 assert n["resources"]["total"]["CPU"] == 2 and n["tasks"]["run"] >= 21 and n["tasks"]["failed"] >= 1, n
 assert set(n["workers"]) == {"starting", "idle", "leased", "dying", "blocked"}, n["workers"]
 assert n["store"]["capacity"] > 0 and n["drivers"] == 1
+o = n["owned_tasks"]
+assert o["waiting"] == 0 and o["sent"] == 0 and o["settled"] == 27 and o["failed"] == 1, o
+assert o["latency_p99_s_at_most"] >= 1 and o["latency_mean_s"] > 0, o   # the 1.5 s task and the one behind it
 jobs = d["node_jobs"]
 assert len(jobs) == 1 and jobs[0]["drivers"] == 1 and jobs[0]["weight"] == 1 and jobs[0]["yields"] == 0, jobs
 fns = {f["name"]: f for f in d["functions"]}
@@ -53,7 +56,9 @@ want = {"raydist_uptime_seconds": "gauge", "raydist_resources_total": "gauge",
         "raydist_stream_items": "counter",
         "raydist_object_store_bytes": "gauge", "raydist_memory_monitor_kills": "counter",
         "raydist_actors": "gauge", "raydist_drivers": "gauge",
-        "raydist_function_run_seconds": "histogram", "raydist_function_failed": "counter"}
+        "raydist_function_run_seconds": "histogram", "raydist_function_failed": "counter",
+        "raydist_task_latency_seconds": "histogram", "raydist_owned_tasks_failed": "counter",
+        "raydist_owned_tasks": "gauge"}
 for name, typ in want.items():
     assert name in fams, f"missing family {name}"
     assert fams[name].type == typ, f"{name}: type {fams[name].type}, want {typ}"

@@ -1279,6 +1279,17 @@ static int odd_name_impl(rd_call *call) { return rd_return_bytes(call, 0, "x", 1
 static rd_function odd_name_desc = {"odd \"name\"\\", odd_name_impl, NULL};
 __attribute__((constructor)) static void odd_name_register(void) { rd_function_register_(&odd_name_desc); }
 
+/* Takes any arguments, returns nothing. */
+RD_REMOTE(ignore_args) { return rd_return_bytes(call, 0, "", 0); }
+
+/* The node's /metrics text (into body; NULL when it does not answer). */
+static const char *metrics_text(int port, char *body, size_t cap) {
+  const char *get = "GET /metrics HTTP/1.0\r\n\r\n";
+  if (http_exchange(port, get, strlen(get), body, cap) <= 0) return NULL;
+  const char *t = strstr(body, "\r\n\r\n");
+  return t ? t + 4 : NULL;
+}
+
 /* The node's Prometheus endpoint: its address in the session directory, the
  * figures after some tasks (a failed one among them), and clear answers to
  * bad requests, after which it still serves.  RD_METRICS_DUMP names a file
@@ -1314,10 +1325,27 @@ static int t_metrics(void) {
     CHECK_EQ(get_status(r, 30000), 0);
     rd_ref_release(r);
   }
-  usleep(500000);   /* workers report run times within 200 ms of going idle */
   int port = metrics_port();
   CHECK(port > 0);
   static char body[1 << 18];
+  /* tasks this driver owns, as its node counts them: a 1.5 s task sent to a
+   * worker, and one waiting for its result (the progress thread reports
+   * them, as this thread sleeps outside the library) */
+  long ms = 1500;
+  rd_ref slow, after;
+  CHECK_EQ(rd_submit(sleep_span, RD_ARGS(rd_arg_bytes(&ms, sizeof(ms))), NULL, &slow), 0);
+  CHECK_EQ(rd_submit(ignore_args, RD_ARGS(rd_arg_ref(slow)), NULL, &after), 0);
+  usleep(600000);
+  const char *owned = metrics_text(port, body, sizeof(body));
+  CHECK(owned != NULL);
+  printf("owned tasks 0.6 s in: %g sent, %g waiting\n", metric(owned, "raydist_owned_tasks{state=\"sent\"}"),
+         metric(owned, "raydist_owned_tasks{state=\"waiting\"}"));
+  CHECK(metric(owned, "raydist_owned_tasks{state=\"sent\"}") == 1);
+  CHECK(metric(owned, "raydist_owned_tasks{state=\"waiting\"}") == 1);
+  CHECK_EQ(get_status(after, 30000), 0);
+  rd_ref_release(slow);
+  rd_ref_release(after);
+  usleep(500000);   /* workers report run times within 200 ms of going idle */
   const char *get = "GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n";
   long n = http_exchange(port, get, strlen(get), body, sizeof(body));
   CHECK(n > 0);
@@ -1345,6 +1373,13 @@ static int t_metrics(void) {
   CHECK(metric(text, "raydist_function_failed_total{function=\"fail_always\"}") == 1);
   CHECK(metric(text, "raydist_function_run_seconds_count{function=\"yield_n\"}") == 1);
   CHECK(metric(text, "raydist_function_run_seconds_count{function=\"odd \\\"name\\\"\\\\\"}") == 3);
+  /* submit to result, as this driver saw it: 20 + 1 + the stream + 3 + 2, one failed; none left */
+  CHECK(metric(text, "raydist_task_latency_seconds_count") == 27);
+  CHECK(metric(text, "raydist_task_latency_seconds_bucket{le=\"+Inf\"}") == 27);
+  CHECK(metric(text, "raydist_task_latency_seconds_sum") >= 1.5);
+  CHECK(metric(text, "raydist_owned_tasks_failed_total") == 1);
+  CHECK(metric(text, "raydist_owned_tasks{state=\"sent\"}") == 0);
+  CHECK(metric(text, "raydist_owned_tasks{state=\"waiting\"}") == 0);
   CHECK(metric(text, "raydist_object_store_bytes{kind=\"capacity\"}") > 0);
   CHECK(metric(text, "raydist_drivers") == 1);
   dump_to(getenv("RD_METRICS_DUMP"), text);

@@ -316,6 +316,7 @@ const ProtobufCMessageDescriptor *wf_type_desc(unsigned t) {
     case RD__MSG_TYPE__MSG_WORKER_RETIRE: return &rd__worker_retire__descriptor;
     case RD__MSG_TYPE__MSG_LINK_JOB: return &rd__link_job__descriptor;
     case RD__MSG_TYPE__MSG_LINK_JOB_REPLY: return &rd__link_job_reply__descriptor;
+    case RD__MSG_TYPE__MSG_OWNER_STATS: return &rd__owner_stats__descriptor;
     case RD__MSG_TYPE__MSG_LINK_ACTOR_CREATE: return &rd__link_actor_create__descriptor;
     case RD__MSG_TYPE__MSG_LINK_ACTOR_STATE: return &rd__link_actor_state__descriptor;
     case RD__MSG_TYPE__MSG_LINK_ACTOR_CONNECT: return &rd__link_actor_connect__descriptor;
@@ -339,4 +340,4 @@ const ProtobufCMessageDescriptor *wf_type_desc(unsigned t) {
   }
 }
 
-unsigned wf_max_type(void) { return RD__MSG_TYPE__MSG_LINK_JOB_REPLY; }
+unsigned wf_max_type(void) { return RD__MSG_TYPE__MSG_OWNER_STATS; }
