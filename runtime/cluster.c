@@ -23,7 +23,9 @@
 #include "cluster.h"
 
 #include <arpa/inet.h>
+#include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
@@ -222,6 +224,10 @@ static struct {
   uint64_t link_failed_at[4096];
   cl_avoid avoid[CL_AVOID_MAX];   /* nodes that could not start a job's workers */
   uint64_t avoid_ns;        /* for this long (RAYDIST_NODE_AVOID_MS) */
+  uint64_t code_ttl_ns;     /* copies of fetched code unused this long are dropped (0: kept) */
+  uint64_t code_swept_ns;
+  int code_fetches;         /* fetches in flight: no sweep meanwhile */
+  uint64_t code_dropped;
   uint64_t next_link_req, next_chan;
   uint64_t respilled;       /* queued requests sent to another node that had room (respill) */
   uint64_t pull_retries;    /* pulls a waiting get made again after a transient failure */
@@ -1087,6 +1093,7 @@ typedef struct code_fetch {
   char **argv;
   size_t argc;
   node_job *job;            /* the job that code is, once known */
+  int queued;               /* a fetch was queued (counted in C.code_fetches) */
   int status;
   char err[256];
   uint64_t retry_since;
@@ -1149,8 +1156,7 @@ static node_job *job_by_hash(const char *hash) {
 }
 
 int rd__cluster_code_ensure(const char *hash, const char *path, char *err, size_t errlen) {
-  struct stat st;
-  if (stat(path, &st) == 0) return 0;   /* fetched before */
+  if (utimensat(AT_FDCWD, path, NULL, 0) == 0) return 0;   /* fetched before; used now (code_sweep) */
   return rd_gcs_code_get(C.gcs, hash, path, err, errlen);
 }
 
@@ -1162,6 +1168,7 @@ static void code_fetch_work(uv_work_t *w) {
 static void code_fetch_done(uv_work_t *w, int status) {
   code_fetch *f = w->data;
   if (status == 0 && rd__cluster_gcs_retry(w, code_fetch_work, code_fetch_done, f->status, &f->retry_since)) return;
+  if (f->queued) C.code_fetches--;
   node_client *link = rd__node_client_by_id(f->link_id);
   if (status != 0 && f->status == 0) f->status = RD_ECANCELED;
   if (link && link == f->link) {
@@ -1217,6 +1224,8 @@ static void code_fetch_start(code_fetch *f, node_client *c, const char *hash, ch
     code_fetch_done(&f->work, 0);
     return;
   }
+  f->queued = 1;
+  C.code_fetches++;
   uv_queue_work(N.loop, &f->work, code_fetch_work, code_fetch_done);
 }
 
@@ -2766,6 +2775,70 @@ static size_t code_in_use(char (*out)[65], size_t max) {
   return n;
 }
 
+/* ------------------------------------------------------------- code copies
+ *
+ * The node's copies of fetched code (<session>/code/: the programs of jobs
+ * driven from other nodes, the working-directory tars of submitted jobs) go
+ * once nothing here has used them for C.code_ttl_ns
+ * (RAYDIST_CODE_CACHE_TTL_S, 600 s; 0 keeps them).  A file's mtime is its
+ * last use: set when it is fetched, when a fetch finds it there, and at each
+ * sweep while a job that runs it is busy.  A program dropped so leaves its
+ * job here without code (code_state 0): its idle workers stop as usual, and
+ * the next request for that code fetches it again for a new job. */
+
+/* A job (a base) that runs or will run workers here: drivers, a worker not
+ * idle, a request queued, a live actor. */
+static int job_busy(const node_job *b) {
+  if (b->drivers) return 1;
+  for (const node_job *j = N.jobs; j; j = j->next)
+    if (rd__job_base(j) == b && (j->nstarting || j->nworkers > j->nidle)) return 1;
+  for (rd_sched_item *it = N.queue.head; it; it = it->next)
+    if (rd__job_base(((lease_req *)it->data)->job) == b) return 1;
+  for (node_bundle *x = N.bundles; x; x = x->next)
+    for (rd_sched_item *it = x->queue.head; it; it = it->next)
+      if (rd__job_base(((lease_req *)it->data)->job) == b) return 1;
+  for (const node_actor *a = N.actors; a; a = a->next)
+    if (a->state != A_DEAD && rd__job_base(a->job) == b) return 1;
+  return 0;
+}
+
+static void code_sweep(uint64_t now) {
+  uint64_t period = C.code_ttl_ns / 4;
+  if (period > 30000000000ull) period = 30000000000ull;
+  if (!C.code_ttl_ns || C.code_fetches || now - C.code_swept_ns < period) return;
+  C.code_swept_ns = now;
+  char dir[PATH_MAX], path[PATH_MAX + 300];
+  snprintf(dir, sizeof(dir), "%s/code", N.opts.session_dir);
+  DIR *d = opendir(dir);
+  if (!d) return;
+  struct timespec wall;
+  clock_gettime(CLOCK_REALTIME, &wall);
+  for (struct dirent *e; (e = readdir(d)) != NULL;) {
+    if (!rd_sha256_is_hex(e->d_name)) continue;   /* downloads in progress have a suffix */
+    snprintf(path, sizeof(path), "%s/%s", dir, e->d_name);
+    int busy = 0;
+    for (node_job *j = N.jobs; j && !busy; j = j->next)
+      busy = !j->base && j->code_state == 2 && !strcmp(j->exe, path) && job_busy(j);
+    if (busy) {
+      (void)utimensat(AT_FDCWD, path, NULL, 0);
+      continue;
+    }
+    struct stat st;
+    if (stat(path, &st) != 0) continue;
+    double idle_s = (double)(wall.tv_sec - st.st_mtim.tv_sec) + (double)(wall.tv_nsec - st.st_mtim.tv_nsec) / 1e9;
+    if (idle_s * 1e9 < (double)C.code_ttl_ns) continue;
+    if (unlink(path) != 0) {
+      rd__log(RD_LOG_WARN, "cannot drop the unused copy of code %s: %s", path, strerror(errno));
+      continue;
+    }
+    for (node_job *j = N.jobs; j; j = j->next)
+      if (!j->base && !strcmp(j->exe, path)) j->code_state = 0;
+    C.code_dropped++;
+    rd__log(RD_LOG_INFO, "dropped this node's copy of code %.16s: unused for %.0f s", e->d_name, idle_s);
+  }
+  closedir(d);
+}
+
 static void on_hb_timer(uv_timer_t *t) {
   (void)t;
   if (C.hb_busy || C.stopping) return;
@@ -2780,6 +2853,7 @@ static void on_hb_timer(uv_timer_t *t) {
   rd_store_get_stats(N.store, &s);
   C.hb_store_used = s.used;
   C.hb_ncode = code_in_use(C.hb_code, RD_GCS_CODE_REFS_MAX);
+  code_sweep(rd__now_ns());
   pthread_mutex_lock(&C.hb_mu);
   C.hb_go = 1;
   pthread_cond_signal(&C.hb_cv);
@@ -2844,6 +2918,9 @@ int rd__cluster_start(const rd_node_opts *o, char *err, size_t errlen) {
   C.gcs_timeout_ns = (uint64_t)(gt && atoi(gt) > 0 ? atoi(gt) : 60) * 1000000000ull;
   const char *av = getenv("RAYDIST_NODE_AVOID_MS");
   C.avoid_ns = (uint64_t)(av && atol(av) > 0 ? atol(av) : 60000) * 1000000ull;
+  const char *ct = getenv("RAYDIST_CODE_CACHE_TTL_S");
+  double ttl = ct && *ct ? strtod(ct, NULL) : 600;
+  C.code_ttl_ns = ttl > 0 && ttl < 1e8 ? (uint64_t)(ttl * 1e9) : 0;
   int r = read_token(o->token_file, C.token, sizeof(C.token), err, errlen);
   if (r != 0) return r;
   setenv("GRPC_ENABLE_FORK_SUPPORT", "false", 1);   /* workers are fork+exec'd by libuv */

@@ -54,7 +54,9 @@ WATCHDOG=$!
 [ "$CASE" = hung_peer ] && export UV_THREADPOOL_SIZE=2
 # code_gc: the GCS drops code unused for 1 s (600 s by default); INFO logs to check
 HEAD_OPTS=
-[ "$CASE" = code_gc ] && export RAYDIST_GCS_CODE_TTL_S=1 RAYDIST_LOG_LEVEL=2 && HEAD_OPTS="--log-level 2"
+# and the nodes their own copies after 1 s
+[ "$CASE" = code_gc ] && export RAYDIST_GCS_CODE_TTL_S=1 RAYDIST_CODE_CACHE_TTL_S=1 RAYDIST_LOG_LEVEL=2 &&
+  HEAD_OPTS="--log-level 2"
 "$R" start --head --port 0 --node-ip 127.0.0.1 --num-cpus 2 --object-store-memory 700000000 $HEAD_OPTS >/dev/null || fail "head"
 ADDR=$(sed -n 's/^gcs=//p' "$ROOT/node-127.0.0.1/cluster")
 [ -n "$ADDR" ] || fail "no GCS address"
@@ -298,17 +300,28 @@ PY
       done
       cat "$RAYDIST_TMPDIR/status"; fail "code_gc: no code line matching '$1'"
     }
+    # copies NODE: how many programs node NODE keeps in its session's code/
+    copies() { ls "$ROOT/node-$1/code" 2>/dev/null | grep -Ec '^[0-9a-f]{64}$'; }
     "$T" code_keep || fail "code_keep"
-    # its job ended, but the detached actor (recorded on the head, hosted on c) holds the code
+    [ "$(copies 127.0.0.2)" = 1 ] && [ "$(copies 127.0.0.3)" = 1 ] || fail "code_gc: nodes b and c did not fetch the program"
+    # its job ended, but the detached actor (recorded on the head, hosted on c) holds the code,
+    # in the GCS and on c; b, whose worker only idles, drops its copy
     sleep 3
     code_status "1 blob, [0-9.]+ MiB, 1 in use; 0 collected \(0.0 MiB\); unused code is dropped after 1 s"
+    [ "$(copies 127.0.0.3)" = 1 ] || fail "code_gc: node c dropped the code of the actor it hosts"
+    [ "$(copies 127.0.0.2)" = 0 ] || fail "code_gc: node b kept its unused copy"
+    grep -q "dropped this node's copy of code" "$ROOT/node-127.0.0.2/node.log" || fail "code_gc: node b logged no drop"
     "$T" code_kill || fail "code_kill"
     code_status "0 blobs, 0.0 MiB, 0 in use; 1 collected \([0-9.]+ MiB\)"
+    for i in $(seq 1 50); do [ "$(copies 127.0.0.3)" = 0 ] && break; sleep 0.2; done
+    [ "$(copies 127.0.0.3)" = 0 ] || fail "code_gc: node c kept the dead actor's code"
     grep -Eq "gcs: code [0-9a-f]{64} collected \([0-9]+ bytes, unused for [0-9]+ s\)" "$ROOT/node-127.0.0.1/gcs.log" ||
       fail "code_gc: the GCS logged no collection"
-    # a node that never had it, then the same program again: the head stores it anew
+    # a node that never had it, then the same program again: the head stores it anew, and b
+    # fetches it again (its idle job there has no code now)
     "$R" start --address "$ADDR" --node-ip 127.0.0.4 --num-cpus 1 --resources only_d=1 >/dev/null || fail "node d"
     "$T" code_again || fail "code_again"
+    [ "$(copies 127.0.0.2)" = 1 ] || fail "code_gc: node b did not fetch the program again"
     grep -q "since its last run: uploading it again" "$ROOT/node-127.0.0.1/node.log" || fail "code_gc: the head did not upload the code again"
     code_status "1 blob, [0-9.]+ MiB, [01] in use; 1 collected"
     ;;
