@@ -99,7 +99,7 @@ static void gather(node_facts *f) {
   f->run_mean_s = N.task_run_n ? (double)N.task_run_ns / 1e9 / (double)N.task_run_n : 0;
   f->run_p50_s = hist_quantile(N.task_run, N.task_run_n, 0.5);
   f->run_p99_s = hist_quantile(N.task_run, N.task_run_n, 0.99);
-  rd__node_owned(&f->own_waiting, &f->own_sent);
+  rd__node_owned(NULL, &f->own_waiting, &f->own_sent);
   f->lat_mean_s = N.task_lat_n ? (double)N.task_lat_ns / 1e9 / (double)N.task_lat_n : 0;
   f->lat_p50_s = hist_quantile(N.task_lat, N.task_lat_n, 0.5);
   f->lat_p99_s = hist_quantile(N.task_lat, N.task_lat_n, 0.99);
@@ -177,8 +177,15 @@ static void render_json(rd__mbuf *b, const dash_req *q, const node_facts *f) {
     if (j->base) rd__mbuf_printf(b, ",\"env_of\":%u,\"env_vars\":%zu", j->base->id, j->env->n);
     rd__mbuf_printf(b, ",\"drivers\":%d,\"workers\":%d,\"weight\":%g,\"held\":", j->drivers, j->nworkers, j->weight);
     json_res(b, &j->held, &j->held);
-    rd__mbuf_printf(b, ",\"share\":%.4f,\"waiting\":%d,\"yields\":%llu}", j->share, j->waiting,
-                    (unsigned long long)j->yields);
+    uint64_t ow, os;
+    rd__node_owned(j, &ow, &os);
+    rd__mbuf_printf(b, ",\"share\":%.4f,\"waiting\":%d,\"yields\":%llu,\"tasks_run\":%llu,\"tasks_failed\":%llu,"
+                       "\"run_s\":%.6f,\"owned_waiting\":%llu,\"owned_sent\":%llu,\"owned_settled\":%llu,"
+                       "\"owned_failed\":%llu,\"latency_mean_s\":%.6f}",
+                    j->share, j->waiting, (unsigned long long)j->yields, (unsigned long long)j->runs,
+                    (unsigned long long)j->runs_failed, (double)j->run_ns / 1e9, (unsigned long long)ow,
+                    (unsigned long long)os, (unsigned long long)j->owned_settled, (unsigned long long)j->owned_failed,
+                    j->owned_settled ? (double)j->owned_ns / 1e9 / (double)j->owned_settled : 0.0);
     first = 0;
   }
   rd__mbuf_printf(b, "]");
@@ -309,16 +316,22 @@ static void render_html(rd__mbuf *b, const dash_req *q, const node_facts *f) {
                   (unsigned long long)N.mem_kills);
   rd__mbuf_printf(b, "<h2>Jobs on this node</h2>\n<table id=\"node_jobs\">\n<tr><th>job</th><th>executable</th>"
                      "<th>drivers</th><th>workers</th><th>weight</th><th>holds</th><th>fair share</th>"
-                     "<th>requests waiting</th><th>leases asked back</th></tr>\n");
+                     "<th>requests waiting</th><th>leases asked back</th><th>tasks run here (failed), s</th>"
+                     "<th>submitted here: waiting, sent, done (failed), mean latency s</th></tr>\n");
   for (const node_job *j = N.jobs; j; j = j->next) {
     if (!job_shown(j)) continue;
     rd__mbuf_printf(b, "<tr><td>%u</td><td>", j->id);
     put_html(b, j->exe);
     if (j->base) rd__mbuf_printf(b, " (workers of job %u with %zu environment variables)", j->base->id, j->env->n);
+    uint64_t ow, os;
+    rd__node_owned(j, &ow, &os);
     rd__mbuf_printf(b, "</td><td>%d</td><td>%d</td><td>%g</td><td>CPU %g, GPU %g</td><td>%.3f</td><td>%d</td>"
-                       "<td>%llu</td></tr>\n",
+                       "<td>%llu</td><td>%llu (%llu), %.3f</td><td>%llu, %llu, %llu (%llu), %.3g</td></tr>\n",
                     j->drivers, j->nworkers, j->weight, u(j->held.cpu), u(j->held.gpu), j->share, j->waiting,
-                    (unsigned long long)j->yields);
+                    (unsigned long long)j->yields, (unsigned long long)j->runs, (unsigned long long)j->runs_failed,
+                    (double)j->run_ns / 1e9, (unsigned long long)ow, (unsigned long long)os,
+                    (unsigned long long)j->owned_settled, (unsigned long long)j->owned_failed,
+                    j->owned_settled ? (double)j->owned_ns / 1e9 / (double)j->owned_settled : 0.0);
   }
   rd__mbuf_printf(b, "</table>\n");
   /* the functions that took the most time here (all of them in the JSON) */

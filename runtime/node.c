@@ -889,10 +889,62 @@ static rd__fn_metric *fn_metric(const char *name) {
   return f;
 }
 
-void rd__node_owned(uint64_t *waiting, uint64_t *sent) {
+/* Whether a job has figures for the per-job families. */
+static int job_counted(const node_job *j) { return j->runs || j->owned_settled || j->drivers || j->nworkers; }
+
+/* The per-job families: counters of its workers' runs and of what its
+ * processes here submitted, by this node's job number (node_job, as the
+ * dashboard's "Jobs on this node"), and raydist_job_info to map the number
+ * to its program and GCS job. */
+static void job_metrics(rd__mbuf *b) {
+  static const struct {
+    const char *name, *type, *help;
+  } fam[] = {
+      {"raydist_job_info", "gauge", "1 for each job of this node: its program and its entry in the GCS job table (0: none)."},
+      {"raydist_job_tasks_run_total", "counter", "Tasks and actor calls run by the job's workers here."},
+      {"raydist_job_task_run_seconds_total", "counter", "Their run time together."},
+      {"raydist_job_tasks_failed_total", "counter", "Of them, the ones that returned an error."},
+      {"raydist_job_owned_tasks_settled_total", "counter",
+       "Tasks and actor calls the job's processes here submitted that have a result or failed."},
+      {"raydist_job_task_latency_seconds_total", "counter", "Their submit-to-result latency together."},
+      {"raydist_job_owned_tasks_failed_total", "counter", "Of them, the ones that failed."},
+      {"raydist_job_owned_tasks", "gauge", "Tasks and actor calls the job's processes here have no result for yet."},
+  };
+  int any = 0;
+  for (const node_job *j = N.jobs; j && !any; j = j->next) any = job_counted(j);
+  if (!any) return;   /* no family without a series */
+  for (size_t f = 0; f < sizeof(fam) / sizeof(fam[0]); f++) {
+    rd__mbuf_family(b, fam[f].name, fam[f].type, fam[f].help);
+    for (const node_job *j = N.jobs; j; j = j->next) {
+      if (!job_counted(j)) continue;
+      const char *n = fam[f].name;
+      switch (f) {
+        case 0:
+          rd__mbuf_printf(b, "%s{node_job=\"%u\",gcs_job=\"%u\",program=\"", n, j->id, rd__job_base(j)->gcs_job_id);
+          rd__mbuf_label_value(b, j->exe);
+          rd__mbuf_printf(b, "\"} 1\n");
+          break;
+        case 1: rd__mbuf_printf(b, "%s{node_job=\"%u\"} %llu\n", n, j->id, (unsigned long long)j->runs); break;
+        case 2: rd__mbuf_printf(b, "%s{node_job=\"%u\"} %.9g\n", n, j->id, (double)j->run_ns / 1e9); break;
+        case 3: rd__mbuf_printf(b, "%s{node_job=\"%u\"} %llu\n", n, j->id, (unsigned long long)j->runs_failed); break;
+        case 4: rd__mbuf_printf(b, "%s{node_job=\"%u\"} %llu\n", n, j->id, (unsigned long long)j->owned_settled); break;
+        case 5: rd__mbuf_printf(b, "%s{node_job=\"%u\"} %.9g\n", n, j->id, (double)j->owned_ns / 1e9); break;
+        case 6: rd__mbuf_printf(b, "%s{node_job=\"%u\"} %llu\n", n, j->id, (unsigned long long)j->owned_failed); break;
+        default: {
+          uint64_t w, s;
+          rd__node_owned(j, &w, &s);
+          rd__mbuf_printf(b, "%s{node_job=\"%u\",state=\"waiting\"} %llu\n%s{node_job=\"%u\",state=\"sent\"} %llu\n",
+                          n, j->id, (unsigned long long)w, n, j->id, (unsigned long long)s);
+        }
+      }
+    }
+  }
+}
+
+void rd__node_owned(const node_job *j, uint64_t *waiting, uint64_t *sent) {
   *waiting = *sent = 0;
   for (node_client *c = N.clients; c; c = c->next) {
-    if (c->dead) continue;
+    if (c->dead || (j && rd__node_client_job(c) != j)) continue;
     *waiting += c->own_waiting;
     *sent += c->own_sent;
   }
@@ -910,6 +962,12 @@ static void on_owner_stats(node_client *c, Rd__OwnerStats *m) {
   }
   for (size_t i = 0; i < RD_HIST_BUCKETS; i++) N.task_lat[i] += m->buckets[i];
   N.task_lat_n += n;
+  node_job *j = rd__node_client_job(c);
+  if (j) {
+    j->owned_settled += n;
+    j->owned_failed += m->failed;
+    j->owned_ns += m->sum_ns;
+  }
   N.task_lat_ns += m->sum_ns;
   N.owned_failed += m->failed;
   c->own_waiting = m->waiting;
@@ -938,12 +996,20 @@ static void on_worker_stats(node_client *c, Rd__WorkerStats *m) {
     f->sum_ns += fs->sum_ns;
     f->failed += fs->failed;
   }
+  uint64_t runs = 0;
   for (size_t i = 0; i < RD_HIST_BUCKETS; i++) {
     N.task_run[i] += m->buckets[i];
-    N.task_run_n += m->buckets[i];
+    runs += m->buckets[i];
   }
+  N.task_run_n += runs;
   N.task_run_ns += m->sum_ns;
   N.tasks_failed += m->failed;
+  node_job *j = c->worker->job;
+  if (j) {
+    j->runs += runs;
+    j->runs_failed += m->failed;
+    j->run_ns += m->sum_ns;
+  }
   N.stream_items += m->stream_items;
   if (!N.timeline_on || !m->n_events) return;
   if (!N.tl && !(N.tl = calloc(RD_TIMELINE_MAX, sizeof(*N.tl)))) return;
@@ -3004,12 +3070,13 @@ void rd__node_metrics(rd__mbuf *b) {
                   "Of those, the ones that failed (the task's error, a worker or node death, a cancel).");
   rd__mbuf_printf(b, "raydist_owned_tasks_failed_total %llu\n", (unsigned long long)N.owned_failed);
   uint64_t own_waiting, own_sent;
-  rd__node_owned(&own_waiting, &own_sent);
+  rd__node_owned(NULL, &own_waiting, &own_sent);
   rd__mbuf_family(b, "raydist_owned_tasks", "gauge",
                   "Tasks and actor calls that owners connected here submitted and have no result for yet: waiting "
                   "(for arguments, a lease, an actor) or sent to a worker.");
   rd__mbuf_printf(b, "raydist_owned_tasks{state=\"waiting\"} %llu\nraydist_owned_tasks{state=\"sent\"} %llu\n",
                   (unsigned long long)own_waiting, (unsigned long long)own_sent);
+  job_metrics(b);
   if (N.nfns) {   /* no family without a series */
     rd__mbuf_family(b, "raydist_function_run_seconds", "histogram",
                     "Run time of each remote function and actor method (Class.method) in this node's workers.");

@@ -70,6 +70,10 @@ typedef struct node_job {
   int waiting;              /* its requests in N.queue */
   uint64_t yields;          /* leases its owners were asked to give back */
   int gcs_job_adding;       /* that entry is being made */
+  /* metrics: its workers' task runs (WorkerStats), and the tasks its
+   * processes here submitted that settled (OwnerStats) */
+  uint64_t runs, runs_failed, run_ns;
+  uint64_t owned_settled, owned_failed, owned_ns;
   struct node_job *next;
 } node_job;
 typedef struct node_client node_client;
@@ -221,7 +225,7 @@ struct node_client {
 static inline int rd__node_actor_hosted(const node_actor *a) { return a->hosted; }
 /* Tasks that owners connected here submitted and have no result for:
  * waiting, and sent to workers (their last OwnerStats). */
-void rd__node_owned(uint64_t *waiting, uint64_t *sent);
+void rd__node_owned(const node_job *j, uint64_t *waiting, uint64_t *sent);   /* j NULL: all jobs */
 
 struct node_worker {
   uint32_t id;

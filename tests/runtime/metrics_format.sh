@@ -37,6 +37,10 @@ assert o["waiting"] == 0 and o["sent"] == 0 and o["settled"] == 27 and o["failed
 assert o["latency_p99_s_at_most"] >= 1 and o["latency_mean_s"] > 0, o   # the 1.5 s task and the one behind it
 jobs = d["node_jobs"]
 assert len(jobs) == 1 and jobs[0]["drivers"] == 1 and jobs[0]["weight"] == 1 and jobs[0]["yields"] == 0, jobs
+# the one job: every task ran in its workers and was submitted by its driver
+j = jobs[0]
+assert j["tasks_run"] == n["tasks"]["run"] and j["tasks_failed"] == n["tasks"]["failed"], (j, n["tasks"])
+assert j["owned_settled"] == 27 and j["owned_failed"] == 1 and j["owned_waiting"] == 0 and j["latency_mean_s"] > 0, j
 fns = {f["name"]: f for f in d["functions"]}
 assert fns["add_one"]["calls"] == 20 and fns["fail_always"]["failed"] == 1 and 'odd "name"\\' in fns, fns
 totals = [f["total_s"] for f in d["functions"]]
@@ -58,7 +62,10 @@ want = {"raydist_uptime_seconds": "gauge", "raydist_resources_total": "gauge",
         "raydist_actors": "gauge", "raydist_drivers": "gauge",
         "raydist_function_run_seconds": "histogram", "raydist_function_failed": "counter",
         "raydist_task_latency_seconds": "histogram", "raydist_owned_tasks_failed": "counter",
-        "raydist_owned_tasks": "gauge"}
+        "raydist_owned_tasks": "gauge", "raydist_job_info": "gauge", "raydist_job_tasks_run": "counter",
+        "raydist_job_task_run_seconds": "counter", "raydist_job_tasks_failed": "counter",
+        "raydist_job_owned_tasks_settled": "counter", "raydist_job_task_latency_seconds": "counter",
+        "raydist_job_owned_tasks_failed": "counter", "raydist_job_owned_tasks": "gauge"}
 for name, typ in want.items():
     assert name in fams, f"missing family {name}"
     assert fams[name].type == typ, f"{name}: type {fams[name].type}, want {typ}"
@@ -82,5 +89,16 @@ assert runs.get("add_one") == 20 and runs.get('odd "name"\\') == 3 and failed.ge
 total = [s.value for s in fams["raydist_task_run_seconds"].samples if s.name.endswith("_count")][0]
 assert sum(runs.values()) == total, (runs, total)
 assert sum(failed.values()) == [s.value for s in fams["raydist_tasks_failed"].samples][0], failed
+# by job: one job, its program this test, no GCS; its figures are the node's
+one = lambda fam: [s for s in fams[fam].samples]
+info = one("raydist_job_info")
+assert len(info) == 1 and info[0].labels["gcs_job"] == "0" and info[0].labels["program"].endswith("rt_test"), info
+nj = info[0].labels["node_job"]
+val = lambda fam: [s.value for s in one(fam) if s.labels["node_job"] == nj][0]
+assert val("raydist_job_tasks_run") == total and val("raydist_job_tasks_failed") >= 1, total
+assert val("raydist_job_owned_tasks_settled") == 27 and val("raydist_job_owned_tasks_failed") == 1
+lat = [s.value for s in fams["raydist_task_latency_seconds"].samples if s.name.endswith("_sum")][0]
+assert abs(val("raydist_job_task_latency_seconds") - lat) < 1e-6, (val("raydist_job_task_latency_seconds"), lat)
+assert sorted(s.labels["state"] for s in one("raydist_job_owned_tasks")) == ["sent", "waiting"]
 print(f"metrics_format: {len(fams)} families, {sum(len(f.samples) for f in fams.values())} samples parsed")
 PY
