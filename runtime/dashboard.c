@@ -121,6 +121,9 @@ static size_t *fns_by_time(void) {
 }
 
 static double fn_mean_s(const rd__fn_metric *f) { return f->n ? (double)f->sum_ns / 1e9 / (double)f->n : 0; }
+static double fn_lat_mean_s(const rd__fn_metric *f) {
+  return f->lat_n ? (double)f->lat_ns / 1e9 / (double)f->lat_n : 0;
+}
 
 /* A job worth showing: it has drivers, workers or requests here. */
 static int job_shown(const node_job *j) { return j->drivers || j->nworkers || j->waiting || j->held.cpu || j->held.gpu; }
@@ -197,9 +200,12 @@ static void render_json(rd__mbuf *b, const dash_req *q, const node_facts *f) {
     rd__mbuf_printf(b, "%s{\"name\":", k ? "," : "");
     put_json(b, fn->name);
     rd__mbuf_printf(b, ",\"calls\":%llu,\"failed\":%llu,\"total_s\":%.6f,\"mean_s\":%.6f,\"p50_s_at_most\":%g,"
-                       "\"p99_s_at_most\":%g}",
+                       "\"p99_s_at_most\":%g,\"submitted\":%llu,\"submitted_failed\":%llu,\"latency_mean_s\":%.6f,"
+                       "\"latency_p99_s_at_most\":%g}",
                     (unsigned long long)fn->n, (unsigned long long)fn->failed, (double)fn->sum_ns / 1e9,
-                    fn_mean_s(fn), hist_quantile(fn->buckets, fn->n, 0.5), hist_quantile(fn->buckets, fn->n, 0.99));
+                    fn_mean_s(fn), hist_quantile(fn->buckets, fn->n, 0.5), hist_quantile(fn->buckets, fn->n, 0.99),
+                    (unsigned long long)fn->lat_n, (unsigned long long)fn->lat_failed, fn_lat_mean_s(fn),
+                    hist_quantile(fn->lat, fn->lat_n, 0.99));
   }
   free(order);
   rd__mbuf_printf(b, "]");
@@ -337,17 +343,20 @@ static void render_html(rd__mbuf *b, const dash_req *q, const node_facts *f) {
   /* the functions that took the most time here (all of them in the JSON) */
   enum { FN_ROWS = 50 };
   rd__mbuf_printf(b, "<h2>Functions on this node</h2>\n<table id=\"functions\">\n<tr><th>function</th><th>calls</th>"
-                     "<th>failed</th><th>total s</th><th>mean s</th><th>p50 &le; s</th><th>p99 &le; s</th></tr>\n");
+                     "<th>failed</th><th>total s</th><th>mean s</th><th>p50 &le; s</th><th>p99 &le; s</th>"
+                     "<th>submitted here</th><th>submit to result: mean s</th><th>p99 &le; s</th></tr>\n");
   size_t *order = fns_by_time();
   for (size_t k = 0; order && k < N.nfns && k < FN_ROWS; k++) {
     const rd__fn_metric *fn = &N.fns[order[k]];
     rd__mbuf_printf(b, "<tr><td>");
     put_html(b, fn->name);
-    rd__mbuf_printf(b, "</td><td>%llu</td><td>%llu</td><td>%.3f</td><td>%.3g</td><td>%g</td><td>%g</td></tr>\n",
+    rd__mbuf_printf(b, "</td><td>%llu</td><td>%llu</td><td>%.3f</td><td>%.3g</td><td>%g</td><td>%g</td><td>%llu</td>"
+                       "<td>%.3g</td><td>%g</td></tr>\n",
                     (unsigned long long)fn->n, (unsigned long long)fn->failed, (double)fn->sum_ns / 1e9,
-                    fn_mean_s(fn), hist_quantile(fn->buckets, fn->n, 0.5), hist_quantile(fn->buckets, fn->n, 0.99));
+                    fn_mean_s(fn), hist_quantile(fn->buckets, fn->n, 0.5), hist_quantile(fn->buckets, fn->n, 0.99),
+                    (unsigned long long)fn->lat_n, fn_lat_mean_s(fn), hist_quantile(fn->lat, fn->lat_n, 0.99));
   }
-  if (N.nfns > FN_ROWS) rd__mbuf_printf(b, "<tr><td colspan=\"7\">%zu more in the JSON</td></tr>\n", N.nfns - FN_ROWS);
+  if (N.nfns > FN_ROWS) rd__mbuf_printf(b, "<tr><td colspan=\"10\">%zu more in the JSON</td></tr>\n", N.nfns - FN_ROWS);
   free(order);
   rd__mbuf_printf(b, "</table>\n");
   if (!rd__cluster_on()) {

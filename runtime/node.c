@@ -867,6 +867,31 @@ static void on_worker_retire(node_client *c, Rd__WorkerRetire *m) {
           m->func ? m->func : "", m->max_calls);
 }
 
+/* FuncStats from a worker or an owner: a name and one count per bucket each. */
+static int funcs_ok(Rd__FuncStats *const *f, size_t n) {
+  for (size_t i = 0; i < n; i++)
+    if (f[i]->n_buckets != RD_HIST_BUCKETS || !f[i]->func) return 0;
+  return 1;
+}
+
+static rd__fn_metric *fn_metric(const char *name);
+
+/* FuncStats into N.fns: run times (from a worker) or latencies (from an owner). */
+static void funcs_add(Rd__FuncStats *const *fss, size_t n, int latency) {
+  for (size_t i = 0; i < n; i++) {
+    const Rd__FuncStats *fs = fss[i];
+    rd__fn_metric *f = fn_metric(fs->func);
+    if (!f) return;   /* out of memory: the totals still count */
+    uint64_t *b = latency ? f->lat : f->buckets, *cnt = latency ? &f->lat_n : &f->n;
+    for (size_t k = 0; k < RD_HIST_BUCKETS; k++) {
+      b[k] += fs->buckets[k];
+      *cnt += fs->buckets[k];
+    }
+    *(latency ? &f->lat_ns : &f->sum_ns) += fs->sum_ns;
+    *(latency ? &f->lat_failed : &f->failed) += fs->failed;
+  }
+}
+
 /* name's entry in N.fns, made on first sight (NULL: out of memory). */
 static rd__fn_metric *fn_metric(const char *name) {
   for (size_t i = 0; i < N.nfns; i++)
@@ -955,11 +980,13 @@ void rd__node_owned(const node_job *j, uint64_t *waiting, uint64_t *sent) {
 static void on_owner_stats(node_client *c, Rd__OwnerStats *m) {
   uint64_t n = 0;
   for (size_t i = 0; i < m->n_buckets; i++) n += m->buckets[i];
-  if (m->n_buckets != RD_HIST_BUCKETS || n != m->done + m->failed) {
-    send_error(c, RD_EPROTO, "OwnerStats needs one count per histogram bucket, adding up to done + failed");
+  if (m->n_buckets != RD_HIST_BUCKETS || n != m->done + m->failed || !funcs_ok(m->funcs, m->n_funcs)) {
+    send_error(c, RD_EPROTO, "OwnerStats needs one count per histogram bucket, adding up to done + failed, and "
+                             "a name and one count per bucket for each function");
     client_drop(c, "malformed owner stats");
     return;
   }
+  funcs_add(m->funcs, m->n_funcs, 1);
   for (size_t i = 0; i < RD_HIST_BUCKETS; i++) N.task_lat[i] += m->buckets[i];
   N.task_lat_n += n;
   node_job *j = rd__node_client_job(c);
@@ -977,25 +1004,12 @@ static void on_owner_stats(node_client *c, Rd__OwnerStats *m) {
 /* A worker's task run times since its last report, for the metrics. */
 static void on_worker_stats(node_client *c, Rd__WorkerStats *m) {
   if (!c->worker) return;
-  int bad = m->n_buckets != RD_HIST_BUCKETS;
-  for (size_t i = 0; i < m->n_funcs && !bad; i++)
-    bad = m->funcs[i]->n_buckets != RD_HIST_BUCKETS || !m->funcs[i]->func;
-  if (bad) {
+  if (m->n_buckets != RD_HIST_BUCKETS || !funcs_ok(m->funcs, m->n_funcs)) {
     send_error(c, RD_EPROTO, "WorkerStats needs exactly one count per histogram bucket, and a name per function");
     client_drop(c, "malformed worker stats");
     return;
   }
-  for (size_t i = 0; i < m->n_funcs; i++) {
-    const Rd__FuncStats *fs = m->funcs[i];
-    rd__fn_metric *f = fn_metric(fs->func);
-    if (!f) break;   /* out of memory: the totals below still count */
-    for (size_t k = 0; k < RD_HIST_BUCKETS; k++) {
-      f->buckets[k] += fs->buckets[k];
-      f->n += fs->buckets[k];
-    }
-    f->sum_ns += fs->sum_ns;
-    f->failed += fs->failed;
-  }
+  funcs_add(m->funcs, m->n_funcs, 0);
   uint64_t runs = 0;
   for (size_t i = 0; i < RD_HIST_BUCKETS; i++) {
     N.task_run[i] += m->buckets[i];
@@ -3090,6 +3104,11 @@ void rd__node_metrics(rd__mbuf *b) {
       rd__mbuf_label_value(b, N.fns[i].name);
       rd__mbuf_printf(b, "\"} %llu\n", (unsigned long long)N.fns[i].failed);
     }
+    rd__mbuf_family(b, "raydist_function_latency_seconds", "histogram",
+                    "raydist_task_latency_seconds by function: submit to result, for the owners connected here.");
+    for (size_t i = 0; i < N.nfns; i++)
+      rd__mbuf_histogram_series(b, "raydist_function_latency_seconds", "function", N.fns[i].name, N.fns[i].lat,
+                                N.fns[i].lat_n, (double)N.fns[i].lat_ns / 1e9);
   }
   rd__mbuf_family(b, "raydist_stream_items_total", "counter",
                   "Items yielded by streaming tasks and actor calls here (reported when their calls end).");

@@ -101,7 +101,8 @@ typedef struct node_bundle {
 #define RD_FN_METRICS_MAX 1024
 typedef struct rd__fn_metric {
   char name[128];
-  uint64_t buckets[RD_HIST_BUCKETS], n, sum_ns, failed;
+  uint64_t buckets[RD_HIST_BUCKETS], n, sum_ns, failed;   /* run in workers here (WorkerStats) */
+  uint64_t lat[RD_HIST_BUCKETS], lat_n, lat_ns, lat_failed;   /* submitted here: submit to result (OwnerStats) */
 } rd__fn_metric;
 
 typedef struct rd__tl_event {

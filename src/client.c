@@ -326,6 +326,39 @@ static void class_enqueue(rd__sclass *c, rd__task *t, int front) {
 
 static void stream_task_gone(rd__stream *st);
 
+int rd__fnstats_add(rd__fnstats *t, const char *name, uint64_t ns, int failed) {
+  const size_t max = sizeof(t->fn[0].name) - 1;
+  rd__fnstat *f = NULL;
+  if (t->n && !strncmp(t->fn[t->last].name, name, max)) f = &t->fn[t->last];
+  for (size_t i = 0; !f && i < t->n; i++)
+    if (!strncmp(t->fn[i].name, name, max)) f = &t->fn[t->last = i];
+  if (!f) {
+    if (t->n == RD_FNSTATS_MAX) return -1;
+    f = &t->fn[t->last = t->n++];
+    memset(f, 0, sizeof(*f));
+    snprintf(f->name, sizeof(f->name), "%s", name);
+  }
+  f->buckets[rd__hist_bucket(ns)]++;
+  f->sum_ns += ns;
+  f->failed += failed != 0;
+  return 0;
+}
+
+size_t rd__fnstats_pack(rd__fnstats *t, Rd__FuncStats *fs, Rd__FuncStats **fsp) {
+  for (size_t i = 0; i < t->n; i++) {
+    rd__func_stats__init(&fs[i]);
+    fs[i].func = t->fn[i].name;
+    fs[i].n_buckets = RD_HIST_BUCKETS;
+    fs[i].buckets = t->fn[i].buckets;
+    fs[i].sum_ns = t->fn[i].sum_ns;
+    fs[i].failed = t->fn[i].failed;
+    fsp[i] = &fs[i];
+  }
+  return t->n;
+}
+
+static void ost_report(uint64_t now, int force, int64_t *wait);
+
 /* t's returns are set, or failed: its submit-to-result latency counts
  * once (a run again to rebuild a lost result is not counted again). */
 static void task_settle(rd__task *t, int failed) {
@@ -336,6 +369,13 @@ static void task_settle(rd__task *t, int failed) {
   G.ost.sum_ns += ns;
   if (failed) G.ost.failed++;
   else G.ost.done++;
+  const char *func = t->func ? t->func : "";
+  if (rd__fnstats_add(&G.ost.fns, func, ns, failed) != 0) {   /* 32 names since the last report: report now */
+    int64_t unused = -1;
+    G.ost.changed = 1;
+    ost_report(now, 1, &unused);
+    (void)rd__fnstats_add(&G.ost.fns, func, ns, failed);   /* if that failed too, only the totals count it */
+  }
   if (G.ost.live) G.ost.live--;
   G.ost.changed = 1;
 }
@@ -2247,7 +2287,11 @@ static void ost_report(uint64_t now, int force, int64_t *wait) {
   m.failed = G.ost.failed;
   m.sent = sent < G.ost.live ? sent : G.ost.live;   /* cancelled ones still in flight are not live */
   m.waiting = G.ost.live - m.sent;
+  Rd__FuncStats fs[RD_FNSTATS_MAX], *fsp[RD_FNSTATS_MAX];
+  m.n_funcs = rd__fnstats_pack(&G.ost.fns, fs, fsp);
+  m.funcs = fsp;
   if (rd__conn_send(&G.daemon, RD__MSG_TYPE__MSG_OWNER_STATS, &m.base, -1) != 0) return;
+  G.ost.fns.n = G.ost.fns.last = 0;
   memset(G.ost.buckets, 0, sizeof(G.ost.buckets));
   G.ost.sum_ns = G.ost.done = G.ost.failed = 0;
   G.ost.changed = 0;

@@ -246,6 +246,19 @@ typedef struct rd__reply_slot {
 
 #define RD_MAX_WAITING_REPLIES 64
 
+/* Figures by function name between two reports to the node (FuncStats in
+ * WorkerStats and OwnerStats): at most RD_FNSTATS_MAX names, each cut to
+ * 127 bytes. */
+#define RD_FNSTATS_MAX 32
+typedef struct rd__fnstat {
+  char name[128];
+  uint64_t buckets[RD_HIST_BUCKETS], sum_ns, failed;
+} rd__fnstat;
+typedef struct rd__fnstats {
+  rd__fnstat fn[RD_FNSTATS_MAX];
+  size_t n, last;               /* last: where the previous lookup found its name */
+} rd__fnstats;
+
 typedef struct rd__ctx {
   pthread_mutex_t mu;
   pthread_cond_t cv;
@@ -305,6 +318,7 @@ typedef struct rd__ctx {
   struct {
     uint64_t buckets[RD_HIST_BUCKETS], sum_ns, done, failed;
     uint64_t live;              /* submitted, not settled */
+    rd__fnstats fns;            /* the latency by function */
     uint64_t last_sent_ns;
     int changed;                /* submitted, sent or settled since the last report */
   } ost;
@@ -314,6 +328,11 @@ extern rd__ctx rd__g;
 
 /* client.c */
 int rd__pump(int64_t timeout_ms);       /* mu held; may drop it while polling */
+/* A task of `name` took ns (failed: it failed): counted in t.  0, or -1 when
+ * t holds RD_FNSTATS_MAX other names (report, reset, then count again). */
+int rd__fnstats_add(rd__fnstats *t, const char *name, uint64_t ns, int failed);
+/* t's entries as FuncStats in fs, pointed to by fsp (RD_FNSTATS_MAX each); their number. */
+size_t rd__fnstats_pack(rd__fnstats *t, Rd__FuncStats *fs, Rd__FuncStats **fsp);
 int rd__daemon_call(Rd__MsgType type, const ProtobufCMessage *m, uint64_t req_id,
                     Rd__MsgType reply_type, ProtobufCMessage **reply, int64_t timeout_ms);
 int rd__store_create(uint64_t oid, uint64_t size, uint8_t **ptr, char *err, size_t errlen);

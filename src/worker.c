@@ -250,15 +250,9 @@ void rd__worker_on_grant(rd__serve *s, const Rd__StreamGrant *m) {
  * wall-clock start, length, status) sent with the stats, at once when TL_MAX
  * are waiting; the node serves them at /timeline. */
 /* The same figures by function name go in FuncStats entries, one per
- * function that ran since the last send (at once when FN_MAX have). */
+ * function that ran since the last send (at once when RD_FNSTATS_MAX have). */
 #define TL_MAX 512
-#define FN_MAX 32
-#define FN_NAME 128   /* longer names are cut to 127 bytes */
 static int tl_on = -1;
-typedef struct fn_stat {
-  char name[FN_NAME];
-  uint64_t buckets[RD_HIST_BUCKETS], sum_ns, failed;
-} fn_stat;
 static struct {
   uint64_t buckets[RD_HIST_BUCKETS], sum_ns, failed, stream_items, last_sent_ns;
   int dirty;
@@ -266,8 +260,7 @@ static struct {
   Rd__TaskEvent ev[TL_MAX];
   Rd__TaskEvent *evp[TL_MAX];
   char names[TL_MAX][64];
-  fn_stat fn[FN_MAX];
-  size_t nfn, last_fn;      /* last_fn: where the previous task's function was */
+  rd__fnstats fns;
 } S;
 
 static uint64_t wall_us(void) {
@@ -286,27 +279,13 @@ static int timeline_on(void) {
   return tl_on;
 }
 
-/* func's entry since the last send (a send first when the table is full). */
-static fn_stat *fn_entry(const char *func) {
-  if (S.nfn && !strncmp(S.fn[S.last_fn].name, func, FN_NAME - 1)) return &S.fn[S.last_fn];
-  for (size_t i = 0; i < S.nfn; i++)
-    if (!strncmp(S.fn[i].name, func, FN_NAME - 1)) return &S.fn[S.last_fn = i];
-  if (S.nfn == FN_MAX) stats_send(rd__now_ns());
-  if (S.nfn == FN_MAX) return NULL;   /* the send failed: the totals still count it */
-  fn_stat *f = &S.fn[S.last_fn = S.nfn++];
-  memset(f, 0, sizeof(*f));
-  snprintf(f->name, sizeof(f->name), "%s", func);
-  return f;
-}
 
 /* A task ran for ns (from start_us, wall clock, when the timeline is on). */
 static void stats_add(uint64_t task_id, const char *func, uint64_t start_us, uint64_t ns, int status) {
   int bucket = rd__hist_bucket(ns);
-  fn_stat *f = fn_entry(func ? func : "");
-  if (f) {
-    f->buckets[bucket]++;
-    f->sum_ns += ns;
-    f->failed += status != 0;
+  if (rd__fnstats_add(&S.fns, func ? func : "", ns, status) != 0) {   /* a send first when the table is full */
+    stats_send(rd__now_ns());
+    (void)rd__fnstats_add(&S.fns, func ? func : "", ns, status);   /* if that failed, only the totals count it */
   }
   S.buckets[bucket]++;
   S.sum_ns += ns;
@@ -334,23 +313,14 @@ static void stats_send(uint64_t now) {
   m.stream_items = S.stream_items;
   m.n_events = S.nev;
   m.events = S.evp;
-  Rd__FuncStats fs[FN_MAX], *fsp[FN_MAX];
-  for (size_t i = 0; i < S.nfn; i++) {
-    rd__func_stats__init(&fs[i]);
-    fs[i].func = S.fn[i].name;
-    fs[i].n_buckets = RD_HIST_BUCKETS;
-    fs[i].buckets = S.fn[i].buckets;
-    fs[i].sum_ns = S.fn[i].sum_ns;
-    fs[i].failed = S.fn[i].failed;
-    fsp[i] = &fs[i];
-  }
-  m.n_funcs = S.nfn;
+  Rd__FuncStats fs[RD_FNSTATS_MAX], *fsp[RD_FNSTATS_MAX];
+  m.n_funcs = rd__fnstats_pack(&S.fns, fs, fsp);
   m.funcs = fsp;
   if (rd__conn_send(&G.daemon, RD__MSG_TYPE__MSG_WORKER_STATS, &m.base, -1) != 0) return;
   memset(S.buckets, 0, sizeof(S.buckets));
   S.sum_ns = S.failed = S.stream_items = 0;
   S.nev = 0;
-  S.nfn = S.last_fn = 0;
+  S.fns.n = S.fns.last = 0;
   S.dirty = 0;
   S.last_sent_ns = now;
 }

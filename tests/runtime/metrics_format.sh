@@ -42,6 +42,8 @@ j = jobs[0]
 assert j["tasks_run"] == n["tasks"]["run"] and j["tasks_failed"] == n["tasks"]["failed"], (j, n["tasks"])
 assert j["owned_settled"] == 27 and j["owned_failed"] == 1 and j["owned_waiting"] == 0 and j["latency_mean_s"] > 0, j
 fns = {f["name"]: f for f in d["functions"]}
+assert fns["ignore_args"]["latency_mean_s"] >= 1.4 and fns["ignore_args"]["mean_s"] < 1, fns["ignore_args"]
+assert sum(f["submitted"] for f in d["functions"]) == 27, d["functions"]
 assert fns["add_one"]["calls"] == 20 and fns["fail_always"]["failed"] == 1 and 'odd "name"\\' in fns, fns
 totals = [f["total_s"] for f in d["functions"]]
 assert totals == sorted(totals, reverse=True), totals   # longest total first
@@ -65,7 +67,8 @@ want = {"raydist_uptime_seconds": "gauge", "raydist_resources_total": "gauge",
         "raydist_owned_tasks": "gauge", "raydist_job_info": "gauge", "raydist_job_tasks_run": "counter",
         "raydist_job_task_run_seconds": "counter", "raydist_job_tasks_failed": "counter",
         "raydist_job_owned_tasks_settled": "counter", "raydist_job_task_latency_seconds": "counter",
-        "raydist_job_owned_tasks_failed": "counter", "raydist_job_owned_tasks": "gauge"}
+        "raydist_job_owned_tasks_failed": "counter", "raydist_job_owned_tasks": "gauge",
+        "raydist_function_latency_seconds": "histogram"}
 for name, typ in want.items():
     assert name in fams, f"missing family {name}"
     assert fams[name].type == typ, f"{name}: type {fams[name].type}, want {typ}"
@@ -89,6 +92,9 @@ assert runs.get("add_one") == 20 and runs.get('odd "name"\\') == 3 and failed.ge
 total = [s.value for s in fams["raydist_task_run_seconds"].samples if s.name.endswith("_count")][0]
 assert sum(runs.values()) == total, (runs, total)
 assert sum(failed.values()) == [s.value for s in fams["raydist_tasks_failed"].samples][0], failed
+lats = {s.labels["function"]: s.value for s in fams["raydist_function_latency_seconds"].samples if s.name.endswith("_count")}
+lat_total = [s.value for s in fams["raydist_task_latency_seconds"].samples if s.name.endswith("_count")][0]
+assert sum(lats.values()) == lat_total == 27 and lats['odd "name"\\'] == 3, (lats, lat_total)
 # by job: one job, its program this test, no GCS; its figures are the node's
 one = lambda fam: [s for s in fams[fam].samples]
 info = one("raydist_job_info")

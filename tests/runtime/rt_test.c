@@ -1380,6 +1380,12 @@ static int t_metrics(void) {
   CHECK(metric(text, "raydist_owned_tasks_failed_total") == 1);
   CHECK(metric(text, "raydist_owned_tasks{state=\"sent\"}") == 0);
   CHECK(metric(text, "raydist_owned_tasks{state=\"waiting\"}") == 0);
+  /* the same by function: ignore_args ran in no time but waited 1.5 s for its argument */
+  CHECK(metric(text, "raydist_function_latency_seconds_count{function=\"add_one\"}") == 20);
+  CHECK(metric(text, "raydist_function_latency_seconds_count{function=\"ignore_args\"}") == 1);
+  CHECK(metric(text, "raydist_function_latency_seconds_sum{function=\"ignore_args\"}") >= 1.4);
+  CHECK(metric(text, "raydist_function_run_seconds_sum{function=\"ignore_args\"}") < 1.0);
+  CHECK(metric(text, "raydist_function_latency_seconds_count{function=\"odd \\\"name\\\"\\\\\"}") == 3);
   CHECK(metric(text, "raydist_object_store_bytes{kind=\"capacity\"}") > 0);
   CHECK(metric(text, "raydist_drivers") == 1);
   dump_to(getenv("RD_METRICS_DUMP"), text);
