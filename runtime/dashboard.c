@@ -31,6 +31,8 @@ typedef struct dash_req {
   rd_gcs_pg *pgs;
   rd_gcs_job *jobs;
   size_t nactors, npgs, njobs;
+  rd_gcs_code_table code;
+  int code_rc;              /* the code table's read (the page goes on without it) */
   int gcs_rc;
   char gcs_err[256];
 } dash_req;
@@ -272,7 +274,19 @@ static void render_json(rd__mbuf *b, const dash_req *q, const node_facts *f) {
     put_json(b, j->end_reason);
     rd__mbuf_printf(b, "}");
   }
-  rd__mbuf_printf(b, "]}}\n");
+  rd__mbuf_printf(b, "],\"code\":");
+  if (q->code_rc) {
+    rd__mbuf_printf(b, "null");
+  } else {   /* the GCS code table (docs/gcs.md#code) */
+    uint64_t bytes;
+    size_t used;
+    rd_gcs_code_sum(&q->code, &bytes, &used);
+    rd__mbuf_printf(b, "{\"blobs\":%zu,\"bytes\":%llu,\"in_use\":%zu,\"collected\":%llu,\"collected_bytes\":%llu,"
+                       "\"ttl_s\":%g}",
+                    q->code.n, (unsigned long long)bytes, used, (unsigned long long)q->code.collected,
+                    (unsigned long long)q->code.collected_bytes, q->code.ttl_ms / 1000.0);
+  }
+  rd__mbuf_printf(b, "}}\n");
 }
 
 /* ---------------------------------------------------------------- HTML */
@@ -440,7 +454,18 @@ static void render_html(rd__mbuf *b, const dash_req *q, const node_facts *f) {
     }
     rd__mbuf_printf(b, "</td></tr>\n");
   }
-  rd__mbuf_printf(b, "</table>\n</body></html>\n");
+  rd__mbuf_printf(b, "</table>\n");
+  if (!q->code_rc) {
+    uint64_t bytes;
+    size_t used;
+    rd_gcs_code_sum(&q->code, &bytes, &used);
+    rd__mbuf_printf(b, "<p id=\"code\">GCS code table: %zu blob%s, %.1f MiB, %zu in use; %llu collected (%.1f MiB); ",
+                    q->code.n, q->code.n == 1 ? "" : "s", bytes / 1048576.0, used,
+                    (unsigned long long)q->code.collected, q->code.collected_bytes / 1048576.0);
+    if (q->code.ttl_ms) rd__mbuf_printf(b, "unused code is dropped after %g s</p>\n", q->code.ttl_ms / 1000.0);
+    else rd__mbuf_printf(b, "code is kept for good</p>\n");
+  }
+  rd__mbuf_printf(b, "</body></html>\n");
 }
 
 /* ------------------------------------------------------------- requests */
@@ -456,6 +481,7 @@ static void gcs_work(uv_work_t *w) {
   q->gcs_rc = rd_gcs_actor_list(g, &q->actors, &q->nactors);
   if (!q->gcs_rc) q->gcs_rc = rd_gcs_pg_list(g, &q->pgs, &q->npgs);
   if (!q->gcs_rc) q->gcs_rc = rd_gcs_job_list(g, &q->jobs, &q->njobs);
+  q->code_rc = q->gcs_rc ? q->gcs_rc : rd_gcs_code_list(g, &q->code);
   if (q->gcs_rc) snprintf(q->gcs_err, sizeof(q->gcs_err), "%s (%s)", rd_gcs_last_error(), rd_err_name(q->gcs_rc));
 }
 
@@ -470,6 +496,7 @@ static void finish(dash_req *q) {
   free(q->actors);
   free(q->pgs);
   free(q->jobs);
+  free(q->code.code);
   free(q);
 }
 
@@ -488,6 +515,7 @@ int rd__dashboard_request(uv_loop_t *loop, int json, rd__dashboard_done done, vo
   q->json = json;
   q->done = done;
   q->arg = arg;
+  q->code_rc = RD_ESTATE;
   if (!rd__cluster_on()) {
     finish(q);
     return 0;

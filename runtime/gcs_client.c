@@ -447,6 +447,15 @@ int rd_gcs_code_list(rd_gcs *g, rd_gcs_code_table *out) {
   return rc;
 }
 
+void rd_gcs_code_sum(const rd_gcs_code_table *t, uint64_t *bytes, size_t *in_use) {
+  *bytes = 0;
+  *in_use = 0;
+  for (size_t i = 0; i < t->n; i++) {
+    *bytes += t->code[i].size;
+    *in_use += t->code[i].in_use != 0;
+  }
+}
+
 int rd_gcs_job_add(rd_gcs *g, const char *code_hash, int driver_pid, uint32_t node_index,
                    uint32_t *job_id_out) {
   Rd__Gcs__JobAddRequest req = RD__GCS__JOB_ADD_REQUEST__INIT;

@@ -99,6 +99,8 @@ typedef struct rd_gcs_code_table {
   uint64_t ttl_ms, collected, collected_bytes;
 } rd_gcs_code_table;
 int rd_gcs_code_list(rd_gcs *g, rd_gcs_code_table *out);
+/* Its blobs' bytes together and how many are in use. */
+void rd_gcs_code_sum(const rd_gcs_code_table *t, uint64_t *bytes, size_t *in_use);
 
 /* RD_ENOENT when code_hash is not "" and the GCS lacks that code (never
  * stored, or collected unused): upload it again and retry. */

@@ -313,6 +313,15 @@ PY
     grep -q "dropped this node's copy of code" "$ROOT/node-127.0.0.2/node.log" || fail "code_gc: node b logged no drop"
     "$T" code_kill || fail "code_kill"
     code_status "0 blobs, 0.0 MiB, 0 in use; 1 collected \([0-9.]+ MiB\)"
+    # the head's dashboard says the same, as JSON and on the page
+    python3 - "$(cat "$ROOT/node-127.0.0.1/metrics")" <<'PY' || fail "code_gc: dashboard"
+import json, sys, urllib.request
+base = "http://" + sys.argv[1]
+c = json.load(urllib.request.urlopen(base + "/api/cluster", timeout=10))["cluster"]["code"]
+assert c["blobs"] == 0 and c["in_use"] == 0 and c["collected"] == 1 and c["collected_bytes"] > 0 and c["ttl_s"] == 1, c
+page = urllib.request.urlopen(base + "/", timeout=10).read().decode()
+assert '<p id="code">GCS code table: 0 blobs, 0.0 MiB, 0 in use; 1 collected' in page, page[-400:]
+PY
     for i in $(seq 1 50); do [ "$(copies 127.0.0.3)" = 0 ] && break; sleep 0.2; done
     [ "$(copies 127.0.0.3)" = 0 ] || fail "code_gc: node c kept the dead actor's code"
     grep -Eq "gcs: code [0-9a-f]{64} collected \([0-9]+ bytes, unused for [0-9]+ s\)" "$ROOT/node-127.0.0.1/gcs.log" ||
