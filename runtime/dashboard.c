@@ -79,7 +79,8 @@ typedef struct node_facts {
 
 /* The upper bound of the histogram bucket holding quantile q (decades from
  * 10 us, rd__hist_bucket); 0 without samples. */
-static double hist_quantile(const uint64_t *buckets, uint64_t n, double q) {
+static double hist_quantile(const rd__hist_acc *h, double q) {
+  const uint64_t *buckets = h->buckets, n = h->n;
   if (!n) return 0;
   uint64_t want = (uint64_t)(q * (double)n + 0.5), cum = 0;
   if (want < 1) want = 1;
@@ -91,26 +92,28 @@ static double hist_quantile(const uint64_t *buckets, uint64_t n, double q) {
   return bound;
 }
 
+static double hist_mean_s(const rd__hist_acc *h) { return h->n ? (double)h->sum_ns / 1e9 / (double)h->n : 0; }
+
 static void gather(node_facts *f) {
   memset(f, 0, sizeof(*f));
   f->avail = rd__node_avail();
   rd__node_census_take(&f->cs);
   rd_store_get_stats(N.store, &f->store);
   f->uptime_s = (double)(rd__now_ns() - N.start_ns) / 1e9;
-  f->tasks_run = N.task_run_n;
-  f->run_mean_s = N.task_run_n ? (double)N.task_run_ns / 1e9 / (double)N.task_run_n : 0;
-  f->run_p50_s = hist_quantile(N.task_run, N.task_run_n, 0.5);
-  f->run_p99_s = hist_quantile(N.task_run, N.task_run_n, 0.99);
+  f->tasks_run = N.task_run.n;
+  f->run_mean_s = hist_mean_s(&N.task_run);
+  f->run_p50_s = hist_quantile(&N.task_run, 0.5);
+  f->run_p99_s = hist_quantile(&N.task_run, 0.99);
   rd__node_owned(NULL, &f->own_waiting, &f->own_sent);
-  f->lat_mean_s = N.task_lat_n ? (double)N.task_lat_ns / 1e9 / (double)N.task_lat_n : 0;
-  f->lat_p50_s = hist_quantile(N.task_lat, N.task_lat_n, 0.5);
-  f->lat_p99_s = hist_quantile(N.task_lat, N.task_lat_n, 0.99);
+  f->lat_mean_s = hist_mean_s(&N.task_lat);
+  f->lat_p50_s = hist_quantile(&N.task_lat, 0.5);
+  f->lat_p99_s = hist_quantile(&N.task_lat, 0.99);
   rd__fair_tally();
 }
 
 /* Indices of N.fns by total run time, longest first (the caller frees). */
 static int by_time_desc(const void *a, const void *b) {
-  uint64_t x = N.fns[*(const size_t *)a].sum_ns, y = N.fns[*(const size_t *)b].sum_ns;
+  uint64_t x = N.fns[*(const size_t *)a].run.sum_ns, y = N.fns[*(const size_t *)b].run.sum_ns;
   return x < y ? 1 : x > y ? -1 : 0;
 }
 
@@ -122,9 +125,10 @@ static size_t *fns_by_time(void) {
   return o;
 }
 
-static double fn_mean_s(const rd__fn_metric *f) { return f->n ? (double)f->sum_ns / 1e9 / (double)f->n : 0; }
-static double fn_lat_mean_s(const rd__fn_metric *f) {
-  return f->lat_n ? (double)f->lat_ns / 1e9 / (double)f->lat_n : 0;
+
+/* The mean submit-to-result latency of what a job's processes here submitted. */
+static double job_lat_mean_s(const node_job *j) {
+  return j->owned_settled ? (double)j->owned_ns / 1e9 / (double)j->owned_settled : 0.0;
 }
 
 /* A job worth showing: it has drivers, workers or requests here. */
@@ -158,12 +162,12 @@ static void render_json(rd__mbuf *b, const dash_req *q, const node_facts *f) {
   for (int s = A_PENDING; s <= A_DEAD; s++) rd__mbuf_printf(b, "%s\"%s\":%d", s ? "," : "", rd__actor_state_names[s], f->cs.actors[s]);
   rd__mbuf_printf(b, "},\"tasks\":{\"run\":%llu,\"failed\":%llu,\"run_mean_s\":%.6f,\"run_p50_s_at_most\":%g,"
                      "\"run_p99_s_at_most\":%g},",
-                  (unsigned long long)f->tasks_run, (unsigned long long)N.tasks_failed, f->run_mean_s, f->run_p50_s,
+                  (unsigned long long)f->tasks_run, (unsigned long long)N.task_run.failed, f->run_mean_s, f->run_p50_s,
                   f->run_p99_s);
   rd__mbuf_printf(b, "\"owned_tasks\":{\"waiting\":%llu,\"sent\":%llu,\"settled\":%llu,\"failed\":%llu,"
                      "\"latency_mean_s\":%.6f,\"latency_p50_s_at_most\":%g,\"latency_p99_s_at_most\":%g},",
                   (unsigned long long)f->own_waiting, (unsigned long long)f->own_sent,
-                  (unsigned long long)N.task_lat_n, (unsigned long long)N.owned_failed, f->lat_mean_s, f->lat_p50_s,
+                  (unsigned long long)N.task_lat.n, (unsigned long long)N.task_lat.failed, f->lat_mean_s, f->lat_p50_s,
                   f->lat_p99_s);
   rd__mbuf_printf(b, "\"store\":{\"capacity\":%llu,\"used\":%llu,\"objects\":%llu,\"spilled_objects\":%llu,"
                      "\"spilled_bytes\":%llu},\"leases_granted\":%llu,\"fair_share_yields\":%llu,\"memory_kills\":%llu}",
@@ -190,7 +194,7 @@ static void render_json(rd__mbuf *b, const dash_req *q, const node_facts *f) {
                     j->share, j->waiting, (unsigned long long)j->yields, (unsigned long long)j->runs,
                     (unsigned long long)j->runs_failed, (double)j->run_ns / 1e9, (unsigned long long)ow,
                     (unsigned long long)os, (unsigned long long)j->owned_settled, (unsigned long long)j->owned_failed,
-                    j->owned_settled ? (double)j->owned_ns / 1e9 / (double)j->owned_settled : 0.0);
+                    job_lat_mean_s(j));
     first = 0;
   }
   rd__mbuf_printf(b, "]");
@@ -204,10 +208,10 @@ static void render_json(rd__mbuf *b, const dash_req *q, const node_facts *f) {
     rd__mbuf_printf(b, ",\"calls\":%llu,\"failed\":%llu,\"total_s\":%.6f,\"mean_s\":%.6f,\"p50_s_at_most\":%g,"
                        "\"p99_s_at_most\":%g,\"submitted\":%llu,\"submitted_failed\":%llu,\"latency_mean_s\":%.6f,"
                        "\"latency_p99_s_at_most\":%g}",
-                    (unsigned long long)fn->n, (unsigned long long)fn->failed, (double)fn->sum_ns / 1e9,
-                    fn_mean_s(fn), hist_quantile(fn->buckets, fn->n, 0.5), hist_quantile(fn->buckets, fn->n, 0.99),
-                    (unsigned long long)fn->lat_n, (unsigned long long)fn->lat_failed, fn_lat_mean_s(fn),
-                    hist_quantile(fn->lat, fn->lat_n, 0.99));
+                    (unsigned long long)fn->run.n, (unsigned long long)fn->run.failed, (double)fn->run.sum_ns / 1e9,
+                    hist_mean_s(&fn->run), hist_quantile(&fn->run, 0.5), hist_quantile(&fn->run, 0.99),
+                    (unsigned long long)fn->lat.n, (unsigned long long)fn->lat.failed, hist_mean_s(&fn->lat),
+                    hist_quantile(&fn->lat, 0.99));
   }
   free(order);
   rd__mbuf_printf(b, "]");
@@ -324,9 +328,9 @@ static void render_html(rd__mbuf *b, const dash_req *q, const node_facts *f) {
                      "<tr><th>tasks and actor calls submitted here</th><td>%llu waiting, %llu sent to workers; "
                      "%llu done (failed %llu), submit to result: mean %.3g s, p50 &le; %g s, p99 &le; %g s</td></tr>\n"
                      "<tr><th>actors</th><td>",
-                  f->cs.blocked, f->cs.drivers, (unsigned long long)f->tasks_run, (unsigned long long)N.tasks_failed,
+                  f->cs.blocked, f->cs.drivers, (unsigned long long)f->tasks_run, (unsigned long long)N.task_run.failed,
                   f->run_mean_s, f->run_p50_s, f->run_p99_s, (unsigned long long)f->own_waiting,
-                  (unsigned long long)f->own_sent, (unsigned long long)N.task_lat_n, (unsigned long long)N.owned_failed,
+                  (unsigned long long)f->own_sent, (unsigned long long)N.task_lat.n, (unsigned long long)N.task_lat.failed,
                   f->lat_mean_s, f->lat_p50_s, f->lat_p99_s);
   for (int s = A_PENDING; s <= A_DEAD; s++) rd__mbuf_printf(b, "%s%s %d", s ? ", " : "", rd__actor_state_names[s], f->cs.actors[s]);
   rd__mbuf_printf(b, "</td></tr>\n<tr><th>object store</th><td>%.1f/%.1f MiB, %llu objects in memory, %llu spilled "
@@ -351,7 +355,7 @@ static void render_html(rd__mbuf *b, const dash_req *q, const node_facts *f) {
                     (unsigned long long)j->yields, (unsigned long long)j->runs, (unsigned long long)j->runs_failed,
                     (double)j->run_ns / 1e9, (unsigned long long)ow, (unsigned long long)os,
                     (unsigned long long)j->owned_settled, (unsigned long long)j->owned_failed,
-                    j->owned_settled ? (double)j->owned_ns / 1e9 / (double)j->owned_settled : 0.0);
+                    job_lat_mean_s(j));
   }
   rd__mbuf_printf(b, "</table>\n");
   /* the functions that took the most time here (all of them in the JSON) */
@@ -366,9 +370,9 @@ static void render_html(rd__mbuf *b, const dash_req *q, const node_facts *f) {
     put_html(b, fn->name);
     rd__mbuf_printf(b, "</td><td>%llu</td><td>%llu</td><td>%.3f</td><td>%.3g</td><td>%g</td><td>%g</td><td>%llu</td>"
                        "<td>%.3g</td><td>%g</td></tr>\n",
-                    (unsigned long long)fn->n, (unsigned long long)fn->failed, (double)fn->sum_ns / 1e9,
-                    fn_mean_s(fn), hist_quantile(fn->buckets, fn->n, 0.5), hist_quantile(fn->buckets, fn->n, 0.99),
-                    (unsigned long long)fn->lat_n, fn_lat_mean_s(fn), hist_quantile(fn->lat, fn->lat_n, 0.99));
+                    (unsigned long long)fn->run.n, (unsigned long long)fn->run.failed, (double)fn->run.sum_ns / 1e9,
+                    hist_mean_s(&fn->run), hist_quantile(&fn->run, 0.5), hist_quantile(&fn->run, 0.99),
+                    (unsigned long long)fn->lat.n, hist_mean_s(&fn->lat), hist_quantile(&fn->lat, 0.99));
   }
   if (N.nfns > FN_ROWS) rd__mbuf_printf(b, "<tr><td colspan=\"10\">%zu more in the JSON</td></tr>\n", N.nfns - FN_ROWS);
   free(order);

@@ -879,16 +879,9 @@ static rd__fn_metric *fn_metric(const char *name);
 /* FuncStats into N.fns: run times (from a worker) or latencies (from an owner). */
 static void funcs_add(Rd__FuncStats *const *fss, size_t n, int latency) {
   for (size_t i = 0; i < n; i++) {
-    const Rd__FuncStats *fs = fss[i];
-    rd__fn_metric *f = fn_metric(fs->func);
+    rd__fn_metric *f = fn_metric(fss[i]->func);
     if (!f) return;   /* out of memory: the totals still count */
-    uint64_t *b = latency ? f->lat : f->buckets, *cnt = latency ? &f->lat_n : &f->n;
-    for (size_t k = 0; k < RD_HIST_BUCKETS; k++) {
-      b[k] += fs->buckets[k];
-      *cnt += fs->buckets[k];
-    }
-    *(latency ? &f->lat_ns : &f->sum_ns) += fs->sum_ns;
-    *(latency ? &f->lat_failed : &f->failed) += fs->failed;
+    (void)rd__hist_acc_add(latency ? &f->lat : &f->run, fss[i]->buckets, fss[i]->sum_ns, fss[i]->failed);
   }
 }
 
@@ -912,6 +905,15 @@ static rd__fn_metric *fn_metric(const char *name) {
   memset(f, 0, sizeof(*f));
   snprintf(f->name, sizeof(f->name), "%s", name);
   return f;
+}
+
+/* A histogram family with a series per function: run times or latencies. */
+static void fn_histograms(rd__mbuf *b, const char *name, const char *help, int latency) {
+  rd__mbuf_family(b, name, "histogram", help);
+  for (size_t i = 0; i < N.nfns; i++) {
+    const rd__hist_acc *h = latency ? &N.fns[i].lat : &N.fns[i].run;
+    rd__mbuf_histogram_series(b, name, "function", N.fns[i].name, h->buckets, h->n, (double)h->sum_ns / 1e9);
+  }
 }
 
 /* Whether a job has figures for the per-job families. */
@@ -987,16 +989,13 @@ static void on_owner_stats(node_client *c, Rd__OwnerStats *m) {
     return;
   }
   funcs_add(m->funcs, m->n_funcs, 1);
-  for (size_t i = 0; i < RD_HIST_BUCKETS; i++) N.task_lat[i] += m->buckets[i];
-  N.task_lat_n += n;
+  (void)rd__hist_acc_add(&N.task_lat, m->buckets, m->sum_ns, m->failed);
   node_job *j = rd__node_client_job(c);
   if (j) {
     j->owned_settled += n;
     j->owned_failed += m->failed;
     j->owned_ns += m->sum_ns;
   }
-  N.task_lat_ns += m->sum_ns;
-  N.owned_failed += m->failed;
   c->own_waiting = m->waiting;
   c->own_sent = m->sent;
 }
@@ -1010,14 +1009,7 @@ static void on_worker_stats(node_client *c, Rd__WorkerStats *m) {
     return;
   }
   funcs_add(m->funcs, m->n_funcs, 0);
-  uint64_t runs = 0;
-  for (size_t i = 0; i < RD_HIST_BUCKETS; i++) {
-    N.task_run[i] += m->buckets[i];
-    runs += m->buckets[i];
-  }
-  N.task_run_n += runs;
-  N.task_run_ns += m->sum_ns;
-  N.tasks_failed += m->failed;
+  uint64_t runs = rd__hist_acc_add(&N.task_run, m->buckets, m->sum_ns, m->failed);
   node_job *j = c->worker->job;
   if (j) {
     j->runs += runs;
@@ -3073,16 +3065,16 @@ void rd__node_metrics(rd__mbuf *b) {
                      N.lease_wait, N.lease_wait_n, (double)N.lease_wait_ns / 1e9);
   rd__mbuf_histogram(b, "raydist_task_run_seconds",
                      "Run time of tasks and actor calls in this node's workers (reported within 200 ms).",
-                     N.task_run, N.task_run_n, (double)N.task_run_ns / 1e9);
+                     N.task_run.buckets, N.task_run.n, (double)N.task_run.sum_ns / 1e9);
   rd__mbuf_family(b, "raydist_tasks_failed_total", "counter", "Tasks and actor calls here that returned an error.");
-  rd__mbuf_printf(b, "raydist_tasks_failed_total %llu\n", (unsigned long long)N.tasks_failed);
+  rd__mbuf_printf(b, "raydist_tasks_failed_total %llu\n", (unsigned long long)N.task_run.failed);
   rd__mbuf_histogram(b, "raydist_task_latency_seconds",
                      "Tasks and actor calls owned by processes of this node (drivers, workers that submit), from "
                      "submit to result or failure as the owner sees it (reported within 100 ms).",
-                     N.task_lat, N.task_lat_n, (double)N.task_lat_ns / 1e9);
+                     N.task_lat.buckets, N.task_lat.n, (double)N.task_lat.sum_ns / 1e9);
   rd__mbuf_family(b, "raydist_owned_tasks_failed_total", "counter",
                   "Of those, the ones that failed (the task's error, a worker or node death, a cancel).");
-  rd__mbuf_printf(b, "raydist_owned_tasks_failed_total %llu\n", (unsigned long long)N.owned_failed);
+  rd__mbuf_printf(b, "raydist_owned_tasks_failed_total %llu\n", (unsigned long long)N.task_lat.failed);
   uint64_t own_waiting, own_sent;
   rd__node_owned(NULL, &own_waiting, &own_sent);
   rd__mbuf_family(b, "raydist_owned_tasks", "gauge",
@@ -3092,23 +3084,17 @@ void rd__node_metrics(rd__mbuf *b) {
                   (unsigned long long)own_waiting, (unsigned long long)own_sent);
   job_metrics(b);
   if (N.nfns) {   /* no family without a series */
-    rd__mbuf_family(b, "raydist_function_run_seconds", "histogram",
-                    "Run time of each remote function and actor method (Class.method) in this node's workers.");
-    for (size_t i = 0; i < N.nfns; i++)
-      rd__mbuf_histogram_series(b, "raydist_function_run_seconds", "function", N.fns[i].name, N.fns[i].buckets,
-                                N.fns[i].n, (double)N.fns[i].sum_ns / 1e9);
+    fn_histograms(b, "raydist_function_run_seconds",
+                  "Run time of each remote function and actor method (Class.method) in this node's workers.", 0);
     rd__mbuf_family(b, "raydist_function_failed_total", "counter",
                     "Calls of each remote function and actor method here that returned an error.");
     for (size_t i = 0; i < N.nfns; i++) {
       rd__mbuf_printf(b, "raydist_function_failed_total{function=\"");
       rd__mbuf_label_value(b, N.fns[i].name);
-      rd__mbuf_printf(b, "\"} %llu\n", (unsigned long long)N.fns[i].failed);
+      rd__mbuf_printf(b, "\"} %llu\n", (unsigned long long)N.fns[i].run.failed);
     }
-    rd__mbuf_family(b, "raydist_function_latency_seconds", "histogram",
-                    "raydist_task_latency_seconds by function: submit to result, for the owners connected here.");
-    for (size_t i = 0; i < N.nfns; i++)
-      rd__mbuf_histogram_series(b, "raydist_function_latency_seconds", "function", N.fns[i].name, N.fns[i].lat,
-                                N.fns[i].lat_n, (double)N.fns[i].lat_ns / 1e9);
+    fn_histograms(b, "raydist_function_latency_seconds",
+                  "raydist_task_latency_seconds by function: submit to result, for the owners connected here.", 1);
   }
   rd__mbuf_family(b, "raydist_stream_items_total", "counter",
                   "Items yielded by streaming tasks and actor calls here (reported when their calls end).");

@@ -96,13 +96,30 @@ typedef struct node_bundle {
 } node_bundle;
 
 #define RD_TIMELINE_MAX 65536
-/* A function's (or "Class.method"'s) run times on this node.  At most
+/* Times reported by workers or owners: counts per rd__hist_bucket, their
+ * number, their sum, and how many of those failed. */
+typedef struct rd__hist_acc {
+  uint64_t buckets[RD_HIST_BUCKETS], n, sum_ns, failed;
+} rd__hist_acc;
+/* Adds a report's buckets, sum and failures; returns how many it counted. */
+static inline uint64_t rd__hist_acc_add(rd__hist_acc *h, const uint64_t *buckets, uint64_t sum_ns, uint64_t failed) {
+  uint64_t n = 0;
+  for (size_t i = 0; i < RD_HIST_BUCKETS; i++) {
+    h->buckets[i] += buckets[i];
+    n += buckets[i];
+  }
+  h->n += n;
+  h->sum_ns += sum_ns;
+  h->failed += failed;
+  return n;
+}
+/* A function's (or "Class.method"'s) figures on this node.  At most
  * RD_FN_METRICS_MAX names; later ones are counted under "(other)". */
 #define RD_FN_METRICS_MAX 1024
 typedef struct rd__fn_metric {
   char name[128];
-  uint64_t buckets[RD_HIST_BUCKETS], n, sum_ns, failed;   /* run in workers here (WorkerStats) */
-  uint64_t lat[RD_HIST_BUCKETS], lat_n, lat_ns, lat_failed;   /* submitted here: submit to result (OwnerStats) */
+  rd__hist_acc run;         /* run in workers here (WorkerStats) */
+  rd__hist_acc lat;         /* submitted here: submit to result (OwnerStats) */
 } rd__fn_metric;
 
 typedef struct rd__tl_event {
@@ -295,11 +312,12 @@ typedef struct rd__node_state {
   /* metrics (metrics.c serves them): histograms per rd__hist_bucket */
   uint64_t start_ns;
   uint64_t lease_wait[RD_HIST_BUCKETS], lease_wait_n, lease_wait_ns;
-  uint64_t task_run[RD_HIST_BUCKETS], task_run_n, task_run_ns, tasks_failed, stream_items;
+  rd__hist_acc task_run;    /* run times in workers here, and failures (WorkerStats) */
+  uint64_t stream_items;
   struct rd__fn_metric *fns;   /* the same by function (FuncStats), in order of first report */
   size_t nfns, fns_cap;
   /* owners here (drivers, workers that submit): submit-to-result latency (OwnerStats) */
-  uint64_t task_lat[RD_HIST_BUCKETS], task_lat_n, task_lat_ns, owned_failed;
+  rd__hist_acc task_lat;
   /* timeline (RAYDIST_TIMELINE=1): the last RD_TIMELINE_MAX task events */
   int timeline_on;
   struct rd__tl_event *tl;
