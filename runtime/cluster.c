@@ -227,7 +227,6 @@ static struct {
   uint64_t code_ttl_ns;     /* copies of fetched code unused this long are dropped (0: kept) */
   uint64_t code_swept_ns;
   int code_fetches;         /* fetches in flight: no sweep meanwhile */
-  uint64_t code_dropped;
   uint64_t next_link_req, next_chan;
   uint64_t respilled;       /* queued requests sent to another node that had room (respill) */
   uint64_t pull_retries;    /* pulls a waiting get made again after a transient failure */
@@ -2833,7 +2832,6 @@ static void code_sweep(uint64_t now) {
     }
     for (node_job *j = N.jobs; j; j = j->next)
       if (!j->base && !strcmp(j->exe, path)) j->code_state = 0;
-    C.code_dropped++;
     rd__log(RD_LOG_INFO, "dropped this node's copy of code %.16s: unused for %.0f s", e->d_name, idle_s);
   }
   closedir(d);

@@ -50,7 +50,6 @@
 #define JOB_ENDED_KEEP 1000    /* finished jobs kept (the highest ids) */
 #define CODE_TTL_S 600         /* code nothing used for this long is dropped (--code-ttl-s) */
 #define CODE_SWEEP_MS 5000     /* how often the code table is swept (more often for a short TTL) */
-#define CODE_REFS_MAX RD_GCS_CODE_REFS_MAX   /* code hashes in one heartbeat */
 
 typedef struct gcs_event {
   int kind;
@@ -454,10 +453,10 @@ static int h_heartbeat(void *arg, rd__rpc_call *call, const ProtobufCMessage *re
   const Rd__Gcs__HeartbeatRequest *q = (const void *)req;
   int rc = check_res(call, q->avail, "available");
   if (rc) return rc;
-  int bad = q->n_code_in_use > CODE_REFS_MAX;
+  int bad = q->n_code_in_use > RD_GCS_CODE_REFS_MAX;
   for (size_t i = 0; i < q->n_code_in_use && !bad; i++) bad = !rd_sha256_is_hex(q->code_in_use[i]);
   if (bad) {
-    rd__rpc_fail(call, "heartbeat: at most %d code hashes in use, each 64 lowercase hex digits", CODE_REFS_MAX);
+    rd__rpc_fail(call, "heartbeat: at most %d code hashes in use, each 64 lowercase hex digits", RD_GCS_CODE_REFS_MAX);
     return RD_EINVAL;
   }
   size_t alen = q->avail ? rd__resources__get_packed_size(q->avail) : 0;
@@ -1399,7 +1398,7 @@ static int code_scan_add(void *arg, const char *key, size_t klen, const void *va
   return 0;
 }
 
-/* The code hashes of running jobs. */
+/* The code hashes held now: running jobs' and live nodes' heartbeats'. */
 typedef struct code_refs {
   char (*v)[65];
   size_t n, cap;
@@ -1418,15 +1417,10 @@ static int collect_job_code(void *arg, const char *key, size_t klen, const void 
   return r->rc != 0;
 }
 
-/* Whether a running job (refs) or a live node's last heartbeat names hash.  g->mu held. */
-static int code_in_use(gcs *g, const code_refs *r, const char *hash) {
+/* Whether refs name hash. */
+static int code_in_use(const code_refs *r, const char *hash) {
   for (size_t i = 0; i < r->n; i++)
     if (!memcmp(r->v[i], hash, 64)) return 1;
-  for (uint32_t n = 1; n <= RD_GCS_MAX_NODES; n++) {
-    if (!g->alive[n]) continue;
-    for (size_t i = 0; i < g->load[n].ncode; i++)
-      if (!memcmp(g->load[n].code[i], hash, 64)) return 1;
-  }
   return 0;
 }
 
@@ -1434,6 +1428,13 @@ static int code_in_use(gcs *g, const code_refs *r, const char *hash) {
 static int code_refs_read(gcs *g, code_refs *r) {
   *r = (code_refs){0};
   int rc = g->store->ops->scan(g->store, T_JOB, "", 0, collect_job_code, r);
+  for (uint32_t n = 1; !rc && !r->rc && n <= RD_GCS_MAX_NODES; n++) {
+    if (!g->alive[n]) continue;
+    for (size_t i = 0; i < g->load[n].ncode && !r->rc; i++) {
+      if (grow(&r->v, &r->cap, r->n, sizeof(*r->v)) == 0) memcpy(r->v[r->n++], g->load[n].code[i], 65);
+      else r->rc = RD_ENOMEM;
+    }
+  }
   return rc ? rc : r->rc;
 }
 
@@ -1457,7 +1458,7 @@ static void code_sweep(gcs *g, uint64_t now) {
   }
   for (size_t i = 0; i < g->ncode;) {
     code_ent *e = &g->code[i];
-    if (code_in_use(g, &r, e->hash)) e->last_ms = now;
+    if (code_in_use(&r, e->hash)) e->last_ms = now;
     if (now - e->last_ms < g->code_ttl_ms) {
       i++;
       continue;
@@ -1495,7 +1496,7 @@ static int h_code_list(void *arg, rd__rpc_call *call, const ProtobufCMessage *re
     v[i].hash = hashes[i];
     v[i].size = e->size;
     v[i].idle_ms = now - e->last_ms;
-    v[i].in_use = code_in_use(g, &refs, e->hash);
+    v[i].in_use = code_in_use(&refs, e->hash);
     vp[i] = &v[i];
   }
   r.n_code = rc ? 0 : g->ncode;
