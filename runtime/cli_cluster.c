@@ -534,13 +534,9 @@ static void print_jobs(const rd_gcs_job *js, size_t n) {
 
 /* The code table: blobs, bytes, how many are held, what was collected. */
 static void print_code(const rd_gcs_code_table *t) {
-  uint64_t bytes;
-  size_t used;
-  rd_gcs_code_sum(t, &bytes, &used);
-  printf("\ncode: %zu blob%s, %.1f MiB, %zu in use; %llu collected (%.1f MiB); ", t->n, t->n == 1 ? "" : "s",
-         bytes / 1048576.0, used, (unsigned long long)t->collected, t->collected_bytes / 1048576.0);
-  if (t->ttl_ms) printf("unused code is dropped after %g s\n", t->ttl_ms / 1000.0);
-  else printf("code is kept for good\n");
+  char line[300];
+  rd_gcs_code_describe(t, line, sizeof(line));
+  printf("\ncode: %s\n", line);
 }
 
 int rd__cli_status(int argc, char **argv) {

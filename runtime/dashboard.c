@@ -460,14 +460,11 @@ static void render_html(rd__mbuf *b, const dash_req *q, const node_facts *f) {
   }
   rd__mbuf_printf(b, "</table>\n");
   if (!q->code_rc) {
-    uint64_t bytes;
-    size_t used;
-    rd_gcs_code_sum(&q->code, &bytes, &used);
-    rd__mbuf_printf(b, "<p id=\"code\">GCS code table: %zu blob%s, %.1f MiB, %zu in use; %llu collected (%.1f MiB); ",
-                    q->code.n, q->code.n == 1 ? "" : "s", bytes / 1048576.0, used,
-                    (unsigned long long)q->code.collected, q->code.collected_bytes / 1048576.0);
-    if (q->code.ttl_ms) rd__mbuf_printf(b, "unused code is dropped after %g s</p>\n", q->code.ttl_ms / 1000.0);
-    else rd__mbuf_printf(b, "code is kept for good</p>\n");
+    char line[300];
+    rd_gcs_code_describe(&q->code, line, sizeof(line));
+    rd__mbuf_printf(b, "<p id=\"code\">GCS code table: ");
+    put_html(b, line);
+    rd__mbuf_printf(b, "</p>\n");
   }
   rd__mbuf_printf(b, "</body></html>\n");
 }

@@ -456,6 +456,17 @@ void rd_gcs_code_sum(const rd_gcs_code_table *t, uint64_t *bytes, size_t *in_use
   }
 }
 
+void rd_gcs_code_describe(const rd_gcs_code_table *t, char *buf, size_t len) {
+  uint64_t bytes;
+  size_t used;
+  rd_gcs_code_sum(t, &bytes, &used);
+  char ttl[64];
+  if (t->ttl_ms) snprintf(ttl, sizeof(ttl), "unused code is dropped after %g s", t->ttl_ms / 1000.0);
+  else snprintf(ttl, sizeof(ttl), "code is kept for good");
+  snprintf(buf, len, "%zu blob%s, %.1f MiB, %zu in use; %llu collected (%.1f MiB); %s", t->n, t->n == 1 ? "" : "s",
+           bytes / 1048576.0, used, (unsigned long long)t->collected, t->collected_bytes / 1048576.0, ttl);
+}
+
 int rd_gcs_job_add(rd_gcs *g, const char *code_hash, int driver_pid, uint32_t node_index,
                    uint32_t *job_id_out) {
   Rd__Gcs__JobAddRequest req = RD__GCS__JOB_ADD_REQUEST__INIT;

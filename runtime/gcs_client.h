@@ -101,6 +101,10 @@ typedef struct rd_gcs_code_table {
 int rd_gcs_code_list(rd_gcs *g, rd_gcs_code_table *out);
 /* Its blobs' bytes together and how many are in use. */
 void rd_gcs_code_sum(const rd_gcs_code_table *t, uint64_t *bytes, size_t *in_use);
+/* The same in a sentence, as `raydist status` and the dashboard show it:
+ * "2 blobs, 9.8 MiB, 1 in use; 14 collected (61.0 MiB); unused code is
+ * dropped after 600 s". */
+void rd_gcs_code_describe(const rd_gcs_code_table *t, char *buf, size_t len);
 
 /* RD_ENOENT when code_hash is not "" and the GCS lacks that code (never
  * stored, or collected unused): upload it again and retry. */

@@ -359,11 +359,17 @@ size_t rd__fnstats_pack(rd__fnstats *t, Rd__FuncStats *fs, Rd__FuncStats **fsp) 
 
 static void ost_report(uint64_t now, int force, int64_t *wait);
 
+/* t no longer waits for a result: one live task less for the owner's report. */
+static void task_unlive(rd__task *t) {
+  t->settled = 1;
+  if (G.ost.live) G.ost.live--;
+  G.ost.changed = 1;
+}
+
 /* t's returns are set, or failed: its submit-to-result latency counts
  * once (a run again to rebuild a lost result is not counted again). */
 static void task_settle(rd__task *t, int failed) {
   if (t->settled) return;
-  t->settled = 1;
   uint64_t now = rd__now_ns(), ns = now > t->submit_ns ? now - t->submit_ns : 0;
   G.ost.buckets[rd__hist_bucket(ns)]++;
   G.ost.sum_ns += ns;
@@ -376,16 +382,11 @@ static void task_settle(rd__task *t, int failed) {
     ost_report(now, 1, &unused);
     (void)rd__fnstats_add(&G.ost.fns, func, ns, failed);   /* if that failed too, only the totals count it */
   }
-  if (G.ost.live) G.ost.live--;
-  G.ost.changed = 1;
+  task_unlive(t);
 }
 
 static void task_free(rd__task *t) {
-  if (!t->settled) {   /* gone without a result (nothing waits for one): no longer live */
-    t->settled = 1;
-    if (G.ost.live) G.ost.live--;
-    G.ost.changed = 1;
-  }
+  if (!t->settled) task_unlive(t);   /* gone without a result (nothing waits for one) */
   if (t->stream) stream_task_gone(t->stream);
   for (int i = 0; i < t->nargs; i++) {
     for (size_t k = 0; k < t->args[i].nlist; k++) {
