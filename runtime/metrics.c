@@ -81,13 +81,18 @@ void rd__mbuf_label_value(rd__mbuf *b, const char *s) {
   }
 }
 
-/* `{label="value",` or `{` (no label), then the rest of a line's labels. */
-static void labels_open(rd__mbuf *b, const char *label, const char *value) {
+/* A line's labels: the series' label="value" (none when label is NULL) and
+ * le="le" (none when le is NULL); nothing at all without either. */
+static void labels(rd__mbuf *b, const char *label, const char *value, const char *le) {
+  if (!label && !le) return;
   rd__mbuf_printf(b, "{");
-  if (!label) return;
-  rd__mbuf_printf(b, "%s=\"", label);
-  rd__mbuf_label_value(b, value);
-  rd__mbuf_printf(b, "\",");
+  if (label) {
+    rd__mbuf_printf(b, "%s=\"", label);
+    rd__mbuf_label_value(b, value);
+    rd__mbuf_printf(b, "\"%s", le ? "," : "");
+  }
+  if (le) rd__mbuf_printf(b, "le=\"%s\"", le);
+  rd__mbuf_printf(b, "}");
 }
 
 void rd__mbuf_histogram_series(rd__mbuf *b, const char *name, const char *label, const char *value,
@@ -96,22 +101,17 @@ void rd__mbuf_histogram_series(rd__mbuf *b, const char *name, const char *label,
   double bound = 1e-5;
   for (int i = 0; i < RD_HIST_BUCKETS; i++, bound *= 10) {
     cum += buckets[i];
+    char le[32] = "+Inf";
+    if (i < RD_HIST_BUCKETS - 1) snprintf(le, sizeof(le), "%g", bound);
     rd__mbuf_printf(b, "%s_bucket", name);
-    labels_open(b, label, value);
-    if (i < RD_HIST_BUCKETS - 1) rd__mbuf_printf(b, "le=\"%g\"} %llu\n", bound, (unsigned long long)cum);
-    else rd__mbuf_printf(b, "le=\"+Inf\"} %llu\n", (unsigned long long)count);
+    labels(b, label, value, le);
+    rd__mbuf_printf(b, " %llu\n", (unsigned long long)(i < RD_HIST_BUCKETS - 1 ? cum : count));
   }
-  const char *kinds[2] = {"sum", "count"};
-  for (int k = 0; k < 2; k++) {
-    rd__mbuf_printf(b, "%s_%s", name, kinds[k]);
-    if (label) {
-      rd__mbuf_printf(b, "{%s=\"", label);
-      rd__mbuf_label_value(b, value);
-      rd__mbuf_printf(b, "\"}");
-    }
-    if (k == 0) rd__mbuf_printf(b, " %.9g\n", sum_s);
-    else rd__mbuf_printf(b, " %llu\n", (unsigned long long)count);
-  }
+  rd__mbuf_printf(b, "%s_sum", name);
+  labels(b, label, value, NULL);
+  rd__mbuf_printf(b, " %.9g\n%s_count", sum_s, name);
+  labels(b, label, value, NULL);
+  rd__mbuf_printf(b, " %llu\n", (unsigned long long)count);
 }
 
 void rd__mbuf_histogram(rd__mbuf *b, const char *name, const char *help, const uint64_t *buckets, uint64_t count,

@@ -282,12 +282,11 @@ static int timeline_on(void) {
 
 /* A task ran for ns (from start_us, wall clock, when the timeline is on). */
 static void stats_add(uint64_t task_id, const char *func, uint64_t start_us, uint64_t ns, int status) {
-  int bucket = rd__hist_bucket(ns);
   if (rd__fnstats_add(&S.fns, func ? func : "", ns, status) != 0) {   /* a send first when the table is full */
     stats_send(rd__now_ns());
     (void)rd__fnstats_add(&S.fns, func ? func : "", ns, status);   /* if that failed, only the totals count it */
   }
-  S.buckets[bucket]++;
+  S.buckets[rd__hist_bucket(ns)]++;
   S.sum_ns += ns;
   S.failed += status != 0;
   S.dirty = 1;
