@@ -79,6 +79,11 @@ typedef struct rd_config {
    * namespace, which every driver without one shares.  At most 127 bytes,
    * no ':' and no control characters (RD_EINVAL).  See docs/actors.md. */
   const char *namespace_name;
+  /* The embedded node's labels, "key=value,..." (Ray's node labels), which
+   * label selectors match; NULL: env RAYDIST_NODE_LABELS, else none.  A
+   * cluster's nodes get theirs from `raydist start --labels`.  Syntax and
+   * limits in docs/scheduler.md#node-labels (RD_EINVAL when malformed). */
+  const char *node_labels;
 } rd_config;
 
 /* Fill *cfg with the defaults described above. */
@@ -334,6 +339,14 @@ typedef struct rd_task_opts {
    * the worker after its last run go to another worker without using a
    * retry.  0 (default): no limit.  Negative: RD_EINVAL. */
   int max_calls;
+  /* Run only on a node whose labels satisfy every term (Ray's
+   * label_selector): "key=v", "key=!v", "key=in(a,b)", "key=!in(a,b)",
+   * joined by ','; NULL or "": any node.  With any strategy (a hard
+   * affinity to a node that does not match is RD_EINFEASIBLE); not with a
+   * placement group (give its bundle the selector).  No live node
+   * matching: RD_EINFEASIBLE, as for resources no node has.  RD_EINVAL
+   * when malformed (docs/scheduler.md#node-labels). */
+  const char *label_selector;
 } rd_task_opts;
 
 /* num_returns for a streaming task or actor call (Ray's generators with
@@ -588,6 +601,9 @@ typedef struct rd_actor_opts {
    * lookups go: NULL (default) the creator's (rd_namespace()); "" the
    * default namespace. */
   const char *namespace_name;
+  /* Placed (and placed again at each restart) only on a node whose labels
+   * satisfy it, as rd_task_opts.label_selector. */
+  const char *label_selector;
 } rd_actor_opts;
 
 RD_EXTERN void rd_actor_opts_init(rd_actor_opts *o);
@@ -660,6 +676,9 @@ typedef struct rd_bundle {
   double num_cpus, num_gpus;  /* as in rd_task_opts (default 0 here) */
   uint64_t memory;            /* bytes */
   const char *resources;      /* custom "name=amount,..." or NULL */
+  /* Reserved only on a node whose labels satisfy it (Ray's
+   * bundle_label_selector), as rd_task_opts.label_selector; NULL: any. */
+  const char *label_selector;
 } rd_bundle;
 
 enum { RD_PG_STATE_PENDING = 1, RD_PG_STATE_CREATED = 2, RD_PG_STATE_RESCHEDULING = 3, RD_PG_STATE_REMOVED = 4 };
@@ -720,6 +739,7 @@ RD_EXTERN int rd_node_info_get(rd_node_info *out) RD_MUST_CHECK;
  * described as it is now; the others as of their last heartbeat, at most
  * about a second old. */
 #define RD_NODE_MAX_CUSTOM 8
+#define RD_NODE_LABELS_LEN 512   /* a node's labels, NUL included */
 typedef struct rd_node_resource {
   char name[32];
   double total, avail;
@@ -740,6 +760,7 @@ typedef struct rd_node_desc {
   char death_reason[128];
   int num_custom;                   /* custom resources (--resources), at most RD_NODE_MAX_CUSTOM */
   rd_node_resource custom[RD_NODE_MAX_CUSTOM];
+  char labels[RD_NODE_LABELS_LEN];  /* "key=value,..." sorted by key ("" when none) */
 } rd_node_desc;
 /* Every node of the cluster, alive and dead, in the order the GCS admitted
  * them (an embedded cluster has one).  Sets *n_out to how many; with `out`

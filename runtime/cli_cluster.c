@@ -218,6 +218,7 @@ static void usage_start(FILE *f) {
           "       raydist start --address IP:PORT [--node-ip IP] [--token T] [resources]\n"
           "resources: [--num-cpus N] [--num-gpus N] [--gpu-memory BYTES] [--resources a=1,b=2] [--memory BYTES]\n"
           "           [--object-store-memory BYTES] [--max-workers N] [--log-level L]\n"
+          "           [--labels k=v,k2=v2]  (the node's labels, which label selectors match)\n"
           "           [--metrics-port N]  (Prometheus /metrics; default any free port, -1 none;\n"
           "                                the address is in the node's session directory, file `metrics`)\n"
           "The GCS keeps its tables in the head's session directory (file gcs.db) unless\n"
@@ -230,13 +231,15 @@ int rd__cli_start(int argc, char **argv) {
   int head = 0, port = DEFAULT_PORT;
   const char *address = NULL, *node_ip = "127.0.0.1", *token = getenv("RAYDIST_TOKEN");
   const char *num_cpus = NULL, *num_gpus = NULL, *resources = NULL, *memory = NULL, *store = NULL, *maxw = NULL,
-             *loglevel = NULL, *metrics_port = NULL, *gcs_storage = NULL, *gpu_memory = NULL;
+             *loglevel = NULL, *metrics_port = NULL, *gcs_storage = NULL, *gpu_memory = NULL,
+             *labels = NULL;
   static const struct option lo[] = {
       {"head", 0, 0, 'H'},        {"port", 1, 0, 'p'},      {"address", 1, 0, 'a'},   {"node-ip", 1, 0, 'i'},
       {"token", 1, 0, 't'},       {"num-cpus", 1, 0, 'c'},  {"num-gpus", 1, 0, 'g'},  {"resources", 1, 0, 'r'},
       {"memory", 1, 0, 'm'},      {"object-store-memory", 1, 0, 'o'}, {"max-workers", 1, 0, 'w'},
       {"log-level", 1, 0, 'l'},   {"help", 0, 0, 'h'},      {"metrics-port", 1, 0, 'M'},
-      {"gcs-storage", 1, 0, 'S'}, {"gpu-memory", 1, 0, 'u'}, {0, 0, 0, 0}};
+      {"gcs-storage", 1, 0, 'S'}, {"gpu-memory", 1, 0, 'u'}, {"labels", 1, 0, 'L'},
+      {0, 0, 0, 0}};
   int ch;
   optind = 2;
   while ((ch = getopt_long(argc, argv, "", lo, NULL)) != -1) {
@@ -256,6 +259,7 @@ int rd__cli_start(int argc, char **argv) {
       case 'M': metrics_port = optarg; break;
       case 'S': gcs_storage = optarg; break;
       case 'u': gpu_memory = optarg; break;
+      case 'L': labels = optarg; break;
       case 'h': usage_start(stdout); return 0;
       default: usage_start(stderr); return 2;
     }
@@ -267,6 +271,11 @@ int rd__cli_start(int argc, char **argv) {
   }
   if (port < 0 || port > 65535) {
     fprintf(stderr, "raydist start: --port %d is not a TCP port\n", port);
+    return 2;
+  }
+  char lbuf[RD_LABELS_LEN], why[200];
+  if (rd_labels_canon(labels, lbuf, sizeof(lbuf), why, sizeof(why)) != 0) {
+    fprintf(stderr, "raydist start: --labels: %s\n", why);
     return 2;
   }
   char exe[4096];
@@ -376,6 +385,7 @@ int rd__cli_start(int argc, char **argv) {
   if (maxw) { nargs[k++] = "--max-workers"; nargs[k++] = (char *)maxw; }
   if (loglevel) { nargs[k++] = "--log-level"; nargs[k++] = (char *)loglevel; }
   if (metrics_port) { nargs[k++] = "--metrics-port"; nargs[k++] = (char *)metrics_port; }
+  if (lbuf[0]) { nargs[k++] = "--labels"; nargs[k++] = lbuf; }
   nargs[k++] = "--ready-fd";
   int ready_i = k;
   nargs[k++] = NULL;
@@ -640,6 +650,9 @@ int rd__cli_status(int argc, char **argv) {
   for (size_t i = 0; i < n; i++)
     if (nodes[i].state == RD_GCS_NODE_ALIVE && nodes[i].metrics_port > 0)
       printf("metrics: node %u http://%s:%d/metrics\n", nodes[i].index, nodes[i].ip, nodes[i].metrics_port);
+  for (size_t i = 0; i < n; i++)
+    if (nodes[i].state == RD_GCS_NODE_ALIVE && nodes[i].labels[0])
+      printf("labels: node %u %s\n", nodes[i].index, nodes[i].labels);
   free(nodes);
   print_pgs(pgs, npg);
   free(pgs);

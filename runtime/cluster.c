@@ -94,7 +94,7 @@ typedef struct cl_rreq {
   uint32_t target;          /* 0: no node can run it in the view yet (see recheck) */
   rd_resources res;
   int priority;
-  Rd__LeaseRequest req;     /* the placement inputs (strategy, affinity, ...) */
+  Rd__LeaseRequest req;     /* the placement inputs (strategy, affinity, label_selector interned, ...) */
   uint64_t view_seq;        /* the view it was found infeasible in */
   uint64_t pg_id;           /* for a placement-group bundle on target (pg.c) */
   int bundle;
@@ -693,14 +693,21 @@ static cl_chan *chan_new(int fd, node_client *link, uint64_t id, int side) {
 static uint32_t place(const Rd__LeaseRequest *m, const rd_resources *res, const node_job *job, const node_env *env,
                       int *err, char *why, size_t whylen) {
   const cl_avoid *bad = NULL;   /* a node left out because it cannot start job's workers */
+  const char *sel = m->label_selector && *m->label_selector ? m->label_selector : NULL;
+  int unlabelled = 0;           /* nodes that could run it but for the label selector */
   int local_ok = rd_res_feasible(&N.ledger, res);
+  if (local_ok && !rd_labels_match(N.labels, sel)) {
+    local_ok = 0;
+    unlabelled++;
+  }
   if (local_ok && (bad = avoid_find(job, env, C.index)) != NULL) local_ok = 0;
   if (m->strategy == STRAT_AFFINITY) {
     uint32_t t = m->node_affinity;
     if (t == C.index && local_ok) return C.index;
     const rd_gcs_node *n = view_find(t);
     const cl_avoid *ta = avoid_find(job, env, t);
-    if (n && t != C.index && node_usable(n) && fits_total(&n->total, res) && !ta) return t;
+    int tmatch = t == C.index ? rd_labels_match(N.labels, sel) : n && rd_labels_match(n->labels, sel);
+    if (n && t != C.index && node_usable(n) && fits_total(&n->total, res) && !ta && tmatch) return t;
     if (!m->soft && ta) {
       *err = RD_ESYS;
       snprintf(why, whylen, "node affinity: node %u cannot start this job's workers: %s", t, ta->why);
@@ -708,8 +715,11 @@ static uint32_t place(const Rd__LeaseRequest *m, const rd_resources *res, const 
     }
     if (!m->soft) {
       *err = n && n->state == RD_GCS_NODE_ALIVE ? RD_EINFEASIBLE : RD_ENODE_DIED;
-      snprintf(why, whylen, "node affinity: node %u %s", t,
-               !n ? "is not in the cluster" : n->state != RD_GCS_NODE_ALIVE ? "is dead" : "cannot satisfy the request");
+      if (!n) snprintf(why, whylen, "node affinity: node %u is not in the cluster", t);
+      else if (n->state != RD_GCS_NODE_ALIVE) snprintf(why, whylen, "node affinity: node %u is dead", t);
+      else if (!tmatch)
+        snprintf(why, whylen, "node affinity: node %u does not match the label selector '%s'", t, sel);
+      else snprintf(why, whylen, "node affinity: node %u cannot satisfy the request", t);
       return 0;
     }
   }
@@ -720,6 +730,10 @@ static uint32_t place(const Rd__LeaseRequest *m, const rd_resources *res, const 
   for (size_t i = 0; i < C.nview && nc < 4096; i++) {
     const rd_gcs_node *n = &C.view[i];
     if (n->index == C.index || !node_usable(n) || !fits_total(&n->total, res)) continue;
+    if (!rd_labels_match(n->labels, sel)) {
+      unlabelled++;
+      continue;
+    }
     const cl_avoid *a = avoid_find(job, env, n->index);
     if (a) bad = a;
     else cand[nc++] = n->index;
@@ -727,6 +741,12 @@ static uint32_t place(const Rd__LeaseRequest *m, const rd_resources *res, const 
   if (nc == 0 && bad) {
     *err = RD_ESYS;
     snprintf(why, whylen, "no node can start this job's workers: node %u: %s", bad->node, bad->why);
+    return 0;
+  }
+  if (nc == 0 && unlabelled) {
+    *err = RD_EINFEASIBLE;
+    snprintf(why, whylen, "label selector '%s' matches no live node that could run it (%d could but for their labels)",
+             sel, unlabelled);
     return 0;
   }
   if (nc == 0) {
@@ -866,7 +886,7 @@ static cl_rreq *rreq_new(node_client *c, uint64_t req_id, const rd_resources *re
 }
 
 int rd__cluster_lease_request(node_client *c, const Rd__LeaseRequest *m, const rd_resources *res,
-                              const node_env *env) {
+                              const node_env *env, const char *sel) {
   if (!C.on) return 0;
   int err = 0;
   char why[300] = "";
@@ -884,6 +904,7 @@ int rd__cluster_lease_request(node_client *c, const Rd__LeaseRequest *m, const r
   q->req.res = NULL;
   q->req.n_env = 0;   /* the message goes; the interned set stays */
   q->req.env = NULL;
+  q->req.label_selector = (char *)sel;   /* interned: outlives the message */
   q->env = env;
   /* The view that chose t is up to a second old (two heartbeats), so t's
    * room may be gone: if this node can run the request, t grants it only
@@ -893,7 +914,8 @@ int rd__cluster_lease_request(node_client *c, const Rd__LeaseRequest *m, const r
    * and this node's fair share would never see it.  Spread and affinity
    * requests named their node: they queue there. */
   q->grant_or_reject = m->strategy != STRAT_SPREAD && m->strategy != STRAT_AFFINITY &&
-                       rd_res_feasible(&N.ledger, res) && !avoid_find(q->job, q->env, C.index);
+                       rd_res_feasible(&N.ledger, res) && rd_labels_match(N.labels, sel) &&
+                       !avoid_find(q->job, q->env, C.index);
   if (t == 0) return 1;   /* rechecked by view_changed */
   rd__log(RD_LOG_DEBUG, "lease request %llu of client %u spills to node %u", (unsigned long long)m->req_id, c->id, t);
   rreq_go(q);
@@ -966,7 +988,9 @@ static void respill(void) {
     double bestu = 2.0;
     for (size_t i = 0; i < C.nview; i++) {
       const rd_gcs_node *n = &C.view[i];
-      if (n->index == C.index || !node_usable(n) || avoid_find(r->job, r->job->env, n->index)) continue;
+      if (n->index == C.index || !node_usable(n) || avoid_find(r->job, r->job->env, n->index) ||
+          !rd_labels_match(n->labels, r->sel))
+        continue;
       if (!fits_now(&room[i], &n->total, &it->req)) continue;
       double u = utilisation(&room[i], &n->total);
       if (u < bestu) { bestu = u; best = i; }
@@ -1136,7 +1160,7 @@ static void queue_link_request(node_client *link, const code_fetch *f) {
   if (f->grant_or_reject && !f->pg_id && refused_busy(link, f)) return;
   /* a job driven from elsewhere has its drivers' weight here too (fair.c) */
   if (f->job && f->job->drivers == 0 && f->weight > 0 && f->weight <= 1000) f->job->weight = f->weight;
-  rd__node_lease_queue(link, f->req_id, &f->res, f->priority, b, f->job, f->env, f->gcs_job, f->driver, 0);
+  rd__node_lease_queue(link, f->req_id, &f->res, f->priority, b, f->job, f->env, f->gcs_job, f->driver, 0, NULL);
 }
 
 /* Forwarded requests that waited for the job's code hash go now. */
@@ -1650,6 +1674,7 @@ uint32_t rd__cluster_actor_place(const node_actor *a, int *err, char *why, size_
   m.strategy = a->strategy;
   m.node_affinity = a->affinity;
   m.soft = a->soft;
+  m.label_selector = (char *)a->sel;
   uint32_t t = place(&m, &a->res, a->job, a->env, err, why, whylen);
   return t == C.index ? 0 : t;
 }
@@ -2950,6 +2975,7 @@ int rd__cluster_start(const rd_node_opts *o, char *err, size_t errlen) {
   self.link_port = C.link_port;
   self.xfer_port = C.xfer_port;
   self.metrics_port = rd__metrics_port();
+  snprintf(self.labels, sizeof(self.labels), "%s", N.labels);
   snprintf(self.session_dir, sizeof(self.session_dir), "%s", o->session_dir);
   self.total = N.ledger.total;
   self.avail = rd__node_avail();
@@ -3099,6 +3125,7 @@ size_t rd__cluster_pg_nodes(rd_pg_node *out, size_t max) {
     out[n].index = v->index;
     out[n].total = v->total;
     out[n].avail = v->avail;
+    out[n].labels = v->labels;
     n++;
   }
   return n;

@@ -51,7 +51,7 @@ int rd__cluster_alive_nodes(void);
 /* A lease request from a local owner: 0 = schedule it here, 1 = taken
  * (forwarded to another node, or answered with an error). */
 int rd__cluster_lease_request(node_client *c, const Rd__LeaseRequest *m, const rd_resources *res,
-                              const node_env *env);
+                              const node_env *env, const char *sel);
 /* Node `node` (0: this one) cannot start job's workers with env set `env`
  * (NULL: none; job any of its records) (why): leave it out of placements of
  * those workers' requests for RAYDIST_NODE_AVOID_MS (60 s).  1 when

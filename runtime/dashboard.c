@@ -237,6 +237,8 @@ static void render_json(rd__mbuf *b, const dash_req *q, const node_facts *f) {
                     (unsigned long long)x->store_used, (unsigned long long)x->store_capacity, (long long)x->pending,
                     (unsigned long long)x->ms_since_heartbeat);
     if (x->metrics_port > 0) rd__mbuf_printf(b, ",\"dashboard\":\"http://%s:%d/\"", x->ip, x->metrics_port);
+    rd__mbuf_printf(b, ",\"labels\":");
+    put_json(b, x->labels);
     rd__mbuf_printf(b, "}");
   }
   rd__mbuf_printf(b, "],\"gcs_error\":");
@@ -386,7 +388,7 @@ static void render_html(rd__mbuf *b, const dash_req *q, const node_facts *f) {
   for (size_t i = 0; i < nn; i++) alive += nodes[i].state == RD_GCS_NODE_ALIVE;
   rd__mbuf_printf(b, "<h2>Cluster: %zu nodes alive, %zu dead</h2>\n<table id=\"nodes\">\n<tr><th>node</th><th>ip</th>"
                      "<th>head</th><th>state</th><th>resources used/total</th><th>store MiB</th><th>pending</th>"
-                     "<th>heartbeat</th></tr>\n", alive, nn - alive);
+                     "<th>heartbeat</th><th>labels</th></tr>\n", alive, nn - alive);
   for (size_t i = 0; i < nn; i++) {
     const rd_gcs_node *x = &nodes[i];
     int up = x->state == RD_GCS_NODE_ALIVE;
@@ -404,8 +406,10 @@ static void render_html(rd__mbuf *b, const dash_req *q, const node_facts *f) {
     if (!up) put_html(b, x->death_reason);
     rd__mbuf_printf(b, "</td><td>");
     html_res(b, &x->total, &x->avail);
-    rd__mbuf_printf(b, "</td><td>%.0f/%.0f</td><td>%lld</td><td>%.1f s ago</td></tr>\n", x->store_used / 1048576.0,
+    rd__mbuf_printf(b, "</td><td>%.0f/%.0f</td><td>%lld</td><td>%.1f s ago</td><td>", x->store_used / 1048576.0,
                     x->store_capacity / 1048576.0, (long long)x->pending, x->ms_since_heartbeat / 1000.0);
+    put_html(b, x->labels);
+    rd__mbuf_printf(b, "</td></tr>\n");
   }
   rd__mbuf_printf(b, "</table>\n");
   if (q->gcs_rc) {

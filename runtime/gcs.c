@@ -26,6 +26,7 @@
 
 #include "common.h"
 #include "gcs.pb-c.h"
+#include "labels.h"
 #include "gcs_client.h"   /* RD_GCS_PG_MAX_BUNDLES */
 #include "gcs_store.h"
 #include "log.h"
@@ -381,6 +382,11 @@ static int h_register(void *arg, rd__rpc_call *call, const ProtobufCMessage *req
   }
   int rc = check_res(call, in->total, "total");
   if (rc) return rc;
+  char labels[RD_LABELS_LEN], why[200];
+  if (rd_labels_canon(in->labels, labels, sizeof(labels), why, sizeof(why)) != 0) {
+    rd__rpc_fail(call, "register: %s", why);
+    return RD_EINVAL;
+  }
   uint8_t rnd[16];
   char id[33];
   if (getrandom(rnd, sizeof(rnd), 0) != (ssize_t)sizeof(rnd)) {
@@ -415,6 +421,7 @@ static int h_register(void *arg, rd__rpc_call *call, const ProtobufCMessage *req
   n.store_used = 0;
   n.ms_since_heartbeat = 0;
   n.death_reason = (char *)"";
+  n.labels = labels;
   rc = node_save(g, &n);
   if (rc) {
     pthread_mutex_unlock(&g->mu);

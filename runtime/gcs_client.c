@@ -143,6 +143,7 @@ int rd_gcs_register_node(rd_gcs *g, const rd_gcs_node *self, uint32_t *index_out
   n.link_port = self->link_port;
   n.xfer_port = self->xfer_port;
   n.metrics_port = self->metrics_port;
+  n.labels = (char *)self->labels;
   n.session_dir = (char *)self->session_dir;
   n.total = &total.msg;
   n.store_capacity = self->store_capacity;
@@ -216,6 +217,7 @@ int rd_gcs_get_nodes(rd_gcs *g, rd_gcs_node **nodes_out, size_t *n_out, uint64_t
     n->link_port = m->link_port;
     n->xfer_port = m->xfer_port;
     n->metrics_port = m->metrics_port;
+    copy_str(n->labels, sizeof(n->labels), m->labels);
     copy_str(n->session_dir, sizeof(n->session_dir), m->session_dir);
     if (rd__res_amounts_from_msg(m->total, &n->total) != 0 || rd__res_amounts_from_msg(m->avail, &n->avail) != 0)
       rc = RD_EPROTO;

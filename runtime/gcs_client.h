@@ -12,6 +12,7 @@
 #include <stdint.h>
 
 #include "gcs.h"         /* RD_GCS_NAME_MAX, RD_GCS_MAX_NODES */
+#include "labels.h"      /* RD_LABELS_LEN */
 #include "resources.h"   /* rd_resources */
 
 typedef struct rd_gcs rd_gcs;
@@ -45,6 +46,7 @@ typedef struct rd_gcs_node {
   uint64_t store_capacity, store_used;
   uint64_t ms_since_heartbeat;
   char death_reason[128];
+  char labels[RD_LABELS_LEN];  /* "key=value,..." sorted by key (scheduler/labels.h) */
 } rd_gcs_node;
 
 /* Registers self (index, node_id, state, avail, ms_since_heartbeat and

@@ -676,7 +676,8 @@ void rd__node_reply_grant(node_client *c, uint64_t req_id, int status, const cha
 /* Queue a lease request of c (a client, or a peer's link) for the node's
  * own resources, or for bundle b's. */
 void rd__node_lease_queue(node_client *c, uint64_t req_id, const rd_resources *res, int priority, node_bundle *b,
-                          node_job *job, const node_env *env, uint32_t gcs_job, uint32_t driver, int replaceable) {
+                          node_job *job, const node_env *env, uint32_t gcs_job, uint32_t driver, int replaceable,
+                          const char *sel) {
   if (!job) job = rd__node_client_job(c);
   if (!job) {
     rd__node_reply_grant(c, req_id, RD_ESTATE, "this client has no job: its hello named no executable to run");
@@ -701,6 +702,7 @@ void rd__node_lease_queue(node_client *c, uint64_t req_id, const rd_resources *r
   r->req_id = req_id;
   r->bundle = b;
   r->replaceable = replaceable && !b && c->role != ROLE_LINK;
+  r->sel = sel;
   r->queued_ns = rd__now_ns();
   r->next = c->reqs;
   c->reqs = r;
@@ -747,8 +749,14 @@ static void on_lease_request(node_client *c, Rd__LeaseRequest *m) {
     return;
   }
   const node_env *env;
-  char why[200];
+  const char *sel = NULL;
+  char why[300];
   int er = rd__node_env(m->env, m->n_env, &env, why, sizeof(why));
+  if (er == 0) er = rd__node_sel(m->label_selector, &sel, why, sizeof(why));
+  if (er == 0 && sel && m->pg_id) {
+    er = RD_EINVAL;
+    snprintf(why, sizeof(why), "a task in a placement group runs on its bundle's node: give the bundle the label selector");
+  }
   if (er != 0) {
     lg.status = er;
     lg.error = why;
@@ -759,7 +767,14 @@ static void on_lease_request(node_client *c, Rd__LeaseRequest *m) {
     rd__pg_lease_request(c, m, &res, env);
     return;
   }
-  if (rd__cluster_lease_request(c, m, &res, env)) return;
+  if (rd__cluster_lease_request(c, m, &res, env, sel)) return;
+  if (!rd_labels_match(N.labels, sel)) {   /* alone: this node is every node there is */
+    snprintf(why, sizeof(why), "label selector '%.120s' does not match this node's labels '%.120s'", sel, N.labels);
+    lg.status = RD_EINFEASIBLE;
+    lg.error = why;
+    send_msg(c, RD__MSG_TYPE__MSG_LEASE_GRANT, &lg.base, -1);
+    return;
+  }
   if (!rd_res_feasible(&N.ledger, &res)) {
     char buf[256];
     snprintf(buf, sizeof(buf),
@@ -774,7 +789,7 @@ static void on_lease_request(node_client *c, Rd__LeaseRequest *m) {
   }
   /* placed here by the cluster's default policy: may go to another node
    * that has room while it waits (rd__cluster_respill) */
-  rd__node_lease_queue(c, m->req_id, &res, m->priority, NULL, NULL, env, 0, 0, m->strategy == 0);
+  rd__node_lease_queue(c, m->req_id, &res, m->priority, NULL, NULL, env, 0, 0, m->strategy == 0, sel);
 }
 
 /* Forget request req_id that c (a client, or a peer's link) has queued
@@ -1455,7 +1470,13 @@ static void on_actor_create(node_client *c, Rd__ActorCreate *m) {
     return;
   }
   const node_env *env;
+  const char *sel = NULL;
   int er = rd__node_env(m->env, m->n_env, &env, buf, sizeof(buf));
+  if (er == 0) er = rd__node_sel(m->label_selector, &sel, buf, sizeof(buf));
+  if (er == 0 && sel && m->pg_id) {
+    er = RD_EINVAL;
+    snprintf(buf, sizeof(buf), "an actor in a placement group runs on its bundle's node: give the bundle the label selector");
+  }
   if (er != 0) {
     reply_actor_id(c, m->req_id, er, buf, 0);
     return;
@@ -1463,6 +1484,12 @@ static void on_actor_create(node_client *c, Rd__ActorCreate *m) {
   if (!rd__cluster_on() && !rd_res_feasible(&N.ledger, &res)) {
     snprintf(buf, sizeof(buf), "actor %s asks for {CPU: %g, GPU: %g}, which this node can never give", m->class_name,
              rd_res_to_double(res.cpu), rd_res_to_double(res.gpu));
+    reply_actor_id(c, m->req_id, RD_EINFEASIBLE, buf, 0);
+    return;
+  }
+  if (!rd__cluster_on() && !rd_labels_match(N.labels, sel)) {
+    snprintf(buf, sizeof(buf), "actor %s: label selector '%.100s' does not match this node's labels '%.100s'",
+             m->class_name, sel, N.labels);
     reply_actor_id(c, m->req_id, RD_EINFEASIBLE, buf, 0);
     return;
   }
@@ -1493,6 +1520,7 @@ static void on_actor_create(node_client *c, Rd__ActorCreate *m) {
   a->strategy = m->strategy;
   a->affinity = m->node_affinity;
   a->soft = m->soft;
+  a->sel = sel;
   a->pg_id = m->pg_id;
   a->bundle_index = m->pg_id ? m->bundle_index : -1;
   a->detached = m->detached;
@@ -2114,6 +2142,7 @@ static int node_descs(Rd__NodeDesc **out, rd__res_msg **res, const rd_resources 
     d->ms_since_heartbeat = v && !me ? v->ms_since_heartbeat : 0;
     d->death_reason = v ? (char *)v->death_reason : (char *)"";
     d->metrics_port = v ? v->metrics_port : 0;
+    d->labels = me ? N.labels : (char *)v->labels;
   }
   return (int)n;
 }
@@ -2681,6 +2710,34 @@ node_job *rd__node_job_get(const char *exe, char *const *argv, size_t argc) {
   node_job *j = job_new(id, exe, argv, argc);
   if (j) rd__log(RD_LOG_INFO, "job %u: workers run %s", j->id, exe);
   return j;
+}
+
+int rd__node_sel(const char *s, const char **out, char *err, size_t errlen) {
+  *out = NULL;
+  if (!s || !*s) return 0;
+  int r = rd_label_sel_check(s, err, errlen);
+  if (r != 0) return r;
+  size_t count = 0;
+  for (node_sel *e = N.sels; e; e = e->next, count++)
+    if (!strcmp(e->s, s)) {
+      *out = e->s;
+      return 0;
+    }
+  if (count >= RD_NODE_MAX_SELS) {
+    snprintf(err, errlen, "label selector: this node already keeps %d distinct ones", RD_NODE_MAX_SELS);
+    return RD_EINVAL;
+  }
+  size_t len = strlen(s);
+  node_sel *e = malloc(sizeof(*e) + len + 1);
+  if (!e) {
+    snprintf(err, errlen, "node out of memory");
+    return RD_ENOMEM;
+  }
+  memcpy(e->s, s, len + 1);
+  e->next = N.sels;
+  N.sels = e;
+  *out = e->s;
+  return 0;
 }
 
 int rd__node_env(char *const *vars, size_t n, const node_env **out, char *err, size_t errlen) {
@@ -3284,6 +3341,10 @@ int rd__node_main(const rd_node_opts *opts) {
     rd__log(RD_LOG_ERROR, "--resources: %s", err);
     return 2;
   }
+  if (rd_labels_canon(opts->labels, N.labels, sizeof(N.labels), err, sizeof(err)) != 0) {
+    rd__log(RD_LOG_ERROR, "--labels: %s", err);
+    return 2;
+  }
   rd_res_ledger_init(&N.ledger, &total);
   rd_sched_queue_init(&N.queue);
   rd__fair_init();
@@ -3388,6 +3449,11 @@ int rd__node_main(const rd_node_opts *opts) {
   rd__pg_free();
   if (N.kv) N.kv->ops->destroy(N.kv);
   N.kv = NULL;
+  while (N.sels) {
+    node_sel *s = N.sels;
+    N.sels = s->next;
+    free(s);
+  }
   while (N.envs) {
     node_env *e = N.envs;
     N.envs = e->next;

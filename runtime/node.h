@@ -13,6 +13,7 @@ typedef struct rd_node_opts {
   uint64_t store_bytes;
   const char *spill_dir;          /* NULL or "" = no spilling */
   const char *custom_resources;   /* "name=amount,..." */
+  const char *labels;             /* "key=value,..." (scheduler/labels.h), NULL: none */
   int prestart;                   /* workers started when the driver connects */
   int max_workers;
   int ready_fd;                   /* written "R" and closed once listening; -1 none */

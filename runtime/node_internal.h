@@ -12,6 +12,7 @@
 #include "conn.h"
 #include "node.h"
 #include "queue.h"
+#include "labels.h"
 #include "resources.h"
 #include "store.h"
 
@@ -37,6 +38,14 @@ typedef struct node_env {
   struct node_env *next;
 } node_env;
 #define RD_NODE_MAX_ENVS 4096
+
+/* An interned label selector (rd__node_sel): one copy of each distinct
+ * one, kept for the node's life, so requests and actors point at it. */
+typedef struct node_sel {
+  struct node_sel *next;
+  char s[];
+} node_sel;
+#define RD_NODE_MAX_SELS 4096
 
 typedef struct node_job {
   uint32_t id;              /* this node's sequence, for logs */
@@ -139,6 +148,7 @@ typedef struct lease_req {
   int replaceable;          /* a local owner's request the cluster's default policy placed here */
   node_actor *actor;        /* placing this actor rather than leasing a worker */
   node_job *job;            /* only a worker of this job may take it */
+  const char *sel;          /* its label selector (interned), NULL: none; respill keeps to it */
   uint64_t queued_ns;       /* when it was queued (metrics: lease wait) */
   struct lease_req *next;   /* in owner's list */
 } lease_req;
@@ -159,6 +169,7 @@ struct node_actor {
   int strategy, soft;       /* placement in a cluster (rd_actor_opts) */
   int place_err;            /* why placement failed (RD_EINFEASIBLE, RD_ENODE_DIED) */
   uint32_t affinity;
+  const char *sel;          /* its label selector (interned, rd__node_sel), NULL: none */
   uint64_t pg_id;           /* placed in this placement group (0: none) */
   int bundle_index;         /* its bundle (-1: any); resolved when placed */
   int host_pid;             /* its worker's pid there */
@@ -278,6 +289,7 @@ typedef struct rd__node_state {
   rd_node_opts opts;
   rd_store *store;
   rd_res_ledger ledger;
+  char labels[RD_LABELS_LEN];   /* this node's, canonical (--labels) */
   rd_sched_queue queue;
   uv_poll_t listen_poll;
   uv_poll_t spill_poll;     /* the store's spill thread finished jobs */
@@ -291,6 +303,7 @@ typedef struct rd__node_state {
   node_job *jobs;
   uint32_t next_job_id;
   node_env *envs;           /* interned env sets (rd__node_env) */
+  node_sel *sels;           /* interned label selectors (rd__node_sel) */
   struct rd_gcs_store *kv;  /* rd_kv_* on an embedded node (created at first use) */
   uint64_t kv_bytes;        /* what it holds, about */
   uint32_t next_client_id, next_worker_id;
@@ -378,8 +391,10 @@ rd_resources rd__node_avail(void);
 void rd__node_bundle_drop(node_bundle *b, const char *why);
 /* job NULL: the client's own (a driver's, or its worker's); gcs_job 0: the
  * GCS job of a local owner (a driver's run, or its worker's lease) */
+/* sel: its label selector (interned), kept for respill; NULL: none */
 void rd__node_lease_queue(node_client *c, uint64_t req_id, const rd_resources *res, int priority, node_bundle *b,
-                          node_job *job, const node_env *env, uint32_t gcs_job, uint32_t driver, int replaceable);
+                          node_job *job, const node_env *env, uint32_t gcs_job, uint32_t driver, int replaceable,
+                          const char *sel);
 /* rd_kv_*: the answer to client_id's request req_id (val, or keys). */
 #define RD_KV_LIST_BYTES (4u << 20)      /* keys in one rd_kv_keys reply */
 #define RD_KV_LOCAL_BYTES (256u << 20)   /* an embedded node's store */
@@ -416,6 +431,9 @@ static inline node_job *rd__job_base(const node_job *j) { return (node_job *)(j 
 /* The interned set of a message's env entries: 0 (*out NULL when there are
  * none), or RD_EINVAL / RD_ENOMEM with a reason in err. */
 int rd__node_env(char *const *vars, size_t n, const node_env **out, char *err, size_t errlen);
+/* The interned copy of label selector s: 0 (*out NULL for NULL or ""), or
+ * RD_EINVAL (malformed, or too many distinct ones) / RD_ENOMEM with err. */
+int rd__node_sel(const char *s, const char **out, char *err, size_t errlen);
 /* What runs on this node now, counted once for the metrics and the
  * dashboard; the names of the states they print (W_STARTING..W_DYING,
  * A_PENDING..A_DEAD). */

@@ -42,6 +42,7 @@ typedef struct pg_rec {
   char reason[300];
   size_t n;
   rd_resources b[PG_MAX];
+  const char *sel[PG_MAX];        /* each bundle's label selector (interned, rd__node_sel), NULL: any node */
   uint32_t node[PG_MAX];          /* where each bundle is reserved (0: not now) */
   uint32_t creator;               /* the driver (client id) whose exit removes it; 0: none */
   node_job *job;                  /* made by a task (creator 0): the job whose end removes it */
@@ -540,6 +541,7 @@ static size_t snapshot(rd_pg_node *nodes, size_t max) {
   nodes[nn].index = self_index();
   nodes[nn].total = N.ledger.total;
   nodes[nn].avail = N.ledger.avail;
+  nodes[nn].labels = N.labels;
   nn++;
   if (rd__cluster_on()) nn += rd__cluster_pg_nodes(nodes + nn, max - nn);
   return nn;
@@ -553,7 +555,7 @@ static void reserve(pg_rec *p) {
   uint32_t want[PG_MAX];
   memcpy(want, p->node, sizeof(want));
   char why[300];
-  int rc = rd_pg_place(nodes, nn, p->b, p->n, p->strategy, want, why, sizeof(why));
+  int rc = rd_pg_place_sel(nodes, nn, p->b, p->sel, p->n, p->strategy, want, why, sizeof(why));
   if (rc != 0) {
     if (strcmp(p->reason, why)) {
       snprintf(p->reason, sizeof(p->reason), "%s", why);
@@ -755,7 +757,7 @@ static int route(pg_rec *p, node_client *c, uint64_t req_id, const rd_resources 
       rd__node_reply_grant(c, req_id, RD_EAGAIN, why);
       return 1;
     }
-    rd__node_lease_queue(c, req_id, res, priority, b, NULL, env, 0, 0, 0);
+    rd__node_lease_queue(c, req_id, res, priority, b, NULL, env, 0, 0, 0, NULL);
     return 1;
   }
   if (!rd__cluster_node_usable(t)) return 0;   /* waits: the node is dying or its link just failed */
@@ -912,6 +914,19 @@ void rd__pg_on_create(node_client *c, const Rd__PgCreate *m) {
       free(p);
       return;
     }
+    char swhy[300];
+    int er = i < m->n_label_selectors ? rd__node_sel(m->label_selectors[i], &p->sel[i], swhy, sizeof(swhy)) : 0;
+    if (er != 0) {
+      snprintf(why, sizeof(why), "bundle %zu: %s", i, swhy);
+      reply(c, m->req_id, er, why, NULL);
+      free(p);
+      return;
+    }
+  }
+  if (m->n_label_selectors > m->n_bundles) {
+    reply(c, m->req_id, RD_EINVAL, "more label selectors than bundles", NULL);
+    free(p);
+    return;
   }
   if (m->name && m->name[0] && rec_by_name(m->name)) {
     snprintf(why, sizeof(why), "a placement group named '%s' already exists", m->name);
@@ -926,7 +941,7 @@ void rd__pg_on_create(node_client *c, const Rd__PgCreate *m) {
   static rd_pg_node nodes[PG_MAX * 4];
   size_t nn = snapshot(nodes, PG_MAX * 4);
   uint32_t want[PG_MAX] = {0};
-  if (rd_pg_place(nodes, nn, p->b, p->n, p->strategy, want, why, sizeof(why)) == RD_EINFEASIBLE) {
+  if (rd_pg_place_sel(nodes, nn, p->b, p->sel, p->n, p->strategy, want, why, sizeof(why)) == RD_EINFEASIBLE) {
     for (size_t i = 0; i < nn; i++) {
       char t[200];
       res_text(&nodes[i].total, t, sizeof(t));

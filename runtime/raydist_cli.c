@@ -13,12 +13,13 @@
 #include "cli_cluster.h"
 #include "gcs.h"
 #include "node.h"
+#include "labels.h"
 #include "resources.h"
 
 static void usage(FILE *f) {
   fprintf(f,
           "usage: raydist node --session DIR [--num-cpus N] [--num-gpus N] [--gpu-memory BYTES] [--memory BYTES]\n"
-          "                    [--object-store-memory BYTES] [--spill-dir DIR] [--resources a=1,b=2]\n"
+          "                    [--object-store-memory BYTES] [--spill-dir DIR] [--resources a=1,b=2] [--labels k=v,k2=v2]\n"
           "                    [--prestart N] [--max-workers N] [--ready-fd FD] [--embedded] [--log-level L]\n"
           "                    [--gcs IP:PORT --token-file F --node-ip IP [--head]] [--metrics-port N]\n"
           "       raydist start --head | --address IP:PORT [options]   (raydist start --help)\n"
@@ -81,7 +82,8 @@ int main(int argc, char **argv) {
       {"resources", 1, 0, 'r'},   {"prestart", 1, 0, 'p'},   {"max-workers", 1, 0, 'w'},
       {"ready-fd", 1, 0, 'f'},    {"embedded", 0, 0, 'e'},   {"log-level", 1, 0, 'l'},
       {"gcs", 1, 0, 'G'},         {"token-file", 1, 0, 'T'}, {"node-ip", 1, 0, 'I'},
-      {"head", 0, 0, 'H'},        {"metrics-port", 1, 0, 'M'}, {"gpu-memory", 1, 0, 'u'}, {0, 0, 0, 0}};
+      {"head", 0, 0, 'H'},        {"metrics-port", 1, 0, 'M'}, {"gpu-memory", 1, 0, 'u'},
+      {"labels", 1, 0, 'L'},      {0, 0, 0, 0}};
   int ch;
   optind = 2;
   while ((ch = getopt_long(argc, argv, "", lo, NULL)) != -1) {
@@ -105,6 +107,7 @@ int main(int argc, char **argv) {
       case 'H': o.is_head = 1; break;
       case 'M': o.metrics_port = atoi(optarg); break;
       case 'u': bad = parse_u64(optarg, &o.gpu_memory); break;
+      case 'L': o.labels = optarg; break;
       default: usage(stderr); return 2;
     }
     if (bad) {
@@ -121,6 +124,11 @@ int main(int argc, char **argv) {
   }
   if (o.gcs_address && !o.token_file) {
     fprintf(stderr, "raydist node: --gcs needs --token-file\n");
+    return 2;
+  }
+  char labels[RD_LABELS_LEN], why[200];
+  if (rd_labels_canon(o.labels, labels, sizeof(labels), why, sizeof(why)) != 0) {
+    fprintf(stderr, "raydist node: --labels: %s\n", why);
     return 2;
   }
   if (o.metrics_port < -1 || o.metrics_port > 65535) {

@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "labels.h"
 #include "raydist/error.h"
 
 int rd_res_add(rd_resources *acc, const rd_resources *r) {
@@ -44,6 +45,7 @@ static void take(rd_resources *room, const rd_resources *r) {
 typedef struct place_ctx {
   const rd_pg_node *nodes;
   size_t nn;
+  const char *const *sels;   /* per bundle, or NULL */
   rd_resources room[RD_PG_PLACE_MAX_BUNDLES * 4];   /* per node, only nn used */
   int count[RD_PG_PLACE_MAX_BUNDLES * 4];           /* the group's bundles per node */
 } place_ctx;
@@ -52,6 +54,11 @@ static int node_slot(const place_ctx *x, uint32_t index) {
   for (size_t i = 0; i < x->nn; i++)
     if (x->nodes[i].index == index) return (int)i;
   return -1;
+}
+
+/* May bundle i go to node slot s (its label selector)? */
+static int allowed(const place_ctx *x, size_t s, size_t i) {
+  return !x->sels || rd_labels_match(x->nodes[s].labels, x->sels[i]);
 }
 
 /* One attempt against rooms (totals or avail).  0 or -1. */
@@ -73,17 +80,32 @@ static int try_place(place_ctx *x, const rd_resources *b, size_t nb, int strateg
     for (size_t s = 0; s < x->nn; s++) {
       if (fixed >= 0 && (int)s != fixed) continue;
       if (!fits(&x->room[s], &sum)) continue;
+      int all = 1;
+      for (size_t i = 0; i < nb && all; i++) all = out[i] || allowed(x, s, i);
+      if (!all) continue;
       for (size_t i = 0; i < nb; i++)
         if (!out[i]) out[i] = x->nodes[s].index;
       return 0;
     }
     if (strategy == RD_PG_PLACE_STRICT_PACK) return -1;
   }
-  for (size_t i = 0; i < nb; i++) {
+  /* one by one, the bundles allowed on fewest nodes (label selectors) first,
+   * else in order: a bundle free to go anywhere does not take the only node
+   * another may use */
+  size_t order[RD_PG_PLACE_MAX_BUNDLES], nallowed[RD_PG_PLACE_MAX_BUNDLES];
+  for (size_t k = 0; k < nb; k++) {
+    nallowed[k] = 0;
+    for (size_t s = 0; s < x->nn; s++) nallowed[k] += (size_t)allowed(x, s, k);
+    size_t j = k;
+    for (; j > 0 && nallowed[order[j - 1]] > nallowed[k]; j--) order[j] = order[j - 1];
+    order[j] = k;
+  }
+  for (size_t k = 0; k < nb; k++) {
+    size_t i = order[k];
     if (out[i]) continue;
     int best = -1;
     for (size_t s = 0; s < x->nn; s++) {
-      if (!fits(&x->room[s], &b[i])) continue;
+      if (!fits(&x->room[s], &b[i]) || !allowed(x, s, i)) continue;
       if (strategy == RD_PG_PLACE_STRICT_SPREAD && x->count[s] > 0) continue;
       if (best < 0) { best = (int)s; continue; }
       /* PACK: nodes already used first; SPREAD: the fewest bundles */
@@ -100,6 +122,11 @@ static int try_place(place_ctx *x, const rd_resources *b, size_t nb, int strateg
 
 int rd_pg_place(const rd_pg_node *nodes, size_t nn, const rd_resources *b, size_t nb, int strategy,
                 uint32_t *assign, char *why, size_t whylen) {
+  return rd_pg_place_sel(nodes, nn, b, NULL, nb, strategy, assign, why, whylen);
+}
+
+int rd_pg_place_sel(const rd_pg_node *nodes, size_t nn, const rd_resources *b, const char *const *sels, size_t nb,
+                    int strategy, uint32_t *assign, char *why, size_t whylen) {
   if (why && whylen) why[0] = '\0';
   if (!nodes || !b || !assign || nb == 0 || nb > RD_PG_PLACE_MAX_BUNDLES || nn > RD_PG_PLACE_MAX_BUNDLES * 4 ||
       strategy < RD_PG_PLACE_PACK || strategy > RD_PG_PLACE_STRICT_SPREAD)
@@ -111,6 +138,7 @@ int rd_pg_place(const rd_pg_node *nodes, size_t nn, const rd_resources *b, size_
   memset(&x, 0, sizeof(x));
   x.nodes = nodes;
   x.nn = nn;
+  x.sels = sels;
   for (size_t s = 0; s < nn; s++) x.room[s] = nodes[s].total;
   for (size_t i = 0; i < nb; i++) {
     int s = assign[i] ? node_slot(&x, assign[i]) : -1;
@@ -119,13 +147,21 @@ int rd_pg_place(const rd_pg_node *nodes, size_t nn, const rd_resources *b, size_
   memcpy(out, assign, nb * sizeof(*out));
   if (try_place(&x, b, nb, strategy, out) != 0) {
     if (why && whylen) {
-      size_t one = nb;   /* a bundle no node can hold at all? */
-      for (size_t i = 0; i < nb && one == nb; i++) {
-        int any = 0;
-        for (size_t s = 0; s < nn && !any; s++) any = fits(&nodes[s].total, &b[i]);
+      size_t one = nb, unlabelled = nb;   /* a bundle no node can hold at all? */
+      for (size_t i = 0; i < nb && one == nb && unlabelled == nb; i++) {
+        int any = 0, anyl = 0;
+        for (size_t s = 0; s < nn && !anyl; s++) {
+          int f = fits(&nodes[s].total, &b[i]);
+          any |= f;
+          anyl |= f && allowed(&x, s, i);
+        }
         if (!any) one = i;
+        else if (!anyl) unlabelled = i;
       }
-      if (one < nb)
+      if (unlabelled < nb)
+        snprintf(why, whylen, "bundle %zu: its label selector '%.200s' matches no live node that could hold it",
+                 unlabelled, sels[unlabelled]);
+      else if (one < nb)
         snprintf(why, whylen, "bundle %zu {CPU: %g, GPU: %g, memory: %lld%s} fits no live node", one,
                  rd_res_to_double(b[one].cpu), rd_res_to_double(b[one].gpu), (long long)b[one].memory,
                  b[one].ncustom ? ", custom resources" : "");
@@ -133,7 +169,8 @@ int rd_pg_place(const rd_pg_node *nodes, size_t nn, const rd_resources *b, size_
         snprintf(why, whylen, "STRICT_SPREAD needs %zu nodes that can each hold a bundle; the cluster has %zu live nodes",
                  nb, nn);
       else if (strategy == RD_PG_PLACE_STRICT_PACK)
-        snprintf(why, whylen, "STRICT_PACK needs one node that holds all %zu bundles together; none does", nb);
+        snprintf(why, whylen, "STRICT_PACK needs one node that holds all %zu bundles together%s; none does", nb,
+                 sels ? " and matches their label selectors" : "");
       else
         snprintf(why, whylen, "the %zu bundles do not fit the cluster's nodes together", nb);
     }
@@ -144,6 +181,7 @@ int rd_pg_place(const rd_pg_node *nodes, size_t nn, const rd_resources *b, size_
   memset(&x, 0, sizeof(x));
   x.nodes = nodes;
   x.nn = nn;
+  x.sels = sels;
   for (size_t s = 0; s < nn; s++) x.room[s] = nodes[s].avail;
   memcpy(out, assign, nb * sizeof(*out));
   if (try_place(&x, b, nb, strategy, out) != 0) {

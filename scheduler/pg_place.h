@@ -20,6 +20,7 @@ enum { RD_PG_PLACE_PACK = 0, RD_PG_PLACE_SPREAD = 1, RD_PG_PLACE_STRICT_PACK = 2
 typedef struct rd_pg_node {
   uint32_t index;            /* non-zero */
   rd_resources total, avail;
+  const char *labels;        /* canonical (labels.h); NULL: none */
 } rd_pg_node;
 
 /* Assign each bundle b[i] (i < nb <= RD_PG_PLACE_MAX_BUNDLES) a node index
@@ -36,6 +37,10 @@ typedef struct rd_pg_node {
  * can (why says which bundle, and why), RD_EINVAL for bad arguments. */
 int rd_pg_place(const rd_pg_node *nodes, size_t nn, const rd_resources *b, size_t nb, int strategy,
                 uint32_t *assign, char *why, size_t whylen);
+/* The same, bundle i going only to a node whose labels match sels[i]
+ * (labels.h; checked; NULL or "": any node).  sels NULL: no selectors. */
+int rd_pg_place_sel(const rd_pg_node *nodes, size_t nn, const rd_resources *b, const char *const *sels, size_t nb,
+                    int strategy, uint32_t *assign, char *why, size_t whylen);
 
 /* Sum of two requests (custom amounts by name); RD_ENOMEM when the sum names
  * more than RD_RES_MAX_CUSTOM custom resources. */

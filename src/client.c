@@ -282,15 +282,17 @@ static rd__sclass *class_get(const rd_resources *r, int prio, const rd_task_opts
   uint32_t node = o && strategy == RD_STRATEGY_NODE_AFFINITY ? o->node : 0;
   uint64_t pg = o ? o->placement_group.id : 0;
   int bundle = pg ? o->bundle_index : -1;
+  const char *sel = o && o->label_selector && *o->label_selector ? o->label_selector : NULL;
   for (rd__sclass *c = G.classes; c; c = c->next)
     if (c->priority == prio && c->strategy == strategy && c->node == node && c->soft == soft &&
         c->pg_id == pg && c->bundle == bundle && !memcmp(&c->res, r, sizeof(*r)) && c->env_len == env_len &&
-        (!env_len || !memcmp(c->env, env, env_len))) {
+        (!env_len || !memcmp(c->env, env, env_len)) && (c->sel ? sel && !strcmp(c->sel, sel) : !sel)) {
       free(env);
       return c;
     }
   rd__sclass *c = calloc(1, sizeof(*c));
-  if (!c) {
+  if (!c || (sel && !(c->sel = strdup(sel)))) {
+    free(c);
     free(env);
     return NULL;
   }
@@ -1202,6 +1204,7 @@ static void lease_request(rd__sclass *c) {
   m.soft = c->soft;
   m.pg_id = c->pg_id;
   m.bundle_index = c->bundle;
+  m.label_selector = c->sel;
   char *env[RD_ENV_MAX_VARS];
   m.n_env = rd__env_split(c->env, c->env_len, env, RD_ENV_MAX_VARS);
   m.env = env;
@@ -3716,6 +3719,23 @@ static int stream_window_of(const rd_task_opts *o) {
   return o->stream_window ? o->stream_window : STREAM_WINDOW_DEFAULT;
 }
 
+/* A task's or actor's label selector: 0, or RD_EINVAL with err (malformed,
+ * or beside a placement group, whose bundle decides the node). */
+static int label_sel_opt(const char *sel, uint64_t pg, const char *what, char *err, size_t errlen) {
+  if (!sel || !*sel) return 0;
+  char why[200];
+  if (rd_label_sel_check(sel, why, sizeof(why)) != 0) {
+    snprintf(err, errlen, "label_selector: %s", why);
+    return RD_EINVAL;
+  }
+  if (pg) {
+    snprintf(err, errlen, "label_selector: %s in a placement group runs on its bundle's node: give the bundle "
+             "(rd_bundle.label_selector) the selector", what);
+    return RD_EINVAL;
+  }
+  return 0;
+}
+
 int rd_submit(const rd_function *fn, const rd_value *args, size_t nargs, const rd_task_opts *opts,
               rd_ref *refs_out) {
   rd_task_opts dflt;
@@ -3748,6 +3768,8 @@ int rd_submit(const rd_function *fn, const rd_value *args, size_t nargs, const r
   } else if (opts->placement_group.id && (opts->bundle_index < -1 || opts->bundle_index >= RD_PG_MAX_BUNDLES)) {
     snprintf(err, sizeof(err), "bundle_index %d (-1 or 0..%d)", opts->bundle_index, RD_PG_MAX_BUNDLES - 1);
     r = RD_EINVAL;
+  } else {
+    r = label_sel_opt(opts->label_selector, opts->placement_group.id, "a task", err, sizeof(err));
   }
   rd_resources res;
   if (r == 0) r = opts_to_resources(opts, &res, err, sizeof(err));
@@ -4023,6 +4045,7 @@ static void node_desc_fill(rd_node_desc *d, const Rd__NodeDesc *m, uint32_t self
   snprintf(d->ip, sizeof(d->ip), "%s", m->ip ? m->ip : "");
   snprintf(d->hostname, sizeof(d->hostname), "%s", m->hostname ? m->hostname : "");
   snprintf(d->death_reason, sizeof(d->death_reason), "%s", m->death_reason ? m->death_reason : "");
+  snprintf(d->labels, sizeof(d->labels), "%s", m->labels ? m->labels : "");
   d->store_capacity = m->store_capacity;
   d->store_used = m->store_used;
   d->pending_leases = m->pending;
@@ -4208,7 +4231,8 @@ static int actor_create_once(const rd_actor_class *cls, const rd_value *args, si
   to.resources = opts->resources;
   rd_resources res;
   char err[256];
-  if (opts_to_resources(&to, &res, err, sizeof(err)) != 0) {
+  if (opts_to_resources(&to, &res, err, sizeof(err)) != 0 ||
+      label_sel_opt(opts->label_selector, opts->placement_group.id, "an actor", err, sizeof(err)) != 0) {
     rd__log(RD_LOG_WARN, "rd_actor_create: %s", err);
     return RD_EINVAL;
   }
@@ -4286,6 +4310,7 @@ static int actor_create_once(const rd_actor_class *cls, const rd_value *args, si
       m.pg_id = opts->placement_group.id;
       m.bundle_index = opts->placement_group.id ? opts->bundle_index : -1;
       m.detached = opts->detached != 0;
+      m.label_selector = opts->label_selector && *opts->label_selector ? (char *)opts->label_selector : NULL;
       m.n_args = nargs;
       m.args = bin;
       m.n_env = rd__env_split(env, env_len, envv, RD_ENV_MAX_VARS);
@@ -4650,6 +4675,10 @@ static int make_session_dir(void) {
   return 0;
 }
 
+/* The embedded node's labels: rd_config.node_labels, else the environment's. */
+static const char *embedded_labels(const rd_config *cfg) {
+  return cfg->node_labels ? cfg->node_labels : getenv("RAYDIST_NODE_LABELS");
+}
 
 static int start_daemon(const rd_config *cfg) {
   char bin[PATH_MAX];
@@ -4688,6 +4717,11 @@ static int start_daemon(const rd_config *cfg) {
   if (cfg->custom_resources && *cfg->custom_resources) {
     argv[k++] = "--resources";
     argv[k++] = (char *)cfg->custom_resources;
+  }
+  char a_labels[RD_LABELS_LEN] = "", lwhy[8];
+  if (rd_labels_canon(embedded_labels(cfg), a_labels, sizeof(a_labels), lwhy, sizeof(lwhy)) == 0 && a_labels[0]) {
+    argv[k++] = "--labels";   /* checked by rd_init */
+    argv[k++] = a_labels;
   }
   if (cfg->num_prestart_workers >= 0) { argv[k++] = "--prestart"; argv[k++] = a_pre; }
   argv[k++] = "--max-workers"; argv[k++] = a_max;
@@ -4771,6 +4805,7 @@ static void ctx_reset(void) {
     rd__sclass *c = G.classes;
     G.classes = c->next;
     free(c->env);
+    free(c->sel);
     free(c);
   }
   while (G.actors) {
@@ -4849,8 +4884,14 @@ int rd_init(const rd_config *cfg_in) {
       snprintf(why, sizeof(why), "num_gpus %g must be a whole number up to %d", cfg.num_gpus, RD_RES_MAX_GPUS);
     else if (job_weight_parse(&cfg, why, sizeof(why)) != 0)
       ;   /* why says it */
-    else
-      (void)rd__res_parse_custom(&tmp, cfg.custom_resources, why, sizeof(why));   /* fills why on error */
+    else if (rd__res_parse_custom(&tmp, cfg.custom_resources, why, sizeof(why)) != 0)
+      ;   /* why says it */
+    else if (cfg.node_labels && *cfg.node_labels && address && *address)
+      snprintf(why, sizeof(why), "node_labels are the embedded node's: a cluster's nodes take `raydist start --labels`");
+    else {
+      char lab[RD_LABELS_LEN];
+      (void)rd_labels_canon(embedded_labels(&cfg), lab, sizeof(lab), why, sizeof(why));   /* fills why on error */
+    }
     if (why[0]) {
       rd__log(RD_LOG_ERROR, "rd_init: %s", why);
       pthread_mutex_unlock(&G.mu);
@@ -5115,6 +5156,8 @@ int rd_pg_create_with(const rd_bundle *bundles, size_t n, const rd_pg_opts *o, r
   rd__res_msg rm[RD_PG_MAX_BUNDLES];   /* point into res[] */
   Rd__Resources *rp[RD_PG_MAX_BUNDLES];
   rd_resources res[RD_PG_MAX_BUNDLES];
+  char *sels[RD_PG_MAX_BUNDLES];
+  size_t nsel = 0;   /* up to the last bundle with a selector */
   for (size_t i = 0; i < n; i++) {
     rd_task_opts to;
     rd_task_opts_init(&to);
@@ -5123,10 +5166,13 @@ int rd_pg_create_with(const rd_bundle *bundles, size_t n, const rd_pg_opts *o, r
     to.memory = bundles[i].memory;
     to.resources = bundles[i].resources;
     char err[256];
-    if (opts_to_resources(&to, &res[i], err, sizeof(err)) != 0) {
+    if (opts_to_resources(&to, &res[i], err, sizeof(err)) != 0 ||
+        label_sel_opt(bundles[i].label_selector, 0, "a bundle", err, sizeof(err)) != 0) {
       rd__log(RD_LOG_WARN, "rd_pg_create: bundle %zu: %s", i, err);
       return RD_EINVAL;
     }
+    sels[i] = (char *)(bundles[i].label_selector ? bundles[i].label_selector : "");
+    if (sels[i][0]) nsel = i + 1;
     rd__res_to_msg(&res[i], &rm[i]);
     rp[i] = &rm[i].msg;
   }
@@ -5137,6 +5183,8 @@ int rd_pg_create_with(const rd_bundle *bundles, size_t n, const rd_pg_opts *o, r
   m.strategy = strategy;
   m.n_bundles = n;
   m.bundles = rp;
+  m.n_label_selectors = nsel;
+  m.label_selectors = sels;
   m.detached = o->detached;
   Rd__PgReply *rep;
   int r = pg_call(RD__MSG_TYPE__MSG_PG_CREATE, &m.base, m.req_id, 30000, "rd_pg_create", &rep);

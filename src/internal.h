@@ -15,6 +15,7 @@
 #include "common.h"
 #include "conn.h"
 #include "raydist.h"
+#include "labels.h"
 #include "resources.h"
 #include "u64map.h"
 
@@ -172,6 +173,7 @@ struct rd__sclass {
   uint64_t ewma_ns;         /* service time per task, 0 = unknown */
   char *env;                /* rd_task_opts.env in canonical form (common.h), or NULL */
   size_t env_len;
+  char *sel;                /* rd_task_opts.label_selector, or NULL (none, or "") */
   rd__sclass *next;
 };
 

@@ -3774,6 +3774,153 @@ static int t_shutdown_busy(void) {
   return 0;
 }
 
+/* The node an actor runs on. */
+RD_ACTOR_METHOD(Tally, node) {
+  (void)state;
+  rd_node_info ni;
+  if (rd_node_info_get(&ni) != 0) return rd_call_fail(call, "rd_node_info_get failed");
+  uint32_t idx = ni.node_index;
+  return rd_return_bytes(call, 0, &idx, sizeof(idx));
+}
+
+/* Run k slow_where tasks with selector sel (SPREAD when spread, else the
+ * default policy); count[node] how many ran on each. */
+static void run_selected(const char *sel, int spread, int k, uint32_t ms, int count[4096]) {
+  rd_task_opts o;
+  rd_task_opts_init(&o);
+  o.label_selector = sel;
+  o.strategy = spread ? RD_STRATEGY_SPREAD : RD_STRATEGY_DEFAULT;
+  memset(count, 0, 4096 * sizeof(int));
+  rd_ref refs[32];
+  CHECK(k <= 32);
+  for (uint32_t i = 0; i < (uint32_t)k; i++)
+    CHECK_EQ(rd_submit(slow_where, RD_ARGS(rd_arg_bytes(&ms, 4), rd_arg_bytes(&i, 4)), &o, &refs[i]), 0);
+  for (int i = 0; i < k; i++) {
+    rd_buf b;
+    CHECK_EQ(rd_get(&refs[i], 1, &b, 60000), 0);
+    uint32_t v[2];
+    memcpy(v, b.data, 8);
+    count[v[0] & 4095]++;
+    rd_buf_release(&b);
+    rd_ref_release(refs[i]);
+  }
+}
+
+/* Node labels (cluster_test.sh starts b with zone=west,gpu=A100, c with
+ * zone=east,market=spot, the head with none): rd_nodes shows them; tasks,
+ * actors (and their restarts) and placement-group bundles run only where
+ * their label selector matches, with every strategy; a selector no node
+ * matches is RD_EINFEASIBLE naming it. */
+static int t_labels(void) {
+  join();
+  uint32_t b = run_where("only_b=1"), c = run_where("only_c=1");
+  rd_node_info self;
+  CHECK_EQ(rd_node_info_get(&self), 0);
+  uint32_t h = self.node_index;
+  rd_node_desc d[8];
+  size_t n = 0;
+  CHECK_EQ(rd_nodes(d, 8, &n), 0);
+  int seen = 0;
+  for (size_t i = 0; i < n; i++) {
+    printf("node %u labels '%s'\n", d[i].index, d[i].labels);
+    if (d[i].index == b) seen += !strcmp(d[i].labels, "gpu=A100,zone=west");
+    else if (d[i].index == c) seen += !strcmp(d[i].labels, "market=spot,zone=east");
+    else if (d[i].index == h) seen += d[i].labels[0] == 0;
+  }
+  CHECK_EQ(seen, 3);
+
+  int count[4096];
+  /* default policy, from the head, which has room but does not match */
+  run_selected("zone=west", 0, 6, 100, count);
+  CHECK_EQ(count[b], 6);
+  run_selected("zone=in(west,east)", 1, 12, 50, count);
+  printf("zone=in(west,east) spread: b %d, c %d, head %d\n", count[b], count[c], count[h]);
+  CHECK(count[b] > 0 && count[c] > 0 && count[b] + count[c] == 12);
+  run_selected("zone=!west", 1, 12, 50, count);
+  printf("zone=!west spread: b %d, c %d, head %d\n", count[b], count[c], count[h]);
+  CHECK(count[h] > 0 && count[c] > 0 && count[h] + count[c] == 12);
+  run_selected("market=!spot,zone=in(east,west)", 0, 4, 50, count);
+  CHECK_EQ(count[b], 4);
+  run_selected("gpu=!in(A100,H100)", 1, 8, 50, count);
+  CHECK_EQ(count[b], 0);
+
+  /* nothing matches: refused, naming the selector */
+  rd_task_opts o;
+  rd_task_opts_init(&o);
+  o.label_selector = "zone=north";
+  rd_ref r;
+  CHECK_EQ(rd_submit(where, RD_NO_ARGS, &o, &r), 0);
+  rd_buf eb;
+  int e = rd_get(&r, 1, &eb, 30000);
+  printf("zone=north: %s: %.*s\n", rd_err_name(e), (int)eb.size, (const char *)eb.data);
+  CHECK_EQ(e, RD_EINFEASIBLE);
+  CHECK(strstr((const char *)eb.data, "label selector 'zone=north' matches no live node"));
+  rd_buf_release(&eb);
+  rd_ref_release(r);
+  /* a selector and a hard affinity that disagree; soft falls back to a match */
+  o.label_selector = "zone=west";
+  o.strategy = RD_STRATEGY_NODE_AFFINITY;
+  o.node = c;
+  CHECK_EQ(rd_submit(where, RD_NO_ARGS, &o, &r), 0);
+  e = rd_get(&r, 1, &eb, 30000);
+  printf("affinity c, zone=west: %s: %.*s\n", rd_err_name(e), (int)eb.size, (const char *)eb.data);
+  CHECK_EQ(e, RD_EINFEASIBLE);
+  CHECK(strstr((const char *)eb.data, "does not match the label selector"));
+  rd_buf_release(&eb);
+  rd_ref_release(r);
+  o.soft = 1;
+  CHECK_EQ(rd_submit(where, RD_NO_ARGS, &o, &r), 0);
+  CHECK_EQ(node_of(r), b);
+
+  /* an actor placed on c, and placed on c again after a crash */
+  rd_actor_opts ao;
+  rd_actor_opts_init(&ao);
+  ao.label_selector = "market=spot";
+  ao.max_restarts = 1;
+  rd_actor a;
+  CHECK_EQ(rd_actor_create(Tally, RD_NO_ARGS, &ao, &a), 0);
+  CHECK_EQ(rd_actor_call(a, Tally_node, RD_NO_ARGS, NULL, &r), 0);
+  CHECK_EQ(node_of(r), c);
+  CHECK_EQ(rd_actor_call(a, Tally_crash, RD_NO_ARGS, NULL, &r), 0);
+  rd_ref_release(r);
+  uint32_t again = 0;
+  for (int i = 0; i < 100 && !again; i++) {
+    CHECK_EQ(rd_actor_call(a, Tally_node, RD_NO_ARGS, NULL, &r), 0);
+    rd_buf nb;
+    e = rd_get(&r, 1, &nb, 30000);
+    if (e == 0) memcpy(&again, nb.data, 4);
+    rd_buf_release(&nb);
+    rd_ref_release(r);
+    if (!again) usleep(50000);
+  }
+  printf("actor after its restart on node %u (c %u)\n", again, c);
+  CHECK_EQ(again, c);
+  CHECK_EQ(rd_actor_kill(a, 1), 0);
+  ao.label_selector = "zone=north";
+  CHECK_EQ(rd_actor_create(Tally, RD_NO_ARGS, &ao, &a), RD_EINFEASIBLE);
+
+  /* bundles: PACK cannot keep them together against their selectors */
+  rd_bundle bu[2] = {{.num_cpus = 1, .label_selector = "zone=east"}, {.num_cpus = 1, .label_selector = "gpu=A100"}};
+  rd_pg pg;
+  CHECK_EQ(rd_pg_create(bu, 2, RD_PG_PACK, NULL, &pg), 0);
+  CHECK_EQ(rd_pg_wait(pg, 30000), 0);
+  rd_pg_info info;
+  CHECK_EQ(rd_pg_info_get(pg, &info), 0);
+  printf("bundles on %u and %u\n", info.bundle_nodes[0], info.bundle_nodes[1]);
+  CHECK(info.bundle_nodes[0] == c && info.bundle_nodes[1] == b);
+  rd_task_opts_init(&o);
+  o.placement_group = pg;
+  o.bundle_index = 1;
+  CHECK_EQ(rd_submit(where, RD_NO_ARGS, &o, &r), 0);
+  CHECK_EQ(node_of(r), b);
+  CHECK_EQ(rd_pg_remove(pg), 0);
+  CHECK_EQ(rd_pg_create(bu, 2, RD_PG_STRICT_PACK, NULL, &pg), RD_EINFEASIBLE);
+  bu[1].label_selector = "zone=north";
+  CHECK_EQ(rd_pg_create(bu, 2, RD_PG_SPREAD, NULL, &pg), RD_EINFEASIBLE);
+  rd_shutdown();
+  return 0;
+}
+
 int main(int argc, char **argv) {
   static const rd_test_case cases[] = {
       {"custom_resources", t_custom_resources}, {"strategies", t_strategies}, {"big_object", t_big_object},
@@ -3788,7 +3935,7 @@ int main(int argc, char **argv) {
       {"gcs_restart_after", t_gcs_restart_after}, {"lineage", t_lineage}, {"nodes", t_nodes}, {"get_many_remote", t_get_many_remote}, {"hung_peer", t_hung_peer}, {"env", t_env}, {"get_if_exists", t_get_if_exists}, {"log_to_driver", t_log_to_driver}, {"kv", t_kv}, {"max_calls", t_max_calls}, {"actor_exit", t_actor_exit}, {"env_bad_node", t_env_bad_node}, {"shutdown_busy", t_shutdown_busy}, {"job_ok", t_job_ok}, {"ns_make", t_ns_make}, {"ns_other", t_ns_other}, {"ns_same", t_ns_same}, {"job_bad", t_job_bad}, {"job_long", t_job_long}, {"owner_exit_child", t_owner_exit_child}, {"owner_exit_check", t_owner_exit_check}, {"shuffle", t_shuffle}, {"bad_node", t_bad_node}, {"lineage_eager", t_lineage_eager}, {"respill", t_respill},       {"cancel", t_cancel}, {"memory_remote", t_memory_remote},
       {"borrow", t_borrow},                     {"stream", t_stream},           {"nested", t_nested},
       {"collective", t_collective},             {"code_keep", t_code_keep},     {"code_kill", t_code_kill},
-      {"code_again", t_code_again},
+      {"code_again", t_code_again},             {"labels", t_labels},
   };
   return rd_test_main(argc, argv, cases, sizeof(cases) / sizeof(cases[0]));
 }

@@ -61,8 +61,9 @@ HEAD_OPTS=
 ADDR=$(sed -n 's/^gcs=//p' "$ROOT/node-127.0.0.1/cluster")
 [ -n "$ADDR" ] || fail "no GCS address"
 "$R" start --address "$ADDR" --node-ip 127.0.0.2 --num-cpus 2 --resources only_b=1,pool=1 \
-  --object-store-memory 700000000 >/dev/null || fail "node b"
-"$R" start --address "$ADDR" --node-ip 127.0.0.3 --num-cpus 2 --resources only_c=1,pool=1 >/dev/null || fail "node c"
+  --labels "zone=west,gpu=A100" --object-store-memory 700000000 >/dev/null || fail "node b"
+"$R" start --address "$ADDR" --node-ip 127.0.0.3 --num-cpus 2 --resources only_c=1,pool=1 \
+  --labels "zone=east, market=spot" >/dev/null || fail "node c"
 "$R" status > "$RAYDIST_TMPDIR/status" || fail "status"
 grep -q "3 nodes alive" "$RAYDIST_TMPDIR/status" || { cat "$RAYDIST_TMPDIR/status"; fail "status: not 3 nodes"; }
 # each node registered its metrics endpoint, on its own address
@@ -70,6 +71,10 @@ for ip in 127.0.0.1 127.0.0.2 127.0.0.3; do
   grep -Eq "^metrics: node [0-9]+ http://$ip:[0-9]+/metrics$" "$RAYDIST_TMPDIR/status" ||
     { cat "$RAYDIST_TMPDIR/status"; fail "status: no metrics endpoint of $ip"; }
 done
+# and its labels, canonical (the head has none)
+grep -Eq "^labels: node [0-9]+ gpu=A100,zone=west$" "$RAYDIST_TMPDIR/status" &&
+  grep -Eq "^labels: node [0-9]+ market=spot,zone=east$" "$RAYDIST_TMPDIR/status" &&
+  [ "$(grep -c '^labels:' "$RAYDIST_TMPDIR/status")" = 2 ] || { cat "$RAYDIST_TMPDIR/status"; fail "status: labels"; }
 export RAYDIST_ADDRESS="$ADDR"
 
 case "$CASE" in
@@ -525,6 +530,15 @@ PY
     RAYDIST_LOG_TO_DRIVER=0 "$T" "$CASE" > "$RAYDIST_TMPDIR/out" 2>&1 || fail "$CASE without output"
     grep -q "(pid=" "$RAYDIST_TMPDIR/out" && { cat "$RAYDIST_TMPDIR/out"; fail "$CASE: output with RAYDIST_LOG_TO_DRIVER=0"; }
     echo "ok: worker output on the driver, from three nodes"
+    ;;
+  labels)
+    "$T" "$CASE" || fail "$CASE"
+    # malformed labels: a usage error before anything starts
+    if "$R" start --address "$ADDR" --node-ip 127.0.0.4 --labels "zone=a,zone=b" 2>"$RAYDIST_TMPDIR/err"; then
+      fail "a node started with a label given twice"
+    fi
+    grep -q "labels: label key 'zone' given twice" "$RAYDIST_TMPDIR/err" || { cat "$RAYDIST_TMPDIR/err"; fail "no reason"; }
+    [ -d "$ROOT/node-127.0.0.4" ] && fail "a refused node left a session behind"
     ;;
   placement_groups)
     "$T" "$CASE" || fail "$CASE"

@@ -2150,6 +2150,123 @@ static int t_max_calls(void) {
 /* rd_nodes and rd_cluster_resources on an embedded cluster: one node,
  * index 0, its resources as configured, and what a running task holds seen
  * at once (the caller's own node is described live). */
+/* An actor that only says it is alive (t_labels). */
+static int where_init(rd_call *call, void **state) {
+  (void)call;
+  *state = NULL;
+  return 0;
+}
+RD_ACTOR_CLASS(Where, where_init, NULL)
+RD_ACTOR_METHOD(Where, pid) {
+  (void)state;
+  long p = getpid();
+  return rd_return_bytes(call, 0, &p, sizeof(p));
+}
+
+/* The status of the first return of r and its message, in msg. */
+static int get_err(rd_ref r, char *msg, size_t cap) {
+  rd_buf b;
+  int e = rd_get(&r, 1, &b, 60000);
+  snprintf(msg, cap, "%.*s", (int)b.size, e && b.data ? (const char *)b.data : "");
+  rd_buf_release(&b);
+  return e;
+}
+
+/* Node labels on an embedded cluster (rd_config.node_labels): rd_nodes
+ * shows them canonical; tasks, actors and placement-group bundles whose
+ * label selector the node matches run, the others fail with
+ * RD_EINFEASIBLE naming the selector; malformed selectors and labels, a
+ * selector beside a placement group, and node_labels with an address are
+ * RD_EINVAL. */
+static int t_labels(void) {
+  rd_config cfg;
+  rd_config_init(&cfg);
+  cfg.num_cpus = 2;
+  cfg.node_labels = "zone=a,";
+  cfg.node_labels = "zone";
+  CHECK_EQ(rd_init(&cfg), RD_EINVAL);
+  cfg.node_labels = "raydist.io/x=1";
+  CHECK_EQ(rd_init(&cfg), RD_EINVAL);
+  cfg.node_labels = "zone=a";
+  cfg.address = "127.0.0.1:1";
+  CHECK_EQ(rd_init(&cfg), RD_EINVAL);
+  cfg.address = NULL;
+  setenv("RAYDIST_NODE_LABELS", "zone=b", 1);   /* rd_config's win */
+  cfg.node_labels = " zone = a , tier=gold ";
+  init_or_die(&cfg);
+  unsetenv("RAYDIST_NODE_LABELS");
+  rd_node_desc d;
+  size_t n = 0;
+  CHECK_EQ(rd_nodes(&d, 1, &n), 0);
+  printf("labels: %s\n", d.labels);
+  CHECK(!strcmp(d.labels, "tier=gold,zone=a"));
+
+  static const char *yes[] = {"zone=a", "zone=!b", "tier=in(silver,gold)", "tier=!in(silver),zone=a", "gpu=!A100", ""};
+  static const char *no[] = {"zone=b", "zone=!a", "tier=in(silver)", "gpu=A100", "zone=a,tier=silver"};
+  rd_task_opts o;
+  rd_task_opts_init(&o);
+  long x = 41;
+  rd_ref r;
+  for (size_t i = 0; i < sizeof(yes) / sizeof(*yes); i++) {
+    o.label_selector = yes[i];
+    CHECK_EQ(rd_submit(add_one, RD_ARGS(rd_arg_bytes(&x, sizeof(x))), &o, &r), 0);
+    CHECK_EQ(get_long(r), 42);
+    rd_ref_release(r);
+  }
+  char msg[512];
+  for (size_t i = 0; i < sizeof(no) / sizeof(*no); i++) {
+    o.label_selector = no[i];
+    CHECK_EQ(rd_submit(add_one, RD_ARGS(rd_arg_bytes(&x, sizeof(x))), &o, &r), 0);
+    int e = get_err(r, msg, sizeof(msg));
+    printf("selector '%s': %s: %s\n", no[i], rd_err_name(e), msg);
+    CHECK_EQ(e, RD_EINFEASIBLE);
+    CHECK(strstr(msg, "label selector") && strstr(msg, no[i]));
+    rd_ref_release(r);
+  }
+  o.label_selector = "zone";   /* malformed */
+  CHECK_EQ(rd_submit(add_one, RD_ARGS(rd_arg_bytes(&x, sizeof(x))), &o, &r), RD_EINVAL);
+  o.label_selector = "zone=in(a";
+  CHECK_EQ(rd_submit(add_one, RD_ARGS(rd_arg_bytes(&x, sizeof(x))), &o, &r), RD_EINVAL);
+
+  /* actors */
+  rd_actor_opts ao;
+  rd_actor_opts_init(&ao);
+  ao.label_selector = "tier=in(gold,silver)";
+  rd_actor a;
+  CHECK_EQ(rd_actor_create(Where, RD_NO_ARGS, &ao, &a), 0);
+  CHECK_EQ(rd_actor_call(a, Where_pid, RD_NO_ARGS, NULL, &r), 0);
+  CHECK(get_long(r) > 0);
+  rd_ref_release(r);
+  ao.label_selector = "tier=silver";
+  CHECK_EQ(rd_actor_create(Where, RD_NO_ARGS, &ao, &a), RD_EINFEASIBLE);
+  ao.label_selector = "tier=";
+  CHECK_EQ(rd_actor_create(Where, RD_NO_ARGS, &ao, &a), RD_EINVAL);
+
+  /* placement-group bundles */
+  rd_bundle b[2] = {{.num_cpus = 1, .label_selector = "zone=a"}, {.num_cpus = 1}};
+  rd_pg pg;
+  CHECK_EQ(rd_pg_create(b, 2, RD_PG_PACK, NULL, &pg), 0);
+  CHECK_EQ(rd_pg_wait(pg, 10000), 0);
+  o.label_selector = NULL;
+  o.placement_group = pg;
+  o.bundle_index = 0;
+  CHECK_EQ(rd_submit(add_one, RD_ARGS(rd_arg_bytes(&x, sizeof(x))), &o, &r), 0);
+  CHECK_EQ(get_long(r), 42);
+  rd_ref_release(r);
+  o.label_selector = "zone=a";   /* the bundle decides */
+  CHECK_EQ(rd_submit(add_one, RD_ARGS(rd_arg_bytes(&x, sizeof(x))), &o, &r), RD_EINVAL);
+  ao.label_selector = "zone=a";
+  ao.placement_group = pg;
+  CHECK_EQ(rd_actor_create(Where, RD_NO_ARGS, &ao, &a), RD_EINVAL);
+  CHECK_EQ(rd_pg_remove(pg), 0);
+  b[1].label_selector = "zone=b";
+  CHECK_EQ(rd_pg_create(b, 2, RD_PG_PACK, NULL, &pg), RD_EINFEASIBLE);
+  b[1].label_selector = "zone=!";
+  CHECK_EQ(rd_pg_create(b, 2, RD_PG_PACK, NULL, &pg), RD_EINVAL);
+  rd_shutdown();
+  return 0;
+}
+
 static int t_nodes(void) {
   size_t n = 7;
   rd_node_desc d[2];
@@ -2424,7 +2541,7 @@ static const rd_test_case tests[] = {
     {"cancel", t_cancel},           {"progress", t_progress}, {"nested_blocked", t_nested_blocked},
     {"memory_monitor", t_memory_monitor}, {"oom_retry", t_oom_retry}, {"oom_victim", t_oom_victim}, {"metrics", t_metrics},
     {"cancel_cooperative", t_cancel_cooperative}, {"timeline", t_timeline},
-    {"cancel_race", t_cancel_race}, {"get_released", t_get_released}, {"nodes", t_nodes}, {"retry_failures", t_retry_failures}, {"kv", t_kv}, {"max_calls", t_max_calls}, {"cancel_recursive", t_cancel_recursive},
+    {"cancel_race", t_cancel_race}, {"get_released", t_get_released}, {"nodes", t_nodes}, {"labels", t_labels}, {"retry_failures", t_retry_failures}, {"kv", t_kv}, {"max_calls", t_max_calls}, {"cancel_recursive", t_cancel_recursive},
     {"signals", t_signals},
 };
 

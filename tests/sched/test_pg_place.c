@@ -88,6 +88,43 @@ int main(void) {
   uint32_t p[2] = {3, 0};   /* STRICT_PACK keeps to the surviving bundle's node */
   CHECK(rd_pg_place(alive, 2, b, 2, RD_PG_PLACE_STRICT_PACK, p, why, sizeof why) == 0 && p[1] == 3);
 
+  /* label selectors: node 1 unlabelled, 2 zone=a, 3 zone=b */
+  rd_pg_node ln[3] = {mk(1, 4, 4), mk(2, 4, 4), mk(3, 4, 4)};
+  ln[1].labels = "zone=a";
+  ln[2].labels = "tier=gold,zone=b";
+  const char *s2[2] = {"zone=a", "zone=a"};
+  memset(a, 0, sizeof a);   /* PACK: together on the one that matches both, not the first node */
+  CHECK(rd_pg_place_sel(ln, 3, b, s2, 2, RD_PG_PLACE_PACK, a, why, sizeof why) == 0 && a[0] == 2 && a[1] == 2);
+  const char *sab[3] = {"zone=a", "zone=b", NULL};
+  memset(a, 0, sizeof a);   /* PACK bends to the selectors; the free bundle joins a used node */
+  CHECK(rd_pg_place_sel(ln, 3, b, sab, 3, RD_PG_PLACE_PACK, a, why, sizeof why) == 0);
+  CHECK(a[0] == 2 && a[1] == 3 && (a[2] == 2 || a[2] == 3));
+  memset(a, 0, sizeof a);
+  CHECK(rd_pg_place_sel(ln, 3, b, sab, 2, RD_PG_PLACE_STRICT_PACK, a, why, sizeof why) == RD_EINFEASIBLE);
+  CHECK(strstr(why, "label selectors") != NULL);
+  const char *spread[3] = {"zone=!b", "zone=!b", "tier=!gold"};
+  memset(a, 0, sizeof a);   /* three bundles, two nodes they may use */
+  CHECK(rd_pg_place_sel(ln, 3, b, spread, 3, RD_PG_PLACE_STRICT_SPREAD, a, why, sizeof why) == RD_EINFEASIBLE);
+  spread[2] = "tier=gold";
+  memset(a, 0, sizeof a);   /* each bundle on its own node, within what its selector allows */
+  CHECK(rd_pg_place_sel(ln, 3, b, spread, 3, RD_PG_PLACE_STRICT_SPREAD, a, why, sizeof why) == 0);
+  CHECK(a[0] != 3 && a[1] != 3 && a[2] == 3 && a[0] != a[1]);
+  /* the most constrained first: bundle 1 may only use node 1, so bundle 0
+   * (node 1 or 2, node 1 first in order) must leave it */
+  const char *tight[2] = {"zone=!b", "zone=!in(a,b)"};
+  memset(a, 0, sizeof a);
+  CHECK(rd_pg_place_sel(ln, 3, b, tight, 2, RD_PG_PLACE_STRICT_SPREAD, a, why, sizeof why) == 0);
+  CHECK(a[0] == 2 && a[1] == 1);
+  const char *none[1] = {"zone=c"};
+  memset(a, 0, sizeof a);
+  CHECK(rd_pg_place_sel(ln, 3, b, none, 1, RD_PG_PLACE_SPREAD, a, why, sizeof why) == RD_EINFEASIBLE);
+  printf("%s\n", why);
+  CHECK(strstr(why, "bundle 0: its label selector 'zone=c' matches no live node") != NULL);
+  rd_pg_node busy2[3] = {mk(1, 4, 4), mk(2, 4, 0), mk(3, 4, 4)};
+  busy2[1].labels = "zone=a";
+  memset(a, 0, sizeof a);   /* the matching node is full: wait, do not go elsewhere */
+  CHECK(rd_pg_place_sel(busy2, 3, b, s2, 1, RD_PG_PLACE_PACK, a, why, sizeof why) == RD_EAGAIN);
+
   /* bad arguments */
   CHECK(rd_pg_place(nodes, 3, b, 0, RD_PG_PLACE_PACK, a, why, sizeof why) == RD_EINVAL);
   CHECK(rd_pg_place(nodes, 3, b, 1, 7, a, why, sizeof why) == RD_EINVAL);

@@ -1,0 +1,261 @@
+/* scheduler/labels.c - node labels and label selectors (see labels.h). */
+#include "labels.h"
+
+#include <stdio.h>
+#include <string.h>
+
+#include "raydist/error.h"
+
+#define KEY_MAX 127
+#define VALUE_MAX 63
+#define RESERVED "raydist.io/"
+
+static int is_alnum(char c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9'); }
+static int key_char(char c) { return is_alnum(c) || c == '.' || c == '_' || c == '-' || c == '/'; }
+static int value_char(char c) { return is_alnum(c) || c == '.' || c == '_' || c == '-'; }
+static const char *skip_sp(const char *p) {
+  while (*p == ' ' || *p == '\t') p++;
+  return p;
+}
+
+/* Checks a key or value of n bytes at s: 0, or RD_EINVAL with why. */
+static int check_word(const char *s, size_t n, int key, char *why, size_t whylen) {
+  const char *what = key ? "key" : "value";
+  size_t max = key ? KEY_MAX : VALUE_MAX;
+  if (n == 0) {
+    snprintf(why, whylen, "an empty label %s", what);
+    return RD_EINVAL;
+  }
+  if (n > max) {
+    snprintf(why, whylen, "label %s '%.*s...' is longer than %zu bytes", what, 20, s, max);
+    return RD_EINVAL;
+  }
+  for (size_t i = 0; i < n; i++)
+    if (!(key ? key_char(s[i]) : value_char(s[i]))) {
+      snprintf(why, whylen, "label %s '%.*s' has a character other than %s", what, (int)n, s,
+               key ? "letters, digits, '.', '_', '-' and '/'" : "letters, digits, '.', '_' and '-'");
+      return RD_EINVAL;
+    }
+  if (!is_alnum(s[0]) || !is_alnum(s[n - 1])) {
+    snprintf(why, whylen, "label %s '%.*s' must begin and end with a letter or digit", what, (int)n, s);
+    return RD_EINVAL;
+  }
+  return 0;
+}
+
+/* ------------------------------------------------------------- labels */
+
+typedef struct {
+  const char *k, *v;
+  size_t kn, vn;
+} kv;
+
+int rd_labels_canon(const char *spec, char *out, size_t cap, char *why, size_t whylen) {
+  kv l[RD_LABELS_MAX];
+  size_t n = 0;
+  if (cap) out[0] = '\0';
+  for (const char *p = spec; p && *(p = skip_sp(p));) {
+    const char *ks = p;
+    while (*p && *p != '=' && *p != ',' && *p != ' ' && *p != '\t') p++;
+    size_t kn = (size_t)(p - ks);
+    p = skip_sp(p);
+    if (*p != '=') {
+      snprintf(why, whylen, "label '%.*s' is not key=value", (int)kn, ks);
+      return RD_EINVAL;
+    }
+    p = skip_sp(p + 1);
+    const char *vs = p;
+    while (*p && *p != ',' && *p != ' ' && *p != '\t') p++;
+    size_t vn = (size_t)(p - vs);
+    p = skip_sp(p);
+    if (*p && *p != ',') {
+      snprintf(why, whylen, "label '%.*s': unexpected '%c' after its value", (int)kn, ks, *p);
+      return RD_EINVAL;
+    }
+    if (*p == ',') p++;
+    int e = check_word(ks, kn, 1, why, whylen);
+    if (!e) e = check_word(vs, vn, 0, why, whylen);
+    if (e) return e;
+    if (kn >= sizeof(RESERVED) - 1 && !memcmp(ks, RESERVED, sizeof(RESERVED) - 1)) {
+      snprintf(why, whylen, "label key '%.*s': keys beginning '" RESERVED "' are reserved", (int)kn, ks);
+      return RD_EINVAL;
+    }
+    if (n == RD_LABELS_MAX) {
+      snprintf(why, whylen, "more than %d labels", RD_LABELS_MAX);
+      return RD_EINVAL;
+    }
+    /* insert in key order */
+    size_t i = n++;
+    for (; i > 0; i--) {
+      size_t m = l[i - 1].kn < kn ? l[i - 1].kn : kn;
+      int c = memcmp(l[i - 1].k, ks, m);
+      if (c == 0 && l[i - 1].kn == kn) {
+        snprintf(why, whylen, "label key '%.*s' given twice", (int)kn, ks);
+        return RD_EINVAL;
+      }
+      if (c < 0 || (c == 0 && l[i - 1].kn < kn)) break;
+      l[i] = l[i - 1];
+    }
+    l[i] = (kv){ks, vs, kn, vn};
+  }
+  size_t len = 0;
+  for (size_t i = 0; i < n; i++) {
+    size_t need = (i ? 1 : 0) + l[i].kn + 1 + l[i].vn;
+    if (len + need + 1 > cap) {
+      snprintf(why, whylen, "labels longer than %zu bytes", cap ? cap - 1 : 0);
+      if (cap) out[0] = '\0';
+      return RD_EINVAL;
+    }
+    len += (size_t)snprintf(out + len, cap - len, "%s%.*s=%.*s", i ? "," : "", (int)l[i].kn, l[i].k, (int)l[i].vn,
+                            l[i].v);
+  }
+  return 0;
+}
+
+/* The value of key (kn bytes) in canonical labels: 1 with *v, *vn set. */
+static int label_get(const char *labels, const char *key, size_t kn, const char **v, size_t *vn) {
+  for (const char *p = labels; p && *p;) {
+    const char *eq = strchr(p, '=');
+    if (!eq) return 0;
+    const char *end = strchr(eq, ',');
+    if (!end) end = eq + strlen(eq);
+    if ((size_t)(eq - p) == kn && !memcmp(p, key, kn)) {
+      *v = eq + 1;
+      *vn = (size_t)(end - eq - 1);
+      return 1;
+    }
+    p = *end ? end + 1 : end;
+  }
+  return 0;
+}
+
+/* ---------------------------------------------------------- selectors */
+
+typedef struct {
+  const char *key;
+  size_t kn;
+  int neg, in;
+  const char *vals;   /* the value, or the list inside in(...) */
+  size_t vn;
+} sel_term;
+
+/* The next term at *pp: 1 (t filled, *pp past it), 0 at the end, or
+ * RD_EINVAL with why. */
+static int sel_next(const char **pp, sel_term *t, char *why, size_t whylen) {
+  const char *p = skip_sp(*pp);
+  if (!*p) return 0;
+  memset(t, 0, sizeof(*t));
+  t->key = p;
+  while (*p && *p != '=' && *p != ',' && *p != ' ' && *p != '\t' && *p != '!') p++;
+  t->kn = (size_t)(p - t->key);
+  p = skip_sp(p);
+  if (*p != '=') {
+    snprintf(why, whylen, "selector term '%.*s' is not key=value, key=!value, key=in(...) or key=!in(...)",
+             (int)(strcspn(t->key, ",") > 60 ? 60 : strcspn(t->key, ",")), t->key);
+    return RD_EINVAL;
+  }
+  int e = check_word(t->key, t->kn, 1, why, whylen);
+  if (e) return e;
+  p = skip_sp(p + 1);
+  if (*p == '!') {
+    t->neg = 1;
+    p = skip_sp(p + 1);
+  }
+  const char *q = p[0] == 'i' && p[1] == 'n' ? skip_sp(p + 2) : NULL;
+  if (q && *q == '(') {
+    t->in = 1;
+    t->vals = q + 1;
+    const char *close = strchr(t->vals, ')');
+    if (!close) {
+      snprintf(why, whylen, "selector term for '%.*s': in( without its )", (int)t->kn, t->key);
+      return RD_EINVAL;
+    }
+    t->vn = (size_t)(close - t->vals);
+    /* each listed value */
+    int nv = 0;
+    for (const char *v = t->vals; v <= close;) {
+      const char *vs = skip_sp(v), *ve = vs;
+      while (ve < close && *ve != ',' && *ve != ' ' && *ve != '\t') ve++;
+      e = check_word(vs, (size_t)(ve - vs), 0, why, whylen);
+      if (e) return e;
+      ve = skip_sp(ve);
+      if (ve < close && *ve != ',') {
+        snprintf(why, whylen, "selector term for '%.*s': unexpected '%c' in its in(...)", (int)t->kn, t->key, *ve);
+        return RD_EINVAL;
+      }
+      if (++nv > RD_LABEL_SEL_MAX_VALUES) {
+        snprintf(why, whylen, "selector term for '%.*s' lists more than %d values", (int)t->kn, t->key,
+                 RD_LABEL_SEL_MAX_VALUES);
+        return RD_EINVAL;
+      }
+      v = ve + 1;
+    }
+    p = close + 1;
+  } else {
+    t->vals = p;
+    while (*p && *p != ',' && *p != ' ' && *p != '\t') p++;
+    t->vn = (size_t)(p - t->vals);
+    e = check_word(t->vals, t->vn, 0, why, whylen);
+    if (e) return e;
+  }
+  p = skip_sp(p);
+  if (*p && *p != ',') {
+    snprintf(why, whylen, "selector term for '%.*s': unexpected '%c' after its value", (int)t->kn, t->key, *p);
+    return RD_EINVAL;
+  }
+  if (*p == ',') {
+    p++;
+    if (!*skip_sp(p)) {
+      snprintf(why, whylen, "selector ends with ','");
+      return RD_EINVAL;
+    }
+  }
+  *pp = p;
+  return 1;
+}
+
+int rd_label_sel_check(const char *sel, char *why, size_t whylen) {
+  if (!sel) return 0;
+  if (strlen(sel) >= RD_LABEL_SEL_LEN) {
+    snprintf(why, whylen, "label selector longer than %d bytes", RD_LABEL_SEL_LEN - 1);
+    return RD_EINVAL;
+  }
+  sel_term t;
+  int n = 0, r;
+  const char *p = sel;
+  while ((r = sel_next(&p, &t, why, whylen)) == 1)
+    if (++n > RD_LABEL_SEL_MAX_TERMS) {
+      snprintf(why, whylen, "label selector has more than %d terms", RD_LABEL_SEL_MAX_TERMS);
+      return RD_EINVAL;
+    }
+  return r;
+}
+
+/* Is value v (vn bytes) among the in(...) list of t? */
+static int listed(const sel_term *t, const char *v, size_t vn) {
+  const char *end = t->vals + t->vn;
+  for (const char *p = t->vals; p < end;) {
+    const char *s = skip_sp(p), *e = s;
+    while (e < end && *e != ',' && *e != ' ' && *e != '\t') e++;
+    if ((size_t)(e - s) == vn && !memcmp(s, v, vn)) return 1;
+    while (e < end && *e != ',') e++;
+    p = e + 1;
+  }
+  return 0;
+}
+
+int rd_labels_match(const char *labels, const char *sel) {
+  if (!sel || !*sel) return 1;
+  char why[8];
+  sel_term t;
+  const char *p = sel;
+  int r;
+  while ((r = sel_next(&p, &t, why, sizeof(why))) == 1) {
+    const char *v;
+    size_t vn;
+    int has = label_get(labels, t.key, t.kn, &v, &vn);
+    int hit = has && (t.in ? listed(&t, v, vn) : (vn == t.vn && !memcmp(v, t.vals, vn)));
+    if (hit == t.neg) return 0;
+  }
+  return r == 0;   /* a malformed selector (never checked) matches nothing */
+}

@@ -1,0 +1,46 @@
+/* scheduler/labels.h - node labels and label selectors (Ray's node labels
+ * and label_selector).
+ *
+ * A node's labels are "key=value" pairs set when it starts (`raydist start
+ * --labels`, rd_config.node_labels).  A task, actor or placement-group
+ * bundle may carry a selector; it runs only on a node whose labels satisfy
+ * every term of it.  Pure string work: no I/O, no allocation.
+ *
+ * Labels:   "key=value,key=value"   (at most RD_LABELS_MAX, each key once)
+ *   key     1..127 bytes of [A-Za-z0-9._/-], beginning and ending with a
+ *           letter or digit; keys beginning "raydist.io/" are reserved
+ *   value   1..63 bytes of [A-Za-z0-9._-], beginning and ending with a
+ *           letter or digit
+ * Selector: terms joined by ',' (a ',' inside "in(...)" does not split):
+ *   key=v         the node has label key with value v
+ *   key=!v        it has no label key, or one with another value
+ *   key=in(a,b)   it has label key with one of the values listed
+ *   key=!in(a,b)  it has no label key, or one with none of those values
+ * Spaces around terms, around '=' and around listed values are allowed.
+ */
+#ifndef RD_SCHEDULER_LABELS_H
+#define RD_SCHEDULER_LABELS_H
+
+#include <stddef.h>
+
+#define RD_LABELS_MAX 32           /* labels on one node */
+#define RD_LABELS_LEN 512          /* a node's canonical labels, NUL included */
+#define RD_LABEL_SEL_LEN 1024      /* a selector, NUL included */
+#define RD_LABEL_SEL_MAX_TERMS 32
+#define RD_LABEL_SEL_MAX_VALUES 32 /* values in one in(...) */
+
+/* Checks spec ("key=value,...", NULL or "" for none) and writes it to out
+ * (cap bytes) in canonical form: sorted by key, no spaces.  0, or
+ * RD_EINVAL with why (a bad key or value, a key twice, a reserved key,
+ * more than RD_LABELS_MAX, or longer than cap). */
+int rd_labels_canon(const char *spec, char *out, size_t cap, char *why, size_t whylen);
+
+/* Checks a selector (NULL or "" selects every node): 0, or RD_EINVAL with
+ * why.  Only selectors that pass may be given to rd_labels_match. */
+int rd_label_sel_check(const char *sel, char *why, size_t whylen);
+
+/* 1 when labels (canonical, from rd_labels_canon; NULL means none) satisfy
+ * every term of sel (checked by rd_label_sel_check; NULL or "" matches). */
+int rd_labels_match(const char *labels, const char *sel);
+
+#endif /* RD_SCHEDULER_LABELS_H */

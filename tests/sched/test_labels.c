@@ -1,0 +1,129 @@
+/* tests/sched/test_labels.c - node labels and label selectors: canonical
+ * labels (sorted, spaces dropped), every refusal with its reason, and the
+ * four selector forms against labelled and unlabelled nodes. */
+#include <string.h>
+
+#include "../check.h"
+#include "labels.h"
+#include "raydist/error.h"
+
+static void canon_ok(const char *spec, const char *want) {
+  char out[RD_LABELS_LEN], why[200] = "";
+  int r = rd_labels_canon(spec, out, sizeof(out), why, sizeof(why));
+  if (r != 0 || strcmp(out, want) != 0) {
+    fprintf(stderr, "labels '%s': %d (%s) '%s', want '%s'\n", spec ? spec : "(null)", r, why, out, want);
+    exit(1);
+  }
+}
+
+static void canon_bad(const char *spec, const char *why_has) {
+  char out[RD_LABELS_LEN], why[200] = "";
+  int r = rd_labels_canon(spec, out, sizeof(out), why, sizeof(why));
+  printf("labels '%.40s': %s\n", spec, why);
+  CHECK_EQ(r, RD_EINVAL);
+  CHECK(strstr(why, why_has) != NULL);
+}
+
+static void sel_bad(const char *sel, const char *why_has) {
+  char why[200] = "";
+  int r = rd_label_sel_check(sel, why, sizeof(why));
+  printf("selector '%.40s': %s\n", sel, why);
+  CHECK_EQ(r, RD_EINVAL);
+  CHECK(strstr(why, why_has) != NULL);
+  CHECK_EQ(rd_labels_match("a=b", sel), 0);   /* never checked: matches nothing */
+}
+
+static int match(const char *labels, const char *sel) {
+  char why[200] = "";
+  if (rd_label_sel_check(sel, why, sizeof(why)) != 0) {
+    fprintf(stderr, "selector '%s' refused: %s\n", sel, why);
+    exit(1);
+  }
+  return rd_labels_match(labels, sel);
+}
+
+int main(void) {
+  canon_ok(NULL, "");
+  canon_ok("", "");
+  canon_ok("  ", "");
+  canon_ok("zone=b,region=us-west1", "region=us-west1,zone=b");
+  canon_ok(" gpu = A100 , example.com/tier=gold,a=1", "a=1,example.com/tier=gold,gpu=A100");
+  canon_ok("k=v,", "k=v");
+  canon_bad("k", "not key=value");
+  canon_bad("k=", "empty label value");
+  canon_bad("=v", "empty label key");
+  canon_bad("k=v=w", "character other than");
+  canon_bad("k=a b", "unexpected 'b'");
+  canon_bad("-k=v", "begin and end");
+  canon_bad("k=v.", "begin and end");
+  canon_bad("k=v,k=w", "given twice");
+  canon_bad("raydist.io/node=1", "reserved");
+  canon_bad("k=\xc3\xa9", "character other than");
+  char many[2048] = "";
+  for (int i = 0; i < RD_LABELS_MAX + 1; i++) snprintf(many + strlen(many), sizeof(many) - strlen(many), "k%d=v,", i);
+  canon_bad(many, "more than 32 labels");
+  char longv[200];
+  memset(longv, 'x', sizeof(longv));
+  memcpy(longv, "k=", 2);
+  longv[2 + 64] = '\0';
+  canon_bad(longv, "longer than 63 bytes");
+  /* 32 labels of 60-byte values do not fit 512 bytes */
+  many[0] = '\0';
+  for (int i = 0; i < 20; i++)
+    snprintf(many + strlen(many), sizeof(many) - strlen(many), "k%02d=%s,", i,
+             "vvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvv");
+  canon_bad(many, "longer than 511 bytes");
+
+  sel_bad("k", "is not key=value");
+  sel_bad("k!=v", "is not key=value");
+  sel_bad("k=", "empty label value");
+  sel_bad("k=in(a,b", "without its )");
+  sel_bad("k=in()", "empty label value");
+  sel_bad("k=in(a,)", "empty label value");
+  sel_bad("k=in(a b)", "unexpected 'b'");
+  sel_bad("k=v x", "unexpected 'x'");
+  sel_bad("k=v,", "ends with ','");
+  sel_bad("k=in(a)x", "unexpected 'x'");
+  sel_bad("k=v;w", "character other than");
+  char terms[2048] = "";
+  for (int i = 0; i < RD_LABEL_SEL_MAX_TERMS + 1; i++)
+    snprintf(terms + strlen(terms), sizeof(terms) - strlen(terms), "%sk%d=v", i ? "," : "", i);
+  sel_bad(terms, "more than 32 terms");
+  char big[1100];
+  memset(big, 'a', sizeof(big));
+  big[sizeof(big) - 1] = '\0';
+  sel_bad(big, "longer than 1023 bytes");
+  char why[64];
+  CHECK_EQ(rd_label_sel_check(NULL, why, sizeof(why)), 0);
+  CHECK_EQ(rd_label_sel_check("", why, sizeof(why)), 0);
+
+  const char *gpu = "market=spot,region=us-west1,zone=b";
+  CHECK_EQ(match(gpu, ""), 1);
+  CHECK_EQ(match(NULL, ""), 1);
+  CHECK_EQ(match(gpu, "region=us-west1"), 1);
+  CHECK_EQ(match(gpu, "region=us-west"), 0);    /* a prefix is not the value */
+  CHECK_EQ(match(gpu, "region=us-west10"), 0);
+  CHECK_EQ(match(gpu, "reg=us-west1"), 0);      /* nor a key's prefix */
+  CHECK_EQ(match(gpu, " region = us-west1 , zone = b "), 1);
+  CHECK_EQ(match(gpu, "region=us-west1,zone=a"), 0);
+  CHECK_EQ(match(gpu, "market=!spot"), 0);
+  CHECK_EQ(match(gpu, "market=! on-demand"), 1);
+  CHECK_EQ(match(gpu, "tier=!gold"), 1);        /* no such label: != holds */
+  CHECK_EQ(match(gpu, "tier=gold"), 0);
+  CHECK_EQ(match(gpu, "zone=in(a,b,c)"), 1);
+  CHECK_EQ(match(gpu, "zone=in( a , c )"), 0);
+  CHECK_EQ(match(gpu, "zone=in (b)"), 1);
+  CHECK_EQ(match(gpu, "tier=in(gold)"), 0);     /* in needs the label */
+  CHECK_EQ(match(gpu, "zone=!in(a,c)"), 1);
+  CHECK_EQ(match(gpu, "zone=!in(a,b)"), 0);
+  CHECK_EQ(match(gpu, "tier=!in(gold,silver)"), 1);
+  CHECK_EQ(match(gpu, "zone=in(a,b),zone=!in(b)"), 0);
+  CHECK_EQ(match(gpu, "zone=inb"), 0);          /* a value that begins "in" */
+  CHECK_EQ(match("zone=inb", "zone=inb"), 1);
+  CHECK_EQ(match("zone=in", "zone=in"), 1);
+  CHECK_EQ(match(NULL, "tier=!gold"), 1);
+  CHECK_EQ(match("", "tier=gold"), 0);
+  CHECK_EQ(match("a=1,example.com/tier=gold", "example.com/tier=in(silver,gold),a=1"), 1);
+  printf("ok\n");
+  return 0;
+}
