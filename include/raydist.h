@@ -347,6 +347,11 @@ typedef struct rd_task_opts {
    * matching: RD_EINFEASIBLE, as for resources no node has.  RD_EINVAL
    * when malformed (docs/scheduler.md#node-labels). */
   const char *label_selector;
+  /* An actor call only: run it in this concurrency group of the actor
+   * (rd_actor_opts.concurrency_groups; "default": the default group)
+   * instead of its method's.  A group the actor does not have fails the
+   * call with RD_EINVAL.  NULL: the method's. */
+  const char *concurrency_group;
 } rd_task_opts;
 
 /* num_returns for a streaming task or actor call (Ray's generators with
@@ -530,6 +535,7 @@ typedef struct rd_actor_method {
   const char *class_name;
   rd_actor_method_fn fn;
   struct rd_actor_method *next_;
+  const char *concurrency_group;  /* RD_ACTOR_METHOD_IN's group; NULL: the default one */
 } rd_actor_method;
 
 RD_EXTERN void rd_actor_class_register_(rd_actor_class *c);
@@ -555,6 +561,19 @@ RD_EXTERN void rd_actor_method_register_(rd_actor_method *m);
     rd_actor_method_register_(&cls##_##method##_desc_);                          \
   }                                                                              \
   static int cls##_##method##_impl(rd_call *call, void *state)
+/* RD_ACTOR_METHOD_IN(Server, health, "io") { ... }: the same, its calls run
+ * in the actor's concurrency group "io" (rd_actor_opts.concurrency_groups)
+ * unless a call names another (rd_task_opts.concurrency_group). */
+#define RD_ACTOR_METHOD_IN(cls, method, group)                                   \
+  static int cls##_##method##_impl(rd_call *call, void *state);                 \
+  static rd_actor_method cls##_##method##_desc_ = {#cls "." #method, #cls,       \
+                                                   cls##_##method##_impl, NULL,  \
+                                                   group};                       \
+  rd_actor_method *const cls##_##method = &cls##_##method##_desc_;               \
+  __attribute__((constructor)) static void cls##_##method##_register_(void) {    \
+    rd_actor_method_register_(&cls##_##method##_desc_);                          \
+  }                                                                              \
+  static int cls##_##method##_impl(rd_call *call, void *state)
 
 RD_EXTERN rd_actor_class *rd_actor_class_lookup(const char *name);
 /* Find "Class.method" (NULL when unknown). */
@@ -569,6 +588,16 @@ typedef struct rd_actor_opts {
   int max_restarts;           /* restarts after the process dies; default 0, -1 = unlimited */
   int max_task_retries;       /* re-sends of calls in flight when it died; default 0 */
   int max_concurrency;        /* 1 (default): one call at a time */
+  /* Named concurrency groups (Ray's concurrency_groups), "io=2,compute=4":
+   * each group has its own threads (that many) and its own queue, so its
+   * calls neither wait behind nor hold up the other groups'.  Calls of
+   * methods defined with RD_ACTOR_METHOD_IN(cls, m, "io") go to "io",
+   * others to the default group (max_concurrency threads), unless the call
+   * names one (rd_task_opts.concurrency_group).  Calls are in order within
+   * a group; the actor's state is shared between the groups' threads.
+   * Names 1..63 bytes of [A-Za-z0-9_-], not "default", each once; 1..256
+   * threads; at most 16 groups (RD_EINVAL otherwise).  NULL: none. */
+  const char *concurrency_groups;
   int priority;               /* placement priority, as for tasks */
   /* Placement on a multi-node cluster, as for tasks (rd_task_opts): also
    * used for every restart, so a hard affinity to a node that died ends the

@@ -1685,6 +1685,7 @@ static void actor_spec(node_actor *a, Rd__ActorCreate *spec, rd__res_msg *rm) {
   spec->res = &rm->msg;
   spec->max_task_retries = a->max_task_retries;
   spec->max_concurrency = a->max_concurrency;
+  spec->concurrency_groups = a->cgroups;
   spec->n_args = a->nargs;
   spec->args = a->args;
   spec->priority = a->priority;

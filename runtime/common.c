@@ -275,3 +275,45 @@ int rd__connect_within(int fd, const struct sockaddr *sa, unsigned salen, int ms
   errno = e;
   return -1;
 }
+
+int rd__cgroups_parse(const char *spec, rd__cgroup *out, char *err, size_t errlen) {
+  int n = 0;
+  for (const char *p = spec; p && *p;) {
+    while (*p == ' ') p++;
+    const char *name = p;
+    while ((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') || (*p >= '0' && *p <= '9') || *p == '_' || *p == '-')
+      p++;
+    size_t len = (size_t)(p - name);
+    while (*p == ' ') p++;
+    if (*p != '=' || len == 0 || len > 63) {
+      snprintf(err, errlen, "concurrency group '%.40s': want name=threads, the name 1..63 of [A-Za-z0-9_-]", name);
+      return RD_EINVAL;
+    }
+    char *end;
+    long t = strtol(p + 1, &end, 10);
+    while (*end == ' ') end++;
+    if (end == p + 1 || (*end && *end != ',') || t < 1 || t > RD_CGROUP_THREADS_MAX) {
+      snprintf(err, errlen, "concurrency group '%.*s': threads must be 1..%d", (int)len, name, RD_CGROUP_THREADS_MAX);
+      return RD_EINVAL;
+    }
+    if (len == 7 && !memcmp(name, "default", 7)) {
+      snprintf(err, errlen, "concurrency group 'default' is the default one (max_concurrency threads)");
+      return RD_EINVAL;
+    }
+    for (int i = 0; i < n; i++)
+      if (strlen(out[i].name) == len && !memcmp(out[i].name, name, len)) {
+        snprintf(err, errlen, "concurrency group '%.*s' given twice", (int)len, name);
+        return RD_EINVAL;
+      }
+    if (n == RD_CGROUPS_MAX) {
+      snprintf(err, errlen, "more than %d concurrency groups", RD_CGROUPS_MAX);
+      return RD_EINVAL;
+    }
+    memcpy(out[n].name, name, len);
+    out[n].name[len] = '\0';
+    out[n].threads = (int)t;
+    n++;
+    p = *end == ',' ? end + 1 : end;
+  }
+  return n;
+}

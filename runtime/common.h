@@ -77,6 +77,19 @@ int rd__res_amounts_from_msg(const Rd__Resources *m, rd_resources *out);
 int rd__env_canon(const char *const *vars, size_t n, char **out, size_t *len, char *err, size_t errlen);
 size_t rd__env_split(const char *canon, size_t len, char **out, size_t max);
 
+/* An actor's concurrency groups (rd_actor_opts.concurrency_groups,
+ * "name=threads,..."): rd__cgroups_parse fills out[0..n) and returns n
+ * (0 for NULL or ""), or RD_EINVAL with a reason in err (a name not 1..63
+ * bytes of [A-Za-z0-9_-], "default", a name twice, threads not 1..256, more
+ * than RD_CGROUPS_MAX groups). */
+#define RD_CGROUPS_MAX 16
+#define RD_CGROUP_THREADS_MAX 256
+typedef struct rd__cgroup {
+  char name[64];
+  int threads;
+} rd__cgroup;
+int rd__cgroups_parse(const char *spec, rd__cgroup *out, char *err, size_t errlen);
+
 /* Each line of data[0..len) (the last may lack its newline) on f with
  * prefix before it and a newline after; then fflush (workers' output, on
  * the node's log and on the driver). */

@@ -1352,6 +1352,7 @@ static void actor_place(node_actor *a, node_worker *w, const rd_res_grant *g) {
   st.restarts = (uint32_t)a->restarts;
   st.max_concurrency = a->max_concurrency;
   st.ns = a->ns;
+  st.concurrency_groups = a->cgroups;
   send_msg(w->client, RD__MSG_TYPE__MSG_ACTOR_START, &st.base, -1);
 }
 
@@ -1390,7 +1391,7 @@ static void actor_free_fields(node_actor *a) {
     a->killers = p->next;
     free(p);
   }
-  free(a->args); free(a->cls); free(a->name); free(a->ns); free(a->death);
+  free(a->args); free(a->cls); free(a->name); free(a->ns); free(a->death); free(a->cgroups);
 }
 
 static void client_on_io(uv_poll_t *h, int status, int events);
@@ -1477,6 +1478,8 @@ static void on_actor_create(node_client *c, Rd__ActorCreate *m) {
     er = RD_EINVAL;
     snprintf(buf, sizeof(buf), "an actor in a placement group runs on its bundle's node: give the bundle the label selector");
   }
+  rd__cgroup cgs[RD_CGROUPS_MAX];
+  if (er == 0 && rd__cgroups_parse(m->concurrency_groups, cgs, buf, sizeof(buf)) < 0) er = RD_EINVAL;
   if (er != 0) {
     reply_actor_id(c, m->req_id, er, buf, 0);
     return;
@@ -1503,8 +1506,11 @@ static void on_actor_create(node_client *c, Rd__ActorCreate *m) {
     reply_actor_id(c, m->req_id, RD_ESTATE, "this client has no job: its hello named no executable to run", 0);
     return;
   }
-  node_actor *a = actor_new(m->class_name, m->name, m->args, m->n_args);
+  char *cgroups = m->concurrency_groups && *m->concurrency_groups ? strdup(m->concurrency_groups) : NULL;
+  node_actor *a = (cgroups || !m->concurrency_groups || !*m->concurrency_groups)
+                      ? actor_new(m->class_name, m->name, m->args, m->n_args) : NULL;
   if (!a) {
+    free(cgroups);
     reply_actor_id(c, m->req_id, RD_ENOMEM, "node out of memory", 0);
     return;
   }
@@ -1521,6 +1527,7 @@ static void on_actor_create(node_client *c, Rd__ActorCreate *m) {
   a->affinity = m->node_affinity;
   a->soft = m->soft;
   a->sel = sel;
+  a->cgroups = cgroups;
   a->pg_id = m->pg_id;
   a->bundle_index = m->pg_id ? m->bundle_index : -1;
   a->detached = m->detached;
@@ -1624,6 +1631,8 @@ int rd__node_actor_host_for(node_client *link, node_job *job, const Rd__ActorCre
   a->max_task_retries = m->max_task_retries;
   a->max_concurrency = m->max_concurrency > 0 ? m->max_concurrency : 1;
   if (m->ns && *m->ns && !a->ns) a->ns = strdup(m->ns);   /* lost on no memory: the default one */
+  if (m->concurrency_groups && *m->concurrency_groups && !a->cgroups)
+    a->cgroups = strdup(m->concurrency_groups);   /* lost on no memory: the actor starts without them */
   a->creator = link;
   a->hosted = 1;
   if (!old) {

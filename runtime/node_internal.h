@@ -170,6 +170,7 @@ struct node_actor {
   int place_err;            /* why placement failed (RD_EINFEASIBLE, RD_ENODE_DIED) */
   uint32_t affinity;
   const char *sel;          /* its label selector (interned, rd__node_sel), NULL: none */
+  char *cgroups;            /* its concurrency groups ("name=threads,..."), NULL: none */
   uint64_t pg_id;           /* placed in this placement group (0: none) */
   int bundle_index;         /* its bundle (-1: any); resolved when placed */
   int host_pid;             /* its worker's pid there */

@@ -1120,6 +1120,7 @@ static int lease_push(rd__lease *l, rd__task *t) {
   m.attempt = (uint32_t)t->attempt;
   m.max_calls = (uint32_t)t->max_calls;
   m.ns = (char *)t->ns;
+  m.concurrency_group = (char *)t->cgroup;
   m.n_return_ids = (size_t)t->nret;
   m.return_ids = t->ret_ids;
   m.n_args = (size_t)t->nargs;
@@ -3531,7 +3532,7 @@ static int opts_to_resources(const rd_task_opts *o, rd_resources *r, char *err, 
  * (nret 1, its stream object), which may yield that many items ahead (-1:
  * any number). */
 static int submit_task(const char *func, rd__sclass *cls, rd__actor *actor, const rd_value *args, size_t nargs,
-                       int nret, const rd_task_opts *o, int stream_window, rd_ref *refs_out) {
+                       int nret, const rd_task_opts *o, int stream_window, const char *cgroup, rd_ref *refs_out) {
   size_t bytes = 0, nlist = 0;   /* inline bytes; borrowed ids in lists */
   for (size_t i = 0; i < nargs; i++) {
     if (args[i].kind == RD_VALUE_BYTES && args[i].size <= G.inline_max) bytes += args[i].size;
@@ -3618,6 +3619,7 @@ static int submit_task(const char *func, rd__sclass *cls, rd__actor *actor, cons
   t->max_calls = o ? o->max_calls : 0;
   t->parent = G.is_worker ? rd__worker_current_task() : 0;
   t->ns = rd__ns_current();
+  t->cgroup = cgroup ? cgroup : "";
   t->bytes = sizeof(*t) + nargs * sizeof(rd__targ) + nlist * sizeof(uint64_t) + bytes;
   int kbig = 0;
   for (size_t i = 0; i < nargs; i++) {
@@ -3802,7 +3804,7 @@ int rd_submit(const rd_function *fn, const rd_value *args, size_t nargs, const r
   }
   rd__sclass *cls = class_get(&res, opts->priority, opts, env, env_len);
   r = cls ? submit_task(fn->name, cls, NULL, args, nargs, opts->num_returns == RD_STREAMING ? 1 : opts->num_returns,
-                        opts, stream_window_of(opts), refs_out)
+                        opts, stream_window_of(opts), NULL, refs_out)
           : RD_ENOMEM;
   pthread_mutex_unlock(&G.mu);
   return r;
@@ -4231,8 +4233,10 @@ static int actor_create_once(const rd_actor_class *cls, const rd_value *args, si
   to.resources = opts->resources;
   rd_resources res;
   char err[256];
+  rd__cgroup cgs[RD_CGROUPS_MAX];
   if (opts_to_resources(&to, &res, err, sizeof(err)) != 0 ||
-      label_sel_opt(opts->label_selector, opts->placement_group.id, "an actor", err, sizeof(err)) != 0) {
+      label_sel_opt(opts->label_selector, opts->placement_group.id, "an actor", err, sizeof(err)) != 0 ||
+      rd__cgroups_parse(opts->concurrency_groups, cgs, err, sizeof(err)) < 0) {
     rd__log(RD_LOG_WARN, "rd_actor_create: %s", err);
     return RD_EINVAL;
   }
@@ -4311,6 +4315,7 @@ static int actor_create_once(const rd_actor_class *cls, const rd_value *args, si
       m.bundle_index = opts->placement_group.id ? opts->bundle_index : -1;
       m.detached = opts->detached != 0;
       m.label_selector = opts->label_selector && *opts->label_selector ? (char *)opts->label_selector : NULL;
+      m.concurrency_groups = (char *)opts->concurrency_groups;
       m.n_args = nargs;
       m.args = bin;
       m.n_env = rd__env_split(env, env_len, envv, RD_ENV_MAX_VARS);
@@ -4345,12 +4350,19 @@ int rd_actor_call_by_name(rd_actor actor, const char *method, const rd_value *ar
     return RD_EINVAL;
   }
   if (args_check("rd_actor_call", method, args, nargs) != 0) return RD_EINVAL;
+  const char *cg = opts ? opts->concurrency_group : NULL;
+  if (cg && *cg && (strlen(cg) > 63 || strspn(cg, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-") !=
+                    strlen(cg))) {
+    rd__log(RD_LOG_WARN, "rd_actor_call: concurrency_group '%.80s' is not 1..63 bytes of [A-Za-z0-9_-]", cg);
+    return RD_EINVAL;
+  }
+  cg = cg && *cg ? rd__ns_intern(cg) : NULL;   /* kept for the process's life, as namespaces are */
   LOCKED_OR(RD_ESTATE);
   int r;
   rd__actor *a = actor.id ? actor_get(actor.id, 1) : NULL;
   if (G.dead) r = RD_ENODE_DIED;
   else if (!a) r = actor.id ? RD_ENOMEM : RD_EINVAL;
-  else r = submit_task(method, NULL, a, args, nargs, nret, NULL, window, refs_out);
+  else r = submit_task(method, NULL, a, args, nargs, nret, NULL, window, cg, refs_out);
   pthread_mutex_unlock(&G.mu);
   return r;
 }

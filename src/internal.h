@@ -138,6 +138,7 @@ struct rd__task {
   int max_calls;            /* rd_task_opts.max_calls, sent with the task */
   uint64_t parent;          /* in a worker: the task whose run submitted it (0: none), cancelled with it */
   const char *ns;           /* the submitter's namespace (interned), Task.ns */
+  const char *cgroup;       /* an actor call's rd_task_opts.concurrency_group (interned; "": its method's) */
   int cancelled;            /* rd_cancel while in flight: its returns already failed */
   int oom_kills;            /* times the memory monitor killed its worker */
   uint64_t not_before_ns;   /* on its class's delayed list: not sent before this */
@@ -237,6 +238,7 @@ typedef struct rd__serve {
 typedef struct rd__wtask {
   Rd__Task *msg;
   rd__serve *from;
+  int group;                /* an actor's concurrency group that runs it: 0 the default, i + 1 its i-th */
   struct rd__wtask *next;
 } rd__wtask;
 
@@ -404,5 +406,7 @@ void rd__copy(void *dst, const void *src, size_t n);
 /* registry.c */
 int rd__registry_build(void);
 void rd__registry_free(void);
+/* Does a method of class cls name a concurrency group (RD_ACTOR_METHOD_IN)? */
+int rd__class_has_grouped_methods(const char *cls);
 
 #endif

@@ -148,3 +148,9 @@ rd_actor_method *rd_actor_method_lookup(const char *name) {
   }
   return table_get(&meth_table, name);
 }
+
+int rd__class_has_grouped_methods(const char *cls) {
+  for (rd_actor_method *m = meth_head; m; m = m->next_)
+    if (m->concurrency_group && *m->concurrency_group && cls && !strcmp(m->class_name, cls)) return 1;
+  return 0;
+}

@@ -5,7 +5,9 @@
  * socketpairs the node daemon hands out with each lease; tasks run one at a
  * time in arrival order, replies are batched.  The worker dies with its node
  * daemon (PR_SET_PDEATHSIG) so no process is ever left behind. */
+#include <errno.h>
 #include <stdarg.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -115,7 +117,31 @@ static struct {
   uint64_t exit_by;  /* rd__now_ns() after which it exits without the node's answer */
   rd__serve grant;   /* only the GPU fields are used */
   const char *ns;    /* its namespace (ActorStart.ns, interned): its constructor's and methods' */
+  rd__cgroup groups[RD_CGROUPS_MAX];   /* its named concurrency groups (ActorStart.concurrency_groups) */
+  int ngroups;
+  int grouped_methods;   /* a method of its class names a group: calls need a look at their method */
 } A;
+
+/* The concurrency group whose queued calls this executing thread takes
+ * (0: the default group; plain tasks are all in it). */
+static __thread int my_group;
+
+/* The group an actor call runs in: the one it names, else its method's;
+ * 0 for the default, i + 1 for A.groups[i], -1 (why filled) for one the
+ * actor does not have. */
+static int call_group(const Rd__Task *m, char *why, size_t whylen) {
+  const char *g = m->concurrency_group && *m->concurrency_group ? m->concurrency_group : NULL;
+  if (!g) {
+    const rd_actor_method *meth = rd_actor_method_lookup(m->func);
+    g = meth ? meth->concurrency_group : NULL;   /* an unknown method fails when it runs */
+  }
+  if (!g || !*g || !strcmp(g, "default")) return 0;
+  for (int i = 0; i < A.ngroups; i++)
+    if (!strcmp(A.groups[i].name, g)) return i + 1;
+  snprintf(why, whylen, "actor %s has no concurrency group '%.63s' (rd_actor_opts.concurrency_groups)",
+           A.cls ? A.cls->name : "?", g);
+  return -1;
+}
 
 void rd__worker_on_assign(Rd__LeaseAssign *m, int fd) {
   if (fd < 0) {
@@ -156,6 +182,8 @@ void rd__worker_on_attach(Rd__ActorAttach *m, int fd) {
   G.serves = s;
 }
 
+static void reply_fail(rd__serve *s, uint64_t task_id, int status, const char *err, uint64_t lost_arg);
+
 void rd__worker_on_task(rd__serve *s, Rd__Task *m) {
   rd__wtask *w = malloc(sizeof(*w));
   if (!w) {
@@ -165,13 +193,24 @@ void rd__worker_on_task(rd__serve *s, Rd__Task *m) {
   }
   w->msg = m;
   w->from = s;
+  w->group = 0;
   w->next = NULL;
+  /* an actor with no groups, whose class names none, runs every call not
+   * naming one in the default group: no lookup on that path */
+  if (m->actor_id && (A.ngroups || A.grouped_methods || (m->concurrency_group && *m->concurrency_group))) {
+    char why[200];
+    if ((w->group = call_group(m, why, sizeof(why))) < 0) {
+      reply_fail(s, m->task_id, RD_EINVAL, why, 0);
+      protobuf_c_message_free_unpacked(&m->base, NULL);
+      free(w);
+      return;
+    }
+  }
   if (G.wq_tail) G.wq_tail->next = w;
   else G.wq_head = w;
   G.wq_tail = w;
 }
 
-static void reply_fail(rd__serve *s, uint64_t task_id, int status, const char *err, uint64_t lost_arg);
 
 /* The owner of a task sent here cancelled it (G.mu held): one still queued is
  * dropped and answered RD_ECANCELED (the owner has failed its returns
@@ -599,7 +638,11 @@ static void actor_start(Rd__ActorStart *m) {
   } else if (m->n_args > RD_MAX_ARGS) {
     r.status = RD_EINVAL;
     snprintf(err, sizeof(err), "too many constructor arguments");
+  } else if ((A.ngroups = rd__cgroups_parse(m->concurrency_groups, A.groups, err, sizeof(err))) < 0) {
+    A.ngroups = 0;
+    r.status = RD_EINVAL;
   } else {
+    A.grouped_methods = rd__class_has_grouped_methods(cls->name);
     A.grant.ngpus = (int)(m->n_gpu_ids < RD_RES_MAX_GPUS ? m->n_gpu_ids : RD_RES_MAX_GPUS);
     for (int i = 0; i < A.grant.ngpus; i++) {
       A.grant.gpu_ids[i] = m->gpu_ids[i];
@@ -689,7 +732,10 @@ void rd__worker_main(void) {
  * an actor with max_concurrency > 1).  Holds the mutex except while user
  * code runs and while it sits in poll(). */
 static void *worker_loop(void *arg) {
-  int is_main = arg != NULL;
+  /* arg: (void *)1 the process's main thread, NULL another executor of the
+   * default group, -(g + 1) an executor of concurrency group g */
+  int is_main = arg == (void *)1;
+  if ((intptr_t)arg < 0) my_group = (int)-(intptr_t)arg;
   if (!is_main) pthread_mutex_lock(&G.mu);
   int since_flush = 0;
   for (;;) {
@@ -698,11 +744,23 @@ static void *worker_loop(void *arg) {
       actor_start(m);
       G.actor_start = NULL;
       protobuf_c_message_free_unpacked(&m->base, NULL);
-      /* extra executors for a concurrent actor */
+      /* extra executors for a concurrent actor, and each concurrency
+       * group's own (it owns its queue: none of them may be missing) */
       for (int i = 1; A.alive && i < A.concurrency; i++) {
         pthread_t th;
         if (pthread_create(&th, NULL, worker_loop, NULL) == 0) pthread_detach(th);
       }
+      for (int g = 0; A.alive && g < A.ngroups; g++)
+        for (int i = 0; i < A.groups[g].threads; i++) {
+          pthread_t th;
+          if (pthread_create(&th, NULL, worker_loop, (void *)(intptr_t)(-(g + 1))) != 0) {
+            rd__log(RD_LOG_ERROR, "actor %s: cannot start a thread of concurrency group %s: %s", A.cls->name,
+                    A.groups[g].name, strerror(errno));
+            if (i == 0) exit(1);   /* its calls would never run: the node restarts it or says it died */
+            break;
+          }
+          pthread_detach(th);
+        }
       continue;
     }
     if (G.actor_kill) {
@@ -772,10 +830,15 @@ static void *worker_loop(void *arg) {
       if (rd__pump(100) < 0 && G.dead) _exit(0);
       continue;
     }
-    if (G.wq_head) {
-      rd__wtask *w = G.wq_head;
-      G.wq_head = w->next;
-      if (!G.wq_head) G.wq_tail = NULL;
+    rd__wtask *w = G.wq_head, *wprev = NULL;   /* the first queued call of this thread's group */
+    while (w && w->group != my_group) {
+      wprev = w;
+      w = w->next;
+    }
+    if (w) {
+      if (wprev) wprev->next = w->next;
+      else G.wq_head = w->next;
+      if (G.wq_tail == w) G.wq_tail = wprev;
       run_task(w);
       protobuf_c_message_free_unpacked(&w->msg->base, NULL);
       free(w);

@@ -3783,6 +3783,19 @@ RD_ACTOR_METHOD(Tally, node) {
   return rd_return_bytes(call, 0, &idx, sizeof(idx));
 }
 
+/* The node an actor runs on, from its concurrency group "io". */
+RD_ACTOR_METHOD_IN(Tally, node_io, "io") { return Tally_node_impl(call, state); }
+
+/* Sleeps arg0 ms (uint32) in the default group. */
+RD_ACTOR_METHOD(Tally, nap) {
+  (void)state;
+  rd_buf a;
+  uint32_t ms = 0;
+  if (rd_arg(call, 0, &a) == 0 && a.size == 4) memcpy(&ms, a.data, 4);
+  usleep(ms * 1000u);
+  return rd_return_bytes(call, 0, &ms, sizeof(ms));
+}
+
 /* Run k slow_where tasks with selector sel (SPREAD when spread, else the
  * default policy); count[node] how many ran on each. */
 static void run_selected(const char *sel, int spread, int k, uint32_t ms, int count[4096]) {
@@ -3872,11 +3885,13 @@ static int t_labels(void) {
   CHECK_EQ(rd_submit(where, RD_NO_ARGS, &o, &r), 0);
   CHECK_EQ(node_of(r), b);
 
-  /* an actor placed on c, and placed on c again after a crash */
+  /* an actor placed on c, and placed on c again after a crash, its
+   * concurrency group with it (hosted for the head's record) */
   rd_actor_opts ao;
   rd_actor_opts_init(&ao);
   ao.label_selector = "market=spot";
   ao.max_restarts = 1;
+  ao.concurrency_groups = "io=1";
   rd_actor a;
   CHECK_EQ(rd_actor_create(Tally, RD_NO_ARGS, &ao, &a), 0);
   CHECK_EQ(rd_actor_call(a, Tally_node, RD_NO_ARGS, NULL, &r), 0);
@@ -3895,6 +3910,20 @@ static int t_labels(void) {
   }
   printf("actor after its restart on node %u (c %u)\n", again, c);
   CHECK_EQ(again, c);
+  uint32_t nap = 1500;
+  rd_ref slow;
+  double t0 = now_s();
+  CHECK_EQ(rd_actor_call(a, Tally_nap, RD_ARGS(rd_arg_bytes(&nap, 4)), NULL, &slow), 0);
+  usleep(100000);
+  CHECK_EQ(rd_actor_call(a, Tally_node_io, RD_NO_ARGS, NULL, &r), 0);
+  CHECK_EQ(node_of(r), c);
+  double io_s = now_s() - t0;
+  rd_buf sb;
+  CHECK_EQ(rd_get(&slow, 1, &sb, 30000), 0);
+  rd_buf_release(&sb);
+  rd_ref_release(slow);
+  printf("group io answered in %.3f s beside a %.3f s call\n", io_s, now_s() - t0);
+  CHECK(io_s < 1.0);
   CHECK_EQ(rd_actor_kill(a, 1), 0);
   ao.label_selector = "zone=north";
   CHECK_EQ(rd_actor_create(Tally, RD_NO_ARGS, &ao, &a), RD_EINFEASIBLE);

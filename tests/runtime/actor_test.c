@@ -85,6 +85,23 @@ RD_ACTOR_METHOD(Counter, pid) {
   return rd_return_bytes(call, 0, &p, sizeof(p));
 }
 
+/* Concurrency group "io" (t_concurrency_groups): the value, at once. */
+RD_ACTOR_METHOD_IN(Counter, peek_io, "io") {
+  counter *c = state;
+  long v = __atomic_load_n(&c->value, __ATOMIC_RELAXED);
+  return rd_return_bytes(call, 0, &v, sizeof(v));
+}
+
+/* Sleeps arg0 ms in group "io"; returns arg0. */
+RD_ACTOR_METHOD_IN(Counter, sleep_io, "io") {
+  (void)state;
+  rd_buf b;
+  long ms = 0;
+  if (rd_arg(call, 0, &b) == 0 && b.size == sizeof(ms)) memcpy(&ms, b.data, sizeof(ms));
+  usleep((useconds_t)ms * 1000);
+  return rd_return_bytes(call, 0, &ms, sizeof(ms));
+}
+
 /* Crashes the process unless the actor has been restarted already. */
 RD_ACTOR_METHOD(Counter, crash_first) {
   counter *c = state;
@@ -828,6 +845,125 @@ static int t_concurrency(void) {
   return 0;
 }
 
+/* Seconds until r's value is ready (it must succeed). */
+static double ready_after(rd_ref r, double t0) {
+  (void)get_long(r);
+  return now_s() - t0;
+}
+
+/* The status of r, its message in msg. */
+static int status_of(rd_ref r, char *msg, size_t cap) {
+  int err;
+  (void)get_long_err(r, &err, msg, cap);
+  return err;
+}
+
+/* Concurrency groups: a call of group "io" (declared with
+ * RD_ACTOR_METHOD_IN, or named at the call) runs while the default group's
+ * only thread is busy, where an actor without the group makes it wait; calls
+ * in one group keep their order and its thread count; groups survive a
+ * restart; a group the actor lacks and malformed groups are RD_EINVAL. */
+static int t_concurrency_groups(void) {
+  init_or_die(NULL);
+  rd_actor_opts o;
+  rd_actor_opts_init(&o);
+  o.concurrency_groups = "io=1";
+  o.max_restarts = 1;
+  o.max_task_retries = 1;   /* the call that crashes it runs again after the restart */
+  rd_actor a = make_counter(5, &o);
+  rd_actor s = make_counter(5, NULL);   /* no groups: the control */
+  rd_ref w, r;
+  CHECK_EQ(rd_actor_call(a, Counter_get, RD_NO_ARGS, NULL, &w), 0);
+  CHECK_EQ(get_long(w), 5);
+  CHECK_EQ(rd_actor_call(s, Counter_get, RD_NO_ARGS, NULL, &w), 0);
+  CHECK_EQ(get_long(w), 5);
+  long ms = 1500;
+  rd_task_opts io;
+  rd_task_opts_init(&io);
+  io.concurrency_group = "io";
+  for (int round = 0; round < 2; round++) {
+    /* the default group busy for 1.5 s: "io" answers at once, by its
+     * method's group and by the call's */
+    double t0 = now_s();
+    CHECK_EQ(rd_actor_call(a, Counter_sleep_ms, RD_ARGS(rd_arg_bytes(&ms, sizeof(ms))), NULL, &w), 0);
+    usleep(100000);
+    CHECK_EQ(rd_actor_call(a, Counter_peek_io, RD_NO_ARGS, NULL, &r), 0);
+    double by_method = ready_after(r, t0);
+    CHECK_EQ(rd_actor_call(a, Counter_get, RD_NO_ARGS, &io, &r), 0);
+    double by_call = ready_after(r, t0);
+    double slow = ready_after(w, t0);
+    printf("round %d: io by method %.3f s, by call %.3f s, the default group's sleep %.3f s\n", round, by_method,
+           by_call, slow);
+    CHECK(by_method < 1.0 && by_call < 1.0 && slow >= 1.45);
+    if (round == 0) {   /* crash it: the restarted process has the group too */
+      CHECK_EQ(rd_actor_call(a, Counter_crash_first, RD_NO_ARGS, NULL, &r), 0);
+      CHECK_EQ(get_long(r), 105);   /* its state starts over: 5 + 100 */
+    }
+  }
+  /* the control: without the group, a call waits behind the sleep */
+  double t0 = now_s();
+  CHECK_EQ(rd_actor_call(s, Counter_sleep_ms, RD_ARGS(rd_arg_bytes(&ms, sizeof(ms))), NULL, &w), 0);
+  usleep(100000);
+  CHECK_EQ(rd_actor_call(s, Counter_get, RD_NO_ARGS, NULL, &r), 0);
+  double waited = ready_after(r, t0);
+  (void)get_long(w);
+  printf("no groups: a call behind the sleep took %.3f s\n", waited);
+  CHECK(waited >= 1.45);
+  /* "default" named at the call is the default group: it waits too */
+  rd_task_opts dflt;
+  rd_task_opts_init(&dflt);
+  dflt.concurrency_group = "default";
+  t0 = now_s();
+  CHECK_EQ(rd_actor_call(a, Counter_sleep_ms, RD_ARGS(rd_arg_bytes(&ms, sizeof(ms))), NULL, &w), 0);
+  usleep(100000);
+  CHECK_EQ(rd_actor_call(a, Counter_peek_io, RD_NO_ARGS, &dflt, &r), 0);
+  CHECK(ready_after(r, t0) >= 1.45);
+  (void)get_long(w);
+  /* one thread in "io": its calls one at a time, in order; two: together */
+  long half = 500;
+  rd_ref two[2];
+  t0 = now_s();
+  for (int i = 0; i < 2; i++)
+    CHECK_EQ(rd_actor_call(a, Counter_sleep_io, RD_ARGS(rd_arg_bytes(&half, sizeof(half))), NULL, &two[i]), 0);
+  for (int i = 0; i < 2; i++) (void)get_long(two[i]);
+  double one_thread = now_s() - t0;
+  o.concurrency_groups = "io=2, compute=3";
+  o.max_restarts = 0;
+  rd_actor b = make_counter(0, &o);
+  CHECK_EQ(rd_actor_call(b, Counter_get, RD_NO_ARGS, NULL, &w), 0);
+  (void)get_long(w);
+  t0 = now_s();
+  for (int i = 0; i < 2; i++)
+    CHECK_EQ(rd_actor_call(b, Counter_sleep_io, RD_ARGS(rd_arg_bytes(&half, sizeof(half))), NULL, &two[i]), 0);
+  for (int i = 0; i < 2; i++) (void)get_long(two[i]);
+  double two_threads = now_s() - t0;
+  printf("two 0.5 s calls in io: one thread %.3f s, two threads %.3f s\n", one_thread, two_threads);
+  CHECK(one_thread >= 0.99 && two_threads < 0.9);
+
+  /* a group the actor does not have: the call fails, the actor goes on */
+  char msg[512];
+  CHECK_EQ(rd_actor_call(s, Counter_peek_io, RD_NO_ARGS, NULL, &r), 0);
+  CHECK_EQ(status_of(r, msg, sizeof(msg)), RD_EINVAL);
+  printf("no io group: %s\n", msg);
+  CHECK(strstr(msg, "no concurrency group 'io'") != NULL);
+  io.concurrency_group = "nope";
+  CHECK_EQ(rd_actor_call(a, Counter_get, RD_NO_ARGS, &io, &r), 0);
+  CHECK_EQ(status_of(r, msg, sizeof(msg)), RD_EINVAL);
+  CHECK_EQ(rd_actor_call(s, Counter_get, RD_NO_ARGS, NULL, &r), 0);
+  CHECK_EQ(get_long(r), 5);
+  io.concurrency_group = "not a name";
+  CHECK_EQ(rd_actor_call(a, Counter_get, RD_NO_ARGS, &io, &r), RD_EINVAL);
+  static const char *bad[] = {"io=0", "io", "io=257", "default=2", "io=1,io=2", "a b=1", "io=1x", "=3"};
+  rd_actor x;
+  long zero = 0;
+  for (size_t i = 0; i < sizeof(bad) / sizeof(*bad); i++) {
+    o.concurrency_groups = bad[i];
+    CHECK_EQ(rd_actor_create(Counter, RD_ARGS(rd_arg_bytes(&zero, sizeof(zero))), &o, &x), RD_EINVAL);
+  }
+  rd_shutdown();
+  return 0;
+}
+
 /* rd_actor_exit: the call that asks returns, the destructor runs, calls
  * queued behind it and later ones fail with the reason, no restart despite
  * max_restarts -1, its name is free again; outside a method it is
@@ -1029,7 +1165,7 @@ static int t_namespaces(void) {
 static const rd_test_case tests[] = {
     {"order", t_order}, {"caller_gone", t_caller_gone},       {"two_callers", t_two_callers}, {"named", t_named}, {"get_if_exists", t_get_if_exists},
     {"restart", t_restart},   {"gpu_actors", t_gpu_actors},   {"bad_input", t_bad_input},
-    {"concurrency", t_concurrency}, {"cancel", t_cancel}, {"memory_monitor", t_memory_monitor},
+    {"concurrency", t_concurrency}, {"concurrency_groups", t_concurrency_groups}, {"cancel", t_cancel}, {"memory_monitor", t_memory_monitor},
     {"dead_records", t_dead_records}, {"crash_rename", t_crash_rename}, {"exit", t_exit},
     {"namespaces", t_namespaces},
 };
