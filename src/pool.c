@@ -33,7 +33,7 @@ struct rd_pool {
   const rd_actor_class *cls;
   rd_value *args;           /* constructor arguments, copied to bytes */
   size_t nargs;
-  rd_actor_opts aopts;      /* aopts.resources points at our own copy */
+  rd_actor_opts aopts;      /* its strings and env list point at our own copies (pool_copy_aopts) */
   rd_pool_opts opts;        /* validated; max_replicas resolved */
   pool_replica *reps;       /* active and retiring replicas */
   int nreps, capreps;
@@ -326,10 +326,40 @@ static void pool_drain(rd_pool *p) {
 
 /* --------------------------------------------------------------- API */
 
+/* The pool's own copies of what p->aopts points at, so that replicas added
+ * later do not read the caller's memory: 0 or RD_ENOMEM (what was copied is
+ * freed by pool_free; a copy that failed is NULL, the env list ends early). */
+static int pool_copy_aopts(rd_pool *p) {
+  const char **s[] = {&p->aopts.resources, &p->aopts.label_selector, &p->aopts.concurrency_groups,
+                      &p->aopts.namespace_name};
+  int r = 0;
+  for (size_t i = 0; i < sizeof(s) / sizeof(*s); i++)
+    if (*s[i] && !(*s[i] = strdup(*s[i]))) r = RD_ENOMEM;
+  const char *const *env = p->aopts.env;
+  p->aopts.env = NULL;
+  if (env && r == 0) {
+    size_t n = 0, k = 0;
+    while (env[n]) n++;
+    char **copy = calloc(n + 1, sizeof(char *));
+    if (!copy) return RD_ENOMEM;
+    while (k < n && (copy[k] = strdup(env[k]))) k++;
+    p->aopts.env = (const char *const *)copy;
+    if (k < n) r = RD_ENOMEM;
+  }
+  return r;
+}
+
 static void pool_free(rd_pool *p) {
   for (size_t i = 0; i < p->nargs; i++) free((void *)p->args[i].data);
   free(p->args);
   free((void *)p->aopts.resources);
+  free((void *)p->aopts.label_selector);
+  free((void *)p->aopts.concurrency_groups);
+  free((void *)p->aopts.namespace_name);
+  if (p->aopts.env) {
+    for (size_t i = 0; p->aopts.env[i]; i++) free((void *)p->aopts.env[i]);
+    free((void *)p->aopts.env);
+  }
   free(p->reps);
   free(p->scratch);
   free(p->ready);
@@ -401,8 +431,7 @@ int rd_pool_create(const rd_actor_class *cls, const rd_value *args, size_t nargs
   p->opts = o;
   if (actor_opts) p->aopts = *actor_opts;
   else rd_actor_opts_init(&p->aopts);
-  int r = 0;
-  if (p->aopts.resources && !(p->aopts.resources = strdup(p->aopts.resources))) r = RD_ENOMEM;
+  int r = pool_copy_aopts(p);
   if (r == 0) r = pool_copy_args(p, args, nargs);
   for (int i = 0; i < o.min_replicas && r == 0; i++) r = pool_add_replica(p);
   if (r != 0) {

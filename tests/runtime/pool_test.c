@@ -486,6 +486,62 @@ static int t_replace(void) {
   return 0;
 }
 
+/* The value of POOL_PROBE in the replica's process ("-" when unset). */
+RD_ACTOR_METHOD(Replica, probe_env) {
+  (void)state;
+  const char *v = getenv("POOL_PROBE");
+  if (!v) v = "-";
+  return rd_return_bytes(call, 0, v, strlen(v));
+}
+
+/* rd_pool_create copies the actor options: their strings and env list
+ * freed (and scribbled over first) by the caller right after create,
+ * replicas added later still get the label selector, concurrency groups,
+ * namespace and env. */
+static int t_opts_copied(void) {
+  rd_config cfg;
+  rd_config_init(&cfg);
+  cfg.node_labels = "tier=gold";
+  CHECK_EQ(rd_init(&cfg), 0);
+  char *sel = strdup("tier=gold"), *groups = strdup("io=1"), *ns = strdup("poolns"), *var = strdup("POOL_PROBE=42");
+  const char **env = calloc(2, sizeof(char *));
+  CHECK(sel && groups && ns && var && env);
+  env[0] = var;
+  rd_actor_opts ao;
+  rd_actor_opts_init(&ao);
+  ao.label_selector = sel;
+  ao.concurrency_groups = groups;
+  ao.namespace_name = ns;
+  ao.env = env;
+  rd_pool_opts o;
+  rd_pool_opts_init(&o);
+  rd_pool *p = NULL;
+  CHECK_EQ(rd_pool_create(Replica, RD_NO_ARGS, &ao, &o, &p), 0);
+  char *all[] = {sel, groups, ns, var};
+  for (size_t i = 0; i < 4; i++) {
+    memset(all[i], '#', strlen(all[i]));
+    free(all[i]);
+  }
+  env[0] = "POOL_PROBE=scribbled";
+  free(env);
+  CHECK_EQ(rd_pool_resize(p, 3), 0);   /* two replicas made from the pool's copies */
+  rd_pool_stats s;
+  rd_pool_get_stats(p, &s);
+  CHECK_EQ(s.replicas, 3);
+  rd_ref refs[6];
+  for (int i = 0; i < 6; i++) CHECK_EQ(rd_pool_submit(p, Replica_probe_env, RD_NO_ARGS, 60000, &refs[i]), 0);
+  for (int i = 0; i < 6; i++) {
+    rd_buf b;
+    CHECK_EQ(rd_get(&refs[i], 1, &b, 60000), 0);
+    CHECK(b.size == 2 && !memcmp(b.data, "42", 2));
+    rd_buf_release(&b);
+    rd_ref_release(refs[i]);
+  }
+  rd_pool_destroy(p);
+  rd_shutdown();
+  return 0;
+}
+
 static int t_resize(void) {
   init_or_die();
   rd_pool *p = make_pool(1, 1, 1, 50, 60000);
@@ -801,7 +857,7 @@ static const rd_test_case tests[] = {
     {"grow_short_calls", t_grow_short_calls},
     {"grow_shrink", t_grow_shrink},     {"slow_replica", t_slow_replica}, {"backpressure", t_backpressure},
     {"map_ordered", t_map_ordered},     {"map_unordered", t_map_unordered}, {"map_errors", t_map_errors},
-    {"map_stop", t_map_stop},           {"replace", t_replace},           {"resize", t_resize},
+    {"map_stop", t_map_stop},           {"replace", t_replace},           {"resize", t_resize}, {"opts_copied", t_opts_copied},
     {"destroy", t_destroy},             {"bad_options", t_bad_options},
     {"stream", t_stream},               {"stream_dropped", t_stream_dropped},
     {"stream_replica_dies", t_stream_replica_dies},
