@@ -186,6 +186,7 @@ typedef struct cl_link_state {
 static struct {
   int on;
   uint32_t index;
+  char *sd_last;            /* the head's Prometheus service-discovery file as last written (sd_write) */
   char token[160];
   char ip[64];
   char gcs_addr[128];
@@ -2709,6 +2710,8 @@ static void *hb_main(void *arg) {
   return NULL;
 }
 
+static void sd_write(void);
+
 static void hb_done(uv_async_t *a) {
   (void)a;
   if (!C.hb_busy) return;
@@ -2760,6 +2763,7 @@ static void hb_done(uv_async_t *a) {
   C.nview = C.hb_n;
   C.hb_nodes = NULL;
   view_changed();
+  sd_write();
   rd__pg_view_changed();
   rd__pg_kick();   /* nodes that joined or freed room since the last view */
   fails_expire();
@@ -2768,6 +2772,45 @@ static void hb_done(uv_async_t *a) {
     rd__node_retry_parked();
   }
   rd__node_flush_all();
+}
+
+/* The head keeps <session>/prom_metrics_service_discovery.json listing
+ * every live node's metrics endpoint, in Prometheus's file_sd format (as
+ * Ray's head does), so one file_sd_configs entry scrapes the whole cluster
+ * as nodes come and go.  Written (tmp + rename) only when it changes. */
+#define SD_FILE "prom_metrics_service_discovery.json"
+
+static void sd_write(void) {
+  if (!N.opts.is_head) return;
+  rd__mbuf b = {0};
+  rd__mbuf_printf(&b, "[");
+  int k = 0;
+  for (size_t i = 0; i < C.nview; i++) {
+    const rd_gcs_node *n = &C.view[i];
+    if (n->state != RD_GCS_NODE_ALIVE || n->metrics_port <= 0) continue;
+    rd__mbuf_printf(&b, "%s\n  {\"targets\": [\"%s:%d\"], \"labels\": {\"raydist_node\": \"%u\", \"raydist_head\": \"%s\"}}",
+                    k++ ? "," : "", n->ip, n->metrics_port, n->index, n->is_head ? "true" : "false");
+  }
+  rd__mbuf_printf(&b, "\n]\n");
+  if (b.oom || (C.sd_last && !strcmp(C.sd_last, b.p))) {
+    free(b.p);
+    return;
+  }
+  char path[600], tmp[610];
+  snprintf(path, sizeof(path), "%s/" SD_FILE, N.opts.session_dir);
+  snprintf(tmp, sizeof(tmp), "%s.tmp", path);
+  FILE *f = fopen(tmp, "w");
+  int ok = f && fputs(b.p, f) >= 0;
+  if (f && fclose(f) != 0) ok = 0;
+  if (!ok || rename(tmp, path) != 0) {
+    rd__log(RD_LOG_WARN, "cannot write %s: %s", path, strerror(errno));
+    unlink(tmp);
+    free(b.p);
+    return;
+  }
+  rd__log(RD_LOG_INFO, "%s: %d node%s", path, k, k == 1 ? "" : "s");
+  free(C.sd_last);
+  C.sd_last = b.p;
 }
 
 /* hash into out[0..n) unless there already; the new n. */
@@ -3077,6 +3120,8 @@ void rd__cluster_free(void) {
   }
   rd__u64map_free(&C.handed);
   free(C.view);
+  free(C.sd_last);
+  C.sd_last = NULL;
   if (C.xc) rd_xfer_client_destroy(C.xc);
   if (C.gcs) rd_gcs_close(C.gcs);
   C.xc = NULL;

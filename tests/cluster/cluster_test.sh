@@ -40,6 +40,22 @@ for l in urllib.request.urlopen("http://" + sys.argv[1] + "/metrics", timeout=10
         print(int(float(l.split()[1])))
 PY
 }
+# sd_targets: the targets of the head's Prometheus file_sd file, sorted, one
+# per line ("ip:port node"); nothing when it is missing or malformed
+sd_targets() {
+  python3 - "$ROOT/node-127.0.0.1/prom_metrics_service_discovery.json" <<'PY' 2>/dev/null
+import json, sys
+for g in json.load(open(sys.argv[1])):
+    assert g["labels"]["raydist_head"] in ("true", "false")
+    for t in g["targets"]:
+        print(t, g["labels"]["raydist_node"])
+PY
+}
+# sd_wait N: wait up to 5 s for N targets in it
+sd_wait() {
+  for _i in $(seq 1 50); do [ "$(sd_targets | wc -l)" = "$1" ] && return 0; sleep 0.1; done
+  sd_targets; return 1
+}
 # (the copy is taken before the stop, which removes the node sessions and their logs)
 cleanup() { kill "$WATCHDOG" 2>/dev/null; [ -n "${RD_KEEP_TMP:-}" ] && cp -r "$RAYDIST_TMPDIR" "$RD_KEEP_TMP"; "$R" stop >/dev/null 2>&1; rm -rf "$RAYDIST_TMPDIR"; }
 trap cleanup EXIT
@@ -71,6 +87,11 @@ for ip in 127.0.0.1 127.0.0.2 127.0.0.3; do
   grep -Eq "^metrics: node [0-9]+ http://$ip:[0-9]+/metrics$" "$RAYDIST_TMPDIR/status" ||
     { cat "$RAYDIST_TMPDIR/status"; fail "status: no metrics endpoint of $ip"; }
 done
+# the head's service-discovery file lists the same three endpoints
+sd_wait 3 || fail "service discovery: not 3 targets"
+sd_targets | awk '{print "metrics: node " $2 " http://" $1 "/metrics"}' | sort > "$RAYDIST_TMPDIR/sd"
+grep '^metrics: ' "$RAYDIST_TMPDIR/status" | sort | cmp -s - "$RAYDIST_TMPDIR/sd" ||
+  { cat "$RAYDIST_TMPDIR/sd" "$RAYDIST_TMPDIR/status"; fail "service discovery differs from status"; }
 # and its labels, canonical (the head has none)
 grep -Eq "^labels: node [0-9]+ gpu=A100,zone=west$" "$RAYDIST_TMPDIR/status" &&
   grep -Eq "^labels: node [0-9]+ market=spot,zone=east$" "$RAYDIST_TMPDIR/status" &&
@@ -111,6 +132,7 @@ case "$CASE" in
     sleep 3
     "$R" status > "$RAYDIST_TMPDIR/status" || fail "status after death"
     grep -q "2 nodes alive, 1 dead" "$RAYDIST_TMPDIR/status" || { cat "$RAYDIST_TMPDIR/status"; fail "death not seen"; }
+    sd_wait 2 || fail "service discovery still lists the dead node"
     ;;
   batch_embed)
     # the main job on the cluster: three replicas (one per node by the
