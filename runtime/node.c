@@ -3286,19 +3286,21 @@ static int listen_unix(const char *path) {
 /* Count GPUs through the CUDA driver API when it is installed (no link-time
  * dependency), and each one's memory into mem[] (left 0 where not known):
  * 0 GPUs when there is no driver or no device. */
-static int detect_gpus(uint64_t mem[RD_RES_MAX_GPUS]) {
+static int detect_gpus(uint64_t mem[RD_RES_MAX_GPUS], char *name0, size_t name_len) {
   void *h = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
   if (!h) return 0;
   int (*init)(unsigned) = (int (*)(unsigned))dlsym(h, "cuInit");
   int (*count)(int *) = (int (*)(int *))dlsym(h, "cuDeviceGetCount");
   int (*get)(int *, int) = (int (*)(int *, int))dlsym(h, "cuDeviceGet");
   int (*total)(size_t *, int) = (int (*)(size_t *, int))dlsym(h, "cuDeviceTotalMem_v2");
+  int (*getname)(char *, int, int) = (int (*)(char *, int, int))dlsym(h, "cuDeviceGetName");
   int n = 0;
   if (!init || !count || init(0) != 0 || count(&n) != 0) n = 0;
   for (int i = 0; i < n && i < RD_RES_MAX_GPUS && get && total; i++) {
     int dev;
     size_t bytes;
     if (get(&dev, i) == 0 && total(&bytes, dev) == 0) mem[i] = bytes;
+    if (i == 0 && getname && get(&dev, 0) == 0 && getname(name0, (int)name_len, dev) != 0) name0[0] = '\0';
   }
   dlclose(h);
   return n;
@@ -3339,7 +3341,8 @@ int rd__node_main(const rd_node_opts *opts) {
   total.cpu = opts->num_cpus;
   int64_t gpus = opts->num_gpus;
   uint64_t gpu_mem[RD_RES_MAX_GPUS] = {0};
-  int detected = gpus < 0 || (gpus > 0 && !opts->gpu_memory) ? detect_gpus(gpu_mem) : 0;
+  char gpu_name[256] = "";
+  int detected = gpus < 0 || (gpus > 0 && !opts->gpu_memory) ? detect_gpus(gpu_mem, gpu_name, sizeof(gpu_name)) : 0;
   if (gpus < 0) gpus = (int64_t)detected * RD_RES_UNIT;
   if (gpus / RD_RES_UNIT > RD_RES_MAX_GPUS) gpus = (int64_t)RD_RES_MAX_GPUS * RD_RES_UNIT;
   for (int i = 0; i < RD_RES_MAX_GPUS; i++) N.gpu_mem[i] = opts->gpu_memory ? opts->gpu_memory : gpu_mem[i];
@@ -3353,6 +3356,19 @@ int rd__node_main(const rd_node_opts *opts) {
   if (rd_labels_canon(opts->labels, N.labels, sizeof(N.labels), err, sizeof(err)) != 0) {
     rd__log(RD_LOG_ERROR, "--labels: %s", err);
     return 2;
+  }
+  char accel[64];
+  if (detected > 0 && gpus > 0 && rd_accel_type(gpu_name, accel, sizeof(accel)) == 0) {
+    /* the runtime's own label, beside the user's (Ray's accelerator type) */
+    char all[RD_LABELS_LEN + 128];
+    snprintf(all, sizeof(all), "%s%s" RD_LABEL_ACCEL "=%s", N.labels, N.labels[0] ? "," : "", accel);
+    char with[RD_LABELS_LEN];
+    if (rd_labels_canon_sys(all, with, sizeof(with), err, sizeof(err)) != 0) {
+      rd__log(RD_LOG_WARN, "no %s label for GPU '%s': %s", RD_LABEL_ACCEL, gpu_name, err);
+    } else {
+      memcpy(N.labels, with, sizeof(N.labels));
+      rd__log(RD_LOG_INFO, "GPU 0 is '%s': label %s=%s", gpu_name, RD_LABEL_ACCEL, accel);
+    }
   }
   rd_res_ledger_init(&N.ledger, &total);
   rd_sched_queue_init(&N.queue);

@@ -50,7 +50,7 @@ typedef struct {
   size_t kn, vn;
 } kv;
 
-int rd_labels_canon(const char *spec, char *out, size_t cap, char *why, size_t whylen) {
+static int canon(const char *spec, char *out, size_t cap, char *why, size_t whylen, int sys) {
   kv l[RD_LABELS_MAX];
   size_t n = 0;
   if (cap) out[0] = '\0';
@@ -76,7 +76,7 @@ int rd_labels_canon(const char *spec, char *out, size_t cap, char *why, size_t w
     int e = check_word(ks, kn, 1, why, whylen);
     if (!e) e = check_word(vs, vn, 0, why, whylen);
     if (e) return e;
-    if (kn >= sizeof(RESERVED) - 1 && !memcmp(ks, RESERVED, sizeof(RESERVED) - 1)) {
+    if (!sys && kn >= sizeof(RESERVED) - 1 && !memcmp(ks, RESERVED, sizeof(RESERVED) - 1)) {
       snprintf(why, whylen, "label key '%.*s': keys beginning '" RESERVED "' are reserved", (int)kn, ks);
       return RD_EINVAL;
     }
@@ -109,6 +109,53 @@ int rd_labels_canon(const char *spec, char *out, size_t cap, char *why, size_t w
     len += (size_t)snprintf(out + len, cap - len, "%s%.*s=%.*s", i ? "," : "", (int)l[i].kn, l[i].k, (int)l[i].vn,
                             l[i].v);
   }
+  return 0;
+}
+
+int rd_labels_canon(const char *spec, char *out, size_t cap, char *why, size_t whylen) {
+  return canon(spec, out, cap, why, whylen, 0);
+}
+
+int rd_labels_canon_sys(const char *spec, char *out, size_t cap, char *why, size_t whylen) {
+  return canon(spec, out, cap, why, whylen, 1);
+}
+
+int rd_accel_type(const char *name, char *out, size_t cap) {
+  static const char *const vendor[] = {"NVIDIA", "Tesla", "GeForce", "Quadro"};
+  char tok[2][64];
+  int nt = 0;
+  if (cap) out[0] = '\0';
+  for (const char *p = name; p && *p && nt < 2;) {
+    while (*p == ' ') p++;
+    size_t n = strcspn(p, " ");
+    if (!n) break;
+    int skip = 0;
+    for (size_t i = 0; i < sizeof(vendor) / sizeof(*vendor); i++)
+      skip |= strlen(vendor[i]) == n && !memcmp(p, vendor[i], n);
+    if (!skip) {
+      /* the model ends where its variant begins ("-SXM4-80GB") */
+      size_t m = 0;
+      while (m < n && m < sizeof(tok[0]) - 1 && is_alnum(p[m])) m++;
+      if (m == 0) break;
+      memcpy(tok[nt], p, m);
+      tok[nt][m] = '\0';
+      nt++;
+      /* a model word followed by a number ("RTX 4090") takes it along; one
+       * with digits of its own ("H100 80GB") is whole */
+      int digits = 0;
+      for (size_t i = 0; i < m; i++) digits |= tok[0][i] >= '0' && tok[0][i] <= '9';
+      if (nt == 1 && (digits || m < n)) break;
+      if (nt == 2) {   /* a number, or a model with digits ("RTX A6000") */
+        int d1 = 0;
+        for (size_t i = 0; tok[1][i]; i++) d1 |= tok[1][i] >= '0' && tok[1][i] <= '9';
+        if (!d1) nt = 1;
+      }
+    }
+    p += n;
+  }
+  if (nt == 0 || cap == 0) return -1;
+  if (nt == 1) snprintf(out, cap, "%.63s", tok[0]);
+  else snprintf(out, cap, "%.31s-%.31s", tok[0], tok[1]);
   return 0;
 }
 

@@ -35,6 +35,22 @@
  * more than RD_LABELS_MAX, or longer than cap). */
 int rd_labels_canon(const char *spec, char *out, size_t cap, char *why, size_t whylen);
 
+/* rd_labels_canon, allowing keys beginning "raydist.io/": for the labels
+ * the runtime sets itself (RD_LABEL_ACCEL). */
+int rd_labels_canon_sys(const char *spec, char *out, size_t cap, char *why, size_t whylen);
+
+/* The label a node with GPUs gets from the runtime: the model of its first
+ * GPU, as rd_accel_type names it ("H100"; Ray's accelerator-type label). */
+#define RD_LABEL_ACCEL "raydist.io/accelerator-type"
+
+/* The accelerator type in a GPU's device name, as a label value: vendor
+ * words dropped ("NVIDIA", "Tesla", "GeForce", "Quadro"), then the model,
+ * cut where its variant begins: "NVIDIA H100 80GB HBM3" -> "H100",
+ * "NVIDIA A100-SXM4-80GB" -> "A100", "Tesla V100-SXM2-16GB" -> "V100",
+ * "NVIDIA GeForce RTX 4090" -> "RTX-4090", "NVIDIA L40S" -> "L40S".
+ * 0, or -1 when nothing is left (out ""). */
+int rd_accel_type(const char *device_name, char *out, size_t cap);
+
 /* Checks a selector (NULL or "" selects every node): 0, or RD_EINVAL with
  * why.  Only selectors that pass may be given to rd_labels_match. */
 int rd_label_sel_check(const char *sel, char *why, size_t whylen);

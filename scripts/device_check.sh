@@ -81,7 +81,8 @@ PY
     return 0
   fi
   echo "== tests"
-  ctest --test-dir "$B" -R 'engine_(gpu_embed|flash_emu|norm_emu|tokenizer|safetensors|stages|bad_input)' --output-on-failure \
+  ctest --test-dir "$B" -R 'engine_(gpu_embed|flash_emu|norm_emu|tokenizer|safetensors|stages|bad_input)|rt_labels' \
+    --output-on-failure \
     --timeout 150
   t=$?
   echo "ctest exit $t"

@@ -2185,7 +2185,7 @@ static int t_labels(void) {
   cfg.node_labels = "zone=a,";
   cfg.node_labels = "zone";
   CHECK_EQ(rd_init(&cfg), RD_EINVAL);
-  cfg.node_labels = "raydist.io/x=1";
+  cfg.node_labels = "raydist.io/x=1";   /* the runtime's own */
   CHECK_EQ(rd_init(&cfg), RD_EINVAL);
   cfg.node_labels = "zone=a";
   cfg.address = "127.0.0.1:1";
@@ -2198,8 +2198,13 @@ static int t_labels(void) {
   rd_node_desc d;
   size_t n = 0;
   CHECK_EQ(rd_nodes(&d, 1, &n), 0);
-  printf("labels: %s\n", d.labels);
-  CHECK(!strcmp(d.labels, "tier=gold,zone=a"));
+  printf("labels: %s (GPUs %g)\n", d.labels, d.num_gpus);
+  if (d.num_gpus > 0) {   /* detected (num_gpus -1): the runtime names their model too */
+    CHECK(!strncmp(d.labels, "raydist.io/accelerator-type=", 28));
+    CHECK(strstr(d.labels, ",tier=gold,zone=a") != NULL);
+  } else {
+    CHECK(!strcmp(d.labels, "tier=gold,zone=a"));
+  }
 
   static const char *yes[] = {"zone=a", "zone=!b", "tier=in(silver,gold)", "tier=!in(silver),zone=a", "gpu=!A100", ""};
   static const char *no[] = {"zone=b", "zone=!a", "tier=in(silver)", "gpu=A100", "zone=a,tier=silver"};

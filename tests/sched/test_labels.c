@@ -124,6 +124,32 @@ int main(void) {
   CHECK_EQ(match(NULL, "tier=!gold"), 1);
   CHECK_EQ(match("", "tier=gold"), 0);
   CHECK_EQ(match("a=1,example.com/tier=gold", "example.com/tier=in(silver,gold),a=1"), 1);
+  /* the runtime's own label: reserved for users, allowed for the runtime */
+  char out[RD_LABELS_LEN], why2[200];
+  CHECK_EQ(rd_labels_canon_sys("zone=a," RD_LABEL_ACCEL "=H100", out, sizeof(out), why2, sizeof(why2)), 0);
+  CHECK(!strcmp(out, "raydist.io/accelerator-type=H100,zone=a"));
+  CHECK_EQ(match(out, RD_LABEL_ACCEL "=in(H100,H200)"), 1);
+  static const char *const names[][2] = {
+      {"NVIDIA H100 80GB HBM3", "H100"}, {"NVIDIA A100-SXM4-80GB", "A100"}, {"Tesla V100-SXM2-16GB", "V100"},
+      {"NVIDIA GeForce RTX 4090", "RTX-4090"}, {"NVIDIA L40S", "L40S"}, {"NVIDIA H200", "H200"},
+      {"NVIDIA RTX A6000", "RTX-A6000"}, {"Quadro RTX 8000", "RTX-8000"}, {"NVIDIA GH200 480GB", "GH200"},
+      {"Tesla T4", "T4"}, {"NVIDIA H100 PCIe", "H100"}};
+  for (size_t i = 0; i < sizeof(names) / sizeof(*names); i++) {
+    char t[64];
+    CHECK_EQ(rd_accel_type(names[i][0], t, sizeof(t)), 0);
+    if (strcmp(t, names[i][1])) {
+      fprintf(stderr, "'%s' -> '%s', want '%s'\n", names[i][0], t, names[i][1]);
+      exit(1);
+    }
+    char one[128];   /* a valid label value */
+    snprintf(one, sizeof(one), "k=%s", t);
+    CHECK_EQ(rd_labels_canon(one, out, sizeof(out), why2, sizeof(why2)), 0);
+  }
+  char t[64];
+  CHECK_EQ(rd_accel_type("NVIDIA", t, sizeof(t)), -1);
+  CHECK_EQ(rd_accel_type("", t, sizeof(t)), -1);
+  CHECK_EQ(rd_accel_type(NULL, t, sizeof(t)), -1);
+  CHECK_EQ(rd_accel_type("-weird-", t, sizeof(t)), -1);
   printf("ok\n");
   return 0;
 }
