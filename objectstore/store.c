@@ -1279,3 +1279,25 @@ static int reap(rd_store *s) {
   }
   return count;
 }
+
+size_t rd_store_list(const rd_store *s, rd_store_obj_info *out, size_t max) {
+  size_t n = 0;
+  if (!s || !s->objs.slots) return 0;
+  for (uint64_t i = 0; i <= s->objs.mask; i++) {
+    const obj *o = s->objs.slots[i].val;
+    if (!o || o->deleted) continue;
+    if (n < max && out) {
+      rd_store_obj_info *x = &out[n];
+      x->id = o->id;
+      x->size = o->size;
+      x->creator = o->owner;
+      x->pins = o->pins;
+      x->co_owners = o->nco;
+      x->sealed = o->sealed;
+      x->spilled = o->spilled;
+      x->maker_gone = o->maker_gone;
+    }
+    n++;
+  }
+  return n;
+}

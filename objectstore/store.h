@@ -123,6 +123,21 @@ void rd_store_abort_client(rd_store *s, uint32_t owner);
 
 void rd_store_get_stats(const rd_store *s, rd_store_stats *out);
 
+/* One object as rd_store_list reports it. */
+typedef struct rd_store_obj_info {
+  uint64_t id;
+  uint64_t size;           /* bytes asked for at create */
+  uint32_t creator;        /* the client that created it here */
+  uint32_t pins;           /* gets holding it now */
+  uint16_t co_owners;      /* clients it was handed over to (rd_store_owner_add) */
+  uint8_t sealed, spilled;
+  uint8_t maker_gone;      /* held only by co-owners */
+} rd_store_obj_info;
+/* Every object known (in memory, unsealed or spilled), in no order: fills
+ * out[0..max) and returns how many there are (more than max: the rest are
+ * left out).  For the daemon's thread, as every call that changes the table. */
+size_t rd_store_list(const rd_store *s, rd_store_obj_info *out, size_t max);
+
 /* Background spilling: an fd that turns readable when the spill thread has
  * finished jobs (-1 without a spill threshold or spill directory), and the
  * call that finishes them on the store's thread: a written object moves to

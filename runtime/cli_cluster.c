@@ -7,6 +7,7 @@
  * the processes `start` launched (pid and kernel start time, so a reused pid
  * is never signalled).  `stop` ends those processes and removes the
  * directory; nothing else is touched. */
+#include <arpa/inet.h>
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -17,7 +18,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/time.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -549,6 +553,32 @@ static void print_code(const rd_gcs_code_table *t) {
   printf("\ncode: %s\n", line);
 }
 
+/* The GCS of the cluster at address (NULL or "": the one this machine runs)
+ * with token (NULL or "": this machine's copy), for `raydist cmd`; the
+ * address used in addr_out.  NULL, with the reason on stderr, when it
+ * cannot be reached. */
+static rd_gcs *cli_gcs(const char *cmd, const char *address, const char *token, char *addr_out, size_t addr_len) {
+  char tbuf[200];
+  if (!address || !*address) {
+    char dir[512];
+    if (local_session(NULL, dir, sizeof(dir), addr_out, addr_len) != 0) {
+      fprintf(stderr, "raydist %s: no cluster runs on this machine; pass --address\n", cmd);
+      return NULL;
+    }
+  } else {
+    snprintf(addr_out, addr_len, "%s", address);
+  }
+  if ((!token || !*token) && rd__cli_local_token(addr_out, tbuf, sizeof(tbuf)) == 0) token = tbuf;
+  rd_gcs *g = NULL;
+  char err[300] = "";
+  int r = rd_gcs_connect(addr_out, token, 5000, &g, err, sizeof(err));
+  if (r != 0) {
+    fprintf(stderr, "raydist %s: cannot reach the cluster at %s: %s (%s)\n", cmd, addr_out, err, rd_err_name(r));
+    return NULL;
+  }
+  return g;
+}
+
 int rd__cli_status(int argc, char **argv) {
   const char *address = getenv("RAYDIST_ADDRESS"), *token = getenv("RAYDIST_TOKEN");
   static const struct option lo[] = {{"address", 1, 0, 'a'}, {"token", 1, 0, 't'}, {0, 0, 0, 0}};
@@ -562,23 +592,11 @@ int rd__cli_status(int argc, char **argv) {
       return 2;
     }
   }
-  char abuf[160], tbuf[200];
-  if (!address || !*address) {
-    char dir[512];
-    if (local_session(NULL, dir, sizeof(dir), abuf, sizeof(abuf)) != 0) {
-      fprintf(stderr, "raydist status: no cluster runs on this machine; pass --address\n");
-      return 1;
-    }
-    address = abuf;
-  }
-  if ((!token || !*token) && rd__cli_local_token(address, tbuf, sizeof(tbuf)) == 0) token = tbuf;
-  rd_gcs *g = NULL;
-  char err[300] = "";
-  int r = rd_gcs_connect(address, token, 5000, &g, err, sizeof(err));
-  if (r != 0) {
-    fprintf(stderr, "raydist status: cannot reach the cluster at %s: %s (%s)\n", address, err, rd_err_name(r));
-    return 1;
-  }
+  char abuf[160];
+  rd_gcs *g = cli_gcs("status", address, token, abuf, sizeof(abuf));
+  if (!g) return 1;
+  address = abuf;
+  int r;
   rd_gcs_node *nodes = NULL;
   size_t n = 0;
   uint64_t ver = 0;
@@ -663,4 +681,104 @@ int rd__cli_status(int argc, char **argv) {
   if (code_rc == 0) print_code(&code);
   free(code.code);
   return 0;
+}
+
+/* GET path from ip:port (HTTP/1.0): the body on stdout; 0, or -1 with why. */
+static int http_get_print(const char *ip, int port, const char *path, char *why, size_t whylen) {
+  struct sockaddr_in a;
+  memset(&a, 0, sizeof(a));
+  a.sin_family = AF_INET;
+  a.sin_port = htons((uint16_t)port);
+  int fd = inet_pton(AF_INET, ip, &a.sin_addr) == 1 ? socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0) : -1;
+  if (fd < 0 || rd__connect_within(fd, (const struct sockaddr *)&a, sizeof(a), 5000) != 0) {
+    snprintf(why, whylen, "cannot connect to %s:%d: %s", ip, port, strerror(errno));
+    if (fd >= 0) close(fd);
+    return -1;
+  }
+  struct timeval tv = {30, 0};
+  setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+  char req[300];
+  int rl = snprintf(req, sizeof(req), "GET %s HTTP/1.0\r\nHost: %s\r\n\r\n", path, ip);
+  if (write(fd, req, (size_t)rl) != rl) {
+    snprintf(why, whylen, "cannot send to %s:%d", ip, port);
+    close(fd);
+    return -1;
+  }
+  size_t len = 0, cap = 1 << 16;
+  char *buf = malloc(cap + 1);
+  ssize_t r = 0;
+  while (buf && (r = read(fd, buf + len, cap - len)) > 0) {
+    len += (size_t)r;
+    if (len == cap) {
+      char *nb = realloc(buf, 2 * cap + 1);
+      if (!nb) break;
+      buf = nb;
+      cap *= 2;
+    }
+  }
+  close(fd);
+  if (!buf || r < 0) {
+    snprintf(why, whylen, "no answer from %s:%d", ip, port);
+    free(buf);
+    return -1;
+  }
+  buf[len] = '\0';
+  char *body = strstr(buf, "\r\n\r\n");
+  if (strncmp(buf, "HTTP/1.", 7) != 0 || !body || strncmp(buf + 8, " 200", 4) != 0) {
+    snprintf(why, whylen, "%s:%d answered: %.80s", ip, port, buf);
+    free(buf);
+    return -1;
+  }
+  fputs(body + 4, stdout);
+  free(buf);
+  return 0;
+}
+
+int rd__cli_memory(int argc, char **argv) {
+  const char *address = getenv("RAYDIST_ADDRESS"), *token = getenv("RAYDIST_TOKEN");
+  long top = 20;
+  static const struct option lo[] = {{"address", 1, 0, 'a'}, {"token", 1, 0, 't'}, {"top", 1, 0, 'n'}, {0, 0, 0, 0}};
+  int ch;
+  optind = 2;
+  while ((ch = getopt_long(argc, argv, "", lo, NULL)) != -1) {
+    char *end = NULL;
+    if (ch == 'a') address = optarg;
+    else if (ch == 't') token = optarg;
+    else if (ch == 'n' && (top = strtol(optarg, &end, 10), *optarg && !*end && top >= 0 && top <= 10000)) continue;
+    else {
+      fprintf(stderr, "usage: raydist memory [--address IP:PORT] [--token T] [--top N (0..10000, default 20)]\n");
+      return 2;
+    }
+  }
+  char abuf[160], err[300];
+  rd_gcs *g = cli_gcs("memory", address, token, abuf, sizeof(abuf));
+  if (!g) return 1;
+  int r;
+  rd_gcs_node *nodes = NULL;
+  size_t n = 0;
+  uint64_t ver = 0;
+  r = rd_gcs_get_nodes(g, &nodes, &n, &ver);
+  rd_gcs_close(g);
+  if (r != 0) {
+    fprintf(stderr, "raydist memory: %s\n", rd_strerror(r));
+    return 1;
+  }
+  int failed = 0;
+  char path[64];
+  snprintf(path, sizeof(path), "/objects?top=%ld", top);
+  for (size_t i = 0; i < n; i++) {
+    const rd_gcs_node *x = &nodes[i];
+    if (x->state != RD_GCS_NODE_ALIVE) continue;
+    if (x->metrics_port <= 0) {
+      printf("node %u (%s): no metrics endpoint (started with --metrics-port -1)\n", x->index, x->ip);
+      continue;
+    }
+    fflush(stdout);
+    if (http_get_print(x->ip, x->metrics_port, path, err, sizeof(err)) != 0) {
+      printf("node %u (%s): %s\n", x->index, x->ip, err);
+      failed = 1;
+    }
+  }
+  free(nodes);
+  return failed;
 }

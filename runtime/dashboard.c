@@ -533,3 +533,122 @@ int rd__dashboard_request(uv_loop_t *loop, int json, rd__dashboard_done done, vo
   }
   return 0;
 }
+
+/* ------------------------------------------------------- store objects */
+
+/* Who client id is, seen from this node. */
+static void owner_text(uint32_t client, char *out, size_t len) {
+  uint32_t node = rd__client_node(client);
+  if (node != rd__cluster_index()) {
+    snprintf(out, len, "a client of node %u", node);
+    return;
+  }
+  node_client *c = rd__node_client_by_id(client);
+  if (!c) snprintf(out, len, "client %u (gone)", client & ((1u << RD_CLIENT_NODE_SHIFT) - 1));
+  else snprintf(out, len, "%s pid %d", c->role == ROLE_DRIVER ? "driver" : c->role == ROLE_WORKER ? "worker" : "node link",
+                c->pid);
+}
+
+static int by_size_desc(const void *a, const void *b) {
+  const rd_store_obj_info *x = a, *y = b;
+  return x->size < y->size ? 1 : x->size > y->size ? -1 : x->id < y->id ? -1 : x->id > y->id;
+}
+
+typedef struct owner_sum {
+  uint32_t client;
+  uint64_t objects, bytes;
+} owner_sum;
+
+static int owner_desc(const void *a, const void *b) {
+  const owner_sum *x = a, *y = b;
+  return x->bytes < y->bytes ? 1 : x->bytes > y->bytes ? -1 : (x->client > y->client) - (x->client < y->client);
+}
+
+#define OBJ_OWNERS_MAX 256
+
+void rd__dashboard_objects(rd__mbuf *b, int json, size_t top) {
+  size_t n = rd_store_list(N.store, NULL, 0);
+  rd_store_obj_info *v = n ? malloc(n * sizeof(*v)) : NULL;
+  if (n && !v) {
+    b->oom = 1;
+    return;
+  }
+  n = v ? rd_store_list(N.store, v, n) : 0;   /* the table does not change in between: one thread */
+  if (n) qsort(v, n, sizeof(*v), by_size_desc);
+  owner_sum own[OBJ_OWNERS_MAX + 1];   /* [nown]: every owner past the first OBJ_OWNERS_MAX, when others */
+  size_t nown = 0;
+  int others = 0;
+  uint64_t mem = 0, spilled = 0, nspilled = 0, unsealed = 0;
+  for (size_t i = 0; i < n; i++) {
+    if (v[i].spilled) {
+      spilled += v[i].size;
+      nspilled++;
+    } else {
+      mem += v[i].size;
+    }
+    unsealed += !v[i].sealed;
+    uint32_t o = rd__oid_client(v[i].id);
+    size_t k = 0;
+    while (k < nown && own[k].client != o) k++;
+    if (k == nown && nown < OBJ_OWNERS_MAX) {
+      own[nown++] = (owner_sum){o, 0, 0};
+    } else if (k == nown) {
+      if (!others) own[OBJ_OWNERS_MAX] = (owner_sum){UINT32_MAX, 0, 0};
+      others = 1;
+      k = OBJ_OWNERS_MAX;
+    }
+    own[k].objects++;
+    own[k].bytes += v[i].size;
+  }
+  qsort(own, nown, sizeof(*own), owner_desc);
+  rd_store_stats st;
+  rd_store_get_stats(N.store, &st);
+  size_t shown = n < top ? n : top;
+  char who[96];
+  if (json) {
+    rd__mbuf_printf(b, "{\"node\":%u,\"objects\":%zu,\"bytes_in_memory\":%llu,\"spilled\":%llu,\"bytes_spilled\":%llu,"
+                       "\"unsealed\":%llu,\"store_used\":%llu,\"store_capacity\":%llu,\"by_owner\":[",
+                    rd__cluster_index(), n, (unsigned long long)mem, (unsigned long long)nspilled,
+                    (unsigned long long)spilled, (unsigned long long)unsealed, (unsigned long long)st.used,
+                    (unsigned long long)st.capacity);
+    for (size_t k = 0; k < nown + (size_t)others; k++) {
+      const owner_sum *o = k < nown ? &own[k] : &own[OBJ_OWNERS_MAX];
+      if (o->client == UINT32_MAX) snprintf(who, sizeof(who), "(others)");
+      else owner_text(o->client, who, sizeof(who));
+      rd__mbuf_printf(b, "%s{\"owner\":%u,\"who\":", k ? "," : "", o->client);
+      put_json(b, who);
+      rd__mbuf_printf(b, ",\"objects\":%llu,\"bytes\":%llu}", (unsigned long long)o->objects,
+                      (unsigned long long)o->bytes);
+    }
+    rd__mbuf_printf(b, "],\"largest\":[");
+    for (size_t i = 0; i < shown; i++) {
+      owner_text(rd__oid_client(v[i].id), who, sizeof(who));
+      rd__mbuf_printf(b, "%s{\"id\":\"%016llx\",\"size\":%llu,\"state\":\"%s\",\"pins\":%u,\"handed_over\":%u,\"owner\":",
+                      i ? "," : "", (unsigned long long)v[i].id, (unsigned long long)v[i].size,
+                      !v[i].sealed ? "unsealed" : v[i].spilled ? "spilled" : "memory", v[i].pins, v[i].co_owners);
+      put_json(b, who);
+      rd__mbuf_printf(b, "}");
+    }
+    rd__mbuf_printf(b, "]}\n");
+  } else {
+    rd__mbuf_printf(b, "node %u: %zu objects, %.1f MiB in memory, %llu spilled (%.1f MiB), %llu unsealed; store %.1f/%.1f MiB\n",
+                    rd__cluster_index(), n, mem / 1048576.0, (unsigned long long)nspilled, spilled / 1048576.0,
+                    (unsigned long long)unsealed, st.used / 1048576.0, st.capacity / 1048576.0);
+    if (nown) rd__mbuf_printf(b, "  by owner:\n");
+    for (size_t k = 0; k < nown + (size_t)others; k++) {
+      const owner_sum *o = k < nown ? &own[k] : &own[OBJ_OWNERS_MAX];
+      if (o->client == UINT32_MAX) snprintf(who, sizeof(who), "(others)");
+      else owner_text(o->client, who, sizeof(who));
+      rd__mbuf_printf(b, "    %-28s %8llu objects %12.3f MiB\n", who, (unsigned long long)o->objects,
+                      o->bytes / 1048576.0);
+    }
+    if (shown) rd__mbuf_printf(b, "  largest %zu:\n", shown);
+    for (size_t i = 0; i < shown; i++) {
+      owner_text(rd__oid_client(v[i].id), who, sizeof(who));
+      rd__mbuf_printf(b, "    %016llx %12.3f MiB  %-8s pins %-3u %s%s\n", (unsigned long long)v[i].id,
+                      v[i].size / 1048576.0, !v[i].sealed ? "unsealed" : v[i].spilled ? "spilled" : "memory",
+                      v[i].pins, who, v[i].co_owners ? " (handed over)" : "");
+    }
+  }
+  free(v);
+}

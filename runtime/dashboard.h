@@ -17,4 +17,9 @@ typedef void (*rd__dashboard_done)(void *arg, rd__mbuf *b, const char *ctype);
  * (the page then says so).  0 or RD_ENOMEM (done not called). */
 int rd__dashboard_request(uv_loop_t *loop, int json, rd__dashboard_done done, void *arg);
 
+/* The objects in this node's store (`raydist memory`, /objects and
+ * /api/objects): totals, bytes by owner (the client an object's id names),
+ * and the `top` largest with their state, pins and owner.  Text, or JSON. */
+void rd__dashboard_objects(rd__mbuf *b, int json, size_t top);
+
 #endif

@@ -200,6 +200,25 @@ static void handle_request(mconn *c) {
   }
   char *q = strchr(path, '?');
   if (q) *q = 0;
+  int objects = strcmp(path, "/objects") == 0, objects_api = strcmp(path, "/api/objects") == 0;
+  if (objects || objects_api) {
+    long top = 20;   /* ?top=N: that many largest objects, at most 10000 */
+    const char *t = q ? strstr(q + 1, "top=") : NULL;
+    if (t) top = strtol(t + 4, NULL, 10);
+    if (top < 0) top = 0;
+    if (top > 10000) top = 10000;
+    rd__mbuf b = {0};
+    rd__dashboard_objects(&b, objects_api, (size_t)top);
+    if (b.oom) {
+      free(b.p);
+      respond_text(c, 500, "Internal Server Error", "out of memory\n");
+      return;
+    }
+    respond(c, 200, "OK", objects_api ? "application/json" : "text/plain; charset=utf-8", b.p ? b.p : "", b.len, head,
+            NULL);
+    free(b.p);
+    return;
+  }
   int api = strcmp(path, "/api/cluster") == 0;
   if (api || strcmp(path, "/") == 0) {
     c->answered = 1;
@@ -215,7 +234,8 @@ static void handle_request(mconn *c) {
   int timeline = strcmp(path, "/timeline") == 0;
   if (!timeline && strcmp(path, "/metrics") != 0) {
     respond_text(c, 404, "Not Found", "not found: the dashboard is at /, its JSON at /api/cluster, the metrics at "
-                                      "/metrics, the task timeline at /timeline\n");
+                                      "/metrics, the task timeline at /timeline, the store's objects at /objects "
+                                      "and /api/objects\n");
     return;
   }
   rd__mbuf b = {0};

@@ -3950,6 +3950,37 @@ static int t_labels(void) {
   return 0;
 }
 
+/* For `raydist memory` (cluster_test.sh): a 4 MiB put here and a 2 MiB
+ * result left on node b, held until the file $RD_DONE appears; $RD_READY
+ * gets this driver's pid once both exist. */
+static int t_memory_hold(void) {
+  join();
+  size_t n = 4u << 20;
+  void *buf = calloc(1, n);
+  CHECK(buf != NULL);
+  rd_ref p, r;
+  CHECK_EQ(rd_put(buf, n, &p), 0);
+  free(buf);
+  rd_task_opts o;
+  rd_task_opts_init(&o);
+  o.resources = "only_b=1";
+  long size = 2l << 20, seed = 1;
+  CHECK_EQ(rd_submit(make_sized, RD_ARGS(rd_arg_bytes(&size, sizeof(size)), rd_arg_bytes(&seed, sizeof(seed))), &o, &r),
+           0);
+  CHECK_EQ(rd_wait(&r, 1, 1, 60000, NULL), 1);   /* made on b, not fetched here */
+  const char *ready = getenv("RD_READY"), *done = getenv("RD_DONE");
+  CHECK(ready && done);
+  FILE *f = fopen(ready, "w");
+  CHECK(f != NULL);
+  fprintf(f, "%d\n", (int)getpid());
+  fclose(f);
+  for (int i = 0; i < 1200 && access(done, F_OK) != 0; i++) usleep(50000);
+  rd_ref_release(p);
+  rd_ref_release(r);
+  rd_shutdown();
+  return 0;
+}
+
 int main(int argc, char **argv) {
   static const rd_test_case cases[] = {
       {"custom_resources", t_custom_resources}, {"strategies", t_strategies}, {"big_object", t_big_object},
@@ -3964,7 +3995,7 @@ int main(int argc, char **argv) {
       {"gcs_restart_after", t_gcs_restart_after}, {"lineage", t_lineage}, {"nodes", t_nodes}, {"get_many_remote", t_get_many_remote}, {"hung_peer", t_hung_peer}, {"env", t_env}, {"get_if_exists", t_get_if_exists}, {"log_to_driver", t_log_to_driver}, {"kv", t_kv}, {"max_calls", t_max_calls}, {"actor_exit", t_actor_exit}, {"env_bad_node", t_env_bad_node}, {"shutdown_busy", t_shutdown_busy}, {"job_ok", t_job_ok}, {"ns_make", t_ns_make}, {"ns_other", t_ns_other}, {"ns_same", t_ns_same}, {"job_bad", t_job_bad}, {"job_long", t_job_long}, {"owner_exit_child", t_owner_exit_child}, {"owner_exit_check", t_owner_exit_check}, {"shuffle", t_shuffle}, {"bad_node", t_bad_node}, {"lineage_eager", t_lineage_eager}, {"respill", t_respill},       {"cancel", t_cancel}, {"memory_remote", t_memory_remote},
       {"borrow", t_borrow},                     {"stream", t_stream},           {"nested", t_nested},
       {"collective", t_collective},             {"code_keep", t_code_keep},     {"code_kill", t_code_kill},
-      {"code_again", t_code_again},             {"labels", t_labels},
+      {"code_again", t_code_again},             {"labels", t_labels}, {"memory_hold", t_memory_hold},
   };
   return rd_test_main(argc, argv, cases, sizeof(cases) / sizeof(cases[0]));
 }

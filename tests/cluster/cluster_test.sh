@@ -553,6 +553,31 @@ PY
     grep -q "(pid=" "$RAYDIST_TMPDIR/out" && { cat "$RAYDIST_TMPDIR/out"; fail "$CASE: output with RAYDIST_LOG_TO_DRIVER=0"; }
     echo "ok: worker output on the driver, from three nodes"
     ;;
+  memory)
+    # raydist memory: every node's store, while a driver holds a 4 MiB put on
+    # the head and a 2 MiB result left on node b
+    RD_READY="$RAYDIST_TMPDIR/ready" RD_DONE="$RAYDIST_TMPDIR/done" "$T" memory_hold > "$RAYDIST_TMPDIR/hold.log" 2>&1 &
+    HOLD=$!
+    for i in $(seq 1 200); do [ -s "$RAYDIST_TMPDIR/ready" ] && break; sleep 0.1; done
+    [ -s "$RAYDIST_TMPDIR/ready" ] || { kill $HOLD; cat "$RAYDIST_TMPDIR/hold.log"; fail "the holding driver never got ready"; }
+    PID=$(cat "$RAYDIST_TMPDIR/ready")
+    "$R" memory --top 5 > "$RAYDIST_TMPDIR/mem" || { cat "$RAYDIST_TMPDIR/mem"; fail "raydist memory"; }
+    cat "$RAYDIST_TMPDIR/mem"
+    [ "$(grep -c '^node [0-9]*: ' "$RAYDIST_TMPDIR/mem")" = 3 ] || fail "raydist memory: not three nodes"
+    grep -Eq "^ +[0-9a-f]{16} +4.000 MiB  memory +pins 0 +driver pid $PID$" "$RAYDIST_TMPDIR/mem" ||
+      fail "raydist memory: no 4 MiB put of driver $PID"
+    grep -Eq "^ +[0-9a-f]{16} +2.000 MiB  memory +pins 0 +a client of node [0-9]+$" "$RAYDIST_TMPDIR/mem" ||
+      fail "raydist memory: no 2 MiB result on b owned by the head's driver"
+    "$R" memory --top x > /dev/null 2>&1 && fail "raydist memory took --top x"
+    touch "$RAYDIST_TMPDIR/done"
+    wait $HOLD || { cat "$RAYDIST_TMPDIR/hold.log"; fail "memory_hold"; }
+    # the driver is gone: so are its objects, on both nodes
+    for i in $(seq 1 50); do
+      "$R" memory > "$RAYDIST_TMPDIR/mem" && [ "$(grep -c ': 0 objects' "$RAYDIST_TMPDIR/mem")" = 3 ] && break
+      sleep 0.1
+    done
+    [ "$(grep -c ': 0 objects' "$RAYDIST_TMPDIR/mem")" = 3 ] || { cat "$RAYDIST_TMPDIR/mem"; fail "objects left behind"; }
+    ;;
   labels)
     "$T" "$CASE" || fail "$CASE"
     # malformed labels: a usage error before anything starts

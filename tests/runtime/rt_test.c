@@ -1290,6 +1290,71 @@ static const char *metrics_text(int port, char *body, size_t cap) {
   return t ? t + 4 : NULL;
 }
 
+/* The body of GET path on the node's metrics port (into body; NULL when it
+ * does not answer 200). */
+static const char *http_body(int port, const char *path, char *body, size_t cap) {
+  char get[256];
+  snprintf(get, sizeof(get), "GET %s HTTP/1.0\r\n\r\n", path);
+  if (http_exchange(port, get, strlen(get), body, cap) <= 0 || strncmp(body, "HTTP/1.0 200", 12) != 0) return NULL;
+  const char *t = strstr(body, "\r\n\r\n");
+  return t ? t + 4 : NULL;
+}
+
+/* The store's objects on the node's /objects and /api/objects (what
+ * `raydist memory` prints): two puts and a task's result, by size, with
+ * their owner (this driver), totals and state; ?top= limits the list; an
+ * object released is gone from it. */
+static int t_objects(void) {
+  init_with_cpus(2);
+  size_t sz[2] = {3u << 20, 1u << 20};
+  rd_ref p[2], r;
+  for (int i = 0; i < 2; i++) {
+    void *buf = calloc(1, sz[i]);
+    CHECK(buf != NULL);
+    CHECK_EQ(rd_put(buf, sz[i], &p[i]), 0);
+    free(buf);
+  }
+  size_t big = 2u << 20;
+  long seed = 5;
+  CHECK_EQ(rd_submit(make_big, RD_ARGS(rd_arg_bytes(&big, sizeof(big)), rd_arg_bytes(&seed, sizeof(seed))), NULL, &r),
+           0);
+  rd_buf b;
+  CHECK_EQ(rd_get(&r, 1, &b, 60000), 0);
+  rd_buf_release(&b);
+  int port = metrics_port();
+  static char body[1 << 16];
+  const char *t = http_body(port, "/objects", body, sizeof(body));
+  CHECK(t != NULL);
+  printf("%s", t);
+  char me[64];
+  snprintf(me, sizeof(me), "driver pid %d", (int)getpid());
+  CHECK(strstr(t, "node 0: 3 objects, 6.0 MiB in memory, 0 spilled (0.0 MiB), 0 unsealed") != NULL);
+  CHECK(strstr(t, "largest 3:") != NULL);
+  const char *l3 = strstr(t, "3.000 MiB  memory"), *l2 = strstr(t, "2.000 MiB  memory"), *l1 = strstr(t, "1.000 MiB  memory");
+  CHECK(l3 && l2 && l1 && l3 < l2 && l2 < l1);   /* largest first */
+  CHECK(strstr(l3, me) != NULL);
+  CHECK(strstr(t, "       3 objects        6.000 MiB") != NULL);   /* all this driver's */
+  t = http_body(port, "/objects?top=1", body, sizeof(body));
+  CHECK(t && strstr(t, "largest 1:") && strstr(t, "3.000 MiB") && !strstr(t, "2.000 MiB  memory"));
+  t = http_body(port, "/api/objects?top=5", body, sizeof(body));
+  CHECK(t != NULL);
+  printf("%s", t);
+  CHECK(strstr(t, "\"objects\":3,\"bytes_in_memory\":6291456,") != NULL);
+  CHECK(strstr(t, "\"size\":3145728,\"state\":\"memory\"") != NULL);
+  char who[160];
+  snprintf(who, sizeof(who), "\"who\":\"%s\",\"objects\":3,\"bytes\":6291456", me);
+  CHECK(strstr(t, who) != NULL);
+  rd_ref_release(p[0]);
+  rd_node_info ni;
+  CHECK_EQ(rd_node_info_get(&ni), 0);   /* a round trip behind the release, on the same socket */
+  t = http_body(port, "/objects", body, sizeof(body));
+  CHECK(t && strstr(t, "node 0: 2 objects, 3.0 MiB in memory") != NULL);
+  rd_ref_release(p[1]);
+  rd_ref_release(r);
+  rd_shutdown();
+  return 0;
+}
+
 /* The node's Prometheus endpoint: its address in the session directory, the
  * figures after some tasks (a failed one among them), and clear answers to
  * bad requests, after which it still serves.  RD_METRICS_DUMP names a file
@@ -2546,7 +2611,7 @@ static const rd_test_case tests[] = {
     {"cancel", t_cancel},           {"progress", t_progress}, {"nested_blocked", t_nested_blocked},
     {"memory_monitor", t_memory_monitor}, {"oom_retry", t_oom_retry}, {"oom_victim", t_oom_victim}, {"metrics", t_metrics},
     {"cancel_cooperative", t_cancel_cooperative}, {"timeline", t_timeline},
-    {"cancel_race", t_cancel_race}, {"get_released", t_get_released}, {"nodes", t_nodes}, {"labels", t_labels}, {"retry_failures", t_retry_failures}, {"kv", t_kv}, {"max_calls", t_max_calls}, {"cancel_recursive", t_cancel_recursive},
+    {"cancel_race", t_cancel_race}, {"get_released", t_get_released}, {"nodes", t_nodes}, {"labels", t_labels}, {"objects", t_objects}, {"retry_failures", t_retry_failures}, {"kv", t_kv}, {"max_calls", t_max_calls}, {"cancel_recursive", t_cancel_recursive},
     {"signals", t_signals},
 };
 
