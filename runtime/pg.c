@@ -1167,7 +1167,11 @@ int rd__pg_link_frame(node_client *link, const rd__frame *f) {
       pg_rec *p = rec_find(q->pg_id);
       if (p && p->mine) {   /* a removal forwarded by a caller's node */
         remove_pg(p, "removed by rd_pg_remove");
-        if (q->req_id) reply(link, q->req_id, 0, NULL, p);
+        /* answered once the GCS holds the removal, as a local caller is:
+         * the caller may look the name up in the GCS right after */
+        if (q->req_id &&
+            (!p->putting || park(PARK_REMOVE, link, q->req_id, p->id, NULL, NULL, 0, -1, PG_GCS_REMOVE_MS) != 0))
+          reply(link, q->req_id, 0, NULL, p);
       } else {
         char why[200];
         snprintf(why, sizeof(why), "placement group %016" PRIx64 " was removed", q->pg_id);

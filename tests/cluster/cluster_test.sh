@@ -356,7 +356,7 @@ PY
     # a node that never had it, then the same program again: the head stores it anew, and b
     # fetches it again (its idle job there has no code now)
     "$R" start --address "$ADDR" --node-ip 127.0.0.4 --num-cpus 1 --resources only_d=1 >/dev/null || fail "node d"
-    "$T" code_again || fail "code_again"
+    RD_CLUSTER_NODES=4 "$T" code_again || fail "code_again"
     [ "$(copies 127.0.0.2)" = 1 ] || fail "code_gc: node b did not fetch the program again"
     grep -q "since its last run: uploading it again" "$ROOT/node-127.0.0.1/node.log" || fail "code_gc: the head did not upload the code again"
     code_status "1 blob, [0-9.]+ MiB, [01] in use; 1 collected"
