@@ -734,6 +734,39 @@ static int http_get_print(const char *ip, int port, const char *path, char *why,
   return 0;
 }
 
+/* GET path from every live node's metrics endpoint and print it (raydist
+ * memory, raydist list tasks).  0, or 1 when the GCS or a node failed. */
+static int each_node_print(const char *cmd, const char *address, const char *token, const char *path) {
+  char abuf[160], err[300];
+  rd_gcs *g = cli_gcs(cmd, address, token, abuf, sizeof(abuf));
+  if (!g) return 1;
+  rd_gcs_node *nodes = NULL;
+  size_t n = 0;
+  uint64_t ver = 0;
+  int r = rd_gcs_get_nodes(g, &nodes, &n, &ver);
+  rd_gcs_close(g);
+  if (r != 0) {
+    fprintf(stderr, "raydist %s: %s\n", cmd, rd_strerror(r));
+    return 1;
+  }
+  int failed = 0;
+  for (size_t i = 0; i < n; i++) {
+    const rd_gcs_node *x = &nodes[i];
+    if (x->state != RD_GCS_NODE_ALIVE) continue;
+    if (x->metrics_port <= 0) {
+      printf("node %u (%s): no metrics endpoint (started with --metrics-port -1)\n", x->index, x->ip);
+      continue;
+    }
+    fflush(stdout);
+    if (http_get_print(x->ip, x->metrics_port, path, err, sizeof(err)) != 0) {
+      printf("node %u (%s): %s\n", x->index, x->ip, err);
+      failed = 1;
+    }
+  }
+  free(nodes);
+  return failed;
+}
+
 int rd__cli_memory(int argc, char **argv) {
   const char *address = getenv("RAYDIST_ADDRESS"), *token = getenv("RAYDIST_TOKEN");
   long top = 20;
@@ -750,35 +783,42 @@ int rd__cli_memory(int argc, char **argv) {
       return 2;
     }
   }
-  char abuf[160], err[300];
-  rd_gcs *g = cli_gcs("memory", address, token, abuf, sizeof(abuf));
-  if (!g) return 1;
-  int r;
-  rd_gcs_node *nodes = NULL;
-  size_t n = 0;
-  uint64_t ver = 0;
-  r = rd_gcs_get_nodes(g, &nodes, &n, &ver);
-  rd_gcs_close(g);
-  if (r != 0) {
-    fprintf(stderr, "raydist memory: %s\n", rd_strerror(r));
-    return 1;
-  }
-  int failed = 0;
   char path[64];
   snprintf(path, sizeof(path), "/objects?top=%ld", top);
-  for (size_t i = 0; i < n; i++) {
-    const rd_gcs_node *x = &nodes[i];
-    if (x->state != RD_GCS_NODE_ALIVE) continue;
-    if (x->metrics_port <= 0) {
-      printf("node %u (%s): no metrics endpoint (started with --metrics-port -1)\n", x->index, x->ip);
-      continue;
-    }
-    fflush(stdout);
-    if (http_get_print(x->ip, x->metrics_port, path, err, sizeof(err)) != 0) {
-      printf("node %u (%s): %s\n", x->index, x->ip, err);
-      failed = 1;
+  return each_node_print("memory", address, token, path);
+}
+
+/* raydist list tasks: every live node's owners' unfinished tasks (/tasks). */
+int rd__cli_list(int argc, char **argv) {
+  const char *address = getenv("RAYDIST_ADDRESS"), *token = getenv("RAYDIST_TOKEN"), *state = NULL;
+  long limit = 100;
+  static const char usage[] =
+      "usage: raydist list tasks [--address IP:PORT] [--token T] [--state S] [--limit N (0..10000, default 100)]\n"
+      "       S: PENDING_ARGS, PENDING_LEASE, RETRY_BACKOFF, PENDING_ACTOR, SUBMITTED or RUNNING\n";
+  if (argc < 3 || strcmp(argv[2], "tasks") != 0) {
+    fprintf(stderr, "raydist list: %s%s", argc < 3 ? "what? " : "only tasks can be listed; ", usage);
+    return 2;
+  }
+  static const struct option lo[] = {{"address", 1, 0, 'a'}, {"token", 1, 0, 't'}, {"state", 1, 0, 's'},
+                                     {"limit", 1, 0, 'n'},   {0, 0, 0, 0}};
+  int ch;
+  optind = 3;
+  while ((ch = getopt_long(argc, argv, "", lo, NULL)) != -1) {
+    char *end = NULL;
+    if (ch == 'a') address = optarg;
+    else if (ch == 't') token = optarg;
+    else if (ch == 's' && rd__task_state_parse(optarg) >= 0) state = optarg;
+    else if (ch == 'n' && (limit = strtol(optarg, &end, 10), *optarg && !*end && limit >= 0 && limit <= 10000)) continue;
+    else {
+      fprintf(stderr, "%s", usage);
+      return 2;
     }
   }
-  free(nodes);
-  return failed;
+  if (optind < argc) {
+    fprintf(stderr, "raydist list tasks: unexpected '%s'\n%s", argv[optind], usage);
+    return 2;
+  }
+  char path[96];
+  snprintf(path, sizeof(path), "/tasks?limit=%ld%s%s", limit, state ? "&state=" : "", state ? state : "");
+  return each_node_print("list", address, token, path);
 }

@@ -9,6 +9,7 @@
 #include <sys/stat.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <unistd.h>
 
 #include "conn.h"
@@ -316,4 +317,17 @@ int rd__cgroups_parse(const char *spec, rd__cgroup *out, char *err, size_t errle
     p = *end == ',' ? end + 1 : end;
   }
   return n;
+}
+
+static const char *const task_states[RD_TS_NSTATES] = {"PENDING_ARGS", "PENDING_LEASE", "RETRY_BACKOFF",
+                                                      "PENDING_ACTOR", "SUBMITTED", "RUNNING"};
+
+const char *rd__task_state_name(int state) {
+  return state >= 0 && state < RD_TS_NSTATES ? task_states[state] : "?";
+}
+
+int rd__task_state_parse(const char *s) {
+  for (int i = 0; i < RD_TS_NSTATES; i++)
+    if (!strcasecmp(s, task_states[i])) return i;
+  return -1;
 }

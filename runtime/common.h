@@ -44,6 +44,22 @@ static inline int rd__hist_bucket(uint64_t ns) {
   return RD_HIST_BUCKETS - 1;
 }
 
+/* Where an unfinished task is, as its owner sees it (TaskInfo.state,
+ * `raydist list tasks`).  The numbers are on the wire. */
+enum {
+  RD_TS_PENDING_ARGS,       /* an argument is not ready yet */
+  RD_TS_PENDING_LEASE,      /* ready, queued for a worker (lease) of its class */
+  RD_TS_RETRY_BACKOFF,      /* a retry waiting out its backoff */
+  RD_TS_PENDING_ACTOR,      /* an actor call waiting for its actor or for earlier calls */
+  RD_TS_SUBMITTED,          /* sent to a worker, behind another task there */
+  RD_TS_RUNNING,            /* the oldest task sent to its worker and not finished */
+  RD_TS_NSTATES
+};
+/* "PENDING_ARGS" .. "RUNNING"; "?" for a number out of range. */
+const char *rd__task_state_name(int state);
+/* The state named s (any case), or -1. */
+int rd__task_state_parse(const char *s);
+
 /* Parse "name=amount,name=amount" into r's custom resources (amounts as in
  * rd_res_from_double).  RD_EINVAL with a reason in err (if non-NULL). */
 int rd__res_parse_custom(rd_resources *r, const char *spec, char *err, int errlen);

@@ -652,3 +652,235 @@ void rd__dashboard_objects(rd__mbuf *b, int json, size_t top) {
   }
   free(v);
 }
+
+/* ------------------------------------------------------ unfinished tasks
+ *
+ * `raydist list tasks`, /tasks and /api/tasks: the node asks each local
+ * owner (driver or worker) whose last OwnerStats had tasks live for its
+ * unfinished ones (MSG_TASK_LIST_ASK) and answers once all have answered,
+ * left, or TL_WAIT_MS passed.  An owner whose tasks all settled since its
+ * last report answers with none; one that never answers (a process stuck
+ * outside the library with its progress thread off) is named as such. */
+#define TL_WAIT_MS 2000
+
+typedef struct tl_ask {
+  uint32_t client;
+  int pid, role;
+  int answered;             /* 1 answered, 2 left before answering */
+  Rd__TaskList *m;
+} tl_ask;
+
+typedef struct tl_req {
+  uint64_t req_id;
+  int json, state;          /* state: only these (-1: all) */
+  size_t limit;
+  rd__dashboard_done done;
+  void *arg;
+  uv_timer_t timer;
+  tl_ask *asks;
+  size_t nasks, waiting;
+  struct tl_req *next;
+} tl_req;
+
+static tl_req *tl_reqs;
+static uint64_t tl_next_id;
+
+typedef struct tl_row {
+  const Rd__TaskInfo *t;
+  const tl_ask *owner;
+} tl_row;
+
+static int tl_row_older(const void *a, const void *b) {
+  const tl_row *x = a, *y = b;
+  if (x->t->age_ns != y->t->age_ns) return x->t->age_ns < y->t->age_ns ? 1 : -1;
+  return x->t->task_id < y->t->task_id ? -1 : x->t->task_id > y->t->task_id;
+}
+
+static void tl_who(const tl_ask *a, char *out, size_t len) {
+  snprintf(out, len, "%s pid %d", a->role == ROLE_DRIVER ? "driver" : "worker", a->pid);
+}
+
+/* What a task waits for, in words (text form). */
+static void tl_detail(const Rd__TaskInfo *t, char *out, size_t len) {
+  switch (t->state) {
+    case RD_TS_RUNNING:
+    case RD_TS_SUBMITTED: snprintf(out, len, "worker pid %d", t->worker_pid); break;
+    case RD_TS_PENDING_ARGS: snprintf(out, len, "%d argument%s not ready", t->args_pending, t->args_pending == 1 ? "" : "s"); break;
+    case RD_TS_PENDING_LEASE: snprintf(out, len, "wants %s", t->resources); break;
+    case RD_TS_RETRY_BACKOFF: snprintf(out, len, "retry in %.1f s, wants %s", (double)t->retry_in_ns / 1e9, t->resources); break;
+    default: *out = 0;
+  }
+  if (t->actor_id) {
+    size_t n = strlen(out);
+    snprintf(out + n, len - n, "%sactor %016llx", n ? ", " : "", (unsigned long long)t->actor_id);
+  }
+}
+
+static void tl_render(const tl_req *q, rd__mbuf *b) {
+  uint64_t counts[RD_TS_NSTATES] = {0}, total = 0;
+  size_t nrows = 0;
+  for (size_t i = 0; i < q->nasks; i++) {
+    const Rd__TaskList *m = q->asks[i].m;
+    if (!m) continue;
+    for (size_t k = 0; k < RD_TS_NSTATES; k++) counts[k] += m->counts[k];
+    nrows += m->n_tasks;
+  }
+  for (size_t k = 0; k < RD_TS_NSTATES; k++) total += counts[k];
+  tl_row *rows = nrows ? malloc(nrows * sizeof(*rows)) : NULL;
+  if (nrows && !rows) {
+    b->oom = 1;
+    return;
+  }
+  size_t n = 0;
+  for (size_t i = 0; i < q->nasks; i++)
+    for (size_t k = 0; q->asks[i].m && k < q->asks[i].m->n_tasks; k++) {
+      const Rd__TaskInfo *t = q->asks[i].m->tasks[k];
+      if (q->state < 0 || t->state == q->state) rows[n++] = (tl_row){t, &q->asks[i]};
+    }
+  if (n) qsort(rows, n, sizeof(*rows), tl_row_older);
+  if (n > q->limit) n = q->limit;
+  char who[64], det[400];
+  if (q->json) {
+    rd__mbuf_printf(b, "{\"node\":%u,\"unfinished\":%llu,\"counts\":{", rd__cluster_index(), (unsigned long long)total);
+    for (int k = 0; k < RD_TS_NSTATES; k++)
+      rd__mbuf_printf(b, "%s\"%s\":%llu", k ? "," : "", rd__task_state_name(k), (unsigned long long)counts[k]);
+    rd__mbuf_printf(b, "},\"owners\":[");
+    for (size_t i = 0; i < q->nasks; i++) {
+      const tl_ask *a = &q->asks[i];
+      uint64_t mine = 0;
+      for (size_t k = 0; a->m && k < RD_TS_NSTATES; k++) mine += a->m->counts[k];
+      tl_who(a, who, sizeof(who));
+      rd__mbuf_printf(b, "%s{\"who\":", i ? "," : "");
+      put_json(b, who);
+      rd__mbuf_printf(b, ",\"pid\":%d,\"answered\":%s,\"unfinished\":%llu}", a->pid,
+                      a->answered == 1 ? "true" : "false", (unsigned long long)mine);
+    }
+    rd__mbuf_printf(b, "],\"tasks\":[");
+    for (size_t i = 0; i < n; i++) {
+      const Rd__TaskInfo *t = rows[i].t;
+      tl_who(rows[i].owner, who, sizeof(who));
+      rd__mbuf_printf(b, "%s{\"task_id\":%llu,\"ret\":\"%016llx\",\"func\":", i ? "," : "",
+                      (unsigned long long)t->task_id, (unsigned long long)t->ret_id);
+      put_json(b, t->func);
+      rd__mbuf_printf(b, ",\"state\":\"%s\",\"age_s\":%.3f,\"attempt\":%d,\"owner\":", rd__task_state_name(t->state),
+                      (double)t->age_ns / 1e9, t->attempt);
+      put_json(b, who);
+      rd__mbuf_printf(b, ",\"worker_pid\":%d,\"actor_id\":\"%016llx\",\"args_pending\":%d,\"resources\":", t->worker_pid,
+                      (unsigned long long)t->actor_id, t->args_pending);
+      put_json(b, t->resources);
+      rd__mbuf_printf(b, ",\"retry_in_s\":%.3f}", (double)t->retry_in_ns / 1e9);
+    }
+    rd__mbuf_printf(b, "]}\n");
+  } else {
+    rd__mbuf_printf(b, "node %u: %llu unfinished tasks", rd__cluster_index(), (unsigned long long)total);
+    for (int k = RD_TS_NSTATES - 1, sep = 0; k >= 0; k--)
+      if (counts[k]) rd__mbuf_printf(b, "%s%s %llu", sep++ ? ", " : " (", rd__task_state_name(k), (unsigned long long)counts[k]);
+    rd__mbuf_printf(b, "%s\n", total ? ")" : "");
+    for (size_t i = 0; i < q->nasks; i++) {
+      const tl_ask *a = &q->asks[i];
+      if (a->answered == 1) continue;
+      tl_who(a, who, sizeof(who));
+      rd__mbuf_printf(b, "  %s %s\n", who, a->answered ? "left before it answered" : "did not answer within 2 s");
+    }
+    if (n) rd__mbuf_printf(b, "  %-16s %-13s %8s %-24s %-18s %s\n", "RESULT", "STATE", "AGE", "FUNCTION", "OWNER", "DETAIL");
+    for (size_t i = 0; i < n; i++) {
+      const Rd__TaskInfo *t = rows[i].t;
+      char id[24];
+      if (t->ret_id) snprintf(id, sizeof(id), "%016llx", (unsigned long long)t->ret_id);
+      else snprintf(id, sizeof(id), "-");
+      tl_who(rows[i].owner, who, sizeof(who));
+      tl_detail(t, det, sizeof(det));
+      rd__mbuf_printf(b, "  %-16s %-13s %7.1fs %-24s %-18s %s%s\n", id, rd__task_state_name(t->state),
+                      (double)t->age_ns / 1e9, t->func, who, det, t->attempt ? " (a retry)" : "");
+    }
+  }
+  free(rows);
+}
+
+static void tl_free_cb(uv_handle_t *h) {
+  tl_req *q = h->data;
+  for (size_t i = 0; i < q->nasks; i++)
+    if (q->asks[i].m) protobuf_c_message_free_unpacked(&q->asks[i].m->base, NULL);
+  free(q->asks);
+  free(q);
+}
+
+static void tl_finish(tl_req *q) {
+  for (tl_req **pp = &tl_reqs; *pp; pp = &(*pp)->next)
+    if (*pp == q) {
+      *pp = q->next;
+      break;
+    }
+  rd__mbuf b = {0};
+  tl_render(q, &b);
+  q->done(q->arg, &b, q->json ? "application/json" : "text/plain; charset=utf-8");
+  free(b.p);
+  uv_timer_stop(&q->timer);
+  uv_close((uv_handle_t *)&q->timer, tl_free_cb);
+}
+
+static void tl_timeout(uv_timer_t *t) { tl_finish(t->data); }
+
+int rd__dashboard_tasks(uv_loop_t *loop, int json, size_t limit, int state, rd__dashboard_done done, void *arg) {
+  tl_req *q = calloc(1, sizeof(*q));
+  size_t n = 0;
+  for (node_client *c = N.clients; c; c = c->next) n++;
+  if (!q || !(q->asks = calloc(n ? n : 1, sizeof(*q->asks)))) {
+    free(q);
+    return RD_ENOMEM;
+  }
+  q->req_id = ++tl_next_id;
+  q->json = json;
+  q->limit = limit;
+  q->state = state;
+  q->done = done;
+  q->arg = arg;
+  Rd__TaskListAsk m = RD__TASK_LIST_ASK__INIT;
+  m.req_id = q->req_id;
+  m.limit = (uint32_t)limit;
+  m.only = state >= 0 ? (uint32_t)state + 1 : 0;
+  for (node_client *c = N.clients; c; c = c->next) {
+    if (c->dead || (c->role != ROLE_DRIVER && c->role != ROLE_WORKER) || c->own_waiting + c->own_sent == 0) continue;
+    q->asks[q->nasks++] = (tl_ask){c->id, c->pid, c->role, 0, NULL};
+    rd__node_send(c, RD__MSG_TYPE__MSG_TASK_LIST_ASK, &m.base, -1);
+  }
+  q->waiting = q->nasks;
+  uv_timer_init(loop, &q->timer);
+  q->timer.data = q;
+  q->next = tl_reqs;
+  tl_reqs = q;
+  if (!q->waiting) tl_finish(q);
+  else uv_timer_start(&q->timer, tl_timeout, TL_WAIT_MS, 0);
+  return 0;
+}
+
+static tl_ask *tl_find(tl_req *q, uint32_t client) {
+  for (size_t i = 0; i < q->nasks; i++)
+    if (q->asks[i].client == client && !q->asks[i].answered) return &q->asks[i];
+  return NULL;
+}
+
+int rd__dashboard_on_task_list(node_client *c, Rd__TaskList *m) {
+  if (m->n_counts != RD_TS_NSTATES) return -1;
+  for (size_t i = 0; i < m->n_tasks; i++)
+    if (m->tasks[i]->state < 0 || m->tasks[i]->state >= RD_TS_NSTATES) return -1;
+  tl_req *q = tl_reqs;
+  while (q && q->req_id != m->req_id) q = q->next;
+  tl_ask *a = q ? tl_find(q, c->id) : NULL;
+  if (!a) return 0;   /* too late, or not asked: dropped */
+  if (m->n_tasks > q->limit) return -1;
+  a->answered = 1;
+  a->m = m;
+  if (--q->waiting == 0) tl_finish(q);
+  return 1;
+}
+
+void rd__dashboard_client_gone(const node_client *c) {
+  for (tl_req *q = tl_reqs, *next; q; q = next) {
+    next = q->next;
+    tl_ask *a = tl_find(q, c->id);
+    if (!a) continue;
+    a->answered = 2;
+    if (--q->waiting == 0) tl_finish(q);
+  }
+}

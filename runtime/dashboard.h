@@ -22,4 +22,12 @@ int rd__dashboard_request(uv_loop_t *loop, int json, rd__dashboard_done done, vo
  * and the `top` largest with their state, pins and owner.  Text, or JSON. */
 void rd__dashboard_objects(rd__mbuf *b, int json, size_t top);
 
+/* Unfinished tasks of the owners on this node (`raydist list tasks`,
+ * /tasks and /api/tasks): the `limit` oldest (only those in `state`, or
+ * all with -1), with every state's count and each owner's.  done is called
+ * once, on the loop: at once when no owner here has tasks live, else when
+ * all asked have answered or left, or after 2 s.  0 or RD_ENOMEM (done not
+ * called). */
+int rd__dashboard_tasks(uv_loop_t *loop, int json, size_t limit, int state, rd__dashboard_done done, void *arg);
+
 #endif

@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common.h"
 #include "dashboard.h"
 #include "log.h"
 #include "raydist/error.h"
@@ -219,6 +220,34 @@ static void handle_request(mconn *c) {
     free(b.p);
     return;
   }
+  int tasks = strcmp(path, "/tasks") == 0, tasks_api = strcmp(path, "/api/tasks") == 0;
+  if (tasks || tasks_api) {
+    long limit = 100;   /* ?limit=N: the N oldest, at most 10000; ?state=RUNNING: only those */
+    int state = -1;
+    const char *t = q ? strstr(q + 1, "limit=") : NULL;
+    if (t) limit = strtol(t + 6, NULL, 10);
+    if (limit < 0) limit = 0;
+    if (limit > 10000) limit = 10000;
+    if (q && (t = strstr(q + 1, "state="))) {
+      char name[32];
+      size_t n = strcspn(t + 6, "&");
+      snprintf(name, sizeof(name), "%.*s", (int)(n < sizeof(name) ? n : sizeof(name) - 1), t + 6);
+      if ((state = rd__task_state_parse(name)) < 0) {
+        respond_text(c, 400, "Bad Request", "unknown state: the states are PENDING_ARGS, PENDING_LEASE, "
+                                            "RETRY_BACKOFF, PENDING_ACTOR, SUBMITTED and RUNNING\n");
+        return;
+      }
+    }
+    c->answered = 1;
+    c->head_only = head;
+    c->open_handles++;   /* held until on_dashboard */
+    uv_timer_stop(&c->timer);   /* the owners' answers have a deadline of their own */
+    if (rd__dashboard_tasks(c->tcp.loop, tasks_api, (size_t)limit, state, on_dashboard, c) != 0) {
+      c->open_handles--;
+      respond_text(c, 500, "Internal Server Error", "out of memory\n");
+    }
+    return;
+  }
   int api = strcmp(path, "/api/cluster") == 0;
   if (api || strcmp(path, "/") == 0) {
     c->answered = 1;
@@ -235,7 +264,7 @@ static void handle_request(mconn *c) {
   if (!timeline && strcmp(path, "/metrics") != 0) {
     respond_text(c, 404, "Not Found", "not found: the dashboard is at /, its JSON at /api/cluster, the metrics at "
                                       "/metrics, the task timeline at /timeline, the store's objects at /objects "
-                                      "and /api/objects\n");
+                                      "and /api/objects, the unfinished tasks at /tasks and /api/tasks\n");
     return;
   }
   rd__mbuf b = {0};

@@ -2408,6 +2408,7 @@ static void handle_frame(node_client *c, const rd__frame *f) {
     case RD__MSG_TYPE__MSG_WORKER_BLOCKED: d = &rd__worker_blocked__descriptor; break;
     case RD__MSG_TYPE__MSG_WORKER_STATS: d = &rd__worker_stats__descriptor; break;
     case RD__MSG_TYPE__MSG_OWNER_STATS: d = &rd__owner_stats__descriptor; break;
+    case RD__MSG_TYPE__MSG_TASK_LIST: d = &rd__task_list__descriptor; break;
     case RD__MSG_TYPE__MSG_WORKER_RETIRE: d = &rd__worker_retire__descriptor; break;
     default: break;
   }
@@ -2451,6 +2452,15 @@ static void handle_frame(node_client *c, const rd__frame *f) {
     case RD__MSG_TYPE__MSG_WORKER_BLOCKED: on_worker_blocked(c, (Rd__WorkerBlocked *)m); break;
     case RD__MSG_TYPE__MSG_WORKER_STATS: on_worker_stats(c, (Rd__WorkerStats *)m); break;
     case RD__MSG_TYPE__MSG_OWNER_STATS: on_owner_stats(c, (Rd__OwnerStats *)m); break;
+    case RD__MSG_TYPE__MSG_TASK_LIST: {
+      int kept = rd__dashboard_on_task_list(c, (Rd__TaskList *)m);
+      if (kept > 0) return;
+      if (kept < 0) {
+        send_error(c, RD_EPROTO, "TaskList needs one count per task state, states in range and at most the tasks asked for");
+        client_drop(c, "malformed task list");
+      }
+      break;
+    }
     case RD__MSG_TYPE__MSG_WORKER_RETIRE: on_worker_retire(c, (Rd__WorkerRetire *)m); break;
     case RD__MSG_TYPE__MSG_SHUTDOWN:
       /* a cluster's node outlives drivers; an embedded one stops with the driver that started it */
@@ -2480,6 +2490,7 @@ static void client_drop(node_client *c, const char *why) {
           c->pid, why);
   rd__pg_client_dropped(c);   /* first: it asks cluster.c which peer a link was */
   rd__cluster_client_dropped(c);
+  rd__dashboard_client_gone(c);
   if (rd__conn_want_write(&c->conn)) (void)rd__conn_flush(&c->conn);  /* best effort: the error frame */
   for (node_client **pp = &N.clients; *pp; pp = &(*pp)->next)
     if (*pp == c) { *pp = c->next; break; }

@@ -361,6 +361,12 @@ extern rd__node_state N;
 
 /* node.c services used by cluster.c */
 void rd__node_send(node_client *c, Rd__MsgType t, const ProtobufCMessage *m, int fd);
+/* dashboard.c: */
+/* An owner's answer (MSG_TASK_LIST): 1 kept (the request owns m now), 0
+ * not wanted (the caller frees m), -1 malformed (the caller drops c). */
+int rd__dashboard_on_task_list(node_client *c, Rd__TaskList *m);
+/* c is going: requests stop waiting for its answer. */
+void rd__dashboard_client_gone(const node_client *c);
 void rd__node_client_drop(node_client *c, const char *why);
 void rd__node_dispatch(void);
 void rd__node_flush_all(void);

@@ -186,14 +186,6 @@ static int bundle_can_run(const rd_resources *b, const rd_resources *res) {
   return rd_res_feasible(&l, res);
 }
 
-static void res_text(const rd_resources *r, char *buf, size_t len) {
-  int off = snprintf(buf, len, "{CPU: %g, GPU: %g", rd_res_to_double(r->cpu), rd_res_to_double(r->gpu));
-  if (r->memory && off < (int)len) off += snprintf(buf + off, len - (size_t)off, ", memory: %lld", (long long)r->memory);
-  for (int i = 0; i < r->ncustom && off < (int)len; i++)
-    off += snprintf(buf + off, len - (size_t)off, ", %s: %g", r->custom[i].name, rd_res_to_double(r->custom[i].amount));
-  if (off < (int)len) snprintf(buf + off, len - (size_t)off, "}");
-}
-
 /* ------------------------------------------------------------ replies */
 
 static void reply(node_client *c, uint64_t req_id, int status, const char *err, const pg_rec *p) {
@@ -464,7 +456,7 @@ static int prepare_here(uint64_t pg_id, uint32_t record, uint64_t txn, const int
     rc = rd_res_acquire(&N.ledger, &r, &b->grant);
     if (rc != 0) {
       char t[200];
-      res_text(&r, t, sizeof(t));
+      rd_res_format(&r, t, sizeof(t));
       snprintf(why, whylen, "node %u has no room for bundle %d %s now", self_index(), idx[i], t);
       free(b);
       break;
@@ -706,8 +698,8 @@ static int pick_bundle(const pg_rec *p, int bundle, const rd_resources *res, int
   }
   if (bundle >= 0) {
     if (!bundle_can_run(&p->b[bundle], res)) {
-      res_text(res, t, sizeof(t));
-      res_text(&p->b[bundle], u, sizeof(u));
+      rd_res_format(res, t, sizeof(t));
+      rd_res_format(&p->b[bundle], u, sizeof(u));
       snprintf(why, whylen, "request %s can never run in bundle %d %s", t, bundle, u);
       return RD_EINFEASIBLE;
     }
@@ -724,7 +716,7 @@ static int pick_bundle(const pg_rec *p, int bundle, const rd_resources *res, int
     if (best < 0 || (p->node[i] == self && p->node[best] != self)) best = (int)i;
   }
   if (!any) {
-    res_text(res, t, sizeof(t));
+    rd_res_format(res, t, sizeof(t));
     snprintf(why, whylen, "request %s fits no bundle of placement group %016" PRIx64, t, p->id);
     return RD_EINFEASIBLE;
   }
@@ -944,7 +936,7 @@ void rd__pg_on_create(node_client *c, const Rd__PgCreate *m) {
   if (rd_pg_place_sel(nodes, nn, p->b, p->sel, p->n, p->strategy, want, why, sizeof(why)) == RD_EINFEASIBLE) {
     for (size_t i = 0; i < nn; i++) {
       char t[200];
-      res_text(&nodes[i].total, t, sizeof(t));
+      rd_res_format(&nodes[i].total, t, sizeof(t));
       rd__log(RD_LOG_DEBUG, "placement group refused: node %u has %s", nodes[i].index, t);
     }
     reply(c, m->req_id, RD_EINFEASIBLE, why, NULL);

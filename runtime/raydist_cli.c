@@ -25,6 +25,7 @@ static void usage(FILE *f) {
           "       raydist start --head | --address IP:PORT [options]   (raydist start --help)\n"
           "       raydist status [--address IP:PORT]\n"
           "       raydist memory [--address IP:PORT] [--top N]   (objects in every node's store)\n"
+          "       raydist list tasks [--address IP:PORT] [--state S] [--limit N]   (unfinished tasks, every node's owners)\n"
           "       raydist stop [--node-ip IP]\n"
           "       raydist job submit|list|logs|wait|stop ...   (raydist job, for its usage)\n"
           "       raydist gcs --bind IP:PORT --token-file F [--ready-fd FD] [--storage memory|file:PATH] [--supervise]\n"
@@ -59,6 +60,7 @@ int main(int argc, char **argv) {
   if (!strcmp(argv[1], "start")) return rd__cli_start(argc, argv);
   if (!strcmp(argv[1], "status")) return rd__cli_status(argc, argv);
   if (!strcmp(argv[1], "memory")) return rd__cli_memory(argc, argv);
+  if (!strcmp(argv[1], "list")) return rd__cli_list(argc, argv);
   if (!strcmp(argv[1], "stop")) return rd__cli_stop(argc, argv);
   if (!strcmp(argv[1], "job")) return rd__cli_job(argc, argv);
   if (strcmp(argv[1], "node") != 0) {

@@ -56,6 +56,15 @@ double rd_res_to_double(int64_t fixed) {
   return (double)fixed / RD_RES_UNIT;
 }
 
+void rd_res_format(const rd_resources *r, char *buf, size_t len) {
+  if (!len) return;
+  int off = snprintf(buf, len, "{CPU: %g, GPU: %g", rd_res_to_double(r->cpu), rd_res_to_double(r->gpu));
+  if (r->memory && off < (int)len) off += snprintf(buf + off, len - (size_t)off, ", memory: %lld", (long long)r->memory);
+  for (int i = 0; i < r->ncustom && off < (int)len; i++)
+    off += snprintf(buf + off, len - (size_t)off, ", %s: %g", r->custom[i].name, rd_res_to_double(r->custom[i].amount));
+  if (off < (int)len) snprintf(buf + off, len - (size_t)off, "}");
+}
+
 int rd_res_validate(const rd_resources *r) {
   if (r == NULL) return RD_EINVAL;
   if (!res_amount_ok(r->cpu) || !res_amount_ok(r->gpu) || r->memory < 0) return RD_EINVAL;

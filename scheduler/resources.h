@@ -9,6 +9,7 @@
 #ifndef RD_SCHEDULER_RESOURCES_H
 #define RD_SCHEDULER_RESOURCES_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 #define RD_RES_UNIT 10000
@@ -64,6 +65,9 @@ typedef struct rd_res_ledger {
  * not whole, too large for int64 fixed point, or positive but rounding to 0. */
 int rd_res_from_double(double q, int64_t *out);
 double rd_res_to_double(int64_t fixed);
+/* r as text for messages, "{CPU: 1, GPU: 0.5, memory: 1048576, only_b: 1}"
+ * (memory only when set), cut to fit len. */
+void rd_res_format(const rd_resources *r, char *buf, size_t len);
 /* Validate a request (whole above 1 unit, non-negative, names non-empty,
  * NUL-terminated within RD_RES_NAME_MAX and unique, ncustom in range).
  * 0 or RD_EINVAL with no side effect. */

@@ -49,6 +49,7 @@ static void cq_fire(rd__obj *o, int items);
 static void ret_refs_let_go(Rd__RetRef *const *refs, size_t n);
 static int ret_refs_adopt(rd__obj *o, const Rd__Ret *r);
 static void task_fail(rd__task *t, int err, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static void on_task_list_ask(const Rd__TaskListAsk *m);
 static void class_dispatch(rd__sclass *c);
 static void fail_everything(int err, const char *why);
 static void wake_pumper(void);
@@ -1976,6 +1977,7 @@ static void handle_daemon_frame(const rd__frame *f) {
     case RD__MSG_TYPE__MSG_NODE_DEAD: d = &rd__node_dead__descriptor; break;
     case RD__MSG_TYPE__MSG_WORKER_OUTPUT: d = &rd__worker_output__descriptor; break;
     case RD__MSG_TYPE__MSG_KV_REPLY: d = &rd__kv_reply__descriptor; break;
+    case RD__MSG_TYPE__MSG_TASK_LIST_ASK: d = &rd__task_list_ask__descriptor; break;
     default: break;
   }
   int fd = (f->flags & RD_FRAME_FLAG_FD) ? rd__conn_take_fd(&G.daemon) : -1;
@@ -2035,6 +2037,9 @@ static void handle_daemon_frame(const rd__frame *f) {
     }
     case RD__MSG_TYPE__MSG_NODE_DEAD:
       lineage_node_dead(((Rd__NodeDead *)m)->node_index);
+      break;
+    case RD__MSG_TYPE__MSG_TASK_LIST_ASK:
+      on_task_list_ask((Rd__TaskListAsk *)m);
       break;
     case RD__MSG_TYPE__MSG_ERROR: {
       Rd__Error *e = (Rd__Error *)m;
@@ -2301,6 +2306,106 @@ static void ost_report(uint64_t now, int force, int64_t *wait) {
   G.ost.sum_ns = G.ost.done = G.ost.failed = 0;
   G.ost.changed = 0;
   G.ost.last_sent_ns = now;
+}
+
+/* ---- raydist list tasks: what this owner has not finished ----
+ *
+ * The node asks (MSG_TASK_LIST_ASK, only of owners whose last OwnerStats
+ * had something live); the answer holds the first `limit` tasks in the
+ * order walked here and every state's count.  Costs a walk of the owner's
+ * queues and objects, on demand only.  G.mu held. */
+typedef struct tl_acc {
+  Rd__TaskInfo *v;
+  Rd__TaskInfo **p;
+  char (*res)[160];
+  size_t n, limit;
+  int only;                 /* rows of this state only (-1: all) */
+  uint64_t counts[RD_TS_NSTATES];
+  uint64_t now;
+} tl_acc;
+
+static Rd__TaskInfo *tl_add(tl_acc *a, const rd__task *t, int state) {
+  a->counts[state]++;
+  if (a->n >= a->limit || (a->only >= 0 && state != a->only)) return NULL;
+  Rd__TaskInfo *x = &a->v[a->n];
+  rd__task_info__init(x);
+  a->p[a->n] = x;
+  x->task_id = t->task_id;
+  x->func = (char *)(t->func ? t->func : "");
+  x->state = state;
+  x->age_ns = a->now > t->submit_ns ? a->now - t->submit_ns : 0;
+  x->attempt = t->attempt;
+  x->actor_id = t->actor ? t->actor->id : t->actor_id;
+  x->ret_id = t->nret > 0 ? t->ret_ids[0] : 0;
+  x->args_pending = t->deps_pending > 0 ? t->deps_pending : 0;
+  x->resources = (char *)"";
+  if (t->cls && (state == RD_TS_PENDING_LEASE || state == RD_TS_RETRY_BACKOFF)) {
+    rd_res_format(&t->cls->res, a->res[a->n], sizeof(a->res[a->n]));
+    x->resources = a->res[a->n];
+  }
+  if (state == RD_TS_RETRY_BACKOFF && t->not_before_ns > a->now) x->retry_in_ns = t->not_before_ns - a->now;
+  a->n++;
+  return x;
+}
+
+static void tl_inflight(tl_acc *a, const rd__lease *l) {
+  for (const rd__task *t = l->inhead; t; t = t->next) {
+    Rd__TaskInfo *x = tl_add(a, t, t == l->inhead ? RD_TS_RUNNING : RD_TS_SUBMITTED);
+    if (x) x->worker_pid = l->worker_pid;
+  }
+}
+
+static void on_task_list_ask(const Rd__TaskListAsk *m) {
+  tl_acc a = {0};
+  a.limit = m->limit > 10000 ? 10000 : m->limit;   /* the node asks for at most 10000 */
+  a.only = m->only > 0 && m->only <= RD_TS_NSTATES ? (int)m->only - 1 : -1;
+  a.now = rd__now_ns();
+  if (a.limit) {
+    a.v = malloc(a.limit * sizeof(*a.v));
+    a.p = malloc(a.limit * sizeof(*a.p));
+    a.res = malloc(a.limit * sizeof(*a.res));
+    if (!a.v || !a.p || !a.res) a.limit = 0;   /* out of memory: the counts alone */
+  }
+  for (rd__sclass *c = G.classes; c; c = c->next)
+    for (rd__lease *l = c->leases; l; l = l->next) tl_inflight(&a, l);
+  for (rd__actor *x = G.actors; x; x = x->next)
+    if (x->conn) tl_inflight(&a, x->conn);
+  for (rd__sclass *c = G.classes; c; c = c->next) {
+    for (rd__task *t = c->qhead; t; t = t->next) (void)tl_add(&a, t, RD_TS_PENDING_LEASE);
+    for (rd__task *t = c->delayed; t; t = t->next) (void)tl_add(&a, t, RD_TS_RETRY_BACKOFF);
+  }
+  for (rd__actor *x = G.actors; x; x = x->next)
+    for (rd__task *t = x->qhead; t; t = t->next)
+      (void)tl_add(&a, t, t->deps_pending > 0 ? RD_TS_PENDING_ARGS : RD_TS_PENDING_ACTOR);
+  /* tasks waiting for arguments are on their objects' lists only: each is
+   * taken at the first of its arguments whose list has it (actor calls
+   * were counted in their actor's queue) */
+  for (uint64_t i = 0; G.objs.slots && i <= G.objs.mask; i++) {
+    rd__obj *o = G.objs.slots[i].val;
+    for (int j = 0; o && j < o->ndeps; j++) {
+      rd__task *t = o->deps[j];
+      if (t->actor || t->deps_pending <= 0) continue;
+      int first = 1;
+      for (int q = 0; q < j && first; q++) first = o->deps[q] != t;   /* an argument given twice */
+      for (int k = 0; k < t->nargs && first; k++) {
+        if (!targ_dep(&t->args[k])) continue;
+        if (t->args[k].oid == o->id) break;
+        rd__obj *p = obj_get(t->args[k].oid);
+        for (int q = 0; p && q < p->ndeps && first; q++) first = p->deps[q] != t;
+      }
+      if (first) (void)tl_add(&a, t, RD_TS_PENDING_ARGS);
+    }
+  }
+  Rd__TaskList r = RD__TASK_LIST__INIT;
+  r.req_id = m->req_id;
+  r.n_tasks = a.n;
+  r.tasks = a.p;
+  r.n_counts = RD_TS_NSTATES;
+  r.counts = a.counts;
+  (void)rd__conn_send(&G.daemon, RD__MSG_TYPE__MSG_TASK_LIST, &r.base, -1);
+  free(a.v);
+  free(a.p);
+  free(a.res);
 }
 
 /* One round: flush, poll up to timeout_ms, handle what arrived.  Called with

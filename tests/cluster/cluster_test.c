@@ -987,6 +987,33 @@ RD_ACTOR_METHOD(Tally, read_kept) {
   return rd_return_bytes(call, 0, out, sizeof(out));
 }
 
+/* Waits (at most 120 s) for the file named by argument 0; echoes its length. */
+static int wait_for_file(rd_call *call) {
+  rd_buf a;
+  char path[512];
+  if (rd_arg(call, 0, &a) != 0 || a.size == 0 || a.size >= sizeof(path)) return rd_call_fail(call, "bad path");
+  memcpy(path, a.data, a.size);
+  path[a.size] = 0;
+  for (int i = 0; i < 2400 && access(path, F_OK) != 0; i++) usleep(50000);
+  uint32_t n = (uint32_t)a.size;
+  return rd_return_bytes(call, 0, &n, sizeof(n));
+}
+
+RD_REMOTE(wait_file) { return wait_for_file(call); }
+
+RD_ACTOR_METHOD(Tally, wait_file) {
+  (void)state;
+  return wait_for_file(call);
+}
+
+/* The length of argument 0. */
+RD_REMOTE(arg_len) {
+  rd_buf a;
+  if (rd_arg(call, 0, &a) != 0) return rd_call_fail(call, "no arg");
+  uint32_t n = (uint32_t)a.size;
+  return rd_return_bytes(call, 0, &n, sizeof(n));
+}
+
 /* A member of a collective group across the nodes (t_collective). */
 typedef struct co_spec {
   char group[32];
@@ -3981,6 +4008,45 @@ static int t_memory_hold(void) {
   return 0;
 }
 
+/* For `raydist list tasks` (cluster_test.sh): tasks held unfinished until
+ * the file $RD_DONE appears: three wait_file tasks that need only_b (one
+ * runs on b, the others wait behind it), three arg_len tasks on the first
+ * one's result (their argument not ready), two calls on an actor on c (one
+ * runs).  $RD_READY gets this driver's pid once all are submitted; at the
+ * end every result is checked.  With $RD_SILENT it makes no library call
+ * between then and $RD_DONE. */
+static int t_tasks_hold(void) {
+  join();
+  const char *ready = getenv("RD_READY"), *done = getenv("RD_DONE");
+  CHECK(ready && done);
+  size_t dl = strlen(done);
+  rd_task_opts o;
+  rd_task_opts_init(&o);
+  o.resources = "only_b=1";
+  rd_ref w[3], d[3], m[2];
+  for (int i = 0; i < 3; i++) CHECK_EQ(rd_submit(wait_file, RD_ARGS(rd_arg_bytes(done, dl)), &o, &w[i]), 0);
+  for (int i = 0; i < 3; i++) CHECK_EQ(rd_submit(arg_len, RD_ARGS(rd_arg_ref(w[0])), NULL, &d[i]), 0);
+  rd_actor_opts ao;
+  rd_actor_opts_init(&ao);
+  ao.resources = "only_c=1";
+  rd_actor a;
+  CHECK_EQ(rd_actor_create(Tally, RD_NO_ARGS, &ao, &a), 0);
+  for (int i = 0; i < 2; i++) CHECK_EQ(rd_actor_call(a, Tally_wait_file, RD_ARGS(rd_arg_bytes(done, dl)), NULL, &m[i]), 0);
+  int silent = getenv("RD_SILENT") != NULL;   /* with RAYDIST_PROGRESS_THREAD=0: answers nothing until done */
+  if (silent) (void)rd_wait(&d[0], 1, 1, 300, NULL);   /* a library call: the node hears of its tasks */
+  FILE *f = fopen(ready, "w");
+  CHECK(f != NULL);
+  fprintf(f, "%d\n", (int)getpid());
+  fclose(f);
+  for (int i = 0; silent && i < 2400 && access(done, F_OK) != 0; i++) usleep(50000);
+  for (int i = 0; i < 3; i++) CHECK_EQ(node_of(w[i]), (uint32_t)dl);   /* (node_of: a u32 result) */
+  for (int i = 0; i < 3; i++) CHECK_EQ(node_of(d[i]), 4u);
+  for (int i = 0; i < 2; i++) CHECK_EQ(node_of(m[i]), (uint32_t)dl);
+  CHECK_EQ(rd_actor_kill(a, 1), 0);
+  rd_shutdown();
+  return 0;
+}
+
 int main(int argc, char **argv) {
   static const rd_test_case cases[] = {
       {"custom_resources", t_custom_resources}, {"strategies", t_strategies}, {"big_object", t_big_object},
@@ -3996,6 +4062,7 @@ int main(int argc, char **argv) {
       {"borrow", t_borrow},                     {"stream", t_stream},           {"nested", t_nested},
       {"collective", t_collective},             {"code_keep", t_code_keep},     {"code_kill", t_code_kill},
       {"code_again", t_code_again},             {"labels", t_labels}, {"memory_hold", t_memory_hold},
+      {"tasks_hold", t_tasks_hold},
   };
   return rd_test_main(argc, argv, cases, sizeof(cases) / sizeof(cases[0]));
 }

@@ -40,6 +40,16 @@ for l in urllib.request.urlopen("http://" + sys.argv[1] + "/metrics", timeout=10
         print(int(float(l.split()[1])))
 PY
 }
+# hold_start CASE: a driver running CASE in the background, holding what it
+# made until $RAYDIST_TMPDIR/done appears (HOLD: its shell pid; PID: its pid,
+# which it writes to $RAYDIST_TMPDIR/ready once ready)
+hold_start() {
+  RD_READY="$RAYDIST_TMPDIR/ready" RD_DONE="$RAYDIST_TMPDIR/done" "$T" "$1" > "$RAYDIST_TMPDIR/hold.log" 2>&1 &
+  HOLD=$!
+  for _i in $(seq 1 200); do [ -s "$RAYDIST_TMPDIR/ready" ] && break; sleep 0.1; done
+  [ -s "$RAYDIST_TMPDIR/ready" ] || { kill $HOLD; cat "$RAYDIST_TMPDIR/hold.log"; fail "the holding driver never got ready"; }
+  PID=$(cat "$RAYDIST_TMPDIR/ready")
+}
 # sd_targets: the targets of the head's Prometheus file_sd file, sorted, one
 # per line ("ip:port node"); nothing when it is missing or malformed
 sd_targets() {
@@ -556,11 +566,7 @@ PY
   memory)
     # raydist memory: every node's store, while a driver holds a 4 MiB put on
     # the head and a 2 MiB result left on node b
-    RD_READY="$RAYDIST_TMPDIR/ready" RD_DONE="$RAYDIST_TMPDIR/done" "$T" memory_hold > "$RAYDIST_TMPDIR/hold.log" 2>&1 &
-    HOLD=$!
-    for i in $(seq 1 200); do [ -s "$RAYDIST_TMPDIR/ready" ] && break; sleep 0.1; done
-    [ -s "$RAYDIST_TMPDIR/ready" ] || { kill $HOLD; cat "$RAYDIST_TMPDIR/hold.log"; fail "the holding driver never got ready"; }
-    PID=$(cat "$RAYDIST_TMPDIR/ready")
+    hold_start memory_hold
     "$R" memory --top 5 > "$RAYDIST_TMPDIR/mem" || { cat "$RAYDIST_TMPDIR/mem"; fail "raydist memory"; }
     cat "$RAYDIST_TMPDIR/mem"
     [ "$(grep -c '^node [0-9]*: ' "$RAYDIST_TMPDIR/mem")" = 3 ] || fail "raydist memory: not three nodes"
@@ -577,6 +583,74 @@ PY
       sleep 0.1
     done
     [ "$(grep -c ': 0 objects' "$RAYDIST_TMPDIR/mem")" = 3 ] || { cat "$RAYDIST_TMPDIR/mem"; fail "objects left behind"; }
+    ;;
+  tasks)
+    # raydist list tasks: a driver's unfinished tasks, by state, while they
+    # wait for a file (tasks_hold says what it submitted)
+    hold_start tasks_hold
+    L="$RAYDIST_TMPDIR/tasks"
+    # the driver reports its tasks every 100 ms and the actor call waits for
+    # its actor: until the head lists all 8, two running (on b and on c)
+    for i in $(seq 1 100); do
+      "$R" list tasks > "$L" || { cat "$L"; fail "raydist list tasks"; }
+      grep -Eq '^node [0-9]+: 8 unfinished tasks \(RUNNING 2, .*PENDING_ARGS 3\)$' "$L" && break
+      sleep 0.2
+    done
+    cat "$L"
+    grep -Eq '^node [0-9]+: 8 unfinished tasks \(RUNNING 2, .*PENDING_ARGS 3\)$' "$L" || fail "list tasks: not 8 on the head"
+    [ "$(grep -c '^node [0-9]*: 0 unfinished tasks$' "$L")" = 2 ] || fail "list tasks: b and c own none"
+    [ "$(grep -c " driver pid $PID " "$L")" = 8 ] || fail "list tasks: not 8 rows of driver $PID"
+    grep -Eq "^  [0-9a-f]{16} RUNNING +[0-9.]+s wait_file +driver pid $PID +worker pid [0-9]+$" "$L" ||
+      fail "list tasks: no running wait_file on a worker"
+    grep -Eq "^  [0-9a-f]{16} RUNNING +[0-9.]+s Tally\.wait_file +driver pid $PID +worker pid [0-9]+, actor [0-9a-f]{16}$" "$L" ||
+      fail "list tasks: no running actor call"
+    [ "$(grep -Ec "^  [0-9a-f]{16} PENDING_ARGS +[0-9.]+s arg_len +driver pid $PID +1 argument not ready$" "$L")" = 3 ] ||
+      fail "list tasks: not three arg_len waiting for their argument"
+    # the other two wait_file tasks wait for b's only_b, or behind the first on its worker
+    [ "$(grep -Ec "^  [0-9a-f]{16} (PENDING_LEASE .* wants \{CPU: 1, GPU: 0, only_b: 1\}|SUBMITTED .* worker pid [0-9]+)$" "$L")" = 2 ] ||
+      fail "list tasks: not two wait_file behind the first"
+    "$R" list tasks --state pending_args --limit 2 > "$L" || fail "list tasks --state"
+    [ "$(grep -c '^  [0-9a-f]\{16\} ' "$L")" = 2 ] && [ "$(grep -c '^  [0-9a-f]\{16\} PENDING_ARGS ' "$L")" = 2 ] ||
+      { cat "$L"; fail "list tasks --state pending_args --limit 2: not two PENDING_ARGS rows"; }
+    # the JSON twin, and a bad state
+    python3 - "$(cat "$ROOT/node-127.0.0.1/metrics")" "$PID" <<'PY' || fail "/api/tasks"
+import json, sys, urllib.request, urllib.error
+base = "http://" + sys.argv[1]
+j = json.load(urllib.request.urlopen(base + "/api/tasks?limit=5", timeout=10))
+assert j["unfinished"] == 8 and j["counts"]["PENDING_ARGS"] == 3 and j["counts"]["RUNNING"] == 2, j
+assert len(j["tasks"]) == 5 and all(t["owner"] == "driver pid " + sys.argv[2] for t in j["tasks"]), j
+ages = [t["age_s"] for t in j["tasks"]]
+assert ages == sorted(ages, reverse=True), ages
+assert [o["unfinished"] for o in j["owners"] if o["answered"]] == [8], j["owners"]
+try:
+    urllib.request.urlopen(base + "/tasks?state=DONE", timeout=10)
+    sys.exit("state=DONE was accepted")
+except urllib.error.HTTPError as e:
+    assert e.code == 400 and b"unknown state" in e.read()
+PY
+    "$R" list tasks --state DONE > /dev/null 2>&1 && fail "list tasks took --state DONE"
+    "$R" list tasks --limit -1 > /dev/null 2>&1 && fail "list tasks took --limit -1"
+    "$R" list actors > /dev/null 2>&1 && fail "list took actors"
+    # an owner that makes no library call and has no progress thread does
+    # not answer: named after 2 s, the others listed all the same
+    RAYDIST_PROGRESS_THREAD=0 RD_SILENT=1 RD_READY="$RAYDIST_TMPDIR/ready2" RD_DONE="$RAYDIST_TMPDIR/done" \
+      "$T" tasks_hold > "$RAYDIST_TMPDIR/hold2.log" 2>&1 &
+    HOLD2=$!
+    for i in $(seq 1 200); do [ -s "$RAYDIST_TMPDIR/ready2" ] && break; sleep 0.1; done
+    [ -s "$RAYDIST_TMPDIR/ready2" ] || { kill $HOLD2; cat "$RAYDIST_TMPDIR/hold2.log"; fail "the silent driver never got ready"; }
+    PID2=$(cat "$RAYDIST_TMPDIR/ready2")
+    "$R" list tasks > "$L" || fail "list tasks with a silent owner"
+    cat "$L"
+    grep -q "^  driver pid $PID2 did not answer within 2 s$" "$L" || fail "list tasks: the silent driver not named"
+    [ "$(grep -c " driver pid $PID " "$L")" = 8 ] || fail "list tasks: driver $PID's rows not there beside a silent one"
+    touch "$RAYDIST_TMPDIR/done"
+    wait $HOLD || { cat "$RAYDIST_TMPDIR/hold.log"; fail "tasks_hold"; }
+    wait $HOLD2 || { cat "$RAYDIST_TMPDIR/hold2.log"; fail "tasks_hold (silent)"; }
+    for i in $(seq 1 50); do
+      "$R" list tasks > "$L" && [ "$(grep -c '^node [0-9]*: 0 unfinished tasks$' "$L")" = 3 ] && break
+      sleep 0.1
+    done
+    [ "$(grep -c '^node [0-9]*: 0 unfinished tasks$' "$L")" = 3 ] || { cat "$L"; fail "tasks left listed"; }
     ;;
   labels)
     "$T" "$CASE" || fail "$CASE"

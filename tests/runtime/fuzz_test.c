@@ -267,7 +267,7 @@ static int send_hello(wf_rng *r, int fd, const char *token, int link) {
 /* A random frame for the node: mostly the types a client (or a peer node)
  * sends, sometimes any type, one the node only sends, or none at all. */
 static int send_random(wf_rng *r, int fd, int link) {
-  static const unsigned client_types[] = {3, 5, 7, 9, 10, 12, 13, 17, 20, 21, 24, 25, 28, 29, 45, 47, 48};
+  static const unsigned client_types[] = {3, 5, 7, 9, 10, 12, 13, 17, 20, 21, 24, 25, 28, 29, 45, 47, 48, 80};
   static const unsigned link_types[] = {32, 33, 34, 35, 36, 37, 38, 39, 40, 41, 42, 43, 44, 49, 50, 51, 52, 53, 54, 76};
   unsigned type;
   if (wf_chance(r, 95))

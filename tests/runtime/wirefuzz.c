@@ -317,6 +317,8 @@ const ProtobufCMessageDescriptor *wf_type_desc(unsigned t) {
     case RD__MSG_TYPE__MSG_LINK_JOB: return &rd__link_job__descriptor;
     case RD__MSG_TYPE__MSG_LINK_JOB_REPLY: return &rd__link_job_reply__descriptor;
     case RD__MSG_TYPE__MSG_OWNER_STATS: return &rd__owner_stats__descriptor;
+    case RD__MSG_TYPE__MSG_TASK_LIST_ASK: return &rd__task_list_ask__descriptor;
+    case RD__MSG_TYPE__MSG_TASK_LIST: return &rd__task_list__descriptor;
     case RD__MSG_TYPE__MSG_LINK_ACTOR_CREATE: return &rd__link_actor_create__descriptor;
     case RD__MSG_TYPE__MSG_LINK_ACTOR_STATE: return &rd__link_actor_state__descriptor;
     case RD__MSG_TYPE__MSG_LINK_ACTOR_CONNECT: return &rd__link_actor_connect__descriptor;
@@ -340,4 +342,4 @@ const ProtobufCMessageDescriptor *wf_type_desc(unsigned t) {
   }
 }
 
-unsigned wf_max_type(void) { return RD__MSG_TYPE__MSG_OWNER_STATS; }
+unsigned wf_max_type(void) { return RD__MSG_TYPE__MSG_TASK_LIST; }
