@@ -716,6 +716,47 @@ static void tl_detail(const Rd__TaskInfo *t, char *out, size_t len) {
   }
 }
 
+/* The counts by function over every answer: at most TL_FUNCS_MAX names,
+ * the rest (and owners' own "(other)") as "(other)". */
+#define TL_FUNCS_MAX 256
+typedef struct tl_func {
+  const char *func;
+  uint64_t counts[RD_TS_NSTATES], total;
+} tl_func;
+
+static int tl_func_more(const void *a, const void *b) {
+  const tl_func *x = a, *y = b;
+  if (x->total != y->total) return x->total < y->total ? 1 : -1;
+  return strcmp(x->func, y->func);
+}
+
+static size_t tl_funcs(const tl_req *q, tl_func *f) {
+  size_t n = 0;
+  for (size_t i = 0; i < q->nasks; i++)
+    for (size_t j = 0; q->asks[i].m && j < q->asks[i].m->n_by_func; j++) {
+      const Rd__FuncTaskCounts *c = q->asks[i].m->by_func[j];
+      size_t k = 0;
+      while (k < n && strcmp(f[k].func, c->func) != 0) k++;
+      if (k == n && n < TL_FUNCS_MAX) f[n++] = (tl_func){c->func, {0}, 0};
+      else if (k == n) {
+        k = n - 1;   /* the last slot becomes the rest */
+        f[k].func = "(other)";
+      }
+      for (int s = 0; s < RD_TS_NSTATES; s++) {
+        f[k].counts[s] += c->counts[s];
+        f[k].total += c->counts[s];
+      }
+    }
+  if (n) qsort(f, n, sizeof(*f), tl_func_more);
+  return n;
+}
+
+/* "RUNNING 2, PENDING_ARGS 3": the states with a count, running first. */
+static void tl_put_counts(rd__mbuf *b, const uint64_t *counts) {
+  for (int k = RD_TS_NSTATES - 1, sep = 0; k >= 0; k--)
+    if (counts[k]) rd__mbuf_printf(b, "%s%s %llu", sep++ ? ", " : "", rd__task_state_name(k), (unsigned long long)counts[k]);
+}
+
 static void tl_render(const tl_req *q, rd__mbuf *b) {
   uint64_t counts[RD_TS_NSTATES] = {0}, total = 0;
   size_t nrows = 0;
@@ -727,10 +768,14 @@ static void tl_render(const tl_req *q, rd__mbuf *b) {
   }
   for (size_t k = 0; k < RD_TS_NSTATES; k++) total += counts[k];
   tl_row *rows = nrows ? malloc(nrows * sizeof(*rows)) : NULL;
-  if (nrows && !rows) {
+  tl_func *fns = malloc(TL_FUNCS_MAX * sizeof(*fns));
+  if ((nrows && !rows) || !fns) {
+    free(rows);
+    free(fns);
     b->oom = 1;
     return;
   }
+  size_t nfns = tl_funcs(q, fns);
   size_t n = 0;
   for (size_t i = 0; i < q->nasks; i++)
     for (size_t k = 0; q->asks[i].m && k < q->asks[i].m->n_tasks; k++) {
@@ -744,7 +789,16 @@ static void tl_render(const tl_req *q, rd__mbuf *b) {
     rd__mbuf_printf(b, "{\"node\":%u,\"unfinished\":%llu,\"counts\":{", rd__cluster_index(), (unsigned long long)total);
     for (int k = 0; k < RD_TS_NSTATES; k++)
       rd__mbuf_printf(b, "%s\"%s\":%llu", k ? "," : "", rd__task_state_name(k), (unsigned long long)counts[k]);
-    rd__mbuf_printf(b, "},\"owners\":[");
+    rd__mbuf_printf(b, "},\"by_function\":[");
+    for (size_t i = 0; i < nfns; i++) {
+      rd__mbuf_printf(b, "%s{\"func\":", i ? "," : "");
+      put_json(b, fns[i].func);
+      rd__mbuf_printf(b, ",\"unfinished\":%llu,\"counts\":{", (unsigned long long)fns[i].total);
+      for (int k = 0; k < RD_TS_NSTATES; k++)
+        rd__mbuf_printf(b, "%s\"%s\":%llu", k ? "," : "", rd__task_state_name(k), (unsigned long long)fns[i].counts[k]);
+      rd__mbuf_printf(b, "}}");
+    }
+    rd__mbuf_printf(b, "],\"owners\":[");
     for (size_t i = 0; i < q->nasks; i++) {
       const tl_ask *a = &q->asks[i];
       uint64_t mine = 0;
@@ -773,9 +827,18 @@ static void tl_render(const tl_req *q, rd__mbuf *b) {
     rd__mbuf_printf(b, "]}\n");
   } else {
     rd__mbuf_printf(b, "node %u: %llu unfinished tasks", rd__cluster_index(), (unsigned long long)total);
-    for (int k = RD_TS_NSTATES - 1, sep = 0; k >= 0; k--)
-      if (counts[k]) rd__mbuf_printf(b, "%s%s %llu", sep++ ? ", " : " (", rd__task_state_name(k), (unsigned long long)counts[k]);
-    rd__mbuf_printf(b, "%s\n", total ? ")" : "");
+    if (total) {
+      rd__mbuf_printf(b, " (");
+      tl_put_counts(b, counts);
+      rd__mbuf_printf(b, ")");
+    }
+    rd__mbuf_printf(b, "\n");
+    if (nfns) rd__mbuf_printf(b, "  by function:\n");
+    for (size_t i = 0; i < nfns; i++) {
+      rd__mbuf_printf(b, "    %-24s %8llu  ", fns[i].func, (unsigned long long)fns[i].total);
+      tl_put_counts(b, fns[i].counts);
+      rd__mbuf_printf(b, "\n");
+    }
     for (size_t i = 0; i < q->nasks; i++) {
       const tl_ask *a = &q->asks[i];
       if (a->answered == 1) continue;
@@ -795,6 +858,7 @@ static void tl_render(const tl_req *q, rd__mbuf *b) {
     }
   }
   free(rows);
+  free(fns);
 }
 
 static void tl_free_cb(uv_handle_t *h) {
@@ -862,6 +926,8 @@ static tl_ask *tl_find(tl_req *q, uint32_t client) {
 
 int rd__dashboard_on_task_list(node_client *c, Rd__TaskList *m) {
   if (m->n_counts != RD_TS_NSTATES) return -1;
+  for (size_t i = 0; i < m->n_by_func; i++)
+    if (m->by_func[i]->n_counts != RD_TS_NSTATES || !m->by_func[i]->func) return -1;
   for (size_t i = 0; i < m->n_tasks; i++)
     if (m->tasks[i]->state < 0 || m->tasks[i]->state >= RD_TS_NSTATES) return -1;
   tl_req *q = tl_reqs;

@@ -2314,6 +2314,7 @@ static void ost_report(uint64_t now, int force, int64_t *wait) {
  * had something live); the answer holds the first `limit` tasks in the
  * order walked here and every state's count.  Costs a walk of the owner's
  * queues and objects, on demand only.  G.mu held. */
+#define TL_FUNCS 64
 typedef struct tl_acc {
   Rd__TaskInfo *v;
   Rd__TaskInfo **p;
@@ -2322,10 +2323,25 @@ typedef struct tl_acc {
   int only;                 /* rows of this state only (-1: all) */
   uint64_t counts[RD_TS_NSTATES];
   uint64_t now;
+  struct {                  /* the counts by function; [TL_FUNCS]: "(other)" */
+    const char *func;
+    uint64_t counts[RD_TS_NSTATES];
+  } fn[TL_FUNCS + 1];
+  size_t nfn;
 } tl_acc;
+
+static void tl_count_func(tl_acc *a, const char *func, int state) {
+  size_t i = 0;
+  if (!func) func = "";
+  while (i < a->nfn && a->fn[i].func != func && strcmp(a->fn[i].func, func) != 0) i++;
+  if (i == a->nfn && a->nfn < TL_FUNCS) a->fn[a->nfn++].func = func;
+  else if (i == a->nfn) a->fn[i = TL_FUNCS].func = "(other)";
+  a->fn[i].counts[state]++;
+}
 
 static Rd__TaskInfo *tl_add(tl_acc *a, const rd__task *t, int state) {
   a->counts[state]++;
+  tl_count_func(a, t->func, state);
   if (a->n >= a->limit || (a->only >= 0 && state != a->only)) return NULL;
   Rd__TaskInfo *x = &a->v[a->n];
   rd__task_info__init(x);
@@ -2356,7 +2372,8 @@ static void tl_inflight(tl_acc *a, const rd__lease *l) {
 }
 
 static void on_task_list_ask(const Rd__TaskListAsk *m) {
-  tl_acc a = {0};
+  tl_acc a;
+  memset(&a, 0, sizeof(a));
   a.limit = m->limit > 10000 ? 10000 : m->limit;   /* the node asks for at most 10000 */
   a.only = m->only > 0 && m->only <= RD_TS_NSTATES ? (int)m->only - 1 : -1;
   a.now = rd__now_ns();
@@ -2402,6 +2419,18 @@ static void on_task_list_ask(const Rd__TaskListAsk *m) {
   r.tasks = a.p;
   r.n_counts = RD_TS_NSTATES;
   r.counts = a.counts;
+  Rd__FuncTaskCounts fc[TL_FUNCS + 1], *fcp[TL_FUNCS + 1];
+  int other = a.fn[TL_FUNCS].func != NULL;
+  for (size_t i = 0; i < a.nfn + (size_t)other; i++) {
+    size_t k = i < a.nfn ? i : TL_FUNCS;
+    rd__func_task_counts__init(&fc[i]);
+    fc[i].func = (char *)a.fn[k].func;
+    fc[i].n_counts = RD_TS_NSTATES;
+    fc[i].counts = a.fn[k].counts;
+    fcp[i] = &fc[i];
+  }
+  r.n_by_func = a.nfn + (size_t)other;
+  r.by_func = fcp;
   (void)rd__conn_send(&G.daemon, RD__MSG_TYPE__MSG_TASK_LIST, &r.base, -1);
   free(a.v);
   free(a.p);

@@ -11,12 +11,19 @@
  *     back to the driver;
  *   - MiB/s of one rd_get of 8 results made on the other node (pulled at
  *     once, each kept until the get has them all), and objects/s of one
- *     rd_get of --many (2000) results of 128 KiB made there.
+ *     rd_get of --many (2000) results of 128 KiB made there;
+ *   - with --metrics IP:PORT (the driver's node's endpoint): how long the
+ *     node takes to answer /api/tasks (`raydist list tasks`) while the
+ *     driver holds 1000, 10000 and 100000 tasks waiting for an argument.
  * Usage: RAYDIST_ADDRESS=ip:port cluster_bench [--duration S] [--trials N]
- *        [--mib N (default 1024)] [--many N (default 2000)] [--json FILE] */
+ *        [--mib N (default 1024)] [--many N (default 2000)] [--metrics IP:PORT]
+ *        [--json FILE] */
 #include "../harness.h"
 
+#include <arpa/inet.h>
+#include <netinet/in.h>
 #include <stdint.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 RD_REMOTE(nop) { return rd_return_bytes(call, 0, "", 0); }
@@ -205,6 +212,66 @@ static double pg_rate(size_t nb, int strategy) {
 static double pg_local(void) { return pg_rate(1, RD_PG_PACK); }
 static double pg_spread(void) { return pg_rate(2, RD_PG_STRICT_SPREAD); }
 
+/* GET path from ip:port (HTTP/1.0): the body's bytes, or -1. */
+static long http_get(const char *ipport, const char *path) {
+  char ip[64];
+  int port = 0;
+  if (sscanf(ipport, "%63[^:]:%d", ip, &port) != 2) return -1;
+  struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port)};
+  if (inet_pton(AF_INET, ip, &a.sin_addr) != 1) return -1;
+  int fd = socket(AF_INET, SOCK_STREAM, 0);
+  if (fd < 0 || connect(fd, (struct sockaddr *)&a, sizeof(a)) != 0) {
+    if (fd >= 0) close(fd);
+    return -1;
+  }
+  char req[256];
+  int n = snprintf(req, sizeof(req), "GET %s HTTP/1.0\r\n\r\n", path);
+  if (write(fd, req, (size_t)n) != n) {
+    close(fd);
+    return -1;
+  }
+  static char buf[1 << 16];
+  long total = 0;
+  ssize_t r;
+  while ((r = read(fd, buf, sizeof(buf))) > 0) total += r;
+  close(fd);
+  return total;
+}
+
+/* n tasks waiting for an open put, listed: the node asks this driver (its
+ * progress thread answers), which walks its object table. */
+static void list_tasks_round(const char *metrics, int n) {
+  void *p;
+  rd_ref arg;
+  OK(rd_put_begin(8, &p, &arg));
+  rd_ref *refs = malloc((size_t)n * sizeof(*refs));
+  if (!refs) DIE("out of memory");
+  double t0 = now();
+  for (int i = 0; i < n; i++) OK(rd_submit(nop, RD_ARGS(rd_arg_ref(arg)), &g_opts, &refs[i]));
+  double sub = now() - t0;
+  usleep(300000);   /* the driver's OwnerStats reaches its node */
+  static const char *const paths[] = {"/api/tasks?limit=100", "/api/tasks?limit=10000", "/tasks?limit=100"};
+  for (size_t k = 0; k < sizeof(paths) / sizeof(paths[0]); k++) {
+    double best = 1e9;
+    long bytes = 0;
+    for (int t = 0; t < g_trials; t++) {
+      double s = now();
+      bytes = http_get(metrics, paths[k]);
+      if (bytes < 0) DIE("GET %s from %s failed", paths[k], metrics);
+      if (now() - s < best) best = now() - s;
+    }
+    printf("list_tasks %6d waiting: GET %-22s %8.1f ms (best of %d), %ld bytes\n", n, paths[k], best * 1e3, g_trials,
+           bytes);
+  }
+  memset(p, 0, 8);
+  OK(rd_put_seal(arg));
+  OK(rd_wait(refs, (size_t)n, (size_t)n, 600000, NULL) == n ? 0 : RD_ETIMEDOUT);
+  for (int i = 0; i < n; i++) rd_ref_release(refs[i]);
+  rd_ref_release(arg);
+  free(refs);
+  printf("list_tasks %6d waiting: submitted in %.2f s (%.0f tasks/s)\n", n, sub, n / sub);
+}
+
 int main(int argc, char **argv) {
   harness_args(argc, argv);
   size_t mib = 1024;
@@ -272,6 +339,14 @@ int main(int argc, char **argv) {
     for (int t = 0; t < g_trials; t++)
       printf("multi_object_get 8 x %zu MiB from the other node in one rd_get: %.1f MiB/s\n", mib / 8,
              multi_get_round());
+  }
+  const char *metrics = NULL;
+  for (int i = 1; i < argc; i++)
+    if (!strcmp(argv[i], "--metrics") && i + 1 < argc) metrics = argv[++i];
+  if (metrics && selected("list_tasks")) {
+    rd_task_opts_init(&g_opts);
+    g_opts.num_cpus = 0.01;
+    for (int n = 1000; n <= 100000; n *= 10) list_tasks_round(metrics, n);
   }
   harness_done();
   rd_shutdown();

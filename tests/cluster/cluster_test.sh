@@ -609,6 +609,12 @@ PY
     # the other two wait_file tasks wait for b's only_b, or behind the first on its worker
     [ "$(grep -Ec "^  [0-9a-f]{16} (PENDING_LEASE .* wants \{CPU: 1, GPU: 0, only_b: 1\}|SUBMITTED .* worker pid [0-9]+)$" "$L")" = 2 ] ||
       fail "list tasks: not two wait_file behind the first"
+    # by function, however the wait_file tasks are split
+    grep -Eq '^    arg_len +3  PENDING_ARGS 3$' "$L" && grep -Eq '^    wait_file +3  RUNNING 1, ' "$L" &&
+      grep -Eq '^    Tally\.wait_file +2  RUNNING 1, (SUBMITTED|PENDING_ACTOR) 1$' "$L" || fail "list tasks: by function"
+    "$R" list tasks --limit 0 > "$L" || fail "list tasks --limit 0"
+    [ "$(grep -c '^  [0-9a-f]\{16\} ' "$L")" = 0 ] && grep -Eq '^    arg_len +3  PENDING_ARGS 3$' "$L" ||
+      { cat "$L"; fail "list tasks --limit 0: not the summary alone"; }
     "$R" list tasks --state pending_args --limit 2 > "$L" || fail "list tasks --state"
     [ "$(grep -c '^  [0-9a-f]\{16\} ' "$L")" = 2 ] && [ "$(grep -c '^  [0-9a-f]\{16\} PENDING_ARGS ' "$L")" = 2 ] ||
       { cat "$L"; fail "list tasks --state pending_args --limit 2: not two PENDING_ARGS rows"; }
@@ -622,6 +628,10 @@ assert len(j["tasks"]) == 5 and all(t["owner"] == "driver pid " + sys.argv[2] fo
 ages = [t["age_s"] for t in j["tasks"]]
 assert ages == sorted(ages, reverse=True), ages
 assert [o["unfinished"] for o in j["owners"] if o["answered"]] == [8], j["owners"]
+f = {x["func"]: x for x in j["by_function"]}
+assert sorted(f) == ["Tally.wait_file", "arg_len", "wait_file"], f
+assert f["arg_len"]["unfinished"] == 3 and f["arg_len"]["counts"]["PENDING_ARGS"] == 3, f
+assert f["wait_file"]["counts"]["RUNNING"] == 1 and f["wait_file"]["unfinished"] == 3, f
 try:
     urllib.request.urlopen(base + "/tasks?state=DONE", timeout=10)
     sys.exit("state=DONE was accepted")
