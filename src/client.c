@@ -2394,23 +2394,26 @@ static void on_task_list_ask(const Rd__TaskListAsk *m) {
   for (rd__actor *x = G.actors; x; x = x->next)
     for (rd__task *t = x->qhead; t; t = t->next)
       (void)tl_add(&a, t, t->deps_pending > 0 ? RD_TS_PENDING_ARGS : RD_TS_PENDING_ACTOR);
-  /* tasks waiting for arguments are on their objects' lists only: each is
-   * taken at the first of its arguments whose list has it (actor calls
-   * were counted in their actor's queue) */
+  /* tasks waiting for arguments are on the lists of those not ready only
+   * (and on one twice when given it twice): each is taken once, at the
+   * first of its arguments not ready (actor calls were counted in their
+   * actor's queue).  O(tasks x arguments), whatever the lists share. */
   for (uint64_t i = 0; G.objs.slots && i <= G.objs.mask; i++) {
     rd__obj *o = G.objs.slots[i].val;
     for (int j = 0; o && j < o->ndeps; j++) {
       rd__task *t = o->deps[j];
       if (t->actor || t->deps_pending <= 0) continue;
-      int first = 1;
-      for (int q = 0; q < j && first; q++) first = o->deps[q] != t;   /* an argument given twice */
-      for (int k = 0; k < t->nargs && first; k++) {
-        if (!targ_dep(&t->args[k])) continue;
-        if (t->args[k].oid == o->id) break;
-        rd__obj *p = obj_get(t->args[k].oid);
-        for (int q = 0; p && q < p->ndeps && first; q++) first = p->deps[q] != t;
+      uint64_t first = 0;
+      int times = 0;
+      for (int k = 0; k < t->nargs; k++) {
+        if (!targ_dep(&t->args[k]) || obj_is_ready(obj_get(t->args[k].oid))) continue;
+        if (!first) first = t->args[k].oid;
+        times += t->args[k].oid == o->id;
       }
-      if (first) (void)tl_add(&a, t, RD_TS_PENDING_ARGS);
+      if (first != o->id) continue;
+      int seen = 0;
+      for (int q = 0; times > 1 && q < j && !seen; q++) seen = o->deps[q] == t;
+      if (!seen) (void)tl_add(&a, t, RD_TS_PENDING_ARGS);
     }
   }
   Rd__TaskList r = RD__TASK_LIST__INIT;
@@ -2651,7 +2654,9 @@ static void flush_or_wake(void) {
  * (wake_pumper) and takes over as soon as its poll() returns. */
 
 static int owner_has_work(void) {
-  if (npending_delete || G.npending_release || G.cq_nwatch || G.ost.changed) return 1;
+  /* live: tasks waiting for an argument are on no queue, and the node may
+   * ask about them (raydist list tasks) */
+  if (npending_delete || G.npending_release || G.cq_nwatch || G.ost.changed || G.ost.live) return 1;
   for (rd__sclass *c = G.classes; c; c = c->next)
     if (c->qhead || c->delayed || c->leases || c->req_id) return 1;
   for (rd__actor *a = G.actors; a; a = a->next)

@@ -4047,6 +4047,40 @@ static int t_tasks_hold(void) {
   return 0;
 }
 
+/* For `raydist list tasks` (cluster_test.sh): 50000 arg_len tasks on an
+ * open put (no task of this driver is queued or running), and no library
+ * call until $RD_DONE: the progress thread must answer the node.  Then
+ * the put is sealed and every result checked. */
+static int t_tasks_open_put(void) {
+  join();
+  const char *ready = getenv("RD_READY"), *done = getenv("RD_DONE");
+  CHECK(ready && done);
+  enum { N = 50000 };
+  rd_ref *r = malloc(N * sizeof(*r)), arg;
+  CHECK(r != NULL);
+  void *p;
+  CHECK_EQ(rd_put_begin(16, &p, &arg), 0);
+  rd_task_opts o;
+  rd_task_opts_init(&o);
+  o.num_cpus = 0.01;
+  for (int i = 0; i < N; i++) CHECK_EQ(rd_submit(arg_len, RD_ARGS(rd_arg_ref(arg)), &o, &r[i]), 0);
+  FILE *f = fopen(ready, "w");
+  CHECK(f != NULL);
+  fprintf(f, "%d\n", (int)getpid());
+  fclose(f);
+  for (int i = 0; i < 2400 && access(done, F_OK) != 0; i++) usleep(50000);
+  memset(p, 1, 16);
+  CHECK_EQ(rd_put_seal(arg), 0);
+  CHECK_EQ(rd_wait(r, N, N, 120000, NULL), N);
+  for (int i = 0; i < N; i += 997) CHECK_EQ(node_of(r[i]), 16u);   /* (node_of: a u32 result, and releases) */
+  for (int i = 0; i < N; i++)
+    if (i % 997) rd_ref_release(r[i]);
+  rd_ref_release(arg);
+  free(r);
+  rd_shutdown();
+  return 0;
+}
+
 int main(int argc, char **argv) {
   static const rd_test_case cases[] = {
       {"custom_resources", t_custom_resources}, {"strategies", t_strategies}, {"big_object", t_big_object},
@@ -4062,7 +4096,7 @@ int main(int argc, char **argv) {
       {"borrow", t_borrow},                     {"stream", t_stream},           {"nested", t_nested},
       {"collective", t_collective},             {"code_keep", t_code_keep},     {"code_kill", t_code_kill},
       {"code_again", t_code_again},             {"labels", t_labels}, {"memory_hold", t_memory_hold},
-      {"tasks_hold", t_tasks_hold},
+      {"tasks_hold", t_tasks_hold},             {"tasks_open_put", t_tasks_open_put},
   };
   return rd_test_main(argc, argv, cases, sizeof(cases) / sizeof(cases[0]));
 }

@@ -661,6 +661,23 @@ PY
       sleep 0.1
     done
     [ "$(grep -c '^node [0-9]*: 0 unfinished tasks$' "$L")" = 3 ] || { cat "$L"; fail "tasks left listed"; }
+    # 50000 tasks on an open put, their driver outside the library: its
+    # progress thread answers (it napped when no task was queued or sent)
+    rm -f "$RAYDIST_TMPDIR/ready" "$RAYDIST_TMPDIR/done"
+    hold_start tasks_open_put
+    sleep 3   # its progress thread has sent its report and would nap (1 s at a time)
+    for i in $(seq 1 5); do
+      "$R" list tasks --limit 3 > "$L" || fail "list tasks (open put)"
+      grep -Eq '^node [0-9]+: 50000 unfinished tasks \(PENDING_ARGS 50000\)$' "$L" && break
+      sleep 0.2
+    done
+    cat "$L"
+    grep -Eq '^node [0-9]+: 50000 unfinished tasks \(PENDING_ARGS 50000\)$' "$L" &&
+      grep -Eq '^    arg_len +50000  PENDING_ARGS 50000$' "$L" &&
+      [ "$(grep -Ec "PENDING_ARGS .* driver pid $PID +1 argument not ready$" "$L")" = 3 ] ||
+      fail "list tasks: not 50000 waiting for the open put"
+    touch "$RAYDIST_TMPDIR/done"
+    wait $HOLD || { cat "$RAYDIST_TMPDIR/hold.log"; fail "tasks_open_put"; }
     ;;
   labels)
     "$T" "$CASE" || fail "$CASE"
