@@ -2311,8 +2311,8 @@ static void ost_report(uint64_t now, int force, int64_t *wait) {
 /* ---- raydist list tasks: what this owner has not finished ----
  *
  * The node asks (MSG_TASK_LIST_ASK, only of owners whose last OwnerStats
- * had something live); the answer holds the first `limit` tasks in the
- * order walked here and every state's count.  Costs a walk of the owner's
+ * had something live); the answer holds the `limit` oldest tasks and
+ * every state's count, overall and by function.  Costs a walk of the owner's
  * queues and objects, on demand only.  G.mu held. */
 #define TL_FUNCS 64
 typedef struct tl_acc {
@@ -2339,28 +2339,55 @@ static void tl_count_func(tl_acc *a, const char *func, int state) {
   a->fn[i].counts[state]++;
 }
 
+/* a->p[0..n) is a heap with the youngest kept task on top, so the rows
+ * sent are the `limit` oldest, whatever the walk's order. */
+static void tl_sift_down(tl_acc *a, size_t i) {
+  for (;;) {
+    size_t l = 2 * i + 1, r = l + 1, m = i;
+    if (l < a->n && a->p[l]->age_ns < a->p[m]->age_ns) m = l;
+    if (r < a->n && a->p[r]->age_ns < a->p[m]->age_ns) m = r;
+    if (m == i) return;
+    Rd__TaskInfo *x = a->p[i];
+    a->p[i] = a->p[m];
+    a->p[m] = x;
+    i = m;
+  }
+}
+
 static Rd__TaskInfo *tl_add(tl_acc *a, const rd__task *t, int state) {
   a->counts[state]++;
   tl_count_func(a, t->func, state);
-  if (a->n >= a->limit || (a->only >= 0 && state != a->only)) return NULL;
-  Rd__TaskInfo *x = &a->v[a->n];
+  if (!a->limit || (a->only >= 0 && state != a->only)) return NULL;
+  uint64_t age = a->now > t->submit_ns ? a->now - t->submit_ns : 0;
+  Rd__TaskInfo *x;
+  if (a->n < a->limit) {
+    x = a->p[a->n] = &a->v[a->n];
+    for (size_t i = a->n++; i > 0 && a->p[(i - 1) / 2]->age_ns > age; i = (i - 1) / 2) {
+      a->p[i] = a->p[(i - 1) / 2];   /* sift up: x's place is found below */
+      a->p[(i - 1) / 2] = x;
+    }
+  } else if (age > a->p[0]->age_ns) {
+    x = a->p[0];   /* the youngest kept makes room (its storage is reused) */
+  } else {
+    return NULL;
+  }
+  char *res = a->res[x - a->v];
   rd__task_info__init(x);
-  a->p[a->n] = x;
   x->task_id = t->task_id;
   x->func = (char *)(t->func ? t->func : "");
   x->state = state;
-  x->age_ns = a->now > t->submit_ns ? a->now - t->submit_ns : 0;
+  x->age_ns = age;
   x->attempt = t->attempt;
   x->actor_id = t->actor ? t->actor->id : t->actor_id;
   x->ret_id = t->nret > 0 ? t->ret_ids[0] : 0;
   x->args_pending = t->deps_pending > 0 ? t->deps_pending : 0;
   x->resources = (char *)"";
   if (t->cls && (state == RD_TS_PENDING_LEASE || state == RD_TS_RETRY_BACKOFF)) {
-    rd_res_format(&t->cls->res, a->res[a->n], sizeof(a->res[a->n]));
-    x->resources = a->res[a->n];
+    rd_res_format(&t->cls->res, res, sizeof(a->res[0]));
+    x->resources = res;
   }
   if (state == RD_TS_RETRY_BACKOFF && t->not_before_ns > a->now) x->retry_in_ns = t->not_before_ns - a->now;
-  a->n++;
+  if (a->p[0] == x && a->n == a->limit) tl_sift_down(a, 0);
   return x;
 }
 

@@ -612,6 +612,10 @@ PY
     # by function, however the wait_file tasks are split
     grep -Eq '^    arg_len +3  PENDING_ARGS 3$' "$L" && grep -Eq '^    wait_file +3  RUNNING 1, ' "$L" &&
       grep -Eq '^    Tally\.wait_file +2  RUNNING 1, (SUBMITTED|PENDING_ACTOR) 1$' "$L" || fail "list tasks: by function"
+    # the oldest three are the wait_file tasks, submitted first (the owner
+    # walks its actor's running calls before its queued tasks)
+    "$R" list tasks --limit 3 > "$L" || fail "list tasks --limit 3"
+    [ "$(grep -Ec '^  [0-9a-f]{16} [A-Z_]+ +[0-9.]+s wait_file ' "$L")" = 3 ] || { cat "$L"; fail "list tasks --limit 3: not the oldest"; }
     "$R" list tasks --limit 0 > "$L" || fail "list tasks --limit 0"
     [ "$(grep -c '^  [0-9a-f]\{16\} ' "$L")" = 0 ] && grep -Eq '^    arg_len +3  PENDING_ARGS 3$' "$L" ||
       { cat "$L"; fail "list tasks --limit 0: not the summary alone"; }
