@@ -848,7 +848,10 @@ static void rreq_go(cl_rreq *q) {
     free(q);
     return;
   }
-  if (q->job->code_state != 2) return;  /* sent when the upload finishes */
+  /* sent when the upload finishes, and for a new run of code stored
+   * before, once the GCS has its job entry: it may have dropped the code
+   * meanwhile (unused for its TTL), and the target fetches it from there */
+  if (q->job->code_state != 2 || q->job->gcs_job_adding) return;
   q->link = link_open(q->target);
   if (!q->link) {
     /* link_open marked it unreachable: the owner asks again and placement
@@ -1718,7 +1721,7 @@ void rd__cluster_actor_create(node_actor *a) {
     rd__node_actor_host_lost(a, buf);
     return;
   }
-  if (a->job->code_state != 2) {   /* started when the upload finishes */
+  if (a->job->code_state != 2 || a->job->gcs_job_adding) {   /* started when the upload (and job entry) finish */
     await_add(a->id);
     return;
   }
