@@ -751,6 +751,14 @@ static size_t tl_funcs(const tl_req *q, tl_func *f) {
   return n;
 }
 
+/* {"PENDING_ARGS":3,...,"RUNNING":2}: every state's count. */
+static void tl_put_counts_json(rd__mbuf *b, const uint64_t *counts) {
+  rd__mbuf_printf(b, "{");
+  for (int k = 0; k < RD_TS_NSTATES; k++)
+    rd__mbuf_printf(b, "%s\"%s\":%llu", k ? "," : "", rd__task_state_name(k), (unsigned long long)counts[k]);
+  rd__mbuf_printf(b, "}");
+}
+
 /* "RUNNING 2, PENDING_ARGS 3": the states with a count, running first. */
 static void tl_put_counts(rd__mbuf *b, const uint64_t *counts) {
   for (int k = RD_TS_NSTATES - 1, sep = 0; k >= 0; k--)
@@ -786,17 +794,15 @@ static void tl_render(const tl_req *q, rd__mbuf *b) {
   if (n > q->limit) n = q->limit;
   char who[64], det[400];
   if (q->json) {
-    rd__mbuf_printf(b, "{\"node\":%u,\"unfinished\":%llu,\"counts\":{", rd__cluster_index(), (unsigned long long)total);
-    for (int k = 0; k < RD_TS_NSTATES; k++)
-      rd__mbuf_printf(b, "%s\"%s\":%llu", k ? "," : "", rd__task_state_name(k), (unsigned long long)counts[k]);
-    rd__mbuf_printf(b, "},\"by_function\":[");
+    rd__mbuf_printf(b, "{\"node\":%u,\"unfinished\":%llu,\"counts\":", rd__cluster_index(), (unsigned long long)total);
+    tl_put_counts_json(b, counts);
+    rd__mbuf_printf(b, ",\"by_function\":[");
     for (size_t i = 0; i < nfns; i++) {
       rd__mbuf_printf(b, "%s{\"func\":", i ? "," : "");
       put_json(b, fns[i].func);
-      rd__mbuf_printf(b, ",\"unfinished\":%llu,\"counts\":{", (unsigned long long)fns[i].total);
-      for (int k = 0; k < RD_TS_NSTATES; k++)
-        rd__mbuf_printf(b, "%s\"%s\":%llu", k ? "," : "", rd__task_state_name(k), (unsigned long long)fns[i].counts[k]);
-      rd__mbuf_printf(b, "}}");
+      rd__mbuf_printf(b, ",\"unfinished\":%llu,\"counts\":", (unsigned long long)fns[i].total);
+      tl_put_counts_json(b, fns[i].counts);
+      rd__mbuf_printf(b, "}");
     }
     rd__mbuf_printf(b, "],\"owners\":[");
     for (size_t i = 0; i < q->nasks; i++) {
@@ -843,7 +849,8 @@ static void tl_render(const tl_req *q, rd__mbuf *b) {
       const tl_ask *a = &q->asks[i];
       if (a->answered == 1) continue;
       tl_who(a, who, sizeof(who));
-      rd__mbuf_printf(b, "  %s %s\n", who, a->answered ? "left before it answered" : "did not answer within 2 s");
+      if (a->answered) rd__mbuf_printf(b, "  %s left before it answered\n", who);
+      else rd__mbuf_printf(b, "  %s did not answer within %d s\n", who, TL_WAIT_MS / 1000);
     }
     if (n) rd__mbuf_printf(b, "  %-16s %-13s %8s %-24s %-18s %s\n", "RESULT", "STATE", "AGE", "FUNCTION", "OWNER", "DETAIL");
     for (size_t i = 0; i < n; i++) {

@@ -187,6 +187,28 @@ static void on_dashboard(void *arg, rd__mbuf *b, const char *ctype) {
   }
 }
 
+/* ?name=N in the query q (NULL: none): def when absent, else cut to 0..max. */
+static long query_long(const char *q, const char *name, long def, long max) {
+  const char *t = q ? strstr(q, name) : NULL;
+  long v = t ? strtol(t + strlen(name), NULL, 10) : def;
+  return v < 0 ? 0 : v > max ? max : v;
+}
+
+/* The answer comes later, through on_dashboard (GCS reads, owners'
+ * answers): the connection is held until then, or until
+ * dashboard_not_taken when the request could not be started. */
+static void hold_for_dashboard(mconn *c, int head) {
+  c->answered = 1;
+  c->head_only = head;
+  c->open_handles++;   /* held until on_dashboard */
+  uv_timer_stop(&c->timer);   /* the answer has deadlines of its own */
+}
+
+static void dashboard_not_taken(mconn *c) {
+  c->open_handles--;
+  respond_text(c, 500, "Internal Server Error", "out of memory\n");
+}
+
 /* The request head is complete in c->req (NUL-terminated). */
 static void handle_request(mconn *c) {
   char method[16], path[256], version[16];
@@ -203,11 +225,7 @@ static void handle_request(mconn *c) {
   if (q) *q = 0;
   int objects = strcmp(path, "/objects") == 0, objects_api = strcmp(path, "/api/objects") == 0;
   if (objects || objects_api) {
-    long top = 20;   /* ?top=N: that many largest objects, at most 10000 */
-    const char *t = q ? strstr(q + 1, "top=") : NULL;
-    if (t) top = strtol(t + 4, NULL, 10);
-    if (top < 0) top = 0;
-    if (top > 10000) top = 10000;
+    long top = query_long(q ? q + 1 : NULL, "top=", 20, 10000);   /* that many largest objects */
     rd__mbuf b = {0};
     rd__dashboard_objects(&b, objects_api, (size_t)top);
     if (b.oom) {
@@ -222,12 +240,9 @@ static void handle_request(mconn *c) {
   }
   int tasks = strcmp(path, "/tasks") == 0, tasks_api = strcmp(path, "/api/tasks") == 0;
   if (tasks || tasks_api) {
-    long limit = 100;   /* ?limit=N: the N oldest, at most 10000; ?state=RUNNING: only those */
-    int state = -1;
-    const char *t = q ? strstr(q + 1, "limit=") : NULL;
-    if (t) limit = strtol(t + 6, NULL, 10);
-    if (limit < 0) limit = 0;
-    if (limit > 10000) limit = 10000;
+    long limit = query_long(q ? q + 1 : NULL, "limit=", 100, 10000);   /* the N oldest */
+    int state = -1;   /* ?state=RUNNING: only those */
+    const char *t;
     if (q && (t = strstr(q + 1, "state="))) {
       char name[32];
       size_t n = strcspn(t + 6, "&");
@@ -238,26 +253,15 @@ static void handle_request(mconn *c) {
         return;
       }
     }
-    c->answered = 1;
-    c->head_only = head;
-    c->open_handles++;   /* held until on_dashboard */
-    uv_timer_stop(&c->timer);   /* the owners' answers have a deadline of their own */
-    if (rd__dashboard_tasks(c->tcp.loop, tasks_api, (size_t)limit, state, on_dashboard, c) != 0) {
-      c->open_handles--;
-      respond_text(c, 500, "Internal Server Error", "out of memory\n");
-    }
+    hold_for_dashboard(c, head);
+    if (rd__dashboard_tasks(c->tcp.loop, tasks_api, (size_t)limit, state, on_dashboard, c) != 0)
+      dashboard_not_taken(c);
     return;
   }
   int api = strcmp(path, "/api/cluster") == 0;
   if (api || strcmp(path, "/") == 0) {
-    c->answered = 1;
-    c->head_only = head;
-    c->open_handles++;   /* held until on_dashboard */
-    uv_timer_stop(&c->timer);   /* the GCS reads have deadlines of their own */
-    if (rd__dashboard_request(c->tcp.loop, api, on_dashboard, c) != 0) {
-      c->open_handles--;
-      respond_text(c, 500, "Internal Server Error", "out of memory\n");
-    }
+    hold_for_dashboard(c, head);
+    if (rd__dashboard_request(c->tcp.loop, api, on_dashboard, c) != 0) dashboard_not_taken(c);
     return;
   }
   int timeline = strcmp(path, "/timeline") == 0;
