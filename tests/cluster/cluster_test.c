@@ -3977,6 +3977,15 @@ static int t_labels(void) {
   return 0;
 }
 
+/* The holding cases (cluster_test.sh's hold_start): this driver's pid in
+ * the file `ready`, once what it holds exists. */
+static void say_ready(const char *ready) {
+  FILE *f = fopen(ready, "w");
+  CHECK(f != NULL);
+  fprintf(f, "%d\n", (int)getpid());
+  fclose(f);
+}
+
 /* For `raydist memory` (cluster_test.sh): a 4 MiB put here and a 2 MiB
  * result left on node b, held until the file $RD_DONE appears; $RD_READY
  * gets this driver's pid once both exist. */
@@ -3997,10 +4006,7 @@ static int t_memory_hold(void) {
   CHECK_EQ(rd_wait(&r, 1, 1, 60000, NULL), 1);   /* made on b, not fetched here */
   const char *ready = getenv("RD_READY"), *done = getenv("RD_DONE");
   CHECK(ready && done);
-  FILE *f = fopen(ready, "w");
-  CHECK(f != NULL);
-  fprintf(f, "%d\n", (int)getpid());
-  fclose(f);
+  say_ready(ready);
   for (int i = 0; i < 1200 && access(done, F_OK) != 0; i++) usleep(50000);
   rd_ref_release(p);
   rd_ref_release(r);
@@ -4034,10 +4040,7 @@ static int t_tasks_hold(void) {
   for (int i = 0; i < 2; i++) CHECK_EQ(rd_actor_call(a, Tally_wait_file, RD_ARGS(rd_arg_bytes(done, dl)), NULL, &m[i]), 0);
   int silent = getenv("RD_SILENT") != NULL;   /* with RAYDIST_PROGRESS_THREAD=0: answers nothing until done */
   if (silent) (void)rd_wait(&d[0], 1, 1, 300, NULL);   /* a library call: the node hears of its tasks */
-  FILE *f = fopen(ready, "w");
-  CHECK(f != NULL);
-  fprintf(f, "%d\n", (int)getpid());
-  fclose(f);
+  say_ready(ready);
   for (int i = 0; silent && i < 2400 && access(done, F_OK) != 0; i++) usleep(50000);
   for (int i = 0; i < 3; i++) CHECK_EQ(node_of(w[i]), (uint32_t)dl);   /* (node_of: a u32 result) */
   for (int i = 0; i < 3; i++) CHECK_EQ(node_of(d[i]), 4u);
@@ -4064,10 +4067,7 @@ static int t_tasks_open_put(void) {
   rd_task_opts_init(&o);
   o.num_cpus = 0.01;
   for (int i = 0; i < N; i++) CHECK_EQ(rd_submit(arg_len, RD_ARGS(rd_arg_ref(arg)), &o, &r[i]), 0);
-  FILE *f = fopen(ready, "w");
-  CHECK(f != NULL);
-  fprintf(f, "%d\n", (int)getpid());
-  fclose(f);
+  say_ready(ready);
   for (int i = 0; i < 2400 && access(done, F_OK) != 0; i++) usleep(50000);
   memset(p, 1, 16);
   CHECK_EQ(rd_put_seal(arg), 0);
