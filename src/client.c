@@ -1808,6 +1808,17 @@ static rd__actor *actor_get(uint64_t id, int create) {
   return a;
 }
 
+/* An actor connection with no call in flight whose other end hung up: its
+ * process died while this one did not pump (an owner with nothing else
+ * live does not).  Dropped before a new call goes out, so that the call
+ * waits for the restart instead of failing as if it had been in flight.
+ * Not from inside a drain: it frees the lease. */
+static void actor_conn_check_idle(rd__actor *a) {
+  if (a->state != AH_CONNECTED || a->conn->ninflight) return;
+  struct pollfd p = {a->conn->conn.fd, POLLRDHUP, 0};
+  if (poll(&p, 1, 0) == 1 && (p.revents & (POLLHUP | POLLERR | POLLRDHUP))) actor_conn_lost(a->conn, "died");
+}
+
 /* The actor is dead: fail its queued calls (those still waiting for an
  * argument stay queued, keeping the actor's entry alive, and fail when the
  * argument arrives). */
@@ -3833,6 +3844,7 @@ static int submit_task(const char *func, rd__sclass *cls, rd__actor *actor, cons
     rets[0]->stream = t->stream = st;
   }
   if (actor) {   /* calls keep their order: queued now, sent when their turn and arguments come */
+    actor_conn_check_idle(actor);
     t->next = NULL;
     if (actor->qtail) actor->qtail->next = t;
     else actor->qhead = t;

@@ -638,6 +638,33 @@ static int t_restart(void) {
   return 0;
 }
 
+/* An actor's process killed from outside while no call was in flight and
+ * its driver idle (an owner with nothing live does not pump, so it has not
+ * seen the socket close): the next call waits for the restart rather than
+ * failing as if it had been sent to the dead process. */
+static int t_idle_restart(void) {
+  init_or_die(NULL);
+  rd_actor_opts o;
+  rd_actor_opts_init(&o);
+  o.max_restarts = 1;
+  rd_actor d = make_counter(0, &o);
+  rd_ref r;
+  CHECK_EQ(rd_actor_call(d, Counter_pid, RD_NO_ARGS, NULL, &r), 0);
+  long pid = get_long(r);
+  CHECK(pid > 0);
+  /* the owner's report after that call is sent and its progress thread's
+   * last poll (up to 1 s) is over: nothing left to pump for */
+  usleep(1500000);
+  CHECK_EQ(kill((pid_t)pid, SIGKILL), 0);
+  usleep(500000);
+  CHECK_EQ(rd_actor_call(d, Counter_incr, RD_NO_ARGS, NULL, &r), 0);
+  CHECK_EQ(get_long(r), 1);
+  CHECK_EQ(rd_actor_call(d, Counter_restarts, RD_NO_ARGS, NULL, &r), 0);
+  CHECK_EQ(get_long(r), 1);
+  rd_shutdown();
+  return 0;
+}
+
 /* The memory monitor stops an actor that takes too much memory when no
  * task runs on the node; its death reason, given to later calls, says so. */
 static int t_memory_monitor(void) {
@@ -1167,7 +1194,7 @@ static const rd_test_case tests[] = {
     {"restart", t_restart},   {"gpu_actors", t_gpu_actors},   {"bad_input", t_bad_input},
     {"concurrency", t_concurrency}, {"concurrency_groups", t_concurrency_groups}, {"cancel", t_cancel}, {"memory_monitor", t_memory_monitor},
     {"dead_records", t_dead_records}, {"crash_rename", t_crash_rename}, {"exit", t_exit},
-    {"namespaces", t_namespaces},
+    {"namespaces", t_namespaces}, {"idle_restart", t_idle_restart},
 };
 
 RD_TEST_MAIN(tests)
