@@ -788,15 +788,25 @@ int rd__cli_memory(int argc, char **argv) {
   return each_node_print("memory", address, token, path);
 }
 
-/* raydist list tasks: every live node's owners' unfinished tasks (/tasks). */
+/* raydist list tasks|actors|objects: every live node's owners' unfinished
+ * tasks (/tasks), actor records (/actors) or store objects (/objects, as
+ * raydist memory). */
 int rd__cli_list(int argc, char **argv) {
   const char *address = getenv("RAYDIST_ADDRESS"), *token = getenv("RAYDIST_TOKEN"), *state = NULL;
   long limit = 100;
   static const char usage[] =
-      "usage: raydist list tasks [--address IP:PORT] [--token T] [--state S] [--limit N (0..10000, default 100)]\n"
-      "       S: PENDING_ARGS, PENDING_LEASE, RETRY_BACKOFF, PENDING_ACTOR, SUBMITTED or RUNNING\n";
-  if (argc < 3 || strcmp(argv[2], "tasks") != 0) {
-    fprintf(stderr, "raydist list: %s%s", argc < 3 ? "what? " : "only tasks can be listed; ", usage);
+      "usage: raydist list tasks|actors|objects [--address IP:PORT] [--token T] [--state S]\n"
+      "                                         [--limit N (0..10000, default 100)]\n"
+      "       tasks:   S is PENDING_ARGS, PENDING_LEASE, RETRY_BACKOFF, PENDING_ACTOR, SUBMITTED or RUNNING\n"
+      "       actors:  S is PENDING_CREATION, RESTARTING, ALIVE or DEAD\n"
+      "       objects: the N largest in each node's store (no --state)\n";
+  const char *kind = argc >= 3 ? argv[2] : NULL;
+  int (*parse)(const char *) = NULL;
+  if (kind && !strcmp(kind, "tasks")) parse = rd__task_state_parse;
+  else if (kind && !strcmp(kind, "actors")) parse = rd__actor_list_state_parse;
+  else if (!kind || strcmp(kind, "objects") != 0) {
+    fprintf(stderr, "raydist list: %s%s%s", kind ? "cannot list '" : "what? ", kind ? kind : "", kind ? "'\n" : "");
+    fprintf(stderr, "%s", usage);
     return 2;
   }
   static const struct option lo[] = {{"address", 1, 0, 'a'}, {"token", 1, 0, 't'}, {"state", 1, 0, 's'},
@@ -807,7 +817,7 @@ int rd__cli_list(int argc, char **argv) {
     char *end = NULL;
     if (ch == 'a') address = optarg;
     else if (ch == 't') token = optarg;
-    else if (ch == 's' && rd__task_state_parse(optarg) >= 0) state = optarg;
+    else if (ch == 's' && parse && parse(optarg) >= 0) state = optarg;
     else if (ch == 'n' && (limit = strtol(optarg, &end, 10), *optarg && !*end && limit >= 0 && limit <= 10000)) continue;
     else {
       fprintf(stderr, "%s", usage);
@@ -815,10 +825,11 @@ int rd__cli_list(int argc, char **argv) {
     }
   }
   if (optind < argc) {
-    fprintf(stderr, "raydist list tasks: unexpected '%s'\n%s", argv[optind], usage);
+    fprintf(stderr, "raydist list %s: unexpected '%s'\n%s", kind, argv[optind], usage);
     return 2;
   }
   char path[96];
-  snprintf(path, sizeof(path), "/tasks?limit=%ld%s%s", limit, state ? "&state=" : "", state ? state : "");
+  if (!parse) snprintf(path, sizeof(path), "/objects?top=%ld", limit);
+  else snprintf(path, sizeof(path), "/%s?limit=%ld%s%s", kind, limit, state ? "&state=" : "", state ? state : "");
   return each_node_print("list", address, token, path);
 }

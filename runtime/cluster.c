@@ -1938,7 +1938,8 @@ static void on_link_actor_state(node_client *c, Rd__LinkActorState *m) {
   if (!a || !a->host || a->host != ls->peer || a->state == A_DEAD) return;
   if (m->alive) {
     a->state = A_ALIVE;
-    a->host_pid = m->worker_pid;
+    a->host_pid = a->last_pid = m->worker_pid;
+    a->last_node = a->host;
     rd__log(RD_LOG_INFO, "actor %llu (%s) is alive on node %u (pid %d)", (unsigned long long)a->id, a->cls, a->host,
             m->worker_pid);
     rd__node_actor_serve_connects(a);

@@ -322,12 +322,17 @@ int rd__cgroups_parse(const char *spec, rd__cgroup *out, char *err, size_t errle
 static const char *const task_states[RD_TS_NSTATES] = {"PENDING_ARGS", "PENDING_LEASE", "RETRY_BACKOFF",
                                                       "PENDING_ACTOR", "SUBMITTED", "RUNNING"};
 
-const char *rd__task_state_name(int state) {
-  return state >= 0 && state < RD_TS_NSTATES ? task_states[state] : "?";
-}
+static const char *const actor_list_states[RD_AS_NSTATES] = {"PENDING_CREATION", "RESTARTING", "ALIVE", "DEAD"};
 
-int rd__task_state_parse(const char *s) {
-  for (int i = 0; i < RD_TS_NSTATES; i++)
-    if (!strcasecmp(s, task_states[i])) return i;
+/* names[i] for 0 <= i < n, else "?"; and back, in any case (-1: none). */
+static const char *state_name(const char *const *names, int n, int i) { return i >= 0 && i < n ? names[i] : "?"; }
+static int state_parse(const char *const *names, int n, const char *s) {
+  for (int i = 0; i < n; i++)
+    if (!strcasecmp(s, names[i])) return i;
   return -1;
 }
+
+const char *rd__task_state_name(int state) { return state_name(task_states, RD_TS_NSTATES, state); }
+int rd__task_state_parse(const char *s) { return state_parse(task_states, RD_TS_NSTATES, s); }
+const char *rd__actor_list_state_name(int state) { return state_name(actor_list_states, RD_AS_NSTATES, state); }
+int rd__actor_list_state_parse(const char *s) { return state_parse(actor_list_states, RD_AS_NSTATES, s); }

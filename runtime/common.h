@@ -60,6 +60,15 @@ const char *rd__task_state_name(int state);
 /* The state named s (any case), or -1. */
 int rd__task_state_parse(const char *s);
 
+/* An actor record's state as `raydist list actors` names it (Ray's names):
+ * waiting to be placed or for its first start, restarting after its
+ * process was lost, alive, dead.  Never on the wire. */
+enum { RD_AS_PENDING_CREATION, RD_AS_RESTARTING, RD_AS_ALIVE, RD_AS_DEAD, RD_AS_NSTATES };
+/* "PENDING_CREATION" .. "DEAD"; "?" for a number out of range. */
+const char *rd__actor_list_state_name(int state);
+/* The state named s (any case), or -1. */
+int rd__actor_list_state_parse(const char *s);
+
 /* Parse "name=amount,name=amount" into r's custom resources (amounts as in
  * rd_res_from_double).  RD_EINVAL with a reason in err (if non-NULL). */
 int rd__res_parse_custom(rd_resources *r, const char *spec, char *err, int errlen);

@@ -957,3 +957,204 @@ void rd__dashboard_client_gone(const node_client *c) {
     if (--q->waiting == 0) tl_finish(q);
   }
 }
+
+/* ------------------------------------------------------------- actors
+ *
+ * `raydist list actors`, /actors and /api/actors: the actor records this
+ * node keeps (those its drivers and workers made, wherever they run; not
+ * the copies it hosts for a peer's record), live ones oldest first, then
+ * the dead, most recent first.  All of it is the node's own table: no
+ * owner is asked. */
+
+static int al_state(const node_actor *a) {
+  if (a->state == A_DEAD) return RD_AS_DEAD;
+  if (a->state == A_ALIVE) return RD_AS_ALIVE;
+  return a->restarts ? RD_AS_RESTARTING : RD_AS_PENDING_CREATION;
+}
+
+static int al_order(const void *x, const void *y) {
+  const node_actor *a = *(node_actor *const *)x, *b = *(node_actor *const *)y;
+  int da = a->state == A_DEAD, db = b->state == A_DEAD;
+  if (da != db) return da - db;
+  if (da && a->ended_ns != b->ended_ns) return a->ended_ns < b->ended_ns ? 1 : -1;
+  if (!da && a->created_ns != b->created_ns) return a->created_ns < b->created_ns ? -1 : 1;
+  return a->id < b->id ? -1 : a->id > b->id;
+}
+
+static void al_owner(const node_actor *a, char *out, size_t len) {
+  if (!a->creator) snprintf(out, len, "- (left)");
+  else if (a->creator == &N.orphans) snprintf(out, len, "detached");
+  else snprintf(out, len, "%s pid %d", a->creator->role == ROLE_DRIVER ? "driver" : "worker", a->creator->pid);
+}
+
+/* Where it runs (or ran, or is starting) and its pid; 0 pid: none. */
+static void al_where(const node_actor *a, uint32_t *node, int *pid) {
+  *node = 0;
+  *pid = 0;
+  if (a->worker) *node = rd__cluster_index(), *pid = a->worker->pid;
+  else if (a->host && a->state != A_DEAD) *node = a->host, *pid = a->host_pid;
+  else if (a->state == A_DEAD) *node = a->last_node, *pid = a->last_pid;
+}
+
+/* What it waits for, or why it died, in words. */
+static void al_detail(const node_actor *a, uint64_t now, char *out, size_t len) {
+  char res[200];
+  size_t n = 0;
+  *out = 0;
+  if (a->state == A_DEAD) {
+    snprintf(out, len, "%s", a->death ? a->death : "dead");
+    return;
+  }
+  if (a->state == A_PENDING && a->host) n = (size_t)snprintf(out, len, "sent to node %u, not alive yet", a->host);
+  else if (a->state == A_STARTING) n = (size_t)snprintf(out, len, "constructor running");
+  else if (a->state == A_PENDING) {
+    rd_res_format(&a->res, res, sizeof(res));
+    n = (size_t)snprintf(out, len, "wants %s", res);
+    if (a->pending_since && n < len)
+      n += (size_t)snprintf(out + n, len - n, " for %.1f s", (double)(now - a->pending_since) / 1e9);
+    if (a->sel && n < len) n += (size_t)snprintf(out + n, len - n, ", labels %s", a->sel);
+  }
+  if (a->pg_id && n < len)
+    n += (size_t)snprintf(out + n, len - n, "%sgroup %016llx bundle %d", n ? ", " : "", (unsigned long long)a->pg_id,
+                          a->bundle_index);
+  if (a->detached && n < len) snprintf(out + n, len - n, "%sdetached", n ? ", " : "");
+}
+
+/* The name a user gave it, without its namespace ("ns:name" is stored). */
+static const char *al_name(const node_actor *a) {
+  if (!a->name) return NULL;
+  size_t k = a->ns ? strlen(a->ns) : 0;
+  return k && !strncmp(a->name, a->ns, k) && a->name[k] == ':' ? a->name + k + 1 : a->name;
+}
+
+typedef struct al_class {
+  const char *cls;
+  uint64_t counts[RD_AS_NSTATES], total;
+} al_class;
+
+#define AL_CLASSES_MAX 256
+
+static int al_class_more(const void *x, const void *y) {
+  const al_class *a = x, *b = y;
+  if (a->total != b->total) return a->total < b->total ? 1 : -1;
+  return strcmp(a->cls, b->cls);
+}
+
+static void al_put_counts(rd__mbuf *b, const uint64_t *counts, int json) {
+  if (json) rd__mbuf_printf(b, "{");
+  for (int k = 0, sep = 0; k < RD_AS_NSTATES; k++) {
+    if (json) rd__mbuf_printf(b, "%s\"%s\":%llu", k ? "," : "", rd__actor_list_state_name(k), (unsigned long long)counts[k]);
+    else if (counts[k])
+      rd__mbuf_printf(b, "%s%s %llu", sep++ ? ", " : "", rd__actor_list_state_name(k), (unsigned long long)counts[k]);
+  }
+  if (json) rd__mbuf_printf(b, "}");
+}
+
+void rd__dashboard_actors(rd__mbuf *b, int json, size_t limit, int state) {
+  size_t total = 0;
+  for (node_actor *a = N.actors; a; a = a->next) total += !rd__node_actor_hosted(a);
+  node_actor **rows = total ? malloc(total * sizeof(*rows)) : NULL;
+  al_class *cls = malloc(AL_CLASSES_MAX * sizeof(*cls));
+  if ((total && !rows) || !cls) {
+    free(rows);
+    free(cls);
+    b->oom = 1;
+    return;
+  }
+  uint64_t counts[RD_AS_NSTATES] = {0};
+  size_t n = 0, ncls = 0;
+  for (node_actor *a = N.actors; a; a = a->next) {
+    if (rd__node_actor_hosted(a)) continue;
+    int s = al_state(a);
+    counts[s]++;
+    size_t k = 0;
+    while (k < ncls && strcmp(cls[k].cls, a->cls) != 0) k++;
+    if (k == ncls && ncls < AL_CLASSES_MAX) cls[ncls++] = (al_class){a->cls, {0}, 0};
+    else if (k == ncls) cls[k = ncls - 1].cls = "(other)";   /* the last slot becomes the rest */
+    cls[k].counts[s]++;
+    cls[k].total++;
+    if (state < 0 || s == state) rows[n++] = a;
+  }
+  if (ncls) qsort(cls, ncls, sizeof(*cls), al_class_more);
+  if (n) qsort(rows, n, sizeof(*rows), al_order);
+  if (n > limit) n = limit;
+  uint64_t now = rd__now_ns();
+  char owner[64], det[600], most[16];
+  uint32_t node;
+  int pid;
+  if (json) {
+    rd__mbuf_printf(b, "{\"node\":%u,\"actors\":%zu,\"counts\":", rd__cluster_index(), total);
+    al_put_counts(b, counts, 1);
+    rd__mbuf_printf(b, ",\"by_class\":[");
+    for (size_t i = 0; i < ncls; i++) {
+      rd__mbuf_printf(b, "%s{\"class\":", i ? "," : "");
+      put_json(b, cls[i].cls);
+      rd__mbuf_printf(b, ",\"actors\":%llu,\"counts\":", (unsigned long long)cls[i].total);
+      al_put_counts(b, cls[i].counts, 1);
+      rd__mbuf_printf(b, "}");
+    }
+    rd__mbuf_printf(b, "],\"list\":[");
+    for (size_t i = 0; i < n; i++) {
+      const node_actor *a = rows[i];
+      char res[200];
+      al_owner(a, owner, sizeof(owner));
+      al_where(a, &node, &pid);
+      al_detail(a, now, det, sizeof(det));
+      rd_res_format(&a->res, res, sizeof(res));
+      rd__mbuf_printf(b, "%s{\"id\":\"%016llx\",\"class\":", i ? "," : "", (unsigned long long)a->id);
+      put_json(b, a->cls);
+      rd__mbuf_printf(b, ",\"name\":");
+      if (a->name) put_json(b, al_name(a));
+      else rd__mbuf_printf(b, "null");
+      rd__mbuf_printf(b, ",\"namespace\":");
+      if (a->ns) put_json(b, a->ns);
+      else rd__mbuf_printf(b, "null");
+      rd__mbuf_printf(b, ",\"state\":\"%s\",\"node\":%u,\"pid\":%d,\"restarts\":%d,\"max_restarts\":%d,\"owner\":",
+                      rd__actor_list_state_name(al_state(a)), node, pid, a->restarts, a->max_restarts);
+      put_json(b, owner);
+      rd__mbuf_printf(b, ",\"detached\":%s,\"resources\":", a->detached ? "true" : "false");
+      put_json(b, res);
+      rd__mbuf_printf(b, ",\"age_s\":%.3f,\"dead_for_s\":%.3f,\"detail\":", (double)(now - a->created_ns) / 1e9,
+                      a->ended_ns ? (double)(now - a->ended_ns) / 1e9 : 0.0);
+      put_json(b, det);
+      rd__mbuf_printf(b, "}");
+    }
+    rd__mbuf_printf(b, "]}\n");
+  } else {
+    rd__mbuf_printf(b, "node %u: %zu actors", rd__cluster_index(), total);
+    if (total) {
+      rd__mbuf_printf(b, " (");
+      al_put_counts(b, counts, 0);
+      rd__mbuf_printf(b, ")");
+    }
+    rd__mbuf_printf(b, "\n");
+    if (ncls) rd__mbuf_printf(b, "  by class:\n");
+    for (size_t i = 0; i < ncls; i++) {
+      rd__mbuf_printf(b, "    %-24s %8llu  ", cls[i].cls, (unsigned long long)cls[i].total);
+      al_put_counts(b, cls[i].counts, 0);
+      rd__mbuf_printf(b, "\n");
+    }
+    if (n)
+      rd__mbuf_printf(b, "  %-16s %-16s %-16s %-16s %4s %7s %8s %8s %-18s %s\n", "ID", "CLASS", "NAME", "STATE", "NODE",
+                      "PID", "RESTARTS", "AGE", "OWNER", "DETAIL");
+    for (size_t i = 0; i < n; i++) {
+      const node_actor *a = rows[i];
+      char where[16], pids[16], restarts[32];
+      al_owner(a, owner, sizeof(owner));
+      al_where(a, &node, &pid);
+      al_detail(a, now, det, sizeof(det));
+      if (pid || a->host) snprintf(where, sizeof(where), "%u", node);
+      else snprintf(where, sizeof(where), "-");
+      if (pid) snprintf(pids, sizeof(pids), "%d", pid);
+      else snprintf(pids, sizeof(pids), "-");
+      if (a->max_restarts < 0) snprintf(most, sizeof(most), "inf");
+      else snprintf(most, sizeof(most), "%d", a->max_restarts);
+      snprintf(restarts, sizeof(restarts), "%d/%s", a->restarts, most);
+      rd__mbuf_printf(b, "  %016llx %-16s %-16s %-16s %4s %7s %8s %7.1fs %-18s %s\n", (unsigned long long)a->id, a->cls,
+                      a->name ? al_name(a) : "-", rd__actor_list_state_name(al_state(a)), where, pids, restarts,
+                      (double)(now - a->created_ns) / 1e9, owner, det);
+    }
+  }
+  free(rows);
+  free(cls);
+}

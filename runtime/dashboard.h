@@ -30,4 +30,10 @@ void rd__dashboard_objects(rd__mbuf *b, int json, size_t top);
  * called). */
 int rd__dashboard_tasks(uv_loop_t *loop, int json, size_t limit, int state, rd__dashboard_done done, void *arg);
 
+/* The actor records this node keeps (`raydist list actors`, /actors and
+ * /api/actors): every state's count and each class's, and the `limit`
+ * first (only those in `state`, an RD_AS_* or -1 for all): live ones
+ * oldest first, then the dead, most recent first.  Text, or JSON. */
+void rd__dashboard_actors(rd__mbuf *b, int json, size_t limit, int state);
+
 #endif

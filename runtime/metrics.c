@@ -194,6 +194,27 @@ static long query_long(const char *q, const char *name, long def, long max) {
   return v < 0 ? 0 : v > max ? max : v;
 }
 
+/* ?state=NAME in the query q, parsed by parse: -1 when absent, -2 when
+ * parse does not know it. */
+static int query_state(const char *q, int (*parse)(const char *)) {
+  const char *t = q ? strstr(q, "state=") : NULL;
+  if (!t) return -1;
+  char name[32];
+  size_t n = strcspn(t + 6, "&");
+  snprintf(name, sizeof(name), "%.*s", (int)(n < sizeof(name) ? n : sizeof(name) - 1), t + 6);
+  int s = parse(name);
+  return s < 0 ? -2 : s;
+}
+
+/* A page built at once: its text or JSON, or 500 when building it ran out
+ * of memory.  Frees b's buffer. */
+static void respond_built(mconn *c, rd__mbuf *b, int json, int head) {
+  if (b->oom) respond_text(c, 500, "Internal Server Error", "out of memory\n");
+  else respond(c, 200, "OK", json ? "application/json" : "text/plain; charset=utf-8", b->p ? b->p : "", b->len, head,
+               NULL);
+  free(b->p);
+}
+
 /* The answer comes later, through on_dashboard (GCS reads, owners'
  * answers): the connection is held until then, or until
  * dashboard_not_taken when the request could not be started. */
@@ -228,30 +249,30 @@ static void handle_request(mconn *c) {
     long top = query_long(q ? q + 1 : NULL, "top=", 20, 10000);   /* that many largest objects */
     rd__mbuf b = {0};
     rd__dashboard_objects(&b, objects_api, (size_t)top);
-    if (b.oom) {
-      free(b.p);
-      respond_text(c, 500, "Internal Server Error", "out of memory\n");
+    respond_built(c, &b, objects_api, head);
+    return;
+  }
+  int actors = strcmp(path, "/actors") == 0, actors_api = strcmp(path, "/api/actors") == 0;
+  if (actors || actors_api) {
+    long limit = query_long(q ? q + 1 : NULL, "limit=", 100, 10000);
+    int state = query_state(q ? q + 1 : NULL, rd__actor_list_state_parse);   /* ?state=ALIVE: only those */
+    if (state == -2) {
+      respond_text(c, 400, "Bad Request", "unknown state: the states are PENDING_CREATION, RESTARTING, ALIVE and DEAD\n");
       return;
     }
-    respond(c, 200, "OK", objects_api ? "application/json" : "text/plain; charset=utf-8", b.p ? b.p : "", b.len, head,
-            NULL);
-    free(b.p);
+    rd__mbuf b = {0};
+    rd__dashboard_actors(&b, actors_api, (size_t)limit, state);
+    respond_built(c, &b, actors_api, head);
     return;
   }
   int tasks = strcmp(path, "/tasks") == 0, tasks_api = strcmp(path, "/api/tasks") == 0;
   if (tasks || tasks_api) {
     long limit = query_long(q ? q + 1 : NULL, "limit=", 100, 10000);   /* the N oldest */
-    int state = -1;   /* ?state=RUNNING: only those */
-    const char *t;
-    if (q && (t = strstr(q + 1, "state="))) {
-      char name[32];
-      size_t n = strcspn(t + 6, "&");
-      snprintf(name, sizeof(name), "%.*s", (int)(n < sizeof(name) ? n : sizeof(name) - 1), t + 6);
-      if ((state = rd__task_state_parse(name)) < 0) {
-        respond_text(c, 400, "Bad Request", "unknown state: the states are PENDING_ARGS, PENDING_LEASE, "
-                                            "RETRY_BACKOFF, PENDING_ACTOR, SUBMITTED and RUNNING\n");
-        return;
-      }
+    int state = query_state(q ? q + 1 : NULL, rd__task_state_parse);   /* ?state=RUNNING: only those */
+    if (state == -2) {
+      respond_text(c, 400, "Bad Request", "unknown state: the states are PENDING_ARGS, PENDING_LEASE, "
+                                          "RETRY_BACKOFF, PENDING_ACTOR, SUBMITTED and RUNNING\n");
+      return;
     }
     hold_for_dashboard(c, head);
     if (rd__dashboard_tasks(c->tcp.loop, tasks_api, (size_t)limit, state, on_dashboard, c) != 0)
@@ -268,7 +289,8 @@ static void handle_request(mconn *c) {
   if (!timeline && strcmp(path, "/metrics") != 0) {
     respond_text(c, 404, "Not Found", "not found: the dashboard is at /, its JSON at /api/cluster, the metrics at "
                                       "/metrics, the task timeline at /timeline, the store's objects at /objects "
-                                      "and /api/objects, the unfinished tasks at /tasks and /api/tasks\n");
+                                      "and /api/objects, the unfinished tasks at /tasks and /api/tasks, the actors at /actors and "
+                                      "/api/actors\n");
     return;
   }
   rd__mbuf b = {0};

@@ -1159,6 +1159,14 @@ static void actor_answer_killers(node_actor *a) {
   }
 }
 
+/* Marks a dead, why and since when (the caller does the rest). */
+static void actor_set_dead(node_actor *a, const char *why) {
+  a->state = A_DEAD;
+  a->ended_ns = rd__now_ns();
+  free(a->death);
+  a->death = strdup(why);
+}
+
 static void actor_schedule(node_actor *a) {
   node_bundle *b = NULL;   /* its placement-group bundle, when that is here */
   uint32_t host = 0;
@@ -1183,10 +1191,8 @@ static void actor_schedule(node_actor *a) {
     return;
   }
   if (err) {
-    a->state = A_DEAD;
+    actor_set_dead(a, why);
     a->place_err = err;
-    free(a->death);
-    a->death = strdup(why);
     if (a->name && rd__cluster_actor_dead(a, why)) a->unnaming = rd__now_ns();   /* frees the name cluster-wide */
     actor_serve_connects(a);
     actor_answer_killers(a);
@@ -1205,9 +1211,7 @@ static void actor_schedule(node_actor *a) {
   node_job *vj = rd__node_job_variant(a->job, a->env);   /* its worker starts with its env */
   lease_req *r = vj ? calloc(1, sizeof(*r)) : NULL;
   if (!r) {
-    a->state = A_DEAD;
-    free(a->death);
-    a->death = strdup("the node ran out of memory placing it");
+    actor_set_dead(a, "the node ran out of memory placing it");
     actor_serve_connects(a);
     return;
   }
@@ -1236,9 +1240,7 @@ void rd__node_actor_die(node_actor *a, const char *why) { actor_die(a, why); }
 static void actor_die(node_actor *a, const char *why) {
   if (a->state == A_DEAD) return;
   rd__log(RD_LOG_INFO, "actor %llu (%s) is dead: %s", (unsigned long long)a->id, a->cls, why);
-  a->state = A_DEAD;
-  free(a->death);
-  a->death = strdup(why);
+  actor_set_dead(a, why);
   /* the record stays (late callers learn why it died), but the constructor
    * arguments were kept only for restarts: up to 64 MiB each, so free them */
   for (size_t i = 0; i < a->nargs; i++) free(a->args[i].data);
@@ -1337,6 +1339,8 @@ static void actor_place(node_actor *a, node_worker *w, const rd_res_grant *g) {
   N.nactor_workers++;
   a->worker = w;
   a->state = A_STARTING;
+  a->last_node = rd__cluster_index();
+  a->last_pid = w->pid;
   Rd__ActorStart st = RD__ACTOR_START__INIT;
   grant_msg gm;
   grant_to_msg(g, &gm);
@@ -1360,6 +1364,7 @@ static void actor_place(node_actor *a, node_worker *w, const rd_res_grant *g) {
  * NULL when out of memory. */
 static node_actor *actor_new(const char *cls, const char *name, const ProtobufCBinaryData *args, size_t nargs) {
   node_actor *a = calloc(1, sizeof(*a));
+  if (a) a->created_ns = rd__now_ns();
   if (a) a->args = calloc(nargs ? nargs : 1, sizeof(*a->args));
   int ok = a && a->args && (a->cls = strdup(cls));
   if (ok && name && *name) ok = (a->name = strdup(name)) != NULL;

@@ -200,6 +200,9 @@ struct node_actor {
   uint64_t unnaming;        /* dead, and since then (ns) the GCS write that frees its name is in flight:
                                killers wait for it (UNNAMING_LATE_NS at most) */
   uint64_t pending_since;   /* when it last started waiting for placement */
+  uint64_t created_ns, ended_ns;   /* made; dead (0: not), on rd__now_ns's clock */
+  uint32_t last_node;       /* where its last process ran (rd__cluster_index; last_pid 0: none ran yet) */
+  int last_pid;
   int warned;               /* said once that it waits for resources */
   node_actor *next;
 };

@@ -4081,6 +4081,42 @@ static int t_tasks_open_put(void) {
   return 0;
 }
 
+/* For `raydist list actors` (cluster_test.sh): actors in every state until
+ * $RD_DONE appears.  "keeper" (namespace "team") on c, with two restarts
+ * (the script kills its process: it must be back for the last call); one
+ * on b holding only_b, a second waiting for only_b; one killed for good.
+ * $RD_READY gets this driver's pid once the first two answered a call. */
+static int t_actors_hold(void) {
+  join();
+  const char *ready = getenv("RD_READY"), *done = getenv("RD_DONE");
+  CHECK(ready && done);
+  rd_actor_opts ao;
+  rd_actor_opts_init(&ao);
+  ao.resources = "only_c=1";
+  ao.name = "keeper";
+  ao.namespace_name = "team";
+  ao.max_restarts = 2;
+  rd_actor keeper, on_b, waits, gone;
+  CHECK_EQ(rd_actor_create(Tally, RD_NO_ARGS, &ao, &keeper), 0);
+  rd_actor_opts_init(&ao);
+  ao.resources = "only_b=1";
+  CHECK_EQ(rd_actor_create(Tally, RD_NO_ARGS, &ao, &on_b), 0);
+  CHECK_EQ(actor_add(keeper), 1);
+  CHECK_EQ(actor_add(on_b), 1);   /* on_b holds only_b before waits asks for it */
+  CHECK_EQ(rd_actor_create(Tally, RD_NO_ARGS, &ao, &waits), 0);
+  CHECK_EQ(rd_actor_create(Tally, RD_NO_ARGS, NULL, &gone), 0);
+  CHECK_EQ(actor_add(gone), 1);
+  CHECK_EQ(rd_actor_kill(gone, 1), 0);
+  say_ready(ready);
+  for (int i = 0; i < 2400 && access(done, F_OK) != 0; i++) usleep(50000);
+  CHECK_EQ(actor_add(keeper), 1);   /* a new process: the count began again */
+  CHECK_EQ(actor_add(on_b), 2);
+  CHECK_EQ(rd_actor_kill(on_b, 1), 0);
+  CHECK_EQ(actor_add(waits), 1);    /* placed once on_b gave only_b back */
+  rd_shutdown();
+  return 0;
+}
+
 int main(int argc, char **argv) {
   static const rd_test_case cases[] = {
       {"custom_resources", t_custom_resources}, {"strategies", t_strategies}, {"big_object", t_big_object},
@@ -4097,6 +4133,7 @@ int main(int argc, char **argv) {
       {"collective", t_collective},             {"code_keep", t_code_keep},     {"code_kill", t_code_kill},
       {"code_again", t_code_again},             {"labels", t_labels}, {"memory_hold", t_memory_hold},
       {"tasks_hold", t_tasks_hold},             {"tasks_open_put", t_tasks_open_put},
+      {"actors_hold", t_actors_hold},
   };
   return rd_test_main(argc, argv, cases, sizeof(cases) / sizeof(cases[0]));
 }

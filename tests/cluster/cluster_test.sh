@@ -50,6 +50,19 @@ hold_start() {
   [ -s "$RAYDIST_TMPDIR/ready" ] || { kill $HOLD; cat "$RAYDIST_TMPDIR/hold.log"; fail "the holding driver never got ready"; }
   PID=$(cat "$RAYDIST_TMPDIR/ready")
 }
+# listed_until TRIES REGEX ARGS...: runs `raydist ARGS...` into $L until a
+# line of its answer matches REGEX, every 0.1 s, at most TRIES times (the
+# test fails when the command does); 1 when none matched
+listed_until() {
+  _tries=$1 _re=$2
+  shift 2
+  for _i in $(seq 1 "$_tries"); do
+    "$R" "$@" > "$L" || { cat "$L"; fail "raydist $*"; }
+    grep -Eq "$_re" "$L" && return 0
+    sleep 0.1
+  done
+  return 1
+}
 # sd_targets: the targets of the head's Prometheus file_sd file, sorted, one
 # per line ("ip:port node"); nothing when it is missing or malformed
 sd_targets() {
@@ -591,11 +604,7 @@ PY
     L="$RAYDIST_TMPDIR/tasks"
     # the driver reports its tasks every 100 ms and the actor call waits for
     # its actor: until the head lists all 8, two running (on b and on c)
-    for i in $(seq 1 100); do
-      "$R" list tasks > "$L" || { cat "$L"; fail "raydist list tasks"; }
-      grep -Eq '^node [0-9]+: 8 unfinished tasks \(RUNNING 2, .*PENDING_ARGS 3\)$' "$L" && break
-      sleep 0.2
-    done
+    listed_until 200 '^node [0-9]+: 8 unfinished tasks \(RUNNING 2, .*PENDING_ARGS 3\)$' list tasks
     cat "$L"
     grep -Eq '^node [0-9]+: 8 unfinished tasks \(RUNNING 2, .*PENDING_ARGS 3\)$' "$L" || fail "list tasks: not 8 on the head"
     [ "$(grep -c '^node [0-9]*: 0 unfinished tasks$' "$L")" = 2 ] || fail "list tasks: b and c own none"
@@ -644,7 +653,6 @@ except urllib.error.HTTPError as e:
 PY
     "$R" list tasks --state DONE > /dev/null 2>&1 && fail "list tasks took --state DONE"
     "$R" list tasks --limit -1 > /dev/null 2>&1 && fail "list tasks took --limit -1"
-    "$R" list actors > /dev/null 2>&1 && fail "list took actors"
     # an owner that makes no library call and has no progress thread does
     # not answer: named after 2 s, the others listed all the same
     RAYDIST_PROGRESS_THREAD=0 RD_SILENT=1 RD_READY="$RAYDIST_TMPDIR/ready2" RD_DONE="$RAYDIST_TMPDIR/done" \
@@ -670,11 +678,7 @@ PY
     rm -f "$RAYDIST_TMPDIR/ready" "$RAYDIST_TMPDIR/done"
     hold_start tasks_open_put
     sleep 3   # its progress thread has sent its report and would nap (1 s at a time)
-    for i in $(seq 1 5); do
-      "$R" list tasks --limit 3 > "$L" || fail "list tasks (open put)"
-      grep -Eq '^node [0-9]+: 50000 unfinished tasks \(PENDING_ARGS 50000\)$' "$L" && break
-      sleep 0.2
-    done
+    listed_until 10 '^node [0-9]+: 50000 unfinished tasks \(PENDING_ARGS 50000\)$' list tasks --limit 3
     cat "$L"
     grep -Eq '^node [0-9]+: 50000 unfinished tasks \(PENDING_ARGS 50000\)$' "$L" &&
       grep -Eq '^    arg_len +50000  PENDING_ARGS 50000$' "$L" &&
@@ -682,6 +686,74 @@ PY
       fail "list tasks: not 50000 waiting for the open put"
     touch "$RAYDIST_TMPDIR/done"
     wait $HOLD || { cat "$RAYDIST_TMPDIR/hold.log"; fail "tasks_open_put"; }
+    ;;
+  list_actors)
+    # raydist list actors: the head's driver's actors in every state
+    # (actors_hold says what it made); a restart after the script kills one
+    hold_start actors_hold
+    L="$RAYDIST_TMPDIR/actors"
+    listed_until 100 '^node [0-9]+: 4 actors \(PENDING_CREATION 1, ALIVE 2, DEAD 1\)$' list actors
+    cat "$L"
+    grep -Eq '^node [0-9]+: 4 actors \(PENDING_CREATION 1, ALIVE 2, DEAD 1\)$' "$L" || fail "list actors: not 4 on the head"
+    [ "$(grep -c '^node [0-9]*: 0 actors$' "$L")" = 2 ] || fail "list actors: b and c record none"
+    grep -Eq '^    Tally +4  PENDING_CREATION 1, ALIVE 2, DEAD 1$' "$L" || fail "list actors: by class"
+    # keeper: on c (node 3), its name without its namespace, no restart yet
+    KROW=$(grep -E "^  [0-9a-f]{16} Tally +keeper +ALIVE +3 +[0-9]+ +0/2 +[0-9.]+s driver pid $PID +$" "$L") ||
+      fail "list actors: no keeper alive on node 3"
+    KPID=$(echo "$KROW" | awk '{print $6}')
+    grep -Eq "^  [0-9a-f]{16} Tally +- +ALIVE +2 +[0-9]+ +0/0 +[0-9.]+s driver pid $PID +$" "$L" ||
+      fail "list actors: none alive on node 2"
+    grep -Eq "^  [0-9a-f]{16} Tally +- +PENDING_CREATION .* driver pid $PID +(wants \{CPU: 0, GPU: 0, only_b: 1\}|sent to node 2, not alive yet)" "$L" ||
+      fail "list actors: none waiting for only_b"
+    grep -Eq "^  [0-9a-f]{16} Tally +- +DEAD +1 +[0-9]+ +0/0 .* actor Tally was killed by rd_actor_kill$" "$L" ||
+      fail "list actors: the killed one is not dead on node 1"
+    # live ones first, oldest first: keeper heads the list
+    [ "$(grep -Em1 '^  [0-9a-f]{16} ' "$L" | awk '{print $3}')" = keeper ] || fail "list actors: keeper not first"
+    # its process killed: restarted on c (restart 1 of 2), a new pid
+    kill -9 "$KPID"
+    listed_until 100 '^  [0-9a-f]{16} Tally +keeper +ALIVE +3 +[0-9]+ +1/2 ' list actors --state alive
+    cat "$L"
+    KROW=$(grep -E '^  [0-9a-f]{16} Tally +keeper +ALIVE +3 +[0-9]+ +1/2 ' "$L") || fail "list actors: keeper not restarted"
+    [ "$(echo "$KROW" | awk '{print $6}')" != "$KPID" ] || fail "list actors: keeper kept its dead pid"
+    [ "$(grep -c '^  [0-9a-f]\{16\} ' "$L")" = 2 ] || fail "list actors --state alive: not two rows"
+    "$R" list actors --state DEAD --limit 0 > "$L" || fail "list actors --limit 0"
+    [ "$(grep -c '^  [0-9a-f]\{16\} ' "$L")" = 0 ] && grep -Eq '^    Tally +4 ' "$L" ||
+      { cat "$L"; fail "list actors --limit 0: not the summary alone"; }
+    # the JSON twin, and a bad state
+    python3 - "$(cat "$ROOT/node-127.0.0.1/metrics")" "$PID" <<'PY' || fail "/api/actors"
+import json, sys, urllib.request, urllib.error
+base = "http://" + sys.argv[1]
+j = json.load(urllib.request.urlopen(base + "/api/actors", timeout=10))
+assert j["actors"] == 4 and j["counts"] == {"PENDING_CREATION": 1, "RESTARTING": 0, "ALIVE": 2, "DEAD": 1}, j
+assert [c["class"] for c in j["by_class"]] == ["Tally"] and j["by_class"][0]["actors"] == 4, j
+k = j["list"][0]
+assert k["name"] == "keeper" and k["namespace"] == "team" and k["node"] == 3 and k["restarts"] == 1, k
+assert k["max_restarts"] == 2 and k["owner"] == "driver pid " + sys.argv[2] and not k["detached"], k
+assert k["resources"] == "{CPU: 0, GPU: 0, only_c: 1}", k
+assert [a["state"] for a in j["list"]] == ["ALIVE", "ALIVE", "PENDING_CREATION", "DEAD"], j["list"]
+d = j["list"][3]
+assert d["dead_for_s"] > 0 and d["pid"] > 0 and "rd_actor_kill" in d["detail"] and d["name"] is None, d
+j = json.load(urllib.request.urlopen(base + "/api/actors?state=dead&limit=5", timeout=10))
+assert len(j["list"]) == 1 and j["list"][0]["state"] == "DEAD", j
+try:
+    urllib.request.urlopen(base + "/actors?state=GONE", timeout=10)
+    sys.exit("state=GONE was accepted")
+except urllib.error.HTTPError as e:
+    assert e.code == 400 and b"unknown state" in e.read()
+PY
+    "$R" list actors --state RUNNING > /dev/null 2>&1 && fail "list actors took --state RUNNING"
+    "$R" list objects --state ALIVE > /dev/null 2>&1 && fail "list objects took --state"
+    "$R" list nodes > /dev/null 2>&1 && fail "list took nodes"
+    "$R" list objects --limit 2 > "$L" || fail "list objects"
+    [ "$(grep -c '^node [0-9]*: [0-9]* objects' "$L")" = 3 ] || { cat "$L"; fail "list objects: not three nodes"; }
+    # the last calls reach the restarted keeper and, once on_b is killed,
+    # the one that waited; the driver gone, every record is dead
+    touch "$RAYDIST_TMPDIR/done"
+    wait $HOLD || { cat "$RAYDIST_TMPDIR/hold.log"; fail "actors_hold"; }
+    listed_until 50 '^node [0-9]+: 4 actors \(DEAD 4\)$' list actors
+    grep -Eq '^node [0-9]+: 4 actors \(DEAD 4\)$' "$L" || { cat "$L"; fail "list actors: not all dead after the driver"; }
+    grep -Eq '^  [0-9a-f]{16} Tally +keeper +DEAD +3 +[0-9]+ +1/2 .* - \(left\) ' "$L" ||
+      { cat "$L"; fail "list actors: keeper's record after its driver"; }
     ;;
   labels)
     "$T" "$CASE" || fail "$CASE"
