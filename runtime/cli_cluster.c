@@ -797,7 +797,8 @@ int rd__cli_list(int argc, char **argv) {
   static const char usage[] =
       "usage: raydist list tasks|actors|objects [--address IP:PORT] [--token T] [--state S]\n"
       "                                         [--limit N (0..10000, default 100)]\n"
-      "       tasks:   S is PENDING_ARGS, PENDING_LEASE, RETRY_BACKOFF, PENDING_ACTOR, SUBMITTED or RUNNING\n"
+      "       tasks:   S is PENDING_ARGS, PENDING_LEASE, RETRY_BACKOFF, PENDING_ACTOR, SUBMITTED, RUNNING\n"
+      "                or FAILED (the last 1000 that failed for good on each node)\n"
       "       actors:  S is PENDING_CREATION, RESTARTING, ALIVE or DEAD\n"
       "       objects: the N largest in each node's store (no --state)\n";
   const char *kind = argc >= 3 ? argv[2] : NULL;

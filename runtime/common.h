@@ -55,7 +55,10 @@ enum {
   RD_TS_RUNNING,            /* the oldest task sent to its worker and not finished */
   RD_TS_NSTATES
 };
-/* "PENDING_ARGS" .. "RUNNING"; "?" for a number out of range. */
+/* Not an owner's state, never in TaskInfo: a task that failed for good,
+ * as its node keeps the last of them (TaskFailure). */
+#define RD_TS_FAILED RD_TS_NSTATES
+/* "PENDING_ARGS" .. "RUNNING", "FAILED"; "?" for a number out of range. */
 const char *rd__task_state_name(int state);
 /* The state named s (any case), or -1. */
 int rd__task_state_parse(const char *s);

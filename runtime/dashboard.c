@@ -663,6 +663,51 @@ void rd__dashboard_objects(rd__mbuf *b, int json, size_t top) {
  * outside the library with its progress thread off) is named as such. */
 #define TL_WAIT_MS 2000
 
+/* The last TF_KEEP tasks that failed for good, as their owners here told
+ * (OwnerStats.failures): a ring, allocated at the first. */
+#define TF_KEEP 1000
+typedef struct tf_entry {
+  uint64_t task_id, ret_id, actor_id, age_ns, at_ns;   /* at_ns: when the node heard (rd__now_ns) */
+  int status, attempt;
+  char who[48];             /* its owner, then */
+  char func[128];
+  char err[512];
+} tf_entry;
+
+static tf_entry *tf_ring;
+static size_t tf_next, tf_count;          /* the next slot; how many are kept */
+static uint64_t tf_total, tf_undetailed;  /* every failure heard of; those the owners only counted */
+
+void rd__dashboard_failures_add(const node_client *c, const Rd__OwnerStats *m) {
+  tf_undetailed += m->failures_dropped;
+  tf_total += m->failures_dropped + m->n_failures;
+  if (!m->n_failures) return;
+  if (!tf_ring && !(tf_ring = calloc(TF_KEEP, sizeof(*tf_ring)))) {
+    tf_undetailed += m->n_failures;
+    return;
+  }
+  uint64_t now = rd__now_ns();
+  for (size_t i = 0; i < m->n_failures; i++) {
+    const Rd__TaskFailure *f = m->failures[i];
+    tf_entry *e = &tf_ring[tf_next];
+    tf_next = (tf_next + 1) % TF_KEEP;
+    if (tf_count < TF_KEEP) tf_count++;
+    e->task_id = f->task_id;
+    e->ret_id = f->ret_id;
+    e->actor_id = f->actor_id;
+    e->age_ns = f->age_ns;
+    e->at_ns = now;
+    e->status = f->status;
+    e->attempt = f->attempt;
+    snprintf(e->who, sizeof(e->who), "%s pid %d", c->role == ROLE_DRIVER ? "driver" : "worker", c->pid);
+    snprintf(e->func, sizeof(e->func), "%s", f->func ? f->func : "");
+    snprintf(e->err, sizeof(e->err), "%s", f->error ? f->error : "");
+  }
+}
+
+/* The k-th most recent failure kept (k < tf_count). */
+static const tf_entry *tf_recent(size_t k) { return &tf_ring[(tf_next + TF_KEEP - 1 - k) % TF_KEEP]; }
+
 typedef struct tl_ask {
   uint32_t client;
   int pid, role;
@@ -721,7 +766,7 @@ static void tl_detail(const Rd__TaskInfo *t, char *out, size_t len) {
 #define TL_FUNCS_MAX 256
 typedef struct tl_func {
   const char *func;
-  uint64_t counts[RD_TS_NSTATES], total;
+  uint64_t counts[RD_TS_FAILED + 1], total;
 } tl_func;
 
 static int tl_func_more(const void *a, const void *b) {
@@ -730,43 +775,72 @@ static int tl_func_more(const void *a, const void *b) {
   return strcmp(x->func, y->func);
 }
 
+/* f's slot for func among n (n grows; past TL_FUNCS_MAX the last is the rest). */
+static tl_func *tl_func_slot(tl_func *f, size_t *n, const char *func) {
+  size_t k = 0;
+  while (k < *n && strcmp(f[k].func, func) != 0) k++;
+  if (k == *n && *n < TL_FUNCS_MAX) f[(*n)++] = (tl_func){func, {0}, 0};
+  else if (k == *n) {
+    k = *n - 1;   /* the last slot becomes the rest */
+    f[k].func = "(other)";
+  }
+  return &f[k];
+}
+
 static size_t tl_funcs(const tl_req *q, tl_func *f) {
   size_t n = 0;
   for (size_t i = 0; i < q->nasks; i++)
     for (size_t j = 0; q->asks[i].m && j < q->asks[i].m->n_by_func; j++) {
       const Rd__FuncTaskCounts *c = q->asks[i].m->by_func[j];
-      size_t k = 0;
-      while (k < n && strcmp(f[k].func, c->func) != 0) k++;
-      if (k == n && n < TL_FUNCS_MAX) f[n++] = (tl_func){c->func, {0}, 0};
-      else if (k == n) {
-        k = n - 1;   /* the last slot becomes the rest */
-        f[k].func = "(other)";
-      }
+      tl_func *x = tl_func_slot(f, &n, c->func);
       for (int s = 0; s < RD_TS_NSTATES; s++) {
-        f[k].counts[s] += c->counts[s];
-        f[k].total += c->counts[s];
+        x->counts[s] += c->counts[s];
+        x->total += c->counts[s];
       }
     }
+  for (size_t k = 0; k < tf_count; k++) {
+    tl_func *x = tl_func_slot(f, &n, tf_recent(k)->func);
+    x->counts[RD_TS_FAILED]++;
+    x->total++;
+  }
   if (n) qsort(f, n, sizeof(*f), tl_func_more);
   return n;
 }
 
-/* {"PENDING_ARGS":3,...,"RUNNING":2}: every state's count. */
+/* {"PENDING_ARGS":3,...,"RUNNING":2,"FAILED":0}: every state's count. */
 static void tl_put_counts_json(rd__mbuf *b, const uint64_t *counts) {
   rd__mbuf_printf(b, "{");
-  for (int k = 0; k < RD_TS_NSTATES; k++)
+  for (int k = 0; k <= RD_TS_FAILED; k++)
     rd__mbuf_printf(b, "%s\"%s\":%llu", k ? "," : "", rd__task_state_name(k), (unsigned long long)counts[k]);
   rd__mbuf_printf(b, "}");
 }
 
-/* "RUNNING 2, PENDING_ARGS 3": the states with a count, running first. */
+/* "RUNNING 2, PENDING_ARGS 3, FAILED 1": the states with a count, running
+ * first, failed last. */
 static void tl_put_counts(rd__mbuf *b, const uint64_t *counts) {
-  for (int k = RD_TS_NSTATES - 1, sep = 0; k >= 0; k--)
+  int sep = 0;
+  for (int k = RD_TS_NSTATES - 1; k >= 0; k--)
     if (counts[k]) rd__mbuf_printf(b, "%s%s %llu", sep++ ? ", " : "", rd__task_state_name(k), (unsigned long long)counts[k]);
+  if (counts[RD_TS_FAILED]) rd__mbuf_printf(b, "%sFAILED %llu", sep ? ", " : "", (unsigned long long)counts[RD_TS_FAILED]);
+}
+
+/* The failures kept that a listing shows: with `state` FAILED or all, the
+ * most recent `limit`. */
+static size_t tf_shown(int state, size_t limit) {
+  if (state >= 0 && state != RD_TS_FAILED) return 0;
+  return tf_count < limit ? tf_count : limit;
+}
+
+static void tf_detail(const tf_entry *e, char *out, size_t len) {
+  snprintf(out, len, "%s: %s", rd_err_name(e->status), e->err);
+  if (e->actor_id) {
+    size_t n = strlen(out);
+    snprintf(out + n, len - n, ", actor %016llx", (unsigned long long)e->actor_id);
+  }
 }
 
 static void tl_render(const tl_req *q, rd__mbuf *b) {
-  uint64_t counts[RD_TS_NSTATES] = {0}, total = 0;
+  uint64_t counts[RD_TS_FAILED + 1] = {0}, total = 0;
   size_t nrows = 0;
   for (size_t i = 0; i < q->nasks; i++) {
     const Rd__TaskList *m = q->asks[i].m;
@@ -775,6 +849,9 @@ static void tl_render(const tl_req *q, rd__mbuf *b) {
     nrows += m->n_tasks;
   }
   for (size_t k = 0; k < RD_TS_NSTATES; k++) total += counts[k];
+  counts[RD_TS_FAILED] = tf_count;
+  size_t nfail = tf_shown(q->state, q->limit);
+  uint64_t now = rd__now_ns();
   tl_row *rows = nrows ? malloc(nrows * sizeof(*rows)) : NULL;
   tl_func *fns = malloc(TL_FUNCS_MAX * sizeof(*fns));
   if ((nrows && !rows) || !fns) {
@@ -792,15 +869,17 @@ static void tl_render(const tl_req *q, rd__mbuf *b) {
     }
   if (n) qsort(rows, n, sizeof(*rows), tl_row_older);
   if (n > q->limit) n = q->limit;
-  char who[64], det[400];
+  char who[64], det[800];
   if (q->json) {
-    rd__mbuf_printf(b, "{\"node\":%u,\"unfinished\":%llu,\"counts\":", rd__cluster_index(), (unsigned long long)total);
+    rd__mbuf_printf(b, "{\"node\":%u,\"unfinished\":%llu,\"failed_kept\":%zu,\"failed_total\":%llu,"
+                       "\"failed_undetailed\":%llu,\"counts\":", rd__cluster_index(), (unsigned long long)total, tf_count,
+                    (unsigned long long)tf_total, (unsigned long long)tf_undetailed);
     tl_put_counts_json(b, counts);
     rd__mbuf_printf(b, ",\"by_function\":[");
     for (size_t i = 0; i < nfns; i++) {
       rd__mbuf_printf(b, "%s{\"func\":", i ? "," : "");
       put_json(b, fns[i].func);
-      rd__mbuf_printf(b, ",\"unfinished\":%llu,\"counts\":", (unsigned long long)fns[i].total);
+      rd__mbuf_printf(b, ",\"unfinished\":%llu,\"counts\":", (unsigned long long)(fns[i].total - fns[i].counts[RD_TS_FAILED]));
       tl_put_counts_json(b, fns[i].counts);
       rd__mbuf_printf(b, "}");
     }
@@ -830,15 +909,34 @@ static void tl_render(const tl_req *q, rd__mbuf *b) {
       put_json(b, t->resources);
       rd__mbuf_printf(b, ",\"retry_in_s\":%.3f}", (double)t->retry_in_ns / 1e9);
     }
+    rd__mbuf_printf(b, "],\"failures\":[");
+    for (size_t i = 0; i < nfail; i++) {
+      const tf_entry *e = tf_recent(i);
+      rd__mbuf_printf(b, "%s{\"task_id\":%llu,\"ret\":\"%016llx\",\"func\":", i ? "," : "",
+                      (unsigned long long)e->task_id, (unsigned long long)e->ret_id);
+      put_json(b, e->func);
+      rd__mbuf_printf(b, ",\"status\":\"%s\",\"error\":", rd_err_name(e->status));
+      put_json(b, e->err);
+      rd__mbuf_printf(b, ",\"attempt\":%d,\"age_s\":%.3f,\"ago_s\":%.3f,\"owner\":", e->attempt,
+                      (double)e->age_ns / 1e9, (double)(now - e->at_ns) / 1e9);
+      put_json(b, e->who);
+      rd__mbuf_printf(b, ",\"actor_id\":\"%016llx\"}", (unsigned long long)e->actor_id);
+    }
     rd__mbuf_printf(b, "]}\n");
   } else {
     rd__mbuf_printf(b, "node %u: %llu unfinished tasks", rd__cluster_index(), (unsigned long long)total);
     if (total) {
+      uint64_t f = counts[RD_TS_FAILED];
+      counts[RD_TS_FAILED] = 0;   /* said on a line of its own */
       rd__mbuf_printf(b, " (");
       tl_put_counts(b, counts);
       rd__mbuf_printf(b, ")");
+      counts[RD_TS_FAILED] = f;
     }
     rd__mbuf_printf(b, "\n");
+    if (tf_total)
+      rd__mbuf_printf(b, "  failed for good: %llu here, the last %zu kept (%llu not detailed by their owners)\n",
+                      (unsigned long long)tf_total, tf_count, (unsigned long long)tf_undetailed);
     if (nfns) rd__mbuf_printf(b, "  by function:\n");
     for (size_t i = 0; i < nfns; i++) {
       rd__mbuf_printf(b, "    %-24s %8llu  ", fns[i].func, (unsigned long long)fns[i].total);
@@ -862,6 +960,16 @@ static void tl_render(const tl_req *q, rd__mbuf *b) {
       tl_detail(t, det, sizeof(det));
       rd__mbuf_printf(b, "  %-16s %-13s %7.1fs %-24s %-18s %s%s\n", id, rd__task_state_name(t->state),
                       (double)t->age_ns / 1e9, t->func, who, det, t->attempt ? " (a retry)" : "");
+    }
+    if (nfail) rd__mbuf_printf(b, "  %-16s %-13s %8s %-24s %-18s %s\n", "RESULT", "STATE", "AGO", "FUNCTION", "OWNER", "ERROR");
+    for (size_t i = 0; i < nfail; i++) {
+      const tf_entry *e = tf_recent(i);
+      char id[24];
+      if (e->ret_id) snprintf(id, sizeof(id), "%016llx", (unsigned long long)e->ret_id);
+      else snprintf(id, sizeof(id), "-");
+      tf_detail(e, det, sizeof(det));
+      rd__mbuf_printf(b, "  %-16s %-13s %7.1fs %-24s %-18s %s\n", id, "FAILED", (double)(now - e->at_ns) / 1e9, e->func,
+                      e->who, det);
     }
   }
   free(rows);
@@ -910,7 +1018,7 @@ int rd__dashboard_tasks(uv_loop_t *loop, int json, size_t limit, int state, rd__
   m.req_id = q->req_id;
   m.limit = (uint32_t)limit;
   m.only = state >= 0 ? (uint32_t)state + 1 : 0;
-  for (node_client *c = N.clients; c; c = c->next) {
+  for (node_client *c = N.clients; c && state != RD_TS_FAILED; c = c->next) {   /* failures are kept here */
     if (c->dead || (c->role != ROLE_DRIVER && c->role != ROLE_WORKER) || c->own_waiting + c->own_sent == 0) continue;
     q->asks[q->nasks++] = (tl_ask){c->id, c->pid, c->role, 0, NULL};
     rd__node_send(c, RD__MSG_TYPE__MSG_TASK_LIST_ASK, &m.base, -1);

@@ -271,7 +271,7 @@ static void handle_request(mconn *c) {
     int state = query_state(q ? q + 1 : NULL, rd__task_state_parse);   /* ?state=RUNNING: only those */
     if (state == -2) {
       respond_text(c, 400, "Bad Request", "unknown state: the states are PENDING_ARGS, PENDING_LEASE, "
-                                          "RETRY_BACKOFF, PENDING_ACTOR, SUBMITTED and RUNNING\n");
+                                          "RETRY_BACKOFF, PENDING_ACTOR, SUBMITTED, RUNNING and FAILED\n");
       return;
     }
     hold_for_dashboard(c, head);

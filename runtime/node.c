@@ -1004,6 +1004,7 @@ static void on_owner_stats(node_client *c, Rd__OwnerStats *m) {
     return;
   }
   funcs_add(m->funcs, m->n_funcs, 1);
+  rd__dashboard_failures_add(c, m);
   (void)rd__hist_acc_add(&N.task_lat, m->buckets, m->sum_ns, m->failed);
   node_job *j = rd__node_client_job(c);
   if (j) {

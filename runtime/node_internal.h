@@ -370,6 +370,9 @@ void rd__node_send(node_client *c, Rd__MsgType t, const ProtobufCMessage *m, int
 int rd__dashboard_on_task_list(node_client *c, Rd__TaskList *m);
 /* c is going: requests stop waiting for its answer. */
 void rd__dashboard_client_gone(const node_client *c);
+/* An owner's report: the tasks in it that failed for good are kept (the
+ * last 1000), for `raydist list tasks --state FAILED`. */
+void rd__dashboard_failures_add(const node_client *c, const Rd__OwnerStats *m);
 void rd__node_client_drop(node_client *c, const char *why);
 void rd__node_dispatch(void);
 void rd__node_flush_all(void);

@@ -388,6 +388,25 @@ static void task_settle(rd__task *t, int failed) {
   task_unlive(t);
 }
 
+/* t failed for good (err, msg): kept for the next report, once. */
+static void task_failure_note(const rd__task *t, int err, const rd__blob *msg) {
+  if (t->settled) return;
+  if (G.ost.nfails == RD_OST_FAILS_MAX) {
+    G.ost.fails_dropped++;
+    return;
+  }
+  rd__ost_fail *f = &G.ost.fails[G.ost.nfails++];
+  f->task_id = t->task_id;
+  f->ret_id = t->nret > 0 ? t->ret_ids[0] : 0;
+  uint64_t now = rd__now_ns();
+  f->age_ns = now > t->submit_ns ? now - t->submit_ns : 0;
+  f->actor_id = t->actor ? t->actor->id : t->actor_id;
+  f->status = err;
+  f->attempt = t->attempt;
+  snprintf(f->func, sizeof(f->func), "%s", t->func ? t->func : "");
+  snprintf(f->err, sizeof(f->err), "%s", msg ? (const char *)msg->data : rd_strerror(err));
+}
+
 static void task_free(rd__task *t) {
   if (!t->settled) task_unlive(t);   /* gone without a result (nothing waits for one) */
   if (t->stream) stream_task_gone(t->stream);
@@ -571,6 +590,7 @@ static void task_fail(rd__task *t, int err, const char *fmt, ...) {
   rd__blob *msg = blob_printf(fmt, ap);
   va_end(ap);
   task_fail_returns(t, err, msg);
+  task_failure_note(t, err, msg);
   blob_unref(msg);
   task_settle(t, 1);
   task_free(t);
@@ -2311,7 +2331,26 @@ static void ost_report(uint64_t now, int force, int64_t *wait) {
   Rd__FuncStats fs[RD_FNSTATS_MAX], *fsp[RD_FNSTATS_MAX];
   m.n_funcs = rd__fnstats_pack(&G.ost.fns, fs, fsp);
   m.funcs = fsp;
+  Rd__TaskFailure tf[RD_OST_FAILS_MAX], *tfp[RD_OST_FAILS_MAX];
+  for (size_t i = 0; i < G.ost.nfails; i++) {
+    const rd__ost_fail *f = &G.ost.fails[i];
+    rd__task_failure__init(&tf[i]);
+    tf[i].task_id = f->task_id;
+    tf[i].ret_id = f->ret_id;
+    tf[i].func = (char *)f->func;
+    tf[i].status = f->status;
+    tf[i].error = (char *)f->err;
+    tf[i].attempt = f->attempt;
+    tf[i].age_ns = f->age_ns;
+    tf[i].actor_id = f->actor_id;
+    tfp[i] = &tf[i];
+  }
+  m.n_failures = G.ost.nfails;
+  m.failures = tfp;
+  m.failures_dropped = G.ost.fails_dropped;
   if (rd__conn_send(&G.daemon, RD__MSG_TYPE__MSG_OWNER_STATS, &m.base, -1) != 0) return;
+  G.ost.nfails = 0;
+  G.ost.fails_dropped = 0;
   G.ost.fns.n = G.ost.fns.last = 0;
   memset(G.ost.buckets, 0, sizeof(G.ost.buckets));
   G.ost.sum_ns = G.ost.done = G.ost.failed = 0;
@@ -4011,6 +4050,7 @@ static void task_cancel_returns(rd__task *t) {
   snprintf(buf, sizeof(buf), "task '%s' was cancelled", t->func);
   rd__blob *msg = blob_new(buf, strlen(buf));
   task_fail_returns(t, RD_ECANCELED, msg);
+  task_failure_note(t, RD_ECANCELED, msg);
   blob_unref(msg);
   task_settle(t, 1);
 }

@@ -263,6 +263,17 @@ typedef struct rd__fnstats {
   size_t n, last;               /* last: where the previous lookup found its name */
 } rd__fnstats;
 
+/* A task that failed for good, told to the node with the next OwnerStats
+ * (`raydist list tasks --state FAILED`): at most RD_OST_FAILS_MAX between
+ * two reports, the rest only counted. */
+#define RD_OST_FAILS_MAX 16
+typedef struct rd__ost_fail {
+  uint64_t task_id, ret_id, age_ns, actor_id;
+  int status, attempt;
+  char func[128];
+  char err[512];
+} rd__ost_fail;
+
 typedef struct rd__ctx {
   pthread_mutex_t mu;
   pthread_cond_t cv;
@@ -322,6 +333,9 @@ typedef struct rd__ctx {
   struct {
     uint64_t buckets[RD_HIST_BUCKETS], sum_ns, done, failed;
     uint64_t live;              /* submitted, not settled */
+    rd__ost_fail fails[RD_OST_FAILS_MAX];   /* tasks that failed for good since the last report */
+    size_t nfails;
+    uint64_t fails_dropped;     /* ... beyond those */
     rd__fnstats fns;            /* the latency by function */
     uint64_t last_sent_ns;
     int changed;                /* submitted, sent or settled since the last report */

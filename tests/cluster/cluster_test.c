@@ -4018,7 +4018,8 @@ static int t_memory_hold(void) {
  * the file $RD_DONE appears: three wait_file tasks that need only_b (one
  * runs on b, the others wait behind it), three arg_len tasks on the first
  * one's result (their argument not ready), two calls on an actor on c (one
- * runs).  $RD_READY gets this driver's pid once all are submitted; at the
+ * runs); and three that failed (slow_where, slow_pid on its result, where
+ * cancelled).  $RD_READY gets this driver's pid once all are submitted; at the
  * end every result is checked.  With $RD_SILENT it makes no library call
  * between then and $RD_DONE. */
 static int t_tasks_hold(void) {
@@ -4040,6 +4041,17 @@ static int t_tasks_hold(void) {
   for (int i = 0; i < 2; i++) CHECK_EQ(rd_actor_call(a, Tally_wait_file, RD_ARGS(rd_arg_bytes(done, dl)), NULL, &m[i]), 0);
   int silent = getenv("RD_SILENT") != NULL;   /* with RAYDIST_PROGRESS_THREAD=0: answers nothing until done */
   if (silent) (void)rd_wait(&d[0], 1, 1, 300, NULL);   /* a library call: the node hears of its tasks */
+  if (!silent) {   /* three that fail for good: a task's own error, a failed argument, a cancel */
+    rd_ref bad, bad_dep, cancelled;
+    CHECK_EQ(rd_submit(slow_where, RD_NO_ARGS, NULL, &bad), 0);   /* "bad args" */
+    CHECK_EQ(rd_submit(slow_pid, RD_ARGS(rd_arg_ref(bad)), NULL, &bad_dep), 0);
+    CHECK_EQ(rd_submit(where, RD_NO_ARGS, &o, &cancelled), 0);    /* waits for only_b */
+    CHECK_EQ(rd_cancel(cancelled, 0), 0);
+    CHECK_EQ(rd_wait(&bad_dep, 1, 1, 60000, NULL), 1);
+    rd_ref_release(bad);
+    rd_ref_release(bad_dep);
+    rd_ref_release(cancelled);
+  }
   say_ready(ready);
   for (int i = 0; silent && i < 2400 && access(done, F_OK) != 0; i++) usleep(50000);
   for (int i = 0; i < 3; i++) CHECK_EQ(node_of(w[i]), (uint32_t)dl);   /* (node_of: a u32 result) */

@@ -608,7 +608,7 @@ PY
     cat "$L"
     grep -Eq '^node [0-9]+: 8 unfinished tasks \(RUNNING 2, .*PENDING_ARGS 3\)$' "$L" || fail "list tasks: not 8 on the head"
     [ "$(grep -c '^node [0-9]*: 0 unfinished tasks$' "$L")" = 2 ] || fail "list tasks: b and c own none"
-    [ "$(grep -c " driver pid $PID " "$L")" = 8 ] || fail "list tasks: not 8 rows of driver $PID"
+    [ "$(grep -c " driver pid $PID " "$L")" = 11 ] || fail "list tasks: not 8 rows of driver $PID and 3 failed"
     grep -Eq "^  [0-9a-f]{16} RUNNING +[0-9.]+s wait_file +driver pid $PID +worker pid [0-9]+$" "$L" ||
       fail "list tasks: no running wait_file on a worker"
     grep -Eq "^  [0-9a-f]{16} RUNNING +[0-9.]+s Tally\.wait_file +driver pid $PID +worker pid [0-9]+, actor [0-9a-f]{16}$" "$L" ||
@@ -620,7 +620,20 @@ PY
       fail "list tasks: not two wait_file behind the first"
     # by function, however the wait_file tasks are split
     grep -Eq '^    arg_len +3  PENDING_ARGS 3$' "$L" && grep -Eq '^    wait_file +3  RUNNING 1, ' "$L" &&
-      grep -Eq '^    Tally\.wait_file +2  RUNNING 1, (SUBMITTED|PENDING_ACTOR) 1$' "$L" || fail "list tasks: by function"
+      grep -Eq '^    Tally\.wait_file +2  RUNNING 1, (SUBMITTED|PENDING_ACTOR) 1$' "$L" &&
+      [ "$(grep -Ec '^    (slow_where|slow_pid|where) +1  FAILED 1$' "$L")" = 3 ] || fail "list tasks: by function"
+    # the three that failed for good, most recent first, with their errors
+    grep -q '^  failed for good: 3 here, the last 3 kept (0 not detailed by their owners)$' "$L" ||
+      fail "list tasks: not 3 failed"
+    "$R" list tasks --state FAILED > "$L" || fail "list tasks --state FAILED"
+    cat "$L"
+    [ "$(grep -c '^  [0-9a-f]\{16\} ' "$L")" = 3 ] || fail "list tasks --state FAILED: not 3 rows"
+    grep -Eq "^  [0-9a-f]{16} FAILED +[0-9.]+s slow_where +driver pid $PID +RD_ETASK: .*bad args" "$L" ||
+      fail "list tasks: slow_where's own error"
+    grep -Eq "^  [0-9a-f]{16} FAILED +[0-9.]+s slow_pid +driver pid $PID +RD_ETASK: argument 0 of 'slow_pid' failed: .*bad args" "$L" ||
+      fail "list tasks: slow_pid's failed argument"
+    grep -Eq "^  [0-9a-f]{16} FAILED +[0-9.]+s where +driver pid $PID +RD_ECANCELED: task 'where' was cancelled$" "$L" ||
+      fail "list tasks: the cancelled one"
     # the oldest three are the wait_file tasks, submitted first (the owner
     # walks its actor's running calls before its queued tasks)
     "$R" list tasks --limit 3 > "$L" || fail "list tasks --limit 3"
@@ -642,7 +655,11 @@ ages = [t["age_s"] for t in j["tasks"]]
 assert ages == sorted(ages, reverse=True), ages
 assert [o["unfinished"] for o in j["owners"] if o["answered"]] == [8], j["owners"]
 f = {x["func"]: x for x in j["by_function"]}
-assert sorted(f) == ["Tally.wait_file", "arg_len", "wait_file"], f
+assert sorted(f) == ["Tally.wait_file", "arg_len", "slow_pid", "slow_where", "wait_file", "where"], f
+assert f["where"]["counts"]["FAILED"] == 1 and f["where"]["unfinished"] == 0, f
+assert j["failed_kept"] == 3 and j["failed_total"] == 3 and j["counts"]["FAILED"] == 3, j
+assert {x["func"]: x["status"] for x in j["failures"]} == {"slow_where": "RD_ETASK", "slow_pid": "RD_ETASK", "where": "RD_ECANCELED"}, j["failures"]
+assert all(x["owner"] == "driver pid " + sys.argv[2] and x["ago_s"] >= 0 for x in j["failures"]), j["failures"]
 assert f["arg_len"]["unfinished"] == 3 and f["arg_len"]["counts"]["PENDING_ARGS"] == 3, f
 assert f["wait_file"]["counts"]["RUNNING"] == 1 and f["wait_file"]["unfinished"] == 3, f
 try:
@@ -652,6 +669,7 @@ except urllib.error.HTTPError as e:
     assert e.code == 400 and b"unknown state" in e.read()
 PY
     "$R" list tasks --state DONE > /dev/null 2>&1 && fail "list tasks took --state DONE"
+    "$R" list actors --state FAILED > /dev/null 2>&1 && fail "list actors took --state FAILED"
     "$R" list tasks --limit -1 > /dev/null 2>&1 && fail "list tasks took --limit -1"
     # an owner that makes no library call and has no progress thread does
     # not answer: named after 2 s, the others listed all the same
@@ -664,7 +682,7 @@ PY
     "$R" list tasks > "$L" || fail "list tasks with a silent owner"
     cat "$L"
     grep -q "^  driver pid $PID2 did not answer within 2 s$" "$L" || fail "list tasks: the silent driver not named"
-    [ "$(grep -c " driver pid $PID " "$L")" = 8 ] || fail "list tasks: driver $PID's rows not there beside a silent one"
+    [ "$(grep -c " driver pid $PID " "$L")" = 11 ] || fail "list tasks: driver $PID's rows not there beside a silent one"
     touch "$RAYDIST_TMPDIR/done"
     wait $HOLD || { cat "$RAYDIST_TMPDIR/hold.log"; fail "tasks_hold"; }
     wait $HOLD2 || { cat "$RAYDIST_TMPDIR/hold2.log"; fail "tasks_hold (silent)"; }
