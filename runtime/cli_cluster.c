@@ -390,6 +390,7 @@ int rd__cli_start(int argc, char **argv) {
   if (loglevel) { nargs[k++] = "--log-level"; nargs[k++] = (char *)loglevel; }
   if (metrics_port) { nargs[k++] = "--metrics-port"; nargs[k++] = (char *)metrics_port; }
   if (lbuf[0]) { nargs[k++] = "--labels"; nargs[k++] = lbuf; }
+  nargs[k++] = "--log-file"; nargs[k++] = logf;   /* rotated there (RAYDIST_ROTATION_MAX_BYTES) */
   nargs[k++] = "--ready-fd";
   int ready_i = k;
   nargs[k++] = NULL;

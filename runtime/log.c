@@ -1,12 +1,17 @@
 /* runtime/log.c - stderr logger shared by all libraydist processes. */
 #include "log.h"
 
+#include <errno.h>
+#include <fcntl.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
+
+#include "raydist/error.h"
 
 int rd__log_level = RD_LOG_WARN;
 static char log_role[16] = "raydist";
@@ -35,4 +40,81 @@ void rd__log_(int level, const char *fmt, ...) {
   if (len + 1 < sizeof(line)) { line[len++] = '\n'; }
   ssize_t w = write(2, line, len);
   (void)w;
+}
+
+/* ------------------------------------------------------------ rotation */
+
+static char rot_path[512];
+static uint64_t rot_max, rot_last_ns;
+static int rot_backups;
+
+/* getenv(name) as a whole number in [0, max], def when unset. */
+static int env_u64(const char *name, uint64_t def, uint64_t max, uint64_t *out) {
+  const char *e = getenv(name);
+  *out = def;
+  if (!e || !*e) return 0;
+  char *end = NULL;
+  errno = 0;
+  unsigned long long v = strtoull(e, &end, 10);
+  if (*e == '-' || errno || *end || v > max) {
+    fprintf(stderr, "raydist: %s must be a whole number from 0 to %llu, not '%s'\n", name, (unsigned long long)max, e);
+    return RD_EINVAL;
+  }
+  *out = v;
+  return 0;
+}
+
+int rd__log_rotation_init(const char *path) {
+  uint64_t backups;
+  if (env_u64("RAYDIST_ROTATION_MAX_BYTES", 512ull << 20, UINT64_MAX / 2, &rot_max) != 0 ||
+      env_u64("RAYDIST_ROTATION_BACKUP_COUNT", 5, 1000, &backups) != 0)
+    return RD_EINVAL;
+  if (strlen(path) + 8 > sizeof(rot_path)) {
+    fprintf(stderr, "raydist: the log path %s is too long to rotate\n", path);
+    return RD_EINVAL;
+  }
+  rot_backups = (int)backups;
+  snprintf(rot_path, sizeof(rot_path), "%s", path);
+  return 0;
+}
+
+int rd__log_rotate_maybe(uint64_t now_ns) {
+  if (!rot_path[0] || !rot_max || now_ns - rot_last_ns < 1000000000ull) return 0;
+  rot_last_ns = now_ns;
+  struct stat st;
+  if (fstat(2, &st) != 0 || !S_ISREG(st.st_mode) || (uint64_t)st.st_size < rot_max) return 0;
+  fflush(stdout);
+  fflush(stderr);
+  char from[sizeof(rot_path) + 16], to[sizeof(rot_path) + 16];
+  if (rot_backups == 0) {   /* nothing kept: start the same file over */
+    if (ftruncate(2, 0) != 0) {
+      rd__log(RD_LOG_ERROR, "cannot truncate %s to rotate it: %s", rot_path, strerror(errno));
+      return -1;
+    }
+    rd__log(RD_LOG_INFO, "log rotated: %llu bytes dropped (RAYDIST_ROTATION_BACKUP_COUNT=0)", (unsigned long long)st.st_size);
+    return 1;
+  }
+  for (int k = rot_backups - 1; k >= 1; k--) {   /* path.k -> path.k+1, the oldest overwritten */
+    snprintf(from, sizeof(from), "%s.%d", rot_path, k);
+    snprintf(to, sizeof(to), "%s.%d", rot_path, k + 1);
+    if (rename(from, to) != 0 && errno != ENOENT)
+      rd__log(RD_LOG_WARN, "log rotation: cannot rename %s: %s", from, strerror(errno));
+  }
+  snprintf(to, sizeof(to), "%s.1", rot_path);
+  int fd = -1;
+  if (rename(rot_path, to) != 0 || (fd = open(rot_path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600)) < 0) {
+    int e = errno;
+    if (fd < 0 && access(rot_path, F_OK) != 0) (void)rename(to, rot_path);   /* keep writing where we were */
+    rd__log(RD_LOG_ERROR, "cannot rotate %s: %s", rot_path, strerror(e));
+    return -1;
+  }
+  if (dup2(fd, 1) < 0 || dup2(fd, 2) < 0) {
+    int e = errno;
+    close(fd);
+    rd__log(RD_LOG_ERROR, "cannot rotate %s: %s", rot_path, strerror(e));
+    return -1;
+  }
+  close(fd);
+  rd__log(RD_LOG_INFO, "log rotated at %llu bytes: the previous one is %s", (unsigned long long)st.st_size, to);
+  return 1;
 }

@@ -3257,6 +3257,7 @@ static void on_tick(uv_timer_t *t) {
   dead_actors_trim();
   unnaming_late(now);
   flush_all();
+  (void)rd__log_rotate_maybe(now);   /* node.log past RAYDIST_ROTATION_MAX_BYTES: node.log.1 */
 }
 
 static void close_walk_cb(uv_handle_t *h, void *arg) {

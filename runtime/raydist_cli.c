@@ -12,6 +12,7 @@
 
 #include "cli_cluster.h"
 #include "gcs.h"
+#include "log.h"
 #include "node.h"
 #include "labels.h"
 #include "resources.h"
@@ -22,6 +23,7 @@ static void usage(FILE *f) {
           "                    [--object-store-memory BYTES] [--spill-dir DIR] [--resources a=1,b=2] [--labels k=v,k2=v2]\n"
           "                    [--prestart N] [--max-workers N] [--ready-fd FD] [--embedded] [--log-level L]\n"
           "                    [--gcs IP:PORT --token-file F --node-ip IP [--head]] [--metrics-port N]\n"
+          "                    [--log-file F (its stdout and stderr, rotated: RAYDIST_ROTATION_MAX_BYTES)]\n"
           "       raydist start --head | --address IP:PORT [options]   (raydist start --help)\n"
           "       raydist status [--address IP:PORT]\n"
           "       raydist memory [--address IP:PORT] [--top N]   (objects in every node's store)\n"
@@ -79,6 +81,7 @@ int main(int argc, char **argv) {
   o.max_workers = 64;
   o.ready_fd = -1;
   o.log_level = -1;
+  const char *log_file = NULL;
   const char *mp = getenv("RAYDIST_METRICS_PORT");   /* the default; --metrics-port overrides it */
   o.metrics_port = mp && *mp ? atoi(mp) : 0;
   static const struct option lo[] = {
@@ -88,7 +91,7 @@ int main(int argc, char **argv) {
       {"ready-fd", 1, 0, 'f'},    {"embedded", 0, 0, 'e'},   {"log-level", 1, 0, 'l'},
       {"gcs", 1, 0, 'G'},         {"token-file", 1, 0, 'T'}, {"node-ip", 1, 0, 'I'},
       {"head", 0, 0, 'H'},        {"metrics-port", 1, 0, 'M'}, {"gpu-memory", 1, 0, 'u'},
-      {"labels", 1, 0, 'L'},      {0, 0, 0, 0}};
+      {"labels", 1, 0, 'L'},      {"log-file", 1, 0, 'F'},   {0, 0, 0, 0}};
   int ch;
   optind = 2;
   while ((ch = getopt_long(argc, argv, "", lo, NULL)) != -1) {
@@ -113,6 +116,7 @@ int main(int argc, char **argv) {
       case 'M': o.metrics_port = atoi(optarg); break;
       case 'u': bad = parse_u64(optarg, &o.gpu_memory); break;
       case 'L': o.labels = optarg; break;
+      case 'F': log_file = optarg; break;
       default: usage(stderr); return 2;
     }
     if (bad) {
@@ -140,6 +144,7 @@ int main(int argc, char **argv) {
     fprintf(stderr, "raydist node: --metrics-port must be a port, 0 (any free one) or -1 (none)\n");
     return 2;
   }
+  if (log_file && rd__log_rotation_init(log_file) != 0) return 2;   /* its stdout and stderr are that file */
   if (o.prestart < 0) o.prestart = (int)(o.num_cpus / RD_RES_UNIT);
   if (o.prestart < 1) o.prestart = 1;
   if (o.max_workers < 1) o.max_workers = 1;

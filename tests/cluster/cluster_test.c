@@ -2040,6 +2040,34 @@ static void get_ok(rd_ref r, const char *what) {
   rd_ref_release(r);
 }
 
+/* arg0: a round number (int); prints 400 lines of 100 bytes to stdout. */
+RD_REMOTE(say_lots) {
+  rd_buf t;
+  int round;
+  if (rd_arg(call, 0, &t) != 0 || t.size != sizeof(round)) return rd_call_fail(call, "bad args");
+  memcpy(&round, t.data, sizeof(round));
+  for (int i = 0; i < 400; i++) printf("say-lots round %02d line %03d %070d\n", round, i, 0);
+  fflush(stdout);
+  return rd_return_bytes(call, 0, "ok", 2);
+}
+
+/* For the log_rotation case: 12 rounds of 40 KB of worker output on node
+ * b, 300 ms apart, into b's node.log (rotated at 100 KB there). */
+static int t_log_rotation(void) {
+  join();
+  rd_task_opts o;
+  rd_task_opts_init(&o);
+  o.resources = "only_b=0.25";
+  for (int round = 0; round < 12; round++) {
+    rd_ref r;
+    CHECK_EQ(rd_submit(say_lots, RD_ARGS(rd_arg_bytes(&round, sizeof(round))), &o, &r), 0);
+    get_ok(r, "say_lots");
+    usleep(300000);
+  }
+  rd_shutdown();
+  return 0;
+}
+
 static int t_log_to_driver(void) {
   join();
   rd_task_opts o;
@@ -4145,7 +4173,7 @@ int main(int argc, char **argv) {
       {"collective", t_collective},             {"code_keep", t_code_keep},     {"code_kill", t_code_kill},
       {"code_again", t_code_again},             {"labels", t_labels}, {"memory_hold", t_memory_hold},
       {"tasks_hold", t_tasks_hold},             {"tasks_open_put", t_tasks_open_put},
-      {"actors_hold", t_actors_hold},
+      {"actors_hold", t_actors_hold},           {"log_rotation", t_log_rotation},
   };
   return rd_test_main(argc, argv, cases, sizeof(cases) / sizeof(cases[0]));
 }

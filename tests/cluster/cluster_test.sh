@@ -93,6 +93,8 @@ WATCHDOG=$!
 [ "$CASE" = hung_peer ] && export UV_THREADPOOL_SIZE=2
 # code_gc: the GCS drops code unused for 1 s (600 s by default); INFO logs to check
 HEAD_OPTS=
+# log_rotation: node logs rotated at 100 KB, two kept
+[ "$CASE" = log_rotation ] && export RAYDIST_ROTATION_MAX_BYTES=100000 RAYDIST_ROTATION_BACKUP_COUNT=2
 # and the nodes their own copies after 1 s
 [ "$CASE" = code_gc ] && export RAYDIST_GCS_CODE_TTL_S=1 RAYDIST_CODE_CACHE_TTL_S=1 RAYDIST_LOG_LEVEL=2 &&
   HEAD_OPTS="--log-level 2"
@@ -772,6 +774,33 @@ PY
     grep -Eq '^node [0-9]+: 4 actors \(DEAD 4\)$' "$L" || { cat "$L"; fail "list actors: not all dead after the driver"; }
     grep -Eq '^  [0-9a-f]{16} Tally +keeper +DEAD +3 +[0-9]+ +1/2 .* - \(left\) ' "$L" ||
       { cat "$L"; fail "list actors: keeper's record after its driver"; }
+    ;;
+  log_rotation)
+    # 480 KB of worker output on b, over 3.6 s: b's node.log is rotated
+    # (checked once a second) into node.log.1 and .2, never a .3, none far
+    # past 100 KB, and the last lines are in the newest file
+    RAYDIST_LOG_TO_DRIVER=0 "$T" "$CASE" || fail "$CASE"
+    B="$ROOT/node-127.0.0.2"
+    sleep 1.2   # one more check: the last round's lines may be past the limit
+    ls -l "$B"/node.log*
+    [ -f "$B/node.log.1" ] && [ -f "$B/node.log.2" ] || fail "log_rotation: no node.log.1 and .2"
+    [ -e "$B/node.log.3" ] && fail "log_rotation: a third backup kept"
+    for f in "$B"/node.log*; do
+      [ "$(stat -c %s "$f")" -le 300000 ] || fail "log_rotation: $f has $(stat -c %s "$f") bytes"
+    done
+    grep -h '^(pid=[0-9]*) say-lots round 11 line 399 ' "$B/node.log" "$B/node.log.1" > /dev/null ||
+      fail "log_rotation: the last line is not in the newest two files"
+    grep -q 'say-lots round 00 ' "$B"/node.log* && fail "log_rotation: the first round was not dropped"
+    # the lines kept are whole and in order across the files
+    cat "$B/node.log.2" "$B/node.log.1" "$B/node.log" | grep -o 'say-lots round [0-9]* line [0-9]*' > "$RAYDIST_TMPDIR/kept"
+    sort -c "$RAYDIST_TMPDIR/kept" || fail "log_rotation: lines out of order"
+    [ "$(wc -l < "$RAYDIST_TMPDIR/kept")" -ge 1000 ] || fail "log_rotation: under 1000 lines kept"
+    # a malformed setting stops a node from starting, with the reason
+    if RAYDIST_ROTATION_MAX_BYTES=lots "$R" start --address "$ADDR" --node-ip 127.0.0.4 2>"$RAYDIST_TMPDIR/err"; then
+      fail "a node started with RAYDIST_ROTATION_MAX_BYTES=lots"
+    fi
+    grep -q "RAYDIST_ROTATION_MAX_BYTES must be a whole number" "$RAYDIST_TMPDIR/err" ||
+      { cat "$RAYDIST_TMPDIR/err"; fail "log_rotation: no reason for a bad setting"; }
     ;;
   labels)
     "$T" "$CASE" || fail "$CASE"
