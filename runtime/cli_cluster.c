@@ -485,16 +485,18 @@ static void res_used(char *buf, size_t len, double total, double avail) {
   snprintf(buf, len, "%g/%g", total - avail, total);
 }
 
-/* The placement groups not removed, and how many were. */
-static void print_pgs(const rd_gcs_pg *pgs, size_t n) {
-  size_t live = 0;
+/* Placement groups: how many are live and removed, then a row for each in
+ * state `only` (an RD_GCS_PG_*; 0: every one; -1: those not removed), at
+ * most limit, each with its bundles' nodes and why it waits or went. */
+static void print_pgs(const rd_gcs_pg *pgs, size_t n, int only, size_t limit) {
+  size_t live = 0, shown = 0;
   for (size_t i = 0; i < n; i++) live += pgs[i].state != RD_GCS_PG_REMOVED;
   printf("\nplacement groups: %zu live, %zu removed\n", live, n - live);
-  if (!live) return;
-  printf("%-16s %-16s %-13s %-12s %s\n", "id", "name", "strategy", "state", "bundles (node: CPU/GPU)");
-  for (size_t i = 0; i < n; i++) {
+  for (size_t i = 0; i < n && shown < limit; i++) {
     const rd_gcs_pg *p = &pgs[i];
-    if (p->state == RD_GCS_PG_REMOVED) continue;
+    if (only == -1 ? p->state == RD_GCS_PG_REMOVED : only && p->state != only) continue;
+    if (!shown++)
+      printf("%-16s %-16s %-13s %-12s %s\n", "id", "name", "strategy", "state", "bundles (node: CPU/GPU)");
     char b[512];
     size_t off = 0;
     for (size_t k = 0; k < p->nbundles && off < sizeof(b) - 48; k++)
@@ -521,29 +523,69 @@ static void print_actors(const rd_gcs_actor *as, size_t n) {
   }
 }
 
+static uint64_t wall_ms(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_REALTIME, &ts);
+  return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
+
+static void print_job_head(void) {
+  printf("%-6s %-5s %-8s %-16s %-12s %s\n", "job", "node", "driver", "code", "started", "state");
+}
+
+static void print_job_row(const rd_gcs_job *j, uint64_t now) {
+  char state[200];
+  if (j->end_ms) snprintf(state, sizeof(state), "ended after %.1f s: %s", (j->end_ms - j->start_ms) / 1000.0, j->end_reason);
+  else snprintf(state, sizeof(state), "running");
+  char started[32];
+  snprintf(started, sizeof(started), "%.0f s ago", now > j->start_ms ? (now - j->start_ms) / 1000.0 : 0.0);
+  printf("%-6u %-5u %-8d %-16.16s %-12s %s\n", j->job_id, j->node_index, j->driver_pid,
+         j->code_hash[0] ? j->code_hash : "-", started, state);
+}
+
 /* Jobs: how many run and ended, each running one, and the last ended. */
 static void print_jobs(const rd_gcs_job *js, size_t n) {
   size_t running = 0;
   for (size_t i = 0; i < n; i++) running += js[i].end_ms == 0;
   printf("\njobs: %zu running, %zu ended\n", running, n - running);
-  struct timespec ts;
-  clock_gettime(CLOCK_REALTIME, &ts);
-  uint64_t now = (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+  uint64_t now = wall_ms();
   const rd_gcs_job *last = NULL;
   for (size_t i = 0; i < n; i++)
     if (js[i].end_ms && (!last || js[i].job_id > last->job_id)) last = &js[i];
   if (!running && !last) return;
-  printf("%-6s %-5s %-8s %-16s %-12s %s\n", "job", "node", "driver", "code", "started", "state");
-  for (size_t i = 0; i < n; i++) {
-    const rd_gcs_job *j = &js[i];
-    if (j->end_ms && j != last) continue;
-    char state[200];
-    if (j->end_ms) snprintf(state, sizeof(state), "ended after %.1f s: %s", (j->end_ms - j->start_ms) / 1000.0, j->end_reason);
-    else snprintf(state, sizeof(state), "running");
-    char started[32];
-    snprintf(started, sizeof(started), "%.0f s ago", now > j->start_ms ? (now - j->start_ms) / 1000.0 : 0.0);
-    printf("%-6u %-5u %-8d %-16.16s %-12s %s\n", j->job_id, j->node_index, j->driver_pid,
-           j->code_hash[0] ? j->code_hash : "-", started, state);
+  print_job_head();
+  for (size_t i = 0; i < n; i++)
+    if (!js[i].end_ms || &js[i] == last) print_job_row(&js[i], now);
+}
+
+/* The node table: a row for each node in state `only` (RD_GCS_NODE_*; 0:
+ * all), at most limit. */
+static void print_nodes(const rd_gcs_node *nodes, size_t n, int only, size_t limit) {
+  char cb[64], gb[64];
+  size_t shown = 0;
+  for (size_t i = 0; i < n && shown < limit; i++) {
+    const rd_gcs_node *x = &nodes[i];
+    if (only && x->state != only) continue;
+    if (!shown++)
+      printf("%-5s %-16s %-5s %-6s %-11s %-11s %-24s %-19s %-7s %s\n", "node", "ip", "head", "state", "CPU", "GPU",
+             "custom (used/total)", "store MiB used/cap", "pending", "last heartbeat");
+    res_used(cb, sizeof(cb), rd_res_to_double(x->total.cpu), rd_res_to_double(x->avail.cpu));
+    res_used(gb, sizeof(gb), rd_res_to_double(x->total.gpu), rd_res_to_double(x->avail.gpu));
+    char custom[128] = "-";
+    size_t off = 0;
+    for (int k = 0; k < x->total.ncustom && off < sizeof(custom) - 40; k++) {
+      double t = rd_res_to_double(x->total.custom[k].amount);
+      double a = rd_res_to_double(rd_res_get_custom(&x->avail, x->total.custom[k].name));
+      off += (size_t)snprintf(custom + off, sizeof(custom) - off, "%s%s %g/%g", k ? "," : "", x->total.custom[k].name,
+                              t - a, t);
+    }
+    char store[64];
+    snprintf(store, sizeof(store), "%.0f/%.0f", x->store_used / 1048576.0, x->store_capacity / 1048576.0);
+    char hb[200];
+    if (x->state == RD_GCS_NODE_ALIVE) snprintf(hb, sizeof(hb), "%.1f s ago", x->ms_since_heartbeat / 1000.0);
+    else snprintf(hb, sizeof(hb), "dead: %s", x->death_reason);
+    printf("%-5u %-16s %-5s %-6s %-11s %-11s %-24s %-19s %-7lld %s\n", x->index, x->ip, x->is_head ? "yes" : "",
+           x->state == RD_GCS_NODE_ALIVE ? "alive" : "dead", cb, gb, custom, store, (long long)x->pending, hb);
   }
 }
 
@@ -644,28 +686,7 @@ int rd__cli_status(int argc, char **argv) {
   res_used(gb, sizeof(gb), gpu_t, gpu_a);
   printf("cluster at %s: %d node%s alive, %zu dead\n", address, alive, alive == 1 ? "" : "s", n - (size_t)alive);
   printf("resources used/total: CPU %s, GPU %s; pending lease requests: %lld\n\n", cb, gb, (long long)pending);
-  printf("%-5s %-16s %-5s %-6s %-11s %-11s %-24s %-19s %-7s %s\n", "node", "ip", "head", "state", "CPU", "GPU",
-         "custom (used/total)", "store MiB used/cap", "pending", "last heartbeat");
-  for (size_t i = 0; i < n; i++) {
-    const rd_gcs_node *x = &nodes[i];
-    res_used(cb, sizeof(cb), rd_res_to_double(x->total.cpu), rd_res_to_double(x->avail.cpu));
-    res_used(gb, sizeof(gb), rd_res_to_double(x->total.gpu), rd_res_to_double(x->avail.gpu));
-    char custom[128] = "-";
-    size_t off = 0;
-    for (int k = 0; k < x->total.ncustom && off < sizeof(custom) - 40; k++) {
-      double t = rd_res_to_double(x->total.custom[k].amount);
-      double a = rd_res_to_double(rd_res_get_custom(&x->avail, x->total.custom[k].name));
-      off += (size_t)snprintf(custom + off, sizeof(custom) - off, "%s%s %g/%g", k ? "," : "", x->total.custom[k].name,
-                              t - a, t);
-    }
-    char store[64];
-    snprintf(store, sizeof(store), "%.0f/%.0f", x->store_used / 1048576.0, x->store_capacity / 1048576.0);
-    char hb[200];
-    if (x->state == RD_GCS_NODE_ALIVE) snprintf(hb, sizeof(hb), "%.1f s ago", x->ms_since_heartbeat / 1000.0);
-    else snprintf(hb, sizeof(hb), "dead: %s", x->death_reason);
-    printf("%-5u %-16s %-5s %-6s %-11s %-11s %-24s %-19s %-7lld %s\n", x->index, x->ip, x->is_head ? "yes" : "",
-           x->state == RD_GCS_NODE_ALIVE ? "alive" : "dead", cb, gb, custom, store, (long long)x->pending, hb);
-  }
+  print_nodes(nodes, n, 0, SIZE_MAX);
   for (size_t i = 0; i < n; i++)
     if (nodes[i].state == RD_GCS_NODE_ALIVE && nodes[i].metrics_port > 0)
       printf("metrics: node %u http://%s:%d/metrics\n", nodes[i].index, nodes[i].ip, nodes[i].metrics_port);
@@ -673,7 +694,7 @@ int rd__cli_status(int argc, char **argv) {
     if (nodes[i].state == RD_GCS_NODE_ALIVE && nodes[i].labels[0])
       printf("labels: node %u %s\n", nodes[i].index, nodes[i].labels);
   free(nodes);
-  print_pgs(pgs, npg);
+  print_pgs(pgs, npg, -1, SIZE_MAX);
   free(pgs);
   print_actors(actors, nact);
   free(actors);
@@ -789,23 +810,93 @@ int rd__cli_memory(int argc, char **argv) {
   return each_node_print("memory", address, token, path);
 }
 
-/* raydist list tasks|actors|objects: every live node's owners' unfinished
+/* States of the GCS's tables by name (any case); -1: none such. */
+static int node_state_parse(const char *s) {
+  return !strcasecmp(s, "ALIVE") ? RD_GCS_NODE_ALIVE : !strcasecmp(s, "DEAD") ? RD_GCS_NODE_DEAD : -1;
+}
+static int pg_state_parse(const char *s) {
+  for (int k = RD_GCS_PG_PENDING; k <= RD_GCS_PG_REMOVED; k++)
+    if (!strcasecmp(s, rd_gcs_pg_state_name(k))) return k;
+  return -1;
+}
+enum { JOB_RUNNING = 1, JOB_ENDED = 2 };
+static int job_state_parse(const char *s) {
+  return !strcasecmp(s, "RUNNING") ? JOB_RUNNING : !strcasecmp(s, "ENDED") ? JOB_ENDED : -1;
+}
+
+static int job_newer(const void *a, const void *b) {
+  const rd_gcs_job *x = a, *y = b;
+  return x->job_id < y->job_id ? 1 : x->job_id > y->job_id ? -1 : 0;
+}
+
+/* raydist list nodes|placement-groups|jobs: the GCS's table, rows in state
+ * `only` (0: all), at most limit. */
+static int list_gcs(const char *kind, const char *address, const char *token, int only, size_t limit) {
+  char abuf[160];
+  rd_gcs *g = cli_gcs("list", address, token, abuf, sizeof(abuf));
+  if (!g) return 1;
+  int r;
+  if (!strcmp(kind, "nodes")) {
+    rd_gcs_node *nodes = NULL;
+    size_t n = 0, alive = 0;
+    uint64_t ver = 0;
+    if ((r = rd_gcs_get_nodes(g, &nodes, &n, &ver)) == 0) {
+      for (size_t i = 0; i < n; i++) alive += nodes[i].state == RD_GCS_NODE_ALIVE;
+      printf("nodes: %zu alive, %zu dead\n", alive, n - alive);
+      print_nodes(nodes, n, only, limit);
+      free(nodes);
+    }
+  } else if (!strcmp(kind, "jobs")) {
+    rd_gcs_job *js = NULL;
+    size_t n = 0, running = 0, shown = 0;
+    if ((r = rd_gcs_job_list(g, &js, &n)) == 0) {
+      for (size_t i = 0; i < n; i++) running += js[i].end_ms == 0;
+      printf("jobs: %zu running, %zu ended\n", running, n - running);
+      if (n) qsort(js, n, sizeof(*js), job_newer);
+      uint64_t now = wall_ms();
+      for (size_t i = 0; i < n && shown < limit; i++) {
+        if (only && (js[i].end_ms ? JOB_ENDED : JOB_RUNNING) != only) continue;
+        if (!shown++) print_job_head();
+        print_job_row(&js[i], now);
+      }
+      free(js);
+    }
+  } else {
+    rd_gcs_pg *pgs = NULL;
+    size_t n = 0;
+    if ((r = rd_gcs_pg_list(g, &pgs, &n)) == 0) {
+      print_pgs(pgs, n, only, limit);
+      free(pgs);
+    }
+  }
+  rd_gcs_close(g);
+  if (r != 0) fprintf(stderr, "raydist list %s: %s\n", kind, rd_strerror(r));
+  return r != 0;
+}
+
+/* raydist list KIND: every live node's owners' unfinished (and failed)
  * tasks (/tasks), actor records (/actors) or store objects (/objects, as
- * raydist memory). */
+ * raydist memory); or the GCS's nodes, placement groups or jobs. */
 int rd__cli_list(int argc, char **argv) {
   const char *address = getenv("RAYDIST_ADDRESS"), *token = getenv("RAYDIST_TOKEN"), *state = NULL;
   long limit = 100;
   static const char usage[] =
-      "usage: raydist list tasks|actors|objects [--address IP:PORT] [--token T] [--state S]\n"
-      "                                         [--limit N (0..10000, default 100)]\n"
-      "       tasks:   S is PENDING_ARGS, PENDING_LEASE, RETRY_BACKOFF, PENDING_ACTOR, SUBMITTED, RUNNING\n"
-      "                or FAILED (the last 1000 that failed for good on each node)\n"
-      "       actors:  S is PENDING_CREATION, RESTARTING, ALIVE or DEAD\n"
-      "       objects: the N largest in each node's store (no --state)\n";
+      "usage: raydist list KIND [--address IP:PORT] [--token T] [--state S] [--limit N (0..10000, default 100)]\n"
+      "       KIND and its states S (any case):\n"
+      "       tasks              PENDING_ARGS, PENDING_LEASE, RETRY_BACKOFF, PENDING_ACTOR, SUBMITTED, RUNNING,\n"
+      "                          FAILED (the last 1000 that failed for good on each node)\n"
+      "       actors             PENDING_CREATION, RESTARTING, ALIVE, DEAD\n"
+      "       objects            (none: the N largest in each node's store)\n"
+      "       nodes              ALIVE, DEAD\n"
+      "       placement-groups   PENDING, CREATED, RESCHEDULING, REMOVED\n"
+      "       jobs               RUNNING, ENDED (drivers' runs, newest first; raydist job list: submitted jobs)\n";
   const char *kind = argc >= 3 ? argv[2] : NULL;
-  int (*parse)(const char *) = NULL;
+  int (*parse)(const char *) = NULL, gcs = 0;
   if (kind && !strcmp(kind, "tasks")) parse = rd__task_state_parse;
   else if (kind && !strcmp(kind, "actors")) parse = rd__actor_list_state_parse;
+  else if (kind && !strcmp(kind, "nodes")) parse = node_state_parse, gcs = 1;
+  else if (kind && !strcmp(kind, "placement-groups")) parse = pg_state_parse, gcs = 1;
+  else if (kind && !strcmp(kind, "jobs")) parse = job_state_parse, gcs = 1;
   else if (!kind || strcmp(kind, "objects") != 0) {
     fprintf(stderr, "raydist list: %s%s%s", kind ? "cannot list '" : "what? ", kind ? kind : "", kind ? "'\n" : "");
     fprintf(stderr, "%s", usage);
@@ -830,6 +921,7 @@ int rd__cli_list(int argc, char **argv) {
     fprintf(stderr, "raydist list %s: unexpected '%s'\n%s", kind, argv[optind], usage);
     return 2;
   }
+  if (gcs) return list_gcs(kind, address, token, state ? parse(state) : 0, (size_t)limit);
   char path[96];
   if (!parse) snprintf(path, sizeof(path), "/objects?top=%ld", limit);
   else snprintf(path, sizeof(path), "/%s?limit=%ld%s%s", kind, limit, state ? "&state=" : "", state ? state : "");

@@ -318,7 +318,9 @@ static void render_html(rd__mbuf *b, const dash_req *q, const node_facts *f) {
   rd__mbuf_printf(b, "<h1>raydist node %u (", rd__cluster_index());
   put_html(b, ip);
   rd__mbuf_printf(b, ")</h1>\n<p>up %.0f s &middot; <a href=\"/metrics\">metrics</a> &middot; "
-                     "<a href=\"/timeline\">timeline</a> &middot; <a href=\"/api/cluster\">JSON</a></p>\n",
+                     "<a href=\"/timeline\">timeline</a> &middot; <a href=\"/tasks\">tasks</a> &middot; "
+                     "<a href=\"/actors\">actors</a> &middot; <a href=\"/objects\">objects</a> &middot; "
+                     "<a href=\"/api/cluster\">JSON</a></p>\n",
                   f->uptime_s);
   rd__mbuf_printf(b, "<h2>This node</h2>\n<table id=\"node\">\n<tr><th>resources used/total</th><td>");
   html_res(b, tot, &f->avail);
