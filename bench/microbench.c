@@ -7,6 +7,7 @@
  *   microbench [--duration S] [--trials N] [--filter SUBSTR] [--json FILE] */
 #include <raydist.h>
 
+#include <pthread.h>
 #include <unistd.h>
 
 #include "harness.h"
@@ -384,6 +385,41 @@ static double t_put_calls(void) {
   return ops / (now() - t0);
 }
 
+/* Application metric updates (rd_metric_inc) with tags, one thread or
+ * two, and a histogram's rd_metric_observe without. */
+static rd_metric *g_mcount, *g_mhist;
+static double metric_incs(void) {
+  long ops = 0;
+  double t0 = now();
+  while (now() - t0 < g_duration) {
+    for (int i = 0; i < 1000; i++) OK(rd_metric_inc(g_mcount, 1, i & 1 ? "route=a,code=200" : "route=b,code=200"));
+    ops += 1000;
+  }
+  return ops / (now() - t0);
+}
+static void *metric_incs_thread(void *out) {
+  *(double *)out = metric_incs();
+  return NULL;
+}
+static double t_metric_inc(void) { return metric_incs(); }
+static double t_metric_inc_2_threads(void) {
+  pthread_t th;
+  double other = 0;
+  OK(pthread_create(&th, NULL, metric_incs_thread, &other));
+  double mine = metric_incs();
+  pthread_join(th, NULL);
+  return mine + other;
+}
+static double t_metric_observe(void) {
+  long ops = 0;
+  double t0 = now();
+  while (now() - t0 < g_duration) {
+    for (int i = 0; i < 1000; i++) OK(rd_metric_observe(g_mhist, (i % 7) * 0.3, NULL));
+    ops += 1000;
+  }
+  return ops / (now() - t0);
+}
+
 static double t_get_calls(void) {
   long v = 7;
   rd_ref r;
@@ -646,6 +682,12 @@ int main(int argc, char **argv) {
   report("single_client_put_calls", "", t_put_calls);
   report("multi_client_put_calls", "", t_multi_put_calls);
   report("single_client_get_calls", "", t_get_calls);
+  static const double mb[8] = {0.1, 0.2, 0.5, 1, 1.5, 2, 5, 10};
+  OK(rd_metric_counter("bench_requests_total", "microbench", &g_mcount));
+  OK(rd_metric_histogram("bench_latency_seconds", "microbench", mb, 8, &g_mhist));
+  report("app_metric_inc", "(rd_metric_inc, two tags)", t_metric_inc);
+  report("app_metric_inc_2_threads", "(the same from two threads)", t_metric_inc_2_threads);
+  report("app_metric_observe", "(rd_metric_observe, 8 buckets, no tags)", t_metric_observe);
   report("single_client_put_gigabytes", "GB/s", t_put_gigabytes);
   report("multi_client_put_gigabytes", "GB/s", t_multi_put_gb);
   report("single_client_wait_1k_refs", "", t_wait_1k);

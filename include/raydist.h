@@ -833,6 +833,46 @@ RD_EXTERN int rd_kv_del(const char *key) RD_MUST_CHECK;
  * keys): ask with longer prefixes. */
 RD_EXTERN int rd_kv_keys(const char *prefix, char ***keys, size_t *n) RD_MUST_CHECK;
 
+/* ----------------------------------------------------- application metrics
+ *
+ * Counters, gauges and histograms a program defines and updates from its
+ * driver, tasks and actors (Ray's ray.util.metrics): each process sends
+ * what changed to its node with its next report (every 100 ms while
+ * something changed), and the node adds them up and serves them on its
+ * Prometheus endpoint (/metrics) beside its own families.  A counter's
+ * series is summed over every process that added to it (and keeps its
+ * total after they exit), a gauge's is the last value any process set, a
+ * histogram's buckets are summed.
+ *
+ * Names follow Prometheus ([a-zA-Z_:][a-zA-Z0-9_:]*, at most 100 bytes)
+ * and must not start with "raydist_" (the node's own).  Tags are
+ * "key=value,key2=value2" (NULL or "": none): at most 8, keys as names
+ * (not "le", not starting "__"), values of at most 64 bytes without ',',
+ * '=' or control characters; their order does not matter.  A process
+ * defines at most 256 metrics, each with at most 1000 tag sets.
+ * Defining a name again in the same process gives the same metric when
+ * the kind (and a histogram's bounds) match, else RD_EEXIST; processes
+ * that disagree are refused by the node (logged and counted in
+ * raydist_app_metric_rejected_total).  Errors: RD_EINVAL (bad name, tags,
+ * value or bounds, or the wrong call for the kind, with the reason in the
+ * log), RD_ENOMEM (past the limits), RD_ESTATE (not initialised).
+ * Updates are thread-safe. */
+typedef struct rd_metric rd_metric;
+/* A counter: only ever goes up (rd_metric_inc). */
+RD_EXTERN int rd_metric_counter(const char *name, const char *help, rd_metric **out) RD_MUST_CHECK;
+/* A gauge: a value set now and then (rd_metric_set). */
+RD_EXTERN int rd_metric_gauge(const char *name, const char *help, rd_metric **out) RD_MUST_CHECK;
+/* A histogram with these bucket upper bounds (1..32, strictly ascending,
+ * finite; +Inf is added): rd_metric_observe. */
+RD_EXTERN int rd_metric_histogram(const char *name, const char *help, const double *bounds, size_t nbounds,
+                                  rd_metric **out) RD_MUST_CHECK;
+/* Adds v (finite, >= 0) to a counter's series for tags. */
+RD_EXTERN int rd_metric_inc(rd_metric *m, double v, const char *tags) RD_MUST_CHECK;
+/* Sets a gauge's series for tags to v (finite). */
+RD_EXTERN int rd_metric_set(rd_metric *m, double v, const char *tags) RD_MUST_CHECK;
+/* Counts v (finite) in a histogram's series for tags. */
+RD_EXTERN int rd_metric_observe(rd_metric *m, double v, const char *tags) RD_MUST_CHECK;
+
 #ifdef __cplusplus
 }
 #endif

@@ -3,6 +3,7 @@
 
 #include <dirent.h>
 #include <errno.h>
+#include <math.h>
 #include <poll.h>
 #include <sys/socket.h>
 #include <stdio.h>
@@ -336,3 +337,108 @@ const char *rd__task_state_name(int state) { return state_name(task_states, RD_T
 int rd__task_state_parse(const char *s) { return state_parse(task_states, RD_TS_FAILED + 1, s); }
 const char *rd__actor_list_state_name(int state) { return state_name(actor_list_states, RD_AS_NSTATES, state); }
 int rd__actor_list_state_parse(const char *s) { return state_parse(actor_list_states, RD_AS_NSTATES, s); }
+
+/* ----------------------------------------------------- application metrics */
+
+/* s[0..n) is [a-zA-Z_][a-zA-Z0-9_]* (':' allowed too with colon). */
+static int metric_ident(const char *s, size_t n, int colon) {
+  for (size_t i = 0; i < n; i++) {
+    char c = s[i];
+    int ok = c == '_' || ((c | 32) >= 'a' && (c | 32) <= 'z') || (i && c >= '0' && c <= '9') || (colon && c == ':');
+    if (!ok) return 0;
+  }
+  return n > 0;
+}
+
+int rd__metric_name_check(const char *name, char *err, size_t errlen) {
+  size_t n = name ? strlen(name) : 0;
+  if (!n || n > RD_METRIC_NAME_MAX || !metric_ident(name, n, 1)) {
+    snprintf(err, errlen, "metric name '%.120s' is not 1..%d characters of [a-zA-Z_:][a-zA-Z0-9_:]*", name ? name : "(null)",
+             RD_METRIC_NAME_MAX);
+    return RD_EINVAL;
+  }
+  if (!strncmp(name, "raydist_", 8)) {
+    snprintf(err, errlen, "metric name '%s': names starting with raydist_ are the node's own", name);
+    return RD_EINVAL;
+  }
+  return 0;
+}
+
+typedef struct metric_tag {
+  const char *k, *v;
+  size_t kn, vn;
+} metric_tag;
+
+static int tag_cmp(const void *a, const void *b) {
+  const metric_tag *x = a, *y = b;
+  size_t n = x->kn < y->kn ? x->kn : y->kn;
+  int c = memcmp(x->k, y->k, n);
+  return c ? c : (x->kn > y->kn) - (x->kn < y->kn);
+}
+
+int rd__metric_tags_canon(const char *tags, char *out, size_t outlen, char *err, size_t errlen) {
+  *out = 0;
+  if (!tags || !*tags) return 0;
+  metric_tag t[RD_METRIC_TAGS_MAX];
+  size_t n = 0;
+  for (const char *p = tags;;) {
+    const char *comma = strchr(p, ','), *end = comma ? comma : p + strlen(p);
+    const char *eq = memchr(p, '=', (size_t)(end - p));
+    if (n == RD_METRIC_TAGS_MAX) {
+      snprintf(err, errlen, "tags '%.120s': more than %d", tags, RD_METRIC_TAGS_MAX);
+      return RD_EINVAL;
+    }
+    if (!eq) {
+      snprintf(err, errlen, "tags '%.120s': '%.*s' is not key=value", tags, (int)(end - p > 60 ? 60 : end - p), p);
+      return RD_EINVAL;
+    }
+    metric_tag x = {p, eq + 1, (size_t)(eq - p), (size_t)(end - eq - 1)};
+    if (!metric_ident(x.k, x.kn, 0) || x.kn > RD_METRIC_NAME_MAX || (x.kn == 2 && !memcmp(x.k, "le", 2)) ||
+        (x.kn >= 2 && x.k[0] == '_' && x.k[1] == '_')) {
+      snprintf(err, errlen, "tags '%.120s': key '%.*s' is not a name of [a-zA-Z_][a-zA-Z0-9_]* (nor le, nor __...)", tags,
+               (int)(x.kn > 60 ? 60 : x.kn), x.k);
+      return RD_EINVAL;
+    }
+    if (x.vn > RD_METRIC_TAG_VALUE_MAX || memchr(x.v, '=', x.vn)) {
+      snprintf(err, errlen, "tags '%.120s': the value of %.*s is over %d bytes or holds '='", tags, (int)x.kn, x.k,
+               RD_METRIC_TAG_VALUE_MAX);
+      return RD_EINVAL;
+    }
+    for (size_t i = 0; i < x.vn; i++)
+      if ((unsigned char)x.v[i] < 0x20 || x.v[i] == 0x7f) {
+        snprintf(err, errlen, "tags '%.120s': the value of %.*s holds a control character", tags, (int)x.kn, x.k);
+        return RD_EINVAL;
+      }
+    t[n++] = x;
+    if (!comma) break;
+    p = comma + 1;
+  }
+  qsort(t, n, sizeof(*t), tag_cmp);
+  size_t off = 0;
+  for (size_t i = 0; i < n; i++) {
+    if (i && !tag_cmp(&t[i - 1], &t[i])) {
+      snprintf(err, errlen, "tags '%.120s': key %.*s given twice", tags, (int)t[i].kn, t[i].k);
+      return RD_EINVAL;
+    }
+    int w = snprintf(out + off, outlen - off, "%s%.*s=%.*s", i ? "," : "", (int)t[i].kn, t[i].k, (int)t[i].vn, t[i].v);
+    if (w < 0 || (size_t)w >= outlen - off) {
+      snprintf(err, errlen, "tags '%.120s' are too long", tags);
+      return RD_EINVAL;
+    }
+    off += (size_t)w;
+  }
+  return 0;
+}
+
+int rd__metric_bounds_check(const double *b, size_t n, char *err, size_t errlen) {
+  if (!b || !n || n > RD_METRIC_BOUNDS_MAX) {
+    snprintf(err, errlen, "a histogram needs 1..%d bucket bounds, not %zu", RD_METRIC_BOUNDS_MAX, b ? n : 0);
+    return RD_EINVAL;
+  }
+  for (size_t i = 0; i < n; i++)
+    if (!isfinite(b[i]) || (i && b[i] <= b[i - 1])) {
+      snprintf(err, errlen, "histogram bounds must be finite and strictly ascending (bound %zu is %g)", i, b[i]);
+      return RD_EINVAL;
+    }
+  return 0;
+}

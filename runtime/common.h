@@ -72,6 +72,23 @@ const char *rd__actor_list_state_name(int state);
 /* The state named s (any case), or -1. */
 int rd__actor_list_state_parse(const char *s);
 
+/* Application metrics (rd_metric_*), checked alike by the process that
+ * defines them and by the node that serves them. */
+#define RD_METRIC_NAME_MAX 100
+#define RD_METRIC_HELP_MAX 200
+#define RD_METRIC_TAGS_MAX 8
+#define RD_METRIC_TAG_VALUE_MAX 64
+#define RD_METRIC_TAGS_LEN 1400   /* room for the longest canonical tag string */
+#define RD_METRIC_BOUNDS_MAX 32
+enum { RD_METRIC_COUNTER = 1, RD_METRIC_GAUGE = 2, RD_METRIC_HISTOGRAM = 3 };
+/* A Prometheus metric name of ours to give: 0, or RD_EINVAL with why. */
+int rd__metric_name_check(const char *name, char *err, size_t errlen);
+/* tags ("k=v,k2=v2"; NULL or "": none) in canonical form, keys sorted, in
+ * out (RD_METRIC_TAGS_LEN): 0, or RD_EINVAL with why. */
+int rd__metric_tags_canon(const char *tags, char *out, size_t outlen, char *err, size_t errlen);
+/* Histogram bounds: 1..RD_METRIC_BOUNDS_MAX, finite, strictly ascending. */
+int rd__metric_bounds_check(const double *b, size_t n, char *err, size_t errlen);
+
 /* Parse "name=amount,name=amount" into r's custom resources (amounts as in
  * rd_res_from_double).  RD_EINVAL with a reason in err (if non-NULL). */
 int rd__res_parse_custom(rd_resources *r, const char *spec, char *err, int errlen);

@@ -23,6 +23,7 @@
 #include <dlfcn.h>
 #include <uv.h>
 
+#include "app_metrics.h"
 #include "cluster.h"
 #include "gcs_store.h"
 #include "pg.h"
@@ -1005,6 +1006,7 @@ static void on_owner_stats(node_client *c, Rd__OwnerStats *m) {
   }
   funcs_add(m->funcs, m->n_funcs, 1);
   rd__dashboard_failures_add(c, m);
+  rd__app_metrics_add(m->app_metrics, m->n_app_metrics);
   (void)rd__hist_acc_add(&N.task_lat, m->buckets, m->sum_ns, m->failed);
   node_job *j = rd__node_client_job(c);
   if (j) {
@@ -3216,6 +3218,7 @@ void rd__node_metrics(rd__mbuf *b) {
   }
   rd__mbuf_family(b, "raydist_memory_monitor_kills_total", "counter", "Workers the memory monitor killed since start.");
   rd__mbuf_printf(b, "raydist_memory_monitor_kills_total %llu\n", (unsigned long long)N.mem_kills);
+  rd__app_metrics_print(b);   /* the application's own (rd_metric_*), last */
 }
 
 /* ----------------------------------------------------------- lifecycle */

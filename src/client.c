@@ -2348,7 +2348,12 @@ static void ost_report(uint64_t now, int force, int64_t *wait) {
   m.n_failures = G.ost.nfails;
   m.failures = tfp;
   m.failures_dropped = G.ost.fails_dropped;
-  if (rd__conn_send(&G.daemon, RD__MSG_TYPE__MSG_OWNER_STATS, &m.base, -1) != 0) return;
+  Rd__AppMetric *amv, **amp;
+  m.n_app_metrics = rd__appm_pack(&amv, &amp);
+  m.app_metrics = amp;
+  int ok = rd__conn_send(&G.daemon, RD__MSG_TYPE__MSG_OWNER_STATS, &m.base, -1) == 0;
+  rd__appm_done(amv, amp, ok);
+  if (!ok) return;
   G.ost.nfails = 0;
   G.ost.fails_dropped = 0;
   G.ost.fns.n = G.ost.fns.last = 0;
@@ -2835,6 +2840,12 @@ void rd__flush_within(uint64_t ns) {
   if (!G.progress_on) progress_start();
   if (G.progress_on) pthread_cond_signal(&G.progress_cv);
   else flush_or_wake();   /* no thread to do it later */
+}
+
+void rd__ost_touch(void) {
+  G.ost.changed = 1;
+  if (!G.progress_on) progress_start();
+  else if (G.progress_idle) pthread_cond_signal(&G.progress_cv);
 }
 
 /* Work arrived: start the progress thread, or wake it if it sleeps. */

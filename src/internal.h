@@ -351,6 +351,15 @@ int rd__pump(int64_t timeout_ms);       /* mu held; may drop it while polling */
 int rd__fnstats_add(rd__fnstats *t, const char *name, uint64_t ns, int failed);
 /* t's entries as FuncStats in fs, pointed to by fsp (RD_FNSTATS_MAX each); their number. */
 size_t rd__fnstats_pack(rd__fnstats *t, Rd__FuncStats *fs, Rd__FuncStats **fsp);
+/* appmetrics.c, G.mu held: the application metrics' series changed since
+ * the last report, as messages pointing into the table (valid until
+ * rd__appm_done).  rd__appm_done follows every pack: it frees v and p and,
+ * when the report was sent, starts the deltas over. */
+size_t rd__appm_pack(Rd__AppMetric **v, Rd__AppMetric ***p);
+void rd__appm_done(Rd__AppMetric *v, Rd__AppMetric **p, int sent);
+/* client.c, G.mu held: something for the next owner report changed (its
+ * progress thread sends it when this thread stays out of the library). */
+void rd__ost_touch(void);
 int rd__daemon_call(Rd__MsgType type, const ProtobufCMessage *m, uint64_t req_id,
                     Rd__MsgType reply_type, ProtobufCMessage **reply, int64_t timeout_ms);
 int rd__store_create(uint64_t oid, uint64_t size, uint8_t **ptr, char *err, size_t errlen);

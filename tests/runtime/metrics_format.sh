@@ -11,8 +11,27 @@ PY=/usr/bin/python3
 OUT=$(mktemp /tmp/rd-metrics.XXXXXX)
 TL=$(mktemp /tmp/rd-timeline.XXXXXX)
 DB=$(mktemp /tmp/rd-dashboard.XXXXXX)
-trap 'rm -f "$OUT" "$TL" "$DB"' EXIT
+AM=$(mktemp /tmp/rd-app-metrics.XXXXXX)
+trap 'rm -f "$OUT" "$TL" "$DB" "$AM"' EXIT
 RD_METRICS_DUMP="$OUT" RD_DASHBOARD_DUMP="$DB" "$1" metrics
+RD_APP_METRICS_DUMP="$AM" "$1" app_metrics
+# the application's metrics (rd_metric_*) after the node's, as the parser reads them
+"$PY" - "$AM" <<'PY'
+import sys
+from prometheus_client.parser import text_string_to_metric_families
+fams = {f.name: f for f in text_string_to_metric_families(open(sys.argv[1]).read())}
+assert fams["app_requests"].type == "counter" and fams["app_queue_depth"].type == "gauge", fams.keys()
+assert fams["app_latency_seconds"].type == "histogram", fams["app_latency_seconds"].type
+req = {tuple(sorted(s.labels.items())): s.value for s in fams["app_requests"].samples}
+assert req == {(("route", "a"),): 12.5, (("route", "b"),): 10, (("route", "c"), ("zone", "x")): 2}, req
+assert fams["app_queue_depth"].documentation == "Queued \\ waiting\nrequests.", fams["app_queue_depth"].documentation
+g = {tuple(sorted(s.labels.items())): s.value for s in fams["app_queue_depth"].samples}
+assert g == {(("pool", "main"), ("zone", "x y")): 5, (): -3.25}, g
+h = [s for s in fams["app_latency_seconds"].samples if s.name.endswith("_count")]
+assert sorted((s.labels["route"], s.value) for s in h) == [('"q"', 1), ("a", 10), ("b", 10)], h
+assert [s.value for s in fams["raydist_app_metric_rejected"].samples] == [0]
+print(f"app metrics: {len(fams)} families parsed, the application's with their tags")
+PY
 RD_TIMELINE_DUMP="$TL" "$1" timeline
 "$PY" - "$TL" <<'PY'
 import json, sys

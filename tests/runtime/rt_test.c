@@ -10,6 +10,7 @@
 #include <errno.h>
 #include <pthread.h>
 #include <signal.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -2601,6 +2602,123 @@ static int t_cancel_recursive(void) {
   return 0;
 }
 
+/* ---------------------------------------------------- application metrics */
+
+static const double app_bounds[3] = {0.5, 1, 2};
+
+/* Counts one request for route a (even arg0) or b (odd): a counter and a
+ * histogram, defined here, in the worker, under the driver's names. */
+RD_REMOTE(app_request) {
+  rd_buf a;
+  long i = 0;
+  if (rd_arg(call, 0, &a) == 0 && a.size == sizeof(i)) memcpy(&i, a.data, sizeof(i));
+  rd_metric *c, *h;
+  if (rd_metric_counter("app_requests_total", "Requests served, by route.", &c) != 0 ||
+      rd_metric_histogram("app_latency_seconds", "Request latency.", app_bounds, 3, &h) != 0)
+    return rd_call_fail(call, "define");
+  const char *route = i % 2 ? "route=b" : "route=a";
+  if (rd_metric_inc(c, 1, route) != 0 || rd_metric_observe(h, (double)(i % 4), route) != 0)
+    return rd_call_fail(call, "update");
+  return rd_return_bytes(call, 0, "", 0);
+}
+
+/* Application metrics (rd_metric_*): 20 tasks count requests in their
+ * workers, the driver adds to the same counter and sets a gauge, and the
+ * node serves the sums on /metrics; every bad input is refused.
+ * RD_APP_METRICS_DUMP names a file for metrics_format's parser. */
+static int t_app_metrics(void) {
+  init_with_cpus(2);
+  rd_metric *c, *g, *h, *x;
+  CHECK_EQ(rd_metric_counter("app_requests_total", "Requests served, by route.", &c), 0);
+  CHECK_EQ(rd_metric_gauge("app_queue_depth", "Queued \\ waiting\nrequests.", &g), 0);
+  CHECK_EQ(rd_metric_histogram("app_latency_seconds", "Request latency.", app_bounds, 3, &h), 0);
+  CHECK_EQ(rd_metric_counter("app_requests_total", NULL, &x), 0);   /* the same one again */
+  CHECK(x == c);
+  /* bad input, each refused */
+  CHECK_EQ(rd_metric_counter("1st", NULL, &x), RD_EINVAL);
+  CHECK_EQ(rd_metric_counter("a-b", NULL, &x), RD_EINVAL);
+  CHECK_EQ(rd_metric_counter("raydist_mine", NULL, &x), RD_EINVAL);
+  CHECK_EQ(rd_metric_counter("", NULL, &x), RD_EINVAL);
+  CHECK_EQ(rd_metric_counter(NULL, NULL, &x), RD_EINVAL);
+  CHECK_EQ(rd_metric_counter("ok_name", NULL, NULL), RD_EINVAL);
+  CHECK_EQ(rd_metric_gauge("app_requests_total", NULL, &x), RD_EEXIST);
+  double other[3] = {0.5, 1, 3}, down[2] = {2, 1}, nan_b[1] = {NAN};
+  CHECK_EQ(rd_metric_histogram("app_latency_seconds", NULL, other, 3, &x), RD_EEXIST);
+  CHECK_EQ(rd_metric_histogram("h_down", NULL, down, 2, &x), RD_EINVAL);
+  CHECK_EQ(rd_metric_histogram("h_none", NULL, down, 0, &x), RD_EINVAL);
+  CHECK_EQ(rd_metric_histogram("h_nan", NULL, nan_b, 1, &x), RD_EINVAL);
+  CHECK_EQ(rd_metric_inc(c, -1, NULL), RD_EINVAL);
+  CHECK_EQ(rd_metric_inc(c, NAN, NULL), RD_EINVAL);
+  CHECK_EQ(rd_metric_inc(c, INFINITY, NULL), RD_EINVAL);
+  CHECK_EQ(rd_metric_set(c, 1, NULL), RD_EINVAL);
+  CHECK_EQ(rd_metric_observe(g, 1, NULL), RD_EINVAL);
+  CHECK_EQ(rd_metric_inc(NULL, 1, NULL), RD_EINVAL);
+  CHECK_EQ(rd_metric_inc(c, 1, "route"), RD_EINVAL);
+  CHECK_EQ(rd_metric_inc(c, 1, "route=a,route=b"), RD_EINVAL);
+  CHECK_EQ(rd_metric_inc(c, 1, "le=1"), RD_EINVAL);
+  CHECK_EQ(rd_metric_inc(c, 1, "__x=1"), RD_EINVAL);
+  CHECK_EQ(rd_metric_inc(c, 1, "9k=1"), RD_EINVAL);
+  CHECK_EQ(rd_metric_inc(c, 1, "a=1=2"), RD_EINVAL);
+  CHECK_EQ(rd_metric_inc(c, 1, "a=new\nline"), RD_EINVAL);
+  CHECK_EQ(rd_metric_inc(c, 1, "a=1,b=2,c=3,d=4,e=5,f=6,g=7,h=8,i=9"), RD_EINVAL);
+  char longv[100];
+  memset(longv, 'v', sizeof(longv));
+  memcpy(longv, "a=", 2);
+  longv[sizeof(longv) - 1] = 0;
+  CHECK_EQ(rd_metric_inc(c, 1, longv), RD_EINVAL);
+  /* the driver's own updates: tag order does not matter, a gauge keeps its last */
+  CHECK_EQ(rd_metric_inc(c, 2.5, "route=a"), 0);
+  CHECK_EQ(rd_metric_inc(c, 1, "zone=x,route=c"), 0);
+  CHECK_EQ(rd_metric_inc(c, 1, "route=c,zone=x"), 0);
+  CHECK_EQ(rd_metric_set(g, 7, "pool=main,zone=x y"), 0);
+  CHECK_EQ(rd_metric_set(g, 5, "zone=x y,pool=main"), 0);
+  CHECK_EQ(rd_metric_set(g, -3.25, NULL), 0);
+  CHECK_EQ(rd_metric_observe(h, 0.25, "route=\"q\""), 0);
+  for (long i = 0; i < 20; i++) {
+    rd_ref r;
+    CHECK_EQ(rd_submit(app_request, RD_ARGS(rd_arg_bytes(&i, sizeof(i))), NULL, &r), 0);
+    CHECK_EQ(get_status(r, 30000), 0);
+    rd_ref_release(r);
+  }
+  /* the workers' reports follow their tasks within 100 ms or so */
+  int port = metrics_port();
+  static char body[1 << 18];
+  const char *text = NULL;
+  for (int i = 0; i < 100; i++) {
+    text = metrics_text(port, body, sizeof(body));
+    if (text && metric(text, "app_requests_total{route=\"b\"}") == 10 &&
+        metric(text, "app_latency_seconds_count{route=\"a\"}") == 10)
+      break;
+    usleep(50000);
+  }
+  CHECK(text != NULL);
+  CHECK(metric(text, "app_requests_total{route=\"a\"}") == 12.5);
+  CHECK(metric(text, "app_requests_total{route=\"b\"}") == 10);
+  CHECK(metric(text, "app_requests_total{route=\"c\",zone=\"x\"}") == 2);
+  CHECK(metric(text, "app_queue_depth{pool=\"main\",zone=\"x y\"}") == 5);
+  CHECK(metric(text, "app_queue_depth") == -3.25);
+  /* route a: i = 0, 2, ..., 18 observed i % 4 = 0 or 2: five in le=0.5, five more by le=2 */
+  CHECK(metric(text, "app_latency_seconds_bucket{route=\"a\",le=\"0.5\"}") == 5);
+  CHECK(metric(text, "app_latency_seconds_bucket{route=\"a\",le=\"1\"}") == 5);
+  CHECK(metric(text, "app_latency_seconds_bucket{route=\"a\",le=\"2\"}") == 10);
+  CHECK(metric(text, "app_latency_seconds_bucket{route=\"a\",le=\"+Inf\"}") == 10);
+  CHECK(metric(text, "app_latency_seconds_sum{route=\"a\"}") == 10);
+  /* route b: 1 or 3: five by le=1, all ten only at +Inf */
+  CHECK(metric(text, "app_latency_seconds_bucket{route=\"b\",le=\"1\"}") == 5);
+  CHECK(metric(text, "app_latency_seconds_bucket{route=\"b\",le=\"2\"}") == 5);
+  CHECK(metric(text, "app_latency_seconds_bucket{route=\"b\",le=\"+Inf\"}") == 10);
+  CHECK(metric(text, "app_latency_seconds_count{route=\"\\\"q\\\"\"}") == 1);
+  CHECK(strstr(text, "# HELP app_queue_depth Queued \\\\ waiting\\nrequests.\n") != NULL);
+  CHECK(strstr(text, "# TYPE app_latency_seconds histogram\n") != NULL);
+  CHECK(metric(text, "raydist_app_metric_rejected_total") == 0);
+  CHECK(metric(text, "raydist_app_metric_series") == 8);   /* 3 counter, 2 gauge, 3 histogram series */
+  dump_to(getenv("RD_APP_METRICS_DUMP"), text);
+  rd_shutdown();
+  /* not initialised */
+  CHECK_EQ(rd_metric_counter("late", NULL, &x), RD_ESTATE);
+  return 0;
+}
+
 static const rd_test_case tests[] = {
     {"many_tasks", t_many_tasks},   {"chain", t_chain},       {"big_objects", t_big_objects},
     {"spill", t_spill}, {"spill_background", t_spill_background}, {"owner_gone", t_owner_gone},             {"store_full", t_store_full}, {"gpu_packing", t_gpu_packing},
@@ -2609,7 +2727,7 @@ static const rd_test_case tests[] = {
     {"threads", t_threads},         {"spawn_fails", t_spawn_fails}, {"spawn_fails_child", t_spawn_fails_child},
     {"workers_crash_at_start", t_workers_crash_at_start}, {"workers_trim", t_workers_trim},
     {"cancel", t_cancel},           {"progress", t_progress}, {"nested_blocked", t_nested_blocked},
-    {"memory_monitor", t_memory_monitor}, {"oom_retry", t_oom_retry}, {"oom_victim", t_oom_victim}, {"metrics", t_metrics},
+    {"memory_monitor", t_memory_monitor}, {"oom_retry", t_oom_retry}, {"oom_victim", t_oom_victim}, {"metrics", t_metrics}, {"app_metrics", t_app_metrics},
     {"cancel_cooperative", t_cancel_cooperative}, {"timeline", t_timeline},
     {"cancel_race", t_cancel_race}, {"get_released", t_get_released}, {"nodes", t_nodes}, {"labels", t_labels}, {"objects", t_objects}, {"retry_failures", t_retry_failures}, {"kv", t_kv}, {"max_calls", t_max_calls}, {"cancel_recursive", t_cancel_recursive},
     {"signals", t_signals},
