@@ -2040,6 +2040,52 @@ static void get_ok(rd_ref r, const char *what) {
   rd_ref_release(r);
 }
 
+/* For the app_metrics case: one request counted on the node it runs on. */
+RD_REMOTE(count_request) {
+  rd_metric *c;
+  if (rd_metric_counter("cl_requests_total", "Requests, by where they ran.", &c) != 0 ||
+      rd_metric_inc(c, 1, "route=b") != 0)
+    return rd_call_fail(call, "rd_metric");
+  return rd_return_bytes(call, 0, "ok", 2);
+}
+
+RD_ACTOR_METHOD(Tally, set_gauge) {
+  (void)state;
+  rd_metric *g;
+  if (rd_metric_gauge("cl_queue_depth", "Set by an actor.", &g) != 0 || rd_metric_set(g, 3, "actor=tally") != 0)
+    return rd_call_fail(call, "rd_metric");
+  return rd_return_bytes(call, 0, "ok", 2);
+}
+
+/* Application metrics on a cluster: 10 tasks count on b, an actor on c
+ * sets a gauge, the driver counts on the head; each node serves its own. */
+static int t_app_metrics(void) {
+  join();
+  rd_task_opts o;
+  rd_task_opts_init(&o);
+  o.resources = "only_b=0.25";
+  for (int i = 0; i < 10; i++) {
+    rd_ref r;
+    CHECK_EQ(rd_submit(count_request, RD_NO_ARGS, &o, &r), 0);
+    get_ok(r, "count_request");
+  }
+  rd_actor_opts ao;
+  rd_actor_opts_init(&ao);
+  ao.resources = "only_c=0.25";
+  rd_actor a;
+  CHECK_EQ(rd_actor_create(Tally, RD_NO_ARGS, &ao, &a), 0);
+  rd_ref r;
+  CHECK_EQ(rd_actor_call(a, Tally_set_gauge, RD_NO_ARGS, NULL, &r), 0);
+  get_ok(r, "set_gauge");
+  rd_metric *c;
+  CHECK_EQ(rd_metric_counter("cl_requests_total", NULL, &c), 0);
+  CHECK_EQ(rd_metric_inc(c, 1, "route=driver"), 0);
+  usleep(500000);   /* the workers' last reports */
+  CHECK_EQ(rd_actor_kill(a, 1), 0);
+  rd_shutdown();    /* sends the driver's */
+  return 0;
+}
+
 /* arg0: a round number (int); prints 400 lines of 100 bytes to stdout. */
 RD_REMOTE(say_lots) {
   rd_buf t;
@@ -4174,6 +4220,7 @@ int main(int argc, char **argv) {
       {"code_again", t_code_again},             {"labels", t_labels}, {"memory_hold", t_memory_hold},
       {"tasks_hold", t_tasks_hold},             {"tasks_open_put", t_tasks_open_put},
       {"actors_hold", t_actors_hold},           {"log_rotation", t_log_rotation},
+      {"app_metrics", t_app_metrics},
   };
   return rd_test_main(argc, argv, cases, sizeof(cases) / sizeof(cases[0]));
 }

@@ -795,6 +795,22 @@ PY
     grep -Eq '^  [0-9a-f]{16} Tally +keeper +DEAD +3 +[0-9]+ +1/2 .* - \(left\) ' "$L" ||
       { cat "$L"; fail "list actors: keeper's record after its driver"; }
     ;;
+  app_metrics)
+    # application metrics: each node serves what its own processes reported
+    "$T" "$CASE" || fail "$CASE"
+    python3 - "$(cat "$ROOT/node-127.0.0.1/metrics")" "$(cat "$ROOT/node-127.0.0.2/metrics")" \
+      "$(cat "$ROOT/node-127.0.0.3/metrics")" <<'PY' || fail "app_metrics: the nodes' pages"
+import sys, urllib.request
+def page(addr):
+    return urllib.request.urlopen("http://" + addr + "/metrics", timeout=10).read().decode()
+head, b, c = (page(a) for a in sys.argv[1:4])
+assert 'cl_requests_total{route="driver"} 1\n' in head and 'route="b"' not in head, head[-600:]
+assert 'cl_requests_total{route="b"} 10\n' in b and 'route="driver"' not in b, b[-600:]
+assert 'cl_queue_depth{actor="tally"} 3\n' in c and "cl_requests_total" not in c, c[-600:]
+assert all("raydist_app_metric_rejected_total 0\n" in p for p in (head, b, c))
+print("app_metrics: the driver's on the head, the tasks' on b, the actor's on c")
+PY
+    ;;
   log_rotation)
     # 480 KB of worker output on b, over 3.6 s: b's node.log is rotated
     # (checked once a second) into node.log.1 and .2, never a .3, none far
