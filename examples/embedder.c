@@ -209,6 +209,9 @@ const float *ex_result_rows(const rd_buf *r, int rc, size_t n, size_t dim, ex_re
 
 typedef struct embedder {
   rd_engine *engine;
+  /* the node's /metrics shows them (rd_metric_*; NULL: not kept) */
+  rd_metric *sentences, *batch_seconds;
+  const char *device;   /* their tag: "device=cpu" or "device=gpu" */
 } embedder;
 
 static int embedder_init(rd_call *call, void **state) {
@@ -238,6 +241,13 @@ static int embedder_init(rd_call *call, void **state) {
     return rd_call_fail(call, "cannot open the engine on %s: %s (%s)", gpu ? "the GPU" : "the CPU", err,
                         rd_strerror(r));
   }
+  static const double bounds[] = {0.001, 0.005, 0.01, 0.05, 0.1, 0.5, 1, 5};
+  if (rd_metric_counter("embedder_sentences_total", "Sentences the Embedder actors embedded.", &e->sentences) != 0)
+    e->sentences = NULL;
+  if (rd_metric_histogram("embedder_batch_seconds", "Time of one Embedder.embed batch in the engine.", bounds, 8,
+                          &e->batch_seconds) != 0)
+    e->batch_seconds = NULL;
+  e->device = gpu ? "device=gpu" : "device=cpu";
   *state = e;
   return 0;
 }
@@ -268,6 +278,8 @@ RD_ACTOR_METHOD(Embedder, embed) {
   int r = rd_engine_embed(e->engine, texts, lens, n, (float *)(out + sizeof(h)));
   h.seconds = ex_now() - t0;
   if (r != 0) return rd_call_fail(call, "embedding failed: %s", rd_engine_last_error(e->engine));
+  if (e->sentences) rd_metric_inc(e->sentences, (double)n, e->device);   /* figures only: never fail the call */
+  if (e->batch_seconds) rd_metric_observe(e->batch_seconds, h.seconds, e->device);
   memcpy(out, &h, sizeof(h));
   return 0;
 }

@@ -866,12 +866,14 @@ RD_EXTERN int rd_metric_gauge(const char *name, const char *help, rd_metric **ou
  * finite; +Inf is added): rd_metric_observe. */
 RD_EXTERN int rd_metric_histogram(const char *name, const char *help, const double *bounds, size_t nbounds,
                                   rd_metric **out) RD_MUST_CHECK;
+/* The updates may be called without looking at what they return (figures
+ * are best-effort: a refused update is logged and changes nothing). */
 /* Adds v (finite, >= 0) to a counter's series for tags. */
-RD_EXTERN int rd_metric_inc(rd_metric *m, double v, const char *tags) RD_MUST_CHECK;
+RD_EXTERN int rd_metric_inc(rd_metric *m, double v, const char *tags);
 /* Sets a gauge's series for tags to v (finite). */
-RD_EXTERN int rd_metric_set(rd_metric *m, double v, const char *tags) RD_MUST_CHECK;
+RD_EXTERN int rd_metric_set(rd_metric *m, double v, const char *tags);
 /* Counts v (finite) in a histogram's series for tags. */
-RD_EXTERN int rd_metric_observe(rd_metric *m, double v, const char *tags) RD_MUST_CHECK;
+RD_EXTERN int rd_metric_observe(rd_metric *m, double v, const char *tags);
 
 #ifdef __cplusplus
 }

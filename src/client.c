@@ -2842,6 +2842,11 @@ void rd__flush_within(uint64_t ns) {
   else flush_or_wake();   /* no thread to do it later */
 }
 
+void rd__ost_flush(void) {
+  int64_t unused = -1;
+  ost_report(rd__now_ns(), 1, &unused);
+}
+
 void rd__ost_touch(void) {
   G.ost.changed = 1;
   if (!G.progress_on) progress_start();

@@ -360,6 +360,9 @@ void rd__appm_done(Rd__AppMetric *v, Rd__AppMetric **p, int sent);
 /* client.c, G.mu held: something for the next owner report changed (its
  * progress thread sends it when this thread stays out of the library). */
 void rd__ost_touch(void);
+/* ... and the report goes now, whatever the 100 ms gap says (a worker about
+ * to exit: what its last calls counted is not lost). */
+void rd__ost_flush(void);
 int rd__daemon_call(Rd__MsgType type, const ProtobufCMessage *m, uint64_t req_id,
                     Rd__MsgType reply_type, ProtobufCMessage **reply, int64_t timeout_ms);
 int rd__store_create(uint64_t oid, uint64_t size, uint8_t **ptr, char *err, size_t errlen);

@@ -692,6 +692,7 @@ static void actor_start(Rd__ActorStart *m) {
  * alone), then it exits. */
 static void __attribute__((noreturn)) flush_and_exit(void) {
   if (S.dirty) stats_send(rd__now_ns());   /* the last runs' times, for the metrics */
+  rd__ost_flush();   /* and what it owned and counted (rd_metric_*) since its last report */
   rd__flush_all();
   for (rd__serve *s = G.serves; s; s = s->next)
     if (!s->closed && rd__conn_flush_blocking(&s->conn, 10000) != 0) s->closed = 1;

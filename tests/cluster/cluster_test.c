@@ -2049,16 +2049,22 @@ RD_REMOTE(count_request) {
   return rd_return_bytes(call, 0, "ok", 2);
 }
 
+/* Sets the gauge cl_queue_depth{actor="tally"} to arg0 (a long). */
 RD_ACTOR_METHOD(Tally, set_gauge) {
   (void)state;
+  rd_buf a;
+  long v = 0;
+  if (rd_arg(call, 0, &a) == 0 && a.size == sizeof(v)) memcpy(&v, a.data, sizeof(v));
   rd_metric *g;
-  if (rd_metric_gauge("cl_queue_depth", "Set by an actor.", &g) != 0 || rd_metric_set(g, 3, "actor=tally") != 0)
+  if (rd_metric_gauge("cl_queue_depth", "Set by an actor.", &g) != 0 || rd_metric_set(g, (double)v, "actor=tally") != 0)
     return rd_call_fail(call, "rd_metric");
   return rd_return_bytes(call, 0, "ok", 2);
 }
 
 /* Application metrics on a cluster: 10 tasks count on b, an actor on c
- * sets a gauge, the driver counts on the head; each node serves its own. */
+ * sets a gauge, the driver counts on the head; each node serves its own.
+ * The actor sets 2 and at once 3, and is killed right after: 2 goes with
+ * its first report, 3 only with the one it sends as it exits. */
 static int t_app_metrics(void) {
   join();
   rd_task_opts o;
@@ -2074,14 +2080,16 @@ static int t_app_metrics(void) {
   ao.resources = "only_c=0.25";
   rd_actor a;
   CHECK_EQ(rd_actor_create(Tally, RD_NO_ARGS, &ao, &a), 0);
-  rd_ref r;
-  CHECK_EQ(rd_actor_call(a, Tally_set_gauge, RD_NO_ARGS, NULL, &r), 0);
-  get_ok(r, "set_gauge");
+  usleep(300000);   /* the task workers' last reports */
+  for (long v = 2; v <= 3; v++) {
+    rd_ref r;
+    CHECK_EQ(rd_actor_call(a, Tally_set_gauge, RD_ARGS(rd_arg_bytes(&v, sizeof(v))), NULL, &r), 0);
+    get_ok(r, "set_gauge");
+  }
+  CHECK_EQ(rd_actor_kill(a, 1), 0);
   rd_metric *c;
   CHECK_EQ(rd_metric_counter("cl_requests_total", NULL, &c), 0);
   CHECK_EQ(rd_metric_inc(c, 1, "route=driver"), 0);
-  usleep(500000);   /* the workers' last reports */
-  CHECK_EQ(rd_actor_kill(a, 1), 0);
   rd_shutdown();    /* sends the driver's */
   return 0;
 }

@@ -171,6 +171,19 @@ case "$CASE" in
     grep -q "^summary: items=400 " "$RAYDIST_TMPDIR/c.log" || { cat "$RAYDIST_TMPDIR/c.log"; fail "no summary"; }
     "$CMP" "$RAYDIST_TMPDIR/direct.npy" "$RAYDIST_TMPDIR/c.npy" 1e-5 || fail "cluster output differs from the engine's"
     "$R" status | grep -q "3 nodes alive" || fail "cluster hurt"
+    # the replicas' application metrics: the 400 sentences, summed over the
+    # nodes' /metrics, and as many batches in the histograms as calls made
+    python3 - "$ROOT"/node-127.0.0.*/metrics <<'PY' || fail "batch_embed: the Embedders' metrics"
+import sys, urllib.request
+sent = batches = 0
+for f in sys.argv[1:]:
+    page = urllib.request.urlopen("http://" + open(f).read().strip() + "/metrics", timeout=10).read().decode()
+    for line in page.splitlines():
+        if line.startswith('embedder_sentences_total{device="cpu"} '): sent += float(line.split()[-1])
+        if line.startswith('embedder_batch_seconds_count{device="cpu"} '): batches += float(line.split()[-1])
+assert sent == 400 and batches == 13, (sent, batches)   # 400 in batches of 32: 13
+print("batch_embed: the Embedders counted 400 sentences in 13 batches")
+PY
     ;;
   two_jobs)
     # two programs at once: this test binary and a copy with a byte appended
