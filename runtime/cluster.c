@@ -1844,6 +1844,7 @@ static void answer_connect(node_client *caller, uint64_t req_id, const Rd__LinkA
   out.max_task_retries = r->max_task_retries;
   out.worker_pid = r->worker_pid;
   out.restarts = r->restarts;
+  out.concurrency = r->concurrency;
   rd__node_send(caller, RD__MSG_TYPE__MSG_ACTOR_CONNECT_REPLY, &out.base, fd);
 }
 
@@ -1856,6 +1857,7 @@ void rd__cluster_connect_reply(node_client *link, uint64_t req_id, node_actor *a
     r.worker_pid = a->worker ? a->worker->pid : a->host_pid;
     r.restarts = (uint32_t)a->restarts;
     r.max_task_retries = a->max_task_retries;
+    r.concurrency = rd__node_actor_concurrency(a);
   }
   link_connected(link, &r, fd, a && a->worker ? a->worker->pid : 0);
 }

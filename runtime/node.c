@@ -1096,6 +1096,15 @@ static void reply_actor_id(node_client *c, uint64_t req_id, int status, const ch
   send_msg(c, c->role == ROLE_LINK ? RD__MSG_TYPE__MSG_LINK_ACTOR_KILLED : RD__MSG_TYPE__MSG_ACTOR_ID_REPLY, &r.base, -1);
 }
 
+uint32_t rd__node_actor_concurrency(const node_actor *a) {
+  rd__cgroup g[RD_CGROUPS_MAX];
+  char err[200];
+  int n = rd__cgroups_parse(a->cgroups, g, err, sizeof(err));   /* checked when it was made */
+  uint32_t c = a->max_concurrency > 0 ? (uint32_t)a->max_concurrency : 1;
+  for (int i = 0; i < n; i++) c += (uint32_t)g[i].threads;
+  return c;
+}
+
 static void reply_connect(node_client *c, uint64_t req_id, node_actor *a, int status, const char *err, int fd) {
   if (c->role == ROLE_LINK) {   /* a caller on another node: bridge the socket */
     rd__cluster_connect_reply(c, req_id, a, status, err, fd);
@@ -1109,6 +1118,7 @@ static void reply_connect(node_client *c, uint64_t req_id, node_actor *a, int st
   r.max_task_retries = a ? a->max_task_retries : 0;
   r.worker_pid = a && a->worker ? a->worker->pid : a ? a->host_pid : 0;
   r.restarts = a ? (uint32_t)a->restarts : 0;
+  r.concurrency = a ? rd__node_actor_concurrency(a) : 0;
   send_msg(c, RD__MSG_TYPE__MSG_ACTOR_CONNECT_REPLY, &r.base, fd);
 }
 

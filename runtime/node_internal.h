@@ -368,6 +368,9 @@ void rd__node_send(node_client *c, Rd__MsgType t, const ProtobufCMessage *m, int
 /* An owner's answer (MSG_TASK_LIST): 1 kept (the request owns m now), 0
  * not wanted (the caller frees m), -1 malformed (the caller drops c). */
 int rd__dashboard_on_task_list(node_client *c, Rd__TaskList *m);
+/* How many calls actor a runs at once: its max_concurrency plus its
+ * concurrency groups' threads (ActorConnectReply.concurrency). */
+uint32_t rd__node_actor_concurrency(const node_actor *a);
 /* c is going: requests stop waiting for its answer. */
 void rd__dashboard_client_gone(const node_client *c);
 /* An owner's report: the tasks in it that failed for good are kept (the

@@ -1925,6 +1925,7 @@ static void on_actor_connect_reply(Rd__ActorConnectReply *m, int fd) {
   rd__conn_init(&l->conn, fd);
   a->conn = l;
   a->max_task_retries = m->max_task_retries;
+  a->concurrency = m->concurrency;
   a->state = AH_CONNECTED;
   actor_dispatch(a);
 }
@@ -2446,9 +2447,13 @@ static Rd__TaskInfo *tl_add(tl_acc *a, const rd__task *t, int state) {
   return x;
 }
 
+/* The calls sent on l: the oldest runs, the rest wait behind it; on an
+ * actor, as many as it runs at once (max_concurrency and its groups'
+ * threads) count as running, the oldest first. */
 static void tl_inflight(tl_acc *a, const rd__lease *l) {
-  for (const rd__task *t = l->inhead; t; t = t->next) {
-    Rd__TaskInfo *x = tl_add(a, t, t == l->inhead ? RD_TS_RUNNING : RD_TS_SUBMITTED);
+  uint32_t running = l->actor && l->actor->concurrency > 1 ? l->actor->concurrency : 1, k = 0;
+  for (const rd__task *t = l->inhead; t; t = t->next, k++) {
+    Rd__TaskInfo *x = tl_add(a, t, k < running ? RD_TS_RUNNING : RD_TS_SUBMITTED);
     if (x) x->worker_pid = l->worker_pid;
   }
 }

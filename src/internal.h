@@ -211,6 +211,7 @@ struct rd__actor {
   size_t qlen;
   uint64_t connect_req;
   int max_task_retries;
+  uint32_t concurrency;     /* calls it runs at once (ActorConnectReply; 0: not told, 1) */
   int lost_pid;             /* the incarnation whose socket broke last */
   int dead_err;
   rd__blob *dead_msg;

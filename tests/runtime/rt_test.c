@@ -2229,6 +2229,45 @@ RD_ACTOR_METHOD(Where, pid) {
   return rd_return_bytes(call, 0, &p, sizeof(p));
 }
 
+/* Sleeps 1.5 s (t_tasks_threaded). */
+RD_ACTOR_METHOD(Where, nap) {
+  (void)state;
+  usleep(1500000);
+  return rd_return_bytes(call, 0, "", 0);
+}
+
+/* raydist list tasks (/api/tasks) on an actor that runs three calls at
+ * once: of five calls sent, its owner counts three running and two
+ * waiting behind them (the node tells the owner the actor's concurrency). */
+static int t_tasks_threaded(void) {
+  init_with_cpus(2);
+  rd_actor_opts o;
+  rd_actor_opts_init(&o);
+  o.max_concurrency = 3;
+  rd_actor a;
+  CHECK_EQ(rd_actor_create(Where, RD_NO_ARGS, &o, &a), 0);
+  rd_ref r[5];
+  CHECK_EQ(rd_actor_call(a, Where_pid, RD_NO_ARGS, NULL, &r[0]), 0);   /* connected, constructor done */
+  CHECK_EQ(get_status(r[0], 30000), 0);
+  rd_ref_release(r[0]);
+  for (int i = 0; i < 5; i++) CHECK_EQ(rd_actor_call(a, Where_nap, RD_NO_ARGS, NULL, &r[i]), 0);
+  usleep(300000);   /* all sent, the report that they are live made */
+  int port = metrics_port();
+  static char body[1 << 16];
+  const char *t = http_body(port, "/api/tasks", body, sizeof(body));
+  CHECK(t != NULL);
+  printf("%s", t);
+  CHECK(strstr(t, "\"unfinished\":5,") != NULL);
+  CHECK(strstr(t, "\"RUNNING\":3") != NULL && strstr(t, "\"SUBMITTED\":2") != NULL);
+  for (int i = 0; i < 5; i++) {
+    CHECK_EQ(get_status(r[i], 30000), 0);
+    rd_ref_release(r[i]);
+  }
+  CHECK_EQ(rd_actor_kill(a, 1), 0);
+  rd_shutdown();
+  return 0;
+}
+
 /* The status of the first return of r and its message, in msg. */
 static int get_err(rd_ref r, char *msg, size_t cap) {
   rd_buf b;
@@ -2727,7 +2766,7 @@ static const rd_test_case tests[] = {
     {"threads", t_threads},         {"spawn_fails", t_spawn_fails}, {"spawn_fails_child", t_spawn_fails_child},
     {"workers_crash_at_start", t_workers_crash_at_start}, {"workers_trim", t_workers_trim},
     {"cancel", t_cancel},           {"progress", t_progress}, {"nested_blocked", t_nested_blocked},
-    {"memory_monitor", t_memory_monitor}, {"oom_retry", t_oom_retry}, {"oom_victim", t_oom_victim}, {"metrics", t_metrics}, {"app_metrics", t_app_metrics},
+    {"memory_monitor", t_memory_monitor}, {"oom_retry", t_oom_retry}, {"oom_victim", t_oom_victim}, {"metrics", t_metrics}, {"app_metrics", t_app_metrics}, {"tasks_threaded", t_tasks_threaded},
     {"cancel_cooperative", t_cancel_cooperative}, {"timeline", t_timeline},
     {"cancel_race", t_cancel_race}, {"get_released", t_get_released}, {"nodes", t_nodes}, {"labels", t_labels}, {"objects", t_objects}, {"retry_failures", t_retry_failures}, {"kv", t_kv}, {"max_calls", t_max_calls}, {"cancel_recursive", t_cancel_recursive},
     {"signals", t_signals},
