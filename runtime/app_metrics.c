@@ -137,7 +137,7 @@ static void check(const Rd__AppMetric *m, char *tags, char *why, size_t len) {
     return;
   }
   if (m->kind != RD_METRIC_HISTOGRAM) {
-    if (m->n_bounds || m->n_buckets) snprintf(why, len, "bounds or buckets on a %s", m->kind == 1 ? "counter" : "gauge");
+    if (m->n_bounds || m->n_buckets) snprintf(why, len, "bounds or buckets on a %s", rd__metric_kind_name(m->kind));
     return;
   }
   if (rd__metric_bounds_check(m->bounds, m->n_bounds, why, len) != 0) return;
@@ -204,11 +204,10 @@ void rd__app_metrics_print(rd__mbuf *b) {
                   "Application metric series reports dropped: malformed, disagreeing with the kind or bounds "
                   "the node has for the name, or past the node's limits.");
   rd__mbuf_printf(b, "raydist_app_metric_rejected_total %llu\n", (unsigned long long)rejected);
-  static const char *const type[] = {"", "counter", "gauge", "histogram"};
   for (size_t i = 0; i < nam; i++) {
     const am_metric *x = &am[i];
     put_help(b, x->name, x->help);
-    rd__mbuf_printf(b, "# TYPE %s %s\n", x->name, type[x->kind]);
+    rd__mbuf_printf(b, "# TYPE %s %s\n", x->name, rd__metric_kind_name(x->kind));
     for (size_t k = 0; k < x->n; k++) {
       const am_series *s = &x->s[k];
       if (x->kind != RD_METRIC_HISTOGRAM) {

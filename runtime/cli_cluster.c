@@ -789,6 +789,16 @@ static int each_node_print(const char *cmd, const char *address, const char *tok
   return failed;
 }
 
+/* A count option's value (--top, --limit): 1 when s is a whole number in
+ * 0..10000, put in *out. */
+static int count_arg(const char *s, long *out) {
+  char *end = NULL;
+  long v = strtol(s, &end, 10);
+  if (!*s || *end || v < 0 || v > 10000) return 0;
+  *out = v;
+  return 1;
+}
+
 int rd__cli_memory(int argc, char **argv) {
   const char *address = getenv("RAYDIST_ADDRESS"), *token = getenv("RAYDIST_TOKEN");
   long top = 20;
@@ -796,10 +806,9 @@ int rd__cli_memory(int argc, char **argv) {
   int ch;
   optind = 2;
   while ((ch = getopt_long(argc, argv, "", lo, NULL)) != -1) {
-    char *end = NULL;
     if (ch == 'a') address = optarg;
     else if (ch == 't') token = optarg;
-    else if (ch == 'n' && (top = strtol(optarg, &end, 10), *optarg && !*end && top >= 0 && top <= 10000)) continue;
+    else if (ch == 'n' && count_arg(optarg, &top)) continue;
     else {
       fprintf(stderr, "usage: raydist memory [--address IP:PORT] [--token T] [--top N (0..10000, default 20)]\n");
       return 2;
@@ -907,11 +916,10 @@ int rd__cli_list(int argc, char **argv) {
   int ch;
   optind = 3;
   while ((ch = getopt_long(argc, argv, "", lo, NULL)) != -1) {
-    char *end = NULL;
     if (ch == 'a') address = optarg;
     else if (ch == 't') token = optarg;
     else if (ch == 's' && parse && parse(optarg) >= 0) state = optarg;
-    else if (ch == 'n' && (limit = strtol(optarg, &end, 10), *optarg && !*end && limit >= 0 && limit <= 10000)) continue;
+    else if (ch == 'n' && count_arg(optarg, &limit)) continue;
     else {
       fprintf(stderr, "%s", usage);
       return 2;

@@ -350,6 +350,11 @@ static int metric_ident(const char *s, size_t n, int colon) {
   return n > 0;
 }
 
+const char *rd__metric_kind_name(int kind) {
+  static const char *const names[] = {"?", "counter", "gauge", "histogram"};
+  return kind >= RD_METRIC_COUNTER && kind <= RD_METRIC_HISTOGRAM ? names[kind] : "?";
+}
+
 int rd__metric_name_check(const char *name, char *err, size_t errlen) {
   size_t n = name ? strlen(name) : 0;
   if (!n || n > RD_METRIC_NAME_MAX || !metric_ident(name, n, 1)) {

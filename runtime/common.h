@@ -81,6 +81,8 @@ int rd__actor_list_state_parse(const char *s);
 #define RD_METRIC_TAGS_LEN 1400   /* room for the longest canonical tag string */
 #define RD_METRIC_BOUNDS_MAX 32
 enum { RD_METRIC_COUNTER = 1, RD_METRIC_GAUGE = 2, RD_METRIC_HISTOGRAM = 3 };
+/* "counter", "gauge", "histogram" (Prometheus's TYPE words); "?" else. */
+const char *rd__metric_kind_name(int kind);
 /* A Prometheus metric name of ours to give: 0, or RD_EINVAL with why. */
 int rd__metric_name_check(const char *name, char *err, size_t errlen);
 /* tags ("k=v,k2=v2"; NULL or "": none) in canonical form, keys sorted, in

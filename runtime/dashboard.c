@@ -539,6 +539,11 @@ int rd__dashboard_request(uv_loop_t *loop, int json, rd__dashboard_done done, vo
 /* ------------------------------------------------------- store objects */
 
 /* Who client id is, seen from this node. */
+/* "driver pid N", "worker pid N" or "node link pid N": a client of this node. */
+static void client_text(int role, int pid, char *out, size_t len) {
+  snprintf(out, len, "%s pid %d", role == ROLE_DRIVER ? "driver" : role == ROLE_WORKER ? "worker" : "node link", pid);
+}
+
 static void owner_text(uint32_t client, char *out, size_t len) {
   uint32_t node = rd__client_node(client);
   if (node != rd__cluster_index()) {
@@ -547,8 +552,7 @@ static void owner_text(uint32_t client, char *out, size_t len) {
   }
   node_client *c = rd__node_client_by_id(client);
   if (!c) snprintf(out, len, "client %u (gone)", client & ((1u << RD_CLIENT_NODE_SHIFT) - 1));
-  else snprintf(out, len, "%s pid %d", c->role == ROLE_DRIVER ? "driver" : c->role == ROLE_WORKER ? "worker" : "node link",
-                c->pid);
+  else client_text(c->role, c->pid, out, len);
 }
 
 static int by_size_desc(const void *a, const void *b) {
@@ -701,7 +705,7 @@ void rd__dashboard_failures_add(const node_client *c, const Rd__OwnerStats *m) {
     e->at_ns = now;
     e->status = f->status;
     e->attempt = f->attempt;
-    snprintf(e->who, sizeof(e->who), "%s pid %d", c->role == ROLE_DRIVER ? "driver" : "worker", c->pid);
+    client_text(c->role, c->pid, e->who, sizeof(e->who));
     snprintf(e->func, sizeof(e->func), "%s", f->func ? f->func : "");
     snprintf(e->err, sizeof(e->err), "%s", f->error ? f->error : "");
   }
@@ -743,9 +747,7 @@ static int tl_row_older(const void *a, const void *b) {
   return x->t->task_id < y->t->task_id ? -1 : x->t->task_id > y->t->task_id;
 }
 
-static void tl_who(const tl_ask *a, char *out, size_t len) {
-  snprintf(out, len, "%s pid %d", a->role == ROLE_DRIVER ? "driver" : "worker", a->pid);
-}
+static void tl_who(const tl_ask *a, char *out, size_t len) { client_text(a->role, a->pid, out, len); }
 
 /* What a task waits for, in words (text form). */
 static void tl_detail(const Rd__TaskInfo *t, char *out, size_t len) {
@@ -763,49 +765,54 @@ static void tl_detail(const Rd__TaskInfo *t, char *out, size_t len) {
   }
 }
 
-/* The counts by function over every answer: at most TL_FUNCS_MAX names,
- * the rest (and owners' own "(other)") as "(other)". */
-#define TL_FUNCS_MAX 256
-typedef struct tl_func {
-  const char *func;
-  uint64_t counts[RD_TS_FAILED + 1], total;
-} tl_func;
+/* Counts by state for each of at most TALLY_MAX names (functions of the
+ * task listing, classes of the actor listing); past that, the last slot
+ * counts the rest as "(other)". */
+#define TALLY_MAX 256
+typedef struct tally {
+  const char *name;
+  uint64_t counts[RD_TS_FAILED + 1], total;   /* room for the task and the actor states */
+} tally;
+_Static_assert(RD_AS_NSTATES <= RD_TS_FAILED + 1, "a tally holds every actor state");
 
-static int tl_func_more(const void *a, const void *b) {
-  const tl_func *x = a, *y = b;
+/* Most first, then by name. */
+static int tally_more(const void *a, const void *b) {
+  const tally *x = a, *y = b;
   if (x->total != y->total) return x->total < y->total ? 1 : -1;
-  return strcmp(x->func, y->func);
+  return strcmp(x->name, y->name);
 }
 
-/* f's slot for func among n (n grows; past TL_FUNCS_MAX the last is the rest). */
-static tl_func *tl_func_slot(tl_func *f, size_t *n, const char *func) {
+/* t's slot for name among n (n grows). */
+static tally *tally_slot(tally *t, size_t *n, const char *name) {
   size_t k = 0;
-  while (k < *n && strcmp(f[k].func, func) != 0) k++;
-  if (k == *n && *n < TL_FUNCS_MAX) f[(*n)++] = (tl_func){func, {0}, 0};
+  while (k < *n && strcmp(t[k].name, name) != 0) k++;
+  if (k == *n && *n < TALLY_MAX) t[(*n)++] = (tally){name, {0}, 0};
   else if (k == *n) {
     k = *n - 1;   /* the last slot becomes the rest */
-    f[k].func = "(other)";
+    t[k].name = "(other)";
   }
-  return &f[k];
+  return &t[k];
 }
 
-static size_t tl_funcs(const tl_req *q, tl_func *f) {
+/* The counts by function over every answer and the failures kept (owners'
+ * own "(other)" joins the rest). */
+static size_t tl_funcs(const tl_req *q, tally *f) {
   size_t n = 0;
   for (size_t i = 0; i < q->nasks; i++)
     for (size_t j = 0; q->asks[i].m && j < q->asks[i].m->n_by_func; j++) {
       const Rd__FuncTaskCounts *c = q->asks[i].m->by_func[j];
-      tl_func *x = tl_func_slot(f, &n, c->func);
+      tally *x = tally_slot(f, &n, c->func);
       for (int s = 0; s < RD_TS_NSTATES; s++) {
         x->counts[s] += c->counts[s];
         x->total += c->counts[s];
       }
     }
   for (size_t k = 0; k < tf_count; k++) {
-    tl_func *x = tl_func_slot(f, &n, tf_recent(k)->func);
+    tally *x = tally_slot(f, &n, tf_recent(k)->func);
     x->counts[RD_TS_FAILED]++;
     x->total++;
   }
-  if (n) qsort(f, n, sizeof(*f), tl_func_more);
+  if (n) qsort(f, n, sizeof(*f), tally_more);
   return n;
 }
 
@@ -855,7 +862,7 @@ static void tl_render(const tl_req *q, rd__mbuf *b) {
   size_t nfail = tf_shown(q->state, q->limit);
   uint64_t now = rd__now_ns();
   tl_row *rows = nrows ? malloc(nrows * sizeof(*rows)) : NULL;
-  tl_func *fns = malloc(TL_FUNCS_MAX * sizeof(*fns));
+  tally *fns = malloc(TALLY_MAX * sizeof(*fns));
   if ((nrows && !rows) || !fns) {
     free(rows);
     free(fns);
@@ -880,7 +887,7 @@ static void tl_render(const tl_req *q, rd__mbuf *b) {
     rd__mbuf_printf(b, ",\"by_function\":[");
     for (size_t i = 0; i < nfns; i++) {
       rd__mbuf_printf(b, "%s{\"func\":", i ? "," : "");
-      put_json(b, fns[i].func);
+      put_json(b, fns[i].name);
       rd__mbuf_printf(b, ",\"unfinished\":%llu,\"counts\":", (unsigned long long)(fns[i].total - fns[i].counts[RD_TS_FAILED]));
       tl_put_counts_json(b, fns[i].counts);
       rd__mbuf_printf(b, "}");
@@ -941,7 +948,7 @@ static void tl_render(const tl_req *q, rd__mbuf *b) {
                       (unsigned long long)tf_total, tf_count, (unsigned long long)tf_undetailed);
     if (nfns) rd__mbuf_printf(b, "  by function:\n");
     for (size_t i = 0; i < nfns; i++) {
-      rd__mbuf_printf(b, "    %-24s %8llu  ", fns[i].func, (unsigned long long)fns[i].total);
+      rd__mbuf_printf(b, "    %-24s %8llu  ", fns[i].name, (unsigned long long)fns[i].total);
       tl_put_counts(b, fns[i].counts);
       rd__mbuf_printf(b, "\n");
     }
@@ -1094,7 +1101,7 @@ static int al_order(const void *x, const void *y) {
 static void al_owner(const node_actor *a, char *out, size_t len) {
   if (!a->creator) snprintf(out, len, "- (left)");
   else if (a->creator == &N.orphans) snprintf(out, len, "detached");
-  else snprintf(out, len, "%s pid %d", a->creator->role == ROLE_DRIVER ? "driver" : "worker", a->creator->pid);
+  else client_text(a->creator->role, a->creator->pid, out, len);
 }
 
 /* Where it runs (or ran, or is starting) and its pid; 0 pid: none. */
@@ -1137,19 +1144,6 @@ static const char *al_name(const node_actor *a) {
   return k && !strncmp(a->name, a->ns, k) && a->name[k] == ':' ? a->name + k + 1 : a->name;
 }
 
-typedef struct al_class {
-  const char *cls;
-  uint64_t counts[RD_AS_NSTATES], total;
-} al_class;
-
-#define AL_CLASSES_MAX 256
-
-static int al_class_more(const void *x, const void *y) {
-  const al_class *a = x, *b = y;
-  if (a->total != b->total) return a->total < b->total ? 1 : -1;
-  return strcmp(a->cls, b->cls);
-}
-
 static void al_put_counts(rd__mbuf *b, const uint64_t *counts, int json) {
   if (json) rd__mbuf_printf(b, "{");
   for (int k = 0, sep = 0; k < RD_AS_NSTATES; k++) {
@@ -1164,7 +1158,7 @@ void rd__dashboard_actors(rd__mbuf *b, int json, size_t limit, int state) {
   size_t total = 0;
   for (node_actor *a = N.actors; a; a = a->next) total += !rd__node_actor_hosted(a);
   node_actor **rows = total ? malloc(total * sizeof(*rows)) : NULL;
-  al_class *cls = malloc(AL_CLASSES_MAX * sizeof(*cls));
+  tally *cls = malloc(TALLY_MAX * sizeof(*cls));
   if ((total && !rows) || !cls) {
     free(rows);
     free(cls);
@@ -1177,15 +1171,12 @@ void rd__dashboard_actors(rd__mbuf *b, int json, size_t limit, int state) {
     if (rd__node_actor_hosted(a)) continue;
     int s = al_state(a);
     counts[s]++;
-    size_t k = 0;
-    while (k < ncls && strcmp(cls[k].cls, a->cls) != 0) k++;
-    if (k == ncls && ncls < AL_CLASSES_MAX) cls[ncls++] = (al_class){a->cls, {0}, 0};
-    else if (k == ncls) cls[k = ncls - 1].cls = "(other)";   /* the last slot becomes the rest */
-    cls[k].counts[s]++;
-    cls[k].total++;
+    tally *c = tally_slot(cls, &ncls, a->cls);
+    c->counts[s]++;
+    c->total++;
     if (state < 0 || s == state) rows[n++] = a;
   }
-  if (ncls) qsort(cls, ncls, sizeof(*cls), al_class_more);
+  if (ncls) qsort(cls, ncls, sizeof(*cls), tally_more);
   if (n) qsort(rows, n, sizeof(*rows), al_order);
   if (n > limit) n = limit;
   uint64_t now = rd__now_ns();
@@ -1198,7 +1189,7 @@ void rd__dashboard_actors(rd__mbuf *b, int json, size_t limit, int state) {
     rd__mbuf_printf(b, ",\"by_class\":[");
     for (size_t i = 0; i < ncls; i++) {
       rd__mbuf_printf(b, "%s{\"class\":", i ? "," : "");
-      put_json(b, cls[i].cls);
+      put_json(b, cls[i].name);
       rd__mbuf_printf(b, ",\"actors\":%llu,\"counts\":", (unsigned long long)cls[i].total);
       al_put_counts(b, cls[i].counts, 1);
       rd__mbuf_printf(b, "}");
@@ -1240,7 +1231,7 @@ void rd__dashboard_actors(rd__mbuf *b, int json, size_t limit, int state) {
     rd__mbuf_printf(b, "\n");
     if (ncls) rd__mbuf_printf(b, "  by class:\n");
     for (size_t i = 0; i < ncls; i++) {
-      rd__mbuf_printf(b, "    %-24s %8llu  ", cls[i].cls, (unsigned long long)cls[i].total);
+      rd__mbuf_printf(b, "    %-24s %8llu  ", cls[i].name, (unsigned long long)cls[i].total);
       al_put_counts(b, cls[i].counts, 0);
       rd__mbuf_printf(b, "\n");
     }

@@ -40,8 +40,6 @@ struct rd_metric {
 static rd_metric *appm[APPM_MAX];
 static size_t nappm, appm_dirty;   /* metrics; series changed since the last report */
 
-static const char *const kind_name[] = {"?", "counter", "gauge", "histogram"};
-
 static int define(const char *api, const char *name, const char *help, int kind, const double *bounds, size_t nbounds,
                   rd_metric **out) {
   char err[300];
@@ -64,7 +62,7 @@ static int define(const char *api, const char *name, const char *help, int kind,
     if (!strcmp(appm[i]->name, name)) m = appm[i];
   if (!r && m && (m->kind != kind || m->nbounds != (kind == RD_METRIC_HISTOGRAM ? nbounds : 0) ||
                   (kind == RD_METRIC_HISTOGRAM && memcmp(m->bounds, bounds, nbounds * sizeof(*bounds)) != 0))) {
-    rd__log(RD_LOG_WARN, "%s: '%s' is already a %s%s in this process", api, name, kind_name[m->kind],
+    rd__log(RD_LOG_WARN, "%s: '%s' is already a %s%s in this process", api, name, rd__metric_kind_name(m->kind),
             m->kind == kind ? " with other bounds" : "");
     r = RD_EEXIST;
   } else if (!r && !m && nappm == APPM_MAX) {
@@ -133,7 +131,7 @@ static appm_series *series(const char *api, rd_metric *m, const char *tags, int 
 static int update(const char *api, rd_metric *m, int kind, double v, const char *tags) {
   if (!m) return RD_EINVAL;
   if (m->kind != kind) {
-    rd__log(RD_LOG_WARN, "%s: '%s' is a %s", api, m->name, kind_name[m->kind]);
+    rd__log(RD_LOG_WARN, "%s: '%s' is a %s", api, m->name, rd__metric_kind_name(m->kind));
     return RD_EINVAL;
   }
   if (!isfinite(v) || (kind == RD_METRIC_COUNTER && v < 0)) {

@@ -2852,16 +2852,15 @@ void rd__ost_flush(void) {
   ost_report(rd__now_ns(), 1, &unused);
 }
 
-void rd__ost_touch(void) {
-  G.ost.changed = 1;
-  if (!G.progress_on) progress_start();
-  else if (G.progress_idle) pthread_cond_signal(&G.progress_cv);
-}
-
 /* Work arrived: start the progress thread, or wake it if it sleeps. */
 static void progress_kick(void) {
   if (!G.progress_on) progress_start();
   else if (G.progress_idle) pthread_cond_signal(&G.progress_cv);
+}
+
+void rd__ost_touch(void) {
+  G.ost.changed = 1;
+  progress_kick();
 }
 
 /* G.mu held; dropped while the thread is joined. */
