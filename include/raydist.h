@@ -347,6 +347,13 @@ typedef struct rd_task_opts {
    * matching: RD_EINFEASIBLE, as for resources no node has.  RD_EINVAL
    * when malformed (docs/scheduler.md#node-labels). */
   const char *label_selector;
+  /* Ray's fallback_strategy: selectors to use, in order, when no node
+   * matching label_selector can run the task now, separated by ';' (at
+   * most 7, e.g. "zone=east; market=on-demand").  A node matching an
+   * earlier selector with room is taken first; when none has room, the
+   * task waits for the first selector some live node could run.  Needs
+   * label_selector; NULL or "": none.  RD_EINVAL when malformed. */
+  const char *fallback_label_selectors;
   /* An actor call only: run it in this concurrency group of the actor
    * (rd_actor_opts.concurrency_groups; "default": the default group)
    * instead of its method's.  A group the actor does not have fails the
@@ -633,6 +640,9 @@ typedef struct rd_actor_opts {
   /* Placed (and placed again at each restart) only on a node whose labels
    * satisfy it, as rd_task_opts.label_selector. */
   const char *label_selector;
+  /* Its fallbacks, as rd_task_opts.fallback_label_selectors; every
+   * restart tries them again in order. */
+  const char *fallback_label_selectors;
 } rd_actor_opts;
 
 RD_EXTERN void rd_actor_opts_init(rd_actor_opts *o);

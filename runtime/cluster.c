@@ -690,14 +690,37 @@ static cl_chan *chan_new(int fd, node_client *link, uint64_t id, int side) {
 
 /* ------------------------------------------------------------- placement */
 
-/* The node a request should run on (C.index for here), or 0 with an error. */
+/* Which of a request's label selectors places it, given its candidates
+ * and the first selector each matches (rank): the first that a candidate
+ * with room now for res matches (here: what this node has unclaimed;
+ * *by_room set), else the first any candidate matches (it waits for that
+ * one). */
+static int fallback_rank(const uint32_t *cand, const uint8_t *rank, size_t nc, const rd_resources *here,
+                         const rd_resources *res, int *by_room) {
+  int now = RD_LABEL_SEL_MAX_ALTS, ever = RD_LABEL_SEL_MAX_ALTS;
+  for (size_t i = 0; i < nc; i++) {
+    if (rank[i] < ever) ever = rank[i];
+    if (rank[i] >= now) continue;
+    const rd_gcs_node *n = cand[i] == C.index ? NULL : view_find(cand[i]);
+    if (n ? fits_now(&n->avail, &n->total, res) : fits_now(here, &N.ledger.total, res)) now = rank[i];
+  }
+  if (by_room) *by_room = now < RD_LABEL_SEL_MAX_ALTS;
+  return now < RD_LABEL_SEL_MAX_ALTS ? now : ever;
+}
+
+/* The node a request should run on (C.index for here), or 0 with an error.
+ * *by_room (may be NULL) is set when a fallback label selector placed it
+ * on a node because the view says that node has room now: a node that
+ * turns out busy may refuse it, so that it is placed again. */
 static uint32_t place(const Rd__LeaseRequest *m, const rd_resources *res, const node_job *job, const node_env *env,
-                      int *err, char *why, size_t whylen) {
+                      int *by_room, int *err, char *why, size_t whylen) {
+  if (by_room) *by_room = 0;
   const cl_avoid *bad = NULL;   /* a node left out because it cannot start job's workers */
   const char *sel = m->label_selector && *m->label_selector ? m->label_selector : NULL;
   int unlabelled = 0;           /* nodes that could run it but for the label selector */
   int local_ok = rd_res_feasible(&N.ledger, res);
-  if (local_ok && !rd_labels_match(N.labels, sel)) {
+  int lrank = rd_labels_match_alt(N.labels, sel);   /* the first of its selectors this node matches */
+  if (local_ok && lrank < 0) {
     local_ok = 0;
     unlabelled++;
   }
@@ -724,20 +747,29 @@ static uint32_t place(const Rd__LeaseRequest *m, const rd_resources *res, const 
       return 0;
     }
   }
-  /* candidates: every usable node that could ever run it */
+  /* candidates: every usable node that could ever run it, and the first
+   * of its selectors each matches */
   uint32_t cand[4096];
+  uint8_t rank[4096];
   size_t nc = 0;
-  if (local_ok) cand[nc++] = C.index;
+  if (local_ok) {
+    cand[nc] = C.index;
+    rank[nc++] = (uint8_t)lrank;
+  }
   for (size_t i = 0; i < C.nview && nc < 4096; i++) {
     const rd_gcs_node *n = &C.view[i];
     if (n->index == C.index || !node_usable(n) || !fits_total(&n->total, res)) continue;
-    if (!rd_labels_match(n->labels, sel)) {
+    int k = rd_labels_match_alt(n->labels, sel);
+    if (k < 0) {
       unlabelled++;
       continue;
     }
     const cl_avoid *a = avoid_find(job, env, n->index);
     if (a) bad = a;
-    else cand[nc++] = n->index;
+    else {
+      cand[nc] = n->index;
+      rank[nc++] = (uint8_t)k;
+    }
   }
   if (nc == 0 && bad) {
     *err = RD_ESYS;
@@ -758,6 +790,25 @@ static uint32_t place(const Rd__LeaseRequest *m, const rd_resources *res, const 
              res->ncustom ? ", custom resources" : "");
     return 0;
   }
+  /* here: what is free once the requests already queued here are served
+   * (placements decided a moment ago have not taken their resources yet) */
+  rd_resources here;
+  int alts = sel && strchr(sel, ';');
+  if (alts || m->strategy != STRAT_SPREAD) local_unclaimed(&here);
+  if (alts) {
+    /* fallbacks: placed by the first selector a node with room now
+     * matches, else by the first any candidate does; the policy below
+     * chooses among the nodes that match that one first */
+    int use = fallback_rank(cand, rank, nc, &here, res, by_room);
+    size_t k = 0;
+    for (size_t i = 0; i < nc; i++)
+      if (rank[i] == use) cand[k++] = cand[i];
+    nc = k;
+    local_ok = local_ok && lrank == use;
+    if (use > 0)
+      rd__log(RD_LOG_DEBUG, "request %llu: placed by its fallback label selector %d of '%s'",
+              (unsigned long long)m->req_id, use, sel);
+  }
   if (m->strategy == STRAT_SPREAD) {
     /* sort for a stable round robin */
     for (size_t i = 1; i < nc; i++)
@@ -775,10 +826,6 @@ static uint32_t place(const Rd__LeaseRequest *m, const rd_resources *res, const 
       if (n && fits_now(&n->avail, &n->total, res)) return cand[i];
     }
   }
-  /* here: what is free once the requests already queued here are served
-   * (placements decided a moment ago have not taken their resources yet) */
-  rd_resources here;
-  local_unclaimed(&here);
   if (local_ok) {
     int now = fits_now(&here, &N.ledger.total, res);
     if (now && utilisation(&here, &N.ledger.total) < RD_CL_PACK_THRESHOLD) return C.index;
@@ -894,7 +941,8 @@ int rd__cluster_lease_request(node_client *c, const Rd__LeaseRequest *m, const r
   if (!C.on) return 0;
   int err = 0;
   char why[300] = "";
-  uint32_t t = place(m, res, rd__node_client_job(c), env, &err, why, sizeof(why));
+  int by_room;
+  uint32_t t = place(m, res, rd__node_client_job(c), env, &by_room, &err, why, sizeof(why));
   if (t == C.index) return 0;
   if (t == 0 && err != RD_EINFEASIBLE) {
     rd__node_reply_grant(c, m->req_id, err, why);
@@ -916,10 +964,12 @@ int rd__cluster_lease_request(node_client *c, const Rd__LeaseRequest *m, const r
    * the owner asks again here, with t's room corrected (on_link_grant).
    * Queued on t instead, it would wait there behind t's work, however long,
    * and this node's fair share would never see it.  Spread and affinity
-   * requests named their node: they queue there. */
+   * requests named their node: they queue there.  A request that a
+   * fallback label selector sent to t for its room is refused as well
+   * when that room is gone, to be placed again by the corrected view. */
   q->grant_or_reject = m->strategy != STRAT_SPREAD && m->strategy != STRAT_AFFINITY &&
-                       rd_res_feasible(&N.ledger, res) && rd_labels_match(N.labels, sel) &&
-                       !avoid_find(q->job, q->env, C.index);
+                       ((rd_res_feasible(&N.ledger, res) && rd_labels_match(N.labels, sel) &&
+                         !avoid_find(q->job, q->env, C.index)) || by_room);
   if (t == 0) return 1;   /* rechecked by view_changed */
   rd__log(RD_LOG_DEBUG, "lease request %llu of client %u spills to node %u", (unsigned long long)m->req_id, c->id, t);
   rreq_go(q);
@@ -950,7 +1000,7 @@ static void view_changed(void) {
     if (q->target || q->view_seq == C.view_seq || q->pg_id) continue;
     int err = 0;
     char why[300] = "";
-    uint32_t t = place(&q->req, &q->res, q->job, q->env, &err, why, sizeof(why));
+    uint32_t t = place(&q->req, &q->res, q->job, q->env, NULL, &err, why, sizeof(why));
     if (t == 0) {
       rd__node_reply_grant(q->owner, q->owner_req, err, why);
       rreq_unlink(q);
@@ -990,14 +1040,16 @@ static void respill(void) {
     }
     size_t best = C.nview;
     double bestu = 2.0;
+    int bestk = RD_LABEL_SEL_MAX_ALTS;   /* the first of its selectors it matches: earlier ones first */
     for (size_t i = 0; i < C.nview; i++) {
       const rd_gcs_node *n = &C.view[i];
+      int k;
       if (n->index == C.index || !node_usable(n) || avoid_find(r->job, r->job->env, n->index) ||
-          !rd_labels_match(n->labels, r->sel))
+          (k = rd_labels_match_alt(n->labels, r->sel)) < 0 || k > bestk)
         continue;
       if (!fits_now(&room[i], &n->total, &it->req)) continue;
       double u = utilisation(&room[i], &n->total);
-      if (u < bestu) { bestu = u; best = i; }
+      if (k < bestk || u < bestu) { bestk = k; bestu = u; best = i; }
     }
     if (best == C.nview) continue;
     rd_fair_res_add(&room[best], &it->req, -1);
@@ -1679,7 +1731,7 @@ uint32_t rd__cluster_actor_place(const node_actor *a, int *err, char *why, size_
   m.node_affinity = a->affinity;
   m.soft = a->soft;
   m.label_selector = (char *)a->sel;
-  uint32_t t = place(&m, &a->res, a->job, a->env, err, why, whylen);
+  uint32_t t = place(&m, &a->res, a->job, a->env, NULL, err, why, whylen);
   return t == C.index ? 0 : t;
 }
 

@@ -2753,7 +2753,7 @@ node_job *rd__node_job_get(const char *exe, char *const *argv, size_t argc) {
 int rd__node_sel(const char *s, const char **out, char *err, size_t errlen) {
   *out = NULL;
   if (!s || !*s) return 0;
-  int r = rd_label_sel_check(s, err, errlen);
+  int r = rd_label_alts_check(s, err, errlen);
   if (r != 0) return r;
   size_t count = 0;
   for (node_sel *e = N.sels; e; e = e->next, count++)

@@ -40,7 +40,9 @@ typedef struct node_env {
 #define RD_NODE_MAX_ENVS 4096
 
 /* An interned label selector (rd__node_sel): one copy of each distinct
- * one, kept for the node's life, so requests and actors point at it. */
+ * one, kept for the node's life, so requests and actors point at it.  A
+ * task's or actor's may list fallbacks ("sel;sel", scheduler/labels.h);
+ * a bundle's may not. */
 typedef struct node_sel {
   struct node_sel *next;
   char s[];
@@ -447,8 +449,9 @@ static inline node_job *rd__job_base(const node_job *j) { return (node_job *)(j 
 /* The interned set of a message's env entries: 0 (*out NULL when there are
  * none), or RD_EINVAL / RD_ENOMEM with a reason in err. */
 int rd__node_env(char *const *vars, size_t n, const node_env **out, char *err, size_t errlen);
-/* The interned copy of label selector s: 0 (*out NULL for NULL or ""), or
- * RD_EINVAL (malformed, or too many distinct ones) / RD_ENOMEM with err. */
+/* The interned copy of label selector s, with its fallbacks if any: 0
+ * (*out NULL for NULL or ""), or RD_EINVAL (malformed, or too many
+ * distinct ones) / RD_ENOMEM with err. */
 int rd__node_sel(const char *s, const char **out, char *err, size_t errlen);
 /* What runs on this node now, counted once for the metrics and the
  * dashboard; the names of the states they print (W_STARTING..W_DYING,

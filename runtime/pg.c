@@ -907,7 +907,14 @@ void rd__pg_on_create(node_client *c, const Rd__PgCreate *m) {
       return;
     }
     char swhy[300];
-    int er = i < m->n_label_selectors ? rd__node_sel(m->label_selectors[i], &p->sel[i], swhy, sizeof(swhy)) : 0;
+    const char *bs = i < m->n_label_selectors ? m->label_selectors[i] : NULL;
+    int er;
+    if (bs && strchr(bs, ';')) {   /* alternatives are for tasks and actors */
+      er = RD_EINVAL;
+      snprintf(swhy, sizeof(swhy), "a bundle's label selector takes no fallbacks ('%.100s')", bs);
+    } else {
+      er = rd__node_sel(bs, &p->sel[i], swhy, sizeof(swhy));
+    }
     if (er != 0) {
       snprintf(why, sizeof(why), "bundle %zu: %s", i, swhy);
       reply(c, m->req_id, er, why, NULL);

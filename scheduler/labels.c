@@ -291,8 +291,8 @@ static int listed(const sel_term *t, const char *v, size_t vn) {
   return 0;
 }
 
-int rd_labels_match(const char *labels, const char *sel) {
-  if (!sel || !*sel) return 1;
+/* One selector (no ';'): every term holds on labels. */
+static int match_one(const char *labels, const char *sel) {
   char why[8];
   sel_term t;
   const char *p = sel;
@@ -306,3 +306,106 @@ int rd_labels_match(const char *labels, const char *sel) {
   }
   return r == 0;   /* a malformed selector (never checked) matches nothing */
 }
+
+/* The next alternative at *pp, copied to buf (RD_LABEL_SEL_LEN bytes; one
+ * longer is cut) and *pp moved past its ';' (NULL after the last): its
+ * length as given, or -1 at the end. */
+static long alt_next(const char **pp, char *buf) {
+  const char *p = *pp;
+  if (!p) return -1;
+  size_t n = strcspn(p, ";");
+  size_t k = n < RD_LABEL_SEL_LEN - 1 ? n : RD_LABEL_SEL_LEN - 1;
+  memcpy(buf, p, k);
+  buf[k] = '\0';
+  *pp = p[n] ? p + n + 1 : NULL;
+  return (long)n;
+}
+
+int rd_label_alts_check(const char *alts, char *why, size_t whylen) {
+  if (!alts || !*alts) return 0;
+  if (strlen(alts) >= RD_LABEL_ALTS_LEN) {
+    snprintf(why, whylen, "label selector and fallbacks longer than %d bytes", RD_LABEL_ALTS_LEN - 1);
+    return RD_EINVAL;
+  }
+  char one[RD_LABEL_SEL_LEN];
+  int n = 0, single = !strchr(alts, ';');
+  long len;
+  for (const char *p = alts; (len = alt_next(&p, one)) >= 0;) {
+    if (++n > RD_LABEL_SEL_MAX_ALTS) {
+      snprintf(why, whylen, "more than %d label selectors (a selector and %d fallbacks)", RD_LABEL_SEL_MAX_ALTS,
+               RD_LABEL_SEL_MAX_ALTS - 1);
+      return RD_EINVAL;
+    }
+    if (!*skip_sp(one)) {
+      snprintf(why, whylen, "label selector %d of '%.60s' is empty", n, alts);
+      return RD_EINVAL;
+    }
+    if (len >= RD_LABEL_SEL_LEN) {
+      snprintf(why, whylen, "label selector %d is longer than %d bytes", n, RD_LABEL_SEL_LEN - 1);
+      return RD_EINVAL;
+    }
+    char w[200];
+    if (rd_label_sel_check(one, w, sizeof(w)) != 0) {
+      if (single) snprintf(why, whylen, "%s", w);
+      else snprintf(why, whylen, "label selector %d ('%.60s'): %s", n, one, w);
+      return RD_EINVAL;
+    }
+  }
+  return 0;
+}
+
+/* Appends s (n bytes, spaces around it dropped) to out at *len, after a
+ * ';' unless first: 0, 1 when nothing is left of it, -1 when out is full. */
+static int alts_put(char *out, size_t cap, size_t *len, const char *s, size_t n) {
+  while (n && (*s == ' ' || *s == '\t')) s++, n--;
+  while (n && (s[n - 1] == ' ' || s[n - 1] == '\t')) n--;
+  if (n == 0) return 1;
+  if (*len + n + 2 > cap) return -1;
+  if (*len) out[(*len)++] = ';';
+  memcpy(out + *len, s, n);
+  *len += n;
+  out[*len] = '\0';
+  return 0;
+}
+
+int rd_label_alts_join(const char *sel, const char *fallbacks, char *out, size_t cap, char *why, size_t whylen) {
+  if (cap) out[0] = '\0';
+  int has_sel = sel && *skip_sp(sel), has_fb = fallbacks && *skip_sp(fallbacks);
+  if (has_sel && strchr(sel, ';')) {
+    snprintf(why, whylen, "label_selector '%.60s' has a ';': give the fallbacks in fallback_label_selectors", sel);
+    return RD_EINVAL;
+  }
+  if (has_fb && !has_sel) {
+    snprintf(why, whylen, "fallback_label_selectors without a label_selector (every node would match it, so no "
+             "fallback could ever be used)");
+    return RD_EINVAL;
+  }
+  if (!has_sel) return 0;
+  size_t len = 0;
+  int r = alts_put(out, cap, &len, sel, strlen(sel));
+  for (const char *p = has_fb ? fallbacks : NULL; p && r == 0;) {
+    size_t n = strcspn(p, ";");
+    if ((r = alts_put(out, cap, &len, p, n)) == 1)
+      snprintf(why, whylen, "fallback_label_selectors '%.60s' has an empty selector", fallbacks);
+    p = p[n] ? p + n + 1 : NULL;
+  }
+  if (r < 0) snprintf(why, whylen, "label selector and fallbacks longer than %zu bytes", cap ? cap - 1 : 0);
+  if (r == 0) r = rd_label_alts_check(out, why, whylen);
+  if (r != 0) {
+    if (cap) out[0] = '\0';
+    return RD_EINVAL;
+  }
+  return 0;
+}
+
+int rd_labels_match_alt(const char *labels, const char *alts) {
+  if (!alts || !*alts) return 0;
+  if (!strchr(alts, ';')) return match_one(labels, alts) ? 0 : -1;
+  char one[RD_LABEL_SEL_LEN];
+  int i = 0;
+  for (const char *p = alts; alt_next(&p, one) >= 0; i++)
+    if (match_one(labels, one)) return i;
+  return -1;
+}
+
+int rd_labels_match(const char *labels, const char *sel) { return rd_labels_match_alt(labels, sel) >= 0; }

@@ -17,6 +17,11 @@
  *   key=in(a,b)   it has label key with one of the values listed
  *   key=!in(a,b)  it has no label key, or one with none of those values
  * Spaces around terms, around '=' and around listed values are allowed.
+ *
+ * Alternatives: "sel;sel;..." (Ray's label_selector with its
+ * fallback_strategy): selectors in order of preference, the first the
+ * task's own, the rest its fallbacks.  A node satisfies the list when it
+ * satisfies any of them; rd_labels_match_alt says which one first.
  */
 #ifndef RD_SCHEDULER_LABELS_H
 #define RD_SCHEDULER_LABELS_H
@@ -28,6 +33,8 @@
 #define RD_LABEL_SEL_LEN 1024      /* a selector, NUL included */
 #define RD_LABEL_SEL_MAX_TERMS 32
 #define RD_LABEL_SEL_MAX_VALUES 32 /* values in one in(...) */
+#define RD_LABEL_SEL_MAX_ALTS 8    /* a selector and its fallbacks */
+#define RD_LABEL_ALTS_LEN 4096     /* alternatives joined, NUL included */
 
 /* Checks spec ("key=value,...", NULL or "" for none) and writes it to out
  * (cap bytes) in canonical form: sorted by key, no spaces.  0, or
@@ -55,8 +62,27 @@ int rd_accel_type(const char *device_name, char *out, size_t cap);
  * why.  Only selectors that pass may be given to rd_labels_match. */
 int rd_label_sel_check(const char *sel, char *why, size_t whylen);
 
+/* Checks alternatives "sel;sel;..." (a single selector is one; NULL or ""
+ * selects every node): each non-empty and passing rd_label_sel_check, at
+ * most RD_LABEL_SEL_MAX_ALTS of them, shorter than RD_LABEL_ALTS_LEN.
+ * 0, or RD_EINVAL with why. */
+int rd_label_alts_check(const char *alts, char *why, size_t whylen);
+
+/* Joins a selector and its fallbacks ("sel;sel;...", NULL or "": none)
+ * into alternatives for rd_label_alts_check, spaces around each ';'
+ * dropped, written to out (cap bytes; "" when both are empty).  0, or
+ * RD_EINVAL with why: either malformed, fallbacks without a selector (it
+ * would match every node, so they could never be used), an empty
+ * fallback, too many, or too long. */
+int rd_label_alts_join(const char *sel, const char *fallbacks, char *out, size_t cap, char *why, size_t whylen);
+
 /* 1 when labels (canonical, from rd_labels_canon; NULL means none) satisfy
- * every term of sel (checked by rd_label_sel_check; NULL or "" matches). */
+ * every term of sel, or of any alternative of it (checked by
+ * rd_label_alts_check; NULL or "" matches). */
 int rd_labels_match(const char *labels, const char *sel);
+
+/* The index of the first alternative of alts that labels satisfy (0 for
+ * NULL or ""), or -1 when none does. */
+int rd_labels_match_alt(const char *labels, const char *alts);
 
 #endif /* RD_SCHEDULER_LABELS_H */

@@ -276,14 +276,15 @@ static void obj_set_failed(rd__obj *o, int err, rd__blob *msg) {
 
 /* ---------------------------------------------------------- classes */
 
-/* The class of tasks with these options; env (canonical, env_len bytes)
- * is taken over: the class keeps it or it is freed. */
-static rd__sclass *class_get(const rd_resources *r, int prio, const rd_task_opts *o, char *env, size_t env_len) {
+/* The class of tasks with these options and label selector alternatives
+ * (label_sel_opt; NULL: none); env (canonical, env_len bytes) is taken
+ * over: the class keeps it or it is freed. */
+static rd__sclass *class_get(const rd_resources *r, int prio, const rd_task_opts *o, const char *sel, char *env,
+                             size_t env_len) {
   int strategy = o ? o->strategy : 0, soft = o ? !!o->soft : 0;
   uint32_t node = o && strategy == RD_STRATEGY_NODE_AFFINITY ? o->node : 0;
   uint64_t pg = o ? o->placement_group.id : 0;
   int bundle = pg ? o->bundle_index : -1;
-  const char *sel = o && o->label_selector && *o->label_selector ? o->label_selector : NULL;
   for (rd__sclass *c = G.classes; c; c = c->next)
     if (c->priority == prio && c->strategy == strategy && c->node == node && c->soft == soft &&
         c->pg_id == pg && c->bundle == bundle && !memcmp(&c->res, r, sizeof(*r)) && c->env_len == env_len &&
@@ -3958,16 +3959,18 @@ static int stream_window_of(const rd_task_opts *o) {
   return o->stream_window ? o->stream_window : STREAM_WINDOW_DEFAULT;
 }
 
-/* A task's or actor's label selector: 0, or RD_EINVAL with err (malformed,
- * or beside a placement group, whose bundle decides the node). */
-static int label_sel_opt(const char *sel, uint64_t pg, const char *what, char *err, size_t errlen) {
-  if (!sel || !*sel) return 0;
+/* A task's or actor's label selector and its fallbacks, joined into
+ * alternatives in out (RD_LABEL_ALTS_LEN bytes; "" for none): 0, or
+ * RD_EINVAL with err (malformed, or beside a placement group, whose bundle
+ * decides the node). */
+static int label_sel_opt(const char *sel, const char *fallbacks, uint64_t pg, const char *what, char *out,
+                         char *err, size_t errlen) {
   char why[200];
-  if (rd_label_sel_check(sel, why, sizeof(why)) != 0) {
+  if (rd_label_alts_join(sel, fallbacks, out, RD_LABEL_ALTS_LEN, why, sizeof(why)) != 0) {
     snprintf(err, errlen, "label_selector: %s", why);
     return RD_EINVAL;
   }
-  if (pg) {
+  if (pg && *out) {
     snprintf(err, errlen, "label_selector: %s in a placement group runs on its bundle's node: give the bundle "
              "(rd_bundle.label_selector) the selector", what);
     return RD_EINVAL;
@@ -3982,7 +3985,7 @@ int rd_submit(const rd_function *fn, const rd_value *args, size_t nargs, const r
     rd_task_opts_init(&dflt);
     opts = &dflt;
   }
-  char err[256] = "";
+  char err[256] = "", sel[RD_LABEL_ALTS_LEN] = "";
   int r = 0;
   if (!fn || !fn->name || !refs_out || (nargs && !args)) { snprintf(err, sizeof(err), "NULL function, args or refs"); r = RD_EINVAL; }
   else if (nargs > RD_MAX_ARGS) { snprintf(err, sizeof(err), "%zu arguments (at most %d)", nargs, RD_MAX_ARGS); r = RD_EINVAL; }
@@ -4008,7 +4011,8 @@ int rd_submit(const rd_function *fn, const rd_value *args, size_t nargs, const r
     snprintf(err, sizeof(err), "bundle_index %d (-1 or 0..%d)", opts->bundle_index, RD_PG_MAX_BUNDLES - 1);
     r = RD_EINVAL;
   } else {
-    r = label_sel_opt(opts->label_selector, opts->placement_group.id, "a task", err, sizeof(err));
+    r = label_sel_opt(opts->label_selector, opts->fallback_label_selectors, opts->placement_group.id, "a task", sel,
+                      err, sizeof(err));
   }
   rd_resources res;
   if (r == 0) r = opts_to_resources(opts, &res, err, sizeof(err));
@@ -4039,7 +4043,7 @@ int rd_submit(const rd_function *fn, const rd_value *args, size_t nargs, const r
     free(env);
     return RD_EINFEASIBLE;
   }
-  rd__sclass *cls = class_get(&res, opts->priority, opts, env, env_len);
+  rd__sclass *cls = class_get(&res, opts->priority, opts, *sel ? sel : NULL, env, env_len);
   r = cls ? submit_task(fn->name, cls, NULL, args, nargs, opts->num_returns == RD_STREAMING ? 1 : opts->num_returns,
                         opts, stream_window_of(opts), NULL, refs_out)
           : RD_ENOMEM;
@@ -4470,10 +4474,11 @@ static int actor_create_once(const rd_actor_class *cls, const rd_value *args, si
   to.memory = opts->memory;
   to.resources = opts->resources;
   rd_resources res;
-  char err[256];
+  char err[256], sel[RD_LABEL_ALTS_LEN];
   rd__cgroup cgs[RD_CGROUPS_MAX];
   if (opts_to_resources(&to, &res, err, sizeof(err)) != 0 ||
-      label_sel_opt(opts->label_selector, opts->placement_group.id, "an actor", err, sizeof(err)) != 0 ||
+      label_sel_opt(opts->label_selector, opts->fallback_label_selectors, opts->placement_group.id, "an actor", sel,
+                    err, sizeof(err)) != 0 ||
       rd__cgroups_parse(opts->concurrency_groups, cgs, err, sizeof(err)) < 0) {
     rd__log(RD_LOG_WARN, "rd_actor_create: %s", err);
     return RD_EINVAL;
@@ -4552,7 +4557,7 @@ static int actor_create_once(const rd_actor_class *cls, const rd_value *args, si
       m.pg_id = opts->placement_group.id;
       m.bundle_index = opts->placement_group.id ? opts->bundle_index : -1;
       m.detached = opts->detached != 0;
-      m.label_selector = opts->label_selector && *opts->label_selector ? (char *)opts->label_selector : NULL;
+      m.label_selector = *sel ? sel : NULL;
       m.concurrency_groups = (char *)opts->concurrency_groups;
       m.n_args = nargs;
       m.args = bin;
@@ -5415,10 +5420,13 @@ int rd_pg_create_with(const rd_bundle *bundles, size_t n, const rd_pg_opts *o, r
     to.num_gpus = bundles[i].num_gpus;
     to.memory = bundles[i].memory;
     to.resources = bundles[i].resources;
-    char err[256];
-    if (opts_to_resources(&to, &res[i], err, sizeof(err)) != 0 ||
-        label_sel_opt(bundles[i].label_selector, 0, "a bundle", err, sizeof(err)) != 0) {
+    char err[256], why[200];
+    if (opts_to_resources(&to, &res[i], err, sizeof(err)) != 0) {
       rd__log(RD_LOG_WARN, "rd_pg_create: bundle %zu: %s", i, err);
+      return RD_EINVAL;
+    }
+    if (rd_label_sel_check(bundles[i].label_selector, why, sizeof(why)) != 0) {
+      rd__log(RD_LOG_WARN, "rd_pg_create: bundle %zu: label_selector: %s", i, why);
       return RD_EINVAL;
     }
     sels[i] = (char *)(bundles[i].label_selector ? bundles[i].label_selector : "");

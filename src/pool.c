@@ -330,8 +330,8 @@ static void pool_drain(rd_pool *p) {
  * later do not read the caller's memory: 0 or RD_ENOMEM (what was copied is
  * freed by pool_free; a copy that failed is NULL, the env list ends early). */
 static int pool_copy_aopts(rd_pool *p) {
-  const char **s[] = {&p->aopts.resources, &p->aopts.label_selector, &p->aopts.concurrency_groups,
-                      &p->aopts.namespace_name};
+  const char **s[] = {&p->aopts.resources, &p->aopts.label_selector, &p->aopts.fallback_label_selectors,
+                      &p->aopts.concurrency_groups, &p->aopts.namespace_name};
   int r = 0;
   for (size_t i = 0; i < sizeof(s) / sizeof(*s); i++)
     if (*s[i] && !(*s[i] = strdup(*s[i]))) r = RD_ENOMEM;
@@ -354,6 +354,7 @@ static void pool_free(rd_pool *p) {
   free(p->args);
   free((void *)p->aopts.resources);
   free((void *)p->aopts.label_selector);
+  free((void *)p->aopts.fallback_label_selectors);
   free((void *)p->aopts.concurrency_groups);
   free((void *)p->aopts.namespace_name);
   if (p->aopts.env) {

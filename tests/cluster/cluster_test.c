@@ -48,6 +48,20 @@ RD_REMOTE(slow_where) {
   return rd_return_bytes(call, 0, out, sizeof(out));
 }
 
+/* slow_where that first writes the KV key "marked/<arg1>", so that the
+ * driver knows it runs. */
+RD_REMOTE(marked_where) {
+  rd_buf b;
+  if (rd_arg(call, 1, &b) != 0 || b.size != 4) return rd_call_fail(call, "bad args");
+  uint32_t tag;
+  memcpy(&tag, b.data, 4);
+  char key[32];
+  snprintf(key, sizeof(key), "marked/%u", tag);
+  int e = rd_kv_put(key, "1", 1, 1);
+  if (e) return rd_call_fail(call, "put: %s", rd_err_name(e));
+  return slow_where_impl(call);
+}
+
 /* Sleep arg0 ms, then say which process ran it. */
 RD_REMOTE(slow_pid) {
   rd_buf a;
@@ -3905,12 +3919,13 @@ RD_ACTOR_METHOD(Tally, nap) {
   return rd_return_bytes(call, 0, &ms, sizeof(ms));
 }
 
-/* Run k slow_where tasks with selector sel (SPREAD when spread, else the
- * default policy); count[node] how many ran on each. */
-static void run_selected(const char *sel, int spread, int k, uint32_t ms, int count[4096]) {
+/* Run k slow_where tasks with selector sel and fallbacks fb (SPREAD when
+ * spread, else the default policy); count[node] how many ran on each. */
+static void run_fallback(const char *sel, const char *fb, int spread, int k, uint32_t ms, int count[4096]) {
   rd_task_opts o;
   rd_task_opts_init(&o);
   o.label_selector = sel;
+  o.fallback_label_selectors = fb;
   o.strategy = spread ? RD_STRATEGY_SPREAD : RD_STRATEGY_DEFAULT;
   memset(count, 0, 4096 * sizeof(int));
   rd_ref refs[32];
@@ -3926,6 +3941,10 @@ static void run_selected(const char *sel, int spread, int k, uint32_t ms, int co
     rd_buf_release(&b);
     rd_ref_release(refs[i]);
   }
+}
+
+static void run_selected(const char *sel, int spread, int k, uint32_t ms, int count[4096]) {
+  run_fallback(sel, NULL, spread, k, ms, count);
 }
 
 /* Node labels (cluster_test.sh starts b with zone=west,gpu=A100, c with
@@ -4055,6 +4074,70 @@ static int t_labels(void) {
   CHECK_EQ(rd_pg_create(bu, 2, RD_PG_STRICT_PACK, NULL, &pg), RD_EINFEASIBLE);
   bu[1].label_selector = "zone=north";
   CHECK_EQ(rd_pg_create(bu, 2, RD_PG_SPREAD, NULL, &pg), RD_EINFEASIBLE);
+
+  /* fallbacks (Ray's fallback_strategy): a selector no node matches gives
+   * way to the first fallback one does, with either strategy */
+  run_fallback("zone=north", "gpu=H100; market=spot", 0, 4, 50, count);
+  CHECK_EQ(count[c], 4);
+  run_fallback("zone=north", "gpu=H100; zone=in(west,east)", 1, 12, 50, count);
+  printf("zone=north, falling back to zone=in(west,east), spread: b %d, c %d, head %d\n", count[b], count[c],
+         count[h]);
+  CHECK(count[b] > 0 && count[c] > 0 && count[b] + count[c] == 12);
+  /* the selector's own node while it has room (the view shows it idle
+   * once a heartbeat has passed) ... */
+  usleep(1500000);
+  run_fallback("zone=west", "zone=east", 0, 2, 50, count);
+  CHECK_EQ(count[b], 2);
+  /* ... and the fallback's while b's two CPUs are taken */
+  rd_ref busy[2];
+  uint32_t long_ms = 4000;
+  rd_task_opts_init(&o);
+  o.label_selector = "zone=west";
+  for (uint32_t i = 0; i < 2; i++)
+    CHECK_EQ(rd_submit(marked_where, RD_ARGS(rd_arg_bytes(&long_ms, 4), rd_arg_bytes(&i, 4)), &o, &busy[i]), 0);
+  /* both run: the view may not show it yet (a heartbeat or two), and then
+   * b refuses what placement sent it for room it no longer has */
+  for (int i = 0; i < 2; i++) {
+    char key[32];
+    snprintf(key, sizeof(key), "marked/%d", i);
+    void *v = NULL;
+    size_t vlen;
+    for (int tries = 0; rd_kv_get(key, &v, &vlen) != 0; tries++) {
+      CHECK(tries < 300);
+      usleep(10000);
+    }
+    free(v);
+  }
+  t0 = now_s();
+  run_fallback("zone=west", "zone=east", 0, 2, 50, count);
+  printf("zone=west busy, falling back to zone=east: b %d, c %d in %.2f s\n", count[b], count[c], now_s() - t0);
+  CHECK_EQ(count[c], 2);
+  for (int i = 0; i < 2; i++) {   /* slow_where gives its node and its index */
+    rd_buf bb;
+    CHECK_EQ(rd_get(&busy[i], 1, &bb, 60000), 0);
+    uint32_t v[2];
+    memcpy(v, bb.data, 8);
+    CHECK_EQ(v[0], b);
+    rd_buf_release(&bb);
+    rd_ref_release(busy[i]);
+  }
+  /* an actor too; none matching is RD_EINFEASIBLE naming them all */
+  ao.label_selector = "zone=north";
+  ao.fallback_label_selectors = "zone=south;market=spot";
+  ao.max_restarts = 0;
+  CHECK_EQ(rd_actor_create(Tally, RD_NO_ARGS, &ao, &a), 0);
+  CHECK_EQ(rd_actor_call(a, Tally_node, RD_NO_ARGS, NULL, &r), 0);
+  CHECK_EQ(node_of(r), c);
+  CHECK_EQ(rd_actor_kill(a, 1), 0);
+  o.fallback_label_selectors = "zone=south";
+  o.label_selector = "zone=north";
+  CHECK_EQ(rd_submit(where, RD_NO_ARGS, &o, &r), 0);
+  e = rd_get(&r, 1, &eb, 30000);
+  printf("zone=north;zone=south: %s: %.*s\n", rd_err_name(e), (int)eb.size, (const char *)eb.data);
+  CHECK_EQ(e, RD_EINFEASIBLE);
+  CHECK(strstr((const char *)eb.data, "label selector 'zone=north;zone=south' matches no live node"));
+  rd_buf_release(&eb);
+  rd_ref_release(r);
   rd_shutdown();
   return 0;
 }

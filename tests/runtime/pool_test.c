@@ -496,20 +496,22 @@ RD_ACTOR_METHOD(Replica, probe_env) {
 
 /* rd_pool_create copies the actor options: their strings and env list
  * freed (and scribbled over first) by the caller right after create,
- * replicas added later still get the label selector, concurrency groups,
- * namespace and env. */
+ * replicas added later still get the label selector and its fallback,
+ * concurrency groups, namespace and env. */
 static int t_opts_copied(void) {
   rd_config cfg;
   rd_config_init(&cfg);
   cfg.node_labels = "tier=gold";
   CHECK_EQ(rd_init(&cfg), 0);
-  char *sel = strdup("tier=gold"), *groups = strdup("io=1"), *ns = strdup("poolns"), *var = strdup("POOL_PROBE=42");
+  char *sel = strdup("tier=silver"), *fb = strdup("tier=gold"), *groups = strdup("io=1"), *ns = strdup("poolns"),
+       *var = strdup("POOL_PROBE=42");
   const char **env = calloc(2, sizeof(char *));
-  CHECK(sel && groups && ns && var && env);
+  CHECK(sel && fb && groups && ns && var && env);
   env[0] = var;
   rd_actor_opts ao;
   rd_actor_opts_init(&ao);
   ao.label_selector = sel;
+  ao.fallback_label_selectors = fb;
   ao.concurrency_groups = groups;
   ao.namespace_name = ns;
   ao.env = env;
@@ -517,8 +519,8 @@ static int t_opts_copied(void) {
   rd_pool_opts_init(&o);
   rd_pool *p = NULL;
   CHECK_EQ(rd_pool_create(Replica, RD_NO_ARGS, &ao, &o, &p), 0);
-  char *all[] = {sel, groups, ns, var};
-  for (size_t i = 0; i < 4; i++) {
+  char *all[] = {sel, fb, groups, ns, var};
+  for (size_t i = 0; i < 5; i++) {
     memset(all[i], '#', strlen(all[i]));
     free(all[i]);
   }

@@ -2337,6 +2337,29 @@ static int t_labels(void) {
   CHECK_EQ(rd_submit(add_one, RD_ARGS(rd_arg_bytes(&x, sizeof(x))), &o, &r), RD_EINVAL);
   o.label_selector = "zone=in(a";
   CHECK_EQ(rd_submit(add_one, RD_ARGS(rd_arg_bytes(&x, sizeof(x))), &o, &r), RD_EINVAL);
+  /* fallbacks: the first that matches decides; none matching is
+   * RD_EINFEASIBLE naming them all */
+  o.label_selector = "zone=b";
+  o.fallback_label_selectors = "tier=silver; tier=gold";
+  CHECK_EQ(rd_submit(add_one, RD_ARGS(rd_arg_bytes(&x, sizeof(x))), &o, &r), 0);
+  CHECK_EQ(get_long(r), 42);
+  rd_ref_release(r);
+  o.fallback_label_selectors = "zone=c;tier=silver";
+  CHECK_EQ(rd_submit(add_one, RD_ARGS(rd_arg_bytes(&x, sizeof(x))), &o, &r), 0);
+  int fe = get_err(r, msg, sizeof(msg));
+  printf("fallbacks: %s: %s\n", rd_err_name(fe), msg);
+  CHECK_EQ(fe, RD_EINFEASIBLE);
+  CHECK(strstr(msg, "zone=b;zone=c;tier=silver") != NULL);
+  rd_ref_release(r);
+  static const char *const bad_fb[][2] = {
+      {NULL, "zone=a"}, {"zone=b;zone=a", NULL}, {"zone=b", "zone=a;"}, {"zone=b", "zone"},
+      {"zone=b", "a=1;a=2;a=3;a=4;a=5;a=6;a=7;a=8"}};
+  for (size_t i = 0; i < sizeof(bad_fb) / sizeof(*bad_fb); i++) {
+    o.label_selector = bad_fb[i][0];
+    o.fallback_label_selectors = bad_fb[i][1];
+    CHECK_EQ(rd_submit(add_one, RD_ARGS(rd_arg_bytes(&x, sizeof(x))), &o, &r), RD_EINVAL);
+  }
+  o.fallback_label_selectors = NULL;
 
   /* actors */
   rd_actor_opts ao;
@@ -2351,6 +2374,17 @@ static int t_labels(void) {
   CHECK_EQ(rd_actor_create(Where, RD_NO_ARGS, &ao, &a), RD_EINFEASIBLE);
   ao.label_selector = "tier=";
   CHECK_EQ(rd_actor_create(Where, RD_NO_ARGS, &ao, &a), RD_EINVAL);
+  ao.label_selector = "tier=silver";
+  ao.fallback_label_selectors = "zone=a";
+  CHECK_EQ(rd_actor_create(Where, RD_NO_ARGS, &ao, &a), 0);
+  CHECK_EQ(rd_actor_call(a, Where_pid, RD_NO_ARGS, NULL, &r), 0);
+  CHECK(get_long(r) > 0);
+  rd_ref_release(r);
+  ao.fallback_label_selectors = "zone=b;tier=bronze";
+  CHECK_EQ(rd_actor_create(Where, RD_NO_ARGS, &ao, &a), RD_EINFEASIBLE);
+  ao.fallback_label_selectors = "zone=";
+  CHECK_EQ(rd_actor_create(Where, RD_NO_ARGS, &ao, &a), RD_EINVAL);
+  ao.fallback_label_selectors = NULL;
 
   /* placement-group bundles */
   rd_bundle b[2] = {{.num_cpus = 1, .label_selector = "zone=a"}, {.num_cpus = 1}};
@@ -2365,6 +2399,10 @@ static int t_labels(void) {
   rd_ref_release(r);
   o.label_selector = "zone=a";   /* the bundle decides */
   CHECK_EQ(rd_submit(add_one, RD_ARGS(rd_arg_bytes(&x, sizeof(x))), &o, &r), RD_EINVAL);
+  o.label_selector = "zone=a";
+  o.fallback_label_selectors = "zone=b";
+  CHECK_EQ(rd_submit(add_one, RD_ARGS(rd_arg_bytes(&x, sizeof(x))), &o, &r), RD_EINVAL);
+  o.fallback_label_selectors = NULL;
   ao.label_selector = "zone=a";
   ao.placement_group = pg;
   CHECK_EQ(rd_actor_create(Where, RD_NO_ARGS, &ao, &a), RD_EINVAL);
@@ -2372,6 +2410,8 @@ static int t_labels(void) {
   b[1].label_selector = "zone=b";
   CHECK_EQ(rd_pg_create(b, 2, RD_PG_PACK, NULL, &pg), RD_EINFEASIBLE);
   b[1].label_selector = "zone=!";
+  CHECK_EQ(rd_pg_create(b, 2, RD_PG_PACK, NULL, &pg), RD_EINVAL);
+  b[1].label_selector = "zone=b;zone=a";   /* a bundle has no fallbacks */
   CHECK_EQ(rd_pg_create(b, 2, RD_PG_PACK, NULL, &pg), RD_EINVAL);
   rd_shutdown();
   return 0;

@@ -42,7 +42,74 @@ static int match(const char *labels, const char *sel) {
   return rd_labels_match(labels, sel);
 }
 
+static void join_ok(const char *sel, const char *fb, const char *want) {
+  char out[RD_LABEL_ALTS_LEN], why[200] = "";
+  int r = rd_label_alts_join(sel, fb, out, sizeof(out), why, sizeof(why));
+  if (r != 0 || strcmp(out, want) != 0) {
+    fprintf(stderr, "join '%s' + '%s': %d (%s) '%s', want '%s'\n", sel ? sel : "(null)", fb ? fb : "(null)", r, why,
+            out, want);
+    exit(1);
+  }
+  CHECK_EQ(rd_label_alts_check(out, why, sizeof(why)), 0);
+}
+
+static void join_bad(const char *sel, const char *fb, const char *why_has) {
+  char out[RD_LABEL_ALTS_LEN], why[200] = "";
+  int r = rd_label_alts_join(sel, fb, out, sizeof(out), why, sizeof(why));
+  printf("join '%.40s' + '%.40s': %s\n", sel ? sel : "(null)", fb ? fb : "(null)", why);
+  CHECK_EQ(r, RD_EINVAL);
+  CHECK(strstr(why, why_has) != NULL);
+  CHECK_EQ(out[0], 0);
+}
+
+/* Selectors with fallbacks: joined and checked, and which one a node
+ * satisfies first. */
+static void alternatives(void) {
+  join_ok(NULL, NULL, "");
+  join_ok("", " ", "");
+  join_ok("zone=a", NULL, "zone=a");
+  join_ok(" zone=a ", "zone=b ; market=in(spot,od) ", "zone=a;zone=b;market=in(spot,od)");
+  join_ok("zone=a", "zone=a", "zone=a;zone=a");
+  join_bad(NULL, "zone=b", "without a label_selector");
+  join_bad("zone=a;zone=b", NULL, "has a ';'");
+  join_bad("zone=a", "zone=b;", "empty selector");
+  join_bad("zone=a", "zone=b; ;zone=c", "empty selector");
+  join_bad("zone=a", "zone=", "label selector 2 ('zone='): an empty label value");
+  join_bad("zone", "zone=b", "label selector 1 ('zone')");
+  join_bad("zone", NULL, "is not key=value");   /* alone: the selector's own reason */
+  join_bad("a=1", "a=2;a=3;a=4;a=5;a=6;a=7;a=8;a=9", "more than 8 label selectors");
+  join_ok("a=1", "a=2;a=3;a=4;a=5;a=6;a=7;a=8", "a=1;a=2;a=3;a=4;a=5;a=6;a=7;a=8");
+  char big[1100];
+  memset(big, 'a', sizeof(big));
+  memcpy(big, "k=", 2);
+  big[sizeof(big) - 1] = '\0';
+  join_bad("a=1", big, "longer than 1023 bytes");
+  char out[64], why[200];
+  CHECK_EQ(rd_label_alts_join("zone=abcdefghijklmnop", "zone=abcdefghijklmnopqrstuvwxyz;zone=abcdefghijkl", out,
+                              sizeof(out), why, sizeof(why)), RD_EINVAL);
+  CHECK(strstr(why, "longer than 63 bytes") != NULL);
+  CHECK_EQ(rd_label_alts_check("zone=a;;zone=b", why, sizeof(why)), RD_EINVAL);
+  CHECK(strstr(why, "is empty") != NULL);
+  CHECK_EQ(rd_label_alts_check(";", why, sizeof(why)), RD_EINVAL);
+  CHECK_EQ(rd_label_sel_check("zone=a;zone=b", why, sizeof(why)), RD_EINVAL);   /* one selector has no ';' */
+
+  const char *w = "market=spot,zone=west", *e = "market=od,zone=east";
+  const char *alts = "zone=north;zone=east;market=in(spot,od)";
+  CHECK_EQ(rd_labels_match_alt(w, alts), 2);
+  CHECK_EQ(rd_labels_match_alt(e, alts), 1);
+  CHECK_EQ(rd_labels_match_alt("zone=north", alts), 0);
+  CHECK_EQ(rd_labels_match_alt(NULL, alts), -1);
+  CHECK_EQ(rd_labels_match_alt("", ""), 0);
+  CHECK_EQ(rd_labels_match_alt(NULL, NULL), 0);
+  CHECK_EQ(rd_labels_match_alt(w, "zone=west"), 0);
+  CHECK_EQ(rd_labels_match_alt(w, "zone=east"), -1);
+  CHECK_EQ(rd_labels_match(w, alts), 1);
+  CHECK_EQ(rd_labels_match("zone=south", alts), 0);
+  CHECK_EQ(rd_labels_match(e, "zone=!east;market=!od"), 0);
+}
+
 int main(void) {
+  alternatives();
   canon_ok(NULL, "");
   canon_ok("", "");
   canon_ok("  ", "");
