@@ -27,6 +27,7 @@
 #include <unistd.h>
 
 #include "cli_cluster.h"
+#include "autoscaler.h"
 #include "common.h"
 #include "conn.h"
 #include "gcs_client.h"
@@ -225,6 +226,7 @@ static void usage_start(FILE *f) {
           "           [--labels k=v,k2=v2]  (the node's labels, which label selectors match)\n"
           "           [--metrics-port N]  (Prometheus /metrics; default any free port, -1 none;\n"
           "                                the address is in the node's session directory, file `metrics`)\n"
+          "--head only: [--autoscaling-config FILE]  (start and stop nodes with the load: docs/autoscaler.md)\n"
           "The GCS keeps its tables in the head's session directory (file gcs.db) unless\n"
           "--gcs-storage says otherwise, and is restarted with them when it dies.\n"
           "The token of a cluster started on this machine is found on its own; elsewhere pass\n"
@@ -236,14 +238,14 @@ int rd__cli_start(int argc, char **argv) {
   const char *address = NULL, *node_ip = "127.0.0.1", *token = getenv("RAYDIST_TOKEN");
   const char *num_cpus = NULL, *num_gpus = NULL, *resources = NULL, *memory = NULL, *store = NULL, *maxw = NULL,
              *loglevel = NULL, *metrics_port = NULL, *gcs_storage = NULL, *gpu_memory = NULL,
-             *labels = NULL;
+             *labels = NULL, *as_config = NULL;
   static const struct option lo[] = {
       {"head", 0, 0, 'H'},        {"port", 1, 0, 'p'},      {"address", 1, 0, 'a'},   {"node-ip", 1, 0, 'i'},
       {"token", 1, 0, 't'},       {"num-cpus", 1, 0, 'c'},  {"num-gpus", 1, 0, 'g'},  {"resources", 1, 0, 'r'},
       {"memory", 1, 0, 'm'},      {"object-store-memory", 1, 0, 'o'}, {"max-workers", 1, 0, 'w'},
       {"log-level", 1, 0, 'l'},   {"help", 0, 0, 'h'},      {"metrics-port", 1, 0, 'M'},
       {"gcs-storage", 1, 0, 'S'}, {"gpu-memory", 1, 0, 'u'}, {"labels", 1, 0, 'L'},
-      {0, 0, 0, 0}};
+      {"autoscaling-config", 1, 0, 'A'}, {0, 0, 0, 0}};
   int ch;
   optind = 2;
   while ((ch = getopt_long(argc, argv, "", lo, NULL)) != -1) {
@@ -264,6 +266,7 @@ int rd__cli_start(int argc, char **argv) {
       case 'S': gcs_storage = optarg; break;
       case 'u': gpu_memory = optarg; break;
       case 'L': labels = optarg; break;
+      case 'A': as_config = optarg; break;
       case 'h': usage_start(stdout); return 0;
       default: usage_start(stderr); return 2;
     }
@@ -281,6 +284,23 @@ int rd__cli_start(int argc, char **argv) {
   if (rd_labels_canon(labels, lbuf, sizeof(lbuf), why, sizeof(why)) != 0) {
     fprintf(stderr, "raydist start: --labels: %s\n", why);
     return 2;
+  }
+  char as_path[4096] = "";
+  if (as_config) {   /* checked before anything starts */
+    static rd_as_config cfg;
+    char aerr[600];
+    if (!head) {
+      fprintf(stderr, "raydist start: --autoscaling-config goes with --head\n");
+      return 2;
+    }
+    if (!realpath(as_config, as_path)) {
+      fprintf(stderr, "raydist start: --autoscaling-config %s: %s\n", as_config, strerror(errno));
+      return 2;
+    }
+    if (rd__as_config_load(as_path, &cfg, aerr, sizeof(aerr)) != 0) {
+      fprintf(stderr, "raydist start: --autoscaling-config: %s\n", aerr);
+      return 2;
+    }
   }
   char exe[4096];
   if (self_exe(exe, sizeof(exe)) != 0) {
@@ -403,6 +423,20 @@ int rd__cli_start(int argc, char **argv) {
     return 1;
   }
   append_pid(dir, "node", pid);
+  if (as_path[0]) {
+    char alog[600];
+    snprintf(alog, sizeof(alog), "%s/autoscaler.log", dir);
+    char *aargs[] = {exe, "autoscaler", "--address", gcs_addr, "--token-file", tokfile, "--config", as_path,
+                     "--log-level", (char *)(loglevel ? loglevel : "1"), "--ready-fd", NULL, NULL};
+    int apid = spawn_ready(aargs, alog, 11, 30000);
+    if (apid < 0) {
+      char *stop[] = {exe, "stop", "--node-ip", (char *)node_ip, NULL};
+      rd__cli_stop(4, stop);
+      return 1;
+    }
+    append_pid(dir, "autoscaler", apid);
+    printf("autoscaler started (config %s, log %s)\n", as_path, alog);
+  }
   if (head) {
     printf("head node started on %s\n"
            "  GCS:      %s\n"
@@ -417,24 +451,38 @@ int rd__cli_start(int argc, char **argv) {
   return 0;
 }
 
-/* End one session's recorded processes (nodes before the GCS). */
+/* SIGTERM, then SIGKILL after 5 s: 1 when it was running. */
+static int stop_recorded(const recorded *r) {
+  if (!recorded_alive(r)) return 0;
+  kill(r->pid, SIGTERM);
+  for (int t = 0; t < 100 && recorded_alive(r); t++) usleep(50000);
+  if (recorded_alive(r)) {
+    fprintf(stderr, "raydist stop: %s (pid %d) did not stop in 5 s; killing it\n", r->name, r->pid);
+    kill(r->pid, SIGKILL);
+    for (int t = 0; t < 40 && recorded_alive(r); t++) usleep(50000);
+  }
+  return 1;
+}
+
+/* Stops a session's autoscaler, before any node goes: it would start
+ * nodes again to keep its min_workers. */
+static int stop_autoscaler(const char *dir) {
+  recorded r[RD_MAX_RECORDED];
+  int n = read_recorded(dir, r), stopped = 0;
+  for (int i = 0; i < n; i++)
+    if (!strcmp(r[i].name, "autoscaler")) stopped += stop_recorded(&r[i]);
+  return stopped;
+}
+
+/* End one session's recorded processes (its autoscaler, then nodes, then
+ * the GCS). */
 static int stop_session(const char *dir) {
   recorded r[RD_MAX_RECORDED];
   int n = read_recorded(dir, r);
-  int stopped = rd__cli_jobs_stop(dir);   /* its submitted drivers first (`raydist job`) */
-  for (int pass = 0; pass < 2; pass++) {   /* node first: it leaves the GCS cleanly */
-    for (int i = 0; i < n; i++) {
-      if ((strcmp(r[i].name, "gcs") == 0) != pass || !recorded_alive(&r[i])) continue;
-      kill(r[i].pid, SIGTERM);
-      for (int t = 0; t < 100 && recorded_alive(&r[i]); t++) usleep(50000);
-      if (recorded_alive(&r[i])) {
-        fprintf(stderr, "raydist stop: %s (pid %d) did not stop in 5 s; killing it\n", r[i].name, r[i].pid);
-        kill(r[i].pid, SIGKILL);
-        for (int t = 0; t < 40 && recorded_alive(&r[i]); t++) usleep(50000);
-      }
-      stopped++;
-    }
-  }
+  int stopped = rd__cli_jobs_stop(dir) + stop_autoscaler(dir);   /* its submitted drivers first (`raydist job`) */
+  for (int pass = 0; pass < 2; pass++)   /* node first: it leaves the GCS cleanly */
+    for (int i = 0; i < n; i++)
+      if ((strcmp(r[i].name, "gcs") == 0) == pass) stopped += stop_recorded(&r[i]);
   rd__rm_rf(dir);
   return stopped;
 }
@@ -465,6 +513,7 @@ int rd__cli_stop(int argc, char **argv) {
       snprintf(dirs[nd++], sizeof(dirs[0]), "%s/%s", root, e->d_name);
     }
     closedir(d);
+    for (int i = 0; i < nd; i++) stopped += stop_autoscaler(dirs[i]);
     /* worker nodes before the head, whose GCS the others report to */
     for (int pass = 0; pass < 2; pass++)
       for (int i = 0; i < nd; i++) {
@@ -479,6 +528,23 @@ int rd__cli_stop(int argc, char **argv) {
   printf("raydist stop: %d process%s stopped, %d session%s removed\n", stopped, stopped == 1 ? "" : "es", sessions,
          sessions == 1 ? "" : "s");
   return 0;
+}
+
+/* What each node reports it cannot run now (the autoscaler's demand), and
+ * the nodes asked to leave. */
+static void print_waiting(const rd_gcs_node_load *l, size_t n) {
+  int any = 0;
+  for (size_t i = 0; i < n; i++) {
+    for (size_t k = 0; k < l[i].ndemand; k++) {
+      const rd_gcs_demand *d = &l[i].demand[k];
+      char r[200];
+      rd_res_format(&d->shape, r, sizeof(r));
+      if (!any++) printf("\nwaiting for resources (requests no node has room for now):\n");
+      printf("waiting: node %u %s x %u%s%s%s\n", l[i].index, r, d->count, d->sel[0] ? " selector '" : "", d->sel,
+             d->sel[0] ? "'" : "");
+    }
+    if (l[i].drain[0]) printf("leaving: node %u %s\n", l[i].index, l[i].drain);
+  }
 }
 
 static void res_used(char *buf, size_t len, double total, double avail) {
@@ -664,6 +730,18 @@ int rd__cli_status(int argc, char **argv) {
   }
   rd_gcs_code_table code = {0};
   int code_rc = r == 0 ? rd_gcs_code_list(g, &code) : -1;
+  rd_gcs_node_load *load = NULL;
+  size_t nload = 0;
+  if (r == 0 && rd_gcs_get_load(g, &load, &nload) != 0) {
+    load = NULL;
+    nload = 0;
+  }
+  void *astat = NULL;   /* the autoscaler's status text, when one runs */
+  size_t astat_len = 0;
+  if (r == 0 && rd_gcs_kv_get(g, RD_AS_KV_NS, RD_AS_KV_STATUS, &astat, &astat_len) != 0) {
+    astat = NULL;
+    astat_len = 0;
+  }
   rd_gcs_close(g);
   if (r != 0) {
     fprintf(stderr, "raydist status: %s\n", rd_strerror(r));
@@ -694,6 +772,10 @@ int rd__cli_status(int argc, char **argv) {
     if (nodes[i].state == RD_GCS_NODE_ALIVE && nodes[i].labels[0])
       printf("labels: node %u %s\n", nodes[i].index, nodes[i].labels);
   free(nodes);
+  print_waiting(load, nload);
+  free(load);
+  if (astat_len) printf("\n%.*s", (int)astat_len, (const char *)astat);
+  free(astat);
   print_pgs(pgs, npg, -1, SIZE_MAX);
   free(pgs);
   print_actors(actors, nact);

@@ -103,6 +103,8 @@ typedef struct cl_rreq {
   uint32_t gcs_job;         /* the owner's GCS job when it is a worker here (its lease's) */
   uint32_t driver;          /* the owner's driver (client id): its worker's output goes there */
   int grant_or_reject;      /* placed from the view, could wait here: the target may refuse */
+  int launch_wait;          /* waits for a node the autoscaler can start (PLACE_WAITS), said in the log */
+  int movable;              /* placed by the default policy: the target may give it back (LinkLease.movable) */
   struct cl_rreq *next;
 } cl_rreq;
 
@@ -220,8 +222,18 @@ static struct {
   uint64_t gcs_timeout_ns;  /* shut down after failing heartbeats this long */
   rd_gcs_node *hb_nodes;
   size_t hb_n;
+  rd_gcs_demand hb_demand[RD_GCS_DEMAND_MAX];   /* requests waiting here (demand_fill) */
+  size_t hb_ndemand;
+  uint64_t hb_idle_ms;
+  char hb_drain[128];       /* the round's answer: the autoscaler asks this node to leave */
+  rd_gcs_node_type hb_types[RD_GCS_NODE_TYPES_MAX];
+  size_t hb_ntypes;
   rd_gcs_node *view;        /* loop's copy */
   size_t nview;
+  rd_gcs_node_type types[RD_GCS_NODE_TYPES_MAX];   /* what the autoscaler can start (the view's) */
+  size_t ntypes;
+  uint64_t idle_since;      /* idle (node_idle) since (ns; 0: busy) */
+  char drained[160];        /* leaving for the autoscaler: why ("": not) */
   uint64_t link_failed_at[4096];
   cl_avoid avoid[CL_AVOID_MAX];   /* nodes that could not start a job's workers */
   uint64_t avoid_ns;        /* for this long (RAYDIST_NODE_AVOID_MS) */
@@ -688,6 +700,96 @@ static cl_chan *chan_new(int fd, node_client *link, uint64_t id, int side) {
   return ch;
 }
 
+static void node_shutdown_now(void);
+
+/* ------------------------------------------------------------ autoscaling */
+
+/* Adds count requests of shape res and selector sel to the demand d (n
+ * entries so far, at most RD_GCS_DEMAND_MAX); returns the new n.  Those
+ * with a selector too long to report are left out. */
+static size_t demand_add(rd_gcs_demand *d, size_t n, const rd_resources *res, const char *sel, uint32_t count) {
+  if (!sel) sel = "";
+  if (strlen(sel) >= RD_GCS_DEMAND_SEL_MAX) return n;
+  for (size_t i = 0; i < n; i++)
+    if (!memcmp(&d[i].shape, res, sizeof(*res)) && !strcmp(d[i].sel, sel)) {
+      d[i].count = d[i].count + count < d[i].count ? UINT32_MAX : d[i].count + count;
+      return n;
+    }
+  if (n == RD_GCS_DEMAND_MAX) return n;
+  memset(&d[n], 0, sizeof(d[n]));
+  d[n].shape = *res;
+  snprintf(d[n].sel, sizeof(d[n].sel), "%s", sel);
+  d[n].count = count;
+  return n + 1;
+}
+
+/* What this node reports as demand: requests queued here RD_CL_DEMAND_NS
+ * or more (no room here, and none elsewhere, or respill would have moved
+ * them), requests that wait for a node no live one is (a kind the
+ * autoscaler can start), actors placed from here that wait for one, and
+ * the tasks its owners have queued behind requests that wait (their
+ * backlog: an owner asks for one worker of a class at a time). */
+#define RD_CL_DEMAND_NS 1000000000ull
+static size_t demand_fill(rd_gcs_demand *d, uint64_t now) {
+  size_t n = 0;
+  for (rd_sched_item *it = N.queue.head; it; it = it->next) {
+    const lease_req *r = it->data;
+    if (now - r->queued_ns >= RD_CL_DEMAND_NS) n = demand_add(d, n, &it->req, r->sel, 1);
+  }
+  for (const cl_rreq *q = C.rreqs; q; q = q->next)
+    if (!q->target && !q->pg_id) n = demand_add(d, n, &q->res, q->req.label_selector, 1);
+  for (const node_actor *a = N.actors; a; a = a->next)
+    if (a->launch_wait && a->state == A_PENDING) n = demand_add(d, n, &a->res, a->sel, 1);
+  for (const node_client *c = N.clients; c; c = c->next)
+    for (size_t i = 0; !c->dead && i < c->nbacklog; i++)
+      n = demand_add(d, n, &c->backlog[i].shape, c->backlog[i].sel, c->backlog[i].count);
+  return n;
+}
+
+static int res_same(const rd_resources *a, const rd_resources *b) {
+  if (a->cpu != b->cpu || a->gpu != b->gpu || a->memory != b->memory || a->ncustom != b->ncustom) return 0;
+  for (int i = 0; i < a->ncustom; i++)
+    if (rd_res_get_custom(b, a->custom[i].name) != a->custom[i].amount) return 0;
+  return 1;
+}
+
+/* Could this node leave without losing anything?  Nothing granted from its
+ * ledger (no task, actor or bundle holds a share), no actor hosted, nothing
+ * queued or forwarded, no driver connected, no object in its store, no
+ * pull running.  store_used: its store's bytes in use. */
+static int node_idle(uint64_t store_used) {
+  if (N.queue.len || N.nactor_workers || C.rreqs || C.chans || C.npulls_running || store_used) return 0;
+  if (!res_same(&N.ledger.avail, &N.ledger.total)) return 0;
+  for (const node_client *c = N.clients; c; c = c->next)
+    if (c->role == ROLE_DRIVER && !c->dead) return 0;
+  return 1;
+}
+
+/* A kind of node the autoscaler can start that could run res with
+ * selector sel (a request no live node can run then waits for it). */
+static const rd_gcs_node_type *launchable(const rd_resources *res, const char *sel) {
+  for (size_t i = 0; i < C.ntypes; i++) {
+    const rd_gcs_node_type *t = &C.types[i];
+    if (t->max_workers > 0 && fits_total(&t->res, res) && rd_labels_match(t->labels, sel)) return t;
+  }
+  return NULL;
+}
+
+/* The heartbeat's answer asks this node to leave (hb_done): it does, once
+ * idle, unless it is the head. */
+static void drain_maybe(void) {
+  if (!C.hb_drain[0] || C.drained[0] || N.opts.is_head) return;
+  rd_store_stats s;
+  rd_store_get_stats(N.store, &s);
+  if (!node_idle(s.used)) {
+    rd__log(RD_LOG_DEBUG, "the autoscaler asks this node to leave (%s), but it is busy: staying", C.hb_drain);
+    return;
+  }
+  snprintf(C.drained, sizeof(C.drained), "drained: %s", C.hb_drain);
+  rd__log(RD_LOG_WARN, "leaving the cluster: %s", C.drained);
+  node_shutdown_now();
+}
+
 /* ------------------------------------------------------------- placement */
 
 /* Which of a request's label selectors places it, given its candidates
@@ -708,13 +810,21 @@ static int fallback_rank(const uint32_t *cand, const uint8_t *rank, size_t nc, c
   return now < RD_LABEL_SEL_MAX_ALTS ? now : ever;
 }
 
-/* The node a request should run on (C.index for here), or 0 with an error.
- * *by_room (may be NULL) is set when a fallback label selector placed it
- * on a node because the view says that node has room now: a node that
- * turns out busy may refuse it, so that it is placed again. */
+/* How place() placed a request (its *how). */
+enum {
+  PLACED_BY_ROOM = 1,   /* a fallback label selector chose the node for the room the view says it has now:
+                           a node that turns out busy may refuse it, so that it is placed again */
+  PLACE_WAITS = 2       /* 0 returned: no live node can run it, but a node the autoscaler can start
+                           could; it waits for one (err RD_EINFEASIBLE, why says so) */
+};
+
+/* The node a request should run on (C.index for here), or 0 with an error;
+ * *how (may be NULL) gets PLACED_* flags. */
 static uint32_t place(const Rd__LeaseRequest *m, const rd_resources *res, const node_job *job, const node_env *env,
-                      int *by_room, int *err, char *why, size_t whylen) {
-  if (by_room) *by_room = 0;
+                      unsigned *how, int *err, char *why, size_t whylen) {
+  unsigned how_ = 0;
+  if (!how) how = &how_;
+  *how = 0;
   const cl_avoid *bad = NULL;   /* a node left out because it cannot start job's workers */
   const char *sel = m->label_selector && *m->label_selector ? m->label_selector : NULL;
   int unlabelled = 0;           /* nodes that could run it but for the label selector */
@@ -776,6 +886,13 @@ static uint32_t place(const Rd__LeaseRequest *m, const rd_resources *res, const 
     snprintf(why, whylen, "no node can start this job's workers: node %u: %s", bad->node, bad->why);
     return 0;
   }
+  const rd_gcs_node_type *lt = nc == 0 ? launchable(res, sel) : NULL;
+  if (lt) {
+    *err = RD_EINFEASIBLE;
+    *how |= PLACE_WAITS;
+    snprintf(why, whylen, "waiting for the autoscaler to start a node of type '%s': no live node can run it", lt->name);
+    return 0;
+  }
   if (nc == 0 && unlabelled) {
     *err = RD_EINFEASIBLE;
     snprintf(why, whylen, "label selector '%s' matches no live node that could run it (%d could but for their labels)",
@@ -799,7 +916,9 @@ static uint32_t place(const Rd__LeaseRequest *m, const rd_resources *res, const 
     /* fallbacks: placed by the first selector a node with room now
      * matches, else by the first any candidate does; the policy below
      * chooses among the nodes that match that one first */
-    int use = fallback_rank(cand, rank, nc, &here, res, by_room);
+    int by_room = 0;
+    int use = fallback_rank(cand, rank, nc, &here, res, &by_room);
+    if (by_room) *how |= PLACED_BY_ROOM;
     size_t k = 0;
     for (size_t i = 0; i < nc; i++)
       if (rank[i] == use) cand[k++] = cand[i];
@@ -875,6 +994,8 @@ static void rreq_send(cl_rreq *q) {
   m.n_env = q->env ? q->env->n : 0;
   m.env = q->env ? q->env->vars : NULL;
   m.driver = q->driver;
+  m.movable = q->movable;
+  m.label_selector = (char *)q->req.label_selector;
   link_send(q->link, RD__MSG_TYPE__MSG_LINK_LEASE, &m.base);
 }
 
@@ -941,8 +1062,8 @@ int rd__cluster_lease_request(node_client *c, const Rd__LeaseRequest *m, const r
   if (!C.on) return 0;
   int err = 0;
   char why[300] = "";
-  int by_room;
-  uint32_t t = place(m, res, rd__node_client_job(c), env, &by_room, &err, why, sizeof(why));
+  unsigned how;
+  uint32_t t = place(m, res, rd__node_client_job(c), env, &how, &err, why, sizeof(why));
   if (t == C.index) return 0;
   if (t == 0 && err != RD_EINFEASIBLE) {
     rd__node_reply_grant(c, m->req_id, err, why);
@@ -958,6 +1079,7 @@ int rd__cluster_lease_request(node_client *c, const Rd__LeaseRequest *m, const r
   q->req.env = NULL;
   q->req.label_selector = (char *)sel;   /* interned: outlives the message */
   q->env = env;
+  q->movable = m->strategy == 0;
   /* The view that chose t is up to a second old (two heartbeats), so t's
    * room may be gone: if this node can run the request, t grants it only
    * from what it has unclaimed when the request arrives, or refuses it and
@@ -969,7 +1091,7 @@ int rd__cluster_lease_request(node_client *c, const Rd__LeaseRequest *m, const r
    * when that room is gone, to be placed again by the corrected view. */
   q->grant_or_reject = m->strategy != STRAT_SPREAD && m->strategy != STRAT_AFFINITY &&
                        ((rd_res_feasible(&N.ledger, res) && rd_labels_match(N.labels, sel) &&
-                         !avoid_find(q->job, q->env, C.index)) || by_room);
+                         !avoid_find(q->job, q->env, C.index)) || (how & PLACED_BY_ROOM));
   if (t == 0) return 1;   /* rechecked by view_changed */
   rd__log(RD_LOG_DEBUG, "lease request %llu of client %u spills to node %u", (unsigned long long)m->req_id, c->id, t);
   rreq_go(q);
@@ -995,13 +1117,19 @@ static void respill(void);
 static void view_changed(void) {
   C.view_seq++;
   respill();
+  rd__node_actors_place_waiting();
   for (cl_rreq *q = C.rreqs, *next; q; q = next) {
     next = q->next;
     if (q->target || q->view_seq == C.view_seq || q->pg_id) continue;
     int err = 0;
     char why[300] = "";
-    uint32_t t = place(&q->req, &q->res, q->job, q->env, NULL, &err, why, sizeof(why));
-    if (t == 0) {
+    unsigned how;
+    uint32_t t = place(&q->req, &q->res, q->job, q->env, &how, &err, why, sizeof(why));
+    if (t == 0 && (how & PLACE_WAITS)) {   /* still: the autoscaler has not started it yet */
+      if (!q->launch_wait) rd__log(RD_LOG_INFO, "lease request %llu of client %u: %s",
+                                   (unsigned long long)q->owner_req, q->owner->id, why);
+      q->launch_wait = 1;
+    } else if (t == 0) {
       rd__node_reply_grant(q->owner, q->owner_req, err, why);
       rreq_unlink(q);
       free(q);
@@ -1044,7 +1172,7 @@ static void respill(void) {
     for (size_t i = 0; i < C.nview; i++) {
       const rd_gcs_node *n = &C.view[i];
       int k;
-      if (n->index == C.index || !node_usable(n) || avoid_find(r->job, r->job->env, n->index) ||
+      if (n->index == C.index || !node_usable(n) || (r->job && avoid_find(r->job, r->job->env, n->index)) ||
           (k = rd_labels_match_alt(n->labels, r->sel)) < 0 || k > bestk)
         continue;
       if (!fits_now(&room[i], &n->total, &it->req)) continue;
@@ -1167,6 +1295,8 @@ typedef struct code_fetch {
   int grant_or_reject;      /* LinkLease.grant_or_reject */
   const node_env *env;      /* LinkLease.env */
   uint32_t driver;          /* LinkLease.driver */
+  int movable;              /* LinkLease.movable */
+  const char *sel;          /* LinkLease.label_selector, interned */
   char hash[65];
   char path[600];
   char **argv;
@@ -1216,7 +1346,8 @@ static void queue_link_request(node_client *link, const code_fetch *f) {
   if (f->grant_or_reject && !f->pg_id && refused_busy(link, f)) return;
   /* a job driven from elsewhere has its drivers' weight here too (fair.c) */
   if (f->job && f->job->drivers == 0 && f->weight > 0 && f->weight <= 1000) f->job->weight = f->weight;
-  rd__node_lease_queue(link, f->req_id, &f->res, f->priority, b, f->job, f->env, f->gcs_job, f->driver, 0, NULL);
+  rd__node_lease_queue(link, f->req_id, &f->res, f->priority, b, f->job, f->env, f->gcs_job, f->driver, f->movable,
+                       f->sel);
 }
 
 /* Forwarded requests that waited for the job's code hash go now. */
@@ -1321,8 +1452,10 @@ static void on_link_lease(node_client *c, Rd__LinkLease *m) {
     return;
   }
   const node_env *env;
-  char why[200];
+  const char *sel = NULL;
+  char why[300];
   int er = rd__node_env(m->env, m->n_env, &env, why, sizeof(why));
+  if (er == 0) er = rd__node_sel(m->label_selector, &sel, why, sizeof(why));
   if (er != 0) {
     rd__node_reply_grant(c, m->req_id, er, why);
     return;
@@ -1342,6 +1475,8 @@ static void on_link_lease(node_client *c, Rd__LinkLease *m) {
   f->grant_or_reject = m->grant_or_reject;
   f->env = env;
   f->driver = m->driver;
+  f->movable = m->movable && !m->pg_id;
+  f->sel = sel;
   code_fetch_start(f, c, m->code_hash, m->argv, m->n_argv);
 }
 
@@ -1731,7 +1866,9 @@ uint32_t rd__cluster_actor_place(const node_actor *a, int *err, char *why, size_
   m.node_affinity = a->affinity;
   m.soft = a->soft;
   m.label_selector = (char *)a->sel;
-  uint32_t t = place(&m, &a->res, a->job, a->env, NULL, err, why, whylen);
+  unsigned how;
+  uint32_t t = place(&m, &a->res, a->job, a->env, &how, err, why, whylen);
+  if (t == 0 && (how & PLACE_WAITS)) *err = RD_EAGAIN;   /* actor_schedule waits for the node */
   return t == C.index ? 0 : t;
 }
 
@@ -2743,11 +2880,14 @@ void rd__cluster_job_end(node_job *j) {
 
 static void hb_round(void) {
   uint64_t ver = 0;
-  C.hb_status = rd_gcs_heartbeat_code(C.gcs, C.index, &C.hb_avail, C.hb_pending, C.hb_store_used, C.hb_code,
-                                      C.hb_ncode, &ver);
+  rd_gcs_load l = {.avail = &C.hb_avail, .pending = C.hb_pending, .store_used = C.hb_store_used,
+                   .code = C.hb_code, .ncode = C.hb_ncode, .demand = C.hb_demand, .ndemand = C.hb_ndemand,
+                   .idle_ms = C.hb_idle_ms};
+  C.hb_status = rd_gcs_heartbeat_load(C.gcs, C.index, &l, &ver, C.hb_drain, sizeof(C.hb_drain));
   C.hb_nodes = NULL;
   C.hb_n = 0;
-  if (C.hb_status == 0) (void)rd_gcs_get_nodes(C.gcs, &C.hb_nodes, &C.hb_n, &ver);
+  if (C.hb_status == 0)
+    (void)rd_gcs_get_view(C.gcs, &C.hb_nodes, &C.hb_n, C.hb_types, &C.hb_ntypes, &ver);
 }
 
 static void node_shutdown_now(void) { raise(SIGTERM); }
@@ -2820,6 +2960,9 @@ static void hb_done(uv_async_t *a) {
   C.view = C.hb_nodes;
   C.nview = C.hb_n;
   C.hb_nodes = NULL;
+  memcpy(C.types, C.hb_types, C.hb_ntypes * sizeof(*C.types));
+  C.ntypes = C.hb_ntypes;
+  drain_maybe();
   view_changed();
   sd_write();
   rd__pg_view_changed();
@@ -2978,7 +3121,12 @@ static void on_hb_timer(uv_timer_t *t) {
   rd_store_get_stats(N.store, &s);
   C.hb_store_used = s.used;
   C.hb_ncode = code_in_use(C.hb_code, RD_GCS_CODE_REFS_MAX);
-  code_sweep(rd__now_ns());
+  uint64_t now = rd__now_ns();
+  C.hb_ndemand = demand_fill(C.hb_demand, now);
+  if (!node_idle(s.used)) C.idle_since = 0;
+  else if (!C.idle_since) C.idle_since = now;
+  C.hb_idle_ms = C.idle_since ? (now - C.idle_since) / 1000000 + 1 : 0;
+  code_sweep(now);
   pthread_mutex_lock(&C.hb_mu);
   C.hb_go = 1;
   pthread_cond_signal(&C.hb_cv);
@@ -3125,7 +3273,7 @@ void rd__cluster_stop(void) {
   if (C.on) {
     uv_timer_stop(&C.hb_timer);
     hb_thread_stop();
-    (void)rd_gcs_unregister_node(C.gcs, C.index, "node stopped");
+    (void)rd_gcs_unregister_node(C.gcs, C.index, C.drained[0] ? C.drained : "node stopped");
   }
   if (C.xfer) rd_xfer_server_stop(C.xfer);
   C.xfer = NULL;

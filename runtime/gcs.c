@@ -51,6 +51,8 @@
 #define JOB_ENDED_KEEP 1000    /* finished jobs kept (the highest ids) */
 #define CODE_TTL_S 600         /* code nothing used for this long is dropped (--code-ttl-s) */
 #define CODE_SWEEP_MS 5000     /* how often the code table is swept (more often for a short TTL) */
+#define TYPES_TTL_MS 10000     /* node types the autoscaler has not sent again for this long are dropped */
+#define DRAIN_ASK_MS 3000      /* a DrainNode stands this long unless asked again */
 
 typedef struct gcs_event {
   int kind;
@@ -89,6 +91,10 @@ typedef struct node_soft {
   uint64_t store_used;
   char (*code)[65];             /* the code its jobs and actors need */
   size_t ncode;
+  uint8_t *demand;              /* packed NodeLoad: its demand and idle time; NULL: none */
+  size_t demand_len;
+  char drain[128];              /* the autoscaler asked it to leave once idle ("": no) ... */
+  uint64_t drain_until_ms;      /* ... until then (mono_ms; DrainNode is asked again each cycle) */
 } node_soft;
 
 /* A blob of the code table, as the sweep sees it (soft state: a restarted
@@ -119,6 +125,9 @@ typedef struct gcs {
   uint64_t code_swept_ms;
   uint64_t code_collected, code_collected_bytes;
   gcs_sub *subs;
+  uint8_t *types;               /* packed SetNodeTypesRequest from the autoscaler; NULL: none */
+  size_t types_len;
+  uint64_t types_ms;            /* when it came (mono_ms): stale after TYPES_TTL_MS */
   int stop;
 } gcs;
 
@@ -155,6 +164,7 @@ static void soft_clear(gcs *g, node_soft *l) {
   for (size_t i = 0; i < l->ncode; i++) code_touch(g, l->code[i]);
   free(l->avail);
   free(l->code);
+  free(l->demand);
   memset(l, 0, sizeof(*l));
 }
 
@@ -383,7 +393,8 @@ static int h_register(void *arg, rd__rpc_call *call, const ProtobufCMessage *req
   int rc = check_res(call, in->total, "total");
   if (rc) return rc;
   char labels[RD_LABELS_LEN], why[200];
-  if (rd_labels_canon(in->labels, labels, sizeof(labels), why, sizeof(why)) != 0) {
+  /* the runtime's own (raydist.io/) labels come from the node daemon itself */
+  if (rd_labels_canon_sys(in->labels, labels, sizeof(labels), why, sizeof(why)) != 0) {
     rd__rpc_fail(call, "register: %s", why);
     return RD_EINVAL;
   }
@@ -455,6 +466,25 @@ static Rd__Gcs__NodeInfo *node_for_call(gcs *g, rd__rpc_call *call, uint32_t idx
   return n;
 }
 
+/* A heartbeat's demand: at most DEMAND_MAX shapes, each valid resources
+ * and a selector of at most RD_LABEL_ALTS_LEN - 1 bytes. */
+#define DEMAND_MAX 16
+static int check_demand(rd__rpc_call *call, Rd__Gcs__ResourceDemand *const *d, size_t n) {
+  if (n > DEMAND_MAX) {
+    rd__rpc_fail(call, "heartbeat: %zu demand shapes (at most %d)", n, DEMAND_MAX);
+    return RD_EINVAL;
+  }
+  for (size_t i = 0; i < n; i++) {
+    int rc = check_res(call, d[i]->shape, "demand");
+    if (rc) return rc;
+    if (d[i]->label_selector && !str_ok(d[i]->label_selector, RD_LABEL_ALTS_LEN)) {
+      rd__rpc_fail(call, "heartbeat: a demand's label selector is longer than %d bytes", RD_LABEL_ALTS_LEN - 1);
+      return RD_EINVAL;
+    }
+  }
+  return 0;
+}
+
 static int h_heartbeat(void *arg, rd__rpc_call *call, const ProtobufCMessage *req) {
   gcs *g = arg;
   const Rd__Gcs__HeartbeatRequest *q = (const void *)req;
@@ -466,17 +496,28 @@ static int h_heartbeat(void *arg, rd__rpc_call *call, const ProtobufCMessage *re
     rd__rpc_fail(call, "heartbeat: at most %d code hashes in use, each 64 lowercase hex digits", RD_GCS_CODE_REFS_MAX);
     return RD_EINVAL;
   }
+  if ((rc = check_demand(call, q->demand, q->n_demand)) != 0) return rc;
   size_t alen = q->avail ? rd__resources__get_packed_size(q->avail) : 0;
   uint8_t *avail = q->avail ? malloc(alen ? alen : 1) : NULL;
   char (*code)[65] = q->n_code_in_use ? malloc(q->n_code_in_use * sizeof(*code)) : NULL;
-  if ((q->avail && !avail) || (q->n_code_in_use && !code)) {
+  Rd__Gcs__NodeLoad ld = RD__GCS__NODE_LOAD__INIT;
+  ld.index = q->index;
+  ld.n_demand = q->n_demand;
+  ld.demand = q->demand;
+  ld.idle_ms = q->idle_ms;
+  size_t dlen = q->n_demand || q->idle_ms ? rd__gcs__node_load__get_packed_size(&ld) : 0;
+  uint8_t *demand = dlen ? malloc(dlen) : NULL;
+  if ((q->avail && !avail) || (q->n_code_in_use && !code) || (dlen && !demand)) {
     free(avail);
     free(code);
+    free(demand);
     return RD_ENOMEM;
   }
   if (avail) rd__resources__pack(q->avail, avail);
+  if (demand) rd__gcs__node_load__pack(&ld, demand);
   for (size_t i = 0; i < q->n_code_in_use; i++) memcpy(code[i], q->code_in_use[i], 65);
   Rd__Gcs__NodeInfo *n = NULL;
+  char drain[128] = "";
   pthread_mutex_lock(&g->mu);
   if (q->index >= 1 && q->index <= RD_GCS_MAX_NODES && g->alive[q->index]) {
     node_soft *l = &g->load[q->index];   /* the common case: no store access */
@@ -487,10 +528,20 @@ static int h_heartbeat(void *arg, rd__rpc_call *call, const ProtobufCMessage *re
     }
     free(l->avail);
     free(l->code);
-    *l = (node_soft){avail, alen, q->pending, q->store_used, code, q->n_code_in_use};
+    free(l->demand);
+    l->avail = avail;
+    l->avail_len = alen;
+    l->pending = q->pending;
+    l->store_used = q->store_used;
+    l->code = code;
+    l->ncode = q->n_code_in_use;
+    l->demand = demand;
+    l->demand_len = dlen;
     avail = NULL;
     code = NULL;
+    demand = NULL;
     g->last_hb_ms[q->index] = mono_ms();
+    if (l->drain[0] && g->last_hb_ms[q->index] < l->drain_until_ms) snprintf(drain, sizeof(drain), "%s", l->drain);
   } else if ((n = node_for_call(g, call, q->index, &rc)) != NULL) {
     rd__rpc_fail(call, "node %u was declared dead (%s); register again", q->index,
                  n->death_reason ? n->death_reason : "");
@@ -498,9 +549,11 @@ static int h_heartbeat(void *arg, rd__rpc_call *call, const ProtobufCMessage *re
   }
   Rd__Gcs__HeartbeatReply r = RD__GCS__HEARTBEAT_REPLY__INIT;
   r.view_version = g->view_version;
+  r.drain = drain;
   pthread_mutex_unlock(&g->mu);
   free(avail);
   free(code);
+  free(demand);
   if (n) protobuf_c_message_free_unpacked(&n->base, NULL);
   return rc ? rc : rd__rpc_reply(call, &r.base);
 }
@@ -562,16 +615,117 @@ static int h_get_nodes(void *arg, rd__rpc_call *call, const ProtobufCMessage *re
   }
   Rd__Gcs__GetNodesReply r = RD__GCS__GET_NODES_REPLY__INIT;
   r.view_version = g->view_version;
+  Rd__Gcs__SetNodeTypesRequest *types = g->types && now - g->types_ms < TYPES_TTL_MS
+                                            ? rd__gcs__set_node_types_request__unpack(NULL, g->types_len, g->types)
+                                            : NULL;
   pthread_mutex_unlock(&g->mu);
   if (!rc) rc = l.rc;
   if (!rc) {
     r.n_nodes = l.n;
     r.nodes = l.v;
+    if (types) {
+      r.n_node_types = types->n_types;
+      r.node_types = types->types;
+    }
     rc = rd__rpc_reply(call, &r.base);
   }
   for (size_t i = 0; i < l.n; i++) protobuf_c_message_free_unpacked(&l.v[i]->base, NULL);
   free(l.v);
+  if (types) protobuf_c_message_free_unpacked(&types->base, NULL);
   return rc;
+}
+
+/* ---- the autoscaler's calls (runtime/autoscaler.c) ---- */
+
+static int h_set_node_types(void *arg, rd__rpc_call *call, const ProtobufCMessage *req) {
+  gcs *g = arg;
+  const Rd__Gcs__SetNodeTypesRequest *q = (const void *)req;
+  if (q->n_types > RD_GCS_NODE_TYPES_MAX) {
+    rd__rpc_fail(call, "%zu node types (at most %d)", q->n_types, RD_GCS_NODE_TYPES_MAX);
+    return RD_EINVAL;
+  }
+  for (size_t i = 0; i < q->n_types; i++) {
+    const Rd__Gcs__NodeType *t = q->types[i];
+    int rc = check_res(call, t->res, "node type");
+    if (rc) return rc;
+    if (!str_ok(t->name, 64) || !t->name[0] || !str_ok(t->labels, RD_LABELS_LEN)) {
+      rd__rpc_fail(call, "node type %zu: a name of 1..63 bytes and labels of at most %d bytes", i, RD_LABELS_LEN - 1);
+      return RD_EINVAL;
+    }
+  }
+  size_t len = protobuf_c_message_get_packed_size(&q->base);
+  uint8_t *buf = malloc(len ? len : 1);
+  if (!buf) return RD_ENOMEM;
+  protobuf_c_message_pack(&q->base, buf);
+  pthread_mutex_lock(&g->mu);
+  free(g->types);
+  g->types = q->n_types ? buf : NULL;
+  g->types_len = len;
+  g->types_ms = mono_ms();
+  pthread_mutex_unlock(&g->mu);
+  if (!q->n_types) free(buf);
+  return reply_empty(call, 0);
+}
+
+static int h_get_load(void *arg, rd__rpc_call *call, const ProtobufCMessage *req) {
+  gcs *g = arg;
+  (void)req;
+  Rd__Gcs__GetLoadReply r = RD__GCS__GET_LOAD_REPLY__INIT;
+  size_t n = 0;
+  pthread_mutex_lock(&g->mu);
+  for (uint32_t i = 1; i <= RD_GCS_MAX_NODES; i++) n += g->alive[i];
+  Rd__Gcs__NodeLoad **v = n ? calloc(n, sizeof(*v)) : NULL;
+  Rd__Gcs__NodeLoad *empty = n ? calloc(n, sizeof(*empty)) : NULL;
+  int rc = n && (!v || !empty) ? RD_ENOMEM : 0;
+  uint64_t now = mono_ms();
+  size_t k = 0;
+  for (uint32_t i = 1; !rc && i <= RD_GCS_MAX_NODES; i++) {
+    if (!g->alive[i]) continue;
+    const node_soft *l = &g->load[i];
+    Rd__Gcs__NodeLoad *x = l->demand ? rd__gcs__node_load__unpack(NULL, l->demand_len, l->demand) : NULL;
+    if (!x) {   /* no report yet, or none worth packing */
+      rd__gcs__node_load__init(&empty[k]);
+      x = &empty[k];
+    }
+    x->index = i;
+    x->drain = l->drain[0] && now < l->drain_until_ms ? strdup(l->drain) : NULL;
+    v[k++] = x;
+  }
+  pthread_mutex_unlock(&g->mu);
+  if (!rc) {
+    r.n_nodes = k;
+    r.nodes = v;
+    rc = rd__rpc_reply(call, &r.base);
+  }
+  for (size_t i = 0; i < k; i++) {
+    free(v[i]->drain);
+    v[i]->drain = NULL;
+    if (v[i] != &empty[i]) protobuf_c_message_free_unpacked(&v[i]->base, NULL);
+  }
+  free(v);
+  free(empty);
+  return rc;
+}
+
+static int h_drain_node(void *arg, rd__rpc_call *call, const ProtobufCMessage *req) {
+  gcs *g = arg;
+  const Rd__Gcs__DrainNodeRequest *q = (const void *)req;
+  if (q->index < 1 || q->index > RD_GCS_MAX_NODES || !str_ok(q->reason, 1024)) {
+    rd__rpc_fail(call, "drain: node index %u out of range 1..%d, or no reason", q->index, RD_GCS_MAX_NODES);
+    return RD_EINVAL;
+  }
+  int rc = 0;
+  pthread_mutex_lock(&g->mu);
+  if (!g->alive[q->index]) {
+    rc = RD_ENOENT;
+  } else {
+    node_soft *l = &g->load[q->index];
+    snprintf(l->drain, sizeof(l->drain), "%s", q->reason[0] ? q->reason : "drained");
+    l->drain_until_ms = mono_ms() + DRAIN_ASK_MS;
+  }
+  pthread_mutex_unlock(&g->mu);
+  if (rc) rd__rpc_fail(call, "drain: no live node %u", q->index);
+  return reply_empty(call, rc);
 }
 
 static void code_sweep(gcs *g, uint64_t now);
@@ -1665,6 +1819,9 @@ static const rd__rpc_method gcs_methods[] = {
     M("Heartbeat", heartbeat_request, h_heartbeat),
     M("UnregisterNode", unregister_node_request, h_unregister),
     M("GetNodes", empty, h_get_nodes),
+    M("SetNodeTypes", set_node_types_request, h_set_node_types),
+    M("GetLoad", empty, h_get_load),
+    M("DrainNode", drain_node_request, h_drain_node),
     M("KvPut", kv_put_request, h_kv_put),
     M("KvGet", kv_key, h_kv_get),
     M("KvDel", kv_key, h_kv_del),
@@ -1901,6 +2058,7 @@ out:
   for (int i = 0; i < MAX_UPLOADS; i++) free(g->uploads[i].buf);
   for (uint32_t i = 0; i <= RD_GCS_MAX_NODES; i++) soft_clear(g, &g->load[i]);
   free(g->code);
+  free(g->types);
   g->store->ops->destroy(g->store);
   pthread_mutex_destroy(&g->mu);
   pthread_cond_destroy(&g->cv);

@@ -19,6 +19,7 @@
 #define RD_GCS_NAME_MAX 256             /* namespaces, actor and class names */
 #define RD_GCS_SUB_QUEUE 4096           /* events queued per subscriber before it is dropped */
 #define RD_GCS_HB_TIMEOUT_MS 3000
+#define RD_GCS_NODE_TYPES_MAX 16        /* kinds of node the autoscaler starts */
 
 /* `raydist gcs --bind IP:PORT --token-file PATH [--ready-fd FD]
  * [--port-file PATH] [--pid-file PATH] [--storage memory|file:PATH]

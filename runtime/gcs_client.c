@@ -165,27 +165,118 @@ int rd_gcs_heartbeat(rd_gcs *g, uint32_t index, const rd_resources *avail, int64
 
 int rd_gcs_heartbeat_code(rd_gcs *g, uint32_t index, const rd_resources *avail, int64_t pending,
                           uint64_t store_used, char (*code)[65], size_t ncode, uint64_t *view_version_out) {
+  rd_gcs_load l = {.avail = avail, .pending = pending, .store_used = store_used, .code = code, .ncode = ncode};
+  return rd_gcs_heartbeat_load(g, index, &l, view_version_out, NULL, 0);
+}
+
+/* A demand entry to and from its message (m->shape points into rm). */
+static void demand_to_msg(const rd_gcs_demand *d, Rd__Gcs__ResourceDemand *m, rd__res_msg *rm) {
+  rd__gcs__resource_demand__init(m);
+  rd__res_to_msg(&d->shape, rm);
+  m->shape = &rm->msg;
+  m->label_selector = (char *)d->sel;
+  m->count = d->count;
+}
+
+static int demand_from_msg(const Rd__Gcs__ResourceDemand *m, rd_gcs_demand *d) {
+  memset(d, 0, sizeof(*d));
+  if (rd__res_amounts_from_msg(m->shape, &d->shape) != 0) return RD_EPROTO;
+  copy_str(d->sel, sizeof(d->sel), m->label_selector);
+  d->count = m->count;
+  return 0;
+}
+
+int rd_gcs_heartbeat_load(rd_gcs *g, uint32_t index, const rd_gcs_load *l, uint64_t *view_version_out, char *drain,
+                          size_t drainlen) {
   Rd__Gcs__HeartbeatRequest req = RD__GCS__HEARTBEAT_REQUEST__INIT;
-  rd__res_msg a;
+  rd__res_msg a, dm[RD_GCS_DEMAND_MAX];
+  Rd__Gcs__ResourceDemand dmsg[RD_GCS_DEMAND_MAX], *dp[RD_GCS_DEMAND_MAX];
   char *codep[RD_GCS_CODE_REFS_MAX];
-  if (ncode > RD_GCS_CODE_REFS_MAX) ncode = RD_GCS_CODE_REFS_MAX;
-  for (size_t i = 0; i < ncode; i++) codep[i] = code[i];
+  size_t ncode = l->ncode > RD_GCS_CODE_REFS_MAX ? RD_GCS_CODE_REFS_MAX : l->ncode;
+  size_t nd = l->ndemand > RD_GCS_DEMAND_MAX ? RD_GCS_DEMAND_MAX : l->ndemand;
+  for (size_t i = 0; i < ncode; i++) codep[i] = l->code[i];
+  for (size_t i = 0; i < nd; i++) {
+    demand_to_msg(&l->demand[i], &dmsg[i], &dm[i]);
+    dp[i] = &dmsg[i];
+  }
   req.n_code_in_use = ncode;
   req.code_in_use = codep;
+  req.n_demand = nd;
+  req.demand = dp;
+  req.idle_ms = l->idle_ms;
   req.index = index;
-  if (avail) {
-    rd__res_to_msg(avail, &a);
+  if (l->avail) {
+    rd__res_to_msg(l->avail, &a);
     req.avail = &a.msg;
   }
-  req.pending = pending;
-  req.store_used = store_used;
+  req.pending = l->pending;
+  req.store_used = l->store_used;
   ProtobufCMessage *rep;
+  if (drain && drainlen) drain[0] = 0;
   int rc = call(g, "/rd.gcs.Gcs/Heartbeat", &req.base, &rd__gcs__heartbeat_reply__descriptor, &rep,
                 NULL, 0);
   if (rc) return rc;
-  if (view_version_out) *view_version_out = ((Rd__Gcs__HeartbeatReply *)rep)->view_version;
+  const Rd__Gcs__HeartbeatReply *r = (const Rd__Gcs__HeartbeatReply *)rep;
+  if (view_version_out) *view_version_out = r->view_version;
+  if (drain && drainlen) copy_str(drain, drainlen, r->drain);
   protobuf_c_message_free_unpacked(rep, NULL);
   return 0;
+}
+
+int rd_gcs_set_node_types(rd_gcs *g, const rd_gcs_node_type *t, size_t n) {
+  if (n > RD_GCS_NODE_TYPES_MAX) return fail(RD_EINVAL, NULL, 0, "%.200s", "too many node types");
+  Rd__Gcs__NodeType m[RD_GCS_NODE_TYPES_MAX], *mp[RD_GCS_NODE_TYPES_MAX];
+  rd__res_msg rm[RD_GCS_NODE_TYPES_MAX];
+  for (size_t i = 0; i < n; i++) {
+    rd__gcs__node_type__init(&m[i]);
+    rd__res_to_msg(&t[i].res, &rm[i]);
+    m[i].name = (char *)t[i].name;
+    m[i].res = &rm[i].msg;
+    m[i].labels = (char *)t[i].labels;
+    m[i].max_workers = t[i].max_workers;
+    m[i].workers = t[i].workers;
+    mp[i] = &m[i];
+  }
+  Rd__Gcs__SetNodeTypesRequest req = RD__GCS__SET_NODE_TYPES_REQUEST__INIT;
+  req.n_types = n;
+  req.types = mp;
+  return call(g, "/rd.gcs.Gcs/SetNodeTypes", &req.base, &rd__gcs__empty__descriptor, NULL, NULL, 0);
+}
+
+int rd_gcs_get_load(rd_gcs *g, rd_gcs_node_load **out, size_t *n_out) {
+  *out = NULL;
+  *n_out = 0;
+  Rd__Gcs__Empty req = RD__GCS__EMPTY__INIT;
+  ProtobufCMessage *rep;
+  int rc = call(g, "/rd.gcs.Gcs/GetLoad", &req.base, &rd__gcs__get_load_reply__descriptor, &rep, NULL, 0);
+  if (rc) return rc;
+  const Rd__Gcs__GetLoadReply *r = (const Rd__Gcs__GetLoadReply *)rep;
+  rd_gcs_node_load *v = r->n_nodes ? calloc(r->n_nodes, sizeof(*v)) : NULL;
+  if (r->n_nodes && !v) rc = RD_ENOMEM;
+  for (size_t i = 0; !rc && i < r->n_nodes; i++) {
+    const Rd__Gcs__NodeLoad *m = r->nodes[i];
+    v[i].index = m->index;
+    v[i].idle_ms = m->idle_ms;
+    copy_str(v[i].drain, sizeof(v[i].drain), m->drain);
+    for (size_t k = 0; !rc && k < m->n_demand && k < RD_GCS_DEMAND_MAX; k++)
+      if ((rc = demand_from_msg(m->demand[k], &v[i].demand[v[i].ndemand])) == 0) v[i].ndemand++;
+  }
+  size_t n = r->n_nodes;
+  protobuf_c_message_free_unpacked(rep, NULL);
+  if (rc) {
+    free(v);
+    return rc;
+  }
+  *out = v;
+  *n_out = n;
+  return 0;
+}
+
+int rd_gcs_drain_node(rd_gcs *g, uint32_t index, const char *reason) {
+  Rd__Gcs__DrainNodeRequest req = RD__GCS__DRAIN_NODE_REQUEST__INIT;
+  req.index = index;
+  req.reason = (char *)(reason ? reason : "");
+  return call(g, "/rd.gcs.Gcs/DrainNode", &req.base, &rd__gcs__empty__descriptor, NULL, NULL, 0);
 }
 
 int rd_gcs_unregister_node(rd_gcs *g, uint32_t index, const char *reason) {
@@ -196,8 +287,14 @@ int rd_gcs_unregister_node(rd_gcs *g, uint32_t index, const char *reason) {
 }
 
 int rd_gcs_get_nodes(rd_gcs *g, rd_gcs_node **nodes_out, size_t *n_out, uint64_t *version_out) {
+  return rd_gcs_get_view(g, nodes_out, n_out, NULL, NULL, version_out);
+}
+
+int rd_gcs_get_view(rd_gcs *g, rd_gcs_node **nodes_out, size_t *n_out, rd_gcs_node_type *types, size_t *ntypes,
+                    uint64_t *version_out) {
   *nodes_out = NULL;
   *n_out = 0;
+  if (ntypes) *ntypes = 0;
   Rd__Gcs__Empty req = RD__GCS__EMPTY__INIT;
   ProtobufCMessage *rep;
   int rc = call(g, "/rd.gcs.Gcs/GetNodes", &req.base, &rd__gcs__get_nodes_reply__descriptor, &rep, NULL, 0);
@@ -228,6 +325,15 @@ int rd_gcs_get_nodes(rd_gcs *g, rd_gcs_node **nodes_out, size_t *n_out, uint64_t
     copy_str(n->death_reason, sizeof(n->death_reason), m->death_reason);
   }
   if (version_out) *version_out = r->view_version;
+  for (size_t i = 0; !rc && types && ntypes && i < r->n_node_types && i < RD_GCS_NODE_TYPES_MAX; i++) {
+    const Rd__Gcs__NodeType *m = r->node_types[i];
+    rd_gcs_node_type *t = &types[(*ntypes)++];
+    copy_str(t->name, sizeof(t->name), m->name);
+    copy_str(t->labels, sizeof(t->labels), m->labels);
+    t->max_workers = m->max_workers;
+    t->workers = m->workers;
+    if (rd__res_amounts_from_msg(m->res, &t->res) != 0) rc = RD_EPROTO;
+  }
   size_t count = r->n_nodes;
   protobuf_c_message_free_unpacked(rep, NULL);
   if (rc) {

@@ -64,7 +64,57 @@ int rd_gcs_heartbeat(rd_gcs *g, uint32_t index, const rd_resources *avail, int64
 #define RD_GCS_CODE_REFS_MAX 256
 int rd_gcs_heartbeat_code(rd_gcs *g, uint32_t index, const rd_resources *avail, int64_t pending,
                           uint64_t store_used, char (*code)[65], size_t ncode, uint64_t *view_version_out);
+/* Requests of one shape a node cannot run now (the autoscaler's demand). */
+#define RD_GCS_DEMAND_MAX 16          /* shapes in one report */
+#define RD_GCS_DEMAND_SEL_MAX 256     /* a longer selector's requests are not reported */
+typedef struct rd_gcs_demand {
+  rd_resources shape;
+  char sel[RD_GCS_DEMAND_SEL_MAX];    /* its label selector and fallbacks, "" any node */
+  uint32_t count;
+} rd_gcs_demand;
+/* What a node says with each heartbeat. */
+typedef struct rd_gcs_load {
+  const rd_resources *avail;
+  int64_t pending;
+  uint64_t store_used;
+  char (*code)[65];                   /* code hashes its jobs and actors need */
+  size_t ncode;
+  const rd_gcs_demand *demand;
+  size_t ndemand;
+  uint64_t idle_ms;                   /* idle that long; 0 busy */
+} rd_gcs_load;
+/* A heartbeat with the load; drain (drainlen bytes, may be NULL) gets the
+ * autoscaler's reason when it asks this node to leave once idle, else "". */
+int rd_gcs_heartbeat_load(rd_gcs *g, uint32_t index, const rd_gcs_load *l, uint64_t *view_version_out, char *drain,
+                          size_t drainlen);
 int rd_gcs_unregister_node(rd_gcs *g, uint32_t index, const char *reason);
+
+/* A kind of node the autoscaler starts (SetNodeTypes). */
+typedef struct rd_gcs_node_type {
+  char name[64];
+  rd_resources res;
+  char labels[RD_LABELS_LEN];
+  uint32_t max_workers;
+  uint32_t workers;                   /* alive or starting */
+} rd_gcs_node_type;
+int rd_gcs_set_node_types(rd_gcs *g, const rd_gcs_node_type *t, size_t n);
+/* rd_gcs_get_nodes, and the node types (types has room for
+ * RD_GCS_NODE_TYPES_MAX; *ntypes 0 without an autoscaler). */
+int rd_gcs_get_view(rd_gcs *g, rd_gcs_node **nodes_out, size_t *n_out, rd_gcs_node_type *types, size_t *ntypes,
+                    uint64_t *version_out);
+/* Each live node's last report; *out is malloc'ed (free() it). */
+typedef struct rd_gcs_node_load {
+  uint32_t index;
+  uint64_t idle_ms;
+  char drain[128];                    /* a drain asked and standing, "" none */
+  size_t ndemand;
+  rd_gcs_demand demand[RD_GCS_DEMAND_MAX];
+} rd_gcs_node_load;
+int rd_gcs_get_load(rd_gcs *g, rd_gcs_node_load **out, size_t *n_out);
+/* Asks node index to leave once idle (it is told with its next heartbeat;
+ * the request stands 3 s, so ask again while it should).  RD_ENOENT when
+ * it is not alive. */
+int rd_gcs_drain_node(rd_gcs *g, uint32_t index, const char *reason);
 /* All nodes (alive and dead); *nodes_out is malloc'ed, free() it (NULL when
  * there are none). */
 int rd_gcs_get_nodes(rd_gcs *g, rd_gcs_node **nodes_out, size_t *n_out, uint64_t *version_out);

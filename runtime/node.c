@@ -702,7 +702,7 @@ void rd__node_lease_queue(node_client *c, uint64_t req_id, const rd_resources *r
   r->owner = c;
   r->req_id = req_id;
   r->bundle = b;
-  r->replaceable = replaceable && !b && c->role != ROLE_LINK;
+  r->replaceable = replaceable && !b;   /* a peer's request: LinkLease.movable */
   r->sel = sel;
   r->queued_ns = rd__now_ns();
   r->next = c->reqs;
@@ -995,6 +995,27 @@ void rd__node_owned(const node_job *j, uint64_t *waiting, uint64_t *sent) {
 
 /* An owner's (driver's or worker's) tasks: latency since its last report,
  * and how many wait or are sent now. */
+/* An owner's backlog replaces what it said before; entries that are not
+ * valid (a bad shape or selector, a zero count, past the first
+ * RD_NODE_BACKLOG_MAX) are left out. */
+static void owner_backlog(node_client *c, Rd__ClassBacklog *const *b, size_t n) {
+  free(c->backlog);
+  c->backlog = NULL;
+  c->nbacklog = 0;
+  if (!n) return;
+  if (n > RD_NODE_BACKLOG_MAX) n = RD_NODE_BACKLOG_MAX;
+  if (!(c->backlog = calloc(n, sizeof(*c->backlog)))) return;
+  for (size_t i = 0; i < n; i++) {
+    node_backlog *x = &c->backlog[c->nbacklog];
+    char why[200];
+    if (!b[i]->count || rd__res_from_msg(b[i]->shape, &x->shape) != 0 ||
+        rd__node_sel(b[i]->label_selector, &x->sel, why, sizeof(why)) != 0)
+      continue;
+    x->count = b[i]->count;
+    c->nbacklog++;
+  }
+}
+
 static void on_owner_stats(node_client *c, Rd__OwnerStats *m) {
   uint64_t n = 0;
   for (size_t i = 0; i < m->n_buckets; i++) n += m->buckets[i];
@@ -1016,6 +1037,7 @@ static void on_owner_stats(node_client *c, Rd__OwnerStats *m) {
   }
   c->own_waiting = m->waiting;
   c->own_sent = m->sent;
+  owner_backlog(c, m->backlog, m->n_backlog);
 }
 
 /* A worker's task run times since its last report, for the metrics. */
@@ -1198,7 +1220,19 @@ static void actor_schedule(node_actor *a) {
     }
   } else if (!rd__node_actor_hosted(a)) {
     host = rd__cluster_actor_place(a, &err, why, sizeof(why));
+    if (err == RD_EAGAIN) {   /* only a node the autoscaler can start could host it: placed again with each view */
+      if (!a->launch_wait) rd__log(RD_LOG_INFO, "actor %016llx (%s): %s", (unsigned long long)a->id, a->cls, why);
+      if (a->state != A_PENDING || !a->pending_since) {
+        a->pending_since = rd__now_ns();
+        a->warned = 0;
+      }
+      a->state = A_PENDING;
+      a->host = 0;
+      a->launch_wait = 1;
+      return;
+    }
   }
+  a->launch_wait = 0;
   if (err && rd__node_actor_hosted(a)) {   /* hosted for a peer: tell its record node */
     actor_die(a, why);
     return;
@@ -2494,6 +2528,7 @@ static void client_free_cb(uv_handle_t *h) {
   node_client *c = h->data;
   rd__conn_close(&c->conn);
   free(c->pins);
+  free(c->backlog);
   free(c);
 }
 
@@ -2748,6 +2783,11 @@ node_job *rd__node_job_get(const char *exe, char *const *argv, size_t argc) {
   node_job *j = job_new(id, exe, argv, argc);
   if (j) rd__log(RD_LOG_INFO, "job %u: workers run %s", j->id, exe);
   return j;
+}
+
+void rd__node_actors_place_waiting(void) {
+  for (node_actor *a = N.actors; a; a = a->next)
+    if (a->launch_wait && a->state == A_PENDING) actor_schedule(a);
 }
 
 int rd__node_sel(const char *s, const char **out, char *err, size_t errlen) {
@@ -3337,6 +3377,17 @@ static int detect_gpus(uint64_t mem[RD_RES_MAX_GPUS], char *name0, size_t name_l
   return n;
 }
 
+
+/* Adds the runtime's own label key=value to N.labels: 0, or RD_EINVAL
+ * with err (a malformed value, or no room). */
+static int sys_label(const char *key, const char *value, char *err, size_t errlen) {
+  char all[RD_LABELS_LEN + 256], with[RD_LABELS_LEN];
+  snprintf(all, sizeof(all), "%s%s%s=%s", N.labels, N.labels[0] ? "," : "", key, value);
+  int r = rd_labels_canon_sys(all, with, sizeof(with), err, errlen);
+  if (r == 0) memcpy(N.labels, with, sizeof(N.labels));
+  return r;
+}
+
 int rd__node_main(const rd_node_opts *opts) {
   memset(&N, 0, sizeof(N));
   N.orphans.role = ROLE_DRIVER;
@@ -3391,15 +3442,16 @@ int rd__node_main(const rd_node_opts *opts) {
   char accel[64];
   if (detected > 0 && gpus > 0 && rd_accel_type(gpu_name, accel, sizeof(accel)) == 0) {
     /* the runtime's own label, beside the user's (Ray's accelerator type) */
-    char all[RD_LABELS_LEN + 128];
-    snprintf(all, sizeof(all), "%s%s" RD_LABEL_ACCEL "=%s", N.labels, N.labels[0] ? "," : "", accel);
-    char with[RD_LABELS_LEN];
-    if (rd_labels_canon_sys(all, with, sizeof(with), err, sizeof(err)) != 0) {
+    if (sys_label(RD_LABEL_ACCEL, accel, err, sizeof(err)) != 0)
       rd__log(RD_LOG_WARN, "no %s label for GPU '%s': %s", RD_LABEL_ACCEL, gpu_name, err);
-    } else {
-      memcpy(N.labels, with, sizeof(N.labels));
-      rd__log(RD_LOG_INFO, "GPU 0 is '%s': label %s=%s", gpu_name, RD_LABEL_ACCEL, accel);
-    }
+    else rd__log(RD_LOG_INFO, "GPU 0 is '%s': label %s=%s", gpu_name, RD_LABEL_ACCEL, accel);
+  }
+  /* started by the autoscaler (runtime/autoscaler.c): its kind and launch */
+  const char *ntype = getenv("RAYDIST_NODE_TYPE"), *launch = getenv("RAYDIST_LAUNCH_ID");
+  if (ntype && *ntype && (sys_label(RD_LABEL_NODE_TYPE, ntype, err, sizeof(err)) != 0 ||
+                          (launch && *launch && sys_label(RD_LABEL_LAUNCH_ID, launch, err, sizeof(err)) != 0))) {
+    rd__log(RD_LOG_ERROR, "RAYDIST_NODE_TYPE / RAYDIST_LAUNCH_ID: %s", err);
+    return 2;
   }
   rd_res_ledger_init(&N.ledger, &total);
   rd_sched_queue_init(&N.queue);

@@ -147,7 +147,7 @@ typedef struct lease_req {
   uint32_t yield_worker;    /* fair.c: the worker whose lease was asked back for it (0: none) */
   uint32_t gcs_job;         /* the GCS job (a run) it is for, when known (0: not) */
   uint32_t driver;          /* the client id of the driver whose work it is (0: none): its worker's output goes there */
-  int replaceable;          /* a local owner's request the cluster's default policy placed here */
+  int replaceable;          /* placed here by the default policy (a local owner's, or a peer's LinkLease.movable): respill may move it */
   node_actor *actor;        /* placing this actor rather than leasing a worker */
   node_job *job;            /* only a worker of this job may take it */
   const char *sel;          /* its label selector (interned), NULL: none; respill keeps to it */
@@ -170,6 +170,7 @@ struct node_actor {
   uint32_t host;            /* a record whose actor runs on that node (0: here) */
   int strategy, soft;       /* placement in a cluster (rd_actor_opts) */
   int place_err;            /* why placement failed (RD_EINFEASIBLE, RD_ENODE_DIED) */
+  int launch_wait;          /* placed again with each view: only a node the autoscaler can start could run it */
   uint32_t affinity;
   const char *sel;          /* its label selector (interned, rd__node_sel), NULL: none */
   char *cgroups;            /* its concurrency groups ("name=threads,..."), NULL: none */
@@ -252,8 +253,19 @@ struct node_client {
   lease_req *reqs;
   void *link;               /* ROLE_LINK: cluster.c's state of a link to another node */
   uint64_t own_waiting, own_sent;   /* its owned tasks now, as its last OwnerStats said */
+  struct node_backlog *backlog;     /* ... and its backlog (OwnerStats.backlog; NULL: none) */
+  size_t nbacklog;
   node_client *next;
 };
+
+/* Tasks of one class an owner has queued behind a lease request that has
+ * waited a while (OwnerStats.backlog): the autoscaler's demand. */
+typedef struct node_backlog {
+  rd_resources shape;
+  const char *sel;          /* interned (rd__node_sel), NULL: any node */
+  uint32_t count;
+} node_backlog;
+#define RD_NODE_BACKLOG_MAX 8
 
 /* A copy hosted here for a peer's record (its creator is that peer's
  * link): the record node decides about restarts, names and placement. */
@@ -453,6 +465,9 @@ int rd__node_env(char *const *vars, size_t n, const node_env **out, char *err, s
  * (*out NULL for NULL or ""), or RD_EINVAL (malformed, or too many
  * distinct ones) / RD_ENOMEM with err. */
 int rd__node_sel(const char *s, const char **out, char *err, size_t errlen);
+/* Places again the actors that wait for a node the autoscaler can start
+ * (launch_wait): with each new view. */
+void rd__node_actors_place_waiting(void);
 /* What runs on this node now, counted once for the metrics and the
  * dashboard; the names of the states they print (W_STARTING..W_DYING,
  * A_PENDING..A_DEAD). */

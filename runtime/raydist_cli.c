@@ -10,6 +10,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "autoscaler.h"
 #include "cli_cluster.h"
 #include "gcs.h"
 #include "log.h"
@@ -32,6 +33,8 @@ static void usage(FILE *f) {
           "       raydist stop [--node-ip IP]\n"
           "       raydist job submit|list|logs|wait|stop ...   (raydist job, for its usage)\n"
           "       raydist gcs --bind IP:PORT --token-file F [--ready-fd FD] [--storage memory|file:PATH] [--supervise]\n"
+          "       raydist autoscaler --address IP:PORT --token-file F --config FILE [--ready-fd FD]   (started by\n"
+          "                    raydist start --head --autoscaling-config FILE)\n"
           "       raydist version\n");
 }
 
@@ -56,6 +59,7 @@ int main(int argc, char **argv) {
     return argc < 2 ? 2 : 0;
   }
   if (!strcmp(argv[1], "gcs")) return rd__gcs_cli(argc, argv);
+  if (!strcmp(argv[1], "autoscaler")) return rd__autoscaler_cli(argc, argv);
   if (!strcmp(argv[1], "version")) {
     printf("raydist 0.1.0\n");
     return 0;

@@ -49,6 +49,10 @@ int rd_labels_canon_sys(const char *spec, char *out, size_t cap, char *why, size
 /* The label a node with GPUs gets from the runtime: the model of its first
  * GPU, as rd_accel_type names it ("H100"; Ray's accelerator-type label). */
 #define RD_LABEL_ACCEL "raydist.io/accelerator-type"
+/* The labels of a node the autoscaler started: its node type (a name
+ * from the autoscaling config) and the autoscaler's number for the launch. */
+#define RD_LABEL_NODE_TYPE "raydist.io/node-type"
+#define RD_LABEL_LAUNCH_ID "raydist.io/launch-id"
 
 /* The accelerator type in a GPU's device name, as a label value: vendor
  * words dropped ("NVIDIA", "Tesla", "GeForce", "Quadro"), then the model,

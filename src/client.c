@@ -1219,6 +1219,7 @@ static void lease_request(rd__sclass *c) {
   rd__res_msg rm;
   rd__res_to_msg(&c->res, &rm);
   c->req_id = ++G.next_req;
+  c->req_ns = rd__now_ns();
   m.req_id = c->req_id;
   m.res = &rm.msg;
   m.priority = c->priority;
@@ -2310,7 +2311,45 @@ static void cond_wait_ns(pthread_cond_t *cv, uint64_t ns) {
  * shutdown (force).  *wait (ms, -1: none) is cut to when the next one is
  * due.  G.mu held. */
 #define OST_GAP_NS 100000000ull
+
+/* The backlog (OwnerStats.backlog): for each class whose lease request has
+ * waited BACKLOG_AFTER_NS or more, the tasks queued behind it; at most
+ * BACKLOG_MAX classes, into b (shapes in rm, pointers in bp) when not NULL.
+ * Returns how many, with a signature of the whole in *sig; *wait (ms) is
+ * cut to when a younger request comes of age.  G.mu held. */
+#define BACKLOG_AFTER_NS 1000000000ull
+#define BACKLOG_MAX 8
+static size_t ost_backlog(uint64_t now, Rd__ClassBacklog *b, rd__res_msg *rm, Rd__ClassBacklog **bp, uint64_t *sig,
+                          int64_t *wait) {
+  size_t n = 0;
+  uint64_t h = 1469598103934665603ull;
+  for (rd__sclass *c = G.classes; c && n < BACKLOG_MAX; c = c->next) {
+    if (!c->req_id || c->qlen < 2 || c->pg_id) continue;
+    if (now - c->req_ns < BACKLOG_AFTER_NS) {
+      int64_t ms = (int64_t)((c->req_ns + BACKLOG_AFTER_NS - now) / 1000000) + 1;
+      if (*wait < 0 || ms < *wait) *wait = ms;
+      continue;
+    }
+    h = (h ^ (uint64_t)(uintptr_t)c) * 1099511628211ull;
+    h = (h ^ (uint64_t)c->qlen) * 1099511628211ull;
+    if (b) {
+      rd__class_backlog__init(&b[n]);
+      rd__res_to_msg(&c->res, &rm[n]);
+      b[n].shape = &rm[n].msg;
+      b[n].label_selector = c->sel;
+      b[n].count = (uint32_t)(c->qlen - 1 > UINT32_MAX ? UINT32_MAX : c->qlen - 1);
+      bp[n] = &b[n];
+    }
+    n++;
+  }
+  *sig = n ? h : 0;
+  return n;
+}
+
 static void ost_report(uint64_t now, int force, int64_t *wait) {
+  uint64_t sig;
+  (void)ost_backlog(now, NULL, NULL, NULL, &sig, wait);
+  if (sig != G.ost.backlog_sig) G.ost.changed = 1;
   if (!G.ost.changed || G.dead || G.daemon.fd < 0) return;
   if (!force && now - G.ost.last_sent_ns < OST_GAP_NS) {
     int64_t ms = (int64_t)((G.ost.last_sent_ns + OST_GAP_NS - now) / 1000000) + 1;
@@ -2353,9 +2392,15 @@ static void ost_report(uint64_t now, int force, int64_t *wait) {
   Rd__AppMetric *amv, **amp;
   m.n_app_metrics = rd__appm_pack(&amv, &amp);
   m.app_metrics = amp;
+  Rd__ClassBacklog bl[BACKLOG_MAX], *blp[BACKLOG_MAX];
+  rd__res_msg blr[BACKLOG_MAX];
+  int64_t unused = -1;
+  m.n_backlog = ost_backlog(now, bl, blr, blp, &sig, &unused);
+  m.backlog = blp;
   int ok = rd__conn_send(&G.daemon, RD__MSG_TYPE__MSG_OWNER_STATS, &m.base, -1) == 0;
   rd__appm_done(amv, amp, ok);
   if (!ok) return;
+  G.ost.backlog_sig = sig;
   G.ost.nfails = 0;
   G.ost.fails_dropped = 0;
   G.ost.fns.n = G.ost.fns.last = 0;

@@ -171,6 +171,7 @@ struct rd__sclass {
   rd__lease *leases;
   int nleases;
   uint64_t req_id;          /* outstanding lease request, 0 = none */
+  uint64_t req_ns;          /* ... sent then */
   uint64_t ewma_ns;         /* service time per task, 0 = unknown */
   char *env;                /* rd_task_opts.env in canonical form (common.h), or NULL */
   size_t env_len;
@@ -340,6 +341,7 @@ typedef struct rd__ctx {
     rd__fnstats fns;            /* the latency by function */
     uint64_t last_sent_ns;
     int changed;                /* submitted, sent or settled since the last report */
+    uint64_t backlog_sig;       /* the backlog the last report carried (ost_backlog) */
   } ost;
 } rd__ctx;
 

@@ -62,6 +62,19 @@ RD_REMOTE(marked_where) {
   return slow_where_impl(call);
 }
 
+/* Waits until marked_where task `tag` runs (its KV key appears). */
+static void wait_marked(int tag) {
+  char key[32];
+  snprintf(key, sizeof(key), "marked/%d", tag);
+  void *v = NULL;
+  size_t vlen;
+  for (int tries = 0; rd_kv_get(key, &v, &vlen) != 0; tries++) {
+    CHECK(tries < 600);
+    usleep(10000);
+  }
+  free(v);
+}
+
 /* Sleep arg0 ms, then say which process ran it. */
 RD_REMOTE(slow_pid) {
   rd_buf a;
@@ -4097,17 +4110,7 @@ static int t_labels(void) {
     CHECK_EQ(rd_submit(marked_where, RD_ARGS(rd_arg_bytes(&long_ms, 4), rd_arg_bytes(&i, 4)), &o, &busy[i]), 0);
   /* both run: the view may not show it yet (a heartbeat or two), and then
    * b refuses what placement sent it for room it no longer has */
-  for (int i = 0; i < 2; i++) {
-    char key[32];
-    snprintf(key, sizeof(key), "marked/%d", i);
-    void *v = NULL;
-    size_t vlen;
-    for (int tries = 0; rd_kv_get(key, &v, &vlen) != 0; tries++) {
-      CHECK(tries < 300);
-      usleep(10000);
-    }
-    free(v);
-  }
+  for (int i = 0; i < 2; i++) wait_marked(i);
   t0 = now_s();
   run_fallback("zone=west", "zone=east", 0, 2, 50, count);
   printf("zone=west busy, falling back to zone=east: b %d, c %d in %.2f s\n", count[b], count[c], now_s() - t0);
@@ -4121,6 +4124,31 @@ static int t_labels(void) {
     rd_buf_release(&bb);
     rd_ref_release(busy[i]);
   }
+  /* nothing has room: it waits for its own selector's node (b), and moves
+   * to the fallback's (c) when c frees first (b gives it back: respill) */
+  rd_ref blk[4];
+  uint32_t blk_ms[4] = {6000, 6000, 2500, 2500};
+  const char *blk_sel[4] = {"zone=west", "zone=west", "market=spot", "market=spot"};
+  for (uint32_t i = 0; i < 4; i++) {
+    rd_task_opts_init(&o);
+    o.label_selector = blk_sel[i];
+    uint32_t tag = 10 + i;
+    CHECK_EQ(rd_submit(marked_where, RD_ARGS(rd_arg_bytes(&blk_ms[i], 4), rd_arg_bytes(&tag, 4)), &o, &blk[i]), 0);
+  }
+  for (int i = 10; i < 14; i++) wait_marked(i);
+  usleep(1200000);   /* the view shows both full */
+  t0 = now_s();
+  run_fallback("zone=west", "zone=east", 0, 1, 50, count);
+  double moved_s = now_s() - t0;
+  printf("b and c full, c frees first: b %d, c %d after %.2f s\n", count[b], count[c], moved_s);
+  CHECK_EQ(count[c], 1);
+  for (int i = 0; i < 4; i++) {
+    rd_buf bb;
+    CHECK_EQ(rd_get(&blk[i], 1, &bb, 60000), 0);
+    rd_buf_release(&bb);
+    rd_ref_release(blk[i]);
+  }
+
   /* an actor too; none matching is RD_EINFEASIBLE naming them all */
   ao.label_selector = "zone=north";
   ao.fallback_label_selectors = "zone=south;market=spot";
@@ -4136,6 +4164,84 @@ static int t_labels(void) {
   printf("zone=north;zone=south: %s: %.*s\n", rd_err_name(e), (int)eb.size, (const char *)eb.data);
   CHECK_EQ(e, RD_EINFEASIBLE);
   CHECK(strstr((const char *)eb.data, "label selector 'zone=north;zone=south' matches no live node"));
+  rd_buf_release(&eb);
+  rd_ref_release(r);
+  rd_shutdown();
+  return 0;
+}
+
+/* Does node idx carry label "key=value"? */
+static int node_has_label(uint32_t idx, const char *kv) {
+  rd_node_desc d[16];
+  size_t n = 0;
+  CHECK_EQ(rd_nodes(d, 16, &n), 0);
+  for (size_t i = 0; i < n; i++)
+    if (d[i].index == idx) {
+      size_t k = strlen(kv);
+      for (const char *p = d[i].labels; (p = strstr(p, kv)) != NULL; p++)
+        if ((p == d[i].labels || p[-1] == ',') && (p[k] == 0 || p[k] == ',')) return 1;
+    }
+  return 0;
+}
+
+/* The autoscaler (cluster_test.sh starts the head with a config whose
+ * type `big` has big=1 and at most two nodes, and `warm` one node kept):
+ * tasks and an actor that only a big node could run wait while the
+ * autoscaler starts big nodes, then run there; a request no type could
+ * run is still RD_EINFEASIBLE.  The script then sees the big nodes leave
+ * once idle, and warm stay. */
+static int t_autoscale(void) {
+  join();
+  rd_task_opts o;
+  rd_task_opts_init(&o);
+  o.resources = "big=1";
+  rd_ref refs[4];
+  uint32_t ms = 1500;
+  double t0 = now_s();
+  for (uint32_t i = 0; i < 4; i++)
+    CHECK_EQ(rd_submit(slow_where, RD_ARGS(rd_arg_bytes(&ms, 4), rd_arg_bytes(&i, 4)), &o, &refs[i]), 0);
+  uint32_t seen[4];
+  int nseen = 0;
+  for (int i = 0; i < 4; i++) {
+    rd_buf b;
+    int e = rd_get(&refs[i], 1, &b, 90000);
+    if (e) printf("task %d: %s: %.*s\n", i, rd_err_name(e), (int)b.size, (const char *)b.data);
+    CHECK_EQ(e, 0);
+    uint32_t v[2];
+    memcpy(v, b.data, 8);
+    rd_buf_release(&b);
+    rd_ref_release(refs[i]);
+    int k = 0;
+    while (k < nseen && seen[k] != v[0]) k++;
+    if (k == nseen) seen[nseen++] = v[0];
+    CHECK(node_has_label(v[0], "raydist.io/node-type=big"));
+    CHECK(node_has_label(v[0], "tier=big"));
+  }
+  printf("4 tasks for big=1 ran on %d autoscaled node(s) in %.1f s\n", nseen, now_s() - t0);
+  CHECK(nseen >= 1 && nseen <= 2);
+  /* an actor, and a task that selects the type's label */
+  rd_actor_opts ao;
+  rd_actor_opts_init(&ao);
+  ao.resources = "big=1";
+  rd_actor a;
+  CHECK_EQ(rd_actor_create(Tally, RD_NO_ARGS, &ao, &a), 0);
+  rd_ref r;
+  CHECK_EQ(rd_actor_call(a, Tally_node, RD_NO_ARGS, NULL, &r), 0);
+  uint32_t an = node_of(r);
+  CHECK(node_has_label(an, "raydist.io/node-type=big"));
+  CHECK_EQ(rd_actor_kill(a, 1), 0);
+  rd_task_opts_init(&o);
+  o.label_selector = "raydist.io/node-type=warm";
+  CHECK_EQ(rd_submit(where, RD_NO_ARGS, &o, &r), 0);
+  CHECK(node_has_label(node_of(r), "raydist.io/node-type=warm"));
+  /* no type has big=5: refused, not kept waiting */
+  rd_task_opts_init(&o);
+  o.resources = "big=5";
+  CHECK_EQ(rd_submit(where, RD_NO_ARGS, &o, &r), 0);
+  rd_buf eb;
+  int e = rd_get(&r, 1, &eb, 30000);
+  printf("big=5: %s: %.*s\n", rd_err_name(e), (int)eb.size, (const char *)eb.data);
+  CHECK_EQ(e, RD_EINFEASIBLE);
   rd_buf_release(&eb);
   rd_ref_release(r);
   rd_shutdown();
@@ -4175,6 +4281,33 @@ static int t_memory_hold(void) {
   for (int i = 0; i < 1200 && access(done, F_OK) != 0; i++) usleep(50000);
   rd_ref_release(p);
   rd_ref_release(r);
+  rd_shutdown();
+  return 0;
+}
+
+/* For the autoscaler's demand (cluster_test.sh): b's two CPUs taken by
+ * two long zone=west tasks, then five more zone=west tasks: one lease
+ * request waits on b and four tasks wait behind it here (the backlog);
+ * held until the file $RD_DONE appears. */
+static int t_backlog_hold(void) {
+  join();
+  rd_task_opts o;
+  rd_task_opts_init(&o);
+  o.label_selector = "zone=west";
+  rd_ref blk[2], more[5];
+  uint32_t long_ms = 30000, short_ms = 10;
+  for (uint32_t i = 0; i < 2; i++) {
+    uint32_t tag = 20 + i;
+    CHECK_EQ(rd_submit(marked_where, RD_ARGS(rd_arg_bytes(&long_ms, 4), rd_arg_bytes(&tag, 4)), &o, &blk[i]), 0);
+  }
+  for (int i = 20; i < 22; i++) wait_marked(i);
+  o.num_cpus = 0.5;   /* a class of its own */
+  for (uint32_t i = 0; i < 5; i++)
+    CHECK_EQ(rd_submit(slow_where, RD_ARGS(rd_arg_bytes(&short_ms, 4), rd_arg_bytes(&i, 4)), &o, &more[i]), 0);
+  const char *ready = getenv("RD_READY"), *done = getenv("RD_DONE");
+  CHECK(ready && done);
+  say_ready(ready);
+  for (int i = 0; i < 1200 && access(done, F_OK) != 0; i++) usleep(50000);
   rd_shutdown();
   return 0;
 }
@@ -4309,6 +4442,7 @@ int main(int argc, char **argv) {
       {"borrow", t_borrow},                     {"stream", t_stream},           {"nested", t_nested},
       {"collective", t_collective},             {"code_keep", t_code_keep},     {"code_kill", t_code_kill},
       {"code_again", t_code_again},             {"labels", t_labels}, {"memory_hold", t_memory_hold},
+      {"autoscaler", t_autoscale}, {"backlog_hold", t_backlog_hold},
       {"tasks_hold", t_tasks_hold},             {"tasks_open_put", t_tasks_open_put},
       {"actors_hold", t_actors_hold},           {"log_rotation", t_log_rotation},
       {"app_metrics", t_app_metrics},

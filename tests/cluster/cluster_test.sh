@@ -98,6 +98,63 @@ HEAD_OPTS=
 # and the nodes their own copies after 1 s
 [ "$CASE" = code_gc ] && export RAYDIST_GCS_CODE_TTL_S=1 RAYDIST_CODE_CACHE_TTL_S=1 RAYDIST_LOG_LEVEL=2 &&
   HEAD_OPTS="--log-level 2"
+# autoscaler: nodes of type big (big=1, at most two) start when requests
+# wait for them and go once idle 3 s; one of type warm is kept
+if [ "$CASE" = autoscaler ]; then
+  AS_CONF="$RAYDIST_TMPDIR/autoscale.conf"
+  cat > "$AS_CONF" <<EOF
+# the autoscaler test's config
+idle_timeout_s = 3
+interval_ms = 300
+launch_timeout_s = 60
+
+[type big]
+resources = CPU=1, big=1
+labels = tier=big
+max_workers = 2
+launch = "$R" start --address "\$RAYDIST_ADDRESS" --node-ip 127.0.0.\$((20 + RAYDIST_LAUNCH_ID)) --num-cpus 1 --resources big=1 --labels tier=big --object-store-memory 100000000
+terminate = echo "\$RAYDIST_NODE_TYPE \$RAYDIST_LAUNCH_ID \$RAYDIST_NODE_IP \$RAYDIST_NODE_INDEX" >> "$RAYDIST_TMPDIR/terminated"
+
+[type warm]
+resources = CPU=1,warm=1
+min_workers = 1
+max_workers = 1
+launch = "$R" start --address "\$RAYDIST_ADDRESS" --node-ip 127.0.0.30 --num-cpus 1 --resources warm=1 --object-store-memory 100000000
+EOF
+  HEAD_OPTS="--autoscaling-config $AS_CONF"
+  # a bad config stops nothing from starting: refused first, with the line
+  # (each case: the file's lines, '|' for a newline, then the reason)
+  OK='[type x]|resources = CPU=1|launch = true'
+  while IFS='~' read -r body want; do
+    printf '%s\n' "$body" | tr '|' '\n' > "$RAYDIST_TMPDIR/bad.conf"
+    if "$R" start --head --port 0 --node-ip 127.0.0.1 --autoscaling-config "$RAYDIST_TMPDIR/bad.conf" 2>"$RAYDIST_TMPDIR/err"; then
+      fail "a head started with a bad autoscaling config: $body"
+    fi
+    grep -qF "$want" "$RAYDIST_TMPDIR/err" || { cat "$RAYDIST_TMPDIR/err"; fail "no reason '$want' for: $body"; }
+    [ -d "$ROOT/node-127.0.0.1" ] && fail "a refused head left a session behind"
+  done <<EOF
+$OK|max_workers = lots~bad.conf:4: max_workers: 0..1000
+colour = red|$OK~bad.conf:1: unknown setting 'colour'
+$OK|colour = red~bad.conf:4: unknown node type setting 'colour'
+[type x]|resources = CPU=1~[type x] needs resources and launch
+$OK|min_workers = 3|max_workers = 1~min_workers 3 is above max_workers 1
+[type x]|resources = CPU=-1|launch = true~resources: '-1' for CPU is not a number >= 0
+[type x]|resources = CPU=0|launch = true~bad.conf:2: resources: a node with nothing to offer
+[type -x]|resources = CPU=1|launch = true~node type name '-x'
+$OK|$OK~node type 'x' given twice
+idle_timeout_s = 5~no [type NAME] section
+[node x]~a section is [type NAME]
+$OK|labels = raydist.io/x=1~reserved
+interval_ms = 10|$OK~interval_ms: 50..60000
+EOF
+  rm "$RAYDIST_TMPDIR/bad.conf"
+  "$R" start --head --port 0 --node-ip 127.0.0.1 --autoscaling-config "$RAYDIST_TMPDIR/bad.conf" 2>"$RAYDIST_TMPDIR/err" &&
+    fail "a head started with a missing autoscaling config"
+  grep -q "No such file" "$RAYDIST_TMPDIR/err" || { cat "$RAYDIST_TMPDIR/err"; fail "no reason for a missing config"; }
+  "$R" start --address 127.0.0.1:1 --node-ip 127.0.0.9 --autoscaling-config "$AS_CONF" 2>"$RAYDIST_TMPDIR/err" &&
+    fail "a node took --autoscaling-config"
+  grep -q "goes with --head" "$RAYDIST_TMPDIR/err" || { cat "$RAYDIST_TMPDIR/err"; fail "no reason for --autoscaling-config without --head"; }
+fi
 "$R" start --head --port 0 --node-ip 127.0.0.1 --num-cpus 2 --object-store-memory 700000000 $HEAD_OPTS >/dev/null || fail "head"
 ADDR=$(sed -n 's/^gcs=//p' "$ROOT/node-127.0.0.1/cluster")
 [ -n "$ADDR" ] || fail "no GCS address"
@@ -105,16 +162,29 @@ ADDR=$(sed -n 's/^gcs=//p' "$ROOT/node-127.0.0.1/cluster")
   --labels "zone=west,gpu=A100" --object-store-memory 700000000 >/dev/null || fail "node b"
 "$R" start --address "$ADDR" --node-ip 127.0.0.3 --num-cpus 2 --resources only_c=1,pool=1 \
   --labels "zone=east, market=spot" >/dev/null || fail "node c"
-"$R" status > "$RAYDIST_TMPDIR/status" || fail "status"
+# the autoscaler's warm node (min_workers 1) joins on its own
+if [ "$CASE" = autoscaler ]; then
+  for _i in $(seq 1 100); do "$R" status | grep -q "4 nodes alive" && break; sleep 0.2; done
+  "$R" status > "$RAYDIST_TMPDIR/status" || fail "status"
+  grep -q "4 nodes alive" "$RAYDIST_TMPDIR/status" || { cat "$RAYDIST_TMPDIR/status"; fail "status: the warm node did not join"; }
+  grep -Eq "^labels: node [0-9]+ raydist.io/launch-id=[0-9]+,raydist.io/node-type=warm$" "$RAYDIST_TMPDIR/status" ||
+    { cat "$RAYDIST_TMPDIR/status"; fail "status: no warm node labels"; }
+  sed -i '/raydist.io\/node-type=warm$/d; /127\.0\.0\.30/d; s/4 nodes alive/3 nodes alive/' "$RAYDIST_TMPDIR/status"
+else
+  "$R" status > "$RAYDIST_TMPDIR/status" || fail "status"
+fi
 grep -q "3 nodes alive" "$RAYDIST_TMPDIR/status" || { cat "$RAYDIST_TMPDIR/status"; fail "status: not 3 nodes"; }
 # each node registered its metrics endpoint, on its own address
 for ip in 127.0.0.1 127.0.0.2 127.0.0.3; do
   grep -Eq "^metrics: node [0-9]+ http://$ip:[0-9]+/metrics$" "$RAYDIST_TMPDIR/status" ||
     { cat "$RAYDIST_TMPDIR/status"; fail "status: no metrics endpoint of $ip"; }
 done
-# the head's service-discovery file lists the same three endpoints
-sd_wait 3 || fail "service discovery: not 3 targets"
-sd_targets | awk '{print "metrics: node " $2 " http://" $1 "/metrics"}' | sort > "$RAYDIST_TMPDIR/sd"
+# the head's service-discovery file lists the same three endpoints (four
+# with the autoscaler's warm node, left out of the status copy)
+NSD=3
+[ "$CASE" = autoscaler ] && NSD=4
+sd_wait $NSD || fail "service discovery: not $NSD targets"
+sd_targets | grep -v '^127\.0\.0\.30:' | awk '{print "metrics: node " $2 " http://" $1 "/metrics"}' | sort > "$RAYDIST_TMPDIR/sd"
 grep '^metrics: ' "$RAYDIST_TMPDIR/status" | sort | cmp -s - "$RAYDIST_TMPDIR/sd" ||
   { cat "$RAYDIST_TMPDIR/sd" "$RAYDIST_TMPDIR/status"; fail "service discovery differs from status"; }
 # and its labels, canonical (the head has none)
@@ -883,6 +953,37 @@ PY
     "$R" list placement-groups --limit 1 > "$L" || fail "list placement-groups --limit 1"
     [ "$(grep -Ec '^[0-9a-f]{16} ' "$L")" = 1 ] || { cat "$L"; fail "list placement-groups --limit 1: not one row"; }
     "$R" list placement-groups --state ALIVE > /dev/null 2>&1 && fail "list placement-groups took --state ALIVE"
+    ;;
+  autoscaler)
+    RD_CLUSTER_NODES=4 "$T" autoscaler || fail "autoscaler"
+    # the big nodes go once idle 3 s, through their terminate command; warm stays
+    L="$RAYDIST_TMPDIR/as_status"
+    listed_until 150 '^  type big: 0 alive, 0 starting \(min 0, max 2\)' status || { cat "$L"; fail "the big nodes did not leave"; }
+    cat "$L"
+    grep -Eq '^cluster at .*: 4 nodes alive, 2 dead$' "$L" || fail "status: not 4 nodes alive, 2 dead"
+    [ "$(grep -c 'dead .*drained: idle for [0-9]* s (autoscaler, type .big.)' "$L")" = 2 ] ||
+      fail "status: the big nodes' reason"
+    grep -Eq '^  type warm: 1 alive, 0 starting \(min 1, max 1\)' "$L" || fail "status: type warm"
+    grep -Eq '^  launches: 3 started, 0 failed; 2 nodes let go$' "$L" || fail "status: launches"
+    for _i in $(seq 1 50); do [ "$(wc -l < "$RAYDIST_TMPDIR/terminated" 2>/dev/null)" = 2 ] && break; sleep 0.1; done
+    cat "$RAYDIST_TMPDIR/terminated"
+    [ "$(grep -Ec '^big [0-9]+ 127\.0\.0\.2[0-9] [0-9]+$' "$RAYDIST_TMPDIR/terminated")" = 2 ] ||
+      fail "terminate commands"
+    # demand: one request waiting on b (node 2 here: the warm node took 4)
+    # and the backlog of four behind it on the head; no type has zone=west
+    B=$(sed -n 's/^labels: node \([0-9]*\) gpu=A100,zone=west$/\1/p' "$L")
+    export RD_CLUSTER_NODES=4
+    hold_start backlog_hold
+    # (each node says so with its heartbeat once the request has waited 1 s)
+    listed_until 100 "^waiting: node $B \\{CPU: 0.5, GPU: 0\\} x 1 selector .zone=west.\$" status ||
+      { cat "$L"; fail "status: no request waiting on b"; }
+    listed_until 100 '^waiting: node 1 \{CPU: 0.5, GPU: 0\} x 4 selector .zone=west.$' status ||
+      { cat "$L"; fail "status: no backlog of 4 on the head"; }
+    listed_until 100 '^  [0-9]+ waiting requests? no node type can run$' status ||
+      { cat "$L"; fail "status: zone=west not said unplaceable"; }
+    cat "$L"
+    touch "$RAYDIST_TMPDIR/done"
+    wait "$HOLD" || fail "backlog_hold"
     ;;
   *)
     "$T" "$CASE" || fail "$CASE"

@@ -384,6 +384,111 @@ static int t_gcs_nodes(void) {
   return 0;
 }
 
+/* The autoscaler's calls: a heartbeat's demand and idle time come back
+ * from GetLoad; DrainNode reaches the node's next heartbeat and stands 3 s;
+ * node types come with the view; the runtime's own labels register; bad
+ * calls are refused. */
+static int t_gcs_autoscale(void) {
+  make_dir();
+  gcs_proc p;
+  gcs_start(&p, 10000);   /* a heartbeat timeout past the drain's 3 s */
+  rd_gcs *g = connect_ok(&p);
+  rd_gcs_node a, b;
+  node_fill(&a, "127.0.0.2", 4);
+  node_fill(&b, "127.0.0.3", 2);
+  snprintf(b.labels, sizeof(b.labels), "raydist.io/launch-id=7,raydist.io/node-type=big,zone=x");
+  uint32_t ia = 0, ib = 0;
+  char err[256];
+  CHECK_EQ(rd_gcs_register_node(g, &a, &ia, err, sizeof(err)), 0);
+  CHECK_EQ(rd_gcs_register_node(g, &b, &ib, err, sizeof(err)), 0);
+
+  rd_gcs_demand d[2];
+  memset(d, 0, sizeof(d));
+  d[0].shape.cpu = RD_RES_UNIT;
+  CHECK_EQ(rd_res_set_custom(&d[0].shape, "big", RD_RES_UNIT), 0);
+  d[0].count = 5;
+  d[1].shape.cpu = 2 * RD_RES_UNIT;
+  snprintf(d[1].sel, sizeof(d[1].sel), "zone=a;zone=b");
+  d[1].count = 1;
+  rd_gcs_load la = {.avail = &a.total, .demand = d, .ndemand = 2};
+  rd_gcs_load lb = {.avail = &b.total, .idle_ms = 4200};
+  char drain[128] = "x";
+  CHECK_EQ(rd_gcs_heartbeat_load(g, ia, &la, NULL, drain, sizeof(drain)), 0);
+  CHECK_EQ(drain[0], 0);
+  CHECK_EQ(rd_gcs_heartbeat_load(g, ib, &lb, NULL, drain, sizeof(drain)), 0);
+  rd_gcs_node_load *ld;
+  size_t nl;
+  CHECK_EQ(rd_gcs_get_load(g, &ld, &nl), 0);
+  CHECK_EQ(nl, 2);
+  for (size_t i = 0; i < nl; i++) {
+    if (ld[i].index == ia) {
+      CHECK(ld[i].ndemand == 2 && ld[i].idle_ms == 0 && ld[i].demand[0].count == 5);
+      CHECK_EQ(rd_res_get_custom(&ld[i].demand[0].shape, "big"), RD_RES_UNIT);
+      CHECK(!strcmp(ld[i].demand[1].sel, "zone=a;zone=b") && ld[i].demand[1].shape.cpu == 2 * RD_RES_UNIT);
+    } else {
+      CHECK(ld[i].index == ib && ld[i].ndemand == 0 && ld[i].idle_ms == 4200 && !ld[i].drain[0]);
+    }
+  }
+  free(ld);
+
+  /* drain b: its next heartbeats say so, for 3 s */
+  CHECK_EQ(rd_gcs_drain_node(g, ib, "idle for 4 s"), 0);
+  CHECK_EQ(rd_gcs_heartbeat_load(g, ib, &lb, NULL, drain, sizeof(drain)), 0);
+  CHECK(!strcmp(drain, "idle for 4 s"));
+  CHECK_EQ(rd_gcs_heartbeat_load(g, ia, &la, NULL, drain, sizeof(drain)), 0);
+  CHECK_EQ(drain[0], 0);
+  CHECK_EQ(rd_gcs_get_load(g, &ld, &nl), 0);
+  for (size_t i = 0; i < nl; i++) CHECK(ld[i].index == ib ? !strcmp(ld[i].drain, "idle for 4 s") : !ld[i].drain[0]);
+  free(ld);
+  sleep_ms(3300);
+  CHECK_EQ(rd_gcs_heartbeat_load(g, ib, &lb, NULL, drain, sizeof(drain)), 0);
+  CHECK_EQ(drain[0], 0);
+  CHECK_EQ(rd_gcs_drain_node(g, 0, "x"), RD_EINVAL);
+  CHECK_EQ(rd_gcs_drain_node(g, 4000, "x"), RD_ENOENT);
+
+  /* node types: in the view until replaced */
+  rd_gcs_node_type t[RD_GCS_NODE_TYPES_MAX + 1];
+  memset(t, 0, sizeof(t));
+  snprintf(t[0].name, sizeof(t[0].name), "big");
+  t[0].res.cpu = RD_RES_UNIT;
+  snprintf(t[0].labels, sizeof(t[0].labels), "raydist.io/node-type=big");
+  t[0].max_workers = 3;
+  t[0].workers = 1;
+  snprintf(t[1].name, sizeof(t[1].name), "small");
+  t[1].res.cpu = RD_RES_UNIT;
+  CHECK_EQ(rd_gcs_set_node_types(g, t, 2), 0);
+  rd_gcs_node *nodes;
+  size_t n, nt;
+  rd_gcs_node_type got[RD_GCS_NODE_TYPES_MAX];
+  CHECK_EQ(rd_gcs_get_view(g, &nodes, &n, got, &nt, NULL), 0);
+  free(nodes);
+  CHECK(nt == 2 && !strcmp(got[0].name, "big") && got[0].max_workers == 3 && got[0].workers == 1 &&
+        !strcmp(got[0].labels, "raydist.io/node-type=big") && got[1].res.cpu == RD_RES_UNIT);
+  t[1].name[0] = 0;   /* no name */
+  CHECK_EQ(rd_gcs_set_node_types(g, t, 2), RD_EINVAL);
+  CHECK_EQ(rd_gcs_set_node_types(g, t, RD_GCS_NODE_TYPES_MAX + 1), RD_EINVAL);
+  t[1].res.memory = -5;
+  snprintf(t[1].name, sizeof(t[1].name), "bad");
+  CHECK_EQ(rd_gcs_set_node_types(g, t, 2), RD_EINVAL);
+  CHECK_EQ(rd_gcs_get_view(g, &nodes, &n, got, &nt, NULL), 0);   /* the good ones stay */
+  free(nodes);
+  CHECK_EQ(nt, 2);
+  CHECK_EQ(rd_gcs_set_node_types(g, NULL, 0), 0);
+  CHECK_EQ(rd_gcs_get_view(g, &nodes, &n, got, &nt, NULL), 0);
+  free(nodes);
+  CHECK_EQ(nt, 0);
+
+  /* the runtime's labels register; malformed ones do not */
+  rd_gcs_node c;
+  node_fill(&c, "127.0.0.4", 1);
+  snprintf(c.labels, sizeof(c.labels), "raydist.io/node-type=");
+  CHECK_EQ(rd_gcs_register_node(g, &c, NULL, err, sizeof(err)), RD_EINVAL);
+  rd_gcs_close(g);
+  gcs_stop(&p);
+  rm_dir();
+  return 0;
+}
+
 static int t_gcs_kv(void) {
   make_dir();
   gcs_proc p;
@@ -1820,7 +1925,7 @@ static int t_gcs_restart(void) {
 
 static const rd_test_case cases[] = {
     {"sha256", t_sha256},
-    {"gcs_nodes", t_gcs_nodes},
+    {"gcs_nodes", t_gcs_nodes}, {"gcs_autoscale", t_gcs_autoscale},
     {"gcs_kv", t_gcs_kv},
     {"gcs_code", t_gcs_code},
     {"gcs_code_ttl", t_gcs_code_ttl},

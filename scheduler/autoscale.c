@@ -1,0 +1,106 @@
+/* scheduler/autoscale.c - the autoscaler's policy (see autoscale.h). */
+#include "autoscale.h"
+
+#include <string.h>
+
+#include "labels.h"
+
+#define MAX_NEW 64   /* nodes started in one round, at most */
+
+/* Does res fit in room?  A custom amount of 0 asks for nothing. */
+static int fits(const rd_resources *room, const rd_resources *res) {
+  if (res->cpu > room->cpu || res->gpu > room->gpu || res->memory > room->memory) return 0;
+  for (int i = 0; i < res->ncustom; i++)
+    if (res->custom[i].amount > 0 && rd_res_get_custom(room, res->custom[i].name) < res->custom[i].amount) return 0;
+  return 1;
+}
+
+/* room -= res (res fits). */
+static void take(rd_resources *room, const rd_resources *res) {
+  room->cpu -= res->cpu;
+  room->gpu -= res->gpu;
+  room->memory -= res->memory;
+  for (int i = 0; i < res->ncustom; i++)
+    for (int k = 0; k < room->ncustom; k++)
+      if (!strcmp(room->custom[k].name, res->custom[i].name)) room->custom[k].amount -= res->custom[i].amount;
+}
+
+void rd_as_plan_round(const rd_as_type *types, size_t nt, const rd_as_node *nodes, size_t nn,
+                      const rd_as_demand *demand, size_t nd, const rd_as_opts *o, rd_resources *work,
+                      unsigned char *drain, rd_as_plan *out) {
+  memset(out, 0, sizeof(*out));
+  out->infeasible_example = -1;
+  if (nt > RD_AS_MAX_TYPES) nt = RD_AS_MAX_TYPES;
+  int count[RD_AS_MAX_TYPES] = {0};   /* each kind's nodes, live or starting, not leaving */
+  for (size_t i = 0; i < nn; i++) {
+    const rd_as_node *n = &nodes[i];
+    int mine = n->type >= 0 && (size_t)n->type < nt;
+    work[i] = n->starting && mine ? types[n->type].res : n->avail;
+    drain[i] = 0;
+    if (mine && !n->draining) count[n->type]++;
+  }
+  rd_resources room[MAX_NEW];   /* the nodes this round starts */
+  int room_type[MAX_NEW];
+  int nnew = 0, budget = o->max_launch < 0 ? 0 : o->max_launch > MAX_NEW ? MAX_NEW : o->max_launch;
+
+  for (size_t t = 0; t < nt; t++)
+    while (count[t] + out->launch[t] < types[t].min_workers && nnew < budget) {
+      out->launch[t]++;
+      room[nnew] = types[t].res;
+      room_type[nnew++] = (int)t;
+    }
+
+  uint32_t units = 0;
+  for (size_t d = 0; d < nd; d++) {
+    const rd_resources *shape = &demand[d].shape;
+    const char *sel = demand[d].sel;
+    for (uint32_t c = 0; c < demand[d].count && units < RD_AS_MAX_UNITS; c++, units++) {
+      int placed = 0;
+      for (size_t i = 0; i < nn && !placed; i++) {
+        const rd_as_node *n = &nodes[i];
+        if (n->draining) continue;
+        const char *labels = n->starting && n->type >= 0 && (size_t)n->type < nt ? types[n->type].labels : n->labels;
+        if (!rd_labels_match(labels, sel) || !fits(&work[i], shape)) continue;
+        take(&work[i], shape);
+        drain[i] = 2;   /* has work coming: not let go this round */
+        placed = 1;
+      }
+      for (int k = 0; k < nnew && !placed; k++)
+        if (rd_labels_match(types[room_type[k]].labels, sel) && fits(&room[k], shape)) {
+          take(&room[k], shape);
+          placed = 1;
+        }
+      int could = 0;
+      for (size_t t = 0; t < nt && !placed; t++) {
+        if (!rd_labels_match(types[t].labels, sel) || !fits(&types[t].res, shape)) continue;
+        could = 1;
+        if (count[t] + out->launch[t] >= types[t].max_workers || nnew >= budget) continue;
+        out->launch[t]++;
+        room[nnew] = types[t].res;
+        take(&room[nnew], shape);
+        room_type[nnew++] = (int)t;
+        placed = 1;
+      }
+      if (placed) {
+        out->packed++;
+      } else if (could) {
+        out->capped++;
+      } else {
+        out->infeasible++;
+        if (out->infeasible_example < 0) out->infeasible_example = (int)d;
+      }
+    }
+  }
+  out->nlaunch = nnew;
+
+  for (size_t i = 0; i < nn; i++) {
+    const rd_as_node *n = &nodes[i];
+    int busy = drain[i] == 2;
+    drain[i] = 0;
+    if (n->type < 0 || (size_t)n->type >= nt || n->starting || n->draining || busy) continue;
+    if (!n->idle_ms || n->idle_ms < o->idle_timeout_ms) continue;
+    if (count[n->type] <= types[n->type].min_workers) continue;
+    drain[i] = 1;
+    count[n->type]--;
+  }
+}

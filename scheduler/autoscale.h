@@ -1,0 +1,69 @@
+/* scheduler/autoscale.h - the autoscaler's policy (Ray's resource demand
+ * scheduler): which nodes to start and which to let go, given the kinds
+ * of node it may start, the nodes there are and the requests that wait.
+ * Pure: no I/O, no clock, no allocation; runtime/autoscaler.c feeds it
+ * from the GCS and carries out its plan.
+ *
+ * Demand is first packed onto what the cluster has free now and what the
+ * nodes already starting will have (first fit, labels matched); what is
+ * left starts nodes of the first kind, in the order given, that could run
+ * it and is under its max_workers, at most max_launch nodes a round.  Each
+ * kind is kept at min_workers.  A node the autoscaler started that has
+ * been idle idle_timeout_ms, that no waiting request was packed onto, and
+ * whose kind stays at min_workers without it, is let go. */
+#ifndef RD_SCHEDULER_AUTOSCALE_H
+#define RD_SCHEDULER_AUTOSCALE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "resources.h"
+
+#define RD_AS_MAX_TYPES 16
+#define RD_AS_MAX_UNITS 10000   /* requests packed in one round; more wait for the next */
+
+typedef struct rd_as_type {
+  const char *name;
+  rd_resources res;          /* what a node of the kind has */
+  const char *labels;        /* its labels, canonical (selectors are matched against them) */
+  int min_workers, max_workers;
+} rd_as_type;
+
+typedef struct rd_as_node {
+  int type;                  /* index into the kinds; -1: not the autoscaler's */
+  int starting;              /* launched, not in the cluster yet: all of its type's resources will be free */
+  rd_resources avail;        /* a live node's free resources (its last heartbeat) */
+  const char *labels;        /* a live node's labels */
+  uint64_t idle_ms;          /* a live node's idle time (0: busy) */
+  int draining;              /* asked to leave already */
+} rd_as_node;
+
+typedef struct rd_as_demand {
+  rd_resources shape;
+  const char *sel;           /* label selector with fallbacks; NULL or "": any node */
+  uint32_t count;
+} rd_as_demand;
+
+typedef struct rd_as_opts {
+  uint64_t idle_timeout_ms;
+  int max_launch;            /* nodes started in one round, all kinds together */
+} rd_as_opts;
+
+typedef struct rd_as_plan {
+  int launch[RD_AS_MAX_TYPES];   /* nodes of each kind to start now */
+  int nlaunch;
+  uint32_t packed;           /* waiting requests that fit what is free or starting */
+  uint32_t capped;           /* ... that a kind could run, but every such kind is at max_workers
+                                (or this round started max_launch nodes) */
+  uint32_t infeasible;       /* ... that no kind could ever run */
+  int infeasible_example;    /* a demand index among those (-1: none) */
+} rd_as_plan;
+
+/* The plan for one round.  drain (nn entries) gets 1 for each node to let
+ * go.  work (nn entries of rd_resources, the caller's scratch) holds each
+ * node's room as demand is packed. */
+void rd_as_plan_round(const rd_as_type *types, size_t nt, const rd_as_node *nodes, size_t nn,
+                      const rd_as_demand *demand, size_t nd, const rd_as_opts *o, rd_resources *work,
+                      unsigned char *drain, rd_as_plan *out);
+
+#endif /* RD_SCHEDULER_AUTOSCALE_H */

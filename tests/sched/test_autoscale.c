@@ -1,0 +1,123 @@
+/* tests/sched/test_autoscale.c - the autoscaler's policy: min_workers,
+ * demand packed onto free and starting nodes before new ones, kinds tried
+ * in order with their labels and max_workers, the launch budget, demand
+ * no kind can run, and which idle nodes are let go. */
+#include <string.h>
+
+#include "../check.h"
+#include "autoscale.h"
+#include "raydist/error.h"
+
+static rd_resources res(double cpu, double big) {
+  rd_resources r;
+  memset(&r, 0, sizeof(r));
+  CHECK_EQ(rd_res_from_double(cpu, &r.cpu), 0);
+  if (big > 0) {
+    r.ncustom = 1;
+    strcpy(r.custom[0].name, "big");
+    CHECK_EQ(rd_res_from_double(big, &r.custom[0].amount), 0);
+  }
+  return r;
+}
+
+static rd_as_node live(int type, rd_resources avail, const char *labels, uint64_t idle_ms) {
+  rd_as_node n = {.type = type, .avail = avail, .labels = labels, .idle_ms = idle_ms};
+  return n;
+}
+
+int main(void) {
+  rd_as_type types[2] = {
+      {.name = "west", .res = res(1, 1), .labels = "raydist.io/node-type=west,zone=west", .max_workers = 2},
+      {.name = "east", .res = res(4, 0), .labels = "raydist.io/node-type=east,zone=east", .min_workers = 1,
+       .max_workers = 3}};
+  rd_as_opts o = {.idle_timeout_ms = 5000, .max_launch = 5};
+  rd_resources work[8];
+  unsigned char drain[8];
+  rd_as_plan p;
+
+  /* nothing there: each kind comes up to min_workers */
+  rd_as_plan_round(types, 2, NULL, 0, NULL, 0, &o, work, drain, &p);
+  CHECK_EQ(p.launch[0], 0);
+  CHECK_EQ(p.launch[1], 1);
+  CHECK_EQ(p.nlaunch, 1);
+
+  /* four requests for big: the first kind that has it, up to its max */
+  rd_as_demand d[3] = {{.shape = res(1, 1), .sel = NULL, .count = 4}};
+  rd_as_node nodes[8];
+  nodes[0] = live(1, res(4, 0), types[1].labels, 0);   /* east, busy */
+  rd_as_plan_round(types, 2, nodes, 1, d, 1, &o, work, drain, &p);
+  CHECK_EQ(p.launch[0], 2);
+  CHECK_EQ(p.launch[1], 0);
+  CHECK_EQ(p.packed, 2);
+  CHECK_EQ(p.capped, 2);
+  CHECK_EQ(p.infeasible, 0);
+
+  /* one west node starting: two of them go there (one fits), one more starts */
+  nodes[1] = (rd_as_node){.type = 0, .starting = 1};
+  d[0].count = 2;
+  rd_as_plan_round(types, 2, nodes, 2, d, 1, &o, work, drain, &p);
+  CHECK_EQ(p.launch[0], 1);
+  CHECK_EQ(p.packed, 2);
+
+  /* a live node with room takes the demand: nothing starts */
+  nodes[2] = live(-1, res(2, 1), "", 0);
+  rd_as_plan_round(types, 2, nodes, 3, d, 1, &o, work, drain, &p);
+  CHECK_EQ(p.nlaunch, 0);
+  CHECK_EQ(p.packed, 2);
+  CHECK_EQ(drain[2], 0);
+
+  /* selectors: zone=east skips west; a fallback counts too; no kind for big=5 */
+  d[0] = (rd_as_demand){.shape = res(1, 0), .sel = "zone=east", .count = 5};
+  d[1] = (rd_as_demand){.shape = res(1, 0), .sel = "zone=north;zone=west", .count = 1};
+  d[2] = (rd_as_demand){.shape = res(1, 5), .sel = NULL, .count = 3};
+  nodes[0] = live(1, res(0, 0), types[1].labels, 0);   /* east, full */
+  rd_as_plan_round(types, 2, nodes, 1, d, 3, &o, work, drain, &p);
+  CHECK_EQ(p.launch[1], 2);   /* 4 CPUs each: 5 requests */
+  CHECK_EQ(p.launch[0], 1);
+  CHECK_EQ(p.packed, 6);
+  CHECK_EQ(p.infeasible, 3);
+  CHECK_EQ(p.infeasible_example, 2);
+
+  /* the budget: ten requests, two launches a round */
+  o.max_launch = 2;
+  d[0] = (rd_as_demand){.shape = res(1, 1), .count = 10};
+  rd_as_plan_round(types, 2, NULL, 0, d, 1, &o, work, drain, &p);
+  CHECK_EQ(p.nlaunch, 2);
+  CHECK_EQ(p.launch[1], 1);   /* min_workers first */
+  CHECK_EQ(p.launch[0], 1);
+  CHECK_EQ(p.packed, 1);
+  CHECK_EQ(p.capped, 9);
+  o.max_launch = 5;
+
+  /* letting go: idle long enough, above min_workers, not about to get work */
+  nodes[0] = live(1, res(4, 0), types[1].labels, 6000);   /* east: its only one (min 1): kept */
+  nodes[1] = live(0, res(1, 1), types[0].labels, 6000);   /* west, idle: goes */
+  nodes[2] = live(0, res(1, 1), types[0].labels, 4000);   /* not long enough */
+  nodes[3] = live(0, res(1, 1), types[0].labels, 0);      /* busy */
+  nodes[4] = live(-1, res(8, 0), "", 60000);               /* not the autoscaler's */
+  rd_as_plan_round(types, 2, nodes, 5, NULL, 0, &o, work, drain, &p);
+  CHECK(drain[0] == 0 && drain[1] == 1 && drain[2] == 0 && drain[3] == 0 && drain[4] == 0);
+  nodes[5] = live(1, res(4, 0), types[1].labels, 9000);   /* a second east: one of the two goes */
+  rd_as_plan_round(types, 2, nodes, 6, NULL, 0, &o, work, drain, &p);
+  CHECK_EQ(drain[0] + drain[5], 1);
+  /* demand packed onto the idle west node keeps it */
+  d[0] = (rd_as_demand){.shape = res(1, 1), .sel = "zone=west", .count = 1};
+  nodes[2].idle_ms = 0;
+  nodes[4] = live(-1, res(0, 0), "", 0);
+  rd_as_plan_round(types, 2, nodes, 5, d, 1, &o, work, drain, &p);
+  CHECK_EQ(drain[1], 0);
+  CHECK_EQ(p.packed, 1);
+  CHECK_EQ(p.nlaunch, 0);
+  /* one already leaving does not count, nor take work */
+  nodes[1].draining = 1;
+  nodes[2].avail = nodes[3].avail = res(0, 0);
+  rd_as_plan_round(types, 2, nodes, 5, d, 1, &o, work, drain, &p);
+  CHECK_EQ(p.packed, 0);     /* nodes[2] and [3] are full, and with them west is at max_workers */
+  CHECK_EQ(p.capped, 1);
+  CHECK_EQ(drain[1], 0);
+  types[0].max_workers = 3;   /* nodes[1] leaving does not count: a new one */
+  rd_as_plan_round(types, 2, nodes, 5, d, 1, &o, work, drain, &p);
+  CHECK_EQ(p.launch[0], 1);
+  printf("ok\n");
+  return 0;
+}
