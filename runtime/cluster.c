@@ -723,12 +723,24 @@ static size_t demand_add(rd_gcs_demand *d, size_t n, const rd_resources *res, co
   return n + 1;
 }
 
+typedef struct demand_acc {
+  rd_gcs_demand *d;
+  size_t n;
+} demand_acc;
+
+/* A placement-group bundle that waits for room (rd__pg_demand_each). */
+static void demand_pg(void *arg, const rd_resources *shape, const char *sel) {
+  demand_acc *a = arg;
+  a->n = demand_add(a->d, a->n, shape, sel, 1);
+}
+
 /* What this node reports as demand: requests queued here RD_CL_DEMAND_NS
  * or more (no room here, and none elsewhere, or respill would have moved
  * them), requests that wait for a node no live one is (a kind the
  * autoscaler can start), actors placed from here that wait for one, and
  * the tasks its owners have queued behind requests that wait (their
- * backlog: an owner asks for one worker of a class at a time). */
+ * backlog: an owner asks for one worker of a class at a time), and the
+ * bundles of placement groups recorded here that wait for room. */
 #define RD_CL_DEMAND_NS 1000000000ull
 static size_t demand_fill(rd_gcs_demand *d, uint64_t now) {
   size_t n = 0;
@@ -743,7 +755,9 @@ static size_t demand_fill(rd_gcs_demand *d, uint64_t now) {
   for (const node_client *c = N.clients; c; c = c->next)
     for (size_t i = 0; !c->dead && i < c->nbacklog; i++)
       n = demand_add(d, n, &c->backlog[i].shape, c->backlog[i].sel, c->backlog[i].count);
-  return n;
+  demand_acc acc = {d, n};
+  rd__pg_demand_each(demand_pg, &acc);
+  return acc.n;
 }
 
 static int res_same(const rd_resources *a, const rd_resources *b) {
@@ -1449,6 +1463,12 @@ static void on_link_lease(node_client *c, Rd__LinkLease *m) {
   }
   if (!rd_res_feasible(&N.ledger, &res)) {
     rd__node_reply_grant(c, m->req_id, RD_EINFEASIBLE, "the node chosen for spillback cannot satisfy the request");
+    return;
+  }
+  if (C.drained[0]) {   /* leaving (the autoscaler): the owner asks again, and is placed elsewhere */
+    char buf[200];
+    snprintf(buf, sizeof(buf), "node %u is leaving the cluster (%s)", C.index, C.drained);
+    rd__node_reply_grant(c, m->req_id, RD_EAGAIN, buf);
     return;
   }
   const node_env *env;
@@ -3369,6 +3389,19 @@ int rd__cluster_node_alive(uint32_t index) {
 
 /* The other live nodes, for placement-group placement (pg.c puts itself
  * first, from its own ledger). */
+size_t rd__cluster_pg_potential(rd_pg_node *out, size_t max) {
+  size_t n = 0;
+  for (size_t t = 0; t < C.ntypes; t++) {
+    const rd_gcs_node_type *ty = &C.types[t];
+    for (uint32_t k = ty->workers; k < ty->max_workers && n < max && k - ty->workers < 64; k++, n++) {
+      out[n].index = 5000 + (uint32_t)n;
+      out[n].total = out[n].avail = ty->res;
+      out[n].labels = ty->labels;
+    }
+  }
+  return n;
+}
+
 size_t rd__cluster_pg_nodes(rd_pg_node *out, size_t max) {
   size_t n = 0;
   for (size_t i = 0; i < C.nview && n < max; i++) {

@@ -146,6 +146,10 @@ uint32_t rd__cluster_link_peer(const node_client *c);
 int rd__cluster_node_alive(uint32_t index);
 int rd__cluster_node_usable(uint32_t index);   /* alive, and its link did not just fail */
 size_t rd__cluster_pg_nodes(rd_pg_node *out, size_t max);
+/* The nodes the autoscaler could still start (each node type's max_workers
+ * less its workers), as snapshot entries with made-up indexes above 4095:
+ * for asking whether a group could ever be placed, never for placing it. */
+size_t rd__cluster_pg_potential(rd_pg_node *out, size_t max);
 void rd__cluster_lease_to(node_client *c, uint64_t req_id, const rd_resources *res, int priority, uint32_t target,
                           uint64_t pg_id, int bundle, const node_env *env);
 int rd__cluster_handle_frame(node_client *c, const rd__frame *f);

@@ -940,7 +940,19 @@ void rd__pg_on_create(node_client *c, const Rd__PgCreate *m) {
   static rd_pg_node nodes[PG_MAX * 4];
   size_t nn = snapshot(nodes, PG_MAX * 4);
   uint32_t want[PG_MAX] = {0};
-  if (rd_pg_place_sel(nodes, nn, p->b, p->sel, p->n, p->strategy, want, why, sizeof(why)) == RD_EINFEASIBLE) {
+  int never = rd_pg_place_sel(nodes, nn, p->b, p->sel, p->n, p->strategy, want, why, sizeof(why)) == RD_EINFEASIBLE;
+  if (never && rd__cluster_on()) {   /* nodes the autoscaler can start would hold it: it waits for them */
+    size_t np = rd__cluster_pg_potential(nodes + nn, PG_MAX * 4 - nn);
+    char why2[300];
+    memset(want, 0, sizeof(want));
+    if (np && rd_pg_place_sel(nodes, nn + np, p->b, p->sel, p->n, p->strategy, want, why2, sizeof(why2)) !=
+                  RD_EINFEASIBLE) {
+      never = 0;
+      rd__log(RD_LOG_INFO, "placement group '%s' waits for the autoscaler: %s", m->name ? m->name : "", why);
+    }
+    nn += np;
+  }
+  if (never) {
     for (size_t i = 0; i < nn; i++) {
       char t[200];
       rd_res_format(&nodes[i].total, t, sizeof(t));
@@ -1196,6 +1208,32 @@ int rd__pg_link_frame(node_client *link, const rd__frame *f) {
   protobuf_c_message_free_unpacked(m, NULL);
   rd__node_flush_all();
   return 1;
+}
+
+void rd__pg_demand_each(void (*fn)(void *arg, const rd_resources *shape, const char *sel), void *arg) {
+  for (pg_rec *p = P.recs; p; p = p->next) {
+    /* waiting: it did not fit the last snapshot (kickable), no reservation in flight */
+    if (!p->mine || p->txn || !p->kickable || (p->state != PG_PENDING && p->state != PG_RESCHEDULING)) continue;
+    rd_resources sum;
+    memset(&sum, 0, sizeof(sum));
+    const char *sel = NULL;
+    for (size_t i = 0; i < p->n; i++) {
+      if (p->node[i]) continue;
+      if (p->strategy != RD_PG_STRICT_PACK) {
+        fn(arg, &p->b[i], p->sel[i]);
+        continue;
+      }
+      sum.cpu += p->b[i].cpu;
+      sum.gpu += p->b[i].gpu;
+      sum.memory += p->b[i].memory;
+      for (int k = 0; k < p->b[i].ncustom; k++) {
+        const rd_res_custom *c = &p->b[i].custom[k];
+        (void)rd_res_set_custom(&sum, c->name, rd_res_get_custom(&sum, c->name) + c->amount);
+      }
+      if (!sel) sel = p->sel[i];
+    }
+    if (p->strategy == RD_PG_STRICT_PACK && (sum.cpu || sum.gpu || sum.memory || sum.ncustom)) fn(arg, &sum, sel);
+  }
 }
 
 void rd__pg_view_changed(void) {

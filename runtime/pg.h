@@ -44,6 +44,10 @@ void rd__pg_kick(void);
 /* cluster.c */
 int rd__pg_link_frame(node_client *link, const rd__frame *f);
 void rd__pg_view_changed(void);
+/* The autoscaler's demand from groups recorded here that wait for room:
+ * fn(arg, shape, selector) once per bundle not reserved (a STRICT_PACK
+ * group's bundles once, together). */
+void rd__pg_demand_each(void (*fn)(void *arg, const rd_resources *shape, const char *sel), void *arg);
 /* Bundle `index` of pg reserved here and usable, or NULL. */
 node_bundle *rd__pg_bundle_here(uint64_t pg_id, int index);
 /* A request forwarded to a bundle's node was refused there as stale:

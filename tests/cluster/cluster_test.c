@@ -4186,13 +4186,38 @@ static int node_has_label(uint32_t idx, const char *kv) {
 
 /* The autoscaler (cluster_test.sh starts the head with a config whose
  * type `big` has big=1 and at most two nodes, and `warm` one node kept):
- * tasks and an actor that only a big node could run wait while the
- * autoscaler starts big nodes, then run there; a request no type could
- * run is still RD_EINFEASIBLE.  The script then sees the big nodes leave
+ * a placement group, tasks and an actor that only big nodes could hold
+ * wait while the autoscaler starts them, then run there; a request no
+ * type could run is still RD_EINFEASIBLE.  The script then sees the big nodes leave
  * once idle, and warm stay. */
 static int t_autoscale(void) {
   join();
+  /* a group only two big nodes can hold (STRICT_SPREAD): it waits while
+   * the autoscaler starts them; three such bundles, more than max_workers
+   * can ever give, are refused at once */
+  rd_bundle bu[3] = {{.num_cpus = 1, .resources = "big=1"}, {.num_cpus = 1, .resources = "big=1"},
+                     {.num_cpus = 1, .resources = "big=1"}};
+  rd_pg pg;
+  double tp = now_s();
+  CHECK_EQ(rd_pg_create(bu, 3, RD_PG_STRICT_SPREAD, NULL, &pg), RD_EINFEASIBLE);
+  CHECK_EQ(rd_pg_create(bu, 2, RD_PG_STRICT_SPREAD, NULL, &pg), 0);
+  CHECK_EQ(rd_pg_wait(pg, 90000), 0);
+  rd_pg_info info;
+  CHECK_EQ(rd_pg_info_get(pg, &info), 0);
+  printf("group on autoscaled nodes %u and %u after %.1f s\n", info.bundle_nodes[0], info.bundle_nodes[1],
+         now_s() - tp);
+  CHECK(info.bundle_nodes[0] && info.bundle_nodes[1] && info.bundle_nodes[0] != info.bundle_nodes[1]);
+  CHECK(node_has_label(info.bundle_nodes[0], "raydist.io/node-type=big"));
+  CHECK(node_has_label(info.bundle_nodes[1], "raydist.io/node-type=big"));
   rd_task_opts o;
+  rd_task_opts_init(&o);
+  o.placement_group = pg;
+  o.bundle_index = 1;
+  rd_ref pr;
+  CHECK_EQ(rd_submit(where, RD_NO_ARGS, &o, &pr), 0);
+  CHECK_EQ(node_of(pr), info.bundle_nodes[1]);
+  CHECK_EQ(rd_pg_remove(pg), 0);
+
   rd_task_opts_init(&o);
   o.resources = "big=1";
   rd_ref refs[4];
