@@ -757,6 +757,19 @@ RD_EXTERN int rd_pg_get(const char *name, rd_pg *out) RD_MUST_CHECK;
  * waiting for it fail with RD_EPG_REMOVED.  RD_ENOENT when unknown. */
 RD_EXTERN int rd_pg_remove(rd_pg pg) RD_MUST_CHECK;
 
+/* Ask the cluster's autoscaler for room (Ray's
+ * ray.autoscaler.sdk.request_resources): it keeps enough nodes to hold
+ * these n bundles at once (packed onto the nodes' total resources, however
+ * busy), starting nodes for what does not fit, within each node type's
+ * max_workers and without waiting for demand, until the next call
+ * replaces the request; n 0 withdraws it.  The request is the cluster's,
+ * not the caller's: it outlives this process.  At most RD_REQUEST_MAX
+ * bundles, each as rd_pg_create's (resources only: a label_selector is
+ * RD_EINVAL).  On a cluster without an autoscaler, or an embedded one,
+ * nothing reads it.  docs/autoscaler.md#requesting-room. */
+#define RD_REQUEST_MAX 1000
+RD_EXTERN int rd_request_resources(const rd_bundle *bundles, size_t n) RD_MUST_CHECK;
+
 /* ----------------------------------------------------------------- status */
 
 typedef struct rd_node_info {

@@ -266,6 +266,7 @@ static struct {
   uint64_t launched, failed, drained, terminated;
   volatile sig_atomic_t stop;
   int bad_config_warned;
+  int bad_request_warned;
   int fails_in_row[RD_AS_MAX_TYPES];     /* launches of each kind that failed since one joined */
   uint64_t backoff_until[RD_AS_MAX_TYPES];   /* no launch of the kind before then (now_ms) */
 } A;
@@ -462,9 +463,53 @@ typedef struct round_state {
   size_t nn;
   rd_gcs_node_load *load;
   size_t nl;
+  rd_resources *req;        /* rd_request_resources's bundles */
+  size_t nreq;
   rd_as_plan plan;
   char demand_text[1024];
 } round_state;
+
+/* The room rd_request_resources asks for (the KV store): its bundles in
+ * *out (malloc'ed, NULL when none).  A line that does not parse (no client
+ * writes one) is left out, and said once. */
+static size_t requested_read(rd_resources **out) {
+  *out = NULL;
+  void *v = NULL;
+  size_t len = 0;
+  if (rd_gcs_kv_get(A.gcs, RD_AS_KV_NS, RD_AS_KV_REQUESTED, &v, &len) != 0 || !len) {
+    free(v);
+    return 0;
+  }
+  char *text = malloc(len + 1);
+  size_t n = 0, cap = 0;
+  if (text) {
+    memcpy(text, v, len);
+    text[len] = 0;
+    for (const char *p = text; *p && n < RD_AS_REQ_MAX;) {
+      size_t k = strcspn(p, "\n");
+      char line[1024], err[256];
+      snprintf(line, sizeof(line), "%.*s", (int)(k < sizeof(line) ? k : sizeof(line) - 1), p);
+      p += k + (p[k] == '\n');
+      rd_resources r;
+      if (!*line) continue;
+      if (parse_res(line, &r, err, sizeof(err)) != 0) {
+        if (!A.bad_request_warned++) rd__log(RD_LOG_WARN, "requested room: '%.80s': %s", line, err);
+        continue;
+      }
+      if (n == cap) {
+        size_t nc = cap ? cap * 2 : 16;
+        rd_resources *g = realloc(*out, nc * sizeof(*g));
+        if (!g) break;
+        *out = g;
+        cap = nc;
+      }
+      (*out)[n++] = r;
+    }
+  }
+  free(text);
+  free(v);
+  return n;
+}
 
 static const rd_gcs_node_load *load_of(const round_state *s, uint32_t index) {
   for (size_t i = 0; i < s->nl; i++)
@@ -490,6 +535,9 @@ static void status_write(const round_state *s, const uint32_t *alive, const uint
   rd__mbuf_printf(&b, "  launches: %llu started, %llu failed; %llu nodes let go\n", (unsigned long long)A.launched,
                   (unsigned long long)A.failed, (unsigned long long)A.drained);
   rd__mbuf_printf(&b, "  waiting: %s\n", s->demand_text[0] ? s->demand_text : "nothing");
+  if (s->nreq)
+    rd__mbuf_printf(&b, "  requested: %zu bundle%s (rd_request_resources)%s\n", s->nreq, s->nreq == 1 ? "" : "s",
+                    s->plan.req_unmet ? ", some more than the node types can hold" : "");
   if (s->plan.capped)
     rd__mbuf_printf(&b, "  %u waiting request%s could run on a node type at its max_workers\n", s->plan.capped,
                     s->plan.capped == 1 ? "" : "s");
@@ -523,7 +571,7 @@ static void round_once(void) {
   size_t cap = s.nn + 256;
   rd_as_node *pn = calloc(cap, sizeof(*pn));
   uint32_t *pidx = calloc(cap, sizeof(*pidx));
-  rd_resources *work = calloc(cap, sizeof(*work));
+  rd_resources *work = calloc(2 * cap, sizeof(*work));
   unsigned char *drain = calloc(cap, 1);
   rd_as_demand *dem = calloc(s.nl * RD_GCS_DEMAND_MAX + 1, sizeof(*dem));
   if (!pn || !pidx || !work || !drain || !dem) goto free_out;
@@ -533,8 +581,8 @@ static void round_once(void) {
     if (n->state != RD_GCS_NODE_ALIVE) continue;
     const rd_gcs_node_load *ld = load_of(&s, n->index);
     int t = type_of(n);
-    pn[np] = (rd_as_node){.type = t, .avail = n->avail, .labels = n->labels, .idle_ms = ld ? ld->idle_ms : 0,
-                          .draining = ld && ld->drain[0]};
+    pn[np] = (rd_as_node){.type = t, .avail = n->avail, .total = n->total, .labels = n->labels,
+                          .idle_ms = ld ? ld->idle_ms : 0, .draining = ld && ld->drain[0]};
     if (t >= 0) alive[t]++;
     pidx[np++] = n->index;
   }
@@ -569,7 +617,8 @@ static void round_once(void) {
     }
   }
   rd_as_opts o = {.idle_timeout_ms = A.cfg.idle_timeout_ms, .max_launch = A.cfg.max_launch};
-  rd_as_plan_round(pt, A.cfg.ntypes, pn, np, dem, nd, &o, work, drain, &s.plan);
+  s.nreq = requested_read(&s.req);
+  rd_as_plan_round(pt, A.cfg.ntypes, pn, np, dem, nd, s.req, s.nreq, &o, work, drain, &s.plan);
   if (s.plan.infeasible && !A.bad_config_warned) {
     char r[160];
     rd_res_format(&dem[s.plan.infeasible_example].shape, r, sizeof(r));
@@ -619,6 +668,7 @@ free_out:
 out:
   free(s.nodes);
   free(s.load);
+  free(s.req);
 }
 
 /* ------------------------------------------------------------ the command */

@@ -44,5 +44,9 @@ int rd__autoscaler_cli(int argc, char **argv);
  * (`raydist status` prints it). */
 #define RD_AS_KV_NS "raydist.autoscaler"
 #define RD_AS_KV_STATUS "status"
+/* ... and the room rd_request_resources asks for: a bundle a line, in the
+ * config's resources syntax ("" or absent: none). */
+#define RD_AS_KV_REQUESTED "requested"
+#define RD_AS_REQ_MAX 1000   /* bundles read (RD_REQUEST_MAX) */
 
 #endif

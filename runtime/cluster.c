@@ -45,6 +45,7 @@
 #include "metrics.h"
 #include "objxfer.h"
 #include "pg.h"
+#include "autoscaler.h"   /* RD_AS_KV_NS */
 #include "raydist.h"
 #include "sha256.h"
 #include "u64map.h"
@@ -1736,6 +1737,7 @@ static void kv_work(uv_work_t *w) {
     case 2: k->status = rd_gcs_kv_get(C.gcs, "user", k->key, &k->val, &k->len); break;
     case 3: k->status = rd_gcs_kv_del(C.gcs, "user", k->key); break;
     case 4: k->status = rd_gcs_kv_list(C.gcs, "user", k->key, &k->keys, &k->nkeys); break;
+    case 5: k->status = rd_gcs_kv_put(C.gcs, RD_AS_KV_NS, RD_AS_KV_REQUESTED, k->val, k->len, 1); break;   /* rd_request_resources */
   }
   if (k->status) snprintf(k->err, sizeof(k->err), "%s", rd_gcs_last_error());
 }
@@ -1760,9 +1762,9 @@ int rd__cluster_kv(node_client *c, const Rd__KvRequest *m) {
   kv_op *k = calloc(1, sizeof(*k));
   if (k) {
     k->key = strdup(m->key ? m->key : "");
-    if (m->op == 1 && m->value.len) k->val = malloc(m->value.len);
+    if ((m->op == 1 || m->op == 5) && m->value.len) k->val = malloc(m->value.len);
   }
-  if (!k || !k->key || (m->op == 1 && m->value.len && !k->val)) {
+  if (!k || !k->key || ((m->op == 1 || m->op == 5) && m->value.len && !k->val)) {
     if (k) {
       free(k->key);
       free(k->val);
@@ -1771,8 +1773,8 @@ int rd__cluster_kv(node_client *c, const Rd__KvRequest *m) {
     rd__node_kv_reply(c->id, m->req_id, RD_ENOMEM, "node out of memory", NULL, 0, NULL, 0);
     return 1;
   }
-  if (m->op == 1 && m->value.len) memcpy(k->val, m->value.data, m->value.len);
-  k->len = m->op == 1 ? m->value.len : 0;
+  if ((m->op == 1 || m->op == 5) && m->value.len) memcpy(k->val, m->value.data, m->value.len);
+  k->len = m->op == 1 || m->op == 5 ? m->value.len : 0;
   k->client_id = c->id;
   k->req_id = m->req_id;
   k->op = m->op;

@@ -2262,11 +2262,15 @@ static int kv_collect(void *arg, const char *key, size_t klen, const void *val, 
  * node (a memory store of the GCS kind, table "kv"). */
 static void on_kv(node_client *c, Rd__KvRequest *m) {
   size_t klen = m->key ? strlen(m->key) : 0;
-  if (m->op < 1 || m->op > 4 || klen > RD_KV_MAX_KEY || (m->op != 4 && klen == 0) || m->value.len > RD_KV_MAX_VALUE) {
+  if (m->op < 1 || m->op > 5 || klen > RD_KV_MAX_KEY || (m->op != 4 && klen == 0) || m->value.len > RD_KV_MAX_VALUE) {
     rd__node_kv_reply(c->id, m->req_id, RD_EINVAL, "invalid key-value request", NULL, 0, NULL, 0);
     return;
   }
   if (rd__cluster_kv(c, m)) return;
+  if (m->op == 5) {   /* rd_request_resources: no autoscaler on an embedded node */
+    rd__node_kv_reply(c->id, m->req_id, 0, NULL, NULL, 0, NULL, 0);
+    return;
+  }
   if (!N.kv && !(N.kv = rd_gcs_store_memory_create())) {
     rd__node_kv_reply(c->id, m->req_id, RD_ENOMEM, "node out of memory", NULL, 0, NULL, 0);
     return;

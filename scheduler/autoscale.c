@@ -26,8 +26,8 @@ static void take(rd_resources *room, const rd_resources *res) {
 }
 
 void rd_as_plan_round(const rd_as_type *types, size_t nt, const rd_as_node *nodes, size_t nn,
-                      const rd_as_demand *demand, size_t nd, const rd_as_opts *o, rd_resources *work,
-                      unsigned char *drain, rd_as_plan *out) {
+                      const rd_as_demand *demand, size_t nd, const rd_resources *req, size_t nreq,
+                      const rd_as_opts *o, rd_resources *work, unsigned char *drain, rd_as_plan *out) {
   memset(out, 0, sizeof(*out));
   out->infeasible_example = -1;
   if (nt > RD_AS_MAX_TYPES) nt = RD_AS_MAX_TYPES;
@@ -49,6 +49,39 @@ void rd_as_plan_round(const rd_as_type *types, size_t nt, const rd_as_node *node
       room[nnew] = types[t].res;
       room_type[nnew++] = (int)t;
     }
+
+  /* the requested room: onto the totals, then onto new nodes (demand gets
+   * what it leaves of them), outside the launch budget */
+  rd_resources *whole = work + nn;   /* each node's total as the request is packed */
+  for (size_t i = 0; i < nn; i++)
+    whole[i] = nodes[i].starting && nodes[i].type >= 0 && (size_t)nodes[i].type < nt ? types[nodes[i].type].res
+                                                                                      : nodes[i].total;
+  int for_req = 0;
+  for (size_t r = 0; r < nreq; r++) {
+    int placed = 0;
+    for (size_t i = 0; i < nn && !placed; i++)
+      if (!nodes[i].draining && fits(&whole[i], &req[r])) {
+        take(&whole[i], &req[r]);
+        drain[i] = 2;
+        placed = 1;
+      }
+    for (int k = 0; k < nnew && !placed; k++)
+      if (fits(&room[k], &req[r])) {
+        take(&room[k], &req[r]);
+        placed = 1;
+      }
+    for (size_t t = 0; t < nt && !placed && nnew < MAX_NEW; t++) {
+      if (!fits(&types[t].res, &req[r]) || count[t] + out->launch[t] >= types[t].max_workers) continue;
+      out->launch[t]++;
+      room[nnew] = types[t].res;
+      take(&room[nnew], &req[r]);
+      room_type[nnew++] = (int)t;
+      for_req++;
+      placed = 1;
+    }
+    if (!placed) out->req_unmet++;
+  }
+  budget = budget + for_req > MAX_NEW ? MAX_NEW : budget + for_req;
 
   uint32_t units = 0;
   for (size_t d = 0; d < nd; d++) {

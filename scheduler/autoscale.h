@@ -4,7 +4,10 @@
  * Pure: no I/O, no clock, no allocation; runtime/autoscaler.c feeds it
  * from the GCS and carries out its plan.
  *
- * Demand is first packed onto what the cluster has free now and what the
+ * Requested room (rd_request_resources) is packed first, onto the nodes'
+ * totals (however busy) and then onto new nodes, outside the launch
+ * budget; nodes that hold some of it are kept.
+ * Demand is packed onto what the cluster has free now and what the
  * nodes already starting will have (first fit, labels matched); what is
  * left starts nodes of the first kind, in the order given, that could run
  * it and is under its max_workers, at most max_launch nodes a round.  Each
@@ -33,6 +36,7 @@ typedef struct rd_as_node {
   int type;                  /* index into the kinds; -1: not the autoscaler's */
   int starting;              /* launched, not in the cluster yet: all of its type's resources will be free */
   rd_resources avail;        /* a live node's free resources (its last heartbeat) */
+  rd_resources total;        /* a live node's resources */
   const char *labels;        /* a live node's labels */
   uint64_t idle_ms;          /* a live node's idle time (0: busy) */
   int draining;              /* asked to leave already */
@@ -57,13 +61,15 @@ typedef struct rd_as_plan {
                                 (or this round started max_launch nodes) */
   uint32_t infeasible;       /* ... that no kind could ever run */
   int infeasible_example;    /* a demand index among those (-1: none) */
+  uint32_t req_unmet;        /* requested bundles no node there or startable could hold */
 } rd_as_plan;
 
-/* The plan for one round.  drain (nn entries) gets 1 for each node to let
- * go.  work (nn entries of rd_resources, the caller's scratch) holds each
- * node's room as demand is packed. */
+/* The plan for one round, with req (nreq bundles) the requested room.
+ * drain (nn entries) gets 1 for each node to let go.  work (2 * nn entries
+ * of rd_resources, the caller's scratch) holds each node's room as demand
+ * and the request are packed. */
 void rd_as_plan_round(const rd_as_type *types, size_t nt, const rd_as_node *nodes, size_t nn,
-                      const rd_as_demand *demand, size_t nd, const rd_as_opts *o, rd_resources *work,
-                      unsigned char *drain, rd_as_plan *out);
+                      const rd_as_demand *demand, size_t nd, const rd_resources *req, size_t nreq,
+                      const rd_as_opts *o, rd_resources *work, unsigned char *drain, rd_as_plan *out);
 
 #endif /* RD_SCHEDULER_AUTOSCALE_H */

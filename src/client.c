@@ -5326,14 +5326,14 @@ void rd_shutdown(void) {
 
 /* ------------------------------------------------------ key-value store */
 
-enum { KV_PUT = 1, KV_GET = 2, KV_DEL = 3, KV_KEYS = 4 };
+enum { KV_PUT = 1, KV_GET = 2, KV_DEL = 3, KV_KEYS = 4, KV_REQUEST = 5 };
 
 /* One rd_kv_* request: 0 and *rep (free it), or the error (logged). */
 static int kv_call(const char *what, int op, const char *key, const void *value, size_t size, int overwrite,
                    Rd__KvReply **rep) {
   *rep = NULL;
   size_t klen = key ? strlen(key) : 0;
-  if ((op != KV_KEYS && (!key || klen == 0)) || klen > RD_KV_MAX_KEY || (op == KV_PUT && size && !value) ||
+  if ((op != KV_KEYS && (!key || klen == 0)) || klen > RD_KV_MAX_KEY || ((op == KV_PUT || op == KV_REQUEST) && size && !value) ||
       size > RD_KV_MAX_VALUE) {
     rd__log(RD_LOG_WARN, "%s: a key of 1..%d bytes and a value of at most %u bytes", what, RD_KV_MAX_KEY,
             RD_KV_MAX_VALUE);
@@ -5345,7 +5345,7 @@ static int kv_call(const char *what, int op, const char *key, const void *value,
   m.op = (uint32_t)op;
   m.key = (char *)(key ? key : "");
   m.value.data = (uint8_t *)value;
-  m.value.len = op == KV_PUT ? size : 0;
+  m.value.len = op == KV_PUT || op == KV_REQUEST ? size : 0;
   m.overwrite = overwrite != 0;
   ProtobufCMessage *r = NULL;
   int rc = rd__daemon_call(RD__MSG_TYPE__MSG_KV, &m.base, m.req_id, RD__MSG_TYPE__MSG_KV_REPLY, &r, 60000);
@@ -5364,6 +5364,54 @@ static int kv_call(const char *what, int op, const char *key, const void *value,
 int rd_kv_put(const char *key, const void *value, size_t size, int overwrite) {
   Rd__KvReply *r;
   int rc = kv_call("rd_kv_put", KV_PUT, key, value, size, overwrite, &r);
+  if (rc == 0) protobuf_c_message_free_unpacked(&r->base, NULL);
+  return rc;
+}
+
+/* rd_request_resources: the bundles as lines of "CPU=1,GPU=0.5,memory=N,
+ * name=amount" (the autoscaling config's syntax), sent as KV op 5, which
+ * the node writes to the autoscaler's namespace. */
+int rd_request_resources(const rd_bundle *bundles, size_t n) {
+  if ((n && !bundles) || n > RD_REQUEST_MAX) {
+    rd__log(RD_LOG_WARN, "rd_request_resources: %zu bundles (at most %d, and not NULL)", n, RD_REQUEST_MAX);
+    return RD_EINVAL;
+  }
+  size_t cap = n * 320 + 1, len = 0;
+  char *text = malloc(cap);
+  if (!text) return RD_ENOMEM;
+  text[0] = 0;
+  for (size_t i = 0; i < n; i++) {
+    rd_task_opts to;
+    rd_task_opts_init(&to);
+    to.num_cpus = bundles[i].num_cpus;
+    to.num_gpus = bundles[i].num_gpus;
+    to.memory = bundles[i].memory;
+    to.resources = bundles[i].resources;
+    rd_resources r;
+    char err[256];
+    int bad = opts_to_resources(&to, &r, err, sizeof(err)) != 0;
+    if (!bad && bundles[i].label_selector && *bundles[i].label_selector) {
+      snprintf(err, sizeof(err), "a label_selector (requests are resources only)");
+      bad = 1;
+    }
+    if (!bad && !r.cpu && !r.gpu && !r.memory && !r.ncustom) {
+      snprintf(err, sizeof(err), "it asks for nothing");
+      bad = 1;
+    }
+    if (bad) {
+      rd__log(RD_LOG_WARN, "rd_request_resources: bundle %zu: %s", i, err);
+      free(text);
+      return RD_EINVAL;
+    }
+    len += (size_t)snprintf(text + len, cap - len, "CPU=%g,GPU=%g,memory=%lld", rd_res_to_double(r.cpu),
+                            rd_res_to_double(r.gpu), (long long)r.memory);
+    for (int k = 0; k < r.ncustom && len < cap; k++)
+      len += (size_t)snprintf(text + len, cap - len, ",%s=%g", r.custom[k].name, rd_res_to_double(r.custom[k].amount));
+    if (len < cap) len += (size_t)snprintf(text + len, cap - len, "\n");
+  }
+  Rd__KvReply *r;
+  int rc = kv_call("rd_request_resources", KV_REQUEST, "requested", text, len, 1, &r);
+  free(text);
   if (rc == 0) protobuf_c_message_free_unpacked(&r->base, NULL);
   return rc;
 }

@@ -4310,6 +4310,31 @@ static int t_memory_hold(void) {
   return 0;
 }
 
+/* rd_request_resources of $RD_REQUEST bundles {CPU: 1, big: 1} (0:
+ * withdraw the request), after the refusals (cluster_test.sh's autoscaler
+ * case watches the big nodes come and stay, then go). */
+static int t_request_room(void) {
+  join();
+  const char *e = getenv("RD_REQUEST");
+  size_t n = e ? (size_t)atoi(e) : 0;
+  rd_bundle b[4] = {{.num_cpus = 1, .resources = "big=1"}, {.num_cpus = 1, .resources = "big=1"},
+                    {.num_cpus = 1, .resources = "big=1"}, {.num_cpus = 1, .resources = "big=1"}};
+  CHECK(n <= 4);
+  rd_bundle bad = {.num_cpus = -1};
+  CHECK_EQ(rd_request_resources(&bad, 1), RD_EINVAL);
+  bad = (rd_bundle){.num_cpus = 1, .label_selector = "zone=west"};
+  CHECK_EQ(rd_request_resources(&bad, 1), RD_EINVAL);
+  bad = (rd_bundle){0};
+  CHECK_EQ(rd_request_resources(&bad, 1), RD_EINVAL);   /* asks for nothing */
+  bad = (rd_bundle){.resources = "big=x"};
+  CHECK_EQ(rd_request_resources(&bad, 1), RD_EINVAL);
+  CHECK_EQ(rd_request_resources(NULL, 1), RD_EINVAL);
+  CHECK_EQ(rd_request_resources(b, RD_REQUEST_MAX + 1), RD_EINVAL);
+  CHECK_EQ(rd_request_resources(b, n), 0);
+  rd_shutdown();
+  return 0;
+}
+
 /* For the autoscaler's demand (cluster_test.sh): b's two CPUs taken by
  * two long zone=west tasks, then five more zone=west tasks: one lease
  * request waits on b and four tasks wait behind it here (the backlog);
@@ -4468,6 +4493,7 @@ int main(int argc, char **argv) {
       {"collective", t_collective},             {"code_keep", t_code_keep},     {"code_kill", t_code_kill},
       {"code_again", t_code_again},             {"labels", t_labels}, {"memory_hold", t_memory_hold},
       {"autoscaler", t_autoscale}, {"backlog_hold", t_backlog_hold},
+      {"request_room", t_request_room},
       {"tasks_hold", t_tasks_hold},             {"tasks_open_put", t_tasks_open_put},
       {"actors_hold", t_actors_hold},           {"log_rotation", t_log_rotation},
       {"app_metrics", t_app_metrics},

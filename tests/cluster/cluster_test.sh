@@ -984,6 +984,17 @@ PY
     cat "$L"
     touch "$RAYDIST_TMPDIR/done"
     wait "$HOLD" || fail "backlog_hold"
+    # rd_request_resources: two big nodes start for the room asked, stay
+    # past the idle timeout while it stands, and go once it is withdrawn
+    RD_REQUEST=2 "$T" request_room || fail "request_room 2"
+    listed_until 150 '^  type big: 2 alive, 0 starting' status || { cat "$L"; fail "requested room: no two big nodes"; }
+    grep -Eq '^  requested: 2 bundles \(rd_request_resources\)$' "$L" || { cat "$L"; fail "status: requested"; }
+    sleep 5
+    "$R" status > "$L" || fail "status"
+    grep -Eq '^  type big: 2 alive, 0 starting' "$L" || { cat "$L"; fail "requested room: big nodes left while asked for"; }
+    RD_CLUSTER_NODES=6 RD_REQUEST=0 "$T" request_room || fail "request_room 0"
+    listed_until 150 '^  type big: 0 alive, 0 starting' status || { cat "$L"; fail "requested room withdrawn: big nodes stay"; }
+    grep -Eq '^  launches: 5 started, 0 failed; 4 nodes let go$' "$L" || { cat "$L"; fail "status: launches after the request"; }
     ;;
   *)
     "$T" "$CASE" || fail "$CASE"

@@ -1939,7 +1939,18 @@ static void kv_expect(const char *key, const void *want, size_t n) {
 
 /* The key-value store of an embedded cluster, through the public API. */
 static int t_kv(void) {
+  rd_bundle room = {.num_cpus = 1};
+  CHECK_EQ(rd_request_resources(&room, 1), RD_ESTATE);   /* before rd_init */
   init_with_cpus(2);
+  /* no autoscaler on an embedded cluster: taken, read by nothing, and not
+   * a key of the user's */
+  CHECK_EQ(rd_request_resources(&room, 1), 0);
+  CHECK_EQ(rd_request_resources(NULL, 0), 0);
+  room.num_cpus = -1;
+  CHECK_EQ(rd_request_resources(&room, 1), RD_EINVAL);
+  void *rv;
+  size_t rn;
+  CHECK_EQ(rd_kv_get("requested", &rv, &rn), RD_ENOENT);
   CHECK_EQ(rd_kv_put("cfg/model", "minilm", 6, 0), 0);
   kv_expect("cfg/model", "minilm", 6);
   CHECK_EQ(rd_kv_put("cfg/model", "other", 5, 0), RD_EEXIST);   /* kept */

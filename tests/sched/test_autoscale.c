@@ -31,12 +31,12 @@ int main(void) {
       {.name = "east", .res = res(4, 0), .labels = "raydist.io/node-type=east,zone=east", .min_workers = 1,
        .max_workers = 3}};
   rd_as_opts o = {.idle_timeout_ms = 5000, .max_launch = 5};
-  rd_resources work[8];
+  rd_resources work[16];
   unsigned char drain[8];
   rd_as_plan p;
 
   /* nothing there: each kind comes up to min_workers */
-  rd_as_plan_round(types, 2, NULL, 0, NULL, 0, &o, work, drain, &p);
+  rd_as_plan_round(types, 2, NULL, 0, NULL, 0, NULL, 0, &o, work, drain, &p);
   CHECK_EQ(p.launch[0], 0);
   CHECK_EQ(p.launch[1], 1);
   CHECK_EQ(p.nlaunch, 1);
@@ -45,7 +45,7 @@ int main(void) {
   rd_as_demand d[3] = {{.shape = res(1, 1), .sel = NULL, .count = 4}};
   rd_as_node nodes[8];
   nodes[0] = live(1, res(4, 0), types[1].labels, 0);   /* east, busy */
-  rd_as_plan_round(types, 2, nodes, 1, d, 1, &o, work, drain, &p);
+  rd_as_plan_round(types, 2, nodes, 1, d, 1, NULL, 0, &o, work, drain, &p);
   CHECK_EQ(p.launch[0], 2);
   CHECK_EQ(p.launch[1], 0);
   CHECK_EQ(p.packed, 2);
@@ -55,13 +55,13 @@ int main(void) {
   /* one west node starting: two of them go there (one fits), one more starts */
   nodes[1] = (rd_as_node){.type = 0, .starting = 1};
   d[0].count = 2;
-  rd_as_plan_round(types, 2, nodes, 2, d, 1, &o, work, drain, &p);
+  rd_as_plan_round(types, 2, nodes, 2, d, 1, NULL, 0, &o, work, drain, &p);
   CHECK_EQ(p.launch[0], 1);
   CHECK_EQ(p.packed, 2);
 
   /* a live node with room takes the demand: nothing starts */
   nodes[2] = live(-1, res(2, 1), "", 0);
-  rd_as_plan_round(types, 2, nodes, 3, d, 1, &o, work, drain, &p);
+  rd_as_plan_round(types, 2, nodes, 3, d, 1, NULL, 0, &o, work, drain, &p);
   CHECK_EQ(p.nlaunch, 0);
   CHECK_EQ(p.packed, 2);
   CHECK_EQ(drain[2], 0);
@@ -71,7 +71,7 @@ int main(void) {
   d[1] = (rd_as_demand){.shape = res(1, 0), .sel = "zone=north;zone=west", .count = 1};
   d[2] = (rd_as_demand){.shape = res(1, 5), .sel = NULL, .count = 3};
   nodes[0] = live(1, res(0, 0), types[1].labels, 0);   /* east, full */
-  rd_as_plan_round(types, 2, nodes, 1, d, 3, &o, work, drain, &p);
+  rd_as_plan_round(types, 2, nodes, 1, d, 3, NULL, 0, &o, work, drain, &p);
   CHECK_EQ(p.launch[1], 2);   /* 4 CPUs each: 5 requests */
   CHECK_EQ(p.launch[0], 1);
   CHECK_EQ(p.packed, 6);
@@ -81,7 +81,7 @@ int main(void) {
   /* the budget: ten requests, two launches a round */
   o.max_launch = 2;
   d[0] = (rd_as_demand){.shape = res(1, 1), .count = 10};
-  rd_as_plan_round(types, 2, NULL, 0, d, 1, &o, work, drain, &p);
+  rd_as_plan_round(types, 2, NULL, 0, d, 1, NULL, 0, &o, work, drain, &p);
   CHECK_EQ(p.nlaunch, 2);
   CHECK_EQ(p.launch[1], 1);   /* min_workers first */
   CHECK_EQ(p.launch[0], 1);
@@ -95,29 +95,49 @@ int main(void) {
   nodes[2] = live(0, res(1, 1), types[0].labels, 4000);   /* not long enough */
   nodes[3] = live(0, res(1, 1), types[0].labels, 0);      /* busy */
   nodes[4] = live(-1, res(8, 0), "", 60000);               /* not the autoscaler's */
-  rd_as_plan_round(types, 2, nodes, 5, NULL, 0, &o, work, drain, &p);
+  rd_as_plan_round(types, 2, nodes, 5, NULL, 0, NULL, 0, &o, work, drain, &p);
   CHECK(drain[0] == 0 && drain[1] == 1 && drain[2] == 0 && drain[3] == 0 && drain[4] == 0);
   nodes[5] = live(1, res(4, 0), types[1].labels, 9000);   /* a second east: one of the two goes */
-  rd_as_plan_round(types, 2, nodes, 6, NULL, 0, &o, work, drain, &p);
+  rd_as_plan_round(types, 2, nodes, 6, NULL, 0, NULL, 0, &o, work, drain, &p);
   CHECK_EQ(drain[0] + drain[5], 1);
   /* demand packed onto the idle west node keeps it */
   d[0] = (rd_as_demand){.shape = res(1, 1), .sel = "zone=west", .count = 1};
   nodes[2].idle_ms = 0;
   nodes[4] = live(-1, res(0, 0), "", 0);
-  rd_as_plan_round(types, 2, nodes, 5, d, 1, &o, work, drain, &p);
+  rd_as_plan_round(types, 2, nodes, 5, d, 1, NULL, 0, &o, work, drain, &p);
   CHECK_EQ(drain[1], 0);
   CHECK_EQ(p.packed, 1);
   CHECK_EQ(p.nlaunch, 0);
   /* one already leaving does not count, nor take work */
   nodes[1].draining = 1;
   nodes[2].avail = nodes[3].avail = res(0, 0);
-  rd_as_plan_round(types, 2, nodes, 5, d, 1, &o, work, drain, &p);
+  rd_as_plan_round(types, 2, nodes, 5, d, 1, NULL, 0, &o, work, drain, &p);
   CHECK_EQ(p.packed, 0);     /* nodes[2] and [3] are full, and with them west is at max_workers */
   CHECK_EQ(p.capped, 1);
   CHECK_EQ(drain[1], 0);
   types[0].max_workers = 3;   /* nodes[1] leaving does not count: a new one */
-  rd_as_plan_round(types, 2, nodes, 5, d, 1, &o, work, drain, &p);
+  rd_as_plan_round(types, 2, nodes, 5, d, 1, NULL, 0, &o, work, drain, &p);
   CHECK_EQ(p.launch[0], 1);
+
+  /* requested room: onto the totals however busy, then new nodes, outside
+   * the launch budget; what holds some of it stays */
+  rd_resources req[4] = {res(4, 0), res(1, 1), res(1, 1), res(1, 1)};
+  types[0].max_workers = 2;
+  o.max_launch = 1;
+  nodes[0] = live(1, res(0, 0), types[1].labels, 9000);    /* east, busy or not: holds the 4 CPUs */
+  nodes[1] = live(1, res(4, 0), types[1].labels, 9000);    /* a second east, idle: goes */
+  nodes[0].total = nodes[1].total = res(4, 0);
+  rd_as_plan_round(types, 2, nodes, 2, NULL, 0, req, 4, &o, work, drain, &p);
+  CHECK_EQ(p.launch[0], 2);   /* two west for three big=1: the third is unmet (max 2) */
+  CHECK_EQ(p.req_unmet, 1);
+  CHECK_EQ(p.launch[1], 0);
+  CHECK(drain[0] == 0 && drain[1] == 1);
+  /* with demand too: it gets what the request leaves, within the budget */
+  d[0] = (rd_as_demand){.shape = res(1, 0), .count = 3};
+  rd_as_plan_round(types, 2, nodes, 2, d, 1, req, 1, &o, work, drain, &p);
+  CHECK_EQ(p.packed, 3);      /* the second east's 4 CPUs: kept */
+  CHECK_EQ(p.nlaunch, 0);
+  CHECK(drain[0] == 0 && drain[1] == 0);
   printf("ok\n");
   return 0;
 }
