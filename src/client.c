@@ -5368,6 +5368,17 @@ int rd_kv_put(const char *key, const void *value, size_t size, int overwrite) {
   return rc;
 }
 
+/* A bundle's resources, checked as a task's: 0, or RD_EINVAL with err. */
+static int bundle_resources(const rd_bundle *b, rd_resources *r, char *err, size_t errlen) {
+  rd_task_opts to;
+  rd_task_opts_init(&to);
+  to.num_cpus = b->num_cpus;
+  to.num_gpus = b->num_gpus;
+  to.memory = b->memory;
+  to.resources = b->resources;
+  return opts_to_resources(&to, r, err, errlen);
+}
+
 /* rd_request_resources: the bundles as lines of "CPU=1,GPU=0.5,memory=N,
  * name=amount" (the autoscaling config's syntax), sent as KV op 5, which
  * the node writes to the autoscaler's namespace. */
@@ -5381,15 +5392,9 @@ int rd_request_resources(const rd_bundle *bundles, size_t n) {
   if (!text) return RD_ENOMEM;
   text[0] = 0;
   for (size_t i = 0; i < n; i++) {
-    rd_task_opts to;
-    rd_task_opts_init(&to);
-    to.num_cpus = bundles[i].num_cpus;
-    to.num_gpus = bundles[i].num_gpus;
-    to.memory = bundles[i].memory;
-    to.resources = bundles[i].resources;
     rd_resources r;
     char err[256];
-    int bad = opts_to_resources(&to, &r, err, sizeof(err)) != 0;
+    int bad = bundle_resources(&bundles[i], &r, err, sizeof(err)) != 0;
     if (!bad && bundles[i].label_selector && *bundles[i].label_selector) {
       snprintf(err, sizeof(err), "a label_selector (requests are resources only)");
       bad = 1;
@@ -5507,14 +5512,8 @@ int rd_pg_create_with(const rd_bundle *bundles, size_t n, const rd_pg_opts *o, r
   char *sels[RD_PG_MAX_BUNDLES];
   size_t nsel = 0;   /* up to the last bundle with a selector */
   for (size_t i = 0; i < n; i++) {
-    rd_task_opts to;
-    rd_task_opts_init(&to);
-    to.num_cpus = bundles[i].num_cpus;
-    to.num_gpus = bundles[i].num_gpus;
-    to.memory = bundles[i].memory;
-    to.resources = bundles[i].resources;
     char err[256], why[200];
-    if (opts_to_resources(&to, &res[i], err, sizeof(err)) != 0) {
+    if (bundle_resources(&bundles[i], &res[i], err, sizeof(err)) != 0) {
       rd__log(RD_LOG_WARN, "rd_pg_create: bundle %zu: %s", i, err);
       return RD_EINVAL;
     }
