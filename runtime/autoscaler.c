@@ -196,7 +196,8 @@ int rd__as_config_load(const char *path, rd_as_config *c, char *err, size_t errl
         if (parse_uint(val, 86400 * 30, &u) != 0) snprintf(why, sizeof(why), "%s: seconds, 0..2592000", key);
         else *dst = u * 1000;
       } else if (!strcmp(key, "interval_ms")) {
-        if (parse_uint(val, 60000, &u) != 0 || u < 50) snprintf(why, sizeof(why), "interval_ms: 50..60000");
+        if (parse_uint(val, 5000, &u) != 0 || u < 50)   /* the GCS drops node types not sent for 10 s */
+          snprintf(why, sizeof(why), "interval_ms: 50..5000");
         else c->interval_ms = u;
       } else if (!strcmp(key, "max_launch_batch")) {
         if (parse_uint(val, 64, &u) != 0 || u < 1) snprintf(why, sizeof(why), "max_launch_batch: 1..64");

@@ -145,7 +145,8 @@ $OK|$OK~node type 'x' given twice
 idle_timeout_s = 5~no [type NAME] section
 [node x]~a section is [type NAME]
 $OK|labels = raydist.io/x=1~reserved
-interval_ms = 10|$OK~interval_ms: 50..60000
+interval_ms = 10|$OK~interval_ms: 50..5000
+interval_ms = 6000|$OK~interval_ms: 50..5000
 EOF
   rm "$RAYDIST_TMPDIR/bad.conf"
   "$R" start --head --port 0 --node-ip 127.0.0.1 --autoscaling-config "$RAYDIST_TMPDIR/bad.conf" 2>"$RAYDIST_TMPDIR/err" &&
