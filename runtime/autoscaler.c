@@ -382,24 +382,9 @@ static void reap(void) {
   }
 }
 
-/* The value of key in canonical labels, or "" (into out). */
-static void label_value(const char *labels, const char *key, char *out, size_t len) {
-  out[0] = 0;
-  size_t kn = strlen(key);
-  for (const char *p = labels; p && *p;) {
-    const char *end = strchr(p, ',');
-    size_t n = end ? (size_t)(end - p) : strlen(p);
-    if (n > kn && !strncmp(p, key, kn) && p[kn] == '=') {
-      snprintf(out, len, "%.*s", (int)(n - kn - 1), p + kn + 1);
-      return;
-    }
-    p = end ? end + 1 : NULL;
-  }
-}
-
 static int type_of(const rd_gcs_node *n) {
   char v[80];
-  label_value(n->labels, RD_LABEL_NODE_TYPE, v, sizeof(v));
+  rd_labels_value(n->labels, RD_LABEL_NODE_TYPE, v, sizeof(v));
   for (size_t i = 0; v[0] && i < A.cfg.ntypes; i++)
     if (!strcmp(A.cfg.types[i].name, v)) return (int)i;
   return -1;
@@ -407,7 +392,7 @@ static int type_of(const rd_gcs_node *n) {
 
 static uint32_t launch_id_of(const rd_gcs_node *n) {
   char v[32];
-  label_value(n->labels, RD_LABEL_LAUNCH_ID, v, sizeof(v));
+  rd_labels_value(n->labels, RD_LABEL_LAUNCH_ID, v, sizeof(v));
   return v[0] ? (uint32_t)strtoul(v, NULL, 10) : 0;
 }
 

@@ -331,11 +331,8 @@ static int fits_total(const rd_resources *total, const rd_resources *res) {
 }
 
 static int fits_now(const rd_resources *avail, const rd_resources *total, const rd_resources *res) {
-  if (res->cpu > avail->cpu || res->gpu > avail->gpu || res->memory > avail->memory) return 0;
-  for (int i = 0; i < res->ncustom; i++)
-    if (rd_res_get_custom(avail, res->custom[i].name) < res->custom[i].amount) return 0;
   (void)total;
-  return 1;
+  return rd_res_fits(avail, res);
 }
 
 /* This node's free resources minus what its queued requests ask for (never
@@ -1094,7 +1091,7 @@ int rd__cluster_lease_request(node_client *c, const Rd__LeaseRequest *m, const r
   q->req.env = NULL;
   q->req.label_selector = (char *)sel;   /* interned: outlives the message */
   q->env = env;
-  q->movable = m->strategy == 0;
+  q->movable = m->strategy == STRAT_DEFAULT;
   /* The view that chose t is up to a second old (two heartbeats), so t's
    * room may be gone: if this node can run the request, t grants it only
    * from what it has unclaimed when the request arrives, or refuses it and

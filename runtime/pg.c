@@ -1223,13 +1223,7 @@ void rd__pg_demand_each(void (*fn)(void *arg, const rd_resources *shape, const c
         fn(arg, &p->b[i], p->sel[i]);
         continue;
       }
-      sum.cpu += p->b[i].cpu;
-      sum.gpu += p->b[i].gpu;
-      sum.memory += p->b[i].memory;
-      for (int k = 0; k < p->b[i].ncustom; k++) {
-        const rd_res_custom *c = &p->b[i].custom[k];
-        (void)rd_res_set_custom(&sum, c->name, rd_res_get_custom(&sum, c->name) + c->amount);
-      }
+      (void)rd_res_add(&sum, &p->b[i]);
       if (!sel) sel = p->sel[i];
     }
     if (p->strategy == RD_PG_STRICT_PACK && (sum.cpu || sum.gpu || sum.memory || sum.ncustom)) fn(arg, &sum, sel);

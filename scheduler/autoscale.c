@@ -7,24 +7,6 @@
 
 #define MAX_NEW 64   /* nodes started in one round, at most */
 
-/* Does res fit in room?  A custom amount of 0 asks for nothing. */
-static int fits(const rd_resources *room, const rd_resources *res) {
-  if (res->cpu > room->cpu || res->gpu > room->gpu || res->memory > room->memory) return 0;
-  for (int i = 0; i < res->ncustom; i++)
-    if (res->custom[i].amount > 0 && rd_res_get_custom(room, res->custom[i].name) < res->custom[i].amount) return 0;
-  return 1;
-}
-
-/* room -= res (res fits). */
-static void take(rd_resources *room, const rd_resources *res) {
-  room->cpu -= res->cpu;
-  room->gpu -= res->gpu;
-  room->memory -= res->memory;
-  for (int i = 0; i < res->ncustom; i++)
-    for (int k = 0; k < room->ncustom; k++)
-      if (!strcmp(room->custom[k].name, res->custom[i].name)) room->custom[k].amount -= res->custom[i].amount;
-}
-
 void rd_as_plan_round(const rd_as_type *types, size_t nt, const rd_as_node *nodes, size_t nn,
                       const rd_as_demand *demand, size_t nd, const rd_resources *req, size_t nreq,
                       const rd_as_opts *o, rd_resources *work, unsigned char *drain, rd_as_plan *out) {
@@ -60,21 +42,21 @@ void rd_as_plan_round(const rd_as_type *types, size_t nt, const rd_as_node *node
   for (size_t r = 0; r < nreq; r++) {
     int placed = 0;
     for (size_t i = 0; i < nn && !placed; i++)
-      if (!nodes[i].draining && fits(&whole[i], &req[r])) {
-        take(&whole[i], &req[r]);
+      if (!nodes[i].draining && rd_res_fits(&whole[i], &req[r])) {
+        rd_res_take(&whole[i], &req[r]);
         drain[i] = 2;
         placed = 1;
       }
     for (int k = 0; k < nnew && !placed; k++)
-      if (fits(&room[k], &req[r])) {
-        take(&room[k], &req[r]);
+      if (rd_res_fits(&room[k], &req[r])) {
+        rd_res_take(&room[k], &req[r]);
         placed = 1;
       }
     for (size_t t = 0; t < nt && !placed && nnew < MAX_NEW; t++) {
-      if (!fits(&types[t].res, &req[r]) || count[t] + out->launch[t] >= types[t].max_workers) continue;
+      if (!rd_res_fits(&types[t].res, &req[r]) || count[t] + out->launch[t] >= types[t].max_workers) continue;
       out->launch[t]++;
       room[nnew] = types[t].res;
-      take(&room[nnew], &req[r]);
+      rd_res_take(&room[nnew], &req[r]);
       room_type[nnew++] = (int)t;
       for_req++;
       placed = 1;
@@ -93,24 +75,24 @@ void rd_as_plan_round(const rd_as_type *types, size_t nt, const rd_as_node *node
         const rd_as_node *n = &nodes[i];
         if (n->draining) continue;
         const char *labels = n->starting && n->type >= 0 && (size_t)n->type < nt ? types[n->type].labels : n->labels;
-        if (!rd_labels_match(labels, sel) || !fits(&work[i], shape)) continue;
-        take(&work[i], shape);
+        if (!rd_labels_match(labels, sel) || !rd_res_fits(&work[i], shape)) continue;
+        rd_res_take(&work[i], shape);
         drain[i] = 2;   /* has work coming: not let go this round */
         placed = 1;
       }
       for (int k = 0; k < nnew && !placed; k++)
-        if (rd_labels_match(types[room_type[k]].labels, sel) && fits(&room[k], shape)) {
-          take(&room[k], shape);
+        if (rd_labels_match(types[room_type[k]].labels, sel) && rd_res_fits(&room[k], shape)) {
+          rd_res_take(&room[k], shape);
           placed = 1;
         }
       int could = 0;
       for (size_t t = 0; t < nt && !placed; t++) {
-        if (!rd_labels_match(types[t].labels, sel) || !fits(&types[t].res, shape)) continue;
+        if (!rd_labels_match(types[t].labels, sel) || !rd_res_fits(&types[t].res, shape)) continue;
         could = 1;
         if (count[t] + out->launch[t] >= types[t].max_workers || nnew >= budget) continue;
         out->launch[t]++;
         room[nnew] = types[t].res;
-        take(&room[nnew], shape);
+        rd_res_take(&room[nnew], shape);
         room_type[nnew++] = (int)t;
         placed = 1;
       }

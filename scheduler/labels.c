@@ -176,6 +176,14 @@ static int label_get(const char *labels, const char *key, size_t kn, const char 
   return 0;
 }
 
+int rd_labels_value(const char *labels, const char *key, char *out, size_t len) {
+  const char *v;
+  size_t vn;
+  int has = label_get(labels, key, strlen(key), &v, &vn);
+  if (len) snprintf(out, len, "%.*s", has ? (int)vn : 0, has ? v : "");
+  return has;
+}
+
 /* ---------------------------------------------------------- selectors */
 
 typedef struct {

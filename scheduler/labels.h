@@ -80,6 +80,10 @@ int rd_label_alts_check(const char *alts, char *why, size_t whylen);
  * fallback, too many, or too long. */
 int rd_label_alts_join(const char *sel, const char *fallbacks, char *out, size_t cap, char *why, size_t whylen);
 
+/* The value of label key in labels (canonical; NULL: none) into out (len
+ * bytes, cut to fit): 1, or 0 with out "" when there is no such label. */
+int rd_labels_value(const char *labels, const char *key, char *out, size_t len);
+
 /* 1 when labels (canonical, from rd_labels_canon; NULL means none) satisfy
  * every term of sel, or of any alternative of it (checked by
  * rd_label_alts_check; NULL or "" matches). */

@@ -9,39 +9,6 @@
 #include "labels.h"
 #include "raydist/error.h"
 
-int rd_res_add(rd_resources *acc, const rd_resources *r) {
-  acc->cpu += r->cpu;
-  acc->gpu += r->gpu;
-  acc->memory += r->memory;
-  for (int i = 0; i < r->ncustom; i++) {
-    if (r->custom[i].amount == 0) continue;
-    int64_t have = rd_res_get_custom(acc, r->custom[i].name);
-    int rc = rd_res_set_custom(acc, r->custom[i].name, have + r->custom[i].amount);
-    if (rc != 0) return rc;
-  }
-  return 0;
-}
-
-/* Does r fit into room (amounts only: the node's ledger has the last word
- * on how GPU shares pack)? */
-static int fits(const rd_resources *room, const rd_resources *r) {
-  if (r->cpu > room->cpu || r->gpu > room->gpu || r->memory > room->memory) return 0;
-  for (int i = 0; i < r->ncustom; i++)
-    if (r->custom[i].amount > rd_res_get_custom(room, r->custom[i].name)) return 0;
-  return 1;
-}
-
-static void take(rd_resources *room, const rd_resources *r) {
-  room->cpu -= r->cpu;
-  room->gpu -= r->gpu;
-  room->memory -= r->memory;
-  for (int i = 0; i < r->ncustom; i++) {
-    if (r->custom[i].amount == 0) continue;
-    int64_t have = rd_res_get_custom(room, r->custom[i].name);
-    (void)rd_res_set_custom(room, r->custom[i].name, have - r->custom[i].amount);
-  }
-}
-
 typedef struct place_ctx {
   const rd_pg_node *nodes;
   size_t nn;
@@ -79,7 +46,7 @@ static int try_place(place_ctx *x, const rd_resources *b, size_t nb, int strateg
       if (!out[i] && rd_res_add(&sum, &b[i]) != 0) return -1;
     for (size_t s = 0; s < x->nn; s++) {
       if (fixed >= 0 && (int)s != fixed) continue;
-      if (!fits(&x->room[s], &sum)) continue;
+      if (!rd_res_fits(&x->room[s], &sum)) continue;
       int all = 1;
       for (size_t i = 0; i < nb && all; i++) all = out[i] || allowed(x, s, i);
       if (!all) continue;
@@ -105,7 +72,7 @@ static int try_place(place_ctx *x, const rd_resources *b, size_t nb, int strateg
     if (out[i]) continue;
     int best = -1;
     for (size_t s = 0; s < x->nn; s++) {
-      if (!fits(&x->room[s], &b[i]) || !allowed(x, s, i)) continue;
+      if (!rd_res_fits(&x->room[s], &b[i]) || !allowed(x, s, i)) continue;
       if (strategy == RD_PG_PLACE_STRICT_SPREAD && x->count[s] > 0) continue;
       if (best < 0) { best = (int)s; continue; }
       /* PACK: nodes already used first; SPREAD: the fewest bundles */
@@ -113,7 +80,7 @@ static int try_place(place_ctx *x, const rd_resources *b, size_t nb, int strateg
       if (strategy == RD_PG_PLACE_SPREAD && x->count[s] < x->count[best]) best = (int)s;
     }
     if (best < 0) return -1;
-    take(&x->room[best], &b[i]);
+    rd_res_take(&x->room[best], &b[i]);
     x->count[best]++;
     out[i] = x->nodes[best].index;
   }
@@ -142,7 +109,7 @@ int rd_pg_place_sel(const rd_pg_node *nodes, size_t nn, const rd_resources *b, c
   for (size_t s = 0; s < nn; s++) x.room[s] = nodes[s].total;
   for (size_t i = 0; i < nb; i++) {
     int s = assign[i] ? node_slot(&x, assign[i]) : -1;
-    if (s >= 0) take(&x.room[s], &b[i]);
+    if (s >= 0) rd_res_take(&x.room[s], &b[i]);
   }
   memcpy(out, assign, nb * sizeof(*out));
   if (try_place(&x, b, nb, strategy, out) != 0) {
@@ -151,7 +118,7 @@ int rd_pg_place_sel(const rd_pg_node *nodes, size_t nn, const rd_resources *b, c
       for (size_t i = 0; i < nb && one == nb && unlabelled == nb; i++) {
         int any = 0, anyl = 0;
         for (size_t s = 0; s < nn && !anyl; s++) {
-          int f = fits(&nodes[s].total, &b[i]);
+          int f = rd_res_fits(&nodes[s].total, &b[i]);
           any |= f;
           anyl |= f && allowed(&x, s, i);
         }

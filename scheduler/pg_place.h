@@ -42,8 +42,4 @@ int rd_pg_place(const rd_pg_node *nodes, size_t nn, const rd_resources *b, size_
 int rd_pg_place_sel(const rd_pg_node *nodes, size_t nn, const rd_resources *b, const char *const *sels, size_t nb,
                     int strategy, uint32_t *assign, char *why, size_t whylen);
 
-/* Sum of two requests (custom amounts by name); RD_ENOMEM when the sum names
- * more than RD_RES_MAX_CUSTOM custom resources. */
-int rd_res_add(rd_resources *acc, const rd_resources *r);
-
 #endif

@@ -100,6 +100,37 @@ int64_t rd_res_get_custom(const rd_resources *r, const char *name) {
   return i < 0 ? 0 : r->custom[i].amount;
 }
 
+int rd_res_add(rd_resources *acc, const rd_resources *r) {
+  acc->cpu += r->cpu;
+  acc->gpu += r->gpu;
+  acc->memory += r->memory;
+  for (int i = 0; i < r->ncustom; i++) {
+    if (r->custom[i].amount == 0) continue;
+    int64_t have = rd_res_get_custom(acc, r->custom[i].name);
+    int rc = rd_res_set_custom(acc, r->custom[i].name, have + r->custom[i].amount);
+    if (rc != 0) return rc;
+  }
+  return 0;
+}
+
+int rd_res_fits(const rd_resources *room, const rd_resources *r) {
+  if (r->cpu > room->cpu || r->gpu > room->gpu || r->memory > room->memory) return 0;
+  for (int i = 0; i < r->ncustom; i++)
+    if (r->custom[i].amount > rd_res_get_custom(room, r->custom[i].name)) return 0;
+  return 1;
+}
+
+void rd_res_take(rd_resources *room, const rd_resources *r) {
+  room->cpu -= r->cpu;
+  room->gpu -= r->gpu;
+  room->memory -= r->memory;
+  for (int i = 0; i < r->ncustom; i++) {
+    if (r->custom[i].amount == 0) continue;
+    int64_t have = rd_res_get_custom(room, r->custom[i].name);
+    (void)rd_res_set_custom(room, r->custom[i].name, have - r->custom[i].amount);
+  }
+}
+
 void rd_res_ledger_init(rd_res_ledger *l, const rd_resources *total) {
   memset(l, 0, sizeof(*l));
   l->total = *total;

@@ -77,6 +77,14 @@ int rd_res_validate(const rd_resources *r);
  * amount that fails the fixed-point rules.  get returns 0 for an absent name. */
 int rd_res_set_custom(rd_resources *r, const char *name, int64_t amount);
 int64_t rd_res_get_custom(const rd_resources *r, const char *name);
+/* Sum of two requests (custom amounts by name); RD_ENOMEM when the sum names
+ * more than RD_RES_MAX_CUSTOM custom resources. */
+int rd_res_add(rd_resources *acc, const rd_resources *r);
+/* Amounts only (a ledger has the last word on how GPU shares pack): does r
+ * fit in room?  A custom amount of 0 asks for nothing. */
+int rd_res_fits(const rd_resources *room, const rd_resources *r);
+/* room -= r, custom amounts by name (r fits in room). */
+void rd_res_take(rd_resources *room, const rd_resources *r);
 
 /* total should pass rd_res_validate.  The GPU total is rounded down to whole
  * GPUs (at most RD_RES_MAX_GPUS) and negative amounts count as 0. */

@@ -106,6 +106,12 @@ static void alternatives(void) {
   CHECK_EQ(rd_labels_match(w, alts), 1);
   CHECK_EQ(rd_labels_match("zone=south", alts), 0);
   CHECK_EQ(rd_labels_match(e, "zone=!east;market=!od"), 0);
+  char v[8];
+  CHECK_EQ(rd_labels_value(w, "zone", v, sizeof(v)), 1);
+  CHECK(!strcmp(v, "west"));
+  CHECK_EQ(rd_labels_value(w, "zon", v, sizeof(v)), 0);   /* a key's prefix is not the key */
+  CHECK_EQ(v[0], 0);
+  CHECK_EQ(rd_labels_value(NULL, "zone", v, sizeof(v)), 0);
 }
 
 int main(void) {
