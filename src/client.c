@@ -4030,7 +4030,8 @@ int rd_submit(const rd_function *fn, const rd_value *args, size_t nargs, const r
     rd_task_opts_init(&dflt);
     opts = &dflt;
   }
-  char err[256] = "", sel[RD_LABEL_ALTS_LEN] = "";
+  char err[256] = "", sel[RD_LABEL_ALTS_LEN];   /* label_sel_opt fills it (not zeroed: the submit path) */
+  sel[0] = 0;
   int r = 0;
   if (!fn || !fn->name || !refs_out || (nargs && !args)) { snprintf(err, sizeof(err), "NULL function, args or refs"); r = RD_EINVAL; }
   else if (nargs > RD_MAX_ARGS) { snprintf(err, sizeof(err), "%zu arguments (at most %d)", nargs, RD_MAX_ARGS); r = RD_EINVAL; }
