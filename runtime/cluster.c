@@ -39,7 +39,6 @@
 #include <unistd.h>
 
 #include "common.h"
-#include "fair.h"
 #include "gcs_client.h"
 #include "log.h"
 #include "metrics.h"
@@ -1192,7 +1191,7 @@ static void respill(void) {
       if (k < bestk || u < bestu) { bestk = k; bestu = u; best = i; }
     }
     if (best == C.nview) continue;
-    rd_fair_res_add(&room[best], &it->req, -1);
+    rd_res_take(&room[best], &it->req);   /* custom resources too: one pass sends no node more than it has */
     node_client *owner = r->owner;
     uint64_t req_id = r->req_id;
     char why[120];
