@@ -6,9 +6,16 @@
  * scheduler/autoscale.c decide, runs launch commands, asks idle nodes to
  * leave (DrainNode: the node goes once it is idle, by itself), runs the
  * terminate command of those that left, and writes its status to the KV
- * store for `raydist status`.  It keeps no state the GCS does not have
- * but its launches in flight: a new one counts the live nodes by their
- * raydist.io/node-type label. */
+ * store for `raydist status`.
+ *
+ * It runs under a keeper (`--supervise`, keeper.c) that starts it again
+ * when it dies.  What it knows besides the GCS's tables - the next launch
+ * id, its counts, and the launches whose node has not left yet (their
+ * terminate command is still to run) - it keeps in the GCS KV store too,
+ * written whenever it changes; a new process reads it back, and adopts any
+ * live node with a raydist.io/node-type and launch-id that no launch
+ * record names (one launched in the moment before the old process died, or
+ * one that joined after its launch timed out). */
 #include "autoscaler.h"
 
 #include <ctype.h>
@@ -27,6 +34,7 @@
 #include "common.h"
 #include "conn.h"   /* rd__now_ns */
 #include "gcs_client.h"
+#include "keeper.h"
 #include "log.h"
 #include "metrics.h"   /* rd__mbuf */
 #include "raydist/error.h"
@@ -242,6 +250,12 @@ int rd__as_config_load(const char *path, rd_as_config *c, char *err, size_t errl
 
 static uint64_t now_ms(void) { return rd__now_ns() / 1000000; }
 
+static uint64_t wall_ms(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_REALTIME, &ts);
+  return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
+
 enum { L_RUNNING, L_WAITING, L_UP, L_FAILED, L_GONE };
 static const char *const launch_state[] = {"running its launch command", "waiting for the node to join", "up",
                                            "failed", "gone"};
@@ -251,6 +265,7 @@ typedef struct launch {
   int type;
   int pid;                  /* its launch command while it runs (0: ended) */
   uint64_t started_ms;
+  uint64_t wall_ms;         /* started_ms as wall-clock time, which a restarted process can use */
   int state;
   uint32_t node;            /* the node once it joined */
   char ip[64];
@@ -268,6 +283,7 @@ static struct {
   volatile sig_atomic_t stop;
   int bad_config_warned;
   int bad_request_warned;
+  char *saved;              /* the state text last written to the KV store (state_save) */
   int fails_in_row[RD_AS_MAX_TYPES];     /* launches of each kind that failed since one joined */
   uint64_t backoff_until[RD_AS_MAX_TYPES];   /* no launch of the kind before then (now_ms) */
 } A;
@@ -324,6 +340,7 @@ static void launch_start(int type) {
   l->id = A.next_id++;
   l->type = type;
   l->started_ms = now_ms();
+  l->wall_ms = wall_ms();
   char v_addr[200], v_tok[300], v_type[100], v_id[64];
   snprintf(v_addr, sizeof(v_addr), "RAYDIST_ADDRESS=%s", A.address);
   snprintf(v_tok, sizeof(v_tok), "RAYDIST_TOKEN=%s", A.token);
@@ -428,6 +445,27 @@ static void launches_update(const rd_gcs_node *nodes, size_t nn) {
       type_failed(l->type);
     }
   }
+  /* a live node of a known type with a launch id no live launch names */
+  for (size_t i = 0; i < nn; i++) {
+    const rd_gcs_node *n = &nodes[i];
+    int t = type_of(n);
+    uint32_t id = launch_id_of(n);
+    if (n->state != RD_GCS_NODE_ALIVE || t < 0 || id == 0) continue;
+    const launch *l = A.launches;
+    while (l && !(l->id == id && l->type == t && l->state == L_UP)) l = l->next;
+    if (l) continue;
+    launch *a = calloc(1, sizeof(*a));
+    if (!a) break;
+    *a = (launch){.id = id, .type = t, .started_ms = now, .wall_ms = wall_ms(), .state = L_UP, .node = n->index,
+                  .next = A.launches};
+    snprintf(a->ip, sizeof(a->ip), "%s", n->ip);
+    A.launches = a;
+    if (id >= A.next_id) A.next_id = id + 1;
+    A.fails_in_row[t] = 0;   /* its kind's launches work, if slowly */
+    A.backoff_until[t] = 0;
+    rd__log(RD_LOG_WARN, "launch %u: node %u (%s) of type '%s' adopted: no launch of this process names it", id,
+            n->index, n->ip, A.cfg.types[t].name);
+  }
   /* keep the last 64 ended launches for the status */
   int kept = 0;
   for (launch **pp = &A.launches; *pp;) {
@@ -440,6 +478,101 @@ static void launches_update(const rd_gcs_node *nodes, size_t nn) {
       pp = &l->next;
     }
   }
+}
+
+/* ------------------------------------------------------------ its state in the GCS */
+
+/* The state text: "next ID launched N failed N drained N\n", then a line
+ * "ID TYPE STATE WALL_MS NODE IP" for each launch whose node has not left
+ * (STATE 1: not joined yet, 2: up; IP "-" before it joined), newest
+ * first. */
+static void state_save(void) {
+  rd__mbuf b = {0};
+  rd__mbuf_printf(&b, "next %u launched %llu failed %llu drained %llu\n", A.next_id, (unsigned long long)A.launched,
+                  (unsigned long long)A.failed, (unsigned long long)A.drained);
+  for (const launch *l = A.launches; l; l = l->next)
+    if (l->state == L_RUNNING || l->state == L_WAITING || l->state == L_UP)
+      rd__mbuf_printf(&b, "%u %s %d %llu %u %s\n", l->id, A.cfg.types[l->type].name, l->state == L_UP ? 2 : 1,
+                      (unsigned long long)l->wall_ms, l->node, l->ip[0] ? l->ip : "-");
+  if (b.p && !b.oom && !(A.saved && !strcmp(A.saved, b.p))) {
+    if (rd_gcs_kv_put(A.gcs, RD_AS_KV_NS, RD_AS_KV_STATE, b.p, b.len, 1) == 0) {
+      free(A.saved);
+      A.saved = b.p;
+      b.p = NULL;
+    } else {
+      rd__log(RD_LOG_WARN, "cannot keep the launches in the GCS: %s", rd_gcs_last_error());
+    }
+  }
+  free(b.p);
+}
+
+/* A restarted process: the state an earlier one saved.  Its launches go on
+ * as if this process had made them (a launch command that was running is
+ * waited for as not joined yet, its launch_timeout counted from when it
+ * started). */
+static void state_load(void) {
+  void *v = NULL;
+  size_t len = 0;
+  if (rd_gcs_kv_get(A.gcs, RD_AS_KV_NS, RD_AS_KV_STATE, &v, &len) != 0 || !len) {
+    free(v);
+    return;
+  }
+  char *text = malloc(len + 1);
+  if (!text) {
+    free(v);
+    return;
+  }
+  memcpy(text, v, len);
+  text[len] = 0;
+  free(v);
+  unsigned next;
+  unsigned long long launched, failed, drained;
+  int nl = 0, bad = 0;
+  launch **tail = &A.launches;
+  char *save = NULL;
+  char *line = strtok_r(text, "\n", &save);
+  if (!line || sscanf(line, "next %u launched %llu failed %llu drained %llu", &next, &launched, &failed,
+                      &drained) != 4) {
+    rd__log(RD_LOG_ERROR, "the launches an earlier autoscaler kept are unreadable: starting afresh");
+    free(text);
+    return;
+  }
+  if (next > A.next_id) A.next_id = next;
+  A.launched = launched;
+  A.failed = failed;
+  A.drained = drained;
+  uint64_t wall = wall_ms(), mono = now_ms();
+  while ((line = strtok_r(NULL, "\n", &save))) {
+    unsigned id, node;
+    int st;
+    unsigned long long at;
+    char type[64], ip[64];
+    if (sscanf(line, "%u %63s %d %llu %u %63s", &id, type, &st, &at, &node, ip) != 6 || (st != 1 && st != 2)) {
+      bad++;
+      continue;
+    }
+    int t = -1;
+    for (size_t i = 0; i < A.cfg.ntypes; i++)
+      if (!strcmp(A.cfg.types[i].name, type)) t = (int)i;
+    if (t < 0) {
+      rd__log(RD_LOG_WARN, "launch %u: type '%s' is not in the config now; forgotten", id, type);
+      continue;
+    }
+    launch *l = calloc(1, sizeof(*l));
+    if (!l) break;
+    uint64_t ago = wall > at ? wall - at : 0;
+    *l = (launch){.id = id, .type = t, .wall_ms = at, .started_ms = mono > ago ? mono - ago : 0,
+                  .state = st == 2 ? L_UP : L_WAITING, .node = node};
+    if (strcmp(ip, "-")) snprintf(l->ip, sizeof(l->ip), "%s", ip);
+    if (id >= A.next_id) A.next_id = id + 1;
+    *tail = l;
+    tail = &l->next;
+    nl++;
+  }
+  if (bad) rd__log(RD_LOG_ERROR, "%d unreadable launch records left out", bad);
+  rd__log(RD_LOG_WARN, "picked up %d launch%s from an earlier autoscaler (%llu started, %llu failed, %llu let go); "
+          "the next launch id is %u", nl, nl == 1 ? "" : "es", launched, failed, drained, A.next_id);
+  free(text);
 }
 
 /* ------------------------------------------------------------ one round */
@@ -619,6 +752,7 @@ static void round_once(void) {
       launch_start((int)t);
       starting[t]++;
     }
+  state_save();   /* before anything slow: a process started now must not reuse these ids */
   for (size_t i = 0; i < np; i++) {
     const rd_gcs_node_load *ld = pidx[i] ? load_of(&s, pidx[i]) : NULL;
     /* asked before and still idle: asked again (a DrainNode stands 3 s) */
@@ -644,6 +778,7 @@ static void round_once(void) {
   }
   if (rd_gcs_set_node_types(A.gcs, nt, A.cfg.ntypes) != 0)
     rd__log(RD_LOG_WARN, "cannot send the node types to the GCS: %s", rd_gcs_last_error());
+  state_save();
   status_write(&s, alive, starting);
 free_out:
   free(pn);
@@ -667,16 +802,23 @@ static void on_signal(int sig) {
 static void usage(FILE *f) {
   fprintf(f, "usage: raydist autoscaler --address IP:PORT --token-file PATH --config FILE [--ready-fd FD] "
              "[--log-level L]\n"
+             "                          [--pid-file PATH] [--supervise [--log-file F]]  (restarted by a keeper "
+             "when it dies)\n"
              "       (started by `raydist start --head --autoscaling-config FILE`; docs/autoscaler.md)\n");
 }
 
 int rd__autoscaler_cli(int argc, char **argv) {
+  for (int i = 2; i < argc; i++)
+    if (!strcmp(argv[i], "--supervise")) {
+      static const rd_keeper_conf kc = {.role = "autoscaler"};
+      return rd__keeper(argc, argv, &kc);
+    }
   rd__log_init("autoscaler");
-  const char *address = NULL, *token_file = NULL, *config = NULL;
+  const char *address = NULL, *token_file = NULL, *config = NULL, *pid_file = NULL;
   int ready_fd = -1;
   static const struct option lo[] = {{"address", 1, 0, 'a'},  {"token-file", 1, 0, 't'}, {"config", 1, 0, 'c'},
                                      {"ready-fd", 1, 0, 'r'}, {"log-level", 1, 0, 'l'},  {"help", 0, 0, 'h'},
-                                     {0, 0, 0, 0}};
+                                     {"pid-file", 1, 0, 'p'}, {0, 0, 0, 0}};
   int ch;
   optind = 2;
   while ((ch = getopt_long(argc, argv, "", lo, NULL)) != -1) {
@@ -684,6 +826,7 @@ int rd__autoscaler_cli(int argc, char **argv) {
       case 'a': address = optarg; break;
       case 't': token_file = optarg; break;
       case 'c': config = optarg; break;
+      case 'p': pid_file = optarg; break;
       case 'r': ready_fd = atoi(optarg); break;
       case 'l': rd__log_set_level(atoi(optarg)); break;
       case 'h': usage(stdout); return 0;
@@ -709,7 +852,12 @@ int rd__autoscaler_cli(int argc, char **argv) {
     rd__log(RD_LOG_ERROR, "cannot reach the GCS at %s: %s", address, err);
     return 1;
   }
-  /* launch ids go on from the highest any node in the table has */
+  if (pid_file && rd__write_num_file(pid_file, (int)getpid()) != 0) {
+    rd__log(RD_LOG_ERROR, "cannot write the pid file %s: %s", pid_file, strerror(errno));
+    return 1;
+  }
+  /* launch ids go on from the highest any node in the table has, or an
+   * earlier autoscaler gave */
   rd_gcs_node *nodes = NULL;
   size_t nn = 0;
   A.next_id = 1;
@@ -717,6 +865,7 @@ int rd__autoscaler_cli(int argc, char **argv) {
     for (size_t i = 0; i < nn; i++)
       if (launch_id_of(&nodes[i]) >= A.next_id) A.next_id = launch_id_of(&nodes[i]) + 1;
   free(nodes);
+  state_load();
   struct sigaction sa;
   memset(&sa, 0, sizeof(sa));
   sa.sa_handler = on_signal;
@@ -746,6 +895,7 @@ int rd__autoscaler_cli(int argc, char **argv) {
     A.launches = l->next;
     free(l);
   }
+  free(A.saved);
   rd__log(RD_LOG_WARN, "autoscaler stopped");
   return 0;
 }

@@ -37,7 +37,9 @@ typedef struct rd_as_config {
 int rd__as_config_load(const char *path, rd_as_config *c, char *err, size_t errlen);
 
 /* `raydist autoscaler --address IP:PORT --token-file PATH --config FILE
- * [--ready-fd FD] [--log-level L]`: runs until SIGTERM or SIGINT. */
+ * [--ready-fd FD] [--log-level L] [--pid-file PATH]`: runs until SIGTERM or
+ * SIGINT.  With --supervise [--log-file F] it is a keeper (keeper.h) that
+ * runs the autoscaler as its child and starts it again when it dies. */
 int rd__autoscaler_cli(int argc, char **argv);
 
 /* The KV namespace and key where the autoscaler keeps its status text
@@ -48,5 +50,8 @@ int rd__autoscaler_cli(int argc, char **argv);
  * config's resources syntax ("" or absent: none). */
 #define RD_AS_KV_REQUESTED "requested"
 #define RD_AS_REQ_MAX 1000   /* bundles read (RD_REQUEST_MAX) */
+/* ... and what a restarted autoscaler needs back: the next launch id, its
+ * counts, and the launches whose node has not left (autoscaler.c). */
+#define RD_AS_KV_STATE "launches"
 
 #endif

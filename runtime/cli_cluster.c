@@ -342,7 +342,9 @@ int rd__cli_start(int argc, char **argv) {
     char *gargs[] = {exe, "gcs", "--supervise", "--bind", bind, "--token-file", tokfile, "--ready-fd", NULL,
                      "--port-file", portf, "--pid-file", pidf, "--storage", storage,
                      "--heartbeat-timeout-ms", (char *)(getenv("RAYDIST_HEARTBEAT_TIMEOUT_MS") ? getenv("RAYDIST_HEARTBEAT_TIMEOUT_MS") : "3000"),
-                     "--log-level", (char *)(loglevel ? loglevel : "1"), NULL};
+                     "--log-level", (char *)(loglevel ? loglevel : "1"),
+                     "--log-file", logf,   /* the keeper copies the server's lines there and rotates it */
+                     NULL};
     int pid = spawn_ready(gargs, logf, 8, 15000);
     if (pid < 0) {
       rd__rm_rf(dir);
@@ -424,10 +426,12 @@ int rd__cli_start(int argc, char **argv) {
   }
   append_pid(dir, "node", pid);
   if (as_path[0]) {
-    char alog[600];
+    char alog[600], apidf[600];
     snprintf(alog, sizeof(alog), "%s/autoscaler.log", dir);
+    snprintf(apidf, sizeof(apidf), "%s/autoscaler.pid", dir);   /* the autoscaler's; `pids` names its keeper */
     char *aargs[] = {exe, "autoscaler", "--address", gcs_addr, "--token-file", tokfile, "--config", as_path,
-                     "--log-level", (char *)(loglevel ? loglevel : "1"), "--ready-fd", NULL, NULL};
+                     "--log-level", (char *)(loglevel ? loglevel : "1"), "--ready-fd", NULL,
+                     "--supervise", "--log-file", alog, "--pid-file", apidf, NULL};
     int apid = spawn_ready(aargs, alog, 11, 30000);
     if (apid < 0) {
       char *stop[] = {exe, "stop", "--node-ip", (char *)node_ip, NULL};

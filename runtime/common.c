@@ -110,6 +110,19 @@ void rd__session_root(char *root, size_t len) {
   snprintf(root, len, "%s/raydist-%u", base, (unsigned)getuid());
 }
 
+int rd__write_num_file(const char *path, int v) {
+  char tmp[4096];
+  snprintf(tmp, sizeof(tmp), "%s.tmp", path);
+  FILE *f = fopen(tmp, "w");
+  if (!f) return -1;
+  fprintf(f, "%d\n", v);
+  if (fclose(f) != 0 || rename(tmp, path) != 0) {
+    unlink(tmp);
+    return -1;
+  }
+  return 0;
+}
+
 int rd__read_line(const char *path, char *out, size_t len) {
   FILE *f = fopen(path, "r");
   if (!f) return -1;

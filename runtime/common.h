@@ -158,6 +158,9 @@ void rd__session_root(char *root, size_t len);
 /* The first line of a small file (a token, a port) without its newline: 0,
  * or -1 with errno when the file cannot be read; out may be empty. */
 int rd__read_line(const char *path, char *out, size_t len);
+/* Writes "v\n" to path through path.tmp and a rename, so that a reader
+ * never sees a partial number (a port, a pid): 0, or -1. */
+int rd__write_num_file(const char *path, int v);
 /* Read "key=value" from a small text file into out; 0 when found. */
 int rd__read_kv(const char *path, const char *key, char *out, size_t len);
 

@@ -29,6 +29,7 @@
 #include "labels.h"
 #include "gcs_client.h"   /* RD_GCS_PG_MAX_BUNDLES */
 #include "gcs_store.h"
+#include "keeper.h"
 #include "log.h"
 #include "raydist/error.h"
 #include "rpc.h"
@@ -1907,25 +1908,13 @@ static void recover(gcs *g) {
 static void usage(FILE *f) {
   fprintf(f, "usage: raydist gcs --bind IP:PORT --token-file PATH [--ready-fd FD] [--alive-fd FD] [--port-file PATH]\n"
              "                   [--storage memory|file:PATH (default memory)] [--pid-file PATH]\n"
-             "                   [--supervise (restart the server when it dies; needs --port-file)]\n"
+             "                   [--supervise (restart the server when it dies; needs --port-file)\n"
+             "                    [--log-file F (stdout and stderr are F: the keeper copies the server's\n"
+             "                     there and rotates it, RAYDIST_ROTATION_MAX_BYTES)]]\n"
              "                   [--heartbeat-timeout-ms N (default %d)] [--log-level L]\n"
              "                   [--code-ttl-s S (code unused this long is dropped; default\n"
              "                    $RAYDIST_GCS_CODE_TTL_S, else %d; 0: keep it for good)]\n",
           RD_GCS_HB_TIMEOUT_MS, CODE_TTL_S);
-}
-
-/* tmp + rename so a reader never sees a partial number. */
-static int write_num_file(const char *path, int v) {
-  char tmp[4096];
-  snprintf(tmp, sizeof(tmp), "%s.tmp", path);
-  FILE *f = fopen(tmp, "w");
-  if (!f) return -1;
-  fprintf(f, "%d\n", v);
-  if (fclose(f) != 0 || rename(tmp, path) != 0) {
-    unlink(tmp);
-    return -1;
-  }
-  return 0;
 }
 
 int rd__gcs_cli(int argc, char **argv) {
@@ -1939,7 +1928,10 @@ int rd__gcs_cli(int argc, char **argv) {
       {NULL, 0, NULL, 0}};
   const char *bind = NULL, *token_file = NULL, *port_file = NULL, *storage = "memory", *pid_file = NULL;
   for (int i = 2; i < argc; i++)
-    if (!strcmp(argv[i], "--supervise")) return rd__gcs_keeper(argc, argv);
+    if (!strcmp(argv[i], "--supervise")) {
+      static const rd_keeper_conf kc = {.role = "gcs", .fixed_port = 1, .alive = 1};
+      return rd__keeper(argc, argv, &kc);
+    }
   int ready_fd = -1, alive_fd = -1, hb = RD_GCS_HB_TIMEOUT_MS;
   const char *ttl_s = getenv("RAYDIST_GCS_CODE_TTL_S");
   rd__log_init("gcs");
@@ -2033,9 +2025,9 @@ int rd__gcs_cli(int argc, char **argv) {
   pthread_create(&det, NULL, detector, g);
   rd__log(RD_LOG_INFO, "gcs: serving on %s (port %d), heartbeat timeout %d ms, code TTL %g s, storage %s", bind, port, hb, ttl,
           storage);
-  if (port_file && write_num_file(port_file, port) != 0) {
+  if (port_file && rd__write_num_file(port_file, port) != 0) {
     fprintf(stderr, "raydist gcs: cannot write port file '%s': %s\n", port_file, strerror(errno));
-  } else if (pid_file && write_num_file(pid_file, (int)getpid()) != 0) {
+  } else if (pid_file && rd__write_num_file(pid_file, (int)getpid()) != 0) {
     fprintf(stderr, "raydist gcs: cannot write pid file '%s': %s\n", pid_file, strerror(errno));
   } else {
     if (ready_fd >= 0) {

@@ -23,17 +23,11 @@
 
 /* `raydist gcs --bind IP:PORT --token-file PATH [--ready-fd FD]
  * [--port-file PATH] [--pid-file PATH] [--storage memory|file:PATH]
- * [--heartbeat-timeout-ms N] [--log-level L] [--supervise]`: serves until
- * SIGINT or SIGTERM.  Exit status 0 after a clean stop, 1 when it cannot
- * start (message on stderr), 2 for bad usage.  With --supervise the process
- * is rd__gcs_keeper. */
+ * [--heartbeat-timeout-ms N] [--log-level L] [--supervise [--log-file F]]`:
+ * serves until SIGINT or SIGTERM.  Exit status 0 after a clean stop, 1 when
+ * it cannot start (message on stderr), 2 for bad usage.  With --supervise
+ * the process is a keeper (keeper.h) that runs the server as its child and
+ * restarts it, on the port the first one bound, when it dies or hangs. */
 int rd__gcs_cli(int argc, char **argv);
-
-/* The keeper (gcs_keeper.c): runs the server with the same arguments as its
- * child and restarts it, on the port the first one bound, when it dies
- * other than by a clean stop.  Answers --ready-fd once the first server
- * serves; exits when stopped by SIGTERM/SIGINT, when the server stops
- * cleanly, or after repeated quick failures. */
-int rd__gcs_keeper(int argc, char **argv);
 
 #endif

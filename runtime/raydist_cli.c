@@ -32,8 +32,10 @@ static void usage(FILE *f) {
           "                    [--limit N]   (raydist list, for the states)\n"
           "       raydist stop [--node-ip IP]\n"
           "       raydist job submit|list|logs|wait|stop ...   (raydist job, for its usage)\n"
-          "       raydist gcs --bind IP:PORT --token-file F [--ready-fd FD] [--storage memory|file:PATH] [--supervise]\n"
-          "       raydist autoscaler --address IP:PORT --token-file F --config FILE [--ready-fd FD]   (started by\n"
+          "       raydist gcs --bind IP:PORT --token-file F [--ready-fd FD] [--storage memory|file:PATH]\n"
+          "                    [--supervise [--log-file F]]   (a keeper restarts it; it rotates F)\n"
+          "       raydist autoscaler --address IP:PORT --token-file F --config FILE [--ready-fd FD] [--pid-file F]\n"
+          "                    [--supervise [--log-file F]]   (started so by\n"
           "                    raydist start --head --autoscaling-config FILE)\n"
           "       raydist version\n");
 }

@@ -156,6 +156,25 @@ EOF
     fail "a node took --autoscaling-config"
   grep -q "goes with --head" "$RAYDIST_TMPDIR/err" || { cat "$RAYDIST_TMPDIR/err"; fail "no reason for --autoscaling-config without --head"; }
 fi
+# autoscaler_restart: the autoscaler's one node (type late, kept at one)
+# joins 2 s after its launch command ends, past the launch timeout of 1 s,
+# so it is adopted; logs (at INFO) rotate at 1000 bytes, two kept
+if [ "$CASE" = autoscaler_restart ]; then
+  export RAYDIST_ROTATION_MAX_BYTES=1000 RAYDIST_ROTATION_BACKUP_COUNT=2
+  AS_CONF="$RAYDIST_TMPDIR/autoscale.conf"
+  cat > "$AS_CONF" <<EOF
+interval_ms = 200
+launch_timeout_s = 1
+
+[type late]
+resources = CPU=1,late=1
+min_workers = 1
+max_workers = 1
+launch = (sleep 2; "$R" start --address "\$RAYDIST_ADDRESS" --node-ip 127.0.0.40 --num-cpus 1 --resources late=1 --object-store-memory 100000000) > "$RAYDIST_TMPDIR/late.\$RAYDIST_LAUNCH_ID" 2>&1 &
+terminate = echo "\$RAYDIST_NODE_TYPE \$RAYDIST_LAUNCH_ID \$RAYDIST_NODE_IP \$RAYDIST_NODE_INDEX" >> "$RAYDIST_TMPDIR/terminated"
+EOF
+  HEAD_OPTS="--autoscaling-config $AS_CONF --log-level 2"   # INFO lines: more to rotate
+fi
 "$R" start --head --port 0 --node-ip 127.0.0.1 --num-cpus 2 --object-store-memory 700000000 $HEAD_OPTS >/dev/null || fail "head"
 ADDR=$(sed -n 's/^gcs=//p' "$ROOT/node-127.0.0.1/cluster")
 [ -n "$ADDR" ] || fail "no GCS address"
@@ -163,14 +182,17 @@ ADDR=$(sed -n 's/^gcs=//p' "$ROOT/node-127.0.0.1/cluster")
   --labels "zone=west,gpu=A100" --object-store-memory 700000000 >/dev/null || fail "node b"
 "$R" start --address "$ADDR" --node-ip 127.0.0.3 --num-cpus 2 --resources only_c=1,pool=1 \
   --labels "zone=east, market=spot" >/dev/null || fail "node c"
-# the autoscaler's warm node (min_workers 1) joins on its own
-if [ "$CASE" = autoscaler ]; then
+# the autoscaler's warm (or late) node (min_workers 1) joins on its own
+AS_IP=none
+[ "$CASE" = autoscaler ] && AS_IP=127.0.0.30 AS_TYPE=warm
+[ "$CASE" = autoscaler_restart ] && AS_IP=127.0.0.40 AS_TYPE=late
+if [ "$AS_IP" != none ]; then
   for _i in $(seq 1 100); do "$R" status | grep -q "4 nodes alive" && break; sleep 0.2; done
   "$R" status > "$RAYDIST_TMPDIR/status" || fail "status"
-  grep -q "4 nodes alive" "$RAYDIST_TMPDIR/status" || { cat "$RAYDIST_TMPDIR/status"; fail "status: the warm node did not join"; }
-  grep -Eq "^labels: node [0-9]+ raydist.io/launch-id=[0-9]+,raydist.io/node-type=warm$" "$RAYDIST_TMPDIR/status" ||
-    { cat "$RAYDIST_TMPDIR/status"; fail "status: no warm node labels"; }
-  sed -i '/raydist.io\/node-type=warm$/d; /127\.0\.0\.30/d; s/4 nodes alive/3 nodes alive/' "$RAYDIST_TMPDIR/status"
+  grep -q "4 nodes alive" "$RAYDIST_TMPDIR/status" || { cat "$RAYDIST_TMPDIR/status"; fail "status: the $AS_TYPE node did not join"; }
+  grep -Eq "^labels: node [0-9]+ raydist.io/launch-id=[0-9]+,raydist.io/node-type=$AS_TYPE\$" "$RAYDIST_TMPDIR/status" ||
+    { cat "$RAYDIST_TMPDIR/status"; fail "status: no $AS_TYPE node labels"; }
+  sed -i "/raydist.io\/node-type=$AS_TYPE\$/d; /$AS_IP/d; s/4 nodes alive/3 nodes alive/" "$RAYDIST_TMPDIR/status"
 else
   "$R" status > "$RAYDIST_TMPDIR/status" || fail "status"
 fi
@@ -183,9 +205,9 @@ done
 # the head's service-discovery file lists the same three endpoints (four
 # with the autoscaler's warm node, left out of the status copy)
 NSD=3
-[ "$CASE" = autoscaler ] && NSD=4
+[ "$AS_IP" != none ] && NSD=4
 sd_wait $NSD || fail "service discovery: not $NSD targets"
-sd_targets | grep -v '^127\.0\.0\.30:' | awk '{print "metrics: node " $2 " http://" $1 "/metrics"}' | sort > "$RAYDIST_TMPDIR/sd"
+sd_targets | grep -v "^$AS_IP:" | awk '{print "metrics: node " $2 " http://" $1 "/metrics"}' | sort > "$RAYDIST_TMPDIR/sd"
 grep '^metrics: ' "$RAYDIST_TMPDIR/status" | sort | cmp -s - "$RAYDIST_TMPDIR/sd" ||
   { cat "$RAYDIST_TMPDIR/sd" "$RAYDIST_TMPDIR/status"; fail "service discovery differs from status"; }
 # and its labels, canonical (the head has none)
@@ -996,6 +1018,66 @@ PY
     RD_CLUSTER_NODES=6 RD_REQUEST=0 "$T" request_room || fail "request_room 0"
     listed_until 150 '^  type big: 0 alive, 0 starting' status || { cat "$L"; fail "requested room withdrawn: big nodes stay"; }
     grep -Eq '^  launches: 5 started, 0 failed; 4 nodes let go$' "$L" || { cat "$L"; fail "status: launches after the request"; }
+    ;;
+  autoscaler_restart)
+    H="$ROOT/node-127.0.0.1"
+    L="$RAYDIST_TMPDIR/as_status"
+    # (rotated logs: the oldest first, so lines come in the order written)
+    alog() { cat "$H/autoscaler.log.2" "$H/autoscaler.log.1" "$H/autoscaler.log" 2>/dev/null; }
+    glog() { cat "$H/gcs.log.2" "$H/gcs.log.1" "$H/gcs.log" 2>/dev/null; }
+    # launch 1 timed out (its node came 2 s after its command ended, the
+    # timeout is 1 s); the node that came anyway was adopted, not left out
+    alog | grep -q "launch 1 (type 'late') failed: its node did not join within 1 s" ||
+      { alog; fail "launch 1 did not time out"; }
+    alog | grep -Eq "launch 1: node [0-9]+ \(127\.0\.0\.40\) of type 'late' adopted" || { alog; fail "the late node not adopted"; }
+    listed_until 50 '^  launches: 1 started, 1 failed; 0 nodes let go$' status || { cat "$L"; fail "status: launches"; }
+    grep -Eq '^  type late: 1 alive, 0 starting \(min 1, max 1\)' "$L" || { cat "$L"; fail "status: type late"; }
+    # the autoscaler killed: its keeper starts it again, which picks up the
+    # launch and its counts from the GCS and starts nothing more
+    AS=$(cat "$H/autoscaler.pid")
+    kill -9 "$AS" || fail "kill the autoscaler"
+    for _i in $(seq 1 50); do alog | grep -q "pid [0-9]* ready again after restart 1" && break; sleep 0.1; done
+    alog | grep -q "autoscaler keeper: pid $AS killed by signal 9 (Killed) after [0-9]* ms; restart 1 in " ||
+      { alog; fail "the keeper did not say the autoscaler died"; }
+    alog | grep -q "pid [0-9]* ready again after restart 1" || { alog; fail "the autoscaler was not started again"; }
+    alog | grep -q "picked up 1 launch from an earlier autoscaler (1 started, 1 failed, 0 let go); the next launch id is 2" ||
+      { alog; fail "the restarted autoscaler did not pick up its launch"; }
+    [ "$(cat "$H/autoscaler.pid")" != "$AS" ] || fail "autoscaler.pid names the dead process"
+    sleep 1   # five rounds
+    "$R" status > "$L" || fail "status"
+    grep -Eq '^  launches: 1 started, 1 failed; 0 nodes let go$' "$L" && grep -Eq '^  type late: 1 alive, 0 starting' "$L" &&
+      grep -Eq '^  launch 1 \(late\): up, node [0-9]+ \(127\.0\.0\.40\)$' "$L" || { cat "$L"; fail "status after the restart"; }
+    # the late node killed: the new autoscaler runs its terminate command
+    # (a launch of the old one) and starts another, adopted in turn
+    NP=$(awk '$1 == "node" {print $2}' "$ROOT/node-127.0.0.40/pids")
+    kill -9 "$NP" || fail "kill the late node"
+    for _i in $(seq 1 100); do [ -s "$RAYDIST_TMPDIR/terminated" ] && break; sleep 0.1; done
+    cat "$RAYDIST_TMPDIR/terminated"
+    grep -Eq '^late 1 127\.0\.0\.40 [0-9]+$' "$RAYDIST_TMPDIR/terminated" || fail "no terminate command for launch 1"
+    listed_until 100 '^  launches: 2 started, 2 failed; 0 nodes let go$' status || { cat "$L"; fail "status: no launch 2"; }
+    listed_until 100 '^  launch 2 \(late\): up, node [0-9]+ \(127\.0\.0\.40\)$' status || { cat "$L"; fail "status: launch 2 not adopted"; }
+    cat "$L"
+    # the GCS server killed: gcs.log, which its keeper writes and rotates,
+    # has the keeper's and the new server's lines in order
+    GS=$(cat "$H/gcs.pid")
+    kill -9 "$GS" || fail "kill the GCS server"
+    for _i in $(seq 1 50); do glog | grep -q "gcs keeper: pid [0-9]* ready again after restart 1" && break; sleep 0.1; done
+    sleep 1.2   # one more rotation check
+    ls -l "$H"/gcs.log* "$H"/autoscaler.log*
+    K=$(glog | grep -n "gcs keeper: pid $GS killed by signal 9" | cut -d: -f1)
+    V=$(glog | grep -n "gcs: recovered 4 live nodes" | tail -n 1 | cut -d: -f1)
+    A=$(glog | grep -n "gcs keeper: pid [0-9]* ready again after restart 1" | cut -d: -f1)
+    [ -n "$K" ] && [ -n "$V" ] && [ -n "$A" ] && [ "$K" -lt "$V" ] && [ "$V" -lt "$A" ] ||
+      { glog; fail "gcs.log: not the keeper's line, then the server's recovery, then the keeper's again"; }
+    for f in gcs autoscaler; do
+      [ -f "$H/$f.log.1" ] || fail "$f.log was not rotated"
+      [ -e "$H/$f.log.3" ] && fail "$f.log: a third backup kept"
+      for g in "$H/$f".log*; do
+        [ "$(stat -c %s "$g")" -le 4000 ] || fail "$g has $(stat -c %s "$g") bytes"
+        # rotated at a line's end: a kept file ends one
+        [ "$g" = "$H/$f.log" ] || [ "$(tail -c 1 "$g" | wc -l)" = 1 ] || { cat "$g"; fail "$g: a line cut in two"; }
+      done
+    done
     ;;
   *)
     "$T" "$CASE" || fail "$CASE"
