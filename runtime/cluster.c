@@ -1045,6 +1045,15 @@ static void rreq_go(cl_rreq *q) {
   rreq_send(q);
 }
 
+/* A request goes to node t: until the next view, t has that much less room
+ * in this one (Ray's raylet does the same when it spills back).  Without
+ * it every request placed before the next heartbeat goes to the same node
+ * - the least loaded in the view - and queues there while others idle. */
+static void view_claim(uint32_t t, const rd_resources *res) {
+  rd_gcs_node *n = t && t != C.index ? view_find(t) : NULL;
+  if (n) rd_res_take(&n->avail, res);
+}
+
 /* A forwarded request of owner c for target, on C.rreqs; NULL (c told) when
  * out of memory. */
 static cl_rreq *rreq_new(node_client *c, uint64_t req_id, const rd_resources *res, int priority, uint32_t target) {
@@ -1105,6 +1114,7 @@ int rd__cluster_lease_request(node_client *c, const Rd__LeaseRequest *m, const r
                          !avoid_find(q->job, q->env, C.index)) || (how & PLACED_BY_ROOM));
   if (t == 0) return 1;   /* rechecked by view_changed */
   rd__log(RD_LOG_DEBUG, "lease request %llu of client %u spills to node %u", (unsigned long long)m->req_id, c->id, t);
+  view_claim(t, res);
   rreq_go(q);
   return 1;
 }
@@ -1150,6 +1160,7 @@ static void view_changed(void) {
       free(q);
     } else {
       q->target = t;
+      view_claim(t, &q->res);
       rreq_go(q);
     }
   }
