@@ -314,6 +314,7 @@ static rd__sclass *class_get(const rd_resources *r, int prio, const rd_task_opts
 
 static void class_enqueue(rd__sclass *c, rd__task *t, int front) {
   t->next = NULL;
+  t->queued_ns = rd__now_ns();
   if (front) {
     t->next = c->qhead;
     c->qhead = t;
@@ -1219,7 +1220,6 @@ static void lease_request(rd__sclass *c) {
   rd__res_msg rm;
   rd__res_to_msg(&c->res, &rm);
   c->req_id = ++G.next_req;
-  c->req_ns = rd__now_ns();
   m.req_id = c->req_id;
   m.res = &rm.msg;
   m.priority = c->priority;
@@ -2312,11 +2312,18 @@ static void cond_wait_ns(pthread_cond_t *cv, uint64_t ns) {
  * due.  G.mu held. */
 #define OST_GAP_NS 100000000ull
 
-/* The backlog (OwnerStats.backlog): for each class whose lease request has
- * waited BACKLOG_AFTER_NS or more, the tasks queued behind it; at most
- * BACKLOG_MAX classes, into b (shapes in rm, pointers in bp) when not NULL.
- * Returns how many, with a signature of the whole in *sig; *wait (ms) is
- * cut to when a younger request comes of age.  G.mu held. */
+/* The backlog (OwnerStats.backlog): for each class with a lease request out
+ * whose oldest queued task has waited BACKLOG_AFTER_NS or more for a
+ * worker, the tasks queued behind that request; at most BACKLOG_MAX
+ * classes, into b (shapes in rm, pointers in bp) when not NULL.  Returns
+ * how many, with a signature of the whole in *sig; *wait (ms) is cut to
+ * when a younger queue comes of age.  G.mu held.
+ *
+ * The oldest task's wait, not the request's: an owner asks for one worker
+ * per class at a time, so with each grant a new request starts, and a
+ * queue that never emptied would not be reported until one request alone
+ * had waited the whole second (a cold cluster grew a node or two at a
+ * time). */
 #define BACKLOG_AFTER_NS 1000000000ull
 #define BACKLOG_MAX 8
 static size_t ost_backlog(uint64_t now, Rd__ClassBacklog *b, rd__res_msg *rm, Rd__ClassBacklog **bp, uint64_t *sig,
@@ -2324,9 +2331,10 @@ static size_t ost_backlog(uint64_t now, Rd__ClassBacklog *b, rd__res_msg *rm, Rd
   size_t n = 0;
   uint64_t h = 1469598103934665603ull;
   for (rd__sclass *c = G.classes; c && n < BACKLOG_MAX; c = c->next) {
-    if (!c->req_id || c->qlen < 2 || c->pg_id) continue;
-    if (now - c->req_ns < BACKLOG_AFTER_NS) {
-      int64_t ms = (int64_t)((c->req_ns + BACKLOG_AFTER_NS - now) / 1000000) + 1;
+    if (!c->req_id || c->qlen < 2 || c->pg_id || !c->qhead) continue;
+    uint64_t since = c->qhead->queued_ns;
+    if (now < since + BACKLOG_AFTER_NS) {
+      int64_t ms = (int64_t)((since + BACKLOG_AFTER_NS - now) / 1000000) + 1;
       if (*wait < 0 || ms < *wait) *wait = ms;
       continue;
     }

@@ -145,6 +145,7 @@ struct rd__task {
   uint64_t ret_ids[RD_MAX_RETURNS];
   uint64_t pushed_ns;
   uint64_t submit_ns;       /* rd_submit / rd_actor_call: its latency counts from here */
+  uint64_t queued_ns;       /* put in its class's queue (waiting for a worker) */
   int settled;              /* its returns were set (or failed) once: counted in G.ost */
   rd__lease *lease;
   rd__actor *actor;         /* an actor call (cls is NULL) */
@@ -171,7 +172,6 @@ struct rd__sclass {
   rd__lease *leases;
   int nleases;
   uint64_t req_id;          /* outstanding lease request, 0 = none */
-  uint64_t req_ns;          /* ... sent then */
   uint64_t ewma_ns;         /* service time per task, 0 = unknown */
   char *env;                /* rd_task_opts.env in canonical form (common.h), or NULL */
   size_t env_len;

@@ -45,7 +45,7 @@ static void run(const char *what, int ntasks, uint32_t ms) {
   double t0 = now(), first = -1, joined[64];
   for (int i = 0; i < ntasks; i++) OK(rd_submit(nap_job, RD_ARGS(rd_arg_bytes(&ms, 4)), &o, &refs[i]));
   uint32_t used[64];
-  int nused = 0, left = ntasks;
+  int nused = 0, left = ntasks, per[64] = {0};
   while (left > 0) {
     for (int i = 0; i < ntasks; i++) {
       if (done[i]) continue;
@@ -63,6 +63,7 @@ static void run(const char *what, int ntasks, uint32_t ms) {
       int k = 0;
       while (k < nused && used[k] != v) k++;
       if (k == nused && nused < 64) used[nused++] = v;
+      if (k < 64) per[k]++;
     }
     int n = job_nodes();
     while (n > nodes && nodes < 64) joined[nodes++] = now() - t0;
@@ -75,6 +76,8 @@ static void run(const char *what, int ntasks, uint32_t ms) {
   for (int i = nodes0; i < nodes; i++) printf("  job node %d joined after %.2f s\n", i + 1, joined[i]);
   printf("  first result after %.2f s, all after %.2f s, on %d node(s) (at most %d at once)\n", first, total, nused,
          maxnodes);
+  printf("  tasks per node:");
+  for (int k = 0; k < nused; k++) printf(" %d on node %u%s", per[k], used[k], k + 1 < nused ? "," : "\n");
   if (maxnodes > 0)
     printf("  best with %d nodes there from the start: %.2f s (%.0f%% of the time)\n", maxnodes,
            ntasks * ms / 1000.0 / maxnodes, 100.0 * ntasks * ms / 1000.0 / maxnodes / total);
