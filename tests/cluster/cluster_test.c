@@ -267,12 +267,36 @@ static void finish_all(rd_ref *refs, int n) {
   }
 }
 
-/* Two halves.  First, a stale view: b and c are taken for 3 s and the head
- * for 1 s at once, so the head's view (up to a second old) still shows b
- * and c free when tasks submitted right after are placed.  Spilled there,
- * they would wait behind those 3 s; b and c refuse them instead (busy, the
- * request came with grant_or_reject), and they run on the head after its
- * 1 s.  Then, a request that had to wait on a busy node goes to another node
+/* arg0: ms.  Takes both CPUs of its own node for that long, from there: a
+ * 2-CPU slow_where pinned to this node, which this node places itself (no
+ * other node's view learns of it before the next heartbeat), left running
+ * when this returns. */
+RD_REMOTE(block_from_here) {
+  rd_buf a;
+  rd_node_info ni;
+  if (rd_arg(call, 0, &a) != 0 || a.size != 4) return rd_call_fail(call, "bad args");
+  if (rd_node_info_get(&ni) != 0) return rd_call_fail(call, "rd_node_info_get failed");
+  rd_task_opts o;
+  rd_task_opts_init(&o);
+  o.num_cpus = 2;
+  o.strategy = RD_STRATEGY_NODE_AFFINITY;
+  o.node = ni.node_index;
+  uint32_t tag = 0;
+  rd_ref r;
+  if (rd_submit(slow_where, RD_ARGS(rd_arg_bytes(a.data, 4), rd_arg_bytes(&tag, 4)), &o, &r) != 0)
+    return rd_call_fail(call, "submit failed");
+  rd_ref_release(r);   /* it runs all the same */
+  usleep(100000);      /* its lease request is this node's before the caller's next ones arrive */
+  return rd_return_bytes(call, 0, "ok", 2);
+}
+
+/* Two halves.  First, a stale view: b and c are taken for 3 s - by tasks
+ * that b and c place themselves, so the head's view (up to a second old)
+ * still shows them free - and the head for 1 s, and tasks are submitted
+ * right after.  Spilled to b or c, they would wait behind those 3 s; b and
+ * c refuse them instead (busy, the request came with grant_or_reject), and
+ * they run on the head after its 1 s.  (Blockers the head placed itself
+ * would be claimed out of its view at once: nothing would be spilled.)  Then, a request that had to wait on a busy node goes to another node
  * once that one has room: the head is taken for 5 s, b and c for 2 s; tasks
  * submitted meanwhile queue on the head (every node is busy in the view),
  * and must run on b and c as soon as those are free, not after the head's
@@ -302,18 +326,26 @@ static int t_respill(void) {
   {
     uint32_t far_ms = 3000, head_ms = 1000, tag = 0;
     rd_ref blockers[3];
+    rd_task_opts fb, fc;   /* no CPU, so the blockers they start have both */
+    rd_task_opts_init(&fb);
+    fb.num_cpus = 0;
+    fb.resources = "only_b=0.25";
+    fc = fb;
+    fc.resources = "only_c=0.25";
     double t0 = now_s();
-    CHECK_EQ(rd_submit(slow_where, RD_ARGS(rd_arg_bytes(&far_ms, 4), rd_arg_bytes(&tag, 4)), &bb, &blockers[0]), 0);
-    CHECK_EQ(rd_submit(slow_where, RD_ARGS(rd_arg_bytes(&far_ms, 4), rd_arg_bytes(&tag, 4)), &cb, &blockers[1]), 0);
+    CHECK_EQ(rd_submit(block_from_here, RD_ARGS(rd_arg_bytes(&far_ms, 4)), &fb, &blockers[0]), 0);
+    CHECK_EQ(rd_submit(block_from_here, RD_ARGS(rd_arg_bytes(&far_ms, 4)), &fc, &blockers[1]), 0);
+    finish_all(blockers, 2);   /* their blockers are queued on b and c now */
+    double t_far = now_s();   /* b and c are taken from about now until 3 s later */
     CHECK_EQ(rd_submit(slow_where, RD_ARGS(rd_arg_bytes(&head_ms, 4), rd_arg_bytes(&tag, 4)), &hb, &blockers[2]), 0);
     int on_head = run_k_on(head, 4);
-    double took = now_s() - t0;
-    int far_busy = rd_wait(blockers, 2, 1, 0, NULL) == 0;
-    printf("stale view: 4 tasks placed while b and c looked free ran in %.2f s, %d on the head; b and c %s\n", took,
-           on_head, far_busy ? "were still busy" : "had ended");
+    double took = now_s() - t0, far_left = t_far + far_ms / 1e3 - now_s();
+    printf("stale view: 4 tasks placed while b and c looked free ran in %.2f s, %d on the head; b and c busy "
+           "%.2f s more\n", took, on_head, far_left);
     CHECK_EQ(on_head, 4);
-    CHECK(far_busy);
-    finish_all(blockers, 3);
+    CHECK(far_left > 0);   /* done before b and c could have run them */
+    finish_all(&blockers[2], 1);
+    if (far_left > 0) usleep((useconds_t)(far_left * 1e6));
   }
   usleep(1200000);
   uint32_t long_ms = 5000, short_ms = 2000, tag = 0;
@@ -331,6 +363,44 @@ static int t_respill(void) {
   CHECK_EQ(on_head, 0);
   CHECK(head_busy);
   finish_all(blockers, 3);
+  rd_shutdown();
+  return 0;
+}
+
+/* For the view_claim case: three rounds of two 600 ms tasks that need
+ * pool=1, which only b and c have (one each) and the head, their owner's
+ * node, cannot stand in for (so the requests go without grant_or_reject).
+ * The owner's second request is placed before the next view: it must go to
+ * the node the first did not take, which the first claimed out of the
+ * view, not queue behind the first until respill moves it (the script
+ * checks that neither b nor c respilled anything). */
+static int t_view_claim(void) {
+  join();
+  (void)run_where("only_b=1");   /* the code is on b and c already */
+  (void)run_where("only_c=1");
+  rd_task_opts o;
+  rd_task_opts_init(&o);
+  o.resources = "pool=1";
+  for (uint32_t round = 0; round < 3; round++) {
+    usleep(1200000);   /* every view shows b and c idle */
+    uint32_t ms = 600;
+    rd_ref r[2];
+    double t0 = now_s();
+    for (uint32_t i = 0; i < 2; i++)
+      CHECK_EQ(rd_submit(slow_where, RD_ARGS(rd_arg_bytes(&ms, 4), rd_arg_bytes(&i, 4)), &o, &r[i]), 0);
+    uint32_t node[2];
+    for (int i = 0; i < 2; i++) {
+      rd_buf b;
+      CHECK_EQ(rd_get(&r[i], 1, &b, 60000), 0);
+      uint32_t v[2];
+      memcpy(v, b.data, 8);
+      node[i] = v[0];
+      rd_buf_release(&b);
+      rd_ref_release(r[i]);
+    }
+    printf("round %u: two pool=1 tasks ran on nodes %u and %u in %.2f s\n", round, node[0], node[1], now_s() - t0);
+    CHECK(node[0] != node[1]);
+  }
   rd_shutdown();
   return 0;
 }
@@ -4491,7 +4561,7 @@ int main(int argc, char **argv) {
       {"two_jobs_local", t_two_jobs_local},     {"lease_reuse", t_lease_reuse},
       {"detached_make", t_detached_make},       {"detached_use", t_detached_use},
       {"detached_gone", t_detached_gone},       {"gcs_restart_before", t_gcs_restart_before},
-      {"gcs_restart_after", t_gcs_restart_after}, {"lineage", t_lineage}, {"nodes", t_nodes}, {"get_many_remote", t_get_many_remote}, {"hung_peer", t_hung_peer}, {"env", t_env}, {"get_if_exists", t_get_if_exists}, {"log_to_driver", t_log_to_driver}, {"kv", t_kv}, {"max_calls", t_max_calls}, {"actor_exit", t_actor_exit}, {"env_bad_node", t_env_bad_node}, {"shutdown_busy", t_shutdown_busy}, {"job_ok", t_job_ok}, {"ns_make", t_ns_make}, {"ns_other", t_ns_other}, {"ns_same", t_ns_same}, {"job_bad", t_job_bad}, {"job_long", t_job_long}, {"owner_exit_child", t_owner_exit_child}, {"owner_exit_check", t_owner_exit_check}, {"shuffle", t_shuffle}, {"bad_node", t_bad_node}, {"lineage_eager", t_lineage_eager}, {"respill", t_respill},       {"cancel", t_cancel}, {"memory_remote", t_memory_remote},
+      {"gcs_restart_after", t_gcs_restart_after}, {"lineage", t_lineage}, {"nodes", t_nodes}, {"get_many_remote", t_get_many_remote}, {"hung_peer", t_hung_peer}, {"env", t_env}, {"get_if_exists", t_get_if_exists}, {"log_to_driver", t_log_to_driver}, {"kv", t_kv}, {"max_calls", t_max_calls}, {"actor_exit", t_actor_exit}, {"env_bad_node", t_env_bad_node}, {"shutdown_busy", t_shutdown_busy}, {"job_ok", t_job_ok}, {"ns_make", t_ns_make}, {"ns_other", t_ns_other}, {"ns_same", t_ns_same}, {"job_bad", t_job_bad}, {"job_long", t_job_long}, {"owner_exit_child", t_owner_exit_child}, {"owner_exit_check", t_owner_exit_check}, {"shuffle", t_shuffle}, {"bad_node", t_bad_node}, {"lineage_eager", t_lineage_eager}, {"respill", t_respill}, {"view_claim", t_view_claim},       {"cancel", t_cancel}, {"memory_remote", t_memory_remote},
       {"borrow", t_borrow},                     {"stream", t_stream},           {"nested", t_nested},
       {"collective", t_collective},             {"code_keep", t_code_keep},     {"code_kill", t_code_kill},
       {"code_again", t_code_again},             {"labels", t_labels}, {"memory_hold", t_memory_hold},

@@ -1019,6 +1019,13 @@ PY
     listed_until 150 '^  type big: 0 alive, 0 starting' status || { cat "$L"; fail "requested room withdrawn: big nodes stay"; }
     grep -Eq '^  launches: 5 started, 0 failed; 4 nodes let go$' "$L" || { cat "$L"; fail "status: launches after the request"; }
     ;;
+  view_claim)
+    "$T" view_claim || fail "view_claim"
+    for ip in 127.0.0.2 127.0.0.3; do
+      N=$(metric $ip raydist_requests_respilled_total)
+      [ "$N" = 0 ] || fail "view_claim: node $ip respilled $N requests (the head sent both to one node)"
+    done
+    ;;
   autoscaler_restart)
     H="$ROOT/node-127.0.0.1"
     L="$RAYDIST_TMPDIR/as_status"
