@@ -3364,6 +3364,20 @@ void rd__cluster_free(void) {
 }
 
 int rd__cluster_on(void) { return C.on; }
+
+void rd__cluster_held(rd__held *h) {
+  for (const cl_rreq *q = C.rreqs; q; q = q->next) {
+    rd__held_add(h, RD_HELD_JOB, q->job);
+    rd__held_add(h, RD_HELD_ENV, q->env);
+    rd__held_add(h, RD_HELD_SEL, q->req.label_selector);
+  }
+  for (size_t i = 0; i < CL_AVOID_MAX; i++) {
+    rd__held_add(h, RD_HELD_JOB, C.avoid[i].job);
+    rd__held_add(h, RD_HELD_ENV, C.avoid[i].env);
+  }
+}
+
+int rd__cluster_fetching(void) { return C.on && C.code_fetches > 0; }
 uint64_t rd__cluster_respilled(void) { return C.on ? C.respilled : 0; }
 uint64_t rd__cluster_pull_retries(void) { return C.on ? C.pull_retries : 0; }
 uint64_t rd__cluster_refused_busy(void) { return C.on ? C.refused_busy : 0; }

@@ -153,5 +153,9 @@ size_t rd__cluster_pg_potential(rd_pg_node *out, size_t max);
 void rd__cluster_lease_to(node_client *c, uint64_t req_id, const rd_resources *res, int priority, uint32_t target,
                           uint64_t pg_id, int bundle, const node_env *env);
 int rd__cluster_handle_frame(node_client *c, const rd__frame *f);
+/* rd__node_gc: what cluster.c holds (forwarded requests, avoided nodes),
+ * and whether code fetches are in flight (no sweep then). */
+void rd__cluster_held(rd__held *h);
+int rd__cluster_fetching(void);
 
 #endif

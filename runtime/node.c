@@ -2873,6 +2873,150 @@ node_job *rd__node_job_variant(node_job *base, const node_env *env) {
   return j;
 }
 
+/* ------------------------------------------------ interned sets: the sweep
+ *
+ * Env sets and selectors are interned so that requests, actors and job
+ * variants compare them by pointer.  A node that sees many distinct ones
+ * over its life (a variable per task, such as a shard number) must give
+ * back those nothing uses any more: it would grow without bound, and at
+ * RD_NODE_MAX_ENVS / RD_NODE_MAX_SELS refuse every new one.  The sweep asks
+ * every holder for its pointers (rd__held_add), frees the job variants
+ * without workers that nothing names, then the sets (a kept variant holds
+ * its own) and selectors nobody holds. */
+
+struct rd__held {
+  const void **p[3];
+  size_t n[3], cap[3];
+  int oom;
+};
+
+void rd__held_add(rd__held *h, int kind, const void *p) {
+  if (!p || h->oom) return;
+  if (h->n[kind] == h->cap[kind]) {
+    size_t nc = h->cap[kind] ? h->cap[kind] * 2 : 256;
+    const void **g = realloc(h->p[kind], nc * sizeof(*g));
+    if (!g) {
+      h->oom = 1;
+      return;
+    }
+    h->p[kind] = g;
+    h->cap[kind] = nc;
+  }
+  h->p[kind][h->n[kind]++] = p;
+}
+
+static int ptr_cmp(const void *a, const void *b) {
+  uintptr_t x = (uintptr_t)*(const void *const *)a, y = (uintptr_t)*(const void *const *)b;
+  return x < y ? -1 : x > y;
+}
+
+static int held_has(const rd__held *h, int kind, const void *p) {
+  return h->n[kind] && bsearch(&p, h->p[kind], h->n[kind], sizeof(void *), ptr_cmp) != NULL;
+}
+
+static void held_sort(rd__held *h, int kind) {
+  if (h->n[kind]) qsort(h->p[kind], h->n[kind], sizeof(void *), ptr_cmp);
+}
+
+/* What this file's structures hold: every client's requests (queued here
+ * or in a bundle, and actors' placements) and backlog, the actors (dead
+ * ones kept for late callers too), the workers. */
+static void node_held(rd__held *h) {
+  node_client *owners[2] = {N.clients, &N.orphans};
+  for (int k = 0; k < 2; k++)
+    for (node_client *c = owners[k]; c; c = k ? NULL : c->next) {
+      rd__held_add(h, RD_HELD_JOB, c->job);
+      for (lease_req *r = c->reqs; r; r = r->next) {
+        rd__held_add(h, RD_HELD_JOB, r->job);
+        rd__held_add(h, RD_HELD_SEL, r->sel);
+      }
+      for (size_t i = 0; i < c->nbacklog; i++) rd__held_add(h, RD_HELD_SEL, c->backlog[i].sel);
+    }
+  for (node_actor *a = N.actors; a; a = a->next) {
+    rd__held_add(h, RD_HELD_JOB, a->job);
+    rd__held_add(h, RD_HELD_ENV, a->env);
+    rd__held_add(h, RD_HELD_SEL, a->sel);
+    if (a->req) {
+      rd__held_add(h, RD_HELD_JOB, a->req->job);
+      rd__held_add(h, RD_HELD_SEL, a->req->sel);
+    }
+  }
+  for (node_worker *w = N.workers; w; w = w->next) rd__held_add(h, RD_HELD_JOB, w->job);
+}
+
+void rd__node_gc(size_t *envs, size_t *sels, size_t *jobs) {
+  size_t fe = 0, fs = 0, fj = 0;
+  rd__held h;
+  memset(&h, 0, sizeof(h));
+  if (rd__cluster_fetching()) goto out;
+  node_held(&h);
+  rd__cluster_held(&h);
+  rd__pg_held(&h);
+  if (h.oom) goto out;   /* nothing is known to be free */
+  held_sort(&h, RD_HELD_JOB);
+  for (node_job **pp = &N.jobs; *pp;) {
+    node_job *j = *pp;
+    if (!j->base || j->nworkers || j->nstarting || j->drivers || held_has(&h, RD_HELD_JOB, j)) {
+      if (j->base) rd__held_add(&h, RD_HELD_ENV, j->env);
+      pp = &j->next;
+      continue;
+    }
+    rd__log(RD_LOG_DEBUG, "job %u (workers of job %u with %zu environment variables): unused, freed", j->id,
+            j->base->id, j->env ? j->env->n : (size_t)0);
+    *pp = j->next;
+    for (char **a = j->argv; *a; a++) free(*a);
+    free(j->argv);
+    free(j->exe);
+    free(j);
+    fj++;
+  }
+  if (h.oom) goto out;
+  held_sort(&h, RD_HELD_ENV);
+  held_sort(&h, RD_HELD_SEL);
+  for (node_env **pp = &N.envs; *pp;) {
+    node_env *e = *pp;
+    if (held_has(&h, RD_HELD_ENV, e)) {
+      pp = &e->next;
+      continue;
+    }
+    *pp = e->next;
+    free(e->canon);
+    free(e->vars);
+    free(e);
+    fe++;
+  }
+  for (node_sel **pp = &N.sels; *pp;) {
+    node_sel *e = *pp;
+    if (held_has(&h, RD_HELD_SEL, e->s)) {
+      pp = &e->next;
+      continue;
+    }
+    *pp = e->next;
+    free(e);
+    fs++;
+  }
+  if (fe || fs || fj)
+    rd__log(RD_LOG_INFO, "freed %zu unused env sets, %zu label selectors and %zu job variants", fe, fs, fj);
+out:
+  for (int k = 0; k < 3; k++) free(h.p[k]);
+  if (envs) *envs = fe;
+  if (sels) *sels = fs;
+  if (jobs) *jobs = fj;
+}
+
+/* The sweep every RAYDIST_NODE_GC_MS (default 10 s; 0: never). */
+static void gc_tick(uint64_t now) {
+  static uint64_t period_ns, last_ns;
+  if (!period_ns) {
+    const char *e = getenv("RAYDIST_NODE_GC_MS");
+    long ms = e && *e ? atol(e) : 10000;
+    period_ns = ms > 0 && ms <= 86400000 ? (uint64_t)ms * 1000000ull : UINT64_MAX;
+  }
+  if (period_ns == UINT64_MAX || now - last_ns < period_ns) return;
+  last_ns = now;
+  rd__node_gc(NULL, NULL, NULL);
+}
+
 /* A job nobody here drives, whose workers have all been idle for
  * RD_JOB_QUIET_NS, gives its processes back (a later request starts new). */
 #define RD_JOB_QUIET_NS 60000000000ull
@@ -3188,6 +3332,16 @@ void rd__node_metrics(rd__mbuf *b) {
   rd__mbuf_family(b, "raydist_fair_share_yields_total", "counter",
                   "Leases asked back from a job over its fair share for another job's waiting request.");
   rd__mbuf_printf(b, "raydist_fair_share_yields_total %llu\n", (unsigned long long)N.fair_yields);
+  {
+    size_t ne = 0, ns = 0, nv = 0;
+    for (const node_env *e = N.envs; e; e = e->next) ne++;
+    for (const node_sel *e = N.sels; e; e = e->next) ns++;
+    for (const node_job *j = N.jobs; j; j = j->next) nv += j->base != NULL;
+    rd__mbuf_family(b, "raydist_node_interned", "gauge",
+                    "Distinct env sets, label selectors and job variants the node keeps while something uses them.");
+    rd__mbuf_printf(b, "raydist_node_interned{kind=\"env_sets\"} %zu\nraydist_node_interned{kind=\"label_selectors\"} "
+                    "%zu\nraydist_node_interned{kind=\"job_variants\"} %zu\n", ne, ns, nv);
+  }
   rd__mbuf_family(b, "raydist_requests_respilled_total", "counter",
                   "Requests that waited here and were placed again on a node that had room.");
   rd__mbuf_printf(b, "raydist_requests_respilled_total %llu\n", (unsigned long long)rd__cluster_respilled());
@@ -3309,6 +3463,7 @@ static void on_tick(uv_timer_t *t) {
       w->kill_deadline = 0;
     }
   jobs_tick(now);
+  gc_tick(now);
   workers_trim(now);
   memory_monitor(now);
   dead_actors_trim();

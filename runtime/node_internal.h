@@ -24,12 +24,14 @@ typedef struct node_worker node_worker;
 /* A job: the executable (and argv) this node starts workers from for the
  * drivers that run it, here or elsewhere in the cluster.  A node serves any
  * number of jobs at once; each request is granted only a worker of its own
- * job.  Records live as long as the node (a few hundred bytes each); a job's
- * idle workers are stopped once it has been quiet for a while, or to make
- * room for another job's. */
+ * job.  A job's record lives as long as the node (a few hundred bytes); a
+ * variant's (its workers for one env set) until it has no workers and
+ * nothing names it (rd__node_gc).  A job's idle workers are stopped once it
+ * has been quiet for a while, or to make room for another job's. */
 /* A set of environment variables for workers (rd_task_opts.env), in
- * canonical form (common.h), interned: one per distinct set, kept for the
- * daemon's life, so that requests and jobs compare sets by pointer. */
+ * canonical form (common.h), interned: one per distinct set, kept while
+ * something points at it (rd__node_gc), so that requests and jobs compare
+ * sets by pointer. */
 typedef struct node_env {
   char *canon;
   size_t len;
@@ -40,7 +42,8 @@ typedef struct node_env {
 #define RD_NODE_MAX_ENVS 4096
 
 /* An interned label selector (rd__node_sel): one copy of each distinct
- * one, kept for the node's life, so requests and actors point at it.  A
+ * one, kept while something points at it (rd__node_gc), so requests and
+ * actors point at it.  A
  * task's or actor's may list fallbacks ("sel;sel", scheduler/labels.h);
  * a bundle's may not. */
 typedef struct node_sel {
@@ -465,6 +468,17 @@ int rd__node_env(char *const *vars, size_t n, const node_env **out, char *err, s
  * (*out NULL for NULL or ""), or RD_EINVAL (malformed, or too many
  * distinct ones) / RD_ENOMEM with err. */
 int rd__node_sel(const char *s, const char **out, char *err, size_t errlen);
+/* Interned env sets and selectors, and job variants, that nothing points at
+ * any more are freed by a sweep (rd__node_gc, every RAYDIST_NODE_GC_MS,
+ * 10 s by default): each part of the node tells it what it holds, by
+ * rd__held_add for every pointer (NULL is ignored; a base job need not be
+ * named, bases are never freed). */
+enum { RD_HELD_ENV, RD_HELD_SEL, RD_HELD_JOB };
+typedef struct rd__held rd__held;
+void rd__held_add(rd__held *h, int kind, const void *p);
+/* One sweep now; how many it freed of each kind (any may be NULL).  Not
+ * while code fetches are in flight (their requests hold sets unlisted). */
+void rd__node_gc(size_t *envs, size_t *sels, size_t *jobs);
 /* Places again the actors that wait for a node the autoscaler can start
  * (launch_wait): with each new view. */
 void rd__node_actors_place_waiting(void);

@@ -1404,6 +1404,14 @@ void rd__pg_kick(void) {
   P.kick_armed = 1;
 }
 
+void rd__pg_held(rd__held *h) {
+  for (const pg_rec *p = P.recs; p; p = p->next) {
+    rd__held_add(h, RD_HELD_JOB, p->job);
+    for (size_t i = 0; i < p->n && i < PG_MAX; i++) rd__held_add(h, RD_HELD_SEL, p->sel[i]);
+  }
+  for (const pg_park *k = P.parked; k; k = k->next) rd__held_add(h, RD_HELD_ENV, k->env);
+}
+
 void rd__pg_free(void) {
   P.kick_init = P.kick_armed = 0;   /* the node's walk closed the timer */
   while (P.parked) park_free(&P.parked);

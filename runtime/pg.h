@@ -54,5 +54,8 @@ node_bundle *rd__pg_bundle_here(uint64_t pg_id, int index);
  * forget the copy so the next request fetches the record again. */
 void rd__pg_forget(uint64_t pg_id);
 void rd__pg_free(void);
+/* rd__node_gc: the selectors, jobs and env sets its groups and parked
+ * requests hold. */
+void rd__pg_held(rd__held *h);
 
 #endif

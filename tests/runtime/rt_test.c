@@ -1301,6 +1301,84 @@ static const char *http_body(int port, const char *path, char *body, size_t cap)
   return t ? t + 4 : NULL;
 }
 
+/* Returns its worker's RD_SHARD (or "-"). */
+RD_REMOTE(shard_of) {
+  const char *v = getenv("RD_SHARD");
+  return rd_return_bytes(call, 0, v ? v : "-", strlen(v ? v : "-"));
+}
+
+/* raydist_node_interned{kind="KIND"} on the node's /metrics, -1 when absent. */
+static long interned(int port, const char *kind) {
+  static char body[1 << 17];
+  const char *t = metrics_text(port, body, sizeof(body));
+  char key[96];
+  snprintf(key, sizeof(key), "raydist_node_interned{kind=\"%s\"} ", kind);
+  const char *p = t ? strstr(t, key) : NULL;
+  return p ? atol(p + strlen(key)) : -1;
+}
+
+/* Interned env sets, selectors and job variants are given back
+ * (rd__node_gc): 60 tasks, each with an env set and a label selector of its
+ * own, on a node that sweeps every 100 ms while they run and keeps at most
+ * 4 workers (so older sets' workers are stopped for newer ones).  Each task
+ * sees its own variable; afterwards the node keeps no selector and only
+ * the sets of variants that still have a worker (at most 4); sets it gave
+ * back work again when asked for anew. */
+static int t_intern_gc(void) {
+  setenv("RAYDIST_NODE_GC_MS", "100", 1);
+  rd_config cfg;
+  rd_config_init(&cfg);
+  cfg.num_cpus = 2;
+  cfg.max_workers = 4;
+  init_or_die(&cfg);
+  int port = metrics_port();
+  enum { N = 60 };
+  for (int round = 0; round < 2; round++) {
+    static char vars[N][32], sels[N][48];
+    const char *envs[N][2];
+    rd_ref r[N];
+    int n = round ? 8 : N;   /* then the first 8 again: given back, made anew */
+    for (int i = 0; i < n; i++) {
+      snprintf(vars[i], sizeof(vars[i]), "RD_SHARD=s%d", i);
+      snprintf(sels[i], sizeof(sels[i]), "shard=!s%d", i);   /* matches this node (no such label) */
+      envs[i][0] = vars[i];
+      envs[i][1] = NULL;
+      rd_task_opts o;
+      rd_task_opts_init(&o);
+      o.env = envs[i];
+      o.label_selector = sels[i];
+      CHECK_EQ(rd_submit(shard_of, RD_NO_ARGS, &o, &r[i]), 0);
+    }
+    for (int i = 0; i < n; i++) {
+      rd_buf b;
+      CHECK_EQ(rd_get(&r[i], 1, &b, 60000), 0);
+      char want[16];
+      snprintf(want, sizeof(want), "s%d", i);
+      if (b.size != strlen(want) || memcmp(b.data, want, b.size) != 0) {
+        fprintf(stderr, "task %d saw RD_SHARD=%.*s\n", i, (int)b.size, (const char *)b.data);
+        CHECK(0);
+      }
+      rd_buf_release(&b);
+      rd_ref_release(r[i]);
+    }
+    long envs_kept = -1, sels_kept = -1, variants = -1;
+    for (int t = 0; t < 100; t++) {   /* the owner's last report, then a sweep */
+      envs_kept = interned(port, "env_sets");
+      sels_kept = interned(port, "label_selectors");
+      variants = interned(port, "job_variants");
+      if (sels_kept == 0 && envs_kept >= 0 && envs_kept <= 4 && envs_kept == variants) break;
+      usleep(50000);
+    }
+    printf("round %d: %d tasks with their own set and selector; kept afterwards: %ld sets, %ld selectors, "
+           "%ld variants\n", round, n, envs_kept, sels_kept, variants);
+    CHECK_EQ(sels_kept, 0);
+    CHECK(envs_kept >= 1 && envs_kept <= 4);
+    CHECK_EQ(envs_kept, variants);
+  }
+  rd_shutdown();
+  return 0;
+}
+
 /* The store's objects on the node's /objects and /api/objects (what
  * `raydist memory` prints): two puts and a task's result, by size, with
  * their owner (this driver), totals and state; ?top= limits the list; an
@@ -2819,7 +2897,7 @@ static const rd_test_case tests[] = {
     {"cancel", t_cancel},           {"progress", t_progress}, {"nested_blocked", t_nested_blocked},
     {"memory_monitor", t_memory_monitor}, {"oom_retry", t_oom_retry}, {"oom_victim", t_oom_victim}, {"metrics", t_metrics}, {"app_metrics", t_app_metrics}, {"tasks_threaded", t_tasks_threaded},
     {"cancel_cooperative", t_cancel_cooperative}, {"timeline", t_timeline},
-    {"cancel_race", t_cancel_race}, {"get_released", t_get_released}, {"nodes", t_nodes}, {"labels", t_labels}, {"objects", t_objects}, {"retry_failures", t_retry_failures}, {"kv", t_kv}, {"max_calls", t_max_calls}, {"cancel_recursive", t_cancel_recursive},
+    {"cancel_race", t_cancel_race}, {"get_released", t_get_released}, {"nodes", t_nodes}, {"labels", t_labels}, {"objects", t_objects}, {"intern_gc", t_intern_gc}, {"retry_failures", t_retry_failures}, {"kv", t_kv}, {"max_calls", t_max_calls}, {"cancel_recursive", t_cancel_recursive},
     {"signals", t_signals},
 };
 
