@@ -1049,8 +1049,8 @@ static void rreq_go(cl_rreq *q) {
  * in this one (Ray's raylet does the same when it spills back).  Without
  * it every request placed before the next heartbeat goes to the same node
  * - the least loaded in the view - and queues there while others idle. */
-static void view_claim(uint32_t t, const rd_resources *res) {
-  rd_gcs_node *n = t && t != C.index ? view_find(t) : NULL;
+void rd__cluster_view_claim(uint32_t t, const rd_resources *res) {
+  rd_gcs_node *n = C.on && t && t != C.index ? view_find(t) : NULL;
   if (n) rd_res_take(&n->avail, res);
 }
 
@@ -1114,7 +1114,7 @@ int rd__cluster_lease_request(node_client *c, const Rd__LeaseRequest *m, const r
                          !avoid_find(q->job, q->env, C.index)) || (how & PLACED_BY_ROOM));
   if (t == 0) return 1;   /* rechecked by view_changed */
   rd__log(RD_LOG_DEBUG, "lease request %llu of client %u spills to node %u", (unsigned long long)m->req_id, c->id, t);
-  view_claim(t, res);
+  rd__cluster_view_claim(t, res);
   rreq_go(q);
   return 1;
 }
@@ -1160,7 +1160,7 @@ static void view_changed(void) {
       free(q);
     } else {
       q->target = t;
-      view_claim(t, &q->res);
+      rd__cluster_view_claim(t, &q->res);
       rreq_go(q);
     }
   }

@@ -156,6 +156,9 @@ int rd__cluster_handle_frame(node_client *c, const rd__frame *f);
 /* rd__node_gc: what cluster.c holds (forwarded requests, avoided nodes),
  * and whether code fetches are in flight (no sweep then). */
 void rd__cluster_held(rd__held *h);
+/* Takes res off node t's room in this node's view until the next view:
+ * a request or a bundle was just sent there. */
+void rd__cluster_view_claim(uint32_t t, const rd_resources *res);
 int rd__cluster_fetching(void);
 
 #endif

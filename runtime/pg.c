@@ -609,6 +609,8 @@ static void reserve(pg_rec *p) {
     m.bundles = rp;
     rd__node_send(l, RD__MSG_TYPE__MSG_LINK_PG_PREPARE, &m.base, -1);
     p->asked[p->nasked++] = t;
+    /* the next group placed before the next view must not count on it */
+    for (size_t j = 0; j < nb; j++) rd__cluster_view_claim(t, &p->b[bi[j]]);
   }
   if (p->failed) {
     /* nodes asked already answer; their reservations are aborted */

@@ -2855,6 +2855,34 @@ static rd_pg pg_make(const rd_bundle *b, size_t n, int strategy, const char *nam
   return pg;
 }
 
+/* For the pg_claim case (the head retries a refused reservation only after
+ * 600 s): three groups of one 2-CPU bundle, created at once, are reserved
+ * on the three nodes.  Each is placed before the next view: a bundle sent
+ * to b or c must be claimed out of the head's view, or the next group goes
+ * to the same node, is refused there, and waits out the retry. */
+static int t_pg_claim(void) {
+  join();
+  rd_bundle two = {.num_cpus = 2};
+  rd_pg pg[3];
+  double t0 = now_s();
+  for (int i = 0; i < 3; i++) CHECK_EQ(rd_pg_create(&two, 1, RD_PG_PACK, NULL, &pg[i]), 0);
+  uint32_t seen[3];
+  for (int i = 0; i < 3; i++) {
+    int e = rd_pg_wait(pg[i], 20000);
+    rd_pg_info info;
+    CHECK_EQ(rd_pg_info_get(pg[i], &info), 0);
+    if (e != 0) fprintf(stderr, "group %d: %s (state %d)\n", i, rd_err_name(e), info.state);
+    CHECK_EQ(e, 0);
+    seen[i] = info.bundle_nodes[0];
+    for (int j = 0; j < i; j++) CHECK(seen[j] != seen[i]);
+  }
+  printf("three 2-CPU groups created at once: reserved on nodes %u, %u and %u after %.2f s\n", seen[0], seen[1],
+         seen[2], now_s() - t0);
+  for (int i = 0; i < 3; i++) CHECK_EQ(rd_pg_remove(pg[i]), 0);
+  rd_shutdown();
+  return 0;
+}
+
 /* Where a task in bundle i of pg runs (asking for cpus of it). */
 static uint32_t where_in(rd_pg pg, int i, double cpus) {
   rd_task_opts o;
@@ -4561,7 +4589,7 @@ int main(int argc, char **argv) {
       {"two_jobs_local", t_two_jobs_local},     {"lease_reuse", t_lease_reuse},
       {"detached_make", t_detached_make},       {"detached_use", t_detached_use},
       {"detached_gone", t_detached_gone},       {"gcs_restart_before", t_gcs_restart_before},
-      {"gcs_restart_after", t_gcs_restart_after}, {"lineage", t_lineage}, {"nodes", t_nodes}, {"get_many_remote", t_get_many_remote}, {"hung_peer", t_hung_peer}, {"env", t_env}, {"get_if_exists", t_get_if_exists}, {"log_to_driver", t_log_to_driver}, {"kv", t_kv}, {"max_calls", t_max_calls}, {"actor_exit", t_actor_exit}, {"env_bad_node", t_env_bad_node}, {"shutdown_busy", t_shutdown_busy}, {"job_ok", t_job_ok}, {"ns_make", t_ns_make}, {"ns_other", t_ns_other}, {"ns_same", t_ns_same}, {"job_bad", t_job_bad}, {"job_long", t_job_long}, {"owner_exit_child", t_owner_exit_child}, {"owner_exit_check", t_owner_exit_check}, {"shuffle", t_shuffle}, {"bad_node", t_bad_node}, {"lineage_eager", t_lineage_eager}, {"respill", t_respill}, {"view_claim", t_view_claim},       {"cancel", t_cancel}, {"memory_remote", t_memory_remote},
+      {"gcs_restart_after", t_gcs_restart_after}, {"lineage", t_lineage}, {"nodes", t_nodes}, {"get_many_remote", t_get_many_remote}, {"hung_peer", t_hung_peer}, {"env", t_env}, {"get_if_exists", t_get_if_exists}, {"log_to_driver", t_log_to_driver}, {"kv", t_kv}, {"max_calls", t_max_calls}, {"actor_exit", t_actor_exit}, {"env_bad_node", t_env_bad_node}, {"shutdown_busy", t_shutdown_busy}, {"job_ok", t_job_ok}, {"ns_make", t_ns_make}, {"ns_other", t_ns_other}, {"ns_same", t_ns_same}, {"job_bad", t_job_bad}, {"job_long", t_job_long}, {"owner_exit_child", t_owner_exit_child}, {"owner_exit_check", t_owner_exit_check}, {"shuffle", t_shuffle}, {"bad_node", t_bad_node}, {"lineage_eager", t_lineage_eager}, {"respill", t_respill}, {"view_claim", t_view_claim}, {"pg_claim", t_pg_claim},       {"cancel", t_cancel}, {"memory_remote", t_memory_remote},
       {"borrow", t_borrow},                     {"stream", t_stream},           {"nested", t_nested},
       {"collective", t_collective},             {"code_keep", t_code_keep},     {"code_kill", t_code_kill},
       {"code_again", t_code_again},             {"labels", t_labels}, {"memory_hold", t_memory_hold},
