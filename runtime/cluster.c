@@ -1898,6 +1898,10 @@ uint32_t rd__cluster_actor_place(const node_actor *a, int *err, char *why, size_
   unsigned how;
   uint32_t t = place(&m, &a->res, a->job, a->env, &how, err, why, whylen);
   if (t == 0 && (how & PLACE_WAITS)) *err = RD_EAGAIN;   /* actor_schedule waits for the node */
+  /* it is sent there now: the next actor placed before the next view must
+   * not count on that room (an actor queued behind another waits there for
+   * good: actor placements are not respilled) */
+  rd__cluster_view_claim(t, &a->res);
   return t == C.index ? 0 : t;
 }
 

@@ -2855,12 +2855,14 @@ static rd_pg pg_make(const rd_bundle *b, size_t n, int strategy, const char *nam
   return pg;
 }
 
-/* For the pg_claim case (the head retries a refused reservation only after
- * 600 s): three groups of one 2-CPU bundle, created at once, are reserved
- * on the three nodes.  Each is placed before the next view: a bundle sent
- * to b or c must be claimed out of the head's view, or the next group goes
- * to the same node, is refused there, and waits out the retry. */
-static int t_pg_claim(void) {
+/* For the burst_claim case (the head retries a refused reservation only
+ * after 600 s): three groups of one 2-CPU bundle, created at once, are
+ * reserved on the three nodes, and then three 2-CPU actors run on the three.
+ * Each is placed before the next view: a bundle or actor sent to b or c
+ * must be claimed out of the head's view, or the next one goes to the same
+ * node, where a group is refused and waits out the retry, and an actor
+ * waits for good. */
+static int t_burst_claim(void) {
   join();
   rd_bundle two = {.num_cpus = 2};
   rd_pg pg[3];
@@ -2879,6 +2881,32 @@ static int t_pg_claim(void) {
   printf("three 2-CPU groups created at once: reserved on nodes %u, %u and %u after %.2f s\n", seen[0], seen[1],
          seen[2], now_s() - t0);
   for (int i = 0; i < 3; i++) CHECK_EQ(rd_pg_remove(pg[i]), 0);
+  /* the same for actors, which hold their CPUs for life: one queued behind
+   * another on a node would wait there for good (actor placements are not
+   * respilled) */
+  usleep(1200000);   /* every view shows the groups gone */
+  rd_actor act[3];
+  rd_actor_opts ao;
+  rd_actor_opts_init(&ao);
+  ao.num_cpus = 2;
+  t0 = now_s();
+  for (int i = 0; i < 3; i++) CHECK_EQ(rd_actor_create(Tally, RD_NO_ARGS, &ao, &act[i]), 0);
+  long where[3][2];
+  for (int i = 0; i < 3; i++) {
+    rd_ref r;
+    CHECK_EQ(rd_actor_call(act[i], Tally_where, RD_NO_ARGS, NULL, &r), 0);
+    rd_buf b;
+    int e = rd_get(&r, 1, &b, 10000);
+    if (e != 0) fprintf(stderr, "actor %d: %s\n", i, rd_err_name(e));
+    CHECK_EQ(e, 0);
+    memcpy(where[i], b.data, sizeof(where[i]));
+    rd_buf_release(&b);
+    rd_ref_release(r);
+    for (int j = 0; j < i; j++) CHECK(where[j][0] != where[i][0]);
+  }
+  printf("three 2-CPU actors created at once: on nodes %ld, %ld and %ld after %.2f s\n", where[0][0], where[1][0],
+         where[2][0], now_s() - t0);
+  for (int i = 0; i < 3; i++) CHECK_EQ(rd_actor_kill(act[i], 1), 0);
   rd_shutdown();
   return 0;
 }
@@ -4589,7 +4617,7 @@ int main(int argc, char **argv) {
       {"two_jobs_local", t_two_jobs_local},     {"lease_reuse", t_lease_reuse},
       {"detached_make", t_detached_make},       {"detached_use", t_detached_use},
       {"detached_gone", t_detached_gone},       {"gcs_restart_before", t_gcs_restart_before},
-      {"gcs_restart_after", t_gcs_restart_after}, {"lineage", t_lineage}, {"nodes", t_nodes}, {"get_many_remote", t_get_many_remote}, {"hung_peer", t_hung_peer}, {"env", t_env}, {"get_if_exists", t_get_if_exists}, {"log_to_driver", t_log_to_driver}, {"kv", t_kv}, {"max_calls", t_max_calls}, {"actor_exit", t_actor_exit}, {"env_bad_node", t_env_bad_node}, {"shutdown_busy", t_shutdown_busy}, {"job_ok", t_job_ok}, {"ns_make", t_ns_make}, {"ns_other", t_ns_other}, {"ns_same", t_ns_same}, {"job_bad", t_job_bad}, {"job_long", t_job_long}, {"owner_exit_child", t_owner_exit_child}, {"owner_exit_check", t_owner_exit_check}, {"shuffle", t_shuffle}, {"bad_node", t_bad_node}, {"lineage_eager", t_lineage_eager}, {"respill", t_respill}, {"view_claim", t_view_claim}, {"pg_claim", t_pg_claim},       {"cancel", t_cancel}, {"memory_remote", t_memory_remote},
+      {"gcs_restart_after", t_gcs_restart_after}, {"lineage", t_lineage}, {"nodes", t_nodes}, {"get_many_remote", t_get_many_remote}, {"hung_peer", t_hung_peer}, {"env", t_env}, {"get_if_exists", t_get_if_exists}, {"log_to_driver", t_log_to_driver}, {"kv", t_kv}, {"max_calls", t_max_calls}, {"actor_exit", t_actor_exit}, {"env_bad_node", t_env_bad_node}, {"shutdown_busy", t_shutdown_busy}, {"job_ok", t_job_ok}, {"ns_make", t_ns_make}, {"ns_other", t_ns_other}, {"ns_same", t_ns_same}, {"job_bad", t_job_bad}, {"job_long", t_job_long}, {"owner_exit_child", t_owner_exit_child}, {"owner_exit_check", t_owner_exit_check}, {"shuffle", t_shuffle}, {"bad_node", t_bad_node}, {"lineage_eager", t_lineage_eager}, {"respill", t_respill}, {"view_claim", t_view_claim}, {"burst_claim", t_burst_claim},       {"cancel", t_cancel}, {"memory_remote", t_memory_remote},
       {"borrow", t_borrow},                     {"stream", t_stream},           {"nested", t_nested},
       {"collective", t_collective},             {"code_keep", t_code_keep},     {"code_kill", t_code_kill},
       {"code_again", t_code_again},             {"labels", t_labels}, {"memory_hold", t_memory_hold},

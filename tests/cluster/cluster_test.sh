@@ -93,8 +93,8 @@ WATCHDOG=$!
 [ "$CASE" = hung_peer ] && export UV_THREADPOOL_SIZE=2
 # code_gc: the GCS drops code unused for 1 s (600 s by default); INFO logs to check
 HEAD_OPTS=
-# pg_claim: a reservation refused as stale is tried again only after 600 s
-[ "$CASE" = pg_claim ] && export RAYDIST_PG_RETRY_MS=600000
+# burst_claim: a reservation refused as stale is tried again only after 600 s
+[ "$CASE" = burst_claim ] && export RAYDIST_PG_RETRY_MS=600000
 # log_rotation: node logs rotated at 100 KB, two kept
 [ "$CASE" = log_rotation ] && export RAYDIST_ROTATION_MAX_BYTES=100000 RAYDIST_ROTATION_BACKUP_COUNT=2
 # and the nodes their own copies after 1 s
