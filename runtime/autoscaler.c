@@ -137,6 +137,7 @@ int rd__as_config_load(const char *path, rd_as_config *c, char *err, size_t errl
   c->launch_timeout_ms = 120000;
   c->interval_ms = 1000;
   c->max_launch = 5;
+  c->upscaling_speed = 1.0;
   FILE *f = fopen(path, "r");
   if (!f) {
     snprintf(err, errlen, "cannot read %s: %s", path, strerror(errno));
@@ -210,12 +211,20 @@ int rd__as_config_load(const char *path, rd_as_config *c, char *err, size_t errl
       } else if (!strcmp(key, "max_launch_batch")) {
         if (parse_uint(val, 64, &u) != 0 || u < 1) snprintf(why, sizeof(why), "max_launch_batch: 1..64");
         else c->max_launch = (int)u;
+      } else if (!strcmp(key, "upscaling_speed")) {
+        char *end;
+        double v = strtod(val, &end);
+        if (!*val || *end || !(v >= 0 && v <= 1000)) snprintf(why, sizeof(why), "upscaling_speed: a number, 0..1000");
+        else c->upscaling_speed = v;
       } else {
         snprintf(why, sizeof(why), "unknown setting '%s' (idle_timeout_s, launch_timeout_s, interval_ms, "
-                 "max_launch_batch; a node type's go under [type NAME])", key);
+                 "max_launch_batch, upscaling_speed; a node type's go under [type NAME])", key);
       }
     } else if (!strcmp(key, "resources")) {
       has_res = parse_res(val, &t->res, why, sizeof(why)) == 0;
+    } else if (!strcmp(key, "idle_timeout_s")) {
+      if (parse_uint(val, 86400 * 30, &u) != 0 || u < 1) snprintf(why, sizeof(why), "idle_timeout_s: seconds, 1..2592000");
+      else t->idle_timeout_ms = u * 1000;
     } else if (!strcmp(key, "labels")) {
       char lw[200];
       if (rd_labels_canon(val, t->labels, sizeof(t->labels), lw, sizeof(lw)) != 0)
@@ -230,7 +239,7 @@ int rd__as_config_load(const char *path, rd_as_config *c, char *err, size_t errl
       else snprintf(dst, sizeof(t->launch), "%s", val);
     } else {
       snprintf(why, sizeof(why), "unknown node type setting '%s' (resources, labels, min_workers, max_workers, "
-               "launch, terminate)", key);
+               "idle_timeout_s, launch, terminate)", key);
     }
     if (why[0]) {
       snprintf(err, errlen, "%s: %s", where, why);
@@ -638,14 +647,19 @@ static const rd_gcs_node_load *load_of(const round_state *s, uint32_t index) {
 
 static void status_write(const round_state *s, const uint32_t *alive, const uint32_t *starting) {
   rd__mbuf b = {0};
-  rd__mbuf_printf(&b, "autoscaler: %zu node type%s, a round every %llu ms; idle nodes go after %llu s\n",
+  rd__mbuf_printf(&b, "autoscaler: %zu node type%s, a round every %llu ms; idle nodes go after %llu s",
                   A.cfg.ntypes, A.cfg.ntypes == 1 ? "" : "s", (unsigned long long)A.cfg.interval_ms,
                   (unsigned long long)(A.cfg.idle_timeout_ms / 1000));
+  if (A.cfg.upscaling_speed > 0) rd__mbuf_printf(&b, "; upscaling speed %g", A.cfg.upscaling_speed);
+  rd__mbuf_printf(&b, "\n");
   for (size_t t = 0; t < A.cfg.ntypes; t++) {
     char r[256];
     rd_res_format(&A.cfg.types[t].res, r, sizeof(r));
-    rd__mbuf_printf(&b, "  type %s: %u alive, %u starting (min %d, max %d) %s\n", A.cfg.types[t].name, alive[t],
+    rd__mbuf_printf(&b, "  type %s: %u alive, %u starting (min %d, max %d) %s", A.cfg.types[t].name, alive[t],
                     starting[t], A.cfg.types[t].min_workers, A.cfg.types[t].max_workers, r);
+    if (A.cfg.types[t].idle_timeout_ms)
+      rd__mbuf_printf(&b, "; idle nodes go after %llu s", (unsigned long long)(A.cfg.types[t].idle_timeout_ms / 1000));
+    rd__mbuf_printf(&b, "\n");
     uint64_t now = now_ms();
     if (now < A.backoff_until[t])
       rd__mbuf_printf(&b, "    %d launch%s failed in a row: the next in %.0f s\n", A.fails_in_row[t],
@@ -728,14 +742,16 @@ static void round_once(void) {
   uint64_t now = now_ms();
   for (size_t t = 0; t < A.cfg.ntypes; t++) {
     pt[t] = (rd_as_type){.name = A.cfg.types[t].name, .res = A.cfg.types[t].res, .labels = A.cfg.types[t].labels,
-                         .min_workers = A.cfg.types[t].min_workers, .max_workers = A.cfg.types[t].max_workers};
+                         .min_workers = A.cfg.types[t].min_workers, .max_workers = A.cfg.types[t].max_workers,
+                         .idle_timeout_ms = A.cfg.types[t].idle_timeout_ms};
     if (now < A.backoff_until[t]) {   /* launches failed: none for now (what there is counts as the most) */
       int have = (int)(alive[t] + starting[t]);
       if (pt[t].max_workers > have) pt[t].max_workers = have;
       if (pt[t].min_workers > have) pt[t].min_workers = have;
     }
   }
-  rd_as_opts o = {.idle_timeout_ms = A.cfg.idle_timeout_ms, .max_launch = A.cfg.max_launch};
+  rd_as_opts o = {.idle_timeout_ms = A.cfg.idle_timeout_ms, .max_launch = A.cfg.max_launch,
+                  .upscaling_speed = A.cfg.upscaling_speed};
   s.nreq = requested_read(&s.req);
   rd_as_plan_round(pt, A.cfg.ntypes, pn, np, dem, nd, s.req, s.nreq, &o, work, drain, &s.plan);
   if (s.plan.infeasible && !A.bad_config_warned) {

@@ -19,6 +19,7 @@ typedef struct rd_as_type_conf {
   rd_resources res;
   char labels[RD_LABELS_LEN];   /* its own, canonical, with raydist.io/node-type=name added */
   int min_workers, max_workers;
+  uint64_t idle_timeout_ms;     /* idle_timeout_s in its section (0: the global one) */
   char launch[2048];            /* sh -c: starts one node (`raydist start --address "$RAYDIST_ADDRESS" ...`) */
   char terminate[2048];         /* sh -c after one left (optional: "" none) */
 } rd_as_type_conf;
@@ -30,6 +31,7 @@ typedef struct rd_as_config {
   uint64_t launch_timeout_ms;   /* launch_timeout_s: a launch whose node has not joined by then failed (120 s) */
   uint64_t interval_ms;         /* interval_ms: one round this often (1000) */
   int max_launch;               /* max_launch_batch: nodes started in one round (5) */
+  double upscaling_speed;       /* upscaling_speed: starting at once at most max(5, this x nodes) (1; 0: no limit) */
 } rd_as_config;
 
 /* Reads the config file at path: 0, or RD_EINVAL / RD_EIO with the reason

@@ -1,11 +1,13 @@
 /* scheduler/autoscale.c - the autoscaler's policy (see autoscale.h). */
 #include "autoscale.h"
 
+#include <math.h>
 #include <string.h>
 
 #include "labels.h"
 
 #define MAX_NEW 64   /* nodes started in one round, at most */
+#define MIN_PENDING 5   /* an upscaling speed always lets this many start at once (Ray's floor) */
 
 void rd_as_plan_round(const rd_as_type *types, size_t nt, const rd_as_node *nodes, size_t nn,
                       const rd_as_demand *demand, size_t nd, const rd_resources *req, size_t nreq,
@@ -14,16 +16,24 @@ void rd_as_plan_round(const rd_as_type *types, size_t nt, const rd_as_node *node
   out->infeasible_example = -1;
   if (nt > RD_AS_MAX_TYPES) nt = RD_AS_MAX_TYPES;
   int count[RD_AS_MAX_TYPES] = {0};   /* each kind's nodes, live or starting, not leaving */
+  int nlive = 0, nstarting = 0;
   for (size_t i = 0; i < nn; i++) {
     const rd_as_node *n = &nodes[i];
     int mine = n->type >= 0 && (size_t)n->type < nt;
     work[i] = n->starting && mine ? types[n->type].res : n->avail;
     drain[i] = 0;
     if (mine && !n->draining) count[n->type]++;
+    if (n->starting) nstarting++;
+    else nlive++;
   }
   rd_resources room[MAX_NEW];   /* the nodes this round starts */
   int room_type[MAX_NEW];
   int nnew = 0, budget = o->max_launch < 0 ? 0 : o->max_launch > MAX_NEW ? MAX_NEW : o->max_launch;
+  if (o->upscaling_speed > 0) {   /* starting at once: at most max(5, speed x the nodes there) */
+    double cap = ceil(o->upscaling_speed * nlive);
+    int pending = cap < MIN_PENDING ? MIN_PENDING : cap > MAX_NEW * 16 ? MAX_NEW * 16 : (int)cap;
+    if (budget > pending - nstarting) budget = pending - nstarting > 0 ? pending - nstarting : 0;
+  }
 
   for (size_t t = 0; t < nt; t++)
     while (count[t] + out->launch[t] < types[t].min_workers && nnew < budget) {
@@ -113,7 +123,8 @@ void rd_as_plan_round(const rd_as_type *types, size_t nt, const rd_as_node *node
     int busy = drain[i] == 2;
     drain[i] = 0;
     if (n->type < 0 || (size_t)n->type >= nt || n->starting || n->draining || busy) continue;
-    if (!n->idle_ms || n->idle_ms < o->idle_timeout_ms) continue;
+    uint64_t timeout = types[n->type].idle_timeout_ms ? types[n->type].idle_timeout_ms : o->idle_timeout_ms;
+    if (!n->idle_ms || n->idle_ms < timeout) continue;
     if (count[n->type] <= types[n->type].min_workers) continue;
     drain[i] = 1;
     count[n->type]--;

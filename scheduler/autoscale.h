@@ -10,9 +10,11 @@
  * Demand is packed onto what the cluster has free now and what the
  * nodes already starting will have (first fit, labels matched); what is
  * left starts nodes of the first kind, in the order given, that could run
- * it and is under its max_workers, at most max_launch nodes a round.  Each
- * kind is kept at min_workers.  A node the autoscaler started that has
- * been idle idle_timeout_ms, that no waiting request was packed onto, and
+ * it and is under its max_workers, at most max_launch nodes a round and,
+ * with an upscaling speed, at most max(5, speed x the nodes there) starting
+ * at once (Ray's upscaling_speed).  Each kind is kept at min_workers.  A
+ * node the autoscaler started that has been idle its kind's idle timeout
+ * (else idle_timeout_ms), that no waiting request was packed onto, and
  * whose kind stays at min_workers without it, is let go. */
 #ifndef RD_SCHEDULER_AUTOSCALE_H
 #define RD_SCHEDULER_AUTOSCALE_H
@@ -30,6 +32,7 @@ typedef struct rd_as_type {
   rd_resources res;          /* what a node of the kind has */
   const char *labels;        /* its labels, canonical (selectors are matched against them) */
   int min_workers, max_workers;
+  uint64_t idle_timeout_ms;  /* its nodes go after this long idle (0: rd_as_opts.idle_timeout_ms) */
 } rd_as_type;
 
 typedef struct rd_as_node {
@@ -51,6 +54,7 @@ typedef struct rd_as_demand {
 typedef struct rd_as_opts {
   uint64_t idle_timeout_ms;
   int max_launch;            /* nodes started in one round, all kinds together */
+  double upscaling_speed;    /* nodes starting at once at most max(5, this x the nodes there); 0: no limit */
 } rd_as_opts;
 
 typedef struct rd_as_plan {

@@ -101,19 +101,22 @@ HEAD_OPTS=
 [ "$CASE" = code_gc ] && export RAYDIST_GCS_CODE_TTL_S=1 RAYDIST_CODE_CACHE_TTL_S=1 RAYDIST_LOG_LEVEL=2 &&
   HEAD_OPTS="--log-level 2"
 # autoscaler: nodes of type big (big=1, at most two) start when requests
-# wait for them and go once idle 3 s; one of type warm is kept
+# wait for them and go once idle 3 s (their own timeout; the global one is
+# 60 s); one of type warm is kept
 if [ "$CASE" = autoscaler ]; then
   AS_CONF="$RAYDIST_TMPDIR/autoscale.conf"
   cat > "$AS_CONF" <<EOF
 # the autoscaler test's config
-idle_timeout_s = 3
+idle_timeout_s = 60
 interval_ms = 300
 launch_timeout_s = 60
+upscaling_speed = 1.5
 
 [type big]
 resources = CPU=1, big=1
 labels = tier=big
 max_workers = 2
+idle_timeout_s = 3
 launch = "$R" start --address "\$RAYDIST_ADDRESS" --node-ip 127.0.0.\$((20 + RAYDIST_LAUNCH_ID)) --num-cpus 1 --resources big=1 --labels tier=big --object-store-memory 100000000
 terminate = echo "\$RAYDIST_NODE_TYPE \$RAYDIST_LAUNCH_ID \$RAYDIST_NODE_IP \$RAYDIST_NODE_INDEX" >> "$RAYDIST_TMPDIR/terminated"
 
@@ -149,6 +152,9 @@ idle_timeout_s = 5~no [type NAME] section
 $OK|labels = raydist.io/x=1~reserved
 interval_ms = 10|$OK~interval_ms: 50..5000
 interval_ms = 6000|$OK~interval_ms: 50..5000
+upscaling_speed = fast|$OK~bad.conf:1: upscaling_speed: a number, 0..1000
+upscaling_speed = -1|$OK~bad.conf:1: upscaling_speed: a number, 0..1000
+$OK|idle_timeout_s = 0~bad.conf:4: idle_timeout_s: seconds, 1..2592000
 EOF
   rm "$RAYDIST_TMPDIR/bad.conf"
   "$R" start --head --port 0 --node-ip 127.0.0.1 --autoscaling-config "$RAYDIST_TMPDIR/bad.conf" 2>"$RAYDIST_TMPDIR/err" &&
@@ -989,6 +995,9 @@ PY
     [ "$(grep -c 'dead .*drained: idle for [0-9]* s (autoscaler, type .big.)' "$L")" = 2 ] ||
       fail "status: the big nodes' reason"
     grep -Eq '^  type warm: 1 alive, 0 starting \(min 1, max 1\)' "$L" || fail "status: type warm"
+    grep -q '^autoscaler: 2 node types, a round every 300 ms; idle nodes go after 60 s; upscaling speed 1.5$' "$L" ||
+      fail "status: the autoscaler's header"
+    grep -Eq '^  type big: .*; idle nodes go after 3 s$' "$L" || fail "status: big's own idle timeout"
     grep -Eq '^  launches: 3 started, 0 failed; 2 nodes let go$' "$L" || fail "status: launches"
     for _i in $(seq 1 50); do [ "$(wc -l < "$RAYDIST_TMPDIR/terminated" 2>/dev/null)" = 2 ] && break; sleep 0.1; done
     cat "$RAYDIST_TMPDIR/terminated"

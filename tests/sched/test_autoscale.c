@@ -1,7 +1,8 @@
 /* tests/sched/test_autoscale.c - the autoscaler's policy: min_workers,
  * demand packed onto free and starting nodes before new ones, kinds tried
- * in order with their labels and max_workers, the launch budget, demand
- * no kind can run, and which idle nodes are let go. */
+ * in order with their labels and max_workers, the launch budget and the
+ * upscaling speed, demand no kind can run, and which idle nodes are let go
+ * (a kind's own idle timeout too). */
 #include <string.h>
 
 #include "../check.h"
@@ -138,6 +139,43 @@ int main(void) {
   CHECK_EQ(p.packed, 3);      /* the second east's 4 CPUs: kept */
   CHECK_EQ(p.nlaunch, 0);
   CHECK(drain[0] == 0 && drain[1] == 0);
+
+  /* a kind's own idle timeout: west's idle nodes go after 1 s, east's
+   * after the global 5 s */
+  types[0].idle_timeout_ms = 1000;
+  o.max_launch = 5;
+  nodes[0] = live(0, res(1, 1), types[0].labels, 2000);
+  nodes[1] = live(1, res(4, 0), types[1].labels, 2000);
+  nodes[2] = live(1, res(4, 0), types[1].labels, 2000);
+  rd_as_plan_round(types, 2, nodes, 3, NULL, 0, NULL, 0, &o, work, drain, &p);
+  CHECK(drain[0] == 1 && drain[1] == 0 && drain[2] == 0);
+  nodes[1].idle_ms = nodes[2].idle_ms = 6000;   /* past 5 s: one east goes, one stays for min_workers */
+  rd_as_plan_round(types, 2, nodes, 3, NULL, 0, NULL, 0, &o, work, drain, &p);
+  CHECK_EQ(drain[0] + drain[1] + drain[2], 2);
+  types[0].idle_timeout_ms = 0;
+
+  /* upscaling speed (Ray's): at most max(5, speed x the nodes there)
+   * starting at once, within max_launch */
+  rd_as_type w1[1] = {{.name = "w", .res = res(1, 0), .labels = "raydist.io/node-type=w", .max_workers = 100}};
+  rd_as_opts up = {.idle_timeout_ms = 5000, .max_launch = 64, .upscaling_speed = 1.0};
+  rd_as_demand lots = {.shape = res(1, 0), .count = 50};
+  for (int i = 0; i < 8; i++) nodes[i] = live(-1, res(0, 0), "", 0);   /* busy nodes not its own */
+  rd_as_plan_round(w1, 1, nodes, 2, &lots, 1, NULL, 0, &up, work, drain, &p);
+  CHECK_EQ(p.nlaunch, 5);   /* 2 nodes there: the floor of 5 */
+  nodes[2] = nodes[3] = nodes[4] = (rd_as_node){.type = 0, .starting = 1};
+  rd_as_plan_round(w1, 1, nodes, 5, &lots, 1, NULL, 0, &up, work, drain, &p);
+  CHECK_EQ(p.nlaunch, 2);   /* 3 starting already */
+  up.upscaling_speed = 3.0;
+  for (int i = 0; i < 8; i++) nodes[i] = live(-1, res(0, 0), "", 0);
+  rd_as_plan_round(w1, 1, nodes, 8, &lots, 1, NULL, 0, &up, work, drain, &p);
+  CHECK_EQ(p.nlaunch, 24);  /* 3 x 8 */
+  up.upscaling_speed = 0;   /* no limit: max_launch */
+  rd_as_plan_round(w1, 1, nodes, 8, &lots, 1, NULL, 0, &up, work, drain, &p);
+  CHECK_EQ(p.nlaunch, 50);
+  up.max_launch = 10;
+  up.upscaling_speed = 3.0;
+  rd_as_plan_round(w1, 1, nodes, 8, &lots, 1, NULL, 0, &up, work, drain, &p);
+  CHECK_EQ(p.nlaunch, 10);  /* max_launch still bounds a round */
   printf("ok\n");
   return 0;
 }
