@@ -329,11 +329,6 @@ static int fits_total(const rd_resources *total, const rd_resources *res) {
   return rd_res_feasible(&l, res);
 }
 
-static int fits_now(const rd_resources *avail, const rd_resources *total, const rd_resources *res) {
-  (void)total;
-  return rd_res_fits(avail, res);
-}
-
 /* This node's free resources minus what its queued requests ask for (never
  * below zero). */
 static void local_unclaimed(rd_resources *out) {
@@ -815,7 +810,7 @@ static int fallback_rank(const uint32_t *cand, const uint8_t *rank, size_t nc, c
     if (rank[i] < ever) ever = rank[i];
     if (rank[i] >= now) continue;
     const rd_gcs_node *n = cand[i] == C.index ? NULL : view_find(cand[i]);
-    if (n ? fits_now(&n->avail, &n->total, res) : fits_now(here, &N.ledger.total, res)) now = rank[i];
+    if (rd_res_fits(n ? &n->avail : here, res)) now = rank[i];
   }
   if (by_room) *by_room = now < RD_LABEL_SEL_MAX_ALTS;
   return now < RD_LABEL_SEL_MAX_ALTS ? now : ever;
@@ -953,11 +948,11 @@ static uint32_t place(const Rd__LeaseRequest *m, const rd_resources *res, const 
       if (cand[i] != m->prefer_node) continue;
       if (cand[i] == C.index) return C.index;
       const rd_gcs_node *n = view_find(cand[i]);
-      if (n && fits_now(&n->avail, &n->total, res)) return cand[i];
+      if (n && rd_res_fits(&n->avail, res)) return cand[i];
     }
   }
   if (local_ok) {
-    int now = fits_now(&here, &N.ledger.total, res);
+    int now = rd_res_fits(&here, res);
     if (now && utilisation(&here, &N.ledger.total) < RD_CL_PACK_THRESHOLD) return C.index;
     if (now && nc == 1) return C.index;
   }
@@ -967,11 +962,11 @@ static uint32_t place(const Rd__LeaseRequest *m, const rd_resources *res, const 
     double u;
     int fits;
     if (cand[i] == C.index) {
-      fits = fits_now(&here, &N.ledger.total, res);
+      fits = rd_res_fits(&here, res);
       u = utilisation(&here, &N.ledger.total);
     } else {
       const rd_gcs_node *n = view_find(cand[i]);
-      fits = fits_now(&n->avail, &n->total, res);
+      fits = rd_res_fits(&n->avail, res);
       u = utilisation(&n->avail, &n->total);
     }
     if (fits && u < bestu) { bestu = u; best = cand[i]; }
@@ -1197,7 +1192,7 @@ static void respill(void) {
       if (n->index == C.index || !node_usable(n) || (r->job && avoid_find(r->job, r->job->env, n->index)) ||
           (k = rd_labels_match_alt(n->labels, r->sel)) < 0 || k > bestk)
         continue;
-      if (!fits_now(&room[i], &n->total, &it->req)) continue;
+      if (!rd_res_fits(&room[i], &it->req)) continue;
       double u = utilisation(&room[i], &n->total);
       if (k < bestk || u < bestu) { bestk = k; bestu = u; best = i; }
     }
@@ -1335,7 +1330,7 @@ typedef struct code_fetch {
 static int refused_busy(node_client *link, const code_fetch *f) {
   rd_resources here;
   local_unclaimed(&here);
-  if (fits_now(&here, &N.ledger.total, &f->res)) return 0;
+  if (rd_res_fits(&here, &f->res)) return 0;
   Rd__LinkGrant lg = RD__LINK_GRANT__INIT;
   rd__res_msg fm;
   rd__res_to_msg(&here, &fm);
