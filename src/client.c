@@ -3795,23 +3795,30 @@ void rd_task_opts_init(rd_task_opts *o) {
   o->bundle_index = -1;
 }
 
-static int opts_to_resources(const rd_task_opts *o, rd_resources *r, char *err, size_t errlen) {
+/* The resources a task, an actor or a bundle asks for, from its options'
+ * num_cpus, num_gpus, memory and resources: 0, or RD_EINVAL with err. */
+static int amounts_to_resources(double cpus, double gpus, uint64_t memory, const char *custom, rd_resources *r,
+                                char *err, size_t errlen) {
   memset(r, 0, sizeof(*r));
-  if (rd_res_from_double(o->num_cpus, &r->cpu) != 0) {
-    snprintf(err, errlen, "num_cpus %g is invalid (negative, or above 1 and not whole)", o->num_cpus);
+  if (rd_res_from_double(cpus, &r->cpu) != 0) {
+    snprintf(err, errlen, "num_cpus %g is invalid (negative, or above 1 and not whole)", cpus);
     return RD_EINVAL;
   }
-  if (rd_res_from_double(o->num_gpus, &r->gpu) != 0) {
-    snprintf(err, errlen, "num_gpus %g is invalid (negative, or above 1 and not whole)", o->num_gpus);
+  if (rd_res_from_double(gpus, &r->gpu) != 0) {
+    snprintf(err, errlen, "num_gpus %g is invalid (negative, or above 1 and not whole)", gpus);
     return RD_EINVAL;
   }
-  if (o->memory > INT64_MAX) {
+  if (memory > INT64_MAX) {
     snprintf(err, errlen, "memory is too large");
     return RD_EINVAL;
   }
-  r->memory = (int64_t)o->memory;
-  if (rd__res_parse_custom(r, o->resources, err, (int)errlen) != 0) return RD_EINVAL;
+  r->memory = (int64_t)memory;
+  if (rd__res_parse_custom(r, custom, err, (int)errlen) != 0) return RD_EINVAL;
   return 0;
+}
+
+static int opts_to_resources(const rd_task_opts *o, rd_resources *r, char *err, size_t errlen) {
+  return amounts_to_resources(o->num_cpus, o->num_gpus, o->memory, o->resources, r, err, errlen);
 }
 
 /* Everything a task and an actor call share: arguments (large ones through
@@ -4521,16 +4528,11 @@ static int actor_create_once(const rd_actor_class *cls, const rd_value *args, si
     rd__log(RD_LOG_WARN, "rd_actor_create: actor class '%s' is not registered", cls->name);
     return RD_ENOFUNC;
   }
-  rd_task_opts to;
-  rd_task_opts_init(&to);
-  to.num_cpus = opts->num_cpus;
-  to.num_gpus = opts->num_gpus;
-  to.memory = opts->memory;
-  to.resources = opts->resources;
   rd_resources res;
   char err[256], sel[RD_LABEL_ALTS_LEN];
   rd__cgroup cgs[RD_CGROUPS_MAX];
-  if (opts_to_resources(&to, &res, err, sizeof(err)) != 0 ||
+  if (amounts_to_resources(opts->num_cpus, opts->num_gpus, opts->memory, opts->resources, &res, err,
+                           sizeof(err)) != 0 ||
       label_sel_opt(opts->label_selector, opts->fallback_label_selectors, opts->placement_group.id, "an actor", sel,
                     err, sizeof(err)) != 0 ||
       rd__cgroups_parse(opts->concurrency_groups, cgs, err, sizeof(err)) < 0) {
@@ -5379,13 +5381,7 @@ int rd_kv_put(const char *key, const void *value, size_t size, int overwrite) {
 
 /* A bundle's resources, checked as a task's: 0, or RD_EINVAL with err. */
 static int bundle_resources(const rd_bundle *b, rd_resources *r, char *err, size_t errlen) {
-  rd_task_opts to;
-  rd_task_opts_init(&to);
-  to.num_cpus = b->num_cpus;
-  to.num_gpus = b->num_gpus;
-  to.memory = b->memory;
-  to.resources = b->resources;
-  return opts_to_resources(&to, r, err, errlen);
+  return amounts_to_resources(b->num_cpus, b->num_gpus, b->memory, b->resources, r, err, errlen);
 }
 
 /* rd_request_resources: the bundles as lines of "CPU=1,GPU=0.5,memory=N,
