@@ -2921,17 +2921,18 @@ static void held_sort(rd__held *h, int kind) {
 /* What this file's structures hold: every client's requests (queued here
  * or in a bundle, and actors' placements) and backlog, the actors (dead
  * ones kept for late callers too), the workers. */
+static void client_held(rd__held *h, const node_client *c) {
+  rd__held_add(h, RD_HELD_JOB, c->job);
+  for (const lease_req *r = c->reqs; r; r = r->next) {
+    rd__held_add(h, RD_HELD_JOB, r->job);
+    rd__held_add(h, RD_HELD_SEL, r->sel);
+  }
+  for (size_t i = 0; i < c->nbacklog; i++) rd__held_add(h, RD_HELD_SEL, c->backlog[i].sel);
+}
+
 static void node_held(rd__held *h) {
-  node_client *owners[2] = {N.clients, &N.orphans};
-  for (int k = 0; k < 2; k++)
-    for (node_client *c = owners[k]; c; c = k ? NULL : c->next) {
-      rd__held_add(h, RD_HELD_JOB, c->job);
-      for (lease_req *r = c->reqs; r; r = r->next) {
-        rd__held_add(h, RD_HELD_JOB, r->job);
-        rd__held_add(h, RD_HELD_SEL, r->sel);
-      }
-      for (size_t i = 0; i < c->nbacklog; i++) rd__held_add(h, RD_HELD_SEL, c->backlog[i].sel);
-    }
+  for (const node_client *c = N.clients; c; c = c->next) client_held(h, c);
+  client_held(h, &N.orphans);   /* detached actors' placements whose creator left */
   for (node_actor *a = N.actors; a; a = a->next) {
     rd__held_add(h, RD_HELD_JOB, a->job);
     rd__held_add(h, RD_HELD_ENV, a->env);
