@@ -2794,30 +2794,113 @@ void rd__node_actors_place_waiting(void) {
     if (a->launch_wait && a->state == A_PENDING) actor_schedule(a);
 }
 
+/* ------------------------------------------------ interned strings */
+
+static uint64_t itab_hash(const char *key, size_t len) {
+  uint64_t h = 1469598103934665603ull;   /* FNV-1a */
+  for (size_t i = 0; i < len; i++) h = (h ^ (uint8_t)key[i]) * 1099511628211ull;
+  return h;
+}
+
+static rd__istr *itab_find(const rd__itab *t, const char *key, size_t len, uint64_t hash) {
+  if (!t->b) return NULL;
+  for (rd__istr *e = t->b[hash & t->mask]; e; e = e->next)
+    if (e->hash == hash && e->len == len && !memcmp(e->key, key, len)) return e;
+  return NULL;
+}
+
+/* Adds e (key, len and hash set), doubling the buckets past one entry
+ * each.  0 or RD_ENOMEM (e not added). */
+static int itab_add(rd__itab *t, rd__istr *e) {
+  if (t->count + 1 > (t->b ? t->mask + 1 : 0)) {
+    size_t n = t->b ? (t->mask + 1) * 2 : 64;
+    rd__istr **nb = calloc(n, sizeof(*nb));
+    if (!nb) return RD_ENOMEM;
+    for (size_t i = 0; t->b && i <= t->mask; i++)
+      for (rd__istr *x = t->b[i], *next; x; x = next) {
+        next = x->next;
+        x->next = nb[x->hash & (n - 1)];
+        nb[x->hash & (n - 1)] = x;
+      }
+    free(t->b);
+    t->b = nb;
+    t->mask = n - 1;
+  }
+  e->next = t->b[e->hash & t->mask];
+  t->b[e->hash & t->mask] = e;
+  t->count++;
+  t->bytes += e->len;
+  return 0;
+}
+
+/* Unlinks every entry keep() refuses and hands it to drop(); returns how
+ * many. */
+static size_t itab_sweep(rd__itab *t, int (*keep)(const rd__istr *, void *), void (*drop)(rd__istr *), void *arg) {
+  size_t n = 0;
+  for (size_t i = 0; t->b && i <= t->mask; i++)
+    for (rd__istr **pp = &t->b[i]; *pp;) {
+      rd__istr *e = *pp;
+      if (keep && keep(e, arg)) {
+        pp = &e->next;
+        continue;
+      }
+      *pp = e->next;
+      t->count--;
+      t->bytes -= e->len;
+      drop(e);
+      n++;
+    }
+  return n;
+}
+
+static void env_drop(rd__istr *is) {
+  node_env *e = (node_env *)is;
+  free(e->canon);
+  free(e->vars);
+  free(e);
+}
+
+static void sel_drop(rd__istr *is) { free(is); }
+
+/* Empties t and frees its buckets. */
+static void itab_free(rd__itab *t, void (*drop)(rd__istr *)) {
+  itab_sweep(t, NULL, drop, NULL);
+  free(t->b);
+  memset(t, 0, sizeof(*t));
+}
+
+static int itab_full(const rd__itab *t, size_t len, const char *what, char *err, size_t errlen) {
+  if (t->bytes + len <= RD_NODE_INTERN_MAX_BYTES) return 0;
+  snprintf(err, errlen, "%s: this node already keeps %zu distinct ones (%zu MiB), all in use", what, t->count,
+           t->bytes >> 20);
+  return RD_ENOMEM;
+}
+
 int rd__node_sel(const char *s, const char **out, char *err, size_t errlen) {
   *out = NULL;
   if (!s || !*s) return 0;
   int r = rd_label_alts_check(s, err, errlen);
   if (r != 0) return r;
-  size_t count = 0;
-  for (node_sel *e = N.sels; e; e = e->next, count++)
-    if (!strcmp(e->s, s)) {
-      *out = e->s;
-      return 0;
-    }
-  if (count >= RD_NODE_MAX_SELS) {
-    snprintf(err, errlen, "label selector: this node already keeps %d distinct ones", RD_NODE_MAX_SELS);
-    return RD_EINVAL;
-  }
   size_t len = strlen(s);
+  uint64_t hash = itab_hash(s, len);
+  rd__istr *f = itab_find(&N.sels, s, len, hash);
+  if (f) {
+    *out = f->key;
+    return 0;
+  }
+  if ((r = itab_full(&N.sels, len, "label selector", err, errlen)) != 0) return r;
   node_sel *e = malloc(sizeof(*e) + len + 1);
   if (!e) {
     snprintf(err, errlen, "node out of memory");
     return RD_ENOMEM;
   }
   memcpy(e->s, s, len + 1);
-  e->next = N.sels;
-  N.sels = e;
+  e->is = (rd__istr){NULL, hash, e->s, len};
+  if (itab_add(&N.sels, &e->is) != 0) {
+    free(e);
+    snprintf(err, errlen, "node out of memory");
+    return RD_ENOMEM;
+  }
   *out = e->s;
   return 0;
 }
@@ -2828,17 +2911,16 @@ int rd__node_env(char *const *vars, size_t n, const node_env **out, char *err, s
   size_t len;
   int r = rd__env_canon((const char *const *)vars, n, &canon, &len, err, errlen);
   if (r != 0 || !canon) return r;
-  size_t count = 0;
-  for (node_env *e = N.envs; e; e = e->next, count++)
-    if (e->len == len && !memcmp(e->canon, canon, len)) {
-      free(canon);
-      *out = e;
-      return 0;
-    }
-  if (count >= RD_NODE_MAX_ENVS) {
+  uint64_t hash = itab_hash(canon, len);
+  rd__istr *f = itab_find(&N.envs, canon, len, hash);
+  if (f) {
     free(canon);
-    snprintf(err, errlen, "env: this node already keeps %d distinct sets of variables", RD_NODE_MAX_ENVS);
-    return RD_EINVAL;
+    *out = (const node_env *)f;
+    return 0;
+  }
+  if ((r = itab_full(&N.envs, len, "env: sets of variables", err, errlen)) != 0) {
+    free(canon);
+    return r;
   }
   node_env *e = calloc(1, sizeof(*e));
   char **v = calloc(n, sizeof(char *));
@@ -2853,8 +2935,12 @@ int rd__node_env(char *const *vars, size_t n, const node_env **out, char *err, s
   e->len = len;
   e->vars = v;
   e->n = rd__env_split(canon, len, v, n);
-  e->next = N.envs;
-  N.envs = e;
+  e->is = (rd__istr){NULL, hash, canon, len};
+  if (itab_add(&N.envs, &e->is) != 0) {
+    env_drop(&e->is);
+    snprintf(err, errlen, "node out of memory");
+    return RD_ENOMEM;
+  }
   *out = e;
   return 0;
 }
@@ -2879,7 +2965,7 @@ node_job *rd__node_job_variant(node_job *base, const node_env *env) {
  * variants compare them by pointer.  A node that sees many distinct ones
  * over its life (a variable per task, such as a shard number) must give
  * back those nothing uses any more: it would grow without bound, and at
- * RD_NODE_MAX_ENVS / RD_NODE_MAX_SELS refuse every new one.  The sweep asks
+ * RD_NODE_INTERN_MAX_BYTES refuse every new one.  The sweep asks
  * every holder for its pointers (rd__held_add), frees the job variants
  * without workers that nothing names, then the sets (a kept variant holds
  * its own) and selectors nobody holds. */
@@ -2945,6 +3031,10 @@ static void node_held(rd__held *h) {
   for (node_worker *w = N.workers; w; w = w->next) rd__held_add(h, RD_HELD_JOB, w->job);
 }
 
+static int env_held(const rd__istr *e, void *h) { return held_has(h, RD_HELD_ENV, e); }
+
+static int sel_held(const rd__istr *e, void *h) { return held_has(h, RD_HELD_SEL, e->key); }
+
 void rd__node_gc(size_t *envs, size_t *sels, size_t *jobs) {
   size_t fe = 0, fs = 0, fj = 0;
   rd__held h;
@@ -2974,28 +3064,8 @@ void rd__node_gc(size_t *envs, size_t *sels, size_t *jobs) {
   if (h.oom) goto out;
   held_sort(&h, RD_HELD_ENV);
   held_sort(&h, RD_HELD_SEL);
-  for (node_env **pp = &N.envs; *pp;) {
-    node_env *e = *pp;
-    if (held_has(&h, RD_HELD_ENV, e)) {
-      pp = &e->next;
-      continue;
-    }
-    *pp = e->next;
-    free(e->canon);
-    free(e->vars);
-    free(e);
-    fe++;
-  }
-  for (node_sel **pp = &N.sels; *pp;) {
-    node_sel *e = *pp;
-    if (held_has(&h, RD_HELD_SEL, e->s)) {
-      pp = &e->next;
-      continue;
-    }
-    *pp = e->next;
-    free(e);
-    fs++;
-  }
+  fe = itab_sweep(&N.envs, env_held, env_drop, &h);
+  fs = itab_sweep(&N.sels, sel_held, sel_drop, &h);
   if (fe || fs || fj)
     rd__log(RD_LOG_INFO, "freed %zu unused env sets, %zu label selectors and %zu job variants", fe, fs, fj);
 out:
@@ -3334,9 +3404,7 @@ void rd__node_metrics(rd__mbuf *b) {
                   "Leases asked back from a job over its fair share for another job's waiting request.");
   rd__mbuf_printf(b, "raydist_fair_share_yields_total %llu\n", (unsigned long long)N.fair_yields);
   {
-    size_t ne = 0, ns = 0, nv = 0;
-    for (const node_env *e = N.envs; e; e = e->next) ne++;
-    for (const node_sel *e = N.sels; e; e = e->next) ns++;
+    size_t ne = N.envs.count, ns = N.sels.count, nv = 0;
     for (const node_job *j = N.jobs; j; j = j->next) nv += j->base != NULL;
     rd__mbuf_family(b, "raydist_node_interned", "gauge",
                     "Distinct env sets, label selectors and job variants the node keeps while something uses them.");
@@ -3717,18 +3785,8 @@ int rd__node_main(const rd_node_opts *opts) {
   rd__pg_free();
   if (N.kv) N.kv->ops->destroy(N.kv);
   N.kv = NULL;
-  while (N.sels) {
-    node_sel *s = N.sels;
-    N.sels = s->next;
-    free(s);
-  }
-  while (N.envs) {
-    node_env *e = N.envs;
-    N.envs = e->next;
-    free(e->vars);
-    free(e->canon);
-    free(e);
-  }
+  itab_free(&N.sels, sel_drop);
+  itab_free(&N.envs, env_drop);
   while (N.bundles) {
     node_bundle *b = N.bundles;
     N.bundles = b->next;

@@ -28,29 +28,42 @@ typedef struct node_worker node_worker;
  * variant's (its workers for one env set) until it has no workers and
  * nothing names it (rd__node_gc).  A job's idle workers are stopped once it
  * has been quiet for a while, or to make room for another job's. */
+/* A table of interned byte strings (env sets, label selectors), so that
+ * requests, actors and job variants compare them by pointer: chained
+ * buckets by hash, entries being the callers' structs, which begin with
+ * an rd__istr.  One copy of each distinct string, kept while something
+ * points at it (rd__node_gc); a table holds at most RD_NODE_INTERN_MAX_BYTES
+ * of strings at once. */
+typedef struct rd__istr {
+  struct rd__istr *next;    /* in its bucket */
+  uint64_t hash;
+  const char *key;          /* the string, in the entry */
+  size_t len;
+} rd__istr;
+typedef struct rd__itab {
+  rd__istr **b;
+  size_t mask;              /* buckets - 1; no buckets until the first add */
+  size_t count, bytes;
+} rd__itab;
+#define RD_NODE_INTERN_MAX_BYTES ((size_t)64 << 20)
+
 /* A set of environment variables for workers (rd_task_opts.env), in
- * canonical form (common.h), interned: one per distinct set, kept while
- * something points at it (rd__node_gc), so that requests and jobs compare
- * sets by pointer. */
+ * canonical form (common.h), interned in N.envs. */
 typedef struct node_env {
+  rd__istr is;              /* key: the canonical form, `len` bytes */
   char *canon;
   size_t len;
   size_t n;
   char **vars;              /* the n entries, pointing into canon */
-  struct node_env *next;
 } node_env;
-#define RD_NODE_MAX_ENVS 4096
 
-/* An interned label selector (rd__node_sel): one copy of each distinct
- * one, kept while something points at it (rd__node_gc), so requests and
- * actors point at it.  A
- * task's or actor's may list fallbacks ("sel;sel", scheduler/labels.h);
- * a bundle's may not. */
+/* An interned label selector (rd__node_sel), in N.sels, so requests and
+ * actors point at it.  A task's or actor's may list fallbacks
+ * ("sel;sel", scheduler/labels.h); a bundle's may not. */
 typedef struct node_sel {
-  struct node_sel *next;
+  rd__istr is;              /* key: s */
   char s[];
 } node_sel;
-#define RD_NODE_MAX_SELS 4096
 
 typedef struct node_job {
   uint32_t id;              /* this node's sequence, for logs */
@@ -323,8 +336,8 @@ typedef struct rd__node_state {
   int nevicting;                  /* idle workers killed for another job, not yet reaped */
   node_job *jobs;
   uint32_t next_job_id;
-  node_env *envs;           /* interned env sets (rd__node_env) */
-  node_sel *sels;           /* interned label selectors (rd__node_sel) */
+  rd__itab envs;            /* interned env sets (rd__node_env), node_env entries */
+  rd__itab sels;            /* interned label selectors (rd__node_sel), node_sel entries */
   struct rd_gcs_store *kv;  /* rd_kv_* on an embedded node (created at first use) */
   uint64_t kv_bytes;        /* what it holds, about */
   uint32_t next_client_id, next_worker_id;
