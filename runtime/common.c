@@ -460,3 +460,64 @@ int rd__metric_bounds_check(const double *b, size_t n, char *err, size_t errlen)
     }
   return 0;
 }
+
+/* ------------------------------------------------------ hash tables */
+
+uint64_t rd__hash_bytes(uint64_t h, const void *p, size_t n) {
+  const uint8_t *b = p;
+  for (size_t i = 0; i < n; i++) h = (h ^ b[i]) * 1099511628211ull;
+  return h;
+}
+
+int rd__htab_add(rd__htab *t, rd__hlink *e) {
+  if (t->count + 1 > (t->b ? t->mask + 1 : 0)) {
+    size_t n = t->b ? (t->mask + 1) * 2 : 64;
+    rd__hlink **nb = calloc(n, sizeof(*nb));
+    if (!nb) return RD_ENOMEM;
+    for (size_t i = 0; t->b && i <= t->mask; i++)
+      for (rd__hlink *x = t->b[i], *next; x; x = next) {
+        next = x->next;
+        x->next = nb[x->hash & (n - 1)];
+        nb[x->hash & (n - 1)] = x;
+      }
+    free(t->b);
+    t->b = nb;
+    t->mask = n - 1;
+  }
+  e->next = t->b[e->hash & t->mask];
+  t->b[e->hash & t->mask] = e;
+  t->count++;
+  return 0;
+}
+
+void rd__htab_del(rd__htab *t, rd__hlink *e) {
+  for (rd__hlink **pp = t->b ? &t->b[e->hash & t->mask] : NULL; pp && *pp; pp = &(*pp)->next)
+    if (*pp == e) {
+      *pp = e->next;
+      t->count--;
+      return;
+    }
+}
+
+size_t rd__htab_sweep(rd__htab *t, int (*keep)(rd__hlink *, void *), void (*drop)(rd__hlink *, void *), void *arg) {
+  size_t n = 0;
+  for (size_t i = 0; t->b && i <= t->mask; i++)
+    for (rd__hlink **pp = &t->b[i]; *pp;) {
+      rd__hlink *e = *pp;
+      if (keep && keep(e, arg)) {
+        pp = &e->next;
+        continue;
+      }
+      *pp = e->next;
+      t->count--;
+      drop(e, arg);
+      n++;
+    }
+  return n;
+}
+
+void rd__htab_free(rd__htab *t, void (*drop)(rd__hlink *, void *), void *arg) {
+  rd__htab_sweep(t, NULL, drop, arg);
+  free(t->b);
+  memset(t, 0, sizeof(*t));
+}

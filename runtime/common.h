@@ -124,6 +124,33 @@ int rd__res_amounts_from_msg(const Rd__Resources *m, rd_resources *out);
 int rd__env_canon(const char *const *vars, size_t n, char **out, size_t *len, char *err, size_t errlen);
 size_t rd__env_split(const char *canon, size_t len, char **out, size_t max);
 
+/* An intrusive hash table with chained buckets: entries are the callers'
+ * structs holding an rd__hlink (at their start, so a link is its entry).
+ * A lookup walks rd__htab_bucket(t, hash), comparing hash and key itself.
+ * Buckets double past one entry each; the first add makes 64. */
+typedef struct rd__hlink {
+  struct rd__hlink *next;   /* in its bucket */
+  uint64_t hash;
+} rd__hlink;
+typedef struct rd__htab {
+  rd__hlink **b;            /* NULL until the first add */
+  size_t mask, count;
+} rd__htab;
+/* FNV-1a over p[0..n), going on from h (start with RD_HASH_INIT). */
+#define RD_HASH_INIT 1469598103934665603ull
+uint64_t rd__hash_bytes(uint64_t h, const void *p, size_t n);
+static inline rd__hlink *rd__htab_bucket(const rd__htab *t, uint64_t hash) {
+  return t->b ? t->b[hash & t->mask] : NULL;
+}
+/* 0, or RD_ENOMEM (e not added); e->hash must be set. */
+int rd__htab_add(rd__htab *t, rd__hlink *e);
+void rd__htab_del(rd__htab *t, rd__hlink *e);
+/* Removes each entry keep(e, arg) refuses (every one when keep is NULL)
+ * and hands it to drop; returns how many. */
+size_t rd__htab_sweep(rd__htab *t, int (*keep)(rd__hlink *, void *), void (*drop)(rd__hlink *, void *), void *arg);
+/* Sweeps every entry, then frees the buckets. */
+void rd__htab_free(rd__htab *t, void (*drop)(rd__hlink *, void *), void *arg);
+
 /* An actor's concurrency groups (rd_actor_opts.concurrency_groups,
  * "name=threads,..."): rd__cgroups_parse fills out[0..n) and returns n
  * (0 for NULL or ""), or RD_EINVAL with a reason in err (a name not 1..63

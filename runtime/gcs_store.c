@@ -1,5 +1,5 @@
-/* runtime/gcs_store.c - the in-memory GCS store: one chained hash table over
- * (table, key), grown by doubling.  Scans sort the matching keys so every
+/* runtime/gcs_store.c - the in-memory GCS store: one chained hash table
+ * (rd__htab, common.h) over (table, key).  Scans sort the matching keys so every
  * back end answers in the same (key) order. */
 #include "gcs_store.h"
 
@@ -7,86 +7,62 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common.h"
 #include "raydist/error.h"
 
 typedef struct mem_entry {
-  struct mem_entry *next;
-  uint64_t hash;
+  rd__hlink link;    /* in mem_store.t (first: a link is its entry) */
   size_t tlen, klen, vlen;
   char *tk;          /* table '\0' key, then the value right after */
 } mem_entry;
 
 typedef struct mem_store {
   rd_gcs_store base;
-  mem_entry **slots;
-  size_t nslots, count;
+  rd__htab t;
 } mem_store;
 
-static uint64_t fnv(const char *table, const char *key, size_t klen) {
-  uint64_t h = 1469598103934665603ull;
-  for (const char *p = table; *p; p++) h = (h ^ (uint8_t)*p) * 1099511628211ull;
-  h = (h ^ 0xff) * 1099511628211ull;
-  for (size_t i = 0; i < klen; i++) h = (h ^ (uint8_t)key[i]) * 1099511628211ull;
-  return h;
+static uint64_t mem_hash(const char *table, const char *key, size_t klen) {
+  uint64_t h = rd__hash_bytes(RD_HASH_INIT, table, strlen(table) + 1);
+  return rd__hash_bytes(h, key, klen);
 }
 
-static mem_entry **mem_find(mem_store *m, const char *table, const char *key, size_t klen,
-                            uint64_t h) {
+static mem_entry *mem_find(mem_store *m, const char *table, const char *key, size_t klen, uint64_t h) {
   size_t tlen = strlen(table);
-  mem_entry **pp = &m->slots[h & (m->nslots - 1)];
-  for (; *pp; pp = &(*pp)->next) {
-    mem_entry *e = *pp;
-    if (e->hash == h && e->tlen == tlen && e->klen == klen && !memcmp(e->tk, table, tlen) &&
+  for (rd__hlink *l = rd__htab_bucket(&m->t, h); l; l = l->next) {
+    mem_entry *e = (mem_entry *)l;
+    if (l->hash == h && e->tlen == tlen && e->klen == klen && !memcmp(e->tk, table, tlen) &&
         !memcmp(e->tk + tlen + 1, key, klen))
-      return pp;
+      return e;
   }
-  return pp;
-}
-
-static int mem_grow(mem_store *m) {
-  size_t n = m->nslots * 2;
-  mem_entry **slots = calloc(n, sizeof(*slots));
-  if (!slots) return RD_ENOMEM;
-  for (size_t i = 0; i < m->nslots; i++) {
-    for (mem_entry *e = m->slots[i], *next; e; e = next) {
-      next = e->next;
-      e->next = slots[e->hash & (n - 1)];
-      slots[e->hash & (n - 1)] = e;
-    }
-  }
-  free(m->slots);
-  m->slots = slots;
-  m->nslots = n;
-  return 0;
+  return NULL;
 }
 
 static int mem_put(rd_gcs_store *s, const char *table, const char *key, size_t klen,
                    const void *val, size_t vlen) {
   mem_store *m = (mem_store *)s;
-  if (m->count >= m->nslots && mem_grow(m) != 0) return RD_ENOMEM;
-  uint64_t h = fnv(table, key, klen);
+  uint64_t h = mem_hash(table, key, klen);
   size_t tlen = strlen(table);
-  mem_entry *e = malloc(sizeof(*e));
   char *tk = malloc(tlen + 1 + klen + vlen + 1);
-  if (!e || !tk) {
-    free(e);
-    free(tk);
-    return RD_ENOMEM;
-  }
+  if (!tk) return RD_ENOMEM;
   memcpy(tk, table, tlen + 1);
   memcpy(tk + tlen + 1, key, klen);
   if (vlen) memcpy(tk + tlen + 1 + klen, val, vlen);
-  *e = (mem_entry){NULL, h, tlen, klen, vlen, tk};
-  mem_entry **pp = mem_find(m, table, key, klen, h);
-  if (*pp) {   /* replace in place */
-    mem_entry *old = *pp;
-    e->next = old->next;
-    *pp = e;
-    free(old->tk);
-    free(old);
-  } else {
-    *pp = e;
-    m->count++;
+  mem_entry *e = mem_find(m, table, key, klen, h);
+  if (e) {   /* replace in place */
+    free(e->tk);
+    e->tk = tk;
+    e->vlen = vlen;
+    return 0;
+  }
+  if (!(e = malloc(sizeof(*e)))) {
+    free(tk);
+    return RD_ENOMEM;
+  }
+  *e = (mem_entry){{NULL, h}, tlen, klen, vlen, tk};
+  if (rd__htab_add(&m->t, &e->link) != 0) {
+    free(tk);
+    free(e);
+    return RD_ENOMEM;
   }
   return 0;
 }
@@ -96,7 +72,7 @@ static const char *val_of(const mem_entry *e) { return e->tk + e->tlen + 1 + e->
 static int mem_get(rd_gcs_store *s, const char *table, const char *key, size_t klen, void **val,
                    size_t *vlen) {
   mem_store *m = (mem_store *)s;
-  mem_entry *e = *mem_find(m, table, key, klen, fnv(table, key, klen));
+  mem_entry *e = mem_find(m, table, key, klen, mem_hash(table, key, klen));
   if (!e) return RD_ENOENT;
   void *p = malloc(e->vlen ? e->vlen : 1);
   if (!p) return RD_ENOMEM;
@@ -109,7 +85,7 @@ static int mem_get(rd_gcs_store *s, const char *table, const char *key, size_t k
 static int mem_read(rd_gcs_store *s, const char *table, const char *key, size_t klen,
                     uint64_t offset, void *buf, size_t len, size_t *n, uint64_t *total) {
   mem_store *m = (mem_store *)s;
-  mem_entry *e = *mem_find(m, table, key, klen, fnv(table, key, klen));
+  mem_entry *e = mem_find(m, table, key, klen, mem_hash(table, key, klen));
   if (!e) return RD_ENOENT;
   *total = e->vlen;
   if (offset > e->vlen) return RD_EINVAL;
@@ -121,13 +97,11 @@ static int mem_read(rd_gcs_store *s, const char *table, const char *key, size_t 
 
 static int mem_del(rd_gcs_store *s, const char *table, const char *key, size_t klen) {
   mem_store *m = (mem_store *)s;
-  mem_entry **pp = mem_find(m, table, key, klen, fnv(table, key, klen));
-  if (!*pp) return RD_ENOENT;
-  mem_entry *e = *pp;
-  *pp = e->next;
+  mem_entry *e = mem_find(m, table, key, klen, mem_hash(table, key, klen));
+  if (!e) return RD_ENOENT;
+  rd__htab_del(&m->t, &e->link);
   free(e->tk);
   free(e);
-  m->count--;
   return 0;
 }
 
@@ -144,8 +118,9 @@ static int mem_scan(rd_gcs_store *s, const char *table, const char *prefix, size
   size_t tlen = strlen(table), n = 0, cap = 16;
   mem_entry **hits = malloc(cap * sizeof(*hits));
   if (!hits) return RD_ENOMEM;
-  for (size_t i = 0; i < m->nslots; i++) {
-    for (mem_entry *e = m->slots[i]; e; e = e->next) {
+  for (size_t i = 0; m->t.b && i <= m->t.mask; i++) {
+    for (rd__hlink *l = m->t.b[i]; l; l = l->next) {
+      mem_entry *e = (mem_entry *)l;
       if (e->tlen != tlen || memcmp(e->tk, table, tlen) || e->klen < plen ||
           memcmp(e->tk + tlen + 1, prefix, plen))
         continue;
@@ -168,16 +143,15 @@ static int mem_scan(rd_gcs_store *s, const char *table, const char *prefix, size
   return 0;
 }
 
+static void mem_drop(rd__hlink *l, void *arg) {
+  (void)arg;
+  free(((mem_entry *)l)->tk);
+  free(l);
+}
+
 static void mem_destroy(rd_gcs_store *s) {
   mem_store *m = (mem_store *)s;
-  for (size_t i = 0; i < m->nslots; i++) {
-    for (mem_entry *e = m->slots[i], *next; e; e = next) {
-      next = e->next;
-      free(e->tk);
-      free(e);
-    }
-  }
-  free(m->slots);
+  rd__htab_free(&m->t, mem_drop, NULL);
   free(m);
 }
 
@@ -187,7 +161,7 @@ static const rd_gcs_store_ops mem_ops = {"memory", mem_put,  mem_get, mem_read,
 int rd__gcs_mem_vlen(rd_gcs_store *s, const char *table, const char *key, size_t klen,
                      size_t *vlen) {
   mem_store *m = (mem_store *)s;
-  mem_entry *e = *mem_find(m, table, key, klen, fnv(table, key, klen));
+  mem_entry *e = mem_find(m, table, key, klen, mem_hash(table, key, klen));
   if (!e) return RD_ENOENT;
   *vlen = e->vlen;
   return 0;
@@ -195,20 +169,16 @@ int rd__gcs_mem_vlen(rd_gcs_store *s, const char *table, const char *key, size_t
 
 void rd__gcs_mem_each(rd_gcs_store *s, rd__gcs_mem_each_cb cb, void *arg) {
   mem_store *m = (mem_store *)s;
-  for (size_t i = 0; i < m->nslots; i++)
-    for (mem_entry *e = m->slots[i]; e; e = e->next)
+  for (size_t i = 0; m->t.b && i <= m->t.mask; i++)
+    for (rd__hlink *l = m->t.b[i]; l; l = l->next) {
+      const mem_entry *e = (const mem_entry *)l;
       if (cb(arg, e->tk, e->tk + e->tlen + 1, e->klen, val_of(e), e->vlen)) return;
+    }
 }
 
 rd_gcs_store *rd_gcs_store_memory_create(void) {
   mem_store *m = calloc(1, sizeof(*m));
   if (!m) return NULL;
-  m->nslots = 64;
-  m->slots = calloc(m->nslots, sizeof(*m->slots));
-  if (!m->slots) {
-    free(m);
-    return NULL;
-  }
   m->base.ops = &mem_ops;
   return &m->base;
 }

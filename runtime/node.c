@@ -2796,82 +2796,43 @@ void rd__node_actors_place_waiting(void) {
 
 /* ------------------------------------------------ interned strings */
 
-static uint64_t itab_hash(const char *key, size_t len) {
-  uint64_t h = 1469598103934665603ull;   /* FNV-1a */
-  for (size_t i = 0; i < len; i++) h = (h ^ (uint8_t)key[i]) * 1099511628211ull;
-  return h;
-}
-
 static rd__istr *itab_find(const rd__itab *t, const char *key, size_t len, uint64_t hash) {
-  if (!t->b) return NULL;
-  for (rd__istr *e = t->b[hash & t->mask]; e; e = e->next)
-    if (e->hash == hash && e->len == len && !memcmp(e->key, key, len)) return e;
+  for (rd__hlink *l = rd__htab_bucket(&t->t, hash); l; l = l->next) {
+    rd__istr *e = (rd__istr *)l;
+    if (l->hash == hash && e->len == len && !memcmp(e->key, key, len)) return e;
+  }
   return NULL;
 }
 
-/* Adds e (key, len and hash set), doubling the buckets past one entry
- * each.  0 or RD_ENOMEM (e not added). */
 static int itab_add(rd__itab *t, rd__istr *e) {
-  if (t->count + 1 > (t->b ? t->mask + 1 : 0)) {
-    size_t n = t->b ? (t->mask + 1) * 2 : 64;
-    rd__istr **nb = calloc(n, sizeof(*nb));
-    if (!nb) return RD_ENOMEM;
-    for (size_t i = 0; t->b && i <= t->mask; i++)
-      for (rd__istr *x = t->b[i], *next; x; x = next) {
-        next = x->next;
-        x->next = nb[x->hash & (n - 1)];
-        nb[x->hash & (n - 1)] = x;
-      }
-    free(t->b);
-    t->b = nb;
-    t->mask = n - 1;
-  }
-  e->next = t->b[e->hash & t->mask];
-  t->b[e->hash & t->mask] = e;
-  t->count++;
-  t->bytes += e->len;
-  return 0;
+  int r = rd__htab_add(&t->t, &e->link);
+  if (r == 0) t->bytes += e->len;
+  return r;
 }
 
-/* Unlinks every entry keep() refuses and hands it to drop(); returns how
- * many. */
-static size_t itab_sweep(rd__itab *t, int (*keep)(const rd__istr *, void *), void (*drop)(rd__istr *), void *arg) {
-  size_t n = 0;
-  for (size_t i = 0; t->b && i <= t->mask; i++)
-    for (rd__istr **pp = &t->b[i]; *pp;) {
-      rd__istr *e = *pp;
-      if (keep && keep(e, arg)) {
-        pp = &e->next;
-        continue;
-      }
-      *pp = e->next;
-      t->count--;
-      t->bytes -= e->len;
-      drop(e);
-      n++;
-    }
-  return n;
-}
+/* What the sweep and the drops are given: the table, and the pointers
+ * held (rd__node_gc; NULL when everything goes). */
+typedef struct itab_sweep_arg {
+  rd__itab *t;
+  const struct rd__held *h;
+} itab_sweep_arg;
 
-static void env_drop(rd__istr *is) {
-  node_env *e = (node_env *)is;
+static void env_drop(rd__hlink *l, void *arg) {
+  node_env *e = (node_env *)l;
+  ((itab_sweep_arg *)arg)->t->bytes -= e->len;
   free(e->canon);
   free(e->vars);
   free(e);
 }
 
-static void sel_drop(rd__istr *is) { free(is); }
-
-/* Empties t and frees its buckets. */
-static void itab_free(rd__itab *t, void (*drop)(rd__istr *)) {
-  itab_sweep(t, NULL, drop, NULL);
-  free(t->b);
-  memset(t, 0, sizeof(*t));
+static void sel_drop(rd__hlink *l, void *arg) {
+  ((itab_sweep_arg *)arg)->t->bytes -= ((rd__istr *)l)->len;
+  free(l);
 }
 
 static int itab_full(const rd__itab *t, size_t len, const char *what, char *err, size_t errlen) {
   if (t->bytes + len <= RD_NODE_INTERN_MAX_BYTES) return 0;
-  snprintf(err, errlen, "%s: this node already keeps %zu distinct ones (%zu MiB), all in use", what, t->count,
+  snprintf(err, errlen, "%s: this node already keeps %zu distinct ones (%zu MiB), all in use", what, t->t.count,
            t->bytes >> 20);
   return RD_ENOMEM;
 }
@@ -2882,7 +2843,7 @@ int rd__node_sel(const char *s, const char **out, char *err, size_t errlen) {
   int r = rd_label_alts_check(s, err, errlen);
   if (r != 0) return r;
   size_t len = strlen(s);
-  uint64_t hash = itab_hash(s, len);
+  uint64_t hash = rd__hash_bytes(RD_HASH_INIT, s, len);
   rd__istr *f = itab_find(&N.sels, s, len, hash);
   if (f) {
     *out = f->key;
@@ -2895,7 +2856,7 @@ int rd__node_sel(const char *s, const char **out, char *err, size_t errlen) {
     return RD_ENOMEM;
   }
   memcpy(e->s, s, len + 1);
-  e->is = (rd__istr){NULL, hash, e->s, len};
+  e->is = (rd__istr){{NULL, hash}, e->s, len};
   if (itab_add(&N.sels, &e->is) != 0) {
     free(e);
     snprintf(err, errlen, "node out of memory");
@@ -2911,7 +2872,7 @@ int rd__node_env(char *const *vars, size_t n, const node_env **out, char *err, s
   size_t len;
   int r = rd__env_canon((const char *const *)vars, n, &canon, &len, err, errlen);
   if (r != 0 || !canon) return r;
-  uint64_t hash = itab_hash(canon, len);
+  uint64_t hash = rd__hash_bytes(RD_HASH_INIT, canon, len);
   rd__istr *f = itab_find(&N.envs, canon, len, hash);
   if (f) {
     free(canon);
@@ -2935,9 +2896,11 @@ int rd__node_env(char *const *vars, size_t n, const node_env **out, char *err, s
   e->len = len;
   e->vars = v;
   e->n = rd__env_split(canon, len, v, n);
-  e->is = (rd__istr){NULL, hash, canon, len};
+  e->is = (rd__istr){{NULL, hash}, canon, len};
   if (itab_add(&N.envs, &e->is) != 0) {
-    env_drop(&e->is);
+    free(canon);
+    free(v);
+    free(e);
     snprintf(err, errlen, "node out of memory");
     return RD_ENOMEM;
   }
@@ -3031,9 +2994,11 @@ static void node_held(rd__held *h) {
   for (node_worker *w = N.workers; w; w = w->next) rd__held_add(h, RD_HELD_JOB, w->job);
 }
 
-static int env_held(const rd__istr *e, void *h) { return held_has(h, RD_HELD_ENV, e); }
+static int env_held(rd__hlink *e, void *arg) { return held_has(((itab_sweep_arg *)arg)->h, RD_HELD_ENV, e); }
 
-static int sel_held(const rd__istr *e, void *h) { return held_has(h, RD_HELD_SEL, e->key); }
+static int sel_held(rd__hlink *e, void *arg) {
+  return held_has(((itab_sweep_arg *)arg)->h, RD_HELD_SEL, ((rd__istr *)e)->key);
+}
 
 void rd__node_gc(size_t *envs, size_t *sels, size_t *jobs) {
   size_t fe = 0, fs = 0, fj = 0;
@@ -3064,8 +3029,8 @@ void rd__node_gc(size_t *envs, size_t *sels, size_t *jobs) {
   if (h.oom) goto out;
   held_sort(&h, RD_HELD_ENV);
   held_sort(&h, RD_HELD_SEL);
-  fe = itab_sweep(&N.envs, env_held, env_drop, &h);
-  fs = itab_sweep(&N.sels, sel_held, sel_drop, &h);
+  fe = rd__htab_sweep(&N.envs.t, env_held, env_drop, &(itab_sweep_arg){&N.envs, &h});
+  fs = rd__htab_sweep(&N.sels.t, sel_held, sel_drop, &(itab_sweep_arg){&N.sels, &h});
   if (fe || fs || fj)
     rd__log(RD_LOG_INFO, "freed %zu unused env sets, %zu label selectors and %zu job variants", fe, fs, fj);
 out:
@@ -3404,7 +3369,7 @@ void rd__node_metrics(rd__mbuf *b) {
                   "Leases asked back from a job over its fair share for another job's waiting request.");
   rd__mbuf_printf(b, "raydist_fair_share_yields_total %llu\n", (unsigned long long)N.fair_yields);
   {
-    size_t ne = N.envs.count, ns = N.sels.count, nv = 0;
+    size_t ne = N.envs.t.count, ns = N.sels.t.count, nv = 0;
     for (const node_job *j = N.jobs; j; j = j->next) nv += j->base != NULL;
     rd__mbuf_family(b, "raydist_node_interned", "gauge",
                     "Distinct env sets, label selectors and job variants the node keeps while something uses them.");
@@ -3785,8 +3750,8 @@ int rd__node_main(const rd_node_opts *opts) {
   rd__pg_free();
   if (N.kv) N.kv->ops->destroy(N.kv);
   N.kv = NULL;
-  itab_free(&N.sels, sel_drop);
-  itab_free(&N.envs, env_drop);
+  rd__htab_free(&N.sels.t, sel_drop, &(itab_sweep_arg){&N.sels, NULL});
+  rd__htab_free(&N.envs.t, env_drop, &(itab_sweep_arg){&N.envs, NULL});
   while (N.bundles) {
     node_bundle *b = N.bundles;
     N.bundles = b->next;

@@ -28,22 +28,19 @@ typedef struct node_worker node_worker;
  * variant's (its workers for one env set) until it has no workers and
  * nothing names it (rd__node_gc).  A job's idle workers are stopped once it
  * has been quiet for a while, or to make room for another job's. */
-/* A table of interned byte strings (env sets, label selectors), so that
- * requests, actors and job variants compare them by pointer: chained
- * buckets by hash, entries being the callers' structs, which begin with
- * an rd__istr.  One copy of each distinct string, kept while something
- * points at it (rd__node_gc); a table holds at most RD_NODE_INTERN_MAX_BYTES
- * of strings at once. */
+/* Interned byte strings (env sets, label selectors), so that requests,
+ * actors and job variants compare them by pointer: one copy of each
+ * distinct string in a table (common.h), kept while something points at
+ * it (rd__node_gc); a table holds at most RD_NODE_INTERN_MAX_BYTES of
+ * strings at once. */
 typedef struct rd__istr {
-  struct rd__istr *next;    /* in its bucket */
-  uint64_t hash;
+  rd__hlink link;
   const char *key;          /* the string, in the entry */
   size_t len;
 } rd__istr;
 typedef struct rd__itab {
-  rd__istr **b;
-  size_t mask;              /* buckets - 1; no buckets until the first add */
-  size_t count, bytes;
+  rd__htab t;
+  size_t bytes;
 } rd__itab;
 #define RD_NODE_INTERN_MAX_BYTES ((size_t)64 << 20)
 
