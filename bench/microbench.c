@@ -237,6 +237,31 @@ static double t_tasks_async(void) {
   return ops / (now() - t0);
 }
 
+/* Tasks in flight together, each of a scheduling class of its own (a label
+ * selector that matches every node: "bench=!cN"), so each needs a lease of
+ * its own: what a driver that gives every task its own selector, env set or
+ * resources pays.  The selectors go on from one batch to the next. */
+static double t_tasks_distinct_classes(void) {
+  enum { BATCH = 500 };
+  static long next;
+  static char sel[BATCH][32];
+  rd_ref r[BATCH];
+  long ops = 0;
+  double t0 = now();
+  while (now() - t0 < g_duration) {
+    for (int i = 0; i < BATCH; i++) {
+      rd_task_opts o;
+      rd_task_opts_init(&o);
+      snprintf(sel[i], sizeof(sel[i]), "bench=!c%ld", next++);
+      o.label_selector = sel[i];
+      OK(rd_submit(noop, RD_NO_ARGS, &o, &r[i]));
+    }
+    for (int i = 0; i < BATCH; i++) get_and_drop(r[i]);
+    ops += BATCH;
+  }
+  return ops / (now() - t0);
+}
+
 /* Wait for n client tasks that each return a count (a long); their sum. */
 static long sum_counts(rd_ref *refs, int n) {
   long total = 0;
@@ -673,6 +698,8 @@ int main(int argc, char **argv) {
   report("single_client_tasks_sync", "", t_tasks_sync);
   report("single_client_tasks_async", "", t_tasks_async);
   report("multi_client_tasks_async", "", t_multi_tasks_async);
+  report("single_client_tasks_distinct_classes", "(500 in flight, each with a label selector of its own)",
+         t_tasks_distinct_classes);
   long small = 42;
   OK(rd_put(&small, sizeof(small), &g_small));
   report("single_client_tasks_ref_arg_sync", "(8-byte put by value)", t_ref_arg_sync);

@@ -1037,6 +1037,7 @@ static void on_owner_stats(node_client *c, Rd__OwnerStats *m) {
   }
   c->own_waiting = m->waiting;
   c->own_sent = m->sent;
+  c->own_classes = m->classes;
   owner_backlog(c, m->backlog, m->n_backlog);
 }
 
@@ -3409,6 +3410,12 @@ void rd__node_metrics(rd__mbuf *b) {
                   "(for arguments, a lease, an actor) or sent to a worker.");
   rd__mbuf_printf(b, "raydist_owned_tasks{state=\"waiting\"} %llu\nraydist_owned_tasks{state=\"sent\"} %llu\n",
                   (unsigned long long)own_waiting, (unsigned long long)own_sent);
+  uint64_t own_classes = 0;
+  for (node_client *c = N.clients; c; c = c->next) own_classes += c->dead ? 0 : c->own_classes;
+  rd__mbuf_family(b, "raydist_owner_classes", "gauge",
+                  "Scheduling classes (tasks with distinct resources, options, env sets or label selectors) that "
+                  "owners connected here keep; each is given back 5 s after its last use.");
+  rd__mbuf_printf(b, "raydist_owner_classes %llu\n", (unsigned long long)own_classes);
   job_metrics(b);
   if (N.nfns) {   /* no family without a series */
     fn_histograms(b, "raydist_function_run_seconds",

@@ -266,6 +266,7 @@ struct node_client {
   lease_req *reqs;
   void *link;               /* ROLE_LINK: cluster.c's state of a link to another node */
   uint64_t own_waiting, own_sent;   /* its owned tasks now, as its last OwnerStats said */
+  uint64_t own_classes;             /* and its scheduling classes */
   struct node_backlog *backlog;     /* ... and its backlog (OwnerStats.backlog; NULL: none) */
   size_t nbacklog;
   node_client *next;

@@ -276,6 +276,16 @@ static void obj_set_failed(rd__obj *o, int err, rd__blob *msg) {
 
 /* ---------------------------------------------------------- classes */
 
+static uint64_t class_hash(const rd_resources *r, const int *k, size_t nk, uint64_t pg, const char *sel,
+                           const char *env, size_t env_len) {
+  uint64_t h = rd__hash_bytes(RD_HASH_INIT, r, offsetof(rd_resources, custom));
+  h = rd__hash_bytes(h, r->custom, (size_t)r->ncustom * sizeof(r->custom[0]));
+  h = rd__hash_bytes(h, k, nk * sizeof(*k));
+  h = rd__hash_bytes(h, &pg, sizeof(pg));
+  if (env_len) h = rd__hash_bytes(h, env, env_len);
+  return sel ? rd__hash_bytes(h, sel, strlen(sel) + 1) : h;
+}
+
 /* The class of tasks with these options and label selector alternatives
  * (label_sel_opt; NULL: none); env (canonical, env_len bytes) is taken
  * over: the class keeps it or it is freed. */
@@ -285,15 +295,33 @@ static rd__sclass *class_get(const rd_resources *r, int prio, const rd_task_opts
   uint32_t node = o && strategy == RD_STRATEGY_NODE_AFFINITY ? o->node : 0;
   uint64_t pg = o ? o->placement_group.id : 0;
   int bundle = pg ? o->bundle_index : -1;
-  for (rd__sclass *c = G.classes; c; c = c->next)
-    if (c->priority == prio && c->strategy == strategy && c->node == node && c->soft == soft &&
-        c->pg_id == pg && c->bundle == bundle && !memcmp(&c->res, r, sizeof(*r)) && c->env_len == env_len &&
-        (!env_len || !memcmp(c->env, env, env_len)) && (c->sel ? sel && !strcmp(c->sel, sel) : !sel)) {
+#define CLASS_IS(c)                                                                                        \
+  ((c)->priority == prio && (c)->strategy == strategy && (c)->node == node && (c)->soft == soft &&        \
+   (c)->pg_id == pg && (c)->bundle == bundle && !memcmp(&(c)->res, r, sizeof(*r)) && (c)->env_len == env_len && \
+   (!env_len || !memcmp((c)->env, env, env_len)) && ((c)->sel ? sel && !strcmp((c)->sel, sel) : !sel))
+  if (G.last_class && CLASS_IS(G.last_class)) {   /* the same as the last submit's: no hashing */
+    free(env);
+    return G.last_class;
+  }
+  int key[5] = {prio, strategy, (int)node, soft, bundle};
+  uint64_t hash = class_hash(r, key, 5, pg, sel, env, env_len);
+  for (rd__hlink *l = rd__htab_bucket(&G.ctab, hash); l; l = l->next) {
+    rd__sclass *c = (rd__sclass *)l;
+    if (l->hash == hash && CLASS_IS(c)) {
       free(env);
-      return c;
+      return G.last_class = c;
     }
+  }
+#undef CLASS_IS
   rd__sclass *c = calloc(1, sizeof(*c));
   if (!c || (sel && !(c->sel = strdup(sel)))) {
+    free(c);
+    free(env);
+    return NULL;
+  }
+  c->link.hash = hash;
+  if (rd__htab_add(&G.ctab, &c->link) != 0) {
+    free(c->sel);
     free(c);
     free(env);
     return NULL;
@@ -309,6 +337,104 @@ static rd__sclass *class_get(const rd_resources *r, int prio, const rd_task_opts
   c->bundle = bundle;
   c->next = G.classes;
   G.classes = c;
+  return G.last_class = c;
+}
+
+static void class_free(rd__sclass *c) {
+  free(c->env);
+  free(c->sel);
+  free(c);
+}
+
+/* Classes nothing has used for RD_CLASS_KEEP_NS are freed (a driver that
+ * gives each task a selector, env set, resources or placement group of its
+ * own would otherwise keep one per task).  It looks once a second at most,
+ * after a class may have become unused (G.class_dirty: its last task,
+ * lease or request went) and while unused ones wait out their time
+ * (G.classes_unused).  Called from the pump, and from the progress thread
+ * when it has nothing to pump: where no class is in use up the stack. */
+#define RD_CLASS_KEEP_NS 5000000000ull
+static void class_sweep(uint64_t now) {
+  if (!G.class_dirty && !G.classes_unused) return;
+  if (now - G.class_sweep_ns < 1000000000ull) return;
+  G.class_sweep_ns = now;
+  G.class_dirty = 0;
+  G.classes_unused = 0;
+  for (rd__sclass **pp = &G.classes; *pp;) {
+    rd__sclass *c = *pp;
+    if (c->ntasks || c->leases || c->req_id || c->qhead || c->delayed) {
+      c->unused_ns = 0;
+    } else if (!c->unused_ns || now - c->unused_ns < RD_CLASS_KEEP_NS) {
+      if (!c->unused_ns) c->unused_ns = now;
+      G.classes_unused++;
+    } else {
+      *pp = c->next;
+      rd__htab_del(&G.ctab, &c->link);
+      if (G.last_class == c) G.last_class = NULL;
+      class_free(c);
+      G.ost.changed = 1;   /* the report counts classes */
+      continue;
+    }
+    pp = &c->next;
+  }
+}
+
+/* G.leased: the classes holding a lease, which the pump's walks over
+ * leases go through (there may be many more classes, each waiting). */
+static void class_leased(rd__sclass *c, int on) {
+  if (on) {
+    c->lprev = NULL;
+    c->lnext = G.leased;
+    if (G.leased) G.leased->lprev = c;
+    G.leased = c;
+    return;
+  }
+  if (c->lprev) c->lprev->lnext = c->lnext;
+  else G.leased = c->lnext;
+  if (c->lnext) c->lnext->lprev = c->lprev;
+  c->lprev = c->lnext = NULL;
+}
+
+/* Outstanding lease requests: G.reqs by id, and how many of each
+ * priority (G.reqprio; more distinct priorities than it has room for
+ * set G.reqprio_over until none is outstanding). */
+#define RD_REQPRIO_N (sizeof(G.reqprio) / sizeof(G.reqprio[0]))
+static void class_req_set(rd__sclass *c) {
+  c->req_id = ++G.next_req;
+  if (rd__u64map_reserve(&G.reqs, G.reqs.count + 1) == 0) rd__u64map_put(&G.reqs, c->req_id, c);
+  G.nreq++;
+  size_t free_slot = RD_REQPRIO_N;
+  for (size_t i = 0; i < RD_REQPRIO_N; i++) {
+    if (G.reqprio[i].n && G.reqprio[i].prio == c->priority) {
+      G.reqprio[i].n++;
+      return;
+    }
+    if (!G.reqprio[i].n && free_slot == RD_REQPRIO_N) free_slot = i;
+  }
+  if (free_slot == RD_REQPRIO_N) {
+    G.reqprio_over = 1;
+    return;
+  }
+  G.reqprio[free_slot].prio = c->priority;
+  G.reqprio[free_slot].n = 1;
+}
+
+/* The class whose request req_id is, which no longer has one; NULL when
+ * none has it (any more). */
+static rd__sclass *class_req_done(uint64_t req_id) {
+  rd__sclass *c = rd__u64map_del(&G.reqs, req_id);
+  for (rd__sclass *x = c ? NULL : G.classes; x && !c; x = x->next)   /* not in G.reqs (out of memory) */
+    if (x->req_id == req_id) c = x;
+  if (!c) return NULL;
+  c->req_id = 0;
+  G.nreq--;
+  G.class_dirty = 1;
+  for (size_t i = 0; i < RD_REQPRIO_N; i++)
+    if (G.reqprio[i].n && G.reqprio[i].prio == c->priority) {
+      G.reqprio[i].n--;
+      break;
+    }
+  if (!G.nreq) G.reqprio_over = 0;
   return c;
 }
 
@@ -410,6 +536,7 @@ static void task_failure_note(const rd__task *t, int err, const rd__blob *msg) {
 }
 
 static void task_free(rd__task *t) {
+  if (t->cls && --t->cls->ntasks == 0) G.class_dirty = 1;
   if (!t->settled) task_unlive(t);   /* gone without a result (nothing waits for one) */
   if (t->stream) stream_task_gone(t->stream);
   for (int i = 0; i < t->nargs; i++) {
@@ -1219,7 +1346,7 @@ static void lease_request(rd__sclass *c) {
   Rd__LeaseRequest m = RD__LEASE_REQUEST__INIT;
   rd__res_msg rm;
   rd__res_to_msg(&c->res, &rm);
-  c->req_id = ++G.next_req;
+  class_req_set(c);
   m.req_id = c->req_id;
   m.res = &rm.msg;
   m.priority = c->priority;
@@ -1247,6 +1374,9 @@ static void lease_request(rd__sclass *c) {
 /* Is another class of this process with a higher priority waiting for a
  * worker?  Then lower-priority leases drain instead of taking more work. */
 static int higher_priority_waiting(const rd__sclass *c) {
+  int any = G.reqprio_over;
+  for (size_t i = 0; i < RD_REQPRIO_N && !any; i++) any = G.reqprio[i].n && G.reqprio[i].prio > c->priority;
+  if (!any) return 0;
   for (rd__sclass *o = G.classes; o; o = o->next)
     if (o != c && o->priority > c->priority && o->qlen > 0 && o->req_id) return 1;
   return 0;
@@ -1282,7 +1412,10 @@ static void lease_return_ex(rd__lease *l, int worker_lost) {
   rd__sclass *c = l->cls;
   for (rd__lease **pp = &c->leases; *pp; pp = &(*pp)->next)
     if (*pp == l) { *pp = l->next; break; }
-  c->nleases--;
+  if (--c->nleases == 0) {
+    class_leased(c, 0);
+    G.class_dirty = 1;
+  }
   if (!G.dead) {
     Rd__LeaseReturn m = RD__LEASE_RETURN__INIT;
     m.lease_id = l->lease_id;
@@ -1329,7 +1462,7 @@ static void class_requeue_front(rd__sclass *c, rd__task *head) {
 /* Tasks of this owner in flight now, on every lease and actor connection. */
 static int owner_inflight(void) {
   int n = 0;
-  for (rd__sclass *c = G.classes; c; c = c->next)
+  for (rd__sclass *c = G.leased; c; c = c->lnext)
     for (rd__lease *l = c->leases; l; l = l->next) n += l->ninflight;
   for (rd__actor *a = G.actors; a; a = a->next)
     if (a->conn) n += a->conn->ninflight;
@@ -1407,6 +1540,7 @@ static void lease_lost(rd__lease *l, const char *why) {
               own_budget ? "other tasks were running: max_retries not used" : "it ran alone: one of max_retries");
       t->not_before_ns = now + d;
       t->next = NULL;
+      G.any_delayed = 1;
       *dtail = t;   /* in the lease's order, after what waits already */
       dtail = &t->next;
     } else if (!why || t->retries_left > 0) {
@@ -1770,9 +1904,7 @@ static void on_task_reply(rd__lease *l, Rd__TaskReply *m) {
 }
 
 static void on_lease_grant(Rd__LeaseGrant *m, int fd) {
-  rd__sclass *c = NULL;
-  for (rd__sclass *x = G.classes; x; x = x->next)
-    if (x->req_id == m->req_id) c = x;
+  rd__sclass *c = m->req_id ? class_req_done(m->req_id) : NULL;
   if (!c) {                      /* nobody asked (any more): hand it back */
     if (fd >= 0) close(fd);
     if (m->status == 0) {
@@ -1782,7 +1914,6 @@ static void on_lease_grant(Rd__LeaseGrant *m, int fd) {
     }
     return;
   }
-  c->req_id = 0;
   if (m->status == RD_EAGAIN) {   /* transient on the node: ask again */
     if (fd >= 0) close(fd);
     class_dispatch(c);
@@ -1811,7 +1942,7 @@ static void on_lease_grant(Rd__LeaseGrant *m, int fd) {
   rd__conn_init(&l->conn, fd);
   l->next = c->leases;
   c->leases = l;
-  c->nleases++;
+  if (c->nleases++ == 0) class_leased(c, 1);
   if (!c->qhead) l->idle_since = rd__now_ns();
   class_dispatch(c);
 }
@@ -2205,7 +2336,7 @@ void rd__flush_all(void) {
   if (G.dead) return;
   send_pending_releases();
   if (rd__conn_flush(&G.daemon) < 0) fail_everything(RD_ENODE_DIED, "the node daemon connection broke");
-  for (rd__sclass *c = G.classes; c; c = c->next)
+  for (rd__sclass *c = G.leased; c; c = c->lnext)
     for (rd__lease *l = c->leases; l; l = l->next)
       if (rd__conn_want_write(&l->conn)) (void)rd__conn_flush(&l->conn);
   for (rd__actor *a = G.actors; a; a = a->next)
@@ -2214,11 +2345,16 @@ void rd__flush_all(void) {
     if (!s->closed && rd__conn_want_write(&s->conn) && rd__conn_flush(&s->conn) < 0) s->closed = 1;
 }
 
+/* An idle lease is kept RAYDIST_LEASE_IDLE_MS for its class's next task,
+ * unless another class of this process has asked for a worker: then it
+ * goes back to the node at once, for that class's request. */
 static void return_idle_leases(uint64_t now) {
-  for (rd__sclass *c = G.classes; c; c = c->next) {
+  for (rd__sclass *c = G.leased, *cnext; c; c = cnext) {
+    cnext = c->lnext;
+    int starved = G.nreq > (c->req_id != 0);
     for (rd__lease *l = c->leases, *next; l; l = next) {
       next = l->next;
-      if (l->ninflight == 0 && !c->qhead && l->idle_since && now - l->idle_since >= G.lease_idle_ns)
+      if (l->ninflight == 0 && !c->qhead && l->idle_since && (starved || now - l->idle_since >= G.lease_idle_ns))
         lease_return(l);
       else if (l->ninflight == 0 && l->yielding) {
         lease_return(l);
@@ -2356,8 +2492,10 @@ static size_t ost_backlog(uint64_t now, Rd__ClassBacklog *b, rd__res_msg *rm, Rd
 
 static void ost_report(uint64_t now, int force, int64_t *wait) {
   uint64_t sig;
-  (void)ost_backlog(now, NULL, NULL, NULL, &sig, wait);
-  if (sig != G.ost.backlog_sig) G.ost.changed = 1;
+  if (!G.ost.changed) {   /* a report is due anyway otherwise: its backlog is made when it is sent */
+    (void)ost_backlog(now, NULL, NULL, NULL, &sig, wait);
+    if (sig != G.ost.backlog_sig) G.ost.changed = 1;
+  }
   if (!G.ost.changed || G.dead || G.daemon.fd < 0) return;
   if (!force && now - G.ost.last_sent_ns < OST_GAP_NS) {
     int64_t ms = (int64_t)((G.ost.last_sent_ns + OST_GAP_NS - now) / 1000000) + 1;
@@ -2365,7 +2503,7 @@ static void ost_report(uint64_t now, int force, int64_t *wait) {
     return;
   }
   uint64_t sent = 0;
-  for (rd__sclass *c = G.classes; c; c = c->next)
+  for (rd__sclass *c = G.leased; c; c = c->lnext)
     for (rd__lease *l = c->leases; l; l = l->next) sent += (uint64_t)l->ninflight;
   for (rd__actor *a = G.actors; a; a = a->next)
     if (a->conn) sent += (uint64_t)a->conn->ninflight;
@@ -2402,8 +2540,8 @@ static void ost_report(uint64_t now, int force, int64_t *wait) {
   m.app_metrics = amp;
   Rd__ClassBacklog bl[BACKLOG_MAX], *blp[BACKLOG_MAX];
   rd__res_msg blr[BACKLOG_MAX];
-  int64_t unused = -1;
-  m.n_backlog = ost_backlog(now, bl, blr, blp, &sig, &unused);
+  m.n_backlog = ost_backlog(now, bl, blr, blp, &sig, wait);
+  m.classes = G.ctab.count;
   m.backlog = blp;
   int ok = rd__conn_send(&G.daemon, RD__MSG_TYPE__MSG_OWNER_STATS, &m.base, -1) == 0;
   rd__appm_done(amv, amp, ok);
@@ -2624,14 +2762,18 @@ int rd__pump(int64_t timeout_ms) {
   rd__flush_all();
   uint64_t now = rd__now_ns();
   return_idle_leases(now);
+  class_sweep(now);
   int64_t delay_wait = -1;   /* ms until the next delayed retry is due */
-  for (rd__sclass *c = G.classes; c; c = c->next) {
+  int any_delayed = 0;
+  for (rd__sclass *c = G.any_delayed ? G.classes : NULL; c; c = c->next) {
     if (!c->delayed) continue;
+    any_delayed = 1;
     uint64_t next = class_undelay(c, now);
     if (c->qhead) class_dispatch(c);
     int64_t ms = next ? (int64_t)((next - now) / 1000000) + 1 : -1;
     if (ms >= 0 && (delay_wait < 0 || ms < delay_wait)) delay_wait = ms;
   }
+  G.any_delayed = any_delayed;
   int64_t ost_wait = -1;   /* ms until the owner's next report is due */
   ost_report(now, 0, &ost_wait);
   rd__flush_all();
@@ -2646,7 +2788,7 @@ int rd__pump(int64_t timeout_ms) {
   kind[n] = 3; who[n++] = NULL;
   int64_t idle_wait = -1;
   int inflight = 0;
-  for (rd__sclass *c = G.classes; c; c = c->next) {
+  for (rd__sclass *c = G.leased; c; c = c->lnext) {
     for (rd__lease *l = c->leases; l && n < MAX_POLL; l = l->next) {
       inflight += l->ninflight;
       pf[n] = (struct pollfd){l->conn.fd, POLLIN | (rd__conn_want_write(&l->conn) ? POLLOUT : 0), 0};
@@ -2832,6 +2974,7 @@ static void *progress_main(void *arg) {
       quiet_since = now;
     }
     if (!owner_has_work()) {
+      class_sweep(now);   /* classes the last tasks left unused */
       if (++idle_naps < 100 / (int)(G.progress_grace_ns / 1000000u + 1)) {
         progress_nap(G.progress_grace_ns);
       } else {
@@ -3906,6 +4049,7 @@ static int submit_task(const char *func, rd__sclass *cls, rd__actor *actor, cons
   G.ost.changed = 1;
   t->func = func;
   t->cls = cls;
+  if (cls) cls->ntasks++;
   t->actor = actor;
   t->actor_id = actor ? actor->id : 0;
   t->nargs = (int)nargs;
@@ -5115,10 +5259,17 @@ static void ctx_reset(void) {
   while (G.classes) {
     rd__sclass *c = G.classes;
     G.classes = c->next;
-    free(c->env);
-    free(c->sel);
-    free(c);
+    class_free(c);
   }
+  free(G.ctab.b);
+  memset(&G.ctab, 0, sizeof(G.ctab));
+  G.leased = G.last_class = NULL;
+  rd__u64map_free(&G.reqs);
+  G.nreq = 0;
+  memset(G.reqprio, 0, sizeof(G.reqprio));
+  G.reqprio_over = G.any_delayed = G.class_dirty = 0;
+  G.class_sweep_ns = 0;
+  G.classes_unused = 0;
   while (G.actors) {
     rd__actor *a = G.actors;
     G.actors = a->next;
@@ -5241,7 +5392,7 @@ int rd_init(const rd_config *cfg_in) {
   double oom_ms = e && *e ? atof(e) : 1000.0;
   G.oom_delay_ns = oom_ms >= 0 && oom_ms <= 6e4 ? (uint64_t)(oom_ms * 1e6) : 1000000000ull;
   G.wakefd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
-  if (rd__u64map_init(&G.objs, 1024) != 0 || G.wakefd < 0) {
+  if (rd__u64map_init(&G.objs, 1024) != 0 || rd__u64map_init(&G.reqs, 64) != 0 || G.wakefd < 0) {
     ctx_reset();
     pthread_mutex_unlock(&G.mu);
     return RD_ENOMEM;

@@ -159,7 +159,12 @@ struct rd__task {
   rd__targ args[];
 };
 
+/* A scheduling class: tasks with the same resources, options, env set and
+ * label selector share a queue and leases.  Found through G.ctab by its
+ * key; freed by class_sweep once nothing uses it (no task points at it,
+ * no lease, no request). */
 struct rd__sclass {
+  rd__hlink link;           /* in G.ctab (first: a link is its class) */
   rd_resources res;
   int priority;
   int strategy, soft;       /* rd_task_opts scheduling strategy */
@@ -176,7 +181,10 @@ struct rd__sclass {
   char *env;                /* rd_task_opts.env in canonical form (common.h), or NULL */
   size_t env_len;
   char *sel;                /* rd_task_opts.label_selector, or NULL (none, or "") */
-  rd__sclass *next;
+  size_t ntasks;            /* tasks whose cls this is (queued, waiting, running, kept as lineage) */
+  uint64_t unused_ns;       /* class_sweep found it unused since then; 0 in use */
+  rd__sclass *next;         /* G.classes */
+  rd__sclass *lprev, *lnext;   /* G.leased while it holds a lease */
 };
 
 struct rd__lease {
@@ -300,7 +308,18 @@ typedef struct rd__ctx {
   uint32_t inline_max;
   rd_res_ledger totals;      /* the node's totals: feasibility at submit */
   rd__u64map objs;
-  rd__sclass *classes;
+  rd__sclass *classes;       /* all of them, also in ctab */
+  rd__htab ctab;             /* classes by key (class_get) */
+  rd__sclass *last_class;    /* the one class_get found last */
+  rd__sclass *leased;        /* the classes holding a lease (lprev/lnext) */
+  rd__u64map reqs;           /* classes by their outstanding lease request's id */
+  size_t nreq;               /* classes with one */
+  struct { int prio; size_t n; } reqprio[8];   /* outstanding requests by priority */
+  int reqprio_over;          /* more priorities than that: class_higher_waiting walks */
+  uint64_t class_sweep_ns;   /* class_sweep last ran */
+  int class_dirty;           /* a class may have become unused since */
+  size_t classes_unused;     /* unused ones it kept (not for long enough yet) */
+  int any_delayed;           /* a class may have delayed retries (the pump looks while set) */
   rd__actor *actors;
   rd__serve *serves;
   Rd__ActorStart *actor_start;   /* worker: become this actor (run the constructor) */
