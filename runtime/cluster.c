@@ -122,6 +122,8 @@ typedef struct cl_chan {
   int events;
   int closed;
   int inflight;             /* SIDE_OWNER of a lease: tasks sent, not yet answered */
+  uint32_t target;          /* SIDE_OWNER of a task's lease spilled there: res is */
+  rd_resources res;         /* claimed in the view, given back at the return */
   struct cl_chan *next;
 } cl_chan;
 
@@ -199,6 +201,8 @@ static struct {
   int link_fd, link_port;
   uv_poll_t link_poll;
   uv_timer_t hb_timer;
+  uv_timer_t respill_timer;   /* a respill soon: a spilled lease came back (chan_return) */
+  int respill_soon;
   /* The heartbeat's GCS calls run on a thread of their own, not on libuv's
    * pool: pulls stuck on a hung peer (120 s deadline) can hold every pool
    * thread, and a node whose heartbeat waits behind them is declared dead.
@@ -590,7 +594,10 @@ static void chan_on_io(uv_poll_t *h, int status, int events);
 
 /* Owner side: the lease behind ch is given back; the peer ends the channel
  * on LINK_RETURN (no LINK_CLOSE) and keeps the worker unless it was lost. */
+static void view_unclaim(uint32_t t, const rd_resources *res);
+
 static void chan_return(cl_chan *ch, int worker_lost) {
+  if (ch->target) view_unclaim(ch->target, &ch->res);
   if (!ch->link->dead) {
     Rd__LinkReturn r = RD__LINK_RETURN__INIT;
     r.chan_id = ch->id;
@@ -1047,6 +1054,32 @@ static void rreq_go(cl_rreq *q) {
 void rd__cluster_view_claim(uint32_t t, const rd_resources *res) {
   rd_gcs_node *n = C.on && t && t != C.index ? view_find(t) : NULL;
   if (n) rd_res_take(&n->avail, res);
+}
+
+static void respill(void);
+
+static void on_respill_timer(uv_timer_t *tm) {
+  (void)tm;
+  C.respill_soon = 0;
+  respill();
+}
+
+/* A lease spilled to t came back: its room is free there now, as the next
+ * view will say (t hears of the return after this node does).  Until then
+ * this node's view gets it back at once, and requests queued here for want
+ * of room may go there: without this, a node took only as many spilled
+ * requests as it had room for per view (two heartbeats), however soon they
+ * finished, while many classes (one lease per task) queued here. */
+static void view_unclaim(uint32_t t, const rd_resources *res) {
+  rd_gcs_node *n = C.on && t != C.index ? view_find(t) : NULL;
+  if (!n) return;
+  rd_resources room = n->avail;
+  if (rd_res_add(&room, res) != 0 || !rd_res_fits(&n->total, &room)) return;   /* the view says more already */
+  n->avail = room;
+  if (!C.respill_soon && N.queue.head) {
+    C.respill_soon = 1;
+    uv_timer_start(&C.respill_timer, on_respill_timer, 0, 0);
+  }
 }
 
 /* A forwarded request of owner c for target, on C.rreqs; NULL (c told) when
@@ -1562,6 +1595,10 @@ static void on_link_grant(node_client *c, Rd__LinkGrant *m) {
   }
   ch->owner = q->owner;
   ch->lease_id = (1ull << 63) | ++C.next_chan;
+  if (!q->pg_id) {   /* a bundle's room is the group's, not the node's */
+    ch->target = q->target;
+    ch->res = q->res;
+  }
   Rd__LeaseGrant lg = RD__LEASE_GRANT__INIT;
   lg.req_id = q->owner_req;
   lg.lease_id = ch->lease_id;
@@ -3282,6 +3319,7 @@ int rd__cluster_start(const rd_node_opts *o, char *err, size_t errlen) {
   }
   C.hb_thread_on = 1;
   uv_timer_init(N.loop, &C.hb_timer);
+  uv_timer_init(N.loop, &C.respill_timer);
   uv_timer_start(&C.hb_timer, on_hb_timer, RD_CL_HEARTBEAT_MS, RD_CL_HEARTBEAT_MS);
   C.on = 1;
   rd__log(RD_LOG_INFO, "joined the cluster at %s as node %u (%s, link port %d, transfer port %d)", C.gcs_addr,
@@ -3300,6 +3338,7 @@ void rd__cluster_stop(void) {
   retries_cancel();
   if (C.on) {
     uv_timer_stop(&C.hb_timer);
+    uv_timer_stop(&C.respill_timer);
     hb_thread_stop();
     (void)rd_gcs_unregister_node(C.gcs, C.index, C.drained[0] ? C.drained : "node stopped");
   }
