@@ -427,16 +427,21 @@ static node_worker *pick_idle_worker(const rd_res_grant *g, const node_job *j) {
   return fresh ? fresh : fallback;
 }
 
+/* What one dispatch pass over a queue would leave of its ledger: a copy,
+ * from which can_run takes the requests that wait for a worker and granted
+ * the grants, so that `want` counts the requests that fit together, not
+ * each one that fits alone (a burst of 1000 one-CPU requests on a 2-CPU
+ * node with no worker started max_workers workers, for two CPUs). */
+static rd_res_ledger pass_room;
+
 /* A request may be granted only with an idle worker; one that would fit the
  * resources now but finds no worker counts toward growing the pool. */
 static int can_run(rd_sched_item *it, void *ctx) {
-  node_bundle *b = ctx;
-  rd_res_ledger *l = b ? &b->ledger : &N.ledger;
   lease_req *r = it->data;
+  (void)ctx;
   if (r->job->nidle > 0) return 1;
   rd_res_grant g;
-  if (rd_res_acquire(l, &it->req, &g) == 0) {
-    rd_res_release(l, &g);
+  if (rd_res_acquire(&pass_room, &it->req, &g) == 0) {
     r->job->want++;
     if (r->actor) r->job->want_actors++;
   }
@@ -562,6 +567,8 @@ static void req_unlink(lease_req *r) {
 
 /* ctx: the bundle whose queue is dispatched (NULL: the node's own). */
 static void granted(rd_sched_item *it, const rd_res_grant *g, void *ctx) {
+  rd_res_grant pg;
+  (void)rd_res_acquire(&pass_room, &g->req, &pg);   /* may be taken by waiting ones already */
   node_bundle *b = ctx;
   rd_res_ledger *l = b ? &b->ledger : &N.ledger;
   lease_req *r = it->data;
@@ -715,9 +722,13 @@ static void dispatch(void) {
   if (N.shutting_down) return;
   for (node_job *j = N.jobs; j; j = j->next) j->want = j->want_actors = 0;
   rd__fair_order();
+  pass_room = N.ledger;
   rd_sched_queue_dispatch(&N.queue, &N.ledger, can_run, granted, NULL);
   for (node_bundle *b = N.bundles; b; b = b->next)
-    if (b->committed && !b->removed && b->queue.head) rd_sched_queue_dispatch(&b->queue, &b->ledger, can_run, granted, b);
+    if (b->committed && !b->removed && b->queue.head) {
+      pass_room = b->ledger;
+      rd_sched_queue_dispatch(&b->queue, &b->ledger, can_run, granted, b);
+    }
   rd__fair_yield();   /* before growing pools: it may want a worker for a job it makes room for */
   /* grow a job's pool when its requests wait for a worker rather than for resources */
   for (node_job *j = N.jobs; j; j = j->next) {

@@ -1435,6 +1435,64 @@ static int t_many_classes(void) {
   return 0;
 }
 
+/* Worker processes of the node's /metrics (raydist_workers, every state),
+ * -1 when absent. */
+static long workers_alive(int port) {
+  static char body[1 << 17];
+  const char *t = http_body(port, "/metrics", body, sizeof(body));
+  if (!t) return -1;
+  long n = 0;
+  for (const char *p = t; (p = strstr(p, "\nraydist_workers{state=")) != NULL; p++) {
+    const char *v = strchr(p, '}');
+    if (v) n += atol(v + 1);
+  }
+  return n;
+}
+
+/* A burst of lease requests starts as many workers as can run, not one per
+ * request that fits alone: 300 tasks of 20 ms, each with a selector of its
+ * own (so 300 requests at once), on a fresh 2-CPU node with max_workers 64.
+ * Before, every request that would fit the two free CPUs by itself counted
+ * toward starting a worker, and the node started all 64. */
+static int t_worker_burst(void) {
+  rd_config cfg;
+  rd_config_init(&cfg);
+  cfg.num_cpus = 2;
+  init_or_die(&cfg);
+  int port = metrics_port();
+  enum { N = 300 };
+  static char sels[N][32];
+  static rd_ref r[N];
+  long ms = 20;
+  for (int i = 0; i < N; i++) {
+    snprintf(sels[i], sizeof(sels[i]), "burst=!b%d", i);
+    rd_task_opts o;
+    rd_task_opts_init(&o);
+    o.label_selector = sels[i];
+    CHECK_EQ(rd_submit(sleep_span, RD_ARGS(rd_arg_bytes(&ms, sizeof(ms))), &o, &r[i]), 0);
+  }
+  long pids[N];
+  int npids = 0;
+  for (int i = 0; i < N; i++) {
+    rd_buf b;
+    CHECK_EQ(rd_get(&r[i], 1, &b, 120000), 0);
+    span sp;
+    memcpy(&sp, b.data, sizeof(sp));
+    int seen = 0;
+    for (int k = 0; k < npids && !seen; k++) seen = pids[k] == (long)sp.pid;
+    if (!seen) pids[npids++] = (long)sp.pid;
+    rd_buf_release(&b);
+    rd_ref_release(r[i]);
+  }
+  long alive = workers_alive(port);
+  printf("%d one-task classes of 20 ms on 2 CPUs: %d workers ran them, %ld worker processes on the node\n", N, npids,
+         alive);
+  CHECK(alive >= 1 && alive <= 4);
+  CHECK(npids <= 4);
+  rd_shutdown();
+  return 0;
+}
+
 /* The store's objects on the node's /objects and /api/objects (what
  * `raydist memory` prints): two puts and a task's result, by size, with
  * their owner (this driver), totals and state; ?top= limits the list; an
@@ -2953,7 +3011,7 @@ static const rd_test_case tests[] = {
     {"cancel", t_cancel},           {"progress", t_progress}, {"nested_blocked", t_nested_blocked},
     {"memory_monitor", t_memory_monitor}, {"oom_retry", t_oom_retry}, {"oom_victim", t_oom_victim}, {"metrics", t_metrics}, {"app_metrics", t_app_metrics}, {"tasks_threaded", t_tasks_threaded},
     {"cancel_cooperative", t_cancel_cooperative}, {"timeline", t_timeline},
-    {"cancel_race", t_cancel_race}, {"get_released", t_get_released}, {"nodes", t_nodes}, {"labels", t_labels}, {"objects", t_objects}, {"intern_gc", t_intern_gc}, {"many_classes", t_many_classes}, {"retry_failures", t_retry_failures}, {"kv", t_kv}, {"max_calls", t_max_calls}, {"cancel_recursive", t_cancel_recursive},
+    {"cancel_race", t_cancel_race}, {"get_released", t_get_released}, {"nodes", t_nodes}, {"labels", t_labels}, {"objects", t_objects}, {"intern_gc", t_intern_gc}, {"many_classes", t_many_classes}, {"worker_burst", t_worker_burst}, {"retry_failures", t_retry_failures}, {"kv", t_kv}, {"max_calls", t_max_calls}, {"cancel_recursive", t_cancel_recursive},
     {"signals", t_signals},
 };
 
