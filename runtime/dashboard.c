@@ -104,7 +104,7 @@ static void gather(node_facts *f) {
   f->run_mean_s = hist_mean_s(&N.task_run);
   f->run_p50_s = hist_quantile(&N.task_run, 0.5);
   f->run_p99_s = hist_quantile(&N.task_run, 0.99);
-  rd__node_owned(NULL, &f->own_waiting, &f->own_sent);
+  rd__node_owned(NULL, &f->own_waiting, &f->own_sent, NULL);
   f->lat_mean_s = hist_mean_s(&N.task_lat);
   f->lat_p50_s = hist_quantile(&N.task_lat, 0.5);
   f->lat_p99_s = hist_quantile(&N.task_lat, 0.99);
@@ -187,7 +187,7 @@ static void render_json(rd__mbuf *b, const dash_req *q, const node_facts *f) {
     rd__mbuf_printf(b, ",\"drivers\":%d,\"workers\":%d,\"weight\":%g,\"held\":", j->drivers, j->nworkers, j->weight);
     json_res(b, &j->held, &j->held);
     uint64_t ow, os;
-    rd__node_owned(j, &ow, &os);
+    rd__node_owned(j, &ow, &os, NULL);
     rd__mbuf_printf(b, ",\"share\":%.4f,\"waiting\":%d,\"yields\":%llu,\"tasks_run\":%llu,\"tasks_failed\":%llu,"
                        "\"run_s\":%.6f,\"owned_waiting\":%llu,\"owned_sent\":%llu,\"owned_settled\":%llu,"
                        "\"owned_failed\":%llu,\"latency_mean_s\":%.6f}",
@@ -352,7 +352,7 @@ static void render_html(rd__mbuf *b, const dash_req *q, const node_facts *f) {
     put_html(b, j->exe);
     if (j->base) rd__mbuf_printf(b, " (workers of job %u with %zu environment variables)", j->base->id, j->env->n);
     uint64_t ow, os;
-    rd__node_owned(j, &ow, &os);
+    rd__node_owned(j, &ow, &os, NULL);
     rd__mbuf_printf(b, "</td><td>%d</td><td>%d</td><td>%g</td><td>CPU %g, GPU %g</td><td>%.3f</td><td>%d</td>"
                        "<td>%llu</td><td>%llu (%llu), %.3f</td><td>%llu, %llu, %llu (%llu), %.3g</td></tr>\n",
                     j->drivers, j->nworkers, j->weight, u(j->held.cpu), u(j->held.gpu), j->share, j->waiting,

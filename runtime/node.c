@@ -986,7 +986,7 @@ static void job_metrics(rd__mbuf *b) {
         case 6: rd__mbuf_printf(b, "%s{node_job=\"%u\"} %llu\n", n, j->id, (unsigned long long)j->owned_failed); break;
         default: {
           uint64_t w, s;
-          rd__node_owned(j, &w, &s);
+          rd__node_owned(j, &w, &s, NULL);
           rd__mbuf_printf(b, "%s{node_job=\"%u\",state=\"waiting\"} %llu\n%s{node_job=\"%u\",state=\"sent\"} %llu\n",
                           n, j->id, (unsigned long long)w, n, j->id, (unsigned long long)s);
         }
@@ -995,13 +995,16 @@ static void job_metrics(rd__mbuf *b) {
   }
 }
 
-void rd__node_owned(const node_job *j, uint64_t *waiting, uint64_t *sent) {
+void rd__node_owned(const node_job *j, uint64_t *waiting, uint64_t *sent, uint64_t *classes) {
+  uint64_t k = 0;
   *waiting = *sent = 0;
   for (node_client *c = N.clients; c; c = c->next) {
     if (c->dead || (j && rd__node_client_job(c) != j)) continue;
     *waiting += c->own_waiting;
     *sent += c->own_sent;
+    k += c->own_classes;
   }
+  if (classes) *classes = k;
 }
 
 /* An owner's (driver's or worker's) tasks: latency since its last report,
@@ -2831,8 +2834,8 @@ typedef struct itab_sweep_arg {
 
 static void env_drop(rd__hlink *l, void *arg) {
   node_env *e = (node_env *)l;
-  ((itab_sweep_arg *)arg)->t->bytes -= e->len;
-  free(e->canon);
+  ((itab_sweep_arg *)arg)->t->bytes -= e->is.len;
+  free((char *)e->is.key);
   free(e->vars);
   free(e);
 }
@@ -2904,8 +2907,6 @@ int rd__node_env(char *const *vars, size_t n, const node_env **out, char *err, s
     snprintf(err, errlen, "node out of memory");
     return RD_ENOMEM;
   }
-  e->canon = canon;
-  e->len = len;
   e->vars = v;
   e->n = rd__env_split(canon, len, v, n);
   e->is = (rd__istr){{NULL, hash}, canon, len};
@@ -3414,15 +3415,13 @@ void rd__node_metrics(rd__mbuf *b) {
   rd__mbuf_family(b, "raydist_owned_tasks_failed_total", "counter",
                   "Of those, the ones that failed (the task's error, a worker or node death, a cancel).");
   rd__mbuf_printf(b, "raydist_owned_tasks_failed_total %llu\n", (unsigned long long)N.task_lat.failed);
-  uint64_t own_waiting, own_sent;
-  rd__node_owned(NULL, &own_waiting, &own_sent);
+  uint64_t own_waiting, own_sent, own_classes;
+  rd__node_owned(NULL, &own_waiting, &own_sent, &own_classes);
   rd__mbuf_family(b, "raydist_owned_tasks", "gauge",
                   "Tasks and actor calls that owners connected here submitted and have no result for yet: waiting "
                   "(for arguments, a lease, an actor) or sent to a worker.");
   rd__mbuf_printf(b, "raydist_owned_tasks{state=\"waiting\"} %llu\nraydist_owned_tasks{state=\"sent\"} %llu\n",
                   (unsigned long long)own_waiting, (unsigned long long)own_sent);
-  uint64_t own_classes = 0;
-  for (node_client *c = N.clients; c; c = c->next) own_classes += c->dead ? 0 : c->own_classes;
   rd__mbuf_family(b, "raydist_owner_classes", "gauge",
                   "Scheduling classes (tasks with distinct resources, options, env sets or label selectors) that "
                   "owners connected here keep; each is given back 5 s after its last use.");

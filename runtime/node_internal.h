@@ -47,11 +47,9 @@ typedef struct rd__itab {
 /* A set of environment variables for workers (rd_task_opts.env), in
  * canonical form (common.h), interned in N.envs. */
 typedef struct node_env {
-  rd__istr is;              /* key: the canonical form, `len` bytes */
-  char *canon;
-  size_t len;
+  rd__istr is;              /* key: the canonical form (malloc'ed), is.len bytes */
   size_t n;
-  char **vars;              /* the n entries, pointing into canon */
+  char **vars;              /* the n entries, pointing into is.key */
 } node_env;
 
 /* An interned label selector (rd__node_sel), in N.sels, so requests and
@@ -286,7 +284,9 @@ typedef struct node_backlog {
 static inline int rd__node_actor_hosted(const node_actor *a) { return a->hosted; }
 /* Tasks that owners connected here submitted and have no result for:
  * waiting, and sent to workers (their last OwnerStats). */
-void rd__node_owned(const node_job *j, uint64_t *waiting, uint64_t *sent);   /* j NULL: all jobs */
+/* What the owners of job j (NULL: all jobs) connected here said last: tasks
+ * waiting and sent, and (classes not NULL) their scheduling classes. */
+void rd__node_owned(const node_job *j, uint64_t *waiting, uint64_t *sent, uint64_t *classes);
 
 struct node_worker {
   uint32_t id;

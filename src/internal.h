@@ -315,7 +315,7 @@ typedef struct rd__ctx {
   rd__u64map reqs;           /* classes by their outstanding lease request's id */
   size_t nreq;               /* classes with one */
   struct { int prio; size_t n; } reqprio[8];   /* outstanding requests by priority */
-  int reqprio_over;          /* more priorities than that: class_higher_waiting walks */
+  int reqprio_over;          /* more priorities than that: higher_priority_waiting walks */
   uint64_t class_sweep_ns;   /* class_sweep last ran */
   int class_dirty;           /* a class may have become unused since */
   size_t classes_unused;     /* unused ones it kept (not for long enough yet) */
