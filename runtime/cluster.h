@@ -104,7 +104,7 @@ void rd__cluster_forward_handover(const uint64_t *ids, const uint32_t *nodes, si
  * it on another node (placement as for leases, default policy). */
 /* Where to host an actor: 0 here (or no cluster), a node index, or 0 with
  * *err set when no live node can. */
-uint32_t rd__cluster_actor_place(const node_actor *a, int *err, char *why, size_t whylen);
+uint32_t rd__cluster_actor_place(node_actor *a, int *err, char *why, size_t whylen);
 /* Ask a->host to start the actor (now, or once the job's code is stored). */
 void rd__cluster_actor_create(node_actor *a);
 /* A socket to actor a hosted on a->host, for caller c (a client or a link). */
@@ -156,9 +156,14 @@ int rd__cluster_handle_frame(node_client *c, const rd__frame *f);
 /* rd__node_gc: what cluster.c holds (forwarded requests, avoided nodes),
  * and whether code fetches are in flight (no sweep then). */
 void rd__cluster_held(rd__held *h);
-/* Takes res off node t's room in this node's view until the next view:
- * a request or a bundle was just sent there. */
-void rd__cluster_view_claim(uint32_t t, const rd_resources *res);
+/* Takes res off node t's room in this node's view, and off every view
+ * after it until t's report counts it: a request, a bundle or an actor was
+ * just sent there.  The id (0: none) is for what comes of it: t holds it
+ * now (ack; the claim ends once a report of t later than that is seen), or
+ * t refused it or never got it (cancel: the view gets the room back). */
+uint64_t rd__cluster_view_claim(uint32_t t, const rd_resources *res);
+void rd__cluster_claim_ack(uint64_t id);
+void rd__cluster_claim_cancel(uint64_t id);
 int rd__cluster_fetching(void);
 
 #endif

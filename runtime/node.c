@@ -1713,6 +1713,8 @@ int rd__node_actor_host_for(node_client *link, node_job *job, const Rd__ActorCre
 
 /* A record's remote host lost the actor (died there, or the node did). */
 void rd__node_actor_host_lost(node_actor *a, const char *why) {
+  rd__cluster_claim_cancel(a->view_claim);   /* sent, not running there: its room is free */
+  a->view_claim = 0;
   a->host_pid = 0;
   actor_lost(a, why);
 }

@@ -179,6 +179,7 @@ typedef struct parked_connect {
 struct node_actor {
   uint64_t id;              /* the record node's index above a per-node sequence */
   uint32_t host;            /* a record whose actor runs on that node (0: here) */
+  uint64_t view_claim;      /* its room claimed in the cluster view until host answers (rd__cluster_view_claim) */
   int strategy, soft;       /* placement in a cluster (rd_actor_opts) */
   int place_err;            /* why placement failed (RD_EINFEASIBLE, RD_ENODE_DIED) */
   int launch_wait;          /* placed again with each view: only a node the autoscaler can start could run it */

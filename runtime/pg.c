@@ -51,6 +51,7 @@ typedef struct pg_rec {
   uint64_t txn;
   uint32_t want[PG_MAX];          /* its proposal */
   uint32_t asked[PG_MAX];         /* other nodes asked to prepare */
+  uint64_t claim[PG_MAX];         /* ... their bundles' room claimed in the view (rd__cluster_view_claim) */
   uint8_t answered[PG_MAX];
   size_t nasked;
   int failed;
@@ -509,7 +510,11 @@ static void send_commit(uint32_t node, Rd__MsgType t, uint64_t pg_id, uint64_t t
 static void finish(pg_rec *p) {
   uint64_t txn = p->txn;
   if (p->failed) {
-    for (size_t i = 0; i < p->nasked; i++) send_commit(p->asked[i], RD__MSG_TYPE__MSG_LINK_PG_ABORT, p->id, txn);
+    for (size_t i = 0; i < p->nasked; i++) {
+      send_commit(p->asked[i], RD__MSG_TYPE__MSG_LINK_PG_ABORT, p->id, txn);
+      rd__cluster_claim_cancel(p->claim[i]);
+      p->claim[i] = 0;
+    }
     drop_here(p->id, txn, NULL);
     p->txn = 0;
     p->retry_ns = rd__now_ns() + retry_gap();
@@ -608,9 +613,11 @@ static void reserve(pg_rec *p) {
     m.n_bundles = nb;
     m.bundles = rp;
     rd__node_send(l, RD__MSG_TYPE__MSG_LINK_PG_PREPARE, &m.base, -1);
+    /* the next group placed before t's next report must not count on it */
+    rd_resources sum = p->b[bi[0]];
+    for (size_t j = 1; j < nb; j++) (void)rd_res_add(&sum, &p->b[bi[j]]);
+    p->claim[p->nasked] = rd__cluster_view_claim(t, &sum);
     p->asked[p->nasked++] = t;
-    /* the next group placed before the next view must not count on it */
-    for (size_t j = 0; j < nb; j++) rd__cluster_view_claim(t, &p->b[bi[j]]);
   }
   if (p->failed) {
     /* nodes asked already answer; their reservations are aborted */
@@ -631,6 +638,7 @@ static void on_prepared(uint32_t peer, const Rd__LinkPgPrepared *m) {
   for (size_t j = 0; j < p->nasked; j++) {
     if (p->asked[j] == peer && !p->answered[j]) {
       p->answered[j] = 1;
+      if (m->status == 0) rd__cluster_claim_ack(p->claim[j]);   /* held there now */
       if (m->status != 0) {
         p->failed = 1;
         snprintf(p->reason, sizeof(p->reason), "%s", m->error && *m->error ? m->error : rd_strerror(m->status));
