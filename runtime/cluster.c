@@ -1174,6 +1174,15 @@ static void view_give_back(uint32_t t, const rd_resources *res) {
   }
 }
 
+/* Forget claim id, leaving the view as it is. */
+static void claim_drop(uint64_t id) {
+  cl_claim **pp = claim_slot(id);
+  if (!pp) return;
+  cl_claim *k = *pp;
+  *pp = k->next;
+  free(k);
+}
+
 /* What claim id took off its target's room never reached it or was
  * refused there: the view gets it back, unless it counts it already. */
 void rd__cluster_claim_cancel(uint64_t id) {
@@ -1307,11 +1316,22 @@ static void view_changed(void) {
 
 /* Requests the default policy queued here wait for resources that another
  * node has free now (it finished its work, or joined after they were
- * placed): their owners ask again, and placement sends them there.  Only a
- * local owner's requests that waited RESPILL_AFTER_NS; at most what the
- * view says each node has free, so one view does not send a node more than
- * it can run.  Runs with each new view (every heartbeat). */
+ * placed): their owners ask again, and placement sends them there.  Only
+ * requests that waited RESPILL_AFTER_NS; at most what the view says each
+ * node has free, so one view does not send a node more than it can run.
+ * Pending actors too (Ray's raylet spills actor creations back like
+ * tasks): one recorded here goes to that node, one hosted for a peer back
+ * to its record node, to be placed again; else an actor queued behind
+ * another that holds the node waited for as long as that one lived.  Runs
+ * with each new view (every heartbeat). */
 #define RESPILL_AFTER_NS 200000000ull
+
+/* A pending actor's placement r here that respill may move: the default
+ * policy's (as its record node says, for one hosted here), not in a
+ * placement group. */
+static int actor_movable(const node_actor *a, const lease_req *r) {
+  return a->req == r && a->state == A_PENDING && a->strategy == STRAT_DEFAULT && !a->pg_id && !r->bundle;
+}
 
 static void respill(void) {
   if (!N.queue.head || C.nview == 0) return;
@@ -1320,7 +1340,10 @@ static void respill(void) {
   for (rd_sched_item *it = N.queue.head, *next; it; it = next) {
     next = it->next;
     lease_req *r = it->data;
-    if (!r->replaceable || r->actor || r->owner->dead || now - r->queued_ns < RESPILL_AFTER_NS) continue;
+    node_actor *a = r->actor;
+    if (a ? !actor_movable(a, r) : !r->replaceable) continue;
+    if (r->owner->dead || now - r->queued_ns < RESPILL_AFTER_NS) continue;
+    const char *sel = a ? a->sel : r->sel;
     if (!rd_res_kinds_short(&N.ledger, &it->req)) continue;   /* it runs here once a worker is free */
     if (!room) {
       room = malloc(C.nview * sizeof(*room));
@@ -1334,7 +1357,7 @@ static void respill(void) {
       const rd_gcs_node *n = &C.view[i];
       int k;
       if (n->index == C.index || !node_usable(n) || (r->job && avoid_find(r->job, r->job->env, n->index)) ||
-          (k = rd_labels_match_alt(n->labels, r->sel)) < 0 || k > bestk)
+          (k = rd_labels_match_alt(n->labels, sel)) < 0 || k > bestk)
         continue;
       if (!rd_res_fits(&room[i], &it->req)) continue;
       double u = utilisation(&room[i], &n->total);
@@ -1342,6 +1365,13 @@ static void respill(void) {
     }
     if (best == C.nview) continue;
     rd_res_take(&room[best], &it->req);   /* custom resources too: one pass sends no node more than it has */
+    C.respilled++;
+    if (a) {
+      char why[120];
+      snprintf(why, sizeof(why), "placed again: node %u has room now", C.view[best].index);
+      rd__node_actor_respill(a, C.view[best].index, why);   /* frees r */
+      continue;
+    }
     node_client *owner = r->owner;
     uint64_t req_id = r->req_id;
     char why[120];
@@ -1350,7 +1380,6 @@ static void respill(void) {
             (now - r->queued_ns) / 1e6, why);
     if (rd__node_lease_drop(owner, req_id))   /* frees r; next is still queued */
       rd__node_reply_grant(owner, req_id, RD_EAGAIN, why);
-    C.respilled++;
   }
   free(room);
 }
@@ -2065,6 +2094,10 @@ static void actor_spec(node_actor *a, Rd__ActorCreate *spec, rd__res_msg *rm) {
   spec->n_env = a->env ? a->env->n : 0;
   spec->env = a->env ? a->env->vars : NULL;
   spec->ns = a->ns;
+  spec->strategy = a->strategy;   /* the host respills only what the default policy placed */
+  spec->node_affinity = a->affinity;
+  spec->soft = a->soft;
+  spec->label_selector = (char *)a->sel;
 }
 
 static void await_add(uint64_t id) {
@@ -2301,10 +2334,43 @@ void rd__cluster_actor_state(node_actor *a, int alive, const char *why) {
   link_send(a->creator, RD__MSG_TYPE__MSG_LINK_ACTOR_STATE, &st.base);
 }
 
+/* Hosted actor a is given back to its record node (rd__node_actor_respill). */
+void rd__cluster_actor_give_back(node_actor *a, const char *why) {
+  if (!a->creator || a->creator->dead) return;
+  rd_resources here;
+  local_unclaimed(&here);
+  rd__res_msg fm;
+  rd__res_to_msg(&here, &fm);
+  Rd__LinkActorState st = RD__LINK_ACTOR_STATE__INIT;
+  st.actor_id = a->id;
+  st.placed_again = 1;
+  st.error = (char *)why;
+  st.free_now = &fm.msg;
+  link_send(a->creator, RD__MSG_TYPE__MSG_LINK_ACTOR_STATE, &st.base);
+  rd__log(RD_LOG_INFO, "actor %llu (%s) waited here for resources: back to node %u, %s", (unsigned long long)a->id,
+          a->cls, rd__cluster_link_peer(a->creator), why);
+}
+
 static void on_link_actor_state(node_client *c, Rd__LinkActorState *m) {
   cl_link_state *ls = c->link;
   node_actor *a = rd__node_actor_find(m->actor_id);
   if (!a || !a->host || a->host != ls->peer || a->state == A_DEAD) return;
+  if (m->placed_again && !m->alive) {
+    /* its room there is what the host says, the actor not in it */
+    rd_gcs_node *n = view_find(ls->peer);
+    rd_resources fr;
+    if (n && m->free_now && rd__res_from_msg(m->free_now, &fr) == 0) {
+      n->avail = fr;
+      claim_drop(a->view_claim);
+    } else {
+      rd__cluster_claim_cancel(a->view_claim);
+    }
+    a->view_claim = 0;
+    rd__log(RD_LOG_INFO, "actor %llu (%s): node %u gave it back (%s): placing it again", (unsigned long long)a->id,
+            a->cls, ls->peer, m->error ? m->error : "");
+    rd__node_actor_place_again(a);
+    return;
+  }
   if (m->alive) rd__cluster_claim_ack(a->view_claim);   /* its worker holds the room there */
   else rd__cluster_claim_cancel(a->view_claim);
   a->view_claim = 0;

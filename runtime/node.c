@@ -1297,6 +1297,43 @@ void rd__node_actor_schedule(node_actor *a) {
   actor_schedule(a);
   dispatch();
 }
+
+/* respill (cluster.c): pending actor a waited here for room that node t
+ * has now.  Recorded here, it goes to t; hosted for a peer, it goes back to
+ * its record node, which places it again (with its view: most often on t).
+ * Not a restart: it never started. */
+void rd__node_actor_respill(node_actor *a, uint32_t t, const char *why) {
+  if (a->req) {
+    req_unlink(a->req);
+    rd_sched_queue_remove(req_queue(a->req), &a->req->item);
+    free(a->req);
+    a->req = NULL;
+  }
+  if (rd__node_actor_hosted(a)) {
+    rd__cluster_actor_give_back(a, why);
+    /* the record is kept (a restart here reuses it), not its arguments */
+    for (size_t i = 0; i < a->nargs; i++) free(a->args[i].data);
+    a->nargs = 0;
+    actor_set_dead(a, "given back to its record node to be placed again");
+    return;
+  }
+  rd__log(RD_LOG_INFO, "actor %llu (%s) waited here for resources: %s", (unsigned long long)a->id, a->cls, why);
+  rd__cluster_claim_cancel(a->view_claim);
+  a->view_claim = rd__cluster_view_claim(t, &a->res);
+  a->host = t;
+  a->state = A_PENDING;
+  a->pending_since = 0;
+  a->host_pid = 0;
+  rd__cluster_actor_create(a);
+}
+
+/* Its host gave pending actor a (recorded here) back: placed again. */
+void rd__node_actor_place_again(node_actor *a) {
+  a->host = 0;
+  a->host_pid = 0;
+  actor_schedule(a);
+  dispatch();
+}
 void rd__node_actor_die(node_actor *a, const char *why) { actor_die(a, why); }
 
 static void actor_die(node_actor *a, const char *why) {
@@ -1657,7 +1694,9 @@ int rd__node_actor_host_for(node_client *link, node_job *job, const Rd__ActorCre
     return RD_EINVAL;
   }
   const node_env *env;
+  const char *sel = NULL;
   int er = rd__node_env(m->env, m->n_env, &env, err, errlen);
+  if (er == 0) er = rd__node_sel(m->label_selector, &sel, err, errlen);
   if (er != 0) return er;
   if (!rd_res_feasible(&N.ledger, &res)) {
     snprintf(err, errlen, "actor %s cannot fit on the node chosen to host it", m->class_name);
@@ -1693,6 +1732,10 @@ int rd__node_actor_host_for(node_client *link, node_job *job, const Rd__ActorCre
   a->priority = m->priority;
   a->max_restarts = 0;   /* its record node decides restarts, maybe elsewhere */
   a->restarts = (int)restarts;
+  a->strategy = m->strategy;   /* its placement, for respill (cluster.c): the record node places it */
+  a->affinity = m->node_affinity;
+  a->soft = m->soft;
+  a->sel = sel;
   a->pg_id = m->pg_id;
   a->bundle_index = m->bundle_index;
   a->max_task_retries = m->max_task_retries;
@@ -3392,7 +3435,7 @@ void rd__node_metrics(rd__mbuf *b) {
                     "%zu\nraydist_node_interned{kind=\"job_variants\"} %zu\n", ne, ns, nv);
   }
   rd__mbuf_family(b, "raydist_requests_respilled_total", "counter",
-                  "Requests that waited here and were placed again on a node that had room.");
+                  "Requests and pending actors that waited here and were placed again on a node that had room.");
   rd__mbuf_printf(b, "raydist_requests_respilled_total %llu\n", (unsigned long long)rd__cluster_respilled());
   rd__mbuf_family(b, "raydist_object_pull_retries_total", "counter",
                   "Pulls of an object a waiting get made again after a transient failure.");

@@ -1502,17 +1502,21 @@ RD_REMOTE(call_actor_from_afar) {
   return rd_return_bytes(call, 0, out, sizeof(out));
 }
 
-static void actor_where(rd_actor a, long out[2]) {
+/* Where actor a runs and how often it restarted (Tally_where), within ms;
+ * an error (RD_ETIMEDOUT: not started yet) leaves *out alone. */
+static int actor_where_in(rd_actor a, int ms, long out[2]) {
   rd_ref r;
   CHECK_EQ(rd_actor_call(a, Tally_where, RD_NO_ARGS, NULL, &r), 0);
   rd_buf b;
-  int e = rd_get(&r, 1, &b, 60000);
-  if (e != 0) fprintf(stderr, "where: %s: %.*s\n", rd_err_name(e), (int)b.size, (const char *)b.data);
-  CHECK_EQ(e, 0);
-  memcpy(out, b.data, 2 * sizeof(long));
-  rd_buf_release(&b);
+  int e = rd_get(&r, 1, &b, ms);
+  if (e == 0) memcpy(out, b.data, 2 * sizeof(long));
+  else if (e != RD_ETIMEDOUT) fprintf(stderr, "where: %s: %.*s\n", rd_err_name(e), (int)b.size, (const char *)b.data);
+  if (e != RD_ETIMEDOUT) rd_buf_release(&b);   /* filled unless it timed out */
   rd_ref_release(r);
+  return e;
 }
+
+static void actor_where(rd_actor a, long out[2]) { CHECK_EQ(actor_where_in(a, 60000, out), 0); }
 
 static long actor_add(rd_actor a) {
   rd_ref r;
@@ -2965,6 +2969,64 @@ static int t_burst_claim(void) {
     for (int i = 0; i < 3; i++) CHECK_EQ(rd_actor_kill(act[i], 1), 0);
     if (!round) usleep(1200000);   /* every view shows them gone */
   }
+  rd_shutdown();
+  return 0;
+}
+
+/* For the actor_respill case: a pending actor that waits on a full node
+ * moves to a node that has room later, not only once its own node frees
+ * (Ray spills actor creations back like tasks).  Three 2-CPU blockers
+ * pinned one to each node; z (2 CPUs) waits on the head, its record node;
+ * the blocker on c goes, and z runs on c.  Then y (2 CPUs, label selector
+ * zone=east with fallback zone=west) waits on c, which hosts it for the
+ * head (the head has no labels); the blocker on b goes, and c gives y back
+ * to the head, which places it on b.  Neither move is a restart: both have
+ * max_restarts 0, and report 0 restarts. */
+static int t_actor_respill(void) {
+  join();
+  rd_actor_opts ao;
+  rd_actor_opts_init(&ao);
+  ao.num_cpus = 2;
+  rd_actor blk[4];
+  long w[2];
+  for (uint32_t i = 1; i <= 3; i++) {
+    rd_actor_opts po = ao;
+    po.strategy = RD_STRATEGY_NODE_AFFINITY;
+    po.node = i;
+    CHECK_EQ(rd_actor_create(Tally, RD_NO_ARGS, &po, &blk[i]), 0);
+    CHECK_EQ(actor_where_in(blk[i], 20000, w), 0);
+    CHECK_EQ(w[0], (long)i);
+  }
+  rd_actor z;
+  CHECK_EQ(rd_actor_create(Tally, RD_NO_ARGS, &ao, &z), 0);
+  CHECK_EQ(actor_where_in(z, 1500, w), RD_ETIMEDOUT);   /* no room anywhere: it waits */
+  double t0 = now_s();
+  CHECK_EQ(rd_actor_kill(blk[3], 1), 0);
+  int e = actor_where_in(z, 20000, w);
+  if (e != 0) fprintf(stderr, "z: %s\n", rd_err_name(e));
+  CHECK_EQ(e, 0);
+  printf("an actor waiting on its record node (1) runs on node %ld %.2f s after that node freed (restarts %ld)\n",
+         w[0], now_s() - t0, w[1]);
+  CHECK_EQ(w[0], 3);
+  CHECK_EQ(w[1], 0);
+  rd_actor y;
+  rd_actor_opts yo = ao;
+  yo.label_selector = "zone=east";
+  yo.fallback_label_selectors = "zone=west";
+  CHECK_EQ(rd_actor_create(Tally, RD_NO_ARGS, &yo, &y), 0);
+  CHECK_EQ(actor_where_in(y, 1500, w), RD_ETIMEDOUT);
+  t0 = now_s();
+  CHECK_EQ(rd_actor_kill(blk[2], 1), 0);
+  e = actor_where_in(y, 20000, w);
+  if (e != 0) fprintf(stderr, "y: %s\n", rd_err_name(e));
+  CHECK_EQ(e, 0);
+  printf("an actor waiting on the node hosting it (3) runs on node %ld %.2f s after that node freed (restarts %ld)\n",
+         w[0], now_s() - t0, w[1]);
+  CHECK_EQ(w[0], 2);
+  CHECK_EQ(w[1], 0);
+  CHECK_EQ(rd_actor_kill(blk[1], 1), 0);
+  CHECK_EQ(rd_actor_kill(z, 1), 0);
+  CHECK_EQ(rd_actor_kill(y, 1), 0);
   rd_shutdown();
   return 0;
 }
@@ -4675,7 +4737,7 @@ int main(int argc, char **argv) {
       {"two_jobs_local", t_two_jobs_local},     {"lease_reuse", t_lease_reuse},
       {"detached_make", t_detached_make},       {"detached_use", t_detached_use},
       {"detached_gone", t_detached_gone},       {"gcs_restart_before", t_gcs_restart_before},
-      {"gcs_restart_after", t_gcs_restart_after}, {"lineage", t_lineage}, {"nodes", t_nodes}, {"get_many_remote", t_get_many_remote}, {"hung_peer", t_hung_peer}, {"env", t_env}, {"get_if_exists", t_get_if_exists}, {"log_to_driver", t_log_to_driver}, {"kv", t_kv}, {"max_calls", t_max_calls}, {"actor_exit", t_actor_exit}, {"env_bad_node", t_env_bad_node}, {"shutdown_busy", t_shutdown_busy}, {"job_ok", t_job_ok}, {"ns_make", t_ns_make}, {"ns_other", t_ns_other}, {"ns_same", t_ns_same}, {"job_bad", t_job_bad}, {"job_long", t_job_long}, {"owner_exit_child", t_owner_exit_child}, {"owner_exit_check", t_owner_exit_check}, {"shuffle", t_shuffle}, {"bad_node", t_bad_node}, {"lineage_eager", t_lineage_eager}, {"respill", t_respill}, {"view_claim", t_view_claim}, {"burst_claim", t_burst_claim}, {"many_classes", t_many_classes},       {"cancel", t_cancel}, {"memory_remote", t_memory_remote},
+      {"gcs_restart_after", t_gcs_restart_after}, {"lineage", t_lineage}, {"nodes", t_nodes}, {"get_many_remote", t_get_many_remote}, {"hung_peer", t_hung_peer}, {"env", t_env}, {"get_if_exists", t_get_if_exists}, {"log_to_driver", t_log_to_driver}, {"kv", t_kv}, {"max_calls", t_max_calls}, {"actor_exit", t_actor_exit}, {"env_bad_node", t_env_bad_node}, {"shutdown_busy", t_shutdown_busy}, {"job_ok", t_job_ok}, {"ns_make", t_ns_make}, {"ns_other", t_ns_other}, {"ns_same", t_ns_same}, {"job_bad", t_job_bad}, {"job_long", t_job_long}, {"owner_exit_child", t_owner_exit_child}, {"owner_exit_check", t_owner_exit_check}, {"shuffle", t_shuffle}, {"bad_node", t_bad_node}, {"lineage_eager", t_lineage_eager}, {"respill", t_respill}, {"view_claim", t_view_claim}, {"burst_claim", t_burst_claim}, {"actor_respill", t_actor_respill}, {"many_classes", t_many_classes},       {"cancel", t_cancel}, {"memory_remote", t_memory_remote},
       {"borrow", t_borrow},                     {"stream", t_stream},           {"nested", t_nested},
       {"collective", t_collective},             {"code_keep", t_code_keep},     {"code_kill", t_code_kill},
       {"code_again", t_code_again},             {"labels", t_labels}, {"memory_hold", t_memory_hold},
