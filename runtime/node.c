@@ -3058,6 +3058,25 @@ static int sel_held(rd__hlink *e, void *arg) {
   return held_has(((itab_sweep_arg *)arg)->h, RD_HELD_SEL, ((rd__istr *)e)->key);
 }
 
+static void job_free(node_job *j) {
+  for (char **a = j->argv; *a; a++) free(*a);
+  free(j->argv);
+  free(j->exe);
+  free(j);
+}
+
+/* Base job j may go: nothing here runs, waits for or names it, its code is
+ * not being stored in the GCS (code_put holds it), its run there has ended,
+ * and no variant of it is left. */
+static int job_unused(const node_job *j, const rd__held *h) {
+  if (j->drivers || j->nworkers || j->nstarting || j->code_state == 1 || j->gcs_job_adding || j->gcs_job_id ||
+      held_has(h, RD_HELD_JOB, j))
+    return 0;
+  for (const node_job *v = N.jobs; v; v = v->next)
+    if (v->base == j) return 0;
+  return 1;
+}
+
 void rd__node_gc(size_t *envs, size_t *sels, size_t *jobs) {
   size_t fe = 0, fs = 0, fj = 0;
   rd__held h;
@@ -3078,10 +3097,22 @@ void rd__node_gc(size_t *envs, size_t *sels, size_t *jobs) {
     rd__log(RD_LOG_DEBUG, "job %u (workers of job %u with %zu environment variables): unused, freed", j->id,
             j->base->id, j->env ? j->env->n : (size_t)0);
     *pp = j->next;
-    for (char **a = j->argv; *a; a++) free(*a);
-    free(j->argv);
-    free(j->exe);
-    free(j);
+    job_free(j);
+    fj++;
+  }
+  /* then the programs themselves, once no variant is left either: a node
+   * that runs many programs over its life (each rebuild of a driver, each
+   * job of another node whose code copy was dropped and fetched again is
+   * one) kept them all, and their metrics */
+  for (node_job **pp = &N.jobs; *pp;) {
+    node_job *j = *pp;
+    if (j->base || !job_unused(j, &h)) {
+      pp = &j->next;
+      continue;
+    }
+    rd__log(RD_LOG_INFO, "job %u (%s): no driver, worker, request or actor here any more: freed", j->id, j->exe);
+    *pp = j->next;
+    job_free(j);
     fj++;
   }
   if (h.oom) goto out;
@@ -3090,7 +3121,7 @@ void rd__node_gc(size_t *envs, size_t *sels, size_t *jobs) {
   fe = rd__htab_sweep(&N.envs.t, env_held, env_drop, &(itab_sweep_arg){&N.envs, &h});
   fs = rd__htab_sweep(&N.sels.t, sel_held, sel_drop, &(itab_sweep_arg){&N.sels, &h});
   if (fe || fs || fj)
-    rd__log(RD_LOG_INFO, "freed %zu unused env sets, %zu label selectors and %zu job variants", fe, fs, fj);
+    rd__log(RD_LOG_INFO, "freed %zu unused env sets, %zu label selectors and %zu jobs", fe, fs, fj);
 out:
   for (int k = 0; k < 3; k++) free(h.p[k]);
   if (envs) *envs = fe;
@@ -3112,8 +3143,8 @@ static void gc_tick(uint64_t now) {
 }
 
 /* A job nobody here drives, whose workers have all been idle for
- * RD_JOB_QUIET_NS, gives its processes back (a later request starts new). */
-#define RD_JOB_QUIET_NS 60000000000ull
+ * N.job_quiet_ns (60 s; RAYDIST_JOB_QUIET_MS, for tests), gives its
+ * processes back (a later request starts new). */
 
 static void jobs_tick(uint64_t now) {
   for (node_job *j = N.jobs; j; j = j->next) {
@@ -3123,9 +3154,9 @@ static void jobs_tick(uint64_t now) {
       continue;
     }
     if (!j->quiet_since) j->quiet_since = now;
-    if (now - j->quiet_since < RD_JOB_QUIET_NS) continue;
-    rd__log(RD_LOG_INFO, "job %u (%s) has been idle for %llu s: stopping its %d workers", j->id, j->exe,
-            (unsigned long long)(RD_JOB_QUIET_NS / 1000000000ull), j->nworkers);
+    if (now - j->quiet_since < N.job_quiet_ns) continue;
+    rd__log(RD_LOG_INFO, "job %u (%s) has been idle for %.1f s: stopping its %d workers", j->id, j->exe,
+            N.job_quiet_ns / 1e9, j->nworkers);
     for (node_worker *w = N.workers; w; w = w->next) {
       if (w->job != j || (w->state != W_IDLE && w->state != W_STARTING)) continue;
       rd__node_worker_state(w, W_DYING);
@@ -3427,12 +3458,16 @@ void rd__node_metrics(rd__mbuf *b) {
                   "Leases asked back from a job over its fair share for another job's waiting request.");
   rd__mbuf_printf(b, "raydist_fair_share_yields_total %llu\n", (unsigned long long)N.fair_yields);
   {
-    size_t ne = N.envs.t.count, ns = N.sels.t.count, nv = 0;
-    for (const node_job *j = N.jobs; j; j = j->next) nv += j->base != NULL;
+    size_t ne = N.envs.t.count, ns = N.sels.t.count, nv = 0, nj = 0;
+    for (const node_job *j = N.jobs; j; j = j->next) {
+      nv += j->base != NULL;
+      nj += j->base == NULL;
+    }
     rd__mbuf_family(b, "raydist_node_interned", "gauge",
-                    "Distinct env sets, label selectors and job variants the node keeps while something uses them.");
+                    "Distinct env sets, label selectors, jobs and job variants the node keeps while something uses them.");
     rd__mbuf_printf(b, "raydist_node_interned{kind=\"env_sets\"} %zu\nraydist_node_interned{kind=\"label_selectors\"} "
-                    "%zu\nraydist_node_interned{kind=\"job_variants\"} %zu\n", ne, ns, nv);
+                    "%zu\nraydist_node_interned{kind=\"job_variants\"} %zu\nraydist_node_interned{kind=\"jobs\"} %zu\n",
+                    ne, ns, nv, nj);
   }
   rd__mbuf_family(b, "raydist_requests_respilled_total", "counter",
                   "Requests and pending actors that waited here and were placed again on a node that had room.");
@@ -3654,6 +3689,9 @@ int rd__node_main(const rd_node_opts *opts) {
   N.dead_actors_kept = dk && *dk ? strtoull(dk, NULL, 10) : 1000;
   const char *tl = getenv("RAYDIST_TIMELINE");
   N.timeline_on = tl && atoi(tl) > 0;
+  const char *quiet = getenv("RAYDIST_JOB_QUIET_MS");
+  long qms = quiet && *quiet ? atol(quiet) : 0;
+  N.job_quiet_ns = (qms > 0 && qms <= 86400000 ? (uint64_t)qms : 60000ull) * 1000000ull;
   const char *trim = getenv("RAYDIST_WORKER_IDLE_MS");   /* tests shorten it; 0 = never */
   if (trim && *trim) N.idle_trim_ns = (uint64_t)strtoull(trim, NULL, 10) * 1000000ull;
   const char *e = getenv("RAYDIST_MEMORY_MONITOR_MS");

@@ -350,6 +350,7 @@ typedef struct rd__node_state {
   uint32_t gone[RD_GONE_KEPT];
   unsigned ngone;
   uint64_t idle_trim_ns;    /* idle task workers over the soft limit stop after this (0: never) */
+  uint64_t job_quiet_ns;    /* a job without drivers here stops its workers once all idle this long (jobs_tick) */
   /* memory monitor (node.c): checked every mem_period_ns (0: off) */
   uint64_t mem_period_ns, mem_last_ns, mem_warned_ns;
   double mem_threshold;     /* of the node's memory (or cgroup limit) in use; 0: not checked */
@@ -484,11 +485,10 @@ int rd__node_env(char *const *vars, size_t n, const node_env **out, char *err, s
  * (*out NULL for NULL or ""), or RD_EINVAL (malformed, or too many
  * distinct ones) / RD_ENOMEM with err. */
 int rd__node_sel(const char *s, const char **out, char *err, size_t errlen);
-/* Interned env sets and selectors, and job variants, that nothing points at
- * any more are freed by a sweep (rd__node_gc, every RAYDIST_NODE_GC_MS,
- * 10 s by default): each part of the node tells it what it holds, by
- * rd__held_add for every pointer (NULL is ignored; a base job need not be
- * named, bases are never freed). */
+/* Interned env sets and selectors, job variants and jobs that nothing
+ * points at any more are freed by a sweep (rd__node_gc, every
+ * RAYDIST_NODE_GC_MS, 10 s by default): each part of the node tells it
+ * what it holds, by rd__held_add for every pointer (NULL is ignored). */
 enum { RD_HELD_ENV, RD_HELD_SEL, RD_HELD_JOB };
 typedef struct rd__held rd__held;
 void rd__held_add(rd__held *h, int kind, const void *p);

@@ -95,6 +95,9 @@ WATCHDOG=$!
 HEAD_OPTS=
 # burst_claim: a reservation refused as stale is tried again only after 600 s
 [ "$CASE" = burst_claim ] && export RAYDIST_PG_RETRY_MS=600000
+# job_gc: a job's idle workers stop 0.3 s after its last driver, and the sweep runs every 0.3 s
+[ "$CASE" = job_gc ] && export RAYDIST_JOB_QUIET_MS=300 RAYDIST_NODE_GC_MS=300 RAYDIST_LOG_LEVEL=2 &&
+  HEAD_OPTS="--log-level 2"
 # log_rotation: node logs rotated at 100 KB, two kept
 [ "$CASE" = log_rotation ] && export RAYDIST_ROTATION_MAX_BYTES=100000 RAYDIST_ROTATION_BACKUP_COUNT=2
 # and the nodes their own copies after 1 s
@@ -510,6 +513,41 @@ PY
     [ "$(copies 127.0.0.2)" = 1 ] || fail "code_gc: node b did not fetch the program again"
     grep -q "since its last run: uploading it again" "$ROOT/node-127.0.0.1/node.log" || fail "code_gc: the head did not upload the code again"
     code_status "1 blob, [0-9.]+ MiB, [01] in use; 1 collected"
+    ;;
+  job_gc)
+    # jobs_kept IP: how many jobs (programs) that node keeps
+    jobs_kept() {
+      python3 - "$(cat "$ROOT/node-$1/metrics")" <<'PY'
+import sys, urllib.request
+for l in urllib.request.urlopen("http://" + sys.argv[1] + "/metrics", timeout=10).read().decode().splitlines():
+    if l.startswith('raydist_node_interned{kind="jobs"} '):
+        print(int(float(l.split()[1])))
+PY
+    }
+    # jobs_gone: wait up to 10 s for no node to keep a job
+    jobs_gone() {
+      for _i in $(seq 1 100); do
+        [ "$(jobs_kept 127.0.0.1)$(jobs_kept 127.0.0.2)$(jobs_kept 127.0.0.3)" = 000 ] && return 0
+        sleep 0.1
+      done
+      fail "job_gc: jobs kept after their runs: $(jobs_kept 127.0.0.1)/$(jobs_kept 127.0.0.2)/$(jobs_kept 127.0.0.3)"
+    }
+    # three programs (copies of the test driver), each a job on every node
+    # it ran tasks on; all are freed once their workers have stopped
+    for i in 1 2 3; do
+      cp "$T" "$RAYDIST_TMPDIR/drv$i"
+      "$RAYDIST_TMPDIR/drv$i" strategies > "$RAYDIST_TMPDIR/drv.log" 2>&1 || { cat "$RAYDIST_TMPDIR/drv.log"; fail "drv$i"; }
+    done
+    jobs_gone
+    for i in 1 2 3; do
+      grep -q "drv$i): no driver, worker, request or actor here any more: freed" "$ROOT/node-127.0.0.1/node.log" ||
+        fail "job_gc: the head did not free drv$i's job"
+    done
+    grep -q "no driver, worker, request or actor here any more: freed" "$ROOT/node-127.0.0.2/node.log" ||
+      fail "job_gc: node b did not free its job"
+    # a freed program runs again as a new job, and goes again
+    "$RAYDIST_TMPDIR/drv1" strategies > "$RAYDIST_TMPDIR/drv.log" 2>&1 || { cat "$RAYDIST_TMPDIR/drv.log"; fail "drv1 again"; }
+    jobs_gone
     ;;
   jobs)
     # drivers submitted to the head's node, run detached, their output kept
