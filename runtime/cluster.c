@@ -2129,8 +2129,7 @@ void rd__cluster_actor_create(node_actor *a) {
   if (!l) {   /* unreachable: placed again, without that node, and without counting a restart */
     char buf[200];
     snprintf(buf, sizeof(buf), "node %u is unreachable", a->host);
-    a->restarts--;
-    rd__node_actor_host_lost(a, buf);
+    rd__node_actor_host_gone(a, buf);
     return;
   }
   Rd__LinkActorCreate m = RD__LINK_ACTOR_CREATE__INIT;
@@ -2300,6 +2299,21 @@ static void on_link_actor_connected(node_client *c, Rd__LinkActorConnected *m) {
 }
 
 static void on_link_actor_create(node_client *c, Rd__LinkActorCreate *m) {
+  if (C.drained[0] && m->spec) {   /* leaving (the autoscaler): not a restart, placed elsewhere */
+    char why[200];
+    snprintf(why, sizeof(why), "node %u is leaving the cluster (%s)", C.index, C.drained);
+    rd_resources none;
+    memset(&none, 0, sizeof(none));
+    rd__res_msg fm;
+    rd__res_to_msg(&none, &fm);
+    Rd__LinkActorState st = RD__LINK_ACTOR_STATE__INIT;
+    st.actor_id = m->actor_id;
+    st.placed_again = 1;
+    st.error = why;
+    st.free_now = &fm.msg;
+    link_send(c, RD__MSG_TYPE__MSG_LINK_ACTOR_STATE, &st.base);
+    return;
+  }
   if (!m->spec || !rd_sha256_is_hex(m->code_hash)) {
     Rd__LinkActorState st = RD__LINK_ACTOR_STATE__INIT;
     st.actor_id = m->actor_id;
@@ -2720,16 +2734,15 @@ void rd__cluster_client_dropped(node_client *c) {
     }
     free(q);
   }
-  if (is_link && peer) {   /* actors recorded here and hosted there: restart them */
+  /* not placed there again at once (the view may still show it) */
+  if (is_link && peer && ((cl_link_state *)c->link)->outbound) C.link_failed_at[peer & 4095] = rd__now_ns();
+  if (is_link && peer) {   /* actors recorded here and hosted there: restart them (or place again) */
     char why[120];
     snprintf(why, sizeof(why), "node %u died or its link broke", peer);
     for (node_actor *a = N.actors; a; a = a->next)
-      if (a->host == peer && a->state != A_DEAD) rd__node_actor_host_lost(a, why);
+      if (a->host == peer && a->state != A_DEAD) rd__node_actor_host_gone(a, why);
   }
-  if (is_link) {
-    if (peer && ((cl_link_state *)c->link)->outbound) C.link_failed_at[peer & 4095] = rd__now_ns();
-    link_state_free(c);
-  }
+  if (is_link) link_state_free(c);
 }
 
 /* ------------------------------------------------------------- objects */

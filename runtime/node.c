@@ -1334,6 +1334,24 @@ void rd__node_actor_place_again(node_actor *a) {
   actor_schedule(a);
   dispatch();
 }
+
+/* a's host went (died, its link broke, unreachable): a restart, as
+ * rd__node_actor_host_lost, unless a had not started there yet.  Then it
+ * is placed again without counting one: it never ran, and its node's end
+ * is not its fault (Ray does not count restarts for preempted nodes
+ * either); before, an actor with max_restarts 0 sent to a node that died
+ * or left before it started died with it. */
+void rd__node_actor_host_gone(node_actor *a, const char *why) {
+  if (a->state != A_PENDING || a->no_restart) {
+    rd__node_actor_host_lost(a, why);
+    return;
+  }
+  rd__cluster_claim_cancel(a->view_claim);
+  a->view_claim = 0;
+  rd__log(RD_LOG_WARN, "actor %llu (%s) had not started on node %u: %s; placing it again", (unsigned long long)a->id,
+          a->cls, a->host, why);
+  rd__node_actor_place_again(a);
+}
 void rd__node_actor_die(node_actor *a, const char *why) { actor_die(a, why); }
 
 static void actor_die(node_actor *a, const char *why) {

@@ -2973,6 +2973,45 @@ static int t_burst_claim(void) {
   return 0;
 }
 
+/* A blocker actor with ao's resources pinned to each of nodes 1-3 (hard
+ * affinity), each running. */
+static void pin_blockers(const rd_actor_opts *ao, rd_actor blk[4]) {
+  for (uint32_t i = 1; i <= 3; i++) {
+    rd_actor_opts po = *ao;
+    po.strategy = RD_STRATEGY_NODE_AFFINITY;
+    po.node = i;
+    CHECK_EQ(rd_actor_create(Tally, RD_NO_ARGS, &po, &blk[i]), 0);
+    long w[2];
+    CHECK_EQ(actor_where_in(blk[i], 20000, w), 0);
+    CHECK_EQ(w[0], (long)i);
+  }
+}
+
+/* An actor like ao's with label selector zone=east and fallback zone=west
+ * (c, then b), created while it cannot start. */
+static rd_actor east_west_waiting(const rd_actor_opts *ao) {
+  rd_actor y;
+  rd_actor_opts yo = *ao;
+  yo.label_selector = "zone=east";
+  yo.fallback_label_selectors = "zone=west";
+  CHECK_EQ(rd_actor_create(Tally, RD_NO_ARGS, &yo, &y), 0);
+  long w[2];
+  CHECK_EQ(actor_where_in(y, 1500, w), RD_ETIMEDOUT);
+  return y;
+}
+
+/* Actor a starts on node `node` without a restart (said with what, and the
+ * time since t0). */
+static void starts_on(rd_actor a, long node, const char *what, double t0) {
+  long w[2];
+  int e = actor_where_in(a, 20000, w);
+  if (e != 0) fprintf(stderr, "%s: %s\n", what, rd_err_name(e));
+  CHECK_EQ(e, 0);
+  printf("%s: runs on node %ld %.2f s after (restarts %ld)\n", what, w[0], now_s() - t0, w[1]);
+  CHECK_EQ(w[0], node);
+  CHECK_EQ(w[1], 0);
+}
+
 /* For the actor_respill case: a pending actor that waits on a full node
  * moves to a node that has room later, not only once its own node frees
  * (Ray spills actor creations back like tasks).  Three 2-CPU blockers
@@ -2989,43 +3028,48 @@ static int t_actor_respill(void) {
   ao.num_cpus = 2;
   rd_actor blk[4];
   long w[2];
-  for (uint32_t i = 1; i <= 3; i++) {
-    rd_actor_opts po = ao;
-    po.strategy = RD_STRATEGY_NODE_AFFINITY;
-    po.node = i;
-    CHECK_EQ(rd_actor_create(Tally, RD_NO_ARGS, &po, &blk[i]), 0);
-    CHECK_EQ(actor_where_in(blk[i], 20000, w), 0);
-    CHECK_EQ(w[0], (long)i);
-  }
+  pin_blockers(&ao, blk);
   rd_actor z;
   CHECK_EQ(rd_actor_create(Tally, RD_NO_ARGS, &ao, &z), 0);
   CHECK_EQ(actor_where_in(z, 1500, w), RD_ETIMEDOUT);   /* no room anywhere: it waits */
   double t0 = now_s();
   CHECK_EQ(rd_actor_kill(blk[3], 1), 0);
-  int e = actor_where_in(z, 20000, w);
-  if (e != 0) fprintf(stderr, "z: %s\n", rd_err_name(e));
-  CHECK_EQ(e, 0);
-  printf("an actor waiting on its record node (1) runs on node %ld %.2f s after that node freed (restarts %ld)\n",
-         w[0], now_s() - t0, w[1]);
-  CHECK_EQ(w[0], 3);
-  CHECK_EQ(w[1], 0);
-  rd_actor y;
-  rd_actor_opts yo = ao;
-  yo.label_selector = "zone=east";
-  yo.fallback_label_selectors = "zone=west";
-  CHECK_EQ(rd_actor_create(Tally, RD_NO_ARGS, &yo, &y), 0);
-  CHECK_EQ(actor_where_in(y, 1500, w), RD_ETIMEDOUT);
+  starts_on(z, 3, "an actor waiting on its record node (1), c freed", t0);
+  rd_actor y = east_west_waiting(&ao);
   t0 = now_s();
   CHECK_EQ(rd_actor_kill(blk[2], 1), 0);
-  e = actor_where_in(y, 20000, w);
-  if (e != 0) fprintf(stderr, "y: %s\n", rd_err_name(e));
-  CHECK_EQ(e, 0);
-  printf("an actor waiting on the node hosting it (3) runs on node %ld %.2f s after that node freed (restarts %ld)\n",
-         w[0], now_s() - t0, w[1]);
-  CHECK_EQ(w[0], 2);
-  CHECK_EQ(w[1], 0);
+  starts_on(y, 2, "an actor waiting on the node hosting it (3), b freed", t0);
   CHECK_EQ(rd_actor_kill(blk[1], 1), 0);
   CHECK_EQ(rd_actor_kill(z, 1), 0);
+  CHECK_EQ(rd_actor_kill(y, 1), 0);
+  rd_shutdown();
+  return 0;
+}
+
+/* For the actor_host_gone case: an actor sent to a node that dies before
+ * it starts there is placed again, not restarted (it has max_restarts 0:
+ * a restart would end it).  With a 2-CPU blocker pinned on each node, y
+ * (2 CPUs, zone=east with fallback zone=west) waits on c, which hosts it;
+ * c is killed, y waits on b, and runs there once b's blocker goes, with 0
+ * restarts. */
+static int t_actor_host_gone(void) {
+  join();
+  rd_actor_opts ao;
+  rd_actor_opts_init(&ao);
+  ao.num_cpus = 2;
+  rd_actor blk[4];
+  long w[2];
+  pin_blockers(&ao, blk);
+  rd_actor y = east_west_waiting(&ao);
+  int pid = node_pid("127.0.0.3");
+  CHECK(pid > 0);
+  double t0 = now_s();
+  CHECK_EQ(kill(pid, SIGKILL), 0);
+  usleep(1500000);   /* the head sees the link go and places y again: on b, where it waits */
+  CHECK_EQ(actor_where_in(y, 500, w), RD_ETIMEDOUT);
+  CHECK_EQ(rd_actor_kill(blk[2], 1), 0);
+  starts_on(y, 2, "an actor whose host (3) died before it started, b freed", t0);
+  CHECK_EQ(rd_actor_kill(blk[1], 1), 0);
   CHECK_EQ(rd_actor_kill(y, 1), 0);
   rd_shutdown();
   return 0;
@@ -4737,7 +4781,7 @@ int main(int argc, char **argv) {
       {"two_jobs_local", t_two_jobs_local},     {"lease_reuse", t_lease_reuse},
       {"detached_make", t_detached_make},       {"detached_use", t_detached_use},
       {"detached_gone", t_detached_gone},       {"gcs_restart_before", t_gcs_restart_before},
-      {"gcs_restart_after", t_gcs_restart_after}, {"lineage", t_lineage}, {"nodes", t_nodes}, {"get_many_remote", t_get_many_remote}, {"hung_peer", t_hung_peer}, {"env", t_env}, {"get_if_exists", t_get_if_exists}, {"log_to_driver", t_log_to_driver}, {"kv", t_kv}, {"max_calls", t_max_calls}, {"actor_exit", t_actor_exit}, {"env_bad_node", t_env_bad_node}, {"shutdown_busy", t_shutdown_busy}, {"job_ok", t_job_ok}, {"ns_make", t_ns_make}, {"ns_other", t_ns_other}, {"ns_same", t_ns_same}, {"job_bad", t_job_bad}, {"job_long", t_job_long}, {"owner_exit_child", t_owner_exit_child}, {"owner_exit_check", t_owner_exit_check}, {"shuffle", t_shuffle}, {"bad_node", t_bad_node}, {"lineage_eager", t_lineage_eager}, {"respill", t_respill}, {"view_claim", t_view_claim}, {"burst_claim", t_burst_claim}, {"actor_respill", t_actor_respill}, {"many_classes", t_many_classes},       {"cancel", t_cancel}, {"memory_remote", t_memory_remote},
+      {"gcs_restart_after", t_gcs_restart_after}, {"lineage", t_lineage}, {"nodes", t_nodes}, {"get_many_remote", t_get_many_remote}, {"hung_peer", t_hung_peer}, {"env", t_env}, {"get_if_exists", t_get_if_exists}, {"log_to_driver", t_log_to_driver}, {"kv", t_kv}, {"max_calls", t_max_calls}, {"actor_exit", t_actor_exit}, {"env_bad_node", t_env_bad_node}, {"shutdown_busy", t_shutdown_busy}, {"job_ok", t_job_ok}, {"ns_make", t_ns_make}, {"ns_other", t_ns_other}, {"ns_same", t_ns_same}, {"job_bad", t_job_bad}, {"job_long", t_job_long}, {"owner_exit_child", t_owner_exit_child}, {"owner_exit_check", t_owner_exit_check}, {"shuffle", t_shuffle}, {"bad_node", t_bad_node}, {"lineage_eager", t_lineage_eager}, {"respill", t_respill}, {"view_claim", t_view_claim}, {"burst_claim", t_burst_claim}, {"actor_respill", t_actor_respill}, {"actor_host_gone", t_actor_host_gone}, {"many_classes", t_many_classes},       {"cancel", t_cancel}, {"memory_remote", t_memory_remote},
       {"borrow", t_borrow},                     {"stream", t_stream},           {"nested", t_nested},
       {"collective", t_collective},             {"code_keep", t_code_keep},     {"code_kill", t_code_kill},
       {"code_again", t_code_again},             {"labels", t_labels}, {"memory_hold", t_memory_hold},

@@ -249,7 +249,7 @@ case "$CASE" in
     # the cluster still serves
     "$R" status | grep -q "3 nodes alive" || fail "cluster hurt by bad joins"
     ;;
-  node_death|actor_node_death|object_lost|pg_node_death|lineage|lineage_eager|nodes)
+  node_death|actor_node_death|actor_host_gone|object_lost|pg_node_death|lineage|lineage_eager|nodes)
     "$T" "$CASE" || fail "$CASE"
     if [ "$CASE" = lineage ]; then
       # the head pulled the lost results from the dead node again, backing
