@@ -1174,6 +1174,19 @@ static void view_give_back(uint32_t t, const rd_resources *res) {
   }
 }
 
+/* View entry n says it has at least res free (as far as its totals allow). */
+static void view_room_at_least(rd_gcs_node *n, const rd_resources *res) {
+  rd_resources *v = &n->avail;
+  if (v->cpu < res->cpu) v->cpu = res->cpu < n->total.cpu ? res->cpu : n->total.cpu;
+  if (v->gpu < res->gpu) v->gpu = res->gpu < n->total.gpu ? res->gpu : n->total.gpu;
+  if (v->memory < res->memory) v->memory = res->memory < n->total.memory ? res->memory : n->total.memory;
+  for (int i = 0; i < res->ncustom; i++) {
+    int64_t want = res->custom[i].amount, have = rd_res_get_custom(v, res->custom[i].name);
+    int64_t most = rd_res_get_custom(&n->total, res->custom[i].name);
+    if (have < want) (void)rd_res_set_custom(v, res->custom[i].name, want < most ? want : most);
+  }
+}
+
 /* Forget claim id, leaving the view as it is. */
 static void claim_drop(uint64_t id) {
   cl_claim **pp = claim_slot(id);
@@ -2348,8 +2361,9 @@ void rd__cluster_actor_state(node_actor *a, int alive, const char *why) {
   link_send(a->creator, RD__MSG_TYPE__MSG_LINK_ACTOR_STATE, &st.base);
 }
 
-/* Hosted actor a is given back to its record node (rd__node_actor_respill). */
-void rd__cluster_actor_give_back(node_actor *a, const char *why) {
+/* Hosted actor a is given back to its record node (rd__node_actor_respill),
+ * for node `to`, which has room in this node's view. */
+void rd__cluster_actor_give_back(node_actor *a, uint32_t to, const char *why) {
   if (!a->creator || a->creator->dead) return;
   rd_resources here;
   local_unclaimed(&here);
@@ -2360,6 +2374,7 @@ void rd__cluster_actor_give_back(node_actor *a, const char *why) {
   st.placed_again = 1;
   st.error = (char *)why;
   st.free_now = &fm.msg;
+  st.to_node = to;
   link_send(a->creator, RD__MSG_TYPE__MSG_LINK_ACTOR_STATE, &st.base);
   rd__log(RD_LOG_INFO, "actor %llu (%s) waited here for resources: back to node %u, %s", (unsigned long long)a->id,
           a->cls, rd__cluster_link_peer(a->creator), why);
@@ -2380,6 +2395,11 @@ static void on_link_actor_state(node_client *c, Rd__LinkActorState *m) {
       rd__cluster_claim_cancel(a->view_claim);
     }
     a->view_claim = 0;
+    /* the host's view, newer than this one, shows to_node with room for it:
+     * this one gets at least that much there, or it may send the actor
+     * straight back (each node gives it back only once per view) */
+    rd_gcs_node *tn = m->to_node && m->to_node != C.index ? view_find(m->to_node) : NULL;
+    if (tn && node_usable(tn)) view_room_at_least(tn, &a->res);
     rd__log(RD_LOG_INFO, "actor %llu (%s): node %u gave it back (%s): placing it again", (unsigned long long)a->id,
             a->cls, ls->peer, m->error ? m->error : "");
     rd__node_actor_place_again(a);

@@ -1310,7 +1310,7 @@ void rd__node_actor_respill(node_actor *a, uint32_t t, const char *why) {
     a->req = NULL;
   }
   if (rd__node_actor_hosted(a)) {
-    rd__cluster_actor_give_back(a, why);
+    rd__cluster_actor_give_back(a, t, why);
     /* the record is kept (a restart here reuses it), not its arguments */
     for (size_t i = 0; i < a->nargs; i++) free(a->args[i].data);
     a->nargs = 0;

@@ -514,6 +514,13 @@ PY
     grep -q "since its last run: uploading it again" "$ROOT/node-127.0.0.1/node.log" || fail "code_gc: the head did not upload the code again"
     code_status "1 blob, [0-9.]+ MiB, [01] in use; 1 collected"
     ;;
+  actor_respill)
+    "$T" "$CASE" || fail "$CASE"
+    # c gave y back once: the head took c's newer view of b's room, and did
+    # not send y straight back to c from its own older one
+    N=$(metric 127.0.0.3 raydist_requests_respilled_total)
+    [ "$N" = 1 ] || fail "actor_respill: node c gave the actor back $N times"
+    ;;
   job_gc)
     # jobs_kept IP: how many jobs (programs) that node keeps
     jobs_kept() {
