@@ -1187,24 +1187,23 @@ static void view_room_at_least(rd_gcs_node *n, const rd_resources *res) {
   }
 }
 
-/* Forget claim id, leaving the view as it is. */
-static void claim_drop(uint64_t id) {
+/* Forget claim id, leaving the view as it is: 1 and a copy in *out (may
+ * be NULL) when it was still held. */
+static int claim_drop(uint64_t id, cl_claim *out) {
   cl_claim **pp = claim_slot(id);
-  if (!pp) return;
+  if (!pp) return 0;
   cl_claim *k = *pp;
+  if (out) *out = *k;
   *pp = k->next;
   free(k);
+  return 1;
 }
 
 /* What claim id took off its target's room never reached it or was
  * refused there: the view gets it back, unless it counts it already. */
 void rd__cluster_claim_cancel(uint64_t id) {
-  cl_claim **pp = claim_slot(id);
-  if (!pp) return;
-  cl_claim *k = *pp;
-  view_give_back(k->target, &k->res);
-  *pp = k->next;
-  free(k);
+  cl_claim k;
+  if (claim_drop(id, &k)) view_give_back(k.target, &k.res);
 }
 
 /* The lease behind ch ends: its room is free on the target again, whether
@@ -1379,16 +1378,14 @@ static void respill(void) {
     if (best == C.nview) continue;
     rd_res_take(&room[best], &it->req);   /* custom resources too: one pass sends no node more than it has */
     C.respilled++;
+    char why[120];
+    snprintf(why, sizeof(why), "placed again: node %u has room now", C.view[best].index);
     if (a) {
-      char why[120];
-      snprintf(why, sizeof(why), "placed again: node %u has room now", C.view[best].index);
       rd__node_actor_respill(a, C.view[best].index, why);   /* frees r */
       continue;
     }
     node_client *owner = r->owner;
     uint64_t req_id = r->req_id;
-    char why[120];
-    snprintf(why, sizeof(why), "placed again: node %u has room now", C.view[best].index);
     rd__log(RD_LOG_DEBUG, "request %llu of client %u waited here %.0f ms: %s", (unsigned long long)req_id, owner->id,
             (now - r->queued_ns) / 1e6, why);
     if (rd__node_lease_drop(owner, req_id))   /* frees r; next is still queued */
@@ -2083,13 +2080,17 @@ uint32_t rd__cluster_actor_place(node_actor *a, int *err, char *why, size_t whyl
   unsigned how;
   uint32_t t = place(&m, &a->res, a->job, a->env, &how, err, why, whylen);
   if (t == 0 && (how & PLACE_WAITS)) *err = RD_EAGAIN;   /* actor_schedule waits for the node */
-  /* it is sent there now: the next actor placed before the next view must
-   * not count on that room (an actor queued behind another waits there for
-   * good: actor placements are not respilled); it is answered in
-   * on_link_actor_state */
-  rd__cluster_claim_cancel(a->view_claim);   /* an earlier placement's */
-  a->view_claim = rd__cluster_view_claim(t, &a->res);
+  rd__cluster_actor_claim(a, t);
   return t == C.index ? 0 : t;
+}
+
+/* Actor a is sent to node t now: the next actor placed before t reports it
+ * must not count on that room (an actor queued behind another waits there
+ * until respill moves it); the claim is answered in on_link_actor_state.
+ * An earlier placement's claim is given back. */
+void rd__cluster_actor_claim(node_actor *a, uint32_t t) {
+  rd__cluster_claim_cancel(a->view_claim);
+  a->view_claim = rd__cluster_view_claim(t, &a->res);
 }
 
 static void actor_spec(node_actor *a, Rd__ActorCreate *spec, rd__res_msg *rm) {
@@ -2311,20 +2312,29 @@ static void on_link_actor_connected(node_client *c, Rd__LinkActorConnected *m) {
   free(q);
 }
 
+/* Tell record node link that actor_id never started here and is to be
+ * placed again (not a restart), with what is free here and, from respill,
+ * the node `to` with room for it (0: none named). */
+static void send_placed_again(node_client *link, uint64_t actor_id, const rd_resources *free_now, uint32_t to,
+                              const char *why) {
+  rd__res_msg fm;
+  rd__res_to_msg(free_now, &fm);
+  Rd__LinkActorState st = RD__LINK_ACTOR_STATE__INIT;
+  st.actor_id = actor_id;
+  st.placed_again = 1;
+  st.error = (char *)why;
+  st.free_now = &fm.msg;
+  st.to_node = to;
+  link_send(link, RD__MSG_TYPE__MSG_LINK_ACTOR_STATE, &st.base);
+}
+
 static void on_link_actor_create(node_client *c, Rd__LinkActorCreate *m) {
   if (C.drained[0] && m->spec) {   /* leaving (the autoscaler): not a restart, placed elsewhere */
     char why[200];
     snprintf(why, sizeof(why), "node %u is leaving the cluster (%s)", C.index, C.drained);
     rd_resources none;
     memset(&none, 0, sizeof(none));
-    rd__res_msg fm;
-    rd__res_to_msg(&none, &fm);
-    Rd__LinkActorState st = RD__LINK_ACTOR_STATE__INIT;
-    st.actor_id = m->actor_id;
-    st.placed_again = 1;
-    st.error = why;
-    st.free_now = &fm.msg;
-    link_send(c, RD__MSG_TYPE__MSG_LINK_ACTOR_STATE, &st.base);
+    send_placed_again(c, m->actor_id, &none, 0, why);
     return;
   }
   if (!m->spec || !rd_sha256_is_hex(m->code_hash)) {
@@ -2367,15 +2377,7 @@ void rd__cluster_actor_give_back(node_actor *a, uint32_t to, const char *why) {
   if (!a->creator || a->creator->dead) return;
   rd_resources here;
   local_unclaimed(&here);
-  rd__res_msg fm;
-  rd__res_to_msg(&here, &fm);
-  Rd__LinkActorState st = RD__LINK_ACTOR_STATE__INIT;
-  st.actor_id = a->id;
-  st.placed_again = 1;
-  st.error = (char *)why;
-  st.free_now = &fm.msg;
-  st.to_node = to;
-  link_send(a->creator, RD__MSG_TYPE__MSG_LINK_ACTOR_STATE, &st.base);
+  send_placed_again(a->creator, a->id, &here, to, why);
   rd__log(RD_LOG_INFO, "actor %llu (%s) waited here for resources: back to node %u, %s", (unsigned long long)a->id,
           a->cls, rd__cluster_link_peer(a->creator), why);
 }
@@ -2390,7 +2392,7 @@ static void on_link_actor_state(node_client *c, Rd__LinkActorState *m) {
     rd_resources fr;
     if (n && m->free_now && rd__res_from_msg(m->free_now, &fr) == 0) {
       n->avail = fr;
-      claim_drop(a->view_claim);
+      (void)claim_drop(a->view_claim, NULL);
     } else {
       rd__cluster_claim_cancel(a->view_claim);
     }

@@ -105,6 +105,8 @@ void rd__cluster_forward_handover(const uint64_t *ids, const uint32_t *nodes, si
 /* Where to host an actor: 0 here (or no cluster), a node index, or 0 with
  * *err set when no live node can. */
 void rd__cluster_actor_give_back(node_actor *a, uint32_t to, const char *why);
+/* Actor a goes to node t: its room claimed there (rd__cluster_view_claim). */
+void rd__cluster_actor_claim(node_actor *a, uint32_t t);
 uint32_t rd__cluster_actor_place(node_actor *a, int *err, char *why, size_t whylen);
 /* Ask a->host to start the actor (now, or once the job's code is stored). */
 void rd__cluster_actor_create(node_actor *a);

@@ -1217,6 +1217,32 @@ static void actor_set_dead(node_actor *a, const char *why) {
   a->death = strdup(why);
 }
 
+/* A dead actor's record stays (late callers learn why it died; a restart
+ * of a hosted one reuses it), but the constructor arguments were kept only
+ * for restarts: up to 64 MiB each, so they go. */
+static void actor_drop_args(node_actor *a) {
+  for (size_t i = 0; i < a->nargs; i++) free(a->args[i].data);
+  a->nargs = 0;
+}
+
+/* a's placement waiting in a queue here, if any, goes. */
+static void actor_unqueue(node_actor *a) {
+  if (!a->req) return;
+  req_unlink(a->req);
+  rd_sched_queue_remove(req_queue(a->req), &a->req->item);
+  free(a->req);
+  a->req = NULL;
+}
+
+/* Recorded here, a is sent to node host to run there. */
+static void actor_to_host(node_actor *a, uint32_t host) {
+  a->host = host;
+  a->state = A_PENDING;
+  a->pending_since = 0;   /* not waiting here: no "waited for resources" warning */
+  a->host_pid = 0;
+  rd__cluster_actor_create(a);
+}
+
 static void actor_schedule(node_actor *a) {
   node_bundle *b = NULL;   /* its placement-group bundle, when that is here */
   uint32_t host = 0;
@@ -1261,14 +1287,11 @@ static void actor_schedule(node_actor *a) {
     return;
   }
   if (!rd__node_actor_hosted(a)) {
-    a->host = host;
     if (host) {   /* the record stays here; the actor runs there */
-      a->state = A_PENDING;
-      a->pending_since = 0;   /* not waiting here: no "waited for resources" warning */
-      a->host_pid = 0;
-      rd__cluster_actor_create(a);
+      actor_to_host(a, host);
       return;
     }
+    a->host = 0;
   }
   node_job *vj = rd__node_job_variant(a->job, a->env);   /* its worker starts with its env */
   lease_req *r = vj ? calloc(1, sizeof(*r)) : NULL;
@@ -1303,28 +1326,16 @@ void rd__node_actor_schedule(node_actor *a) {
  * its record node, which places it again (with its view: most often on t).
  * Not a restart: it never started. */
 void rd__node_actor_respill(node_actor *a, uint32_t t, const char *why) {
-  if (a->req) {
-    req_unlink(a->req);
-    rd_sched_queue_remove(req_queue(a->req), &a->req->item);
-    free(a->req);
-    a->req = NULL;
-  }
+  actor_unqueue(a);
   if (rd__node_actor_hosted(a)) {
     rd__cluster_actor_give_back(a, t, why);
-    /* the record is kept (a restart here reuses it), not its arguments */
-    for (size_t i = 0; i < a->nargs; i++) free(a->args[i].data);
-    a->nargs = 0;
+    actor_drop_args(a);
     actor_set_dead(a, "given back to its record node to be placed again");
     return;
   }
   rd__log(RD_LOG_INFO, "actor %llu (%s) waited here for resources: %s", (unsigned long long)a->id, a->cls, why);
-  rd__cluster_claim_cancel(a->view_claim);
-  a->view_claim = rd__cluster_view_claim(t, &a->res);
-  a->host = t;
-  a->state = A_PENDING;
-  a->pending_since = 0;
-  a->host_pid = 0;
-  rd__cluster_actor_create(a);
+  rd__cluster_actor_claim(a, t);
+  actor_to_host(a, t);
 }
 
 /* Its host gave pending actor a (recorded here) back: placed again. */
@@ -1358,19 +1369,11 @@ static void actor_die(node_actor *a, const char *why) {
   if (a->state == A_DEAD) return;
   rd__log(RD_LOG_INFO, "actor %llu (%s) is dead: %s", (unsigned long long)a->id, a->cls, why);
   actor_set_dead(a, why);
-  /* the record stays (late callers learn why it died), but the constructor
-   * arguments were kept only for restarts: up to 64 MiB each, so free them */
-  for (size_t i = 0; i < a->nargs; i++) free(a->args[i].data);
-  a->nargs = 0;
+  actor_drop_args(a);
   if (rd__node_actor_hosted(a)) rd__cluster_actor_state(a, 0, why);   /* hosted for a peer */
   if (a->host) rd__cluster_actor_kill(a, 1);   /* recorded here, running there: end it there too */
   if (a->name && rd__cluster_actor_dead(a, why)) a->unnaming = rd__now_ns();   /* frees the name cluster-wide */
-  if (a->req) {
-    req_unlink(a->req);
-    rd_sched_queue_remove(req_queue(a->req), &a->req->item);
-    free(a->req);
-    a->req = NULL;
-  }
+  actor_unqueue(a);
   if (a->worker) {
     node_worker *w = a->worker;
     actor_unbind(a);
