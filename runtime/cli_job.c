@@ -33,6 +33,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <netinet/in.h>
+#include <sys/signalfd.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -43,6 +44,8 @@
 #include "common.h"
 #include "conn.h"
 #include "gcs_client.h"
+#include "job_log.h"
+#include "log.h"
 #include "raydist.h"
 
 #define JOB_MAX 100000
@@ -224,6 +227,9 @@ static int pack_dir(const char *dir, char *out, size_t len) {
 /* 0 and the new job's id in *id_out, or 1 with a message */
 static int job_submit(const char *dir, const char *name, char **argv, int argc, const submit_opts *so, int *id_out) {
   char jobs[700], jd[800], f[900];
+  uint64_t rot_max;
+  int rot_backups;
+  if (rd__log_rotation_conf(&rot_max, &rot_backups) != 0) return 1;   /* said why */
   snprintf(jobs, sizeof(jobs), "%s/jobs", dir);
   mkdir(jobs, 0700);
   int id = 0;
@@ -260,7 +266,8 @@ static int job_submit(const char *dir, const char *name, char **argv, int argc, 
   if (keeper == 0) {   /* the keeper: a session of its own, the program in it */
     close(ready[0]);
     setsid();
-    int lfd = open(log, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
+    rd_job_log jl;
+    int lfd = rd__job_log_open(&jl, jd, rot_max, rot_backups);
     int nul = open("/dev/null", O_RDONLY | O_CLOEXEC);
     /* let go of the submitter's stdin, stdout and stderr (a shell's $(...)
      * would wait for the job otherwise): the keeper's go to the log too */
@@ -269,8 +276,26 @@ static int job_submit(const char *dir, const char *name, char **argv, int argc, 
       dup2(lfd, 1);
       dup2(lfd, 2);
     }
+    /* the program writes into a pipe the keeper copies to the log and
+     * rotates; without one (no fds left) it writes the log itself */
+    int out[2] = {-1, -1}, sfd = -1;
+    sigset_t chld, old;
+    sigemptyset(&chld);
+    sigaddset(&chld, SIGCHLD);
+    sigprocmask(SIG_BLOCK, &chld, &old);
+    if (lfd < 0 || pipe2(out, O_CLOEXEC) != 0) out[0] = out[1] = -1;
+    if (out[0] >= 0 && (sfd = signalfd(-1, &chld, SFD_CLOEXEC)) < 0) {
+      close(out[0]);
+      close(out[1]);
+      out[0] = out[1] = -1;
+    }
     pid_t p = fork();
     if (p == 0) {
+      sigprocmask(SIG_SETMASK, &old, NULL);
+      if (out[1] >= 0) {
+        dup2(out[1], 1);
+        dup2(out[1], 2);
+      }
       setpgid(0, 0);   /* a group of its own: `job stop` signals it and what it started */
       if (gcs[0]) setenv("RAYDIST_ADDRESS", gcs, 1);
       if (ip[0]) setenv("RAYDIST_NODE_IP", ip, 1);
@@ -290,15 +315,19 @@ static int job_submit(const char *dir, const char *name, char **argv, int argc, 
     if (write(ready[1], msg, strlen(msg)) < 0) { /* the submitter reports it */
     }
     close(ready[1]);
+    if (out[1] >= 0) close(out[1]);
     int st = 0;
-    while (p > 0 && waitpid(p, &st, 0) < 0 && errno == EINTR) {
-    }
+    if (p > 0 && out[0] >= 0) st = rd__job_log_pump(&jl, out[0], sfd, p);
+    else
+      while (p > 0 && waitpid(p, &st, 0) < 0 && errno == EINTR) {
+      }
     char text[128];
     if (p < 0) snprintf(text, sizeof(text), "exit=127\nend=%.3f\n", wall_now());
     else if (WIFSIGNALED(st)) snprintf(text, sizeof(text), "signal=%d\nend=%.3f\n", WTERMSIG(st), wall_now());
     else snprintf(text, sizeof(text), "exit=%d\nend=%.3f\n", WEXITSTATUS(st), wall_now());
     snprintf(f, sizeof(f), "%s/status", jd);
     write_file(f, text);
+    if (out[0] >= 0) rd__job_log_rest(&jl, out[0]);   /* what its children still write */
     _exit(0);
   }
   close(ready[1]);
@@ -378,21 +407,25 @@ static int job_get(const char *dir, const char *arg, job *j) {
   return 0;
 }
 
+/* Says on stderr that n bytes of the log went before they were read. */
+static void log_dropped(uint64_t n) {
+  if (n)
+    fprintf(stderr, "raydist job logs: %llu bytes of the log were rotated away before they were read "
+            "(RAYDIST_ROTATION_MAX_BYTES, RAYDIST_ROTATION_BACKUP_COUNT)\n", (unsigned long long)n);
+}
+
 /* The job's log from *off on: written to stdout, *off moved past it. */
-static void log_copy(const char *dir, int id, long long *off) {
-  char f[1200];
-  snprintf(f, sizeof(f), "%s/jobs/%d/log", dir, id);
-  FILE *in = fopen(f, "re");
-  if (!in) return;   /* nothing written yet */
-  if (fseeko(in, (off_t)*off, SEEK_SET) == 0) {
-    char buf[65536];
-    size_t n;
-    while ((n = fread(buf, 1, sizeof(buf), in)) > 0) {
-      fwrite(buf, 1, n, stdout);
-      *off += (long long)n;
-    }
+static void log_copy(const char *dir, int id, uint64_t *off) {
+  char jd[1200], buf[65536];
+  snprintf(jd, sizeof(jd), "%s/jobs/%d", dir, id);
+  size_t n;
+  uint64_t dropped = 0;
+  while ((n = rd__job_log_read(jd, off, buf, sizeof(buf), &dropped)) > 0) {
+    log_dropped(dropped);
+    dropped = 0;
+    fwrite(buf, 1, n, stdout);
   }
-  fclose(in);
+  log_dropped(dropped);
   fflush(stdout);
 }
 
@@ -400,7 +433,7 @@ static void log_copy(const char *dir, int id, long long *off) {
 static int job_logs(const char *dir, const char *arg, int follow) {
   job j;
   if (job_get(dir, arg, &j) != 0) return 1;
-  long long off = 0;
+  uint64_t off = 0;
   log_copy(dir, j.id, &off);
   while (follow && !j.ended) {
     usleep(100000);
@@ -667,6 +700,7 @@ static int remote_logs(remote *rm, int id, int follow) {
   q.id = (uint32_t)id;
   for (;;) {
     if (remote_call(rm, &q, 30000, &rep) != 0) return 1;
+    log_dropped(rep->dropped);
     if (rep->out.len) fwrite(rep->out.data, 1, rep->out.len, stdout);
     fflush(stdout);
     int more = rep->out.len > 0, ended = rep->ended;

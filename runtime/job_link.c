@@ -34,6 +34,7 @@
 
 #include "cli_cluster.h"
 #include "cluster.h"
+#include "job_log.h"
 #include "log.h"
 #include "raydist.h"
 #include "sha256.h"
@@ -346,19 +347,18 @@ static void op_read(node_client *c, const Rd__LinkJob *m) {
   r.ended = ended;
   r.offset = m->offset;
   char *buf = NULL;
-  if (m->op == JL_LOGS) {
-    char f[900];
-    snprintf(f, sizeof(f), "%s/jobs/%u/log", N.opts.session_dir, m->id);
-    FILE *in = fopen(f, "re");
-    if (in && fseeko(in, (off_t)m->offset, SEEK_SET) == 0 && (buf = malloc(JL_LOG_CHUNK))) {
-      size_t n = fread(buf, 1, JL_LOG_CHUNK, in);
-      r.out.data = (uint8_t *)buf;
-      r.out.len = n;
-      r.offset = m->offset + n;
-      /* more to come: not ended for the reader until it has it all */
-      if (n == JL_LOG_CHUNK) r.ended = 0;
-    }
-    if (in) fclose(in);
+  if (m->op == JL_LOGS && (buf = malloc(JL_LOG_CHUNK))) {
+    char jd[900];
+    snprintf(jd, sizeof(jd), "%s/jobs/%u", N.opts.session_dir, m->id);
+    uint64_t off = m->offset, dropped = 0;
+    size_t n = rd__job_log_read(jd, &off, buf, JL_LOG_CHUNK, &dropped);
+    r.out.data = (uint8_t *)buf;
+    r.out.len = n;
+    r.offset = off;
+    r.dropped = dropped;
+    /* more may come (another segment): not ended for the reader until a
+     * read finds nothing */
+    if (n > 0) r.ended = 0;
   }
   reply(c, c->id, &r);
   free(buf);

@@ -64,16 +64,23 @@ static int env_u64(const char *name, uint64_t def, uint64_t max, uint64_t *out) 
   return 0;
 }
 
-int rd__log_rotation_init(const char *path) {
-  uint64_t backups;
-  if (env_u64("RAYDIST_ROTATION_MAX_BYTES", 512ull << 20, UINT64_MAX / 2, &rot_max) != 0 ||
-      env_u64("RAYDIST_ROTATION_BACKUP_COUNT", 5, 1000, &backups) != 0)
+int rd__log_rotation_conf(uint64_t *max_bytes, int *backups) {
+  uint64_t b;
+  if (env_u64("RAYDIST_ROTATION_MAX_BYTES", 512ull << 20, UINT64_MAX / 2, max_bytes) != 0 ||
+      env_u64("RAYDIST_ROTATION_BACKUP_COUNT", 5, 1000, &b) != 0)
     return RD_EINVAL;
+  *backups = (int)b;
+  return 0;
+}
+
+int rd__log_rotation_init(const char *path) {
+  int backups;
+  if (rd__log_rotation_conf(&rot_max, &backups) != 0) return RD_EINVAL;
   if (strlen(path) + 8 > sizeof(rot_path)) {
     fprintf(stderr, "raydist: the log path %s is too long to rotate\n", path);
     return RD_EINVAL;
   }
-  rot_backups = (int)backups;
+  rot_backups = backups;
   snprintf(rot_path, sizeof(rot_path), "%s", path);
   return 0;
 }

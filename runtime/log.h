@@ -26,6 +26,9 @@ void rd__log_(int level, const char *fmt, ...) __attribute__((format(printf, 2, 
  * Rotation settings read from the environment; 0, or RD_EINVAL with the
  * reason on stderr for a malformed value. */
 int rd__log_rotation_init(const char *path);
+/* The two settings alone (for a job's log, which its keeper rotates by its
+ * own scheme: cli_job.c): 0, or RD_EINVAL with the reason on stderr. */
+int rd__log_rotation_conf(uint64_t *max_bytes, int *backups);
 /* Rotates when the file has grown past the limit (at most once a second;
  * now_ns from rd__now_ns).  1 rotated, 0 not, -1 failed (logged). */
 int rd__log_rotate_maybe(uint64_t now_ns);

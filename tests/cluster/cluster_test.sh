@@ -716,6 +716,60 @@ PY
     grep -q "stop it first" "$RAYDIST_TMPDIR/err" || fail "jobs_remote: no reason for refusing the delete"
     echo "ok: remote jobs ok, env, bad on b, followed and stopped; job $LEFT on b (pid $JOB_PID) left for raydist stop"
     ;;
+  job_log_rotation)
+    # a job's log rotated at 20 KB, four older segments kept: --follow from
+    # the start sees every line once and in order across the cuts; `job
+    # logs` afterwards (here and over --address) the kept tail, saying what
+    # went; a line longer than twice the limit is cut
+    job_id() { sed -n 's/^job \([0-9]*\) submitted.*/\1/p'; }
+    export RAYDIST_ROTATION_MAX_BYTES=20000 RAYDIST_ROTATION_BACKUP_COUNT=4
+    # 3000 lines of 71 bytes, 100 every 0.1 s (awk's system() flushes its output first)
+    WRITER='BEGIN { for (i = 1; i <= 3000; i++) { printf "line %06d ..........................................................\n", i; if (i % 100 == 0) system("sleep 0.1") } }'
+    "$R" job submit --name writer --follow -- awk "$WRITER" > "$RAYDIST_TMPDIR/fol" 2> "$RAYDIST_TMPDIR/folerr" ||
+      { cat "$RAYDIST_TMPDIR/folerr"; fail "job_log_rotation: the writer failed"; }
+    J=$(job_id < "$RAYDIST_TMPDIR/fol")
+    [ -n "$J" ] || fail "job_log_rotation: no job id"
+    [ -s "$RAYDIST_TMPDIR/folerr" ] && { cat "$RAYDIST_TMPDIR/folerr"; fail "job_log_rotation: --follow lost lines"; }
+    grep '^line ' "$RAYDIST_TMPDIR/fol" | cut -c6-11 > "$RAYDIST_TMPDIR/seen"
+    seq -f %06g 1 3000 | cmp -s - "$RAYDIST_TMPDIR/seen" || fail "job_log_rotation: --follow did not show lines 1-3000 once, in order"
+    JD="$ROOT/node-127.0.0.1/jobs/$J"
+    ls -l "$JD"
+    [ "$(readlink "$JD/log")" = "log.$(ls "$JD" | sed -n 's/^log\.\([0-9]*\)$/\1/p' | sort -n | tail -1)" ] ||
+      fail "job_log_rotation: log does not point at the newest segment"
+    [ "$(ls "$JD" | grep -c '^log\.[0-9]*$')" = 5 ] || fail "job_log_rotation: not 5 segments kept"
+    [ -e "$JD/log.0" ] && fail "job_log_rotation: the first segment was not removed"
+    # each segment starts where its name says and (but the newest) ends a line past the limit
+    for f in $(ls "$JD" | sed -n 's/^log\.\([0-9]*\)$/\1/p' | sort -n); do
+      SZ=$(stat -c %s "$JD/log.$f")
+      [ $((f % 71)) = 0 ] || fail "job_log_rotation: segment log.$f does not start a line"
+      [ "log.$f" = "$(readlink "$JD/log")" ] && continue
+      [ "$SZ" -ge 20000 ] && [ "$SZ" -lt 20071 ] || fail "job_log_rotation: segment log.$f has $SZ bytes"
+    done
+    # logs: the kept tail, whole lines to the last, and a word on the rest
+    "$R" job logs "$J" > "$RAYDIST_TMPDIR/tail" 2> "$RAYDIST_TMPDIR/tailerr" || fail "job_log_rotation: job logs"
+    grep -q "bytes of the log were rotated away" "$RAYDIST_TMPDIR/tailerr" || fail "job_log_rotation: nothing said of the rotated bytes"
+    FIRST=$(head -1 "$RAYDIST_TMPDIR/tail" | cut -c6-11)
+    seq -f %06g "$FIRST" 3000 | cmp -s - "$(cut -c6-11 "$RAYDIST_TMPDIR/tail" > "$RAYDIST_TMPDIR/tailn"; echo "$RAYDIST_TMPDIR/tailn")" ||
+      fail "job_log_rotation: job logs is not lines $FIRST-3000"
+    [ "$FIRST" -gt 1 ] && [ "$(wc -l < "$RAYDIST_TMPDIR/tail")" -gt 1100 ] || fail "job_log_rotation: $FIRST is the first line kept"
+    # the same over a tool link, in 1 MiB replies from the same offsets
+    TOKEN=$(cat "$ROOT/node-127.0.0.1/token")
+    RAYDIST_TMPDIR="$RAYDIST_TMPDIR/elsewhere" "$R" job logs "$J" --address "$ADDR" --token "$TOKEN" > "$RAYDIST_TMPDIR/rtail" 2> "$RAYDIST_TMPDIR/rerr" ||
+      { cat "$RAYDIST_TMPDIR/rerr"; fail "job_log_rotation: remote logs"; }
+    cmp -s "$RAYDIST_TMPDIR/tail" "$RAYDIST_TMPDIR/rtail" || fail "job_log_rotation: remote logs differ"
+    grep -q "bytes of the log were rotated away" "$RAYDIST_TMPDIR/rerr" || fail "job_log_rotation: nothing said remotely"
+    # a 50 KB line with no end is cut at twice the limit
+    LONGJ=$("$R" job submit -- awk 'BEGIN { for (i = 0; i < 50000; i++) printf "x"; printf "\nend\n" }' | job_id)
+    "$R" job wait "$LONGJ" --timeout 30 || fail "job_log_rotation: the long line's job"
+    LD="$ROOT/node-127.0.0.1/jobs/$LONGJ"
+    ls -l "$LD"
+    [ "$(stat -c %s "$LD/log.0")" -ge 40000 ] && [ "$(stat -c %s "$LD/log.0")" -lt 50000 ] || fail "job_log_rotation: the long line not cut past 40 KB"
+    [ "$("$R" job logs "$LONGJ" | wc -c)" = 50005 ] || fail "job_log_rotation: the long line's log is not whole"
+    # a malformed setting: the submit refused, with the reason, and no job made
+    RAYDIST_ROTATION_MAX_BYTES=lots "$R" job submit -- /bin/true 2> "$RAYDIST_TMPDIR/err" && fail "job_log_rotation: submitted with a bad setting"
+    grep -q "RAYDIST_ROTATION_MAX_BYTES must be a whole number" "$RAYDIST_TMPDIR/err" || fail "job_log_rotation: no reason for a bad setting"
+    [ "$(ls "$ROOT/node-127.0.0.1/jobs" | wc -l)" = 2 ] || fail "job_log_rotation: a refused submit made a job"
+    ;;
   namespaces)
     # named actors per namespace, across drivers (one after another) and nodes
     RAYDIST_NAMESPACE=team_a "$T" ns_make || fail "ns_make"
