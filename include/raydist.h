@@ -718,6 +718,16 @@ typedef struct rd_bundle {
   /* Reserved only on a node whose labels satisfy it (Ray's
    * bundle_label_selector), as rd_task_opts.label_selector; NULL: any. */
   const char *label_selector;
+  /* Ray's placement-group fallback_strategy: this bundle's selectors to
+   * use, in order, when the group cannot be reserved now with its
+   * label_selectors, separated by ';' (at most 7).  The group is reserved
+   * by its first alternative that fits now: every bundle's label_selector,
+   * else every bundle's first fallback (a bundle with fewer fallbacks
+   * keeps its last selector, one with none its label_selector), and so
+   * on; it waits when none fits now and is RD_EINFEASIBLE only when none
+   * ever could.  Needs label_selector; NULL or "": none.
+   * docs/scheduler.md#fallback-selectors. */
+  const char *fallback_label_selectors;
 } rd_bundle;
 
 enum { RD_PG_STATE_PENDING = 1, RD_PG_STATE_CREATED = 2, RD_PG_STATE_RESCHEDULING = 3, RD_PG_STATE_REMOVED = 4 };

@@ -552,7 +552,10 @@ static void reserve(pg_rec *p) {
   uint32_t want[PG_MAX];
   memcpy(want, p->node, sizeof(want));
   char why[300];
-  int rc = rd_pg_place_sel(nodes, nn, p->b, p->sel, p->n, p->strategy, want, why, sizeof(why));
+  int alt = 0;
+  int rc = rd_pg_place_alt(nodes, nn, p->b, p->sel, p->n, p->strategy, want, &alt, why, sizeof(why));
+  if (rc == 0 && alt > 0)
+    rd__log(RD_LOG_INFO, "placement group %016" PRIx64 " reserved by its fallback selectors %d", p->id, alt);
   if (rc != 0) {
     if (strcmp(p->reason, why)) {
       snprintf(p->reason, sizeof(p->reason), "%s", why);
@@ -918,13 +921,7 @@ void rd__pg_on_create(node_client *c, const Rd__PgCreate *m) {
     }
     char swhy[300];
     const char *bs = i < m->n_label_selectors ? m->label_selectors[i] : NULL;
-    int er;
-    if (bs && strchr(bs, ';')) {   /* alternatives are for tasks and actors */
-      er = RD_EINVAL;
-      snprintf(swhy, sizeof(swhy), "a bundle's label selector takes no fallbacks ('%.100s')", bs);
-    } else {
-      er = rd__node_sel(bs, &p->sel[i], swhy, sizeof(swhy));
-    }
+    int er = rd__node_sel(bs, &p->sel[i], swhy, sizeof(swhy));   /* with its fallbacks: "sel;sel;..." */
     if (er != 0) {
       snprintf(why, sizeof(why), "bundle %zu: %s", i, swhy);
       reply(c, m->req_id, er, why, NULL);

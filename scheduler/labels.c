@@ -417,3 +417,19 @@ int rd_labels_match_alt(const char *labels, const char *alts) {
 }
 
 int rd_labels_match(const char *labels, const char *sel) { return rd_labels_match_alt(labels, sel) >= 0; }
+
+int rd_label_alts_count(const char *alts) {
+  int n = 1;
+  for (const char *p = alts; p && (p = strchr(p, ';')); p++) n++;
+  return n;
+}
+
+int rd_labels_match_nth(const char *labels, const char *alts, int k) {
+  if (!alts || !*alts) return 1;
+  if (!strchr(alts, ';')) return match_one(labels, alts);
+  char one[RD_LABEL_SEL_LEN];
+  const char *p = alts;
+  for (int i = 0; alt_next(&p, one) >= 0; i++)
+    if (i == k || !p) return match_one(labels, one);   /* the k-th, or the last when there are fewer */
+  return 0;
+}

@@ -93,4 +93,11 @@ int rd_labels_match(const char *labels, const char *sel);
  * NULL or ""), or -1 when none does. */
 int rd_labels_match_alt(const char *labels, const char *alts);
 
+/* How many alternatives alts has (1 for NULL, "" or a single selector). */
+int rd_label_alts_count(const char *alts);
+
+/* 1 when labels satisfy alternative k of alts (counted from 0), or its
+ * last one when it has k or fewer (NULL or "" matches). */
+int rd_labels_match_nth(const char *labels, const char *alts, int k);
+
 #endif /* RD_SCHEDULER_LABELS_H */

@@ -12,7 +12,8 @@
 typedef struct place_ctx {
   const rd_pg_node *nodes;
   size_t nn;
-  const char *const *sels;   /* per bundle, or NULL */
+  const char *const *sels;   /* per bundle, or NULL; each may hold alternatives */
+  int alt;                   /* the alternative of each tried (its last when it has fewer); -1: any */
   rd_resources room[RD_PG_PLACE_MAX_BUNDLES * 4];   /* per node, only nn used */
   int count[RD_PG_PLACE_MAX_BUNDLES * 4];           /* the group's bundles per node */
 } place_ctx;
@@ -25,7 +26,9 @@ static int node_slot(const place_ctx *x, uint32_t index) {
 
 /* May bundle i go to node slot s (its label selector)? */
 static int allowed(const place_ctx *x, size_t s, size_t i) {
-  return !x->sels || rd_labels_match(x->nodes[s].labels, x->sels[i]);
+  if (!x->sels) return 1;
+  return x->alt < 0 ? rd_labels_match(x->nodes[s].labels, x->sels[i])
+                    : rd_labels_match_nth(x->nodes[s].labels, x->sels[i], x->alt);
 }
 
 /* One attempt against rooms (totals or avail).  0 or -1. */
@@ -87,6 +90,34 @@ static int try_place(place_ctx *x, const rd_resources *b, size_t nb, int strateg
   return 0;
 }
 
+/* try_place with the group's alternatives in order, against node totals
+ * (avail 0) or what is free: the first that places, or -1. */
+static int try_alts(place_ctx *x, const rd_pg_node *nodes, size_t nn, const rd_resources *b, size_t nb,
+                    const char *const *sels, int strategy, int avail, uint32_t *out, const uint32_t *assign) {
+  int nalts = 1;
+  for (size_t i = 0; sels && i < nb; i++) {
+    int k = rd_label_alts_count(sels[i]);
+    if (k > nalts) nalts = k;
+  }
+  for (int alt = 0; alt < nalts; alt++) {
+    memset(x, 0, sizeof(*x));
+    x->nodes = nodes;
+    x->nn = nn;
+    x->sels = sels;
+    x->alt = alt;
+    for (size_t s = 0; s < nn; s++) x->room[s] = avail ? nodes[s].avail : nodes[s].total;
+    if (!avail)   /* never: against empty nodes (bundles already placed keep their share) */
+      for (size_t i = 0; i < nb; i++) {
+        int s = assign[i] ? node_slot(x, assign[i]) : -1;
+        if (s >= 0) rd_res_take(&x->room[s], &b[i]);
+      }
+    memcpy(out, assign, nb * sizeof(*out));
+    if (try_place(x, b, nb, strategy, out) == 0) return alt;
+  }
+  x->alt = -1;   /* for the reasons: whether any alternative matches */
+  return -1;
+}
+
 int rd_pg_place(const rd_pg_node *nodes, size_t nn, const rd_resources *b, size_t nb, int strategy,
                 uint32_t *assign, char *why, size_t whylen) {
   return rd_pg_place_sel(nodes, nn, b, NULL, nb, strategy, assign, why, whylen);
@@ -94,6 +125,11 @@ int rd_pg_place(const rd_pg_node *nodes, size_t nn, const rd_resources *b, size_
 
 int rd_pg_place_sel(const rd_pg_node *nodes, size_t nn, const rd_resources *b, const char *const *sels, size_t nb,
                     int strategy, uint32_t *assign, char *why, size_t whylen) {
+  return rd_pg_place_alt(nodes, nn, b, sels, nb, strategy, assign, NULL, why, whylen);
+}
+
+int rd_pg_place_alt(const rd_pg_node *nodes, size_t nn, const rd_resources *b, const char *const *sels, size_t nb,
+                    int strategy, uint32_t *assign, int *alt, char *why, size_t whylen) {
   if (why && whylen) why[0] = '\0';
   if (!nodes || !b || !assign || nb == 0 || nb > RD_PG_PLACE_MAX_BUNDLES || nn > RD_PG_PLACE_MAX_BUNDLES * 4 ||
       strategy < RD_PG_PLACE_PACK || strategy > RD_PG_PLACE_STRICT_SPREAD)
@@ -101,18 +137,8 @@ int rd_pg_place_sel(const rd_pg_node *nodes, size_t nn, const rd_resources *b, c
   static __thread place_ctx x;   /* large; the node daemon is single-threaded anyway */
   uint32_t out[RD_PG_PLACE_MAX_BUNDLES];
 
-  /* never: against empty nodes (bundles already placed keep their share) */
-  memset(&x, 0, sizeof(x));
-  x.nodes = nodes;
-  x.nn = nn;
-  x.sels = sels;
-  for (size_t s = 0; s < nn; s++) x.room[s] = nodes[s].total;
-  for (size_t i = 0; i < nb; i++) {
-    int s = assign[i] ? node_slot(&x, assign[i]) : -1;
-    if (s >= 0) rd_res_take(&x.room[s], &b[i]);
-  }
-  memcpy(out, assign, nb * sizeof(*out));
-  if (try_place(&x, b, nb, strategy, out) != 0) {
+  /* never: no alternative places the group on these nodes empty */
+  if (try_alts(&x, nodes, nn, b, nb, sels, strategy, 0, out, assign) < 0) {
     if (why && whylen) {
       size_t one = nb, unlabelled = nb;   /* a bundle no node can hold at all? */
       for (size_t i = 0; i < nb && one == nb && unlabelled == nb; i++) {
@@ -144,17 +170,13 @@ int rd_pg_place_sel(const rd_pg_node *nodes, size_t nn, const rd_resources *b, c
     return RD_EINFEASIBLE;
   }
 
-  /* now: against what is free */
-  memset(&x, 0, sizeof(x));
-  x.nodes = nodes;
-  x.nn = nn;
-  x.sels = sels;
-  for (size_t s = 0; s < nn; s++) x.room[s] = nodes[s].avail;
-  memcpy(out, assign, nb * sizeof(*out));
-  if (try_place(&x, b, nb, strategy, out) != 0) {
+  /* now: the first alternative that places it on what is free */
+  int k = try_alts(&x, nodes, nn, b, nb, sels, strategy, 1, out, assign);
+  if (k < 0) {
     if (why && whylen) snprintf(why, whylen, "waiting for resources: the bundles fit the cluster but not its free resources now");
     return RD_EAGAIN;
   }
   memcpy(assign, out, nb * sizeof(*out));
+  if (alt) *alt = k;
   return 0;
 }

@@ -38,8 +38,18 @@ typedef struct rd_pg_node {
 int rd_pg_place(const rd_pg_node *nodes, size_t nn, const rd_resources *b, size_t nb, int strategy,
                 uint32_t *assign, char *why, size_t whylen);
 /* The same, bundle i going only to a node whose labels match sels[i]
- * (labels.h; checked; NULL or "": any node).  sels NULL: no selectors. */
+ * (labels.h; checked; NULL or "": any node).  sels NULL: no selectors.
+ * A selector may hold alternatives, "primary;fallback;..." (Ray's
+ * placement-group fallback_strategy): the group is placed by its first
+ * alternative, each bundle's first selector; failing that by its second,
+ * each bundle's second (or its last, for a bundle with fewer), and so on.
+ * RD_EINFEASIBLE only when no alternative could ever place it; RD_EAGAIN
+ * when none places it now. */
 int rd_pg_place_sel(const rd_pg_node *nodes, size_t nn, const rd_resources *b, const char *const *sels, size_t nb,
                     int strategy, uint32_t *assign, char *why, size_t whylen);
+/* rd_pg_place_sel, and on success the alternative that placed the group
+ * in *alt (alt may be NULL). */
+int rd_pg_place_alt(const rd_pg_node *nodes, size_t nn, const rd_resources *b, const char *const *sels, size_t nb,
+                    int strategy, uint32_t *assign, int *alt, char *why, size_t whylen);
 
 #endif

@@ -5647,6 +5647,10 @@ int rd_pg_create(const rd_bundle *bundles, size_t n, int strategy, const char *n
   return rd_pg_create_with(bundles, n, &o, out);
 }
 
+static void pg_sels_free(char **sels, size_t n) {
+  for (size_t i = 0; i < n; i++) free(sels[i]);
+}
+
 int rd_pg_create_with(const rd_bundle *bundles, size_t n, const rd_pg_opts *o, rd_pg *out) {
   char qname[128] = "";   /* "ns:name" in a namespace */
   if (!o || (o->detached != 0 && o->detached != 1)) {
@@ -5669,20 +5673,35 @@ int rd_pg_create_with(const rd_bundle *bundles, size_t n, const rd_pg_opts *o, r
   size_t nsel = 0;   /* up to the last bundle with a selector */
   for (size_t i = 0; i < n; i++) {
     char err[256], why[200];
+    sels[i] = NULL;
     if (bundle_resources(&bundles[i], &res[i], err, sizeof(err)) != 0) {
       rd__log(RD_LOG_WARN, "rd_pg_create: bundle %zu: %s", i, err);
+      pg_sels_free(sels, i);
       return RD_EINVAL;
     }
-    if (rd_label_sel_check(bundles[i].label_selector, why, sizeof(why)) != 0) {
+    /* the selector and its fallbacks as alternatives, "sel;fallback;..." */
+    char alts[RD_LABEL_ALTS_LEN];
+    if (rd_label_alts_join(bundles[i].label_selector, bundles[i].fallback_label_selectors, alts, sizeof(alts), why,
+                           sizeof(why)) != 0) {
       rd__log(RD_LOG_WARN, "rd_pg_create: bundle %zu: label_selector: %s", i, why);
+      pg_sels_free(sels, i);
       return RD_EINVAL;
     }
-    sels[i] = (char *)(bundles[i].label_selector ? bundles[i].label_selector : "");
+    if (!(sels[i] = strdup(alts))) {
+      pg_sels_free(sels, i);
+      return RD_ENOMEM;
+    }
     if (sels[i][0]) nsel = i + 1;
     rd__res_to_msg(&res[i], &rm[i]);
     rp[i] = &rm[i].msg;
   }
-  LOCKED_OR(RD_ESTATE);
+  pthread_mutex_lock(&G.mu);
+  if (!G.inited) {
+    pthread_mutex_unlock(&G.mu);
+    pg_sels_free(sels, n);
+    return RD_ESTATE;
+  }
+  G.user_calls++;
   Rd__PgCreate m = RD__PG_CREATE__INIT;
   m.req_id = ++G.next_req;
   m.name = (char *)(name ? name : "");
@@ -5699,6 +5718,7 @@ int rd_pg_create_with(const rd_bundle *bundles, size_t n, const rd_pg_opts *o, r
     protobuf_c_message_free_unpacked(&rep->base, NULL);
   }
   pthread_mutex_unlock(&G.mu);
+  pg_sels_free(sels, n);
   return r;
 }
 

@@ -4380,6 +4380,29 @@ static int t_labels(void) {
   CHECK_EQ(rd_pg_create(bu, 2, RD_PG_STRICT_PACK, NULL, &pg), RD_EINFEASIBLE);
   bu[1].label_selector = "zone=north";
   CHECK_EQ(rd_pg_create(bu, 2, RD_PG_SPREAD, NULL, &pg), RD_EINFEASIBLE);
+  /* a group's fallbacks: the whole group takes its first alternative that
+   * fits, a bundle without fallbacks keeping its selector */
+  rd_bundle fbg[2] = {{.num_cpus = 1, .label_selector = "zone=north", .fallback_label_selectors = "zone=east"},
+                      {.num_cpus = 1, .label_selector = "gpu=A100"}};
+  CHECK_EQ(rd_pg_create(fbg, 2, RD_PG_PACK, NULL, &pg), 0);
+  CHECK_EQ(rd_pg_wait(pg, 30000), 0);
+  CHECK_EQ(rd_pg_info_get(pg, &info), 0);
+  printf("zone=north falling back to zone=east, with gpu=A100: bundles on %u and %u\n", info.bundle_nodes[0],
+         info.bundle_nodes[1]);
+  CHECK(info.bundle_nodes[0] == c && info.bundle_nodes[1] == b);
+  CHECK_EQ(rd_pg_remove(pg), 0);
+  /* STRICT_SPREAD of two on zone=west has one node; the fallback has two */
+  rd_bundle fbs[2] = {{.num_cpus = 1, .label_selector = "zone=west", .fallback_label_selectors = "zone=in(west,east)"},
+                      {.num_cpus = 1, .label_selector = "zone=west", .fallback_label_selectors = "zone=in(west,east)"}};
+  CHECK_EQ(rd_pg_create(fbs, 2, RD_PG_STRICT_SPREAD, NULL, &pg), 0);
+  CHECK_EQ(rd_pg_wait(pg, 30000), 0);
+  CHECK_EQ(rd_pg_info_get(pg, &info), 0);
+  CHECK((info.bundle_nodes[0] == b && info.bundle_nodes[1] == c) || (info.bundle_nodes[0] == c && info.bundle_nodes[1] == b));
+  CHECK_EQ(rd_pg_remove(pg), 0);
+  fbg[0].fallback_label_selectors = "zone=south;gpu=H100";   /* none ever fits */
+  CHECK_EQ(rd_pg_create(fbg, 2, RD_PG_PACK, NULL, &pg), RD_EINFEASIBLE);
+  fbg[0].label_selector = NULL;   /* fallbacks without a selector */
+  CHECK_EQ(rd_pg_create(fbg, 2, RD_PG_PACK, NULL, &pg), RD_EINVAL);
 
   /* fallbacks (Ray's fallback_strategy): a selector no node matches gives
    * way to the first fallback one does, with either strategy */
@@ -4408,6 +4431,15 @@ static int t_labels(void) {
   run_fallback("zone=west", "zone=east", 0, 2, 50, count);
   printf("zone=west busy, falling back to zone=east: b %d, c %d in %.2f s\n", count[b], count[c], now_s() - t0);
   CHECK_EQ(count[c], 2);
+  /* a group falls back the same way while b's CPUs are taken */
+  rd_bundle fb1[1] = {{.num_cpus = 1, .label_selector = "zone=west", .fallback_label_selectors = "zone=east"}};
+  t0 = now_s();
+  CHECK_EQ(rd_pg_create(fb1, 1, RD_PG_PACK, NULL, &pg), 0);
+  CHECK_EQ(rd_pg_wait(pg, 30000), 0);
+  CHECK_EQ(rd_pg_info_get(pg, &info), 0);
+  printf("zone=west busy: the group's bundle on %u (c %u) in %.2f s\n", info.bundle_nodes[0], c, now_s() - t0);
+  CHECK_EQ(info.bundle_nodes[0], c);
+  CHECK_EQ(rd_pg_remove(pg), 0);
   for (int i = 0; i < 2; i++) {   /* slow_where gives its node and its index */
     rd_buf bb;
     CHECK_EQ(rd_get(&busy[i], 1, &bb, 60000), 0);

@@ -2614,7 +2614,20 @@ static int t_labels(void) {
   CHECK_EQ(rd_pg_create(b, 2, RD_PG_PACK, NULL, &pg), RD_EINFEASIBLE);
   b[1].label_selector = "zone=!";
   CHECK_EQ(rd_pg_create(b, 2, RD_PG_PACK, NULL, &pg), RD_EINVAL);
-  b[1].label_selector = "zone=b;zone=a";   /* a bundle has no fallbacks */
+  b[1].label_selector = "zone=b;zone=a";   /* fallbacks go in fallback_label_selectors */
+  CHECK_EQ(rd_pg_create(b, 2, RD_PG_PACK, NULL, &pg), RD_EINVAL);
+  /* a bundle's fallbacks: the group is reserved by the first that matches */
+  b[1].label_selector = "zone=b";
+  b[1].fallback_label_selectors = "tier=bronze; zone=a";
+  CHECK_EQ(rd_pg_create(b, 2, RD_PG_STRICT_PACK, NULL, &pg), 0);
+  CHECK_EQ(rd_pg_wait(pg, 10000), 0);
+  CHECK_EQ(rd_pg_remove(pg), 0);
+  b[1].fallback_label_selectors = "zone=c;tier=bronze";   /* none ever matches */
+  CHECK_EQ(rd_pg_create(b, 2, RD_PG_PACK, NULL, &pg), RD_EINFEASIBLE);
+  b[1].fallback_label_selectors = "zone=";
+  CHECK_EQ(rd_pg_create(b, 2, RD_PG_PACK, NULL, &pg), RD_EINVAL);
+  b[1].label_selector = NULL;   /* fallbacks need a selector */
+  b[1].fallback_label_selectors = "zone=a";
   CHECK_EQ(rd_pg_create(b, 2, RD_PG_PACK, NULL, &pg), RD_EINVAL);
   rd_shutdown();
   return 0;

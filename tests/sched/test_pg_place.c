@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "check.h"
+#include "labels.h"
 #include "pg_place.h"
 #include "raydist/error.h"
 
@@ -124,6 +125,35 @@ int main(void) {
   busy2[1].labels = "zone=a";
   memset(a, 0, sizeof a);   /* the matching node is full: wait, do not go elsewhere */
   CHECK(rd_pg_place_sel(busy2, 3, b, s2, 1, RD_PG_PLACE_PACK, a, why, sizeof why) == RD_EAGAIN);
+
+  /* fallbacks (Ray's fallback_strategy): the group is placed by the first
+   * alternative that fits now, each bundle its k-th selector or its last */
+  int alt = -1;
+  const char *fb[2] = {"zone=a;zone=b", NULL};
+  busy2[2].labels = "tier=gold,zone=b";
+  memset(a, 0, sizeof a);   /* zone=a is full now: zone=b, alternative 1 */
+  CHECK(rd_pg_place_alt(busy2, 3, b, fb, 1, RD_PG_PLACE_PACK, a, &alt, why, sizeof why) == 0 && a[0] == 3 && alt == 1);
+  memset(a, 0, sizeof a);   /* the primary while it has room */
+  CHECK(rd_pg_place_alt(ln, 3, b, fb, 1, RD_PG_PLACE_PACK, a, &alt, why, sizeof why) == 0 && a[0] == 2 && alt == 0);
+  memset(a, 0, sizeof a);   /* the whole group moves: the free bundle follows to zone=b */
+  CHECK(rd_pg_place_alt(busy2, 3, b, fb, 2, RD_PG_PLACE_STRICT_PACK, a, &alt, why, sizeof why) == 0);
+  CHECK(a[0] == 3 && a[1] == 3 && alt == 1);
+  const char *fb_last[2] = {"zone=a;zone=b", "zone=a"};
+  memset(a, 0, sizeof a);   /* bundle 1 keeps its only selector in alternative 1: zone=a is full, so wait */
+  CHECK(rd_pg_place_sel(busy2, 3, b, fb_last, 2, RD_PG_PLACE_STRICT_SPREAD, a, why, sizeof why) == RD_EAGAIN);
+  CHECK(a[0] == 0 && a[1] == 0);
+  const char *fb_never[1] = {"zone=c;zone=d"};
+  memset(a, 0, sizeof a);   /* infeasible only when no alternative ever fits */
+  CHECK(rd_pg_place_sel(ln, 3, b, fb_never, 1, RD_PG_PLACE_PACK, a, why, sizeof why) == RD_EINFEASIBLE);
+  CHECK(strstr(why, "'zone=c;zone=d' matches no live node") != NULL);
+  const char *fb_later[1] = {"zone=c;zone=a"};
+  memset(a, 0, sizeof a);   /* only the fallback could ever fit, and it is full: wait */
+  CHECK(rd_pg_place_sel(busy2, 3, b, fb_later, 1, RD_PG_PLACE_PACK, a, why, sizeof why) == RD_EAGAIN);
+  uint32_t kept[2] = {2, 0};   /* a bundle already reserved keeps its node; the other uses what fits now */
+  CHECK(rd_pg_place_sel(ln, 3, b, fb, 2, RD_PG_PLACE_SPREAD, kept, why, sizeof why) == 0 && kept[0] == 2 && kept[1] != 0);
+  CHECK(rd_label_alts_count(NULL) == 1 && rd_label_alts_count("a=1") == 1 && rd_label_alts_count("a=1;b=2;c=3") == 3);
+  CHECK(rd_labels_match_nth("zone=b", "zone=a;zone=b", 1) && !rd_labels_match_nth("zone=b", "zone=a;zone=b", 0));
+  CHECK(rd_labels_match_nth("zone=b", "zone=a;zone=b", 5) && rd_labels_match_nth("zone=b", NULL, 3));
 
   /* bad arguments */
   CHECK(rd_pg_place(nodes, 3, b, 0, RD_PG_PLACE_PACK, a, why, sizeof why) == RD_EINVAL);
