@@ -17,6 +17,21 @@ int rd__cli_jobs_stop(const char *session_dir);
 /* Job id of the node session session_dir: its state as `job list` shows it
  * ("RUNNING", "FAILED (exit 3)", ...) into state, *ended; -1: no such job. */
 int rd__cli_job_state(const char *session_dir, int id, char *state, size_t len, int *ended);
+/* A job's record as `job list` reads it. */
+typedef struct rd_cli_job {
+  int id;
+  char name[128];
+  char cmd[1024];
+  int pid;
+  double start, end;          /* wall-clock seconds; end 0 while it runs */
+  int ended, status, sig;     /* exit status, or the signal; sig -1: ended, how unknown */
+  int stopped;                /* `job stop` ended it */
+  char state[64];             /* "RUNNING", "SUCCEEDED", "FAILED (exit 3)", "STOPPED", ... */
+} rd_cli_job;
+/* Job id of the node session session_dir into *out: 0, or -1 when there is none. */
+int rd__cli_job_get(const char *session_dir, int id, rd_cli_job *out);
+/* The session's job ids, ascending: how many (at most max). */
+int rd__cli_job_ids(const char *session_dir, int *ids, int max);
 /* The token of the cluster whose GCS is at address when it runs on this
  * machine: 0, or -1. */
 int rd__cli_local_token(const char *address, char *out, size_t len);

@@ -465,6 +465,27 @@ static int job_delete(const char *dir, job *j) {
   return 0;
 }
 
+int rd__cli_job_get(const char *session_dir, int id, rd_cli_job *out) {
+  job j;
+  if (id <= 0 || job_read(session_dir, id, &j) != 0) return -1;
+  memset(out, 0, sizeof(*out));
+  out->id = j.id;
+  snprintf(out->name, sizeof(out->name), "%s", j.name);
+  snprintf(out->cmd, sizeof(out->cmd), "%s", j.cmd);
+  out->pid = j.pid;
+  out->start = j.start;
+  out->end = j.ended ? j.end : 0;
+  out->ended = j.ended;
+  out->status = j.status;
+  out->sig = j.sig;
+  out->stopped = j.stopped;
+  char sb[64];
+  snprintf(out->state, sizeof(out->state), "%s", job_state(&j, sb, sizeof(sb)));
+  return 0;
+}
+
+int rd__cli_job_ids(const char *session_dir, int *ids, int max) { return job_ids(session_dir, ids, max); }
+
 int rd__cli_job_state(const char *session_dir, int id, char *state, size_t len, int *ended) {
   job j;
   if (id <= 0 || job_read(session_dir, id, &j) != 0) return -1;

@@ -76,6 +76,17 @@ void rd__cluster_client_dropped(node_client *c);
  * answered LINK_JOB_REPLY; stop: the commands it runs are killed. */
 void rd__job_link(node_client *c, const Rd__LinkJob *m);
 void rd__job_link_stop(void);
+/* Runs the node's own `raydist` with argv (argv[0] only shown), its stdout
+ * and stderr kept (1 MiB each), killed after limit_ms; done gets status 0
+ * and the command's exit status and output, or a status saying why it did
+ * not run (why; exit_code -1).  done is called exactly once, on the loop,
+ * maybe before this returns; not at all when this fails: RD_EAGAIN (16
+ * commands run already), RD_ECANCELED (the node stops), RD_ENOMEM, with
+ * why.  For the jobs HTTP API (job_http.c); link requests share the 16. */
+typedef void (*rd__job_cmd_done)(void *arg, int status, const char *why, int exit_code, const char *out,
+                                 const char *err);
+int rd__job_cmd(const char *const *argv, uint64_t limit_ms, rd__job_cmd_done done, void *arg, char *why,
+                size_t whylen);
 /* On a thread-pool thread: the code `hash` at path, fetched from the GCS
  * code table unless it is there already: 0 or its error (err says it). */
 int rd__cluster_code_ensure(const char *hash, const char *path, char *err, size_t errlen);

@@ -75,6 +75,8 @@ typedef struct jl_op {
   int status;
   char err[256];
   uint64_t retry_since;
+  rd__job_cmd_done done;    /* rd__job_cmd: called instead of a reply on a link */
+  void *done_arg;
   struct jl_op *next;
 } jl_op;
 
@@ -105,6 +107,23 @@ static void reply_error(node_client *link, uint32_t link_id, uint64_t req_id, in
   r.status = status;
   r.error = msg;
   reply(link, link_id, &r);
+}
+
+/* o cannot run: its link is told, or its caller (rd__job_cmd). */
+static void op_error(jl_op *o, int status, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static void op_error(jl_op *o, int status, const char *fmt, ...) {
+  char msg[512];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(msg, sizeof(msg), fmt, ap);
+  va_end(ap);
+  if (o->done) {
+    rd__job_cmd_done done = o->done;
+    o->done = NULL;   /* once */
+    done(o->done_arg, status, msg, -1, "", "");
+  } else {
+    reply_error(o->link, o->link_id, o->req_id, status, "%s", msg);
+  }
 }
 
 static void op_free(jl_op *o) {
@@ -142,9 +161,21 @@ static void close_all(jl_op *o) {
 /* The command ended and both of its outputs are read: answer. */
 static void maybe_done(jl_op *o) {
   if (!o->exited || o->reading) return;
+  int code = o->term_signal ? 128 + o->term_signal : (int)o->exit_status;
+  if (o->done) {
+    rd__job_cmd_done done = o->done;
+    o->done = NULL;
+    done(o->done_arg, 0, NULL, code, o->out[0].buf ? o->out[0].buf : "", o->out[1].buf ? o->out[1].buf : "");
+    close_all(o);
+    return;
+  }
+  if (!o->link) {   /* an rd__job_cmd already answered (the node stops) */
+    close_all(o);
+    return;
+  }
   Rd__LinkJobReply r = RD__LINK_JOB_REPLY__INIT;
   r.req_id = o->req_id;
-  r.exit_code = o->term_signal ? 128 + o->term_signal : (int32_t)o->exit_status;
+  r.exit_code = code;
   r.out.data = (uint8_t *)o->out[0].buf;
   r.out.len = o->out[0].len;
   r.err.data = (uint8_t *)o->out[1].buf;
@@ -205,7 +236,7 @@ static void spawn(jl_op *o, uint64_t limit_ms) {
   char exe[4096];
   ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
   if (n <= 0) {
-    reply_error(o->link, o->link_id, o->req_id, RD_ESYS, "the node cannot find its own executable: %s", strerror(errno));
+    op_error(o, RD_ESYS, "the node cannot find its own executable: %s", strerror(errno));
     op_free(o);
     return;
   }
@@ -234,7 +265,7 @@ static void spawn(jl_op *o, uint64_t limit_ms) {
   o->handles++;   /* a failed spawn's handle is closed too */
   if (r != 0) {
     rd__log(RD_LOG_ERROR, "job tool: cannot run %s: %s", exe, uv_strerror(r));
-    reply_error(o->link, o->link_id, o->req_id, RD_ESYS, "the node cannot run %s: %s", exe, uv_strerror(r));
+    op_error(o, RD_ESYS, "the node cannot run %s: %s", exe, uv_strerror(r));
     close_all(o);
     return;
   }
@@ -425,9 +456,42 @@ void rd__job_link(node_client *c, const Rd__LinkJob *m) {
   spawn(o, m->op == JL_STOP ? (uint64_t)(m->timeout * 1000) + JL_STOP_SLACK_MS : 60000);
 }
 
+int rd__job_cmd(const char *const *argv, uint64_t limit_ms, rd__job_cmd_done done, void *arg, char *why,
+                size_t whylen) {
+  if (J.stopping) {
+    snprintf(why, whylen, "the node is stopping");
+    return RD_ECANCELED;
+  }
+  if (J.running >= JL_MAX_RUNNING) {
+    snprintf(why, whylen, "the node runs %d job commands already; retry later", J.running);
+    return RD_EAGAIN;
+  }
+  jl_op *o = calloc(1, sizeof(*o));
+  size_t n = 0, k = 0;
+  while (argv[n]) n++;
+  int fail = !o || !(o->args = args_new(n));
+  for (size_t i = 0; !fail && i < n; i++) fail = args_put(o->args, &k, argv[i]);
+  if (fail) {
+    if (o && o->args)
+      for (char **a = o->args; *a; a++) free(*a);
+    if (o) free(o->args);
+    free(o);
+    snprintf(why, whylen, "node out of memory");
+    return RD_ENOMEM;
+  }
+  o->done = done;
+  o->done_arg = arg;
+  o->next = J.ops;
+  J.ops = o;
+  J.running++;
+  spawn(o, limit_ms);
+  return 0;
+}
+
 void rd__job_link_stop(void) {
   J.stopping = 1;
   for (jl_op *o = J.ops; o; o = o->next) {
+    if (o->done) op_error(o, RD_ECANCELED, "the node is stopping");
     if (!o->spawned && o->handles == 0) continue;   /* a fetch: its continuation frees it */
     if (o->spawned && !o->exited) uv_process_kill(&o->proc, SIGKILL);
     close_all(o);

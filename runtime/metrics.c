@@ -3,25 +3,32 @@
  * A small HTTP/1.0 server on the node daemon's libuv loop: one request per
  * connection, `GET /metrics` (or HEAD) answered with the text format 0.0.4
  * that rd__node_metrics writes from the node's state at that moment, then the
- * connection is closed.  It reads nothing but the request head (4 KiB at
- * most), answers anything else with 400, 404, 405 or 431, holds at most
- * MAX_CONNS connections and drops one that has not sent its request within
- * 5 s, so a slow or hostile client costs the node nothing lasting. */
+ * connection is closed; the dashboard's pages (dashboard.c) and the jobs
+ * API (/api/jobs, job_http.c: GET, POST and DELETE, the only requests with
+ * a body, Content-Length at most 64 KiB) on the same port.  The request
+ * head is 4 KiB at most; anything else is answered with 400, 404, 405, 413
+ * or 431.  It holds at most MAX_CONNS connections and drops one that has
+ * not sent its whole request within 5 s, so a slow or hostile client costs
+ * the node nothing lasting. */
 #include "metrics.h"
 
+#include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include "common.h"
 #include "dashboard.h"
+#include "job_http.h"
 #include "log.h"
 #include "raydist/error.h"
 
 #define MAX_CONNS 16
 #define REQ_MAX 4096
 #define REQ_TIMEOUT_MS 5000
+#define BODY_MAX (64u << 10)   /* a request body (jobs API submit) */
 
 typedef struct mconn {
   uv_tcp_t tcp;
@@ -33,6 +40,8 @@ typedef struct mconn {
   int answered;
   int head_only;      /* a HEAD request waiting for the dashboard */
   char *resp;
+  char *body;         /* a request's body (Content-Length bytes: the jobs API's POST) */
+  size_t blen, bgot;
   struct mconn *next;
 } mconn;
 
@@ -123,11 +132,16 @@ void rd__mbuf_histogram(rd__mbuf *b, const char *name, const char *help, const u
 
 /* ----------------------------------------------------------- the server */
 
+static void conn_free(mconn *c) {
+  free(c->resp);
+  free(c->body);
+  free(c);
+}
+
 static void conn_free_cb(uv_handle_t *h) {
   mconn *c = h->data;
   if (--c->open_handles > 0) return;
-  free(c->resp);
-  free(c);
+  conn_free(c);
 }
 
 static void conn_close(mconn *c) {
@@ -181,10 +195,46 @@ static void on_dashboard(void *arg, rd__mbuf *b, const char *ctype) {
     if (b->oom) respond_text(c, 500, "Internal Server Error", "out of memory\n");
     else respond(c, 200, "OK", ctype, b->p ? b->p : "", b->len, c->head_only, "Cache-Control: no-store\r\n");
   }
-  if (--c->open_handles == 0) {
-    free(c->resp);
-    free(c);
+  if (--c->open_handles == 0) conn_free(c);
+}
+
+static const char *reason_of(int code) {
+  switch (code) {
+    case 200: return "OK";
+    case 400: return "Bad Request";
+    case 401: return "Unauthorized";
+    case 403: return "Forbidden";
+    case 404: return "Not Found";
+    case 405: return "Method Not Allowed";
+    case 503: return "Service Unavailable";
+    default: return "Internal Server Error";
   }
+}
+
+/* The jobs API's answer (job_http.c); the connection was held as for the dashboard. */
+static void on_job_http(void *arg, int code, const char *body, size_t len) {
+  mconn *c = arg;
+  if (!uv_is_closing((uv_handle_t *)&c->tcp))
+    respond(c, code, reason_of(code), "application/json", body, len, 0,
+            code == 401 ? "WWW-Authenticate: Bearer\r\nCache-Control: no-store\r\n" : "Cache-Control: no-store\r\n");
+  if (--c->open_handles == 0) conn_free(c);
+}
+
+/* Header name's value in the request head (case-insensitive name, spaces
+ * around the value dropped) into out: 1, or 0 when it is not there. */
+static int header(const char *head, const char *name, char *out, size_t len) {
+  size_t n = strlen(name);
+  for (const char *l = strchr(head, '\n'); l; l = strchr(l, '\n')) {
+    l++;
+    if (strncasecmp(l, name, n) != 0 || l[n] != ':') continue;
+    const char *v = l + n + 1;
+    while (*v == ' ' || *v == '\t') v++;
+    size_t k = strcspn(v, "\r\n");
+    while (k > 0 && (v[k - 1] == ' ' || v[k - 1] == '\t')) k--;
+    snprintf(out, len, "%.*s", (int)k, v);
+    return 1;
+  }
+  return 0;
 }
 
 /* ?name=N in the query q (NULL: none): def when absent, else cut to 0..max. */
@@ -220,6 +270,9 @@ static void respond_built(mconn *c, rd__mbuf *b, int json, int head) {
  * dashboard_not_taken when the request could not be started. */
 static void hold_for_dashboard(mconn *c, int head) {
   c->answered = 1;
+  /* the request is whole: nothing more is read (a read would be given no
+   * room once a body has filled its buffer: UV_ENOBUFS, and the close) */
+  uv_read_stop((uv_stream_t *)&c->tcp);
   c->head_only = head;
   c->open_handles++;   /* held until on_dashboard */
   uv_timer_stop(&c->timer);   /* the answer has deadlines of its own */
@@ -238,12 +291,20 @@ static void handle_request(mconn *c) {
     return;
   }
   int head = strcmp(method, "HEAD") == 0;
+  char *q = strchr(path, '?');
+  if (q) *q = 0;
+  if (rd__job_http_path(path)) {   /* the jobs API: GET, POST and DELETE, answered later */
+    char auth[512];
+    int has_auth = header(c->req, "Authorization", auth, sizeof(auth));
+    hold_for_dashboard(c, 0);
+    rd__job_http(method, path, q ? q + 1 : NULL, has_auth ? auth : NULL, c->body ? c->body : "", c->blen, on_job_http,
+                 c);
+    return;
+  }
   if (!head && strcmp(method, "GET") != 0) {
     respond_text(c, 405, "Method Not Allowed", "only GET and HEAD\n");
     return;
   }
-  char *q = strchr(path, '?');
-  if (q) *q = 0;
   int objects = strcmp(path, "/objects") == 0, objects_api = strcmp(path, "/api/objects") == 0;
   if (objects || objects_api) {
     long top = query_long(q ? q + 1 : NULL, "top=", 20, 10000);   /* that many largest objects */
@@ -290,7 +351,7 @@ static void handle_request(mconn *c) {
     respond_text(c, 404, "Not Found", "not found: the dashboard is at /, its JSON at /api/cluster, the metrics at "
                                       "/metrics, the task timeline at /timeline, the store's objects at /objects "
                                       "and /api/objects, the unfinished tasks at /tasks and /api/tasks, the actors at /actors and "
-                                      "/api/actors\n");
+                                      "/api/actors, the jobs API at /api/jobs/\n");
     return;
   }
   rd__mbuf b = {0};
@@ -313,7 +374,45 @@ static void handle_request(mconn *c) {
 static void on_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *buf) {
   (void)suggested;
   mconn *c = h->data;
-  *buf = uv_buf_init(c->req + c->len, (unsigned)(REQ_MAX - c->len));
+  if (c->body) *buf = uv_buf_init(c->body + c->bgot, (unsigned)(c->blen - c->bgot));
+  else *buf = uv_buf_init(c->req + c->len, (unsigned)(REQ_MAX - c->len));
+}
+
+/* The head is complete, its end at c->req + hlen: 1 when the request is
+ * whole (no body, or all of it here), 0 when the body is still to come,
+ * -1 when answered with an error. */
+static int body_start(mconn *c, size_t hlen) {
+  char v[64];
+  size_t after = c->len - hlen;
+  c->req[c->len] = 0;
+  if (!header(c->req, "Content-Length", v, sizeof(v))) {
+    c->req[hlen] = 0;   /* no body: the head alone */
+    return 1;
+  }
+  char *end;
+  errno = 0;
+  unsigned long long n = strtoull(v, &end, 10);
+  if (v[0] < '0' || v[0] > '9' || *end || errno) {
+    respond_text(c, 400, "Bad Request", "a malformed Content-Length\n");
+    return -1;
+  }
+  if (n > BODY_MAX) {
+    respond_text(c, 413, "Payload Too Large", "a request body over 64 KiB\n");
+    return -1;
+  }
+  if (n == 0) {
+    c->req[hlen] = 0;
+    return 1;
+  }
+  if (!(c->body = malloc((size_t)n))) {
+    respond_text(c, 500, "Internal Server Error", "out of memory\n");
+    return -1;
+  }
+  c->blen = (size_t)n;
+  c->bgot = after < c->blen ? after : c->blen;
+  memcpy(c->body, c->req + hlen, c->bgot);
+  c->req[hlen] = 0;
+  return c->bgot == c->blen;
 }
 
 static void on_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf) {
@@ -324,10 +423,17 @@ static void on_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf) {
     return;
   }
   if (c->answered) return;
+  if (c->body) {   /* the head came: its body now */
+    c->bgot += (size_t)nread;
+    if (c->bgot == c->blen) handle_request(c);
+    return;
+  }
   c->len += (size_t)nread;
   c->req[c->len] = 0;
-  if (strstr(c->req, "\r\n\r\n") || strstr(c->req, "\n\n")) {
-    handle_request(c);
+  char *e1 = strstr(c->req, "\r\n\r\n"), *e2 = strstr(c->req, "\n\n");
+  if (e1 || e2) {
+    size_t hlen = e1 && (!e2 || e1 < e2) ? (size_t)(e1 + 4 - c->req) : (size_t)(e2 + 2 - c->req);
+    if (body_start(c, hlen) == 1) handle_request(c);
   } else if (c->len >= REQ_MAX) {
     respond_text(c, 431, "Request Header Fields Too Large", "request head over 4 KiB\n");
   } else if (memchr(c->req, 0, c->len)) {

@@ -716,6 +716,11 @@ PY
     grep -q "stop it first" "$RAYDIST_TMPDIR/err" || fail "jobs_remote: no reason for refusing the delete"
     echo "ok: remote jobs ok, env, bad on b, followed and stopped; job $LEFT on b (pid $JOB_PID) left for raydist stop"
     ;;
+  jobs_http)
+    # the jobs HTTP API on the head's metrics port, as any HTTP client uses it
+    python3 "$(dirname "$0")/jobs_http.py" "$(cat "$ROOT/node-127.0.0.1/metrics")" "$(cat "$ROOT/node-127.0.0.1/token")" \
+      "$R" "$ROOT/node-127.0.0.1" || fail "jobs_http"
+    ;;
   job_log_rotation)
     # a job's log rotated at 20 KB, four older segments kept: --follow from
     # the start sees every line once and in order across the cuts; `job

@@ -1,0 +1,527 @@
+/* runtime/job_http.c - the jobs HTTP API (see job_http.h): Ray's job REST
+ * API on the node's metrics port, for this node's jobs.
+ *
+ *   POST   /api/jobs/               {"entrypoint": "...", "submission_id": ..., "runtime_env": {"env_vars": {...}},
+ *                                    "metadata": {...}}  ->  {"job_id": "N", "submission_id": "..."}
+ *   GET    /api/jobs/               [job, ...]
+ *   GET    /api/jobs/ID             job: {"job_id", "submission_id", "status", "message", "entrypoint", ...}
+ *   GET    /api/jobs/ID/logs        {"logs": "...", "offset", "dropped", "more", "ended"} (?offset=N)
+ *   POST   /api/jobs/ID/stop        {"stopped": true | false}
+ *   DELETE /api/jobs/ID             {"deleted": true}
+ *
+ * ID is the job's number on this node or its submission id (its name).
+ * Every request needs "Authorization: Bearer <cluster token>": the API
+ * runs commands on the node, and the metrics port is open to the network.
+ * A submit, stop or delete runs the same `raydist job` command a tool
+ * link's request runs (rd__job_cmd, job_link.c), so an API job is a job of
+ * the node like any other; reads (list, one job, logs) read the job's
+ * files here on the loop.  Errors are {"error": "..."} with 400 (bad
+ * request), 401 (no or a wrong token), 403 (no cluster token: an embedded
+ * node), 404, 405, 500 or 503 (16 commands run already). */
+#include "job_http.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "cli_cluster.h"
+#include "cluster.h"
+#include "job_log.h"
+#include "json.h"
+#include "log.h"
+#include "metrics.h"
+#include "node_internal.h"
+#include "raydist/error.h"
+
+#define JH_LOG_MAX (4u << 20)   /* log bytes in one answer */
+#define JH_ENV_MAX 256          /* env_vars entries */
+#define JH_STOP_S 10            /* a stop's SIGTERM, then SIGKILL */
+#define JH_IDS_MAX 4096         /* jobs listed */
+#define JH_FILE_MAX (128u << 10) /* an entrypoint or metadata file read (both come from a 64 KiB body) */
+
+/* ---- JSON out ---- */
+
+static void put_raw(rd__mbuf *b, const char *s, size_t n) {
+  if (n) rd__mbuf_printf(b, "%.*s", (int)n, s);
+}
+
+/* n bytes as a JSON string: escaped, a byte that is not UTF-8 as U+FFFD. */
+static void put_str(rd__mbuf *b, const char *s, size_t n) {
+  const unsigned char *u = (const unsigned char *)s;
+  size_t run = 0;   /* bytes copied as they are, from i - run */
+  rd__mbuf_printf(b, "\"");
+  for (size_t i = 0; i < n;) {
+    unsigned char c = u[i];
+    size_t k = c < 0x80 ? (c >= 0x20 && c != '"' && c != '\\') : rd_json_utf8_len(u + i, n - i);
+    if (k) {
+      run += k;
+      i += k;
+      continue;
+    }
+    put_raw(b, s + i - run, run);
+    run = 0;
+    if (c == '"' || c == '\\') rd__mbuf_printf(b, "\\%c", c);
+    else if (c == '\n') rd__mbuf_printf(b, "\\n");
+    else if (c == '\t') rd__mbuf_printf(b, "\\t");
+    else if (c < 0x20) rd__mbuf_printf(b, "\\u%04x", c);
+    else rd__mbuf_printf(b, "\\ufffd");
+    i++;
+  }
+  put_raw(b, s + n - run, run);
+  rd__mbuf_printf(b, "\"");
+}
+
+static void put_cstr(rd__mbuf *b, const char *s) { put_str(b, s, strlen(s)); }
+
+static void answer(rd__http_reply reply, void *arg, int code, rd__mbuf *b) {
+  if (b->oom) reply(arg, 500, "{\"error\": \"node out of memory\"}", 31);
+  else reply(arg, code, b->p ? b->p : "", b->len);
+  free(b->p);
+}
+
+static void fail(rd__http_reply reply, void *arg, int code, const char *fmt, ...) __attribute__((format(printf, 4, 5)));
+static void fail(rd__http_reply reply, void *arg, int code, const char *fmt, ...) {
+  char msg[600];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(msg, sizeof(msg), fmt, ap);
+  va_end(ap);
+  rd__mbuf b = {0};
+  rd__mbuf_printf(&b, "{\"error\": ");
+  put_cstr(&b, msg);
+  rd__mbuf_printf(&b, "}\n");
+  answer(reply, arg, code, &b);
+}
+
+/* ---- the job's files ---- */
+
+static void job_dir(int id, char *out, size_t len) { snprintf(out, len, "%s/jobs/%d", N.opts.session_dir, id); }
+
+/* File name of job id (the API's own: entrypoint, metadata) into a new
+ * string, NULL when it is not there. */
+static char *job_file(int id, const char *name) {
+  char f[900];
+  snprintf(f, sizeof(f), "%s/jobs/%d/%s", N.opts.session_dir, id, name);
+  int fd = open(f, O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return NULL;
+  char *s = malloc(JH_FILE_MAX + 1);
+  ssize_t n = s ? read(fd, s, JH_FILE_MAX) : -1;
+  close(fd);
+  if (n < 0) {
+    free(s);
+    return NULL;
+  }
+  s[n] = 0;
+  return s;
+}
+
+static int job_file_put(int id, const char *name, const char *text) {
+  char f[900];
+  snprintf(f, sizeof(f), "%s/jobs/%d/%s", N.opts.session_dir, id, name);
+  int fd = open(f, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+  if (fd < 0) return -1;
+  size_t n = strlen(text);
+  int ok = write(fd, text, n) == (ssize_t)n;
+  return close(fd) == 0 && ok ? 0 : -1;
+}
+
+/* A job as Ray's JobDetails. */
+static void put_job(rd__mbuf *b, const rd_cli_job *j) {
+  char status[16];
+  snprintf(status, sizeof(status), "%.*s", (int)strcspn(j->state, " "), j->state);   /* "FAILED (exit 3)" -> FAILED */
+  rd__mbuf_printf(b, "{\"type\": \"SUBMISSION\", \"job_id\": \"%d\", \"submission_id\": ", j->id);
+  if (j->name[0]) put_cstr(b, j->name);
+  else rd__mbuf_printf(b, "\"%d\"", j->id);
+  rd__mbuf_printf(b, ", \"status\": \"%s\", \"message\": ", status);
+  put_cstr(b, j->state);
+  rd__mbuf_printf(b, ", \"entrypoint\": ");
+  char *entry = job_file(j->id, "entrypoint");
+  put_cstr(b, entry ? entry : j->cmd);
+  free(entry);
+  rd__mbuf_printf(b, ", \"driver_pid\": %d, \"start_time\": %.0f, \"end_time\": ", j->pid, j->start * 1000);
+  if (j->ended && j->end > 0) rd__mbuf_printf(b, "%.0f", j->end * 1000);
+  else rd__mbuf_printf(b, "null");
+  rd__mbuf_printf(b, ", \"driver_exit_code\": ");
+  if (j->ended && !j->sig) rd__mbuf_printf(b, "%d", j->status);
+  else rd__mbuf_printf(b, "null");
+  char *meta = job_file(j->id, "metadata");   /* written by submit below: JSON it made */
+  rd__mbuf_printf(b, ", \"metadata\": %s}", meta ? meta : "{}");
+  free(meta);
+}
+
+/* The job an ID names: its number, or the newest job whose name it is. */
+static int resolve(const char *idpart, rd_cli_job *out) {
+  char *end;
+  long v = strtol(idpart, &end, 10);
+  if (*idpart >= '0' && *idpart <= '9' && !*end) return v > 0 && v <= 1000000 ? rd__cli_job_get(N.opts.session_dir, (int)v, out) : -1;
+  static int ids[JH_IDS_MAX];
+  int n = rd__cli_job_ids(N.opts.session_dir, ids, JH_IDS_MAX);
+  for (int i = n - 1; i >= 0; i--)
+    if (rd__cli_job_get(N.opts.session_dir, ids[i], out) == 0 && !strcmp(out->name, idpart)) return 0;
+  return -1;
+}
+
+/* ---- reads ---- */
+
+static void list(rd__http_reply reply, void *arg) {
+  static int ids[JH_IDS_MAX];
+  int n = rd__cli_job_ids(N.opts.session_dir, ids, JH_IDS_MAX), k = 0;
+  rd__mbuf b = {0};
+  rd__mbuf_printf(&b, "[");
+  for (int i = 0; i < n; i++) {
+    rd_cli_job j;
+    if (rd__cli_job_get(N.opts.session_dir, ids[i], &j) != 0) continue;   /* deleted meanwhile */
+    rd__mbuf_printf(&b, "%s", k++ ? ",\n " : "");
+    put_job(&b, &j);
+  }
+  rd__mbuf_printf(&b, "]\n");
+  answer(reply, arg, 200, &b);
+}
+
+static void logs(const rd_cli_job *j, const char *query, rd__http_reply reply, void *arg) {
+  uint64_t off = 0, dropped = 0;
+  const char *o = query ? strstr(query, "offset=") : NULL;
+  if (o) {
+    char *end;
+    errno = 0;
+    unsigned long long v = strtoull(o + 7, &end, 10);
+    if (o[7] < '0' || o[7] > '9' || errno || (*end && *end != '&')) {
+      fail(reply, arg, 400, "offset must be a whole number of bytes");
+      return;
+    }
+    off = v;
+  }
+  char jd[900];
+  job_dir(j->id, jd, sizeof(jd));
+  char *buf = malloc(JH_LOG_MAX);
+  if (!buf) {
+    fail(reply, arg, 500, "node out of memory");
+    return;
+  }
+  size_t got = 0, n;
+  while (got < JH_LOG_MAX && (n = rd__job_log_read(jd, &off, buf + got, JH_LOG_MAX - got, &dropped)) > 0) got += n;
+  rd__mbuf b = {0};
+  rd__mbuf_printf(&b, "{\"logs\": ");
+  put_str(&b, buf, got);
+  rd__mbuf_printf(&b, ", \"offset\": %" PRIu64 ", \"dropped\": %" PRIu64 ", \"more\": %s, \"ended\": %s}\n", off,
+                  dropped, got == JH_LOG_MAX ? "true" : "false", j->ended ? "true" : "false");
+  free(buf);
+  answer(reply, arg, 200, &b);
+}
+
+/* ---- commands: submit, stop, delete ---- */
+
+typedef struct jh_cmd {
+  rd__http_reply reply;
+  void *arg;
+  int kind;                 /* 's' submit, 't' stop, 'd' delete */
+  int id;
+  char *entry, *meta;       /* submit: kept beside the job */
+  char sid[128];            /* submit: its submission id, or "" */
+} jh_cmd;
+
+static void cmd_free(jh_cmd *c) {
+  free(c->entry);
+  free(c->meta);
+  free(c);
+}
+
+static void cmd_done(void *p, int status, const char *why, int exit_code, const char *out, const char *err) {
+  jh_cmd *c = p;
+  if (status != 0) {
+    fail(c->reply, c->arg, status == RD_EAGAIN ? 503 : 500, "%s", why);
+  } else if (exit_code != 0) {
+    fail(c->reply, c->arg, 500, "`raydist job` on the node failed (exit %d): %.400s", exit_code, err);
+  } else if (c->kind == 's') {
+    int id = 0;
+    if (sscanf(out, "job %d submitted", &id) != 1 || id <= 0) {
+      fail(c->reply, c->arg, 500, "`raydist job submit` said no job id: %.200s", out);
+    } else {
+      /* beside the job's own record; a GET after this answer shows them */
+      if (job_file_put(id, "entrypoint", c->entry) != 0 || (c->meta && job_file_put(id, "metadata", c->meta) != 0))
+        rd__log(RD_LOG_WARN, "jobs API: cannot keep job %d's entrypoint or metadata: %s", id, strerror(errno));
+      rd__mbuf b = {0};
+      rd__mbuf_printf(&b, "{\"job_id\": \"%d\", \"submission_id\": ", id);
+      if (c->sid[0]) put_cstr(&b, c->sid);
+      else rd__mbuf_printf(&b, "\"%d\"", id);
+      rd__mbuf_printf(&b, "}\n");
+      answer(c->reply, c->arg, 200, &b);
+    }
+  } else {
+    char body[64];
+    int n = snprintf(body, sizeof(body), "{\"%s\": true}\n", c->kind == 't' ? "stopped" : "deleted");
+    c->reply(c->arg, 200, body, (size_t)n);
+  }
+  cmd_free(c);
+}
+
+static void run(jh_cmd *c, const char *const *argv, uint64_t limit_ms) {
+  char why[300];
+  int r = rd__job_cmd(argv, limit_ms, cmd_done, c, why, sizeof(why));
+  if (r != 0) {
+    fail(c->reply, c->arg, r == RD_EAGAIN ? 503 : 500, "%s", why);
+    cmd_free(c);
+  }
+}
+
+static jh_cmd *cmd_new(rd__http_reply reply, void *arg, int kind, int id) {
+  jh_cmd *c = calloc(1, sizeof(*c));
+  if (!c) {
+    fail(reply, arg, 500, "node out of memory");
+    return NULL;
+  }
+  c->reply = reply;
+  c->arg = arg;
+  c->kind = kind;
+  c->id = id;
+  return c;
+}
+
+static void stop(const rd_cli_job *j, rd__http_reply reply, void *arg) {
+  if (j->ended) {   /* Ray answers false for a job already ended */
+    reply(arg, 200, "{\"stopped\": false}\n", 19);
+    return;
+  }
+  jh_cmd *c = cmd_new(reply, arg, 't', j->id);
+  if (!c) return;
+  char id[16], tmo[16];
+  snprintf(id, sizeof(id), "%d", j->id);
+  snprintf(tmo, sizeof(tmo), "%d", JH_STOP_S);
+  const char *argv[] = {"raydist", "job", "stop", id, "--session", N.opts.session_dir, "--timeout", tmo, NULL};
+  run(c, argv, (JH_STOP_S + 15) * 1000);
+}
+
+static void delete_job(const rd_cli_job *j, rd__http_reply reply, void *arg) {
+  if (!j->ended) {
+    fail(reply, arg, 400, "job %d is %s: stop it first", j->id, j->state);
+    return;
+  }
+  jh_cmd *c = cmd_new(reply, arg, 'd', j->id);
+  if (!c) return;
+  char id[16];
+  snprintf(id, sizeof(id), "%d", j->id);
+  const char *argv[] = {"raydist", "job", "delete", id, "--session", N.opts.session_dir, NULL};
+  run(c, argv, 60000);
+}
+
+static int env_name_ok(const char *k) {
+  if (!*k || (*k >= '0' && *k <= '9')) return 0;
+  for (; *k; k++)
+    if (!((*k >= 'a' && *k <= 'z') || (*k >= 'A' && *k <= 'Z') || (*k >= '0' && *k <= '9') || *k == '_')) return 0;
+  return 1;
+}
+
+/* A field Ray's SDK sends that this API does not do: null (or 0, {}) is
+ * taken as unset, anything else refused. */
+static int unset(const rd_json *v) {
+  return v->type == RD_JSON_NULL || (v->type == RD_JSON_NUMBER && v->num == 0) ||
+         (v->type == RD_JSON_OBJECT && !v->child);
+}
+
+static void submit(const char *body, size_t blen, rd__http_reply reply, void *arg) {
+  char why[300];
+  rd_json *root = rd_json_parse(body, blen, why, sizeof(why));
+  if (!root) {
+    fail(reply, arg, 400, "%s", why);
+    return;
+  }
+  const char *entry = NULL, *sid = NULL, *bad = NULL;
+  const rd_json *env = NULL, *meta = NULL;
+  char badbuf[300];
+  if (root->type != RD_JSON_OBJECT) bad = "the body must be a JSON object";
+  for (const rd_json *m = root->type == RD_JSON_OBJECT ? root->child : NULL; m && !bad; m = m->next) {
+    if (!strcmp(m->key, "entrypoint")) {
+      if (m->type != RD_JSON_STRING || !m->str[0]) bad = "entrypoint must be a non-empty string";
+      else entry = m->str;
+    } else if (!strcmp(m->key, "submission_id") || !strcmp(m->key, "job_id")) {
+      if (m->type == RD_JSON_NULL) continue;
+      if (m->type != RD_JSON_STRING) bad = "submission_id must be a string";
+      else sid = m->str;
+    } else if (!strcmp(m->key, "runtime_env")) {
+      if (m->type == RD_JSON_NULL) continue;
+      if (m->type != RD_JSON_OBJECT) bad = "runtime_env must be an object";
+      for (const rd_json *r = m->type == RD_JSON_OBJECT ? m->child : NULL; r && !bad; r = r->next) {
+        if (!strcmp(r->key, "env_vars") && (r->type == RD_JSON_OBJECT || r->type == RD_JSON_NULL)) {
+          env = r;
+        } else if (!unset(r)) {
+          snprintf(badbuf, sizeof(badbuf), "runtime_env.%.100s is not supported (only env_vars; `raydist job submit "
+                   "--working-dir` ships a directory)", r->key);
+          bad = badbuf;
+        }
+      }
+    } else if (!strcmp(m->key, "metadata")) {
+      if (m->type != RD_JSON_OBJECT && m->type != RD_JSON_NULL) bad = "metadata must be an object of strings";
+      for (const rd_json *r = m->type == RD_JSON_OBJECT ? m->child : NULL; r && !bad; r = r->next)
+        if (r->type != RD_JSON_STRING) bad = "metadata must be an object of strings";
+      meta = m;
+    } else if (!strncmp(m->key, "entrypoint_", 11)) {
+      if (!unset(m)) {   /* entrypoint_num_cpus, _num_gpus, _memory, _resources, _label_selector */
+        snprintf(badbuf, sizeof(badbuf), "%.100s is not supported: a driver takes no resources of its node (its tasks "
+                 "and actors ask for theirs)", m->key);
+        bad = badbuf;
+      }
+    } else {
+      snprintf(badbuf, sizeof(badbuf), "unknown field '%.100s'", m->key);
+      bad = badbuf;
+    }
+  }
+  if (!bad && !entry) bad = "entrypoint is missing";
+  if (!bad && sid) {
+    char *end;
+    (void)strtol(sid, &end, 10);
+    rd_cli_job dup;
+    if (!sid[0] || strlen(sid) > 127 || strpbrk(sid, "\n/?#%"))
+      bad = "submission_id: 1 to 127 characters, none of newline / ? # %";
+    else if (!*end)
+      bad = "submission_id must not be a number (job numbers are the node's)";
+    else if (resolve(sid, &dup) == 0) {
+      snprintf(badbuf, sizeof(badbuf), "a job with submission_id '%.100s' exists (job %d)", sid, dup.id);
+      bad = badbuf;
+    }
+  }
+  size_t nenv = 0;
+  for (const rd_json *e = env ? env->child : NULL; e && !bad; e = e->next, nenv++) {
+    if (e->type != RD_JSON_STRING) bad = "env_vars values must be strings";
+    else if (!env_name_ok(e->key)) bad = "env_vars names are letters, digits and _, not starting with a digit";
+    else if (strchr(e->str, '\n')) bad = "env_vars values are one line each";
+    else if (nenv >= JH_ENV_MAX) bad = "more than 256 env_vars";
+  }
+  if (bad) {
+    fail(reply, arg, 400, "%s", bad);
+    free(root);
+    return;
+  }
+  jh_cmd *c = cmd_new(reply, arg, 's', 0);
+  if (!c) {
+    free(root);
+    return;
+  }
+  rd__mbuf mb = {0};
+  if (meta && meta->child) {   /* kept as JSON made here, so that reading it back needs no parse */
+    rd__mbuf_printf(&mb, "{");
+    for (const rd_json *r = meta->child; r; r = r->next) {
+      put_cstr(&mb, r->key);
+      rd__mbuf_printf(&mb, ": ");
+      put_cstr(&mb, r->str);
+      if (r->next) rd__mbuf_printf(&mb, ", ");
+    }
+    rd__mbuf_printf(&mb, "}");
+  }
+  const char **argv = calloc(14 + 2 * nenv, sizeof(*argv));
+  char **envs = calloc(nenv + 1, sizeof(*envs));
+  c->entry = strdup(entry);
+  c->meta = mb.p;   /* NULL: none */
+  snprintf(c->sid, sizeof(c->sid), "%s", sid ? sid : "");
+  int oom = !argv || !envs || !c->entry || mb.oom;
+  size_t k = 0, i = 0;
+  if (!oom) {
+    const char *fixed[] = {"raydist", "job", "submit", "--session", N.opts.session_dir, "--in-job-dir"};
+    for (size_t f = 0; f < sizeof(fixed) / sizeof(fixed[0]); f++) argv[k++] = fixed[f];
+    if (sid) {
+      argv[k++] = "--name";
+      argv[k++] = sid;
+    }
+    for (const rd_json *e = env ? env->child : NULL; e && !oom; e = e->next, i++) {
+      size_t n = strlen(e->key) + strlen(e->str) + 2;
+      if (!(envs[i] = malloc(n))) oom = 1;
+      else snprintf(envs[i], n, "%s=%s", e->key, e->str);
+      argv[k++] = "--env";
+      argv[k++] = envs[i];
+    }
+    const char *tail[] = {"--", "/bin/sh", "-c", entry, NULL};
+    for (size_t f = 0; f < sizeof(tail) / sizeof(tail[0]); f++) argv[k++] = tail[f];
+  }
+  if (oom) {
+    fail(reply, arg, 500, "node out of memory");
+    cmd_free(c);
+  } else {
+    run(c, argv, 60000);
+  }
+  for (size_t e = 0; envs && e < nenv; e++) free(envs[e]);
+  free(envs);
+  free(argv);
+  free(root);
+}
+
+/* ---- routing ---- */
+
+int rd__job_http_path(const char *path) {
+  return !strncmp(path, "/api/jobs", 9) && (path[9] == 0 || path[9] == '/');
+}
+
+/* %XX in s decoded in place: 0, or -1 for a bad escape or a NUL. */
+static int unescape(char *s) {
+  char *w = s;
+  for (char *r = s; *r; r++) {
+    if (*r != '%') {
+      *w++ = *r;
+      continue;
+    }
+    unsigned v;
+    if (!r[1] || !r[2] || sscanf(r + 1, "%2x", &v) != 1 || v == 0) return -1;
+    *w++ = (char)v;
+    r += 2;
+  }
+  *w = 0;
+  return 0;
+}
+
+void rd__job_http(const char *method, const char *path, const char *query, const char *auth, const char *body,
+                  size_t blen, rd__http_reply reply, void *arg) {
+  if (!rd__cluster_token()) {
+    fail(reply, arg, 403, "the jobs API needs a node of a cluster started by `raydist start` (its token guards it)");
+    return;
+  }
+  if (!auth || strncmp(auth, "Bearer ", 7) != 0 || !rd__cluster_token_ok(auth + 7)) {
+    fail(reply, arg, 401, "send the cluster token as \"Authorization: Bearer TOKEN\" (the file `token` in a node's "
+                          "session directory)");
+    return;
+  }
+  int get = !strcmp(method, "GET"), post = !strcmp(method, "POST"), del = !strcmp(method, "DELETE");
+  const char *rest = path + 9;
+  if (*rest == '/') rest++;
+  if (!*rest) {
+    if (get) list(reply, arg);
+    else if (post) submit(body, blen, reply, arg);
+    else fail(reply, arg, 405, "/api/jobs/ takes GET (list) and POST (submit)");
+    return;
+  }
+  char idpart[256], tail[64] = "";
+  size_t n = strcspn(rest, "/");
+  if (n >= sizeof(idpart) || strlen(rest + n) >= sizeof(tail)) {
+    fail(reply, arg, 404, "no such job or path");
+    return;
+  }
+  memcpy(idpart, rest, n);
+  idpart[n] = 0;
+  snprintf(tail, sizeof(tail), "%s", rest[n] ? rest + n + 1 : "");
+  if (tail[0] && tail[strlen(tail) - 1] == '/') tail[strlen(tail) - 1] = 0;
+  rd_cli_job j;
+  if (unescape(idpart) != 0 || resolve(idpart, &j) != 0) {
+    fail(reply, arg, 404, "no job '%.100s' on this node", idpart);
+    return;
+  }
+  if (!tail[0] && get) {
+    rd__mbuf b = {0};
+    put_job(&b, &j);
+    rd__mbuf_printf(&b, "\n");
+    answer(reply, arg, 200, &b);
+  } else if (!tail[0] && del) {
+    delete_job(&j, reply, arg);
+  } else if (!tail[0]) {
+    fail(reply, arg, 405, "/api/jobs/ID takes GET and DELETE");
+  } else if (!strcmp(tail, "logs")) {
+    if (get) logs(&j, query, reply, arg);
+    else fail(reply, arg, 405, "/api/jobs/ID/logs takes GET");
+  } else if (!strcmp(tail, "stop")) {
+    if (post) stop(&j, reply, arg);
+    else fail(reply, arg, 405, "/api/jobs/ID/stop takes POST");
+  } else {
+    fail(reply, arg, 404, "no such path: /api/jobs/ID, /api/jobs/ID/logs and /api/jobs/ID/stop");
+  }
+}

@@ -1,0 +1,158 @@
+#!/usr/bin/env python3
+"""tests/cluster/jobs_http.py HOST:PORT TOKEN RAYDIST SESSION - the jobs HTTP
+API (runtime/job_http.c) of a node of the test cluster, through urllib as
+any HTTP client would use it: submit, poll, logs, stop, delete, and every
+bad request answered with its status and a reason."""
+import json
+import socket
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+
+addr, token, raydist, session = sys.argv[1:5]
+base = "http://" + addr
+
+
+def call(method, path, body=None, tok=token, raw=None, headers=None):
+    data = raw if raw is not None else (json.dumps(body).encode() if body is not None else None)
+    req = urllib.request.Request(base + path, data=data, method=method)
+    if tok is not None:
+        req.add_header("Authorization", "Bearer " + tok)
+    if data is not None:
+        req.add_header("Content-Type", "application/json")
+    for k, v in (headers or {}).items():
+        req.add_header(k, v)
+    try:
+        with urllib.request.urlopen(req, timeout=60) as r:
+            return r.status, json.loads(r.read().decode())
+    except urllib.error.HTTPError as e:
+        text = e.read().decode()
+        try:
+            return e.code, json.loads(text)
+        except ValueError:
+            return e.code, {"error": text}
+
+
+def check(cond, what):
+    if not cond:
+        print("FAIL: " + what, file=sys.stderr)
+        sys.exit(1)
+
+
+def expect(method, path, code, needle, body=None, **kw):
+    st, r = call(method, path, body, **kw)
+    check(st == code and needle in r.get("error", ""), "%s %s: %d %r, not %d with %r" % (method, path, st, r, code, needle))
+
+
+def wait_end(jid, secs=60):
+    until = time.time() + secs
+    while time.time() < until:
+        st, j = call("GET", "/api/jobs/%s" % jid)
+        check(st == 200, "GET job %s: %d %r" % (jid, st, j))
+        if j["status"] != "RUNNING":
+            return j
+        time.sleep(0.1)
+    check(False, "job %s did not end in %d s" % (jid, secs))
+
+
+def wait_log(jid, needle):
+    for _ in range(200):
+        st, r = call("GET", "/api/jobs/%s/logs" % jid)
+        if needle in r.get("logs", ""):
+            return
+        time.sleep(0.05)
+    check(False, "job %s never logged %r" % (jid, needle))
+
+
+# the token guards every request
+expect("GET", "/api/jobs/", 401, "Authorization: Bearer", tok=None)
+expect("GET", "/api/jobs/", 401, "Authorization: Bearer", tok="wrong-token")
+expect("POST", "/api/jobs/", 401, "Authorization: Bearer", {"entrypoint": "touch /tmp/never"}, tok="x")
+
+# a job that fails, with env_vars and metadata; found by its submission id
+st, r = call("POST", "/api/jobs/", {"entrypoint": "echo \"hello $GREETING\"; printf 'caf\\303\\251 \\377\\n'; echo oops >&2; exit 3",
+                                    "submission_id": "http-one", "runtime_env": {"env_vars": {"GREETING": "world"}},
+                                    "metadata": {"owner": "ci", "note": "a \"quoted\" one"}})
+check(st == 200 and r["submission_id"] == "http-one" and r["job_id"].isdigit(), "submit: %d %r" % (st, r))
+one = r["job_id"]
+j = wait_end("http-one")
+check(j["job_id"] == one and j["status"] == "FAILED" and j["driver_exit_code"] == 3 and j["message"] == "FAILED (exit 3)",
+      "job one: %r" % j)
+check(j["entrypoint"].startswith("echo \"hello $GREETING\"") and j["metadata"] == {"owner": "ci", "note": "a \"quoted\" one"},
+      "job one's entrypoint or metadata: %r" % j)
+check(j["type"] == "SUBMISSION" and j["end_time"] >= j["start_time"] > 0, "job one's times: %r" % j)
+st, lg = call("GET", "/api/jobs/%s/logs" % one)
+check(st == 200 and "hello world\n" in lg["logs"] and "oops\n" in lg["logs"], "job one's logs: %r" % lg)
+check("caf\u00e9 \ufffd\n" in lg["logs"], "job one's logs: not UTF-8 with U+FFFD for a bad byte: %r" % lg["logs"])
+check(lg["ended"] is True and lg["more"] is False and lg["dropped"] == 0 and lg["offset"] > 0, "job one's log fields: %r" % lg)
+st, tail = call("GET", "/api/jobs/%s/logs?offset=6" % one)
+check(st == 200 and tail["logs"].startswith("world\n") and tail["offset"] == lg["offset"], "logs from offset 6: %r" % tail)
+st, none = call("GET", "/api/jobs/%s/logs?offset=%d" % (one, lg["offset"]))
+check(st == 200 and none["logs"] == "", "logs past the end: %r" % none)
+
+# Ray's SDK sends every field, unset ones as null
+st, r = call("POST", "/api/jobs/", {"entrypoint": "echo sdk-style", "submission_id": None, "job_id": None, "runtime_env": None,
+                                    "metadata": None, "entrypoint_num_cpus": None, "entrypoint_num_gpus": None,
+                                    "entrypoint_memory": None, "entrypoint_resources": None})
+check(st == 200 and r["submission_id"] == r["job_id"], "SDK-style submit: %d %r" % (st, r))
+j = wait_end(r["job_id"])
+check(j["status"] == "SUCCEEDED" and j["driver_exit_code"] == 0 and j["metadata"] == {}, "SDK-style job: %r" % j)
+
+# the API's jobs are the node's: `raydist job list` shows them
+out = subprocess.run([raydist, "job", "list", "--session", session], capture_output=True, text=True).stdout
+check(any(l.split()[:2] == [one, "http-one"] for l in out.splitlines()), "raydist job list: %s" % out)
+
+# stop: a running job, then again
+st, r = call("POST", "/api/jobs/", {"entrypoint": "echo started; exec sleep 60", "submission_id": "http-long"})
+check(st == 200, "submit long: %r" % r)
+wait_log("http-long", "started")
+expect("DELETE", "/api/jobs/http-long", 400, "stop it first")
+t0 = time.time()
+st, r = call("POST", "/api/jobs/http-long/stop")
+check(st == 200 and r == {"stopped": True}, "stop: %d %r" % (st, r))
+j = wait_end("http-long", 5)
+check(j["status"] == "STOPPED" and time.time() - t0 < 10, "stopped job: %r" % j)
+st, r = call("POST", "/api/jobs/http-long/stop")
+check(st == 200 and r == {"stopped": False}, "second stop: %d %r" % (st, r))
+
+# delete: gone from the list and the node
+st, r = call("DELETE", "/api/jobs/http-long")
+check(st == 200 and r == {"deleted": True}, "delete: %d %r" % (st, r))
+expect("GET", "/api/jobs/http-long", 404, "no job 'http-long'")
+st, lst = call("GET", "/api/jobs/")
+check(st == 200 and isinstance(lst, list), "list: %r" % lst)
+ids = [x["submission_id"] for x in lst]
+check("http-one" in ids and "http-long" not in ids, "list after delete: %r" % ids)
+
+# bad requests: a status and a reason, nothing run
+expect("POST", "/api/jobs/", 400, "malformed JSON at byte", raw=b"{\"entrypoint\": ")
+expect("POST", "/api/jobs/", 400, "must be a JSON object", raw=b"[1, 2]")
+expect("POST", "/api/jobs/", 400, "entrypoint is missing", {"submission_id": "x-1"})
+expect("POST", "/api/jobs/", 400, "non-empty string", {"entrypoint": ""})
+expect("POST", "/api/jobs/", 400, "non-empty string", {"entrypoint": ["ls"]})
+expect("POST", "/api/jobs/", 400, "unknown field 'entry'", {"entry": "ls"})
+expect("POST", "/api/jobs/", 400, "runtime_env.working_dir is not supported", {"entrypoint": "ls", "runtime_env": {"working_dir": "."}})
+expect("POST", "/api/jobs/", 400, "entrypoint_num_cpus is not supported", {"entrypoint": "ls", "entrypoint_num_cpus": 1})
+expect("POST", "/api/jobs/", 400, "env_vars names", {"entrypoint": "ls", "runtime_env": {"env_vars": {"1A": "x"}}})
+expect("POST", "/api/jobs/", 400, "env_vars values must be strings", {"entrypoint": "ls", "runtime_env": {"env_vars": {"A": 1}}})
+expect("POST", "/api/jobs/", 400, "metadata must be an object of strings", {"entrypoint": "ls", "metadata": {"a": 1}})
+expect("POST", "/api/jobs/", 400, "exists (job %s)" % one, {"entrypoint": "ls", "submission_id": "http-one"})
+expect("POST", "/api/jobs/", 400, "must not be a number", {"entrypoint": "ls", "submission_id": "42"})
+expect("POST", "/api/jobs/", 400, "none of newline", {"entrypoint": "ls", "submission_id": "a/b"})
+# a body over 64 KiB is refused from its head (sent alone: the answer comes before any body)
+host, port = addr.rsplit(":", 1)
+with socket.create_connection((host, int(port)), timeout=30) as s:
+    s.sendall(("POST /api/jobs/ HTTP/1.0\r\nAuthorization: Bearer %s\r\nContent-Length: 70000\r\n\r\n" % token).encode())
+    first = s.recv(200).decode()
+check(first.startswith("HTTP/1.0 413 "), "a 70 KB body: %r" % first)
+expect("PUT", "/api/jobs/", 405, "GET (list) and POST (submit)", {"entrypoint": "ls"})
+expect("GET", "/api/jobs/%s/stop" % one, 405, "takes POST")
+expect("POST", "/api/jobs/%s/logs" % one, 405, "takes GET")
+expect("GET", "/api/jobs/%s/frob" % one, 404, "no such path")
+expect("GET", "/api/jobs/99999", 404, "no job '99999'")
+expect("GET", "/api/jobs/%s/logs?offset=abc" % one, 400, "offset must be a whole number")
+out = subprocess.run([raydist, "job", "list", "--session", session], capture_output=True, text=True).stdout
+check(len([l for l in out.splitlines() if l[:1].isdigit()]) == 2, "bad requests made jobs: %s" % out)
+print("jobs_http: ok")
