@@ -1331,6 +1331,7 @@ void rd__node_actor_respill(node_actor *a, uint32_t t, const char *why) {
     rd__cluster_actor_give_back(a, t, why);
     actor_drop_args(a);
     actor_set_dead(a, "given back to its record node to be placed again");
+    a->given_back = 1;   /* not a death: no dead record is kept (a placement here again makes a new one) */
     return;
   }
   rd__log(RD_LOG_INFO, "actor %llu (%s) waited here for resources: %s", (unsigned long long)a->id, a->cls, why);
@@ -3238,15 +3239,20 @@ static void unnaming_late(uint64_t now) {
  * dropped one is told so (rd__node_actor_connect).  Run from the tick, when
  * no loop over the table is under way. */
 static void dead_actors_trim(void) {
-  size_t dead = 0;
-  for (node_actor *a = N.actors; a; a = a->next) dead += a->state == A_DEAD;
-  if (dead <= N.dead_actors_kept) return;
-  /* the table is newest first: drop from the old end */
+  size_t dead = 0, moved = 0;
+  for (node_actor *a = N.actors; a; a = a->next) {
+    dead += a->state == A_DEAD && !a->given_back;
+    moved += a->given_back;
+  }
+  if (dead <= N.dead_actors_kept && !moved) return;
+  /* the table is newest first: drop from the old end; copies given back
+   * to their record node at once (they never ran here) */
   size_t seen = 0;
   for (node_actor **pp = &N.actors; *pp;) {
     node_actor *a = *pp;
     int droppable = a->state == A_DEAD && !a->worker && !a->req && !a->connects && !a->killers;
-    if (a->state == A_DEAD && ++seen > N.dead_actors_kept && droppable) {
+    int over = a->state == A_DEAD && !a->given_back && ++seen > N.dead_actors_kept;
+    if (droppable && (a->given_back || over)) {
       *pp = a->next;
       actor_free_fields(a);
       free(a);
@@ -3426,7 +3432,7 @@ void rd__node_census_take(rd__node_census *c) {
     c->blocked += w->blocked;
   }
   for (node_actor *a = N.actors; a; a = a->next)
-    if (a->state >= 0 && a->state <= A_DEAD) c->actors[a->state]++;
+    if (a->state >= 0 && a->state <= A_DEAD && !a->given_back) c->actors[a->state]++;
   for (node_client *k = N.clients; k; k = k->next) c->drivers += !k->dead && k->role == ROLE_DRIVER;
 }
 

@@ -207,6 +207,7 @@ struct node_actor {
   node_client *creator;     /* &N.orphans once a detached actor's creator left; NULL once a dead one's left */
   int hosted;               /* run here for a peer's record (its creator was that peer's link) */
   int detached;             /* outlives its creator */
+  int given_back;           /* hosted here, given back before it started (respill): dropped at the next tick */
   uint32_t gcs_job;         /* the GCS job of its creator, when known: groups it makes end with it */
   uint32_t driver;          /* its creator's driver (client id, 0: none): its worker's output goes there */
   lease_req *req;           /* while waiting for placement */

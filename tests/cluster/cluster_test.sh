@@ -520,6 +520,9 @@ PY
     # not send y straight back to c from its own older one
     N=$(metric 127.0.0.3 raydist_requests_respilled_total)
     [ "$N" = 1 ] || fail "actor_respill: node c gave the actor back $N times"
+    # and kept no dead record of it: c's dead are its blocker and z, killed
+    D=$(metric 127.0.0.3 'raydist_actors{state="dead"}')
+    [ "$D" = 2 ] || fail "actor_respill: node c counts $D dead actors, not 2 (its blocker and z)"
     ;;
   job_gc)
     # jobs_kept IP: how many jobs (programs) that node keeps
