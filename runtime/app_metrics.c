@@ -4,8 +4,10 @@
  * /metrics after the node's own families.
  *
  * A counter's series is the sum of what every process added (it keeps its
- * total after they exit), a gauge's the last value set, a histogram's
- * buckets, sum and count the sums.  Everything a process sends is checked
+ * total after they exit), a gauge's the last value set (the series goes
+ * when the process that set it last exits: a gauge is a process's present
+ * state, and Ray's go with their worker too), a histogram's buckets, sum
+ * and count the sums.  Everything a process sends is checked
  * again here (names, canonical tags, values, bounds); a series that breaks
  * a rule, disagrees with the kind or bounds the node already has for its
  * name, or would pass the limits is dropped, counted in
@@ -26,6 +28,7 @@
 
 typedef struct am_series {
   char *tags;
+  uint32_t setter;             /* gauge: the client that set it last (its series goes with it) */
   double value, sum;           /* counter total or gauge value; histogram sum */
   uint64_t *buckets;           /* histogram: nbounds + 1, not cumulative */
 } am_series;
@@ -145,7 +148,7 @@ static void check(const Rd__AppMetric *m, char *tags, char *why, size_t len) {
     snprintf(why, len, "%zu buckets for %zu bounds, or a sum of %g", m->n_buckets, m->n_bounds, m->sum);
 }
 
-void rd__app_metrics_add(Rd__AppMetric *const *ms, size_t n) {
+void rd__app_metrics_add(Rd__AppMetric *const *ms, size_t n, uint32_t client) {
   char tags[RD_METRIC_TAGS_LEN], why[300];
   for (size_t i = 0; i < n; i++) {
     const Rd__AppMetric *m = ms[i];
@@ -157,11 +160,31 @@ void rd__app_metrics_add(Rd__AppMetric *const *ms, size_t n) {
       continue;
     }
     if (x->kind == RD_METRIC_COUNTER) s->value += m->value;
-    else if (x->kind == RD_METRIC_GAUGE) s->value = m->value;
+    else if (x->kind == RD_METRIC_GAUGE) {
+      s->value = m->value;
+      s->setter = client;
+    }
     else {
       for (size_t b = 0; b <= x->nbounds; b++) s->buckets[b] += m->buckets[b];
       s->sum += m->sum;
     }
+  }
+}
+
+void rd__app_metrics_client_gone(uint32_t client) {
+  for (size_t i = 0; i < nam; i++) {
+    am_metric *x = &am[i];
+    if (x->kind != RD_METRIC_GAUGE) continue;
+    size_t k = 0;
+    for (size_t j = 0; j < x->n; j++) {
+      if (x->s[j].setter == client) {
+        free(x->s[j].tags);
+        nseries--;
+        continue;
+      }
+      x->s[k++] = x->s[j];
+    }
+    x->n = k;
   }
 }
 

@@ -4,12 +4,16 @@
 #define RD_RUNTIME_APP_METRICS_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 #include "metrics.h"
 #include "raydist.pb-c.h"
 
-/* Series from one report (OwnerStats.app_metrics), checked and added. */
-void rd__app_metrics_add(Rd__AppMetric *const *m, size_t n);
+/* Series from one report (OwnerStats.app_metrics) of client, checked and added. */
+void rd__app_metrics_add(Rd__AppMetric *const *m, size_t n, uint32_t client);
+/* client (a driver or worker) is gone: the gauge series it set last go
+ * (counters and histograms keep their totals). */
+void rd__app_metrics_client_gone(uint32_t client);
 /* Their families, after the node's own (/metrics), with the
  * raydist_app_metric_series and raydist_app_metric_rejected_total ones. */
 void rd__app_metrics_print(rd__mbuf *b);

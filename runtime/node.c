@@ -1041,7 +1041,7 @@ static void on_owner_stats(node_client *c, Rd__OwnerStats *m) {
   }
   funcs_add(m->funcs, m->n_funcs, 1);
   rd__dashboard_failures_add(c, m);
-  rd__app_metrics_add(m->app_metrics, m->n_app_metrics);
+  rd__app_metrics_add(m->app_metrics, m->n_app_metrics, c->id);
   (void)rd__hist_acc_add(&N.task_lat, m->buckets, m->sum_ns, m->failed);
   node_job *j = rd__node_client_job(c);
   if (j) {
@@ -2686,7 +2686,10 @@ static void client_drop(node_client *c, const char *why) {
   for (size_t i = 0; i < c->npins; i++) rd_store_release(N.store, c->pins[i]);
   c->npins = 0;
   rd_store_abort_client(N.store, c->id);
-  if (c->role == ROLE_DRIVER || c->role == ROLE_WORKER) rd__node_owner_gone(c->id);
+  if (c->role == ROLE_DRIVER || c->role == ROLE_WORKER) {
+    rd__node_owner_gone(c->id);
+    rd__app_metrics_client_gone(c->id);   /* the gauges it set last */
+  }
   if (c->worker) {
     node_worker *w = c->worker;
     w->client = NULL;

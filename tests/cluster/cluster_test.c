@@ -2205,6 +2205,15 @@ RD_ACTOR_METHOD(Tally, set_gauge) {
   return rd_return_bytes(call, 0, "ok", 2);
 }
 
+/* The holding cases (cluster_test.sh's hold_start): this driver's pid in
+ * the file `ready`, once what it holds exists. */
+static void say_ready(const char *ready) {
+  FILE *f = fopen(ready, "w");
+  CHECK(f != NULL);
+  fprintf(f, "%d\n", (int)getpid());
+  fclose(f);
+}
+
 /* Application metrics on a cluster: 10 tasks count on b, an actor on c
  * sets a gauge, the driver counts on the head; each node serves its own.
  * The actor sets 2 and at once 3, and is killed right after: 2 goes with
@@ -2230,6 +2239,11 @@ static int t_app_metrics(void) {
     CHECK_EQ(rd_actor_call(a, Tally_set_gauge, RD_ARGS(rd_arg_bytes(&v, sizeof(v))), NULL, &r), 0);
     get_ok(r, "set_gauge");
   }
+  /* the actor lives (its gauge served by c) until the script has looked */
+  const char *ready = getenv("RD_READY"), *done = getenv("RD_DONE");
+  CHECK(ready && done);
+  say_ready(ready);
+  for (int i = 0; i < 1200 && access(done, F_OK) != 0; i++) usleep(50000);
   CHECK_EQ(rd_actor_kill(a, 1), 0);
   rd_metric *c;
   CHECK_EQ(rd_metric_counter("cl_requests_total", NULL, &c), 0);
@@ -4596,15 +4610,6 @@ static int t_autoscale(void) {
   rd_ref_release(r);
   rd_shutdown();
   return 0;
-}
-
-/* The holding cases (cluster_test.sh's hold_start): this driver's pid in
- * the file `ready`, once what it holds exists. */
-static void say_ready(const char *ready) {
-  FILE *f = fopen(ready, "w");
-  CHECK(f != NULL);
-  fprintf(f, "%d\n", (int)getpid());
-  fclose(f);
 }
 
 /* For `raydist memory` (cluster_test.sh): a 4 MiB put here and a 2 MiB

@@ -1017,19 +1017,33 @@ PY
       { cat "$L"; fail "list actors: keeper's record after its driver"; }
     ;;
   app_metrics)
-    # application metrics: each node serves what its own processes reported
-    "$T" "$CASE" || fail "$CASE"
-    python3 - "$(cat "$ROOT/node-127.0.0.1/metrics")" "$(cat "$ROOT/node-127.0.0.2/metrics")" \
-      "$(cat "$ROOT/node-127.0.0.3/metrics")" <<'PY' || fail "app_metrics: the nodes' pages"
-import sys, urllib.request
+    # application metrics: each node serves what its own processes reported;
+    # the actor's gauge while it lives, gone with it
+    hold_start "$CASE"
+    C_ADDR=$(cat "$ROOT/node-127.0.0.3/metrics")
+    for i in $(seq 1 50); do
+      python3 -c "import sys, urllib.request; sys.exit('cl_queue_depth{actor=\"tally\"} 3\n' not in urllib.request.urlopen('http://$C_ADDR/metrics', timeout=10).read().decode())" && break
+      sleep 0.1
+    done
+    [ "$i" -lt 50 ] || fail "app_metrics: c never served the actor's gauge"
+    touch "$RAYDIST_TMPDIR/done"
+    wait "$HOLD" || { cat "$RAYDIST_TMPDIR/hold.log"; fail "$CASE"; }
+    python3 - "$(cat "$ROOT/node-127.0.0.1/metrics")" "$(cat "$ROOT/node-127.0.0.2/metrics")" "$C_ADDR" <<'PY' || fail "app_metrics: the nodes' pages"
+import sys, time, urllib.request
 def page(addr):
     return urllib.request.urlopen("http://" + addr + "/metrics", timeout=10).read().decode()
 head, b, c = (page(a) for a in sys.argv[1:4])
+for _ in range(50):   # the actor's worker leaves c a moment after the kill
+    if 'cl_queue_depth{' not in c:
+        break
+    time.sleep(0.1)
+    c = page(sys.argv[3])
 assert 'cl_requests_total{route="driver"} 1\n' in head and 'route="b"' not in head, head[-600:]
 assert 'cl_requests_total{route="b"} 10\n' in b and 'route="driver"' not in b, b[-600:]
-assert 'cl_queue_depth{actor="tally"} 3\n' in c and "cl_requests_total" not in c, c[-600:]
+assert 'cl_queue_depth{' not in c and "cl_requests_total" not in c, c[-600:]
+assert "raydist_app_metric_series 0\n" in c, c[-600:]
 assert all("raydist_app_metric_rejected_total 0\n" in p for p in (head, b, c))
-print("app_metrics: the driver's on the head, the tasks' on b, the actor's on c")
+print("app_metrics: the driver's on the head, the tasks' on b, the actor's gauge gone from c with the actor")
 PY
     ;;
   log_rotation)
