@@ -557,6 +557,7 @@ static void job_usage(void) {
 /* ---- from another machine: the node over a tool link ---- */
 
 enum { OP_SUBMIT = 1, OP_LIST = 2, OP_LOGS = 3, OP_STATE = 4, OP_STOP = 5, OP_DELETE = 6 };
+#define REMOTE_WAIT_S 10.0   /* logs --follow and wait: how long the node holds a request for news */
 
 typedef struct remote {
   rd__conn conn;
@@ -719,8 +720,10 @@ static int remote_logs(remote *rm, int id, int follow) {
   Rd__LinkJobReply *rep;
   q.op = OP_LOGS;
   q.id = (uint32_t)id;
+  q.timeout = follow ? REMOTE_WAIT_S : 0;   /* the node answers once there is more, or the end */
   for (;;) {
-    if (remote_call(rm, &q, 30000, &rep) != 0) return 1;
+    double asked = wall_now();
+    if (remote_call(rm, &q, (int)(REMOTE_WAIT_S * 1000) + 30000, &rep) != 0) return 1;
     log_dropped(rep->dropped);
     if (rep->out.len) fwrite(rep->out.data, 1, rep->out.len, stdout);
     fflush(stdout);
@@ -728,7 +731,7 @@ static int remote_logs(remote *rm, int id, int follow) {
     q.offset = rep->offset;
     protobuf_c_message_free_unpacked(&rep->base, NULL);
     if (!more && (!follow || ended)) return 0;
-    if (!more) usleep(200000);
+    if (!more && wall_now() - asked < 0.1) usleep(200000);   /* a node that does not wait: ask every 0.2 s */
   }
 }
 
@@ -742,7 +745,10 @@ static int remote_state(remote *rm, int id, double timeout, int status) {
   q.id = (uint32_t)id;
   double until = wall_now() + timeout;
   for (;;) {
-    if (remote_call(rm, &q, 30000, &rep) != 0) return 1;
+    double asked = wall_now(), left = until - asked;
+    /* wait: the node answers once the job has ended (or the time is up) */
+    q.timeout = status ? 0 : timeout < 0 || left > REMOTE_WAIT_S ? REMOTE_WAIT_S : left > 0 ? left : 0;
+    if (remote_call(rm, &q, (int)(REMOTE_WAIT_S * 1000) + 30000, &rep) != 0) return 1;
     int ended = rep->ended, rc = -1;
     if (status) {
       printf("job %d: %s\n", id, rep->state);
@@ -756,7 +762,7 @@ static int remote_state(remote *rm, int id, double timeout, int status) {
     }
     protobuf_c_message_free_unpacked(&rep->base, NULL);
     if (rc >= 0) return rc;
-    usleep(200000);
+    if (wall_now() - asked < 0.1) usleep(200000);   /* a node that does not wait */
   }
 }
 

@@ -87,6 +87,16 @@ typedef void (*rd__job_cmd_done)(void *arg, int status, const char *why, int exi
                                  const char *err);
 int rd__job_cmd(const char *const *argv, uint64_t limit_ms, rd__job_cmd_done done, void *arg, char *why,
                 size_t whylen);
+/* Calls fire(arg) once, on the loop, when job id of this node has written
+ * past byte off of its log (off UINT64_MAX: only its end counts), has
+ * ended or is gone, or after wait_ms (at most 30 s), whichever comes
+ * first: looked at every 50 ms, and at once (fire called before this
+ * returns) when it is so already.  0; RD_EAGAIN when 256 wait already,
+ * RD_ECANCELED when the node stops, RD_ENOMEM (fire not called).  At the
+ * node's stop every waiting fire is called.  For `job logs --follow` and
+ * `job wait` over a tool link, and the jobs HTTP API's ?wait_s. */
+typedef void (*rd__job_wait_fn)(void *arg);
+int rd__job_wait(int id, uint64_t off, uint64_t wait_ms, rd__job_wait_fn fire, void *arg);
 /* On a thread-pool thread: the code `hash` at path, fetched from the GCS
  * code table unless it is there already: 0 or its error (err says it). */
 int rd__cluster_code_ensure(const char *hash, const char *path, char *err, size_t errlen);

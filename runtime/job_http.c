@@ -5,7 +5,9 @@
  *                                    "metadata": {...}}  ->  {"job_id": "N", "submission_id": "..."}
  *   GET    /api/jobs/               [job, ...]
  *   GET    /api/jobs/ID             job: {"job_id", "submission_id", "status", "message", "entrypoint", ...}
- *   GET    /api/jobs/ID/logs        {"logs": "...", "offset", "dropped", "more", "ended"} (?offset=N)
+ *                                   (?wait_s=S: once it has ended, or after S seconds, at most 30)
+ *   GET    /api/jobs/ID/logs        {"logs": "...", "offset", "dropped", "more", "ended"}
+ *                                   (?offset=N; ?wait_s=S: once there is output past N or the end)
  *   POST   /api/jobs/ID/stop        {"stopped": true | false}
  *   DELETE /api/jobs/ID             {"deleted": true}
  *
@@ -183,35 +185,96 @@ static void list(rd__http_reply reply, void *arg) {
   answer(reply, arg, 200, &b);
 }
 
-static void logs(const rd_cli_job *j, const char *query, rd__http_reply reply, void *arg) {
-  uint64_t off = 0, dropped = 0;
-  const char *o = query ? strstr(query, "offset=") : NULL;
-  if (o) {
-    char *end;
-    errno = 0;
-    unsigned long long v = strtoull(o + 7, &end, 10);
-    if (o[7] < '0' || o[7] > '9' || errno || (*end && *end != '&')) {
-      fail(reply, arg, 400, "offset must be a whole number of bytes");
-      return;
-    }
-    off = v;
+/* ?name=N in query: a whole number (at most max) into *out, def when
+ * absent: 0, or -1 when malformed. */
+static int query_u64(const char *query, const char *name, uint64_t def, uint64_t max, uint64_t *out) {
+  size_t k = strlen(name);
+  const char *o = NULL;
+  for (const char *p = query; p && *p; p += strcspn(p, "&"), p += *p == '&')
+    if (!strncmp(p, name, k) && p[k] == '=') o = p + k + 1;
+  *out = def;
+  if (!o) return 0;
+  char *end;
+  errno = 0;
+  unsigned long long v = strtoull(o, &end, 10);
+  if (*o < '0' || *o > '9' || errno || (*end && *end != '&') || v > max) return -1;
+  *out = v;
+  return 0;
+}
+
+/* The log of job id from off, up to JH_LOG_MAX bytes. */
+static void logs_now(int id, uint64_t off, rd__http_reply reply, void *arg) {
+  rd_cli_job j;   /* read before the log: ended, all it wrote is there */
+  if (rd__cli_job_get(N.opts.session_dir, id, &j) != 0) {
+    fail(reply, arg, 404, "no job %d on this node", id);
+    return;
   }
   char jd[900];
-  job_dir(j->id, jd, sizeof(jd));
+  job_dir(id, jd, sizeof(jd));
   char *buf = malloc(JH_LOG_MAX);
   if (!buf) {
     fail(reply, arg, 500, "node out of memory");
     return;
   }
+  uint64_t dropped = 0;
   size_t got = 0, n;
   while (got < JH_LOG_MAX && (n = rd__job_log_read(jd, &off, buf + got, JH_LOG_MAX - got, &dropped)) > 0) got += n;
   rd__mbuf b = {0};
   rd__mbuf_printf(&b, "{\"logs\": ");
   put_str(&b, buf, got);
   rd__mbuf_printf(&b, ", \"offset\": %" PRIu64 ", \"dropped\": %" PRIu64 ", \"more\": %s, \"ended\": %s}\n", off,
-                  dropped, got == JH_LOG_MAX ? "true" : "false", j->ended ? "true" : "false");
+                  dropped, got == JH_LOG_MAX ? "true" : "false", j.ended ? "true" : "false");
   free(buf);
   answer(reply, arg, 200, &b);
+}
+
+static void details_now(int id, rd__http_reply reply, void *arg) {
+  rd_cli_job j;
+  if (rd__cli_job_get(N.opts.session_dir, id, &j) != 0) {
+    fail(reply, arg, 404, "no job %d on this node", id);
+    return;
+  }
+  rd__mbuf b = {0};
+  put_job(&b, &j);
+  rd__mbuf_printf(&b, "\n");
+  answer(reply, arg, 200, &b);
+}
+
+/* ?wait_s=S: answered once there is news (output past the offset, or the
+ * end) or S seconds passed (rd__job_wait) */
+typedef struct jh_wait {
+  rd__http_reply reply;
+  void *arg;
+  int id, logs;
+  uint64_t off;
+} jh_wait;
+
+static void wait_fire(void *p) {
+  jh_wait *w = p;
+  if (w->logs) logs_now(w->id, w->off, w->reply, w->arg);
+  else details_now(w->id, w->reply, w->arg);
+  free(w);
+}
+
+/* logs: off the offset; details: off UINT64_MAX */
+static void read_job(const rd_cli_job *j, const char *query, int logs, rd__http_reply reply, void *arg) {
+  uint64_t off = UINT64_MAX, wait_s;
+  if (logs && query_u64(query, "offset", 0, UINT64_MAX - 1, &off) != 0) {
+    fail(reply, arg, 400, "offset must be a whole number of bytes");
+    return;
+  }
+  if (query_u64(query, "wait_s", 0, 30, &wait_s) != 0) {
+    fail(reply, arg, 400, "wait_s must be a whole number of seconds from 0 to 30");
+    return;
+  }
+  jh_wait *w = wait_s && !j->ended ? malloc(sizeof(*w)) : NULL;
+  if (w) {
+    *w = (jh_wait){reply, arg, j->id, logs, off};
+    if (rd__job_wait(j->id, off, wait_s * 1000, wait_fire, w) == 0) return;
+    free(w);   /* 256 wait already: answered now */
+  }
+  if (logs) logs_now(j->id, off, reply, arg);
+  else details_now(j->id, reply, arg);
 }
 
 /* ---- commands: submit, stop, delete ---- */
@@ -507,16 +570,13 @@ void rd__job_http(const char *method, const char *path, const char *query, const
     return;
   }
   if (!tail[0] && get) {
-    rd__mbuf b = {0};
-    put_job(&b, &j);
-    rd__mbuf_printf(&b, "\n");
-    answer(reply, arg, 200, &b);
+    read_job(&j, query, 0, reply, arg);
   } else if (!tail[0] && del) {
     delete_job(&j, reply, arg);
   } else if (!tail[0]) {
     fail(reply, arg, 405, "/api/jobs/ID takes GET and DELETE");
   } else if (!strcmp(tail, "logs")) {
-    if (get) logs(&j, query, reply, arg);
+    if (get) read_job(&j, query, 1, reply, arg);
     else fail(reply, arg, 405, "/api/jobs/ID/logs takes GET");
   } else if (!strcmp(tail, "stop")) {
     if (post) stop(&j, reply, arg);

@@ -34,6 +34,7 @@
 
 #include "cli_cluster.h"
 #include "cluster.h"
+#include "common.h"
 #include "job_log.h"
 #include "log.h"
 #include "raydist.h"
@@ -45,6 +46,9 @@
 #define JL_ARGS_MAX 4096             /* argv and env entries of a submit, each */
 #define JL_ARG_BYTES (1u << 20)      /* their bytes together */
 #define JL_STOP_SLACK_MS 15000       /* a stop command's time beyond its timeout */
+#define JL_WAIT_MAX 256              /* logs and state requests waiting at once */
+#define JL_WAIT_MAX_MS 30000         /* the longest wait */
+#define JL_WAIT_TICK_MS 50           /* how often the waiting ones are looked at */
 
 enum { JL_SUBMIT = 1, JL_LIST = 2, JL_LOGS = 3, JL_STATE = 4, JL_STOP = 5, JL_DELETE = 6 };
 
@@ -362,26 +366,99 @@ static void op_submit(jl_op *o, const Rd__LinkJob *m) {
   }
 }
 
+/* ---- waiting for a job's output or end ---- */
+
+typedef struct jl_wait {
+  int id;
+  uint64_t off;             /* due once the job has written past it (UINT64_MAX: its end only) */
+  uint64_t deadline_ns;
+  rd__job_wait_fn fire;
+  void *arg;
+  struct jl_wait *next;
+} jl_wait;
+
+static struct {
+  jl_wait *head;
+  int n, timer_init;
+  uv_timer_t timer;         /* every JL_WAIT_TICK_MS while any waits */
+} W;
+
+static int wait_due(const jl_wait *w, uint64_t now) {
+  char state[64], jd[900];
+  int ended = 0;
+  if (now >= w->deadline_ns || J.stopping) return 1;
+  if (rd__cli_job_state(N.opts.session_dir, w->id, state, sizeof(state), &ended) != 0 || ended) return 1;
+  if (w->off == UINT64_MAX) return 0;
+  snprintf(jd, sizeof(jd), "%s/jobs/%d", N.opts.session_dir, w->id);
+  return rd__job_log_end(jd) > w->off;
+}
+
+static void wait_tick(uv_timer_t *t) {
+  (void)t;
+  uint64_t now = rd__now_ns();
+  for (jl_wait **pp = &W.head; *pp;) {
+    jl_wait *w = *pp;
+    if (!wait_due(w, now)) {
+      pp = &w->next;
+      continue;
+    }
+    *pp = w->next;
+    W.n--;
+    w->fire(w->arg);
+    free(w);
+  }
+  if (!W.head) uv_timer_stop(&W.timer);
+}
+
+int rd__job_wait(int id, uint64_t off, uint64_t wait_ms, rd__job_wait_fn fire, void *arg) {
+  if (J.stopping) return RD_ECANCELED;
+  if (W.n >= JL_WAIT_MAX) return RD_EAGAIN;
+  jl_wait *w = calloc(1, sizeof(*w));
+  if (!w) return RD_ENOMEM;
+  uint64_t now = rd__now_ns();
+  *w = (jl_wait){id, off, now + (wait_ms > JL_WAIT_MAX_MS ? JL_WAIT_MAX_MS : wait_ms) * 1000000ull, fire, arg, W.head};
+  if (wait_due(w, now)) {
+    free(w);
+    fire(arg);
+    return 0;
+  }
+  if (!W.timer_init) {
+    uv_timer_init(N.loop, &W.timer);
+    W.timer_init = 1;
+  }
+  if (!W.head) uv_timer_start(&W.timer, wait_tick, JL_WAIT_TICK_MS, JL_WAIT_TICK_MS);
+  W.head = w;
+  W.n++;
+  return 0;
+}
+
 /* ---- logs and state: read here ---- */
 
-static void op_read(node_client *c, const Rd__LinkJob *m) {
+typedef struct jl_read {
+  node_client *link;
+  uint32_t link_id, id;
+  uint64_t req_id, offset;
+  int op;
+} jl_read;
+
+static void read_reply(const jl_read *q) {
   char state[64];
   int ended = 0;
-  if (m->id == 0 || rd__cli_job_state(N.opts.session_dir, (int)m->id, state, sizeof(state), &ended) != 0) {
-    reply_error(c, c->id, m->req_id, RD_ENOENT, "no job %u on this node", m->id);
+  if (q->id == 0 || rd__cli_job_state(N.opts.session_dir, (int)q->id, state, sizeof(state), &ended) != 0) {
+    reply_error(q->link, q->link_id, q->req_id, RD_ENOENT, "no job %u on this node", q->id);
     return;
   }
   Rd__LinkJobReply r = RD__LINK_JOB_REPLY__INIT;
-  r.req_id = m->req_id;
-  r.id = m->id;
+  r.req_id = q->req_id;
+  r.id = q->id;
   r.state = state;
   r.ended = ended;
-  r.offset = m->offset;
+  r.offset = q->offset;
   char *buf = NULL;
-  if (m->op == JL_LOGS && (buf = malloc(JL_LOG_CHUNK))) {
+  if (q->op == JL_LOGS && (buf = malloc(JL_LOG_CHUNK))) {
     char jd[900];
-    snprintf(jd, sizeof(jd), "%s/jobs/%u", N.opts.session_dir, m->id);
-    uint64_t off = m->offset, dropped = 0;
+    snprintf(jd, sizeof(jd), "%s/jobs/%u", N.opts.session_dir, q->id);
+    uint64_t off = q->offset, dropped = 0;
     size_t n = rd__job_log_read(jd, &off, buf, JL_LOG_CHUNK, &dropped);
     r.out.data = (uint8_t *)buf;
     r.out.len = n;
@@ -391,8 +468,26 @@ static void op_read(node_client *c, const Rd__LinkJob *m) {
      * read finds nothing */
     if (n > 0) r.ended = 0;
   }
-  reply(c, c->id, &r);
+  reply(q->link, q->link_id, &r);
   free(buf);
+}
+
+static void read_fire(void *arg) {
+  read_reply(arg);
+  free(arg);
+}
+
+/* logs and state at once, or with a timeout (seconds) once there is
+ * output past the offset (logs) or the job has ended, or the time is up */
+static void op_read(node_client *c, const Rd__LinkJob *m) {
+  jl_read q = {c, c->id, m->id, m->req_id, m->offset, m->op}, *w;
+  if (!(m->timeout > 0) || !(w = malloc(sizeof(*w)))) {
+    read_reply(&q);
+    return;
+  }
+  *w = q;
+  uint64_t ms = m->timeout * 1000 < JL_WAIT_MAX_MS ? (uint64_t)(m->timeout * 1000) : JL_WAIT_MAX_MS;
+  if (rd__job_wait((int)m->id, m->op == JL_LOGS ? m->offset : UINT64_MAX, ms, read_fire, w) != 0) read_fire(w);
 }
 
 void rd__job_link(node_client *c, const Rd__LinkJob *m) {
@@ -490,6 +585,14 @@ int rd__job_cmd(const char *const *argv, uint64_t limit_ms, rd__job_cmd_done don
 
 void rd__job_link_stop(void) {
   J.stopping = 1;
+  while (W.head) {   /* answered now, as they are */
+    jl_wait *w = W.head;
+    W.head = w->next;
+    W.n--;
+    w->fire(w->arg);
+    free(w);
+  }
+  if (W.timer_init && !uv_is_closing((uv_handle_t *)&W.timer)) uv_close((uv_handle_t *)&W.timer, NULL);
   for (jl_op *o = J.ops; o; o = o->next) {
     if (o->done) op_error(o, RD_ECANCELED, "the node is stopping");
     if (!o->spawned && o->handles == 0) continue;   /* a fetch: its continuation frees it */

@@ -18,6 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/signalfd.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -216,6 +217,17 @@ static ssize_t read_at(const char *dir, const char *name, uint64_t off, char *bu
   }
   close(fd);
   return (ssize_t)got;
+}
+
+uint64_t rd__job_log_end(const char *dir) {
+  uint64_t cur;
+  int kind = current(dir, &cur);
+  if (kind < 0) return 0;
+  char path[900];
+  if (kind == 1) snprintf(path, sizeof(path), "%s/log", dir);
+  else snprintf(path, sizeof(path), "%s/log.%llu", dir, (unsigned long long)cur);
+  struct stat st;
+  return stat(path, &st) == 0 ? cur + (uint64_t)st.st_size : cur;   /* rotated meanwhile: at least cur */
 }
 
 size_t rd__job_log_read(const char *dir, uint64_t *off, char *buf, size_t len, uint64_t *dropped) {

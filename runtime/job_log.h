@@ -46,4 +46,7 @@ void rd__job_log_rest(rd_job_log *l, int in);
  * count added to *dropped. */
 size_t rd__job_log_read(const char *dir, uint64_t *off, char *buf, size_t len, uint64_t *dropped);
 
+/* How many bytes the job in dir has written so far (0: no log yet). */
+uint64_t rd__job_log_end(const char *dir);
+
 #endif

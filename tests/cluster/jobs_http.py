@@ -92,6 +92,26 @@ check(st == 200 and tail["logs"].startswith("world\n") and tail["offset"] == lg[
 st, none = call("GET", "/api/jobs/%s/logs?offset=%d" % (one, lg["offset"]))
 check(st == 200 and none["logs"] == "", "logs past the end: %r" % none)
 
+# ?wait_s: the answer comes with the news (output past the offset, the end), not before
+st, r = call("POST", "/api/jobs/", {"entrypoint": "echo first; sleep 1; echo second; sleep 1"})
+check(st == 200, "submit the waiting one: %r" % r)
+wid = r["job_id"]
+wait_log(wid, "first\n")
+t0 = time.time()
+st, lg = call("GET", "/api/jobs/%s/logs?offset=6&wait_s=10" % wid)
+took = time.time() - t0
+check(st == 200 and lg["logs"] == "second\n" and lg["offset"] == 13 and 0.3 < took < 5, "logs?wait_s: %r in %.2f s" % (lg, took))
+t0 = time.time()
+st, j = call("GET", "/api/jobs/%s?wait_s=10" % wid)
+took = time.time() - t0
+check(st == 200 and j["status"] == "SUCCEEDED" and 0.3 < took < 5, "details?wait_s: %r in %.2f s" % (j, took))
+t0 = time.time()
+st, lg = call("GET", "/api/jobs/%s/logs?offset=13&wait_s=10" % wid)
+check(st == 200 and lg["logs"] == "" and lg["ended"] is True and time.time() - t0 < 1, "logs?wait_s of an ended job: %r" % lg)
+expect("GET", "/api/jobs/%s/logs?wait_s=31" % wid, 400, "wait_s must be")
+expect("GET", "/api/jobs/%s?wait_s=x" % wid, 400, "wait_s must be")
+check(call("DELETE", "/api/jobs/%s" % wid)[0] == 200, "delete the waiting one")
+
 # Ray's SDK sends every field, unset ones as null
 st, r = call("POST", "/api/jobs/", {"entrypoint": "echo sdk-style", "submission_id": None, "job_id": None, "runtime_env": None,
                                     "metadata": None, "entrypoint_num_cpus": None, "entrypoint_num_gpus": None,
