@@ -44,6 +44,7 @@
 #define JH_ENV_MAX 256          /* env_vars entries */
 #define JH_STOP_S 10            /* a stop's SIGTERM, then SIGKILL */
 #define JH_IDS_MAX 4096         /* jobs listed */
+#define JH_WAITING 8            /* ?wait_s requests held at once; more are answered at once */
 #define JH_FILE_MAX (128u << 10) /* an entrypoint or metadata file read (both come from a 64 KiB body) */
 
 /* ---- JSON out ---- */
@@ -249,8 +250,11 @@ typedef struct jh_wait {
   uint64_t off;
 } jh_wait;
 
+static int nwaiting;   /* held requests: each holds one of the port's 16 connections */
+
 static void wait_fire(void *p) {
   jh_wait *w = p;
+  nwaiting--;
   if (w->logs) logs_now(w->id, w->off, w->reply, w->arg);
   else details_now(w->id, w->reply, w->arg);
   free(w);
@@ -267,10 +271,13 @@ static void read_job(const rd_cli_job *j, const char *query, int logs, rd__http_
     fail(reply, arg, 400, "wait_s must be a whole number of seconds from 0 to 30");
     return;
   }
-  jh_wait *w = wait_s && !j->ended ? malloc(sizeof(*w)) : NULL;
+  /* at most JH_WAITING held, so that scrapes of /metrics always find a connection */
+  jh_wait *w = wait_s && !j->ended && nwaiting < JH_WAITING ? malloc(sizeof(*w)) : NULL;
   if (w) {
     *w = (jh_wait){reply, arg, j->id, logs, off};
+    nwaiting++;
     if (rd__job_wait(j->id, off, wait_s * 1000, wait_fire, w) == 0) return;
+    nwaiting--;
     free(w);   /* 256 wait already: answered now */
   }
   if (logs) logs_now(j->id, off, reply, arg);

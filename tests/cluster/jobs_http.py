@@ -112,6 +112,33 @@ expect("GET", "/api/jobs/%s/logs?wait_s=31" % wid, 400, "wait_s must be")
 expect("GET", "/api/jobs/%s?wait_s=x" % wid, 400, "wait_s must be")
 check(call("DELETE", "/api/jobs/%s" % wid)[0] == 200, "delete the waiting one")
 
+# at most 8 held at once (each holds one of the port's 16 connections): a
+# ninth is answered at once, and /metrics still answers meanwhile
+import threading
+st, r = call("POST", "/api/jobs/", {"entrypoint": "sleep 20"})
+check(st == 200, "submit the sleeper: %r" % r)
+sid = r["job_id"]
+took = []
+def held():
+    t0 = time.time()
+    st, _ = call("GET", "/api/jobs/%s?wait_s=2" % sid)
+    took.append((st, time.time() - t0))
+ts = [threading.Thread(target=held) for _ in range(8)]
+for t in ts:
+    t.start()
+time.sleep(0.5)
+t0 = time.time()
+st, j = call("GET", "/api/jobs/%s?wait_s=2" % sid)
+ninth = time.time() - t0
+with urllib.request.urlopen(base + "/metrics", timeout=10) as m:
+    check(m.status == 200 and b"raydist_" in m.read(), "/metrics while 8 wait")
+for t in ts:
+    t.join()
+check(st == 200 and j["status"] == "RUNNING" and ninth < 1, "the ninth waiter: %d in %.2f s" % (st, ninth))
+check(len(took) == 8 and all(c == 200 and 1.5 < d < 6 for c, d in took), "the eight held: %r" % took)
+check(call("POST", "/api/jobs/%s/stop" % sid)[1] == {"stopped": True}, "stop the sleeper")
+check(call("DELETE", "/api/jobs/%s" % sid)[0] == 200, "delete the sleeper")
+
 # Ray's SDK sends every field, unset ones as null
 st, r = call("POST", "/api/jobs/", {"entrypoint": "echo sdk-style", "submission_id": None, "job_id": None, "runtime_env": None,
                                     "metadata": None, "entrypoint_num_cpus": None, "entrypoint_num_gpus": None,
