@@ -839,6 +839,9 @@ PY
     # the driver reports its tasks every 100 ms and the actor call waits for
     # its actor: until the head lists all 8, two running (on b and on c)
     listed_until 200 '^node [0-9]+: 8 unfinished tasks \(RUNNING 2, .*PENDING_ARGS 3\)$' list tasks
+    # the failed ones come with the driver's next report (every 100 ms), the
+    # unfinished ones from asking it: the first list may be without them
+    listed_until 50 '^  failed for good: 3 here' list tasks
     cat "$L"
     grep -Eq '^node [0-9]+: 8 unfinished tasks \(RUNNING 2, .*PENDING_ARGS 3\)$' "$L" || fail "list tasks: not 8 on the head"
     [ "$(grep -c '^node [0-9]*: 0 unfinished tasks$' "$L")" = 2 ] || fail "list tasks: b and c own none"
