@@ -43,6 +43,7 @@ typedef struct pg_rec {
   size_t n;
   rd_resources b[PG_MAX];
   const char *sel[PG_MAX];        /* each bundle's label selector (interned, rd__node_sel), NULL: any node */
+  int alt;                        /* the alternative of the selectors it was last placed by (fallbacks) */
   uint32_t node[PG_MAX];          /* where each bundle is reserved (0: not now) */
   uint32_t creator;               /* the driver (client id) whose exit removes it; 0: none */
   node_job *job;                  /* made by a task (creator 0): the job whose end removes it */
@@ -552,10 +553,11 @@ static void reserve(pg_rec *p) {
   uint32_t want[PG_MAX];
   memcpy(want, p->node, sizeof(want));
   char why[300];
-  int alt = 0;
+  int alt = p->alt;   /* re-reserving lost bundles: the alternative the others hold first */
   int rc = rd_pg_place_alt(nodes, nn, p->b, p->sel, p->n, p->strategy, want, &alt, why, sizeof(why));
   if (rc == 0 && alt > 0)
     rd__log(RD_LOG_INFO, "placement group %016" PRIx64 " reserved by its fallback selectors %d", p->id, alt);
+  if (rc == 0) p->alt = alt;
   if (rc != 0) {
     if (strcmp(p->reason, why)) {
       snprintf(p->reason, sizeof(p->reason), "%s", why);

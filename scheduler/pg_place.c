@@ -93,13 +93,16 @@ static int try_place(place_ctx *x, const rd_resources *b, size_t nb, int strateg
 /* try_place with the group's alternatives in order, against node totals
  * (avail 0) or what is free: the first that places, or -1. */
 static int try_alts(place_ctx *x, const rd_pg_node *nodes, size_t nn, const rd_resources *b, size_t nb,
-                    const char *const *sels, int strategy, int avail, uint32_t *out, const uint32_t *assign) {
+                    const char *const *sels, int strategy, int avail, uint32_t *out, const uint32_t *assign,
+                    int first) {
   int nalts = 1;
   for (size_t i = 0; sels && i < nb; i++) {
     int k = rd_label_alts_count(sels[i]);
     if (k > nalts) nalts = k;
   }
-  for (int alt = 0; alt < nalts; alt++) {
+  if (first < 0 || first >= nalts) first = 0;
+  for (int k = 0; k < nalts; k++) {
+    int alt = k == 0 ? first : k <= first ? k - 1 : k;   /* first, then the others in order */
     memset(x, 0, sizeof(*x));
     x->nodes = nodes;
     x->nn = nn;
@@ -138,7 +141,8 @@ int rd_pg_place_alt(const rd_pg_node *nodes, size_t nn, const rd_resources *b, c
   uint32_t out[RD_PG_PLACE_MAX_BUNDLES];
 
   /* never: no alternative places the group on these nodes empty */
-  if (try_alts(&x, nodes, nn, b, nb, sels, strategy, 0, out, assign) < 0) {
+  int first = alt ? *alt : 0;
+  if (try_alts(&x, nodes, nn, b, nb, sels, strategy, 0, out, assign, first) < 0) {
     if (why && whylen) {
       size_t one = nb, unlabelled = nb;   /* a bundle no node can hold at all? */
       for (size_t i = 0; i < nb && one == nb && unlabelled == nb; i++) {
@@ -171,7 +175,7 @@ int rd_pg_place_alt(const rd_pg_node *nodes, size_t nn, const rd_resources *b, c
   }
 
   /* now: the first alternative that places it on what is free */
-  int k = try_alts(&x, nodes, nn, b, nb, sels, strategy, 1, out, assign);
+  int k = try_alts(&x, nodes, nn, b, nb, sels, strategy, 1, out, assign, first);
   if (k < 0) {
     if (why && whylen) snprintf(why, whylen, "waiting for resources: the bundles fit the cluster but not its free resources now");
     return RD_EAGAIN;

@@ -47,8 +47,10 @@ int rd_pg_place(const rd_pg_node *nodes, size_t nn, const rd_resources *b, size_
  * when none places it now. */
 int rd_pg_place_sel(const rd_pg_node *nodes, size_t nn, const rd_resources *b, const char *const *sels, size_t nb,
                     int strategy, uint32_t *assign, char *why, size_t whylen);
-/* rd_pg_place_sel, and on success the alternative that placed the group
- * in *alt (alt may be NULL). */
+/* rd_pg_place_sel trying alternative *alt first (then the others in
+ * order): a group re-reserved around the bundles it still holds stays
+ * with the alternative it was placed by while that fits.  On success the
+ * alternative that placed it is in *alt.  alt NULL: from the first. */
 int rd_pg_place_alt(const rd_pg_node *nodes, size_t nn, const rd_resources *b, const char *const *sels, size_t nb,
                     int strategy, uint32_t *assign, int *alt, char *why, size_t whylen);
 

@@ -134,8 +134,10 @@ int main(void) {
   memset(a, 0, sizeof a);   /* zone=a is full now: zone=b, alternative 1 */
   CHECK(rd_pg_place_alt(busy2, 3, b, fb, 1, RD_PG_PLACE_PACK, a, &alt, why, sizeof why) == 0 && a[0] == 3 && alt == 1);
   memset(a, 0, sizeof a);   /* the primary while it has room */
+  alt = 0;
   CHECK(rd_pg_place_alt(ln, 3, b, fb, 1, RD_PG_PLACE_PACK, a, &alt, why, sizeof why) == 0 && a[0] == 2 && alt == 0);
   memset(a, 0, sizeof a);   /* the whole group moves: the free bundle follows to zone=b */
+  alt = 0;
   CHECK(rd_pg_place_alt(busy2, 3, b, fb, 2, RD_PG_PLACE_STRICT_PACK, a, &alt, why, sizeof why) == 0);
   CHECK(a[0] == 3 && a[1] == 3 && alt == 1);
   const char *fb_last[2] = {"zone=a;zone=b", "zone=a"};
@@ -151,6 +153,24 @@ int main(void) {
   CHECK(rd_pg_place_sel(busy2, 3, b, fb_later, 1, RD_PG_PLACE_PACK, a, why, sizeof why) == RD_EAGAIN);
   uint32_t kept[2] = {2, 0};   /* a bundle already reserved keeps its node; the other uses what fits now */
   CHECK(rd_pg_place_sel(ln, 3, b, fb, 2, RD_PG_PLACE_SPREAD, kept, why, sizeof why) == 0 && kept[0] == 2 && kept[1] != 0);
+  /* a group re-reserved around a bundle it holds on zone=b (alternative 1)
+   * stays with zone=b when told so; from the first it would mix */
+  const char *both[2] = {"zone=a;zone=b", "zone=a;zone=b"};
+  uint32_t again[2] = {3, 0};
+  alt = 1;
+  CHECK(rd_pg_place_alt(ln, 3, b, both, 2, RD_PG_PLACE_SPREAD, again, &alt, why, sizeof why) == 0);
+  CHECK(again[0] == 3 && again[1] == 3 && alt == 1);
+  again[1] = 0;
+  alt = 0;
+  CHECK(rd_pg_place_alt(ln, 3, b, both, 2, RD_PG_PLACE_SPREAD, again, &alt, why, sizeof why) == 0);
+  CHECK(again[0] == 3 && again[1] == 2 && alt == 0);
+  again[1] = 0;
+  alt = 1;   /* zone=b full now: the other alternative rather than waiting */
+  rd_pg_node bfull[3] = {mk(1, 4, 4), mk(2, 4, 4), mk(3, 4, 0)};
+  bfull[1].labels = "zone=a";
+  bfull[2].labels = "tier=gold,zone=b";
+  CHECK(rd_pg_place_alt(bfull, 3, b, both, 2, RD_PG_PLACE_SPREAD, again, &alt, why, sizeof why) == 0);
+  CHECK(again[1] == 2 && alt == 0);
   CHECK(rd_label_alts_count(NULL) == 1 && rd_label_alts_count("a=1") == 1 && rd_label_alts_count("a=1;b=2;c=3") == 3);
   CHECK(rd_labels_match_nth("zone=b", "zone=a;zone=b", 1) && !rd_labels_match_nth("zone=b", "zone=a;zone=b", 0));
   CHECK(rd_labels_match_nth("zone=b", "zone=a;zone=b", 5) && rd_labels_match_nth("zone=b", NULL, 3));
