@@ -15,7 +15,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
+#include "cli_cluster.h"
 #include "cluster.h"
 #include "gcs_client.h"
 #include "node_internal.h"
@@ -127,6 +129,36 @@ static size_t *fns_by_time(void) {
 
 
 /* The mean submit-to-result latency of what a job's processes here submitted. */
+/* The node's submitted jobs (`raydist job`, /api/jobs/), newest first,
+ * the last max: JSON objects, or HTML rows. */
+static void submitted_jobs(rd__mbuf *b, int json, int max) {
+  static int ids[4096];
+  int n = rd__cli_job_ids(N.opts.session_dir, ids, 4096), shown = 0;
+  for (int i = n - 1; i >= 0 && shown < max; i--) {
+    rd_cli_job j;
+    if (rd__cli_job_get(N.opts.session_dir, ids[i], &j) != 0) continue;   /* deleted meanwhile */
+    double secs = (j.ended && j.end > 0 ? j.end : (double)time(NULL)) - j.start;
+    if (json) {
+      rd__mbuf_printf(b, "%s{\"id\":%d,\"name\":", shown ? "," : "", j.id);
+      put_json(b, j.name);
+      rd__mbuf_printf(b, ",\"state\":");
+      put_json(b, j.state);
+      rd__mbuf_printf(b, ",\"pid\":%d,\"start\":%.3f,\"seconds\":%.1f,\"command\":", j.pid, j.start, secs);
+      put_json(b, j.cmd);
+      rd__mbuf_printf(b, "}");
+    } else {
+      rd__mbuf_printf(b, "<tr%s><td>%d</td><td>", j.ended ? " class=\"dead\"" : "", j.id);
+      put_html(b, j.name[0] ? j.name : "-");
+      rd__mbuf_printf(b, "</td><td>");
+      put_html(b, j.state);
+      rd__mbuf_printf(b, "</td><td>%d</td><td>%.1f</td><td>", j.pid, secs);
+      put_html(b, j.cmd);
+      rd__mbuf_printf(b, "</td></tr>\n");
+    }
+    shown++;
+  }
+}
+
 static double job_lat_mean_s(const node_job *j) {
   return j->owned_settled ? (double)j->owned_ns / 1e9 / (double)j->owned_settled : 0.0;
 }
@@ -197,6 +229,10 @@ static void render_json(rd__mbuf *b, const dash_req *q, const node_facts *f) {
                     job_lat_mean_s(j));
     first = 0;
   }
+  rd__mbuf_printf(b, "]");
+  /* the jobs submitted to this node (raydist job, /api/jobs/), the last 100 */
+  rd__mbuf_printf(b, ",\"submitted_jobs\":[");
+  submitted_jobs(b, 1, 100);
   rd__mbuf_printf(b, "]");
   /* run times by function, longest total first */
   rd__mbuf_printf(b, ",\"functions\":[");
@@ -361,6 +397,10 @@ static void render_html(rd__mbuf *b, const dash_req *q, const node_facts *f) {
                     (unsigned long long)j->owned_settled, (unsigned long long)j->owned_failed,
                     job_lat_mean_s(j));
   }
+  rd__mbuf_printf(b, "</table>\n");
+  rd__mbuf_printf(b, "<h2>Jobs submitted here (raydist job, /api/jobs/)</h2>\n<table id=\"submitted_jobs\">\n"
+                     "<tr><th>id</th><th>name</th><th>state</th><th>pid</th><th>seconds</th><th>command</th></tr>\n");
+  submitted_jobs(b, 0, 20);   /* the last 20 */
   rd__mbuf_printf(b, "</table>\n");
   /* the functions that took the most time here (all of them in the JSON) */
   enum { FN_ROWS = 50 };

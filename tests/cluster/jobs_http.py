@@ -87,6 +87,13 @@ st, lg = call("GET", "/api/jobs/%s/logs" % one)
 check(st == 200 and "hello world\n" in lg["logs"] and "oops\n" in lg["logs"], "job one's logs: %r" % lg)
 check("caf\u00e9 \ufffd\n" in lg["logs"], "job one's logs: not UTF-8 with U+FFFD for a bad byte: %r" % lg["logs"])
 check(lg["ended"] is True and lg["more"] is False and lg["dropped"] == 0 and lg["offset"] > 0, "job one's log fields: %r" % lg)
+# the dashboard lists it with the node's other submitted jobs
+with urllib.request.urlopen(base + "/api/cluster", timeout=30) as m:
+    dash = json.loads(m.read().decode())
+sub = [x for x in dash["submitted_jobs"] if x["id"] == int(one)]
+check(len(sub) == 1 and sub[0]["name"] == "http-one" and sub[0]["state"] == "FAILED (exit 3)", "dashboard: %r" % dash["submitted_jobs"])
+with urllib.request.urlopen(base + "/", timeout=30) as m:
+    check(b"<td>http-one</td><td>FAILED (exit 3)</td>" in m.read(), "the dashboard page: no row of job one")
 st, tail = call("GET", "/api/jobs/%s/logs?offset=6" % one)
 check(st == 200 and tail["logs"].startswith("world\n") and tail["offset"] == lg["offset"], "logs from offset 6: %r" % tail)
 st, none = call("GET", "/api/jobs/%s/logs?offset=%d" % (one, lg["offset"]))
