@@ -404,6 +404,15 @@ static void submit(const char *body, size_t blen, rd__http_reply reply, void *ar
   const rd_json *env = NULL, *meta = NULL;
   char badbuf[300];
   if (root->type != RD_JSON_OBJECT) bad = "the body must be a JSON object";
+  const char *dup = rd_json_dup_key(root);
+  for (const rd_json *m = root->type == RD_JSON_OBJECT ? root->child : NULL; m && !dup; m = m->next) {
+    dup = rd_json_dup_key(m);   /* runtime_env, metadata */
+    for (const rd_json *r = m->type == RD_JSON_OBJECT ? m->child : NULL; r && !dup; r = r->next) dup = rd_json_dup_key(r);
+  }
+  if (!bad && dup) {   /* another reader may take the other one: ambiguous, so refused */
+    snprintf(badbuf, sizeof(badbuf), "the field '%.100s' is given twice", dup);
+    bad = badbuf;
+  }
   for (const rd_json *m = root->type == RD_JSON_OBJECT ? root->child : NULL; m && !bad; m = m->next) {
     if (!strcmp(m->key, "entrypoint")) {
       if (m->type != RD_JSON_STRING || !m->str[0]) bad = "entrypoint must be a non-empty string";

@@ -276,3 +276,11 @@ const rd_json *rd_json_get(const rd_json *obj, const char *key) {
     if (!strcmp(m->key, key)) return m;
   return NULL;
 }
+
+const char *rd_json_dup_key(const rd_json *obj) {
+  if (!obj || obj->type != RD_JSON_OBJECT) return NULL;
+  for (const rd_json *m = obj->child; m; m = m->next)
+    for (const rd_json *k = m->next; k; k = k->next)
+      if (!strcmp(m->key, k->key)) return m->key;
+  return NULL;
+}

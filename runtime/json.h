@@ -34,6 +34,11 @@ rd_json *rd_json_parse(const char *s, size_t len, char *why, size_t whylen);
  * missing continuation, an overlong form, a surrogate, past U+10FFFF). */
 size_t rd_json_utf8_len(const unsigned char *s, size_t n);
 
+/* A name given twice among an object's members (the first such), or NULL
+ * (also when obj is no object).  rd_json_get finds the first of them:
+ * readers that refuse ambiguous input ask this. */
+const char *rd_json_dup_key(const rd_json *obj);
+
 /* An object's member named key, or NULL (also when obj is no object). */
 const rd_json *rd_json_get(const rd_json *obj, const char *key);
 

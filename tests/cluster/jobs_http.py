@@ -183,6 +183,8 @@ check("http-one" in ids and "http-long" not in ids, "list after delete: %r" % id
 # bad requests: a status and a reason, nothing run
 expect("POST", "/api/jobs/", 400, "malformed JSON at byte", raw=b"{\"entrypoint\": ")
 expect("POST", "/api/jobs/", 400, "must be a JSON object", raw=b"[1, 2]")
+expect("POST", "/api/jobs/", 400, "'entrypoint' is given twice", raw=b'{"entrypoint": "true", "entrypoint": "false"}')
+expect("POST", "/api/jobs/", 400, "'A' is given twice", raw=b'{"entrypoint": "true", "runtime_env": {"env_vars": {"A": "1", "A": "2"}}}')
 expect("POST", "/api/jobs/", 400, "entrypoint is missing", {"submission_id": "x-1"})
 expect("POST", "/api/jobs/", 400, "non-empty string", {"entrypoint": ""})
 expect("POST", "/api/jobs/", 400, "non-empty string", {"entrypoint": ["ls"]})

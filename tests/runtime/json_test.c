@@ -44,6 +44,15 @@ int main(void) {
   CHECK(rd_json_get(l, "x") == NULL && rd_json_get(NULL, "x") == NULL);
   free(j);
 
+  /* a name given twice: read (the first found), and told */
+  j = parse("{\"a\": 1, \"b\": {\"x\": 1, \"x\": 2}, \"a\": 3}");
+  CHECK(j && rd_json_get(j, "a")->num == 1 && !strcmp(rd_json_dup_key(j), "a"));
+  CHECK(!strcmp(rd_json_dup_key(rd_json_get(j, "b")), "x") && rd_json_dup_key(rd_json_get(j, "a")) == NULL);
+  free(j);
+  j = parse("{\"a\": 1, \"b\": 2}");
+  CHECK(j && rd_json_dup_key(j) == NULL);
+  free(j);
+
   /* escapes, decoded to UTF-8 */
   j = parse("\"a\\\"b\\\\c\\/d\\b\\f\\n\\r\\t\\u00e9\\u20ac\\ud83d\\ude00\"");
   CHECK(j && j->type == RD_JSON_STRING);
