@@ -33,6 +33,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <netinet/in.h>
+#include <poll.h>
+#include <sys/inotify.h>
 #include <sys/signalfd.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -429,17 +431,63 @@ static void log_copy(const char *dir, int id, uint64_t *off) {
   fflush(stdout);
 }
 
+/* News in a job's directory (its log grows, a segment is made, `status`
+ * is written), through inotify, so that a follower or a waiter wakes at
+ * once instead of every 0.1 s.  Opened before the first look at the job,
+ * so nothing that happens after that look is missed. */
+typedef struct job_watch {
+  int fd;                   /* -1: no inotify (no fds left): a sleep instead */
+} job_watch;
+
+/* logs: the log's growth too (a waiter for the end alone skips it: a
+ * chatty job would wake it at every write) */
+static void watch_open(job_watch *w, const char *dir, int id, int logs) {
+  char jd[1200];
+  snprintf(jd, sizeof(jd), "%s/jobs/%d", dir, id);
+  uint32_t mask = IN_CREATE | IN_MOVED_TO | IN_CLOSE_WRITE | IN_DELETE_SELF | (logs ? IN_MODIFY : 0);
+  w->fd = inotify_init1(IN_CLOEXEC | IN_NONBLOCK);
+  if (w->fd >= 0 && inotify_add_watch(w->fd, jd, mask) < 0) {
+    close(w->fd);
+    w->fd = -1;
+  }
+}
+
+/* Until there is news, or ms passed (a killed keeper writes nothing: the
+ * caller looks anyway). */
+static void watch_wait(job_watch *w, int ms) {
+  if (w->fd < 0) {
+    usleep((useconds_t)(ms < 100 ? ms : 100) * 1000);
+    return;
+  }
+  struct pollfd p = {w->fd, POLLIN, 0};
+  if (poll(&p, 1, ms) > 0) {
+    char buf[4096];
+    while (read(w->fd, buf, sizeof(buf)) > 0) {
+    }
+  }
+}
+
+static void watch_close(job_watch *w) {
+  if (w->fd >= 0) close(w->fd);
+}
+
 /* follow: on until the job has ended, as its output comes */
 static int job_logs(const char *dir, const char *arg, int follow) {
   job j;
   if (job_get(dir, arg, &j) != 0) return 1;
+  job_watch w = {-1};
+  if (follow) {
+    watch_open(&w, dir, j.id, 1);
+    if (job_read(dir, j.id, &j) != 0) j.ended = 1;   /* looked at again after the watch began */
+  }
   uint64_t off = 0;
   log_copy(dir, j.id, &off);
   while (follow && !j.ended) {
-    usleep(100000);
+    watch_wait(&w, 1000);
     if (job_read(dir, j.id, &j) != 0) break;
     log_copy(dir, j.id, &off);   /* what it wrote before it ended, too */
   }
+  watch_close(&w);
   return 0;
 }
 
@@ -498,12 +546,23 @@ int rd__cli_job_state(const char *session_dir, int id, char *state, size_t len, 
 /* Waits up to timeout seconds (<0: forever) for the job to end: 1 when it has. */
 static int job_wait_end(const char *dir, job *j, double timeout) {
   double until = wall_now() + timeout;
-  while (!j->ended) {
-    if (timeout >= 0 && wall_now() > until) return 0;
-    usleep(50000);
-    if (job_read(dir, j->id, j) != 0) return 1;
+  job_watch w = {-1};
+  if (!j->ended) {
+    watch_open(&w, dir, j->id, 0);
+    if (job_read(dir, j->id, j) != 0) j->ended = 1;   /* looked at again after the watch began */
   }
-  return 1;
+  int rc = 1;
+  while (!j->ended) {
+    double left = until - wall_now();
+    if (timeout >= 0 && left <= 0) {
+      rc = 0;
+      break;
+    }
+    watch_wait(&w, timeout >= 0 && left < 1 ? (int)(left * 1000) + 1 : 1000);
+    if (job_read(dir, j->id, j) != 0) break;
+  }
+  watch_close(&w);
+  return rc;
 }
 
 static int job_stop(const char *dir, job *j, double timeout) {
