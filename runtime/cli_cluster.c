@@ -31,6 +31,7 @@
 #include "common.h"
 #include "conn.h"
 #include "gcs_client.h"
+#include "rpc.h"
 #include "raydist.h"
 #include "resources.h"
 
@@ -177,14 +178,10 @@ static int make_token(const char *path) {
     return -1;
   }
   close(fd);
-  fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-  if (fd < 0) return -1;
   char hex[64];
   for (size_t i = 0; i < sizeof(b); i++) snprintf(hex + 2 * i, 3, "%02x", b[i]);
   hex[2 * sizeof(b)] = '\n';
-  int ok = write(fd, hex, 2 * sizeof(b) + 1) == (ssize_t)(2 * sizeof(b) + 1);
-  close(fd);
-  return ok ? 0 : -1;
+  return rd__write_file(path, hex, 2 * sizeof(b) + 1);
 }
 
 /* The session directory of a node this machine runs for the cluster at
@@ -362,10 +359,14 @@ int rd__cli_start(int argc, char **argv) {
       rd__rm_rf(dir);
       return 1;
     }
-    int fd = open(tokfile, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-    int ok = fd >= 0 && write(fd, token, strlen(token)) == (ssize_t)strlen(token) && write(fd, "\n", 1) == 1;
-    if (fd >= 0) close(fd);
-    if (!ok) {
+    char line[RD_RPC_TOKEN_MAX + 1];
+    int len = snprintf(line, sizeof(line), "%s\n", token);
+    if (len < 0 || (size_t)len >= sizeof(line)) {
+      fprintf(stderr, "raydist start: the cluster token is longer than %d bytes\n", RD_RPC_TOKEN_MAX - 1);
+      rd__rm_rf(dir);
+      return 1;
+    }
+    if (rd__write_file(tokfile, line, (size_t)len) != 0) {
       fprintf(stderr, "raydist start: cannot write %s\n", tokfile);
       rd__rm_rf(dir);
       return 1;

@@ -168,14 +168,8 @@ static int parse_id(const char *s) {
   return s && *s && !*end && v > 0 && v <= JOB_MAX ? (int)v : -1;
 }
 
-static void write_file(const char *path, const char *text) {
-  int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-  if (fd < 0) return;
-  size_t n = strlen(text);
-  if (write(fd, text, n) != (ssize_t)n) { /* best effort: a reader sees what is there */
-  }
-  close(fd);
-}
+/* Best effort: a reader sees what is there. */
+static void write_file(const char *path, const char *text) { (void)rd__write_file(path, text, strlen(text)); }
 
 /* How a submit runs its program beyond argv (the defaults: none of it). */
 typedef struct submit_opts {

@@ -3,6 +3,7 @@
 
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <math.h>
 #include <poll.h>
 #include <sys/socket.h>
@@ -121,6 +122,25 @@ int rd__write_num_file(const char *path, int v) {
     return -1;
   }
   return 0;
+}
+
+int rd__write_file(const char *path, const void *p, size_t n) {
+  int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+  if (fd < 0) return -1;
+  const char *c = p;
+  while (n) {
+    ssize_t k = write(fd, c, n);
+    if (k < 0 && errno == EINTR) continue;
+    if (k <= 0) {
+      int e = k < 0 ? errno : EIO;
+      close(fd);
+      errno = e;
+      return -1;
+    }
+    c += k;
+    n -= (size_t)k;
+  }
+  return close(fd);
 }
 
 int rd__read_line(const char *path, char *out, size_t len) {

@@ -188,6 +188,9 @@ int rd__read_line(const char *path, char *out, size_t len);
 /* Writes "v\n" to path through path.tmp and a rename, so that a reader
  * never sees a partial number (a port, a pid): 0, or -1. */
 int rd__write_num_file(const char *path, int v);
+/* Writes n bytes to path (created 0600, or truncated): 0, or -1 with
+ * errno when it cannot be opened or written whole. */
+int rd__write_file(const char *path, const void *p, size_t n);
 /* Read "key=value" from a small text file into out; 0 when found. */
 int rd__read_kv(const char *path, const char *key, char *out, size_t len);
 

@@ -54,18 +54,6 @@ static void put_html(rd__mbuf *b, const char *s) {
   }
 }
 
-/* A JSON string, quotes included; bytes below 0x20 as \u00XX. */
-static void put_json(rd__mbuf *b, const char *s) {
-  rd__mbuf_printf(b, "\"");
-  for (; *s; s++) {
-    unsigned char c = (unsigned char)*s;
-    if (c == '"' || c == '\\') rd__mbuf_printf(b, "\\%c", c);
-    else if (c < 0x20) rd__mbuf_printf(b, "\\u%04x", c);
-    else rd__mbuf_printf(b, "%c", c);
-  }
-  rd__mbuf_printf(b, "\"");
-}
-
 /* ---------------------------------------------------------- the facts */
 
 
@@ -140,11 +128,11 @@ static void submitted_jobs(rd__mbuf *b, int json, int max) {
     double secs = (j.ended && j.end > 0 ? j.end : (double)time(NULL)) - j.start;
     if (json) {
       rd__mbuf_printf(b, "%s{\"id\":%d,\"name\":", shown ? "," : "", j.id);
-      put_json(b, j.name);
+      rd__mbuf_json_cstr(b, j.name);
       rd__mbuf_printf(b, ",\"state\":");
-      put_json(b, j.state);
+      rd__mbuf_json_cstr(b, j.state);
       rd__mbuf_printf(b, ",\"pid\":%d,\"start\":%.3f,\"seconds\":%.1f,\"command\":", j.pid, j.start, secs);
-      put_json(b, j.cmd);
+      rd__mbuf_json_cstr(b, j.cmd);
       rd__mbuf_printf(b, "}");
     } else {
       rd__mbuf_printf(b, "<tr%s><td>%d</td><td>", j.ended ? " class=\"dead\"" : "", j.id);
@@ -174,7 +162,7 @@ static void json_res(rd__mbuf *b, const rd_resources *r, const rd_resources *nam
   rd__mbuf_printf(b, "{\"CPU\":%g,\"GPU\":%g,\"memory\":%lld", u(r->cpu), u(r->gpu), (long long)r->memory);
   for (int i = 0; i < names->ncustom; i++) {
     rd__mbuf_printf(b, ",");
-    put_json(b, names->custom[i].name);
+    rd__mbuf_json_cstr(b, names->custom[i].name);
     rd__mbuf_printf(b, ":%g", u(rd_res_get_custom(r, names->custom[i].name)));
   }
   rd__mbuf_printf(b, "}");
@@ -183,7 +171,7 @@ static void json_res(rd__mbuf *b, const rd_resources *r, const rd_resources *nam
 static void render_json(rd__mbuf *b, const dash_req *q, const node_facts *f) {
   const rd_resources *tot = &N.ledger.total;
   rd__mbuf_printf(b, "{\"node\":{\"index\":%u,\"ip\":", rd__cluster_index());
-  put_json(b, N.opts.node_ip && *N.opts.node_ip ? N.opts.node_ip : "127.0.0.1");
+  rd__mbuf_json_cstr(b, N.opts.node_ip && *N.opts.node_ip ? N.opts.node_ip : "127.0.0.1");
   rd__mbuf_printf(b, ",\"uptime_s\":%.3f,\"resources\":{\"total\":", f->uptime_s);
   json_res(b, tot, tot);
   rd__mbuf_printf(b, ",\"available\":");
@@ -213,7 +201,7 @@ static void render_json(rd__mbuf *b, const dash_req *q, const node_facts *f) {
   for (const node_job *j = N.jobs; j; j = j->next) {
     if (!job_shown(j)) continue;
     rd__mbuf_printf(b, "%s{\"id\":%u,\"gcs_job\":%u,\"exe\":", first ? "" : ",", j->id, j->gcs_job_id);
-    put_json(b, j->exe);
+    rd__mbuf_json_cstr(b, j->exe);
     /* a variant: the workers of job env_of with env_vars variables (rd_task_opts.env) */
     if (j->base) rd__mbuf_printf(b, ",\"env_of\":%u,\"env_vars\":%zu", j->base->id, j->env->n);
     rd__mbuf_printf(b, ",\"drivers\":%d,\"workers\":%d,\"weight\":%g,\"held\":", j->drivers, j->nworkers, j->weight);
@@ -240,7 +228,7 @@ static void render_json(rd__mbuf *b, const dash_req *q, const node_facts *f) {
   for (size_t k = 0; order && k < N.nfns; k++) {
     const rd__fn_metric *fn = &N.fns[order[k]];
     rd__mbuf_printf(b, "%s{\"name\":", k ? "," : "");
-    put_json(b, fn->name);
+    rd__mbuf_json_cstr(b, fn->name);
     rd__mbuf_printf(b, ",\"calls\":%llu,\"failed\":%llu,\"total_s\":%.6f,\"mean_s\":%.6f,\"p50_s_at_most\":%g,"
                        "\"p99_s_at_most\":%g,\"submitted\":%llu,\"submitted_failed\":%llu,\"latency_mean_s\":%.6f,"
                        "\"latency_p99_s_at_most\":%g}",
@@ -261,10 +249,10 @@ static void render_json(rd__mbuf *b, const dash_req *q, const node_facts *f) {
   for (size_t i = 0; i < nn; i++) {
     const rd_gcs_node *x = &nodes[i];
     rd__mbuf_printf(b, "%s{\"index\":%u,\"ip\":", i ? "," : "", x->index);
-    put_json(b, x->ip);
+    rd__mbuf_json_cstr(b, x->ip);
     rd__mbuf_printf(b, ",\"head\":%s,\"state\":\"%s\",\"death_reason\":", x->is_head ? "true" : "false",
                     x->state == RD_GCS_NODE_ALIVE ? "alive" : "dead");
-    put_json(b, x->death_reason);
+    rd__mbuf_json_cstr(b, x->death_reason);
     rd__mbuf_printf(b, ",\"total\":");
     json_res(b, &x->total, &x->total);
     rd__mbuf_printf(b, ",\"available\":");
@@ -274,35 +262,35 @@ static void render_json(rd__mbuf *b, const dash_req *q, const node_facts *f) {
                     (unsigned long long)x->ms_since_heartbeat);
     if (x->metrics_port > 0) rd__mbuf_printf(b, ",\"dashboard\":\"http://%s:%d/\"", x->ip, x->metrics_port);
     rd__mbuf_printf(b, ",\"labels\":");
-    put_json(b, x->labels);
+    rd__mbuf_json_cstr(b, x->labels);
     rd__mbuf_printf(b, "}");
   }
   rd__mbuf_printf(b, "],\"gcs_error\":");
-  if (q->gcs_rc) put_json(b, q->gcs_err);
+  if (q->gcs_rc) rd__mbuf_json_cstr(b, q->gcs_err);
   else rd__mbuf_printf(b, "null");
   rd__mbuf_printf(b, ",\"actors\":[");
   for (size_t i = 0; i < q->nactors; i++) {
     const rd_gcs_actor *a = &q->actors[i];
     rd__mbuf_printf(b, "%s{\"id\":\"%016" PRIx64 "\",\"name\":", i ? "," : "", a->actor_id);
-    put_json(b, a->name);
+    rd__mbuf_json_cstr(b, a->name);
     rd__mbuf_printf(b, ",\"class\":");
-    put_json(b, a->class_name);
+    rd__mbuf_json_cstr(b, a->class_name);
     rd__mbuf_printf(b, ",\"node\":%u,\"state\":\"%s\",\"reason\":", a->node_index,
                     rd_gcs_actor_state_name(a->state));
-    put_json(b, a->reason);
+    rd__mbuf_json_cstr(b, a->reason);
     rd__mbuf_printf(b, "}");
   }
   rd__mbuf_printf(b, "],\"placement_groups\":[");
   for (size_t i = 0; i < q->npgs; i++) {
     const rd_gcs_pg *p = &q->pgs[i];
     rd__mbuf_printf(b, "%s{\"id\":\"%016" PRIx64 "\",\"name\":", i ? "," : "", p->pg_id);
-    put_json(b, p->name);
+    rd__mbuf_json_cstr(b, p->name);
     rd__mbuf_printf(b, ",\"strategy\":\"%s\",\"state\":\"%s\",\"bundle_nodes\":[",
                     rd_gcs_pg_strategy_name(p->strategy),
                     rd_gcs_pg_state_name(p->state));
     for (size_t k = 0; k < p->nbundles; k++) rd__mbuf_printf(b, "%s%u", k ? "," : "", p->bundle_nodes[k]);
     rd__mbuf_printf(b, "],\"reason\":");
-    put_json(b, p->reason);
+    rd__mbuf_json_cstr(b, p->reason);
     rd__mbuf_printf(b, "}");
   }
   rd__mbuf_printf(b, "],\"jobs\":[");
@@ -310,10 +298,10 @@ static void render_json(rd__mbuf *b, const dash_req *q, const node_facts *f) {
     const rd_gcs_job *j = &q->jobs[i];
     rd__mbuf_printf(b, "%s{\"id\":%u,\"node\":%u,\"driver_pid\":%d,\"code\":", i ? "," : "", j->job_id, j->node_index,
                     j->driver_pid);
-    put_json(b, j->code_hash);
+    rd__mbuf_json_cstr(b, j->code_hash);
     rd__mbuf_printf(b, ",\"start_ms\":%llu,\"end_ms\":%llu,\"end_reason\":", (unsigned long long)j->start_ms,
                     (unsigned long long)j->end_ms);
-    put_json(b, j->end_reason);
+    rd__mbuf_json_cstr(b, j->end_reason);
     rd__mbuf_printf(b, "}");
   }
   rd__mbuf_printf(b, "],\"code\":");
@@ -662,7 +650,7 @@ void rd__dashboard_objects(rd__mbuf *b, int json, size_t top) {
       if (o->client == UINT32_MAX) snprintf(who, sizeof(who), "(others)");
       else owner_text(o->client, who, sizeof(who));
       rd__mbuf_printf(b, "%s{\"owner\":%u,\"who\":", k ? "," : "", o->client);
-      put_json(b, who);
+      rd__mbuf_json_cstr(b, who);
       rd__mbuf_printf(b, ",\"objects\":%llu,\"bytes\":%llu}", (unsigned long long)o->objects,
                       (unsigned long long)o->bytes);
     }
@@ -672,7 +660,7 @@ void rd__dashboard_objects(rd__mbuf *b, int json, size_t top) {
       rd__mbuf_printf(b, "%s{\"id\":\"%016llx\",\"size\":%llu,\"state\":\"%s\",\"pins\":%u,\"handed_over\":%u,\"owner\":",
                       i ? "," : "", (unsigned long long)v[i].id, (unsigned long long)v[i].size,
                       !v[i].sealed ? "unsealed" : v[i].spilled ? "spilled" : "memory", v[i].pins, v[i].co_owners);
-      put_json(b, who);
+      rd__mbuf_json_cstr(b, who);
       rd__mbuf_printf(b, "}");
     }
     rd__mbuf_printf(b, "]}\n");
@@ -927,7 +915,7 @@ static void tl_render(const tl_req *q, rd__mbuf *b) {
     rd__mbuf_printf(b, ",\"by_function\":[");
     for (size_t i = 0; i < nfns; i++) {
       rd__mbuf_printf(b, "%s{\"func\":", i ? "," : "");
-      put_json(b, fns[i].name);
+      rd__mbuf_json_cstr(b, fns[i].name);
       rd__mbuf_printf(b, ",\"unfinished\":%llu,\"counts\":", (unsigned long long)(fns[i].total - fns[i].counts[RD_TS_FAILED]));
       tl_put_counts_json(b, fns[i].counts);
       rd__mbuf_printf(b, "}");
@@ -939,7 +927,7 @@ static void tl_render(const tl_req *q, rd__mbuf *b) {
       for (size_t k = 0; a->m && k < RD_TS_NSTATES; k++) mine += a->m->counts[k];
       tl_who(a, who, sizeof(who));
       rd__mbuf_printf(b, "%s{\"who\":", i ? "," : "");
-      put_json(b, who);
+      rd__mbuf_json_cstr(b, who);
       rd__mbuf_printf(b, ",\"pid\":%d,\"answered\":%s,\"unfinished\":%llu}", a->pid,
                       a->answered == 1 ? "true" : "false", (unsigned long long)mine);
     }
@@ -949,13 +937,13 @@ static void tl_render(const tl_req *q, rd__mbuf *b) {
       tl_who(rows[i].owner, who, sizeof(who));
       rd__mbuf_printf(b, "%s{\"task_id\":%llu,\"ret\":\"%016llx\",\"func\":", i ? "," : "",
                       (unsigned long long)t->task_id, (unsigned long long)t->ret_id);
-      put_json(b, t->func);
+      rd__mbuf_json_cstr(b, t->func);
       rd__mbuf_printf(b, ",\"state\":\"%s\",\"age_s\":%.3f,\"attempt\":%d,\"owner\":", rd__task_state_name(t->state),
                       (double)t->age_ns / 1e9, t->attempt);
-      put_json(b, who);
+      rd__mbuf_json_cstr(b, who);
       rd__mbuf_printf(b, ",\"worker_pid\":%d,\"actor_id\":\"%016llx\",\"args_pending\":%d,\"resources\":", t->worker_pid,
                       (unsigned long long)t->actor_id, t->args_pending);
-      put_json(b, t->resources);
+      rd__mbuf_json_cstr(b, t->resources);
       rd__mbuf_printf(b, ",\"retry_in_s\":%.3f}", (double)t->retry_in_ns / 1e9);
     }
     rd__mbuf_printf(b, "],\"failures\":[");
@@ -963,12 +951,12 @@ static void tl_render(const tl_req *q, rd__mbuf *b) {
       const tf_entry *e = tf_recent(i);
       rd__mbuf_printf(b, "%s{\"task_id\":%llu,\"ret\":\"%016llx\",\"func\":", i ? "," : "",
                       (unsigned long long)e->task_id, (unsigned long long)e->ret_id);
-      put_json(b, e->func);
+      rd__mbuf_json_cstr(b, e->func);
       rd__mbuf_printf(b, ",\"status\":\"%s\",\"error\":", rd_err_name(e->status));
-      put_json(b, e->err);
+      rd__mbuf_json_cstr(b, e->err);
       rd__mbuf_printf(b, ",\"attempt\":%d,\"age_s\":%.3f,\"ago_s\":%.3f,\"owner\":", e->attempt,
                       (double)e->age_ns / 1e9, (double)(now - e->at_ns) / 1e9);
-      put_json(b, e->who);
+      rd__mbuf_json_cstr(b, e->who);
       rd__mbuf_printf(b, ",\"actor_id\":\"%016llx\"}", (unsigned long long)e->actor_id);
     }
     rd__mbuf_printf(b, "]}\n");
@@ -1229,7 +1217,7 @@ void rd__dashboard_actors(rd__mbuf *b, int json, size_t limit, int state) {
     rd__mbuf_printf(b, ",\"by_class\":[");
     for (size_t i = 0; i < ncls; i++) {
       rd__mbuf_printf(b, "%s{\"class\":", i ? "," : "");
-      put_json(b, cls[i].name);
+      rd__mbuf_json_cstr(b, cls[i].name);
       rd__mbuf_printf(b, ",\"actors\":%llu,\"counts\":", (unsigned long long)cls[i].total);
       al_put_counts(b, cls[i].counts, 1);
       rd__mbuf_printf(b, "}");
@@ -1243,21 +1231,21 @@ void rd__dashboard_actors(rd__mbuf *b, int json, size_t limit, int state) {
       al_detail(a, now, det, sizeof(det));
       rd_res_format(&a->res, res, sizeof(res));
       rd__mbuf_printf(b, "%s{\"id\":\"%016llx\",\"class\":", i ? "," : "", (unsigned long long)a->id);
-      put_json(b, a->cls);
+      rd__mbuf_json_cstr(b, a->cls);
       rd__mbuf_printf(b, ",\"name\":");
-      if (a->name) put_json(b, al_name(a));
+      if (a->name) rd__mbuf_json_cstr(b, al_name(a));
       else rd__mbuf_printf(b, "null");
       rd__mbuf_printf(b, ",\"namespace\":");
-      if (a->ns) put_json(b, a->ns);
+      if (a->ns) rd__mbuf_json_cstr(b, a->ns);
       else rd__mbuf_printf(b, "null");
       rd__mbuf_printf(b, ",\"state\":\"%s\",\"node\":%u,\"pid\":%d,\"restarts\":%d,\"max_restarts\":%d,\"owner\":",
                       rd__actor_list_state_name(al_state(a)), node, pid, a->restarts, a->max_restarts);
-      put_json(b, owner);
+      rd__mbuf_json_cstr(b, owner);
       rd__mbuf_printf(b, ",\"detached\":%s,\"resources\":", a->detached ? "true" : "false");
-      put_json(b, res);
+      rd__mbuf_json_cstr(b, res);
       rd__mbuf_printf(b, ",\"age_s\":%.3f,\"dead_for_s\":%.3f,\"detail\":", (double)(now - a->created_ns) / 1e9,
                       a->ended_ns ? (double)(now - a->ended_ns) / 1e9 : 0.0);
-      put_json(b, det);
+      rd__mbuf_json_cstr(b, det);
       rd__mbuf_printf(b, "}");
     }
     rd__mbuf_printf(b, "]}\n");

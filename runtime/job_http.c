@@ -49,38 +49,6 @@
 
 /* ---- JSON out ---- */
 
-static void put_raw(rd__mbuf *b, const char *s, size_t n) {
-  if (n) rd__mbuf_printf(b, "%.*s", (int)n, s);
-}
-
-/* n bytes as a JSON string: escaped, a byte that is not UTF-8 as U+FFFD. */
-static void put_str(rd__mbuf *b, const char *s, size_t n) {
-  const unsigned char *u = (const unsigned char *)s;
-  size_t run = 0;   /* bytes copied as they are, from i - run */
-  rd__mbuf_printf(b, "\"");
-  for (size_t i = 0; i < n;) {
-    unsigned char c = u[i];
-    size_t k = c < 0x80 ? (c >= 0x20 && c != '"' && c != '\\') : rd_json_utf8_len(u + i, n - i);
-    if (k) {
-      run += k;
-      i += k;
-      continue;
-    }
-    put_raw(b, s + i - run, run);
-    run = 0;
-    if (c == '"' || c == '\\') rd__mbuf_printf(b, "\\%c", c);
-    else if (c == '\n') rd__mbuf_printf(b, "\\n");
-    else if (c == '\t') rd__mbuf_printf(b, "\\t");
-    else if (c < 0x20) rd__mbuf_printf(b, "\\u%04x", c);
-    else rd__mbuf_printf(b, "\\ufffd");
-    i++;
-  }
-  put_raw(b, s + n - run, run);
-  rd__mbuf_printf(b, "\"");
-}
-
-static void put_cstr(rd__mbuf *b, const char *s) { put_str(b, s, strlen(s)); }
-
 static void answer(rd__http_reply reply, void *arg, int code, rd__mbuf *b) {
   if (b->oom) reply(arg, 500, "{\"error\": \"node out of memory\"}", 31);
   else reply(arg, code, b->p ? b->p : "", b->len);
@@ -96,7 +64,7 @@ static void fail(rd__http_reply reply, void *arg, int code, const char *fmt, ...
   va_end(ap);
   rd__mbuf b = {0};
   rd__mbuf_printf(&b, "{\"error\": ");
-  put_cstr(&b, msg);
+  rd__mbuf_json_cstr(&b, msg);
   rd__mbuf_printf(&b, "}\n");
   answer(reply, arg, code, &b);
 }
@@ -126,11 +94,7 @@ static char *job_file(int id, const char *name) {
 static int job_file_put(int id, const char *name, const char *text) {
   char f[900];
   snprintf(f, sizeof(f), "%s/jobs/%d/%s", N.opts.session_dir, id, name);
-  int fd = open(f, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-  if (fd < 0) return -1;
-  size_t n = strlen(text);
-  int ok = write(fd, text, n) == (ssize_t)n;
-  return close(fd) == 0 && ok ? 0 : -1;
+  return rd__write_file(f, text, strlen(text));
 }
 
 /* A job as Ray's JobDetails. */
@@ -138,13 +102,13 @@ static void put_job(rd__mbuf *b, const rd_cli_job *j) {
   char status[16];
   snprintf(status, sizeof(status), "%.*s", (int)strcspn(j->state, " "), j->state);   /* "FAILED (exit 3)" -> FAILED */
   rd__mbuf_printf(b, "{\"type\": \"SUBMISSION\", \"job_id\": \"%d\", \"submission_id\": ", j->id);
-  if (j->name[0]) put_cstr(b, j->name);
+  if (j->name[0]) rd__mbuf_json_cstr(b, j->name);
   else rd__mbuf_printf(b, "\"%d\"", j->id);
   rd__mbuf_printf(b, ", \"status\": \"%s\", \"message\": ", status);
-  put_cstr(b, j->state);
+  rd__mbuf_json_cstr(b, j->state);
   rd__mbuf_printf(b, ", \"entrypoint\": ");
   char *entry = job_file(j->id, "entrypoint");
-  put_cstr(b, entry ? entry : j->cmd);
+  rd__mbuf_json_cstr(b, entry ? entry : j->cmd);
   free(entry);
   rd__mbuf_printf(b, ", \"driver_pid\": %d, \"start_time\": %.0f, \"end_time\": ", j->pid, j->start * 1000);
   if (j->ended && j->end > 0) rd__mbuf_printf(b, "%.0f", j->end * 1000);
@@ -222,7 +186,7 @@ static void logs_now(int id, uint64_t off, rd__http_reply reply, void *arg) {
   while (got < JH_LOG_MAX && (n = rd__job_log_read(jd, &off, buf + got, JH_LOG_MAX - got, &dropped)) > 0) got += n;
   rd__mbuf b = {0};
   rd__mbuf_printf(&b, "{\"logs\": ");
-  put_str(&b, buf, got);
+  rd__mbuf_json_str(&b, buf, got);
   rd__mbuf_printf(&b, ", \"offset\": %" PRIu64 ", \"dropped\": %" PRIu64 ", \"more\": %s, \"ended\": %s}\n", off,
                   dropped, got == JH_LOG_MAX ? "true" : "false", j.ended ? "true" : "false");
   free(buf);
@@ -317,7 +281,7 @@ static void cmd_done(void *p, int status, const char *why, int exit_code, const 
         rd__log(RD_LOG_WARN, "jobs API: cannot keep job %d's entrypoint or metadata: %s", id, strerror(errno));
       rd__mbuf b = {0};
       rd__mbuf_printf(&b, "{\"job_id\": \"%d\", \"submission_id\": ", id);
-      if (c->sid[0]) put_cstr(&b, c->sid);
+      if (c->sid[0]) rd__mbuf_json_cstr(&b, c->sid);
       else rd__mbuf_printf(&b, "\"%d\"", id);
       rd__mbuf_printf(&b, "}\n");
       answer(c->reply, c->arg, 200, &b);
@@ -484,9 +448,9 @@ static void submit(const char *body, size_t blen, rd__http_reply reply, void *ar
   if (meta && meta->child) {   /* kept as JSON made here, so that reading it back needs no parse */
     rd__mbuf_printf(&mb, "{");
     for (const rd_json *r = meta->child; r; r = r->next) {
-      put_cstr(&mb, r->key);
+      rd__mbuf_json_cstr(&mb, r->key);
       rd__mbuf_printf(&mb, ": ");
-      put_cstr(&mb, r->str);
+      rd__mbuf_json_cstr(&mb, r->str);
       if (r->next) rd__mbuf_printf(&mb, ", ");
     }
     rd__mbuf_printf(&mb, "}");

@@ -22,6 +22,7 @@
 #include "common.h"
 #include "dashboard.h"
 #include "job_http.h"
+#include "json.h"
 #include "log.h"
 #include "raydist/error.h"
 
@@ -89,6 +90,35 @@ void rd__mbuf_label_value(rd__mbuf *b, const char *s) {
     else if (*p == '\n') rd__mbuf_printf(b, "\\n");
     else rd__mbuf_printf(b, "%c", *p);
   }
+}
+
+static void put_raw(rd__mbuf *b, const char *s, size_t n) {
+  if (n) rd__mbuf_printf(b, "%.*s", (int)n, s);
+}
+
+void rd__mbuf_json_str(rd__mbuf *b, const char *s, size_t n) {
+  const unsigned char *u = (const unsigned char *)s;
+  size_t run = 0;   /* bytes copied as they are, from i - run */
+  rd__mbuf_printf(b, "\"");
+  for (size_t i = 0; i < n;) {
+    unsigned char c = u[i];
+    size_t k = c < 0x80 ? (c >= 0x20 && c != '"' && c != '\\') : rd_json_utf8_len(u + i, n - i);
+    if (k) {
+      run += k;
+      i += k;
+      continue;
+    }
+    put_raw(b, s + i - run, run);
+    run = 0;
+    if (c == '"' || c == '\\') rd__mbuf_printf(b, "\\%c", c);
+    else if (c == '\n') rd__mbuf_printf(b, "\\n");
+    else if (c == '\t') rd__mbuf_printf(b, "\\t");
+    else if (c < 0x20) rd__mbuf_printf(b, "\\u%04x", c);
+    else rd__mbuf_printf(b, "\\ufffd");
+    i++;
+  }
+  put_raw(b, s + n - run, run);
+  rd__mbuf_printf(b, "\"");
 }
 
 /* A line's labels: the series' label="value" (none when label is NULL) and

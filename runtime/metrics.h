@@ -6,6 +6,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 #include <uv.h>
 
 #include "common.h"
@@ -29,6 +30,11 @@ void rd__mbuf_histogram_series(rd__mbuf *b, const char *name, const char *label,
                                const uint64_t *buckets, uint64_t count, double sum_s);
 /* s as a label value: backslash, double quote and newline escaped. */
 void rd__mbuf_label_value(rd__mbuf *b, const char *s);
+/* n bytes of s as a JSON string, quotes included: escaped, and a byte that
+ * does not start valid UTF-8 as U+FFFD, so the answer is always valid JSON
+ * whatever a name or a log holds. */
+void rd__mbuf_json_str(rd__mbuf *b, const char *s, size_t n);
+static inline void rd__mbuf_json_cstr(rd__mbuf *b, const char *s) { rd__mbuf_json_str(b, s, strlen(s)); }
 
 /* Listen on ip:port (port 0: any free one) and write "ip:port" to
  * session_dir/metrics.  0, or a negative RD_E* code with a reason in err. */

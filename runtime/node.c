@@ -1097,18 +1097,11 @@ int rd__node_timeline(rd__mbuf *b) {
   size_t first = (N.tl_next + RD_TIMELINE_MAX - N.tl_count) % RD_TIMELINE_MAX;
   for (size_t k = 0; k < N.tl_count; k++) {
     const rd__tl_event *t = &N.tl[(first + k) % RD_TIMELINE_MAX];
-    char name[140];
-    size_t n = 0;
-    for (const char *p = t->func; *p && n + 7 < sizeof(name); p++) {
-      unsigned char ch = (unsigned char)*p;
-      if (ch == '"' || ch == '\\') n += (size_t)snprintf(name + n, sizeof(name) - n, "\\%c", ch);
-      else if (ch < 0x20) n += (size_t)snprintf(name + n, sizeof(name) - n, "\\u%04x", ch);
-      else name[n++] = (char)ch;
-    }
-    name[n] = 0;
-    rd__mbuf_printf(b, "%s\n{\"name\":\"%s\",\"cat\":\"task\",\"ph\":\"X\",\"ts\":%llu,\"dur\":%llu,\"pid\":%d,"
+    rd__mbuf_printf(b, "%s\n{\"name\":", k ? "," : "");
+    rd__mbuf_json_cstr(b, t->func);
+    rd__mbuf_printf(b, ",\"cat\":\"task\",\"ph\":\"X\",\"ts\":%llu,\"dur\":%llu,\"pid\":%d,"
                     "\"tid\":%d,\"args\":{\"task_id\":\"%llx\",\"status\":%d}}",
-                    k ? "," : "", name, (unsigned long long)t->start_us, (unsigned long long)t->dur_us, t->pid, t->pid,
+                    (unsigned long long)t->start_us, (unsigned long long)t->dur_us, t->pid, t->pid,
                     (unsigned long long)t->task_id, t->status);
   }
   rd__mbuf_printf(b, "\n]}\n");

@@ -94,6 +94,25 @@ sub = [x for x in dash["submitted_jobs"] if x["id"] == int(one)]
 check(len(sub) == 1 and sub[0]["name"] == "http-one" and sub[0]["state"] == "FAILED (exit 3)", "dashboard: %r" % dash["submitted_jobs"])
 with urllib.request.urlopen(base + "/", timeout=30) as m:
     check(b"<td>http-one</td><td>FAILED (exit 3)</td>" in m.read(), "the dashboard page: no row of job one")
+# a job whose command line holds bytes that are not UTF-8 (submitted with
+# the CLI, whose argv can): the dashboard's JSON and the API stay valid
+# UTF-8 JSON, the bad byte as U+FFFD
+p = subprocess.run([raydist, "job", "submit", "--session", session, "--", "true", b"caf\xc3\xa9-\xff-\x01"],
+                   capture_output=True)
+check(p.returncode == 0 and p.stdout.startswith(b"job "), "CLI submit with a non-UTF-8 argument: %r" % (p,))
+odd = int(p.stdout.split()[1])
+with urllib.request.urlopen(base + "/api/cluster", timeout=30) as m:
+    raw = m.read()
+try:
+    dash = json.loads(raw.decode("utf-8"))
+except ValueError as e:
+    check(False, "/api/cluster is not UTF-8 JSON with a non-UTF-8 job command: %s" % e)
+sub = [x for x in dash["submitted_jobs"] if x["id"] == odd]
+check(len(sub) == 1 and "caf\u00e9-\ufffd-\u0001" in sub[0]["command"], "dashboard, the odd job: %r" % sub)
+st, j = call("GET", "/api/jobs/%d" % odd)
+check(st == 200 and "caf\u00e9-\ufffd-\u0001" in j["entrypoint"], "the odd job's details: %d %r" % (st, j))
+wait_end(odd)
+check(call("DELETE", "/api/jobs/%d" % odd)[0] == 200, "delete the odd job")
 st, tail = call("GET", "/api/jobs/%s/logs?offset=6" % one)
 check(st == 200 and tail["logs"].startswith("world\n") and tail["offset"] == lg["offset"], "logs from offset 6: %r" % tail)
 st, none = call("GET", "/api/jobs/%s/logs?offset=%d" % (one, lg["offset"]))
@@ -155,7 +174,7 @@ j = wait_end(r["job_id"])
 check(j["status"] == "SUCCEEDED" and j["driver_exit_code"] == 0 and j["metadata"] == {}, "SDK-style job: %r" % j)
 
 # the API's jobs are the node's: `raydist job list` shows them
-out = subprocess.run([raydist, "job", "list", "--session", session], capture_output=True, text=True).stdout
+out = subprocess.run([raydist, "job", "list", "--session", session], capture_output=True, text=True, errors="replace").stdout
 check(any(l.split()[:2] == [one, "http-one"] for l in out.splitlines()), "raydist job list: %s" % out)
 
 # stop: a running job, then again
@@ -209,7 +228,7 @@ expect("POST", "/api/jobs/%s/logs" % one, 405, "takes GET")
 expect("GET", "/api/jobs/%s/frob" % one, 404, "no such path")
 expect("GET", "/api/jobs/99999", 404, "no job '99999'")
 expect("GET", "/api/jobs/%s/logs?offset=abc" % one, 400, "offset must be a whole number")
-out = subprocess.run([raydist, "job", "list", "--session", session], capture_output=True, text=True).stdout
+out = subprocess.run([raydist, "job", "list", "--session", session], capture_output=True, text=True, errors="replace").stdout
 check(len([l for l in out.splitlines() if l[:1].isdigit()]) == 2, "bad requests made jobs: %s" % out)
 
 # mangled requests (heads, lengths, bodies, JSON): an answer or a close,
@@ -241,7 +260,7 @@ for i in range(400):
 print("mangled requests: %d answered, %d closed" % (answered, closed))
 st, lst = call("GET", "/api/jobs/")
 check(st == 200 and isinstance(lst, list), "the API after mangled requests: %d %r" % (st, lst))
-out = subprocess.run([raydist, "job", "list", "--session", session], capture_output=True, text=True).stdout
+out = subprocess.run([raydist, "job", "list", "--session", session], capture_output=True, text=True, errors="replace").stdout
 mangled_jobs = [l for l in out.splitlines() if l[:1].isdigit()][2:]
 for l in mangled_jobs:   # a mangled body may still be a valid submit: those ran `exit 0`-like entrypoints; let them end
     wait_end(l.split()[0])
