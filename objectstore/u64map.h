@@ -2,8 +2,11 @@
  *
  * Shared by the allocator (live extents by offset) and the store (objects by
  * id).  Linear probing with backward-shift deletion, so there are no tombstones
- * and lookups stay short; it only grows, and only when rd__u64map_reserve() is
- * asked for room, so put and del never allocate.  Values must not be NULL. */
+ * and lookups stay short.  It is resized only by rd__u64map_reserve(): grown
+ * past a load of 1/2, and shrunk again once a burst has gone (below a load
+ * of 1/8, to RD_U64MAP_KEEP slots at least), so put and del never allocate
+ * or move entries to another table, and a long-lived process does not keep
+ * the table of its busiest moment.  Values must not be NULL. */
 #ifndef RD_OBJECTSTORE_U64MAP_H
 #define RD_OBJECTSTORE_U64MAP_H
 
@@ -69,17 +72,10 @@ static inline void rd__u64map_insert_slot(rd__u64slot *slots, uint64_t mask,
   slots[i].val = val;
 }
 
-/* Make room for `n` entries in total at a load factor of at most 1/2.
- * Returns 0 or -1 (out of memory; the map is unchanged). */
-static inline int rd__u64map_reserve(rd__u64map *m, uint64_t n) {
-  uint64_t nslots = m->mask + 1;
-  if (n <= nslots / 2)
-    return 0;
-  while (n > nslots / 2) {
-    if (nslots > (UINT64_MAX >> 2))
-      return -1;
-    nslots *= 2;
-  }
+/* Tables of at most this many slots are never shrunk (16 KiB). */
+#define RD_U64MAP_KEEP 1024
+
+static inline int rd__u64map_rehash(rd__u64map *m, uint64_t nslots) {
   rd__u64slot *slots = (rd__u64slot *)calloc(nslots, sizeof(*slots));
   if (slots == NULL)
     return -1;
@@ -90,6 +86,29 @@ static inline int rd__u64map_reserve(rd__u64map *m, uint64_t n) {
   m->slots = slots;
   m->mask = nslots - 1;
   return 0;
+}
+
+/* Make room for `n` entries in total at a load factor of at most 1/2, and
+ * give back room when n is under 1/8 of the slots (to a load of at most
+ * 1/4, so that growing again takes as many puts as it shrank by).
+ * Returns 0 or -1 (out of memory when growing; the map is unchanged).
+ * It moves entries, so no one may be walking the slots meanwhile. */
+static inline int rd__u64map_reserve(rd__u64map *m, uint64_t n) {
+  uint64_t nslots = m->mask + 1;
+  if (n <= nslots / 2) {
+    if (nslots <= RD_U64MAP_KEEP || n >= nslots / 8)
+      return 0;
+    while (nslots > RD_U64MAP_KEEP && n < nslots / 8)
+      nslots /= 2;
+    (void)rd__u64map_rehash(m, nslots);   /* no memory for the smaller one: keep the big one */
+    return 0;
+  }
+  while (n > nslots / 2) {
+    if (nslots > (UINT64_MAX >> 2))
+      return -1;
+    nslots *= 2;
+  }
+  return rd__u64map_rehash(m, nslots);
 }
 
 /* `key` must be absent and room reserved for it. */

@@ -489,20 +489,30 @@ uint64_t rd__hash_bytes(uint64_t h, const void *p, size_t n) {
   return h;
 }
 
+/* Moves every entry into n buckets; RD_ENOMEM leaves the table as it was. */
+static int htab_rehash(rd__htab *t, size_t n) {
+  rd__hlink **nb = calloc(n, sizeof(*nb));
+  if (!nb) return RD_ENOMEM;
+  for (size_t i = 0; t->b && i <= t->mask; i++)
+    for (rd__hlink *x = t->b[i], *next; x; x = next) {
+      next = x->next;
+      x->next = nb[x->hash & (n - 1)];
+      nb[x->hash & (n - 1)] = x;
+    }
+  free(t->b);
+  t->b = nb;
+  t->mask = n - 1;
+  return 0;
+}
+
 int rd__htab_add(rd__htab *t, rd__hlink *e) {
-  if (t->count + 1 > (t->b ? t->mask + 1 : 0)) {
-    size_t n = t->b ? (t->mask + 1) * 2 : 64;
-    rd__hlink **nb = calloc(n, sizeof(*nb));
-    if (!nb) return RD_ENOMEM;
-    for (size_t i = 0; t->b && i <= t->mask; i++)
-      for (rd__hlink *x = t->b[i], *next; x; x = next) {
-        next = x->next;
-        x->next = nb[x->hash & (n - 1)];
-        nb[x->hash & (n - 1)] = x;
-      }
-    free(t->b);
-    t->b = nb;
-    t->mask = n - 1;
+  size_t n = t->b ? t->mask + 1 : 0, want = t->count + 1;
+  if (want > n) {
+    if (htab_rehash(t, n ? n * 2 : 64) != 0) return RD_ENOMEM;
+  } else if (n > RD_HTAB_KEEP && want < n / 8) {
+    /* a burst has gone: give back its buckets (to at most 1/4 full) */
+    while (n > RD_HTAB_KEEP && want < n / 8) n /= 2;
+    (void)htab_rehash(t, n);   /* no memory for fewer: keep them */
   }
   e->next = t->b[e->hash & t->mask];
   t->b[e->hash & t->mask] = e;

@@ -127,7 +127,11 @@ size_t rd__env_split(const char *canon, size_t len, char **out, size_t max);
 /* An intrusive hash table with chained buckets: entries are the callers'
  * structs holding an rd__hlink (at their start, so a link is its entry).
  * A lookup walks rd__htab_bucket(t, hash), comparing hash and key itself.
- * Buckets double past one entry each; the first add makes 64. */
+ * Buckets double past one entry each; the first add makes 64.  An add also
+ * halves them while under 1/8 are used (not below RD_HTAB_KEEP), so a table
+ * gives back what a burst took; only adds move entries, never a del or a
+ * sweep, so those may run while the buckets are walked. */
+#define RD_HTAB_KEEP 1024
 typedef struct rd__hlink {
   struct rd__hlink *next;   /* in its bucket */
   uint64_t hash;
