@@ -90,8 +90,9 @@ int rd__job_cmd(const char *const *argv, uint64_t limit_ms, rd__job_cmd_done don
 /* Calls fire(arg) once, on the loop, when job id of this node has written
  * past byte off of its log (off UINT64_MAX: only its end counts), has
  * ended or is gone, or after wait_ms (at most 30 s), whichever comes
- * first: looked at every 50 ms, and at once (fire called before this
- * returns) when it is so already.  0; RD_EAGAIN when 256 wait already,
+ * first: looked at on every change in the job's directory (inotify), at
+ * its deadline, and at least once a second (every 50 ms without inotify),
+ * and at once (fire called before this returns) when it is so already.  0; RD_EAGAIN when 256 wait already,
  * RD_ECANCELED when the node stops, RD_ENOMEM (fire not called).  At the
  * node's stop every waiting fire is called.  For `job logs --follow` and
  * `job wait` over a tool link, and the jobs HTTP API's ?wait_s. */

@@ -48,7 +48,7 @@
 #define JL_STOP_SLACK_MS 15000       /* a stop command's time beyond its timeout */
 #define JL_WAIT_MAX 256              /* logs and state requests waiting at once */
 #define JL_WAIT_MAX_MS 30000         /* the longest wait */
-#define JL_WAIT_TICK_MS 50           /* how often the waiting ones are looked at */
+#define JL_WAIT_TICK_MS 50           /* how often a wait without an inotify watch is looked at */
 
 enum { JL_SUBMIT = 1, JL_LIST = 2, JL_LOGS = 3, JL_STATE = 4, JL_STOP = 5, JL_DELETE = 6 };
 
@@ -374,13 +374,15 @@ typedef struct jl_wait {
   uint64_t deadline_ns;
   rd__job_wait_fn fire;
   void *arg;
+  uv_fs_event_t ev;         /* on the job's directory (inotify), where its log and status change; w is freed by its close */
+  int watching;             /* ev started; else only the timer looks */
   struct jl_wait *next;
 } jl_wait;
 
 static struct {
   jl_wait *head;
   int n, timer_init;
-  uv_timer_t timer;         /* every JL_WAIT_TICK_MS while any waits */
+  uv_timer_t timer;         /* the nearest deadline, a second at most (JL_WAIT_TICK_MS while one has no watch) */
 } W;
 
 static int wait_due(const jl_wait *w, uint64_t now) {
@@ -391,6 +393,33 @@ static int wait_due(const jl_wait *w, uint64_t now) {
   if (w->off == UINT64_MAX) return 0;
   snprintf(jd, sizeof(jd), "%s/jobs/%d", N.opts.session_dir, w->id);
   return rd__job_log_end(jd) > w->off;
+}
+
+static void wait_free(uv_handle_t *h) { free(h->data); }
+
+/* Not in W's list: answer it, and free it once its watch is closed. */
+static void wait_end(jl_wait *w) {
+  w->fire(w->arg);
+  uv_close((uv_handle_t *)&w->ev, wait_free);
+}
+
+static void wait_tick(uv_timer_t *t);
+
+/* The timer for the nearest deadline, at most a second away (the watch
+ * sees the news, but a killed keeper writes none), or JL_WAIT_TICK_MS
+ * away while a wait has no watch. */
+static void wait_arm(void) {
+  if (!W.head) {
+    uv_timer_stop(&W.timer);
+    return;
+  }
+  uint64_t now = rd__now_ns(), ms = 1000;
+  for (jl_wait *w = W.head; w; w = w->next) {
+    uint64_t left = w->deadline_ns > now ? (w->deadline_ns - now + 999999) / 1000000 : 0;
+    if (left < ms) ms = left;
+    if (!w->watching && ms > JL_WAIT_TICK_MS) ms = JL_WAIT_TICK_MS;
+  }
+  uv_timer_start(&W.timer, wait_tick, ms, 0);
 }
 
 static void wait_tick(uv_timer_t *t) {
@@ -404,10 +433,27 @@ static void wait_tick(uv_timer_t *t) {
     }
     *pp = w->next;
     W.n--;
-    w->fire(w->arg);
-    free(w);
+    wait_end(w);
   }
-  if (!W.head) uv_timer_stop(&W.timer);
+  wait_arm();
+}
+
+/* Something changed in the job's directory (its log written, a segment
+ * cut, its status written): look at this wait now. */
+static void wait_event(uv_fs_event_t *h, const char *file, int events, int status) {
+  (void)file;
+  (void)events;
+  (void)status;   /* an error (the directory went): wait_due finds the job gone */
+  jl_wait *w = h->data;
+  if (uv_is_closing((uv_handle_t *)h) || !wait_due(w, rd__now_ns())) return;
+  for (jl_wait **pp = &W.head; *pp; pp = &(*pp)->next)
+    if (*pp == w) {
+      *pp = w->next;
+      W.n--;
+      wait_end(w);
+      wait_arm();
+      return;
+    }
 }
 
 int rd__job_wait(int id, uint64_t off, uint64_t wait_ms, rd__job_wait_fn fire, void *arg) {
@@ -415,20 +461,33 @@ int rd__job_wait(int id, uint64_t off, uint64_t wait_ms, rd__job_wait_fn fire, v
   if (W.n >= JL_WAIT_MAX) return RD_EAGAIN;
   jl_wait *w = calloc(1, sizeof(*w));
   if (!w) return RD_ENOMEM;
-  uint64_t now = rd__now_ns();
-  *w = (jl_wait){id, off, now + (wait_ms > JL_WAIT_MAX_MS ? JL_WAIT_MAX_MS : wait_ms) * 1000000ull, fire, arg, W.head};
-  if (wait_due(w, now)) {
+  if (uv_fs_event_init(N.loop, &w->ev) != 0) {
     free(w);
-    fire(arg);
+    return RD_ENOMEM;
+  }
+  uint64_t now = rd__now_ns();
+  w->id = id;
+  w->off = off;
+  w->deadline_ns = now + (wait_ms > JL_WAIT_MAX_MS ? JL_WAIT_MAX_MS : wait_ms) * 1000000ull;
+  w->fire = fire;
+  w->arg = arg;
+  w->ev.data = w;
+  /* watched before the first look, so that a change between the two is seen */
+  char jd[900];
+  snprintf(jd, sizeof(jd), "%s/jobs/%d", N.opts.session_dir, id);
+  w->watching = uv_fs_event_start(&w->ev, wait_event, jd, 0) == 0;   /* else (no inotify left): the timer looks */
+  if (wait_due(w, now)) {
+    wait_end(w);
     return 0;
   }
   if (!W.timer_init) {
     uv_timer_init(N.loop, &W.timer);
     W.timer_init = 1;
   }
-  if (!W.head) uv_timer_start(&W.timer, wait_tick, JL_WAIT_TICK_MS, JL_WAIT_TICK_MS);
+  w->next = W.head;
   W.head = w;
   W.n++;
+  wait_arm();
   return 0;
 }
 
@@ -589,8 +648,7 @@ void rd__job_link_stop(void) {
     jl_wait *w = W.head;
     W.head = w->next;
     W.n--;
-    w->fire(w->arg);
-    free(w);
+    wait_end(w);
   }
   if (W.timer_init && !uv_is_closing((uv_handle_t *)&W.timer)) uv_close((uv_handle_t *)&W.timer, NULL);
   for (jl_op *o = J.ops; o; o = o->next) {
