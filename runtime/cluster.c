@@ -172,6 +172,11 @@ typedef struct cl_pull {
 /* A connect forwarded to another node, waiting for its answer. */
 typedef struct cl_conn {
   int kill;                 /* a forwarded kill rather than a connect */
+  int record;               /* a detached actor's creation sent to the head (rd__cluster_actor_record_at_head) */
+  uint8_t *spec;            /* record: its packed ActorCreate until sent (the job's code not yet stored) */
+  size_t spec_len;
+  node_job *job;            /* record: the creator's job, whose code the head fetches */
+  uint32_t driver;          /* record: the creator's driver */
   node_client *link;
   uint64_t link_req;
   uint32_t caller_id;       /* the caller (a client or a link), found again by id */
@@ -280,6 +285,7 @@ static struct {
   unsigned spread_rr;
   cl_rreq *rreqs;
   cl_conn *conns;
+  cl_conn *rec_wait;        /* detached actors' creations waiting for their job's code to be stored */
   uint64_t *await_actors;   /* actors to start elsewhere once the code is stored */
   size_t nawait, capawait;
   cl_chan *chans;
@@ -1485,6 +1491,7 @@ typedef struct code_fetch {
   node_client *link;        /* may be dropped meanwhile: checked by id */
   uint32_t link_id;
   Rd__LinkActorCreate *actor;   /* an actor to host, rather than a lease */
+  int record;               /* actor: a detached one to record here (the head), answered req_id */
   uint64_t req_id;
   rd_resources res;
   int priority;
@@ -1598,7 +1605,10 @@ static void code_fetch_done(uv_work_t *w, int status) {
       }
     }
     if (r != 0) snprintf(err, sizeof(err), "cannot fetch the job's executable %.16s from the GCS: %s", f->hash, f->err);
-    if (f->actor) {
+    if (f->actor && f->record) {
+      if (r == 0) rd__node_actor_record_for(link, f->job, f->actor->spec, f->actor->driver, f->req_id);
+      else rd__node_reply_actor_id(link->id, f->req_id, r, err, 0);
+    } else if (f->actor) {
       if (r == 0) r = rd__node_actor_host_for(link, f->job, f->actor->spec, f->actor->actor_id, f->actor->restarts,
                                               f->actor->job_id, f->actor->driver, err, sizeof(err));
       if (r != 0) {
@@ -2278,7 +2288,7 @@ void rd__cluster_connect_reply(node_client *link, uint64_t req_id, node_actor *a
 static void on_link_actor_connected(node_client *c, Rd__LinkActorConnected *m) {
   cl_conn *q = NULL;
   for (cl_conn **pp = &C.conns; *pp; pp = &(*pp)->next)
-    if (!(*pp)->kill && (*pp)->link == c && (*pp)->link_req == m->req_id) {
+    if (!(*pp)->kill && !(*pp)->record && (*pp)->link == c && (*pp)->link_req == m->req_id) {
       q = *pp;
       *pp = q->next;
       break;
@@ -2358,6 +2368,31 @@ static void on_link_actor_create(node_client *c, Rd__LinkActorCreate *m) {
     free(f);
     return;
   }
+  code_fetch_start(f, c, m->code_hash, m->argv, m->n_argv);
+}
+
+/* The head: record (and place) a detached actor that a client of node c
+ * creates, once this node has the job's code; answered req_id. */
+static void on_link_actor_record(node_client *c, Rd__LinkActorCreate *m) {
+  if (!m->spec || !m->req_id || !rd_sha256_is_hex(m->code_hash)) {
+    if (m->req_id) rd__node_reply_actor_id(c->id, m->req_id, RD_EINVAL, "invalid detached actor creation", 0);
+    return;
+  }
+  code_fetch *f = calloc(1, sizeof(*f));
+  size_t n = protobuf_c_message_get_packed_size(&m->base);
+  uint8_t *buf = f ? malloc(n ? n : 1) : NULL;
+  if (buf) {
+    protobuf_c_message_pack(&m->base, buf);
+    f->actor = (Rd__LinkActorCreate *)protobuf_c_message_unpack(&rd__link_actor_create__descriptor, NULL, n, buf);
+    free(buf);
+  }
+  if (!f || !f->actor) {
+    free(f);
+    rd__node_reply_actor_id(c->id, m->req_id, RD_ENOMEM, "node out of memory", 0);
+    return;
+  }
+  f->record = 1;
+  f->req_id = m->req_id;
   code_fetch_start(f, c, m->code_hash, m->argv, m->n_argv);
 }
 
@@ -2449,15 +2484,117 @@ int rd__cluster_actor_kill_elsewhere(node_client *c, const Rd__ActorKill *m) {
   return 1;
 }
 
+/* The answer to a forwarded kill, or to a detached actor's creation sent
+ * to the head: to the caller that asked. */
 static void on_link_actor_killed(node_client *c, Rd__ActorIdReply *m) {
   for (cl_conn **pp = &C.conns; *pp; pp = &(*pp)->next) {
     cl_conn *q = *pp;
-    if (!q->kill || q->link != c || q->link_req != m->req_id) continue;
+    if (!(q->kill || q->record) || q->link != c || q->link_req != m->req_id) continue;
     *pp = q->next;
+    if (q->record && m->status == 0)
+      rd__log(RD_LOG_INFO, "detached actor %llu is recorded on the head, node %u", (unsigned long long)m->actor_id,
+              rd__cluster_link_peer(c));
     if (q->caller_req) rd__node_reply_actor_id(q->caller_id, q->caller_req, m->status, m->error, m->actor_id);
     free(q);
     return;
   }
+}
+
+uint32_t rd__cluster_head(void) {
+  for (size_t i = 0; i < C.nview; i++)
+    if (C.view[i].is_head && C.view[i].state == RD_GCS_NODE_ALIVE) return C.view[i].index;
+  return 0;
+}
+
+static void record_fail(cl_conn *q, int status, const char *why) {
+  if (q->caller_req) rd__node_reply_actor_id(q->caller_id, q->caller_req, status, why, 0);
+  free(q->spec);
+  free(q);
+}
+
+/* Sends the creation of q, whose job's code is stored, to the head. */
+static void record_send(cl_conn *q) {
+  uint32_t head = rd__cluster_head();
+  node_client *l = head && head != C.index ? link_open(head) : NULL;
+  Rd__ActorCreate *spec = q->spec ? rd__actor_create__unpack(NULL, q->spec_len, q->spec) : NULL;
+  if (!l || !spec) {
+    char why[200];
+    if (!spec) snprintf(why, sizeof(why), "node out of memory");
+    else snprintf(why, sizeof(why), "the head, which records detached actors, is %s", head ? "unreachable" : "not alive");
+    if (spec) protobuf_c_message_free_unpacked(&spec->base, NULL);
+    record_fail(q, spec ? RD_ENODE_DIED : RD_ENOMEM, why);
+    return;
+  }
+  Rd__LinkActorCreate m = RD__LINK_ACTOR_CREATE__INIT;
+  m.spec = spec;
+  m.code_hash = q->job->code_hash;
+  m.n_argv = q->job->argc;
+  m.argv = q->job->argv;
+  m.driver = q->driver;
+  q->link = l;
+  q->link_req = ++C.next_link_req;
+  m.req_id = q->link_req;
+  link_send(l, RD__MSG_TYPE__MSG_LINK_ACTOR_RECORD, &m.base);
+  protobuf_c_message_free_unpacked(&spec->base, NULL);
+  free(q->spec);
+  q->spec = NULL;
+  q->job = NULL;
+  q->next = C.conns;
+  C.conns = q;
+}
+
+/* Creations that waited for their job's code: sent now, or failed. */
+static void rec_wait_flush(void) {
+  for (cl_conn **pp = &C.rec_wait; *pp;) {
+    cl_conn *q = *pp;
+    if (q->job->code_state == 1 || (q->job->code_state == 2 && q->job->gcs_job_adding)) {
+      pp = &q->next;
+      continue;
+    }
+    *pp = q->next;
+    if (q->job->code_state == 2) {
+      record_send(q);
+    } else {
+      char why[300];
+      snprintf(why, sizeof(why), "the driver's executable could not be stored in the GCS for the head: %s",
+               q->job->code_err);
+      record_fail(q, RD_EIO, why);
+    }
+  }
+}
+
+int rd__cluster_actor_record_at_head(node_client *c, const Rd__ActorCreate *m, node_job *job) {
+  uint32_t head = rd__cluster_head();
+  if (!C.on || !m->detached || N.opts.is_head || !head || head == C.index || !job) return 0;
+  if (job->code_state != 1 && job->code_state != 2) return 0;   /* no code the head could run: kept here, as before */
+  /* placed as it would be here: near its creator unless told otherwise
+   * (and elsewhere when that node cannot, or once it is gone) */
+  Rd__ActorCreate spec = *m;
+  if (spec.strategy == RD_STRATEGY_DEFAULT && !spec.pg_id) {
+    spec.strategy = RD_STRATEGY_NODE_AFFINITY;
+    spec.node_affinity = C.index;
+    spec.soft = 1;
+  }
+  cl_conn *q = calloc(1, sizeof(*q));
+  size_t n = protobuf_c_message_get_packed_size(&spec.base);
+  uint8_t *buf = q ? malloc(n ? n : 1) : NULL;
+  if (!buf) {
+    free(q);
+    rd__node_reply_actor_id(c->id, m->req_id, RD_ENOMEM, "node out of memory", 0);
+    return 1;
+  }
+  protobuf_c_message_pack(&spec.base, buf);
+  q->record = 1;
+  q->spec = buf;
+  q->spec_len = n;
+  q->job = job;
+  q->driver = rd__node_client_driver(c);
+  q->caller_id = c->id;
+  q->caller_req = m->req_id;
+  q->next = C.rec_wait;
+  C.rec_wait = q;
+  rec_wait_flush();   /* at once, unless the code is still on its way to the GCS */
+  return 1;
 }
 
 void rd__cluster_actor_kill(node_actor *a, int no_restart) {
@@ -2493,6 +2630,7 @@ int rd__cluster_handle_frame(node_client *c, const rd__frame *f) {
     case RD__MSG_TYPE__MSG_LINK_ACTOR_CONNECTED: d = &rd__link_actor_connected__descriptor; break;
     case RD__MSG_TYPE__MSG_LINK_ACTOR_KILL: d = &rd__actor_kill__descriptor; break;
     case RD__MSG_TYPE__MSG_LINK_ACTOR_KILLED: d = &rd__actor_id_reply__descriptor; break;
+    case RD__MSG_TYPE__MSG_LINK_ACTOR_RECORD: d = &rd__link_actor_create__descriptor; break;
     case RD__MSG_TYPE__MSG_LINK_WORKER_OUTPUT: d = &rd__worker_output__descriptor; break;
     case RD__MSG_TYPE__MSG_LINK_JOB: d = &rd__link_job__descriptor; break;
     case RD__MSG_TYPE__MSG_LINK_PG_PREPARE:
@@ -2500,7 +2638,8 @@ int rd__cluster_handle_frame(node_client *c, const rd__frame *f) {
     case RD__MSG_TYPE__MSG_LINK_PG_COMMIT:
     case RD__MSG_TYPE__MSG_LINK_PG_ABORT:
     case RD__MSG_TYPE__MSG_LINK_PG_REMOVE:
-    case RD__MSG_TYPE__MSG_LINK_PG_REMOVED: d = NULL; break;   /* pg.c's */
+    case RD__MSG_TYPE__MSG_LINK_PG_REMOVED:
+    case RD__MSG_TYPE__MSG_LINK_PG_CREATE: d = NULL; break;   /* pg.c's */
     default: return 0;
   }
   cl_link_state *ls = c->link;
@@ -2589,6 +2728,7 @@ int rd__cluster_handle_frame(node_client *c, const rd__frame *f) {
       break;
     }
     case RD__MSG_TYPE__MSG_LINK_ACTOR_KILLED: on_link_actor_killed(c, (Rd__ActorIdReply *)m); break;
+    case RD__MSG_TYPE__MSG_LINK_ACTOR_RECORD: on_link_actor_record(c, (Rd__LinkActorCreate *)m); break;
     case RD__MSG_TYPE__MSG_LINK_DELETE: {
       Rd__ObjIds *ids = (Rd__ObjIds *)m;
       for (size_t i = 0; i < ids->n_object_ids; i++) rd__node_let_go(ids->object_ids[i], ids->client);
@@ -2734,7 +2874,12 @@ void rd__cluster_client_dropped(node_client *c) {
     *pp = q->next;
     node_client *caller = q->link == c ? rd__node_client_by_id(q->caller_id) : NULL;
     node_actor *rec = caller ? rd__node_actor_find(q->actor_id) : NULL;
-    if (q->kill) {
+    if (q->record) {
+      /* the head may have recorded it before it went: the caller learns it was not answered */
+      char why[160];
+      snprintf(why, sizeof(why), "node %u, the head, which records detached actors, died or its link broke", peer);
+      if (caller && q->caller_req) rd__node_reply_actor_id(caller->id, q->caller_req, RD_ENODE_DIED, why, 0);
+    } else if (q->kill) {
       char why[120];
       snprintf(why, sizeof(why), "node %u, which records the actor, died or its link broke", peer);
       if (caller && q->caller_req) rd__node_reply_actor_id(caller->id, q->caller_req, RD_ENODE_DIED, why, q->actor_id);
@@ -3104,6 +3249,7 @@ static void code_put_done(uv_work_t *w, int status) {
   }
   rreqs_flush();
   await_flush();
+  rec_wait_flush();
   free(p);
   rd__node_flush_all();
 }
@@ -3576,6 +3722,13 @@ void rd__cluster_free(void) {
   while (C.conns) {
     cl_conn *q = C.conns;
     C.conns = q->next;
+    free(q->spec);
+    free(q);
+  }
+  while (C.rec_wait) {
+    cl_conn *q = C.rec_wait;
+    C.rec_wait = q->next;
+    free(q->spec);
     free(q);
   }
   free(C.await_actors);

@@ -32,6 +32,8 @@ uint64_t rd__cluster_pull_retries(void);   /* pulls made again after a transient
 void rd__cluster_name_freed(uint64_t actor_id);
 int rd__cluster_avoided(void);
 uint32_t rd__cluster_index(void);
+/* The head's index in this node's view; 0 when no head is alive in it. */
+uint32_t rd__cluster_head(void);
 /* The cluster as of the last heartbeat (every node, alive and dead); valid
  * until the loop's next turn. */
 const rd_gcs_node *rd__cluster_view(size_t *n);
@@ -142,6 +144,13 @@ void rd__cluster_connect_reply(node_client *link, uint64_t req_id, node_actor *a
 void rd__cluster_actor_state(node_actor *a, int alive, const char *why);
 /* A kill for an actor recorded on another node: forwarded there (1). */
 int rd__cluster_actor_kill_elsewhere(node_client *c, const Rd__ActorKill *m);
+/* A detached actor (m->detached) that client c creates on a node that is
+ * not the head is recorded on the head, so that it outlives this node as
+ * well as its creator: sent there (1), once job's code is in the GCS, and
+ * c is answered with the head's answer.  0: record it here (not in a
+ * cluster, not detached, this node is the head or no head is alive, the
+ * job has no code in the GCS). */
+int rd__cluster_actor_record_at_head(node_client *c, const Rd__ActorCreate *m, node_job *job);
 /* Recorded here, hosted elsewhere: kill it there. */
 void rd__cluster_actor_kill(node_actor *a, int no_restart);
 

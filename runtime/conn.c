@@ -203,7 +203,7 @@ int rd__conn_next(rd__conn *c, rd__frame *f) {
   memcpy(&len, h, 4);
   memcpy(&t, h + 4, 2);
   memcpy(&fl, h + 6, 2);
-  if (len > RD_FRAME_MAX || t == 0 || t > RD__MSG_TYPE__MSG_TASK_LIST || (fl & ~RD_FRAME_FLAG_FD))
+  if (len > RD_FRAME_MAX || t == 0 || t > RD_MSG_TYPE_MAX || (fl & ~RD_FRAME_FLAG_FD))
     return RD_EPROTO;
   if (avail < RD_FRAME_HDR + len) {
     /* make sure a large frame fits without repeated small reads */

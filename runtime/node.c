@@ -1174,8 +1174,13 @@ static void actor_serve_connects(node_actor *a) {
     parked_connect *p = a->connects;
     a->connects = p->next;
     if (!p->client->dead) {
+      Rd__ActorConnect ask = RD__ACTOR_CONNECT__INIT;
+      ask.req_id = p->req_id;
+      ask.actor_id = a->id;
       if (a->state == A_ALIVE) actor_connect_now(a, p->client, p->req_id);
-      else reply_connect(p->client, p->req_id, a, RD_EACTOR_DIED, a->death, -1);
+      else if (!(rd__node_actor_hosted(a) && rd__cluster_actor_elsewhere(p->client, &ask)))
+        reply_connect(p->client, p->req_id, a, RD_EACTOR_DIED, a->death, -1);
+      /* else a copy hosted here died: its record node restarts it, maybe elsewhere */
     }
     free(p);
   }
@@ -1581,62 +1586,57 @@ node_actor *rd__node_actor_dead_named(const char *name) {
   return any;
 }
 
-static void on_actor_create(node_client *c, Rd__ActorCreate *m) {
-  rd_resources res;
-  char buf[300];
-  if (!m->class_name || !*m->class_name || rd__res_from_msg(m->res, &res) != 0 || m->max_restarts < -1 ||
+/* Checks an actor's spec, and its name free here: 0 with its resources,
+ * env and selector (interned), or an RD_E* code with a reason in buf. */
+static int actor_check(const Rd__ActorCreate *m, rd_resources *res, const node_env **env, const char **sel, char *buf,
+                       size_t len) {
+  if (!m->class_name || !*m->class_name || rd__res_from_msg(m->res, res) != 0 || m->max_restarts < -1 ||
       m->max_task_retries < -1) {
-    reply_actor_id(c, m->req_id, RD_EINVAL, "invalid actor options", 0);
-    return;
+    snprintf(buf, len, "invalid actor options");
+    return RD_EINVAL;
   }
-  const node_env *env;
-  const char *sel = NULL;
-  int er = rd__node_env(m->env, m->n_env, &env, buf, sizeof(buf));
-  if (er == 0) er = rd__node_sel(m->label_selector, &sel, buf, sizeof(buf));
-  if (er == 0 && sel && m->pg_id) {
+  *sel = NULL;
+  int er = rd__node_env(m->env, m->n_env, env, buf, len);
+  if (er == 0) er = rd__node_sel(m->label_selector, sel, buf, len);
+  if (er == 0 && *sel && m->pg_id) {
     er = RD_EINVAL;
-    snprintf(buf, sizeof(buf), "an actor in a placement group runs on its bundle's node: give the bundle the label selector");
+    snprintf(buf, len, "an actor in a placement group runs on its bundle's node: give the bundle the label selector");
   }
   rd__cgroup cgs[RD_CGROUPS_MAX];
-  if (er == 0 && rd__cgroups_parse(m->concurrency_groups, cgs, buf, sizeof(buf)) < 0) er = RD_EINVAL;
-  if (er != 0) {
-    reply_actor_id(c, m->req_id, er, buf, 0);
-    return;
+  if (er == 0 && rd__cgroups_parse(m->concurrency_groups, cgs, buf, len) < 0) er = RD_EINVAL;
+  if (er != 0) return er;
+  if (!rd__cluster_on() && !rd_res_feasible(&N.ledger, res)) {
+    snprintf(buf, len, "actor %s asks for {CPU: %g, GPU: %g}, which this node can never give", m->class_name,
+             rd_res_to_double(res->cpu), rd_res_to_double(res->gpu));
+    return RD_EINFEASIBLE;
   }
-  if (!rd__cluster_on() && !rd_res_feasible(&N.ledger, &res)) {
-    snprintf(buf, sizeof(buf), "actor %s asks for {CPU: %g, GPU: %g}, which this node can never give", m->class_name,
-             rd_res_to_double(res.cpu), rd_res_to_double(res.gpu));
-    reply_actor_id(c, m->req_id, RD_EINFEASIBLE, buf, 0);
-    return;
-  }
-  if (!rd__cluster_on() && !rd_labels_match(N.labels, sel)) {
-    snprintf(buf, sizeof(buf), "actor %s: label selector '%.100s' does not match this node's labels '%.100s'",
-             m->class_name, sel, N.labels);
-    reply_actor_id(c, m->req_id, RD_EINFEASIBLE, buf, 0);
-    return;
+  if (!rd__cluster_on() && !rd_labels_match(N.labels, *sel)) {
+    snprintf(buf, len, "actor %s: label selector '%.100s' does not match this node's labels '%.100s'", m->class_name,
+             *sel, N.labels);
+    return RD_EINFEASIBLE;
   }
   if (actor_named(m->name)) {
-    snprintf(buf, sizeof(buf), "an actor named '%s' already exists", m->name);
-    reply_actor_id(c, m->req_id, RD_EEXIST, buf, 0);
-    return;
+    snprintf(buf, len, "an actor named '%s' already exists", m->name);
+    return RD_EEXIST;
   }
-  node_job *job = rd__node_client_job(c);
-  if (!job) {
-    reply_actor_id(c, m->req_id, RD_ESTATE, "this client has no job: its hello named no executable to run", 0);
-    return;
-  }
+  return 0;
+}
+
+/* The record of a new actor here, pending, created by creator (a client,
+ * or &N.orphans for none here); NULL when out of memory. */
+static node_actor *actor_record(const Rd__ActorCreate *m, node_job *job, const rd_resources *res, const node_env *env,
+                                const char *sel, node_client *creator, uint32_t gcs_job, uint32_t driver) {
   char *cgroups = m->concurrency_groups && *m->concurrency_groups ? strdup(m->concurrency_groups) : NULL;
   node_actor *a = (cgroups || !m->concurrency_groups || !*m->concurrency_groups)
                       ? actor_new(m->class_name, m->name, m->args, m->n_args) : NULL;
   if (!a) {
     free(cgroups);
-    reply_actor_id(c, m->req_id, RD_ENOMEM, "node out of memory", 0);
-    return;
+    return NULL;
   }
   a->job = job;
   a->env = env;
   a->id = rd__rec_id_make(rd__cluster_index(), ++N.next_actor_id);
-  a->res = res;
+  a->res = *res;
   a->priority = m->priority;
   a->max_restarts = m->max_restarts;
   a->max_task_retries = m->max_task_retries;
@@ -1650,15 +1650,63 @@ static void on_actor_create(node_client *c, Rd__ActorCreate *m) {
   a->pg_id = m->pg_id;
   a->bundle_index = m->pg_id ? m->bundle_index : -1;
   a->detached = m->detached;
-  a->creator = c;
+  a->creator = creator;
   a->hosted = 0;
-  a->gcs_job = c->worker ? c->worker->gcs_job : 0;   /* a driver's: its job's, once known */
-  a->driver = rd__node_client_driver(c);
+  a->gcs_job = gcs_job;
+  a->driver = driver;
   a->next = N.actors;
   N.actors = a;
   a->state = A_PENDING;
+  return a;
+}
+
+static void on_actor_create(node_client *c, Rd__ActorCreate *m) {
+  rd_resources res;
+  const node_env *env;
+  const char *sel;
+  char buf[300];
+  int er = actor_check(m, &res, &env, &sel, buf, sizeof(buf));
+  if (er != 0) {
+    reply_actor_id(c, m->req_id, er, buf, 0);
+    return;
+  }
+  node_job *job = rd__node_client_job(c);
+  if (!job) {
+    reply_actor_id(c, m->req_id, RD_ESTATE, "this client has no job: its hello named no executable to run", 0);
+    return;
+  }
+  if (rd__cluster_actor_record_at_head(c, m, job)) return;   /* detached: answered by the head */
+  /* a driver's: its job's, once known */
+  node_actor *a = actor_record(m, job, &res, env, sel, c, c->worker ? c->worker->gcs_job : 0, rd__node_client_driver(c));
+  if (!a) {
+    reply_actor_id(c, m->req_id, RD_ENOMEM, "node out of memory", 0);
+    return;
+  }
   if (a->name && rd__cluster_actor_register(a, c, m->req_id)) return;   /* placed once the name is ours */
   rd__node_actor_registered(a->id, c->id, m->req_id, 0, NULL);
+}
+
+void rd__node_actor_record_for(node_client *link, node_job *job, const Rd__ActorCreate *m, uint32_t driver,
+                               uint64_t req_id) {
+  rd_resources res;
+  const node_env *env;
+  const char *sel;
+  char buf[300];
+  int er = m->detached ? actor_check(m, &res, &env, &sel, buf, sizeof(buf)) : RD_EINVAL;
+  if (er != 0) {
+    if (!m->detached) snprintf(buf, sizeof(buf), "only detached actors are recorded for another node");
+    reply_actor_id(link, req_id, er, buf, 0);
+    return;
+  }
+  node_actor *a = actor_record(m, job, &res, env, sel, &N.orphans, 0, driver);
+  if (!a) {
+    reply_actor_id(link, req_id, RD_ENOMEM, "node out of memory", 0);
+    return;
+  }
+  rd__log(RD_LOG_INFO, "actor %llu (%s%s%s) recorded here for node %u: detached, it outlives that node",
+          (unsigned long long)a->id, a->cls, a->name ? " " : "", a->name ? a->name : "", rd__cluster_link_peer(link));
+  if (a->name && rd__cluster_actor_register(a, link, req_id)) return;
+  rd__node_actor_registered(a->id, link->id, req_id, 0, NULL);
 }
 
 /* The actor's name is registered (or there was none): place it and answer. */
@@ -1806,7 +1854,11 @@ static void on_actor_connect(node_client *c, Rd__ActorConnect *m) { rd__node_act
 
 void rd__node_actor_connect(node_client *c, const Rd__ActorConnect *m) {
   node_actor *a = actor_find(m->actor_id);
-  if (!a && rd__cluster_actor_elsewhere(c, m)) return;   /* recorded on another node: asked there */
+  /* recorded on another node: asked there, unless it runs (or starts)
+   * here for that node, when the caller is served here, below; a copy
+   * that died here waits for its record node's restart, which may be on
+   * another node */
+  if ((!a || (rd__node_actor_hosted(a) && a->state == A_DEAD)) && rd__cluster_actor_elsewhere(c, m)) return;
   if (!a) {
     /* ids are this node's index above its sequence: a lower one was made here */
     uint64_t seq = rd__rec_id_seq(m->actor_id);

@@ -893,8 +893,46 @@ static void pg_changed(pg_rec *p) {
 
 /* ------------------------------------------------------------ client API */
 
+/* A request of c's sent over link l, whose answer (MSG_LINK_PG_REMOVED)
+ * goes to c as req_id; NULL without a link or memory. */
+static pg_fwd *fwd_new(node_client *c, uint64_t req_id, node_client *l) {
+  pg_fwd *f = l ? calloc(1, sizeof(*f)) : NULL;
+  if (!f) return NULL;
+  f->fwd_id = ++P.next_fwd;
+  f->c = c;
+  f->req_id = req_id;
+  f->link = l;
+  f->next = P.fwds;
+  P.fwds = f;
+  return f;
+}
+
+/* A detached group a client of this node creates is recorded on the head
+ * (as its detached actors are), so it outlives this node: sent there, and
+ * the head's answer relayed to c (1); 0 to record it here. */
+static int create_at_head(node_client *c, const Rd__PgCreate *m) {
+  uint32_t head = rd__cluster_on() && m->detached ? rd__cluster_head() : 0;
+  if (!head || head == self_index()) return 0;
+  pg_fwd *f = fwd_new(c, m->req_id, rd__cluster_link(head));
+  if (!f) {
+    char why[160];
+    snprintf(why, sizeof(why), "node %u, the head, which records detached placement groups, is unreachable", head);
+    reply(c, m->req_id, RD_ENODE_DIED, why, NULL);
+    return 1;
+  }
+  Rd__PgCreate fm = *m;
+  fm.req_id = f->fwd_id;
+  rd__node_send(f->link, RD__MSG_TYPE__MSG_LINK_PG_CREATE, &fm.base, -1);
+  return 1;
+}
+
 void rd__pg_on_create(node_client *c, const Rd__PgCreate *m) {
   char why[400];
+  if (c->role == ROLE_LINK && !m->detached) {
+    reply(c, m->req_id, RD_EINVAL, "only detached placement groups are recorded for another node", NULL);
+    return;
+  }
+  if (c->role != ROLE_LINK && create_at_head(c, m)) return;
   if (m->n_bundles == 0 || m->n_bundles > PG_MAX) {
     snprintf(why, sizeof(why), "a placement group needs 1 to %d bundles, got %zu", PG_MAX, m->n_bundles);
     reply(c, m->req_id, RD_EINVAL, why, NULL);
@@ -1047,8 +1085,7 @@ void rd__pg_on_remove(node_client *c, const Rd__PgRemove *m) {
     reply(c, m->req_id, RD_ENOENT, why, NULL);
     return;
   }
-  node_client *l = rd__cluster_link(rec);
-  pg_fwd *f = l ? calloc(1, sizeof(*f)) : NULL;
+  pg_fwd *f = fwd_new(c, m->req_id, rd__cluster_link(rec));
   if (!f) {
     char why[200];
     snprintf(why, sizeof(why), "node %u, which records placement group %016" PRIx64 ", is unreachable or dead", rec,
@@ -1056,16 +1093,10 @@ void rd__pg_on_remove(node_client *c, const Rd__PgRemove *m) {
     reply(c, m->req_id, RD_ENODE_DIED, why, NULL);
     return;
   }
-  f->fwd_id = ++P.next_fwd;
-  f->c = c;
-  f->req_id = m->req_id;
-  f->link = l;
-  f->next = P.fwds;
-  P.fwds = f;
   Rd__PgRemove fm = RD__PG_REMOVE__INIT;
   fm.req_id = f->fwd_id;
   fm.pg_id = m->pg_id;
-  rd__node_send(l, RD__MSG_TYPE__MSG_LINK_PG_REMOVE, &fm.base, -1);
+  rd__node_send(f->link, RD__MSG_TYPE__MSG_LINK_PG_REMOVE, &fm.base, -1);
   if (p) p->fetched_ns = 0;
 }
 
@@ -1134,6 +1165,7 @@ int rd__pg_link_frame(node_client *link, const rd__frame *f) {
     case RD__MSG_TYPE__MSG_LINK_PG_ABORT: d = &rd__link_pg_commit__descriptor; break;
     case RD__MSG_TYPE__MSG_LINK_PG_REMOVE: d = &rd__pg_remove__descriptor; break;
     case RD__MSG_TYPE__MSG_LINK_PG_REMOVED: d = &rd__pg_reply__descriptor; break;
+    case RD__MSG_TYPE__MSG_LINK_PG_CREATE: d = &rd__pg_create__descriptor; break;
     default: return 0;
   }
   ProtobufCMessage *m = rd__frame_unpack(f, d);
@@ -1171,6 +1203,9 @@ int rd__pg_link_frame(node_client *link, const rd__frame *f) {
     }
     case RD__MSG_TYPE__MSG_LINK_PG_PREPARED:
       on_prepared(peer, (Rd__LinkPgPrepared *)m);
+      break;
+    case RD__MSG_TYPE__MSG_LINK_PG_CREATE:   /* the head: a detached group of a client of the peer */
+      rd__pg_on_create(link, (Rd__PgCreate *)m);
       break;
     case RD__MSG_TYPE__MSG_LINK_PG_COMMIT: {
       Rd__LinkPgCommit *q = (Rd__LinkPgCommit *)m;

@@ -3924,6 +3924,94 @@ static int t_detached_gone(void) {
   return 0;
 }
 
+/* ---- detached actors outlive their creator's node (cluster_detached_node_death) */
+
+/* A driver on node c: two detached actors, recorded on the head (their ids
+ * carry its index), one hosted on b and one placed near its creator, on c;
+ * and an ordinary one that dies with the driver. */
+static int t_detached_node_make(void) {
+  join();
+  rd_node_info ni;
+  CHECK_EQ(rd_node_info_get(&ni), 0);
+  uint32_t c = ni.node_index, b = run_where("only_b=1");
+  rd_actor on_b = make_tally("far-b", 1, "only_b=0.1", 0, UINT32_MAX, 0);
+  rd_actor on_c = make_tally("near-c", 1, NULL, 0.5, UINT32_MAX, 2);
+  rd_actor eph = make_tally("eph-c", 0, NULL, 0.5, UINT32_MAX, 0);
+  CHECK(rd_actor_get("far-b", &eph) == 0 && eph.id == on_b.id);
+  CHECK_EQ(actor_add(on_b), 1);
+  CHECK_EQ(actor_add(on_b), 2);
+  CHECK_EQ(actor_add(on_c), 1);
+  long w[2];
+  actor_where(on_b, w);
+  CHECK_EQ(w[0], (long)b);
+  actor_where(on_c, w);
+  CHECK_EQ(w[0], (long)c);   /* placed where it would have been without the head's record */
+  /* restarted by the head (a restart of its two): a caller here, where it
+   * runs, waits for the new process rather than seeing the old one dead */
+  CHECK_EQ(rd_actor_kill(on_c, 0), 0);
+  CHECK_EQ(actor_add(on_c), 1);
+  actor_where(on_c, w);
+  CHECK(w[0] == (long)c && w[1] == 1);
+  CHECK(on_b.id >> 40 != c && on_c.id >> 40 != c && on_b.id >> 40 == on_c.id >> 40);
+  /* a detached group, recorded on the head too, its bundle on b */
+  rd_bundle pb = {.resources = "only_b=0.1"};
+  rd_pg_opts po;
+  rd_pg_opts_init(&po);
+  po.name = "far-pg";
+  po.detached = 1;
+  rd_pg pg;
+  CHECK_EQ(rd_pg_create_with(&pb, 1, &po, &pg), 0);
+  CHECK_EQ(rd_pg_wait(pg, 30000), 0);
+  CHECK(pg.id >> 40 == on_b.id >> 40);
+  CHECK_EQ(where_in(pg, 0, 0), b);
+  CHECK_EQ(rd_pg_create_with(&pb, 1, &po, &pg), RD_EEXIST);   /* the head's answer, relayed */
+  printf("detached actors %llx and %llx recorded on node %llu from node %u\n", (unsigned long long)on_b.id,
+         (unsigned long long)on_c.id, (unsigned long long)(on_b.id >> 40), c);
+  rd_shutdown();
+  return 0;
+}
+
+/* A driver on the head, after node c was killed: far-b serves on with its
+ * state, near-c was restarted elsewhere (its one restart), eph-c is gone. */
+static int t_detached_node_use(void) {
+  join();
+  int pid = node_pid("127.0.0.3");
+  CHECK(pid > 0);
+  CHECK_EQ(kill(pid, SIGKILL), 0);
+  rd_node_info ni;
+  double t0 = now_s();
+  for (; now_s() - t0 < 30; usleep(100000)) {
+    CHECK_EQ(rd_node_info_get(&ni), 0);
+    if (ni.cluster_nodes == 2) break;
+  }
+  CHECK_EQ(ni.cluster_nodes, 2);
+  rd_actor a;
+  CHECK_EQ(rd_actor_get("eph-c", &a), RD_ENOENT);
+  rd_actor on_b = get_named("far-b");
+  CHECK_EQ(actor_add(on_b), 3);   /* the same process: its record did not go with node c */
+  rd_actor on_c = get_named("near-c");
+  CHECK_EQ(actor_add(on_c), 1);
+  long w[2];
+  actor_where(on_c, w);
+  CHECK(w[0] != 3 && w[1] == 2);
+  rd_pg pg;
+  rd_pg_info info;
+  CHECK_EQ(rd_pg_get("far-pg", &pg), 0);
+  CHECK_EQ(rd_pg_info_get(pg, &info), 0);
+  CHECK_EQ(info.state, RD_PG_STATE_CREATED);
+  long wb[2];
+  actor_where(on_b, wb);   /* node b (only_b is held by far-b and the bundle) */
+  CHECK_EQ(where_in(pg, 0, 0), (uint32_t)wb[0]);
+  CHECK_EQ(rd_pg_remove(pg), 0);
+  CHECK_EQ(rd_pg_get("far-pg", &pg), RD_ENOENT);
+  printf("after node c died: far-b at 3 calls, near-c restarted on node %ld\n", w[0]);
+  CHECK_EQ(rd_actor_kill(on_b, 1), 0);
+  CHECK_EQ(rd_actor_kill(on_c, 1), 0);
+  CHECK_EQ(rd_actor_get("far-b", &a), RD_ENOENT);
+  rd_shutdown();
+  return 0;
+}
+
 /* The GCS's code table (cluster_code_gc, a TTL of 1 s): first driver, a
  * task on node b and a detached actor on node c, whose code the GCS must
  * keep after this job ends. */
@@ -4817,7 +4905,8 @@ int main(int argc, char **argv) {
       {"pg_node_death", t_pg_node_death},       {"two_jobs", t_two_jobs},
       {"two_jobs_local", t_two_jobs_local},     {"lease_reuse", t_lease_reuse},
       {"detached_make", t_detached_make},       {"detached_use", t_detached_use},
-      {"detached_gone", t_detached_gone},       {"gcs_restart_before", t_gcs_restart_before},
+      {"detached_gone", t_detached_gone},       {"detached_node_make", t_detached_node_make},
+      {"detached_node_use", t_detached_node_use},       {"gcs_restart_before", t_gcs_restart_before},
       {"gcs_restart_after", t_gcs_restart_after}, {"lineage", t_lineage}, {"nodes", t_nodes}, {"get_many_remote", t_get_many_remote}, {"hung_peer", t_hung_peer}, {"env", t_env}, {"get_if_exists", t_get_if_exists}, {"log_to_driver", t_log_to_driver}, {"kv", t_kv}, {"max_calls", t_max_calls}, {"actor_exit", t_actor_exit}, {"env_bad_node", t_env_bad_node}, {"shutdown_busy", t_shutdown_busy}, {"job_ok", t_job_ok}, {"ns_make", t_ns_make}, {"ns_other", t_ns_other}, {"ns_same", t_ns_same}, {"job_bad", t_job_bad}, {"job_long", t_job_long}, {"owner_exit_child", t_owner_exit_child}, {"owner_exit_check", t_owner_exit_check}, {"shuffle", t_shuffle}, {"bad_node", t_bad_node}, {"lineage_eager", t_lineage_eager}, {"respill", t_respill}, {"view_claim", t_view_claim}, {"burst_claim", t_burst_claim}, {"actor_respill", t_actor_respill}, {"actor_host_gone", t_actor_host_gone}, {"many_classes", t_many_classes},       {"cancel", t_cancel}, {"memory_remote", t_memory_remote},
       {"borrow", t_borrow},                     {"stream", t_stream},           {"nested", t_nested},
       {"collective", t_collective},             {"code_keep", t_code_keep},     {"code_kill", t_code_kill},

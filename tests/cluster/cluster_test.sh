@@ -400,6 +400,12 @@ for n in alive:
 print("dashboard: 3 nodes, the live actor and 3 ended jobs, on every node")
 PY
     ;;
+  detached_node_death)
+    # detached actors made by a driver on node c are recorded on the head,
+    # so they outlive node c itself (killed by the second driver)
+    RAYDIST_NODE_IP=127.0.0.3 "$T" detached_node_make || fail "detached_node_make"
+    "$T" detached_node_use || fail "detached_node_use"
+    ;;
   gcs_restart)
     # the GCS server killed under a running driver: its keeper starts it
     # again on the same port and table log; the nodes keep their indexes

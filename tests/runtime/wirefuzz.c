@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "conn.h"
 #include "raydist.pb-c.h"
 
 uint64_t wf_next(wf_rng *r) {   /* splitmix64 */
@@ -319,11 +320,13 @@ const ProtobufCMessageDescriptor *wf_type_desc(unsigned t) {
     case RD__MSG_TYPE__MSG_OWNER_STATS: return &rd__owner_stats__descriptor;
     case RD__MSG_TYPE__MSG_TASK_LIST_ASK: return &rd__task_list_ask__descriptor;
     case RD__MSG_TYPE__MSG_TASK_LIST: return &rd__task_list__descriptor;
-    case RD__MSG_TYPE__MSG_LINK_ACTOR_CREATE: return &rd__link_actor_create__descriptor;
+    case RD__MSG_TYPE__MSG_LINK_ACTOR_CREATE:
+    case RD__MSG_TYPE__MSG_LINK_ACTOR_RECORD: return &rd__link_actor_create__descriptor;
     case RD__MSG_TYPE__MSG_LINK_ACTOR_STATE: return &rd__link_actor_state__descriptor;
     case RD__MSG_TYPE__MSG_LINK_ACTOR_CONNECT: return &rd__link_actor_connect__descriptor;
     case RD__MSG_TYPE__MSG_LINK_ACTOR_CONNECTED: return &rd__link_actor_connected__descriptor;
-    case RD__MSG_TYPE__MSG_PG_CREATE: return &rd__pg_create__descriptor;
+    case RD__MSG_TYPE__MSG_PG_CREATE:
+    case RD__MSG_TYPE__MSG_LINK_PG_CREATE: return &rd__pg_create__descriptor;
     case RD__MSG_TYPE__MSG_PG_REPLY:
     case RD__MSG_TYPE__MSG_LINK_PG_REMOVED: return &rd__pg_reply__descriptor;
     case RD__MSG_TYPE__MSG_PG_QUERY: return &rd__pg_query__descriptor;
@@ -342,4 +345,4 @@ const ProtobufCMessageDescriptor *wf_type_desc(unsigned t) {
   }
 }
 
-unsigned wf_max_type(void) { return RD__MSG_TYPE__MSG_TASK_LIST; }
+unsigned wf_max_type(void) { return RD_MSG_TYPE_MAX; }
