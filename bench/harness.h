@@ -32,6 +32,28 @@ static inline double now(void) {
 
 typedef double (*trial_fn)(void);   /* returns ops/s for one trial */
 
+/* Waits for r's value and lets it and r go. */
+static inline void get_and_drop(rd_ref r) {
+  rd_buf b;
+  OK(rd_get(&r, 1, &b, RD_TIMEOUT_INF));
+  rd_buf_release(&b);
+  rd_ref_release(r);
+}
+
+/* Calls m (no arguments) on actor a one at a time, each waited for, for
+ * g_duration seconds: round trips per second. */
+static inline double actor_round_trips(rd_actor a, const rd_actor_method *m) {
+  long ops = 0;
+  double t0 = now();
+  while (now() - t0 < g_duration) {
+    rd_ref r;
+    OK(rd_actor_call(a, m, RD_NO_ARGS, NULL, &r));
+    get_and_drop(r);
+    ops++;
+  }
+  return ops / (now() - t0);
+}
+
 static inline int selected(const char *name) { return !g_filter || strstr(name, g_filter); }
 
 /* --duration S --trials N --filter SUBSTR --json FILE; opens the JSON file. */
@@ -72,5 +94,48 @@ static inline void report(const char *name, const char *unit, trial_fn fn) {
     g_first_json = 0;
   }
 }
+
+#ifdef HARNESS_BENCH_ACTOR
+/* An actor class whose noop method returns nothing at once, for programs
+ * that define HARNESS_BENCH_ACTOR before including this file. */
+static int bench_init(rd_call *call, void **state) {
+  (void)call;
+  *state = NULL;
+  return 0;
+}
+RD_ACTOR_CLASS(Bench, bench_init, NULL)
+RD_ACTOR_METHOD(Bench, noop) {
+  (void)state;
+  return rd_return_bytes(call, 0, "", 0);
+}
+
+/* Calls noop `total` times (at most 1000) over n actors (round robin), then
+ * gets them all; with an optional argument (a ref). */
+static inline void actor_batch(const rd_actor *actors, int n, int total, const rd_ref *arg) {
+  static rd_ref refs[1000];
+  static rd_buf out[1000];
+  for (int i = 0; i < total; i++) {
+    if (arg) OK(rd_actor_call(actors[i % n], Bench_noop, RD_ARGS(rd_arg_ref(*arg)), NULL, &refs[i]));
+    else OK(rd_actor_call(actors[i % n], Bench_noop, RD_NO_ARGS, NULL, &refs[i]));
+  }
+  OK(rd_get(refs, (size_t)total, out, RD_TIMEOUT_INF));
+  for (int i = 0; i < total; i++) {
+    rd_buf_release(&out[i]);
+    rd_ref_release(refs[i]);
+  }
+}
+
+/* actor_batch of 1000 calls over n actors, again and again for g_duration
+ * seconds: calls per second. */
+static inline double actor_async(const rd_actor *a, int n) {
+  long ops = 0;
+  double t0 = now();
+  while (now() - t0 < g_duration) {
+    actor_batch(a, n, 1000, NULL);
+    ops += 1000;
+  }
+  return ops / (now() - t0);
+}
+#endif
 
 #endif

@@ -10,18 +10,12 @@
 #include <pthread.h>
 #include <unistd.h>
 
+#define HARNESS_BENCH_ACTOR   /* the Bench actor class and actor_batch */
 #include "harness.h"
 
 RD_REMOTE(noop) { return rd_return_bytes(call, 0, "", 0); }
 
 /* Wait for r, then drop the view and the ref. */
-static void get_and_drop(rd_ref r) {
-  rd_buf b;
-  OK(rd_get(&r, 1, &b, RD_TIMEOUT_INF));
-  rd_buf_release(&b);
-  rd_ref_release(r);
-}
-
 /* Reads argument 0, a value resolved before the task ran. */
 RD_REMOTE(read_arg) {
   rd_buf b;
@@ -42,17 +36,6 @@ RD_REMOTE(read_borrowed) {
 
 /* ------------------------------------------------------------- actors */
 
-static int bench_init(rd_call *call, void **state) {
-  (void)call;
-  *state = NULL;
-  return 0;
-}
-RD_ACTOR_CLASS(Bench, bench_init, NULL)
-RD_ACTOR_METHOD(Bench, noop) {
-  (void)state;
-  return rd_return_bytes(call, 0, "", 0);
-}
-
 static rd_actor make_actor(int concurrency) {
   rd_actor_opts o;
   rd_actor_opts_init(&o);
@@ -60,22 +43,6 @@ static rd_actor make_actor(int concurrency) {
   rd_actor a;
   OK(rd_actor_create(Bench, RD_NO_ARGS, &o, &a));
   return a;
-}
-
-/* Calls `per_actor` no-op methods on each of n actors (round robin), then
- * gets them all; optional one argument (a ref). */
-static void actor_batch(const rd_actor *actors, int n, int total, const rd_ref *arg) {
-  static rd_ref refs[1000];
-  static rd_buf out[1000];
-  for (int i = 0; i < total; i++) {
-    if (arg) OK(rd_actor_call(actors[i % n], Bench_noop, RD_ARGS(rd_arg_ref(*arg)), NULL, &refs[i]));
-    else OK(rd_actor_call(actors[i % n], Bench_noop, RD_NO_ARGS, NULL, &refs[i]));
-  }
-  OK(rd_get(refs, (size_t)total, out, RD_TIMEOUT_INF));
-  for (int i = 0; i < total; i++) {
-    rd_buf_release(&out[i]);
-    rd_ref_release(refs[i]);
-  }
 }
 
 /* args: seconds, with_arg (long); a client with its own actor (n:n) */
@@ -294,27 +261,7 @@ static double t_multi_put_gb(void) { return multi_client(client_put_gigabytes, 2
 
 static rd_actor g_actor, g_actor_conc, g_actors[4];
 
-static double t_actor_sync(void) {
-  long ops = 0;
-  double t0 = now();
-  while (now() - t0 < g_duration) {
-    rd_ref r;
-    OK(rd_actor_call(g_actor, Bench_noop, RD_NO_ARGS, NULL, &r));
-    get_and_drop(r);
-    ops++;
-  }
-  return ops / (now() - t0);
-}
-
-static double actor_async(const rd_actor *a, int n) {
-  long ops = 0;
-  double t0 = now();
-  while (now() - t0 < g_duration) {
-    actor_batch(a, n, 1000, NULL);
-    ops += 1000;
-  }
-  return ops / (now() - t0);
-}
+static double t_actor_sync(void) { return actor_round_trips(g_actor, Bench_noop); }
 
 static double t_actor_async(void) { return actor_async(&g_actor, 1); }
 static double t_actor_concurrent(void) { return actor_async(&g_actor_conc, 1); }

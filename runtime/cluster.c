@@ -177,6 +177,8 @@ typedef struct cl_conn {
   size_t spec_len;
   node_job *job;            /* record: the creator's job, whose code the head fetches */
   uint32_t driver;          /* record: the creator's driver */
+  int dead_pid;             /* connect: the process the caller saw go (0: none) */
+  int direct;               /* connect: asked of the actor's host, as its record node said (redirect) */
   node_client *link;
   uint64_t link_req;
   uint32_t caller_id;       /* the caller (a client or a link), found again by id */
@@ -2182,10 +2184,16 @@ static void await_flush(void) {
 }
 
 /* Ask node `to` for a socket to actor `actor_id`, answering caller c. */
+enum { FWD_ASK, FWD_DIRECT, FWD_NO_REDIRECT };
+
 static void connect_forward(uint32_t to, node_client *c, uint64_t caller_req, uint64_t actor_id, int dead_pid,
-                            node_actor *rec) {
+                            node_actor *rec, int how) {
   node_client *l = link_open(to);
   cl_conn *q = l ? calloc(1, sizeof(*q)) : NULL;
+  if (!q && how == FWD_DIRECT) {   /* the host cannot be reached from here: through the record node */
+    connect_forward(rd__rec_id_node(actor_id), c, caller_req, actor_id, dead_pid, NULL, FWD_NO_REDIRECT);
+    return;
+  }
   if (!q) {
     char buf[160];
     snprintf(buf, sizeof(buf), "node %u, which %s the actor, is unreachable", to, rec ? "hosts" : "records");
@@ -2209,23 +2217,37 @@ static void connect_forward(uint32_t to, node_client *c, uint64_t caller_req, ui
   q->caller_id = c->id;
   q->caller_req = caller_req;
   q->actor_id = actor_id;
+  q->dead_pid = dead_pid;
+  q->direct = how == FWD_DIRECT;
   q->next = C.conns;
   C.conns = q;
   Rd__LinkActorConnect m = RD__LINK_ACTOR_CONNECT__INIT;
   m.req_id = q->link_req;
   m.actor_id = actor_id;
   m.dead_pid = dead_pid;
+  m.no_redirect = how == FWD_NO_REDIRECT;
   link_send(l, RD__MSG_TYPE__MSG_LINK_ACTOR_CONNECT, &m.base);
 }
 
-void rd__cluster_actor_connect(node_actor *a, node_client *c, uint64_t req_id, int dead_pid) {
-  connect_forward(a->host, c, req_id, a->id, dead_pid, a);
+void rd__cluster_actor_connect(node_actor *a, node_client *c, uint64_t req_id, int dead_pid, int no_redirect) {
+  uint32_t peer = c->role == ROLE_LINK ? rd__cluster_link_peer(c) : 0;
+  if (peer && peer != a->host && !rd__node_actor_hosted(a) && !no_redirect && (!dead_pid || dead_pid != a->host_pid)) {
+    /* a third node's caller: it asks the host itself, so that its calls
+     * cross one link, not two through this node (one that saw the
+     * process this node thinks alive go is bridged here, as before) */
+    Rd__LinkActorConnected r = RD__LINK_ACTOR_CONNECTED__INIT;
+    r.req_id = req_id;
+    r.redirect = a->host;
+    link_send(c, RD__MSG_TYPE__MSG_LINK_ACTOR_CONNECTED, &r.base);
+    return;
+  }
+  connect_forward(a->host, c, req_id, a->id, dead_pid, a, FWD_ASK);
 }
 
 int rd__cluster_actor_elsewhere(node_client *c, const Rd__ActorConnect *m) {
   uint32_t rec = rd__rec_id_node(m->actor_id);
   if (!C.on || rec == 0 || rec == C.index || c->role == ROLE_LINK) return 0;
-  connect_forward(rec, c, m->req_id, m->actor_id, m->dead_pid, NULL);
+  connect_forward(rec, c, m->req_id, m->actor_id, m->dead_pid, NULL, FWD_ASK);
   return 1;
 }
 
@@ -2295,6 +2317,19 @@ static void on_link_actor_connected(node_client *c, Rd__LinkActorConnected *m) {
     }
   if (!q) return;
   node_client *caller = rd__node_client_by_id(q->caller_id);
+  if (caller && m->status == 0 && m->redirect && !q->direct && !m->chan_id) {
+    /* its record node says: ask its host, one link away rather than two */
+    connect_forward(m->redirect, caller, q->caller_req, q->actor_id, q->dead_pid, NULL, FWD_DIRECT);
+    free(q);
+    return;
+  }
+  if (caller && m->status != 0 && q->direct) {
+    /* not (or no longer) running there: its record node knows, and waits for a restart */
+    connect_forward(rd__rec_id_node(q->actor_id), caller, q->caller_req, q->actor_id, q->dead_pid, NULL,
+                    FWD_NO_REDIRECT);
+    free(q);
+    return;
+  }
   node_actor *rec = rd__node_actor_find(q->actor_id);
   if (rec && rec->host && m->status == 0) rec->host_pid = m->worker_pid;
   int sv[2] = {-1, -1};
@@ -2712,6 +2747,7 @@ int rd__cluster_handle_frame(node_client *c, const rd__frame *f) {
       ac.req_id = lc->req_id;
       ac.actor_id = lc->actor_id;
       ac.dead_pid = lc->dead_pid;
+      ac.no_redirect = lc->no_redirect;
       rd__node_actor_connect(c, &ac);   /* answered through rd__cluster_connect_reply */
       break;
     }
@@ -2883,6 +2919,10 @@ void rd__cluster_client_dropped(node_client *c) {
       char why[120];
       snprintf(why, sizeof(why), "node %u, which records the actor, died or its link broke", peer);
       if (caller && q->caller_req) rd__node_reply_actor_id(caller->id, q->caller_req, RD_ENODE_DIED, why, q->actor_id);
+    } else if (caller && q->direct && rd__rec_id_node(q->actor_id) != peer) {
+      /* its host went while asked directly: through its record node, which restarts it */
+      connect_forward(rd__rec_id_node(q->actor_id), caller, q->caller_req, q->actor_id, q->dead_pid, NULL,
+                      FWD_NO_REDIRECT);
     } else if (caller && rec && rec->host == peer) {   /* waits for the restart */
       parked_connect *p = calloc(1, sizeof(*p));
       if (p) {
@@ -3791,6 +3831,12 @@ void rd__cluster_held(rd__held *h) {
 int rd__cluster_fetching(void) { return C.on && C.code_fetches > 0; }
 uint64_t rd__cluster_respilled(void) { return C.on ? C.respilled : 0; }
 uint64_t rd__cluster_pull_retries(void) { return C.on ? C.pull_retries : 0; }
+
+size_t rd__cluster_channels(void) {
+  size_t n = 0;
+  for (cl_chan *ch = C.on ? C.chans : NULL; ch; ch = ch->next) n += !ch->closed;
+  return n;
+}
 uint64_t rd__cluster_refused_busy(void) { return C.on ? C.refused_busy : 0; }
 
 int rd__cluster_avoided(void) {

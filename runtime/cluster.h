@@ -27,6 +27,7 @@ int rd__cluster_on(void);
 uint64_t rd__cluster_respilled(void);
 uint64_t rd__cluster_refused_busy(void);   /* spilled requests refused by a busy target */
 uint64_t rd__cluster_pull_retries(void);   /* pulls made again after a transient failure */
+size_t rd__cluster_channels(void);         /* lease and actor channels open over links now */
 /* The GCS has freed actor_id's name (or gave up): actor registers parked
  * on it are asked again. */
 void rd__cluster_name_freed(uint64_t actor_id);
@@ -134,8 +135,10 @@ void rd__cluster_actor_claim(node_actor *a, uint32_t t);
 uint32_t rd__cluster_actor_place(node_actor *a, int *err, char *why, size_t whylen);
 /* Ask a->host to start the actor (now, or once the job's code is stored). */
 void rd__cluster_actor_create(node_actor *a);
-/* A socket to actor a hosted on a->host, for caller c (a client or a link). */
-void rd__cluster_actor_connect(node_actor *a, node_client *c, uint64_t req_id, int dead_pid);
+/* A socket to actor a hosted on a->host, for caller c (a client or a link);
+ * a link for a third node is told to ask a->host itself (redirect) unless
+ * no_redirect or it saw a->host_pid go (dead_pid). */
+void rd__cluster_actor_connect(node_actor *a, node_client *c, uint64_t req_id, int dead_pid, int no_redirect);
 /* A connect for an actor recorded on another node: forwarded there (1). */
 int rd__cluster_actor_elsewhere(node_client *c, const Rd__ActorConnect *m);
 /* Answer a link's connect: bridge fd over the link. */

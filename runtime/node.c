@@ -1153,9 +1153,9 @@ static void reply_connect(node_client *c, uint64_t req_id, node_actor *a, int st
 }
 
 /* Give caller c its own socket to the actor's worker. */
-static void actor_connect_now(node_actor *a, node_client *c, uint64_t req_id) {
+static void actor_connect_now(node_actor *a, node_client *c, uint64_t req_id, int no_redirect) {
   if (a->host) {   /* hosted on another node: its node bridges a socket */
-    rd__cluster_actor_connect(a, c, req_id, 0);
+    rd__cluster_actor_connect(a, c, req_id, 0, no_redirect);
     return;
   }
   int sv[2];
@@ -1177,7 +1177,7 @@ static void actor_serve_connects(node_actor *a) {
       Rd__ActorConnect ask = RD__ACTOR_CONNECT__INIT;
       ask.req_id = p->req_id;
       ask.actor_id = a->id;
-      if (a->state == A_ALIVE) actor_connect_now(a, p->client, p->req_id);
+      if (a->state == A_ALIVE) actor_connect_now(a, p->client, p->req_id, p->no_redirect);
       else if (!(rd__node_actor_hosted(a) && rd__cluster_actor_elsewhere(p->client, &ask)))
         reply_connect(p->client, p->req_id, a, RD_EACTOR_DIED, a->death, -1);
       /* else a copy hosted here died: its record node restarts it, maybe elsewhere */
@@ -1873,7 +1873,7 @@ void rd__node_actor_connect(node_client *c, const Rd__ActorConnect *m) {
     return;
   }
   if (a->host && a->state == A_ALIVE) {   /* the host checks the dead pid */
-    rd__cluster_actor_connect(a, c, m->req_id, m->dead_pid);
+    rd__cluster_actor_connect(a, c, m->req_id, m->dead_pid, c->role == ROLE_LINK && m->no_redirect);
     return;
   }
   if (a->state == A_ALIVE && m->dead_pid && a->worker && a->worker->pid == m->dead_pid) {
@@ -1883,7 +1883,7 @@ void rd__node_actor_connect(node_client *c, const Rd__ActorConnect *m) {
     a->state = A_STARTING;
   }
   if (a->state == A_ALIVE) {
-    actor_connect_now(a, c, m->req_id);
+    actor_connect_now(a, c, m->req_id, c->role == ROLE_LINK && m->no_redirect);
     return;
   }
   if (a->state == A_DEAD) {
@@ -1897,6 +1897,7 @@ void rd__node_actor_connect(node_client *c, const Rd__ActorConnect *m) {
   }
   p->client = c;
   p->req_id = m->req_id;
+  p->no_redirect = c->role == ROLE_LINK && m->no_redirect;
   p->next = a->connects;
   a->connects = p;
 }
@@ -3550,6 +3551,10 @@ void rd__node_metrics(rd__mbuf *b) {
   rd__mbuf_family(b, "raydist_object_pull_retries_total", "counter",
                   "Pulls of an object a waiting get made again after a transient failure.");
   rd__mbuf_printf(b, "raydist_object_pull_retries_total %llu\n", (unsigned long long)rd__cluster_pull_retries());
+  rd__mbuf_family(b, "raydist_link_channels", "gauge",
+                  "Leases and actor connections bridged over this node's links now (a connection this node relays "
+                  "between two others counts twice).");
+  rd__mbuf_printf(b, "raydist_link_channels %zu\n", rd__cluster_channels());
   rd__mbuf_family(b, "raydist_spills_refused_total", "counter",
                   "Requests placed here on another node that refused them: its room was gone (stale view).");
   rd__mbuf_printf(b, "raydist_spills_refused_total %llu\n", (unsigned long long)rd__cluster_refused_busy());

@@ -172,6 +172,7 @@ enum { A_PENDING, A_STARTING, A_ALIVE, A_DEAD };
 typedef struct parked_connect {
   node_client *client;
   uint64_t req_id;
+  int no_redirect;          /* a third node's link asked to be bridged (LinkActorConnect.no_redirect) */
   struct parked_connect *next;
 } parked_connect;
 

@@ -3935,11 +3935,32 @@ static int t_detached_node_make(void) {
   CHECK_EQ(rd_node_info_get(&ni), 0);
   uint32_t c = ni.node_index, b = run_where("only_b=1");
   rd_actor on_b = make_tally("far-b", 1, "only_b=0.1", 0, UINT32_MAX, 0);
+  CHECK_EQ(actor_add(on_b), 1);
+  CHECK_EQ(actor_add(on_b), 2);
+  /* the script sees its calls cross c -> b only, not c -> head -> b */
+  const char *ready = getenv("RD_READY"), *done = getenv("RD_DONE");
+  if (ready && done) {
+    say_ready(ready);
+    while (access(done, F_OK) != 0) usleep(50000);
+  }
+  /* one that crashes on b while called directly from here: the call fails
+   * (its process died), the next waits for the head's restart on b */
+  rd_actor crashy = make_tally(NULL, 1, "only_b=0.1", 0, UINT32_MAX, 1);
+  CHECK_EQ(actor_add(crashy), 1);
+  rd_ref r;
+  rd_buf bb;
+  CHECK_EQ(rd_actor_call(crashy, Tally_crash, RD_NO_ARGS, NULL, &r), 0);
+  CHECK_EQ(rd_get(&r, 1, &bb, 60000), RD_EACTOR_DIED);
+  rd_buf_release(&bb);
+  rd_ref_release(r);
+  CHECK_EQ(actor_add(crashy), 1);
+  long wc[2];
+  actor_where(crashy, wc);
+  CHECK(wc[0] == (long)b && wc[1] == 1);
+  CHECK_EQ(rd_actor_kill(crashy, 1), 0);
   rd_actor on_c = make_tally("near-c", 1, NULL, 0.5, UINT32_MAX, 2);
   rd_actor eph = make_tally("eph-c", 0, NULL, 0.5, UINT32_MAX, 0);
   CHECK(rd_actor_get("far-b", &eph) == 0 && eph.id == on_b.id);
-  CHECK_EQ(actor_add(on_b), 1);
-  CHECK_EQ(actor_add(on_b), 2);
   CHECK_EQ(actor_add(on_c), 1);
   long w[2];
   actor_where(on_b, w);

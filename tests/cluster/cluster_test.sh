@@ -403,7 +403,17 @@ PY
   detached_node_death)
     # detached actors made by a driver on node c are recorded on the head,
     # so they outlive node c itself (killed by the second driver)
-    RAYDIST_NODE_IP=127.0.0.3 "$T" detached_node_make || fail "detached_node_make"
+    export RAYDIST_NODE_IP=127.0.0.3
+    hold_start detached_node_make
+    unset RAYDIST_NODE_IP
+    # its calls to far-b (on b, recorded on the head) cross one link: the
+    # head bridges nothing (it would hold two channels relaying them)
+    H=$(metric 127.0.0.1 raydist_link_channels) B=$(metric 127.0.0.2 raydist_link_channels)
+    echo "link channels while a driver on c holds far-b: head $H, b $B"
+    [ "$H" = 0 ] && [ "$B" -ge 1 ] || { cat "$RAYDIST_TMPDIR/hold.log"; fail "far-b's calls are not direct: head $H, b $B"; }
+    touch "$RAYDIST_TMPDIR/done"
+    wait $HOLD || { cat "$RAYDIST_TMPDIR/hold.log"; fail "detached_node_make"; }
+    cat "$RAYDIST_TMPDIR/hold.log"
     "$T" detached_node_use || fail "detached_node_use"
     ;;
   gcs_restart)
