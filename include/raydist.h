@@ -620,7 +620,8 @@ typedef struct rd_actor_opts {
   /* 1: the actor outlives the process that created it (Ray's
    * lifetime="detached"): it lives on, restarts included, until
    * rd_actor_kill(a, 1), its restarts run out, or the node holding its
-   * record stops; other drivers find it with rd_actor_get when it has a
+   * record stops (in a cluster the head, so it outlives its creator's
+   * node too); other drivers find it with rd_actor_get when it has a
    * name.  0 (default): it dies when its creator exits.  An embedded node
    * (rd_init without an address) stops with its first driver, and a group
    * removed with its creator still takes its actors along. */
@@ -751,7 +752,8 @@ typedef struct rd_pg_opts {
   const char *name;           /* NULL or "": anonymous */
   /* 1: the group outlives the driver or job that created it, until
    * rd_pg_remove from any driver of the cluster (Ray's lifetime="detached");
-   * it still goes when its record node (the creator's) dies. */
+   * in a cluster it is recorded on the head, so it outlives its creator's
+   * node and goes only when the head does. */
   int detached;
 } rd_pg_opts;
 RD_EXTERN void rd_pg_opts_init(rd_pg_opts *o);
