@@ -1608,7 +1608,8 @@ static void code_fetch_done(uv_work_t *w, int status) {
     }
     if (r != 0) snprintf(err, sizeof(err), "cannot fetch the job's executable %.16s from the GCS: %s", f->hash, f->err);
     if (f->actor && f->record) {
-      if (r == 0) rd__node_actor_record_for(link, f->job, f->actor->spec, f->actor->driver, f->req_id);
+      if (r == 0)
+        rd__node_actor_record_for(link, f->job, f->actor->spec, f->actor->driver, f->actor->prefer_node, f->req_id);
       else rd__node_reply_actor_id(link->id, f->req_id, r, err, 0);
     } else if (f->actor) {
       if (r == 0) r = rd__node_actor_host_for(link, f->job, f->actor->spec, f->actor->actor_id, f->actor->restarts,
@@ -2089,6 +2090,7 @@ uint32_t rd__cluster_actor_place(node_actor *a, int *err, char *why, size_t whyl
   m.node_affinity = a->affinity;
   m.soft = a->soft;
   m.label_selector = (char *)a->sel;
+  m.prefer_node = a->prefer_node;   /* a detached actor's creator's node, first when it has room */
   unsigned how;
   uint32_t t = place(&m, &a->res, a->job, a->env, &how, err, why, whylen);
   if (t == 0 && (how & PLACE_WAITS)) *err = RD_EAGAIN;   /* actor_schedule waits for the node */
@@ -2566,6 +2568,7 @@ static void record_send(cl_conn *q) {
   m.n_argv = q->job->argc;
   m.argv = q->job->argv;
   m.driver = q->driver;
+  m.prefer_node = C.index;   /* near its creator, as it would have been placed here, when there is room */
   q->link = l;
   q->link_req = ++C.next_link_req;
   m.req_id = q->link_req;
@@ -2602,23 +2605,15 @@ int rd__cluster_actor_record_at_head(node_client *c, const Rd__ActorCreate *m, n
   uint32_t head = rd__cluster_head();
   if (!C.on || !m->detached || N.opts.is_head || !head || head == C.index || !job) return 0;
   if (job->code_state != 1 && job->code_state != 2) return 0;   /* no code the head could run: kept here, as before */
-  /* placed as it would be here: near its creator unless told otherwise
-   * (and elsewhere when that node cannot, or once it is gone) */
-  Rd__ActorCreate spec = *m;
-  if (spec.strategy == RD_STRATEGY_DEFAULT && !spec.pg_id) {
-    spec.strategy = RD_STRATEGY_NODE_AFFINITY;
-    spec.node_affinity = C.index;
-    spec.soft = 1;
-  }
   cl_conn *q = calloc(1, sizeof(*q));
-  size_t n = protobuf_c_message_get_packed_size(&spec.base);
+  size_t n = protobuf_c_message_get_packed_size(&m->base);
   uint8_t *buf = q ? malloc(n ? n : 1) : NULL;
   if (!buf) {
     free(q);
     rd__node_reply_actor_id(c->id, m->req_id, RD_ENOMEM, "node out of memory", 0);
     return 1;
   }
-  protobuf_c_message_pack(&spec.base, buf);
+  protobuf_c_message_pack(&m->base, buf);
   q->record = 1;
   q->spec = buf;
   q->spec_len = n;

@@ -1687,7 +1687,7 @@ static void on_actor_create(node_client *c, Rd__ActorCreate *m) {
 }
 
 void rd__node_actor_record_for(node_client *link, node_job *job, const Rd__ActorCreate *m, uint32_t driver,
-                               uint64_t req_id) {
+                               uint32_t prefer_node, uint64_t req_id) {
   rd_resources res;
   const node_env *env;
   const char *sel;
@@ -1703,6 +1703,7 @@ void rd__node_actor_record_for(node_client *link, node_job *job, const Rd__Actor
     reply_actor_id(link, req_id, RD_ENOMEM, "node out of memory", 0);
     return;
   }
+  a->prefer_node = prefer_node;
   rd__log(RD_LOG_INFO, "actor %llu (%s%s%s) recorded here for node %u: detached, it outlives that node",
           (unsigned long long)a->id, a->cls, a->name ? " " : "", a->name ? a->name : "", rd__cluster_link_peer(link));
   if (a->name && rd__cluster_actor_register(a, link, req_id)) return;

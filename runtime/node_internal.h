@@ -185,6 +185,7 @@ struct node_actor {
   int place_err;            /* why placement failed (RD_EINFEASIBLE, RD_ENODE_DIED) */
   int launch_wait;          /* placed again with each view: only a node the autoscaler can start could run it */
   uint32_t affinity;
+  uint32_t prefer_node;     /* default strategy: this node first when it has room (a detached actor's creator's; 0: none) */
   const char *sel;          /* its label selector (interned, rd__node_sel), NULL: none */
   char *cgroups;            /* its concurrency groups ("name=threads,..."), NULL: none */
   uint64_t pg_id;           /* placed in this placement group (0: none) */
@@ -426,9 +427,10 @@ void rd__node_actor_respill(node_actor *a, uint32_t t, const char *why);
 void rd__node_actor_place_again(node_actor *a);
 void rd__node_actor_host_gone(node_actor *a, const char *why);
 /* The head: record a detached actor a client of link's node creates (cluster.c,
- * MSG_LINK_ACTOR_RECORD), owned by no client here; answer req_id over link. */
+ * MSG_LINK_ACTOR_RECORD), owned by no client here, placed on prefer_node
+ * first when it has room (default strategy); answer req_id over link. */
 void rd__node_actor_record_for(node_client *link, node_job *job, const Rd__ActorCreate *m, uint32_t driver,
-                               uint64_t req_id);
+                               uint32_t prefer_node, uint64_t req_id);
 int rd__node_actor_host_for(node_client *link, node_job *job, const Rd__ActorCreate *spec, uint64_t id,
                             uint32_t restarts, uint32_t gcs_job, uint32_t driver, char *err, size_t errlen);
 /* The GCS job an actor's groups end with: 0 for a detached actor. */

@@ -3960,9 +3960,15 @@ static int t_detached_node_make(void) {
   CHECK_EQ(rd_actor_kill(crashy, 1), 0);
   rd_actor on_c = make_tally("near-c", 1, NULL, 0.5, UINT32_MAX, 2);
   rd_actor eph = make_tally("eph-c", 0, NULL, 0.5, UINT32_MAX, 0);
+  /* no room on c now (1 of its 2 CPUs held): placed where there is, not
+   * kept waiting for its creator's node */
+  rd_actor big = make_tally(NULL, 1, NULL, 2, UINT32_MAX, 0);
+  long w[2];
+  actor_where(big, w);
+  CHECK(w[0] != (long)c);
+  CHECK_EQ(rd_actor_kill(big, 1), 0);
   CHECK(rd_actor_get("far-b", &eph) == 0 && eph.id == on_b.id);
   CHECK_EQ(actor_add(on_c), 1);
-  long w[2];
   actor_where(on_b, w);
   CHECK_EQ(w[0], (long)b);
   actor_where(on_c, w);
