@@ -173,8 +173,7 @@ typedef struct cl_pull {
 typedef struct cl_conn {
   int kill;                 /* a forwarded kill rather than a connect */
   int record;               /* a detached actor's creation sent to the head (rd__cluster_actor_record_at_head) */
-  uint8_t *spec;            /* record: its packed ActorCreate until sent (the job's code not yet stored) */
-  size_t spec_len;
+  Rd__ActorCreate *spec;    /* record: a copy of its spec until sent (the job's code not yet stored) */
   node_job *job;            /* record: the creator's job, whose code the head fetches */
   uint32_t driver;          /* record: the creator's driver */
   int dead_pid;             /* connect: the process the caller saw go (0: none) */
@@ -2375,6 +2374,18 @@ static void send_placed_again(node_client *link, uint64_t actor_id, const rd_res
   link_send(link, RD__MSG_TYPE__MSG_LINK_ACTOR_STATE, &st.base);
 }
 
+/* A copy of m that outlives the frame it came in (freed with
+ * protobuf_c_message_free_unpacked); NULL when out of memory. */
+static void *msg_copy(const ProtobufCMessage *m) {
+  size_t n = protobuf_c_message_get_packed_size(m);
+  uint8_t *buf = malloc(n ? n : 1);
+  if (!buf) return NULL;
+  protobuf_c_message_pack(m, buf);
+  void *copy = protobuf_c_message_unpack(m->descriptor, NULL, n, buf);
+  free(buf);
+  return copy;
+}
+
 static void on_link_actor_create(node_client *c, Rd__LinkActorCreate *m) {
   if (C.drained[0] && m->spec) {   /* leaving (the autoscaler): not a restart, placed elsewhere */
     char why[200];
@@ -2393,15 +2404,8 @@ static void on_link_actor_create(node_client *c, Rd__LinkActorCreate *m) {
   }
   code_fetch *f = calloc(1, sizeof(*f));
   if (!f) return;
-  /* keep the message: it is unpacked again from a copy for the continuation */
-  size_t n = protobuf_c_message_get_packed_size(&m->base);
-  uint8_t *buf = malloc(n ? n : 1);
-  if (buf) {
-    protobuf_c_message_pack(&m->base, buf);
-    f->actor = (Rd__LinkActorCreate *)protobuf_c_message_unpack(&rd__link_actor_create__descriptor, NULL, n, buf);
-    free(buf);
-  }
-  if (!f->actor) {
+  /* keep the message for the continuation: it goes when this frame does */
+  if (!(f->actor = msg_copy(&m->base))) {
     free(f);
     return;
   }
@@ -2416,13 +2420,7 @@ static void on_link_actor_record(node_client *c, Rd__LinkActorCreate *m) {
     return;
   }
   code_fetch *f = calloc(1, sizeof(*f));
-  size_t n = protobuf_c_message_get_packed_size(&m->base);
-  uint8_t *buf = f ? malloc(n ? n : 1) : NULL;
-  if (buf) {
-    protobuf_c_message_pack(&m->base, buf);
-    f->actor = (Rd__LinkActorCreate *)protobuf_c_message_unpack(&rd__link_actor_create__descriptor, NULL, n, buf);
-    free(buf);
-  }
+  if (f) f->actor = msg_copy(&m->base);
   if (!f || !f->actor) {
     free(f);
     rd__node_reply_actor_id(c->id, m->req_id, RD_ENOMEM, "node out of memory", 0);
@@ -2543,27 +2541,28 @@ uint32_t rd__cluster_head(void) {
   return 0;
 }
 
+static void conn_free(cl_conn *q) {
+  if (q->spec) protobuf_c_message_free_unpacked(&q->spec->base, NULL);
+  free(q);
+}
+
 static void record_fail(cl_conn *q, int status, const char *why) {
   if (q->caller_req) rd__node_reply_actor_id(q->caller_id, q->caller_req, status, why, 0);
-  free(q->spec);
-  free(q);
+  conn_free(q);
 }
 
 /* Sends the creation of q, whose job's code is stored, to the head. */
 static void record_send(cl_conn *q) {
   uint32_t head = rd__cluster_head();
   node_client *l = head && head != C.index ? link_open(head) : NULL;
-  Rd__ActorCreate *spec = q->spec ? rd__actor_create__unpack(NULL, q->spec_len, q->spec) : NULL;
-  if (!l || !spec) {
+  if (!l) {
     char why[200];
-    if (!spec) snprintf(why, sizeof(why), "node out of memory");
-    else snprintf(why, sizeof(why), "the head, which records detached actors, is %s", head ? "unreachable" : "not alive");
-    if (spec) protobuf_c_message_free_unpacked(&spec->base, NULL);
-    record_fail(q, spec ? RD_ENODE_DIED : RD_ENOMEM, why);
+    snprintf(why, sizeof(why), "the head, which records detached actors, is %s", head ? "unreachable" : "not alive");
+    record_fail(q, RD_ENODE_DIED, why);
     return;
   }
   Rd__LinkActorCreate m = RD__LINK_ACTOR_CREATE__INIT;
-  m.spec = spec;
+  m.spec = q->spec;
   m.code_hash = q->job->code_hash;
   m.n_argv = q->job->argc;
   m.argv = q->job->argv;
@@ -2573,8 +2572,7 @@ static void record_send(cl_conn *q) {
   q->link_req = ++C.next_link_req;
   m.req_id = q->link_req;
   link_send(l, RD__MSG_TYPE__MSG_LINK_ACTOR_RECORD, &m.base);
-  protobuf_c_message_free_unpacked(&spec->base, NULL);
-  free(q->spec);
+  protobuf_c_message_free_unpacked(&q->spec->base, NULL);
   q->spec = NULL;
   q->job = NULL;
   q->next = C.conns;
@@ -2606,17 +2604,13 @@ int rd__cluster_actor_record_at_head(node_client *c, const Rd__ActorCreate *m, n
   if (!C.on || !m->detached || N.opts.is_head || !head || head == C.index || !job) return 0;
   if (job->code_state != 1 && job->code_state != 2) return 0;   /* no code the head could run: kept here, as before */
   cl_conn *q = calloc(1, sizeof(*q));
-  size_t n = protobuf_c_message_get_packed_size(&m->base);
-  uint8_t *buf = q ? malloc(n ? n : 1) : NULL;
-  if (!buf) {
+  if (q) q->spec = msg_copy(&m->base);
+  if (!q || !q->spec) {
     free(q);
     rd__node_reply_actor_id(c->id, m->req_id, RD_ENOMEM, "node out of memory", 0);
     return 1;
   }
-  protobuf_c_message_pack(&m->base, buf);
   q->record = 1;
-  q->spec = buf;
-  q->spec_len = n;
   q->job = job;
   q->driver = rd__node_client_driver(c);
   q->caller_id = c->id;
@@ -3757,14 +3751,12 @@ void rd__cluster_free(void) {
   while (C.conns) {
     cl_conn *q = C.conns;
     C.conns = q->next;
-    free(q->spec);
-    free(q);
+    conn_free(q);
   }
   while (C.rec_wait) {
     cl_conn *q = C.rec_wait;
     C.rec_wait = q->next;
-    free(q->spec);
-    free(q);
+    conn_free(q);
   }
   free(C.await_actors);
   C.await_actors = NULL;

@@ -116,7 +116,6 @@ static size_t *fns_by_time(void) {
 }
 
 
-/* The mean submit-to-result latency of what a job's processes here submitted. */
 /* The node's submitted jobs (`raydist job`, /api/jobs/), newest first,
  * the last max: JSON objects, or HTML rows. */
 static void submitted_jobs(rd__mbuf *b, int json, int max) {
@@ -147,6 +146,7 @@ static void submitted_jobs(rd__mbuf *b, int json, int max) {
   }
 }
 
+/* The mean submit-to-result latency of what a job's processes here submitted. */
 static double job_lat_mean_s(const node_job *j) {
   return j->owned_settled ? (double)j->owned_ns / 1e9 / (double)j->owned_settled : 0.0;
 }

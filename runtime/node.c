@@ -1173,14 +1173,15 @@ static void actor_serve_connects(node_actor *a) {
   while (a->connects) {
     parked_connect *p = a->connects;
     a->connects = p->next;
-    if (!p->client->dead) {
+    if (!p->client->dead && a->state == A_ALIVE) {
+      actor_connect_now(a, p->client, p->req_id, p->no_redirect);
+    } else if (!p->client->dead) {
+      /* a copy hosted here died: its record node restarts it, maybe elsewhere */
       Rd__ActorConnect ask = RD__ACTOR_CONNECT__INIT;
       ask.req_id = p->req_id;
       ask.actor_id = a->id;
-      if (a->state == A_ALIVE) actor_connect_now(a, p->client, p->req_id, p->no_redirect);
-      else if (!(rd__node_actor_hosted(a) && rd__cluster_actor_elsewhere(p->client, &ask)))
+      if (!(rd__node_actor_hosted(a) && rd__cluster_actor_elsewhere(p->client, &ask)))
         reply_connect(p->client, p->req_id, a, RD_EACTOR_DIED, a->death, -1);
-      /* else a copy hosted here died: its record node restarts it, maybe elsewhere */
     }
     free(p);
   }
