@@ -876,9 +876,10 @@ RD_EXTERN int rd_kv_keys(const char *prefix, char ***keys, size_t *n) RD_MUST_CH
  * something changed), and the node adds them up and serves them on its
  * Prometheus endpoint (/metrics) beside its own families.  A counter's
  * series is summed over every process that added to it (and keeps its
- * total after they exit), a gauge's is the last value any process set (the
- * series goes when the process that set it last exits), a histogram's
- * buckets are summed.
+ * total after they exit), a gauge's is the sum of the last value each live
+ * process set (so replicas' queue depths add up; a process's part goes when
+ * it exits, the series with the last part), a histogram's buckets are
+ * summed.
  *
  * Names follow Prometheus ([a-zA-Z_:][a-zA-Z0-9_:]*, at most 100 bytes)
  * and must not start with "raydist_" (the node's own).  Tags are

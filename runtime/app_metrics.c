@@ -4,14 +4,15 @@
  * /metrics after the node's own families.
  *
  * A counter's series is the sum of what every process added (it keeps its
- * total after they exit), a gauge's the last value set (the series goes
- * when the process that set it last exits: a gauge is a process's present
- * state, and Ray's go with their worker too), a histogram's buckets, sum
- * and count the sums.  Everything a process sends is checked
- * again here (names, canonical tags, values, bounds); a series that breaks
- * a rule, disagrees with the kind or bounds the node already has for its
- * name, or would pass the limits is dropped, counted in
- * raydist_app_metric_rejected_total and logged (the first few). */
+ * total after they exit); a gauge's the sum of the last value each live
+ * process set (a process's part goes when it exits, the series when the
+ * last part does: Ray's gauges without the WorkerId tag, its recommended
+ * cardinality); a histogram's buckets, sum and count the sums.
+ * Everything a process sends is checked again here (names, canonical tags,
+ * values, bounds); a series that breaks a rule, disagrees with the kind or
+ * bounds the node already has for its name, or would pass the limits is
+ * dropped, counted in raydist_app_metric_rejected_total and logged (the
+ * first few). */
 #include "app_metrics.h"
 
 #include <math.h>
@@ -26,11 +27,17 @@
 #define AM_SERIES_MAX 20000    /* over every metric */
 #define AM_LOG_MAX 10          /* rejections logged (all are counted) */
 
+typedef struct am_part {
+  uint32_t client;             /* a process that set a gauge */
+  double value;                /* the last value it set */
+} am_part;
+
 typedef struct am_series {
   char *tags;
-  uint32_t setter;             /* gauge: the client that set it last (its series goes with it) */
-  double value, sum;           /* counter total or gauge value; histogram sum */
+  double value, sum;           /* counter total; histogram sum */
   uint64_t *buckets;           /* histogram: nbounds + 1, not cumulative */
+  am_part *parts;              /* gauge: one per live process that set it */
+  size_t nparts, capparts;
 } am_series;
 
 typedef struct am_metric {
@@ -148,6 +155,31 @@ static void check(const Rd__AppMetric *m, char *tags, char *why, size_t len) {
     snprintf(why, len, "%zu buckets for %zu bounds, or a sum of %g", m->n_buckets, m->n_bounds, m->sum);
 }
 
+/* Client's part of gauge series s is v now: 0, or -1 out of memory. */
+static int gauge_set(am_series *s, uint32_t client, double v) {
+  for (size_t i = 0; i < s->nparts; i++)
+    if (s->parts[i].client == client) {
+      s->parts[i].value = v;
+      return 0;
+    }
+  if (s->nparts == s->capparts) {
+    size_t cap = s->capparts ? s->capparts * 2 : 2;
+    am_part *p = realloc(s->parts, cap * sizeof(*p));
+    if (!p) return -1;
+    s->parts = p;
+    s->capparts = cap;
+  }
+  s->parts[s->nparts++] = (am_part){client, v};
+  return 0;
+}
+
+/* A gauge series' value: the sum of its processes' parts. */
+static double gauge_value(const am_series *s) {
+  double v = 0;
+  for (size_t i = 0; i < s->nparts; i++) v += s->parts[i].value;
+  return v;
+}
+
 void rd__app_metrics_add(Rd__AppMetric *const *ms, size_t n, uint32_t client) {
   char tags[RD_METRIC_TAGS_LEN], why[300];
   for (size_t i = 0; i < n; i++) {
@@ -161,10 +193,8 @@ void rd__app_metrics_add(Rd__AppMetric *const *ms, size_t n, uint32_t client) {
     }
     if (x->kind == RD_METRIC_COUNTER) s->value += m->value;
     else if (x->kind == RD_METRIC_GAUGE) {
-      s->value = m->value;
-      s->setter = client;
-    }
-    else {
+      if (gauge_set(s, client, m->value) != 0) reject(m->name, "node out of memory");
+    } else {
       for (size_t b = 0; b <= x->nbounds; b++) s->buckets[b] += m->buckets[b];
       s->sum += m->sum;
     }
@@ -177,12 +207,18 @@ void rd__app_metrics_client_gone(uint32_t client) {
     if (x->kind != RD_METRIC_GAUGE) continue;
     size_t k = 0;
     for (size_t j = 0; j < x->n; j++) {
-      if (x->s[j].setter == client) {
-        free(x->s[j].tags);
+      am_series *s = &x->s[j];
+      size_t q = 0;
+      for (size_t i = 0; i < s->nparts; i++)
+        if (s->parts[i].client != client) s->parts[q++] = s->parts[i];
+      s->nparts = q;
+      if (!q) {   /* its last process went: so does the series */
+        free(s->parts);
+        free(s->tags);
         nseries--;
         continue;
       }
-      x->s[k++] = x->s[j];
+      x->s[k++] = *s;
     }
     x->n = k;
   }
@@ -236,7 +272,7 @@ void rd__app_metrics_print(rd__mbuf *b) {
       if (x->kind != RD_METRIC_HISTOGRAM) {
         rd__mbuf_printf(b, "%s", x->name);
         put_labels(b, s->tags, NULL);
-        rd__mbuf_printf(b, " %.17g\n", s->value);
+        rd__mbuf_printf(b, " %.17g\n", x->kind == RD_METRIC_GAUGE ? gauge_value(s) : s->value);
         continue;
       }
       uint64_t cum = 0;

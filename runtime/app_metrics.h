@@ -11,8 +11,9 @@
 
 /* Series from one report (OwnerStats.app_metrics) of client, checked and added. */
 void rd__app_metrics_add(Rd__AppMetric *const *m, size_t n, uint32_t client);
-/* client (a driver or worker) is gone: the gauge series it set last go
- * (counters and histograms keep their totals). */
+/* client (a driver or worker) is gone: its parts of gauge series go, and
+ * a series with no part left with them (counters and histograms keep their
+ * totals). */
 void rd__app_metrics_client_gone(uint32_t client);
 /* Their families, after the node's own (/metrics), with the
  * raydist_app_metric_series and raydist_app_metric_rejected_total ones. */

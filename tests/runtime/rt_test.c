@@ -2917,9 +2917,36 @@ RD_REMOTE(app_request) {
   return rd_return_bytes(call, 0, "", 0);
 }
 
+/* A replica: sets app_queue_depth{pool=replicas} to its argument. */
+RD_ACTOR_CLASS(Replica, where_init, NULL)
+RD_ACTOR_METHOD(Replica, depth) {
+  (void)state;
+  rd_buf a;
+  long d = 0;
+  if (rd_arg(call, 0, &a) == 0 && a.size == sizeof(d)) memcpy(&d, a.data, sizeof(d));
+  rd_metric *g;
+  if (rd_metric_gauge("app_queue_depth", "Queued \\ waiting\nrequests.", &g) != 0 ||
+      rd_metric_set(g, (double)d, "pool=replicas") != 0)
+    return rd_call_fail(call, "gauge");
+  return rd_return_bytes(call, 0, "", 0);
+}
+
+/* Waits (up to 5 s) until /metrics shows series at *want; 0 when it does. */
+static int app_metric_wait(int port, const char *series, const double *want) {
+  static char body[1 << 18];
+  for (int i = 0; i < 100; i++) {
+    const char *text = metrics_text(port, body, sizeof(body));
+    if (text && metric(text, series) == *want) return 0;
+    usleep(50000);
+  }
+  return -1;
+}
+
 /* Application metrics (rd_metric_*): 20 tasks count requests in their
  * workers, the driver adds to the same counter and sets a gauge, and the
- * node serves the sums on /metrics; every bad input is refused.
+ * node serves the sums on /metrics; two actor replicas set one gauge
+ * series, served as the sum of their values while they live (Ray's gauges
+ * without WorkerId); every bad input is refused.
  * RD_APP_METRICS_DUMP names a file for metrics_format's parser. */
 static int t_app_metrics(void) {
   init_with_cpus(2);
@@ -3008,6 +3035,33 @@ static int t_app_metrics(void) {
   CHECK(metric(text, "raydist_app_metric_rejected_total") == 0);
   CHECK(metric(text, "raydist_app_metric_series") == 8);   /* 3 counter, 2 gauge, 3 histogram series */
   dump_to(getenv("RD_APP_METRICS_DUMP"), text);
+  /* two replicas (processes) set one series: the node serves the sum, and
+   * each one's part goes with it; the driver's part of its own series stays */
+  rd_actor rep[2];
+  long depth[2] = {3, 4};
+  for (int i = 0; i < 2; i++) {
+    CHECK_EQ(rd_actor_create(Replica, RD_NO_ARGS, NULL, &rep[i]), 0);
+    rd_ref r;
+    CHECK_EQ(rd_actor_call(rep[i], Replica_depth, RD_ARGS(rd_arg_bytes(&depth[i], sizeof(long))), NULL, &r), 0);
+    CHECK_EQ(get_status(r, 30000), 0);
+    rd_ref_release(r);
+  }
+  CHECK_EQ(rd_metric_set(g, 10, "pool=replicas"), 0);
+  double sum = 17, one = 14, own = 10;
+  CHECK_EQ(app_metric_wait(port, "app_queue_depth{pool=\"replicas\"}", &sum), 0);
+  long again = 6;   /* a replica's later value replaces its own part only */
+  rd_ref r;
+  CHECK_EQ(rd_actor_call(rep[0], Replica_depth, RD_ARGS(rd_arg_bytes(&again, sizeof(again))), NULL, &r), 0);
+  CHECK_EQ(get_status(r, 30000), 0);
+  rd_ref_release(r);
+  sum = 20;
+  CHECK_EQ(app_metric_wait(port, "app_queue_depth{pool=\"replicas\"}", &sum), 0);
+  CHECK_EQ(rd_actor_kill(rep[0], 1), 0);
+  CHECK_EQ(app_metric_wait(port, "app_queue_depth{pool=\"replicas\"}", &one), 0);
+  CHECK_EQ(rd_actor_kill(rep[1], 1), 0);
+  CHECK_EQ(app_metric_wait(port, "app_queue_depth{pool=\"replicas\"}", &own), 0);
+  double nine = 9;   /* the 8 above and the replicas' series, the driver's part of it left */
+  CHECK_EQ(app_metric_wait(port, "raydist_app_metric_series", &nine), 0);
   rd_shutdown();
   /* not initialised */
   CHECK_EQ(rd_metric_counter("late", NULL, &x), RD_ESTATE);
