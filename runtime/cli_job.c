@@ -35,6 +35,7 @@
 #include <netinet/in.h>
 #include <poll.h>
 #include <sys/inotify.h>
+#include <sys/prctl.h>
 #include <sys/signalfd.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -146,7 +147,7 @@ static int job_read(const char *dir, int id, job *j) {
     int keeper = j->keeper > 0 && rd__proc_start_time(j->keeper, &kst) == j->keeper_ticks && kst != 'Z';
     if (!prog && !keeper) {
       j->ended = 1;
-      j->sig = -1;   /* unknown */
+      j->sig = -1;   /* unknown: its keeper was killed */
     }
   }
   return 0;
@@ -155,7 +156,7 @@ static int job_read(const char *dir, int id, job *j) {
 static const char *job_state(const job *j, char *buf, size_t len) {
   if (!j->ended) return "RUNNING";
   if (j->stopped) return "STOPPED";
-  if (j->sig < 0) snprintf(buf, len, "FAILED (ended, status unknown)");
+  if (j->sig < 0) snprintf(buf, len, "FAILED (its keeper was killed: status unknown)");
   else if (j->sig) snprintf(buf, len, "FAILED (signal %d)", j->sig);
   else if (j->status) snprintf(buf, len, "FAILED (exit %d)", j->status);
   else return "SUCCEEDED";
@@ -275,9 +276,13 @@ static int job_submit(const char *dir, const char *name, char **argv, int argc, 
     /* the program writes into a pipe the keeper copies to the log and
      * rotates; without one (no fds left) it writes the log itself */
     int out[2] = {-1, -1}, sfd = -1;
-    sigset_t chld, old;
+    pid_t self = getpid();
+    sigset_t chld, old;   /* read from sfd: the child's end, and being told to end */
     sigemptyset(&chld);
     sigaddset(&chld, SIGCHLD);
+    sigaddset(&chld, SIGTERM);
+    sigaddset(&chld, SIGINT);
+    sigaddset(&chld, SIGHUP);
     sigprocmask(SIG_BLOCK, &chld, &old);
     if (lfd < 0 || pipe2(out, O_CLOEXEC) != 0) out[0] = out[1] = -1;
     if (out[0] >= 0 && (sfd = signalfd(-1, &chld, SFD_CLOEXEC)) < 0) {
@@ -288,6 +293,10 @@ static int job_submit(const char *dir, const char *name, char **argv, int argc, 
     pid_t p = fork();
     if (p == 0) {
       sigprocmask(SIG_SETMASK, &old, NULL);
+      /* a killed keeper (SIGKILL: no chance to copy or record) ends the
+       * program now, rather than at its next write into the closed pipe */
+      prctl(PR_SET_PDEATHSIG, SIGTERM);
+      if (getppid() != self) _exit(128 + SIGTERM);
       if (out[1] >= 0) {
         dup2(out[1], 1);
         dup2(out[1], 2);
@@ -312,8 +321,8 @@ static int job_submit(const char *dir, const char *name, char **argv, int argc, 
     }
     close(ready[1]);
     if (out[1] >= 0) close(out[1]);
-    int st = 0;
-    if (p > 0 && out[0] >= 0) st = rd__job_log_pump(&jl, out[0], sfd, p);
+    int st = 0, stop_sig = 0;
+    if (p > 0 && out[0] >= 0) st = rd__job_log_pump(&jl, out[0], sfd, p, &stop_sig);
     else
       while (p > 0 && waitpid(p, &st, 0) < 0 && errno == EINTR) {
       }
@@ -321,6 +330,12 @@ static int job_submit(const char *dir, const char *name, char **argv, int argc, 
     if (p < 0) snprintf(text, sizeof(text), "exit=127\nend=%.3f\n", wall_now());
     else if (WIFSIGNALED(st)) snprintf(text, sizeof(text), "signal=%d\nend=%.3f\n", WTERMSIG(st), wall_now());
     else snprintf(text, sizeof(text), "exit=%d\nend=%.3f\n", WEXITSTATUS(st), wall_now());
+    if (stop_sig) {   /* before status: a reader that sees the end sees it was stopped */
+      char why[64];
+      snprintf(f, sizeof(f), "%s/stopped", jd);
+      snprintf(why, sizeof(why), "keeper_signal=%d\n", stop_sig);
+      write_file(f, why);
+    }
     snprintf(f, sizeof(f), "%s/status", jd);
     write_file(f, text);
     if (out[0] >= 0) rd__job_log_rest(&jl, out[0]);   /* what its children still write */

@@ -159,16 +159,22 @@ static int drain(rd_job_log *l, int in) {
   }
 }
 
-int rd__job_log_pump(rd_job_log *l, int in, int sfd, int pid) {
+int rd__job_log_pump(rd_job_log *l, int in, int sfd, int pid, int *stop_sig) {
   int open_in = 1, st = 0;
+  *stop_sig = 0;
   fcntl(in, F_SETFL, fcntl(in, F_GETFL) | O_NONBLOCK);
   for (;;) {
     struct pollfd p[2] = {{sfd, POLLIN, 0}, {open_in ? in : -1, POLLIN, 0}};
     if (poll(p, 2, 1000) < 0 && errno != EINTR) break;
     if (p[1].revents) open_in = drain(l, in);
-    if (p[0].revents & POLLIN) {
-      struct signalfd_siginfo si;
-      (void)!read(sfd, &si, sizeof(si));
+    struct signalfd_siginfo si;
+    if ((p[0].revents & POLLIN) && read(sfd, &si, sizeof(si)) == (ssize_t)sizeof(si) && si.ssi_signo != SIGCHLD) {
+      /* the keeper told to end: so is the program's group, as `job stop`
+       * does (SIGKILL the second time); its output is still copied */
+      int sig = *stop_sig ? SIGKILL : SIGTERM;
+      if (!*stop_sig) *stop_sig = (int)si.ssi_signo;
+      kill(-pid, sig);
+      kill(pid, sig);
     }
     /* every wake: a SIGCHLD merged with another, or a missed one, is seen */
     pid_t r = waitpid(pid, &st, WNOHANG);

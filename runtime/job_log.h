@@ -32,10 +32,13 @@ typedef struct rd_job_log {
 int rd__job_log_open(rd_job_log *l, const char *dir, uint64_t max_bytes, int backups);
 
 /* Copies the program's output from pipe fd in into the log, rotating it,
- * until the program (pid, a child of ours; SIGCHLD blocked and read from
- * signal fd sfd) has exited and what it wrote before is copied: its wait
- * status.  Then rd__job_log_rest for what its children write later. */
-int rd__job_log_pump(rd_job_log *l, int in, int sfd, int pid);
+ * until the program (pid, a child of ours leading its process group;
+ * SIGCHLD blocked and read from signal fd sfd) has exited and what it
+ * wrote before is copied: its wait status.  Any other signal read from sfd
+ * (SIGTERM, SIGINT, SIGHUP to the keeper) ends the program's group:
+ * SIGTERM, SIGKILL on the next one; *stop_sig is the first such signal (0:
+ * none).  Then rd__job_log_rest for what its children write later. */
+int rd__job_log_pump(rd_job_log *l, int in, int sfd, int pid, int *stop_sig);
 
 /* Copies the rest of pipe in until no one holds its write end. */
 void rd__job_log_rest(rd_job_log *l, int in);

@@ -624,6 +624,33 @@ PY
     "$R" job stop "$LONG" --timeout 10 || fail "job stop"
     "$R" job list | grep -Eq "^$LONG +long +STOPPED" || fail "jobs: long not listed as stopped"
     still_runs "$LPID" "$LPID_START" && fail "jobs: the stopped job's process $LPID lives on"
+    # its keeper told to end (SIGTERM, as `pkill raydist` does): the job is
+    # stopped as `job stop` does, its output kept, its end recorded
+    keeper_of() { sed -n 's/^keeper=//p' "$ROOT/node-127.0.0.1/jobs/$1/info"; }
+    quiet_job() { "$R" job submit --name "$1" -- /bin/sh -c 'echo up; while :; do sleep 0.1; done' | job_id; }
+    wait_up() { for i in $(seq 1 100); do "$R" job logs "$1" | grep -qx up && return 0; sleep 0.1; done; return 1; }
+    KT=$(quiet_job kterm)
+    wait_up "$KT" || fail "jobs: job kterm did not start"
+    KT_PID=$("$R" job list | awk -v id="$KT" '$1 == id {print $4}')
+    KT_START=$(proc_start "$KT_PID")
+    kill -TERM "$(keeper_of "$KT")"
+    "$R" job wait "$KT" --timeout 10 2>/dev/null
+    "$R" job status "$KT" | grep -qx "job $KT: STOPPED" || { "$R" job status "$KT"; fail "jobs: a keeper told to end did not stop its job"; }
+    grep -qx "keeper_signal=15" "$ROOT/node-127.0.0.1/jobs/$KT/stopped" || fail "jobs: no reason for the stop"
+    grep -q "^signal=15" "$ROOT/node-127.0.0.1/jobs/$KT/status" || fail "jobs: no status from the keeper told to end"
+    still_runs "$KT_PID" "$KT_START" && fail "jobs: kterm's process lives on"
+    # its keeper killed outright: the program goes at once (not at its next
+    # write into the closed pipe, which may never come), and the job is
+    # failed with the reason
+    KK=$(quiet_job kkill)
+    wait_up "$KK" || fail "jobs: job kkill did not start"
+    KK_PID=$("$R" job list | awk -v id="$KK" '$1 == id {print $4}')
+    KK_START=$(proc_start "$KK_PID")
+    kill -KILL "$(keeper_of "$KK")"
+    for i in $(seq 1 50); do still_runs "$KK_PID" "$KK_START" || break; sleep 0.1; done
+    still_runs "$KK_PID" "$KK_START" && fail "jobs: the program of a killed keeper lives on"
+    "$R" job status "$KK" | grep -qx "job $KK: FAILED (its keeper was killed: status unknown)" ||
+      { "$R" job status "$KK"; fail "jobs: status of a job whose keeper was killed"; }
     # bad input: clear errors, nothing done
     "$R" job logs 999 2>/dev/null && fail "jobs: logs of no job"
     "$R" job stop abc 2>/dev/null && fail "jobs: stop of a bad id"
