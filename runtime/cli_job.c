@@ -179,15 +179,21 @@ typedef struct submit_opts {
   int nenv;
   int in_job_dir;           /* its working directory: the job's (--in-job-dir) */
   const char *wd_tar;       /* a tar unpacked in <job>/wd/, its working directory (--working-dir) */
+  const char *wd_zip;       /* the same from a zip (--working-dir-zip: Ray's working_dir packages, job_http.c) */
 } submit_opts;
 
-/* Runs tar with args (args[0] "tar"): 0 when it succeeded, or 1 (tar says why). */
-static int run_tar(char *const args[]) {
+static int rm_entry(const char *path, const struct stat *st, int flag, struct FTW *f) {
+  (void)st; (void)f;
+  return (flag == FTW_DP ? rmdir(path) : unlink(path)) == 0 ? 0 : -1;
+}
+
+/* Runs args[0] (tar, unzip) with args: 0 when it succeeded, or 1 (it says why). */
+static int run_tool(char *const args[]) {
   fflush(stdout);
   pid_t p = fork();
   if (p == 0) {
-    execvp("tar", args);
-    fprintf(stderr, "raydist job: cannot run tar: %s\n", strerror(errno));
+    execvp(args[0], args);
+    fprintf(stderr, "raydist job: cannot run %s: %s\n", args[0], strerror(errno));
     _exit(127);
   }
   int st = 0;
@@ -213,7 +219,7 @@ static int pack_dir(const char *dir, char *out, size_t len) {
   }
   close(fd);
   char *args[] = {"tar", "-C", (char *)dir, "-cf", out, ".", NULL};
-  if (run_tar(args) != 0) {
+  if (run_tool(args) != 0) {
     fprintf(stderr, "raydist job submit: cannot pack the working directory %s\n", dir);
     unlink(out);
     return 1;
@@ -246,15 +252,18 @@ static int job_submit(const char *dir, const char *name, char **argv, int argc, 
   char log[900], wd[900];
   snprintf(log, sizeof(log), "%s/log", jd);
   snprintf(wd, sizeof(wd), "%s/wd", jd);
-  if (so->wd_tar) {   /* unpacked before the job starts: a bad tar is this command's error */
-    char *args[] = {"tar", "-C", wd, "--no-same-owner", "-xf", (char *)so->wd_tar, NULL};
-    if (mkdir(wd, 0700) != 0 || run_tar(args) != 0) {
+  if (so->wd_tar || so->wd_zip) {   /* unpacked before the job starts: a bad archive is this command's error */
+    char *targs[] = {"tar", "-C", wd, "--no-same-owner", "-xf", (char *)so->wd_tar, NULL};
+    char *zargs[] = {"unzip", "-q", (char *)so->wd_zip, "-d", wd, NULL};
+    if (mkdir(wd, 0700) != 0 || run_tool(so->wd_tar ? targs : zargs) != 0) {
       fprintf(stderr, "raydist job submit: cannot unpack the working directory into %s\n", wd);
+      (void)nftw(jd, rm_entry, 16, FTW_DEPTH | FTW_PHYS);   /* no job: its number is free again */
       return 1;
     }
   }
   int ready[2];
   if (pipe(ready) != 0) return 1;
+  double start = wall_now();   /* before the program runs: a quick one may end before info is written */
   pid_t keeper = fork();
   if (keeper < 0) {
     fprintf(stderr, "raydist job submit: fork: %s\n", strerror(errno));
@@ -306,7 +315,7 @@ static int job_submit(const char *dir, const char *name, char **argv, int argc, 
       if (ip[0]) setenv("RAYDIST_NODE_IP", ip, 1);
       setenv("RAYDIST_JOB_ID", strrchr(jd, '/') + 1, 1);
       for (int i = 0; i < so->nenv; i++) putenv(so->env[i]);
-      const char *cwd = so->wd_tar ? wd : so->in_job_dir ? jd : NULL;
+      const char *cwd = so->wd_tar || so->wd_zip ? wd : so->in_job_dir ? jd : NULL;
       if (cwd && chdir(cwd) != 0) {
         fprintf(stderr, "raydist job: cannot enter %s: %s\n", cwd, strerror(errno));
         _exit(127);
@@ -364,7 +373,7 @@ static int job_submit(const char *dir, const char *name, char **argv, int argc, 
     if (*c == '\n') *c = ' ';
   char info[2400];
   snprintf(info, sizeof(info), "name=%s\npid=%d\nticks=%llu\nkeeper=%d\nkeeper_ticks=%llu\nstart=%.3f\ncmd=%s\n",
-           name ? name : "", pid, ticks, (int)keeper, kticks, wall_now(), cmd);
+           name ? name : "", pid, ticks, (int)keeper, kticks, start, cmd);
   snprintf(f, sizeof(f), "%s/info", jd);
   write_file(f, info);
   printf("job %d submitted: pid %d, log %s\n", id, pid, log);
@@ -498,11 +507,6 @@ static int job_logs(const char *dir, const char *arg, int follow) {
   }
   watch_close(&w);
   return 0;
-}
-
-static int rm_entry(const char *path, const struct stat *st, int flag, struct FTW *f) {
-  (void)st; (void)f;
-  return (flag == FTW_DP ? rmdir(path) : unlink(path)) == 0 ? 0 : -1;
 }
 
 /* Removes an ended job's directory (its record, log and working copy). */
@@ -947,7 +951,8 @@ int rd__cli_job(int argc, char **argv) {
                                      {"session", 1, 0, 's'}, {"address", 1, 0, 'a'}, {"token", 1, 0, 'k'},
                                      {"env", 1, 0, 'e'},     {"exe", 1, 0, 'x'},     {"in-job-dir", 0, 0, 'j'},
                                      {"follow", 0, 0, 'f'},  {"working-dir", 1, 0, 'w'},
-                                     {"working-dir-tar", 1, 0, 'W'}, {"all", 0, 0, 'A'}, {0, 0, 0, 0}};
+                                     {"working-dir-tar", 1, 0, 'W'}, {"working-dir-zip", 1, 0, 'Z'},
+                                     {"all", 0, 0, 'A'}, {0, 0, 0, 0}};
   int ch;
   optind = 3;
   /* submit: options end at the program (its own follow it); the others
@@ -972,6 +977,7 @@ int rd__cli_job(int argc, char **argv) {
     else if (ch == 'w') working_dir = optarg;
     else if (ch == 'A') all = 1;
     else if (ch == 'W') so.wd_tar = optarg;
+    else if (ch == 'Z') so.wd_zip = optarg;
     else if (ch == 'e') {
       const char *eq = strchr(optarg, '=');
       if (!eq || eq == optarg || strchr(optarg, '\n') || so.nenv == ENV_MAX) {
@@ -1007,8 +1013,13 @@ int rd__cli_job(int argc, char **argv) {
     fprintf(stderr, "raydist job: --address and --session name two different nodes\n");
     return 2;
   }
-  if (working_dir && so.wd_tar) {
-    fprintf(stderr, "raydist job submit: --working-dir or --working-dir-tar, not both\n");
+  if (!!working_dir + !!so.wd_tar + !!so.wd_zip > 1) {
+    fprintf(stderr, "raydist job submit: one of --working-dir, --working-dir-tar and --working-dir-zip\n");
+    return 2;
+  }
+  if (address && so.wd_zip) {
+    fprintf(stderr, "raydist job submit: --working-dir-zip is for a node of this machine (--address ships "
+                    "--working-dir)\n");
     return 2;
   }
   if (list && all) {

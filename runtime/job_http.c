@@ -8,8 +8,13 @@
  *                                   (?wait_s=S: once it has ended, or after S seconds, at most 30)
  *   GET    /api/jobs/ID/logs        {"logs": "...", "offset", "dropped", "more", "ended"}
  *                                   (?offset=N; ?wait_s=S: once there is output past N or the end)
+ *   GET    /api/jobs/ID/logs/tail   a WebSocket: the log as it comes, closed once the job has ended
  *   POST   /api/jobs/ID/stop        {"stopped": true | false}
  *   DELETE /api/jobs/ID             {"deleted": true}
+ *   GET    /api/version             {"version": "4", "ray_version", ...} (no token needed)
+ *   GET    /api/packages/gcs/NAME   200 when this node has the package, else 404
+ *   PUT    /api/packages/gcs/NAME   the package (a zip, up to 512 MiB), kept in <session>/packages/;
+ *                                   a submit's runtime_env.working_dir "gcs://NAME" is unpacked for its job
  *
  * ID is the job's number on this node or its submission id (its name).
  * Every request needs "Authorization: Bearer <cluster token>": the API
@@ -22,6 +27,7 @@
  * node), 404, 405, 500 or 503 (16 commands run already). */
 #include "job_http.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
@@ -29,6 +35,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "cli_cluster.h"
@@ -40,12 +48,18 @@
 #include "node_internal.h"
 #include "raydist/error.h"
 
-#define JH_LOG_MAX (4u << 20)   /* log bytes in one answer */
+#define JH_LOG_MAX (4u << 20)   /* log bytes in one answer (?offset=N) */
+#define JH_LOG_ALL_MAX (16u << 20) /* log bytes in a plain GET's (Ray's SDK: the whole log) */
 #define JH_ENV_MAX 256          /* env_vars entries */
 #define JH_STOP_S 10            /* a stop's SIGTERM, then SIGKILL */
 #define JH_IDS_MAX 4096         /* jobs listed */
 #define JH_WAITING 8            /* ?wait_s requests held at once; more are answered at once */
 #define JH_FILE_MAX (128u << 10) /* an entrypoint or metadata file read (both come from a 64 KiB body) */
+#define JH_PKG_MAX (512ull << 20) /* a package upload (what Ray's GCS takes) */
+#define JH_PKG_TTL_S 3600       /* a package neither asked for nor used this long is removed (the SDK uploads it again) */
+#define JH_TAIL_CHUNK (256u << 10) /* log bytes in one WebSocket frame */
+#define JH_TAIL_WAIT_MS 5000    /* a tail looks again at least this often (its connection may have gone) */
+#define JH_RAY_VERSION "2.60.0" /* the Ray whose job API this speaks (/api/version) */
 
 /* ---- JSON out ---- */
 
@@ -133,6 +147,23 @@ static int resolve(const char *idpart, rd_cli_job *out) {
   return -1;
 }
 
+/* %XX in s decoded in place: 0, or -1 for a bad escape or a NUL. */
+static int unescape(char *s) {
+  char *w = s;
+  for (char *r = s; *r; r++) {
+    if (*r != '%') {
+      *w++ = *r;
+      continue;
+    }
+    unsigned v;
+    if (!r[1] || !r[2] || sscanf(r + 1, "%2x", &v) != 1 || v == 0) return -1;
+    *w++ = (char)v;
+    r += 2;
+  }
+  *w = 0;
+  return 0;
+}
+
 /* ---- reads ---- */
 
 static void list(rd__http_reply reply, void *arg) {
@@ -150,13 +181,19 @@ static void list(rd__http_reply reply, void *arg) {
   answer(reply, arg, 200, &b);
 }
 
-/* ?name=N in query: a whole number (at most max) into *out, def when
- * absent: 0, or -1 when malformed. */
-static int query_u64(const char *query, const char *name, uint64_t def, uint64_t max, uint64_t *out) {
+/* The value of the last ?name=... in query, NULL when there is none. */
+static const char *query_val(const char *query, const char *name) {
   size_t k = strlen(name);
   const char *o = NULL;
   for (const char *p = query; p && *p; p += strcspn(p, "&"), p += *p == '&')
     if (!strncmp(p, name, k) && p[k] == '=') o = p + k + 1;
+  return o;
+}
+
+/* ?name=N in query: a whole number (at most max) into *out, def when
+ * absent: 0, or -1 when malformed. */
+static int query_u64(const char *query, const char *name, uint64_t def, uint64_t max, uint64_t *out) {
+  const char *o = query_val(query, name);
   *out = def;
   if (!o) return 0;
   char *end;
@@ -167,8 +204,11 @@ static int query_u64(const char *query, const char *name, uint64_t def, uint64_t
   return 0;
 }
 
-/* The log of job id from off, up to JH_LOG_MAX bytes. */
-static void logs_now(int id, uint64_t off, rd__http_reply reply, void *arg) {
+/* The log of job id from off, up to JH_LOG_MAX bytes with where it got
+ * to; or (whole: a plain GET, as Ray's SDK sends it) Ray's JobLogsResponse,
+ * {"logs"} alone (its SDK refuses any other field), from the start, up to
+ * JH_LOG_ALL_MAX bytes and a line saying how to read the rest. */
+static void logs_now(int id, uint64_t off, int whole, rd__http_reply reply, void *arg) {
   rd_cli_job j;   /* read before the log: ended, all it wrote is there */
   if (rd__cli_job_get(N.opts.session_dir, id, &j) != 0) {
     fail(reply, arg, 404, "no job %d on this node", id);
@@ -176,19 +216,29 @@ static void logs_now(int id, uint64_t off, rd__http_reply reply, void *arg) {
   }
   char jd[900];
   job_dir(id, jd, sizeof(jd));
-  char *buf = malloc(JH_LOG_MAX);
+  size_t max = whole ? JH_LOG_ALL_MAX : JH_LOG_MAX;
+  char *buf = malloc(max);
   if (!buf) {
     fail(reply, arg, 500, "node out of memory");
     return;
   }
   uint64_t dropped = 0;
   size_t got = 0, n;
-  while (got < JH_LOG_MAX && (n = rd__job_log_read(jd, &off, buf + got, JH_LOG_MAX - got, &dropped)) > 0) got += n;
+  while (got < max && (n = rd__job_log_read(jd, &off, buf + got, max - got, &dropped)) > 0) got += n;
   rd__mbuf b = {0};
   rd__mbuf_printf(&b, "{\"logs\": ");
+  if (whole && got == max) {   /* the rest by offset: said in the log's text, the one field Ray's SDK takes */
+    char more[200];
+    snprintf(more, sizeof(more), "\n[raydist: the log goes on past %zu MiB; the rest: GET ?offset=%" PRIu64
+             " or `raydist job logs %d`]\n", max >> 20, off, id);
+    memcpy(buf + got - strlen(more), more, strlen(more));
+  }
   rd__mbuf_json_str(&b, buf, got);
-  rd__mbuf_printf(&b, ", \"offset\": %" PRIu64 ", \"dropped\": %" PRIu64 ", \"more\": %s, \"ended\": %s}\n", off,
-                  dropped, got == JH_LOG_MAX ? "true" : "false", j.ended ? "true" : "false");
+  if (whole)
+    rd__mbuf_printf(&b, "}\n");
+  else
+    rd__mbuf_printf(&b, ", \"offset\": %" PRIu64 ", \"dropped\": %" PRIu64 ", \"more\": %s, \"ended\": %s}\n", off,
+                    dropped, got == max ? "true" : "false", j.ended ? "true" : "false");
   free(buf);
   answer(reply, arg, 200, &b);
 }
@@ -219,14 +269,14 @@ static int nwaiting;   /* held requests: each holds one of the port's 16 connect
 static void wait_fire(void *p) {
   jh_wait *w = p;
   nwaiting--;
-  if (w->logs) logs_now(w->id, w->off, w->reply, w->arg);
+  if (w->logs) logs_now(w->id, w->off, 0, w->reply, w->arg);
   else details_now(w->id, w->reply, w->arg);
   free(w);
 }
 
 /* logs: off the offset; details: off UINT64_MAX */
 static void read_job(const rd_cli_job *j, const char *query, int logs, rd__http_reply reply, void *arg) {
-  uint64_t off = UINT64_MAX, wait_s;
+  uint64_t off = logs ? 0 : UINT64_MAX, wait_s;
   if (logs && query_u64(query, "offset", 0, UINT64_MAX - 1, &off) != 0) {
     fail(reply, arg, 400, "offset must be a whole number of bytes");
     return;
@@ -244,8 +294,318 @@ static void read_job(const rd_cli_job *j, const char *query, int logs, rd__http_
     nwaiting--;
     free(w);   /* 256 wait already: answered now */
   }
-  if (logs) logs_now(j->id, off, reply, arg);
+  if (logs) logs_now(j->id, off, !query_val(query, "offset") && !query_val(query, "wait_s"), reply, arg);
   else details_now(j->id, reply, arg);
+}
+
+/* ---- packages (Ray's working_dir uploads) ---- */
+
+static int authorized(const char *auth, rd__http_reply reply, void *arg) {
+  if (!rd__cluster_token()) {
+    fail(reply, arg, 403, "the jobs API needs a node of a cluster started by `raydist start` (its token guards it)");
+    return 0;
+  }
+  if (!auth || strncmp(auth, "Bearer ", 7) != 0 || !rd__cluster_token_ok(auth + 7)) {
+    fail(reply, arg, 401, "send the cluster token as \"Authorization: Bearer TOKEN\" (the file `token` in a node's "
+                          "session directory)");
+    return 0;
+  }
+  return 1;
+}
+
+static void pkg_dir(char *out, size_t len) { snprintf(out, len, "%s/packages", N.opts.session_dir); }
+
+/* NAME of a package (what follows gcs:// or /api/packages/gcs/) checked:
+ * 0, or -1 with why. */
+static int pkg_name_ok(const char *name, char *why, size_t len) {
+  size_t k = strlen(name);
+  if (k && k <= 200 && name[0] != '.' &&
+      strspn(name, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_.-") == k)
+    return 0;
+  snprintf(why, len, "a package name is 1 to 200 letters, digits, '_', '.' and '-', not starting with '.'");
+  return -1;
+}
+
+/* Removes what was neither asked for nor used for JH_PKG_TTL_S (and
+ * uploads cut off): a client that asks for it later is told 404 and
+ * uploads it again, as Ray's SDK does. */
+static void pkg_gc(void) {
+  char d[700], f[1000];
+  pkg_dir(d, sizeof(d));
+  DIR *dir = opendir(d);
+  struct dirent *e;
+  time_t now = time(NULL);
+  while (dir && (e = readdir(dir))) {
+    struct stat st;
+    if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, "..")) continue;
+    snprintf(f, sizeof(f), "%s/%s", d, e->d_name);
+    if (stat(f, &st) == 0 && S_ISREG(st.st_mode) && now - st.st_mtime > JH_PKG_TTL_S) unlink(f);
+  }
+  if (dir) closedir(dir);
+}
+
+/* The file of package uri ("gcs://NAME.zip", as a submit's working_dir
+ * names it) into path, marked used: 0, or -1 with why. */
+static int pkg_find(const char *uri, char *path, size_t len, char *why, size_t wlen) {
+  const char *name = !strncmp(uri, "gcs://", 6) ? uri + 6 : NULL;
+  size_t k = name ? strlen(name) : 0;
+  if (!name || k < 5 || strcmp(name + k - 4, ".zip") != 0 || pkg_name_ok(name, why, wlen) != 0) {
+    snprintf(why, wlen, "runtime_env.working_dir must name an uploaded zip package, gcs://NAME.zip (Ray's SDK "
+             "uploads a local directory as one): not '%.100s'", uri);
+    return -1;
+  }
+  char d[700];
+  pkg_dir(d, sizeof(d));
+  snprintf(path, len, "%s/%s", d, name);
+  if (utimensat(AT_FDCWD, path, NULL, 0) != 0) {   /* used now: kept another JH_PKG_TTL_S */
+    snprintf(why, wlen, "no package %.100s on this node (upload it with PUT /api/packages/gcs/%.100s)", uri, name);
+    return -1;
+  }
+  return 0;
+}
+
+/* GET /api/packages/gcs/NAME: whether this node has it (then kept for
+ * another JH_PKG_TTL_S: Ray's SDK asks, then submits). */
+static void pkg_get(const char *path, rd__http_reply reply, void *arg) {
+  char why[300], file[900];
+  const char *name = path + strlen("/api/packages/gcs/");
+  if (strncmp(path, "/api/packages/gcs/", 18) != 0 || pkg_name_ok(name, why, sizeof(why)) != 0) {
+    fail(reply, arg, 404, "no such package: /api/packages/gcs/NAME");
+    return;
+  }
+  char uri[256], d[700];
+  snprintf(uri, sizeof(uri), "gcs://%s", name);
+  pkg_dir(d, sizeof(d));
+  snprintf(file, sizeof(file), "%s/%s", d, name);
+  if (utimensat(AT_FDCWD, file, NULL, 0) != 0) {
+    fail(reply, arg, 404, "no package %s on this node", uri);
+    return;
+  }
+  rd__mbuf b = {0};
+  rd__mbuf_printf(&b, "{\"package\": ");
+  rd__mbuf_json_cstr(&b, uri);
+  rd__mbuf_printf(&b, "}\n");
+  answer(reply, arg, 200, &b);
+}
+
+struct rd__pkg_put {
+  int fd;
+  uint64_t len, got;
+  char tmp[900], path[900];
+};
+
+rd__pkg_put *rd__job_http_pkg_begin(const char *path, const char *auth, uint64_t len, rd__http_reply reply,
+                                    void *arg) {
+  if (!authorized(auth, reply, arg)) return NULL;
+  char why[300];
+  const char *name = path + strlen("/api/packages/gcs/");
+  if (strncmp(path, "/api/packages/gcs/", 18) != 0) {
+    fail(reply, arg, 400, "only gcs packages are uploaded here: PUT /api/packages/gcs/NAME, as Ray's SDK does");
+    return NULL;
+  }
+  if (pkg_name_ok(name, why, sizeof(why)) != 0) {
+    fail(reply, arg, 400, "%s", why);
+    return NULL;
+  }
+  if (len > JH_PKG_MAX) {
+    fail(reply, arg, 413, "a package of %" PRIu64 " bytes: at most %llu", len, (unsigned long long)JH_PKG_MAX);
+    return NULL;
+  }
+  pkg_gc();
+  rd__pkg_put *p = calloc(1, sizeof(*p));
+  if (!p) {
+    fail(reply, arg, 500, "node out of memory");
+    return NULL;
+  }
+  char d[700];
+  pkg_dir(d, sizeof(d));
+  (void)mkdir(d, 0700);
+  snprintf(p->path, sizeof(p->path), "%s/%s", d, name);
+  snprintf(p->tmp, sizeof(p->tmp), "%s/.put-XXXXXX", d);   /* renamed once whole: never read half-written */
+  p->len = len;
+  if ((p->fd = mkostemp(p->tmp, O_CLOEXEC)) < 0) {
+    fail(reply, arg, 500, "cannot make a file in %s: %s", d, strerror(errno));
+    free(p);
+    return NULL;
+  }
+  return p;
+}
+
+int rd__job_http_pkg_write(rd__pkg_put *p, const char *data, size_t n) {
+  if (n > p->len - p->got) {
+    errno = EFBIG;
+    return -1;
+  }
+  while (n) {
+    ssize_t w = write(p->fd, data, n);
+    if (w < 0 && errno == EINTR) continue;
+    if (w <= 0) return -1;
+    data += w;
+    n -= (size_t)w;
+    p->got += (uint64_t)w;
+  }
+  return 0;
+}
+
+void rd__job_http_pkg_end(rd__pkg_put *p, int whole, const char *why, rd__http_reply reply, void *arg) {
+  char err[300] = "";
+  if (whole && p->got != p->len) snprintf(err, sizeof(err), "%" PRIu64 " of %" PRIu64 " bytes came", p->got, p->len);
+  else if (close(p->fd) != 0 && whole) snprintf(err, sizeof(err), "cannot write the package: %s", strerror(errno));
+  else if (whole && rename(p->tmp, p->path) != 0) snprintf(err, sizeof(err), "cannot keep the package: %s", strerror(errno));
+  if (whole && !err[0]) {
+    rd__log(RD_LOG_INFO, "jobs API: package %s uploaded (%" PRIu64 " bytes)", strrchr(p->path, '/') + 1, p->len);
+    rd__mbuf b = {0};
+    rd__mbuf_printf(&b, "{\"uploaded\": ");
+    rd__mbuf_json_cstr(&b, strrchr(p->path, '/') + 1);
+    rd__mbuf_printf(&b, ", \"bytes\": %" PRIu64 "}\n", p->len);
+    answer(reply, arg, 200, &b);
+  } else {
+    unlink(p->tmp);
+    if (reply) fail(reply, arg, 500, "%s", err[0] ? err : why ? why : "the upload was cut off");
+  }
+  free(p);
+}
+
+/* ---- a tail: the log over a WebSocket ---- */
+
+struct rd__job_tail {
+  int id;
+  uint64_t off;
+  rd__tail_chunk chunk;
+  void *arg;
+  int waiting, cancelled;
+};
+
+int rd__job_http_tail_path(const char *path) {
+  size_t n = strlen(path);
+  return rd__job_http_path(path) && !strncmp(path, "/api/jobs/", 10) && n > 20 && !strcmp(path + n - 10, "/logs/tail");
+}
+
+/* Bytes at the end of p[0..n) that begin a UTF-8 sequence the next read
+ * completes (0 to 3): held back, so that a frame never splits a character. */
+static size_t utf8_cut(const unsigned char *p, size_t n) {
+  for (size_t back = 1; back <= 3 && back <= n; back++) {
+    unsigned char c = p[n - back];
+    if ((c & 0xc0) == 0x80) continue;   /* a continuation: look further back */
+    size_t k = c >= 0xc2 && c <= 0xdf ? 2 : c >= 0xe0 && c <= 0xef ? 3 : c >= 0xf0 && c <= 0xf4 ? 4 : 0;
+    return k > back ? back : 0;
+  }
+  return 0;
+}
+
+static void tail_fire(void *p);
+
+static void tail_free(rd__job_tail *t) {
+  nwaiting--;
+  free(t);
+}
+
+void rd__job_tail_more(rd__job_tail *t) {
+  rd_cli_job j;   /* read before the log: ended, all it wrote is there */
+  int ended = rd__cli_job_get(N.opts.session_dir, t->id, &j) != 0 || j.ended;
+  char jd[900];
+  job_dir(t->id, jd, sizeof(jd));
+  char *buf = malloc(JH_TAIL_CHUNK);
+  uint64_t dropped = 0;
+  size_t got = 0, n;
+  while (buf && got < JH_TAIL_CHUNK && (n = rd__job_log_read(jd, &t->off, buf + got, JH_TAIL_CHUNK - got, &dropped)) > 0)
+    got += n;
+  size_t cut = ended && got < JH_TAIL_CHUNK ? 0 : utf8_cut((unsigned char *)buf, got);
+  got -= cut;
+  t->off -= cut;
+  if (got) {   /* text frames are UTF-8: a byte that is not comes as U+FFFD */
+    rd__mbuf b = {0};
+    for (size_t i = 0; i < got;) {
+      unsigned char c = (unsigned char)buf[i];
+      size_t k = c < 0x80 ? 1 : rd_json_utf8_len((unsigned char *)buf + i, got - i);
+      if (k) {
+        size_t run = k;
+        while (i + run < got && (unsigned char)buf[i + run] < 0x80) run++;
+        rd__mbuf_printf(&b, "%.*s", (int)run, buf + i);
+        i += run;
+      } else {
+        rd__mbuf_printf(&b, "\xef\xbf\xbd");
+        i++;
+      }
+    }
+    free(buf);
+    if (b.oom) {
+      free(b.p);
+      t->chunk(t->arg, NULL, 0);
+      tail_free(t);
+      return;
+    }
+    t->chunk(t->arg, b.p, b.len);   /* the callee copies it */
+    free(b.p);
+    return;
+  }
+  free(buf);
+  if (ended) {
+    t->chunk(t->arg, NULL, 0);
+    tail_free(t);
+    return;
+  }
+  t->waiting = 1;
+  if (rd__job_wait(t->id, t->off, JH_TAIL_WAIT_MS, tail_fire, t) != 0) {   /* 256 waits, or the node stops */
+    t->waiting = 0;
+    t->chunk(t->arg, NULL, 0);
+    tail_free(t);
+  }
+}
+
+static void tail_fire(void *p) {
+  rd__job_tail *t = p;
+  t->waiting = 0;
+  if (t->cancelled) tail_free(t);
+  else rd__job_tail_more(t);
+}
+
+void rd__job_tail_cancel(rd__job_tail *t) {
+  if (t->waiting) t->cancelled = 1;   /* freed when its wait fires */
+  else tail_free(t);
+}
+
+rd__job_tail *rd__job_http_tail(const char *path, const char *auth, rd__http_reply reply, rd__tail_chunk chunk,
+                                void *arg) {
+  if (!authorized(auth, reply, arg)) return NULL;
+  char idpart[256];
+  size_t n = strlen(path) - 10 - 10;   /* between /api/jobs/ and /logs/tail */
+  rd_cli_job j;
+  if (n >= sizeof(idpart)) {
+    fail(reply, arg, 404, "no such job");
+    return NULL;
+  }
+  memcpy(idpart, path + 10, n);
+  idpart[n] = 0;
+  if (unescape(idpart) != 0 || resolve(idpart, &j) != 0) {
+    fail(reply, arg, 404, "no job '%.100s' on this node", idpart);
+    return NULL;
+  }
+  if (nwaiting >= JH_WAITING) {   /* each holds one of the port's 16 connections */
+    fail(reply, arg, 503, "%d requests wait on jobs already; try again later", JH_WAITING);
+    return NULL;
+  }
+  rd__job_tail *t = calloc(1, sizeof(*t));
+  if (!t) {
+    fail(reply, arg, 500, "node out of memory");
+    return NULL;
+  }
+  *t = (rd__job_tail){.id = j.id, .chunk = chunk, .arg = arg};
+  nwaiting++;
+  return t;
+}
+
+/* GET /api/version, as Ray's dashboard answers it: the jobs API version
+ * (4: with DELETE) and the Ray whose API this one speaks, which Ray's SDK
+ * checks before anything else. */
+static void version(rd__http_reply reply, void *arg) {
+  rd__mbuf b = {0};
+  const char *s = strrchr(N.opts.session_dir, '/');
+  rd__mbuf_printf(&b, "{\"version\": \"4\", \"ray_version\": \"%s\", \"ray_commit\": \"libraydist\", "
+                      "\"session_name\": ", JH_RAY_VERSION);
+  rd__mbuf_json_cstr(&b, s ? s + 1 : N.opts.session_dir);
+  rd__mbuf_printf(&b, ", \"server\": \"libraydist\"}\n");
+  answer(reply, arg, 200, &b);
 }
 
 /* ---- commands: submit, stop, delete ---- */
@@ -269,8 +629,10 @@ static void cmd_done(void *p, int status, const char *why, int exit_code, const 
   jh_cmd *c = p;
   if (status != 0) {
     fail(c->reply, c->arg, status == RD_EAGAIN ? 503 : 500, "%s", why);
-  } else if (exit_code != 0) {
-    fail(c->reply, c->arg, 500, "`raydist job` on the node failed (exit %d): %.400s", exit_code, err);
+  } else if (exit_code != 0) {   /* its last words: the reason comes last, after what a tool it ran said */
+    size_t n = strlen(err);
+    fail(c->reply, c->arg, 500, "`raydist job` on the node failed (exit %d): %s%s", exit_code, n > 400 ? "..." : "",
+         err + (n > 400 ? n - 400 : 0));
   } else if (c->kind == 's') {
     int id = 0;
     if (sscanf(out, "job %d submitted", &id) != 1 || id <= 0) {
@@ -364,7 +726,7 @@ static void submit(const char *body, size_t blen, rd__http_reply reply, void *ar
     fail(reply, arg, 400, "%s", why);
     return;
   }
-  const char *entry = NULL, *sid = NULL, *bad = NULL;
+  const char *entry = NULL, *sid = NULL, *bad = NULL, *wdir = NULL;
   const rd_json *env = NULL, *meta = NULL;
   char badbuf[300];
   if (root->type != RD_JSON_OBJECT) bad = "the body must be a JSON object";
@@ -391,9 +753,13 @@ static void submit(const char *body, size_t blen, rd__http_reply reply, void *ar
       for (const rd_json *r = m->type == RD_JSON_OBJECT ? m->child : NULL; r && !bad; r = r->next) {
         if (!strcmp(r->key, "env_vars") && (r->type == RD_JSON_OBJECT || r->type == RD_JSON_NULL)) {
           env = r;
+        } else if (!strcmp(r->key, "working_dir") && r->type == RD_JSON_STRING) {
+          wdir = r->str;
+        } else if (!strcmp(r->key, "excludes")) {
+          continue;   /* the SDK applied them when it made the package */
         } else if (!unset(r)) {
-          snprintf(badbuf, sizeof(badbuf), "runtime_env.%.100s is not supported (only env_vars; `raydist job submit "
-                   "--working-dir` ships a directory)", r->key);
+          snprintf(badbuf, sizeof(badbuf), "runtime_env.%.100s is not supported (only env_vars and working_dir)",
+                   r->key);
           bad = badbuf;
         }
       }
@@ -427,6 +793,8 @@ static void submit(const char *body, size_t blen, rd__http_reply reply, void *ar
       bad = badbuf;
     }
   }
+  char wd_zip[900] = "";
+  if (!bad && wdir && pkg_find(wdir, wd_zip, sizeof(wd_zip), badbuf, sizeof(badbuf)) != 0) bad = badbuf;
   size_t nenv = 0;
   for (const rd_json *e = env ? env->child : NULL; e && !bad; e = e->next, nenv++) {
     if (e->type != RD_JSON_STRING) bad = "env_vars values must be strings";
@@ -455,7 +823,7 @@ static void submit(const char *body, size_t blen, rd__http_reply reply, void *ar
     }
     rd__mbuf_printf(&mb, "}");
   }
-  const char **argv = calloc(14 + 2 * nenv, sizeof(*argv));
+  const char **argv = calloc(16 + 2 * nenv, sizeof(*argv));
   char **envs = calloc(nenv + 1, sizeof(*envs));
   c->entry = strdup(entry);
   c->meta = mb.p;   /* NULL: none */
@@ -468,6 +836,10 @@ static void submit(const char *body, size_t blen, rd__http_reply reply, void *ar
     if (sid) {
       argv[k++] = "--name";
       argv[k++] = sid;
+    }
+    if (wd_zip[0]) {   /* its working directory: the package unpacked */
+      argv[k++] = "--working-dir-zip";
+      argv[k++] = wd_zip;
     }
     for (const rd_json *e = env ? env->child : NULL; e && !oom; e = e->next, i++) {
       size_t n = strlen(e->key) + strlen(e->str) + 2;
@@ -494,38 +866,25 @@ static void submit(const char *body, size_t blen, rd__http_reply reply, void *ar
 /* ---- routing ---- */
 
 int rd__job_http_path(const char *path) {
-  return !strncmp(path, "/api/jobs", 9) && (path[9] == 0 || path[9] == '/');
-}
-
-/* %XX in s decoded in place: 0, or -1 for a bad escape or a NUL. */
-static int unescape(char *s) {
-  char *w = s;
-  for (char *r = s; *r; r++) {
-    if (*r != '%') {
-      *w++ = *r;
-      continue;
-    }
-    unsigned v;
-    if (!r[1] || !r[2] || sscanf(r + 1, "%2x", &v) != 1 || v == 0) return -1;
-    *w++ = (char)v;
-    r += 2;
-  }
-  *w = 0;
-  return 0;
+  return (!strncmp(path, "/api/jobs", 9) && (path[9] == 0 || path[9] == '/')) || !strcmp(path, "/api/version") ||
+         !strncmp(path, "/api/packages/", 14);
 }
 
 void rd__job_http(const char *method, const char *path, const char *query, const char *auth, const char *body,
                   size_t blen, rd__http_reply reply, void *arg) {
-  if (!rd__cluster_token()) {
-    fail(reply, arg, 403, "the jobs API needs a node of a cluster started by `raydist start` (its token guards it)");
-    return;
-  }
-  if (!auth || strncmp(auth, "Bearer ", 7) != 0 || !rd__cluster_token_ok(auth + 7)) {
-    fail(reply, arg, 401, "send the cluster token as \"Authorization: Bearer TOKEN\" (the file `token` in a node's "
-                          "session directory)");
-    return;
-  }
   int get = !strcmp(method, "GET"), post = !strcmp(method, "POST"), del = !strcmp(method, "DELETE");
+  if (!strcmp(path, "/api/version")) {
+    if (get) version(reply, arg);
+    else fail(reply, arg, 405, "/api/version takes GET");
+    return;
+  }
+  if (!authorized(auth, reply, arg)) return;
+  if (!strncmp(path, "/api/packages/", 14)) {   /* PUT is streamed: rd__job_http_pkg_begin */
+    if (get) pkg_get(path, reply, arg);
+    else if (!strcmp(method, "PUT")) fail(reply, arg, 411, "a package's PUT needs a Content-Length");
+    else fail(reply, arg, 405, "/api/packages/gcs/NAME takes GET and PUT");
+    return;
+  }
   const char *rest = path + 9;
   if (*rest == '/') rest++;
   if (!*rest) {
@@ -558,6 +917,8 @@ void rd__job_http(const char *method, const char *path, const char *query, const
   } else if (!strcmp(tail, "logs")) {
     if (get) read_job(&j, query, 1, reply, arg);
     else fail(reply, arg, 405, "/api/jobs/ID/logs takes GET");
+  } else if (!strcmp(tail, "logs/tail")) {
+    fail(reply, arg, 400, "/api/jobs/ID/logs/tail is a WebSocket: GET with Upgrade: websocket");
   } else if (!strcmp(tail, "stop")) {
     if (post) stop(&j, reply, arg);
     else fail(reply, arg, 405, "/api/jobs/ID/stop takes POST");

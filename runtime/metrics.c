@@ -4,12 +4,17 @@
  * connection, `GET /metrics` (or HEAD) answered with the text format 0.0.4
  * that rd__node_metrics writes from the node's state at that moment, then the
  * connection is closed; the dashboard's pages (dashboard.c) and the jobs
- * API (/api/jobs, job_http.c: GET, POST and DELETE, the only requests with
- * a body, Content-Length at most 64 KiB) on the same port.  The request
- * head is 4 KiB at most; anything else is answered with 400, 404, 405, 413
- * or 431.  It holds at most MAX_CONNS connections and drops one that has
- * not sent its whole request within 5 s, so a slow or hostile client costs
- * the node nothing lasting. */
+ * API (/api/jobs, /api/version, /api/packages, job_http.c: GET, POST and
+ * DELETE, the only requests with a body, Content-Length at most 64 KiB) on
+ * the same port.  Two of the jobs API's requests are streams: a package
+ * upload (PUT /api/packages/..., up to 512 MiB) goes to a file as it comes,
+ * once its head is accepted, and a log tail (GET /api/jobs/ID/logs/tail
+ * with Upgrade: websocket) stays open, sending the log as WebSocket frames
+ * until the job ends.  The request head is 4 KiB at most; anything else is
+ * answered with 400, 404, 405, 413 or 431.  It holds at most MAX_CONNS
+ * connections and drops one that has not sent its whole request within 5 s
+ * (an upload: that has sent nothing for 30 s), so a slow or hostile client
+ * costs the node nothing lasting. */
 #include "metrics.h"
 
 #include <errno.h>
@@ -25,11 +30,14 @@
 #include "json.h"
 #include "log.h"
 #include "raydist/error.h"
+#include "websocket.h"
 
 #define MAX_CONNS 16
 #define REQ_MAX 4096
 #define REQ_TIMEOUT_MS 5000
 #define BODY_MAX (64u << 10)   /* a request body (jobs API submit) */
+#define PKG_CHUNK (64u << 10)  /* an upload is read this much at a time */
+#define PKG_IDLE_MS 30000      /* an upload that sends nothing this long is dropped */
 
 typedef struct mconn {
   uv_tcp_t tcp;
@@ -41,8 +49,11 @@ typedef struct mconn {
   int answered;
   int head_only;      /* a HEAD request waiting for the dashboard */
   char *resp;
-  char *body;         /* a request's body (Content-Length bytes: the jobs API's POST) */
+  char *body;         /* a request's body (Content-Length bytes: the jobs API's POST); an upload's buffer */
   size_t blen, bgot;
+  rd__pkg_put *pkg;   /* a package upload (PUT /api/packages/...): its bytes go to a file as they come */
+  rd__job_tail *tail; /* a WebSocket tail of a job's log: frames sent as the log grows */
+  int ws_hold;        /* a WebSocket holds the connection (open_handles) until conn_close */
   struct mconn *next;
 } mconn;
 
@@ -162,6 +173,10 @@ void rd__mbuf_histogram(rd__mbuf *b, const char *name, const char *help, const u
 
 /* ----------------------------------------------------------- the server */
 
+static void on_timeout(uv_timer_t *t);
+static void on_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *buf);
+static void on_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf);
+
 static void conn_free(mconn *c) {
   free(c->resp);
   free(c->body);
@@ -176,6 +191,18 @@ static void conn_free_cb(uv_handle_t *h) {
 
 static void conn_close(mconn *c) {
   if (uv_is_closing((uv_handle_t *)&c->tcp)) return;
+  if (c->pkg) {   /* cut off (timeout, the client went, the node stops): its file goes */
+    rd__job_http_pkg_end(c->pkg, 0, NULL, NULL, NULL);
+    c->pkg = NULL;
+  }
+  if (c->tail) {   /* the client went (or the node stops) while it tailed */
+    rd__job_tail_cancel(c->tail);
+    c->tail = NULL;
+  }
+  if (c->ws_hold) {   /* the handles being closed below still count: not freed here */
+    c->ws_hold = 0;
+    c->open_handles--;
+  }
   for (mconn **pp = &M.conns; *pp; pp = &(*pp)->next)
     if (*pp == c) {
       *pp = c->next;
@@ -236,6 +263,8 @@ static const char *reason_of(int code) {
     case 403: return "Forbidden";
     case 404: return "Not Found";
     case 405: return "Method Not Allowed";
+    case 411: return "Length Required";
+    case 413: return "Payload Too Large";
     case 503: return "Service Unavailable";
     default: return "Internal Server Error";
   }
@@ -313,6 +342,108 @@ static void dashboard_not_taken(mconn *c) {
   respond_text(c, 500, "Internal Server Error", "out of memory\n");
 }
 
+/* ---- the jobs API's streams: package uploads and log tails ---- */
+
+/* A package upload's answer: given while the request is read (no hold). */
+static void on_pkg_reply(void *arg, int code, const char *body, size_t len) {
+  mconn *c = arg;
+  if (!uv_is_closing((uv_handle_t *)&c->tcp))
+    respond(c, code, reason_of(code), "application/json", body, len, 0, "Cache-Control: no-store\r\n");
+}
+
+/* n bytes of an upload came (in c->body): written to its file; the whole
+ * of it answers. */
+static void pkg_bytes(mconn *c, const char *p, size_t n) {
+  c->bgot += n;
+  if (rd__job_http_pkg_write(c->pkg, p, n) != 0) {
+    char why[200];
+    snprintf(why, sizeof(why), "cannot write the package: %s", strerror(errno));
+    rd__job_http_pkg_end(c->pkg, 0, why, on_pkg_reply, c);
+    c->pkg = NULL;
+    return;
+  }
+  if (c->bgot == c->blen) {
+    rd__job_http_pkg_end(c->pkg, 1, NULL, on_pkg_reply, c);
+    c->pkg = NULL;
+    return;
+  }
+  uv_timer_start(&c->timer, on_timeout, PKG_IDLE_MS, 0);   /* it moves: another while */
+}
+
+typedef struct ws_write {
+  uv_write_t wr;
+  mconn *c;
+  int close;   /* the close frame: the connection ends once it is written */
+  uint8_t hdr[RD_WS_HEADER_MAX];
+  char data[];
+} ws_write;
+
+static void ws_written(uv_write_t *w, int status) {
+  ws_write *x = (ws_write *)w;
+  mconn *c = x->c;
+  int close = x->close;
+  free(x);
+  if (status < 0 || uv_is_closing((uv_handle_t *)&c->tcp)) return;   /* closed meanwhile: conn_close cancelled the tail */
+  if (close) conn_close(c);
+  else if (c->tail) {
+    rd__job_tail_more(c->tail);
+  }
+}
+
+/* Writes raw bytes (the handshake) or a frame; 0, or -1 (the connection is closed). */
+static int ws_send(mconn *c, int opcode, const char *p, size_t n, int close) {
+  ws_write *x = malloc(sizeof(*x) + n);
+  if (!x) {
+    conn_close(c);
+    return -1;
+  }
+  x->c = c;
+  x->close = close;
+  if (n) memcpy(x->data, p, n);
+  size_t hn = opcode ? rd__ws_header(x->hdr, opcode, n) : 0;
+  uv_buf_t b[2] = {uv_buf_init((char *)x->hdr, (unsigned)hn), uv_buf_init(x->data, (unsigned)n)};
+  if (uv_write(&x->wr, (uv_stream_t *)&c->tcp, hn ? b : b + 1, hn ? 2 : 1, ws_written) != 0) {
+    free(x);
+    conn_close(c);
+    return -1;
+  }
+  return 0;
+}
+
+/* The tail's next piece of the log, or (p NULL) its end: a close frame
+ * (1000, normal), as Ray's server closes once the job has ended. */
+static void on_tail_chunk(void *arg, const char *p, size_t n) {
+  mconn *c = arg;
+  if (p) {
+    (void)ws_send(c, RD_WS_TEXT, p, n, 0);
+    return;
+  }
+  c->tail = NULL;   /* freed by the tail */
+  static const char normal[2] = {0x03, (char)0xe8};
+  (void)ws_send(c, RD_WS_CLOSE, normal, 2, 1);
+}
+
+/* GET /api/jobs/ID/logs/tail with Upgrade: websocket: the handshake, then
+ * the log's frames as it grows (what the client sends is read and dropped:
+ * the tail only watches for its close). */
+static void ws_tail(mconn *c, const char *path, const char *auth) {
+  char key[128];
+  if (!header(c->req, "Sec-WebSocket-Key", key, sizeof(key)) || !key[0]) {
+    respond_text(c, 400, "Bad Request", "a WebSocket request without Sec-WebSocket-Key\n");
+    return;
+  }
+  hold_for_dashboard(c, 0);   /* released when the tail ends (the close frame written, or the client gone) */
+  c->tail = rd__job_http_tail(path, auth, on_job_http, on_tail_chunk, c);
+  if (!c->tail) return;   /* answered through on_job_http, which let go of the hold */
+  c->ws_hold = 1;
+  char accept[29], hs[256];
+  rd__ws_accept(key, accept);
+  int n = snprintf(hs, sizeof(hs), "HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
+                   "Sec-WebSocket-Accept: %s\r\n\r\n", accept);
+  c->len = 0;   /* what the client sends now is read into req from its start, and dropped */
+  if (ws_send(c, 0, hs, (size_t)n, 0) == 0) uv_read_start((uv_stream_t *)&c->tcp, on_alloc, on_read);
+}
+
 /* The request head is complete in c->req (NUL-terminated). */
 static void handle_request(mconn *c) {
   char method[16], path[256], version[16];
@@ -324,8 +455,13 @@ static void handle_request(mconn *c) {
   char *q = strchr(path, '?');
   if (q) *q = 0;
   if (rd__job_http_path(path)) {   /* the jobs API: GET, POST and DELETE, answered later */
-    char auth[512];
+    char auth[512], up[32];
     int has_auth = header(c->req, "Authorization", auth, sizeof(auth));
+    if (!strcmp(method, "GET") && rd__job_http_tail_path(path) && header(c->req, "Upgrade", up, sizeof(up)) &&
+        !strcasecmp(up, "websocket")) {
+      ws_tail(c, path, has_auth ? auth : NULL);
+      return;
+    }
     hold_for_dashboard(c, 0);
     rd__job_http(method, path, q ? q + 1 : NULL, has_auth ? auth : NULL, c->body ? c->body : "", c->blen, on_job_http,
                  c);
@@ -404,8 +540,33 @@ static void handle_request(mconn *c) {
 static void on_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *buf) {
   (void)suggested;
   mconn *c = h->data;
-  if (c->body) *buf = uv_buf_init(c->body + c->bgot, (unsigned)(c->blen - c->bgot));
+  if (c->pkg) *buf = uv_buf_init(c->body, (unsigned)(c->blen - c->bgot < PKG_CHUNK ? c->blen - c->bgot : PKG_CHUNK));
+  else if (c->body) *buf = uv_buf_init(c->body + c->bgot, (unsigned)(c->blen - c->bgot));
   else *buf = uv_buf_init(c->req + c->len, (unsigned)(REQ_MAX - c->len));
+}
+
+/* PUT /api/packages/...: 1 when the head is one (the body, streamed to a
+ * file, answers it; or it was answered with an error), else 0. */
+static int pkg_start(mconn *c, size_t hlen, unsigned long long n) {
+  char method[16], path[256];
+  if (sscanf(c->req, "%15s %255s", method, path) != 2 || strcmp(method, "PUT") != 0 ||
+      strncmp(path, "/api/packages/", 14) != 0)
+    return 0;
+  if (!(c->body = malloc(PKG_CHUNK))) {
+    respond_text(c, 500, "Internal Server Error", "out of memory\n");
+    return 1;
+  }
+  size_t after = c->len - hlen;   /* what came with the head (less than REQ_MAX < PKG_CHUNK) */
+  if (after > n) after = (size_t)n;
+  memcpy(c->body, c->req + hlen, after);
+  c->req[hlen] = 0;   /* the head alone, for its headers */
+  char auth[512];
+  int has_auth = header(c->req, "Authorization", auth, sizeof(auth));
+  /* the token, the name and the size checked before a byte is kept */
+  if (!(c->pkg = rd__job_http_pkg_begin(path, has_auth ? auth : NULL, n, on_pkg_reply, c))) return 1;
+  c->blen = (size_t)n;
+  pkg_bytes(c, c->body, after);
+  return 1;
 }
 
 /* The head is complete, its end at c->req + hlen: 1 when the request is
@@ -426,6 +587,7 @@ static int body_start(mconn *c, size_t hlen) {
     respond_text(c, 400, "Bad Request", "a malformed Content-Length\n");
     return -1;
   }
+  if (pkg_start(c, hlen, n)) return -1;   /* answered, or being read into its file */
   if (n > BODY_MAX) {
     respond_text(c, 413, "Payload Too Large", "a request body over 64 KiB\n");
     return -1;
@@ -453,6 +615,10 @@ static void on_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf) {
     return;
   }
   if (c->answered) return;
+  if (c->pkg) {   /* an upload: to its file */
+    pkg_bytes(c, c->body, (size_t)nread);
+    return;
+  }
   if (c->body) {   /* the head came: its body now */
     c->bgot += (size_t)nread;
     if (c->bgot == c->blen) handle_request(c);

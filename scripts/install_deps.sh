@@ -9,7 +9,7 @@ SUDO=""
 [ "$(id -u)" = 0 ] || SUDO=sudo
 PKGS="build-essential cmake pkg-config git ca-certificates
 libuv1-dev libprotobuf-c-dev protobuf-c-compiler libgrpc-dev libjemalloc-dev libopenblas-dev
-python3 python3-pip python3-prometheus-client wordnet-base fortunes-min"
+python3 python3-pip python3-venv python3-prometheus-client unzip wordnet-base fortunes-min"
 missing=""
 for p in $PKGS; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "ok installed" || missing="$missing $p"

@@ -7,6 +7,8 @@
 set -eu
 cd "$(dirname "$0")/.."
 JOBS=$(nproc)
+# Ray's own job CLI, for cluster_jobs_ray_cli (from PyPI, into .venv-raycli)
+./tests/cluster/ray_cli_venv.sh >/dev/null
 cmake -S . -B build -DCMAKE_BUILD_TYPE=RelWithDebInfo
 cmake --build build -j"$JOBS"
 ctest --test-dir build -j2 --output-on-failure --timeout 600

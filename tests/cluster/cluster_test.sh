@@ -767,6 +767,65 @@ PY
     python3 "$(dirname "$0")/jobs_http.py" "$(cat "$ROOT/node-127.0.0.1/metrics")" "$(cat "$ROOT/node-127.0.0.1/token")" \
       "$R" "$ROOT/node-127.0.0.1" || fail "jobs_http"
     ;;
+  jobs_ray_cli)
+    # Ray's own job CLI (ray[default], tests/cluster/ray_cli_venv.sh) against
+    # the head's jobs API, as a Ray user points it at a cluster: version
+    # check, working_dir upload, submit, the log tail (a WebSocket), status,
+    # logs, stop, list, delete, with the token as a header
+    RAY=$4
+    [ -x "$RAY" ] || { echo "SKIP: no Ray CLI at $RAY (tests/cluster/ray_cli_venv.sh makes it)"; exit 77; }
+    M=$(cat "$ROOT/node-127.0.0.1/metrics")
+    TOKEN=$(cat "$ROOT/node-127.0.0.1/token")
+    export RAY_JOB_HEADERS="{\"Authorization\": \"Bearer $TOKEN\"}" RAY_USAGE_STATS_ENABLED=0
+    A="--address http://$M"
+    O="$RAYDIST_TMPDIR/ray.out"
+    WD="$RAYDIST_TMPDIR/raywd"
+    mkdir -p "$WD/sub"
+    echo "ray payload" > "$WD/sub/data.txt"
+    printf '#!/bin/sh\necho "cwd=$(pwd)"\ncat sub/data.txt\nprintf "caf\\303\\251 \\377\\n"\nsleep 1\necho "last line"\n' > "$WD/run.sh"
+    chmod +x "$WD/run.sh"
+    # submit: the directory uploaded as a package, the log followed to the end
+    (cd "$WD" && "$RAY" job submit $A --submission-id ray-wd --working-dir . -- ./run.sh) > "$O" 2>&1 ||
+      { cat "$O"; fail "jobs_ray_cli: ray job submit --working-dir"; }
+    grep -q "Uploading package gcs://_ray_pkg_" "$O" && grep -q "Job 'ray-wd' succeeded" "$O" &&
+      grep -Eqx "cwd=$ROOT/node-127.0.0.1/jobs/[0-9]+/wd" "$O" && grep -qx "ray payload" "$O" &&
+      grep -qx "last line" "$O" && grep -q "close code 1000" "$O" ||
+      { cat "$O"; fail "jobs_ray_cli: the submitted job's output or end"; }
+    grep -qx "caf\(é\|\xc3\xa9\) \(�\|\xef\xbf\xbd\)" "$O" || { cat "$O"; fail "jobs_ray_cli: a bad byte not as U+FFFD in the tail"; }
+    # the same directory again: the package is there, not uploaded twice
+    (cd "$WD" && "$RAY" job submit $A --no-wait --working-dir . -- ./run.sh) > "$O" 2>&1 || { cat "$O"; fail "jobs_ray_cli: second submit"; }
+    grep -q "already exists, skipping upload" "$O" || { cat "$O"; fail "jobs_ray_cli: the package uploaded again"; }
+    # a failing job: ray job submit says so and exits 1
+    "$RAY" job submit $A --submission-id ray-bad -- sh -c 'echo oops; exit 3' > "$O" 2>&1 && { cat "$O"; fail "jobs_ray_cli: a failing job's submit exit 0"; }
+    grep -q "Job 'ray-bad' failed" "$O" && grep -qx "oops" "$O" && grep -q "FAILED (exit 3)" "$O" ||
+      { cat "$O"; fail "jobs_ray_cli: the failing job"; }
+    "$RAY" job status $A ray-bad > "$O" 2>&1; grep -q "Job 'ray-bad' failed" "$O" || { cat "$O"; fail "jobs_ray_cli: status"; }
+    "$RAY" job logs $A ray-wd > "$O" 2>&1 && grep -qx "ray payload" "$O" || { cat "$O"; fail "jobs_ray_cli: logs"; }
+    # --no-wait, logs --follow while it runs, stop (the follower ends with it), delete
+    "$RAY" job submit $A --no-wait --submission-id ray-long -- sh -c 'echo started; exec sleep 60' > "$O" 2>&1 || { cat "$O"; fail "jobs_ray_cli: --no-wait"; }
+    "$RAY" job logs $A --follow ray-long > "$RAYDIST_TMPDIR/follow" 2>&1 &
+    FOLLOW=$!
+    for i in $(seq 1 100); do grep -qx started "$RAYDIST_TMPDIR/follow" && break; sleep 0.1; done
+    grep -qx started "$RAYDIST_TMPDIR/follow" || { cat "$RAYDIST_TMPDIR/follow"; fail "jobs_ray_cli: logs --follow shows nothing"; }
+    kill -0 "$FOLLOW" 2>/dev/null || fail "jobs_ray_cli: logs --follow ended while the job runs"
+    "$RAY" job stop $A ray-long > "$O" 2>&1 && grep -q "Job 'ray-long' was stopped" "$O" || { cat "$O"; fail "jobs_ray_cli: stop"; }
+    for i in $(seq 1 100); do kill -0 "$FOLLOW" 2>/dev/null || break; sleep 0.1; done
+    kill -0 "$FOLLOW" 2>/dev/null && fail "jobs_ray_cli: logs --follow did not end with the job"
+    wait "$FOLLOW" || { cat "$RAYDIST_TMPDIR/follow"; fail "jobs_ray_cli: logs --follow failed"; }
+    "$RAY" job list $A > "$O" 2>&1 || { cat "$O"; fail "jobs_ray_cli: list"; }
+    for sid in ray-wd ray-bad ray-long; do grep -q "submission_id='$sid'" "$O" || { cat "$O"; fail "jobs_ray_cli: $sid not listed"; }; done
+    "$RAY" job delete $A ray-long > "$O" 2>&1 && grep -q "deleted successfully" "$O" || { cat "$O"; fail "jobs_ray_cli: delete"; }
+    "$RAY" job status $A ray-long > "$O" 2>&1 && { cat "$O"; fail "jobs_ray_cli: status of a deleted job"; }
+    # they are the node's jobs
+    "$R" job list > "$O" && grep -Eq " ray-wd +SUCCEEDED" "$O" && grep -Eq " ray-bad +FAILED \(exit 3\)" "$O" ||
+      { cat "$O"; fail "jobs_ray_cli: raydist job list"; }
+    # Ray's token mode sends the same header; no token is refused with Ray's message
+    env -u RAY_JOB_HEADERS RAY_AUTH_MODE=token RAY_AUTH_TOKEN="$TOKEN" "$RAY" job status $A ray-bad > "$O" 2>&1 ||
+      { cat "$O"; fail "jobs_ray_cli: RAY_AUTH_TOKEN"; }
+    env -u RAY_JOB_HEADERS "$RAY" job list $A > "$O" 2>&1 && { cat "$O"; fail "jobs_ray_cli: a list without the token"; }
+    grep -qi "token" "$O" || { cat "$O"; fail "jobs_ray_cli: no reason for the refusal"; }
+    echo "ok: ray job submit/status/logs/--follow/stop/list/delete on the jobs API"
+    ;;
   job_log_rotation)
     # a job's log rotated at 20 KB, four older segments kept: --follow from
     # the start sees every line once and in order across the cuts; `job

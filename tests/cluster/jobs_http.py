@@ -3,13 +3,16 @@
 API (runtime/job_http.c) of a node of the test cluster, through urllib as
 any HTTP client would use it: submit, poll, logs, stop, delete, and every
 bad request answered with its status and a reason."""
+import io
 import json
+import re
 import socket
 import subprocess
 import sys
 import time
 import urllib.error
 import urllib.request
+import zipfile
 
 addr, token, raydist, session = sys.argv[1:5]
 base = "http://" + addr
@@ -83,7 +86,9 @@ check(j["job_id"] == one and j["status"] == "FAILED" and j["driver_exit_code"] =
 check(j["entrypoint"].startswith("echo \"hello $GREETING\"") and j["metadata"] == {"owner": "ci", "note": "a \"quoted\" one"},
       "job one's entrypoint or metadata: %r" % j)
 check(j["type"] == "SUBMISSION" and j["end_time"] >= j["start_time"] > 0, "job one's times: %r" % j)
-st, lg = call("GET", "/api/jobs/%s/logs" % one)
+st, lg = call("GET", "/api/jobs/%s/logs" % one)   # as Ray's SDK asks: {"logs"} alone, which is all it takes
+check(st == 200 and list(lg) == ["logs"] and "hello world\n" in lg["logs"], "job one's plain logs: %r" % lg)
+st, lg = call("GET", "/api/jobs/%s/logs?offset=0" % one)
 check(st == 200 and "hello world\n" in lg["logs"] and "oops\n" in lg["logs"], "job one's logs: %r" % lg)
 check("caf\u00e9 \ufffd\n" in lg["logs"], "job one's logs: not UTF-8 with U+FFFD for a bad byte: %r" % lg["logs"])
 check(lg["ended"] is True and lg["more"] is False and lg["dropped"] == 0 and lg["offset"] > 0, "job one's log fields: %r" % lg)
@@ -199,6 +204,108 @@ check(st == 200 and isinstance(lst, list), "list: %r" % lst)
 ids = [x["submission_id"] for x in lst]
 check("http-one" in ids and "http-long" not in ids, "list after delete: %r" % ids)
 
+# Ray's version check and package uploads (its SDK: GET /api/version, then
+# GET /api/packages/gcs/NAME and, when 404, PUT it; then a submit whose
+# runtime_env.working_dir names it)
+with urllib.request.urlopen(base + "/api/version", timeout=10) as r:   # no token: Ray's SDK asks first
+    v = json.loads(r.read().decode())
+check(v["version"] == "4" and v["ray_version"].count(".") == 2 and v["server"] == "libraydist", "version: %r" % v)
+zbuf = io.BytesIO()
+with zipfile.ZipFile(zbuf, "w") as z:
+    z.writestr("run.sh", "#!/bin/sh\necho \"cwd=$(pwd)\"\ncat sub/data.txt\n")
+    z.writestr("sub/data.txt", "zipped payload\n")
+pkg = zbuf.getvalue()
+pname = "_ray_pkg_0123456789abcdef.zip"
+
+
+def exchange(head, data=b"", cut=False):
+    """Sends a raw request (head with its headers, the blank line added,
+    then data; cut: no more after it) and reads the connection to its end."""
+    host_, port_ = addr.rsplit(":", 1)
+    with socket.create_connection((host_, int(port_)), timeout=30) as s:
+        s.sendall(head.encode() + b"\r\n" + data)
+        if cut:
+            s.shutdown(socket.SHUT_WR)
+        resp = b""
+        while True:
+            b = s.recv(65536)
+            if not b:
+                return resp
+            resp += b
+
+
+def put(path, data, tok=token, length=None):
+    head = "PUT %s HTTP/1.1\r\nHost: x\r\nContent-Length: %d\r\n" % (path, len(data) if length is None else length)
+    if tok:
+        head += "Authorization: Bearer %s\r\n" % tok
+    resp = exchange(head, data, cut=length is not None and length > len(data))
+    code = int(resp.split(b" ", 2)[1]) if resp.startswith(b"HTTP/") else 0
+    return code, resp.split(b"\r\n\r\n", 1)[-1].decode(errors="replace")
+
+
+expect("GET", "/api/packages/gcs/" + pname, 404, "no package gcs://" + pname)
+check(put("/api/packages/gcs/" + pname, pkg, tok=None)[0] == 401, "a package without the token")
+check(put("/api/packages/gcs/" + pname, pkg, tok="wrong")[0] == 401, "a package with a wrong token")
+code, body = put("/api/packages/gcs/.hidden.zip", pkg)
+check(code == 400 and "package name" in body, "a package named .hidden: %d %s" % (code, body))
+code, body = put("/api/packages/s3/" + pname, pkg)
+check(code == 400 and "only gcs packages" in body, "an s3 package: %d %s" % (code, body))
+code, body = put("/api/packages/gcs/" + pname, b"", length=600 << 20)   # refused from its head
+check(code == 413 and "at most 536870912" in body, "a 600 MiB package: %d %s" % (code, body))
+first = exchange("PUT /api/packages/gcs/%s HTTP/1.0\r\nAuthorization: Bearer %s\r\n" % (pname, token)).decode()   # no length
+check(first.startswith("HTTP/1.0 411 Length Required"), "a PUT without a length: %r" % first)
+expect("DELETE", "/api/packages/gcs/" + pname, 405, "takes GET and PUT")
+code, body = put("/api/packages/gcs/" + pname, pkg[:10], length=len(pkg))   # cut off: nothing kept
+check(code == 0, "a cut-off upload was answered: %d %s" % (code, body))
+expect("GET", "/api/packages/gcs/" + pname, 404, "no package")
+code, body = put("/api/packages/gcs/" + pname, pkg)
+check(code == 200 and json.loads(body) == {"uploaded": pname, "bytes": len(pkg)}, "upload: %d %s" % (code, body))
+st, r = call("GET", "/api/packages/gcs/" + pname)
+check(st == 200 and r == {"package": "gcs://" + pname}, "the package after its upload: %d %r" % (st, r))
+st, r = call("POST", "/api/jobs/", {"entrypoint": "sh run.sh", "runtime_env": {"working_dir": "gcs://" + pname, "excludes": None}})
+check(st == 200, "submit with a working_dir package: %d %r" % (st, r))
+j = wait_end(r["job_id"])
+st, lg = call("GET", "/api/jobs/%s/logs" % r["job_id"])
+check(j["status"] == "SUCCEEDED" and "zipped payload\n" in lg["logs"] and
+      re.search(r"cwd=%s/jobs/%s/wd\n" % (re.escape(session), r["job_id"]), lg["logs"]), "the package's job: %r %r" % (j, lg))
+code, body = put("/api/packages/gcs/_ray_pkg_bad.zip", b"not a zip at all")
+check(code == 200, "upload of a bad zip: %d" % code)
+expect("POST", "/api/jobs/", 500, "cannot unpack the working directory", {"entrypoint": "ls", "runtime_env": {"working_dir": "gcs://_ray_pkg_bad.zip"}})
+
+# the log tail is a WebSocket (Ray's `ray job logs -f`): the handshake's
+# accept key, the text frames (a bad byte as U+FFFD), the close (1000)
+def ws_tail(jid, tok=token, key="dGhlIHNhbXBsZSBub25jZQ=="):
+    head = ("GET /api/jobs/%s/logs/tail HTTP/1.1\r\nHost: x\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
+            "Sec-WebSocket-Key: %s\r\nSec-WebSocket-Version: 13\r\n" % (jid, key))
+    if tok:
+        head += "Authorization: Bearer %s\r\n" % tok
+    data = exchange(head)
+    hs, _, rest = data.partition(b"\r\n\r\n")
+    frames = []
+    if not hs.startswith(b"HTTP/1.1 101 "):
+        rest = b""   # an HTTP answer, not frames
+    while len(rest) >= 2:
+        op, n, i = rest[0] & 0x0F, rest[1] & 0x7F, 2
+        if n == 126:
+            n, i = int.from_bytes(rest[2:4], "big"), 4
+        elif n == 127:
+            n, i = int.from_bytes(rest[2:10], "big"), 10
+        frames.append((rest[0] & 0x80, op, rest[i:i + n]))
+        rest = rest[i + n:]
+    return hs.decode(errors="replace"), frames
+
+
+hs, frames = ws_tail(one)
+check(hs.startswith("HTTP/1.1 101 ") and "Sec-WebSocket-Accept: s3pPLMBiTxaQ9kYGzzhZRbK+xOo=" in hs, "tail handshake: %r" % hs)
+text = b"".join(f[2] for f in frames if f[1] == 1).decode("utf-8")   # strict: frames are UTF-8
+check(all(f[0] for f in frames) and frames[-1][1] == 8 and frames[-1][2][:2] == b"\x03\xe8", "tail frames: %r" % frames)
+check("hello world\n" in text and "caf\u00e9 \ufffd\n" in text, "tail text: %r" % text)
+hs, frames = ws_tail(one, tok=None)
+check(hs.startswith("HTTP/1.0 401 "), "a tail without the token: %r" % hs)
+hs, frames = ws_tail("99999")
+check(hs.startswith("HTTP/1.0 404 "), "a tail of no job: %r" % hs)
+expect("GET", "/api/jobs/%s/logs/tail" % one, 400, "is a WebSocket")
+
 # bad requests: a status and a reason, nothing run
 expect("POST", "/api/jobs/", 400, "malformed JSON at byte", raw=b"{\"entrypoint\": ")
 expect("POST", "/api/jobs/", 400, "must be a JSON object", raw=b"[1, 2]")
@@ -208,7 +315,9 @@ expect("POST", "/api/jobs/", 400, "entrypoint is missing", {"submission_id": "x-
 expect("POST", "/api/jobs/", 400, "non-empty string", {"entrypoint": ""})
 expect("POST", "/api/jobs/", 400, "non-empty string", {"entrypoint": ["ls"]})
 expect("POST", "/api/jobs/", 400, "unknown field 'entry'", {"entry": "ls"})
-expect("POST", "/api/jobs/", 400, "runtime_env.working_dir is not supported", {"entrypoint": "ls", "runtime_env": {"working_dir": "."}})
+expect("POST", "/api/jobs/", 400, "must name an uploaded zip package", {"entrypoint": "ls", "runtime_env": {"working_dir": "."}})
+expect("POST", "/api/jobs/", 400, "no package gcs://_ray_pkg_none.zip", {"entrypoint": "ls", "runtime_env": {"working_dir": "gcs://_ray_pkg_none.zip"}})
+expect("POST", "/api/jobs/", 400, "runtime_env.pip is not supported", {"entrypoint": "ls", "runtime_env": {"pip": ["numpy"]}})
 expect("POST", "/api/jobs/", 400, "entrypoint_num_cpus is not supported", {"entrypoint": "ls", "entrypoint_num_cpus": 1})
 expect("POST", "/api/jobs/", 400, "env_vars names", {"entrypoint": "ls", "runtime_env": {"env_vars": {"1A": "x"}}})
 expect("POST", "/api/jobs/", 400, "env_vars values must be strings", {"entrypoint": "ls", "runtime_env": {"env_vars": {"A": 1}}})
@@ -229,7 +338,7 @@ expect("GET", "/api/jobs/%s/frob" % one, 404, "no such path")
 expect("GET", "/api/jobs/99999", 404, "no job '99999'")
 expect("GET", "/api/jobs/%s/logs?offset=abc" % one, 400, "offset must be a whole number")
 out = subprocess.run([raydist, "job", "list", "--session", session], capture_output=True, text=True, errors="replace").stdout
-check(len([l for l in out.splitlines() if l[:1].isdigit()]) == 2, "bad requests made jobs: %s" % out)
+check(len([l for l in out.splitlines() if l[:1].isdigit()]) == 3, "bad requests made jobs: %s" % out)   # one, sdk-style, the package's
 
 # mangled requests (heads, lengths, bodies, JSON): an answer or a close,
 # never a crash or a hang, and the API answers as before afterwards
