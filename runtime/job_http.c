@@ -474,6 +474,7 @@ struct rd__job_tail {
   rd__tail_chunk chunk;
   void *arg;
   int waiting, cancelled;
+  int arming, fired;   /* in rd__job_wait; its wait fired in there */
 };
 
 int rd__job_http_tail_path(const char *path) {
@@ -500,64 +501,73 @@ static void tail_free(rd__job_tail *t) {
   free(t);
 }
 
-void rd__job_tail_more(rd__job_tail *t) {
-  rd_cli_job j;   /* read before the log: ended, all it wrote is there */
-  int ended = rd__cli_job_get(N.opts.session_dir, t->id, &j) != 0 || j.ended;
-  char jd[900];
-  job_dir(t->id, jd, sizeof(jd));
-  char *buf = malloc(JH_TAIL_CHUNK);
-  uint64_t dropped = 0;
-  size_t got = 0, n;
-  while (buf && got < JH_TAIL_CHUNK && (n = rd__job_log_read(jd, &t->off, buf + got, JH_TAIL_CHUNK - got, &dropped)) > 0)
-    got += n;
-  size_t cut = ended && got < JH_TAIL_CHUNK ? 0 : utf8_cut((unsigned char *)buf, got);
-  got -= cut;
-  t->off -= cut;
-  if (got) {   /* text frames are UTF-8: a byte that is not comes as U+FFFD */
-    rd__mbuf b = {0};
-    for (size_t i = 0; i < got;) {
-      unsigned char c = (unsigned char)buf[i];
-      size_t k = c < 0x80 ? 1 : rd_json_utf8_len((unsigned char *)buf + i, got - i);
-      if (k) {
-        size_t run = k;
-        while (i + run < got && (unsigned char)buf[i + run] < 0x80) run++;
-        rd__mbuf_printf(&b, "%.*s", (int)run, buf + i);
-        i += run;
-      } else {
-        rd__mbuf_printf(&b, "\xef\xbf\xbd");
-        i++;
-      }
-    }
-    free(buf);
-    if (b.oom) {
-      free(b.p);
-      t->chunk(t->arg, NULL, 0);
-      tail_free(t);
-      return;
-    }
-    t->chunk(t->arg, b.p, b.len);   /* the callee copies it */
-    free(b.p);
-    return;
-  }
-  free(buf);
-  if (ended) {
-    t->chunk(t->arg, NULL, 0);
-    tail_free(t);
-    return;
-  }
-  t->waiting = 1;
-  if (rd__job_wait(t->id, t->off, JH_TAIL_WAIT_MS, tail_fire, t) != 0) {   /* 256 waits, or the node stops */
-    t->waiting = 0;
-    t->chunk(t->arg, NULL, 0);
-    tail_free(t);
-  }
-}
-
+/* The tail's wait fired: inside rd__job_wait (news already there: the
+ * caller looks again), or later. */
 static void tail_fire(void *p) {
   rd__job_tail *t = p;
   t->waiting = 0;
-  if (t->cancelled) tail_free(t);
+  if (t->arming) t->fired = 1;
+  else if (t->cancelled) tail_free(t);
   else rd__job_tail_more(t);
+}
+
+/* Ends the tail: a close frame, and t freed. */
+static void tail_end(rd__job_tail *t) {
+  t->chunk(t->arg, NULL, 0);
+  tail_free(t);
+}
+
+void rd__job_tail_more(rd__job_tail *t) {
+  char jd[900];
+  job_dir(t->id, jd, sizeof(jd));
+  for (int looks = 0; looks < 8; looks++) {   /* a wait that fires at once means news: look again */
+    rd_cli_job j;   /* read before the log: ended, all it wrote is there */
+    int ended = rd__cli_job_get(N.opts.session_dir, t->id, &j) != 0 || j.ended;
+    char *buf = malloc(JH_TAIL_CHUNK);
+    uint64_t dropped = 0;
+    size_t got = 0, n;
+    while (buf && got < JH_TAIL_CHUNK &&
+           (n = rd__job_log_read(jd, &t->off, buf + got, JH_TAIL_CHUNK - got, &dropped)) > 0)
+      got += n;
+    if (!buf) {
+      tail_end(t);
+      return;
+    }
+    uint64_t seen = t->off;   /* a character begun at the end waits for its next bytes */
+    size_t cut = ended && got < JH_TAIL_CHUNK ? 0 : utf8_cut((unsigned char *)buf, got);
+    got -= cut;
+    t->off -= cut;
+    if (got) {
+      rd__mbuf b = {0};
+      rd__mbuf_utf8(&b, buf, got);   /* text frames are UTF-8: a byte that is not comes as U+FFFD */
+      free(buf);
+      if (b.oom) tail_end(t);
+      else t->chunk(t->arg, b.p, b.len);   /* the callee copies it, and calls rd__job_tail_more once it is sent */
+      free(b.p);
+      return;
+    }
+    free(buf);
+    if (ended) {
+      tail_end(t);
+      return;
+    }
+    t->waiting = t->arming = 1;
+    t->fired = 0;
+    int r = rd__job_wait(t->id, seen, JH_TAIL_WAIT_MS, tail_fire, t);
+    t->arming = 0;
+    if (r != 0) {   /* 256 waits, or the node stops */
+      t->waiting = 0;
+      tail_end(t);
+      return;
+    }
+    if (!t->fired) return;   /* tail_fire comes later */
+    if (t->cancelled) {
+      tail_free(t);
+      return;
+    }
+  }
+  rd__log(RD_LOG_WARN, "jobs API: job %d's log tail finds news it cannot read; closing it", t->id);
+  tail_end(t);
 }
 
 void rd__job_tail_cancel(rd__job_tail *t) {

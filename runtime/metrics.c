@@ -66,6 +66,21 @@ static struct {
 
 /* ---------------------------------------------------------- text buffer */
 
+/* Room for n more bytes and a NUL: 0, or -1 (b->oom set). */
+static int mbuf_room(rd__mbuf *b, size_t n) {
+  if (b->cap - b->len > n) return 0;
+  size_t cap = b->cap ? b->cap * 2 : 8192;
+  while (cap - b->len <= n) cap *= 2;
+  char *p = realloc(b->p, cap);
+  if (!p) {
+    b->oom = 1;
+    return -1;
+  }
+  b->p = p;
+  b->cap = cap;
+  return 0;
+}
+
 void rd__mbuf_printf(rd__mbuf *b, const char *fmt, ...) {
   if (b->oom) return;
   for (;;) {
@@ -79,16 +94,33 @@ void rd__mbuf_printf(rd__mbuf *b, const char *fmt, ...) {
       b->len += (size_t)n;
       return;
     }
-    size_t cap = b->cap ? b->cap * 2 : 8192;
-    while (cap - b->len <= (size_t)n) cap *= 2;
-    char *p = realloc(b->p, cap);
-    if (!p) {
-      b->oom = 1;
-      return;
-    }
-    b->p = p;
-    b->cap = cap;
+    if (mbuf_room(b, (size_t)n) != 0) return;
   }
+}
+
+void rd__mbuf_put(rd__mbuf *b, const void *p, size_t n) {
+  if (b->oom || !n || mbuf_room(b, n) != 0) return;
+  memcpy(b->p + b->len, p, n);
+  b->len += n;
+  b->p[b->len] = 0;
+}
+
+void rd__mbuf_utf8(rd__mbuf *b, const char *s, size_t n) {
+  const unsigned char *u = (const unsigned char *)s;
+  size_t run = 0;   /* valid bytes from i - run, copied as they are */
+  for (size_t i = 0; i < n;) {
+    size_t k = u[i] < 0x80 ? 1 : rd_json_utf8_len(u + i, n - i);
+    if (k) {
+      run += k;
+      i += k;
+      continue;
+    }
+    rd__mbuf_put(b, s + i - run, run);
+    rd__mbuf_put(b, "\xef\xbf\xbd", 3);
+    run = 0;
+    i++;
+  }
+  rd__mbuf_put(b, s + n - run, run);
 }
 
 void rd__mbuf_family(rd__mbuf *b, const char *name, const char *type, const char *help) {
@@ -103,9 +135,6 @@ void rd__mbuf_label_value(rd__mbuf *b, const char *s) {
   }
 }
 
-static void put_raw(rd__mbuf *b, const char *s, size_t n) {
-  if (n) rd__mbuf_printf(b, "%.*s", (int)n, s);
-}
 
 void rd__mbuf_json_str(rd__mbuf *b, const char *s, size_t n) {
   const unsigned char *u = (const unsigned char *)s;
@@ -119,7 +148,7 @@ void rd__mbuf_json_str(rd__mbuf *b, const char *s, size_t n) {
       i += k;
       continue;
     }
-    put_raw(b, s + i - run, run);
+    rd__mbuf_put(b, s + i - run, run);
     run = 0;
     if (c == '"' || c == '\\') rd__mbuf_printf(b, "\\%c", c);
     else if (c == '\n') rd__mbuf_printf(b, "\\n");
@@ -128,7 +157,7 @@ void rd__mbuf_json_str(rd__mbuf *b, const char *s, size_t n) {
     else rd__mbuf_printf(b, "\\ufffd");
     i++;
   }
-  put_raw(b, s + n - run, run);
+  rd__mbuf_put(b, s + n - run, run);
   rd__mbuf_printf(b, "\"");
 }
 
@@ -441,6 +470,7 @@ static void ws_tail(mconn *c, const char *path, const char *auth) {
   int n = snprintf(hs, sizeof(hs), "HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
                    "Sec-WebSocket-Accept: %s\r\n\r\n", accept);
   c->len = 0;   /* what the client sends now is read into req from its start, and dropped */
+  (void)uv_tcp_keepalive(&c->tcp, 1, 60);   /* a client gone without a word, while the job is quiet, is found */
   if (ws_send(c, 0, hs, (size_t)n, 0) == 0) uv_read_start((uv_stream_t *)&c->tcp, on_alloc, on_read);
 }
 

@@ -28,6 +28,11 @@ void rd__mbuf_histogram(rd__mbuf *b, const char *name, const char *help, const u
  * out already: label="value" on every line, the value escaped. */
 void rd__mbuf_histogram_series(rd__mbuf *b, const char *name, const char *label, const char *value,
                                const uint64_t *buckets, uint64_t count, double sum_s);
+/* n bytes of p as they are (NUL bytes too). */
+void rd__mbuf_put(rd__mbuf *b, const void *p, size_t n);
+/* n bytes of s as valid UTF-8: a byte that does not start a valid
+ * sequence as U+FFFD (a WebSocket text frame's payload). */
+void rd__mbuf_utf8(rd__mbuf *b, const char *s, size_t n);
 /* s as a label value: backslash, double quote and newline escaped. */
 void rd__mbuf_label_value(rd__mbuf *b, const char *s);
 /* n bytes of s as a JSON string, quotes included: escaped, and a byte that

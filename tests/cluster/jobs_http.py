@@ -300,6 +300,15 @@ check(hs.startswith("HTTP/1.1 101 ") and "Sec-WebSocket-Accept: s3pPLMBiTxaQ9kYG
 text = b"".join(f[2] for f in frames if f[1] == 1).decode("utf-8")   # strict: frames are UTF-8
 check(all(f[0] for f in frames) and frames[-1][1] == 8 and frames[-1][2][:2] == b"\x03\xe8", "tail frames: %r" % frames)
 check("hello world\n" in text and "caf\u00e9 \ufffd\n" in text, "tail text: %r" % text)
+# a character whose bytes come a second apart reaches the tail whole, after
+# the tail has waited on its first byte
+st, r = call("POST", "/api/jobs/", {"entrypoint": "echo start; printf '\\303'; sleep 1; printf '\\251 done\\n'"})
+check(st == 200, "submit the split character: %d %r" % (st, r))
+wait_log(r["job_id"], "start")
+hs, frames = ws_tail(r["job_id"])
+text = b"".join(f[2] for f in frames if f[1] == 1).decode("utf-8")
+check(text == "start\n\u00e9 done\n" and frames[-1][1] == 8, "the split character's tail: %r" % frames)
+check(call("DELETE", "/api/jobs/%s" % r["job_id"])[0] == 200, "delete the split character's job")
 hs, frames = ws_tail(one, tok=None)
 check(hs.startswith("HTTP/1.0 401 "), "a tail without the token: %r" % hs)
 hs, frames = ws_tail("99999")
