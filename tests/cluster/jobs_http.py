@@ -375,11 +375,32 @@ for i in range(400):
         answered += 1
     else:
         closed += 1
+# and mangled uploads and log tails (heads, lengths, bytes after the handshake)
+heads = [("PUT /api/packages/gcs/_ray_pkg_mangled.zip HTTP/1.1\r\nAuthorization: Bearer %s\r\nContent-Length: %%d\r\n\r\n"
+          % token).encode(),
+         ("GET /api/jobs/%s/logs/tail HTTP/1.1\r\nUpgrade: websocket\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n"
+          "Authorization: Bearer %s\r\nX-Len: %%d\r\n\r\n" % (one, token)).encode()]
+for i in range(300):
+    body = bytes(rng.randrange(256) for _ in range(rng.randint(0, 300)))
+    head = bytearray(rng.choice(heads) % (len(body) + rng.choice([0, 0, -5, 3, 100000])))
+    if rng.random() < 0.3:
+        head[rng.randrange(len(head))] = rng.randrange(256)
+    with socket.create_connection((host, int(port)), timeout=30) as s:
+        try:
+            s.sendall(bytes(head) + body)
+            s.shutdown(socket.SHUT_WR)
+            first = s.recv(64)
+        except (ConnectionResetError, BrokenPipeError):
+            first = b""
+    if first.startswith(b"HTTP/1."):
+        answered += 1
+    else:
+        closed += 1
 print("mangled requests: %d answered, %d closed" % (answered, closed))
 st, lst = call("GET", "/api/jobs/")
 check(st == 200 and isinstance(lst, list), "the API after mangled requests: %d %r" % (st, lst))
 out = subprocess.run([raydist, "job", "list", "--session", session], capture_output=True, text=True, errors="replace").stdout
-mangled_jobs = [l for l in out.splitlines() if l[:1].isdigit()][2:]
+mangled_jobs = [l for l in out.splitlines() if l[:1].isdigit()][3:]
 for l in mangled_jobs:   # a mangled body may still be a valid submit: those ran `exit 0`-like entrypoints; let them end
     wait_end(l.split()[0])
 print("jobs_http: ok (%d jobs from mangled requests that were still valid)" % len(mangled_jobs))
