@@ -159,15 +159,37 @@ static int spawn_ready(char **args, const char *log, int ready_argi, int timeout
   return pid;
 }
 
+/* Records process name (pid) in dir/pids, in place of one of that name
+ * already there (a head's node daemon started again). */
 static int append_pid(const char *dir, const char *name, int pid) {
-  char path[600];
+  recorded r[RD_MAX_RECORDED];
+  int n = read_recorded(dir, r);
+  char path[600], tmp[610];
   snprintf(path, sizeof(path), "%s/pids", dir);
-  FILE *f = fopen(path, "a");
+  snprintf(tmp, sizeof(tmp), "%s.tmp", path);
+  FILE *f = fopen(tmp, "w");
   if (!f) return -1;
+  for (int i = 0; i < n; i++)
+    if (strcmp(r[i].name, name) != 0) fprintf(f, "%s %d %llu\n", r[i].name, r[i].pid, r[i].start);
   char state;
   fprintf(f, "%s %d %llu\n", name, pid, rd__proc_start_time(pid, &state));
-  fclose(f);
-  return 0;
+  return fclose(f) == 0 && rename(tmp, path) == 0 ? 0 : -1;
+}
+
+/* A head session whose node daemon is gone while its GCS (keeper) lives:
+ * 1, and the GCS's address into gcs (a node daemon started again there
+ * rejoins it), else 0. */
+static int head_node_gone(const char *dir, char *gcs, size_t len) {
+  recorded r[RD_MAX_RECORDED];
+  int n = read_recorded(dir, r), gcs_alive = 0, node_alive = 0;
+  for (int i = 0; i < n; i++) {
+    if (!strcmp(r[i].name, "gcs")) gcs_alive |= recorded_alive(&r[i]);
+    if (!strcmp(r[i].name, "node")) node_alive |= recorded_alive(&r[i]);
+  }
+  char f[600], head[8] = "";
+  snprintf(f, sizeof(f), "%s/cluster", dir);
+  return gcs_alive && !node_alive && rd__read_kv(f, "head", head, sizeof(head)) == 0 && head[0] == '1' &&
+         rd__read_kv(f, "gcs", gcs, len) == 0 && gcs[0];
 }
 
 static int make_token(const char *path) {
@@ -225,7 +247,8 @@ static void usage_start(FILE *f) {
           "                                the address is in the node's session directory, file `metrics`)\n"
           "--head only: [--autoscaling-config FILE]  (start and stop nodes with the load: docs/autoscaler.md)\n"
           "The GCS keeps its tables in the head's session directory (file gcs.db) unless\n"
-          "--gcs-storage says otherwise, and is restarted with them when it dies.\n"
+          "--gcs-storage says otherwise, and is restarted with them when it dies.  When the head's\n"
+          "node daemon died and its GCS runs on, --head starts the node daemon again beside it.\n"
           "The token of a cluster started on this machine is found on its own; elsewhere pass\n"
           "--token or RAYDIST_TOKEN (it is in the head's session directory, file `token`).\n");
 }
@@ -311,18 +334,31 @@ int rd__cli_start(int argc, char **argv) {
     return 1;
   }
   snprintf(dir, sizeof(dir), "%s/node-%s", root, node_ip);
-  if (session_live(dir)) {
+  char tokfile[600], gcs_addr[160], tokbuf[200], logf[600], path[600];
+  snprintf(tokfile, sizeof(tokfile), "%s/token", dir);
+  /* the head's node daemon died (a crash, the OOM killer) while its GCS
+   * lives on: start it again there, rejoining that GCS and its nodes */
+  int again = head && session_live(dir) && head_node_gone(dir, gcs_addr, sizeof(gcs_addr));
+  if (again && as_config) {
+    fprintf(stderr, "raydist start: the head's GCS runs on at %s with its autoscaler, if it had one: start the "
+                    "node again without --autoscaling-config\n", gcs_addr);
+    return 2;
+  }
+  if (!again && session_live(dir)) {
     fprintf(stderr, "raydist start: a node already runs on %s (session %s); `raydist stop` it first\n", node_ip, dir);
     return 1;
   }
-  rd__rm_rf(dir);   /* a stale session of a node that is gone */
-  if (mkdir(dir, 0700) != 0) {
+  char spill_old[600];
+  snprintf(spill_old, sizeof(spill_old), "%s/spill", dir);
+  if (again) rd__rm_rf(spill_old);   /* the dead store's spilled objects: no one can read them now */
+  else rd__rm_rf(dir);   /* a stale session of a node that is gone */
+  if (!again && mkdir(dir, 0700) != 0) {
     fprintf(stderr, "raydist start: cannot create %s: %s\n", dir, strerror(errno));
     return 1;
   }
-  char tokfile[600], gcs_addr[160], tokbuf[200], logf[600], path[600];
-  snprintf(tokfile, sizeof(tokfile), "%s/token", dir);
-  if (head) {
+  if (again) {
+    printf("the head's node daemon is gone but its GCS runs on at %s: starting the node again\n", gcs_addr);
+  } else if (head) {
     snprintf(gcs_addr, sizeof(gcs_addr), "%s:%d", node_ip, port);
     if (make_token(tokfile) != 0) {
       fprintf(stderr, "raydist start: cannot write the cluster token %s\n", tokfile);
@@ -420,6 +456,7 @@ int rd__cli_start(int argc, char **argv) {
   nargs[k] = NULL;
   int pid = spawn_ready(nargs, logf, ready_i, 30000);
   if (pid < 0) {
+    if (again) return 1;   /* the GCS and the cluster's other nodes run on */
     /* leave nothing half-started */
     char *stop[] = {exe, "stop", "--node-ip", (char *)node_ip, NULL};
     rd__cli_stop(4, stop);
@@ -442,7 +479,10 @@ int rd__cli_start(int argc, char **argv) {
     append_pid(dir, "autoscaler", apid);
     printf("autoscaler started (config %s, log %s)\n", as_path, alog);
   }
-  if (head) {
+  if (again) {
+    printf("head node started again on %s, beside the GCS at %s (session %s); what the previous one recorded "
+           "(detached actors and placement groups, its drivers' objects) is gone\n", node_ip, gcs_addr, dir);
+  } else if (head) {
     printf("head node started on %s\n"
            "  GCS:      %s\n"
            "  session:  %s\n"

@@ -767,6 +767,41 @@ PY
     python3 "$(dirname "$0")/jobs_http.py" "$(cat "$ROOT/node-127.0.0.1/metrics")" "$(cat "$ROOT/node-127.0.0.1/token")" \
       "$R" "$ROOT/node-127.0.0.1" || fail "jobs_http"
     ;;
+  head_restart)
+    # the head's node daemon dies (SIGKILL: a crash, the OOM killer) while
+    # its GCS runs on: b and c carry on, `raydist start --head` on its ip
+    # starts a node daemon again beside that GCS, the old one's detached
+    # actors are gone (their names free again), and the new head records
+    # new ones that later drivers use
+    "$T" detached_make || fail "head_restart: detached_make"
+    H="$ROOT/node-127.0.0.1"
+    NODE=$(awk '$1 == "node" {print $2}' "$H/pids")
+    GCS_PID=$(cat "$H/gcs.pid")
+    kill -9 "$NODE"
+    # b and c see it die (their views: 2 alive), as the GCS does
+    seen() { for i in $(seq 1 100); do [ "$(metric 127.0.0.2 raydist_cluster_nodes_alive)" = "$1" ] &&
+               [ "$(metric 127.0.0.3 raydist_cluster_nodes_alive)" = "$1" ] && return 0; sleep 0.1; done; return 1; }
+    seen 2 || fail "head_restart: b and c did not see the head die"
+    "$R" status | grep -q "2 nodes alive, 1 dead" || { "$R" status; fail "head_restart: the head's death not seen"; }
+    "$R" start --head --port 0 --node-ip 127.0.0.1 --num-cpus 2 --object-store-memory 700000000 > "$RAYDIST_TMPDIR/again" 2>&1 ||
+      { cat "$RAYDIST_TMPDIR/again"; fail "head_restart: start --head again"; }
+    grep -q "head node started again on 127.0.0.1, beside the GCS at $ADDR" "$RAYDIST_TMPDIR/again" ||
+      { cat "$RAYDIST_TMPDIR/again"; fail "head_restart: what start said"; }
+    [ "$(cat "$H/gcs.pid")" = "$GCS_PID" ] && kill -0 "$GCS_PID" || fail "head_restart: the GCS was replaced"
+    [ "$(awk '$1 == "node"' "$H/pids" | wc -l)" = 1 ] && ! awk '$1 == "node" {print $2}' "$H/pids" | grep -qx "$NODE" ||
+      { cat "$H/pids"; fail "head_restart: pids does not name the new node daemon alone"; }
+    "$R" status > "$RAYDIST_TMPDIR/status"
+    grep -q "3 nodes alive, 1 dead" "$RAYDIST_TMPDIR/status" && grep -Eq "^4 +127.0.0.1 +yes +alive" "$RAYDIST_TMPDIR/status" &&
+      grep -q "^named actors: 0 live, 4 dead" "$RAYDIST_TMPDIR/status" ||
+      { cat "$RAYDIST_TMPDIR/status"; fail "head_restart: status after the restart"; }
+    seen 3 || fail "head_restart: b and c did not see the new head"
+    "$R" start --head --port 0 --node-ip 127.0.0.1 2> "$RAYDIST_TMPDIR/err" && fail "head_restart: a third head started"
+    grep -q "a node already runs on 127.0.0.1" "$RAYDIST_TMPDIR/err" || { cat "$RAYDIST_TMPDIR/err"; fail "head_restart: no reason"; }
+    for phase in detached_make detached_use detached_gone; do
+      "$T" $phase || fail "head_restart: $phase after the restart"
+    done
+    echo "ok: the head's node daemon started again beside GCS pid $GCS_PID; detached actors recorded anew"
+    ;;
   jobs_ray_cli)
     # Ray's own job CLI (ray[default], tests/cluster/ray_cli_venv.sh) against
     # the head's jobs API, as a Ray user points it at a cluster: version
