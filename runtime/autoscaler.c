@@ -729,7 +729,7 @@ static void round_once(void) {
   for (size_t i = 0; i < s.nl; i++)
     for (size_t k = 0; k < s.load[i].ndemand; k++) {
       const rd_gcs_demand *d = &s.load[i].demand[k];
-      dem[nd++] = (rd_as_demand){.shape = d->shape, .sel = d->sel, .count = d->count};
+      dem[nd++] = (rd_as_demand){.shape = d->shape, .sel = d->sel, .count = d->count, .spread_group = d->spread_group};
       if (tl < sizeof(s.demand_text) - 200) {
         char r[160];
         rd_res_format(&d->shape, r, sizeof(r));

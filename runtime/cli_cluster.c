@@ -585,8 +585,10 @@ static void print_waiting(const rd_gcs_node_load *l, size_t n) {
       char r[200];
       rd_res_format(&d->shape, r, sizeof(r));
       if (!any++) printf("\nwaiting for resources (requests no node has room for now):\n");
-      printf("waiting: node %u %s x %u%s%s%s\n", l[i].index, r, d->count, d->sel[0] ? " selector '" : "", d->sel,
+      printf("waiting: node %u %s x %u%s%s%s", l[i].index, r, d->count, d->sel[0] ? " selector '" : "", d->sel,
              d->sel[0] ? "'" : "");
+      if (d->spread_group) printf(" apart (STRICT_SPREAD group %016llx)", (unsigned long long)d->spread_group);
+      printf("\n");
     }
     if (l[i].drain[0]) printf("leaving: node %u %s\n", l[i].index, l[i].drain);
   }

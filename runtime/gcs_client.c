@@ -176,6 +176,7 @@ static void demand_to_msg(const rd_gcs_demand *d, Rd__Gcs__ResourceDemand *m, rd
   m->shape = &rm->msg;
   m->label_selector = (char *)d->sel;
   m->count = d->count;
+  m->spread_group = d->spread_group;
 }
 
 static int demand_from_msg(const Rd__Gcs__ResourceDemand *m, rd_gcs_demand *d) {
@@ -183,6 +184,7 @@ static int demand_from_msg(const Rd__Gcs__ResourceDemand *m, rd_gcs_demand *d) {
   if (rd__res_amounts_from_msg(m->shape, &d->shape) != 0) return RD_EPROTO;
   copy_str(d->sel, sizeof(d->sel), m->label_selector);
   d->count = m->count;
+  d->spread_group = m->spread_group;
   return 0;
 }
 

@@ -71,6 +71,7 @@ typedef struct rd_gcs_demand {
   rd_resources shape;
   char sel[RD_GCS_DEMAND_SEL_MAX];    /* its label selector and fallbacks, "" any node */
   uint32_t count;
+  uint64_t spread_group;              /* not 0: a STRICT_SPREAD group's bundles, one node each */
 } rd_gcs_demand;
 /* What a node says with each heartbeat. */
 typedef struct rd_gcs_load {

@@ -1254,7 +1254,8 @@ int rd__pg_link_frame(node_client *link, const rd__frame *f) {
   return 1;
 }
 
-void rd__pg_demand_each(void (*fn)(void *arg, const rd_resources *shape, const char *sel), void *arg) {
+void rd__pg_demand_each(void (*fn)(void *arg, const rd_resources *shape, const char *sel, uint64_t spread_group),
+                        void *arg) {
   for (pg_rec *p = P.recs; p; p = p->next) {
     /* waiting: it did not fit the last snapshot (kickable), no reservation in flight */
     if (!p->mine || p->txn || !p->kickable || (p->state != PG_PENDING && p->state != PG_RESCHEDULING)) continue;
@@ -1263,14 +1264,14 @@ void rd__pg_demand_each(void (*fn)(void *arg, const rd_resources *shape, const c
     const char *sel = NULL;
     for (size_t i = 0; i < p->n; i++) {
       if (p->node[i]) continue;
-      if (p->strategy != RD_PG_STRICT_PACK) {
-        fn(arg, &p->b[i], p->sel[i]);
+      if (p->strategy != RD_PG_STRICT_PACK) {   /* STRICT_SPREAD: each on a node of its own */
+        fn(arg, &p->b[i], p->sel[i], p->strategy == RD_PG_STRICT_SPREAD ? p->id : 0);
         continue;
       }
       (void)rd_res_add(&sum, &p->b[i]);
       if (!sel) sel = p->sel[i];
     }
-    if (p->strategy == RD_PG_STRICT_PACK && (sum.cpu || sum.gpu || sum.memory || sum.ncustom)) fn(arg, &sum, sel);
+    if (p->strategy == RD_PG_STRICT_PACK && (sum.cpu || sum.gpu || sum.memory || sum.ncustom)) fn(arg, &sum, sel, 0);
   }
 }
 

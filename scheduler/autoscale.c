@@ -9,6 +9,21 @@
 #define MAX_NEW 64   /* nodes started in one round, at most */
 #define MIN_PENDING 5   /* an upscaling speed always lets this many start at once (Ray's floor) */
 
+/* Where a STRICT_SPREAD bundle went this round: slot i < nn a node there,
+ * nn + k the k-th new one. */
+typedef struct as_spread {
+  uint64_t group;
+  size_t slot;
+} as_spread;
+
+/* Whether a bundle of STRICT_SPREAD group g (0: none, never) went to slot
+ * this round: then the group's next one goes elsewhere. */
+static int spread_taken(const as_spread *s, size_t n, uint64_t g, size_t slot) {
+  for (size_t i = 0; g && i < n; i++)
+    if (s[i].group == g && s[i].slot == slot) return 1;
+  return 0;
+}
+
 void rd_as_plan_round(const rd_as_type *types, size_t nt, const rd_as_node *nodes, size_t nn,
                       const rd_as_demand *demand, size_t nd, const rd_resources *req, size_t nreq,
                       const rd_as_opts *o, rd_resources *work, unsigned char *drain, rd_as_plan *out) {
@@ -75,25 +90,32 @@ void rd_as_plan_round(const rd_as_type *types, size_t nt, const rd_as_node *node
   }
   budget = budget + for_req > MAX_NEW ? MAX_NEW : budget + for_req;
 
+  as_spread spread[RD_AS_MAX_SPREAD];
+  size_t nspread = 0;
   uint32_t units = 0;
   for (size_t d = 0; d < nd; d++) {
     const rd_resources *shape = &demand[d].shape;
     const char *sel = demand[d].sel;
+    uint64_t g = demand[d].spread_group;
     for (uint32_t c = 0; c < demand[d].count && units < RD_AS_MAX_UNITS; c++, units++) {
       int placed = 0;
+      size_t slot = 0;
       for (size_t i = 0; i < nn && !placed; i++) {
         const rd_as_node *n = &nodes[i];
-        if (n->draining) continue;
+        if (n->draining || spread_taken(spread, nspread, g, i)) continue;
         const char *labels = n->starting && n->type >= 0 && (size_t)n->type < nt ? types[n->type].labels : n->labels;
         if (!rd_labels_match(labels, sel) || !rd_res_fits(&work[i], shape)) continue;
         rd_res_take(&work[i], shape);
         drain[i] = 2;   /* has work coming: not let go this round */
         placed = 1;
+        slot = i;
       }
       for (int k = 0; k < nnew && !placed; k++)
-        if (rd_labels_match(types[room_type[k]].labels, sel) && rd_res_fits(&room[k], shape)) {
+        if (!spread_taken(spread, nspread, g, nn + (size_t)k) && rd_labels_match(types[room_type[k]].labels, sel) &&
+            rd_res_fits(&room[k], shape)) {
           rd_res_take(&room[k], shape);
           placed = 1;
+          slot = nn + (size_t)k;
         }
       int could = 0;
       for (size_t t = 0; t < nt && !placed; t++) {
@@ -103,8 +125,13 @@ void rd_as_plan_round(const rd_as_type *types, size_t nt, const rd_as_node *node
         out->launch[t]++;
         room[nnew] = types[t].res;
         rd_res_take(&room[nnew], shape);
+        slot = nn + (size_t)nnew;
         room_type[nnew++] = (int)t;
         placed = 1;
+      }
+      if (placed && g && nspread < RD_AS_MAX_SPREAD) {
+        spread[nspread].group = g;
+        spread[nspread++].slot = slot;
       }
       if (placed) {
         out->packed++;

@@ -8,7 +8,8 @@
  * totals (however busy) and then onto new nodes, outside the launch
  * budget; nodes that hold some of it are kept.
  * Demand is packed onto what the cluster has free now and what the
- * nodes already starting will have (first fit, labels matched); what is
+ * nodes already starting will have (first fit, labels matched, a STRICT_SPREAD
+ * group's bundles onto distinct nodes, RD_AS_MAX_SPREAD of them a round); what is
  * left starts nodes of the first kind, in the order given, that could run
  * it and is under its max_workers, at most max_launch nodes a round and,
  * with an upscaling speed, at most max(5, speed x the nodes there) starting
@@ -26,6 +27,7 @@
 
 #define RD_AS_MAX_TYPES 16
 #define RD_AS_MAX_UNITS 10000   /* requests packed in one round; more wait for the next */
+#define RD_AS_MAX_SPREAD 512    /* STRICT_SPREAD bundles kept apart in one round; more are packed as others */
 
 typedef struct rd_as_type {
   const char *name;
@@ -49,6 +51,7 @@ typedef struct rd_as_demand {
   rd_resources shape;
   const char *sel;           /* label selector with fallbacks; NULL or "": any node */
   uint32_t count;
+  uint64_t spread_group;     /* not 0: a STRICT_SPREAD group's bundles: no two of the same group on one node */
 } rd_as_demand;
 
 typedef struct rd_as_opts {

@@ -4646,11 +4646,13 @@ static int node_has_label(uint32_t idx, const char *kv) {
  * once idle, and warm stay. */
 static int t_autoscale(void) {
   join();
-  /* a group only two big nodes can hold (STRICT_SPREAD): it waits while
-   * the autoscaler starts them; three such bundles, more than max_workers
-   * can ever give, are refused at once */
-  rd_bundle bu[3] = {{.num_cpus = 1, .resources = "big=1"}, {.num_cpus = 1, .resources = "big=1"},
-                     {.num_cpus = 1, .resources = "big=1"}};
+  /* a group only two big nodes can hold (STRICT_SPREAD, though both
+   * bundles would fit one: the autoscaler keeps them apart, or it would
+   * start one node and wait on it for good): it waits while the autoscaler
+   * starts them; three such bundles, more than max_workers can ever give,
+   * are refused at once */
+  rd_bundle bu[3] = {{.num_cpus = 0.5, .resources = "big=0.5"}, {.num_cpus = 0.5, .resources = "big=0.5"},
+                     {.num_cpus = 0.5, .resources = "big=0.5"}};
   rd_pg pg;
   double tp = now_s();
   CHECK_EQ(rd_pg_create(bu, 3, RD_PG_STRICT_SPREAD, NULL, &pg), RD_EINFEASIBLE);
@@ -4667,6 +4669,7 @@ static int t_autoscale(void) {
   rd_task_opts_init(&o);
   o.placement_group = pg;
   o.bundle_index = 1;
+  o.num_cpus = 0.5;   /* what the bundle holds */
   rd_ref pr;
   CHECK_EQ(rd_submit(where, RD_NO_ARGS, &o, &pr), 0);
   CHECK_EQ(node_of(pr), info.bundle_nodes[1]);

@@ -1,8 +1,8 @@
 /* tests/sched/test_autoscale.c - the autoscaler's policy: min_workers,
  * demand packed onto free and starting nodes before new ones, kinds tried
  * in order with their labels and max_workers, the launch budget and the
- * upscaling speed, demand no kind can run, and which idle nodes are let go
- * (a kind's own idle timeout too). */
+ * upscaling speed, demand no kind can run, which idle nodes are let go
+ * (a kind's own idle timeout too), and STRICT_SPREAD groups kept apart. */
 #include <string.h>
 
 #include "../check.h"
@@ -176,6 +176,35 @@ int main(void) {
   up.upscaling_speed = 3.0;
   rd_as_plan_round(w1, 1, nodes, 8, &lots, 1, NULL, 0, &up, work, drain, &p);
   CHECK_EQ(p.nlaunch, 10);  /* max_launch still bounds a round */
+
+  /* a STRICT_SPREAD group's bundles go to distinct nodes: four one-CPU
+   * bundles and nodes of 4 CPUs start four nodes in one round (as one
+   * group without the spread: one node); an idle node there takes one of
+   * them, not two; two groups may share nodes */
+  rd_as_type w4[1] = {{.name = "w4", .res = res(4, 0), .labels = "raydist.io/node-type=w4", .max_workers = 10}};
+  rd_as_opts fast = {.idle_timeout_ms = 5000, .max_launch = 10};
+  rd_as_demand grp = {.shape = res(1, 0), .count = 4, .spread_group = 0x77};
+  rd_as_plan_round(w4, 1, NULL, 0, &grp, 1, NULL, 0, &fast, work, drain, &p);
+  CHECK_EQ(p.nlaunch, 4);
+  CHECK_EQ(p.packed, 4);
+  grp.spread_group = 0;
+  rd_as_plan_round(w4, 1, NULL, 0, &grp, 1, NULL, 0, &fast, work, drain, &p);
+  CHECK_EQ(p.nlaunch, 1);
+  grp.spread_group = 0x77;
+  nodes[0] = live(0, res(4, 0), w4[0].labels, 0);
+  rd_as_plan_round(w4, 1, nodes, 1, &grp, 1, NULL, 0, &fast, work, drain, &p);
+  CHECK_EQ(p.nlaunch, 3);
+  rd_as_demand two[2] = {{.shape = res(1, 0), .count = 2, .spread_group = 1},
+                         {.shape = res(2, 0), .count = 2, .spread_group = 2}};
+  rd_as_plan_round(w4, 1, NULL, 0, two, 2, NULL, 0, &fast, work, drain, &p);
+  CHECK_EQ(p.nlaunch, 2);   /* 1 + 2 CPUs on each of two nodes */
+  CHECK_EQ(p.packed, 4);
+  fast.max_launch = 2;      /* a group larger than a round's launches: what fits starts now */
+  grp.count = 3;
+  rd_as_plan_round(w4, 1, NULL, 0, &grp, 1, NULL, 0, &fast, work, drain, &p);
+  CHECK_EQ(p.nlaunch, 2);
+  CHECK_EQ(p.packed, 2);
+  CHECK_EQ(p.capped, 1);
   printf("ok\n");
   return 0;
 }
