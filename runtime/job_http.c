@@ -364,12 +364,18 @@ static int pkg_find(const char *uri, char *path, size_t len, char *why, size_t w
   return 0;
 }
 
+/* NAME in /api/packages/gcs/NAME, or NULL for another path. */
+static const char *pkg_of(const char *path) {
+  static const char pre[] = "/api/packages/gcs/";
+  return strncmp(path, pre, sizeof(pre) - 1) ? NULL : path + sizeof(pre) - 1;
+}
+
 /* GET /api/packages/gcs/NAME: whether this node has it (then kept for
  * another JH_PKG_TTL_S: Ray's SDK asks, then submits). */
 static void pkg_get(const char *path, rd__http_reply reply, void *arg) {
   char why[300], file[900];
-  const char *name = path + strlen("/api/packages/gcs/");
-  if (strncmp(path, "/api/packages/gcs/", 18) != 0 || pkg_name_ok(name, why, sizeof(why)) != 0) {
+  const char *name = pkg_of(path);
+  if (!name || pkg_name_ok(name, why, sizeof(why)) != 0) {
     fail(reply, arg, 404, "no such package: /api/packages/gcs/NAME");
     return;
   }
@@ -398,8 +404,8 @@ rd__pkg_put *rd__job_http_pkg_begin(const char *path, const char *auth, uint64_t
                                     void *arg) {
   if (!authorized(auth, reply, arg)) return NULL;
   char why[300];
-  const char *name = path + strlen("/api/packages/gcs/");
-  if (strncmp(path, "/api/packages/gcs/", 18) != 0) {
+  const char *name = pkg_of(path);
+  if (!name) {
     fail(reply, arg, 400, "only gcs packages are uploaded here: PUT /api/packages/gcs/NAME, as Ray's SDK does");
     return NULL;
   }
