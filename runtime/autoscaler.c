@@ -714,7 +714,7 @@ static void round_once(void) {
     if (n->state != RD_GCS_NODE_ALIVE) continue;
     const rd_gcs_node_load *ld = load_of(&s, n->index);
     int t = type_of(n);
-    pn[np] = (rd_as_node){.type = t, .avail = n->avail, .total = n->total, .labels = n->labels,
+    pn[np] = (rd_as_node){.index = n->index, .type = t, .avail = n->avail, .total = n->total, .labels = n->labels,
                           .idle_ms = ld ? ld->idle_ms : 0, .draining = ld && ld->drain[0]};
     if (t >= 0) alive[t]++;
     pidx[np++] = n->index;
@@ -729,7 +729,8 @@ static void round_once(void) {
   for (size_t i = 0; i < s.nl; i++)
     for (size_t k = 0; k < s.load[i].ndemand; k++) {
       const rd_gcs_demand *d = &s.load[i].demand[k];
-      dem[nd++] = (rd_as_demand){.shape = d->shape, .sel = d->sel, .count = d->count, .spread_group = d->spread_group};
+      dem[nd++] = (rd_as_demand){.shape = d->shape, .sel = d->sel, .count = d->count, .spread_group = d->spread_group,
+                                 .avoid = d->avoid, .navoid = d->navoid};
       if (tl < sizeof(s.demand_text) - 200) {
         char r[160];
         rd_res_format(&d->shape, r, sizeof(r));

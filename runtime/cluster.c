@@ -743,7 +743,7 @@ static void node_shutdown_now(void);
  * RD_GCS_DEMAND_MAX); returns the new n.  Those with a selector too long
  * to report are left out. */
 static size_t demand_add(rd_gcs_demand *d, size_t n, const rd_resources *res, const char *sel, uint32_t count,
-                         uint64_t group) {
+                         uint64_t group, const uint32_t *avoid, size_t navoid) {
   if (!sel) sel = "";
   if (strlen(sel) >= RD_GCS_DEMAND_SEL_MAX) return n;
   for (size_t i = 0; i < n; i++)
@@ -757,6 +757,8 @@ static size_t demand_add(rd_gcs_demand *d, size_t n, const rd_resources *res, co
   snprintf(d[n].sel, sizeof(d[n].sel), "%s", sel);
   d[n].count = count;
   d[n].spread_group = group;
+  d[n].navoid = navoid < RD_GCS_DEMAND_AVOID_MAX ? (uint32_t)navoid : RD_GCS_DEMAND_AVOID_MAX;
+  if (d[n].navoid) memcpy(d[n].avoid, avoid, d[n].navoid * sizeof(*avoid));
   return n + 1;
 }
 
@@ -766,9 +768,10 @@ typedef struct demand_acc {
 } demand_acc;
 
 /* A placement-group bundle that waits for room (rd__pg_demand_each). */
-static void demand_pg(void *arg, const rd_resources *shape, const char *sel, uint64_t spread_group) {
+static void demand_pg(void *arg, const rd_resources *shape, const char *sel, uint64_t spread_group,
+                      const uint32_t *avoid, size_t navoid) {
   demand_acc *a = arg;
-  a->n = demand_add(a->d, a->n, shape, sel, 1, spread_group);
+  a->n = demand_add(a->d, a->n, shape, sel, 1, spread_group, avoid, navoid);
 }
 
 /* What this node reports as demand: requests queued here RD_CL_DEMAND_NS
@@ -783,15 +786,15 @@ static size_t demand_fill(rd_gcs_demand *d, uint64_t now) {
   size_t n = 0;
   for (rd_sched_item *it = N.queue.head; it; it = it->next) {
     const lease_req *r = it->data;
-    if (now - r->queued_ns >= RD_CL_DEMAND_NS) n = demand_add(d, n, &it->req, r->sel, 1, 0);
+    if (now - r->queued_ns >= RD_CL_DEMAND_NS) n = demand_add(d, n, &it->req, r->sel, 1, 0, NULL, 0);
   }
   for (const cl_rreq *q = C.rreqs; q; q = q->next)
-    if (!q->target && !q->pg_id) n = demand_add(d, n, &q->res, q->req.label_selector, 1, 0);
+    if (!q->target && !q->pg_id) n = demand_add(d, n, &q->res, q->req.label_selector, 1, 0, NULL, 0);
   for (const node_actor *a = N.actors; a; a = a->next)
-    if (a->launch_wait && a->state == A_PENDING) n = demand_add(d, n, &a->res, a->sel, 1, 0);
+    if (a->launch_wait && a->state == A_PENDING) n = demand_add(d, n, &a->res, a->sel, 1, 0, NULL, 0);
   for (const node_client *c = N.clients; c; c = c->next)
     for (size_t i = 0; !c->dead && i < c->nbacklog; i++)
-      n = demand_add(d, n, &c->backlog[i].shape, c->backlog[i].sel, c->backlog[i].count, 0);
+      n = demand_add(d, n, &c->backlog[i].shape, c->backlog[i].sel, c->backlog[i].count, 0, NULL, 0);
   demand_acc acc = {d, n};
   rd__pg_demand_each(demand_pg, &acc);
   return acc.n;

@@ -478,6 +478,11 @@ static int check_demand(rd__rpc_call *call, Rd__Gcs__ResourceDemand *const *d, s
   for (size_t i = 0; i < n; i++) {
     int rc = check_res(call, d[i]->shape, "demand");
     if (rc) return rc;
+    if (d[i]->n_avoid_nodes > RD_GCS_DEMAND_AVOID_MAX) {
+      rd__rpc_fail(call, "heartbeat: a demand avoids %zu nodes (at most %d)", d[i]->n_avoid_nodes,
+                   RD_GCS_DEMAND_AVOID_MAX);
+      return RD_EINVAL;
+    }
     if (d[i]->label_selector && !str_ok(d[i]->label_selector, RD_LABEL_ALTS_LEN)) {
       rd__rpc_fail(call, "heartbeat: a demand's label selector is longer than %d bytes", RD_LABEL_ALTS_LEN - 1);
       return RD_EINVAL;

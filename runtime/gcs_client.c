@@ -177,6 +177,8 @@ static void demand_to_msg(const rd_gcs_demand *d, Rd__Gcs__ResourceDemand *m, rd
   m->label_selector = (char *)d->sel;
   m->count = d->count;
   m->spread_group = d->spread_group;
+  m->n_avoid_nodes = d->navoid < RD_GCS_DEMAND_AVOID_MAX ? d->navoid : RD_GCS_DEMAND_AVOID_MAX;
+  m->avoid_nodes = (uint32_t *)d->avoid;
 }
 
 static int demand_from_msg(const Rd__Gcs__ResourceDemand *m, rd_gcs_demand *d) {
@@ -185,6 +187,8 @@ static int demand_from_msg(const Rd__Gcs__ResourceDemand *m, rd_gcs_demand *d) {
   copy_str(d->sel, sizeof(d->sel), m->label_selector);
   d->count = m->count;
   d->spread_group = m->spread_group;
+  d->navoid = m->n_avoid_nodes < RD_GCS_DEMAND_AVOID_MAX ? (uint32_t)m->n_avoid_nodes : RD_GCS_DEMAND_AVOID_MAX;
+  if (d->navoid) memcpy(d->avoid, m->avoid_nodes, d->navoid * sizeof(uint32_t));
   return 0;
 }
 

@@ -67,11 +67,14 @@ int rd_gcs_heartbeat_code(rd_gcs *g, uint32_t index, const rd_resources *avail, 
 /* Requests of one shape a node cannot run now (the autoscaler's demand). */
 #define RD_GCS_DEMAND_MAX 16          /* shapes in one report */
 #define RD_GCS_DEMAND_SEL_MAX 256     /* a longer selector's requests are not reported */
+#define RD_GCS_DEMAND_AVOID_MAX 16    /* nodes a STRICT_SPREAD group's waiting bundles avoid, reported */
 typedef struct rd_gcs_demand {
   rd_resources shape;
   char sel[RD_GCS_DEMAND_SEL_MAX];    /* its label selector and fallbacks, "" any node */
   uint32_t count;
   uint64_t spread_group;              /* not 0: a STRICT_SPREAD group's bundles, one node each */
+  uint32_t avoid[RD_GCS_DEMAND_AVOID_MAX];   /* ... and not on these nodes, which hold its others */
+  uint32_t navoid;
 } rd_gcs_demand;
 /* What a node says with each heartbeat. */
 typedef struct rd_gcs_load {

@@ -1254,7 +1254,8 @@ int rd__pg_link_frame(node_client *link, const rd__frame *f) {
   return 1;
 }
 
-void rd__pg_demand_each(void (*fn)(void *arg, const rd_resources *shape, const char *sel, uint64_t spread_group),
+void rd__pg_demand_each(void (*fn)(void *arg, const rd_resources *shape, const char *sel, uint64_t spread_group,
+                                   const uint32_t *avoid, size_t navoid),
                         void *arg) {
   for (pg_rec *p = P.recs; p; p = p->next) {
     /* waiting: it did not fit the last snapshot (kickable), no reservation in flight */
@@ -1262,16 +1263,20 @@ void rd__pg_demand_each(void (*fn)(void *arg, const rd_resources *shape, const c
     rd_resources sum;
     memset(&sum, 0, sizeof(sum));
     const char *sel = NULL;
+    uint32_t held[PG_MAX];   /* STRICT_SPREAD: the nodes its reserved bundles hold, where the rest may not go */
+    size_t nheld = 0;
+    for (size_t i = 0; p->strategy == RD_PG_STRICT_SPREAD && i < p->n; i++)
+      if (p->node[i]) held[nheld++] = p->node[i];
     for (size_t i = 0; i < p->n; i++) {
       if (p->node[i]) continue;
       if (p->strategy != RD_PG_STRICT_PACK) {   /* STRICT_SPREAD: each on a node of its own */
-        fn(arg, &p->b[i], p->sel[i], p->strategy == RD_PG_STRICT_SPREAD ? p->id : 0);
+        fn(arg, &p->b[i], p->sel[i], p->strategy == RD_PG_STRICT_SPREAD ? p->id : 0, held, nheld);
         continue;
       }
       (void)rd_res_add(&sum, &p->b[i]);
       if (!sel) sel = p->sel[i];
     }
-    if (p->strategy == RD_PG_STRICT_PACK && (sum.cpu || sum.gpu || sum.memory || sum.ncustom)) fn(arg, &sum, sel, 0);
+    if (p->strategy == RD_PG_STRICT_PACK && (sum.cpu || sum.gpu || sum.memory || sum.ncustom)) fn(arg, &sum, sel, 0, NULL, 0);
   }
 }
 

@@ -45,10 +45,12 @@ void rd__pg_kick(void);
 int rd__pg_link_frame(node_client *link, const rd__frame *f);
 void rd__pg_view_changed(void);
 /* The autoscaler's demand from groups recorded here that wait for room:
- * fn(arg, shape, selector, spread_group) once per bundle not reserved (a
- * STRICT_PACK group's bundles once, together; a STRICT_SPREAD group's with
- * its id as spread_group, else 0). */
-void rd__pg_demand_each(void (*fn)(void *arg, const rd_resources *shape, const char *sel, uint64_t spread_group),
+ * fn(arg, shape, selector, spread_group, avoid, navoid) once per bundle not
+ * reserved (a STRICT_PACK group's bundles once, together; a STRICT_SPREAD
+ * group's with its id as spread_group, else 0, and the nodes that hold its
+ * reserved bundles as avoid). */
+void rd__pg_demand_each(void (*fn)(void *arg, const rd_resources *shape, const char *sel, uint64_t spread_group,
+                                   const uint32_t *avoid, size_t navoid),
                         void *arg);
 /* Bundle `index` of pg reserved here and usable, or NULL. */
 node_bundle *rd__pg_bundle_here(uint64_t pg_id, int index);

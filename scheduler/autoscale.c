@@ -97,6 +97,12 @@ void rd_as_plan_round(const rd_as_type *types, size_t nt, const rd_as_node *node
     const rd_resources *shape = &demand[d].shape;
     const char *sel = demand[d].sel;
     uint64_t g = demand[d].spread_group;
+    for (size_t a = 0; g && a < demand[d].navoid; a++)   /* its other bundles' nodes: taken */
+      for (size_t i = 0; i < nn && nspread < RD_AS_MAX_SPREAD; i++)
+        if (nodes[i].index && nodes[i].index == demand[d].avoid[a] && !spread_taken(spread, nspread, g, i)) {
+          spread[nspread].group = g;
+          spread[nspread++].slot = i;
+        }
     for (uint32_t c = 0; c < demand[d].count && units < RD_AS_MAX_UNITS; c++, units++) {
       int placed = 0;
       size_t slot = 0;

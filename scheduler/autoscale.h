@@ -38,6 +38,7 @@ typedef struct rd_as_type {
 } rd_as_type;
 
 typedef struct rd_as_node {
+  uint32_t index;            /* a live node's index in the cluster (0: not known, or starting) */
   int type;                  /* index into the kinds; -1: not the autoscaler's */
   int starting;              /* launched, not in the cluster yet: all of its type's resources will be free */
   rd_resources avail;        /* a live node's free resources (its last heartbeat) */
@@ -52,6 +53,8 @@ typedef struct rd_as_demand {
   const char *sel;           /* label selector with fallbacks; NULL or "": any node */
   uint32_t count;
   uint64_t spread_group;     /* not 0: a STRICT_SPREAD group's bundles: no two of the same group on one node */
+  const uint32_t *avoid;     /* with spread_group: the nodes (rd_as_node.index) holding its other bundles */
+  size_t navoid;
 } rd_as_demand;
 
 typedef struct rd_as_opts {

@@ -4673,6 +4673,30 @@ static int t_autoscale(void) {
   rd_ref pr;
   CHECK_EQ(rd_submit(where, RD_NO_ARGS, &o, &pr), 0);
   CHECK_EQ(node_of(pr), info.bundle_nodes[1]);
+  /* the node of bundle 1 dies: the bundle would fit beside bundle 0 on the
+   * other big node, but not for STRICT_SPREAD, so a third big node starts
+   * for it and the group is reserved again there */
+  uint32_t keep = info.bundle_nodes[0], lost = info.bundle_nodes[1];
+  rd_node_desc nd[16];
+  size_t nn = 0;
+  char lost_ip[64] = "";
+  CHECK_EQ(rd_nodes(nd, 16, &nn), 0);
+  for (size_t i = 0; i < nn; i++)
+    if (nd[i].index == lost) snprintf(lost_ip, sizeof(lost_ip), "%s", nd[i].ip);
+  int lpid = node_pid(lost_ip);
+  CHECK(lpid > 0);
+  CHECK_EQ(kill(lpid, SIGKILL), 0);
+  tp = now_s();
+  int again = 0;
+  while (!again && now_s() - tp < 60) {
+    usleep(100000);
+    again = rd_pg_info_get(pg, &info) == 0 && info.state == RD_PG_STATE_CREATED && info.bundle_nodes[0] == keep &&
+            info.bundle_nodes[1] && info.bundle_nodes[1] != lost && info.bundle_nodes[1] != keep;
+  }
+  printf("bundle 1 reserved again on autoscaled node %u %.1f s after node %u died\n", info.bundle_nodes[1],
+         now_s() - tp, lost);
+  CHECK(again);
+  CHECK(node_has_label(info.bundle_nodes[1], "raydist.io/node-type=big"));
   CHECK_EQ(rd_pg_remove(pg), 0);
 
   rd_task_opts_init(&o);

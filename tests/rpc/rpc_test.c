@@ -411,6 +411,9 @@ static int t_gcs_autoscale(void) {
   snprintf(d[1].sel, sizeof(d[1].sel), "zone=a;zone=b");
   d[1].count = 1;
   d[1].spread_group = 0x1234567890abcdefull;   /* a STRICT_SPREAD group's bundles */
+  d[1].avoid[0] = 3;
+  d[1].avoid[1] = 9;
+  d[1].navoid = 2;
   rd_gcs_load la = {.avail = &a.total, .demand = d, .ndemand = 2};
   rd_gcs_load lb = {.avail = &b.total, .idle_ms = 4200};
   char drain[128] = "x";
@@ -427,6 +430,8 @@ static int t_gcs_autoscale(void) {
       CHECK_EQ(rd_res_get_custom(&ld[i].demand[0].shape, "big"), RD_RES_UNIT);
       CHECK(!strcmp(ld[i].demand[1].sel, "zone=a;zone=b") && ld[i].demand[1].shape.cpu == 2 * RD_RES_UNIT);
       CHECK(ld[i].demand[0].spread_group == 0 && ld[i].demand[1].spread_group == 0x1234567890abcdefull);
+      CHECK(ld[i].demand[0].navoid == 0 && ld[i].demand[1].navoid == 2 && ld[i].demand[1].avoid[0] == 3 &&
+            ld[i].demand[1].avoid[1] == 9);
     } else {
       CHECK(ld[i].index == ib && ld[i].ndemand == 0 && ld[i].idle_ms == 4200 && !ld[i].drain[0]);
     }

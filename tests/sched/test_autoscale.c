@@ -199,6 +199,23 @@ int main(void) {
   rd_as_plan_round(w4, 1, NULL, 0, two, 2, NULL, 0, &fast, work, drain, &p);
   CHECK_EQ(p.nlaunch, 2);   /* 1 + 2 CPUs on each of two nodes */
   CHECK_EQ(p.packed, 4);
+  /* a group that lost a bundle (its node died): the nodes holding its
+   * others are avoided though they have room, so a node starts for it;
+   * a node of the kind without one of its bundles takes it instead */
+  uint32_t holds[1] = {7};
+  rd_as_demand lost = {.shape = res(1, 0), .count = 1, .spread_group = 0x77, .avoid = holds, .navoid = 1};
+  nodes[0] = live(0, res(3, 0), w4[0].labels, 0);
+  nodes[0].index = 7;
+  rd_as_plan_round(w4, 1, nodes, 1, &lost, 1, NULL, 0, &fast, work, drain, &p);
+  CHECK_EQ(p.nlaunch, 1);
+  nodes[1] = live(0, res(4, 0), w4[0].labels, 0);
+  nodes[1].index = 8;
+  rd_as_plan_round(w4, 1, nodes, 2, &lost, 1, NULL, 0, &fast, work, drain, &p);
+  CHECK_EQ(p.nlaunch, 0);
+  CHECK_EQ(p.packed, 1);
+  lost.navoid = 0;          /* (without the avoid list it would go on 7, and wait there for good) */
+  rd_as_plan_round(w4, 1, nodes, 1, &lost, 1, NULL, 0, &fast, work, drain, &p);
+  CHECK_EQ(p.nlaunch, 0);
   fast.max_launch = 2;      /* a group larger than a round's launches: what fits starts now */
   grp.count = 3;
   rd_as_plan_round(w4, 1, NULL, 0, &grp, 1, NULL, 0, &fast, work, drain, &p);
