@@ -227,6 +227,47 @@ static int pack_dir(const char *dir, char *out, size_t len) {
   return 0;
 }
 
+/* The keeper's second child, in the program's process group (pgid pg):
+ * when the keeper is killed outright (nothing closes the pipe it holds in
+ * order: the kernel does), it ends the whole group, SIGTERM and SIGKILL 5 s
+ * later, as `job stop` would, where PR_SET_PDEATHSIG reaches the program
+ * alone.  It ignores the SIGTERM a stop sends the group.  The write end of
+ * its pipe, for the keeper to write one byte to before it exits (the
+ * reaper then leaves), or -1 when there is none (no pipe, no fork). */
+static int group_reaper(pid_t pg, const sigset_t *mask) {
+  setpgid(pg, pg);   /* as the program does itself: the group exists before the reaper joins it */
+  int fds[2];
+  if (pipe2(fds, O_CLOEXEC) != 0) return -1;
+  pid_t r = fork();
+  if (r < 0) {
+    close(fds[0]);
+    close(fds[1]);
+    return -1;
+  }
+  if (r > 0) {
+    close(fds[0]);
+    return fds[1];
+  }
+  /* the reaper: only its end of the pipe (and the log as stdout) kept, so
+   * that it holds no job pipe open */
+  for (int fd = 3; fd < 1024; fd++)
+    if (fd != fds[0]) close(fd);
+  signal(SIGTERM, SIG_IGN);
+  signal(SIGINT, SIG_IGN);
+  signal(SIGHUP, SIG_IGN);
+  sigprocmask(SIG_SETMASK, mask, NULL);
+  if (setpgid(0, pg) != 0) _exit(0);   /* the program has gone already */
+  char c;
+  ssize_t n;
+  while ((n = read(fds[0], &c, 1)) < 0 && errno == EINTR) {
+  }
+  if (n == 0 && kill(-pg, SIGTERM) == 0) {   /* the keeper went without a word */
+    sleep(5);
+    kill(-pg, SIGKILL);   /* what ignored the SIGTERM, and this process, which is in the group */
+  }
+  _exit(0);
+}
+
 /* 0 and the new job's id in *id_out, or 1 with a message */
 static int job_submit(const char *dir, const char *name, char **argv, int argc, const submit_opts *so, int *id_out) {
   char jobs[700], jd[800], f[900];
@@ -324,6 +365,7 @@ static int job_submit(const char *dir, const char *name, char **argv, int argc, 
       fprintf(stderr, "raydist job: cannot run %s: %s\n", so->exe ? so->exe : argv[0], strerror(errno));
       _exit(127);
     }
+    int alive = p > 0 ? group_reaper(p, &old) : -1;
     char msg[64];
     snprintf(msg, sizeof(msg), "%d\n", (int)p);
     if (write(ready[1], msg, strlen(msg)) < 0) { /* the submitter reports it */
@@ -348,6 +390,9 @@ static int job_submit(const char *dir, const char *name, char **argv, int argc, 
     snprintf(f, sizeof(f), "%s/status", jd);
     write_file(f, text);
     if (out[0] >= 0) rd__job_log_rest(&jl, out[0]);   /* what its children still write */
+    signal(SIGPIPE, SIG_IGN);   /* a reaper a stop's SIGKILL took: no one to tell */
+    if (alive >= 0 && write(alive, "x", 1) < 0) { /* the reaper stands down */
+    }
     _exit(0);
   }
   close(ready[1]);

@@ -640,15 +640,19 @@ PY
     grep -q "^signal=15" "$ROOT/node-127.0.0.1/jobs/$KT/status" || fail "jobs: no status from the keeper told to end"
     still_runs "$KT_PID" "$KT_START" && fail "jobs: kterm's process lives on"
     # its keeper killed outright: the program goes at once (not at its next
-    # write into the closed pipe, which may never come), and the job is
-    # failed with the reason
-    KK=$(quiet_job kkill)
+    # write into the closed pipe, which may never come), and what it
+    # started in its group too; the job is failed with the reason
+    KK=$("$R" job submit --name kkill -- /bin/sh -c 'sleep 300 & echo "child $!"; echo up; while :; do sleep 0.1; done' | job_id)
     wait_up "$KK" || fail "jobs: job kkill did not start"
     KK_PID=$("$R" job list | awk -v id="$KK" '$1 == id {print $4}')
     KK_START=$(proc_start "$KK_PID")
+    KC_PID=$("$R" job logs "$KK" | sed -n 's/^child //p')
+    KC_START=$(proc_start "$KC_PID")
+    [ -n "$KC_START" ] || fail "jobs: kkill's child $KC_PID is not running"
     kill -KILL "$(keeper_of "$KK")"
-    for i in $(seq 1 50); do still_runs "$KK_PID" "$KK_START" || break; sleep 0.1; done
+    for i in $(seq 1 50); do still_runs "$KK_PID" "$KK_START" || still_runs "$KC_PID" "$KC_START" || break; sleep 0.1; done
     still_runs "$KK_PID" "$KK_START" && fail "jobs: the program of a killed keeper lives on"
+    still_runs "$KC_PID" "$KC_START" && fail "jobs: what the program of a killed keeper started lives on"
     "$R" job status "$KK" | grep -qx "job $KK: FAILED (its keeper was killed: status unknown)" ||
       { "$R" job status "$KK"; fail "jobs: status of a job whose keeper was killed"; }
     # bad input: clear errors, nothing done
