@@ -315,6 +315,15 @@ static int authorized(const char *auth, rd__http_reply reply, void *arg) {
 
 static void pkg_dir(char *out, size_t len) { snprintf(out, len, "%s/packages", N.opts.session_dir); }
 
+/* The file of package name into out; 0 when it is there (marked used: kept
+ * another JH_PKG_TTL_S), else -1. */
+static int pkg_file(const char *name, char *out, size_t len) {
+  char d[700];
+  pkg_dir(d, sizeof(d));
+  snprintf(out, len, "%s/%s", d, name);
+  return utimensat(AT_FDCWD, out, NULL, 0) == 0 ? 0 : -1;
+}
+
 /* NAME of a package (what follows gcs:// or /api/packages/gcs/) checked:
  * 0, or -1 with why. */
 static int pkg_name_ok(const char *name, char *why, size_t len) {
@@ -354,10 +363,7 @@ static int pkg_find(const char *uri, char *path, size_t len, char *why, size_t w
              "uploads a local directory as one): not '%.100s'", uri);
     return -1;
   }
-  char d[700];
-  pkg_dir(d, sizeof(d));
-  snprintf(path, len, "%s/%s", d, name);
-  if (utimensat(AT_FDCWD, path, NULL, 0) != 0) {   /* used now: kept another JH_PKG_TTL_S */
+  if (pkg_file(name, path, len) != 0) {
     snprintf(why, wlen, "no package %.100s on this node (upload it with PUT /api/packages/gcs/%.100s)", uri, name);
     return -1;
   }
@@ -379,11 +385,9 @@ static void pkg_get(const char *path, rd__http_reply reply, void *arg) {
     fail(reply, arg, 404, "no such package: /api/packages/gcs/NAME");
     return;
   }
-  char uri[256], d[700];
+  char uri[256];
   snprintf(uri, sizeof(uri), "gcs://%s", name);
-  pkg_dir(d, sizeof(d));
-  snprintf(file, sizeof(file), "%s/%s", d, name);
-  if (utimensat(AT_FDCWD, file, NULL, 0) != 0) {
+  if (pkg_file(name, file, sizeof(file)) != 0) {
     fail(reply, arg, 404, "no package %s on this node", uri);
     return;
   }
@@ -494,13 +498,11 @@ static size_t utf8_cut(const unsigned char *p, size_t n) {
   for (size_t back = 1; back <= 3 && back <= n; back++) {
     unsigned char c = p[n - back];
     if ((c & 0xc0) == 0x80) continue;   /* a continuation: look further back */
-    size_t k = c >= 0xc2 && c <= 0xdf ? 2 : c >= 0xe0 && c <= 0xef ? 3 : c >= 0xf0 && c <= 0xf4 ? 4 : 0;
+    size_t k = rd_json_utf8_need(c);
     return k > back ? back : 0;
   }
   return 0;
 }
-
-static void tail_fire(void *p);
 
 static void tail_free(rd__job_tail *t) {
   nwaiting--;

@@ -20,9 +20,13 @@ typedef struct jp {
   const char *err;
 } jp;
 
+size_t rd_json_utf8_need(unsigned char c) {
+  return c >= 0xc2 && c <= 0xdf ? 2 : c >= 0xe0 && c <= 0xef ? 3 : c >= 0xf0 && c <= 0xf4 ? 4 : 0;
+}
+
 size_t rd_json_utf8_len(const unsigned char *s, size_t n) {
   unsigned char c = s[0];
-  size_t k = c >= 0xc2 && c <= 0xdf ? 2 : c >= 0xe0 && c <= 0xef ? 3 : c >= 0xf0 && c <= 0xf4 ? 4 : 0;
+  size_t k = rd_json_utf8_need(c);
   if (!k || k > n) return 0;
   for (size_t i = 1; i < k; i++)
     if ((s[i] & 0xc0) != 0x80) return 0;

@@ -33,6 +33,9 @@ rd_json *rd_json_parse(const char *s, size_t len, char *why, size_t whylen);
  * bytes there), or 0 when there is none (an ASCII byte, a stray or
  * missing continuation, an overlong form, a surrogate, past U+10FFFF). */
 size_t rd_json_utf8_len(const unsigned char *s, size_t n);
+/* How many bytes a UTF-8 sequence that lead byte c starts has (2 to 4), or
+ * 0 when c starts none (ASCII, a continuation, C0, C1, F5-FF). */
+size_t rd_json_utf8_need(unsigned char c);
 
 /* A name given twice among an object's members (the first such), or NULL
  * (also when obj is no object).  rd_json_get finds the first of them:

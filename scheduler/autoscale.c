@@ -24,6 +24,13 @@ static int spread_taken(const as_spread *s, size_t n, uint64_t g, size_t slot) {
   return 0;
 }
 
+/* Slot is group g's now (*n entries of s, at most RD_AS_MAX_SPREAD). */
+static void spread_add(as_spread *s, size_t *n, uint64_t g, size_t slot) {
+  if (*n == RD_AS_MAX_SPREAD || spread_taken(s, *n, g, slot)) return;
+  s[*n].group = g;
+  s[(*n)++].slot = slot;
+}
+
 void rd_as_plan_round(const rd_as_type *types, size_t nt, const rd_as_node *nodes, size_t nn,
                       const rd_as_demand *demand, size_t nd, const rd_resources *req, size_t nreq,
                       const rd_as_opts *o, rd_resources *work, unsigned char *drain, rd_as_plan *out) {
@@ -98,11 +105,8 @@ void rd_as_plan_round(const rd_as_type *types, size_t nt, const rd_as_node *node
     const char *sel = demand[d].sel;
     uint64_t g = demand[d].spread_group;
     for (size_t a = 0; g && a < demand[d].navoid; a++)   /* its other bundles' nodes: taken */
-      for (size_t i = 0; i < nn && nspread < RD_AS_MAX_SPREAD; i++)
-        if (nodes[i].index && nodes[i].index == demand[d].avoid[a] && !spread_taken(spread, nspread, g, i)) {
-          spread[nspread].group = g;
-          spread[nspread++].slot = i;
-        }
+      for (size_t i = 0; i < nn; i++)
+        if (nodes[i].index && nodes[i].index == demand[d].avoid[a]) spread_add(spread, &nspread, g, i);
     for (uint32_t c = 0; c < demand[d].count && units < RD_AS_MAX_UNITS; c++, units++) {
       int placed = 0;
       size_t slot = 0;
@@ -135,10 +139,7 @@ void rd_as_plan_round(const rd_as_type *types, size_t nt, const rd_as_node *node
         room_type[nnew++] = (int)t;
         placed = 1;
       }
-      if (placed && g && nspread < RD_AS_MAX_SPREAD) {
-        spread[nspread].group = g;
-        spread[nspread++].slot = slot;
-      }
+      if (placed && g) spread_add(spread, &nspread, g, slot);
       if (placed) {
         out->packed++;
       } else if (could) {
