@@ -50,42 +50,9 @@ static char *trim(char *s) {
   return s;
 }
 
-/* "CPU=4,GPU=1,memory=BYTES,name=amount,...": 0 or RD_EINVAL with err. */
+/* A node type's resources: rd__res_parse_spec, and not nothing. */
 static int parse_res(const char *spec, rd_resources *r, char *err, size_t errlen) {
-  memset(r, 0, sizeof(*r));
-  char buf[1024], custom[1024] = "";
-  snprintf(buf, sizeof(buf), "%s", spec);
-  for (char *save = NULL, *tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
-    char *eq = strchr(tok, '=');
-    if (!eq) {
-      snprintf(err, errlen, "resources: '%s' is not name=amount", trim(tok));
-      return RD_EINVAL;
-    }
-    *eq = 0;
-    char *name = trim(tok), *val = trim(eq + 1), *end;
-    double v = strtod(val, &end);
-    if (!*val || *end || v < 0) {
-      snprintf(err, errlen, "resources: '%s' for %s is not a number >= 0", val, name);
-      return RD_EINVAL;
-    }
-    int64_t *dst = !strcmp(name, "CPU") ? &r->cpu : !strcmp(name, "GPU") ? &r->gpu : NULL;
-    if (!strcmp(name, "memory")) {
-      r->memory = (int64_t)v;
-    } else if (dst) {
-      if (rd_res_from_double(v, dst) != 0) {
-        snprintf(err, errlen, "resources: %s=%s is not an amount (whole above 1)", name, val);
-        return RD_EINVAL;
-      }
-    } else {
-      size_t n = strlen(custom);
-      snprintf(custom + n, sizeof(custom) - n, "%s%s=%s", n ? "," : "", name, val);
-    }
-  }
-  char why[200] = "";
-  if (custom[0] && rd__res_parse_custom(r, custom, why, sizeof(why)) != 0) {
-    snprintf(err, errlen, "resources: %s", why);
-    return RD_EINVAL;
-  }
+  if (rd__res_parse_spec(spec, r, err, errlen) != 0) return RD_EINVAL;
   if (!r->cpu && !r->gpu && !r->memory && !r->ncustom) {
     snprintf(err, errlen, "resources: a node with nothing to offer");
     return RD_EINVAL;

@@ -1,7 +1,8 @@
 /* runtime/cli_job.c - `raydist job`: drivers run detached on a node, their
  * output kept (Ray's job submission).
  *
- *   raydist job submit [--name N] [--env K=V]... [--working-dir DIR] [--follow] [where] -- PROGRAM [ARGS...]
+ *   raydist job submit [--name N] [--env K=V]... [--working-dir DIR] [--num-cpus N] [--num-gpus N]
+ *                      [--memory BYTES] [--resources a=1,b=2] [--follow] [where] -- PROGRAM [ARGS...]
  *   raydist job list [--all] [where]
  *   raydist job status ID [where]
  *   raydist job logs ID [--follow] [where]
@@ -38,6 +39,7 @@
 #include <sys/prctl.h>
 #include <sys/signalfd.h>
 #include <sys/socket.h>
+#include <sys/un.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -114,6 +116,7 @@ typedef struct job {
   unsigned long long keeper_ticks;
   double start, end;
   char cmd[1024];
+  char error[64];           /* status error=: why it never started ("" none) */
   int ended, status, sig, stopped;
 } job;
 
@@ -136,6 +139,7 @@ static int job_read(const char *dir, int id, job *j) {
     j->end = atof(v);
     if (rd__read_kv(f, "exit", v, sizeof(v)) == 0) j->status = atoi(v);
     if (rd__read_kv(f, "signal", v, sizeof(v)) == 0) j->sig = atoi(v);
+    (void)rd__read_kv(f, "error", j->error, sizeof(j->error));
   }
   snprintf(f, sizeof(f), "%s/jobs/%d/stopped", dir, id);
   j->stopped = access(f, F_OK) == 0;
@@ -143,7 +147,7 @@ static int job_read(const char *dir, int id, job *j) {
    * is gone, killed, and so is the program */
   if (!j->ended) {
     char st, kst;
-    int prog = rd__proc_start_time(j->pid, &st) == j->start_ticks && st != 'Z';
+    int prog = j->pid > 0 && rd__proc_start_time(j->pid, &st) == j->start_ticks && st != 'Z';
     int keeper = j->keeper > 0 && rd__proc_start_time(j->keeper, &kst) == j->keeper_ticks && kst != 'Z';
     if (!prog && !keeper) {
       j->ended = 1;
@@ -154,8 +158,10 @@ static int job_read(const char *dir, int id, job *j) {
 }
 
 static const char *job_state(const job *j, char *buf, size_t len) {
-  if (!j->ended) return "RUNNING";
+  if (!j->ended) return j->pid > 0 ? "RUNNING" : "PENDING";   /* pid 0: waits for its resources */
   if (j->stopped) return "STOPPED";
+  if (j->error[0]) snprintf(buf, len, "FAILED (%.50s)", j->error);
+  else
   if (j->sig < 0) snprintf(buf, len, "FAILED (its keeper was killed: status unknown)");
   else if (j->sig) snprintf(buf, len, "FAILED (signal %d)", j->sig);
   else if (j->status) snprintf(buf, len, "FAILED (exit %d)", j->status);
@@ -180,6 +186,8 @@ typedef struct submit_opts {
   int in_job_dir;           /* its working directory: the job's (--in-job-dir) */
   const char *wd_tar;       /* a tar unpacked in <job>/wd/, its working directory (--working-dir) */
   const char *wd_zip;       /* the same from a zip (--working-dir-zip: Ray's working_dir packages, job_http.c) */
+  const char *res_spec;     /* what its driver holds of the node while it runs ("CPU=1,GPU=1,name=2"), NULL none */
+  rd_resources res;         /* res_spec parsed; all zero: nothing held */
 } submit_opts;
 
 static int rm_entry(const char *path, const struct stat *st, int flag, struct FTW *f) {
@@ -268,6 +276,150 @@ static int group_reaper(pid_t pg, const sigset_t *mask) {
   _exit(0);
 }
 
+/* ---- a job's entrypoint resources, held from its node (job_hold.c) ---- */
+
+typedef struct hold {
+  rd__conn conn;            /* to the node as a job's keeper (Hello.role 3); fd -1: none */
+  char vis[256];            /* its GPUs, for CUDA_VISIBLE_DEVICES ("" none) */
+  int ngpus;
+} hold;
+
+/* A JobHoldReply in f: its status, and the GPUs into h when held; why
+ * when refused. */
+static int hold_reply(hold *h, const rd__frame *f, char *why, size_t len) {
+  Rd__JobHoldReply *r = f->type == RD__MSG_TYPE__MSG_JOB_HOLD_REPLY
+                            ? (Rd__JobHoldReply *)rd__frame_unpack(f, &rd__job_hold_reply__descriptor)
+                            : NULL;
+  if (!r) {
+    Rd__Error *e = f->type == RD__MSG_TYPE__MSG_ERROR ? (Rd__Error *)rd__frame_unpack(f, &rd__error__descriptor) : NULL;
+    snprintf(why, len, "the node refused the job's keeper: %s", e && e->message ? e->message : "an unexpected answer");
+    if (e) protobuf_c_message_free_unpacked(&e->base, NULL);
+    return RD_EPROTO;
+  }
+  int st = r->status;
+  if (st == RD_OK) {
+    snprintf(h->vis, sizeof(h->vis), "%s", r->visible_devices ? r->visible_devices : "");
+    h->ngpus = (int)r->n_gpu_ids;
+  } else if (st != RD_EAGAIN) {
+    snprintf(why, len, "%s", r->error && *r->error ? r->error : rd_strerror(st));
+  }
+  protobuf_c_message_free_unpacked(&r->base, NULL);
+  return st;
+}
+
+/* Connects to the node of session dir as job id's keeper and asks for
+ * res: RD_OK held, RD_EAGAIN waiting (hold_wait), else refused (why). */
+static int hold_ask(hold *h, const char *dir, const rd_resources *res, int id, char *why, size_t len) {
+  char path[800], token[256] = "";
+  memset(h, 0, sizeof(*h));
+  h->conn.fd = -1;
+  snprintf(path, sizeof(path), "%s/token", dir);
+  if (rd__read_line(path, token, sizeof(token)) != 0) {
+    snprintf(why, len, "cannot read the node's cluster token %s: %s", path, strerror(errno));
+    return RD_EAUTH;
+  }
+  snprintf(path, sizeof(path), "%s/%s", dir, RD_NODE_SOCK);
+  struct sockaddr_un a;
+  memset(&a, 0, sizeof(a));
+  a.sun_family = AF_UNIX;
+  int fd = strlen(path) < sizeof(a.sun_path) ? socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0) : -1;
+  if (fd >= 0) memcpy(a.sun_path, path, strlen(path) + 1);
+  if (fd < 0 || connect(fd, (struct sockaddr *)&a, sizeof(a)) != 0) {
+    snprintf(why, len, "cannot reach the node at %s: %s", path, strerror(errno));
+    if (fd >= 0) close(fd);
+    return RD_ECONN;
+  }
+  rd__conn_init(&h->conn, fd);
+  Rd__Hello hello = RD__HELLO__INIT;
+  hello.version = RD_PROTO_VERSION;
+  hello.role = 3;   /* a job's keeper */
+  hello.pid = getpid();
+  hello.token = token;
+  Rd__JobHold q = RD__JOB_HOLD__INIT;
+  rd__res_msg rm;
+  rd__res_to_msg(res, &rm);
+  q.res = &rm.msg;
+  q.job = (uint32_t)id;
+  rd__frame f;
+  int r = rd__conn_send(&h->conn, RD__MSG_TYPE__MSG_HELLO, &hello.base, -1);
+  if (r == 0) r = rd__conn_flush_blocking(&h->conn, 10000);
+  if (r == 0) r = rd__conn_recv_blocking(&h->conn, &f, 10000);
+  if (r == 0 && f.type != RD__MSG_TYPE__MSG_HELLO_REPLY) return hold_reply(h, &f, why, len);   /* says why */
+  int sfd = rd__conn_take_fd(&h->conn);   /* the store's segment: not the keeper's business */
+  if (sfd >= 0) close(sfd);
+  if (r == 0) r = rd__conn_send(&h->conn, RD__MSG_TYPE__MSG_JOB_HOLD, &q.base, -1);
+  if (r == 0) r = rd__conn_flush_blocking(&h->conn, 10000);
+  if (r == 0) r = rd__conn_recv_blocking(&h->conn, &f, 10000);
+  if (r != 0) {
+    snprintf(why, len, "no answer from the node at %s: %s", path, rd_strerror(r));
+    return r;
+  }
+  return hold_reply(h, &f, why, len);
+}
+
+/* Until a waiting hold is held (RD_OK), the node answers otherwise or goes
+ * (why), or the keeper is told to end (RD_ECANCELED, the signal in *sig;
+ * sfd, its signal fd, -1: none). */
+static int hold_wait(hold *h, int sfd, int *sig, char *why, size_t len) {
+  for (;;) {
+    rd__frame f;
+    int r = rd__conn_next(&h->conn, &f);
+    if (r == 1) {
+      if ((r = hold_reply(h, &f, why, len)) != RD_EAGAIN) return r;
+      continue;
+    }
+    if (r < 0) {
+      snprintf(why, len, "a malformed answer from the node");
+      return RD_EPROTO;
+    }
+    struct pollfd p[2] = {{h->conn.fd, POLLIN, 0}, {sfd, POLLIN, 0}};
+    if (poll(p, sfd >= 0 ? 2 : 1, -1) < 0) {
+      if (errno == EINTR) continue;
+      snprintf(why, len, "poll: %s", strerror(errno));
+      return RD_ESYS;
+    }
+    struct signalfd_siginfo si;
+    if (sfd >= 0 && (p[1].revents & POLLIN) && read(sfd, &si, sizeof(si)) == (ssize_t)sizeof(si) &&
+        si.ssi_signo != SIGCHLD) {
+      *sig = (int)si.ssi_signo;
+      return RD_ECANCELED;
+    }
+    if (p[0].revents) {
+      r = rd__conn_fill(&h->conn);
+      if (r == 0 || (r < 0 && r != RD_EAGAIN)) {
+        snprintf(why, len, "node gone before it started");
+        return RD_ECONN;
+      }
+    }
+  }
+}
+
+/* The job's record (jobs/<id>/info), replaced whole: a reader sees the old
+ * one or the new.  pid 0: its program has not started (PENDING). */
+static void info_write(const char *jd, const char *name, pid_t pid, double start, char **argv, int argc,
+                       const char *res_spec) {
+  char st;
+  unsigned long long ticks = pid > 0 ? rd__proc_start_time((int)pid, &st) : 0;
+  unsigned long long kticks = rd__proc_start_time((int)getpid(), &st);
+  char cmd[1024];
+  size_t off = 0;
+  for (int i = 0; i < argc && off < sizeof(cmd) - 2; i++) {
+    int w = snprintf(cmd + off, sizeof(cmd) - off, "%s%s", i ? " " : "", argv[i]);
+    if (w < 0) break;
+    off += (size_t)w;
+  }
+  for (char *c = cmd; *c; c++)
+    if (*c == '\n') *c = ' ';
+  char info[2600], f[900], tmp[900];
+  snprintf(info, sizeof(info),
+           "name=%s\npid=%d\nticks=%llu\nkeeper=%d\nkeeper_ticks=%llu\nstart=%.3f\nresources=%.150s\ncmd=%s\n",
+           name ? name : "", (int)pid, ticks, (int)getpid(), kticks, start, res_spec ? res_spec : "", cmd);
+  snprintf(f, sizeof(f), "%s/info", jd);
+  snprintf(tmp, sizeof(tmp), "%s/.info", jd);
+  write_file(tmp, info);
+  if (rename(tmp, f) != 0) write_file(f, info);
+}
+
 /* 0 and the new job's id in *id_out, or 1 with a message */
 static int job_submit(const char *dir, const char *name, char **argv, int argc, const submit_opts *so, int *id_out) {
   char jobs[700], jd[800], f[900];
@@ -340,9 +492,46 @@ static int job_submit(const char *dir, const char *name, char **argv, int argc, 
       close(out[1]);
       out[0] = out[1] = -1;
     }
+    hold h;   /* its entrypoint resources, held while the keeper lives */
+    memset(&h, 0, sizeof(h));
+    h.conn.fd = -1;
+    if (so->res_spec) {
+      char why[700], msg[800];
+      int hr = hold_ask(&h, dir, &so->res, id, why, sizeof(why));
+      if (hr != RD_OK && hr != RD_EAGAIN) {   /* refused: the submit says why, and there is no job */
+        snprintf(msg, sizeof(msg), "E%s\n", why);
+        if (write(ready[1], msg, strlen(msg)) < 0) { /* the submitter reports it */
+        }
+        _exit(1);
+      }
+      if (hr == RD_EAGAIN) {   /* PENDING: the submit returns, the keeper waits for them */
+        info_write(jd, name, 0, start, argv, argc, so->res_spec);
+        if (write(ready[1], "0\n", 2) < 0) { /* the submitter reports it */
+        }
+        close(ready[1]);
+        ready[1] = -1;
+        fprintf(stderr, "raydist job: waiting for %s of the node to be free\n", so->res_spec);
+        int sig = 0;
+        if ((hr = hold_wait(&h, sfd, &sig, why, sizeof(why))) != RD_OK) {
+          if (hr == RD_ECANCELED) {   /* stopped before it started */
+            snprintf(f, sizeof(f), "%s/stopped", jd);
+            snprintf(msg, sizeof(msg), "keeper_signal=%d\n", sig);
+            write_file(f, msg);
+            snprintf(msg, sizeof(msg), "end=%.3f\n", wall_now());
+          } else {
+            fprintf(stderr, "raydist job: %s\n", why);
+            snprintf(msg, sizeof(msg), "error=%.60s\nend=%.3f\n", why, wall_now());
+          }
+          snprintf(f, sizeof(f), "%s/status", jd);
+          write_file(f, msg);
+          _exit(0);
+        }
+      }
+    }
     pid_t p = fork();
     if (p == 0) {
       sigprocmask(SIG_SETMASK, &old, NULL);
+      if (h.ngpus) setenv("CUDA_VISIBLE_DEVICES", h.vis, 1);   /* the GPUs it holds */
       /* a killed keeper (SIGKILL: no chance to copy or record) ends the
        * program now, rather than at its next write into the closed pipe */
       prctl(PR_SET_PDEATHSIG, SIGTERM);
@@ -366,17 +555,19 @@ static int job_submit(const char *dir, const char *name, char **argv, int argc, 
       _exit(127);
     }
     int alive = p > 0 ? group_reaper(p, &old) : -1;
+    if (p > 0) info_write(jd, name, p, start, argv, argc, so->res_spec);   /* before the submitter returns */
     char msg[64];
     snprintf(msg, sizeof(msg), "%d\n", (int)p);
-    if (write(ready[1], msg, strlen(msg)) < 0) { /* the submitter reports it */
+    if (ready[1] >= 0 && write(ready[1], msg, strlen(msg)) < 0) { /* the submitter reports it */
     }
-    close(ready[1]);
+    if (ready[1] >= 0) close(ready[1]);
     if (out[1] >= 0) close(out[1]);
     int st = 0, stop_sig = 0;
     if (p > 0 && out[0] >= 0) st = rd__job_log_pump(&jl, out[0], sfd, p, &stop_sig);
     else
       while (p > 0 && waitpid(p, &st, 0) < 0 && errno == EINTR) {
       }
+    rd__conn_close(&h.conn);   /* its resources free before its end is seen */
     char text[128];
     if (p < 0) snprintf(text, sizeof(text), "exit=127\nend=%.3f\n", wall_now());
     else if (WIFSIGNALED(st)) snprintf(text, sizeof(text), "signal=%d\nend=%.3f\n", WTERMSIG(st), wall_now());
@@ -396,31 +587,29 @@ static int job_submit(const char *dir, const char *name, char **argv, int argc, 
     _exit(0);
   }
   close(ready[1]);
-  char buf[64] = "";
+  char buf[1024] = "";
   ssize_t n = read(ready[0], buf, sizeof(buf) - 1);
   close(ready[0]);
+  if (n > 0) buf[n] = 0;
+  if (n > 1 && buf[0] == 'E') {   /* its resources refused: no job */
+    buf[strcspn(buf, "\n")] = 0;
+    fprintf(stderr, "raydist job submit: %s\n", buf + 1);
+    while (waitpid(keeper, NULL, 0) < 0 && errno == EINTR) {
+    }
+    (void)nftw(jd, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
+    return 1;
+  }
   int pid = n > 0 ? atoi(buf) : -1;
+  if (pid == 0 && buf[0] == '0') {
+    printf("job %d submitted: pending until %s of the node is free, log %s\n", id, so->res_spec, log);
+    fflush(stdout);
+    *id_out = id;
+    return 0;
+  }
   if (pid <= 0) {
     fprintf(stderr, "raydist job submit: the job could not be started\n");
     return 1;
   }
-  char st;
-  unsigned long long ticks = rd__proc_start_time(pid, &st);
-  unsigned long long kticks = rd__proc_start_time((int)keeper, &st);
-  char cmd[1024];
-  size_t off = 0;
-  for (int i = 0; i < argc && off < sizeof(cmd) - 2; i++) {
-    int w = snprintf(cmd + off, sizeof(cmd) - off, "%s%s", i ? " " : "", argv[i]);
-    if (w < 0) break;
-    off += (size_t)w;
-  }
-  for (char *c = cmd; *c; c++)
-    if (*c == '\n') *c = ' ';
-  char info[2400];
-  snprintf(info, sizeof(info), "name=%s\npid=%d\nticks=%llu\nkeeper=%d\nkeeper_ticks=%llu\nstart=%.3f\ncmd=%s\n",
-           name ? name : "", pid, ticks, (int)keeper, kticks, start, cmd);
-  snprintf(f, sizeof(f), "%s/info", jd);
-  write_file(f, info);
   printf("job %d submitted: pid %d, log %s\n", id, pid, log);
   fflush(stdout);
   *id_out = id;
@@ -623,17 +812,28 @@ static int job_wait_end(const char *dir, job *j, double timeout) {
   return rc;
 }
 
+/* A running job's process group (the program and what it started); a
+ * pending one's keeper, which waits for its resources (it starts nothing
+ * once told to end, and records the stop). */
+static void job_signal(const job *j, int sig) {
+  char st;
+  if (j->pid > 0) {
+    kill(-j->pid, sig);
+    kill(j->pid, sig);
+  } else if (j->keeper > 0 && rd__proc_start_time(j->keeper, &st) == j->keeper_ticks) {
+    kill(j->keeper, sig);
+  }
+}
+
 static int job_stop(const char *dir, job *j, double timeout) {
   if (j->ended) return 0;
   char f[1200];
   snprintf(f, sizeof(f), "%s/jobs/%d/stopped", dir, j->id);
   write_file(f, "");
-  kill(-j->pid, SIGTERM);   /* its process group: the program and what it started */
-  kill(j->pid, SIGTERM);
+  job_signal(j, SIGTERM);
   if (!job_wait_end(dir, j, timeout)) {
     fprintf(stderr, "raydist job stop: job %d did not stop in %g s; killing it\n", j->id, timeout);
-    kill(-j->pid, SIGKILL);
-    kill(j->pid, SIGKILL);
+    job_signal(j, SIGKILL);
     job_wait_end(dir, j, 5);
   }
   return 1;
@@ -668,7 +868,9 @@ static void job_usage(void) {
           "                       when the cluster runs on this machine.\n"
           "       --session DIR   the node whose session directory is DIR\n"
           "submit also takes --working-dir DIR (a copy of DIR, shipped with --address, is the job's working\n"
-          "directory), --exe FILE (run FILE, PROGRAM only its argv[0]) and --in-job-dir.\n");
+          "directory), --exe FILE (run FILE, PROGRAM only its argv[0]) and --in-job-dir, and what the job's\n"
+          "driver holds of its node while it runs (Ray's entrypoint resources; PENDING until they are free):\n"
+          "--num-cpus N, --num-gpus N (its GPUs in CUDA_VISIBLE_DEVICES), --memory BYTES, --resources a=1,b=2.\n");
 }
 
 /* ---- from another machine: the node over a tool link ---- */
@@ -954,6 +1156,7 @@ static int remote_job(const char *sub, const char *address, const char *token, c
     q.env = so->env;
     q.n_env = (size_t)so->nenv;
     q.working_dir_hash = wd_hash;
+    q.resources = (char *)(so->res_spec ? so->res_spec : "");
     if (remote_call(&rm, &q, 120000, &rep) == 0) {
       id = (int)rep->id;
       rc = remote_output(rep);
@@ -997,7 +1200,11 @@ int rd__cli_job(int argc, char **argv) {
                                      {"env", 1, 0, 'e'},     {"exe", 1, 0, 'x'},     {"in-job-dir", 0, 0, 'j'},
                                      {"follow", 0, 0, 'f'},  {"working-dir", 1, 0, 'w'},
                                      {"working-dir-tar", 1, 0, 'W'}, {"working-dir-zip", 1, 0, 'Z'},
-                                     {"all", 0, 0, 'A'}, {0, 0, 0, 0}};
+                                     {"all", 0, 0, 'A'},     {"num-cpus", 1, 0, 'c'}, {"num-gpus", 1, 0, 'g'},
+                                     {"memory", 1, 0, 'm'},  {"resources", 1, 0, 'r'},
+                                     {"entrypoint-resources", 1, 0, 'R'}, {0, 0, 0, 0}};
+  char spec[1100] = "";   /* --num-cpus, ... as one "CPU=1,GPU=1,name=2" */
+  const char *full_spec = NULL;
   int ch;
   optind = 3;
   /* submit: options end at the program (its own follow it); the others
@@ -1023,6 +1230,12 @@ int rd__cli_job(int argc, char **argv) {
     else if (ch == 'A') all = 1;
     else if (ch == 'W') so.wd_tar = optarg;
     else if (ch == 'Z') so.wd_zip = optarg;
+    else if (ch == 'R') full_spec = optarg;
+    else if (ch == 'c' || ch == 'g' || ch == 'm' || ch == 'r') {
+      size_t k = strlen(spec);
+      const char *what = ch == 'c' ? "CPU=" : ch == 'g' ? "GPU=" : ch == 'm' ? "memory=" : "";
+      snprintf(spec + k, sizeof(spec) - k, "%s%s%s", k ? "," : "", what, optarg);
+    }
     else if (ch == 'e') {
       const char *eq = strchr(optarg, '=');
       if (!eq || eq == optarg || strchr(optarg, '\n') || so.nenv == ENV_MAX) {
@@ -1040,6 +1253,22 @@ int rd__cli_job(int argc, char **argv) {
     return 2;
   }
   int submit = !strcmp(sub, "submit"), list = !strcmp(sub, "list");
+  if (full_spec && spec[0]) {
+    fprintf(stderr, "raydist job submit: --entrypoint-resources or --num-cpus/--num-gpus/--memory/--resources\n");
+    return 2;
+  }
+  if (full_spec || spec[0]) {   /* what its driver holds while it runs: nothing held when all are 0 */
+    char why[300];
+    if (!submit) {
+      fprintf(stderr, "raydist job: resources are a submit's\n");
+      return 2;
+    }
+    if (rd__res_parse_spec(full_spec ? full_spec : spec, &so.res, why, sizeof(why)) != 0) {
+      fprintf(stderr, "raydist job submit: %s\n", why);
+      return 2;
+    }
+    if (so.res.cpu || so.res.gpu || so.res.memory || so.res.ncustom) so.res_spec = full_spec ? full_spec : spec;
+  }
   if (!submit && !list && strcmp(sub, "logs") && strcmp(sub, "wait") && strcmp(sub, "stop") && strcmp(sub, "status") &&
       strcmp(sub, "delete")) {
     job_usage();

@@ -1,6 +1,7 @@
 /* runtime/common.c - resource strings and resource messages. */
 #include "common.h"
 
+#include <ctype.h>
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -16,6 +17,55 @@
 
 #include "conn.h"
 #include "raydist/error.h"
+
+static char *res_trim(char *s) {
+  while (isspace((unsigned char)*s)) s++;
+  size_t n = strlen(s);
+  while (n && isspace((unsigned char)s[n - 1])) s[--n] = 0;
+  return s;
+}
+
+int rd__res_parse_spec(const char *spec, rd_resources *r, char *err, size_t errlen) {
+  memset(r, 0, sizeof(*r));
+  char buf[1024], custom[1024] = "";
+  if (strlen(spec) >= sizeof(buf)) {
+    snprintf(err, errlen, "resources: longer than %zu bytes", sizeof(buf) - 1);
+    return RD_EINVAL;
+  }
+  snprintf(buf, sizeof(buf), "%s", spec);
+  for (char *save = NULL, *tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+    char *eq = strchr(tok, '=');
+    if (!eq) {
+      snprintf(err, errlen, "resources: '%s' is not name=amount", res_trim(tok));
+      return RD_EINVAL;
+    }
+    *eq = 0;
+    char *name = res_trim(tok), *val = res_trim(eq + 1), *end;
+    double v = strtod(val, &end);
+    if (!*val || *end || !(v >= 0) || v > 9e18) {   /* NaN too */
+      snprintf(err, errlen, "resources: '%s' for %s is not a number >= 0", val, name);
+      return RD_EINVAL;
+    }
+    int64_t *dst = !strcmp(name, "CPU") ? &r->cpu : !strcmp(name, "GPU") ? &r->gpu : NULL;
+    if (!strcmp(name, "memory")) {
+      r->memory = (int64_t)v;
+    } else if (dst) {
+      if (rd_res_from_double(v, dst) != 0) {
+        snprintf(err, errlen, "resources: %s=%s is not an amount (whole above 1)", name, val);
+        return RD_EINVAL;
+      }
+    } else {
+      size_t n = strlen(custom);
+      snprintf(custom + n, sizeof(custom) - n, "%s%s=%s", n ? "," : "", name, val);
+    }
+  }
+  char why[200] = "";
+  if (custom[0] && rd__res_parse_custom(r, custom, why, sizeof(why)) != 0) {
+    snprintf(err, errlen, "resources: %s", why);
+    return RD_EINVAL;
+  }
+  return 0;
+}
 
 int rd__res_parse_custom(rd_resources *r, const char *spec, char *err, int errlen) {
   if (!spec || !*spec) return 0;

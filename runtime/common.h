@@ -94,6 +94,9 @@ int rd__metric_bounds_check(const double *b, size_t n, char *err, size_t errlen)
 /* Parse "name=amount,name=amount" into r's custom resources (amounts as in
  * rd_res_from_double).  RD_EINVAL with a reason in err (if non-NULL). */
 int rd__res_parse_custom(rd_resources *r, const char *spec, char *err, int errlen);
+/* "CPU=4,GPU=1,memory=BYTES,name=amount,..." (spaces around each part
+ * allowed) into r, zeroed first: 0, or RD_EINVAL with a reason in err. */
+int rd__res_parse_spec(const char *spec, rd_resources *r, char *err, size_t errlen);
 
 /* rd_resources <-> message.  The message form points into `r` (no copies)
  * and is valid while r and storage live. */

@@ -124,7 +124,9 @@ static void put_job(rd__mbuf *b, const rd_cli_job *j) {
   char *entry = job_file(j->id, "entrypoint");
   rd__mbuf_json_cstr(b, entry ? entry : j->cmd);
   free(entry);
-  rd__mbuf_printf(b, ", \"driver_pid\": %d, \"start_time\": %.0f, \"end_time\": ", j->pid, j->start * 1000);
+  if (j->pid > 0) rd__mbuf_printf(b, ", \"driver_pid\": %d", j->pid);
+  else rd__mbuf_printf(b, ", \"driver_pid\": null");   /* PENDING: not started */
+  rd__mbuf_printf(b, ", \"start_time\": %.0f, \"end_time\": ", j->start * 1000);
   if (j->ended && j->end > 0) rd__mbuf_printf(b, "%.0f", j->end * 1000);
   else rd__mbuf_printf(b, "null");
   rd__mbuf_printf(b, ", \"driver_exit_code\": ");
@@ -737,6 +739,67 @@ static int unset(const rd_json *v) {
          (v->type == RD_JSON_OBJECT && !v->child);
 }
 
+/* Ray's entrypoint_num_cpus, _num_gpus, _memory (numbers or null) and
+ * _resources (an object of numbers) appended to spec as "CPU=1,GPU=0.5,
+ * memory=N,name=2" (zeros left out: nothing held); _label_selector only
+ * when empty.  0, or -1 with why. */
+static int entry_res(const rd_json *m, char *spec, size_t len, char *why, size_t wlen) {
+  const char *k = m->key + 11;
+  const char *name = !strcmp(k, "num_cpus") ? "CPU" : !strcmp(k, "num_gpus") ? "GPU" : !strcmp(k, "memory") ? "memory"
+                                                                                                        : NULL;
+  if (name || !strcmp(k, "resources")) {
+    if (!name && m->type != RD_JSON_OBJECT && m->type != RD_JSON_NULL) {
+      snprintf(why, wlen, "entrypoint_resources must be an object of numbers");
+      return -1;
+    }
+    for (const rd_json *v = name ? m : m->type == RD_JSON_OBJECT ? m->child : NULL; v; v = name ? NULL : v->next) {
+      if (v->type == RD_JSON_NULL) continue;
+      if (v->type != RD_JSON_NUMBER || !(v->num >= 0) || v->num > 1e15) {
+        snprintf(why, wlen, "%.100s%s%.100s must be a number >= 0", m->key, name ? "" : ".", name ? "" : v->key);
+        return -1;
+      }
+      if (v->num == 0) continue;
+      if (!name && (!v->key[0] || strpbrk(v->key, ",= ") || !strcmp(v->key, "CPU") || !strcmp(v->key, "GPU") ||
+                    !strcmp(v->key, "memory"))) {
+        snprintf(why, wlen, "entrypoint_resources: '%.100s' is not a custom resource's name (CPU, GPU and memory have "
+                 "fields of their own)", v->key);
+        return -1;
+      }
+      size_t n = strlen(spec);
+      int w = snprintf(spec + n, len - n, "%s%s=%.17g", n ? "," : "", name ? name : v->key, v->num);
+      if (w < 0 || (size_t)w >= len - n) {
+        snprintf(why, wlen, "entrypoint resources: too many");
+        return -1;
+      }
+    }
+    return 0;
+  }
+  if (!unset(m)) {   /* entrypoint_label_selector, and what Ray adds later */
+    snprintf(why, wlen, "%.100s is not supported: a job runs on the node it is submitted to", m->key);
+    return -1;
+  }
+  return 0;
+}
+
+/* A spec entry_res made: amounts the node takes (rd__res_parse_spec), and
+ * that it has in all (else 400 now, rather than a job waiting for ever). */
+static int entry_res_check(const char *spec, char *why, size_t wlen) {
+  rd_resources res;
+  char err[300];
+  if (rd__res_parse_spec(spec, &res, err, sizeof(err)) != 0) {
+    snprintf(why, wlen, "entrypoint %s", err);
+    return -1;
+  }
+  if (!rd_res_feasible(&N.ledger, &res)) {
+    char want[256], have[256];
+    rd_res_format(&res, want, sizeof(want));
+    rd_res_format(&N.ledger.total, have, sizeof(have));
+    snprintf(why, wlen, "this node has %s in all: the job's entrypoint %s can never be held here", have, want);
+    return -1;
+  }
+  return 0;
+}
+
 static void submit(const char *body, size_t blen, rd__http_reply reply, void *arg) {
   char why[300];
   rd_json *root = rd_json_parse(body, blen, why, sizeof(why));
@@ -746,7 +809,7 @@ static void submit(const char *body, size_t blen, rd__http_reply reply, void *ar
   }
   const char *entry = NULL, *sid = NULL, *bad = NULL, *wdir = NULL;
   const rd_json *env = NULL, *meta = NULL;
-  char badbuf[300];
+  char badbuf[700], spec[1100] = "";
   if (root->type != RD_JSON_OBJECT) bad = "the body must be a JSON object";
   const char *dup = rd_json_dup_key(root);
   for (const rd_json *m = root->type == RD_JSON_OBJECT ? root->child : NULL; m && !dup; m = m->next) {
@@ -787,11 +850,7 @@ static void submit(const char *body, size_t blen, rd__http_reply reply, void *ar
         if (r->type != RD_JSON_STRING) bad = "metadata must be an object of strings";
       meta = m;
     } else if (!strncmp(m->key, "entrypoint_", 11)) {
-      if (!unset(m)) {   /* entrypoint_num_cpus, _num_gpus, _memory, _resources, _label_selector */
-        snprintf(badbuf, sizeof(badbuf), "%.100s is not supported: a driver takes no resources of its node (its tasks "
-                 "and actors ask for theirs)", m->key);
-        bad = badbuf;
-      }
+      if (entry_res(m, spec, sizeof(spec), badbuf, sizeof(badbuf)) != 0) bad = badbuf;
     } else {
       snprintf(badbuf, sizeof(badbuf), "unknown field '%.100s'", m->key);
       bad = badbuf;
@@ -811,6 +870,7 @@ static void submit(const char *body, size_t blen, rd__http_reply reply, void *ar
       bad = badbuf;
     }
   }
+  if (!bad && spec[0] && entry_res_check(spec, badbuf, sizeof(badbuf)) != 0) bad = badbuf;
   char wd_zip[900] = "";
   if (!bad && wdir && pkg_find(wdir, wd_zip, sizeof(wd_zip), badbuf, sizeof(badbuf)) != 0) bad = badbuf;
   size_t nenv = 0;
@@ -841,7 +901,7 @@ static void submit(const char *body, size_t blen, rd__http_reply reply, void *ar
     }
     rd__mbuf_printf(&mb, "}");
   }
-  const char **argv = calloc(16 + 2 * nenv, sizeof(*argv));
+  const char **argv = calloc(18 + 2 * nenv, sizeof(*argv));
   char **envs = calloc(nenv + 1, sizeof(*envs));
   c->entry = strdup(entry);
   c->meta = mb.p;   /* NULL: none */
@@ -854,6 +914,10 @@ static void submit(const char *body, size_t blen, rd__http_reply reply, void *ar
     if (sid) {
       argv[k++] = "--name";
       argv[k++] = sid;
+    }
+    if (spec[0]) {   /* what its driver holds while it runs */
+      argv[k++] = "--entrypoint-resources";
+      argv[k++] = spec;
     }
     if (wd_zip[0]) {   /* its working directory: the package unpacked */
       argv[k++] = "--working-dir-zip";

@@ -333,6 +333,10 @@ static void op_submit(jl_op *o, const Rd__LinkJob *m) {
     bad = "a job name of at most 127 characters on one line";
   for (size_t i = 0; !bad && i < m->n_env; i++)
     if (!env_ok(m->env[i])) bad = "environment entries are NAME=VALUE on one line";
+  char why[300];
+  rd_resources res;
+  if (!bad && m->resources && m->resources[0] && rd__res_parse_spec(m->resources, &res, why, sizeof(why)) != 0)
+    bad = why;
   if (bad) {
     reply_error(o->link, o->link_id, o->req_id, RD_EINVAL, "%s", bad);
     op_free(o);
@@ -345,13 +349,15 @@ static void op_submit(jl_op *o, const Rd__LinkJob *m) {
     snprintf(o->wd_path, sizeof(o->wd_path), "%s/code/%s", N.opts.session_dir, o->wd_hash);
   }
   size_t k = 0;
-  o->args = args_new(14 + 2 * m->n_env + m->n_argv);
+  o->args = args_new(16 + 2 * m->n_env + m->n_argv);
   int fail = !o->args;
   const char *fixed[] = {"raydist", "job", "submit", "--session", N.opts.session_dir, "--in-job-dir", "--exe", o->path};
   for (size_t i = 0; !fail && i < sizeof(fixed) / sizeof(fixed[0]); i++) fail = args_put(o->args, &k, fixed[i]);
   if (!fail && m->name && m->name[0]) fail = args_put(o->args, &k, "--name") || args_put(o->args, &k, m->name);
   if (!fail && o->wd_hash[0]) fail = args_put(o->args, &k, "--working-dir-tar") || args_put(o->args, &k, o->wd_path);
   for (size_t i = 0; !fail && i < m->n_env; i++) fail = args_put(o->args, &k, "--env") || args_put(o->args, &k, m->env[i]);
+  if (!fail && m->resources && m->resources[0])
+    fail = args_put(o->args, &k, "--entrypoint-resources") || args_put(o->args, &k, m->resources);
   if (!fail) fail = args_put(o->args, &k, "--");
   for (size_t i = 0; !fail && i < m->n_argv; i++) fail = args_put(o->args, &k, m->argv[i]);
   if (fail) {

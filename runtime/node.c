@@ -721,6 +721,7 @@ void rd__node_lease_queue(node_client *c, uint64_t req_id, const rd_resources *r
 static void dispatch(void) {
   if (N.shutting_down) return;
   for (node_job *j = N.jobs; j; j = j->next) j->want = j->want_actors = 0;
+  rd__job_hold_dispatch();   /* jobs' drivers waiting for their resources first: they came earlier */
   rd__fair_order();
   pass_room = N.ledger;
   rd_sched_queue_dispatch(&N.queue, &N.ledger, can_run, granted, NULL);
@@ -2498,7 +2499,7 @@ static void node_shutdown(void);
 
 static void on_hello(node_client *c, Rd__Hello *m) {
   Rd__HelloReply r = RD__HELLO_REPLY__INIT;
-  if (m->version != RD_PROTO_VERSION || (m->role != ROLE_DRIVER && m->role != ROLE_WORKER)) {
+  if (m->version != RD_PROTO_VERSION || (m->role != ROLE_DRIVER && m->role != ROLE_WORKER && m->role != ROLE_KEEPER)) {
     send_error(c, RD_EPROTO, "unsupported protocol version or role");
     client_drop(c, "bad hello");
     return;
@@ -2569,8 +2570,15 @@ static void handle_frame(node_client *c, const rd__frame *f) {
     client_drop(c, "a client message on a node link");
     return;
   }
+  if ((c->role == ROLE_KEEPER) != (f->type == RD__MSG_TYPE__MSG_JOB_HOLD)) {   /* a keeper sends that alone */
+    send_error(c, RD_EPROTO, c->role == ROLE_KEEPER ? "a job's keeper sends JobHold alone"
+                                                    : "JobHold comes from a job's keeper (Hello.role 3)");
+    client_drop(c, "message out of place");
+    return;
+  }
   switch (f->type) {
     case RD__MSG_TYPE__MSG_HELLO: d = &rd__hello__descriptor; break;
+    case RD__MSG_TYPE__MSG_JOB_HOLD: d = &rd__job_hold__descriptor; break;
     case RD__MSG_TYPE__MSG_LEASE_REQUEST: d = &rd__lease_request__descriptor; break;
     case RD__MSG_TYPE__MSG_LEASE_RETURN: d = &rd__lease_return__descriptor; break;
     case RD__MSG_TYPE__MSG_LEASE_CANCEL: d = &rd__lease_cancel__descriptor; break;
@@ -2616,6 +2624,7 @@ static void handle_frame(node_client *c, const rd__frame *f) {
   }
   switch (f->type) {
     case RD__MSG_TYPE__MSG_HELLO: on_hello(c, (Rd__Hello *)m); break;
+    case RD__MSG_TYPE__MSG_JOB_HOLD: rd__job_hold_on_request(c, (Rd__JobHold *)m); break;
     case RD__MSG_TYPE__MSG_LEASE_REQUEST: on_lease_request(c, (Rd__LeaseRequest *)m); break;
     case RD__MSG_TYPE__MSG_LEASE_RETURN: on_lease_return(c, (Rd__LeaseReturn *)m); break;
     case RD__MSG_TYPE__MSG_LEASE_CANCEL: on_lease_cancel(c, (Rd__LeaseCancel *)m); break;
@@ -2673,9 +2682,14 @@ static void client_drop(node_client *c, const char *why) {
                  !strcmp(why, "worker exited");
   rd__log(expected ? RD_LOG_INFO : RD_LOG_WARN,
           "dropping client %u (%s pid %d): %s", c->id,
-          c->role == ROLE_DRIVER ? "driver" : c->role == ROLE_WORKER ? "worker" : c->role == ROLE_LINK ? "node link" : "unknown",
+          c->role == ROLE_DRIVER   ? "driver"
+          : c->role == ROLE_WORKER ? "worker"
+          : c->role == ROLE_LINK   ? "node link"
+          : c->role == ROLE_KEEPER ? "job keeper"
+                                   : "unknown",
           c->pid, why);
   rd__pg_client_dropped(c);   /* first: it asks cluster.c which peer a link was */
+  rd__job_hold_client_gone(c);
   rd__cluster_client_dropped(c);
   rd__dashboard_client_gone(c);
   if (rd__conn_want_write(&c->conn)) (void)rd__conn_flush(&c->conn);  /* best effort: the error frame */
@@ -3495,6 +3509,12 @@ void rd__node_metrics(rd__mbuf *b) {
   rd__mbuf_printf(b, "raydist_uptime_seconds %.3f\n", (double)(rd__now_ns() - N.start_ns) / 1e9);
   rd__mbuf_family(b, "raydist_cluster_nodes_alive", "gauge", "Live nodes in this node's view of the cluster (1 alone).");
   rd__mbuf_printf(b, "raydist_cluster_nodes_alive %d\n", rd__cluster_alive_nodes());
+  uint64_t held, waits;
+  rd__job_hold_counts(&held, &waits);
+  rd__mbuf_family(b, "raydist_job_holds", "gauge",
+                  "Jobs whose drivers hold their entrypoint resources here, and jobs waiting for them (PENDING).");
+  rd__mbuf_printf(b, "raydist_job_holds{state=\"held\"} %llu\nraydist_job_holds{state=\"waiting\"} %llu\n",
+                  (unsigned long long)held, (unsigned long long)waits);
   const char *res_fam[2] = {"raydist_resources_total", "raydist_resources_available"};
   const char *res_help[2] = {"Resources this node has (CPU and GPU in units, memory in bytes).",
                              "Resources free now (CPUs lent back by blocked tasks count as free; never below 0)."};

@@ -16,7 +16,7 @@
 #include "resources.h"
 #include "store.h"
 
-enum { ROLE_NONE = -1, ROLE_DRIVER = 0, ROLE_WORKER = 1, ROLE_LINK = 2 };
+enum { ROLE_NONE = -1, ROLE_DRIVER = 0, ROLE_WORKER = 1, ROLE_LINK = 2, ROLE_KEEPER = 3 };   /* KEEPER: a job's (JobHold) */
 enum { W_STARTING, W_IDLE, W_LEASED, W_DYING, W_DEAD };  /* DYING: killed, not yet reaped */
 
 typedef struct node_worker node_worker;
@@ -100,6 +100,7 @@ typedef struct node_job {
 } node_job;
 typedef struct node_client node_client;
 typedef struct node_actor node_actor;
+typedef struct node_hold node_hold;
 
 /* A placement-group bundle reserved on this node (runtime/pg.c): a share of
  * the node's ledger that only requests naming the bundle are granted from. */
@@ -267,6 +268,7 @@ struct node_client {
   size_t npins, cappins;
   lease_req *reqs;
   void *link;               /* ROLE_LINK: cluster.c's state of a link to another node */
+  node_hold *hold;          /* ROLE_KEEPER: its job's resources, held or waited for (job_hold.c) */
   uint64_t own_waiting, own_sent;   /* its owned tasks now, as its last OwnerStats said */
   uint64_t own_classes;             /* and its scheduling classes */
   struct node_backlog *backlog;     /* ... and its backlog (OwnerStats.backlog; NULL: none) */
@@ -411,6 +413,14 @@ void rd__dashboard_client_gone(const node_client *c);
 void rd__dashboard_failures_add(const node_client *c, const Rd__OwnerStats *m);
 void rd__node_client_drop(node_client *c, const char *why);
 void rd__node_dispatch(void);
+/* job_hold.c: a job's entrypoint resources, held while its keeper's
+ * connection lasts.  on_request answers c; dispatch grants waiting holds
+ * (first in the node's dispatch); client_gone gives c's back (the caller
+ * dispatches); counts: held now, and waiting. */
+void rd__job_hold_on_request(node_client *c, const Rd__JobHold *m);
+void rd__job_hold_dispatch(void);
+void rd__job_hold_client_gone(node_client *c);
+void rd__job_hold_counts(uint64_t *held, uint64_t *waits);
 void rd__node_flush_all(void);
 const char *rd__node_grant_error(int status, const node_worker *w);
 void rd__node_retry_parked(void);

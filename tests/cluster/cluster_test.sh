@@ -98,6 +98,8 @@ HEAD_OPTS=
 # job_gc: a job's idle workers stop 0.3 s after its last driver, and the sweep runs every 0.3 s
 [ "$CASE" = job_gc ] && export RAYDIST_JOB_QUIET_MS=300 RAYDIST_NODE_GC_MS=300 RAYDIST_LOG_LEVEL=2 &&
   HEAD_OPTS="--log-level 2"
+# job_resources: two GPUs (accounting only: no device is needed) and big=1 on the head
+[ "$CASE" = job_resources ] && HEAD_OPTS="--num-gpus 2 --resources big=1"
 # log_rotation: node logs rotated at 100 KB, two kept
 [ "$CASE" = log_rotation ] && export RAYDIST_ROTATION_MAX_BYTES=100000 RAYDIST_ROTATION_BACKUP_COUNT=2
 # and the nodes their own copies after 1 s
@@ -806,6 +808,79 @@ PY
     done
     echo "ok: the head's node daemon started again beside GCS pid $GCS_PID; detached actors recorded anew"
     ;;
+  job_resources)
+    # a job's entrypoint resources (Ray's entrypoint_num_gpus, ...): held
+    # from the head's ledger while its driver runs, its GPUs its own, the
+    # next job PENDING until they are free; stops, killed keepers and
+    # impossible requests
+    H="$ROOT/node-127.0.0.1"
+    L="$RAYDIST_TMPDIR/jr"
+    job_id() { sed -n 's/^job \([0-9]*\) submitted.*/\1/p'; }
+    keeper_of() { sed -n 's/^keeper=//p' "$H/jobs/$1/info"; }
+    state_is() { for i in $(seq 1 100); do "$R" job status "$1" | grep -qx "job $1: $2" && return 0; sleep 0.1; done
+                 "$R" job status "$1"; return 1; }
+    gpu_job() { _n=$1; shift; "$R" job submit --name "$_n" "$@" -- /bin/sh -c 'echo "cvd=$CUDA_VISIBLE_DEVICES"; echo up; while :; do sleep 0.1; done'; }
+    cvd_of() { for i in $(seq 1 100); do _c=$("$R" job logs "$1" | sed -n 's/^cvd=//p'); [ -n "$_c" ] && { echo "$_c"; return; }; sleep 0.1; done; }
+    avail() { metric 127.0.0.1 "raydist_resources_available{resource=\"$1\"}"; }
+    holds() { metric 127.0.0.1 "raydist_job_holds{state=\"$1\"}"; }
+    G1=$(gpu_job g1 --num-gpus 1 | job_id)
+    G2=$(gpu_job g2 --num-gpus 1 --resources big=1 | job_id)
+    [ -n "$G1" ] && [ -n "$G2" ] || fail "job_resources: no job ids"
+    C1=$(cvd_of "$G1") C2=$(cvd_of "$G2")
+    [ -n "$C1" ] && [ -n "$C2" ] && [ "$C1" != "$C2" ] && echo "$C1 $C2" | grep -Eqx "[01] [01]" ||
+      fail "job_resources: the two jobs' GPUs: '$C1' and '$C2'"
+    [ "$(avail GPU)" = 0 ] && [ "$(avail big)" = 0 ] && [ "$(holds held)" = 2 ] ||
+      fail "job_resources: the held GPUs still free ($(avail GPU) GPU, $(avail big) big, $(holds held) held)"
+    # the next one waits, PENDING, and its submit returns at once
+    "$R" job submit --name g3 --num-gpus 1 -- /bin/sh -c 'echo "cvd=$CUDA_VISIBLE_DEVICES"' > "$RAYDIST_TMPDIR/g3" ||
+      fail "job_resources: a pending job's submit"
+    grep -q "pending until GPU=1 of the node is free" "$RAYDIST_TMPDIR/g3" || { cat "$RAYDIST_TMPDIR/g3"; fail "job_resources: submit said"; }
+    G3=$(job_id < "$RAYDIST_TMPDIR/g3")
+    G4=$("$R" job submit --name g4 --num-gpus 1 -- sleep 100 | job_id)
+    "$R" job list > "$L"
+    grep -Eq "^$G3 +g3 +PENDING +0 " "$L" && grep -Eq "^$G4 +g4 +PENDING +0 " "$L" || { cat "$L"; fail "job_resources: not listed PENDING"; }
+    [ "$(holds waiting)" = 2 ] || fail "job_resources: $(holds waiting) holds waiting, not 2"
+    # a pending job stopped: its keeper ends, nothing ran, STOPPED
+    "$R" job stop "$G4" --timeout 10 > "$L" || { cat "$L"; fail "job_resources: stop of a pending job"; }
+    grep -qx "job $G4: STOPPED" "$L" || { cat "$L"; fail "job_resources: the pending job not STOPPED"; }
+    grep -qx "keeper_signal=15" "$H/jobs/$G4/stopped" || fail "job_resources: no reason for the stop"
+    [ "$(holds waiting)" = 1 ] || fail "job_resources: the stopped job still waits"
+    # g1 stopped: g3 takes its GPU and runs to the end
+    "$R" job stop "$G1" --timeout 10 > /dev/null || fail "job_resources: stop g1"
+    state_is "$G3" SUCCEEDED || fail "job_resources: g3 did not run once g1's GPU was free"
+    [ "$(cvd_of "$G3")" = "$C1" ] || fail "job_resources: g3 ran on GPU '$(cvd_of "$G3")', not g1's $C1"
+    "$R" job logs "$G3" | grep -q "waiting for GPU=1 of the node to be free" || fail "job_resources: no word of the wait in g3's log"
+    # g2's keeper killed outright: its GPU and big come back
+    kill -KILL "$(keeper_of "$G2")"
+    state_is "$G2" "FAILED (its keeper was killed: status unknown)" || fail "job_resources: g2's state"
+    for i in $(seq 1 100); do [ "$(avail GPU)" = 2 ] && [ "$(avail big)" = 1 ] && break; sleep 0.1; done
+    [ "$(avail GPU)" = 2 ] && [ "$(avail big)" = 1 ] && [ "$(holds held)" = 0 ] && [ "$(holds waiting)" = 0 ] ||
+      fail "job_resources: resources not back ($(avail GPU) GPU, $(avail big) big, $(holds held) held)"
+    # what the node never has: refused at once, no job made
+    NJ=$(ls "$H/jobs" | wc -l)
+    "$R" job submit --num-gpus 3 -- true 2> "$L" && fail "job_resources: 3 GPUs of 2 accepted"
+    grep -q "this node has {CPU: 2, GPU: 2, .*big: 1} in all: the job's {CPU: 0, GPU: 3} can never be held here" "$L" ||
+      { cat "$L"; fail "job_resources: no reason for 3 GPUs"; }
+    "$R" job submit --resources nope=1 -- true 2> "$L" && fail "job_resources: an unknown resource accepted"
+    grep -q "nope: 1} can never be held here" "$L" || { cat "$L"; fail "job_resources: no reason for nope"; }
+    "$R" job submit --num-cpus abc -- true 2> "$L"; [ $? -eq 2 ] || fail "job_resources: --num-cpus abc"
+    grep -q "'abc' for CPU is not a number" "$L" || { cat "$L"; fail "job_resources: no reason for abc"; }
+    "$R" job list --num-gpus 1 2> /dev/null; [ $? -eq 2 ] || fail "job_resources: resources taken by list"
+    [ "$(ls "$H/jobs" | wc -l)" = "$NJ" ] || fail "job_resources: a refused submit left a job"
+    # zero asks nothing (Ray's default): runs at once, holds nothing
+    "$R" job submit --num-gpus 0 --follow -- true > "$L" || { cat "$L"; fail "job_resources: --num-gpus 0"; }
+    grep -q "submitted: pid" "$L" || { cat "$L"; fail "job_resources: --num-gpus 0 not started at once"; }
+    # from another machine (--address): the resources travel with the submit
+    REM="$RAYDIST_TMPDIR/elsewhere"
+    mkdir -p "$REM"
+    RAYDIST_TMPDIR="$REM" "$R" job submit --address "$ADDR" --token "$(cat "$H/token")" --num-gpus 2 --resources big=1 \
+      --follow -- /bin/sh -c 'echo "cvd=$CUDA_VISIBLE_DEVICES"' > "$L" 2>&1 || { cat "$L"; fail "job_resources: remote submit"; }
+    grep -qx "cvd=0,1" "$L" || { cat "$L"; fail "job_resources: the remote job's GPUs"; }
+    RAYDIST_TMPDIR="$REM" "$R" job submit --address "$ADDR" --token "$(cat "$H/token")" --num-gpus 3 -- true > "$L" 2>&1 &&
+      fail "job_resources: a remote submit of 3 GPUs accepted"
+    grep -q "can never be held here" "$L" || { cat "$L"; fail "job_resources: no reason from the remote submit"; }
+    echo "ok: jobs held GPUs $C1 and $C2, one waited and ran on $C1, one stopped pending, a killed keeper's came back"
+    ;;
   jobs_ray_cli)
     # Ray's own job CLI (ray[default], tests/cluster/ray_cli_venv.sh) against
     # the head's jobs API, as a Ray user points it at a cluster: version
@@ -855,6 +930,18 @@ PY
     for sid in ray-wd ray-bad ray-long; do grep -q "submission_id='$sid'" "$O" || { cat "$O"; fail "jobs_ray_cli: $sid not listed"; }; done
     "$RAY" job delete $A ray-long > "$O" 2>&1 && grep -q "deleted successfully" "$O" || { cat "$O"; fail "jobs_ray_cli: delete"; }
     "$RAY" job status $A ray-long > "$O" 2>&1 && { cat "$O"; fail "jobs_ray_cli: status of a deleted job"; }
+    # entrypoint resources: both of the head's CPUs held while the job runs
+    # (it reads the node's metrics); what the head has not, refused with its words
+    cat > "$RAYDIST_TMPDIR/cpu_free.py" <<EOF
+import urllib.request
+for l in urllib.request.urlopen("http://$M/metrics", timeout=10).read().decode().splitlines():
+    if l.startswith('raydist_resources_available{resource="CPU"} '):
+        print("cpu free", l.split()[1])
+EOF
+    "$RAY" job submit $A --submission-id ray-res --entrypoint-num-cpus 2 -- python3 "$RAYDIST_TMPDIR/cpu_free.py" > "$O" 2>&1 &&
+      grep -q "Job 'ray-res' succeeded" "$O" && grep -qx "cpu free 0" "$O" || { cat "$O"; fail "jobs_ray_cli: --entrypoint-num-cpus"; }
+    "$RAY" job submit $A --entrypoint-num-gpus 1 -- true > "$O" 2>&1 && { cat "$O"; fail "jobs_ray_cli: a GPU job on a head without one"; }
+    grep -q "status code 400.*GPU: 1} can never be held here" "$O" || { cat "$O"; fail "jobs_ray_cli: no reason for the GPU job"; }
     # they are the node's jobs
     "$R" job list > "$O" && grep -Eq " ray-wd +SUCCEEDED" "$O" && grep -Eq " ray-bad +FAILED \(exit 3\)" "$O" ||
       { cat "$O"; fail "jobs_ray_cli: raydist job list"; }

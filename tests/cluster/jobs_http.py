@@ -54,7 +54,7 @@ def wait_end(jid, secs=60):
     while time.time() < until:
         st, j = call("GET", "/api/jobs/%s" % jid)
         check(st == 200, "GET job %s: %d %r" % (jid, st, j))
-        if j["status"] != "RUNNING":
+        if j["status"] not in ("RUNNING", "PENDING"):
             return j
         time.sleep(0.1)
     check(False, "job %s did not end in %d s" % (jid, secs))
@@ -195,6 +195,33 @@ check(j["status"] == "STOPPED" and time.time() - t0 < 10, "stopped job: %r" % j)
 st, r = call("POST", "/api/jobs/http-long/stop")
 check(st == 200 and r == {"stopped": False}, "second stop: %d %r" % (st, r))
 
+# entrypoint resources: the first job holds both of the head's CPUs while
+# it runs, the second waits PENDING (no driver yet) and runs once they are free
+st, r = call("POST", "/api/jobs/", {"entrypoint": "echo holding; exec sleep 60", "submission_id": "cpu-a",
+                                    "entrypoint_num_cpus": 2, "entrypoint_num_gpus": 0, "entrypoint_resources": {}})
+check(st == 200, "submit cpu-a: %d %r" % (st, r))
+wait_log("cpu-a", "holding")
+st, r = call("POST", "/api/jobs/", {"entrypoint": "echo second", "submission_id": "cpu-b", "entrypoint_num_cpus": 1,
+                                    "entrypoint_memory": None, "entrypoint_resources": None})
+check(st == 200, "submit cpu-b: %d %r" % (st, r))
+st, j = call("GET", "/api/jobs/cpu-b")
+check(st == 200 and j["status"] == "PENDING" and j["driver_pid"] is None and j["end_time"] is None, "cpu-b waits: %r" % j)
+check(call("POST", "/api/jobs/cpu-a/stop")[1] == {"stopped": True}, "stop cpu-a")
+j = wait_end("cpu-b", 30)
+check(j["status"] == "SUCCEEDED" and j["driver_pid"] > 0, "cpu-b once cpu-a let go: %r" % j)
+st, r = call("GET", "/api/jobs/cpu-b/logs")
+check("second" in r["logs"] and "waiting for CPU=1 of the node" in r["logs"], "cpu-b's log: %r" % r)
+# a pending job stopped: STOPPED, it never ran
+st, r = call("POST", "/api/jobs/", {"entrypoint": "echo holding; exec sleep 60", "submission_id": "cpu-c", "entrypoint_num_cpus": 2})
+wait_log("cpu-c", "holding")
+st, r = call("POST", "/api/jobs/", {"entrypoint": "echo never", "submission_id": "cpu-d", "entrypoint_num_cpus": 2})
+check(st == 200 and call("GET", "/api/jobs/cpu-d")[1]["status"] == "PENDING", "cpu-d waits")
+check(call("POST", "/api/jobs/cpu-d/stop")[1] == {"stopped": True}, "stop the pending cpu-d")
+j = wait_end("cpu-d", 10)
+check(j["status"] == "STOPPED" and j["driver_pid"] is None and "never" not in call("GET", "/api/jobs/cpu-d/logs")[1]["logs"],
+      "the stopped pending job: %r" % j)
+check(call("POST", "/api/jobs/cpu-c/stop")[1] == {"stopped": True}, "stop cpu-c")
+
 # delete: gone from the list and the node
 st, r = call("DELETE", "/api/jobs/http-long")
 check(st == 200 and r == {"deleted": True}, "delete: %d %r" % (st, r))
@@ -327,7 +354,16 @@ expect("POST", "/api/jobs/", 400, "unknown field 'entry'", {"entry": "ls"})
 expect("POST", "/api/jobs/", 400, "must name an uploaded zip package", {"entrypoint": "ls", "runtime_env": {"working_dir": "."}})
 expect("POST", "/api/jobs/", 400, "no package gcs://_ray_pkg_none.zip", {"entrypoint": "ls", "runtime_env": {"working_dir": "gcs://_ray_pkg_none.zip"}})
 expect("POST", "/api/jobs/", 400, "runtime_env.pip is not supported", {"entrypoint": "ls", "runtime_env": {"pip": ["numpy"]}})
-expect("POST", "/api/jobs/", 400, "entrypoint_num_cpus is not supported", {"entrypoint": "ls", "entrypoint_num_cpus": 1})
+expect("POST", "/api/jobs/", 400, "the job's entrypoint {CPU: 0, GPU: 1} can never be held here", {"entrypoint": "ls", "entrypoint_num_gpus": 1})
+expect("POST", "/api/jobs/", 400, "the job's entrypoint {CPU: 3, GPU: 0} can never be held here", {"entrypoint": "ls", "entrypoint_num_cpus": 3})
+expect("POST", "/api/jobs/", 400, "nope: 1} can never be held here", {"entrypoint": "ls", "entrypoint_resources": {"nope": 1}})
+expect("POST", "/api/jobs/", 400, "'GPU' is not a custom resource's name", {"entrypoint": "ls", "entrypoint_resources": {"GPU": 1}})
+expect("POST", "/api/jobs/", 400, "entrypoint_resources must be an object of numbers", {"entrypoint": "ls", "entrypoint_resources": [1]})
+expect("POST", "/api/jobs/", 400, "entrypoint_resources.a must be a number >= 0", {"entrypoint": "ls", "entrypoint_resources": {"a": "1"}})
+expect("POST", "/api/jobs/", 400, "CPU=1.5 is not an amount (whole above 1)", {"entrypoint": "ls", "entrypoint_num_cpus": 1.5})
+expect("POST", "/api/jobs/", 400, "entrypoint_num_cpus must be a number >= 0", {"entrypoint": "ls", "entrypoint_num_cpus": -1})
+expect("POST", "/api/jobs/", 400, "entrypoint_memory must be a number >= 0", {"entrypoint": "ls", "entrypoint_memory": 1e30})
+expect("POST", "/api/jobs/", 400, "entrypoint_label_selector is not supported", {"entrypoint": "ls", "entrypoint_label_selector": {"a": "b"}})
 expect("POST", "/api/jobs/", 400, "env_vars names", {"entrypoint": "ls", "runtime_env": {"env_vars": {"1A": "x"}}})
 expect("POST", "/api/jobs/", 400, "env_vars values must be strings", {"entrypoint": "ls", "runtime_env": {"env_vars": {"A": 1}}})
 expect("POST", "/api/jobs/", 400, "metadata must be an object of strings", {"entrypoint": "ls", "metadata": {"a": 1}})
@@ -347,7 +383,7 @@ expect("GET", "/api/jobs/%s/frob" % one, 404, "no such path")
 expect("GET", "/api/jobs/99999", 404, "no job '99999'")
 expect("GET", "/api/jobs/%s/logs?offset=abc" % one, 400, "offset must be a whole number")
 out = subprocess.run([raydist, "job", "list", "--session", session], capture_output=True, text=True, errors="replace").stdout
-check(len([l for l in out.splitlines() if l[:1].isdigit()]) == 3, "bad requests made jobs: %s" % out)   # one, sdk-style, the package's
+check(len([l for l in out.splitlines() if l[:1].isdigit()]) == 7, "bad requests made jobs: %s" % out)   # one, sdk-style, the package's, cpu-a to -d
 
 # mangled requests (heads, lengths, bodies, JSON): an answer or a close,
 # never a crash or a hang, and the API answers as before afterwards
