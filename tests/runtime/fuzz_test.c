@@ -128,6 +128,7 @@ static void check_node(int round) {
 typedef struct fz_conn {
   int fd;
   int hello_done;
+  int keeper;               /* its hello said role 3: a job's keeper (JobHold) */
 } fz_conn;
 
 #define MAX_OPEN 6
@@ -230,7 +231,7 @@ static int send_frame(wf_rng *r, int fd, unsigned type, wf_buf *payload) {
  * node's own workers is possible for any process of the same user (the
  * socket is 0600) and would make the checks' tasks fail for a reason that
  * is not a bug. */
-static int send_hello(wf_rng *r, int fd, const char *token, int link) {
+static int send_hello(wf_rng *r, int fd, const char *token, int link, int *keeper) {
   wf_buf b = {0};
   if (link) {
     Rd__LinkHello h = RD__LINK_HELLO__INIT;
@@ -247,7 +248,8 @@ static int send_hello(wf_rng *r, int fd, const char *token, int link) {
   }
   Rd__Hello h = RD__HELLO__INIT;
   h.version = wf_chance(r, 95) ? 1 : (uint32_t)wf_next(r);
-  h.role = wf_chance(r, 85) ? 0 : wf_chance(r, 50) ? 1 : (int32_t)wf_next(r);
+  h.role = wf_chance(r, 75) ? 0 : wf_chance(r, 40) ? 3 : wf_chance(r, 50) ? 1 : (int32_t)wf_next(r);
+  *keeper = h.role == 3;
   h.worker_id = (uint32_t)(1000000 + wf_below(r, 1000000));
   h.pid = wf_chance(r, 50) ? getpid() : (int32_t)wf_next(r);
   char exe[32];
@@ -266,11 +268,13 @@ static int send_hello(wf_rng *r, int fd, const char *token, int link) {
 
 /* A random frame for the node: mostly the types a client (or a peer node)
  * sends, sometimes any type, one the node only sends, or none at all. */
-static int send_random(wf_rng *r, int fd, int link) {
+static int send_random(wf_rng *r, int fd, int link, int keeper) {
   static const unsigned client_types[] = {3, 5, 7, 9, 10, 12, 13, 17, 20, 21, 24, 25, 28, 29, 45, 47, 48, 80};
   static const unsigned link_types[] = {32, 33, 34, 35, 36, 37, 38, 39, 40, 41, 42, 43, 44, 49, 50, 51, 52, 53, 54, 76};
   unsigned type;
-  if (wf_chance(r, 95))
+  if (keeper && wf_chance(r, 80))
+    type = RD__MSG_TYPE__MSG_JOB_HOLD;   /* mostly what a keeper may send: amounts, a second one */
+  else if (wf_chance(r, 95))
     type = link ? link_types[wf_below(r, sizeof(link_types) / sizeof(link_types[0]))]
                 : client_types[wf_below(r, sizeof(client_types) / sizeof(client_types[0]))];
   else if (wf_chance(r, 90))
@@ -280,7 +284,19 @@ static int send_random(wf_rng *r, int fd, int link) {
   if (type == RD__MSG_TYPE__MSG_SHUTDOWN) type = RD__MSG_TYPE__MSG_NODE_INFO;   /* a driver's right; see below */
   wf_buf b = {0};
   const ProtobufCMessageDescriptor *d = wf_type_desc(type);
-  if (d) wf_message(r, d, 3, &b);
+  if (type == RD__MSG_TYPE__MSG_JOB_HOLD && wf_chance(r, 60)) {   /* amounts the node may grant, or make wait */
+    static const int64_t cpus[] = {0, 5000, 10000, 20000, 40000, 50000}, gpus[] = {0, 2500, 10000, 20000};
+    Rd__Resources res = RD__RESOURCES__INIT;
+    res.cpu = cpus[wf_below(r, 6)];
+    res.gpu = gpus[wf_below(r, 4)];
+    Rd__JobHold h = RD__JOB_HOLD__INIT;
+    h.res = &res;
+    h.job = (uint32_t)wf_below(r, 100);
+    b.cap = b.len = protobuf_c_message_get_packed_size(&h.base);
+    b.p = malloc(b.len + 1);
+    CHECK(b.p);
+    protobuf_c_message_pack(&h.base, b.p);
+  } else if (d) wf_message(r, d, 3, &b);
   else {
     size_t n = wf_below(r, 200);
     b.p = malloc(n + 1);
@@ -345,6 +361,7 @@ static void fuzz(int link, int rounds, uint64_t seed) {
     if (c->fd < 0) {
       c->fd = dial();
       c->hello_done = 0;
+      c->keeper = 0;
       if (wf_chance(&r, 5)) {   /* raw bytes, no hello */
         uint8_t g[512];
         size_t n = 1 + wf_below(&r, sizeof(g));
@@ -353,7 +370,7 @@ static void fuzz(int link, int rounds, uint64_t seed) {
         continue;
       }
       if (!wf_chance(&r, 3)) {   /* and sometimes frames before any hello */
-        if (send_hello(&r, c->fd, g_token, link) != 0) {
+        if (send_hello(&r, c->fd, g_token, link, &c->keeper) != 0) {
           close_conn(c);
           continue;
         }
@@ -362,7 +379,7 @@ static void fuzz(int link, int rounds, uint64_t seed) {
     }
     int burst = 1 + (int)wf_below(&r, 25);
     for (int k = 0; k < burst && c->fd >= 0; k++) {
-      if (send_random(&r, c->fd, link) != 0 || !drain(c->fd)) close_conn(c);
+      if (send_random(&r, c->fd, link, c->keeper) != 0 || !drain(c->fd)) close_conn(c);
       frames++;
     }
     if (c->fd >= 0 && !drain(c->fd)) close_conn(c);

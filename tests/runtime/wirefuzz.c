@@ -327,6 +327,8 @@ const ProtobufCMessageDescriptor *wf_type_desc(unsigned t) {
     case RD__MSG_TYPE__MSG_LINK_ACTOR_CONNECTED: return &rd__link_actor_connected__descriptor;
     case RD__MSG_TYPE__MSG_PG_CREATE:
     case RD__MSG_TYPE__MSG_LINK_PG_CREATE: return &rd__pg_create__descriptor;
+    case RD__MSG_TYPE__MSG_JOB_HOLD: return &rd__job_hold__descriptor;
+    case RD__MSG_TYPE__MSG_JOB_HOLD_REPLY: return &rd__job_hold_reply__descriptor;
     case RD__MSG_TYPE__MSG_PG_REPLY:
     case RD__MSG_TYPE__MSG_LINK_PG_REMOVED: return &rd__pg_reply__descriptor;
     case RD__MSG_TYPE__MSG_PG_QUERY: return &rd__pg_query__descriptor;
