@@ -14,6 +14,8 @@ int rd__cli_list(int argc, char **argv);
  * node session (for `raydist stop`), returning how many. */
 int rd__cli_job(int argc, char **argv);
 int rd__cli_jobs_stop(const char *session_dir);
+/* How many jobs of the node session run or wait (PENDING) now. */
+int rd__cli_jobs_live(const char *session_dir);
 /* Job id of the node session session_dir: its state as `job list` shows it
  * ("RUNNING", "FAILED (exit 3)", ...) into state, *ended; -1: no such job. */
 int rd__cli_job_state(const char *session_dir, int id, char *state, size_t len, int *ended);

@@ -839,6 +839,16 @@ static int job_stop(const char *dir, job *j, double timeout) {
   return 1;
 }
 
+int rd__cli_jobs_live(const char *session_dir) {
+  static int ids[4096];
+  int n = job_ids(session_dir, ids, 4096), live = 0;
+  for (int i = 0; i < n; i++) {
+    job j;
+    live += job_read(session_dir, ids[i], &j) == 0 && !j.ended;
+  }
+  return live;
+}
+
 int rd__cli_jobs_stop(const char *session_dir) {
   static int ids[4096];
   int n = job_ids(session_dir, ids, 4096), stopped = 0;

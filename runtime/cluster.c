@@ -39,6 +39,7 @@
 #include <unistd.h>
 
 #include "common.h"
+#include "cli_cluster.h"
 #include "gcs_client.h"
 #include "log.h"
 #include "metrics.h"
@@ -816,7 +817,9 @@ static int node_idle(uint64_t store_used) {
   if (!res_same(&N.ledger.avail, &N.ledger.total)) return 0;
   for (const node_client *c = N.clients; c; c = c->next)
     if (c->role == ROLE_DRIVER && !c->dead) return 0;
-  return 1;
+  /* a job submitted here that is not (or not yet) a driver: a script
+   * between its drivers, a job waiting for its resources */
+  return N.opts.is_head || rd__cli_jobs_live(N.opts.session_dir) == 0;
 }
 
 /* A kind of node the autoscaler can start that could run res with

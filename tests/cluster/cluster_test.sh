@@ -1378,7 +1378,20 @@ PY
     sleep 5
     "$R" status > "$L" || fail "status"
     grep -Eq '^  type big: 2 alive, 0 starting' "$L" || { cat "$L"; fail "requested room: big nodes left while asked for"; }
+    # a job submitted to one of them (a script that is no driver, holding
+    # nothing) keeps that node past the idle timeout once the room is
+    # withdrawn; it goes once the job has ended
+    BIG=$(awk '$2 ~ /^127\.0\.0\.2[0-9]$/ && $3 == "alive" {print $2; exit}' "$L")
+    [ -n "$BIG" ] || { cat "$L"; fail "no big node's address in status"; }
+    "$R" job submit --node-ip "$BIG" -- /bin/sh -c "while [ ! -e '$RAYDIST_TMPDIR/big_job_done' ]; do sleep 0.1; done" \
+      > /dev/null || fail "a job on big node $BIG"
     RD_CLUSTER_NODES=6 RD_REQUEST=0 "$T" request_room || fail "request_room 0"
+    listed_until 150 '^  type big: 1 alive, 0 starting' status || { cat "$L"; fail "requested room withdrawn: not one big node left"; }
+    sleep 5
+    "$R" status > "$L" || fail "status"
+    grep -Eq '^  type big: 1 alive, 0 starting' "$L" && awk '$3 == "alive"' "$L" | grep -Eq "^ *[0-9]+ +$BIG " ||
+      { cat "$L"; fail "the big node $BIG running a job left, or the other stayed"; }
+    touch "$RAYDIST_TMPDIR/big_job_done"
     listed_until 150 '^  type big: 0 alive, 0 starting' status || { cat "$L"; fail "requested room withdrawn: big nodes stay"; }
     grep -Eq '^  launches: 6 started, 0 failed; 4 nodes let go$' "$L" || { cat "$L"; fail "status: launches after the request"; }
     ;;
