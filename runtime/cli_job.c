@@ -235,6 +235,74 @@ static int pack_dir(const char *dir, char *out, size_t len) {
   return 0;
 }
 
+/* The processes below this one (its children, theirs, ...) but `except`,
+ * into out (at most max): how many.  A keeper is a child subreaper, so
+ * whatever the program started and left is still below it. */
+static int descendants(pid_t except, pid_t *out, int max) {
+  enum { PROCS_MAX = 65536 };
+  static pid_t pids[PROCS_MAX], ppids[PROCS_MAX];
+  int n = 0;
+  DIR *d = opendir("/proc");
+  struct dirent *e;
+  while (d && n < PROCS_MAX && (e = readdir(d))) {
+    char *end, path[64], buf[512];
+    long pid = strtol(e->d_name, &end, 10);
+    if (*end || pid <= 0) continue;
+    snprintf(path, sizeof(path), "/proc/%ld/stat", pid);
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    ssize_t k = fd >= 0 ? read(fd, buf, sizeof(buf) - 1) : -1;
+    if (fd >= 0) close(fd);
+    if (k <= 0) continue;
+    buf[k] = 0;
+    char *rp = strrchr(buf, ')'), st;   /* the command name may hold spaces */
+    int ppid;
+    if (!rp || sscanf(rp + 1, " %c %d", &st, &ppid) != 2 || st == 'Z') continue;
+    pids[n] = (pid_t)pid;
+    ppids[n++] = (pid_t)ppid;
+  }
+  if (d) closedir(d);
+  int m = 0;
+  out[m++] = getpid();   /* the tree's root, taken out below */
+  for (int grew = 1; grew && m < max;) {
+    grew = 0;
+    for (int i = 0; i < n && m < max; i++) {
+      int below = 0, seen = 0;
+      for (int k = 0; k < m; k++) {
+        below |= ppids[i] == out[k];
+        seen |= pids[i] == out[k];
+      }
+      if (below && !seen && pids[i] != except) {
+        out[m++] = pids[i];
+        grew = 1;
+      }
+    }
+  }
+  memmove(out, out + 1, (size_t)(m - 1) * sizeof(*out));
+  return m - 1;
+}
+
+/* A stopped job's program is gone; what it started outside its process
+ * group (setsid, setpgid: a daemon) is not: SIGTERM to all of it, SIGKILL
+ * to what is left after 5 s, reaped as it goes (the reaper `except`
+ * stands down by itself). */
+static void end_tree(pid_t except) {
+  enum { TREE_MAX = 4096 };
+  static pid_t tree[TREE_MAX];
+  int n = descendants(except, tree, TREE_MAX);
+  if (n == 0) return;
+  fprintf(stderr, "raydist job: stopping %d process%s the job started outside its process group\n", n,
+          n == 1 ? "" : "es");
+  for (int i = 0; i < n; i++) kill(tree[i], SIGTERM);
+  for (int t = 0; t < 200; t++) {   /* 5 s, then SIGKILL, 5 s more at most */
+    while (waitpid(-1, NULL, WNOHANG) > 0) {
+    }
+    if ((n = descendants(except, tree, TREE_MAX)) == 0) return;
+    if (t == 100)
+      for (int i = 0; i < n; i++) kill(tree[i], SIGKILL);
+    usleep(50000);
+  }
+}
+
 /* The keeper's second child, in the program's process group (pgid pg):
  * when the keeper is killed outright (nothing closes the pipe it holds in
  * order: the kernel does), it ends the whole group, SIGTERM and SIGKILL 5 s
@@ -242,7 +310,7 @@ static int pack_dir(const char *dir, char *out, size_t len) {
  * alone.  It ignores the SIGTERM a stop sends the group.  The write end of
  * its pipe, for the keeper to write one byte to before it exits (the
  * reaper then leaves), or -1 when there is none (no pipe, no fork). */
-static int group_reaper(pid_t pg, const sigset_t *mask) {
+static int group_reaper(pid_t pg, const sigset_t *mask, pid_t *reaper) {
   setpgid(pg, pg);   /* as the program does itself: the group exists before the reaper joins it */
   int fds[2];
   if (pipe2(fds, O_CLOEXEC) != 0) return -1;
@@ -254,6 +322,7 @@ static int group_reaper(pid_t pg, const sigset_t *mask) {
   }
   if (r > 0) {
     close(fds[0]);
+    *reaper = r;
     return fds[1];
   }
   /* the reaper: only its end of the pipe (and the log as stdout) kept, so
@@ -465,6 +534,9 @@ static int job_submit(const char *dir, const char *name, char **argv, int argc, 
   if (keeper == 0) {   /* the keeper: a session of its own, the program in it */
     close(ready[0]);
     setsid();
+    /* what the program starts and leaves (a daemon: setsid, its parent
+     * gone) stays in the keeper's tree, for a stop to end (end_tree) */
+    prctl(PR_SET_CHILD_SUBREAPER, 1);
     rd_job_log jl;
     int lfd = rd__job_log_open(&jl, jd, rot_max, rot_backups);
     int nul = open("/dev/null", O_RDONLY | O_CLOEXEC);
@@ -554,7 +626,8 @@ static int job_submit(const char *dir, const char *name, char **argv, int argc, 
       fprintf(stderr, "raydist job: cannot run %s: %s\n", so->exe ? so->exe : argv[0], strerror(errno));
       _exit(127);
     }
-    int alive = p > 0 ? group_reaper(p, &old) : -1;
+    pid_t reaper = 0;
+    int alive = p > 0 ? group_reaper(p, &old, &reaper) : -1;
     if (p > 0) info_write(jd, name, p, start, argv, argc, so->res_spec);   /* before the submitter returns */
     char msg[64];
     snprintf(msg, sizeof(msg), "%d\n", (int)p);
@@ -567,6 +640,8 @@ static int job_submit(const char *dir, const char *name, char **argv, int argc, 
     else
       while (p > 0 && waitpid(p, &st, 0) < 0 && errno == EINTR) {
       }
+    snprintf(f, sizeof(f), "%s/stopped", jd);
+    if (p > 0 && (stop_sig || access(f, F_OK) == 0)) end_tree(reaper);   /* a stop ends all it started */
     rd__conn_close(&h.conn);   /* its resources free before its end is seen */
     char text[128];
     if (p < 0) snprintf(text, sizeof(text), "exit=127\nend=%.3f\n", wall_now());

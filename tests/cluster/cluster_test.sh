@@ -657,6 +657,23 @@ PY
     still_runs "$KC_PID" "$KC_START" && fail "jobs: what the program of a killed keeper started lives on"
     "$R" job status "$KK" | grep -qx "job $KK: FAILED (its keeper was killed: status unknown)" ||
       { "$R" job status "$KK"; fail "jobs: status of a job whose keeper was killed"; }
+    # what a job started outside its process group (setsid: a daemon; one
+    # that ignores SIGTERM) ends with a stop too: the keeper is their
+    # subreaper, SIGTERM then SIGKILL after 5 s
+    KD=$("$R" job submit --name kdaemon -- /bin/sh -c 'setsid sleep 300 & echo "daemon $!"
+      (setsid sh -c "trap \"\" TERM; echo \"deaf \$\$\"; while :; do sleep 0.2; done" &)
+      echo up; while :; do sleep 0.1; done' | job_id)
+    wait_up "$KD" || fail "jobs: job kdaemon did not start"
+    for i in $(seq 1 50); do "$R" job logs "$KD" | grep -q "^deaf " && break; sleep 0.1; done
+    D1=$("$R" job logs "$KD" | sed -n 's/^daemon //p') D2=$("$R" job logs "$KD" | sed -n 's/^deaf //p')
+    D1_START=$(proc_start "$D1") D2_START=$(proc_start "$D2")
+    [ -n "$D1_START" ] && [ -n "$D2_START" ] || fail "jobs: kdaemon's daemons $D1 $D2 are not running"
+    [ "$(ps -o sid= -p "$D1" | tr -d ' ')" = "$D1" ] || fail "jobs: kdaemon's first daemon is not in a session of its own"
+    "$R" job stop "$KD" --timeout 20 > /dev/null || fail "jobs: stop kdaemon"
+    still_runs "$D1" "$D1_START" && fail "jobs: a stopped job's daemon (setsid) lives on"
+    still_runs "$D2" "$D2_START" && fail "jobs: a stopped job's daemon that ignores SIGTERM lives on"
+    "$R" job logs "$KD" | grep -q "raydist job: stopping [0-9]* processes the job started outside its process group" ||
+      fail "jobs: no word of the daemons stopped"
     # bad input: clear errors, nothing done
     "$R" job logs 999 2>/dev/null && fail "jobs: logs of no job"
     "$R" job stop abc 2>/dev/null && fail "jobs: stop of a bad id"
