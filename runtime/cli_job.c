@@ -161,8 +161,7 @@ static const char *job_state(const job *j, char *buf, size_t len) {
   if (!j->ended) return j->pid > 0 ? "RUNNING" : "PENDING";   /* pid 0: waits for its resources */
   if (j->stopped) return "STOPPED";
   if (j->error[0]) snprintf(buf, len, "FAILED (%.50s)", j->error);
-  else
-  if (j->sig < 0) snprintf(buf, len, "FAILED (its keeper was killed: status unknown)");
+  else if (j->sig < 0) snprintf(buf, len, "FAILED (its keeper was killed: status unknown)");
   else if (j->sig) snprintf(buf, len, "FAILED (signal %d)", j->sig);
   else if (j->status) snprintf(buf, len, "FAILED (exit %d)", j->status);
   else return "SUCCEEDED";
@@ -568,7 +567,7 @@ static int job_submit(const char *dir, const char *name, char **argv, int argc, 
     memset(&h, 0, sizeof(h));
     h.conn.fd = -1;
     if (so->res_spec) {
-      char why[700], msg[800];
+      char why[1400], msg[1500];
       int hr = hold_ask(&h, dir, &so->res, id, why, sizeof(why));
       if (hr != RD_OK && hr != RD_EAGAIN) {   /* refused: the submit says why, and there is no job */
         snprintf(msg, sizeof(msg), "E%s\n", why);
@@ -662,7 +661,7 @@ static int job_submit(const char *dir, const char *name, char **argv, int argc, 
     _exit(0);
   }
   close(ready[1]);
-  char buf[1024] = "";
+  char buf[2048] = "";
   ssize_t n = read(ready[0], buf, sizeof(buf) - 1);
   close(ready[0]);
   if (n > 0) buf[n] = 0;

@@ -2544,6 +2544,25 @@ static void on_link_actor_killed(node_client *c, Rd__ActorIdReply *m) {
   }
 }
 
+void rd__cluster_nodes_holding(const rd_resources *res, char *out, size_t len) {
+  size_t off = 0;
+  int n = 0;
+  out[0] = 0;
+  for (size_t i = 0; i < C.nview && n < 4 && off + 1 < len; i++) {
+    const rd_gcs_node *x = &C.view[i];
+    if (x->index == C.index || x->state != RD_GCS_NODE_ALIVE || !fits_total(&x->total, res)) continue;
+    int w = x->metrics_port > 0 ? snprintf(out + off, len - off, "%s %s (jobs API http://%s:%d)", n ? "," : "; it fits on",
+                                           x->ip, x->ip, x->metrics_port)
+                                : snprintf(out + off, len - off, "%s %s", n ? "," : "; it fits on", x->ip);
+    if (w < 0 || (size_t)w >= len - off) {
+      out[off] = 0;
+      break;
+    }
+    off += (size_t)w;
+    n++;
+  }
+}
+
 uint32_t rd__cluster_head(void) {
   for (size_t i = 0; i < C.nview; i++)
     if (C.view[i].is_head && C.view[i].state == RD_GCS_NODE_ALIVE) return C.view[i].index;

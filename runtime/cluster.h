@@ -35,6 +35,10 @@ int rd__cluster_avoided(void);
 uint32_t rd__cluster_index(void);
 /* The head's index in this node's view; 0 when no head is alive in it. */
 uint32_t rd__cluster_head(void);
+/* Other live nodes in this node's view whose totals hold res (a job's
+ * entrypoint resources this node has not): ", on 10.0.0.5 (jobs API
+ * http://10.0.0.5:8265), ..." (at most four) into out, "" when none. */
+void rd__cluster_nodes_holding(const rd_resources *res, char *out, size_t len);
 /* The cluster as of the last heartbeat (every node, alive and dead); valid
  * until the loop's next turn. */
 const rd_gcs_node *rd__cluster_view(size_t *n);

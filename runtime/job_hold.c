@@ -19,6 +19,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cluster.h"
 #include "common.h"
 #include "log.h"
 #include "node_internal.h"
@@ -64,8 +65,19 @@ static int try_take(node_hold *h) {
   return 1;
 }
 
+int rd__job_hold_infeasible(const rd_resources *res, char *why, size_t len) {
+  if (rd_res_feasible(&N.ledger, res)) return 0;
+  char want[256], have[256], where[400];
+  rd_res_format(res, want, sizeof(want));
+  rd_res_format(&N.ledger.total, have, sizeof(have));
+  rd__cluster_nodes_holding(res, where, sizeof(where));
+  snprintf(why, len, "this node has %s in all: the job's %s can never be held here (a job runs on the node it is "
+           "submitted to%s)", have, want, where[0] ? where : "; no live node has them");
+  return 1;
+}
+
 void rd__job_hold_on_request(node_client *c, const Rd__JobHold *m) {
-  char why[800];
+  char why[1300];
   if (c->role != ROLE_KEEPER) {
     rd__node_client_drop(c, "JobHold from a client that is not a job's keeper");
     return;
@@ -79,12 +91,7 @@ void rd__job_hold_on_request(node_client *c, const Rd__JobHold *m) {
     reply(c, RD_EINVAL, "invalid resource amounts", NULL);
     return;
   }
-  if (!rd_res_feasible(&N.ledger, &res)) {
-    char want[256], have[256];
-    rd_res_format(&res, want, sizeof(want));
-    rd_res_format(&N.ledger.total, have, sizeof(have));
-    snprintf(why, sizeof(why), "this node has %s in all: the job's %s can never be held here (submit it to a node "
-             "that has them; raydist status lists the nodes)", have, want);
+  if (rd__job_hold_infeasible(&res, why, sizeof(why))) {
     reply(c, RD_EINFEASIBLE, why, NULL);
     return;
   }

@@ -739,6 +739,40 @@ static int unset(const rd_json *v) {
          (v->type == RD_JSON_OBJECT && !v->child);
 }
 
+/* entrypoint_label_selector ({"zone": "west", "gpu": "in(A100,H100)"},
+ * scheduler/labels.h's terms as values): a job runs on the node it is sent
+ * to, so this node's labels must satisfy it.  0, or -1 with why. */
+static int entry_labels(const rd_json *m, char *why, size_t wlen) {
+  if (m->type == RD_JSON_NULL) return 0;
+  if (m->type != RD_JSON_OBJECT) {
+    snprintf(why, wlen, "entrypoint_label_selector must be an object of strings");
+    return -1;
+  }
+  char sel[RD_LABEL_SEL_LEN] = "", err[300];
+  for (const rd_json *v = m->child; v; v = v->next) {
+    size_t n = strlen(sel);
+    if (v->type != RD_JSON_STRING) {
+      snprintf(why, wlen, "entrypoint_label_selector.%.100s must be a string", v->key);
+      return -1;
+    }
+    if (strpbrk(v->key, ",;=") || strchr(v->str, ';') ||
+        snprintf(sel + n, sizeof(sel) - n, "%s%s=%s", n ? "," : "", v->key, v->str) >= (int)(sizeof(sel) - n)) {
+      snprintf(why, wlen, "entrypoint_label_selector: '%.100s' is not a label key, or the selector is too long", v->key);
+      return -1;
+    }
+  }
+  if (rd_label_sel_check(sel, err, sizeof(err)) != 0) {
+    snprintf(why, wlen, "entrypoint_label_selector: %s", err);
+    return -1;
+  }
+  if (!rd_labels_match(N.labels, sel)) {
+    snprintf(why, wlen, "this node's labels (%s) do not satisfy the job's entrypoint_label_selector (%s): a job runs "
+             "on the node it is submitted to", N.labels[0] ? N.labels : "none", sel);
+    return -1;
+  }
+  return 0;
+}
+
 /* Ray's entrypoint_num_cpus, _num_gpus, _memory (numbers or null) and
  * _resources (an object of numbers) appended to spec as "CPU=1,GPU=0.5,
  * memory=N,name=2" (zeros left out: nothing held); _label_selector only
@@ -774,8 +808,9 @@ static int entry_res(const rd_json *m, char *spec, size_t len, char *why, size_t
     }
     return 0;
   }
-  if (!unset(m)) {   /* entrypoint_label_selector, and what Ray adds later */
-    snprintf(why, wlen, "%.100s is not supported: a job runs on the node it is submitted to", m->key);
+  if (!strcmp(k, "label_selector")) return entry_labels(m, why, wlen);
+  if (!unset(m)) {   /* what Ray adds later */
+    snprintf(why, wlen, "%.100s is not supported", m->key);
     return -1;
   }
   return 0;
@@ -790,14 +825,7 @@ static int entry_res_check(const char *spec, char *why, size_t wlen) {
     snprintf(why, wlen, "entrypoint %s", err);
     return -1;
   }
-  if (!rd_res_feasible(&N.ledger, &res)) {
-    char want[256], have[256];
-    rd_res_format(&res, want, sizeof(want));
-    rd_res_format(&N.ledger.total, have, sizeof(have));
-    snprintf(why, wlen, "this node has %s in all: the job's entrypoint %s can never be held here", have, want);
-    return -1;
-  }
-  return 0;
+  return rd__job_hold_infeasible(&res, why, wlen) ? -1 : 0;
 }
 
 static void submit(const char *body, size_t blen, rd__http_reply reply, void *arg) {
@@ -809,7 +837,7 @@ static void submit(const char *body, size_t blen, rd__http_reply reply, void *ar
   }
   const char *entry = NULL, *sid = NULL, *bad = NULL, *wdir = NULL;
   const rd_json *env = NULL, *meta = NULL;
-  char badbuf[700], spec[1100] = "";
+  char badbuf[1300], spec[1100] = "";
   if (root->type != RD_JSON_OBJECT) bad = "the body must be a JSON object";
   const char *dup = rd_json_dup_key(root);
   for (const rd_json *m = root->type == RD_JSON_OBJECT ? root->child : NULL; m && !dup; m = m->next) {

@@ -421,6 +421,9 @@ void rd__job_hold_on_request(node_client *c, const Rd__JobHold *m);
 void rd__job_hold_dispatch(void);
 void rd__job_hold_client_gone(node_client *c);
 void rd__job_hold_counts(uint64_t *held, uint64_t *waits);
+/* 1 when this node has less than res in all (a hold could never be
+ * granted), saying so in why with the live nodes that have them. */
+int rd__job_hold_infeasible(const rd_resources *res, char *why, size_t len);
 void rd__node_flush_all(void);
 const char *rd__node_grant_error(int status, const node_worker *w);
 void rd__node_retry_parked(void);

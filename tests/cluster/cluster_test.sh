@@ -880,6 +880,11 @@ PY
       { cat "$L"; fail "job_resources: no reason for 3 GPUs"; }
     "$R" job submit --resources nope=1 -- true 2> "$L" && fail "job_resources: an unknown resource accepted"
     grep -q "nope: 1} can never be held here" "$L" || { cat "$L"; fail "job_resources: no reason for nope"; }
+    grep -q "no live node has them" "$L" || { cat "$L"; fail "job_resources: nope said to be somewhere"; }
+    # what another node has: the refusal names it, and its jobs API
+    "$R" job submit --resources only_b=1 -- true 2> "$L" && fail "job_resources: only_b accepted on the head"
+    grep -Eq "it fits on 127\.0\.0\.2 \(jobs API http://127\.0\.0\.2:[0-9]+\)\)\$" "$L" ||
+      { cat "$L"; fail "job_resources: the node that has only_b not named"; }
     "$R" job submit --num-cpus abc -- true 2> "$L"; [ $? -eq 2 ] || fail "job_resources: --num-cpus abc"
     grep -q "'abc' for CPU is not a number" "$L" || { cat "$L"; fail "job_resources: no reason for abc"; }
     "$R" job list --num-gpus 1 2> /dev/null; [ $? -eq 2 ] || fail "job_resources: resources taken by list"

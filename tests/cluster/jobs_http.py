@@ -211,6 +211,10 @@ j = wait_end("cpu-b", 30)
 check(j["status"] == "SUCCEEDED" and j["driver_pid"] > 0, "cpu-b once cpu-a let go: %r" % j)
 st, r = call("GET", "/api/jobs/cpu-b/logs")
 check("second" in r["logs"] and "waiting for CPU=1 of the node" in r["logs"], "cpu-b's log: %r" % r)
+# a label selector this node (no labels) satisfies: run
+st, r = call("POST", "/api/jobs/", {"entrypoint": "echo selected", "entrypoint_label_selector": {"zone": "!east", "gpu": "!in(A100,H100)"}})
+check(st == 200, "a satisfied label selector: %d %r" % (st, r))
+check(wait_end(r["job_id"])["status"] == "SUCCEEDED", "the selected job")
 # a pending job stopped: STOPPED, it never ran
 st, r = call("POST", "/api/jobs/", {"entrypoint": "echo holding; exec sleep 60", "submission_id": "cpu-c", "entrypoint_num_cpus": 2})
 wait_log("cpu-c", "holding")
@@ -354,16 +358,20 @@ expect("POST", "/api/jobs/", 400, "unknown field 'entry'", {"entry": "ls"})
 expect("POST", "/api/jobs/", 400, "must name an uploaded zip package", {"entrypoint": "ls", "runtime_env": {"working_dir": "."}})
 expect("POST", "/api/jobs/", 400, "no package gcs://_ray_pkg_none.zip", {"entrypoint": "ls", "runtime_env": {"working_dir": "gcs://_ray_pkg_none.zip"}})
 expect("POST", "/api/jobs/", 400, "runtime_env.pip is not supported", {"entrypoint": "ls", "runtime_env": {"pip": ["numpy"]}})
-expect("POST", "/api/jobs/", 400, "the job's entrypoint {CPU: 0, GPU: 1} can never be held here", {"entrypoint": "ls", "entrypoint_num_gpus": 1})
-expect("POST", "/api/jobs/", 400, "the job's entrypoint {CPU: 3, GPU: 0} can never be held here", {"entrypoint": "ls", "entrypoint_num_cpus": 3})
+expect("POST", "/api/jobs/", 400, "the job's {CPU: 0, GPU: 1} can never be held here", {"entrypoint": "ls", "entrypoint_num_gpus": 1})
+expect("POST", "/api/jobs/", 400, "the job's {CPU: 3, GPU: 0} can never be held here", {"entrypoint": "ls", "entrypoint_num_cpus": 3})
 expect("POST", "/api/jobs/", 400, "nope: 1} can never be held here", {"entrypoint": "ls", "entrypoint_resources": {"nope": 1}})
+expect("POST", "/api/jobs/", 400, "only_c: 1} can never be held here (a job runs on the node it is submitted to; it fits on 127.0.0.3 (jobs API http://127.0.0.3:", {"entrypoint": "ls", "entrypoint_resources": {"only_c": 1}})
 expect("POST", "/api/jobs/", 400, "'GPU' is not a custom resource's name", {"entrypoint": "ls", "entrypoint_resources": {"GPU": 1}})
 expect("POST", "/api/jobs/", 400, "entrypoint_resources must be an object of numbers", {"entrypoint": "ls", "entrypoint_resources": [1]})
 expect("POST", "/api/jobs/", 400, "entrypoint_resources.a must be a number >= 0", {"entrypoint": "ls", "entrypoint_resources": {"a": "1"}})
 expect("POST", "/api/jobs/", 400, "CPU=1.5 is not an amount (whole above 1)", {"entrypoint": "ls", "entrypoint_num_cpus": 1.5})
 expect("POST", "/api/jobs/", 400, "entrypoint_num_cpus must be a number >= 0", {"entrypoint": "ls", "entrypoint_num_cpus": -1})
 expect("POST", "/api/jobs/", 400, "entrypoint_memory must be a number >= 0", {"entrypoint": "ls", "entrypoint_memory": 1e30})
-expect("POST", "/api/jobs/", 400, "entrypoint_label_selector is not supported", {"entrypoint": "ls", "entrypoint_label_selector": {"a": "b"}})
+expect("POST", "/api/jobs/", 400, "this node's labels (none) do not satisfy the job's entrypoint_label_selector (zone=west)", {"entrypoint": "ls", "entrypoint_label_selector": {"zone": "west"}})
+expect("POST", "/api/jobs/", 400, "entrypoint_label_selector.zone must be a string", {"entrypoint": "ls", "entrypoint_label_selector": {"zone": 1}})
+expect("POST", "/api/jobs/", 400, "entrypoint_label_selector: ", {"entrypoint": "ls", "entrypoint_label_selector": {"zone": "in(a"}})
+expect("POST", "/api/jobs/", 400, "entrypoint_label_selector must be an object of strings", {"entrypoint": "ls", "entrypoint_label_selector": ["zone"]})
 expect("POST", "/api/jobs/", 400, "env_vars names", {"entrypoint": "ls", "runtime_env": {"env_vars": {"1A": "x"}}})
 expect("POST", "/api/jobs/", 400, "env_vars values must be strings", {"entrypoint": "ls", "runtime_env": {"env_vars": {"A": 1}}})
 expect("POST", "/api/jobs/", 400, "metadata must be an object of strings", {"entrypoint": "ls", "metadata": {"a": 1}})
@@ -383,7 +391,7 @@ expect("GET", "/api/jobs/%s/frob" % one, 404, "no such path")
 expect("GET", "/api/jobs/99999", 404, "no job '99999'")
 expect("GET", "/api/jobs/%s/logs?offset=abc" % one, 400, "offset must be a whole number")
 out = subprocess.run([raydist, "job", "list", "--session", session], capture_output=True, text=True, errors="replace").stdout
-check(len([l for l in out.splitlines() if l[:1].isdigit()]) == 7, "bad requests made jobs: %s" % out)   # one, sdk-style, the package's, cpu-a to -d
+check(len([l for l in out.splitlines() if l[:1].isdigit()]) == 8, "bad requests made jobs: %s" % out)   # one, sdk-style, the package's, cpu-a to -d, selected
 
 # mangled requests (heads, lengths, bodies, JSON): an answer or a close,
 # never a crash or a hang, and the API answers as before afterwards
