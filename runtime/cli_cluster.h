@@ -28,7 +28,8 @@ typedef struct rd_cli_job {
   double start, end;          /* wall-clock seconds; end 0 while it runs */
   int ended, status, sig;     /* exit status, or the signal; sig -1: ended, how unknown */
   int stopped;                /* `job stop` ended it */
-  char state[64];             /* "RUNNING", "SUCCEEDED", "FAILED (exit 3)", "STOPPED", ... */
+  char state[64];             /* "RUNNING", "SUCCEEDED", "FAILED (exit 3)", "STOPPED", "PENDING (waits for GPU=1)", ... */
+  char resources[160];        /* what its driver holds while it runs, "CPU=1,GPU=1,name=2" ("" none) */
 } rd_cli_job;
 /* Job id of the node session session_dir into *out: 0, or -1 when there is none. */
 int rd__cli_job_get(const char *session_dir, int id, rd_cli_job *out);

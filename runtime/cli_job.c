@@ -117,6 +117,7 @@ typedef struct job {
   double start, end;
   char cmd[1024];
   char error[64];           /* status error=: why it never started ("" none) */
+  char res[160];            /* info resources=: what its driver holds while it runs ("" none) */
   int ended, status, sig, stopped;
 } job;
 
@@ -133,6 +134,7 @@ static int job_read(const char *dir, int id, job *j) {
   if (rd__read_kv(f, "start", v, sizeof(v)) == 0) j->start = atof(v);
   (void)rd__read_kv(f, "name", j->name, sizeof(j->name));
   (void)rd__read_kv(f, "cmd", j->cmd, sizeof(j->cmd));
+  (void)rd__read_kv(f, "resources", j->res, sizeof(j->res));
   snprintf(f, sizeof(f), "%s/jobs/%d/status", dir, id);
   if (rd__read_kv(f, "end", v, sizeof(v)) == 0) {
     j->ended = 1;
@@ -158,7 +160,11 @@ static int job_read(const char *dir, int id, job *j) {
 }
 
 static const char *job_state(const job *j, char *buf, size_t len) {
-  if (!j->ended) return j->pid > 0 ? "RUNNING" : "PENDING";   /* pid 0: waits for its resources */
+  if (!j->ended && j->pid > 0) return "RUNNING";
+  if (!j->ended) {   /* pid 0: its keeper waits for its resources */
+    snprintf(buf, len, "PENDING (waits for %.40s)", j->res);
+    return buf;
+  }
   if (j->stopped) return "STOPPED";
   if (j->error[0]) snprintf(buf, len, "FAILED (%.50s)", j->error);
   else if (j->sig < 0) snprintf(buf, len, "FAILED (its keeper was killed: status unknown)");
@@ -848,6 +854,7 @@ int rd__cli_job_get(const char *session_dir, int id, rd_cli_job *out) {
   out->status = j.status;
   out->sig = j.sig;
   out->stopped = j.stopped;
+  snprintf(out->resources, sizeof(out->resources), "%s", j.res);
   char sb[64];
   snprintf(out->state, sizeof(out->state), "%s", job_state(&j, sb, sizeof(sb)));
   return 0;

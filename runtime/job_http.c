@@ -132,6 +132,21 @@ static void put_job(rd__mbuf *b, const rd_cli_job *j) {
   rd__mbuf_printf(b, ", \"driver_exit_code\": ");
   if (j->ended && !j->sig) rd__mbuf_printf(b, "%d", j->status);
   else rd__mbuf_printf(b, "null");
+  rd_resources res;   /* its entrypoint resources, as Ray's details give them (null: none asked) */
+  char err[200];
+  const double u = RD_RES_UNIT;
+  if (j->resources[0] && rd__res_parse_spec(j->resources, &res, err, sizeof(err)) == 0) {
+    rd__mbuf_printf(b, ", \"entrypoint_num_cpus\": %.17g, \"entrypoint_num_gpus\": %.17g, \"entrypoint_memory\": %lld, "
+                    "\"entrypoint_resources\": {", res.cpu / u, res.gpu / u, (long long)res.memory);
+    for (int i = 0; i < res.ncustom; i++) {
+      rd__mbuf_json_cstr(b, res.custom[i].name);
+      rd__mbuf_printf(b, ": %.17g%s", res.custom[i].amount / u, i + 1 < res.ncustom ? ", " : "");
+    }
+    rd__mbuf_printf(b, "}");
+  } else {
+    rd__mbuf_printf(b, ", \"entrypoint_num_cpus\": null, \"entrypoint_num_gpus\": null, \"entrypoint_memory\": null, "
+                    "\"entrypoint_resources\": null");
+  }
   char *meta = job_file(j->id, "metadata");   /* written by submit below: JSON it made */
   rd__mbuf_printf(b, ", \"metadata\": %s}", meta ? meta : "{}");
   free(meta);

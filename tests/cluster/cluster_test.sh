@@ -855,7 +855,9 @@ PY
     G3=$(job_id < "$RAYDIST_TMPDIR/g3")
     G4=$("$R" job submit --name g4 --num-gpus 1 -- sleep 100 | job_id)
     "$R" job list > "$L"
-    grep -Eq "^$G3 +g3 +PENDING +0 " "$L" && grep -Eq "^$G4 +g4 +PENDING +0 " "$L" || { cat "$L"; fail "job_resources: not listed PENDING"; }
+    grep -Eq "^$G3 +g3 +PENDING \(waits for GPU=1\) +0 " "$L" && grep -Eq "^$G4 +g4 +PENDING \(waits for GPU=1\) +0 " "$L" ||
+      { cat "$L"; fail "job_resources: not listed PENDING"; }
+    "$R" job status "$G3" | grep -qx "job $G3: PENDING (waits for GPU=1)" || fail "job_resources: status of a pending job"
     [ "$(holds waiting)" = 2 ] || fail "job_resources: $(holds waiting) holds waiting, not 2"
     # a pending job stopped: its keeper ends, nothing ran, STOPPED
     "$R" job stop "$G4" --timeout 10 > "$L" || { cat "$L"; fail "job_resources: stop of a pending job"; }

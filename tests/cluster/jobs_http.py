@@ -176,7 +176,7 @@ st, r = call("POST", "/api/jobs/", {"entrypoint": "echo sdk-style", "submission_
                                     "entrypoint_memory": None, "entrypoint_resources": None})
 check(st == 200 and r["submission_id"] == r["job_id"], "SDK-style submit: %d %r" % (st, r))
 j = wait_end(r["job_id"])
-check(j["status"] == "SUCCEEDED" and j["driver_exit_code"] == 0 and j["metadata"] == {}, "SDK-style job: %r" % j)
+check(j["status"] == "SUCCEEDED" and j["driver_exit_code"] == 0 and j["metadata"] == {} and j["entrypoint_num_gpus"] is None, "SDK-style job: %r" % j)
 
 # the API's jobs are the node's: `raydist job list` shows them
 out = subprocess.run([raydist, "job", "list", "--session", session], capture_output=True, text=True, errors="replace").stdout
@@ -205,7 +205,9 @@ st, r = call("POST", "/api/jobs/", {"entrypoint": "echo second", "submission_id"
                                     "entrypoint_memory": None, "entrypoint_resources": None})
 check(st == 200, "submit cpu-b: %d %r" % (st, r))
 st, j = call("GET", "/api/jobs/cpu-b")
-check(st == 200 and j["status"] == "PENDING" and j["driver_pid"] is None and j["end_time"] is None, "cpu-b waits: %r" % j)
+check(st == 200 and j["status"] == "PENDING" and j["message"] == "PENDING (waits for CPU=1)" and j["driver_pid"] is None and
+      j["end_time"] is None and j["entrypoint_num_cpus"] == 1 and j["entrypoint_num_gpus"] == 0 and
+      j["entrypoint_resources"] == {}, "cpu-b waits: %r" % j)
 check(call("POST", "/api/jobs/cpu-a/stop")[1] == {"stopped": True}, "stop cpu-a")
 j = wait_end("cpu-b", 30)
 check(j["status"] == "SUCCEEDED" and j["driver_pid"] > 0, "cpu-b once cpu-a let go: %r" % j)
