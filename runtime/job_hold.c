@@ -13,8 +13,10 @@
  * than its total, a resource it has not) is refused at once.
  *
  * Waiting holds are granted in the order they came, before the lease
- * queue at each dispatch; like a wide task's lease, a wide hold may wait
- * while narrower leases take each resource as it frees. */
+ * queue at each dispatch, one that does not fit passed over for the next
+ * (a CPU job does not wait behind a GPU job); like a wide task's lease, a
+ * wide hold may wait while narrower holds and leases take each resource
+ * as it frees. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -104,7 +106,7 @@ void rd__job_hold_on_request(node_client *c, const Rd__JobHold *m) {
   h->job = m->job;
   h->res = res;
   c->hold = h;
-  if (!waiting && try_take(h)) return;   /* nothing before it waits: now if it fits */
+  if (try_take(h)) return;   /* now if it fits (what waits before it does not fit now) */
   node_hold **pp = &waiting;
   while (*pp) pp = &(*pp)->next;
   *pp = h;
@@ -113,7 +115,11 @@ void rd__job_hold_on_request(node_client *c, const Rd__JobHold *m) {
 }
 
 void rd__job_hold_dispatch(void) {
-  while (waiting && try_take(waiting)) waiting = waiting->next;   /* in order: the oldest first */
+  for (node_hold **pp = &waiting; *pp;) {   /* in order, the oldest first; one that does not fit is passed over */
+    node_hold *h = *pp;
+    if (try_take(h)) *pp = h->next;
+    else pp = &h->next;
+  }
 }
 
 void rd__job_hold_client_gone(node_client *c) {

@@ -859,6 +859,9 @@ PY
       { cat "$L"; fail "job_resources: not listed PENDING"; }
     "$R" job status "$G3" | grep -qx "job $G3: PENDING (waits for GPU=1)" || fail "job_resources: status of a pending job"
     [ "$(holds waiting)" = 2 ] || fail "job_resources: $(holds waiting) holds waiting, not 2"
+    # one that fits does not wait behind them
+    "$R" job submit --num-cpus 1 --follow -- true > "$L" || { cat "$L"; fail "job_resources: a CPU job"; }
+    grep -q "submitted: pid" "$L" || { cat "$L"; fail "job_resources: a CPU job waited behind the GPU jobs"; }
     # a pending job stopped: its keeper ends, nothing ran, STOPPED
     "$R" job stop "$G4" --timeout 10 > "$L" || { cat "$L"; fail "job_resources: stop of a pending job"; }
     grep -qx "job $G4: STOPPED" "$L" || { cat "$L"; fail "job_resources: the pending job not STOPPED"; }
