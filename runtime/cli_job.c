@@ -961,7 +961,9 @@ static void job_usage(void) {
           "submit also takes --working-dir DIR (a copy of DIR, shipped with --address, is the job's working\n"
           "directory), --exe FILE (run FILE, PROGRAM only its argv[0]) and --in-job-dir, and what the job's\n"
           "driver holds of its node while it runs (Ray's entrypoint resources; PENDING until they are free):\n"
-          "--num-cpus N, --num-gpus N (its GPUs in CUDA_VISIBLE_DEVICES), --memory BYTES, --resources a=1,b=2.\n");
+          "--num-cpus N, --num-gpus N (its GPUs in CUDA_VISIBLE_DEVICES), --memory BYTES, --resources a=1,b=2.\n"
+          "submit --address ... --follow --mirror: the job's log alone on stdout, then its end as this command's\n"
+          "(its exit status, or its signal); SIGTERM, SIGINT or SIGHUP stop the job first.\n");
 }
 
 /* ---- from another machine: the node over a tool link ---- */
@@ -1124,14 +1126,39 @@ static int remote_output(Rd__LinkJobReply *rep) {
   return rc;
 }
 
-/* logs: the job's log from the start, on until it has ended with follow */
-static int remote_logs(remote *rm, int id, int follow) {
+/* submit --mirror (a job of another node standing in for one of this
+ * node: job_http.c): the signal that asked this process to end, which
+ * stops the remote job (0: none yet) */
+static volatile sig_atomic_t mirror_stop;
+static void mirror_on_signal(int sig) { mirror_stop = sig; }
+
+/* --mirror: remote job id stopped once this process is asked to end (its
+ * output dropped: the log that follows says the rest); 0, or 1 */
+static int mirror_stop_send(remote *rm, int id) {
+  Rd__LinkJob q = RD__LINK_JOB__INIT;
+  Rd__LinkJobReply *rep;
+  q.op = OP_STOP;
+  q.id = (uint32_t)id;
+  q.timeout = 10;
+  if (remote_call(rm, &q, 60000, &rep) != 0) return 1;
+  protobuf_c_message_free_unpacked(&rep->base, NULL);
+  return 0;
+}
+
+/* logs: the job's log from the start, on until it has ended with follow;
+ * mirror: asked every second, and the job stopped when this process is */
+static int remote_logs(remote *rm, int id, int follow, int mirror) {
   Rd__LinkJob q = RD__LINK_JOB__INIT;
   Rd__LinkJobReply *rep;
   q.op = OP_LOGS;
   q.id = (uint32_t)id;
-  q.timeout = follow ? REMOTE_WAIT_S : 0;   /* the node answers once there is more, or the end */
+  q.timeout = follow ? mirror ? 1 : REMOTE_WAIT_S : 0;   /* the node answers once there is more, or the end */
+  int stop_sent = 0;
   for (;;) {
+    if (mirror && mirror_stop && !stop_sent) {
+      stop_sent = 1;
+      if (mirror_stop_send(rm, id) != 0) return 1;
+    }
     double asked = wall_now();
     if (remote_call(rm, &q, (int)(REMOTE_WAIT_S * 1000) + 30000, &rep) != 0) return 1;
     log_dropped(rep->dropped);
@@ -1174,6 +1201,31 @@ static int remote_state(remote *rm, int id, double timeout, int status) {
     if (rc >= 0) return rc;
     if (wall_now() - asked < 0.1) usleep(200000);   /* a node that does not wait */
   }
+}
+
+/* --mirror: how job id ended, as this process's own end: its exit
+ * status, or its signal raised here (so the job this process is the
+ * program of ends as it did); a stop this process asked for, 143 */
+static int mirror_end(remote *rm, int id) {
+  Rd__LinkJob q = RD__LINK_JOB__INIT;
+  Rd__LinkJobReply *rep;
+  q.op = OP_STATE;
+  q.id = (uint32_t)id;
+  if (remote_call(rm, &q, 60000, &rep) != 0) return 1;
+  int n = 0, rc = 1;
+  if (!strcmp(rep->state, "SUCCEEDED")) rc = 0;
+  else if (sscanf(rep->state, "FAILED (exit %d)", &n) == 1) rc = n & 255;
+  else if (sscanf(rep->state, "FAILED (signal %d)", &n) == 1 && n > 0 && n < 65) rc = 256 + n;
+  else if (!strncmp(rep->state, "STOPPED", 7)) rc = mirror_stop ? 128 + SIGTERM : 256 + SIGTERM;
+  else fprintf(stderr, "raydist job: job %d on node %s: %s\n", id, rm->ip, rep->state);
+  protobuf_c_message_free_unpacked(&rep->base, NULL);
+  if (rc > 256) {   /* ended by a signal there: by the same here */
+    fflush(NULL);
+    signal(rc - 256, SIG_DFL);
+    raise(rc - 256);
+    rc = 128 + (rc - 256);
+  }
+  return rc;
 }
 
 /* list --all: every live node's jobs, each under a line naming it */
@@ -1221,7 +1273,7 @@ static int local_list_all(void) {
 }
 
 static int remote_job(const char *sub, const char *address, const char *token, const char *ip, const char *name,
-                      const submit_opts *so, char **args, int nargs, double timeout, int follow) {
+                      const submit_opts *so, char **args, int nargs, double timeout, int follow, int mirror) {
   char program[4096], hash[65] = "";
   int submit = !strcmp(sub, "submit");
   if (submit && find_program(so->exe ? so->exe : args[0], program, sizeof(program)) != 0) return 1;
@@ -1248,10 +1300,25 @@ static int remote_job(const char *sub, const char *address, const char *token, c
     q.n_env = (size_t)so->nenv;
     q.working_dir_hash = wd_hash;
     q.resources = (char *)(so->res_spec ? so->res_spec : "");
+    if (mirror) {   /* asked to end: the remote job is stopped, then followed to its end */
+      struct sigaction sa;
+      memset(&sa, 0, sizeof(sa));
+      sa.sa_handler = mirror_on_signal;   /* no SA_RESTART: nothing here needs it */
+      sigaction(SIGTERM, &sa, NULL);
+      sigaction(SIGINT, &sa, NULL);
+      sigaction(SIGHUP, &sa, NULL);
+    }
     if (remote_call(&rm, &q, 120000, &rep) == 0) {
       id = (int)rep->id;
-      rc = remote_output(rep);
-      if (rc == 0 && follow && id > 0 && (rc = remote_logs(&rm, id, 1)) == 0) rc = remote_state(&rm, id, -1, 0);
+      if (mirror && rep->exit_code == 0 && id > 0) {   /* its log alone, then its end as this process's */
+        fprintf(stderr, "raydist job: runs on node %s as its job %d\n", rm.ip, id);
+        fflush(stderr);
+        protobuf_c_message_free_unpacked(&rep->base, NULL);
+        if ((rc = remote_logs(&rm, id, 1, 1)) == 0) rc = mirror_end(&rm, id);
+      } else {
+        rc = remote_output(rep);
+        if (rc == 0 && follow && id > 0 && (rc = remote_logs(&rm, id, 1, 0)) == 0) rc = remote_state(&rm, id, -1, 0);
+      }
     }
   } else if (!strcmp(sub, "list")) {
     q.op = OP_LIST;
@@ -1264,7 +1331,7 @@ static int remote_job(const char *sub, const char *address, const char *token, c
     q.op = OP_DELETE;
     if (remote_call(&rm, &q, 120000, &rep) == 0) rc = remote_output(rep);
   } else if (!strcmp(sub, "logs")) {
-    rc = remote_logs(&rm, id, follow);
+    rc = remote_logs(&rm, id, follow, 0);
   } else {
     rc = remote_state(&rm, id, timeout, !strcmp(sub, "status"));
   }
@@ -1282,7 +1349,7 @@ int rd__cli_job(int argc, char **argv) {
   const char *sub = argv[2], *ip = NULL, *name = NULL, *session = NULL, *address = NULL;
   const char *token = getenv("RAYDIST_TOKEN");
   double timeout = -1;
-  int follow = 0, all = 0;
+  int follow = 0, all = 0, mirror = 0;
   static char *envs[ENV_MAX];
   submit_opts so = {NULL, envs, 0, 0, NULL};
   const char *working_dir = NULL;
@@ -1293,7 +1360,7 @@ int rd__cli_job(int argc, char **argv) {
                                      {"working-dir-tar", 1, 0, 'W'}, {"working-dir-zip", 1, 0, 'Z'},
                                      {"all", 0, 0, 'A'},     {"num-cpus", 1, 0, 'c'}, {"num-gpus", 1, 0, 'g'},
                                      {"memory", 1, 0, 'm'},  {"resources", 1, 0, 'r'},
-                                     {"entrypoint-resources", 1, 0, 'R'}, {0, 0, 0, 0}};
+                                     {"entrypoint-resources", 1, 0, 'R'}, {"mirror", 0, 0, 'M'}, {0, 0, 0, 0}};
   char spec[1100] = "";   /* --num-cpus, ... as one "CPU=1,GPU=1,name=2" */
   const char *full_spec = NULL;
   int ch;
@@ -1322,6 +1389,7 @@ int rd__cli_job(int argc, char **argv) {
     else if (ch == 'W') so.wd_tar = optarg;
     else if (ch == 'Z') so.wd_zip = optarg;
     else if (ch == 'R') full_spec = optarg;
+    else if (ch == 'M') mirror = 1;
     else if (ch == 'c' || ch == 'g' || ch == 'm' || ch == 'r') {
       size_t k = strlen(spec);
       const char *what = ch == 'c' ? "CPU=" : ch == 'g' ? "GPU=" : ch == 'm' ? "memory=" : "";
@@ -1382,6 +1450,10 @@ int rd__cli_job(int argc, char **argv) {
     fprintf(stderr, "raydist job submit: one of --working-dir, --working-dir-tar and --working-dir-zip\n");
     return 2;
   }
+  if (mirror && (!submit || !address || !follow)) {
+    fprintf(stderr, "raydist job submit: --mirror is for submit --address ... --follow\n");
+    return 2;
+  }
   if (address && so.wd_zip) {
     fprintf(stderr, "raydist job submit: --working-dir-zip is for a node of this machine (--address ships "
                     "--working-dir)\n");
@@ -1404,7 +1476,7 @@ int rd__cli_job(int argc, char **argv) {
     so.wd_tar = packed;
   }
   if (address) {
-    int rc = remote_job(sub, address, token, ip, name, &so, argv + optind, argc - optind, timeout, follow);
+    int rc = remote_job(sub, address, token, ip, name, &so, argv + optind, argc - optind, timeout, follow, mirror);
     if (packed[0]) unlink(packed);
     return rc;
   }

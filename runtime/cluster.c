@@ -2563,6 +2563,21 @@ void rd__cluster_nodes_holding(const rd_resources *res, char *out, size_t len) {
   }
 }
 
+int rd__cluster_node_for(const rd_resources *res, char *ip, size_t len) {
+  const rd_gcs_node *best = NULL;
+  for (size_t i = 0; i < C.nview; i++) {
+    const rd_gcs_node *x = &C.view[i];
+    if (x->index == C.index || x->state != RD_GCS_NODE_ALIVE || !fits_total(&x->total, res)) continue;
+    if (!best) best = x;
+    if (rd_res_fits(&x->avail, res)) {
+      best = x;
+      break;
+    }
+  }
+  if (best) snprintf(ip, len, "%s", best->ip);
+  return best != NULL;
+}
+
 uint32_t rd__cluster_head(void) {
   for (size_t i = 0; i < C.nview; i++)
     if (C.view[i].is_head && C.view[i].state == RD_GCS_NODE_ALIVE) return C.view[i].index;

@@ -135,7 +135,9 @@ static void put_job(rd__mbuf *b, const rd_cli_job *j) {
   rd_resources res;   /* its entrypoint resources, as Ray's details give them (null: none asked) */
   char err[200];
   const double u = RD_RES_UNIT;
-  if (j->resources[0] && rd__res_parse_spec(j->resources, &res, err, sizeof(err)) == 0) {
+  char *there = j->resources[0] ? NULL : job_file(j->id, "resources_there");   /* held by the node it runs on */
+  const char *spec = there ? there : j->resources;
+  if (spec[0] && rd__res_parse_spec(spec, &res, err, sizeof(err)) == 0) {
     rd__mbuf_printf(b, ", \"entrypoint_num_cpus\": %.17g, \"entrypoint_num_gpus\": %.17g, \"entrypoint_memory\": %lld, "
                     "\"entrypoint_resources\": {", res.cpu / u, res.gpu / u, (long long)res.memory);
     for (int i = 0; i < res.ncustom; i++) {
@@ -147,6 +149,7 @@ static void put_job(rd__mbuf *b, const rd_cli_job *j) {
     rd__mbuf_printf(b, ", \"entrypoint_num_cpus\": null, \"entrypoint_num_gpus\": null, \"entrypoint_memory\": null, "
                     "\"entrypoint_resources\": null");
   }
+  free(there);
   char *meta = job_file(j->id, "metadata");   /* written by submit below: JSON it made */
   rd__mbuf_printf(b, ", \"metadata\": %s}", meta ? meta : "{}");
   free(meta);
@@ -652,6 +655,7 @@ typedef struct jh_cmd {
   int id;
   char *entry, *meta;       /* submit: kept beside the job */
   char sid[128];            /* submit: its submission id, or "" */
+  char fwd_res[1100];       /* submit run on another node: its entrypoint resources, kept beside it ("" none) */
 } jh_cmd;
 
 static void cmd_free(jh_cmd *c) {
@@ -674,7 +678,8 @@ static void cmd_done(void *p, int status, const char *why, int exit_code, const 
       fail(c->reply, c->arg, 500, "`raydist job submit` said no job id: %.200s", out);
     } else {
       /* beside the job's own record; a GET after this answer shows them */
-      if (job_file_put(id, "entrypoint", c->entry) != 0 || (c->meta && job_file_put(id, "metadata", c->meta) != 0))
+      if (job_file_put(id, "entrypoint", c->entry) != 0 || (c->meta && job_file_put(id, "metadata", c->meta) != 0) ||
+          (c->fwd_res[0] && job_file_put(id, "resources_there", c->fwd_res) != 0))
         rd__log(RD_LOG_WARN, "jobs API: cannot keep job %d's entrypoint or metadata: %s", id, strerror(errno));
       rd__mbuf b = {0};
       rd__mbuf_printf(&b, "{\"job_id\": \"%d\", \"submission_id\": ", id);
@@ -832,15 +837,18 @@ static int entry_res(const rd_json *m, char *spec, size_t len, char *why, size_t
 }
 
 /* A spec entry_res made: amounts the node takes (rd__res_parse_spec), and
- * that it has in all (else 400 now, rather than a job waiting for ever). */
-static int entry_res_check(const char *spec, char *why, size_t wlen) {
+ * that it has in all, or else another live node has (its address into
+ * fwd: the job runs there, this node's job following it); else 400 now,
+ * rather than a job waiting for ever. */
+static int entry_res_check(const char *spec, char *fwd, size_t flen, char *why, size_t wlen) {
   rd_resources res;
   char err[300];
   if (rd__res_parse_spec(spec, &res, err, sizeof(err)) != 0) {
     snprintf(why, wlen, "entrypoint %s", err);
     return -1;
   }
-  return rd__job_hold_infeasible(&res, why, wlen) ? -1 : 0;
+  if (!rd__job_hold_infeasible(&res, why, wlen)) return 0;
+  return rd__cluster_node_for(&res, fwd, flen) ? 0 : -1;   /* run there, as Ray places a driver */
 }
 
 static void submit(const char *body, size_t blen, rd__http_reply reply, void *arg) {
@@ -913,7 +921,16 @@ static void submit(const char *body, size_t blen, rd__http_reply reply, void *ar
       bad = badbuf;
     }
   }
-  if (!bad && spec[0] && entry_res_check(spec, badbuf, sizeof(badbuf)) != 0) bad = badbuf;
+  char fwd[64] = "";   /* the node it runs on, when not this one */
+  if (!bad && spec[0] && entry_res_check(spec, fwd, sizeof(fwd), badbuf, sizeof(badbuf)) != 0) bad = badbuf;
+  char self_exe[600] = "", gcs[256] = "", cfile[700];
+  if (!bad && fwd[0]) {   /* this very program runs the mirror; the cluster's GCS names the node */
+    ssize_t n = readlink("/proc/self/exe", self_exe, sizeof(self_exe) - 1);
+    self_exe[n > 0 ? n : 0] = 0;
+    snprintf(cfile, sizeof(cfile), "%s/cluster", N.opts.session_dir);
+    if (!self_exe[0] || rd__read_kv(cfile, "gcs", gcs, sizeof(gcs)) != 0 || !gcs[0])
+      bad = "the job would run on another node, but this node cannot name its own program or the cluster's GCS";
+  }
   char wd_zip[900] = "";
   if (!bad && wdir && pkg_find(wdir, wd_zip, sizeof(wd_zip), badbuf, sizeof(badbuf)) != 0) bad = badbuf;
   size_t nenv = 0;
@@ -944,11 +961,12 @@ static void submit(const char *body, size_t blen, rd__http_reply reply, void *ar
     }
     rd__mbuf_printf(&mb, "}");
   }
-  const char **argv = calloc(18 + 2 * nenv, sizeof(*argv));
+  const char **argv = calloc(40 + 4 * nenv, sizeof(*argv));
   char **envs = calloc(nenv + 1, sizeof(*envs));
   c->entry = strdup(entry);
   c->meta = mb.p;   /* NULL: none */
   snprintf(c->sid, sizeof(c->sid), "%s", sid ? sid : "");
+  if (fwd[0]) snprintf(c->fwd_res, sizeof(c->fwd_res), "%s", spec);
   int oom = !argv || !envs || !c->entry || mb.oom;
   size_t k = 0, i = 0;
   if (!oom) {
@@ -958,7 +976,7 @@ static void submit(const char *body, size_t blen, rd__http_reply reply, void *ar
       argv[k++] = "--name";
       argv[k++] = sid;
     }
-    if (spec[0]) {   /* what its driver holds while it runs */
+    if (spec[0] && !fwd[0]) {   /* what its driver holds while it runs */
       argv[k++] = "--entrypoint-resources";
       argv[k++] = spec;
     }
@@ -972,6 +990,21 @@ static void submit(const char *body, size_t blen, rd__http_reply reply, void *ar
       else snprintf(envs[i], n, "%s=%s", e->key, e->str);
       argv[k++] = "--env";
       argv[k++] = envs[i];
+    }
+    if (fwd[0]) {   /* its program: `raydist job submit --mirror` of it to node fwd, followed to its end */
+      argv[k++] = "--exe";
+      argv[k++] = self_exe;
+      const char *mirror[] = {"--", "raydist", "job", "submit", "--address", gcs, "--node-ip", fwd, "--follow", "--mirror",
+                              "--entrypoint-resources", spec};
+      for (size_t f = 0; f < sizeof(mirror) / sizeof(mirror[0]); f++) argv[k++] = mirror[f];
+      for (size_t e = 0; e < i; e++) {
+        argv[k++] = "--env";
+        argv[k++] = envs[e];
+      }
+      if (wd_zip[0]) {   /* the unpacked copy it runs in, shipped */
+        argv[k++] = "--working-dir";
+        argv[k++] = ".";
+      }
     }
     const char *tail[] = {"--", "/bin/sh", "-c", entry, NULL};
     for (size_t f = 0; f < sizeof(tail) / sizeof(tail[0]); f++) argv[k++] = tail[f];

@@ -893,6 +893,8 @@ PY
     "$R" job submit --num-cpus abc -- true 2> "$L"; [ $? -eq 2 ] || fail "job_resources: --num-cpus abc"
     grep -q "'abc' for CPU is not a number" "$L" || { cat "$L"; fail "job_resources: no reason for abc"; }
     "$R" job list --num-gpus 1 2> /dev/null; [ $? -eq 2 ] || fail "job_resources: resources taken by list"
+    "$R" job submit --mirror -- true 2> "$L"; [ $? -eq 2 ] && grep -q "mirror is for submit --address" "$L" ||
+      fail "job_resources: --mirror without --address"
     [ "$(ls "$H/jobs" | wc -l)" = "$NJ" ] || fail "job_resources: a refused submit left a job"
     # zero asks nothing (Ray's default): runs at once, holds nothing
     "$R" job submit --num-gpus 0 --follow -- true > "$L" || { cat "$L"; fail "job_resources: --num-gpus 0"; }
@@ -969,6 +971,11 @@ EOF
       grep -q "Job 'ray-res' succeeded" "$O" && grep -qx "cpu free 0" "$O" || { cat "$O"; fail "jobs_ray_cli: --entrypoint-num-cpus"; }
     "$RAY" job submit $A --entrypoint-num-gpus 1 -- true > "$O" 2>&1 && { cat "$O"; fail "jobs_ray_cli: a GPU job on a head without one"; }
     grep -q "status code 400.*GPU: 1} can never be held here" "$O" || { cat "$O"; fail "jobs_ray_cli: no reason for the GPU job"; }
+    # what node b has and the head has not: run on b, followed through the head
+    "$RAY" job submit $A --submission-id ray-on-b --entrypoint-resources '{"only_b": 1}' -- sh -c 'echo "on $RAYDIST_NODE_IP"; exit 4' \
+      > "$O" 2>&1 && { cat "$O"; fail "jobs_ray_cli: the job on b exit 0"; }
+    grep -qx "on 127.0.0.2" "$O" && grep -q "Job 'ray-on-b' failed" "$O" && grep -q "FAILED (exit 4)" "$O" ||
+      { cat "$O"; fail "jobs_ray_cli: a job for node b"; }
     # they are the node's jobs
     "$R" job list > "$O" && grep -Eq " ray-wd +SUCCEEDED" "$O" && grep -Eq " ray-bad +FAILED \(exit 3\)" "$O" ||
       { cat "$O"; fail "jobs_ray_cli: raydist job list"; }

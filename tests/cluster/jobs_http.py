@@ -301,6 +301,35 @@ j = wait_end(r["job_id"])
 st, lg = call("GET", "/api/jobs/%s/logs" % r["job_id"])
 check(j["status"] == "SUCCEEDED" and "zipped payload\n" in lg["logs"] and
       re.search(r"cwd=%s/jobs/%s/wd\n" % (re.escape(session), r["job_id"]), lg["logs"]), "the package's job: %r %r" % (j, lg))
+# entrypoint resources the head has not, node c has: the job runs there,
+# the head's job following it (its log, its end, its exit code), its
+# working_dir shipped along
+st, r = call("POST", "/api/jobs/", {"entrypoint": "echo \"on $RAYDIST_NODE_IP X=$X\"; sh run.sh; exit 3", "submission_id": "fwd-c",
+                                    "entrypoint_resources": {"only_c": 1}, "runtime_env": {"env_vars": {"X": "1"}, "working_dir": "gcs://" + pname}})
+check(st == 200 and r["submission_id"] == "fwd-c", "a job for node c: %d %r" % (st, r))
+j = wait_end("fwd-c")
+st, lg = call("GET", "/api/jobs/fwd-c/logs")
+check(j["status"] == "FAILED" and j["driver_exit_code"] == 3 and j["entrypoint_resources"] == {"only_c": 1} and
+      re.search(r"^raydist job: runs on node 127\.0\.0\.3 as its job [0-9]+$", lg["logs"], re.M) and
+      "on 127.0.0.3 X=1\n" in lg["logs"] and "zipped payload\n" in lg["logs"], "the job run on node c: %r %r" % (j, lg))
+session_b = session.replace("node-127.0.0.1", "node-127.0.0.2")
+# one holding node b's only_b, a second waiting for it there; the first
+# stopped through the head: stopped on b, and the second runs
+st, r = call("POST", "/api/jobs/", {"entrypoint": "echo started; exec sleep 60", "submission_id": "fwd-b1", "entrypoint_resources": {"only_b": 1}})
+check(st == 200, "fwd-b1: %d %r" % (st, r))
+wait_log("fwd-b1", "started")
+st, r = call("POST", "/api/jobs/", {"entrypoint": "echo second", "submission_id": "fwd-b2", "entrypoint_resources": {"only_b": 1}})
+check(st == 200, "fwd-b2: %d %r" % (st, r))
+wait_log("fwd-b2", "raydist job: waiting for only_b=1 of the node to be free")
+t0 = time.time()
+check(call("POST", "/api/jobs/fwd-b1/stop")[1] == {"stopped": True}, "stop fwd-b1")
+j = wait_end("fwd-b1", 30)
+check(j["status"] == "STOPPED" and time.time() - t0 < 10, "fwd-b1 stopped: %r" % j)
+j = wait_end("fwd-b2", 30)
+check(j["status"] == "SUCCEEDED" and "second\n" in call("GET", "/api/jobs/fwd-b2/logs")[1]["logs"], "fwd-b2 ran: %r" % j)
+out = subprocess.run([raydist, "job", "list", "--session", session_b], capture_output=True, text=True, errors="replace").stdout
+check(re.search(r"STOPPED .*echo started; exec sleep 60", out) and re.search(r"SUCCEEDED .*echo second", out),
+      "node b's jobs: %s" % out)
 code, body = put("/api/packages/gcs/_ray_pkg_bad.zip", b"not a zip at all")
 check(code == 200, "upload of a bad zip: %d" % code)
 expect("POST", "/api/jobs/", 500, "cannot unpack the working directory", {"entrypoint": "ls", "runtime_env": {"working_dir": "gcs://_ray_pkg_bad.zip"}})
@@ -363,7 +392,7 @@ expect("POST", "/api/jobs/", 400, "runtime_env.pip is not supported", {"entrypoi
 expect("POST", "/api/jobs/", 400, "the job's {CPU: 0, GPU: 1} can never be held here", {"entrypoint": "ls", "entrypoint_num_gpus": 1})
 expect("POST", "/api/jobs/", 400, "the job's {CPU: 3, GPU: 0} can never be held here", {"entrypoint": "ls", "entrypoint_num_cpus": 3})
 expect("POST", "/api/jobs/", 400, "nope: 1} can never be held here", {"entrypoint": "ls", "entrypoint_resources": {"nope": 1}})
-expect("POST", "/api/jobs/", 400, "only_c: 1} can never be held here (a job runs on the node it is submitted to; it fits on 127.0.0.3 (jobs API http://127.0.0.3:", {"entrypoint": "ls", "entrypoint_resources": {"only_c": 1}})
+expect("POST", "/api/jobs/", 400, "only_c: 5} can never be held here (a job runs on the node it is submitted to; no live node has them)", {"entrypoint": "ls", "entrypoint_resources": {"only_c": 5}})
 expect("POST", "/api/jobs/", 400, "'GPU' is not a custom resource's name", {"entrypoint": "ls", "entrypoint_resources": {"GPU": 1}})
 expect("POST", "/api/jobs/", 400, "entrypoint_resources must be an object of numbers", {"entrypoint": "ls", "entrypoint_resources": [1]})
 expect("POST", "/api/jobs/", 400, "entrypoint_resources.a must be a number >= 0", {"entrypoint": "ls", "entrypoint_resources": {"a": "1"}})
@@ -393,7 +422,7 @@ expect("GET", "/api/jobs/%s/frob" % one, 404, "no such path")
 expect("GET", "/api/jobs/99999", 404, "no job '99999'")
 expect("GET", "/api/jobs/%s/logs?offset=abc" % one, 400, "offset must be a whole number")
 out = subprocess.run([raydist, "job", "list", "--session", session], capture_output=True, text=True, errors="replace").stdout
-check(len([l for l in out.splitlines() if l[:1].isdigit()]) == 8, "bad requests made jobs: %s" % out)   # one, sdk-style, the package's, cpu-a to -d, selected
+check(len([l for l in out.splitlines() if l[:1].isdigit()]) == 11, "bad requests made jobs: %s" % out)   # one, sdk-style, the package's, cpu-a to -d, selected, fwd-c, fwd-b1, -b2
 
 # mangled requests (heads, lengths, bodies, JSON): an answer or a close,
 # never a crash or a hang, and the API answers as before afterwards
