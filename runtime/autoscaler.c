@@ -411,6 +411,7 @@ static void launches_update(const rd_gcs_node *nodes, size_t nn) {
       snprintf(l->why, sizeof(l->why), "%s", mine->death_reason);
       rd__log(RD_LOG_WARN, "launch %u: node %u of type '%s' left: %s", l->id, mine->index, A.cfg.types[l->type].name,
               mine->death_reason);
+      if (strstr(mine->death_reason, "drained: ")) A.drained++;   /* let go: it left because it was asked */
       terminate_run(l, mine);
     } else if (!mine && now - l->started_ms > A.cfg.launch_timeout_ms) {
       l->state = L_FAILED;
@@ -745,10 +746,8 @@ static void round_once(void) {
     char why[160];
     snprintf(why, sizeof(why), "idle for %.0f s (autoscaler, type '%s')", pn[i].idle_ms / 1e3,
              A.cfg.types[pn[i].type < 0 ? 0 : pn[i].type].name);
-    if (rd_gcs_drain_node(A.gcs, pidx[i], why) == 0 && drain[i]) {
-      A.drained++;
+    if (rd_gcs_drain_node(A.gcs, pidx[i], why) == 0 && drain[i])   /* counted once it has left (a busy one stays) */
       rd__log(RD_LOG_WARN, "asked node %u to leave: %s", pidx[i], why);
-    }
   }
   /* the node types, with their counts, for the nodes' placement */
   rd_gcs_node_type nt[RD_AS_MAX_TYPES];
