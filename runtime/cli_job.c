@@ -118,6 +118,7 @@ typedef struct job {
   char cmd[1024];
   char error[64];           /* status error=: why it never started ("" none) */
   char res[160];            /* info resources=: what its driver holds while it runs ("" none) */
+  char there[96];           /* state_there: a mirror's job waits on its node ("PENDING (...) on IP"; "" none) */
   int ended, status, sig, stopped;
 } job;
 
@@ -145,6 +146,8 @@ static int job_read(const char *dir, int id, job *j) {
   }
   snprintf(f, sizeof(f), "%s/jobs/%d/stopped", dir, id);
   j->stopped = access(f, F_OK) == 0;
+  snprintf(f, sizeof(f), "%s/jobs/%d/state_there", dir, id);
+  if (!j->ended) (void)rd__read_line(f, j->there, sizeof(j->there));
   /* no status yet: ended all the same if its keeper (which writes status)
    * is gone, killed, and so is the program */
   if (!j->ended) {
@@ -160,6 +163,10 @@ static int job_read(const char *dir, int id, job *j) {
 }
 
 static const char *job_state(const job *j, char *buf, size_t len) {
+  if (!j->ended && j->pid > 0 && j->there[0]) {   /* a mirror (--mirror) whose job waits on its node */
+    snprintf(buf, len, "%.60s", j->there);
+    return buf;
+  }
   if (!j->ended && j->pid > 0) return "RUNNING";
   if (!j->ended) {   /* pid 0: its keeper waits for its resources */
     snprintf(buf, len, "PENDING (waits for %.40s)", j->res);
@@ -621,6 +628,7 @@ static int job_submit(const char *dir, const char *name, char **argv, int argc, 
       if (gcs[0]) setenv("RAYDIST_ADDRESS", gcs, 1);
       if (ip[0]) setenv("RAYDIST_NODE_IP", ip, 1);
       setenv("RAYDIST_JOB_ID", strrchr(jd, '/') + 1, 1);
+      setenv("RAYDIST_JOB_DIR", jd, 1);
       for (int i = 0; i < so->nenv; i++) putenv(so->env[i]);
       const char *cwd = so->wd_tar || so->wd_zip ? wd : so->in_job_dir ? jd : NULL;
       if (cwd && chdir(cwd) != 0) {
@@ -1132,6 +1140,25 @@ static int remote_output(Rd__LinkJobReply *rep) {
 static volatile sig_atomic_t mirror_stop;
 static void mirror_on_signal(int sig) { mirror_stop = sig; }
 
+/* --mirror: while the job waits on its node (PENDING), this process's own
+ * job says so (RAYDIST_JOB_DIR/state_there, which job_read reads), and no
+ * longer once it runs there. */
+static void mirror_state(const remote *rm, const char *state) {
+  static int pending = -1;
+  const char *jd = getenv("RAYDIST_JOB_DIR");
+  int now = state && !strncmp(state, "PENDING", 7);
+  if (!jd || !*jd || now == pending) return;
+  pending = now;
+  char f[900], text[200];
+  snprintf(f, sizeof(f), "%s/state_there", jd);
+  if (!now) {
+    unlink(f);
+    return;
+  }
+  snprintf(text, sizeof(text), "%.60s on %.60s\n", state, rm->ip);
+  write_file(f, text);
+}
+
 /* --mirror: remote job id stopped once this process is asked to end (its
  * output dropped: the log that follows says the rest); 0, or 1 */
 static int mirror_stop_send(remote *rm, int id) {
@@ -1162,6 +1189,7 @@ static int remote_logs(remote *rm, int id, int follow, int mirror) {
     double asked = wall_now();
     if (remote_call(rm, &q, (int)(REMOTE_WAIT_S * 1000) + 30000, &rep) != 0) return 1;
     log_dropped(rep->dropped);
+    if (mirror) mirror_state(rm, rep->state);
     if (rep->out.len) fwrite(rep->out.data, 1, rep->out.len, stdout);
     fflush(stdout);
     int more = rep->out.len > 0, ended = rep->ended;
