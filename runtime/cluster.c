@@ -2544,13 +2544,19 @@ static void on_link_actor_killed(node_client *c, Rd__ActorIdReply *m) {
   }
 }
 
+/* Another live node of the view whose totals could hold res (a job's
+ * entrypoint resources this node has not). */
+static int other_could_hold(const rd_gcs_node *x, const rd_resources *res) {
+  return x->index != C.index && x->state == RD_GCS_NODE_ALIVE && fits_total(&x->total, res);
+}
+
 void rd__cluster_nodes_holding(const rd_resources *res, char *out, size_t len) {
   size_t off = 0;
   int n = 0;
   out[0] = 0;
   for (size_t i = 0; i < C.nview && n < 4 && off + 1 < len; i++) {
     const rd_gcs_node *x = &C.view[i];
-    if (x->index == C.index || x->state != RD_GCS_NODE_ALIVE || !fits_total(&x->total, res)) continue;
+    if (!other_could_hold(x, res)) continue;
     int w = x->metrics_port > 0 ? snprintf(out + off, len - off, "%s %s (jobs API http://%s:%d)", n ? "," : "; it fits on",
                                            x->ip, x->ip, x->metrics_port)
                                 : snprintf(out + off, len - off, "%s %s", n ? "," : "; it fits on", x->ip);
@@ -2567,7 +2573,7 @@ int rd__cluster_node_for(const rd_resources *res, char *ip, size_t len) {
   const rd_gcs_node *best = NULL;
   for (size_t i = 0; i < C.nview; i++) {
     const rd_gcs_node *x = &C.view[i];
-    if (x->index == C.index || x->state != RD_GCS_NODE_ALIVE || !fits_total(&x->total, res)) continue;
+    if (!other_could_hold(x, res)) continue;
     if (!best) best = x;
     if (rd_res_fits(&x->avail, res)) {
       best = x;

@@ -847,8 +847,8 @@ static int entry_res_check(const char *spec, char *fwd, size_t flen, char *why, 
     snprintf(why, wlen, "entrypoint %s", err);
     return -1;
   }
-  if (!rd__job_hold_infeasible(&res, why, wlen)) return 0;
-  return rd__cluster_node_for(&res, fwd, flen) ? 0 : -1;   /* run there, as Ray places a driver */
+  if (rd_res_feasible(&N.ledger, &res) || rd__cluster_node_for(&res, fwd, flen)) return 0;   /* here, or there */
+  return rd__job_hold_infeasible(&res, why, wlen) ? -1 : 0;
 }
 
 static void submit(const char *body, size_t blen, rd__http_reply reply, void *arg) {
