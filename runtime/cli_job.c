@@ -1454,7 +1454,7 @@ int rd__cli_job(int argc, char **argv) {
       fprintf(stderr, "raydist job submit: %s\n", why);
       return 2;
     }
-    if (so.res.cpu || so.res.gpu || so.res.memory || so.res.ncustom) so.res_spec = full_spec ? full_spec : spec;
+    if (!rd_res_is_empty(&so.res)) so.res_spec = full_spec ? full_spec : spec;
   }
   if (!submit && !list && strcmp(sub, "logs") && strcmp(sub, "wait") && strcmp(sub, "stop") && strcmp(sub, "status") &&
       strcmp(sub, "delete")) {

@@ -1116,13 +1116,6 @@ static int pg_live(const Rd__Gcs__PgInfo *p) { return p->state != RD__GCS__PG_ST
 /* Does p hold its name (live and named)? */
 static int pg_holds_name(const Rd__Gcs__PgInfo *p) { return p && pg_live(p) && p->name && p->name[0]; }
 
-static int res_empty(const rd_resources *r) {
-  if (r->cpu || r->gpu || r->memory) return 0;
-  for (int i = 0; i < r->ncustom; i++)
-    if (r->custom[i].amount) return 0;
-  return 1;
-}
-
 /* 0, or RD_EINVAL with the reason failed on call. */
 static int pg_check(rd__rpc_call *call, const Rd__Gcs__PgInfo *q) {
   char why[160] = "";
@@ -1144,7 +1137,7 @@ static int pg_check(rd__rpc_call *call, const Rd__Gcs__PgInfo *q) {
     rd_resources r;
     if (rd__res_from_msg(q->bundles[i], &r) != 0)
       snprintf(why, sizeof(why), "bundle %zu is not a valid resource request", i);
-    else if (res_empty(&r))
+    else if (rd_res_is_empty(&r))
       snprintf(why, sizeof(why), "bundle %zu asks for nothing", i);
     else if (q->bundle_nodes[i] > RD_GCS_MAX_NODES)
       snprintf(why, sizeof(why), "bundle %zu: node %u is not 0..%d", i, q->bundle_nodes[i], RD_GCS_MAX_NODES);

@@ -160,13 +160,6 @@ static void rec_free(pg_rec *p) {
   free(p);
 }
 
-static int res_empty(const rd_resources *r) {
-  if (r->cpu || r->gpu || r->memory) return 0;
-  for (int i = 0; i < r->ncustom; i++)
-    if (r->custom[i].amount) return 0;
-  return 1;
-}
-
 /* Could a request `res` ever be granted from a bundle holding `b`? */
 static int bundle_can_run(const rd_resources *b, const rd_resources *res) {
   rd_res_grant g;
@@ -953,7 +946,7 @@ void rd__pg_on_create(node_client *c, const Rd__PgCreate *m) {
     return;
   }
   for (size_t i = 0; i < m->n_bundles; i++) {
-    if (rd__res_from_msg(m->bundles[i], &p->b[i]) != 0 || res_empty(&p->b[i])) {
+    if (rd__res_from_msg(m->bundles[i], &p->b[i]) != 0 || rd_res_is_empty(&p->b[i])) {
       snprintf(why, sizeof(why), "bundle %zu is invalid or asks for nothing", i);
       reply(c, m->req_id, RD_EINVAL, why, NULL);
       free(p);

@@ -65,6 +65,13 @@ void rd_res_format(const rd_resources *r, char *buf, size_t len) {
   if (off < (int)len) snprintf(buf + off, len - (size_t)off, "}");
 }
 
+int rd_res_is_empty(const rd_resources *r) {
+  if (r->cpu || r->gpu || r->memory) return 0;
+  for (int i = 0; i < r->ncustom; i++)
+    if (r->custom[i].amount) return 0;
+  return 1;
+}
+
 int rd_res_validate(const rd_resources *r) {
   if (r == NULL) return RD_EINVAL;
   if (!res_amount_ok(r->cpu) || !res_amount_ok(r->gpu) || r->memory < 0) return RD_EINVAL;

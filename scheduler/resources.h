@@ -68,6 +68,8 @@ double rd_res_to_double(int64_t fixed);
 /* r as text for messages, "{CPU: 1, GPU: 0.5, memory: 1048576, only_b: 1}"
  * (memory only when set), cut to fit len. */
 void rd_res_format(const rd_resources *r, char *buf, size_t len);
+/* 1 when r asks for nothing: no CPU, GPU or memory, every custom amount 0. */
+int rd_res_is_empty(const rd_resources *r);
 /* Validate a request (whole above 1 unit, non-negative, names non-empty,
  * NUL-terminated within RD_RES_NAME_MAX and unique, ncustom in range).
  * 0 or RD_EINVAL with no side effect. */

@@ -83,6 +83,13 @@ static void test_validate(void) {
 static void test_custom(void) {
   rd_resources r;
   memset(&r, 0, sizeof r);
+  CHECK(rd_res_is_empty(&r));
+  CHECK(rd_res_set_custom(&r, "zero", 0) == 0);
+  CHECK(rd_res_is_empty(&r));   /* a custom entry of amount 0 asks for nothing */
+  memset(&r, 0, sizeof r);
+  r.memory = 1;
+  CHECK(!rd_res_is_empty(&r));
+  memset(&r, 0, sizeof r);
   CHECK(rd_res_get_custom(&r, "tpu") == 0);
   CHECK(rd_res_set_custom(&r, "tpu", 2 * RD_RES_UNIT) == 0);
   CHECK(rd_res_set_custom(&r, "disk", 5000) == 0);
@@ -92,6 +99,7 @@ static void test_custom(void) {
   CHECK(rd_res_set_custom(&r, "tpu", RD_RES_UNIT) == 0);   /* replaces */
   CHECK(r.ncustom == 2 && rd_res_get_custom(&r, "tpu") == RD_RES_UNIT);
   CHECK(rd_res_validate(&r) == 0);
+  CHECK(!rd_res_is_empty(&r));
 
   CHECK(rd_res_set_custom(&r, "", 1) == RD_EINVAL);
   CHECK(rd_res_set_custom(&r, NULL, 1) == RD_EINVAL);
