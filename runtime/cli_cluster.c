@@ -836,52 +836,11 @@ int rd__cli_status(int argc, char **argv) {
 
 /* GET path from ip:port (HTTP/1.0): the body on stdout; 0, or -1 with why. */
 static int http_get_print(const char *ip, int port, const char *path, char *why, size_t whylen) {
-  struct sockaddr_in a;
-  memset(&a, 0, sizeof(a));
-  a.sin_family = AF_INET;
-  a.sin_port = htons((uint16_t)port);
-  int fd = inet_pton(AF_INET, ip, &a.sin_addr) == 1 ? socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0) : -1;
-  if (fd < 0 || rd__connect_within(fd, (const struct sockaddr *)&a, sizeof(a), 5000) != 0) {
-    snprintf(why, whylen, "cannot connect to %s:%d: %s", ip, port, strerror(errno));
-    if (fd >= 0) close(fd);
-    return -1;
-  }
-  struct timeval tv = {30, 0};
-  setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
-  char req[300];
-  int rl = snprintf(req, sizeof(req), "GET %s HTTP/1.0\r\nHost: %s\r\n\r\n", path, ip);
-  if (write(fd, req, (size_t)rl) != rl) {
-    snprintf(why, whylen, "cannot send to %s:%d", ip, port);
-    close(fd);
-    return -1;
-  }
-  size_t len = 0, cap = 1 << 16;
-  char *buf = malloc(cap + 1);
-  ssize_t r = 0;
-  while (buf && (r = read(fd, buf + len, cap - len)) > 0) {
-    len += (size_t)r;
-    if (len == cap) {
-      char *nb = realloc(buf, 2 * cap + 1);
-      if (!nb) break;
-      buf = nb;
-      cap *= 2;
-    }
-  }
-  close(fd);
-  if (!buf || r < 0) {
-    snprintf(why, whylen, "no answer from %s:%d", ip, port);
-    free(buf);
-    return -1;
-  }
-  buf[len] = '\0';
-  char *body = strstr(buf, "\r\n\r\n");
-  if (strncmp(buf, "HTTP/1.", 7) != 0 || !body || strncmp(buf + 8, " 200", 4) != 0) {
-    snprintf(why, whylen, "%s:%d answered: %.80s", ip, port, buf);
-    free(buf);
-    return -1;
-  }
-  fputs(body + 4, stdout);
-  free(buf);
+  char *body;
+  size_t len;
+  if (rd__http_get(ip, port, path, 30000, (size_t)1 << 30, &body, &len, why, whylen) != 0) return -1;
+  fwrite(body, 1, len, stdout);
+  free(body);
   return 0;
 }
 

@@ -6,6 +6,8 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <math.h>
+#include <arpa/inet.h>
+#include <netinet/in.h>
 #include <poll.h>
 #include <sys/socket.h>
 #include <stdio.h>
@@ -359,6 +361,78 @@ int rd__connect_within(int fd, const struct sockaddr *sa, unsigned salen, int ms
   if (e == 0) return 0;
   errno = e;
   return -1;
+}
+
+int rd__http_get(const char *ip, int port, const char *path, int ms, size_t max, char **body, size_t *len, char *why,
+                 size_t whylen) {
+  *body = NULL;
+  *len = 0;
+  struct sockaddr_in a;
+  memset(&a, 0, sizeof(a));
+  a.sin_family = AF_INET;
+  a.sin_port = htons((uint16_t)port);
+  if (inet_pton(AF_INET, ip, &a.sin_addr) != 1) {
+    snprintf(why, whylen, "not an IPv4 address: %.64s", ip);
+    return -1;
+  }
+  uint64_t deadline = rd__now_ns() + (uint64_t)ms * 1000000u;
+  int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+  if (fd < 0 || rd__connect_within(fd, (const struct sockaddr *)&a, sizeof(a), ms < 5000 ? ms : 5000) != 0) {
+    snprintf(why, whylen, "cannot connect to %s:%d: %s", ip, port, strerror(errno));
+    if (fd >= 0) close(fd);
+    return -1;
+  }
+  char req[2200];
+  int rl = snprintf(req, sizeof(req), "GET %s HTTP/1.0\r\nHost: %s\r\n\r\n", path, ip);
+  if (rl < 0 || (size_t)rl >= sizeof(req) || send(fd, req, (size_t)rl, MSG_NOSIGNAL) != rl) {
+    snprintf(why, whylen, "cannot send to %s:%d", ip, port);
+    close(fd);
+    return -1;
+  }
+  size_t n = 0, cap = 1 << 16;
+  char *buf = malloc(cap + 1);
+  int rc = buf ? 0 : -1;
+  if (!buf) snprintf(why, whylen, "out of memory");
+  while (rc == 0) {
+    if (n == cap) {
+      char *nb = cap < max + 4096 ? realloc(buf, 2 * cap + 1) : NULL;
+      if (!nb) {
+        snprintf(why, whylen, "%s:%d answered more than %zu bytes", ip, port, max);
+        rc = -1;
+        break;
+      }
+      buf = nb;
+      cap *= 2;
+    }
+    ssize_t r = recv(fd, buf + n, cap - n, 0);
+    if (r > 0) n += (size_t)r;
+    else if (r == 0) break;
+    else if (errno == EINTR) continue;
+    else if (errno != EAGAIN && errno != EWOULDBLOCK) {
+      snprintf(why, whylen, "reading from %s:%d: %s", ip, port, strerror(errno));
+      rc = -1;
+    } else if (rd__wait_fd(fd, POLLIN, deadline) != 0) {
+      snprintf(why, whylen, "no whole answer from %s:%d within %d ms", ip, port, ms);
+      rc = -1;
+    }
+  }
+  close(fd);
+  if (rc != 0) {
+    free(buf);
+    return -1;
+  }
+  buf[n] = 0;
+  char *b = strstr(buf, "\r\n\r\n");
+  if (n < 12 || strncmp(buf, "HTTP/1.", 7) != 0 || !b || strncmp(buf + 8, " 200", 4) != 0) {
+    snprintf(why, whylen, "%s:%d answered: %.80s", ip, port, n ? buf : "nothing");
+    free(buf);
+    return -1;
+  }
+  b += 4;
+  *len = n - (size_t)(b - buf);
+  memmove(buf, b, *len + 1);
+  *body = buf;
+  return 0;
 }
 
 int rd__cgroups_parse(const char *spec, rd__cgroup *out, char *err, size_t errlen) {

@@ -168,6 +168,22 @@ static void json_res(rd__mbuf *b, const rd_resources *r, const rd_resources *nam
   rd__mbuf_printf(b, "}");
 }
 
+/* {"CPU":1,"only_b":1}: what r asks for, the amounts above zero alone. */
+static void json_res_asked(rd__mbuf *b, const rd_resources *r) {
+  int k = 0;
+  rd__mbuf_printf(b, "{");
+  if (r->cpu) rd__mbuf_printf(b, "%s\"CPU\":%g", k++ ? "," : "", u(r->cpu));
+  if (r->gpu) rd__mbuf_printf(b, "%s\"GPU\":%g", k++ ? "," : "", u(r->gpu));
+  if (r->memory) rd__mbuf_printf(b, "%s\"memory\":%lld", k++ ? "," : "", (long long)r->memory);
+  for (int i = 0; i < r->ncustom; i++) {
+    if (!rd_res_get_custom(r, r->custom[i].name)) continue;
+    rd__mbuf_printf(b, "%s", k++ ? "," : "");
+    rd__mbuf_json_cstr(b, r->custom[i].name);
+    rd__mbuf_printf(b, ":%g", u(rd_res_get_custom(r, r->custom[i].name)));
+  }
+  rd__mbuf_printf(b, "}");
+}
+
 static void render_json(rd__mbuf *b, const dash_req *q, const node_facts *f) {
   const rd_resources *tot = &N.ledger.total;
   rd__mbuf_printf(b, "{\"node\":{\"index\":%u,\"ip\":", rd__cluster_index());
@@ -703,6 +719,8 @@ void rd__dashboard_objects(rd__mbuf *b, int json, size_t top) {
 typedef struct tf_entry {
   uint64_t task_id, ret_id, actor_id, age_ns, at_ns;   /* at_ns: when the node heard (rd__now_ns) */
   int status, attempt;
+  uint32_t job;             /* its owner's GCS job (0: not known) */
+  int pid;                  /* its owner's */
   char who[48];             /* its owner, then */
   char func[128];
   char err[512];
@@ -711,6 +729,11 @@ typedef struct tf_entry {
 static tf_entry *tf_ring;
 static size_t tf_next, tf_count;          /* the next slot; how many are kept */
 static uint64_t tf_total, tf_undetailed;  /* every failure heard of; those the owners only counted */
+
+/* The GCS job a driver or worker works for (0: not known). */
+static uint32_t client_gcs_job(const node_client *c) {
+  return c->worker ? c->worker->gcs_job : c->job ? c->job->gcs_job_id : 0;
+}
 
 void rd__dashboard_failures_add(const node_client *c, const Rd__OwnerStats *m) {
   tf_undetailed += m->failures_dropped;
@@ -734,6 +757,8 @@ void rd__dashboard_failures_add(const node_client *c, const Rd__OwnerStats *m) {
     e->status = f->status;
     e->attempt = f->attempt;
     client_text(c->role, c->pid, e->who, sizeof(e->who));
+    e->job = client_gcs_job(c);
+    e->pid = c->pid;
     snprintf(e->func, sizeof(e->func), "%s", f->func ? f->func : "");
     snprintf(e->err, sizeof(e->err), "%s", f->error ? f->error : "");
   }
@@ -743,7 +768,7 @@ void rd__dashboard_failures_add(const node_client *c, const Rd__OwnerStats *m) {
 static const tf_entry *tf_recent(size_t k) { return &tf_ring[(tf_next + TF_KEEP - 1 - k) % TF_KEEP]; }
 
 typedef struct tl_ask {
-  uint32_t client;
+  uint32_t client, job;     /* job: the owner's GCS job (0: not known) */
   int pid, role;
   int answered;             /* 1 answered, 2 left before answering */
   Rd__TaskList *m;
@@ -944,7 +969,8 @@ static void tl_render(const tl_req *q, rd__mbuf *b) {
       rd__mbuf_printf(b, ",\"worker_pid\":%d,\"actor_id\":\"%016llx\",\"args_pending\":%d,\"resources\":", t->worker_pid,
                       (unsigned long long)t->actor_id, t->args_pending);
       rd__mbuf_json_cstr(b, t->resources);
-      rd__mbuf_printf(b, ",\"retry_in_s\":%.3f}", (double)t->retry_in_ns / 1e9);
+      rd__mbuf_printf(b, ",\"retry_in_s\":%.3f,\"owner_pid\":%d,\"job\":%u}", (double)t->retry_in_ns / 1e9,
+                      rows[i].owner->pid, rows[i].owner->job);
     }
     rd__mbuf_printf(b, "],\"failures\":[");
     for (size_t i = 0; i < nfail; i++) {
@@ -957,7 +983,8 @@ static void tl_render(const tl_req *q, rd__mbuf *b) {
       rd__mbuf_printf(b, ",\"attempt\":%d,\"age_s\":%.3f,\"ago_s\":%.3f,\"owner\":", e->attempt,
                       (double)e->age_ns / 1e9, (double)(now - e->at_ns) / 1e9);
       rd__mbuf_json_cstr(b, e->who);
-      rd__mbuf_printf(b, ",\"actor_id\":\"%016llx\"}", (unsigned long long)e->actor_id);
+      rd__mbuf_printf(b, ",\"actor_id\":\"%016llx\",\"owner_pid\":%d,\"job\":%u}",
+                      (unsigned long long)e->actor_id, e->pid, e->job);
     }
     rd__mbuf_printf(b, "]}\n");
   } else {
@@ -1057,7 +1084,7 @@ int rd__dashboard_tasks(uv_loop_t *loop, int json, size_t limit, int state, rd__
   m.only = state >= 0 ? (uint32_t)state + 1 : 0;
   for (node_client *c = N.clients; c && state != RD_TS_FAILED; c = c->next) {   /* failures are kept here */
     if (c->dead || (c->role != ROLE_DRIVER && c->role != ROLE_WORKER) || c->own_waiting + c->own_sent == 0) continue;
-    q->asks[q->nasks++] = (tl_ask){c->id, c->pid, c->role, 0, NULL};
+    q->asks[q->nasks++] = (tl_ask){c->id, client_gcs_job(c), c->pid, c->role, 0, NULL};
     rd__node_send(c, RD__MSG_TYPE__MSG_TASK_LIST_ASK, &m.base, -1);
   }
   q->waiting = q->nasks;
@@ -1241,7 +1268,13 @@ void rd__dashboard_actors(rd__mbuf *b, int json, size_t limit, int state) {
       rd__mbuf_printf(b, ",\"state\":\"%s\",\"node\":%u,\"pid\":%d,\"restarts\":%d,\"max_restarts\":%d,\"owner\":",
                       rd__actor_list_state_name(al_state(a)), node, pid, a->restarts, a->max_restarts);
       rd__mbuf_json_cstr(b, owner);
-      rd__mbuf_printf(b, ",\"detached\":%s,\"resources\":", a->detached ? "true" : "false");
+      rd__mbuf_printf(b, ",\"detached\":%s,\"job\":%u,\"pg_id\":", a->detached ? "true" : "false",
+                      rd__node_actor_gcs_job(a));
+      if (a->pg_id) rd__mbuf_printf(b, "\"%016llx\"", (unsigned long long)a->pg_id);
+      else rd__mbuf_printf(b, "null");
+      rd__mbuf_printf(b, ",\"required\":");
+      json_res_asked(b, &a->res);
+      rd__mbuf_printf(b, ",\"resources\":");
       rd__mbuf_json_cstr(b, res);
       rd__mbuf_printf(b, ",\"age_s\":%.3f,\"dead_for_s\":%.3f,\"detail\":", (double)(now - a->created_ns) / 1e9,
                       a->ended_ns ? (double)(now - a->ended_ns) / 1e9 : 0.0);

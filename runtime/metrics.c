@@ -27,6 +27,7 @@
 #include "common.h"
 #include "dashboard.h"
 #include "job_http.h"
+#include "state_api.h"
 #include "json.h"
 #include "log.h"
 #include "raydist/error.h"
@@ -476,8 +477,8 @@ static void ws_tail(mconn *c, const char *path, const char *auth) {
 
 /* The request head is complete in c->req (NUL-terminated). */
 static void handle_request(mconn *c) {
-  char method[16], path[256], version[16];
-  if (sscanf(c->req, "%15s %255s %15s", method, path, version) != 3 || strncmp(version, "HTTP/", 5) != 0) {
+  char method[16], path[REQ_MAX], version[16];   /* a state API query with filters can be long */
+  if (sscanf(c->req, "%15s %4095s %15s", method, path, version) != 3 || strncmp(version, "HTTP/", 5) != 0) {
     respond_text(c, 400, "Bad Request", "bad request line\n");
     return;
   }
@@ -495,6 +496,13 @@ static void handle_request(mconn *c) {
     hold_for_dashboard(c, 0);
     rd__job_http(method, path, q ? q + 1 : NULL, has_auth ? auth : NULL, c->body ? c->body : "", c->blen, on_job_http,
                  c);
+    return;
+  }
+  if (rd__state_api_path(path)) {   /* Ray's state API: ray list, ray get, ray summary */
+    char auth[512];
+    int has_auth = header(c->req, "Authorization", auth, sizeof(auth));
+    hold_for_dashboard(c, 0);
+    rd__state_api(c->tcp.loop, method, path, q ? q + 1 : NULL, has_auth ? auth : NULL, on_job_http, c);
     return;
   }
   if (!head && strcmp(method, "GET") != 0) {
@@ -547,7 +555,7 @@ static void handle_request(mconn *c) {
     respond_text(c, 404, "Not Found", "not found: the dashboard is at /, its JSON at /api/cluster, the metrics at "
                                       "/metrics, the task timeline at /timeline, the store's objects at /objects "
                                       "and /api/objects, the unfinished tasks at /tasks and /api/tasks, the actors at /actors and "
-                                      "/api/actors, the jobs API at /api/jobs/\n");
+                                      "/api/actors, the jobs API at /api/jobs/, Ray's state API at /api/v0/\n");
     return;
   }
   rd__mbuf b = {0};

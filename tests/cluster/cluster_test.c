@@ -4949,6 +4949,46 @@ static int t_actors_hold(void) {
   return 0;
 }
 
+/* For Ray's state API (cluster_test.sh state_api): until $RD_DONE appears,
+ * a named actor "counter" (namespace "team") on c, an actor killed for
+ * good, a placement group "pg_state" of two half-CPU bundles, two
+ * wait_file tasks running, two arg_len waiting for the first's result, and
+ * one slow_where that failed.  $RD_READY gets this driver's pid. */
+static int t_state_hold(void) {
+  join();
+  const char *ready = getenv("RD_READY"), *done = getenv("RD_DONE");
+  CHECK(ready && done);
+  size_t dl = strlen(done);
+  rd_actor_opts ao;
+  rd_actor_opts_init(&ao);
+  ao.resources = "only_c=1";
+  ao.name = "counter";
+  ao.namespace_name = "team";
+  rd_actor counter, gone;
+  CHECK_EQ(rd_actor_create(Tally, RD_NO_ARGS, &ao, &counter), 0);
+  CHECK_EQ(actor_add(counter), 1);
+  CHECK_EQ(rd_actor_create(Tally, RD_NO_ARGS, NULL, &gone), 0);
+  CHECK_EQ(actor_add(gone), 1);
+  CHECK_EQ(rd_actor_kill(gone, 1), 0);
+  rd_bundle b[2] = {{.num_cpus = 0.5}, {.num_cpus = 0.5}};
+  rd_pg pg;
+  CHECK_EQ(rd_pg_create(b, 2, RD_PG_PACK, "pg_state", &pg), 0);
+  CHECK_EQ(rd_pg_wait(pg, 30000), 0);
+  rd_ref w[2], d[2], bad;
+  for (int i = 0; i < 2; i++) CHECK_EQ(rd_submit(wait_file, RD_ARGS(rd_arg_bytes(done, dl)), NULL, &w[i]), 0);
+  for (int i = 0; i < 2; i++) CHECK_EQ(rd_submit(arg_len, RD_ARGS(rd_arg_ref(w[0])), NULL, &d[i]), 0);
+  CHECK_EQ(rd_submit(slow_where, RD_NO_ARGS, NULL, &bad), 0);   /* "bad args" */
+  CHECK(rd_wait(&bad, 1, 1, 60000, NULL) == 1);
+  rd_ref_release(bad);
+  say_ready(ready);
+  for (int i = 0; i < 2; i++) CHECK_EQ(node_of(w[i]), (uint32_t)dl);   /* (node_of: a u32 result) */
+  for (int i = 0; i < 2; i++) CHECK_EQ(node_of(d[i]), 4u);
+  CHECK_EQ(rd_pg_remove(pg), 0);
+  CHECK_EQ(rd_actor_kill(counter, 1), 0);
+  rd_shutdown();
+  return 0;
+}
+
 int main(int argc, char **argv) {
   static const rd_test_case cases[] = {
       {"custom_resources", t_custom_resources}, {"strategies", t_strategies}, {"big_object", t_big_object},
@@ -4968,7 +5008,7 @@ int main(int argc, char **argv) {
       {"autoscaler", t_autoscale}, {"backlog_hold", t_backlog_hold},
       {"request_room", t_request_room},
       {"tasks_hold", t_tasks_hold},             {"tasks_open_put", t_tasks_open_put},
-      {"actors_hold", t_actors_hold},           {"log_rotation", t_log_rotation},
+      {"actors_hold", t_actors_hold},           {"state_hold", t_state_hold},           {"log_rotation", t_log_rotation},
       {"app_metrics", t_app_metrics},
   };
   return rd_test_main(argc, argv, cases, sizeof(cases) / sizeof(cases[0]));

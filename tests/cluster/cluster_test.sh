@@ -910,6 +910,136 @@ PY
     grep -q "can never be held here" "$L" || { cat "$L"; fail "job_resources: no reason from the remote submit"; }
     echo "ok: jobs held GPUs $C1 and $C2, one waited and ran on $C1, one stopped pending, a killed keeper's came back"
     ;;
+  state_api)
+    # Ray's state CLI (ray list, ray get, ray summary) pointed at a node's
+    # metrics port, as at Ray's dashboard: the whole cluster's nodes,
+    # actors, tasks and placement groups while a driver holds them, asked
+    # through the head and through node c; the API's refusals
+    RAY=$4
+    [ -x "$RAY" ] || { echo "SKIP: no Ray CLI at $RAY (tests/cluster/ray_cli_venv.sh makes it)"; exit 77; }
+    hold_start state_hold
+    TOKEN=$(cat "$ROOT/node-127.0.0.1/token")
+    export RAY_AUTH_MODE=token RAY_AUTH_TOKEN="$TOKEN" RAY_USAGE_STATS_ENABLED=0
+    O="$RAYDIST_TMPDIR/ray.out"
+    J="$RAYDIST_TMPDIR/json"
+    MH=$(cat "$ROOT/node-127.0.0.1/metrics") MC=$(cat "$ROOT/node-127.0.0.3/metrics")
+    # rl NAME ARGS...: `ray ARGS... --format json` into $J/NAME (the test fails when ray does)
+    mkdir -p "$J"
+    rl() { _n=$1; shift; "$RAY" "$@" --format json > "$J/$_n" 2> "$O" || { cat "$O" "$J/$_n"; fail "state_api: ray $*"; }; }
+    for M in "$MH" "$MC"; do
+      A="--address http://$M"
+      rl nodes list nodes $A
+      rl head list nodes $A --filter is_head_node=true
+      rl actors list actors $A --detail
+      rl counter list actors $A --filter name=COUNTER
+      rl tasks list tasks $A --detail
+      rl running list tasks $A --filter state=RUNNING
+      rl not_running list tasks $A --filter "state!=running"
+      rl one list tasks $A --limit 1
+      rl pgs list placement-groups $A --detail
+      python3 - "$J" "$PID" <<'PY' || fail "state_api: ray list through $M"
+import json, os, sys
+d, pid = sys.argv[1], int(sys.argv[2])
+j = lambda n: json.load(open(os.path.join(d, n)))
+nodes = j("nodes")
+assert sorted(n["node_ip"] for n in nodes) == ["127.0.0.1", "127.0.0.2", "127.0.0.3"], nodes
+assert all(n["state"] == "ALIVE" and len(n["node_id"]) == 32 for n in nodes), nodes
+by_ip = {n["node_ip"]: n for n in nodes}
+assert by_ip["127.0.0.2"]["resources_total"]["only_b"] == 1 and by_ip["127.0.0.1"]["resources_total"]["CPU"] == 2, nodes
+assert [n["node_ip"] for n in j("head")] == ["127.0.0.1"], j("head")
+actors = j("actors")
+assert len(actors) == 2, actors
+c = [a for a in actors if a["name"] == "counter"]
+assert len(c) == 1 and c[0]["state"] == "ALIVE" and c[0]["ray_namespace"] == "team" and c[0]["class_name"] == "Tally", actors
+assert c[0]["node_id"] == by_ip["127.0.0.3"]["node_id"] and c[0]["pid"] > 0 and c[0]["required_resources"] == {"only_c": 1}, c
+dead = [a for a in actors if a["state"] == "DEAD"]
+assert len(dead) == 1 and "rd_actor_kill" in dead[0]["death_cause"]["actor_died_error_context"]["error_message"], dead
+assert actors == sorted(actors, key=lambda a: a["actor_id"]), actors
+assert [a["actor_id"] for a in j("counter")] == [c[0]["actor_id"]], j("counter")
+tasks = j("tasks")
+states = sorted((t["name"], t["state"]) for t in tasks)
+assert states == [("arg_len", "PENDING_ARGS_AVAIL")] * 2 + [("slow_where", "FAILED")] + [("wait_file", "RUNNING")] * 2, states
+assert len({t["task_id"] for t in tasks}) == 5 and all(t["job_id"] == tasks[0]["job_id"] != "" for t in tasks), tasks
+assert all(t["worker_pid"] > 0 for t in tasks if t["state"] == "RUNNING"), tasks
+f = [t for t in tasks if t["state"] == "FAILED"][0]
+assert f["error_type"] == "RD_ETASK" and "bad args" in f["error_message"] and f["end_time_ms"] >= f["creation_time_ms"], f
+assert sorted(t["name"] for t in j("running")) == ["wait_file"] * 2, j("running")
+assert sorted(t["name"] for t in j("not_running")) == ["arg_len", "arg_len", "slow_where"], j("not_running")
+assert len(j("one")) == 1, j("one")
+pgs = j("pgs")
+assert len(pgs) == 1 and pgs[0]["name"] == "pg_state" and pgs[0]["state"] == "CREATED", pgs
+assert [b["unit_resources"] for b in pgs[0]["bundles"]] == [{"CPU": 0.5}] * 2 and pgs[0]["bundles"][0]["node_id"] in [n["node_id"] for n in nodes], pgs
+PY
+      # ray get by id, the summaries as Ray prints them
+      AID=$(python3 -c 'import json,sys; print([a["actor_id"] for a in json.load(open(sys.argv[1])) if a["name"] == "counter"][0])' "$J/actors")
+      "$RAY" get actors "$AID" $A > "$O" 2>&1 && grep -q "name: counter" "$O" && grep -q "ray_namespace: team" "$O" ||
+        { cat "$O"; fail "state_api: ray get actors"; }
+      "$RAY" summary tasks $A > "$O" 2>&1 && grep -q "total_tasks: 5" "$O" && grep -Eq "wait_file +RUNNING: 2 +NORMAL_TASK" "$O" &&
+        grep -Eq "arg_len +PENDING_ARGS_AVAIL: 2" "$O" && grep -Eq "slow_where +FAILED: 1" "$O" || { cat "$O"; fail "state_api: ray summary tasks"; }
+      "$RAY" summary actors $A > "$O" 2>&1 && grep -q "total_actors: 2" "$O" && grep -Eq "Tally +ALIVE: 1" "$O" ||
+        { cat "$O"; fail "state_api: ray summary actors"; }
+    done
+    # what it does not keep, said so; no token, refused
+    "$RAY" list jobs --address "http://$MH" > "$O" 2>&1 && { cat "$O"; fail "state_api: ray list jobs answered"; }
+    grep -q "does not serve Ray's jobs through the state API" "$O" || { cat "$O"; fail "state_api: no reason for jobs"; }
+    env -u RAY_AUTH_MODE -u RAY_AUTH_TOKEN "$RAY" list nodes --address "http://$MH" > "$O" 2>&1 && { cat "$O"; fail "state_api: no token answered"; }
+    grep -q "cluster token" "$O" || { cat "$O"; fail "state_api: no reason for the token"; }
+    # bad input: each a 4xx in Ray's envelope, with why
+    python3 - "$MH" "$TOKEN" <<'PY' || fail "state_api: bad requests"
+import json, sys, urllib.request, urllib.error
+base, tok = "http://" + sys.argv[1], sys.argv[2]
+def get(path, code, words, method="GET", auth=True):
+    rq = urllib.request.Request(base + path, method=method, headers={"Authorization": "Bearer " + tok} if auth else {})
+    try:
+        r = urllib.request.urlopen(rq, timeout=30)
+        got, body = r.status, r.read()
+    except urllib.error.HTTPError as e:
+        got, body = e.code, e.read()
+    j = json.loads(body)
+    assert got == code and j["result"] is (code == 200) and words in j["msg"], (path, got, j)
+    return j
+ok = get("/api/v0/tasks?limit=2&detail=true", 200, "")
+r = ok["data"]["result"]
+assert r["total"] == 5 and r["num_filtered"] == 5 and len(r["result"]) == 2 and "events" in r["result"][0], r
+get("/api/v0/nodes", 401, "cluster token", auth=False)
+get("/api/v0/nodes", 405, "takes GET", method="POST")
+get("/api/v0/nodes?limit=10001", 400, "exceeds the supported limit 10000")
+get("/api/v0/nodes?limit=x", 400, "limit must be a whole number")
+get("/api/v0/nodes?detail=maybe", 400, "detail must be True or False")
+get("/api/v0/nodes?timeout=0", 400, "timeout must be whole seconds")
+get("/api/v0/nodes?filter_keys=colour&filter_predicates=%3D&filter_values=red", 400, "filter column colour is not supported")
+get("/api/v0/nodes?filter_keys=resources_total&filter_predicates=%3D&filter_values=1", 400, "Supported filter columns: node_id")
+get("/api/v0/nodes?filter_keys=state&filter_predicates=%3E&filter_values=ALIVE", 400, "Unsupported filter predicate >")
+get("/api/v0/nodes?filter_keys=state&filter_predicates=%3D", 400, "must come in threes")
+get("/api/v0/actors?filter_keys=pid&filter_predicates=%3D&filter_values=abc", 400, "for a int type column")
+get("/api/v0/nodes?filter_keys=is_head_node&filter_predicates=%3D&filter_values=yes", 400, "for a boolean type column")
+get("/api/v0/nodes?filter_keys=state&filter_predicates=%3D&filter_values=%zz", 400, "bad %-escape")
+get("/api/v0/nodes?" + "&".join(["filter_keys=state&filter_predicates=%3D&filter_values=ALIVE"] * 17), 400, "at most 16 filters")
+get("/api/v0/colours", 404, "no such resource 'colours'")
+get("/api/v0/nodes/summarize", 404, "no summary of nodes")
+get("/api/v0/tasks/x/y", 404, "no such path")
+get("/api/v0/objects", 501, "does not serve Ray's objects")
+j = get("/api/v0/nodes?filter_keys=STATE&filter_predicates=%3D&filter_values=dead", 200, "")
+assert j["data"]["result"]["num_filtered"] == 0 and j["data"]["result"]["total"] == 3, j
+PY
+    touch "$RAYDIST_TMPDIR/done"
+    wait $HOLD || { cat "$RAYDIST_TMPDIR/hold.log"; fail "state_hold"; }
+    # the driver is gone: its tasks and its live actor with it (Ray's CLI
+    # says "No resource in the cluster" for an empty list)
+    for i in $(seq 1 50); do
+      rl after list tasks --address "http://$MH" --filter state!=FAILED
+      grep -qx "No resource in the cluster" "$J/after" && break
+      sleep 0.2
+    done
+    grep -qx "No resource in the cluster" "$J/after" || { cat "$J/after"; fail "state_api: tasks left listed"; }
+    for i in $(seq 1 50); do
+      rl after list actors --address "http://$MH" --filter state=ALIVE
+      grep -qx "No resource in the cluster" "$J/after" && break
+      sleep 0.2
+    done
+    grep -qx "No resource in the cluster" "$J/after" || { cat "$J/after"; fail "state_api: an actor alive after its driver"; }
+    echo "ok: ray list/get/summary through the head and node c"
+    ;;
   jobs_ray_cli)
     # Ray's own job CLI (ray[default], tests/cluster/ray_cli_venv.sh) against
     # the head's jobs API, as a Ray user points it at a cluster: version

@@ -1,0 +1,939 @@
+/* runtime/state_api.c - Ray's state API on the node's metrics port, so
+ * that `ray list nodes|actors|tasks|placement-groups`, `ray get ...` and
+ * `ray summary tasks|actors`, pointed at any node (`--address
+ * http://IP:PORT`), show the whole cluster.
+ *
+ * A request is read on the loop (its query: limit, detail, timeout and
+ * Ray's filter triples), then gathered on the thread pool: the GCS's node
+ * and placement-group tables, or every live node's own /api/actors or
+ * /api/tasks (what `raydist list` shows) over HTTP, one node after the
+ * other within the request's timeout.  The rows get Ray's columns
+ * (ray.util.state.common: ActorState, TaskState, NodeState,
+ * PlacementGroupState), are filtered as Ray's server filters them
+ * (case-insensitive text, whole numbers, booleans; = and !=), cut to the
+ * limit, and sent in Ray's envelope:
+ *
+ *   {"result": true, "msg": "", "data": {"result": {"total", "num_after_truncation",
+ *    "num_filtered", "result": [row, ...], "partial_failure_warning", "warnings"}}}
+ *
+ * A node that does not answer is named in partial_failure_warning and
+ * the others are listed all the same.  Bad input (an unknown column, a
+ * predicate other than = and !=, a filter value of the wrong type, a
+ * limit past 10000) is a 400 with {"result": false, "msg": why}; what
+ * libraydist does not keep (jobs, workers, objects, runtime envs and
+ * cluster events as Ray's tables) is a 501 saying where to look. */
+#include "state_api.h"
+
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <time.h>
+
+#include "cluster.h"
+#include "common.h"
+#include "gcs_client.h"
+#include "json.h"
+#include "metrics.h"
+#include "raydist/error.h"
+
+#define SA_MAX_LIMIT 10000             /* Ray's RAY_MAX_LIMIT_FROM_API_SERVER */
+#define SA_DEFAULT_LIMIT 100
+#define SA_MAX_FILTERS 16
+#define SA_NODE_MAX_BYTES ((size_t)64 << 20)
+
+enum { K_NODES, K_ACTORS, K_TASKS, K_PGS };
+enum { T_STR, T_INT, T_BOOL, T_JSON };          /* a column's type, as Ray's schema has it */
+enum { V_NULL, V_STR, V_INT, V_BOOL, V_JSON };  /* a cell's value (V_JSON: s is JSON text) */
+
+typedef struct col {
+  const char *name;
+  int type, filterable, detail;
+} col;
+
+/* ------------------------------------------------------------- columns */
+
+static const col node_cols[] = {
+    {"node_id", T_STR, 1, 0},      {"node_ip", T_STR, 1, 0},       {"is_head_node", T_BOOL, 1, 0},
+    {"state", T_STR, 1, 0},        {"state_message", T_STR, 0, 0}, {"node_name", T_STR, 1, 0},
+    {"resources_total", T_JSON, 0, 0}, {"labels", T_JSON, 0, 0},   {"start_time_ms", T_INT, 0, 1},
+    {"end_time_ms", T_INT, 0, 1}};
+enum { N_ID, N_IP, N_HEAD, N_STATE, N_MSG, N_NAME, N_RES, N_LABELS };
+
+static const col actor_cols[] = {
+    {"actor_id", T_STR, 1, 0},
+    {"class_name", T_STR, 1, 0},
+    {"state", T_STR, 1, 0},
+    {"job_id", T_STR, 1, 0},
+    {"name", T_STR, 1, 0},
+    {"node_id", T_STR, 1, 0},
+    {"pid", T_INT, 1, 0},
+    {"ray_namespace", T_STR, 1, 0},
+    {"serialized_runtime_env", T_STR, 0, 1},
+    {"required_resources", T_JSON, 0, 1},
+    {"death_cause", T_JSON, 0, 1},
+    {"is_detached", T_BOOL, 0, 1},
+    {"placement_group_id", T_STR, 1, 1},
+    {"repr_name", T_STR, 1, 1},
+    {"num_restarts", T_INT, 0, 1},
+    {"num_restarts_due_to_lineage_reconstruction", T_INT, 0, 1},
+    {"num_restarts_due_to_node_preemption", T_INT, 0, 1},
+    {"call_site", T_STR, 0, 1},
+    {"label_selector", T_JSON, 0, 1},
+    {"fallback_strategy", T_JSON, 0, 1}};
+enum { A_ID, A_CLASS, A_STATE, A_JOB, A_NAME, A_NODE, A_PID, A_NS, A_ENV, A_RES, A_DEATH, A_DETACHED, A_PG, A_REPR,
+       A_RESTARTS, A_RESTARTS_LINEAGE, A_RESTARTS_PREEMPT };
+
+static const col pg_cols[] = {{"placement_group_id", T_STR, 1, 0}, {"name", T_STR, 1, 0},
+                              {"creator_job_id", T_STR, 1, 0},     {"state", T_STR, 1, 0},
+                              {"bundles", T_JSON, 0, 1},           {"is_detached", T_BOOL, 1, 1},
+                              {"stats", T_JSON, 0, 1},             {"topology_strategy", T_JSON, 0, 1},
+                              {"topology_assignments", T_JSON, 0, 1}};
+enum { P_ID, P_NAME, P_JOB, P_STATE, P_BUNDLES, P_DETACHED, P_STATS };
+
+static const col task_cols[] = {
+    {"task_id", T_STR, 1, 0},           {"attempt_number", T_INT, 1, 0},   {"name", T_STR, 1, 0},
+    {"state", T_STR, 1, 0},             {"job_id", T_STR, 1, 0},           {"actor_id", T_STR, 1, 0},
+    {"type", T_STR, 1, 0},              {"func_or_class_name", T_STR, 1, 0}, {"parent_task_id", T_STR, 1, 0},
+    {"node_id", T_STR, 1, 0},           {"worker_id", T_STR, 1, 0},        {"worker_pid", T_INT, 1, 0},
+    {"error_type", T_STR, 1, 0},        {"language", T_STR, 1, 1},         {"required_resources", T_JSON, 0, 1},
+    {"runtime_env_info", T_JSON, 0, 1}, {"placement_group_id", T_STR, 1, 1}, {"events", T_JSON, 0, 1},
+    {"profiling_data", T_JSON, 0, 1},   {"creation_time_ms", T_INT, 0, 1}, {"start_time_ms", T_INT, 0, 1},
+    {"end_time_ms", T_INT, 0, 1},       {"task_log_info", T_JSON, 0, 1},   {"error_message", T_STR, 0, 1},
+    {"is_debugger_paused", T_BOOL, 1, 1}, {"call_site", T_STR, 0, 1},      {"label_selector", T_JSON, 0, 1},
+    {"fallback_strategy", T_JSON, 0, 1}};
+enum { TK_ID, TK_ATTEMPT, TK_NAME, TK_STATE, TK_JOB, TK_ACTOR, TK_TYPE, TK_FUNC, TK_PARENT, TK_NODE, TK_WORKER,
+       TK_WORKER_PID, TK_ERR_TYPE, TK_LANG, TK_RES, TK_ENV, TK_PG, TK_EVENTS, TK_PROF, TK_CREATED, TK_STARTED, TK_ENDED,
+       TK_LOG, TK_ERR_MSG };
+
+#define NCOLS(a) (sizeof(a) / sizeof((a)[0]))
+
+/* ------------------------------------------------------------- requests */
+
+typedef struct cell {
+  int t;
+  const char *s;            /* V_STR, V_JSON */
+  long long i;              /* V_INT, V_BOOL */
+} cell;
+
+typedef struct filt {
+  size_t col;
+  int neg;                  /* != */
+  char *val;
+  long long i;              /* the value as a whole number (T_INT) or a boolean (T_BOOL) */
+} filt;
+
+typedef struct sa_req {
+  uv_work_t work;
+  int kind, summary, detail, ms;
+  size_t limit;
+  filt f[SA_MAX_FILTERS];
+  size_t nf;
+  rd__http_reply reply;
+  void *arg;
+  /* built on the pool */
+  const col *cols;
+  size_t ncols;
+  cell *cells;              /* nrows rows of ncols */
+  size_t nrows, caprows;
+  char **strs;              /* what cells point at */
+  size_t nstrs, capstrs;
+  uint64_t total;           /* rows the sources have (some may not have been sent) */
+  rd__mbuf warn;            /* nodes that did not answer */
+  rd__mbuf summ;            /* a summary's "summary" object members */
+  uint64_t sum_total[3];
+  int oom, code;
+  char err[600];
+  rd__mbuf out;
+} sa_req;
+
+/* Ray's envelope around an error: {"result": false, "msg": why, "data": {}}. */
+static void put_error(rd__mbuf *b, const char *why) {
+  rd__mbuf_printf(b, "{\"result\": false, \"msg\": ");
+  rd__mbuf_json_cstr(b, why);
+  rd__mbuf_printf(b, ", \"data\": {}}\n");
+}
+
+static void refuse(rd__http_reply reply, void *arg, int code, const char *fmt, ...) __attribute__((format(printf, 4, 5)));
+static void refuse(rd__http_reply reply, void *arg, int code, const char *fmt, ...) {
+  char msg[800];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(msg, sizeof(msg), fmt, ap);
+  va_end(ap);
+  rd__mbuf b = {0};
+  put_error(&b, msg);
+  if (b.oom) reply(arg, 500, "{\"result\": false, \"msg\": \"node out of memory\", \"data\": {}}\n", 58);
+  else reply(arg, code, b.p, b.len);
+  free(b.p);
+}
+
+static void req_free(sa_req *q) {
+  for (size_t i = 0; i < q->nf; i++) free(q->f[i].val);
+  for (size_t i = 0; i < q->nstrs; i++) free(q->strs[i]);
+  free(q->strs);
+  free(q->cells);
+  free(q->warn.p);
+  free(q->summ.p);
+  free(q->out.p);
+  free(q);
+}
+
+/* A copy of s kept until the request ends (NULL: out of memory). */
+static const char *keep(sa_req *q, const char *s, size_t n) {
+  if (q->nstrs == q->capstrs) {
+    size_t cap = q->capstrs ? 2 * q->capstrs : 256;
+    char **v = realloc(q->strs, cap * sizeof(*v));
+    if (!v) return q->oom = 1, NULL;
+    q->strs = v;
+    q->capstrs = cap;
+  }
+  char *c = malloc(n + 1);
+  if (!c) return q->oom = 1, NULL;
+  memcpy(c, s, n);
+  c[n] = 0;
+  q->strs[q->nstrs++] = c;
+  return c;
+}
+
+/* A new row, every cell null; NULL when out of memory. */
+static cell *row_new(sa_req *q) {
+  if (q->nrows == q->caprows) {
+    size_t cap = q->caprows ? 2 * q->caprows : 64;
+    cell *v = realloc(q->cells, cap * q->ncols * sizeof(*v));
+    if (!v) return q->oom = 1, NULL;
+    q->cells = v;
+    q->caprows = cap;
+  }
+  cell *r = q->cells + q->nrows++ * q->ncols;
+  memset(r, 0, q->ncols * sizeof(*r));
+  return r;
+}
+
+static void set_str(sa_req *q, cell *c, const char *s) {
+  if (s && (c->s = keep(q, s, strlen(s)))) c->t = V_STR;
+}
+static void set_fmt(sa_req *q, cell *c, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static void set_fmt(sa_req *q, cell *c, const char *fmt, ...) {
+  char s[256];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(s, sizeof(s), fmt, ap);
+  va_end(ap);
+  set_str(q, c, s);
+}
+static void set_int(cell *c, long long v) { c->t = V_INT, c->i = v; }
+static void set_bool(cell *c, int v) { c->t = V_BOOL, c->i = !!v; }
+/* b's text as the cell's JSON; b is freed. */
+static void set_json(sa_req *q, cell *c, rd__mbuf *b) {
+  if (b->oom) q->oom = 1;
+  else if (b->p && (c->s = keep(q, b->p, b->len))) c->t = V_JSON;
+  free(b->p);
+  *b = (rd__mbuf){0};
+}
+
+/* ---------------------------------------------------------- JSON helpers */
+
+/* v written back as JSON. */
+static void json_put(rd__mbuf *b, const rd_json *v) {
+  switch (v->type) {
+    case RD_JSON_NULL: rd__mbuf_printf(b, "null"); break;
+    case RD_JSON_FALSE: rd__mbuf_printf(b, "false"); break;
+    case RD_JSON_TRUE: rd__mbuf_printf(b, "true"); break;
+    case RD_JSON_NUMBER: rd__mbuf_printf(b, "%.17g", v->num); break;
+    case RD_JSON_STRING: rd__mbuf_json_cstr(b, v->str); break;
+    default: {
+      int obj = v->type == RD_JSON_OBJECT;
+      rd__mbuf_printf(b, "%c", obj ? '{' : '[');
+      for (const rd_json *c = v->child; c; c = c->next) {
+        if (c != v->child) rd__mbuf_printf(b, ",");
+        if (obj) {
+          rd__mbuf_json_cstr(b, c->key);
+          rd__mbuf_printf(b, ":");
+        }
+        json_put(b, c);
+      }
+      rd__mbuf_printf(b, "%c", obj ? '}' : ']');
+    }
+  }
+}
+
+static const char *jstr(const rd_json *o, const char *key) {
+  const rd_json *v = rd_json_get(o, key);
+  return v && v->type == RD_JSON_STRING ? v->str : NULL;
+}
+static double jnum(const rd_json *o, const char *key) {
+  const rd_json *v = rd_json_get(o, key);
+  return v && v->type == RD_JSON_NUMBER ? v->num : 0;
+}
+
+/* A resource text as an owner words it ("{CPU: 1, GPU: 0, only_b: 1}" or
+ * "CPU=1 GPU=0.5") as a JSON object of the amounts above zero. */
+static void res_text_json(rd__mbuf *b, const char *s) {
+  int k = 0;
+  rd__mbuf_printf(b, "{");
+  while (s && *s) {
+    while (*s == '{' || *s == '}' || *s == ',' || *s == ' ') s++;
+    const char *name = s;
+    while (*s && *s != ':' && *s != '=' && *s != ',' && *s != '}') s++;
+    size_t nl = (size_t)(s - name);
+    while (nl && name[nl - 1] == ' ') nl--;
+    if (*s != ':' && *s != '=') continue;
+    char *end;
+    double v = strtod(s + 1, &end);
+    s = end == s + 1 ? s + 1 : end;
+    if (!nl || !(v > 0)) continue;
+    char nm[128];
+    snprintf(nm, sizeof(nm), "%.*s", (int)(nl < sizeof(nm) ? nl : sizeof(nm) - 1), name);
+    rd__mbuf_printf(b, "%s", k++ ? "," : "");
+    rd__mbuf_json_cstr(b, nm);
+    rd__mbuf_printf(b, ":%g", v);
+  }
+  rd__mbuf_printf(b, "}");
+}
+
+static uint64_t wall_ms(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_REALTIME, &ts);
+  return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
+}
+
+/* ------------------------------------------------------------- sources */
+
+/* The hex id of node index among the GCS's nodes, or NULL. */
+static const char *node_id_of(const rd_gcs_node *nodes, size_t n, uint32_t index) {
+  for (size_t i = 0; index && i < n; i++)
+    if (nodes[i].index == index) return nodes[i].node_id;
+  return NULL;
+}
+
+static void res_total_json(rd__mbuf *b, const rd_gcs_node *x) {
+  rd__mbuf_printf(b, "{\"CPU\":%g", rd_res_to_double(x->total.cpu));
+  if (x->total.gpu) rd__mbuf_printf(b, ",\"GPU\":%g", rd_res_to_double(x->total.gpu));
+  if (x->total.memory) rd__mbuf_printf(b, ",\"memory\":%lld", (long long)x->total.memory);
+  if (x->store_capacity) rd__mbuf_printf(b, ",\"object_store_memory\":%llu", (unsigned long long)x->store_capacity);
+  for (int i = 0; i < x->total.ncustom; i++) {
+    rd__mbuf_printf(b, ",");
+    rd__mbuf_json_cstr(b, x->total.custom[i].name);
+    rd__mbuf_printf(b, ":%g", rd_res_to_double(rd_res_get_custom(&x->total, x->total.custom[i].name)));
+  }
+  rd__mbuf_printf(b, "}");
+}
+
+/* "key=value,..." as a JSON object. */
+static void labels_json(rd__mbuf *b, const char *labels) {
+  rd__mbuf_printf(b, "{");
+  for (const char *p = labels; p && *p;) {
+    size_t n = strcspn(p, ",");
+    const char *eq = memchr(p, '=', n);
+    if (eq) {
+      char k[RD_LABELS_LEN], v[RD_LABELS_LEN];
+      snprintf(k, sizeof(k), "%.*s", (int)(eq - p), p);
+      snprintf(v, sizeof(v), "%.*s", (int)(n - (size_t)(eq - p) - 1), eq + 1);
+      rd__mbuf_printf(b, "%s", p == labels ? "" : ",");
+      rd__mbuf_json_cstr(b, k);
+      rd__mbuf_printf(b, ":");
+      rd__mbuf_json_cstr(b, v);
+    }
+    p += n + (p[n] == ',');
+  }
+  rd__mbuf_printf(b, "}");
+}
+
+static void nodes_rows(sa_req *q, const rd_gcs_node *nodes, size_t n) {
+  q->total = n;
+  for (size_t i = 0; i < n && !q->oom; i++) {
+    const rd_gcs_node *x = &nodes[i];
+    cell *r = row_new(q);
+    if (!r) return;
+    rd__mbuf b = {0};
+    set_str(q, &r[N_ID], x->node_id);
+    set_str(q, &r[N_IP], x->ip);
+    set_bool(&r[N_HEAD], x->is_head);
+    set_str(q, &r[N_STATE], x->state == RD_GCS_NODE_ALIVE ? "ALIVE" : "DEAD");
+    if (x->state != RD_GCS_NODE_ALIVE && x->death_reason[0]) set_str(q, &r[N_MSG], x->death_reason);
+    set_str(q, &r[N_NAME], x->ip);
+    res_total_json(&b, x);
+    set_json(q, &r[N_RES], &b);
+    labels_json(&b, x->labels);
+    set_json(q, &r[N_LABELS], &b);
+  }
+}
+
+static void pgs_rows(sa_req *q, const rd_gcs_pg *pgs, size_t n, const rd_gcs_node *nodes, size_t nn) {
+  static const char *strategies[] = {"PACK", "SPREAD", "STRICT_PACK", "STRICT_SPREAD"};
+  q->total = n;
+  for (size_t i = 0; i < n && !q->oom; i++) {
+    const rd_gcs_pg *g = &pgs[i];
+    cell *r = row_new(q);
+    if (!r) return;
+    char st[32];
+    snprintf(st, sizeof(st), "%s", rd_gcs_pg_state_name(g->state));
+    for (char *c = st; *c; c++) *c = (char)(*c >= 'a' && *c <= 'z' ? *c - 32 : *c);
+    set_fmt(q, &r[P_ID], "%016llx", (unsigned long long)g->pg_id);
+    set_str(q, &r[P_NAME], g->name);
+    set_str(q, &r[P_JOB], "");   /* not kept by the GCS: a str in Ray's schema */
+    set_str(q, &r[P_STATE], st);
+    rd__mbuf b = {0};
+    rd__mbuf_printf(&b, "[");
+    for (size_t k = 0; k < g->nbundles; k++) {
+      const char *nid = node_id_of(nodes, nn, g->bundle_nodes[k]);
+      char res[512];
+      rd_res_format(&g->bundles[k], res, sizeof(res));
+      rd__mbuf_printf(&b, "%s{\"bundle_id\":\"%016llx:%zu\",\"node_id\":", k ? "," : "", (unsigned long long)g->pg_id, k);
+      if (nid) rd__mbuf_json_cstr(&b, nid);
+      else rd__mbuf_printf(&b, "null");
+      rd__mbuf_printf(&b, ",\"unit_resources\":");
+      res_text_json(&b, res);
+      rd__mbuf_printf(&b, "}");
+    }
+    rd__mbuf_printf(&b, "]");
+    set_json(q, &r[P_BUNDLES], &b);
+    rd__mbuf_printf(&b, "{\"scheduling_state\":\"%s\",\"strategy\":\"%s\",\"reason\":", st,
+                    g->strategy >= 0 && g->strategy < 4 ? strategies[g->strategy] : "?");
+    rd__mbuf_json_cstr(&b, g->reason);
+    rd__mbuf_printf(&b, "}");
+    set_json(q, &r[P_STATS], &b);
+  }
+}
+
+/* GET path from every live node: each answer parsed, given to each(); a
+ * node that does not answer in time, or answers what is not JSON, is named
+ * in q->warn.  The time left is shared out: a node gets what the request
+ * has left. */
+static void each_node(sa_req *q, const rd_gcs_node *nodes, size_t n, const char *path,
+                      void (*each)(sa_req *, const rd_gcs_node *, const rd_json *, const rd_gcs_node *, size_t)) {
+  uint64_t deadline = rd__now_ns() + (uint64_t)q->ms * 1000000u;
+  for (size_t i = 0; i < n && !q->oom; i++) {
+    const rd_gcs_node *x = &nodes[i];
+    if (x->state != RD_GCS_NODE_ALIVE) continue;
+    char why[300] = "";
+    char *body = NULL;
+    size_t len = 0;
+    uint64_t now = rd__now_ns();
+    int left = now < deadline ? (int)((deadline - now) / 1000000u) : 0;
+    rd_json *root = NULL;
+    if (x->metrics_port <= 0) snprintf(why, sizeof(why), "no metrics endpoint (started with --metrics-port -1)");
+    else if (left <= 0) snprintf(why, sizeof(why), "not asked: the request's timeout ran out");
+    else if (rd__http_get(x->ip, x->metrics_port, path, left, SA_NODE_MAX_BYTES, &body, &len, why, sizeof(why)) == 0) {
+      char jwhy[200];
+      root = rd_json_parse(body, len, jwhy, sizeof(jwhy));
+      if (!root || root->type != RD_JSON_OBJECT) snprintf(why, sizeof(why), "its answer is not a JSON object: %s", jwhy);
+    }
+    free(body);
+    if (root && root->type == RD_JSON_OBJECT) each(q, x, root, nodes, n);
+    else rd__mbuf_printf(&q->warn, "%snode %u (%s): %s", q->warn.len ? "; " : "", x->index, x->ip, why);
+    free(root);
+  }
+}
+
+static void actors_of(sa_req *q, const rd_gcs_node *x, const rd_json *root, const rd_gcs_node *nodes, size_t n) {
+  (void)x;
+  q->total += (uint64_t)jnum(root, "actors");
+  const rd_json *list = rd_json_get(root, "list");
+  for (const rd_json *a = list && list->type == RD_JSON_ARRAY ? list->child : NULL; a && !q->oom; a = a->next) {
+    cell *r = row_new(q);
+    if (!r) return;
+    const char *state = jstr(a, "state");
+    int job = (int)jnum(a, "job"), pid = (int)jnum(a, "pid");
+    set_str(q, &r[A_ID], jstr(a, "id"));
+    set_str(q, &r[A_CLASS], jstr(a, "class"));
+    set_str(q, &r[A_STATE], state);
+    if (job > 0) set_fmt(q, &r[A_JOB], "%d", job);
+    else set_str(q, &r[A_JOB], "");   /* a str in Ray's schema: none known (a detached actor's) */
+    set_str(q, &r[A_NAME], jstr(a, "name") ? jstr(a, "name") : "");
+    set_str(q, &r[A_NODE], node_id_of(nodes, n, (uint32_t)jnum(a, "node")));
+    if (pid > 0) set_int(&r[A_PID], pid);
+    set_str(q, &r[A_NS], jstr(a, "namespace"));
+    const rd_json *req = rd_json_get(a, "required");
+    rd__mbuf b = {0};
+    if (req && req->type == RD_JSON_OBJECT) {
+      json_put(&b, req);
+      set_json(q, &r[A_RES], &b);
+    }
+    if (state && !strcmp(state, "DEAD")) {
+      rd__mbuf_printf(&b, "{\"actor_died_error_context\":{\"error_message\":");
+      rd__mbuf_json_cstr(&b, jstr(a, "detail") ? jstr(a, "detail") : "dead");
+      rd__mbuf_printf(&b, "}}");
+      set_json(q, &r[A_DEATH], &b);
+    }
+    const rd_json *det = rd_json_get(a, "detached");
+    set_bool(&r[A_DETACHED], det && det->type == RD_JSON_TRUE);
+    set_str(q, &r[A_PG], jstr(a, "pg_id"));
+    set_str(q, &r[A_REPR], "");
+    set_int(&r[A_RESTARTS], (long long)jnum(a, "restarts"));
+    set_int(&r[A_RESTARTS_LINEAGE], 0);
+    set_int(&r[A_RESTARTS_PREEMPT], 0);
+  }
+  /* the summary: by class */
+  const rd_json *cls = rd_json_get(root, "by_class");
+  for (const rd_json *c = cls && cls->type == RD_JSON_ARRAY ? cls->child : NULL; c; c = c->next) {
+    const rd_json *counts = rd_json_get(c, "counts");
+    if (!jstr(c, "class") || !counts || counts->type != RD_JSON_OBJECT) continue;
+    rd__mbuf_printf(&q->summ, "%s", q->summ.len ? "," : "");
+    rd__mbuf_json_cstr(&q->summ, jstr(c, "class"));
+    rd__mbuf_printf(&q->summ, ":{\"class_name\":");
+    rd__mbuf_json_cstr(&q->summ, jstr(c, "class"));
+    rd__mbuf_printf(&q->summ, ",\"state_counts\":{");
+    int k = 0;
+    for (const rd_json *s = counts->child; s; s = s->next)
+      if (s->type == RD_JSON_NUMBER && s->num > 0) {
+        rd__mbuf_printf(&q->summ, "%s", k++ ? "," : "");
+        rd__mbuf_json_cstr(&q->summ, s->key);
+        rd__mbuf_printf(&q->summ, ":%.0f", s->num);
+        q->sum_total[0] += (uint64_t)s->num;
+      }
+    rd__mbuf_printf(&q->summ, "}}");
+  }
+}
+
+/* Ray's name for a task state the node's owners report. */
+static const char *ray_task_state(const char *s) {
+  static const char *map[][2] = {{"PENDING_ARGS", "PENDING_ARGS_AVAIL"},
+                                 {"PENDING_LEASE", "PENDING_NODE_ASSIGNMENT"},
+                                 {"RETRY_BACKOFF", "PENDING_NODE_ASSIGNMENT"},
+                                 {"PENDING_ACTOR", "PENDING_ACTOR_TASK_ORDERING_OR_CONCURRENCY"},
+                                 {"SUBMITTED", "SUBMITTED_TO_WORKER"},
+                                 {"RUNNING", "RUNNING"},
+                                 {"FAILED", "FAILED"}};
+  for (size_t i = 0; s && i < sizeof(map) / sizeof(map[0]); i++)
+    if (!strcmp(s, map[i][0])) return map[i][1];
+  return "NIL";
+}
+
+/* An actor id as the node's JSON has it, or NULL for none ("000...0"). */
+static const char *actor_or_null(const char *id) { return id && strspn(id, "0") != strlen(id) ? id : NULL; }
+
+/* A method of an actor ("Class.method") rather than a function. */
+static int is_method(const char *func) { return func && strchr(func, '.') != NULL; }
+
+static void task_common(sa_req *q, cell *r, const rd_gcs_node *x, const rd_json *t) {
+  const char *func = jstr(t, "func");
+  const char *actor = actor_or_null(jstr(t, "actor_id"));
+  int job = (int)jnum(t, "job");
+  set_fmt(q, &r[TK_ID], "%04x-%08x-%016llx", x->index & 0xffffu, (unsigned)jnum(t, "owner_pid"),
+          (unsigned long long)jnum(t, "task_id"));
+  set_int(&r[TK_ATTEMPT], (long long)jnum(t, "attempt"));
+  set_str(q, &r[TK_NAME], func);
+  if (job > 0) set_fmt(q, &r[TK_JOB], "%d", job);
+  else set_str(q, &r[TK_JOB], "");
+  set_str(q, &r[TK_PARENT], "");   /* not kept: a str in Ray's schema */
+  set_str(q, &r[TK_ACTOR], actor);
+  set_str(q, &r[TK_TYPE], actor || is_method(func) ? "ACTOR_TASK" : "NORMAL_TASK");
+  set_str(q, &r[TK_FUNC], func);
+  set_str(q, &r[TK_LANG], "C");
+}
+
+static void tasks_of(sa_req *q, const rd_gcs_node *x, const rd_json *root, const rd_gcs_node *nodes, size_t n) {
+  (void)nodes, (void)n;
+  uint64_t now = wall_ms();
+  q->total += (uint64_t)jnum(root, "unfinished") + (uint64_t)jnum(root, "failed_kept");
+  const rd_json *list = rd_json_get(root, "tasks");
+  for (const rd_json *t = list && list->type == RD_JSON_ARRAY ? list->child : NULL; t && !q->oom; t = t->next) {
+    cell *r = row_new(q);
+    if (!r) return;
+    task_common(q, r, x, t);
+    set_str(q, &r[TK_STATE], ray_task_state(jstr(t, "state")));
+    int wpid = (int)jnum(t, "worker_pid");
+    if (wpid > 0) set_int(&r[TK_WORKER_PID], wpid);
+    const char *res = jstr(t, "resources");
+    rd__mbuf b = {0};
+    if (res && *res) {
+      res_text_json(&b, res);
+      set_json(q, &r[TK_RES], &b);
+    }
+    set_int(&r[TK_CREATED], (long long)now - (long long)(jnum(t, "age_s") * 1000));
+  }
+  const rd_json *fails = rd_json_get(root, "failures");
+  for (const rd_json *t = fails && fails->type == RD_JSON_ARRAY ? fails->child : NULL; t && !q->oom; t = t->next) {
+    cell *r = row_new(q);
+    if (!r) return;
+    task_common(q, r, x, t);
+    set_str(q, &r[TK_STATE], "FAILED");
+    set_str(q, &r[TK_ERR_TYPE], jstr(t, "status"));
+    set_str(q, &r[TK_ERR_MSG], jstr(t, "error"));
+    long long ended = (long long)now - (long long)(jnum(t, "ago_s") * 1000);
+    set_int(&r[TK_ENDED], ended);
+    set_int(&r[TK_CREATED], ended - (long long)(jnum(t, "age_s") * 1000));
+  }
+  /* the summary: by function, the node's states in Ray's names */
+  const rd_json *fns = rd_json_get(root, "by_function");
+  for (const rd_json *f = fns && fns->type == RD_JSON_ARRAY ? fns->child : NULL; f; f = f->next) {
+    const rd_json *counts = rd_json_get(f, "counts");
+    const char *func = jstr(f, "func");
+    if (!func || !counts || counts->type != RD_JSON_OBJECT) continue;
+    rd__mbuf_printf(&q->summ, "%s", q->summ.len ? "," : "");
+    rd__mbuf_json_cstr(&q->summ, func);
+    rd__mbuf_printf(&q->summ, ":{\"func_or_class_name\":");
+    rd__mbuf_json_cstr(&q->summ, func);
+    rd__mbuf_printf(&q->summ, ",\"type\":\"%s\",\"state_counts\":{", is_method(func) ? "ACTOR_TASK" : "NORMAL_TASK");
+    /* states that are one state in Ray's words are added up */
+    const char *names[16];
+    double sums[16];
+    size_t k = 0;
+    for (const rd_json *s = counts->child; s; s = s->next) {
+      if (s->type != RD_JSON_NUMBER || !(s->num > 0)) continue;
+      const char *rs = ray_task_state(s->key);
+      size_t j = 0;
+      while (j < k && strcmp(names[j], rs) != 0) j++;
+      if (j == k && k < 16) names[k] = rs, sums[k++] = 0;
+      if (j < k) sums[j] += s->num;
+      q->sum_total[is_method(func) ? 1 : 0] += (uint64_t)s->num;
+    }
+    for (size_t j = 0; j < k; j++) rd__mbuf_printf(&q->summ, "%s\"%s\":%.0f", j ? "," : "", names[j], sums[j]);
+    rd__mbuf_printf(&q->summ, "}}");
+  }
+  /* owners that did not answer */
+  const rd_json *owners = rd_json_get(root, "owners");
+  for (const rd_json *o = owners && owners->type == RD_JSON_ARRAY ? owners->child : NULL; o; o = o->next) {
+    const rd_json *ans = rd_json_get(o, "answered");
+    if (ans && ans->type == RD_JSON_FALSE)
+      rd__mbuf_printf(&q->warn, "%snode %u (%s): %s did not answer", q->warn.len ? "; " : "", x->index, x->ip,
+                      jstr(o, "who") ? jstr(o, "who") : "an owner");
+  }
+}
+
+/* ------------------------------------------------------- filter, render */
+
+static int row_matches(const sa_req *q, const cell *r) {
+  for (size_t i = 0; i < q->nf; i++) {
+    const filt *f = &q->f[i];
+    const cell *c = &r[f->col];
+    int eq;
+    if (c->t == V_NULL) eq = 0;
+    else if (c->t == V_STR) eq = strcasecmp(c->s, f->val) == 0;
+    else if (c->t == V_INT || c->t == V_BOOL) eq = c->i == f->i;
+    else eq = 0;
+    if (eq == f->neg) return 0;
+  }
+  return 1;
+}
+
+static void put_cell(rd__mbuf *b, const cell *c) {
+  switch (c->t) {
+    case V_STR: rd__mbuf_json_cstr(b, c->s); break;
+    case V_INT: rd__mbuf_printf(b, "%lld", c->i); break;
+    case V_BOOL: rd__mbuf_printf(b, "%s", c->i ? "true" : "false"); break;
+    case V_JSON: rd__mbuf_printf(b, "%s", c->s); break;
+    default: rd__mbuf_printf(b, "null");
+  }
+}
+
+/* Rows by their first cell (an id). */
+static int by_first_col(const void *a, const void *b) {
+  const cell *x = a, *y = b;
+  return strcmp(x->t == V_STR ? x->s : "", y->t == V_STR ? y->s : "");
+}
+
+static void render(sa_req *q) {
+  rd__mbuf *b = &q->out;
+  rd__mbuf_printf(b, "{\"result\": true, \"msg\": \"\", \"data\": {\"result\": {");
+  if (q->summary) {
+    rd__mbuf_printf(b, "\"total\": %llu, \"num_after_truncation\": %llu, \"num_filtered\": %llu, ",
+                    (unsigned long long)q->total, (unsigned long long)q->total, (unsigned long long)q->total);
+    rd__mbuf_printf(b, "\"result\": {\"node_id_to_summary\": {\"cluster\": {\"summary\": {%s}, ", q->summ.p ? q->summ.p : "");
+    if (q->kind == K_TASKS)
+      rd__mbuf_printf(b, "\"total_tasks\": %llu, \"total_actor_tasks\": %llu, \"total_actor_scheduled\": 0, "
+                         "\"summary_by\": \"func_name\"}}}, ",
+                      (unsigned long long)q->sum_total[0], (unsigned long long)q->sum_total[1]);
+    else
+      rd__mbuf_printf(b, "\"total_actors\": %llu, \"summary_by\": \"class\"}}}, ", (unsigned long long)q->sum_total[0]);
+  } else {
+    size_t shown = 0, matched = 0;
+    rd__mbuf rows = {0};
+    for (size_t i = 0; i < q->nrows; i++) {
+      const cell *r = q->cells + i * q->ncols;
+      if (!row_matches(q, r)) continue;
+      if (matched++ >= q->limit) continue;
+      rd__mbuf_printf(&rows, "%s{", shown++ ? ", " : "");
+      for (size_t k = 0, sep = 0; k < q->ncols; k++) {
+        if (q->cols[k].detail && !q->detail) continue;
+        rd__mbuf_printf(&rows, "%s\"%s\": ", sep++ ? ", " : "", q->cols[k].name);
+        put_cell(&rows, &r[k]);
+      }
+      rd__mbuf_printf(&rows, "}");
+    }
+    if (rows.oom) b->oom = 1;
+    rd__mbuf_printf(b, "\"total\": %llu, \"num_after_truncation\": %zu, \"num_filtered\": %zu, \"result\": [%s], ",
+                    (unsigned long long)(q->total > q->nrows ? q->total : q->nrows), q->nrows, matched,
+                    rows.p ? rows.p : "");
+    free(rows.p);
+  }
+  rd__mbuf_printf(b, "\"partial_failure_warning\": ");
+  rd__mbuf_json_cstr(b, q->warn.p ? q->warn.p : "");
+  rd__mbuf_printf(b, ", \"warnings\": null}}}\n");
+}
+
+/* --------------------------------------------------------------- work */
+
+static void sa_work(uv_work_t *w) {
+  sa_req *q = w->data;
+  rd_gcs *g = rd__cluster_gcs();
+  rd_gcs_node *nodes = NULL;
+  size_t n = 0;
+  uint64_t ver = 0;
+  int rc = g ? rd_gcs_get_nodes(g, &nodes, &n, &ver) : RD_ESTATE;
+  if (rc != 0) {
+    q->code = 500;
+    snprintf(q->err, sizeof(q->err), "cannot read the GCS's node table: %s", g ? rd_gcs_last_error() : "no GCS");
+    return;
+  }
+  if (q->kind == K_NODES) {
+    nodes_rows(q, nodes, n);
+  } else if (q->kind == K_PGS) {
+    rd_gcs_pg *pgs = NULL;
+    size_t np = 0;
+    if ((rc = rd_gcs_pg_list(g, &pgs, &np)) == 0) pgs_rows(q, pgs, np, nodes, n);
+    else {
+      q->code = 500;
+      snprintf(q->err, sizeof(q->err), "cannot read the GCS's placement groups: %s", rd_gcs_last_error());
+    }
+    free(pgs);
+  } else {
+    char path[64];
+    snprintf(path, sizeof(path), "/api/%s?limit=%d", q->kind == K_ACTORS ? "actors" : "tasks", SA_MAX_LIMIT);
+    each_node(q, nodes, n, path, q->kind == K_ACTORS ? actors_of : tasks_of);
+    if (q->kind == K_ACTORS && q->nrows > 1) {
+      /* rows sorted by actor_id, as Ray's list is (whole rows: the id is the first cell) */
+      cell *tmp = malloc(q->ncols * sizeof(cell));
+      if (tmp) {
+        for (size_t i = 1; i < q->nrows; i++)   /* insertion sort: few actors per request, no qsort row size */
+          for (size_t j = i; j > 0 && by_first_col(q->cells + (j - 1) * q->ncols, q->cells + j * q->ncols) > 0; j--) {
+            memcpy(tmp, q->cells + j * q->ncols, q->ncols * sizeof(cell));
+            memcpy(q->cells + j * q->ncols, q->cells + (j - 1) * q->ncols, q->ncols * sizeof(cell));
+            memcpy(q->cells + (j - 1) * q->ncols, tmp, q->ncols * sizeof(cell));
+          }
+        free(tmp);
+      }
+    }
+  }
+  free(nodes);
+  if (q->code) return;
+  if (q->oom || q->warn.oom || q->summ.oom) {
+    q->code = 500;
+    snprintf(q->err, sizeof(q->err), "node out of memory");
+    return;
+  }
+  render(q);
+  q->code = q->out.oom ? 500 : 200;
+  if (q->out.oom) snprintf(q->err, sizeof(q->err), "node out of memory");
+}
+
+static void sa_done(uv_work_t *w, int status) {
+  sa_req *q = w->data;
+  if (status != 0) refuse(q->reply, q->arg, 503, "the node is stopping");
+  else if (q->code != 200) refuse(q->reply, q->arg, q->code, "%s", q->err);
+  else q->reply(q->arg, 200, q->out.p, q->out.len);
+  req_free(q);
+}
+
+/* ---------------------------------------------------------------- query */
+
+/* %XX and '+' decoded in place; -1 for a bad escape or a NUL. */
+static int url_decode(char *s) {
+  char *w = s;
+  for (char *r = s; *r; r++) {
+    if (*r == '+') *w++ = ' ';
+    else if (*r != '%') *w++ = *r;
+    else {
+      unsigned v;
+      if (!r[1] || !r[2] || sscanf(r + 1, "%2x", &v) != 1 || v == 0) return -1;
+      *w++ = (char)v;
+      r += 2;
+    }
+  }
+  *w = 0;
+  return 0;
+}
+
+/* Ray's booleans in a query: True, true, 1, False, false, 0; -1 else. */
+static int parse_bool(const char *s) {
+  if (!strcmp(s, "True") || !strcmp(s, "true") || !strcmp(s, "1")) return 1;
+  if (!strcmp(s, "False") || !strcmp(s, "false") || !strcmp(s, "0")) return 0;
+  return -1;
+}
+
+static int parse_count(const char *s, long long max, long long *out) {
+  char *end;
+  long long v = strtoll(s, &end, 10);
+  if (!*s || *end || v < 0 || v > max) return -1;
+  *out = v;
+  return 0;
+}
+
+/* The filterable columns of q's table, for an error's words. */
+static void filterable_names(const sa_req *q, char *out, size_t len) {
+  size_t n = 0;
+  *out = 0;
+  for (size_t k = 0; k < q->ncols && n < len; k++)
+    if (q->cols[k].filterable) n += (size_t)snprintf(out + n, len - n, "%s%s", n ? ", " : "", q->cols[k].name);
+}
+
+/* Reads the query into q: 0, or -1 with why. */
+static int parse_query(sa_req *q, const char *query, char *why, size_t wl) {
+  char *keys[SA_MAX_FILTERS], *preds[SA_MAX_FILTERS], *vals[SA_MAX_FILTERS];
+  size_t nk = 0, np = 0, nv = 0;
+  int rc = 0;
+  char *copy = strdup(query ? query : "");
+  if (!copy) return snprintf(why, wl, "node out of memory"), -1;
+  for (char *save = NULL, *p = strtok_r(copy, "&", &save); p && rc == 0; p = strtok_r(NULL, "&", &save)) {
+    char *eq = strchr(p, '=');
+    char *v = eq ? eq + 1 : p + strlen(p);
+    if (eq) *eq = 0;
+    if (url_decode(p) != 0 || url_decode(v) != 0) {
+      snprintf(why, wl, "a bad %%-escape in the query");
+      rc = -1;
+    } else if (!strcmp(p, "limit")) {
+      long long l;
+      if (parse_count(v, 1LL << 40, &l) != 0) snprintf(why, wl, "limit must be a whole number, not '%.40s'", v), rc = -1;
+      else if (l > SA_MAX_LIMIT)
+        snprintf(why, wl, "Given limit %lld exceeds the supported limit %d. Use a lower limit.", l, SA_MAX_LIMIT), rc = -1;
+      else q->limit = (size_t)l;
+    } else if (!strcmp(p, "timeout")) {
+      long long t;
+      if (parse_count(v, 3600, &t) != 0 || t == 0)
+        snprintf(why, wl, "timeout must be whole seconds (1..3600), not '%.40s'", v), rc = -1;
+      else q->ms = t > 60 ? 60000 : (int)t * 1000;
+    } else if (!strcmp(p, "detail")) {
+      int d = parse_bool(v);
+      if (d < 0) snprintf(why, wl, "detail must be True or False, not '%.40s'", v), rc = -1;
+      else q->detail = d;
+    } else if (!strcmp(p, "filter_keys") || !strcmp(p, "filter_predicates") || !strcmp(p, "filter_values")) {
+      char **to = p[7] == 'k' ? keys : p[7] == 'p' ? preds : vals;
+      size_t *cnt = p[7] == 'k' ? &nk : p[7] == 'p' ? &np : &nv;
+      if (*cnt == SA_MAX_FILTERS) snprintf(why, wl, "at most %d filters", SA_MAX_FILTERS), rc = -1;
+      else to[(*cnt)++] = v;
+    }   /* anything else (exclude_driver, summary_by) is taken as Ray takes it: not needed here */
+  }
+  if (rc == 0 && (nk != np || nk != nv)) {
+    snprintf(why, wl, "filter_keys, filter_predicates and filter_values must come in threes (got %zu, %zu, %zu)", nk,
+             np, nv);
+    rc = -1;
+  }
+  for (size_t i = 0; i < nk && rc == 0; i++) {
+    size_t k = 0;
+    while (k < q->ncols && strcasecmp(q->cols[k].name, keys[i]) != 0) k++;
+    if (k == q->ncols || !q->cols[k].filterable) {
+      char names[700];
+      filterable_names(q, names, sizeof(names));
+      snprintf(why, wl, "The given filter column %.60s is not supported. Supported filter columns: %s", keys[i], names);
+      rc = -1;
+      break;
+    }
+    filt *f = &q->f[q->nf];
+    f->col = k;
+    if (!strcmp(preds[i], "=")) f->neg = 0;
+    else if (!strcmp(preds[i], "!=")) f->neg = 1;
+    else {
+      snprintf(why, wl, "Unsupported filter predicate %.20s is given. Available predicates: =, !=.", preds[i]);
+      rc = -1;
+      break;
+    }
+    if (q->cols[k].type == T_INT && parse_count(vals[i], 1LL << 62, &f->i) != 0) {
+      snprintf(why, wl, "Invalid filter `--filter %s %.60s` for a int type column. Please provide an integer filter",
+               q->cols[k].name, vals[i]);
+      rc = -1;
+      break;
+    }
+    if (q->cols[k].type == T_BOOL && (f->i = parse_bool(vals[i])) < 0) {
+      snprintf(why, wl, "Invalid filter `--filter %s %.60s` for a boolean type column: True, true or 1, False, false or 0",
+               q->cols[k].name, vals[i]);
+      rc = -1;
+      break;
+    }
+    if (!(f->val = strdup(vals[i]))) {
+      snprintf(why, wl, "node out of memory");
+      rc = -1;
+      break;
+    }
+    q->nf++;
+  }
+  free(copy);
+  return rc;
+}
+
+/* -------------------------------------------------------------- routing */
+
+int rd__state_api_path(const char *path) { return !strncmp(path, "/api/v0/", 8); }
+
+void rd__state_api(uv_loop_t *loop, const char *method, const char *path, const char *query, const char *auth,
+                   rd__http_reply reply, void *arg) {
+  if (strcmp(method, "GET") != 0) {
+    refuse(reply, arg, 405, "the state API (/api/v0/) takes GET");
+    return;
+  }
+  if (!rd__cluster_on() || !rd__cluster_token()) {
+    refuse(reply, arg, 403, "the state API needs a node of a cluster started by `raydist start` (its token guards it)");
+    return;
+  }
+  if (!auth || strncmp(auth, "Bearer ", 7) != 0 || !rd__cluster_token_ok(auth + 7)) {
+    refuse(reply, arg, 401, "send the cluster token as \"Authorization: Bearer TOKEN\" (the file `token` in a node's "
+                            "session directory), or set RAY_AUTH_MODE=token and RAY_AUTH_TOKEN for Ray's CLI");
+    return;
+  }
+  const char *what = path + 8;
+  char res[64];
+  size_t n = strcspn(what, "/");
+  snprintf(res, sizeof(res), "%.*s", (int)(n < sizeof(res) ? n : sizeof(res) - 1), what);
+  const char *rest = what + n;
+  int summary = !strcmp(rest, "/summarize");
+  if (*rest && !summary && strcmp(rest, "/") != 0) {
+    refuse(reply, arg, 404, "no such path: /api/v0/RESOURCE and /api/v0/RESOURCE/summarize");
+    return;
+  }
+  static const struct {
+    const char *name;
+    int kind, summarized;
+    const col *cols;
+    size_t ncols;
+  } kinds[] = {{"nodes", K_NODES, 0, node_cols, NCOLS(node_cols)},
+               {"actors", K_ACTORS, 1, actor_cols, NCOLS(actor_cols)},
+               {"tasks", K_TASKS, 1, task_cols, NCOLS(task_cols)},
+               {"placement_groups", K_PGS, 0, pg_cols, NCOLS(pg_cols)}};
+  size_t k = 0;
+  while (k < sizeof(kinds) / sizeof(kinds[0]) && strcmp(kinds[k].name, res) != 0) k++;
+  if (k == sizeof(kinds) / sizeof(kinds[0])) {
+    static const char *ray_only[] = {"jobs", "workers", "objects", "runtime_envs", "cluster_events", "logs"};
+    for (size_t i = 0; i < sizeof(ray_only) / sizeof(ray_only[0]); i++)
+      if (!strcmp(res, ray_only[i])) {
+        refuse(reply, arg, 501,
+               "libraydist does not serve Ray's %s through the state API: see `raydist list jobs|objects`, "
+               "`raydist job list` (the jobs API: /api/jobs/), `raydist memory` and `raydist status`",
+               res);
+        return;
+      }
+    refuse(reply, arg, 404, "no such resource '%.40s': the state API lists nodes, actors, tasks and placement_groups",
+           res);
+    return;
+  }
+  if (summary && !kinds[k].summarized) {
+    refuse(reply, arg, 404, "no summary of %s: /api/v0/tasks/summarize and /api/v0/actors/summarize", res);
+    return;
+  }
+  sa_req *q = calloc(1, sizeof(*q));
+  if (!q) {
+    refuse(reply, arg, 500, "node out of memory");
+    return;
+  }
+  q->kind = kinds[k].kind;
+  q->cols = kinds[k].cols;
+  q->ncols = kinds[k].ncols;
+  q->summary = summary;
+  q->limit = SA_DEFAULT_LIMIT;
+  q->ms = 30000;
+  q->reply = reply;
+  q->arg = arg;
+  char why[900];
+  if (parse_query(q, query, why, sizeof(why)) != 0) {
+    refuse(reply, arg, 400, "%s", why);
+    req_free(q);
+    return;
+  }
+  q->work.data = q;
+  if (uv_queue_work(loop, &q->work, sa_work, sa_done) != 0) {
+    refuse(reply, arg, 500, "cannot queue the state request");
+    req_free(q);
+  }
+}
