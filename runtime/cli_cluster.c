@@ -838,7 +838,7 @@ int rd__cli_status(int argc, char **argv) {
 static int http_get_print(const char *ip, int port, const char *path, char *why, size_t whylen) {
   char *body;
   size_t len;
-  if (rd__http_get(ip, port, path, 30000, (size_t)1 << 30, &body, &len, why, whylen) != 0) return -1;
+  if (rd__http_get(ip, port, path, NULL, 30000, (size_t)1 << 30, &body, &len, why, whylen) != 0) return -1;
   fwrite(body, 1, len, stdout);
   free(body);
   return 0;

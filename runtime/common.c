@@ -363,8 +363,8 @@ int rd__connect_within(int fd, const struct sockaddr *sa, unsigned salen, int ms
   return -1;
 }
 
-int rd__http_get(const char *ip, int port, const char *path, int ms, size_t max, char **body, size_t *len, char *why,
-                 size_t whylen) {
+int rd__http_get(const char *ip, int port, const char *path, const char *token, int ms, size_t max, char **body,
+                 size_t *len, char *why, size_t whylen) {
   *body = NULL;
   *len = 0;
   struct sockaddr_in a;
@@ -382,8 +382,9 @@ int rd__http_get(const char *ip, int port, const char *path, int ms, size_t max,
     if (fd >= 0) close(fd);
     return -1;
   }
-  char req[2200];
-  int rl = snprintf(req, sizeof(req), "GET %s HTTP/1.0\r\nHost: %s\r\n\r\n", path, ip);
+  char req[2600];
+  int rl = snprintf(req, sizeof(req), "GET %s HTTP/1.0\r\nHost: %s\r\n%s%s%s\r\n", path, ip,
+                    token ? "Authorization: Bearer " : "", token ? token : "", token ? "\r\n" : "");
   if (rl < 0 || (size_t)rl >= sizeof(req) || send(fd, req, (size_t)rl, MSG_NOSIGNAL) != rl) {
     snprintf(why, whylen, "cannot send to %s:%d", ip, port);
     close(fd);

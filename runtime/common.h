@@ -187,12 +187,12 @@ char **rd__strv_pack(char *const *s, size_t n);
 struct sockaddr;
 int rd__connect_within(int fd, const struct sockaddr *sa, unsigned salen, int ms);
 
-/* GET path from ip:port over HTTP/1.0, all of it within ms: 0 with the body
- * of a 200 answer in *body (malloc'd, NUL-terminated, *len bytes), or -1
- * with why (no connection, no whole answer in time, another status, an
- * answer past max bytes). */
-int rd__http_get(const char *ip, int port, const char *path, int ms, size_t max, char **body, size_t *len, char *why,
-                 size_t whylen);
+/* GET path from ip:port over HTTP/1.0 (token: sent as a bearer token, or
+ * NULL), all of it within ms: 0 with the body of a 200 answer in *body
+ * (malloc'd, NUL-terminated, *len bytes), or -1 with why (no connection, no
+ * whole answer in time, another status, an answer past max bytes). */
+int rd__http_get(const char *ip, int port, const char *path, const char *token, int ms, size_t max, char **body,
+                 size_t *len, char *why, size_t whylen);
 
 /* Where session directories live: $RAYDIST_TMPDIR (default /tmp)/raydist-<uid>. */
 void rd__session_root(char *root, size_t len);

@@ -1,15 +1,16 @@
 /* runtime/state_api.c - Ray's state API on the node's metrics port, so
- * that `ray list nodes|actors|tasks|placement-groups`, `ray get ...` and
+ * that `ray list nodes|actors|tasks|placement-groups|jobs`, `ray get ...` and
  * `ray summary tasks|actors`, pointed at any node (`--address
  * http://IP:PORT`), show the whole cluster.
  *
  * A request is read on the loop (its query: limit, detail, timeout and
- * Ray's filter triples), then gathered on the thread pool: the GCS's node
- * and placement-group tables, or every live node's own /api/actors or
- * /api/tasks (what `raydist list` shows) over HTTP, one node after the
- * other within the request's timeout.  The rows get Ray's columns
+ * Ray's filter triples), then gathered on the thread pool: the GCS's node,
+ * placement-group and job tables, or every live node's own /api/actors,
+ * /api/tasks (what `raydist list` shows) or /api/jobs/ (its submitted
+ * jobs) over HTTP, one node after the other within the request's
+ * timeout.  The rows get Ray's columns
  * (ray.util.state.common: ActorState, TaskState, NodeState,
- * PlacementGroupState), are filtered as Ray's server filters them
+ * PlacementGroupState, JobDetails), are filtered as Ray's server filters them
  * (case-insensitive text, whole numbers, booleans; = and !=), cut to the
  * limit, and sent in Ray's envelope:
  *
@@ -20,8 +21,8 @@
  * the others are listed all the same.  Bad input (an unknown column, a
  * predicate other than = and !=, a filter value of the wrong type, a
  * limit past 10000) is a 400 with {"result": false, "msg": why}; what
- * libraydist does not keep (jobs, workers, objects, runtime envs and
- * cluster events as Ray's tables) is a 501 saying where to look. */
+ * libraydist does not keep as Ray's tables (workers, objects, runtime
+ * envs, cluster events, logs) is a 501 saying where to look. */
 #include "state_api.h"
 
 #include <inttypes.h>
@@ -44,7 +45,7 @@
 #define SA_MAX_FILTERS 16
 #define SA_NODE_MAX_BYTES ((size_t)64 << 20)
 
-enum { K_NODES, K_ACTORS, K_TASKS, K_PGS };
+enum { K_NODES, K_ACTORS, K_TASKS, K_PGS, K_JOBS };
 enum { T_STR, T_INT, T_BOOL, T_JSON };          /* a column's type, as Ray's schema has it */
 enum { V_NULL, V_STR, V_INT, V_BOOL, V_JSON };  /* a cell's value (V_JSON: s is JSON text) */
 
@@ -107,6 +108,16 @@ static const col task_cols[] = {
 enum { TK_ID, TK_ATTEMPT, TK_NAME, TK_STATE, TK_JOB, TK_ACTOR, TK_TYPE, TK_FUNC, TK_PARENT, TK_NODE, TK_WORKER,
        TK_WORKER_PID, TK_ERR_TYPE, TK_LANG, TK_RES, TK_ENV, TK_PG, TK_EVENTS, TK_PROF, TK_CREATED, TK_STARTED, TK_ENDED,
        TK_LOG, TK_ERR_MSG };
+
+/* Ray's JobDetails, in its order; ray list jobs shows the first eight. */
+static const col job_cols[] = {
+    {"type", T_STR, 1, 0},         {"job_id", T_STR, 1, 0},   {"submission_id", T_STR, 1, 0},
+    {"driver_info", T_JSON, 0, 0}, {"status", T_STR, 1, 0},   {"entrypoint", T_STR, 0, 0},
+    {"message", T_STR, 0, 0},      {"error_type", T_STR, 0, 0}, {"start_time", T_INT, 0, 1},
+    {"end_time", T_INT, 0, 1},     {"metadata", T_JSON, 0, 1}, {"runtime_env", T_JSON, 0, 1},
+    {"driver_agent_http_address", T_STR, 0, 1}, {"driver_node_id", T_STR, 0, 1}, {"driver_exit_code", T_INT, 0, 1}};
+enum { J_TYPE, J_ID, J_SUB, J_DRIVER, J_STATUS, J_ENTRY, J_MSG, J_ERR, J_START, J_END, J_META, J_ENV, J_AGENT, J_NODE,
+       J_EXIT };
 
 #define NCOLS(a) (sizeof(a) / sizeof((a)[0]))
 
@@ -403,8 +414,9 @@ static void pgs_rows(sa_req *q, const rd_gcs_pg *pgs, size_t n, const rd_gcs_nod
  * node that does not answer in time, or answers what is not JSON, is named
  * in q->warn.  The time left is shared out: a node gets what the request
  * has left. */
-static void each_node(sa_req *q, const rd_gcs_node *nodes, size_t n, const char *path,
+static void each_node(sa_req *q, const rd_gcs_node *nodes, size_t n, const char *path, int type,
                       void (*each)(sa_req *, const rd_gcs_node *, const rd_json *, const rd_gcs_node *, size_t)) {
+  const char *token = type == RD_JSON_ARRAY ? rd__cluster_token() : NULL;   /* the jobs API wants it */
   uint64_t deadline = rd__now_ns() + (uint64_t)q->ms * 1000000u;
   for (size_t i = 0; i < n && !q->oom; i++) {
     const rd_gcs_node *x = &nodes[i];
@@ -417,13 +429,16 @@ static void each_node(sa_req *q, const rd_gcs_node *nodes, size_t n, const char 
     rd_json *root = NULL;
     if (x->metrics_port <= 0) snprintf(why, sizeof(why), "no metrics endpoint (started with --metrics-port -1)");
     else if (left <= 0) snprintf(why, sizeof(why), "not asked: the request's timeout ran out");
-    else if (rd__http_get(x->ip, x->metrics_port, path, left, SA_NODE_MAX_BYTES, &body, &len, why, sizeof(why)) == 0) {
-      char jwhy[200];
+    else if (rd__http_get(x->ip, x->metrics_port, path, token, left, SA_NODE_MAX_BYTES, &body, &len, why, sizeof(why)) ==
+             0) {
+      char jwhy[200] = "";
       root = rd_json_parse(body, len, jwhy, sizeof(jwhy));
-      if (!root || root->type != RD_JSON_OBJECT) snprintf(why, sizeof(why), "its answer is not a JSON object: %s", jwhy);
+      if (!root || root->type != type)
+        snprintf(why, sizeof(why), "its answer is not a JSON %s%s%s", type == RD_JSON_ARRAY ? "array" : "object",
+                 jwhy[0] ? ": " : "", jwhy);
     }
     free(body);
-    if (root && root->type == RD_JSON_OBJECT) each(q, x, root, nodes, n);
+    if (root && root->type == type) each(q, x, root, nodes, n);
     else rd__mbuf_printf(&q->warn, "%snode %u (%s): %s", q->warn.len ? "; " : "", x->index, x->ip, why);
     free(root);
   }
@@ -595,6 +610,73 @@ static void tasks_of(sa_req *q, const rd_gcs_node *x, const rd_json *root, const
   }
 }
 
+/* A JSON value as a cell: text, a whole number, a boolean, null, or (an
+ * object, an array, a fraction) its JSON. */
+static void set_from_json(sa_req *q, cell *c, const rd_json *v) {
+  if (!v || v->type == RD_JSON_NULL) return;
+  if (v->type == RD_JSON_STRING) set_str(q, c, v->str);
+  else if (v->type == RD_JSON_TRUE || v->type == RD_JSON_FALSE) set_bool(c, v->type == RD_JSON_TRUE);
+  else if (v->type == RD_JSON_NUMBER && v->num == (double)(long long)v->num) set_int(c, (long long)v->num);
+  else {
+    rd__mbuf b = {0};
+    json_put(&b, v);
+    set_json(q, c, &b);
+  }
+}
+
+/* The GCS's job table: each driver's run, as Ray lists a driver job. */
+static void drivers_rows(sa_req *q, const rd_gcs_job *js, size_t n, const rd_gcs_node *nodes, size_t nn) {
+  q->total += n;
+  for (size_t i = 0; i < n && !q->oom; i++) {
+    const rd_gcs_job *j = &js[i];
+    cell *r = row_new(q);
+    if (!r) return;
+    const char *ip = "";
+    for (size_t k = 0; k < nn; k++)
+      if (nodes[k].index == j->node_index) ip = nodes[k].ip;
+    int ok = j->end_ms && !strcmp(j->end_reason, "its drivers exited");
+    set_str(q, &r[J_TYPE], "DRIVER");
+    set_fmt(q, &r[J_ID], "%u", j->job_id);
+    rd__mbuf b = {0};
+    rd__mbuf_printf(&b, "{\"id\":\"%u\",\"node_ip_address\":", j->job_id);
+    rd__mbuf_json_cstr(&b, ip);
+    rd__mbuf_printf(&b, ",\"pid\":\"%d\"}", j->driver_pid);
+    set_json(q, &r[J_DRIVER], &b);
+    set_str(q, &r[J_STATUS], !j->end_ms ? "RUNNING" : ok ? "SUCCEEDED" : "FAILED");
+    set_str(q, &r[J_ENTRY], "");
+    if (j->end_ms) set_str(q, &r[J_MSG], j->end_reason);
+    set_int(&r[J_START], (long long)j->start_ms);
+    if (j->end_ms) set_int(&r[J_END], (long long)j->end_ms);
+    set_str(q, &r[J_NODE], node_id_of(nodes, nn, j->node_index));
+  }
+}
+
+/* A node's jobs API list: its submitted jobs, their JobDetails as Ray's
+ * SDK reads them, with the node in driver_info.  Their job_id is null
+ * here: the jobs API's is the node's own number, which the GCS's driver
+ * runs (DRIVER rows) would be taken for. */
+static void submissions_of(sa_req *q, const rd_gcs_node *x, const rd_json *root, const rd_gcs_node *nodes, size_t n) {
+  for (const rd_json *j = root->child; j && !q->oom; j = j->next) {
+    if (j->type != RD_JSON_OBJECT) continue;
+    q->total++;
+    cell *r = row_new(q);
+    if (!r) return;
+    for (size_t k = 0; k < q->ncols; k++) set_from_json(q, &r[k], rd_json_get(j, q->cols[k].name));
+    const rd_json *pid = rd_json_get(j, "driver_pid");
+    if (pid && pid->type == RD_JSON_NUMBER) {
+      rd__mbuf b = {0};
+      rd__mbuf_printf(&b, "{\"id\":");
+      rd__mbuf_json_cstr(&b, jstr(j, "job_id") ? jstr(j, "job_id") : "");
+      rd__mbuf_printf(&b, ",\"node_ip_address\":");
+      rd__mbuf_json_cstr(&b, x->ip);
+      rd__mbuf_printf(&b, ",\"pid\":\"%.0f\"}", pid->num);
+      set_json(q, &r[J_DRIVER], &b);
+    }
+    set_str(q, &r[J_NODE], node_id_of(nodes, n, x->index));
+    r[J_ID].t = V_NULL;   /* the node's own job number, not a GCS job: submission_id names it */
+  }
+}
+
 /* ------------------------------------------------------- filter, render */
 
 static int row_matches(const sa_req *q, const cell *r) {
@@ -691,10 +773,20 @@ static void sa_work(uv_work_t *w) {
       snprintf(q->err, sizeof(q->err), "cannot read the GCS's placement groups: %s", rd_gcs_last_error());
     }
     free(pgs);
+  } else if (q->kind == K_JOBS) {
+    rd_gcs_job *js = NULL;
+    size_t nj = 0;
+    if ((rc = rd_gcs_job_list(g, &js, &nj)) == 0) drivers_rows(q, js, nj, nodes, n);
+    else {
+      q->code = 500;
+      snprintf(q->err, sizeof(q->err), "cannot read the GCS's jobs: %s", rd_gcs_last_error());
+    }
+    free(js);
+    if (!q->code) each_node(q, nodes, n, "/api/jobs/", RD_JSON_ARRAY, submissions_of);
   } else {
     char path[64];
     snprintf(path, sizeof(path), "/api/%s?limit=%d", q->kind == K_ACTORS ? "actors" : "tasks", SA_MAX_LIMIT);
-    each_node(q, nodes, n, path, q->kind == K_ACTORS ? actors_of : tasks_of);
+    each_node(q, nodes, n, path, RD_JSON_OBJECT, q->kind == K_ACTORS ? actors_of : tasks_of);
     if (q->kind == K_ACTORS && q->nrows > 1) {
       /* rows sorted by actor_id, as Ray's list is (whole rows: the id is the first cell) */
       cell *tmp = malloc(q->ncols * sizeof(cell));
@@ -891,20 +983,21 @@ void rd__state_api(uv_loop_t *loop, const char *method, const char *path, const 
   } kinds[] = {{"nodes", K_NODES, 0, node_cols, NCOLS(node_cols)},
                {"actors", K_ACTORS, 1, actor_cols, NCOLS(actor_cols)},
                {"tasks", K_TASKS, 1, task_cols, NCOLS(task_cols)},
-               {"placement_groups", K_PGS, 0, pg_cols, NCOLS(pg_cols)}};
+               {"placement_groups", K_PGS, 0, pg_cols, NCOLS(pg_cols)},
+               {"jobs", K_JOBS, 0, job_cols, NCOLS(job_cols)}};
   size_t k = 0;
   while (k < sizeof(kinds) / sizeof(kinds[0]) && strcmp(kinds[k].name, res) != 0) k++;
   if (k == sizeof(kinds) / sizeof(kinds[0])) {
-    static const char *ray_only[] = {"jobs", "workers", "objects", "runtime_envs", "cluster_events", "logs"};
+    static const char *ray_only[] = {"workers", "objects", "runtime_envs", "cluster_events", "logs"};
     for (size_t i = 0; i < sizeof(ray_only) / sizeof(ray_only[0]); i++)
       if (!strcmp(res, ray_only[i])) {
         refuse(reply, arg, 501,
-               "libraydist does not serve Ray's %s through the state API: see `raydist list jobs|objects`, "
-               "`raydist job list` (the jobs API: /api/jobs/), `raydist memory` and `raydist status`",
+               "libraydist does not serve Ray's %s through the state API: see `raydist memory` (the objects), "
+               "`raydist status` and `raydist list tasks` (the workers running them)",
                res);
         return;
       }
-    refuse(reply, arg, 404, "no such resource '%.40s': the state API lists nodes, actors, tasks and placement_groups",
+    refuse(reply, arg, 404, "no such resource '%.40s': the state API lists nodes, actors, tasks, placement_groups and jobs",
            res);
     return;
   }

@@ -1,10 +1,10 @@
 /* runtime/state_api.h - Ray's state API (`ray list`, `ray get`, `ray
  * summary`) on the node's metrics port, beside the jobs API: GET
- * /api/v0/nodes, /api/v0/actors, /api/v0/tasks and
- * /api/v0/placement_groups, and /api/v0/tasks/summarize and
+ * /api/v0/nodes, /api/v0/actors, /api/v0/tasks, /api/v0/placement_groups
+ * and /api/v0/jobs, and /api/v0/tasks/summarize and
  * /api/v0/actors/summarize, answered for the whole cluster in Ray's
- * envelope from the GCS's tables and every live node's /api/actors and
- * /api/tasks.  The cluster token guards it as it guards the jobs API. */
+ * envelope from the GCS's tables and every live node's /api/actors,
+ * /api/tasks and /api/jobs/.  The cluster token guards it as it guards the jobs API. */
 #ifndef RD_RUNTIME_STATE_API_H
 #define RD_RUNTIME_STATE_API_H
 

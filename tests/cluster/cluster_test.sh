@@ -918,6 +918,8 @@ PY
     RAY=$4
     [ -x "$RAY" ] || { echo "SKIP: no Ray CLI at $RAY (tests/cluster/ray_cli_venv.sh makes it)"; exit 77; }
     hold_start state_hold
+    "$R" job submit --name sa-job --follow -- sh -c 'echo state' > "$RAYDIST_TMPDIR/sajob" 2>&1 ||
+      { cat "$RAYDIST_TMPDIR/sajob"; fail "state_api: job submit"; }
     TOKEN=$(cat "$ROOT/node-127.0.0.1/token")
     export RAY_AUTH_MODE=token RAY_AUTH_TOKEN="$TOKEN" RAY_USAGE_STATS_ENABLED=0
     O="$RAYDIST_TMPDIR/ray.out"
@@ -937,6 +939,8 @@ PY
       rl not_running list tasks $A --filter "state!=running"
       rl one list tasks $A --limit 1
       rl pgs list placement-groups $A --detail
+      rl jobs list jobs $A --detail
+      rl drivers list jobs $A --filter type=driver --filter status=RUNNING
       python3 - "$J" "$PID" <<'PY' || fail "state_api: ray list through $M"
 import json, os, sys
 d, pid = sys.argv[1], int(sys.argv[2])
@@ -969,6 +973,13 @@ assert len(j("one")) == 1, j("one")
 pgs = j("pgs")
 assert len(pgs) == 1 and pgs[0]["name"] == "pg_state" and pgs[0]["state"] == "CREATED", pgs
 assert [b["unit_resources"] for b in pgs[0]["bundles"]] == [{"CPU": 0.5}] * 2 and pgs[0]["bundles"][0]["node_id"] in [n["node_id"] for n in nodes], pgs
+jobs = j("jobs")
+sub = [x for x in jobs if x["submission_id"] == "sa-job"]
+assert len(sub) == 1 and sub[0]["type"] == "SUBMISSION" and sub[0]["status"] == "SUCCEEDED" and sub[0]["entrypoint"].startswith("sh -c") and sub[0]["job_id"] is None, jobs
+assert sub[0]["driver_info"]["node_ip_address"] == "127.0.0.1" and sub[0]["driver_exit_code"] == 0 and sub[0]["driver_node_id"] == by_ip["127.0.0.1"]["node_id"], sub
+drv = j("drivers")
+assert [(x["type"], x["status"], x["driver_info"]["pid"]) for x in drv] == [("DRIVER", "RUNNING", str(pid))], drv
+assert drv[0]["job_id"] == tasks[0]["job_id"] == c[0]["job_id"], (drv, tasks[0], c)
 PY
       # ray get by id, the summaries as Ray prints them
       AID=$(python3 -c 'import json,sys; print([a["actor_id"] for a in json.load(open(sys.argv[1])) if a["name"] == "counter"][0])' "$J/actors")
@@ -980,8 +991,8 @@ PY
         { cat "$O"; fail "state_api: ray summary actors"; }
     done
     # what it does not keep, said so; no token, refused
-    "$RAY" list jobs --address "http://$MH" > "$O" 2>&1 && { cat "$O"; fail "state_api: ray list jobs answered"; }
-    grep -q "does not serve Ray's jobs through the state API" "$O" || { cat "$O"; fail "state_api: no reason for jobs"; }
+    "$RAY" list workers --address "http://$MH" > "$O" 2>&1 && { cat "$O"; fail "state_api: ray list workers answered"; }
+    grep -q "does not serve Ray's workers through the state API" "$O" || { cat "$O"; fail "state_api: no reason for workers"; }
     env -u RAY_AUTH_MODE -u RAY_AUTH_TOKEN "$RAY" list nodes --address "http://$MH" > "$O" 2>&1 && { cat "$O"; fail "state_api: no token answered"; }
     grep -q "cluster token" "$O" || { cat "$O"; fail "state_api: no reason for the token"; }
     # bad input: each a 4xx in Ray's envelope, with why
