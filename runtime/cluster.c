@@ -1774,6 +1774,7 @@ static void on_link_grant(node_client *c, Rd__LinkGrant *m) {
   lg.req_id = q->owner_req;
   lg.lease_id = ch->lease_id;
   lg.worker_pid = m->worker_pid;
+  lg.node = rd__cluster_link_peer(c);
   rd__node_send(q->owner, RD__MSG_TYPE__MSG_LEASE_GRANT, &lg.base, sv[1]);
   N.leases_granted++;
   free(q);

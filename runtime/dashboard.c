@@ -969,8 +969,8 @@ static void tl_render(const tl_req *q, rd__mbuf *b) {
       rd__mbuf_printf(b, ",\"worker_pid\":%d,\"actor_id\":\"%016llx\",\"args_pending\":%d,\"resources\":", t->worker_pid,
                       (unsigned long long)t->actor_id, t->args_pending);
       rd__mbuf_json_cstr(b, t->resources);
-      rd__mbuf_printf(b, ",\"retry_in_s\":%.3f,\"owner_pid\":%d,\"job\":%u}", (double)t->retry_in_ns / 1e9,
-                      rows[i].owner->pid, rows[i].owner->job);
+      rd__mbuf_printf(b, ",\"retry_in_s\":%.3f,\"owner_pid\":%d,\"job\":%u,\"worker_node\":%u}",
+                      (double)t->retry_in_ns / 1e9, rows[i].owner->pid, rows[i].owner->job, t->node);
     }
     rd__mbuf_printf(b, "],\"failures\":[");
     for (size_t i = 0; i < nfail; i++) {

@@ -617,6 +617,7 @@ static void granted(rd_sched_item *it, const rd_res_grant *g, void *ctx) {
     lg.lease_id = w->lease_id;
     lg.worker_id = w->id;
     lg.worker_pid = w->pid;
+    lg.node = rd__cluster_index();
   }
   send_msg(owner, RD__MSG_TYPE__MSG_LEASE_GRANT, &lg.base, fd);
   free(r);

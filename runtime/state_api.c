@@ -542,7 +542,6 @@ static void task_common(sa_req *q, cell *r, const rd_gcs_node *x, const rd_json 
 }
 
 static void tasks_of(sa_req *q, const rd_gcs_node *x, const rd_json *root, const rd_gcs_node *nodes, size_t n) {
-  (void)nodes, (void)n;
   uint64_t now = wall_ms();
   q->total += (uint64_t)jnum(root, "unfinished") + (uint64_t)jnum(root, "failed_kept");
   const rd_json *list = rd_json_get(root, "tasks");
@@ -553,6 +552,7 @@ static void tasks_of(sa_req *q, const rd_gcs_node *x, const rd_json *root, const
     set_str(q, &r[TK_STATE], ray_task_state(jstr(t, "state")));
     int wpid = (int)jnum(t, "worker_pid");
     if (wpid > 0) set_int(&r[TK_WORKER_PID], wpid);
+    set_str(q, &r[TK_NODE], node_id_of(nodes, n, (uint32_t)jnum(t, "worker_node")));
     const char *res = jstr(t, "resources");
     rd__mbuf b = {0};
     if (res && *res) {

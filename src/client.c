@@ -1938,6 +1938,7 @@ static void on_lease_grant(Rd__LeaseGrant *m, int fd) {
   }
   l->lease_id = m->lease_id;
   l->worker_pid = m->worker_pid;
+  l->node = m->node;
   l->cls = c;
   rd__conn_init(&l->conn, fd);
   l->next = c->leases;
@@ -2646,7 +2647,10 @@ static void tl_inflight(tl_acc *a, const rd__lease *l) {
   uint32_t running = l->actor && l->actor->concurrency > 1 ? l->actor->concurrency : 1, k = 0;
   for (const rd__task *t = l->inhead; t; t = t->next, k++) {
     Rd__TaskInfo *x = tl_add(a, t, k < running ? RD_TS_RUNNING : RD_TS_SUBMITTED);
-    if (x) x->worker_pid = l->worker_pid;
+    if (x) {
+      x->worker_pid = l->worker_pid;
+      x->node = l->node;
+    }
   }
 }
 

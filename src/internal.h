@@ -190,6 +190,7 @@ struct rd__sclass {
 struct rd__lease {
   uint64_t lease_id;
   int worker_pid;
+  uint32_t node;            /* its worker's node (cluster index; 0: not known) */
   rd__conn conn;
   rd__sclass *cls;
   rd__task *inhead, *intail;

@@ -964,7 +964,9 @@ tasks = j("tasks")
 states = sorted((t["name"], t["state"]) for t in tasks)
 assert states == [("arg_len", "PENDING_ARGS_AVAIL")] * 2 + [("slow_where", "FAILED")] + [("wait_file", "RUNNING")] * 2, states
 assert len({t["task_id"] for t in tasks}) == 5 and all(t["job_id"] == tasks[0]["job_id"] != "" for t in tasks), tasks
-assert all(t["worker_pid"] > 0 for t in tasks if t["state"] == "RUNNING"), tasks
+ids = [n["node_id"] for n in nodes]
+assert all(t["worker_pid"] > 0 and t["node_id"] in ids for t in tasks if t["state"] == "RUNNING"), tasks
+assert all(t["node_id"] is None for t in tasks if t["state"] != "RUNNING"), tasks
 f = [t for t in tasks if t["state"] == "FAILED"][0]
 assert f["error_type"] == "RD_ETASK" and "bad args" in f["error_message"] and f["end_time_ms"] >= f["creation_time_ms"], f
 assert sorted(t["name"] for t in j("running")) == ["wait_file"] * 2, j("running")
