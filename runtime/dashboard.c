@@ -1087,6 +1087,9 @@ int rd__dashboard_tasks(uv_loop_t *loop, int json, size_t limit, int state, rd__
     q->asks[q->nasks++] = (tl_ask){c->id, client_gcs_job(c), c->pid, c->role, 0, NULL};
     rd__node_send(c, RD__MSG_TYPE__MSG_TASK_LIST_ASK, &m.base, -1);
   }
+  /* sent now: an HTTP request is no client frame, after which the loop
+   * flushes, and the asks waited for the next flush (up to ~50 ms) */
+  if (q->nasks) rd__node_flush_all();
   q->waiting = q->nasks;
   uv_timer_init(loop, &q->timer);
   q->timer.data = q;

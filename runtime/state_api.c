@@ -518,6 +518,18 @@ static const char *ray_task_state(const char *s) {
   return "NIL";
 }
 
+/* The node's name for the state Ray calls ray_state (any case), when it is
+ * exactly one of the node's; NULL else. */
+static const char *node_state(int kind, const char *ray_state) {
+  static const char *actor_states[] = {"PENDING_CREATION", "RESTARTING", "ALIVE", "DEAD"};
+  static const char *task_states[] = {"PENDING_ARGS", "PENDING_ACTOR", "SUBMITTED", "RUNNING", "FAILED"};
+  const char **v = kind == K_ACTORS ? actor_states : task_states;
+  size_t n = kind == K_ACTORS ? 4 : 5;
+  for (size_t i = 0; i < n; i++)
+    if (!strcasecmp(kind == K_ACTORS ? v[i] : ray_task_state(v[i]), ray_state)) return v[i];
+  return NULL;
+}
+
 /* An actor id as the node's JSON has it, or NULL for none ("000...0"). */
 static const char *actor_or_null(const char *id) { return id && strspn(id, "0") != strlen(id) ? id : NULL; }
 
@@ -784,8 +796,17 @@ static void sa_work(uv_work_t *w) {
     free(js);
     if (!q->code) each_node(q, nodes, n, "/api/jobs/", RD_JSON_ARRAY, submissions_of);
   } else {
-    char path[64];
-    snprintf(path, sizeof(path), "/api/%s?limit=%d", q->kind == K_ACTORS ? "actors" : "tasks", SA_MAX_LIMIT);
+    /* each node's rows: none for a summary (its counts suffice), the
+     * limit when every row is taken, else all it gives (the filters pick,
+     * and count what matched); a state asked for is asked of the nodes
+     * too, when it is one of theirs, so that they send only those rows */
+    const char *only = NULL;
+    for (size_t i = 0; i < q->nf && !only; i++)
+      if (!q->f[i].neg && !strcmp(q->cols[q->f[i].col].name, "state")) only = node_state(q->kind, q->f[i].val);
+    size_t want = q->summary ? 0 : q->nf ? SA_MAX_LIMIT : q->limit;
+    char path[96];
+    snprintf(path, sizeof(path), "/api/%s?limit=%zu%s%s", q->kind == K_ACTORS ? "actors" : "tasks", want,
+             only ? "&state=" : "", only ? only : "");
     each_node(q, nodes, n, path, RD_JSON_OBJECT, q->kind == K_ACTORS ? actors_of : tasks_of);
     if (q->kind == K_ACTORS && q->nrows > 1) {
       /* rows sorted by actor_id, as Ray's list is (whole rows: the id is the first cell) */

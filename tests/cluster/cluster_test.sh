@@ -1013,7 +1013,11 @@ def get(path, code, words, method="GET", auth=True):
     return j
 ok = get("/api/v0/tasks?limit=2&detail=true", 200, "")
 r = ok["data"]["result"]
-assert r["total"] == 5 and r["num_filtered"] == 5 and len(r["result"]) == 2 and "events" in r["result"][0], r
+assert r["total"] == 5 and len(r["result"]) == 2 and "events" in r["result"][0], r   # nodes asked for 2 rows each
+assert r["num_after_truncation"] < 5 and r["num_filtered"] == r["num_after_truncation"], r
+r = get("/api/v0/tasks?limit=2&filter_keys=state&filter_predicates=%3D&filter_values=pending_args_avail", 200, "")["data"]["result"]
+assert r["total"] == 5 and r["num_filtered"] == 2 and len(r["result"]) == 2, r                    # asked of the nodes as PENDING_ARGS
+assert all(t["name"] == "arg_len" for t in r["result"]), r
 get("/api/v0/nodes", 401, "cluster token", auth=False)
 get("/api/v0/nodes", 405, "takes GET", method="POST")
 get("/api/v0/nodes?limit=10001", 400, "exceeds the supported limit 10000")
