@@ -673,11 +673,14 @@ void rd__dashboard_objects(rd__mbuf *b, int json, size_t top) {
     rd__mbuf_printf(b, "],\"largest\":[");
     for (size_t i = 0; i < shown; i++) {
       owner_text(rd__oid_client(v[i].id), who, sizeof(who));
+      uint32_t oc = rd__oid_client(v[i].id);
+      const node_client *c = rd__client_node(oc) == rd__cluster_index() ? rd__node_client_by_id(oc) : NULL;
       rd__mbuf_printf(b, "%s{\"id\":\"%016llx\",\"size\":%llu,\"state\":\"%s\",\"pins\":%u,\"handed_over\":%u,\"owner\":",
                       i ? "," : "", (unsigned long long)v[i].id, (unsigned long long)v[i].size,
                       !v[i].sealed ? "unsealed" : v[i].spilled ? "spilled" : "memory", v[i].pins, v[i].co_owners);
       rd__mbuf_json_cstr(b, who);
-      rd__mbuf_printf(b, "}");
+      rd__mbuf_printf(b, ",\"owner_node\":%u,\"owner_pid\":%d,\"owner_role\":\"%s\"}", rd__client_node(oc),
+                      c ? c->pid : 0, !c ? "" : c->role == ROLE_DRIVER ? "driver" : c->role == ROLE_WORKER ? "worker" : "link");
     }
     rd__mbuf_printf(b, "]}\n");
   } else {
@@ -1322,4 +1325,26 @@ void rd__dashboard_actors(rd__mbuf *b, int json, size_t limit, int state) {
   }
   free(rows);
   free(cls);
+}
+
+/* ------------------------------------------------------------- workers */
+
+void rd__dashboard_workers(rd__mbuf *b, size_t limit) {
+  size_t k = 0;
+  rd__mbuf_printf(b, "{\"node\":%u,\"workers\":[", rd__cluster_index());
+  for (const node_worker *w = N.workers; w && k < limit; w = w->next) {
+    if (w->state == W_DEAD) continue;
+    rd__mbuf_printf(b, "%s{\"id\":%u,\"pid\":%d,\"state\":\"%s\",\"job\":%u,\"actor\":", k++ ? "," : "", w->id,
+                    w->pid, rd__worker_state_names[w->state], w->gcs_job);
+    if (w->actor) rd__mbuf_printf(b, "\"%016llx\"", (unsigned long long)w->actor->id);
+    else rd__mbuf_printf(b, "null");
+    rd__mbuf_printf(b, "}");
+  }
+  rd__mbuf_printf(b, "],\"drivers\":[");
+  k = 0;
+  for (const node_client *c = N.clients; c && k < limit; c = c->next) {
+    if (c->dead || c->role != ROLE_DRIVER) continue;
+    rd__mbuf_printf(b, "%s{\"id\":%u,\"pid\":%d,\"job\":%u}", k++ ? "," : "", c->id, c->pid, client_gcs_job(c));
+  }
+  rd__mbuf_printf(b, "]}\n");
 }

@@ -36,4 +36,10 @@ int rd__dashboard_tasks(uv_loop_t *loop, int json, size_t limit, int state, rd__
  * oldest first, then the dead, most recent first.  Text, or JSON. */
 void rd__dashboard_actors(rd__mbuf *b, int json, size_t limit, int state);
 
+/* /api/workers (JSON): this node's worker processes and the drivers
+ * connected to it, for the state API's `ray list workers`: {"node",
+ * "workers": [{"id", "pid", "state", "job", "actor"}], "drivers": [{"id",
+ * "pid", "job"}]}, at most limit of each. */
+void rd__dashboard_workers(rd__mbuf *b, size_t limit);
+
 #endif

@@ -530,6 +530,13 @@ static void handle_request(mconn *c) {
     respond_built(c, &b, actors_api, head);
     return;
   }
+  if (!strcmp(path, "/api/workers")) {   /* for the state API's ray list workers */
+    long limit = query_long(q ? q + 1 : NULL, "limit=", 10000, 10000);
+    rd__mbuf b = {0};
+    rd__dashboard_workers(&b, (size_t)limit);
+    respond_built(c, &b, 1, head);
+    return;
+  }
   int tasks = strcmp(path, "/tasks") == 0, tasks_api = strcmp(path, "/api/tasks") == 0;
   if (tasks || tasks_api) {
     long limit = query_long(q ? q + 1 : NULL, "limit=", 100, 10000);   /* the N oldest */

@@ -45,7 +45,7 @@
 #define SA_MAX_FILTERS 16
 #define SA_NODE_MAX_BYTES ((size_t)64 << 20)
 
-enum { K_NODES, K_ACTORS, K_TASKS, K_PGS, K_JOBS };
+enum { K_NODES, K_ACTORS, K_TASKS, K_PGS, K_JOBS, K_OBJECTS, K_WORKERS };
 enum { T_STR, T_INT, T_BOOL, T_JSON };          /* a column's type, as Ray's schema has it */
 enum { V_NULL, V_STR, V_INT, V_BOOL, V_JSON };  /* a cell's value (V_JSON: s is JSON text) */
 
@@ -119,6 +119,23 @@ static const col job_cols[] = {
 enum { J_TYPE, J_ID, J_SUB, J_DRIVER, J_STATUS, J_ENTRY, J_MSG, J_ERR, J_START, J_END, J_META, J_ENV, J_AGENT, J_NODE,
        J_EXIT };
 
+/* Ray's ObjectState; a row here is a copy in a node's store. */
+static const col object_cols[] = {{"object_id", T_STR, 1, 0},    {"object_size", T_INT, 1, 0},
+                                  {"task_status", T_STR, 1, 0},  {"attempt_number", T_INT, 1, 0},
+                                  {"reference_type", T_STR, 1, 0}, {"call_site", T_STR, 1, 0},
+                                  {"type", T_STR, 1, 0},         {"pid", T_INT, 1, 0},
+                                  {"ip", T_STR, 1, 0}};
+enum { O_ID, O_SIZE, O_STATUS, O_ATTEMPT, O_REF, O_SITE, O_TYPE, O_PID, O_IP };
+
+/* Ray's WorkerState: the worker processes and drivers each node has now. */
+static const col worker_cols[] = {
+    {"worker_id", T_STR, 1, 0},   {"is_alive", T_BOOL, 1, 0},   {"worker_type", T_STR, 1, 0},
+    {"exit_type", T_STR, 1, 0},   {"node_id", T_STR, 1, 0},     {"ip", T_STR, 1, 0},
+    {"pid", T_INT, 1, 0},         {"exit_detail", T_STR, 0, 1}, {"worker_launch_time_ms", T_INT, 0, 1},
+    {"worker_launched_time_ms", T_INT, 0, 1}, {"start_time_ms", T_INT, 0, 1}, {"end_time_ms", T_INT, 0, 1},
+    {"debugger_port", T_INT, 1, 1}, {"num_paused_threads", T_INT, 1, 1}};
+enum { W_ID, W_ALIVE, W_TYPE, W_EXIT, W_NODE, W_IP, W_PID };
+
 #define NCOLS(a) (sizeof(a) / sizeof((a)[0]))
 
 /* ------------------------------------------------------------- requests */
@@ -155,6 +172,7 @@ typedef struct sa_req {
   rd__mbuf warn;            /* nodes that did not answer */
   rd__mbuf summ;            /* a summary's "summary" object members */
   uint64_t sum_total[3];
+  uint64_t obj_bytes, obj_nodes, obj_owners, obj_unsealed, obj_pinned, obj_rows;   /* the objects' summary */
   int oom, code;
   char err[600];
   rd__mbuf out;
@@ -689,6 +707,59 @@ static void submissions_of(sa_req *q, const rd_gcs_node *x, const rd_json *root,
   }
 }
 
+/* A node's store (/api/objects): its largest objects as rows, its totals
+ * for the summary. */
+static void objects_of(sa_req *q, const rd_gcs_node *x, const rd_json *root, const rd_gcs_node *nodes, size_t n) {
+  (void)nodes, (void)n;
+  uint64_t objs = (uint64_t)jnum(root, "objects");
+  q->total += objs;
+  q->obj_bytes += (uint64_t)jnum(root, "bytes_in_memory") + (uint64_t)jnum(root, "bytes_spilled");
+  q->obj_nodes += objs > 0;
+  q->obj_unsealed += (uint64_t)jnum(root, "unsealed");
+  const rd_json *own = rd_json_get(root, "by_owner");
+  for (const rd_json *o = own && own->type == RD_JSON_ARRAY ? own->child : NULL; o; o = o->next) q->obj_owners++;
+  const rd_json *list = rd_json_get(root, "largest");
+  for (const rd_json *o = list && list->type == RD_JSON_ARRAY ? list->child : NULL; o && !q->oom; o = o->next) {
+    const char *state = jstr(o, "state"), *role = jstr(o, "owner_role");
+    int pinned = jnum(o, "pins") > 0;
+    q->obj_pinned += pinned;
+    q->obj_rows++;
+    if (q->summary) continue;
+    cell *r = row_new(q);
+    if (!r) return;
+    set_str(q, &r[O_ID], jstr(o, "id"));
+    set_int(&r[O_SIZE], (long long)jnum(o, "size"));
+    set_str(q, &r[O_STATUS], state && !strcmp(state, "unsealed") ? "NIL" : "FINISHED");
+    set_int(&r[O_ATTEMPT], 0);
+    set_str(q, &r[O_REF], pinned ? "PINNED_IN_MEMORY" : "LOCAL_REFERENCE");
+    set_str(q, &r[O_SITE], "disabled");
+    set_str(q, &r[O_TYPE], role && !strcmp(role, "driver") ? "DRIVER" : "WORKER");
+    set_int(&r[O_PID], (long long)jnum(o, "owner_pid"));
+    set_str(q, &r[O_IP], x->ip);
+  }
+}
+
+/* A node's /api/workers: its workers (worker_id NODE-w-ID) and the drivers
+ * connected to it (NODE-d-ID), all alive. */
+static void workers_of(sa_req *q, const rd_gcs_node *x, const rd_json *root, const rd_gcs_node *nodes, size_t n) {
+  static const char *kinds[] = {"workers", "drivers"};
+  for (int k = 0; k < 2; k++) {
+    const rd_json *list = rd_json_get(root, kinds[k]);
+    for (const rd_json *w = list && list->type == RD_JSON_ARRAY ? list->child : NULL; w && !q->oom; w = w->next) {
+      q->total++;
+      cell *r = row_new(q);
+      if (!r) return;
+      const char *state = jstr(w, "state");
+      set_fmt(q, &r[W_ID], "%04x-%c-%08x", x->index & 0xffffu, k ? 'd' : 'w', (unsigned)jnum(w, "id"));
+      set_bool(&r[W_ALIVE], !state || strcmp(state, "dying") != 0);
+      set_str(q, &r[W_TYPE], k ? "DRIVER" : "WORKER");
+      set_str(q, &r[W_NODE], node_id_of(nodes, n, x->index));
+      set_str(q, &r[W_IP], x->ip);
+      set_int(&r[W_PID], (long long)jnum(w, "pid"));
+    }
+  }
+}
+
 /* ------------------------------------------------------- filter, render */
 
 static int row_matches(const sa_req *q, const cell *r) {
@@ -715,10 +786,26 @@ static void put_cell(rd__mbuf *b, const cell *c) {
   }
 }
 
-/* Rows by their first cell (an id). */
+/* Rows by their first cell (an id): qsort of row pointers. */
 static int by_first_col(const void *a, const void *b) {
-  const cell *x = a, *y = b;
+  const cell *x = *(const cell *const *)a, *y = *(const cell *const *)b;
   return strcmp(x->t == V_STR ? x->s : "", y->t == V_STR ? y->s : "");
+}
+
+static void sort_rows(sa_req *q) {
+  const cell **p = malloc(q->nrows * sizeof(*p));
+  cell *v = malloc(q->nrows * q->ncols * sizeof(*v));
+  if (p && v) {
+    for (size_t i = 0; i < q->nrows; i++) p[i] = q->cells + i * q->ncols;
+    qsort(p, q->nrows, sizeof(*p), by_first_col);
+    for (size_t i = 0; i < q->nrows; i++) memcpy(v + i * q->ncols, p[i], q->ncols * sizeof(*v));
+    free(q->cells);
+    q->cells = v;
+    q->caprows = q->nrows;
+    v = NULL;
+  }   /* out of memory: left as the nodes gave them */
+  free(p);
+  free(v);
 }
 
 static void render(sa_req *q) {
@@ -728,7 +815,11 @@ static void render(sa_req *q) {
     rd__mbuf_printf(b, "\"total\": %llu, \"num_after_truncation\": %llu, \"num_filtered\": %llu, ",
                     (unsigned long long)q->total, (unsigned long long)q->total, (unsigned long long)q->total);
     rd__mbuf_printf(b, "\"result\": {\"node_id_to_summary\": {\"cluster\": {\"summary\": {%s}, ", q->summ.p ? q->summ.p : "");
-    if (q->kind == K_TASKS)
+    if (q->kind == K_OBJECTS)
+      rd__mbuf_printf(b, "\"total_objects\": %llu, \"total_size_mb\": %.3f, \"callsite_enabled\": false, "
+                         "\"summary_by\": \"callsite\"}}}, ",
+                      (unsigned long long)q->total, (double)q->obj_bytes / 1048576.0);
+    else if (q->kind == K_TASKS)
       rd__mbuf_printf(b, "\"total_tasks\": %llu, \"total_actor_tasks\": %llu, \"total_actor_scheduled\": 0, "
                          "\"summary_by\": \"func_name\"}}}, ",
                       (unsigned long long)q->sum_total[0], (unsigned long long)q->sum_total[1]);
@@ -795,6 +886,26 @@ static void sa_work(uv_work_t *w) {
     }
     free(js);
     if (!q->code) each_node(q, nodes, n, "/api/jobs/", RD_JSON_ARRAY, submissions_of);
+  } else if (q->kind == K_WORKERS) {
+    each_node(q, nodes, n, "/api/workers?limit=10000", RD_JSON_OBJECT, workers_of);
+  } else if (q->kind == K_OBJECTS) {
+    char path[64];   /* a summary counts what it can from the rows too: all of them */
+    snprintf(path, sizeof(path), "/api/objects?top=%zu", q->summary || q->nf ? (size_t)SA_MAX_LIMIT : q->limit);
+    each_node(q, nodes, n, path, RD_JSON_OBJECT, objects_of);
+    if (q->summary) {   /* one group: no call sites are kept (Ray's "disabled") */
+      uint64_t t = q->total, sealed = t - (q->obj_unsealed < t ? q->obj_unsealed : t);
+      rd__mbuf_printf(&q->summ, "\"disabled\": {\"total_objects\": %llu, \"total_size_mb\": %.3f, "
+                                "\"total_num_workers\": %llu, \"total_num_nodes\": %llu, \"task_state_counts\": {",
+                      (unsigned long long)t, (double)q->obj_bytes / 1048576.0, (unsigned long long)q->obj_owners,
+                      (unsigned long long)q->obj_nodes);
+      rd__mbuf_printf(&q->summ, "\"FINISHED\": %llu%s", (unsigned long long)sealed, q->obj_unsealed ? ", " : "");
+      if (q->obj_unsealed) rd__mbuf_printf(&q->summ, "\"NIL\": %llu", (unsigned long long)q->obj_unsealed);
+      /* references: pinned or not, as far as the rows (10000 a node) tell */
+      rd__mbuf_printf(&q->summ, "}, \"task_attempt_number_counts\": {\"0\": %llu}, \"ref_type_counts\": "
+                                "{\"PINNED_IN_MEMORY\": %llu, \"LOCAL_REFERENCE\": %llu}}",
+                      (unsigned long long)t, (unsigned long long)q->obj_pinned,
+                      (unsigned long long)(t > q->obj_pinned ? t - q->obj_pinned : 0));
+    }
   } else {
     /* each node's rows: none for a summary (its counts suffice), the
      * limit when every row is taken, else all it gives (the filters pick,
@@ -808,19 +919,7 @@ static void sa_work(uv_work_t *w) {
     snprintf(path, sizeof(path), "/api/%s?limit=%zu%s%s", q->kind == K_ACTORS ? "actors" : "tasks", want,
              only ? "&state=" : "", only ? only : "");
     each_node(q, nodes, n, path, RD_JSON_OBJECT, q->kind == K_ACTORS ? actors_of : tasks_of);
-    if (q->kind == K_ACTORS && q->nrows > 1) {
-      /* rows sorted by actor_id, as Ray's list is (whole rows: the id is the first cell) */
-      cell *tmp = malloc(q->ncols * sizeof(cell));
-      if (tmp) {
-        for (size_t i = 1; i < q->nrows; i++)   /* insertion sort: few actors per request, no qsort row size */
-          for (size_t j = i; j > 0 && by_first_col(q->cells + (j - 1) * q->ncols, q->cells + j * q->ncols) > 0; j--) {
-            memcpy(tmp, q->cells + j * q->ncols, q->ncols * sizeof(cell));
-            memcpy(q->cells + j * q->ncols, q->cells + (j - 1) * q->ncols, q->ncols * sizeof(cell));
-            memcpy(q->cells + (j - 1) * q->ncols, tmp, q->ncols * sizeof(cell));
-          }
-        free(tmp);
-      }
-    }
+    if (q->kind == K_ACTORS && q->nrows > 1) sort_rows(q);   /* by actor_id, as Ray lists them */
   }
   free(nodes);
   if (q->code) return;
@@ -1005,25 +1104,30 @@ void rd__state_api(uv_loop_t *loop, const char *method, const char *path, const 
                {"actors", K_ACTORS, 1, actor_cols, NCOLS(actor_cols)},
                {"tasks", K_TASKS, 1, task_cols, NCOLS(task_cols)},
                {"placement_groups", K_PGS, 0, pg_cols, NCOLS(pg_cols)},
-               {"jobs", K_JOBS, 0, job_cols, NCOLS(job_cols)}};
+               {"jobs", K_JOBS, 0, job_cols, NCOLS(job_cols)},
+               {"objects", K_OBJECTS, 1, object_cols, NCOLS(object_cols)},
+               {"workers", K_WORKERS, 0, worker_cols, NCOLS(worker_cols)}};
   size_t k = 0;
   while (k < sizeof(kinds) / sizeof(kinds[0]) && strcmp(kinds[k].name, res) != 0) k++;
   if (k == sizeof(kinds) / sizeof(kinds[0])) {
-    static const char *ray_only[] = {"workers", "objects", "runtime_envs", "cluster_events", "logs"};
+    static const char *ray_only[] = {"runtime_envs", "cluster_events", "logs"};
     for (size_t i = 0; i < sizeof(ray_only) / sizeof(ray_only[0]); i++)
       if (!strcmp(res, ray_only[i])) {
         refuse(reply, arg, 501,
-               "libraydist does not serve Ray's %s through the state API: see `raydist memory` (the objects), "
-               "`raydist status` and `raydist list tasks` (the workers running them)",
+               "libraydist does not serve Ray's %s through the state API: a job's log is `raydist job logs` "
+               "(GET /api/jobs/ID/logs), a worker's output goes to its driver",
                res);
         return;
       }
-    refuse(reply, arg, 404, "no such resource '%.40s': the state API lists nodes, actors, tasks, placement_groups and jobs",
+    refuse(reply, arg, 404,
+           "no such resource '%.40s': the state API lists nodes, actors, tasks, placement_groups, jobs, objects "
+           "and workers",
            res);
     return;
   }
   if (summary && !kinds[k].summarized) {
-    refuse(reply, arg, 404, "no summary of %s: /api/v0/tasks/summarize and /api/v0/actors/summarize", res);
+    refuse(reply, arg, 404, "no summary of %s: /api/v0/tasks/summarize, /api/v0/actors/summarize and "
+                            "/api/v0/objects/summarize", res);
     return;
   }
   sa_req *q = calloc(1, sizeof(*q));

@@ -4952,8 +4952,9 @@ static int t_actors_hold(void) {
 /* For Ray's state API (cluster_test.sh state_api): until $RD_DONE appears,
  * a named actor "counter" (namespace "team") on c, an actor killed for
  * good, a placement group "pg_state" of two half-CPU bundles, two
- * wait_file tasks running, two arg_len waiting for the first's result, and
- * one slow_where that failed.  $RD_READY gets this driver's pid. */
+ * wait_file tasks running, two arg_len waiting for the first's result, one
+ * slow_where that failed, and a 1 MiB put.  $RD_READY gets this driver's
+ * pid. */
 static int t_state_hold(void) {
   join();
   const char *ready = getenv("RD_READY"), *done = getenv("RD_DONE");
@@ -4980,11 +4981,15 @@ static int t_state_hold(void) {
   CHECK_EQ(rd_submit(slow_where, RD_NO_ARGS, NULL, &bad), 0);   /* "bad args" */
   CHECK(rd_wait(&bad, 1, 1, 60000, NULL) == 1);
   rd_ref_release(bad);
+  static char mib[1 << 20];
+  rd_ref put;
+  CHECK_EQ(rd_put(mib, sizeof(mib), &put), 0);   /* a 1 MiB object in the head's store */
   say_ready(ready);
   for (int i = 0; i < 2; i++) CHECK_EQ(node_of(w[i]), (uint32_t)dl);   /* (node_of: a u32 result) */
   for (int i = 0; i < 2; i++) CHECK_EQ(node_of(d[i]), 4u);
   CHECK_EQ(rd_pg_remove(pg), 0);
   CHECK_EQ(rd_actor_kill(counter, 1), 0);
+  rd_ref_release(put);
   rd_shutdown();
   return 0;
 }

@@ -941,6 +941,9 @@ PY
       rl pgs list placement-groups $A --detail
       rl jobs list jobs $A --detail
       rl drivers list jobs $A --filter type=driver --filter status=RUNNING
+      rl objects list objects $A --filter object_size=1048576
+      rl workers list workers $A --limit 1000
+      rl driver list workers $A --filter worker_type=driver
       python3 - "$J" "$PID" <<'PY' || fail "state_api: ray list through $M"
 import json, os, sys
 d, pid = sys.argv[1], int(sys.argv[2])
@@ -982,6 +985,12 @@ assert sub[0]["driver_info"]["node_ip_address"] == "127.0.0.1" and sub[0]["drive
 drv = j("drivers")
 assert [(x["type"], x["status"], x["driver_info"]["pid"]) for x in drv] == [("DRIVER", "RUNNING", str(pid))], drv
 assert drv[0]["job_id"] == tasks[0]["job_id"] == c[0]["job_id"], (drv, tasks[0], c)
+objs = j("objects")
+assert [(o["type"], o["pid"], o["ip"], o["task_status"]) for o in objs] == [("DRIVER", pid, "127.0.0.1", "FINISHED")], objs
+ws = j("workers")
+assert {t["worker_pid"] for t in tasks if t["state"] == "RUNNING"} <= {w["pid"] for w in ws if w["worker_type"] == "WORKER"}, ws
+assert c[0]["pid"] in [w["pid"] for w in ws if w["node_id"] == c[0]["node_id"]], ws
+assert [(w["pid"], w["ip"], w["is_alive"]) for w in j("driver")] == [(pid, "127.0.0.1", True)], j("driver")
 PY
       # ray get by id, the summaries as Ray prints them
       AID=$(python3 -c 'import json,sys; print([a["actor_id"] for a in json.load(open(sys.argv[1])) if a["name"] == "counter"][0])' "$J/actors")
@@ -991,10 +1000,12 @@ PY
         grep -Eq "arg_len +PENDING_ARGS_AVAIL: 2" "$O" && grep -Eq "slow_where +FAILED: 1" "$O" || { cat "$O"; fail "state_api: ray summary tasks"; }
       "$RAY" summary actors $A > "$O" 2>&1 && grep -q "total_actors: 2" "$O" && grep -Eq "Tally +ALIVE: 1" "$O" ||
         { cat "$O"; fail "state_api: ray summary actors"; }
+      "$RAY" summary objects $A > "$O" 2>&1 && grep -q "callsite_enabled: false" "$O" && grep -q "^disabled" "$O" &&
+        grep -q "FINISHED:" "$O" || { cat "$O"; fail "state_api: ray summary objects"; }
     done
     # what it does not keep, said so; no token, refused
-    "$RAY" list workers --address "http://$MH" > "$O" 2>&1 && { cat "$O"; fail "state_api: ray list workers answered"; }
-    grep -q "does not serve Ray's workers through the state API" "$O" || { cat "$O"; fail "state_api: no reason for workers"; }
+    "$RAY" list cluster-events --address "http://$MH" > "$O" 2>&1 && { cat "$O"; fail "state_api: ray list cluster-events answered"; }
+    grep -q "does not serve Ray's cluster_events through the state API" "$O" || { cat "$O"; fail "state_api: no reason for cluster-events"; }
     env -u RAY_AUTH_MODE -u RAY_AUTH_TOKEN "$RAY" list nodes --address "http://$MH" > "$O" 2>&1 && { cat "$O"; fail "state_api: no token answered"; }
     grep -q "cluster token" "$O" || { cat "$O"; fail "state_api: no reason for the token"; }
     # bad input: each a 4xx in Ray's envelope, with why
@@ -1035,7 +1046,7 @@ get("/api/v0/nodes?" + "&".join(["filter_keys=state&filter_predicates=%3D&filter
 get("/api/v0/colours", 404, "no such resource 'colours'")
 get("/api/v0/nodes/summarize", 404, "no summary of nodes")
 get("/api/v0/tasks/x/y", 404, "no such path")
-get("/api/v0/objects", 501, "does not serve Ray's objects")
+get("/api/v0/cluster_events", 501, "does not serve Ray's cluster_events")
 j = get("/api/v0/nodes?filter_keys=STATE&filter_predicates=%3D&filter_values=dead", 200, "")
 assert j["data"]["result"]["num_filtered"] == 0 and j["data"]["result"]["total"] == 3, j
 PY
