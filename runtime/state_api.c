@@ -173,6 +173,11 @@ typedef struct sa_req {
   rd__mbuf summ;            /* a summary's "summary" object members */
   uint64_t sum_total[3];
   uint64_t obj_bytes, obj_nodes, obj_owners, obj_unsealed, obj_pinned, obj_rows;   /* the objects' summary */
+  struct actor_node {
+    char id[24];
+    uint32_t node;
+  } *anodes;                /* where the actors run, for their calls' rows (sorted by id) */
+  size_t nanodes, capanodes;
   int oom, code;
   char err[600];
   rd__mbuf out;
@@ -207,6 +212,7 @@ static void req_free(sa_req *q) {
   free(q->warn.p);
   free(q->summ.p);
   free(q->out.p);
+  free(q->anodes);
   free(q);
 }
 
@@ -760,6 +766,52 @@ static void workers_of(sa_req *q, const rd_gcs_node *x, const rd_json *root, con
   }
 }
 
+/* Where a node's actors run (its /api/actors), for the actor calls' rows. */
+static void actor_nodes_of(sa_req *q, const rd_gcs_node *x, const rd_json *root, const rd_gcs_node *nodes, size_t n) {
+  (void)x, (void)nodes, (void)n;
+  const rd_json *list = rd_json_get(root, "list");
+  for (const rd_json *a = list && list->type == RD_JSON_ARRAY ? list->child : NULL; a && !q->oom; a = a->next) {
+    const char *id = jstr(a, "id");
+    uint32_t node = (uint32_t)jnum(a, "node");
+    if (!id || !node) continue;
+    if (q->nanodes == q->capanodes) {
+      size_t cap = q->capanodes ? 2 * q->capanodes : 64;
+      struct actor_node *v = realloc(q->anodes, cap * sizeof(*v));
+      if (!v) return (void)(q->oom = 1);
+      q->anodes = v;
+      q->capanodes = cap;
+    }
+    snprintf(q->anodes[q->nanodes].id, sizeof(q->anodes[0].id), "%s", id);
+    q->anodes[q->nanodes++].node = node;
+  }
+}
+
+static int anode_cmp(const void *a, const void *b) {
+  return strcmp(((const struct actor_node *)a)->id, ((const struct actor_node *)b)->id);
+}
+
+/* The actor calls' rows get their actor's node: the owner's connection to
+ * an actor does not say where it runs, the actor's record does. */
+static void actor_calls_nodes(sa_req *q, const rd_gcs_node *nodes, size_t n) {
+  size_t calls = 0;
+  for (size_t i = 0; i < q->nrows; i++) {
+    const cell *r = q->cells + i * q->ncols;
+    calls += r[TK_ACTOR].t == V_STR && r[TK_NODE].t == V_NULL;
+  }
+  if (!calls) return;
+  each_node(q, nodes, n, "/api/actors?limit=10000", RD_JSON_OBJECT, actor_nodes_of);
+  if (!q->nanodes) return;
+  qsort(q->anodes, q->nanodes, sizeof(*q->anodes), anode_cmp);
+  for (size_t i = 0; i < q->nrows; i++) {
+    cell *r = q->cells + i * q->ncols;
+    if (r[TK_ACTOR].t != V_STR || r[TK_NODE].t != V_NULL) continue;
+    struct actor_node key;
+    snprintf(key.id, sizeof(key.id), "%s", r[TK_ACTOR].s);
+    const struct actor_node *f = bsearch(&key, q->anodes, q->nanodes, sizeof(*q->anodes), anode_cmp);
+    if (f) set_str(q, &r[TK_NODE], node_id_of(nodes, n, f->node));
+  }
+}
+
 /* ------------------------------------------------------- filter, render */
 
 static int row_matches(const sa_req *q, const cell *r) {
@@ -920,6 +972,7 @@ static void sa_work(uv_work_t *w) {
              only ? "&state=" : "", only ? only : "");
     each_node(q, nodes, n, path, RD_JSON_OBJECT, q->kind == K_ACTORS ? actors_of : tasks_of);
     if (q->kind == K_ACTORS && q->nrows > 1) sort_rows(q);   /* by actor_id, as Ray lists them */
+    if (q->kind == K_TASKS && !q->summary) actor_calls_nodes(q, nodes, n);
   }
   free(nodes);
   if (q->code) return;

@@ -4953,8 +4953,8 @@ static int t_actors_hold(void) {
  * a named actor "counter" (namespace "team") on c, an actor killed for
  * good, a placement group "pg_state" of two half-CPU bundles, two
  * wait_file tasks running, two arg_len waiting for the first's result, one
- * slow_where that failed, and a 1 MiB put.  $RD_READY gets this driver's
- * pid. */
+ * slow_where that failed, a 1 MiB put and a call of counter waiting for
+ * $RD_DONE.  $RD_READY gets this driver's pid. */
 static int t_state_hold(void) {
   join();
   const char *ready = getenv("RD_READY"), *done = getenv("RD_DONE");
@@ -4982,11 +4982,13 @@ static int t_state_hold(void) {
   CHECK(rd_wait(&bad, 1, 1, 60000, NULL) == 1);
   rd_ref_release(bad);
   static char mib[1 << 20];
-  rd_ref put;
+  rd_ref put, call;
   CHECK_EQ(rd_put(mib, sizeof(mib), &put), 0);   /* a 1 MiB object in the head's store */
+  CHECK_EQ(rd_actor_call(counter, Tally_wait_file, RD_ARGS(rd_arg_bytes(done, dl)), NULL, &call), 0);
   say_ready(ready);
   for (int i = 0; i < 2; i++) CHECK_EQ(node_of(w[i]), (uint32_t)dl);   /* (node_of: a u32 result) */
   for (int i = 0; i < 2; i++) CHECK_EQ(node_of(d[i]), 4u);
+  CHECK_EQ(node_of(call), (uint32_t)dl);
   CHECK_EQ(rd_pg_remove(pg), 0);
   CHECK_EQ(rd_actor_kill(counter, 1), 0);
   rd_ref_release(put);
