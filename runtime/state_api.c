@@ -171,8 +171,16 @@ typedef struct sa_req {
   uint64_t total;           /* rows the sources have (some may not have been sent) */
   rd__mbuf warn;            /* nodes that did not answer */
   rd__mbuf summ;            /* a summary's "summary" object members */
-  uint64_t sum_total[3];
-  uint64_t obj_bytes, obj_nodes, obj_owners, obj_unsealed, obj_pinned, obj_rows;   /* the objects' summary */
+  uint64_t sum_total[2];    /* a summary's: actors, or normal tasks and actor calls */
+  struct sum_group {        /* a summary's groups (a class, a function), merged over the nodes */
+    const char *name;       /* kept */
+    int method;             /* a function group that is an actor's method */
+    size_t n;
+    const char *state[16];  /* Ray's names (static) */
+    double count[16];
+  } *groups;
+  size_t ngroups, capgroups;
+  uint64_t obj_bytes, obj_nodes, obj_owners, obj_unsealed, obj_pinned;   /* the objects' summary */
   struct actor_node {
     char id[24];
     uint32_t node;
@@ -199,7 +207,8 @@ static void refuse(rd__http_reply reply, void *arg, int code, const char *fmt, .
   va_end(ap);
   rd__mbuf b = {0};
   put_error(&b, msg);
-  if (b.oom) reply(arg, 500, "{\"result\": false, \"msg\": \"node out of memory\", \"data\": {}}\n", 58);
+  static const char oom[] = "{\"result\": false, \"msg\": \"node out of memory\", \"data\": {}}\n";
+  if (b.oom) reply(arg, 500, oom, sizeof(oom) - 1);
   else reply(arg, code, b.p, b.len);
   free(b.p);
 }
@@ -213,6 +222,7 @@ static void req_free(sa_req *q) {
   free(q->summ.p);
   free(q->out.p);
   free(q->anodes);
+  free(q->groups);
   free(q);
 }
 
@@ -277,7 +287,7 @@ static void json_put(rd__mbuf *b, const rd_json *v) {
     case RD_JSON_NULL: rd__mbuf_printf(b, "null"); break;
     case RD_JSON_FALSE: rd__mbuf_printf(b, "false"); break;
     case RD_JSON_TRUE: rd__mbuf_printf(b, "true"); break;
-    case RD_JSON_NUMBER: rd__mbuf_printf(b, "%.17g", v->num); break;
+    case RD_JSON_NUMBER: rd__mbuf_printf(b, "%.15g", v->num); break;   /* 0.1, not 0.10000000000000001 */
     case RD_JSON_STRING: rd__mbuf_json_cstr(b, v->str); break;
     default: {
       int obj = v->type == RD_JSON_OBJECT;
@@ -468,6 +478,49 @@ static void each_node(sa_req *q, const rd_gcs_node *nodes, size_t n, const char 
   }
 }
 
+static const char *ray_task_state(const char *s);
+static const char *node_state(int kind, const char *ray_state);
+
+/* The summary's group of name (made when new; NULL: out of memory). */
+static struct sum_group *group(sa_req *q, const char *name) {
+  for (size_t i = 0; i < q->ngroups; i++)
+    if (!strcmp(q->groups[i].name, name)) return &q->groups[i];
+  if (q->ngroups == q->capgroups) {
+    size_t cap = q->capgroups ? 2 * q->capgroups : 64;
+    struct sum_group *v = realloc(q->groups, cap * sizeof(*v));
+    if (!v) return q->oom = 1, NULL;
+    q->groups = v;
+    q->capgroups = cap;
+  }
+  const char *k = keep(q, name, strlen(name));
+  if (!k) return NULL;
+  q->groups[q->ngroups] = (struct sum_group){.name = k};
+  return &q->groups[q->ngroups++];
+}
+
+/* n more in state (a static name) of group g. */
+static void group_add(struct sum_group *g, const char *state, double n) {
+  size_t j = 0;
+  while (j < g->n && strcmp(g->state[j], state) != 0) j++;
+  if (j == g->n && g->n < 16) g->state[g->n] = state, g->count[g->n++] = 0;
+  if (j < g->n) g->count[j] += n;
+}
+
+/* The groups as the members of Ray's "summary" object. */
+static void groups_put(sa_req *q) {
+  for (size_t i = 0; i < q->ngroups; i++) {
+    const struct sum_group *g = &q->groups[i];
+    rd__mbuf_printf(&q->summ, "%s", i ? ", " : "");
+    rd__mbuf_json_cstr(&q->summ, g->name);
+    rd__mbuf_printf(&q->summ, q->kind == K_ACTORS ? ": {\"class_name\": " : ": {\"func_or_class_name\": ");
+    rd__mbuf_json_cstr(&q->summ, g->name);
+    if (q->kind == K_TASKS) rd__mbuf_printf(&q->summ, ", \"type\": \"%s\"", g->method ? "ACTOR_TASK" : "NORMAL_TASK");
+    rd__mbuf_printf(&q->summ, ", \"state_counts\": {");
+    for (size_t j = 0; j < g->n; j++) rd__mbuf_printf(&q->summ, "%s\"%s\": %.0f", j ? ", " : "", g->state[j], g->count[j]);
+    rd__mbuf_printf(&q->summ, "}}");
+  }
+}
+
 static void actors_of(sa_req *q, const rd_gcs_node *x, const rd_json *root, const rd_gcs_node *nodes, size_t n) {
   (void)x;
   q->total += (uint64_t)jnum(root, "actors");
@@ -510,21 +563,12 @@ static void actors_of(sa_req *q, const rd_gcs_node *x, const rd_json *root, cons
   const rd_json *cls = rd_json_get(root, "by_class");
   for (const rd_json *c = cls && cls->type == RD_JSON_ARRAY ? cls->child : NULL; c; c = c->next) {
     const rd_json *counts = rd_json_get(c, "counts");
-    if (!jstr(c, "class") || !counts || counts->type != RD_JSON_OBJECT) continue;
-    rd__mbuf_printf(&q->summ, "%s", q->summ.len ? "," : "");
-    rd__mbuf_json_cstr(&q->summ, jstr(c, "class"));
-    rd__mbuf_printf(&q->summ, ":{\"class_name\":");
-    rd__mbuf_json_cstr(&q->summ, jstr(c, "class"));
-    rd__mbuf_printf(&q->summ, ",\"state_counts\":{");
-    int k = 0;
-    for (const rd_json *s = counts->child; s; s = s->next)
-      if (s->type == RD_JSON_NUMBER && s->num > 0) {
-        rd__mbuf_printf(&q->summ, "%s", k++ ? "," : "");
-        rd__mbuf_json_cstr(&q->summ, s->key);
-        rd__mbuf_printf(&q->summ, ":%.0f", s->num);
-        q->sum_total[0] += (uint64_t)s->num;
+    struct sum_group *g = jstr(c, "class") && counts && counts->type == RD_JSON_OBJECT ? group(q, jstr(c, "class")) : NULL;
+    for (const rd_json *st = g ? counts->child : NULL; st; st = st->next)
+      if (st->type == RD_JSON_NUMBER && st->num > 0 && node_state(K_ACTORS, st->key)) {
+        group_add(g, node_state(K_ACTORS, st->key), st->num);
+        q->sum_total[0] += (uint64_t)st->num;
       }
-    rd__mbuf_printf(&q->summ, "}}");
   }
 }
 
@@ -609,32 +653,20 @@ static void tasks_of(sa_req *q, const rd_gcs_node *x, const rd_json *root, const
     set_int(&r[TK_ENDED], ended);
     set_int(&r[TK_CREATED], ended - (long long)(jnum(t, "age_s") * 1000));
   }
-  /* the summary: by function, the node's states in Ray's names */
+  /* the summary: by function, the node's states in Ray's names (two of
+   * theirs are one of Ray's: added up) */
   const rd_json *fns = rd_json_get(root, "by_function");
   for (const rd_json *f = fns && fns->type == RD_JSON_ARRAY ? fns->child : NULL; f; f = f->next) {
     const rd_json *counts = rd_json_get(f, "counts");
     const char *func = jstr(f, "func");
-    if (!func || !counts || counts->type != RD_JSON_OBJECT) continue;
-    rd__mbuf_printf(&q->summ, "%s", q->summ.len ? "," : "");
-    rd__mbuf_json_cstr(&q->summ, func);
-    rd__mbuf_printf(&q->summ, ":{\"func_or_class_name\":");
-    rd__mbuf_json_cstr(&q->summ, func);
-    rd__mbuf_printf(&q->summ, ",\"type\":\"%s\",\"state_counts\":{", is_method(func) ? "ACTOR_TASK" : "NORMAL_TASK");
-    /* states that are one state in Ray's words are added up */
-    const char *names[16];
-    double sums[16];
-    size_t k = 0;
-    for (const rd_json *s = counts->child; s; s = s->next) {
-      if (s->type != RD_JSON_NUMBER || !(s->num > 0)) continue;
-      const char *rs = ray_task_state(s->key);
-      size_t j = 0;
-      while (j < k && strcmp(names[j], rs) != 0) j++;
-      if (j == k && k < 16) names[k] = rs, sums[k++] = 0;
-      if (j < k) sums[j] += s->num;
-      q->sum_total[is_method(func) ? 1 : 0] += (uint64_t)s->num;
-    }
-    for (size_t j = 0; j < k; j++) rd__mbuf_printf(&q->summ, "%s\"%s\":%.0f", j ? "," : "", names[j], sums[j]);
-    rd__mbuf_printf(&q->summ, "}}");
+    struct sum_group *g = func && counts && counts->type == RD_JSON_OBJECT ? group(q, func) : NULL;
+    if (!g) continue;
+    g->method = is_method(func);
+    for (const rd_json *st = counts->child; st; st = st->next)
+      if (st->type == RD_JSON_NUMBER && st->num > 0) {
+        group_add(g, ray_task_state(st->key), st->num);
+        q->sum_total[g->method] += (uint64_t)st->num;
+      }
   }
   /* owners that did not answer */
   const rd_json *owners = rd_json_get(root, "owners");
@@ -729,7 +761,6 @@ static void objects_of(sa_req *q, const rd_gcs_node *x, const rd_json *root, con
     const char *state = jstr(o, "state"), *role = jstr(o, "owner_role");
     int pinned = jnum(o, "pins") > 0;
     q->obj_pinned += pinned;
-    q->obj_rows++;
     if (q->summary) continue;
     cell *r = row_new(q);
     if (!r) return;
@@ -973,6 +1004,7 @@ static void sa_work(uv_work_t *w) {
     each_node(q, nodes, n, path, RD_JSON_OBJECT, q->kind == K_ACTORS ? actors_of : tasks_of);
     if (q->kind == K_ACTORS && q->nrows > 1) sort_rows(q);   /* by actor_id, as Ray lists them */
     if (q->kind == K_TASKS && !q->summary) actor_calls_nodes(q, nodes, n);
+    if (q->summary) groups_put(q);
   }
   free(nodes);
   if (q->code) return;

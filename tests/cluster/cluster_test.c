@@ -4996,6 +4996,28 @@ static int t_state_hold(void) {
   return 0;
 }
 
+/* A second driver for the state API's summaries (cluster_test.sh
+ * state_api, run on node c): an unnamed Tally and a call of it, and a
+ * wait_file task, until $RD_DONE appears. */
+static int t_state_hold2(void) {
+  join();
+  const char *ready = getenv("RD_READY"), *done = getenv("RD_DONE");
+  CHECK(ready && done);
+  size_t dl = strlen(done);
+  rd_actor t;
+  rd_ref w, call;
+  CHECK_EQ(rd_actor_create(Tally, RD_NO_ARGS, NULL, &t), 0);
+  CHECK_EQ(actor_add(t), 1);
+  CHECK_EQ(rd_actor_call(t, Tally_wait_file, RD_ARGS(rd_arg_bytes(done, dl)), NULL, &call), 0);
+  CHECK_EQ(rd_submit(wait_file, RD_ARGS(rd_arg_bytes(done, dl)), NULL, &w), 0);
+  say_ready(ready);
+  CHECK_EQ(node_of(w), (uint32_t)dl);
+  CHECK_EQ(node_of(call), (uint32_t)dl);
+  CHECK_EQ(rd_actor_kill(t, 1), 0);
+  rd_shutdown();
+  return 0;
+}
+
 int main(int argc, char **argv) {
   static const rd_test_case cases[] = {
       {"custom_resources", t_custom_resources}, {"strategies", t_strategies}, {"big_object", t_big_object},
@@ -5015,7 +5037,7 @@ int main(int argc, char **argv) {
       {"autoscaler", t_autoscale}, {"backlog_hold", t_backlog_hold},
       {"request_room", t_request_room},
       {"tasks_hold", t_tasks_hold},             {"tasks_open_put", t_tasks_open_put},
-      {"actors_hold", t_actors_hold},           {"state_hold", t_state_hold},           {"log_rotation", t_log_rotation},
+      {"actors_hold", t_actors_hold},           {"state_hold", t_state_hold},           {"state_hold2", t_state_hold2},           {"log_rotation", t_log_rotation},
       {"app_metrics", t_app_metrics},
   };
   return rd_test_main(argc, argv, cases, sizeof(cases) / sizeof(cases[0]));

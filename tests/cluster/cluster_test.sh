@@ -1007,6 +1007,22 @@ PY
       "$RAY" summary objects $A > "$O" 2>&1 && grep -q "callsite_enabled: false" "$O" && grep -q "^disabled" "$O" &&
         grep -q "FINISHED:" "$O" || { cat "$O"; fail "state_api: ray summary objects"; }
     done
+    # a second driver on node c: the summaries add up what both nodes say
+    RD_READY="$RAYDIST_TMPDIR/ready2" RD_DONE="$RAYDIST_TMPDIR/done" RAYDIST_NODE_IP=127.0.0.3 "$T" state_hold2 \
+      > "$RAYDIST_TMPDIR/hold2.log" 2>&1 &
+    HOLD2=$!
+    for i in $(seq 1 200); do [ -s "$RAYDIST_TMPDIR/ready2" ] && break; sleep 0.1; done
+    [ -s "$RAYDIST_TMPDIR/ready2" ] || { kill $HOLD2; cat "$RAYDIST_TMPDIR/hold2.log"; fail "state_api: the second driver never got ready"; }
+    for M in "$MH" "$MC"; do
+      for i in $(seq 1 50); do   # each driver reports its tasks every 100 ms
+        "$RAY" summary tasks --address "http://$M" > "$O" 2>&1 && grep -Eq "wait_file +RUNNING: 3 +NORMAL_TASK" "$O" && break
+        sleep 0.2
+      done
+      grep -q "total_tasks: 6" "$O" && grep -q "total_actor_tasks: 2" "$O" && grep -Eq "wait_file +RUNNING: 3 +NORMAL_TASK" "$O" &&
+        [ "$(grep -c "^[0-9]  *wait_file " "$O")" = 1 ] || { cat "$O"; fail "state_api: the tasks summary of two nodes"; }
+      "$RAY" summary actors --address "http://$M" > "$O" 2>&1 && grep -q "total_actors: 3" "$O" &&
+        grep -Eq "Tally +ALIVE: 2" "$O" || { cat "$O"; fail "state_api: the actors summary of two nodes"; }
+    done
     # what it does not keep, said so; no token, refused
     "$RAY" list cluster-events --address "http://$MH" > "$O" 2>&1 && { cat "$O"; fail "state_api: ray list cluster-events answered"; }
     grep -q "does not serve Ray's cluster_events through the state API" "$O" || { cat "$O"; fail "state_api: no reason for cluster-events"; }
@@ -1028,10 +1044,10 @@ def get(path, code, words, method="GET", auth=True):
     return j
 ok = get("/api/v0/tasks?limit=2&detail=true", 200, "")
 r = ok["data"]["result"]
-assert r["total"] == 6 and len(r["result"]) == 2 and "events" in r["result"][0], r   # nodes asked for 2 rows each
-assert r["num_after_truncation"] < 6 and r["num_filtered"] == r["num_after_truncation"], r
+assert r["total"] == 8 and len(r["result"]) == 2 and "events" in r["result"][0], r   # nodes asked for 2 rows each (both drivers)
+assert r["num_after_truncation"] < 8 and r["num_filtered"] == r["num_after_truncation"], r
 r = get("/api/v0/tasks?limit=2&filter_keys=state&filter_predicates=%3D&filter_values=pending_args_avail", 200, "")["data"]["result"]
-assert r["total"] == 6 and r["num_filtered"] == 2 and len(r["result"]) == 2, r                    # asked of the nodes as PENDING_ARGS
+assert r["total"] == 8 and r["num_filtered"] == 2 and len(r["result"]) == 2, r                    # asked of the nodes as PENDING_ARGS
 assert all(t["name"] == "arg_len" for t in r["result"]), r
 get("/api/v0/nodes", 401, "cluster token", auth=False)
 get("/api/v0/nodes", 405, "takes GET", method="POST")
@@ -1056,7 +1072,8 @@ assert j["data"]["result"]["num_filtered"] == 0 and j["data"]["result"]["total"]
 PY
     touch "$RAYDIST_TMPDIR/done"
     wait $HOLD || { cat "$RAYDIST_TMPDIR/hold.log"; fail "state_hold"; }
-    # the driver is gone: its tasks and its live actor with it (Ray's CLI
+    wait $HOLD2 || { cat "$RAYDIST_TMPDIR/hold2.log"; fail "state_hold2"; }
+    # the drivers are gone: its tasks and its live actor with it (Ray's CLI
     # says "No resource in the cluster" for an empty list)
     for i in $(seq 1 50); do
       rl after list tasks --address "http://$MH" --filter state!=FAILED
