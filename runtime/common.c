@@ -10,6 +10,7 @@
 #include <netinet/in.h>
 #include <poll.h>
 #include <sys/socket.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <sys/stat.h>
 #include <stdlib.h>
@@ -363,77 +364,174 @@ int rd__connect_within(int fd, const struct sockaddr *sa, unsigned salen, int ms
   return -1;
 }
 
-int rd__http_get(const char *ip, int port, const char *path, const char *token, int ms, size_t max, char **body,
-                 size_t *len, char *why, size_t whylen) {
-  *body = NULL;
-  *len = 0;
-  struct sockaddr_in a;
-  memset(&a, 0, sizeof(a));
-  a.sin_family = AF_INET;
-  a.sin_port = htons((uint16_t)port);
-  if (inet_pton(AF_INET, ip, &a.sin_addr) != 1) {
-    snprintf(why, whylen, "not an IPv4 address: %.64s", ip);
-    return -1;
-  }
-  uint64_t deadline = rd__now_ns() + (uint64_t)ms * 1000000u;
-  int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
-  if (fd < 0 || rd__connect_within(fd, (const struct sockaddr *)&a, sizeof(a), ms < 5000 ? ms : 5000) != 0) {
-    snprintf(why, whylen, "cannot connect to %s:%d: %s", ip, port, strerror(errno));
-    if (fd >= 0) close(fd);
-    return -1;
-  }
+/* One GET of rd__http_get_all on its way. */
+enum { HG_CONNECTING, HG_READING, HG_DONE };
+typedef struct hg_state {
+  int fd, phase;
+  size_t n, cap;
+  char *buf;
+} hg_state;
+
+/* f failed: why, its buffer and socket let go. */
+static void hg_fail(rd__http_fetch *f, hg_state *st, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static void hg_fail(rd__http_fetch *f, hg_state *st, const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(f->why, sizeof(f->why), fmt, ap);
+  va_end(ap);
+  f->rc = -1;
+  free(st->buf);
+  st->buf = NULL;
+  if (st->fd >= 0) close(st->fd);
+  st->fd = -1;
+  st->phase = HG_DONE;
+}
+
+/* The socket is connected: the request, whole (a few hundred bytes fit a
+ * fresh socket's buffer). */
+static void hg_send(rd__http_fetch *f, hg_state *st, const char *token) {
   char req[2600];
-  int rl = snprintf(req, sizeof(req), "GET %s HTTP/1.0\r\nHost: %s\r\n%s%s%s\r\n", path, ip,
+  int rl = snprintf(req, sizeof(req), "GET %s HTTP/1.0\r\nHost: %s\r\n%s%s%s\r\n", f->path, f->ip,
                     token ? "Authorization: Bearer " : "", token ? token : "", token ? "\r\n" : "");
-  if (rl < 0 || (size_t)rl >= sizeof(req) || send(fd, req, (size_t)rl, MSG_NOSIGNAL) != rl) {
-    snprintf(why, whylen, "cannot send to %s:%d", ip, port);
-    close(fd);
-    return -1;
+  if (rl < 0 || (size_t)rl >= sizeof(req) || send(st->fd, req, (size_t)rl, MSG_NOSIGNAL) != rl) {
+    hg_fail(f, st, "cannot send to %s:%d", f->ip, f->port);
+    return;
   }
-  size_t n = 0, cap = 1 << 16;
-  char *buf = malloc(cap + 1);
-  int rc = buf ? 0 : -1;
-  if (!buf) snprintf(why, whylen, "out of memory");
-  while (rc == 0) {
-    if (n == cap) {
-      char *nb = cap < max + 4096 ? realloc(buf, 2 * cap + 1) : NULL;
+  st->phase = HG_READING;
+}
+
+/* What st's socket has: read; at its end, the answer checked. */
+static void hg_read(rd__http_fetch *f, hg_state *st, size_t max) {
+  for (;;) {
+    if (st->n == st->cap) {
+      char *nb = st->cap < max + 4096 ? realloc(st->buf, 2 * st->cap + 1) : NULL;
       if (!nb) {
-        snprintf(why, whylen, "%s:%d answered more than %zu bytes", ip, port, max);
-        rc = -1;
-        break;
+        hg_fail(f, st, "%s:%d answered more than %zu bytes", f->ip, f->port, max);
+        return;
       }
-      buf = nb;
-      cap *= 2;
+      st->buf = nb;
+      st->cap *= 2;
     }
-    ssize_t r = recv(fd, buf + n, cap - n, 0);
-    if (r > 0) n += (size_t)r;
-    else if (r == 0) break;
-    else if (errno == EINTR) continue;
-    else if (errno != EAGAIN && errno != EWOULDBLOCK) {
-      snprintf(why, whylen, "reading from %s:%d: %s", ip, port, strerror(errno));
-      rc = -1;
-    } else if (rd__wait_fd(fd, POLLIN, deadline) != 0) {
-      snprintf(why, whylen, "no whole answer from %s:%d within %d ms", ip, port, ms);
-      rc = -1;
+    ssize_t r = recv(st->fd, st->buf + st->n, st->cap - st->n, 0);
+    if (r > 0) {
+      st->n += (size_t)r;
+      continue;
     }
+    if (r < 0 && errno == EINTR) continue;
+    if (r < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) return;   /* more later */
+    if (r < 0) {
+      hg_fail(f, st, "reading from %s:%d: %s", f->ip, f->port, strerror(errno));
+      return;
+    }
+    break;   /* the end */
   }
-  close(fd);
-  if (rc != 0) {
-    free(buf);
-    return -1;
-  }
+  char *buf = st->buf;
+  size_t n = st->n;
   buf[n] = 0;
   char *b = strstr(buf, "\r\n\r\n");
   if (n < 12 || strncmp(buf, "HTTP/1.", 7) != 0 || !b || strncmp(buf + 8, " 200", 4) != 0) {
-    snprintf(why, whylen, "%s:%d answered: %.80s", ip, port, n ? buf : "nothing");
-    free(buf);
-    return -1;
+    int sl = (int)strcspn(buf, "\r\n");   /* its status line */
+    hg_fail(f, st, "%s:%d answered: %.*s", f->ip, f->port, n ? (sl < 80 ? sl : 80) : 7, n ? buf : "nothing");
+    return;
   }
   b += 4;
-  *len = n - (size_t)(b - buf);
-  memmove(buf, b, *len + 1);
-  *body = buf;
-  return 0;
+  f->len = n - (size_t)(b - buf);
+  memmove(buf, b, f->len + 1);
+  f->body = buf;
+  f->rc = 0;
+  st->buf = NULL;
+  close(st->fd);
+  st->fd = -1;
+  st->phase = HG_DONE;
+}
+
+void rd__http_get_all(rd__http_fetch *v, size_t n, const char *token, int ms, size_t max) {
+  hg_state *st = calloc(n ? n : 1, sizeof(*st));
+  uint64_t deadline = rd__now_ns() + (uint64_t)(ms > 0 ? ms : 0) * 1000000u;
+  for (size_t i = 0; i < n; i++) {
+    rd__http_fetch *f = &v[i];
+    f->body = NULL;
+    f->len = 0;
+    f->rc = -1;
+    f->why[0] = 0;
+    if (!st) {
+      snprintf(f->why, sizeof(f->why), "out of memory");
+      continue;
+    }
+    st[i].fd = -1;
+    struct sockaddr_in a;
+    memset(&a, 0, sizeof(a));
+    a.sin_family = AF_INET;
+    a.sin_port = htons((uint16_t)f->port);
+    if (inet_pton(AF_INET, f->ip, &a.sin_addr) != 1) {
+      hg_fail(f, &st[i], "not an IPv4 address: %.64s", f->ip);
+      continue;
+    }
+    st[i].cap = 1 << 16;
+    if (!(st[i].buf = malloc(st[i].cap + 1))) {
+      hg_fail(f, &st[i], "out of memory");
+      continue;
+    }
+    st[i].fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+    if (st[i].fd < 0) {
+      hg_fail(f, &st[i], "cannot make a socket: %s", strerror(errno));
+      continue;
+    }
+    if (connect(st[i].fd, (const struct sockaddr *)&a, sizeof(a)) == 0) hg_send(f, &st[i], token);
+    else if (errno == EINPROGRESS || errno == EINTR) st[i].phase = HG_CONNECTING;
+    else hg_fail(f, &st[i], "cannot connect to %s:%d: %s", f->ip, f->port, strerror(errno));
+  }
+  struct pollfd *pf = st && n ? malloc(n * sizeof(*pf)) : NULL;
+  size_t *who = st && n ? malloc(n * sizeof(*who)) : NULL;
+  for (;;) {
+    size_t k = 0;
+    for (size_t i = 0; pf && who && i < n; i++)
+      if (st[i].phase != HG_DONE) {
+        pf[k] = (struct pollfd){st[i].fd, st[i].phase == HG_CONNECTING ? POLLOUT : POLLIN, 0};
+        who[k++] = i;
+      }
+    if (!k) break;
+    uint64_t now = rd__now_ns();
+    if (now >= deadline) {
+      for (size_t j = 0; j < k; j++)
+        hg_fail(&v[who[j]], &st[who[j]], "no whole answer from %s:%d within %d ms", v[who[j]].ip, v[who[j]].port, ms);
+      break;
+    }
+    int r = poll(pf, (nfds_t)k, (int)((deadline - now) / 1000000u) + 1);
+    if (r < 0 && errno != EINTR) {
+      for (size_t j = 0; j < k; j++) hg_fail(&v[who[j]], &st[who[j]], "poll: %s", strerror(errno));
+      break;
+    }
+    for (size_t j = 0; r > 0 && j < k; j++) {
+      if (!pf[j].revents) continue;
+      rd__http_fetch *f = &v[who[j]];
+      hg_state *s1 = &st[who[j]];
+      if (s1->phase == HG_CONNECTING) {
+        int e = 0;
+        socklen_t el = sizeof(e);
+        if (getsockopt(s1->fd, SOL_SOCKET, SO_ERROR, &e, &el) != 0) e = errno;
+        if (e) hg_fail(f, s1, "cannot connect to %s:%d: %s", f->ip, f->port, strerror(e));
+        else hg_send(f, s1, token);
+      } else {
+        hg_read(f, s1, max);
+      }
+    }
+  }
+  for (size_t i = 0; st && i < n; i++)
+    if (st[i].phase != HG_DONE) hg_fail(&v[i], &st[i], "out of memory");
+  free(pf);
+  free(who);
+  free(st);
+}
+
+int rd__http_get(const char *ip, int port, const char *path, const char *token, int ms, size_t max, char **body,
+                 size_t *len, char *why, size_t whylen) {
+  rd__http_fetch f = {.ip = ip, .port = port, .path = path};
+  rd__http_get_all(&f, 1, token, ms, max);
+  *body = f.body;
+  *len = f.len;
+  if (f.rc != 0) snprintf(why, whylen, "%s", f.why);
+  return f.rc;
 }
 
 int rd__cgroups_parse(const char *spec, rd__cgroup *out, char *err, size_t errlen) {

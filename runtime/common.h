@@ -193,6 +193,19 @@ int rd__connect_within(int fd, const struct sockaddr *sa, unsigned salen, int ms
  * whole answer in time, another status, an answer past max bytes). */
 int rd__http_get(const char *ip, int port, const char *path, const char *token, int ms, size_t max, char **body,
                  size_t *len, char *why, size_t whylen);
+/* Many GETs at once (each v[i].ip, port, path; token as for rd__http_get),
+ * all of them within ms: each v[i].rc 0 with body and len as
+ * rd__http_get's, or -1 with why.  One that does not answer does not hold
+ * up the others. */
+typedef struct rd__http_fetch {
+  const char *ip, *path;
+  int port;
+  int rc;
+  char *body;
+  size_t len;
+  char why[300];
+} rd__http_fetch;
+void rd__http_get_all(rd__http_fetch *v, size_t n, const char *token, int ms, size_t max);
 
 /* Where session directories live: $RAYDIST_TMPDIR (default /tmp)/raydist-<uid>. */
 void rd__session_root(char *root, size_t len);

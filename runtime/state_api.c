@@ -444,38 +444,53 @@ static void pgs_rows(sa_req *q, const rd_gcs_pg *pgs, size_t n, const rd_gcs_nod
   }
 }
 
-/* GET path from every live node: each answer parsed, given to each(); a
- * node that does not answer in time, or answers what is not JSON, is named
- * in q->warn.  The time left is shared out: a node gets what the request
- * has left. */
+/* GET path from every live node, all at once within the request's
+ * timeout: each answer parsed, given to each(); a node that does not
+ * answer in time (it does not hold up the others), or answers what is not
+ * JSON, is named in q->warn. */
 static void each_node(sa_req *q, const rd_gcs_node *nodes, size_t n, const char *path, int type,
                       void (*each)(sa_req *, const rd_gcs_node *, const rd_json *, const rd_gcs_node *, size_t)) {
   const char *token = type == RD_JSON_ARRAY ? rd__cluster_token() : NULL;   /* the jobs API wants it */
-  uint64_t deadline = rd__now_ns() + (uint64_t)q->ms * 1000000u;
-  for (size_t i = 0; i < n && !q->oom; i++) {
+  rd__http_fetch *v = calloc(n ? n : 1, sizeof(*v));
+  size_t *at = calloc(n ? n : 1, sizeof(*at));
+  if (!v || !at) {
+    free(v);
+    free(at);
+    q->oom = 1;
+    return;
+  }
+  size_t k = 0;
+  for (size_t i = 0; i < n; i++) {
     const rd_gcs_node *x = &nodes[i];
     if (x->state != RD_GCS_NODE_ALIVE) continue;
-    char why[300] = "";
-    char *body = NULL;
-    size_t len = 0;
-    uint64_t now = rd__now_ns();
-    int left = now < deadline ? (int)((deadline - now) / 1000000u) : 0;
+    if (x->metrics_port <= 0) {
+      rd__mbuf_printf(&q->warn, "%snode %u (%s): no metrics endpoint (started with --metrics-port -1)",
+                      q->warn.len ? "; " : "", x->index, x->ip);
+      continue;
+    }
+    v[k] = (rd__http_fetch){.ip = x->ip, .port = x->metrics_port, .path = path};
+    at[k++] = i;
+  }
+  rd__http_get_all(v, k, token, q->ms, SA_NODE_MAX_BYTES);
+  for (size_t f = 0; f < k; f++) {
+    const rd_gcs_node *x = &nodes[at[f]];
+    char why[400];
+    snprintf(why, sizeof(why), "%s", v[f].why);
     rd_json *root = NULL;
-    if (x->metrics_port <= 0) snprintf(why, sizeof(why), "no metrics endpoint (started with --metrics-port -1)");
-    else if (left <= 0) snprintf(why, sizeof(why), "not asked: the request's timeout ran out");
-    else if (rd__http_get(x->ip, x->metrics_port, path, token, left, SA_NODE_MAX_BYTES, &body, &len, why, sizeof(why)) ==
-             0) {
+    if (v[f].rc == 0 && !q->oom) {
       char jwhy[200] = "";
-      root = rd_json_parse(body, len, jwhy, sizeof(jwhy));
+      root = rd_json_parse(v[f].body, v[f].len, jwhy, sizeof(jwhy));
       if (!root || root->type != type)
         snprintf(why, sizeof(why), "its answer is not a JSON %s%s%s", type == RD_JSON_ARRAY ? "array" : "object",
                  jwhy[0] ? ": " : "", jwhy);
     }
-    free(body);
+    free(v[f].body);
     if (root && root->type == type) each(q, x, root, nodes, n);
-    else rd__mbuf_printf(&q->warn, "%snode %u (%s): %s", q->warn.len ? "; " : "", x->index, x->ip, why);
+    else if (!q->oom) rd__mbuf_printf(&q->warn, "%snode %u (%s): %s", q->warn.len ? "; " : "", x->index, x->ip, why);
     free(root);
   }
+  free(v);
+  free(at);
 }
 
 static const char *ray_task_state(const char *s);
