@@ -226,12 +226,6 @@ int rd__as_config_load(const char *path, rd_as_config *c, char *err, size_t errl
 
 static uint64_t now_ms(void) { return rd__now_ns() / 1000000; }
 
-static uint64_t wall_ms(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_REALTIME, &ts);
-  return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
-}
-
 enum { L_RUNNING, L_WAITING, L_UP, L_FAILED, L_GONE };
 static const char *const launch_state[] = {"running its launch command", "waiting for the node to join", "up",
                                            "failed", "gone"};
@@ -316,7 +310,7 @@ static void launch_start(int type) {
   l->id = A.next_id++;
   l->type = type;
   l->started_ms = now_ms();
-  l->wall_ms = wall_ms();
+  l->wall_ms = rd__wall_ms();
   char v_addr[200], v_tok[300], v_type[100], v_id[64];
   snprintf(v_addr, sizeof(v_addr), "RAYDIST_ADDRESS=%s", A.address);
   snprintf(v_tok, sizeof(v_tok), "RAYDIST_TOKEN=%s", A.token);
@@ -433,7 +427,7 @@ static void launches_update(const rd_gcs_node *nodes, size_t nn) {
     if (l) continue;
     launch *a = calloc(1, sizeof(*a));
     if (!a) break;
-    *a = (launch){.id = id, .type = t, .started_ms = now, .wall_ms = wall_ms(), .state = L_UP, .node = n->index,
+    *a = (launch){.id = id, .type = t, .started_ms = now, .wall_ms = rd__wall_ms(), .state = L_UP, .node = n->index,
                   .next = A.launches};
     snprintf(a->ip, sizeof(a->ip), "%s", n->ip);
     A.launches = a;
@@ -518,7 +512,7 @@ static void state_load(void) {
   A.launched = launched;
   A.failed = failed;
   A.drained = drained;
-  uint64_t wall = wall_ms(), mono = now_ms();
+  uint64_t wall = rd__wall_ms(), mono = now_ms();
   while ((line = strtok_r(NULL, "\n", &save))) {
     unsigned id, node;
     int st;

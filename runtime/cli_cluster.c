@@ -636,12 +636,6 @@ static void print_actors(const rd_gcs_actor *as, size_t n) {
   }
 }
 
-static uint64_t wall_ms(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_REALTIME, &ts);
-  return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
-}
-
 static void print_job_head(void) {
   printf("%-6s %-5s %-8s %-16s %-12s %s\n", "job", "node", "driver", "code", "started", "state");
 }
@@ -661,7 +655,7 @@ static void print_jobs(const rd_gcs_job *js, size_t n) {
   size_t running = 0;
   for (size_t i = 0; i < n; i++) running += js[i].end_ms == 0;
   printf("\njobs: %zu running, %zu ended\n", running, n - running);
-  uint64_t now = wall_ms();
+  uint64_t now = rd__wall_ms();
   const rd_gcs_job *last = NULL;
   for (size_t i = 0; i < n; i++)
     if (js[i].end_ms && (!last || js[i].job_id > last->job_id)) last = &js[i];
@@ -950,7 +944,7 @@ static int list_gcs(const char *kind, const char *address, const char *token, in
       for (size_t i = 0; i < n; i++) running += js[i].end_ms == 0;
       printf("jobs: %zu running, %zu ended\n", running, n - running);
       if (n) qsort(js, n, sizeof(*js), job_newer);
-      uint64_t now = wall_ms();
+      uint64_t now = rd__wall_ms();
       for (size_t i = 0; i < n && shown < limit; i++) {
         if (only && (js[i].end_ms ? JOB_ENDED : JOB_RUNNING) != only) continue;
         if (!shown++) print_job_head();

@@ -23,6 +23,12 @@ uint64_t rd__now_ns(void) {
   return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
+uint64_t rd__wall_ms(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_REALTIME, &ts);
+  return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
+
 void rd__conn_init(rd__conn *c, int fd) {
   memset(c, 0, sizeof(*c));
   c->fd = fd;

@@ -80,6 +80,8 @@ int rd__conn_recv_blocking(rd__conn *c, rd__frame *f, int timeout_ms);
 
 /* Monotonic clock in nanoseconds. */
 uint64_t rd__now_ns(void);
+/* Wall clock (Unix time) in milliseconds: what records and answers carry. */
+uint64_t rd__wall_ms(void);
 
 /* Wait until `fd` has one of the poll events `ev` or the rd__now_ns()
  * `deadline` passes, through signals (poll is never restarted after a

@@ -25,6 +25,7 @@
 #include <unistd.h>
 
 #include "common.h"
+#include "conn.h"   /* rd__wall_ms */
 #include "gcs.pb-c.h"
 #include "labels.h"
 #include "gcs_client.h"   /* RD_GCS_PG_MAX_BUNDLES */
@@ -135,12 +136,6 @@ typedef struct gcs {
 static uint64_t mono_ms(void) {
   struct timespec ts;
   clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
-}
-
-static uint64_t wall_ms(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_REALTIME, &ts);
   return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
 }
 
@@ -1292,7 +1287,7 @@ static int h_job_add(void *arg, rd__rpc_call *call, const ProtobufCMessage *req)
   j.code_hash = q->code_hash;
   j.driver_pid = q->driver_pid;
   j.node_index = q->node_index;
-  j.start_ms = wall_ms();
+  j.start_ms = rd__wall_ms();
   char key[12];
   pthread_mutex_lock(&g->mu);
   code_ent *code = q->code_hash[0] ? code_find(g, q->code_hash) : NULL;
@@ -1334,7 +1329,7 @@ static int job_end(gcs *g, uint32_t id, const char *reason) {
   if (!j) return rc;
   if (!j->end_ms) {
     char *old = j->end_reason;
-    j->end_ms = wall_ms();
+    j->end_ms = rd__wall_ms();
     j->end_reason = (char *)reason;
     rc = rec_put(g, T_JOB, key, &j->base);
     j->end_reason = old;   /* the unpacked record frees its own string */

@@ -35,6 +35,7 @@
 
 #include "cluster.h"
 #include "common.h"
+#include "conn.h"   /* rd__wall_ms */
 #include "gcs_client.h"
 #include "json.h"
 #include "metrics.h"
@@ -339,12 +340,6 @@ static void res_text_json(rd__mbuf *b, const char *s) {
   rd__mbuf_printf(b, "}");
 }
 
-static uint64_t wall_ms(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_REALTIME, &ts);
-  return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
-}
-
 /* ------------------------------------------------------------- sources */
 
 /* The hex id of node index among the GCS's nodes, or NULL. */
@@ -637,7 +632,7 @@ static void task_common(sa_req *q, cell *r, const rd_gcs_node *x, const rd_json 
 }
 
 static void tasks_of(sa_req *q, const rd_gcs_node *x, const rd_json *root, const rd_gcs_node *nodes, size_t n) {
-  uint64_t now = wall_ms();
+  uint64_t now = rd__wall_ms();
   q->total += (uint64_t)jnum(root, "unfinished") + (uint64_t)jnum(root, "failed_kept");
   const rd_json *list = rd_json_get(root, "tasks");
   for (const rd_json *t = list && list->type == RD_JSON_ARRAY ? list->child : NULL; t && !q->oom; t = t->next) {
