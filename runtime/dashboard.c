@@ -733,11 +733,6 @@ static tf_entry *tf_ring;
 static size_t tf_next, tf_count;          /* the next slot; how many are kept */
 static uint64_t tf_total, tf_undetailed;  /* every failure heard of; those the owners only counted */
 
-/* The GCS job a driver or worker works for (0: not known). */
-static uint32_t client_gcs_job(const node_client *c) {
-  return c->worker ? c->worker->gcs_job : c->job ? c->job->gcs_job_id : 0;
-}
-
 void rd__dashboard_failures_add(const node_client *c, const Rd__OwnerStats *m) {
   tf_undetailed += m->failures_dropped;
   tf_total += m->failures_dropped + m->n_failures;
@@ -760,7 +755,7 @@ void rd__dashboard_failures_add(const node_client *c, const Rd__OwnerStats *m) {
     e->status = f->status;
     e->attempt = f->attempt;
     client_text(c->role, c->pid, e->who, sizeof(e->who));
-    e->job = client_gcs_job(c);
+    e->job = rd__node_client_gcs_job(c);
     e->pid = c->pid;
     snprintf(e->func, sizeof(e->func), "%s", f->func ? f->func : "");
     snprintf(e->err, sizeof(e->err), "%s", f->error ? f->error : "");
@@ -1087,7 +1082,7 @@ int rd__dashboard_tasks(uv_loop_t *loop, int json, size_t limit, int state, rd__
   m.only = state >= 0 ? (uint32_t)state + 1 : 0;
   for (node_client *c = N.clients; c && state != RD_TS_FAILED; c = c->next) {   /* failures are kept here */
     if (c->dead || (c->role != ROLE_DRIVER && c->role != ROLE_WORKER) || c->own_waiting + c->own_sent == 0) continue;
-    q->asks[q->nasks++] = (tl_ask){c->id, client_gcs_job(c), c->pid, c->role, 0, NULL};
+    q->asks[q->nasks++] = (tl_ask){c->id, rd__node_client_gcs_job(c), c->pid, c->role, 0, NULL};
     rd__node_send(c, RD__MSG_TYPE__MSG_TASK_LIST_ASK, &m.base, -1);
   }
   /* sent now: an HTTP request is no client frame, after which the loop
@@ -1344,7 +1339,7 @@ void rd__dashboard_workers(rd__mbuf *b, size_t limit) {
   k = 0;
   for (const node_client *c = N.clients; c && k < limit; c = c->next) {
     if (c->dead || c->role != ROLE_DRIVER) continue;
-    rd__mbuf_printf(b, "%s{\"id\":%u,\"pid\":%d,\"job\":%u}", k++ ? "," : "", c->id, c->pid, client_gcs_job(c));
+    rd__mbuf_printf(b, "%s{\"id\":%u,\"pid\":%d,\"job\":%u}", k++ ? "," : "", c->id, c->pid, rd__node_client_gcs_job(c));
   }
   rd__mbuf_printf(b, "]}\n");
 }

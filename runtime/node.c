@@ -702,7 +702,7 @@ void rd__node_lease_queue(node_client *c, uint64_t req_id, const rd_resources *r
     return;
   }
   r->job = job;
-  r->gcs_job = gcs_job ? gcs_job : c->worker ? c->worker->gcs_job : c->job ? c->job->gcs_job_id : 0;
+  r->gcs_job = gcs_job ? gcs_job : rd__node_client_gcs_job(c);
   r->driver = driver ? driver : rd__node_client_driver(c);
   r->item.req = *res;
   r->item.priority = priority;
@@ -1745,6 +1745,10 @@ void rd__node_reply_actor_id(uint32_t client_id, uint64_t req_id, int status, co
 uint32_t rd__node_client_driver(const node_client *c) {
   if (c->role == ROLE_DRIVER) return c->id;
   return c->role == ROLE_WORKER && c->worker ? c->worker->driver : 0;
+}
+
+uint32_t rd__node_client_gcs_job(const node_client *c) {
+  return c->worker ? c->worker->gcs_job : c->job ? c->job->gcs_job_id : 0;
 }
 
 uint32_t rd__node_actor_gcs_job(const node_actor *a) {

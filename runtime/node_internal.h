@@ -477,6 +477,9 @@ node_client *rd__node_client_by_id(uint32_t id);
 /* The driver whose work client c does (client id): c itself, a worker's
  * lease's or actor's driver; 0 for a link or when none. */
 uint32_t rd__node_client_driver(const node_client *c);
+/* The GCS job a driver or worker works for: a worker's lease's, else its
+ * job's entry while a driver runs it (0: not known). */
+uint32_t rd__node_client_gcs_job(const node_client *c);
 /* Deliver worker output (MSG_WORKER_OUTPUT) to local driver m->driver: 1 when
  * it is here and takes output. */
 int rd__node_output_deliver(const Rd__WorkerOutput *m);
