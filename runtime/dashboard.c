@@ -168,22 +168,6 @@ static void json_res(rd__mbuf *b, const rd_resources *r, const rd_resources *nam
   rd__mbuf_printf(b, "}");
 }
 
-/* {"CPU":1,"only_b":1}: what r asks for, the amounts above zero alone. */
-static void json_res_asked(rd__mbuf *b, const rd_resources *r) {
-  int k = 0;
-  rd__mbuf_printf(b, "{");
-  if (r->cpu) rd__mbuf_printf(b, "%s\"CPU\":%g", k++ ? "," : "", u(r->cpu));
-  if (r->gpu) rd__mbuf_printf(b, "%s\"GPU\":%g", k++ ? "," : "", u(r->gpu));
-  if (r->memory) rd__mbuf_printf(b, "%s\"memory\":%lld", k++ ? "," : "", (long long)r->memory);
-  for (int i = 0; i < r->ncustom; i++) {
-    if (!rd_res_get_custom(r, r->custom[i].name)) continue;
-    rd__mbuf_printf(b, "%s", k++ ? "," : "");
-    rd__mbuf_json_cstr(b, r->custom[i].name);
-    rd__mbuf_printf(b, ":%g", u(rd_res_get_custom(r, r->custom[i].name)));
-  }
-  rd__mbuf_printf(b, "}");
-}
-
 static void render_json(rd__mbuf *b, const dash_req *q, const node_facts *f) {
   const rd_resources *tot = &N.ledger.total;
   rd__mbuf_printf(b, "{\"node\":{\"index\":%u,\"ip\":", rd__cluster_index());
@@ -1274,7 +1258,7 @@ void rd__dashboard_actors(rd__mbuf *b, int json, size_t limit, int state) {
       if (a->pg_id) rd__mbuf_printf(b, "\"%016llx\"", (unsigned long long)a->pg_id);
       else rd__mbuf_printf(b, "null");
       rd__mbuf_printf(b, ",\"required\":");
-      json_res_asked(b, &a->res);
+      rd__mbuf_res_asked(b, &a->res);
       rd__mbuf_printf(b, ",\"resources\":");
       rd__mbuf_json_cstr(b, res);
       rd__mbuf_printf(b, ",\"age_s\":%.3f,\"dead_for_s\":%.3f,\"detail\":", (double)(now - a->created_ns) / 1e9,

@@ -137,6 +137,22 @@ void rd__mbuf_label_value(rd__mbuf *b, const char *s) {
 }
 
 
+void rd__mbuf_res_asked(rd__mbuf *b, const rd_resources *r) {
+  int k = 0;
+  rd__mbuf_printf(b, "{");
+  if (r->cpu) rd__mbuf_printf(b, "%s\"CPU\":%g", k++ ? "," : "", rd_res_to_double(r->cpu));
+  if (r->gpu) rd__mbuf_printf(b, "%s\"GPU\":%g", k++ ? "," : "", rd_res_to_double(r->gpu));
+  if (r->memory) rd__mbuf_printf(b, "%s\"memory\":%lld", k++ ? "," : "", (long long)r->memory);
+  for (int i = 0; i < r->ncustom; i++) {
+    int64_t v = rd_res_get_custom(r, r->custom[i].name);
+    if (!v) continue;
+    rd__mbuf_printf(b, "%s", k++ ? "," : "");
+    rd__mbuf_json_cstr(b, r->custom[i].name);
+    rd__mbuf_printf(b, ":%g", rd_res_to_double(v));
+  }
+  rd__mbuf_printf(b, "}");
+}
+
 void rd__mbuf_json_str(rd__mbuf *b, const char *s, size_t n) {
   const unsigned char *u = (const unsigned char *)s;
   size_t run = 0;   /* bytes copied as they are, from i - run */

@@ -40,6 +40,9 @@ void rd__mbuf_label_value(rd__mbuf *b, const char *s);
  * whatever a name or a log holds. */
 void rd__mbuf_json_str(rd__mbuf *b, const char *s, size_t n);
 static inline void rd__mbuf_json_cstr(rd__mbuf *b, const char *s) { rd__mbuf_json_str(b, s, strlen(s)); }
+/* What r asks for as a JSON object, the amounts above zero alone:
+ * {"CPU":1,"memory":1048576,"only_b":1}. */
+void rd__mbuf_res_asked(rd__mbuf *b, const rd_resources *r);
 
 /* Listen on ip:port (port 0: any free one) and write "ip:port" to
  * session_dir/metrics.  0, or a negative RD_E* code with a reason in err. */

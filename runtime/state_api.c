@@ -420,13 +420,11 @@ static void pgs_rows(sa_req *q, const rd_gcs_pg *pgs, size_t n, const rd_gcs_nod
     rd__mbuf_printf(&b, "[");
     for (size_t k = 0; k < g->nbundles; k++) {
       const char *nid = node_id_of(nodes, nn, g->bundle_nodes[k]);
-      char res[512];
-      rd_res_format(&g->bundles[k], res, sizeof(res));
       rd__mbuf_printf(&b, "%s{\"bundle_id\":\"%016llx:%zu\",\"node_id\":", k ? "," : "", (unsigned long long)g->pg_id, k);
       if (nid) rd__mbuf_json_cstr(&b, nid);
       else rd__mbuf_printf(&b, "null");
       rd__mbuf_printf(&b, ",\"unit_resources\":");
-      res_text_json(&b, res);
+      rd__mbuf_res_asked(&b, &g->bundles[k]);
       rd__mbuf_printf(&b, "}");
     }
     rd__mbuf_printf(&b, "]");
