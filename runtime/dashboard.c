@@ -568,9 +568,11 @@ int rd__dashboard_request(uv_loop_t *loop, int json, rd__dashboard_done done, vo
 
 /* Who client id is, seen from this node. */
 /* "driver pid N", "worker pid N" or "node link pid N": a client of this node. */
-static void client_text(int role, int pid, char *out, size_t len) {
-  snprintf(out, len, "%s pid %d", role == ROLE_DRIVER ? "driver" : role == ROLE_WORKER ? "worker" : "node link", pid);
+static const char *role_name(int role) {
+  return role == ROLE_DRIVER ? "driver" : role == ROLE_WORKER ? "worker" : "node link";
 }
+
+static void client_text(int role, int pid, char *out, size_t len) { snprintf(out, len, "%s pid %d", role_name(role), pid); }
 
 static void owner_text(uint32_t client, char *out, size_t len) {
   uint32_t node = rd__client_node(client);
@@ -656,15 +658,15 @@ void rd__dashboard_objects(rd__mbuf *b, int json, size_t top) {
     }
     rd__mbuf_printf(b, "],\"largest\":[");
     for (size_t i = 0; i < shown; i++) {
-      owner_text(rd__oid_client(v[i].id), who, sizeof(who));
       uint32_t oc = rd__oid_client(v[i].id);
       const node_client *c = rd__client_node(oc) == rd__cluster_index() ? rd__node_client_by_id(oc) : NULL;
+      owner_text(oc, who, sizeof(who));
       rd__mbuf_printf(b, "%s{\"id\":\"%016llx\",\"size\":%llu,\"state\":\"%s\",\"pins\":%u,\"handed_over\":%u,\"owner\":",
                       i ? "," : "", (unsigned long long)v[i].id, (unsigned long long)v[i].size,
                       !v[i].sealed ? "unsealed" : v[i].spilled ? "spilled" : "memory", v[i].pins, v[i].co_owners);
       rd__mbuf_json_cstr(b, who);
       rd__mbuf_printf(b, ",\"owner_node\":%u,\"owner_pid\":%d,\"owner_role\":\"%s\"}", rd__client_node(oc),
-                      c ? c->pid : 0, !c ? "" : c->role == ROLE_DRIVER ? "driver" : c->role == ROLE_WORKER ? "worker" : "link");
+                      c ? c->pid : 0, c ? role_name(c->role) : "");
     }
     rd__mbuf_printf(b, "]}\n");
   } else {

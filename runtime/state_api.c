@@ -172,7 +172,6 @@ typedef struct sa_req {
   uint64_t total;           /* rows the sources have (some may not have been sent) */
   rd__mbuf warn;            /* nodes that did not answer */
   rd__mbuf summ;            /* a summary's "summary" object members */
-  uint64_t sum_total[2];    /* a summary's: actors, or normal tasks and actor calls */
   struct sum_group {        /* a summary's groups (a class, a function), merged over the nodes */
     const char *name;       /* kept */
     int method;             /* a function group that is an actor's method */
@@ -342,11 +341,17 @@ static void res_text_json(rd__mbuf *b, const char *s) {
 
 /* ------------------------------------------------------------- sources */
 
-/* The hex id of node index among the GCS's nodes, or NULL. */
-static const char *node_id_of(const rd_gcs_node *nodes, size_t n, uint32_t index) {
+/* Node index among the GCS's nodes, or NULL. */
+static const rd_gcs_node *node_of(const rd_gcs_node *nodes, size_t n, uint32_t index) {
   for (size_t i = 0; index && i < n; i++)
-    if (nodes[i].index == index) return nodes[i].node_id;
+    if (nodes[i].index == index) return &nodes[i];
   return NULL;
+}
+
+/* Its hex id, or NULL. */
+static const char *node_id_of(const rd_gcs_node *nodes, size_t n, uint32_t index) {
+  const rd_gcs_node *x = node_of(nodes, n, index);
+  return x ? x->node_id : NULL;
 }
 
 static void res_total_json(rd__mbuf *b, const rd_gcs_node *x) {
@@ -437,13 +442,12 @@ static void pgs_rows(sa_req *q, const rd_gcs_pg *pgs, size_t n, const rd_gcs_nod
   }
 }
 
-/* GET path from every live node, all at once within the request's
- * timeout: each answer parsed, given to each(); a node that does not
+/* GET path from every live node (token: sent as a bearer token, or NULL),
+ * all at once within the request's timeout: each answer parsed, given to each(); a node that does not
  * answer in time (it does not hold up the others), or answers what is not
  * JSON, is named in q->warn. */
-static void each_node(sa_req *q, const rd_gcs_node *nodes, size_t n, const char *path, int type,
+static void each_node(sa_req *q, const rd_gcs_node *nodes, size_t n, const char *path, const char *token, int type,
                       void (*each)(sa_req *, const rd_gcs_node *, const rd_json *, const rd_gcs_node *, size_t)) {
-  const char *token = type == RD_JSON_ARRAY ? rd__cluster_token() : NULL;   /* the jobs API wants it */
   rd__http_fetch *v = calloc(n ? n : 1, sizeof(*v));
   size_t *at = calloc(n ? n : 1, sizeof(*at));
   if (!v || !at) {
@@ -572,11 +576,10 @@ static void actors_of(sa_req *q, const rd_gcs_node *x, const rd_json *root, cons
   for (const rd_json *c = cls && cls->type == RD_JSON_ARRAY ? cls->child : NULL; c; c = c->next) {
     const rd_json *counts = rd_json_get(c, "counts");
     struct sum_group *g = jstr(c, "class") && counts && counts->type == RD_JSON_OBJECT ? group(q, jstr(c, "class")) : NULL;
-    for (const rd_json *st = g ? counts->child : NULL; st; st = st->next)
-      if (st->type == RD_JSON_NUMBER && st->num > 0 && node_state(K_ACTORS, st->key)) {
-        group_add(g, node_state(K_ACTORS, st->key), st->num);
-        q->sum_total[0] += (uint64_t)st->num;
-      }
+    for (const rd_json *st = g ? counts->child : NULL; st; st = st->next) {
+      const char *name = node_state(K_ACTORS, st->key);
+      if (st->type == RD_JSON_NUMBER && st->num > 0 && name) group_add(g, name, st->num);
+    }
   }
 }
 
@@ -595,15 +598,20 @@ static const char *ray_task_state(const char *s) {
 }
 
 /* The node's name for the state Ray calls ray_state (any case), when it is
- * exactly one of the node's; NULL else. */
+ * exactly one of the node's (an actor's states have Ray's names; two task
+ * states are Ray's PENDING_NODE_ASSIGNMENT); NULL else. */
 static const char *node_state(int kind, const char *ray_state) {
-  static const char *actor_states[] = {"PENDING_CREATION", "RESTARTING", "ALIVE", "DEAD"};
-  static const char *task_states[] = {"PENDING_ARGS", "PENDING_ACTOR", "SUBMITTED", "RUNNING", "FAILED"};
-  const char **v = kind == K_ACTORS ? actor_states : task_states;
-  size_t n = kind == K_ACTORS ? 4 : 5;
-  for (size_t i = 0; i < n; i++)
-    if (!strcasecmp(kind == K_ACTORS ? v[i] : ray_task_state(v[i]), ray_state)) return v[i];
-  return NULL;
+  if (kind == K_ACTORS) {
+    int s = rd__actor_list_state_parse(ray_state);
+    return s >= 0 ? rd__actor_list_state_name(s) : NULL;
+  }
+  const char *found = NULL;
+  for (int s = 0; s <= RD_TS_FAILED; s++)
+    if (!strcasecmp(ray_task_state(rd__task_state_name(s)), ray_state)) {
+      if (found) return NULL;
+      found = rd__task_state_name(s);
+    }
+  return found;
 }
 
 /* An actor id as the node's JSON has it, or NULL for none ("000...0"). */
@@ -671,10 +679,7 @@ static void tasks_of(sa_req *q, const rd_gcs_node *x, const rd_json *root, const
     if (!g) continue;
     g->method = is_method(func);
     for (const rd_json *st = counts->child; st; st = st->next)
-      if (st->type == RD_JSON_NUMBER && st->num > 0) {
-        group_add(g, ray_task_state(st->key), st->num);
-        q->sum_total[g->method] += (uint64_t)st->num;
-      }
+      if (st->type == RD_JSON_NUMBER && st->num > 0) group_add(g, ray_task_state(st->key), st->num);
   }
   /* owners that did not answer */
   const rd_json *owners = rd_json_get(root, "owners");
@@ -707,9 +712,8 @@ static void drivers_rows(sa_req *q, const rd_gcs_job *js, size_t n, const rd_gcs
     const rd_gcs_job *j = &js[i];
     cell *r = row_new(q);
     if (!r) return;
-    const char *ip = "";
-    for (size_t k = 0; k < nn; k++)
-      if (nodes[k].index == j->node_index) ip = nodes[k].ip;
+    const rd_gcs_node *x = node_of(nodes, nn, j->node_index);
+    const char *ip = x ? x->ip : "";
     int ok = j->end_ms && !strcmp(j->end_reason, "its drivers exited");
     set_str(q, &r[J_TYPE], "DRIVER");
     set_fmt(q, &r[J_ID], "%u", j->job_id);
@@ -723,7 +727,7 @@ static void drivers_rows(sa_req *q, const rd_gcs_job *js, size_t n, const rd_gcs
     if (j->end_ms) set_str(q, &r[J_MSG], j->end_reason);
     set_int(&r[J_START], (long long)j->start_ms);
     if (j->end_ms) set_int(&r[J_END], (long long)j->end_ms);
-    set_str(q, &r[J_NODE], node_id_of(nodes, nn, j->node_index));
+    set_str(q, &r[J_NODE], x ? x->node_id : NULL);
   }
 }
 
@@ -748,7 +752,7 @@ static void submissions_of(sa_req *q, const rd_gcs_node *x, const rd_json *root,
       rd__mbuf_printf(&b, ",\"pid\":\"%.0f\"}", pid->num);
       set_json(q, &r[J_DRIVER], &b);
     }
-    set_str(q, &r[J_NODE], node_id_of(nodes, n, x->index));
+    set_str(q, &r[J_NODE], x->node_id);
     r[J_ID].t = V_NULL;   /* the node's own job number, not a GCS job: submission_id names it */
   }
 }
@@ -798,7 +802,7 @@ static void workers_of(sa_req *q, const rd_gcs_node *x, const rd_json *root, con
       set_fmt(q, &r[W_ID], "%04x-%c-%08x", x->index & 0xffffu, k ? 'd' : 'w', (unsigned)jnum(w, "id"));
       set_bool(&r[W_ALIVE], !state || strcmp(state, "dying") != 0);
       set_str(q, &r[W_TYPE], k ? "DRIVER" : "WORKER");
-      set_str(q, &r[W_NODE], node_id_of(nodes, n, x->index));
+      set_str(q, &r[W_NODE], x->node_id);
       set_str(q, &r[W_IP], x->ip);
       set_int(&r[W_PID], (long long)jnum(w, "pid"));
     }
@@ -838,7 +842,7 @@ static void actor_calls_nodes(sa_req *q, const rd_gcs_node *nodes, size_t n) {
     calls += r[TK_ACTOR].t == V_STR && r[TK_NODE].t == V_NULL;
   }
   if (!calls) return;
-  each_node(q, nodes, n, "/api/actors?limit=10000", RD_JSON_OBJECT, actor_nodes_of);
+  each_node(q, nodes, n, "/api/actors?limit=10000", NULL, RD_JSON_OBJECT, actor_nodes_of);
   if (!q->nanodes) return;
   qsort(q->anodes, q->nanodes, sizeof(*q->anodes), anode_cmp);
   for (size_t i = 0; i < q->nrows; i++) {
@@ -903,6 +907,9 @@ static void render(sa_req *q) {
   rd__mbuf *b = &q->out;
   rd__mbuf_printf(b, "{\"result\": true, \"msg\": \"\", \"data\": {\"result\": {");
   if (q->summary) {
+    uint64_t sums[2] = {0, 0};   /* actors, or normal tasks and actor calls: the groups' counts */
+    for (size_t i = 0; i < q->ngroups; i++)
+      for (size_t j = 0; j < q->groups[i].n; j++) sums[q->groups[i].method] += (uint64_t)q->groups[i].count[j];
     rd__mbuf_printf(b, "\"total\": %llu, \"num_after_truncation\": %llu, \"num_filtered\": %llu, ",
                     (unsigned long long)q->total, (unsigned long long)q->total, (unsigned long long)q->total);
     rd__mbuf_printf(b, "\"result\": {\"node_id_to_summary\": {\"cluster\": {\"summary\": {%s}, ", q->summ.p ? q->summ.p : "");
@@ -913,9 +920,9 @@ static void render(sa_req *q) {
     else if (q->kind == K_TASKS)
       rd__mbuf_printf(b, "\"total_tasks\": %llu, \"total_actor_tasks\": %llu, \"total_actor_scheduled\": 0, "
                          "\"summary_by\": \"func_name\"}}}, ",
-                      (unsigned long long)q->sum_total[0], (unsigned long long)q->sum_total[1]);
+                      (unsigned long long)sums[0], (unsigned long long)sums[1]);
     else
-      rd__mbuf_printf(b, "\"total_actors\": %llu, \"summary_by\": \"class\"}}}, ", (unsigned long long)q->sum_total[0]);
+      rd__mbuf_printf(b, "\"total_actors\": %llu, \"summary_by\": \"class\"}}}, ", (unsigned long long)sums[0]);
   } else {
     size_t shown = 0, matched = 0;
     rd__mbuf rows = {0};
@@ -976,13 +983,13 @@ static void sa_work(uv_work_t *w) {
       snprintf(q->err, sizeof(q->err), "cannot read the GCS's jobs: %s", rd_gcs_last_error());
     }
     free(js);
-    if (!q->code) each_node(q, nodes, n, "/api/jobs/", RD_JSON_ARRAY, submissions_of);
+    if (!q->code) each_node(q, nodes, n, "/api/jobs/", rd__cluster_token(), RD_JSON_ARRAY, submissions_of);
   } else if (q->kind == K_WORKERS) {
-    each_node(q, nodes, n, "/api/workers?limit=10000", RD_JSON_OBJECT, workers_of);
+    each_node(q, nodes, n, "/api/workers?limit=10000", NULL, RD_JSON_OBJECT, workers_of);
   } else if (q->kind == K_OBJECTS) {
     char path[64];   /* a summary counts what it can from the rows too: all of them */
     snprintf(path, sizeof(path), "/api/objects?top=%zu", q->summary || q->nf ? (size_t)SA_MAX_LIMIT : q->limit);
-    each_node(q, nodes, n, path, RD_JSON_OBJECT, objects_of);
+    each_node(q, nodes, n, path, NULL, RD_JSON_OBJECT, objects_of);
     if (q->summary) {   /* one group: no call sites are kept (Ray's "disabled") */
       uint64_t t = q->total, sealed = t - (q->obj_unsealed < t ? q->obj_unsealed : t);
       rd__mbuf_printf(&q->summ, "\"disabled\": {\"total_objects\": %llu, \"total_size_mb\": %.3f, "
@@ -1009,7 +1016,7 @@ static void sa_work(uv_work_t *w) {
     char path[96];
     snprintf(path, sizeof(path), "/api/%s?limit=%zu%s%s", q->kind == K_ACTORS ? "actors" : "tasks", want,
              only ? "&state=" : "", only ? only : "");
-    each_node(q, nodes, n, path, RD_JSON_OBJECT, q->kind == K_ACTORS ? actors_of : tasks_of);
+    each_node(q, nodes, n, path, NULL, RD_JSON_OBJECT, q->kind == K_ACTORS ? actors_of : tasks_of);
     if (q->kind == K_ACTORS && q->nrows > 1) sort_rows(q);   /* by actor_id, as Ray lists them */
     if (q->kind == K_TASKS && !q->summary) actor_calls_nodes(q, nodes, n);
     if (q->summary) groups_put(q);
