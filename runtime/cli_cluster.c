@@ -965,8 +965,8 @@ static int list_gcs(const char *kind, const char *address, const char *token, in
   return r != 0;
 }
 
-/* raydist list KIND: every live node's owners' unfinished (and failed)
- * tasks (/tasks), actor records (/actors) or store objects (/objects, as
+/* raydist list KIND: every live node's owners' unfinished (and failed, or
+ * with --state finished the finished) tasks (/tasks), actor records (/actors) or store objects (/objects, as
  * raydist memory); or the GCS's nodes, placement groups or jobs. */
 int rd__cli_list(int argc, char **argv) {
   const char *address = getenv("RAYDIST_ADDRESS"), *token = getenv("RAYDIST_TOKEN"), *state = NULL;
@@ -975,7 +975,8 @@ int rd__cli_list(int argc, char **argv) {
       "usage: raydist list KIND [--address IP:PORT] [--token T] [--state S] [--limit N (0..10000, default 100)]\n"
       "       KIND and its states S (any case):\n"
       "       tasks              PENDING_ARGS, PENDING_LEASE, RETRY_BACKOFF, PENDING_ACTOR, SUBMITTED, RUNNING,\n"
-      "                          FAILED (the last 1000 that failed for good on each node)\n"
+      "                          FAILED (the last 1000 that failed for good on each node),\n"
+      "                          FINISHED (the last RAYDIST_TASK_HISTORY that finished well, kept by each owner)\n"
       "       actors             PENDING_CREATION, RESTARTING, ALIVE, DEAD\n"
       "       objects            (none: the N largest in each node's store)\n"
       "       nodes              ALIVE, DEAD\n"

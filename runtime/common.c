@@ -576,8 +576,8 @@ int rd__cgroups_parse(const char *spec, rd__cgroup *out, char *err, size_t errle
   return n;
 }
 
-static const char *const task_states[RD_TS_FAILED + 1] = {"PENDING_ARGS", "PENDING_LEASE", "RETRY_BACKOFF",
-                                                          "PENDING_ACTOR", "SUBMITTED", "RUNNING", "FAILED"};
+static const char *const task_states[RD_TS_FINISHED + 1] = {"PENDING_ARGS", "PENDING_LEASE", "RETRY_BACKOFF", "PENDING_ACTOR",
+                                                            "SUBMITTED",    "RUNNING",       "FAILED",        "FINISHED"};
 
 static const char *const actor_list_states[RD_AS_NSTATES] = {"PENDING_CREATION", "RESTARTING", "ALIVE", "DEAD"};
 
@@ -589,8 +589,8 @@ static int state_parse(const char *const *names, int n, const char *s) {
   return -1;
 }
 
-const char *rd__task_state_name(int state) { return state_name(task_states, RD_TS_FAILED + 1, state); }
-int rd__task_state_parse(const char *s) { return state_parse(task_states, RD_TS_FAILED + 1, s); }
+const char *rd__task_state_name(int state) { return state_name(task_states, RD_TS_FINISHED + 1, state); }
+int rd__task_state_parse(const char *s) { return state_parse(task_states, RD_TS_FINISHED + 1, s); }
 const char *rd__actor_list_state_name(int state) { return state_name(actor_list_states, RD_AS_NSTATES, state); }
 int rd__actor_list_state_parse(const char *s) { return state_parse(actor_list_states, RD_AS_NSTATES, s); }
 

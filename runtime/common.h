@@ -58,7 +58,11 @@ enum {
 /* Not an owner's state, never in TaskInfo: a task that failed for good,
  * as its node keeps the last of them (TaskFailure). */
 #define RD_TS_FAILED RD_TS_NSTATES
-/* "PENDING_ARGS" .. "RUNNING", "FAILED"; "?" for a number out of range. */
+/* Not an unfinished state: a task that finished well, as its owner keeps
+ * the last of them (TaskInfo rows when TaskListAsk.finished). */
+#define RD_TS_FINISHED (RD_TS_NSTATES + 1)
+/* "PENDING_ARGS" .. "RUNNING", "FAILED", "FINISHED"; "?" for a number out
+ * of range. */
 const char *rd__task_state_name(int state);
 /* The state named s (any case), or -1. */
 int rd__task_state_parse(const char *s);

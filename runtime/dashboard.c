@@ -761,6 +761,7 @@ typedef struct tl_ask {
 typedef struct tl_req {
   uint64_t req_id;
   int json, state;          /* state: only these (-1: all) */
+  int finished;             /* the tasks finished well that owners keep too */
   size_t limit;
   rd__dashboard_done done;
   void *arg;
@@ -778,8 +779,12 @@ typedef struct tl_row {
   const tl_ask *owner;
 } tl_row;
 
+/* The unfinished oldest first, then the finished, the last to end first. */
 static int tl_row_older(const void *a, const void *b) {
   const tl_row *x = a, *y = b;
+  int fx = x->t->state == RD_TS_FINISHED, fy = y->t->state == RD_TS_FINISHED;
+  if (fx != fy) return fx - fy;
+  if (fx && x->t->end_ms != y->t->end_ms) return x->t->end_ms < y->t->end_ms ? 1 : -1;
   if (x->t->age_ns != y->t->age_ns) return x->t->age_ns < y->t->age_ns ? 1 : -1;
   return x->t->task_id < y->t->task_id ? -1 : x->t->task_id > y->t->task_id;
 }
@@ -794,6 +799,9 @@ static void tl_detail(const Rd__TaskInfo *t, char *out, size_t len) {
     case RD_TS_PENDING_ARGS: snprintf(out, len, "%d argument%s not ready", t->args_pending, t->args_pending == 1 ? "" : "s"); break;
     case RD_TS_PENDING_LEASE: snprintf(out, len, "wants %s", t->resources); break;
     case RD_TS_RETRY_BACKOFF: snprintf(out, len, "retry in %.1f s, wants %s", (double)t->retry_in_ns / 1e9, t->resources); break;
+    case RD_TS_FINISHED:
+      snprintf(out, len, "ran %.3f s on worker pid %d", (double)(t->end_ms - t->start_ms) / 1e3, t->worker_pid);
+      break;
     default: *out = 0;
   }
   if (t->actor_id) {
@@ -808,9 +816,9 @@ static void tl_detail(const Rd__TaskInfo *t, char *out, size_t len) {
 #define TALLY_MAX 256
 typedef struct tally {
   const char *name;
-  uint64_t counts[RD_TS_FAILED + 1], total;   /* room for the task and the actor states */
+  uint64_t counts[RD_TS_FINISHED + 1], total;   /* room for the task and the actor states */
 } tally;
-_Static_assert(RD_AS_NSTATES <= RD_TS_FAILED + 1, "a tally holds every actor state");
+_Static_assert(RD_AS_NSTATES <= RD_TS_FINISHED + 1, "a tally holds every actor state");
 
 /* Most first, then by name. */
 static int tally_more(const void *a, const void *b) {
@@ -843,6 +851,8 @@ static size_t tl_funcs(const tl_req *q, tally *f) {
         x->counts[s] += c->counts[s];
         x->total += c->counts[s];
       }
+      x->counts[RD_TS_FINISHED] += c->finished;
+      x->total += c->finished;
     }
   for (size_t k = 0; k < tf_count; k++) {
     tally *x = tally_slot(f, &n, tf_recent(k)->func);
@@ -853,21 +863,23 @@ static size_t tl_funcs(const tl_req *q, tally *f) {
   return n;
 }
 
-/* {"PENDING_ARGS":3,...,"RUNNING":2,"FAILED":0}: every state's count. */
+/* {"PENDING_ARGS":3,...,"RUNNING":2,"FAILED":0,"FINISHED":0}: every
+ * state's count. */
 static void tl_put_counts_json(rd__mbuf *b, const uint64_t *counts) {
   rd__mbuf_printf(b, "{");
-  for (int k = 0; k <= RD_TS_FAILED; k++)
+  for (int k = 0; k <= RD_TS_FINISHED; k++)
     rd__mbuf_printf(b, "%s\"%s\":%llu", k ? "," : "", rd__task_state_name(k), (unsigned long long)counts[k]);
   rd__mbuf_printf(b, "}");
 }
 
-/* "RUNNING 2, PENDING_ARGS 3, FAILED 1": the states with a count, running
- * first, failed last. */
+/* "RUNNING 2, PENDING_ARGS 3, FAILED 1, FINISHED 5": the states with a
+ * count, running first, failed and finished last. */
 static void tl_put_counts(rd__mbuf *b, const uint64_t *counts) {
   int sep = 0;
   for (int k = RD_TS_NSTATES - 1; k >= 0; k--)
     if (counts[k]) rd__mbuf_printf(b, "%s%s %llu", sep++ ? ", " : "", rd__task_state_name(k), (unsigned long long)counts[k]);
-  if (counts[RD_TS_FAILED]) rd__mbuf_printf(b, "%sFAILED %llu", sep ? ", " : "", (unsigned long long)counts[RD_TS_FAILED]);
+  for (int k = RD_TS_FAILED; k <= RD_TS_FINISHED; k++)
+    if (counts[k]) rd__mbuf_printf(b, "%s%s %llu", sep++ ? ", " : "", rd__task_state_name(k), (unsigned long long)counts[k]);
 }
 
 /* The failures kept that a listing shows: with `state` FAILED or all, the
@@ -886,12 +898,13 @@ static void tf_detail(const tf_entry *e, char *out, size_t len) {
 }
 
 static void tl_render(const tl_req *q, rd__mbuf *b) {
-  uint64_t counts[RD_TS_FAILED + 1] = {0}, total = 0;
+  uint64_t counts[RD_TS_FINISHED + 1] = {0}, total = 0;
   size_t nrows = 0;
   for (size_t i = 0; i < q->nasks; i++) {
     const Rd__TaskList *m = q->asks[i].m;
     if (!m) continue;
     for (size_t k = 0; k < RD_TS_NSTATES; k++) counts[k] += m->counts[k];
+    counts[RD_TS_FINISHED] += m->finished;
     nrows += m->n_tasks;
   }
   for (size_t k = 0; k < RD_TS_NSTATES; k++) total += counts[k];
@@ -918,14 +931,16 @@ static void tl_render(const tl_req *q, rd__mbuf *b) {
   char who[64], det[800];
   if (q->json) {
     rd__mbuf_printf(b, "{\"node\":%u,\"unfinished\":%llu,\"failed_kept\":%zu,\"failed_total\":%llu,"
-                       "\"failed_undetailed\":%llu,\"counts\":", rd__cluster_index(), (unsigned long long)total, tf_count,
-                    (unsigned long long)tf_total, (unsigned long long)tf_undetailed);
+                       "\"failed_undetailed\":%llu,\"finished_kept\":%llu,\"counts\":", rd__cluster_index(),
+                    (unsigned long long)total, tf_count, (unsigned long long)tf_total, (unsigned long long)tf_undetailed,
+                    (unsigned long long)counts[RD_TS_FINISHED]);
     tl_put_counts_json(b, counts);
     rd__mbuf_printf(b, ",\"by_function\":[");
     for (size_t i = 0; i < nfns; i++) {
       rd__mbuf_printf(b, "%s{\"func\":", i ? "," : "");
       rd__mbuf_json_cstr(b, fns[i].name);
-      rd__mbuf_printf(b, ",\"unfinished\":%llu,\"counts\":", (unsigned long long)(fns[i].total - fns[i].counts[RD_TS_FAILED]));
+      rd__mbuf_printf(b, ",\"unfinished\":%llu,\"counts\":",
+                      (unsigned long long)(fns[i].total - fns[i].counts[RD_TS_FAILED] - fns[i].counts[RD_TS_FINISHED]));
       tl_put_counts_json(b, fns[i].counts);
       rd__mbuf_printf(b, "}");
     }
@@ -953,8 +968,10 @@ static void tl_render(const tl_req *q, rd__mbuf *b) {
       rd__mbuf_printf(b, ",\"worker_pid\":%d,\"actor_id\":\"%016llx\",\"args_pending\":%d,\"resources\":", t->worker_pid,
                       (unsigned long long)t->actor_id, t->args_pending);
       rd__mbuf_json_cstr(b, t->resources);
-      rd__mbuf_printf(b, ",\"retry_in_s\":%.3f,\"owner_pid\":%d,\"job\":%u,\"worker_node\":%u}",
-                      (double)t->retry_in_ns / 1e9, rows[i].owner->pid, rows[i].owner->job, t->node);
+      rd__mbuf_printf(b, ",\"retry_in_s\":%.3f,\"owner_pid\":%d,\"job\":%u,\"worker_node\":%u,\"created_ms\":%llu,"
+                         "\"start_ms\":%llu,\"end_ms\":%llu}",
+                      (double)t->retry_in_ns / 1e9, rows[i].owner->pid, rows[i].owner->job, t->node,
+                      (unsigned long long)t->created_ms, (unsigned long long)t->start_ms, (unsigned long long)t->end_ms);
     }
     rd__mbuf_printf(b, "],\"failures\":[");
     for (size_t i = 0; i < nfail; i++) {
@@ -974,14 +991,17 @@ static void tl_render(const tl_req *q, rd__mbuf *b) {
   } else {
     rd__mbuf_printf(b, "node %u: %llu unfinished tasks", rd__cluster_index(), (unsigned long long)total);
     if (total) {
-      uint64_t f = counts[RD_TS_FAILED];
-      counts[RD_TS_FAILED] = 0;   /* said on a line of its own */
+      uint64_t f = counts[RD_TS_FAILED], ok = counts[RD_TS_FINISHED];
+      counts[RD_TS_FAILED] = counts[RD_TS_FINISHED] = 0;   /* said on lines of their own */
       rd__mbuf_printf(b, " (");
       tl_put_counts(b, counts);
       rd__mbuf_printf(b, ")");
       counts[RD_TS_FAILED] = f;
+      counts[RD_TS_FINISHED] = ok;
     }
     rd__mbuf_printf(b, "\n");
+    if (q->finished)
+      rd__mbuf_printf(b, "  finished well: the last %llu kept by their owners\n", (unsigned long long)counts[RD_TS_FINISHED]);
     if (tf_total)
       rd__mbuf_printf(b, "  failed for good: %llu here, the last %zu kept (%llu not detailed by their owners)\n",
                       (unsigned long long)tf_total, tf_count, (unsigned long long)tf_undetailed);
@@ -1048,7 +1068,8 @@ static void tl_finish(tl_req *q) {
 
 static void tl_timeout(uv_timer_t *t) { tl_finish(t->data); }
 
-int rd__dashboard_tasks(uv_loop_t *loop, int json, size_t limit, int state, rd__dashboard_done done, void *arg) {
+int rd__dashboard_tasks(uv_loop_t *loop, int json, size_t limit, int state, int finished, rd__dashboard_done done,
+                        void *arg) {
   tl_req *q = calloc(1, sizeof(*q));
   size_t n = 0;
   for (node_client *c = N.clients; c; c = c->next) n++;
@@ -1060,14 +1081,18 @@ int rd__dashboard_tasks(uv_loop_t *loop, int json, size_t limit, int state, rd__
   q->json = json;
   q->limit = limit;
   q->state = state;
+  q->finished = finished = finished || state == RD_TS_FINISHED;
   q->done = done;
   q->arg = arg;
   Rd__TaskListAsk m = RD__TASK_LIST_ASK__INIT;
   m.req_id = q->req_id;
   m.limit = (uint32_t)limit;
   m.only = state >= 0 ? (uint32_t)state + 1 : 0;
+  m.finished = finished;
   for (node_client *c = N.clients; c && state != RD_TS_FAILED; c = c->next) {   /* failures are kept here */
-    if (c->dead || (c->role != ROLE_DRIVER && c->role != ROLE_WORKER) || c->own_waiting + c->own_sent == 0) continue;
+    if (c->dead || (c->role != ROLE_DRIVER && c->role != ROLE_WORKER)) continue;
+    if (c->own_waiting + c->own_sent == 0 && !(finished && c->own_done)) continue;
+    if (state == RD_TS_FINISHED && !c->own_done) continue;
     q->asks[q->nasks++] = (tl_ask){c->id, rd__node_client_gcs_job(c), c->pid, c->role, 0, NULL};
     rd__node_send(c, RD__MSG_TYPE__MSG_TASK_LIST_ASK, &m.base, -1);
   }
@@ -1095,12 +1120,15 @@ int rd__dashboard_on_task_list(node_client *c, Rd__TaskList *m) {
   for (size_t i = 0; i < m->n_by_func; i++)
     if (m->by_func[i]->n_counts != RD_TS_NSTATES || !m->by_func[i]->func) return -1;
   for (size_t i = 0; i < m->n_tasks; i++)
-    if (m->tasks[i]->state < 0 || m->tasks[i]->state >= RD_TS_NSTATES) return -1;
+    if (m->tasks[i]->state < 0 || (m->tasks[i]->state >= RD_TS_NSTATES && m->tasks[i]->state != RD_TS_FINISHED))
+      return -1;
   tl_req *q = tl_reqs;
   while (q && q->req_id != m->req_id) q = q->next;
   tl_ask *a = q ? tl_find(q, c->id) : NULL;
   if (!a) return 0;   /* too late, or not asked: dropped */
   if (m->n_tasks > q->limit) return -1;
+  for (size_t i = 0; i < m->n_tasks && !q->finished; i++)
+    if (m->tasks[i]->state == RD_TS_FINISHED) return -1;   /* not asked for */
   a->answered = 1;
   a->m = m;
   if (--q->waiting == 0) tl_finish(q);

@@ -24,11 +24,15 @@ void rd__dashboard_objects(rd__mbuf *b, int json, size_t top);
 
 /* Unfinished tasks of the owners on this node (`raydist list tasks`,
  * /tasks and /api/tasks): the `limit` oldest (only those in `state`, or
- * all with -1), with every state's count and each owner's.  done is called
+ * all with -1), with every state's count and each owner's; with
+ * `finished` (or `state` RD_TS_FINISHED) the tasks that finished well
+ * that the owners keep too, counted, and as rows after the unfinished
+ * ones, the last to end first.  done is called
  * once, on the loop: at once when no owner here has tasks live, else when
  * all asked have answered or left, or after 2 s.  0 or RD_ENOMEM (done not
  * called). */
-int rd__dashboard_tasks(uv_loop_t *loop, int json, size_t limit, int state, rd__dashboard_done done, void *arg);
+int rd__dashboard_tasks(uv_loop_t *loop, int json, size_t limit, int state, int finished, rd__dashboard_done done,
+                        void *arg);
 
 /* The actor records this node keeps (`raydist list actors`, /actors and
  * /api/actors): every state's count and each class's, and the `limit`

@@ -559,11 +559,12 @@ static void handle_request(mconn *c) {
     int state = query_state(q ? q + 1 : NULL, rd__task_state_parse);   /* ?state=RUNNING: only those */
     if (state == -2) {
       respond_text(c, 400, "Bad Request", "unknown state: the states are PENDING_ARGS, PENDING_LEASE, "
-                                          "RETRY_BACKOFF, PENDING_ACTOR, SUBMITTED, RUNNING and FAILED\n");
+                                          "RETRY_BACKOFF, PENDING_ACTOR, SUBMITTED, RUNNING, FAILED and FINISHED\n");
       return;
     }
+    int finished = query_long(q ? q + 1 : NULL, "finished=", 0, 1) == 1;   /* and the finished tasks kept */
     hold_for_dashboard(c, head);
-    if (rd__dashboard_tasks(c->tcp.loop, tasks_api, (size_t)limit, state, on_dashboard, c) != 0)
+    if (rd__dashboard_tasks(c->tcp.loop, tasks_api, (size_t)limit, state, finished, on_dashboard, c) != 0)
       dashboard_not_taken(c);
     return;
   }

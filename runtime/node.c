@@ -1053,6 +1053,7 @@ static void on_owner_stats(node_client *c, Rd__OwnerStats *m) {
   }
   c->own_waiting = m->waiting;
   c->own_sent = m->sent;
+  c->own_done += m->done;
   c->own_classes = m->classes;
   owner_backlog(c, m->backlog, m->n_backlog);
 }

@@ -270,6 +270,7 @@ struct node_client {
   void *link;               /* ROLE_LINK: cluster.c's state of a link to another node */
   node_hold *hold;          /* ROLE_KEEPER: its job's resources, held or waited for (job_hold.c) */
   uint64_t own_waiting, own_sent;   /* its owned tasks now, as its last OwnerStats said */
+  uint64_t own_done;                /* ... and how many finished well since it came (it may keep them) */
   uint64_t own_classes;             /* and its scheduling classes */
   struct node_backlog *backlog;     /* ... and its backlog (OwnerStats.backlog; NULL: none) */
   size_t nbacklog;

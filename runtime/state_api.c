@@ -591,7 +591,8 @@ static const char *ray_task_state(const char *s) {
                                  {"PENDING_ACTOR", "PENDING_ACTOR_TASK_ORDERING_OR_CONCURRENCY"},
                                  {"SUBMITTED", "SUBMITTED_TO_WORKER"},
                                  {"RUNNING", "RUNNING"},
-                                 {"FAILED", "FAILED"}};
+                                 {"FAILED", "FAILED"},
+                                 {"FINISHED", "FINISHED"}};
   for (size_t i = 0; s && i < sizeof(map) / sizeof(map[0]); i++)
     if (!strcmp(s, map[i][0])) return map[i][1];
   return "NIL";
@@ -606,7 +607,7 @@ static const char *node_state(int kind, const char *ray_state) {
     return s >= 0 ? rd__actor_list_state_name(s) : NULL;
   }
   const char *found = NULL;
-  for (int s = 0; s <= RD_TS_FAILED; s++)
+  for (int s = 0; s <= RD_TS_FINISHED; s++)
     if (!strcasecmp(ray_task_state(rd__task_state_name(s)), ray_state)) {
       if (found) return NULL;
       found = rd__task_state_name(s);
@@ -639,7 +640,7 @@ static void task_common(sa_req *q, cell *r, const rd_gcs_node *x, const rd_json 
 
 static void tasks_of(sa_req *q, const rd_gcs_node *x, const rd_json *root, const rd_gcs_node *nodes, size_t n) {
   uint64_t now = rd__wall_ms();
-  q->total += (uint64_t)jnum(root, "unfinished") + (uint64_t)jnum(root, "failed_kept");
+  q->total += (uint64_t)jnum(root, "unfinished") + (uint64_t)jnum(root, "failed_kept") + (uint64_t)jnum(root, "finished_kept");
   const rd_json *list = rd_json_get(root, "tasks");
   for (const rd_json *t = list && list->type == RD_JSON_ARRAY ? list->child : NULL; t && !q->oom; t = t->next) {
     cell *r = row_new(q);
@@ -655,7 +656,11 @@ static void tasks_of(sa_req *q, const rd_gcs_node *x, const rd_json *root, const
       res_text_json(&b, res);
       set_json(q, &r[TK_RES], &b);
     }
-    set_int(&r[TK_CREATED], (long long)now - (long long)(jnum(t, "age_s") * 1000));
+    long long created = (long long)jnum(t, "created_ms");   /* the owner's clock, as start and end */
+    set_int(&r[TK_CREATED], created > 0 ? created : (long long)now - (long long)(jnum(t, "age_s") * 1000));
+    long long started = (long long)jnum(t, "start_ms"), ended = (long long)jnum(t, "end_ms");
+    if (started > 0) set_int(&r[TK_STARTED], started);
+    if (ended > 0) set_int(&r[TK_ENDED], ended);
   }
   const rd_json *fails = rd_json_get(root, "failures");
   for (const rd_json *t = fails && fails->type == RD_JSON_ARRAY ? fails->child : NULL; t && !q->oom; t = t->next) {
@@ -1014,8 +1019,8 @@ static void sa_work(uv_work_t *w) {
       if (!q->f[i].neg && !strcmp(q->cols[q->f[i].col].name, "state")) only = node_state(q->kind, q->f[i].val);
     size_t want = q->summary ? 0 : q->nf ? SA_MAX_LIMIT : q->limit;
     char path[96];
-    snprintf(path, sizeof(path), "/api/%s?limit=%zu%s%s", q->kind == K_ACTORS ? "actors" : "tasks", want,
-             only ? "&state=" : "", only ? only : "");
+    snprintf(path, sizeof(path), "/api/%s?limit=%zu%s%s%s", q->kind == K_ACTORS ? "actors" : "tasks", want,
+             only ? "&state=" : "", only ? only : "", q->kind == K_TASKS ? "&finished=1" : "");
     each_node(q, nodes, n, path, NULL, RD_JSON_OBJECT, q->kind == K_ACTORS ? actors_of : tasks_of);
     if (q->kind == K_ACTORS && q->nrows > 1) sort_rows(q);   /* by actor_id, as Ray lists them */
     if (q->kind == K_TASKS && !q->summary) actor_calls_nodes(q, nodes, n);

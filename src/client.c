@@ -1805,6 +1805,47 @@ void rd__ret_refs_unhold(const uint64_t *ids, size_t n) {
   if (npending_delete) flush_or_wake();
 }
 
+/* ---- the tasks finished well: the last RAYDIST_TASK_HISTORY of them ----
+ *
+ * For `ray list tasks` (FINISHED rows, their start and end) and its
+ * summary: kept here, where they finish, and sent only when the node asks
+ * (TaskListAsk.finished); gone with this process.  Failures are kept by the
+ * node instead (OwnerStats.failures). */
+typedef struct rd__done {
+  uint64_t task_id, ret_id, actor_id;
+  uint64_t submit_ms, start_ms, end_ms;   /* wall clock */
+  int attempt, worker_pid;
+  uint32_t node;
+  char func[64];
+} rd__done;
+
+/* t, answered now on l, finished well; it could start on its worker at
+ * start (sent, or its previous task answered). */
+static void done_keep(const rd__task *t, const rd__lease *l, uint64_t start, uint64_t now) {
+  if (!G.done_max) return;
+  if (!G.done && !(G.done = malloc(G.done_max * sizeof(*G.done)))) {
+    G.done_max = 0;   /* out of memory: none kept */
+    return;
+  }
+  rd__done *d = &G.done[G.done_next];
+  uint64_t wall = rd__wall_ms();
+  d->task_id = t->task_id;
+  d->ret_id = t->nret > 0 ? t->ret_ids[0] : 0;
+  d->actor_id = t->actor ? t->actor->id : t->actor_id;
+  d->end_ms = wall;
+  d->start_ms = wall - (now - start) / 1000000;
+  d->submit_ms = wall - (now > t->submit_ns ? now - t->submit_ns : 0) / 1000000;
+  d->attempt = t->attempt;
+  d->worker_pid = l->worker_pid;
+  d->node = l->node;
+  const char *f = t->func ? t->func : "";
+  size_t n = strnlen(f, sizeof(d->func) - 1);
+  memcpy(d->func, f, n);
+  d->func[n] = 0;
+  G.done_next = (G.done_next + 1) % G.done_max;
+  if (G.done_n < G.done_max) G.done_n++;
+}
+
 static void on_task_reply(rd__lease *l, Rd__TaskReply *m) {
   rd__task *t = l->inhead, *prev = NULL;
   while (t && t->task_id != m->task_id) { prev = t; t = t->next; }
@@ -1847,6 +1888,7 @@ static void on_task_reply(rd__lease *l, Rd__TaskReply *m) {
     else if (!lineage_arg_lost(t, m->status, m->lost_arg))
       task_fail(t, m->status, "%s", m->error && *m->error ? m->error : rd_strerror(m->status));
   } else if (t->stream) {
+    done_keep(t, l, start, now);
     stream_end(t, m);
   } else {
     int keep = lineage_wanted(t, m->node);
@@ -1883,6 +1925,7 @@ static void on_task_reply(rd__lease *l, Rd__TaskReply *m) {
       obj_ready(o);
     }
     task_settle(t, 0);
+    done_keep(t, l, start, now);
     if (t->lineage_refs > 1) {
       t->lineage_refs--;
       lineage_link(t);
@@ -2570,11 +2613,12 @@ typedef struct tl_acc {
   char (*res)[160];
   size_t n, limit;
   int only;                 /* rows of this state only (-1: all) */
-  uint64_t counts[RD_TS_NSTATES];
-  uint64_t now;
+  uint64_t counts[RD_TS_NSTATES], finished;
+  uint64_t now, wall;       /* rd__now_ns, rd__wall_ms */
   struct {                  /* the counts by function; [TL_FUNCS]: "(other)" */
     const char *func;
     uint64_t counts[RD_TS_NSTATES];
+    uint64_t finished;
   } fn[TL_FUNCS + 1];
   size_t nfn;
 } tl_acc;
@@ -2585,7 +2629,8 @@ static void tl_count_func(tl_acc *a, const char *func, int state) {
   while (i < a->nfn && a->fn[i].func != func && strcmp(a->fn[i].func, func) != 0) i++;
   if (i == a->nfn && a->nfn < TL_FUNCS) a->fn[a->nfn++].func = func;
   else if (i == a->nfn) a->fn[i = TL_FUNCS].func = "(other)";
-  a->fn[i].counts[state]++;
+  if (state == RD_TS_FINISHED) a->fn[i].finished++;
+  else a->fn[i].counts[state]++;
 }
 
 /* a->p[0..n) is a heap with the youngest kept task on top, so the rows
@@ -2626,6 +2671,7 @@ static Rd__TaskInfo *tl_add(tl_acc *a, const rd__task *t, int state) {
   x->func = (char *)(t->func ? t->func : "");
   x->state = state;
   x->age_ns = age;
+  x->created_ms = a->wall - age / 1000000;
   x->attempt = t->attempt;
   x->actor_id = t->actor ? t->actor->id : t->actor_id;
   x->ret_id = t->nret > 0 ? t->ret_ids[0] : 0;
@@ -2650,7 +2696,39 @@ static void tl_inflight(tl_acc *a, const rd__lease *l) {
     if (x) {
       x->worker_pid = l->worker_pid;
       x->node = l->node;
+      if (x->state == RD_TS_RUNNING) {   /* as on_task_reply counts its service time */
+        uint64_t start = t->pushed_ns > l->last_reply_ns ? t->pushed_ns : l->last_reply_ns;
+        x->start_ms = a->wall - (a->now > start ? a->now - start : 0) / 1000000;
+      }
     }
+  }
+}
+
+/* The finished tasks kept: every one counted, the most recent as rows
+ * while the limit has room after the unfinished ones (called last: a->p is
+ * no heap after it). */
+static void tl_finished(tl_acc *a) {
+  for (size_t k = 0; k < G.done_n; k++) {
+    const rd__done *d = &G.done[(G.done_next + G.done_max - 1 - k) % G.done_max];
+    a->finished++;
+    tl_count_func(a, d->func, RD_TS_FINISHED);
+    if (a->n >= a->limit || (a->only >= 0 && a->only != RD_TS_FINISHED)) continue;
+    Rd__TaskInfo *x = a->p[a->n] = &a->v[a->n];
+    a->n++;
+    rd__task_info__init(x);
+    x->task_id = d->task_id;
+    x->func = (char *)d->func;
+    x->state = RD_TS_FINISHED;
+    x->age_ns = (a->wall > d->submit_ms ? a->wall - d->submit_ms : 0) * 1000000;
+    x->created_ms = d->submit_ms;
+    x->attempt = d->attempt;
+    x->worker_pid = d->worker_pid;
+    x->actor_id = d->actor_id;
+    x->ret_id = d->ret_id;
+    x->node = d->node;
+    x->resources = (char *)"";
+    x->start_ms = d->start_ms;
+    x->end_ms = d->end_ms;
   }
 }
 
@@ -2658,8 +2736,9 @@ static void on_task_list_ask(const Rd__TaskListAsk *m) {
   tl_acc a;
   memset(&a, 0, sizeof(a));
   a.limit = m->limit > 10000 ? 10000 : m->limit;   /* the node asks for at most 10000 */
-  a.only = m->only > 0 && m->only <= RD_TS_NSTATES ? (int)m->only - 1 : -1;
+  a.only = m->only > 0 && m->only <= RD_TS_FINISHED + 1 ? (int)m->only - 1 : -1;
   a.now = rd__now_ns();
+  a.wall = rd__wall_ms();
   if (a.limit) {
     a.v = malloc(a.limit * sizeof(*a.v));
     a.p = malloc(a.limit * sizeof(*a.p));
@@ -2699,7 +2778,9 @@ static void on_task_list_ask(const Rd__TaskListAsk *m) {
       if (!seen) (void)tl_add(&a, t, RD_TS_PENDING_ARGS);
     }
   }
+  if (m->finished && G.done_n) tl_finished(&a);
   Rd__TaskList r = RD__TASK_LIST__INIT;
+  r.finished = a.finished;
   r.req_id = m->req_id;
   r.n_tasks = a.n;
   r.tasks = a.p;
@@ -2713,6 +2794,7 @@ static void on_task_list_ask(const Rd__TaskListAsk *m) {
     fc[i].func = (char *)a.fn[k].func;
     fc[i].n_counts = RD_TS_NSTATES;
     fc[i].counts = a.fn[k].counts;
+    fc[i].finished = a.fn[k].finished;
     fcp[i] = &fc[i];
   }
   r.n_by_func = a.nfn + (size_t)other;
@@ -2954,9 +3036,14 @@ static int owner_has_work(void) {
 static void progress_nap(uint64_t ns) { cond_wait_ns(&G.progress_cv, ns); }
 
 /* Looks every grace period whether it is needed (every 20 ms while a caller
- * pumps, as in a long rd_get); after ~70 ms with nothing owned it sleeps
- * until submit_task kicks it, so an idle process costs nothing and a busy
- * caller never pays a wake-up. */
+ * pumps, as in a long rd_get); after ~70 ms with nothing owned it waits in
+ * poll() for what the node or a peer may still ask of this owner (`raydist
+ * list tasks` for its finished tasks, a borrower's question) until
+ * submit_task kicks it or a caller comes, so an idle process costs nothing
+ * but answers at once, and a busy caller never pays a wake-up.  (Before
+ * 2026-12-05 it slept on a condition variable: a driver idle outside the
+ * library left the node's questions for its next call, and `ray list
+ * tasks` waited 2 s for it.) */
 static void *progress_main(void *arg) {
   (void)arg;
   in_progress_thread = 1;
@@ -2981,10 +3068,12 @@ static void *progress_main(void *arg) {
       class_sweep(now);   /* classes the last tasks left unused */
       if (++idle_naps < 100 / (int)(G.progress_grace_ns / 1000000u + 1)) {
         progress_nap(G.progress_grace_ns);
+      } else if (G.pumping || now - quiet_since < G.progress_grace_ns) {
+        progress_nap(20000000u);   /* a caller is in the library: look again later */
       } else {
-        G.progress_idle = 1;
-        progress_nap(1000000000u);
-        G.progress_idle = 0;
+        G.progress_idle = G.progress_pumping = 1;
+        (void)rd__pump(1000);
+        G.progress_idle = G.progress_pumping = 0;
       }
       continue;
     }
@@ -3056,7 +3145,7 @@ void rd__ost_flush(void) {
 /* Work arrived: start the progress thread, or wake it if it sleeps. */
 static void progress_kick(void) {
   if (!G.progress_on) progress_start();
-  else if (G.progress_idle) pthread_cond_signal(&G.progress_cv);
+  else if (G.progress_idle) wake_pumper();   /* out of its poll() */
 }
 
 void rd__ost_touch(void) {
@@ -5220,6 +5309,9 @@ static void ctx_reset(void) {
   if (G.ro_base) munmap((void *)G.ro_base, G.store_cap);
   G.rw_base = NULL;
   G.ro_base = NULL;
+  free(G.done);
+  G.done = NULL;
+  G.done_n = G.done_next = 0;
   if (G.objs.slots) {
     /* tasks still waiting for arguments live only in their objects' lists;
      * a task can wait on several objects, so mark each before freeing */
@@ -5384,6 +5476,9 @@ int rd_init(const rd_config *cfg_in) {
   G.pipeline_depth = e && atoi(e) > 0 ? atoi(e) : 32;
   e = getenv("RAYDIST_MAX_LINEAGE_BYTES");
   G.lineage_max = e && *e ? (size_t)strtoull(e, NULL, 10) : (size_t)1 << 30;
+  e = getenv("RAYDIST_TASK_HISTORY");   /* finished tasks kept for `ray list tasks`; 0: none */
+  G.done_max = e && *e ? (size_t)strtoull(e, NULL, 10) : 10000;
+  if (G.done_max > 1000000) G.done_max = 1000000;
   e = getenv("RAYDIST_SPIN_US");
   double spin_us = e && *e ? atof(e) : 50.0;
   G.spin_ns = spin_us > 0 && spin_us < 1e6 ? (uint64_t)(spin_us * 1000) : 0;

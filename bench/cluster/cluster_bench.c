@@ -238,8 +238,27 @@ static long http_get(const char *ipport, const char *path) {
   return total;
 }
 
+/* Each of paths GET from metrics g_trials times: the best time printed,
+ * the line starting "list_tasks N WHAT". */
+static void list_tasks_gets(const char *metrics, int n, const char *what, const char *const *paths, size_t np) {
+  for (size_t k = 0; k < np; k++) {
+    double best = 1e9;
+    long bytes = 0;
+    for (int t = 0; t < g_trials; t++) {
+      double s = now();
+      bytes = http_get(metrics, paths[k]);
+      if (bytes < 0) DIE("GET %s from %s failed", paths[k], metrics);
+      if (now() - s < best) best = now() - s;
+    }
+    printf("list_tasks %6d %s: GET %-38s %8.1f ms (best of %d), %ld bytes\n", n, what, paths[k], best * 1e3, g_trials,
+           bytes);
+  }
+}
+
 /* n tasks waiting for an open put, listed: the node asks this driver (its
- * progress thread answers), which walks its object table. */
+ * progress thread answers), which walks its object table.  Then the same
+ * tasks finished: the driver keeps the last RAYDIST_TASK_HISTORY (10,000)
+ * of them, listed and counted when asked. */
 static void list_tasks_round(const char *metrics, int n) {
   void *p;
   rd_ref arg;
@@ -250,19 +269,8 @@ static void list_tasks_round(const char *metrics, int n) {
   for (int i = 0; i < n; i++) OK(rd_submit(nop, RD_ARGS(rd_arg_ref(arg)), &g_opts, &refs[i]));
   double sub = now() - t0;
   usleep(300000);   /* the driver's OwnerStats reaches its node */
-  static const char *const paths[] = {"/api/tasks?limit=100", "/api/tasks?limit=10000", "/tasks?limit=100"};
-  for (size_t k = 0; k < sizeof(paths) / sizeof(paths[0]); k++) {
-    double best = 1e9;
-    long bytes = 0;
-    for (int t = 0; t < g_trials; t++) {
-      double s = now();
-      bytes = http_get(metrics, paths[k]);
-      if (bytes < 0) DIE("GET %s from %s failed", paths[k], metrics);
-      if (now() - s < best) best = now() - s;
-    }
-    printf("list_tasks %6d waiting: GET %-22s %8.1f ms (best of %d), %ld bytes\n", n, paths[k], best * 1e3, g_trials,
-           bytes);
-  }
+  static const char *const waiting[] = {"/api/tasks?limit=100", "/api/tasks?limit=10000", "/tasks?limit=100"};
+  list_tasks_gets(metrics, n, "waiting", waiting, 3);
   memset(p, 0, 8);
   OK(rd_put_seal(arg));
   OK(rd_wait(refs, (size_t)n, (size_t)n, 600000, NULL) == n ? 0 : RD_ETIMEDOUT);
@@ -270,6 +278,10 @@ static void list_tasks_round(const char *metrics, int n) {
   rd_ref_release(arg);
   free(refs);
   printf("list_tasks %6d waiting: submitted in %.2f s (%.0f tasks/s)\n", n, sub, n / sub);
+  usleep(300000);
+  static const char *const finished[] = {"/api/tasks?finished=1&limit=100", "/api/tasks?state=FINISHED&limit=10000",
+                                         "/api/tasks?finished=1&limit=0"};
+  list_tasks_gets(metrics, n, "finished", finished, 3);
 }
 
 int main(int argc, char **argv) {

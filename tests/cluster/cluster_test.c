@@ -4953,8 +4953,9 @@ static int t_actors_hold(void) {
  * a named actor "counter" (namespace "team") on c, an actor killed for
  * good, a placement group "pg_state" of two half-CPU bundles, two
  * wait_file tasks running, two arg_len waiting for the first's result, one
- * slow_where that failed, a 1 MiB put and a call of counter waiting for
- * $RD_DONE.  $RD_READY gets this driver's pid. */
+ * slow_where that failed and one that finished after 300 ms (and the two
+ * Tally.add calls that finished), a 1 MiB put and a call of counter
+ * waiting for $RD_DONE.  $RD_READY gets this driver's pid. */
 static int t_state_hold(void) {
   join();
   const char *ready = getenv("RD_READY"), *done = getenv("RD_DONE");
@@ -4981,6 +4982,11 @@ static int t_state_hold(void) {
   CHECK_EQ(rd_submit(slow_where, RD_NO_ARGS, NULL, &bad), 0);   /* "bad args" */
   CHECK(rd_wait(&bad, 1, 1, 60000, NULL) == 1);
   rd_ref_release(bad);
+  uint32_t ms = 300, tag = 7;   /* a task that finished well, after 300 ms */
+  rd_ref quick;
+  CHECK_EQ(rd_submit(slow_where, RD_ARGS(rd_arg_bytes(&ms, 4), rd_arg_bytes(&tag, 4)), NULL, &quick), 0);
+  CHECK(rd_wait(&quick, 1, 1, 60000, NULL) == 1);
+  rd_ref_release(quick);
   static char mib[1 << 20];
   rd_ref put, call;
   CHECK_EQ(rd_put(mib, sizeof(mib), &put), 0);   /* a 1 MiB object in the head's store */

@@ -937,6 +937,7 @@ PY
       rl tasks list tasks $A --detail
       rl running list tasks $A --filter state=RUNNING
       rl not_running list tasks $A --filter "state!=running"
+      rl finished list tasks $A --filter state=FINISHED --detail
       rl one list tasks $A --limit 1
       rl pgs list placement-groups $A --detail
       rl jobs list jobs $A --detail
@@ -945,7 +946,7 @@ PY
       rl workers list workers $A --limit 1000
       rl driver list workers $A --filter worker_type=driver
       python3 - "$J" "$PID" <<'PY' || fail "state_api: ray list through $M"
-import json, os, sys
+import datetime, json, os, sys
 d, pid = sys.argv[1], int(sys.argv[2])
 j = lambda n: json.load(open(os.path.join(d, n)))
 nodes = j("nodes")
@@ -964,6 +965,8 @@ assert len(dead) == 1 and "rd_actor_kill" in dead[0]["death_cause"]["actor_died_
 assert actors == sorted(actors, key=lambda a: a["actor_id"]), actors
 assert [a["actor_id"] for a in j("counter")] == [c[0]["actor_id"]], j("counter")
 tasks = j("tasks")
+fin = sorted((t for t in tasks if t["state"] == "FINISHED"), key=lambda t: t["name"])
+tasks = [t for t in tasks if t["state"] != "FINISHED"]
 call = [t for t in tasks if t["actor_id"]]
 assert len(call) == 1 and call[0]["name"] == "Tally.wait_file" and call[0]["actor_id"] == c[0]["actor_id"], call
 assert call[0]["type"] == "ACTOR_TASK" and call[0]["node_id"] == c[0]["node_id"], call   # its actor's node
@@ -977,7 +980,19 @@ assert all(t["node_id"] is None for t in tasks if t["state"] != "RUNNING"), task
 f = [t for t in tasks if t["state"] == "FAILED"][0]
 assert f["error_type"] == "RD_ETASK" and "bad args" in f["error_message"] and f["end_time_ms"] >= f["creation_time_ms"], f
 assert [t["name"] for t in j("running")].count("wait_file") == 2, j("running")
-assert sorted(t["name"] for t in j("not_running") if not t["actor_id"]) == ["arg_len", "arg_len", "slow_where"], j("not_running")
+assert all(t["start_time_ms"] >= t["creation_time_ms"] for t in tasks if t["state"] == "RUNNING"), tasks
+assert sorted(t["name"] for t in j("not_running") if not t["actor_id"]) == ["arg_len", "arg_len", "slow_where", "slow_where"], j("not_running")
+# the tasks that finished well, as their owner keeps them: the two
+# Tally.add calls (one of each actor, on its node) and a 300 ms slow_where
+assert [t["name"] for t in fin] == ["Tally.add", "Tally.add", "slow_where"], fin
+assert sorted(t["task_id"] for t in j("finished")) == sorted(t["task_id"] for t in fin), (j("finished"), fin)
+for t in fin:
+    assert t["worker_pid"] > 0 and t["node_id"] in ids and t["job_id"] == tasks[0]["job_id"], t
+    assert t["creation_time_ms"] <= t["start_time_ms"] <= t["end_time_ms"] and t["error_type"] is None, t
+assert {t["actor_id"] for t in fin[:2]} == {a["actor_id"] for a in actors} and fin[0]["type"] == "ACTOR_TASK", fin
+ms = lambda s: datetime.datetime.strptime(s, "%Y-%m-%d %H:%M:%S.%f").timestamp() * 1000
+sw = fin[2]
+assert sw["type"] == "NORMAL_TASK" and sw["actor_id"] is None and 300 <= ms(sw["end_time_ms"]) - ms(sw["start_time_ms"]) < 5000, sw
 assert len(j("one")) == 1, j("one")
 pgs = j("pgs")
 assert len(pgs) == 1 and pgs[0]["name"] == "pg_state" and pgs[0]["state"] == "CREATED", pgs
@@ -1000,8 +1015,9 @@ PY
       AID=$(python3 -c 'import json,sys; print([a["actor_id"] for a in json.load(open(sys.argv[1])) if a["name"] == "counter"][0])' "$J/actors")
       "$RAY" get actors "$AID" $A > "$O" 2>&1 && grep -q "name: counter" "$O" && grep -q "ray_namespace: team" "$O" ||
         { cat "$O"; fail "state_api: ray get actors"; }
-      "$RAY" summary tasks $A > "$O" 2>&1 && grep -q "total_tasks: 5" "$O" && grep -q "total_actor_tasks: 1" "$O" && grep -Eq "wait_file +RUNNING: 2 +NORMAL_TASK" "$O" &&
-        grep -Eq "arg_len +PENDING_ARGS_AVAIL: 2" "$O" && grep -Eq "slow_where +FAILED: 1" "$O" || { cat "$O"; fail "state_api: ray summary tasks"; }
+      "$RAY" summary tasks $A > "$O" 2>&1 && grep -q "total_tasks: 6" "$O" && grep -q "total_actor_tasks: 3" "$O" && grep -Eq "wait_file +RUNNING: 2 +NORMAL_TASK" "$O" &&
+        grep -Eq "arg_len +PENDING_ARGS_AVAIL: 2" "$O" && grep -A1 -E "slow_where +FAILED: 1" "$O" | grep -Eq "^ +FINISHED: 1$" &&
+        grep -Eq "Tally.add +FINISHED: 2 +ACTOR_TASK" "$O" || { cat "$O"; fail "state_api: ray summary tasks"; }
       "$RAY" summary actors $A > "$O" 2>&1 && grep -q "total_actors: 2" "$O" && grep -Eq "Tally +ALIVE: 1" "$O" ||
         { cat "$O"; fail "state_api: ray summary actors"; }
       "$RAY" summary objects $A > "$O" 2>&1 && grep -q "callsite_enabled: false" "$O" && grep -q "^disabled" "$O" &&
@@ -1018,7 +1034,8 @@ PY
         "$RAY" summary tasks --address "http://$M" > "$O" 2>&1 && grep -Eq "wait_file +RUNNING: 3 +NORMAL_TASK" "$O" && break
         sleep 0.2
       done
-      grep -q "total_tasks: 6" "$O" && grep -q "total_actor_tasks: 2" "$O" && grep -Eq "wait_file +RUNNING: 3 +NORMAL_TASK" "$O" &&
+      grep -q "total_tasks: 7" "$O" && grep -q "total_actor_tasks: 5" "$O" && grep -Eq "wait_file +RUNNING: 3 +NORMAL_TASK" "$O" &&
+        grep -Eq "Tally.add +FINISHED: 3 +ACTOR_TASK" "$O" &&
         [ "$(grep -c "^[0-9]  *wait_file " "$O")" = 1 ] || { cat "$O"; fail "state_api: the tasks summary of two nodes"; }
       "$RAY" summary actors --address "http://$M" > "$O" 2>&1 && grep -q "total_actors: 3" "$O" &&
         grep -Eq "Tally +ALIVE: 2" "$O" || { cat "$O"; fail "state_api: the actors summary of two nodes"; }
@@ -1044,10 +1061,10 @@ def get(path, code, words, method="GET", auth=True):
     return j
 ok = get("/api/v0/tasks?limit=2&detail=true", 200, "")
 r = ok["data"]["result"]
-assert r["total"] == 8 and len(r["result"]) == 2 and "events" in r["result"][0], r   # nodes asked for 2 rows each (both drivers)
-assert r["num_after_truncation"] < 8 and r["num_filtered"] == r["num_after_truncation"], r
+assert r["total"] == 12 and len(r["result"]) == 2 and "events" in r["result"][0], r   # nodes asked for 2 rows each (both drivers)
+assert r["num_after_truncation"] < 12 and r["num_filtered"] == r["num_after_truncation"], r   # 8 unfinished, 4 finished
 r = get("/api/v0/tasks?limit=2&filter_keys=state&filter_predicates=%3D&filter_values=pending_args_avail", 200, "")["data"]["result"]
-assert r["total"] == 8 and r["num_filtered"] == 2 and len(r["result"]) == 2, r                    # asked of the nodes as PENDING_ARGS
+assert r["total"] == 12 and r["num_filtered"] == 2 and len(r["result"]) == 2, r                   # asked of the nodes as PENDING_ARGS
 assert all(t["name"] == "arg_len" for t in r["result"]), r
 get("/api/v0/nodes", 401, "cluster token", auth=False)
 get("/api/v0/nodes", 405, "takes GET", method="POST")

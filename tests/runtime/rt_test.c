@@ -2471,6 +2471,95 @@ static int t_tasks_threaded(void) {
   return 0;
 }
 
+/* How many times needle is in hay. */
+static int count_of(const char *hay, const char *needle) {
+  int n = 0;
+  for (const char *p = hay; (p = strstr(p, needle)) != NULL; p += strlen(needle)) n++;
+  return n;
+}
+
+/* The tasks that finished well, kept by their owner for /api/tasks with
+ * finished=1 (Ray's FINISHED rows): with RAYDIST_TASK_HISTORY=20, of 30
+ * tasks of 60 ms the owner keeps the last 20, listed after the unfinished
+ * one, the last to end first, each with its worker's pid, its submission,
+ * start and end (ran at least 60 ms); state=FINISHED lists only them
+ * (limit 5: five rows, all 20 counted); without finished=1 none are.  Once
+ * the owner has nothing live and this thread is outside the library, its
+ * progress thread still answers at once. */
+static int t_task_history(void) {
+  setenv("RAYDIST_TASK_HISTORY", "20", 1);
+  init_with_cpus(2);
+  unsetenv("RAYDIST_TASK_HISTORY");
+  rd_ref r[30], slow;
+  long ms = 60;
+  for (int i = 0; i < 30; i++) CHECK_EQ(rd_submit(sleep_span, RD_ARGS(rd_arg_bytes(&ms, sizeof(ms))), NULL, &r[i]), 0);
+  for (int i = 0; i < 30; i++) {
+    CHECK_EQ(get_status(r[i], 30000), 0);
+    rd_ref_release(r[i]);
+  }
+  long long_ms = 1500;   /* one unfinished: listed first */
+  CHECK_EQ(rd_submit(sleep_span, RD_ARGS(rd_arg_bytes(&long_ms, sizeof(long_ms))), NULL, &slow), 0);
+  usleep(400000);   /* the owner's report that it has finished tasks */
+  struct timeval tv;
+  gettimeofday(&tv, NULL);
+  long long wall = (long long)tv.tv_sec * 1000 + tv.tv_usec / 1000;
+  int port = metrics_port();
+  static char body[1 << 17];
+  const char *t = http_body(port, "/api/tasks?finished=1&limit=100", body, sizeof(body));
+  CHECK(t != NULL);
+  printf("%.600s...\n", t);
+  CHECK(strstr(t, "\"unfinished\":1,") != NULL && strstr(t, "\"finished_kept\":20,") != NULL);
+  CHECK(strstr(t, "\"FINISHED\":20}") != NULL);   /* the counts, and sleep_span's */
+  CHECK_EQ(count_of(t, "\"state\":\"FINISHED\""), 20);
+  const char *first = strstr(t, "\"state\":\"");
+  CHECK(first && !strncmp(first, "\"state\":\"RUNNING\"", 17));   /* the unfinished first */
+  long long last_end = wall + 1;
+  int rows = 0;
+  for (const char *p = strstr(first + 1, "\"state\":\"FINISHED\""); p; p = strstr(p + 1, "\"state\":\"FINISHED\"")) {
+    long long created, start, end;
+    int pid;
+    const char *c = strstr(p, "\"worker_pid\":");
+    CHECK(c && sscanf(c, "\"worker_pid\":%d", &pid) == 1 && pid > 0);
+    c = strstr(p, "\"created_ms\":");
+    CHECK(c && sscanf(c, "\"created_ms\":%lld,\"start_ms\":%lld,\"end_ms\":%lld", &created, &start, &end) == 3);
+    CHECK(created > wall - 60000 && created <= start && end - start >= 60 && end - start < 5000);
+    CHECK(end <= last_end);   /* the last to end first */
+    last_end = end;
+    rows++;
+  }
+  CHECK_EQ(rows, 20);
+  t = http_body(port, "/api/tasks?state=FINISHED&limit=5", body, sizeof(body));
+  CHECK(t != NULL);
+  CHECK(strstr(t, "\"finished_kept\":20,") != NULL && count_of(t, "\"state\":\"FINISHED\"") == 5);
+  CHECK(count_of(t, "\"state\":\"RUNNING\"") == 0);
+  t = http_body(port, "/api/tasks?limit=100", body, sizeof(body));
+  CHECK(t != NULL);
+  CHECK(strstr(t, "\"finished_kept\":0,") != NULL && count_of(t, "\"state\":\"FINISHED\"") == 0);
+  t = http_body(port, "/tasks?state=FINISHED&limit=3", body, sizeof(body));   /* raydist list tasks --state finished */
+  CHECK(t != NULL);
+  printf("%s", t);
+  CHECK(strstr(t, "finished well: the last 20 kept by their owners") != NULL && count_of(t, " FINISHED      ") == 3);
+  CHECK(strstr(t, "ran 0.") != NULL);
+  /* the owner idle, this thread outside the library: its progress thread
+   * answers at once (it slept on a condition variable before 2026-12-05,
+   * and the node waited 2 s for an answer that never came) */
+  CHECK_EQ(get_status(slow, 30000), 0);
+  rd_ref_release(slow);
+  usleep(1500000);
+  double t0 = now_s();
+  t = http_body(port, "/api/tasks?state=FINISHED&limit=1", body, sizeof(body));
+  double took = now_s() - t0;
+  CHECK(t != NULL);
+  printf("idle owner answered in %.3f s: %.300s\n", took, t);
+  CHECK(took < 1.0 && strstr(t, "\"unfinished\":0,") && strstr(t, "\"finished_kept\":20,"));
+  long long created, start, end;
+  const char *c = strstr(t, "\"created_ms\":");
+  CHECK(c && sscanf(c, "\"created_ms\":%lld,\"start_ms\":%lld,\"end_ms\":%lld", &created, &start, &end) == 3);
+  CHECK(end - start >= 1500 && end - start < 10000);   /* the last to end: the 1.5 s task */
+  rd_shutdown();
+  return 0;
+}
+
 /* The status of the first return of r and its message, in msg. */
 static int get_err(rd_ref r, char *msg, size_t cap) {
   rd_buf b;
@@ -3076,7 +3165,7 @@ static const rd_test_case tests[] = {
     {"threads", t_threads},         {"spawn_fails", t_spawn_fails}, {"spawn_fails_child", t_spawn_fails_child},
     {"workers_crash_at_start", t_workers_crash_at_start}, {"workers_trim", t_workers_trim},
     {"cancel", t_cancel},           {"progress", t_progress}, {"nested_blocked", t_nested_blocked},
-    {"memory_monitor", t_memory_monitor}, {"oom_retry", t_oom_retry}, {"oom_victim", t_oom_victim}, {"metrics", t_metrics}, {"app_metrics", t_app_metrics}, {"tasks_threaded", t_tasks_threaded},
+    {"memory_monitor", t_memory_monitor}, {"oom_retry", t_oom_retry}, {"oom_victim", t_oom_victim}, {"metrics", t_metrics}, {"app_metrics", t_app_metrics}, {"tasks_threaded", t_tasks_threaded}, {"task_history", t_task_history},
     {"cancel_cooperative", t_cancel_cooperative}, {"timeline", t_timeline},
     {"cancel_race", t_cancel_race}, {"get_released", t_get_released}, {"nodes", t_nodes}, {"labels", t_labels}, {"objects", t_objects}, {"intern_gc", t_intern_gc}, {"many_classes", t_many_classes}, {"worker_burst", t_worker_burst}, {"retry_failures", t_retry_failures}, {"kv", t_kv}, {"max_calls", t_max_calls}, {"cancel_recursive", t_cancel_recursive},
     {"signals", t_signals},
