@@ -3068,8 +3068,12 @@ static void *progress_main(void *arg) {
       class_sweep(now);   /* classes the last tasks left unused */
       if (++idle_naps < 100 / (int)(G.progress_grace_ns / 1000000u + 1)) {
         progress_nap(G.progress_grace_ns);
-      } else if (G.pumping || now - quiet_since < G.progress_grace_ns) {
-        progress_nap(20000000u);   /* a caller is in the library: look again later */
+      } else if (G.pumping) {   /* another thread pumps (a worker's loop, a long rd_get): it answers */
+        G.progress_idle = 1;
+        progress_nap(1000000000u);
+        G.progress_idle = 0;
+      } else if (now - quiet_since < G.progress_grace_ns) {
+        progress_nap(20000000u);   /* a caller was in the library just now: look again later */
       } else {
         G.progress_idle = G.progress_pumping = 1;
         (void)rd__pump(1000);
@@ -3145,7 +3149,8 @@ void rd__ost_flush(void) {
 /* Work arrived: start the progress thread, or wake it if it sleeps. */
 static void progress_kick(void) {
   if (!G.progress_on) progress_start();
-  else if (G.progress_idle) wake_pumper();   /* out of its poll() */
+  else if (G.progress_idle && G.progress_pumping) wake_pumper();   /* out of its poll() */
+  else if (G.progress_idle) pthread_cond_signal(&G.progress_cv);
 }
 
 void rd__ost_touch(void) {
