@@ -148,6 +148,7 @@ typedef struct cl_claim {
 } cl_claim;
 
 #define CLAIM_REPORT_SLACK_NS 50000000ull   /* a report's room is read this much before the GCS has it */
+#define CLAIM_UNANSWERED_NS 30000000000ull  /* a claim never answered is dropped after this */
 
 /* A lease spilled from here that ended (chan_unclaim) while the views may
  * still show it held: a view whose target report came between its grant
@@ -160,7 +161,6 @@ typedef struct cl_ended {
 } cl_ended;
 
 #define ENDED_MAX 4096   /* kept at once; past it, a view may show an ended lease held until its target reports */
-#define CLAIM_UNANSWERED_NS 30000000000ull  /* a claim never answered is dropped after this */
 
 typedef struct cl_pull {
   uv_work_t work;

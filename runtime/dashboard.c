@@ -873,12 +873,12 @@ static void tl_put_counts_json(rd__mbuf *b, const uint64_t *counts) {
 }
 
 /* "RUNNING 2, PENDING_ARGS 3, FAILED 1, FINISHED 5": the states with a
- * count, running first, failed and finished last. */
-static void tl_put_counts(rd__mbuf *b, const uint64_t *counts) {
+ * count, running first, then (with ended) failed and finished. */
+static void tl_put_counts(rd__mbuf *b, const uint64_t *counts, int ended) {
   int sep = 0;
   for (int k = RD_TS_NSTATES - 1; k >= 0; k--)
     if (counts[k]) rd__mbuf_printf(b, "%s%s %llu", sep++ ? ", " : "", rd__task_state_name(k), (unsigned long long)counts[k]);
-  for (int k = RD_TS_FAILED; k <= RD_TS_FINISHED; k++)
+  for (int k = RD_TS_FAILED; ended && k <= RD_TS_FINISHED; k++)
     if (counts[k]) rd__mbuf_printf(b, "%s%s %llu", sep++ ? ", " : "", rd__task_state_name(k), (unsigned long long)counts[k]);
 }
 
@@ -990,14 +990,10 @@ static void tl_render(const tl_req *q, rd__mbuf *b) {
     rd__mbuf_printf(b, "]}\n");
   } else {
     rd__mbuf_printf(b, "node %u: %llu unfinished tasks", rd__cluster_index(), (unsigned long long)total);
-    if (total) {
-      uint64_t f = counts[RD_TS_FAILED], ok = counts[RD_TS_FINISHED];
-      counts[RD_TS_FAILED] = counts[RD_TS_FINISHED] = 0;   /* said on lines of their own */
+    if (total) {   /* failed and finished are said on lines of their own */
       rd__mbuf_printf(b, " (");
-      tl_put_counts(b, counts);
+      tl_put_counts(b, counts, 0);
       rd__mbuf_printf(b, ")");
-      counts[RD_TS_FAILED] = f;
-      counts[RD_TS_FINISHED] = ok;
     }
     rd__mbuf_printf(b, "\n");
     if (q->finished)
@@ -1008,7 +1004,7 @@ static void tl_render(const tl_req *q, rd__mbuf *b) {
     if (nfns) rd__mbuf_printf(b, "  by function:\n");
     for (size_t i = 0; i < nfns; i++) {
       rd__mbuf_printf(b, "    %-24s %8llu  ", fns[i].name, (unsigned long long)fns[i].total);
-      tl_put_counts(b, fns[i].counts);
+      tl_put_counts(b, fns[i].counts, 1);
       rd__mbuf_printf(b, "\n");
     }
     for (size_t i = 0; i < q->nasks; i++) {
@@ -1091,8 +1087,8 @@ int rd__dashboard_tasks(uv_loop_t *loop, int json, size_t limit, int state, int 
   m.finished = finished;
   for (node_client *c = N.clients; c && state != RD_TS_FAILED; c = c->next) {   /* failures are kept here */
     if (c->dead || (c->role != ROLE_DRIVER && c->role != ROLE_WORKER)) continue;
-    if (c->own_waiting + c->own_sent == 0 && !(finished && c->own_done)) continue;
-    if (state == RD_TS_FINISHED && !c->own_done) continue;
+    int live = c->own_waiting + c->own_sent > 0, kept = finished && c->own_done;
+    if (state == RD_TS_FINISHED ? !kept : !live && !kept) continue;
     q->asks[q->nasks++] = (tl_ask){c->id, rd__node_client_gcs_job(c), c->pid, c->role, 0, NULL};
     rd__node_send(c, RD__MSG_TYPE__MSG_TASK_LIST_ASK, &m.base, -1);
   }

@@ -1813,14 +1813,20 @@ void rd__ret_refs_unhold(const uint64_t *ids, size_t n) {
  * node instead (OwnerStats.failures). */
 typedef struct rd__done {
   uint64_t task_id, ret_id, actor_id;
-  uint64_t submit_ms, start_ms, end_ms;   /* wall clock */
+  uint64_t submit_ns, start_ns, end_ns;   /* rd__now_ns: made wall-clock times when listed */
   int attempt, worker_pid;
   uint32_t node;
   char func[64];
 } rd__done;
 
+/* When t, sent on l, could start on its worker: when it was sent, or when
+ * the task before it there answered (its service time counts from here). */
+static uint64_t task_start_ns(const rd__task *t, const rd__lease *l) {
+  return t->pushed_ns > l->last_reply_ns ? t->pushed_ns : l->last_reply_ns;
+}
+
 /* t, answered now on l, finished well; it could start on its worker at
- * start (sent, or its previous task answered). */
+ * start (task_start_ns). */
 static void done_keep(const rd__task *t, const rd__lease *l, uint64_t start, uint64_t now) {
   if (!G.done_max) return;
   if (!G.done && !(G.done = malloc(G.done_max * sizeof(*G.done)))) {
@@ -1828,13 +1834,12 @@ static void done_keep(const rd__task *t, const rd__lease *l, uint64_t start, uin
     return;
   }
   rd__done *d = &G.done[G.done_next];
-  uint64_t wall = rd__wall_ms();
   d->task_id = t->task_id;
   d->ret_id = t->nret > 0 ? t->ret_ids[0] : 0;
   d->actor_id = t->actor ? t->actor->id : t->actor_id;
-  d->end_ms = wall;
-  d->start_ms = wall - (now - start) / 1000000;
-  d->submit_ms = wall - (now > t->submit_ns ? now - t->submit_ns : 0) / 1000000;
+  d->submit_ns = t->submit_ns;
+  d->start_ns = start;
+  d->end_ns = now;
   d->attempt = t->attempt;
   d->worker_pid = l->worker_pid;
   d->node = l->node;
@@ -1859,7 +1864,7 @@ static void on_task_reply(rd__lease *l, Rd__TaskReply *m) {
   l->ninflight--;
   l->nstream -= t->stream != NULL;
   uint64_t now = rd__now_ns();
-  uint64_t start = t->pushed_ns > l->last_reply_ns ? t->pushed_ns : l->last_reply_ns;
+  uint64_t start = task_start_ns(t, l);
   uint64_t svc = now > start ? now - start : 0;
   rd__sclass *c = l->cls;
   if (c) c->ewma_ns = c->ewma_ns ? (c->ewma_ns * 7 + svc) / 8 : svc + 1;
@@ -2623,6 +2628,9 @@ typedef struct tl_acc {
   size_t nfn;
 } tl_acc;
 
+/* rd__now_ns reading ns as a wall-clock time in ms, by the listing's clocks. */
+static uint64_t tl_wall_ms(const tl_acc *a, uint64_t ns) { return a->wall - (a->now > ns ? a->now - ns : 0) / 1000000; }
+
 static void tl_count_func(tl_acc *a, const char *func, int state) {
   size_t i = 0;
   if (!func) func = "";
@@ -2671,7 +2679,7 @@ static Rd__TaskInfo *tl_add(tl_acc *a, const rd__task *t, int state) {
   x->func = (char *)(t->func ? t->func : "");
   x->state = state;
   x->age_ns = age;
-  x->created_ms = a->wall - age / 1000000;
+  x->created_ms = tl_wall_ms(a, t->submit_ns);
   x->attempt = t->attempt;
   x->actor_id = t->actor ? t->actor->id : t->actor_id;
   x->ret_id = t->nret > 0 ? t->ret_ids[0] : 0;
@@ -2696,10 +2704,7 @@ static void tl_inflight(tl_acc *a, const rd__lease *l) {
     if (x) {
       x->worker_pid = l->worker_pid;
       x->node = l->node;
-      if (x->state == RD_TS_RUNNING) {   /* as on_task_reply counts its service time */
-        uint64_t start = t->pushed_ns > l->last_reply_ns ? t->pushed_ns : l->last_reply_ns;
-        x->start_ms = a->wall - (a->now > start ? a->now - start : 0) / 1000000;
-      }
+      if (x->state == RD_TS_RUNNING) x->start_ms = tl_wall_ms(a, task_start_ns(t, l));
     }
   }
 }
@@ -2719,16 +2724,16 @@ static void tl_finished(tl_acc *a) {
     x->task_id = d->task_id;
     x->func = (char *)d->func;
     x->state = RD_TS_FINISHED;
-    x->age_ns = (a->wall > d->submit_ms ? a->wall - d->submit_ms : 0) * 1000000;
-    x->created_ms = d->submit_ms;
+    x->age_ns = a->now > d->submit_ns ? a->now - d->submit_ns : 0;
+    x->end_ms = tl_wall_ms(a, d->end_ns);   /* the others back from it: whole ms of each span */
+    x->start_ms = x->end_ms - (d->end_ns - d->start_ns) / 1000000;
+    x->created_ms = x->end_ms - (d->end_ns - d->submit_ns) / 1000000;
     x->attempt = d->attempt;
     x->worker_pid = d->worker_pid;
     x->actor_id = d->actor_id;
     x->ret_id = d->ret_id;
     x->node = d->node;
     x->resources = (char *)"";
-    x->start_ms = d->start_ms;
-    x->end_ms = d->end_ms;
   }
 }
 
