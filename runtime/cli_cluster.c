@@ -31,6 +31,9 @@
 #include "common.h"
 #include "conn.h"
 #include "gcs_client.h"
+#include "json.h"
+#include "log_files.h"
+#include "metrics.h"
 #include "rpc.h"
 #include "raydist.h"
 #include "resources.h"
@@ -838,21 +841,26 @@ static int http_get_print(const char *ip, int port, const char *path, char *why,
   return 0;
 }
 
+/* The GCS's node table (cli_gcs's address into abuf): 0, or 1 with why
+ * printed. */
+static int cli_nodes(const char *cmd, const char *address, const char *token, char *abuf, size_t alen,
+                     rd_gcs_node **nodes, size_t *n) {
+  rd_gcs *g = cli_gcs(cmd, address, token, abuf, alen);
+  if (!g) return 1;
+  uint64_t ver = 0;
+  int r = rd_gcs_get_nodes(g, nodes, n, &ver);
+  rd_gcs_close(g);
+  if (r != 0) fprintf(stderr, "raydist %s: %s\n", cmd, rd_strerror(r));
+  return r != 0;
+}
+
 /* GET path from every live node's metrics endpoint and print it (raydist
  * memory, raydist list tasks).  0, or 1 when the GCS or a node failed. */
 static int each_node_print(const char *cmd, const char *address, const char *token, const char *path) {
   char abuf[160], err[300];
-  rd_gcs *g = cli_gcs(cmd, address, token, abuf, sizeof(abuf));
-  if (!g) return 1;
   rd_gcs_node *nodes = NULL;
   size_t n = 0;
-  uint64_t ver = 0;
-  int r = rd_gcs_get_nodes(g, &nodes, &n, &ver);
-  rd_gcs_close(g);
-  if (r != 0) {
-    fprintf(stderr, "raydist %s: %s\n", cmd, rd_strerror(r));
-    return 1;
-  }
+  if (cli_nodes(cmd, address, token, abuf, sizeof(abuf), &nodes, &n) != 0) return 1;
   int failed = 0;
   for (size_t i = 0; i < n; i++) {
     const rd_gcs_node *x = &nodes[i];
@@ -1017,4 +1025,244 @@ int rd__cli_list(int argc, char **argv) {
   if (!parse) snprintf(path, sizeof(path), "/objects?top=%ld", limit);
   else snprintf(path, sizeof(path), "/%s?limit=%ld%s%s", kind, limit, state ? "&state=" : "", state ? state : "");
   return each_node_print("list", address, token, path);
+}
+
+/* ---------------------------------------------------------------- logs
+ *
+ * raydist logs: a node's log files (Ray's `ray logs`), through the state
+ * API of a live node (/api/v0/logs, /api/v0/logs/file), which asks the
+ * node that has them. */
+
+typedef struct logs_cli {
+  const rd_gcs_node *via;   /* the node whose state API is asked */
+  char token[200];
+  char node_id[80], node_ip[64];   /* --node-id, --node-ip */
+  long tail;
+  int err, follow;
+} logs_cli;
+
+/* GET path (to which the node's choice is added) from the state API:
+ * 0 with the body (malloc'd), or 1 with the reason printed. */
+static int logs_get(const logs_cli *L, const char *path, char **body, size_t *len) {
+  char full[1200], why[300];
+  snprintf(full, sizeof(full), "%s%s%s%s%s", path, L->node_id[0] ? "&node_id=" : "", L->node_id,
+           !L->node_id[0] && L->node_ip[0] ? "&node_ip=" : "", !L->node_id[0] ? L->node_ip : "");
+  if (rd__http_get(L->via->ip, L->via->metrics_port, full, L->token, 60000, RD_LOGS_MAX_BYTES + 4096, body, len, why,
+                   sizeof(why)) == 0)
+    return 0;
+  fprintf(stderr, "raydist logs: %s\n", why);
+  return 1;
+}
+
+/* A query value %-escaped into out. */
+static void logs_escape(char *out, size_t len, const char *s) {
+  size_t k = 0;
+  for (; *s && k + 4 < len; s++) {
+    unsigned char c = (unsigned char)*s;
+    if ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || strchr("-_.~*?[]", c))
+      out[k++] = (char)c;
+    else k += (size_t)snprintf(out + k, len - k, "%%%02X", c);
+  }
+  out[k] = 0;
+}
+
+/* Prints the file `who` names (filename=F, pid=P, actor_id=A, task_id=T),
+ * its last --tail lines; with --follow, what is added to it after, until
+ * interrupted. */
+static int logs_print(logs_cli *L, const char *who) {
+  char path[1024], *body = NULL;
+  size_t len = 0;
+  const char *sfx = L->err ? "err" : "out";
+  if (!L->follow) {
+    snprintf(path, sizeof(path), "/api/v0/logs/file?%s&suffix=%s&lines=%ld", who, sfx, L->tail);
+    if (logs_get(L, path, &body, &len) != 0) return 1;
+    fwrite(body, 1, len, stdout);
+    free(body);
+    return 0;
+  }
+  /* where the file is, and how long, once; then its tail up to there, then what comes */
+  snprintf(path, sizeof(path), "/api/v0/logs/file?%s&suffix=%s&stat=1", who, sfx);
+  if (logs_get(L, path, &body, &len) != 0) return 1;
+  rd_json *st = rd_json_parse(body, len, NULL, 0);
+  const rd_json *id = st ? rd_json_get(st, "node_id") : NULL, *fn = st ? rd_json_get(st, "filename") : NULL;
+  const rd_json *sz = st ? rd_json_get(st, "size") : NULL;
+  if (!id || id->type != RD_JSON_STRING || !fn || fn->type != RD_JSON_STRING || !sz || sz->type != RD_JSON_NUMBER) {
+    fprintf(stderr, "raydist logs: the node's answer says no file: %.*s\n", (int)(len < 200 ? len : 200), body);
+    free(st);
+    free(body);
+    return 1;
+  }
+  char name[600];
+  logs_escape(name, sizeof(name), fn->str);
+  snprintf(L->node_id, sizeof(L->node_id), "%s", id->str);
+  uint64_t off = (uint64_t)sz->num;
+  free(st);
+  free(body);
+  snprintf(path, sizeof(path), "/api/v0/logs/file?filename=%s&lines=%ld&end=%llu", name, L->tail,
+           (unsigned long long)off);
+  if (logs_get(L, path, &body, &len) != 0) return 1;
+  fwrite(body, 1, len, stdout);
+  fflush(stdout);
+  free(body);
+  for (;;) {
+    usleep(500000);
+    snprintf(path, sizeof(path), "/api/v0/logs/file?filename=%s&stat=1", name);
+    if (logs_get(L, path, &body, &len) != 0) return 1;
+    st = rd_json_parse(body, len, NULL, 0);
+    sz = st ? rd_json_get(st, "size") : NULL;
+    uint64_t size = sz && sz->type == RD_JSON_NUMBER ? (uint64_t)sz->num : off;
+    free(st);
+    free(body);
+    if (size < off) off = 0;   /* rotated: the new file from its start */
+    if (size == off) continue;
+    snprintf(path, sizeof(path), "/api/v0/logs/file?filename=%s&lines=-1&offset=%llu&end=%llu", name,
+             (unsigned long long)off, (unsigned long long)size);
+    if (logs_get(L, path, &body, &len) != 0) return 1;
+    fwrite(body, 1, len, stdout);
+    fflush(stdout);
+    free(body);
+    off += len;
+  }
+}
+
+/* raydist logs [cluster] [GLOB]: each chosen node's files matching GLOB
+ * by category; one file alone (on one node) is printed instead. */
+static int logs_cluster(logs_cli *L, const rd_gcs_node *nodes, size_t n, const char *glob) {
+  char g[600], path[800], one[300] = "", one_node[80] = "";
+  int files = 0, failed = 0;
+  logs_escape(g, sizeof(g), glob ? glob : "*");
+  rd__mbuf shown = {0};
+  for (size_t i = 0; i < n; i++) {
+    const rd_gcs_node *x = &nodes[i];
+    if (x->state != RD_GCS_NODE_ALIVE) continue;
+    if (L->node_id[0] && strcasecmp(L->node_id, x->node_id) != 0) continue;
+    if (!L->node_id[0] && L->node_ip[0] && strcmp(L->node_ip, x->ip) != 0) continue;
+    logs_cli one_l = *L;
+    snprintf(one_l.node_id, sizeof(one_l.node_id), "%s", x->node_id);
+    char *body = NULL;
+    size_t len = 0;
+    snprintf(path, sizeof(path), "/api/v0/logs?glob=%s", g);
+    if (logs_get(&one_l, path, &body, &len) != 0) {
+      failed = 1;
+      continue;
+    }
+    rd_json *root = rd_json_parse(body, len, NULL, 0);
+    const rd_json *data = root ? rd_json_get(root, "data") : NULL;
+    const rd_json *res = data ? rd_json_get(data, "result") : NULL;
+    rd__mbuf_printf(&shown, "node %u (%s, node_id %s):\n", x->index, x->ip, x->node_id);
+    for (const rd_json *cat = res && res->type == RD_JSON_OBJECT ? res->child : NULL; cat; cat = cat->next) {
+      rd__mbuf_printf(&shown, "  %s:\n", cat->key);
+      for (const rd_json *f = cat->type == RD_JSON_ARRAY ? cat->child : NULL; f; f = f->next) {
+        if (f->type != RD_JSON_STRING) continue;
+        rd__mbuf_printf(&shown, "    %s\n", f->str);
+        if (!files++) {
+          snprintf(one, sizeof(one), "%s", f->str);
+          snprintf(one_node, sizeof(one_node), "%s", x->node_id);
+        }
+      }
+    }
+    free(root);
+    free(body);
+  }
+  if (files == 1 && glob) {   /* a unique match: the file itself, as ray logs does */
+    free(shown.p);
+    snprintf(L->node_id, sizeof(L->node_id), "%s", one_node);
+    char who[700];
+    logs_escape(g, sizeof(g), one);
+    snprintf(who, sizeof(who), "filename=%s", g);
+    return logs_print(L, who) || failed;
+  }
+  if (shown.p) fputs(shown.p, stdout);
+  if (!files && !failed) printf("no log files%s%s%s\n", glob ? " match '" : "", glob ? glob : "", glob ? "'" : "");
+  free(shown.p);
+  return failed;
+}
+
+int rd__cli_logs(int argc, char **argv) {
+  const char *address = getenv("RAYDIST_ADDRESS"), *token = getenv("RAYDIST_TOKEN"), *id = NULL, *pid = NULL;
+  static const char usage[] =
+      "usage: raydist logs [cluster] [GLOB] [--node-ip IP | --node-id ID]   the log files of the nodes (or of one),\n"
+      "                                                                     a single match printed\n"
+      "       raydist logs actor --id ACTOR_ID                              an actor's worker's stdout\n"
+      "       raydist logs task --id TASK_ID                                the stdout of the worker a task ran on\n"
+      "       raydist logs worker --pid PID (--node-ip IP | --node-id ID)   a worker's stdout\n"
+      "  options: [--err (stderr)] [--tail N (its last N lines; default 1000, -1 all)] [--follow]\n"
+      "           [--address IP:PORT] [--token T]\n";
+  logs_cli L = {.tail = 1000};
+  int a = 2;
+  const char *kind = "cluster", *glob = NULL;
+  if (a < argc && (!strcmp(argv[a], "cluster") || !strcmp(argv[a], "actor") || !strcmp(argv[a], "task") ||
+                   !strcmp(argv[a], "worker")))
+    kind = argv[a++];
+  static const struct option lo[] = {{"address", 1, 0, 'a'}, {"token", 1, 0, 't'},   {"node-ip", 1, 0, 'i'},
+                                     {"node-id", 1, 0, 'n'}, {"id", 1, 0, 'd'},      {"pid", 1, 0, 'p'},
+                                     {"tail", 1, 0, 'l'},    {"err", 0, 0, 'e'},     {"follow", 0, 0, 'f'},
+                                     {"help", 0, 0, 'h'},    {0, 0, 0, 0}};
+  int ch;
+  optind = a;
+  while ((ch = getopt_long(argc, argv, "f", lo, NULL)) != -1) {
+    char *end = NULL;
+    if (ch == 'a') address = optarg;
+    else if (ch == 't') token = optarg;
+    else if (ch == 'i') snprintf(L.node_ip, sizeof(L.node_ip), "%s", optarg);
+    else if (ch == 'n') snprintf(L.node_id, sizeof(L.node_id), "%s", optarg);
+    else if (ch == 'd') id = optarg;
+    else if (ch == 'p') pid = optarg;
+    else if (ch == 'e') L.err = 1;
+    else if (ch == 'f') L.follow = 1;
+    else if (ch == 'l' && (L.tail = strtol(optarg, &end, 10), *optarg && !*end && L.tail >= -1)) continue;
+    else {
+      fprintf(stderr, "%s", usage);
+      return ch == 'h' ? 0 : 2;
+    }
+  }
+  if (optind < argc && !strcmp(kind, "cluster")) glob = argv[optind++];
+  if (optind < argc) {
+    fprintf(stderr, "raydist logs: unexpected '%s'\n%s", argv[optind], usage);
+    return 2;
+  }
+  int actor = !strcmp(kind, "actor"), task = !strcmp(kind, "task"), worker = !strcmp(kind, "worker");
+  if (((actor || task) && !id) || (worker && (!pid || (!L.node_ip[0] && !L.node_id[0]))) ||
+      (!actor && !task && id) || (!worker && pid)) {
+    fprintf(stderr, "raydist logs %s: %s\n%s", kind,
+            actor || task ? "--id is needed" : worker ? "--pid and the node (--node-ip or --node-id) are needed"
+                                                      : "--id and --pid are for actor, task and worker",
+            usage);
+    return 2;
+  }
+  char abuf[160];
+  rd_gcs_node *nodes = NULL;
+  size_t n = 0;
+  if (cli_nodes("logs", address, token, abuf, sizeof(abuf), &nodes, &n) != 0) return 1;
+  if (token && *token) snprintf(L.token, sizeof(L.token), "%s", token);
+  else if (rd__cli_local_token(abuf, L.token, sizeof(L.token)) != 0) {
+    fprintf(stderr, "raydist logs: no token for the cluster at %s: pass --token or RAYDIST_TOKEN\n", abuf);
+    free(nodes);
+    return 1;
+  }
+  for (size_t i = 0; i < n && !L.via; i++)   /* any live node's state API finds the files */
+    if (nodes[i].state == RD_GCS_NODE_ALIVE && nodes[i].metrics_port > 0) L.via = &nodes[i];
+  if (!L.via) {
+    fprintf(stderr, "raydist logs: no live node with an HTTP endpoint in the cluster at %s\n", abuf);
+    free(nodes);
+    return 1;
+  }
+  char who[300];
+  if (actor || task) {
+    char e[200];
+    logs_escape(e, sizeof(e), id);
+    snprintf(who, sizeof(who), "%s=%s", actor ? "actor_id" : "task_id", e);
+  } else if (worker) {
+    char *end = NULL;
+    long p = strtol(pid, &end, 10);
+    if (!*pid || *end || p <= 0) {
+      fprintf(stderr, "raydist logs worker: --pid takes a process id, not '%s'\n", pid);
+      free(nodes);
+      return 2;
+    }
+    snprintf(who, sizeof(who), "pid=%ld", p);
+  }
+  int r = actor || task || worker ? logs_print(&L, who) : logs_cluster(&L, nodes, n, glob);
+  free(nodes);
+  return r;
 }

@@ -10,6 +10,8 @@ int rd__cli_status(int argc, char **argv);
 /* raydist memory: every live node's store objects (its /objects page). */
 int rd__cli_memory(int argc, char **argv);
 int rd__cli_list(int argc, char **argv);
+/* raydist logs: a node's log files, an actor's, a task's or a worker's output. */
+int rd__cli_logs(int argc, char **argv);
 /* `raydist job` (cli_job.c); rd__cli_jobs_stop ends the running jobs of a
  * node session (for `raydist stop`), returning how many. */
 int rd__cli_job(int argc, char **argv);

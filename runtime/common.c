@@ -429,9 +429,13 @@ static void hg_read(rd__http_fetch *f, hg_state *st, size_t max) {
   size_t n = st->n;
   buf[n] = 0;
   char *b = strstr(buf, "\r\n\r\n");
+  if (n >= 12 && !strncmp(buf, "HTTP/1.", 7)) f->status = atoi(buf + 9);
   if (n < 12 || strncmp(buf, "HTTP/1.", 7) != 0 || !b || strncmp(buf + 8, " 200", 4) != 0) {
-    int sl = (int)strcspn(buf, "\r\n");   /* its status line */
-    hg_fail(f, st, "%s:%d answered: %.*s", f->ip, f->port, n ? (sl < 80 ? sl : 80) : 7, n ? buf : "nothing");
+    int sl = (int)strcspn(buf, "\r\n");   /* its status line, and its body's first line (why, when it says) */
+    const char *said = b ? b + 4 : "";
+    int bl = (int)strcspn(said, "\r\n");
+    hg_fail(f, st, "%s:%d answered: %.*s%s%.*s", f->ip, f->port, n ? (sl < 80 ? sl : 80) : 7, n ? buf : "nothing",
+            bl ? ": " : "", bl < 200 ? bl : 200, said);
     return;
   }
   b += 4;
@@ -453,6 +457,7 @@ void rd__http_get_all(rd__http_fetch *v, size_t n, const char *token, int ms, si
     f->body = NULL;
     f->len = 0;
     f->rc = -1;
+    f->status = 0;
     f->why[0] = 0;
     if (!st) {
       snprintf(f->why, sizeof(f->why), "out of memory");
@@ -773,4 +778,20 @@ void rd__htab_free(rd__htab *t, void (*drop)(rd__hlink *, void *), void *arg) {
   rd__htab_sweep(t, NULL, drop, arg);
   free(t->b);
   memset(t, 0, sizeof(*t));
+}
+
+int rd__url_decode(char *s) {
+  char *w = s;
+  for (char *r = s; *r; r++) {
+    if (*r == '+') *w++ = ' ';
+    else if (*r != '%') *w++ = *r;
+    else {
+      unsigned v;
+      if (!r[1] || !r[2] || sscanf(r + 1, "%2x", &v) != 1 || v == 0) return -1;
+      *w++ = (char)v;
+      r += 2;
+    }
+  }
+  *w = 0;
+  return 0;
 }

@@ -199,17 +199,23 @@ int rd__http_get(const char *ip, int port, const char *path, const char *token, 
                  size_t *len, char *why, size_t whylen);
 /* Many GETs at once (each v[i].ip, port, path; token as for rd__http_get),
  * all of them within ms: each v[i].rc 0 with body and len as
- * rd__http_get's, or -1 with why.  One that does not answer does not hold
- * up the others. */
+ * rd__http_get's, or -1 with why (for an answer other than 200: its
+ * status line and the first line of its body; its status in status).  One
+ * that does not answer does not hold up the others. */
 typedef struct rd__http_fetch {
   const char *ip, *path;
   int port;
   int rc;
+  int status;               /* the answer's HTTP status (0: none came) */
   char *body;
   size_t len;
   char why[300];
 } rd__http_fetch;
 void rd__http_get_all(rd__http_fetch *v, size_t n, const char *token, int ms, size_t max);
+
+/* A query's key or value, %XX and '+' decoded in place: 0, or -1 for a
+ * bad escape or a NUL. */
+int rd__url_decode(char *s);
 
 /* Where session directories live: $RAYDIST_TMPDIR (default /tmp)/raydist-<uid>. */
 void rd__session_root(char *root, size_t len);

@@ -85,6 +85,18 @@ int rd__log_rotation_init(const char *path) {
   return 0;
 }
 
+int rd__log_shift(const char *path, int backups) {
+  char from[600], to[600];
+  for (int k = backups - 1; k >= 1; k--) {   /* path.k -> path.k+1, the oldest overwritten */
+    snprintf(from, sizeof(from), "%s.%d", path, k);
+    snprintf(to, sizeof(to), "%s.%d", path, k + 1);
+    if (rename(from, to) != 0 && errno != ENOENT)
+      rd__log(RD_LOG_WARN, "log rotation: cannot rename %s: %s", from, strerror(errno));
+  }
+  snprintf(to, sizeof(to), "%s.1", path);
+  return rename(path, to);
+}
+
 int rd__log_rotate_maybe(uint64_t now_ns) {
   if (!rot_path[0] || !rot_max || now_ns - rot_last_ns < 1000000000ull) return 0;
   rot_last_ns = now_ns;
@@ -92,7 +104,7 @@ int rd__log_rotate_maybe(uint64_t now_ns) {
   if (fstat(2, &st) != 0 || !S_ISREG(st.st_mode) || (uint64_t)st.st_size < rot_max) return 0;
   fflush(stdout);
   fflush(stderr);
-  char from[sizeof(rot_path) + 16], to[sizeof(rot_path) + 16];
+  char to[sizeof(rot_path) + 16];
   if (rot_backups == 0) {   /* nothing kept: start the same file over */
     if (ftruncate(2, 0) != 0) {
       rd__log(RD_LOG_ERROR, "cannot truncate %s to rotate it: %s", rot_path, strerror(errno));
@@ -101,15 +113,10 @@ int rd__log_rotate_maybe(uint64_t now_ns) {
     rd__log(RD_LOG_INFO, "log rotated: %llu bytes dropped (RAYDIST_ROTATION_BACKUP_COUNT=0)", (unsigned long long)st.st_size);
     return 1;
   }
-  for (int k = rot_backups - 1; k >= 1; k--) {   /* path.k -> path.k+1, the oldest overwritten */
-    snprintf(from, sizeof(from), "%s.%d", rot_path, k);
-    snprintf(to, sizeof(to), "%s.%d", rot_path, k + 1);
-    if (rename(from, to) != 0 && errno != ENOENT)
-      rd__log(RD_LOG_WARN, "log rotation: cannot rename %s: %s", from, strerror(errno));
-  }
   snprintf(to, sizeof(to), "%s.1", rot_path);
   int fd = -1;
-  if (rename(rot_path, to) != 0 || (fd = open(rot_path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600)) < 0) {
+  if (rd__log_shift(rot_path, rot_backups) != 0 ||
+      (fd = open(rot_path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600)) < 0) {
     int e = errno;
     if (fd < 0 && access(rot_path, F_OK) != 0) (void)rename(to, rot_path);   /* keep writing where we were */
     rd__log(RD_LOG_ERROR, "cannot rotate %s: %s", rot_path, strerror(e));

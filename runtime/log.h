@@ -29,6 +29,10 @@ int rd__log_rotation_init(const char *path);
 /* The two settings alone (for a job's log, which its keeper rotates by its
  * own scheme: cli_job.c): 0, or RD_EINVAL with the reason on stderr. */
 int rd__log_rotation_conf(uint64_t *max_bytes, int *backups);
+/* The renames of one rotation: path.k becomes path.k+1 for k from
+ * backups-1 down to 1 (the oldest overwritten), then path becomes path.1.
+ * 0, or -1 with errno when path could not be renamed. */
+int rd__log_shift(const char *path, int backups);
 /* Rotates when the file has grown past the limit (at most once a second;
  * now_ns from rd__now_ns).  1 rotated, 0 not, -1 failed (logged). */
 int rd__log_rotate_maybe(uint64_t now_ns);

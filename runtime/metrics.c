@@ -30,6 +30,7 @@
 #include "state_api.h"
 #include "json.h"
 #include "log.h"
+#include "log_files.h"
 #include "raydist/error.h"
 #include "websocket.h"
 
@@ -60,6 +61,7 @@ typedef struct mconn {
 
 static struct {
   int on, port;
+  char dir[512];            /* the node's session directory (its logs) */
   uv_tcp_t server;
   mconn *conns;
   int nconns;
@@ -325,6 +327,15 @@ static void on_job_http(void *arg, int code, const char *body, size_t len) {
   if (--c->open_handles == 0) conn_free(c);
 }
 
+/* The same for a log's text (GET /api/logs/file, /api/v0/logs/file). */
+static void on_text_http(void *arg, int code, const char *body, size_t len) {
+  mconn *c = arg;
+  if (!uv_is_closing((uv_handle_t *)&c->tcp))
+    respond(c, code, reason_of(code), "text/plain; charset=utf-8", body, len, 0,
+            code == 401 ? "WWW-Authenticate: Bearer\r\nCache-Control: no-store\r\n" : "Cache-Control: no-store\r\n");
+  if (--c->open_handles == 0) conn_free(c);
+}
+
 /* Header name's value in the request head (case-insensitive name, spaces
  * around the value dropped) into out: 1, or 0 when it is not there. */
 static int header(const char *head, const char *name, char *out, size_t len) {
@@ -514,11 +525,24 @@ static void handle_request(mconn *c) {
                  c);
     return;
   }
-  if (rd__state_api_path(path)) {   /* Ray's state API: ray list, ray get, ray summary */
+  if (rd__state_api_path(path)) {   /* Ray's state API: ray list, ray get, ray summary, the logs */
     char auth[512];
     int has_auth = header(c->req, "Authorization", auth, sizeof(auth));
     hold_for_dashboard(c, 0);
-    rd__state_api(c->tcp.loop, method, path, q ? q + 1 : NULL, has_auth ? auth : NULL, on_job_http, c);
+    rd__state_api(c->tcp.loop, method, path, q ? q + 1 : NULL, has_auth ? auth : NULL,
+                  !strncmp(path, "/api/v0/logs/", 13) ? on_text_http : on_job_http, c);
+    return;
+  }
+  if (rd__logs_path(path)) {   /* this node's log files (what the state API's logs ask of each node) */
+    char auth[512];
+    int has_auth = header(c->req, "Authorization", auth, sizeof(auth));
+    if (strcmp(method, "GET") != 0) {
+      respond_text(c, 405, "Method Not Allowed", "only GET\n");
+      return;
+    }
+    hold_for_dashboard(c, 0);
+    rd__logs_http(c->tcp.loop, M.dir, path, q ? q + 1 : NULL, has_auth ? auth : NULL,
+                  strcmp(path, "/api/logs/file") ? on_job_http : on_text_http, c);
     return;
   }
   if (!head && strcmp(method, "GET") != 0) {
@@ -740,6 +764,7 @@ int rd__metrics_start(uv_loop_t *loop, const char *ip, int port, const char *ses
     return RD_ESYS;
   }
   M.on = 1;
+  snprintf(M.dir, sizeof(M.dir), "%s", session_dir);
   int bound = ntohs(((struct sockaddr_in *)&got)->sin_port);
   M.port = bound;
   char path[600], tmp[610];

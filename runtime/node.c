@@ -29,6 +29,7 @@
 #include "pg.h"
 #include "common.h"
 #include "log.h"
+#include "log_files.h"
 #include "metrics.h"
 #include "queue.h"
 #include "raydist.h"
@@ -115,8 +116,10 @@ static int pin_remove(node_client *c, uint64_t id) {
  *
  * In a cluster a worker's stdout and stderr are pipes the node reads (in an
  * embedded cluster they are the daemon's, which are the driver's): each
- * whole line goes to the node's own stdout or stderr (its log) prefixed
- * with the worker's pid, and to the driver whose work the worker is doing
+ * whole line goes to the worker's own file, logs/worker-WID-JOB-PID.out or
+ * .err (log_files.c; with RAYDIST_LOG_TO_STDERR=1, or when the file cannot
+ * be made, to the node's own stdout or stderr, its log, prefixed with the
+ * worker's pid), and to the driver whose work the worker is doing
  * (w->driver: that of its lease or actor), on this node or through the
  * link to the driver's node, which prints it prefixed with the pid and the
  * node's address, as Ray's log_to_driver.  A stream outlives its worker
@@ -131,11 +134,16 @@ typedef struct worker_out {
   int which;                /* 1 stdout, 2 stderr */
   int pid;
   uint32_t driver;          /* the last driver seen (w->driver) */
+  rd__wlog file;            /* logs/worker-WID-JOB-PID.out or .err (fd -1: the node's log instead) */
   size_t len;
   char buf[RD_OUT_LINE_MAX];
 } worker_out;
 
-static void out_closed(uv_handle_t *h) { free(h->data); }
+static void out_closed(uv_handle_t *h) {
+  worker_out *s = h->data;
+  rd__wlog_close(&s->file);
+  free(s);
+}
 
 int rd__node_output_deliver(const Rd__WorkerOutput *m) {
   node_client *c = rd__node_client_by_id(m->driver);
@@ -155,9 +163,13 @@ int rd__node_output_deliver(const Rd__WorkerOutput *m) {
 /* Lines data[0..len) of stream s (the last one may lack its newline): to
  * the node's log and its driver. */
 static void out_emit(worker_out *s, const char *data, size_t len) {
-  char prefix[32];
-  snprintf(prefix, sizeof(prefix), "(pid=%d) ", s->pid);
-  rd__print_lines(s->which == 2 ? stderr : stdout, prefix, data, len);
+  if (s->file.fd >= 0) {
+    rd__wlog_write(&s->file, data, len);
+  } else {
+    char prefix[32];
+    snprintf(prefix, sizeof(prefix), "(pid=%d) ", s->pid);
+    rd__print_lines(s->which == 2 ? stderr : stdout, prefix, data, len);
+  }
   if (s->w) s->driver = s->w->driver;
   if (!s->driver) return;
   Rd__WorkerOutput m = RD__WORKER_OUTPUT__INIT;
@@ -214,6 +226,7 @@ static worker_out *out_new(node_worker *w, int which) {
   s->pipe.data = s;
   s->w = w;
   s->which = which;
+  s->file.fd = -1;
   return s;
 }
 
@@ -388,7 +401,11 @@ static void worker_spawn(node_job *j) {
   for (int i = 0; i < 2; i++) {
     if (!w->out[i]) continue;
     if (r == 0 && uv_read_start((uv_stream_t *)&w->out[i]->pipe, out_alloc, out_read) == 0) {
-      w->out[i]->pid = w->proc.pid;
+      worker_out *s = w->out[i];
+      s->pid = w->proc.pid;
+      if (N.worker_files && rd__wlog_open(&s->file, N.opts.session_dir, w->id, j->id, s->pid, s->which) != 0)
+        rd__log(RD_LOG_WARN, "cannot keep worker %u's %s in %s: %s (its lines go to the node's log)", w->id,
+                s->which == 2 ? "stderr" : "stdout", s->file.path, strerror(errno));
       continue;
     }
     uv_close((uv_handle_t *)&w->out[i]->pipe, out_closed);
@@ -3795,6 +3812,8 @@ int rd__node_main(const rd_node_opts *opts) {
   N.start_ns = rd__now_ns();
   const char *dk = getenv("RAYDIST_DEAD_ACTORS_KEPT");
   N.dead_actors_kept = dk && *dk ? strtoull(dk, NULL, 10) : 1000;
+  const char *lts = getenv("RAYDIST_LOG_TO_STDERR");   /* Ray's RAY_LOG_TO_STDERR: no files for the workers */
+  N.worker_files = !(lts && atoi(lts) > 0);
   const char *tl = getenv("RAYDIST_TIMELINE");
   N.timeline_on = tl && atoi(tl) > 0;
   const char *quiet = getenv("RAYDIST_JOB_QUIET_MS");

@@ -30,6 +30,8 @@ static void usage(FILE *f) {
           "       raydist memory [--address IP:PORT] [--top N]   (objects in every node's store)\n"
           "       raydist list tasks|actors|objects|nodes|placement-groups|jobs [--address IP:PORT] [--state S]\n"
           "                    [--limit N]   (raydist list, for the states)\n"
+          "       raydist logs [GLOB] | actor --id ID | task --id ID | worker --pid P --node-ip IP [--tail N]\n"
+          "                    [--err] [--follow]   (workers' output and the nodes' logs: raydist logs --help)\n"
           "       raydist stop [--node-ip IP]\n"
           "       raydist job submit|list|logs|wait|stop ...   (raydist job, for its usage)\n"
           "       raydist gcs --bind IP:PORT --token-file F [--ready-fd FD] [--storage memory|file:PATH]\n"
@@ -70,6 +72,7 @@ int main(int argc, char **argv) {
   if (!strcmp(argv[1], "status")) return rd__cli_status(argc, argv);
   if (!strcmp(argv[1], "memory")) return rd__cli_memory(argc, argv);
   if (!strcmp(argv[1], "list")) return rd__cli_list(argc, argv);
+  if (!strcmp(argv[1], "logs")) return rd__cli_logs(argc, argv);
   if (!strcmp(argv[1], "stop")) return rd__cli_stop(argc, argv);
   if (!strcmp(argv[1], "job")) return rd__cli_job(argc, argv);
   if (strcmp(argv[1], "node") != 0) {

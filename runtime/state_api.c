@@ -26,6 +26,7 @@
 #include "state_api.h"
 
 #include <inttypes.h>
+#include <stddef.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -38,6 +39,7 @@
 #include "conn.h"   /* rd__wall_ms */
 #include "gcs_client.h"
 #include "json.h"
+#include "log_files.h"
 #include "metrics.h"
 #include "raydist/error.h"
 
@@ -46,7 +48,7 @@
 #define SA_MAX_FILTERS 16
 #define SA_NODE_MAX_BYTES ((size_t)64 << 20)
 
-enum { K_NODES, K_ACTORS, K_TASKS, K_PGS, K_JOBS, K_OBJECTS, K_WORKERS };
+enum { K_NODES, K_ACTORS, K_TASKS, K_PGS, K_JOBS, K_OBJECTS, K_WORKERS, K_LOGS, K_LOG_FILE };
 enum { T_STR, T_INT, T_BOOL, T_JSON };          /* a column's type, as Ray's schema has it */
 enum { V_NULL, V_STR, V_INT, V_BOOL, V_JSON };  /* a cell's value (V_JSON: s is JSON text) */
 
@@ -186,6 +188,11 @@ typedef struct sa_req {
     uint32_t node;
   } *anodes;                /* where the actors run, for their calls' rows (sorted by id) */
   size_t nanodes, capanodes;
+  struct {                  /* K_LOGS, K_LOG_FILE: which node's logs, which file */
+    char node_id[80], node_ip[64], glob[256], filename[256], actor[80], task[80], sub[128], suffix[8];
+    long long pid, lines;
+    char range[96];         /* offset=, end=, stat= passed on as they came */
+  } lg;
   int oom, code;
   char err[600];
   rd__mbuf out;
@@ -211,6 +218,13 @@ static void refuse(rd__http_reply reply, void *arg, int code, const char *fmt, .
   if (b.oom) reply(arg, 500, oom, sizeof(oom) - 1);
   else reply(arg, code, b.p, b.len);
   free(b.p);
+}
+
+/* The same as one line of text (a log's errors). */
+static void refuse_line(rd__http_reply reply, void *arg, int code, const char *why) {
+  char line[700];
+  int n = snprintf(line, sizeof(line), "%s\n", why);
+  reply(arg, code, line, (size_t)n < sizeof(line) ? (size_t)n : sizeof(line) - 1);
 }
 
 static void req_free(sa_req *q) {
@@ -954,6 +968,176 @@ static void render(sa_req *q) {
   rd__mbuf_printf(b, ", \"warnings\": null}}}\n");
 }
 
+/* --------------------------------------------------------------- logs
+ *
+ * GET /api/v0/logs?node_id=ID|node_ip=IP[&glob=G]: the node's log files
+ * by Ray's categories; GET /api/v0/logs/file?...: one file's text, named
+ * by filename (with the node), pid (with the node), actor_id or task_id
+ * (their worker's file, found among the actors' and tasks' rows: the
+ * worker's whole file, not the task's part of it), its last `lines`
+ * lines (Ray's default 1000; -1 all).  Both are asked of the node that
+ * has the files (log_files.c's /api/logs), whichever node is asked. */
+
+/* s %-escaped for a query's value. */
+static void url_put(rd__mbuf *b, const char *s) {
+  for (; *s; s++) {
+    unsigned char c = (unsigned char)*s;
+    if ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || strchr("-_.~", c))
+      rd__mbuf_printf(b, "%c", c);
+    else rd__mbuf_printf(b, "%%%02X", c);
+  }
+}
+
+/* The node the request names (node_id, else node_ip), or NULL with
+ * q->code and q->err set. */
+static const rd_gcs_node *logs_node(sa_req *q, const rd_gcs_node *nodes, size_t n, const char *id, const char *ip) {
+  const rd_gcs_node *dead = NULL;
+  for (size_t i = 0; i < n; i++) {
+    if (id[0] ? strcasecmp(nodes[i].node_id, id) != 0 : strcmp(nodes[i].ip, ip) != 0) continue;
+    if (nodes[i].state == RD_GCS_NODE_ALIVE) return &nodes[i];
+    dead = &nodes[i];
+  }
+  q->code = 404;
+  if (dead)
+    snprintf(q->err, sizeof(q->err), "node %s (%s) is dead: its logs stay in its session directory on its machine",
+             dead->node_id, dead->ip);
+  else if (id[0]) snprintf(q->err, sizeof(q->err), "no node with node_id %.80s in the cluster", id);
+  else snprintf(q->err, sizeof(q->err), "Cannot find matching node_id for a given node ip %.60s", ip);
+  return NULL;
+}
+
+/* Ray's categories of a node's log files (log_manager's), as JSON members. */
+static void logs_categorized(sa_req *q, const rd_json *files) {
+  static const struct {
+    const char *cat, *has, *ends;
+  } cats[] = {{"worker_out", "worker", ".out"}, {"worker_err", "worker", ".err"}, {"raylet", "node.log", NULL},
+              {"gcs_server", "gcs.log", NULL},  {"autoscaler", "autoscaler.log", NULL}};
+  size_t ncat = sizeof(cats) / sizeof(cats[0]);
+  rd__mbuf_printf(&q->out, "{\"result\": true, \"msg\": \"\", \"data\": {\"result\": {");
+  int any = 0;
+  for (size_t c = 0; c <= ncat; c++) {   /* the last round: what no category took ("internal") */
+    int k = 0;
+    for (const rd_json *f = files->child; f; f = f->next) {
+      if (f->type != RD_JSON_STRING) continue;
+      size_t l = strlen(f->str), m = 0;
+      while (m < ncat && !(strstr(f->str, cats[m].has) &&
+                           (!cats[m].ends || (l >= 4 && !strcmp(f->str + l - 4, cats[m].ends)))))
+        m++;
+      if (m != c) continue;
+      if (!k++) rd__mbuf_printf(&q->out, "%s\"%s\": [", any++ ? ", " : "", c < ncat ? cats[c].cat : "internal");
+      else rd__mbuf_printf(&q->out, ", ");
+      rd__mbuf_json_cstr(&q->out, f->str);
+    }
+    if (k) rd__mbuf_printf(&q->out, "]");
+  }
+  rd__mbuf_printf(&q->out, "}}}\n");
+}
+
+/* The worker an actor or task ran on, from their rows: its node's id and
+ * pid into node/pid; 0, or -1 with q->code and q->err set. */
+static int logs_worker(sa_req *q, const rd_gcs_node *nodes, size_t n, char *node, size_t nlen, long long *pid) {
+  int actor = q->lg.actor[0] != 0;
+  const char *id = actor ? q->lg.actor : q->lg.task;
+  q->cols = actor ? actor_cols : task_cols;
+  q->ncols = actor ? NCOLS(actor_cols) : NCOLS(task_cols);
+  each_node(q, nodes, n, actor ? "/api/actors?limit=10000" : "/api/tasks?limit=10000&finished=1", NULL,
+            RD_JSON_OBJECT, actor ? actors_of : tasks_of);
+  if (!actor) actor_calls_nodes(q, nodes, n);
+  size_t cid = actor ? A_ID : TK_ID, cnode = actor ? A_NODE : TK_NODE, cpid = actor ? A_PID : TK_WORKER_PID;
+  size_t cstate = actor ? A_STATE : TK_STATE;
+  for (size_t i = 0; i < q->nrows; i++) {
+    const cell *r = q->cells + i * q->ncols;
+    if (r[cid].t != V_STR || strcasecmp(r[cid].s, id) != 0) continue;
+    if (r[cnode].t != V_STR || r[cpid].t != V_INT || r[cpid].i <= 0) {
+      q->code = 404;
+      snprintf(q->err, sizeof(q->err), "%s %s has no worker process to read (it is %s)", actor ? "actor" : "task",
+               id, r[cstate].t == V_STR ? r[cstate].s : "not placed");
+      return -1;
+    }
+    snprintf(node, nlen, "%s", r[cnode].s);
+    *pid = r[cpid].i;
+    return 0;
+  }
+  q->code = 404;
+  if (q->oom) snprintf(q->err, sizeof(q->err), "node out of memory");
+  else if (actor) snprintf(q->err, sizeof(q->err), "no actor %.80s in the cluster%s%s", id, q->warn.len ? " (" : "",
+                           q->warn.len ? q->warn.p : "");
+  else snprintf(q->err, sizeof(q->err), "no task %.80s among the cluster's unfinished, failed and kept finished "
+                                        "tasks%s%s", id, q->warn.len ? " (" : "", q->warn.len ? q->warn.p : "");
+  if (q->warn.len) snprintf(q->err + strlen(q->err), sizeof(q->err) - strlen(q->err), ")");
+  return -1;
+}
+
+static void logs_work(sa_req *q, const rd_gcs_node *nodes, size_t n) {
+  char node_id[80];
+  snprintf(node_id, sizeof(node_id), "%s", q->lg.node_id);
+  long long pid = q->lg.pid;
+  if ((q->lg.actor[0] || q->lg.task[0]) && logs_worker(q, nodes, n, node_id, sizeof(node_id), &pid) != 0) return;
+  const rd_gcs_node *x = logs_node(q, nodes, n, node_id, q->lg.node_ip);
+  if (!x) return;
+  if (x->metrics_port <= 0) {
+    q->code = 404;
+    snprintf(q->err, sizeof(q->err), "node %s (%s) has no HTTP endpoint (started with --metrics-port -1)", x->node_id,
+             x->ip);
+    return;
+  }
+  rd__mbuf path = {0};
+  if (q->kind == K_LOGS) {
+    rd__mbuf_printf(&path, "/api/logs?glob=");
+    url_put(&path, q->lg.glob);
+  } else {
+    rd__mbuf_printf(&path, "/api/logs/file?suffix=%s&lines=%lld%s", q->lg.suffix, q->lg.lines, q->lg.range);
+    if (q->lg.filename[0]) rd__mbuf_printf(&path, "&filename=");
+    if (q->lg.filename[0]) url_put(&path, q->lg.filename);
+    else rd__mbuf_printf(&path, "&pid=%lld", pid);
+  }
+  char *body = NULL;
+  size_t len = 0;
+  rd__http_fetch f = {.ip = x->ip, .port = x->metrics_port, .path = path.p};
+  if (!path.oom) rd__http_get_all(&f, 1, rd__cluster_token(), q->ms, RD_LOGS_MAX_BYTES + 4096);
+  free(path.p);
+  body = f.body;
+  len = f.len;
+  if (path.oom || f.rc != 0) {
+    q->code = path.oom ? 500 : f.status == 400 || f.status == 404 || f.status == 413 ? f.status : 502;
+    snprintf(q->err, sizeof(q->err), "%s", path.oom ? "node out of memory" : f.why);
+    free(body);
+    return;
+  }
+  if (q->kind == K_LOG_FILE && !strstr(q->lg.range, "stat=1")) {   /* the text as it is */
+    q->out = (rd__mbuf){.p = body, .len = len, .cap = len + 1};
+    q->code = 200;
+    return;
+  }
+  char jwhy[200] = "";
+  rd_json *root = rd_json_parse(body, len, jwhy, sizeof(jwhy));
+  if (q->kind == K_LOG_FILE) {   /* a stat: where the file is, for the next asks (raydist logs --follow) */
+    const char *name = root ? jstr(root, "filename") : NULL;
+    if (name) {
+      rd__mbuf_printf(&q->out, "{\"node_id\": \"%s\", \"node_ip\": \"%s\", \"filename\": ", x->node_id, x->ip);
+      rd__mbuf_json_cstr(&q->out, name);
+      rd__mbuf_printf(&q->out, ", \"size\": %.0f}\n", jnum(root, "size"));
+    }
+    q->code = !name ? 502 : q->out.oom ? 500 : 200;
+    if (q->code != 200) snprintf(q->err, sizeof(q->err), "%s", name ? "node out of memory" : "a bad stat answer");
+    free(root);
+    free(body);
+    return;
+  }
+  const rd_json *files = root ? rd_json_get(root, "files") : NULL;
+  if (files && files->type == RD_JSON_ARRAY) {
+    logs_categorized(q, files);
+    q->code = q->out.oom ? 500 : 200;
+    if (q->out.oom) snprintf(q->err, sizeof(q->err), "node out of memory");
+  } else {
+    q->code = 502;
+    snprintf(q->err, sizeof(q->err), "node %s (%s) answered no list of files%s%s", x->node_id, x->ip,
+             jwhy[0] ? ": " : "", jwhy);
+  }
+  free(root);
+  free(body);
+}
+
 /* --------------------------------------------------------------- work */
 
 static void sa_work(uv_work_t *w) {
@@ -966,6 +1150,11 @@ static void sa_work(uv_work_t *w) {
   if (rc != 0) {
     q->code = 500;
     snprintf(q->err, sizeof(q->err), "cannot read the GCS's node table: %s", g ? rd_gcs_last_error() : "no GCS");
+    return;
+  }
+  if (q->kind == K_LOGS || q->kind == K_LOG_FILE) {
+    logs_work(q, nodes, n);
+    free(nodes);
     return;
   }
   if (q->kind == K_NODES) {
@@ -1040,30 +1229,15 @@ static void sa_work(uv_work_t *w) {
 
 static void sa_done(uv_work_t *w, int status) {
   sa_req *q = w->data;
-  if (status != 0) refuse(q->reply, q->arg, 503, "the node is stopping");
+  if (q->kind == K_LOG_FILE && (status != 0 || q->code != 200))   /* a log's errors are text, as Ray's */
+    refuse_line(q->reply, q->arg, status != 0 ? 503 : q->code, status != 0 ? "the node is stopping" : q->err);
+  else if (status != 0) refuse(q->reply, q->arg, 503, "the node is stopping");
   else if (q->code != 200) refuse(q->reply, q->arg, q->code, "%s", q->err);
   else q->reply(q->arg, 200, q->out.p, q->out.len);
   req_free(q);
 }
 
 /* ---------------------------------------------------------------- query */
-
-/* %XX and '+' decoded in place; -1 for a bad escape or a NUL. */
-static int url_decode(char *s) {
-  char *w = s;
-  for (char *r = s; *r; r++) {
-    if (*r == '+') *w++ = ' ';
-    else if (*r != '%') *w++ = *r;
-    else {
-      unsigned v;
-      if (!r[1] || !r[2] || sscanf(r + 1, "%2x", &v) != 1 || v == 0) return -1;
-      *w++ = (char)v;
-      r += 2;
-    }
-  }
-  *w = 0;
-  return 0;
-}
 
 /* Ray's booleans in a query: True, true, 1, False, false, 0; -1 else. */
 static int parse_bool(const char *s) {
@@ -1099,7 +1273,7 @@ static int parse_query(sa_req *q, const char *query, char *why, size_t wl) {
     char *eq = strchr(p, '=');
     char *v = eq ? eq + 1 : p + strlen(p);
     if (eq) *eq = 0;
-    if (url_decode(p) != 0 || url_decode(v) != 0) {
+    if (rd__url_decode(p) != 0 || rd__url_decode(v) != 0) {
       snprintf(why, wl, "a bad %%-escape in the query");
       rc = -1;
     } else if (!strcmp(p, "limit")) {
@@ -1171,6 +1345,120 @@ static int parse_query(sa_req *q, const char *query, char *why, size_t wl) {
   return rc;
 }
 
+/* q to the thread pool (sa_work, then sa_done answers and frees it). */
+static void sa_queue(uv_loop_t *loop, sa_req *q) {
+  q->work.data = q;
+  if (uv_queue_work(loop, &q->work, sa_work, sa_done) != 0) {
+    refuse(q->reply, q->arg, 500, "cannot queue the state request");
+    req_free(q);
+  }
+}
+
+/* The query of a logs request into q->lg: 0, or -1 with why. */
+static int parse_logs_query(sa_req *q, const char *query, char *why, size_t wl) {
+  char *copy = strdup(query ? query : "");
+  if (!copy) return snprintf(why, wl, "node out of memory"), -1;
+  int rc = 0;
+  size_t rl = 0;
+  for (char *save = NULL, *p = strtok_r(copy, "&", &save); p && rc == 0; p = strtok_r(NULL, "&", &save)) {
+    char *eq = strchr(p, '=');
+    char *v = eq ? eq + 1 : p + strlen(p);
+    if (eq) *eq = 0;
+    static const struct {
+      const char *key;
+      size_t off, cap;
+    } strs[] = {{"node_id", offsetof(sa_req, lg.node_id), sizeof(((sa_req *)0)->lg.node_id)},
+                {"node_ip", offsetof(sa_req, lg.node_ip), sizeof(((sa_req *)0)->lg.node_ip)},
+                {"glob", offsetof(sa_req, lg.glob), sizeof(((sa_req *)0)->lg.glob)},
+                {"filename", offsetof(sa_req, lg.filename), sizeof(((sa_req *)0)->lg.filename)},
+                {"actor_id", offsetof(sa_req, lg.actor), sizeof(((sa_req *)0)->lg.actor)},
+                {"task_id", offsetof(sa_req, lg.task), sizeof(((sa_req *)0)->lg.task)},
+                {"submission_id", offsetof(sa_req, lg.sub), sizeof(((sa_req *)0)->lg.sub)}};
+    size_t k = 0;
+    while (k < sizeof(strs) / sizeof(strs[0]) && strcmp(strs[k].key, p) != 0) k++;
+    long long num;
+    if (rd__url_decode(p) != 0 || rd__url_decode(v) != 0) {
+      snprintf(why, wl, "a bad %%-escape in the query");
+      rc = -1;
+    } else if (k < sizeof(strs) / sizeof(strs[0])) {
+      if (strlen(v) >= strs[k].cap) snprintf(why, wl, "%s is too long", p), rc = -1;
+      else snprintf((char *)q + strs[k].off, strs[k].cap, "%s", v);
+    } else if (!strcmp(p, "suffix")) {
+      if (strcmp(v, "out") != 0 && strcmp(v, "err") != 0)
+        snprintf(why, wl, "Suffix %.20s is not supported: out or err", v), rc = -1;
+      else snprintf(q->lg.suffix, sizeof(q->lg.suffix), "%s", v);
+    } else if (!strcmp(p, "pid")) {
+      if (parse_count(v, 1 << 30, &num) != 0 || num == 0) snprintf(why, wl, "pid must be a process id, not '%.40s'", v), rc = -1;
+      else q->lg.pid = num;
+    } else if (!strcmp(p, "lines")) {
+      if (!strcmp(v, "-1")) q->lg.lines = -1;
+      else if (parse_count(v, 1LL << 40, &num) != 0)
+        snprintf(why, wl, "lines must be -1 (all) or a count, not '%.40s'", v), rc = -1;
+      else q->lg.lines = num;
+    } else if (!strcmp(p, "timeout")) {
+      if (parse_count(v, 3600, &num) != 0 || num == 0)
+        snprintf(why, wl, "timeout must be whole seconds (1..3600), not '%.40s'", v), rc = -1;
+      else q->ms = num > 60 ? 60000 : (int)num * 1000;
+    } else if (!strcmp(p, "offset") || !strcmp(p, "end") || !strcmp(p, "stat")) {
+      int stat = !strcmp(p, "stat");
+      if (stat ? parse_bool(v) < 0 : parse_count(v, 1LL << 62, &num) != 0)
+        snprintf(why, wl, "%s must be %s, not '%.40s'", p, stat ? "true or false" : "a byte offset", v), rc = -1;
+      else if (stat) rl += (size_t)snprintf(q->lg.range + rl, sizeof(q->lg.range) - rl, "&stat=%d", parse_bool(v));
+      else rl += (size_t)snprintf(q->lg.range + rl, sizeof(q->lg.range) - rl, "&%s=%lld", p, num);
+    }   /* the others Ray's CLI sends (attempt_number, interval, media_type, filter_ansi_code) change nothing here */
+  }
+  free(copy);
+  if (rc != 0) return rc;
+  if (q->lg.sub[0])
+    return snprintf(why, wl, "a submitted job's log is `raydist job logs %.60s` (GET /api/jobs/ID/logs on its node)",
+                    q->lg.sub), -1;
+  int who = (q->lg.filename[0] != 0) + (q->lg.pid != 0) + (q->lg.actor[0] != 0) + (q->lg.task[0] != 0);
+  int node = q->lg.node_id[0] || q->lg.node_ip[0];
+  if (q->kind == K_LOGS && !node)
+    return snprintf(why, wl, "Both node id and node ip are not provided. Please provide at least one of them."), -1;
+  if (q->kind == K_LOG_FILE && who != 1)
+    return snprintf(why, wl, "name one of filename, pid, actor_id and task_id (got %d)", who), -1;
+  if (q->kind == K_LOG_FILE && (q->lg.filename[0] || q->lg.pid) && !node)
+    return snprintf(why, wl, "name the node (node_id or node_ip) of %s", q->lg.pid ? "the pid" : "the file"), -1;
+  return 0;
+}
+
+/* GET /api/v0/logs, /api/v0/logs/file and /api/v0/logs/stream (rest:
+ * after /logs). */
+static void logs_request(uv_loop_t *loop, const char *rest, const char *query, rd__http_reply reply, void *arg) {
+  int file = !strcmp(rest, "/file");
+  if (!strcmp(rest, "/stream")) {
+    static const char m[] = "following a log (media type stream) is not served: `raydist logs ... --follow` polls "
+                            "/api/v0/logs/file with offset= for what was added\n";
+    reply(arg, 501, m, sizeof(m) - 1);
+    return;
+  }
+  if (*rest && !file && strcmp(rest, "/") != 0) {
+    refuse(reply, arg, 404, "no such path: /api/v0/logs lists a node's log files, /api/v0/logs/file gives one");
+    return;
+  }
+  sa_req *q = calloc(1, sizeof(*q));
+  if (!q) {
+    refuse(reply, arg, 500, "node out of memory");
+    return;
+  }
+  q->kind = file ? K_LOG_FILE : K_LOGS;
+  q->ms = 30000;
+  q->lg.lines = 1000;   /* Ray's DEFAULT_LOG_LIMIT */
+  snprintf(q->lg.glob, sizeof(q->lg.glob), "*");
+  snprintf(q->lg.suffix, sizeof(q->lg.suffix), "out");
+  q->reply = reply;
+  q->arg = arg;
+  char why[400];
+  if (parse_logs_query(q, query, why, sizeof(why)) != 0) {
+    if (file) refuse_line(reply, arg, 400, why);
+    else refuse(reply, arg, 400, "%s", why);
+    req_free(q);
+    return;
+  }
+  sa_queue(loop, q);
+}
+
 /* -------------------------------------------------------------- routing */
 
 int rd__state_api_path(const char *path) { return !strncmp(path, "/api/v0/", 8); }
@@ -1195,6 +1483,10 @@ void rd__state_api(uv_loop_t *loop, const char *method, const char *path, const 
   size_t n = strcspn(what, "/");
   snprintf(res, sizeof(res), "%.*s", (int)(n < sizeof(res) ? n : sizeof(res) - 1), what);
   const char *rest = what + n;
+  if (!strcmp(res, "logs")) {
+    logs_request(loop, rest, query, reply, arg);
+    return;
+  }
   int summary = !strcmp(rest, "/summarize");
   if (*rest && !summary && strcmp(rest, "/") != 0) {
     refuse(reply, arg, 404, "no such path: /api/v0/RESOURCE and /api/v0/RESOURCE/summarize");
@@ -1215,18 +1507,18 @@ void rd__state_api(uv_loop_t *loop, const char *method, const char *path, const 
   size_t k = 0;
   while (k < sizeof(kinds) / sizeof(kinds[0]) && strcmp(kinds[k].name, res) != 0) k++;
   if (k == sizeof(kinds) / sizeof(kinds[0])) {
-    static const char *ray_only[] = {"runtime_envs", "cluster_events", "logs"};
+    static const char *ray_only[] = {"runtime_envs", "cluster_events"};
     for (size_t i = 0; i < sizeof(ray_only) / sizeof(ray_only[0]); i++)
       if (!strcmp(res, ray_only[i])) {
         refuse(reply, arg, 501,
-               "libraydist does not serve Ray's %s through the state API: a job's log is `raydist job logs` "
-               "(GET /api/jobs/ID/logs), a worker's output goes to its driver",
+               "libraydist does not serve Ray's %s through the state API: a node's own events are in its "
+               "node.log (GET /api/v0/logs, raydist logs)",
                res);
         return;
       }
     refuse(reply, arg, 404,
-           "no such resource '%.40s': the state API lists nodes, actors, tasks, placement_groups, jobs, objects "
-           "and workers",
+           "no such resource '%.40s': the state API lists nodes, actors, tasks, placement_groups, jobs, objects, "
+           "workers and logs",
            res);
     return;
   }
@@ -1254,9 +1546,5 @@ void rd__state_api(uv_loop_t *loop, const char *method, const char *path, const 
     req_free(q);
     return;
   }
-  q->work.data = q;
-  if (uv_queue_work(loop, &q->work, sa_work, sa_done) != 0) {
-    refuse(reply, arg, 500, "cannot queue the state request");
-    req_free(q);
-  }
+  sa_queue(loop, q);
 }

@@ -14,9 +14,15 @@
  *     rd_get of --many (2000) results of 128 KiB made there;
  *   - with --metrics IP:PORT (the driver's node's endpoint): how long the
  *     node takes to answer /api/tasks (`raydist list tasks`) while the
- *     driver holds 1000, 10000 and 100000 tasks waiting for an argument.
+ *     driver holds 1000, 10000 and 100000 tasks waiting for an argument;
+ *   - and with --token T too: MB/s of a task on the other node printing 20 MB
+ *     of 100-byte lines (the node reads them into the worker's file; run
+ *     the driver with RAYDIST_LOG_TO_DRIVER=0 to leave its own copy out),
+ *     and how long the driver's node takes to give that file's last 1000
+ *     lines and its last 200,000 (20 MB) (/api/v0/logs/file, `raydist
+ *     logs`), asking the other node.
  * Usage: RAYDIST_ADDRESS=ip:port cluster_bench [--duration S] [--trials N]
- *        [--mib N (default 1024)] [--many N (default 2000)] [--metrics IP:PORT]
+ *        [--mib N (default 1024)] [--many N (default 2000)] [--metrics IP:PORT [--token T]]
  *        [--json FILE] */
 #include "../harness.h"
 
@@ -212,7 +218,10 @@ static double pg_rate(size_t nb, int strategy) {
 static double pg_local(void) { return pg_rate(1, RD_PG_PACK); }
 static double pg_spread(void) { return pg_rate(2, RD_PG_STRICT_SPREAD); }
 
-/* GET path from ip:port (HTTP/1.0): the body's bytes, or -1. */
+static const char *g_token;   /* --token: sent as a bearer token */
+
+/* GET path from ip:port (HTTP/1.0): the answer's bytes, or -1 (also for
+ * an answer other than 200). */
 static long http_get(const char *ipport, const char *path) {
   char ip[64];
   int port = 0;
@@ -224,18 +233,84 @@ static long http_get(const char *ipport, const char *path) {
     if (fd >= 0) close(fd);
     return -1;
   }
-  char req[256];
-  int n = snprintf(req, sizeof(req), "GET %s HTTP/1.0\r\n\r\n", path);
+  char req[512];
+  int n = snprintf(req, sizeof(req), "GET %s HTTP/1.0\r\n%s%s%s\r\n", path, g_token ? "Authorization: Bearer " : "",
+                   g_token ? g_token : "", g_token ? "\r\n" : "");
   if (write(fd, req, (size_t)n) != n) {
     close(fd);
     return -1;
   }
   static char buf[1 << 16];
   long total = 0;
+  int ok = 0;
   ssize_t r;
-  while ((r = read(fd, buf, sizeof(buf))) > 0) total += r;
+  while ((r = read(fd, buf, sizeof(buf))) > 0) {
+    if (!total) ok = r >= 12 && !memcmp(buf + 8, " 200", 4);
+    total += r;
+  }
   close(fd);
-  return total;
+  return ok ? total : -1;
+}
+
+/* arg0: n (a long); prints n lines of 100 bytes to stdout, returns its pid. */
+RD_REMOTE(print_lines) {
+  rd_buf a;
+  long n;
+  if (rd_arg(call, 0, &a) != 0 || a.size != sizeof(n)) return rd_call_fail(call, "bad args");
+  memcpy(&n, a.data, sizeof(n));
+  char line[101];
+  memset(line, 'x', 99);
+  line[99] = '\n';
+  for (long i = 0; i < n; i++) {
+    char num[24];
+    snprintf(num, sizeof(num), "%010ld ", i);
+    memcpy(line, num, 11);
+    if (fwrite(line, 1, 100, stdout) != 100) return rd_call_fail(call, "stdout");
+  }
+  fflush(stdout);
+  int pid = (int)getpid();
+  return rd_return_bytes(call, 0, &pid, sizeof(pid));
+}
+
+/* 20 MB printed on the other node (only_b, 127.0.0.2), then its file read
+ * through this node's state API: the figures printed. */
+static void worker_output(const char *metrics) {
+  long n = 200000;
+  rd_task_opts o;
+  rd_task_opts_init(&o);
+  o.resources = "only_b=0.001";
+  int pid = 0;
+  for (int t = 0; t <= g_trials; t++) {   /* the first: a warm-up (the worker's start) */
+    rd_ref r;
+    double s = now();
+    OK(rd_submit(print_lines, RD_ARGS(rd_arg_bytes(&n, sizeof(n))), &o, &r));
+    rd_buf b;
+    OK(rd_get(&r, 1, &b, 600000));
+    double el = now() - s;
+    if (b.size == sizeof(pid)) memcpy(&pid, b.data, sizeof(pid));
+    rd_buf_release(&b);
+    rd_ref_release(r);
+    if (t) printf("worker_output: %ld lines of 100 bytes printed on the other node in %.3f s: %.1f MB/s\n", n, el,
+                  n * 100 / el / 1e6);
+  }
+  char p1[160], p2[160];
+  snprintf(p1, sizeof(p1), "/api/v0/logs/file?node_ip=127.0.0.2&pid=%d&lines=1000", pid);
+  snprintf(p2, sizeof(p2), "/api/v0/logs/file?node_ip=127.0.0.2&pid=%d&lines=%ld", pid, n);   /* 20 MB */
+  const char *const paths[] = {p1, p2};
+  for (int k = 0; k < 2; k++) {
+    double best = 1e9;
+    long bytes = 0;
+    for (int t = 0; t < g_trials; t++) {
+      double s = now();
+      bytes = http_get(metrics, paths[k]);
+      if (bytes < 0) {   /* e.g. nodes started with RAYDIST_LOG_TO_STDERR=1: no worker files */
+        printf("worker_output: GET %s from %s failed\n", paths[k], metrics);
+        return;
+      }
+      if (now() - s < best) best = now() - s;
+    }
+    printf("worker_output: GET %-60s %8.1f ms (best of %d), %ld bytes\n", paths[k], best * 1e3, g_trials, bytes);
+  }
 }
 
 /* Each of paths GET from metrics g_trials times: the best time printed,
@@ -355,11 +430,13 @@ int main(int argc, char **argv) {
   const char *metrics = NULL;
   for (int i = 1; i < argc; i++)
     if (!strcmp(argv[i], "--metrics") && i + 1 < argc) metrics = argv[++i];
+    else if (!strcmp(argv[i], "--token") && i + 1 < argc) g_token = argv[++i];
   if (metrics && selected("list_tasks")) {
     rd_task_opts_init(&g_opts);
     g_opts.num_cpus = 0.01;
     for (int n = 1000; n <= 100000; n *= 10) list_tasks_round(metrics, n);
   }
+  if (metrics && g_token && selected("worker_output")) worker_output(metrics);
   harness_done();
   rd_shutdown();
   return 0;

@@ -20,5 +20,7 @@ if [ -x "$B/bench/xfer/xfer_bench" ]; then
   "$B/bench/xfer/xfer_bench" || true
 fi
 echo "== through the runtime (bench/cluster) =="
-RAYDIST_ADDRESS="$ADDR" RAYDIST_LOG_LEVEL=0 "$B/bench/cluster/cluster_bench" --metrics "$(cat "$ROOT/node-127.0.0.1/metrics")" "$@" 2>&1 | grep -v "^$" || true
+RAYDIST_ADDRESS="$ADDR" RAYDIST_LOG_LEVEL=0 RAYDIST_LOG_TO_DRIVER=0 "$B/bench/cluster/cluster_bench" \
+  --metrics "$(cat "$ROOT/node-127.0.0.1/metrics")" --token "$(cat "$ROOT/node-127.0.0.1/token")" "$@" 2>&1 |
+  grep -v "^$" || true
 "$R" status

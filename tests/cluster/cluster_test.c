@@ -2280,6 +2280,19 @@ static int t_log_rotation(void) {
   return 0;
 }
 
+/* A Tally on node c that has printed (Tally_say) once. */
+static rd_actor sayer_on_c(void) {
+  rd_actor_opts ao;
+  rd_actor_opts_init(&ao);
+  ao.resources = "only_c=0.25";
+  rd_actor a;
+  rd_ref r;
+  CHECK_EQ(rd_actor_create(Tally, RD_NO_ARGS, &ao, &a), 0);
+  CHECK_EQ(rd_actor_call(a, Tally_say, RD_NO_ARGS, NULL, &r), 0);
+  get_ok(r, "actor on c");
+  return a;
+}
+
 static int t_log_to_driver(void) {
   join();
   rd_task_opts o;
@@ -2298,16 +2311,42 @@ static int t_log_to_driver(void) {
   h.node = ni.node_index;
   CHECK_EQ(rd_submit(say, RD_ARGS(rd_arg_bytes("task-here", 9)), &h, &r), 0);
   get_ok(r, "task here");
-  rd_actor_opts ao;
-  rd_actor_opts_init(&ao);
-  ao.resources = "only_c=0.25";
-  rd_actor a;
-  CHECK_EQ(rd_actor_create(Tally, RD_NO_ARGS, &ao, &a), 0);
-  CHECK_EQ(rd_actor_call(a, Tally_say, RD_NO_ARGS, NULL, &r), 0);
-  get_ok(r, "actor on c");
+  rd_actor a = sayer_on_c();
   CHECK_EQ(rd_actor_kill(a, 1), 0);
   usleep(3000000);   /* its last line comes at its exit, on its own: give it time */
   CHECK_EQ(rd_node_info_get(&ni), 0);   /* any call reads what came */
+  rd_shutdown();
+  return 0;
+}
+
+/* The logs case: a task on b and an actor on c print (their workers'
+ * files); the actor's id goes to the file `actor`; once the script has
+ * looked, the actor prints again for `raydist logs --follow` (when the
+ * file `more` appears), and it is killed at `done`. */
+static int t_logs_hold(void) {
+  join();
+  rd_task_opts o;
+  rd_task_opts_init(&o);
+  rd_ref r;
+  o.resources = "only_b=0.25";
+  CHECK_EQ(rd_submit(say, RD_ARGS(rd_arg_bytes("task-on-b", 9)), &o, &r), 0);
+  get_ok(r, "task on b");
+  rd_actor a = sayer_on_c();
+  const char *ready = getenv("RD_READY"), *done = getenv("RD_DONE"), *dir = getenv("RAYDIST_TMPDIR");
+  CHECK(ready && done && dir);
+  char path[600];
+  snprintf(path, sizeof(path), "%s/actor", dir);
+  FILE *f = fopen(path, "w");
+  CHECK(f != NULL);
+  fprintf(f, "%016llx\n", (unsigned long long)a.id);   /* as the state API words it */
+  fclose(f);
+  say_ready(ready);
+  snprintf(path, sizeof(path), "%s/more", dir);
+  for (int i = 0; i < 1200 && access(path, F_OK) != 0 && access(done, F_OK) != 0; i++) usleep(50000);
+  CHECK_EQ(rd_actor_call(a, Tally_say, RD_NO_ARGS, NULL, &r), 0);
+  get_ok(r, "actor on c, again");
+  for (int i = 0; i < 1200 && access(done, F_OK) != 0; i++) usleep(50000);
+  CHECK_EQ(rd_actor_kill(a, 1), 0);
   rd_shutdown();
   return 0;
 }
@@ -5036,7 +5075,7 @@ int main(int argc, char **argv) {
       {"detached_make", t_detached_make},       {"detached_use", t_detached_use},
       {"detached_gone", t_detached_gone},       {"detached_node_make", t_detached_node_make},
       {"detached_node_use", t_detached_node_use},       {"gcs_restart_before", t_gcs_restart_before},
-      {"gcs_restart_after", t_gcs_restart_after}, {"lineage", t_lineage}, {"nodes", t_nodes}, {"get_many_remote", t_get_many_remote}, {"hung_peer", t_hung_peer}, {"env", t_env}, {"get_if_exists", t_get_if_exists}, {"log_to_driver", t_log_to_driver}, {"kv", t_kv}, {"max_calls", t_max_calls}, {"actor_exit", t_actor_exit}, {"env_bad_node", t_env_bad_node}, {"shutdown_busy", t_shutdown_busy}, {"job_ok", t_job_ok}, {"ns_make", t_ns_make}, {"ns_other", t_ns_other}, {"ns_same", t_ns_same}, {"job_bad", t_job_bad}, {"job_long", t_job_long}, {"owner_exit_child", t_owner_exit_child}, {"owner_exit_check", t_owner_exit_check}, {"shuffle", t_shuffle}, {"bad_node", t_bad_node}, {"lineage_eager", t_lineage_eager}, {"respill", t_respill}, {"view_claim", t_view_claim}, {"burst_claim", t_burst_claim}, {"actor_respill", t_actor_respill}, {"actor_host_gone", t_actor_host_gone}, {"many_classes", t_many_classes},       {"cancel", t_cancel}, {"memory_remote", t_memory_remote},
+      {"gcs_restart_after", t_gcs_restart_after}, {"lineage", t_lineage}, {"nodes", t_nodes}, {"get_many_remote", t_get_many_remote}, {"hung_peer", t_hung_peer}, {"env", t_env}, {"get_if_exists", t_get_if_exists}, {"log_to_driver", t_log_to_driver}, {"logs_hold", t_logs_hold}, {"kv", t_kv}, {"max_calls", t_max_calls}, {"actor_exit", t_actor_exit}, {"env_bad_node", t_env_bad_node}, {"shutdown_busy", t_shutdown_busy}, {"job_ok", t_job_ok}, {"ns_make", t_ns_make}, {"ns_other", t_ns_other}, {"ns_same", t_ns_same}, {"job_bad", t_job_bad}, {"job_long", t_job_long}, {"owner_exit_child", t_owner_exit_child}, {"owner_exit_check", t_owner_exit_check}, {"shuffle", t_shuffle}, {"bad_node", t_bad_node}, {"lineage_eager", t_lineage_eager}, {"respill", t_respill}, {"view_claim", t_view_claim}, {"burst_claim", t_burst_claim}, {"actor_respill", t_actor_respill}, {"actor_host_gone", t_actor_host_gone}, {"many_classes", t_many_classes},       {"cancel", t_cancel}, {"memory_remote", t_memory_remote},
       {"borrow", t_borrow},                     {"stream", t_stream},           {"nested", t_nested},
       {"collective", t_collective},             {"code_keep", t_code_keep},     {"code_kill", t_code_kill},
       {"code_again", t_code_again},             {"labels", t_labels}, {"memory_hold", t_memory_hold},

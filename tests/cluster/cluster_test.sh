@@ -21,7 +21,12 @@ export RAYDIST_GCS_HANG_MS=4000   # the GCS keeper replaces a silent server soon
 export ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}log_path=$RAYDIST_TMPDIR/san"
 export UBSAN_OPTIONS="${UBSAN_OPTIONS:+$UBSAN_OPTIONS:}log_path=$RAYDIST_TMPDIR/san:print_stacktrace=1"
 ROOT="$RAYDIST_TMPDIR/raydist-$(id -u)"
-fail() { echo "FAIL: $*" >&2; for f in "$ROOT"/node-*/*.log; do echo "== $f" >&2; tail -n 30 "$f" >&2; done; exit 1; }
+fail() {
+  echo "FAIL: $*" >&2
+  for f in "$ROOT"/node-*/*.log; do echo "== $f" >&2; tail -n 30 "$f" >&2; done
+  for f in "$ROOT"/node-*/logs/*.err; do [ -s "$f" ] && { echo "== $f" >&2; tail -n 10 "$f" | cut -c1-300 >&2; }; done
+  exit 1
+}
 # proc_start PID: its start time (field 22 of /proc/PID/stat), empty when no
 # such process.  still_runs PID START: that very process runs (not a zombie,
 # not another process given the pid later: pids wrap at 32768 here, and a
@@ -100,8 +105,10 @@ HEAD_OPTS=
   HEAD_OPTS="--log-level 2"
 # job_resources: two GPUs (accounting only: no device is needed) and big=1 on the head
 [ "$CASE" = job_resources ] && HEAD_OPTS="--num-gpus 2 --resources big=1"
-# log_rotation: node logs rotated at 100 KB, two kept
-[ "$CASE" = log_rotation ] && export RAYDIST_ROTATION_MAX_BYTES=100000 RAYDIST_ROTATION_BACKUP_COUNT=2
+# log_rotation: logs rotated at 100 KB, two kept; the workers' lines in
+# the node's log (log_rotation) or in their own files (worker_log_rotation)
+[ "$CASE" = log_rotation ] && export RAYDIST_LOG_TO_STDERR=1
+case "$CASE" in log_rotation | worker_log_rotation) export RAYDIST_ROTATION_MAX_BYTES=100000 RAYDIST_ROTATION_BACKUP_COUNT=2 ;; esac
 # and the nodes their own copies after 1 s
 [ "$CASE" = code_gc ] && export RAYDIST_GCS_CODE_TTL_S=1 RAYDIST_CODE_CACHE_TTL_S=1 RAYDIST_LOG_LEVEL=2 &&
   HEAD_OPTS="--log-level 2"
@@ -1261,12 +1268,105 @@ EOF
     # the 20 KB line comes in pieces, every x of it
     X=$(grep -F "ip=127.0.0.3)" "$RAYDIST_TMPDIR/out" | grep -v "say\|no newline" | sed 's/^(pid=[0-9]*, ip=[0-9.]*) //' | tr -d '\nlong ' | wc -c)
     [ "$X" -eq 19999 ] || fail "$CASE: the long line came as $X x's, not 19999"
-    # and the node that ran it logged it too
-    grep -qF "say task-on-b stdout 1" "$ROOT/node-127.0.0.2/node.log" || fail "$CASE: not in node b's log"
+    # and the node that ran it kept it in the worker's file
+    cat "$ROOT"/node-127.0.0.2/logs/worker-*.out | grep -qxF "say task-on-b stdout 1" || fail "$CASE: not in a worker file on b"
     # a driver that asks for none gets none
     RAYDIST_LOG_TO_DRIVER=0 "$T" "$CASE" > "$RAYDIST_TMPDIR/out" 2>&1 || fail "$CASE without output"
     grep -q "(pid=" "$RAYDIST_TMPDIR/out" && { cat "$RAYDIST_TMPDIR/out"; fail "$CASE: output with RAYDIST_LOG_TO_DRIVER=0"; }
     echo "ok: worker output on the driver, from three nodes"
+    ;;
+  logs)
+    # each worker's stdout and stderr in files of their own on its node,
+    # listed and read through any node (raydist logs, GET /api/v0/logs):
+    # by name, by pid, by actor, by task, the last lines, followed as it
+    # grows; bad input refused with why
+    hold_start logs_hold
+    B="$ROOT/node-127.0.0.2" L="$RAYDIST_TMPDIR/logs.out"
+    grep -lF "say task-on-b stdout 2" "$B"/logs/worker-*-*-*.out > "$RAYDIST_TMPDIR/bfile" ||
+      { ls -l "$B/logs"; fail "logs: the task's lines are not in a worker file on b"; }
+    BF=$(basename "$(head -n 1 "$RAYDIST_TMPDIR/bfile")")
+    BPID=$(echo "$BF" | sed 's/^worker-[0-9a-f]*-[0-9]*-\([0-9]*\)\.out$/\1/')
+    grep -qxF "say task-on-b stderr" "$B/logs/${BF%.out}.err" || fail "logs: the task's stderr is not in ${BF%.out}.err"
+    grep -qF "say task-on-b" "$B/node.log" && fail "logs: the worker's lines went to b's node.log too"
+    # every node's files, by Ray's categories
+    "$R" logs > "$L" || { cat "$L"; fail "raydist logs"; }
+    for want in "node 1 (127.0.0.1" "node 3 (127.0.0.3" "  raylet:" "  gcs_server:" "    gcs.log" "    $BF" "  worker_err:"; do
+      grep -qF "$want" "$L" || { cat "$L"; fail "logs: no '$want' in raydist logs"; }
+    done
+    # one match is printed: the file by name, its last 2 lines
+    "$R" logs "$BF" --node-ip 127.0.0.2 --tail 2 > "$L" || { cat "$L"; fail "raydist logs $BF"; }
+    printf 'say task-on-b stdout 1\nsay task-on-b stdout 2\n' | cmp -s - "$L" || { cat "$L"; fail "logs: the last two lines of $BF"; }
+    "$R" logs worker --pid "$BPID" --node-ip 127.0.0.2 --err > "$L" && grep -qxF "say task-on-b stderr" "$L" ||
+      { cat "$L"; fail "logs: the worker's stderr by pid"; }
+    # an actor's file (through node b), its 20 KB line whole
+    AID=$(cat "$RAYDIST_TMPDIR/actor")
+    "$R" logs actor --id "$AID" > "$L" || { cat "$L"; fail "raydist logs actor"; }
+    grep -qxF "say actor-on-c stdout" "$L" || { grep -v '^long' "$L"; fail "logs: the actor's line"; }
+    [ "$(grep '^long x' "$L" | tr -d '\nlong ' | wc -c)" -eq 19999 ] || fail "logs: the actor's long line is not whole"
+    # the task, found by its id among the finished tasks
+    TID=$(python3 - "$(cat "$ROOT/node-127.0.0.1/metrics")" "$(cat "$ROOT/node-127.0.0.1/token")" <<'PY'
+import json, sys, urllib.request
+q = urllib.request.Request("http://%s/api/v0/tasks?limit=100&detail=True" % sys.argv[1],
+                           headers={"Authorization": "Bearer " + sys.argv[2]})
+rows = json.load(urllib.request.urlopen(q, timeout=30))["data"]["result"]["result"]
+print([r for r in rows if r["name"] == "say" and r["state"] == "FINISHED"][0]["task_id"])
+PY
+) || fail "logs: no finished say task listed"
+    "$R" logs task --id "$TID" > "$L" && grep -qxF "say task-on-b stdout 0" "$L" || { cat "$L"; fail "logs: the task's worker file"; }
+    # followed: the actor prints again, and the follower shows it
+    "$R" logs actor --id "$AID" --follow > "$RAYDIST_TMPDIR/follow" 2>&1 &
+    FOLLOW=$!
+    sleep 1
+    touch "$RAYDIST_TMPDIR/more"
+    # (after the first call's line without a newline)
+    for _i in $(seq 1 50); do [ "$(grep -c 'say actor-on-c stdout$' "$RAYDIST_TMPDIR/follow")" = 2 ] && break; sleep 0.2; done
+    kill $FOLLOW
+    [ "$(grep -c 'say actor-on-c stdout$' "$RAYDIST_TMPDIR/follow")" = 2 ] ||
+      { grep -v '^long' "$RAYDIST_TMPDIR/follow"; fail "logs: --follow did not show the new lines"; }
+    # the HTTP API: Ray's envelope and categories; refusals
+    python3 - "$(cat "$ROOT/node-127.0.0.3/metrics")" "$(cat "$ROOT/node-127.0.0.1/token")" "$BF" "$BPID" <<'PY' || fail "logs: the HTTP API"
+import json, sys, urllib.error, urllib.request
+addr, token, bf, bpid = sys.argv[1:5]
+def get(path, code, want, auth=True):
+    q = urllib.request.Request("http://" + addr + path, headers={"Authorization": "Bearer " + token} if auth else {})
+    try:
+        r = urllib.request.urlopen(q, timeout=30)
+        got, body = r.status, r.read().decode()
+    except urllib.error.HTTPError as e:
+        got, body = e.code, e.read().decode()
+    assert got == code and want in body, (path, got, body[:300])
+    return body
+j = json.loads(get("/api/v0/logs?node_ip=127.0.0.2", 200, ""))
+res = j["data"]["result"]
+assert j["result"] is True and bf in res["worker_out"] and "node.log" in res["raylet"], res
+assert all(f.endswith(".err") for f in res["worker_err"]), res
+j = json.loads(get("/api/v0/logs?node_ip=127.0.0.2&glob=*.err", 200, ""))
+assert list(j["data"]["result"]) == ["worker_err"], j
+t = get("/api/v0/logs/file?node_ip=127.0.0.2&filename=" + bf + "&lines=1", 200, "")
+assert t == "say task-on-b stdout 2\n", t
+t = get("/api/v0/logs/file?node_ip=127.0.0.2&pid=" + bpid + "&lines=-1&offset=23&end=46", 200, "")
+assert t == "say task-on-b stdout 1\n", t
+get("/api/v0/logs/file?node_ip=127.0.0.2&filename=token", 400, "not a log's name")
+get("/api/v0/logs/file?node_ip=127.0.0.2&filename=..%2Ftoken", 400, "not a log's name")
+get("/api/v0/logs/file?node_ip=127.0.0.2&filename=nothing.log", 404, "no log 'nothing.log'")
+get("/api/v0/logs/file?node_ip=127.0.0.2&pid=1", 404, "no out file of a worker with pid 1")
+get("/api/v0/logs/file?pid=" + bpid, 400, "name the node")
+get("/api/v0/logs/file?node_ip=127.0.0.2", 400, "name one of filename, pid, actor_id and task_id")
+get("/api/v0/logs/file?actor_id=00000000deadbeef", 404, "no actor 00000000deadbeef")
+get("/api/v0/logs/file?node_ip=127.0.0.9&filename=node.log", 404, "node ip 127.0.0.9")
+get("/api/v0/logs/file?node_ip=127.0.0.2&filename=node.log&lines=lots", 400, "lines must be")
+get("/api/v0/logs/file?node_ip=127.0.0.2&pid=" + bpid + "&suffix=log", 400, "Suffix log is not supported")
+get("/api/v0/logs/stream?node_ip=127.0.0.2&filename=node.log", 501, "raydist logs")
+get("/api/v0/logs", 400, "Both node id and node ip are not provided")
+get("/api/v0/logs?node_ip=127.0.0.2", 401, "cluster token", auth=False)
+get("/api/logs/file?filename=node.log", 401, "cluster token", auth=False)
+print("logs: the HTTP API's answers and refusals")
+PY
+    "$R" logs actor > "$L" 2>&1 && fail "logs: raydist logs actor without --id"
+    grep -q "\-\-id is needed" "$L" || { cat "$L"; fail "logs: no reason for a missing --id"; }
+    touch "$RAYDIST_TMPDIR/done"
+    wait "$HOLD" || { cat "$RAYDIST_TMPDIR/hold.log"; fail "$CASE"; }
+    echo "ok: workers' files listed and read by name, pid, actor and task, followed"
     ;;
   memory)
     # raydist memory: every node's store, while a driver holds a 4 MiB put on
@@ -1507,10 +1607,34 @@ assert all("raydist_app_metric_rejected_total 0\n" in p for p in (head, b, c))
 print("app_metrics: the driver's on the head, the tasks' on b, the actor's gauge gone from c with the actor")
 PY
     ;;
+  worker_log_rotation)
+    # 480 KB of worker output on b, over 3.6 s: the worker's file is
+    # rotated (as it passes 100 KB) into .out.1 and .out.2, never a .3,
+    # none far past 100 KB, the last lines in the newest file, no line cut
+    RAYDIST_LOG_TO_DRIVER=0 "$T" log_rotation || fail "$CASE"
+    B="$ROOT/node-127.0.0.2"
+    ls -l "$B"/logs
+    W=$(grep -l 'say-lots round 11 line 399 ' "$B"/logs/worker-*.out "$B"/logs/worker-*.out.1 2>/dev/null | head -n 1)
+    W=${W%.1}
+    [ -n "$W" ] || fail "$CASE: the last line is not in a worker's newest two files"
+    [ -f "$W.1" ] && [ -f "$W.2" ] || fail "$CASE: no $W.1 and .2"
+    [ -e "$W.3" ] && fail "$CASE: a third backup kept"
+    for f in "$W" "$W".*; do
+      [ "$(stat -c %s "$f")" -le 120000 ] || fail "$CASE: $f has $(stat -c %s "$f") bytes"
+    done
+    grep -q 'say-lots round 00 ' "$W" "$W".* && fail "$CASE: the first round was not dropped"
+    # the lines kept are whole and in order across the files
+    cat "$W.2" "$W.1" "$W" | grep -o 'say-lots round [0-9]* line [0-9]*' > "$RAYDIST_TMPDIR/kept"
+    sort -c "$RAYDIST_TMPDIR/kept" || fail "$CASE: lines out of order"
+    [ "$(wc -l < "$RAYDIST_TMPDIR/kept")" -ge 1000 ] || fail "$CASE: under 1000 lines kept"
+    [ "$(grep -c . "$W.1")" = "$(grep -c '^say-lots round [0-9]* line [0-9]* 0*$' "$W.1")" ] ||
+      fail "$CASE: a line cut in $W.1"
+    ;;
   log_rotation)
     # 480 KB of worker output on b, over 3.6 s: b's node.log is rotated
     # (checked once a second) into node.log.1 and .2, never a .3, none far
     # past 100 KB, and the last lines are in the newest file
+    # (RAYDIST_LOG_TO_STDERR=1: the workers' lines go to the node's log)
     RAYDIST_LOG_TO_DRIVER=0 "$T" "$CASE" || fail "$CASE"
     B="$ROOT/node-127.0.0.2"
     sleep 1.2   # one more check: the last round's lines may be past the limit
@@ -1527,6 +1651,7 @@ PY
     cat "$B/node.log.2" "$B/node.log.1" "$B/node.log" | grep -o 'say-lots round [0-9]* line [0-9]*' > "$RAYDIST_TMPDIR/kept"
     sort -c "$RAYDIST_TMPDIR/kept" || fail "log_rotation: lines out of order"
     [ "$(wc -l < "$RAYDIST_TMPDIR/kept")" -ge 1000 ] || fail "log_rotation: under 1000 lines kept"
+    [ -d "$B/logs" ] && fail "log_rotation: worker files with RAYDIST_LOG_TO_STDERR=1"
     # a malformed setting stops a node from starting, with the reason
     if RAYDIST_ROTATION_MAX_BYTES=lots "$R" start --address "$ADDR" --node-ip 127.0.0.4 2>"$RAYDIST_TMPDIR/err"; then
       fail "a node started with RAYDIST_ROTATION_MAX_BYTES=lots"

@@ -1,0 +1,409 @@
+/* runtime/log_files.c - a node's log files (see log_files.h): the workers'
+ * files written on the loop, and the listing and reading of the logs on
+ * the thread pool. */
+#include "log_files.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <fnmatch.h>
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "cluster.h"
+#include "common.h"
+#include "log.h"
+#include "metrics.h"
+
+/* ------------------------------------------------------------- writing */
+
+static int rot_read;   /* the rotation settings, read at the first file (the node checked them when it started) */
+static uint64_t rot_max;
+static int rot_backups;
+
+int rd__wlog_open(rd__wlog *l, const char *dir, uint32_t wid, uint32_t job, int pid, int which) {
+  l->fd = -1;
+  l->size = 0;
+  if (!rot_read) {
+    if (rd__log_rotation_conf(&rot_max, &rot_backups) != 0) rot_max = 0, rot_backups = 0;
+    rot_read = 1;
+  }
+  int n = snprintf(l->path, sizeof(l->path), "%s/logs", dir);
+  if (n < 0 || (size_t)n >= sizeof(l->path) - 64) return errno = ENAMETOOLONG, -1;
+  if (mkdir(l->path, 0700) != 0 && errno != EEXIST) return -1;
+  snprintf(l->path + n, sizeof(l->path) - (size_t)n, "/worker-%08" PRIx32 "-%" PRIu32 "-%d.%s", wid, job, pid,
+           which == 2 ? "err" : "out");
+  l->fd = open(l->path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
+  if (l->fd < 0) return -1;
+  struct stat st;
+  if (fstat(l->fd, &st) == 0) l->size = (uint64_t)st.st_size;   /* a reused pid's file of an earlier node run */
+  return 0;
+}
+
+/* l's file has reached the limit: its backups shifted and a new one
+ * opened (or, keeping none, the same one started over).  -1 when that
+ * failed (logged): writing goes on where it was. */
+static int wlog_rotate(rd__wlog *l) {
+  if (rot_backups == 0) {
+    if (ftruncate(l->fd, 0) != 0) goto failed;
+    l->size = 0;
+    return 0;
+  }
+  if (rd__log_shift(l->path, rot_backups) != 0) goto failed;
+  int fd = open(l->path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
+  if (fd < 0) goto failed;
+  close(l->fd);
+  l->fd = fd;
+  l->size = 0;
+  return 0;
+failed:
+  rd__log(RD_LOG_ERROR, "cannot rotate %s: %s", l->path, strerror(errno));
+  return -1;
+}
+
+void rd__wlog_write(rd__wlog *l, const char *p, size_t n) {
+  if (l->fd < 0 || !n) return;
+  if (rot_max && l->size >= rot_max) (void)wlog_rotate(l);
+  while (n) {
+    ssize_t w = write(l->fd, p, n);
+    if (w < 0 && errno == EINTR) continue;
+    if (w <= 0) {
+      rd__log(RD_LOG_ERROR, "cannot write the worker's output to %s: %s (no more is kept there)", l->path,
+              w < 0 ? strerror(errno) : "nothing written");
+      rd__wlog_close(l);
+      return;
+    }
+    p += w;
+    n -= (size_t)w;
+    l->size += (uint64_t)w;
+  }
+}
+
+void rd__wlog_close(rd__wlog *l) {
+  if (l->fd >= 0) close(l->fd);
+  l->fd = -1;
+}
+
+/* ----------------------------------------------------------- the files */
+
+/* A node's own log at the top of its directory: NAME.log or NAME.log.N. */
+static int top_log_name(const char *name) {
+  const char *d = strstr(name, ".log");
+  if (!d || d == name) return 0;
+  d += 4;
+  if (!*d) return 1;
+  if (*d++ != '.' || !*d) return 0;
+  while (*d >= '0' && *d <= '9') d++;
+  return !*d;
+}
+
+/* A name a client may ask for: no path in it, not hidden. */
+static int plain_name(const char *name) {
+  return name[0] && name[0] != '.' && !strchr(name, '/') && strlen(name) < 200;
+}
+
+/* Where a listed name lives: dir/logs/NAME (a worker's) or dir/NAME. */
+static void name_path(char *out, size_t len, const char *dir, const char *name) {
+  snprintf(out, len, "%s%s/%s", dir, strncmp(name, "worker-", 7) ? "" : "/logs", name);
+}
+
+static int by_name(const void *a, const void *b) { return strcmp(*(char *const *)a, *(char *const *)b); }
+
+typedef struct names {
+  char **v;
+  size_t n, cap;
+  int oom;
+} names;
+
+static void names_add(names *s, const char *name) {
+  if (s->n == s->cap) {
+    size_t cap = s->cap ? 2 * s->cap : 64;
+    char **v = realloc(s->v, cap * sizeof(*v));
+    if (!v) return (void)(s->oom = 1);
+    s->v = v;
+    s->cap = cap;
+  }
+  if (!(s->v[s->n] = strdup(name))) return (void)(s->oom = 1);
+  s->n++;
+}
+
+/* The regular files of dir that keep(name) takes and glob matches. */
+static void names_scan(names *s, const char *dir, const char *glob, int (*keep)(const char *)) {
+  DIR *d = opendir(dir);
+  if (!d) return;
+  for (struct dirent *e; (e = readdir(d)) != NULL && !s->oom;) {
+    if (!plain_name(e->d_name) || !keep(e->d_name) || fnmatch(glob, e->d_name, 0) != 0) continue;
+    char p[1024];
+    struct stat st;
+    snprintf(p, sizeof(p), "%s/%s", dir, e->d_name);
+    if (lstat(p, &st) == 0 && S_ISREG(st.st_mode)) names_add(s, e->d_name);
+  }
+  closedir(d);
+}
+
+static int worker_name(const char *name) { return !strncmp(name, "worker-", 7); }
+
+/* The newest file (the highest worker number) of worker pid with suffix
+ * on this node, into out: 1, or 0 when there is none. */
+static int pid_file(const char *dir, int pid, const char *suffix, char *out, size_t len) {
+  char p[1024];
+  snprintf(p, sizeof(p), "%s/logs", dir);
+  DIR *d = opendir(p);
+  if (!d) return 0;
+  uint32_t best = 0;
+  int found = 0;
+  for (struct dirent *e; (e = readdir(d)) != NULL;) {
+    unsigned wid, job;
+    int fpid, end = 0;
+    char sfx[8];
+    if (sscanf(e->d_name, "worker-%8x-%u-%d.%7[a-z]%n", &wid, &job, &fpid, sfx, &end) != 4 || e->d_name[end] ||
+        fpid != pid || strcmp(sfx, suffix) != 0)
+      continue;
+    if (!found || wid > best) snprintf(out, len, "%s", e->d_name);
+    if (!found || wid > best) best = wid;
+    found = 1;
+  }
+  closedir(d);
+  return found;
+}
+
+/* Where the last `lines` lines of fd's bytes [off, end) start (a last
+ * newline at end ends the last line, it does not start another). */
+static uint64_t lines_start(int fd, uint64_t off, uint64_t end, long lines) {
+  if (lines < 0) return off;
+  if (lines == 0) return end;
+  char buf[65536];
+  uint64_t pos = end;
+  long seen = 0;
+  int skip_last = 1;
+  while (pos > off) {
+    size_t n = pos - off < sizeof(buf) ? (size_t)(pos - off) : sizeof(buf);
+    ssize_t r = pread(fd, buf, n, (off_t)(pos - n));
+    if (r != (ssize_t)n) return off;
+    for (size_t i = n; i-- > 0;) {
+      if (buf[i] != '\n') {
+        skip_last = 0;
+        continue;
+      }
+      if (skip_last) {   /* the newline that ends the file */
+        skip_last = 0;
+        continue;
+      }
+      if (++seen == lines) return pos - n + i + 1;
+    }
+    pos -= n;
+  }
+  return off;
+}
+
+/* ------------------------------------------------------------- serving */
+
+typedef struct logs_req {
+  uv_work_t work;
+  char dir[512];
+  int file, stat, pid;
+  long lines;
+  uint64_t off, end;
+  int has_end;
+  char glob[256], filename[256], suffix[8];
+  rd__http_reply reply;
+  void *arg;
+  int code;
+  rd__mbuf out;             /* the answer (200), or the error's line */
+} logs_req;
+
+static void fail(logs_req *q, int code, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static void fail(logs_req *q, int code, const char *fmt, ...) {
+  char msg[700];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(msg, sizeof(msg), fmt, ap);
+  va_end(ap);
+  free(q->out.p);
+  q->out = (rd__mbuf){0};
+  rd__mbuf_printf(&q->out, "%s\n", msg);
+  q->code = code;
+}
+
+static void list_work(logs_req *q) {
+  names s = {0};
+  char lp[600];
+  names_scan(&s, q->dir, q->glob, top_log_name);
+  snprintf(lp, sizeof(lp), "%s/logs", q->dir);
+  names_scan(&s, lp, q->glob, worker_name);
+  if (!s.oom && s.n) qsort(s.v, s.n, sizeof(*s.v), by_name);
+  rd__mbuf_printf(&q->out, "{\"files\": [");
+  for (size_t i = 0; i < s.n; i++) {
+    if (i) rd__mbuf_printf(&q->out, ", ");
+    rd__mbuf_json_cstr(&q->out, s.v[i]);
+    free(s.v[i]);
+  }
+  rd__mbuf_printf(&q->out, "]}\n");
+  free(s.v);
+  if (s.oom || q->out.oom) fail(q, 500, "node out of memory");
+  else q->code = 200;
+}
+
+static void file_work(logs_req *q) {
+  if (!q->filename[0] && !pid_file(q->dir, q->pid, q->suffix, q->filename, sizeof(q->filename))) {
+    fail(q, 404, "no %s file of a worker with pid %d on this node (a worker's files are in %s/logs)", q->suffix,
+         q->pid, q->dir);
+    return;
+  }
+  if (!plain_name(q->filename) || !(worker_name(q->filename) || top_log_name(q->filename))) {
+    fail(q, 400, "not a log's name: '%.100s' (the names are what GET /api/logs lists)", q->filename);
+    return;
+  }
+  char p[1024];
+  name_path(p, sizeof(p), q->dir, q->filename);
+  int fd = open(p, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+  struct stat st;
+  if (fd < 0 || fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+    int e = errno;
+    if (fd >= 0) close(fd);
+    fail(q, e == ENOENT ? 404 : 500, "no log '%.100s' on this node%s%s", q->filename, e == ENOENT ? "" : ": ",
+         e == ENOENT ? "" : strerror(e));
+    return;
+  }
+  uint64_t size = (uint64_t)st.st_size;
+  if (q->stat) {
+    rd__mbuf_printf(&q->out, "{\"filename\": ");
+    rd__mbuf_json_cstr(&q->out, q->filename);
+    rd__mbuf_printf(&q->out, ", \"size\": %" PRIu64 "}\n", size);
+    close(fd);
+    q->code = q->out.oom ? 500 : 200;
+    return;
+  }
+  uint64_t end = q->has_end && q->end < size ? q->end : size, off = q->off < end ? q->off : end;
+  uint64_t start = lines_start(fd, off, end, q->lines);
+  if (end - start > RD_LOGS_MAX_BYTES) {
+    close(fd);
+    fail(q, 413, "%s has %" PRIu64 " bytes to give, more than %" PRIu64 " at once: ask for its last lines (lines=N) "
+                 "or a range (offset, end)", q->filename, end - start, RD_LOGS_MAX_BYTES);
+    return;
+  }
+  size_t n = (size_t)(end - start);
+  char *b = malloc(n + 1);
+  ssize_t r = 0;
+  size_t got = 0;
+  while (b && got < n && (r = pread(fd, b + got, n - got, (off_t)(start + got))) > 0) got += (size_t)r;
+  int e = errno;
+  close(fd);
+  if (!b) {
+    fail(q, 500, "node out of memory");
+    return;
+  }
+  if (r < 0) {
+    free(b);
+    fail(q, 500, "cannot read %s: %s", q->filename, strerror(e));
+    return;
+  }
+  q->out = (rd__mbuf){.p = b, .len = got, .cap = n + 1};   /* a file cut short meanwhile: what it had */
+  q->code = 200;
+}
+
+static void logs_work(uv_work_t *w) {
+  logs_req *q = w->data;
+  if (q->file) file_work(q);
+  else list_work(q);
+}
+
+static void logs_done(uv_work_t *w, int status) {
+  logs_req *q = w->data;
+  if (status != 0) q->reply(q->arg, 503, "the node is stopping\n", 21);
+  else q->reply(q->arg, q->code, q->out.p ? q->out.p : "", q->out.len);
+  free(q->out.p);
+  free(q);
+}
+
+int rd__logs_path(const char *path) { return !strcmp(path, "/api/logs") || !strcmp(path, "/api/logs/file"); }
+
+static void answer(rd__http_reply reply, void *arg, int code, const char *msg) { reply(arg, code, msg, strlen(msg)); }
+
+/* key=value pairs of the query into q: 0, or -1 with why. */
+static int parse(logs_req *q, const char *query, char *why, size_t wl) {
+  char *copy = strdup(query ? query : "");
+  if (!copy) return snprintf(why, wl, "node out of memory"), -1;
+  int rc = 0, has_pid = 0;
+  for (char *save = NULL, *p = strtok_r(copy, "&", &save); p && rc == 0; p = strtok_r(NULL, "&", &save)) {
+    char *eq = strchr(p, '=');
+    char *v = eq ? eq + 1 : p + strlen(p);
+    if (eq) *eq = 0;
+    char *end = NULL;
+    errno = 0;
+    if (rd__url_decode(p) != 0 || rd__url_decode(v) != 0) {
+      snprintf(why, wl, "a bad %%-escape in the query");
+      rc = -1;
+    } else if (!strcmp(p, "glob") || !strcmp(p, "filename")) {
+      char *to = p[0] == 'g' ? q->glob : q->filename;
+      size_t cap = p[0] == 'g' ? sizeof(q->glob) : sizeof(q->filename);
+      if (strlen(v) >= cap) snprintf(why, wl, "%s is too long", p), rc = -1;
+      else snprintf(to, cap, "%s", v);
+    } else if (!strcmp(p, "suffix")) {
+      if (strcmp(v, "out") != 0 && strcmp(v, "err") != 0)
+        snprintf(why, wl, "suffix must be out or err, not '%.20s'", v), rc = -1;
+      else snprintf(q->suffix, sizeof(q->suffix), "%s", v);
+    } else if (!strcmp(p, "pid")) {
+      long pid = strtol(v, &end, 10);
+      if (!*v || *end || pid <= 0 || pid > 1 << 30) snprintf(why, wl, "pid must be a process id, not '%.40s'", v), rc = -1;
+      else q->pid = (int)pid, has_pid = 1;
+    } else if (!strcmp(p, "lines")) {
+      long l = strtol(v, &end, 10);
+      if (!*v || *end || errno || l < -1) snprintf(why, wl, "lines must be -1 (all) or a count, not '%.40s'", v), rc = -1;
+      else q->lines = l;
+    } else if (!strcmp(p, "offset") || !strcmp(p, "end")) {
+      unsigned long long o = strtoull(v, &end, 10);
+      if (!*v || *end || errno || *v == '-') snprintf(why, wl, "%s must be a byte offset, not '%.40s'", p, v), rc = -1;
+      else if (p[0] == 'o') q->off = o;
+      else q->end = o, q->has_end = 1;
+    } else if (!strcmp(p, "stat")) {
+      q->stat = !strcmp(v, "1") || !strcmp(v, "true") || !strcmp(v, "True");
+    }   /* others (timeout, node_id, ... forwarded by the state API) are not this node's to read */
+  }
+  free(copy);
+  if (rc == 0 && q->file && !q->filename[0] && !has_pid)
+    snprintf(why, wl, "name the file (filename=NAME, as GET /api/logs lists) or the worker (pid=P)"), rc = -1;
+  return rc;
+}
+
+void rd__logs_http(uv_loop_t *loop, const char *dir, const char *path, const char *query, const char *auth,
+                   rd__http_reply reply, void *arg) {
+  if (!rd__cluster_on() || !rd__cluster_token()) {
+    answer(reply, arg, 403, "the logs API needs a node of a cluster started by `raydist start` (its token guards it)\n");
+    return;
+  }
+  if (!auth || strncmp(auth, "Bearer ", 7) != 0 || !rd__cluster_token_ok(auth + 7)) {
+    answer(reply, arg, 401, "send the cluster token as \"Authorization: Bearer TOKEN\"\n");
+    return;
+  }
+  logs_req *q = calloc(1, sizeof(*q));
+  if (!q) {
+    answer(reply, arg, 500, "node out of memory\n");
+    return;
+  }
+  q->file = !strcmp(path, "/api/logs/file");
+  q->lines = -1;
+  snprintf(q->glob, sizeof(q->glob), "*");
+  snprintf(q->suffix, sizeof(q->suffix), "out");
+  snprintf(q->dir, sizeof(q->dir), "%s", dir);
+  char why[300];
+  if (parse(q, query, why, sizeof(why)) != 0) {
+    free(q);
+    char line[320];
+    snprintf(line, sizeof(line), "%s\n", why);
+    answer(reply, arg, 400, line);
+    return;
+  }
+  q->reply = reply;
+  q->arg = arg;
+  q->work.data = q;
+  if (uv_queue_work(loop, &q->work, logs_work, logs_done) != 0) {
+    free(q);
+    answer(reply, arg, 503, "the node is stopping\n");
+  }
+}

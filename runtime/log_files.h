@@ -1,0 +1,52 @@
+/* runtime/log_files.h - a node's log files, as Ray's session logs
+ * directory: each worker's stdout and stderr in files of their own
+ * (<session>/logs/worker-WID-JOB-PID.out and .err, written by the node of
+ * a cluster, which reads them from pipes), rotated as the node's own log,
+ * and the node's logs (node.log, gcs.log, autoscaler.log and their
+ * backups), listed and read over HTTP for `raydist logs` and Ray's
+ * /api/v0/logs (state_api.c):
+ *
+ *   GET /api/logs?glob=G          {"files": [name, ...]} (sorted; glob: fnmatch, default *)
+ *   GET /api/logs/file?filename=F a file's text; or pid=P (and suffix=out|err): that worker's newest file
+ *       &lines=N                  its last N lines (-1, the default: all), of
+ *       &offset=A&end=B           the bytes [A, B) (default: the whole file)
+ *       &stat=1                   {"filename", "size"} instead of the text
+ *
+ * Both need the cluster token, as the state API does; errors are one line
+ * of text with 400, 401, 403, 404, 413 (more than RD_LOGS_MAX_BYTES to
+ * give) or 500. */
+#ifndef RD_RUNTIME_LOG_FILES_H
+#define RD_RUNTIME_LOG_FILES_H
+
+#include <stdint.h>
+#include <uv.h>
+
+#include "job_http.h"
+
+#define RD_LOGS_MAX_BYTES ((uint64_t)64 << 20)   /* one answer's text at most */
+
+/* One worker stream's file. */
+typedef struct rd__wlog {
+  int fd;                   /* -1: none */
+  uint64_t size;            /* bytes in the file now */
+  char path[512];
+} rd__wlog;
+
+/* Creates <dir>/logs/worker-WID-JOB-PID.out (which 1) or .err (2) and opens
+ * it to append: 0, or -1 with errno (l->fd is -1). */
+int rd__wlog_open(rd__wlog *l, const char *dir, uint32_t wid, uint32_t job, int pid, int which);
+/* Appends n bytes (whole lines); once the file holds
+ * RAYDIST_ROTATION_MAX_BYTES it is rotated first, as node.log is
+ * (RAYDIST_ROTATION_BACKUP_COUNT backups, .1 the newest).  A failed write
+ * is logged once and the file given up. */
+void rd__wlog_write(rd__wlog *l, const char *p, size_t n);
+void rd__wlog_close(rd__wlog *l);
+
+/* 1 when path (without its query) is /api/logs or /api/logs/file. */
+int rd__logs_path(const char *path);
+/* Serves it from dir (the node's session directory) on the loop's thread
+ * pool; reply is called once, on the loop. */
+void rd__logs_http(uv_loop_t *loop, const char *dir, const char *path, const char *query, const char *auth,
+                   rd__http_reply reply, void *arg);
+
+#endif
