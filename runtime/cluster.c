@@ -628,6 +628,7 @@ static void chan_close(cl_chan *ch, int status, const char *why, int tell_peer) 
       /* the remote owner is gone: the worker may be mid-task, so it is not reused */
       rd__node_worker_release(w);
       rd__node_worker_state(w, W_DYING);
+      w->stop_why = w->retiring ? RD_STOP_MAX_CALLS : "stopped by the node: the remote owner of its lease went";
       w->lease_owner = NULL;
       if (w->pid > 0) kill(w->pid, SIGKILL);
     }
@@ -1869,6 +1870,8 @@ static void on_link_return(node_client *c, Rd__LinkReturn *m) {
     w->lease_owner = NULL;
     w->lease_id = 0;
     rd__node_worker_state(w, m->worker_lost ? W_DYING : W_IDLE);
+    if (m->worker_lost && !w->stop_why)
+      w->stop_why = w->retiring ? RD_STOP_MAX_CALLS : "stopped by the node: its lease's owner gave it back as lost";
     if (m->worker_lost && w->pid > 0) kill(w->pid, SIGKILL);
   }
   rd__node_dispatch();

@@ -1339,11 +1339,23 @@ void rd__dashboard_workers(rd__mbuf *b, size_t limit) {
   rd__mbuf_printf(b, "{\"node\":%u,\"workers\":[", rd__cluster_index());
   for (const node_worker *w = N.workers; w && k < limit; w = w->next) {
     if (w->state == W_DEAD) continue;
-    rd__mbuf_printf(b, "%s{\"id\":%u,\"pid\":%d,\"state\":\"%s\",\"job\":%u,\"actor\":", k++ ? "," : "", w->id,
-                    w->pid, rd__worker_state_names[w->state], w->gcs_job);
+    rd__mbuf_printf(b, "%s{\"id\":%u,\"pid\":%d,\"state\":\"%s\",\"job\":%u,\"launch_ms\":%llu,\"joined_ms\":%llu,"
+                       "\"actor\":", k++ ? "," : "", w->id, w->pid, rd__worker_state_names[w->state], w->gcs_job,
+                    (unsigned long long)w->launch_ms, (unsigned long long)w->joined_ms);
     if (w->actor) rd__mbuf_printf(b, "\"%016llx\"", (unsigned long long)w->actor->id);
     else rd__mbuf_printf(b, "null");
     rd__mbuf_printf(b, "}");
+  }
+  rd__mbuf_printf(b, "],\"exited_kept\":%zu,\"exited\":[", N.nexited);
+  for (size_t i = 0; i < N.nexited && i < limit; i++) {   /* the last to exit first */
+    const node_exited *e = &N.exited[(N.exited_next + N.exited_max - 1 - i) % N.exited_max];
+    rd__mbuf_printf(b, "%s{\"id\":%u,\"pid\":%d,\"job\":%u,\"launch_ms\":%llu,\"joined_ms\":%llu,\"end_ms\":%llu,"
+                       "\"exit_type\":\"%s\",\"exit_detail\":", i ? "," : "", e->id, e->pid, e->gcs_job,
+                    (unsigned long long)e->launch_ms, (unsigned long long)e->joined_ms, (unsigned long long)e->end_ms,
+                    e->type);
+    rd__mbuf_json_cstr(b, e->detail);
+    if (e->actor) rd__mbuf_printf(b, ",\"actor\":\"%016llx\"}", (unsigned long long)e->actor);
+    else rd__mbuf_printf(b, ",\"actor\":null}");
   }
   rd__mbuf_printf(b, "],\"drivers\":[");
   k = 0;

@@ -173,7 +173,9 @@ static int pid_file(const char *dir, int pid, const char *suffix, char *out, siz
 }
 
 /* Where the last `lines` lines of fd's bytes [off, end) start (a last
- * newline at end ends the last line, it does not start another). */
+ * newline at end ends the last line, it does not start another); the
+ * search stops once more than RD_LOGS_MAX_BYTES are behind it (more than
+ * one answer may give). */
 static uint64_t lines_start(int fd, uint64_t off, uint64_t end, long lines) {
   if (lines < 0) return off;
   if (lines == 0) return end;
@@ -197,6 +199,7 @@ static uint64_t lines_start(int fd, uint64_t off, uint64_t end, long lines) {
       if (++seen == lines) return pos - n + i + 1;
     }
     pos -= n;
+    if (end - pos > RD_LOGS_MAX_BYTES) return pos;
   }
   return off;
 }

@@ -16,6 +16,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
@@ -244,9 +245,40 @@ static int memory_kill_why(const node_worker *w, char *buf, size_t len) {
   return 1;
 }
 
+/* w exited: kept among the last N.exited_max, with Ray's exit type and why. */
+static void exited_keep(const node_worker *w, int64_t status, int sig) {
+  if (!N.exited_max) return;
+  if (!N.exited && !(N.exited = calloc(N.exited_max, sizeof(*N.exited)))) return;
+  node_exited *e = &N.exited[N.exited_next];
+  N.exited_next = (N.exited_next + 1) % N.exited_max;
+  if (N.nexited < N.exited_max) N.nexited++;
+  *e = (node_exited){.id = w->id, .job = w->job->id, .gcs_job = w->gcs_job, .pid = w->pid,
+                     .actor = w->last_actor, .launch_ms = w->launch_ms, .joined_ms = w->joined_ms,
+                     .end_ms = rd__wall_ms()};
+  if (w->kill_why[0]) {
+    e->type = "NODE_OUT_OF_MEMORY";
+    snprintf(e->detail, sizeof(e->detail), "%s", w->kill_why);
+  } else if (sig && (sig != SIGKILL || !(w->stop_why || N.shutting_down))) {
+    e->type = "SYSTEM_ERROR";   /* a crash, or a kill from outside the node: what Ray calls a system error */
+    snprintf(e->detail, sizeof(e->detail), "killed by signal %d (%s)%s", sig, strsignal(sig),
+             w->stop_why ? "" : "; the last lines of its stderr may say why (raydist logs worker --err)");
+  } else if (w->stop_why || N.shutting_down) {
+    e->type = w->stop_user ? "INTENDED_USER_EXIT" : "INTENDED_SYSTEM_EXIT";
+    snprintf(e->detail, sizeof(e->detail), "%s", w->stop_why ? w->stop_why : "stopped with its node");
+  } else if (status != 0) {
+    e->type = "USER_ERROR";
+    snprintf(e->detail, sizeof(e->detail), "exited with status %lld%s", (long long)status,
+             w->state == W_STARTING ? " before it joined the node" : "");
+  } else {
+    e->type = "INTENDED_USER_EXIT";
+    snprintf(e->detail, sizeof(e->detail), "exited with status 0%s", w->last_actor ? " (its actor exited)" : "");
+  }
+}
+
 static void worker_on_exit(uv_process_t *p, int64_t status, int sig) {
   node_worker *w = p->data;
   node_job *j = w->job;
+  exited_keep(w, status, sig);
   /* expected exits (shutdown, a kill we asked for, a clean exit) are not warnings */
   int expected = N.shutting_down || w->state == W_DYING || (status == 0 && sig == 0);
   rd__log(expected ? RD_LOG_INFO : RD_LOG_WARN, "worker %u (pid %d) exited status %lld signal %d", w->id, w->pid,
@@ -348,6 +380,7 @@ static void evict_for(node_job *j) {
   if (!victim) return;
   rd__log(RD_LOG_INFO, "stopping idle worker %u of job %u to make room for job %u", victim->id, victim->job->id, j->id);
   rd__node_worker_state(victim, W_DYING);
+  victim->stop_why = "stopped by the node to make room for another job's workers";
   victim->evicted = 1;
   N.nevicting++;
   if (victim->pid > 0) kill(victim->pid, SIGKILL);
@@ -368,6 +401,7 @@ static void worker_spawn(node_job *j) {
   if (!w) return;
   w->id = ++N.next_worker_id;
   w->job = j;
+  w->launch_ms = rd__wall_ms();
   char **env = build_worker_env(w->id, j->env);
   if (!env) { free(w); return; }
   uv_process_options_t o;
@@ -557,6 +591,7 @@ void rd__node_bundle_drop(node_bundle *b, const char *why) {
       } else if (w->state == W_LEASED) {
         rd__node_worker_release(w);
         rd__node_worker_state(w, W_DYING);
+        w->stop_why = "stopped by the node: its placement group was removed";
         w->lease_owner = NULL;
         if (w->pid > 0) kill(w->pid, SIGKILL);
       }
@@ -856,6 +891,7 @@ static void lease_end(node_worker *w) {
 static void worker_kill_leased(node_worker *w) {
   rd__node_worker_release(w);
   rd__node_worker_state(w, W_DYING);
+  if (!w->stop_why) w->stop_why = "stopped by the node: its lease ended mid-task (cancelled, or its owner went)";
   w->lease_owner = NULL;
   if (w->pid > 0) kill(w->pid, SIGKILL);
 }
@@ -1400,6 +1436,7 @@ static void actor_die(node_actor *a, const char *why) {
     if (w->state == W_LEASED) {
       rd__node_worker_release(w);
       rd__node_worker_state(w, W_DYING);
+      if (!w->stop_why) w->stop_why = "stopped by the node: its actor was killed or exited";
     }
     if (w->pid > 0) kill(w->pid, SIGKILL);
   }
@@ -1476,6 +1513,7 @@ static void actor_place(node_actor *a, node_worker *w, const rd_res_grant *g) {
   w->gcs_job = rd__node_actor_gcs_job(a);   /* the groups it makes end with its job */
   w->driver = a->driver;
   w->actor = a;
+  w->last_actor = a->id;
   N.nactor_workers++;
   a->worker = w;
   a->state = A_STARTING;
@@ -1963,6 +2001,11 @@ void rd__node_actor_kill(node_client *c, const Rd__ActorKill *m) {
       rd__cluster_actor_kill(a, m->no_restart);
     }
     return;
+  }
+  if (a->worker) {
+    a->worker->stop_why = m->no_restart ? "its actor was killed (rd_actor_kill)"
+                                        : "its actor was killed to be restarted (rd_actor_kill)";
+    a->worker->stop_user = 1;
   }
   if (!m->no_restart && a->worker && a->worker->pid > 0) {
     kill(a->worker->pid, SIGKILL);   /* a restart: no destructor, like a crash */
@@ -2786,6 +2829,7 @@ static void client_drop(node_client *c, const char *why) {
       actor_worker_gone(w->actor, why);
     }
     if (w->state != W_DEAD && w->pid > 0) kill(w->pid, SIGKILL);  /* a worker without a conn is useless */
+    if (w->state != W_DEAD && !w->stop_why) w->stop_why = "stopped by the node: it closed its connection to the node";
     if (w->state == W_LEASED) rd__node_worker_release(w);
     if (w->state != W_DEAD) rd__node_worker_state(w, W_DYING);   /* until its exit callback */
   }
@@ -2901,11 +2945,13 @@ void rd__node_worker_state(node_worker *w, int st) {
   node_job *j = w->job;
   if (st == W_IDLE && w->retiring) {   /* ran a task's max_calls (on_worker_retire): never granted again */
     st = W_DYING;
+    w->stop_why = RD_STOP_MAX_CALLS;
     if (w->pid > 0) kill(w->pid, SIGKILL);
   }
   if (w->state == st) return;
   if (w->state == W_IDLE) { N.nidle--; j->nidle--; }
   if (w->state == W_STARTING) { N.nstarting--; j->nstarting--; }
+  if (w->state == W_STARTING && st != W_DYING && st != W_DEAD && !w->joined_ms) w->joined_ms = rd__wall_ms();
   w->state = st;
   if (st == W_IDLE) { N.nidle++; j->nidle++; w->idle_since = rd__now_ns(); }
   if (st == W_STARTING) { N.nstarting++; j->nstarting++; }
@@ -3270,6 +3316,7 @@ static void jobs_tick(uint64_t now) {
     for (node_worker *w = N.workers; w; w = w->next) {
       if (w->job != j || (w->state != W_IDLE && w->state != W_STARTING)) continue;
       rd__node_worker_state(w, W_DYING);
+      w->stop_why = "stopped by the node: its job had no driver and nothing to run";
       if (w->pid > 0) kill(w->pid, SIGKILL);
     }
     j->quiet_since = 0;
@@ -3298,6 +3345,7 @@ static void workers_trim(uint64_t now) {
               "soft limit %d", w->id, w->pid, j->id, (unsigned long long)((now - w->idle_since) / 1000000ull), ntask,
               soft);
       rd__node_worker_state(w, W_DYING);
+      w->stop_why = "stopped by the node: idle, with more task workers than the soft limit";
       if (w->pid > 0) kill(w->pid, SIGKILL);
       ntask--;
     }
@@ -3803,6 +3851,18 @@ static int sys_label(const char *key, const char *value, char *err, size_t errle
   return r;
 }
 
+/* Each worker holds a socket, two pipes and two log files of the node's
+ * open: the soft limit on open files is raised toward the hard one (at
+ * most 65536), as Ray's raylet raises its own; the workers inherit it. */
+static void raise_nofile(void) {
+  struct rlimit rl;
+  if (getrlimit(RLIMIT_NOFILE, &rl) != 0 || rl.rlim_cur >= 65536 || rl.rlim_cur >= rl.rlim_max) return;
+  rlim_t was = rl.rlim_cur;
+  rl.rlim_cur = rl.rlim_max < 65536 ? rl.rlim_max : 65536;
+  if (setrlimit(RLIMIT_NOFILE, &rl) != 0)
+    rd__log(RD_LOG_WARN, "cannot raise the open-file limit from %llu: %s", (unsigned long long)was, strerror(errno));
+}
+
 int rd__node_main(const rd_node_opts *opts) {
   memset(&N, 0, sizeof(N));
   N.orphans.role = ROLE_DRIVER;
@@ -3812,6 +3872,9 @@ int rd__node_main(const rd_node_opts *opts) {
   N.start_ns = rd__now_ns();
   const char *dk = getenv("RAYDIST_DEAD_ACTORS_KEPT");
   N.dead_actors_kept = dk && *dk ? strtoull(dk, NULL, 10) : 1000;
+  const char *ek = getenv("RAYDIST_WORKERS_EXITED_KEPT");   /* for ray list workers; 0: none */
+  N.exited_max = ek && *ek ? strtoull(ek, NULL, 10) : 1000;
+  if (N.exited_max > 100000) N.exited_max = 100000;
   const char *lts = getenv("RAYDIST_LOG_TO_STDERR");   /* Ray's RAY_LOG_TO_STDERR: no files for the workers */
   N.worker_files = !(lts && atoi(lts) > 0);
   const char *tl = getenv("RAYDIST_TIMELINE");
@@ -3831,6 +3894,7 @@ int rd__node_main(const rd_node_opts *opts) {
   N.opts = *opts;
   rd__log_init("node");
   if (opts->log_level >= 0) rd__log_set_level(opts->log_level);
+  raise_nofile();
   signal(SIGPIPE, SIG_IGN);
   /* libuv's thread pool (4 threads unless set) runs object pulls, up to
    * RD_CL_MAX_PULLS at once, beside the heartbeat and GCS calls: read once,
@@ -3964,6 +4028,9 @@ int rd__node_main(const rd_node_opts *opts) {
   }
   free(N.tl);
   N.tl = NULL;
+  free(N.exited);
+  N.exited = NULL;
+  N.nexited = N.exited_next = 0;
   free(N.fns);
   N.fns = NULL;
   N.nfns = N.fns_cap = 0;

@@ -320,8 +320,24 @@ struct node_worker {
   char kill_why[360];       /* killed by the memory monitor: why (its actor's death reason) */
   uint64_t kill_deadline;   /* graceful actor exit: SIGKILL after this */
   uint64_t idle_since;      /* when it last became idle */
+  uint64_t launch_ms, joined_ms;   /* wall clock: started, first ready (0: not yet) */
+  const char *stop_why;     /* why the node stopped it (static text), NULL: it did not */
+  int stop_user;            /* ... at its user's word (rd_actor_kill) */
+  uint64_t last_actor;      /* the actor it hosts or hosted last (0: none) */
   node_worker *next;
 };
+
+#define RD_STOP_MAX_CALLS "stopped by the node: it ran its function's max_calls times"   /* a stop_why */
+
+/* A worker that exited, kept for `ray list workers` (node.c's exited_keep). */
+typedef struct node_exited {
+  uint32_t id, job, gcs_job;
+  int pid;
+  uint64_t actor;           /* the actor it hosted (0: none) */
+  uint64_t launch_ms, joined_ms, end_ms;
+  const char *type;         /* Ray's WorkerExitType: INTENDED_SYSTEM_EXIT, ... (static) */
+  char detail[400];
+} node_exited;
 
 typedef struct rd__node_state {
   uv_loop_t *loop;
@@ -382,6 +398,8 @@ typedef struct rd__node_state {
    * placement requests. */
   node_client orphans;
   uint64_t next_actor_id;
+  node_exited *exited;      /* the last exited_max workers that exited, a ring (exited_next: the next slot) */
+  size_t nexited, exited_next, exited_max;
   size_t dead_actors_kept;  /* dead actor records kept for late callers (dead_actors_trim) */
   uint64_t dead_actors_dropped;
   node_bundle *bundles;           /* placement-group bundles reserved here */

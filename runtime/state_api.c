@@ -137,7 +137,7 @@ static const col worker_cols[] = {
     {"pid", T_INT, 1, 0},         {"exit_detail", T_STR, 0, 1}, {"worker_launch_time_ms", T_INT, 0, 1},
     {"worker_launched_time_ms", T_INT, 0, 1}, {"start_time_ms", T_INT, 0, 1}, {"end_time_ms", T_INT, 0, 1},
     {"debugger_port", T_INT, 1, 1}, {"num_paused_threads", T_INT, 1, 1}};
-enum { W_ID, W_ALIVE, W_TYPE, W_EXIT, W_NODE, W_IP, W_PID };
+enum { W_ID, W_ALIVE, W_TYPE, W_EXIT, W_NODE, W_IP, W_PID, W_DETAIL, W_LAUNCH, W_LAUNCHED, W_START, W_END };
 
 #define NCOLS(a) (sizeof(a) / sizeof((a)[0]))
 
@@ -807,23 +807,36 @@ static void objects_of(sa_req *q, const rd_gcs_node *x, const rd_json *root, con
   }
 }
 
-/* A node's /api/workers: its workers (worker_id NODE-w-ID) and the drivers
- * connected to it (NODE-d-ID), all alive. */
+/* A worker's times (ms; 0: not known) into its row. */
+static void worker_times(cell *r, const rd_json *w) {
+  long long launch = (long long)jnum(w, "launch_ms"), joined = (long long)jnum(w, "joined_ms");
+  long long end = (long long)jnum(w, "end_ms");
+  if (launch > 0) set_int(&r[W_LAUNCH], launch);
+  if (joined > 0) set_int(&r[W_LAUNCHED], joined), set_int(&r[W_START], joined);
+  if (end > 0) set_int(&r[W_END], end);
+}
+
+/* A node's /api/workers: its workers (worker_id NODE-w-ID), alive and the
+ * last that exited (with Ray's exit type and why), and the drivers
+ * connected to it (NODE-d-ID). */
 static void workers_of(sa_req *q, const rd_gcs_node *x, const rd_json *root, const rd_gcs_node *nodes, size_t n) {
-  static const char *kinds[] = {"workers", "drivers"};
-  for (int k = 0; k < 2; k++) {
+  static const char *kinds[] = {"workers", "drivers", "exited"};
+  for (int k = 0; k < 3; k++) {
     const rd_json *list = rd_json_get(root, kinds[k]);
     for (const rd_json *w = list && list->type == RD_JSON_ARRAY ? list->child : NULL; w && !q->oom; w = w->next) {
       q->total++;
       cell *r = row_new(q);
       if (!r) return;
       const char *state = jstr(w, "state");
-      set_fmt(q, &r[W_ID], "%04x-%c-%08x", x->index & 0xffffu, k ? 'd' : 'w', (unsigned)jnum(w, "id"));
-      set_bool(&r[W_ALIVE], !state || strcmp(state, "dying") != 0);
-      set_str(q, &r[W_TYPE], k ? "DRIVER" : "WORKER");
+      set_fmt(q, &r[W_ID], "%04x-%c-%08x", x->index & 0xffffu, k == 1 ? 'd' : 'w', (unsigned)jnum(w, "id"));
+      set_bool(&r[W_ALIVE], k != 2 && (!state || strcmp(state, "dying") != 0));
+      set_str(q, &r[W_TYPE], k == 1 ? "DRIVER" : "WORKER");
       set_str(q, &r[W_NODE], x->node_id);
       set_str(q, &r[W_IP], x->ip);
       set_int(&r[W_PID], (long long)jnum(w, "pid"));
+      set_str(q, &r[W_EXIT], jstr(w, "exit_type"));
+      set_str(q, &r[W_DETAIL], jstr(w, "exit_detail"));
+      worker_times(r, w);
     }
   }
 }

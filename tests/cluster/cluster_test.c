@@ -2319,10 +2319,19 @@ static int t_log_to_driver(void) {
   return 0;
 }
 
+/* Says so on stderr, then dies of SIGABRT (a crash, for the logs case). */
+RD_REMOTE(crash_loudly) {
+  (void)call;
+  fprintf(stderr, "crash_loudly: about to abort\n");
+  fflush(stderr);
+  abort();
+}
+
 /* The logs case: a task on b and an actor on c print (their workers'
- * files); the actor's id goes to the file `actor`; once the script has
- * looked, the actor prints again for `raydist logs --follow` (when the
- * file `more` appears), and it is killed at `done`. */
+ * files), a task on b crashes (its worker listed as exited, with why);
+ * the actor's id goes to the file `actor`; once the script has looked,
+ * the actor prints again for `raydist logs --follow` (when the file
+ * `more` appears), and it is killed at `done`. */
 static int t_logs_hold(void) {
   join();
   rd_task_opts o;
@@ -2331,6 +2340,12 @@ static int t_logs_hold(void) {
   o.resources = "only_b=0.25";
   CHECK_EQ(rd_submit(say, RD_ARGS(rd_arg_bytes("task-on-b", 9)), &o, &r), 0);
   get_ok(r, "task on b");
+  o.max_retries = 0;
+  CHECK_EQ(rd_submit(crash_loudly, RD_NO_ARGS, &o, &r), 0);
+  rd_buf b;
+  CHECK_EQ(rd_get(&r, 1, &b, 60000), RD_EWORKER_DIED);
+  rd_buf_release(&b);
+  rd_ref_release(r);
   rd_actor a = sayer_on_c();
   const char *ready = getenv("RD_READY"), *done = getenv("RD_DONE"), *dir = getenv("RAYDIST_TMPDIR");
   CHECK(ready && done && dir);

@@ -350,6 +350,14 @@ PY
     export RD_CLUSTER_NODES=4
     "$T" memory_remote || fail "memory_remote"
     grep -q "killed by the memory monitor" "$ROOT/node-127.0.0.4/node.log" || fail "node d logged no kill"
+    # and keeps the worker among those that exited, with why
+    python3 - "$(cat "$ROOT/node-127.0.0.4/metrics")" <<'PY' || fail "memory_monitor: the killed worker not kept as exited"
+import json, sys, urllib.request
+j = json.load(urllib.request.urlopen("http://%s/api/workers" % sys.argv[1], timeout=10))
+oom = [e for e in j["exited"] if e["exit_type"] == "NODE_OUT_OF_MEMORY"]
+assert oom and oom[0]["exit_detail"].startswith("killed by the memory monitor"), j
+assert oom[0]["end_ms"] >= oom[0]["launch_ms"] > 0, oom
+PY
     ;;
   detached)
     # detached actors and placement groups outlive the driver that made them; later drivers use,
@@ -1279,7 +1287,8 @@ EOF
     # each worker's stdout and stderr in files of their own on its node,
     # listed and read through any node (raydist logs, GET /api/v0/logs):
     # by name, by pid, by actor, by task, the last lines, followed as it
-    # grows; bad input refused with why
+    # grows; bad input refused with why; a crashed worker in ray list
+    # workers with why, and its stderr
     hold_start logs_hold
     B="$ROOT/node-127.0.0.2" L="$RAYDIST_TMPDIR/logs.out"
     grep -lF "say task-on-b stdout 2" "$B"/logs/worker-*-*-*.out > "$RAYDIST_TMPDIR/bfile" ||
@@ -1324,7 +1333,8 @@ PY
     [ "$(grep -c 'say actor-on-c stdout$' "$RAYDIST_TMPDIR/follow")" = 2 ] ||
       { grep -v '^long' "$RAYDIST_TMPDIR/follow"; fail "logs: --follow did not show the new lines"; }
     # the HTTP API: Ray's envelope and categories; refusals
-    python3 - "$(cat "$ROOT/node-127.0.0.3/metrics")" "$(cat "$ROOT/node-127.0.0.1/token")" "$BF" "$BPID" <<'PY' || fail "logs: the HTTP API"
+    python3 - "$(cat "$ROOT/node-127.0.0.3/metrics")" "$(cat "$ROOT/node-127.0.0.1/token")" "$BF" "$BPID" \
+      "$RAYDIST_TMPDIR/dead" <<'PY' || fail "logs: the HTTP API"
 import json, sys, urllib.error, urllib.request
 addr, token, bf, bpid = sys.argv[1:5]
 def get(path, code, want, auth=True):
@@ -1360,8 +1370,19 @@ get("/api/v0/logs/stream?node_ip=127.0.0.2&filename=node.log", 501, "raydist log
 get("/api/v0/logs", 400, "Both node id and node ip are not provided")
 get("/api/v0/logs?node_ip=127.0.0.2", 401, "cluster token", auth=False)
 get("/api/logs/file?filename=node.log", 401, "cluster token", auth=False)
-print("logs: the HTTP API's answers and refusals")
+# the worker that crashed: listed as exited, with why and when
+j = json.loads(get("/api/v0/workers?limit=1000&detail=True&filter_keys=is_alive&filter_predicates=%3D&filter_values=False",
+                   200, ""))
+dead = [w for w in j["data"]["result"]["result"] if w["ip"] == "127.0.0.2"]
+assert len(dead) == 1 and dead[0]["exit_type"] == "SYSTEM_ERROR", j
+assert dead[0]["exit_detail"].startswith("killed by signal 6 (Aborted)"), dead
+assert 0 < dead[0]["worker_launch_time_ms"] <= dead[0]["start_time_ms"] <= dead[0]["end_time_ms"], dead
+open(sys.argv[5], "w").write("%d\n" % dead[0]["pid"])
+print("logs: the HTTP API's answers and refusals; the crashed worker listed")
 PY
+    # its stderr's last line says why
+    "$R" logs worker --pid "$(cat "$RAYDIST_TMPDIR/dead")" --node-ip 127.0.0.2 --err --tail 1 > "$L" &&
+      grep -qxF "crash_loudly: about to abort" "$L" || { cat "$L"; fail "logs: the crashed worker's stderr"; }
     "$R" logs actor > "$L" 2>&1 && fail "logs: raydist logs actor without --id"
     grep -q "\-\-id is needed" "$L" || { cat "$L"; fail "logs: no reason for a missing --id"; }
     touch "$RAYDIST_TMPDIR/done"
