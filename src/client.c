@@ -32,6 +32,7 @@
 #include <dlfcn.h>
 
 #include "internal.h"
+#include "logdedup.h"
 #include "node_addr.h"
 #include "watch.h"
 #include "log.h"
@@ -2165,6 +2166,19 @@ static void print_worker_output(const Rd__WorkerOutput *m) {
   if (m->dropped)
     fprintf(f, "(raydist) %llu bytes of worker output were dropped: this driver did not read them in time\n",
             (unsigned long long)m->dropped);
+  if (G.dedup) {
+    const char *data = (const char *)m->data.data;
+    uint64_t now = rd__now_ns();
+    for (size_t k = 0; k < m->data.len;) {
+      const char *nl = memchr(data + k, '\n', m->data.len - k);
+      size_t l = nl ? (size_t)(nl - (data + k)) : m->data.len - k;
+      rd__dedup_line(G.dedup, f, m->pid, m->ip, data + k, l, now);
+      k += l + 1;
+    }
+    fflush(f);
+    (void)rd__dedup_tick(G.dedup, now);
+    return;
+  }
   char prefix[96];
   snprintf(prefix, sizeof(prefix), "(pid=%d, ip=%.64s) ", m->pid, m->ip ? m->ip : "?");
   rd__print_lines(f, prefix, (const char *)m->data.data, m->data.len);
@@ -3057,6 +3071,7 @@ static void *progress_main(void *arg) {
   int idle_naps = 0;
   while (!G.progress_stop && !G.dead) {
     uint64_t now = rd__now_ns();
+    if (G.dedup) (void)rd__dedup_tick(G.dedup, now);   /* workers' repeated lines whose window ended */
     if (G.flush_due_ns) {   /* rd__flush_within: a deadline of microseconds, before anything else */
       if (now < G.flush_due_ns) {
         progress_nap(G.flush_due_ns - now);
@@ -5315,6 +5330,8 @@ static int start_daemon(const rd_config *cfg) {
 }
 
 static void ctx_reset(void) {
+  rd__dedup_free(G.dedup);
+  G.dedup = NULL;
   if (G.rw_base) munmap(G.rw_base, G.store_cap);
   if (G.ro_base) munmap((void *)G.ro_base, G.store_cap);
   G.rw_base = NULL;
@@ -5467,6 +5484,11 @@ int rd_init(const rd_config *cfg_in) {
     }
     const char *ld = getenv("RAYDIST_LOG_TO_DRIVER");
     G.log_to_driver = cfg.log_to_driver && !(ld && !strcmp(ld, "0"));
+    if (G.log_to_driver && !wid && rd__dedup_from_env(&G.dedup, why, sizeof(why)) != 0) {
+      rd__log(RD_LOG_ERROR, "rd_init: %s", why);
+      pthread_mutex_unlock(&G.mu);
+      return RD_EINVAL;
+    }
     /* a driver's is its own; a worker's comes with each call (its program's
      * rd_config is not its driver's) */
     const char *ns = wid ? NULL : cfg.namespace_name && *cfg.namespace_name ? cfg.namespace_name : getenv("RAYDIST_NAMESPACE");
@@ -5563,6 +5585,8 @@ void rd_shutdown(void) {
   while (G.pumping) pthread_cond_wait(&G.cv, &G.mu);
   /* workers' output that has arrived (log_to_driver) is printed, not lost */
   if (G.attached && !G.is_worker && G.log_to_driver) (void)rd__pump(0);
+  rd__dedup_free(G.dedup);   /* what it held, printed */
+  G.dedup = NULL;
   for (rd_cq *cq = G.cqs; cq; cq = cq->next) cq_close(cq);
   G.cqs = NULL;   /* rd_cq_destroy finds a closed queue in no list */
   abandon_all_work(RD_ECANCELED, "rd_shutdown");

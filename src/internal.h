@@ -299,6 +299,7 @@ typedef struct rd__ctx {
   char token[160];
   double job_weight;        /* driver: its job's fair-share weight (rd_config.job_weight) */
   int log_to_driver;        /* driver: print its workers' output (rd_config.log_to_driver) */
+  struct rd__dedup *dedup;  /* ... deduplicated across workers (logdedup.h; NULL: RAYDIST_DEDUP_LOGS=0) */
   const char *ns;           /* the process's namespace (interned; "" the default); a worker's calls bring theirs */
   uint64_t next_seq, next_task, next_req;
   pid_t daemon_pid;

@@ -2319,6 +2319,41 @@ static int t_log_to_driver(void) {
   return 0;
 }
 
+/* For log_dedup: arg0 a letter; after 400 ms (so that two run at once on
+ * b, on two workers) prints the line every worker prints (its pid makes
+ * no difference), one of its own, and one of its own three times. */
+RD_REMOTE(say_same) {
+  rd_buf t;
+  if (rd_arg(call, 0, &t) != 0 || t.size != 1) return rd_call_fail(call, "bad args");
+  usleep(400000);
+  printf("dedup-me hello from a worker %d\n", (int)getpid());
+  printf("only task %c says this\n", *(const char *)t.data);
+  for (int i = 0; i < 3; i++) printf("task %c again and again\n", *(const char *)t.data);
+  fflush(stdout);
+  return rd_return_bytes(call, 0, "ok", 2);
+}
+
+/* Two tasks at once on b and one on c print the same line; then the
+ * driver idles 2.5 s (RAYDIST_DEDUP_LOGS_AGG_WINDOW_S=1: the repeats are
+ * printed within it) and says so. */
+static int t_log_dedup(void) {
+  join();
+  rd_task_opts ob, oc;
+  rd_task_opts_init(&ob);
+  rd_task_opts_init(&oc);
+  ob.resources = "only_b=0.25";
+  oc.resources = "only_c=0.25";
+  rd_ref r[3];
+  CHECK_EQ(rd_submit(say_same, RD_ARGS(rd_arg_bytes("a", 1)), &ob, &r[0]), 0);
+  CHECK_EQ(rd_submit(say_same, RD_ARGS(rd_arg_bytes("b", 1)), &ob, &r[1]), 0);
+  CHECK_EQ(rd_submit(say_same, RD_ARGS(rd_arg_bytes("c", 1)), &oc, &r[2]), 0);
+  for (int i = 0; i < 3; i++) get_ok(r[i], "say_same");
+  usleep(2500000);
+  printf("driver: idled\n");
+  rd_shutdown();
+  return 0;
+}
+
 /* Says so on stderr, then dies of SIGABRT (a crash, for the logs case). */
 RD_REMOTE(crash_loudly) {
   (void)call;
@@ -5090,7 +5125,7 @@ int main(int argc, char **argv) {
       {"detached_make", t_detached_make},       {"detached_use", t_detached_use},
       {"detached_gone", t_detached_gone},       {"detached_node_make", t_detached_node_make},
       {"detached_node_use", t_detached_node_use},       {"gcs_restart_before", t_gcs_restart_before},
-      {"gcs_restart_after", t_gcs_restart_after}, {"lineage", t_lineage}, {"nodes", t_nodes}, {"get_many_remote", t_get_many_remote}, {"hung_peer", t_hung_peer}, {"env", t_env}, {"get_if_exists", t_get_if_exists}, {"log_to_driver", t_log_to_driver}, {"logs_hold", t_logs_hold}, {"kv", t_kv}, {"max_calls", t_max_calls}, {"actor_exit", t_actor_exit}, {"env_bad_node", t_env_bad_node}, {"shutdown_busy", t_shutdown_busy}, {"job_ok", t_job_ok}, {"ns_make", t_ns_make}, {"ns_other", t_ns_other}, {"ns_same", t_ns_same}, {"job_bad", t_job_bad}, {"job_long", t_job_long}, {"owner_exit_child", t_owner_exit_child}, {"owner_exit_check", t_owner_exit_check}, {"shuffle", t_shuffle}, {"bad_node", t_bad_node}, {"lineage_eager", t_lineage_eager}, {"respill", t_respill}, {"view_claim", t_view_claim}, {"burst_claim", t_burst_claim}, {"actor_respill", t_actor_respill}, {"actor_host_gone", t_actor_host_gone}, {"many_classes", t_many_classes},       {"cancel", t_cancel}, {"memory_remote", t_memory_remote},
+      {"gcs_restart_after", t_gcs_restart_after}, {"lineage", t_lineage}, {"nodes", t_nodes}, {"get_many_remote", t_get_many_remote}, {"hung_peer", t_hung_peer}, {"env", t_env}, {"get_if_exists", t_get_if_exists}, {"log_to_driver", t_log_to_driver}, {"logs_hold", t_logs_hold}, {"log_dedup", t_log_dedup}, {"kv", t_kv}, {"max_calls", t_max_calls}, {"actor_exit", t_actor_exit}, {"env_bad_node", t_env_bad_node}, {"shutdown_busy", t_shutdown_busy}, {"job_ok", t_job_ok}, {"ns_make", t_ns_make}, {"ns_other", t_ns_other}, {"ns_same", t_ns_same}, {"job_bad", t_job_bad}, {"job_long", t_job_long}, {"owner_exit_child", t_owner_exit_child}, {"owner_exit_check", t_owner_exit_check}, {"shuffle", t_shuffle}, {"bad_node", t_bad_node}, {"lineage_eager", t_lineage_eager}, {"respill", t_respill}, {"view_claim", t_view_claim}, {"burst_claim", t_burst_claim}, {"actor_respill", t_actor_respill}, {"actor_host_gone", t_actor_host_gone}, {"many_classes", t_many_classes},       {"cancel", t_cancel}, {"memory_remote", t_memory_remote},
       {"borrow", t_borrow},                     {"stream", t_stream},           {"nested", t_nested},
       {"collective", t_collective},             {"code_keep", t_code_keep},     {"code_kill", t_code_kill},
       {"code_again", t_code_again},             {"labels", t_labels}, {"memory_hold", t_memory_hold},

@@ -1283,6 +1283,29 @@ EOF
     grep -q "(pid=" "$RAYDIST_TMPDIR/out" && { cat "$RAYDIST_TMPDIR/out"; fail "$CASE: output with RAYDIST_LOG_TO_DRIVER=0"; }
     echo "ok: worker output on the driver, from three nodes"
     ;;
+  log_dedup)
+    # the same line from three workers on two nodes: printed once, then
+    # once more with how many, within the window, while the driver idles;
+    # one worker's own repeats are all printed; RAYDIST_DEDUP_LOGS=0 prints
+    # every line; a bad window is refused
+    O="$RAYDIST_TMPDIR/out"
+    RAYDIST_DEDUP_LOGS_AGG_WINDOW_S=1 "$T" "$CASE" > "$O" 2>&1 || { cat "$O"; fail "$CASE"; }
+    cat "$O"
+    [ "$(grep -c 'dedup-me hello from a worker [0-9]*$' "$O")" = 1 ] || fail "$CASE: the first line not printed once"
+    grep -q 'dedup-me hello from a worker [0-9]* \[repeated 2x across cluster\] (raydist deduplicates' "$O" ||
+      fail "$CASE: no [repeated 2x across cluster] line"
+    sed -n '/repeated 2x/,$p' "$O" | grep -q '^driver: idled$' || fail "$CASE: the repeats came after the driver's idle"
+    for t in a b c; do
+      grep -q "^(pid=[0-9]*, ip=127.0.0.[23]) only task $t says this$" "$O" || fail "$CASE: task $t's own line"
+      [ "$(grep -c "^(pid=[0-9]*, ip=127.0.0.[23]) task $t again and again$" "$O")" = 3 ] || fail "$CASE: task $t's repeats"
+    done
+    RAYDIST_DEDUP_LOGS=0 "$T" "$CASE" > "$O" 2>&1 || { cat "$O"; fail "$CASE with RAYDIST_DEDUP_LOGS=0"; }
+    [ "$(grep -c 'dedup-me hello from a worker [0-9]*$' "$O")" = 3 ] || { cat "$O"; fail "$CASE: not every line without dedup"; }
+    grep -q "repeated" "$O" && fail "$CASE: [repeated] with RAYDIST_DEDUP_LOGS=0"
+    RAYDIST_DEDUP_LOGS_AGG_WINDOW_S=soon "$T" "$CASE" > "$O" 2>&1 && fail "$CASE: a bad window taken"
+    grep -q "RAYDIST_DEDUP_LOGS_AGG_WINDOW_S must be seconds" "$O" || { cat "$O"; fail "$CASE: no reason for a bad window"; }
+    echo "ok: workers' lines deduplicated on the driver"
+    ;;
   logs)
     # each worker's stdout and stderr in files of their own on its node,
     # listed and read through any node (raydist logs, GET /api/v0/logs):
