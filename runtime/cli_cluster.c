@@ -27,6 +27,7 @@
 #include <unistd.h>
 
 #include "cli_cluster.h"
+#include "dashboard.h"
 #include "autoscaler.h"
 #include "common.h"
 #include "conn.h"
@@ -974,8 +975,9 @@ static int list_gcs(const char *kind, const char *address, const char *token, in
 }
 
 /* raydist list KIND: every live node's owners' unfinished (and failed, or
- * with --state finished the finished) tasks (/tasks), actor records (/actors) or store objects (/objects, as
- * raydist memory); or the GCS's nodes, placement groups or jobs. */
+ * with --state finished the finished) tasks (/tasks), actor records (/actors), worker processes, alive
+ * and exited (/workers), or store objects (/objects, as raydist memory); or the GCS's nodes, placement
+ * groups or jobs. */
 int rd__cli_list(int argc, char **argv) {
   const char *address = getenv("RAYDIST_ADDRESS"), *token = getenv("RAYDIST_TOKEN"), *state = NULL;
   long limit = 100;
@@ -986,6 +988,7 @@ int rd__cli_list(int argc, char **argv) {
       "                          FAILED (the last 1000 that failed for good on each node),\n"
       "                          FINISHED (the last RAYDIST_TASK_HISTORY that finished well, kept by each owner)\n"
       "       actors             PENDING_CREATION, RESTARTING, ALIVE, DEAD\n"
+      "       workers            ALIVE, EXITED (the last RAYDIST_WORKERS_EXITED_KEPT of each node, with why)\n"
       "       objects            (none: the N largest in each node's store)\n"
       "       nodes              ALIVE, DEAD\n"
       "       placement-groups   PENDING, CREATED, RESCHEDULING, REMOVED\n"
@@ -994,6 +997,7 @@ int rd__cli_list(int argc, char **argv) {
   int (*parse)(const char *) = NULL, gcs = 0;
   if (kind && !strcmp(kind, "tasks")) parse = rd__task_state_parse;
   else if (kind && !strcmp(kind, "actors")) parse = rd__actor_list_state_parse;
+  else if (kind && !strcmp(kind, "workers")) parse = rd__worker_list_state_parse;
   else if (kind && !strcmp(kind, "nodes")) parse = node_state_parse, gcs = 1;
   else if (kind && !strcmp(kind, "placement-groups")) parse = pg_state_parse, gcs = 1;
   else if (kind && !strcmp(kind, "jobs")) parse = job_state_parse, gcs = 1;

@@ -1334,6 +1334,42 @@ void rd__dashboard_actors(rd__mbuf *b, int json, size_t limit, int state) {
 
 /* ------------------------------------------------------------- workers */
 
+int rd__worker_list_state_parse(const char *s) {
+  return !strcasecmp(s, "ALIVE") ? RD_WL_ALIVE : !strcasecmp(s, "EXITED") ? RD_WL_EXITED : -1;
+}
+
+void rd__dashboard_workers_text(rd__mbuf *b, size_t limit, int which) {
+  int counts[W_DEAD + 1] = {0}, alive = 0;
+  for (const node_worker *w = N.workers; w; w = w->next)
+    if (w->state != W_DEAD) counts[w->state]++, alive++;
+  rd__mbuf_printf(b, "node %u: %d workers alive (", rd__cluster_index(), alive);
+  for (int s = W_STARTING; s <= W_DYING; s++)
+    rd__mbuf_printf(b, "%s%s %d", s > W_STARTING ? ", " : "", rd__worker_state_names[s], counts[s]);
+  rd__mbuf_printf(b, "), %zu exited kept\n", N.nexited);
+  uint64_t now = rd__wall_ms();
+  size_t k = 0;
+  for (const node_worker *w = N.workers; which != RD_WL_EXITED && w && k < limit; w = w->next) {
+    if (w->state == W_DEAD) continue;
+    if (!k++) rd__mbuf_printf(b, "  %-8s %7s %-8s %5s %-16s %8s\n", "WORKER", "PID", "STATE", "JOB", "ACTOR", "AGE");
+    char actor[20] = "-";
+    if (w->actor) snprintf(actor, sizeof(actor), "%016llx", (unsigned long long)w->actor->id);
+    rd__mbuf_printf(b, "  %08x %7d %-8s %5u %-16s %7.1fs\n", w->id, w->pid, rd__worker_state_names[w->state], w->gcs_job,
+                    actor, w->launch_ms && now > w->launch_ms ? (double)(now - w->launch_ms) / 1e3 : 0.0);
+  }
+  for (size_t i = 0; which != RD_WL_ALIVE && i < N.nexited && i < limit; i++) {   /* the last to exit first */
+    const node_exited *e = &N.exited[(N.exited_next + N.exited_max - 1 - i) % N.exited_max];
+    if (!i)
+      rd__mbuf_printf(b, "  exited, the last first:\n  %-8s %7s %-20s %9s %8s %-16s %s\n", "WORKER", "PID", "EXIT",
+                      "ENDED", "RAN", "ACTOR", "DETAIL");
+    char actor[20] = "-";
+    if (e->actor) snprintf(actor, sizeof(actor), "%016llx", (unsigned long long)e->actor);
+    rd__mbuf_printf(b, "  %08x %7d %-20s %8.1fs %7.1fs %-16s %s\n", e->id, e->pid, e->type,
+                    now > e->end_ms ? (double)(now - e->end_ms) / 1e3 : 0.0,
+                    e->end_ms > e->launch_ms && e->launch_ms ? (double)(e->end_ms - e->launch_ms) / 1e3 : 0.0, actor,
+                    e->detail);
+  }
+}
+
 void rd__dashboard_workers(rd__mbuf *b, size_t limit) {
   size_t k = 0;
   rd__mbuf_printf(b, "{\"node\":%u,\"workers\":[", rd__cluster_index());

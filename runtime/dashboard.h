@@ -40,10 +40,19 @@ int rd__dashboard_tasks(uv_loop_t *loop, int json, size_t limit, int state, int 
  * oldest first, then the dead, most recent first.  Text, or JSON. */
 void rd__dashboard_actors(rd__mbuf *b, int json, size_t limit, int state);
 
-/* /api/workers (JSON): this node's worker processes and the drivers
- * connected to it, for the state API's `ray list workers`: {"node",
- * "workers": [{"id", "pid", "state", "job", "actor"}], "drivers": [{"id",
- * "pid", "job"}]}, at most limit of each. */
+/* /api/workers (JSON): this node's worker processes, the last that exited
+ * and the drivers connected to it, for the state API's `ray list
+ * workers`: {"node", "workers": [{"id", "pid", "state", "job",
+ * "launch_ms", "joined_ms", "actor"}], "exited_kept", "exited": [{"id",
+ * "pid", "job", "launch_ms", "joined_ms", "end_ms", "exit_type",
+ * "exit_detail", "actor"}], "drivers": [{"id", "pid", "job"}]}, at most
+ * limit of each. */
 void rd__dashboard_workers(rd__mbuf *b, size_t limit);
+/* The same as text (`raydist list workers`): which 0 all, RD_WL_ALIVE the
+ * live ones, RD_WL_EXITED those that exited; at most limit of each. */
+enum { RD_WL_ALIVE = 1, RD_WL_EXITED = 2 };
+void rd__dashboard_workers_text(rd__mbuf *b, size_t limit, int which);
+/* ALIVE or EXITED (any case): RD_WL_*, or -1. */
+int rd__worker_list_state_parse(const char *s);
 
 #endif

@@ -570,6 +570,17 @@ static void handle_request(mconn *c) {
     respond_built(c, &b, actors_api, head);
     return;
   }
+  if (!strcmp(path, "/workers")) {   /* raydist list workers: alive and exited, as text */
+    int which = query_state(q ? q + 1 : NULL, rd__worker_list_state_parse);
+    if (which == -2) {
+      respond_text(c, 400, "Bad Request", "unknown state: the states are ALIVE and EXITED\n");
+      return;
+    }
+    rd__mbuf b = {0};
+    rd__dashboard_workers_text(&b, (size_t)query_long(q ? q + 1 : NULL, "limit=", 100, 10000), which < 0 ? 0 : which);
+    respond_built(c, &b, 0, head);
+    return;
+  }
   if (!strcmp(path, "/api/workers")) {   /* for the state API's ray list workers */
     long limit = query_long(q ? q + 1 : NULL, "limit=", 10000, 10000);
     rd__mbuf b = {0};

@@ -28,7 +28,7 @@ static void usage(FILE *f) {
           "       raydist start --head | --address IP:PORT [options]   (raydist start --help)\n"
           "       raydist status [--address IP:PORT]\n"
           "       raydist memory [--address IP:PORT] [--top N]   (objects in every node's store)\n"
-          "       raydist list tasks|actors|objects|nodes|placement-groups|jobs [--address IP:PORT] [--state S]\n"
+          "       raydist list tasks|actors|workers|objects|nodes|placement-groups|jobs [--address IP:PORT] [--state S]\n"
           "                    [--limit N]   (raydist list, for the states)\n"
           "       raydist logs [GLOB] | actor --id ID | task --id ID | worker --pid P --node-ip IP [--tail N]\n"
           "                    [--err] [--follow]   (workers' output and the nodes' logs: raydist logs --help)\n"

@@ -1403,6 +1403,15 @@ assert 0 < dead[0]["worker_launch_time_ms"] <= dead[0]["start_time_ms"] <= dead[
 open(sys.argv[5], "w").write("%d\n" % dead[0]["pid"])
 print("logs: the HTTP API's answers and refusals; the crashed worker listed")
 PY
+    # raydist list workers says so too, and takes only its states
+    "$R" list workers --state exited > "$L" || { cat "$L"; fail "raydist list workers --state exited"; }
+    grep -Eq "^  [0-9a-f]{8} +$(cat "$RAYDIST_TMPDIR/dead") SYSTEM_ERROR .* killed by signal 6 \(Aborted\)" "$L" ||
+      { cat "$L"; fail "logs: the crashed worker not in raydist list workers"; }
+    grep -q "^node 2: [0-9]* workers alive (starting" "$L" && ! grep -q "  STATE " "$L" ||
+      { cat "$L"; fail "logs: raydist list workers --state exited"; }
+    "$R" list workers --state ALIVE > "$L" && grep -q "^  WORKER .* STATE " "$L" && ! grep -q "SYSTEM_ERROR" "$L" ||
+      { cat "$L"; fail "logs: raydist list workers --state alive"; }
+    "$R" list workers --state gone > "$L" 2>&1 && fail "logs: raydist list workers --state gone answered"
     # its stderr's last line says why
     "$R" logs worker --pid "$(cat "$RAYDIST_TMPDIR/dead")" --node-ip 127.0.0.2 --err --tail 1 > "$L" &&
       grep -qxF "crash_loudly: about to abort" "$L" || { cat "$L"; fail "logs: the crashed worker's stderr"; }
