@@ -1100,6 +1100,8 @@ static int logs_print(logs_cli *L, const char *who) {
   logs_escape(name, sizeof(name), fn->str);
   snprintf(L->node_id, sizeof(L->node_id), "%s", id->str);
   uint64_t off = (uint64_t)sz->num;
+  const rd_json *ino = rd_json_get(st, "inode");
+  double inode = ino && ino->type == RD_JSON_NUMBER ? ino->num : 0;
   free(st);
   free(body);
   snprintf(path, sizeof(path), "/api/v0/logs/file?filename=%s&lines=%ld&end=%llu", name, L->tail,
@@ -1114,10 +1116,13 @@ static int logs_print(logs_cli *L, const char *who) {
     if (logs_get(L, path, &body, &len) != 0) return 1;
     st = rd_json_parse(body, len, NULL, 0);
     sz = st ? rd_json_get(st, "size") : NULL;
+    ino = st ? rd_json_get(st, "inode") : NULL;
     uint64_t size = sz && sz->type == RD_JSON_NUMBER ? (uint64_t)sz->num : off;
+    double now_ino = ino && ino->type == RD_JSON_NUMBER ? ino->num : inode;
     free(st);
     free(body);
-    if (size < off) off = 0;   /* rotated: the new file from its start */
+    if (size < off || now_ino != inode) off = 0;   /* rotated: the new file from its start */
+    inode = now_ino;
     if (size == off) continue;
     snprintf(path, sizeof(path), "/api/v0/logs/file?filename=%s&lines=-1&offset=%llu&end=%llu", name,
              (unsigned long long)off, (unsigned long long)size);

@@ -277,7 +277,7 @@ static void file_work(logs_req *q) {
   if (q->stat) {
     rd__mbuf_printf(&q->out, "{\"filename\": ");
     rd__mbuf_json_cstr(&q->out, q->filename);
-    rd__mbuf_printf(&q->out, ", \"size\": %" PRIu64 "}\n", size);
+    rd__mbuf_printf(&q->out, ", \"size\": %" PRIu64 ", \"inode\": %llu}\n", size, (unsigned long long)st.st_ino);
     close(fd);
     q->code = q->out.oom ? 500 : 200;
     return;

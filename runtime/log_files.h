@@ -10,7 +10,7 @@
  *   GET /api/logs/file?filename=F a file's text; or pid=P (and suffix=out|err): that worker's newest file
  *       &lines=N                  its last N lines (-1, the default: all), of
  *       &offset=A&end=B           the bytes [A, B) (default: the whole file)
- *       &stat=1                   {"filename", "size"} instead of the text
+ *       &stat=1                   {"filename", "size", "inode"} instead of the text (a new inode: rotated)
  *
  * Both need the cluster token, as the state API does; errors are one line
  * of text with 400, 401, 403, 404, 413 (more than RD_LOGS_MAX_BYTES to

@@ -1129,7 +1129,7 @@ static void logs_work(sa_req *q, const rd_gcs_node *nodes, size_t n) {
     if (name) {
       rd__mbuf_printf(&q->out, "{\"node_id\": \"%s\", \"node_ip\": \"%s\", \"filename\": ", x->node_id, x->ip);
       rd__mbuf_json_cstr(&q->out, name);
-      rd__mbuf_printf(&q->out, ", \"size\": %.0f}\n", jnum(root, "size"));
+      rd__mbuf_printf(&q->out, ", \"size\": %.0f, \"inode\": %.0f}\n", jnum(root, "size"), jnum(root, "inode"));
     }
     q->code = !name ? 502 : q->out.oom ? 500 : 200;
     if (q->code != 200) snprintf(q->err, sizeof(q->err), "%s", name ? "node out of memory" : "a bad stat answer");

@@ -5484,11 +5484,6 @@ int rd_init(const rd_config *cfg_in) {
     }
     const char *ld = getenv("RAYDIST_LOG_TO_DRIVER");
     G.log_to_driver = cfg.log_to_driver && !(ld && !strcmp(ld, "0"));
-    if (G.log_to_driver && !wid && rd__dedup_from_env(&G.dedup, why, sizeof(why)) != 0) {
-      rd__log(RD_LOG_ERROR, "rd_init: %s", why);
-      pthread_mutex_unlock(&G.mu);
-      return RD_EINVAL;
-    }
     /* a driver's is its own; a worker's comes with each call (its program's
      * rd_config is not its driver's) */
     const char *ns = wid ? NULL : cfg.namespace_name && *cfg.namespace_name ? cfg.namespace_name : getenv("RAYDIST_NAMESPACE");
@@ -5546,6 +5541,13 @@ int rd_init(const rd_config *cfg_in) {
     G.inited = 1;
     pthread_mutex_unlock(&G.mu);
     rd__worker_main();
+  }
+  char dwhy[300];   /* a driver's deduplication of its workers' lines: made once nothing else can fail early */
+  if (G.log_to_driver && rd__dedup_from_env(&G.dedup, dwhy, sizeof(dwhy)) != 0) {
+    rd__log(RD_LOG_ERROR, "rd_init: %s", dwhy);
+    ctx_reset();
+    pthread_mutex_unlock(&G.mu);
+    return RD_EINVAL;
   }
   if (address && *address) {
     r = attach_cluster(address);
