@@ -20,6 +20,7 @@
 #include "cli_cluster.h"
 #include "cluster.h"
 #include "gcs_client.h"
+#include "log_files.h"
 #include "node_internal.h"
 #include "raydist.h"
 #include "raydist/error.h"
@@ -1334,6 +1335,15 @@ void rd__dashboard_actors(rd__mbuf *b, int json, size_t limit, int state) {
 
 /* ------------------------------------------------------------- workers */
 
+/* ,"log":"worker-WID-JOB-PID" (its files' name, less .out and .err) when
+ * the node keeps its workers' output in files. */
+static void workers_files(rd__mbuf *b, uint32_t wid, uint32_t job, int pid) {
+  if (!N.worker_files || !rd__cluster_on()) return;
+  char name[64];
+  rd__wlog_name(name, sizeof(name), wid, job, pid);
+  rd__mbuf_printf(b, ",\"log\":\"%s\"", name);
+}
+
 int rd__worker_list_state_parse(const char *s) {
   return !strcasecmp(s, "ALIVE") ? RD_WL_ALIVE : !strcasecmp(s, "EXITED") ? RD_WL_EXITED : -1;
 }
@@ -1380,6 +1390,7 @@ void rd__dashboard_workers(rd__mbuf *b, size_t limit) {
                     (unsigned long long)w->launch_ms, (unsigned long long)w->joined_ms);
     if (w->actor) rd__mbuf_printf(b, "\"%016llx\"", (unsigned long long)w->actor->id);
     else rd__mbuf_printf(b, "null");
+    workers_files(b, w->id, w->job->id, w->pid);
     rd__mbuf_printf(b, "}");
   }
   rd__mbuf_printf(b, "],\"exited_kept\":%zu,\"exited\":[", N.nexited);
@@ -1390,8 +1401,10 @@ void rd__dashboard_workers(rd__mbuf *b, size_t limit) {
                     (unsigned long long)e->launch_ms, (unsigned long long)e->joined_ms, (unsigned long long)e->end_ms,
                     e->type);
     rd__mbuf_json_cstr(b, e->detail);
-    if (e->actor) rd__mbuf_printf(b, ",\"actor\":\"%016llx\"}", (unsigned long long)e->actor);
-    else rd__mbuf_printf(b, ",\"actor\":null}");
+    if (e->actor) rd__mbuf_printf(b, ",\"actor\":\"%016llx\"", (unsigned long long)e->actor);
+    else rd__mbuf_printf(b, ",\"actor\":null");
+    workers_files(b, e->id, e->job, e->pid);
+    rd__mbuf_printf(b, "}");
   }
   rd__mbuf_printf(b, "],\"drivers\":[");
   k = 0;

@@ -26,6 +26,10 @@ static int rot_read;   /* the rotation settings, read at the first file (the nod
 static uint64_t rot_max;
 static int rot_backups;
 
+void rd__wlog_name(char *out, size_t len, uint32_t wid, uint32_t job, int pid) {
+  snprintf(out, len, "worker-%08" PRIx32 "-%" PRIu32 "-%d", wid, job, pid);
+}
+
 int rd__wlog_open(rd__wlog *l, const char *dir, uint32_t wid, uint32_t job, int pid, int which) {
   l->fd = -1;
   l->size = 0;
@@ -36,8 +40,9 @@ int rd__wlog_open(rd__wlog *l, const char *dir, uint32_t wid, uint32_t job, int 
   int n = snprintf(l->path, sizeof(l->path), "%s/logs", dir);
   if (n < 0 || (size_t)n >= sizeof(l->path) - 64) return errno = ENAMETOOLONG, -1;
   if (mkdir(l->path, 0700) != 0 && errno != EEXIST) return -1;
-  snprintf(l->path + n, sizeof(l->path) - (size_t)n, "/worker-%08" PRIx32 "-%" PRIu32 "-%d.%s", wid, job, pid,
-           which == 2 ? "err" : "out");
+  char name[64];
+  rd__wlog_name(name, sizeof(name), wid, job, pid);
+  snprintf(l->path + n, sizeof(l->path) - (size_t)n, "/%s.%s", name, which == 2 ? "err" : "out");
   l->fd = open(l->path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
   if (l->fd < 0) return -1;
   struct stat st;

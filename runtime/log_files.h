@@ -32,6 +32,8 @@ typedef struct rd__wlog {
   char path[512];
 } rd__wlog;
 
+/* A worker's files' name without its .out or .err: worker-WID-JOB-PID. */
+void rd__wlog_name(char *out, size_t len, uint32_t wid, uint32_t job, int pid);
 /* Creates <dir>/logs/worker-WID-JOB-PID.out (which 1) or .err (2) and opens
  * it to append: 0, or -1 with errno (l->fd is -1). */
 int rd__wlog_open(rd__wlog *l, const char *dir, uint32_t wid, uint32_t job, int pid, int which);

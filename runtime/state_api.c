@@ -188,6 +188,12 @@ typedef struct sa_req {
     uint32_t node;
   } *anodes;                /* where the actors run, for their calls' rows (sorted by id) */
   size_t nanodes, capanodes;
+  struct wfile {            /* the workers' files, for the tasks' task_log_info (sorted by node and pid) */
+    const char *node_id;    /* the GCS's node table's (alive while the request works) */
+    int pid;
+    const char *log;        /* kept */
+  } *wfiles;
+  size_t nwfiles, capwfiles;
   struct {                  /* K_LOGS, K_LOG_FILE: which node's logs, which file */
     char node_id[80], node_ip[64], glob[256], filename[256], actor[80], task[80], sub[128], suffix[8];
     long long pid, lines;
@@ -236,6 +242,7 @@ static void req_free(sa_req *q) {
   free(q->summ.p);
   free(q->out.p);
   free(q->anodes);
+  free(q->wfiles);
   free(q->groups);
   free(q);
 }
@@ -887,6 +894,60 @@ static void actor_calls_nodes(sa_req *q, const rd_gcs_node *nodes, size_t n) {
   }
 }
 
+/* A node's workers' files (its /api/workers' "log" of each live and
+ * exited worker). */
+static void wfiles_of(sa_req *q, const rd_gcs_node *x, const rd_json *root, const rd_gcs_node *nodes, size_t n) {
+  (void)nodes, (void)n;
+  static const char *kinds[] = {"workers", "exited"};
+  for (int k = 0; k < 2; k++) {
+    const rd_json *list = rd_json_get(root, kinds[k]);
+    for (const rd_json *w = list && list->type == RD_JSON_ARRAY ? list->child : NULL; w && !q->oom; w = w->next) {
+      const char *log = jstr(w, "log");
+      if (!log) continue;
+      if (q->nwfiles == q->capwfiles) {
+        size_t cap = q->capwfiles ? 2 * q->capwfiles : 64;
+        struct wfile *v = realloc(q->wfiles, cap * sizeof(*v));
+        if (!v) return (void)(q->oom = 1);
+        q->wfiles = v;
+        q->capwfiles = cap;
+      }
+      const char *kept = keep(q, log, strlen(log));
+      if (kept) q->wfiles[q->nwfiles++] = (struct wfile){x->node_id, (int)jnum(w, "pid"), kept};
+    }
+  }
+}
+
+static int wfile_cmp(const void *a, const void *b) {
+  const struct wfile *x = a, *y = b;
+  int c = strcmp(x->node_id, y->node_id);
+  return c ? c : (x->pid > y->pid) - (x->pid < y->pid);
+}
+
+/* The detail rows' task_log_info (Ray's): the files of the worker each
+ * task ran on, from its node's /api/workers.  The whole files: no
+ * per-task range is kept (stdout_start and the others are null). */
+static void task_log_files(sa_req *q, const rd_gcs_node *nodes, size_t n) {
+  size_t with = 0;
+  for (size_t i = 0; i < q->nrows; i++) {
+    const cell *r = q->cells + i * q->ncols;
+    with += r[TK_WORKER_PID].t == V_INT && r[TK_NODE].t == V_STR;
+  }
+  if (!with) return;
+  each_node(q, nodes, n, "/api/workers?limit=10000", NULL, RD_JSON_OBJECT, wfiles_of);
+  if (!q->nwfiles) return;
+  qsort(q->wfiles, q->nwfiles, sizeof(*q->wfiles), wfile_cmp);
+  for (size_t i = 0; i < q->nrows && !q->oom; i++) {
+    cell *r = q->cells + i * q->ncols;
+    if (r[TK_WORKER_PID].t != V_INT || r[TK_NODE].t != V_STR) continue;
+    struct wfile key = {r[TK_NODE].s, (int)r[TK_WORKER_PID].i, NULL};
+    const struct wfile *f = bsearch(&key, q->wfiles, q->nwfiles, sizeof(*q->wfiles), wfile_cmp);
+    if (!f) continue;
+    rd__mbuf b = {0};
+    rd__mbuf_printf(&b, "{\"stdout_file\": \"%s.out\", \"stderr_file\": \"%s.err\"}", f->log, f->log);
+    set_json(q, &r[TK_LOG], &b);
+  }
+}
+
 /* ------------------------------------------------------- filter, render */
 
 static int row_matches(const sa_req *q, const cell *r) {
@@ -1226,6 +1287,7 @@ static void sa_work(uv_work_t *w) {
     each_node(q, nodes, n, path, NULL, RD_JSON_OBJECT, q->kind == K_ACTORS ? actors_of : tasks_of);
     if (q->kind == K_ACTORS && q->nrows > 1) sort_rows(q);   /* by actor_id, as Ray lists them */
     if (q->kind == K_TASKS && !q->summary) actor_calls_nodes(q, nodes, n);
+    if (q->kind == K_TASKS && !q->summary && q->detail) task_log_files(q, nodes, n);
     if (q->summary) groups_put(q);
   }
   free(nodes);

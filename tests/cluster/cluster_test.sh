@@ -1336,14 +1336,18 @@ EOF
     grep -qxF "say actor-on-c stdout" "$L" || { grep -v '^long' "$L"; fail "logs: the actor's line"; }
     [ "$(grep '^long x' "$L" | tr -d '\nlong ' | wc -c)" -eq 19999 ] || fail "logs: the actor's long line is not whole"
     # the task, found by its id among the finished tasks
-    TID=$(python3 - "$(cat "$ROOT/node-127.0.0.1/metrics")" "$(cat "$ROOT/node-127.0.0.1/token")" <<'PY'
+    # (its row's task_log_info names its worker's files)
+    TID=$(python3 - "$(cat "$ROOT/node-127.0.0.1/metrics")" "$(cat "$ROOT/node-127.0.0.1/token")" "$BF" <<'PY'
 import json, sys, urllib.request
 q = urllib.request.Request("http://%s/api/v0/tasks?limit=100&detail=True" % sys.argv[1],
                            headers={"Authorization": "Bearer " + sys.argv[2]})
 rows = json.load(urllib.request.urlopen(q, timeout=30))["data"]["result"]["result"]
-print([r for r in rows if r["name"] == "say" and r["state"] == "FINISHED"][0]["task_id"])
+say = [r for r in rows if r["name"] == "say" and r["state"] == "FINISHED"][0]
+info = say["task_log_info"]
+assert info == {"stdout_file": sys.argv[3], "stderr_file": sys.argv[3][:-4] + ".err"}, say
+print(say["task_id"])
 PY
-) || fail "logs: no finished say task listed"
+) || fail "logs: no finished say task listed with its files"
     "$R" logs task --id "$TID" > "$L" && grep -qxF "say task-on-b stdout 0" "$L" || { cat "$L"; fail "logs: the task's worker file"; }
     # followed: the actor prints again, and the follower shows it
     "$R" logs actor --id "$AID" --follow > "$RAYDIST_TMPDIR/follow" 2>&1 &
