@@ -1058,18 +1058,6 @@ static int logs_get(const logs_cli *L, const char *path, char **body, size_t *le
   return 1;
 }
 
-/* A query value %-escaped into out. */
-static void logs_escape(char *out, size_t len, const char *s) {
-  size_t k = 0;
-  for (; *s && k + 4 < len; s++) {
-    unsigned char c = (unsigned char)*s;
-    if ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || strchr("-_.~*?[]", c))
-      out[k++] = (char)c;
-    else k += (size_t)snprintf(out + k, len - k, "%%%02X", c);
-  }
-  out[k] = 0;
-}
-
 /* Prints the file `who` names (filename=F, pid=P, actor_id=A, task_id=T),
  * its last --tail lines; with --follow, what is added to it after, until
  * interrupted. */
@@ -1097,7 +1085,7 @@ static int logs_print(logs_cli *L, const char *who) {
     return 1;
   }
   char name[600];
-  logs_escape(name, sizeof(name), fn->str);
+  rd__url_encode(name, sizeof(name), fn->str);
   snprintf(L->node_id, sizeof(L->node_id), "%s", id->str);
   uint64_t off = (uint64_t)sz->num;
   const rd_json *ino = rd_json_get(st, "inode");
@@ -1139,7 +1127,7 @@ static int logs_print(logs_cli *L, const char *who) {
 static int logs_cluster(logs_cli *L, const rd_gcs_node *nodes, size_t n, const char *glob) {
   char g[600], path[800], one[300] = "", one_node[80] = "";
   int files = 0, failed = 0;
-  logs_escape(g, sizeof(g), glob ? glob : "*");
+  rd__url_encode(g, sizeof(g), glob ? glob : "*");
   rd__mbuf shown = {0};
   for (size_t i = 0; i < n; i++) {
     const rd_gcs_node *x = &nodes[i];
@@ -1177,7 +1165,7 @@ static int logs_cluster(logs_cli *L, const rd_gcs_node *nodes, size_t n, const c
     free(shown.p);
     snprintf(L->node_id, sizeof(L->node_id), "%s", one_node);
     char who[700];
-    logs_escape(g, sizeof(g), one);
+    rd__url_encode(g, sizeof(g), one);
     snprintf(who, sizeof(who), "filename=%s", g);
     return logs_print(L, who) || failed;
   }
@@ -1259,7 +1247,7 @@ int rd__cli_logs(int argc, char **argv) {
   char who[300];
   if (actor || task) {
     char e[200];
-    logs_escape(e, sizeof(e), id);
+    rd__url_encode(e, sizeof(e), id);
     snprintf(who, sizeof(who), "%s=%s", actor ? "actor_id" : "task_id", e);
   } else if (worker) {
     char *end = NULL;

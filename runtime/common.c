@@ -780,6 +780,17 @@ void rd__htab_free(rd__htab *t, void (*drop)(rd__hlink *, void *), void *arg) {
   memset(t, 0, sizeof(*t));
 }
 
+void rd__url_encode(char *out, size_t len, const char *s) {
+  size_t k = 0;
+  for (; *s && k + 4 < len; s++) {
+    unsigned char c = (unsigned char)*s;
+    if ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || strchr("-_.~", c))
+      out[k++] = (char)c;
+    else k += (size_t)snprintf(out + k, len - k, "%%%02X", c);
+  }
+  if (len) out[k] = 0;
+}
+
 int rd__url_decode(char *s) {
   char *w = s;
   for (char *r = s; *r; r++) {

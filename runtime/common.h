@@ -216,6 +216,9 @@ void rd__http_get_all(rd__http_fetch *v, size_t n, const char *token, int ms, si
 /* A query's key or value, %XX and '+' decoded in place: 0, or -1 for a
  * bad escape or a NUL. */
 int rd__url_decode(char *s);
+/* s as a query's value into out (len bytes; 3 a byte of s and 1 suffice):
+ * all but letters, digits and -_.~ %-escaped; cut short when out is. */
+void rd__url_encode(char *out, size_t len, const char *s);
 
 /* Where session directories live: $RAYDIST_TMPDIR (default /tmp)/raydist-<uid>. */
 void rd__session_root(char *root, size_t len);

@@ -1344,6 +1344,11 @@ static void workers_files(rd__mbuf *b, uint32_t wid, uint32_t job, int pid) {
   rd__mbuf_printf(b, ",\"log\":\"%s\"", name);
 }
 
+/* The i-th newest of the exited workers kept (i < N.nexited). */
+static const node_exited *exited_nth(size_t i) {
+  return &N.exited[(N.exited_next + N.exited_max - 1 - i) % N.exited_max];
+}
+
 int rd__worker_list_state_parse(const char *s) {
   return !strcasecmp(s, "ALIVE") ? RD_WL_ALIVE : !strcasecmp(s, "EXITED") ? RD_WL_EXITED : -1;
 }
@@ -1367,7 +1372,7 @@ void rd__dashboard_workers_text(rd__mbuf *b, size_t limit, int which) {
                     actor, w->launch_ms && now > w->launch_ms ? (double)(now - w->launch_ms) / 1e3 : 0.0);
   }
   for (size_t i = 0; which != RD_WL_ALIVE && i < N.nexited && i < limit; i++) {   /* the last to exit first */
-    const node_exited *e = &N.exited[(N.exited_next + N.exited_max - 1 - i) % N.exited_max];
+    const node_exited *e = exited_nth(i);
     if (!i)
       rd__mbuf_printf(b, "  exited, the last first:\n  %-8s %7s %-20s %9s %8s %-16s %s\n", "WORKER", "PID", "EXIT",
                       "ENDED", "RAN", "ACTOR", "DETAIL");
@@ -1395,7 +1400,7 @@ void rd__dashboard_workers(rd__mbuf *b, size_t limit) {
   }
   rd__mbuf_printf(b, "],\"exited_kept\":%zu,\"exited\":[", N.nexited);
   for (size_t i = 0; i < N.nexited && i < limit; i++) {   /* the last to exit first */
-    const node_exited *e = &N.exited[(N.exited_next + N.exited_max - 1 - i) % N.exited_max];
+    const node_exited *e = exited_nth(i);
     rd__mbuf_printf(b, "%s{\"id\":%u,\"pid\":%d,\"job\":%u,\"launch_ms\":%llu,\"joined_ms\":%llu,\"end_ms\":%llu,"
                        "\"exit_type\":\"%s\",\"exit_detail\":", i ? "," : "", e->id, e->pid, e->gcs_job,
                     (unsigned long long)e->launch_ms, (unsigned long long)e->joined_ms, (unsigned long long)e->end_ms,

@@ -169,8 +169,9 @@ static int pid_file(const char *dir, int pid, const char *suffix, char *out, siz
     if (sscanf(e->d_name, "worker-%8x-%u-%d.%7[a-z]%n", &wid, &job, &fpid, sfx, &end) != 4 || e->d_name[end] ||
         fpid != pid || strcmp(sfx, suffix) != 0)
       continue;
-    if (!found || wid > best) snprintf(out, len, "%s", e->d_name);
-    if (!found || wid > best) best = wid;
+    if (found && wid <= best) continue;
+    snprintf(out, len, "%s", e->d_name);
+    best = wid;
     found = 1;
   }
   closedir(d);

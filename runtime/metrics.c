@@ -319,21 +319,19 @@ static const char *reason_of(int code) {
 }
 
 /* The jobs API's answer (job_http.c); the connection was held as for the dashboard. */
-static void on_job_http(void *arg, int code, const char *body, size_t len) {
-  mconn *c = arg;
+static void api_answer(mconn *c, int code, const char *ctype, const char *body, size_t len) {
   if (!uv_is_closing((uv_handle_t *)&c->tcp))
-    respond(c, code, reason_of(code), "application/json", body, len, 0,
+    respond(c, code, reason_of(code), ctype, body, len, 0,
             code == 401 ? "WWW-Authenticate: Bearer\r\nCache-Control: no-store\r\n" : "Cache-Control: no-store\r\n");
   if (--c->open_handles == 0) conn_free(c);
+}
+static void on_job_http(void *arg, int code, const char *body, size_t len) {
+  api_answer(arg, code, "application/json", body, len);
 }
 
 /* The same for a log's text (GET /api/logs/file, /api/v0/logs/file). */
 static void on_text_http(void *arg, int code, const char *body, size_t len) {
-  mconn *c = arg;
-  if (!uv_is_closing((uv_handle_t *)&c->tcp))
-    respond(c, code, reason_of(code), "text/plain; charset=utf-8", body, len, 0,
-            code == 401 ? "WWW-Authenticate: Bearer\r\nCache-Control: no-store\r\n" : "Cache-Control: no-store\r\n");
-  if (--c->open_handles == 0) conn_free(c);
+  api_answer(arg, code, "text/plain; charset=utf-8", body, len);
 }
 
 /* Header name's value in the request head (case-insensitive name, spaces

@@ -197,6 +197,7 @@ typedef struct sa_req {
   struct {                  /* K_LOGS, K_LOG_FILE: which node's logs, which file */
     char node_id[80], node_ip[64], glob[256], filename[256], actor[80], task[80], sub[128], suffix[8];
     long long pid, lines;
+    int stat;               /* stat=true: where the file is and how long, not its text */
     char range[96];         /* offset=, end=, stat= passed on as they came */
   } lg;
   int oom, code;
@@ -1052,16 +1053,6 @@ static void render(sa_req *q) {
  * lines (Ray's default 1000; -1 all).  Both are asked of the node that
  * has the files (log_files.c's /api/logs), whichever node is asked. */
 
-/* s %-escaped for a query's value. */
-static void url_put(rd__mbuf *b, const char *s) {
-  for (; *s; s++) {
-    unsigned char c = (unsigned char)*s;
-    if ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || strchr("-_.~", c))
-      rd__mbuf_printf(b, "%c", c);
-    else rd__mbuf_printf(b, "%%%02X", c);
-  }
-}
-
 /* The node the request names (node_id, else node_ip), or NULL with
  * q->code and q->err set. */
 static const rd_gcs_node *logs_node(sa_req *q, const rd_gcs_node *nodes, size_t n, const char *id, const char *ip) {
@@ -1157,12 +1148,14 @@ static void logs_work(sa_req *q, const rd_gcs_node *nodes, size_t n) {
   }
   rd__mbuf path = {0};
   if (q->kind == K_LOGS) {
-    rd__mbuf_printf(&path, "/api/logs?glob=");
-    url_put(&path, q->lg.glob);
+    char g[3 * sizeof(q->lg.glob) + 1];
+    rd__url_encode(g, sizeof(g), q->lg.glob);
+    rd__mbuf_printf(&path, "/api/logs?glob=%s", g);
   } else {
     rd__mbuf_printf(&path, "/api/logs/file?suffix=%s&lines=%lld%s", q->lg.suffix, q->lg.lines, q->lg.range);
-    if (q->lg.filename[0]) rd__mbuf_printf(&path, "&filename=");
-    if (q->lg.filename[0]) url_put(&path, q->lg.filename);
+    char fn[3 * sizeof(q->lg.filename) + 1];
+    rd__url_encode(fn, sizeof(fn), q->lg.filename);
+    if (q->lg.filename[0]) rd__mbuf_printf(&path, "&filename=%s", fn);
     else rd__mbuf_printf(&path, "&pid=%lld", pid);
   }
   char *body = NULL;
@@ -1178,7 +1171,7 @@ static void logs_work(sa_req *q, const rd_gcs_node *nodes, size_t n) {
     free(body);
     return;
   }
-  if (q->kind == K_LOG_FILE && !strstr(q->lg.range, "stat=1")) {   /* the text as it is */
+  if (q->kind == K_LOG_FILE && !q->lg.stat) {   /* the text as it is */
     q->out = (rd__mbuf){.p = body, .len = len, .cap = len + 1};
     q->code = 200;
     return;
@@ -1478,7 +1471,10 @@ static int parse_logs_query(sa_req *q, const char *query, char *why, size_t wl) 
       int stat = !strcmp(p, "stat");
       if (stat ? parse_bool(v) < 0 : parse_count(v, 1LL << 62, &num) != 0)
         snprintf(why, wl, "%s must be %s, not '%.40s'", p, stat ? "true or false" : "a byte offset", v), rc = -1;
-      else if (stat) rl += (size_t)snprintf(q->lg.range + rl, sizeof(q->lg.range) - rl, "&stat=%d", parse_bool(v));
+      else if (stat) {
+        q->lg.stat = parse_bool(v);
+        rl += (size_t)snprintf(q->lg.range + rl, sizeof(q->lg.range) - rl, "&stat=%d", q->lg.stat);
+      }
       else rl += (size_t)snprintf(q->lg.range + rl, sizeof(q->lg.range) - rl, "&%s=%lld", p, num);
     }   /* the others Ray's CLI sends (attempt_number, interval, media_type, filter_ansi_code) change nothing here */
   }

@@ -2280,6 +2280,15 @@ static int t_log_rotation(void) {
   return 0;
 }
 
+/* `say task-on-b` run on node b; o is left asking for b. */
+static void say_on_b(rd_task_opts *o) {
+  rd_task_opts_init(o);
+  o->resources = "only_b=0.25";
+  rd_ref r;
+  CHECK_EQ(rd_submit(say, RD_ARGS(rd_arg_bytes("task-on-b", 9)), o, &r), 0);
+  get_ok(r, "task on b");
+}
+
 /* A Tally on node c that has printed (Tally_say) once. */
 static rd_actor sayer_on_c(void) {
   rd_actor_opts ao;
@@ -2296,11 +2305,8 @@ static rd_actor sayer_on_c(void) {
 static int t_log_to_driver(void) {
   join();
   rd_task_opts o;
-  rd_task_opts_init(&o);
   rd_ref r;
-  o.resources = "only_b=0.25";
-  CHECK_EQ(rd_submit(say, RD_ARGS(rd_arg_bytes("task-on-b", 9)), &o, &r), 0);
-  get_ok(r, "task on b");
+  say_on_b(&o);
   CHECK_EQ(rd_submit(say_nested, RD_NO_ARGS, &o, &r), 0);
   get_ok(r, "nested");
   rd_task_opts h;
@@ -2370,11 +2376,8 @@ RD_REMOTE(crash_loudly) {
 static int t_logs_hold(void) {
   join();
   rd_task_opts o;
-  rd_task_opts_init(&o);
   rd_ref r;
-  o.resources = "only_b=0.25";
-  CHECK_EQ(rd_submit(say, RD_ARGS(rd_arg_bytes("task-on-b", 9)), &o, &r), 0);
-  get_ok(r, "task on b");
+  say_on_b(&o);
   o.max_retries = 0;
   CHECK_EQ(rd_submit(crash_loudly, RD_NO_ARGS, &o, &r), 0);
   rd_buf b;
