@@ -986,7 +986,7 @@ int rd__cli_list(int argc, char **argv) {
       "       KIND and its states S (any case):\n"
       "       tasks              PENDING_ARGS, PENDING_LEASE, RETRY_BACKOFF, PENDING_ACTOR, SUBMITTED, RUNNING,\n"
       "                          FAILED (the last 1000 that failed for good on each node),\n"
-      "                          FINISHED (the last RAYDIST_TASK_HISTORY that finished well, kept by each owner)\n"
+      "                          FINISHED (the last RAYDIST_TASK_HISTORY that finished well, kept by each node)\n"
       "       actors             PENDING_CREATION, RESTARTING, ALIVE, DEAD\n"
       "       workers            ALIVE, EXITED (the last RAYDIST_WORKERS_EXITED_KEPT of each node, with why)\n"
       "       objects            (none: the N largest in each node's store)\n"

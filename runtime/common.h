@@ -58,9 +58,16 @@ enum {
 /* Not an owner's state, never in TaskInfo: a task that failed for good,
  * as its node keeps the last of them (TaskFailure). */
 #define RD_TS_FAILED RD_TS_NSTATES
-/* Not an unfinished state: a task that finished well, as its owner keeps
- * the last of them (TaskInfo rows when TaskListAsk.finished). */
+/* Not an unfinished state: a task that finished well, as its node keeps
+ * the last of them (OwnerStats.finished; TaskInfo rows of an owner's
+ * unreported ones when TaskListAsk.finished). */
 #define RD_TS_FINISHED (RD_TS_NSTATES + 1)
+/* Tasks that finished well, told to the node (OwnerStats.finished) at most
+ * RD_OST_FINISHED_MAX a report (all of them at shutdown); the node keeps
+ * them (RAYDIST_TASK_HISTORY) for `ray list tasks`.  An owner holds at most
+ * RD_OWNER_FINISHED_MAX unreported. */
+#define RD_OST_FINISHED_MAX 1000
+#define RD_OWNER_FINISHED_MAX 10000
 /* "PENDING_ARGS" .. "RUNNING", "FAILED", "FINISHED"; "?" for a number out
  * of range. */
 const char *rd__task_state_name(int state);

@@ -752,6 +752,47 @@ void rd__dashboard_failures_add(const node_client *c, const Rd__OwnerStats *m) {
 /* The k-th most recent failure kept (k < tf_count). */
 static const tf_entry *tf_recent(size_t k) { return &tf_ring[(tf_next + TF_KEEP - 1 - k) % TF_KEEP]; }
 
+/* The last N.tasks_done_max tasks that finished well, as their owners here
+ * reported them (OwnerStats.finished), kept past their owners' exit (Ray
+ * keeps task events in its GCS): a ring, allocated at the first (~150 bytes
+ * a task: 15 MB for the default 100,000). */
+typedef struct td_entry {
+  uint64_t task_id, ret_id, actor_id, created_ms, start_ms, end_ms;
+  int attempt, worker_pid;
+  int pid, role;            /* its owner's */
+  uint32_t node;            /* where it ran (0: not known) */
+  uint32_t job;             /* its owner's GCS job (0: not known) */
+  uint32_t client;          /* its owner's client id */
+  char func[64];
+} td_entry;
+
+static td_entry *td_ring;
+static size_t td_next, td_count;   /* the next slot; how many are kept */
+static uint64_t td_total;          /* every one reported, kept or not (its owner's ring full, pushed out here) */
+static uint64_t td_seq;            /* how many were ever put in the ring */
+
+void rd__dashboard_finished_add(const node_client *c, const Rd__OwnerStats *m) {
+  td_total += m->finished_dropped + m->n_finished;
+  if (!m->n_finished || !N.tasks_done_max) return;
+  if (!td_ring && !(td_ring = malloc(N.tasks_done_max * sizeof(*td_ring)))) return;   /* none kept */
+  uint32_t job = rd__node_client_gcs_job(c);
+  for (size_t i = 0; i < m->n_finished; i++) {
+    const Rd__TaskInfo *f = m->finished[i];
+    td_entry *e = &td_ring[td_next];
+    td_next = (td_next + 1) % N.tasks_done_max;
+    if (td_count < N.tasks_done_max) td_count++;
+    *e = (td_entry){f->task_id, f->ret_id, f->actor_id, f->created_ms, f->start_ms, f->end_ms, f->attempt,
+                    f->worker_pid, c->pid, c->role, f->node, job, c->id, ""};
+    td_seq++;
+    snprintf(e->func, sizeof(e->func), "%s", f->func ? f->func : "");
+  }
+}
+
+/* The k-th most recent finished task kept (k < td_count). */
+static const td_entry *td_recent(size_t k) {
+  return &td_ring[(td_next + N.tasks_done_max - 1 - k) % N.tasks_done_max];
+}
+
 typedef struct tl_ask {
   uint32_t client, job;     /* job: the owner's GCS job (0: not known) */
   int pid, role;
@@ -762,7 +803,8 @@ typedef struct tl_ask {
 typedef struct tl_req {
   uint64_t req_id;
   int json, state;          /* state: only these (-1: all) */
-  int finished;             /* the tasks finished well that owners keep too */
+  int finished;             /* the tasks finished well too */
+  uint64_t td_mark;         /* td_seq when asked */
   size_t limit;
   rd__dashboard_done done;
   void *arg;
@@ -774,6 +816,15 @@ typedef struct tl_req {
 
 static tl_req *tl_reqs;
 static uint64_t tl_next_id;
+
+/* Whether the k-th most recent finished task kept, e, is in an answer to q
+ * already: its owner reported it after q asked, and had answered q. */
+static int td_answered(const tl_req *q, size_t k, const td_entry *e) {
+  if (k >= td_seq - q->td_mark) return 0;
+  for (size_t i = 0; i < q->nasks; i++)
+    if (q->asks[i].client == e->client) return q->asks[i].answered == 1;
+  return 0;
+}
 
 typedef struct tl_row {
   const Rd__TaskInfo *t;
@@ -840,14 +891,23 @@ static tally *tally_slot(tally *t, size_t *n, const char *name) {
   return &t[k];
 }
 
-/* The counts by function over every answer and the failures kept (owners'
- * own "(other)" joins the rest). */
+/* The counts by function over every answer, the failures kept and (asked
+ * for) the finished tasks kept (owners' own "(other)" joins the rest). */
 static size_t tl_funcs(const tl_req *q, tally *f) {
   size_t n = 0;
+  tally *x = NULL;
+  const char *last = NULL;
+  for (size_t k = 0; q->finished && k < td_count; k++) {   /* runs of one function: one lookup */
+    const td_entry *e = td_recent(k);
+    if (td_answered(q, k, e)) continue;
+    if (!last || strcmp(last, e->func) != 0) x = tally_slot(f, &n, last = e->func);
+    x->counts[RD_TS_FINISHED]++;
+    x->total++;
+  }
   for (size_t i = 0; i < q->nasks; i++)
     for (size_t j = 0; q->asks[i].m && j < q->asks[i].m->n_by_func; j++) {
       const Rd__FuncTaskCounts *c = q->asks[i].m->by_func[j];
-      tally *x = tally_slot(f, &n, c->func);
+      x = tally_slot(f, &n, c->func);
       for (int s = 0; s < RD_TS_NSTATES; s++) {
         x->counts[s] += c->counts[s];
         x->total += c->counts[s];
@@ -856,7 +916,7 @@ static size_t tl_funcs(const tl_req *q, tally *f) {
       x->total += c->finished;
     }
   for (size_t k = 0; k < tf_count; k++) {
-    tally *x = tally_slot(f, &n, tf_recent(k)->func);
+    x = tally_slot(f, &n, tf_recent(k)->func);
     x->counts[RD_TS_FAILED]++;
     x->total++;
   }
@@ -910,18 +970,49 @@ static void tl_render(const tl_req *q, rd__mbuf *b) {
   }
   for (size_t k = 0; k < RD_TS_NSTATES; k++) total += counts[k];
   counts[RD_TS_FAILED] = tf_count;
+  size_t kept = q->finished ? td_count : 0;   /* those also in an answer aside */
+  for (size_t k = 0; kept && k < td_count && k < td_seq - q->td_mark; k++) kept -= td_answered(q, k, td_recent(k));
+  counts[RD_TS_FINISHED] += kept;
   size_t nfail = tf_shown(q->state, q->limit);
-  uint64_t now = rd__now_ns();
-  tl_row *rows = nrows ? malloc(nrows * sizeof(*rows)) : NULL;
+  /* the most recent finished kept here, as rows (their owners may be gone) */
+  size_t nkept = q->state < 0 || q->state == RD_TS_FINISHED ? kept : 0;
+  if (nkept > q->limit) nkept = q->limit;
+  uint64_t now = rd__now_ns(), wall = rd__wall_ms();
+  tl_row *rows = nrows + nkept ? malloc((nrows + nkept) * sizeof(*rows)) : NULL;
   tally *fns = malloc(TALLY_MAX * sizeof(*fns));
-  if ((nrows && !rows) || !fns) {
+  Rd__TaskInfo *kv = nkept ? malloc(nkept * sizeof(*kv)) : NULL;
+  tl_ask *ko = nkept ? malloc(nkept * sizeof(*ko)) : NULL;
+  if ((nrows + nkept && !rows) || !fns || (nkept && (!kv || !ko))) {
     free(rows);
     free(fns);
+    free(kv);
+    free(ko);
     b->oom = 1;
     return;
   }
   size_t nfns = tl_funcs(q, fns);
   size_t n = 0;
+  for (size_t k = 0, i = 0; i < nkept && k < td_count; k++) {
+    const td_entry *e = td_recent(k);
+    if (td_answered(q, k, e)) continue;
+    Rd__TaskInfo *x = &kv[i];
+    rd__task_info__init(x);
+    x->task_id = e->task_id;
+    x->func = (char *)e->func;
+    x->state = RD_TS_FINISHED;
+    x->age_ns = wall > e->created_ms ? (wall - e->created_ms) * 1000000 : 0;
+    x->attempt = e->attempt;
+    x->worker_pid = e->worker_pid;
+    x->actor_id = e->actor_id;
+    x->resources = (char *)"";
+    x->ret_id = e->ret_id;
+    x->node = e->node;
+    x->created_ms = e->created_ms;
+    x->start_ms = e->start_ms;
+    x->end_ms = e->end_ms;
+    ko[i] = (tl_ask){0, e->job, e->pid, e->role, 1, NULL};
+    rows[n++] = (tl_row){x, &ko[i++]};
+  }
   for (size_t i = 0; i < q->nasks; i++)
     for (size_t k = 0; q->asks[i].m && k < q->asks[i].m->n_tasks; k++) {
       const Rd__TaskInfo *t = q->asks[i].m->tasks[k];
@@ -932,9 +1023,10 @@ static void tl_render(const tl_req *q, rd__mbuf *b) {
   char who[64], det[800];
   if (q->json) {
     rd__mbuf_printf(b, "{\"node\":%u,\"unfinished\":%llu,\"failed_kept\":%zu,\"failed_total\":%llu,"
-                       "\"failed_undetailed\":%llu,\"finished_kept\":%llu,\"counts\":", rd__cluster_index(),
-                    (unsigned long long)total, tf_count, (unsigned long long)tf_total, (unsigned long long)tf_undetailed,
-                    (unsigned long long)counts[RD_TS_FINISHED]);
+                       "\"failed_undetailed\":%llu,\"finished_kept\":%llu,\"finished_unkept\":%llu,\"counts\":",
+                    rd__cluster_index(), (unsigned long long)total, tf_count, (unsigned long long)tf_total,
+                    (unsigned long long)tf_undetailed, (unsigned long long)counts[RD_TS_FINISHED],
+                    (unsigned long long)(q->finished ? (td_total - td_count) : 0));
     tl_put_counts_json(b, counts);
     rd__mbuf_printf(b, ",\"by_function\":[");
     for (size_t i = 0; i < nfns; i++) {
@@ -997,8 +1089,11 @@ static void tl_render(const tl_req *q, rd__mbuf *b) {
       rd__mbuf_printf(b, ")");
     }
     rd__mbuf_printf(b, "\n");
-    if (q->finished)
-      rd__mbuf_printf(b, "  finished well: the last %llu kept by their owners\n", (unsigned long long)counts[RD_TS_FINISHED]);
+    if (q->finished && (td_total - td_count))
+      rd__mbuf_printf(b, "  finished well: the last %llu kept (%llu more not kept)\n",
+                      (unsigned long long)counts[RD_TS_FINISHED], (unsigned long long)(td_total - td_count));
+    else if (q->finished)
+      rd__mbuf_printf(b, "  finished well: the last %llu kept\n", (unsigned long long)counts[RD_TS_FINISHED]);
     if (tf_total)
       rd__mbuf_printf(b, "  failed for good: %llu here, the last %zu kept (%llu not detailed by their owners)\n",
                       (unsigned long long)tf_total, tf_count, (unsigned long long)tf_undetailed);
@@ -1039,6 +1134,8 @@ static void tl_render(const tl_req *q, rd__mbuf *b) {
   }
   free(rows);
   free(fns);
+  free(kv);
+  free(ko);
 }
 
 static void tl_free_cb(uv_handle_t *h) {
@@ -1079,6 +1176,7 @@ int rd__dashboard_tasks(uv_loop_t *loop, int json, size_t limit, int state, int 
   q->limit = limit;
   q->state = state;
   q->finished = finished = finished || state == RD_TS_FINISHED;
+  q->td_mark = td_seq;
   q->done = done;
   q->arg = arg;
   Rd__TaskListAsk m = RD__TASK_LIST_ASK__INIT;
@@ -1088,7 +1186,7 @@ int rd__dashboard_tasks(uv_loop_t *loop, int json, size_t limit, int state, int 
   m.finished = finished;
   for (node_client *c = N.clients; c && state != RD_TS_FAILED; c = c->next) {   /* failures are kept here */
     if (c->dead || (c->role != ROLE_DRIVER && c->role != ROLE_WORKER)) continue;
-    int live = c->own_waiting + c->own_sent > 0, kept = finished && c->own_done;
+    int live = c->own_waiting + c->own_sent > 0, kept = finished && c->own_unsent;
     if (state == RD_TS_FINISHED ? !kept : !live && !kept) continue;
     q->asks[q->nasks++] = (tl_ask){c->id, rd__node_client_gcs_job(c), c->pid, c->role, 0, NULL};
     rd__node_send(c, RD__MSG_TYPE__MSG_TASK_LIST_ASK, &m.base, -1);

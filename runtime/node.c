@@ -1088,14 +1088,18 @@ static void owner_backlog(node_client *c, Rd__ClassBacklog *const *b, size_t n) 
 static void on_owner_stats(node_client *c, Rd__OwnerStats *m) {
   uint64_t n = 0;
   for (size_t i = 0; i < m->n_buckets; i++) n += m->buckets[i];
-  if (m->n_buckets != RD_HIST_BUCKETS || n != m->done + m->failed || !funcs_ok(m->funcs, m->n_funcs)) {
-    send_error(c, RD_EPROTO, "OwnerStats needs one count per histogram bucket, adding up to done + failed, and "
-                             "a name and one count per bucket for each function");
+  int fin_ok = m->n_finished <= RD_OWNER_FINISHED_MAX;
+  for (size_t i = 0; fin_ok && i < m->n_finished; i++) fin_ok = m->finished[i]->state == RD_TS_FINISHED;
+  if (m->n_buckets != RD_HIST_BUCKETS || n != m->done + m->failed || !funcs_ok(m->funcs, m->n_funcs) || !fin_ok) {
+    send_error(c, RD_EPROTO, "OwnerStats needs one count per histogram bucket, adding up to done + failed, "
+                             "a name and one count per bucket for each function, and at most 10000 finished tasks, "
+                             "each FINISHED");
     client_drop(c, "malformed owner stats");
     return;
   }
   funcs_add(m->funcs, m->n_funcs, 1);
   rd__dashboard_failures_add(c, m);
+  rd__dashboard_finished_add(c, m);
   rd__app_metrics_add(m->app_metrics, m->n_app_metrics, c->id);
   (void)rd__hist_acc_add(&N.task_lat, m->buckets, m->sum_ns, m->failed);
   node_job *j = rd__node_client_job(c);
@@ -1106,7 +1110,7 @@ static void on_owner_stats(node_client *c, Rd__OwnerStats *m) {
   }
   c->own_waiting = m->waiting;
   c->own_sent = m->sent;
-  c->own_done += m->done;
+  c->own_unsent = m->finished_unsent;
   c->own_classes = m->classes;
   owner_backlog(c, m->backlog, m->n_backlog);
 }
@@ -3875,6 +3879,9 @@ int rd__node_main(const rd_node_opts *opts) {
   const char *ek = getenv("RAYDIST_WORKERS_EXITED_KEPT");   /* for ray list workers; 0: none */
   N.exited_max = ek && *ek ? strtoull(ek, NULL, 10) : 1000;
   if (N.exited_max > 100000) N.exited_max = 100000;
+  const char *th = getenv("RAYDIST_TASK_HISTORY");   /* finished tasks kept for ray list tasks; 0: none */
+  N.tasks_done_max = th && *th ? strtoull(th, NULL, 10) : 100000;
+  if (N.tasks_done_max > 1000000) N.tasks_done_max = 1000000;
   const char *lts = getenv("RAYDIST_LOG_TO_STDERR");   /* Ray's RAY_LOG_TO_STDERR: no files for the workers */
   N.worker_files = !(lts && atoi(lts) > 0);
   const char *tl = getenv("RAYDIST_TIMELINE");

@@ -270,7 +270,7 @@ struct node_client {
   void *link;               /* ROLE_LINK: cluster.c's state of a link to another node */
   node_hold *hold;          /* ROLE_KEEPER: its job's resources, held or waited for (job_hold.c) */
   uint64_t own_waiting, own_sent;   /* its owned tasks now, as its last OwnerStats said */
-  uint64_t own_done;                /* ... and how many finished well since it came (it may keep them) */
+  uint64_t own_unsent;              /* ... and how many that finished well it has not reported yet */
   uint64_t own_classes;             /* and its scheduling classes */
   struct node_backlog *backlog;     /* ... and its backlog (OwnerStats.backlog; NULL: none) */
   size_t nbacklog;
@@ -400,6 +400,7 @@ typedef struct rd__node_state {
   uint64_t next_actor_id;
   node_exited *exited;      /* the last exited_max workers that exited, a ring (exited_next: the next slot) */
   size_t nexited, exited_next, exited_max;
+  size_t tasks_done_max;    /* tasks finished well kept for ray list tasks (RAYDIST_TASK_HISTORY; dashboard.c) */
   size_t dead_actors_kept;  /* dead actor records kept for late callers (dead_actors_trim) */
   uint64_t dead_actors_dropped;
   node_bundle *bundles;           /* placement-group bundles reserved here */
@@ -429,8 +430,10 @@ uint32_t rd__node_actor_concurrency(const node_actor *a);
 /* c is going: requests stop waiting for its answer. */
 void rd__dashboard_client_gone(const node_client *c);
 /* An owner's report: the tasks in it that failed for good are kept (the
- * last 1000), for `raydist list tasks --state FAILED`. */
+ * last 1000), for `raydist list tasks --state FAILED`, and those that
+ * finished well (the last N.tasks_done_max), for `--state FINISHED`. */
 void rd__dashboard_failures_add(const node_client *c, const Rd__OwnerStats *m);
+void rd__dashboard_finished_add(const node_client *c, const Rd__OwnerStats *m);
 void rd__node_client_drop(node_client *c, const char *why);
 void rd__node_dispatch(void);
 /* job_hold.c: a job's entrypoint resources, held while its keeper's

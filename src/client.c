@@ -1806,12 +1806,18 @@ void rd__ret_refs_unhold(const uint64_t *ids, size_t n) {
   if (npending_delete) flush_or_wake();
 }
 
-/* ---- the tasks finished well: the last RAYDIST_TASK_HISTORY of them ----
+/* ---- the tasks finished well, until the node has them ----
  *
  * For `ray list tasks` (FINISHED rows, their start and end) and its
- * summary: kept here, where they finish, and sent only when the node asks
- * (TaskListAsk.finished); gone with this process.  Failures are kept by the
- * node instead (OwnerStats.failures). */
+ * summary: the node keeps them (RAYDIST_TASK_HISTORY), as it keeps the
+ * failures, so that they outlive this process (Ray keeps task events in its
+ * GCS).  Each finished task waits here, in a ring of done_max, for the next
+ * OwnerStats (ost_report, every 100 ms while tasks finish; at most
+ * RD_OST_FINISHED_MAX a report, all at shutdown); the node's TaskListAsk
+ * gets those not reported yet.  A ring full of unreported ones drops its
+ * oldest (counted: OwnerStats.finished_dropped), so a process finishing
+ * more than ~10,000 tasks a second reports a sample, as Ray drops task
+ * events past its buffer. */
 typedef struct rd__done {
   uint64_t task_id, ret_id, actor_id;
   uint64_t submit_ns, start_ns, end_ns;   /* rd__now_ns: made wall-clock times when listed */
@@ -1850,6 +1856,32 @@ static void done_keep(const rd__task *t, const rd__lease *l, uint64_t start, uin
   d->func[n] = 0;
   G.done_next = (G.done_next + 1) % G.done_max;
   if (G.done_n < G.done_max) G.done_n++;
+  else G.done_dropped++;   /* the oldest unreported, overwritten */
+  G.ost.changed = 1;         /* a report is due (a rebuilt result's run settles nothing) */
+}
+
+/* d as a FINISHED row (the times back from the end by whole ms of each
+ * span), by the clocks now (rd__now_ns) and wall (ms). */
+static void done_info(const rd__done *d, Rd__TaskInfo *x, uint64_t now, uint64_t wall) {
+  rd__task_info__init(x);
+  x->task_id = d->task_id;
+  x->func = (char *)d->func;
+  x->state = RD_TS_FINISHED;
+  x->age_ns = now > d->submit_ns ? now - d->submit_ns : 0;
+  x->end_ms = wall - (now > d->end_ns ? now - d->end_ns : 0) / 1000000;
+  x->start_ms = x->end_ms - (d->end_ns - d->start_ns) / 1000000;
+  x->created_ms = x->end_ms - (d->end_ns - d->submit_ns) / 1000000;
+  x->attempt = d->attempt;
+  x->worker_pid = d->worker_pid;
+  x->actor_id = d->actor_id;
+  x->ret_id = d->ret_id;
+  x->node = d->node;
+  x->resources = (char *)"";
+}
+
+/* The k-th oldest unreported (k < G.done_n). */
+static const rd__done *done_oldest(size_t k) {
+  return &G.done[(G.done_next + G.done_max - G.done_n + k) % G.done_max];
 }
 
 static void on_task_reply(rd__lease *l, Rd__TaskReply *m) {
@@ -2606,16 +2638,34 @@ static void ost_report(uint64_t now, int force, int64_t *wait) {
   m.n_backlog = ost_backlog(now, bl, blr, blp, &sig, wait);
   m.classes = G.ctab.count;
   m.backlog = blp;
+  /* the finished tasks, oldest first: a stream of them goes out a thousand
+   * a report, all at shutdown (force); out of memory, they wait */
+  size_t nfin = force || G.done_n < RD_OST_FINISHED_MAX ? G.done_n : RD_OST_FINISHED_MAX;
+  Rd__TaskInfo *fin = nfin ? malloc(nfin * (sizeof(*fin) + sizeof(fin))) : NULL;
+  if (!fin) nfin = 0;
+  Rd__TaskInfo **finp = (Rd__TaskInfo **)(fin + nfin);
+  uint64_t wall = nfin ? rd__wall_ms() : 0;
+  for (size_t i = 0; i < nfin; i++) {
+    done_info(done_oldest(i), &fin[i], now, wall);
+    finp[i] = &fin[i];
+  }
+  m.n_finished = nfin;
+  m.finished = finp;
+  m.finished_dropped = G.done_dropped;
+  m.finished_unsent = G.done_n - nfin;
   int ok = rd__conn_send(&G.daemon, RD__MSG_TYPE__MSG_OWNER_STATS, &m.base, -1) == 0;
   rd__appm_done(amv, amp, ok);
+  free(fin);
   if (!ok) return;
+  G.done_n -= nfin;
+  G.done_dropped = 0;
   G.ost.backlog_sig = sig;
   G.ost.nfails = 0;
   G.ost.fails_dropped = 0;
   G.ost.fns.n = G.ost.fns.last = 0;
   memset(G.ost.buckets, 0, sizeof(G.ost.buckets));
   G.ost.sum_ns = G.ost.done = G.ost.failed = 0;
-  G.ost.changed = 0;
+  G.ost.changed = G.done_n > 0;   /* finished tasks left for the next report */
   G.ost.last_sent_ns = now;
 }
 
@@ -2723,31 +2773,19 @@ static void tl_inflight(tl_acc *a, const rd__lease *l) {
   }
 }
 
-/* The finished tasks kept: every one counted, the most recent as rows
+/* The finished tasks not reported yet (the node has the rest): every one
+ * counted, the most recent as rows
  * while the limit has room after the unfinished ones (called last: a->p is
  * no heap after it). */
 static void tl_finished(tl_acc *a) {
-  for (size_t k = 0; k < G.done_n; k++) {
-    const rd__done *d = &G.done[(G.done_next + G.done_max - 1 - k) % G.done_max];
+  for (size_t k = G.done_n; k-- > 0;) {   /* the most recent first */
+    const rd__done *d = done_oldest(k);
     a->finished++;
     tl_count_func(a, d->func, RD_TS_FINISHED);
     if (a->n >= a->limit || (a->only >= 0 && a->only != RD_TS_FINISHED)) continue;
     Rd__TaskInfo *x = a->p[a->n] = &a->v[a->n];
     a->n++;
-    rd__task_info__init(x);
-    x->task_id = d->task_id;
-    x->func = (char *)d->func;
-    x->state = RD_TS_FINISHED;
-    x->age_ns = a->now > d->submit_ns ? a->now - d->submit_ns : 0;
-    x->end_ms = tl_wall_ms(a, d->end_ns);   /* the others back from it: whole ms of each span */
-    x->start_ms = x->end_ms - (d->end_ns - d->start_ns) / 1000000;
-    x->created_ms = x->end_ms - (d->end_ns - d->submit_ns) / 1000000;
-    x->attempt = d->attempt;
-    x->worker_pid = d->worker_pid;
-    x->actor_id = d->actor_id;
-    x->ret_id = d->ret_id;
-    x->node = d->node;
-    x->resources = (char *)"";
+    done_info(d, x, a->now, a->wall);
   }
 }
 
@@ -5339,6 +5377,7 @@ static void ctx_reset(void) {
   free(G.done);
   G.done = NULL;
   G.done_n = G.done_next = 0;
+  G.done_dropped = 0;
   if (G.objs.slots) {
     /* tasks still waiting for arguments live only in their objects' lists;
      * a task can wait on several objects, so mark each before freeing */
@@ -5503,9 +5542,9 @@ int rd_init(const rd_config *cfg_in) {
   G.pipeline_depth = e && atoi(e) > 0 ? atoi(e) : 32;
   e = getenv("RAYDIST_MAX_LINEAGE_BYTES");
   G.lineage_max = e && *e ? (size_t)strtoull(e, NULL, 10) : (size_t)1 << 30;
-  e = getenv("RAYDIST_TASK_HISTORY");   /* finished tasks kept for `ray list tasks`; 0: none */
-  G.done_max = e && *e ? (size_t)strtoull(e, NULL, 10) : 10000;
-  if (G.done_max > 1000000) G.done_max = 1000000;
+  e = getenv("RAYDIST_TASK_HISTORY");   /* finished tasks the node keeps for `ray list tasks`; 0: none */
+  G.done_max = e && *e ? (size_t)strtoull(e, NULL, 10) : RD_OWNER_FINISHED_MAX;
+  if (G.done_max > RD_OWNER_FINISHED_MAX) G.done_max = RD_OWNER_FINISHED_MAX;   /* held until reported */
   e = getenv("RAYDIST_SPIN_US");
   double spin_us = e && *e ? atof(e) : 50.0;
   G.spin_ns = spin_us > 0 && spin_us < 1e6 ? (uint64_t)(spin_us * 1000) : 0;

@@ -345,8 +345,9 @@ typedef struct rd__ctx {
   uint64_t flush_due_ns;        /* rd__flush_within: the progress thread flushes then (0: nothing due) */
   uint64_t conn_gen;            /* bumped when a lease or actor connection is freed: a
                                  * pump that polled across it skips its stale pointers */
-  struct rd__done *done;        /* the last tasks finished well, a ring (RAYDIST_TASK_HISTORY) */
+  struct rd__done *done;        /* tasks finished well not yet reported, a ring (done_n of done_max) */
   size_t done_next, done_n, done_max;
+  uint64_t done_dropped;        /* ... and those the ring overwrote unreported since the last report */
   rd__task *lineage;            /* finished tasks kept to rebuild lost results */
   size_t lineage_bytes, lineage_max;   /* RAYDIST_MAX_LINEAGE_BYTES; 0: keep none */
   struct rd_cq *cqs;            /* live completion queues (rd_cq_create), closed by rd_shutdown */

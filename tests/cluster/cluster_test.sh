@@ -1105,14 +1105,25 @@ PY
     touch "$RAYDIST_TMPDIR/done"
     wait $HOLD || { cat "$RAYDIST_TMPDIR/hold.log"; fail "state_hold"; }
     wait $HOLD2 || { cat "$RAYDIST_TMPDIR/hold2.log"; fail "state_hold2"; }
-    # the drivers are gone: its tasks and its live actor with it (Ray's CLI
-    # says "No resource in the cluster" for an empty list)
+    # the drivers are gone: their unfinished tasks and their live actor with
+    # them (Ray's CLI says "No resource in the cluster" for an empty list);
+    # what they finished stays listed, as in Ray, from every node
     for i in $(seq 1 50); do
-      rl after list tasks --address "http://$MH" --filter state!=FAILED
+      rl after list tasks --address "http://$MH" --filter state!=FAILED --filter state!=FINISHED
       grep -qx "No resource in the cluster" "$J/after" && break
       sleep 0.2
     done
     grep -qx "No resource in the cluster" "$J/after" || { cat "$J/after"; fail "state_api: tasks left listed"; }
+    rl after list tasks --address "http://$MC" --filter state=FINISHED --detail
+    python3 - "$J/after" <<'PY' || fail "state_api: the gone drivers' finished tasks"
+import collections, json, sys
+rows = json.load(open(sys.argv[1]))
+by = collections.Counter((t["job_id"], t["name"]) for t in rows)
+print(sorted(by.items()))
+assert by == {("1", "Tally.add"): 2, ("1", "slow_where"): 1, ("1", "arg_len"): 2, ("1", "wait_file"): 2,
+              ("1", "Tally.wait_file"): 1, ("2", "Tally.add"): 1, ("2", "Tally.wait_file"): 1, ("2", "wait_file"): 1}, by
+assert all(t["state"] == "FINISHED" and t["worker_pid"] > 0 and t["end_time_ms"] for t in rows), rows
+PY
     for i in $(seq 1 50); do
       rl after list actors --address "http://$MH" --filter state=ALIVE
       grep -qx "No resource in the cluster" "$J/after" && break
@@ -1543,6 +1554,16 @@ PY
       sleep 0.1
     done
     [ "$(grep -c '^node [0-9]*: 0 unfinished tasks$' "$L")" = 3 ] || { cat "$L"; fail "tasks left listed"; }
+    # both drivers gone: what they finished well is still listed (their node
+    # keeps it), 8 each: three wait_file, three arg_len, two Tally.wait_file
+    "$R" list tasks --state FINISHED --limit 100 > "$L" || fail "list tasks --state FINISHED"
+    cat "$L"
+    grep -Eq '^  finished well: the last 16 kept$' "$L" &&
+      [ "$(grep -Ec "^  [0-9a-f]{16} FINISHED .* driver pid $PID +ran [0-9.]+ s on worker pid [0-9]+" "$L")" = 8 ] &&
+      [ "$(grep -Ec "^  [0-9a-f]{16} FINISHED .* driver pid $PID2 +ran [0-9.]+ s on worker pid [0-9]+" "$L")" = 8 ] &&
+      grep -Eq '^    arg_len +6  FINISHED 6$' "$L" && grep -Eq '^    Tally\.wait_file +4  FINISHED 4$' "$L" &&
+      [ "$(grep -Ec "FINISHED .* Tally\.wait_file .*, actor [0-9a-f]{16}$" "$L")" = 4 ] ||
+      fail "list tasks: the gone drivers' finished tasks"
     # 50000 tasks on an open put, their driver outside the library: its
     # progress thread answers (it napped when no task was queued or sent)
     rm -f "$RAYDIST_TMPDIR/ready" "$RAYDIST_TMPDIR/done"
@@ -1556,6 +1577,23 @@ PY
       fail "list tasks: not 50000 waiting for the open put"
     touch "$RAYDIST_TMPDIR/done"
     wait $HOLD || { cat "$RAYDIST_TMPDIR/hold.log"; fail "tasks_open_put"; }
+    # its 50000 finished faster than it reports them (1000 each 100 ms): the
+    # head kept what it was told, at least the 10000 the driver held at its
+    # exit, and counted every one of them, kept or not
+    python3 - "$(cat "$ROOT/node-127.0.0.1/metrics")" "$PID" <<'PY' || fail "/api/tasks: the 50000 finished"
+import json, sys, urllib.request
+j = json.load(urllib.request.urlopen("http://" + sys.argv[1] + "/api/tasks?state=FINISHED&limit=20", timeout=10))
+print({k: j[k] for k in ("finished_kept", "finished_unkept", "unfinished")})
+assert j["unfinished"] == 0 and j["finished_kept"] + j["finished_unkept"] == 50016, j
+assert j["finished_kept"] >= 10016 and j["counts"]["FINISHED"] == j["finished_kept"], j
+assert [f["counts"]["FINISHED"] for f in j["by_function"] if f["func"] == "arg_len"] == [j["finished_kept"] - 10], j["by_function"]
+rows = j["tasks"]
+assert len(rows) == 20 and all(t["state"] == "FINISHED" and t["func"] == "arg_len" for t in rows), rows
+assert all(t["owner_pid"] == int(sys.argv[2]) and t["worker_pid"] > 0 and t["worker_node"] > 0 for t in rows), rows
+assert all(t["created_ms"] <= t["start_ms"] <= t["end_ms"] for t in rows), rows
+ends = [t["end_ms"] for t in rows]
+assert ends == sorted(ends, reverse=True), ends
+PY
     ;;
   list_actors)
     # raydist list actors: the head's driver's actors in every state

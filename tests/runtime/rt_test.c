@@ -2478,9 +2478,10 @@ static int count_of(const char *hay, const char *needle) {
   return n;
 }
 
-/* The tasks that finished well, kept by their owner for /api/tasks with
- * finished=1 (Ray's FINISHED rows): with RAYDIST_TASK_HISTORY=20, of 30
- * tasks of 60 ms the owner keeps the last 20, listed after the unfinished
+/* The tasks that finished well, reported by their owner to its node and
+ * kept there for /api/tasks with finished=1 (Ray's FINISHED rows): with
+ * RAYDIST_TASK_HISTORY=20, of 30 tasks of 60 ms the node keeps the last 20
+ * (and says 10 more are not kept), listed after the unfinished
  * one, the last to end first, each with its worker's pid, its submission,
  * start and end (ran at least 60 ms); state=FINISHED lists only them
  * (limit 5: five rows, all 20 counted); without finished=1 none are.  Once
@@ -2508,7 +2509,7 @@ static int t_task_history(void) {
   const char *t = http_body(port, "/api/tasks?finished=1&limit=100", body, sizeof(body));
   CHECK(t != NULL);
   printf("%.600s...\n", t);
-  CHECK(strstr(t, "\"unfinished\":1,") != NULL && strstr(t, "\"finished_kept\":20,") != NULL);
+  CHECK(strstr(t, "\"unfinished\":1,") != NULL && strstr(t, "\"finished_kept\":20,\"finished_unkept\":10,") != NULL);
   CHECK(strstr(t, "\"FINISHED\":20}") != NULL);   /* the counts, and sleep_span's */
   CHECK_EQ(count_of(t, "\"state\":\"FINISHED\""), 20);
   const char *first = strstr(t, "\"state\":\"");
@@ -2538,7 +2539,7 @@ static int t_task_history(void) {
   t = http_body(port, "/tasks?state=FINISHED&limit=3", body, sizeof(body));   /* raydist list tasks --state finished */
   CHECK(t != NULL);
   printf("%s", t);
-  CHECK(strstr(t, "finished well: the last 20 kept by their owners") != NULL && count_of(t, " FINISHED      ") == 3);
+  CHECK(strstr(t, "finished well: the last 20 kept (10 more not kept)") != NULL && count_of(t, " FINISHED      ") == 3);
   CHECK(strstr(t, "ran 0.") != NULL);
   /* the owner idle, this thread outside the library: its progress thread
    * answers at once (it slept on a condition variable before 2026-12-05,
