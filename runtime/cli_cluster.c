@@ -1263,3 +1263,85 @@ int rd__cli_logs(int argc, char **argv) {
   free(nodes);
   return r;
 }
+
+/* raydist stack: every live node (or the one at --node-ip) asked at once
+ * for its drivers' and workers' stacks (GET /api/stack, the cluster token),
+ * printed node by node; with --pid only the node that has that process
+ * answers (the others say 404). */
+int rd__cli_stack(int argc, char **argv) {
+  const char *address = getenv("RAYDIST_ADDRESS"), *token = getenv("RAYDIST_TOKEN"), *node_ip = NULL;
+  long pid = 0;
+  static const char usage[] =
+      "usage: raydist stack [--pid P] [--node-ip IP] [--address IP:PORT] [--token T]\n"
+      "       each thread's stack of every driver and worker of the cluster's live nodes (or of process P, or of\n"
+      "       the node at IP), as each writes it when its node signals it (signal SIGRTMIN+7)\n";
+  static const struct option lo[] = {{"address", 1, 0, 'a'}, {"token", 1, 0, 't'}, {"pid", 1, 0, 'p'},
+                                     {"node-ip", 1, 0, 'i'}, {"help", 0, 0, 'h'},  {0, 0, 0, 0}};
+  int ch;
+  optind = 2;
+  while ((ch = getopt_long(argc, argv, "", lo, NULL)) != -1) {
+    char *end = NULL;
+    if (ch == 'a') address = optarg;
+    else if (ch == 't') token = optarg;
+    else if (ch == 'i') node_ip = optarg;
+    else if (ch == 'p' && (pid = strtol(optarg, &end, 10)) > 0 && pid <= 0x7fffffff && !*end) continue;
+    else {
+      fputs(usage, ch == 'h' ? stdout : stderr);
+      return ch == 'h' ? 0 : 2;
+    }
+  }
+  if (optind < argc) {
+    fprintf(stderr, "raydist stack: unexpected '%s'\n%s", argv[optind], usage);
+    return 2;
+  }
+  char abuf[160], tok[256], path[64];
+  rd_gcs_node *nodes = NULL;
+  size_t n = 0, k = 0;
+  if (cli_nodes("stack", address, token, abuf, sizeof(abuf), &nodes, &n) != 0) return 1;
+  if (token && *token) snprintf(tok, sizeof(tok), "%s", token);
+  else if (rd__cli_local_token(abuf, tok, sizeof(tok)) != 0) {
+    fprintf(stderr, "raydist stack: no token for the cluster at %s: pass --token or RAYDIST_TOKEN\n", abuf);
+    free(nodes);
+    return 1;
+  }
+  snprintf(path, sizeof(path), pid ? "/api/stack?pid=%ld" : "/api/stack", pid);
+  rd__http_fetch *f = calloc(n ? n : 1, sizeof(*f));
+  const rd_gcs_node **of = calloc(n ? n : 1, sizeof(*of));
+  if (!f || !of) {
+    fprintf(stderr, "raydist stack: out of memory\n");
+    free(f), free(of), free(nodes);
+    return 1;
+  }
+  for (size_t i = 0; i < n; i++) {
+    const rd_gcs_node *x = &nodes[i];
+    if (x->state != RD_GCS_NODE_ALIVE || (node_ip && strcmp(x->ip, node_ip) != 0)) continue;
+    if (x->metrics_port <= 0) {
+      printf("node %u (%s): no HTTP endpoint (started with --metrics-port -1)\n", x->index, x->ip);
+      continue;
+    }
+    f[k] = (rd__http_fetch){.ip = x->ip, .path = path, .port = x->metrics_port};
+    of[k++] = x;
+  }
+  rd__http_get_all(f, k, tok, 15000, (size_t)64 << 20);
+  int failed = 0, found = 0;
+  for (size_t i = 0; i < k; i++) {
+    if (f[i].rc == 0) {
+      found = 1;
+      if (!pid || f[i].len) printf("node %u (%s):\n%s%s", of[i]->index, of[i]->ip, f[i].len ? "" : "  no drivers or workers\n",
+                                   f[i].body ? f[i].body : "");
+    } else if (!(pid && f[i].status == 404)) {
+      printf("node %u (%s): %s\n", of[i]->index, of[i]->ip, f[i].why);
+      failed = 1;
+    }
+    free(f[i].body);
+  }
+  if (!k) fprintf(stderr, "raydist stack: no live node%s%s in the cluster at %s\n", node_ip ? " at " : "",
+                  node_ip ? node_ip : "", abuf), failed = 1;
+  else if (pid && !found && !failed)
+    fprintf(stderr, "raydist stack: no driver or worker has pid %ld on %s\n", pid, node_ip ? node_ip : "any live node"),
+        failed = 1;
+  free(f);
+  free(of);
+  free(nodes);
+  return failed;
+}

@@ -12,6 +12,9 @@ int rd__cli_memory(int argc, char **argv);
 int rd__cli_list(int argc, char **argv);
 /* raydist logs: a node's log files, an actor's, a task's or a worker's output. */
 int rd__cli_logs(int argc, char **argv);
+/* raydist stack: each thread's stack of the drivers and workers of every
+ * live node (or of one process), as each node's /api/stack gives them. */
+int rd__cli_stack(int argc, char **argv);
 /* `raydist job` (cli_job.c); rd__cli_jobs_stop ends the running jobs of a
  * node session (for `raydist stop`), returning how many. */
 int rd__cli_job(int argc, char **argv);

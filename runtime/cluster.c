@@ -4030,6 +4030,23 @@ int rd__cluster_token_ok(const char *token) {
   return d == 0;
 }
 
+int rd__cluster_http_gate(const char *api, const char *auth, void (*reply)(void *, int, const char *, size_t),
+                          void *arg) {
+  char msg[200];
+  if (!C.on || !rd__cluster_token()) {
+    int n = snprintf(msg, sizeof(msg), "the %s needs a node of a cluster started by `raydist start` (its token guards it)\n",
+                     api);
+    reply(arg, 403, msg, (size_t)n < sizeof(msg) ? (size_t)n : sizeof(msg) - 1);
+    return 0;
+  }
+  if (!auth || strncmp(auth, "Bearer ", 7) != 0 || !rd__cluster_token_ok(auth + 7)) {
+    static const char no[] = "send the cluster token as \"Authorization: Bearer TOKEN\"\n";
+    reply(arg, 401, no, sizeof(no) - 1);
+    return 0;
+  }
+  return 1;
+}
+
 int rd__cluster_alive_nodes(void) {
   if (!C.on) return 1;
   int n = 0;

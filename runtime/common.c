@@ -11,6 +11,7 @@
 #include <poll.h>
 #include <sys/socket.h>
 #include <stdarg.h>
+#include <signal.h>
 #include <stdio.h>
 #include <sys/stat.h>
 #include <stdlib.h>
@@ -595,6 +596,8 @@ static int state_parse(const char *const *names, int n, const char *s) {
 }
 
 const char *rd__task_state_name(int state) { return state_name(task_states, RD_TS_FINISHED + 1, state); }
+
+int rd__stack_signal(void) { return SIGRTMIN + 7; }
 int rd__task_state_parse(const char *s) { return state_parse(task_states, RD_TS_FINISHED + 1, s); }
 const char *rd__actor_list_state_name(int state) { return state_name(actor_list_states, RD_AS_NSTATES, state); }
 int rd__actor_list_state_parse(const char *s) { return state_parse(actor_list_states, RD_AS_NSTATES, s); }

@@ -71,6 +71,11 @@ enum {
 /* "PENDING_ARGS" .. "RUNNING", "FAILED", "FINISHED"; "?" for a number out
  * of range. */
 const char *rd__task_state_name(int state);
+
+/* The signal a node sends a driver or worker for `raydist stack` (a
+ * real-time one: SIGRTMIN + 7); the process writes its threads' stacks to
+ * SESSION/logs/stack-PID.txt (src/stack.c, runtime/stack_dump.c). */
+int rd__stack_signal(void);
 /* The state named s (any case), or -1. */
 int rd__task_state_parse(const char *s);
 

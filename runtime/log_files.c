@@ -382,14 +382,7 @@ static int parse(logs_req *q, const char *query, char *why, size_t wl) {
 
 void rd__logs_http(uv_loop_t *loop, const char *dir, const char *path, const char *query, const char *auth,
                    rd__http_reply reply, void *arg) {
-  if (!rd__cluster_on() || !rd__cluster_token()) {
-    answer(reply, arg, 403, "the logs API needs a node of a cluster started by `raydist start` (its token guards it)\n");
-    return;
-  }
-  if (!auth || strncmp(auth, "Bearer ", 7) != 0 || !rd__cluster_token_ok(auth + 7)) {
-    answer(reply, arg, 401, "send the cluster token as \"Authorization: Bearer TOKEN\"\n");
-    return;
-  }
+  if (!rd__cluster_http_gate("logs API", auth, reply, arg)) return;
   logs_req *q = calloc(1, sizeof(*q));
   if (!q) {
     answer(reply, arg, 500, "node out of memory\n");

@@ -31,6 +31,7 @@
 #include "json.h"
 #include "log.h"
 #include "log_files.h"
+#include "stack_dump.h"
 #include "raydist/error.h"
 #include "websocket.h"
 
@@ -531,7 +532,10 @@ static void handle_request(mconn *c) {
                   !strncmp(path, "/api/v0/logs/", 13) ? on_text_http : on_job_http, c);
     return;
   }
-  if (rd__logs_path(path)) {   /* this node's log files (what the state API's logs ask of each node) */
+  /* this node's log files (what the state API's logs ask of each node), and
+   * its drivers' and workers' stacks (raydist stack): GET, with the token */
+  int logs = rd__logs_path(path);
+  if (logs || rd__stack_path(path)) {
     char auth[512];
     int has_auth = header(c->req, "Authorization", auth, sizeof(auth));
     if (strcmp(method, "GET") != 0) {
@@ -539,8 +543,11 @@ static void handle_request(mconn *c) {
       return;
     }
     hold_for_dashboard(c, 0);
-    rd__logs_http(c->tcp.loop, M.dir, path, q ? q + 1 : NULL, has_auth ? auth : NULL,
-                  strcmp(path, "/api/logs/file") ? on_job_http : on_text_http, c);
+    if (logs)
+      rd__logs_http(c->tcp.loop, M.dir, path, q ? q + 1 : NULL, has_auth ? auth : NULL,
+                    strcmp(path, "/api/logs/file") ? on_job_http : on_text_http, c);
+    else
+      rd__stack_http(c->tcp.loop, M.dir, q ? q + 1 : NULL, has_auth ? auth : NULL, on_text_http, c);
     return;
   }
   if (!head && strcmp(method, "GET") != 0) {

@@ -32,6 +32,8 @@ static void usage(FILE *f) {
           "                    [--limit N]   (raydist list, for the states)\n"
           "       raydist logs [GLOB] | actor --id ID | task --id ID | worker --pid P --node-ip IP [--tail N]\n"
           "                    [--err] [--follow]   (workers' output and the nodes' logs: raydist logs --help)\n"
+          "       raydist stack [--pid P] [--node-ip IP] [--address IP:PORT]   (each thread's stack of the drivers and\n"
+          "                    workers, as Ray's ray stack)\n"
           "       raydist stop [--node-ip IP]\n"
           "       raydist job submit|list|logs|wait|stop ...   (raydist job, for its usage)\n"
           "       raydist gcs --bind IP:PORT --token-file F [--ready-fd FD] [--storage memory|file:PATH]\n"
@@ -73,6 +75,7 @@ int main(int argc, char **argv) {
   if (!strcmp(argv[1], "memory")) return rd__cli_memory(argc, argv);
   if (!strcmp(argv[1], "list")) return rd__cli_list(argc, argv);
   if (!strcmp(argv[1], "logs")) return rd__cli_logs(argc, argv);
+  if (!strcmp(argv[1], "stack")) return rd__cli_stack(argc, argv);
   if (!strcmp(argv[1], "stop")) return rd__cli_stop(argc, argv);
   if (!strcmp(argv[1], "job")) return rd__cli_job(argc, argv);
   if (strcmp(argv[1], "node") != 0) {

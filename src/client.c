@@ -5086,6 +5086,7 @@ static int map_segment(int fd, uint64_t cap) {
 }
 
 int rd__connect_daemon(const char *session, int role, uint32_t worker_id) {
+  rd__stack_install(session);   /* before the node knows this process: it may signal it from then on */
   char path[512];
   snprintf(path, sizeof(path), "%s/%s", session, RD_NODE_SOCK);
   int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);

@@ -397,6 +397,10 @@ void rd__store_seal(uint64_t oid);
 void rd__store_release(uint64_t oid);
 void rd__flush_all(void);
 int rd__connect_daemon(const char *session, int role, uint32_t worker_id);
+/* stack.c: this process answers `raydist stack` (rd__stack_signal) by
+ * writing its threads' stacks to SESSION/logs/stack-PID.txt; once, unless
+ * the program has its own handler for that signal. */
+void rd__stack_install(const char *session);
 
 /* worker.c */
 void rd__worker_on_assign(Rd__LeaseAssign *m, int fd);

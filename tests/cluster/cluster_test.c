@@ -10,6 +10,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <netinet/in.h>
+#include <pthread.h>
 #include <sys/socket.h>
 #include <signal.h>
 #include <stdint.h>
@@ -5094,6 +5095,68 @@ static int t_state_hold(void) {
   return 0;
 }
 
+/* For `raydist stack` (cluster_test.sh stack): not inlined, so that each
+ * is a frame of its own, named by the node (addr2line: the test is built
+ * with hidden visibility, so the dump has only their offsets).  Each waits
+ * for the file `path`. */
+__attribute__((noinline)) void *stack_helper_sleep(void *path) {
+  while (access(path, F_OK) != 0) usleep(20000);
+  return NULL;
+}
+__attribute__((noinline)) void *stack_helper_deaf(void *path) {   /* blocks every signal: it cannot answer */
+  sigset_t all;
+  sigfillset(&all);
+  pthread_sigmask(SIG_BLOCK, &all, NULL);
+  while (access(path, F_OK) != 0) usleep(20000);
+  return NULL;
+}
+__attribute__((noinline)) uint32_t stack_spin_wait(const char *path) {
+  uint32_t naps = 0;
+  while (access(path, F_OK) != 0) naps += usleep(1000) == 0;
+  return naps;
+}
+
+/* Argument 0: a file to wait for; argument 1: a file to write this
+ * worker's pid to.  Waits in stack_spin_wait beside two threads; 42. */
+RD_REMOTE(stack_stuck) {
+  rd_buf a, b;
+  char done[512], pidf[512];
+  if (rd_arg(call, 0, &a) != 0 || rd_arg(call, 1, &b) != 0 || !a.size || a.size >= sizeof(done) || !b.size ||
+      b.size >= sizeof(pidf))
+    return rd_call_fail(call, "bad paths");
+  memcpy(done, a.data, a.size);
+  done[a.size] = 0;
+  memcpy(pidf, b.data, b.size);
+  pidf[b.size] = 0;
+  pthread_t t[2];
+  if (pthread_create(&t[0], NULL, stack_helper_sleep, done) != 0) return rd_call_fail(call, "no thread");
+  if (pthread_create(&t[1], NULL, stack_helper_deaf, done) != 0) return rd_call_fail(call, "no thread");
+  FILE *f = fopen(pidf, "w");
+  if (f) fprintf(f, "%d\n", (int)getpid()), fclose(f);
+  (void)stack_spin_wait(done);
+  pthread_join(t[0], NULL);
+  pthread_join(t[1], NULL);
+  uint32_t v = 42;
+  return rd_return_bytes(call, 0, &v, sizeof(v));
+}
+
+/* For `raydist stack`: a stack_stuck task on b until $RD_DONE appears (its
+ * worker's pid in $RD_WORKER_PID); the driver waits for it in rd_get. */
+static int t_stack_hold(void) {
+  join();
+  const char *ready = getenv("RD_READY"), *done = getenv("RD_DONE"), *wpid = getenv("RD_WORKER_PID");
+  CHECK(ready && done && wpid);
+  rd_task_opts o;
+  rd_task_opts_init(&o);
+  o.resources = "only_b=1";
+  rd_ref r;
+  CHECK_EQ(rd_submit(stack_stuck, RD_ARGS(rd_arg_bytes(done, strlen(done)), rd_arg_bytes(wpid, strlen(wpid))), &o, &r), 0);
+  say_ready(ready);
+  CHECK_EQ(node_of(r), 42u);   /* (node_of: a u32 result) */
+  rd_shutdown();
+  return 0;
+}
+
 /* A second driver for the state API's summaries (cluster_test.sh
  * state_api, run on node c): an unnamed Tally and a call of it, and a
  * wait_file task, until $RD_DONE appears. */
@@ -5135,7 +5198,7 @@ int main(int argc, char **argv) {
       {"autoscaler", t_autoscale}, {"backlog_hold", t_backlog_hold},
       {"request_room", t_request_room},
       {"tasks_hold", t_tasks_hold},             {"tasks_open_put", t_tasks_open_put},
-      {"actors_hold", t_actors_hold},           {"state_hold", t_state_hold},           {"state_hold2", t_state_hold2},           {"log_rotation", t_log_rotation},
+      {"actors_hold", t_actors_hold},           {"state_hold", t_state_hold},           {"state_hold2", t_state_hold2},           {"stack_hold", t_stack_hold},           {"log_rotation", t_log_rotation},
       {"app_metrics", t_app_metrics},
   };
   return rd_test_main(argc, argv, cases, sizeof(cases) / sizeof(cases[0]));

@@ -1317,6 +1317,59 @@ EOF
     grep -q "RAYDIST_DEDUP_LOGS_AGG_WINDOW_S must be seconds" "$O" || { cat "$O"; fail "$CASE: no reason for a bad window"; }
     echo "ok: workers' lines deduplicated on the driver"
     ;;
+  stack)
+    # raydist stack: a task stuck on b (in stack_spin_wait, beside a thread
+    # sleeping and one that blocks every signal) and its driver (in rd_get
+    # on the head) each write their threads' stacks when signalled; the task
+    # goes on after it, and no file is left behind
+    export RD_WORKER_PID="$RAYDIST_TMPDIR/wpid"
+    hold_start stack_hold
+    for i in $(seq 1 200); do [ -s "$RD_WORKER_PID" ] && break; sleep 0.1; done
+    WP=$(cat "$RD_WORKER_PID")
+    L="$RAYDIST_TMPDIR/stack.out"
+    "$R" stack > "$L" || { cat "$L"; fail "raydist stack"; }
+    cat "$L"
+    # the worker's section: from its header to the next process
+    awk -v h="^worker pid $WP " '$0 ~ h {on=1} on && /^(driver|worker) pid / && $0 !~ h {on=0} on' "$L" > "$L.w"
+    grep -Eq "^worker pid $WP \(worker [0-9a-f]{8}\), job [0-9]+:$" "$L.w" && grep -q "^process $WP$" "$L.w" &&
+      grep -Eq "^thread $WP \(.+\) \(main\)$" "$L.w" && grep -Eq "\(\+0x[0-9a-f]+\)\[0x[0-9a-f]+\] stack_spin_wait at cluster_test\.c:[0-9]+" "$L.w" &&
+      grep -Eq "\] stack_stuck_impl at cluster_test\.c:[0-9]+" "$L.w" && grep -Eq "\] stack_helper_sleep at cluster_test\.c:[0-9]+" "$L.w" &&
+      grep -Eq "^/lib/.*libc\.so\.6\(usleep\+0x[0-9a-f]+\)" "$L.w" &&
+      [ "$(grep -c ': no answer within 1 s (it blocks the signal, or cannot run)$' "$L.w")" = 1 ] ||
+      { cat "$L.w"; fail "stack: the stuck worker's threads"; }
+    grep -q "^node 1 (127.0.0.1):$" "$L" && grep -q "^node 2 (127.0.0.2):$" "$L" && grep -q "^node 3 (127.0.0.3):$" "$L" &&
+      grep -Eq "^driver pid $PID(, job [0-9]+)?:$" "$L" && grep -q "(rd_get+0x" "$L" || fail "stack: the nodes, the driver in rd_get"
+    # one process, by pid; through another node's address too
+    "$R" stack --pid "$WP" > "$L" || { cat "$L"; fail "raydist stack --pid"; }
+    [ "$(grep -Ec '^(driver|worker) pid ' "$L")" = 1 ] && grep -q "^node 2 (127.0.0.2):$" "$L" &&
+      grep -q "stack_spin_wait at cluster_test" "$L" || { cat "$L"; fail "stack --pid: not the worker alone"; }
+    "$R" stack --pid "$PID" --node-ip 127.0.0.1 > "$L" || { cat "$L"; fail "raydist stack --pid --node-ip"; }
+    [ "$(grep -Ec '^(driver|worker) pid ' "$L")" = 1 ] && grep -q "(rd_get+0x" "$L" || { cat "$L"; fail "stack: the driver"; }
+    # bad input: no such process, no token, a bad query, a bad option
+    "$R" stack --pid 1 > "$L" 2>&1 && fail "stack: pid 1 answered"
+    grep -q "no driver or worker has pid 1 on any live node" "$L" || { cat "$L"; fail "stack: no reason for pid 1"; }
+    "$R" stack --pid x > /dev/null 2>&1 && fail "stack: took --pid x"
+    python3 - "$(cat "$ROOT/node-127.0.0.2/metrics")" "$(cat "$ROOT/node-127.0.0.2/token")" <<'PY' || fail "stack: bad requests"
+import sys, urllib.request, urllib.error
+base, tok = "http://" + sys.argv[1], sys.argv[2]
+def get(path, auth=True):
+    rq = urllib.request.Request(base + path, headers={"Authorization": "Bearer " + tok} if auth else {})
+    try:
+        r = urllib.request.urlopen(rq, timeout=30)
+        return r.status, r.read().decode()
+    except urllib.error.HTTPError as e:
+        return e.code, e.read().decode()
+for path, auth, code, words in [("/api/stack", False, 401, "cluster token"), ("/api/stack?pid=abc", True, 400, "pid=P"),
+                                ("/api/stack?depth=3", True, 400, "pid=P"), ("/api/stack?pid=1", True, 404, "no driver or worker")]:
+    got = get(path, auth)
+    assert got[0] == code and words in got[1], (path, got)
+PY
+    touch "$RAYDIST_TMPDIR/done"
+    wait $HOLD || { cat "$RAYDIST_TMPDIR/hold.log"; fail "stack_hold: the task did not finish well after the dumps"; }
+    ls "$ROOT"/node-127.0.0.*/logs/ | grep -q '^stack-' && { ls "$ROOT"/node-127.0.0.*/logs/; fail "stack: files left"; }
+    unset RD_WORKER_PID
+    echo "ok: raydist stack"
+    ;;
   logs)
     # each worker's stdout and stderr in files of their own on its node,
     # listed and read through any node (raydist logs, GET /api/v0/logs):
