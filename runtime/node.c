@@ -1803,7 +1803,11 @@ void rd__node_reply_actor_id(uint32_t client_id, uint64_t req_id, int status, co
 }
 
 uint32_t rd__node_client_driver(const node_client *c) {
-  if (c->role == ROLE_DRIVER) return c->id;
+  /* a driver that asked for none of its workers' output gets none: its
+   * leases and actors carry no driver, so a worker's node (here or over a
+   * link) sends it nothing (before 2026-12-05 every line crossed the link
+   * to be dropped on the driver's node) */
+  if (c->role == ROLE_DRIVER) return c->no_output ? 0 : c->id;
   return c->role == ROLE_WORKER && c->worker ? c->worker->driver : 0;
 }
 

@@ -497,8 +497,9 @@ void rd__node_kv_reply(uint32_t client_id, uint64_t req_id, int status, const ch
                        char **keys, size_t nkeys);
 /* The live client with that id, or NULL. */
 node_client *rd__node_client_by_id(uint32_t id);
-/* The driver whose work client c does (client id): c itself, a worker's
- * lease's or actor's driver; 0 for a link or when none. */
+/* The driver whose work client c does, for its workers' output (client
+ * id): c itself, a worker's lease's or actor's driver; 0 for a link, when
+ * none, or for a driver that asked for no output (Hello.no_worker_output). */
 uint32_t rd__node_client_driver(const node_client *c);
 /* The GCS job a driver or worker works for: a worker's lease's, else its
  * job's entry while a driver runs it (0: not known). */

@@ -1292,6 +1292,9 @@ EOF
     # a driver that asks for none gets none
     RAYDIST_LOG_TO_DRIVER=0 "$T" "$CASE" > "$RAYDIST_TMPDIR/out" 2>&1 || fail "$CASE without output"
     grep -q "(pid=" "$RAYDIST_TMPDIR/out" && { cat "$RAYDIST_TMPDIR/out"; fail "$CASE: output with RAYDIST_LOG_TO_DRIVER=0"; }
+    # (b no longer sends it the lines, but keeps them in the worker's file all the same)
+    [ "$(cat "$ROOT"/node-127.0.0.2/logs/worker-*.out | grep -cxF "say task-on-b stdout 1")" = 2 ] ||
+      fail "$CASE: the second run's lines not kept on b"
     echo "ok: worker output on the driver, from three nodes"
     ;;
   log_dedup)
