@@ -347,6 +347,7 @@ static void node_mark_dead(gcs *g, Rd__Gcs__NodeInfo *n, const char *reason, int
   char *old = n->death_reason;
   n->state = RD__GCS__NODE_STATE__NODE_DEAD;
   n->death_reason = (char *)reason;
+  n->end_ms = rd__wall_ms();
   if (node_save(g, n) != 0) rd__log(RD_LOG_ERROR, "gcs: cannot save node %u", n->index);
   n->death_reason = old;   /* the unpacked record frees its own string */
   g->alive[n->index] = 0;
@@ -429,6 +430,8 @@ static int h_register(void *arg, rd__rpc_call *call, const ProtobufCMessage *req
   n.ms_since_heartbeat = 0;
   n.death_reason = (char *)"";
   n.labels = labels;
+  n.start_ms = rd__wall_ms();
+  n.end_ms = 0;
   rc = node_save(g, &n);
   if (rc) {
     pthread_mutex_unlock(&g->mu);

@@ -329,6 +329,8 @@ int rd_gcs_get_view(rd_gcs *g, rd_gcs_node **nodes_out, size_t *n_out, rd_gcs_no
     n->store_used = m->store_used;
     n->ms_since_heartbeat = m->ms_since_heartbeat;
     copy_str(n->death_reason, sizeof(n->death_reason), m->death_reason);
+    n->start_ms = m->start_ms;
+    n->end_ms = m->end_ms;
   }
   if (version_out) *version_out = r->view_version;
   for (size_t i = 0; !rc && types && ntypes && i < r->n_node_types && i < RD_GCS_NODE_TYPES_MAX; i++) {

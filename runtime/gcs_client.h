@@ -47,6 +47,7 @@ typedef struct rd_gcs_node {
   uint64_t ms_since_heartbeat;
   char death_reason[128];
   char labels[RD_LABELS_LEN];  /* "key=value,..." sorted by key (scheduler/labels.h) */
+  uint64_t start_ms, end_ms;   /* wall-clock ms: registered; declared dead or removed (0: alive, or not known) */
 } rd_gcs_node;
 
 /* Registers self (index, node_id, state, avail, ms_since_heartbeat and

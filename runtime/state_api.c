@@ -64,7 +64,7 @@ static const col node_cols[] = {
     {"state", T_STR, 1, 0},        {"state_message", T_STR, 0, 0}, {"node_name", T_STR, 1, 0},
     {"resources_total", T_JSON, 0, 0}, {"labels", T_JSON, 0, 0},   {"start_time_ms", T_INT, 0, 1},
     {"end_time_ms", T_INT, 0, 1}};
-enum { N_ID, N_IP, N_HEAD, N_STATE, N_MSG, N_NAME, N_RES, N_LABELS };
+enum { N_ID, N_IP, N_HEAD, N_STATE, N_MSG, N_NAME, N_RES, N_LABELS, N_START, N_END };
 
 static const col actor_cols[] = {
     {"actor_id", T_STR, 1, 0},
@@ -426,6 +426,8 @@ static void nodes_rows(sa_req *q, const rd_gcs_node *nodes, size_t n) {
     set_json(q, &r[N_RES], &b);
     labels_json(&b, x->labels);
     set_json(q, &r[N_LABELS], &b);
+    if (x->start_ms) set_int(&r[N_START], (long long)x->start_ms);   /* 0: a record from before 2026-12-05 */
+    if (x->end_ms) set_int(&r[N_END], (long long)x->end_ms);
   }
 }
 

@@ -947,6 +947,7 @@ PY
       A="--address http://$M"
       rl nodes list nodes $A
       rl head list nodes $A --filter is_head_node=true
+      rl nodes_d list nodes $A --detail
       rl actors list actors $A --detail
       rl counter list actors $A --filter name=COUNTER
       rl tasks list tasks $A --detail
@@ -970,6 +971,9 @@ assert all(n["state"] == "ALIVE" and len(n["node_id"]) == 32 for n in nodes), no
 by_ip = {n["node_ip"]: n for n in nodes}
 assert by_ip["127.0.0.2"]["resources_total"]["only_b"] == 1 and by_ip["127.0.0.1"]["resources_total"]["CPU"] == 2, nodes
 assert [n["node_ip"] for n in j("head")] == ["127.0.0.1"], j("head")
+import time
+now_ms = time.time() * 1000
+assert all(0 < n["start_time_ms"] <= now_ms and n["end_time_ms"] is None for n in j("nodes_d")), j("nodes_d")
 actors = j("actors")
 assert len(actors) == 2, actors
 c = [a for a in actors if a["name"] == "counter"]

@@ -345,11 +345,13 @@ static int t_gcs_nodes(void) {
       CHECK_EQ(nodes[i].store_used, 12345);
       CHECK_EQ(nodes[i].store_capacity, 1 << 28);
       CHECK(nodes[i].ms_since_heartbeat < 500);
+      CHECK(nodes[i].start_ms > 0 && nodes[i].end_ms == 0);
     } else {
       CHECK_EQ(nodes[i].index, ib);
       CHECK_EQ(nodes[i].state, RD_GCS_NODE_DEAD);
       CHECK(strstr(nodes[i].death_reason, "no heartbeat") != NULL);
       CHECK(nodes[i].ms_since_heartbeat >= (uint64_t)hb_timeout);
+      CHECK(nodes[i].start_ms > 0 && nodes[i].end_ms >= nodes[i].start_ms + (uint64_t)hb_timeout);
     }
   }
   free(nodes);
