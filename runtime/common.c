@@ -794,6 +794,31 @@ void rd__url_encode(char *out, size_t len, const char *s) {
   if (len) out[k] = 0;
 }
 
+int rd__query_open(rd__query *it, const char *query) {
+  it->copy = strdup(query ? query : "");
+  it->save = NULL;
+  it->started = 0;
+  return it->copy ? 0 : -1;
+}
+
+int rd__query_next(rd__query *it, char **key, char **val) {
+  char *p = strtok_r(it->started ? NULL : it->copy, "&", &it->save);
+  it->started = 1;
+  if (!p) return 0;
+  char *eq = strchr(p, '=');
+  char *v = eq ? eq + 1 : p + strlen(p);
+  if (eq) *eq = 0;
+  if (rd__url_decode(p) != 0 || rd__url_decode(v) != 0) return -1;
+  *key = p;
+  *val = v;
+  return 1;
+}
+
+void rd__query_close(rd__query *it) {
+  free(it->copy);
+  it->copy = NULL;
+}
+
 int rd__url_decode(char *s) {
   char *w = s;
   for (char *r = s; *r; r++) {

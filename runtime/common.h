@@ -231,6 +231,20 @@ int rd__url_decode(char *s);
 /* s as a query's value into out (len bytes; 3 a byte of s and 1 suffice):
  * all but letters, digits and -_.~ %-escaped; cut short when out is. */
 void rd__url_encode(char *out, size_t len, const char *s);
+/* A URL query's key=value pairs, each %-decoded, in a copy of it:
+ *   rd__query it;
+ *   if (rd__query_open(&it, query) != 0) ... out of memory
+ *   while ((rc = rd__query_next(&it, &key, &val)) > 0) ...
+ *   rd__query_close(&it);
+ * next gives 1 and a pair (val "" for a bare key), 0 at the end, -1 for a
+ * bad %-escape.  The strings live until close. */
+typedef struct rd__query {
+  char *copy, *save;
+  int started;
+} rd__query;
+int rd__query_open(rd__query *it, const char *query);
+int rd__query_next(rd__query *it, char **key, char **val);
+void rd__query_close(rd__query *it);
 
 /* Where session directories live: $RAYDIST_TMPDIR (default /tmp)/raydist-<uid>. */
 void rd__session_root(char *root, size_t len);

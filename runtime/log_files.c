@@ -336,16 +336,14 @@ static void answer(rd__http_reply reply, void *arg, int code, const char *msg) {
 
 /* key=value pairs of the query into q: 0, or -1 with why. */
 static int parse(logs_req *q, const char *query, char *why, size_t wl) {
-  char *copy = strdup(query ? query : "");
-  if (!copy) return snprintf(why, wl, "node out of memory"), -1;
-  int rc = 0, has_pid = 0;
-  for (char *save = NULL, *p = strtok_r(copy, "&", &save); p && rc == 0; p = strtok_r(NULL, "&", &save)) {
-    char *eq = strchr(p, '=');
-    char *v = eq ? eq + 1 : p + strlen(p);
-    if (eq) *eq = 0;
+  rd__query it;
+  if (rd__query_open(&it, query) != 0) return snprintf(why, wl, "node out of memory"), -1;
+  int rc = 0, has_pid = 0, more;
+  char *p, *v;
+  while (rc == 0 && (more = rd__query_next(&it, &p, &v)) != 0) {
     char *end = NULL;
     errno = 0;
-    if (rd__url_decode(p) != 0 || rd__url_decode(v) != 0) {
+    if (more < 0) {
       snprintf(why, wl, "a bad %%-escape in the query");
       rc = -1;
     } else if (!strcmp(p, "glob") || !strcmp(p, "filename")) {
@@ -374,7 +372,7 @@ static int parse(logs_req *q, const char *query, char *why, size_t wl) {
       q->stat = !strcmp(v, "1") || !strcmp(v, "true") || !strcmp(v, "True");
     }   /* others (timeout, node_id, ... forwarded by the state API) are not this node's to read */
   }
-  free(copy);
+  rd__query_close(&it);
   if (rc == 0 && q->file && !q->filename[0] && !has_pid)
     snprintf(why, wl, "name the file (filename=NAME, as GET /api/logs lists) or the worker (pid=P)"), rc = -1;
   return rc;

@@ -244,13 +244,20 @@ static void on_tick(uv_timer_t *h) {
   if (!q->waiting || rd__now_ns() >= q->deadline_ns) finish(q);
 }
 
-/* ?pid=P (0: every process); -1 when the query says anything else. */
+/* ?pid=P (0: every process); -1 when the query says anything else, or
+ * out of memory. */
 static int parse_pid(const char *query) {
-  if (!query || !*query) return 0;
-  if (strncmp(query, "pid=", 4) != 0) return -1;
-  char *end = NULL;
-  long v = strtol(query + 4, &end, 10);
-  return *end || end == query + 4 || v <= 0 || v > 0x7fffffff ? -1 : (int)v;
+  rd__query it;
+  char *k, *v, *end;
+  long pid = 0;
+  int more = 0;
+  if (rd__query_open(&it, query) != 0) return -1;
+  while (pid >= 0 && (more = rd__query_next(&it, &k, &v)) > 0) {
+    long p = strcmp(k, "pid") != 0 ? -1 : strtol(v, &end, 10);
+    pid = p > 0 && p <= 0x7fffffff && !*end ? p : -1;
+  }
+  rd__query_close(&it);
+  return more < 0 ? -1 : (int)pid;
 }
 
 int rd__stack_path(const char *path) { return !strcmp(path, "/api/stack"); }

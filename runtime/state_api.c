@@ -1336,14 +1336,12 @@ static void filterable_names(const sa_req *q, char *out, size_t len) {
 static int parse_query(sa_req *q, const char *query, char *why, size_t wl) {
   char *keys[SA_MAX_FILTERS], *preds[SA_MAX_FILTERS], *vals[SA_MAX_FILTERS];
   size_t nk = 0, np = 0, nv = 0;
-  int rc = 0;
-  char *copy = strdup(query ? query : "");
-  if (!copy) return snprintf(why, wl, "node out of memory"), -1;
-  for (char *save = NULL, *p = strtok_r(copy, "&", &save); p && rc == 0; p = strtok_r(NULL, "&", &save)) {
-    char *eq = strchr(p, '=');
-    char *v = eq ? eq + 1 : p + strlen(p);
-    if (eq) *eq = 0;
-    if (rd__url_decode(p) != 0 || rd__url_decode(v) != 0) {
+  int rc = 0, more;
+  rd__query it;
+  char *p, *v;
+  if (rd__query_open(&it, query) != 0) return snprintf(why, wl, "node out of memory"), -1;
+  while (rc == 0 && (more = rd__query_next(&it, &p, &v)) != 0) {
+    if (more < 0) {
       snprintf(why, wl, "a bad %%-escape in the query");
       rc = -1;
     } else if (!strcmp(p, "limit")) {
@@ -1411,7 +1409,7 @@ static int parse_query(sa_req *q, const char *query, char *why, size_t wl) {
     }
     q->nf++;
   }
-  free(copy);
+  rd__query_close(&it);
   return rc;
 }
 
@@ -1426,14 +1424,12 @@ static void sa_queue(uv_loop_t *loop, sa_req *q) {
 
 /* The query of a logs request into q->lg: 0, or -1 with why. */
 static int parse_logs_query(sa_req *q, const char *query, char *why, size_t wl) {
-  char *copy = strdup(query ? query : "");
-  if (!copy) return snprintf(why, wl, "node out of memory"), -1;
-  int rc = 0;
+  rd__query it;
+  if (rd__query_open(&it, query) != 0) return snprintf(why, wl, "node out of memory"), -1;
+  int rc = 0, more;
   size_t rl = 0;
-  for (char *save = NULL, *p = strtok_r(copy, "&", &save); p && rc == 0; p = strtok_r(NULL, "&", &save)) {
-    char *eq = strchr(p, '=');
-    char *v = eq ? eq + 1 : p + strlen(p);
-    if (eq) *eq = 0;
+  char *p, *v;
+  while (rc == 0 && (more = rd__query_next(&it, &p, &v)) != 0) {
     static const struct {
       const char *key;
       size_t off, cap;
@@ -1445,9 +1441,9 @@ static int parse_logs_query(sa_req *q, const char *query, char *why, size_t wl) 
                 {"task_id", offsetof(sa_req, lg.task), sizeof(((sa_req *)0)->lg.task)},
                 {"submission_id", offsetof(sa_req, lg.sub), sizeof(((sa_req *)0)->lg.sub)}};
     size_t k = 0;
-    while (k < sizeof(strs) / sizeof(strs[0]) && strcmp(strs[k].key, p) != 0) k++;
+    while (more > 0 && k < sizeof(strs) / sizeof(strs[0]) && strcmp(strs[k].key, p) != 0) k++;
     long long num;
-    if (rd__url_decode(p) != 0 || rd__url_decode(v) != 0) {
+    if (more < 0) {
       snprintf(why, wl, "a bad %%-escape in the query");
       rc = -1;
     } else if (k < sizeof(strs) / sizeof(strs[0])) {
@@ -1480,7 +1476,7 @@ static int parse_logs_query(sa_req *q, const char *query, char *why, size_t wl) 
       else rl += (size_t)snprintf(q->lg.range + rl, sizeof(q->lg.range) - rl, "&%s=%lld", p, num);
     }   /* the others Ray's CLI sends (attempt_number, interval, media_type, filter_ansi_code) change nothing here */
   }
-  free(copy);
+  rd__query_close(&it);
   if (rc != 0) return rc;
   if (q->lg.sub[0])
     return snprintf(why, wl, "a submitted job's log is `raydist job logs %.60s` (GET /api/jobs/ID/logs on its node)",

@@ -3,7 +3,9 @@
  * token as a bearer token; a peer that accepts and never answers fails
  * with "no whole answer" once the time is up without holding up the
  * others; another status, a closed port and an answer past the size
- * limit fail with why; rd__http_get is the same for one. */
+ * limit fail with why; rd__http_get is the same for one.  Then the query
+ * helpers the node's HTTP APIs read requests with: rd__query's pairs
+ * (decoded, a bare key, a bad escape), rd__url_encode and _decode. */
 #include <arpa/inet.h>
 #include <errno.h>
 #include <netinet/in.h>
@@ -80,7 +82,36 @@ static void *serve(void *arg) {
   }
 }
 
+static void query_checks(void) {
+  rd__query it;
+  char *k, *v;
+  CHECK(rd__query_open(&it, "a=1&b=x%20y+z&c&&d=%2F%26&e=%zz&f=2") == 0);
+  CHECK(rd__query_next(&it, &k, &v) == 1 && !strcmp(k, "a") && !strcmp(v, "1"));
+  CHECK(rd__query_next(&it, &k, &v) == 1 && !strcmp(k, "b") && !strcmp(v, "x y z"));
+  CHECK(rd__query_next(&it, &k, &v) == 1 && !strcmp(k, "c") && !strcmp(v, ""));   /* a bare key; && skipped */
+  CHECK(rd__query_next(&it, &k, &v) == 1 && !strcmp(k, "d") && !strcmp(v, "/&"));
+  CHECK(rd__query_next(&it, &k, &v) == -1);   /* %zz */
+  CHECK(rd__query_next(&it, &k, &v) == 1 && !strcmp(k, "f") && !strcmp(v, "2"));   /* the caller may go on */
+  CHECK(rd__query_next(&it, &k, &v) == 0);
+  rd__query_close(&it);
+  for (int i = 0; i < 2; i++) {   /* nothing, or NULL: no pair */
+    CHECK(rd__query_open(&it, i ? NULL : "") == 0);
+    CHECK(rd__query_next(&it, &k, &v) == 0);
+    rd__query_close(&it);
+  }
+  CHECK(rd__query_open(&it, "x=%00") == 0 && rd__query_next(&it, &k, &v) == -1);   /* a NUL */
+  rd__query_close(&it);
+  char enc[64], dec[64];
+  rd__url_encode(enc, sizeof(enc), "a b/&=~\xc3\xa9");
+  CHECK(!strcmp(enc, "a%20b%2F%26%3D~%C3%A9"));
+  snprintf(dec, sizeof(dec), "%s", enc);
+  CHECK(rd__url_decode(dec) == 0 && !strcmp(dec, "a b/&=~\xc3\xa9"));
+  rd__url_encode(enc, 8, "//////");   /* cut short, whole escapes only */
+  CHECK(!strcmp(enc, "%2F%2F"));
+}
+
 int main(void) {
+  query_checks();
   int good_port, hung_port, closed_port;
   int good = listener(&good_port);
   int hung = listener(&hung_port);   /* never accepts: connects, no answer */
