@@ -3104,6 +3104,10 @@ static void progress_nap(uint64_t ns) { cond_wait_ns(&G.progress_cv, ns); }
 static void *progress_main(void *arg) {
   (void)arg;
   in_progress_thread = 1;
+  sigset_t stack_sig;   /* all signals blocked but `raydist stack`'s: its stack is shown too */
+  sigemptyset(&stack_sig);
+  sigaddset(&stack_sig, rd__stack_signal());
+  pthread_sigmask(SIG_UNBLOCK, &stack_sig, NULL);
   pthread_mutex_lock(&G.mu);
   uint64_t seen = G.user_calls, quiet_since = rd__now_ns();
   int idle_naps = 0;
@@ -3176,7 +3180,8 @@ static void progress_start(void) {
   G.progress_stop = 0;
   static int atfork_set;
   if (!atfork_set && pthread_atfork(NULL, NULL, progress_atfork_child) == 0) atfork_set = 1;
-  /* signals go to the program's own threads, never to this one */
+  /* signals go to the program's own threads, never to this one (but
+   * raydist stack's, which it unblocks) */
   sigset_t all, old;
   sigfillset(&all);
   pthread_sigmask(SIG_SETMASK, &all, &old);

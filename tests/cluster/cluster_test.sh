@@ -1334,7 +1334,12 @@ EOF
     for i in $(seq 1 200); do [ -s "$RD_WORKER_PID" ] && break; sleep 0.1; done
     WP=$(cat "$RD_WORKER_PID")
     L="$RAYDIST_TMPDIR/stack.out"
+    T0=$(date +%s%N)
     "$R" stack > "$L" || { cat "$L"; fail "raydist stack"; }
+    T1=$(date +%s%N)
+    "$R" stack --pid "$PID" > /dev/null || fail "raydist stack --pid (the driver)"
+    echo "raydist stack took $(( (T1 - T0) / 1000000 )) ms (one thread that does not answer: 1 s of it);" \
+      "--pid of the driver $(( ($(date +%s%N) - T1) / 1000000 )) ms"
     cat "$L"
     # the worker's section: from its header to the next process
     awk -v h="^worker pid $WP " '$0 ~ h {on=1} on && /^(driver|worker) pid / && $0 !~ h {on=0} on' "$L" > "$L.w"
