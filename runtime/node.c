@@ -4073,7 +4073,10 @@ int rd__node_main(const rd_node_opts *opts) {
     free(j);
   }
   uv_loop_close(N.loop);
-  if (opts->embedded) rmdir(opts->session_dir);
+  /* an embedded node's session is its driver's alone: gone with it, whether
+   * or not the driver lived to remove it (a driver killed or that exited
+   * without rd_shutdown left it behind, its metrics file and logs/ in it) */
+  if (opts->embedded) rd__rm_rf(opts->session_dir);
   rd__log(RD_LOG_INFO, "node down");
   return 0;
 }

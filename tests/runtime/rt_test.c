@@ -1913,6 +1913,61 @@ static int t_shutdown_clean(void) {
   return 0;
 }
 
+/* A driver killed (no rd_shutdown): its embedded node goes, and takes the
+ * session directory with it (until 2026-12-05 the directory stayed, with
+ * the metrics file and logs/ in it: hundreds of them piled up in /tmp).
+ * The driver is this program again (killed_driver_child, so that its
+ * workers are too), telling its session directory on fd $RD_SESS_FD. */
+static int t_killed_driver_child(void) {
+  init_or_die(NULL);
+  const char *fd = getenv("RD_SESS_FD");
+  CHECK(fd != NULL);
+  long v = 1;
+  rd_ref r;   /* a worker started */
+  CHECK_EQ(rd_submit(add_one, RD_ARGS(rd_arg_bytes(&v, sizeof(v))), NULL, &r), 0);
+  CHECK_EQ(get_long(r), 2);
+  const char *sess = rd_session_dir();
+  CHECK(write(atoi(fd), sess, strlen(sess)) == (ssize_t)strlen(sess));
+  close(atoi(fd));
+  for (;;) pause();
+}
+
+static int t_killed_driver_clean(void) {
+  int p[2];
+  CHECK_EQ(pipe(p), 0);
+  pid_t child = fork();
+  CHECK(child >= 0);
+  if (child == 0) {
+    close(p[0]);
+    char fd[16];
+    snprintf(fd, sizeof(fd), "%d", p[1]);
+    setenv("RD_SESS_FD", fd, 1);
+    execl("/proc/self/exe", "rt_test", "killed_driver_child", (char *)NULL);
+    _exit(127);
+  }
+  close(p[1]);
+  char sess[512];
+  ssize_t n = read(p[0], sess, sizeof(sess) - 1);
+  close(p[0]);
+  CHECK(n > 0);
+  sess[n] = 0;
+  struct stat st;
+  char metrics[600];
+  snprintf(metrics, sizeof(metrics), "%s/metrics", sess);
+  CHECK_EQ(stat(metrics, &st), 0);
+  CHECK_EQ(kill(child, SIGKILL), 0);
+  int status;
+  CHECK_EQ(waitpid(child, &status, 0), child);
+  int gone = 0;
+  for (int i = 0; i < 200 && !gone; i++) {
+    gone = stat(sess, &st) != 0 && errno == ENOENT;
+    if (!gone) usleep(50000);
+  }
+  printf("session %s %s\n", sess, gone ? "removed" : "left");
+  CHECK(gone);
+  return 0;
+}
+
 typedef struct thr_arg {
   int base, n, ok;
 } thr_arg;
@@ -3162,7 +3217,7 @@ static const rd_test_case tests[] = {
     {"many_tasks", t_many_tasks},   {"chain", t_chain},       {"big_objects", t_big_objects},
     {"spill", t_spill}, {"spill_background", t_spill_background}, {"owner_gone", t_owner_gone},             {"store_full", t_store_full}, {"gpu_packing", t_gpu_packing},
     {"infeasible", t_infeasible},   {"crash_retry", t_crash_retry}, {"timeouts", t_timeouts},
-    {"priority", t_priority},       {"malformed", t_malformed}, {"shutdown_clean", t_shutdown_clean},
+    {"priority", t_priority},       {"malformed", t_malformed}, {"shutdown_clean", t_shutdown_clean}, {"killed_driver_clean", t_killed_driver_clean}, {"killed_driver_child", t_killed_driver_child},
     {"threads", t_threads},         {"spawn_fails", t_spawn_fails}, {"spawn_fails_child", t_spawn_fails_child},
     {"workers_crash_at_start", t_workers_crash_at_start}, {"workers_trim", t_workers_trim},
     {"cancel", t_cancel},           {"progress", t_progress}, {"nested_blocked", t_nested_blocked},
