@@ -1264,6 +1264,56 @@ int rd__cli_logs(int argc, char **argv) {
   return r;
 }
 
+/* raydist stack --local (or without a cluster on this machine): the
+ * embedded nodes of this machine's drivers (SESSION dirs session-* under
+ * the session root, each with its metrics address and token), asked at
+ * once; `path` as for the cluster.  Returns 0, or 1 when none answered. */
+typedef struct stack_sess {
+  char ip[128], token[64], dir[512];
+} stack_sess;
+
+static int stack_local(const char *path, long pid) {
+  char root[200];
+  rd__session_root(root, sizeof(root));
+  DIR *d = opendir(root);
+  size_t n = 0, cap = 0;
+  stack_sess *v = NULL;
+  struct dirent *e;
+  while (d && (e = readdir(d))) {
+    char m[300], t[300], *colon;
+    if (strncmp(e->d_name, "session-", 8) != 0) continue;
+    if (n == cap) {
+      stack_sess *w = realloc(v, (cap = cap ? 2 * cap : 16) * sizeof(*v));
+      if (!w) break;
+      v = w;
+    }
+    stack_sess *x = &v[n];
+    snprintf(x->dir, sizeof(x->dir), "%.200s/%.200s", root, e->d_name);
+    snprintf(m, sizeof(m), "%.200s/metrics", x->dir);
+    snprintf(t, sizeof(t), "%.200s/token", x->dir);
+    if (rd__read_line(m, x->ip, sizeof(x->ip)) == 0 && (colon = strrchr(x->ip, ':')) &&
+        rd__read_line(t, x->token, sizeof(x->token)) == 0 && x->token[0]) {
+      *colon = 0;   /* ip, then the port after it */
+      n++;
+    }   /* else a session of an older version, or one going away */
+  }
+  if (d) closedir(d);
+  int found = 0;
+  for (size_t i = 0; i < n; i++) {   /* a token each: one GET each */
+    rd__http_fetch f = {.ip = v[i].ip, .path = path, .port = atoi(v[i].ip + strlen(v[i].ip) + 1)};
+    rd__http_get_all(&f, 1, v[i].token, 15000, (size_t)64 << 20);
+    if (f.rc == 0 && (!pid || f.len)) {
+      found = 1;
+      printf("embedded node %s:\n%s%s", v[i].dir, f.len ? "" : "  no drivers or workers\n", f.body ? f.body : "");
+    }
+    free(f.body);
+  }
+  if (!found && pid) fprintf(stderr, "raydist stack: no driver or worker has pid %ld on this machine\n", pid);
+  else if (!found) fprintf(stderr, "raydist stack: no cluster and no embedded node runs on this machine\n");
+  free(v);
+  return !found;
+}
+
 /* raydist stack: every live node (or the one at --node-ip) asked at once
  * for its drivers' and workers' stacks (GET /api/stack, the cluster token),
  * printed node by node; with --pid only the node that has that process
@@ -1272,18 +1322,21 @@ int rd__cli_stack(int argc, char **argv) {
   const char *address = getenv("RAYDIST_ADDRESS"), *token = getenv("RAYDIST_TOKEN"), *node_ip = NULL;
   long pid = 0;
   static const char usage[] =
-      "usage: raydist stack [--pid P] [--node-ip IP] [--address IP:PORT] [--token T]\n"
+      "usage: raydist stack [--pid P] [--node-ip IP] [--address IP:PORT] [--token T] [--local]\n"
       "       each thread's stack of every driver and worker of the cluster's live nodes (or of process P, or of\n"
-      "       the node at IP), as each writes it when its node signals it (signal SIGRTMIN+7)\n";
+      "       the node at IP), as each writes it when its node signals it (signal SIGRTMIN+7); with --local, or\n"
+      "       when no cluster is named and none runs here, those of this machine's embedded clusters\n";
   static const struct option lo[] = {{"address", 1, 0, 'a'}, {"token", 1, 0, 't'}, {"pid", 1, 0, 'p'},
-                                     {"node-ip", 1, 0, 'i'}, {"help", 0, 0, 'h'},  {0, 0, 0, 0}};
-  int ch;
+                                     {"node-ip", 1, 0, 'i'}, {"local", 0, 0, 'l'}, {"help", 0, 0, 'h'},
+                                     {0, 0, 0, 0}};
+  int ch, local = 0;
   optind = 2;
   while ((ch = getopt_long(argc, argv, "", lo, NULL)) != -1) {
     char *end = NULL;
     if (ch == 'a') address = optarg;
     else if (ch == 't') token = optarg;
     else if (ch == 'i') node_ip = optarg;
+    else if (ch == 'l') local = 1;
     else if (ch == 'p' && (pid = strtol(optarg, &end, 10)) > 0 && pid <= 0x7fffffff && !*end) continue;
     else {
       fputs(usage, ch == 'h' ? stdout : stderr);
@@ -1294,9 +1347,12 @@ int rd__cli_stack(int argc, char **argv) {
     fprintf(stderr, "raydist stack: unexpected '%s'\n%s", argv[optind], usage);
     return 2;
   }
-  char abuf[160], tok[256], path[64];
+  char abuf[160], tok[256], path[64], sdir[512];
   rd_gcs_node *nodes = NULL;
   size_t n = 0, k = 0;
+  snprintf(path, sizeof(path), pid ? "/api/stack?pid=%ld" : "/api/stack", pid);
+  if (local || ((!address || !*address) && local_session(NULL, sdir, sizeof(sdir), abuf, sizeof(abuf)) != 0))
+    return stack_local(path, pid);   /* this machine's embedded nodes: no cluster named, none here */
   if (cli_nodes("stack", address, token, abuf, sizeof(abuf), &nodes, &n) != 0) return 1;
   if (token && *token) snprintf(tok, sizeof(tok), "%s", token);
   else if (rd__cli_local_token(abuf, tok, sizeof(tok)) != 0) {
@@ -1304,7 +1360,6 @@ int rd__cli_stack(int argc, char **argv) {
     free(nodes);
     return 1;
   }
-  snprintf(path, sizeof(path), pid ? "/api/stack?pid=%ld" : "/api/stack", pid);
   rd__http_fetch *f = calloc(n ? n : 1, sizeof(*f));
   const rd_gcs_node **of = calloc(n ? n : 1, sizeof(*of));
   if (!f || !of) {

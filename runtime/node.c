@@ -11,6 +11,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <sys/random.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdio.h>
@@ -3871,6 +3872,26 @@ static void raise_nofile(void) {
     rd__log(RD_LOG_WARN, "cannot raise the open-file limit from %llu: %s", (unsigned long long)was, strerror(errno));
 }
 
+/* An embedded node has no cluster token: it makes one of its own, in
+ * SESSION/token (0600), that `raydist stack` on this machine reads to ask
+ * its stack API (stack_dump.c).  None when that fails (logged). */
+static void local_token_make(const char *session) {
+  unsigned char rnd[16];
+  char path[600], tmp[610];
+  if (getrandom(rnd, sizeof(rnd), 0) != (ssize_t)sizeof(rnd)) return;
+  for (size_t i = 0; i < sizeof(rnd); i++) snprintf(N.local_token + 2 * i, 3, "%02x", rnd[i]);
+  snprintf(path, sizeof(path), "%s/token", session);
+  snprintf(tmp, sizeof(tmp), "%s.tmp", path);
+  int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+  int ok = fd >= 0 && dprintf(fd, "%s\n", N.local_token) == 33;
+  if (fd >= 0 && close(fd) != 0) ok = 0;
+  if (!ok || rename(tmp, path) != 0) {
+    rd__log(RD_LOG_WARN, "cannot write %s: %s (raydist stack cannot reach this node)", path, strerror(errno));
+    (void)unlink(tmp);
+    N.local_token[0] = 0;
+  }
+}
+
 int rd__node_main(const rd_node_opts *opts) {
   memset(&N, 0, sizeof(N));
   N.orphans.role = ROLE_DRIVER;
@@ -3986,6 +4007,7 @@ int rd__node_main(const rd_node_opts *opts) {
     const char *ip = opts->node_ip && *opts->node_ip ? opts->node_ip : "127.0.0.1";
     if (rd__metrics_start(N.loop, ip, opts->metrics_port, opts->session_dir, merr, sizeof(merr)) != 0)
       rd__log(RD_LOG_ERROR, "no metrics endpoint: %s", merr);   /* the node serves on without it */
+    else if (opts->embedded) local_token_make(opts->session_dir);
   }
   char cerr[300] = "";
   if (rd__cluster_start(opts, cerr, sizeof(cerr)) != 0) {

@@ -390,6 +390,7 @@ typedef struct rd__node_state {
   /* timeline (RAYDIST_TIMELINE=1): the last RD_TIMELINE_MAX task events */
   int timeline_on;
   int worker_files;         /* workers' output in logs/worker-*.out|err (0: RAYDIST_LOG_TO_STDERR=1, the node's log) */
+  char local_token[33];     /* an embedded node's own token (SESSION/token), for its stack API ("": none) */
   struct rd__tl_event *tl;
   size_t tl_next, tl_count;
   node_actor *actors;

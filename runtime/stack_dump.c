@@ -34,6 +34,7 @@ typedef struct stack_target {
   uint32_t wid;             /* a worker's id (0: a driver) */
   uint64_t actor;           /* the actor it hosts (0: none) */
   uint32_t job;             /* its GCS job (0: not known) */
+  char exe[512];            /* its executable (/proc/PID/exe): frames of a module named relatively are in it */
 } stack_target;
 
 typedef struct stack_req {
@@ -81,17 +82,19 @@ typedef struct sym_frame {
   char name[160];           /* " func at file:line" once found */
 } sym_frame;
 
-/* The frames that need a name: lines "PATH(+0xHEX)[0x...]". */
-static size_t sym_frames(const char *t, size_t len, sym_frame *f, size_t max) {
+/* The frames that need a name: lines "PATH(+0xHEX)[0x...]"; a relative
+ * PATH (the program, named as its argv[0] was) is exe. */
+static size_t sym_frames(const char *t, size_t len, const char *exe, sym_frame *f, size_t max) {
   size_t n = 0;
   for (size_t at = 0; at < len && n < max;) {
     const char *l = t + at, *e = memchr(l, '\n', len - at);
     size_t ll = e ? (size_t)(e - l) : len - at;
     const char *p = memmem(l, ll, "(+0x", 4);
-    if (p && p > l && l[0] == '/') {
+    if (p && p > l && (l[0] == '/' || exe[0])) {
       char *end = NULL;
       unsigned long long off = strtoull(p + 4, &end, 16);
-      if (end && *end == ')') f[n++] = (sym_frame){at + ll, l, (size_t)(p - l), off, ""};
+      if (end && *end == ')' && l[0] == '/') f[n++] = (sym_frame){at + ll, l, (size_t)(p - l), off, ""};
+      else if (end && *end == ')') f[n++] = (sym_frame){at + ll, exe, strlen(exe), off, ""};
     }
     at += ll + 1;
   }
@@ -151,11 +154,12 @@ out:
   free(addrs);
 }
 
-/* text with its module-and-offset frames named, into out. */
-static void symbolize(const rd__mbuf *text, rd__mbuf *out) {
+/* text (one process's dump, exe its program) with its module-and-offset
+ * frames named, into out. */
+static void symbolize(const rd__mbuf *text, const char *exe, rd__mbuf *out) {
   sym_frame *f = malloc(SYM_MAX * sizeof(*f));
   size_t *idx = malloc(SYM_MAX * sizeof(*idx));
-  size_t n = f && idx ? sym_frames(text->p, text->len, f, SYM_MAX) : 0;
+  size_t n = f && idx ? sym_frames(text->p, text->len, exe, f, SYM_MAX) : 0;
   int *done = calloc(n ? n : 1, sizeof(*done));
   for (size_t i = 0, mods = 0; done && i < n && mods < SYM_MODULES; i++) {
     if (done[i]) continue;
@@ -180,37 +184,38 @@ static void symbolize(const rd__mbuf *text, rd__mbuf *out) {
 /* In the thread pool: the files read (and removed), the frames named. */
 static void build_text(uv_work_t *w) {
   stack_req *q = w->data;
-  rd__mbuf b = {0};
+  rd__mbuf *b = &q->text;
   char path[600];
-  for (size_t i = 0; i < q->n; i++) {
+  for (size_t i = 0; i < q->n && !b->oom; i++) {
     const stack_target *t = &q->t[i];
-    rd__mbuf_printf(&b, "%s pid %d", t->role == ROLE_DRIVER ? "driver" : "worker", t->pid);
-    if (t->wid) rd__mbuf_printf(&b, " (worker %08x", t->wid);
-    if (t->wid && t->actor) rd__mbuf_printf(&b, ", actor %016llx", (unsigned long long)t->actor);
-    if (t->wid) rd__mbuf_printf(&b, ")");
-    if (t->job) rd__mbuf_printf(&b, ", job %u", t->job);
-    rd__mbuf_printf(&b, ":\n");
+    rd__mbuf_printf(b, "%s pid %d", t->role == ROLE_DRIVER ? "driver" : "worker", t->pid);
+    if (t->wid) rd__mbuf_printf(b, " (worker %08x", t->wid);
+    if (t->wid && t->actor) rd__mbuf_printf(b, ", actor %016llx", (unsigned long long)t->actor);
+    if (t->wid) rd__mbuf_printf(b, ")");
+    if (t->job) rd__mbuf_printf(b, ", job %u", t->job);
+    rd__mbuf_printf(b, ":\n");
     target_path(q, t->pid, path, sizeof(path));
     int fd = t->answered ? open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW) : -1;
     if (fd < 0) {
-      rd__mbuf_printf(&b, "  did not answer within %d s (it blocks signal %d, is stopped, or has a handler of its "
-                          "own for it)\n\n", STACK_WAIT_MS / 1000, q->sig);
+      rd__mbuf_printf(b, "  did not answer within %d s (it blocks signal %d, is stopped, or has a handler of its "
+                         "own for it)\n\n", STACK_WAIT_MS / 1000, q->sig);
       continue;
     }
+    rd__mbuf one = {0};   /* its dump, named with its own program */
     char buf[65536];
     size_t total = 0;
     ssize_t got;
     while (total < STACK_FILE_MAX && (got = read(fd, buf, sizeof(buf))) > 0) {
-      rd__mbuf_put(&b, buf, (size_t)got);
+      rd__mbuf_put(&one, buf, (size_t)got);
       total += (size_t)got;
     }
     close(fd);
     (void)unlink(path);
-    if (total >= STACK_FILE_MAX) rd__mbuf_printf(&b, "... (cut at %u bytes)\n", STACK_FILE_MAX);
+    if (one.oom) b->oom = 1;
+    else if (one.len) symbolize(&one, t->exe, b);
+    free(one.p);
+    if (total >= STACK_FILE_MAX) rd__mbuf_printf(b, "... (cut at %u bytes)\n", STACK_FILE_MAX);
   }
-  if (!b.oom && b.len) symbolize(&b, &q->text);
-  if (b.oom) q->text.oom = 1;
-  free(b.p);
 }
 
 static void after_text(uv_work_t *w, int status) {
@@ -264,7 +269,14 @@ int rd__stack_path(const char *path) { return !strcmp(path, "/api/stack"); }
 
 void rd__stack_http(uv_loop_t *loop, const char *session, const char *query, const char *auth, rd__http_reply reply,
                     void *arg) {
-  if (!rd__cluster_http_gate("stack API", auth, reply, arg)) return;
+  if (!rd__cluster_on() && N.local_token[0]) {   /* an embedded node: its own token */
+    if (!auth || strncmp(auth, "Bearer ", 7) != 0 || strcmp(auth + 7, N.local_token) != 0) {
+      answer(reply, arg, 401, "send the node's token (SESSION/token) as \"Authorization: Bearer TOKEN\"\n");
+      return;
+    }
+  } else if (!rd__cluster_http_gate("stack API", auth, reply, arg)) {
+    return;
+  }
   int pid = parse_pid(query);
   if (pid < 0) {
     answer(reply, arg, 400, "the stack API takes pid=P (a driver's or worker's process id) or nothing\n");
@@ -290,6 +302,10 @@ void rd__stack_http(uv_loop_t *loop, const char *session, const char *query, con
     stack_target *t = &q->t[q->n];
     *t = (stack_target){c->pid, c->role, 0, c->worker ? c->worker->id : 0,
                         c->worker && c->worker->actor ? c->worker->actor->id : 0, rd__node_client_gcs_job(c)};
+    char proc[64];
+    snprintf(proc, sizeof(proc), "/proc/%d/exe", c->pid);
+    ssize_t el = readlink(proc, t->exe, sizeof(t->exe) - 1);
+    t->exe[el > 0 ? el : 0] = 0;
     target_path(q, c->pid, path, sizeof(path));
     (void)unlink(path);   /* one an earlier request left (a late answer) */
     if (kill(c->pid, rd__stack_signal()) != 0) continue;   /* gone meanwhile */

@@ -1301,6 +1301,90 @@ static const char *http_body(int port, const char *path, char *body, size_t cap)
   return t ? t + 4 : NULL;
 }
 
+/* For `raydist stack` on an embedded cluster: a frame of its own (named by
+ * the node with addr2line) that waits for the file `path`. */
+__attribute__((noinline)) static void stack_probe_wait(const char *path) {
+  while (access(path, F_OK) != 0) usleep(2000);
+}
+
+/* Writes its worker's pid to argument 0 + ".pid", then waits in
+ * stack_probe_wait for argument 0 to exist; its pid. */
+RD_REMOTE(stack_probe) {
+  rd_buf a;
+  char path[400], pidf[420];
+  if (rd_arg(call, 0, &a) != 0 || !a.size || a.size >= sizeof(path)) return rd_call_fail(call, "bad path");
+  memcpy(path, a.data, a.size);
+  path[a.size] = 0;
+  snprintf(pidf, sizeof(pidf), "%s.pid", path);
+  long pid = getpid();
+  FILE *f = fopen(pidf, "w");
+  if (!f) return rd_call_fail(call, "no pid file");
+  fprintf(f, "%ld\n", pid);
+  fclose(f);
+  stack_probe_wait(path);
+  return rd_return_bytes(call, 0, &pid, sizeof(pid));
+}
+
+/* `$RAYDIST_BIN ARGS` run to its end: its output (stdout and stderr) into
+ * out; its exit status. */
+static int run_cli(const char *args, char *out, size_t cap) {
+  const char *bin = getenv("RAYDIST_BIN");
+  CHECK(bin != NULL);
+  char cmd[1024];
+  snprintf(cmd, sizeof(cmd), "%s %s 2>&1", bin, args);
+  FILE *p = popen(cmd, "r");
+  CHECK(p != NULL);
+  size_t n = fread(out, 1, cap - 1, p);
+  out[n] = 0;
+  int st = pclose(p);
+  return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+/* raydist stack on this machine's embedded cluster (no cluster named, so
+ * it looks for the local ones): a task waiting in stack_probe_wait, named
+ * with its file and line, its worker alone by --pid; this driver among
+ * the others with --local; the node's token guards its API; a pid no
+ * process has is refused; the task then finishes well. */
+static int t_stack_local(void) {
+  init_with_cpus(2);
+  char flag[300], pidf[320], args[64];
+  snprintf(flag, sizeof(flag), "%s/stack-flag", rd_session_dir());
+  snprintf(pidf, sizeof(pidf), "%s.pid", flag);
+  rd_ref r;
+  CHECK_EQ(rd_submit(stack_probe, RD_ARGS(rd_arg_bytes(flag, strlen(flag))), NULL, &r), 0);
+  long wpid = 0;
+  for (int i = 0; i < 600 && !wpid; i++) {
+    FILE *f = fopen(pidf, "r");
+    if (!f || fscanf(f, "%ld", &wpid) != 1) wpid = 0;
+    if (f) fclose(f);
+    if (!wpid) usleep(20000);
+  }
+  CHECK(wpid > 0);
+  static char out[1 << 18];
+  unsetenv("RAYDIST_ADDRESS");
+  snprintf(args, sizeof(args), "stack --pid %ld", wpid);
+  CHECK_EQ(run_cli(args, out, sizeof(out)), 0);
+  printf("%s", out);
+  char want[600];
+  snprintf(want, sizeof(want), "embedded node %s:\nworker pid %ld ", rd_session_dir(), wpid);
+  CHECK(strstr(out, want) != NULL);
+  CHECK(strstr(out, " stack_probe_wait at rt_test.c:") != NULL && strstr(out, " stack_probe_impl at rt_test.c:") != NULL);
+  CHECK(strstr(out, "driver pid ") == NULL);   /* that process alone */
+  CHECK_EQ(run_cli("stack --local", out, sizeof(out)), 0);
+  snprintf(want, sizeof(want), "driver pid %d:", (int)getpid());
+  CHECK(strstr(out, want) != NULL && strstr(out, " t_stack_local at rt_test.c:") != NULL);   /* here, in run_cli */
+  CHECK(run_cli("stack --local --pid 1", out, sizeof(out)) == 1 && strstr(out, "no driver or worker has pid 1"));
+  static char body[4096];
+  CHECK(http_body(metrics_port(), "/api/stack", body, sizeof(body)) == NULL);   /* no token */
+  CHECK(strstr(body, "401") != NULL && strstr(body, "SESSION/token") != NULL);
+  FILE *f = fopen(flag, "w");
+  CHECK(f != NULL);
+  fclose(f);
+  CHECK_EQ(get_long(r), wpid);
+  rd_shutdown();
+  return 0;
+}
+
 /* Returns its worker's RD_SHARD (or "-"). */
 RD_REMOTE(shard_of) {
   const char *v = getenv("RD_SHARD");
@@ -3217,7 +3301,7 @@ static const rd_test_case tests[] = {
     {"many_tasks", t_many_tasks},   {"chain", t_chain},       {"big_objects", t_big_objects},
     {"spill", t_spill}, {"spill_background", t_spill_background}, {"owner_gone", t_owner_gone},             {"store_full", t_store_full}, {"gpu_packing", t_gpu_packing},
     {"infeasible", t_infeasible},   {"crash_retry", t_crash_retry}, {"timeouts", t_timeouts},
-    {"priority", t_priority},       {"malformed", t_malformed}, {"shutdown_clean", t_shutdown_clean}, {"killed_driver_clean", t_killed_driver_clean}, {"killed_driver_child", t_killed_driver_child},
+    {"priority", t_priority},       {"malformed", t_malformed}, {"shutdown_clean", t_shutdown_clean}, {"killed_driver_clean", t_killed_driver_clean}, {"stack_local", t_stack_local}, {"killed_driver_child", t_killed_driver_child},
     {"threads", t_threads},         {"spawn_fails", t_spawn_fails}, {"spawn_fails_child", t_spawn_fails_child},
     {"workers_crash_at_start", t_workers_crash_at_start}, {"workers_trim", t_workers_trim},
     {"cancel", t_cancel},           {"progress", t_progress}, {"nested_blocked", t_nested_blocked},
