@@ -89,6 +89,21 @@ void rd__wlog_write(rd__wlog *l, const char *p, size_t n) {
   }
 }
 
+void rd__wlog_remove(const char *dir, uint32_t wid, uint32_t job, int pid) {
+  if (!rot_read) {
+    if (rd__log_rotation_conf(&rot_max, &rot_backups) != 0) rot_max = 0, rot_backups = 0;
+    rot_read = 1;
+  }
+  char name[64], path[600];
+  rd__wlog_name(name, sizeof(name), wid, job, pid);
+  for (int which = 0; which < 2; which++)
+    for (int k = 0; k <= rot_backups; k++) {
+      int n = snprintf(path, sizeof(path), "%s/logs/%s.%s", dir, name, which ? "err" : "out");
+      if (k) snprintf(path + n, sizeof(path) - (size_t)n, ".%d", k);
+      if (unlink(path) != 0 && errno == ENOENT && k) break;   /* no older backups */
+    }
+}
+
 void rd__wlog_close(rd__wlog *l) {
   if (l->fd >= 0) close(l->fd);
   l->fd = -1;

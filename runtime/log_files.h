@@ -43,6 +43,9 @@ int rd__wlog_open(rd__wlog *l, const char *dir, uint32_t wid, uint32_t job, int 
  * is logged once and the file given up. */
 void rd__wlog_write(rd__wlog *l, const char *p, size_t n);
 void rd__wlog_close(rd__wlog *l);
+/* Removes a worker's files (.out, .err and their rotated backups): its
+ * node no longer lists it (it left the last RAYDIST_WORKERS_EXITED_KEPT). */
+void rd__wlog_remove(const char *dir, uint32_t wid, uint32_t job, int pid);
 
 /* 1 when path (without its query) is /api/logs or /api/logs/file. */
 int rd__logs_path(const char *path);

@@ -251,6 +251,10 @@ static void exited_keep(const node_worker *w, int64_t status, int sig) {
   if (!N.exited_max) return;
   if (!N.exited && !(N.exited = calloc(N.exited_max, sizeof(*N.exited)))) return;
   node_exited *e = &N.exited[N.exited_next];
+  /* the oldest makes room: its files go with it, so that a node whose
+   * workers come and go (max_calls, idle ones stopped) keeps the files of
+   * its live workers and of its last exited_max exited ones, no more */
+  if (N.nexited == N.exited_max && N.worker_files) rd__wlog_remove(N.opts.session_dir, e->id, e->job, e->pid);
   N.exited_next = (N.exited_next + 1) % N.exited_max;
   if (N.nexited < N.exited_max) N.nexited++;
   *e = (node_exited){.id = w->id, .job = w->job->id, .gcs_job = w->gcs_job, .pid = w->pid,

@@ -5095,6 +5095,30 @@ static int t_state_hold(void) {
   return 0;
 }
 
+/* Workers that come and go on b (cluster_test.sh worker_files_pruned):
+ * eight `say` tasks there with max_calls 1, each on a worker of its own,
+ * which exits after it. */
+static int t_worker_churn(void) {
+  join();
+  rd_task_opts o;
+  rd_task_opts_init(&o);
+  o.resources = "only_b=0.01";
+  o.max_calls = 1;
+  for (int i = 0; i < 8; i++) {
+    char tag[32];
+    int n = snprintf(tag, sizeof(tag), "churn-%d", i);
+    rd_ref r;
+    CHECK_EQ(rd_submit(say, RD_ARGS(rd_arg_bytes(tag, (size_t)n)), &o, &r), 0);
+    rd_buf b;
+    CHECK_EQ(rd_get(&r, 1, &b, 60000), 0);
+    CHECK(b.size == 2 && !memcmp(b.data, "ok", 2));
+    rd_buf_release(&b);
+    rd_ref_release(r);
+  }
+  rd_shutdown();
+  return 0;
+}
+
 /* For `raydist stack` (cluster_test.sh stack): not inlined, so that each
  * is a frame of its own, named by the node (addr2line: the test is built
  * with hidden visibility, so the dump has only their offsets).  Each waits
@@ -5198,7 +5222,7 @@ int main(int argc, char **argv) {
       {"autoscaler", t_autoscale}, {"backlog_hold", t_backlog_hold},
       {"request_room", t_request_room},
       {"tasks_hold", t_tasks_hold},             {"tasks_open_put", t_tasks_open_put},
-      {"actors_hold", t_actors_hold},           {"state_hold", t_state_hold},           {"state_hold2", t_state_hold2},           {"stack_hold", t_stack_hold},           {"log_rotation", t_log_rotation},
+      {"actors_hold", t_actors_hold},           {"state_hold", t_state_hold},           {"state_hold2", t_state_hold2},           {"stack_hold", t_stack_hold},           {"worker_churn", t_worker_churn},           {"log_rotation", t_log_rotation},
       {"app_metrics", t_app_metrics},
   };
   return rd_test_main(argc, argv, cases, sizeof(cases) / sizeof(cases[0]));

@@ -109,6 +109,8 @@ HEAD_OPTS=
 # the node's log (log_rotation) or in their own files (worker_log_rotation)
 [ "$CASE" = log_rotation ] && export RAYDIST_LOG_TO_STDERR=1
 case "$CASE" in log_rotation | worker_log_rotation) export RAYDIST_ROTATION_MAX_BYTES=100000 RAYDIST_ROTATION_BACKUP_COUNT=2 ;; esac
+# the last 3 exited workers (and their files) kept
+[ "$CASE" = worker_files_pruned ] && export RAYDIST_WORKERS_EXITED_KEPT=3
 # and the nodes their own copies after 1 s
 [ "$CASE" = code_gc ] && export RAYDIST_GCS_CODE_TTL_S=1 RAYDIST_CODE_CACHE_TTL_S=1 RAYDIST_LOG_LEVEL=2 &&
   HEAD_OPTS="--log-level 2"
@@ -1789,6 +1791,26 @@ PY
     [ "$(wc -l < "$RAYDIST_TMPDIR/kept")" -ge 1000 ] || fail "$CASE: under 1000 lines kept"
     [ "$(grep -c . "$W.1")" = "$(grep -c '^say-lots round [0-9]* line [0-9]* 0*$' "$W.1")" ] ||
       fail "$CASE: a line cut in $W.1"
+    ;;
+  worker_files_pruned)
+    # eight workers on b, one task each (max_calls 1): b keeps the files of
+    # the last 3 that exited (RAYDIST_WORKERS_EXITED_KEPT=3), those of the
+    # others go as they leave the list
+    RAYDIST_LOG_TO_DRIVER=0 "$T" worker_churn || fail "$CASE: the driver"
+    B="$ROOT/node-127.0.0.2"
+    for i in $(seq 1 50); do
+      [ "$("$R" list workers --state exited | grep -c 'it ran its function')" -ge 3 ] &&
+        [ "$(grep -l '^say churn-' "$B"/logs/worker-*.out 2>/dev/null | wc -l)" -le 3 ] && break
+      sleep 0.1
+    done
+    ls -l "$B/logs"
+    KEPT=$(grep -l '^say churn-' "$B"/logs/worker-*.out 2>/dev/null | wc -l)
+    [ "$KEPT" -le 3 ] && [ "$KEPT" -ge 1 ] || fail "$CASE: $KEPT workers' files of the 8 kept, not 1 to 3"
+    grep -q '^say churn-7 stdout 2$' "$B"/logs/worker-*.out || fail "$CASE: the last worker's file not kept"
+    grep -q '^say churn-0 ' "$B"/logs/worker-*.out && fail "$CASE: the first worker's file kept"
+    [ "$(ls "$B"/logs/worker-*.err | wc -l)" = "$(ls "$B"/logs/worker-*.out | wc -l)" ] ||
+      fail "$CASE: .out and .err not removed together"
+    echo "ok: $KEPT of 8 workers' files kept on b"
     ;;
   log_rotation)
     # 480 KB of worker output on b, over 3.6 s: b's node.log is rotated
