@@ -26,6 +26,12 @@ static int rot_read;   /* the rotation settings, read at the first file (the nod
 static uint64_t rot_max;
 static int rot_backups;
 
+static void rot_conf(void) {
+  if (rot_read) return;
+  if (rd__log_rotation_conf(&rot_max, &rot_backups) != 0) rot_max = 0, rot_backups = 0;
+  rot_read = 1;
+}
+
 void rd__wlog_name(char *out, size_t len, uint32_t wid, uint32_t job, int pid) {
   snprintf(out, len, "worker-%08" PRIx32 "-%" PRIu32 "-%d", wid, job, pid);
 }
@@ -33,10 +39,7 @@ void rd__wlog_name(char *out, size_t len, uint32_t wid, uint32_t job, int pid) {
 int rd__wlog_open(rd__wlog *l, const char *dir, uint32_t wid, uint32_t job, int pid, int which) {
   l->fd = -1;
   l->size = 0;
-  if (!rot_read) {
-    if (rd__log_rotation_conf(&rot_max, &rot_backups) != 0) rot_max = 0, rot_backups = 0;
-    rot_read = 1;
-  }
+  rot_conf();
   int n = snprintf(l->path, sizeof(l->path), "%s/logs", dir);
   if (n < 0 || (size_t)n >= sizeof(l->path) - 64) return errno = ENAMETOOLONG, -1;
   if (mkdir(l->path, 0700) != 0 && errno != EEXIST) return -1;
@@ -90,10 +93,7 @@ void rd__wlog_write(rd__wlog *l, const char *p, size_t n) {
 }
 
 void rd__wlog_remove(const char *dir, uint32_t wid, uint32_t job, int pid) {
-  if (!rot_read) {
-    if (rd__log_rotation_conf(&rot_max, &rot_backups) != 0) rot_max = 0, rot_backups = 0;
-    rot_read = 1;
-  }
+  rot_conf();
   char name[64], path[600];
   rd__wlog_name(name, sizeof(name), wid, job, pid);
   for (int which = 0; which < 2; which++)
