@@ -3361,7 +3361,24 @@ typedef struct code_put {
   uint32_t job_id;
   char err[200];
   uint64_t retry_since;
+  uint32_t submission;      /* its driver's submitted job here (0: none) */
 } code_put;
+
+/* A driver of job `sub` submitted here runs in GCS job `gcs`, which it
+ * `started` (its first driver) or joined: written to the job's directory
+ * (jobs/SUB/gcs_job), which the jobs API reads, so that `ray list jobs`
+ * shows the submission with its job id and not that job a second time as a
+ * DRIVER row.  Nothing when the job's directory is not there. */
+static void note_submission(uint32_t sub, uint32_t gcs, int started) {
+  char dir[700], path[720], text[64];
+  snprintf(dir, sizeof(dir), "%s/jobs/%u", N.opts.session_dir, sub);
+  struct stat st;
+  if (!sub || !gcs || stat(dir, &st) != 0 || !S_ISDIR(st.st_mode)) return;
+  snprintf(path, sizeof(path), "%s/gcs_job", dir);
+  int n = snprintf(text, sizeof(text), "%u %s\n", gcs, started ? "started" : "joined");
+  if (rd__write_file(path, text, (size_t)n) != 0)
+    rd__log(RD_LOG_WARN, "cannot write %s: %s", path, strerror(errno));
+}
 
 static void code_put_work(uv_work_t *w) {
   code_put *p = w->data;
@@ -3395,6 +3412,7 @@ static void code_put_done(uv_work_t *w, int status) {
     j->code_state = 2;
     if (p->status == 0) {
       j->gcs_job_id = p->job_id;
+      note_submission(p->submission, p->job_id, 1);
       rd__log(RD_LOG_INFO, "job %u: executable %s stored in the GCS as %.16s", p->job_id, p->exe, p->hash);
       if (j->drivers == 0) rd__cluster_job_end(j);   /* its driver left meanwhile */
     } else {
@@ -3415,12 +3433,15 @@ static void code_put_done(uv_work_t *w, int status) {
 void rd__cluster_on_driver(node_client *c, const char *exe) {
   node_job *j = c->job;
   if (!C.on || !exe || !*exe || !j) return;
-  if (j->code_state == 1 || (j->code_state == 2 && (j->gcs_job_id || j->gcs_job_adding)))
+  if (j->code_state == 1 || (j->code_state == 2 && (j->gcs_job_id || j->gcs_job_adding))) {
+    note_submission(c->submission, j->gcs_job_id, 0);   /* (while the entry is on its way: not known) */
     return;   /* stored and running (or on its way) for an earlier driver */
+  }
   code_put *p = calloc(1, sizeof(*p));
   if (!p) return;
   snprintf(p->exe, sizeof(p->exe), "%s", exe);
   p->pid = c->pid;
+  p->submission = c->submission;
   p->job = j;
   p->work.data = p;
   if (j->code_state == 2) {   /* a new run of code stored before */

@@ -150,6 +150,16 @@ static void put_job(rd__mbuf *b, const rd_cli_job *j) {
                     "\"entrypoint_resources\": null");
   }
   free(there);
+  /* the GCS job its driver runs in (cluster.c's note_submission), and
+   * whether its driver started it: the state API's ray list jobs shows the
+   * submission with that id instead of a DRIVER row of its own */
+  char *gj = job_file(j->id, "gcs_job"), how[16] = "";
+  unsigned gcs = 0;
+  if (gj && sscanf(gj, "%u %15s", &gcs, how) == 2 && gcs)
+    rd__mbuf_printf(b, ", \"gcs_job_id\": \"%u\", \"gcs_job_started\": %s", gcs, strcmp(how, "started") ? "false" : "true");
+  else
+    rd__mbuf_printf(b, ", \"gcs_job_id\": null, \"gcs_job_started\": false");
+  free(gj);
   char *meta = job_file(j->id, "metadata");   /* written by submit below: JSON it made */
   rd__mbuf_printf(b, ", \"metadata\": %s}", meta ? meta : "{}");
   free(meta);

@@ -2614,6 +2614,7 @@ static void on_hello(node_client *c, Rd__Hello *m) {
     c->pid = m->pid;
     c->job = j;
     c->no_output = m->no_worker_output;
+    c->submission = m->submission <= 1u << 30 ? m->submission : 0;
     j->drivers++;
     /* the latest driver's weight; a bad one (only a broken client sends it) counts as 1 */
     j->weight = m->job_weight > 0 && m->job_weight <= 1000 ? m->job_weight : 1;

@@ -263,6 +263,7 @@ struct node_client {
   node_worker *worker;
   node_job *job;            /* a driver's job (a worker's is worker->job) */
   int no_output;            /* a driver that asked not to get its workers' output (Hello.no_worker_output) */
+  uint32_t submission;      /* a driver of a job submitted here: its number (Hello.submission; 0: none) */
   uint64_t output_dropped;  /* bytes of worker output not sent to it: its socket was too far behind */
   uint64_t *pins;           /* multiset of object ids this client has pinned */
   size_t npins, cappins;

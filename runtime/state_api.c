@@ -194,6 +194,8 @@ typedef struct sa_req {
     const char *log;        /* kept */
   } *wfiles;
   size_t nwfiles, capwfiles;
+  uint32_t *subjobs;        /* GCS jobs a submitted job's driver started: no DRIVER row of their own */
+  size_t nsubjobs, capsubjobs;
   struct {                  /* K_LOGS, K_LOG_FILE: which node's logs, which file */
     char node_id[80], node_ip[64], glob[256], filename[256], actor[80], task[80], sub[128], suffix[8];
     long long pid, lines;
@@ -244,6 +246,7 @@ static void req_free(sa_req *q) {
   free(q->out.p);
   free(q->anodes);
   free(q->wfiles);
+  free(q->subjobs);
   free(q->groups);
   free(q);
 }
@@ -771,19 +774,54 @@ static void submissions_of(sa_req *q, const rd_gcs_node *x, const rd_json *root,
     cell *r = row_new(q);
     if (!r) return;
     for (size_t k = 0; k < q->ncols; k++) set_from_json(q, &r[k], rd_json_get(j, q->cols[k].name));
+    const char *gj = jstr(j, "gcs_job_id");   /* the GCS job its driver runs in, once it has joined */
+    const rd_json *started = rd_json_get(j, "gcs_job_started");
+    if (gj && *gj && started && started->type == RD_JSON_TRUE && q->nsubjobs < 100000) {
+      if (q->nsubjobs == q->capsubjobs) {
+        size_t cap = q->capsubjobs ? 2 * q->capsubjobs : 16;
+        uint32_t *v = realloc(q->subjobs, cap * sizeof(*v));
+        if (!v) return (void)(q->oom = 1);
+        q->subjobs = v;
+        q->capsubjobs = cap;
+      }
+      q->subjobs[q->nsubjobs++] = (uint32_t)strtoul(gj, NULL, 10);
+    }
     const rd_json *pid = rd_json_get(j, "driver_pid");
     if (pid && pid->type == RD_JSON_NUMBER) {
       rd__mbuf b = {0};
       rd__mbuf_printf(&b, "{\"id\":");
-      rd__mbuf_json_cstr(&b, jstr(j, "job_id") ? jstr(j, "job_id") : "");
+      rd__mbuf_json_cstr(&b, gj && *gj ? gj : "");
       rd__mbuf_printf(&b, ",\"node_ip_address\":");
       rd__mbuf_json_cstr(&b, x->ip);
       rd__mbuf_printf(&b, ",\"pid\":\"%.0f\"}", pid->num);
       set_json(q, &r[J_DRIVER], &b);
     }
     set_str(q, &r[J_NODE], x->node_id);
-    r[J_ID].t = V_NULL;   /* the node's own job number, not a GCS job: submission_id names it */
+    r[J_ID].t = V_NULL;   /* not the jobs API's job_id (the node's own number): the GCS job, once known */
+    if (gj && *gj) set_str(q, &r[J_ID], gj);
   }
+}
+
+/* The DRIVER rows of GCS jobs a submission's driver started go: the
+ * SUBMISSION row stands for them, with their job id (Ray lists a submitted
+ * job once). */
+static void drivers_of_submissions_drop(sa_req *q) {
+  size_t w = 0;
+  for (size_t i = 0; i < q->nrows; i++) {
+    cell *r = q->cells + i * q->ncols;
+    int drop = 0;
+    if (r[J_TYPE].t == V_STR && !strcmp(r[J_TYPE].s, "DRIVER") && r[J_ID].t == V_STR) {
+      uint32_t id = (uint32_t)strtoul(r[J_ID].s, NULL, 10);
+      for (size_t k = 0; k < q->nsubjobs && !drop; k++) drop = q->subjobs[k] == id;
+    }
+    if (drop) {
+      q->total--;
+      continue;
+    }
+    if (w != i) memmove(q->cells + w * q->ncols, r, q->ncols * sizeof(*r));
+    w++;
+  }
+  q->nrows = w;
 }
 
 /* A node's store (/api/objects): its largest objects as rows, its totals
@@ -1247,6 +1285,7 @@ static void sa_work(uv_work_t *w) {
     }
     free(js);
     if (!q->code) each_node(q, nodes, n, "/api/jobs/", rd__cluster_token(), RD_JSON_ARRAY, submissions_of);
+    if (!q->code && q->nsubjobs) drivers_of_submissions_drop(q);
   } else if (q->kind == K_WORKERS) {
     each_node(q, nodes, n, "/api/workers?limit=10000", NULL, RD_JSON_OBJECT, workers_of);
   } else if (q->kind == K_OBJECTS) {

@@ -5120,6 +5120,8 @@ int rd__connect_daemon(const char *session, int role, uint32_t worker_id) {
   if (role == 0) {
     h.job_weight = G.job_weight;
     h.no_worker_output = !G.log_to_driver;
+    const char *sub = getenv("RAYDIST_JOB_ID");   /* a submitted job's driver: the node links the two */
+    h.submission = sub && *sub ? (uint32_t)strtoul(sub, NULL, 10) : 0;
     ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
     if (n > 0) exe[n] = 0;
     h.exe = exe;

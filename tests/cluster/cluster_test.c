@@ -5095,6 +5095,14 @@ static int t_state_hold(void) {
   return 0;
 }
 
+/* A driver that joins the cluster and leaves (cluster_test.sh state_api
+ * submits it as a job): its GCS job, and nothing else. */
+static int t_join_leave(void) {
+  join();
+  rd_shutdown();
+  return 0;
+}
+
 /* Workers that come and go on b (cluster_test.sh worker_files_pruned):
  * eight `say` tasks there with max_calls 1, each on a worker of its own,
  * which exits after it. */
@@ -5222,7 +5230,7 @@ int main(int argc, char **argv) {
       {"autoscaler", t_autoscale}, {"backlog_hold", t_backlog_hold},
       {"request_room", t_request_room},
       {"tasks_hold", t_tasks_hold},             {"tasks_open_put", t_tasks_open_put},
-      {"actors_hold", t_actors_hold},           {"state_hold", t_state_hold},           {"state_hold2", t_state_hold2},           {"stack_hold", t_stack_hold},           {"worker_churn", t_worker_churn},           {"log_rotation", t_log_rotation},
+      {"actors_hold", t_actors_hold},           {"state_hold", t_state_hold},           {"state_hold2", t_state_hold2},           {"stack_hold", t_stack_hold},           {"worker_churn", t_worker_churn},         {"join_leave", t_join_leave},           {"log_rotation", t_log_rotation},
       {"app_metrics", t_app_metrics},
   };
   return rd_test_main(argc, argv, cases, sizeof(cases) / sizeof(cases[0]));

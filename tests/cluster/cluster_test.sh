@@ -937,6 +937,13 @@ PY
     hold_start state_hold
     "$R" job submit --name sa-job --follow -- sh -c 'echo state' > "$RAYDIST_TMPDIR/sajob" 2>&1 ||
       { cat "$RAYDIST_TMPDIR/sajob"; fail "state_api: job submit"; }
+    # two submitted C drivers: a copy of the test program (its own GCS job,
+    # which it starts) and the test program itself (the held driver's GCS
+    # job, which it joins: one job per executable and node)
+    cp "$T" "$RAYDIST_TMPDIR/cluster_test_copy"
+    "$R" job submit --name sa-own --follow -- "$RAYDIST_TMPDIR/cluster_test_copy" join_leave > "$RAYDIST_TMPDIR/sajob" 2>&1 &&
+      "$R" job submit --name sa-joins --follow -- "$T" join_leave >> "$RAYDIST_TMPDIR/sajob" 2>&1 ||
+      { cat "$RAYDIST_TMPDIR/sajob"; fail "state_api: the C drivers' job submit"; }
     TOKEN=$(cat "$ROOT/node-127.0.0.1/token")
     export RAY_AUTH_MODE=token RAY_AUTH_TOKEN="$TOKEN" RAY_USAGE_STATS_ENABLED=0
     O="$RAYDIST_TMPDIR/ray.out"
@@ -1025,6 +1032,17 @@ assert sub[0]["driver_info"]["node_ip_address"] == "127.0.0.1" and sub[0]["drive
 drv = j("drivers")
 assert [(x["type"], x["status"], x["driver_info"]["pid"]) for x in drv] == [("DRIVER", "RUNNING", str(pid))], drv
 assert drv[0]["job_id"] == tasks[0]["job_id"] == c[0]["job_id"], (drv, tasks[0], c)
+# a submitted C driver's job: listed once, as its submission with its job
+# id (no DRIVER row of its own); one that joined the held driver's job
+# names that job, whose DRIVER row stays
+own = [x for x in jobs if x["submission_id"] == "sa-own"]
+joins = [x for x in jobs if x["submission_id"] == "sa-joins"]
+assert len(own) == 1 and own[0]["type"] == "SUBMISSION" and own[0]["status"] == "SUCCEEDED" and own[0]["job_id"], own
+assert own[0]["driver_info"]["id"] == own[0]["job_id"], own
+assert [x["type"] for x in jobs if x["job_id"] == own[0]["job_id"]] == ["SUBMISSION"], jobs
+assert len(joins) == 1 and joins[0]["job_id"] == drv[0]["job_id"], (joins, drv)
+assert sorted(x["type"] for x in jobs if x["job_id"] == drv[0]["job_id"]) == ["DRIVER", "SUBMISSION"], jobs
+assert sub[0]["job_id"] is None, sub   # sh runs no driver
 objs = j("objects")
 assert [(o["type"], o["pid"], o["ip"], o["task_status"]) for o in objs] == [("DRIVER", pid, "127.0.0.1", "FINISHED")], objs
 ws = j("workers")
@@ -1126,8 +1144,9 @@ import collections, json, sys
 rows = json.load(open(sys.argv[1]))
 by = collections.Counter((t["job_id"], t["name"]) for t in rows)
 print(sorted(by.items()))
-assert by == {("1", "Tally.add"): 2, ("1", "slow_where"): 1, ("1", "arg_len"): 2, ("1", "wait_file"): 2,
-              ("1", "Tally.wait_file"): 1, ("2", "Tally.add"): 1, ("2", "Tally.wait_file"): 1, ("2", "wait_file"): 1}, by
+j1, j2 = sorted({t["job_id"] for t in rows}, key=int)   # the held driver's job, then the second driver's
+assert by == {(j1, "Tally.add"): 2, (j1, "slow_where"): 1, (j1, "arg_len"): 2, (j1, "wait_file"): 2,
+              (j1, "Tally.wait_file"): 1, (j2, "Tally.add"): 1, (j2, "Tally.wait_file"): 1, (j2, "wait_file"): 1}, by
 assert all(t["state"] == "FINISHED" and t["worker_pid"] > 0 and t["end_time_ms"] for t in rows), rows
 PY
     for i in $(seq 1 50); do
