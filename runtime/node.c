@@ -2860,31 +2860,38 @@ static void client_drop(node_client *c, const char *why) {
   }
 }
 
+/* What c sent, read and handled: at most `rounds` fills of its buffer. */
+static void client_read(node_client *c, int rounds) {
+  for (int i = 0; i < rounds && !c->dead; i++) {
+    int r = rd__conn_fill(&c->conn);
+    if (r == RD_EAGAIN) break;
+    if (r <= 0) {
+      client_drop(c, r == 0 ? "end of stream" : "read error");
+      break;
+    }
+    rd__frame f;
+    int k = 0;
+    while (!c->dead && (k = rd__conn_next(&c->conn, &f)) == 1) handle_frame(c, &f);
+    if (!c->dead && k < 0) {
+      send_error(c, RD_EPROTO, "malformed frame header");
+      client_drop(c, "malformed frame");
+    }
+  }
+}
+
 static void client_on_io(uv_poll_t *h, int status, int events) {
   node_client *c = h->data;
   if (c->dead) return;
   if (status < 0) {
-    client_drop(c, "socket error");
+    /* a peer that closed with frames of ours unread leaves its socket in
+     * error (ECONNRESET) with what it sent last still queued: a driver's
+     * last report (its tasks that finished) was lost so.  Read it first. */
+    client_read(c, 1 << 20);
+    if (!c->dead) client_drop(c, "socket error");
     flush_all();
     return;
   }
-  if (events & UV_READABLE) {
-    for (int rounds = 0; rounds < 16 && !c->dead; rounds++) {
-      int r = rd__conn_fill(&c->conn);
-      if (r == RD_EAGAIN) break;
-      if (r <= 0) {
-        client_drop(c, r == 0 ? "end of stream" : "read error");
-        break;
-      }
-      rd__frame f;
-      int k = 0;
-      while (!c->dead && (k = rd__conn_next(&c->conn, &f)) == 1) handle_frame(c, &f);
-      if (!c->dead && k < 0) {
-        send_error(c, RD_EPROTO, "malformed frame header");
-        client_drop(c, "malformed frame");
-      }
-    }
-  }
+  if (events & UV_READABLE) client_read(c, 16);
   flush_all();
 }
 

@@ -170,6 +170,7 @@ static void on_signal(int sig, siginfo_t *si, void *ctx) {
   p = put_dec(p + 7, (long)getpid());
   char *dot = p;
   memcpy(p, ".tmp", 5);
+  (void)mkdir(dir, 0700);   /* a node with RAYDIST_LOG_TO_STDERR=1 makes none */
   out_fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
   if (out_fd >= 0) {
     char head[64], *h = head;
@@ -195,8 +196,7 @@ void rd__stack_install(const char *session) {
   if (n + sizeof("/logs") > sizeof(dir)) return;   /* too long a path: no dumps */
   if (atomic_load(&busy)) return;
   memcpy(dir, session, n);
-  memcpy(dir + n, "/logs", sizeof("/logs"));
-  (void)mkdir(dir, 0700);
+  memcpy(dir + n, "/logs", sizeof("/logs"));   /* made at the first dump (mkdir is async-signal-safe) */
   if (atomic_exchange(&installed, 1)) return;
   int sig = rd__stack_signal();
   struct sigaction old;

@@ -5095,6 +5095,27 @@ static int t_state_hold(void) {
   return 0;
 }
 
+/* For `raydist list tasks` (cluster_test.sh tasks): three `where` tasks
+ * run to their end, then a wait_file task left live, $RD_READY written, and
+ * no library call (run with RAYDIST_PROGRESS_THREAD=0) until $RD_DONE:
+ * the node's questions meanwhile stay unread when it shuts down. */
+static int t_tasks_last_report(void) {
+  join();
+  const char *ready = getenv("RD_READY"), *done = getenv("RD_DONE");
+  CHECK(ready && done);
+  for (int i = 0; i < 3; i++) {
+    rd_ref r;
+    CHECK_EQ(rd_submit(where, RD_NO_ARGS, NULL, &r), 0);
+    (void)node_of(r);
+  }
+  rd_ref w;
+  CHECK_EQ(rd_submit(wait_file, RD_ARGS(rd_arg_bytes(done, strlen(done))), NULL, &w), 0);
+  say_ready(ready);
+  for (int i = 0; i < 2400 && access(done, F_OK) != 0; i++) usleep(50000);
+  rd_shutdown();   /* the wait_file task abandoned */
+  return 0;
+}
+
 /* A driver that joins the cluster and leaves (cluster_test.sh state_api
  * submits it as a job): its GCS job, and nothing else. */
 static int t_join_leave(void) {
@@ -5230,7 +5251,7 @@ int main(int argc, char **argv) {
       {"autoscaler", t_autoscale}, {"backlog_hold", t_backlog_hold},
       {"request_room", t_request_room},
       {"tasks_hold", t_tasks_hold},             {"tasks_open_put", t_tasks_open_put},
-      {"actors_hold", t_actors_hold},           {"state_hold", t_state_hold},           {"state_hold2", t_state_hold2},           {"stack_hold", t_stack_hold},           {"worker_churn", t_worker_churn},         {"join_leave", t_join_leave},           {"log_rotation", t_log_rotation},
+      {"actors_hold", t_actors_hold},           {"state_hold", t_state_hold},           {"state_hold2", t_state_hold2},           {"stack_hold", t_stack_hold},           {"worker_churn", t_worker_churn},         {"join_leave", t_join_leave},             {"tasks_last_report", t_tasks_last_report},           {"log_rotation", t_log_rotation},
       {"app_metrics", t_app_metrics},
   };
   return rd_test_main(argc, argv, cases, sizeof(cases) / sizeof(cases[0]));
