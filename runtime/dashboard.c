@@ -763,13 +763,13 @@ typedef struct td_entry {
   uint32_t node;            /* where it ran (0: not known) */
   uint32_t job;             /* its owner's GCS job (0: not known) */
   uint32_t client;          /* its owner's client id */
+  uint64_t oseq;            /* its number among what its owner reported (OwnerStats.finished_first + i) */
   char func[64];
 } td_entry;
 
 static td_entry *td_ring;
 static size_t td_next, td_count;   /* the next slot; how many are kept */
 static uint64_t td_total;          /* every one reported, kept or not (its owner's ring full, pushed out here) */
-static uint64_t td_seq;            /* how many were ever put in the ring */
 
 void rd__dashboard_finished_add(const node_client *c, const Rd__OwnerStats *m) {
   td_total += m->finished_dropped + m->n_finished;
@@ -782,8 +782,7 @@ void rd__dashboard_finished_add(const node_client *c, const Rd__OwnerStats *m) {
     td_next = (td_next + 1) % N.tasks_done_max;
     if (td_count < N.tasks_done_max) td_count++;
     *e = (td_entry){f->task_id, f->ret_id, f->actor_id, f->created_ms, f->start_ms, f->end_ms, f->attempt,
-                    f->worker_pid, c->pid, c->role, f->node, job, c->id, ""};
-    td_seq++;
+                    f->worker_pid, c->pid, c->role, f->node, job, c->id, m->finished_first + i, ""};
     snprintf(e->func, sizeof(e->func), "%s", f->func ? f->func : "");
   }
 }
@@ -804,7 +803,6 @@ typedef struct tl_req {
   uint64_t req_id;
   int json, state;          /* state: only these (-1: all) */
   int finished;             /* the tasks finished well too */
-  uint64_t td_mark;         /* td_seq when asked */
   size_t limit;
   rd__dashboard_done done;
   void *arg;
@@ -817,12 +815,14 @@ typedef struct tl_req {
 static tl_req *tl_reqs;
 static uint64_t tl_next_id;
 
-/* Whether the k-th most recent finished task kept, e, is in an answer to q
- * already: its owner reported it after q asked, and had answered q. */
-static int td_answered(const tl_req *q, size_t k, const td_entry *e) {
-  if (k >= td_seq - q->td_mark) return 0;
+/* Whether a finished task kept, e, is in an answer to q already: its owner
+ * answered q, and reported e after that (a report that lands between an
+ * owner's answer and the listing's end is not counted twice; one it sent
+ * before it saw the question is not in its answer, and counts). */
+static int td_answered(const tl_req *q, const td_entry *e) {
   for (size_t i = 0; i < q->nasks; i++)
-    if (q->asks[i].client == e->client) return q->asks[i].answered == 1;
+    if (q->asks[i].client == e->client && q->asks[i].answered == 1)
+      return e->oseq >= q->asks[i].m->finished_reported;
   return 0;
 }
 
@@ -899,7 +899,7 @@ static size_t tl_funcs(const tl_req *q, tally *f) {
   const char *last = NULL;
   for (size_t k = 0; q->finished && k < td_count; k++) {   /* runs of one function: one lookup */
     const td_entry *e = td_recent(k);
-    if (td_answered(q, k, e)) continue;
+    if (td_answered(q, e)) continue;
     if (!last || strcmp(last, e->func) != 0) x = tally_slot(f, &n, last = e->func);
     x->counts[RD_TS_FINISHED]++;
     x->total++;
@@ -971,7 +971,7 @@ static void tl_render(const tl_req *q, rd__mbuf *b) {
   for (size_t k = 0; k < RD_TS_NSTATES; k++) total += counts[k];
   counts[RD_TS_FAILED] = tf_count;
   size_t kept = q->finished ? td_count : 0;   /* those also in an answer aside */
-  for (size_t k = 0; kept && k < td_count && k < td_seq - q->td_mark; k++) kept -= td_answered(q, k, td_recent(k));
+  for (size_t k = 0; kept && k < td_count; k++) kept -= td_answered(q, td_recent(k));
   counts[RD_TS_FINISHED] += kept;
   size_t nfail = tf_shown(q->state, q->limit);
   /* the most recent finished kept here, as rows (their owners may be gone) */
@@ -994,7 +994,7 @@ static void tl_render(const tl_req *q, rd__mbuf *b) {
   size_t n = 0;
   for (size_t k = 0, i = 0; i < nkept && k < td_count; k++) {
     const td_entry *e = td_recent(k);
-    if (td_answered(q, k, e)) continue;
+    if (td_answered(q, e)) continue;
     Rd__TaskInfo *x = &kv[i];
     rd__task_info__init(x);
     x->task_id = e->task_id;
@@ -1176,7 +1176,6 @@ int rd__dashboard_tasks(uv_loop_t *loop, int json, size_t limit, int state, int 
   q->limit = limit;
   q->state = state;
   q->finished = finished = finished || state == RD_TS_FINISHED;
-  q->td_mark = td_seq;
   q->done = done;
   q->arg = arg;
   Rd__TaskListAsk m = RD__TASK_LIST_ASK__INIT;

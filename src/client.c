@@ -2653,11 +2653,13 @@ static void ost_report(uint64_t now, int force, int64_t *wait) {
   m.finished = finp;
   m.finished_dropped = G.done_dropped;
   m.finished_unsent = G.done_n - nfin;
+  m.finished_first = G.done_reported;
   int ok = rd__conn_send(&G.daemon, RD__MSG_TYPE__MSG_OWNER_STATS, &m.base, -1) == 0;
   rd__appm_done(amv, amp, ok);
   free(fin);
   if (!ok) return;
   G.done_n -= nfin;
+  G.done_reported += nfin;
   G.done_dropped = 0;
   G.ost.backlog_sig = sig;
   G.ost.nfails = 0;
@@ -2838,6 +2840,7 @@ static void on_task_list_ask(const Rd__TaskListAsk *m) {
   if (m->finished && G.done_n) tl_finished(&a);
   Rd__TaskList r = RD__TASK_LIST__INIT;
   r.finished = a.finished;
+  r.finished_reported = G.done_reported;   /* those reported after this answer are in it */
   r.req_id = m->req_id;
   r.n_tasks = a.n;
   r.tasks = a.p;
@@ -5385,7 +5388,7 @@ static void ctx_reset(void) {
   free(G.done);
   G.done = NULL;
   G.done_n = G.done_next = 0;
-  G.done_dropped = 0;
+  G.done_dropped = G.done_reported = 0;
   if (G.objs.slots) {
     /* tasks still waiting for arguments live only in their objects' lists;
      * a task can wait on several objects, so mark each before freeing */

@@ -348,6 +348,7 @@ typedef struct rd__ctx {
   struct rd__done *done;        /* tasks finished well not yet reported, a ring (done_n of done_max) */
   size_t done_next, done_n, done_max;
   uint64_t done_dropped;        /* ... and those the ring overwrote unreported since the last report */
+  uint64_t done_reported;       /* how many were ever reported (OwnerStats.finished_first) */
   rd__task *lineage;            /* finished tasks kept to rebuild lost results */
   size_t lineage_bytes, lineage_max;   /* RAYDIST_MAX_LINEAGE_BYTES; 0: keep none */
   struct rd_cq *cqs;            /* live completion queues (rd_cq_create), closed by rd_shutdown */
