@@ -764,6 +764,9 @@ typedef struct td_entry {
   uint32_t job;             /* its owner's GCS job (0: not known) */
   uint32_t client;          /* its owner's client id */
   uint64_t oseq;            /* its number among what its owner reported (OwnerStats.finished_first + i) */
+  uint64_t parent_task;     /* the task whose run submitted it (0: none), its owner's node and pid */
+  uint32_t parent_node;
+  int parent_pid;
   char func[64];
 } td_entry;
 
@@ -782,7 +785,8 @@ void rd__dashboard_finished_add(const node_client *c, const Rd__OwnerStats *m) {
     td_next = (td_next + 1) % N.tasks_done_max;
     if (td_count < N.tasks_done_max) td_count++;
     *e = (td_entry){f->task_id, f->ret_id, f->actor_id, f->created_ms, f->start_ms, f->end_ms, f->attempt,
-                    f->worker_pid, c->pid, c->role, f->node, job, c->id, m->finished_first + i, ""};
+                    f->worker_pid, c->pid, c->role, f->node, job, c->id, m->finished_first + i, f->parent_task,
+                    f->parent_node, f->parent_pid, ""};
     snprintf(e->func, sizeof(e->func), "%s", f->func ? f->func : "");
   }
 }
@@ -1010,6 +1014,9 @@ static void tl_render(const tl_req *q, rd__mbuf *b) {
     x->created_ms = e->created_ms;
     x->start_ms = e->start_ms;
     x->end_ms = e->end_ms;
+    x->parent_task = e->parent_task;
+    x->parent_node = e->parent_node;
+    x->parent_pid = e->parent_pid;
     ko[i] = (tl_ask){0, e->job, e->pid, e->role, 1, NULL};
     rows[n++] = (tl_row){x, &ko[i++]};
   }
@@ -1062,9 +1069,13 @@ static void tl_render(const tl_req *q, rd__mbuf *b) {
                       (unsigned long long)t->actor_id, t->args_pending);
       rd__mbuf_json_cstr(b, t->resources);
       rd__mbuf_printf(b, ",\"retry_in_s\":%.3f,\"owner_pid\":%d,\"job\":%u,\"worker_node\":%u,\"created_ms\":%llu,"
-                         "\"start_ms\":%llu,\"end_ms\":%llu}",
+                         "\"start_ms\":%llu,\"end_ms\":%llu,\"parent\":\"",
                       (double)t->retry_in_ns / 1e9, rows[i].owner->pid, rows[i].owner->job, t->node,
                       (unsigned long long)t->created_ms, (unsigned long long)t->start_ms, (unsigned long long)t->end_ms);
+      if (t->parent_task)   /* as the state API names tasks: NODE-OWNERPID-TASK */
+        rd__mbuf_printf(b, "%04x-%08x-%016llx", t->parent_node & 0xffffu, (unsigned)t->parent_pid,
+                        (unsigned long long)t->parent_task);
+      rd__mbuf_printf(b, "\"}");
     }
     rd__mbuf_printf(b, "],\"failures\":[");
     for (size_t i = 0; i < nfail; i++) {

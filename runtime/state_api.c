@@ -658,7 +658,8 @@ static void task_common(sa_req *q, cell *r, const rd_gcs_node *x, const rd_json 
   set_str(q, &r[TK_NAME], func);
   if (job > 0) set_fmt(q, &r[TK_JOB], "%d", job);
   else set_str(q, &r[TK_JOB], "");
-  set_str(q, &r[TK_PARENT], "");   /* not kept: a str in Ray's schema */
+  const char *parent = jstr(t, "parent");   /* the task whose run submitted it ("" none, or a failure's) */
+  set_str(q, &r[TK_PARENT], parent ? parent : "");
   set_str(q, &r[TK_ACTOR], actor);
   set_str(q, &r[TK_TYPE], actor || is_method(func) ? "ACTOR_TASK" : "NORMAL_TASK");
   set_str(q, &r[TK_FUNC], func);

@@ -1272,6 +1272,8 @@ static int lease_push(rd__lease *l, rd__task *t) {
   m.max_calls = (uint32_t)t->max_calls;
   m.ns = (char *)t->ns;
   m.concurrency_group = (char *)t->cgroup;
+  m.owner_node = G.node_index;
+  m.owner_pid = G.pid;
   m.n_return_ids = (size_t)t->nret;
   m.return_ids = t->ret_ids;
   m.n_args = (size_t)t->nargs;
@@ -1823,6 +1825,9 @@ typedef struct rd__done {
   uint64_t submit_ns, start_ns, end_ns;   /* rd__now_ns: made wall-clock times when listed */
   int attempt, worker_pid;
   uint32_t node;
+  uint32_t parent_node;     /* the task whose run submitted it (parent_task 0: none) */
+  int parent_pid;
+  uint64_t parent_task;
   char func[64];
 } rd__done;
 
@@ -1850,6 +1855,9 @@ static void done_keep(const rd__task *t, const rd__lease *l, uint64_t start, uin
   d->attempt = t->attempt;
   d->worker_pid = l->worker_pid;
   d->node = l->node;
+  d->parent_task = t->parent;
+  d->parent_node = t->parent_node;
+  d->parent_pid = t->parent_pid;
   const char *f = t->func ? t->func : "";
   size_t n = strnlen(f, sizeof(d->func) - 1);
   memcpy(d->func, f, n);
@@ -1877,6 +1885,9 @@ static void done_info(const rd__done *d, Rd__TaskInfo *x, uint64_t now, uint64_t
   x->ret_id = d->ret_id;
   x->node = d->node;
   x->resources = (char *)"";
+  x->parent_task = d->parent_task;
+  x->parent_node = d->parent_node;
+  x->parent_pid = d->parent_pid;
 }
 
 /* The k-th oldest unreported (k < G.done_n). */
@@ -2751,6 +2762,9 @@ static Rd__TaskInfo *tl_add(tl_acc *a, const rd__task *t, int state) {
   x->ret_id = t->nret > 0 ? t->ret_ids[0] : 0;
   x->args_pending = t->deps_pending > 0 ? t->deps_pending : 0;
   x->resources = (char *)"";
+  x->parent_task = t->parent;
+  x->parent_node = t->parent_node;
+  x->parent_pid = t->parent_pid;
   if (t->cls && (state == RD_TS_PENDING_LEASE || state == RD_TS_RETRY_BACKOFF)) {
     rd_res_format(&t->cls->res, res, sizeof(a->res[0]));
     x->resources = res;
@@ -4223,6 +4237,7 @@ static int submit_task(const char *func, rd__sclass *cls, rd__actor *actor, cons
   t->retry_failures = o && o->retry_failures != 0;
   t->max_calls = o ? o->max_calls : 0;
   t->parent = G.is_worker ? rd__worker_current_task() : 0;
+  if (t->parent) rd__worker_current_owner(&t->parent_node, &t->parent_pid);
   t->ns = rd__ns_current();
   t->cgroup = cgroup ? cgroup : "";
   t->bytes = sizeof(*t) + nargs * sizeof(rd__targ) + nlist * sizeof(uint64_t) + bytes;
@@ -5118,7 +5133,7 @@ int rd__connect_daemon(const char *session, int role, uint32_t worker_id) {
   h.version = RD_PROTO_VERSION;
   h.role = role;
   h.worker_id = worker_id;
-  h.pid = getpid();
+  h.pid = G.pid = getpid();
   h.token = G.token;
   if (role == 0) {
     h.job_weight = G.job_weight;

@@ -137,6 +137,8 @@ struct rd__task {
   int retry_failures;       /* rd_task_opts.retry_failures: RD_ETASK uses a retry too */
   int max_calls;            /* rd_task_opts.max_calls, sent with the task */
   uint64_t parent;          /* in a worker: the task whose run submitted it (0: none), cancelled with it */
+  uint32_t parent_node;     /* ... its owner's node index and pid (ray list tasks' parent_task_id) */
+  int parent_pid;
   const char *ns;           /* the submitter's namespace (interned), Task.ns */
   const char *cgroup;       /* an actor call's rd_task_opts.concurrency_group (interned; "": its method's) */
   int cancelled;            /* rd_cancel while in flight: its returns already failed */
@@ -304,6 +306,7 @@ typedef struct rd__ctx {
   uint64_t next_seq, next_task, next_req;
   pid_t daemon_pid;
   char session[256];
+  int pid;                      /* this process's, as its node knows it (Task.owner_pid) */
   uint8_t *rw_base;
   const uint8_t *ro_base;
   uint64_t store_cap;
@@ -410,6 +413,8 @@ void rd__worker_on_task(rd__serve *s, Rd__Task *m);
 void rd__worker_on_cancel(rd__serve *s, uint64_t task_id);
 /* The task (or actor call) this thread runs now in a worker; 0 elsewhere. */
 uint64_t rd__worker_current_task(void);
+/* The owner (node index, pid) of the call this thread runs (0, 0: none). */
+void rd__worker_current_owner(uint32_t *node, int *pid);
 /* Namespaces (client.c).  rd__ns_intern: a copy of ns that lives until the
  * process ends (a few distinct ones), "" for NULL; NULL when out of memory.
  * rd__ns_set_thread: a worker's thread runs a call of namespace ns (NULL:

@@ -60,7 +60,13 @@ struct rd_call {
 static rd_call *running;    /* calls in user code now (G.mu): TaskCancel finds them here */
 static __thread uint64_t cur_task;   /* the call this thread runs (rd__worker_current_task) */
 
+static __thread uint32_t cur_owner_node;   /* ... and its owner's node and pid (Task.owner_node, owner_pid) */
+static __thread int cur_owner_pid;
 uint64_t rd__worker_current_task(void) { return cur_task; }
+void rd__worker_current_owner(uint32_t *node, int *pid) {
+  *node = cur_owner_node;
+  *pid = cur_owner_pid;
+}
 
 /* rd_task_opts.max_calls: how many times each function ran in this process
  * (G.mu), and whether one reached its limit: the reply that says so is the
@@ -515,10 +521,13 @@ static int run_call(rd__wtask *w) {
     running = &call;
     pthread_mutex_unlock(&G.mu);
     cur_task = m->task_id;
+    cur_owner_node = m->owner_node;
+    cur_owner_pid = m->owner_pid;
     rd__ns_set_thread(meth ? A.ns : m->ns);   /* an actor's calls run in its namespace, a task in its submitter's */
     int rc = meth ? meth->fn(&call, A.state) : fn->fn(&call);
     rd__ns_set_thread(NULL);
     cur_task = 0;
+    cur_owner_node = 0, cur_owner_pid = 0;
     pthread_mutex_lock(&G.mu);
     if (fn && count_run(fn, m->max_calls)) {
       /* the node first, so that it never makes this worker idle again (the

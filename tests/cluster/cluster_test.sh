@@ -1314,6 +1314,25 @@ EOF
     [ "$X" -eq 19999 ] || fail "$CASE: the long line came as $X x's, not 19999"
     # and the node that ran it kept it in the worker's file
     cat "$ROOT"/node-127.0.0.2/logs/worker-*.out | grep -qxF "say task-on-b stdout 1" || fail "$CASE: not in a worker file on b"
+    # the task say_nested (run on b) submitted names it as its parent: the
+    # child's row, on b (its owner is b's worker), gives the parent's id as
+    # the head names the parent's row (NODE-OWNERPID-TASK)
+    python3 - "$(cat "$ROOT/node-127.0.0.1/metrics")" "$(cat "$ROOT/node-127.0.0.2/metrics")" <<'PY' || fail "$CASE: parent_task_id"
+import json, sys, time, urllib.request
+get = lambda m: json.load(urllib.request.urlopen("http://" + m + "/api/tasks?state=FINISHED&limit=1000", timeout=10))
+for i in range(50):
+    h, b = get(sys.argv[1]), get(sys.argv[2])
+    par = [t for t in h["tasks"] if t["func"] == "say_nested"]
+    kids = [t for t in b["tasks"] if t["func"] == "say" and t["parent"]]
+    if par and kids:
+        break
+    time.sleep(0.1)
+assert len(par) == 1 and par[0]["parent"] == "", par
+pid = "%04x-%08x-%016x" % (h["node"], par[0]["owner_pid"], par[0]["task_id"])
+assert [k["parent"] for k in kids] == [pid], (pid, kids)
+assert all(t["parent"] == "" for t in h["tasks"]), h["tasks"]   # the driver's own tasks have none
+print("say's parent", pid)
+PY
     # a driver that asks for none gets none
     RAYDIST_LOG_TO_DRIVER=0 "$T" "$CASE" > "$RAYDIST_TMPDIR/out" 2>&1 || fail "$CASE without output"
     grep -q "(pid=" "$RAYDIST_TMPDIR/out" && { cat "$RAYDIST_TMPDIR/out"; fail "$CASE: output with RAYDIST_LOG_TO_DRIVER=0"; }
