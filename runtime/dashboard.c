@@ -708,6 +708,9 @@ void rd__dashboard_objects(rd__mbuf *b, int json, size_t top) {
 #define TF_KEEP 1000
 typedef struct tf_entry {
   uint64_t task_id, ret_id, actor_id, age_ns, at_ns;   /* at_ns: when the node heard (rd__now_ns) */
+  uint64_t parent_task;     /* the task whose run submitted it (0: none), its owner's node and pid */
+  uint32_t parent_node;
+  int parent_pid;
   int status, attempt;
   uint32_t job;             /* its owner's GCS job (0: not known) */
   int pid;                  /* its owner's */
@@ -737,6 +740,9 @@ void rd__dashboard_failures_add(const node_client *c, const Rd__OwnerStats *m) {
     e->task_id = f->task_id;
     e->ret_id = f->ret_id;
     e->actor_id = f->actor_id;
+    e->parent_task = f->parent_task;
+    e->parent_node = f->parent_node;
+    e->parent_pid = f->parent_pid;
     e->age_ns = f->age_ns;
     e->at_ns = now;
     e->status = f->status;
@@ -962,6 +968,14 @@ static void tf_detail(const tf_entry *e, char *out, size_t len) {
   }
 }
 
+/* ,"parent":"NODE-OWNERPID-TASK"} (as the state API names tasks; "" for
+ * none), closing a task's JSON row. */
+static void put_parent(rd__mbuf *b, uint64_t task, uint32_t node, int pid) {
+  if (!task) rd__mbuf_printf(b, ",\"parent\":\"\"}");
+  else
+    rd__mbuf_printf(b, ",\"parent\":\"%04x-%08x-%016llx\"}", node & 0xffffu, (unsigned)pid, (unsigned long long)task);
+}
+
 static void tl_render(const tl_req *q, rd__mbuf *b) {
   uint64_t counts[RD_TS_FINISHED + 1] = {0}, total = 0;
   size_t nrows = 0;
@@ -1069,13 +1083,10 @@ static void tl_render(const tl_req *q, rd__mbuf *b) {
                       (unsigned long long)t->actor_id, t->args_pending);
       rd__mbuf_json_cstr(b, t->resources);
       rd__mbuf_printf(b, ",\"retry_in_s\":%.3f,\"owner_pid\":%d,\"job\":%u,\"worker_node\":%u,\"created_ms\":%llu,"
-                         "\"start_ms\":%llu,\"end_ms\":%llu,\"parent\":\"",
+                         "\"start_ms\":%llu,\"end_ms\":%llu",
                       (double)t->retry_in_ns / 1e9, rows[i].owner->pid, rows[i].owner->job, t->node,
                       (unsigned long long)t->created_ms, (unsigned long long)t->start_ms, (unsigned long long)t->end_ms);
-      if (t->parent_task)   /* as the state API names tasks: NODE-OWNERPID-TASK */
-        rd__mbuf_printf(b, "%04x-%08x-%016llx", t->parent_node & 0xffffu, (unsigned)t->parent_pid,
-                        (unsigned long long)t->parent_task);
-      rd__mbuf_printf(b, "\"}");
+      put_parent(b, t->parent_task, t->parent_node, t->parent_pid);
     }
     rd__mbuf_printf(b, "],\"failures\":[");
     for (size_t i = 0; i < nfail; i++) {
@@ -1088,8 +1099,9 @@ static void tl_render(const tl_req *q, rd__mbuf *b) {
       rd__mbuf_printf(b, ",\"attempt\":%d,\"age_s\":%.3f,\"ago_s\":%.3f,\"owner\":", e->attempt,
                       (double)e->age_ns / 1e9, (double)(now - e->at_ns) / 1e9);
       rd__mbuf_json_cstr(b, e->who);
-      rd__mbuf_printf(b, ",\"actor_id\":\"%016llx\",\"owner_pid\":%d,\"job\":%u}",
-                      (unsigned long long)e->actor_id, e->pid, e->job);
+      rd__mbuf_printf(b, ",\"actor_id\":\"%016llx\",\"owner_pid\":%d,\"job\":%u", (unsigned long long)e->actor_id,
+                      e->pid, e->job);
+      put_parent(b, e->parent_task, e->parent_node, e->parent_pid);
     }
     rd__mbuf_printf(b, "]}\n");
   } else {

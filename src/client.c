@@ -530,6 +530,9 @@ static void task_failure_note(const rd__task *t, int err, const rd__blob *msg) {
   uint64_t now = rd__now_ns();
   f->age_ns = now > t->submit_ns ? now - t->submit_ns : 0;
   f->actor_id = t->actor ? t->actor->id : t->actor_id;
+  f->parent_task = t->parent;
+  f->parent_node = t->parent_node;
+  f->parent_pid = t->parent_pid;
   f->status = err;
   f->attempt = t->attempt;
   snprintf(f->func, sizeof(f->func), "%s", t->func ? t->func : "");
@@ -2636,6 +2639,9 @@ static void ost_report(uint64_t now, int force, int64_t *wait) {
     tf[i].attempt = f->attempt;
     tf[i].age_ns = f->age_ns;
     tf[i].actor_id = f->actor_id;
+    tf[i].parent_task = f->parent_task;
+    tf[i].parent_node = f->parent_node;
+    tf[i].parent_pid = f->parent_pid;
     tfp[i] = &tf[i];
   }
   m.n_failures = G.ost.nfails;

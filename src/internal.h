@@ -282,6 +282,9 @@ typedef struct rd__fnstats {
 #define RD_OST_FAILS_MAX 16
 typedef struct rd__ost_fail {
   uint64_t task_id, ret_id, age_ns, actor_id;
+  uint64_t parent_task;     /* the task whose run submitted it (0: none), its owner's node and pid */
+  uint32_t parent_node;
+  int parent_pid;
   int status, attempt;
   char func[128];
   char err[512];

@@ -1628,6 +1628,7 @@ assert f["where"]["counts"]["FAILED"] == 1 and f["where"]["unfinished"] == 0, f
 assert j["failed_kept"] == 3 and j["failed_total"] == 3 and j["counts"]["FAILED"] == 3, j
 assert {x["func"]: x["status"] for x in j["failures"]} == {"slow_where": "RD_ETASK", "slow_pid": "RD_ETASK", "where": "RD_ECANCELED"}, j["failures"]
 assert all(x["owner"] == "driver pid " + sys.argv[2] and x["ago_s"] >= 0 for x in j["failures"]), j["failures"]
+assert all(x["parent"] == "" for x in j["failures"] + j["tasks"]), j   # the driver's own: no parent
 assert f["arg_len"]["unfinished"] == 3 and f["arg_len"]["counts"]["PENDING_ARGS"] == 3, f
 assert f["wait_file"]["counts"]["RUNNING"] == 1 and f["wait_file"]["unfinished"] == 3, f
 try:
