@@ -35,6 +35,7 @@ typedef struct stack_target {
   uint64_t actor;           /* the actor it hosts (0: none) */
   uint32_t job;             /* its GCS job (0: not known) */
   char exe[512];            /* its executable (/proc/PID/exe): frames of a module named relatively are in it */
+  size_t from, to;          /* its dump in the answer's text (build_text) */
 } stack_target;
 
 typedef struct stack_req {
@@ -82,13 +83,13 @@ typedef struct sym_frame {
   char name[160];           /* " func at file:line" once found */
 } sym_frame;
 
-/* The frames that need a name: lines "PATH(+0xHEX)[0x...]"; a relative
- * PATH (the program, named as its argv[0] was) is exe. */
-static size_t sym_frames(const char *t, size_t len, const char *exe, sym_frame *f, size_t max) {
-  size_t n = 0;
-  for (size_t at = 0; at < len && n < max;) {
-    const char *l = t + at, *e = memchr(l, '\n', len - at);
-    size_t ll = e ? (size_t)(e - l) : len - at;
+/* The frames that need a name in t[from, to): lines "PATH(+0xHEX)[0x...]";
+ * a relative PATH (the program, named as its argv[0] was) is exe.  Into
+ * f[n..max); returns the new n. */
+static size_t sym_frames(const char *t, size_t from, size_t to, const char *exe, sym_frame *f, size_t n, size_t max) {
+  for (size_t at = from; at < to && n < max;) {
+    const char *l = t + at, *e = memchr(l, '\n', to - at);
+    size_t ll = e ? (size_t)(e - l) : to - at;
     const char *p = memmem(l, ll, "(+0x", 4);
     if (p && p > l && (l[0] == '/' || exe[0])) {
       char *end = NULL;
@@ -154,12 +155,15 @@ out:
   free(addrs);
 }
 
-/* text (one process's dump, exe its program) with its module-and-offset
- * frames named, into out. */
-static void symbolize(const rd__mbuf *text, const char *exe, rd__mbuf *out) {
+/* text (the processes' dumps, q->t[i].from..to each) with their
+ * module-and-offset frames named, into out: one addr2line per module,
+ * whichever processes' frames are in it. */
+static void symbolize(const stack_req *q, const rd__mbuf *text, rd__mbuf *out) {
   sym_frame *f = malloc(SYM_MAX * sizeof(*f));
   size_t *idx = malloc(SYM_MAX * sizeof(*idx));
-  size_t n = f && idx ? sym_frames(text->p, text->len, exe, f, SYM_MAX) : 0;
+  size_t n = 0;
+  for (size_t i = 0; f && idx && i < q->n; i++)
+    if (q->t[i].to > q->t[i].from) n = sym_frames(text->p, q->t[i].from, q->t[i].to, q->t[i].exe, f, n, SYM_MAX);
   int *done = calloc(n ? n : 1, sizeof(*done));
   for (size_t i = 0, mods = 0; done && i < n && mods < SYM_MODULES; i++) {
     if (done[i]) continue;
@@ -184,38 +188,39 @@ static void symbolize(const rd__mbuf *text, const char *exe, rd__mbuf *out) {
 /* In the thread pool: the files read (and removed), the frames named. */
 static void build_text(uv_work_t *w) {
   stack_req *q = w->data;
-  rd__mbuf *b = &q->text;
+  rd__mbuf raw = {0};   /* the headers and the dumps, named once all are in */
   char path[600];
-  for (size_t i = 0; i < q->n && !b->oom; i++) {
-    const stack_target *t = &q->t[i];
-    rd__mbuf_printf(b, "%s pid %d", t->role == ROLE_DRIVER ? "driver" : "worker", t->pid);
-    if (t->wid) rd__mbuf_printf(b, " (worker %08x", t->wid);
-    if (t->wid && t->actor) rd__mbuf_printf(b, ", actor %016llx", (unsigned long long)t->actor);
-    if (t->wid) rd__mbuf_printf(b, ")");
-    if (t->job) rd__mbuf_printf(b, ", job %u", t->job);
-    rd__mbuf_printf(b, ":\n");
+  for (size_t i = 0; i < q->n && !raw.oom; i++) {
+    stack_target *t = &q->t[i];
+    rd__mbuf_printf(&raw, "%s pid %d", t->role == ROLE_DRIVER ? "driver" : "worker", t->pid);
+    if (t->wid) rd__mbuf_printf(&raw, " (worker %08x", t->wid);
+    if (t->wid && t->actor) rd__mbuf_printf(&raw, ", actor %016llx", (unsigned long long)t->actor);
+    if (t->wid) rd__mbuf_printf(&raw, ")");
+    if (t->job) rd__mbuf_printf(&raw, ", job %u", t->job);
+    rd__mbuf_printf(&raw, ":\n");
     target_path(q, t->pid, path, sizeof(path));
     int fd = t->answered ? open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW) : -1;
     if (fd < 0) {
-      rd__mbuf_printf(b, "  did not answer within %d s (it blocks signal %d, is stopped, or has a handler of its "
-                         "own for it)\n\n", STACK_WAIT_MS / 1000, q->sig);
+      rd__mbuf_printf(&raw, "  did not answer within %d s (it blocks signal %d, is stopped, or has a handler of its "
+                            "own for it)\n\n", STACK_WAIT_MS / 1000, q->sig);
       continue;
     }
-    rd__mbuf one = {0};   /* its dump, named with its own program */
     char buf[65536];
     size_t total = 0;
     ssize_t got;
+    t->from = raw.len;
     while (total < STACK_FILE_MAX && (got = read(fd, buf, sizeof(buf))) > 0) {
-      rd__mbuf_put(&one, buf, (size_t)got);
+      rd__mbuf_put(&raw, buf, (size_t)got);
       total += (size_t)got;
     }
+    t->to = raw.len;
     close(fd);
     (void)unlink(path);
-    if (one.oom) b->oom = 1;
-    else if (one.len) symbolize(&one, t->exe, b);
-    free(one.p);
-    if (total >= STACK_FILE_MAX) rd__mbuf_printf(b, "... (cut at %u bytes)\n", STACK_FILE_MAX);
+    if (total >= STACK_FILE_MAX) rd__mbuf_printf(&raw, "... (cut at %u bytes)\n", STACK_FILE_MAX);
   }
+  if (raw.oom) q->text.oom = 1;
+  else if (raw.len) symbolize(q, &raw, &q->text);
+  free(raw.p);
 }
 
 static void after_text(uv_work_t *w, int status) {
