@@ -196,20 +196,6 @@ static int head_node_gone(const char *dir, char *gcs, size_t len) {
          rd__read_kv(f, "gcs", gcs, len) == 0 && gcs[0];
 }
 
-static int make_token(const char *path) {
-  unsigned char b[24];
-  int fd = open("/dev/urandom", O_RDONLY | O_CLOEXEC);
-  if (fd < 0 || read(fd, b, sizeof(b)) != (ssize_t)sizeof(b)) {
-    if (fd >= 0) close(fd);
-    return -1;
-  }
-  close(fd);
-  char hex[64];
-  for (size_t i = 0; i < sizeof(b); i++) snprintf(hex + 2 * i, 3, "%02x", b[i]);
-  hex[2 * sizeof(b)] = '\n';
-  return rd__write_file(path, hex, 2 * sizeof(b) + 1);
-}
-
 /* The session directory of a node this machine runs for the cluster at
  * `address` (NULL: any cluster, the head's preferred), and its GCS address. */
 static int local_session(const char *address, char *dir, size_t dirlen, char *gcs, size_t gcslen) {
@@ -364,7 +350,7 @@ int rd__cli_start(int argc, char **argv) {
     printf("the head's node daemon is gone but its GCS runs on at %s: starting the node again\n", gcs_addr);
   } else if (head) {
     snprintf(gcs_addr, sizeof(gcs_addr), "%s:%d", node_ip, port);
-    if (make_token(tokfile) != 0) {
+    if (rd__make_token(tokfile, 24, NULL, 0) != 0) {
       fprintf(stderr, "raydist start: cannot write the cluster token %s\n", tokfile);
       rd__rm_rf(dir);
       return 1;

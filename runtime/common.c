@@ -9,6 +9,7 @@
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <poll.h>
+#include <sys/random.h>
 #include <sys/socket.h>
 #include <stdarg.h>
 #include <signal.h>
@@ -195,6 +196,18 @@ int rd__write_file(const char *path, const void *p, size_t n) {
     n -= (size_t)k;
   }
   return close(fd);
+}
+
+int rd__make_token(const char *path, size_t nbytes, char *out, size_t outlen) {
+  unsigned char b[32];
+  char hex[2 * sizeof(b) + 2];
+  if (nbytes > sizeof(b) || (out && outlen < 2 * nbytes + 1)) return errno = EINVAL, -1;
+  if (getrandom(b, nbytes, 0) != (ssize_t)nbytes) return -1;
+  for (size_t i = 0; i < nbytes; i++) snprintf(hex + 2 * i, 3, "%02x", b[i]);
+  hex[2 * nbytes] = '\n';
+  if (rd__write_file(path, hex, 2 * nbytes + 1) != 0) return -1;
+  if (out) snprintf(out, outlen, "%.*s", (int)(2 * nbytes), hex);
+  return 0;
 }
 
 int rd__read_line(const char *path, char *out, size_t len) {

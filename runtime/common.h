@@ -257,6 +257,11 @@ int rd__write_num_file(const char *path, int v);
 /* Writes n bytes to path (created 0600, or truncated): 0, or -1 with
  * errno when it cannot be opened or written whole. */
 int rd__write_file(const char *path, const void *p, size_t n);
+/* A token of nbytes random bytes (at most 32), in hex, written to path
+ * (0600, a line) and, out not NULL, into out (2 * nbytes + 1 bytes at
+ * least): the cluster's (raydist start --head) and an embedded node's.
+ * 0, or -1 with errno. */
+int rd__make_token(const char *path, size_t nbytes, char *out, size_t outlen);
 /* Read "key=value" from a small text file into out; 0 when found. */
 int rd__read_kv(const char *path, const char *key, char *out, size_t len);
 

@@ -11,7 +11,6 @@
 
 #include <errno.h>
 #include <fcntl.h>
-#include <sys/random.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdio.h>
@@ -3886,20 +3885,14 @@ static void raise_nofile(void) {
 
 /* An embedded node has no cluster token: it makes one of its own, in
  * SESSION/token (0600), that `raydist stack` on this machine reads to ask
- * its stack API (stack_dump.c).  None when that fails (logged). */
+ * its stack API (stack_dump.c).  None when that fails (logged).  One
+ * short write: a reader finds it empty (and skips the node) or whole. */
 static void local_token_make(const char *session) {
-  unsigned char rnd[16];
-  char path[600], tmp[610];
-  if (getrandom(rnd, sizeof(rnd), 0) != (ssize_t)sizeof(rnd)) return;
-  for (size_t i = 0; i < sizeof(rnd); i++) snprintf(N.local_token + 2 * i, 3, "%02x", rnd[i]);
+  char path[600];
   snprintf(path, sizeof(path), "%s/token", session);
-  snprintf(tmp, sizeof(tmp), "%s.tmp", path);
-  int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-  int ok = fd >= 0 && dprintf(fd, "%s\n", N.local_token) == 33;
-  if (fd >= 0 && close(fd) != 0) ok = 0;
-  if (!ok || rename(tmp, path) != 0) {
+  if (rd__make_token(path, 16, N.local_token, sizeof(N.local_token)) != 0) {
     rd__log(RD_LOG_WARN, "cannot write %s: %s (raydist stack cannot reach this node)", path, strerror(errno));
-    (void)unlink(tmp);
+    (void)unlink(path);
     N.local_token[0] = 0;
   }
 }
