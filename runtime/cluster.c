@@ -4051,18 +4051,21 @@ int rd__cluster_token_ok(const char *token) {
   return d == 0;
 }
 
-int rd__cluster_http_gate(const char *api, const char *auth, void (*reply)(void *, int, const char *, size_t),
-                          void *arg) {
+int rd__cluster_http_gate(const char *api, const char *local, const char *auth,
+                          void (*reply)(void *, int, const char *, size_t), void *arg) {
   char msg[200];
-  if (!C.on || !rd__cluster_token()) {
+  int on = C.on && rd__cluster_token(), own = !on && local && *local;
+  if (!on && !own) {
     int n = snprintf(msg, sizeof(msg), "the %s needs a node of a cluster started by `raydist start` (its token guards it)\n",
                      api);
     reply(arg, 403, msg, (size_t)n < sizeof(msg) ? (size_t)n : sizeof(msg) - 1);
     return 0;
   }
-  if (!auth || strncmp(auth, "Bearer ", 7) != 0 || !rd__cluster_token_ok(auth + 7)) {
-    static const char no[] = "send the cluster token as \"Authorization: Bearer TOKEN\"\n";
-    reply(arg, 401, no, sizeof(no) - 1);
+  const char *t = auth && !strncmp(auth, "Bearer ", 7) ? auth + 7 : NULL;
+  if (!t || (own ? strcmp(t, local) != 0 : !rd__cluster_token_ok(t))) {
+    static const char no[] = "send the cluster token as \"Authorization: Bearer TOKEN\"\n",
+                      no_own[] = "send the node's token (SESSION/token) as \"Authorization: Bearer TOKEN\"\n";
+    reply(arg, 401, own ? no_own : no, own ? sizeof(no_own) - 1 : sizeof(no) - 1);
     return 0;
   }
   return 1;

@@ -51,9 +51,11 @@ int rd__cluster_token_ok(const char *token);
 const char *rd__cluster_token(void);
 /* The gate of a node-local HTTP API guarded by the cluster token (the
  * logs, the stacks): 1 when auth is "Bearer TOKEN"; else 0, answered
- * through reply (403 off a cluster, naming `api`; 401 without the token). */
-int rd__cluster_http_gate(const char *api, const char *auth, void (*reply)(void *, int, const char *, size_t),
-                          void *arg);
+ * through reply (403 off a cluster, naming `api`; 401 without the token).
+ * Off a cluster, local (not NULL nor "": an embedded node's own token,
+ * SESSION/token) is the token asked for instead of the 403. */
+int rd__cluster_http_gate(const char *api, const char *local, const char *auth,
+                          void (*reply)(void *, int, const char *, size_t), void *arg);
 /* rd_kv_* on a cluster (through the GCS): 1, answered later; 0 when this
  * node is not part of one. */
 int rd__cluster_kv(node_client *c, const Rd__KvRequest *m);

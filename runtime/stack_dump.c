@@ -274,14 +274,7 @@ int rd__stack_path(const char *path) { return !strcmp(path, "/api/stack"); }
 
 void rd__stack_http(uv_loop_t *loop, const char *session, const char *query, const char *auth, rd__http_reply reply,
                     void *arg) {
-  if (!rd__cluster_on() && N.local_token[0]) {   /* an embedded node: its own token */
-    if (!auth || strncmp(auth, "Bearer ", 7) != 0 || strcmp(auth + 7, N.local_token) != 0) {
-      answer(reply, arg, 401, "send the node's token (SESSION/token) as \"Authorization: Bearer TOKEN\"\n");
-      return;
-    }
-  } else if (!rd__cluster_http_gate("stack API", auth, reply, arg)) {
-    return;
-  }
+  if (!rd__cluster_http_gate("stack API", N.local_token, auth, reply, arg)) return;   /* an embedded node: its own */
   int pid = parse_pid(query);
   if (pid < 0) {
     answer(reply, arg, 400, "the stack API takes pid=P (a driver's or worker's process id) or nothing\n");
