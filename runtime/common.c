@@ -611,6 +611,10 @@ static int state_parse(const char *const *names, int n, const char *s) {
 const char *rd__task_state_name(int state) { return state_name(task_states, RD_TS_FINISHED + 1, state); }
 
 int rd__stack_signal(void) { return SIGRTMIN + 7; }
+
+void rd__task_id_text(char *out, size_t len, uint32_t node, int pid, uint64_t task) {
+  snprintf(out, len, "%04x-%08x-%016llx", node & 0xffffu, (unsigned)pid, (unsigned long long)task);
+}
 int rd__task_state_parse(const char *s) { return state_parse(task_states, RD_TS_FINISHED + 1, s); }
 const char *rd__actor_list_state_name(int state) { return state_name(actor_list_states, RD_AS_NSTATES, state); }
 int rd__actor_list_state_parse(const char *s) { return state_parse(actor_list_states, RD_AS_NSTATES, s); }

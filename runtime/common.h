@@ -78,6 +78,12 @@ const char *rd__task_state_name(int state);
 int rd__stack_signal(void);
 /* The state named s (any case), or -1. */
 int rd__task_state_parse(const char *s);
+/* A task's id as `ray list tasks` names it, NODE-OWNERPID-TASK in hex (its
+ * owner's node index and pid, and its owner's task number), into out (at
+ * least RD_TASK_ID_TEXT bytes): a row's task_id and another's
+ * parent_task_id must match. */
+#define RD_TASK_ID_TEXT 32
+void rd__task_id_text(char *out, size_t len, uint32_t node, int pid, uint64_t task);
 
 /* An actor record's state as `raydist list actors` names it (Ray's names):
  * waiting to be placed or for its first start, restarting after its

@@ -971,9 +971,9 @@ static void tf_detail(const tf_entry *e, char *out, size_t len) {
 /* ,"parent":"NODE-OWNERPID-TASK"} (as the state API names tasks; "" for
  * none), closing a task's JSON row. */
 static void put_parent(rd__mbuf *b, uint64_t task, uint32_t node, int pid) {
-  if (!task) rd__mbuf_printf(b, ",\"parent\":\"\"}");
-  else
-    rd__mbuf_printf(b, ",\"parent\":\"%04x-%08x-%016llx\"}", node & 0xffffu, (unsigned)pid, (unsigned long long)task);
+  char id[RD_TASK_ID_TEXT] = "";
+  if (task) rd__task_id_text(id, sizeof(id), node, pid, task);
+  rd__mbuf_printf(b, ",\"parent\":\"%s\"}", id);
 }
 
 static void tl_render(const tl_req *q, rd__mbuf *b) {

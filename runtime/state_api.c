@@ -652,8 +652,9 @@ static void task_common(sa_req *q, cell *r, const rd_gcs_node *x, const rd_json 
   const char *func = jstr(t, "func");
   const char *actor = actor_or_null(jstr(t, "actor_id"));
   int job = (int)jnum(t, "job");
-  set_fmt(q, &r[TK_ID], "%04x-%08x-%016llx", x->index & 0xffffu, (unsigned)jnum(t, "owner_pid"),
-          (unsigned long long)jnum(t, "task_id"));
+  char id[RD_TASK_ID_TEXT];
+  rd__task_id_text(id, sizeof(id), x->index, (int)jnum(t, "owner_pid"), (uint64_t)jnum(t, "task_id"));
+  set_str(q, &r[TK_ID], id);
   set_int(&r[TK_ATTEMPT], (long long)jnum(t, "attempt"));
   set_str(q, &r[TK_NAME], func);
   if (job > 0) set_fmt(q, &r[TK_JOB], "%d", job);
