@@ -902,14 +902,17 @@ static tally *tally_slot(tally *t, size_t *n, const char *name) {
 }
 
 /* The counts by function over every answer, the failures kept and (asked
- * for) the finished tasks kept (owners' own "(other)" joins the rest). */
-static size_t tl_funcs(const tl_req *q, tally *f) {
+ * for) the finished tasks kept (owners' own "(other)" joins the rest);
+ * how many of those kept are in no answer in *kept. */
+static size_t tl_funcs(const tl_req *q, tally *f, size_t *kept) {
   size_t n = 0;
   tally *x = NULL;
   const char *last = NULL;
+  *kept = 0;
   for (size_t k = 0; q->finished && k < td_count; k++) {   /* runs of one function: one lookup */
     const td_entry *e = td_recent(k);
     if (td_answered(q, e)) continue;
+    ++*kept;
     if (!last || strcmp(last, e->func) != 0) x = tally_slot(f, &n, last = e->func);
     x->counts[RD_TS_FINISHED]++;
     x->total++;
@@ -988,8 +991,8 @@ static void tl_render(const tl_req *q, rd__mbuf *b) {
   }
   for (size_t k = 0; k < RD_TS_NSTATES; k++) total += counts[k];
   counts[RD_TS_FAILED] = tf_count;
-  size_t kept = q->finished ? td_count : 0;   /* those also in an answer aside */
-  for (size_t k = 0; kept && k < td_count; k++) kept -= td_answered(q, td_recent(k));
+  tally *fns = malloc(TALLY_MAX * sizeof(*fns));
+  size_t kept = 0, nfns = fns ? tl_funcs(q, fns, &kept) : 0;   /* kept: those also in an answer aside */
   counts[RD_TS_FINISHED] += kept;
   size_t nfail = tf_shown(q->state, q->limit);
   /* the most recent finished kept here, as rows (their owners may be gone) */
@@ -997,7 +1000,6 @@ static void tl_render(const tl_req *q, rd__mbuf *b) {
   if (nkept > q->limit) nkept = q->limit;
   uint64_t now = rd__now_ns(), wall = rd__wall_ms();
   tl_row *rows = nrows + nkept ? malloc((nrows + nkept) * sizeof(*rows)) : NULL;
-  tally *fns = malloc(TALLY_MAX * sizeof(*fns));
   Rd__TaskInfo *kv = nkept ? malloc(nkept * sizeof(*kv)) : NULL;
   tl_ask *ko = nkept ? malloc(nkept * sizeof(*ko)) : NULL;
   if ((nrows + nkept && !rows) || !fns || (nkept && (!kv || !ko))) {
@@ -1008,7 +1010,6 @@ static void tl_render(const tl_req *q, rd__mbuf *b) {
     b->oom = 1;
     return;
   }
-  size_t nfns = tl_funcs(q, fns);
   size_t n = 0;
   for (size_t k = 0, i = 0; i < nkept && k < td_count; k++) {
     const td_entry *e = td_recent(k);
