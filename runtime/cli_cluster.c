@@ -226,6 +226,16 @@ int rd__cli_local_token(const char *address, char *out, size_t len) {
   return rd__read_line(f, out, len) == 0 && out[0] ? 0 : -1;
 }
 
+/* The token for `raydist CMD`'s HTTP requests to the cluster at address:
+ * the one given (--token, RAYDIST_TOKEN), else this machine's node's of
+ * that cluster.  0, or -1 with why printed. */
+static int cli_http_token(const char *cmd, const char *given, const char *address, char *out, size_t len) {
+  if (given && *given) return snprintf(out, len, "%s", given), 0;
+  if (rd__cli_local_token(address, out, len) == 0) return 0;
+  fprintf(stderr, "raydist %s: no token for the cluster at %s: pass --token or RAYDIST_TOKEN\n", cmd, address);
+  return -1;
+}
+
 static void usage_start(FILE *f) {
   fprintf(f,
           "usage: raydist start --head [--port N] [--node-ip IP] [--gcs-storage memory|file:PATH] [resources]\n"
@@ -1217,9 +1227,7 @@ int rd__cli_logs(int argc, char **argv) {
   rd_gcs_node *nodes = NULL;
   size_t n = 0;
   if (cli_nodes("logs", address, token, abuf, sizeof(abuf), &nodes, &n) != 0) return 1;
-  if (token && *token) snprintf(L.token, sizeof(L.token), "%s", token);
-  else if (rd__cli_local_token(abuf, L.token, sizeof(L.token)) != 0) {
-    fprintf(stderr, "raydist logs: no token for the cluster at %s: pass --token or RAYDIST_TOKEN\n", abuf);
+  if (cli_http_token("logs", token, abuf, L.token, sizeof(L.token)) != 0) {
     free(nodes);
     return 1;
   }
@@ -1340,9 +1348,7 @@ int rd__cli_stack(int argc, char **argv) {
   if (local || ((!address || !*address) && local_session(NULL, sdir, sizeof(sdir), abuf, sizeof(abuf)) != 0))
     return stack_local(path, pid);   /* this machine's embedded nodes: no cluster named, none here */
   if (cli_nodes("stack", address, token, abuf, sizeof(abuf), &nodes, &n) != 0) return 1;
-  if (token && *token) snprintf(tok, sizeof(tok), "%s", token);
-  else if (rd__cli_local_token(abuf, tok, sizeof(tok)) != 0) {
-    fprintf(stderr, "raydist stack: no token for the cluster at %s: pass --token or RAYDIST_TOKEN\n", abuf);
+  if (cli_http_token("stack", token, abuf, tok, sizeof(tok)) != 0) {
     free(nodes);
     return 1;
   }
