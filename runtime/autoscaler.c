@@ -24,6 +24,7 @@
 #include <getopt.h>
 #include <signal.h>
 #include <spawn.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -268,6 +269,29 @@ static void type_failed(int t) {
           k + 1, k ? "es" : "", wait / 1e3);
 }
 
+/* A cluster event (source AUTOSCALER, as Ray's autoscaler's "Adding 1
+ * node(s) of type ...").  Best effort: a GCS that does not answer costs
+ * the event, not the round. */
+static void as_event(const char *severity, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void as_event(const char *severity, const char *fmt, ...) {
+  char msg[RD_GCS_EVENT_MSG_MAX];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(msg, sizeof(msg), fmt, ap);
+  va_end(ap);
+  rd_gcs_cluster_event e = {.source = "AUTOSCALER", .severity = severity, .message = msg, .pid = (int)getpid()};
+  if (rd_gcs_event_add(A.gcs, &e, NULL) != 0)
+    rd__log(RD_LOG_WARN, "cannot record a cluster event (%s): %s", rd_gcs_last_error(), msg);
+}
+
+/* Launch l failed, for the reason in l->why. */
+static void launch_fail(launch *l) {
+  l->state = L_FAILED;
+  A.failed++;
+  rd__log(RD_LOG_ERROR, "launch %u (type '%s') failed: %s", l->id, A.cfg.types[l->type].name, l->why);
+  as_event("ERROR", "Launch %u of a node of type %s failed: %s.", l->id, A.cfg.types[l->type].name, l->why);
+  type_failed(l->type);
+}
 
 /* sh -c cmd with the environment plus vars (NAME=VALUE, NULL-ended; they
  * replace any of the same name); its output goes to ours (the log). */
@@ -319,16 +343,14 @@ static void launch_start(int type) {
   char *vars[] = {v_addr, v_tok, v_type, v_id, NULL};
   l->pid = run_sh(t->launch, vars);
   A.launched++;
-  if (l->pid < 0) {
-    l->pid = 0;
-    l->state = L_FAILED;
-    snprintf(l->why, sizeof(l->why), "its launch command could not be run");
-    A.failed++;
-    type_failed(type);
-  }
-  rd__log(RD_LOG_WARN, "launch %u: starting a node of type '%s' (pid %d)", l->id, t->name, l->pid);
   l->next = A.launches;
   A.launches = l;
+  if (l->pid < 0) {
+    l->pid = 0;
+    snprintf(l->why, sizeof(l->why), "its launch command could not be run");
+    launch_fail(l);
+  }
+  rd__log(RD_LOG_WARN, "launch %u: starting a node of type '%s' (pid %d)", l->id, t->name, l->pid);
 }
 
 /* A node left (drained, or died): its type's terminate command. */
@@ -357,12 +379,9 @@ static void reap(void) {
       if (WIFEXITED(st) && WEXITSTATUS(st) == 0) {
         l->state = L_WAITING;
       } else {
-        l->state = L_FAILED;
-        A.failed++;
         snprintf(l->why, sizeof(l->why), "its launch command %s %d", WIFEXITED(st) ? "exited" : "was killed by signal",
                  WIFEXITED(st) ? WEXITSTATUS(st) : WTERMSIG(st));
-        rd__log(RD_LOG_ERROR, "launch %u (type '%s') failed: %s", l->id, A.cfg.types[l->type].name, l->why);
-        type_failed(l->type);
+        launch_fail(l);
       }
       break;
     }
@@ -408,12 +427,9 @@ static void launches_update(const rd_gcs_node *nodes, size_t nn) {
       if (strstr(mine->death_reason, "drained: ")) A.drained++;   /* let go: it left because it was asked */
       terminate_run(l, mine);
     } else if (!mine && now - l->started_ms > A.cfg.launch_timeout_ms) {
-      l->state = L_FAILED;
-      A.failed++;
       snprintf(l->why, sizeof(l->why), "its node did not join within %llu s",
                (unsigned long long)(A.cfg.launch_timeout_ms / 1000));
-      rd__log(RD_LOG_ERROR, "launch %u (type '%s') failed: %s", l->id, A.cfg.types[l->type].name, l->why);
-      type_failed(l->type);
+      launch_fail(l);
     }
   }
   /* a live node of a known type with a launch id no live launch names */
@@ -722,15 +738,21 @@ static void round_once(void) {
     rd_res_format(&dem[s.plan.infeasible_example].shape, r, sizeof(r));
     rd__log(RD_LOG_WARN, "%u waiting requests no node type can run, e.g. %s%s%s", s.plan.infeasible, r,
             dem[s.plan.infeasible_example].sel[0] ? " with selector " : "", dem[s.plan.infeasible_example].sel);
+    as_event("WARNING", "No node type can run %u waiting request%s, e.g. %s%s%s: add a node type that can.",
+             s.plan.infeasible, s.plan.infeasible == 1 ? "" : "s", r,
+             dem[s.plan.infeasible_example].sel[0] ? " with selector " : "", dem[s.plan.infeasible_example].sel);
     A.bad_config_warned = 1;
   }
 
   /* carry it out */
-  for (size_t t = 0; t < A.cfg.ntypes; t++)
+  for (size_t t = 0; t < A.cfg.ntypes; t++) {
+    if (s.plan.launch[t] > 0)
+      as_event("INFO", "Adding %d node(s) of type %s.", s.plan.launch[t], A.cfg.types[t].name);
     for (int k = 0; k < s.plan.launch[t]; k++) {
       launch_start((int)t);
       starting[t]++;
     }
+  }
   state_save();   /* before anything slow: a process started now must not reuse these ids */
   for (size_t i = 0; i < np; i++) {
     const rd_gcs_node_load *ld = pidx[i] ? load_of(&s, pidx[i]) : NULL;
@@ -740,8 +762,12 @@ static void round_once(void) {
     char why[160];
     snprintf(why, sizeof(why), "idle for %.0f s (autoscaler, type '%s')", pn[i].idle_ms / 1e3,
              A.cfg.types[pn[i].type < 0 ? 0 : pn[i].type].name);
-    if (rd_gcs_drain_node(A.gcs, pidx[i], why) == 0 && drain[i])   /* counted once it has left (a busy one stays) */
+    if (rd_gcs_drain_node(A.gcs, pidx[i], why) == 0 && drain[i]) {   /* counted once it has left (a busy one stays) */
       rd__log(RD_LOG_WARN, "asked node %u to leave: %s", pidx[i], why);
+      if (!pn[i].draining)
+        as_event("INFO", "Removing 1 nodes of type %s (node %u, idle for %.0f s).",
+                 A.cfg.types[pn[i].type < 0 ? 0 : pn[i].type].name, pidx[i], pn[i].idle_ms / 1e3);
+    }
   }
   /* the node types, with their counts, for the nodes' placement */
   rd_gcs_node_type nt[RD_AS_MAX_TYPES];

@@ -920,12 +920,51 @@ static int job_state_parse(const char *s) {
   return !strcasecmp(s, "RUNNING") ? JOB_RUNNING : !strcasecmp(s, "ENDED") ? JOB_ENDED : -1;
 }
 
+static const char *const severities[] = {"DEBUG", "INFO", "WARNING", "ERROR", "FATAL"};
+static int severity_parse(const char *s) {
+  for (int k = 0; k < 5; k++)
+    if (!strcasecmp(s, severities[k])) return k + 1;
+  return -1;
+}
+
+/* raydist list cluster-events: the newest `limit` of the GCS's events (of
+ * severity `only`, 1..5 in severities[]; 0: all), oldest first. */
+static int print_events(rd_gcs *g, int only, size_t limit) {
+  rd_gcs_events ev;
+  int r = rd_gcs_event_list(g, 0, only ? 0 : (uint32_t)limit, &ev);
+  if (r != 0) return r;
+  uint64_t kept = ev.last >= ev.first_kept ? ev.last - ev.first_kept + 1 : 0;
+  printf("cluster events: %llu kept", (unsigned long long)kept);
+  if (kept) printf(" (ids %llu..%llu)", (unsigned long long)ev.first_kept, (unsigned long long)ev.last);
+  if (ev.first_kept > 1) printf(", %llu older dropped", (unsigned long long)(ev.first_kept - 1));
+  printf("\n");
+  size_t match = 0, shown = 0;
+  for (size_t i = 0; i < ev.n; i++) match += !only || !strcmp(ev.ev[i].severity, severities[only - 1]);
+  size_t skip = match > limit ? match - limit : 0;
+  for (size_t i = 0, k = 0; i < ev.n; i++) {
+    const rd_gcs_cluster_event *e = &ev.ev[i];
+    if (only && strcmp(e->severity, severities[only - 1]) != 0) continue;
+    if (k++ < skip) continue;
+    if (!shown++) printf("  %-19s  %-7s  %-10s %5s  %s\n", "TIME", "LEVEL", "SOURCE", "NODE", "MESSAGE");
+    time_t t = (time_t)(e->time_ms / 1000);
+    struct tm tm;
+    char when[32] = "?";
+    if (localtime_r(&t, &tm)) strftime(when, sizeof(when), "%Y-%m-%d %H:%M:%S", &tm);
+    char node[12] = "-";
+    if (e->node_index) snprintf(node, sizeof(node), "%u", e->node_index);
+    printf("  %-19s  %-7s  %-10s %5s  %s\n", when, e->severity, e->source, node, e->message);
+  }
+  if (ev.omitted) printf("  (%llu older events left out of the GCS's answer)\n", (unsigned long long)ev.omitted);
+  rd_gcs_events_free(&ev);
+  return 0;
+}
+
 static int job_newer(const void *a, const void *b) {
   const rd_gcs_job *x = a, *y = b;
   return x->job_id < y->job_id ? 1 : x->job_id > y->job_id ? -1 : 0;
 }
 
-/* raydist list nodes|placement-groups|jobs: the GCS's table, rows in state
+/* raydist list nodes|placement-groups|jobs|cluster-events: the GCS's table, rows in state
  * `only` (0: all), at most limit. */
 static int list_gcs(const char *kind, const char *address, const char *token, int only, size_t limit) {
   char abuf[160];
@@ -957,6 +996,8 @@ static int list_gcs(const char *kind, const char *address, const char *token, in
       }
       free(js);
     }
+  } else if (!strcmp(kind, "cluster-events")) {
+    r = print_events(g, only, limit);
   } else {
     rd_gcs_pg *pgs = NULL;
     size_t n = 0;
@@ -988,7 +1029,9 @@ int rd__cli_list(int argc, char **argv) {
       "       objects            (none: the N largest in each node's store)\n"
       "       nodes              ALIVE, DEAD\n"
       "       placement-groups   PENDING, CREATED, RESCHEDULING, REMOVED\n"
-      "       jobs               RUNNING, ENDED (drivers' runs, newest first; raydist job list: submitted jobs)\n";
+      "       jobs               RUNNING, ENDED (drivers' runs, newest first; raydist job list: submitted jobs)\n"
+      "       cluster-events     DEBUG, INFO, WARNING, ERROR, FATAL (the newest, oldest first: nodes joined and\n"
+      "                          died, the autoscaler's launches, workers that crashed or were killed for memory)\n";
   const char *kind = argc >= 3 ? argv[2] : NULL;
   int (*parse)(const char *) = NULL, gcs = 0;
   if (kind && !strcmp(kind, "tasks")) parse = rd__task_state_parse;
@@ -997,6 +1040,7 @@ int rd__cli_list(int argc, char **argv) {
   else if (kind && !strcmp(kind, "nodes")) parse = node_state_parse, gcs = 1;
   else if (kind && !strcmp(kind, "placement-groups")) parse = pg_state_parse, gcs = 1;
   else if (kind && !strcmp(kind, "jobs")) parse = job_state_parse, gcs = 1;
+  else if (kind && !strcmp(kind, "cluster-events")) parse = severity_parse, gcs = 1;
   else if (!kind || strcmp(kind, "objects") != 0) {
     fprintf(stderr, "raydist list: %s%s%s", kind ? "cannot list '" : "what? ", kind ? kind : "", kind ? "'\n" : "");
     fprintf(stderr, "%s", usage);

@@ -31,6 +31,7 @@
 #include <netinet/tcp.h>
 #include <pthread.h>
 #include <signal.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -78,6 +79,8 @@ enum { STRAT_DEFAULT = 0, STRAT_SPREAD = 1, STRAT_AFFINITY = 2 };
  * started with one set may fail where the job's others run (a set that
  * breaks the program, or one that mends it: LD_LIBRARY_PATH). */
 #define CL_AVOID_MAX 64
+#define EVENTS_WINDOW_NS 60000000000ull   /* rd__cluster_event: at most ... */
+#define EVENTS_PER_WINDOW 30              /* ... this many events a minute from a node */
 typedef struct cl_avoid {
   const node_job *job;      /* this node's record of the job, its base (NULL: a free slot) */
   const node_env *env;      /* the workers' set (interned here), NULL: none */
@@ -283,6 +286,9 @@ static struct {
   rd_gcs_node_type types[RD_GCS_NODE_TYPES_MAX];   /* what the autoscaler can start (the view's) */
   size_t ntypes;
   uint64_t idle_since;      /* idle (node_idle) since (ns; 0: busy) */
+  uint64_t ev_window_ns;    /* rd__cluster_event: this minute's start, */
+  unsigned ev_sent;         /* the events sent in it */
+  uint64_t ev_dropped;      /* and those not */
   char drained[160];        /* leaving for the autoscaler: why ("": not) */
   uint64_t link_failed_at[4096];
   cl_avoid avoid[CL_AVOID_MAX];   /* nodes that could not start a job's workers */
@@ -3481,6 +3487,80 @@ void rd__cluster_job_end(node_job *j) {
   j->gcs_job_id = 0;
   op->work.data = op;
   uv_queue_work(N.loop, &op->work, job_end_work, job_end_done);
+}
+
+/* ---------------------------------------------------------- cluster events */
+
+#define EV_FIELDS 6
+typedef struct event_op {
+  uv_work_t work;
+  int status;
+  uint64_t retry_since;
+  uint64_t time_ms;
+  int pid;
+  char severity[8];
+  char msg[RD_GCS_EVENT_MSG_MAX];
+  char key[EV_FIELDS][32];
+  char value[EV_FIELDS][RD_GCS_EVENT_VALUE_MAX];
+  size_t nfields;
+} event_op;
+
+static void event_work(uv_work_t *w) {
+  event_op *op = w->data;
+  rd_gcs_field f[EV_FIELDS];
+  for (size_t i = 0; i < op->nfields; i++) f[i] = (rd_gcs_field){op->key[i], op->value[i]};
+  rd_gcs_cluster_event e = {.time_ms = op->time_ms, .source = "RAYLET", .severity = op->severity,
+                            .message = op->msg, .node_index = C.index, .pid = op->pid, .fields = f,
+                            .nfields = op->nfields};
+  op->status = rd_gcs_event_add(C.gcs, &e, NULL);
+}
+
+static void event_done(uv_work_t *w, int status) {
+  event_op *op = w->data;
+  if (status == 0 && rd__cluster_gcs_retry(w, event_work, event_done, op->status, &op->retry_since)) return;
+  if (op->status) rd__log(RD_LOG_WARN, "cannot record a cluster event in the GCS (%s): %s", rd_strerror(op->status), op->msg);
+  free(op);
+}
+
+static void event_send(const char *severity, int pid, const char *const *kv, const char *msg) {
+  event_op *op = calloc(1, sizeof(*op));
+  if (!op) return;
+  op->time_ms = rd__wall_ms();
+  op->pid = pid;
+  snprintf(op->severity, sizeof(op->severity), "%s", severity);
+  snprintf(op->msg, sizeof(op->msg), "%s", msg);
+  for (size_t i = 0; kv && kv[2 * i] && op->nfields < EV_FIELDS; i++, op->nfields++) {
+    snprintf(op->key[i], sizeof(op->key[i]), "%s", kv[2 * i]);
+    snprintf(op->value[i], sizeof(op->value[i]), "%s", kv[2 * i + 1] ? kv[2 * i + 1] : "");
+  }
+  op->work.data = op;
+  uv_queue_work(N.loop, &op->work, event_work, event_done);
+}
+
+void rd__cluster_event(const char *severity, int pid, const char *const *kv, const char *fmt, ...) {
+  if (!C.on || C.stopping) return;
+  uint64_t now = rd__now_ns();
+  if (now - C.ev_window_ns >= EVENTS_WINDOW_NS) {   /* a new minute: say first what the last one dropped */
+    if (C.ev_dropped) {
+      char m[160];
+      snprintf(m, sizeof(m), "%llu more events of this node were not recorded (at most %d a minute are).",
+               (unsigned long long)C.ev_dropped, EVENTS_PER_WINDOW);
+      event_send("WARNING", 0, NULL, m);
+    }
+    C.ev_window_ns = now;
+    C.ev_sent = C.ev_dropped = 0;
+  }
+  if (C.ev_sent >= EVENTS_PER_WINDOW) {
+    C.ev_dropped++;
+    return;
+  }
+  C.ev_sent++;
+  char msg[RD_GCS_EVENT_MSG_MAX];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(msg, sizeof(msg), fmt, ap);
+  va_end(ap);
+  event_send(severity, pid, kv, msg);
 }
 
 /* ------------------------------------------------------------- heartbeats */

@@ -1,5 +1,6 @@
 /* runtime/gcs.c - the GCS server: node, actor, placement group, job, code
- * and KV tables and pub/sub of state changes, over gRPC (proto/gcs.proto).
+ * and KV tables, the cluster's events and pub/sub of state changes, over
+ * gRPC (proto/gcs.proto).
  *
  * Every table lives in the rd_gcs_store as packed protobuf records, so a
  * persistent back end keeps the cluster's state; only soft state stays in
@@ -10,12 +11,14 @@
  * register again and gets a new index. */
 #include "gcs.h"
 
+#include <ctype.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
 #include <inttypes.h>
 #include <pthread.h>
 #include <signal.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -32,6 +35,7 @@
 #include "gcs_store.h"
 #include "keeper.h"
 #include "log.h"
+#include "raydist.h"   /* rd_strerror */
 #include "raydist/error.h"
 #include "rpc.h"
 #include "sha256.h"
@@ -45,6 +49,7 @@
 #define T_KV "kv"
 #define T_CODE "code"
 #define T_META "meta"          /* counters that must survive a restart */
+#define T_EVENT "event"        /* cluster events by id, %016x */
 #define MAX_UPLOADS 8
 #define SYNC_MS 1000           /* a persistent store is synced this often */
 #define UPLOAD_IDLE_MS 60000
@@ -119,6 +124,7 @@ typedef struct gcs {
   uint32_t cursor;              /* next index to try */
   uint64_t view_version;
   uint32_t next_job;
+  uint64_t next_event;          /* the last event id handed out */
   uint64_t next_upload;
   gcs_upload uploads[MAX_UPLOADS];
   code_ent *code;               /* every blob of T_CODE */
@@ -217,6 +223,178 @@ static int node_save(gcs *g, const Rd__Gcs__NodeInfo *n) {
   char key[12];
   node_key(key, n->index);
   return rec_put(g, T_NODE, key, &n->base);
+}
+
+/* ---- cluster events ----
+ *
+ * What happened to the cluster, for people (Ray's cluster events): the
+ * GCS's own (a node joined, died, left) and those nodes, the autoscaler
+ * and the job runner send (EventAdd).  Each gets the next id; the newest
+ * RD_GCS_EVENTS_KEEP are kept in T_EVENT: adding event N drops event
+ * N - RD_GCS_EVENTS_KEEP, so the table never holds more. */
+
+static void event_key(char key[20], uint64_t id) { snprintf(key, 20, "%016" PRIx64, id); }
+
+static const char *const event_sources[] = {"GCS", "RAYLET", "AUTOSCALER", "JOBS", "CORE_WORKER", "COMMON"};
+static const char *const event_severities[] = {"INFO", "WARNING", "ERROR", "FATAL", "DEBUG"};
+
+static int one_of(const char *s, const char *const *v, size_t n) {
+  for (size_t i = 0; i < n; i++)
+    if (!strcmp(s, v[i])) return 1;
+  return 0;
+}
+
+/* Numbers e, stamps it (when it has no time) and stores it.  g->mu held. */
+static int event_put(gcs *g, Rd__Gcs__ClusterEvent *e) {
+  char key[20];
+  e->event_id = ++g->next_event;
+  if (!e->time_ms) e->time_ms = rd__wall_ms();
+  event_key(key, e->event_id);
+  int rc = rec_put(g, T_EVENT, key, &e->base);
+  if (rc) rd__log(RD_LOG_ERROR, "gcs: cannot store event %" PRIu64 ": %s", e->event_id, rd_strerror(rc));
+  if (e->event_id > RD_GCS_EVENTS_KEEP) {
+    event_key(key, e->event_id - RD_GCS_EVENTS_KEEP);
+    (void)g->store->ops->del(g->store, T_EVENT, key, strlen(key));
+  }
+  return rc;
+}
+
+/* One of the GCS's own events, about node n (NULL: none).  g->mu held. */
+static void event_gcs(gcs *g, const char *severity, const Rd__Gcs__NodeInfo *n, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+static void event_gcs(gcs *g, const char *severity, const Rd__Gcs__NodeInfo *n, const char *fmt, ...) {
+  char msg[RD_GCS_EVENT_MSG_MAX];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(msg, sizeof(msg), fmt, ap);
+  va_end(ap);
+  Rd__Gcs__ClusterEvent e = RD__GCS__CLUSTER_EVENT__INIT;
+  Rd__Gcs__EventField f[2] = {RD__GCS__EVENT_FIELD__INIT, RD__GCS__EVENT_FIELD__INIT};
+  Rd__Gcs__EventField *fp[2] = {&f[0], &f[1]};
+  e.source = (char *)"GCS";
+  e.severity = (char *)severity;
+  e.message = msg;
+  e.pid = (int32_t)getpid();
+  if (n) {
+    e.node_index = n->index;
+    f[0].key = (char *)"node_id";
+    f[0].value = n->node_id ? n->node_id : (char *)"";
+    f[1].key = (char *)"node_ip";
+    f[1].value = n->ip ? n->ip : (char *)"";
+    e.fields = fp;
+    e.n_fields = 2;
+  }
+  (void)event_put(g, &e);
+}
+
+static int h_event_add(void *arg, rd__rpc_call *call, const ProtobufCMessage *req) {
+  gcs *g = arg;
+  Rd__Gcs__ClusterEvent e = *(const Rd__Gcs__ClusterEvent *)req;   /* strings stay in the request */
+  if (!str_ok(e.source, 32) || !one_of(e.source, event_sources, sizeof(event_sources) / sizeof(*event_sources))) {
+    rd__rpc_fail(call, "event: source must be GCS, RAYLET, AUTOSCALER, JOBS, CORE_WORKER or COMMON");
+    return RD_EINVAL;
+  }
+  if (!str_ok(e.severity, 32) ||
+      !one_of(e.severity, event_severities, sizeof(event_severities) / sizeof(*event_severities))) {
+    rd__rpc_fail(call, "event: severity must be INFO, WARNING, ERROR, FATAL or DEBUG");
+    return RD_EINVAL;
+  }
+  if (!str_ok(e.message, RD_GCS_EVENT_MSG_MAX) || !e.message[0]) {
+    rd__rpc_fail(call, "event: a message of 1..%d bytes", RD_GCS_EVENT_MSG_MAX - 1);
+    return RD_EINVAL;
+  }
+  if (e.node_index > RD_GCS_MAX_NODES || e.n_fields > RD_GCS_EVENT_FIELDS_MAX) {
+    rd__rpc_fail(call, "event: node index 0..%d, at most %d fields", RD_GCS_MAX_NODES, RD_GCS_EVENT_FIELDS_MAX);
+    return RD_EINVAL;
+  }
+  for (size_t i = 0; i < e.n_fields; i++) {
+    const Rd__Gcs__EventField *f = e.fields[i];
+    if (!str_ok(f->key, RD_GCS_EVENT_KEY_MAX) || !f->key[0] || !str_ok(f->value, RD_GCS_EVENT_VALUE_MAX)) {
+      rd__rpc_fail(call, "event: field keys 1..%d bytes, values < %d bytes", RD_GCS_EVENT_KEY_MAX - 1,
+                   RD_GCS_EVENT_VALUE_MAX);
+      return RD_EINVAL;
+    }
+  }
+  if (e.time_ms > rd__wall_ms() + 86400000ull) e.time_ms = 0;   /* a day ahead: a clock gone wrong; ours */
+  /* an event about a node names it as Ray's do (node_id, node_ip), unless
+   * its sender did */
+  Rd__Gcs__EventField nf[2] = {RD__GCS__EVENT_FIELD__INIT, RD__GCS__EVENT_FIELD__INIT};
+  Rd__Gcs__EventField *fp[RD_GCS_EVENT_FIELDS_MAX + 2];
+  int named = 0;
+  for (size_t i = 0; i < e.n_fields; i++) named |= !strcmp(e.fields[i]->key, "node_id");
+  pthread_mutex_lock(&g->mu);
+  int rc = 0;
+  Rd__Gcs__NodeInfo *n = e.node_index && !named ? node_load(g, e.node_index, &rc) : NULL;
+  if (n) {
+    memcpy(fp, e.fields, e.n_fields * sizeof(*fp));
+    nf[0].key = (char *)"node_id";
+    nf[0].value = n->node_id;
+    nf[1].key = (char *)"node_ip";
+    nf[1].value = n->ip;
+    fp[e.n_fields] = &nf[0];
+    fp[e.n_fields + 1] = &nf[1];
+    e.fields = fp;
+    e.n_fields += 2;
+  }
+  rc = event_put(g, &e);
+  pthread_mutex_unlock(&g->mu);
+  if (n) protobuf_c_message_free_unpacked(&n->base, NULL);
+  if (rc) return rc;
+  Rd__Gcs__EventAddReply r = RD__GCS__EVENT_ADD_REPLY__INIT;
+  r.event_id = e.event_id;
+  return rd__rpc_reply(call, &r.base);
+}
+
+typedef struct event_scan {
+  uint64_t after;
+  Rd__Gcs__ClusterEvent **v;    /* ids above after, in id order */
+  size_t n, cap;
+  int rc;
+} event_scan;
+
+static int collect_event(void *arg, const char *key, size_t klen, const void *val, size_t vlen) {
+  event_scan *s = arg;
+  Rd__Gcs__ClusterEvent *e = rd__gcs__cluster_event__unpack(NULL, vlen, val);
+  if (!e) return 0;
+  if (e->event_id <= s->after || (s->rc = grow(&s->v, &s->cap, s->n, sizeof(*s->v))) != 0) {
+    protobuf_c_message_free_unpacked(&e->base, NULL);
+    return s->rc;
+  }
+  s->v[s->n++] = e;
+  return 0;
+}
+
+/* The events with ids above `after`, the newest `limit` of them (0: all
+ * kept), oldest first, as many of the newest as pack into
+ * RD_GCS_EVENTS_REPLY_MAX (`omitted` counts the others). */
+static int h_event_list(void *arg, rd__rpc_call *call, const ProtobufCMessage *req) {
+  gcs *g = arg;
+  const Rd__Gcs__EventListRequest *q = (const void *)req;
+  event_scan s = {.after = q->after};
+  Rd__Gcs__EventListReply r = RD__GCS__EVENT_LIST_REPLY__INIT;
+  pthread_mutex_lock(&g->mu);
+  int rc = g->store->ops->scan(g->store, T_EVENT, "", 0, collect_event, &s);
+  r.last = g->next_event;
+  r.first_kept = r.last > RD_GCS_EVENTS_KEEP ? r.last - RD_GCS_EVENTS_KEEP + 1 : 1;
+  pthread_mutex_unlock(&g->mu);
+  if (!rc) rc = s.rc;
+  size_t from = q->limit && s.n > q->limit ? s.n - q->limit : 0, bytes = 0;
+  if (!rc) {
+    size_t i = s.n;
+    while (i > from) {
+      size_t b = protobuf_c_message_get_packed_size(&s.v[i - 1]->base) + 8;
+      if (bytes + b > RD_GCS_EVENTS_REPLY_MAX) break;
+      bytes += b;
+      i--;
+    }
+    r.omitted = i - from;
+    r.events = s.v + i;
+    r.n_events = s.n - i;
+    rc = rd__rpc_reply(call, &r.base);
+  }
+  for (size_t i = 0; i < s.n; i++) protobuf_c_message_free_unpacked(&s.v[i]->base, NULL);
+  free(s.v);
+  return rc;
 }
 
 /* ---- pub/sub ---- */
@@ -357,6 +535,11 @@ static void node_mark_dead(gcs *g, Rd__Gcs__NodeInfo *n, const char *reason, int
   rd__log(RD_LOG_WARN, "gcs: node %u (%s) %s: %s", n->index, n->ip ? n->ip : "?",
           kind == RD__GCS__EVENT_KIND__EV_NODE_DEAD ? "dead" : "removed", reason);
   publish(g, kind, n->index, 0, 0, reason);
+  if (kind == RD__GCS__EVENT_KIND__EV_NODE_DEAD)
+    event_gcs(g, "ERROR", n, "Node %u (%s) is dead: %s.", n->index, n->ip ? n->ip : "?", reason);
+  else
+    event_gcs(g, "INFO", n, "Node %u (%s) left the cluster: %s.", n->index, n->ip ? n->ip : "?",
+              strncmp(reason, "unregistered: ", 14) ? reason : reason + 14);
   actors_of_dead_node(g, n->index);
   pgs_of_dead_node(g, n->index);
   jobs_of_dead_node(g, n->index);
@@ -375,6 +558,27 @@ static int check_res(rd__rpc_call *call, const Rd__Resources *m, const char *wha
     return RD_EINVAL;
   }
   return 0;
+}
+
+/* "Node 3 (10.0.0.3, host b) joined the cluster with 4 CPU, ...": what Ray
+ * users see as the autoscaler's "Resized to" line.  g->mu held. */
+static void node_joined_event(gcs *g, const Rd__Gcs__NodeInfo *n) {
+  rd_resources r;
+  char res[400] = "";
+  if (n->total && rd__res_amounts_from_msg(n->total, &r) == 0) {   /* "2 CPU, 1 GPU, 23.5 GiB memory, only_b 1" */
+    size_t k = 0;
+    if (r.cpu) k += (size_t)snprintf(res + k, sizeof(res) - k, "%g CPU", rd_res_to_double(r.cpu));
+    if (r.gpu && k < sizeof(res))
+      k += (size_t)snprintf(res + k, sizeof(res) - k, "%s%g GPU", k ? ", " : "", rd_res_to_double(r.gpu));
+    if (r.memory && k < sizeof(res))
+      k += (size_t)snprintf(res + k, sizeof(res) - k, "%s%.1f GiB memory", k ? ", " : "", r.memory / 1073741824.0);
+    for (int i = 0; i < r.ncustom && k < sizeof(res); i++)
+      k += (size_t)snprintf(res + k, sizeof(res) - k, "%s%s %g", k ? ", " : "", r.custom[i].name,
+                            rd_res_to_double(r.custom[i].amount));
+  }
+  event_gcs(g, "INFO", n, "Node %u (%s, host %s) joined the cluster%s%s%s.", n->index, n->ip,
+            n->hostname && n->hostname[0] ? n->hostname : "?", n->is_head ? " as its head" : "",
+            res[0] ? " with " : "", res);
 }
 
 static int h_register(void *arg, rd__rpc_call *call, const ProtobufCMessage *req) {
@@ -443,6 +647,7 @@ static int h_register(void *arg, rd__rpc_call *call, const ProtobufCMessage *req
   g->view_version++;
   meta_save(g);
   publish(g, RD__GCS__EVENT_KIND__EV_NODE_ADDED, idx, 0, 0, "");
+  node_joined_event(g, &n);
   Rd__Gcs__RegisterNodeReply r = RD__GCS__REGISTER_NODE_REPLY__INIT;
   r.index = idx;
   r.node_id = id;
@@ -1837,6 +2042,8 @@ static const rd__rpc_method gcs_methods[] = {
     M("PgPut", pg_info, h_pg_put),
     M("PgGet", pg_key, h_pg_get),
     M("PgList", empty, h_pg_list),
+    M("EventAdd", cluster_event, h_event_add),
+    M("EventList", event_list_request, h_event_list),
     {"/rd.gcs.Gcs/Subscribe", &rd__gcs__empty__descriptor, NULL, &sub_ops},
 };
 #undef M
@@ -1867,6 +2074,14 @@ static int count_rec(void *arg, const char *key, size_t klen, const void *val, s
   return 0;
 }
 
+static int last_event(void *arg, const char *key, size_t klen, const void *val, size_t vlen) {
+  uint64_t *max = arg, id = 0;
+  for (size_t i = 0; i < klen && isxdigit((unsigned char)key[i]); i++)
+    id = id * 16 + (uint64_t)(isdigit((unsigned char)key[i]) ? key[i] - '0' : (key[i] | 0x20) - 'a' + 10);
+  if (id > *max) *max = id;
+  return 0;
+}
+
 /* Picks up the tables a persistent store kept.  Nodes recorded alive get a
  * whole heartbeat timeout from now to be heard from again (they keep the
  * index they had); the view version moves on by one, so subscribers that
@@ -1887,18 +2102,23 @@ static void recover(gcs *g) {
     }
   }
   (void)g->store->ops->scan(g->store, T_JOB, "", 0, last_job, &g->next_job);
+  (void)g->store->ops->scan(g->store, T_EVENT, "", 0, last_event, &g->next_event);
   (void)g->store->ops->scan(g->store, T_CODE, "", 0, code_scan_add, g);   /* idle from now */
   size_t nodes = 0, actors = 0, pgs = 0, keys = 0;
   for (uint32_t i = 1; i <= RD_GCS_MAX_NODES; i++) nodes += g->alive[i];
   (void)g->store->ops->scan(g->store, T_ACTOR, "", 0, count_rec, &actors);
   (void)g->store->ops->scan(g->store, T_PG, "", 0, count_rec, &pgs);
   (void)g->store->ops->scan(g->store, T_KV, "", 0, count_rec, &keys);
-  if (!nodes && !actors && !pgs && !keys && !g->next_job && !g->view_version && !g->ncode) return;
+  if (!nodes && !actors && !pgs && !keys && !g->next_job && !g->view_version && !g->ncode && !g->next_event)
+    return;
   g->view_version++;
   meta_save(g);
   rd__log(RD_LOG_WARN, "gcs: recovered %zu live nodes, %zu actors, %zu placement groups, %zu kv keys, "
           "%u jobs, %zu code blobs (view version %" PRIu64 ")", nodes, actors, pgs, keys, g->next_job, g->ncode,
           g->view_version);
+  event_gcs(g, "WARNING", NULL, "The GCS restarted and recovered its tables: %zu live nodes (each has %d ms to "
+            "beat again), %zu actors, %zu placement groups, %u jobs.", nodes, g->hb_timeout_ms, actors, pgs,
+            g->next_job);
 }
 
 static void usage(FILE *f) {

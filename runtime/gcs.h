@@ -1,8 +1,8 @@
 /* runtime/gcs.h - the global control store server (`raydist gcs`).
  *
  * One process per cluster, on the head node: node table with heartbeat
- * failure detection, actor, job and code tables, a KV store and pub/sub of
- * node and actor changes, all served over gRPC (runtime/proto/gcs.proto) to
+ * failure detection, actor, job and code tables, a KV store, the cluster's
+ * events and pub/sub of node and actor changes, all served over gRPC (runtime/proto/gcs.proto) to
  * token holders.  Table state lives behind rd_gcs_store (gcs_store.h).
  * docs/gcs.md describes the tables, calls and timings. */
 #ifndef RD_RUNTIME_GCS_H
@@ -20,6 +20,12 @@
 #define RD_GCS_SUB_QUEUE 4096           /* events queued per subscriber before it is dropped */
 #define RD_GCS_HB_TIMEOUT_MS 3000
 #define RD_GCS_NODE_TYPES_MAX 16        /* kinds of node the autoscaler starts */
+#define RD_GCS_EVENTS_KEEP 10000        /* cluster events kept (the newest) */
+#define RD_GCS_EVENT_MSG_MAX 1024       /* an event's message is shorter */
+#define RD_GCS_EVENT_FIELDS_MAX 16      /* custom fields of an event */
+#define RD_GCS_EVENT_KEY_MAX 64         /* a field's key is shorter ... */
+#define RD_GCS_EVENT_VALUE_MAX 256      /* ... and its value */
+#define RD_GCS_EVENTS_REPLY_MAX (4u << 20)   /* an EventList answer packs to at most this */
 
 /* `raydist gcs --bind IP:PORT --token-file PATH [--ready-fd FD]
  * [--port-file PATH] [--pid-file PATH] [--storage memory|file:PATH]

@@ -778,6 +778,73 @@ int rd_gcs_pg_get(rd_gcs *g, uint64_t pg_id, const char *name, rd_gcs_pg *out) {
   return rc;
 }
 
+int rd_gcs_event_add(rd_gcs *g, const rd_gcs_cluster_event *e, uint64_t *event_id) {
+  if (e->nfields > RD_GCS_EVENT_FIELDS_MAX) return fail(RD_EINVAL, NULL, 0, "%s", "event: too many fields");
+  Rd__Gcs__ClusterEvent req = RD__GCS__CLUSTER_EVENT__INIT;
+  Rd__Gcs__EventField f[RD_GCS_EVENT_FIELDS_MAX], *fp[RD_GCS_EVENT_FIELDS_MAX];
+  for (size_t i = 0; i < e->nfields; i++) {
+    rd__gcs__event_field__init(&f[i]);
+    f[i].key = (char *)(e->fields[i].key ? e->fields[i].key : "");
+    f[i].value = (char *)(e->fields[i].value ? e->fields[i].value : "");
+    fp[i] = &f[i];
+  }
+  req.time_ms = e->time_ms;
+  req.source = (char *)(e->source ? e->source : "");
+  req.severity = (char *)(e->severity ? e->severity : "");
+  req.message = (char *)(e->message ? e->message : "");
+  req.node_index = e->node_index;
+  req.pid = e->pid;
+  req.fields = fp;
+  req.n_fields = e->nfields;
+  ProtobufCMessage *rep;
+  int rc = call(g, "/rd.gcs.Gcs/EventAdd", &req.base, &rd__gcs__event_add_reply__descriptor, &rep, NULL, 0);
+  if (rc) return rc;
+  if (event_id) *event_id = ((Rd__Gcs__EventAddReply *)rep)->event_id;
+  protobuf_c_message_free_unpacked(rep, NULL);
+  return 0;
+}
+
+int rd_gcs_event_list(rd_gcs *g, uint64_t after, uint32_t limit, rd_gcs_events *out) {
+  memset(out, 0, sizeof(*out));
+  Rd__Gcs__EventListRequest req = RD__GCS__EVENT_LIST_REQUEST__INIT;
+  req.after = after;
+  req.limit = limit;
+  ProtobufCMessage *rep;
+  int rc = call(g, "/rd.gcs.Gcs/EventList", &req.base, &rd__gcs__event_list_reply__descriptor, &rep, NULL, 0);
+  if (rc) return rc;
+  Rd__Gcs__EventListReply *r = (Rd__Gcs__EventListReply *)rep;
+  size_t nf = 0;
+  for (size_t i = 0; i < r->n_events; i++) nf += r->events[i]->n_fields;
+  /* one block: the events, then their fields */
+  rd_gcs_cluster_event *v = r->n_events ? calloc(1, r->n_events * sizeof(*v) + nf * sizeof(rd_gcs_field)) : NULL;
+  rd_gcs_field *f = v ? (rd_gcs_field *)(v + r->n_events) : NULL;
+  if (r->n_events && !v) {
+    protobuf_c_message_free_unpacked(rep, NULL);
+    return fail(RD_ENOMEM, NULL, 0, "%.200s", "out of memory");
+  }
+  for (size_t i = 0, k = 0; i < r->n_events; i++) {
+    const Rd__Gcs__ClusterEvent *e = r->events[i];
+    v[i] = (rd_gcs_cluster_event){.event_id = e->event_id, .time_ms = e->time_ms, .source = e->source,
+                                  .severity = e->severity, .message = e->message, .node_index = e->node_index,
+                                  .pid = e->pid, .fields = f + k, .nfields = e->n_fields};
+    for (size_t j = 0; j < e->n_fields; j++, k++) f[k] = (rd_gcs_field){e->fields[j]->key, e->fields[j]->value};
+  }
+  out->ev = v;
+  out->n = r->n_events;
+  out->first_kept = r->first_kept;
+  out->last = r->last;
+  out->omitted = r->omitted;
+  out->priv = rep;
+  return 0;
+}
+
+void rd_gcs_events_free(rd_gcs_events *l) {
+  if (!l) return;
+  free(l->ev);   /* and the fields after the events */
+  if (l->priv) protobuf_c_message_free_unpacked(l->priv, NULL);
+  memset(l, 0, sizeof(*l));
+}
+
 int rd_gcs_pg_list(rd_gcs *g, rd_gcs_pg **out, size_t *n) {
   *out = NULL;
   *n = 0;

@@ -241,6 +241,38 @@ int rd_gcs_pg_list(rd_gcs *g, rd_gcs_pg **out, size_t *n);
 const char *rd_gcs_pg_state_name(int state);
 const char *rd_gcs_pg_strategy_name(int strategy);
 
+/* Cluster events (Ray's `ray list cluster-events`).  Adding one: source
+ * GCS, RAYLET, AUTOSCALER, JOBS, CORE_WORKER or COMMON; severity INFO,
+ * WARNING, ERROR, FATAL or DEBUG; a message of 1..RD_GCS_EVENT_MSG_MAX-1
+ * bytes; at most RD_GCS_EVENT_FIELDS_MAX fields (Ray's custom_fields);
+ * time_ms 0: the GCS's clock.  RD_EINVAL otherwise.  event_id is the id
+ * it got (NULL: not wanted). */
+typedef struct rd_gcs_field {
+  const char *key, *value;
+} rd_gcs_field;
+typedef struct rd_gcs_cluster_event {
+  uint64_t event_id, time_ms;   /* time: wall clock, ms since the epoch */
+  const char *source, *severity, *message;
+  uint32_t node_index;          /* the node it is about or from; 0: none */
+  int pid;                      /* the process that sent it; 0: none */
+  const rd_gcs_field *fields;
+  size_t nfields;
+} rd_gcs_cluster_event;
+int rd_gcs_event_add(rd_gcs *g, const rd_gcs_cluster_event *e, uint64_t *event_id);
+/* The kept events with ids above `after`, the newest `limit` of them (0:
+ * all), oldest first.  first_kept: the oldest id the GCS still has; last:
+ * the newest it gave; omitted: events left out to keep the answer under
+ * RD_GCS_EVENTS_REPLY_MAX.  Free with rd_gcs_events_free (the strings
+ * live in it). */
+typedef struct rd_gcs_events {
+  rd_gcs_cluster_event *ev;
+  size_t n;
+  uint64_t first_kept, last, omitted;
+  void *priv;
+} rd_gcs_events;
+int rd_gcs_event_list(rd_gcs *g, uint64_t after, uint32_t limit, rd_gcs_events *out);
+void rd_gcs_events_free(rd_gcs_events *l);
+
 /* Pub/sub: cb runs on an internal thread (one per subscription, events in
  * order) for every event until rd_gcs_close.  The subscription is live when
  * this returns 0.  If the stream breaks (GCS restart, subscriber too slow)

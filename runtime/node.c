@@ -10,6 +10,7 @@
 #include "node_internal.h"
 
 #include <errno.h>
+#include <inttypes.h>
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
@@ -245,17 +246,26 @@ static int memory_kill_why(const node_worker *w, char *buf, size_t len) {
   return 1;
 }
 
-/* w exited: kept among the last N.exited_max, with Ray's exit type and why. */
+/* A worker that crashed or that the memory monitor killed is a cluster
+ * event (the others exited as they or the node meant to). */
+static void exited_event(const node_exited *e) {
+  int oom = !strcmp(e->type, "NODE_OUT_OF_MEMORY");
+  if (N.shutting_down || (!oom && strcmp(e->type, "SYSTEM_ERROR") != 0)) return;
+  char job[16], actor[20], worker[16];
+  snprintf(job, sizeof(job), "%u", e->gcs_job);
+  snprintf(actor, sizeof(actor), "%016" PRIx64, e->actor);
+  snprintf(worker, sizeof(worker), "%08x", e->id);
+  const char *kv[] = {"exit_type", e->type, "worker_id", worker, "job_id", e->gcs_job ? job : "",
+                      e->actor ? "actor_id" : NULL, actor, NULL};
+  rd__cluster_event("ERROR", e->pid, kv, "Worker %u (pid %d%s%s%s%s) %s: %s.", e->id, e->pid,
+                    e->gcs_job ? ", job " : "", e->gcs_job ? job : "", e->actor ? ", actor " : "",
+                    e->actor ? actor : "", oom ? "was killed" : "died unexpectedly", e->detail);
+}
+
+/* w exited: kept among the last N.exited_max, with Ray's exit type and why
+ * (and a cluster event when it crashed). */
 static void exited_keep(const node_worker *w, int64_t status, int sig) {
-  if (!N.exited_max) return;
-  if (!N.exited && !(N.exited = calloc(N.exited_max, sizeof(*N.exited)))) return;
-  node_exited *e = &N.exited[N.exited_next];
-  /* the oldest makes room: its files go with it, so that a node whose
-   * workers come and go (max_calls, idle ones stopped) keeps the files of
-   * its live workers and of its last exited_max exited ones, no more */
-  if (N.nexited == N.exited_max && N.worker_files) rd__wlog_remove(N.opts.session_dir, e->id, e->job, e->pid);
-  N.exited_next = (N.exited_next + 1) % N.exited_max;
-  if (N.nexited < N.exited_max) N.nexited++;
+  node_exited x, *e = &x;
   *e = (node_exited){.id = w->id, .job = w->job->id, .gcs_job = w->gcs_job, .pid = w->pid,
                      .actor = w->last_actor, .launch_ms = w->launch_ms, .joined_ms = w->joined_ms,
                      .end_ms = rd__wall_ms()};
@@ -277,6 +287,17 @@ static void exited_keep(const node_worker *w, int64_t status, int sig) {
     e->type = "INTENDED_USER_EXIT";
     snprintf(e->detail, sizeof(e->detail), "exited with status 0%s", w->last_actor ? " (its actor exited)" : "");
   }
+  exited_event(e);
+  if (!N.exited_max) return;
+  if (!N.exited && !(N.exited = calloc(N.exited_max, sizeof(*N.exited)))) return;
+  e = &N.exited[N.exited_next];
+  /* the oldest makes room: its files go with it, so that a node whose
+   * workers come and go (max_calls, idle ones stopped) keeps the files of
+   * its live workers and of its last exited_max exited ones, no more */
+  if (N.nexited == N.exited_max && N.worker_files) rd__wlog_remove(N.opts.session_dir, e->id, e->job, e->pid);
+  N.exited_next = (N.exited_next + 1) % N.exited_max;
+  if (N.nexited < N.exited_max) N.nexited++;
+  *e = x;
 }
 
 static void worker_on_exit(uv_process_t *p, int64_t status, int sig) {
@@ -800,6 +821,8 @@ static void dispatch(void) {
       char why[400];
       snprintf(why, sizeof(why), "%s", j->spawn_error);
       j->spawn_failures = 0;   /* a later request tries again */
+      rd__cluster_event("ERROR", 0, NULL, "Workers for %s cannot start on this node: %s; what waits for one here "
+                        "fails, or goes to another node.", j->exe, why);
       /* in a cluster, other nodes may run it: this one is avoided for the job */
       fail_job_queued(j, RD_ESYS, why, rd__cluster_avoid(j, j->env, 0, why));
     }

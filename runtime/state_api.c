@@ -48,7 +48,7 @@
 #define SA_MAX_FILTERS 16
 #define SA_NODE_MAX_BYTES ((size_t)64 << 20)
 
-enum { K_NODES, K_ACTORS, K_TASKS, K_PGS, K_JOBS, K_OBJECTS, K_WORKERS, K_LOGS, K_LOG_FILE };
+enum { K_NODES, K_ACTORS, K_TASKS, K_PGS, K_JOBS, K_OBJECTS, K_WORKERS, K_EVENTS, K_LOGS, K_LOG_FILE };
 enum { T_STR, T_INT, T_BOOL, T_JSON };          /* a column's type, as Ray's schema has it */
 enum { V_NULL, V_STR, V_INT, V_BOOL, V_JSON };  /* a cell's value (V_JSON: s is JSON text) */
 
@@ -138,6 +138,11 @@ static const col worker_cols[] = {
     {"worker_launched_time_ms", T_INT, 0, 1}, {"start_time_ms", T_INT, 0, 1}, {"end_time_ms", T_INT, 0, 1},
     {"debugger_port", T_INT, 1, 1}, {"num_paused_threads", T_INT, 1, 1}};
 enum { W_ID, W_ALIVE, W_TYPE, W_EXIT, W_NODE, W_IP, W_PID, W_DETAIL, W_LAUNCH, W_LAUNCHED, W_START, W_END };
+
+/* Ray's ClusterEventState */
+static const col event_cols[] = {{"severity", T_STR, 1, 0},    {"time", T_STR, 0, 0},     {"source_type", T_STR, 1, 0},
+                                 {"message", T_STR, 0, 0},     {"event_id", T_STR, 1, 0}, {"custom_fields", T_JSON, 0, 1}};
+enum { E_SEVERITY, E_TIME, E_SOURCE, E_MSG, E_ID, E_FIELDS };
 
 #define NCOLS(a) (sizeof(a) / sizeof((a)[0]))
 
@@ -991,6 +996,49 @@ static void task_log_files(sa_req *q, const rd_gcs_node *nodes, size_t n) {
   }
 }
 
+/* The GCS's cluster events, oldest first: the newest `limit` of them, or
+ * every one kept when filters pick (render keeps the newest that match). */
+static void events_rows(sa_req *q, rd_gcs *g) {
+  rd_gcs_events ev;
+  int rc = rd_gcs_event_list(g, 0, q->nf ? 0 : (uint32_t)q->limit, &ev);
+  if (rc != 0) {
+    q->code = 500;
+    snprintf(q->err, sizeof(q->err), "cannot read the GCS's cluster events: %s", rd_gcs_last_error());
+    return;
+  }
+  q->total = ev.last >= ev.first_kept ? ev.last - ev.first_kept + 1 : 0;
+  if (ev.omitted)
+    rd__mbuf_printf(&q->warn, "%llu older events were left out to keep the GCS's answer under %u MiB",
+                    (unsigned long long)ev.omitted, RD_GCS_EVENTS_REPLY_MAX >> 20);
+  for (size_t i = 0; i < ev.n && !q->oom; i++) {
+    const rd_gcs_cluster_event *e = &ev.ev[i];
+    cell *r = row_new(q);
+    if (!r) break;
+    set_str(q, &r[E_SEVERITY], e->severity);
+    time_t t = (time_t)(e->time_ms / 1000);
+    struct tm tm;
+    char when[32] = "";
+    if (localtime_r(&t, &tm)) strftime(when, sizeof(when), "%Y-%m-%d %H:%M:%S", &tm);   /* Ray's str(datetime) */
+    set_str(q, &r[E_TIME], when);
+    set_str(q, &r[E_SOURCE], e->source);
+    set_str(q, &r[E_MSG], e->message);
+    set_fmt(q, &r[E_ID], "%llu", (unsigned long long)e->event_id);
+    rd__mbuf b = {0};
+    rd__mbuf_printf(&b, "{");
+    for (size_t k = 0; k < e->nfields; k++) {
+      rd__mbuf_printf(&b, "%s", k ? ", " : "");
+      rd__mbuf_json_cstr(&b, e->fields[k].key);
+      rd__mbuf_printf(&b, ": ");
+      rd__mbuf_json_cstr(&b, e->fields[k].value);
+    }
+    if (e->pid) rd__mbuf_printf(&b, "%s\"pid\": %d", e->nfields ? ", " : "", e->pid);
+    if (e->node_index) rd__mbuf_printf(&b, "%s\"node_index\": %u", e->nfields || e->pid ? ", " : "", e->node_index);
+    rd__mbuf_printf(&b, "}");
+    set_json(q, &r[E_FIELDS], &b);
+  }
+  rd_gcs_events_free(&ev);
+}
+
 /* ------------------------------------------------------- filter, render */
 
 static int row_matches(const sa_req *q, const cell *r) {
@@ -1060,12 +1108,16 @@ static void render(sa_req *q) {
     else
       rd__mbuf_printf(b, "\"total_actors\": %llu, \"summary_by\": \"class\"}}}, ", (unsigned long long)sums[0]);
   } else {
-    size_t shown = 0, matched = 0;
+    size_t shown = 0, matched = 0, skip = 0;
     rd__mbuf rows = {0};
+    if (q->kind == K_EVENTS) {   /* the newest that match, oldest first */
+      for (size_t i = 0; i < q->nrows; i++) skip += row_matches(q, q->cells + i * q->ncols);
+      skip = skip > q->limit ? skip - q->limit : 0;
+    }
     for (size_t i = 0; i < q->nrows; i++) {
       const cell *r = q->cells + i * q->ncols;
       if (!row_matches(q, r)) continue;
-      if (matched++ >= q->limit) continue;
+      if (matched++ < skip || matched - skip > q->limit) continue;
       rd__mbuf_printf(&rows, "%s{", shown++ ? ", " : "");
       for (size_t k = 0, sep = 0; k < q->ncols; k++) {
         if (q->cols[k].detail && !q->detail) continue;
@@ -1290,6 +1342,8 @@ static void sa_work(uv_work_t *w) {
     if (!q->code && q->nsubjobs) drivers_of_submissions_drop(q);
   } else if (q->kind == K_WORKERS) {
     each_node(q, nodes, n, "/api/workers?limit=10000", NULL, RD_JSON_OBJECT, workers_of);
+  } else if (q->kind == K_EVENTS) {
+    events_rows(q, g);
   } else if (q->kind == K_OBJECTS) {
     char path[64];   /* a summary counts what it can from the rows too: all of them */
     snprintf(path, sizeof(path), "/api/objects?top=%zu", q->summary || q->nf ? (size_t)SA_MAX_LIMIT : q->limit);
@@ -1613,22 +1667,20 @@ void rd__state_api(uv_loop_t *loop, const char *method, const char *path, const 
                {"placement_groups", K_PGS, 0, pg_cols, NCOLS(pg_cols)},
                {"jobs", K_JOBS, 0, job_cols, NCOLS(job_cols)},
                {"objects", K_OBJECTS, 1, object_cols, NCOLS(object_cols)},
-               {"workers", K_WORKERS, 0, worker_cols, NCOLS(worker_cols)}};
+               {"workers", K_WORKERS, 0, worker_cols, NCOLS(worker_cols)},
+               {"cluster_events", K_EVENTS, 0, event_cols, NCOLS(event_cols)}};
   size_t k = 0;
   while (k < sizeof(kinds) / sizeof(kinds[0]) && strcmp(kinds[k].name, res) != 0) k++;
   if (k == sizeof(kinds) / sizeof(kinds[0])) {
-    static const char *ray_only[] = {"runtime_envs", "cluster_events"};
-    for (size_t i = 0; i < sizeof(ray_only) / sizeof(ray_only[0]); i++)
-      if (!strcmp(res, ray_only[i])) {
-        refuse(reply, arg, 501,
-               "libraydist does not serve Ray's %s through the state API: a node's own events are in its "
-               "node.log (GET /api/v0/logs, raydist logs)",
-               res);
-        return;
-      }
+    if (!strcmp(res, "runtime_envs")) {
+      refuse(reply, arg, 501,
+             "libraydist does not serve Ray's runtime_envs through the state API: a job's environment is what "
+             "`raydist job submit` gave it (raydist job list)");
+      return;
+    }
     refuse(reply, arg, 404,
            "no such resource '%.40s': the state API lists nodes, actors, tasks, placement_groups, jobs, objects, "
-           "workers and logs",
+           "workers, cluster_events and logs",
            res);
     return;
   }

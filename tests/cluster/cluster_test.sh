@@ -823,6 +823,9 @@ PY
                [ "$(metric 127.0.0.3 raydist_cluster_nodes_alive)" = "$1" ] && return 0; sleep 0.1; done; return 1; }
     seen 2 || fail "head_restart: b and c did not see the head die"
     "$R" status | grep -q "2 nodes alive, 1 dead" || { "$R" status; fail "head_restart: the head's death not seen"; }
+    L="$RAYDIST_TMPDIR/hr_events"
+    listed_until 30 "ERROR +GCS +1  Node 1 \(127\.0\.0\.1\) is dead: no heartbeat for [0-9]+ ms \(timeout 2000 ms\)\.$" \
+      list cluster-events || { cat "$L"; fail "head_restart: the head's death is not a cluster event"; }
     "$R" start --head --port 0 --node-ip 127.0.0.1 --num-cpus 2 --object-store-memory 700000000 > "$RAYDIST_TMPDIR/again" 2>&1 ||
       { cat "$RAYDIST_TMPDIR/again"; fail "head_restart: start --head again"; }
     grep -q "head node started again on 127.0.0.1, beside the GCS at $ADDR" "$RAYDIST_TMPDIR/again" ||
@@ -1079,9 +1082,26 @@ PY
       "$RAY" summary actors --address "http://$M" > "$O" 2>&1 && grep -q "total_actors: 3" "$O" &&
         grep -Eq "Tally +ALIVE: 2" "$O" || { cat "$O"; fail "state_api: the actors summary of two nodes"; }
     done
+    # the cluster's events (the GCS's), through Ray's CLI: the three nodes'
+    # joins among them, in Ray's columns; --detail adds custom_fields
+    rl events list cluster-events --address "http://$MC" --limit 1000
+    rl events_detail list cluster-events --address "http://$MH" --detail --filter severity=info
+    python3 - "$J/events" "$J/events_detail" <<'PY' || fail "state_api: ray list cluster-events"
+import json, sys
+rows, detail = json.load(open(sys.argv[1])), json.load(open(sys.argv[2]))
+joined = [r for r in rows if r["source_type"] == "GCS" and " joined the cluster" in r["message"]]
+assert len(joined) == 3 and all({k for k in r if r[k] is not None} == {"severity", "time", "source_type", "message", "event_id"}
+                               for r in rows), rows
+assert [int(r["event_id"]) for r in rows] == sorted(int(r["event_id"]) for r in rows), rows   # oldest first
+assert all(r["severity"] == "INFO" for r in detail) and len(detail) >= 3, detail
+ips = sorted(r["custom_fields"]["node_ip"] for r in detail if " joined the cluster" in r["message"])
+assert ips == ["127.0.0.1", "127.0.0.2", "127.0.0.3"], detail
+assert all(len(r["custom_fields"]["node_id"]) == 32 for r in detail if "node_id" in r["custom_fields"]), detail
+print("state_api: %d cluster events, the joins with their nodes" % len(rows))
+PY
     # what it does not keep, said so; no token, refused
-    "$RAY" list cluster-events --address "http://$MH" > "$O" 2>&1 && { cat "$O"; fail "state_api: ray list cluster-events answered"; }
-    grep -q "does not serve Ray's cluster_events through the state API" "$O" || { cat "$O"; fail "state_api: no reason for cluster-events"; }
+    "$RAY" list runtime-envs --address "http://$MH" > "$O" 2>&1 && { cat "$O"; fail "state_api: ray list runtime-envs answered"; }
+    grep -q "does not serve Ray's runtime_envs through the state API" "$O" || { cat "$O"; fail "state_api: no reason for runtime-envs"; }
     env -u RAY_AUTH_MODE -u RAY_AUTH_TOKEN "$RAY" list nodes --address "http://$MH" > "$O" 2>&1 && { cat "$O"; fail "state_api: no token answered"; }
     grep -q "cluster token" "$O" || { cat "$O"; fail "state_api: no reason for the token"; }
     # bad input: each a 4xx in Ray's envelope, with why
@@ -1122,7 +1142,13 @@ get("/api/v0/nodes?" + "&".join(["filter_keys=state&filter_predicates=%3D&filter
 get("/api/v0/colours", 404, "no such resource 'colours'")
 get("/api/v0/nodes/summarize", 404, "no summary of nodes")
 get("/api/v0/tasks/x/y", 404, "no such path")
-get("/api/v0/cluster_events", 501, "does not serve Ray's cluster_events")
+get("/api/v0/runtime_envs", 501, "does not serve Ray's runtime_envs")
+e = get("/api/v0/cluster_events?limit=1", 200, "")["data"]["result"]
+newest = get("/api/v0/cluster_events?limit=1000", 200, "")["data"]["result"]
+assert e["total"] == newest["total"] >= 3 and len(e["result"]) == 1 and e["result"][0] == newest["result"][-1], (e, newest)
+e = get("/api/v0/cluster_events?filter_keys=source_type&filter_predicates=%21%3D&filter_values=gcs", 200, "")["data"]["result"]
+assert all(r["source_type"] != "GCS" for r in e["result"]), e
+get("/api/v0/cluster_events?filter_keys=message&filter_predicates=%3D&filter_values=x", 400, "Supported filter columns")
 j = get("/api/v0/nodes?filter_keys=STATE&filter_predicates=%3D&filter_values=dead", 200, "")
 assert j["data"]["result"]["num_filtered"] == 0 and j["data"]["result"]["total"] == 3, j
 PY
@@ -1535,6 +1561,22 @@ PY
     # its stderr's last line says why
     "$R" logs worker --pid "$(cat "$RAYDIST_TMPDIR/dead")" --node-ip 127.0.0.2 --err --tail 1 > "$L" &&
       grep -qxF "crash_loudly: about to abort" "$L" || { cat "$L"; fail "logs: the crashed worker's stderr"; }
+    # the crash is a cluster event (Ray's), after the nodes' joins; only
+    # errors with --state error
+    DEAD=$(cat "$RAYDIST_TMPDIR/dead")
+    listed_until 50 "ERROR +RAYLET +2  Worker [0-9]+ \(pid $DEAD, job [0-9]+\) died unexpectedly: killed by signal 6 \(Aborted\)" \
+      list cluster-events --state error || { cat "$L"; fail "logs: the crash is not a cluster event"; }
+    grep -q "INFO" "$L" && { cat "$L"; fail "logs: --state error listed other events"; }
+    "$R" list cluster-events > "$L" || fail "raydist list cluster-events"
+    cat "$L"
+    grep -Eq "^cluster events: [0-9]+ kept \(ids 1\.\.[0-9]+\)$" "$L" || { cat "$L"; fail "logs: the events' count"; }
+    for n in "1 \(127\.0\.0\.1, host [^)]*\) joined the cluster as its head with 2 CPU" "2 \(127\.0\.0\.2, host [^)]*\) joined the cluster with" \
+      "3 \(127\.0\.0\.3, host [^)]*\) joined the cluster with .*only_c"; do
+      grep -Eq "^  [0-9-]+ [0-9:]+  INFO +GCS +[123]  Node $n" "$L" || { cat "$L"; fail "logs: no event 'Node $n'"; }
+    done
+    "$R" list cluster-events --limit 1 > "$L" && [ "$(grep -c "^  20" "$L")" = 1 ] && grep -q "died unexpectedly" "$L" ||
+      { cat "$L"; fail "logs: --limit 1 is not the newest event"; }
+    "$R" list cluster-events --state loud > "$L" 2>&1 && fail "logs: raydist list cluster-events --state loud answered"
     "$R" logs actor > "$L" 2>&1 && fail "logs: raydist logs actor without --id"
     grep -q "\-\-id is needed" "$L" || { cat "$L"; fail "logs: no reason for a missing --id"; }
     touch "$RAYDIST_TMPDIR/done"
@@ -1988,6 +2030,18 @@ PY
     touch "$RAYDIST_TMPDIR/big_job_done"
     listed_until 150 '^  type big: 0 alive, 0 starting' status || { cat "$L"; fail "requested room withdrawn: big nodes stay"; }
     grep -Eq '^  launches: 6 started, 0 failed; 4 nodes let go$' "$L" || { cat "$L"; fail "status: launches after the request"; }
+    # the cluster's events tell the story: 5 big nodes and 1 warm added, the
+    # big ones removed when idle and gone as drained, a request unplaceable
+    "$R" list cluster-events --limit 1000 > "$L" || fail "raydist list cluster-events"
+    cat "$L"
+    add() { sed -n "s/^.*  INFO  *AUTOSCALER  *-  Adding \([0-9]*\) node(s) of type $1\.\$/\1/p" "$L" | awk '{s += $1} END {print s + 0}'; }
+    [ "$(add big)" = 5 ] && [ "$(add warm)" = 1 ] || fail "events: not 5 big and 1 warm nodes added ($(add big), $(add warm))"
+    [ "$(grep -Ec "INFO +AUTOSCALER +-  Removing 1 nodes of type big \(node [0-9]+, idle for [0-9]+ s\)\.$" "$L")" -ge 4 ] ||
+      fail "events: not 4 big nodes removed"
+    [ "$(grep -Ec "INFO +GCS +[0-9]+  Node [0-9]+ \(127\.0\.0\.2[0-9]\) left the cluster: drained: idle for [0-9]+ s \(autoscaler, type 'big'\)\.$" "$L")" = 4 ] ||
+      fail "events: not 4 big nodes left drained"
+    grep -Eq "WARNING +AUTOSCALER +-  No node type can run [0-9]+ waiting requests?, e\.g\. .*: add a node type that can\.$" "$L" ||
+      fail "events: no request said unplaceable"
     ;;
   view_claim)
     "$T" view_claim || fail "view_claim"
@@ -2009,6 +2063,8 @@ PY
     alog | grep -Eq "launch 1: node [0-9]+ \(127\.0\.0\.40\) of type 'late' adopted" || { alog; fail "the late node not adopted"; }
     listed_until 50 '^  launches: 1 started, 1 failed; 0 nodes let go$' status || { cat "$L"; fail "status: launches"; }
     grep -Eq '^  type late: 1 alive, 0 starting \(min 1, max 1\)' "$L" || { cat "$L"; fail "status: type late"; }
+    listed_until 50 "ERROR +AUTOSCALER +-  Launch 1 of a node of type late failed: its node did not join within 1 s\\.$" \
+      list cluster-events || { cat "$L"; fail "events: the launch's failure"; }
     # the autoscaler killed: its keeper starts it again, which picks up the
     # launch and its counts from the GCS and starts nothing more
     AS=$(cat "$H/autoscaler.pid")
@@ -2046,6 +2102,11 @@ PY
     A=$(glog | grep -n "gcs keeper: pid [0-9]* ready again after restart 1" | cut -d: -f1)
     [ -n "$K" ] && [ -n "$V" ] && [ -n "$A" ] && [ "$K" -lt "$V" ] && [ "$V" -lt "$A" ] ||
       { glog; fail "gcs.log: not the keeper's line, then the server's recovery, then the keeper's again"; }
+    # its events survived it (gcs.db), the restart among them
+    "$R" list cluster-events > "$L" || fail "raydist list cluster-events after the GCS restart"
+    grep -Eq "ERROR +AUTOSCALER +-  Launch 1 of a node of type late failed" "$L" &&
+      grep -Eq "WARNING +GCS +-  The GCS restarted and recovered its tables: 4 live nodes" "$L" ||
+      { cat "$L"; fail "events: not kept over the GCS's restart"; }
     for f in gcs autoscaler; do
       [ -f "$H/$f.log.1" ] || fail "$f.log was not rotated"
       [ -e "$H/$f.log.3" ] && fail "$f.log: a third backup kept"

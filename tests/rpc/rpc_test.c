@@ -1273,6 +1273,8 @@ static int t_gcs_fuzz(void) {
       {"PgPut", &rd__gcs__pg_info__descriptor},
       {"PgGet", &rd__gcs__pg_key__descriptor},
       {"PgList", &rd__gcs__empty__descriptor},
+      {"EventAdd", &rd__gcs__cluster_event__descriptor},
+      {"EventList", &rd__gcs__event_list_request__descriptor},
   };
   const size_t ncalls = sizeof(calls) / sizeof(calls[0]);
   const char *e = getenv("RD_FUZZ_ROUNDS");
@@ -1932,6 +1934,133 @@ static int t_gcs_restart(void) {
   return 0;
 }
 
+/* Cluster events: the GCS's own (a node joined, left, died), those sent
+ * with EventAdd (the sender's node named for it), bad ones refused, the
+ * newest RD_GCS_EVENTS_KEEP kept, a big answer cut to its newest. */
+static const rd_gcs_cluster_event *event_find(const rd_gcs_events *ev, const char *words) {
+  for (size_t i = 0; i < ev->n; i++)
+    if (strstr(ev->ev[i].message, words)) return &ev->ev[i];
+  return NULL;
+}
+
+static const char *event_field(const rd_gcs_cluster_event *e, const char *key) {
+  for (size_t i = 0; i < e->nfields; i++)
+    if (!strcmp(e->fields[i].key, key)) return e->fields[i].value;
+  return NULL;
+}
+
+static uint64_t wall_ms(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_REALTIME, &ts);
+  return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
+
+static int t_gcs_events(void) {
+  make_dir();
+  gcs_proc p;
+  gcs_start(&p, 600);
+  rd_gcs *g = connect_ok(&p);
+  rd_gcs_node a, b;
+  node_fill(&a, "127.0.0.2", 4);
+  node_fill(&b, "127.0.0.3", 2);
+  uint32_t ia = 0, ib = 0;
+  char err[256];
+  CHECK_EQ(rd_gcs_register_node(g, &a, &ia, err, sizeof(err)), 0);
+  CHECK_EQ(rd_gcs_register_node(g, &b, &ib, err, sizeof(err)), 0);
+  rd_gcs_events ev;
+  CHECK_EQ(rd_gcs_event_list(g, 0, 0, &ev), 0);
+  CHECK(ev.n == 2 && ev.first_kept == 1 && ev.last == 2 && ev.omitted == 0);
+  const rd_gcs_cluster_event *e = &ev.ev[0];
+  CHECK(e->event_id == 1 && !strcmp(e->source, "GCS") && !strcmp(e->severity, "INFO") && e->node_index == ia);
+  CHECK(strstr(e->message, "Node ") && strstr(e->message, "(127.0.0.2, host ") &&
+        strstr(e->message, "joined the cluster with 4 CPU"));
+  CHECK(event_field(e, "node_ip") && !strcmp(event_field(e, "node_ip"), "127.0.0.2"));
+  CHECK(event_field(e, "node_id") && strlen(event_field(e, "node_id")) == 32);
+  uint64_t t0 = wall_ms();
+  CHECK(e->time_ms > 0 && e->time_ms <= t0 && e->time_ms + 60000 > t0);
+  rd_gcs_events_free(&ev);
+
+  /* sent by a node: the GCS adds which node it is */
+  rd_gcs_field f[RD_GCS_EVENT_FIELDS_MAX + 1] = {{"exit_type", "SYSTEM_ERROR"}};
+  rd_gcs_cluster_event in = {.source = "RAYLET", .severity = "ERROR", .message = "Worker 1 died.", .node_index = ib,
+                             .pid = 4242, .fields = f, .nfields = 1, .time_ms = t0 - 5000};
+  uint64_t id = 0;
+  CHECK_EQ(rd_gcs_event_add(g, &in, &id), 0);
+  CHECK_EQ(id, 3);
+  in.time_ms = t0 + 10ull * 86400000;   /* ten days ahead: a clock gone wrong, the GCS's time instead */
+  in.message = "from the future";
+  CHECK_EQ(rd_gcs_event_add(g, &in, &id), 0);
+  CHECK_EQ(rd_gcs_event_list(g, 2, 0, &ev), 0);   /* ids above 2 */
+  CHECK_EQ(ev.n, 2);
+  e = event_find(&ev, "Worker 1 died.");
+  CHECK(e && e->event_id == 3 && e->time_ms == t0 - 5000 && e->pid == 4242 && e->node_index == ib);
+  CHECK(!strcmp(event_field(e, "exit_type"), "SYSTEM_ERROR") && !strcmp(event_field(e, "node_ip"), "127.0.0.3"));
+  e = event_find(&ev, "from the future");
+  CHECK(e && e->time_ms >= t0 && e->time_ms < t0 + 60000);
+  rd_gcs_events_free(&ev);
+
+  /* bad ones: refused with why, nothing stored */
+  char big[RD_GCS_EVENT_MSG_MAX + 1];
+  memset(big, 'm', sizeof(big) - 1);
+  big[sizeof(big) - 1] = 0;
+  char bigval[RD_GCS_EVENT_VALUE_MAX + 1];
+  memset(bigval, 'v', sizeof(bigval) - 1);
+  bigval[sizeof(bigval) - 1] = 0;
+  rd_gcs_cluster_event bad[] = {
+      {.source = "NOPE", .severity = "INFO", .message = "x"},
+      {.source = "GCS", .severity = "LOUD", .message = "x"},
+      {.source = "GCS", .severity = "INFO", .message = ""},
+      {.source = "GCS", .severity = "INFO", .message = big},
+      {.source = "GCS", .severity = "INFO", .message = "x", .node_index = RD_GCS_MAX_NODES + 1},
+      {.source = "GCS", .severity = "INFO", .message = "x", .fields = (rd_gcs_field[]){{"", "v"}}, .nfields = 1},
+      {.source = "GCS", .severity = "INFO", .message = "x", .fields = (rd_gcs_field[]){{"k", bigval}}, .nfields = 1},
+      {.source = "GCS", .severity = "INFO", .message = "x", .fields = f, .nfields = RD_GCS_EVENT_FIELDS_MAX + 1},
+  };
+  for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) CHECK_EQ(rd_gcs_event_add(g, &bad[i], NULL), RD_EINVAL);
+  CHECK(strstr(rd_gcs_last_error(), "too many fields"));
+  big[RD_GCS_EVENT_MSG_MAX - 1] = 0;   /* the longest there may be */
+  in = (rd_gcs_cluster_event){.source = "AUTOSCALER", .severity = "WARNING", .message = big};
+  CHECK_EQ(rd_gcs_event_add(g, &in, &id), 0);
+  CHECK_EQ(id, 5);
+
+  /* a node leaves, another dies */
+  CHECK_EQ(rd_gcs_unregister_node(g, ia, "stopped by test"), 0);
+  for (int i = 0; i < 100; i++) {   /* b sends no heartbeat: dead after 600 ms */
+    CHECK_EQ(rd_gcs_event_list(g, 6, 0, &ev), 0);
+    int dead = event_find(&ev, "is dead: no heartbeat for") != NULL;
+    rd_gcs_events_free(&ev);
+    if (dead) break;
+    usleep(50000);
+  }
+  CHECK_EQ(rd_gcs_event_list(g, 5, 0, &ev), 0);
+  CHECK_EQ(ev.n, 2);
+  CHECK(!strcmp(ev.ev[0].severity, "INFO") && strstr(ev.ev[0].message, "left the cluster: stopped by test."));
+  CHECK(!strcmp(ev.ev[1].severity, "ERROR") && strstr(ev.ev[1].message, "(127.0.0.3) is dead: no heartbeat for"));
+  CHECK(ev.ev[1].node_index == ib && !strcmp(event_field(&ev.ev[1], "node_ip"), "127.0.0.3"));
+  rd_gcs_events_free(&ev);
+
+  /* the newest RD_GCS_EVENTS_KEEP are kept; a long list is cut to its
+   * newest under RD_GCS_EVENTS_REPLY_MAX, the rest counted */
+  in = (rd_gcs_cluster_event){.source = "COMMON", .severity = "DEBUG", .message = big};
+  for (int i = 0; i < RD_GCS_EVENTS_KEEP + 10; i++) CHECK_EQ(rd_gcs_event_add(g, &in, &id), 0);
+  uint64_t last = id;
+  CHECK_EQ(rd_gcs_event_list(g, 0, 5, &ev), 0);
+  CHECK(ev.n == 5 && ev.last == last && ev.first_kept == last - RD_GCS_EVENTS_KEEP + 1 && ev.omitted == 0);
+  CHECK(ev.ev[0].event_id == last - 4 && ev.ev[4].event_id == last);
+  rd_gcs_events_free(&ev);
+  CHECK_EQ(rd_gcs_event_list(g, 0, 0, &ev), 0);
+  CHECK(ev.n > 1000 && ev.n < RD_GCS_EVENTS_KEEP && ev.n + ev.omitted == RD_GCS_EVENTS_KEEP);
+  CHECK(ev.ev[ev.n - 1].event_id == last && ev.ev[0].event_id == last - ev.n + 1);
+  rd_gcs_events_free(&ev);
+  CHECK_EQ(rd_gcs_event_list(g, last - 3, 0, &ev), 0);
+  CHECK(ev.n == 3 && ev.ev[0].event_id == last - 2);
+  rd_gcs_events_free(&ev);
+  rd_gcs_close(g);
+  gcs_stop(&p);
+  rm_dir();
+  return 0;
+}
+
 static const rd_test_case cases[] = {
     {"sha256", t_sha256},
     {"gcs_nodes", t_gcs_nodes}, {"gcs_autoscale", t_gcs_autoscale},
@@ -1939,6 +2068,7 @@ static const rd_test_case cases[] = {
     {"gcs_code", t_gcs_code},
     {"gcs_code_ttl", t_gcs_code_ttl},
     {"gcs_jobs_actors", t_gcs_jobs_actors},
+    {"gcs_events", t_gcs_events},
     {"gcs_pgs", t_gcs_pgs},
     {"gcs_bad_input", t_gcs_bad_input},
     {"gcs_fuzz", t_gcs_fuzz},
