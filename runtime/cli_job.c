@@ -388,12 +388,13 @@ static int hold_reply(hold *h, const rd__frame *f, char *why, size_t len) {
   return st;
 }
 
-/* Connects to the node of session dir as job id's keeper and asks for
- * res: RD_OK held, RD_EAGAIN waiting (hold_wait), else refused (why). */
-static int hold_ask(hold *h, const char *dir, const rd_resources *res, int id, char *why, size_t len) {
+/* Connects to the node of session dir as a job's keeper (Hello.role 3):
+ * 0 with the node's answer to the Hello in *f (a HelloReply, or an Error
+ * saying why not), else why. */
+static int keeper_connect(rd__conn *conn, const char *dir, rd__frame *f, char *why, size_t len) {
   char path[800], token[256] = "";
-  memset(h, 0, sizeof(*h));
-  h->conn.fd = -1;
+  memset(conn, 0, sizeof(*conn));
+  conn->fd = -1;
   snprintf(path, sizeof(path), "%s/token", dir);
   if (rd__read_line(path, token, sizeof(token)) != 0) {
     snprintf(why, len, "cannot read the node's cluster token %s: %s", path, strerror(errno));
@@ -410,32 +411,64 @@ static int hold_ask(hold *h, const char *dir, const rd_resources *res, int id, c
     if (fd >= 0) close(fd);
     return RD_ECONN;
   }
-  rd__conn_init(&h->conn, fd);
+  rd__conn_init(conn, fd);
   Rd__Hello hello = RD__HELLO__INIT;
   hello.version = RD_PROTO_VERSION;
   hello.role = 3;   /* a job's keeper */
   hello.pid = getpid();
   hello.token = token;
+  int r = rd__conn_send(conn, RD__MSG_TYPE__MSG_HELLO, &hello.base, -1);
+  if (r == 0) r = rd__conn_flush_blocking(conn, 10000);
+  if (r == 0) r = rd__conn_recv_blocking(conn, f, 10000);
+  if (r != 0) snprintf(why, len, "no answer from the node at %s: %s", path, rd_strerror(r));
+  if (r == 0 && f->type == RD__MSG_TYPE__MSG_HELLO_REPLY) {
+    int sfd = rd__conn_take_fd(conn);   /* the store's segment: not the keeper's business */
+    if (sfd >= 0) close(sfd);
+  }
+  return r;
+}
+
+/* Connects to the node of session dir as job id's keeper and asks for
+ * res: RD_OK held, RD_EAGAIN waiting (hold_wait), else refused (why). */
+static int hold_ask(hold *h, const char *dir, const rd_resources *res, int id, char *why, size_t len) {
+  memset(h, 0, sizeof(*h));
+  rd__frame f;
+  int r = keeper_connect(&h->conn, dir, &f, why, len);
+  if (r != 0) return r;
+  if (f.type != RD__MSG_TYPE__MSG_HELLO_REPLY) return hold_reply(h, &f, why, len);   /* says why */
   Rd__JobHold q = RD__JOB_HOLD__INIT;
   rd__res_msg rm;
   rd__res_to_msg(res, &rm);
   q.res = &rm.msg;
   q.job = (uint32_t)id;
-  rd__frame f;
-  int r = rd__conn_send(&h->conn, RD__MSG_TYPE__MSG_HELLO, &hello.base, -1);
-  if (r == 0) r = rd__conn_flush_blocking(&h->conn, 10000);
-  if (r == 0) r = rd__conn_recv_blocking(&h->conn, &f, 10000);
-  if (r == 0 && f.type != RD__MSG_TYPE__MSG_HELLO_REPLY) return hold_reply(h, &f, why, len);   /* says why */
-  int sfd = rd__conn_take_fd(&h->conn);   /* the store's segment: not the keeper's business */
-  if (sfd >= 0) close(sfd);
-  if (r == 0) r = rd__conn_send(&h->conn, RD__MSG_TYPE__MSG_JOB_HOLD, &q.base, -1);
+  r = rd__conn_send(&h->conn, RD__MSG_TYPE__MSG_JOB_HOLD, &q.base, -1);
   if (r == 0) r = rd__conn_flush_blocking(&h->conn, 10000);
   if (r == 0) r = rd__conn_recv_blocking(&h->conn, &f, 10000);
   if (r != 0) {
-    snprintf(why, len, "no answer from the node at %s: %s", path, rd_strerror(r));
+    snprintf(why, len, "no answer from the node at %s/%s: %s", dir, RD_NODE_SOCK, rd_strerror(r));
     return r;
   }
   return hold_reply(h, &f, why, len);
+}
+
+/* Tells the node of session dir that job id started or ended, as it reads
+ * in the job's files now: a cluster event (JobEvent).  Best effort: a node
+ * that is gone, or is not in a cluster, records none. */
+static void keeper_event(const char *dir, int id) {
+  job j;
+  char buf[128], why[300];
+  if (job_read(dir, id, &j) != 0) return;
+  rd__conn conn;
+  rd__frame f;
+  if (keeper_connect(&conn, dir, &f, why, sizeof(why)) == 0 && f.type == RD__MSG_TYPE__MSG_HELLO_REPLY) {
+    Rd__JobEvent m = RD__JOB_EVENT__INIT;
+    m.job = (uint32_t)id;
+    m.name = j.name;
+    m.state = (char *)job_state(&j, buf, sizeof(buf));
+    m.pid = j.pid;
+    if (rd__conn_send(&conn, RD__MSG_TYPE__MSG_JOB_EVENT, &m.base, -1) == 0) (void)rd__conn_flush_blocking(&conn, 5000);
+  }
+  rd__conn_close(&conn);
 }
 
 /* Until a waiting hold is held (RD_OK), the node answers otherwise or goes
@@ -608,6 +641,7 @@ static int job_submit(const char *dir, const char *name, char **argv, int argc, 
           }
           snprintf(f, sizeof(f), "%s/status", jd);
           write_file(f, msg);
+          keeper_event(dir, id);
           _exit(0);
         }
       }
@@ -648,6 +682,7 @@ static int job_submit(const char *dir, const char *name, char **argv, int argc, 
     }
     if (ready[1] >= 0) close(ready[1]);
     if (out[1] >= 0) close(out[1]);
+    if (p > 0) keeper_event(dir, id);   /* RUNNING */
     int st = 0, stop_sig = 0;
     if (p > 0 && out[0] >= 0) st = rd__job_log_pump(&jl, out[0], sfd, p, &stop_sig);
     else
@@ -668,6 +703,7 @@ static int job_submit(const char *dir, const char *name, char **argv, int argc, 
     }
     snprintf(f, sizeof(f), "%s/status", jd);
     write_file(f, text);
+    keeper_event(dir, id);
     if (out[0] >= 0) rd__job_log_rest(&jl, out[0]);   /* what its children still write */
     signal(SIGPIPE, SIG_IGN);   /* a reaper a stop's SIGKILL took: no one to tell */
     if (alive >= 0 && write(alive, "x", 1) < 0) { /* the reaper stands down */

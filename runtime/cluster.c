@@ -3498,7 +3498,7 @@ typedef struct event_op {
   uint64_t retry_since;
   uint64_t time_ms;
   int pid;
-  char severity[8];
+  char source[16], severity[8];
   char msg[RD_GCS_EVENT_MSG_MAX];
   char key[EV_FIELDS][32];
   char value[EV_FIELDS][RD_GCS_EVENT_VALUE_MAX];
@@ -3509,7 +3509,7 @@ static void event_work(uv_work_t *w) {
   event_op *op = w->data;
   rd_gcs_field f[EV_FIELDS];
   for (size_t i = 0; i < op->nfields; i++) f[i] = (rd_gcs_field){op->key[i], op->value[i]};
-  rd_gcs_cluster_event e = {.time_ms = op->time_ms, .source = "RAYLET", .severity = op->severity,
+  rd_gcs_cluster_event e = {.time_ms = op->time_ms, .source = op->source, .severity = op->severity,
                             .message = op->msg, .node_index = C.index, .pid = op->pid, .fields = f,
                             .nfields = op->nfields};
   op->status = rd_gcs_event_add(C.gcs, &e, NULL);
@@ -3522,9 +3522,10 @@ static void event_done(uv_work_t *w, int status) {
   free(op);
 }
 
-static void event_send(const char *severity, int pid, const char *const *kv, const char *msg) {
+static void event_send(const char *source, const char *severity, int pid, const char *const *kv, const char *msg) {
   event_op *op = calloc(1, sizeof(*op));
   if (!op) return;
+  snprintf(op->source, sizeof(op->source), "%s", source);
   op->time_ms = rd__wall_ms();
   op->pid = pid;
   snprintf(op->severity, sizeof(op->severity), "%s", severity);
@@ -3537,7 +3538,8 @@ static void event_send(const char *severity, int pid, const char *const *kv, con
   uv_queue_work(N.loop, &op->work, event_work, event_done);
 }
 
-void rd__cluster_event(const char *severity, int pid, const char *const *kv, const char *fmt, ...) {
+void rd__cluster_event(const char *source, const char *severity, int pid, const char *const *kv, const char *fmt,
+                       ...) {
   if (!C.on || C.stopping) return;
   uint64_t now = rd__now_ns();
   if (now - C.ev_window_ns >= EVENTS_WINDOW_NS) {   /* a new minute: say first what the last one dropped */
@@ -3545,7 +3547,7 @@ void rd__cluster_event(const char *severity, int pid, const char *const *kv, con
       char m[160];
       snprintf(m, sizeof(m), "%llu more events of this node were not recorded (at most %d a minute are).",
                (unsigned long long)C.ev_dropped, EVENTS_PER_WINDOW);
-      event_send("WARNING", 0, NULL, m);
+      event_send("RAYLET", "WARNING", 0, NULL, m);
     }
     C.ev_window_ns = now;
     C.ev_sent = C.ev_dropped = 0;
@@ -3560,7 +3562,7 @@ void rd__cluster_event(const char *severity, int pid, const char *const *kv, con
   va_start(ap, fmt);
   vsnprintf(msg, sizeof(msg), fmt, ap);
   va_end(ap);
-  event_send(severity, pid, kv, msg);
+  event_send(source, severity, pid, kv, msg);
 }
 
 /* ------------------------------------------------------------- heartbeats */

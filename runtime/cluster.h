@@ -123,15 +123,16 @@ int rd__cluster_code_ensure(const char *hash, const char *path, char *err, size_
 void rd__cluster_on_driver(node_client *c, const char *exe);
 /* The last driver of job j here left: its GCS job entry ends. */
 void rd__cluster_job_end(node_job *j);
-/* A cluster event (Ray's, source RAYLET) about this node: the GCS records
- * it, sent off the loop (retried while the GCS is away).  severity INFO,
- * WARNING or ERROR; pid the process it is about (0: none); kv NULL or
+/* A cluster event (Ray's) from this node: the GCS records it, sent off
+ * the loop (retried while the GCS is away).  source RAYLET (the node's
+ * own) or JOBS (a submitted job's); severity INFO, WARNING or ERROR; pid
+ * the process it is about (0: none); kv NULL or
  * key, value, ..., NULL (Ray's custom_fields: at most 6, the GCS adds
  * node_id and node_ip); the message from fmt.  At most 30 a minute: past
  * that they are counted, and the count is an event of the next minute.
  * Nothing off a cluster (an embedded node). */
-void rd__cluster_event(const char *severity, int pid, const char *const *kv, const char *fmt, ...)
-    __attribute__((format(printf, 4, 5)));
+void rd__cluster_event(const char *source, const char *severity, int pid, const char *const *kv, const char *fmt, ...)
+    __attribute__((format(printf, 5, 6)));
 
 /* Objects: start pulls for ids held on other nodes (nodes[] from the owner).
  * fresh: a new request, which tries again an object whose pull failed;

@@ -257,7 +257,7 @@ static void exited_event(const node_exited *e) {
   snprintf(worker, sizeof(worker), "%08x", e->id);
   const char *kv[] = {"exit_type", e->type, "worker_id", worker, "job_id", e->gcs_job ? job : "",
                       e->actor ? "actor_id" : NULL, actor, NULL};
-  rd__cluster_event("ERROR", e->pid, kv, "Worker %u (pid %d%s%s%s%s) %s: %s.", e->id, e->pid,
+  rd__cluster_event("RAYLET", "ERROR", e->pid, kv, "Worker %u (pid %d%s%s%s%s) %s: %s.", e->id, e->pid,
                     e->gcs_job ? ", job " : "", e->gcs_job ? job : "", e->actor ? ", actor " : "",
                     e->actor ? actor : "", oom ? "was killed" : "died unexpectedly", e->detail);
 }
@@ -821,7 +821,7 @@ static void dispatch(void) {
       char why[400];
       snprintf(why, sizeof(why), "%s", j->spawn_error);
       j->spawn_failures = 0;   /* a later request tries again */
-      rd__cluster_event("ERROR", 0, NULL, "Workers for %s cannot start on this node: %s; what waits for one here "
+      rd__cluster_event("RAYLET", "ERROR", 0, NULL, "Workers for %s cannot start on this node: %s; what waits for one here "
                         "fails, or goes to another node.", j->exe, why);
       /* in a cluster, other nodes may run it: this one is avoided for the job */
       fail_job_queued(j, RD_ESYS, why, rd__cluster_avoid(j, j->env, 0, why));
@@ -2663,6 +2663,29 @@ static void on_hello(node_client *c, Rd__Hello *m) {
   dispatch();
 }
 
+/* s into out (len bytes), control characters as '?': text from a client
+ * that people read on a terminal. */
+static void printable(char *out, size_t len, const char *s) {
+  size_t i = 0;
+  for (; s[i] && i + 1 < len; i++) out[i] = (unsigned char)s[i] < 0x20 || s[i] == 0x7f ? '?' : s[i];
+  out[i] = 0;
+}
+
+/* A submitted job started or ended (its keeper says so): a cluster event,
+ * as Ray's job manager records ("Started a ray job ..."). */
+static void on_job_event(const Rd__JobEvent *m) {
+  char sub[16], name[80], state[80];
+  snprintf(sub, sizeof(sub), "%u", m->job);
+  printable(name, sizeof(name), m->name ? m->name : "");
+  printable(state, sizeof(state), m->state ? m->state : "");
+  const char *kv[] = {"submission_id", sub, "state", state, NULL};
+  if (!strcmp(state, "RUNNING"))
+    rd__cluster_event("JOBS", "INFO", m->pid, kv, "Started job %u (%s), entrypoint pid %d.", m->job, name, m->pid);
+  else
+    rd__cluster_event("JOBS", strcmp(state, "SUCCEEDED") && strcmp(state, "STOPPED") ? "ERROR" : "INFO", m->pid, kv,
+                      "Completed job %u (%s) with a status %s.", m->job, name, state);
+}
+
 static void handle_frame(node_client *c, const rd__frame *f) {
   const ProtobufCMessageDescriptor *d = NULL;
   if (f->type >= RD__MSG_TYPE__MSG_LINK_HELLO && f->flags == 0 && rd__cluster_on()) {
@@ -2672,15 +2695,17 @@ static void handle_frame(node_client *c, const rd__frame *f) {
     client_drop(c, "a client message on a node link");
     return;
   }
-  if ((c->role == ROLE_KEEPER) != (f->type == RD__MSG_TYPE__MSG_JOB_HOLD)) {   /* a keeper sends that alone */
-    send_error(c, RD_EPROTO, c->role == ROLE_KEEPER ? "a job's keeper sends JobHold alone"
-                                                    : "JobHold comes from a job's keeper (Hello.role 3)");
+  int keeper_msg = f->type == RD__MSG_TYPE__MSG_JOB_HOLD || f->type == RD__MSG_TYPE__MSG_JOB_EVENT;
+  if ((c->role == ROLE_KEEPER) != keeper_msg) {   /* a keeper sends those alone */
+    send_error(c, RD_EPROTO, c->role == ROLE_KEEPER ? "a job's keeper sends JobHold and JobEvent alone"
+                                                    : "JobHold and JobEvent come from a job's keeper (Hello.role 3)");
     client_drop(c, "message out of place");
     return;
   }
   switch (f->type) {
     case RD__MSG_TYPE__MSG_HELLO: d = &rd__hello__descriptor; break;
     case RD__MSG_TYPE__MSG_JOB_HOLD: d = &rd__job_hold__descriptor; break;
+    case RD__MSG_TYPE__MSG_JOB_EVENT: d = &rd__job_event__descriptor; break;
     case RD__MSG_TYPE__MSG_LEASE_REQUEST: d = &rd__lease_request__descriptor; break;
     case RD__MSG_TYPE__MSG_LEASE_RETURN: d = &rd__lease_return__descriptor; break;
     case RD__MSG_TYPE__MSG_LEASE_CANCEL: d = &rd__lease_cancel__descriptor; break;
@@ -2727,6 +2752,7 @@ static void handle_frame(node_client *c, const rd__frame *f) {
   switch (f->type) {
     case RD__MSG_TYPE__MSG_HELLO: on_hello(c, (Rd__Hello *)m); break;
     case RD__MSG_TYPE__MSG_JOB_HOLD: rd__job_hold_on_request(c, (Rd__JobHold *)m); break;
+    case RD__MSG_TYPE__MSG_JOB_EVENT: on_job_event((Rd__JobEvent *)m); break;
     case RD__MSG_TYPE__MSG_LEASE_REQUEST: on_lease_request(c, (Rd__LeaseRequest *)m); break;
     case RD__MSG_TYPE__MSG_LEASE_RETURN: on_lease_return(c, (Rd__LeaseReturn *)m); break;
     case RD__MSG_TYPE__MSG_LEASE_CANCEL: on_lease_cancel(c, (Rd__LeaseCancel *)m); break;

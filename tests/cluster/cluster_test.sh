@@ -618,6 +618,16 @@ PY
     "$R" job logs "$NOPE" | grep -q "cannot run /nonexistent/program" || fail "jobs: no reason for the missing program"
     "$R" job status "$BAD" | grep -qx "job $BAD: FAILED (exit 3)" || fail "jobs: status of bad"
     "$R" job list --all | awk '/^node /{n=$2} /^[0-9]/{print n, $1, $2}' | grep -qx "127.0.0.1 $BAD bad" || fail "jobs: list --all"
+    # each start and end is a cluster event of the head's (Ray's JOBS events)
+    L="$RAYDIST_TMPDIR/job_events"
+    listed_until 50 "ERROR +JOBS +1  Completed job $BAD \(bad\) with a status FAILED \(exit 3\)\.$" list cluster-events --state error ||
+      { cat "$L"; fail "jobs: bad's end is not a cluster event"; }
+    "$R" list cluster-events --limit 1000 > "$L" || fail "jobs: raydist list cluster-events"
+    for e in "INFO +JOBS +1  Started job $OK \(ok\), entrypoint pid [0-9]+\." "INFO +JOBS +1  Completed job $OK \(ok\) with a status SUCCEEDED\." \
+      "INFO +JOBS +1  Started job $LONG \(long\), entrypoint pid [0-9]+\." "ERROR +JOBS +1  Completed job $NOPE \(-?\) with a status FAILED \(exit 127\)\."; do
+      grep -Eq "$e\$" "$L" || { cat "$L"; fail "jobs: no cluster event '$e'"; }
+    done
+    grep -q "Completed job $LONG " "$L" && { cat "$L"; fail "jobs: long, still running, said completed"; }
     # --working-dir: the job runs in a copy of it
     WD="$RAYDIST_TMPDIR/wd"
     mkdir -p "$WD/sub"
