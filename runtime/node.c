@@ -257,9 +257,9 @@ static void exited_event(const node_exited *e) {
   snprintf(worker, sizeof(worker), "%08x", e->id);
   const char *kv[] = {"exit_type", e->type, "worker_id", worker, "job_id", e->gcs_job ? job : "",
                       e->actor ? "actor_id" : NULL, actor, NULL};
-  rd__cluster_event("RAYLET", "ERROR", e->pid, kv, "Worker %u (pid %d%s%s%s%s) %s: %s.", e->id, e->pid,
+  rd__cluster_event("RAYLET", "ERROR", e->pid, kv, "Worker %u (pid %d%s%s%s%s) %s%s.", e->id, e->pid,
                     e->gcs_job ? ", job " : "", e->gcs_job ? job : "", e->actor ? ", actor " : "",
-                    e->actor ? actor : "", oom ? "was killed" : "died unexpectedly", e->detail);
+                    e->actor ? actor : "", oom ? "was " : "died unexpectedly: ", e->detail);
 }
 
 /* w exited: kept among the last N.exited_max, with Ray's exit type and why

@@ -360,6 +360,10 @@ oom = [e for e in j["exited"] if e["exit_type"] == "NODE_OUT_OF_MEMORY"]
 assert oom and oom[0]["exit_detail"].startswith("killed by the memory monitor"), j
 assert oom[0]["end_ms"] >= oom[0]["launch_ms"] > 0, oom
 PY
+    # and says so as a cluster event of node d's
+    L="$RAYDIST_TMPDIR/mm_events"
+    listed_until 50 "ERROR +RAYLET +4  Worker [0-9]+ \(pid [0-9]+, job [0-9]+\) was killed by the memory monitor: the node's workers hold [0-9]+ MiB, over its limit of 400 MiB" \
+      list cluster-events || { cat "$L"; fail "memory_monitor: the kill is not a cluster event"; }
     ;;
   detached)
     # detached actors and placement groups outlive the driver that made them; later drivers use,
