@@ -729,6 +729,31 @@ static rd_gcs *cli_gcs(const char *cmd, const char *address, const char *token, 
   return g;
 }
 
+/* raydist status: the cluster's last warnings and errors of the past hour
+ * (Ray's "Recent failures"), the newest last, at most 5; nothing when
+ * there are none. */
+static void print_recent(const rd_gcs_events *ev) {
+  uint64_t now = rd__wall_ms();
+  size_t pick[5], n = 0;
+  for (size_t i = ev->n; i-- > 0 && n < 5;) {
+    const rd_gcs_cluster_event *e = &ev->ev[i];
+    if (!strcmp(e->severity, "INFO") || !strcmp(e->severity, "DEBUG")) continue;
+    if (e->time_ms + 3600000 < now) break;
+    pick[n++] = i;
+  }
+  if (!n) return;
+  printf("\nrecent failures (the last hour; raydist list cluster-events has them all):\n");
+  while (n-- > 0) {
+    const rd_gcs_cluster_event *e = &ev->ev[pick[n]];
+    double age = e->time_ms < now ? (now - e->time_ms) / 1e3 : 0;
+    char when[32], node[24] = "";
+    if (age < 120) snprintf(when, sizeof(when), "%.0fs ago", age);
+    else snprintf(when, sizeof(when), "%.0fm ago", age / 60);
+    if (e->node_index) snprintf(node, sizeof(node), "node %u: ", e->node_index);
+    printf("  %-8s %-7s %s%s\n", when, e->severity, node, e->message);
+  }
+}
+
 int rd__cli_status(int argc, char **argv) {
   const char *address = getenv("RAYDIST_ADDRESS"), *token = getenv("RAYDIST_TOKEN");
   static const struct option lo[] = {{"address", 1, 0, 'a'}, {"token", 1, 0, 't'}, {0, 0, 0, 0}};
@@ -783,6 +808,8 @@ int rd__cli_status(int argc, char **argv) {
     astat = NULL;
     astat_len = 0;
   }
+  rd_gcs_events ev = {0};
+  if (r == 0 && rd_gcs_event_list(g, 0, 100, &ev) != 0) memset(&ev, 0, sizeof(ev));
   rd_gcs_close(g);
   if (r != 0) {
     fprintf(stderr, "raydist status: %s\n", rd_strerror(r));
@@ -825,6 +852,8 @@ int rd__cli_status(int argc, char **argv) {
   free(jobs);
   if (code_rc == 0) print_code(&code);
   free(code.code);
+  print_recent(&ev);
+  rd_gcs_events_free(&ev);
   return 0;
 }
 

@@ -1591,6 +1591,11 @@ PY
     "$R" list cluster-events --limit 1 > "$L" && [ "$(grep -c "^  20" "$L")" = 1 ] && grep -q "died unexpectedly" "$L" ||
       { cat "$L"; fail "logs: --limit 1 is not the newest event"; }
     "$R" list cluster-events --state loud > "$L" 2>&1 && fail "logs: raydist list cluster-events --state loud answered"
+    # raydist status ends with it, as Ray's "Recent failures"
+    "$R" status > "$L" || fail "logs: raydist status"
+    tail -n 2 "$L" | head -n 1 | grep -q "^recent failures (the last hour" &&
+      tail -n 1 "$L" | grep -Eq "^  [0-9]+s ago +ERROR +node 2: Worker [0-9]+ \(pid $DEAD, job [0-9]+\) died unexpectedly" ||
+      { cat "$L"; fail "logs: raydist status has no recent failure"; }
     "$R" logs actor > "$L" 2>&1 && fail "logs: raydist logs actor without --id"
     grep -q "\-\-id is needed" "$L" || { cat "$L"; fail "logs: no reason for a missing --id"; }
     touch "$RAYDIST_TMPDIR/done"
