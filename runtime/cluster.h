@@ -129,7 +129,8 @@ void rd__cluster_job_end(node_job *j);
  * the process it is about (0: none); kv NULL or
  * key, value, ..., NULL (Ray's custom_fields: at most 6, the GCS adds
  * node_id and node_ip); the message from fmt.  At most 30 a minute: past
- * that they are counted, and the count is an event of the next minute.
+ * that they are counted, and the count is an event before the next one
+ * after the minute.
  * Nothing off a cluster (an embedded node). */
 void rd__cluster_event(const char *source, const char *severity, int pid, const char *const *kv, const char *fmt, ...)
     __attribute__((format(printf, 5, 6)));
