@@ -739,6 +739,7 @@ int rd_gcs_pg_put(rd_gcs *g, const rd_gcs_pg *pg) {
   req.n_bundle_nodes = pg->nbundles;
   req.bundle_nodes = (uint32_t *)pg->bundle_nodes;
   req.reason = (char *)pg->reason;
+  req.creator_job = pg->creator_job;
   int rc = call(g, "/rd.gcs.Gcs/PgPut", &req.base, &rd__gcs__empty__descriptor, NULL, NULL, 0);
   free(bm);
   free(bp);
@@ -762,6 +763,7 @@ static int pg_from_msg(const Rd__Gcs__PgInfo *m, rd_gcs_pg *out) {
     out->bundle_nodes[i] = m->bundle_nodes[i];
   }
   copy_str(out->reason, sizeof(out->reason), m->reason);
+  out->creator_job = m->creator_job;
   return 0;
 }
 

@@ -224,6 +224,7 @@ typedef struct rd_gcs_pg {
   rd_resources bundles[RD_GCS_PG_MAX_BUNDLES];  /* each a valid request asking for something */
   uint32_t bundle_nodes[RD_GCS_PG_MAX_BUNDLES]; /* 0 = not placed (yet) */
   char reason[128];                             /* why pending / removed */
+  uint32_t creator_job;                         /* the GCS job that created it (0: not known) */
 } rd_gcs_pg;
 /* Insert or replace the record with pg->pg_id.  RD_EINVAL for a bad record
  * (the reason in rd_gcs_last_error), RD_EEXIST when another group not

@@ -48,6 +48,7 @@ typedef struct pg_rec {
   uint32_t creator;               /* the driver (client id) whose exit removes it; 0: none */
   node_job *job;                  /* made by a task (creator 0): the job whose end removes it */
   uint32_t gcs_job;               /* ... that task's GCS job, when known: its end in the GCS removes it */
+  uint32_t creator_job;           /* the GCS job of whoever created it, detached or not (0: not known) */
   /* a reservation in flight (records) */
   uint64_t txn;
   uint32_t want[PG_MAX];          /* its proposal */
@@ -257,6 +258,7 @@ static void to_gcs(const pg_rec *p, rd_gcs_pg *g) {
     g->bundle_nodes[i] = p->node[i];
   }
   snprintf(g->reason, sizeof(g->reason), "%.127s", p->reason);
+  g->creator_job = p->creator_job;
 }
 
 static void gcs_work(uv_work_t *w) {
@@ -1009,6 +1011,7 @@ void rd__pg_on_create(node_client *c, const Rd__PgCreate *m) {
   p->creator = c->role == ROLE_DRIVER && !m->detached ? c->id : 0;
   p->job = c->role == ROLE_DRIVER || m->detached ? NULL : rd__node_client_job(c);
   p->gcs_job = c->role != ROLE_DRIVER && c->worker && !m->detached ? c->worker->gcs_job : 0;
+  p->creator_job = rd__node_client_gcs_job(c);
   p->next = P.recs;
   P.recs = p;
   if (rd__cluster_on() && p->name[0]) {   /* answered once the GCS has it and the name is ours */

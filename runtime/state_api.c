@@ -451,7 +451,8 @@ static void pgs_rows(sa_req *q, const rd_gcs_pg *pgs, size_t n, const rd_gcs_nod
     for (char *c = st; *c; c++) *c = (char)(*c >= 'a' && *c <= 'z' ? *c - 32 : *c);
     set_fmt(q, &r[P_ID], "%016llx", (unsigned long long)g->pg_id);
     set_str(q, &r[P_NAME], g->name);
-    set_str(q, &r[P_JOB], "");   /* not kept by the GCS: a str in Ray's schema */
+    if (g->creator_job) set_fmt(q, &r[P_JOB], "%u", g->creator_job);
+    else set_str(q, &r[P_JOB], "");   /* not known (a group recorded before 2026-12-05): a str in Ray's schema */
     set_str(q, &r[P_STATE], st);
     rd__mbuf b = {0};
     rd__mbuf_printf(&b, "[");

@@ -854,6 +854,15 @@ PY
     seen 3 || fail "head_restart: b and c did not see the new head"
     "$R" start --head --port 0 --node-ip 127.0.0.1 2> "$RAYDIST_TMPDIR/err" && fail "head_restart: a third head started"
     grep -q "a node already runs on 127.0.0.1" "$RAYDIST_TMPDIR/err" || { cat "$RAYDIST_TMPDIR/err"; fail "head_restart: no reason"; }
+    # the first driver's job ended with the old head: node c drops the
+    # groups its task made when it sees that (a sweep each second), and
+    # the next detached_make names them again
+    for _i in $(seq 1 50); do
+      "$R" list placement-groups > "$L" || fail "head_restart: raydist list placement-groups"
+      grep -E "^[0-9a-f]{16} task-pg-drop " "$L" | grep -vq " removed " || break
+      sleep 0.1
+    done
+    grep -E "^[0-9a-f]{16} task-pg-drop " "$L" | grep -vq " removed " && { cat "$L"; fail "head_restart: the old job's groups stay"; }
     for phase in detached_make detached_use detached_gone; do
       "$T" $phase || fail "head_restart: $phase after the restart"
     done
@@ -1049,6 +1058,7 @@ assert sub[0]["driver_info"]["node_ip_address"] == "127.0.0.1" and sub[0]["drive
 drv = j("drivers")
 assert [(x["type"], x["status"], x["driver_info"]["pid"]) for x in drv] == [("DRIVER", "RUNNING", str(pid))], drv
 assert drv[0]["job_id"] == tasks[0]["job_id"] == c[0]["job_id"], (drv, tasks[0], c)
+assert pgs[0]["creator_job_id"] == drv[0]["job_id"], (pgs, drv)   # the held driver made it
 # a submitted C driver's job: listed once, as its submission with its job
 # id (no DRIVER row of its own); one that joined the held driver's job
 # names that job, whose DRIVER row stays
