@@ -3419,6 +3419,11 @@ static void code_put_done(uv_work_t *w, int status) {
     if (p->status == 0) {
       j->gcs_job_id = p->job_id;
       note_submission(p->submission, p->job_id, 1);
+      /* drivers of other submissions that said hello while the entry was
+       * on its way joined it */
+      for (const node_client *c = N.clients; c; c = c->next)
+        if (c->job == j && c->role == ROLE_DRIVER && !c->dead && c->submission && c->submission != p->submission)
+          note_submission(c->submission, p->job_id, 0);
       rd__log(RD_LOG_INFO, "job %u: executable %s stored in the GCS as %.16s", p->job_id, p->exe, p->hash);
       if (j->drivers == 0) rd__cluster_job_end(j);   /* its driver left meanwhile */
     } else {
@@ -3440,7 +3445,7 @@ void rd__cluster_on_driver(node_client *c, const char *exe) {
   node_job *j = c->job;
   if (!C.on || !exe || !*exe || !j) return;
   if (j->code_state == 1 || (j->code_state == 2 && (j->gcs_job_id || j->gcs_job_adding))) {
-    note_submission(c->submission, j->gcs_job_id, 0);   /* (while the entry is on its way: not known) */
+    note_submission(c->submission, j->gcs_job_id, 0);   /* (while the entry is on its way: at its end) */
     return;   /* stored and running (or on its way) for an earlier driver */
   }
   code_put *p = calloc(1, sizeof(*p));

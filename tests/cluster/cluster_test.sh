@@ -970,6 +970,21 @@ PY
     "$R" job submit --name sa-own --follow -- "$RAYDIST_TMPDIR/cluster_test_copy" join_leave > "$RAYDIST_TMPDIR/sajob" 2>&1 &&
       "$R" job submit --name sa-joins --follow -- "$T" join_leave >> "$RAYDIST_TMPDIR/sajob" 2>&1 ||
       { cat "$RAYDIST_TMPDIR/sajob"; fail "state_api: the C drivers' job submit"; }
+    # two submissions of one new executable at once: one GCS job (one run
+    # of the executable on this node), which both name, also when the
+    # second driver says hello while the first's job entry is still on its
+    # way to the GCS
+    cp "$T" "$RAYDIST_TMPDIR/cluster_test_twin"
+    "$R" job submit --name sa-twin1 -- "$RAYDIST_TMPDIR/cluster_test_twin" job_long > "$RAYDIST_TMPDIR/tw1" &
+    "$R" job submit --name sa-twin2 -- "$RAYDIST_TMPDIR/cluster_test_twin" job_long > "$RAYDIST_TMPDIR/tw2"
+    wait $!
+    TW1=$(sed -n 's/^job \([0-9]*\) submitted.*/\1/p' "$RAYDIST_TMPDIR/tw1")
+    TW2=$(sed -n 's/^job \([0-9]*\) submitted.*/\1/p' "$RAYDIST_TMPDIR/tw2")
+    [ -n "$TW1" ] && [ -n "$TW2" ] || fail "state_api: the twin jobs' ids"
+    for t in "$TW1" "$TW2"; do
+      for _i in $(seq 1 100); do "$R" job logs "$t" | grep -q "job long started" && break; sleep 0.1; done
+    done
+    "$R" job stop "$TW1" --timeout 10 > /dev/null && "$R" job stop "$TW2" --timeout 10 > /dev/null || fail "state_api: stop the twin jobs"
     TOKEN=$(cat "$ROOT/node-127.0.0.1/token")
     export RAY_AUTH_MODE=token RAY_AUTH_TOKEN="$TOKEN" RAY_USAGE_STATS_ENABLED=0
     O="$RAYDIST_TMPDIR/ray.out"
@@ -1070,6 +1085,9 @@ assert [x["type"] for x in jobs if x["job_id"] == own[0]["job_id"]] == ["SUBMISS
 assert len(joins) == 1 and joins[0]["job_id"] == drv[0]["job_id"], (joins, drv)
 assert sorted(x["type"] for x in jobs if x["job_id"] == drv[0]["job_id"]) == ["DRIVER", "SUBMISSION"], jobs
 assert sub[0]["job_id"] is None, sub   # sh runs no driver
+twins = [x for x in jobs if x["submission_id"] in ("sa-twin1", "sa-twin2")]
+assert len(twins) == 2 and twins[0]["job_id"] and twins[0]["job_id"] == twins[1]["job_id"], twins
+assert [x["type"] for x in jobs if x["job_id"] == twins[0]["job_id"]] == ["SUBMISSION", "SUBMISSION"], jobs
 objs = j("objects")
 assert [(o["type"], o["pid"], o["ip"], o["task_status"]) for o in objs] == [("DRIVER", pid, "127.0.0.1", "FINISHED")], objs
 ws = j("workers")
