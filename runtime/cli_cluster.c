@@ -956,9 +956,25 @@ static int severity_parse(const char *s) {
   return -1;
 }
 
+static void print_event(const rd_gcs_cluster_event *e, int *head) {
+  if (!*head) {
+    printf("  %-19s  %-7s  %-10s %5s  %s\n", "TIME", "LEVEL", "SOURCE", "NODE", "MESSAGE");
+    *head = 1;
+  }
+  time_t t = (time_t)(e->time_ms / 1000);
+  struct tm tm;
+  char when[32] = "?";
+  if (localtime_r(&t, &tm)) strftime(when, sizeof(when), "%Y-%m-%d %H:%M:%S", &tm);
+  char node[12] = "-";
+  if (e->node_index) snprintf(node, sizeof(node), "%u", e->node_index);
+  printf("  %-19s  %-7s  %-10s %5s  %s\n", when, e->severity, e->source, node, e->message);
+}
+
 /* raydist list cluster-events: the newest `limit` of the GCS's events (of
- * severity `only`, 1..5 in severities[]; 0: all), oldest first. */
-static int print_events(rd_gcs *g, int only, size_t limit) {
+ * severity `only`, 1..5 in severities[]; 0: all), oldest first; with
+ * follow, then those that come, asked for each second, until interrupted
+ * (through a restart of the GCS). */
+static int print_events(rd_gcs *g, int only, size_t limit, int follow) {
   rd_gcs_events ev;
   int r = rd_gcs_event_list(g, 0, only ? 0 : (uint32_t)limit, &ev);
   if (r != 0) return r;
@@ -967,24 +983,39 @@ static int print_events(rd_gcs *g, int only, size_t limit) {
   if (kept) printf(" (ids %llu..%llu)", (unsigned long long)ev.first_kept, (unsigned long long)ev.last);
   if (ev.first_kept > 1) printf(", %llu older dropped", (unsigned long long)(ev.first_kept - 1));
   printf("\n");
-  size_t match = 0, shown = 0;
+  size_t match = 0;
+  int head = 0;
   for (size_t i = 0; i < ev.n; i++) match += !only || !strcmp(ev.ev[i].severity, severities[only - 1]);
   size_t skip = match > limit ? match - limit : 0;
   for (size_t i = 0, k = 0; i < ev.n; i++) {
     const rd_gcs_cluster_event *e = &ev.ev[i];
     if (only && strcmp(e->severity, severities[only - 1]) != 0) continue;
     if (k++ < skip) continue;
-    if (!shown++) printf("  %-19s  %-7s  %-10s %5s  %s\n", "TIME", "LEVEL", "SOURCE", "NODE", "MESSAGE");
-    time_t t = (time_t)(e->time_ms / 1000);
-    struct tm tm;
-    char when[32] = "?";
-    if (localtime_r(&t, &tm)) strftime(when, sizeof(when), "%Y-%m-%d %H:%M:%S", &tm);
-    char node[12] = "-";
-    if (e->node_index) snprintf(node, sizeof(node), "%u", e->node_index);
-    printf("  %-19s  %-7s  %-10s %5s  %s\n", when, e->severity, e->source, node, e->message);
+    print_event(e, &head);
   }
   if (ev.omitted) printf("  (%llu older events left out of the GCS's answer)\n", (unsigned long long)ev.omitted);
+  uint64_t last = ev.last;
   rd_gcs_events_free(&ev);
+  int away = 0;
+  while (follow) {
+    fflush(stdout);
+    sleep(1);
+    if ((r = rd_gcs_event_list(g, last, 0, &ev)) != 0) {
+      if (r != RD_ECONN && r != RD_ETIMEDOUT) return r;
+      if (!away++) fprintf(stderr, "raydist list cluster-events: the GCS does not answer (%s); asking again each second\n",
+                           rd_strerror(r));
+      continue;
+    }
+    away = 0;
+    if (ev.first_kept > last + 1)
+      printf("  (%llu events came and were dropped before they could be shown)\n",
+             (unsigned long long)(ev.first_kept - last - 1));
+    for (size_t i = 0; i < ev.n; i++)
+      if (!only || !strcmp(ev.ev[i].severity, severities[only - 1])) print_event(&ev.ev[i], &head);
+    if (ev.n) last = ev.ev[ev.n - 1].event_id;
+    else if (ev.last > last) last = ev.last;   /* (dropped meanwhile) */
+    rd_gcs_events_free(&ev);
+  }
   return 0;
 }
 
@@ -995,7 +1026,7 @@ static int job_newer(const void *a, const void *b) {
 
 /* raydist list nodes|placement-groups|jobs|cluster-events: the GCS's table, rows in state
  * `only` (0: all), at most limit. */
-static int list_gcs(const char *kind, const char *address, const char *token, int only, size_t limit) {
+static int list_gcs(const char *kind, const char *address, const char *token, int only, size_t limit, int follow) {
   char abuf[160];
   rd_gcs *g = cli_gcs("list", address, token, abuf, sizeof(abuf));
   if (!g) return 1;
@@ -1026,7 +1057,7 @@ static int list_gcs(const char *kind, const char *address, const char *token, in
       free(js);
     }
   } else if (!strcmp(kind, "cluster-events")) {
-    r = print_events(g, only, limit);
+    r = print_events(g, only, limit, follow);
   } else {
     rd_gcs_pg *pgs = NULL;
     size_t n = 0;
@@ -1060,7 +1091,8 @@ int rd__cli_list(int argc, char **argv) {
       "       placement-groups   PENDING, CREATED, RESCHEDULING, REMOVED\n"
       "       jobs               RUNNING, ENDED (drivers' runs, newest first; raydist job list: submitted jobs)\n"
       "       cluster-events     DEBUG, INFO, WARNING, ERROR, FATAL (the newest, oldest first: nodes joined and\n"
-      "                          died, the autoscaler's launches, workers that crashed or were killed for memory)\n";
+      "                          died, the autoscaler's launches, workers that crashed or were killed for memory,\n"
+      "                          submitted jobs; --follow: then those that come, until interrupted)\n";
   const char *kind = argc >= 3 ? argv[2] : NULL;
   int (*parse)(const char *) = NULL, gcs = 0;
   if (kind && !strcmp(kind, "tasks")) parse = rd__task_state_parse;
@@ -1076,14 +1108,15 @@ int rd__cli_list(int argc, char **argv) {
     return 2;
   }
   static const struct option lo[] = {{"address", 1, 0, 'a'}, {"token", 1, 0, 't'}, {"state", 1, 0, 's'},
-                                     {"limit", 1, 0, 'n'},   {0, 0, 0, 0}};
-  int ch;
+                                     {"limit", 1, 0, 'n'},   {"follow", 0, 0, 'f'}, {0, 0, 0, 0}};
+  int ch, follow = 0;
   optind = 3;
   while ((ch = getopt_long(argc, argv, "", lo, NULL)) != -1) {
     if (ch == 'a') address = optarg;
     else if (ch == 't') token = optarg;
     else if (ch == 's' && parse && parse(optarg) >= 0) state = optarg;
     else if (ch == 'n' && count_arg(optarg, &limit)) continue;
+    else if (ch == 'f' && !strcmp(kind, "cluster-events")) follow = 1;
     else {
       fprintf(stderr, "%s", usage);
       return 2;
@@ -1093,7 +1126,7 @@ int rd__cli_list(int argc, char **argv) {
     fprintf(stderr, "raydist list %s: unexpected '%s'\n%s", kind, argv[optind], usage);
     return 2;
   }
-  if (gcs) return list_gcs(kind, address, token, state ? parse(state) : 0, (size_t)limit);
+  if (gcs) return list_gcs(kind, address, token, state ? parse(state) : 0, (size_t)limit, follow);
   char path[96];
   if (!parse) snprintf(path, sizeof(path), "/objects?top=%ld", limit);
   else snprintf(path, sizeof(path), "/%s?limit=%ld%s%s", kind, limit, state ? "&state=" : "", state ? state : "");

@@ -2139,6 +2139,10 @@ PY
     cat "$L"
     # the GCS server killed: gcs.log, which its keeper writes and rotates,
     # has the keeper's and the new server's lines in order
+    # one following the events sees the restart as it comes
+    "$R" list cluster-events --follow --limit 1 > "$RAYDIST_TMPDIR/follow" 2> "$RAYDIST_TMPDIR/follow.err" &
+    FOL=$!
+    for _i in $(seq 1 50); do grep -q "^  TIME " "$RAYDIST_TMPDIR/follow" && break; sleep 0.1; done
     GS=$(cat "$H/gcs.pid")
     kill -9 "$GS" || fail "kill the GCS server"
     for _i in $(seq 1 50); do glog | grep -q "gcs keeper: pid [0-9]* ready again after restart 1" && break; sleep 0.1; done
@@ -2149,6 +2153,12 @@ PY
     A=$(glog | grep -n "gcs keeper: pid [0-9]* ready again after restart 1" | cut -d: -f1)
     [ -n "$K" ] && [ -n "$V" ] && [ -n "$A" ] && [ "$K" -lt "$V" ] && [ "$V" -lt "$A" ] ||
       { glog; fail "gcs.log: not the keeper's line, then the server's recovery, then the keeper's again"; }
+    for _i in $(seq 1 100); do grep -q "The GCS restarted" "$RAYDIST_TMPDIR/follow" && break; sleep 0.1; done
+    kill "$FOL"
+    wait "$FOL" 2>/dev/null
+    cat "$RAYDIST_TMPDIR/follow" "$RAYDIST_TMPDIR/follow.err"
+    [ "$(grep -c "^  20" "$RAYDIST_TMPDIR/follow")" -ge 2 ] && grep -Eq "WARNING +GCS +-  The GCS restarted" "$RAYDIST_TMPDIR/follow" ||
+      fail "events: --follow did not show the GCS's restart"
     # its events survived it (gcs.db), the restart among them
     "$R" list cluster-events > "$L" || fail "raydist list cluster-events after the GCS restart"
     grep -Eq "ERROR +AUTOSCALER +-  Launch 1 of a node of type late failed" "$L" &&
