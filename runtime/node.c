@@ -246,6 +246,10 @@ static int memory_kill_why(const node_worker *w, char *buf, size_t len) {
   return 1;
 }
 
+/* Ray's WorkerExitType names, as raydist_workers_exited_total counts them. */
+static const char *const exit_types[5] = {"INTENDED_USER_EXIT", "INTENDED_SYSTEM_EXIT", "USER_ERROR", "SYSTEM_ERROR",
+                                          "NODE_OUT_OF_MEMORY"};
+
 /* A worker that crashed or that the memory monitor killed is a cluster
  * event (the others exited as they or the node meant to). */
 static void exited_event(const node_exited *e) {
@@ -287,6 +291,7 @@ static void exited_keep(const node_worker *w, int64_t status, int sig) {
     e->type = "INTENDED_USER_EXIT";
     snprintf(e->detail, sizeof(e->detail), "exited with status 0%s", w->last_actor ? " (its actor exited)" : "");
   }
+  for (int k = 0; k < 5; k++) N.exits[k] += !strcmp(e->type, exit_types[k]);
   exited_event(e);
   if (!N.exited_max) return;
   if (!N.exited && !(N.exited = calloc(N.exited_max, sizeof(*N.exited)))) return;
@@ -3799,6 +3804,12 @@ void rd__node_metrics(rd__mbuf *b) {
   }
   rd__mbuf_family(b, "raydist_memory_monitor_kills_total", "counter", "Workers the memory monitor killed since start.");
   rd__mbuf_printf(b, "raydist_memory_monitor_kills_total %llu\n", (unsigned long long)N.mem_kills);
+  rd__mbuf_family(b, "raydist_workers_exited_total", "counter",
+                  "Worker processes that exited since start, by Ray's exit type (SYSTEM_ERROR: crashed or killed from "
+                  "outside).");
+  for (int k = 0; k < 5; k++)
+    rd__mbuf_printf(b, "raydist_workers_exited_total{exit_type=\"%s\"} %llu\n", exit_types[k],
+                    (unsigned long long)N.exits[k]);
   rd__app_metrics_print(b);   /* the application's own (rd_metric_*), last */
 }
 

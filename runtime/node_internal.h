@@ -379,6 +379,7 @@ typedef struct rd__node_state {
   double mem_threshold;     /* of the node's memory (or cgroup limit) in use; 0: not checked */
   uint64_t mem_limit;       /* bytes the node's workers may hold together (RSS); 0: none */
   uint64_t mem_kills;
+  uint64_t exits[5];            /* workers that exited, by Ray's exit type (exit_types in node.c) */
   /* metrics (metrics.c serves them): histograms per rd__hist_bucket */
   uint64_t start_ns;
   uint64_t lease_wait[RD_HIST_BUCKETS], lease_wait_n, lease_wait_ns;

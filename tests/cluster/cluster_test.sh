@@ -1609,6 +1609,10 @@ PY
     listed_until 50 "ERROR +RAYLET +2  Worker [0-9]+ \(pid $DEAD, job [0-9]+\) died unexpectedly: killed by signal 6 \(Aborted\)" \
       list cluster-events --state error || { cat "$L"; fail "logs: the crash is not a cluster event"; }
     grep -q "INFO" "$L" && { cat "$L"; fail "logs: --state error listed other events"; }
+    # and counted by its node's metrics, by Ray's exit type
+    [ "$(metric 127.0.0.2 'raydist_workers_exited_total{exit_type="SYSTEM_ERROR"}')" = 1 ] &&
+      [ "$(metric 127.0.0.3 'raydist_workers_exited_total{exit_type="SYSTEM_ERROR"}')" = 0 ] ||
+      fail "logs: raydist_workers_exited_total"
     "$R" list cluster-events > "$L" || fail "raydist list cluster-events"
     cat "$L"
     grep -Eq "^cluster events: [0-9]+ kept \(ids 1\.\.[0-9]+\)$" "$L" || { cat "$L"; fail "logs: the events' count"; }
