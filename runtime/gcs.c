@@ -345,18 +345,27 @@ static int h_event_add(void *arg, rd__rpc_call *call, const ProtobufCMessage *re
   return rd__rpc_reply(call, &r.base);
 }
 
+/* The id a T_EVENT key names (fixed-width hex). */
+static uint64_t event_key_id(const char *key, size_t klen) {
+  uint64_t id = 0;
+  for (size_t i = 0; i < klen && isxdigit((unsigned char)key[i]); i++)
+    id = id * 16 + (uint64_t)(isdigit((unsigned char)key[i]) ? key[i] - '0' : (key[i] | 0x20) - 'a' + 10);
+  return id;
+}
+
 typedef struct event_scan {
-  uint64_t after;
-  Rd__Gcs__ClusterEvent **v;    /* ids above after, in id order */
+  uint64_t from;                /* the first id wanted (the others are not unpacked) */
+  Rd__Gcs__ClusterEvent **v;    /* from there on, in id order */
   size_t n, cap;
   int rc;
 } event_scan;
 
 static int collect_event(void *arg, const char *key, size_t klen, const void *val, size_t vlen) {
   event_scan *s = arg;
+  if (event_key_id(key, klen) < s->from) return 0;
   Rd__Gcs__ClusterEvent *e = rd__gcs__cluster_event__unpack(NULL, vlen, val);
   if (!e) return 0;
-  if (e->event_id <= s->after || (s->rc = grow(&s->v, &s->cap, s->n, sizeof(*s->v))) != 0) {
+  if ((s->rc = grow(&s->v, &s->cap, s->n, sizeof(*s->v))) != 0) {
     protobuf_c_message_free_unpacked(&e->base, NULL);
     return s->rc;
   }
@@ -370,12 +379,13 @@ static int collect_event(void *arg, const char *key, size_t klen, const void *va
 static int h_event_list(void *arg, rd__rpc_call *call, const ProtobufCMessage *req) {
   gcs *g = arg;
   const Rd__Gcs__EventListRequest *q = (const void *)req;
-  event_scan s = {.after = q->after};
+  event_scan s = {.from = q->after + 1};
   Rd__Gcs__EventListReply r = RD__GCS__EVENT_LIST_REPLY__INIT;
   pthread_mutex_lock(&g->mu);
-  int rc = g->store->ops->scan(g->store, T_EVENT, "", 0, collect_event, &s);
   r.last = g->next_event;
   r.first_kept = r.last > RD_GCS_EVENTS_KEEP ? r.last - RD_GCS_EVENTS_KEEP + 1 : 1;
+  if (q->limit && r.last >= q->limit && r.last - q->limit + 1 > s.from) s.from = r.last - q->limit + 1;
+  int rc = q->after >= r.last ? 0 : g->store->ops->scan(g->store, T_EVENT, "", 0, collect_event, &s);
   pthread_mutex_unlock(&g->mu);
   if (!rc) rc = s.rc;
   size_t from = q->limit && s.n > q->limit ? s.n - q->limit : 0, bytes = 0;
@@ -2075,9 +2085,7 @@ static int count_rec(void *arg, const char *key, size_t klen, const void *val, s
 }
 
 static int last_event(void *arg, const char *key, size_t klen, const void *val, size_t vlen) {
-  uint64_t *max = arg, id = 0;
-  for (size_t i = 0; i < klen && isxdigit((unsigned char)key[i]); i++)
-    id = id * 16 + (uint64_t)(isdigit((unsigned char)key[i]) ? key[i] - '0' : (key[i] | 0x20) - 'a' + 10);
+  uint64_t *max = arg, id = event_key_id(key, klen);
   if (id > *max) *max = id;
   return 0;
 }

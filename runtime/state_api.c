@@ -20,9 +20,10 @@
  * A node that does not answer is named in partial_failure_warning and
  * the others are listed all the same.  Bad input (an unknown column, a
  * predicate other than = and !=, a filter value of the wrong type, a
- * limit past 10000) is a 400 with {"result": false, "msg": why}; what
- * libraydist does not keep as Ray's tables (workers, objects, runtime
- * envs, cluster events, logs) is a 501 saying where to look. */
+ * limit past 10000) is a 400 with {"result": false, "msg": why}; Ray's
+ * runtime envs, which libraydist does not keep, are a 501 saying where to
+ * look.  Workers, objects and logs come from every live node's own
+ * endpoints, cluster events from the GCS's event table. */
 #include "state_api.h"
 
 #include <inttypes.h>
