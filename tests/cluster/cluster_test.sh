@@ -25,6 +25,8 @@ fail() {
   echo "FAIL: $*" >&2
   for f in "$ROOT"/node-*/*.log; do echo "== $f" >&2; tail -n 30 "$f" >&2; done
   for f in "$ROOT"/node-*/logs/*.err; do [ -s "$f" ] && { echo "== $f" >&2; tail -n 10 "$f" | cut -c1-300 >&2; }; done
+  # the background drivers' own output (hold_start), whatever step failed
+  for f in "$RAYDIST_TMPDIR"/hold*.log; do [ -s "$f" ] && { echo "== $f" >&2; tail -n 30 "$f" | cut -c1-300 >&2; }; done
   exit 1
 }
 # proc_start PID: its start time (field 22 of /proc/PID/stat), empty when no
