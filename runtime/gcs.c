@@ -326,7 +326,7 @@ static int h_event_add(void *arg, rd__rpc_call *call, const ProtobufCMessage *re
   int rc = 0;
   Rd__Gcs__NodeInfo *n = e.node_index && !named ? node_load(g, e.node_index, &rc) : NULL;
   if (n) {
-    memcpy(fp, e.fields, e.n_fields * sizeof(*fp));
+    if (e.n_fields) memcpy(fp, e.fields, e.n_fields * sizeof(*fp));   /* (fields NULL when none) */
     nf[0].key = (char *)"node_id";
     nf[0].value = n->node_id;
     nf[1].key = (char *)"node_ip";

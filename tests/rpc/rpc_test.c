@@ -1990,8 +1990,19 @@ static int t_gcs_events(void) {
   in.time_ms = t0 + 10ull * 86400000;   /* ten days ahead: a clock gone wrong, the GCS's time instead */
   in.message = "from the future";
   CHECK_EQ(rd_gcs_event_add(g, &in, &id), 0);
-  CHECK_EQ(rd_gcs_event_list(g, 2, 0, &ev), 0);   /* ids above 2 */
+  /* about a node, with no fields of its own (cluster_bad_node's "cannot
+   * start" event: UBSan caught a NULL memcpy here) */
+  rd_gcs_cluster_event bare = {.source = "RAYLET", .severity = "ERROR", .message = "bare", .node_index = ia};
+  CHECK_EQ(rd_gcs_event_add(g, &bare, &id), 0);
+  CHECK_EQ(rd_gcs_event_list(g, id - 1, 0, &ev), 0);
+  CHECK(ev.n == 1 && ev.ev[0].nfields == 2 && !strcmp(event_field(&ev.ev[0], "node_ip"), "127.0.0.2"));
+  rd_gcs_events_free(&ev);
+  CHECK_EQ(rd_gcs_event_list(g, 2, 2, &ev), 0);   /* ids above 2, the newest 2: 4 and 5 */
   CHECK_EQ(ev.n, 2);
+  CHECK(event_find(&ev, "Worker 1 died.") == NULL && event_find(&ev, "bare"));
+  rd_gcs_events_free(&ev);
+  CHECK_EQ(rd_gcs_event_list(g, 2, 0, &ev), 0);   /* ids above 2 */
+  CHECK_EQ(ev.n, 3);
   e = event_find(&ev, "Worker 1 died.");
   CHECK(e && e->event_id == 3 && e->time_ms == t0 - 5000 && e->pid == 4242 && e->node_index == ib);
   CHECK(!strcmp(event_field(e, "exit_type"), "SYSTEM_ERROR") && !strcmp(event_field(e, "node_ip"), "127.0.0.3"));
@@ -2021,18 +2032,18 @@ static int t_gcs_events(void) {
   big[RD_GCS_EVENT_MSG_MAX - 1] = 0;   /* the longest there may be */
   in = (rd_gcs_cluster_event){.source = "AUTOSCALER", .severity = "WARNING", .message = big};
   CHECK_EQ(rd_gcs_event_add(g, &in, &id), 0);
-  CHECK_EQ(id, 5);
+  CHECK_EQ(id, 6);
 
   /* a node leaves, another dies */
   CHECK_EQ(rd_gcs_unregister_node(g, ia, "stopped by test"), 0);
   for (int i = 0; i < 100; i++) {   /* b sends no heartbeat: dead after 600 ms */
-    CHECK_EQ(rd_gcs_event_list(g, 6, 0, &ev), 0);
+    CHECK_EQ(rd_gcs_event_list(g, 7, 0, &ev), 0);
     int dead = event_find(&ev, "is dead: no heartbeat for") != NULL;
     rd_gcs_events_free(&ev);
     if (dead) break;
     usleep(50000);
   }
-  CHECK_EQ(rd_gcs_event_list(g, 5, 0, &ev), 0);
+  CHECK_EQ(rd_gcs_event_list(g, 6, 0, &ev), 0);
   CHECK_EQ(ev.n, 2);
   CHECK(!strcmp(ev.ev[0].severity, "INFO") && strstr(ev.ev[0].message, "left the cluster: stopped by test."));
   CHECK(!strcmp(ev.ev[1].severity, "ERROR") && strstr(ev.ev[1].message, "(127.0.0.3) is dead: no heartbeat for"));
