@@ -200,6 +200,7 @@ typedef struct submit_opts {
   const char *wd_zip;       /* the same from a zip (--working-dir-zip: Ray's working_dir packages, job_http.c) */
   const char *res_spec;     /* what its driver holds of the node while it runs ("CPU=1,GPU=1,name=2"), NULL none */
   rd_resources res;         /* res_spec parsed; all zero: nothing held */
+  int seek;                 /* --seek-node: a mirror's node is the one its own node names (seek_node) */
 } submit_opts;
 
 static int rm_entry(const char *path, const struct stat *st, int flag, struct FTW *f) {
@@ -363,10 +364,11 @@ typedef struct hold {
   rd__conn conn;            /* to the node as a job's keeper (Hello.role 3); fd -1: none */
   char vis[256];            /* its GPUs, for CUDA_VISIBLE_DEVICES ("" none) */
   int ngpus;
+  char node_ip[64];         /* a seek's answer: the node that can hold them */
 } hold;
 
-/* A JobHoldReply in f: its status, and the GPUs into h when held; why
- * when refused. */
+/* A JobHoldReply in f: its status, and the GPUs (or a seek's node) into h
+ * when held; why when refused or waiting. */
 static int hold_reply(hold *h, const rd__frame *f, char *why, size_t len) {
   Rd__JobHoldReply *r = f->type == RD__MSG_TYPE__MSG_JOB_HOLD_REPLY
                             ? (Rd__JobHoldReply *)rd__frame_unpack(f, &rd__job_hold_reply__descriptor)
@@ -380,8 +382,9 @@ static int hold_reply(hold *h, const rd__frame *f, char *why, size_t len) {
   int st = r->status;
   if (st == RD_OK) {
     snprintf(h->vis, sizeof(h->vis), "%s", r->visible_devices ? r->visible_devices : "");
+    snprintf(h->node_ip, sizeof(h->node_ip), "%s", r->node_ip ? r->node_ip : "");
     h->ngpus = (int)r->n_gpu_ids;
-  } else if (st != RD_EAGAIN) {
+  } else {
     snprintf(why, len, "%s", r->error && *r->error ? r->error : rd_strerror(st));
   }
   protobuf_c_message_free_unpacked(&r->base, NULL);
@@ -429,8 +432,9 @@ static int keeper_connect(rd__conn *conn, const char *dir, rd__frame *f, char *w
 }
 
 /* Connects to the node of session dir as job id's keeper and asks for
- * res: RD_OK held, RD_EAGAIN waiting (hold_wait), else refused (why). */
-static int hold_ask(hold *h, const char *dir, const rd_resources *res, int id, char *why, size_t len) {
+ * res: RD_OK held, RD_EAGAIN waiting (hold_wait), else refused (why).
+ * seek: for the node that can hold them, not for them (JobHold.seek). */
+static int hold_ask(hold *h, const char *dir, const rd_resources *res, int id, int seek, char *why, size_t len) {
   memset(h, 0, sizeof(*h));
   rd__frame f;
   int r = keeper_connect(&h->conn, dir, &f, why, len);
@@ -441,6 +445,7 @@ static int hold_ask(hold *h, const char *dir, const rd_resources *res, int id, c
   rd__res_to_msg(res, &rm);
   q.res = &rm.msg;
   q.job = (uint32_t)id;
+  q.seek = seek;
   r = rd__conn_send(&h->conn, RD__MSG_TYPE__MSG_JOB_HOLD, &q.base, -1);
   if (r == 0) r = rd__conn_flush_blocking(&h->conn, 10000);
   if (r == 0) r = rd__conn_recv_blocking(&h->conn, &f, 10000);
@@ -614,7 +619,7 @@ static int job_submit(const char *dir, const char *name, char **argv, int argc, 
     h.conn.fd = -1;
     if (so->res_spec) {
       char why[1400], msg[1500];
-      int hr = hold_ask(&h, dir, &so->res, id, why, sizeof(why));
+      int hr = hold_ask(&h, dir, &so->res, id, 0, why, sizeof(why));
       if (hr != RD_OK && hr != RD_EAGAIN) {   /* refused: the submit says why, and there is no job */
         snprintf(msg, sizeof(msg), "E%s\n", why);
         if (write(ready[1], msg, strlen(msg)) < 0) { /* the submitter reports it */
@@ -1007,7 +1012,9 @@ static void job_usage(void) {
           "driver holds of its node while it runs (Ray's entrypoint resources; PENDING until they are free):\n"
           "--num-cpus N, --num-gpus N (its GPUs in CUDA_VISIBLE_DEVICES), --memory BYTES, --resources a=1,b=2.\n"
           "submit --address ... --follow --mirror: the job's log alone on stdout, then its end as this command's\n"
-          "(its exit status, or its signal); SIGTERM, SIGINT or SIGHUP stop the job first.\n");
+          "(its exit status, or its signal); SIGTERM, SIGINT or SIGHUP stop the job first.  With --seek-node\n"
+          "instead of --node-ip (as a submitted job's program), the node is the one this job's node names once\n"
+          "a live node can hold --entrypoint-resources (the autoscaler starts one): the jobs API's way.\n");
 }
 
 /* ---- from another machine: the node over a tool link ---- */
@@ -1336,6 +1343,49 @@ static int local_list_all(void) {
   return n ? 0 : 1;
 }
 
+/* --seek-node: the node to run this mirror's job on, asked of the node
+ * whose job this process is (RAYDIST_JOB_DIR), which answers once a node
+ * of its view can hold the job's entrypoint resources and meanwhile counts
+ * them as demand for the autoscaler (job_hold.c).  This process's job
+ * waits (PENDING) until then.  0 and the node's address in ip, else this
+ * process's exit status: 128 + SIGTERM when told to end meanwhile. */
+static int seek_node(const submit_opts *so, char *ip, size_t len) {
+  const char *jd = getenv("RAYDIST_JOB_DIR");
+  char dir[900], why[1400];
+  snprintf(dir, sizeof(dir), "%s", jd);
+  char *slash = strrchr(dir, '/');
+  int id = slash ? atoi(slash + 1) : 0;
+  for (int i = 0; i < 2 && slash; i++, slash = strrchr(dir, '/')) *slash = 0;   /* <session>/jobs/<id> */
+  sigset_t set, old;   /* told to end: read from sfd while waiting */
+  sigemptyset(&set);
+  sigaddset(&set, SIGTERM);
+  sigaddset(&set, SIGINT);
+  sigaddset(&set, SIGHUP);
+  sigprocmask(SIG_BLOCK, &set, &old);
+  int sfd = signalfd(-1, &set, SFD_CLOEXEC), sig = 0;
+  hold h;
+  int r = hold_ask(&h, dir, &so->res, id, 1, why, sizeof(why));
+  if (r == RD_EAGAIN) {
+    char f[900], text[200];
+    fprintf(stderr, "raydist job: %s\n", why);
+    fflush(stderr);
+    snprintf(f, sizeof(f), "%s/state_there", jd);
+    snprintf(text, sizeof(text), "PENDING (waits for a node with %.40s)\n", so->res_spec);
+    write_file(f, text);
+    r = hold_wait(&h, sfd, &sig, why, sizeof(why));
+  }
+  rd__conn_close(&h.conn);
+  if (sfd >= 0) close(sfd);
+  sigprocmask(SIG_SETMASK, &old, NULL);
+  if (r == RD_OK && h.node_ip[0]) {
+    snprintf(ip, len, "%s", h.node_ip);
+    return 0;
+  }
+  if (r == RD_ECANCELED) return 128 + SIGTERM;   /* stopped before it ran anywhere */
+  fprintf(stderr, "raydist job: no node for the job: %s\n", r == RD_OK ? "the node named none" : why);
+  return 1;
+}
+
 static int remote_job(const char *sub, const char *address, const char *token, const char *ip, const char *name,
                       const submit_opts *so, char **args, int nargs, double timeout, int follow, int mirror) {
   char program[4096], hash[65] = "";
@@ -1345,6 +1395,12 @@ static int remote_job(const char *sub, const char *address, const char *token, c
   if (!submit && strcmp(sub, "list") && (id = parse_id(args[0])) < 0) {
     fprintf(stderr, "raydist job: no job %s on this node\n", args[0]);
     return 1;
+  }
+  char sought[64];
+  if (submit && so->seek) {
+    int r = seek_node(so, sought, sizeof(sought));
+    if (r != 0) return r;
+    ip = sought;
   }
   remote rm;
   memset(&rm, 0, sizeof(rm));
@@ -1424,7 +1480,8 @@ int rd__cli_job(int argc, char **argv) {
                                      {"working-dir-tar", 1, 0, 'W'}, {"working-dir-zip", 1, 0, 'Z'},
                                      {"all", 0, 0, 'A'},     {"num-cpus", 1, 0, 'c'}, {"num-gpus", 1, 0, 'g'},
                                      {"memory", 1, 0, 'm'},  {"resources", 1, 0, 'r'},
-                                     {"entrypoint-resources", 1, 0, 'R'}, {"mirror", 0, 0, 'M'}, {0, 0, 0, 0}};
+                                     {"entrypoint-resources", 1, 0, 'R'}, {"mirror", 0, 0, 'M'},
+                                     {"seek-node", 0, 0, 'S'}, {0, 0, 0, 0}};
   char spec[1100] = "";   /* --num-cpus, ... as one "CPU=1,GPU=1,name=2" */
   const char *full_spec = NULL;
   int ch;
@@ -1454,6 +1511,7 @@ int rd__cli_job(int argc, char **argv) {
     else if (ch == 'Z') so.wd_zip = optarg;
     else if (ch == 'R') full_spec = optarg;
     else if (ch == 'M') mirror = 1;
+    else if (ch == 'S') so.seek = 1;
     else if (ch == 'c' || ch == 'g' || ch == 'm' || ch == 'r') {
       size_t k = strlen(spec);
       const char *what = ch == 'c' ? "CPU=" : ch == 'g' ? "GPU=" : ch == 'm' ? "memory=" : "";
@@ -1516,6 +1574,12 @@ int rd__cli_job(int argc, char **argv) {
   }
   if (mirror && (!submit || !address || !follow)) {
     fprintf(stderr, "raydist job submit: --mirror is for submit --address ... --follow\n");
+    return 2;
+  }
+  const char *jd = getenv("RAYDIST_JOB_DIR");
+  if (so.seek && (!mirror || ip || !so.res_spec || !jd || !strrchr(jd, '/'))) {
+    fprintf(stderr, "raydist job submit: --seek-node is for a submitted job's program (RAYDIST_JOB_DIR) that is "
+                    "a --mirror with entrypoint resources and no --node-ip\n");
     return 2;
   }
   if (address && so.wd_zip) {

@@ -787,6 +787,13 @@ typedef struct demand_acc {
   size_t n;
 } demand_acc;
 
+/* A job's mirror that waits for a node able to hold its entrypoint
+ * resources (rd__job_hold_seek_each). */
+static void demand_job(void *arg, const rd_resources *res) {
+  demand_acc *a = arg;
+  a->n = demand_add(a->d, a->n, res, NULL, 1, 0, NULL, 0);
+}
+
 /* A placement-group bundle that waits for room (rd__pg_demand_each). */
 static void demand_pg(void *arg, const rd_resources *shape, const char *sel, uint64_t spread_group,
                       const uint32_t *avoid, size_t navoid) {
@@ -799,8 +806,11 @@ static void demand_pg(void *arg, const rd_resources *shape, const char *sel, uin
  * them), requests that wait for a node no live one is (a kind the
  * autoscaler can start), actors placed from here that wait for one, and
  * the tasks its owners have queued behind requests that wait (their
- * backlog: an owner asks for one worker of a class at a time), and the
- * bundles of placement groups recorded here that wait for room. */
+ * backlog: an owner asks for one worker of a class at a time), the
+ * bundles of placement groups recorded here that wait for room, and the
+ * submitted jobs whose entrypoint resources no live node has (job_hold.c's
+ * seekers: a job waiting for room on its own node is not demand, since it
+ * runs there). */
 #define RD_CL_DEMAND_NS 1000000000ull
 static size_t demand_fill(rd_gcs_demand *d, uint64_t now) {
   size_t n = 0;
@@ -817,6 +827,7 @@ static size_t demand_fill(rd_gcs_demand *d, uint64_t now) {
       n = demand_add(d, n, &c->backlog[i].shape, c->backlog[i].sel, c->backlog[i].count, 0, NULL, 0);
   demand_acc acc = {d, n};
   rd__pg_demand_each(demand_pg, &acc);
+  rd__job_hold_seek_each(demand_job, &acc);
   return acc.n;
 }
 
@@ -849,6 +860,12 @@ static const rd_gcs_node_type *launchable(const rd_resources *res, const char *s
     if (t->max_workers > 0 && fits_total(&t->res, res) && rd_labels_match(t->labels, sel)) return t;
   }
   return NULL;
+}
+
+int rd__cluster_launchable(const rd_resources *res, char *name, size_t len) {
+  const rd_gcs_node_type *t = launchable(res, NULL);
+  if (t) snprintf(name, len, "%s", t->name);
+  return t != NULL;
 }
 
 /* The heartbeat's answer asks this node to leave (hb_done): it does, once
@@ -3662,6 +3679,7 @@ static void hb_done(uv_async_t *a) {
   view_changed();
   sd_write();
   rd__pg_view_changed();
+  rd__job_hold_view_changed();   /* a node joined that a waiting job's mirror can run on */
   rd__pg_kick();   /* nodes that joined or freed room since the last view */
   fails_expire();
   if (dead) {   /* gets that waited on pulls from them are answered */

@@ -16,7 +16,14 @@
  * queue at each dispatch, one that does not fit passed over for the next
  * (a CPU job does not wait behind a GPU job); like a wide task's lease, a
  * wide hold may wait while narrower holds and leases take each resource
- * as it frees. */
+ * as it frees.
+ *
+ * A seeker (JobHold.seek) takes nothing here: it is the mirror of a job
+ * submitted through the jobs API whose entrypoint resources no live node
+ * has in all but a kind of node the autoscaler can start has (job_http.c).
+ * It waits, as part of this node's demand (cluster.c's demand_fill), until
+ * a node of the view can hold them, and is then told that node's address,
+ * where the mirror runs the job. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -34,13 +41,15 @@ struct node_hold {
   rd_resources res;
   rd_res_grant grant;
   int held;
-  struct node_hold *next;   /* waiting ones, oldest first */
+  int seek;                 /* JobHold.seek: waits for a node, not for room here */
+  struct node_hold *next;   /* waiting ones (or seekers), oldest first */
 };
 
 static node_hold *waiting;
+static node_hold *seeking;
 static uint64_t nheld;
 
-static void reply(node_client *c, int status, const char *err, const rd_res_grant *g) {
+static void reply(node_client *c, int status, const char *err, const rd_res_grant *g, const char *node_ip) {
   Rd__JobHoldReply r = RD__JOB_HOLD_REPLY__INIT;
   int32_t ids[RD_RES_MAX_GPUS];
   char vis[256] = "";
@@ -53,6 +62,7 @@ static void reply(node_client *c, int status, const char *err, const rd_res_gran
     rd_res_grant_visible_devices(g, vis, sizeof(vis));
   }
   r.visible_devices = vis;
+  r.node_ip = (char *)(node_ip ? node_ip : "");
   rd__node_send(c, RD__MSG_TYPE__MSG_JOB_HOLD_REPLY, &r.base, -1);
 }
 
@@ -63,7 +73,7 @@ static int try_take(node_hold *h) {
   h->held = 1;
   nheld++;
   rd__log(RD_LOG_INFO, "job %u (keeper pid %d) holds %s", h->job, h->client->pid, what);
-  reply(h->client, RD_OK, NULL, &h->grant);
+  reply(h->client, RD_OK, NULL, &h->grant, NULL);
   return 1;
 }
 
@@ -78,6 +88,62 @@ int rd__job_hold_infeasible(const rd_resources *res, char *why, size_t len) {
   return 1;
 }
 
+/* A seeker told the node of the view that can hold its resources (one
+ * with them free now first); 0 when none can yet. */
+static int seek_found(node_hold *h) {
+  char ip[64], what[256];
+  if (!rd__cluster_node_for(&h->res, ip, sizeof(ip))) return 0;
+  rd_res_format(&h->res, what, sizeof(what));
+  rd__log(RD_LOG_INFO, "job %u (mirror pid %d): node %s can hold its %s", h->job, h->client->pid, ip, what);
+  reply(h->client, RD_OK, NULL, NULL, ip);
+  return 1;
+}
+
+/* A seek that cannot be: res is this node's, or neither a live node nor a
+ * kind the autoscaler can start has it (c is told why); else 0, and the
+ * kind in type. */
+static int seek_refused(node_client *c, const rd_resources *res, char *type, size_t tlen) {
+  char what[256], ip[64], why[600];
+  rd_res_format(res, what, sizeof(what));
+  type[0] = 0;
+  if (rd_res_feasible(&N.ledger, res)) {
+    snprintf(why, sizeof(why), "this node can hold %s itself: a seek is for what only another node has", what);
+    reply(c, RD_EINVAL, why, NULL, NULL);
+    return 1;
+  }
+  if (!rd__cluster_node_for(res, ip, sizeof(ip)) && !rd__cluster_launchable(res, type, tlen)) {
+    snprintf(why, sizeof(why), "no live node, and no kind of node the autoscaler can start, has the job's %s", what);
+    reply(c, RD_EINFEASIBLE, why, NULL, NULL);
+    return 1;
+  }
+  return 0;
+}
+
+/* Seeker h is answered now, or waits for a view with a node for it. */
+static void seek_start(node_hold *h, const char *type) {
+  if (seek_found(h)) return;
+  node_hold **pp = &seeking;
+  while (*pp) pp = &(*pp)->next;
+  *pp = h;
+  char what[256], why[600];
+  rd_res_format(&h->res, what, sizeof(what));
+  snprintf(why, sizeof(why), "waiting for the autoscaler to start a node of type '%s': no live node has %s", type, what);
+  reply(h->client, RD_EAGAIN, why, NULL, NULL);
+  rd__log(RD_LOG_INFO, "job %u (mirror pid %d) %s", h->job, h->client->pid, why);
+}
+
+void rd__job_hold_view_changed(void) {
+  for (node_hold **pp = &seeking; *pp;) {
+    node_hold *h = *pp;
+    if (seek_found(h)) *pp = h->next;   /* its connection (c->hold) keeps it until it ends */
+    else pp = &h->next;
+  }
+}
+
+void rd__job_hold_seek_each(void (*cb)(void *arg, const rd_resources *res), void *arg) {
+  for (const node_hold *h = seeking; h; h = h->next) cb(arg, &h->res);
+}
+
 void rd__job_hold_on_request(node_client *c, const Rd__JobHold *m) {
   char why[1300];
   if (c->role != ROLE_KEEPER) {
@@ -85,32 +151,39 @@ void rd__job_hold_on_request(node_client *c, const Rd__JobHold *m) {
     return;
   }
   if (c->hold) {
-    reply(c, RD_ESTATE, "this connection holds resources for a job already (one hold a connection)", NULL);
+    reply(c, RD_ESTATE, "this connection holds resources for a job already (one hold a connection)", NULL, NULL);
     return;
   }
   rd_resources res;
   if (!m->res || rd__res_from_msg(m->res, &res) != 0 || rd_res_validate(&res) != 0) {
-    reply(c, RD_EINVAL, "invalid resource amounts", NULL);
+    reply(c, RD_EINVAL, "invalid resource amounts", NULL, NULL);
     return;
   }
-  if (rd__job_hold_infeasible(&res, why, sizeof(why))) {
-    reply(c, RD_EINFEASIBLE, why, NULL);
+  char type[64];
+  if (m->seek && seek_refused(c, &res, type, sizeof(type))) return;
+  if (!m->seek && rd__job_hold_infeasible(&res, why, sizeof(why))) {
+    reply(c, RD_EINFEASIBLE, why, NULL, NULL);
     return;
   }
   node_hold *h = calloc(1, sizeof(*h));
   if (!h) {
-    reply(c, RD_ENOMEM, "node out of memory", NULL);
+    reply(c, RD_ENOMEM, "node out of memory", NULL, NULL);
     return;
   }
   h->client = c;
   h->job = m->job;
   h->res = res;
+  h->seek = m->seek;
   c->hold = h;
+  if (h->seek) {
+    seek_start(h, type);
+    return;
+  }
   if (try_take(h)) return;   /* now if it fits (what waits before it does not fit now) */
   node_hold **pp = &waiting;
   while (*pp) pp = &(*pp)->next;
   *pp = h;
-  reply(c, RD_EAGAIN, "waiting for the node's resources to be free", NULL);
+  reply(c, RD_EAGAIN, "waiting for the node's resources to be free", NULL, NULL);
   rd__log(RD_LOG_INFO, "job %u (keeper pid %d) waits for its resources", h->job, c->pid);
 }
 
@@ -132,8 +205,8 @@ void rd__job_hold_client_gone(node_client *c) {
     rd__log(RD_LOG_INFO, "job %u (keeper pid %d) let go of its resources", h->job, c->pid);
     rd__pg_kick();   /* a group waiting for room may fit now; the caller dispatches */
   } else {
-    for (node_hold **pp = &waiting; *pp; pp = &(*pp)->next)
-      if (*pp == h) {
+    for (node_hold **pp = h->seek ? &seeking : &waiting; *pp; pp = &(*pp)->next)
+      if (*pp == h) {   /* (a seeker that was answered is on no list) */
         *pp = h->next;
         break;
       }
@@ -141,9 +214,11 @@ void rd__job_hold_client_gone(node_client *c) {
   free(h);
 }
 
-void rd__job_hold_counts(uint64_t *held, uint64_t *waits) {
-  uint64_t w = 0;
+void rd__job_hold_counts(uint64_t *held, uint64_t *waits, uint64_t *seekers) {
+  uint64_t w = 0, s = 0;
   for (node_hold *h = waiting; h; h = h->next) w++;
+  for (node_hold *h = seeking; h; h = h->next) s++;
   *held = nheld;
   *waits = w;
+  *seekers = s;
 }

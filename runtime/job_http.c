@@ -850,14 +850,18 @@ static int entry_res(const rd_json *m, char *spec, size_t len, char *why, size_t
  * that it has in all, or else another live node has (its address into
  * fwd: the job runs there, this node's job following it); else 400 now,
  * rather than a job waiting for ever. */
-static int entry_res_check(const char *spec, char *fwd, size_t flen, char *why, size_t wlen) {
+static int entry_res_check(const char *spec, char *fwd, size_t flen, int *seek, char *why, size_t wlen) {
   rd_resources res;
-  char err[300];
+  char err[300], type[64];
   if (rd__res_parse_spec(spec, &res, err, sizeof(err)) != 0) {
     snprintf(why, wlen, "entrypoint %s", err);
     return -1;
   }
   if (rd_res_feasible(&N.ledger, &res) || rd__cluster_node_for(&res, fwd, flen)) return 0;   /* here, or there */
+  if (rd__cluster_launchable(&res, type, sizeof(type))) {   /* on a node the autoscaler starts for it */
+    *seek = 1;
+    return 0;
+  }
   return rd__job_hold_infeasible(&res, why, wlen) ? -1 : 0;
 }
 
@@ -932,9 +936,10 @@ static void submit(const char *body, size_t blen, rd__http_reply reply, void *ar
     }
   }
   char fwd[64] = "";   /* the node it runs on, when not this one */
-  if (!bad && spec[0] && entry_res_check(spec, fwd, sizeof(fwd), badbuf, sizeof(badbuf)) != 0) bad = badbuf;
+  int seek = 0;        /* no live node has them: the node the autoscaler starts for it */
+  if (!bad && spec[0] && entry_res_check(spec, fwd, sizeof(fwd), &seek, badbuf, sizeof(badbuf)) != 0) bad = badbuf;
   char self_exe[600] = "", gcs[256] = "", cfile[700];
-  if (!bad && fwd[0]) {   /* this very program runs the mirror; the cluster's GCS names the node */
+  if (!bad && (fwd[0] || seek)) {   /* this very program runs the mirror; the cluster's GCS names the node */
     ssize_t n = readlink("/proc/self/exe", self_exe, sizeof(self_exe) - 1);
     self_exe[n > 0 ? n : 0] = 0;
     snprintf(cfile, sizeof(cfile), "%s/cluster", N.opts.session_dir);
@@ -976,7 +981,7 @@ static void submit(const char *body, size_t blen, rd__http_reply reply, void *ar
   c->entry = strdup(entry);
   c->meta = mb.p;   /* NULL: none */
   snprintf(c->sid, sizeof(c->sid), "%s", sid ? sid : "");
-  if (fwd[0]) snprintf(c->fwd_res, sizeof(c->fwd_res), "%s", spec);
+  if (fwd[0] || seek) snprintf(c->fwd_res, sizeof(c->fwd_res), "%s", spec);
   int oom = !argv || !envs || !c->entry || mb.oom;
   size_t k = 0, i = 0;
   if (!oom) {
@@ -986,7 +991,7 @@ static void submit(const char *body, size_t blen, rd__http_reply reply, void *ar
       argv[k++] = "--name";
       argv[k++] = sid;
     }
-    if (spec[0] && !fwd[0]) {   /* what its driver holds while it runs */
+    if (spec[0] && !fwd[0] && !seek) {   /* what its driver holds while it runs */
       argv[k++] = "--entrypoint-resources";
       argv[k++] = spec;
     }
@@ -1001,12 +1006,18 @@ static void submit(const char *body, size_t blen, rd__http_reply reply, void *ar
       argv[k++] = "--env";
       argv[k++] = envs[i];
     }
-    if (fwd[0]) {   /* its program: `raydist job submit --mirror` of it to node fwd, followed to its end */
+    if (fwd[0] || seek) {   /* its program: `raydist job submit --mirror` of it to node fwd, followed to its end */
       argv[k++] = "--exe";
       argv[k++] = self_exe;
-      const char *mirror[] = {"--", "raydist", "job", "submit", "--address", gcs, "--node-ip", fwd, "--follow", "--mirror",
+      const char *mirror[] = {"--", "raydist", "job", "submit", "--address", gcs, "--follow", "--mirror",
                               "--entrypoint-resources", spec};
       for (size_t f = 0; f < sizeof(mirror) / sizeof(mirror[0]); f++) argv[k++] = mirror[f];
+      if (seek) {   /* the node this node names once one can hold them */
+        argv[k++] = "--seek-node";
+      } else {
+        argv[k++] = "--node-ip";
+        argv[k++] = fwd;
+      }
       for (size_t e = 0; e < i; e++) {
         argv[k++] = "--env";
         argv[k++] = envs[e];

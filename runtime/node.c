@@ -3654,12 +3654,15 @@ void rd__node_metrics(rd__mbuf *b) {
   rd__mbuf_printf(b, "raydist_uptime_seconds %.3f\n", (double)(rd__now_ns() - N.start_ns) / 1e9);
   rd__mbuf_family(b, "raydist_cluster_nodes_alive", "gauge", "Live nodes in this node's view of the cluster (1 alone).");
   rd__mbuf_printf(b, "raydist_cluster_nodes_alive %d\n", rd__cluster_alive_nodes());
-  uint64_t held, waits;
-  rd__job_hold_counts(&held, &waits);
+  uint64_t held, waits, seekers;
+  rd__job_hold_counts(&held, &waits, &seekers);
   rd__mbuf_family(b, "raydist_job_holds", "gauge",
-                  "Jobs whose drivers hold their entrypoint resources here, and jobs waiting for them (PENDING).");
-  rd__mbuf_printf(b, "raydist_job_holds{state=\"held\"} %llu\nraydist_job_holds{state=\"waiting\"} %llu\n",
-                  (unsigned long long)held, (unsigned long long)waits);
+                  "Jobs whose drivers hold their entrypoint resources here, jobs waiting for them (PENDING), and jobs "
+                  "waiting for a node that has them (seeking: autoscaler demand).");
+  rd__mbuf_printf(b,
+                  "raydist_job_holds{state=\"held\"} %llu\nraydist_job_holds{state=\"waiting\"} %llu\n"
+                  "raydist_job_holds{state=\"seeking\"} %llu\n",
+                  (unsigned long long)held, (unsigned long long)waits, (unsigned long long)seekers);
   const char *res_fam[2] = {"raydist_resources_total", "raydist_resources_available"};
   const char *res_help[2] = {"Resources this node has (CPU and GPU in units, memory in bytes).",
                              "Resources free now (CPUs lent back by blocked tasks count as free; never below 0)."};

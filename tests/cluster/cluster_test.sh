@@ -118,7 +118,7 @@ case "$CASE" in log_rotation | worker_log_rotation) export RAYDIST_ROTATION_MAX_
   HEAD_OPTS="--log-level 2"
 # autoscaler: nodes of type big (big=1, at most two) start when requests
 # wait for them and go once idle 3 s (their own timeout; the global one is
-# 60 s); one of type warm is kept
+# 60 s); one of type warm is kept; one of type never never joins
 if [ "$CASE" = autoscaler ]; then
   AS_CONF="$RAYDIST_TMPDIR/autoscale.conf"
   cat > "$AS_CONF" <<EOF
@@ -141,6 +141,12 @@ resources = CPU=1,warm=1
 min_workers = 1
 max_workers = 1
 launch = "$R" start --address "\$RAYDIST_ADDRESS" --node-ip 127.0.0.30 --num-cpus 1 --resources warm=1 --object-store-memory 100000000
+
+# a kind whose launches never join (a job waits for one for ever)
+[type never]
+resources = CPU=1, never=1
+max_workers = 1
+launch = true
 EOF
   HEAD_OPTS="--autoscaling-config $AS_CONF"
   # a bad config stops nothing from starting: refused first, with the line
@@ -940,6 +946,8 @@ PY
     "$R" job list --num-gpus 1 2> /dev/null; [ $? -eq 2 ] || fail "job_resources: resources taken by list"
     "$R" job submit --mirror -- true 2> "$L"; [ $? -eq 2 ] && grep -q "mirror is for submit --address" "$L" ||
       fail "job_resources: --mirror without --address"
+    "$R" job submit --address "$ADDR" --follow --mirror --seek-node --num-cpus 1 -- true 2> "$L"; [ $? -eq 2 ] &&
+      grep -q "seek-node is for a submitted job's program" "$L" || { cat "$L"; fail "job_resources: --seek-node outside a job"; }
     [ "$(ls "$H/jobs" | wc -l)" = "$NJ" ] || fail "job_resources: a refused submit left a job"
     # zero asks nothing (Ray's default): runs at once, holds nothing
     "$R" job submit --num-gpus 0 --follow -- true > "$L" || { cat "$L"; fail "job_resources: --num-gpus 0"; }
@@ -2036,7 +2044,7 @@ PY
     [ "$(grep -c 'dead .*drained: idle for [0-9]* s (autoscaler, type .big.)' "$L")" = 2 ] ||
       fail "status: the big nodes' reason"
     grep -Eq '^  type warm: 1 alive, 0 starting \(min 1, max 1\)' "$L" || fail "status: type warm"
-    grep -q '^autoscaler: 2 node types, a round every 300 ms; idle nodes go after 60 s; upscaling speed 1.5$' "$L" ||
+    grep -q '^autoscaler: 3 node types, a round every 300 ms; idle nodes go after 60 s; upscaling speed 1.5$' "$L" ||
       fail "status: the autoscaler's header"
     grep -Eq '^  type big: .*; idle nodes go after 3 s$' "$L" || fail "status: big's own idle timeout"
     grep -Eq '^  launches: 4 started, 0 failed; 2 nodes let go$' "$L" || fail "status: launches"
@@ -2094,7 +2102,16 @@ PY
     [ "$(grep -Ec "INFO +GCS +[0-9]+  Node [0-9]+ \(127\.0\.0\.2[0-9]\) left the cluster: drained: idle for [0-9]+ s \(autoscaler, type 'big'\)\.$" "$L")" = 4 ] ||
       fail "events: not 4 big nodes left drained"
     grep -Eq "WARNING +AUTOSCALER +-  No node type can run [0-9]+ waiting requests?, e\.g\. .*: add a node type that can\.$" "$L" ||
-      fail "events: no request said unplaceable"
+      fail "events: no request said unplaceable"    # jobs through the jobs API whose entrypoint resources no live node has
+    # but a node type has: PENDING, their mirrors the head's demand, until
+    # a node that can hold them joins (never: stopped while it waits; big:
+    # the autoscaler starts a node and the job runs there); what no node
+    # type has either is refused
+    python3 "$(dirname "$0")/jobs_seek.py" "$(cat "$ROOT/node-127.0.0.1/metrics")" "$(cat "$ROOT/node-127.0.0.1/token")" "$R" ||
+      fail "autoscaler: jobs waiting for a node"
+    "$R" list cluster-events --limit 1000 > "$L" || fail "raydist list cluster-events"
+    [ "$(add big)" = 6 ] && [ "$(add never)" = 1 ] ||
+      { cat "$L"; fail "events: not 6 big and 1 never node added ($(add big), $(add never))"; }
     ;;
   view_claim)
     "$T" view_claim || fail "view_claim"

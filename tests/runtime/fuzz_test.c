@@ -292,6 +292,7 @@ static int send_random(wf_rng *r, int fd, int link, int keeper) {
     Rd__JobHold h = RD__JOB_HOLD__INIT;
     h.res = &res;
     h.job = (uint32_t)wf_below(r, 100);
+    h.seek = wf_chance(r, 20);   /* a mirror asking for a node: none outside a cluster */
     b.cap = b.len = protobuf_c_message_get_packed_size(&h.base);
     b.p = malloc(b.len + 1);
     CHECK(b.p);
