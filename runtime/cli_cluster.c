@@ -1073,8 +1073,8 @@ static int list_gcs(const char *kind, const char *address, const char *token, in
 
 /* raydist list KIND: every live node's owners' unfinished (and failed, or
  * with --state finished the finished) tasks (/tasks), actor records (/actors), worker processes, alive
- * and exited (/workers), or store objects (/objects, as raydist memory); or the GCS's nodes, placement
- * groups or jobs. */
+ * and exited (/workers), store objects (/objects, as raydist memory) or env sets (/runtime_envs); or the
+ * GCS's nodes, placement groups, jobs or events. */
 int rd__cli_list(int argc, char **argv) {
   const char *address = getenv("RAYDIST_ADDRESS"), *token = getenv("RAYDIST_TOKEN"), *state = NULL;
   long limit = 100;
@@ -1092,7 +1092,8 @@ int rd__cli_list(int argc, char **argv) {
       "       jobs               RUNNING, ENDED (drivers' runs, newest first; raydist job list: submitted jobs)\n"
       "       cluster-events     DEBUG, INFO, WARNING, ERROR, FATAL (the newest, oldest first: nodes joined and\n"
       "                          died, the autoscaler's launches, workers that crashed or were killed for memory,\n"
-      "                          submitted jobs; --follow: then those that come, until interrupted)\n";
+      "                          submitted jobs; --follow: then those that come, until interrupted)\n"
+      "       runtime-envs       (none: the env sets each node's workers start with, and whether they start)\n";
   const char *kind = argc >= 3 ? argv[2] : NULL;
   int (*parse)(const char *) = NULL, gcs = 0;
   if (kind && !strcmp(kind, "tasks")) parse = rd__task_state_parse;
@@ -1102,7 +1103,7 @@ int rd__cli_list(int argc, char **argv) {
   else if (kind && !strcmp(kind, "placement-groups")) parse = pg_state_parse, gcs = 1;
   else if (kind && !strcmp(kind, "jobs")) parse = job_state_parse, gcs = 1;
   else if (kind && !strcmp(kind, "cluster-events")) parse = severity_parse, gcs = 1;
-  else if (!kind || strcmp(kind, "objects") != 0) {
+  else if (!kind || (strcmp(kind, "objects") != 0 && strcmp(kind, "runtime-envs") != 0)) {
     fprintf(stderr, "raydist list: %s%s%s", kind ? "cannot list '" : "what? ", kind ? kind : "", kind ? "'\n" : "");
     fprintf(stderr, "%s", usage);
     return 2;
@@ -1128,7 +1129,8 @@ int rd__cli_list(int argc, char **argv) {
   }
   if (gcs) return list_gcs(kind, address, token, state ? parse(state) : 0, (size_t)limit, follow);
   char path[96];
-  if (!parse) snprintf(path, sizeof(path), "/objects?top=%ld", limit);
+  if (!strcmp(kind, "runtime-envs")) snprintf(path, sizeof(path), "/runtime_envs?limit=%ld", limit);
+  else if (!parse) snprintf(path, sizeof(path), "/objects?top=%ld", limit);
   else snprintf(path, sizeof(path), "/%s?limit=%ld%s%s", kind, limit, state ? "&state=" : "", state ? state : "");
   return each_node_print("list", address, token, path);
 }

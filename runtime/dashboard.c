@@ -1506,6 +1506,87 @@ void rd__dashboard_workers_text(rd__mbuf *b, size_t limit, int which) {
   }
 }
 
+/* ray list runtime-envs: each env set (rd_task_opts.env, rd_actor_opts.env)
+ * this node's job variants start workers with, once however many jobs use
+ * it: those jobs, their live workers (Ray's ref_cnt: the tasks and actors
+ * that use it), the first worker's launch-to-join time (Ray's
+ * creation_time_ms; -1 none yet) and what keeps workers from starting with
+ * it (NULL: nothing). */
+typedef struct env_row {
+  const node_env *env;
+  int jobs, refs;
+  long long create_ms;
+  const char *error;
+} env_row;
+
+static size_t env_rows(env_row **out) {
+  size_t n = 0, cap = 0;
+  env_row *v = NULL;
+  for (const node_job *j = N.jobs; j; j = j->next) {
+    if (!j->env) continue;
+    size_t i = 0;
+    while (i < n && v[i].env != j->env) i++;
+    if (i == n) {
+      if (n == cap) {
+        size_t nc = cap ? 2 * cap : 16;
+        env_row *g = realloc(v, nc * sizeof(*g));
+        if (!g) break;   /* what fits is listed */
+        v = g;
+        cap = nc;
+      }
+      v[n++] = (env_row){.env = j->env, .create_ms = -1};
+    }
+    env_row *r = &v[i];
+    r->jobs++;
+    r->refs += j->nworkers;
+    if (j->ready_seen && (r->create_ms < 0 || (long long)j->ready_ms < r->create_ms)) r->create_ms = (long long)j->ready_ms;
+    /* its workers do not start (the last ones died before joining), and none runs */
+    if (j->spawn_error[0] && j->nworkers == 0 && (j->spawn_failures > 0 || !j->ready_seen)) r->error = j->spawn_error;
+  }
+  *out = v;
+  return n;
+}
+
+void rd__dashboard_runtime_envs(rd__mbuf *b, size_t limit) {
+  env_row *v;
+  size_t n = env_rows(&v);
+  rd__mbuf_printf(b, "{\"node\":%u,\"envs\":[", rd__cluster_index());
+  for (size_t i = 0; i < n && i < limit; i++) {
+    rd__mbuf_printf(b, "%s{\"vars\":[", i ? "," : "");
+    for (size_t k = 0; k < v[i].env->n; k++) {
+      if (k) rd__mbuf_printf(b, ",");
+      rd__mbuf_json_cstr(b, v[i].env->vars[k]);
+    }
+    rd__mbuf_printf(b, "],\"jobs\":%d,\"refs\":%d,\"create_ms\":", v[i].jobs, v[i].refs);
+    if (v[i].create_ms >= 0) rd__mbuf_printf(b, "%lld", v[i].create_ms);
+    else rd__mbuf_printf(b, "null");
+    rd__mbuf_printf(b, ",\"error\":");
+    if (v[i].error) rd__mbuf_json_cstr(b, v[i].error);
+    else rd__mbuf_printf(b, "null");
+    rd__mbuf_printf(b, "}");
+  }
+  rd__mbuf_printf(b, "]}\n");
+  free(v);
+}
+
+void rd__dashboard_runtime_envs_text(rd__mbuf *b, size_t limit) {
+  env_row *v;
+  size_t n = env_rows(&v);
+  rd__mbuf_printf(b, "node %u: %zu runtime env%s (env sets workers start with)\n", rd__cluster_index(), n,
+                  n == 1 ? "" : "s");
+  for (size_t i = 0; i < n && i < limit; i++) {
+    if (!i) rd__mbuf_printf(b, "  %5s %5s %9s %-7s %s\n", "JOBS", "REFS", "STARTED", "STATE", "ENV");
+    char started[24] = "-";
+    if (v[i].create_ms >= 0) snprintf(started, sizeof(started), "%lld ms", v[i].create_ms);
+    rd__mbuf_printf(b, "  %5d %5d %9s %-7s ", v[i].jobs, v[i].refs, started, v[i].error ? "FAILED" : "ok");
+    for (size_t k = 0; k < v[i].env->n && k < 8; k++) rd__mbuf_printf(b, "%s%s", k ? " " : "", v[i].env->vars[k]);
+    if (v[i].env->n > 8) rd__mbuf_printf(b, " ... (%zu variables)", v[i].env->n);
+    if (v[i].error) rd__mbuf_printf(b, "\n        %s", v[i].error);
+    rd__mbuf_printf(b, "\n");
+  }
+  free(v);
+}
+
 void rd__dashboard_workers(rd__mbuf *b, size_t limit) {
   size_t k = 0;
   rd__mbuf_printf(b, "{\"node\":%u,\"workers\":[", rd__cluster_index());

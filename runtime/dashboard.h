@@ -48,6 +48,11 @@ void rd__dashboard_actors(rd__mbuf *b, int json, size_t limit, int state);
  * "exit_detail", "actor"}], "drivers": [{"id", "pid", "job"}]}, at most
  * limit of each. */
 void rd__dashboard_workers(rd__mbuf *b, size_t limit);
+/* The env sets this node's workers start with (ray list runtime-envs), as
+ * JSON for the state API (/api/runtime_envs) and as text (/runtime_envs),
+ * at most limit. */
+void rd__dashboard_runtime_envs(rd__mbuf *b, size_t limit);
+void rd__dashboard_runtime_envs_text(rd__mbuf *b, size_t limit);
 /* The same as text (`raydist list workers`): which 0 all, RD_WL_ALIVE the
  * live ones, RD_WL_EXITED those that exited; at most limit of each. */
 enum { RD_WL_ALIVE = 1, RD_WL_EXITED = 2 };

@@ -586,6 +586,14 @@ static void handle_request(mconn *c) {
     respond_built(c, &b, 0, head);
     return;
   }
+  if (!strcmp(path, "/api/runtime_envs") || !strcmp(path, "/runtime_envs")) {   /* ray list runtime-envs */
+    long limit = query_long(q ? q + 1 : NULL, "limit=", 10000, 10000);
+    rd__mbuf b = {0};
+    if (path[1] == 'a') rd__dashboard_runtime_envs(&b, (size_t)limit);
+    else rd__dashboard_runtime_envs_text(&b, (size_t)limit);
+    respond_built(c, &b, path[1] == 'a', head);
+    return;
+  }
   if (!strcmp(path, "/api/workers")) {   /* for the state API's ray list workers */
     long limit = query_long(q ? q + 1 : NULL, "limit=", 10000, 10000);
     rd__mbuf b = {0};
@@ -619,7 +627,8 @@ static void handle_request(mconn *c) {
     respond_text(c, 404, "Not Found", "not found: the dashboard is at /, its JSON at /api/cluster, the metrics at "
                                       "/metrics, the task timeline at /timeline, the store's objects at /objects "
                                       "and /api/objects, the unfinished tasks at /tasks and /api/tasks, the actors at /actors and "
-                                      "/api/actors, the jobs API at /api/jobs/, Ray's state API at /api/v0/\n");
+                                      "/api/actors, the env sets workers start with at /runtime_envs and /api/runtime_envs, the jobs API at "
+                                      "/api/jobs/, Ray's state API at /api/v0/\n");
     return;
   }
   rd__mbuf b = {0};

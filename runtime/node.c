@@ -3025,7 +3025,13 @@ void rd__node_worker_state(node_worker *w, int st) {
   if (w->state == st) return;
   if (w->state == W_IDLE) { N.nidle--; j->nidle--; }
   if (w->state == W_STARTING) { N.nstarting--; j->nstarting--; }
-  if (w->state == W_STARTING && st != W_DYING && st != W_DEAD && !w->joined_ms) w->joined_ms = rd__wall_ms();
+  if (w->state == W_STARTING && st != W_DYING && st != W_DEAD && !w->joined_ms) {
+    w->joined_ms = rd__wall_ms();
+    if (!j->ready_seen) {   /* the first: how long a worker with its env set takes to start (ray list runtime-envs) */
+      j->ready_seen = 1;
+      j->ready_ms = w->joined_ms >= w->launch_ms ? w->joined_ms - w->launch_ms : 0;
+    }
+  }
   w->state = st;
   if (st == W_IDLE) { N.nidle++; j->nidle++; w->idle_since = rd__now_ns(); }
   if (st == W_STARTING) { N.nstarting++; j->nstarting++; }

@@ -79,6 +79,8 @@ typedef struct node_job {
   int want_actors;          /* ... of which actor placements */
   int spawn_failures;       /* in a row: 3 with no worker alive fail its requests */
   char spawn_error[400];
+  int ready_seen;           /* a worker of it joined: ready_ms is its launch-to-join time */
+  uint64_t ready_ms;
   uint64_t quiet_since;     /* no driver, and every worker idle, since (ns; 0: busy) */
   /* cluster.c: its code in the GCS */
   char code_hash[65];

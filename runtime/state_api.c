@@ -20,10 +20,10 @@
  * A node that does not answer is named in partial_failure_warning and
  * the others are listed all the same.  Bad input (an unknown column, a
  * predicate other than = and !=, a filter value of the wrong type, a
- * limit past 10000) is a 400 with {"result": false, "msg": why}; Ray's
- * runtime envs, which libraydist does not keep, are a 501 saying where to
- * look.  Workers, objects and logs come from every live node's own
- * endpoints, cluster events from the GCS's event table. */
+ * limit past 10000) is a 400 with {"result": false, "msg": why}.
+ * Workers, objects, runtime envs (the env sets workers start with) and logs
+ * come from every live node's own endpoints, cluster events from the GCS's
+ * event table. */
 #include "state_api.h"
 
 #include <inttypes.h>
@@ -49,7 +49,7 @@
 #define SA_MAX_FILTERS 16
 #define SA_NODE_MAX_BYTES ((size_t)64 << 20)
 
-enum { K_NODES, K_ACTORS, K_TASKS, K_PGS, K_JOBS, K_OBJECTS, K_WORKERS, K_EVENTS, K_LOGS, K_LOG_FILE };
+enum { K_NODES, K_ACTORS, K_TASKS, K_PGS, K_JOBS, K_OBJECTS, K_WORKERS, K_EVENTS, K_ENVS, K_LOGS, K_LOG_FILE };
 enum { T_STR, T_INT, T_BOOL, T_JSON };          /* a column's type, as Ray's schema has it */
 enum { V_NULL, V_STR, V_INT, V_BOOL, V_JSON };  /* a cell's value (V_JSON: s is JSON text) */
 
@@ -139,6 +139,12 @@ static const col worker_cols[] = {
     {"worker_launched_time_ms", T_INT, 0, 1}, {"start_time_ms", T_INT, 0, 1}, {"end_time_ms", T_INT, 0, 1},
     {"debugger_port", T_INT, 1, 1}, {"num_paused_threads", T_INT, 1, 1}};
 enum { W_ID, W_ALIVE, W_TYPE, W_EXIT, W_NODE, W_IP, W_PID, W_DETAIL, W_LAUNCH, W_LAUNCHED, W_START, W_END };
+
+/* Ray's RuntimeEnvState: an env set (rd_task_opts.env) workers start with
+ * on a node. */
+static const col env_cols[] = {{"runtime_env", T_JSON, 0, 0}, {"success", T_BOOL, 1, 0}, {"creation_time_ms", T_INT, 0, 0},
+                               {"node_id", T_STR, 1, 0},      {"ref_cnt", T_INT, 0, 1},  {"error", T_STR, 1, 1}};
+enum { RE_ENV, RE_OK, RE_CREATED, RE_NODE, RE_REFS, RE_ERR };
 
 /* Ray's ClusterEventState */
 static const col event_cols[] = {{"severity", T_STR, 1, 0},    {"time", T_STR, 0, 0},     {"source_type", T_STR, 1, 0},
@@ -898,6 +904,40 @@ static void workers_of(sa_req *q, const rd_gcs_node *x, const rd_json *root, con
   }
 }
 
+/* A node's /api/runtime_envs: its env sets, {"env_vars": {...}} each. */
+static void envs_of(sa_req *q, const rd_gcs_node *x, const rd_json *root, const rd_gcs_node *nodes, size_t n) {
+  (void)nodes, (void)n;
+  const rd_json *list = rd_json_get(root, "envs");
+  for (const rd_json *e = list && list->type == RD_JSON_ARRAY ? list->child : NULL; e && !q->oom; e = e->next) {
+    q->total++;
+    cell *r = row_new(q);
+    if (!r) return;
+    rd__mbuf b = {0};
+    rd__mbuf_printf(&b, "{\"env_vars\": {");
+    const rd_json *vars = rd_json_get(e, "vars");
+    int k = 0;
+    for (const rd_json *v = vars && vars->type == RD_JSON_ARRAY ? vars->child : NULL; v; v = v->next) {
+      const char *eq = v->type == RD_JSON_STRING ? strchr(v->str, '=') : NULL;
+      if (!eq) continue;
+      char name[256];
+      snprintf(name, sizeof(name), "%.*s", (int)(eq - v->str), v->str);
+      rd__mbuf_printf(&b, "%s", k++ ? ", " : "");
+      rd__mbuf_json_cstr(&b, name);
+      rd__mbuf_printf(&b, ": ");
+      rd__mbuf_json_cstr(&b, eq + 1);
+    }
+    rd__mbuf_printf(&b, "}}");
+    set_json(q, &r[RE_ENV], &b);
+    const char *err = jstr(e, "error");
+    set_bool(&r[RE_OK], !err);
+    const rd_json *cm = rd_json_get(e, "create_ms");
+    if (cm && cm->type == RD_JSON_NUMBER) set_int(&r[RE_CREATED], (long long)cm->num);
+    set_str(q, &r[RE_NODE], x->node_id);
+    set_int(&r[RE_REFS], (long long)jnum(e, "refs"));
+    set_str(q, &r[RE_ERR], err);
+  }
+}
+
 /* Where a node's actors run (its /api/actors), for the actor calls' rows. */
 static void actor_nodes_of(sa_req *q, const rd_gcs_node *x, const rd_json *root, const rd_gcs_node *nodes, size_t n) {
   (void)x, (void)nodes, (void)n;
@@ -1346,6 +1386,8 @@ static void sa_work(uv_work_t *w) {
     each_node(q, nodes, n, "/api/workers?limit=10000", NULL, RD_JSON_OBJECT, workers_of);
   } else if (q->kind == K_EVENTS) {
     events_rows(q, g);
+  } else if (q->kind == K_ENVS) {
+    each_node(q, nodes, n, "/api/runtime_envs?limit=10000", NULL, RD_JSON_OBJECT, envs_of);
   } else if (q->kind == K_OBJECTS) {
     char path[64];   /* a summary counts what it can from the rows too: all of them */
     snprintf(path, sizeof(path), "/api/objects?top=%zu", q->summary || q->nf ? (size_t)SA_MAX_LIMIT : q->limit);
@@ -1670,19 +1712,14 @@ void rd__state_api(uv_loop_t *loop, const char *method, const char *path, const 
                {"jobs", K_JOBS, 0, job_cols, NCOLS(job_cols)},
                {"objects", K_OBJECTS, 1, object_cols, NCOLS(object_cols)},
                {"workers", K_WORKERS, 0, worker_cols, NCOLS(worker_cols)},
-               {"cluster_events", K_EVENTS, 0, event_cols, NCOLS(event_cols)}};
+               {"cluster_events", K_EVENTS, 0, event_cols, NCOLS(event_cols)},
+               {"runtime_envs", K_ENVS, 0, env_cols, NCOLS(env_cols)}};
   size_t k = 0;
   while (k < sizeof(kinds) / sizeof(kinds[0]) && strcmp(kinds[k].name, res) != 0) k++;
   if (k == sizeof(kinds) / sizeof(kinds[0])) {
-    if (!strcmp(res, "runtime_envs")) {
-      refuse(reply, arg, 501,
-             "libraydist does not serve Ray's runtime_envs through the state API: a job's environment is what "
-             "`raydist job submit` gave it (raydist job list)");
-      return;
-    }
     refuse(reply, arg, 404,
            "no such resource '%.40s': the state API lists nodes, actors, tasks, placement_groups, jobs, objects, "
-           "workers, cluster_events and logs",
+           "workers, cluster_events, runtime_envs and logs",
            res);
     return;
   }

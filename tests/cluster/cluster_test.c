@@ -4307,6 +4307,12 @@ static int t_env_bad_node(void) {
   o.env = brk;
   o.strategy = RD_STRATEGY_DEFAULT;
   only_c_fails(&o, "a task with the set only node c can run");
+  /* held (the set's workers kept) while cluster_test.sh lists the runtime envs */
+  const char *ready = getenv("RD_READY"), *done = getenv("RD_DONE");
+  if (ready && done) {
+    say_ready(ready);
+    for (int i = 0; i < 1200 && access(done, F_OK) != 0; i++) usleep(50000);
+  }
   rd_shutdown();
   return 0;
 }

@@ -1151,9 +1151,9 @@ assert ips == ["127.0.0.1", "127.0.0.2", "127.0.0.3"], detail
 assert all(len(r["custom_fields"]["node_id"]) == 32 for r in detail if "node_id" in r["custom_fields"]), detail
 print("state_api: %d cluster events, the joins with their nodes" % len(rows))
 PY
-    # what it does not keep, said so; no token, refused
-    "$RAY" list runtime-envs --address "http://$MH" > "$O" 2>&1 && { cat "$O"; fail "state_api: ray list runtime-envs answered"; }
-    grep -q "does not serve Ray's runtime_envs through the state API" "$O" || { cat "$O"; fail "state_api: no reason for runtime-envs"; }
+    # runtime envs: none here (no env set: cluster_env_bad_node has some); no token, refused
+    rl envs list runtime-envs --address "http://$MH" --detail
+    grep -q "No resource in the cluster" "$J/envs" || { cat "$J/envs"; fail "state_api: ray list runtime-envs"; }
     env -u RAY_AUTH_MODE -u RAY_AUTH_TOKEN "$RAY" list nodes --address "http://$MH" > "$O" 2>&1 && { cat "$O"; fail "state_api: no token answered"; }
     grep -q "cluster token" "$O" || { cat "$O"; fail "state_api: no reason for the token"; }
     # bad input: each a 4xx in Ray's envelope, with why
@@ -1194,7 +1194,7 @@ get("/api/v0/nodes?" + "&".join(["filter_keys=state&filter_predicates=%3D&filter
 get("/api/v0/colours", 404, "no such resource 'colours'")
 get("/api/v0/nodes/summarize", 404, "no summary of nodes")
 get("/api/v0/tasks/x/y", 404, "no such path")
-get("/api/v0/runtime_envs", 501, "does not serve Ray's runtime_envs")
+assert get("/api/v0/runtime_envs", 200, "")["data"]["result"]["total"] == 0
 e = get("/api/v0/cluster_events?limit=1", 200, "")["data"]["result"]
 newest = get("/api/v0/cluster_events?limit=1000", 200, "")["data"]["result"]
 assert e["total"] == newest["total"] >= 3 and len(e["result"]) == 1 and e["result"][0] == newest["result"][-1], (e, newest)
@@ -2196,6 +2196,44 @@ PY
         [ "$g" = "$H/$f.log" ] || [ "$(tail -c 1 "$g" | wc -l)" = 1 ] || { cat "$g"; fail "$g: a line cut in two"; }
       done
     done
+    ;;
+  env_bad_node)
+    # the C driver holds its workers at the end: the set's runtime envs,
+    # failed on c (its workers exit before joining) and started elsewhere
+    L="$RAYDIST_TMPDIR/envs"
+    hold_start env_bad_node
+    listed_until 50 'FAILED +RD_CL_BREAK=1 RD_CL_ENV=brk' list runtime-envs --address "$ADDR" ||
+      { cat "$L"; fail "env_bad_node: raydist list runtime-envs shows no failed set"; }
+    cat "$L"
+    grep -q "workers started from .* exit before joining the node (the last one with status 3)" "$L" ||
+      fail "env_bad_node: no reason for the failed set"
+    grep -Eq '^ +[0-9]+ +[1-9][0-9]* +[0-9]+ ms ok +RD_CL_BREAK=1 RD_CL_ENV=brk$' "$L" ||
+      fail "env_bad_node: no node started the set's workers"
+    # Ray's state API (ray list runtime-envs): the same, one row a node
+    python3 - "$(cat "$ROOT/node-127.0.0.1/metrics")" "$(cat "$ROOT/node-127.0.0.1/token")" <<'PY' ||
+import json, sys, urllib.request
+base, tok = "http://" + sys.argv[1], sys.argv[2]
+def get(path):
+    rq = urllib.request.Request(base + path, headers={"Authorization": "Bearer " + tok})
+    return json.loads(urllib.request.urlopen(rq, timeout=30).read())["data"]["result"]
+ids = {n["node_ip"]: n["node_id"] for n in get("/api/v0/nodes")["result"]}
+rows = get("/api/v0/runtime_envs?detail=true")["result"]
+want = {"env_vars": {"RD_CL_BREAK": "1", "RD_CL_ENV": "brk"}}
+mine = [r for r in rows if r["runtime_env"] == want]
+bad = [r for r in mine if not r["success"]]
+good = [r for r in mine if r["success"]]
+assert len(bad) == 1 and bad[0]["node_id"] == ids["127.0.0.3"] and "exit before joining" in bad[0]["error"], rows
+assert bad[0]["creation_time_ms"] is None and bad[0]["ref_cnt"] == 0, bad
+assert good and all(r["error"] is None and r["ref_cnt"] >= 1 and r["creation_time_ms"] >= 0 for r in good), good
+assert ids["127.0.0.3"] not in [r["node_id"] for r in good], rows
+f = get("/api/v0/runtime_envs?filter_keys=success&filter_predicates=%3D&filter_values=false")["result"]
+assert [r["node_id"] for r in f if r["runtime_env"] == want] == [ids["127.0.0.3"]] and "error" not in f[0], f
+print("env_bad_node: runtime envs ok on %d nodes, failed on c" % len(good))
+PY
+      fail "env_bad_node: the state API's runtime_envs"
+    touch "$RAYDIST_TMPDIR/done"
+    wait "$HOLD" || { cat "$RAYDIST_TMPDIR/hold.log"; fail "env_bad_node"; }
+    cat "$RAYDIST_TMPDIR/hold.log"
     ;;
   *)
     "$T" "$CASE" || fail "$CASE"
