@@ -857,11 +857,12 @@ int rd__cli_status(int argc, char **argv) {
   return 0;
 }
 
-/* GET path from ip:port (HTTP/1.0): the body on stdout; 0, or -1 with why. */
-static int http_get_print(const char *ip, int port, const char *path, char *why, size_t whylen) {
+/* GET path from ip:port (HTTP/1.0; with the bearer token when not NULL):
+ * the body on stdout; 0, or -1 with why. */
+static int http_get_print(const char *ip, int port, const char *path, const char *token, char *why, size_t whylen) {
   char *body;
   size_t len;
-  if (rd__http_get(ip, port, path, NULL, 30000, (size_t)1 << 30, &body, &len, why, whylen) != 0) return -1;
+  if (rd__http_get(ip, port, path, token, 30000, (size_t)1 << 30, &body, &len, why, whylen) != 0) return -1;
   fwrite(body, 1, len, stdout);
   free(body);
   return 0;
@@ -881,12 +882,14 @@ static int cli_nodes(const char *cmd, const char *address, const char *token, ch
 }
 
 /* GET path from every live node's metrics endpoint and print it (raydist
- * memory, raydist list tasks).  0, or 1 when the GCS or a node failed. */
-static int each_node_print(const char *cmd, const char *address, const char *token, const char *path) {
-  char abuf[160], err[300];
+ * memory, raydist list tasks); bearer: with the cluster token (what needs
+ * it: the runtime envs).  0, or 1 when the GCS or a node failed. */
+static int each_node_print(const char *cmd, const char *address, const char *token, const char *path, int bearer) {
+  char abuf[160], err[300], tbuf[200];
   rd_gcs_node *nodes = NULL;
   size_t n = 0;
   if (cli_nodes(cmd, address, token, abuf, sizeof(abuf), &nodes, &n) != 0) return 1;
+  if ((!token || !*token) && rd__cli_local_token(abuf, tbuf, sizeof(tbuf)) == 0) token = tbuf;
   int failed = 0;
   for (size_t i = 0; i < n; i++) {
     const rd_gcs_node *x = &nodes[i];
@@ -896,7 +899,7 @@ static int each_node_print(const char *cmd, const char *address, const char *tok
       continue;
     }
     fflush(stdout);
-    if (http_get_print(x->ip, x->metrics_port, path, err, sizeof(err)) != 0) {
+    if (http_get_print(x->ip, x->metrics_port, path, bearer ? token : NULL, err, sizeof(err)) != 0) {
       printf("node %u (%s): %s\n", x->index, x->ip, err);
       failed = 1;
     }
@@ -932,7 +935,7 @@ int rd__cli_memory(int argc, char **argv) {
   }
   char path[64];
   snprintf(path, sizeof(path), "/objects?top=%ld", top);
-  return each_node_print("memory", address, token, path);
+  return each_node_print("memory", address, token, path, 0);
 }
 
 /* States of the GCS's tables by name (any case); -1: none such. */
@@ -1132,7 +1135,7 @@ int rd__cli_list(int argc, char **argv) {
   if (!strcmp(kind, "runtime-envs")) snprintf(path, sizeof(path), "/runtime_envs?limit=%ld", limit);
   else if (!parse) snprintf(path, sizeof(path), "/objects?top=%ld", limit);
   else snprintf(path, sizeof(path), "/%s?limit=%ld%s%s", kind, limit, state ? "&state=" : "", state ? state : "");
-  return each_node_print("list", address, token, path);
+  return each_node_print("list", address, token, path, !strcmp(kind, "runtime-envs"));
 }
 
 /* ---------------------------------------------------------------- logs

@@ -201,6 +201,7 @@ typedef struct submit_opts {
   const char *res_spec;     /* what its driver holds of the node while it runs ("CPU=1,GPU=1,name=2"), NULL none */
   rd_resources res;         /* res_spec parsed; all zero: nothing held */
   int seek;                 /* --seek-node: a mirror's node is the one its own node names (seek_node) */
+  const char *sel;          /* --entrypoint-label-selector: with seek, the labels that node must have */
 } submit_opts;
 
 static int rm_entry(const char *path, const struct stat *st, int flag, struct FTW *f) {
@@ -434,7 +435,8 @@ static int keeper_connect(rd__conn *conn, const char *dir, rd__frame *f, char *w
 /* Connects to the node of session dir as job id's keeper and asks for
  * res: RD_OK held, RD_EAGAIN waiting (hold_wait), else refused (why).
  * seek: for the node that can hold them, not for them (JobHold.seek). */
-static int hold_ask(hold *h, const char *dir, const rd_resources *res, int id, int seek, char *why, size_t len) {
+static int hold_ask(hold *h, const char *dir, const rd_resources *res, int id, int seek, const char *sel, char *why,
+                    size_t len) {
   memset(h, 0, sizeof(*h));
   rd__frame f;
   int r = keeper_connect(&h->conn, dir, &f, why, len);
@@ -446,6 +448,7 @@ static int hold_ask(hold *h, const char *dir, const rd_resources *res, int id, i
   q.res = &rm.msg;
   q.job = (uint32_t)id;
   q.seek = seek;
+  q.label_selector = (char *)(sel ? sel : "");
   r = rd__conn_send(&h->conn, RD__MSG_TYPE__MSG_JOB_HOLD, &q.base, -1);
   if (r == 0) r = rd__conn_flush_blocking(&h->conn, 10000);
   if (r == 0) r = rd__conn_recv_blocking(&h->conn, &f, 10000);
@@ -619,7 +622,7 @@ static int job_submit(const char *dir, const char *name, char **argv, int argc, 
     h.conn.fd = -1;
     if (so->res_spec) {
       char why[1400], msg[1500];
-      int hr = hold_ask(&h, dir, &so->res, id, 0, why, sizeof(why));
+      int hr = hold_ask(&h, dir, &so->res, id, 0, NULL, why, sizeof(why));
       if (hr != RD_OK && hr != RD_EAGAIN) {   /* refused: the submit says why, and there is no job */
         snprintf(msg, sizeof(msg), "E%s\n", why);
         if (write(ready[1], msg, strlen(msg)) < 0) { /* the submitter reports it */
@@ -1014,7 +1017,8 @@ static void job_usage(void) {
           "submit --address ... --follow --mirror: the job's log alone on stdout, then its end as this command's\n"
           "(its exit status, or its signal); SIGTERM, SIGINT or SIGHUP stop the job first.  With --seek-node\n"
           "instead of --node-ip (as a submitted job's program), the node is the one this job's node names once\n"
-          "a live node can hold --entrypoint-resources (the autoscaler starts one): the jobs API's way.\n");
+          "a live node can hold --entrypoint-resources, with labels that satisfy --entrypoint-label-selector\n"
+          "(the autoscaler starts one): the jobs API's way.\n");
 }
 
 /* ---- from another machine: the node over a tool link ---- */
@@ -1364,13 +1368,14 @@ static int seek_node(const submit_opts *so, char *ip, size_t len) {
   sigprocmask(SIG_BLOCK, &set, &old);
   int sfd = signalfd(-1, &set, SFD_CLOEXEC), sig = 0;
   hold h;
-  int r = hold_ask(&h, dir, &so->res, id, 1, why, sizeof(why));
+  int r = hold_ask(&h, dir, &so->res, id, 1, so->sel, why, sizeof(why));
   if (r == RD_EAGAIN) {
     char f[900], text[200];
     fprintf(stderr, "raydist job: %s\n", why);
     fflush(stderr);
     snprintf(f, sizeof(f), "%s/state_there", jd);
-    snprintf(text, sizeof(text), "PENDING (waits for a node with %.40s)\n", so->res_spec);
+    snprintf(text, sizeof(text), "PENDING (waits for a node with %.40s%s%.40s)\n", so->res_spec ? so->res_spec : "",
+             so->res_spec && so->sel ? ", " : "", so->sel ? so->sel : "");
     write_file(f, text);
     r = hold_wait(&h, sfd, &sig, why, sizeof(why));
   }
@@ -1481,7 +1486,8 @@ int rd__cli_job(int argc, char **argv) {
                                      {"all", 0, 0, 'A'},     {"num-cpus", 1, 0, 'c'}, {"num-gpus", 1, 0, 'g'},
                                      {"memory", 1, 0, 'm'},  {"resources", 1, 0, 'r'},
                                      {"entrypoint-resources", 1, 0, 'R'}, {"mirror", 0, 0, 'M'},
-                                     {"seek-node", 0, 0, 'S'}, {0, 0, 0, 0}};
+                                     {"seek-node", 0, 0, 'S'}, {"entrypoint-label-selector", 1, 0, 'L'},
+                                     {0, 0, 0, 0}};
   char spec[1100] = "";   /* --num-cpus, ... as one "CPU=1,GPU=1,name=2" */
   const char *full_spec = NULL;
   int ch;
@@ -1512,6 +1518,7 @@ int rd__cli_job(int argc, char **argv) {
     else if (ch == 'R') full_spec = optarg;
     else if (ch == 'M') mirror = 1;
     else if (ch == 'S') so.seek = 1;
+    else if (ch == 'L') so.sel = optarg;
     else if (ch == 'c' || ch == 'g' || ch == 'm' || ch == 'r') {
       size_t k = strlen(spec);
       const char *what = ch == 'c' ? "CPU=" : ch == 'g' ? "GPU=" : ch == 'm' ? "memory=" : "";
@@ -1577,9 +1584,13 @@ int rd__cli_job(int argc, char **argv) {
     return 2;
   }
   const char *jd = getenv("RAYDIST_JOB_DIR");
-  if (so.seek && (!mirror || ip || !so.res_spec || !jd || !strrchr(jd, '/'))) {
+  if (so.seek && (!mirror || ip || (!so.res_spec && !so.sel) || !jd || !strrchr(jd, '/'))) {
     fprintf(stderr, "raydist job submit: --seek-node is for a submitted job's program (RAYDIST_JOB_DIR) that is "
-                    "a --mirror with entrypoint resources and no --node-ip\n");
+                    "a --mirror with entrypoint resources or a label selector, and no --node-ip\n");
+    return 2;
+  }
+  if (so.sel && !so.seek) {
+    fprintf(stderr, "raydist job submit: --entrypoint-label-selector goes with --seek-node\n");
     return 2;
   }
   if (address && so.wd_zip) {

@@ -789,9 +789,9 @@ typedef struct demand_acc {
 
 /* A job's mirror that waits for a node able to hold its entrypoint
  * resources (rd__job_hold_seek_each). */
-static void demand_job(void *arg, const rd_resources *res) {
+static void demand_job(void *arg, const rd_resources *res, const char *sel) {
   demand_acc *a = arg;
-  a->n = demand_add(a->d, a->n, res, NULL, 1, 0, NULL, 0);
+  a->n = demand_add(a->d, a->n, res, sel, 1, 0, NULL, 0);
 }
 
 /* A placement-group bundle that waits for room (rd__pg_demand_each). */
@@ -862,8 +862,8 @@ static const rd_gcs_node_type *launchable(const rd_resources *res, const char *s
   return NULL;
 }
 
-int rd__cluster_launchable(const rd_resources *res, char *name, size_t len) {
-  const rd_gcs_node_type *t = launchable(res, NULL);
+int rd__cluster_launchable(const rd_resources *res, const char *sel, char *name, size_t len) {
+  const rd_gcs_node_type *t = launchable(res, sel && *sel ? sel : NULL);
   if (t) snprintf(name, len, "%s", t->name);
   return t != NULL;
 }
@@ -2648,9 +2648,11 @@ static void on_link_actor_killed(node_client *c, Rd__ActorIdReply *m) {
 }
 
 /* Another live node of the view whose totals could hold res (a job's
- * entrypoint resources this node has not). */
-static int other_could_hold(const rd_gcs_node *x, const rd_resources *res) {
-  return x->index != C.index && x->state == RD_GCS_NODE_ALIVE && fits_total(&x->total, res);
+ * entrypoint resources this node has not) and whose labels satisfy sel
+ * (NULL: any). */
+static int other_could_hold(const rd_gcs_node *x, const rd_resources *res, const char *sel) {
+  return x->index != C.index && x->state == RD_GCS_NODE_ALIVE && fits_total(&x->total, res) &&
+         rd_labels_match(x->labels, sel && *sel ? sel : NULL);
 }
 
 void rd__cluster_nodes_holding(const rd_resources *res, char *out, size_t len) {
@@ -2659,7 +2661,7 @@ void rd__cluster_nodes_holding(const rd_resources *res, char *out, size_t len) {
   out[0] = 0;
   for (size_t i = 0; i < C.nview && n < 4 && off + 1 < len; i++) {
     const rd_gcs_node *x = &C.view[i];
-    if (!other_could_hold(x, res)) continue;
+    if (!other_could_hold(x, res, NULL)) continue;
     int w = x->metrics_port > 0 ? snprintf(out + off, len - off, "%s %s (jobs API http://%s:%d)", n ? "," : "; it fits on",
                                            x->ip, x->ip, x->metrics_port)
                                 : snprintf(out + off, len - off, "%s %s", n ? "," : "; it fits on", x->ip);
@@ -2672,11 +2674,11 @@ void rd__cluster_nodes_holding(const rd_resources *res, char *out, size_t len) {
   }
 }
 
-int rd__cluster_node_for(const rd_resources *res, char *ip, size_t len) {
+int rd__cluster_node_for(const rd_resources *res, const char *sel, char *ip, size_t len) {
   const rd_gcs_node *best = NULL;
   for (size_t i = 0; i < C.nview; i++) {
     const rd_gcs_node *x = &C.view[i];
-    if (!other_could_hold(x, res)) continue;
+    if (!other_could_hold(x, res, sel)) continue;
     if (!best) best = x;
     if (rd_res_fits(&x->avail, res)) {
       best = x;

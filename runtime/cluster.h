@@ -40,13 +40,14 @@ uint32_t rd__cluster_head(void);
  * http://10.0.0.5:8265), ..." (at most four) into out, "" when none. */
 void rd__cluster_nodes_holding(const rd_resources *res, char *out, size_t len);
 /* Another live node in this node's view to run a job whose entrypoint
- * resources res this node has not: one with them free now (its last
- * report), else one whose totals hold them; 1 and its address in ip, or 0. */
-int rd__cluster_node_for(const rd_resources *res, char *ip, size_t len);
+ * resources res (and label selector sel, NULL or "": none) this node has
+ * not: one with them free now (its last report), else one whose totals
+ * hold them; 1 and its address in ip, or 0. */
+int rd__cluster_node_for(const rd_resources *res, const char *sel, char *ip, size_t len);
 /* A kind of node the autoscaler can start (the view's node types, none
- * outside a cluster or without an autoscaler) whose resources hold res: 1
- * and its name in name, or 0. */
-int rd__cluster_launchable(const rd_resources *res, char *name, size_t len);
+ * outside a cluster or without an autoscaler) whose resources hold res and
+ * whose labels satisfy sel (NULL or "": any): 1 and its name in name, or 0. */
+int rd__cluster_launchable(const rd_resources *res, const char *sel, char *name, size_t len);
 /* The cluster as of the last heartbeat (every node, alive and dead); valid
  * until the loop's next turn. */
 const rd_gcs_node *rd__cluster_view(size_t *n);

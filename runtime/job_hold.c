@@ -42,6 +42,7 @@ struct node_hold {
   rd_res_grant grant;
   int held;
   int seek;                 /* JobHold.seek: waits for a node, not for room here */
+  char sel[RD_LABEL_SEL_LEN];   /* a seek's label selector ("" none) */
   struct node_hold *next;   /* waiting ones (or seekers), oldest first */
 };
 
@@ -88,30 +89,39 @@ int rd__job_hold_infeasible(const rd_resources *res, char *why, size_t len) {
   return 1;
 }
 
-/* A seeker told the node of the view that can hold its resources (one
- * with them free now first); 0 when none can yet. */
+/* What a seeker asks for, for people: "{CPU: 0, GPU: 1}", and " with
+ * labels 'zone=west'" when it has a selector. */
+static void seek_what(const rd_resources *res, const char *sel, char *out, size_t len) {
+  char r[256];
+  rd_res_format(res, r, sizeof(r));
+  snprintf(out, len, "%s%s%.300s%s", r, sel[0] ? " with labels '" : "", sel, sel[0] ? "'" : "");
+}
+
+/* A seeker told the node of the view that can hold its resources and
+ * whose labels satisfy its selector (one with them free now first); 0 when
+ * none can yet. */
 static int seek_found(node_hold *h) {
-  char ip[64], what[256];
-  if (!rd__cluster_node_for(&h->res, ip, sizeof(ip))) return 0;
-  rd_res_format(&h->res, what, sizeof(what));
+  char ip[64], what[600];
+  if (!rd__cluster_node_for(&h->res, h->sel, ip, sizeof(ip))) return 0;
+  seek_what(&h->res, h->sel, what, sizeof(what));
   rd__log(RD_LOG_INFO, "job %u (mirror pid %d): node %s can hold its %s", h->job, h->client->pid, ip, what);
   reply(h->client, RD_OK, NULL, NULL, ip);
   return 1;
 }
 
-/* A seek that cannot be: res is this node's, or neither a live node nor a
- * kind the autoscaler can start has it (c is told why); else 0, and the
- * kind in type. */
-static int seek_refused(node_client *c, const rd_resources *res, char *type, size_t tlen) {
-  char what[256], ip[64], why[600];
-  rd_res_format(res, what, sizeof(what));
+/* A seek that cannot be: this node has res and satisfies sel, or neither a
+ * live node nor a kind the autoscaler can start does (c is told why); else
+ * 0, and the kind in type. */
+static int seek_refused(node_client *c, const rd_resources *res, const char *sel, char *type, size_t tlen) {
+  char what[600], ip[64], why[900];
+  seek_what(res, sel, what, sizeof(what));
   type[0] = 0;
-  if (rd_res_feasible(&N.ledger, res)) {
+  if (rd_res_feasible(&N.ledger, res) && rd_labels_match(N.labels, sel[0] ? sel : NULL)) {
     snprintf(why, sizeof(why), "this node can hold %s itself: a seek is for what only another node has", what);
     reply(c, RD_EINVAL, why, NULL, NULL);
     return 1;
   }
-  if (!rd__cluster_node_for(res, ip, sizeof(ip)) && !rd__cluster_launchable(res, type, tlen)) {
+  if (!rd__cluster_node_for(res, sel, ip, sizeof(ip)) && !rd__cluster_launchable(res, sel, type, tlen)) {
     snprintf(why, sizeof(why), "no live node, and no kind of node the autoscaler can start, has the job's %s", what);
     reply(c, RD_EINFEASIBLE, why, NULL, NULL);
     return 1;
@@ -125,8 +135,8 @@ static void seek_start(node_hold *h, const char *type) {
   node_hold **pp = &seeking;
   while (*pp) pp = &(*pp)->next;
   *pp = h;
-  char what[256], why[600];
-  rd_res_format(&h->res, what, sizeof(what));
+  char what[600], why[900];
+  seek_what(&h->res, h->sel, what, sizeof(what));
   snprintf(why, sizeof(why), "waiting for the autoscaler to start a node of type '%s': no live node has %s", type, what);
   reply(h->client, RD_EAGAIN, why, NULL, NULL);
   rd__log(RD_LOG_INFO, "job %u (mirror pid %d) %s", h->job, h->client->pid, why);
@@ -140,8 +150,8 @@ void rd__job_hold_view_changed(void) {
   }
 }
 
-void rd__job_hold_seek_each(void (*cb)(void *arg, const rd_resources *res), void *arg) {
-  for (const node_hold *h = seeking; h; h = h->next) cb(arg, &h->res);
+void rd__job_hold_seek_each(void (*cb)(void *arg, const rd_resources *res, const char *sel), void *arg) {
+  for (const node_hold *h = seeking; h; h = h->next) cb(arg, &h->res, h->sel);
 }
 
 void rd__job_hold_on_request(node_client *c, const Rd__JobHold *m) {
@@ -159,8 +169,16 @@ void rd__job_hold_on_request(node_client *c, const Rd__JobHold *m) {
     reply(c, RD_EINVAL, "invalid resource amounts", NULL, NULL);
     return;
   }
-  char type[64];
-  if (m->seek && seek_refused(c, &res, type, sizeof(type))) return;
+  char type[64], err[300];
+  const char *sel = m->label_selector ? m->label_selector : "";
+  if (*sel && (!m->seek || strlen(sel) >= RD_LABEL_SEL_LEN || strchr(sel, ';') ||
+               rd_label_sel_check(sel, err, sizeof(err)) != 0)) {
+    snprintf(why, sizeof(why), "label selector: %s",
+             !m->seek ? "only with seek" : strlen(sel) >= RD_LABEL_SEL_LEN ? "too long" : strchr(sel, ';') ? "no fallbacks" : err);
+    reply(c, RD_EINVAL, why, NULL, NULL);
+    return;
+  }
+  if (m->seek && seek_refused(c, &res, sel, type, sizeof(type))) return;
   if (!m->seek && rd__job_hold_infeasible(&res, why, sizeof(why))) {
     reply(c, RD_EINFEASIBLE, why, NULL, NULL);
     return;
@@ -174,6 +192,7 @@ void rd__job_hold_on_request(node_client *c, const Rd__JobHold *m) {
   h->job = m->job;
   h->res = res;
   h->seek = m->seek;
+  snprintf(h->sel, sizeof(h->sel), "%s", sel);
   c->hold = h;
   if (h->seek) {
     seek_start(h, type);

@@ -770,15 +770,17 @@ static int unset(const rd_json *v) {
 }
 
 /* entrypoint_label_selector ({"zone": "west", "gpu": "in(A100,H100)"},
- * scheduler/labels.h's terms as values): a job runs on the node it is sent
- * to, so this node's labels must satisfy it.  0, or -1 with why. */
-static int entry_labels(const rd_json *m, char *why, size_t wlen) {
+ * scheduler/labels.h's terms as values) as one selector in sel (slen:
+ * RD_LABEL_SEL_LEN): the job runs on a node whose labels satisfy it
+ * (entry_place).  0, or -1 with why. */
+static int entry_labels(const rd_json *m, char *sel, size_t slen, char *why, size_t wlen) {
+  sel[0] = 0;
   if (m->type == RD_JSON_NULL) return 0;
   if (m->type != RD_JSON_OBJECT) {
     snprintf(why, wlen, "entrypoint_label_selector must be an object of strings");
     return -1;
   }
-  char sel[RD_LABEL_SEL_LEN] = "", err[300];
+  char err[300];
   for (const rd_json *v = m->child; v; v = v->next) {
     size_t n = strlen(sel);
     if (v->type != RD_JSON_STRING) {
@@ -786,7 +788,7 @@ static int entry_labels(const rd_json *m, char *why, size_t wlen) {
       return -1;
     }
     if (strpbrk(v->key, ",;=") || strchr(v->str, ';') ||
-        snprintf(sel + n, sizeof(sel) - n, "%s%s=%s", n ? "," : "", v->key, v->str) >= (int)(sizeof(sel) - n)) {
+        snprintf(sel + n, slen - n, "%s%s=%s", n ? "," : "", v->key, v->str) >= (int)(slen - n)) {
       snprintf(why, wlen, "entrypoint_label_selector: '%.100s' is not a label key, or the selector is too long", v->key);
       return -1;
     }
@@ -795,19 +797,14 @@ static int entry_labels(const rd_json *m, char *why, size_t wlen) {
     snprintf(why, wlen, "entrypoint_label_selector: %s", err);
     return -1;
   }
-  if (!rd_labels_match(N.labels, sel)) {
-    snprintf(why, wlen, "this node's labels (%s) do not satisfy the job's entrypoint_label_selector (%s): a job runs "
-             "on the node it is submitted to", N.labels[0] ? N.labels : "none", sel);
-    return -1;
-  }
   return 0;
 }
 
 /* Ray's entrypoint_num_cpus, _num_gpus, _memory (numbers or null) and
  * _resources (an object of numbers) appended to spec as "CPU=1,GPU=0.5,
- * memory=N,name=2" (zeros left out: nothing held); _label_selector only
- * when empty.  0, or -1 with why. */
-static int entry_res(const rd_json *m, char *spec, size_t len, char *why, size_t wlen) {
+ * memory=N,name=2" (zeros left out: nothing held); _label_selector into
+ * sel (RD_LABEL_SEL_LEN).  0, or -1 with why. */
+static int entry_res(const rd_json *m, char *spec, size_t len, char *sel, char *why, size_t wlen) {
   const char *k = m->key + 11;
   const char *name = !strcmp(k, "num_cpus") ? "CPU" : !strcmp(k, "num_gpus") ? "GPU" : !strcmp(k, "memory") ? "memory"
                                                                                                         : NULL;
@@ -838,7 +835,7 @@ static int entry_res(const rd_json *m, char *spec, size_t len, char *why, size_t
     }
     return 0;
   }
-  if (!strcmp(k, "label_selector")) return entry_labels(m, why, wlen);
+  if (!strcmp(k, "label_selector")) return entry_labels(m, sel, RD_LABEL_SEL_LEN, why, wlen);
   if (!unset(m)) {   /* what Ray adds later */
     snprintf(why, wlen, "%.100s is not supported", m->key);
     return -1;
@@ -846,23 +843,34 @@ static int entry_res(const rd_json *m, char *spec, size_t len, char *why, size_t
   return 0;
 }
 
-/* A spec entry_res made: amounts the node takes (rd__res_parse_spec), and
- * that it has in all, or else another live node has (its address into
- * fwd: the job runs there, this node's job following it); else 400 now,
- * rather than a job waiting for ever. */
-static int entry_res_check(const char *spec, char *fwd, size_t flen, int *seek, char *why, size_t wlen) {
+/* Where a job runs, given the spec entry_res made (amounts the node takes,
+ * rd__res_parse_spec) and its label selector sel: here when this node has
+ * them in all and its labels satisfy sel; else on another live node that
+ * does (its address into fwd: the job runs there, this node's job
+ * following it); else, when a kind of node the autoscaler can start would,
+ * on one started for it (*seek); else 400 now, rather than a job waiting
+ * for ever. */
+static int entry_place(const char *spec, const char *sel, char *fwd, size_t flen, int *seek, char *why, size_t wlen) {
   rd_resources res;
   char err[300], type[64];
   if (rd__res_parse_spec(spec, &res, err, sizeof(err)) != 0) {
     snprintf(why, wlen, "entrypoint %s", err);
     return -1;
   }
-  if (rd_res_feasible(&N.ledger, &res) || rd__cluster_node_for(&res, fwd, flen)) return 0;   /* here, or there */
-  if (rd__cluster_launchable(&res, type, sizeof(type))) {   /* on a node the autoscaler starts for it */
+  int labels_here = rd_labels_match(N.labels, sel[0] ? sel : NULL);
+  if (labels_here && rd_res_feasible(&N.ledger, &res)) return 0;   /* here */
+  if (rd__cluster_node_for(&res, sel, fwd, flen)) return 0;        /* there */
+  if (rd__cluster_launchable(&res, sel, type, sizeof(type))) {     /* on a node the autoscaler starts for it */
     *seek = 1;
     return 0;
   }
-  return rd__job_hold_infeasible(&res, why, wlen) ? -1 : 0;
+  if (labels_here) return rd__job_hold_infeasible(&res, why, wlen) ? -1 : 0;
+  char what[256];
+  rd_res_format(&res, what, sizeof(what));
+  snprintf(why, wlen, "no live node whose labels satisfy the job's entrypoint_label_selector (%s) has its %s, and no "
+           "kind of node the autoscaler can start would (this node's labels: %s)", sel, what,
+           N.labels[0] ? N.labels : "none");
+  return -1;
 }
 
 static void submit(const char *body, size_t blen, rd__http_reply reply, void *arg) {
@@ -874,7 +882,7 @@ static void submit(const char *body, size_t blen, rd__http_reply reply, void *ar
   }
   const char *entry = NULL, *sid = NULL, *bad = NULL, *wdir = NULL;
   const rd_json *env = NULL, *meta = NULL;
-  char badbuf[1300], spec[1100] = "";
+  char badbuf[1300], spec[1100] = "", sel[RD_LABEL_SEL_LEN] = "";
   if (root->type != RD_JSON_OBJECT) bad = "the body must be a JSON object";
   const char *dup = rd_json_dup_key(root);
   for (const rd_json *m = root->type == RD_JSON_OBJECT ? root->child : NULL; m && !dup; m = m->next) {
@@ -915,7 +923,7 @@ static void submit(const char *body, size_t blen, rd__http_reply reply, void *ar
         if (r->type != RD_JSON_STRING) bad = "metadata must be an object of strings";
       meta = m;
     } else if (!strncmp(m->key, "entrypoint_", 11)) {
-      if (entry_res(m, spec, sizeof(spec), badbuf, sizeof(badbuf)) != 0) bad = badbuf;
+      if (entry_res(m, spec, sizeof(spec), sel, badbuf, sizeof(badbuf)) != 0) bad = badbuf;
     } else {
       snprintf(badbuf, sizeof(badbuf), "unknown field '%.100s'", m->key);
       bad = badbuf;
@@ -937,7 +945,8 @@ static void submit(const char *body, size_t blen, rd__http_reply reply, void *ar
   }
   char fwd[64] = "";   /* the node it runs on, when not this one */
   int seek = 0;        /* no live node has them: the node the autoscaler starts for it */
-  if (!bad && spec[0] && entry_res_check(spec, fwd, sizeof(fwd), &seek, badbuf, sizeof(badbuf)) != 0) bad = badbuf;
+  if (!bad && (spec[0] || sel[0]) && entry_place(spec, sel, fwd, sizeof(fwd), &seek, badbuf, sizeof(badbuf)) != 0)
+    bad = badbuf;
   char self_exe[600] = "", gcs[256] = "", cfile[700];
   if (!bad && (fwd[0] || seek)) {   /* this very program runs the mirror; the cluster's GCS names the node */
     ssize_t n = readlink("/proc/self/exe", self_exe, sizeof(self_exe) - 1);
@@ -1009,11 +1018,18 @@ static void submit(const char *body, size_t blen, rd__http_reply reply, void *ar
     if (fwd[0] || seek) {   /* its program: `raydist job submit --mirror` of it to node fwd, followed to its end */
       argv[k++] = "--exe";
       argv[k++] = self_exe;
-      const char *mirror[] = {"--", "raydist", "job", "submit", "--address", gcs, "--follow", "--mirror",
-                              "--entrypoint-resources", spec};
+      const char *mirror[] = {"--", "raydist", "job", "submit", "--address", gcs, "--follow", "--mirror"};
       for (size_t f = 0; f < sizeof(mirror) / sizeof(mirror[0]); f++) argv[k++] = mirror[f];
+      if (spec[0]) {
+        argv[k++] = "--entrypoint-resources";
+        argv[k++] = spec;
+      }
       if (seek) {   /* the node this node names once one can hold them */
         argv[k++] = "--seek-node";
+        if (sel[0]) {
+          argv[k++] = "--entrypoint-label-selector";
+          argv[k++] = sel;
+        }
       } else {
         argv[k++] = "--node-ip";
         argv[k++] = fwd;

@@ -24,6 +24,7 @@
 #include <string.h>
 #include <strings.h>
 
+#include "cluster.h"
 #include "common.h"
 #include "dashboard.h"
 #include "job_http.h"
@@ -587,11 +588,18 @@ static void handle_request(mconn *c) {
     return;
   }
   if (!strcmp(path, "/api/runtime_envs") || !strcmp(path, "/runtime_envs")) {   /* ray list runtime-envs */
+    /* the variables' values may be secrets: the cluster token, as for the logs */
+    char auth[512];
+    int has_auth = header(c->req, "Authorization", auth, sizeof(auth)), json = path[1] == 'a';
+    hold_for_dashboard(c, 0);
+    if (!rd__cluster_http_gate("runtime envs API", NULL, has_auth ? auth : NULL, on_text_http, c)) return;
     long limit = query_long(q ? q + 1 : NULL, "limit=", 10000, 10000);
     rd__mbuf b = {0};
-    if (path[1] == 'a') rd__dashboard_runtime_envs(&b, (size_t)limit);
+    if (json) rd__dashboard_runtime_envs(&b, (size_t)limit);
     else rd__dashboard_runtime_envs_text(&b, (size_t)limit);
-    respond_built(c, &b, path[1] == 'a', head);
+    if (b.oom) on_text_http(c, 500, "out of memory\n", 14);
+    else api_answer(c, 200, json ? "application/json" : "text/plain; charset=utf-8", b.p ? b.p : "", b.len);
+    free(b.p);
     return;
   }
   if (!strcmp(path, "/api/workers")) {   /* for the state API's ray list workers */

@@ -450,11 +450,12 @@ void rd__job_hold_dispatch(void);
 void rd__job_hold_client_gone(node_client *c);
 void rd__job_hold_counts(uint64_t *held, uint64_t *waits, uint64_t *seeking);
 /* Seekers (JobHold.seek: a job's mirror waiting for a live node that can
- * hold its entrypoint resources): view_changed answers those a node of
- * the new view can hold; seek_each calls cb with each one's resources
- * (the node's demand for the autoscaler). */
+ * hold its entrypoint resources, with labels that satisfy its selector):
+ * view_changed answers those a node of the new view can hold; seek_each
+ * calls cb with each one's resources and selector (the node's demand for
+ * the autoscaler). */
 void rd__job_hold_view_changed(void);
-void rd__job_hold_seek_each(void (*cb)(void *arg, const rd_resources *res), void *arg);
+void rd__job_hold_seek_each(void (*cb)(void *arg, const rd_resources *res, const char *sel), void *arg);
 /* 1 when this node has less than res in all (a hold could never be
  * granted), saying so in why with the live nodes that have them. */
 int rd__job_hold_infeasible(const rd_resources *res, char *why, size_t len);

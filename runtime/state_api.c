@@ -1387,7 +1387,7 @@ static void sa_work(uv_work_t *w) {
   } else if (q->kind == K_EVENTS) {
     events_rows(q, g);
   } else if (q->kind == K_ENVS) {
-    each_node(q, nodes, n, "/api/runtime_envs?limit=10000", NULL, RD_JSON_OBJECT, envs_of);
+    each_node(q, nodes, n, "/api/runtime_envs?limit=10000", rd__cluster_token(), RD_JSON_OBJECT, envs_of);
   } else if (q->kind == K_OBJECTS) {
     char path[64];   /* a summary counts what it can from the rows too: all of them */
     snprintf(path, sizeof(path), "/api/objects?top=%zu", q->summary || q->nf ? (size_t)SA_MAX_LIMIT : q->limit);

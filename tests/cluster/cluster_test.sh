@@ -2110,8 +2110,8 @@ PY
     python3 "$(dirname "$0")/jobs_seek.py" "$(cat "$ROOT/node-127.0.0.1/metrics")" "$(cat "$ROOT/node-127.0.0.1/token")" "$R" ||
       fail "autoscaler: jobs waiting for a node"
     "$R" list cluster-events --limit 1000 > "$L" || fail "raydist list cluster-events"
-    [ "$(add big)" = 6 ] && [ "$(add never)" = 1 ] ||
-      { cat "$L"; fail "events: not 6 big and 1 never node added ($(add big), $(add never))"; }
+    [ "$(add big)" = 7 ] && [ "$(add never)" = 1 ] ||
+      { cat "$L"; fail "events: not 7 big and 1 never node added ($(add big), $(add never))"; }
     ;;
   view_claim)
     "$T" view_claim || fail "view_claim"
@@ -2210,9 +2210,15 @@ PY
     grep -Eq '^ +[0-9]+ +[1-9][0-9]* +[0-9]+ ms ok +RD_CL_BREAK=1 RD_CL_ENV=brk$' "$L" ||
       fail "env_bad_node: no node started the set's workers"
     # Ray's state API (ray list runtime-envs): the same, one row a node
-    python3 - "$(cat "$ROOT/node-127.0.0.1/metrics")" "$(cat "$ROOT/node-127.0.0.1/token")" <<'PY' ||
-import json, sys, urllib.request
+    python3 - "$(cat "$ROOT/node-127.0.0.1/metrics")" "$(cat "$ROOT/node-127.0.0.1/token")" "$(cat "$ROOT/node-127.0.0.2/metrics")" <<'PY' ||
+import json, sys, urllib.error, urllib.request
 base, tok = "http://" + sys.argv[1], sys.argv[2]
+for path in ("/api/runtime_envs", "/runtime_envs"):   # a node's own: the values may be secrets, so the token
+    try:
+        urllib.request.urlopen("http://" + sys.argv[3] + path, timeout=30)
+        assert False, path + " answered without the token"
+    except urllib.error.HTTPError as e:
+        assert e.code == 401 and b"cluster token" in e.read(), (path, e.code)
 def get(path):
     rq = urllib.request.Request(base + path, headers={"Authorization": "Bearer " + tok})
     return json.loads(urllib.request.urlopen(rq, timeout=30).read())["data"]["result"]

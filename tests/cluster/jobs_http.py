@@ -312,6 +312,15 @@ st, lg = call("GET", "/api/jobs/fwd-c/logs")
 check(j["status"] == "FAILED" and j["driver_exit_code"] == 3 and j["entrypoint_resources"] == {"only_c": 1} and
       re.search(r"^raydist job: runs on node 127\.0\.0\.3 as its job [0-9]+$", lg["logs"], re.M) and
       "on 127.0.0.3 X=1\n" in lg["logs"] and "zipped payload\n" in lg["logs"], "the job run on node c: %r %r" % (j, lg))
+# a label selector node b's labels satisfy (zone=west), the head's not: it
+# runs on b, asking no resources
+st, r = call("POST", "/api/jobs/", {"entrypoint": "echo \"west on $RAYDIST_NODE_IP\"", "submission_id": "sel-b",
+                                    "entrypoint_label_selector": {"zone": "west", "gpu": "in(A100,H100)"}})
+check(st == 200, "a job for zone=west: %d %r" % (st, r))
+j = wait_end("sel-b")
+st, lg = call("GET", "/api/jobs/sel-b/logs")
+check(j["status"] == "SUCCEEDED" and re.search(r"^raydist job: runs on node 127\.0\.0\.2 as its job [0-9]+$", lg["logs"], re.M) and
+      "west on 127.0.0.2\n" in lg["logs"], "the job run on node b by its labels: %r %r" % (j, lg))
 session_b = session.replace("node-127.0.0.1", "node-127.0.0.2")
 # one holding node b's only_b, a second waiting for it there; the first
 # stopped through the head: stopped on b, and the second runs
@@ -401,7 +410,8 @@ expect("POST", "/api/jobs/", 400, "entrypoint_resources.a must be a number >= 0"
 expect("POST", "/api/jobs/", 400, "CPU=1.5 is not an amount (whole above 1)", {"entrypoint": "ls", "entrypoint_num_cpus": 1.5})
 expect("POST", "/api/jobs/", 400, "entrypoint_num_cpus must be a number >= 0", {"entrypoint": "ls", "entrypoint_num_cpus": -1})
 expect("POST", "/api/jobs/", 400, "entrypoint_memory must be a number >= 0", {"entrypoint": "ls", "entrypoint_memory": 1e30})
-expect("POST", "/api/jobs/", 400, "this node's labels (none) do not satisfy the job's entrypoint_label_selector (zone=west)", {"entrypoint": "ls", "entrypoint_label_selector": {"zone": "west"}})
+expect("POST", "/api/jobs/", 400, "no live node whose labels satisfy the job's entrypoint_label_selector (zone=north) has its {CPU: 0, GPU: 0}, and no kind of node the autoscaler can start would (this node's labels: none)", {"entrypoint": "ls", "entrypoint_label_selector": {"zone": "north"}})
+expect("POST", "/api/jobs/", 400, "no live node whose labels satisfy the job's entrypoint_label_selector (zone=west) has its {CPU: 0, GPU: 0, only_c: 1}", {"entrypoint": "ls", "entrypoint_label_selector": {"zone": "west"}, "entrypoint_resources": {"only_c": 1}})
 expect("POST", "/api/jobs/", 400, "entrypoint_label_selector.zone must be a string", {"entrypoint": "ls", "entrypoint_label_selector": {"zone": 1}})
 expect("POST", "/api/jobs/", 400, "entrypoint_label_selector: ", {"entrypoint": "ls", "entrypoint_label_selector": {"zone": "in(a"}})
 expect("POST", "/api/jobs/", 400, "entrypoint_label_selector must be an object of strings", {"entrypoint": "ls", "entrypoint_label_selector": ["zone"]})
@@ -424,7 +434,7 @@ expect("GET", "/api/jobs/%s/frob" % one, 404, "no such path")
 expect("GET", "/api/jobs/99999", 404, "no job '99999'")
 expect("GET", "/api/jobs/%s/logs?offset=abc" % one, 400, "offset must be a whole number")
 out = subprocess.run([raydist, "job", "list", "--session", session], capture_output=True, text=True, errors="replace").stdout
-check(len([l for l in out.splitlines() if l[:1].isdigit()]) == 11, "bad requests made jobs: %s" % out)   # one, sdk-style, the package's, cpu-a to -d, selected, fwd-c, fwd-b1, -b2
+check(len([l for l in out.splitlines() if l[:1].isdigit()]) == 12, "bad requests made jobs: %s" % out)   # one, sdk-style, the package's, cpu-a to -d, selected, fwd-c, sel-b, fwd-b1, -b2
 
 # mangled requests (heads, lengths, bodies, JSON): an answer or a close,
 # never a crash or a hang, and the API answers as before afterwards

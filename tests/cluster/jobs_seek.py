@@ -9,7 +9,9 @@ autoscaler case: types big, which joins, and never, which never does).
   hold is gone, its entrypoint never ran;
 * big=1: a big node starts for it, the job runs there (its log names the
   node, and the entrypoint prints that node's address) and SUCCEEDED;
-* nowhere=1 (no node, no node type): refused at once (400).
+* entrypoint_label_selector tier=big (big nodes' label) and no resources,
+  once no big node is left: the same;
+* nowhere=1, tier=huge (no node, no node type): refused at once (400).
 """
 import json
 import re
@@ -99,21 +101,36 @@ check(j["status"] == "STOPPED", "seek-never after its stop: %r" % j)
 until(30, "the seeking hold stays after the stop", lambda: seeking() == 0)
 check("never ran" not in log("seek-never"), "seek-never's entrypoint ran: %r" % log("seek-never"))
 
+def on_big_node(sid, ask, waited):
+    """Submits job sid asking ask (entrypoint fields), which no live node
+    has: its log says it waited for a big node (waited: what no node had),
+    and it ran on one, SUCCEEDED.  Its details, and the node's address."""
+    body = {"entrypoint": 'echo "%s on $RAYDIST_NODE_IP"' % sid, "submission_id": sid}
+    body.update(ask)
+    st, r = call("POST", "/api/jobs/", body)
+    check(st == 200, "submit %s: %d %r" % (sid, st, r))
+    j = until(120, sid + " did not end", lambda: ended(sid))
+    text = log(sid)
+    check(j["status"] == "SUCCEEDED", "%s: %r, log %r" % (sid, j, text))
+    want = "waiting for the autoscaler to start a node of type 'big': no live node has " + waited
+    check(want in text, "%s's log does not say why it waited: %r" % (sid, text))
+    m = re.search(r"^raydist job: runs on node (127\.0\.0\.2[0-9]) as its job [0-9]+$", text, re.M)
+    check(m is not None and ("%s on %s" % (sid, m.group(1))) in text.splitlines(), "%s did not run on a big node: %r" % (sid, text))
+    return j, m.group(1)
+
+
 # big: a node of type big starts for it, and it runs there
-st, r = call("POST", "/api/jobs/",
-             {"entrypoint": 'echo "on $RAYDIST_NODE_IP"', "submission_id": "seek-big", "entrypoint_resources": {"big": 1}})
-check(st == 200, "submit seek-big: %d %r" % (st, r))
-j = until(120, "seek-big did not end", lambda: ended("seek-big"))
-text = log("seek-big")
-check(j["status"] == "SUCCEEDED", "seek-big: %r, log %r" % (j, text))
-want = "waiting for the autoscaler to start a node of type 'big': no live node has {CPU: 0, GPU: 0, big: 1}"
-check(want in text, "seek-big's log does not say why it waited: %r" % text)
-m = re.search(r"^raydist job: runs on node (127\.0\.0\.2[0-9]) as its job [0-9]+$", text, re.M)
-check(m is not None and ("on " + m.group(1)) in text.splitlines(), "seek-big did not run on a big node: %r" % text)
+j, big = on_big_node("seek-big", {"entrypoint_resources": {"big": 1}}, "{CPU: 0, GPU: 0, big: 1}")
 check(j["entrypoint_resources"] == {"big": 1}, "seek-big's entrypoint resources: %r" % j)
 check(seeking() == 0, "a seeking hold left after seek-big")
+# a label selector only big nodes satisfy (tier=big), no resources: once
+# the big node has gone, a big node starts for it again
+until(60, "the big node did not go once idle", lambda: status_says("type big: 0 alive, 0 starting"))
+on_big_node("seek-tier", {"entrypoint_label_selector": {"tier": "big"}}, "{CPU: 0, GPU: 0} with labels 'tier=big'")
 
 # what no node type has either: refused at once
 st, r = call("POST", "/api/jobs/", {"entrypoint": "true", "entrypoint_resources": {"nowhere": 1}})
 check(st == 400 and "no live node has them" in str(r), "submit nowhere=1: %d %r" % (st, r))
-print("ok: seek-never waited and was stopped, seek-big ran on", m.group(1))
+st, r = call("POST", "/api/jobs/", {"entrypoint": "true", "entrypoint_label_selector": {"tier": "huge"}})
+check(st == 400 and "no kind of node the autoscaler can start would" in str(r), "submit tier=huge: %d %r" % (st, r))
+print("ok: seek-never waited and was stopped, seek-big ran on", big, "and seek-tier on a big node too")

@@ -293,6 +293,8 @@ static int send_random(wf_rng *r, int fd, int link, int keeper) {
     h.res = &res;
     h.job = (uint32_t)wf_below(r, 100);
     h.seek = wf_chance(r, 20);   /* a mirror asking for a node: none outside a cluster */
+    static char *const sels[] = {"zone=west", "zone=in(a", "a=1;b=2", ""};
+    h.label_selector = sels[wf_below(r, 4)];   /* good, malformed, with a fallback, none */
     b.cap = b.len = protobuf_c_message_get_packed_size(&h.base);
     b.p = malloc(b.len + 1);
     CHECK(b.p);
