@@ -2674,12 +2674,13 @@ void rd__cluster_nodes_holding(const rd_resources *res, char *out, size_t len) {
   }
 }
 
-int rd__cluster_node_for(const rd_resources *res, const char *sel, char *ip, size_t len) {
+/* rd__cluster_node_for, or (free_only) only a node with them free now. */
+static int node_for(const rd_resources *res, const char *sel, int free_only, char *ip, size_t len) {
   const rd_gcs_node *best = NULL;
   for (size_t i = 0; i < C.nview; i++) {
     const rd_gcs_node *x = &C.view[i];
     if (!other_could_hold(x, res, sel)) continue;
-    if (!best) best = x;
+    if (!best && !free_only) best = x;
     if (rd_res_fits(&x->avail, res)) {
       best = x;
       break;
@@ -2687,6 +2688,14 @@ int rd__cluster_node_for(const rd_resources *res, const char *sel, char *ip, siz
   }
   if (best) snprintf(ip, len, "%s", best->ip);
   return best != NULL;
+}
+
+int rd__cluster_node_for(const rd_resources *res, const char *sel, char *ip, size_t len) {
+  return node_for(res, sel, 0, ip, len);
+}
+
+int rd__cluster_node_free_for(const rd_resources *res, const char *sel, char *ip, size_t len) {
+  return node_for(res, sel, 1, ip, len);
 }
 
 uint32_t rd__cluster_head(void) {

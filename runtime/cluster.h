@@ -44,6 +44,8 @@ void rd__cluster_nodes_holding(const rd_resources *res, char *out, size_t len);
  * not: one with them free now (its last report), else one whose totals
  * hold them; 1 and its address in ip, or 0. */
 int rd__cluster_node_for(const rd_resources *res, const char *sel, char *ip, size_t len);
+/* The same, but only a node with them free now (its last report). */
+int rd__cluster_node_free_for(const rd_resources *res, const char *sel, char *ip, size_t len);
 /* A kind of node the autoscaler can start (the view's node types, none
  * outside a cluster or without an autoscaler) whose resources hold res and
  * whose labels satisfy sel (NULL or "": any): 1 and its name in name, or 0. */

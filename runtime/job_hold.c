@@ -142,6 +142,10 @@ static void seek_start(node_hold *h, const char *type) {
   rd__log(RD_LOG_INFO, "job %u (mirror pid %d) %s", h->job, h->client->pid, why);
 }
 
+int rd__job_hold_free_now(const rd_resources *res) {
+  return !waiting && rd_res_fits(&N.ledger.avail, res);
+}
+
 void rd__job_hold_view_changed(void) {
   for (node_hold **pp = &seeking; *pp;) {
     node_hold *h = *pp;

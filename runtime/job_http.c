@@ -844,12 +844,14 @@ static int entry_res(const rd_json *m, char *spec, size_t len, char *sel, char *
 }
 
 /* Where a job runs, given the spec entry_res made (amounts the node takes,
- * rd__res_parse_spec) and its label selector sel: here when this node has
- * them in all and its labels satisfy sel; else on another live node that
- * does (its address into fwd: the job runs there, this node's job
- * following it); else, when a kind of node the autoscaler can start would,
- * on one started for it (*seek); else 400 now, rather than a job waiting
- * for ever. */
+ * rd__res_parse_spec) and its label selector sel, as Ray places a job's
+ * driver on a node with room: here when this node's labels satisfy sel and
+ * it has them free now; else on another live node that does (its address
+ * into fwd: the job runs there, this node's job following it); else here,
+ * waiting, when this node has them in all; else on another live node that
+ * has them in all (waiting there); else, when a kind of node the
+ * autoscaler can start would, on one started for it (*seek); else 400 now,
+ * rather than a job waiting for ever. */
 static int entry_place(const char *spec, const char *sel, char *fwd, size_t flen, int *seek, char *why, size_t wlen) {
   rd_resources res;
   char err[300], type[64];
@@ -858,7 +860,10 @@ static int entry_place(const char *spec, const char *sel, char *fwd, size_t flen
     return -1;
   }
   int labels_here = rd_labels_match(N.labels, sel[0] ? sel : NULL);
-  if (labels_here && rd_res_feasible(&N.ledger, &res)) return 0;   /* here */
+  if (labels_here && rd_res_feasible(&N.ledger, &res)) {   /* here, unless busy here and free there */
+    if (!rd__job_hold_free_now(&res)) (void)rd__cluster_node_free_for(&res, sel, fwd, flen);
+    return 0;
+  }
   if (rd__cluster_node_for(&res, sel, fwd, flen)) return 0;        /* there */
   if (rd__cluster_launchable(&res, sel, type, sizeof(type))) {     /* on a node the autoscaler starts for it */
     *seek = 1;

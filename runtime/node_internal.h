@@ -449,6 +449,9 @@ void rd__job_hold_on_request(node_client *c, const Rd__JobHold *m);
 void rd__job_hold_dispatch(void);
 void rd__job_hold_client_gone(node_client *c);
 void rd__job_hold_counts(uint64_t *held, uint64_t *waits, uint64_t *seeking);
+/* 1 when a hold of res would be granted now: free in the ledger, and no
+ * hold waits before it. */
+int rd__job_hold_free_now(const rd_resources *res);
 /* Seekers (JobHold.seek: a job's mirror waiting for a live node that can
  * hold its entrypoint resources, with labels that satisfy its selector):
  * view_changed answers those a node of the new view can hold; seek_each

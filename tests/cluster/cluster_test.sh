@@ -105,6 +105,8 @@ HEAD_OPTS=
 # job_gc: a job's idle workers stop 0.3 s after its last driver, and the sweep runs every 0.3 s
 [ "$CASE" = job_gc ] && export RAYDIST_JOB_QUIET_MS=300 RAYDIST_NODE_GC_MS=300 RAYDIST_LOG_LEVEL=2 &&
   HEAD_OPTS="--log-level 2"
+# jobs_http: solo=1, which only the head has (a job asking it waits there)
+[ "$CASE" = jobs_http ] && HEAD_OPTS="--resources solo=1"
 # job_resources: two GPUs (accounting only: no device is needed) and big=1 on the head
 [ "$CASE" = job_resources ] && HEAD_OPTS="--num-gpus 2 --resources big=1"
 # log_rotation: logs rotated at 100 KB, two kept; the workers' lines in

@@ -196,31 +196,46 @@ st, r = call("POST", "/api/jobs/http-long/stop")
 check(st == 200 and r == {"stopped": False}, "second stop: %d %r" % (st, r))
 
 # entrypoint resources: the first job holds both of the head's CPUs while
-# it runs, the second waits PENDING (no driver yet) and runs once they are free
+# it runs; a second asking one CPU runs where one is free now, node b or c
+# (as Ray places a job's driver on a node with room)
 st, r = call("POST", "/api/jobs/", {"entrypoint": "echo holding; exec sleep 60", "submission_id": "cpu-a",
                                     "entrypoint_num_cpus": 2, "entrypoint_num_gpus": 0, "entrypoint_resources": {}})
 check(st == 200, "submit cpu-a: %d %r" % (st, r))
 wait_log("cpu-a", "holding")
-st, r = call("POST", "/api/jobs/", {"entrypoint": "echo second", "submission_id": "cpu-b", "entrypoint_num_cpus": 1,
-                                    "entrypoint_memory": None, "entrypoint_resources": None})
+st, r = call("POST", "/api/jobs/", {"entrypoint": "echo \"second on $RAYDIST_NODE_IP\"", "submission_id": "cpu-b",
+                                    "entrypoint_num_cpus": 1, "entrypoint_memory": None, "entrypoint_resources": None})
 check(st == 200, "submit cpu-b: %d %r" % (st, r))
-st, j = call("GET", "/api/jobs/cpu-b")
-check(st == 200 and j["status"] == "PENDING" and j["message"] == "PENDING (waits for CPU=1)" and j["driver_pid"] is None and
-      j["end_time"] is None and j["entrypoint_num_cpus"] == 1 and j["entrypoint_num_gpus"] == 0 and
-      j["entrypoint_resources"] == {}, "cpu-b waits: %r" % j)
-check(call("POST", "/api/jobs/cpu-a/stop")[1] == {"stopped": True}, "stop cpu-a")
 j = wait_end("cpu-b", 30)
-check(j["status"] == "SUCCEEDED" and j["driver_pid"] > 0, "cpu-b once cpu-a let go: %r" % j)
 st, r = call("GET", "/api/jobs/cpu-b/logs")
-check("second" in r["logs"] and "waiting for CPU=1 of the node" in r["logs"], "cpu-b's log: %r" % r)
+m = re.search(r"^raydist job: runs on node (127\.0\.0\.[23]) as its job [0-9]+$", r["logs"], re.M)
+check(j["status"] == "SUCCEEDED" and j["entrypoint_num_cpus"] == 1 and j["entrypoint_num_gpus"] == 0 and
+      j["entrypoint_resources"] == {} and m and ("second on " + m.group(1)) in r["logs"], "cpu-b ran elsewhere: %r %r" % (j, r))
+check(call("POST", "/api/jobs/cpu-a/stop")[1] == {"stopped": True}, "stop cpu-a")
+# what only the head has (solo=1): the second waits PENDING (no driver yet)
+# here and runs once the first lets go
+st, r = call("POST", "/api/jobs/", {"entrypoint": "echo holding; exec sleep 60", "submission_id": "solo-a",
+                                    "entrypoint_resources": {"solo": 1}})
+check(st == 200, "submit solo-a: %d %r" % (st, r))
+wait_log("solo-a", "holding")
+st, r = call("POST", "/api/jobs/", {"entrypoint": "echo second", "submission_id": "solo-b", "entrypoint_resources": {"solo": 1}})
+check(st == 200, "submit solo-b: %d %r" % (st, r))
+st, j = call("GET", "/api/jobs/solo-b")
+check(st == 200 and j["status"] == "PENDING" and j["message"] == "PENDING (waits for solo=1)" and j["driver_pid"] is None and
+      j["end_time"] is None and j["entrypoint_num_cpus"] == 0 and j["entrypoint_resources"] == {"solo": 1}, "solo-b waits: %r" % j)
+check(call("POST", "/api/jobs/solo-a/stop")[1] == {"stopped": True}, "stop solo-a")
+j = wait_end("solo-b", 30)
+check(j["status"] == "SUCCEEDED" and j["driver_pid"] > 0, "solo-b once solo-a let go: %r" % j)
+st, r = call("GET", "/api/jobs/solo-b/logs")
+check("second" in r["logs"] and "waiting for solo=1 of the node" in r["logs"] and "runs on node" not in r["logs"],
+      "solo-b's log: %r" % r)
 # a label selector this node (no labels) satisfies: run
 st, r = call("POST", "/api/jobs/", {"entrypoint": "echo selected", "entrypoint_label_selector": {"zone": "!east", "gpu": "!in(A100,H100)"}})
 check(st == 200, "a satisfied label selector: %d %r" % (st, r))
 check(wait_end(r["job_id"])["status"] == "SUCCEEDED", "the selected job")
 # a pending job stopped: STOPPED, it never ran
-st, r = call("POST", "/api/jobs/", {"entrypoint": "echo holding; exec sleep 60", "submission_id": "cpu-c", "entrypoint_num_cpus": 2})
+st, r = call("POST", "/api/jobs/", {"entrypoint": "echo holding; exec sleep 60", "submission_id": "cpu-c", "entrypoint_resources": {"solo": 1}})
 wait_log("cpu-c", "holding")
-st, r = call("POST", "/api/jobs/", {"entrypoint": "echo never", "submission_id": "cpu-d", "entrypoint_num_cpus": 2})
+st, r = call("POST", "/api/jobs/", {"entrypoint": "echo never", "submission_id": "cpu-d", "entrypoint_resources": {"solo": 1}})
 check(st == 200 and call("GET", "/api/jobs/cpu-d")[1]["status"] == "PENDING", "cpu-d waits")
 check(call("POST", "/api/jobs/cpu-d/stop")[1] == {"stopped": True}, "stop the pending cpu-d")
 j = wait_end("cpu-d", 10)
@@ -434,7 +449,7 @@ expect("GET", "/api/jobs/%s/frob" % one, 404, "no such path")
 expect("GET", "/api/jobs/99999", 404, "no job '99999'")
 expect("GET", "/api/jobs/%s/logs?offset=abc" % one, 400, "offset must be a whole number")
 out = subprocess.run([raydist, "job", "list", "--session", session], capture_output=True, text=True, errors="replace").stdout
-check(len([l for l in out.splitlines() if l[:1].isdigit()]) == 12, "bad requests made jobs: %s" % out)   # one, sdk-style, the package's, cpu-a to -d, selected, fwd-c, sel-b, fwd-b1, -b2
+check(len([l for l in out.splitlines() if l[:1].isdigit()]) == 14, "bad requests made jobs: %s" % out)   # one, sdk-style, the package's, cpu-a to -d, solo-a, -b, selected, fwd-c, sel-b, fwd-b1, -b2
 
 # mangled requests (heads, lengths, bodies, JSON): an answer or a close,
 # never a crash or a hang, and the API answers as before afterwards
