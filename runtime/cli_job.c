@@ -35,6 +35,7 @@
 #include <string.h>
 #include <netinet/in.h>
 #include <poll.h>
+#include <pthread.h>
 #include <sys/inotify.h>
 #include <sys/prctl.h>
 #include <sys/signalfd.h>
@@ -459,10 +460,10 @@ static int hold_ask(hold *h, const char *dir, const rd_resources *res, int id, i
   return hold_reply(h, &f, why, len);
 }
 
-/* Tells the node of session dir that job id started or ended, as it reads
- * in the job's files now: a cluster event (JobEvent).  Best effort: a node
- * that is gone, or is not in a cluster, records none. */
-static void keeper_event(const char *dir, int id) {
+/* Tells the node of session dir that job id started or ended (state, or
+ * NULL: as it reads in the job's files now): a cluster event (JobEvent).
+ * Best effort: a node that is gone, or is not in a cluster, records none. */
+static void keeper_event(const char *dir, int id, const char *state) {
   job j;
   char buf[128], why[300];
   if (job_read(dir, id, &j) != 0) return;
@@ -472,11 +473,25 @@ static void keeper_event(const char *dir, int id) {
     Rd__JobEvent m = RD__JOB_EVENT__INIT;
     m.job = (uint32_t)id;
     m.name = j.name;
-    m.state = (char *)job_state(&j, buf, sizeof(buf));
+    m.state = (char *)(state ? state : job_state(&j, buf, sizeof(buf)));
     m.pid = j.pid;
     if (rd__conn_send(&conn, RD__MSG_TYPE__MSG_JOB_EVENT, &m.base, -1) == 0) (void)rd__conn_flush_blocking(&conn, 5000);
   }
   rd__conn_close(&conn);
+}
+
+/* The job's start told from a thread of its own, so that a node slow to
+ * answer (up to the Hello's 10 s) holds up neither the copy of the
+ * program's output nor its end; the end's event waits for it (in order). */
+typedef struct started_ev {
+  const char *dir;
+  int id;
+} started_ev;
+
+static void *started_thread(void *arg) {
+  const started_ev *e = arg;
+  keeper_event(e->dir, e->id, "RUNNING");
+  return NULL;
 }
 
 /* Until a waiting hold is held (RD_OK), the node answers otherwise or goes
@@ -649,7 +664,7 @@ static int job_submit(const char *dir, const char *name, char **argv, int argc, 
           }
           snprintf(f, sizeof(f), "%s/status", jd);
           write_file(f, msg);
-          keeper_event(dir, id);
+          keeper_event(dir, id, NULL);
           _exit(0);
         }
       }
@@ -690,7 +705,10 @@ static int job_submit(const char *dir, const char *name, char **argv, int argc, 
     }
     if (ready[1] >= 0) close(ready[1]);
     if (out[1] >= 0) close(out[1]);
-    if (p > 0) keeper_event(dir, id);   /* RUNNING */
+    pthread_t evt;
+    started_ev sev = {dir, id};
+    int evt_on = p > 0 && pthread_create(&evt, NULL, started_thread, &sev) == 0;
+    if (p > 0 && !evt_on) keeper_event(dir, id, "RUNNING");
     int st = 0, stop_sig = 0;
     if (p > 0 && out[0] >= 0) st = rd__job_log_pump(&jl, out[0], sfd, p, &stop_sig);
     else
@@ -711,7 +729,8 @@ static int job_submit(const char *dir, const char *name, char **argv, int argc, 
     }
     snprintf(f, sizeof(f), "%s/status", jd);
     write_file(f, text);
-    keeper_event(dir, id);
+    if (evt_on) pthread_join(evt, NULL);   /* its start told first */
+    keeper_event(dir, id, NULL);
     if (out[0] >= 0) rd__job_log_rest(&jl, out[0]);   /* what its children still write */
     signal(SIGPIPE, SIG_IGN);   /* a reaper a stop's SIGKILL took: no one to tell */
     if (alive >= 0 && write(alive, "x", 1) < 0) { /* the reaper stands down */

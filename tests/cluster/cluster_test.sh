@@ -715,6 +715,21 @@ PY
     still_runs "$D2" "$D2_START" && fail "jobs: a stopped job's daemon that ignores SIGTERM lives on"
     "$R" job logs "$KD" | grep -q "raydist job: stopping [0-9]* processes the job started outside its process group" ||
       fail "jobs: no word of the daemons stopped"
+    # a node that accepts the keeper's connection and then answers nothing
+    # (stopped) holds up neither the job's output (300 KB, more than a
+    # pipe holds) nor its end: the job's start is told from a thread
+    BN=$(awk '$1 == "node" {print $2}' "$ROOT/node-127.0.0.2/pids")
+    [ -n "$BN" ] || fail "jobs: no node daemon pid for b"
+    kill -STOP "$BN"
+    T0=$(date +%s)
+    HJ=$("$R" job submit --node-ip 127.0.0.2 --name hung-node -- /bin/sh -c 'head -c 300000 /dev/zero | tr "\0" x; echo; echo all out' | job_id)
+    for i in $(seq 1 50); do "$R" job status "$HJ" --node-ip 127.0.0.2 | grep -q SUCCEEDED && break; sleep 0.1; done
+    T1=$(date +%s)
+    # (asked before the node goes on: it answers the keeper at once then)
+    "$R" job status "$HJ" --node-ip 127.0.0.2 | grep -q SUCCEEDED && "$R" job logs "$HJ" --node-ip 127.0.0.2 | grep -qx "all out" ||
+      { kill -CONT "$BN"; fail "jobs: a job on a node that does not answer did not end within $((T1 - T0)) s"; }
+    kill -CONT "$BN"
+    echo "a job on a node that does not answer: ended within $((T1 - T0)) s"
     # bad input: clear errors, nothing done
     "$R" job logs 999 2>/dev/null && fail "jobs: logs of no job"
     "$R" job stop abc 2>/dev/null && fail "jobs: stop of a bad id"
