@@ -1035,9 +1035,9 @@ static void job_usage(void) {
           "--num-cpus N, --num-gpus N (its GPUs in CUDA_VISIBLE_DEVICES), --memory BYTES, --resources a=1,b=2.\n"
           "submit --address ... --follow --mirror: the job's log alone on stdout, then its end as this command's\n"
           "(its exit status, or its signal); SIGTERM, SIGINT or SIGHUP stop the job first.  With --seek-node\n"
-          "instead of --node-ip (as a submitted job's program), the node is the one this job's node names once\n"
-          "a live node can hold --entrypoint-resources, with labels that satisfy --entrypoint-label-selector\n"
-          "(the autoscaler starts one): the jobs API's way.\n");
+          "(as a submitted job's program), the node is the one this job's node names once a live node can hold\n"
+          "--entrypoint-resources, with labels that satisfy --entrypoint-label-selector (the autoscaler starts\n"
+          "one), after --node-ip's if given, and again while the one named has gone: the jobs API's way.\n");
 }
 
 /* ---- from another machine: the node over a tool link ---- */
@@ -1148,10 +1148,10 @@ static int remote_open(const char *address, const char *token, const char *ip, c
   for (size_t i = 0; i < n && !t; i++)
     if (nodes[i].state == RD_GCS_NODE_ALIVE && (ip ? !strcmp(nodes[i].ip, ip) : nodes[i].is_head)) t = &nodes[i];
   int r = 0;
-  if (!t) {
+  if (!t) {   /* 2: gone (a mirror asks its node for another) */
     fprintf(stderr, "raydist job: the cluster at %s has no live %s%s\n", address, ip ? "node on " : "head node",
             ip ? ip : "");
-    r = 1;
+    r = 2;
   } else if (program) {
     if (rd_gcs_code_put(g, program, hash, err, sizeof(err)) != 0 ||
         (wd_tar && rd_gcs_code_put(g, wd_tar, wd_hash, err, sizeof(err)) != 0)) {
@@ -1420,16 +1420,28 @@ static int remote_job(const char *sub, const char *address, const char *token, c
     fprintf(stderr, "raydist job: no job %s on this node\n", args[0]);
     return 1;
   }
+  /* --seek-node: the node this job's node names (after --node-ip's, when
+   * given), named again while the one named has gone (the node's view is
+   * a heartbeat behind: at most 20 times, half a second apart) */
   char sought[64];
-  if (submit && so->seek) {
-    int r = seek_node(so, sought, sizeof(sought));
-    if (r != 0) return r;
-    ip = sought;
-  }
   remote rm;
   memset(&rm, 0, sizeof(rm));
   char wd_hash[65] = "";
-  if (remote_open(address, token, ip, submit ? program : NULL, hash, so->wd_tar, wd_hash, &rm) != 0) return 1;
+  for (int tries = 0;; tries++) {
+    if (submit && so->seek && (!ip || tries > 0)) {
+      if (tries > 0) {
+        fprintf(stderr, "raydist job: asking this job's node for another node\n");
+        usleep(500000);
+      }
+      int r = seek_node(so, sought, sizeof(sought));
+      if (r != 0) return r;
+      ip = sought;
+    }
+    int r = remote_open(address, token, ip, submit ? program : NULL, hash, so->wd_tar, wd_hash, &rm);
+    if (r == 2 && submit && so->seek && tries < 20) continue;
+    if (r != 0) return 1;
+    break;
+  }
   Rd__LinkJob q = RD__LINK_JOB__INIT;
   Rd__LinkJobReply *rep = NULL;
   int rc = 1;
@@ -1603,9 +1615,9 @@ int rd__cli_job(int argc, char **argv) {
     return 2;
   }
   const char *jd = getenv("RAYDIST_JOB_DIR");
-  if (so.seek && (!mirror || ip || (!so.res_spec && !so.sel) || !jd || !strrchr(jd, '/'))) {
+  if (so.seek && (!mirror || (!so.res_spec && !so.sel) || !jd || !strrchr(jd, '/'))) {
     fprintf(stderr, "raydist job submit: --seek-node is for a submitted job's program (RAYDIST_JOB_DIR) that is "
-                    "a --mirror with entrypoint resources or a label selector, and no --node-ip\n");
+                    "a --mirror with entrypoint resources or a label selector\n");
     return 2;
   }
   if (so.sel && !so.seek) {

@@ -98,29 +98,29 @@ static void seek_what(const rd_resources *res, const char *sel, char *out, size_
 }
 
 /* A seeker told the node of the view that can hold its resources and
- * whose labels satisfy its selector (one with them free now first); 0 when
- * none can yet. */
+ * whose labels satisfy its selector (one with them free now first; this
+ * one when no other can but it can: a mirror whose node went away asks
+ * again); 0 when none can yet. */
 static int seek_found(node_hold *h) {
   char ip[64], what[600];
-  if (!rd__cluster_node_for(&h->res, h->sel, ip, sizeof(ip))) return 0;
+  if (!rd__cluster_node_for(&h->res, h->sel, ip, sizeof(ip))) {
+    if (!rd_res_feasible(&N.ledger, &h->res) || !rd_labels_match(N.labels, h->sel[0] ? h->sel : NULL)) return 0;
+    snprintf(ip, sizeof(ip), "%s", rd__cluster_ip());
+  }
   seek_what(&h->res, h->sel, what, sizeof(what));
   rd__log(RD_LOG_INFO, "job %u (mirror pid %d): node %s can hold its %s", h->job, h->client->pid, ip, what);
   reply(h->client, RD_OK, NULL, NULL, ip);
   return 1;
 }
 
-/* A seek that cannot be: this node has res and satisfies sel, or neither a
- * live node nor a kind the autoscaler can start does (c is told why); else
+/* A seek that cannot be: neither a live node (this one too) nor a kind
+ * the autoscaler can start has res and satisfies sel (c is told why); else
  * 0, and the kind in type. */
 static int seek_refused(node_client *c, const rd_resources *res, const char *sel, char *type, size_t tlen) {
   char what[600], ip[64], why[900];
   seek_what(res, sel, what, sizeof(what));
   type[0] = 0;
-  if (rd_res_feasible(&N.ledger, res) && rd_labels_match(N.labels, sel[0] ? sel : NULL)) {
-    snprintf(why, sizeof(why), "this node can hold %s itself: a seek is for what only another node has", what);
-    reply(c, RD_EINVAL, why, NULL, NULL);
-    return 1;
-  }
+  if (rd_res_feasible(&N.ledger, res) && rd_labels_match(N.labels, sel[0] ? sel : NULL)) return 0;
   if (!rd__cluster_node_for(res, sel, ip, sizeof(ip)) && !rd__cluster_launchable(res, sel, type, tlen)) {
     snprintf(why, sizeof(why), "no live node, and no kind of node the autoscaler can start, has the job's %s", what);
     reply(c, RD_EINFEASIBLE, why, NULL, NULL);

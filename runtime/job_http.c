@@ -1029,13 +1029,14 @@ static void submit(const char *body, size_t blen, rd__http_reply reply, void *ar
         argv[k++] = "--entrypoint-resources";
         argv[k++] = spec;
       }
-      if (seek) {   /* the node this node names once one can hold them */
-        argv[k++] = "--seek-node";
-        if (sel[0]) {
-          argv[k++] = "--entrypoint-label-selector";
-          argv[k++] = sel;
-        }
-      } else {
+      /* the node this node names once one can hold them (after fwd, the
+       * node chosen now; again should that one have gone meanwhile) */
+      argv[k++] = "--seek-node";
+      if (sel[0]) {
+        argv[k++] = "--entrypoint-label-selector";
+        argv[k++] = sel;
+      }
+      if (fwd[0]) {
         argv[k++] = "--node-ip";
         argv[k++] = fwd;
       }

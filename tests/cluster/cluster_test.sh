@@ -965,6 +965,16 @@ PY
       fail "job_resources: --mirror without --address"
     "$R" job submit --address "$ADDR" --follow --mirror --seek-node --num-cpus 1 -- true 2> "$L"; [ $? -eq 2 ] &&
       grep -q "seek-node is for a submitted job's program" "$L" || { cat "$L"; fail "job_resources: --seek-node outside a job"; }
+    # a mirror whose node has gone (here: never was) asks its job's node for
+    # another (the jobs API's mirrors do, should the node they were given
+    # leave first): b, which has only_b
+    mkdir -p "$H/jobs/999"
+    RAYDIST_JOB_DIR="$H/jobs/999" "$R" job submit --address "$ADDR" --follow --mirror --seek-node --node-ip 127.0.0.99 \
+      --entrypoint-resources only_b=1 -- /bin/sh -c 'echo "gone-then on $RAYDIST_NODE_IP"' > "$L" 2>&1 ||
+      { cat "$L"; fail "job_resources: a mirror whose node has gone"; }
+    rm -rf "$H/jobs/999"
+    grep -q "has no live node on 127.0.0.99" "$L" && grep -q "asking this job's node for another node" "$L" &&
+      grep -qx "gone-then on 127.0.0.2" "$L" || { cat "$L"; fail "job_resources: the mirror did not move to b"; }
     [ "$(ls "$H/jobs" | wc -l)" = "$NJ" ] || fail "job_resources: a refused submit left a job"
     # zero asks nothing (Ray's default): runs at once, holds nothing
     "$R" job submit --num-gpus 0 --follow -- true > "$L" || { cat "$L"; fail "job_resources: --num-gpus 0"; }
