@@ -1328,6 +1328,10 @@ EOF
       > "$O" 2>&1 && { cat "$O"; fail "jobs_ray_cli: the job on b exit 0"; }
     grep -qx "on 127.0.0.2" "$O" && grep -q "Job 'ray-on-b' failed" "$O" && grep -q "FAILED (exit 4)" "$O" ||
       { cat "$O"; fail "jobs_ray_cli: a job for node b"; }
+    # a label selector only node b's labels satisfy: run there
+    "$RAY" job submit $A --submission-id ray-west --entrypoint-label-selector '{"zone": "west"}' -- \
+      sh -c 'echo "west on $RAYDIST_NODE_IP"' > "$O" 2>&1 && grep -qx "west on 127.0.0.2" "$O" &&
+      grep -q "Job 'ray-west' succeeded" "$O" || { cat "$O"; fail "jobs_ray_cli: --entrypoint-label-selector"; }
     # they are the node's jobs
     "$R" job list > "$O" && grep -Eq " ray-wd +SUCCEEDED" "$O" && grep -Eq " ray-bad +FAILED \(exit 3\)" "$O" ||
       { cat "$O"; fail "jobs_ray_cli: raydist job list"; }
