@@ -3441,17 +3441,19 @@ static void code_put_done(uv_work_t *w, int status) {
   if (status != 0 && p->status == 0) p->status = RD_ECANCELED;
   node_job *j = p->job;
   j->gcs_job_adding = 0;
+  int njoined = j->njoined_subs;
+  j->njoined_subs = 0;   /* noted below, or never (no entry) */
   if (p->stored) {
     snprintf(j->code_hash, sizeof(j->code_hash), "%s", p->hash);
     j->code_state = 2;
     if (p->status == 0) {
       j->gcs_job_id = p->job_id;
+      rd__dashboard_job_known(j->id, p->job_id);   /* what its drivers reported meanwhile */
       note_submission(p->submission, p->job_id, 1);
       /* drivers of other submissions that said hello while the entry was
-       * on its way joined it */
-      for (const node_client *c = N.clients; c; c = c->next)
-        if (c->job == j && c->role == ROLE_DRIVER && !c->dead && c->submission && c->submission != p->submission)
-          note_submission(c->submission, p->job_id, 0);
+       * on its way joined it, gone since or not */
+      for (int i = 0; i < njoined; i++)
+        if (j->joined_subs[i] != p->submission) note_submission(j->joined_subs[i], p->job_id, 0);
       rd__log(RD_LOG_INFO, "job %u: executable %s stored in the GCS as %.16s", p->job_id, p->exe, p->hash);
       if (j->drivers == 0) rd__cluster_job_end(j);   /* its driver left meanwhile */
     } else {
@@ -3473,7 +3475,9 @@ void rd__cluster_on_driver(node_client *c, const char *exe) {
   node_job *j = c->job;
   if (!C.on || !exe || !*exe || !j) return;
   if (j->code_state == 1 || (j->code_state == 2 && (j->gcs_job_id || j->gcs_job_adding))) {
-    note_submission(c->submission, j->gcs_job_id, 0);   /* (while the entry is on its way: at its end) */
+    if (j->gcs_job_id && !j->gcs_job_adding) note_submission(c->submission, j->gcs_job_id, 0);
+    else if (c->submission && j->njoined_subs < (int)(sizeof(j->joined_subs) / sizeof(j->joined_subs[0])))
+      j->joined_subs[j->njoined_subs++] = c->submission;   /* the entry is on its way: noted at its end */
     return;   /* stored and running (or on its way) for an earlier driver */
   }
   code_put *p = calloc(1, sizeof(*p));

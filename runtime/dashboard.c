@@ -713,6 +713,7 @@ typedef struct tf_entry {
   int parent_pid;
   int status, attempt;
   uint32_t job;             /* its owner's GCS job (0: not known) */
+  uint32_t njob;            /* a driver owner's job on this node (its number: its GCS job may come later) */
   int pid;                  /* its owner's */
   char who[48];             /* its owner, then */
   char func[128];
@@ -721,6 +722,13 @@ typedef struct tf_entry {
 
 static tf_entry *tf_ring;
 static size_t tf_next, tf_count;          /* the next slot; how many are kept */
+
+/* A driver owner's job on this node (0: a worker: its tasks carry the GCS
+ * job of its lease's driver), so that a task it reported before the job's
+ * GCS entry was made gets the entry's id once it is (job_known). */
+static uint32_t owner_njob(const node_client *c) {
+  return !c->worker && c->job && !c->job->gcs_job_id ? c->job->id : 0;
+}
 static uint64_t tf_total, tf_undetailed;  /* every failure heard of; those the owners only counted */
 
 void rd__dashboard_failures_add(const node_client *c, const Rd__OwnerStats *m) {
@@ -749,6 +757,7 @@ void rd__dashboard_failures_add(const node_client *c, const Rd__OwnerStats *m) {
     e->attempt = f->attempt;
     client_text(c->role, c->pid, e->who, sizeof(e->who));
     e->job = rd__node_client_gcs_job(c);
+    e->njob = owner_njob(c);
     e->pid = c->pid;
     snprintf(e->func, sizeof(e->func), "%s", f->func ? f->func : "");
     snprintf(e->err, sizeof(e->err), "%s", f->error ? f->error : "");
@@ -768,6 +777,7 @@ typedef struct td_entry {
   int pid, role;            /* its owner's */
   uint32_t node;            /* where it ran (0: not known) */
   uint32_t job;             /* its owner's GCS job (0: not known) */
+  uint32_t njob;            /* as tf_entry's */
   uint32_t client;          /* its owner's client id */
   uint64_t oseq;            /* its number among what its owner reported (OwnerStats.finished_first + i) */
   uint64_t parent_task;     /* the task whose run submitted it (0: none), its owner's node and pid */
@@ -791,10 +801,17 @@ void rd__dashboard_finished_add(const node_client *c, const Rd__OwnerStats *m) {
     td_next = (td_next + 1) % N.tasks_done_max;
     if (td_count < N.tasks_done_max) td_count++;
     *e = (td_entry){f->task_id, f->ret_id, f->actor_id, f->created_ms, f->start_ms, f->end_ms, f->attempt,
-                    f->worker_pid, c->pid, c->role, f->node, job, c->id, m->finished_first + i, f->parent_task,
-                    f->parent_node, f->parent_pid, ""};
+                    f->worker_pid, c->pid, c->role, f->node, job, job ? 0 : owner_njob(c), c->id,
+                    m->finished_first + i, f->parent_task, f->parent_node, f->parent_pid, ""};
     snprintf(e->func, sizeof(e->func), "%s", f->func ? f->func : "");
   }
+}
+
+void rd__dashboard_job_known(uint32_t njob, uint32_t gcs_job) {
+  for (size_t i = 0; i < tf_count; i++)
+    if (!tf_ring[i].job && tf_ring[i].njob == njob) tf_ring[i].job = gcs_job, tf_ring[i].njob = 0;
+  for (size_t i = 0; i < td_count; i++)
+    if (!td_ring[i].job && td_ring[i].njob == njob) td_ring[i].job = gcs_job, td_ring[i].njob = 0;
 }
 
 /* The k-th most recent finished task kept (k < td_count). */

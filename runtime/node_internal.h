@@ -94,6 +94,9 @@ typedef struct node_job {
   int waiting;              /* its requests in N.queue */
   uint64_t yields;          /* leases its owners were asked to give back */
   int gcs_job_adding;       /* that entry is being made */
+  uint32_t joined_subs[16]; /* submitted jobs whose drivers said hello while it was being made (their
+                               gcs_job is written once it is, connected or not by then) */
+  int njoined_subs;
   /* metrics: its workers' task runs (WorkerStats), and the tasks its
    * processes here submitted that settled (OwnerStats) */
   uint64_t runs, runs_failed, run_ns;
@@ -439,6 +442,9 @@ void rd__dashboard_client_gone(const node_client *c);
  * finished well (the last N.tasks_done_max), for `--state FINISHED`. */
 void rd__dashboard_failures_add(const node_client *c, const Rd__OwnerStats *m);
 void rd__dashboard_finished_add(const node_client *c, const Rd__OwnerStats *m);
+/* Node job njob's GCS entry was made (gcs_job): the tasks its drivers
+ * reported before it, kept above, get its id. */
+void rd__dashboard_job_known(uint32_t njob, uint32_t gcs_job);
 void rd__node_client_drop(node_client *c, const char *why);
 void rd__node_dispatch(void);
 /* job_hold.c: a job's entrypoint resources, held while its keeper's
