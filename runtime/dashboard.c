@@ -722,14 +722,15 @@ typedef struct tf_entry {
 
 static tf_entry *tf_ring;
 static size_t tf_next, tf_count;          /* the next slot; how many are kept */
+static uint64_t tf_total, tf_undetailed;  /* every failure heard of; those the owners only counted */
 
-/* A driver owner's job on this node (0: a worker: its tasks carry the GCS
- * job of its lease's driver), so that a task it reported before the job's
- * GCS entry was made gets the entry's id once it is (job_known). */
+/* A driver owner's job on this node while its GCS entry is not made (0:
+ * made, or a worker: its tasks carry the GCS job of its lease's driver),
+ * so that a task it reported meanwhile gets the entry's id once it is
+ * (rd__dashboard_job_known). */
 static uint32_t owner_njob(const node_client *c) {
   return !c->worker && c->job && !c->job->gcs_job_id ? c->job->id : 0;
 }
-static uint64_t tf_total, tf_undetailed;  /* every failure heard of; those the owners only counted */
 
 void rd__dashboard_failures_add(const node_client *c, const Rd__OwnerStats *m) {
   tf_undetailed += m->failures_dropped;
@@ -801,7 +802,7 @@ void rd__dashboard_finished_add(const node_client *c, const Rd__OwnerStats *m) {
     td_next = (td_next + 1) % N.tasks_done_max;
     if (td_count < N.tasks_done_max) td_count++;
     *e = (td_entry){f->task_id, f->ret_id, f->actor_id, f->created_ms, f->start_ms, f->end_ms, f->attempt,
-                    f->worker_pid, c->pid, c->role, f->node, job, job ? 0 : owner_njob(c), c->id,
+                    f->worker_pid, c->pid, c->role, f->node, job, owner_njob(c), c->id,
                     m->finished_first + i, f->parent_task, f->parent_node, f->parent_pid, ""};
     snprintf(e->func, sizeof(e->func), "%s", f->func ? f->func : "");
   }

@@ -97,6 +97,11 @@ static void seek_what(const rd_resources *res, const char *sel, char *out, size_
   snprintf(out, len, "%s%s%.300s%s", r, sel[0] ? " with labels '" : "", sel, sel[0] ? "'" : "");
 }
 
+/* Does this node have res in all and labels that satisfy sel ("": any)? */
+static int fits_here(const rd_resources *res, const char *sel) {
+  return rd_res_feasible(&N.ledger, res) && rd_labels_match(N.labels, sel[0] ? sel : NULL);
+}
+
 /* A seeker told the node of the view that can hold its resources and
  * whose labels satisfy its selector (one with them free now first; this
  * one when no other can but it can: a mirror whose node went away asks
@@ -104,7 +109,7 @@ static void seek_what(const rd_resources *res, const char *sel, char *out, size_
 static int seek_found(node_hold *h) {
   char ip[64], what[600];
   if (!rd__cluster_node_for(&h->res, h->sel, ip, sizeof(ip))) {
-    if (!rd_res_feasible(&N.ledger, &h->res) || !rd_labels_match(N.labels, h->sel[0] ? h->sel : NULL)) return 0;
+    if (!fits_here(&h->res, h->sel)) return 0;
     snprintf(ip, sizeof(ip), "%s", rd__cluster_ip());
   }
   seek_what(&h->res, h->sel, what, sizeof(what));
@@ -118,10 +123,10 @@ static int seek_found(node_hold *h) {
  * 0, and the kind in type. */
 static int seek_refused(node_client *c, const rd_resources *res, const char *sel, char *type, size_t tlen) {
   char what[600], ip[64], why[900];
-  seek_what(res, sel, what, sizeof(what));
   type[0] = 0;
-  if (rd_res_feasible(&N.ledger, res) && rd_labels_match(N.labels, sel[0] ? sel : NULL)) return 0;
+  if (fits_here(res, sel)) return 0;
   if (!rd__cluster_node_for(res, sel, ip, sizeof(ip)) && !rd__cluster_launchable(res, sel, type, tlen)) {
+    seek_what(res, sel, what, sizeof(what));
     snprintf(why, sizeof(why), "no live node, and no kind of node the autoscaler can start, has the job's %s", what);
     reply(c, RD_EINFEASIBLE, why, NULL, NULL);
     return 1;
