@@ -43,6 +43,7 @@ extern char **environ;
 rd__node_state N;
 
 static void client_drop(node_client *c, const char *why);
+static void client_lost(node_client *c, const char *why);
 static void dispatch(void);
 static void worker_spawn(node_job *j);
 static void actor_worker_gone(node_actor *a, const char *why);
@@ -67,9 +68,9 @@ static void client_update_poll(node_client *c) {
 /* Write what every client has buffered; called at the end of each event. */
 static void flush_all(void) {
   for (node_client *c = N.clients; c; c = c->next) {
-    if (c->dead || !rd__conn_want_write(&c->conn)) continue;
+    if (c->dead || c->draining || !rd__conn_want_write(&c->conn)) continue;
     if (rd__conn_flush(&c->conn) < 0) {
-      client_drop(c, "write failed");
+      client_lost(c, "write failed");
       continue;
     }
     client_update_poll(c);
@@ -2932,15 +2933,23 @@ static void client_read(node_client *c, int rounds) {
   }
 }
 
+/* A peer that closed with frames of ours unread leaves its socket in error
+ * (ECONNRESET), and one we write to after it closed fails the write (EPIPE),
+ * with what it sent last still queued for us: a driver's last report (its
+ * tasks that finished) was lost so.  Read that before the drop; what it
+ * handles may flush again, which passes c by (draining). */
+static void client_lost(node_client *c, const char *why) {
+  if (c->draining) return;
+  c->draining = 1;
+  client_read(c, 1 << 20);
+  if (!c->dead) client_drop(c, why);
+}
+
 static void client_on_io(uv_poll_t *h, int status, int events) {
   node_client *c = h->data;
   if (c->dead) return;
   if (status < 0) {
-    /* a peer that closed with frames of ours unread leaves its socket in
-     * error (ECONNRESET) with what it sent last still queued: a driver's
-     * last report (its tasks that finished) was lost so.  Read it first. */
-    client_read(c, 1 << 20);
-    if (!c->dead) client_drop(c, "socket error");
+    client_lost(c, "socket error");
     flush_all();
     return;
   }

@@ -265,6 +265,7 @@ struct node_client {
   uv_poll_t poll;
   int poll_events;
   int dead;                 /* closing: ignore further input */
+  int draining;             /* lost: reading what it sent before the drop (client_lost) */
   node_worker *worker;
   node_job *job;            /* a driver's job (a worker's is worker->job) */
   int no_output;            /* a driver that asked not to get its workers' output (Hello.no_worker_output) */

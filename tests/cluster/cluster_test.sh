@@ -1852,6 +1852,53 @@ assert all(t["created_ms"] <= t["start_ms"] <= t["end_ms"] for t in rows), rows
 ends = [t["end_ms"] for t in rows]
 assert ends == sorted(ends, reverse=True), ends
 PY
+    # a node that writes to a driver gone with its last report unread (a
+    # listing asks it in the same turn of the node's loop as the driver's
+    # end, first): the write fails, and the node still reads that report.
+    # The head is stopped while a listing's request is completed and then
+    # the driver shuts down, so the head sees them in that order.
+    rm -f "$RAYDIST_TMPDIR/ready" "$RAYDIST_TMPDIR/done"
+    export RAYDIST_PROGRESS_THREAD=0 RAYDIST_LOG_TO_DRIVER=0
+    hold_start tasks_last_report
+    unset RAYDIST_PROGRESS_THREAD RAYDIST_LOG_TO_DRIVER
+    HN=$(awk '$1 == "node" {print $2}' "$ROOT/node-127.0.0.1/pids")
+    [ -n "$HN" ] || fail "tasks: no node daemon pid for the head"
+    python3 - "$(cat "$ROOT/node-127.0.0.1/metrics")" "$HN" "$PID" "$RAYDIST_TMPDIR/done" <<'PY' ||
+import os, signal, socket, sys, time
+host, port = sys.argv[1].rsplit(":", 1)
+node, driver, done = int(sys.argv[2]), int(sys.argv[3]), sys.argv[4]
+s = socket.create_connection((host, int(port)), timeout=30)
+s.sendall(b"GET /tasks HTTP/1.0\r\n")
+time.sleep(0.5)   # the head has read the request's first line
+os.kill(node, signal.SIGSTOP)
+try:
+    s.sendall(b"\r\n")
+    time.sleep(0.2)
+    open(done, "w").close()
+    for _ in range(300):   # the driver ends (a zombie until the shell's wait)
+        try:
+            if open("/proc/%d/stat" % driver).read().rsplit(")", 1)[1].split()[0] == "Z":
+                break
+        except FileNotFoundError:
+            break
+        time.sleep(0.1)
+    else:
+        sys.exit("the driver did not end while its node was stopped")
+finally:
+    os.kill(node, signal.SIGCONT)
+r = b""
+while True:
+    b = s.recv(65536)
+    if not b:
+        break
+    r += b
+assert r.startswith(b"HTTP/1.0 200"), r[:200]
+PY
+      { kill -CONT "$HN"; fail "tasks: the listing beside a driver's end"; }
+    wait $HOLD || { cat "$RAYDIST_TMPDIR/hold.log"; fail "tasks_last_report (node stopped)"; }
+    listed_until 50 "^  [0-9a-f]{16} FINISHED .* where +driver pid $PID " list tasks --state FINISHED --limit 100
+    [ "$(grep -Ec "^  [0-9a-f]{16} FINISHED .* where +driver pid $PID " "$L")" = 3 ] ||
+      { cat "$L"; fail "list tasks: the last report of a driver the node wrote to after its end"; }
     ;;
   list_actors)
     # raydist list actors: the head's driver's actors in every state
