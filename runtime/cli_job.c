@@ -1371,8 +1371,11 @@ static int local_list_all(void) {
  * of its view can hold the job's entrypoint resources and meanwhile counts
  * them as demand for the autoscaler (job_hold.c).  This process's job
  * waits (PENDING) until then.  0 and the node's address in ip, else this
- * process's exit status: 128 + SIGTERM when told to end meanwhile. */
-static int seek_node(const submit_opts *so, char *ip, size_t len) {
+ * process's exit status: 128 + SIGTERM when told to end meanwhile.  The
+ * connection stays open in *keep (closed here otherwise) until the job's
+ * submit there was answered: the node claims that node's room in its view
+ * till then, so jobs submitted together go to different nodes. */
+static int seek_node(const submit_opts *so, char *ip, size_t len, rd__conn *keep) {
   const char *jd = getenv("RAYDIST_JOB_DIR");
   char dir[900], why[1400];
   snprintf(dir, sizeof(dir), "%s", jd);
@@ -1398,13 +1401,14 @@ static int seek_node(const submit_opts *so, char *ip, size_t len) {
     write_file(f, text);
     r = hold_wait(&h, sfd, &sig, why, sizeof(why));
   }
-  rd__conn_close(&h.conn);
   if (sfd >= 0) close(sfd);
   sigprocmask(SIG_SETMASK, &old, NULL);
   if (r == RD_OK && h.node_ip[0]) {
     snprintf(ip, len, "%s", h.node_ip);
+    *keep = h.conn;
     return 0;
   }
+  rd__conn_close(&h.conn);
   if (r == RD_ECANCELED) return 128 + SIGTERM;   /* stopped before it ran anywhere */
   fprintf(stderr, "raydist job: no node for the job: %s\n", r == RD_OK ? "the node named none" : why);
   return 1;
@@ -1427,19 +1431,26 @@ static int remote_job(const char *sub, const char *address, const char *token, c
   remote rm;
   memset(&rm, 0, sizeof(rm));
   char wd_hash[65] = "";
+  rd__conn seekc;   /* the seek's connection, open until the submit is answered */
+  memset(&seekc, 0, sizeof(seekc));
+  seekc.fd = -1;
   for (int tries = 0;; tries++) {
     if (submit && so->seek && (!ip || tries > 0)) {
+      rd__conn_close(&seekc);   /* the node that was named has gone: its claim with it */
       if (tries > 0) {
         fprintf(stderr, "raydist job: asking this job's node for another node\n");
         usleep(500000);
       }
-      int r = seek_node(so, sought, sizeof(sought));
+      int r = seek_node(so, sought, sizeof(sought), &seekc);
       if (r != 0) return r;
       ip = sought;
     }
     int r = remote_open(address, token, ip, submit ? program : NULL, hash, so->wd_tar, wd_hash, &rm);
     if (r == 2 && submit && so->seek && tries < 20) continue;
-    if (r != 0) return 1;
+    if (r != 0) {
+      rd__conn_close(&seekc);
+      return 1;
+    }
     break;
   }
   Rd__LinkJob q = RD__LINK_JOB__INIT;
@@ -1464,7 +1475,9 @@ static int remote_job(const char *sub, const char *address, const char *token, c
       sigaction(SIGINT, &sa, NULL);
       sigaction(SIGHUP, &sa, NULL);
     }
-    if (remote_call(&rm, &q, 120000, &rep) == 0) {
+    int called = remote_call(&rm, &q, 120000, &rep);
+    rd__conn_close(&seekc);   /* answered: the node named holds the job's room (or refused it) */
+    if (called == 0) {
       id = (int)rep->id;
       if (mirror && rep->exit_code == 0 && id > 0) {   /* its log alone, then its end as this process's */
         fprintf(stderr, "raydist job: runs on node %s as its job %d\n", rm.ip, id);
@@ -1492,6 +1505,7 @@ static int remote_job(const char *sub, const char *address, const char *token, c
     rc = remote_state(&rm, id, timeout, !strcmp(sub, "status"));
   }
   rd__conn_close(&rm.conn);
+  rd__conn_close(&seekc);
   return rc;
 }
 

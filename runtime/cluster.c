@@ -1164,8 +1164,18 @@ static cl_claim **claim_slot(uint64_t id) {
 
 /* The target answered: it holds the room since now. */
 void rd__cluster_claim_ack(uint64_t id) {
+  rd__cluster_claim_held_from(id, rd__now_ns());
+}
+
+void rd__cluster_claim_held_from(uint64_t id, uint64_t ns) {
   cl_claim **pp = claim_slot(id);
-  if (pp) (*pp)->acked_ns = rd__now_ns();
+  if (pp) (*pp)->acked_ns = ns;
+}
+
+uint64_t rd__cluster_claim_at(const char *ip, const rd_resources *res) {
+  for (size_t i = 0; C.on && i < C.nview; i++)
+    if (C.view[i].state == RD_GCS_NODE_ALIVE && !strcmp(C.view[i].ip, ip)) return rd__cluster_view_claim(C.view[i].index, res);
+  return 0;
 }
 
 /* When the GCS had view entry n's report, on this node's clock, at the

@@ -232,7 +232,13 @@ void rd__cluster_held(rd__held *h);
  * now (ack; the claim ends once a report of t later than that is seen), or
  * t refused it or never got it (cancel: the view gets the room back). */
 uint64_t rd__cluster_view_claim(uint32_t t, const rd_resources *res);
+/* The same for the live node of the view at address ip (0: none, or this
+ * node): a job the jobs API sends there (job_hold.c). */
+uint64_t rd__cluster_claim_at(const char *ip, const rd_resources *res);
 void rd__cluster_claim_ack(uint64_t id);
+/* ack, saying when t holds it at the latest (ns, rd__now_ns's clock; may
+ * be ahead: a job's driver takes its room a moment after its submit). */
+void rd__cluster_claim_held_from(uint64_t id, uint64_t ns);
 void rd__cluster_claim_cancel(uint64_t id);
 int rd__cluster_fetching(void);
 

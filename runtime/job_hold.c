@@ -23,7 +23,9 @@
  * has in all but a kind of node the autoscaler can start has (job_http.c).
  * It waits, as part of this node's demand (cluster.c's demand_fill), until
  * a node of the view can hold them, and is then told that node's address,
- * where the mirror runs the job. */
+ * where the mirror runs the job.  That node's room is claimed in this
+ * node's view (rd__cluster_claim_at) until its report counts the job, so
+ * that jobs sought or placed meanwhile go elsewhere. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -43,12 +45,32 @@ struct node_hold {
   int held;
   int seek;                 /* JobHold.seek: waits for a node, not for room here */
   char sel[RD_LABEL_SEL_LEN];   /* a seek's label selector ("" none) */
+  uint64_t claim;           /* a seek answered with another node: its room claimed in the view */
   struct node_hold *next;   /* waiting ones (or seekers), oldest first */
 };
 
 static node_hold *waiting;
 static node_hold *seeking;
 static uint64_t nheld;
+
+/* Jobs the jobs API placed here because their resources were free now,
+ * whose keepers have not asked for them yet (a moment: the job's keeper
+ * starts, connects and sends its JobHold): taken off what
+ * rd__job_hold_free_now finds free, so that the next job submitted
+ * meanwhile goes where there is room rather than waiting here behind it.
+ * A keeper's JobHold ends the oldest promise of the same resources; one
+ * whose keeper never asks lapses after PROMISE_NS. */
+typedef struct promise {
+  rd_resources res;
+  uint64_t made_ns;
+  struct promise *next;
+} promise;
+static promise *promised;
+#define PROMISE_NS 10000000000ull
+/* A seek's claim on the node it names is held until that node's report is
+ * this much later than the mirror's submit there (its keeper's JobHold
+ * comes a moment after; rd__cluster_claim_held_from). */
+#define SEEK_HOLD_SLACK_NS 500000000ull
 
 static void reply(node_client *c, int status, const char *err, const rd_res_grant *g, const char *node_ip) {
   Rd__JobHoldReply r = RD__JOB_HOLD_REPLY__INIT;
@@ -111,6 +133,8 @@ static int seek_found(node_hold *h) {
   if (!rd__cluster_node_for(&h->res, h->sel, ip, sizeof(ip))) {
     if (!fits_here(&h->res, h->sel)) return 0;
     snprintf(ip, sizeof(ip), "%s", rd__cluster_ip());
+  } else {   /* the next seek or placement before that node reports the job finds its room taken */
+    h->claim = rd__cluster_claim_at(ip, &h->res);
   }
   seek_what(&h->res, h->sel, what, sizeof(what));
   rd__log(RD_LOG_INFO, "job %u (mirror pid %d): node %s can hold its %s", h->job, h->client->pid, ip, what);
@@ -148,7 +172,51 @@ static void seek_start(node_hold *h, const char *type) {
 }
 
 int rd__job_hold_free_now(const rd_resources *res) {
-  return !waiting && rd_res_fits(&N.ledger.avail, res);
+  if (waiting) return 0;
+  rd_resources room = N.ledger.avail;
+  uint64_t now = rd__now_ns();
+  for (promise **pp = &promised; *pp;) {
+    promise *p = *pp;
+    if (now - p->made_ns > PROMISE_NS) {   /* its keeper never asked */
+      *pp = p->next;
+      free(p);
+      continue;
+    }
+    if (!rd_res_fits(&room, &p->res)) return 0;
+    rd_res_take(&room, &p->res);
+    pp = &p->next;
+  }
+  return rd_res_fits(&room, res);
+}
+
+void rd__job_hold_promise(const rd_resources *res) {
+  promise *p = malloc(sizeof(*p)), **pp = &promised;
+  if (!p) return;   /* the next job may wait here behind it, as without */
+  p->res = *res;
+  p->made_ns = rd__now_ns();
+  p->next = NULL;
+  while (*pp) pp = &(*pp)->next;
+  *pp = p;
+}
+
+void rd__job_hold_free(void) {
+  while (promised) {
+    promise *p = promised;
+    promised = p->next;
+    free(p);
+  }
+}
+
+/* A keeper asks for res: the oldest promise of just that is kept. */
+static void promise_kept(const rd_resources *res) {
+  for (promise **pp = &promised; *pp; pp = &(*pp)->next) {
+    promise *p = *pp;
+    if (rd_res_fits(&p->res, res) && rd_res_fits(res, &p->res)) {
+      *pp = p->next;
+      free(p);
+      return;
+    }
+  }
 }
 
 void rd__job_hold_view_changed(void) {
@@ -207,6 +275,7 @@ void rd__job_hold_on_request(node_client *c, const Rd__JobHold *m) {
     seek_start(h, type);
     return;
   }
+  promise_kept(&res);
   if (try_take(h)) return;   /* now if it fits (what waits before it does not fit now) */
   node_hold **pp = &waiting;
   while (*pp) pp = &(*pp)->next;
@@ -227,6 +296,9 @@ void rd__job_hold_client_gone(node_client *c) {
   node_hold *h = c->hold;
   if (!h) return;
   c->hold = NULL;
+  /* a mirror keeps its seek's connection until its submit to the node
+   * named was answered: that node's keeper holds the room a moment later */
+  if (h->claim) rd__cluster_claim_held_from(h->claim, rd__now_ns() + SEEK_HOLD_SLACK_NS);
   if (h->held) {
     rd_res_release(&N.ledger, &h->grant);
     nheld--;

@@ -846,13 +846,16 @@ static int entry_res(const rd_json *m, char *spec, size_t len, char *sel, char *
 /* Where a job runs, given the spec entry_res made (amounts the node takes,
  * rd__res_parse_spec) and its label selector sel, as Ray places a job's
  * driver on a node with room: here when this node's labels satisfy sel and
- * it has them free now; else on another live node that does (its address
- * into fwd: the job runs there, this node's job following it); else here,
+ * it has them free now (*now: promised to it until its keeper asks); else
+ * on another live node that does (one's address into fwd: the job runs on
+ * another node, this node's job following it, the node its mirror's seek
+ * names, which claims its room in the view meanwhile); else here,
  * waiting, when this node has them in all; else on another live node that
  * has them in all (waiting there); else, when a kind of node the
  * autoscaler can start would, on one started for it (*seek); else 400 now,
  * rather than a job waiting for ever. */
-static int entry_place(const char *spec, const char *sel, char *fwd, size_t flen, int *seek, char *why, size_t wlen) {
+static int entry_place(const char *spec, const char *sel, char *fwd, size_t flen, int *seek, int *now, char *why,
+                       size_t wlen) {
   rd_resources res;
   char err[300], type[64];
   if (rd__res_parse_spec(spec, &res, err, sizeof(err)) != 0) {
@@ -861,7 +864,8 @@ static int entry_place(const char *spec, const char *sel, char *fwd, size_t flen
   }
   int labels_here = rd_labels_match(N.labels, sel[0] ? sel : NULL);
   if (labels_here && rd_res_feasible(&N.ledger, &res)) {   /* here, unless busy here and free there */
-    if (!rd__job_hold_free_now(&res)) (void)rd__cluster_node_free_for(&res, sel, fwd, flen);
+    if (rd__job_hold_free_now(&res)) *now = 1;
+    else (void)rd__cluster_node_free_for(&res, sel, fwd, flen);
     return 0;
   }
   if (rd__cluster_node_for(&res, sel, fwd, flen)) return 0;        /* there */
@@ -948,9 +952,10 @@ static void submit(const char *body, size_t blen, rd__http_reply reply, void *ar
       bad = badbuf;
     }
   }
-  char fwd[64] = "";   /* the node it runs on, when not this one */
+  char fwd[64] = "";   /* another node it can run on (the mirror's seek names the one it runs on) */
   int seek = 0;        /* no live node has them: the node the autoscaler starts for it */
-  if (!bad && (spec[0] || sel[0]) && entry_place(spec, sel, fwd, sizeof(fwd), &seek, badbuf, sizeof(badbuf)) != 0)
+  int now = 0;         /* here, free now */
+  if (!bad && (spec[0] || sel[0]) && entry_place(spec, sel, fwd, sizeof(fwd), &seek, &now, badbuf, sizeof(badbuf)) != 0)
     bad = badbuf;
   char self_exe[600] = "", gcs[256] = "", cfile[700];
   if (!bad && (fwd[0] || seek)) {   /* this very program runs the mirror; the cluster's GCS names the node */
@@ -1020,7 +1025,7 @@ static void submit(const char *body, size_t blen, rd__http_reply reply, void *ar
       argv[k++] = "--env";
       argv[k++] = envs[i];
     }
-    if (fwd[0] || seek) {   /* its program: `raydist job submit --mirror` of it to node fwd, followed to its end */
+    if (fwd[0] || seek) {   /* its program: `raydist job submit --mirror` of it to the node sought, followed to its end */
       argv[k++] = "--exe";
       argv[k++] = self_exe;
       const char *mirror[] = {"--", "raydist", "job", "submit", "--address", gcs, "--follow", "--mirror"};
@@ -1029,16 +1034,14 @@ static void submit(const char *body, size_t blen, rd__http_reply reply, void *ar
         argv[k++] = "--entrypoint-resources";
         argv[k++] = spec;
       }
-      /* the node this node names once one can hold them (after fwd, the
-       * node chosen now; again should that one have gone meanwhile) */
+      /* the node this node names (free now first) once one can hold
+       * them, its room claimed in the view until it reports the job: jobs
+       * submitted together go to different nodes (and again should that
+       * one have gone meanwhile) */
       argv[k++] = "--seek-node";
       if (sel[0]) {
         argv[k++] = "--entrypoint-label-selector";
         argv[k++] = sel;
-      }
-      if (fwd[0]) {
-        argv[k++] = "--node-ip";
-        argv[k++] = fwd;
       }
       for (size_t e = 0; e < i; e++) {
         argv[k++] = "--env";
@@ -1056,6 +1059,10 @@ static void submit(const char *body, size_t blen, rd__http_reply reply, void *ar
     fail(reply, arg, 500, "node out of memory");
     cmd_free(c);
   } else {
+    if (now) {   /* until its keeper asks for them, the next job finds them taken */
+      rd_resources res;
+      if (rd__res_parse_spec(spec, &res, badbuf, sizeof(badbuf)) == 0) rd__job_hold_promise(&res);
+    }
     run(c, argv, 60000);
   }
   for (size_t e = 0; envs && e < nenv; e++) free(envs[e]);

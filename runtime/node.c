@@ -4158,6 +4158,7 @@ int rd__node_main(const rd_node_opts *opts) {
   }
   rd__cluster_free();
   rd__pg_free();
+  rd__job_hold_free();
   if (N.kv) N.kv->ops->destroy(N.kv);
   N.kv = NULL;
   rd__htab_free(&N.sels.t, sel_drop, &(itab_sweep_arg){&N.sels, NULL});

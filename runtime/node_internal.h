@@ -459,6 +459,12 @@ void rd__job_hold_counts(uint64_t *held, uint64_t *waits, uint64_t *seeking);
 /* 1 when a hold of res would be granted now: free in the ledger, and no
  * hold waits before it. */
 int rd__job_hold_free_now(const rd_resources *res);
+/* The jobs API placed a job needing res here because it was free now: it
+ * counts as taken for rd__job_hold_free_now until the job's keeper asks
+ * for it (at most 10 s). */
+void rd__job_hold_promise(const rd_resources *res);
+/* At the node's end (every client dropped): the promises. */
+void rd__job_hold_free(void);
 /* Seekers (JobHold.seek: a job's mirror waiting for a live node that can
  * hold its entrypoint resources, with labels that satisfy its selector):
  * view_changed answers those a node of the new view can hold; seek_each

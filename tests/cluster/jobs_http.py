@@ -9,6 +9,7 @@ import re
 import socket
 import subprocess
 import sys
+import threading
 import time
 import urllib.error
 import urllib.request
@@ -145,7 +146,6 @@ check(call("DELETE", "/api/jobs/%s" % wid)[0] == 200, "delete the waiting one")
 
 # at most 8 held at once (each holds one of the port's 16 connections): a
 # ninth is answered at once, and /metrics still answers meanwhile
-import threading
 st, r = call("POST", "/api/jobs/", {"entrypoint": "sleep 20"})
 check(st == 200, "submit the sleeper: %r" % r)
 sid = r["job_id"]
@@ -210,7 +210,65 @@ st, r = call("GET", "/api/jobs/cpu-b/logs")
 m = re.search(r"^raydist job: runs on node (127\.0\.0\.[23]) as its job [0-9]+$", r["logs"], re.M)
 check(j["status"] == "SUCCEEDED" and j["entrypoint_num_cpus"] == 1 and j["entrypoint_num_gpus"] == 0 and
       j["entrypoint_resources"] == {} and m and ("second on " + m.group(1)) in r["logs"], "cpu-b ran elsewhere: %r %r" % (j, r))
+
+
+def running_on(jids, secs=30):
+    """Waits until each job in jids has logged "on IP" (it runs there);
+    their IPs."""
+    ips, until = {}, time.time() + secs
+    while len(ips) < len(jids) and time.time() < until:
+        for jid in jids:
+            m = re.search(r"^on (127\.0\.0\.[0-9]+)$", call("GET", "/api/jobs/%s/logs" % jid)[1].get("logs", ""), re.M)
+            if m:
+                ips[jid] = m.group(1)
+        time.sleep(0.1)
+    check(len(ips) == len(jids), "not all of %r ran together within %d s: %r %r" %
+          (jids, secs, ips, [call("GET", "/api/jobs/%s" % j)[1].get("message") for j in jids]))
+    return [ips[j] for j in jids]
+
+
+def submit_together(jobs):
+    """Submits each (id, fields) of jobs at once, from a thread each."""
+    got = {}
+    def one(jid, extra):
+        body = {"entrypoint": "echo \"on $RAYDIST_NODE_IP\"; exec sleep 60", "submission_id": jid}
+        body.update(extra)
+        got[jid] = call("POST", "/api/jobs/", body)
+    ts = [threading.Thread(target=one, args=j) for j in jobs]
+    for t in ts:
+        t.start()
+    for t in ts:
+        t.join()
+    for jid, _ in jobs:
+        check(got[jid][0] == 200, "submit %s: %r" % (jid, got[jid]))
+
+
+def stop_all(jids):
+    for jid in jids:
+        check(call("POST", "/api/jobs/%s/stop" % jid)[1] == {"stopped": True}, "stop " + jid)
+    for jid in jids:
+        check(wait_end(jid, 30)["status"] == "STOPPED", jid + " stopped")
+
+
+# two jobs submitted together that only b and c can hold (pool=1 each): one
+# runs on each, at once.  The first one's room on the node its mirror's
+# seek named is claimed in the head's view until that node reports the job
+# (before, both went to the node the view showed free first, and the
+# second waited there behind the first while the other node idled)
+submit_together([("pool-1", {"entrypoint_resources": {"pool": 1}}), ("pool-2", {"entrypoint_resources": {"pool": 1}})])
+ips = running_on(["pool-1", "pool-2"])
+check(sorted(ips) == ["127.0.0.2", "127.0.0.3"], "pool-1 and pool-2 on b and c: %r" % ips)
+stop_all(["pool-1", "pool-2"])
 check(call("POST", "/api/jobs/cpu-a/stop")[1] == {"stopped": True}, "stop cpu-a")
+check(wait_end("cpu-a", 30)["status"] == "STOPPED", "cpu-a stopped")
+# two jobs that each need every CPU of a node, submitted at once to an idle
+# head: one runs here, the other on b or c, together (the head's CPUs are
+# promised to the first placed until its keeper asks for them; before, the
+# second found them free too, came here and waited)
+submit_together([("two-a", {"entrypoint_num_cpus": 2}), ("two-b", {"entrypoint_num_cpus": 2})])
+ips = sorted(running_on(["two-a", "two-b"]))
+check(ips[0] == "127.0.0.1" and ips[1] in ("127.0.0.2", "127.0.0.3"), "one of two-a, two-b here, one on b or c: %r" % ips)
+stop_all(["two-a", "two-b"])
 # what only the head has (solo=1): the second waits PENDING (no driver yet)
 # here and runs once the first lets go
 st, r = call("POST", "/api/jobs/", {"entrypoint": "echo holding; exec sleep 60", "submission_id": "solo-a",
@@ -449,7 +507,7 @@ expect("GET", "/api/jobs/%s/frob" % one, 404, "no such path")
 expect("GET", "/api/jobs/99999", 404, "no job '99999'")
 expect("GET", "/api/jobs/%s/logs?offset=abc" % one, 400, "offset must be a whole number")
 out = subprocess.run([raydist, "job", "list", "--session", session], capture_output=True, text=True, errors="replace").stdout
-check(len([l for l in out.splitlines() if l[:1].isdigit()]) == 14, "bad requests made jobs: %s" % out)   # one, sdk-style, the package's, cpu-a to -d, solo-a, -b, selected, fwd-c, sel-b, fwd-b1, -b2
+check(len([l for l in out.splitlines() if l[:1].isdigit()]) == 18, "bad requests made jobs: %s" % out)   # one, sdk-style, the package's, cpu-a to -d, pool-1, -2, two-a, -b, solo-a, -b, selected, fwd-c, sel-b, fwd-b1, -b2
 
 # mangled requests (heads, lengths, bodies, JSON): an answer or a close,
 # never a crash or a hang, and the API answers as before afterwards
