@@ -84,6 +84,17 @@ typedef struct rd_config {
    * cluster's nodes get theirs from `raydist start --labels`.  Syntax and
    * limits in docs/scheduler.md#node-labels (RD_EINVAL when malformed). */
   const char *node_labels;
+  /* The job's environment variables (Ray's job-level runtime_env
+   * {"env_vars": ...}): a NULL-terminated list of "NAME=VALUE", as
+   * rd_task_opts.env, that every task and actor this driver makes runs
+   * with (in workers started with them), and theirs in turn: a task or
+   * actor whose own env names a variable of the job's has its own value,
+   * the job's others beside it.  NULL: the variables that env
+   * RAYDIST_ENV_VARS names ("NAME,NAME,..."; `raydist job submit --env`
+   * and the jobs API's runtime_env env_vars set it for a job's driver),
+   * else none.  The driver's own environment is not changed.  Checked as
+   * rd_task_opts.env (RD_EINVAL from rd_init). */
+  const char *const *env;
 } rd_config;
 
 /* Fill *cfg with the defaults described above. */
@@ -323,7 +334,9 @@ typedef struct rd_task_opts {
    * read once at process start (OMP_NUM_THREADS, OPENBLAS_NUM_THREADS,
    * MALLOC_CONF, LD_LIBRARY_PATH, ...) take effect; each distinct set has
    * its own pool of workers on each node.  The list is copied at submit.
-   * At most 64 variables and 16 KiB; names [A-Za-z_][A-Za-z0-9_]*, each
+   * With the driver's rd_config.env (or the task's parent's set), the
+   * merge of the two, this list's values first.
+   * At most 256 variables and 64 KiB; names [A-Za-z_][A-Za-z0-9_]*, each
    * once, not RAYDIST_* nor CUDA_VISIBLE_DEVICES (the runtime sets those):
    * RD_EINVAL otherwise. */
   const char *const *env;

@@ -205,6 +205,29 @@ typedef struct submit_opts {
   const char *sel;          /* --entrypoint-label-selector: with seek, the labels that node must have */
 } submit_opts;
 
+/* RAYDIST_ENV_VARS for a job's program: the names of its --env variables
+ * (each once, those a worker's env set may hold), so that a libraydist
+ * driver runs its tasks and actors with them too, as Ray's job-level
+ * runtime_env env_vars (rd_config.env); unset when none, whatever the
+ * submitter had.  In the program's child, before exec. */
+static void job_env_names(const submit_opts *so) {
+  static char names[RD_ENV_MAX_BYTES];
+  size_t off = 0;
+  for (int i = 0; i < so->nenv; i++) {
+    const char *v = so->env[i];
+    size_t nl = strcspn(v, "=");
+    int seen = 0;
+    for (int k = 0; k < i && !seen; k++) seen = !strncmp(so->env[k], v, nl) && so->env[k][nl] == '=';
+    if (seen || !rd__env_settable(v) || off + nl + 2 > sizeof(names)) continue;
+    if (off) names[off++] = ',';
+    memcpy(names + off, v, nl);
+    off += nl;
+  }
+  names[off] = 0;
+  if (off) setenv("RAYDIST_ENV_VARS", names, 1);
+  else unsetenv("RAYDIST_ENV_VARS");
+}
+
 static int rm_entry(const char *path, const struct stat *st, int flag, struct FTW *f) {
   (void)st; (void)f;
   return (flag == FTW_DP ? rmdir(path) : unlink(path)) == 0 ? 0 : -1;
@@ -687,6 +710,7 @@ static int job_submit(const char *dir, const char *name, char **argv, int argc, 
       setenv("RAYDIST_JOB_ID", strrchr(jd, '/') + 1, 1);
       setenv("RAYDIST_JOB_DIR", jd, 1);
       for (int i = 0; i < so->nenv; i++) putenv(so->env[i]);
+      job_env_names(so);   /* ... and for the tasks and actors of its driver too (RAYDIST_ENV_VARS) */
       const char *cwd = so->wd_tar || so->wd_zip ? wd : so->in_job_dir ? jd : NULL;
       if (cwd && chdir(cwd) != 0) {
         fprintf(stderr, "raydist job: cannot enter %s: %s\n", cwd, strerror(errno));

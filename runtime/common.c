@@ -274,6 +274,11 @@ static int env_cmp(const void *a, const void *b) {
   }
 }
 
+int rd__env_settable(const char *v) {
+  int nl = env_name_len(v);
+  return nl > 0 && strncmp(v, "RAYDIST_", 8) != 0 && !(nl == 20 && !strncmp(v, "CUDA_VISIBLE_DEVICES", 20));
+}
+
 int rd__env_canon(const char *const *vars, size_t n, char **out, size_t *len, char *err, size_t errlen) {
   *out = NULL;
   *len = 0;
@@ -291,7 +296,7 @@ int rd__env_canon(const char *const *vars, size_t n, char **out, size_t *len, ch
                v ? v : "(null)");
       return RD_EINVAL;
     }
-    if (!strncmp(v, "RAYDIST_", 8) || (nl == 20 && !strncmp(v, "CUDA_VISIBLE_DEVICES", 20))) {
+    if (!rd__env_settable(v)) {
       snprintf(err, errlen, "env entry %zu sets %.*s, which the runtime sets itself", i, nl, v);
       return RD_EINVAL;
     }

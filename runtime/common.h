@@ -135,7 +135,8 @@ int rd__res_from_msg(const Rd__Resources *m, rd_resources *out);
 int rd__res_amounts_from_msg(const Rd__Resources *m, rd_resources *out);
 
 /* Environment variables of a task's or an actor's worker process
- * (rd_task_opts.env, rd_actor_opts.env): "NAME=VALUE" entries.  The
+ * (rd_task_opts.env, rd_actor_opts.env, rd_config.env): "NAME=VALUE"
+ * entries.  The
  * canonical form is the entries sorted by name, each ended by a NUL, so that
  * equal sets compare equal with memcmp.  rd__env_canon checks vars[0..n)
  * (n at most RD_ENV_MAX_VARS, RD_ENV_MAX_BYTES in all; names [A-Za-z_]
@@ -144,9 +145,12 @@ int rd__res_amounts_from_msg(const Rd__Resources *m, rd_resources *out);
  * NULL when n is 0) and *len: 0, or RD_EINVAL / RD_ENOMEM with a reason in
  * err.  rd__env_split points out[0..) at the entries of a canonical form
  * and returns how many (at most max). */
-#define RD_ENV_MAX_VARS 64
-#define RD_ENV_MAX_BYTES 16384
+#define RD_ENV_MAX_VARS 256
+#define RD_ENV_MAX_BYTES 65536
 int rd__env_canon(const char *const *vars, size_t n, char **out, size_t *len, char *err, size_t errlen);
+/* Is entry v ("NAME=VALUE") one a set may hold (its name as above, not
+ * the runtime's own)? */
+int rd__env_settable(const char *v);
 size_t rd__env_split(const char *canon, size_t len, char **out, size_t max);
 
 /* An intrusive hash table with chained buckets: entries are the callers'

@@ -365,20 +365,46 @@ static int env_sets(const node_env *set, const char *v) {
   return 0;
 }
 
+/* "RAYDIST_ENV_VARS=NAME,NAME,..." for a job variant's set (NULL: no
+ * memory): the worker's library takes them as its own set, which the tasks
+ * and actors it makes inherit (src/client.c's own_env_load). */
+static char *env_names(const node_env *jenv) {
+  size_t len = sizeof("RAYDIST_ENV_VARS=");
+  for (size_t i = 0; i < jenv->n; i++) len += strcspn(jenv->vars[i], "=") + 1;
+  char *s = malloc(len), *p = s;
+  if (!s) return NULL;
+  p += sprintf(p, "RAYDIST_ENV_VARS=");
+  for (size_t i = 0; i < jenv->n; i++) {
+    size_t nl = strcspn(jenv->vars[i], "=");
+    if (i) *p++ = ',';
+    memcpy(p, jenv->vars[i], nl);
+    p += nl;
+  }
+  *p = 0;
+  return s;
+}
+
 /* The worker's environment: the node's, less what the runtime sets for each
- * worker, with the job variant's variables (jenv) in place of the node's. */
+ * worker, with the job variant's variables (jenv) in place of the node's
+ * and their names in RAYDIST_ENV_VARS. */
 static char **build_worker_env(uint32_t wid, const node_env *jenv) {
   size_t n = 0;
   while (environ[n]) n++;
-  char **env = calloc(n + (jenv ? jenv->n : 0) + 7, sizeof(char *));
+  char **env = calloc(n + (jenv ? jenv->n : 0) + 8, sizeof(char *));
   if (!env) return NULL;
   size_t k = 0;
   for (size_t i = 0; i < n; i++)
     if (strncmp(environ[i], "RAYDIST_WORKER", 14) != 0 && strncmp(environ[i], "RAYDIST_SESSION=", 16) != 0 &&
         strncmp(environ[i], "RAYDIST_NODE_PID=", 17) != 0 && strncmp(environ[i], "RAYDIST_CLUSTER_TOKEN=", 22) != 0 &&
-        !env_sets(jenv, environ[i]))
+        strncmp(environ[i], "RAYDIST_ENV_VARS=", 17) != 0 && !env_sets(jenv, environ[i]))
       env[k++] = environ[i];
   for (size_t i = 0; jenv && i < jenv->n; i++) env[k++] = jenv->vars[i];
+  char *names = jenv && jenv->n ? env_names(jenv) : NULL;
+  if (jenv && jenv->n && !names) {
+    free(env);
+    return NULL;
+  }
+  if (names) env[k++] = names;
   char *a = NULL, *b = NULL, *c = NULL, *d = NULL;
   const char *tok = rd__cluster_token();
   if (asprintf(&a, "RAYDIST_WORKER_ID=%u", wid) < 0) a = NULL;
@@ -391,7 +417,7 @@ static char **build_worker_env(uint32_t wid, const node_env *jenv) {
   env[k++] = d;
   env[k] = NULL;
   if (!a || !b || !c || !d) {
-    free(a); free(b); free(c); free(d); free(env);
+    free(a); free(b); free(c); free(d); free(names); free(env);
     return NULL;
   }
   return env;
@@ -462,6 +488,7 @@ static void worker_spawn(node_job *j) {
   size_t k = 0;
   while (env[k]) k++;
   free(env[k - 1]); free(env[k - 2]); free(env[k - 3]); free(env[k - 4]);
+  if (k >= 5 && !strncmp(env[k - 5], "RAYDIST_ENV_VARS=", 17)) free(env[k - 5]);   /* env_names' (the node's own is left out) */
   free(env);
   for (int i = 0; i < 2; i++) {
     if (!w->out[i]) continue;

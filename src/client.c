@@ -4344,6 +4344,39 @@ static int env_canon(const char *const *env, char **out, size_t *len, char *err,
   return rd__env_canon(env, n, out, len, err, errlen);
 }
 
+/* The env set a task or actor with options' env runs with: the process's
+ * own (G.job_env, Ray's job runtime_env and the parent task's), with env's
+ * variables in place of those of the same name (Ray merges env_vars so).
+ * As env_canon; G.mu need not be held (job_env is set once, at rd_init). */
+static int env_for(const char *const *env, char **out, size_t *len, char *err, size_t errlen) {
+  if (!G.job_env) return env_canon(env, out, len, err, errlen);
+  if (!env || !env[0]) {
+    *len = G.job_env_len;
+    if (!(*out = malloc(G.job_env_len))) {
+      snprintf(err, errlen, "out of memory");
+      return RD_ENOMEM;
+    }
+    memcpy(*out, G.job_env, G.job_env_len);
+    return 0;
+  }
+  const char *all[2 * RD_ENV_MAX_VARS + 1];
+  char *own[RD_ENV_MAX_VARS];
+  size_t n = 0;
+  while (env[n] && n <= RD_ENV_MAX_VARS) all[n] = env[n], n++;
+  if (env[n]) {
+    snprintf(err, errlen, "env: more than %d variables", RD_ENV_MAX_VARS);
+    return RD_EINVAL;
+  }
+  size_t ntask = n, nown = rd__env_split(G.job_env, G.job_env_len, own, RD_ENV_MAX_VARS);
+  for (size_t i = 0; i < nown; i++) {
+    size_t nl = strcspn(own[i], "=");
+    int replaced = 0;
+    for (size_t k = 0; k < ntask && !replaced; k++) replaced = !strncmp(env[k], own[i], nl) && env[k][nl] == '=';
+    if (!replaced) all[n++] = own[i];
+  }
+  return rd__env_canon(all, n, out, len, err, errlen);
+}
+
 /* submit_task's stream_window for these options (0: not streaming). */
 static int stream_window_of(const rd_task_opts *o) {
   if (!o || o->num_returns != RD_STREAMING) return 0;
@@ -4410,7 +4443,7 @@ int rd_submit(const rd_function *fn, const rd_value *args, size_t nargs, const r
   if (r == 0) r = opts_to_resources(opts, &res, err, sizeof(err));
   char *env = NULL;
   size_t env_len = 0;
-  if (r == 0) r = env_canon(opts->env, &env, &env_len, err, sizeof(err));
+  if (r == 0) r = env_for(opts->env, &env, &env_len, err, sizeof(err));
   if (r != 0) {
     rd__log(RD_LOG_WARN, "rd_submit: %s", err);
     return r;
@@ -4872,7 +4905,7 @@ static int actor_create_once(const rd_actor_class *cls, const rd_value *args, si
   }
   char *env = NULL, *envv[RD_ENV_MAX_VARS];
   size_t env_len = 0;
-  int er = env_canon(opts->env, &env, &env_len, err, sizeof(err));
+  int er = env_for(opts->env, &env, &env_len, err, sizeof(err));
   if (er != 0) {
     rd__log(RD_LOG_WARN, "rd_actor_create: %s", err);
     return er;
@@ -5404,6 +5437,9 @@ static int start_daemon(const rd_config *cfg) {
 static void ctx_reset(void) {
   rd__dedup_free(G.dedup);
   G.dedup = NULL;
+  free(G.job_env);
+  G.job_env = NULL;
+  G.job_env_len = 0;
   if (G.rw_base) munmap(G.rw_base, G.store_cap);
   if (G.ro_base) munmap((void *)G.ro_base, G.store_cap);
   G.rw_base = NULL;
@@ -5513,6 +5549,39 @@ static int job_weight_parse(const rd_config *cfg, char *why, size_t whylen) {
   return 0;
 }
 
+/* The process's own env set (G.job_env): a driver's cfg->env, else (and a
+ * worker's, whose program's rd_config is not its driver's) the variables
+ * $RAYDIST_ENV_VARS names ("NAME,NAME,..."; set by `raydist job submit
+ * --env` and the jobs API's env_vars for a job's driver, and by the node
+ * for a worker started with a set), those unset skipped.  0, or RD_EINVAL
+ * / RD_ENOMEM with why. */
+static int own_env_load(const rd_config *cfg, int worker, char *why, size_t len) {
+  const char *names = getenv("RAYDIST_ENV_VARS");
+  if (!worker && cfg->env) return env_canon(cfg->env, &G.job_env, &G.job_env_len, why, len);
+  if (!names || !*names) return 0;
+  char *vars[RD_ENV_MAX_VARS + 1];
+  size_t n = 0;
+  char *copy = strdup(names), *save = NULL;
+  int r = copy ? 0 : RD_ENOMEM;
+  for (char *nm = copy ? strtok_r(copy, ",", &save) : NULL; nm && r == 0; nm = strtok_r(NULL, ",", &save)) {
+    const char *v = getenv(nm);
+    if (!v) continue;
+    if (n == RD_ENV_MAX_VARS) {
+      snprintf(why, len, "names more than %d variables", RD_ENV_MAX_VARS);
+      r = RD_EINVAL;
+    } else if (asprintf(&vars[n], "%s=%s", nm, v) < 0) {
+      r = RD_ENOMEM;
+    } else {
+      n++;
+    }
+  }
+  if (r == RD_ENOMEM) snprintf(why, len, "out of memory");
+  if (r == 0) r = rd__env_canon((const char *const *)vars, n, &G.job_env, &G.job_env_len, why, len);
+  for (size_t i = 0; i < n; i++) free(vars[i]);
+  free(copy);
+  return r;
+}
+
 int rd_init(const rd_config *cfg_in) {
   rd_config cfg;
   if (cfg_in) cfg = *cfg_in;
@@ -5569,6 +5638,12 @@ int rd_init(const rd_config *cfg_in) {
     if (!(G.ns = rd__ns_intern(ns))) {
       pthread_mutex_unlock(&G.mu);
       return RD_ENOMEM;
+    }
+    int er = own_env_load(&cfg, wid != NULL, why, sizeof(why));
+    if (er != 0) {
+      rd__log(RD_LOG_ERROR, "rd_init: %s%s", wid || cfg.env ? "" : "RAYDIST_ENV_VARS: ", why);
+      pthread_mutex_unlock(&G.mu);
+      return er;
     }
   }
   signal(SIGPIPE, SIG_IGN);

@@ -306,6 +306,11 @@ typedef struct rd__ctx {
   int log_to_driver;        /* driver: print its workers' output (rd_config.log_to_driver) */
   struct rd__dedup *dedup;  /* ... deduplicated across workers (logdedup.h; NULL: RAYDIST_DEDUP_LOGS=0) */
   const char *ns;           /* the process's namespace (interned; "" the default); a worker's calls bring theirs */
+  /* The process's own env set (canonical, rd__env_canon; NULL none): a
+   * driver's rd_config.env or $RAYDIST_ENV_VARS, a worker's the set it was
+   * started with.  Tasks and actors it makes take it, under their own. */
+  char *job_env;
+  size_t job_env_len;
   uint64_t next_seq, next_task, next_req;
   pid_t daemon_pid;
   char session[256];

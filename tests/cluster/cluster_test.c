@@ -1952,6 +1952,37 @@ static int t_env(void) {
   return 0;
 }
 
+/* Run as a job submitted with RD_CL_ENV=job in its env (`raydist job
+ * submit --env`, the jobs API's runtime_env env_vars): the job's tasks on
+ * b and its actor on c run with it too (Ray's job-level runtime_env), a
+ * task's own env in its place. */
+static int t_job_env(void) {
+  const char *mine = getenv("RD_CL_ENV");
+  CHECK(mine && !strcmp(mine, "job"));
+  join();
+  uint32_t b = run_where("only_b=1"), c = run_where("only_c=1");
+  rd_task_opts o;
+  rd_task_opts_init(&o);
+  o.resources = "only_b=0.5";
+  rd_ref r;
+  CHECK_EQ(rd_submit(env_where, RD_NO_ARGS, &o, &r), 0);
+  check_env_result(r, b, "job", "the job's task on b");
+  static const char *const own[] = {"RD_CL_ENV=own", NULL};
+  o.env = own;
+  CHECK_EQ(rd_submit(env_where, RD_NO_ARGS, &o, &r), 0);
+  check_env_result(r, b, "own", "the job's task with its own env on b");
+  rd_actor_opts ao;
+  rd_actor_opts_init(&ao);
+  ao.resources = "only_c=0.5";
+  rd_actor a;
+  CHECK_EQ(rd_actor_create(Tally, RD_NO_ARGS, &ao, &a), 0);
+  CHECK_EQ(rd_actor_call(a, Tally_env_where, RD_NO_ARGS, NULL, &r), 0);
+  check_env_result(r, c, "job", "the job's actor on c");
+  CHECK_EQ(rd_actor_kill(a, 1), 0);
+  rd_shutdown();
+  return 0;
+}
+
 /* rd_actor_opts.get_if_exists from three nodes at once: a task on b, a
  * task on c and the driver on the head each ask for "rendezvous"; one
  * creates it, all get the same actor. */
@@ -5250,7 +5281,7 @@ int main(int argc, char **argv) {
       {"detached_make", t_detached_make},       {"detached_use", t_detached_use},
       {"detached_gone", t_detached_gone},       {"detached_node_make", t_detached_node_make},
       {"detached_node_use", t_detached_node_use},       {"gcs_restart_before", t_gcs_restart_before},
-      {"gcs_restart_after", t_gcs_restart_after}, {"lineage", t_lineage}, {"nodes", t_nodes}, {"get_many_remote", t_get_many_remote}, {"hung_peer", t_hung_peer}, {"env", t_env}, {"get_if_exists", t_get_if_exists}, {"log_to_driver", t_log_to_driver}, {"logs_hold", t_logs_hold}, {"log_dedup", t_log_dedup}, {"kv", t_kv}, {"max_calls", t_max_calls}, {"actor_exit", t_actor_exit}, {"env_bad_node", t_env_bad_node}, {"shutdown_busy", t_shutdown_busy}, {"job_ok", t_job_ok}, {"ns_make", t_ns_make}, {"ns_other", t_ns_other}, {"ns_same", t_ns_same}, {"job_bad", t_job_bad}, {"job_long", t_job_long}, {"owner_exit_child", t_owner_exit_child}, {"owner_exit_check", t_owner_exit_check}, {"shuffle", t_shuffle}, {"bad_node", t_bad_node}, {"lineage_eager", t_lineage_eager}, {"respill", t_respill}, {"view_claim", t_view_claim}, {"burst_claim", t_burst_claim}, {"actor_respill", t_actor_respill}, {"actor_host_gone", t_actor_host_gone}, {"many_classes", t_many_classes},       {"cancel", t_cancel}, {"memory_remote", t_memory_remote},
+      {"gcs_restart_after", t_gcs_restart_after}, {"lineage", t_lineage}, {"nodes", t_nodes}, {"get_many_remote", t_get_many_remote}, {"hung_peer", t_hung_peer}, {"env", t_env}, {"job_env", t_job_env}, {"get_if_exists", t_get_if_exists}, {"log_to_driver", t_log_to_driver}, {"logs_hold", t_logs_hold}, {"log_dedup", t_log_dedup}, {"kv", t_kv}, {"max_calls", t_max_calls}, {"actor_exit", t_actor_exit}, {"env_bad_node", t_env_bad_node}, {"shutdown_busy", t_shutdown_busy}, {"job_ok", t_job_ok}, {"ns_make", t_ns_make}, {"ns_other", t_ns_other}, {"ns_same", t_ns_same}, {"job_bad", t_job_bad}, {"job_long", t_job_long}, {"owner_exit_child", t_owner_exit_child}, {"owner_exit_check", t_owner_exit_check}, {"shuffle", t_shuffle}, {"bad_node", t_bad_node}, {"lineage_eager", t_lineage_eager}, {"respill", t_respill}, {"view_claim", t_view_claim}, {"burst_claim", t_burst_claim}, {"actor_respill", t_actor_respill}, {"actor_host_gone", t_actor_host_gone}, {"many_classes", t_many_classes},       {"cancel", t_cancel}, {"memory_remote", t_memory_remote},
       {"borrow", t_borrow},                     {"stream", t_stream},           {"nested", t_nested},
       {"collective", t_collective},             {"code_keep", t_code_keep},     {"code_kill", t_code_kill},
       {"code_again", t_code_again},             {"labels", t_labels}, {"memory_hold", t_memory_hold},

@@ -2319,6 +2319,33 @@ PY
     wait "$HOLD" || { cat "$RAYDIST_TMPDIR/hold.log"; fail "env_bad_node"; }
     cat "$RAYDIST_TMPDIR/hold.log"
     ;;
+  env)
+    "$T" env || fail env
+    # a job's env (Ray's job-level runtime_env env_vars) reaches its tasks
+    # and actors on other nodes: `raydist job submit --env`, and the jobs
+    # API's env_vars (the same keeper option)
+    "$R" job submit --env RD_CL_ENV=job --follow -- "$T" job_env > "$RAYDIST_TMPDIR/je" 2>&1 ||
+      { cat "$RAYDIST_TMPDIR/je"; fail "env: a job's --env"; }
+    cat "$RAYDIST_TMPDIR/je"
+    python3 - "$(cat "$ROOT/node-127.0.0.1/metrics")" "$(cat "$ROOT/node-127.0.0.1/token")" "$T" <<'PY' || fail "env: a jobs API job's env_vars"
+import json, sys, time, urllib.request
+base, token, prog = "http://" + sys.argv[1], sys.argv[2], sys.argv[3]
+def call(method, path, body=None):
+    req = urllib.request.Request(base + path, data=json.dumps(body).encode() if body else None, method=method)
+    req.add_header("Authorization", "Bearer " + token)
+    req.add_header("Content-Type", "application/json")
+    return json.load(urllib.request.urlopen(req, timeout=60))
+jid = call("POST", "/api/jobs/", {"entrypoint": prog + " job_env", "runtime_env": {"env_vars": {"RD_CL_ENV": "job"}}})["job_id"]
+for _ in range(600):
+    j = call("GET", "/api/jobs/" + jid)
+    if j["status"] not in ("PENDING", "RUNNING"):
+        break
+    time.sleep(0.1)
+logs = call("GET", "/api/jobs/%s/logs" % jid)["logs"]
+print(logs)
+assert j["status"] == "SUCCEEDED" and "the job's actor on c: ran as" in logs, j
+PY
+    ;;
   *)
     "$T" "$CASE" || fail "$CASE"
     ;;

@@ -1,5 +1,6 @@
 /* tests/runtime/env_test.c - environment variables of tasks' and actors'
- * worker processes (rd_task_opts.env, rd_actor_opts.env), on an embedded
+ * worker processes (rd_task_opts.env, rd_actor_opts.env, and the job's:
+ * rd_config.env, RAYDIST_ENV_VARS), on an embedded
  * cluster: each set runs in workers started with it, workers never mix
  * sets, bad sets are refused, an actor keeps its set across restarts, and
  * a set whose workers cannot start fails its tasks with the reason.
@@ -168,20 +169,21 @@ static int t_errors(void) {
   const char *const *bad[] = {no_eq, bad_name, dash, reserved, cuda, twice, empty_name};
   rd_ref r;
   for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) CHECK_EQ(submit_probe(bad[i], &r), RD_EINVAL);
-  /* 65 variables; one value over 16 KiB */
-  static char names[65][16];
-  const char *many[66];
-  for (int i = 0; i < 65; i++) {
+  /* 257 variables (as many as a job's env_vars, 256, are fine); one value
+   * over 64 KiB */
+  static char names[257][16];
+  const char *many[258];
+  for (int i = 0; i < 257; i++) {
     snprintf(names[i], sizeof(names[i]), "V%d=1", i);
     many[i] = names[i];
   }
-  many[65] = NULL;
+  many[257] = NULL;
   CHECK_EQ(submit_probe(many, &r), RD_EINVAL);
-  many[64] = NULL;   /* 64 is fine */
+  many[256] = NULL;
   CHECK_EQ(submit_probe(many, &r), 0);
   probe p = get_probe(r);
   CHECK(p.pid > 0);
-  static char big[17000];
+  static char big[66000];
   memset(big, 'x', sizeof(big) - 1);
   memcpy(big, "BIG=", 4);
   const char *large[] = {big, NULL};
@@ -275,8 +277,106 @@ static int t_broken(void) {
   return 0;
 }
 
+/* ------------------------------------------------- the job's own set */
+
+/* env_probe's answer from a task this task submits with no env of its own. */
+RD_REMOTE(nested_probe) {
+  rd_ref r;
+  CHECK_EQ(submit_probe(NULL, &r), 0);
+  rd_buf b;
+  int e = rd_get(&r, 1, &b, 60000);
+  if (e == 0) e = rd_return_bytes(call, 0, b.data, b.size);
+  rd_buf_release(&b);
+  rd_ref_release(r);
+  return e;
+}
+
+static probe nested(const char *const *env) {
+  rd_task_opts o;
+  rd_task_opts_init(&o);
+  o.num_cpus = 0.25;
+  o.env = env;
+  rd_ref r;
+  CHECK_EQ(rd_submit(nested_probe, RD_NO_ARGS, &o, &r), 0);
+  return get_probe(r);
+}
+
+/* What a job's tasks and actors see with the job's set (rd_config.env or
+ * RAYDIST_ENV_VARS, want_a its RD_ENV_A): plain tasks and actors have it
+ * from their start, a task's own env replaces its variables of the same
+ * name and keeps the rest, and a task's subtasks inherit their parent's. */
+static void job_set_checks(const char *want_a) {
+  rd_ref r;
+  CHECK_EQ(submit_probe(NULL, &r), 0);
+  probe p = get_probe(r);
+  printf("a plain task: RD_ENV_A=%s at start %s, RD_ENV_NODE=%s\n", p.a, p.start, p.node);
+  CHECK(!strcmp(p.a, want_a) && !strcmp(p.start, "job") && !strcmp(p.node, "node"));
+  static const char *const own[] = {"RD_ENV_A=task", NULL};
+  CHECK_EQ(submit_probe(own, &r), 0);
+  p = get_probe(r);
+  CHECK(!strcmp(p.a, "task") && !strcmp(p.start, "job"));
+  rd_actor a;
+  CHECK_EQ(rd_actor_create(EnvActor, RD_NO_ARGS, NULL, &a), 0);
+  int pid, restarts;
+  char val[64], start[64];
+  actor_probe(a, &pid, val, &restarts, start);
+  CHECK(!strcmp(val, want_a) && !strcmp(start, "job"));
+  CHECK_EQ(rd_actor_kill(a, 1), 0);
+  p = nested(NULL);
+  printf("a plain task's subtask: RD_ENV_A=%s at start %s\n", p.a, p.start);
+  CHECK(!strcmp(p.a, want_a) && !strcmp(p.start, "job"));
+  static const char *const outer[] = {"RD_ENV_A=outer", NULL};
+  p = nested(outer);
+  printf("the subtask of a task with RD_ENV_A=outer: RD_ENV_A=%s at start %s\n", p.a, p.start);
+  CHECK(!strcmp(p.a, "outer") && !strcmp(p.start, "job"));
+}
+
+/* rd_config.env: refused when bad (rd_init fails, nothing started), else
+ * the job's set. */
+static int t_job(void) {
+  if (!getenv("RAYDIST_WORKER_ID")) setenv("RD_ENV_NODE", "node", 1);
+  rd_config cfg;
+  rd_config_init(&cfg);
+  cfg.num_cpus = 2;
+  cfg.object_store_bytes = 128u << 20;
+  static const char *const bad[] = {"RD_ENV_A=job", "RAYDIST_SESSION=/tmp", NULL};
+  cfg.env = bad;
+  CHECK_EQ(rd_init(&cfg), RD_EINVAL);
+  static const char *const job[] = {"RD_ENV_A=job", "RD_ENV_AT_START=job", NULL};
+  cfg.env = job;
+  CHECK_EQ(rd_init(&cfg), 0);
+  CHECK(getenv("RD_ENV_A") == NULL);   /* the driver's own environment is its own */
+  job_set_checks("job");
+  rd_shutdown();
+  return 0;
+}
+
+/* RAYDIST_ENV_VARS in the driver's environment (as `raydist job submit
+ * --env` and the jobs API set it): the variables it names, those unset
+ * skipped; one a set may not hold refused. */
+static int t_job_vars(void) {
+  if (!getenv("RAYDIST_WORKER_ID")) {   /* a worker's come from its node */
+    setenv("RD_ENV_NODE", "node", 1);
+    setenv("RD_ENV_A", "from-vars", 1);
+    setenv("RD_ENV_AT_START", "job", 1);
+    setenv("CUDA_VISIBLE_DEVICES", "", 1);
+    setenv("RAYDIST_ENV_VARS", "CUDA_VISIBLE_DEVICES,RD_ENV_A", 1);
+    rd_config cfg;
+    rd_config_init(&cfg);
+    cfg.num_cpus = 2;
+    CHECK_EQ(rd_init(&cfg), RD_EINVAL);
+    setenv("RAYDIST_ENV_VARS", "RD_ENV_A,RD_ENV_UNSET,RD_ENV_AT_START", 1);
+    unsetenv("CUDA_VISIBLE_DEVICES");
+  }
+  init_or_die(2);
+  job_set_checks("from-vars");
+  rd_shutdown();
+  return 0;
+}
+
 static const rd_test_case tests[] = {
     {"tasks", t_tasks}, {"errors", t_errors}, {"actor", t_actor}, {"broken", t_broken},
+    {"job", t_job},     {"job_vars", t_job_vars},
 };
 
 int main(int argc, char **argv) {
