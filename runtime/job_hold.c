@@ -124,17 +124,31 @@ static int fits_here(const rd_resources *res, const char *sel) {
   return rd_res_feasible(&N.ledger, res) && rd_labels_match(N.labels, sel[0] ? sel : NULL);
 }
 
-/* A seeker told the node of the view that can hold its resources and
- * whose labels satisfy its selector (one with them free now first; this
- * one when no other can but it can: a mirror whose node went away asks
- * again); 0 when none can yet. */
+/* A seeker told the node to run its job on, one whose labels satisfy its
+ * selector: another live node of the view with its resources free now,
+ * else this one if it has them free now; else, while a kind of node the
+ * autoscaler can start would hold them, none yet (it waits as demand, as
+ * Ray's pending job does, for room on any node or a node started for it);
+ * else a live node whose totals hold them (it waits there), else this one
+ * (a mirror whose node went away asks again).  0 when none yet.  The room
+ * on another node is claimed in the view, and here promised, so that the
+ * next seek or placement before that node reports the job goes elsewhere. */
 static int seek_found(node_hold *h) {
-  char ip[64], what[600];
-  if (!rd__cluster_node_for(&h->res, h->sel, ip, sizeof(ip))) {
-    if (!fits_here(&h->res, h->sel)) return 0;
-    snprintf(ip, sizeof(ip), "%s", rd__cluster_ip());
-  } else {   /* the next seek or placement before that node reports the job finds its room taken */
+  char ip[64], what[600], type[64];
+  int here = fits_here(&h->res, h->sel);
+  if (rd__cluster_node_free_for(&h->res, h->sel, ip, sizeof(ip))) {
     h->claim = rd__cluster_claim_at(ip, &h->res);
+  } else if (here && rd__job_hold_free_now(&h->res)) {
+    snprintf(ip, sizeof(ip), "%s", rd__cluster_ip());
+    rd__job_hold_promise(&h->res);
+  } else if (rd__cluster_launchable(&h->res, h->sel, type, sizeof(type))) {
+    return 0;
+  } else if (rd__cluster_node_for(&h->res, h->sel, ip, sizeof(ip))) {
+    h->claim = rd__cluster_claim_at(ip, &h->res);
+  } else if (here) {
+    snprintf(ip, sizeof(ip), "%s", rd__cluster_ip());
+  } else {
+    return 0;
   }
   seek_what(&h->res, h->sel, what, sizeof(what));
   rd__log(RD_LOG_INFO, "job %u (mirror pid %d): node %s can hold its %s", h->job, h->client->pid, ip, what);
@@ -164,9 +178,16 @@ static void seek_start(node_hold *h, const char *type) {
   node_hold **pp = &seeking;
   while (*pp) pp = &(*pp)->next;
   *pp = h;
-  char what[600], why[900];
+  char what[600], why[900], ip[64], kind[64];
+  if (!rd__cluster_launchable(&h->res, h->sel, kind, sizeof(kind))) snprintf(kind, sizeof(kind), "%s", type);
+  type = kind;
   seek_what(&h->res, h->sel, what, sizeof(what));
-  snprintf(why, sizeof(why), "waiting for the autoscaler to start a node of type '%s': no live node has %s", type, what);
+  if (fits_here(&h->res, h->sel) || rd__cluster_node_for(&h->res, h->sel, ip, sizeof(ip)))   /* busy, not missing */
+    snprintf(why, sizeof(why), "waiting for a node with %s free (live ones are busy), or for the autoscaler to start "
+             "a node of type '%s'", what, type);
+  else
+    snprintf(why, sizeof(why), "waiting for the autoscaler to start a node of type '%s': no live node has %s", type,
+             what);
   reply(h->client, RD_EAGAIN, why, NULL, NULL);
   rd__log(RD_LOG_INFO, "job %u (mirror pid %d) %s", h->job, h->client->pid, why);
 }

@@ -849,11 +849,12 @@ static int entry_res(const rd_json *m, char *spec, size_t len, char *sel, char *
  * it has them free now (*now: promised to it until its keeper asks); else
  * on another live node that does (one's address into fwd: the job runs on
  * another node, this node's job following it, the node its mirror's seek
- * names, which claims its room in the view meanwhile); else here,
- * waiting, when this node has them in all; else on another live node that
- * has them in all (waiting there); else, when a kind of node the
- * autoscaler can start would, on one started for it (*seek); else 400 now,
- * rather than a job waiting for ever. */
+ * names, which claims its room in the view meanwhile); else, when a kind
+ * of node the autoscaler can start would hold them, wherever room comes
+ * first (*seek: the mirror waits as this node's demand, as Ray's pending
+ * job does, so a node may be started for it); else here, waiting, when
+ * this node has them in all; else on another live node that has them in
+ * all (waiting there); else 400 now, rather than a job waiting for ever. */
 static int entry_place(const char *spec, const char *sel, char *fwd, size_t flen, int *seek, int *now, char *why,
                        size_t wlen) {
   rd_resources res;
@@ -863,16 +864,18 @@ static int entry_place(const char *spec, const char *sel, char *fwd, size_t flen
     return -1;
   }
   int labels_here = rd_labels_match(N.labels, sel[0] ? sel : NULL);
+  int launchable = rd__cluster_launchable(&res, sel, type, sizeof(type));
   if (labels_here && rd_res_feasible(&N.ledger, &res)) {   /* here, unless busy here and free there */
     if (rd__job_hold_free_now(&res)) *now = 1;
-    else (void)rd__cluster_node_free_for(&res, sel, fwd, flen);
+    else if (!rd__cluster_node_free_for(&res, sel, fwd, flen)) *seek = launchable;   /* busy everywhere: demand */
     return 0;
   }
-  if (rd__cluster_node_for(&res, sel, fwd, flen)) return 0;        /* there */
-  if (rd__cluster_launchable(&res, sel, type, sizeof(type))) {     /* on a node the autoscaler starts for it */
+  if (rd__cluster_node_free_for(&res, sel, fwd, flen)) return 0;   /* there, now */
+  if (launchable) {   /* where room comes first, on a node the autoscaler starts for it perhaps */
     *seek = 1;
     return 0;
   }
+  if (rd__cluster_node_for(&res, sel, fwd, flen)) return 0;        /* there, waiting */
   if (labels_here) return rd__job_hold_infeasible(&res, why, wlen) ? -1 : 0;
   char what[256];
   rd_res_format(&res, what, sizeof(what));

@@ -1957,9 +1957,9 @@ static int t_env(void) {
  * b and its actor on c run with it too (Ray's job-level runtime_env), a
  * task's own env in its place. */
 static int t_job_env(void) {
+  join();   /* (a worker's rd_init does not return: a plain one has no RD_CL_ENV) */
   const char *mine = getenv("RD_CL_ENV");
   CHECK(mine && !strcmp(mine, "job"));
-  join();
   uint32_t b = run_where("only_b=1"), c = run_where("only_c=1");
   rd_task_opts o;
   rd_task_opts_init(&o);

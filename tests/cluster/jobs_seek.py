@@ -11,6 +11,8 @@ autoscaler case: types big, which joins, and never, which never does).
   node, and the entrypoint prints that node's address) and SUCCEEDED;
 * entrypoint_label_selector tier=big (big nodes' label) and no resources,
   once no big node is left: the same;
+* two big=1 jobs, the second submitted while the first runs: it waits as
+  demand and runs on a second big node, beside the first;
 * nowhere=1, tier=huge (no node, no node type): refused at once (400).
 """
 import json
@@ -128,9 +130,34 @@ check(seeking() == 0, "a seeking hold left after seek-big")
 until(60, "the big node did not go once idle", lambda: status_says("type big: 0 alive, 0 starting"))
 on_big_node("seek-tier", {"entrypoint_label_selector": {"tier": "big"}}, "{CPU: 0, GPU: 0} with labels 'tier=big'")
 
+# two big=1 jobs, the first running (on a big node started for it) when
+# the second comes: the second waits as demand, not behind the first on
+# its node, and runs on a second big node started for it, beside the first
+# (Ray's pending job makes the autoscaler add a node); before, it went to
+# the first's node and waited there while it ran
+def running_on(sid):
+    m = re.search(r"^%s on (127\.0\.0\.[0-9]+)$" % sid, log(sid), re.M)   # (a launch's address: 20 + its id)
+    return m.group(1) if m else None
+
+
+for sid in ("busy-1", "busy-2"):
+    st, r = call("POST", "/api/jobs/", {"entrypoint": 'echo "%s on $RAYDIST_NODE_IP"; exec sleep 60' % sid,
+                                        "submission_id": sid, "entrypoint_resources": {"big": 1}})
+    check(st == 200, "submit %s: %d %r" % (sid, st, r))
+    if sid == "busy-1":
+        first = until(120, "busy-1 did not run on a big node", lambda: running_on("busy-1"))
+second = until(120, "busy-2 did not run beside busy-1 (%r)" % job("busy-2").get("message"), lambda: running_on("busy-2"))
+check(second != first and job("busy-1")["status"] == "RUNNING", "busy-2 on %s beside busy-1 on %s" % (second, first))
+check("waiting for a node with {CPU: 0, GPU: 0, big: 1} free (live ones are busy), or for the autoscaler to start "
+      "a node of type 'big'" in log("busy-2"), "busy-2's log does not say why it waited: %r" % log("busy-2"))
+for sid in ("busy-1", "busy-2"):
+    check(call("POST", "/api/jobs/%s/stop" % sid)[1] == {"stopped": True}, "stop " + sid)
+    check(until(30, sid + " did not end", lambda: ended(sid))["status"] == "STOPPED", sid + " stopped")
+
 # what no node type has either: refused at once
 st, r = call("POST", "/api/jobs/", {"entrypoint": "true", "entrypoint_resources": {"nowhere": 1}})
 check(st == 400 and "no live node has them" in str(r), "submit nowhere=1: %d %r" % (st, r))
 st, r = call("POST", "/api/jobs/", {"entrypoint": "true", "entrypoint_label_selector": {"tier": "huge"}})
 check(st == 400 and "no kind of node the autoscaler can start would" in str(r), "submit tier=huge: %d %r" % (st, r))
-print("ok: seek-never waited and was stopped, seek-big ran on", big, "and seek-tier on a big node too")
+print("ok: seek-never waited and was stopped, seek-big ran on", big, "and seek-tier on a big node too; busy-1 on",
+      first, "and busy-2 on", second)
