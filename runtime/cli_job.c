@@ -211,21 +211,10 @@ typedef struct submit_opts {
  * runtime_env env_vars (rd_config.env); unset when none, whatever the
  * submitter had.  In the program's child, before exec. */
 static void job_env_names(const submit_opts *so) {
-  static char names[RD_ENV_MAX_BYTES];
-  size_t off = 0;
-  for (int i = 0; i < so->nenv; i++) {
-    const char *v = so->env[i];
-    size_t nl = strcspn(v, "=");
-    int seen = 0;
-    for (int k = 0; k < i && !seen; k++) seen = !strncmp(so->env[k], v, nl) && so->env[k][nl] == '=';
-    if (seen || !rd__env_settable(v) || off + nl + 2 > sizeof(names)) continue;
-    if (off) names[off++] = ',';
-    memcpy(names + off, v, nl);
-    off += nl;
-  }
-  names[off] = 0;
-  if (off) setenv("RAYDIST_ENV_VARS", names, 1);
+  char *names = rd__env_names("", (const char *const *)so->env, (size_t)so->nenv);
+  if (names && *names) setenv("RAYDIST_ENV_VARS", names, 1);
   else unsetenv("RAYDIST_ENV_VARS");
+  free(names);
 }
 
 static int rm_entry(const char *path, const struct stat *st, int flag, struct FTW *f) {

@@ -274,6 +274,31 @@ static int env_cmp(const void *a, const void *b) {
   }
 }
 
+int rd__env_same_name(const char *a, const char *b) {
+  size_t nl = strcspn(b, "=");
+  return !strncmp(a, b, nl) && a[nl] == '=';
+}
+
+char *rd__env_names(const char *prefix, const char *const *vars, size_t n) {
+  size_t len = strlen(prefix) + 1;
+  for (size_t i = 0; i < n; i++) len += strcspn(vars[i], "=") + 1;
+  char *s = malloc(len), *p = s;
+  if (!s) return NULL;
+  p = stpcpy(p, prefix);
+  const char *first = p;
+  for (size_t i = 0; i < n; i++) {
+    int seen = !rd__env_settable(vars[i]);
+    for (size_t k = 0; k < i && !seen; k++) seen = rd__env_same_name(vars[k], vars[i]);
+    if (seen) continue;
+    size_t nl = strcspn(vars[i], "=");
+    if (p != first) *p++ = ',';
+    memcpy(p, vars[i], nl);
+    p += nl;
+  }
+  *p = 0;
+  return s;
+}
+
 int rd__env_settable(const char *v) {
   int nl = env_name_len(v);
   return nl > 0 && strncmp(v, "RAYDIST_", 8) != 0 && !(nl == 20 && !strncmp(v, "CUDA_VISIBLE_DEVICES", 20));

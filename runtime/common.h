@@ -151,6 +151,11 @@ int rd__env_canon(const char *const *vars, size_t n, char **out, size_t *len, ch
 /* Is entry v ("NAME=VALUE") one a set may hold (its name as above, not
  * the runtime's own)? */
 int rd__env_settable(const char *v);
+/* Do entries a and b ("NAME=VALUE") name the same variable? */
+int rd__env_same_name(const char *a, const char *b);
+/* prefix, then the names of vars[0..n) a set may hold, each once, joined
+ * by ',' (RAYDIST_ENV_VARS's form); malloc'd, NULL without memory. */
+char *rd__env_names(const char *prefix, const char *const *vars, size_t n);
 size_t rd__env_split(const char *canon, size_t len, char **out, size_t max);
 
 /* An intrusive hash table with chained buckets: entries are the callers'

@@ -847,38 +847,37 @@ static int entry_res(const rd_json *m, char *spec, size_t len, char *sel, char *
  * rd__res_parse_spec) and its label selector sel, as Ray places a job's
  * driver on a node with room: here when this node's labels satisfy sel and
  * it has them free now (*now: promised to it until its keeper asks); else
- * on another live node that does (one's address into fwd: the job runs on
- * another node, this node's job following it, the node its mirror's seek
- * names, which claims its room in the view meanwhile); else, when a kind
- * of node the autoscaler can start would hold them, wherever room comes
- * first (*seek: the mirror waits as this node's demand, as Ray's pending
- * job does, so a node may be started for it); else here, waiting, when
- * this node has them in all; else on another live node that has them in
- * all (waiting there); else 400 now, rather than a job waiting for ever. */
-static int entry_place(const char *spec, const char *sel, char *fwd, size_t flen, int *seek, int *now, char *why,
+ * on another live node that does (*away: the job runs on another node,
+ * this node's job following it, the node its mirror's seek names, which
+ * claims its room in the view meanwhile); else, when a kind of node the
+ * autoscaler can start would hold them, wherever room comes first (*away
+ * too: the mirror's seek waits as this node's demand, as Ray's pending job
+ * does, so a node may be started for it); else here, waiting, when this
+ * node has them in all; else on another live node that has them in all
+ * (*away, waiting there); else 400 now, rather than a job waiting for
+ * ever.  The amounts parsed into *res. */
+static int entry_place(const char *spec, const char *sel, rd_resources *res, int *away, int *now, char *why,
                        size_t wlen) {
-  rd_resources res;
-  char err[300], type[64];
-  if (rd__res_parse_spec(spec, &res, err, sizeof(err)) != 0) {
+  char err[300], type[64], ip[64];
+  if (rd__res_parse_spec(spec, res, err, sizeof(err)) != 0) {
     snprintf(why, wlen, "entrypoint %s", err);
     return -1;
   }
   int labels_here = rd_labels_match(N.labels, sel[0] ? sel : NULL);
-  int launchable = rd__cluster_launchable(&res, sel, type, sizeof(type));
-  if (labels_here && rd_res_feasible(&N.ledger, &res)) {   /* here, unless busy here and free there */
-    if (rd__job_hold_free_now(&res)) *now = 1;
-    else if (!rd__cluster_node_free_for(&res, sel, fwd, flen)) *seek = launchable;   /* busy everywhere: demand */
+  int launchable = rd__cluster_launchable(res, sel, type, sizeof(type));
+  if (labels_here && rd_res_feasible(&N.ledger, res)) {   /* here, unless busy here and free there */
+    if (rd__job_hold_free_now(res)) *now = 1;
+    else *away = rd__cluster_node_free_for(res, sel, ip, sizeof(ip)) || launchable;   /* busy everywhere: demand */
     return 0;
   }
-  if (rd__cluster_node_free_for(&res, sel, fwd, flen)) return 0;   /* there, now */
-  if (launchable) {   /* where room comes first, on a node the autoscaler starts for it perhaps */
-    *seek = 1;
-    return 0;
-  }
-  if (rd__cluster_node_for(&res, sel, fwd, flen)) return 0;        /* there, waiting */
-  if (labels_here) return rd__job_hold_infeasible(&res, why, wlen) ? -1 : 0;
+  /* there now; where room comes first, on a node the autoscaler starts for
+   * it perhaps; there, waiting */
+  *away = rd__cluster_node_free_for(res, sel, ip, sizeof(ip)) || launchable ||
+          rd__cluster_node_for(res, sel, ip, sizeof(ip));
+  if (*away) return 0;
+  if (labels_here) return rd__job_hold_infeasible(res, why, wlen) ? -1 : 0;
   char what[256];
-  rd_res_format(&res, what, sizeof(what));
+  rd_res_format(res, what, sizeof(what));
   snprintf(why, wlen, "no live node whose labels satisfy the job's entrypoint_label_selector (%s) has its %s, and no "
            "kind of node the autoscaler can start would (this node's labels: %s)", sel, what,
            N.labels[0] ? N.labels : "none");
@@ -955,13 +954,13 @@ static void submit(const char *body, size_t blen, rd__http_reply reply, void *ar
       bad = badbuf;
     }
   }
-  char fwd[64] = "";   /* another node it can run on (the mirror's seek names the one it runs on) */
-  int seek = 0;        /* no live node has them: the node the autoscaler starts for it */
+  int away = 0;        /* on another node, the one its mirror's seek names */
   int now = 0;         /* here, free now */
-  if (!bad && (spec[0] || sel[0]) && entry_place(spec, sel, fwd, sizeof(fwd), &seek, &now, badbuf, sizeof(badbuf)) != 0)
+  rd_resources res;
+  if (!bad && (spec[0] || sel[0]) && entry_place(spec, sel, &res, &away, &now, badbuf, sizeof(badbuf)) != 0)
     bad = badbuf;
   char self_exe[600] = "", gcs[256] = "", cfile[700];
-  if (!bad && (fwd[0] || seek)) {   /* this very program runs the mirror; the cluster's GCS names the node */
+  if (!bad && away) {   /* this very program runs the mirror; the cluster's GCS names the node */
     ssize_t n = readlink("/proc/self/exe", self_exe, sizeof(self_exe) - 1);
     self_exe[n > 0 ? n : 0] = 0;
     snprintf(cfile, sizeof(cfile), "%s/cluster", N.opts.session_dir);
@@ -1003,7 +1002,7 @@ static void submit(const char *body, size_t blen, rd__http_reply reply, void *ar
   c->entry = strdup(entry);
   c->meta = mb.p;   /* NULL: none */
   snprintf(c->sid, sizeof(c->sid), "%s", sid ? sid : "");
-  if (fwd[0] || seek) snprintf(c->fwd_res, sizeof(c->fwd_res), "%s", spec);
+  if (away) snprintf(c->fwd_res, sizeof(c->fwd_res), "%s", spec);
   int oom = !argv || !envs || !c->entry || mb.oom;
   size_t k = 0, i = 0;
   if (!oom) {
@@ -1013,7 +1012,7 @@ static void submit(const char *body, size_t blen, rd__http_reply reply, void *ar
       argv[k++] = "--name";
       argv[k++] = sid;
     }
-    if (spec[0] && !fwd[0] && !seek) {   /* what its driver holds while it runs */
+    if (spec[0] && !away) {   /* what its driver holds while it runs */
       argv[k++] = "--entrypoint-resources";
       argv[k++] = spec;
     }
@@ -1028,7 +1027,7 @@ static void submit(const char *body, size_t blen, rd__http_reply reply, void *ar
       argv[k++] = "--env";
       argv[k++] = envs[i];
     }
-    if (fwd[0] || seek) {   /* its program: `raydist job submit --mirror` of it to the node sought, followed to its end */
+    if (away) {   /* its program: `raydist job submit --mirror` of it to the node sought, followed to its end */
       argv[k++] = "--exe";
       argv[k++] = self_exe;
       const char *mirror[] = {"--", "raydist", "job", "submit", "--address", gcs, "--follow", "--mirror"};
@@ -1062,10 +1061,7 @@ static void submit(const char *body, size_t blen, rd__http_reply reply, void *ar
     fail(reply, arg, 500, "node out of memory");
     cmd_free(c);
   } else {
-    if (now) {   /* until its keeper asks for them, the next job finds them taken */
-      rd_resources res;
-      if (rd__res_parse_spec(spec, &res, badbuf, sizeof(badbuf)) == 0) rd__job_hold_promise(&res);
-    }
+    if (now) rd__job_hold_promise(&res);   /* until its keeper asks for them, the next job finds them taken */
     run(c, argv, 60000);
   }
   for (size_t e = 0; envs && e < nenv; e++) free(envs[e]);

@@ -358,30 +358,9 @@ static void worker_on_exit(uv_process_t *p, int64_t status, int sig) {
 
 /* Does `set` (a job variant's variables) set the variable of entry v? */
 static int env_sets(const node_env *set, const char *v) {
-  const char *eq = strchr(v, '=');
-  size_t nl = eq ? (size_t)(eq - v) : strlen(v);
   for (size_t i = 0; set && i < set->n; i++)
-    if (!strncmp(set->vars[i], v, nl) && set->vars[i][nl] == '=') return 1;
+    if (rd__env_same_name(set->vars[i], v)) return 1;
   return 0;
-}
-
-/* "RAYDIST_ENV_VARS=NAME,NAME,..." for a job variant's set (NULL: no
- * memory): the worker's library takes them as its own set, which the tasks
- * and actors it makes inherit (src/client.c's own_env_load). */
-static char *env_names(const node_env *jenv) {
-  size_t len = sizeof("RAYDIST_ENV_VARS=");
-  for (size_t i = 0; i < jenv->n; i++) len += strcspn(jenv->vars[i], "=") + 1;
-  char *s = malloc(len), *p = s;
-  if (!s) return NULL;
-  p += sprintf(p, "RAYDIST_ENV_VARS=");
-  for (size_t i = 0; i < jenv->n; i++) {
-    size_t nl = strcspn(jenv->vars[i], "=");
-    if (i) *p++ = ',';
-    memcpy(p, jenv->vars[i], nl);
-    p += nl;
-  }
-  *p = 0;
-  return s;
 }
 
 /* The worker's environment: the node's, less what the runtime sets for each
@@ -399,7 +378,9 @@ static char **build_worker_env(uint32_t wid, const node_env *jenv) {
         strncmp(environ[i], "RAYDIST_ENV_VARS=", 17) != 0 && !env_sets(jenv, environ[i]))
       env[k++] = environ[i];
   for (size_t i = 0; jenv && i < jenv->n; i++) env[k++] = jenv->vars[i];
-  char *names = jenv && jenv->n ? env_names(jenv) : NULL;
+  /* its names, which the worker's library takes as its own set, inherited
+   * by the tasks and actors it makes (src/client.c's own_env_load) */
+  char *names = jenv && jenv->n ? rd__env_names("RAYDIST_ENV_VARS=", (const char *const *)jenv->vars, jenv->n) : NULL;
   if (jenv && jenv->n && !names) {
     free(env);
     return NULL;
@@ -488,7 +469,7 @@ static void worker_spawn(node_job *j) {
   size_t k = 0;
   while (env[k]) k++;
   free(env[k - 1]); free(env[k - 2]); free(env[k - 3]); free(env[k - 4]);
-  if (k >= 5 && !strncmp(env[k - 5], "RAYDIST_ENV_VARS=", 17)) free(env[k - 5]);   /* env_names' (the node's own is left out) */
+  if (k >= 5 && !strncmp(env[k - 5], "RAYDIST_ENV_VARS=", 17)) free(env[k - 5]);   /* rd__env_names' (the node's own is left out) */
   free(env);
   for (int i = 0; i < 2; i++) {
     if (!w->out[i]) continue;

@@ -4369,9 +4369,8 @@ static int env_for(const char *const *env, char **out, size_t *len, char *err, s
   }
   size_t ntask = n, nown = rd__env_split(G.job_env, G.job_env_len, own, RD_ENV_MAX_VARS);
   for (size_t i = 0; i < nown; i++) {
-    size_t nl = strcspn(own[i], "=");
     int replaced = 0;
-    for (size_t k = 0; k < ntask && !replaced; k++) replaced = !strncmp(env[k], own[i], nl) && env[k][nl] == '=';
+    for (size_t k = 0; k < ntask && !replaced; k++) replaced = rd__env_same_name(env[k], own[i]);
     if (!replaced) all[n++] = own[i];
   }
   return rd__env_canon(all, n, out, len, err, errlen);

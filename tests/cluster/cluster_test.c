@@ -1909,6 +1909,33 @@ static void check_env_result(rd_ref r, uint32_t want_node, const char *want_val,
   rd_ref_release(r);
 }
 
+/* env_where on a task needing res (with env), checked as check_env_result. */
+static void task_env_check(const char *res, const char *const *env, uint32_t want_node, const char *want_val,
+                           const char *what) {
+  rd_task_opts o;
+  rd_task_opts_init(&o);
+  o.resources = res;
+  o.env = env;
+  rd_ref r;
+  CHECK_EQ(rd_submit(env_where, RD_NO_ARGS, &o, &r), 0);
+  check_env_result(r, want_node, want_val, what);
+}
+
+/* The same on an actor needing res (with env), killed afterwards. */
+static void actor_env_check(const char *res, const char *const *env, uint32_t want_node, const char *want_val,
+                            const char *what) {
+  rd_actor_opts ao;
+  rd_actor_opts_init(&ao);
+  ao.resources = res;
+  ao.env = env;
+  rd_actor a;
+  rd_ref r;
+  CHECK_EQ(rd_actor_create(Tally, RD_NO_ARGS, &ao, &a), 0);
+  CHECK_EQ(rd_actor_call(a, Tally_env_where, RD_NO_ARGS, NULL, &r), 0);
+  check_env_result(r, want_node, want_val, what);
+  CHECK_EQ(rd_actor_kill(a, 1), 0);
+}
+
 /* The env set travels with requests spilled to another node (by resource,
  * and through a placement group's bundle there) and with an actor placed
  * elsewhere: the worker there starts with it. */
@@ -1916,17 +1943,10 @@ static int t_env(void) {
   join();
   uint32_t b = run_where("only_b=1"), c = run_where("only_c=1");
   static const char *const set[] = {"RD_CL_ENV=yes", NULL};
-  rd_task_opts o;
-  rd_task_opts_init(&o);
-  o.resources = "only_b=0.5";
-  o.env = set;
-  rd_ref r;
-  CHECK_EQ(rd_submit(env_where, RD_NO_ARGS, &o, &r), 0);
-  check_env_result(r, b, "yes", "task with env on b");
-  o.env = NULL;
-  CHECK_EQ(rd_submit(env_where, RD_NO_ARGS, &o, &r), 0);
-  check_env_result(r, b, "-", "task without env on b");
+  task_env_check("only_b=0.5", set, b, "yes", "task with env on b");
+  task_env_check("only_b=0.5", NULL, b, "-", "task without env on b");
   /* through a bundle reserved on b */
+  rd_ref r;
   rd_bundle bu = {1, 0, 0, "only_b=0.25"};
   rd_pg_info info;
   rd_pg pg = pg_make(&bu, 1, RD_PG_PACK, NULL, &info);
@@ -1938,16 +1958,7 @@ static int t_env(void) {
   CHECK_EQ(rd_submit(env_where, RD_NO_ARGS, &po, &r), 0);
   check_env_result(r, b, "yes", "task with env in a bundle on b");
   CHECK_EQ(rd_pg_remove(pg), 0);
-  /* an actor placed on c */
-  rd_actor_opts ao;
-  rd_actor_opts_init(&ao);
-  ao.resources = "only_c=0.5";
-  ao.env = set;
-  rd_actor a;
-  CHECK_EQ(rd_actor_create(Tally, RD_NO_ARGS, &ao, &a), 0);
-  CHECK_EQ(rd_actor_call(a, Tally_env_where, RD_NO_ARGS, NULL, &r), 0);
-  check_env_result(r, c, "yes", "actor with env on c");
-  CHECK_EQ(rd_actor_kill(a, 1), 0);
+  actor_env_check("only_c=0.5", set, c, "yes", "actor with env on c");   /* an actor placed on c */
   rd_shutdown();
   return 0;
 }
@@ -1961,24 +1972,10 @@ static int t_job_env(void) {
   const char *mine = getenv("RD_CL_ENV");
   CHECK(mine && !strcmp(mine, "job"));
   uint32_t b = run_where("only_b=1"), c = run_where("only_c=1");
-  rd_task_opts o;
-  rd_task_opts_init(&o);
-  o.resources = "only_b=0.5";
-  rd_ref r;
-  CHECK_EQ(rd_submit(env_where, RD_NO_ARGS, &o, &r), 0);
-  check_env_result(r, b, "job", "the job's task on b");
+  task_env_check("only_b=0.5", NULL, b, "job", "the job's task on b");
   static const char *const own[] = {"RD_CL_ENV=own", NULL};
-  o.env = own;
-  CHECK_EQ(rd_submit(env_where, RD_NO_ARGS, &o, &r), 0);
-  check_env_result(r, b, "own", "the job's task with its own env on b");
-  rd_actor_opts ao;
-  rd_actor_opts_init(&ao);
-  ao.resources = "only_c=0.5";
-  rd_actor a;
-  CHECK_EQ(rd_actor_create(Tally, RD_NO_ARGS, &ao, &a), 0);
-  CHECK_EQ(rd_actor_call(a, Tally_env_where, RD_NO_ARGS, NULL, &r), 0);
-  check_env_result(r, c, "job", "the job's actor on c");
-  CHECK_EQ(rd_actor_kill(a, 1), 0);
+  task_env_check("only_b=0.5", own, b, "own", "the job's task with its own env on b");
+  actor_env_check("only_c=0.5", NULL, c, "job", "the job's actor on c");
   rd_shutdown();
   return 0;
 }

@@ -63,13 +63,16 @@ static probe get_probe(rd_ref r) {
   return p;
 }
 
-static int submit_probe(const char *const *env, rd_ref *out) {
+/* fn (env_probe, nested_probe) on a quarter CPU with env. */
+static int submit_fn(const rd_function *fn, const char *const *env, rd_ref *out) {
   rd_task_opts o;
   rd_task_opts_init(&o);
   o.num_cpus = 0.25;
   o.env = env;
-  return rd_submit(env_probe, RD_NO_ARGS, &o, out);
+  return rd_submit(fn, RD_NO_ARGS, &o, out);
 }
+
+static int submit_probe(const char *const *env, rd_ref *out) { return submit_fn(env_probe, env, out); }
 
 static void init_with_node_env(void) {
   /* the embedded node, and so every worker, inherits it (a worker runs
@@ -292,12 +295,8 @@ RD_REMOTE(nested_probe) {
 }
 
 static probe nested(const char *const *env) {
-  rd_task_opts o;
-  rd_task_opts_init(&o);
-  o.num_cpus = 0.25;
-  o.env = env;
   rd_ref r;
-  CHECK_EQ(rd_submit(nested_probe, RD_NO_ARGS, &o, &r), 0);
+  CHECK_EQ(submit_fn(nested_probe, env, &r), 0);
   return get_probe(r);
 }
 
