@@ -365,8 +365,10 @@ static int env_sets(const node_env *set, const char *v) {
 
 /* The worker's environment: the node's, less what the runtime sets for each
  * worker, with the job variant's variables (jenv) in place of the node's
- * and their names in RAYDIST_ENV_VARS. */
-static char **build_worker_env(uint32_t wid, const node_env *jenv) {
+ * and their names in RAYDIST_ENV_VARS.  The strings it made are in
+ * owned[] (NULL-ended), for env_free. */
+#define WORKER_ENV_OWNED 5
+static char **build_worker_env(uint32_t wid, const node_env *jenv, char *owned[WORKER_ENV_OWNED + 1]) {
   size_t n = 0;
   while (environ[n]) n++;
   char **env = calloc(n + (jenv ? jenv->n : 0) + 8, sizeof(char *));
@@ -386,7 +388,7 @@ static char **build_worker_env(uint32_t wid, const node_env *jenv) {
     return NULL;
   }
   if (names) env[k++] = names;
-  char *a = NULL, *b = NULL, *c = NULL, *d = NULL;
+  char *a = NULL, *b = NULL, *c = NULL, *d = NULL;   /* with names, the WORKER_ENV_OWNED strings made here */
   const char *tok = rd__cluster_token();
   if (asprintf(&a, "RAYDIST_WORKER_ID=%u", wid) < 0) a = NULL;
   if (asprintf(&b, "RAYDIST_SESSION=%s", N.opts.session_dir) < 0) b = NULL;
@@ -401,6 +403,11 @@ static char **build_worker_env(uint32_t wid, const node_env *jenv) {
     free(a); free(b); free(c); free(d); free(names); free(env);
     return NULL;
   }
+  size_t o = 0;
+  char *made[] = {a, b, c, d, names};
+  for (size_t i = 0; i < WORKER_ENV_OWNED; i++)
+    if (made[i]) owned[o++] = made[i];
+  owned[o] = NULL;
   return env;
 }
 
@@ -440,7 +447,8 @@ static void worker_spawn(node_job *j) {
   w->id = ++N.next_worker_id;
   w->job = j;
   w->launch_ms = rd__wall_ms();
-  char **env = build_worker_env(w->id, j->env);
+  char *owned[WORKER_ENV_OWNED + 1];
+  char **env = build_worker_env(w->id, j->env, owned);
   if (!env) { free(w); return; }
   uv_process_options_t o;
   memset(&o, 0, sizeof(o));
@@ -466,10 +474,7 @@ static void worker_spawn(node_job *j) {
   o.exit_cb = worker_on_exit;
   w->proc.data = w;
   int r = uv_spawn(N.loop, &w->proc, &o);
-  size_t k = 0;
-  while (env[k]) k++;
-  free(env[k - 1]); free(env[k - 2]); free(env[k - 3]); free(env[k - 4]);
-  if (k >= 5 && !strncmp(env[k - 5], "RAYDIST_ENV_VARS=", 17)) free(env[k - 5]);   /* rd__env_names' (the node's own is left out) */
+  for (char **e = owned; *e; e++) free(*e);
   free(env);
   for (int i = 0; i < 2; i++) {
     if (!w->out[i]) continue;
