@@ -2673,9 +2673,19 @@ static void on_hello(node_client *c, Rd__Hello *m) {
   r.cluster = rd__cluster_on();
   int fd = dup(rd_store_fd(N.store));
   send_msg(c, RD__MSG_TYPE__MSG_HELLO_REPLY, &r.base, fd);
-  if (c->job && !c->job->prestarted) {   /* the first driver of its job here */
-    c->job->prestarted = 1;
-    for (int i = c->job->nworkers; i < N.opts.prestart; i++) worker_spawn(c->job);
+  node_job *pj = c->job;   /* prestarted: with the driver's own env set, the variant its tasks run in */
+  if (pj && m->n_env) {
+    const node_env *env = NULL;
+    char err[300];
+    node_job *v = NULL;
+    if (rd__node_env(m->env, m->n_env, &env, err, sizeof(err)) != 0)
+      rd__log(RD_LOG_WARN, "driver pid %d: its env set: %s (its workers start with its first tasks)", (int)m->pid, err);
+    else if ((v = rd__node_job_variant(pj, env)))
+      pj = v;
+  }
+  if (pj && !pj->prestarted) {   /* the first driver of its job (and env set) here */
+    pj->prestarted = 1;
+    for (int i = pj->nworkers; i < N.opts.prestart; i++) worker_spawn(pj);
   }
   if (c->role == ROLE_DRIVER && N.opts.embedded && !N.owner) N.owner = c;   /* the driver that started it */
   if (c->role == ROLE_DRIVER) rd__log(RD_LOG_INFO, "driver pid %d connected (client %u)", c->pid, c->id);

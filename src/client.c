@@ -5196,6 +5196,11 @@ int rd__connect_daemon(const char *session, int role, uint32_t worker_id) {
     h.n_argv = argc;
     h.argv = argv_store;
   }
+  char *env[RD_ENV_MAX_VARS];   /* a driver's own set: its tasks' workers are prestarted with it */
+  if (role == 0 && G.job_env) {
+    h.n_env = rd__env_split(G.job_env, G.job_env_len, env, RD_ENV_MAX_VARS);
+    h.env = env;
+  }
   int r = rd__conn_send(&G.daemon, RD__MSG_TYPE__MSG_HELLO, &h.base, -1);
   if (r == 0) r = rd__conn_flush_blocking(&G.daemon, 10000);
   rd__frame f;

@@ -373,9 +373,44 @@ static int t_job_vars(void) {
   return 0;
 }
 
+/* The node prestarts a driver's workers with its own set (the driver says
+ * it in its Hello), not plain ones it would never use: the driver's tasks
+ * find them started, and no other worker starts for them. */
+static int t_job_prestart(void) {
+  rd_config cfg;
+  rd_config_init(&cfg);
+  cfg.num_cpus = 2;
+  cfg.num_prestart_workers = 2;
+  cfg.object_store_bytes = 128u << 20;
+  static const char *const job[] = {"RD_ENV_A=job", "RD_ENV_AT_START=job", NULL};
+  cfg.env = job;
+  CHECK_EQ(rd_init(&cfg), 0);
+  rd_node_info ni;
+  for (int i = 0; i < 500; i++) {   /* before any task: the prestarted pair, idle */
+    CHECK_EQ(rd_node_info_get(&ni), 0);
+    if (ni.num_idle_workers == 2) break;
+    usleep(10000);
+  }
+  CHECK_EQ(ni.num_idle_workers, 2);
+  rd_ref r[2];
+  for (int k = 0; k < 20; k++) {   /* two at a time: both workers busy */
+    for (int i = 0; i < 2; i++) CHECK_EQ(submit_probe(NULL, &r[i]), 0);
+    for (int i = 0; i < 2; i++) {
+      probe p = get_probe(r[i]);
+      CHECK(!strcmp(p.a, "job") && !strcmp(p.start, "job"));
+    }
+  }
+  CHECK_EQ(rd_node_info_get(&ni), 0);
+  printf("workers after 40 tasks of the job's set: %d (%d idle)\n", ni.num_workers, ni.num_idle_workers);
+  CHECK_EQ(ni.num_workers, 2);   /* the prestarted ones ran them all */
+  rd_shutdown();
+  return 0;
+}
+
 static const rd_test_case tests[] = {
-    {"tasks", t_tasks}, {"errors", t_errors}, {"actor", t_actor}, {"broken", t_broken},
-    {"job", t_job},     {"job_vars", t_job_vars},
+    {"tasks", t_tasks}, {"errors", t_errors},       {"actor", t_actor},
+    {"broken", t_broken}, {"job", t_job},           {"job_vars", t_job_vars},
+    {"job_prestart", t_job_prestart},
 };
 
 int main(int argc, char **argv) {
