@@ -1062,6 +1062,10 @@ typedef struct remote {
   rd__conn conn;
   uint64_t next_req;
   char ip[64];
+  /* --mirror --seek-node: the seek's connection, kept while the job waits
+   * on the node named (PENDING there), where the seeking node counts it as
+   * waiting there (job_hold.c's waits_at); closed once it runs or ends */
+  rd__conn *seek;
 } remote;
 
 /* PROGRAM as execvp would find it: 0 and its path, or -1 with a message. */
@@ -1221,11 +1225,15 @@ static void mirror_on_signal(int sig) { mirror_stop = sig; }
 
 /* --mirror: while the job waits on its node (PENDING), this process's own
  * job says so (RAYDIST_JOB_DIR/state_there, which job_read reads), and no
- * longer once it runs there. */
-static void mirror_state(const remote *rm, const char *state) {
+ * longer once it runs there, when the seek's connection goes too. */
+static void mirror_state(remote *rm, const char *state) {
   static int pending = -1;
   const char *jd = getenv("RAYDIST_JOB_DIR");
   int now = state && !strncmp(state, "PENDING", 7);
+  if (!now && rm->seek) {
+    rd__conn_close(rm->seek);
+    rm->seek = NULL;
+  }
   if (!jd || !*jd || now == pending) return;
   pending = now;
   char f[900], text[200];
@@ -1489,15 +1497,16 @@ static int remote_job(const char *sub, const char *address, const char *token, c
       sigaction(SIGHUP, &sa, NULL);
     }
     int called = remote_call(&rm, &q, 120000, &rep);
-    rd__conn_close(&seekc);   /* answered: the node named holds the job's room (or refused it) */
     if (called == 0) {
       id = (int)rep->id;
       if (mirror && rep->exit_code == 0 && id > 0) {   /* its log alone, then its end as this process's */
         fprintf(stderr, "raydist job: runs on node %s as its job %d\n", rm.ip, id);
         fflush(stderr);
         protobuf_c_message_free_unpacked(&rep->base, NULL);
+        if (seekc.fd >= 0) rm.seek = &seekc;   /* until the first answer that it is not PENDING */
         if ((rc = remote_logs(&rm, id, 1, 1)) == 0) rc = mirror_end(&rm, id);
       } else {
+        rd__conn_close(&seekc);   /* answered: the node named holds the job's room (or refused it) */
         rc = remote_output(rep);
         if (rc == 0 && follow && id > 0 && (rc = remote_logs(&rm, id, 1, 0)) == 0) rc = remote_state(&rm, id, -1, 0);
       }

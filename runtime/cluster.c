@@ -2708,6 +2708,22 @@ int rd__cluster_node_free_for(const rd_resources *res, const char *sel, char *ip
   return node_for(res, sel, 1, ip, len);
 }
 
+int rd__cluster_node_least(const rd_resources *res, const char *sel, int (*load)(const char *ip, void *arg), void *arg,
+                           char *ip, size_t len, int *least) {
+  const rd_gcs_node *best = NULL;
+  for (size_t i = 0; i < C.nview; i++) {
+    const rd_gcs_node *x = &C.view[i];
+    if (!other_could_hold(x, res, sel)) continue;
+    int l = load(x->ip, arg);
+    if (!best || l < *least) {
+      best = x;
+      *least = l;
+    }
+  }
+  if (best) snprintf(ip, len, "%s", best->ip);
+  return best != NULL;
+}
+
 uint32_t rd__cluster_head(void) {
   for (size_t i = 0; i < C.nview; i++)
     if (C.view[i].is_head && C.view[i].state == RD_GCS_NODE_ALIVE) return C.view[i].index;

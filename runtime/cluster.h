@@ -46,6 +46,12 @@ void rd__cluster_nodes_holding(const rd_resources *res, char *out, size_t len);
 int rd__cluster_node_for(const rd_resources *res, const char *sel, char *ip, size_t len);
 /* The same, but only a node with them free now (its last report). */
 int rd__cluster_node_free_for(const rd_resources *res, const char *sel, char *ip, size_t len);
+/* Of the other live nodes whose totals hold res and whose labels satisfy
+ * sel, the one for which load (the caller's count of jobs waiting there)
+ * is least, the first in the view of equals: 1, its address in ip and its
+ * load in *least; or 0. */
+int rd__cluster_node_least(const rd_resources *res, const char *sel, int (*load)(const char *ip, void *arg), void *arg,
+                           char *ip, size_t len, int *least);
 /* A kind of node the autoscaler can start (the view's node types, none
  * outside a cluster or without an autoscaler) whose resources hold res and
  * whose labels satisfy sel (NULL or "": any): 1 and its name in name, or 0. */

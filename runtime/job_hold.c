@@ -25,7 +25,12 @@
  * a node of the view can hold them, and is then told that node's address,
  * where the mirror runs the job.  That node's room is claimed in this
  * node's view (rd__cluster_claim_at) until its report counts the job, so
- * that jobs sought or placed meanwhile go elsewhere. */
+ * that jobs sought or placed meanwhile go elsewhere.  A seeker that no node
+ * has room for now, and no kind of node the autoscaler can start would
+ * hold, is told the node with the fewest jobs waiting on it (the seekers
+ * answered with it whose jobs have not started, and here the holds
+ * waiting too), so that jobs queued behind busy nodes spread over them
+ * rather than all waiting on the first. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -46,11 +51,16 @@ struct node_hold {
   int seek;                 /* JobHold.seek: waits for a node, not for room here */
   char sel[RD_LABEL_SEL_LEN];   /* a seek's label selector ("" none) */
   uint64_t claim;           /* a seek answered with another node: its room claimed in the view */
-  struct node_hold *next;   /* waiting ones (or seekers), oldest first */
+  char ip[64];              /* a seek answered: the node named */
+  struct node_hold *next;   /* waiting ones (or seekers, or answered seekers), oldest first */
 };
 
 static node_hold *waiting;
 static node_hold *seeking;
+/* Seekers answered whose mirrors have not let go: each one's job is on
+ * its way to, or waits on, the node named (a mirror keeps the seek's
+ * connection while its job is PENDING there). */
+static node_hold *answered;
 static uint64_t nheld;
 
 /* Jobs the jobs API placed here because their resources were free now,
@@ -124,18 +134,33 @@ static int fits_here(const rd_resources *res, const char *sel) {
   return rd_res_feasible(&N.ledger, res) && rd_labels_match(N.labels, sel[0] ? sel : NULL);
 }
 
+/* Jobs waiting on the node at ip, or on their way there, that this node
+ * knows of: seekers it answered with ip whose jobs have not started, and
+ * for itself also the holds waiting here (a mirror's job waiting here is
+ * counted twice: this node is taken only when it has fewer). */
+static int waits_at(const char *ip, void *arg) {
+  (void)arg;
+  int n = 0;
+  for (const node_hold *h = answered; h; h = h->next) n += !strcmp(h->ip, ip);
+  if (!strcmp(ip, rd__cluster_ip()))
+    for (const node_hold *h = waiting; h; h = h->next) n++;
+  return n;
+}
+
 /* A seeker told the node to run its job on, one whose labels satisfy its
  * selector: another live node of the view with its resources free now,
  * else this one if it has them free now; else, while a kind of node the
  * autoscaler can start would hold them, none yet (it waits as demand, as
  * Ray's pending job does, for room on any node or a node started for it);
- * else a live node whose totals hold them (it waits there), else this one
- * (a mirror whose node went away asks again).  0 when none yet.  The room
- * on another node is claimed in the view, and here promised, so that the
- * next seek or placement before that node reports the job goes elsewhere. */
+ * else of the live nodes whose totals hold them, the one with the fewest
+ * jobs waiting (waits_at; another node of equals, the first in the view),
+ * where it waits (a mirror whose node went away asks again).  0 when none
+ * yet.  The room on another node is claimed in the view, and here
+ * promised, so that the next seek or placement before that node reports
+ * the job goes elsewhere. */
 static int seek_found(node_hold *h) {
   char ip[64], what[600], type[64];
-  int here = fits_here(&h->res, h->sel);
+  int here = fits_here(&h->res, h->sel), least = 0;
   if (rd__cluster_node_free_for(&h->res, h->sel, ip, sizeof(ip))) {
     h->claim = rd__cluster_claim_at(ip, &h->res);
   } else if (here && rd__job_hold_free_now(&h->res)) {
@@ -143,13 +168,17 @@ static int seek_found(node_hold *h) {
     rd__job_hold_promise(&h->res);
   } else if (rd__cluster_launchable(&h->res, h->sel, type, sizeof(type))) {
     return 0;
-  } else if (rd__cluster_node_for(&h->res, h->sel, ip, sizeof(ip))) {
+  } else if (rd__cluster_node_least(&h->res, h->sel, waits_at, NULL, ip, sizeof(ip), &least) &&
+             (!here || least < waits_at(rd__cluster_ip(), NULL))) {
     h->claim = rd__cluster_claim_at(ip, &h->res);
   } else if (here) {
     snprintf(ip, sizeof(ip), "%s", rd__cluster_ip());
   } else {
     return 0;
   }
+  snprintf(h->ip, sizeof(h->ip), "%s", ip);
+  h->next = answered;
+  answered = h;
   seek_what(&h->res, h->sel, what, sizeof(what));
   rd__log(RD_LOG_INFO, "job %u (mirror pid %d): node %s can hold its %s", h->job, h->client->pid, ip, what);
   reply(h->client, RD_OK, NULL, NULL, ip);
@@ -242,8 +271,8 @@ static void promise_kept(const rd_resources *res) {
 
 void rd__job_hold_view_changed(void) {
   for (node_hold **pp = &seeking; *pp;) {
-    node_hold *h = *pp;
-    if (seek_found(h)) *pp = h->next;   /* its connection (c->hold) keeps it until it ends */
+    node_hold *h = *pp, *next = h->next;
+    if (seek_found(h)) *pp = next;   /* answered now: its connection (c->hold) keeps it until it ends */
     else pp = &h->next;
   }
 }
@@ -326,8 +355,8 @@ void rd__job_hold_client_gone(node_client *c) {
     rd__log(RD_LOG_INFO, "job %u (keeper pid %d) let go of its resources", h->job, c->pid);
     rd__pg_kick();   /* a group waiting for room may fit now; the caller dispatches */
   } else {
-    for (node_hold **pp = h->seek ? &seeking : &waiting; *pp; pp = &(*pp)->next)
-      if (*pp == h) {   /* (a seeker that was answered is on no list) */
+    for (node_hold **pp = !h->seek ? &waiting : h->ip[0] ? &answered : &seeking; *pp; pp = &(*pp)->next)
+      if (*pp == h) {
         *pp = h->next;
         break;
       }

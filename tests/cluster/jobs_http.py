@@ -258,7 +258,25 @@ def stop_all(jids):
 submit_together([("pool-1", {"entrypoint_resources": {"pool": 1}}), ("pool-2", {"entrypoint_resources": {"pool": 1}})])
 ips = running_on(["pool-1", "pool-2"])
 check(sorted(ips) == ["127.0.0.2", "127.0.0.3"], "pool-1 and pool-2 on b and c: %r" % ips)
+# two more, while both are busy: they wait one on b and one on c (the node
+# with the fewest jobs waiting on it), and run together once the first two
+# end (before, both waited on b, the first node that could hold them, and
+# ran one after the other while c idled)
+submit_together([("pool-3", {"entrypoint_resources": {"pool": 1}}), ("pool-4", {"entrypoint_resources": {"pool": 1}})])
+waits, until = {}, time.time() + 30
+while len(waits) < 2 and time.time() < until:
+    for jid in ("pool-3", "pool-4"):
+        st, j = call("GET", "/api/jobs/" + jid)
+        m = re.match(r"^PENDING \(waits for pool=1\) on (127\.0\.0\.[0-9]+)$", j.get("message") or "")
+        check(st == 200 and j["status"] in ("PENDING", "RUNNING"), "%s waits: %r" % (jid, j))   # RUNNING: its mirror, not yet there
+        if m:
+            waits[jid] = m.group(1)
+    time.sleep(0.1)
+check(sorted(waits.values()) == ["127.0.0.2", "127.0.0.3"], "pool-3 and pool-4 wait on b and c: %r" % waits)
 stop_all(["pool-1", "pool-2"])
+ips = running_on(["pool-3", "pool-4"])
+check(sorted(ips) == ["127.0.0.2", "127.0.0.3"], "pool-3 and pool-4 on b and c: %r" % ips)
+stop_all(["pool-3", "pool-4"])
 check(call("POST", "/api/jobs/cpu-a/stop")[1] == {"stopped": True}, "stop cpu-a")
 check(wait_end("cpu-a", 30)["status"] == "STOPPED", "cpu-a stopped")
 # two jobs that each need every CPU of a node, submitted at once to an idle
@@ -507,7 +525,7 @@ expect("GET", "/api/jobs/%s/frob" % one, 404, "no such path")
 expect("GET", "/api/jobs/99999", 404, "no job '99999'")
 expect("GET", "/api/jobs/%s/logs?offset=abc" % one, 400, "offset must be a whole number")
 out = subprocess.run([raydist, "job", "list", "--session", session], capture_output=True, text=True, errors="replace").stdout
-check(len([l for l in out.splitlines() if l[:1].isdigit()]) == 18, "bad requests made jobs: %s" % out)   # one, sdk-style, the package's, cpu-a to -d, pool-1, -2, two-a, -b, solo-a, -b, selected, fwd-c, sel-b, fwd-b1, -b2
+check(len([l for l in out.splitlines() if l[:1].isdigit()]) == 20, "bad requests made jobs: %s" % out)   # one, sdk-style, the package's, cpu-a to -d, pool-1 to -4, two-a, -b, solo-a, -b, selected, fwd-c, sel-b, fwd-b1, -b2
 
 # mangled requests (heads, lengths, bodies, JSON): an answer or a close,
 # never a crash or a hang, and the API answers as before afterwards
