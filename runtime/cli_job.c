@@ -637,6 +637,7 @@ static int job_submit(const char *dir, const char *name, char **argv, int argc, 
     sigaddset(&chld, SIGTERM);
     sigaddset(&chld, SIGINT);
     sigaddset(&chld, SIGHUP);
+    sigaddset(&chld, SIGUSR1);   /* `job withdraw`: end now if still waiting for its resources */
     sigprocmask(SIG_BLOCK, &chld, &old);
     if (lfd < 0 || pipe2(out, O_CLOEXEC) != 0) out[0] = out[1] = -1;
     if (out[0] >= 0 && (sfd = signalfd(-1, &chld, SFD_CLOEXEC)) < 0) {
@@ -665,7 +666,8 @@ static int job_submit(const char *dir, const char *name, char **argv, int argc, 
         fprintf(stderr, "raydist job: waiting for %s of the node to be free\n", so->res_spec);
         int sig = 0;
         if ((hr = hold_wait(&h, sfd, &sig, why, sizeof(why))) != RD_OK) {
-          if (hr == RD_ECANCELED) {   /* stopped before it started */
+          if (hr == RD_ECANCELED) {   /* stopped (or withdrawn) before it started */
+            if (sig == SIGUSR1) fprintf(stderr, "raydist job: withdrawn before it started (to run on another node)\n");
             snprintf(f, sizeof(f), "%s/stopped", jd);
             snprintf(msg, sizeof(msg), "keeper_signal=%d\n", sig);
             write_file(f, msg);
@@ -907,6 +909,35 @@ static int job_logs(const char *dir, const char *arg, int follow) {
   return 0;
 }
 
+static int job_delete(const char *dir, job *j);
+
+/* A job still waiting for its entrypoint resources (PENDING, its keeper in
+ * hold_wait) ends before it starts and its record goes: 0.  1 when it
+ * runs or ended already, or started before its keeper read the word (the
+ * keeper decides, so the two never both happen).  A job's mirror
+ * withdraws it from one node to run it on another whose room came free
+ * first. */
+static int job_withdraw(const char *dir, job *j) {
+  char sb[64], st;
+  if (j->ended || j->pid > 0 || j->keeper <= 0 || rd__proc_start_time(j->keeper, &st) != j->keeper_ticks) {
+    printf("job %d: %s (not waiting: not withdrawn)\n", j->id, job_state(j, sb, sizeof(sb)));
+    return 1;
+  }
+  kill(j->keeper, SIGUSR1);
+  job_watch w = {-1};
+  watch_open(&w, dir, j->id, 0);
+  double until = wall_now() + 10;
+  while (job_read(dir, j->id, j) == 0 && !j->ended && j->pid <= 0 && wall_now() < until) watch_wait(&w, 100);
+  watch_close(&w);
+  if (!j->ended || j->pid > 0) {
+    printf("job %d: %s (started: not withdrawn)\n", j->id, job_state(j, sb, sizeof(sb)));
+    return 1;
+  }
+  if (job_delete(dir, j) != 0) return 1;
+  printf("job %d withdrawn\n", j->id);
+  return 0;
+}
+
 /* Removes an ended job's directory (its record, log and working copy). */
 static int job_delete(const char *dir, job *j) {
   char sb[64];
@@ -1034,6 +1065,8 @@ static void job_usage(void) {
           "       raydist job wait ID [--timeout S] [where]   (exit status 0: it succeeded)\n"
           "       raydist job stop ID [--timeout S] [where]\n"
           "       raydist job delete ID [where]   (an ended job's record, log and working copy)\n"
+          "       raydist job withdraw ID [where]   (a PENDING job ends before it starts, and its record goes;\n"
+          "                                         exit status 0: withdrawn, 1: it runs or ended)\n"
           "where: [--node-ip IP]  a node of this machine (default: the only one, or the head)\n"
           "       --address IP:PORT [--token T] [--node-ip IP]\n"
           "                       from any machine (RAYDIST_ADDRESS when no node runs on this one):\n"
@@ -1055,7 +1088,7 @@ static void job_usage(void) {
 
 /* ---- from another machine: the node over a tool link ---- */
 
-enum { OP_SUBMIT = 1, OP_LIST = 2, OP_LOGS = 3, OP_STATE = 4, OP_STOP = 5, OP_DELETE = 6 };
+enum { OP_SUBMIT = 1, OP_LIST = 2, OP_LOGS = 3, OP_STATE = 4, OP_STOP = 5, OP_DELETE = 6, OP_WITHDRAW = 7 };
 #define REMOTE_WAIT_S 10.0   /* logs --follow and wait: how long the node holds a request for news */
 
 typedef struct remote {
@@ -1066,6 +1099,8 @@ typedef struct remote {
    * on the node named (PENDING there), where the seeking node counts it as
    * waiting there (job_hold.c's waits_at); closed once it runs or ends */
   rd__conn *seek;
+  char move_to[64];         /* a second answer on it: the node to move the waiting job to */
+  uint64_t off;             /* logs: how far the job's log was read */
 } remote;
 
 /* PROGRAM as execvp would find it: 0 and its path, or -1 with a message. */
@@ -1228,14 +1263,16 @@ static void mirror_on_signal(int sig) { mirror_stop = sig; }
  * longer once it runs there, when the seek's connection goes too. */
 static void mirror_state(remote *rm, const char *state) {
   static int pending = -1;
+  static char at[64];   /* the node it waits on (a move changes it) */
   const char *jd = getenv("RAYDIST_JOB_DIR");
   int now = state && !strncmp(state, "PENDING", 7);
   if (!now && rm->seek) {
     rd__conn_close(rm->seek);
     rm->seek = NULL;
   }
-  if (!jd || !*jd || now == pending) return;
+  if (!jd || !*jd || (now == pending && (!now || !strcmp(at, rm->ip)))) return;
   pending = now;
+  snprintf(at, sizeof(at), "%s", rm->ip);
   char f[900], text[200];
   snprintf(f, sizeof(f), "%s/state_there", jd);
   if (!now) {
@@ -1244,6 +1281,33 @@ static void mirror_state(remote *rm, const char *state) {
   }
   snprintf(text, sizeof(text), "%.60s on %.60s\n", state, rm->ip);
   write_file(f, text);
+}
+
+/* --mirror, while the job waits there: has the seeking node answered again
+ * on the seek's connection, naming another node whose room came free first
+ * (job_hold.c's seek_move)?  1 and its address in rm->move_to; 0 (the
+ * connection gone or broken: closed, no move). */
+static int seek_moved(remote *rm) {
+  while (rm->seek) {
+    rd__frame f;
+    int r = rd__conn_next(rm->seek, &f);
+    if (r == 1) {
+      hold h;
+      char why[300];
+      memset(&h, 0, sizeof(h));
+      if (hold_reply(&h, &f, why, sizeof(why)) == RD_OK && h.node_ip[0] && strcmp(h.node_ip, rm->ip)) {
+        snprintf(rm->move_to, sizeof(rm->move_to), "%s", h.node_ip);
+        return 1;
+      }
+      continue;
+    }
+    struct pollfd p = {rm->seek->fd, POLLIN, 0};
+    if (r == 0 && poll(&p, 1, 0) == 0) return 0;   /* nothing new */
+    if (r == 0 && ((r = rd__conn_fill(rm->seek)) > 0 || r == RD_EAGAIN)) continue;
+    rd__conn_close(rm->seek);   /* gone, or malformed */
+    rm->seek = NULL;
+  }
+  return 0;
 }
 
 /* --mirror: remote job id stopped once this process is asked to end (its
@@ -1259,13 +1323,17 @@ static int mirror_stop_send(remote *rm, int id) {
   return 0;
 }
 
-/* logs: the job's log from the start, on until it has ended with follow;
- * mirror: asked every second, and the job stopped when this process is */
+/* logs: the job's log from rm->off (0: the start), on until it has ended
+ * with follow; mirror: asked every second, the job stopped when this
+ * process is, and 3 when the job, waiting there, is to move to
+ * rm->move_to (seek_moved) */
+#define MIRROR_MOVE 3
 static int remote_logs(remote *rm, int id, int follow, int mirror) {
   Rd__LinkJob q = RD__LINK_JOB__INIT;
   Rd__LinkJobReply *rep;
   q.op = OP_LOGS;
   q.id = (uint32_t)id;
+  q.offset = rm->off;
   q.timeout = follow ? mirror ? 1 : REMOTE_WAIT_S : 0;   /* the node answers once there is more, or the end */
   int stop_sent = 0;
   for (;;) {
@@ -1280,8 +1348,9 @@ static int remote_logs(remote *rm, int id, int follow, int mirror) {
     if (rep->out.len) fwrite(rep->out.data, 1, rep->out.len, stdout);
     fflush(stdout);
     int more = rep->out.len > 0, ended = rep->ended;
-    q.offset = rep->offset;
+    q.offset = rm->off = rep->offset;
     protobuf_c_message_free_unpacked(&rep->base, NULL);
+    if (mirror && !mirror_stop && !ended && seek_moved(rm)) return MIRROR_MOVE;
     if (!more && (!follow || ended)) return 0;
     if (!more && wall_now() - asked < 0.1) usleep(200000);   /* a node that does not wait: ask every 0.2 s */
   }
@@ -1435,6 +1504,47 @@ static int seek_node(const submit_opts *so, char *ip, size_t len, rd__conn *keep
   return 1;
 }
 
+/* --mirror: the job, waiting on node rm->ip, is withdrawn there and
+ * submitted (q) to rm->move_to, whose room came free first; if it started
+ * where it was meanwhile, it is followed on there.  0 (rm and *id the
+ * job's node and number now), or 1 with a message. */
+static int mirror_move(remote *rm, const char *address, const char *token, Rd__LinkJob *q, int *id) {
+  Rd__LinkJob w = RD__LINK_JOB__INIT;
+  Rd__LinkJobReply *rep;
+  w.op = OP_WITHDRAW;
+  w.id = (uint32_t)*id;
+  if (remote_call(rm, &w, 60000, &rep) != 0) return 1;
+  int withdrawn = rep->exit_code == 0;
+  protobuf_c_message_free_unpacked(&rep->base, NULL);
+  if (!withdrawn) return 0;   /* it started there */
+  char from[64], hash[65], wd_hash[65];
+  snprintf(from, sizeof(from), "%s", rm->ip);
+  fprintf(stderr, "raydist job: withdrawn from node %s to run on node %s, where its room came free first\n", from,
+          rm->move_to);
+  fflush(stderr);
+  remote nr;
+  memset(&nr, 0, sizeof(nr));
+  rd__conn_close(&rm->conn);
+  /* (no upload: q names the program stored already) */
+  if (remote_open(address, token, rm->move_to, NULL, hash, NULL, wd_hash, &nr) != 0 &&
+      remote_open(address, token, from, NULL, hash, NULL, wd_hash, &nr) != 0) {
+    fprintf(stderr, "raydist job: the job was withdrawn from node %s and could not be submitted again\n", from);
+    return 1;
+  }
+  nr.seek = rm->seek;
+  *rm = nr;
+  if (remote_call(rm, q, 120000, &rep) != 0) return 1;
+  *id = (int)rep->id;
+  if (rep->exit_code != 0 || *id <= 0) {
+    int rc = remote_output(rep);
+    return rc ? rc : 1;
+  }
+  protobuf_c_message_free_unpacked(&rep->base, NULL);
+  fprintf(stderr, "raydist job: runs on node %s as its job %d\n", rm->ip, *id);
+  fflush(stderr);
+  return 0;
+}
+
 static int remote_job(const char *sub, const char *address, const char *token, const char *ip, const char *name,
                       const submit_opts *so, char **args, int nargs, double timeout, int follow, int mirror) {
   char program[4096], hash[65] = "";
@@ -1504,7 +1614,9 @@ static int remote_job(const char *sub, const char *address, const char *token, c
         fflush(stderr);
         protobuf_c_message_free_unpacked(&rep->base, NULL);
         if (seekc.fd >= 0) rm.seek = &seekc;   /* until the first answer that it is not PENDING */
-        if ((rc = remote_logs(&rm, id, 1, 1)) == 0) rc = mirror_end(&rm, id);
+        while ((rc = remote_logs(&rm, id, 1, 1)) == MIRROR_MOVE && (rc = mirror_move(&rm, address, token, &q, &id)) == 0) {
+        }
+        if (rc == 0) rc = mirror_end(&rm, id);
       } else {
         rd__conn_close(&seekc);   /* answered: the node named holds the job's room (or refused it) */
         rc = remote_output(rep);
@@ -1518,8 +1630,8 @@ static int remote_job(const char *sub, const char *address, const char *token, c
     q.op = OP_STOP;
     q.timeout = timeout >= 0 ? timeout : 10;
     if (remote_call(&rm, &q, (int)(q.timeout * 1000) + 30000, &rep) == 0) rc = remote_output(rep);
-  } else if (!strcmp(sub, "delete")) {
-    q.op = OP_DELETE;
+  } else if (!strcmp(sub, "delete") || !strcmp(sub, "withdraw")) {
+    q.op = !strcmp(sub, "delete") ? OP_DELETE : OP_WITHDRAW;
     if (remote_call(&rm, &q, 120000, &rep) == 0) rc = remote_output(rep);
   } else if (!strcmp(sub, "logs")) {
     rc = remote_logs(&rm, id, follow, 0);
@@ -1625,7 +1737,7 @@ int rd__cli_job(int argc, char **argv) {
     if (!rd_res_is_empty(&so.res)) so.res_spec = full_spec ? full_spec : spec;
   }
   if (!submit && !list && strcmp(sub, "logs") && strcmp(sub, "wait") && strcmp(sub, "stop") && strcmp(sub, "status") &&
-      strcmp(sub, "delete")) {
+      strcmp(sub, "delete") && strcmp(sub, "withdraw")) {
     job_usage();
     return 2;
   }
@@ -1709,6 +1821,7 @@ int rd__cli_job(int argc, char **argv) {
     return 0;
   }
   if (!strcmp(sub, "delete")) return job_delete(dir, &j);
+  if (!strcmp(sub, "withdraw")) return job_withdraw(dir, &j);
   if (!strcmp(sub, "wait")) {
     if (!job_wait_end(dir, &j, timeout)) {
       fprintf(stderr, "raydist job wait: job %d still runs after %g s\n", j.id, timeout);

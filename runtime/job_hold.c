@@ -52,6 +52,7 @@ struct node_hold {
   char sel[RD_LABEL_SEL_LEN];   /* a seek's label selector ("" none) */
   uint64_t claim;           /* a seek answered with another node: its room claimed in the view */
   char ip[64];              /* a seek answered: the node named */
+  int busy;                 /* ... which had no room free for it then: its job waits there, unless moved */
   struct node_hold *next;   /* waiting ones (or seekers, or answered seekers), oldest first */
 };
 
@@ -171,8 +172,10 @@ static int seek_found(node_hold *h) {
   } else if (rd__cluster_node_least(&h->res, h->sel, waits_at, NULL, ip, sizeof(ip), &least) &&
              (!here || least < waits_at(rd__cluster_ip(), NULL))) {
     h->claim = rd__cluster_claim_at(ip, &h->res);
+    h->busy = 1;
   } else if (here) {
     snprintf(ip, sizeof(ip), "%s", rd__cluster_ip());
+    h->busy = 1;
   } else {
     return 0;
   }
@@ -269,12 +272,46 @@ static void promise_kept(const rd_resources *res) {
   }
 }
 
+/* Seekers whose jobs wait on a busy node: when room for one comes free
+ * first on another node (or here), its mirror is told that node instead
+ * (a second answer on its connection), withdraws the job where it waits
+ * unless it has started there meanwhile, and runs it there, as a Ray job
+ * waiting for its entrypoint resources goes to whichever node frees them
+ * first.  Once at most: the node it is told has room now.  The node named
+ * first keeps the job's claim in the view, so its own room coming free
+ * does not look free to another job (nor make this one move). */
+static void seek_move(void) {
+  for (node_hold *h = answered; h; h = h->next) {
+    char ip[64], what[600];
+    if (!h->busy) continue;
+    int to_here = 0;
+    if (rd__cluster_node_free_for(&h->res, h->sel, ip, sizeof(ip))) {
+      if (!strcmp(ip, h->ip)) continue;
+    } else if (strcmp(h->ip, rd__cluster_ip()) && fits_here(&h->res, h->sel) && rd__job_hold_free_now(&h->res)) {
+      snprintf(ip, sizeof(ip), "%s", rd__cluster_ip());
+      to_here = 1;
+    } else {
+      continue;
+    }
+    rd__cluster_claim_cancel(h->claim);
+    h->claim = to_here ? 0 : rd__cluster_claim_at(ip, &h->res);
+    if (to_here) rd__job_hold_promise(&h->res);
+    h->busy = 0;
+    seek_what(&h->res, h->sel, what, sizeof(what));
+    rd__log(RD_LOG_INFO, "job %u (mirror pid %d): %s came free on node %s first: told to move there from %s", h->job,
+            h->client->pid, what, ip, h->ip);
+    snprintf(h->ip, sizeof(h->ip), "%s", ip);
+    reply(h->client, RD_OK, NULL, NULL, ip);
+  }
+}
+
 void rd__job_hold_view_changed(void) {
   for (node_hold **pp = &seeking; *pp;) {
     node_hold *h = *pp, *next = h->next;
     if (seek_found(h)) *pp = next;   /* answered now: its connection (c->hold) keeps it until it ends */
     else pp = &h->next;
   }
+  seek_move();
 }
 
 void rd__job_hold_seek_each(void (*cb)(void *arg, const rd_resources *res, const char *sel), void *arg) {

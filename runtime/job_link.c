@@ -14,6 +14,9 @@
  *   list    run `raydist job list`
  *   stop    run `raydist job stop ID --timeout T`
  *   delete  run `raydist job delete ID`
+ *   withdraw run `raydist job withdraw ID` (a PENDING job ends unstarted
+ *           and its record goes: a job's mirror moving it to a node whose
+ *           room came free first)
  *   logs    read the job's log from an offset (1 MiB at most a reply)
  *   state   the job's state, as `job list` shows it
  *
@@ -50,7 +53,7 @@
 #define JL_WAIT_MAX_MS 30000         /* the longest wait */
 #define JL_WAIT_TICK_MS 50           /* how often a wait without an inotify watch is looked at */
 
-enum { JL_SUBMIT = 1, JL_LIST = 2, JL_LOGS = 3, JL_STATE = 4, JL_STOP = 5, JL_DELETE = 6 };
+enum { JL_SUBMIT = 1, JL_LIST = 2, JL_LOGS = 3, JL_STATE = 4, JL_STOP = 5, JL_DELETE = 6, JL_WITHDRAW = 7 };
 
 typedef struct jl_out {
   uv_pipe_t pipe;           /* data: its jl_op */
@@ -560,7 +563,7 @@ void rd__job_link(node_client *c, const Rd__LinkJob *m) {
     op_read(c, m);
     return;
   }
-  if (m->op != JL_SUBMIT && m->op != JL_LIST && m->op != JL_STOP && m->op != JL_DELETE) {
+  if (m->op != JL_SUBMIT && m->op != JL_LIST && m->op != JL_STOP && m->op != JL_DELETE && m->op != JL_WITHDRAW) {
     reply_error(c, c->id, m->req_id, RD_EINVAL, "unknown job operation %d", m->op);
     return;
   }
@@ -576,8 +579,8 @@ void rd__job_link(node_client *c, const Rd__LinkJob *m) {
     reply_error(c, c->id, m->req_id, RD_EINVAL, "stop needs a job id and a timeout of 0..3600 s");
     return;
   }
-  if (m->op == JL_DELETE && m->id == 0) {
-    reply_error(c, c->id, m->req_id, RD_EINVAL, "delete needs a job id");
+  if ((m->op == JL_DELETE || m->op == JL_WITHDRAW) && m->id == 0) {
+    reply_error(c, c->id, m->req_id, RD_EINVAL, "%s needs a job id", m->op == JL_DELETE ? "delete" : "withdraw");
     return;
   }
   jl_op *o = calloc(1, sizeof(*o));
@@ -602,7 +605,8 @@ void rd__job_link(node_client *c, const Rd__LinkJob *m) {
   const char *list[] = {"raydist", "job", "list", "--session", N.opts.session_dir, NULL};
   const char *stop[] = {"raydist", "job", "stop", id, "--session", N.opts.session_dir, "--timeout", tmo, NULL};
   const char *del[] = {"raydist", "job", "delete", id, "--session", N.opts.session_dir, NULL};
-  const char **a = m->op == JL_LIST ? list : m->op == JL_STOP ? stop : del;
+  const char *wd[] = {"raydist", "job", "withdraw", id, "--session", N.opts.session_dir, NULL};
+  const char **a = m->op == JL_LIST ? list : m->op == JL_STOP ? stop : m->op == JL_WITHDRAW ? wd : del;
   size_t k = 0, n = 0;
   while (a[n]) n++;
   o->args = args_new(n);

@@ -168,7 +168,9 @@ int rd__job_log_pump(rd_job_log *l, int in, int sfd, int pid, int *stop_sig) {
     if (poll(p, 2, 1000) < 0 && errno != EINTR) break;
     if (p[1].revents) open_in = drain(l, in);
     struct signalfd_siginfo si;
-    if ((p[0].revents & POLLIN) && read(sfd, &si, sizeof(si)) == (ssize_t)sizeof(si) && si.ssi_signo != SIGCHLD) {
+    /* (SIGUSR1, a withdrawal that came too late: the program runs) */
+    if ((p[0].revents & POLLIN) && read(sfd, &si, sizeof(si)) == (ssize_t)sizeof(si) && si.ssi_signo != SIGCHLD &&
+        si.ssi_signo != SIGUSR1) {
       /* the keeper told to end: so is the program's group, as `job stop`
        * does (SIGKILL the second time); its output is still copied */
       int sig = *stop_sig ? SIGKILL : SIGTERM;

@@ -935,9 +935,18 @@ PY
     grep -qx "job $G4: STOPPED" "$L" || { cat "$L"; fail "job_resources: the pending job not STOPPED"; }
     grep -qx "keeper_signal=15" "$H/jobs/$G4/stopped" || fail "job_resources: no reason for the stop"
     [ "$(holds waiting)" = 1 ] || fail "job_resources: the stopped job still waits"
+    # a pending job withdrawn (as a jobs API job's mirror moves it): it never
+    # runs and its record goes; a running one is not withdrawn
+    G5=$("$R" job submit --name g5 --num-gpus 1 -- touch "$RAYDIST_TMPDIR/g5-ran" | job_id)
+    [ "$(holds waiting)" = 2 ] || fail "job_resources: g5 does not wait"
+    "$R" job withdraw "$G5" > "$L" && grep -qx "job $G5 withdrawn" "$L" || { cat "$L"; fail "job_resources: withdraw g5"; }
+    [ ! -e "$H/jobs/$G5" ] && [ "$(holds waiting)" = 1 ] || fail "job_resources: g5's record or hold left after its withdrawal"
+    "$R" job withdraw "$G1" > "$L" && { cat "$L"; fail "job_resources: a running job withdrawn"; }
+    grep -qx "job $G1: RUNNING (not waiting: not withdrawn)" "$L" || { cat "$L"; fail "job_resources: withdraw of g1 said"; }
     # g1 stopped: g3 takes its GPU and runs to the end
     "$R" job stop "$G1" --timeout 10 > /dev/null || fail "job_resources: stop g1"
     state_is "$G3" SUCCEEDED || fail "job_resources: g3 did not run once g1's GPU was free"
+    [ ! -e "$RAYDIST_TMPDIR/g5-ran" ] || fail "job_resources: the withdrawn g5 ran"
     [ "$(cvd_of "$G3")" = "$C1" ] || fail "job_resources: g3 ran on GPU '$(cvd_of "$G3")', not g1's $C1"
     "$R" job logs "$G3" | grep -q "waiting for GPU=1 of the node to be free" || fail "job_resources: no word of the wait in g3's log"
     # g2's keeper killed outright: its GPU and big come back

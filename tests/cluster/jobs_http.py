@@ -276,7 +276,27 @@ check(sorted(waits.values()) == ["127.0.0.2", "127.0.0.3"], "pool-3 and pool-4 w
 stop_all(["pool-1", "pool-2"])
 ips = running_on(["pool-3", "pool-4"])
 check(sorted(ips) == ["127.0.0.2", "127.0.0.3"], "pool-3 and pool-4 on b and c: %r" % ips)
-stop_all(["pool-3", "pool-4"])
+# one more waits on one of them, x; when the job on the other, y, ends
+# first, it is withdrawn from x and runs on y while x's job runs on, as a
+# Ray job waiting for its entrypoint resources goes to whichever node frees
+# them first (before, it waited on x until x's job ended)
+st, r = call("POST", "/api/jobs/", {"entrypoint": "echo \"on $RAYDIST_NODE_IP\"; exec sleep 60", "submission_id": "pool-5",
+                                    "entrypoint_resources": {"pool": 1}})
+check(st == 200, "submit pool-5: %r" % (r,))
+x, until = None, time.time() + 30
+while not x and time.time() < until:
+    m = re.match(r"^PENDING \(waits for pool=1\) on (127\.0\.0\.[23])$", call("GET", "/api/jobs/pool-5")[1].get("message") or "")
+    x = m and m.group(1)
+    time.sleep(0.1)
+check(x, "pool-5 waits on b or c: %r" % (call("GET", "/api/jobs/pool-5"),))
+on_x, on_y = ("pool-3", "pool-4") if ips[0] == x else ("pool-4", "pool-3")
+y = ips[1] if ips[0] == x else ips[0]
+stop_all([on_y])
+check(running_on(["pool-5"]) == [y], "pool-5 moved to " + y)
+st, r = call("GET", "/api/jobs/pool-5/logs")
+check(("raydist job: withdrawn from node %s to run on node %s, where its room came free first" % (x, y)) in r["logs"] and
+      call("GET", "/api/jobs/" + on_x)[1]["status"] == "RUNNING", "pool-5's move: %r" % r)
+stop_all([on_x, "pool-5"])
 check(call("POST", "/api/jobs/cpu-a/stop")[1] == {"stopped": True}, "stop cpu-a")
 check(wait_end("cpu-a", 30)["status"] == "STOPPED", "cpu-a stopped")
 # two jobs that each need every CPU of a node, submitted at once to an idle
@@ -525,7 +545,7 @@ expect("GET", "/api/jobs/%s/frob" % one, 404, "no such path")
 expect("GET", "/api/jobs/99999", 404, "no job '99999'")
 expect("GET", "/api/jobs/%s/logs?offset=abc" % one, 400, "offset must be a whole number")
 out = subprocess.run([raydist, "job", "list", "--session", session], capture_output=True, text=True, errors="replace").stdout
-check(len([l for l in out.splitlines() if l[:1].isdigit()]) == 20, "bad requests made jobs: %s" % out)   # one, sdk-style, the package's, cpu-a to -d, pool-1 to -4, two-a, -b, solo-a, -b, selected, fwd-c, sel-b, fwd-b1, -b2
+check(len([l for l in out.splitlines() if l[:1].isdigit()]) == 21, "bad requests made jobs: %s" % out)   # one, sdk-style, the package's, cpu-a to -d, pool-1 to -5, two-a, -b, solo-a, -b, selected, fwd-c, sel-b, fwd-b1, -b2
 
 # mangled requests (heads, lengths, bodies, JSON): an answer or a close,
 # never a crash or a hang, and the API answers as before afterwards
