@@ -291,8 +291,10 @@ while not x and time.time() < until:
 check(x, "pool-5 waits on b or c: %r" % (call("GET", "/api/jobs/pool-5"),))
 on_x, on_y = ("pool-3", "pool-4") if ips[0] == x else ("pool-4", "pool-3")
 y = ips[1] if ips[0] == x else ips[0]
+t0 = time.time()
 stop_all([on_y])
 check(running_on(["pool-5"]) == [y], "pool-5 moved to " + y)
+print("pool-5 ran on %s %.1f s after the stop of the job there began (it waited on %s)" % (y, time.time() - t0, x))
 st, r = call("GET", "/api/jobs/pool-5/logs")
 check(("raydist job: withdrawn from node %s to run on node %s, where its room came free first" % (x, y)) in r["logs"] and
       call("GET", "/api/jobs/" + on_x)[1]["status"] == "RUNNING", "pool-5's move: %r" % r)
