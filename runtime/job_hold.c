@@ -148,13 +148,21 @@ static int waits_at(const char *ip, void *arg) {
   return n;
 }
 
+int rd__job_hold_wait_here(const rd_resources *res, const char *sel) {
+  char ip[64];
+  int least = 0;
+  return fits_here(res, sel ? sel : "") &&
+         (!rd__cluster_node_least(res, sel, waits_at, NULL, ip, sizeof(ip), &least) ||
+          waits_at(rd__cluster_ip(), NULL) <= least);
+}
+
 /* A seeker told the node to run its job on, one whose labels satisfy its
  * selector: another live node of the view with its resources free now,
  * else this one if it has them free now; else, while a kind of node the
  * autoscaler can start would hold them, none yet (it waits as demand, as
  * Ray's pending job does, for room on any node or a node started for it);
  * else of the live nodes whose totals hold them, the one with the fewest
- * jobs waiting (waits_at; another node of equals, the first in the view),
+ * jobs waiting (waits_at; of equals this one, else the first in the view),
  * where it waits (a mirror whose node went away asks again).  0 when none
  * yet.  The room on another node is claimed in the view, and here
  * promised, so that the next seek or placement before that node reports
@@ -169,8 +177,8 @@ static int seek_found(node_hold *h) {
     rd__job_hold_promise(&h->res);
   } else if (rd__cluster_launchable(&h->res, h->sel, type, sizeof(type))) {
     return 0;
-  } else if (rd__cluster_node_least(&h->res, h->sel, waits_at, NULL, ip, sizeof(ip), &least) &&
-             (!here || least < waits_at(rd__cluster_ip(), NULL))) {
+  } else if (!(here && rd__job_hold_wait_here(&h->res, h->sel)) &&
+             rd__cluster_node_least(&h->res, h->sel, waits_at, NULL, ip, sizeof(ip), &least)) {
     h->claim = rd__cluster_claim_at(ip, &h->res);
     h->busy = 1;
   } else if (here) {

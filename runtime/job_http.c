@@ -852,11 +852,13 @@ static int entry_res(const rd_json *m, char *spec, size_t len, char *sel, char *
  * claims its room in the view meanwhile); else, when a kind of node the
  * autoscaler can start would hold them, wherever room comes first (*away
  * too: the mirror's seek waits as this node's demand, as Ray's pending job
- * does, so a node may be started for it); else, when other live nodes
- * have them in all, on the one of those or this node with the fewest jobs
- * waiting (*away too: the mirror's seek picks it, job_hold.c's seek_found);
- * else here, waiting, when this node has them in all; else 400 now,
- * rather than a job waiting for ever.  The amounts parsed into *res. */
+ * does, so a node may be started for it); else here, waiting, when this
+ * node has them in all and no other live node that could hold them has
+ * fewer jobs waiting (rd__job_hold_wait_here); else on the other live node
+ * with the fewest (*away too: the mirror's seek picks it, job_hold.c's
+ * seek_found, and moves it should room come free first elsewhere); else
+ * 400 now, rather than a job waiting for ever.  The amounts parsed into
+ * *res. */
 static int entry_place(const char *spec, const char *sel, rd_resources *res, int *away, int *now, char *why,
                        size_t wlen) {
   char err[300], type[64], ip[64];
@@ -868,8 +870,8 @@ static int entry_place(const char *spec, const char *sel, rd_resources *res, int
   int launchable = rd__cluster_launchable(res, sel, type, sizeof(type));
   if (labels_here && rd_res_feasible(&N.ledger, res)) {   /* here, unless busy here and free there */
     if (rd__job_hold_free_now(res)) *now = 1;
-    else   /* busy everywhere: demand, or wait on the node with the fewest waiting, perhaps this one */
-      *away = rd__cluster_node_free_for(res, sel, ip, sizeof(ip)) || launchable || rd__cluster_node_for(res, sel, ip, sizeof(ip));
+    else   /* busy everywhere: demand, or wait on the node with the fewest waiting, this one of equals */
+      *away = rd__cluster_node_free_for(res, sel, ip, sizeof(ip)) || launchable || !rd__job_hold_wait_here(res, sel);
     return 0;
   }
   /* there now; where room comes first, on a node the autoscaler starts for

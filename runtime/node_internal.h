@@ -463,6 +463,11 @@ int rd__job_hold_free_now(const rd_resources *res);
  * counts as taken for rd__job_hold_free_now until the job's keeper asks
  * for it (at most 10 s). */
 void rd__job_hold_promise(const rd_resources *res);
+/* 1 when a job needing res (labels sel) that no node has room for now
+ * would wait here: this node has them in all and no other node that
+ * could hold them has fewer jobs waiting (job_hold.c's seek_found).  The
+ * jobs API then lets it wait here rather than through a mirror. */
+int rd__job_hold_wait_here(const rd_resources *res, const char *sel);
 /* At the node's end (every client dropped): the promises. */
 void rd__job_hold_free(void);
 /* Seekers (JobHold.seek: a job's mirror waiting for a live node that can

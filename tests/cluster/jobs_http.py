@@ -308,7 +308,21 @@ check(wait_end("cpu-a", 30)["status"] == "STOPPED", "cpu-a stopped")
 submit_together([("two-a", {"entrypoint_num_cpus": 2}), ("two-b", {"entrypoint_num_cpus": 2})])
 ips = sorted(running_on(["two-a", "two-b"]))
 check(ips[0] == "127.0.0.1" and ips[1] in ("127.0.0.2", "127.0.0.3"), "one of two-a, two-b here, one on b or c: %r" % ips)
-stop_all(["two-a", "two-b"])
+# a third runs on the node left; with all three busy, a fourth waits here
+# (no node has fewer jobs waiting: this node's of equals, and no mirror)
+# and a fifth on b or c (the head has one waiting, they none)
+body = {"entrypoint": "echo \"on $RAYDIST_NODE_IP\"; exec sleep 60", "entrypoint_num_cpus": 2}
+check(call("POST", "/api/jobs/", dict(body, submission_id="two-c"))[0] == 200, "submit two-c")
+third = running_on(["two-c"])[0]
+check(third in ("127.0.0.2", "127.0.0.3") and third != ips[1], "two-c on the node left: %s" % third)
+for jid, want in (("two-d", r"PENDING \(waits for CPU=2\)"), ("two-e", r"PENDING \(waits for CPU=2\) on 127\.0\.0\.[23]")):
+    check(call("POST", "/api/jobs/", dict(body, submission_id=jid))[0] == 200, "submit " + jid)
+    j, until = {}, time.time() + 30
+    while not re.fullmatch(want, j.get("message") or "") and time.time() < until:
+        time.sleep(0.1)
+        j = call("GET", "/api/jobs/" + jid)[1]
+    check(re.fullmatch(want, j.get("message") or ""), "%s waits (%s): %r" % (jid, want, j))
+stop_all(["two-e", "two-d", "two-c", "two-a", "two-b"])
 # what only the head has (solo=1): the second waits PENDING (no driver yet)
 # here and runs once the first lets go
 st, r = call("POST", "/api/jobs/", {"entrypoint": "echo holding; exec sleep 60", "submission_id": "solo-a",
@@ -547,7 +561,7 @@ expect("GET", "/api/jobs/%s/frob" % one, 404, "no such path")
 expect("GET", "/api/jobs/99999", 404, "no job '99999'")
 expect("GET", "/api/jobs/%s/logs?offset=abc" % one, 400, "offset must be a whole number")
 out = subprocess.run([raydist, "job", "list", "--session", session], capture_output=True, text=True, errors="replace").stdout
-check(len([l for l in out.splitlines() if l[:1].isdigit()]) == 21, "bad requests made jobs: %s" % out)   # one, sdk-style, the package's, cpu-a to -d, pool-1 to -5, two-a, -b, solo-a, -b, selected, fwd-c, sel-b, fwd-b1, -b2
+check(len([l for l in out.splitlines() if l[:1].isdigit()]) == 24, "bad requests made jobs: %s" % out)   # one, sdk-style, the package's, cpu-a to -d, pool-1 to -5, two-a to -e, solo-a, -b, selected, fwd-c, sel-b, fwd-b1, -b2
 
 # mangled requests (heads, lengths, bodies, JSON): an answer or a close,
 # never a crash or a hang, and the API answers as before afterwards
