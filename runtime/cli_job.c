@@ -678,7 +678,7 @@ static int job_submit(const char *dir, const char *name, char **argv, int argc, 
           }
           snprintf(f, sizeof(f), "%s/status", jd);
           write_file(f, msg);
-          keeper_event(dir, id, NULL);
+          if (sig != SIGUSR1) keeper_event(dir, id, NULL);   /* a withdrawn job is no event: it moves */
           _exit(0);
         }
       }
