@@ -1504,10 +1504,26 @@ static int seek_node(const submit_opts *so, char *ip, size_t len, rd__conn *keep
   return 1;
 }
 
+/* --mirror: q submitted to node ip, rm now linked to it (its seek kept):
+ * 0 and the answer in *rep, or 1 with a message. */
+static int mirror_submit_at(remote *rm, const char *address, const char *token, const char *ip, Rd__LinkJob *q,
+                            Rd__LinkJobReply **rep) {
+  char hash[65], wd_hash[65];
+  remote nr;
+  memset(&nr, 0, sizeof(nr));
+  rd__conn_close(&rm->conn);
+  /* (no upload: q names the program stored already) */
+  if (remote_open(address, token, ip, NULL, hash, NULL, wd_hash, &nr) != 0) return 1;
+  nr.seek = rm->seek;
+  *rm = nr;
+  return remote_call(rm, q, 120000, rep);
+}
+
 /* --mirror: the job, waiting on node rm->ip, is withdrawn there and
- * submitted (q) to rm->move_to, whose room came free first; if it started
- * where it was meanwhile, it is followed on there.  0 (rm and *id the
- * job's node and number now), or 1 with a message. */
+ * submitted (q) to rm->move_to, whose room came free first (or, should
+ * that fail, where it was); if it started where it was meanwhile, it is
+ * followed on there.  0 (rm and *id the job's node and number now), or 1
+ * with a message. */
 static int mirror_move(remote *rm, const char *address, const char *token, Rd__LinkJob *q, int *id) {
   Rd__LinkJob w = RD__LINK_JOB__INIT;
   Rd__LinkJobReply *rep;
@@ -1517,23 +1533,16 @@ static int mirror_move(remote *rm, const char *address, const char *token, Rd__L
   int withdrawn = rep->exit_code == 0;
   protobuf_c_message_free_unpacked(&rep->base, NULL);
   if (!withdrawn) return 0;   /* it started there */
-  char from[64], hash[65], wd_hash[65];
+  char from[64];
   snprintf(from, sizeof(from), "%s", rm->ip);
   fprintf(stderr, "raydist job: withdrawn from node %s to run on node %s, where its room came free first\n", from,
           rm->move_to);
   fflush(stderr);
-  remote nr;
-  memset(&nr, 0, sizeof(nr));
-  rd__conn_close(&rm->conn);
-  /* (no upload: q names the program stored already) */
-  if (remote_open(address, token, rm->move_to, NULL, hash, NULL, wd_hash, &nr) != 0 &&
-      remote_open(address, token, from, NULL, hash, NULL, wd_hash, &nr) != 0) {
+  if (mirror_submit_at(rm, address, token, rm->move_to, q, &rep) != 0 &&
+      mirror_submit_at(rm, address, token, from, q, &rep) != 0) {
     fprintf(stderr, "raydist job: the job was withdrawn from node %s and could not be submitted again\n", from);
     return 1;
   }
-  nr.seek = rm->seek;
-  *rm = nr;
-  if (remote_call(rm, q, 120000, &rep) != 0) return 1;
   *id = (int)rep->id;
   if (rep->exit_code != 0 || *id <= 0) {
     int rc = remote_output(rep);
