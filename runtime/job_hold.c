@@ -148,12 +148,36 @@ static int waits_at(const char *ip, void *arg) {
   return n;
 }
 
+/* Where a job needing res (labels sel) that no node has room for now
+ * waits: of this node and the other live nodes whose totals hold res, the
+ * one with the fewest jobs waiting (waits_at), this one of equals, else the
+ * first in the view.  1: another node (its address in ip), 0: this one, -1:
+ * none. */
+static int wait_where(const rd_resources *res, const char *sel, char *ip, size_t len) {
+  int least = 0, other = rd__cluster_node_least(res, sel, waits_at, NULL, ip, len, &least);
+  if (fits_here(res, sel) && (!other || waits_at(rd__cluster_ip(), NULL) <= least)) return 0;
+  return other ? 1 : -1;
+}
+
 int rd__job_hold_wait_here(const rd_resources *res, const char *sel) {
   char ip[64];
-  int least = 0;
-  return fits_here(res, sel ? sel : "") &&
-         (!rd__cluster_node_least(res, sel, waits_at, NULL, ip, sizeof(ip), &least) ||
-          waits_at(rd__cluster_ip(), NULL) <= least);
+  return wait_where(res, sel ? sel : "", ip, sizeof(ip)) == 0;
+}
+
+/* Where h's resources are free now: 1 on another node of the view (its
+ * address in ip), 2 here (and no hold waits before it), 0 nowhere. */
+static int free_now_at(const node_hold *h, char *ip, size_t len) {
+  if (rd__cluster_node_free_for(&h->res, h->sel, ip, len)) return 1;
+  if (!fits_here(&h->res, h->sel) || !rd__job_hold_free_now(&h->res)) return 0;
+  snprintf(ip, len, "%s", rd__cluster_ip());
+  return 2;
+}
+
+/* h's job goes where free_now_at found room (at): that node's room claimed
+ * in the view, or this node's promised. */
+static void take_free(node_hold *h, int at, const char *ip) {
+  if (at == 1) h->claim = rd__cluster_claim_at(ip, &h->res);
+  else rd__job_hold_promise(&h->res);
 }
 
 /* A seeker told the node to run its job on, one whose labels satisfy its
@@ -169,19 +193,15 @@ int rd__job_hold_wait_here(const rd_resources *res, const char *sel) {
  * the job goes elsewhere. */
 static int seek_found(node_hold *h) {
   char ip[64], what[600], type[64];
-  int here = fits_here(&h->res, h->sel), least = 0;
-  if (rd__cluster_node_free_for(&h->res, h->sel, ip, sizeof(ip))) {
-    h->claim = rd__cluster_claim_at(ip, &h->res);
-  } else if (here && rd__job_hold_free_now(&h->res)) {
-    snprintf(ip, sizeof(ip), "%s", rd__cluster_ip());
-    rd__job_hold_promise(&h->res);
+  int at = free_now_at(h, ip, sizeof(ip)), wait;
+  if (at) {
+    take_free(h, at, ip);
   } else if (rd__cluster_launchable(&h->res, h->sel, type, sizeof(type))) {
     return 0;
-  } else if (!(here && rd__job_hold_wait_here(&h->res, h->sel)) &&
-             rd__cluster_node_least(&h->res, h->sel, waits_at, NULL, ip, sizeof(ip), &least)) {
+  } else if ((wait = wait_where(&h->res, h->sel, ip, sizeof(ip))) == 1) {
     h->claim = rd__cluster_claim_at(ip, &h->res);
     h->busy = 1;
-  } else if (here) {
+  } else if (wait == 0) {
     snprintf(ip, sizeof(ip), "%s", rd__cluster_ip());
     h->busy = 1;
   } else {
@@ -291,19 +311,11 @@ static void promise_kept(const rd_resources *res) {
 static void seek_move(void) {
   for (node_hold *h = answered; h; h = h->next) {
     char ip[64], what[600];
-    if (!h->busy) continue;
-    int to_here = 0;
-    if (rd__cluster_node_free_for(&h->res, h->sel, ip, sizeof(ip))) {
-      if (!strcmp(ip, h->ip)) continue;
-    } else if (strcmp(h->ip, rd__cluster_ip()) && fits_here(&h->res, h->sel) && rd__job_hold_free_now(&h->res)) {
-      snprintf(ip, sizeof(ip), "%s", rd__cluster_ip());
-      to_here = 1;
-    } else {
-      continue;
-    }
+    int at = h->busy ? free_now_at(h, ip, sizeof(ip)) : 0;
+    if (!at || !strcmp(ip, h->ip)) continue;   /* (free where it waits: it starts there) */
     rd__cluster_claim_cancel(h->claim);
-    h->claim = to_here ? 0 : rd__cluster_claim_at(ip, &h->res);
-    if (to_here) rd__job_hold_promise(&h->res);
+    h->claim = 0;
+    take_free(h, at, ip);
     h->busy = 0;
     seek_what(&h->res, h->sel, what, sizeof(what));
     rd__log(RD_LOG_INFO, "job %u (mirror pid %d): %s came free on node %s first: told to move there from %s", h->job,

@@ -867,16 +867,16 @@ static int entry_place(const char *spec, const char *sel, rd_resources *res, int
     return -1;
   }
   int labels_here = rd_labels_match(N.labels, sel[0] ? sel : NULL);
-  int launchable = rd__cluster_launchable(res, sel, type, sizeof(type));
   if (labels_here && rd_res_feasible(&N.ledger, res)) {   /* here, unless busy here and free there */
     if (rd__job_hold_free_now(res)) *now = 1;
     else   /* busy everywhere: demand, or wait on the node with the fewest waiting, this one of equals */
-      *away = rd__cluster_node_free_for(res, sel, ip, sizeof(ip)) || launchable || !rd__job_hold_wait_here(res, sel);
+      *away = rd__cluster_node_free_for(res, sel, ip, sizeof(ip)) || rd__cluster_launchable(res, sel, type, sizeof(type)) ||
+              !rd__job_hold_wait_here(res, sel);
     return 0;
   }
   /* there now; where room comes first, on a node the autoscaler starts for
    * it perhaps; there, waiting */
-  *away = rd__cluster_node_free_for(res, sel, ip, sizeof(ip)) || launchable ||
+  *away = rd__cluster_node_free_for(res, sel, ip, sizeof(ip)) || rd__cluster_launchable(res, sel, type, sizeof(type)) ||
           rd__cluster_node_for(res, sel, ip, sizeof(ip));
   if (*away) return 0;
   if (labels_here) return rd__job_hold_infeasible(res, why, wlen) ? -1 : 0;

@@ -243,6 +243,22 @@ def submit_together(jobs):
         check(got[jid][0] == 200, "submit %s: %r" % (jid, got[jid]))
 
 
+def waiting_as(jid, want, secs=30):
+    """Waits until job jid's message is all of the pattern want (it is
+    PENDING, or RUNNING while its mirror has not heard from the node it
+    waits on); the match."""
+    until = time.time() + secs
+    while True:
+        st, j = call("GET", "/api/jobs/" + jid)
+        check(st == 200 and j["status"] in ("PENDING", "RUNNING"), "%s waits: %r" % (jid, j))
+        m = re.fullmatch(want, j.get("message") or "")
+        if m or time.time() > until:
+            break
+        time.sleep(0.1)
+    check(m, "%s waits (%s): %r" % (jid, want, j))
+    return m
+
+
 def stop_all(jids):
     for jid in jids:
         check(call("POST", "/api/jobs/%s/stop" % jid)[1] == {"stopped": True}, "stop " + jid)
@@ -263,15 +279,7 @@ check(sorted(ips) == ["127.0.0.2", "127.0.0.3"], "pool-1 and pool-2 on b and c: 
 # end (before, both waited on b, the first node that could hold them, and
 # ran one after the other while c idled)
 submit_together([("pool-3", {"entrypoint_resources": {"pool": 1}}), ("pool-4", {"entrypoint_resources": {"pool": 1}})])
-waits, until = {}, time.time() + 30
-while len(waits) < 2 and time.time() < until:
-    for jid in ("pool-3", "pool-4"):
-        st, j = call("GET", "/api/jobs/" + jid)
-        m = re.match(r"^PENDING \(waits for pool=1\) on (127\.0\.0\.[0-9]+)$", j.get("message") or "")
-        check(st == 200 and j["status"] in ("PENDING", "RUNNING"), "%s waits: %r" % (jid, j))   # RUNNING: its mirror, not yet there
-        if m:
-            waits[jid] = m.group(1)
-    time.sleep(0.1)
+waits = {jid: waiting_as(jid, r"PENDING \(waits for pool=1\) on (127\.0\.0\.[0-9]+)").group(1) for jid in ("pool-3", "pool-4")}
 check(sorted(waits.values()) == ["127.0.0.2", "127.0.0.3"], "pool-3 and pool-4 wait on b and c: %r" % waits)
 stop_all(["pool-1", "pool-2"])
 ips = running_on(["pool-3", "pool-4"])
@@ -283,12 +291,7 @@ check(sorted(ips) == ["127.0.0.2", "127.0.0.3"], "pool-3 and pool-4 on b and c: 
 st, r = call("POST", "/api/jobs/", {"entrypoint": "echo \"on $RAYDIST_NODE_IP\"; exec sleep 60", "submission_id": "pool-5",
                                     "entrypoint_resources": {"pool": 1}})
 check(st == 200, "submit pool-5: %r" % (r,))
-x, until = None, time.time() + 30
-while not x and time.time() < until:
-    m = re.match(r"^PENDING \(waits for pool=1\) on (127\.0\.0\.[23])$", call("GET", "/api/jobs/pool-5")[1].get("message") or "")
-    x = m and m.group(1)
-    time.sleep(0.1)
-check(x, "pool-5 waits on b or c: %r" % (call("GET", "/api/jobs/pool-5"),))
+x = waiting_as("pool-5", r"PENDING \(waits for pool=1\) on (127\.0\.0\.[23])").group(1)
 on_x, on_y = ("pool-3", "pool-4") if ips[0] == x else ("pool-4", "pool-3")
 y = ips[1] if ips[0] == x else ips[0]
 t0 = time.time()
@@ -317,11 +320,7 @@ third = running_on(["two-c"])[0]
 check(third in ("127.0.0.2", "127.0.0.3") and third != ips[1], "two-c on the node left: %s" % third)
 for jid, want in (("two-d", r"PENDING \(waits for CPU=2\)"), ("two-e", r"PENDING \(waits for CPU=2\) on 127\.0\.0\.[23]")):
     check(call("POST", "/api/jobs/", dict(body, submission_id=jid))[0] == 200, "submit " + jid)
-    j, until = {}, time.time() + 30
-    while not re.fullmatch(want, j.get("message") or "") and time.time() < until:
-        time.sleep(0.1)
-        j = call("GET", "/api/jobs/" + jid)[1]
-    check(re.fullmatch(want, j.get("message") or ""), "%s waits (%s): %r" % (jid, want, j))
+    waiting_as(jid, want)
 stop_all(["two-e", "two-d", "two-c", "two-a", "two-b"])
 # what only the head has (solo=1): the second waits PENDING (no driver yet)
 # here and runs once the first lets go

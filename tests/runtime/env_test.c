@@ -330,18 +330,27 @@ static void job_set_checks(const char *want_a) {
   CHECK(!strcmp(p.a, "outer") && !strcmp(p.start, "job"));
 }
 
-/* rd_config.env: refused when bad (rd_init fails, nothing started), else
- * the job's set. */
-static int t_job(void) {
-  if (!getenv("RAYDIST_WORKER_ID")) setenv("RD_ENV_NODE", "node", 1);
+/* A driver of 2 CPUs whose own set (rd_config.env) is the job's:
+ * RD_ENV_A=job, RD_ENV_AT_START=job. */
+static rd_config job_config(void) {
+  static const char *const job[] = {"RD_ENV_A=job", "RD_ENV_AT_START=job", NULL};
   rd_config cfg;
   rd_config_init(&cfg);
   cfg.num_cpus = 2;
   cfg.object_store_bytes = 128u << 20;
+  cfg.env = job;
+  return cfg;
+}
+
+/* rd_config.env: refused when bad (rd_init fails, nothing started), else
+ * the job's set. */
+static int t_job(void) {
+  if (!getenv("RAYDIST_WORKER_ID")) setenv("RD_ENV_NODE", "node", 1);
+  rd_config cfg = job_config();
   static const char *const bad[] = {"RD_ENV_A=job", "RAYDIST_SESSION=/tmp", NULL};
+  const char *const *job = cfg.env;
   cfg.env = bad;
   CHECK_EQ(rd_init(&cfg), RD_EINVAL);
-  static const char *const job[] = {"RD_ENV_A=job", "RD_ENV_AT_START=job", NULL};
   cfg.env = job;
   CHECK_EQ(rd_init(&cfg), 0);
   CHECK(getenv("RD_ENV_A") == NULL);   /* the driver's own environment is its own */
@@ -377,13 +386,8 @@ static int t_job_vars(void) {
  * it in its Hello), not plain ones it would never use: the driver's tasks
  * find them started, and no other worker starts for them. */
 static int t_job_prestart(void) {
-  rd_config cfg;
-  rd_config_init(&cfg);
-  cfg.num_cpus = 2;
+  rd_config cfg = job_config();
   cfg.num_prestart_workers = 2;
-  cfg.object_store_bytes = 128u << 20;
-  static const char *const job[] = {"RD_ENV_A=job", "RD_ENV_AT_START=job", NULL};
-  cfg.env = job;
   CHECK_EQ(rd_init(&cfg), 0);
   rd_node_info ni;
   for (int i = 0; i < 500; i++) {   /* before any task: the prestarted pair, idle */
