@@ -299,9 +299,17 @@ char *rd__env_names(const char *prefix, const char *const *vars, size_t n) {
   return s;
 }
 
+/* The runtime's own settings a task's or actor's env may set: read by the
+ * worker alone (an actor's calls' lines recorded apart, src/worker.c). */
+static int env_worker_setting(const char *v, int nl) {
+  static const char rec[] = "RAYDIST_RECORD_ACTOR_TASK_LOGGING";
+  return nl == (int)sizeof(rec) - 1 && !strncmp(v, rec, sizeof(rec) - 1);
+}
+
 int rd__env_settable(const char *v) {
   int nl = env_name_len(v);
-  return nl > 0 && strncmp(v, "RAYDIST_", 8) != 0 && !(nl == 20 && !strncmp(v, "CUDA_VISIBLE_DEVICES", 20));
+  return nl > 0 && (strncmp(v, "RAYDIST_", 8) != 0 || env_worker_setting(v, nl)) &&
+         !(nl == 20 && !strncmp(v, "CUDA_VISIBLE_DEVICES", 20));
 }
 
 int rd__env_canon(const char *const *vars, size_t n, char **out, size_t *len, char *err, size_t errlen) {

@@ -85,6 +85,16 @@ int rd__task_state_parse(const char *s);
 #define RD_TASK_ID_TEXT 32
 void rd__task_id_text(char *out, size_t len, uint32_t node, int pid, uint64_t task);
 
+/* A worker's task mark (src/worker.c writes it, the node's pipe reader
+ * takes it out: runtime/node.c): RD_TASK_MARK "task ID ATTEMPT NAME\n"
+ * before a task's lines, or RD_TASK_MARK "name NAME\n" (an actor's class)
+ * on its stdout and stderr; at most RD_TASK_MARK_MAX bytes, the name cut
+ * to RD_TASK_MARK_NAME_MAX. */
+#define RD_TASK_MARK "\x1e\x1frd:"
+#define RD_TASK_MARK_LEN 5
+#define RD_TASK_MARK_NAME_MAX 100
+#define RD_TASK_MARK_MAX 160
+
 /* An actor record's state as `raydist list actors` names it (Ray's names):
  * waiting to be placed or for its first start, restarting after its
  * process was lost, alive, dead.  Never on the wire. */

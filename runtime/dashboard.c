@@ -712,6 +712,8 @@ typedef struct tf_entry {
   uint32_t parent_node;
   int parent_pid;
   int status, attempt;
+  int worker_pid;           /* the worker it ran on last, and its node (0: none) */
+  uint32_t worker_node;
   uint32_t job;             /* its owner's GCS job (0: not known) */
   uint32_t njob;            /* a driver owner's job on this node (its number: its GCS job may come later) */
   int pid;                  /* its owner's */
@@ -756,6 +758,8 @@ void rd__dashboard_failures_add(const node_client *c, const Rd__OwnerStats *m) {
     e->at_ns = now;
     e->status = f->status;
     e->attempt = f->attempt;
+    e->worker_pid = f->worker_pid;
+    e->worker_node = f->worker_node;
     client_text(c->role, c->pid, e->who, sizeof(e->who));
     e->job = rd__node_client_gcs_job(c);
     e->njob = owner_njob(c);
@@ -1118,8 +1122,8 @@ static void tl_render(const tl_req *q, rd__mbuf *b) {
       rd__mbuf_printf(b, ",\"attempt\":%d,\"age_s\":%.3f,\"ago_s\":%.3f,\"owner\":", e->attempt,
                       (double)e->age_ns / 1e9, (double)(now - e->at_ns) / 1e9);
       rd__mbuf_json_cstr(b, e->who);
-      rd__mbuf_printf(b, ",\"actor_id\":\"%016llx\",\"owner_pid\":%d,\"job\":%u", (unsigned long long)e->actor_id,
-                      e->pid, e->job);
+      rd__mbuf_printf(b, ",\"actor_id\":\"%016llx\",\"owner_pid\":%d,\"job\":%u,\"worker_pid\":%d,\"worker_node\":%u",
+                      (unsigned long long)e->actor_id, e->pid, e->job, e->worker_pid, e->worker_node);
       put_parent(b, e->parent_task, e->parent_node, e->parent_pid);
     }
     rd__mbuf_printf(b, "]}\n");

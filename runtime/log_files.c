@@ -39,6 +39,7 @@ void rd__wlog_name(char *out, size_t len, uint32_t wid, uint32_t job, int pid) {
 int rd__wlog_open(rd__wlog *l, const char *dir, uint32_t wid, uint32_t job, int pid, int which) {
   l->fd = -1;
   l->size = 0;
+  l->gen = 0;
   rot_conf();
   int n = snprintf(l->path, sizeof(l->path), "%s/logs", dir);
   if (n < 0 || (size_t)n >= sizeof(l->path) - 64) return errno = ENAMETOOLONG, -1;
@@ -60,6 +61,7 @@ static int wlog_rotate(rd__wlog *l) {
   if (rot_backups == 0) {
     if (ftruncate(l->fd, 0) != 0) goto failed;
     l->size = 0;
+    l->gen++;   /* the node's task ranges in this file move to its first backup (or go) */
     return 0;
   }
   if (rd__log_shift(l->path, rot_backups) != 0) goto failed;
@@ -68,15 +70,26 @@ static int wlog_rotate(rd__wlog *l) {
   close(l->fd);
   l->fd = fd;
   l->size = 0;
+  l->gen++;
   return 0;
 failed:
   rd__log(RD_LOG_ERROR, "cannot rotate %s: %s", l->path, strerror(errno));
   return -1;
 }
 
+uint64_t rd__wlog_here(rd__wlog *l) {
+  if (l->fd >= 0 && rot_max && l->size >= rot_max) (void)wlog_rotate(l);
+  return l->size;
+}
+
+int rd__wlog_backups(void) {
+  rot_conf();
+  return rot_backups;
+}
+
 void rd__wlog_write(rd__wlog *l, const char *p, size_t n) {
   if (l->fd < 0 || !n) return;
-  if (rot_max && l->size >= rot_max) (void)wlog_rotate(l);
+  (void)rd__wlog_here(l);
   while (n) {
     ssize_t w = write(l->fd, p, n);
     if (w < 0 && errno == EINTR) continue;
@@ -234,7 +247,7 @@ typedef struct logs_req {
   long lines;
   uint64_t off, end;
   int has_end;
-  char glob[256], filename[256], suffix[8];
+  char glob[256], filename[256], suffix[8], task[64];
   rd__http_reply reply;
   void *arg;
   int code;
@@ -383,13 +396,19 @@ static int parse(logs_req *q, const char *query, char *why, size_t wl) {
       if (!*v || *end || errno || *v == '-') snprintf(why, wl, "%s must be a byte offset, not '%.40s'", p, v), rc = -1;
       else if (p[0] == 'o') q->off = o;
       else q->end = o, q->has_end = 1;
+    } else if (!strcmp(p, "task")) {
+      if (!*v || strlen(v) >= sizeof(q->task)) snprintf(why, wl, "task must be a task's id, not '%.40s'", v), rc = -1;
+      else snprintf(q->task, sizeof(q->task), "%s", v);
     } else if (!strcmp(p, "stat")) {
       q->stat = !strcmp(v, "1") || !strcmp(v, "true") || !strcmp(v, "True");
     }   /* others (timeout, node_id, ... forwarded by the state API) are not this node's to read */
   }
   rd__query_close(&it);
-  if (rc == 0 && q->file && !q->filename[0] && !has_pid)
-    snprintf(why, wl, "name the file (filename=NAME, as GET /api/logs lists) or the worker (pid=P)"), rc = -1;
+  if (rc == 0 && q->file && !q->filename[0] && !has_pid && !q->task[0])
+    snprintf(why, wl, "name the file (filename=NAME, as GET /api/logs lists), the worker (pid=P) or the task (task=ID)"),
+        rc = -1;
+  if (rc == 0 && q->task[0] && (q->filename[0] || q->has_end || q->off))
+    snprintf(why, wl, "task=ID names its own file and range: not with filename, offset or end"), rc = -1;
   return rc;
 }
 
@@ -412,6 +431,15 @@ void rd__logs_http(uv_loop_t *loop, const char *dir, const char *path, const cha
     char line[320];
     snprintf(line, sizeof(line), "%s\n", why);
     answer(reply, arg, 400, line);
+    return;
+  }
+  if (q->file && q->task[0] &&   /* the task's range, found here on the loop, read on the pool */
+      rd__node_task_lines(q->task, q->pid, strcmp(q->suffix, "err") ? 1 : 2, q->filename, sizeof(q->filename), &q->off,
+                          &q->end, &q->has_end, why, sizeof(why) - 1) != 0) {
+    free(q);
+    size_t l = strlen(why);
+    why[l] = '\n';
+    reply(arg, 404, why, l + 1);
     return;
   }
   q->reply = reply;

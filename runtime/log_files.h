@@ -11,6 +11,8 @@
  *       &lines=N                  its last N lines (-1, the default: all), of
  *       &offset=A&end=B           the bytes [A, B) (default: the whole file)
  *       &stat=1                   {"filename", "size", "inode"} instead of the text (a new inode: rotated)
+ *       task=ID (and suffix)      instead of filename or pid: the lines of that task (the range its
+ *                                 worker's mark began, to the next mark), with pid=P: on that worker
  *
  * Both need the cluster token, as the state API does; errors are one line
  * of text with 400, 401, 403, 404, 413 (more than RD_LOGS_MAX_BYTES to
@@ -22,6 +24,7 @@
 #include <uv.h>
 
 #include "job_http.h"
+#include "metrics.h"
 
 #define RD_LOGS_MAX_BYTES ((uint64_t)64 << 20)   /* one answer's text at most */
 
@@ -29,6 +32,7 @@
 typedef struct rd__wlog {
   int fd;                   /* -1: none */
   uint64_t size;            /* bytes in the file now */
+  uint32_t gen;             /* rotations so far (the file's earlier text is in its backups) */
   char path[512];
 } rd__wlog;
 
@@ -42,10 +46,29 @@ int rd__wlog_open(rd__wlog *l, const char *dir, uint32_t wid, uint32_t job, int 
  * (RAYDIST_ROTATION_BACKUP_COUNT backups, .1 the newest).  A failed write
  * is logged once and the file given up. */
 void rd__wlog_write(rd__wlog *l, const char *p, size_t n);
+/* Rotates l's file if the next write would: where that write's bytes go. */
+uint64_t rd__wlog_here(rd__wlog *l);
+/* RAYDIST_ROTATION_BACKUP_COUNT, as the workers' files are rotated. */
+int rd__wlog_backups(void);
 void rd__wlog_close(rd__wlog *l);
 /* Removes a worker's files (.out, .err and their rotated backups): its
  * node no longer lists it (it left the last RAYDIST_WORKERS_EXITED_KEPT). */
 void rd__wlog_remove(const char *dir, uint32_t wid, uint32_t job, int pid);
+
+/* Where task id's lines (its newest attempt's; with pid, of that worker)
+ * are in its worker's stream `which` (1 stdout, 2 stderr) on this node: the
+ * file's name (a backup's when rotated since), the range [off, end) (end
+ * only when *has_end: else to the file's end).  0, or -1 with why.  The
+ * node's (node.c: the ranges its workers' marks gave). */
+int rd__node_task_lines(const char *id, int pid, int which, char *file, size_t flen, uint64_t *off, uint64_t *end,
+                        int *has_end, char *why, size_t wl);
+
+/* GET /api/task_lines (the state API's task_log_info): every range the
+ * node keeps, newest first, {"tasks": [{"task_id", "attempt", "pid",
+ * "out_file", "out_start", "out_end", "err_file", ...}]} (a stream's members
+ * only when its mark came; its _end only when the next mark came, in the
+ * same file).  The node's (node.c). */
+void rd__node_task_lines_json(rd__mbuf *b);
 
 /* 1 when path (without its query) is /api/logs or /api/logs/file. */
 int rd__logs_path(const char *path);

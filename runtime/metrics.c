@@ -602,6 +602,12 @@ static void handle_request(mconn *c) {
     free(b.p);
     return;
   }
+  if (!strcmp(path, "/api/task_lines")) {   /* for the state API's task_log_info */
+    rd__mbuf b = {0};
+    rd__node_task_lines_json(&b);
+    respond_built(c, &b, 1, head);
+    return;
+  }
   if (!strcmp(path, "/api/workers")) {   /* for the state API's ray list workers */
     long limit = query_long(q ? q + 1 : NULL, "limit=", 10000, 10000);
     rd__mbuf b = {0};

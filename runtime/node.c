@@ -138,12 +138,266 @@ typedef struct worker_out {
   int pid;
   uint32_t driver;          /* the last driver seen (w->driver) */
   rd__wlog file;            /* logs/worker-WID-JOB-PID.out or .err (fd -1: the node's log instead) */
+  uint32_t wid, job;        /* the worker's number and its job's, for its files' names */
+  uint32_t gen;             /* file.gen when the task ranges last heard of it */
+  uint64_t task;            /* the task_lines seq of the task marked last (0: none) */
+  char name[RD_TASK_MARK_NAME_MAX + 1];   /* the name marked last (WorkerOutput.name) */
+  struct worker_out *next_paused;         /* in out_paused while its reads rest */
+  int paused;
+  uint64_t read_ns;                       /* its last read (rd__now_ns): one soon after rests */
   size_t len;
   char buf[RD_OUT_LINE_MAX];
 } worker_out;
 
+/* ------------------------------------------------ task ranges (cluster)
+ *
+ * Where each task's lines are in its worker's files, from the marks the
+ * worker writes before each task (src/worker.c, RD_TASK_MARK): the last
+ * RAYDIST_TASK_LOGS_KEPT (default 10000) tasks' ranges on this node, in a
+ * ring, for `raydist logs task` (GET /api/logs/file?task=ID) and `ray list
+ * tasks --detail`'s task_log_info.  A range is (backup, offset): backup 0
+ * is the file being written, k its k-th backup (.out.k), so a rotation
+ * moves each of the stream's ranges one backup back; a range runs to the
+ * next mark in its stream, or to the file's end while none came. */
+typedef struct task_lines {
+  uint64_t seq;             /* its place in the ring (0: an empty slot) */
+  char id[RD_TASK_ID_TEXT];
+  uint32_t attempt, wid, job;
+  int pid;
+  struct {
+    uint32_t k0, k1;        /* the backups its start and its end are in */
+    uint64_t start, end;
+    uint8_t set, ended;     /* its mark came; the next mark came (end is set) */
+  } s[2];                   /* stdout, stderr */
+} task_lines;
+
+static struct {
+  task_lines *v;
+  size_t cap;               /* RAYDIST_TASK_LOGS_KEPT; 0 until the first mark */
+  uint64_t next;            /* the seq of the next range */
+  int off;                  /* RAYDIST_TASK_LOGS_KEPT=0, or no memory: none kept */
+} TL;
+
+static task_lines *tl_at(uint64_t seq) {
+  if (!seq || !TL.cap || seq + TL.cap <= TL.next) return NULL;   /* none, or overwritten */
+  task_lines *t = &TL.v[seq % TL.cap];
+  return t->seq == seq ? t : NULL;
+}
+
+/* The range of (id, attempt) for stream s's mark: the one its worker's
+ * other stream's mark made, or a new one.  Both streams mark each task in
+ * the same order, so the stream that lags finds its task as the first of
+ * its worker's ranges after its own last one that it has no part in yet
+ * (the ranges of other workers between them skipped). */
+static task_lines *tl_take(worker_out *s, const char *id, size_t idlen, uint32_t attempt) {
+  if (TL.off) return NULL;
+  if (!TL.cap) {
+    const char *v = getenv("RAYDIST_TASK_LOGS_KEPT");
+    long n = v && *v ? atol(v) : 10000;
+    if (n <= 0 || !(TL.v = calloc((size_t)n, sizeof(*TL.v)))) return (void)(TL.off = 1), NULL;
+    TL.cap = (size_t)n;
+    TL.next = 1;
+  }
+  int i = s->which - 1;
+  uint64_t from = tl_at(s->task) ? s->task + 1 : (TL.next > TL.cap ? TL.next - TL.cap : 1);
+  for (uint64_t q = from; q < TL.next; q++) {
+    task_lines *t = tl_at(q);
+    if (!t || t->wid != s->wid || t->s[i].set) continue;
+    if (t->attempt == attempt && !memcmp(t->id, id, idlen) && !t->id[idlen]) return t;
+    break;   /* not this task's: its other stream's mark has not come */
+  }
+  task_lines *t = &TL.v[TL.next % TL.cap];
+  memset(t, 0, sizeof(*t));
+  t->seq = TL.next++;
+  memcpy(t->id, id, idlen);
+  t->attempt = attempt;
+  t->wid = s->wid;
+  return t;
+}
+
+/* s's file rotated (gen times since the ranges last looked): its ranges
+ * move that many backups back; the open one goes on in the new file. */
+static void tl_rotated(worker_out *s) {
+  uint32_t d = s->file.gen - s->gen;
+  s->gen = s->file.gen;
+  if (!TL.cap || !d) return;
+  int i = s->which - 1;
+  for (size_t k = 0; k < TL.cap; k++) {
+    task_lines *t = &TL.v[k];
+    if (!t->seq || t->wid != s->wid || !t->s[i].set) continue;
+    t->s[i].k0 += d;
+    if (t->s[i].ended) t->s[i].k1 += d;
+  }
+}
+
+/* s's name is now p[0..n) (cut to RD_TASK_MARK_NAME_MAX). */
+static void out_name(worker_out *s, const char *p, size_t n) {
+  if (n > RD_TASK_MARK_NAME_MAX) n = RD_TASK_MARK_NAME_MAX;
+  if (!memcmp(s->name, p, n) && !s->name[n]) return;   /* the same task as before: most marks */
+  memcpy(s->name, p, n);
+  s->name[n] = 0;
+}
+
+/* A worker's mark, parsed from its text (after RD_TASK_MARK, without its
+ * newline): "name NAME", or "task ID ATTEMPT NAME" (by hand: one comes
+ * with each task, on each stream). */
+typedef struct out_mark_t {
+  const char *id, *name;    /* id NULL: a name alone */
+  size_t idlen, namelen;
+  uint32_t attempt;
+} out_mark_t;
+
+/* 1 when p[0..n) is a mark, into *m; 0: the worker's own bytes. */
+static int mark_parse(const char *p, size_t n, out_mark_t *m) {
+  const char *e = p + n;
+  memset(m, 0, sizeof(*m));
+  if (n > 5 && !memcmp(p, "name ", 5)) {
+    m->name = p + 5;
+    m->namelen = n - 5;
+    return 1;
+  }
+  if (n < 8 || memcmp(p, "task ", 5) != 0) return 0;
+  const char *id = p + 5, *sp = memchr(id, ' ', (size_t)(e - id));
+  if (!sp || sp == id || sp - id >= RD_TASK_ID_TEXT) return 0;
+  const char *d = sp + 1;
+  for (; d < e && *d >= '0' && *d <= '9'; d++) m->attempt = m->attempt * 10 + (uint32_t)(*d - '0');
+  if (d == sp + 1 || d >= e || *d != ' ') return 0;
+  m->id = id;
+  m->idlen = (size_t)(sp - id);
+  m->name = d + 1;
+  m->namelen = (size_t)(e - d - 1);
+  return 1;
+}
+
+/* Mark m came on s: its name, and where its task's lines begin. */
+static void out_mark(worker_out *s, const out_mark_t *m) {
+  out_name(s, m->name, m->namelen);
+  if (!m->id || s->file.fd < 0) return;   /* a name alone; or no file: no ranges */
+  uint64_t here = rd__wlog_here(&s->file);
+  tl_rotated(s);
+  int i = s->which - 1;
+  task_lines *prev = tl_at(s->task);
+  if (prev && prev->s[i].set && !prev->s[i].ended) {
+    prev->s[i].ended = 1;
+    prev->s[i].k1 = 0;
+    prev->s[i].end = here;
+  }
+  task_lines *t = tl_take(s, m->id, m->idlen, m->attempt);
+  if (!t) return;
+  t->pid = s->pid;
+  t->job = s->job;
+  t->s[i].set = 1;
+  t->s[i].ended = 0;
+  t->s[i].k0 = 0;
+  t->s[i].start = here;
+  s->task = t->seq;
+}
+
+/* One stream's part of a range, as members of task_lines_json's rows. */
+static void tl_json_stream(rd__mbuf *b, const task_lines *t, int i) {
+  const char *sfx = i ? "err" : "out";
+  if (!t->s[i].set || (int)t->s[i].k0 > rd__wlog_backups()) return;
+  char name[64];
+  rd__wlog_name(name, sizeof(name), t->wid, t->job, t->pid);
+  rd__mbuf_printf(b, ", \"%s_file\": \"%s.%s", sfx, name, sfx);
+  if (t->s[i].k0) rd__mbuf_printf(b, ".%u", t->s[i].k0);
+  rd__mbuf_printf(b, "\", \"%s_start\": %" PRIu64, sfx, t->s[i].start);
+  if (t->s[i].ended && t->s[i].k1 == t->s[i].k0) rd__mbuf_printf(b, ", \"%s_end\": %" PRIu64, sfx, t->s[i].end);
+}
+
+void rd__node_task_lines_json(rd__mbuf *b) {
+  rd__mbuf_printf(b, "{\"tasks\": [");
+  int first = 1;
+  for (uint64_t q = TL.next; TL.cap && q-- > 1;) {   /* newest first */
+    task_lines *t = tl_at(q);
+    if (!t) break;
+    rd__mbuf_printf(b, "%s{\"task_id\": \"%s\", \"attempt\": %u, \"pid\": %d", first ? "" : ", ", t->id, t->attempt,
+                    t->pid);
+    tl_json_stream(b, t, 0);
+    tl_json_stream(b, t, 1);
+    rd__mbuf_printf(b, "}");
+    first = 0;
+  }
+  rd__mbuf_printf(b, "]}\n");
+}
+
+int rd__node_task_lines(const char *id, int pid, int which, char *file, size_t flen, uint64_t *off, uint64_t *end,
+                        int *has_end, char *why, size_t wl) {
+  task_lines *best = NULL;
+  for (uint64_t q = TL.next; TL.cap && q-- > 1;) {
+    task_lines *t = tl_at(q);
+    if (!t) break;
+    if (strcasecmp(t->id, id) != 0 || (pid && t->pid != pid)) continue;
+    best = t;
+    break;
+  }
+  int i = which == 2 ? 1 : 0;
+  if (!best || !best->s[i].set) {
+    snprintf(why, wl, "no lines of task %.40s are recorded on this node (an actor's calls only with "
+                      "RAYDIST_RECORD_ACTOR_TASK_LOGGING=1; the last %zu tasks' are kept): its worker's whole "
+                      "file is raydist logs worker --pid P", id, TL.cap ? TL.cap : (size_t)10000);
+    return -1;
+  }
+  uint32_t k = best->s[i].k0;
+  if ((int)k > rd__wlog_backups()) {
+    snprintf(why, wl, "task %.40s's lines were rotated out of its worker's files (RAYDIST_ROTATION_BACKUP_COUNT)", id);
+    return -1;
+  }
+  char name[64];
+  rd__wlog_name(name, sizeof(name), best->wid, best->job, best->pid);
+  if (k) snprintf(file, flen, "%s.%s.%u", name, i ? "err" : "out", k);
+  else snprintf(file, flen, "%s.%s", name, i ? "err" : "out");
+  *off = best->s[i].start;
+  *has_end = best->s[i].ended && best->s[i].k1 == k;   /* else to the end of the file it starts in */
+  *end = *has_end ? best->s[i].end : 0;
+  return 0;
+}
+
+/* Streams read more than once in RD_OUT_REST_MS rest that long before
+ * their next read, so that a worker running many small tasks (a mark each)
+ * wakes its node a thousand times a second, not at each task (at 400,000
+ * tasks a second, 22 MB/s a stream: 22 KB a rest, in a pipe of 256 KiB),
+ * while a line now and then is read at once. */
+#define RD_OUT_REST_MS 1
+static worker_out *out_paused;
+static uv_timer_t out_rest_timer;
+static int out_rest_init;
+
+static void out_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *b);
+static void out_read(uv_stream_t *st, ssize_t n, const uv_buf_t *b);
+
+static void out_rest_over(uv_timer_t *t) {
+  (void)t;
+  worker_out *s = out_paused;
+  out_paused = NULL;
+  for (worker_out *next; s; s = next) {
+    next = s->next_paused;
+    s->next_paused = NULL;
+    s->paused = 0;
+    if (!uv_is_closing((uv_handle_t *)&s->pipe)) (void)uv_read_start((uv_stream_t *)&s->pipe, out_alloc, out_read);
+  }
+}
+
+static void out_rest(worker_out *s) {
+  if (s->paused || N.shutting_down) return;
+  if (!out_rest_init) {
+    if (uv_timer_init(N.loop, &out_rest_timer) != 0) return;
+    out_rest_init = 1;
+  }
+  if (uv_read_stop((uv_stream_t *)&s->pipe) != 0) return;
+  s->paused = 1;
+  s->next_paused = out_paused;
+  out_paused = s;
+  if (!uv_is_active((uv_handle_t *)&out_rest_timer)) uv_timer_start(&out_rest_timer, out_rest_over, RD_OUT_REST_MS, 0);
+}
+
 static void out_closed(uv_handle_t *h) {
   worker_out *s = h->data;
+  for (worker_out **p = &out_paused; *p; p = &(*p)->next_paused)
+    if (*p == s) {
+      *p = s->next_paused;
+      break;
+    }
   rd__wlog_close(&s->file);
   free(s);
 }
@@ -168,6 +422,7 @@ int rd__node_output_deliver(const Rd__WorkerOutput *m) {
 static void out_emit(worker_out *s, const char *data, size_t len) {
   if (s->file.fd >= 0) {
     rd__wlog_write(&s->file, data, len);
+    if (s->file.gen != s->gen) tl_rotated(s);
   } else {
     char prefix[32];
     snprintf(prefix, sizeof(prefix), "(pid=%d) ", s->pid);
@@ -182,6 +437,7 @@ static void out_emit(worker_out *s, const char *data, size_t len) {
   m.data.data = (uint8_t *)data;
   m.data.len = len;
   m.driver = s->driver;
+  m.name = s->name;
   uint32_t node = rd__client_node(s->driver);
   if (node == rd__cluster_index() || node == 0) (void)rd__node_output_deliver(&m);
   else rd__cluster_send_output(node, &m);
@@ -192,6 +448,49 @@ static void out_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *b) {
   worker_out *s = h->data;
   b->base = s->buf + s->len;
   b->len = sizeof(s->buf) - s->len;
+}
+
+/* n more bytes came into s->buf: its marks taken, its whole lines out. */
+static void out_got(worker_out *s, size_t n) {
+  s->len += n;
+  size_t used = 0, from = 0;   /* bytes of buf handled; where the next mark is looked for */
+  for (;;) {   /* the worker's marks: what came before each is the earlier task's, even a part of a line */
+    char *mk = memmem(s->buf + from, s->len - from, RD_TASK_MARK, RD_TASK_MARK_LEN);
+    if (!mk) break;
+    char *nl = memchr(mk, '\n', (size_t)(s->buf + s->len - mk));
+    if (!nl && s->buf + s->len - mk < RD_TASK_MARK_MAX) {   /* the rest of it comes with the next read */
+      if (mk > s->buf + used) out_emit(s, s->buf + used, (size_t)(mk - (s->buf + used)));
+      used = (size_t)(mk - s->buf);
+      goto keep;
+    }
+    out_mark_t m;
+    if (!nl || nl - mk > RD_TASK_MARK_MAX ||
+        !mark_parse(mk + RD_TASK_MARK_LEN, (size_t)(nl - mk) - RD_TASK_MARK_LEN, &m)) {
+      from = (size_t)(mk + 1 - s->buf);   /* only looks like one: output, with its line */
+      continue;
+    }
+    if (mk > s->buf + used) out_emit(s, s->buf + used, (size_t)(mk - (s->buf + used)));
+    out_mark(s, &m);
+    used = from = (size_t)(nl + 1 - s->buf);
+  }
+  {
+    char *from = s->buf + used, *last = NULL;   /* the end of the last whole line */
+    for (size_t k = s->len; k > used && !last; k--)
+      if (s->buf[k - 1] == '\n') last = s->buf + k;
+    if (!last && s->len == sizeof(s->buf)) {   /* a longer line: cut here, before what may begin a mark */
+      last = s->buf + s->len;
+      char *e = memchr(s->buf + s->len - RD_TASK_MARK_MAX, RD_TASK_MARK[0], RD_TASK_MARK_MAX);
+      if (e && e > from) last = e;
+    }
+    if (last) {
+      out_emit(s, from, (size_t)(last - from));
+      used = (size_t)(last - s->buf);
+    }
+  }
+keep:
+  memmove(s->buf, s->buf + used, s->len - used);
+  s->len -= used;
+  if (used) flush_all();
 }
 
 static void out_read(uv_stream_t *st, ssize_t n, const uv_buf_t *b) {
@@ -205,17 +504,25 @@ static void out_read(uv_stream_t *st, ssize_t n, const uv_buf_t *b) {
     flush_all();
     return;
   }
-  s->len += (size_t)n;
-  char *last = NULL;   /* the end of the last whole line */
-  for (size_t k = s->len; k > 0 && !last; k--)
-    if (s->buf[k - 1] == '\n') last = s->buf + k;
-  if (!last && s->len == sizeof(s->buf)) last = s->buf + s->len;   /* a longer line: cut here */
-  if (!last) return;
-  size_t whole = (size_t)(last - s->buf);
-  out_emit(s, s->buf, whole);
-  memmove(s->buf, last, s->len - whole);
-  s->len -= whole;
-  flush_all();
+  out_got(s, (size_t)n);
+  uint64_t now = rd__now_ns();
+  if (now - s->read_ns < RD_OUT_REST_MS * 1000000ull) out_rest(s);   /* reads come fast: the next one rests */
+  s->read_ns = now;
+}
+
+/* What w wrote so far, read now: before it works for another driver, its
+ * lines go to the one it worked for (its reads may be resting). */
+static void out_drain(node_worker *w) {
+  for (int i = 0; i < 2; i++) {
+    worker_out *s = w->out[i];
+    uv_os_fd_t fd;
+    if (!s || uv_is_closing((uv_handle_t *)&s->pipe) || uv_fileno((uv_handle_t *)&s->pipe, &fd) != 0) continue;
+    for (int k = 0; k < 64 && s->len < sizeof(s->buf); k++) {
+      ssize_t r = read(fd, s->buf + s->len, sizeof(s->buf) - s->len);
+      if (r <= 0) break;   /* nothing more now (or the end, which its reader sees) */
+      out_got(s, (size_t)r);
+    }
+  }
 }
 
 /* A pipe for stream `which` of a worker about to start; NULL without memory. */
@@ -228,6 +535,8 @@ static worker_out *out_new(node_worker *w, int which) {
   }
   s->pipe.data = s;
   s->w = w;
+  s->wid = w->id;
+  s->job = w->job->id;
   s->which = which;
   s->file.fd = -1;
   return s;
@@ -236,7 +545,10 @@ static worker_out *out_new(node_worker *w, int which) {
 static void worker_free(uv_handle_t *h) {
   node_worker *w = h->data;
   for (int i = 0; i < 2; i++)
-    if (w->out[i]) w->out[i]->w = NULL;   /* read to its end on its own */
+    if (w->out[i]) {   /* read to its end on its own, for the driver it worked for last */
+      if (w->driver) w->out[i]->driver = w->driver;
+      w->out[i]->w = NULL;
+    }
   free(w);
 }
 
@@ -368,7 +680,7 @@ static int env_sets(const node_env *set, const char *v) {
  * and their names in RAYDIST_ENV_VARS.  The strings it made are in
  * owned[] (NULL-ended), for env_free. */
 #define WORKER_ENV_OWNED 5
-static char **build_worker_env(uint32_t wid, const node_env *jenv, char *owned[WORKER_ENV_OWNED + 1]) {
+static char **build_worker_env(uint32_t wid, const node_env *jenv, int marks, char *owned[WORKER_ENV_OWNED + 1]) {
   size_t n = 0;
   while (environ[n]) n++;
   char **env = calloc(n + (jenv ? jenv->n : 0) + 8, sizeof(char *));
@@ -398,6 +710,7 @@ static char **build_worker_env(uint32_t wid, const node_env *jenv, char *owned[W
   env[k++] = b;
   env[k++] = c;
   env[k++] = d;
+  if (marks) env[k++] = "RAYDIST_WORKER_TASK_MARKS=1";   /* its output comes through the node's pipes */
   env[k] = NULL;
   if (!a || !b || !c || !d) {
     free(a); free(b); free(c); free(d); free(names); free(env);
@@ -448,7 +761,9 @@ static void worker_spawn(node_job *j) {
   w->job = j;
   w->launch_ms = rd__wall_ms();
   char *owned[WORKER_ENV_OWNED + 1];
-  char **env = build_worker_env(w->id, j->env, owned);
+  static int marks = -1;   /* RAYDIST_RECORD_TASK_LOGGING=0: the workers mark no task (see task ranges) */
+  if (marks < 0) marks = !(getenv("RAYDIST_RECORD_TASK_LOGGING") && !strcmp(getenv("RAYDIST_RECORD_TASK_LOGGING"), "0"));
+  char **env = build_worker_env(w->id, j->env, rd__cluster_on() && marks, owned);
   if (!env) { free(w); return; }
   uv_process_options_t o;
   memset(&o, 0, sizeof(o));
@@ -458,12 +773,25 @@ static void worker_spawn(node_job *j) {
   stdio[1].data.fd = 1;
   stdio[2].flags = UV_INHERIT_FD;
   stdio[2].data.fd = 2;
-  if (rd__cluster_on()) {   /* read by the node: its log, and the driver's terminal */
+  /* read by the node (its files, and the driver's terminal) through pipes
+   * of its own making: libuv's UV_CREATE_PIPE is a socketpair, whose every
+   * write costs the worker a socket buffer (a task mark each task: 3x the
+   * cost of a small task, against a pipe's plain copy) */
+  int rd_end[2] = {-1, -1}, wr_end[2] = {-1, -1};
+  if (rd__cluster_on()) {
     for (int i = 0; i < 2; i++) {
-      w->out[i] = out_new(w, i + 1);
-      if (!w->out[i]) continue;   /* inherited, as on an embedded node */
-      stdio[i + 1].flags = UV_CREATE_PIPE | UV_WRITABLE_PIPE;
-      stdio[i + 1].data.stream = (uv_stream_t *)&w->out[i]->pipe;
+      int p[2];
+      if (pipe2(p, O_CLOEXEC) != 0) continue;   /* inherited, as on an embedded node */
+      if (!(w->out[i] = out_new(w, i + 1))) {
+        close(p[0]);
+        close(p[1]);
+        continue;
+      }
+      (void)fcntl(p[1], F_SETPIPE_SZ, 256 << 10);   /* room for a worker's burst while the node's reads rest */
+      rd_end[i] = p[0];
+      wr_end[i] = p[1];
+      stdio[i + 1].flags = UV_INHERIT_FD;
+      stdio[i + 1].data.fd = p[1];
     }
   }
   o.file = j->exe;
@@ -478,7 +806,10 @@ static void worker_spawn(node_job *j) {
   free(env);
   for (int i = 0; i < 2; i++) {
     if (!w->out[i]) continue;
-    if (r == 0 && uv_read_start((uv_stream_t *)&w->out[i]->pipe, out_alloc, out_read) == 0) {
+    close(wr_end[i]);   /* the worker's now */
+    int opened = uv_pipe_open(&w->out[i]->pipe, rd_end[i]) == 0;
+    if (!opened) close(rd_end[i]);
+    if (r == 0 && opened && uv_read_start((uv_stream_t *)&w->out[i]->pipe, out_alloc, out_read) == 0) {
       worker_out *s = w->out[i];
       s->pid = w->proc.pid;
       if (N.worker_files && rd__wlog_open(&s->file, N.opts.session_dir, w->id, j->id, s->pid, s->which) != 0)
@@ -692,6 +1023,7 @@ static void granted(rd_sched_item *it, const rd_res_grant *g, void *ctx) {
     worker_bind_bundle(w, b);
     w->lease_priority = r->item.priority;
     w->gcs_job = r->gcs_job;
+    if (w->driver != r->driver) out_drain(w);
     w->driver = r->driver;
     w->granted_ns = rd__now_ns();
     uint64_t waited = w->granted_ns - r->queued_ns;
@@ -1561,6 +1893,7 @@ static void actor_place(node_actor *a, node_worker *w, const rd_res_grant *g) {
   w->lease_owner = NULL;
   w->lease_id = 0;
   w->gcs_job = rd__node_actor_gcs_job(a);   /* the groups it makes end with its job */
+  if (w->driver != a->driver) out_drain(w);
   w->driver = a->driver;
   w->actor = a;
   w->last_actor = a->id;

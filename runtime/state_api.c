@@ -206,6 +206,13 @@ typedef struct sa_req {
     const char *log;        /* kept */
   } *wfiles;
   size_t nwfiles, capwfiles;
+  struct trange {           /* the tasks' ranges in those files (sorted by node, task and attempt) */
+    const char *node_id;
+    const char *id;         /* kept */
+    uint32_t attempt;
+    const char *info;       /* kept: the task_log_info JSON */
+  } *tranges;
+  size_t ntranges, captranges;
   uint32_t *subjobs;        /* GCS jobs a submitted job's driver started: no DRIVER row of their own */
   size_t nsubjobs, capsubjobs;
   struct {                  /* K_LOGS, K_LOG_FILE: which node's logs, which file */
@@ -258,6 +265,7 @@ static void req_free(sa_req *q) {
   free(q->out.p);
   free(q->anodes);
   free(q->wfiles);
+  free(q->tranges);
   free(q->subjobs);
   free(q->groups);
   free(q);
@@ -710,6 +718,11 @@ static void tasks_of(sa_req *q, const rd_gcs_node *x, const rd_json *root, const
     if (!r) return;
     task_common(q, r, x, t);
     set_str(q, &r[TK_STATE], "FAILED");
+    int wpid = (int)jnum(t, "worker_pid");   /* the worker it ran on last, if any */
+    if (wpid > 0) {
+      set_int(&r[TK_WORKER_PID], wpid);
+      set_str(q, &r[TK_NODE], node_id_of(nodes, n, (uint32_t)jnum(t, "worker_node")));
+    }
     set_str(q, &r[TK_ERR_TYPE], jstr(t, "status"));
     set_str(q, &r[TK_ERR_MSG], jstr(t, "error"));
     long long ended = (long long)now - (long long)(jnum(t, "ago_s") * 1000);
@@ -1013,9 +1026,61 @@ static int wfile_cmp(const void *a, const void *b) {
   return c ? c : (x->pid > y->pid) - (x->pid < y->pid);
 }
 
+/* One stream's members of a task_log_info from a node's range row. */
+static void trange_stream(rd__mbuf *b, const rd_json *t, const char *sfx, const char *ray) {
+  const char *file = jstr(t, sfx[0] == 'o' ? "out_file" : "err_file");
+  char k[16];
+  snprintf(k, sizeof(k), "%s_start", sfx);
+  const rd_json *st = rd_json_get(t, k);
+  snprintf(k, sizeof(k), "%s_end", sfx);
+  const rd_json *en = rd_json_get(t, k);
+  rd__mbuf_printf(b, "%s\"%s_file\": ", sfx[0] == 'o' ? "" : ", ", ray);
+  if (file) rd__mbuf_json_cstr(b, file);
+  else rd__mbuf_printf(b, "null");
+  if (file && st && st->type == RD_JSON_NUMBER) rd__mbuf_printf(b, ", \"%s_start\": %.0f", ray, st->num);
+  else rd__mbuf_printf(b, ", \"%s_start\": null", ray);
+  if (file && en && en->type == RD_JSON_NUMBER) rd__mbuf_printf(b, ", \"%s_end\": %.0f", ray, en->num);
+  else rd__mbuf_printf(b, ", \"%s_end\": null", ray);
+}
+
+/* A node's tasks' ranges (its /api/task_lines), as task_log_info texts. */
+static void tranges_of(sa_req *q, const rd_gcs_node *x, const rd_json *root, const rd_gcs_node *nodes, size_t n) {
+  (void)nodes, (void)n;
+  const rd_json *list = rd_json_get(root, "tasks");
+  for (const rd_json *t = list && list->type == RD_JSON_ARRAY ? list->child : NULL; t && !q->oom; t = t->next) {
+    const char *id = jstr(t, "task_id");
+    if (!id) continue;
+    if (q->ntranges == q->captranges) {
+      size_t cap = q->captranges ? 2 * q->captranges : 256;
+      struct trange *v = realloc(q->tranges, cap * sizeof(*v));
+      if (!v) return (void)(q->oom = 1);
+      q->tranges = v;
+      q->captranges = cap;
+    }
+    rd__mbuf b = {0};
+    rd__mbuf_printf(&b, "{");
+    trange_stream(&b, t, "out", "stdout");
+    trange_stream(&b, t, "err", "stderr");
+    rd__mbuf_printf(&b, "}");
+    const char *kid = keep(q, id, strlen(id)), *info = b.oom ? NULL : keep(q, b.p, b.len);
+    free(b.p);
+    if (!kid || !info) return (void)(q->oom = 1);
+    q->tranges[q->ntranges++] = (struct trange){x->node_id, kid, (uint32_t)jnum(t, "attempt"), info};
+  }
+}
+
+static int trange_cmp(const void *a, const void *b) {
+  const struct trange *x = a, *y = b;
+  int c = strcmp(x->node_id, y->node_id);
+  if (!c) c = strcasecmp(x->id, y->id);
+  return c ? c : (x->attempt > y->attempt) - (x->attempt < y->attempt);
+}
+
 /* The detail rows' task_log_info (Ray's): the files of the worker each
- * task ran on, from its node's /api/workers.  The whole files: no
- * per-task range is kept (stdout_start and the others are null). */
+ * task ran on and where in them the task's lines are, from its node's
+ * /api/task_lines (the ranges its workers' marks gave); for a task the
+ * node has no range of (an actor's call, unless recorded), the files
+ * alone, from its /api/workers (the offsets null). */
 static void task_log_files(sa_req *q, const rd_gcs_node *nodes, size_t n) {
   size_t with = 0;
   for (size_t i = 0; i < q->nrows; i++) {
@@ -1024,16 +1089,27 @@ static void task_log_files(sa_req *q, const rd_gcs_node *nodes, size_t n) {
   }
   if (!with) return;
   each_node(q, nodes, n, "/api/workers?limit=10000", NULL, RD_JSON_OBJECT, wfiles_of);
-  if (!q->nwfiles) return;
-  qsort(q->wfiles, q->nwfiles, sizeof(*q->wfiles), wfile_cmp);
+  each_node(q, nodes, n, "/api/task_lines", NULL, RD_JSON_OBJECT, tranges_of);
+  if (q->nwfiles) qsort(q->wfiles, q->nwfiles, sizeof(*q->wfiles), wfile_cmp);
+  if (q->ntranges) qsort(q->tranges, q->ntranges, sizeof(*q->tranges), trange_cmp);
   for (size_t i = 0; i < q->nrows && !q->oom; i++) {
     cell *r = q->cells + i * q->ncols;
     if (r[TK_WORKER_PID].t != V_INT || r[TK_NODE].t != V_STR) continue;
+    if (q->ntranges && r[TK_ID].t == V_STR && r[TK_ATTEMPT].t == V_INT) {
+      struct trange tk = {r[TK_NODE].s, r[TK_ID].s, (uint32_t)r[TK_ATTEMPT].i, NULL};
+      const struct trange *t = bsearch(&tk, q->tranges, q->ntranges, sizeof(*q->tranges), trange_cmp);
+      if (t) {
+        r[TK_LOG].s = t->info;
+        r[TK_LOG].t = V_JSON;
+        continue;
+      }
+    }
     struct wfile key = {r[TK_NODE].s, (int)r[TK_WORKER_PID].i, NULL};
-    const struct wfile *f = bsearch(&key, q->wfiles, q->nwfiles, sizeof(*q->wfiles), wfile_cmp);
+    const struct wfile *f = q->nwfiles ? bsearch(&key, q->wfiles, q->nwfiles, sizeof(*q->wfiles), wfile_cmp) : NULL;
     if (!f) continue;
     rd__mbuf b = {0};
-    rd__mbuf_printf(&b, "{\"stdout_file\": \"%s.out\", \"stderr_file\": \"%s.err\"}", f->log, f->log);
+    rd__mbuf_printf(&b, "{\"stdout_file\": \"%s.out\", \"stdout_start\": null, \"stdout_end\": null, "
+                        "\"stderr_file\": \"%s.err\", \"stderr_start\": null, \"stderr_end\": null}", f->log, f->log);
     set_json(q, &r[TK_LOG], &b);
   }
 }
@@ -1293,6 +1369,11 @@ static void logs_work(sa_req *q, const rd_gcs_node *nodes, size_t n) {
     rd__url_encode(fn, sizeof(fn), q->lg.filename);
     if (q->lg.filename[0]) rd__mbuf_printf(&path, "&filename=%s", fn);
     else rd__mbuf_printf(&path, "&pid=%lld", pid);
+    if (q->lg.task[0]) {   /* the node has the task's range in that worker's files */
+      char t[3 * sizeof(q->lg.task) + 1];
+      rd__url_encode(t, sizeof(t), q->lg.task);
+      rd__mbuf_printf(&path, "&task=%s", t);
+    }
   }
   char *body = NULL;
   size_t len = 0;

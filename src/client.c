@@ -517,6 +517,13 @@ static void task_settle(rd__task *t, int failed) {
   task_unlive(t);
 }
 
+/* The worker lease_lost's tasks ran on (their t->lease is cleared by then),
+ * for their failures' rows. */
+static struct {
+  int pid;
+  uint32_t node;
+} failing_on;
+
 /* t failed for good (err, msg): kept for the next report, once. */
 static void task_failure_note(const rd__task *t, int err, const rd__blob *msg) {
   if (t->settled) return;
@@ -535,6 +542,8 @@ static void task_failure_note(const rd__task *t, int err, const rd__blob *msg) {
   f->parent_pid = t->parent_pid;
   f->status = err;
   f->attempt = t->attempt;
+  f->worker_pid = t->lease ? t->lease->worker_pid : failing_on.pid;
+  f->node = t->lease ? t->lease->node : failing_on.node;
   snprintf(f->func, sizeof(f->func), "%s", t->func ? t->func : "");
   snprintf(f->err, sizeof(f->err), "%s", msg ? (const char *)msg->data : rd_strerror(err));
 }
@@ -1517,6 +1526,8 @@ static void lease_lost(rd__lease *l, const char *why) {
   l->inhead = l->intail = NULL;
   l->ninflight = l->nstream = 0;
   int pid = l->worker_pid;
+  failing_on.pid = pid;
+  failing_on.node = l->node;
   int l_err = l->lost_err;
   char l_why[400];
   snprintf(l_why, sizeof(l_why), "%s", l->lost_why);
@@ -1572,6 +1583,8 @@ static void lease_lost(rd__lease *l, const char *why) {
     }
     t = next;
   }
+  failing_on.pid = 0;
+  failing_on.node = 0;
   class_requeue_front(c, retry_head);
   class_dispatch(c);
 }
@@ -2219,15 +2232,15 @@ static void print_worker_output(const Rd__WorkerOutput *m) {
     for (size_t k = 0; k < m->data.len;) {
       const char *nl = memchr(data + k, '\n', m->data.len - k);
       size_t l = nl ? (size_t)(nl - (data + k)) : m->data.len - k;
-      rd__dedup_line(G.dedup, f, m->pid, m->ip, data + k, l, now);
+      rd__dedup_line(G.dedup, f, m->pid, m->ip, m->name, data + k, l, now);
       k += l + 1;
     }
     fflush(f);
     (void)rd__dedup_tick(G.dedup, now);
     return;
   }
-  char prefix[96];
-  snprintf(prefix, sizeof(prefix), "(pid=%d, ip=%.64s) ", m->pid, m->ip ? m->ip : "?");
+  char prefix[RD_WORKER_PREFIX_MAX];
+  rd__worker_prefix(prefix, sizeof(prefix), m->pid, m->ip, m->name);
   rd__print_lines(f, prefix, (const char *)m->data.data, m->data.len);
 }
 
@@ -2643,6 +2656,8 @@ static void ost_report(uint64_t now, int force, int64_t *wait) {
     tf[i].parent_task = f->parent_task;
     tf[i].parent_node = f->parent_node;
     tf[i].parent_pid = f->parent_pid;
+    tf[i].worker_pid = f->worker_pid;
+    tf[i].worker_node = f->node;
     tfp[i] = &tf[i];
   }
   m.n_failures = G.ost.nfails;

@@ -286,6 +286,8 @@ typedef struct rd__ost_fail {
   uint32_t parent_node;
   int parent_pid;
   int status, attempt;
+  int worker_pid;           /* the worker it was sent to last, and that worker's node (0: none) */
+  uint32_t node;
   char func[128];
   char err[512];
 } rd__ost_fail;

@@ -23,6 +23,7 @@ typedef struct dd_entry {
   char *line;                          /* the last line counted (or the first) */
   int pid;                             /* ... and its worker */
   char ip[48];
+  char name[104];                      /* ... and the task or actor it came from */
   int first_pid;                       /* the worker that printed it first */
   char first_ip[48];
   int many;                            /* another worker printed it too */
@@ -39,8 +40,14 @@ struct rd__dedup {
   int told;                            /* the first [repeated] line says how to turn this off */
 };
 
-static void put(FILE *f, int pid, const char *ip, const char *line, size_t len, const char *tail) {
-  fprintf(f, "(pid=%d, ip=%.64s) %.*s%s\n", pid, ip ? ip : "?", (int)len, line, tail);
+void rd__worker_prefix(char *out, size_t len, int pid, const char *ip, const char *name) {
+  snprintf(out, len, "(%.100s%spid=%d, ip=%.64s) ", name ? name : "", name && *name ? " " : "", pid, ip ? ip : "?");
+}
+
+static void put(FILE *f, int pid, const char *ip, const char *name, const char *line, size_t len, const char *tail) {
+  char prefix[RD_WORKER_PREFIX_MAX];
+  rd__worker_prefix(prefix, sizeof(prefix), pid, ip, name);
+  fprintf(f, "%s%.*s%s\n", prefix, (int)len, line, tail);
 }
 
 /* The line without its words that hold a digit (or 0x and hex): what
@@ -106,13 +113,13 @@ static void entry_drop(rd__dedup *d, dd_entry *e) {
  * how many. */
 static void entry_print(rd__dedup *d, const dd_entry *e) {
   if (e->count == 1) {
-    put(e->f, e->pid, e->ip, e->line, strlen(e->line), "");
+    put(e->f, e->pid, e->ip, e->name, e->line, strlen(e->line), "");
   } else if (e->count > 1) {
     char tail[200];
     snprintf(tail, sizeof(tail), " [repeated %lux across cluster]%s", e->count,
              d->told ? "" : " (raydist deduplicates workers' lines as Ray does: RAYDIST_DEDUP_LOGS=0 prints them all)");
     d->told = 1;
-    put(e->f, e->pid, e->ip, e->line, strlen(e->line), tail);
+    put(e->f, e->pid, e->ip, e->name, e->line, strlen(e->line), tail);
   }
   if (e->count) fflush(e->f);
 }
@@ -163,23 +170,24 @@ int rd__dedup_from_env(rd__dedup **out, char *why, size_t whylen) {
   return 0;
 }
 
-void rd__dedup_line(rd__dedup *d, FILE *f, int pid, const char *ip, const char *line, size_t len, uint64_t now_ns) {
+void rd__dedup_line(rd__dedup *d, FILE *f, int pid, const char *ip, const char *name, const char *line, size_t len,
+                    uint64_t now_ns) {
   char buf[DEDUP_LINE_MAX + 1];   /* NUL-terminated for the regexes (a longer piece is not deduplicated) */
   if (len > DEDUP_LINE_MAX) {
-    put(f, pid, ip, line, len, "");
+    put(f, pid, ip, name, line, len, "");
     return;
   }
   memcpy(buf, line, len);
   buf[len] = 0;
   if (d->has_allow && regexec(&d->allow, buf, 0, NULL, 0) == 0) {
-    put(f, pid, ip, line, len, "");
+    put(f, pid, ip, name, line, len, "");
     return;
   }
   if (d->has_skip && regexec(&d->skip, buf, 0, NULL, 0) == 0) return;
   char *key = canonical(line, len);
   if (!key || !*key) {   /* nothing left to compare (or no memory): printed */
     free(key);
-    put(f, pid, ip, line, len, "");
+    put(f, pid, ip, name, line, len, "");
     return;
   }
   if (!ip) ip = "?";
@@ -190,7 +198,7 @@ void rd__dedup_line(rd__dedup *d, FILE *f, int pid, const char *ip, const char *
     free(key);
     if (!e->many && (e->first_pid != pid || strcmp(e->first_ip, ip) != 0)) e->many = 1;
     if (!e->many) {   /* one worker's own repeats are its output: printed */
-      put(f, pid, ip, line, len, "");
+      put(f, pid, ip, name, line, len, "");
       return;
     }
     char *copy = malloc(len + 1);
@@ -201,11 +209,12 @@ void rd__dedup_line(rd__dedup *d, FILE *f, int pid, const char *ip, const char *
       e->line = copy;
       e->pid = pid;
       snprintf(e->ip, sizeof(e->ip), "%s", ip);
+      snprintf(e->name, sizeof(e->name), "%s", name ? name : "");
     }
     e->count++;
     return;
   }
-  put(f, pid, ip, line, len, "");
+  put(f, pid, ip, name, line, len, "");
   if (d->n >= DEDUP_MAX) {   /* too many forms at once: this one is not followed */
     free(key);
     return;
@@ -226,6 +235,7 @@ void rd__dedup_line(rd__dedup *d, FILE *f, int pid, const char *ip, const char *
   e->line = copy;
   e->pid = e->first_pid = pid;
   snprintf(e->ip, sizeof(e->ip), "%s", ip);
+  snprintf(e->name, sizeof(e->name), "%s", name ? name : "");
   snprintf(e->first_ip, sizeof(e->first_ip), "%s", ip);
   e->start_ns = now_ns;
   e->hnext = d->buckets[h % DEDUP_BUCKETS];

@@ -18,9 +18,16 @@ typedef struct rd__dedup rd__dedup;
  * always printed) and RAYDIST_DEDUP_LOGS_SKIP_REGEX (never): 0, or -1 with
  * why for a malformed one. */
 int rd__dedup_from_env(rd__dedup **out, char *why, size_t whylen);
+/* How the driver prefixes a worker's lines, as Ray: "(NAME pid=P, ip=A) "
+ * (name: the task or actor class the worker marked last; NULL or "" left
+ * out), into out (RD_WORKER_PREFIX_MAX bytes). */
+#define RD_WORKER_PREFIX_MAX 200
+void rd__worker_prefix(char *out, size_t len, int pid, const char *ip, const char *name);
 /* One line (len bytes, no newline) that worker pid at ip wrote on stream f
- * (stdout or stderr), prefixed as the driver prints workers' lines. */
-void rd__dedup_line(rd__dedup *d, FILE *f, int pid, const char *ip, const char *line, size_t len, uint64_t now_ns);
+ * (stdout or stderr) while running name, prefixed as the driver prints
+ * workers' lines. */
+void rd__dedup_line(rd__dedup *d, FILE *f, int pid, const char *ip, const char *name, const char *line, size_t len,
+                    uint64_t now_ns);
 /* Prints what windows that have ended hold (each batch of lines, and from
  * time to time while none come); the ns until the next one ends, or
  * UINT64_MAX when nothing is held. */

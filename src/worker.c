@@ -63,6 +63,76 @@ static __thread uint64_t cur_task;   /* the call this thread runs (rd__worker_cu
 static __thread uint32_t cur_owner_node;   /* ... and its owner's node and pid (Task.owner_node, owner_pid) */
 static __thread int cur_owner_pid;
 uint64_t rd__worker_current_task(void) { return cur_task; }
+
+/* Task marks (RAYDIST_WORKER_TASK_MARKS, set by a cluster node whose pipes
+ * read this worker's stdout and stderr): before each task a line
+ * RD_TASK_MARK "task ID ATTEMPT NAME\n" on both streams, which the node
+ * takes out of the output and keeps as where the task's lines begin in
+ * the worker's files (raydist logs task) and as the name that prefixes
+ * the lines the driver prints, as Ray's; an actor names itself once
+ * ("name CLASS"), and marks its calls only with
+ * RAYDIST_RECORD_ACTOR_TASK_LOGGING=1 (as Ray's, off by default: an actor
+ * call is cheaper than a task, and a threaded actor's calls overlap). */
+static int marks = -1;      /* 0 none, 1 tasks, 2 tasks and actor calls */
+
+static int marks_on(void) {
+  if (marks < 0) {
+    const char *v = getenv("RAYDIST_WORKER_TASK_MARKS"), *a = getenv("RAYDIST_RECORD_ACTOR_TASK_LOGGING");
+    marks = v && atoi(v) > 0 ? (a && atoi(a) > 0 ? 2 : 1) : 0;
+  }
+  return marks;
+}
+
+static void mark_write(const char *line, size_t n) {
+  fflush(stdout);   /* what the last task left in the buffers goes before the mark */
+  fflush(stderr);
+  for (int fd = 1; fd <= 2; fd++) {
+    for (size_t k = 0; k < n;) {
+      ssize_t w = write(fd, line + k, n - k);
+      if (w < 0 && errno == EINTR) continue;
+      if (w <= 0) break;
+      k += (size_t)w;
+    }
+  }
+}
+
+/* v as n hex digits at p. */
+static char *put_hex(char *p, uint64_t v, int n) {
+  static const char hex[] = "0123456789abcdef";
+  for (int i = n - 1; i >= 0; i--, v >>= 4) p[i] = hex[v & 15];
+  return p + n;
+}
+
+/* By hand, as rd__task_id_text words the id: it comes before every task. */
+static void task_mark(const Rd__Task *m, const char *name) {
+  if (!marks_on() || (m->actor_id && marks < 2)) return;
+  char line[RD_TASK_MARK_MAX], *p = line;
+  memcpy(p, RD_TASK_MARK "task ", RD_TASK_MARK_LEN + 5);
+  p += RD_TASK_MARK_LEN + 5;
+  p = put_hex(p, m->owner_node & 0xffffu, 4);
+  *p++ = '-';
+  p = put_hex(p, (uint32_t)m->owner_pid, 8);
+  *p++ = '-';
+  p = put_hex(p, m->task_id, 16);
+  *p++ = ' ';
+  char digits[10];
+  int nd = 0;
+  for (uint32_t a = m->attempt; nd == 0 || a; a /= 10) digits[nd++] = (char)('0' + a % 10);
+  while (nd) *p++ = digits[--nd];
+  *p++ = ' ';
+  size_t nl = strnlen(name, RD_TASK_MARK_NAME_MAX);
+  memcpy(p, name, nl);
+  p += nl;
+  *p++ = '\n';
+  mark_write(line, (size_t)(p - line));
+}
+
+static void name_mark(const char *name) {
+  if (!marks_on()) return;
+  char line[RD_TASK_MARK_MAX];
+  int n = snprintf(line, sizeof(line), RD_TASK_MARK "name %.*s\n", RD_TASK_MARK_NAME_MAX, name);
+  if (n > 0 && (size_t)n < sizeof(line)) mark_write(line, (size_t)n);
+}
 void rd__worker_current_owner(uint32_t *node, int *pid) {
   *node = cur_owner_node;
   *pid = cur_owner_pid;
@@ -524,7 +594,12 @@ static int run_call(rd__wtask *w) {
     cur_owner_node = m->owner_node;
     cur_owner_pid = m->owner_pid;
     rd__ns_set_thread(meth ? A.ns : m->ns);   /* an actor's calls run in its namespace, a task in its submitter's */
+    task_mark(m, meth ? A.cls->name : call.func);
     int rc = meth ? meth->fn(&call, A.state) : fn->fn(&call);
+    if (marks > 0) {   /* its lines reach the node before its reply reaches its owner */
+      fflush(stdout);
+      fflush(stderr);
+    }
     rd__ns_set_thread(NULL);
     cur_task = 0;
     cur_owner_node = 0, cur_owner_pid = 0;
@@ -678,6 +753,7 @@ static void actor_start(Rd__ActorStart *m) {
     }
     A.ns = rd__ns_intern(m->ns);
     pthread_mutex_unlock(&G.mu);
+    name_mark(cls->name);
     void *state = NULL;
     rd__ns_set_thread(A.ns);
     int rc = cls->init(&call, &state);

@@ -39,8 +39,8 @@ int main(int argc, char **argv) {
                                    'a' + (int)(i / 26 % 26), i)
                         : snprintf(line, sizeof(line), "processed batch %ld of the shard, items %ld", i, i * 7);
       uint64_t ns = (uint64_t)(t0 * 1e9) + (uint64_t)i * 1000;   /* a line a microsecond: windows close as they go */
-      if (!d) fprintf(f, "(pid=%d, ip=%s) %.*s\n", 100 + (int)(i % 8), "10.0.0.2", l, line);
-      else rd__dedup_line(d, f, 100 + (int)(i % 8), "10.0.0.2", line, (size_t)l, ns);
+      if (!d) fprintf(f, "(process_shard pid=%d, ip=%s) %.*s\n", 100 + (int)(i % 8), "10.0.0.2", l, line);
+      else rd__dedup_line(d, f, 100 + (int)(i % 8), "10.0.0.2", "process_shard", line, (size_t)l, ns);
       if (d && i % 1024 == 0) (void)rd__dedup_tick(d, ns);
     }
     rd__dedup_free(d);

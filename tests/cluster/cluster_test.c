@@ -2416,6 +2416,9 @@ static int t_logs_hold(void) {
   rd_task_opts o;
   rd_ref r;
   say_on_b(&o);
+  /* a second task on the same worker: each task's lines apart (raydist logs task) */
+  CHECK_EQ(rd_submit(say, RD_ARGS(rd_arg_bytes("again-on-b", 10)), &o, &r), 0);
+  get_ok(r, "again on b");
   o.max_retries = 0;
   CHECK_EQ(rd_submit(crash_loudly, RD_NO_ARGS, &o, &r), 0);
   rd_buf b;
@@ -2438,6 +2441,46 @@ static int t_logs_hold(void) {
   get_ok(r, "actor on c, again");
   for (int i = 0; i < 1200 && access(done, F_OK) != 0; i++) usleep(50000);
   CHECK_EQ(rd_actor_kill(a, 1), 0);
+  rd_shutdown();
+  return 0;
+}
+
+RD_REMOTE(say_fake_mark) {   /* output that looks like a task mark (runtime/common.h's RD_TASK_MARK) is output */
+  (void)call;
+  printf("fake \x1e\x1f" "rd:bogus mark\n");
+  printf("\x1e\x1f" "rd:task not-an-id\n");
+  return rd_return_bytes(call, 0, "ok", 2);
+}
+
+/* The task_logs case: two Tallies on b print (Tally_say), one with
+ * RAYDIST_RECORD_ACTOR_TASK_LOGGING=1 in its env (its calls' lines are
+ * recorded apart), called twice, one without, called once; their ids on
+ * stdout. */
+static int t_actor_task_logs(void) {
+  join();
+  static const char *const rec[] = {"RAYDIST_RECORD_ACTOR_TASK_LOGGING=1", NULL};
+  rd_actor a[2];
+  for (int k = 0; k < 2; k++) {
+    rd_actor_opts ao;
+    rd_actor_opts_init(&ao);
+    ao.resources = "only_b=0.25";
+    ao.env = k == 0 ? rec : NULL;
+    CHECK_EQ(rd_actor_create(Tally, RD_NO_ARGS, &ao, &a[k]), 0);
+    for (int i = 0; i < 2 - k; i++) {
+      rd_ref r;
+      CHECK_EQ(rd_actor_call(a[k], Tally_say, RD_NO_ARGS, NULL, &r), 0);
+      get_ok(r, "Tally.say on b");
+    }
+  }
+  rd_task_opts o;
+  rd_task_opts_init(&o);
+  o.resources = "only_b=0.25";
+  rd_ref r;
+  CHECK_EQ(rd_submit(say_fake_mark, RD_NO_ARGS, &o, &r), 0);
+  get_ok(r, "say_fake_mark");
+  printf("recorded %016llx\nplain %016llx\n", (unsigned long long)a[0].id, (unsigned long long)a[1].id);
+  fflush(stdout);
+  for (int k = 0; k < 2; k++) CHECK_EQ(rd_actor_kill(a[k], 1), 0);
   rd_shutdown();
   return 0;
 }
@@ -5291,7 +5334,7 @@ int main(int argc, char **argv) {
       {"detached_make", t_detached_make},       {"detached_use", t_detached_use},
       {"detached_gone", t_detached_gone},       {"detached_node_make", t_detached_node_make},
       {"detached_node_use", t_detached_node_use},       {"gcs_restart_before", t_gcs_restart_before},
-      {"gcs_restart_after", t_gcs_restart_after}, {"lineage", t_lineage}, {"nodes", t_nodes}, {"get_many_remote", t_get_many_remote}, {"hung_peer", t_hung_peer}, {"env", t_env}, {"job_env", t_job_env}, {"get_if_exists", t_get_if_exists}, {"log_to_driver", t_log_to_driver}, {"logs_hold", t_logs_hold}, {"log_dedup", t_log_dedup}, {"kv", t_kv}, {"max_calls", t_max_calls}, {"actor_exit", t_actor_exit}, {"env_bad_node", t_env_bad_node}, {"shutdown_busy", t_shutdown_busy}, {"job_ok", t_job_ok}, {"ns_make", t_ns_make}, {"ns_other", t_ns_other}, {"ns_same", t_ns_same}, {"job_bad", t_job_bad}, {"job_long", t_job_long}, {"owner_exit_child", t_owner_exit_child}, {"owner_exit_check", t_owner_exit_check}, {"shuffle", t_shuffle}, {"bad_node", t_bad_node}, {"lineage_eager", t_lineage_eager}, {"respill", t_respill}, {"view_claim", t_view_claim}, {"burst_claim", t_burst_claim}, {"actor_respill", t_actor_respill}, {"actor_host_gone", t_actor_host_gone}, {"many_classes", t_many_classes},       {"cancel", t_cancel}, {"memory_remote", t_memory_remote},
+      {"gcs_restart_after", t_gcs_restart_after}, {"lineage", t_lineage}, {"nodes", t_nodes}, {"get_many_remote", t_get_many_remote}, {"hung_peer", t_hung_peer}, {"env", t_env}, {"job_env", t_job_env}, {"get_if_exists", t_get_if_exists}, {"log_to_driver", t_log_to_driver}, {"logs_hold", t_logs_hold}, {"actor_task_logs", t_actor_task_logs}, {"log_dedup", t_log_dedup}, {"kv", t_kv}, {"max_calls", t_max_calls}, {"actor_exit", t_actor_exit}, {"env_bad_node", t_env_bad_node}, {"shutdown_busy", t_shutdown_busy}, {"job_ok", t_job_ok}, {"ns_make", t_ns_make}, {"ns_other", t_ns_other}, {"ns_same", t_ns_same}, {"job_bad", t_job_bad}, {"job_long", t_job_long}, {"owner_exit_child", t_owner_exit_child}, {"owner_exit_check", t_owner_exit_check}, {"shuffle", t_shuffle}, {"bad_node", t_bad_node}, {"lineage_eager", t_lineage_eager}, {"respill", t_respill}, {"view_claim", t_view_claim}, {"burst_claim", t_burst_claim}, {"actor_respill", t_actor_respill}, {"actor_host_gone", t_actor_host_gone}, {"many_classes", t_many_classes},       {"cancel", t_cancel}, {"memory_remote", t_memory_remote},
       {"borrow", t_borrow},                     {"stream", t_stream},           {"nested", t_nested},
       {"collective", t_collective},             {"code_keep", t_code_keep},     {"code_kill", t_code_kill},
       {"code_again", t_code_again},             {"labels", t_labels}, {"memory_hold", t_memory_hold},

@@ -1091,9 +1091,10 @@ assert states == [("arg_len", "PENDING_ARGS_AVAIL")] * 2 + [("slow_where", "FAIL
 assert len({t["task_id"] for t in tasks}) == 5 and all(t["job_id"] == tasks[0]["job_id"] != "" for t in tasks), tasks
 ids = [n["node_id"] for n in nodes]
 assert all(t["worker_pid"] > 0 and t["node_id"] in ids for t in tasks if t["state"] == "RUNNING"), tasks
-assert all(t["node_id"] is None for t in tasks if t["state"] != "RUNNING"), tasks
+assert all(t["node_id"] is None for t in tasks if t["state"] == "PENDING_ARGS_AVAIL"), tasks
 f = [t for t in tasks if t["state"] == "FAILED"][0]
 assert f["error_type"] == "RD_ETASK" and "bad args" in f["error_message"] and f["end_time_ms"] >= f["creation_time_ms"], f
+assert f["worker_pid"] > 0 and f["node_id"] in ids, f   # where it ran and failed
 assert [t["name"] for t in j("running")].count("wait_file") == 2, j("running")
 assert all(t["start_time_ms"] >= t["creation_time_ms"] for t in tasks if t["state"] == "RUNNING"), tasks
 assert sorted(t["name"] for t in j("not_running") if not t["actor_id"]) == ["arg_len", "arg_len", "slow_where", "slow_where"], j("not_running")
@@ -1432,7 +1433,7 @@ EOF
     done
     grep -q "say task-on-b stdout" "$RAYDIST_TMPDIR/err" && fail "$CASE: stdout lines on stderr"
     # the 20 KB line comes in pieces, every x of it
-    X=$(grep -F "ip=127.0.0.3)" "$RAYDIST_TMPDIR/out" | grep -v "say\|no newline" | sed 's/^(pid=[0-9]*, ip=[0-9.]*) //' | tr -d '\nlong ' | wc -c)
+    X=$(grep -F "ip=127.0.0.3)" "$RAYDIST_TMPDIR/out" | grep -v "say\|no newline" | sed 's/^(Tally pid=[0-9]*, ip=[0-9.]*) //' | tr -d '\nlong ' | wc -c)
     [ "$X" -eq 19999 ] || fail "$CASE: the long line came as $X x's, not 19999"
     # and the node that ran it kept it in the worker's file
     cat "$ROOT"/node-127.0.0.2/logs/worker-*.out | grep -qxF "say task-on-b stdout 1" || fail "$CASE: not in a worker file on b"
@@ -1463,6 +1464,51 @@ PY
       fail "$CASE: the second run's lines not kept on b"
     echo "ok: worker output on the driver, from three nodes"
     ;;
+  task_logs)
+    # an actor's calls' lines apart in its worker's files with
+    # RAYDIST_RECORD_ACTOR_TASK_LOGGING=1 (each call's range, a line left
+    # without its newline in the call that printed it), and without it
+    # (the calls not recorded: raydist logs task says so and why); the
+    # driver's lines prefixed with the actor's class, as Ray's
+    "$T" actor_task_logs > "$RAYDIST_TMPDIR/out" 2>&1 || { cat "$RAYDIST_TMPDIR/out"; fail "actor_task_logs"; }
+    grep -q "^(Tally pid=[0-9]*, ip=127.0.0.2) say actor-on-c stdout$" "$RAYDIST_TMPDIR/out" ||
+      { cat "$RAYDIST_TMPDIR/out"; fail "$CASE: the actor's lines not prefixed with its class"; }
+    RA=$(sed -n 's/^recorded //p' "$RAYDIST_TMPDIR/out") PA=$(sed -n 's/^plain //p' "$RAYDIST_TMPDIR/out")
+    # bytes that only look like a mark are the worker's output, kept and printed
+    [ "$(cat "$ROOT"/node-127.0.0.2/logs/worker-*.out | grep -c "rd:bogus mark$\|rd:task not-an-id$")" = 2 ] &&
+      grep -q "^(say_fake_mark pid=[0-9]*, ip=127.0.0.2) fake .*rd:bogus mark$" "$RAYDIST_TMPDIR/out" ||
+      { cat -v "$RAYDIST_TMPDIR/out" | grep -v xxxx; fail "$CASE: output like a mark lost"; }
+    L="$RAYDIST_TMPDIR/logs.out"
+    python3 - "$(cat "$ROOT/node-127.0.0.1/metrics")" "$(cat "$ROOT/node-127.0.0.1/token")" "$RA" "$PA" \
+      "$ROOT/node-127.0.0.2/logs" > "$RAYDIST_TMPDIR/tids" <<'PY' || fail "$CASE: the calls' rows and ranges"
+import json, sys, urllib.request
+addr, token, ra, pa, logs = sys.argv[1:6]
+q = urllib.request.Request("http://%s/api/v0/tasks?limit=1000&detail=True" % addr,
+                           headers={"Authorization": "Bearer " + token})
+rows = json.load(urllib.request.urlopen(q, timeout=30))["data"]["result"]["result"]
+rec = sorted([r for r in rows if r["name"] == "Tally.say" and r["actor_id"] == ra], key=lambda r: r["task_id"])
+plain = [r for r in rows if r["name"] == "Tally.say" and r["actor_id"] == pa]
+assert len(rec) == 2 and len(plain) == 1, rows
+want = "say actor-on-c stdout\nlong " + "x" * 19999 + "\nno newline at the end"
+for i, r in enumerate(rec):
+    info = r["task_log_info"]
+    data = open(logs + "/" + info["stdout_file"]).read()
+    end = info["stdout_end"] if i == 0 else len(data)
+    assert info["stdout_start"] == (0 if i == 0 else len(want)) and data[info["stdout_start"]:end] == want, (i, info)
+    assert (info["stdout_end"] is None) == (i == 1), info
+info = plain[0]["task_log_info"]
+assert info["stdout_file"] and info["stdout_start"] is None and info["stdout_end"] is None, info
+print(rec[0]["task_id"], plain[0]["task_id"])
+PY
+    read -r RT PT < "$RAYDIST_TMPDIR/tids"
+    "$R" logs task --id "$RT" > "$L" || { cat "$L"; fail "$CASE: raydist logs task of a recorded call"; }
+    [ "$(head -n 1 "$L")" = "say actor-on-c stdout" ] && [ "$(tail -n 1 "$L")" = "no newline at the end" ] &&
+      [ "$(wc -l < "$L")" = 2 ] || { cat "$L" | cut -c1-80; fail "$CASE: the recorded call's lines"; }
+    "$R" logs task --id "$PT" > "$L" 2>&1 && fail "$CASE: an unrecorded call's lines given"
+    grep -q "no lines of task $PT are recorded on this node.*RAYDIST_RECORD_ACTOR_TASK_LOGGING=1" "$L" ||
+      { cat "$L"; fail "$CASE: no reason for an unrecorded call"; }
+    echo "ok: task logs"
+    ;;
   log_dedup)
     # the same line from three workers on two nodes: printed once, then
     # once more with how many, within the window, while the driver idles;
@@ -1475,9 +1521,9 @@ PY
     grep -q 'dedup-me hello from a worker [0-9]* \[repeated 2x across cluster\] (raydist deduplicates' "$O" ||
       fail "$CASE: no [repeated 2x across cluster] line"
     sed -n '/repeated 2x/,$p' "$O" | grep -q '^driver: idled$' || fail "$CASE: the repeats came after the driver's idle"
-    for t in a b c; do
-      grep -q "^(pid=[0-9]*, ip=127.0.0.[23]) only task $t says this$" "$O" || fail "$CASE: task $t's own line"
-      [ "$(grep -c "^(pid=[0-9]*, ip=127.0.0.[23]) task $t again and again$" "$O")" = 3 ] || fail "$CASE: task $t's repeats"
+    for t in a b c; do   # prefixed with the task's name, as Ray's
+      grep -q "^(say_same pid=[0-9]*, ip=127.0.0.[23]) only task $t says this$" "$O" || fail "$CASE: task $t's own line"
+      [ "$(grep -c "^(say_same pid=[0-9]*, ip=127.0.0.[23]) task $t again and again$" "$O")" = 3 ] || fail "$CASE: task $t's repeats"
     done
     RAYDIST_DEDUP_LOGS=0 "$T" "$CASE" > "$O" 2>&1 || { cat "$O"; fail "$CASE with RAYDIST_DEDUP_LOGS=0"; }
     [ "$(grep -c 'dedup-me hello from a worker [0-9]*$' "$O")" = 3 ] || { cat "$O"; fail "$CASE: not every line without dedup"; }
@@ -1565,7 +1611,8 @@ PY
     done
     # one match is printed: the file by name, its last 2 lines
     "$R" logs "$BF" --node-ip 127.0.0.2 --tail 2 > "$L" || { cat "$L"; fail "raydist logs $BF"; }
-    printf 'say task-on-b stdout 1\nsay task-on-b stdout 2\n' | cmp -s - "$L" || { cat "$L"; fail "logs: the last two lines of $BF"; }
+    printf 'say again-on-b stdout 1\nsay again-on-b stdout 2\n' | cmp -s - "$L" || { cat "$L"; fail "logs: the last two lines of $BF"; }
+    grep -q "$(printf '\036')" "$B"/logs/worker-* && fail "logs: a task mark left in a worker's file"
     "$R" logs worker --pid "$BPID" --node-ip 127.0.0.2 --err > "$L" && grep -qxF "say task-on-b stderr" "$L" ||
       { cat "$L"; fail "logs: the worker's stderr by pid"; }
     # an actor's file (through node b), its 20 KB line whole
@@ -1573,20 +1620,43 @@ PY
     "$R" logs actor --id "$AID" > "$L" || { cat "$L"; fail "raydist logs actor"; }
     grep -qxF "say actor-on-c stdout" "$L" || { grep -v '^long' "$L"; fail "logs: the actor's line"; }
     [ "$(grep '^long x' "$L" | tr -d '\nlong ' | wc -c)" -eq 19999 ] || fail "logs: the actor's long line is not whole"
-    # the task, found by its id among the finished tasks
-    # (its row's task_log_info names its worker's files)
-    TID=$(python3 - "$(cat "$ROOT/node-127.0.0.1/metrics")" "$(cat "$ROOT/node-127.0.0.1/token")" "$BF" <<'PY'
+    # the tasks, found by their ids among the finished and failed tasks:
+    # each one's lines alone, though the three ran on one worker (its
+    # row's task_log_info names its worker's files and where its lines are)
+    python3 - "$(cat "$ROOT/node-127.0.0.1/metrics")" "$(cat "$ROOT/node-127.0.0.1/token")" "$BF" "$B/logs" \
+      > "$RAYDIST_TMPDIR/tids" <<'PY' || fail "logs: the say tasks not listed with their files and ranges"
 import json, sys, urllib.request
 q = urllib.request.Request("http://%s/api/v0/tasks?limit=100&detail=True" % sys.argv[1],
                            headers={"Authorization": "Bearer " + sys.argv[2]})
 rows = json.load(urllib.request.urlopen(q, timeout=30))["data"]["result"]["result"]
-say = [r for r in rows if r["name"] == "say" and r["state"] == "FINISHED"][0]
-info = say["task_log_info"]
-assert info == {"stdout_file": sys.argv[3], "stderr_file": sys.argv[3][:-4] + ".err"}, say
-print(say["task_id"])
+says = [r for r in rows if r["name"] == "say" and r["state"] == "FINISHED"]
+crash = [r for r in rows if r["name"] == "crash_loudly"]
+assert len(says) == 2 and len(crash) == 1, rows
+err = sys.argv[3][:-4] + ".err"
+texts = []
+for r in says:
+    info = r["task_log_info"]
+    assert info["stdout_file"] == sys.argv[3] and info["stderr_file"] == err, r
+    with open(sys.argv[4] + "/" + sys.argv[3], "rb") as f:
+        out = f.read()
+    end = info["stdout_end"] if info["stdout_end"] is not None else len(out)
+    texts.append(out[info["stdout_start"]:end].decode())
+    print(r["task_id"])
+assert sorted(texts) == ["say again-on-b stdout 0\nsay again-on-b stdout 1\nsay again-on-b stdout 2\n",
+                         "say task-on-b stdout 0\nsay task-on-b stdout 1\nsay task-on-b stdout 2\n"], texts
+info = crash[0]["task_log_info"]
+assert info["stderr_file"] == err and info["stderr_start"] > 0 and info["stderr_end"] is None, crash
+print(crash[0]["task_id"])
 PY
-) || fail "logs: no finished say task listed with its files"
-    "$R" logs task --id "$TID" > "$L" && grep -qxF "say task-on-b stdout 0" "$L" || { cat "$L"; fail "logs: the task's worker file"; }
+    for TID in $(head -n 2 "$RAYDIST_TMPDIR/tids"); do
+      "$R" logs task --id "$TID" > "$L" || { cat "$L"; fail "logs: raydist logs task"; }
+      [ "$(wc -l < "$L")" = 3 ] && [ "$(sort -u "$L" | sed 's/ stdout [0-9]$//' | sort -u | wc -l)" = 1 ] &&
+        grep -qx "say [a-z]*-on-b stdout 0" "$L" || { cat "$L"; fail "logs: task $TID's lines are not its three alone"; }
+      "$R" logs task --id "$TID" --err > "$L" && grep -qx "say [a-z]*-on-b stderr" "$L" && [ "$(wc -l < "$L")" = 1 ] ||
+        { cat "$L"; fail "logs: task $TID's stderr line is not alone"; }
+    done
+    "$R" logs task --id "$(sed -n 3p "$RAYDIST_TMPDIR/tids")" --err > "$L" &&
+      printf 'crash_loudly: about to abort\n' | cmp -s - "$L" || { cat "$L"; fail "logs: the crashed task's stderr"; }
     # followed: the actor prints again, and the follower shows it
     "$R" logs actor --id "$AID" --follow > "$RAYDIST_TMPDIR/follow" 2>&1 &
     FOLLOW=$!
@@ -1618,9 +1688,19 @@ assert all(f.endswith(".err") for f in res["worker_err"]), res
 j = json.loads(get("/api/v0/logs?node_ip=127.0.0.2&glob=*.err", 200, ""))
 assert list(j["data"]["result"]) == ["worker_err"], j
 t = get("/api/v0/logs/file?node_ip=127.0.0.2&filename=" + bf + "&lines=1", 200, "")
-assert t == "say task-on-b stdout 2\n", t
+assert t == "say again-on-b stdout 2\n", t
 t = get("/api/v0/logs/file?node_ip=127.0.0.2&pid=" + bpid + "&lines=-1&offset=23&end=46", 200, "")
 assert t == "say task-on-b stdout 1\n", t
+tids = open(sys.argv[5].rsplit("/", 1)[0] + "/tids").read().split()
+t = get("/api/v0/logs/file?task_id=" + tids[0] + "&lines=2", 200, "")   # the task's last two lines
+assert t.count("\n") == 2 and t.startswith("say ") and " stdout 1\n" in t and t.endswith(" stdout 2\n"), t
+t = get("/api/v0/logs/file?task_id=" + tids[2] + "&suffix=err", 200, "")
+assert t == "crash_loudly: about to abort\n", t
+j = json.loads(get("/api/v0/logs/file?task_id=" + tids[0] + "&stat=1", 200, ""))
+assert j["filename"] == bf and j["node_ip"] == "127.0.0.2", j
+get("/api/v0/logs/file?task_id=0001-00000001-0000000000000001", 404, "no task 0001-00000001-0000000000000001")
+get("/api/logs/file?task=0001-00000001-0000000000000001", 404, "no lines of task 0001-00000001-0000000000000001 are recorded")
+get("/api/logs/file?task=" + tids[0] + "&offset=3", 400, "task=ID names its own file and range")
 get("/api/v0/logs/file?node_ip=127.0.0.2&filename=token", 400, "not a log's name")
 get("/api/v0/logs/file?node_ip=127.0.0.2&filename=..%2Ftoken", 400, "not a log's name")
 get("/api/v0/logs/file?node_ip=127.0.0.2&filename=nothing.log", 404, "no log 'nothing.log'")

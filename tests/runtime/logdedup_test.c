@@ -33,7 +33,7 @@ static size_t count_of(const char *hay, const char *needle) {
 }
 
 static void line(rd__dedup *d, int pid, const char *ip, const char *s, uint64_t now) {
-  rd__dedup_line(d, out, pid, ip, s, strlen(s), now);
+  rd__dedup_line(d, out, pid, ip, NULL, s, strlen(s), now);
 }
 
 static rd__dedup *make(const char *window, const char *allow, const char *skip) {
@@ -89,11 +89,23 @@ int main(void) {
   CHECK(count_of(p, "(pid=21, ip=10.0.0.2) step done\n") == 3);
   CHECK(count_of(p, "42 1.5 0x1f\n") == 2);
   /* stdout and stderr are apart: the same text on the other stream is new */
-  rd__dedup_line(d, stderr == out ? stdout : stderr, 24, "10.0.0.2", "step done", 9, 5 * S);
+  rd__dedup_line(d, stderr == out ? stdout : stderr, 24, "10.0.0.2", NULL, "step done", 9, 5 * S);
   line(d, 25, "10.0.0.3", "step done", 5 * S);   /* held: a second worker on this stream */
   CHECK(!strcmp(printed(), ""));
   rd__dedup_free(d);   /* what is held is printed */
   CHECK(!strcmp(printed(), "(pid=25, ip=10.0.0.3) step done\n"));
+
+  /* the task (or actor) a line came from leads its prefix, as Ray's; the
+   * held line keeps the name of the last worker that printed it */
+  d = make("1", NULL, NULL);
+  rd__dedup_line(d, out, 31, "10.0.0.2", "embed_batch", "batch done in 12 ms", 19, 0);
+  rd__dedup_line(d, out, 32, "10.0.0.3", "Embedder", "batch done in 13 ms", 19, 10);
+  CHECK(!strcmp(printed(), "(embed_batch pid=31, ip=10.0.0.2) batch done in 12 ms\n"));
+  rd__dedup_free(d);
+  CHECK(!strcmp(printed(), "(Embedder pid=32, ip=10.0.0.3) batch done in 13 ms\n"));
+  char prefix[RD_WORKER_PREFIX_MAX];
+  rd__worker_prefix(prefix, sizeof(prefix), 7, NULL, "");
+  CHECK(!strcmp(prefix, "(pid=7, ip=?) "));
 
   /* allowed lines always print, skipped ones never */
   d = make("5", "^progress", "^noise");
