@@ -194,6 +194,7 @@ static task_lines *tl_take(worker_out *s, const char *id, size_t idlen, uint32_t
   if (!TL.cap) {
     const char *v = getenv("RAYDIST_TASK_LOGS_KEPT");
     long n = v && *v ? atol(v) : 10000;
+    if (n > 1000000) n = 1000000;   /* ~130 MB */
     if (n <= 0 || !(TL.v = calloc((size_t)n, sizeof(*TL.v)))) return (void)(TL.off = 1), NULL;
     TL.cap = (size_t)n;
     TL.next = 1;

@@ -517,13 +517,6 @@ static void task_settle(rd__task *t, int failed) {
   task_unlive(t);
 }
 
-/* The worker lease_lost's tasks ran on (their t->lease is cleared by then),
- * for their failures' rows. */
-static struct {
-  int pid;
-  uint32_t node;
-} failing_on;
-
 /* t failed for good (err, msg): kept for the next report, once. */
 static void task_failure_note(const rd__task *t, int err, const rd__blob *msg) {
   if (t->settled) return;
@@ -542,8 +535,8 @@ static void task_failure_note(const rd__task *t, int err, const rd__blob *msg) {
   f->parent_pid = t->parent_pid;
   f->status = err;
   f->attempt = t->attempt;
-  f->worker_pid = t->lease ? t->lease->worker_pid : failing_on.pid;
-  f->node = t->lease ? t->lease->node : failing_on.node;
+  f->worker_pid = t->ran_pid;   /* not t->lease: it may be returned (and freed) by now */
+  f->node = t->ran_node;
   snprintf(f->func, sizeof(f->func), "%s", t->func ? t->func : "");
   snprintf(f->err, sizeof(f->err), "%s", msg ? (const char *)msg->data : rd_strerror(err));
 }
@@ -1344,6 +1337,8 @@ static int lease_push(rd__lease *l, rd__task *t) {
   int r = rd__conn_send(&l->conn, RD__MSG_TYPE__MSG_TASK, &m.base, -1);
   if (r != 0) return r;
   t->lease = l;
+  t->ran_pid = l->worker_pid;
+  t->ran_node = l->node;
   t->next = NULL;
   if (l->intail) l->intail->next = t;
   else l->inhead = t;
@@ -1526,8 +1521,6 @@ static void lease_lost(rd__lease *l, const char *why) {
   l->inhead = l->intail = NULL;
   l->ninflight = l->nstream = 0;
   int pid = l->worker_pid;
-  failing_on.pid = pid;
-  failing_on.node = l->node;
   int l_err = l->lost_err;
   char l_why[400];
   snprintf(l_why, sizeof(l_why), "%s", l->lost_why);
@@ -1583,8 +1576,6 @@ static void lease_lost(rd__lease *l, const char *why) {
     }
     t = next;
   }
-  failing_on.pid = 0;
-  failing_on.node = 0;
   class_requeue_front(c, retry_head);
   class_dispatch(c);
 }

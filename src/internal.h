@@ -150,6 +150,8 @@ struct rd__task {
   uint64_t queued_ns;       /* put in its class's queue (waiting for a worker) */
   int settled;              /* its returns were set (or failed) once: counted in G.ost */
   rd__lease *lease;
+  int ran_pid;              /* the worker it was sent to last, and that worker's node (its failure's row) */
+  uint32_t ran_node;
   rd__actor *actor;         /* an actor call (cls is NULL) */
   uint64_t actor_id;
   int lineage_refs;         /* finished, kept as lineage by this many return objects */

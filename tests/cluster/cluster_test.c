@@ -4502,6 +4502,9 @@ static int t_shutdown_busy(void) {
     }
     int st;
     CHECK_EQ(waitpid(child, &st, 0), child);
+    if (!(WIFEXITED(st) && WEXITSTATUS(st) == 0))
+      fprintf(stderr, "the busy driver (%s) ended with %s %d\n", crash ? "dying" : "shutting down",
+              WIFEXITED(st) ? "status" : "signal", WIFEXITED(st) ? WEXITSTATUS(st) : WTERMSIG(st));
     CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0);
     join();
     double t0 = now_s();

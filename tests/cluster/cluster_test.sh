@@ -27,6 +27,8 @@ fail() {
   for f in "$ROOT"/node-*/logs/*.err; do [ -s "$f" ] && { echo "== $f" >&2; tail -n 10 "$f" | cut -c1-300 >&2; }; done
   # the background drivers' own output (hold_start), whatever step failed
   for f in "$RAYDIST_TMPDIR"/hold*.log; do [ -s "$f" ] && { echo "== $f" >&2; tail -n 30 "$f" | cut -c1-300 >&2; }; done
+  # a sanitizer's report, which may be why (a process it stopped)
+  for f in "$RAYDIST_TMPDIR"/san.*; do [ -s "$f" ] && { echo "== $f" >&2; head -n 60 "$f" >&2; }; done
   exit 1
 }
 # proc_start PID: its start time (field 22 of /proc/PID/stat), empty when no
