@@ -64,6 +64,11 @@ static __thread uint32_t cur_owner_node;   /* ... and its owner's node and pid (
 static __thread int cur_owner_pid;
 uint64_t rd__worker_current_task(void) { return cur_task; }
 
+void rd__worker_current_owner(uint32_t *node, int *pid) {
+  *node = cur_owner_node;
+  *pid = cur_owner_pid;
+}
+
 /* Task marks (RAYDIST_WORKER_TASK_MARKS, set by a cluster node whose pipes
  * read this worker's stdout and stderr): before each task a line
  * RD_TASK_MARK "task ID ATTEMPT NAME\n" on both streams, which the node
@@ -132,10 +137,6 @@ static void name_mark(const char *name) {
   char line[RD_TASK_MARK_MAX];
   int n = snprintf(line, sizeof(line), RD_TASK_MARK "name %.*s\n", RD_TASK_MARK_NAME_MAX, name);
   if (n > 0 && (size_t)n < sizeof(line)) mark_write(line, (size_t)n);
-}
-void rd__worker_current_owner(uint32_t *node, int *pid) {
-  *node = cur_owner_node;
-  *pid = cur_owner_pid;
 }
 
 /* rd_task_opts.max_calls: how many times each function ran in this process
