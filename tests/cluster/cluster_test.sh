@@ -137,7 +137,7 @@ resources = CPU=1, big=1
 labels = tier=big
 max_workers = 2
 idle_timeout_s = 3
-launch = "$R" start --address "\$RAYDIST_ADDRESS" --node-ip 127.0.0.\$((20 + RAYDIST_LAUNCH_ID)) --num-cpus 1 --resources big=1 --labels tier=big --object-store-memory 100000000
+launch = "$R" start --address "\$RAYDIST_ADDRESS" --node-ip 127.0.0.\$((100 + RAYDIST_LAUNCH_ID)) --num-cpus 1 --resources big=1 --labels tier=big --object-store-memory 100000000
 terminate = echo "\$RAYDIST_NODE_TYPE \$RAYDIST_LAUNCH_ID \$RAYDIST_NODE_IP \$RAYDIST_NODE_INDEX" >> "$RAYDIST_TMPDIR/terminated"
 
 [type warm]
@@ -2223,7 +2223,7 @@ PY
     grep -Eq '^  launches: 4 started, 0 failed; 2 nodes let go$' "$L" || fail "status: launches"
     for _i in $(seq 1 50); do [ "$(wc -l < "$RAYDIST_TMPDIR/terminated" 2>/dev/null)" = 3 ] && break; sleep 0.1; done
     cat "$RAYDIST_TMPDIR/terminated"
-    [ "$(grep -Ec '^big [0-9]+ 127\.0\.0\.2[0-9] [0-9]+$' "$RAYDIST_TMPDIR/terminated")" = 3 ] ||
+    [ "$(grep -Ec '^big [0-9]+ 127\.0\.0\.1[0-9][0-9] [0-9]+$' "$RAYDIST_TMPDIR/terminated")" = 3 ] ||
       fail "terminate commands"
     # demand: one request waiting on b (node 2 here: the warm node took 4)
     # and the backlog of four behind it on the head; no type has zone=west
@@ -2251,7 +2251,7 @@ PY
     # a job submitted to one of them (a script that is no driver, holding
     # nothing) keeps that node past the idle timeout once the room is
     # withdrawn; it goes once the job has ended
-    BIG=$(awk '$2 ~ /^127\.0\.0\.2[0-9]$/ && $3 == "alive" {print $2; exit}' "$L")
+    BIG=$(awk '$2 ~ /^127\.0\.0\.1[0-9][0-9]$/ && $3 == "alive" {print $2; exit}' "$L")
     [ -n "$BIG" ] || { cat "$L"; fail "no big node's address in status"; }
     "$R" job submit --node-ip "$BIG" -- /bin/sh -c "while [ ! -e '$RAYDIST_TMPDIR/big_job_done' ]; do sleep 0.1; done" \
       > /dev/null || fail "a job on big node $BIG"
@@ -2272,7 +2272,7 @@ PY
     [ "$(add big)" = 5 ] && [ "$(add warm)" = 1 ] || fail "events: not 5 big and 1 warm nodes added ($(add big), $(add warm))"
     [ "$(grep -Ec "INFO +AUTOSCALER +-  Removing 1 nodes of type big \(node [0-9]+, idle for [0-9]+ s\)\.$" "$L")" -ge 4 ] ||
       fail "events: not 4 big nodes removed"
-    [ "$(grep -Ec "INFO +GCS +[0-9]+  Node [0-9]+ \(127\.0\.0\.2[0-9]\) left the cluster: drained: idle for [0-9]+ s \(autoscaler, type 'big'\)\.$" "$L")" = 4 ] ||
+    [ "$(grep -Ec "INFO +GCS +[0-9]+  Node [0-9]+ \(127\.0\.0\.1[0-9][0-9]\) left the cluster: drained: idle for [0-9]+ s \(autoscaler, type 'big'\)\.$" "$L")" = 4 ] ||
       fail "events: not 4 big nodes left drained"
     grep -Eq "WARNING +AUTOSCALER +-  No node type can run [0-9]+ waiting requests?, e\.g\. .*: add a node type that can\.$" "$L" ||
       fail "events: no request said unplaceable"    # jobs through the jobs API whose entrypoint resources no live node has

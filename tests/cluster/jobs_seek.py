@@ -116,7 +116,7 @@ def on_big_node(sid, ask, waited):
     check(j["status"] == "SUCCEEDED", "%s: %r, log %r" % (sid, j, text))
     want = "waiting for the autoscaler to start a node of type 'big': no live node has " + waited
     check(want in text, "%s's log does not say why it waited: %r" % (sid, text))
-    m = re.search(r"^raydist job: runs on node (127\.0\.0\.2[0-9]) as its job [0-9]+$", text, re.M)
+    m = re.search(r"^raydist job: runs on node (127\.0\.0\.1[0-9][0-9]) as its job [0-9]+$", text, re.M)
     check(m is not None and ("%s on %s" % (sid, m.group(1))) in text.splitlines(), "%s did not run on a big node: %r" % (sid, text))
     return j, m.group(1)
 
