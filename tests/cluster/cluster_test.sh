@@ -2124,6 +2124,31 @@ PY
     [ "$(wc -l < "$RAYDIST_TMPDIR/kept")" -ge 1000 ] || fail "$CASE: under 1000 lines kept"
     [ "$(grep -c . "$W.1")" = "$(grep -c '^say-lots round [0-9]* line [0-9]* 0*$' "$W.1")" ] ||
       fail "$CASE: a line cut in $W.1"
+    # each round's task range points into the file its lines are in now,
+    # moved back a backup at each rotation: one round's lines alone, all
+    # 400 of them where the range is whole in one file
+    python3 - "$(cat "$ROOT/node-127.0.0.1/metrics")" "$(cat "$ROOT/node-127.0.0.1/token")" "$B/logs" <<'PY' ||
+import json, re, sys, urllib.request
+q = urllib.request.Request("http://%s/api/v0/tasks?limit=1000&detail=True" % sys.argv[1],
+                           headers={"Authorization": "Bearer " + sys.argv[2]})
+rows = json.load(urllib.request.urlopen(q, timeout=30))["data"]["result"]["result"]
+says = [r for r in rows if r["name"] == "say_lots" and r["state"] == "FINISHED"]
+assert len(says) == 12, [r["name"] for r in rows]
+whole, files = 0, set()
+for r in says:
+    info = r["task_log_info"] or {}
+    if info.get("stdout_start") is None:
+        continue   # rotated out with its file
+    data = open(sys.argv[3] + "/" + info["stdout_file"]).read()
+    end = info["stdout_end"] if info["stdout_end"] is not None else len(data)
+    text = data[info["stdout_start"]:end]
+    rounds = set(re.findall(r"^say-lots round ([0-9]+) line", text, re.M))
+    assert len(rounds) == 1 and 0 < text.count("\n") <= 400, (info, rounds, text[:200])
+    whole += text.count("\n") == 400
+    files.add(info["stdout_file"].rsplit(".", 1)[-1])
+assert whole >= 3 and {"1", "2"} <= files, (whole, files)
+PY
+      fail "$CASE: the rounds' task ranges after rotations"
     ;;
   worker_files_pruned)
     # eight workers on b, one task each (max_calls 1): b keeps the files of
