@@ -294,16 +294,29 @@ static void out_mark(worker_out *s, const out_mark_t *m) {
   s->task = t->seq;
 }
 
+/* The file stream i (0 stdout, 1 stderr) of range t begins in, its name
+ * into file (its backup's when rotated since), and whether its end is in
+ * that file too (else it runs to that file's end).  -1: no mark came on
+ * that stream, or the file was rotated out. */
+static int tl_file(const task_lines *t, int i, char *file, size_t flen, int *has_end) {
+  uint32_t k = t->s[i].k0;
+  if (!t->s[i].set || (int)k > rd__wlog_backups()) return -1;
+  char name[64];
+  rd__wlog_name(name, sizeof(name), t->wid, t->job, t->pid);
+  if (k) snprintf(file, flen, "%s.%s.%u", name, i ? "err" : "out", k);
+  else snprintf(file, flen, "%s.%s", name, i ? "err" : "out");
+  *has_end = t->s[i].ended && t->s[i].k1 == k;
+  return 0;
+}
+
 /* One stream's part of a range, as members of task_lines_json's rows. */
 static void tl_json_stream(rd__mbuf *b, const task_lines *t, int i) {
   const char *sfx = i ? "err" : "out";
-  if (!t->s[i].set || (int)t->s[i].k0 > rd__wlog_backups()) return;
-  char name[64];
-  rd__wlog_name(name, sizeof(name), t->wid, t->job, t->pid);
-  rd__mbuf_printf(b, ", \"%s_file\": \"%s.%s", sfx, name, sfx);
-  if (t->s[i].k0) rd__mbuf_printf(b, ".%u", t->s[i].k0);
-  rd__mbuf_printf(b, "\", \"%s_start\": %" PRIu64, sfx, t->s[i].start);
-  if (t->s[i].ended && t->s[i].k1 == t->s[i].k0) rd__mbuf_printf(b, ", \"%s_end\": %" PRIu64, sfx, t->s[i].end);
+  char file[96];
+  int has_end;
+  if (tl_file(t, i, file, sizeof(file), &has_end) != 0) return;
+  rd__mbuf_printf(b, ", \"%s_file\": \"%s\", \"%s_start\": %" PRIu64, sfx, file, sfx, t->s[i].start);
+  if (has_end) rd__mbuf_printf(b, ", \"%s_end\": %" PRIu64, sfx, t->s[i].end);
 }
 
 void rd__node_task_lines_json(rd__mbuf *b) {
@@ -339,18 +352,12 @@ int rd__node_task_lines(const char *id, int pid, int which, char *file, size_t f
                       "file is raydist logs worker --pid P", id, TL.cap ? TL.cap : (size_t)10000);
     return -1;
   }
-  uint32_t k = best->s[i].k0;
-  if ((int)k > rd__wlog_backups()) {
+  if (tl_file(best, i, file, flen, has_end) != 0) {
     snprintf(why, wl, "task %.40s's lines were rotated out of its worker's files (RAYDIST_ROTATION_BACKUP_COUNT)", id);
     return -1;
   }
-  char name[64];
-  rd__wlog_name(name, sizeof(name), best->wid, best->job, best->pid);
-  if (k) snprintf(file, flen, "%s.%s.%u", name, i ? "err" : "out", k);
-  else snprintf(file, flen, "%s.%s", name, i ? "err" : "out");
   *off = best->s[i].start;
-  *has_end = best->s[i].ended && best->s[i].k1 == k;   /* else to the end of the file it starts in */
-  *end = *has_end ? best->s[i].end : 0;
+  *end = *has_end ? best->s[i].end : 0;   /* else to the end of the file it starts in */
   return 0;
 }
 
@@ -475,16 +482,16 @@ static void out_got(worker_out *s, size_t n) {
     used = from = (size_t)(nl + 1 - s->buf);
   }
   {
-    char *from = s->buf + used, *last = NULL;   /* the end of the last whole line */
+    char *rest = s->buf + used, *last = NULL;   /* the end of the last whole line */
     for (size_t k = s->len; k > used && !last; k--)
       if (s->buf[k - 1] == '\n') last = s->buf + k;
     if (!last && s->len == sizeof(s->buf)) {   /* a longer line: cut here, before what may begin a mark */
       last = s->buf + s->len;
       char *e = memchr(s->buf + s->len - RD_TASK_MARK_MAX, RD_TASK_MARK[0], RD_TASK_MARK_MAX);
-      if (e && e > from) last = e;
+      if (e && e > rest) last = e;
     }
     if (last) {
-      out_emit(s, from, (size_t)(last - from));
+      out_emit(s, rest, (size_t)(last - rest));
       used = (size_t)(last - s->buf);
     }
   }
@@ -524,6 +531,12 @@ static void out_drain(node_worker *w) {
       out_got(s, (size_t)r);
     }
   }
+}
+
+/* w now works for driver: what it wrote for the one before goes to that one first. */
+static void worker_set_driver(node_worker *w, uint32_t driver) {
+  if (w->driver != driver) out_drain(w);
+  w->driver = driver;
 }
 
 /* A pipe for stream `which` of a worker about to start; NULL without memory. */
@@ -763,7 +776,10 @@ static void worker_spawn(node_job *j) {
   w->launch_ms = rd__wall_ms();
   char *owned[WORKER_ENV_OWNED + 1];
   static int marks = -1;   /* RAYDIST_RECORD_TASK_LOGGING=0: the workers mark no task (see task ranges) */
-  if (marks < 0) marks = !(getenv("RAYDIST_RECORD_TASK_LOGGING") && !strcmp(getenv("RAYDIST_RECORD_TASK_LOGGING"), "0"));
+  if (marks < 0) {
+    const char *v = getenv("RAYDIST_RECORD_TASK_LOGGING");
+    marks = !(v && !strcmp(v, "0"));
+  }
   char **env = build_worker_env(w->id, j->env, rd__cluster_on() && marks, owned);
   if (!env) { free(w); return; }
   uv_process_options_t o;
@@ -1024,8 +1040,7 @@ static void granted(rd_sched_item *it, const rd_res_grant *g, void *ctx) {
     worker_bind_bundle(w, b);
     w->lease_priority = r->item.priority;
     w->gcs_job = r->gcs_job;
-    if (w->driver != r->driver) out_drain(w);
-    w->driver = r->driver;
+    worker_set_driver(w, r->driver);
     w->granted_ns = rd__now_ns();
     uint64_t waited = w->granted_ns - r->queued_ns;
     N.lease_wait[rd__hist_bucket(waited)]++;
@@ -1894,8 +1909,7 @@ static void actor_place(node_actor *a, node_worker *w, const rd_res_grant *g) {
   w->lease_owner = NULL;
   w->lease_id = 0;
   w->gcs_job = rd__node_actor_gcs_job(a);   /* the groups it makes end with its job */
-  if (w->driver != a->driver) out_drain(w);
-  w->driver = a->driver;
+  worker_set_driver(w, a->driver);
   w->actor = a;
   w->last_actor = a->id;
   N.nactor_workers++;

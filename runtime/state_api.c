@@ -210,7 +210,8 @@ typedef struct sa_req {
     const char *node_id;
     const char *id;         /* kept */
     uint32_t attempt;
-    const char *info;       /* kept: the task_log_info JSON */
+    const char *file[2];    /* kept: stdout's and stderr's (NULL: no range) */
+    long long start[2], end[2];   /* -1: not known */
   } *tranges;
   size_t ntranges, captranges;
   uint32_t *subjobs;        /* GCS jobs a submitted job's driver started: no DRIVER row of their own */
@@ -1026,26 +1027,11 @@ static int wfile_cmp(const void *a, const void *b) {
   return c ? c : (x->pid > y->pid) - (x->pid < y->pid);
 }
 
-/* One stream's members of a task_log_info from a node's range row. */
-static void trange_stream(rd__mbuf *b, const rd_json *t, const char *sfx, const char *ray) {
-  const char *file = jstr(t, sfx[0] == 'o' ? "out_file" : "err_file");
-  char k[16];
-  snprintf(k, sizeof(k), "%s_start", sfx);
-  const rd_json *st = rd_json_get(t, k);
-  snprintf(k, sizeof(k), "%s_end", sfx);
-  const rd_json *en = rd_json_get(t, k);
-  rd__mbuf_printf(b, "%s\"%s_file\": ", sfx[0] == 'o' ? "" : ", ", ray);
-  if (file) rd__mbuf_json_cstr(b, file);
-  else rd__mbuf_printf(b, "null");
-  if (file && st && st->type == RD_JSON_NUMBER) rd__mbuf_printf(b, ", \"%s_start\": %.0f", ray, st->num);
-  else rd__mbuf_printf(b, ", \"%s_start\": null", ray);
-  if (file && en && en->type == RD_JSON_NUMBER) rd__mbuf_printf(b, ", \"%s_end\": %.0f", ray, en->num);
-  else rd__mbuf_printf(b, ", \"%s_end\": null", ray);
-}
-
-/* A node's tasks' ranges (its /api/task_lines), as task_log_info texts. */
+/* A node's tasks' ranges (its /api/task_lines), kept as they came: only
+ * the rows' ones become task_log_info texts (trange_info). */
 static void tranges_of(sa_req *q, const rd_gcs_node *x, const rd_json *root, const rd_gcs_node *nodes, size_t n) {
   (void)nodes, (void)n;
+  static const char *const keys[2][3] = {{"out_file", "out_start", "out_end"}, {"err_file", "err_start", "err_end"}};
   const rd_json *list = rd_json_get(root, "tasks");
   for (const rd_json *t = list && list->type == RD_JSON_ARRAY ? list->child : NULL; t && !q->oom; t = t->next) {
     const char *id = jstr(t, "task_id");
@@ -1057,16 +1043,35 @@ static void tranges_of(sa_req *q, const rd_gcs_node *x, const rd_json *root, con
       q->tranges = v;
       q->captranges = cap;
     }
-    rd__mbuf b = {0};
-    rd__mbuf_printf(&b, "{");
-    trange_stream(&b, t, "out", "stdout");
-    trange_stream(&b, t, "err", "stderr");
-    rd__mbuf_printf(&b, "}");
-    const char *kid = keep(q, id, strlen(id)), *info = b.oom ? NULL : keep(q, b.p, b.len);
-    free(b.p);
-    if (!kid || !info) return (void)(q->oom = 1);
-    q->tranges[q->ntranges++] = (struct trange){x->node_id, kid, (uint32_t)jnum(t, "attempt"), info};
+    struct trange r = {x->node_id, keep(q, id, strlen(id)), (uint32_t)jnum(t, "attempt"), {NULL, NULL}, {-1, -1},
+                       {-1, -1}};
+    if (!r.id) return (void)(q->oom = 1);
+    for (int i = 0; i < 2; i++) {
+      const char *file = jstr(t, keys[i][0]);
+      const rd_json *st = rd_json_get(t, keys[i][1]), *en = rd_json_get(t, keys[i][2]);
+      if (!file || !st || st->type != RD_JSON_NUMBER) continue;
+      if (!(r.file[i] = keep(q, file, strlen(file)))) return (void)(q->oom = 1);
+      r.start[i] = (long long)st->num;
+      if (en && en->type == RD_JSON_NUMBER) r.end[i] = (long long)en->num;
+    }
+    q->tranges[q->ntranges++] = r;
   }
+}
+
+/* Range t as Ray's task_log_info: each stream's file, start and end (null where not known). */
+static void trange_info(rd__mbuf *b, const struct trange *t) {
+  static const char *const ray[2] = {"stdout", "stderr"};
+  rd__mbuf_printf(b, "{");
+  for (int i = 0; i < 2; i++) {
+    rd__mbuf_printf(b, "%s\"%s_file\": ", i ? ", " : "", ray[i]);
+    if (t->file[i]) rd__mbuf_json_cstr(b, t->file[i]);
+    else rd__mbuf_printf(b, "null");
+    if (t->file[i]) rd__mbuf_printf(b, ", \"%s_start\": %lld", ray[i], t->start[i]);
+    else rd__mbuf_printf(b, ", \"%s_start\": null", ray[i]);
+    if (t->file[i] && t->end[i] >= 0) rd__mbuf_printf(b, ", \"%s_end\": %lld", ray[i], t->end[i]);
+    else rd__mbuf_printf(b, ", \"%s_end\": null", ray[i]);
+  }
+  rd__mbuf_printf(b, "}");
 }
 
 static int trange_cmp(const void *a, const void *b) {
@@ -1096,11 +1101,12 @@ static void task_log_files(sa_req *q, const rd_gcs_node *nodes, size_t n) {
     cell *r = q->cells + i * q->ncols;
     if (r[TK_WORKER_PID].t != V_INT || r[TK_NODE].t != V_STR) continue;
     if (q->ntranges && r[TK_ID].t == V_STR && r[TK_ATTEMPT].t == V_INT) {
-      struct trange tk = {r[TK_NODE].s, r[TK_ID].s, (uint32_t)r[TK_ATTEMPT].i, NULL};
+      struct trange tk = {.node_id = r[TK_NODE].s, .id = r[TK_ID].s, .attempt = (uint32_t)r[TK_ATTEMPT].i};
       const struct trange *t = bsearch(&tk, q->tranges, q->ntranges, sizeof(*q->tranges), trange_cmp);
       if (t) {
-        r[TK_LOG].s = t->info;
-        r[TK_LOG].t = V_JSON;
+        rd__mbuf b = {0};
+        trange_info(&b, t);
+        set_json(q, &r[TK_LOG], &b);
         continue;
       }
     }
