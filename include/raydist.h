@@ -64,13 +64,12 @@ typedef struct rd_config {
    * the CPUs/GPUs/memory of a job of weight 1 when both wait.  0: env
    * RAYDIST_JOB_WEIGHT, else 1.  At most 1000. */
   double job_weight;
-  /* On a multi-node cluster, lines that the workers doing this driver's
-   * work (its tasks, their tasks, its actors) write to stdout and stderr
-   * are printed on the driver's stdout and stderr, prefixed with
-   * "(pid=N, ip=A) " (Ray's log_to_driver); they are in each node's log
-   * too.  1 (rd_config_init): print them; 0, or env RAYDIST_LOG_TO_DRIVER=0:
-   * do not.  (On an embedded cluster workers write to the driver's
-   * terminal themselves.) */
+  /* Lines that the workers doing this driver's work (its tasks, their
+   * tasks, its actors) write to stdout and stderr are printed on the
+   * driver's stdout and stderr, prefixed with "(NAME pid=N, ip=A) "
+   * ("(NAME pid=N) " on an embedded cluster; Ray's log_to_driver); they are
+   * in the workers' files on their nodes too.  1 (rd_config_init): print
+   * them; 0, or env RAYDIST_LOG_TO_DRIVER=0: do not. */
   int log_to_driver;
   /* The namespace of this driver's names (Ray's namespace): named actors
    * and placement groups it (and its tasks and actors, on any node) makes

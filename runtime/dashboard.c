@@ -1481,7 +1481,7 @@ void rd__dashboard_actors(rd__mbuf *b, int json, size_t limit, int state) {
 /* ,"log":"worker-WID-JOB-PID" (its files' name, less .out and .err) when
  * the node keeps its workers' output in files. */
 static void workers_files(rd__mbuf *b, uint32_t wid, uint32_t job, int pid) {
-  if (!N.worker_files || !rd__cluster_on()) return;
+  if (!N.worker_files) return;
   char name[64];
   rd__wlog_name(name, sizeof(name), wid, job, pid);
   rd__mbuf_printf(b, ",\"log\":\"%s\"", name);

@@ -115,16 +115,16 @@ static int pin_remove(node_client *c, uint64_t id) {
 
 /* ------------------------------------------------------------ workers */
 
-/* ------------------------------------------------- worker output (cluster)
+/* --------------------------------------------------------- worker output
  *
- * In a cluster a worker's stdout and stderr are pipes the node reads (in an
- * embedded cluster they are the daemon's, which are the driver's): each
- * whole line goes to the worker's own file, logs/worker-WID-JOB-PID.out or
- * .err (log_files.c; with RAYDIST_LOG_TO_STDERR=1, or when the file cannot
- * be made, to the node's own stdout or stderr, its log, prefixed with the
- * worker's pid), and to the driver whose work the worker is doing
- * (w->driver: that of its lease or actor), on this node or through the
- * link to the driver's node, which prints it prefixed with the pid and the
+ * A worker's stdout and stderr are pipes the node reads (a cluster's node
+ * or an embedded one alike): each whole line goes to the worker's own
+ * file, logs/worker-WID-JOB-PID.out or .err (log_files.c; with
+ * RAYDIST_LOG_TO_STDERR=1, or when the file cannot be made, to the node's
+ * own stdout or stderr, its log, prefixed with the worker's pid), and to
+ * the driver whose work the worker is doing (w->driver: that of its lease
+ * or actor), on this node or through the link to the driver's node, which
+ * prints it prefixed with the task's name, the pid and (in a cluster) the
  * node's address, as Ray's log_to_driver.  A stream outlives its worker
  * until it has read the pipe to its end, routing the last lines by the
  * driver it saw last. */
@@ -143,13 +143,15 @@ typedef struct worker_out {
   uint64_t task;            /* the task_lines seq of the task marked last (0: none) */
   char name[RD_TASK_MARK_NAME_MAX + 1];   /* the name marked last (WorkerOutput.name) */
   struct worker_out *next_paused;         /* in out_paused while its reads rest */
+  struct worker_out *next_all, **pprev_all;   /* in out_all until closed */
   int paused;
   uint64_t read_ns;                       /* its last read (rd__now_ns): one soon after rests */
+  size_t offered;                         /* room the last read was given (out_alloc) */
   size_t len;
   char buf[RD_OUT_LINE_MAX];
 } worker_out;
 
-/* ------------------------------------------------ task ranges (cluster)
+/* ------------------------------------------------------------ task ranges
  *
  * Where each task's lines are in its worker's files, from the marks the
  * worker writes before each task (src/worker.c, RD_TASK_MARK): the last
@@ -365,9 +367,12 @@ int rd__node_task_lines(const char *id, int pid, int which, char *file, size_t f
  * their next read, so that a worker running many small tasks (a mark each)
  * wakes its node a thousand times a second, not at each task (at 400,000
  * tasks a second, 22 MB/s a stream: 22 KB a rest, in a pipe of 256 KiB),
- * while a line now and then is read at once. */
+ * while a line now and then is read at once.  A read that filled the
+ * buffer does not rest: the pipe is read to its end first (one 16 KiB read
+ * a rest capped a stream at 16 MB/s, ~340,000 marks a second). */
 #define RD_OUT_REST_MS 1
 static worker_out *out_paused;
+static worker_out *out_all;   /* every stream not yet closed, its worker's or not */
 static uv_timer_t out_rest_timer;
 static int out_rest_init;
 
@@ -401,6 +406,10 @@ static void out_rest(worker_out *s) {
 
 static void out_closed(uv_handle_t *h) {
   worker_out *s = h->data;
+  if (s->pprev_all) {
+    *s->pprev_all = s->next_all;
+    if (s->next_all) s->next_all->pprev_all = s->pprev_all;
+  }
   for (worker_out **p = &out_paused; *p; p = &(*p)->next_paused)
     if (*p == s) {
       *p = s->next_paused;
@@ -440,7 +449,7 @@ static void out_emit(worker_out *s, const char *data, size_t len) {
   if (!s->driver) return;
   Rd__WorkerOutput m = RD__WORKER_OUTPUT__INIT;
   m.pid = s->pid;
-  m.ip = (char *)rd__cluster_ip();
+  m.ip = rd__cluster_on() ? (char *)rd__cluster_ip() : "";   /* none on an embedded node: "(NAME pid=N)" */
   m.stream = (uint32_t)s->which;
   m.data.data = (uint8_t *)data;
   m.data.len = len;
@@ -456,6 +465,16 @@ static void out_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *b) {
   worker_out *s = h->data;
   b->base = s->buf + s->len;
   b->len = sizeof(s->buf) - s->len;
+  s->offered = b->len;
+}
+
+/* How many of the last bytes of p[0..n) may be the first of a mark (a
+ * prefix of RD_TASK_MARK shorter than it, whose rest comes with the next
+ * read): 0 to RD_TASK_MARK_LEN - 1. */
+static size_t mark_tail(const char *p, size_t n) {
+  for (size_t k = RD_TASK_MARK_LEN - 1; k > 0; k--)
+    if (n >= k && !memcmp(p + n - k, RD_TASK_MARK, k)) return k;
+  return 0;
 }
 
 /* n more bytes came into s->buf: its marks taken, its whole lines out. */
@@ -485,10 +504,9 @@ static void out_got(worker_out *s, size_t n) {
     char *rest = s->buf + used, *last = NULL;   /* the end of the last whole line */
     for (size_t k = s->len; k > used && !last; k--)
       if (s->buf[k - 1] == '\n') last = s->buf + k;
-    if (!last && s->len == sizeof(s->buf)) {   /* a longer line: cut here, before what may begin a mark */
+    if (!last && s->len - used == sizeof(s->buf)) {   /* a line longer than buf: cut, before a mark's first bytes */
       last = s->buf + s->len;
-      char *e = memchr(s->buf + s->len - RD_TASK_MARK_MAX, RD_TASK_MARK[0], RD_TASK_MARK_MAX);
-      if (e && e > rest) last = e;
+      last -= mark_tail(s->buf, s->len);
     }
     if (last) {
       out_emit(s, rest, (size_t)(last - rest));
@@ -512,23 +530,48 @@ static void out_read(uv_stream_t *st, ssize_t n, const uv_buf_t *b) {
     flush_all();
     return;
   }
+  int full = (size_t)n == s->offered;   /* the pipe may hold more: read on (libuv does, at once) */
   out_got(s, (size_t)n);
+  if (full) return;
   uint64_t now = rd__now_ns();
   if (now - s->read_ns < RD_OUT_REST_MS * 1000000ull) out_rest(s);   /* reads come fast: the next one rests */
   s->read_ns = now;
 }
 
+/* What stream s holds now, read (its reads may be resting): at most 64
+ * reads, so that a worker writing without end cannot hold the node. */
+static void out_drain_stream(worker_out *s) {
+  uv_os_fd_t fd;
+  if (!s || uv_is_closing((uv_handle_t *)&s->pipe) || uv_fileno((uv_handle_t *)&s->pipe, &fd) != 0) return;
+  for (int k = 0; k < 64 && s->len < sizeof(s->buf); k++) {
+    ssize_t r = read(fd, s->buf + s->len, sizeof(s->buf) - s->len);
+    if (r <= 0) break;   /* nothing more now (or the end, which its reader sees) */
+    out_got(s, (size_t)r);
+  }
+}
+
 /* What w wrote so far, read now: before it works for another driver, its
- * lines go to the one it worked for (its reads may be resting). */
+ * lines go to the one it worked for. */
 static void out_drain(node_worker *w) {
-  for (int i = 0; i < 2; i++) {
-    worker_out *s = w->out[i];
-    uv_os_fd_t fd;
-    if (!s || uv_is_closing((uv_handle_t *)&s->pipe) || uv_fileno((uv_handle_t *)&s->pipe, &fd) != 0) continue;
-    for (int k = 0; k < 64 && s->len < sizeof(s->buf); k++) {
-      ssize_t r = read(fd, s->buf + s->len, sizeof(s->buf) - s->len);
-      if (r <= 0) break;   /* nothing more now (or the end, which its reader sees) */
-      out_got(s, (size_t)r);
+  for (int i = 0; i < 2; i++) out_drain_stream(w->out[i]);
+}
+
+/* What every worker wrote for driver so far (NodeInfo.drain_output), read
+ * and sent to it now: a driver asks before it stops, so that the lines its
+ * tasks printed before they returned reach it (they may wait in a pipe
+ * while its reads rest). */
+static void out_drain_for(uint32_t driver) {
+  for (worker_out *s = out_all; s; s = s->next_all) {
+    if ((s->w ? s->w->driver : s->driver) != driver) continue;
+    out_drain_stream(s);
+    /* a last line without its newline: the driver's, as at a worker's end
+     * (not what begins a mark: out_got kept it, whole or in part) */
+    size_t line = s->len >= RD_TASK_MARK_LEN && !memcmp(s->buf, RD_TASK_MARK, RD_TASK_MARK_LEN)
+                      ? 0 : s->len - mark_tail(s->buf, s->len);
+    if (line) {
+      out_emit(s, s->buf, line);
+      memmove(s->buf, s->buf + line, s->len - line);
+      s->len -= line;
     }
   }
 }
@@ -553,6 +596,10 @@ static worker_out *out_new(node_worker *w, int which) {
   s->job = w->job->id;
   s->which = which;
   s->file.fd = -1;
+  s->next_all = out_all;
+  if (out_all) out_all->pprev_all = &s->next_all;
+  s->pprev_all = &out_all;
+  out_all = s;
   return s;
 }
 
@@ -780,7 +827,7 @@ static void worker_spawn(node_job *j) {
     const char *v = getenv("RAYDIST_RECORD_TASK_LOGGING");
     marks = !(v && !strcmp(v, "0"));
   }
-  char **env = build_worker_env(w->id, j->env, rd__cluster_on() && marks, owned);
+  char **env = build_worker_env(w->id, j->env, marks, owned);
   if (!env) { free(w); return; }
   uv_process_options_t o;
   memset(&o, 0, sizeof(o));
@@ -795,21 +842,19 @@ static void worker_spawn(node_job *j) {
    * write costs the worker a socket buffer (a task mark each task: 3x the
    * cost of a small task, against a pipe's plain copy) */
   int rd_end[2] = {-1, -1}, wr_end[2] = {-1, -1};
-  if (rd__cluster_on()) {
-    for (int i = 0; i < 2; i++) {
-      int p[2];
-      if (pipe2(p, O_CLOEXEC) != 0) continue;   /* inherited, as on an embedded node */
-      if (!(w->out[i] = out_new(w, i + 1))) {
-        close(p[0]);
-        close(p[1]);
-        continue;
-      }
-      (void)fcntl(p[1], F_SETPIPE_SZ, 256 << 10);   /* room for a worker's burst while the node's reads rest */
-      rd_end[i] = p[0];
-      wr_end[i] = p[1];
-      stdio[i + 1].flags = UV_INHERIT_FD;
-      stdio[i + 1].data.fd = p[1];
+  for (int i = 0; i < 2; i++) {
+    int p[2];
+    if (pipe2(p, O_CLOEXEC) != 0) continue;   /* inherited: it writes to the node's own stream */
+    if (!(w->out[i] = out_new(w, i + 1))) {
+      close(p[0]);
+      close(p[1]);
+      continue;
     }
+    (void)fcntl(p[1], F_SETPIPE_SZ, 256 << 10);   /* room for a worker's burst while the node's reads rest */
+    rd_end[i] = p[0];
+    wr_end[i] = p[1];
+    stdio[i + 1].flags = UV_INHERIT_FD;
+    stdio[i + 1].data.fd = p[1];
   }
   o.file = j->exe;
   o.args = j->argv;
@@ -2925,6 +2970,7 @@ static void on_node_info(node_client *c, Rd__NodeInfo *m) {
   rd__res_to_msg(&avail, &av);
   rd_store_stats s;
   rd_store_get_stats(N.store, &s);
+  if (m->drain_output && c->role == ROLE_DRIVER) out_drain_for(c->id);   /* its lines go before the reply */
   r.req_id = m->req_id;
   r.total = &tot.msg;
   r.avail = &av.msg;

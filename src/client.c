@@ -5686,8 +5686,8 @@ int rd_init(const rd_config *cfg_in) {
     const char *tok = getenv("RAYDIST_CLUSTER_TOKEN");
     snprintf(G.token, sizeof(G.token), "%s", tok ? tok : "");
     G.is_worker = 1;
-    /* a pipe (socketpair) to the node in a cluster (log_to_driver): line by line, as on
-     * a terminal, or a task's prints would come at its process's exit */
+    /* a pipe to the node (log_to_driver): line by line, as on a terminal,
+     * or a task's prints would come at its process's exit */
     struct stat so;
     if (fstat(1, &so) == 0 && (S_ISFIFO(so.st_mode) || S_ISSOCK(so.st_mode))) setvbuf(stdout, NULL, _IOLBF, 0);
     snprintf(G.session, sizeof(G.session), "%s", sess ? sess : "");
@@ -5743,8 +5743,20 @@ void rd_shutdown(void) {
   }
   progress_stop();
   while (G.pumping) pthread_cond_wait(&G.cv, &G.mu);
-  /* workers' output that has arrived (log_to_driver) is printed, not lost */
-  if (G.attached && !G.is_worker && G.log_to_driver) (void)rd__pump(0);
+  /* workers' output (log_to_driver) is printed, not lost: the node first
+   * reads and sends what its workers wrote for this driver (a task's last
+   * lines may still be in a pipe as its result comes), then what has
+   * arrived (from other nodes too) is printed */
+  if (!G.is_worker && G.log_to_driver && !G.dead) {
+    Rd__NodeInfo ni = RD__NODE_INFO__INIT;
+    ni.req_id = ++G.next_req;
+    ni.drain_output = 1;
+    ProtobufCMessage *rep = NULL;
+    if (rd__daemon_call(RD__MSG_TYPE__MSG_NODE_INFO, &ni.base, ni.req_id, RD__MSG_TYPE__MSG_NODE_INFO_REPLY, &rep,
+                        2000) == 0)
+      protobuf_c_message_free_unpacked(rep, NULL);
+    (void)rd__pump(0);
+  }
   rd__dedup_free(G.dedup);   /* what it held, printed */
   G.dedup = NULL;
   for (rd_cq *cq = G.cqs; cq; cq = cq->next) cq_close(cq);

@@ -41,7 +41,8 @@ struct rd__dedup {
 };
 
 void rd__worker_prefix(char *out, size_t len, int pid, const char *ip, const char *name) {
-  snprintf(out, len, "(%.100s%spid=%d, ip=%.64s) ", name ? name : "", name && *name ? " " : "", pid, ip ? ip : "?");
+  snprintf(out, len, "(%.100s%spid=%d%s%.64s) ", name ? name : "", name && *name ? " " : "", pid,
+           ip && !*ip ? "" : ", ip=", ip ? ip : "?");   /* no ip: the driver's own embedded node, as Ray's */
 }
 
 static void put(FILE *f, int pid, const char *ip, const char *name, const char *line, size_t len, const char *tail) {

@@ -20,7 +20,8 @@ typedef struct rd__dedup rd__dedup;
 int rd__dedup_from_env(rd__dedup **out, char *why, size_t whylen);
 /* How the driver prefixes a worker's lines, as Ray: "(NAME pid=P, ip=A) "
  * (name: the task or actor class the worker marked last; NULL or "" left
- * out), into out (RD_WORKER_PREFIX_MAX bytes). */
+ * out; ip "": an embedded node's worker, "(NAME pid=P) "), into out
+ * (RD_WORKER_PREFIX_MAX bytes). */
 #define RD_WORKER_PREFIX_MAX 200
 void rd__worker_prefix(char *out, size_t len, int pid, const char *ip, const char *name);
 /* One line (len bytes, no newline) that worker pid at ip wrote on stream f

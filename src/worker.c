@@ -69,8 +69,8 @@ void rd__worker_current_owner(uint32_t *node, int *pid) {
   *pid = cur_owner_pid;
 }
 
-/* Task marks (RAYDIST_WORKER_TASK_MARKS, set by a cluster node whose pipes
- * read this worker's stdout and stderr): before each task a line
+/* Task marks (RAYDIST_WORKER_TASK_MARKS, set by the node whose pipes read
+ * this worker's stdout and stderr): before each task a line
  * RD_TASK_MARK "task ID ATTEMPT NAME\n" on both streams, which the node
  * takes out of the output and keeps as where the task's lines begin in
  * the worker's files (raydist logs task) and as the name that prefixes
