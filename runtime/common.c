@@ -393,7 +393,9 @@ void rd__print_lines(FILE *f, const char *prefix, const char *data, size_t len) 
   for (size_t k = 0; k < len;) {
     const char *nl = memchr(data + k, '\n', len - k);
     size_t l = nl ? (size_t)(nl - (data + k)) : len - k;
-    fprintf(f, "%s%.*s\n", prefix, (int)l, data + k);
+    fputs(prefix, f);   /* the line as written, NUL bytes too */
+    fwrite(data + k, 1, l, f);
+    fputc('\n', f);
     k += l + 1;
   }
   fflush(f);

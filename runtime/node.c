@@ -477,6 +477,16 @@ static size_t mark_tail(const char *p, size_t n) {
   return 0;
 }
 
+/* Where a mark that may not be whole yet begins at the end of p[0..n)
+ * (the last RD_TASK_MARK there with no newline after it, or the first
+ * bytes of one): n when none does. */
+static size_t mark_pending(const char *p, size_t n) {
+  const char *mk = NULL, *q = p + (n > RD_TASK_MARK_MAX ? n - RD_TASK_MARK_MAX : 0);
+  for (; (q = memmem(q, (size_t)(p + n - q), RD_TASK_MARK, RD_TASK_MARK_LEN)); q++) mk = q;
+  if (mk && !memchr(mk, '\n', (size_t)(p + n - mk))) return (size_t)(mk - p);
+  return n - mark_tail(p, n);
+}
+
 /* n more bytes came into s->buf: its marks taken, its whole lines out. */
 static void out_got(worker_out *s, size_t n) {
   s->len += n;
@@ -486,8 +496,14 @@ static void out_got(worker_out *s, size_t n) {
     if (!mk) break;
     char *nl = memchr(mk, '\n', (size_t)(s->buf + s->len - mk));
     if (!nl && s->buf + s->len - mk < RD_TASK_MARK_MAX) {   /* the rest of it comes with the next read */
-      if (mk > s->buf + used) out_emit(s, s->buf + used, (size_t)(mk - (s->buf + used)));
-      used = (size_t)(mk - s->buf);
+      /* the whole lines before it go now; a part of a line before it waits
+       * with it (if it is no mark, it is the middle of that line), unless
+       * the buffer would then have no room for the rest of the mark */
+      char *cut = mk;
+      while (cut > s->buf + used && cut[-1] != '\n') cut--;
+      if ((size_t)(s->buf + s->len - cut) > sizeof(s->buf) - RD_TASK_MARK_MAX) cut = mk;
+      if (cut > s->buf + used) out_emit(s, s->buf + used, (size_t)(cut - (s->buf + used)));
+      used = (size_t)(cut - s->buf);
       goto keep;
     }
     out_mark_t m;
@@ -504,10 +520,8 @@ static void out_got(worker_out *s, size_t n) {
     char *rest = s->buf + used, *last = NULL;   /* the end of the last whole line */
     for (size_t k = s->len; k > used && !last; k--)
       if (s->buf[k - 1] == '\n') last = s->buf + k;
-    if (!last && s->len - used == sizeof(s->buf)) {   /* a line longer than buf: cut, before a mark's first bytes */
-      last = s->buf + s->len;
-      last -= mark_tail(s->buf, s->len);
-    }
+    if (!last && s->len - used == sizeof(s->buf))   /* a line longer than buf: cut, before a mark's first bytes */
+      last = rest + mark_pending(rest, s->len - used);
     if (last) {
       out_emit(s, rest, (size_t)(last - rest));
       used = (size_t)(last - s->buf);
@@ -565,9 +579,8 @@ static void out_drain_for(uint32_t driver) {
     if ((s->w ? s->w->driver : s->driver) != driver) continue;
     out_drain_stream(s);
     /* a last line without its newline: the driver's, as at a worker's end
-     * (not what begins a mark: out_got kept it, whole or in part) */
-    size_t line = s->len >= RD_TASK_MARK_LEN && !memcmp(s->buf, RD_TASK_MARK, RD_TASK_MARK_LEN)
-                      ? 0 : s->len - mark_tail(s->buf, s->len);
+     * (not what may begin a mark: out_got kept it, whole or in part) */
+    size_t line = mark_pending(s->buf, s->len);
     if (line) {
       out_emit(s, s->buf, line);
       memmove(s->buf, s->buf + line, s->len - line);

@@ -48,7 +48,9 @@ void rd__worker_prefix(char *out, size_t len, int pid, const char *ip, const cha
 static void put(FILE *f, int pid, const char *ip, const char *name, const char *line, size_t len, const char *tail) {
   char prefix[RD_WORKER_PREFIX_MAX];
   rd__worker_prefix(prefix, sizeof(prefix), pid, ip, name);
-  fprintf(f, "%s%.*s%s\n", prefix, (int)len, line, tail);
+  fputs(prefix, f);   /* the line as written, NUL bytes too */
+  fwrite(line, 1, len, f);
+  fprintf(f, "%s\n", tail);
 }
 
 /* The line without its words that hold a digit (or 0x and hex): what
@@ -174,7 +176,7 @@ int rd__dedup_from_env(rd__dedup **out, char *why, size_t whylen) {
 void rd__dedup_line(rd__dedup *d, FILE *f, int pid, const char *ip, const char *name, const char *line, size_t len,
                     uint64_t now_ns) {
   char buf[DEDUP_LINE_MAX + 1];   /* NUL-terminated for the regexes (a longer piece is not deduplicated) */
-  if (len > DEDUP_LINE_MAX) {
+  if (len > DEDUP_LINE_MAX || memchr(line, 0, len)) {   /* held copies are C strings: a line with NULs goes as it is */
     put(f, pid, ip, name, line, len, "");
     return;
   }

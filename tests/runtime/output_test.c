@@ -13,10 +13,14 @@
  *              the node's read of a stream kept whole
  *   off        RAYDIST_LOG_TO_DRIVER=0: none on the driver, all in the files
  *   no_marks   RAYDIST_RECORD_TASK_LOGGING=0: the prefix has no name
+ *   noise      lines of every byte (NULs, the marks' bytes, what looks like
+ *              a mark) written in pieces of random sizes: each printed
+ *              once, whole, byte for byte
  */
 #include <raydist.h>
 
 #include <dirent.h>
+#include <stdint.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -58,6 +62,63 @@ RD_REMOTE(straddle) {
   fflush(stdout);
   CHECK(write(1, buf, n) == (ssize_t)n);
   return rd_return_bytes(call, 0, "", 0);
+}
+
+/* Noise of seed: NOISE_LINES lines "S<seed>L<i>:" and then 0 to 12,000
+ * bytes of every value but '\n' (NULs, the marks' first bytes, and
+ * RD_TASK_MARK followed by what no mark is among them), each with its
+ * newline, into out (NOISE_MAX bytes); its length.  The same in the task
+ * that writes it and in the test that reads it back. */
+enum { NOISES = 8, NOISE_LINES = 40, NOISE_MAX = NOISE_LINES * 12100 };
+static uint32_t noise_rand(uint32_t *x) {
+  *x ^= *x << 13;
+  *x ^= *x >> 17;
+  *x ^= *x << 5;
+  return *x;
+}
+static size_t noise(uint32_t seed, char *out) {
+  static const char *const fakes[] = {"\x1e\x1frd:", "\x1e\x1frd:nam", "\x1e\x1frd:task", "\x1e\x1f", "\x1e", "\x1e\x1frd",
+                                      "\x1e\x1frd:name"};
+  uint32_t x = seed * 2654435761u + 1;
+  size_t n = 0;
+  for (int i = 0; i < NOISE_LINES; i++) {
+    n += (size_t)sprintf(out + n, "S%uL%d:", seed, i);
+    uint32_t r = noise_rand(&x) % 10, len = r < 6 ? noise_rand(&x) % 80 : r < 9 ? noise_rand(&x) % 2000 : noise_rand(&x) % 12000;
+    for (uint32_t k = 0; k < len; k++) {
+      if (noise_rand(&x) % 40 == 0) {   /* what only looks like a mark, then a byte no mark has there */
+        const char *f = fakes[noise_rand(&x) % (sizeof(fakes) / sizeof(fakes[0]))];
+        memcpy(out + n, f, strlen(f));
+        n += strlen(f);
+        out[n++] = '!';
+        continue;
+      }
+      char c = (char)(noise_rand(&x) & 0xff);
+      out[n++] = c == '\n' ? 0 : c;
+    }
+    out[n++] = '\n';
+  }
+  return n;
+}
+
+/* Writes noise(seed) to stdout in pieces of 1 to 5,000 bytes, now and then
+ * resting up to 1.5 ms, so that the node's reads end anywhere. */
+RD_REMOTE(noisy) {
+  long seed = arg_long(call, 0);
+  char *buf = malloc(NOISE_MAX);
+  if (!buf) return rd_call_fail(call, "out of memory");
+  size_t n = noise((uint32_t)seed, buf);
+  uint32_t x = (uint32_t)seed + 7;
+  fflush(stdout);
+  for (size_t k = 0; k < n;) {
+    size_t piece = 1 + noise_rand(&x) % 5000;
+    if (piece > n - k) piece = n - k;
+    ssize_t w = write(1, buf + k, piece);
+    if (w <= 0) break;
+    k += (size_t)w;
+    if (noise_rand(&x) % 4 == 0) usleep(noise_rand(&x) % 1500);
+  }
+  free(buf);
+  return rd_return_bytes(call, 0, &seed, sizeof(seed));
 }
 
 /* An actor that prints the same line (less its digits) as the others of
@@ -109,6 +170,21 @@ static int t_driver(void) {
   const char *which = getenv("OUTPUT_CASE");
   CHECK(which != NULL);
   init_or_die(LOADERS);
+  if (!strcmp(which, "noise")) {   /* the noisy tasks alone, two at a time */
+    rd_ref nr[NOISES];
+    for (long seed = 1; seed <= NOISES; seed++)
+      CHECK_EQ(rd_submit(noisy, RD_ARGS(rd_arg_bytes(&seed, sizeof(seed))), NULL, &nr[seed - 1]), 0);
+    rd_buf nb[NOISES];
+    CHECK_EQ(rd_get(nr, NOISES, nb, 120000), 0);
+    for (int i = 0; i < NOISES; i++) {
+      rd_buf_release(&nb[i]);
+      rd_ref_release(nr[i]);
+    }
+    printf("driver done\n");
+    fflush(stdout);
+    rd_shutdown();
+    return 0;
+  }
   rd_ref r[TASKS];
   for (long t = 0; t < TASKS; t++) submit_shout(t, LINES, &r[t]);
   rd_buf b[TASKS];
@@ -173,16 +249,18 @@ static int t_driver(void) {
   return 0;
 }
 
-/* The file's bytes; malloc'd. */
+/* The file's bytes (NUL-terminated, *len of them); malloc'd. */
+static size_t slurp_len;
 static char *slurp(const char *path) {
   FILE *f = fopen(path, "r");
   CHECK(f != NULL);
-  size_t cap = 1 << 20;
+  size_t cap = 16 << 20;
   char *s = malloc(cap);
   CHECK(s != NULL);
   size_t n = fread(s, 1, cap - 1, f);
   fclose(f);
   s[n] = 0;
+  slurp_len = n;
   return s;
 }
 
@@ -212,6 +290,7 @@ static int count_lines(const char *text, const char *prefix, const char *tail) {
 
 /* Runs the driver with case c and extra environment (NAME=VALUE or NULL);
  * its stdout and stderr, malloc'd. */
+static size_t out_len;   /* the last run_driver's stdout, in bytes (it may hold NULs) */
 static void run_driver(const char *c, const char *env, char **out, char **err) {
   char fo[] = "/tmp/rd-output-out.XXXXXX", fe[] = "/tmp/rd-output-err.XXXXXX";
   int o = mkstemp(fo), e = mkstemp(fe);
@@ -231,6 +310,7 @@ static void run_driver(const char *c, const char *env, char **out, char **err) {
   int st;
   CHECK_EQ(waitpid(child, &st, 0), child);
   *out = slurp(fo);
+  out_len = slurp_len;
   *err = slurp(fe);
   unlink(fo);
   unlink(fe);
@@ -306,8 +386,57 @@ static int t_no_marks(void) {
   return 0;
 }
 
+/* Eight tasks' noise, two at a time: every line printed once, whole, byte
+ * for byte, after "(noisy pid=N) ". */
+static int t_noise(void) {
+  char *out, *err;
+  run_driver("noise", "RAYDIST_DEDUP_LOGS=0", &out, &err);
+  char *want = malloc(NOISE_MAX);
+  CHECK(want != NULL);
+  int got[NOISES + 1][NOISE_LINES];
+  memset(got, 0, sizeof(got));
+  int lines = 0, other = 0;
+  for (size_t k = 0; k < out_len;) {
+    const char *p = out + k, *nl = memchr(p, '\n', out_len - k);
+    size_t len = nl ? (size_t)(nl - p) : out_len - k;
+    k += len + 1;
+    const char *q = p + 12;   /* "(noisy pid=" N ") " */
+    if (len < 12 || memcmp(p, "(noisy pid=", 11) != 0) {   /* the driver's own: "driver done", "driver: ok" */
+      CHECK((len == 11 && !memcmp(p, "driver done", 11)) || (len == 10 && !memcmp(p, "driver: ok", 10)));
+      other++;
+      continue;
+    }
+    while (q < p + len && *q >= '0' && *q <= '9') q++;
+    CHECK(q + 2 <= p + len && q[0] == ')' && q[1] == ' ');
+    q += 2;
+    unsigned seed;
+    int i, hl = 0;
+    if (sscanf(q, "S%uL%d:%n", &seed, &i, &hl) != 2 || hl == 0 || seed < 1 || seed > NOISES || i < 0 || i >= NOISE_LINES) {
+      fprintf(stderr, "a line not as written: %.60s\n", q);
+      exit(1);
+    }
+    size_t wl = noise(seed, want), at = 0;   /* line i of it */
+    for (int j = 0; j < i; j++) at = (size_t)((char *)memchr(want + at, '\n', wl - at) - want) + 1;
+    size_t il = (size_t)((char *)memchr(want + at, '\n', wl - at) - (want + at));
+    if (il != (size_t)(p + len - q) || memcmp(want + at, q, il) != 0) {
+      fprintf(stderr, "line %d of seed %u: %zu bytes printed, %zu written\n", i, seed, (size_t)(p + len - q), il);
+      exit(1);
+    }
+    got[seed][i]++;
+    lines++;
+  }
+  for (int seed = 1; seed <= NOISES; seed++)
+    for (int i = 0; i < NOISE_LINES; i++) CHECK_EQ(got[seed][i], 1);
+  printf("noise: %d lines (%zu bytes printed) whole and in place; %d lines of the driver's\n", lines, out_len, other);
+  CHECK_EQ(other, 2);
+  free(want);
+  free(out);
+  free(err);
+  return 0;
+}
+
 static const rd_test_case tests[] = {
-    {"driver", t_driver}, {"lines", t_lines}, {"off", t_off}, {"no_marks", t_no_marks},
+    {"driver", t_driver}, {"lines", t_lines}, {"off", t_off}, {"no_marks", t_no_marks}, {"noise", t_noise},
 };
 
 RD_TEST_MAIN(tests)
