@@ -1145,7 +1145,9 @@ int rd__cli_list(int argc, char **argv) {
  * node that has them. */
 
 typedef struct logs_cli {
-  const rd_gcs_node *via;   /* the node whose state API is asked */
+  char ip[128];             /* the node asked: a live node's state API (api /api/v0/logs), */
+  int port;                 /* or an embedded node's own logs API (api /api/logs, --local) */
+  const char *api;
   char token[200];
   char node_id[80], node_ip[64];   /* --node-id, --node-ip */
   long tail;
@@ -1158,8 +1160,7 @@ static int logs_get(const logs_cli *L, const char *path, char **body, size_t *le
   char full[1200], why[300];
   snprintf(full, sizeof(full), "%s%s%s%s%s", path, L->node_id[0] ? "&node_id=" : "", L->node_id,
            !L->node_id[0] && L->node_ip[0] ? "&node_ip=" : "", !L->node_id[0] ? L->node_ip : "");
-  if (rd__http_get(L->via->ip, L->via->metrics_port, full, L->token, 60000, RD_LOGS_MAX_BYTES + 4096, body, len, why,
-                   sizeof(why)) == 0)
+  if (rd__http_get(L->ip, L->port, full, L->token, 60000, RD_LOGS_MAX_BYTES + 4096, body, len, why, sizeof(why)) == 0)
     return 0;
   fprintf(stderr, "raydist logs: %s\n", why);
   return 1;
@@ -1173,19 +1174,21 @@ static int logs_print(logs_cli *L, const char *who) {
   size_t len = 0;
   const char *sfx = L->err ? "err" : "out";
   if (!L->follow) {
-    snprintf(path, sizeof(path), "/api/v0/logs/file?%s&suffix=%s&lines=%ld", who, sfx, L->tail);
+    snprintf(path, sizeof(path), "%s/file?%s&suffix=%s&lines=%ld", L->api, who, sfx, L->tail);
     if (logs_get(L, path, &body, &len) != 0) return 1;
     fwrite(body, 1, len, stdout);
     free(body);
     return 0;
   }
   /* where the file is, and how long, once; then its tail up to there, then what comes */
-  snprintf(path, sizeof(path), "/api/v0/logs/file?%s&suffix=%s&stat=1", who, sfx);
+  snprintf(path, sizeof(path), "%s/file?%s&suffix=%s&stat=1", L->api, who, sfx);
   if (logs_get(L, path, &body, &len) != 0) return 1;
   rd_json *st = rd_json_parse(body, len, NULL, 0);
   const rd_json *id = st ? rd_json_get(st, "node_id") : NULL, *fn = st ? rd_json_get(st, "filename") : NULL;
   const rd_json *sz = st ? rd_json_get(st, "size") : NULL;
-  if (!id || id->type != RD_JSON_STRING || !fn || fn->type != RD_JSON_STRING || !sz || sz->type != RD_JSON_NUMBER) {
+  int pinned = !strcmp(L->api, "/api/logs");   /* a node's own API: no node to pin */
+  if ((!pinned && (!id || id->type != RD_JSON_STRING)) || !fn || fn->type != RD_JSON_STRING || !sz ||
+      sz->type != RD_JSON_NUMBER) {
     fprintf(stderr, "raydist logs: the node's answer says no file: %.*s\n", (int)(len < 200 ? len : 200), body);
     free(st);
     free(body);
@@ -1193,13 +1196,13 @@ static int logs_print(logs_cli *L, const char *who) {
   }
   char name[600];
   rd__url_encode(name, sizeof(name), fn->str);
-  snprintf(L->node_id, sizeof(L->node_id), "%s", id->str);
+  if (!pinned) snprintf(L->node_id, sizeof(L->node_id), "%s", id->str);
   uint64_t off = (uint64_t)sz->num;
   const rd_json *ino = rd_json_get(st, "inode");
   double inode = ino && ino->type == RD_JSON_NUMBER ? ino->num : 0;
   free(st);
   free(body);
-  snprintf(path, sizeof(path), "/api/v0/logs/file?filename=%s&lines=%ld&end=%llu", name, L->tail,
+  snprintf(path, sizeof(path), "%s/file?filename=%s&lines=%ld&end=%llu", L->api, name, L->tail,
            (unsigned long long)off);
   if (logs_get(L, path, &body, &len) != 0) return 1;
   fwrite(body, 1, len, stdout);
@@ -1207,7 +1210,7 @@ static int logs_print(logs_cli *L, const char *who) {
   free(body);
   for (;;) {
     usleep(500000);
-    snprintf(path, sizeof(path), "/api/v0/logs/file?filename=%s&stat=1", name);
+    snprintf(path, sizeof(path), "%s/file?filename=%s&stat=1", L->api, name);
     if (logs_get(L, path, &body, &len) != 0) return 1;
     st = rd_json_parse(body, len, NULL, 0);
     sz = st ? rd_json_get(st, "size") : NULL;
@@ -1219,7 +1222,7 @@ static int logs_print(logs_cli *L, const char *who) {
     if (size < off || now_ino != inode) off = 0;   /* rotated: the new file from its start */
     inode = now_ino;
     if (size == off) continue;
-    snprintf(path, sizeof(path), "/api/v0/logs/file?filename=%s&lines=-1&offset=%llu&end=%llu", name,
+    snprintf(path, sizeof(path), "%s/file?filename=%s&lines=-1&offset=%llu&end=%llu", L->api, name,
              (unsigned long long)off, (unsigned long long)size);
     if (logs_get(L, path, &body, &len) != 0) return 1;
     fwrite(body, 1, len, stdout);
@@ -1282,6 +1285,113 @@ static int logs_cluster(logs_cli *L, const rd_gcs_node *nodes, size_t n, const c
   return failed;
 }
 
+/* This machine's embedded nodes (a driver's own, rd_init(NULL)): the
+ * session directories session-* under the session root, each with its
+ * metrics address and token, into *out (malloc'd); how many. */
+typedef struct local_node {
+  char ip[128], token[64], dir[512];
+  int port;
+} local_node;
+
+static size_t local_nodes(local_node **out) {
+  char root[200];
+  rd__session_root(root, sizeof(root));
+  DIR *d = opendir(root);
+  size_t n = 0, cap = 0;
+  local_node *v = NULL;
+  struct dirent *e;
+  while (d && (e = readdir(d))) {
+    char m[300], t[300], *colon;
+    if (strncmp(e->d_name, "session-", 8) != 0) continue;
+    if (n == cap) {
+      local_node *w = realloc(v, (cap = cap ? 2 * cap : 16) * sizeof(*v));
+      if (!w) break;
+      v = w;
+    }
+    local_node *x = &v[n];
+    snprintf(x->dir, sizeof(x->dir), "%.200s/%.200s", root, e->d_name);
+    snprintf(m, sizeof(m), "%.200s/metrics", x->dir);
+    snprintf(t, sizeof(t), "%.200s/token", x->dir);
+    if (rd__read_line(m, x->ip, sizeof(x->ip)) == 0 && (colon = strrchr(x->ip, ':')) &&
+        rd__read_line(t, x->token, sizeof(x->token)) == 0 && x->token[0]) {
+      *colon = 0;   /* ip, then the port after it */
+      x->port = atoi(colon + 1);
+      n++;
+    }   /* else a session of an older version, or one going away */
+  }
+  if (d) closedir(d);
+  *out = v;
+  return n;
+}
+
+/* raydist logs --local (or without a cluster on this machine): the files
+ * of this machine's embedded nodes, each asked with its own token on its
+ * own logs API (GET /api/logs?glob=G, /api/logs/file?...): `who` (pid=P,
+ * task=ID) printed from the node that has it, or every node's files
+ * matching glob (one file alone printed instead). */
+static int logs_local(logs_cli *L, const char *who, const char *glob) {
+  local_node *v = NULL;
+  size_t n = local_nodes(&v);
+  L->api = "/api/logs";
+  L->node_id[0] = L->node_ip[0] = 0;
+  char g[600], path[800], one[300] = "";
+  size_t files = 0, one_at = 0;
+  rd__mbuf shown = {0};
+  rd__url_encode(g, sizeof(g), glob ? glob : "*");
+  for (size_t i = 0; i < n; i++) {
+    char *body = NULL, why[300];
+    size_t len = 0;
+    if (who)
+      snprintf(path, sizeof(path), "/api/logs/file?%s&suffix=%s&stat=1", who, L->err ? "err" : "out");
+    else
+      snprintf(path, sizeof(path), "/api/logs?glob=%s", g);
+    if (rd__http_get(v[i].ip, v[i].port, path, v[i].token, 15000, 4u << 20, &body, &len, why, sizeof(why)) != 0) {
+      free(body);
+      continue;   /* not this node's (404), or a node going away */
+    }
+    if (who) {   /* this node has it */
+      free(body);
+      snprintf(L->ip, sizeof(L->ip), "%s", v[i].ip);
+      L->port = v[i].port;
+      snprintf(L->token, sizeof(L->token), "%s", v[i].token);
+      free(v);
+      return logs_print(L, who);
+    }
+    rd_json *root = rd_json_parse(body, len, NULL, 0);
+    const rd_json *fl = root ? rd_json_get(root, "files") : NULL;
+    rd__mbuf_printf(&shown, "embedded node %s:\n", v[i].dir);
+    for (const rd_json *f = fl && fl->type == RD_JSON_ARRAY ? fl->child : NULL; f; f = f->next) {
+      if (f->type != RD_JSON_STRING) continue;
+      rd__mbuf_printf(&shown, "  %s\n", f->str);
+      if (!files++) snprintf(one, sizeof(one), "%s", f->str), one_at = i;
+    }
+    free(root);
+    free(body);
+  }
+  int r = 0;
+  if (who) {
+    fprintf(stderr, "raydist logs: no embedded node on this machine has %s\n", who);
+    r = 1;
+  } else if (files == 1 && glob) {   /* a unique match: the file itself */
+    char who1[700];
+    rd__url_encode(g, sizeof(g), one);
+    snprintf(who1, sizeof(who1), "filename=%s", g);
+    snprintf(L->ip, sizeof(L->ip), "%s", v[one_at].ip);
+    L->port = v[one_at].port;
+    snprintf(L->token, sizeof(L->token), "%s", v[one_at].token);
+    r = logs_print(L, who1);
+  } else if (!n) {
+    fprintf(stderr, "raydist logs: no cluster and no embedded node runs on this machine\n");
+    r = 1;
+  } else {
+    if (shown.p) fputs(shown.p, stdout);
+    if (!files) printf("no log files%s%s%s\n", glob ? " match '" : "", glob ? glob : "", glob ? "'" : "");
+  }
+  free(shown.p);
+  free(v);
+  return r;
+}
+
 int rd__cli_logs(int argc, char **argv) {
   const char *address = getenv("RAYDIST_ADDRESS"), *token = getenv("RAYDIST_TOKEN"), *id = NULL, *pid = NULL;
   static const char usage[] =
@@ -1291,7 +1401,9 @@ int rd__cli_logs(int argc, char **argv) {
       "       raydist logs task --id TASK_ID                                the stdout of the worker a task ran on\n"
       "       raydist logs worker --pid PID (--node-ip IP | --node-id ID)   a worker's stdout\n"
       "  options: [--err (stderr)] [--tail N (its last N lines; default 1000, -1 all)] [--follow]\n"
-      "           [--address IP:PORT] [--token T]\n";
+      "           [--address IP:PORT] [--token T]\n"
+      "           [--local (this machine's embedded clusters: files, task and worker --pid without the node;\n"
+      "            the default when no cluster is named and none runs here)]\n";
   logs_cli L = {.tail = 1000};
   int a = 2;
   const char *kind = "cluster", *glob = NULL;
@@ -1301,8 +1413,8 @@ int rd__cli_logs(int argc, char **argv) {
   static const struct option lo[] = {{"address", 1, 0, 'a'}, {"token", 1, 0, 't'},   {"node-ip", 1, 0, 'i'},
                                      {"node-id", 1, 0, 'n'}, {"id", 1, 0, 'd'},      {"pid", 1, 0, 'p'},
                                      {"tail", 1, 0, 'l'},    {"err", 0, 0, 'e'},     {"follow", 0, 0, 'f'},
-                                     {"help", 0, 0, 'h'},    {0, 0, 0, 0}};
-  int ch;
+                                     {"local", 0, 0, 'L'},   {"help", 0, 0, 'h'},    {0, 0, 0, 0}};
+  int ch, local = 0;
   optind = a;
   while ((ch = getopt_long(argc, argv, "f", lo, NULL)) != -1) {
     char *end = NULL;
@@ -1314,6 +1426,7 @@ int rd__cli_logs(int argc, char **argv) {
     else if (ch == 'p') pid = optarg;
     else if (ch == 'e') L.err = 1;
     else if (ch == 'f') L.follow = 1;
+    else if (ch == 'L') local = 1;
     else if (ch == 'l' && (L.tail = strtol(optarg, &end, 10), *optarg && !*end && L.tail >= -1)) continue;
     else {
       fprintf(stderr, "%s", usage);
@@ -1326,6 +1439,34 @@ int rd__cli_logs(int argc, char **argv) {
     return 2;
   }
   int actor = !strcmp(kind, "actor"), task = !strcmp(kind, "task"), worker = !strcmp(kind, "worker");
+  char sdir[512], sgcs[160];
+  if (!local && (!address || !*address) && local_session(NULL, sdir, sizeof(sdir), sgcs, sizeof(sgcs)) != 0)
+    local = 1;   /* no cluster named, none here: this machine's embedded clusters */
+  if (local && (actor || L.node_ip[0] || L.node_id[0])) {
+    fprintf(stderr, "raydist logs --local: %s\n%s",
+            actor ? "an actor's worker is found through a cluster's state API: use raydist logs worker --pid"
+                  : "an embedded cluster has one node: no --node-ip or --node-id",
+            usage);
+    return 2;
+  }
+  if (local && worker && pid) {   /* its pid alone names it */
+    char *end = NULL;
+    long p = strtol(pid, &end, 10);
+    if (!*pid || *end || p <= 0) {
+      fprintf(stderr, "raydist logs worker: --pid takes a process id, not '%s'\n", pid);
+      return 2;
+    }
+    char who[64];
+    snprintf(who, sizeof(who), "pid=%ld", p);
+    return logs_local(&L, who, NULL);
+  }
+  if (local && task && id) {
+    char e[200], who[220];
+    rd__url_encode(e, sizeof(e), id);
+    snprintf(who, sizeof(who), "task=%s", e);
+    return logs_local(&L, who, NULL);
+  }
+  if (local && !worker && !task && !id && !pid) return logs_local(&L, NULL, glob);
   if (((actor || task) && !id) || (worker && (!pid || (!L.node_ip[0] && !L.node_id[0]))) ||
       (!actor && !task && id) || (!worker && pid)) {
     fprintf(stderr, "raydist logs %s: %s\n%s", kind,
@@ -1342,9 +1483,13 @@ int rd__cli_logs(int argc, char **argv) {
     free(nodes);
     return 1;
   }
-  for (size_t i = 0; i < n && !L.via; i++)   /* any live node's state API finds the files */
-    if (nodes[i].state == RD_GCS_NODE_ALIVE && nodes[i].metrics_port > 0) L.via = &nodes[i];
-  if (!L.via) {
+  L.api = "/api/v0/logs";
+  for (size_t i = 0; i < n && !L.port; i++)   /* any live node's state API finds the files */
+    if (nodes[i].state == RD_GCS_NODE_ALIVE && nodes[i].metrics_port > 0) {
+      snprintf(L.ip, sizeof(L.ip), "%s", nodes[i].ip);
+      L.port = nodes[i].metrics_port;
+    }
+  if (!L.port) {
     fprintf(stderr, "raydist logs: no live node with an HTTP endpoint in the cluster at %s\n", abuf);
     free(nodes);
     return 1;
@@ -1370,42 +1515,14 @@ int rd__cli_logs(int argc, char **argv) {
 }
 
 /* raydist stack --local (or without a cluster on this machine): the
- * embedded nodes of this machine's drivers (SESSION dirs session-* under
- * the session root, each with its metrics address and token), asked at
- * once; `path` as for the cluster.  Returns 0, or 1 when none answered. */
-typedef struct stack_sess {
-  char ip[128], token[64], dir[512];
-} stack_sess;
-
+ * embedded nodes of this machine's drivers, asked at once; `path` as for
+ * the cluster.  Returns 0, or 1 when none answered. */
 static int stack_local(const char *path, long pid) {
-  char root[200];
-  rd__session_root(root, sizeof(root));
-  DIR *d = opendir(root);
-  size_t n = 0, cap = 0;
-  stack_sess *v = NULL;
-  struct dirent *e;
-  while (d && (e = readdir(d))) {
-    char m[300], t[300], *colon;
-    if (strncmp(e->d_name, "session-", 8) != 0) continue;
-    if (n == cap) {
-      stack_sess *w = realloc(v, (cap = cap ? 2 * cap : 16) * sizeof(*v));
-      if (!w) break;
-      v = w;
-    }
-    stack_sess *x = &v[n];
-    snprintf(x->dir, sizeof(x->dir), "%.200s/%.200s", root, e->d_name);
-    snprintf(m, sizeof(m), "%.200s/metrics", x->dir);
-    snprintf(t, sizeof(t), "%.200s/token", x->dir);
-    if (rd__read_line(m, x->ip, sizeof(x->ip)) == 0 && (colon = strrchr(x->ip, ':')) &&
-        rd__read_line(t, x->token, sizeof(x->token)) == 0 && x->token[0]) {
-      *colon = 0;   /* ip, then the port after it */
-      n++;
-    }   /* else a session of an older version, or one going away */
-  }
-  if (d) closedir(d);
+  local_node *v = NULL;
+  size_t n = local_nodes(&v);
   int found = 0;
   for (size_t i = 0; i < n; i++) {   /* a token each: one GET each */
-    rd__http_fetch f = {.ip = v[i].ip, .path = path, .port = atoi(v[i].ip + strlen(v[i].ip) + 1)};
+    rd__http_fetch f = {.ip = v[i].ip, .path = path, .port = v[i].port};
     rd__http_get_all(&f, 1, v[i].token, 15000, (size_t)64 << 20);
     if (f.rc == 0 && (!pid || f.len)) {
       found = 1;

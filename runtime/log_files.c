@@ -414,7 +414,7 @@ static int parse(logs_req *q, const char *query, char *why, size_t wl) {
 
 void rd__logs_http(uv_loop_t *loop, const char *dir, const char *path, const char *query, const char *auth,
                    rd__http_reply reply, void *arg) {
-  if (!rd__cluster_http_gate("logs API", NULL, auth, reply, arg)) return;
+  if (!rd__cluster_http_gate("logs API", rd__node_local_token(), auth, reply, arg)) return;   /* an embedded node: its own */
   logs_req *q = calloc(1, sizeof(*q));
   if (!q) {
     answer(reply, arg, 500, "node out of memory\n");

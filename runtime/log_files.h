@@ -70,6 +70,11 @@ int rd__node_task_lines(const char *id, int pid, int which, char *file, size_t f
  * same file).  The node's (node.c). */
 void rd__node_task_lines_json(rd__mbuf *b);
 
+/* An embedded node's own token (SESSION/token), with which its logs API
+ * answers `raydist logs --local`; "" on a cluster's node.  The node's
+ * (node.c). */
+const char *rd__node_local_token(void);
+
 /* 1 when path (without its query) is /api/logs or /api/logs/file. */
 int rd__logs_path(const char *path);
 /* Serves it from dir (the node's session directory) on the loop's thread

@@ -13,6 +13,8 @@
  *              the node's read of a stream kept whole
  *   off        RAYDIST_LOG_TO_DRIVER=0: none on the driver, all in the files
  *   no_marks   RAYDIST_RECORD_TASK_LOGGING=0: the prefix has no name
+ *   cli        `raydist logs --local` while the driver runs: a worker's
+ *              stdout and stderr by its pid, the session's files listed
  *   noise      lines of every byte (NULs, the marks' bytes, what looks like
  *              a mark) written in pieces of random sizes: each printed
  *              once, whole, byte for byte
@@ -39,6 +41,14 @@ RD_REMOTE(shout) {
   fprintf(stderr, "err of task %c\n", name);
   if (t == LAST) printf("tail of task %c without newline", name);
   return rd_return_bytes(call, 0, &t, sizeof(t));
+}
+
+/* Three lines on stdout and one on stderr, as shout's; its worker's pid. */
+RD_REMOTE(tell) {
+  for (int k = 0; k < 3; k++) printf("line %d of task f\n", k);
+  fprintf(stderr, "err of task f\n");
+  long pid = getpid();
+  return rd_return_bytes(call, 0, &pid, sizeof(pid));
 }
 
 /* One write of a line of STRADDLE_Y bytes, then two marks spelt out by
@@ -223,6 +233,26 @@ static int t_driver(void) {
     for (int i = 0; i < LOADERS; i++) CHECK_EQ(rd_actor_create(Loader, RD_NO_ARGS, NULL, &l[i]), 0);
     for (int i = 0; i < LOADERS; i++) call_or_die(l[i], Loader_pid, RD_NO_ARGS, &pids[i], sizeof(long));
     CHECK(pids[0] != pids[1] && pids[1] != pids[2] && pids[0] != pids[2]);
+  }
+  if (!strcmp(which, "cli")) {   /* raydist logs --local, while this driver runs */
+    const char *bin = getenv("RAYDIST_BIN");
+    CHECK(bin != NULL);
+    rd_ref gp;
+    rd_buf pb;
+    CHECK_EQ(rd_submit(tell, RD_NO_ARGS, NULL, &gp), 0);
+    CHECK_EQ(rd_get(&gp, 1, &pb, 60000), 0);
+    long wpid;
+    memcpy(&wpid, pb.data, sizeof(wpid));
+    rd_buf_release(&pb);
+    rd_ref_release(gp);
+    char cmd[1200];
+    snprintf(cmd, sizeof(cmd), "'%s' logs worker --pid %ld --local > cli.out 2>&1; '%s' logs worker --pid %ld --err --local "
+             "> cli.err 2>&1; '%s' logs 'worker-*' --local > cli.list 2>&1; '%s' logs worker --pid 1 --local > cli.none 2>&1; "
+             "echo $? > cli.none.rc; '%s' logs actor --id 00 --local > cli.actor 2>&1; echo $? > cli.actor.rc; "
+             "timeout 2 '%s' logs worker --pid %ld --local --follow --tail 2 > cli.follow 2>&1; true",
+             bin, wpid, bin, wpid, bin, bin, bin, bin, wpid);
+    CHECK_EQ(system(cmd), 0);
+    printf("session %s worker %ld\n", rd_session_dir(), wpid);
   }
   if (!strcmp(which, "lines")) {
     rd_ref st;
@@ -435,8 +465,50 @@ static int t_noise(void) {
   return 0;
 }
 
+/* raydist logs --local while the driver runs (the driver runs it, in a
+ * directory of its own): a worker's stdout and stderr by its pid alone,
+ * its last lines with --follow, the session's files listed, a pid no
+ * worker has and an actor refused. */
+static int t_cli(void) {
+  char dir[] = "/tmp/rd-output-cli.XXXXXX";
+  CHECK(mkdtemp(dir) != NULL);
+  char cwd[1024];
+  CHECK(getcwd(cwd, sizeof(cwd)) != NULL);
+  CHECK_EQ(chdir(dir), 0);
+  char *out, *err;
+  run_driver("cli", NULL, &out, &err);
+  char sess[600] = "";
+  long wpid = 0;
+  const char *at = strstr(out, "session ");
+  CHECK(at && sscanf(at, "session %599s worker %ld", sess, &wpid) == 2);
+  char *o = slurp("cli.out"), *e = slurp("cli.err"), *list = slurp("cli.list"), *none = slurp("cli.none");
+  char *none_rc = slurp("cli.none.rc"), *actor = slurp("cli.actor"), *actor_rc = slurp("cli.actor.rc");
+  char *follow = slurp("cli.follow");   /* its last 2 lines, then it waits for more until killed */
+  CHECK(!strcmp(follow, "line 1 of task f\nline 2 of task f\n"));
+  printf("worker %ld's stdout:\n%s--- its stderr:\n%s--- the listing:\n%s--- pid 1: %s--- an actor: %s", wpid, o, e, list,
+         none, actor);
+  CHECK(strstr(o, "line 0 of task f\nline 1 of task f\nline 2 of task f\n") != NULL);
+  CHECK(strstr(o, "err of task") == NULL && strchr(o, '\x1e') == NULL);
+  CHECK(strstr(e, "err of task f\n") != NULL && strstr(e, "line 0") == NULL);
+  char name[700];
+  snprintf(name, sizeof(name), "embedded node %s:\n", sess);
+  CHECK(strstr(list, name) != NULL);
+  snprintf(name, sizeof(name), "-%ld.out\n", wpid);
+  CHECK(strstr(list, name) != NULL);
+  CHECK(strstr(none, "no embedded node on this machine has pid=1") != NULL && atoi(none_rc) == 1);
+  CHECK(strstr(actor, "use raydist logs worker --pid") != NULL && atoi(actor_rc) == 2);
+  const char *names[] = {"cli.out",   "cli.err",      "cli.list",  "cli.none",
+                         "cli.none.rc", "cli.actor", "cli.actor.rc", "cli.follow"};
+  for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) unlink(names[i]);
+  CHECK_EQ(chdir(cwd), 0);
+  rmdir(dir);
+  free(o), free(e), free(list), free(none), free(none_rc), free(actor), free(actor_rc), free(follow), free(out), free(err);
+  return 0;
+}
+
 static const rd_test_case tests[] = {
     {"driver", t_driver}, {"lines", t_lines}, {"off", t_off}, {"no_marks", t_no_marks}, {"noise", t_noise},
+    {"cli", t_cli},
 };
 
 RD_TEST_MAIN(tests)
