@@ -519,6 +519,12 @@ RD_EXTERN uint64_t rd_call_gpu_memory(const rd_call *call);
 RD_EXTERN const char *rd_call_function_name(const rd_call *call);
 /* 0 on the first run, 1.. on retries after a worker died. */
 RD_EXTERN int rd_call_attempt(const rd_call *call);
+/* The id of this task (or actor call) as `raydist list tasks` and
+ * `raydist logs task --id` word it (Ray's get_runtime_context()
+ * .get_task_id()), "NNNN-PPPPPPPP-TTTTTTTTTTTTTTTT", into buf of at least
+ * RD_TASK_ID_LEN bytes: 0, or RD_EINVAL (buf too small: "" in it). */
+#define RD_TASK_ID_LEN 32
+RD_EXTERN int rd_call_task_id(const rd_call *call, char *buf, size_t len);
 /* 1 once the task's owner cancelled it (rd_cancel without force): a long
  * task polls this and returns early.  Looks for the owner's word at most
  * once a millisecond; 0 otherwise, and for a NULL call. */

@@ -952,6 +952,15 @@ size_t rd_call_nreturns(const rd_call *call) { return call ? (size_t)call->nret 
 const char *rd_call_function_name(const rd_call *call) { return call ? call->func : ""; }
 int rd_call_attempt(const rd_call *call) { return call ? (int)call->msg->attempt : 0; }
 
+int rd_call_task_id(const rd_call *call, char *buf, size_t len) {
+  if (!call || !buf || len < RD_TASK_ID_LEN) {
+    if (buf && len) buf[0] = 0;
+    return RD_EINVAL;
+  }
+  rd__task_id_text(buf, len, call->msg->owner_node, (int)call->msg->owner_pid, call->msg->task_id);
+  return 0;
+}
+
 int rd_call_cancelled(rd_call *call) {
   if (!call) return 0;
   if (__atomic_load_n(&call->cancelled, __ATOMIC_RELAXED)) return 1;

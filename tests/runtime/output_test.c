@@ -43,12 +43,20 @@ RD_REMOTE(shout) {
   return rd_return_bytes(call, 0, &t, sizeof(t));
 }
 
-/* Three lines on stdout and one on stderr, as shout's; its worker's pid. */
+/* Three lines on stdout and one on stderr, as shout's; its worker's pid
+ * and its own id (rd_call_task_id). */
+typedef struct told {
+  long pid;
+  char id[RD_TASK_ID_LEN];
+} told;
 RD_REMOTE(tell) {
   for (int k = 0; k < 3; k++) printf("line %d of task f\n", k);
   fprintf(stderr, "err of task f\n");
-  long pid = getpid();
-  return rd_return_bytes(call, 0, &pid, sizeof(pid));
+  told t = {.pid = getpid()};
+  char small[8];
+  if (rd_call_task_id(call, small, sizeof(small)) != RD_EINVAL || small[0]) return rd_call_fail(call, "a small buffer");
+  if (rd_call_task_id(call, t.id, sizeof(t.id)) != 0) return rd_call_fail(call, "rd_call_task_id");
+  return rd_return_bytes(call, 0, &t, sizeof(t));
 }
 
 /* One write of a line of STRADDLE_Y bytes, then two marks spelt out by
@@ -241,16 +249,19 @@ static int t_driver(void) {
     rd_buf pb;
     CHECK_EQ(rd_submit(tell, RD_NO_ARGS, NULL, &gp), 0);
     CHECK_EQ(rd_get(&gp, 1, &pb, 60000), 0);
-    long wpid;
-    memcpy(&wpid, pb.data, sizeof(wpid));
+    told t;
+    CHECK_EQ(pb.size, sizeof(t));
+    memcpy(&t, pb.data, sizeof(t));
+    long wpid = t.pid;
     rd_buf_release(&pb);
     rd_ref_release(gp);
-    char cmd[1200];
+    char cmd[1600];
     snprintf(cmd, sizeof(cmd), "'%s' logs worker --pid %ld --local > cli.out 2>&1; '%s' logs worker --pid %ld --err --local "
              "> cli.err 2>&1; '%s' logs 'worker-*' --local > cli.list 2>&1; '%s' logs worker --pid 1 --local > cli.none 2>&1; "
              "echo $? > cli.none.rc; '%s' logs actor --id 00 --local > cli.actor 2>&1; echo $? > cli.actor.rc; "
-             "timeout 2 '%s' logs worker --pid %ld --local --follow --tail 2 > cli.follow 2>&1; true",
-             bin, wpid, bin, wpid, bin, bin, bin, bin, wpid);
+             "timeout 2 '%s' logs worker --pid %ld --local --follow --tail 2 > cli.follow 2>&1; "
+             "'%s' logs task --id %s --local > cli.task 2>&1; '%s' logs task --id %s --local --err > cli.task.err 2>&1; true",
+             bin, wpid, bin, wpid, bin, bin, bin, bin, wpid, bin, t.id, bin, t.id);
     CHECK_EQ(system(cmd), 0);
     printf("session %s worker %ld\n", rd_session_dir(), wpid);
   }
@@ -467,8 +478,9 @@ static int t_noise(void) {
 
 /* raydist logs --local while the driver runs (the driver runs it, in a
  * directory of its own): a worker's stdout and stderr by its pid alone,
- * its last lines with --follow, the session's files listed, a pid no
- * worker has and an actor refused. */
+ * its last lines with --follow, a task's own lines by its id
+ * (rd_call_task_id), the session's files listed, a pid no worker has and
+ * an actor refused. */
 static int t_cli(void) {
   char dir[] = "/tmp/rd-output-cli.XXXXXX";
   CHECK(mkdtemp(dir) != NULL);
@@ -485,6 +497,10 @@ static int t_cli(void) {
   char *none_rc = slurp("cli.none.rc"), *actor = slurp("cli.actor"), *actor_rc = slurp("cli.actor.rc");
   char *follow = slurp("cli.follow");   /* its last 2 lines, then it waits for more until killed */
   CHECK(!strcmp(follow, "line 1 of task f\nline 2 of task f\n"));
+  char *task = slurp("cli.task"), *task_err = slurp("cli.task.err");   /* the task's own lines, not its worker's file */
+  printf("the task's stdout:\n%s--- its stderr:\n%s", task, task_err);
+  CHECK(!strcmp(task, "line 0 of task f\nline 1 of task f\nline 2 of task f\n"));
+  CHECK(!strcmp(task_err, "err of task f\n"));
   printf("worker %ld's stdout:\n%s--- its stderr:\n%s--- the listing:\n%s--- pid 1: %s--- an actor: %s", wpid, o, e, list,
          none, actor);
   CHECK(strstr(o, "line 0 of task f\nline 1 of task f\nline 2 of task f\n") != NULL);
@@ -498,11 +514,11 @@ static int t_cli(void) {
   CHECK(strstr(none, "no embedded node on this machine has pid=1") != NULL && atoi(none_rc) == 1);
   CHECK(strstr(actor, "use raydist logs worker --pid") != NULL && atoi(actor_rc) == 2);
   const char *names[] = {"cli.out",   "cli.err",      "cli.list",  "cli.none",
-                         "cli.none.rc", "cli.actor", "cli.actor.rc", "cli.follow"};
+                         "cli.none.rc", "cli.actor", "cli.actor.rc", "cli.follow", "cli.task", "cli.task.err"};
   for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) unlink(names[i]);
   CHECK_EQ(chdir(cwd), 0);
   rmdir(dir);
-  free(o), free(e), free(list), free(none), free(none_rc), free(actor), free(actor_rc), free(follow), free(out), free(err);
+  free(o), free(e), free(list), free(none), free(none_rc), free(actor), free(actor_rc), free(follow), free(task), free(task_err), free(out), free(err);
   return 0;
 }
 
