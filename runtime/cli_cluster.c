@@ -1470,8 +1470,9 @@ int rd__cli_logs(int argc, char **argv) {
   if (((actor || task) && !id) || (worker && (!pid || (!L.node_ip[0] && !L.node_id[0]))) ||
       (!actor && !task && id) || (!worker && pid)) {
     fprintf(stderr, "raydist logs %s: %s\n%s", kind,
-            actor || task ? "--id is needed" : worker ? "--pid and the node (--node-ip or --node-id) are needed"
-                                                      : "--id and --pid are for actor, task and worker",
+            actor || task ? "--id is needed"
+            : worker      ? (local ? "--pid is needed" : "--pid and the node (--node-ip or --node-id) are needed")
+                          : "--id and --pid are for actor, task and worker",
             usage);
     return 2;
   }
