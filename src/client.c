@@ -1257,12 +1257,40 @@ static void obj_ready(rd__obj *o) {
   pthread_cond_broadcast(&G.cv);
 }
 
-/* How many tasks to keep in flight on one worker: deep pipelines for short
- * tasks (throughput), one at a time for long ones (no head-of-line waits). */
-static int class_depth(const rd__sclass *c) {
-  if (c->ewma_ns == 0) return 1;
-  if (c->ewma_ns < 200000) return G.pipeline_depth;
-  if (c->ewma_ns < 2000000) return 4;
+/* The run-time slot of function func in class c, or NULL.  By its name's
+ * pointer (the registered descriptor's, the same for each of its tasks),
+ * never read: a name gone since is only a slot no task finds. */
+static uint64_t *fn_time(rd__sclass *c, const char *func) {
+  for (int i = 0; i < RD_CLASS_FN_TIMES; i++)
+    if (c->fn_time[i].ewma_ns && c->fn_time[i].func == func) return &c->fn_time[i].ewma_ns;
+  return NULL;
+}
+
+/* A task of func took svc ns: its function's average (the slot of the
+ * function heard of longest ago is taken by a new one). */
+static void fn_time_add(rd__sclass *c, const char *func, uint64_t svc) {
+  uint64_t *e = fn_time(c, func);
+  if (!e) {
+    memmove(&c->fn_time[1], &c->fn_time[0], (RD_CLASS_FN_TIMES - 1) * sizeof(c->fn_time[0]));
+    c->fn_time[0].func = func;
+    c->fn_time[0].ewma_ns = 0;
+    e = &c->fn_time[0].ewma_ns;
+  }
+  *e = *e ? (*e * 7 + svc) / 8 : svc + 1;
+}
+
+/* How many tasks of t's function to keep in flight on one worker: deep
+ * pipelines for short tasks (throughput), one at a time for long ones and
+ * for a function not timed yet (no head-of-line waits: the class is the
+ * resource shape, so the function's own time counts, not the class's; a
+ * slow function after fast ones of the same shape went 32 deep onto one
+ * worker while CPUs were idle, until 2026-12-06). */
+static int task_depth(rd__sclass *c, const rd__task *t) {
+  if (t->stream) return 1;   /* may wait in rd_yield for its caller: only to an idle worker */
+  const uint64_t *e = fn_time(c, t->func);
+  if (!e || *e == 0) return 1;
+  if (*e < 200000) return G.pipeline_depth;
+  if (*e < 2000000) return 4;
   return 1;
 }
 
@@ -1393,14 +1421,13 @@ static int higher_priority_waiting(const rd__sclass *c) {
 }
 
 static void class_dispatch(rd__sclass *c) {
-  int depth = class_depth(c);
   int yield = higher_priority_waiting(c);
   while (c->qhead && !yield) {
     rd__lease *best = NULL;
     /* a streaming task may wait in rd_yield for its caller as long as the
      * caller likes: it goes only to an idle worker, and nothing is queued
      * behind it there */
-    int cap = c->qhead->stream ? 1 : depth;
+    int cap = task_depth(c, c->qhead);
     for (rd__lease *l = c->leases; l; l = l->next)
       if (!l->yielding && !l->retired && !l->nstream && l->ninflight < cap && (!best || l->ninflight < best->ninflight)) best = l;
     if (!best) break;
@@ -1919,7 +1946,7 @@ static void on_task_reply(rd__lease *l, Rd__TaskReply *m) {
   uint64_t start = task_start_ns(t, l);
   uint64_t svc = now > start ? now - start : 0;
   rd__sclass *c = l->cls;
-  if (c) c->ewma_ns = c->ewma_ns ? (c->ewma_ns * 7 + svc) / 8 : svc + 1;
+  if (c) fn_time_add(c, t->func, svc);
   l->last_reply_ns = now;
 
   if (t->cancelled) {   /* its returns failed when it was cancelled: drop what it made */

@@ -167,6 +167,7 @@ struct rd__task {
  * label selector share a queue and leases.  Found through G.ctab by its
  * key; freed by class_sweep once nothing uses it (no task points at it,
  * no lease, no request). */
+#define RD_CLASS_FN_TIMES 4
 struct rd__sclass {
   rd__hlink link;           /* in G.ctab (first: a link is its class) */
   rd_resources res;
@@ -181,7 +182,10 @@ struct rd__sclass {
   rd__lease *leases;
   int nleases;
   uint64_t req_id;          /* outstanding lease request, 0 = none */
-  uint64_t ewma_ns;         /* service time per task, 0 = unknown */
+  struct {                  /* service time per task of the class's last functions (the pipeline depth) */
+    const char *func;
+    uint64_t ewma_ns;       /* 0 = unknown */
+  } fn_time[RD_CLASS_FN_TIMES];
   char *env;                /* rd_task_opts.env in canonical form (common.h), or NULL */
   size_t env_len;
   char *sel;                /* rd_task_opts.label_selector, or NULL (none, or "") */

@@ -2052,6 +2052,54 @@ static int t_killed_driver_clean(void) {
   return 0;
 }
 
+/* Waits (up to 3 s) until `rendezvous` tasks run at once, each marked by
+ * a key of its worker's pid; its pid. */
+RD_REMOTE(rendezvous) {
+  char key[64];
+  snprintf(key, sizeof(key), "rv-%d", (int)getpid());
+  if (rd_kv_put(key, "1", 1, 1) != 0) return rd_call_fail(call, "kv put");
+  for (int i = 0; i < 300; i++) {
+    char **keys = NULL;
+    size_t n = 0;
+    if (rd_kv_keys("rv-", &keys, &n) != 0) return rd_call_fail(call, "kv keys");
+    free(keys);
+    if (n >= 3) break;
+    usleep(10000);
+  }
+  long pid = getpid();
+  return rd_return_bytes(call, 0, &pid, sizeof(pid));
+}
+
+/* Three tasks of a slow function submitted after many fast tasks of
+ * another (the same resources, so the same scheduling class) run at once
+ * on the three CPUs: the pipeline depth is the function's, not the
+ * class's.  Until 2026-12-06 the class's average of the fast tasks sent
+ * all three, 32 deep, to the one lease the fast tasks had used: they ran
+ * one after the other on one worker (9 s here) with two CPUs idle. */
+static int t_depth_by_function(void) {
+  init_with_cpus(3);
+  for (long i = 0; i < 20; i++) {   /* one at a time: one lease */
+    rd_ref r;
+    CHECK_EQ(rd_submit(add_one, RD_ARGS(rd_arg_bytes(&i, sizeof(i))), NULL, &r), 0);
+    CHECK_EQ(get_long(r), i + 1);
+    rd_ref_release(r);
+  }
+  double t0 = now_s();
+  rd_ref r[3];
+  for (int i = 0; i < 3; i++) CHECK_EQ(rd_submit(rendezvous, RD_NO_ARGS, NULL, &r[i]), 0);
+  long pid[3];
+  for (int i = 0; i < 3; i++) {
+    pid[i] = get_long(r[i]);
+    rd_ref_release(r[i]);
+  }
+  double took = now_s() - t0;
+  printf("3 rendezvous tasks after 20 fast ones: %.2f s, pids %ld %ld %ld\n", took, pid[0], pid[1], pid[2]);
+  CHECK(pid[0] != pid[1] && pid[1] != pid[2] && pid[0] != pid[2]);
+  CHECK(took < 2.5);
+  rd_shutdown();
+  return 0;
+}
+
 typedef struct thr_arg {
   int base, n, ok;
 } thr_arg;
@@ -3308,7 +3356,7 @@ static const rd_test_case tests[] = {
     {"memory_monitor", t_memory_monitor}, {"oom_retry", t_oom_retry}, {"oom_victim", t_oom_victim}, {"metrics", t_metrics}, {"app_metrics", t_app_metrics}, {"tasks_threaded", t_tasks_threaded}, {"task_history", t_task_history},
     {"cancel_cooperative", t_cancel_cooperative}, {"timeline", t_timeline},
     {"cancel_race", t_cancel_race}, {"get_released", t_get_released}, {"nodes", t_nodes}, {"labels", t_labels}, {"objects", t_objects}, {"intern_gc", t_intern_gc}, {"many_classes", t_many_classes}, {"worker_burst", t_worker_burst}, {"retry_failures", t_retry_failures}, {"kv", t_kv}, {"max_calls", t_max_calls}, {"cancel_recursive", t_cancel_recursive},
-    {"signals", t_signals},
+    {"signals", t_signals}, {"depth_by_function", t_depth_by_function},
 };
 
 RD_TEST_MAIN(tests)
