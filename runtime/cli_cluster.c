@@ -1329,6 +1329,12 @@ static size_t local_nodes(local_node **out) {
  * own logs API (GET /api/logs?glob=G, /api/logs/file?...): `who` (pid=P,
  * task=ID) printed from the node that has it, or every node's files
  * matching glob (one file alone printed instead). */
+static void logs_ask(logs_cli *L, const local_node *x) {
+  snprintf(L->ip, sizeof(L->ip), "%s", x->ip);
+  L->port = x->port;
+  snprintf(L->token, sizeof(L->token), "%s", x->token);
+}
+
 static int logs_local(logs_cli *L, const char *who, const char *glob) {
   local_node *v = NULL;
   size_t n = local_nodes(&v);
@@ -1351,9 +1357,7 @@ static int logs_local(logs_cli *L, const char *who, const char *glob) {
     }
     if (who) {   /* this node has it */
       free(body);
-      snprintf(L->ip, sizeof(L->ip), "%s", v[i].ip);
-      L->port = v[i].port;
-      snprintf(L->token, sizeof(L->token), "%s", v[i].token);
+      logs_ask(L, &v[i]);
       free(v);
       return logs_print(L, who);
     }
@@ -1376,9 +1380,7 @@ static int logs_local(logs_cli *L, const char *who, const char *glob) {
     char who1[700];
     rd__url_encode(g, sizeof(g), one);
     snprintf(who1, sizeof(who1), "filename=%s", g);
-    snprintf(L->ip, sizeof(L->ip), "%s", v[one_at].ip);
-    L->port = v[one_at].port;
-    snprintf(L->token, sizeof(L->token), "%s", v[one_at].token);
+    logs_ask(L, &v[one_at]);
     r = logs_print(L, who1);
   } else if (!n) {
     fprintf(stderr, "raydist logs: no cluster and no embedded node runs on this machine\n");
@@ -1449,25 +1451,7 @@ int rd__cli_logs(int argc, char **argv) {
             usage);
     return 2;
   }
-  if (local && worker && pid) {   /* its pid alone names it */
-    char *end = NULL;
-    long p = strtol(pid, &end, 10);
-    if (!*pid || *end || p <= 0) {
-      fprintf(stderr, "raydist logs worker: --pid takes a process id, not '%s'\n", pid);
-      return 2;
-    }
-    char who[64];
-    snprintf(who, sizeof(who), "pid=%ld", p);
-    return logs_local(&L, who, NULL);
-  }
-  if (local && task && id) {
-    char e[200], who[220];
-    rd__url_encode(e, sizeof(e), id);
-    snprintf(who, sizeof(who), "task=%s", e);
-    return logs_local(&L, who, NULL);
-  }
-  if (local && !worker && !task && !id && !pid) return logs_local(&L, NULL, glob);
-  if (((actor || task) && !id) || (worker && (!pid || (!L.node_ip[0] && !L.node_id[0]))) ||
+  if (((actor || task) && !id) || (worker && (!pid || (!local && !L.node_ip[0] && !L.node_id[0]))) ||
       (!actor && !task && id) || (!worker && pid)) {
     fprintf(stderr, "raydist logs %s: %s\n%s", kind,
             actor || task ? "--id is needed"
@@ -1476,6 +1460,21 @@ int rd__cli_logs(int argc, char **argv) {
             usage);
     return 2;
   }
+  char who[300];
+  if (actor || task) {
+    char e[200];
+    rd__url_encode(e, sizeof(e), id);   /* a node's own API takes task=, the state API task_id= */
+    snprintf(who, sizeof(who), "%s=%s", actor ? "actor_id" : local ? "task" : "task_id", e);
+  } else if (worker) {
+    char *end = NULL;
+    long p = strtol(pid, &end, 10);
+    if (!*pid || *end || p <= 0) {
+      fprintf(stderr, "raydist logs worker: --pid takes a process id, not '%s'\n", pid);
+      return 2;
+    }
+    snprintf(who, sizeof(who), "pid=%ld", p);   /* on an embedded cluster its pid alone names it */
+  }
+  if (local) return logs_local(&L, task || worker ? who : NULL, glob);
   char abuf[160];
   rd_gcs_node *nodes = NULL;
   size_t n = 0;
@@ -1494,21 +1493,6 @@ int rd__cli_logs(int argc, char **argv) {
     fprintf(stderr, "raydist logs: no live node with an HTTP endpoint in the cluster at %s\n", abuf);
     free(nodes);
     return 1;
-  }
-  char who[300];
-  if (actor || task) {
-    char e[200];
-    rd__url_encode(e, sizeof(e), id);
-    snprintf(who, sizeof(who), "%s=%s", actor ? "actor_id" : "task_id", e);
-  } else if (worker) {
-    char *end = NULL;
-    long p = strtol(pid, &end, 10);
-    if (!*pid || *end || p <= 0) {
-      fprintf(stderr, "raydist logs worker: --pid takes a process id, not '%s'\n", pid);
-      free(nodes);
-      return 2;
-    }
-    snprintf(who, sizeof(who), "pid=%ld", p);
   }
   int r = actor || task || worker ? logs_print(&L, who) : logs_cluster(&L, nodes, n, glob);
   free(nodes);

@@ -4395,8 +4395,6 @@ static void raise_nofile(void) {
  * SESSION/token (0600), that `raydist stack` on this machine reads to ask
  * its stack API (stack_dump.c).  None when that fails (logged).  One
  * short write: a reader finds it empty (and skips the node) or whole. */
-const char *rd__node_local_token(void) { return N.local_token; }
-
 static void local_token_make(const char *session) {
   char path[600];
   snprintf(path, sizeof(path), "%s/token", session);
@@ -4406,6 +4404,8 @@ static void local_token_make(const char *session) {
     N.local_token[0] = 0;
   }
 }
+
+const char *rd__node_local_token(void) { return N.local_token; }
 
 int rd__node_main(const rd_node_opts *opts) {
   memset(&N, 0, sizeof(N));

@@ -1266,8 +1266,8 @@ static uint64_t *fn_time(rd__sclass *c, const char *func) {
   return NULL;
 }
 
-/* A task of func took svc ns: its function's average (the slot of the
- * function heard of longest ago is taken by a new one). */
+/* A task of func took svc ns: its function's average (a function not
+ * timed yet takes the slot of the one first timed longest ago). */
 static void fn_time_add(rd__sclass *c, const char *func, uint64_t svc) {
   uint64_t *e = fn_time(c, func);
   if (!e) {
