@@ -219,6 +219,86 @@ static int local_session(const char *address, char *dir, size_t dirlen, char *gc
   return r;
 }
 
+/* This machine's embedded nodes (a driver's own, rd_init(NULL)): the
+ * session directories session-* under the session root, each with its
+ * metrics address and token, into *out (malloc'd); how many. */
+typedef struct local_node {
+  char ip[128], token[64], dir[512];
+  int port;
+} local_node;
+
+static size_t local_nodes(local_node **out) {
+  char root[200];
+  rd__session_root(root, sizeof(root));
+  DIR *d = opendir(root);
+  size_t n = 0, cap = 0;
+  local_node *v = NULL;
+  struct dirent *e;
+  while (d && (e = readdir(d))) {
+    char m[300], t[300], *colon;
+    if (strncmp(e->d_name, "session-", 8) != 0) continue;
+    if (n == cap) {
+      local_node *w = realloc(v, (cap = cap ? 2 * cap : 16) * sizeof(*v));
+      if (!w) break;
+      v = w;
+    }
+    local_node *x = &v[n];
+    snprintf(x->dir, sizeof(x->dir), "%.200s/%.200s", root, e->d_name);
+    snprintf(m, sizeof(m), "%.200s/metrics", x->dir);
+    snprintf(t, sizeof(t), "%.200s/token", x->dir);
+    if (rd__read_line(m, x->ip, sizeof(x->ip)) == 0 && (colon = strrchr(x->ip, ':')) &&
+        rd__read_line(t, x->token, sizeof(x->token)) == 0 && x->token[0]) {
+      *colon = 0;   /* ip, then the port after it */
+      x->port = atoi(colon + 1);
+      n++;
+    }   /* else a session of an older version, or one going away */
+  }
+  if (d) closedir(d);
+  *out = v;
+  return n;
+}
+
+/* 1 when `raydist CMD` asks this machine's embedded clusters: --local was
+ * given, or no cluster is named (--address, RAYDIST_ADDRESS) and none runs
+ * here (a started node's session). */
+static int use_local(int local, const char *address) {
+  char dir[512], gcs[160];
+  return local || ((!address || !*address) && local_session(NULL, dir, sizeof(dir), gcs, sizeof(gcs)) != 0);
+}
+
+/* How each_local shows an embedded node's answer (body, len bytes, NUL
+ * after them): 1 when it printed something, 0 when it had nothing to show. */
+typedef int (*local_show)(const local_node *x, const char *body, size_t len, void *arg);
+
+/* GET path from each embedded node of this machine, each with its own
+ * token, its answer shown by show.  0, or 1 with `none` (default: that no
+ * embedded node runs) on stderr when none showed anything. */
+static int each_local(const char *cmd, const char *path, local_show show, void *arg, const char *none) {
+  local_node *v = NULL;
+  size_t n = local_nodes(&v);
+  int shown = 0;
+  for (size_t i = 0; i < n; i++) {
+    rd__http_fetch f = {.ip = v[i].ip, .path = path, .port = v[i].port};
+    rd__http_get_all(&f, 1, v[i].token, 15000, (size_t)64 << 20);
+    if (f.rc == 0) {
+      fflush(stdout);
+      shown |= show(&v[i], f.body ? f.body : "", f.len, arg);
+    }   /* else not this node's (404), or a node gone (its directory stays when its driver was killed) */
+    free(f.body);
+  }
+  free(v);
+  if (!shown) fprintf(stderr, "raydist %s: %s\n", cmd, none ? none : "no cluster and no embedded node runs on this machine");
+  return !shown;
+}
+
+/* The answer as it is, after the node's name. */
+static int show_text(const local_node *x, const char *body, size_t len, void *arg) {
+  (void)arg;
+  printf("embedded node %s:\n", x->dir);
+  fwrite(body, 1, len, stdout);
+  return 1;
+}
+
 int rd__cli_local_token(const char *address, char *out, size_t len) {
   char dir[512], gcs[128], f[600];
   if (local_session(address, dir, sizeof(dir), gcs, sizeof(gcs)) != 0) return -1;
@@ -754,19 +834,79 @@ static void print_recent(const rd_gcs_events *ev) {
   }
 }
 
+/* A number at obj.key (0 when absent). */
+static double jnum(const rd_json *obj, const char *key) {
+  const rd_json *v = rd_json_get(obj, key);
+  return v && v->type == RD_JSON_NUMBER ? v->num : 0;
+}
+
+/* raydist status --local: an embedded node's /api/cluster in a few lines
+ * (the node's resources used of total, store, workers, actors, tasks, its
+ * jobs), as raydist status shows a cluster's nodes. */
+static int show_status(const local_node *x, const char *body, size_t len, void *arg) {
+  (void)arg;
+  rd_json *root = rd_json_parse(body, len, NULL, 0);
+  const rd_json *n = root ? rd_json_get(root, "node") : NULL;
+  if (!n || n->type != RD_JSON_OBJECT) {
+    printf("embedded node %s: an answer that is no node's status\n", x->dir);
+    free(root);
+    return 1;
+  }
+  const rd_json *res = rd_json_get(n, "resources"), *tot = rd_json_get(res, "total"), *av = rd_json_get(res, "available");
+  const rd_json *w = rd_json_get(n, "workers"), *a = rd_json_get(n, "actors"), *t = rd_json_get(n, "tasks");
+  const rd_json *o = rd_json_get(n, "owned_tasks"), *st = rd_json_get(n, "store");
+  printf("embedded node %s: up %.0f s, dashboard http://%s:%d/\n  resources used/total:", x->dir, jnum(n, "uptime_s"),
+         x->ip, x->port);
+  for (const rd_json *r = tot && tot->type == RD_JSON_OBJECT ? tot->child : NULL; r; r = r->next) {
+    double used = r->num - jnum(av, r->key);
+    if (!strcmp(r->key, "memory")) printf(" memory %.0f/%.0f MiB", used / 1048576.0, r->num / 1048576.0);
+    else printf(" %s %g/%g", r->key, used, r->num);
+    putchar(r->next ? ',' : '\n');
+  }
+  double ws = jnum(w, "starting"), wi = jnum(w, "idle"), wl = jnum(w, "leased"), wd = jnum(w, "dying");
+  printf("  object store: %.1f/%.1f MiB, %.0f objects in memory, %.0f spilled (%.1f MiB)\n",
+         jnum(st, "used") / 1048576.0, jnum(st, "capacity") / 1048576.0, jnum(st, "objects"),
+         jnum(st, "spilled_objects"), jnum(st, "spilled_bytes") / 1048576.0);
+  printf("  workers: %.0f (starting %.0f, idle %.0f, leased %.0f, dying %.0f; blocked in a get %.0f); drivers %.0f\n",
+         ws + wi + wl + wd, ws, wi, wl, wd, jnum(w, "blocked"), jnum(n, "drivers"));
+  printf("  actors: pending %.0f, starting %.0f, alive %.0f, dead %.0f\n", jnum(a, "pending"), jnum(a, "starting"),
+         jnum(a, "alive"), jnum(a, "dead"));
+  printf("  tasks and actor calls: %.0f waiting for a worker, %.0f sent to workers, %.0f done (%.0f failed); "
+         "run here %.0f (%.0f failed), mean %.3g s\n",
+         jnum(o, "waiting"), jnum(o, "sent"), jnum(o, "settled"), jnum(o, "failed"), jnum(t, "run"), jnum(t, "failed"),
+         jnum(t, "run_mean_s"));
+  if (jnum(n, "memory_kills") > 0) printf("  memory monitor kills: %.0f\n", jnum(n, "memory_kills"));
+  const rd_json *jobs = rd_json_get(root, "node_jobs");
+  for (const rd_json *j = jobs && jobs->type == RD_JSON_ARRAY ? jobs->child : NULL; j; j = j->next) {
+    const rd_json *exe = rd_json_get(j, "exe"), *held = rd_json_get(j, "held");
+    printf("  job %.0f: %s, %.0f driver%s, %.0f workers, holds CPU %g GPU %g\n", jnum(j, "id"),
+           exe && exe->type == RD_JSON_STRING ? exe->str : "?", jnum(j, "drivers"), jnum(j, "drivers") == 1 ? "" : "s",
+           jnum(j, "workers"), jnum(held, "CPU"), jnum(held, "GPU"));
+  }
+  free(root);
+  return 1;
+}
+
 int rd__cli_status(int argc, char **argv) {
   const char *address = getenv("RAYDIST_ADDRESS"), *token = getenv("RAYDIST_TOKEN");
-  static const struct option lo[] = {{"address", 1, 0, 'a'}, {"token", 1, 0, 't'}, {0, 0, 0, 0}};
-  int ch;
+  static const struct option lo[] = {{"address", 1, 0, 'a'}, {"token", 1, 0, 't'}, {"local", 0, 0, 'L'}, {0, 0, 0, 0}};
+  int ch, local = 0;
   optind = 2;
   while ((ch = getopt_long(argc, argv, "", lo, NULL)) != -1) {
     if (ch == 'a') address = optarg;
     else if (ch == 't') token = optarg;
+    else if (ch == 'L') local = 1;
     else {
-      fprintf(stderr, "usage: raydist status [--address IP:PORT] [--token T]\n");
+      fprintf(stderr, "usage: raydist status [--address IP:PORT] [--token T] [--local]\n"
+                      "       --local, or no cluster named and none runs here: this machine's embedded clusters\n");
       return 2;
     }
   }
+  if (optind < argc) {
+    fprintf(stderr, "raydist status: unexpected '%s'\n", argv[optind]);
+    return 2;
+  }
+  if (use_local(local, address)) return each_local("status", "/api/cluster", show_status, NULL, NULL);
   char abuf[160];
   rd_gcs *g = cli_gcs("status", address, token, abuf, sizeof(abuf));
   if (!g) return 1;
@@ -921,20 +1061,24 @@ static int count_arg(const char *s, long *out) {
 int rd__cli_memory(int argc, char **argv) {
   const char *address = getenv("RAYDIST_ADDRESS"), *token = getenv("RAYDIST_TOKEN");
   long top = 20;
-  static const struct option lo[] = {{"address", 1, 0, 'a'}, {"token", 1, 0, 't'}, {"top", 1, 0, 'n'}, {0, 0, 0, 0}};
-  int ch;
+  static const struct option lo[] = {{"address", 1, 0, 'a'}, {"token", 1, 0, 't'}, {"top", 1, 0, 'n'},
+                                     {"local", 0, 0, 'L'},   {0, 0, 0, 0}};
+  int ch, local = 0;
   optind = 2;
   while ((ch = getopt_long(argc, argv, "", lo, NULL)) != -1) {
     if (ch == 'a') address = optarg;
     else if (ch == 't') token = optarg;
+    else if (ch == 'L') local = 1;
     else if (ch == 'n' && count_arg(optarg, &top)) continue;
     else {
-      fprintf(stderr, "usage: raydist memory [--address IP:PORT] [--token T] [--top N (0..10000, default 20)]\n");
+      fprintf(stderr, "usage: raydist memory [--address IP:PORT] [--token T] [--top N (0..10000, default 20)] [--local]\n"
+                      "       --local, or no cluster named and none runs here: this machine's embedded clusters\n");
       return 2;
     }
   }
   char path[64];
   snprintf(path, sizeof(path), "/objects?top=%ld", top);
+  if (use_local(local, address)) return each_local("memory", path, show_text, NULL, NULL);
   return each_node_print("memory", address, token, path, 0);
 }
 
@@ -1096,7 +1240,9 @@ int rd__cli_list(int argc, char **argv) {
       "       cluster-events     DEBUG, INFO, WARNING, ERROR, FATAL (the newest, oldest first: nodes joined and\n"
       "                          died, the autoscaler's launches, workers that crashed or were killed for memory,\n"
       "                          submitted jobs; --follow: then those that come, until interrupted)\n"
-      "       runtime-envs       (none: the env sets each node's workers start with, and whether they start)\n";
+      "       runtime-envs       (none: the env sets each node's workers start with, and whether they start)\n"
+      "       --local, or no cluster named and none runs here: tasks, actors, workers, objects and runtime-envs of\n"
+      "       this machine's embedded clusters (rd_init without an address; they keep no GCS tables)\n";
   const char *kind = argc >= 3 ? argv[2] : NULL;
   int (*parse)(const char *) = NULL, gcs = 0;
   if (kind && !strcmp(kind, "tasks")) parse = rd__task_state_parse;
@@ -1112,8 +1258,9 @@ int rd__cli_list(int argc, char **argv) {
     return 2;
   }
   static const struct option lo[] = {{"address", 1, 0, 'a'}, {"token", 1, 0, 't'}, {"state", 1, 0, 's'},
-                                     {"limit", 1, 0, 'n'},   {"follow", 0, 0, 'f'}, {0, 0, 0, 0}};
-  int ch, follow = 0;
+                                     {"limit", 1, 0, 'n'},   {"follow", 0, 0, 'f'}, {"local", 0, 0, 'L'},
+                                     {0, 0, 0, 0}};
+  int ch, follow = 0, local = 0;
   optind = 3;
   while ((ch = getopt_long(argc, argv, "", lo, NULL)) != -1) {
     if (ch == 'a') address = optarg;
@@ -1121,6 +1268,7 @@ int rd__cli_list(int argc, char **argv) {
     else if (ch == 's' && parse && parse(optarg) >= 0) state = optarg;
     else if (ch == 'n' && count_arg(optarg, &limit)) continue;
     else if (ch == 'f' && !strcmp(kind, "cluster-events")) follow = 1;
+    else if (ch == 'L') local = 1;
     else {
       fprintf(stderr, "%s", usage);
       return 2;
@@ -1130,11 +1278,18 @@ int rd__cli_list(int argc, char **argv) {
     fprintf(stderr, "raydist list %s: unexpected '%s'\n%s", kind, argv[optind], usage);
     return 2;
   }
+  int here = use_local(local, address);
+  if (gcs && here) {   /* an embedded node keeps what a GCS would */
+    fprintf(stderr, "raydist list %s%s: %san embedded cluster keeps no %s table (raydist status --local shows its node)\n",
+            kind, local ? " --local" : "", local ? "" : "no cluster runs on this machine (pass --address), and ", kind);
+    return local ? 2 : 1;
+  }
   if (gcs) return list_gcs(kind, address, token, state ? parse(state) : 0, (size_t)limit, follow);
   char path[96];
   if (!strcmp(kind, "runtime-envs")) snprintf(path, sizeof(path), "/runtime_envs?limit=%ld", limit);
   else if (!parse) snprintf(path, sizeof(path), "/objects?top=%ld", limit);
   else snprintf(path, sizeof(path), "/%s?limit=%ld%s%s", kind, limit, state ? "&state=" : "", state ? state : "");
+  if (here) return each_local("list", path, show_text, NULL, NULL);
   return each_node_print("list", address, token, path, !strcmp(kind, "runtime-envs"));
 }
 
@@ -1285,45 +1440,6 @@ static int logs_cluster(logs_cli *L, const rd_gcs_node *nodes, size_t n, const c
   return failed;
 }
 
-/* This machine's embedded nodes (a driver's own, rd_init(NULL)): the
- * session directories session-* under the session root, each with its
- * metrics address and token, into *out (malloc'd); how many. */
-typedef struct local_node {
-  char ip[128], token[64], dir[512];
-  int port;
-} local_node;
-
-static size_t local_nodes(local_node **out) {
-  char root[200];
-  rd__session_root(root, sizeof(root));
-  DIR *d = opendir(root);
-  size_t n = 0, cap = 0;
-  local_node *v = NULL;
-  struct dirent *e;
-  while (d && (e = readdir(d))) {
-    char m[300], t[300], *colon;
-    if (strncmp(e->d_name, "session-", 8) != 0) continue;
-    if (n == cap) {
-      local_node *w = realloc(v, (cap = cap ? 2 * cap : 16) * sizeof(*v));
-      if (!w) break;
-      v = w;
-    }
-    local_node *x = &v[n];
-    snprintf(x->dir, sizeof(x->dir), "%.200s/%.200s", root, e->d_name);
-    snprintf(m, sizeof(m), "%.200s/metrics", x->dir);
-    snprintf(t, sizeof(t), "%.200s/token", x->dir);
-    if (rd__read_line(m, x->ip, sizeof(x->ip)) == 0 && (colon = strrchr(x->ip, ':')) &&
-        rd__read_line(t, x->token, sizeof(x->token)) == 0 && x->token[0]) {
-      *colon = 0;   /* ip, then the port after it */
-      x->port = atoi(colon + 1);
-      n++;
-    }   /* else a session of an older version, or one going away */
-  }
-  if (d) closedir(d);
-  *out = v;
-  return n;
-}
-
 /* raydist logs --local (or without a cluster on this machine): the files
  * of this machine's embedded nodes, each asked with its own token on its
  * own logs API (GET /api/logs?glob=G, /api/logs/file?...): `who` (pid=P,
@@ -1441,9 +1557,7 @@ int rd__cli_logs(int argc, char **argv) {
     return 2;
   }
   int actor = !strcmp(kind, "actor"), task = !strcmp(kind, "task"), worker = !strcmp(kind, "worker");
-  char sdir[512], sgcs[160];
-  if (!local && (!address || !*address) && local_session(NULL, sdir, sizeof(sdir), sgcs, sizeof(sgcs)) != 0)
-    local = 1;   /* no cluster named, none here: this machine's embedded clusters */
+  local = use_local(local, address);
   if (local && (actor || L.node_ip[0] || L.node_id[0])) {
     fprintf(stderr, "raydist logs --local: %s\n%s",
             actor ? "an actor's worker is found through a cluster's state API: use raydist logs worker --pid"
@@ -1499,26 +1613,13 @@ int rd__cli_logs(int argc, char **argv) {
   return r;
 }
 
-/* raydist stack --local (or without a cluster on this machine): the
- * embedded nodes of this machine's drivers, asked at once; `path` as for
- * the cluster.  Returns 0, or 1 when none answered. */
-static int stack_local(const char *path, long pid) {
-  local_node *v = NULL;
-  size_t n = local_nodes(&v);
-  int found = 0;
-  for (size_t i = 0; i < n; i++) {   /* a token each: one GET each */
-    rd__http_fetch f = {.ip = v[i].ip, .path = path, .port = v[i].port};
-    rd__http_get_all(&f, 1, v[i].token, 15000, (size_t)64 << 20);
-    if (f.rc == 0 && (!pid || f.len)) {
-      found = 1;
-      printf("embedded node %s:\n%s%s", v[i].dir, f.len ? "" : "  no drivers or workers\n", f.body ? f.body : "");
-    }
-    free(f.body);
-  }
-  if (!found && pid) fprintf(stderr, "raydist stack: no driver or worker has pid %ld on this machine\n", pid);
-  else if (!found) fprintf(stderr, "raydist stack: no cluster and no embedded node runs on this machine\n");
-  free(v);
-  return !found;
+/* raydist stack --local: an embedded node's stacks (with --pid, *arg,
+ * only the node that has the process shows them). */
+static int show_stack(const local_node *x, const char *body, size_t len, void *arg) {
+  if (*(long *)arg && !len) return 0;
+  printf("embedded node %s:\n%s", x->dir, len ? "" : "  no drivers or workers\n");
+  fwrite(body, 1, len, stdout);
+  return 1;
 }
 
 /* raydist stack: every live node (or the one at --node-ip) asked at once
@@ -1554,12 +1655,15 @@ int rd__cli_stack(int argc, char **argv) {
     fprintf(stderr, "raydist stack: unexpected '%s'\n%s", argv[optind], usage);
     return 2;
   }
-  char abuf[160], tok[256], path[64], sdir[512];
+  char abuf[160], tok[256], path[64];
   rd_gcs_node *nodes = NULL;
   size_t n = 0, k = 0;
   snprintf(path, sizeof(path), pid ? "/api/stack?pid=%ld" : "/api/stack", pid);
-  if (local || ((!address || !*address) && local_session(NULL, sdir, sizeof(sdir), abuf, sizeof(abuf)) != 0))
-    return stack_local(path, pid);   /* this machine's embedded nodes: no cluster named, none here */
+  if (use_local(local, address)) {   /* this machine's embedded nodes */
+    char none[96];
+    snprintf(none, sizeof(none), "no driver or worker has pid %ld on this machine", pid);
+    return each_local("stack", path, show_stack, &pid, pid ? none : NULL);
+  }
   if (cli_nodes("stack", address, token, abuf, sizeof(abuf), &nodes, &n) != 0) return 1;
   if (cli_http_token("stack", token, abuf, tok, sizeof(tok)) != 0) {
     free(nodes);

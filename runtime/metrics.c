@@ -592,7 +592,8 @@ static void handle_request(mconn *c) {
     char auth[512];
     int has_auth = header(c->req, "Authorization", auth, sizeof(auth)), json = path[1] == 'a';
     hold_for_dashboard(c, 0);
-    if (!rd__cluster_http_gate("runtime envs API", NULL, has_auth ? auth : NULL, on_text_http, c)) return;
+    if (!rd__cluster_http_gate("runtime envs API", rd__node_local_token(), has_auth ? auth : NULL, on_text_http, c))
+      return;   /* an embedded node: its own token */
     long limit = query_long(q ? q + 1 : NULL, "limit=", 10000, 10000);
     rd__mbuf b = {0};
     if (json) rd__dashboard_runtime_envs(&b, (size_t)limit);

@@ -1325,6 +1325,18 @@ RD_REMOTE(stack_probe) {
   return rd_return_bytes(call, 0, &pid, sizeof(pid));
 }
 
+/* The pid stack_probe wrote to pidf (waited for up to 12 s), or 0. */
+static long probe_pid(const char *pidf) {
+  long wpid = 0;
+  for (int i = 0; i < 600 && !wpid; i++) {
+    FILE *f = fopen(pidf, "r");
+    if (!f || fscanf(f, "%ld", &wpid) != 1) wpid = 0;
+    if (f) fclose(f);
+    if (!wpid) usleep(20000);
+  }
+  return wpid;
+}
+
 /* `$RAYDIST_BIN ARGS` run to its end: its output (stdout and stderr) into
  * out; its exit status. */
 static int run_cli(const char *args, char *out, size_t cap) {
@@ -1352,13 +1364,7 @@ static int t_stack_local(void) {
   snprintf(pidf, sizeof(pidf), "%s.pid", flag);
   rd_ref r;
   CHECK_EQ(rd_submit(stack_probe, RD_ARGS(rd_arg_bytes(flag, strlen(flag))), NULL, &r), 0);
-  long wpid = 0;
-  for (int i = 0; i < 600 && !wpid; i++) {
-    FILE *f = fopen(pidf, "r");
-    if (!f || fscanf(f, "%ld", &wpid) != 1) wpid = 0;
-    if (f) fclose(f);
-    if (!wpid) usleep(20000);
-  }
+  long wpid = probe_pid(pidf);
   CHECK(wpid > 0);
   static char out[1 << 18];
   unsetenv("RAYDIST_ADDRESS");
@@ -2619,6 +2625,92 @@ RD_ACTOR_METHOD(Where, pid) {
   return rd_return_bytes(call, 0, &p, sizeof(p));
 }
 
+/* This session's part of a `raydist ... --local` answer: from "embedded
+ * node DIR:" to the next node's (other tests' embedded nodes may run
+ * beside this one); NULL when it is not there.  Cuts out in place. */
+static char *own_node(char *out) {
+  char head[400];
+  snprintf(head, sizeof(head), "embedded node %s:", rd_session_dir());
+  char *p = strstr(out, head), *next = p ? strstr(p + 1, "\nembedded node ") : NULL;
+  if (next) next[1] = 0;
+  return p;
+}
+
+/* raydist status, list tasks|actors|workers|objects|runtime-envs and memory
+ * on this machine's embedded cluster (no cluster named, or --local): a
+ * task running (stack_probe), an actor, a 1 MiB object in the store, this
+ * driver's job; the GCS's tables are refused with why. */
+static int t_state_local(void) {
+  init_with_cpus(2);
+  unsetenv("RAYDIST_ADDRESS");
+  char flag[300], pidf[320], want[600];
+  snprintf(flag, sizeof(flag), "%s/state-flag", rd_session_dir());
+  snprintf(pidf, sizeof(pidf), "%s.pid", flag);
+  rd_ref r, big;
+  CHECK_EQ(rd_submit(stack_probe, RD_ARGS(rd_arg_bytes(flag, strlen(flag))), NULL, &r), 0);
+  rd_actor a;
+  CHECK_EQ(rd_actor_create(Where, RD_NO_ARGS, NULL, &a), 0);
+  rd_ref ar;
+  CHECK_EQ(rd_actor_call(a, Where_pid, RD_NO_ARGS, NULL, &ar), 0);
+  long apid = get_long(ar);
+  static char mib[1 << 20];
+  memset(mib, 7, sizeof(mib));
+  CHECK_EQ(rd_put(mib, sizeof(mib), &big), 0);
+  long wpid = probe_pid(pidf);
+  CHECK(wpid > 0);
+  static char out[1 << 18];
+  char *me;
+  CHECK_EQ(run_cli("list tasks", out, sizeof(out)), 0);
+  printf("%s", out);
+  CHECK((me = own_node(out)) != NULL);
+  snprintf(want, sizeof(want), "worker pid %ld", wpid);
+  CHECK(strstr(me, "stack_probe") != NULL && strstr(me, " RUNNING ") != NULL && strstr(me, want) != NULL);
+  CHECK_EQ(run_cli("list tasks --local --state SUBMITTED", out, sizeof(out)), 0);
+  printf("%s", out);
+  CHECK((me = own_node(out)) != NULL && strstr(me, " worker pid ") == NULL);   /* no row: the filter reaches the node */
+  CHECK_EQ(run_cli("list actors --local", out, sizeof(out)), 0);
+  CHECK((me = own_node(out)) != NULL && strstr(me, "Where") != NULL && strstr(me, "ALIVE") != NULL);
+  snprintf(want, sizeof(want), " %ld ", apid);
+  CHECK(strstr(me, want) != NULL);
+  CHECK_EQ(run_cli("list workers", out, sizeof(out)), 0);
+  CHECK((me = own_node(out)) != NULL);
+  snprintf(want, sizeof(want), " %ld leased", wpid);
+  CHECK(strstr(me, want) != NULL);
+  CHECK_EQ(run_cli("memory", out, sizeof(out)), 0);
+  CHECK((me = own_node(out)) != NULL && strstr(me, "1 objects") != NULL);
+  CHECK_EQ(run_cli("list runtime-envs --local", out, sizeof(out)), 0);   /* its API takes the node's token */
+  CHECK((me = own_node(out)) != NULL && strstr(me, "runtime envs") != NULL);
+  CHECK_EQ(run_cli("status", out, sizeof(out)), 0);
+  printf("%s", out);
+  CHECK((me = own_node(out)) != NULL);
+  snprintf(want, sizeof(want), "dashboard http://127.0.0.1:%d/", metrics_port());
+  CHECK(strstr(me, want) != NULL && strstr(me, "resources used/total: CPU 1/2, GPU 0/0, memory ") != NULL);
+  CHECK(strstr(me, "object store: 1.0/") != NULL && strstr(me, "1 objects in memory") != NULL);
+  CHECK(strstr(me, "workers: 2 (starting 0, idle 0, leased 2, dying 0; blocked in a get 0); drivers 1") != NULL);
+  CHECK(strstr(me, "actors: pending 0, starting 0, alive 1, dead 0") != NULL);
+  CHECK(strstr(me, "/rt_test, 1 driver, 2 workers, holds CPU 1 GPU 0") != NULL);
+  /* the owner's figures come with its reports (every 100 ms or so): the task sent, the actor call done */
+  for (int i = 0; i < 100 && !strstr(me, "tasks and actor calls: 0 waiting for a worker, 1 sent to workers, 1 done (0 failed)");
+       i++) {
+    usleep(50000);
+    CHECK_EQ(run_cli("status --local", out, sizeof(out)), 0);
+    CHECK((me = own_node(out)) != NULL);
+  }
+  printf("%s", me);
+  CHECK(strstr(me, "tasks and actor calls: 0 waiting for a worker, 1 sent to workers, 1 done (0 failed)") != NULL);
+  CHECK(run_cli("list nodes --local", out, sizeof(out)) == 2 && strstr(out, "keeps no nodes table") != NULL);
+  CHECK(run_cli("list jobs", out, sizeof(out)) == 1 && strstr(out, "no cluster runs on this machine") != NULL);
+  CHECK(run_cli("status extra", out, sizeof(out)) == 2 && strstr(out, "unexpected 'extra'") != NULL);
+  FILE *f = fopen(flag, "w");
+  CHECK(f != NULL);
+  fclose(f);
+  CHECK_EQ(get_long(r), wpid);
+  rd_ref_release(big);
+  CHECK_EQ(rd_actor_kill(a, 1), 0);
+  rd_shutdown();
+  return 0;
+}
+
 /* Sleeps 1.5 s (t_tasks_threaded). */
 RD_ACTOR_METHOD(Where, nap) {
   (void)state;
@@ -3349,7 +3441,7 @@ static const rd_test_case tests[] = {
     {"many_tasks", t_many_tasks},   {"chain", t_chain},       {"big_objects", t_big_objects},
     {"spill", t_spill}, {"spill_background", t_spill_background}, {"owner_gone", t_owner_gone},             {"store_full", t_store_full}, {"gpu_packing", t_gpu_packing},
     {"infeasible", t_infeasible},   {"crash_retry", t_crash_retry}, {"timeouts", t_timeouts},
-    {"priority", t_priority},       {"malformed", t_malformed}, {"shutdown_clean", t_shutdown_clean}, {"killed_driver_clean", t_killed_driver_clean}, {"stack_local", t_stack_local}, {"killed_driver_child", t_killed_driver_child},
+    {"priority", t_priority},       {"malformed", t_malformed}, {"shutdown_clean", t_shutdown_clean}, {"killed_driver_clean", t_killed_driver_clean}, {"stack_local", t_stack_local}, {"state_local", t_state_local}, {"killed_driver_child", t_killed_driver_child},
     {"threads", t_threads},         {"spawn_fails", t_spawn_fails}, {"spawn_fails_child", t_spawn_fails_child},
     {"workers_crash_at_start", t_workers_crash_at_start}, {"workers_trim", t_workers_trim},
     {"cancel", t_cancel},           {"progress", t_progress}, {"nested_blocked", t_nested_blocked},
