@@ -11,6 +11,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <fnmatch.h>
 #include <getopt.h>
 #include <poll.h>
 #include <signal.h>
@@ -227,36 +228,49 @@ typedef struct local_node {
   int port;
 } local_node;
 
-static size_t local_nodes(local_node **out) {
+/* take(dir, slot) for each session-* directory of this user's session
+ * root, each with a zeroed slot of elsize bytes, kept when take returns 1:
+ * the kept ones into *out (malloc'd); how many. */
+static size_t scan_sessions(size_t elsize, int (*take)(const char *dir, void *slot), void **out) {
   char root[200];
   rd__session_root(root, sizeof(root));
   DIR *d = opendir(root);
   size_t n = 0, cap = 0;
-  local_node *v = NULL;
+  char *v = NULL;
   struct dirent *e;
   while (d && (e = readdir(d))) {
-    char m[300], t[300], *colon;
+    char dir[512];
     if (strncmp(e->d_name, "session-", 8) != 0) continue;
     if (n == cap) {
-      local_node *w = realloc(v, (cap = cap ? 2 * cap : 16) * sizeof(*v));
+      char *w = realloc(v, (cap = cap ? 2 * cap : 16) * elsize);
       if (!w) break;
       v = w;
     }
-    local_node *x = &v[n];
-    snprintf(x->dir, sizeof(x->dir), "%.200s/%.200s", root, e->d_name);
-    snprintf(m, sizeof(m), "%.200s/metrics", x->dir);
-    snprintf(t, sizeof(t), "%.200s/token", x->dir);
-    if (rd__read_line(m, x->ip, sizeof(x->ip)) == 0 && (colon = strrchr(x->ip, ':')) &&
-        rd__read_line(t, x->token, sizeof(x->token)) == 0 && x->token[0]) {
-      *colon = 0;   /* ip, then the port after it */
-      x->port = atoi(colon + 1);
-      n++;
-    }   /* else a session of an older version, or one going away */
+    snprintf(dir, sizeof(dir), "%.200s/%.200s", root, e->d_name);
+    memset(v + n * elsize, 0, elsize);
+    n += take(dir, v + n * elsize) == 1;
   }
   if (d) closedir(d);
   *out = v;
   return n;
 }
+
+/* A running embedded node's session: its metrics address and token. */
+static int take_live(const char *dir, void *slot) {
+  local_node *x = slot;
+  char m[600], t[600], *colon;
+  snprintf(x->dir, sizeof(x->dir), "%s", dir);
+  snprintf(m, sizeof(m), "%s/metrics", dir);
+  snprintf(t, sizeof(t), "%s/token", dir);
+  if (rd__read_line(m, x->ip, sizeof(x->ip)) != 0 || !(colon = strrchr(x->ip, ':')) ||
+      rd__read_line(t, x->token, sizeof(x->token)) != 0 || !x->token[0])
+    return 0;   /* an ended session, one of an older version, or one going away */
+  *colon = 0;   /* ip, then the port after it */
+  x->port = atoi(colon + 1);
+  return 1;
+}
+
+static size_t local_nodes(local_node **out) { return scan_sessions(sizeof(**out), take_live, (void **)out); }
 
 /* 1 when `raydist CMD` asks this machine's embedded clusters: --local was
  * given, or no cluster is named (--address, RAYDIST_ADDRESS) and none runs
@@ -1440,24 +1454,208 @@ static int logs_cluster(logs_cli *L, const rd_gcs_node *nodes, size_t n, const c
   return failed;
 }
 
-/* raydist logs --local (or without a cluster on this machine): the files
- * of this machine's embedded nodes, each asked with its own token on its
- * own logs API (GET /api/logs?glob=G, /api/logs/file?...): `who` (pid=P,
- * task=ID) printed from the node that has it, or every node's files
- * matching glob (one file alone printed instead). */
+/* logs_print asks the embedded node x (its own logs API and token). */
 static void logs_ask(logs_cli *L, const local_node *x) {
   snprintf(L->ip, sizeof(L->ip), "%s", x->ip);
   L->port = x->port;
   snprintf(L->token, sizeof(L->token), "%s", x->token);
 }
 
-static int logs_local(logs_cli *L, const char *who, const char *glob) {
+/* This machine's ended embedded sessions, kept for their workers' files
+ * (rd__session_end: `ended`, logs/, task_lines.json), newest first. */
+typedef struct ended_session {
+  char dir[512], exe[400];
+  int driver_pid;
+  uint64_t end_ms;
+} ended_session;
+
+static int ended_newer(const void *a, const void *b) {
+  const ended_session *x = a, *y = b;
+  return x->end_ms < y->end_ms ? 1 : x->end_ms > y->end_ms ? -1 : 0;
+}
+
+/* An ended session (its `ended` file). */
+static int take_ended(const char *dir, void *slot) {
+  ended_session *x = slot;
+  char f[600], num[32];
+  snprintf(x->dir, sizeof(x->dir), "%s", dir);
+  snprintf(f, sizeof(f), "%s/ended", dir);
+  if (rd__read_kv(f, "end_ms", num, sizeof(num)) != 0) return 0;   /* running, or going */
+  x->end_ms = strtoull(num, NULL, 10);
+  x->driver_pid = rd__read_kv(f, "driver_pid", num, sizeof(num)) == 0 ? atoi(num) : 0;
+  if (rd__read_kv(f, "exe", x->exe, sizeof(x->exe)) != 0) x->exe[0] = 0;
+  return 1;
+}
+
+static size_t ended_sessions(ended_session **out) {
+  size_t n = scan_sessions(sizeof(**out), take_ended, (void **)out);
+  if (n > 1) qsort(*out, n, sizeof(**out), ended_newer);
+  return n;
+}
+
+/* Prints bytes [off, end) of path (end 0: to its end), only its last
+ * `tail` lines when tail >= 0.  0, or 1 with why printed. */
+static int print_kept(const char *path, uint64_t off, uint64_t end, long tail) {
+  FILE *f = fopen(path, "rb");
+  struct stat st;
+  if (!f || fstat(fileno(f), &st) != 0) {
+    fprintf(stderr, "raydist logs: cannot read %s: %s\n", path, strerror(errno));
+    if (f) fclose(f);
+    return 1;
+  }
+  uint64_t size = (uint64_t)st.st_size;
+  if (!end || end > size) end = size;
+  if (off > end) off = end;
+  if (end - off > RD_LOGS_MAX_BYTES && tail < 0) {
+    fprintf(stderr, "raydist logs: %s holds %llu bytes there, more than the %llu one answer gives: use --tail N\n",
+            path, (unsigned long long)(end - off), (unsigned long long)RD_LOGS_MAX_BYTES);
+    fclose(f);
+    return 1;
+  }
+  if (end - off > RD_LOGS_MAX_BYTES) off = end - RD_LOGS_MAX_BYTES;   /* the tail is in the last part */
+  size_t n = (size_t)(end - off);
+  char *buf = malloc(n ? n : 1);
+  if (!buf || fseeko(f, (off_t)off, SEEK_SET) != 0 || fread(buf, 1, n, f) != n) {
+    fprintf(stderr, "raydist logs: cannot read %s: %s\n", path, buf ? strerror(errno) : "out of memory");
+    free(buf);
+    fclose(f);
+    return 1;
+  }
+  fclose(f);
+  size_t from = tail == 0 ? n : 0;
+  long lines = 0;
+  for (size_t i = n; tail > 0 && i-- > 0;)   /* the last `tail` lines (a last one without its newline counts) */
+    if (buf[i] == '\n' && i + 1 < n && ++lines == tail) {
+      from = i + 1;
+      break;
+    }
+  fwrite(buf + from, 1, n - from, stdout);
+  free(buf);
+  return 0;
+}
+
+/* raydist logs worker --pid P | task --id T --local, of an ended session:
+ * the newest one that has it.  0 when printed, 1 on an error, -1 when none
+ * has it. */
+static int logs_ended(const logs_cli *L, const ended_session *v, size_t n, long pid, const char *task) {
+  const char *sfx = L->err ? "err" : "out";
+  for (size_t i = 0; i < n; i++) {
+    char path[1200];
+    if (pid) {
+      char pat[96], logs[600];
+      snprintf(pat, sizeof(pat), "worker-*-*-%ld.%s", pid, sfx);
+      snprintf(logs, sizeof(logs), "%s/logs", v[i].dir);
+      DIR *d = opendir(logs);
+      struct dirent *e;
+      int r = -1;
+      while (d && r < 0 && (e = readdir(d)))
+        if (!fnmatch(pat, e->d_name, 0)) {
+          snprintf(path, sizeof(path), "%s/%s", logs, e->d_name);
+          r = print_kept(path, 0, 0, L->tail);
+        }
+      if (d) closedir(d);
+      if (r >= 0) return r;
+      continue;
+    }
+    snprintf(path, sizeof(path), "%s/task_lines.json", v[i].dir);
+    FILE *f = fopen(path, "rb");
+    if (!f) continue;
+    char *text = NULL;
+    size_t len = 0, cap = 0, got;
+    char chunk[65536];
+    while ((got = fread(chunk, 1, sizeof(chunk), f)) > 0) {
+      if (len + got > cap) {
+        char *w = realloc(text, cap = 2 * (len + got));
+        if (!w) break;
+        text = w;
+      }
+      memcpy(text + len, chunk, got);
+      len += got;
+    }
+    fclose(f);
+    rd_json *root = text ? rd_json_parse(text, len, NULL, 0) : NULL;
+    free(text);
+    const rd_json *ts = rd_json_get(root, "tasks");
+    for (const rd_json *t = ts && ts->type == RD_JSON_ARRAY ? ts->child : NULL; t; t = t->next) {   /* newest first */
+      const rd_json *id = rd_json_get(t, "task_id");
+      if (!id || id->type != RD_JSON_STRING || strcasecmp(id->str, task) != 0) continue;
+      char k[16];
+      snprintf(k, sizeof(k), "%s_file", sfx);
+      const rd_json *file = rd_json_get(t, k);
+      if (!file || file->type != RD_JSON_STRING || strchr(file->str, '/')) {
+        fprintf(stderr, "raydist logs: task %s printed nothing to std%s\n", task, sfx);
+        free(root);
+        return 1;
+      }
+      snprintf(path, sizeof(path), "%s/logs/%s", v[i].dir, file->str);
+      snprintf(k, sizeof(k), "%s_start", sfx);
+      uint64_t off = (uint64_t)jnum(t, k);
+      snprintf(k, sizeof(k), "%s_end", sfx);
+      const rd_json *end = rd_json_get(t, k);   /* none: to the end of the file (its last task) */
+      int r = end && (uint64_t)end->num <= off ? 0 : print_kept(path, off, end ? (uint64_t)end->num : 0, L->tail);
+      free(root);
+      return r;
+    }
+    free(root);
+  }
+  return -1;
+}
+
+static int name_cmp(const void *a, const void *b) { return strcmp(*(char *const *)a, *(char *const *)b); }
+
+/* The files of an ended session's logs/ that match glob, sorted, after
+ * its heading, into shown; how many (the first's path into one when
+ * *files was 0). */
+static size_t ended_list(const ended_session *x, const char *glob, rd__mbuf *shown, size_t *files, char *one,
+                         size_t olen) {
+  char logs[600];
+  snprintf(logs, sizeof(logs), "%s/logs", x->dir);
+  DIR *d = opendir(logs);
+  char **names = NULL;
+  size_t n = 0, cap = 0;
+  struct dirent *e;
+  while (d && (e = readdir(d))) {
+    if (e->d_name[0] == '.' || fnmatch(glob ? glob : "*", e->d_name, 0) != 0) continue;
+    if (n == cap) {
+      char **w = realloc(names, (cap = cap ? 2 * cap : 16) * sizeof(*names));
+      if (!w) break;
+      names = w;
+    }
+    if (!(names[n] = strdup(e->d_name))) break;
+    n++;
+  }
+  if (d) closedir(d);
+  if (n > 1) qsort(names, n, sizeof(*names), name_cmp);
+  uint64_t now = rd__wall_ms();
+  rd__mbuf_printf(shown, "ended session %s (driver pid %d, %s; ended %.0f s ago):\n", x->dir, x->driver_pid,
+                  x->exe[0] ? x->exe : "?", x->end_ms < now ? (now - x->end_ms) / 1e3 : 0.0);
+  for (size_t i = 0; i < n; i++) {
+    rd__mbuf_printf(shown, "  %s\n", names[i]);
+    if (!(*files)++) snprintf(one, olen, "%s/%s", logs, names[i]);
+    free(names[i]);
+  }
+  free(names);
+  return n;
+}
+
+/* raydist logs --local (or without a cluster on this machine): the files
+ * of this machine's embedded nodes, each asked with its own token on its
+ * own logs API (GET /api/logs?glob=G, /api/logs/file?...), then those of
+ * its ended sessions kept on disk (rd__session_end): `who` (pid=P, task=ID;
+ * P and ID given as pid and task too) printed from the running node that
+ * has it, else from the newest ended session that has it; or every node's
+ * and ended session's files matching glob (one file alone printed
+ * instead). */
+static int logs_local(logs_cli *L, const char *who, const char *glob, long pid, const char *task) {
   local_node *v = NULL;
   size_t n = local_nodes(&v);
+  ended_session *ev = NULL;
+  size_t ne = ended_sessions(&ev);
   L->api = "/api/logs";
   L->node_id[0] = L->node_ip[0] = 0;
-  char g[600], path[800], one[300] = "";
+  char g[600], path[800], one[1200] = "";
   size_t files = 0, one_at = 0;
+  int one_ended = 0;
   rd__mbuf shown = {0};
   rd__url_encode(g, sizeof(g), glob ? glob : "*");
   for (size_t i = 0; i < n; i++) {
@@ -1475,6 +1673,7 @@ static int logs_local(logs_cli *L, const char *who, const char *glob) {
       free(body);
       logs_ask(L, &v[i]);
       free(v);
+      free(ev);
       return logs_print(L, who);
     }
     rd_json *root = rd_json_parse(body, len, NULL, 0);
@@ -1488,18 +1687,29 @@ static int logs_local(logs_cli *L, const char *who, const char *glob) {
     free(root);
     free(body);
   }
+  for (size_t i = 0; !who && i < ne; i++) {
+    size_t before = files;
+    ended_list(&ev[i], glob, &shown, &files, one, sizeof(one));
+    if (!before && files) one_ended = 1;
+  }
   int r = 0;
   if (who) {
-    fprintf(stderr, "raydist logs: no embedded node on this machine has %s\n", who);
-    r = 1;
-  } else if (files == 1 && glob) {   /* a unique match: the file itself */
+    if ((r = logs_ended(L, ev, ne, pid, task)) < 0) {
+      fprintf(stderr, "raydist logs: no embedded node on this machine, running or ended, has %s\n", who);
+      r = 1;
+    } else if (!r && L->follow) {
+      fprintf(stderr, "raydist logs: (from an ended session: nothing more comes)\n");
+    }
+  } else if (files == 1 && glob && one_ended) {   /* a unique match: the file itself */
+    r = print_kept(one, 0, 0, L->tail);
+  } else if (files == 1 && glob) {
     char who1[700];
     rd__url_encode(g, sizeof(g), one);
     snprintf(who1, sizeof(who1), "filename=%s", g);
     logs_ask(L, &v[one_at]);
     r = logs_print(L, who1);
-  } else if (!n) {
-    fprintf(stderr, "raydist logs: no cluster and no embedded node runs on this machine\n");
+  } else if (!n && !ne) {
+    fprintf(stderr, "raydist logs: no cluster and no embedded node, running or ended, on this machine\n");
     r = 1;
   } else {
     if (shown.p) fputs(shown.p, stdout);
@@ -1507,6 +1717,7 @@ static int logs_local(logs_cli *L, const char *who, const char *glob) {
   }
   free(shown.p);
   free(v);
+  free(ev);
   return r;
 }
 
@@ -1520,8 +1731,8 @@ int rd__cli_logs(int argc, char **argv) {
       "       raydist logs worker --pid PID (--node-ip IP | --node-id ID)   a worker's stdout\n"
       "  options: [--err (stderr)] [--tail N (its last N lines; default 1000, -1 all)] [--follow]\n"
       "           [--address IP:PORT] [--token T]\n"
-      "           [--local (this machine's embedded clusters: files, task and worker --pid without the node;\n"
-      "            the default when no cluster is named and none runs here)]\n";
+      "           [--local (this machine's embedded clusters, running or ended (RAYDIST_SESSIONS_KEPT): files,\n"
+      "            task and worker --pid without the node; the default when no cluster is named and none runs here)]\n";
   logs_cli L = {.tail = 1000};
   int a = 2;
   const char *kind = "cluster", *glob = NULL;
@@ -1575,6 +1786,7 @@ int rd__cli_logs(int argc, char **argv) {
     return 2;
   }
   char who[300];
+  long wpid = 0;
   if (actor || task) {
     char e[200];
     rd__url_encode(e, sizeof(e), id);   /* a node's own API takes task=, the state API task_id= */
@@ -1587,8 +1799,9 @@ int rd__cli_logs(int argc, char **argv) {
       return 2;
     }
     snprintf(who, sizeof(who), "pid=%ld", p);   /* on an embedded cluster its pid alone names it */
+    wpid = p;
   }
-  if (local) return logs_local(&L, task || worker ? who : NULL, glob);
+  if (local) return logs_local(&L, task || worker ? who : NULL, glob, wpid, task ? id : NULL);
   char abuf[160];
   rd_gcs_node *nodes = NULL;
   size_t n = 0;

@@ -17,6 +17,7 @@
 
 #include "cluster.h"
 #include "common.h"
+#include "conn.h"
 #include "log.h"
 #include "metrics.h"
 
@@ -449,4 +450,118 @@ void rd__logs_http(uv_loop_t *loop, const char *dir, const char *path, const cha
     free(q);
     answer(reply, arg, 503, "the node is stopping\n");
   }
+}
+
+/* ------------------------------------------------ an embedded session's end */
+
+/* 1 when some file in dir (a session's logs/) holds a byte. */
+static int logs_written(const char *dir) {
+  DIR *d = opendir(dir);
+  struct dirent *e;
+  int any = 0;
+  while (d && !any && (e = readdir(d))) {
+    char p[1024];
+    struct stat st;
+    snprintf(p, sizeof(p), "%s/%s", dir, e->d_name);
+    any = e->d_name[0] != '.' && stat(p, &st) == 0 && S_ISREG(st.st_mode) && st.st_size > 0;
+  }
+  if (d) closedir(d);
+  return any;
+}
+
+typedef struct ended {
+  char name[256];
+  struct timespec at;
+} ended;
+
+static int ended_newer(const void *a, const void *b) {
+  const ended *x = a, *y = b;
+  if (x->at.tv_sec != y->at.tv_sec) return x->at.tv_sec < y->at.tv_sec ? 1 : -1;
+  return x->at.tv_nsec < y->at.tv_nsec ? 1 : x->at.tv_nsec > y->at.tv_nsec ? -1 : 0;
+}
+
+/* Removes the ended sessions of root past its newest `keep` (by the time
+ * their `ended` file was written). */
+static void sessions_prune(const char *root, size_t keep) {
+  DIR *d = opendir(root);
+  ended *v = NULL;
+  size_t n = 0, cap = 0;
+  struct dirent *e;
+  while (d && (e = readdir(d))) {
+    char p[1024];
+    struct stat st;
+    if (strncmp(e->d_name, "session-", 8) != 0 || strlen(e->d_name) >= sizeof(v->name)) continue;
+    snprintf(p, sizeof(p), "%s/%s/ended", root, e->d_name);
+    if (stat(p, &st) != 0) continue;   /* a session that runs (or one a killed node left) */
+    if (n == cap) {
+      ended *w = realloc(v, (cap = cap ? 2 * cap : 32) * sizeof(*v));
+      if (!w) break;
+      v = w;
+    }
+    snprintf(v[n].name, sizeof(v[n].name), "%s", e->d_name);
+    v[n++].at = st.st_mtim;
+  }
+  if (d) closedir(d);
+  if (n > keep) {
+    qsort(v, n, sizeof(*v), ended_newer);
+    for (size_t i = keep; i < n; i++) {
+      char p[1024];
+      snprintf(p, sizeof(p), "%s/%s", root, v[i].name);
+      rd__rm_rf(p);   /* another node's prune may remove it at once: harmless */
+    }
+  }
+  free(v);
+}
+
+size_t rd__sessions_kept(void) {
+  const char *e = getenv("RAYDIST_SESSIONS_KEPT");
+  char *end = NULL;
+  long v = e && *e ? strtol(e, &end, 10) : 10;
+  if (e && *e && (*end || v < 0 || v > 100000)) {
+    rd__log(RD_LOG_WARN, "RAYDIST_SESSIONS_KEPT must be a whole number from 0 to 100000, not '%s': 10 kept", e);
+    v = 10;
+  }
+  return (size_t)v;
+}
+
+void rd__session_end(const char *dir, size_t keep, int driver_pid, const char *exe, uint64_t start_ms,
+                     const char *task_lines, size_t tl_len) {
+  char logs[600], p[700];
+  snprintf(logs, sizeof(logs), "%s/logs", dir);
+  if (!keep || !logs_written(logs)) {
+    rd__rm_rf(dir);
+    return;
+  }
+  DIR *d = opendir(dir);
+  struct dirent *e;
+  while (d && (e = readdir(d))) {   /* all but the workers' files */
+    if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, "..") || !strcmp(e->d_name, "logs")) continue;
+    struct stat st;
+    snprintf(p, sizeof(p), "%s/%s", dir, e->d_name);
+    if (lstat(p, &st) == 0 && S_ISDIR(st.st_mode)) rd__rm_rf(p);
+    else unlink(p);
+  }
+  if (d) closedir(d);
+  snprintf(p, sizeof(p), "%s/task_lines.json", dir);
+  FILE *f = fopen(p, "w");
+  if (f) {
+    fwrite(task_lines, 1, tl_len, f);
+    fclose(f);
+  }
+  snprintf(p, sizeof(p), "%s/ended.tmp", dir);   /* written whole, then named: it marks the session ended */
+  if ((f = fopen(p, "w"))) {
+    fprintf(f, "driver_pid=%d\nexe=%s\nstart_ms=%llu\nend_ms=%llu\n", driver_pid, exe ? exe : "",
+            (unsigned long long)start_ms, (unsigned long long)rd__wall_ms());
+    char to[700];
+    snprintf(to, sizeof(to), "%s/ended", dir);
+    if (fclose(f) != 0 || rename(p, to) != 0) {
+      rd__log(RD_LOG_WARN, "cannot mark the session %s ended: %s; removing it", dir, strerror(errno));
+      rd__rm_rf(dir);
+      return;
+    }
+  }
+  char root[600];
+  snprintf(root, sizeof(root), "%s", dir);
+  char *slash = strrchr(root, '/');
+  if (slash) *slash = 0, sessions_prune(root, keep);
 }

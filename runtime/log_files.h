@@ -75,6 +75,20 @@ void rd__node_task_lines_json(rd__mbuf *b);
  * (node.c). */
 const char *rd__node_local_token(void);
 
+/* An embedded session at its node's end (the node removes it; a driver
+ * whose node it had to kill, too): kept, with only its workers' files
+ * (logs/), `task_lines.json` (task_lines, len bytes: the JSON of
+ * rd__node_task_lines_json) and `ended` (driver_pid=, exe=, start_ms=,
+ * end_ms=; written last, by a rename), when some worker wrote anything and
+ * keep is not 0; else removed whole.  Then the ended sessions beside it
+ * past the newest `keep` are removed.  `raydist logs --local` reads them. */
+void rd__session_end(const char *dir, size_t keep, int driver_pid, const char *exe, uint64_t start_ms,
+                     const char *task_lines, size_t len);
+/* RAYDIST_SESSIONS_KEPT: how many ended embedded sessions to keep (default
+ * 10; 0: none, a session goes with its driver; a bad value is logged and
+ * 10 kept). */
+size_t rd__sessions_kept(void);
+
 /* 1 when path (without its query) is /api/logs or /api/logs/file. */
 int rd__logs_path(const char *path);
 /* Serves it from dir (the node's session directory) on the loop's thread

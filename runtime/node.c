@@ -180,6 +180,13 @@ static struct {
   int off;                  /* RAYDIST_TASK_LOGS_KEPT=0, or no memory: none kept */
 } TL;
 
+/* An embedded node's session, for its end (rd__session_end). */
+static struct {
+  int driver_pid;
+  uint64_t start_ms;
+  size_t kept;
+} emb;
+
 static task_lines *tl_at(uint64_t seq) {
   if (!seq || !TL.cap || seq + TL.cap <= TL.next) return NULL;   /* none, or overwritten */
   task_lines *t = &TL.v[seq % TL.cap];
@@ -4524,6 +4531,11 @@ int rd__node_main(const rd_node_opts *opts) {
       rd__log(RD_LOG_ERROR, "no metrics endpoint: %s", merr);   /* the node serves on without it */
     else if (opts->embedded) local_token_make(opts->session_dir);
   }
+  if (opts->embedded) {   /* what its session's end needs (rd__session_end) */
+    emb.driver_pid = (int)getppid();   /* the driver spawned it */
+    emb.start_ms = rd__wall_ms();
+    emb.kept = rd__sessions_kept();
+  }
   char cerr[300] = "";
   if (rd__cluster_start(opts, cerr, sizeof(cerr)) != 0) {
     rd__log(RD_LOG_ERROR, "cannot join the cluster at %s: %s", opts->gcs_address, cerr);
@@ -4564,6 +4576,9 @@ int rd__node_main(const rd_node_opts *opts) {
   while (N.nworkers > 0 && rd__now_ns() < deadline) uv_run(N.loop, UV_RUN_NOWAIT), usleep(1000);
   uv_walk(N.loop, close_walk_cb, NULL);
   uv_run(N.loop, UV_RUN_DEFAULT);
+  char *driver_exe = NULL;   /* the driver's job's program (the first job; variants have a base) */
+  for (const node_job *j = N.jobs; j; j = j->next)
+    if (!j->base && j->exe && (!driver_exe || j->id == 1)) free(driver_exe), driver_exe = strdup(j->exe);
   while (N.parked_creates) {
     parked_create *p = N.parked_creates;
     N.parked_creates = p->next;
@@ -4611,10 +4626,19 @@ int rd__node_main(const rd_node_opts *opts) {
     free(j);
   }
   uv_loop_close(N.loop);
-  /* an embedded node's session is its driver's alone: gone with it, whether
-   * or not the driver lived to remove it (a driver killed or that exited
-   * without rd_shutdown left it behind, its metrics file and logs/ in it) */
-  if (opts->embedded) rd__rm_rf(opts->session_dir);
+  /* an embedded node's session is its driver's alone: it ends with it,
+   * whether or not the driver lived to see it (a driver killed or that
+   * exited without rd_shutdown left it behind, its metrics file and logs/
+   * in it): gone, or kept with only its workers' files when they wrote
+   * anything (RAYDIST_SESSIONS_KEPT) */
+  if (opts->embedded) {
+    rd__mbuf tl = {0};
+    rd__node_task_lines_json(&tl);
+    rd__session_end(opts->session_dir, tl.oom ? 0 : emb.kept, emb.driver_pid, driver_exe, emb.start_ms,
+                    tl.p ? tl.p : "", tl.len);
+    free(tl.p);
+  }
+  free(driver_exe);
   rd__log(RD_LOG_INFO, "node down");
   return 0;
 }

@@ -5813,7 +5813,11 @@ void rd_shutdown(void) {
     }
     G.daemon_pid = 0;
   }
-  if (!G.is_worker && !G.attached && G.session[0]) rd__rm_rf(G.session);
+  if (!G.is_worker && !G.attached && G.session[0]) {   /* the node ended it, kept or not; else (killed) it goes */
+    char ended[sizeof(G.session) + 8];
+    snprintf(ended, sizeof(ended), "%s/ended", G.session);
+    if (access(ended, F_OK) != 0) rd__rm_rf(G.session);
+  }
   ctx_reset();
   pthread_mutex_unlock(&G.mu);
 }

@@ -15,6 +15,8 @@
  *   no_marks   RAYDIST_RECORD_TASK_LOGGING=0: the prefix has no name
  *   cli        `raydist logs --local` while the driver runs: a worker's
  *              stdout and stderr by its pid, the session's files listed
+ *   kept       an ended session's workers' files kept, read with `raydist
+ *              logs`, pruned to RAYDIST_SESSIONS_KEPT
  *   noise      lines of every byte (NULs, the marks' bytes, what looks like
  *              a mark) written in pieces of random sizes: each printed
  *              once, whole, byte for byte
@@ -184,6 +186,20 @@ static void submit_shout(long t, long n, rd_ref *r) {
 }
 
 /* The driver: OUTPUT_CASE in its environment says which. */
+/* tell run to its end: what it told. */
+static told run_tell(void) {
+  rd_ref gp;
+  rd_buf pb;
+  CHECK_EQ(rd_submit(tell, RD_NO_ARGS, NULL, &gp), 0);
+  CHECK_EQ(rd_get(&gp, 1, &pb, 60000), 0);
+  told t;
+  CHECK_EQ(pb.size, sizeof(t));
+  memcpy(&t, pb.data, sizeof(t));
+  rd_buf_release(&pb);
+  rd_ref_release(gp);
+  return t;
+}
+
 static int t_driver(void) {
   const char *which = getenv("OUTPUT_CASE");
   CHECK(which != NULL);
@@ -200,6 +216,14 @@ static int t_driver(void) {
     }
     printf("driver done\n");
     fflush(stdout);
+    rd_shutdown();
+    return 0;
+  }
+  if (!strcmp(which, "kept")) {   /* one task that tells; gone without rd_shutdown when asked */
+    told t = run_tell();
+    printf("session %s worker %ld task %s driver %ld\n", rd_session_dir(), t.pid, t.id, (long)getpid());
+    fflush(stdout);
+    if (getenv("OUTPUT_NO_SHUTDOWN")) _exit(0);
     rd_shutdown();
     return 0;
   }
@@ -245,16 +269,8 @@ static int t_driver(void) {
   if (!strcmp(which, "cli")) {   /* raydist logs --local, while this driver runs */
     const char *bin = getenv("RAYDIST_BIN");
     CHECK(bin != NULL);
-    rd_ref gp;
-    rd_buf pb;
-    CHECK_EQ(rd_submit(tell, RD_NO_ARGS, NULL, &gp), 0);
-    CHECK_EQ(rd_get(&gp, 1, &pb, 60000), 0);
-    told t;
-    CHECK_EQ(pb.size, sizeof(t));
-    memcpy(&t, pb.data, sizeof(t));
+    told t = run_tell();
     long wpid = t.pid;
-    rd_buf_release(&pb);
-    rd_ref_release(gp);
     char cmd[1600];
     snprintf(cmd, sizeof(cmd), "'%s' logs worker --pid %ld --local > cli.out 2>&1; '%s' logs worker --pid %ld --err --local "
              "> cli.err 2>&1; '%s' logs 'worker-*' --local > cli.list 2>&1; '%s' logs worker --pid 1 --local > cli.none 2>&1; "
@@ -511,7 +527,7 @@ static int t_cli(void) {
   CHECK(strstr(list, name) != NULL);
   snprintf(name, sizeof(name), "-%ld.out\n", wpid);
   CHECK(strstr(list, name) != NULL);
-  CHECK(strstr(none, "no embedded node on this machine has pid=1") != NULL && atoi(none_rc) == 1);
+  CHECK(strstr(none, "no embedded node on this machine, running or ended, has pid=1") != NULL && atoi(none_rc) == 1);
   CHECK(strstr(actor, "use raydist logs worker --pid") != NULL && atoi(actor_rc) == 2);
   const char *names[] = {"cli.out",   "cli.err",      "cli.list",  "cli.none",
                          "cli.none.rc", "cli.actor", "cli.actor.rc", "cli.follow", "cli.task", "cli.task.err"};
@@ -522,9 +538,136 @@ static int t_cli(void) {
   return 0;
 }
 
+/* `$RAYDIST_BIN ARGS` run to its end: its stdout and stderr (malloc'd);
+ * its exit status. */
+static int cli(const char *args, char **out) {
+  char cmd[1600], f[] = "/tmp/rd-output-cli.XXXXXX";
+  int fd = mkstemp(f);
+  CHECK(fd >= 0);
+  close(fd);
+  snprintf(cmd, sizeof(cmd), "'%s' %s > %s 2>&1", getenv("RAYDIST_BIN"), args, f);
+  int st = system(cmd);
+  *out = slurp(f);
+  unlink(f);
+  return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+/* cli(args) exits 0 having printed exactly want. */
+static int cli_is(const char *args, const char *want) {
+  char *o;
+  int rc = cli(args, &o);
+  if (rc != 0 || strcmp(o, want) != 0) fprintf(stderr, "raydist %s: exit %d:\n%s--- not:\n%s", args, rc, o, want);
+  int ok = rc == 0 && !strcmp(o, want);
+  free(o);
+  return ok;
+}
+
+/* A kept session's entries, sorted, one line each (malloc'd). */
+static char *entries(const char *dir) {
+  char cmd[2048], *out;
+  snprintf(cmd, sizeof(cmd), "ls -A '%s' > /tmp/rd-output-ls.%d", dir, (int)getpid());
+  CHECK_EQ(system(cmd), 0);
+  snprintf(cmd, sizeof(cmd), "/tmp/rd-output-ls.%d", (int)getpid());
+  out = slurp(cmd);
+  unlink(cmd);
+  return out;
+}
+
+/* How many ended sessions dir (a RAYDIST_TMPDIR) keeps. */
+static int ended_count(const char *dir) {
+  char root[600];
+  snprintf(root, sizeof(root), "%s/raydist-%d", dir, (int)getuid());
+  DIR *d = opendir(root);
+  int n = 0;
+  for (struct dirent *e; d && (e = readdir(d));) {
+    char p[1200];
+    snprintf(p, sizeof(p), "%s/%s/ended", root, e->d_name);
+    n += access(p, F_OK) == 0;
+  }
+  if (d) closedir(d);
+  return n;
+}
+
+/* An ended session keeps its workers' files: after its driver's
+ * rd_shutdown, and after a driver that exited without it, the session
+ * directory holds only logs/, task_lines.json and ended; `raydist logs`
+ * (no cluster here: --local by itself) lists it as ended, gives a worker's
+ * file by its pid and a task's own lines by its id; RAYDIST_SESSIONS_KEPT=2
+ * keeps the newest two; 0 keeps none.  Its own RAYDIST_TMPDIR: other tests'
+ * sessions are not pruned by its drivers (nor its by theirs). */
+static int t_kept(void) {
+  char tmp[] = "/tmp/rd-output-kept.XXXXXX";
+  CHECK(mkdtemp(tmp) != NULL);
+  setenv("RAYDIST_TMPDIR", tmp, 1);
+  unsetenv("RAYDIST_ADDRESS");
+  unsetenv("RAYDIST_SESSIONS_KEPT");
+  char sess[3][600], id[3][RD_TASK_ID_LEN + 8], *out, *err, *o, args[300], want[900];
+  long wpid[3], dpid[3];
+  for (int i = 0; i < 3; i++) {   /* ended with rd_shutdown, without it, and with it again */
+    run_driver("kept", i == 1 ? "OUTPUT_NO_SHUTDOWN=1" : NULL, &out, &err);
+    const char *at = strstr(out, "session ");
+    CHECK(at && sscanf(at, "session %599s worker %ld task %39s driver %ld", sess[i], &wpid[i], id[i], &dpid[i]) == 4);
+    free(out), free(err);
+    char ended[2048];
+    snprintf(ended, sizeof(ended), "%s/ended", sess[i]);
+    for (int k = 0; k < 500 && access(ended, F_OK) != 0; k++) usleep(20000);   /* its node ends it as it goes */
+    char *ls = entries(sess[i]);
+    printf("session %d: %s\n%s", i, sess[i], ls);
+    CHECK(!strcmp(ls, "ended\nlogs\ntask_lines.json\n"));
+    free(ls);
+    char *e = slurp(ended);
+    snprintf(want, sizeof(want), "driver_pid=%ld\n", dpid[i]);
+    CHECK(strstr(e, want) != NULL && strstr(e, "/output_test\nstart_ms=") != NULL && strstr(e, "\nend_ms=") != NULL);
+    free(e);
+    if (i == 1) {
+      CHECK_EQ(cli("logs", &o), 0);   /* no cluster, no embedded node runs here: the ended ones */
+      printf("%s", o);
+      snprintf(want, sizeof(want), "ended session %s (driver pid %ld, ", sess[0], dpid[0]);
+      CHECK(strstr(o, want) != NULL);
+      snprintf(want, sizeof(want), "ended session %s (driver pid %ld, ", sess[1], dpid[1]);
+      CHECK(strstr(o, want) != NULL && strstr(o, "/output_test; ended ") != NULL);
+      CHECK(strstr(o, want) < strstr(o, sess[0]));   /* newest first */
+      snprintf(want, sizeof(want), "-%ld.out\n", wpid[1]);
+      CHECK(strstr(o, want) != NULL);
+      free(o);
+      snprintf(args, sizeof(args), "logs worker --pid %ld", wpid[0]);
+      CHECK(cli_is(args, "line 0 of task f\nline 1 of task f\nline 2 of task f\n"));
+      snprintf(args, sizeof(args), "logs worker --pid %ld --local --tail 1", wpid[1]);
+      CHECK(cli_is(args, "line 2 of task f\n"));
+      snprintf(args, sizeof(args), "logs task --id %s --local", id[1]);
+      CHECK(cli_is(args, "line 0 of task f\nline 1 of task f\nline 2 of task f\n"));
+      snprintf(args, sizeof(args), "logs task --id %s --err", id[0]);
+      CHECK(cli_is(args, "err of task f\n"));
+      snprintf(args, sizeof(args), "logs 'worker-*-%ld.err'", wpid[1]);   /* one match: the file itself */
+      CHECK_EQ(cli(args, &o), 0);
+      CHECK(!strcmp(o, "err of task f\n"));
+      free(o);
+      CHECK_EQ(cli("logs task --id 0000-00000000-0000000000000001 --local", &o), 1);
+      CHECK(strstr(o, "no embedded node on this machine, running or ended, has task=") != NULL);
+      free(o);
+      setenv("RAYDIST_SESSIONS_KEPT", "2", 1);   /* the third's end leaves the newest two */
+    }
+  }
+  CHECK_EQ(ended_count(tmp), 2);
+  CHECK(access(sess[0], F_OK) != 0 && access(sess[1], F_OK) == 0 && access(sess[2], F_OK) == 0);
+  setenv("RAYDIST_SESSIONS_KEPT", "0", 1);   /* none: the session goes with its driver, the others stay */
+  run_driver("kept", NULL, &out, &err);
+  const char *at = strstr(out, "session ");
+  CHECK(at && sscanf(at, "session %599s", sess[0]) == 1);
+  free(out), free(err);
+  CHECK(access(sess[0], F_OK) != 0);
+  CHECK_EQ(ended_count(tmp), 2);
+  char cmd[700];
+  snprintf(cmd, sizeof(cmd), "rm -rf '%s'", tmp);
+  CHECK_EQ(system(cmd), 0);
+  unsetenv("RAYDIST_SESSIONS_KEPT");
+  unsetenv("RAYDIST_TMPDIR");
+  return 0;
+}
+
 static const rd_test_case tests[] = {
     {"driver", t_driver}, {"lines", t_lines}, {"off", t_off}, {"no_marks", t_no_marks}, {"noise", t_noise},
-    {"cli", t_cli},
+    {"cli", t_cli}, {"kept", t_kept},
 };
 
 RD_TEST_MAIN(tests)
