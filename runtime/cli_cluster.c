@@ -1604,10 +1604,10 @@ static int logs_ended(const logs_cli *L, const ended_session *v, size_t n, long 
 static int name_cmp(const void *a, const void *b) { return strcmp(*(char *const *)a, *(char *const *)b); }
 
 /* The files of an ended session's logs/ that match glob, sorted, after
- * its heading, into shown; how many (the first's path into one when
- * *files was 0). */
-static size_t ended_list(const ended_session *x, const char *glob, rd__mbuf *shown, size_t *files, char *one,
-                         size_t olen) {
+ * its heading, into shown (brief: how many, on the heading's line); how
+ * many (the first's path into one when *files was 0). */
+static size_t ended_list(const ended_session *x, const char *glob, int brief, rd__mbuf *shown, size_t *files,
+                         char *one, size_t olen) {
   char logs[600];
   snprintf(logs, sizeof(logs), "%s/logs", x->dir);
   DIR *d = opendir(logs);
@@ -1627,10 +1627,12 @@ static size_t ended_list(const ended_session *x, const char *glob, rd__mbuf *sho
   if (d) closedir(d);
   if (n > 1) qsort(names, n, sizeof(*names), name_cmp);
   uint64_t now = rd__wall_ms();
-  rd__mbuf_printf(shown, "ended session %s (driver pid %d, %s; ended %.0f s ago):\n", x->dir, x->driver_pid,
+  rd__mbuf_printf(shown, "ended session %s (driver pid %d, %s; ended %.0f s ago):", x->dir, x->driver_pid,
                   x->exe[0] ? x->exe : "?", x->end_ms < now ? (now - x->end_ms) / 1e3 : 0.0);
+  if (brief) rd__mbuf_printf(shown, " %zu files\n", n);
+  else rd__mbuf_printf(shown, "\n");
   for (size_t i = 0; i < n; i++) {
-    rd__mbuf_printf(shown, "  %s\n", names[i]);
+    if (!brief) rd__mbuf_printf(shown, "  %s\n", names[i]);
     if (!(*files)++) snprintf(one, olen, "%s/%s", logs, names[i]);
     free(names[i]);
   }
@@ -1689,7 +1691,7 @@ static int logs_local(logs_cli *L, const char *who, const char *glob, long pid, 
   }
   for (size_t i = 0; !who && i < ne; i++) {
     size_t before = files;
-    ended_list(&ev[i], glob, &shown, &files, one, sizeof(one));
+    ended_list(&ev[i], glob, !glob && i > 0, &shown, &files, one, sizeof(one));   /* the older in a line each */
     if (!before && files) one_ended = 1;
   }
   int r = 0;
@@ -1721,6 +1723,37 @@ static int logs_local(logs_cli *L, const char *who, const char *glob, long pid, 
   return r;
 }
 
+/* raydist logs actor --id ID --local: the pid of the actor's worker now,
+ * from the running embedded node that has the actor (its /api/actors);
+ * 0 with why printed when none has it alive. */
+static long local_actor_pid(const char *id) {
+  local_node *v = NULL;
+  size_t n = local_nodes(&v);
+  long pid = 0;
+  const char *state = NULL;
+  for (size_t i = 0; i < n && !pid; i++) {
+    rd__http_fetch f = {.ip = v[i].ip, .path = "/api/actors?limit=10000", .port = v[i].port};
+    rd__http_get_all(&f, 1, v[i].token, 15000, (size_t)64 << 20);
+    rd_json *root = f.rc == 0 ? rd_json_parse(f.body, f.len, NULL, 0) : NULL;
+    const rd_json *l = rd_json_get(root, "list");
+    for (const rd_json *a = l && l->type == RD_JSON_ARRAY ? l->child : NULL; a && !pid; a = a->next) {
+      const rd_json *aid = rd_json_get(a, "id"), *st = rd_json_get(a, "state");
+      if (!aid || aid->type != RD_JSON_STRING || strcasecmp(aid->str, id) != 0) continue;
+      pid = (long)jnum(a, "pid");
+      if (pid <= 0 && st && st->type == RD_JSON_STRING) state = strdup(st->str);
+    }
+    free(root);
+    free(f.body);
+  }
+  free(v);
+  if (pid <= 0)
+    fprintf(stderr, "raydist logs actor: %s%s%s (an ended session keeps no actors: raydist logs worker --pid P)\n",
+            state ? "the actor has no worker now: " : "no running embedded node on this machine has actor ",
+            state ? state : id, state ? "" : "");
+  free((void *)state);
+  return pid;
+}
+
 int rd__cli_logs(int argc, char **argv) {
   const char *address = getenv("RAYDIST_ADDRESS"), *token = getenv("RAYDIST_TOKEN"), *id = NULL, *pid = NULL;
   static const char usage[] =
@@ -1732,7 +1765,8 @@ int rd__cli_logs(int argc, char **argv) {
       "  options: [--err (stderr)] [--tail N (its last N lines; default 1000, -1 all)] [--follow]\n"
       "           [--address IP:PORT] [--token T]\n"
       "           [--local (this machine's embedded clusters, running or ended (RAYDIST_SESSIONS_KEPT): files,\n"
-      "            task and worker --pid without the node; the default when no cluster is named and none runs here)]\n";
+      "            task, actor (running) and worker --pid without the node; the default when no cluster is named and\n"
+      "            none runs here)]\n";
   logs_cli L = {.tail = 1000};
   int a = 2;
   const char *kind = "cluster", *glob = NULL;
@@ -1769,11 +1803,8 @@ int rd__cli_logs(int argc, char **argv) {
   }
   int actor = !strcmp(kind, "actor"), task = !strcmp(kind, "task"), worker = !strcmp(kind, "worker");
   local = use_local(local, address);
-  if (local && (actor || L.node_ip[0] || L.node_id[0])) {
-    fprintf(stderr, "raydist logs --local: %s\n%s",
-            actor ? "an actor's worker is found through a cluster's state API: use raydist logs worker --pid"
-                  : "an embedded cluster has one node: no --node-ip or --node-id",
-            usage);
+  if (local && (L.node_ip[0] || L.node_id[0])) {
+    fprintf(stderr, "raydist logs --local: an embedded cluster has one node: no --node-ip or --node-id\n%s", usage);
     return 2;
   }
   if (((actor || task) && !id) || (worker && (!pid || (!local && !L.node_ip[0] && !L.node_id[0]))) ||
@@ -1801,7 +1832,11 @@ int rd__cli_logs(int argc, char **argv) {
     snprintf(who, sizeof(who), "pid=%ld", p);   /* on an embedded cluster its pid alone names it */
     wpid = p;
   }
-  if (local) return logs_local(&L, task || worker ? who : NULL, glob, wpid, task ? id : NULL);
+  if (local && actor) {   /* its worker's pid, from the running embedded node that has it */
+    if ((wpid = local_actor_pid(id)) <= 0) return 1;
+    snprintf(who, sizeof(who), "pid=%ld", wpid);
+  }
+  if (local) return logs_local(&L, task || worker || actor ? who : NULL, glob, wpid, task ? id : NULL);
   char abuf[160];
   rd_gcs_node *nodes = NULL;
   size_t n = 0;

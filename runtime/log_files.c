@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -480,8 +481,71 @@ static int ended_newer(const void *a, const void *b) {
   return x->at.tv_nsec < y->at.tv_nsec ? 1 : x->at.tv_nsec > y->at.tv_nsec ? -1 : 0;
 }
 
-/* Removes the ended sessions of root past its newest `keep` (by the time
- * their `ended` file was written). */
+/* An ending session: removed whole, or (keep, and a worker wrote
+ * anything) left with logs/ alone, then task_lines.json and `ended`
+ * (rd__session_end).  1 when kept. */
+static int session_strip(const char *dir, size_t keep, int driver_pid, const char *exe, uint64_t start_ms,
+                         const char *task_lines, size_t tl_len) {
+  char logs[600], p[700];
+  snprintf(logs, sizeof(logs), "%s/logs", dir);
+  if (!keep || !logs_written(logs)) {
+    rd__rm_rf(dir);
+    return 0;
+  }
+  DIR *d = opendir(dir);
+  struct dirent *e;
+  while (d && (e = readdir(d))) {   /* all but the workers' files */
+    if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, "..") || !strcmp(e->d_name, "logs")) continue;
+    struct stat st;
+    snprintf(p, sizeof(p), "%s/%s", dir, e->d_name);
+    if (lstat(p, &st) == 0 && S_ISDIR(st.st_mode)) rd__rm_rf(p);
+    else unlink(p);
+  }
+  if (d) closedir(d);
+  snprintf(p, sizeof(p), "%s/task_lines.json", dir);
+  FILE *f = fopen(p, "w");
+  if (f) {
+    fwrite(task_lines, 1, tl_len, f);
+    fclose(f);
+  }
+  snprintf(p, sizeof(p), "%s/ended.tmp", dir);   /* written whole, then named: it marks the session ended */
+  char to[700];
+  snprintf(to, sizeof(to), "%s/ended", dir);
+  int ok = (f = fopen(p, "w")) != NULL;
+  if (ok) {
+    ok = fprintf(f, "driver_pid=%d\nexe=%s\nstart_ms=%llu\nend_ms=%llu\n", driver_pid, exe ? exe : "",
+                 (unsigned long long)start_ms, (unsigned long long)rd__wall_ms()) >= 0;
+    ok = fclose(f) == 0 && ok;
+  }
+  if (!ok || rename(p, to) != 0) {
+    rd__log(RD_LOG_WARN, "cannot mark the session %s ended: %s; removing it", dir, strerror(errno));
+    rd__rm_rf(dir);
+    return 0;
+  }
+  return 1;
+}
+
+/* A session whose node died without ending it (SIGKILL, the kernel's OOM
+ * killer): its node.lock is free.  Ended as its node would have (its
+ * ranges are gone with the node: no task's own lines). */
+static void session_orphan(const char *dir, size_t keep) {
+  char p[1100];
+  snprintf(p, sizeof(p), "%s/node.lock", dir);
+  int fd = open(p, O_RDWR | O_CLOEXEC);
+  if (fd < 0) return;   /* a session that starts, or of a version without the lock */
+  if (flock(fd, LOCK_EX | LOCK_NB) == 0) {   /* held while it is ended: no two end it */
+    struct stat st;
+    if (stat(p, &st) == 0) {   /* not ended meanwhile by another (it removes the lock file) */
+      rd__log(RD_LOG_INFO, "session %s: its node died without ending it; ended here", dir);
+      (void)session_strip(dir, keep, 0, "", 0, "{\"tasks\": []}\n", 15);
+    }
+  }
+  close(fd);
+}
+
+/* Ends root's sessions whose node died without it, then removes the
+ * ended sessions past the newest `keep` (by the time their `ended` file
+ * was written). */
 static void sessions_prune(const char *root, size_t keep) {
   DIR *d = opendir(root);
   ended *v = NULL;
@@ -492,7 +556,12 @@ static void sessions_prune(const char *root, size_t keep) {
     struct stat st;
     if (strncmp(e->d_name, "session-", 8) != 0 || strlen(e->d_name) >= sizeof(v->name)) continue;
     snprintf(p, sizeof(p), "%s/%s/ended", root, e->d_name);
-    if (stat(p, &st) != 0) continue;   /* a session that runs (or one a killed node left) */
+    if (stat(p, &st) != 0) {   /* a session that runs, or one whose node died */
+      snprintf(p, sizeof(p), "%s/%s", root, e->d_name);
+      session_orphan(p, keep);
+      snprintf(p, sizeof(p), "%s/%s/ended", root, e->d_name);
+      if (stat(p, &st) != 0) continue;
+    }
     if (n == cap) {
       ended *w = realloc(v, (cap = cap ? 2 * cap : 32) * sizeof(*v));
       if (!w) break;
@@ -524,42 +593,22 @@ size_t rd__sessions_kept(void) {
   return (size_t)v;
 }
 
+int rd__session_lock(const char *dir) {
+  char p[700], tmp[720];
+  snprintf(p, sizeof(p), "%s/node.lock", dir);
+  snprintf(tmp, sizeof(tmp), "%s.tmp", p);   /* locked before it has its name: no one finds it free */
+  int fd = open(tmp, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+  if (fd < 0 || flock(fd, LOCK_EX | LOCK_NB) != 0 || rename(tmp, p) != 0) {
+    rd__log(RD_LOG_WARN, "cannot lock %s: %s (a killed node's session is then not ended by others)", p, strerror(errno));
+    if (fd >= 0) close(fd), unlink(tmp);
+    return -1;
+  }
+  return fd;   /* held until the node exits, however it does */
+}
+
 void rd__session_end(const char *dir, size_t keep, int driver_pid, const char *exe, uint64_t start_ms,
                      const char *task_lines, size_t tl_len) {
-  char logs[600], p[700];
-  snprintf(logs, sizeof(logs), "%s/logs", dir);
-  if (!keep || !logs_written(logs)) {
-    rd__rm_rf(dir);
-    return;
-  }
-  DIR *d = opendir(dir);
-  struct dirent *e;
-  while (d && (e = readdir(d))) {   /* all but the workers' files */
-    if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, "..") || !strcmp(e->d_name, "logs")) continue;
-    struct stat st;
-    snprintf(p, sizeof(p), "%s/%s", dir, e->d_name);
-    if (lstat(p, &st) == 0 && S_ISDIR(st.st_mode)) rd__rm_rf(p);
-    else unlink(p);
-  }
-  if (d) closedir(d);
-  snprintf(p, sizeof(p), "%s/task_lines.json", dir);
-  FILE *f = fopen(p, "w");
-  if (f) {
-    fwrite(task_lines, 1, tl_len, f);
-    fclose(f);
-  }
-  snprintf(p, sizeof(p), "%s/ended.tmp", dir);   /* written whole, then named: it marks the session ended */
-  if ((f = fopen(p, "w"))) {
-    fprintf(f, "driver_pid=%d\nexe=%s\nstart_ms=%llu\nend_ms=%llu\n", driver_pid, exe ? exe : "",
-            (unsigned long long)start_ms, (unsigned long long)rd__wall_ms());
-    char to[700];
-    snprintf(to, sizeof(to), "%s/ended", dir);
-    if (fclose(f) != 0 || rename(p, to) != 0) {
-      rd__log(RD_LOG_WARN, "cannot mark the session %s ended: %s; removing it", dir, strerror(errno));
-      rd__rm_rf(dir);
-      return;
-    }
-  }
+  (void)session_strip(dir, keep, driver_pid, exe, start_ms, task_lines, tl_len);
   char root[600];
   snprintf(root, sizeof(root), "%s", dir);
   char *slash = strrchr(root, '/');

@@ -80,10 +80,17 @@ const char *rd__node_local_token(void);
  * (logs/), `task_lines.json` (task_lines, len bytes: the JSON of
  * rd__node_task_lines_json) and `ended` (driver_pid=, exe=, start_ms=,
  * end_ms=; written last, by a rename), when some worker wrote anything and
- * keep is not 0; else removed whole.  Then the ended sessions beside it
- * past the newest `keep` are removed.  `raydist logs --local` reads them. */
+ * keep is not 0; else removed whole.  Then the sessions beside it whose
+ * node died without an end are ended (rd__session_lock), and the ended
+ * sessions past the newest `keep` removed.  `raydist logs --local` reads them. */
 void rd__session_end(const char *dir, size_t keep, int driver_pid, const char *exe, uint64_t start_ms,
                      const char *task_lines, size_t len);
+/* An embedded node's hold on its session (SESSION/node.lock, flock, not
+ * inherited by its workers) for as long as it lives: a session whose lock
+ * is free and that is not `ended` lost its node without an end (SIGKILL,
+ * the OOM killer), and the next session to end ends it (kept as an ended
+ * session when its workers wrote anything).  The descriptor, or -1 (logged). */
+int rd__session_lock(const char *dir);
 /* RAYDIST_SESSIONS_KEPT: how many ended embedded sessions to keep (default
  * 10; 0: none, a session goes with its driver; a bad value is logged and
  * 10 kept). */

@@ -4532,6 +4532,7 @@ int rd__node_main(const rd_node_opts *opts) {
     else if (opts->embedded) local_token_make(opts->session_dir);
   }
   if (opts->embedded) {   /* what its session's end needs (rd__session_end) */
+    (void)rd__session_lock(opts->session_dir);
     emb.driver_pid = (int)getppid();   /* the driver spawned it */
     emb.start_ms = rd__wall_ms();
     emb.kept = rd__sessions_kept();

@@ -14,7 +14,8 @@
  *   off        RAYDIST_LOG_TO_DRIVER=0: none on the driver, all in the files
  *   no_marks   RAYDIST_RECORD_TASK_LOGGING=0: the prefix has no name
  *   cli        `raydist logs --local` while the driver runs: a worker's
- *              stdout and stderr by its pid, the session's files listed
+ *              stdout and stderr by its pid, a task's lines by its id, an
+ *              actor's by its id, the session's files listed
  *   kept       an ended session's workers' files kept, read with `raydist
  *              logs`, pruned to RAYDIST_SESSIONS_KEPT
  *   noise      lines of every byte (NULs, the marks' bytes, what looks like
@@ -28,6 +29,7 @@
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <signal.h>
 #include <string.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -186,6 +188,27 @@ static void submit_shout(long t, long n, rd_ref *r) {
 }
 
 /* The driver: OUTPUT_CASE in its environment says which. */
+/* This driver's embedded node: its child process named raydist; 0 when none. */
+static pid_t node_child(void) {
+  DIR *d = opendir("/proc");
+  pid_t found = 0;
+  for (struct dirent *e; d && !found && (e = readdir(d));) {
+    char p[300], buf[512];
+    snprintf(p, sizeof(p), "/proc/%s/stat", e->d_name);
+    FILE *f = fopen(p, "r");
+    if (!f) continue;
+    int ppid = 0;
+    if (fgets(buf, sizeof(buf), f)) {
+      const char *rp = strrchr(buf, ')');
+      if (rp && sscanf(rp + 2, "%*c %d", &ppid) == 1 && ppid == getpid() && strstr(buf, "(raydist)"))
+        found = (pid_t)atol(e->d_name);
+    }
+    fclose(f);
+  }
+  if (d) closedir(d);
+  return found;
+}
+
 /* tell run to its end: what it told. */
 static told run_tell(void) {
   rd_ref gp;
@@ -224,6 +247,18 @@ static int t_driver(void) {
     printf("session %s worker %ld task %s driver %ld\n", rd_session_dir(), t.pid, t.id, (long)getpid());
     fflush(stdout);
     if (getenv("OUTPUT_NO_SHUTDOWN")) _exit(0);
+    if (getenv("OUTPUT_KILL_NODE")) {   /* its node SIGKILLed (as the OOM killer would): no end of its own */
+      for (int i = 0; i < 500; i++) {   /* its files hold the task's lines first (the node reads within ms) */
+        char *o = worker_files(".out");
+        int there = strstr(o, "line 2 of task f\n") != NULL;
+        free(o);
+        if (there) break;
+        usleep(10000);
+      }
+      pid_t node = node_child();
+      CHECK(node > 0 && kill(node, SIGKILL) == 0 && waitpid(node, NULL, 0) == node);
+      _exit(0);
+    }
     rd_shutdown();
     return 0;
   }
@@ -270,16 +305,21 @@ static int t_driver(void) {
     const char *bin = getenv("RAYDIST_BIN");
     CHECK(bin != NULL);
     told t = run_tell();
-    long wpid = t.pid;
-    char cmd[1600];
+    long wpid = t.pid, apid = 0;
+    rd_actor la;   /* an actor's file by its id: the id as raydist list actors gives it */
+    CHECK_EQ(rd_actor_create(Loader, RD_NO_ARGS, NULL, &la), 0);
+    call_or_die(la, Loader_pid, RD_NO_ARGS, &apid, sizeof(long));
+    char cmd[2400];
     snprintf(cmd, sizeof(cmd), "'%s' logs worker --pid %ld --local > cli.out 2>&1; '%s' logs worker --pid %ld --err --local "
              "> cli.err 2>&1; '%s' logs 'worker-*' --local > cli.list 2>&1; '%s' logs worker --pid 1 --local > cli.none 2>&1; "
              "echo $? > cli.none.rc; '%s' logs actor --id 00 --local > cli.actor 2>&1; echo $? > cli.actor.rc; "
              "timeout 2 '%s' logs worker --pid %ld --local --follow --tail 2 > cli.follow 2>&1; "
-             "'%s' logs task --id %s --local > cli.task 2>&1; '%s' logs task --id %s --local --err > cli.task.err 2>&1; true",
-             bin, wpid, bin, wpid, bin, bin, bin, bin, wpid, bin, t.id, bin, t.id);
+             "'%s' logs task --id %s --local > cli.task 2>&1; '%s' logs task --id %s --local --err > cli.task.err 2>&1; "
+             "ID=$('%s' list actors --local | awk -v p=%ld '$6 == p {print $1}'); "
+             "'%s' logs actor --id \"$ID\" --local > cli.actor_ok 2>&1; true",
+             bin, wpid, bin, wpid, bin, bin, bin, bin, wpid, bin, t.id, bin, t.id, bin, apid, bin);
     CHECK_EQ(system(cmd), 0);
-    printf("session %s worker %ld\n", rd_session_dir(), wpid);
+    printf("session %s worker %ld actor %ld\n", rd_session_dir(), wpid, apid);
   }
   if (!strcmp(which, "lines")) {
     rd_ref st;
@@ -506,9 +546,9 @@ static int t_cli(void) {
   char *out, *err;
   run_driver("cli", NULL, &out, &err);
   char sess[600] = "";
-  long wpid = 0;
+  long wpid = 0, apid = 0;
   const char *at = strstr(out, "session ");
-  CHECK(at && sscanf(at, "session %599s worker %ld", sess, &wpid) == 2);
+  CHECK(at && sscanf(at, "session %599s worker %ld actor %ld", sess, &wpid, &apid) == 3);
   char *o = slurp("cli.out"), *e = slurp("cli.err"), *list = slurp("cli.list"), *none = slurp("cli.none");
   char *none_rc = slurp("cli.none.rc"), *actor = slurp("cli.actor"), *actor_rc = slurp("cli.actor.rc");
   char *follow = slurp("cli.follow");   /* its last 2 lines, then it waits for more until killed */
@@ -528,7 +568,13 @@ static int t_cli(void) {
   snprintf(name, sizeof(name), "-%ld.out\n", wpid);
   CHECK(strstr(list, name) != NULL);
   CHECK(strstr(none, "no embedded node on this machine, running or ended, has pid=1") != NULL && atoi(none_rc) == 1);
-  CHECK(strstr(actor, "use raydist logs worker --pid") != NULL && atoi(actor_rc) == 2);
+  CHECK(strstr(actor, "no running embedded node on this machine has actor 00") != NULL && atoi(actor_rc) == 1);
+  char *actor_ok = slurp("cli.actor_ok"), line[96];
+  snprintf(line, sizeof(line), "model loaded by worker %ld\n", apid);
+  printf("--- the actor's stdout by its id:\n%s", actor_ok);
+  CHECK(strstr(actor_ok, line) != NULL);
+  free(actor_ok);
+  unlink("cli.actor_ok");
   const char *names[] = {"cli.out",   "cli.err",      "cli.list",  "cli.none",
                          "cli.none.rc", "cli.actor", "cli.actor.rc", "cli.follow", "cli.task", "cli.task.err"};
   for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) unlink(names[i]);
@@ -593,7 +639,8 @@ static int ended_count(const char *dir) {
  * directory holds only logs/, task_lines.json and ended; `raydist logs`
  * (no cluster here: --local by itself) lists it as ended, gives a worker's
  * file by its pid and a task's own lines by its id; RAYDIST_SESSIONS_KEPT=2
- * keeps the newest two; 0 keeps none.  Its own RAYDIST_TMPDIR: other tests'
+ * keeps the newest two; a session whose node was SIGKILLed is ended by
+ * the next session's end (its files kept); 0 keeps none.  Its own RAYDIST_TMPDIR: other tests'
  * sessions are not pruned by its drivers (nor its by theirs). */
 static int t_kept(void) {
   char tmp[] = "/tmp/rd-output-kept.XXXXXX";
@@ -626,7 +673,8 @@ static int t_kept(void) {
       CHECK(strstr(o, want) != NULL);
       snprintf(want, sizeof(want), "ended session %s (driver pid %ld, ", sess[1], dpid[1]);
       CHECK(strstr(o, want) != NULL && strstr(o, "/output_test; ended ") != NULL);
-      CHECK(strstr(o, want) < strstr(o, sess[0]));   /* newest first */
+      CHECK(strstr(o, want) < strstr(o, sess[0]));   /* newest first, the older in a line */
+      CHECK(strstr(o, " s ago): ") && strstr(o, " files\n") != NULL);
       snprintf(want, sizeof(want), "-%ld.out\n", wpid[1]);
       CHECK(strstr(o, want) != NULL);
       free(o);
@@ -650,13 +698,40 @@ static int t_kept(void) {
   }
   CHECK_EQ(ended_count(tmp), 2);
   CHECK(access(sess[0], F_OK) != 0 && access(sess[1], F_OK) == 0 && access(sess[2], F_OK) == 0);
-  setenv("RAYDIST_SESSIONS_KEPT", "0", 1);   /* none: the session goes with its driver, the others stay */
-  run_driver("kept", NULL, &out, &err);
+  /* a node SIGKILLed: its session stays as it was (its lock free) until the next session's end ends it */
+  char orphan[600], lock[700], ended[700], fresh[600];
+  long owpid = 0;
+  run_driver("kept", "OUTPUT_KILL_NODE=1", &out, &err);
   const char *at = strstr(out, "session ");
+  CHECK(at && sscanf(at, "session %599s worker %ld", orphan, &owpid) == 2);
+  free(out), free(err);
+  snprintf(lock, sizeof(lock), "%s/node.lock", orphan);
+  snprintf(ended, sizeof(ended), "%s/ended", orphan);
+  CHECK(access(lock, F_OK) == 0 && access(ended, F_OK) != 0);
+  snprintf(args, sizeof(args), "logs worker --pid %ld", owpid);   /* neither running nor ended: not found */
+  CHECK_EQ(cli(args, &o), 1);
+  free(o);
+  run_driver("kept", NULL, &out, &err);
+  at = strstr(out, "session ");
+  CHECK(at && sscanf(at, "session %599s", fresh) == 1);
+  free(out), free(err);
+  char *ls = entries(orphan);
+  printf("the orphan %s, ended by %s:\n%s", orphan, fresh, ls);
+  CHECK(!strcmp(ls, "ended\nlogs\ntask_lines.json\n"));
+  free(ls);
+  char *e = slurp(ended);
+  CHECK(strstr(e, "driver_pid=0\n") != NULL);
+  free(e);
+  CHECK(cli_is(args, "line 0 of task f\nline 1 of task f\nline 2 of task f\n"));
+  CHECK_EQ(ended_count(tmp), 2);   /* the newest two: the orphan, ended last, and the fresh one */
+  CHECK(access(fresh, F_OK) == 0 && access(sess[1], F_OK) != 0 && access(sess[2], F_OK) != 0);
+  setenv("RAYDIST_SESSIONS_KEPT", "0", 1);   /* none: the session goes with its driver, and the others */
+  run_driver("kept", NULL, &out, &err);
+  at = strstr(out, "session ");
   CHECK(at && sscanf(at, "session %599s", sess[0]) == 1);
   free(out), free(err);
   CHECK(access(sess[0], F_OK) != 0);
-  CHECK_EQ(ended_count(tmp), 2);
+  CHECK_EQ(ended_count(tmp), 0);
   char cmd[700];
   snprintf(cmd, sizeof(cmd), "rm -rf '%s'", tmp);
   CHECK_EQ(system(cmd), 0);
