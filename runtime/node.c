@@ -32,6 +32,7 @@
 #include "common.h"
 #include "log.h"
 #include "log_files.h"
+#include "state_api.h"
 #include "metrics.h"
 #include "queue.h"
 #include "raydist.h"
@@ -2870,6 +2871,26 @@ static int node_descs(Rd__NodeDesc **out, rd__res_msg **res, const rd_resources 
     d->labels = me ? N.labels : (char *)v->labels;
   }
   return (int)n;
+}
+
+void rd__node_self(rd_gcs_node *x) {
+  memset(x, 0, sizeof(*x));
+  rd_store_stats s;
+  rd_store_get_stats(N.store, &s);
+  x->index = rd__cluster_index();
+  snprintf(x->node_id, sizeof(x->node_id), "%08x%024llx", (unsigned)getpid(), (unsigned long long)emb.start_ms);
+  x->state = RD_GCS_NODE_ALIVE;
+  x->is_head = 1;
+  snprintf(x->ip, sizeof(x->ip), "%s", N.opts.node_ip && *N.opts.node_ip ? N.opts.node_ip : "127.0.0.1");
+  if (gethostname(x->hostname, sizeof(x->hostname) - 1) != 0) snprintf(x->hostname, sizeof(x->hostname), "localhost");
+  x->metrics_port = rd__metrics_port();
+  snprintf(x->session_dir, sizeof(x->session_dir), "%s", N.opts.session_dir ? N.opts.session_dir : "");
+  x->total = N.ledger.total;
+  x->avail = rd__node_avail();
+  x->store_capacity = s.capacity;
+  x->store_used = s.used;
+  snprintf(x->labels, sizeof(x->labels), "%s", N.labels);
+  x->start_ms = emb.start_ms;
 }
 
 /* ------------------------------------------------------ key-value store */

@@ -23,7 +23,9 @@
  * limit past 10000) is a 400 with {"result": false, "msg": why}.
  * Workers, objects, runtime envs (the env sets workers start with) and logs
  * come from every live node's own endpoints, cluster events from the GCS's
- * event table. */
+ * event table.  An embedded node (no GCS) serves it too, as its cluster's
+ * one node, with its own token; the GCS's tables are then empty, with a
+ * warning that says so. */
 #include "state_api.h"
 
 #include <inttypes.h>
@@ -176,6 +178,9 @@ typedef struct sa_req {
   size_t nf;
   rd__http_reply reply;
   void *arg;
+  int embedded;             /* an embedded node's: no GCS, itself the one node */
+  rd_gcs_node self;         /* ... as the GCS would describe it (taken on the loop) */
+  const char *token;        /* for the node's own APIs that want one (the cluster's, or its own) */
   /* built on the pool */
   const col *cols;
   size_t ncols;
@@ -389,7 +394,7 @@ static void res_text_json(rd__mbuf *b, const char *s) {
 
 /* Node index among the GCS's nodes, or NULL. */
 static const rd_gcs_node *node_of(const rd_gcs_node *nodes, size_t n, uint32_t index) {
-  for (size_t i = 0; index && i < n; i++)
+  for (size_t i = 0; (index || !rd__cluster_on()) && i < n; i++)   /* an embedded node is 0 */
     if (nodes[i].index == index) return &nodes[i];
   return NULL;
 }
@@ -1384,7 +1389,7 @@ static void logs_work(sa_req *q, const rd_gcs_node *nodes, size_t n) {
   char *body = NULL;
   size_t len = 0;
   rd__http_fetch f = {.ip = x->ip, .port = x->metrics_port, .path = path.p};
-  if (!path.oom) rd__http_get_all(&f, 1, rd__cluster_token(), q->ms, RD_LOGS_MAX_BYTES + 4096);
+  if (!path.oom) rd__http_get_all(&f, 1, q->token, q->ms, RD_LOGS_MAX_BYTES + 4096);
   free(path.p);
   body = f.body;
   len = f.len;
@@ -1428,15 +1433,35 @@ static void logs_work(sa_req *q, const rd_gcs_node *nodes, size_t n) {
   free(body);
 }
 
+/* Whose the request is (on the loop): a cluster's node's, or an embedded
+ * node's, which is the cluster's one node. */
+static void sa_whose(sa_req *q) {
+  q->embedded = !rd__cluster_on();
+  q->token = q->embedded ? rd__node_local_token() : rd__cluster_token();
+  if (q->embedded) rd__node_self(&q->self);
+}
+
 /* --------------------------------------------------------------- work */
 
 static void sa_work(uv_work_t *w) {
   sa_req *q = w->data;
-  rd_gcs *g = rd__cluster_gcs();
+  rd_gcs *g = q->embedded ? NULL : rd__cluster_gcs();
   rd_gcs_node *nodes = NULL;
   size_t n = 0;
   uint64_t ver = 0;
   int rc = g ? rd_gcs_get_nodes(g, &nodes, &n, &ver) : RD_ESTATE;
+  if (q->embedded && (nodes = malloc(sizeof(*nodes)))) {   /* itself alone */
+    *nodes = q->self;
+    n = 1;
+    rc = 0;
+  }
+  if (q->embedded && (q->kind == K_PGS || q->kind == K_JOBS || q->kind == K_EVENTS)) {   /* the GCS's tables */
+    rd__mbuf_printf(&q->warn, "an embedded cluster keeps no %s table: none listed",
+                    q->kind == K_PGS ? "placement group" : q->kind == K_JOBS ? "job" : "cluster event");
+    free(nodes);
+    nodes = NULL;
+    n = 0;
+  }
   if (rc != 0) {
     q->code = 500;
     snprintf(q->err, sizeof(q->err), "cannot read the GCS's node table: %s", g ? rd_gcs_last_error() : "no GCS");
@@ -1449,6 +1474,8 @@ static void sa_work(uv_work_t *w) {
   }
   if (q->kind == K_NODES) {
     nodes_rows(q, nodes, n);
+  } else if (q->embedded && (q->kind == K_PGS || q->kind == K_JOBS || q->kind == K_EVENTS)) {
+    /* none (the warning says why) */
   } else if (q->kind == K_PGS) {
     rd_gcs_pg *pgs = NULL;
     size_t np = 0;
@@ -1467,14 +1494,14 @@ static void sa_work(uv_work_t *w) {
       snprintf(q->err, sizeof(q->err), "cannot read the GCS's jobs: %s", rd_gcs_last_error());
     }
     free(js);
-    if (!q->code) each_node(q, nodes, n, "/api/jobs/", rd__cluster_token(), RD_JSON_ARRAY, submissions_of);
+    if (!q->code) each_node(q, nodes, n, "/api/jobs/", q->token, RD_JSON_ARRAY, submissions_of);
     if (!q->code && q->nsubjobs) drivers_of_submissions_drop(q);
   } else if (q->kind == K_WORKERS) {
     each_node(q, nodes, n, "/api/workers?limit=10000", NULL, RD_JSON_OBJECT, workers_of);
   } else if (q->kind == K_EVENTS) {
     events_rows(q, g);
   } else if (q->kind == K_ENVS) {
-    each_node(q, nodes, n, "/api/runtime_envs?limit=10000", rd__cluster_token(), RD_JSON_OBJECT, envs_of);
+    each_node(q, nodes, n, "/api/runtime_envs?limit=10000", q->token, RD_JSON_OBJECT, envs_of);
   } else if (q->kind == K_OBJECTS) {
     char path[64];   /* a summary counts what it can from the rows too: all of them */
     snprintf(path, sizeof(path), "/api/objects?top=%zu", q->summary || q->nf ? (size_t)SA_MAX_LIMIT : q->limit);
@@ -1744,6 +1771,7 @@ static void logs_request(uv_loop_t *loop, const char *rest, const char *query, r
   snprintf(q->lg.suffix, sizeof(q->lg.suffix), "out");
   q->reply = reply;
   q->arg = arg;
+  sa_whose(q);
   char why[400];
   if (parse_logs_query(q, query, why, sizeof(why)) != 0) {
     if (file) refuse_line(reply, arg, 400, why);
@@ -1764,13 +1792,17 @@ void rd__state_api(uv_loop_t *loop, const char *method, const char *path, const 
     refuse(reply, arg, 405, "the state API (/api/v0/) takes GET");
     return;
   }
-  if (!rd__cluster_on() || !rd__cluster_token()) {
-    refuse(reply, arg, 403, "the state API needs a node of a cluster started by `raydist start` (its token guards it)");
+  int embedded = !rd__cluster_on();   /* an embedded node: its own token (SESSION/token) guards it */
+  const char *own = rd__node_local_token();
+  if (embedded ? !own || !*own : !rd__cluster_token()) {
+    refuse(reply, arg, 403, "the state API needs a node's token: a cluster's node, or an embedded node with its "
+                            "metrics port");
     return;
   }
-  if (!auth || strncmp(auth, "Bearer ", 7) != 0 || !rd__cluster_token_ok(auth + 7)) {
+  if (!auth || strncmp(auth, "Bearer ", 7) != 0 || (embedded ? strcmp(auth + 7, own) != 0 : !rd__cluster_token_ok(auth + 7))) {
     refuse(reply, arg, 401, "send the cluster token as \"Authorization: Bearer TOKEN\" (the file `token` in a node's "
-                            "session directory), or set RAY_AUTH_MODE=token and RAY_AUTH_TOKEN for Ray's CLI");
+                            "session directory; an embedded node's own), or set RAY_AUTH_MODE=token and "
+                            "RAY_AUTH_TOKEN for Ray's CLI");
     return;
   }
   const char *what = path + 8;
@@ -1828,6 +1860,7 @@ void rd__state_api(uv_loop_t *loop, const char *method, const char *path, const 
   q->ms = 30000;
   q->reply = reply;
   q->arg = arg;
+  sa_whose(q);
   char why[900];
   if (parse_query(q, query, why, sizeof(why)) != 0) {
     refuse(reply, arg, 400, "%s", why);

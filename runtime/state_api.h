@@ -4,12 +4,14 @@
  * and /api/v0/jobs, and /api/v0/tasks/summarize and
  * /api/v0/actors/summarize, answered for the whole cluster in Ray's
  * envelope from the GCS's tables and every live node's /api/actors,
- * /api/tasks and /api/jobs/.  The cluster token guards it as it guards the jobs API. */
+ * /api/tasks and /api/jobs/.  The cluster token guards it as it guards the jobs API (on an
+ * embedded node, its own token, and it is its one node). */
 #ifndef RD_RUNTIME_STATE_API_H
 #define RD_RUNTIME_STATE_API_H
 
 #include <uv.h>
 
+#include "gcs_client.h"
 #include "job_http.h"
 
 /* 1 when path (without its query) is the state API's: /api/v0/... */
@@ -21,5 +23,10 @@ int rd__state_api_path(const char *path);
  * cluster is read on the loop's thread pool. */
 void rd__state_api(uv_loop_t *loop, const char *method, const char *path, const char *query, const char *auth,
                    rd__http_reply reply, void *arg);
+
+/* This node as the GCS's node table would describe it, for an embedded
+ * node's state API (it has no GCS: it is its cluster's one node, index 0).
+ * The node's (node.c); on the loop. */
+void rd__node_self(rd_gcs_node *x);
 
 #endif

@@ -2698,6 +2698,30 @@ static int t_state_local(void) {
   }
   printf("%s", me);
   CHECK(strstr(me, "tasks and actor calls: 0 waiting for a worker, 1 sent to workers, 1 done (0 failed)") != NULL);
+  /* Ray's state API on the embedded node, with the node's own token (ray list --address http://IP:PORT) */
+  char tok[128], get[512], tpath[600];
+  snprintf(tpath, sizeof(tpath), "%s/token", rd_session_dir());
+  FILE *tf = fopen(tpath, "r");
+  CHECK(tf != NULL && fgets(tok, sizeof(tok), tf) != NULL);
+  fclose(tf);
+  tok[strcspn(tok, "\n")] = 0;
+  static char body[1 << 16];
+  const char *paths[] = {"/api/v0/nodes", "/api/v0/tasks?limit=100", "/api/v0/actors", "/api/v0/placement_groups",
+                         "/api/v0/tasks/summarize"};
+  for (size_t i = 0; i < sizeof(paths) / sizeof(paths[0]); i++) {
+    snprintf(get, sizeof(get), "GET %s HTTP/1.0\r\nAuthorization: Bearer %s\r\n\r\n", paths[i], tok);
+    CHECK(http_exchange(metrics_port(), get, strlen(get), body, sizeof(body)) > 0);
+    printf("%s: %.600s\n", paths[i], body);
+    CHECK(strncmp(body, "HTTP/1.0 200", 12) == 0 && strstr(body, "{\"result\": true") != NULL);
+    if (i == 0) CHECK(strstr(body, "\"node_ip\": \"127.0.0.1\", \"is_head_node\": true, \"state\": \"ALIVE\"") != NULL);
+    snprintf(want, sizeof(want), "\"worker_pid\": %ld", wpid);
+    if (i == 1) CHECK(strstr(body, "\"name\": \"stack_probe\", \"state\": \"RUNNING\"") != NULL && strstr(body, want));
+    snprintf(want, sizeof(want), "\"class_name\": \"Where\", \"state\": \"ALIVE\"");
+    if (i == 2) CHECK(strstr(body, want) != NULL);
+    if (i == 3) CHECK(strstr(body, "an embedded cluster keeps no placement group table") != NULL);
+    if (i == 4) CHECK(strstr(body, "\"stack_probe\": {") != NULL);
+  }
+  CHECK(http_body(metrics_port(), "/api/v0/tasks", body, sizeof(body)) == NULL && strstr(body, " 401 ") != NULL);
   CHECK(run_cli("list nodes --local", out, sizeof(out)) == 2 && strstr(out, "keeps no nodes table") != NULL);
   CHECK(run_cli("list jobs", out, sizeof(out)) == 1 && strstr(out, "no cluster runs on this machine") != NULL);
   CHECK(run_cli("status extra", out, sizeof(out)) == 2 && strstr(out, "unexpected 'extra'") != NULL);
