@@ -36,6 +36,7 @@
 #include "json.h"
 #include "log_files.h"
 #include "metrics.h"
+#include "pg.h"
 #include "rpc.h"
 #include "raydist.h"
 #include "resources.h"
@@ -696,23 +697,10 @@ static void res_used(char *buf, size_t len, double total, double avail) {
  * state `only` (an RD_GCS_PG_*; 0: every one; -1: those not removed), at
  * most limit, each with its bundles' nodes and why it waits or went. */
 static void print_pgs(const rd_gcs_pg *pgs, size_t n, int only, size_t limit) {
-  size_t live = 0, shown = 0;
-  for (size_t i = 0; i < n; i++) live += pgs[i].state != RD_GCS_PG_REMOVED;
-  printf("\nplacement groups: %zu live, %zu removed\n", live, n - live);
-  for (size_t i = 0; i < n && shown < limit; i++) {
-    const rd_gcs_pg *p = &pgs[i];
-    if (only == -1 ? p->state == RD_GCS_PG_REMOVED : only && p->state != only) continue;
-    if (!shown++)
-      printf("%-16s %-16s %-13s %-12s %s\n", "id", "name", "strategy", "state", "bundles (node: CPU/GPU)");
-    char b[512];
-    size_t off = 0;
-    for (size_t k = 0; k < p->nbundles && off < sizeof(b) - 48; k++)
-      off += (size_t)snprintf(b + off, sizeof(b) - off, "%s%u: %g/%g", k ? ", " : "", p->bundle_nodes[k],
-                              rd_res_to_double(p->bundles[k].cpu), rd_res_to_double(p->bundles[k].gpu));
-    printf("%016llx %-16s %-13s %-12s %s%s%s\n", (unsigned long long)p->pg_id, p->name[0] ? p->name : "-",
-           rd_gcs_pg_strategy_name(p->strategy),
-           rd_gcs_pg_state_name(p->state), b, p->reason[0] ? "; " : "", p->reason);
-  }
+  rd__mbuf b = {0};
+  rd__pgs_describe(&b, pgs, n, only, limit);
+  printf("\n%s", b.p ? b.p : "");
+  free(b.p);
 }
 
 static void print_actors(const rd_gcs_actor *as, size_t n) {
@@ -1100,11 +1088,6 @@ int rd__cli_memory(int argc, char **argv) {
 static int node_state_parse(const char *s) {
   return !strcasecmp(s, "ALIVE") ? RD_GCS_NODE_ALIVE : !strcasecmp(s, "DEAD") ? RD_GCS_NODE_DEAD : -1;
 }
-static int pg_state_parse(const char *s) {
-  for (int k = RD_GCS_PG_PENDING; k <= RD_GCS_PG_REMOVED; k++)
-    if (!strcasecmp(s, rd_gcs_pg_state_name(k))) return k;
-  return -1;
-}
 enum { JOB_RUNNING = 1, JOB_ENDED = 2 };
 static int job_state_parse(const char *s) {
   return !strcasecmp(s, "RUNNING") ? JOB_RUNNING : !strcasecmp(s, "ENDED") ? JOB_ENDED : -1;
@@ -1255,15 +1238,16 @@ int rd__cli_list(int argc, char **argv) {
       "                          died, the autoscaler's launches, workers that crashed or were killed for memory,\n"
       "                          submitted jobs; --follow: then those that come, until interrupted)\n"
       "       runtime-envs       (none: the env sets each node's workers start with, and whether they start)\n"
-      "       --local, or no cluster named and none runs here: tasks, actors, workers, objects and runtime-envs of\n"
-      "       this machine's embedded clusters (rd_init without an address; they keep no GCS tables)\n";
+      "       --local, or no cluster named and none runs here: tasks, actors, workers, objects, runtime-envs and\n"
+      "       placement-groups of this machine's embedded clusters (rd_init without an address; they keep no\n"
+      "       node, job or event tables)\n";
   const char *kind = argc >= 3 ? argv[2] : NULL;
   int (*parse)(const char *) = NULL, gcs = 0;
   if (kind && !strcmp(kind, "tasks")) parse = rd__task_state_parse;
   else if (kind && !strcmp(kind, "actors")) parse = rd__actor_list_state_parse;
   else if (kind && !strcmp(kind, "workers")) parse = rd__worker_list_state_parse;
   else if (kind && !strcmp(kind, "nodes")) parse = node_state_parse, gcs = 1;
-  else if (kind && !strcmp(kind, "placement-groups")) parse = pg_state_parse, gcs = 1;
+  else if (kind && !strcmp(kind, "placement-groups")) parse = rd__pg_state_parse, gcs = 1;
   else if (kind && !strcmp(kind, "jobs")) parse = job_state_parse, gcs = 1;
   else if (kind && !strcmp(kind, "cluster-events")) parse = severity_parse, gcs = 1;
   else if (!kind || (strcmp(kind, "objects") != 0 && strcmp(kind, "runtime-envs") != 0)) {
@@ -1293,6 +1277,11 @@ int rd__cli_list(int argc, char **argv) {
     return 2;
   }
   int here = use_local(local, address);
+  if (here && !strcmp(kind, "placement-groups")) {   /* an embedded node keeps its own */
+    char path[96];
+    snprintf(path, sizeof(path), "/placement_groups?limit=%ld%s%s", limit, state ? "&state=" : "", state ? state : "");
+    return each_local("list", path, show_text, NULL, NULL);
+  }
   if (gcs && here) {   /* an embedded node keeps what a GCS would */
     fprintf(stderr, "raydist list %s%s: %san embedded cluster keeps no %s table (raydist status --local shows its node)\n",
             kind, local ? " --local" : "", local ? "" : "no cluster runs on this machine (pass --address), and ", kind);
@@ -1725,33 +1714,43 @@ static int logs_local(logs_cli *L, const char *who, const char *glob, long pid, 
 
 /* raydist logs actor --id ID --local: the pid of the actor's worker now,
  * from the running embedded node that has the actor (its /api/actors);
- * 0 with why printed when none has it alive. */
+ * 0 with why printed when none has it alive, or when several embedded
+ * nodes have an actor of that id (an embedded node numbers its actors
+ * from 1: the ids of two drivers' clusters meet). */
 static long local_actor_pid(const char *id) {
   local_node *v = NULL;
   size_t n = local_nodes(&v);
   long pid = 0;
-  const char *state = NULL;
-  for (size_t i = 0; i < n && !pid; i++) {
+  size_t found = 0;
+  char state[32] = "";
+  rd__mbuf where = {0};
+  for (size_t i = 0; i < n; i++) {
     rd__http_fetch f = {.ip = v[i].ip, .path = "/api/actors?limit=10000", .port = v[i].port};
     rd__http_get_all(&f, 1, v[i].token, 15000, (size_t)64 << 20);
     rd_json *root = f.rc == 0 ? rd_json_parse(f.body, f.len, NULL, 0) : NULL;
     const rd_json *l = rd_json_get(root, "list");
-    for (const rd_json *a = l && l->type == RD_JSON_ARRAY ? l->child : NULL; a && !pid; a = a->next) {
+    for (const rd_json *a = l && l->type == RD_JSON_ARRAY ? l->child : NULL; a; a = a->next) {
       const rd_json *aid = rd_json_get(a, "id"), *st = rd_json_get(a, "state");
       if (!aid || aid->type != RD_JSON_STRING || strcasecmp(aid->str, id) != 0) continue;
       pid = (long)jnum(a, "pid");
-      if (pid <= 0 && st && st->type == RD_JSON_STRING) state = strdup(st->str);
+      if (st && st->type == RD_JSON_STRING) snprintf(state, sizeof(state), "%s", st->str);
+      rd__mbuf_printf(&where, "%s%s (worker pid %ld)", found++ ? ", " : "", v[i].dir, pid);
+      break;
     }
     free(root);
     free(f.body);
   }
   free(v);
-  if (pid <= 0)
-    fprintf(stderr, "raydist logs actor: %s%s%s (an ended session keeps no actors: raydist logs worker --pid P)\n",
-            state ? "the actor has no worker now: " : "no running embedded node on this machine has actor ",
-            state ? state : id, state ? "" : "");
-  free((void *)state);
-  return pid;
+  if (found > 1)
+    fprintf(stderr, "raydist logs actor: %zu embedded nodes of this machine have an actor %s: %s; use raydist logs "
+                    "worker --pid P\n", found, id, where.p ? where.p : "");
+  else if (!found)
+    fprintf(stderr, "raydist logs actor: no running embedded node on this machine has actor %s (an ended session keeps "
+                    "no actors: raydist logs worker --pid P)\n", id);
+  else if (pid <= 0)
+    fprintf(stderr, "raydist logs actor: the actor has no worker now: %s\n", state[0] ? state : "?");
+  free(where.p);
+  return found == 1 ? pid : 0;
 }
 
 int rd__cli_logs(int argc, char **argv) {

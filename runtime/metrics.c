@@ -16,6 +16,7 @@
  * (an upload: that has sent nothing for 30 s), so a slow or hostile client
  * costs the node nothing lasting. */
 #include "metrics.h"
+#include "pg.h"
 
 #include <errno.h>
 #include <stdarg.h>
@@ -603,6 +604,21 @@ static void handle_request(mconn *c) {
     free(b.p);
     return;
   }
+  if (!strcmp(path, "/placement_groups")) {   /* raydist list placement-groups --local: the groups recorded here */
+    int state = query_state(q ? q + 1 : NULL, rd__pg_state_parse);
+    if (state == -2) {
+      respond_text(c, 400, "Bad Request", "unknown state: the states are PENDING, CREATED, RESCHEDULING and REMOVED\n");
+      return;
+    }
+    size_t n = 0;
+    rd_gcs_pg *pgs = rd__pg_records(&n, 1);
+    rd__mbuf b = {0};
+    if (!pgs) b.oom = 1;
+    else rd__pgs_describe(&b, pgs, n, state < 0 ? 0 : state, (size_t)query_long(q ? q + 1 : NULL, "limit=", 100, 10000));
+    free(pgs);
+    respond_built(c, &b, 0, head);
+    return;
+  }
   if (!strcmp(path, "/api/task_lines")) {   /* for the state API's task_log_info */
     rd__mbuf b = {0};
     rd__node_task_lines_json(&b);
@@ -642,7 +658,8 @@ static void handle_request(mconn *c) {
     respond_text(c, 404, "Not Found", "not found: the dashboard is at /, its JSON at /api/cluster, the metrics at "
                                       "/metrics, the task timeline at /timeline, the store's objects at /objects "
                                       "and /api/objects, the unfinished tasks at /tasks and /api/tasks, the actors at /actors and "
-                                      "/api/actors, the env sets workers start with at /runtime_envs and /api/runtime_envs, the jobs API at "
+                                      "/api/actors, the env sets workers start with at /runtime_envs and /api/runtime_envs, the placement "
+                                      "groups recorded here at /placement_groups, the jobs API at "
                                       "/api/jobs/, Ray's state API at /api/v0/\n");
     return;
   }

@@ -12,11 +12,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include "cluster.h"
 #include "common.h"
 #include "gcs_client.h"
 #include "log.h"
+#include "metrics.h"
 #include "pg_place.h"
 #include "queue.h"
 #include "raydist.h"
@@ -1467,4 +1469,45 @@ void rd__pg_free(void) {
     free(f);
   }
   while (P.recs) rec_free(P.recs);
+}
+
+void rd__pgs_describe(rd__mbuf *b, const rd_gcs_pg *pgs, size_t n, int only, size_t limit) {
+  size_t live = 0, shown = 0;
+  for (size_t i = 0; i < n; i++) live += pgs[i].state != RD_GCS_PG_REMOVED;
+  rd__mbuf_printf(b, "placement groups: %zu live, %zu removed\n", live, n - live);
+  for (size_t i = 0; i < n && shown < limit; i++) {
+    const rd_gcs_pg *p = &pgs[i];
+    if (only == -1 ? p->state == RD_GCS_PG_REMOVED : only && p->state != only) continue;
+    if (!shown++)
+      rd__mbuf_printf(b, "%-16s %-16s %-13s %-12s %s\n", "id", "name", "strategy", "state", "bundles (node: CPU/GPU)");
+    char bs[512];
+    size_t off = 0;
+    for (size_t k = 0; k < p->nbundles && off < sizeof(bs) - 48; k++)
+      off += (size_t)snprintf(bs + off, sizeof(bs) - off, "%s%u: %g/%g", k ? ", " : "", p->bundle_nodes[k],
+                              rd_res_to_double(p->bundles[k].cpu), rd_res_to_double(p->bundles[k].gpu));
+    rd__mbuf_printf(b, "%016llx %-16s %-13s %-12s %s%s%s\n", (unsigned long long)p->pg_id, p->name[0] ? p->name : "-",
+                    rd_gcs_pg_strategy_name(p->strategy), rd_gcs_pg_state_name(p->state), bs, p->reason[0] ? "; " : "",
+                    p->reason);
+  }
+}
+
+rd_gcs_pg *rd__pg_records(size_t *n, int as_shown) {
+  size_t k = 0;
+  for (pg_rec *p = P.recs; p; p = p->next) k += p->mine;
+  rd_gcs_pg *v = calloc(k ? k : 1, sizeof(*v));
+  *n = 0;
+  if (!v) return NULL;
+  for (pg_rec *p = P.recs; p && *n < k; p = p->next) {
+    if (!p->mine) continue;
+    rd_gcs_pg *g = &v[(*n)++];
+    to_gcs(p, g);
+    for (size_t i = 0; as_shown && i < g->nbundles; i++) g->bundle_nodes[i] = shown(g->bundle_nodes[i]);
+  }
+  return v;
+}
+
+int rd__pg_state_parse(const char *s) {
+  for (int k = RD_GCS_PG_PENDING; k <= RD_GCS_PG_REMOVED; k++)
+    if (!strcasecmp(s, rd_gcs_pg_state_name(k))) return k;
+  return -1;
 }

@@ -15,6 +15,8 @@
 #include <stdint.h>
 
 #include "conn.h"
+#include "gcs_client.h"
+#include "metrics.h"
 #include "node_internal.h"
 #include "raydist.pb-c.h"
 
@@ -58,6 +60,18 @@ node_bundle *rd__pg_bundle_here(uint64_t pg_id, int index);
  * forget the copy so the next request fetches the record again. */
 void rd__pg_forget(uint64_t pg_id);
 void rd__pg_free(void);
+/* The groups recorded here (all of an embedded node's), REMOVED ones kept
+ * included, as the GCS's records (bundle nodes 0 when not placed; as_shown:
+ * as rd_nodes shows them, 0 for an embedded node's own); malloc'd, *n of
+ * them; NULL without memory. */
+rd_gcs_pg *rd__pg_records(size_t *n, int as_shown);
+/* The groups as `raydist list placement-groups` and `raydist status` print
+ * them, into b: "placement groups: N live, M removed" and a row for each
+ * in state `only` (0: all; -1: all but REMOVED), at most limit rows. */
+void rd__pgs_describe(rd__mbuf *b, const rd_gcs_pg *pgs, size_t n, int only, size_t limit);
+/* A group state by name, any case (PENDING, CREATED, RESCHEDULING,
+ * REMOVED): RD_GCS_PG_*, or -1. */
+int rd__pg_state_parse(const char *s);
 /* rd__node_gc: the selectors, jobs and env sets its groups and parked
  * requests hold. */
 void rd__pg_held(rd__held *h);

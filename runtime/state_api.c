@@ -44,6 +44,7 @@
 #include "json.h"
 #include "log_files.h"
 #include "metrics.h"
+#include "pg.h"
 #include "raydist/error.h"
 
 #define SA_MAX_LIMIT 10000             /* Ray's RAY_MAX_LIMIT_FROM_API_SERVER */
@@ -181,6 +182,8 @@ typedef struct sa_req {
   int embedded;             /* an embedded node's: no GCS, itself the one node */
   rd_gcs_node self;         /* ... as the GCS would describe it (taken on the loop) */
   const char *token;        /* for the node's own APIs that want one (the cluster's, or its own) */
+  rd_gcs_pg *pgs;           /* an embedded node's groups (placement_groups; taken on the loop) */
+  size_t npgs;
   /* built on the pool */
   const col *cols;
   size_t ncols;
@@ -271,6 +274,7 @@ static void req_free(sa_req *q) {
   free(q->out.p);
   free(q->anodes);
   free(q->wfiles);
+  free(q->pgs);
   free(q->tranges);
   free(q->subjobs);
   free(q->groups);
@@ -478,7 +482,9 @@ static void pgs_rows(sa_req *q, const rd_gcs_pg *pgs, size_t n, const rd_gcs_nod
     rd__mbuf b = {0};
     rd__mbuf_printf(&b, "[");
     for (size_t k = 0; k < g->nbundles; k++) {
-      const char *nid = node_id_of(nodes, nn, g->bundle_nodes[k]);
+      const char *nid = !q->embedded                ? node_id_of(nodes, nn, g->bundle_nodes[k])
+                        : g->bundle_nodes[k] && nn ? nodes[0].node_id   /* placed: on the one node */
+                                                   : NULL;
       rd__mbuf_printf(&b, "%s{\"bundle_id\":\"%016llx:%zu\",\"node_id\":", k ? "," : "", (unsigned long long)g->pg_id, k);
       if (nid) rd__mbuf_json_cstr(&b, nid);
       else rd__mbuf_printf(&b, "null");
@@ -1439,6 +1445,7 @@ static void sa_whose(sa_req *q) {
   q->embedded = !rd__cluster_on();
   q->token = q->embedded ? rd__node_local_token() : rd__cluster_token();
   if (q->embedded) rd__node_self(&q->self);
+  if (q->embedded && q->kind == K_PGS && !(q->pgs = rd__pg_records(&q->npgs, 0))) q->oom = 1;
 }
 
 /* --------------------------------------------------------------- work */
@@ -1455,13 +1462,9 @@ static void sa_work(uv_work_t *w) {
     n = 1;
     rc = 0;
   }
-  if (q->embedded && (q->kind == K_PGS || q->kind == K_JOBS || q->kind == K_EVENTS)) {   /* the GCS's tables */
+  if (q->embedded && (q->kind == K_JOBS || q->kind == K_EVENTS))   /* the GCS's tables */
     rd__mbuf_printf(&q->warn, "an embedded cluster keeps no %s table: none listed",
-                    q->kind == K_PGS ? "placement group" : q->kind == K_JOBS ? "job" : "cluster event");
-    free(nodes);
-    nodes = NULL;
-    n = 0;
-  }
+                    q->kind == K_JOBS ? "job" : "cluster event");
   if (rc != 0) {
     q->code = 500;
     snprintf(q->err, sizeof(q->err), "cannot read the GCS's node table: %s", g ? rd_gcs_last_error() : "no GCS");
@@ -1474,8 +1477,10 @@ static void sa_work(uv_work_t *w) {
   }
   if (q->kind == K_NODES) {
     nodes_rows(q, nodes, n);
-  } else if (q->embedded && (q->kind == K_PGS || q->kind == K_JOBS || q->kind == K_EVENTS)) {
+  } else if (q->embedded && (q->kind == K_JOBS || q->kind == K_EVENTS)) {
     /* none (the warning says why) */
+  } else if (q->embedded && q->kind == K_PGS) {
+    pgs_rows(q, q->pgs, q->npgs, nodes, n);   /* its own records */
   } else if (q->kind == K_PGS) {
     rd_gcs_pg *pgs = NULL;
     size_t np = 0;

@@ -538,8 +538,9 @@ static int t_noise(void) {
  * (rd_call_task_id), the session's files listed, a pid no worker has and
  * an actor refused. */
 static int t_cli(void) {
-  char dir[] = "/tmp/rd-output-cli.XXXXXX";
-  CHECK(mkdtemp(dir) != NULL);
+  char dir[] = "/tmp/rd-output-cli.XXXXXX", tmp[] = "/tmp/rd-output-root.XXXXXX";
+  CHECK(mkdtemp(dir) != NULL && mkdtemp(tmp) != NULL);
+  setenv("RAYDIST_TMPDIR", tmp, 1);   /* its embedded node alone: other tests' number their actors from 1 too */
   char cwd[1024];
   CHECK(getcwd(cwd, sizeof(cwd)) != NULL);
   CHECK_EQ(chdir(dir), 0);
@@ -580,6 +581,10 @@ static int t_cli(void) {
   for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) unlink(names[i]);
   CHECK_EQ(chdir(cwd), 0);
   rmdir(dir);
+  char rm[200];
+  snprintf(rm, sizeof(rm), "rm -rf '%s'", tmp);
+  CHECK_EQ(system(rm), 0);
+  unsetenv("RAYDIST_TMPDIR");
   free(o), free(e), free(list), free(none), free(none_rc), free(actor), free(actor_rc), free(follow), free(task), free(task_err), free(out), free(err);
   return 0;
 }

@@ -2636,10 +2636,11 @@ static char *own_node(char *out) {
   return p;
 }
 
-/* raydist status, list tasks|actors|workers|objects|runtime-envs and memory
- * on this machine's embedded cluster (no cluster named, or --local): a
- * task running (stack_probe), an actor, a 1 MiB object in the store, this
- * driver's job; the GCS's tables are refused with why. */
+/* raydist status, list tasks|actors|workers|objects|runtime-envs|
+ * placement-groups and memory on this machine's embedded cluster (no
+ * cluster named, or --local): a task running (stack_probe), an actor, a
+ * 1 MiB object in the store, this driver's job, a placement group; the
+ * GCS's tables are refused with why; Ray's state API on the node. */
 static int t_state_local(void) {
   init_with_cpus(2);
   unsetenv("RAYDIST_ADDRESS");
@@ -2698,6 +2699,17 @@ static int t_state_local(void) {
   }
   printf("%s", me);
   CHECK(strstr(me, "tasks and actor calls: 0 waiting for a worker, 1 sent to workers, 1 done (0 failed)") != NULL);
+  /* a placement group (the CPU the task leaves): the embedded node's own records */
+  rd_bundle bun = {.num_cpus = 1};
+  rd_pg pg;
+  CHECK_EQ(rd_pg_create(&bun, 1, RD_PG_PACK, "state-pg", &pg), 0);
+  CHECK_EQ(rd_pg_wait(pg, 10000), 0);
+  CHECK_EQ(run_cli("list placement-groups", out, sizeof(out)), 0);
+  printf("%s", out);
+  CHECK((me = own_node(out)) != NULL && strstr(me, "placement groups: 1 live, 0 removed\n") != NULL);
+  CHECK(strstr(me, " state-pg ") != NULL && strstr(me, " created ") != NULL && strstr(me, " 0: 1/0") != NULL);
+  CHECK_EQ(run_cli("list placement-groups --local --state pending", out, sizeof(out)), 0);
+  CHECK((me = own_node(out)) != NULL && strstr(me, "state-pg") == NULL);   /* the filter reaches the node */
   /* Ray's state API on the embedded node, with the node's own token (ray list --address http://IP:PORT) */
   char tok[128], get[512], tpath[600];
   snprintf(tpath, sizeof(tpath), "%s/token", rd_session_dir());
@@ -2718,10 +2730,13 @@ static int t_state_local(void) {
     if (i == 1) CHECK(strstr(body, "\"name\": \"stack_probe\", \"state\": \"RUNNING\"") != NULL && strstr(body, want));
     snprintf(want, sizeof(want), "\"class_name\": \"Where\", \"state\": \"ALIVE\"");
     if (i == 2) CHECK(strstr(body, want) != NULL);
-    if (i == 3) CHECK(strstr(body, "an embedded cluster keeps no placement group table") != NULL);
+    snprintf(want, sizeof(want), "\"name\": \"state-pg\", \"creator_job_id\": ");
+    if (i == 3) CHECK(strstr(body, want) != NULL && strstr(body, "\"state\": \"CREATED\"") != NULL &&
+                      strstr(body, "\"node_id\":null") == NULL);
     if (i == 4) CHECK(strstr(body, "\"stack_probe\": {") != NULL);
   }
   CHECK(http_body(metrics_port(), "/api/v0/tasks", body, sizeof(body)) == NULL && strstr(body, " 401 ") != NULL);
+  CHECK_EQ(rd_pg_remove(pg), 0);
   CHECK(run_cli("list nodes --local", out, sizeof(out)) == 2 && strstr(out, "keeps no nodes table") != NULL);
   CHECK(run_cli("list jobs", out, sizeof(out)) == 1 && strstr(out, "no cluster runs on this machine") != NULL);
   CHECK(run_cli("status extra", out, sizeof(out)) == 2 && strstr(out, "unexpected 'extra'") != NULL);
