@@ -1638,6 +1638,7 @@ static size_t ended_list(const ended_session *x, const char *glob, int brief, rd
  * and ended session's files matching glob (one file alone printed
  * instead). */
 static int logs_local(logs_cli *L, const char *who, const char *glob, long pid, const char *task) {
+  rd__sessions_tidy();   /* a node killed (the OOM killer): its session ended here, listed with the others */
   local_node *v = NULL;
   size_t n = local_nodes(&v);
   ended_session *ev = NULL;

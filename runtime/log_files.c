@@ -606,6 +606,12 @@ int rd__session_lock(const char *dir) {
   return fd;   /* held until the node exits, however it does */
 }
 
+void rd__sessions_tidy(void) {
+  char root[200];
+  rd__session_root(root, sizeof(root));
+  sessions_prune(root, rd__sessions_kept());
+}
+
 void rd__session_end(const char *dir, size_t keep, int driver_pid, const char *exe, uint64_t start_ms,
                      const char *task_lines, size_t tl_len) {
   (void)session_strip(dir, keep, driver_pid, exe, start_ms, task_lines, tl_len);

@@ -91,6 +91,10 @@ void rd__session_end(const char *dir, size_t keep, int driver_pid, const char *e
  * the OOM killer), and the next session to end ends it (kept as an ended
  * session when its workers wrote anything).  The descriptor, or -1 (logged). */
 int rd__session_lock(const char *dir);
+/* What a session's end does beside it, for `raydist logs --local`: the
+ * sessions of this user's session root whose node died without an end are
+ * ended, and the ended ones past the newest RAYDIST_SESSIONS_KEPT removed. */
+void rd__sessions_tidy(void);
 /* RAYDIST_SESSIONS_KEPT: how many ended embedded sessions to keep (default
  * 10; 0: none, a session goes with its driver; a bad value is logged and
  * 10 kept). */

@@ -645,7 +645,8 @@ static int ended_count(const char *dir) {
  * (no cluster here: --local by itself) lists it as ended, gives a worker's
  * file by its pid and a task's own lines by its id; RAYDIST_SESSIONS_KEPT=2
  * keeps the newest two; a session whose node was SIGKILLed is ended by
- * the next session's end (its files kept); 0 keeps none.  Its own RAYDIST_TMPDIR: other tests'
+ * the next session's end, or by `raydist logs` (its files kept); 0 keeps
+ * none.  Its own RAYDIST_TMPDIR: other tests'
  * sessions are not pruned by its drivers (nor its by theirs). */
 static int t_kept(void) {
   char tmp[] = "/tmp/rd-output-kept.XXXXXX";
@@ -713,9 +714,6 @@ static int t_kept(void) {
   snprintf(lock, sizeof(lock), "%s/node.lock", orphan);
   snprintf(ended, sizeof(ended), "%s/ended", orphan);
   CHECK(access(lock, F_OK) == 0 && access(ended, F_OK) != 0);
-  snprintf(args, sizeof(args), "logs worker --pid %ld", owpid);   /* neither running nor ended: not found */
-  CHECK_EQ(cli(args, &o), 1);
-  free(o);
   run_driver("kept", NULL, &out, &err);
   at = strstr(out, "session ");
   CHECK(at && sscanf(at, "session %599s", fresh) == 1);
@@ -727,9 +725,21 @@ static int t_kept(void) {
   char *e = slurp(ended);
   CHECK(strstr(e, "driver_pid=0\n") != NULL);
   free(e);
+  snprintf(args, sizeof(args), "logs worker --pid %ld", owpid);
   CHECK(cli_is(args, "line 0 of task f\nline 1 of task f\nline 2 of task f\n"));
   CHECK_EQ(ended_count(tmp), 2);   /* the newest two: the orphan, ended last, and the fresh one */
   CHECK(access(fresh, F_OK) == 0 && access(sess[1], F_OK) != 0 && access(sess[2], F_OK) != 0);
+  /* another node killed: raydist logs ends its session itself, and finds its worker */
+  run_driver("kept", "OUTPUT_KILL_NODE=1", &out, &err);
+  at = strstr(out, "session ");
+  CHECK(at && sscanf(at, "session %599s worker %ld", orphan, &owpid) == 2);
+  free(out), free(err);
+  snprintf(ended, sizeof(ended), "%s/ended", orphan);
+  CHECK(access(ended, F_OK) != 0);
+  snprintf(args, sizeof(args), "logs worker --pid %ld --local", owpid);
+  CHECK(cli_is(args, "line 0 of task f\nline 1 of task f\nline 2 of task f\n"));
+  CHECK(access(ended, F_OK) == 0 && ended_count(tmp) == 2);   /* the two orphans: the first ended after fresh */
+  CHECK(access(fresh, F_OK) != 0);
   setenv("RAYDIST_SESSIONS_KEPT", "0", 1);   /* none: the session goes with its driver, and the others */
   run_driver("kept", NULL, &out, &err);
   at = strstr(out, "session ");
