@@ -886,6 +886,18 @@ static int show_status(const local_node *x, const char *body, size_t len, void *
            jnum(j, "workers"), jnum(held, "CPU"), jnum(held, "GPU"));
   }
   free(root);
+  /* its live placement groups, as raydist status shows a cluster's */
+  char *pb = NULL, why[200];
+  size_t plen = 0;
+  if (rd__http_get(x->ip, x->port, "/placement_groups?live=1&limit=100", x->token, 15000, 4u << 20, &pb, &plen, why,
+                   sizeof(why)) != 0)
+    plen = 0;   /* a node of a version without it */
+  for (const char *l = pb; l && l < pb + plen && *l;) {   /* the count line, then the rows indented under it */
+    size_t k = strcspn(l, "\n");
+    printf("%s%.*s\n", l == pb ? "  " : "    ", (int)k, l);
+    l += k + (l[k] == '\n');
+  }
+  free(pb);
   return 1;
 }
 

@@ -614,7 +614,9 @@ static void handle_request(mconn *c) {
     rd_gcs_pg *pgs = rd__pg_records(&n, 1);
     rd__mbuf b = {0};
     if (!pgs) b.oom = 1;
-    else rd__pgs_describe(&b, pgs, n, state < 0 ? 0 : state, (size_t)query_long(q ? q + 1 : NULL, "limit=", 100, 10000));
+    else   /* live=1: all but the removed (raydist status) */
+      rd__pgs_describe(&b, pgs, n, state >= 0 ? state : query_long(q ? q + 1 : NULL, "live=", 0, 1) ? -1 : 0,
+                       (size_t)query_long(q ? q + 1 : NULL, "limit=", 100, 10000));
     free(pgs);
     respond_built(c, &b, 0, head);
     return;

@@ -2708,6 +2708,9 @@ static int t_state_local(void) {
   printf("%s", out);
   CHECK((me = own_node(out)) != NULL && strstr(me, "placement groups: 1 live, 0 removed\n") != NULL);
   CHECK(strstr(me, " state-pg ") != NULL && strstr(me, " created ") != NULL && strstr(me, " 0: 1/0") != NULL);
+  CHECK_EQ(run_cli("status --local", out, sizeof(out)), 0);   /* the live groups, as for a cluster */
+  CHECK((me = own_node(out)) != NULL && strstr(me, "\n  placement groups: 1 live, 0 removed\n    id ") != NULL);
+  CHECK(strstr(me, "\n    0000000000000001 state-pg ") != NULL);
   CHECK_EQ(run_cli("list placement-groups --local --state pending", out, sizeof(out)), 0);
   CHECK((me = own_node(out)) != NULL && strstr(me, "state-pg") == NULL);   /* the filter reaches the node */
   /* Ray's state API on the embedded node, with the node's own token (ray list --address http://IP:PORT) */
