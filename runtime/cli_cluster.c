@@ -1494,45 +1494,22 @@ static size_t ended_sessions(ended_session **out) {
   return n;
 }
 
-/* Prints bytes [off, end) of path (end 0: to its end), only its last
- * `tail` lines when tail >= 0.  0, or 1 with why printed. */
+/* Prints bytes [off, end) of path (end UINT64_MAX: to its end), only its
+ * last `tail` lines when tail >= 0, as a node's logs API gives them
+ * (rd__log_text).  0, or 1 with why printed. */
 static int print_kept(const char *path, uint64_t off, uint64_t end, long tail) {
-  FILE *f = fopen(path, "rb");
+  int fd = open(path, O_RDONLY | O_CLOEXEC);
   struct stat st;
-  if (!f || fstat(fileno(f), &st) != 0) {
-    fprintf(stderr, "raydist logs: cannot read %s: %s\n", path, strerror(errno));
-    if (f) fclose(f);
-    return 1;
-  }
-  uint64_t size = (uint64_t)st.st_size;
-  if (!end || end > size) end = size;
-  if (off > end) off = end;
-  if (end - off > RD_LOGS_MAX_BYTES && tail < 0) {
-    fprintf(stderr, "raydist logs: %s holds %llu bytes there, more than the %llu one answer gives: use --tail N\n",
-            path, (unsigned long long)(end - off), (unsigned long long)RD_LOGS_MAX_BYTES);
-    fclose(f);
-    return 1;
-  }
-  if (end - off > RD_LOGS_MAX_BYTES) off = end - RD_LOGS_MAX_BYTES;   /* the tail is in the last part */
-  size_t n = (size_t)(end - off);
-  char *buf = malloc(n ? n : 1);
-  if (!buf || fseeko(f, (off_t)off, SEEK_SET) != 0 || fread(buf, 1, n, f) != n) {
-    fprintf(stderr, "raydist logs: cannot read %s: %s\n", path, buf ? strerror(errno) : "out of memory");
-    free(buf);
-    fclose(f);
-    return 1;
-  }
-  fclose(f);
-  size_t from = tail == 0 ? n : 0;
-  long lines = 0;
-  for (size_t i = n; tail > 0 && i-- > 0;)   /* the last `tail` lines (a last one without its newline counts) */
-    if (buf[i] == '\n' && i + 1 < n && ++lines == tail) {
-      from = i + 1;
-      break;
-    }
-  fwrite(buf + from, 1, n - from, stdout);
-  free(buf);
-  return 0;
+  char *text = NULL, why[800];
+  size_t len = 0;
+  int code = fd < 0 || fstat(fd, &st) != 0 ? -1 : rd__log_text(fd, (uint64_t)st.st_size, off, end, tail, path, &text,
+                                                                &len, why, sizeof(why));
+  if (code < 0) snprintf(why, sizeof(why), "cannot read %s: %s", path, strerror(errno));
+  if (fd >= 0) close(fd);
+  if (code) fprintf(stderr, "raydist logs: %s\n", why);
+  else fwrite(text, 1, len, stdout);
+  free(text);
+  return code != 0;
 }
 
 /* raydist logs worker --pid P | task --id T --local, of an ended session:
@@ -1552,28 +1529,22 @@ static int logs_ended(const logs_cli *L, const ended_session *v, size_t n, long 
       while (d && r < 0 && (e = readdir(d)))
         if (!fnmatch(pat, e->d_name, 0)) {
           snprintf(path, sizeof(path), "%s/%s", logs, e->d_name);
-          r = print_kept(path, 0, 0, L->tail);
+          r = print_kept(path, 0, UINT64_MAX, L->tail);
         }
       if (d) closedir(d);
       if (r >= 0) return r;
       continue;
     }
     snprintf(path, sizeof(path), "%s/task_lines.json", v[i].dir);
-    FILE *f = fopen(path, "rb");
-    if (!f) continue;
-    char *text = NULL;
-    size_t len = 0, cap = 0, got;
-    char chunk[65536];
-    while ((got = fread(chunk, 1, sizeof(chunk), f)) > 0) {
-      if (len + got > cap) {
-        char *w = realloc(text, cap = 2 * (len + got));
-        if (!w) break;
-        text = w;
-      }
-      memcpy(text + len, chunk, got);
-      len += got;
-    }
-    fclose(f);
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    struct stat st;
+    char *text = NULL, why[800];
+    size_t len = 0;
+    if (fd < 0) continue;
+    if (fstat(fd, &st) != 0 || rd__log_text(fd, (uint64_t)st.st_size, 0, UINT64_MAX, -1, path, &text, &len, why,
+                                             sizeof(why)) != 0)
+      text = NULL;   /* unreadable: as if it had no ranges */
+    close(fd);
     rd_json *root = text ? rd_json_parse(text, len, NULL, 0) : NULL;
     free(text);
     const rd_json *ts = rd_json_get(root, "tasks");
@@ -1593,7 +1564,8 @@ static int logs_ended(const logs_cli *L, const ended_session *v, size_t n, long 
       uint64_t off = (uint64_t)jnum(t, k);
       snprintf(k, sizeof(k), "%s_end", sfx);
       const rd_json *end = rd_json_get(t, k);   /* none: to the end of the file (its last task) */
-      int r = end && (uint64_t)end->num <= off ? 0 : print_kept(path, off, end ? (uint64_t)end->num : 0, L->tail);
+      int r = end && (uint64_t)end->num <= off ? 0
+                                               : print_kept(path, off, end ? (uint64_t)end->num : UINT64_MAX, L->tail);
       free(root);
       return r;
     }
@@ -1705,7 +1677,7 @@ static int logs_local(logs_cli *L, const char *who, const char *glob, long pid, 
       fprintf(stderr, "raydist logs: (from an ended session: nothing more comes)\n");
     }
   } else if (files == 1 && glob && one_ended) {   /* a unique match: the file itself */
-    r = print_kept(one, 0, 0, L->tail);
+    r = print_kept(one, 0, UINT64_MAX, L->tail);
   } else if (files == 1 && glob) {
     char who1[700];
     rd__url_encode(g, sizeof(g), one);
@@ -1725,45 +1697,51 @@ static int logs_local(logs_cli *L, const char *who, const char *glob, long pid, 
   return r;
 }
 
-/* raydist logs actor --id ID --local: the pid of the actor's worker now,
- * from the running embedded node that has the actor (its /api/actors);
- * 0 with why printed when none has it alive, or when several embedded
- * nodes have an actor of that id (an embedded node numbers its actors
- * from 1: the ids of two drivers' clusters meet). */
-static long local_actor_pid(const char *id) {
-  local_node *v = NULL;
-  size_t n = local_nodes(&v);
-  long pid = 0;
-  size_t found = 0;
-  char state[32] = "";
-  rd__mbuf where = {0};
-  for (size_t i = 0; i < n; i++) {
-    rd__http_fetch f = {.ip = v[i].ip, .path = "/api/actors?limit=10000", .port = v[i].port};
-    rd__http_get_all(&f, 1, v[i].token, 15000, (size_t)64 << 20);
-    rd_json *root = f.rc == 0 ? rd_json_parse(f.body, f.len, NULL, 0) : NULL;
-    const rd_json *l = rd_json_get(root, "list");
-    for (const rd_json *a = l && l->type == RD_JSON_ARRAY ? l->child : NULL; a; a = a->next) {
-      const rd_json *aid = rd_json_get(a, "id"), *st = rd_json_get(a, "state");
-      if (!aid || aid->type != RD_JSON_STRING || strcasecmp(aid->str, id) != 0) continue;
-      pid = (long)jnum(a, "pid");
-      if (st && st->type == RD_JSON_STRING) snprintf(state, sizeof(state), "%s", st->str);
-      rd__mbuf_printf(&where, "%s%s (worker pid %ld)", found++ ? ", " : "", v[i].dir, pid);
-      break;
-    }
-    free(root);
-    free(f.body);
+/* An embedded node's actors (/api/actors) searched for one id (each_local's
+ * show for local_actor_pid): 1 when this node has it. */
+typedef struct actor_hunt {
+  const char *id;
+  long pid;
+  size_t found;
+  char state[32];
+  rd__mbuf where;
+} actor_hunt;
+
+static int show_actor(const local_node *x, const char *body, size_t len, void *arg) {
+  actor_hunt *h = arg;
+  rd_json *root = rd_json_parse(body, len, NULL, 0);
+  const rd_json *l = rd_json_get(root, "list");
+  int has = 0;
+  for (const rd_json *a = l && l->type == RD_JSON_ARRAY ? l->child : NULL; a && !has; a = a->next) {
+    const rd_json *aid = rd_json_get(a, "id"), *st = rd_json_get(a, "state");
+    if (!aid || aid->type != RD_JSON_STRING || strcasecmp(aid->str, h->id) != 0) continue;
+    h->pid = (long)jnum(a, "pid");
+    if (st && st->type == RD_JSON_STRING) snprintf(h->state, sizeof(h->state), "%s", st->str);
+    rd__mbuf_printf(&h->where, "%s%s (worker pid %ld)", h->found++ ? ", " : "", x->dir, h->pid);
+    has = 1;
   }
-  free(v);
-  if (found > 1)
+  free(root);
+  return has;
+}
+
+/* raydist logs actor --id ID --local: the pid of the actor's worker now,
+ * from the running embedded node that has the actor; 0 with why printed
+ * when none has it alive, or when several embedded nodes have an actor of
+ * that id (an embedded node numbers its actors from 1: the ids of two
+ * drivers' clusters meet). */
+static long local_actor_pid(const char *id) {
+  actor_hunt h = {.id = id};
+  char none[200];
+  snprintf(none, sizeof(none), "no running embedded node on this machine has actor %.64s (an ended session keeps no "
+                               "actors: raydist logs worker --pid P)", id);
+  if (each_local("logs actor", "/api/actors?limit=10000", show_actor, &h, none) != 0) return 0;
+  if (h.found > 1)
     fprintf(stderr, "raydist logs actor: %zu embedded nodes of this machine have an actor %s: %s; use raydist logs "
-                    "worker --pid P\n", found, id, where.p ? where.p : "");
-  else if (!found)
-    fprintf(stderr, "raydist logs actor: no running embedded node on this machine has actor %s (an ended session keeps "
-                    "no actors: raydist logs worker --pid P)\n", id);
-  else if (pid <= 0)
-    fprintf(stderr, "raydist logs actor: the actor has no worker now: %s\n", state[0] ? state : "?");
-  free(where.p);
-  return found == 1 ? pid : 0;
+                    "worker --pid P\n", h.found, id, h.where.p ? h.where.p : "");
+  else if (h.pid <= 0)
+    fprintf(stderr, "raydist logs actor: the actor has no worker now: %s\n", h.state[0] ? h.state : "?");
+  free(h.where.p);
+  return h.found == 1 ? h.pid : 0;
 }
 
 int rd__cli_logs(int argc, char **argv) {

@@ -240,6 +240,34 @@ static uint64_t lines_start(int fd, uint64_t off, uint64_t end, long lines) {
   return off;
 }
 
+int rd__log_text(int fd, uint64_t size, uint64_t off, uint64_t end, long lines, const char *name, char **out,
+                 size_t *len, char *why, size_t wl) {
+  *out = NULL;
+  *len = 0;
+  if (end > size) end = size;
+  if (off > end) off = end;
+  uint64_t start = lines_start(fd, off, end, lines);
+  if (end - start > RD_LOGS_MAX_BYTES) {
+    snprintf(why, wl, "%s has %" PRIu64 " bytes to give, more than %" PRIu64 " at once: ask for its last lines "
+                      "(lines=N) or a range (offset, end)", name, end - start, RD_LOGS_MAX_BYTES);
+    return 413;
+  }
+  size_t n = (size_t)(end - start);
+  char *b = malloc(n + 1);
+  ssize_t r = 0;
+  size_t got = 0;
+  while (b && got < n && (r = pread(fd, b + got, n - got, (off_t)(start + got))) > 0) got += (size_t)r;
+  if (!b || r < 0) {
+    if (b) snprintf(why, wl, "cannot read %s: %s", name, strerror(errno));
+    else snprintf(why, wl, "node out of memory");
+    free(b);
+    return 500;
+  }
+  *out = b;   /* a file cut short meanwhile: what it had */
+  *len = got;
+  return 0;
+}
+
 /* ------------------------------------------------------------- serving */
 
 typedef struct logs_req {
@@ -318,31 +346,16 @@ static void file_work(logs_req *q) {
     q->code = q->out.oom ? 500 : 200;
     return;
   }
-  uint64_t end = q->has_end && q->end < size ? q->end : size, off = q->off < end ? q->off : end;
-  uint64_t start = lines_start(fd, off, end, q->lines);
-  if (end - start > RD_LOGS_MAX_BYTES) {
-    close(fd);
-    fail(q, 413, "%s has %" PRIu64 " bytes to give, more than %" PRIu64 " at once: ask for its last lines (lines=N) "
-                 "or a range (offset, end)", q->filename, end - start, RD_LOGS_MAX_BYTES);
-    return;
-  }
-  size_t n = (size_t)(end - start);
-  char *b = malloc(n + 1);
-  ssize_t r = 0;
+  char *b = NULL, why[600];
   size_t got = 0;
-  while (b && got < n && (r = pread(fd, b + got, n - got, (off_t)(start + got))) > 0) got += (size_t)r;
-  int e = errno;
+  int code = rd__log_text(fd, size, q->off, q->has_end ? q->end : UINT64_MAX, q->lines, q->filename, &b, &got, why,
+                          sizeof(why));
   close(fd);
-  if (!b) {
-    fail(q, 500, "node out of memory");
+  if (code) {
+    fail(q, code, "%s", why);
     return;
   }
-  if (r < 0) {
-    free(b);
-    fail(q, 500, "cannot read %s: %s", q->filename, strerror(e));
-    return;
-  }
-  q->out = (rd__mbuf){.p = b, .len = got, .cap = n + 1};   /* a file cut short meanwhile: what it had */
+  q->out = (rd__mbuf){.p = b, .len = got, .cap = got + 1};
   q->code = 200;
 }
 
@@ -483,14 +496,14 @@ static int ended_newer(const void *a, const void *b) {
 
 /* An ending session: removed whole, or (keep, and a worker wrote
  * anything) left with logs/ alone, then task_lines.json and `ended`
- * (rd__session_end).  1 when kept. */
-static int session_strip(const char *dir, size_t keep, int driver_pid, const char *exe, uint64_t start_ms,
-                         const char *task_lines, size_t tl_len) {
+ * (rd__session_end). */
+static void session_strip(const char *dir, size_t keep, int driver_pid, const char *exe, uint64_t start_ms,
+                          const char *task_lines, size_t tl_len) {
   char logs[600], p[700];
   snprintf(logs, sizeof(logs), "%s/logs", dir);
   if (!keep || !logs_written(logs)) {
     rd__rm_rf(dir);
-    return 0;
+    return;
   }
   DIR *d = opendir(dir);
   struct dirent *e;
@@ -503,26 +516,17 @@ static int session_strip(const char *dir, size_t keep, int driver_pid, const cha
   }
   if (d) closedir(d);
   snprintf(p, sizeof(p), "%s/task_lines.json", dir);
-  FILE *f = fopen(p, "w");
-  if (f) {
-    fwrite(task_lines, 1, tl_len, f);
-    fclose(f);
-  }
+  (void)rd__write_file(p, task_lines, tl_len);   /* none: as if no task had lines */
+  char info[4400], to[700];
+  int n = snprintf(info, sizeof(info), "driver_pid=%d\nexe=%.4096s\nstart_ms=%llu\nend_ms=%llu\n", driver_pid,
+                   exe ? exe : "", (unsigned long long)start_ms, (unsigned long long)rd__wall_ms());
   snprintf(p, sizeof(p), "%s/ended.tmp", dir);   /* written whole, then named: it marks the session ended */
-  char to[700];
   snprintf(to, sizeof(to), "%s/ended", dir);
-  int ok = (f = fopen(p, "w")) != NULL;
-  if (ok) {
-    ok = fprintf(f, "driver_pid=%d\nexe=%s\nstart_ms=%llu\nend_ms=%llu\n", driver_pid, exe ? exe : "",
-                 (unsigned long long)start_ms, (unsigned long long)rd__wall_ms()) >= 0;
-    ok = fclose(f) == 0 && ok;
-  }
+  int ok = rd__write_file(p, info, (size_t)n) == 0;
   if (!ok || rename(p, to) != 0) {
     rd__log(RD_LOG_WARN, "cannot mark the session %s ended: %s; removing it", dir, strerror(errno));
     rd__rm_rf(dir);
-    return 0;
   }
-  return 1;
 }
 
 /* A session whose node died without ending it (SIGKILL, the kernel's OOM
@@ -537,7 +541,7 @@ static void session_orphan(const char *dir, size_t keep) {
     struct stat st;
     if (stat(p, &st) == 0) {   /* not ended meanwhile by another (it removes the lock file) */
       rd__log(RD_LOG_INFO, "session %s: its node died without ending it; ended here", dir);
-      (void)session_strip(dir, keep, 0, "", 0, "{\"tasks\": []}\n", 15);
+      session_strip(dir, keep, 0, "", 0, "{\"tasks\": []}\n", 15);
     }
   }
   close(fd);
@@ -614,7 +618,7 @@ void rd__sessions_tidy(void) {
 
 void rd__session_end(const char *dir, size_t keep, int driver_pid, const char *exe, uint64_t start_ms,
                      const char *task_lines, size_t tl_len) {
-  (void)session_strip(dir, keep, driver_pid, exe, start_ms, task_lines, tl_len);
+  session_strip(dir, keep, driver_pid, exe, start_ms, task_lines, tl_len);
   char root[600];
   snprintf(root, sizeof(root), "%s", dir);
   char *slash = strrchr(root, '/');

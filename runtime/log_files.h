@@ -55,6 +55,15 @@ void rd__wlog_close(rd__wlog *l);
  * node no longer lists it (it left the last RAYDIST_WORKERS_EXITED_KEPT). */
 void rd__wlog_remove(const char *dir, uint32_t wid, uint32_t job, int pid);
 
+/* The text of the open file fd (size bytes) from off to end (clipped to
+ * size; UINT64_MAX: its end), only its last `lines` lines (-1: all): into
+ * *out (malloc'd, a byte to spare) and *len.  0; or 413 when more than
+ * RD_LOGS_MAX_BYTES would come, 500 on a failed read or no memory, with
+ * why (naming the file `name`).  The logs API's and `raydist logs
+ * --local`'s reads of ended sessions. */
+int rd__log_text(int fd, uint64_t size, uint64_t off, uint64_t end, long lines, const char *name, char **out,
+                 size_t *len, char *why, size_t wl);
+
 /* Where task id's lines (its newest attempt's; with pid, of that worker)
  * are in its worker's stream `which` (1 stdout, 2 stderr) on this node: the
  * file's name (a backup's when rotated since), the range [off, end) (end

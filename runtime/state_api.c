@@ -1462,9 +1462,6 @@ static void sa_work(uv_work_t *w) {
     n = 1;
     rc = 0;
   }
-  if (q->embedded && (q->kind == K_JOBS || q->kind == K_EVENTS))   /* the GCS's tables */
-    rd__mbuf_printf(&q->warn, "an embedded cluster keeps no %s table: none listed",
-                    q->kind == K_JOBS ? "job" : "cluster event");
   if (rc != 0) {
     q->code = 500;
     snprintf(q->err, sizeof(q->err), "cannot read the GCS's node table: %s", g ? rd_gcs_last_error() : "no GCS");
@@ -1477,8 +1474,9 @@ static void sa_work(uv_work_t *w) {
   }
   if (q->kind == K_NODES) {
     nodes_rows(q, nodes, n);
-  } else if (q->embedded && (q->kind == K_JOBS || q->kind == K_EVENTS)) {
-    /* none (the warning says why) */
+  } else if (q->embedded && (q->kind == K_JOBS || q->kind == K_EVENTS)) {   /* the GCS's tables: none */
+    rd__mbuf_printf(&q->warn, "an embedded cluster keeps no %s table: none listed",
+                    q->kind == K_JOBS ? "job" : "cluster event");
   } else if (q->embedded && q->kind == K_PGS) {
     pgs_rows(q, q->pgs, q->npgs, nodes, n);   /* its own records */
   } else if (q->kind == K_PGS) {
