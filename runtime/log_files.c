@@ -14,6 +14,7 @@
 #include <string.h>
 #include <sys/file.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "cluster.h"
@@ -522,7 +523,12 @@ static void session_strip(const char *dir, size_t keep, int driver_pid, const ch
                    exe ? exe : "", (unsigned long long)start_ms, (unsigned long long)rd__wall_ms());
   snprintf(p, sizeof(p), "%s/ended.tmp", dir);   /* written whole, then named: it marks the session ended */
   snprintf(to, sizeof(to), "%s/ended", dir);
-  int ok = rd__write_file(p, info, (size_t)n) == 0;
+  /* its mtime orders the ended sessions (sessions_prune): the precise time, not the file system's
+   * coarse clock, under which two sessions ended a few ms apart tie and either may be pruned */
+  struct timespec now[2];
+  clock_gettime(CLOCK_REALTIME, &now[0]);
+  now[1] = now[0];
+  int ok = rd__write_file(p, info, (size_t)n) == 0 && utimensat(AT_FDCWD, p, now, 0) == 0;
   if (!ok || rename(p, to) != 0) {
     rd__log(RD_LOG_WARN, "cannot mark the session %s ended: %s; removing it", dir, strerror(errno));
     rd__rm_rf(dir);
