@@ -4342,13 +4342,17 @@ static void node_shutdown(void) {
   if (N.shutting_down) return;
   N.shutting_down = 1;
   rd__log(RD_LOG_INFO, "shutting down");
+  /* the workers first: one still starting, its connection waiting to be
+   * accepted, would otherwise see it reset when the socket closes and
+   * write why in its file before the signal came, and a session whose
+   * workers wrote anything is kept (rd__session_end) for that line alone */
+  for (node_worker *w = N.workers; w; w = w->next)
+    if (w->pid > 0) kill(w->pid, SIGKILL);
   uv_poll_stop(&N.listen_poll);
   close(N.listen_fd);
   unlink(N.sock_path);
   rd__metrics_stop();
   rd__cluster_stop();
-  for (node_worker *w = N.workers; w; w = w->next)
-    if (w->pid > 0) kill(w->pid, SIGKILL);
 }
 
 static void on_signal(uv_signal_t *s, int sig) {

@@ -2054,6 +2054,11 @@ static int t_killed_driver_clean(void) {
     if (!gone) usleep(50000);
   }
   printf("session %s %s\n", sess, gone ? "removed" : "left");
+  if (!gone) {   /* kept (a worker wrote something: what?) or not ended */
+    char cmd[1800];
+    snprintf(cmd, sizeof(cmd), "ls -lR '%s'; head -c 2000 '%s'/logs/* '%s'/ended", sess, sess, sess);
+    if (system(cmd) != 0) printf("(cannot list it)\n");
+  }
   CHECK(gone);
   return 0;
 }
