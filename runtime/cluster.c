@@ -687,12 +687,12 @@ static void chan_on_io(uv_poll_t *h, int status, int events) {
   cl_chan *ch = h->data;
   if (ch->closed) return;
   if (status < 0) {
-    chan_close(ch, RD_EWORKER_DIED, "bridged socket error", 1);
+    chan_close(ch, RD_EWORKER_DIED, "died (its bridged socket failed)", 1);
     return;
   }
   if (events & UV_WRITABLE) {
     if (rd__conn_flush(&ch->conn) < 0) {
-      chan_close(ch, RD_EWORKER_DIED, "bridged socket closed", 1);
+      chan_close(ch, RD_EWORKER_DIED, "died (its bridged socket closed)", 1);
       return;
     }
   }
@@ -710,7 +710,7 @@ static void chan_on_io(uv_poll_t *h, int status, int events) {
          * record node before this close, which its caller sees first */
         if (ch->actor_pid) rd__node_worker_settle(ch->actor_pid);
         chan_close(ch, ch->side == SIDE_WORKER ? RD_EWORKER_DIED : 0,
-                   ch->side == SIDE_WORKER ? "the remote worker closed its socket" : "owner closed", 1);
+                   ch->side == SIDE_WORKER ? "died" : "owner closed", 1);
         return;
       }
       rd__frame f;
@@ -2891,7 +2891,7 @@ int rd__cluster_handle_frame(node_client *c, const rd__frame *f) {
         if (ch->side == SIDE_OWNER && d2->type == RD__MSG_TYPE__MSG_TASK_REPLY && ch->inflight > 0) ch->inflight--;
         if (rd__conn_send_raw(&ch->conn, (uint16_t)d2->type, d2->payload.data, d2->payload.len) != 0 ||
             rd__conn_flush(&ch->conn) < 0)
-          chan_close(ch, RD_EWORKER_DIED, "bridged socket closed", 1);
+          chan_close(ch, RD_EWORKER_DIED, "died (its bridged socket closed)", 1);
         else
           chan_update_poll(ch);
       }

@@ -1551,6 +1551,12 @@ static void lease_lost(rd__lease *l, const char *why) {
   int l_err = l->lost_err;
   char l_why[400];
   snprintf(l_why, sizeof(l_why), "%s", l->lost_why);
+  /* the word for the worker's death that came with it: its own as it
+   * crashed ("died of SIGSEGV (...)", rd__worker_crash_tell), or a remote
+   * worker's node's ("died"), in place of "died" */
+  const int reported = why && l_err == RD_EWORKER_DIED &&   /* the worker's own: its stack is on its stderr */
+                       (!strncmp(l_why, "died of ", 8) || !strncmp(l_why, "exited with ", 12));
+  if (why && l_err == RD_EWORKER_DIED && l_why[0]) why = l_why, l_err = 0;
   lease_return_ex(l, 1);
   /* for an OOM kill: this owner's other tasks in flight (this lease's are off it) */
   const int others = l_err == RD_EOOM ? owner_inflight() : 0;
@@ -1598,8 +1604,9 @@ static void lease_lost(rd__lease *l, const char *why) {
     } else if (l_err) {
       task_fail(t, l_err, "%s: task '%s' (attempt %d of %d)", l_why, t->func, t->attempt + 1, t->max_retries + 1);
     } else {
-      task_fail(t, RD_EWORKER_DIED, "worker process (pid %d) %s while running task '%s' (attempt %d of %d)", pid,
-                why, t->func, t->attempt + 1, t->max_retries + 1);
+      task_fail(t, RD_EWORKER_DIED, "worker process (pid %d) %s while running task '%s' (attempt %d of %d)%s", pid,
+                why, t->func, t->attempt + 1, t->max_retries + 1,
+                reported ? "; its stack is on its stderr" : "");
     }
     t = next;
   }
@@ -2197,6 +2204,11 @@ static void actor_conn_lost(rd__lease *l, const char *why) {
   rd__actor *a = l->actor;
   rd__task *t = l->inhead;
   int pid = l->worker_pid;
+  char said[400];   /* the worker's own word for its death, as for a task (lease_lost) */
+  if (why && l->lost_err == RD_EWORKER_DIED && l->lost_why[0]) {
+    snprintf(said, sizeof(said), "%s", l->lost_why);
+    why = said;
+  }
   lease_drop_borrows(l);
   lease_drop_holds(l);
   rd__conn_close(&l->conn);
@@ -2378,8 +2390,14 @@ static void handle_daemon_frame(const rd__frame *f) {
 
 static void handle_lease_frame(rd__lease *l, const rd__frame *f) {
   if (f->type == RD__MSG_TYPE__MSG_ERROR) {
-    /* a remote worker's node says why the bridged socket is about to close */
+    /* why the worker goes: its own crash report (rd__worker_crash_tell), or
+     * its node's word as the bridged socket closes (a remote worker); the
+     * first stands (a crashed remote worker's node says only "died" after) */
     Rd__Error *e = (Rd__Error *)rd__frame_unpack(f, &rd__error__descriptor);
+    if (e && l->lost_err) {
+      protobuf_c_message_free_unpacked(&e->base, NULL);
+      return;
+    }
     if (e) {
       l->lost_err = e->status;
       snprintf(l->lost_why, sizeof(l->lost_why), "%s", e->message ? e->message : "");
@@ -5718,6 +5736,7 @@ int rd_init(const rd_config *cfg_in) {
     struct stat so;
     if (fstat(1, &so) == 0 && (S_ISFIFO(so.st_mode) || S_ISSOCK(so.st_mode))) setvbuf(stdout, NULL, _IOLBF, 0);
     snprintf(G.session, sizeof(G.session), "%s", sess ? sess : "");
+    rd__crash_install();   /* a crash in a task says what, where and in which task */
     r = rd__connect_daemon(G.session, 1, (uint32_t)strtoul(wid, NULL, 10));
     if (r != 0) {
       rd__log(RD_LOG_ERROR, "worker cannot join its node: %s", rd_strerror(r));

@@ -421,8 +421,21 @@ int rd__connect_daemon(const char *session, int role, uint32_t worker_id);
  * writing its threads' stacks to SESSION/logs/stack-PID.txt; once, unless
  * the program has its own handler for that signal. */
 void rd__stack_install(const char *session);
+/* stack.c: a worker that dies of a fatal signal, or calls exit() in a task,
+ * writes a report (the signal, its task, its stack) on stderr and tells
+ * its tasks' owners why (rd__worker_crash_tell), then dies as it would
+ * have.  Only on signals the program has no handler for. */
+void rd__crash_install(void);
+/* An alternate signal stack for the calling thread (a worker's executor
+ * threads), so that its stack overflow is reported too; 0 when none. */
+int rd__crash_altstack(void);
 
 /* worker.c */
+/* A crash report's words for the call this thread runs (" while running
+ * task 'NAME' (ID, attempt N)"; 0 and nothing when none), and its tasks'
+ * owners told why the worker dies (how many).  Async-signal-safe. */
+size_t rd__worker_crash_task(char *out, size_t len);
+int rd__worker_crash_tell(const char *why);
 void rd__worker_on_assign(Rd__LeaseAssign *m, int fd);
 void rd__worker_on_attach(Rd__ActorAttach *m, int fd);
 void rd__worker_on_task(rd__serve *s, Rd__Task *m);

@@ -1,7 +1,8 @@
 /* src/stack.c - `raydist stack`: each thread's stack, written by the
  * process itself when its node signals it (Ray's `ray stack`, which runs
  * py-spy on each worker; a C worker has no interpreter to read from
- * outside, and ptrace is often refused in containers).
+ * outside, and ptrace is often refused in containers); and a worker's
+ * crash report (at the end of the file).
  *
  * rd__stack_install puts a handler on rd__stack_signal() (a real-time
  * signal) before the process connects to its node.  The thread the
@@ -21,7 +22,9 @@
 #include <fcntl.h>
 #include <signal.h>
 #include <stdatomic.h>
+#include <stdint.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <time.h>
@@ -40,15 +43,16 @@ static atomic_int want_tid;          /* the thread asked to write its stack now 
 static atomic_int written;           /* ... has */
 static int out_fd = -1;
 
-static void put(const char *s, size_t n) {
+static void put_fd(int fd, const char *s, size_t n) {
   while (n) {
-    ssize_t w = write(out_fd, s, n);
+    ssize_t w = write(fd, s, n);
     if (w < 0 && errno == EINTR) continue;
     if (w <= 0) return;
     s += w;
     n -= (size_t)w;
   }
 }
+static void put(const char *s, size_t n) { put_fd(out_fd, s, n); }
 static void puts_(const char *s) { put(s, strlen(s)); }
 
 /* v in decimal at p; returns the end. */
@@ -95,22 +99,28 @@ static void *interrupted_pc(const void *ctx) {
 #endif
 }
 
-/* This thread's stack, from where the signal stopped it (the handler's
- * own frames left out when the interrupted one is found among them). */
-static void dump_self(int tid, const void *ctx) {
+/* This thread's frames to fd, from where the signal stopped it (the
+ * handler's own frames left out when the interrupted one is found among
+ * them; ctx NULL: from the caller's caller). */
+static void frames_to(int fd, const void *ctx) {
   void *fr[STACK_FRAMES];
-  int n = backtrace(fr, STACK_FRAMES), from = 0;
-  void *pc = interrupted_pc(ctx);
+  int n = backtrace(fr, STACK_FRAMES), from = ctx ? 0 : 2;
+  void *pc = ctx ? interrupted_pc(ctx) : NULL;
   for (int i = 0; pc && i < n && i < 8; i++)
     if (fr[i] == pc || fr[i] == (char *)pc + 1) {
       from = i;
       break;
     }
+  if (n > from) backtrace_symbols_fd(fr + from, n - from, fd);
+}
+
+/* This thread's stack, titled, to the dump. */
+static void dump_self(int tid, const void *ctx) {
   char title[128];
   thread_title(title, tid);
   puts_(title);
   puts_(tid == (int)getpid() ? " (main)\n" : "\n");
-  if (n > from) backtrace_symbols_fd(fr + from, n - from, out_fd);
+  frames_to(out_fd, ctx);
   puts_("\n");
 }
 
@@ -212,4 +222,138 @@ void rd__stack_install(const char *session) {
   sa.sa_flags = SA_SIGINFO | SA_RESTART;
   sigemptyset(&sa.sa_mask);
   if (sigaction(sig, &sa, NULL) != 0) rd__log(RD_LOG_WARN, "no handler for `raydist stack`: %s", strerror(errno));
+}
+
+/* ----------------------------------------------------------------- crashes
+ *
+ * A worker that dies of a fatal signal (a bad pointer, abort(), a failed
+ * assert, a stack overflow) or calls exit() in a task says so before it
+ * goes, as Ray's workers print a stack trace when they crash: a report on
+ * its stderr (the worker's file, and the driver's terminal with
+ * log_to_driver) with the signal, the faulting address, the task it ran
+ * and this thread's stack; and its tasks' owners are told why
+ * (rd__worker_crash_tell), so that rd_get's error names the signal instead
+ * of "died".  The handler then puts the signal's default action back and
+ * raises it again: the process ends as it would have (its node sees the
+ * signal, a core is dumped where cores are).  Installed only on signals
+ * without a handler (a program's own, or a sanitizer's, stay), on an
+ * alternate stack so that a stack overflow is reported too (the stack of
+ * the thread that installs it: a worker's main thread, which runs its
+ * tasks). */
+
+static const struct {
+  int sig;
+  const char *name, *what;
+} fatal[] = {
+    {SIGSEGV, "SIGSEGV", "Segmentation fault"}, {SIGBUS, "SIGBUS", "Bus error"},
+    {SIGFPE, "SIGFPE", "Floating point exception"}, {SIGILL, "SIGILL", "Illegal instruction"},
+    {SIGABRT, "SIGABRT", "Aborted"},
+};
+#define NFATAL (sizeof(fatal) / sizeof(fatal[0]))
+#define ALT_STACK (64u << 10)
+
+static atomic_int crashing;   /* a report is being written: another thread's crash waits for it */
+static pid_t crash_pid;       /* the worker's: a child it forked (and did not exec) says nothing */
+
+static char *put_str(char *p, const char *end, const char *s) {
+  while (*s && p < end) *p++ = *s++;
+  return p;
+}
+
+/* The report on stderr and the owners told: cause is the owners' word for
+ * it ("died of SIGSEGV (Segmentation fault) at address 0x10", "exited with
+ * status 3").  ctx: the signal's context, NULL from exit().  Returns 0
+ * without a word when `quiet_idle` and no task runs. */
+static int crash_report(const char *cause, const void *ctx, int quiet_idle) {
+  char task[400];
+  size_t tn = rd__worker_crash_task(task, sizeof(task));
+  int told = rd__worker_crash_tell(cause);
+  if (quiet_idle && !tn && !told) return 0;
+  char line[1000], *p = line, *end = line + sizeof(line) - 32;
+  p = put_str(p, end, "*** raydist worker ");
+  p = put_dec(p, (long)getpid());
+  p = put_str(p, end, ": ");
+  p = put_str(p, end, cause);
+  p = put_str(p, end, tn ? task : " (no task running)");
+  p = put_str(p, end, "; its stack:\n");
+  put_fd(2, line, (size_t)(p - line));
+  frames_to(2, ctx);
+  put_fd(2, "\n", 1);
+  return 1;
+}
+
+static void on_fatal(int sig, siginfo_t *si, void *ctx) {
+  if (getpid() != crash_pid) {
+    /* a forked child: the default action, as if no handler were there */
+  } else if (!atomic_exchange(&crashing, 1)) {
+    size_t k = 0;
+    while (k + 1 < NFATAL && fatal[k].sig != sig) k++;
+    char cause[160], *p = cause, *end = cause + sizeof(cause) - 24;
+    p = put_str(p, end, "died of ");
+    p = put_str(p, end, fatal[k].name);
+    p = put_str(p, end, " (");
+    p = put_str(p, end, fatal[k].what);
+    *p++ = ')';
+    if (si && si->si_code > 0 && sig != SIGABRT) {   /* the kernel's: a fault at an address */
+      static const char hex[] = "0123456789abcdef";
+      uintptr_t a = (uintptr_t)si->si_addr;
+      int nd = 1;
+      while (nd < 16 && (a >> (4 * nd))) nd++;
+      p = put_str(p, end, " at address 0x");
+      for (int i = nd - 1; i >= 0; i--) *p++ = hex[(a >> (4 * i)) & 15];
+    }
+    *p = 0;
+    (void)crash_report(cause, ctx, 0);
+  } else {   /* another thread's report is under way: it ends the process */
+    struct timespec nap = {2, 0};
+    nanosleep(&nap, NULL);
+  }
+  struct sigaction dfl;
+  memset(&dfl, 0, sizeof(dfl));
+  dfl.sa_handler = SIG_DFL;
+  sigemptyset(&dfl.sa_mask);
+  sigaction(sig, &dfl, NULL);
+  raise(sig);   /* pending until the handler returns (a fault: also taken again on return) */
+}
+
+/* exit() while a task runs: said as a crash is, without a signal. */
+static void on_exit_hook(int status, void *arg) {
+  (void)arg;
+  if (getpid() != crash_pid || atomic_exchange(&crashing, 1)) return;
+  char cause[64], *p = cause;
+  memcpy(p, "exited with status ", 19);
+  p = put_dec(p + 19, status);
+  memcpy(p, " (exit() called)", 17);
+  (void)crash_report(cause, NULL, 1);
+}
+
+int rd__crash_altstack(void) {
+  stack_t alt;
+  memset(&alt, 0, sizeof(alt));
+  /* the thread's for its life (a worker's threads live as long as it); mapped, not malloc'd: only the
+   * kernel keeps the pointer, which a leak checker would report */
+  alt.ss_sp = mmap(NULL, ALT_STACK, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_STACK, -1, 0);
+  alt.ss_size = ALT_STACK;
+  if (alt.ss_sp == MAP_FAILED) return 0;
+  if (sigaltstack(&alt, NULL) == 0) return 1;
+  munmap(alt.ss_sp, ALT_STACK);
+  return 0;
+}
+
+void rd__crash_install(void) {
+  void *fr[4];
+  (void)backtrace(fr, 4);   /* its first call loads the unwinder: not in a handler */
+  crash_pid = getpid();
+  int have_alt = rd__crash_altstack();
+  for (size_t k = 0; k < NFATAL; k++) {
+    struct sigaction old, sa;
+    if (sigaction(fatal[k].sig, NULL, &old) != 0 || (old.sa_flags & SA_SIGINFO) || old.sa_handler != SIG_DFL)
+      continue;   /* the program's own, or a sanitizer's */
+    memset(&sa, 0, sizeof(sa));
+    sa.sa_sigaction = on_fatal;
+    sa.sa_flags = SA_SIGINFO | (have_alt ? SA_ONSTACK : 0);
+    sigemptyset(&sa.sa_mask);
+    (void)sigaction(fatal[k].sig, &sa, NULL);
+  }
+  (void)on_exit(on_exit_hook, NULL);
 }

@@ -62,6 +62,8 @@ static __thread uint64_t cur_task;   /* the call this thread runs (rd__worker_cu
 
 static __thread uint32_t cur_owner_node;   /* ... and its owner's node and pid (Task.owner_node, owner_pid) */
 static __thread int cur_owner_pid;
+static __thread const char *cur_func;      /* ... its function (or method) and attempt: a crash report's */
+static __thread uint32_t cur_attempt;
 uint64_t rd__worker_current_task(void) { return cur_task; }
 
 void rd__worker_current_owner(uint32_t *node, int *pid) {
@@ -106,6 +108,61 @@ static char *put_hex(char *p, uint64_t v, int n) {
   static const char hex[] = "0123456789abcdef";
   for (int i = n - 1; i >= 0; i--, v >>= 4) p[i] = hex[v & 15];
   return p + n;
+}
+
+/* The words of a crash report (stack.c) for the call this thread runs:
+ * " while running task 'NAME' (ID, attempt N)", or "" when it runs none.
+ * Async-signal-safe: the fatal signal's handler asks. */
+size_t rd__worker_crash_task(char *out, size_t len) {
+  if (!cur_task || !cur_func || len < 120) return 0;
+  static const char head[] = " while running task '";
+  char *p = out, *end = out + len - 64;   /* room for the id and attempt */
+  memcpy(p, head, sizeof(head) - 1);
+  p += sizeof(head) - 1;
+  for (const char *f = cur_func; *f && p < end; f++) *p++ = *f;
+  memcpy(p, "' (", 3);
+  p = put_hex(p + 3, cur_owner_node & 0xffffu, 4);
+  *p++ = '-';
+  p = put_hex(p, (uint32_t)cur_owner_pid, 8);
+  *p++ = '-';
+  p = put_hex(p, cur_task, 16);
+  memcpy(p, ", attempt ", 10);
+  p += 10;
+  char digits[10];
+  int nd = 0;
+  for (uint32_t a = cur_attempt + 1; nd == 0 || a; a /= 10) digits[nd++] = (char)('0' + a % 10);
+  while (nd) *p++ = digits[--nd];
+  *p++ = ')';
+  *p = 0;
+  return (size_t)(p - out);
+}
+
+/* This worker dies while it runs tasks: their owners are told why (`why`,
+ * as "died of SIGSEGV (Segmentation fault)"), in an Error frame with
+ * RD_EWORKER_DIED on the connection of each lease (or actor caller) with a
+ * call running, which the owner takes for its word "died" (lease_lost,
+ * actor_conn_lost).  Only where nothing is half written on the connection
+ * (the frame must start on a frame's edge), in one write.  Returns how
+ * many were told.  Async-signal-safe: the fatal signal's handler calls it
+ * (the lists are read unlocked: the process is ending). */
+int rd__worker_crash_tell(const char *why) {
+  uint8_t frame[RD_FRAME_HDR + 600];
+  Rd__Error e = RD__ERROR__INIT;
+  e.status = RD_EWORKER_DIED;
+  e.message = (char *)why;
+  size_t n = rd__error__get_packed_size(&e);
+  if (n > sizeof(frame) - RD_FRAME_HDR) return 0;
+  uint32_t len = (uint32_t)rd__error__pack(&e, frame + RD_FRAME_HDR);
+  uint16_t type = RD__MSG_TYPE__MSG_ERROR, fl = 0;
+  memcpy(frame, &len, 4);
+  memcpy(frame + 4, &type, 2);
+  memcpy(frame + 6, &fl, 2);
+  int told = 0;
+  for (rd__serve *s = G.serves; s; s = s->next) {
+    if (s->busy <= 0 || s->closed || rd__conn_want_write(&s->conn) || s->conn.fd < 0) continue;
+    told += write(s->conn.fd, frame, RD_FRAME_HDR + len) == (ssize_t)(RD_FRAME_HDR + len);
+  }
+  return told;
 }
 
 /* By hand, as rd__task_id_text words the id: it comes before every task. */
@@ -594,6 +651,8 @@ static int run_call(rd__wtask *w) {
     cur_task = m->task_id;
     cur_owner_node = m->owner_node;
     cur_owner_pid = m->owner_pid;
+    cur_func = call.func;
+    cur_attempt = m->attempt;
     rd__ns_set_thread(meth ? A.ns : m->ns);   /* an actor's calls run in its namespace, a task in its submitter's */
     task_mark(m, meth ? A.cls->name : call.func);
     int rc = meth ? meth->fn(&call, A.state) : fn->fn(&call);
@@ -604,6 +663,7 @@ static int run_call(rd__wtask *w) {
     rd__ns_set_thread(NULL);
     cur_task = 0;
     cur_owner_node = 0, cur_owner_pid = 0;
+    cur_func = NULL;
     pthread_mutex_lock(&G.mu);
     if (fn && count_run(fn, m->max_calls)) {
       /* the node first, so that it never makes this worker idle again (the
@@ -823,6 +883,7 @@ static void *worker_loop(void *arg) {
    * default group, -(g + 1) an executor of concurrency group g */
   int is_main = arg == (void *)1;
   if ((intptr_t)arg < 0) my_group = (int)-(intptr_t)arg;
+  if (!is_main) (void)rd__crash_altstack();   /* an actor's executor: its overflow reported as the main one's */
   if (!is_main) pthread_mutex_lock(&G.mu);
   int since_flush = 0;
   for (;;) {

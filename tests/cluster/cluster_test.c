@@ -458,6 +458,11 @@ static int t_many_classes(void) {
   return 0;
 }
 
+RD_REMOTE(crash_abort) {
+  (void)call;
+  abort();
+}
+
 static int t_custom_resources(void) {
   join();
   rd_node_info ni;
@@ -479,6 +484,17 @@ static int t_custom_resources(void) {
   CHECK_EQ(rd_submit(where, RD_NO_ARGS, &o, &bad), 0);
   rd_buf bb;
   CHECK_EQ(rd_get(&bad, 1, &bb, 30000), RD_EINFEASIBLE);
+  rd_buf_release(&bb);
+  rd_ref_release(bad);
+  /* a worker on b that crashes: its report reaches the owner through the
+   * link before b's own word for the closed socket (src/stack.c) */
+  o.resources = "only_b=1";
+  o.max_retries = 0;
+  CHECK_EQ(rd_submit(crash_abort, RD_NO_ARGS, &o, &bad), 0);
+  CHECK_EQ(rd_get(&bad, 1, &bb, 30000), RD_EWORKER_DIED);
+  printf("%s\n", (const char *)bb.data);
+  CHECK(strstr((const char *)bb.data, ") died of SIGABRT (Aborted) while running task 'crash_abort' (attempt 1 of 1); "
+                                      "its stack is on its stderr") != NULL);
   rd_buf_release(&bb);
   rd_ref_release(bad);
   rd_shutdown();
