@@ -1859,10 +1859,11 @@ static void on_link_grant(node_client *c, Rd__LinkGrant *m) {
   }
   int sv[2];
   if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) != 0) {
+    int err = errno;
     Rd__LinkReturn r = RD__LINK_RETURN__INIT;
     r.chan_id = m->chan_id;
     link_send(c, RD__MSG_TYPE__MSG_LINK_RETURN, &r.base);
-    rd__node_reply_grant(q->owner, q->owner_req, RD_ESYS, "socketpair failed on the node");
+    rd__node_reply_grant(q->owner, q->owner_req, RD_ESYS, rd__node_sys_error("socketpair failed on the node", err));
     free(q);
     return;
   }

@@ -10,6 +10,7 @@
 #include <netinet/in.h>
 #include <poll.h>
 #include <sys/random.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <stdarg.h>
 #include <signal.h>
@@ -22,6 +23,7 @@
 
 #include "conn.h"
 #include "raydist/error.h"
+#include "log.h"
 
 static char *res_trim(char *s) {
   while (isspace((unsigned char)*s)) s++;
@@ -890,4 +892,40 @@ int rd__url_decode(char *s) {
   }
   *w = 0;
   return 0;
+}
+
+void rd__raise_nofile(void) {
+  static int done;
+  struct rlimit rl;
+  if (done++ || getrlimit(RLIMIT_NOFILE, &rl) != 0 || rl.rlim_cur >= 65536 || rl.rlim_cur >= rl.rlim_max) return;
+  rlim_t was = rl.rlim_cur;
+  rl.rlim_cur = rl.rlim_max < 65536 ? rl.rlim_max : 65536;
+  if (setrlimit(RLIMIT_NOFILE, &rl) != 0)
+    rd__log(RD_LOG_WARN, "cannot raise the open-file limit from %llu: %s", (unsigned long long)was, strerror(errno));
+}
+
+int rd__open_fds(void) {
+  DIR *d = opendir("/proc/self/fd");
+  if (!d) return -1;
+  int n = 0;
+  for (struct dirent *e; (e = readdir(d));) n += e->d_name[0] != '.';
+  closedir(d);
+  return n - 1;   /* less the directory's own */
+}
+
+void rd__sys_error(char *out, size_t len, const char *what, int err, const char *who) {
+  struct rlimit rl;
+  int n = snprintf(out, len, "%s: %s", what, strerror(err));
+  if (n < 0 || (size_t)n >= len) return;
+  if ((err == EMFILE || err == ENFILE) && getrlimit(RLIMIT_NOFILE, &rl) == 0) {
+    int held = rd__open_fds();   /* unknown when even the directory cannot be opened */
+    if (held >= 0)
+      snprintf(out + n, len - (size_t)n, " (%s holds %d open files; its limit is %llu: raise it with ulimit -n)", who,
+               held, (unsigned long long)rl.rlim_cur);
+    else
+      snprintf(out + n, len - (size_t)n, " (the limit on %s's open files is %llu: raise it with ulimit -n)", who,
+               (unsigned long long)rl.rlim_cur);
+  } else if (err == EAGAIN && getrlimit(RLIMIT_NPROC, &rl) == 0) {
+    snprintf(out + n, len - (size_t)n, " (the user's process limit is %llu: ulimit -u)", (unsigned long long)rl.rlim_cur);
+  }
 }

@@ -293,4 +293,16 @@ int rd__read_kv(const char *path, const char *key, char *out, size_t len);
 /* Remove a directory tree (session directories); errors are ignored. */
 void rd__rm_rf(const char *path);
 
+/* The soft limit on open files raised toward the hard one (at most 65536),
+ * as Ray raises its processes' own: a node holds a socket, two pipes and
+ * two log files per worker, a driver a socket per actor it calls.  Once
+ * per process. */
+void rd__raise_nofile(void);
+/* How many files this process holds open (-1: unknown). */
+int rd__open_fds(void);
+/* "what: strerror(err)" into out, with the limit to raise when err is
+ * EMFILE or ENFILE ("this process holds N open files; its limit is L:
+ * raise it with ulimit -n", whose is `who`) or EAGAIN (processes). */
+void rd__sys_error(char *out, size_t len, const char *what, int err, const char *who);
+
 #endif

@@ -713,7 +713,10 @@ static void worker_on_exit(uv_process_t *p, int64_t status, int sig) {
     /* it never joined: the job's executable does not run as a worker here
      * (it crashes or exits first); 3 in a row stop the respawning */
     j->spawn_failures++;
-    if (sig)
+    if (rd__wall_ms() - N.refused_ms < 15000)   /* its connection refused, likely: the node is out of files */
+      snprintf(j->spawn_error, sizeof(j->spawn_error), "%s",
+               rd__node_sys_error("the node cannot take its workers' connections", EMFILE));
+    else if (sig)
       snprintf(j->spawn_error, sizeof(j->spawn_error), "workers started from %s die before joining the node "
                "(the last one was killed by signal %d)", j->exe, sig);
     else
@@ -826,6 +829,12 @@ static void evict_for(node_job *j) {
   if (victim->pid > 0) kill(victim->pid, SIGKILL);
 }
 
+const char *rd__node_sys_error(const char *what, int err) {
+  static char buf[300];   /* the loop's thread alone */
+  rd__sys_error(buf, sizeof(buf), what, err, "the node");
+  return buf;
+}
+
 static void worker_spawn(node_job *j) {
   /* max_workers bounds the task pool; each actor is a process of its own on top */
   int want_actors = 0;
@@ -904,9 +913,10 @@ static void worker_spawn(node_job *j) {
     w->out[i] = NULL;
   }
   if (r != 0) {
-    rd__log(RD_LOG_ERROR, "cannot start worker from %s: %s", j->exe, uv_strerror(r));
-    snprintf(j->spawn_error, sizeof(j->spawn_error), "the node cannot start workers from %s: %s", j->exe,
-             uv_strerror(r));
+    char what[300];
+    snprintf(what, sizeof(what), "the node cannot start workers from %s", j->exe);
+    snprintf(j->spawn_error, sizeof(j->spawn_error), "%s", rd__node_sys_error(what, -r));   /* and the limit to raise */
+    rd__log(RD_LOG_ERROR, "%s", j->spawn_error);
     j->spawn_failures++;
     uv_close((uv_handle_t *)&w->proc, worker_free);   /* libuv keeps a failed handle until closed */
     return;
@@ -988,12 +998,17 @@ static void grant_to_msg(const rd_res_grant *g, grant_msg *gm) {
   if (!known) gm->memory = 0;   /* a budget for part of the grant would mislead */
 }
 
+static int sockpair_errno;   /* why lease_assign's last socketpair failed */
+
 /* Lease idle worker w to `owner`: the worker gets one end of a fresh
  * socketpair with LeaseAssign, *owner_fd the other.  RD_ESYS when no
  * socketpair could be made (nothing changed then). */
 static int lease_assign(node_worker *w, const rd_res_grant *g, node_client *owner, int *owner_fd) {
   int sv[2];
-  if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) != 0) return RD_ESYS;
+  if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) != 0) {
+    sockpair_errno = errno;   /* for the grant's error (rd__node_grant_error) */
+    return RD_ESYS;
+  }
   worker_take(w, g);
   w->lease_owner = owner;
   w->lease_id = ((uint64_t)w->id << 32) | (++N.next_lease_seq & 0xffffffffu);
@@ -1136,7 +1151,7 @@ static void granted(rd_sched_item *it, const rd_res_grant *g, void *ctx) {
 /* Why a grant to worker w failed with status (w NULL: no worker at all). */
 const char *rd__node_grant_error(int status, const node_worker *w) {
   if (status == RD_EAGAIN) return "no idle worker";
-  return w ? "socketpair failed on the node" : "no worker";
+  return w ? rd__node_sys_error("socketpair failed on the node", sockpair_errno) : "no worker";
 }
 
 /* Fail what waits in q (only job j's requests when j is set): its bundle is
@@ -1229,6 +1244,37 @@ void rd__node_lease_queue(node_client *c, uint64_t req_id, const rd_resources *r
   dispatch();
 }
 
+/* Fail job j's actors queued in q that fit room (the ones that wait for a
+ * worker, not for resources: can_run's count): no worker can be started
+ * for them. */
+static void fail_unstartable_in(rd_sched_queue *q, rd_res_ledger room, const node_job *j, const char *why) {
+  for (rd_sched_item *it = q->head; it; it = it->next) {
+    lease_req *r = it->data;
+    rd_res_grant g;
+    if (r->actor && r->job == j && rd_res_acquire(&room, &it->req, &g) == 0) r->no_worker = 1;
+  }
+  for (rd_sched_item *it = q->head; it;) {   /* actor_die may take others out too: from the head again */
+    lease_req *r = it->data;
+    if (!r->no_worker) {
+      it = it->next;
+      continue;
+    }
+    rd__log(RD_LOG_WARN, "actor %llu (%s) fails: %s", (unsigned long long)r->actor->id, r->actor->cls, why);
+    rd_sched_queue_remove(q, &r->item);
+    req_unlink(r);
+    r->actor->req = NULL;
+    actor_die(r->actor, why);
+    free(r);
+    it = q->head;
+  }
+}
+
+static void fail_actors_unstartable(const node_job *j, const char *why) {
+  fail_unstartable_in(&N.queue, N.ledger, j, why);
+  for (node_bundle *b = N.bundles; b; b = b->next)
+    if (b->committed && !b->removed) fail_unstartable_in(&b->queue, b->ledger, j, why);
+}
+
 static void dispatch(void) {
   if (N.shutting_down) return;
   for (node_job *j = N.jobs; j; j = j->next) j->want = j->want_actors = 0;
@@ -1258,6 +1304,15 @@ static void dispatch(void) {
                         "fails, or goes to another node.", j->exe, why);
       /* in a cluster, other nodes may run it: this one is avoided for the job */
       fail_job_queued(j, RD_ESYS, why, rd__cluster_avoid(j, j->env, 0, why));
+    } else if (j->spawn_failures >= 3 && j->want_actors > 0) {
+      /* the job's workers run, but no more start (the node's open files,
+       * processes or memory are spent, or they die before joining): a task
+       * waits for one of those, but an actor needs a process of its own and
+       * would wait for ever, so the actors that fit fail with why */
+      char why[400];
+      snprintf(why, sizeof(why), "%s", j->spawn_error);
+      j->spawn_failures = 0;   /* a later request tries again */
+      fail_actors_unstartable(j, why);
     }
   }
 }
@@ -1679,8 +1734,12 @@ static void actor_connect_now(node_actor *a, node_client *c, uint64_t req_id, in
     return;
   }
   int sv[2];
-  if (!a->worker || !a->worker->client || socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) != 0) {
-    reply_connect(c, req_id, a, RD_ESYS, "cannot make a socket to the actor", -1);
+  if (!a->worker || !a->worker->client) {
+    reply_connect(c, req_id, a, RD_ESYS, "cannot make a socket to the actor: its worker is not connected", -1);
+    return;
+  }
+  if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) != 0) {
+    reply_connect(c, req_id, a, RD_ESYS, rd__node_sys_error("cannot make a socket to the actor", errno), -1);
     return;
   }
   Rd__ActorAttach at = RD__ACTOR_ATTACH__INIT;
@@ -3420,6 +3479,21 @@ static void on_accept(uv_poll_t *h, int status, int events) {
   if (status < 0) return;
   for (;;) {
     int fd = accept4(N.listen_fd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
+    if (fd < 0 && (errno == EMFILE || errno == ENFILE) && N.reserve_fd >= 0) {
+      /* out of files: the connection waiting would make the socket ready
+       * for ever (a busy loop); the reserved fd makes room to take it and
+       * close it, so its process (a starting worker, likely) sees it refused */
+      int err = errno;
+      close(N.reserve_fd);
+      int c = accept4(N.listen_fd, NULL, NULL, SOCK_CLOEXEC);
+      if (c >= 0) close(c);
+      N.reserve_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
+      uint64_t now = rd__wall_ms();
+      if (now - N.refused_ms > 10000)
+        rd__log(RD_LOG_WARN, "%s", rd__node_sys_error("a connection to the node was refused", err));
+      N.refused_ms = now;
+      if (c >= 0) continue;
+    }
     if (fd < 0) return;
     if (N.shutting_down) { close(fd); continue; }
     if (!rd__node_client_new(fd, ROLE_NONE)) close(fd);
@@ -4298,6 +4372,15 @@ static void on_tick(uv_timer_t *t) {
   if (N.parked_creates) retry_parked_creates();
   /* fair share: a slice runs out with time, not with an event */
   if (N.queue.head && rd__fair_active()) dispatch();
+  /* a job whose last worker start failed (out of files or processes) tries
+   * again each tick while requests wait for a worker: no other event may
+   * come to dispatch them, and the third failure in a row settles what
+   * waits (dispatch) */
+  for (node_job *j = N.jobs; j; j = j->next)
+    if (j->spawn_failures > 0 && j->spawn_failures < 3 && j->want > j->nstarting) {
+      dispatch();
+      break;
+    }
   uint64_t now = rd__now_ns();
   /* an actor that fits the node but not what is free now waits, like a task;
    * say so once, with what it asks for and what is free, instead of silence */
@@ -4411,18 +4494,6 @@ static int sys_label(const char *key, const char *value, char *err, size_t errle
   return r;
 }
 
-/* Each worker holds a socket, two pipes and two log files of the node's
- * open: the soft limit on open files is raised toward the hard one (at
- * most 65536), as Ray's raylet raises its own; the workers inherit it. */
-static void raise_nofile(void) {
-  struct rlimit rl;
-  if (getrlimit(RLIMIT_NOFILE, &rl) != 0 || rl.rlim_cur >= 65536 || rl.rlim_cur >= rl.rlim_max) return;
-  rlim_t was = rl.rlim_cur;
-  rl.rlim_cur = rl.rlim_max < 65536 ? rl.rlim_max : 65536;
-  if (setrlimit(RLIMIT_NOFILE, &rl) != 0)
-    rd__log(RD_LOG_WARN, "cannot raise the open-file limit from %llu: %s", (unsigned long long)was, strerror(errno));
-}
-
 /* An embedded node has no cluster token: it makes one of its own, in
  * SESSION/token (0600), that `raydist stack` on this machine reads to ask
  * its stack API (stack_dump.c).  None when that fails (logged).  One
@@ -4473,7 +4544,7 @@ int rd__node_main(const rd_node_opts *opts) {
   N.opts = *opts;
   rd__log_init("node");
   if (opts->log_level >= 0) rd__log_set_level(opts->log_level);
-  raise_nofile();
+  rd__raise_nofile();   /* the workers inherit it */
   signal(SIGPIPE, SIG_IGN);
   /* libuv's thread pool (4 threads unless set) runs object pulls, up to
    * RD_CL_MAX_PULLS at once, beside the heartbeat and GCS calls: read once,
@@ -4544,6 +4615,7 @@ int rd__node_main(const rd_node_opts *opts) {
   }
   snprintf(N.sock_path, sizeof(N.sock_path), "%s/%s", opts->session_dir, RD_NODE_SOCK);
   N.listen_fd = listen_unix(N.sock_path);
+  N.reserve_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);   /* on_accept's room when out of files */
   if (N.listen_fd < 0) {
     rd__log(RD_LOG_ERROR, "cannot listen on %s: %s", N.sock_path, strerror(errno));
     rd_store_close(N.store);

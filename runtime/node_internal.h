@@ -166,6 +166,7 @@ typedef struct lease_req {
   uint32_t driver;          /* the client id of the driver whose work it is (0: none): its worker's output goes there */
   int replaceable;          /* placed here by the default policy (a local owner's, or a peer's LinkLease.movable): respill may move it */
   node_actor *actor;        /* placing this actor rather than leasing a worker */
+  int no_worker;            /* an actor's that fits, to fail: no worker can be started for it (dispatch) */
   node_job *job;            /* only a worker of this job may take it */
   const char *sel;          /* its label selector (interned), NULL: none; respill keeps to it */
   uint64_t queued_ns;       /* when it was queued (metrics: lease wait) */
@@ -356,6 +357,8 @@ typedef struct rd__node_state {
   uv_poll_t listen_poll;
   uv_poll_t spill_poll;     /* the store's spill thread finished jobs */
   int listen_fd;
+  int reserve_fd;           /* /dev/null, held to make room for refusing a connection when out of files (on_accept) */
+  uint64_t refused_ms;      /* when a connection was last refused so (a starting worker's, likely) */
   char sock_path[512];
   node_client *clients;
   node_worker *workers;
@@ -482,6 +485,10 @@ void rd__job_hold_seek_each(void (*cb)(void *arg, const rd_resources *res, const
 int rd__job_hold_infeasible(const rd_resources *res, char *why, size_t len);
 void rd__node_flush_all(void);
 const char *rd__node_grant_error(int status, const node_worker *w);
+/* "what: strerror(err)", with the limit to raise when err is EMFILE or
+ * ENFILE (open files, and how many the node holds) or EAGAIN (processes);
+ * a static buffer, valid until the next call (the loop's thread). */
+const char *rd__node_sys_error(const char *what, int err);
 void rd__node_retry_parked(void);
 /* A pulled copy of oid was sealed here: the waiting gets that want it pin
  * it, and those that now have everything are answered. */

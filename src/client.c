@@ -23,6 +23,7 @@
 #include <string.h>
 #include <sys/eventfd.h>
 #include <sys/mman.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
@@ -2037,6 +2038,18 @@ static void on_task_reply(rd__lease *l, Rd__TaskReply *m) {
   class_dispatch(c);
 }
 
+/* Why a socket the node sent (a lease's, an actor's) did not arrive: the
+ * kernel drops a passed fd that this process has no room for. */
+static void fd_missing_why(char *out, size_t len, const char *what) {
+  struct rlimit rl;
+  int held = rd__open_fds();   /* -1 with EMFILE: not even room to look */
+  if ((held < 0 && (errno == EMFILE || errno == ENFILE)) ||
+      (getrlimit(RLIMIT_NOFILE, &rl) == 0 && held >= 0 && (rlim_t)held + 8 >= rl.rlim_cur))
+    rd__sys_error(out, len, what, EMFILE, "this process");
+  else
+    snprintf(out, len, "%s: the node's reply came without it", what);
+}
+
 static void on_lease_grant(Rd__LeaseGrant *m, int fd) {
   rd__sclass *c = m->req_id ? class_req_done(m->req_id) : NULL;
   if (!c) {                      /* nobody asked (any more): hand it back */
@@ -2055,12 +2068,22 @@ static void on_lease_grant(Rd__LeaseGrant *m, int fd) {
   }
   if (m->status != 0 || fd < 0) {
     if (fd >= 0) close(fd);
-    int err = m->status ? m->status : RD_EPROTO;
+    int err = m->status ? m->status : RD_ESYS;
+    char why[400];
+    if (m->status == 0) {   /* granted, but its socket did not come: the worker goes back (and is not reused) */
+      Rd__LeaseReturn lr = RD__LEASE_RETURN__INIT;
+      lr.lease_id = m->lease_id;
+      lr.worker_lost = 1;
+      rd__conn_send(&G.daemon, RD__MSG_TYPE__MSG_LEASE_RETURN, &lr.base, -1);
+      fd_missing_why(why, sizeof(why), "cannot take the socket to its worker");
+    } else {
+      snprintf(why, sizeof(why), "%s", m->error && *m->error ? m->error : rd_strerror(err));
+    }
     while (c->qhead) {
       rd__task *t = c->qhead;
       c->qhead = t->next;
       c->qlen--;
-      task_fail(t, err, "cannot schedule '%s': %s", t->func, m->error && *m->error ? m->error : rd_strerror(err));
+      task_fail(t, err, "cannot schedule '%s': %s", t->func, why);
     }
     c->qtail = NULL;
     return;
@@ -2172,6 +2195,21 @@ static void on_actor_connect_reply(Rd__ActorConnectReply *m, int fd) {
     return;
   }
   a->connect_req = 0;
+  if (m->status == 0 && fd < 0) {
+    /* the actor lives, but its socket did not come: the calls waiting
+     * fail with why, and a later call asks again */
+    char why[400];
+    fd_missing_why(why, sizeof(why), "cannot take the socket to the actor");
+    rd__log(RD_LOG_ERROR, "actor %llu: %s", (unsigned long long)a->id, why);
+    a->state = AH_IDLE;
+    for (rd__task *t; (t = a->qhead);) {
+      a->qhead = t->next;
+      a->qlen--;
+      task_fail(t, RD_ESYS, "%s", why);
+    }
+    a->qtail = NULL;
+    return;
+  }
   if (m->status != 0 || fd < 0) {
     if (fd >= 0) close(fd);
     a->state = AH_DEAD;
@@ -5648,6 +5686,7 @@ int rd_init(const rd_config *cfg_in) {
   }
   const char *wid = getenv("RAYDIST_WORKER_ID");
   rd__log_init(wid ? "worker" : "driver");
+  rd__raise_nofile();   /* a socket per actor called, per lease held */
   if (cfg.log_level >= 0) rd__log_set_level(cfg.log_level);
   int r = rd__registry_build();
   if (r != 0) {

@@ -278,7 +278,6 @@ static int crash_report(const char *cause, const void *ctx, int quiet_idle) {
   p = put_str(p, end, "; its stack:\n");
   put_fd(2, line, (size_t)(p - line));
   frames_to(2, ctx);
-  put_fd(2, "\n", 1);
   return 1;
 }
 

@@ -1657,8 +1657,11 @@ PY
       "$R" logs task --id "$TID" --err > "$L" && grep -qx "say [a-z]*-on-b stderr" "$L" && [ "$(wc -l < "$L")" = 1 ] ||
         { cat "$L"; fail "logs: task $TID's stderr line is not alone"; }
     done
+    # its line, then the worker's crash report (src/stack.c): what, the task, its stack
     "$R" logs task --id "$(sed -n 3p "$RAYDIST_TMPDIR/tids")" --err > "$L" &&
-      printf 'crash_loudly: about to abort\n' | cmp -s - "$L" || { cat "$L"; fail "logs: the crashed task's stderr"; }
+      [ "$(head -n 1 "$L")" = "crash_loudly: about to abort" ] &&
+      sed -n 2p "$L" | grep -q "^\*\*\* raydist worker $BPID: died of SIGABRT (Aborted) while running task 'crash_loudly' (.*); its stack:\$" &&
+      grep -q "(abort+0x" "$L" || { cat "$L"; fail "logs: the crashed task's stderr"; }
     # followed: the actor prints again, and the follower shows it
     "$R" logs actor --id "$AID" --follow > "$RAYDIST_TMPDIR/follow" 2>&1 &
     FOLLOW=$!
@@ -1697,7 +1700,8 @@ tids = open(sys.argv[5].rsplit("/", 1)[0] + "/tids").read().split()
 t = get("/api/v0/logs/file?task_id=" + tids[0] + "&lines=2", 200, "")   # the task's last two lines
 assert t.count("\n") == 2 and t.startswith("say ") and " stdout 1\n" in t and t.endswith(" stdout 2\n"), t
 t = get("/api/v0/logs/file?task_id=" + tids[2] + "&suffix=err", 200, "")
-assert t == "crash_loudly: about to abort\n", t
+assert t.startswith("crash_loudly: about to abort\n*** raydist worker " + bpid + ": died of SIGABRT (Aborted) while "
+                    "running task 'crash_loudly' ("), t
 j = json.loads(get("/api/v0/logs/file?task_id=" + tids[0] + "&stat=1", 200, ""))
 assert j["filename"] == bf and j["node_ip"] == "127.0.0.2", j
 get("/api/v0/logs/file?task_id=0001-00000001-0000000000000001", 404, "no task 0001-00000001-0000000000000001")
@@ -1736,9 +1740,11 @@ PY
     "$R" list workers --state ALIVE > "$L" && grep -q "^  WORKER .* STATE " "$L" && ! grep -q "SYSTEM_ERROR" "$L" ||
       { cat "$L"; fail "logs: raydist list workers --state alive"; }
     "$R" list workers --state gone > "$L" 2>&1 && fail "logs: raydist list workers --state gone answered"
-    # its stderr's last line says why
-    "$R" logs worker --pid "$(cat "$RAYDIST_TMPDIR/dead")" --node-ip 127.0.0.2 --err --tail 1 > "$L" &&
-      grep -qxF "crash_loudly: about to abort" "$L" || { cat "$L"; fail "logs: the crashed worker's stderr"; }
+    # its stderr's last lines say why: its own, then its crash report
+    "$R" logs worker --pid "$(cat "$RAYDIST_TMPDIR/dead")" --node-ip 127.0.0.2 --err --tail 40 > "$L" &&
+      grep -qxF "crash_loudly: about to abort" "$L" &&
+      grep -q "^\*\*\* raydist worker $(cat "$RAYDIST_TMPDIR/dead"): died of SIGABRT (Aborted)" "$L" ||
+      { cat "$L"; fail "logs: the crashed worker's stderr"; }
     # the crash is a cluster event (Ray's), after the nodes' joins; only
     # errors with --state error
     DEAD=$(cat "$RAYDIST_TMPDIR/dead")

@@ -8,12 +8,14 @@
 #include <dirent.h>
 #include <netinet/in.h>
 #include <errno.h>
+#include <poll.h>
 #include <pthread.h>
 #include <signal.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/time.h>
@@ -2740,6 +2742,13 @@ RD_ACTOR_METHOD(Where, crash) {
 
 /* An actor's worker that crashes in a call: its caller's message says how
  * (t_crash_report's, for an actor) and the report names the method. */
+/* Where.pid of a, rd_get checked. */
+static long get_long_ok(rd_actor a) {
+  rd_ref r;
+  CHECK_EQ(rd_actor_call(a, Where_pid, NULL, 0, NULL, &r), 0);
+  return get_long(r);
+}
+
 static int t_crash_report_actor(void) {
   init_or_die(NULL);
   rd_actor a;
@@ -2758,6 +2767,145 @@ static int t_crash_report_actor(void) {
   snprintf(want, sizeof(want), "*** raydist worker %ld: died of SIGABRT (Aborted) while running task 'Where.crash' (",
            pid);
   CHECK(worker_err_has(pid, want, text, sizeof(text)));
+  rd_shutdown();
+  return 0;
+}
+
+/* A driver out of open files: the socket the node passes for a new actor
+ * connection or task lease cannot arrive (the kernel drops it).  The calls
+ * waiting on it fail with RD_ESYS and the limit to raise (the actor stays
+ * alive, the granted worker goes back), and once files are free again the
+ * same actor and function run.  The node itself raises its limit and has
+ * room: only this process is short (its soft limit lowered to what it
+ * holds). */
+static int t_fd_exhausted(void) {
+  init_or_die(NULL);
+  rd_actor a1, a2;
+  CHECK_EQ(rd_actor_create(Where, NULL, 0, NULL, &a1), 0);
+  CHECK_EQ(rd_actor_create(Where, NULL, 0, NULL, &a2), 0);
+  rd_ref r;
+  CHECK_EQ(rd_actor_call(a1, Where_pid, NULL, 0, NULL, &r), 0);   /* a1 connected before */
+  long pid1 = get_long(r);
+  struct rlimit was, low;
+  CHECK_EQ(getrlimit(RLIMIT_NOFILE, &was), 0);
+  int held = 0;
+  DIR *d = opendir("/proc/self/fd");
+  for (struct dirent *e; d && (e = readdir(d));) held += e->d_name[0] != '.';
+  if (d) closedir(d);
+  low = was;
+  low.rlim_cur = (rlim_t)held + 64;   /* a little room, filled below (the holes too) */
+  CHECK_EQ(setrlimit(RLIMIT_NOFILE, &low), 0);
+  int fill[200], nfill = 0;
+  while (nfill < 200 && (fill[nfill] = dup(0)) >= 0) nfill++;
+  CHECK(nfill < 200 && errno == EMFILE);
+  rd_buf b;
+  CHECK_EQ(rd_actor_call(a2, Where_pid, NULL, 0, NULL, &r), 0);
+  int st = rd_get(&r, 1, &b, 30000);
+  long v = 1;
+  rd_ref t;
+  CHECK_EQ(rd_submit(add_one, RD_ARGS(rd_arg_bytes(&v, sizeof(v))), NULL, &t), 0);
+  rd_buf tb;
+  int tst = rd_get(&t, 1, &tb, 30000);
+  CHECK_EQ(get_long_ok(a1), pid1);   /* a connected actor goes on */
+  while (nfill > 0) close(fill[--nfill]);
+  CHECK_EQ(setrlimit(RLIMIT_NOFILE, &was), 0);
+  printf("actor: %s\ntask: %s\n", st ? (const char *)b.data : "ok", tst ? (const char *)tb.data : "ok");
+  CHECK_EQ(st, RD_ESYS);
+  CHECK(strstr((const char *)b.data, "cannot take the socket to the actor: Too many open files (the limit on this "
+                                     "process's open files is ") != NULL);
+  CHECK(strstr((const char *)b.data, "raise it with ulimit -n") != NULL);
+  CHECK_EQ(tst, RD_ESYS);
+  CHECK(strstr((const char *)tb.data, "cannot schedule 'add_one': cannot take the socket to its worker: Too many open "
+                                      "files") != NULL);
+  rd_buf_release(&b);
+  rd_buf_release(&tb);
+  rd_ref_release(r);
+  rd_ref_release(t);
+  /* room again: the same actor (alive) and the function run */
+  CHECK_EQ(rd_actor_call(a2, Where_pid, NULL, 0, NULL, &r), 0);
+  CHECK(get_long(r) > 0);
+  CHECK_EQ(rd_submit(add_one, RD_ARGS(rd_arg_bytes(&v, sizeof(v))), NULL, &t), 0);
+  CHECK_EQ(get_long(t), 2);
+  rd_shutdown();
+  return 0;
+}
+
+/* A node out of open files (its hard limit, which it cannot raise, is
+ * low): of 40 actors some start and answer, the others fail with the limit
+ * to raise (they waited for ever before, with "waited 5 s for
+ * resources"); none hangs.  Once actors are killed and files free again, a
+ * new actor starts. */
+static int t_node_fd_exhausted(void) {
+  struct rlimit low = {96, 96};
+  CHECK_EQ(setrlimit(RLIMIT_NOFILE, &low), 0);   /* this process's and its node's (inherited) */
+  init_or_die(NULL);
+  enum { N = 40 };
+  rd_actor a[N];
+  rd_ref r[N];
+  rd_actor_opts o;
+  rd_actor_opts_init(&o);
+  o.num_cpus = 0;
+  for (int i = 0; i < N; i++) {
+    CHECK_EQ(rd_actor_create(Where, NULL, 0, &o, &a[i]), 0);
+    CHECK_EQ(rd_actor_call(a[i], Where_pid, NULL, 0, NULL, &r[i]), 0);
+  }
+  int ok = 0, failed = 0;
+  for (int i = 0; i < N; i++) {
+    rd_buf b;
+    int st = rd_get(&r[i], 1, &b, 60000);
+    if (st == RD_ETIMEDOUT) printf("actor %d: no answer in 60 s\n", i);
+    CHECK(st != RD_ETIMEDOUT);
+    if (st == 0) {
+      ok++;
+    } else {
+      if (!failed++) printf("actor %d: %s: %s\n", i, rd_err_name(st), (const char *)b.data);
+      CHECK(st == RD_EACTOR_DIED || st == RD_ESYS);
+      CHECK(strstr((const char *)b.data, "Too many open files") != NULL);
+      CHECK(strstr((const char *)b.data, "raise it with ulimit -n") != NULL);
+    }
+    rd_buf_release(&b);
+    rd_ref_release(r[i]);
+  }
+  printf("%d actors answered, %d failed\n", ok, failed);
+  CHECK(ok > 0 && failed > 0);
+  /* out of files, the node refuses a connection (takes and closes it)
+   * rather than leave it waiting: its listening socket would be ready for
+   * ever (a busy loop).  Those it takes wait for their hello. */
+  struct sockaddr_un sa;
+  memset(&sa, 0, sizeof(sa));
+  sa.sun_family = AF_UNIX;
+  snprintf(sa.sun_path, sizeof(sa.sun_path), "%s/node.sock", rd_session_dir());
+  int conns[16], nconn = 0, refused = 0;
+  while (nconn < 16 && !refused) {
+    int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    CHECK(fd >= 0);
+    CHECK_EQ(connect(fd, (struct sockaddr *)&sa, sizeof(sa)), 0);
+    struct pollfd p = {fd, POLLIN, 0};
+    char c;
+    if (poll(&p, 1, 1000) == 1 && read(fd, &c, 1) <= 0) refused++;
+    conns[nconn++] = fd;
+  }
+  printf("connection %d refused\n", nconn);
+  CHECK(refused);
+  while (nconn > 0) close(conns[--nconn]);
+  int killed = 0;   /* the live ones at least (a dead one may refuse) */
+  for (int i = 0; i < N; i++) killed += rd_actor_kill(a[i], 1) == 0;
+  CHECK(killed >= ok);
+  /* the node's files come free as the workers go: a new actor starts */
+  int started = 0;
+  for (int tries = 0; tries < 50 && !started; tries++) {
+    rd_actor b;
+    CHECK_EQ(rd_actor_create(Where, NULL, 0, &o, &b), 0);
+    rd_ref rr;
+    rd_buf bb;
+    CHECK_EQ(rd_actor_call(b, Where_pid, NULL, 0, NULL, &rr), 0);
+    started = rd_get(&rr, 1, &bb, 30000) == 0;
+    rd_buf_release(&bb);
+    rd_ref_release(rr);
+    if (rd_actor_kill(b, 1) != 0) printf("kill: already dead\n");
+    if (!started) usleep(100000);
+  }
+  CHECK(started);
   rd_shutdown();
   return 0;
 }
@@ -3619,7 +3767,7 @@ static int t_app_metrics(void) {
 static const rd_test_case tests[] = {
     {"many_tasks", t_many_tasks},   {"chain", t_chain},       {"big_objects", t_big_objects},
     {"spill", t_spill}, {"spill_background", t_spill_background}, {"owner_gone", t_owner_gone},             {"store_full", t_store_full}, {"gpu_packing", t_gpu_packing},
-    {"infeasible", t_infeasible},   {"crash_retry", t_crash_retry}, {"crash_report", t_crash_report}, {"crash_report_actor", t_crash_report_actor}, {"timeouts", t_timeouts},
+    {"infeasible", t_infeasible},   {"crash_retry", t_crash_retry}, {"crash_report", t_crash_report}, {"crash_report_actor", t_crash_report_actor}, {"fd_exhausted", t_fd_exhausted}, {"node_fd_exhausted", t_node_fd_exhausted}, {"timeouts", t_timeouts},
     {"priority", t_priority},       {"malformed", t_malformed}, {"shutdown_clean", t_shutdown_clean}, {"killed_driver_clean", t_killed_driver_clean}, {"stack_local", t_stack_local}, {"state_local", t_state_local}, {"killed_driver_child", t_killed_driver_child},
     {"threads", t_threads},         {"spawn_fails", t_spawn_fails}, {"spawn_fails_child", t_spawn_fails_child},
     {"workers_crash_at_start", t_workers_crash_at_start}, {"workers_trim", t_workers_trim},
