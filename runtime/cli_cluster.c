@@ -422,10 +422,12 @@ int rd__cli_start(int argc, char **argv) {
     fprintf(stderr, "raydist start: cannot find this program's path\n");
     return 1;
   }
-  char root[200], dir[400];
-  rd__session_root(root, sizeof(root));
-  if (mkdir(root, 0700) != 0 && errno != EEXIST) {
-    fprintf(stderr, "raydist start: cannot create %s: %s\n", root, strerror(errno));
+  char root[200], dir[400], rwhy[600];
+  int code;
+  char room[128];   /* the node's socket under it */
+  int nroom = snprintf(room, sizeof(room), "/node-%s/" RD_NODE_SOCK, node_ip);
+  if (rd__session_root_make(root, sizeof(root), (size_t)nroom + 1, &code, rwhy, sizeof(rwhy)) != 0) {
+    fprintf(stderr, "raydist start: %s\n", rwhy);
     return 1;
   }
   snprintf(dir, sizeof(dir), "%s/node-%s", root, node_ip);

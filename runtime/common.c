@@ -12,6 +12,7 @@
 #include <sys/random.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
+#include <sys/un.h>
 #include <stdarg.h>
 #include <signal.h>
 #include <stdio.h>
@@ -166,6 +167,42 @@ void rd__session_root(char *root, size_t len) {
   const char *base = getenv("RAYDIST_TMPDIR");
   if (!base || !*base) base = "/tmp";
   snprintf(root, len, "%s/raydist-%u", base, (unsigned)getuid());
+}
+
+int rd__session_root_make(char *root, size_t len, size_t room, int *code, char *err, size_t errlen) {
+  rd__session_root(root, len);
+  struct sockaddr_un sa;
+  size_t n = strlen(root);
+  *code = RD_EINVAL;
+  if (n + 1 >= len || n + room >= sizeof(sa.sun_path)) {
+    snprintf(err, errlen, "the session directory %.200s%s would hold sockets whose paths pass the %zu bytes a Unix "
+             "socket's path may have: set RAYDIST_TMPDIR to a shorter directory", root, n + 1 >= len ? "..." : "",
+             sizeof(sa.sun_path) - 1);
+    return -1;
+  }
+  *code = RD_ESYS;
+  char p[256];
+  snprintf(p, sizeof(p), "%s", root);
+  for (char *s = p + 1; *s; s++) {   /* the parents, as mkdir -p makes them */
+    if (*s != '/') continue;
+    *s = 0;
+    if (mkdir(p, 0755) != 0 && errno != EEXIST) {
+      snprintf(err, errlen, "cannot make %s: %s (RAYDIST_TMPDIR names where sessions go)", p, strerror(errno));
+      return -1;
+    }
+    *s = '/';
+  }
+  if (mkdir(root, 0700) != 0 && errno != EEXIST) {
+    snprintf(err, errlen, "cannot make %s: %s", root, strerror(errno));
+    return -1;
+  }
+  struct stat st;
+  if (lstat(root, &st) != 0 || !S_ISDIR(st.st_mode) || st.st_uid != getuid()) {
+    snprintf(err, errlen, "%s is not a directory of this user's", root);
+    return -1;
+  }
+  chmod(root, 0700);
+  return 0;
 }
 
 int rd__write_num_file(const char *path, int v) {

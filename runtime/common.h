@@ -290,6 +290,14 @@ int rd__make_token(const char *path, size_t nbytes, char *out, size_t outlen);
 /* Read "key=value" from a small text file into out; 0 when found. */
 int rd__read_kv(const char *path, const char *key, char *out, size_t len);
 
+/* The session root made ready (rd__session_root): RAYDIST_TMPDIR made
+ * with its missing parents as `mkdir -p` does, then raydist-UID (0700),
+ * which must be a directory of this user's; `room` bytes must fit after
+ * it in a Unix socket's path (the longest socket path under it, e.g.
+ * "/session-XXXXXX/node.sock").  0, or -1 with why in err (RD_EINVAL in
+ * *code for a path too long, RD_ESYS otherwise). */
+int rd__session_root_make(char *root, size_t len, size_t room, int *code, char *err, size_t errlen);
+
 /* Remove a directory tree (session directories); errors are ignored. */
 void rd__rm_rf(const char *path);
 

@@ -5429,17 +5429,15 @@ static int attach_cluster(const char *address) {
 }
 
 static int make_session_dir(void) {
-  char root[200];
-  rd__session_root(root, sizeof(root));
-  if (mkdir(root, 0700) != 0 && errno != EEXIST) return RD_ESYS;
-  struct stat st;
-  if (lstat(root, &st) != 0 || !S_ISDIR(st.st_mode) || st.st_uid != getuid()) {
-    rd__log(RD_LOG_ERROR, "%s is not a directory owned by this user", root);
-    return RD_ESYS;
+  char root[200], why[600];
+  int code;
+  if (rd__session_root_make(root, sizeof(root), sizeof("/session-XXXXXX/" RD_NODE_SOCK), &code, why, sizeof(why)) != 0) {
+    rd__log(RD_LOG_ERROR, "rd_init: %s", why);
+    return code;
   }
-  chmod(root, 0700);
   snprintf(G.session, sizeof(G.session), "%s/session-XXXXXX", root);
   if (!mkdtemp(G.session)) {
+    rd__log(RD_LOG_ERROR, "rd_init: cannot make a session directory in %s: %s", root, strerror(errno));
     G.session[0] = 0;
     return RD_ESYS;
   }
