@@ -237,9 +237,9 @@ void rd__stack_install(const char *session) {
  * raises it again: the process ends as it would have (its node sees the
  * signal, a core is dumped where cores are).  Installed only on signals
  * without a handler (a program's own, or a sanitizer's, stay), on an
- * alternate stack so that a stack overflow is reported too (the stack of
- * the thread that installs it: a worker's main thread, which runs its
- * tasks). */
+ * alternate stack so that a stack overflow is reported too (each thread
+ * that runs calls has one: the worker's main thread, and an actor's
+ * executors, rd__crash_altstack). */
 
 static const struct {
   int sig;
