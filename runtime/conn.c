@@ -92,11 +92,7 @@ int rd__conn_send(rd__conn *c, Rd__MsgType type, const ProtobufCMessage *m, int 
   /* compaction moved the buffer: shift pending attachment offsets */
   for (int i = 0; i < c->natt; i++) c->att[i].off -= before_off - c->wbuf.off;
   uint8_t *h = c->wbuf.p + c->wbuf.len;
-  uint32_t len = (uint32_t)n;
-  uint16_t t = (uint16_t)type, fl = attach_fd >= 0 ? RD_FRAME_FLAG_FD : 0;
-  memcpy(h, &len, 4);
-  memcpy(h + 4, &t, 2);
-  memcpy(h + 6, &fl, 2);
+  rd__frame_header(h, (uint32_t)n, (uint16_t)type, attach_fd >= 0 ? RD_FRAME_FLAG_FD : 0);
   if (m) protobuf_c_message_pack(m, h + RD_FRAME_HDR);
   if (attach_fd >= 0) {
     c->att[c->natt].off = c->wbuf.len;
@@ -113,11 +109,7 @@ int rd__conn_send_raw(rd__conn *c, uint16_t type, const uint8_t *payload, size_t
   if (bytes_reserve(&c->wbuf, RD_FRAME_HDR + n) != 0) return RD_ENOMEM;
   for (int i = 0; i < c->natt; i++) c->att[i].off -= before_off - c->wbuf.off;
   uint8_t *h = c->wbuf.p + c->wbuf.len;
-  uint32_t len = (uint32_t)n;
-  uint16_t fl = 0;
-  memcpy(h, &len, 4);
-  memcpy(h + 4, &type, 2);
-  memcpy(h + 6, &fl, 2);
+  rd__frame_header(h, (uint32_t)n, type, 0);
   if (n) memcpy(h + RD_FRAME_HDR, payload, n);
   c->wbuf.len += RD_FRAME_HDR + n;
   return 0;

@@ -10,6 +10,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 #include <protobuf-c/protobuf-c.h>
 
 #include "raydist.pb-c.h"
@@ -19,6 +20,13 @@
 #define RD_MSG_TYPE_MAX RD__MSG_TYPE__MSG_JOB_EVENT   /* the last of MsgType: above it, RD_EPROTO */
 #define RD_FRAME_FLAG_FD 1u
 #define RD_CONN_MAX_FDS 16   /* received fds waiting for their frame */
+
+/* A frame's header at h: payload length, type, flags (host order). */
+static inline void rd__frame_header(uint8_t *h, uint32_t len, uint16_t type, uint16_t flags) {
+  memcpy(h, &len, 4);
+  memcpy(h + 4, &type, 2);
+  memcpy(h + 6, &flags, 2);
+}
 
 typedef struct rd__bytes {
   uint8_t *p;

@@ -1248,24 +1248,20 @@ void rd__node_lease_queue(node_client *c, uint64_t req_id, const rd_resources *r
  * worker, not for resources: can_run's count): no worker can be started
  * for them. */
 static void fail_unstartable_in(rd_sched_queue *q, rd_res_ledger room, const node_job *j, const char *why) {
-  for (rd_sched_item *it = q->head; it; it = it->next) {
+  for (rd_sched_item *it = q->head, *next; it; it = next) {
+    next = it->next;
     lease_req *r = it->data;
     rd_res_grant g;
-    if (r->actor && r->job == j && rd_res_acquire(&room, &it->req, &g) == 0) r->no_worker = 1;
-  }
-  for (rd_sched_item *it = q->head; it;) {   /* actor_die may take others out too: from the head again */
-    lease_req *r = it->data;
-    if (!r->no_worker) {
-      it = it->next;
-      continue;
-    }
+    if (!r->actor || r->job != j || rd_res_acquire(&room, &it->req, &g) != 0) continue;
     rd__log(RD_LOG_WARN, "actor %llu (%s) fails: %s", (unsigned long long)r->actor->id, r->actor->cls, why);
     rd_sched_queue_remove(q, &r->item);
     req_unlink(r);
     r->actor->req = NULL;
     actor_die(r->actor, why);
     free(r);
-    it = q->head;
+    /* actor_die may have taken others out of q too: from the head again
+     * (those passed over fit no better in what room is left) */
+    next = q->head;
   }
 }
 

@@ -166,7 +166,6 @@ typedef struct lease_req {
   uint32_t driver;          /* the client id of the driver whose work it is (0: none): its worker's output goes there */
   int replaceable;          /* placed here by the default policy (a local owner's, or a peer's LinkLease.movable): respill may move it */
   node_actor *actor;        /* placing this actor rather than leasing a worker */
-  int no_worker;            /* an actor's that fits, to fail: no worker can be started for it (dispatch) */
   node_job *job;            /* only a worker of this job may take it */
   const char *sel;          /* its label selector (interned), NULL: none; respill keeps to it */
   uint64_t queued_ns;       /* when it was queued (metrics: lease wait) */

@@ -1538,6 +1538,16 @@ static uint64_t class_undelay(rd__sclass *c, uint64_t now) {
   return next;
 }
 
+/* The word for the death of l's worker (why: "died", NULL for none) that
+ * came on its socket before it broke: its own as it crashed ("died of
+ * SIGSEGV (...)", rd__worker_crash_tell) or a remote worker's node's,
+ * copied into buf (l is about to be freed); else why. */
+static const char *death_word(const rd__lease *l, const char *why, char *buf, size_t len) {
+  if (!why || l->lost_err != RD_EWORKER_DIED || !l->lost_why[0]) return why;
+  snprintf(buf, len, "%s", l->lost_why);
+  return buf;
+}
+
 /* The worker behind a lease is gone: retry or fail what it was running.
  * why NULL: killed for rd_cancel with force (lease_kill), or retired after a
  * task's max_calls (TaskReply.retire: it runs nothing pushed after), so the
@@ -1552,12 +1562,10 @@ static void lease_lost(rd__lease *l, const char *why) {
   int l_err = l->lost_err;
   char l_why[400];
   snprintf(l_why, sizeof(l_why), "%s", l->lost_why);
-  /* the word for the worker's death that came with it: its own as it
-   * crashed ("died of SIGSEGV (...)", rd__worker_crash_tell), or a remote
-   * worker's node's ("died"), in place of "died" */
   const int reported = why && l_err == RD_EWORKER_DIED &&   /* the worker's own: its stack is on its stderr */
                        (!strncmp(l_why, "died of ", 8) || !strncmp(l_why, "exited with ", 12));
-  if (why && l_err == RD_EWORKER_DIED && l_why[0]) why = l_why, l_err = 0;
+  why = death_word(l, why, l_why, sizeof(l_why));
+  if (why == l_why) l_err = 0;   /* taken as the word, not an error of its own */
   lease_return_ex(l, 1);
   /* for an OOM kill: this owner's other tasks in flight (this lease's are off it) */
   const int others = l_err == RD_EOOM ? owner_inflight() : 0;
@@ -2242,11 +2250,8 @@ static void actor_conn_lost(rd__lease *l, const char *why) {
   rd__actor *a = l->actor;
   rd__task *t = l->inhead;
   int pid = l->worker_pid;
-  char said[400];   /* the worker's own word for its death, as for a task (lease_lost) */
-  if (why && l->lost_err == RD_EWORKER_DIED && l->lost_why[0]) {
-    snprintf(said, sizeof(said), "%s", l->lost_why);
-    why = said;
-  }
+  char said[400];
+  why = death_word(l, why, said, sizeof(said));
   lease_drop_borrows(l);
   lease_drop_holds(l);
   rd__conn_close(&l->conn);

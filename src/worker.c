@@ -153,10 +153,7 @@ int rd__worker_crash_tell(const char *why) {
   size_t n = rd__error__get_packed_size(&e);
   if (n > sizeof(frame) - RD_FRAME_HDR) return 0;
   uint32_t len = (uint32_t)rd__error__pack(&e, frame + RD_FRAME_HDR);
-  uint16_t type = RD__MSG_TYPE__MSG_ERROR, fl = 0;
-  memcpy(frame, &len, 4);
-  memcpy(frame + 4, &type, 2);
-  memcpy(frame + 6, &fl, 2);
+  rd__frame_header(frame, len, RD__MSG_TYPE__MSG_ERROR, 0);
   int told = 0;
   for (rd__serve *s = G.serves; s; s = s->next) {
     if (s->busy <= 0 || s->closed || rd__conn_want_write(&s->conn) || s->conn.fd < 0) continue;

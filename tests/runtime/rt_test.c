@@ -60,6 +60,13 @@ RD_REMOTE(add_one) {
   return rd_return_bytes(call, 0, &v, sizeof(v));
 }
 
+/* add_one(v) run as a task: its result (the node still serves). */
+static long add_one_run(long v) {
+  rd_ref r;
+  CHECK_EQ(rd_submit(add_one, RD_ARGS(rd_arg_bytes(&v, sizeof(v))), NULL, &r), 0);
+  return get_long(r);
+}
+
 RD_REMOTE(get_pid) {
   long p = getpid();
   return rd_return_bytes(call, 0, &p, sizeof(p));
@@ -859,10 +866,7 @@ static int t_crash_report(void) {
   CHECK(worker_err_has(pid, want, text, sizeof(text)));
 #endif
   /* the node goes on: the crashed workers are replaced */
-  long v = 41;
-  rd_ref r;
-  CHECK_EQ(rd_submit(add_one, RD_ARGS(rd_arg_bytes(&v, sizeof(v))), NULL, &r), 0);
-  CHECK_EQ(get_long(r), 42);
+  CHECK_EQ(add_one_run(41), 42);
   rd_shutdown();
   return 0;
 }
@@ -916,10 +920,7 @@ static int t_tmpdir(void) {
   char root[800];
   snprintf(root, sizeof(root), "%s/raydist-%u/session-", dir, (unsigned)getuid());
   CHECK(strncmp(rd_session_dir(), root, strlen(root)) == 0);
-  long v = 1;
-  rd_ref r;
-  CHECK_EQ(rd_submit(add_one, RD_ARGS(rd_arg_bytes(&v, sizeof(v))), NULL, &r), 0);
-  CHECK_EQ(get_long(r), 2);
+  CHECK_EQ(add_one_run(1), 2);
   rd_shutdown();
   root[strlen(root) - strlen("/session-")] = 0;
   CHECK_EQ(stat(root, &st), 0);
@@ -2061,10 +2062,7 @@ static int t_cancel_race(void) {
       rd_ref_release(r[i]);
     }
   }
-  long x = 1;
-  rd_ref one;
-  CHECK_EQ(rd_submit(add_one, RD_ARGS(rd_arg_bytes(&x, sizeof(x))), NULL, &one), 0);
-  CHECK_EQ(get_long(one), 2);
+  CHECK_EQ(add_one_run(1), 2);
   rd_shutdown();
   return 0;
 }
@@ -2111,10 +2109,7 @@ static int t_malformed(void) {
     close(fd);
   }
   /* the node still serves this driver */
-  long v = 41;
-  rd_ref r;
-  CHECK_EQ(rd_submit(add_one, RD_ARGS(rd_arg_bytes(&v, sizeof(v))), NULL, &r), 0);
-  CHECK_EQ(get_long(r), 42);
+  CHECK_EQ(add_one_run(41), 42);
   rd_shutdown();
   return 0;
 }
@@ -2169,10 +2164,7 @@ static int t_shutdown_clean(void) {
   CHECK(stat(sess, &st) != 0 && errno == ENOENT);
   /* init again in the same process works */
   init_or_die(NULL);
-  long v = 1;
-  rd_ref r;
-  CHECK_EQ(rd_submit(add_one, RD_ARGS(rd_arg_bytes(&v, sizeof(v))), NULL, &r), 0);
-  CHECK_EQ(get_long(r), 2);
+  CHECK_EQ(add_one_run(1), 2);
   rd_shutdown();
   return 0;
 }
@@ -2186,10 +2178,7 @@ static int t_killed_driver_child(void) {
   init_or_die(NULL);
   const char *fd = getenv("RD_SESS_FD");
   CHECK(fd != NULL);
-  long v = 1;
-  rd_ref r;   /* a worker started */
-  CHECK_EQ(rd_submit(add_one, RD_ARGS(rd_arg_bytes(&v, sizeof(v))), NULL, &r), 0);
-  CHECK_EQ(get_long(r), 2);
+  CHECK_EQ(add_one_run(1), 2);   /* a worker started */
   const char *sess = rd_session_dir();
   CHECK(write(atoi(fd), sess, strlen(sess)) == (ssize_t)strlen(sess));
   close(atoi(fd));
@@ -2892,8 +2881,7 @@ static int t_fd_exhausted(void) {
   /* room again: the same actor (alive) and the function run */
   CHECK_EQ(rd_actor_call(a2, Where_pid, NULL, 0, NULL, &r), 0);
   CHECK(get_long(r) > 0);
-  CHECK_EQ(rd_submit(add_one, RD_ARGS(rd_arg_bytes(&v, sizeof(v))), NULL, &t), 0);
-  CHECK_EQ(get_long(t), 2);
+  CHECK_EQ(add_one_run(v), 2);
   rd_shutdown();
   return 0;
 }
