@@ -121,6 +121,7 @@ typedef struct cl_chan {
   node_client *owner;       /* SIDE_OWNER */
   node_worker *worker;      /* SIDE_WORKER */
   int actor_pid;            /* SIDE_WORKER, a caller's socket to an actor whose worker is here */
+  char *exit_word;          /* SIDE_WORKER: how its worker ended, said when the socket closes (else "died") */
   rd__conn conn;
   uv_poll_t poll;
   int events;
@@ -603,6 +604,7 @@ static cl_chan *chan_find(node_client *link, uint64_t id) {
 static void chan_free_cb(uv_handle_t *h) {
   cl_chan *ch = h->data;
   rd__conn_close(&ch->conn);
+  free(ch->exit_word);
   free(ch);
 }
 
@@ -634,7 +636,8 @@ static void chan_close(cl_chan *ch, int status, const char *why, int tell_peer) 
       /* the remote owner is gone: the worker may be mid-task, so it is not reused */
       rd__node_worker_release(w);
       rd__node_worker_state(w, W_DYING);
-      w->stop_why = w->retiring ? RD_STOP_MAX_CALLS : "stopped by the node: the remote owner of its lease went";
+      if (status != RD_EWORKER_DIED)   /* else it went on its own (its socket closed as it ended) */
+        w->stop_why = w->retiring ? RD_STOP_MAX_CALLS : "stopped by the node: the remote owner of its lease went";
       w->lease_owner = NULL;
       if (w->pid > 0) kill(w->pid, SIGKILL);
     }
@@ -709,8 +712,15 @@ static void chan_on_io(uv_poll_t *h, int status, int events) {
         /* an actor's worker that died: its death goes to the actor's
          * record node before this close, which its caller sees first */
         if (ch->actor_pid) rd__node_worker_settle(ch->actor_pid);
-        chan_close(ch, ch->side == SIDE_WORKER ? RD_EWORKER_DIED : 0,
-                   ch->side == SIDE_WORKER ? "died" : "owner closed", 1);
+        /* a task's worker: how it ended, when it has, for its owner */
+        char word[300];
+        const char *why = ch->side == SIDE_WORKER ? "died" : "owner closed";
+        if (ch->side == SIDE_WORKER && ch->exit_word)
+          why = ch->exit_word;
+        else if (ch->side == SIDE_WORKER && ch->worker && !ch->worker->actor &&
+                 rd__node_worker_exit_word(ch->worker, word, sizeof(word)))
+          why = word;
+        chan_close(ch, ch->side == SIDE_WORKER ? RD_EWORKER_DIED : 0, why, 1);
         return;
       }
       rd__frame f;
@@ -2965,6 +2975,11 @@ int rd__cluster_handle_frame(node_client *c, const rd__frame *f) {
   }
   protobuf_c_message_free_unpacked(m, NULL);
   return 1;
+}
+
+void rd__cluster_worker_word(node_worker *w, const char *word) {
+  for (cl_chan *ch = C.chans; ch; ch = ch->next)
+    if (!ch->closed && ch->side == SIDE_WORKER && ch->worker == w && !ch->exit_word) ch->exit_word = strdup(word);
 }
 
 void rd__cluster_worker_gone(node_worker *w) {

@@ -21,6 +21,7 @@
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
+#include <sys/wait.h>
 #include <unistd.h>
 #include <dlfcn.h>
 #include <uv.h>
@@ -641,6 +642,77 @@ static int memory_kill_why(const node_worker *w, char *buf, size_t len) {
   return 1;
 }
 
+/* The kernel's OOM kills since boot (/proc/vmstat's oom_kill: the whole
+ * machine's, a cgroup's kills included); 0 when it cannot be read. */
+static uint64_t kernel_oom_kills(void) {
+  FILE *f = fopen("/proc/vmstat", "r");
+  if (!f) return 0;
+  char line[128];
+  unsigned long long v = 0;
+  while (fgets(line, sizeof(line), f))
+    if (sscanf(line, "oom_kill %llu", &v) == 1) break;
+  fclose(f);
+  return v;
+}
+
+/* Killed by SIGKILL while the kernel's OOM killer was at work (it killed
+ * *n processes since w started): most likely one of them.  Its victims
+ * are not named anywhere a process can read but the kernel's log. */
+static int oom_killed(const node_worker *w, int sig, uint64_t *n) {
+  if (sig != SIGKILL) return 0;
+  uint64_t k = kernel_oom_kills();
+  *n = k > w->oom_base ? k - w->oom_base : 0;
+  return *n > 0;
+}
+
+/* How w ended on its own (not at the node's word), for its owner: said in
+ * place of "died" ("worker process (pid 7) was killed by SIGKILL, ... while
+ * running task 'f'").  A crash the worker reported itself ("died of
+ * SIGSEGV ...", src/stack.c) reaches its owner first and stands. */
+static void exit_word(const node_worker *w, int64_t status, int sig, char *buf, size_t len) {
+  uint64_t n = 0;
+  const char *abbrev = sig ? sigabbrev_np(sig) : NULL;
+  if (oom_killed(w, sig, &n))
+    snprintf(buf, len, "was killed by SIGKILL, most likely by the kernel's OOM killer (it killed %llu process%s "
+             "for memory while this worker ran; dmesg names them)", (unsigned long long)n, n == 1 ? "" : "es");
+  else if (sig == SIGKILL && (w->node_kill || w->stop_why))
+    snprintf(buf, len, "was killed by its node (SIGKILL)");
+  else if (sig == SIGKILL)
+    snprintf(buf, len, "was killed by SIGKILL, not by raydist (a kill -9, or the kernel)");
+  else if (sig)
+    snprintf(buf, len, "was killed by SIG%s (%s; its stderr may say why)", abbrev ? abbrev : "?", strsignal(sig));
+  else
+    snprintf(buf, len, "exited with status %lld (its stderr may say why)", (long long)status);
+}
+
+/* w's lease's owner is told why w goes (LeaseLost, or the bridged
+ * socket's close for an owner on another node): it waits for that word
+ * when the lease's socket breaks mid-task (client.c).  worker_tell_exit:
+ * how w ended on its own; not for a worker the node stopped (its owner is
+ * told by whoever stops it, or gave the lease back) or the memory monitor
+ * killed (its owner was told first). */
+static void lease_owner_tell(node_worker *w, int status, const char *why) {
+  node_client *o = w->lease_owner;
+  if (!o || o->dead) return;
+  if (o->role == ROLE_LINK) {
+    rd__cluster_worker_word(w, why);
+    return;
+  }
+  Rd__LeaseLost m = RD__LEASE_LOST__INIT;
+  m.lease_id = w->lease_id;
+  m.status = status;
+  m.error = (char *)why;
+  send_msg(o, RD__MSG_TYPE__MSG_LEASE_LOST, &m.base, -1);
+}
+
+static void worker_tell_exit(node_worker *w, int64_t status, int sig) {
+  if (w->told_exit || w->state != W_LEASED || w->actor || w->kill_why[0] || N.shutting_down) return;
+  w->told_exit = 1;
+  char word[300];
+  exit_word(w, status, sig, word, sizeof(word));
+  lease_owner_tell(w, RD_EWORKER_DIED, word);
+}
+
 /* Ray's WorkerExitType names, as raydist_workers_exited_total counts them. */
 static const char *const exit_types[5] = {"INTENDED_USER_EXIT", "INTENDED_SYSTEM_EXIT", "USER_ERROR", "SYSTEM_ERROR",
                                           "NODE_OUT_OF_MEMORY"};
@@ -673,8 +745,14 @@ static void exited_keep(const node_worker *w, int64_t status, int sig) {
     snprintf(e->detail, sizeof(e->detail), "%s", w->kill_why);
   } else if (sig && (sig != SIGKILL || !(w->stop_why || N.shutting_down))) {
     e->type = "SYSTEM_ERROR";   /* a crash, or a kill from outside the node: what Ray calls a system error */
-    snprintf(e->detail, sizeof(e->detail), "killed by signal %d (%s)%s", sig, strsignal(sig),
-             w->stop_why ? "" : "; the last lines of its stderr may say why (raydist logs worker --err)");
+    uint64_t n = 0;
+    if (oom_killed(w, sig, &n))
+      snprintf(e->detail, sizeof(e->detail), "killed by signal 9 (Killed), most likely by the kernel's OOM killer "
+               "(it killed %llu process%s for memory while this worker ran; dmesg names them)",
+               (unsigned long long)n, n == 1 ? "" : "es");
+    else
+      snprintf(e->detail, sizeof(e->detail), "killed by signal %d (%s)%s", sig, strsignal(sig),
+               w->stop_why ? "" : "; the last lines of its stderr may say why (raydist logs worker --err)");
   } else if (w->stop_why || N.shutting_down) {
     e->type = w->stop_user ? "INTENDED_USER_EXIT" : "INTENDED_SYSTEM_EXIT";
     snprintf(e->detail, sizeof(e->detail), "%s", w->stop_why ? w->stop_why : "stopped with its node");
@@ -708,7 +786,10 @@ static void worker_on_exit(uv_process_t *p, int64_t status, int sig) {
   int expected = N.shutting_down || w->state == W_DYING || (status == 0 && sig == 0);
   rd__log(expected ? RD_LOG_INFO : RD_LOG_WARN, "worker %u (pid %d) exited status %lld signal %d", w->id, w->pid,
           (long long)status, sig);
-  if (w->state == W_LEASED) rd__node_worker_release(w);
+  if (w->state == W_LEASED) {
+    worker_tell_exit(w, status, sig);
+    rd__node_worker_release(w);
+  }
   if (w->state == W_STARTING && !N.shutting_down) {
     /* it never joined: the job's executable does not run as a worker here
      * (it crashes or exits first); 3 in a row stop the respawning */
@@ -729,10 +810,12 @@ static void worker_on_exit(uv_process_t *p, int64_t status, int sig) {
     char why[420];
     if (memory_kill_why(w, why, sizeof(why)))
       ;
-    else if (sig)
-      snprintf(why, sizeof(why), "its worker process (pid %d) was killed by signal %d", w->pid, sig);
-    else
-      snprintf(why, sizeof(why), "its worker process (pid %d) exited with status %lld", w->pid, (long long)status);
+    else if (sig || status) {
+      char word[300];
+      exit_word(w, status, sig, word, sizeof(word));
+      snprintf(why, sizeof(why), "its worker process (pid %d) %s", w->pid, word);
+    } else
+      snprintf(why, sizeof(why), "its worker process (pid %d) exited with status 0", w->pid);
     actor_worker_gone(w->actor, why);
   }
   if (w->client) {
@@ -851,6 +934,7 @@ static void worker_spawn(node_job *j) {
   w->id = ++N.next_worker_id;
   w->job = j;
   w->launch_ms = rd__wall_ms();
+  w->oom_base = kernel_oom_kills();
   char *owned[WORKER_ENV_OWNED + 1];
   static int marks = -1;   /* RAYDIST_RECORD_TASK_LOGGING=0: the workers mark no task (see task ranges) */
   if (marks < 0) {
@@ -1062,6 +1146,7 @@ void rd__node_bundle_drop(node_bundle *b, const char *why) {
         w->actor->no_restart = 1;
         actor_die(w->actor, why);
       } else if (w->state == W_LEASED) {
+        lease_owner_tell(w, RD_EWORKER_DIED, "was stopped by its node: its placement group was removed");
         rd__node_worker_release(w);
         rd__node_worker_state(w, W_DYING);
         w->stop_why = "stopped by the node: its placement group was removed";
@@ -2117,6 +2202,32 @@ static int pid_exiting(int pid) {
   return state == 'Z' || state == 'X' || (flags & 0x4);   /* PF_EXITING */
 }
 
+/* Has w's process ended (it is exiting: waited for up to 200 ms)?  Its
+ * status then, peeked at (WNOWAIT) and left for libuv's reaping. */
+static int worker_exit_peek(const node_worker *w, int64_t *status, int *sig) {
+  if (w->pid <= 0 || w->state == W_DEAD || !pid_exiting(w->pid)) return 0;
+  for (int i = 0; i < 200; i++) {
+    siginfo_t si;
+    memset(&si, 0, sizeof(si));
+    if (waitid(P_PID, (id_t)w->pid, &si, WEXITED | WNOHANG | WNOWAIT) != 0) return 0;   /* reaped already */
+    if (si.si_pid == w->pid) {
+      *status = si.si_code == CLD_EXITED ? si.si_status : 0;
+      *sig = si.si_code == CLD_EXITED ? 0 : si.si_status;
+      return 1;
+    }
+    usleep(1000);
+  }
+  return 0;
+}
+
+int rd__node_worker_exit_word(const node_worker *w, char *buf, size_t len) {
+  int64_t status = 0;
+  int sig = 0;
+  if (!worker_exit_peek(w, &status, &sig)) return 0;
+  exit_word(w, status, sig, buf, len);
+  return 1;
+}
+
 /* rd__node_worker_settle for w. */
 static void worker_settle(node_worker *w) {
   node_client *wc = w->client;
@@ -2466,6 +2577,7 @@ void rd__node_actor_connect(node_client *c, const Rd__ActorConnect *m) {
   if (a->state == A_ALIVE && m->dead_pid && a->worker && a->worker->pid == m->dead_pid) {
     /* the caller saw this process's socket break before we saw it exit: it
      * is dead or broken; make sure, and wait for the restart */
+    a->worker->node_kill = 1;
     kill(a->worker->pid, SIGKILL);
     a->state = A_STARTING;
   }
@@ -2531,6 +2643,7 @@ void rd__node_actor_kill(node_client *c, const Rd__ActorKill *m) {
     a->worker->stop_user = 1;
   }
   if (!m->no_restart && a->worker && a->worker->pid > 0) {
+    a->worker->node_kill = 1;
     kill(a->worker->pid, SIGKILL);   /* a restart: no destructor, like a crash */
   } else if (a->worker && a->worker->client) {
     /* graceful: the worker runs the destructor and exits; SIGKILL after 2 s */
@@ -2540,6 +2653,7 @@ void rd__node_actor_kill(node_client *c, const Rd__ActorKill *m) {
     send_msg(a->worker->client, RD__MSG_TYPE__MSG_ACTOR_KILL, &k.base, -1);
     a->worker->kill_deadline = rd__now_ns() + 2000000000ull;
   } else if (a->worker && a->worker->pid > 0) {
+    a->worker->node_kill = 1;
     kill(a->worker->pid, SIGKILL);
   } else if (m->no_restart) {
     char buf[200];
@@ -3403,14 +3517,26 @@ static void client_drop(node_client *c, const char *why) {
     node_worker *w = c->worker;
     w->client = NULL;
     c->worker = NULL;
+    /* it closed its connection as its process ended (a crash, a kill from
+     * outside): that is its exit, said as such, often before its reaping */
+    int64_t st = 0;
+    int sg = 0;
+    const int ended = worker_exit_peek(w, &st, &sg);
+    if (ended) worker_tell_exit(w, st, sg);
     if (w->actor) {
-      char why[420];
-      if (!memory_kill_why(w, why, sizeof(why)))
+      char why[420], word[300];
+      if (memory_kill_why(w, why, sizeof(why)))
+        ;
+      else if (ended && (st || sg)) {
+        exit_word(w, st, sg, word, sizeof(word));
+        snprintf(why, sizeof(why), "its worker process (pid %d) %s", w->pid, word);
+      } else
         snprintf(why, sizeof(why), "its worker process closed its connection to the node");
       actor_worker_gone(w->actor, why);
     }
-    if (w->state != W_DEAD && w->pid > 0) kill(w->pid, SIGKILL);  /* a worker without a conn is useless */
-    if (w->state != W_DEAD && !w->stop_why) w->stop_why = "stopped by the node: it closed its connection to the node";
+    if (!ended && w->state != W_DEAD && w->pid > 0) kill(w->pid, SIGKILL);  /* a worker without a conn is useless */
+    if (!ended && w->state != W_DEAD && !w->stop_why)
+      w->stop_why = "stopped by the node: it closed its connection to the node";
     if (w->state == W_LEASED) rd__node_worker_release(w);
     if (w->state != W_DEAD) rd__node_worker_state(w, W_DYING);   /* until its exit callback */
   }
@@ -4149,15 +4275,8 @@ static void memory_monitor(uint64_t now) {
     return;
   }
   if (rd__cluster_worker_kill(v, RD_EOOM, v->kill_why)) return;   /* an owner on another node */
-  node_client *o = v->lease_owner;
-  if (o && !o->dead && o->role != ROLE_LINK) {
-    Rd__LeaseLost m = RD__LEASE_LOST__INIT;
-    m.lease_id = v->lease_id;
-    m.status = RD_EOOM;
-    m.error = v->kill_why;
-    send_msg(o, RD__MSG_TYPE__MSG_LEASE_LOST, &m.base, -1);
-    flush_all();   /* before the kill: the owner reads why before the socket breaks */
-  }
+  lease_owner_tell(v, RD_EOOM, v->kill_why);
+  flush_all();   /* before the kill: the owner reads why before the socket breaks */
   worker_kill_leased(v);
   dispatch();
 }
@@ -4398,6 +4517,7 @@ static void on_tick(uv_timer_t *t) {
   }
   for (node_worker *w = N.workers; w; w = w->next)
     if (w->kill_deadline && now > w->kill_deadline && w->pid > 0) {
+      w->node_kill = 1;
       kill(w->pid, SIGKILL);
       w->kill_deadline = 0;
     }

@@ -1430,7 +1430,9 @@ static void class_dispatch(rd__sclass *c) {
      * behind it there */
     int cap = task_depth(c, c->qhead);
     for (rd__lease *l = c->leases; l; l = l->next)
-      if (!l->yielding && !l->retired && !l->nstream && l->ninflight < cap && (!best || l->ninflight < best->ninflight)) best = l;
+      if (!l->yielding && !l->retired && !l->gone_ns && !l->nstream && l->ninflight < cap &&
+          (!best || l->ninflight < best->ninflight))
+        best = l;
     if (!best) break;
     rd__task *t = c->qhead;
     c->qhead = t->next;
@@ -1562,8 +1564,8 @@ static void lease_lost(rd__lease *l, const char *why) {
   int l_err = l->lost_err;
   char l_why[400];
   snprintf(l_why, sizeof(l_why), "%s", l->lost_why);
-  const int reported = why && l_err == RD_EWORKER_DIED &&   /* the worker's own: its stack is on its stderr */
-                       (!strncmp(l_why, "died of ", 8) || !strncmp(l_why, "exited with ", 12));
+  const int reported = why && l_err == RD_EWORKER_DIED && !l->lost_node &&   /* the worker's own report */
+                       (!strncmp(l_why, "died of ", 8) || strstr(l_why, "(exit() called)"));
   why = death_word(l, why, l_why, sizeof(l_why));
   if (why == l_why) l_err = 0;   /* taken as the word, not an error of its own */
   lease_return_ex(l, 1);
@@ -1621,6 +1623,57 @@ static void lease_lost(rd__lease *l, const char *why) {
   }
   class_requeue_front(c, retry_head);
   class_dispatch(c);
+}
+
+/* ---- how a worker ended, from its node ----
+ *
+ * A worker killed from outside (SIGKILL: the kernel's OOM killer, a kill
+ * -9) or ending without a report of its own (_exit, a sanitizer's exit)
+ * leaves its lease's socket closed and nothing said.  Its node, its
+ * parent, learns how it ended and says it (LeaseLost with RD_EWORKER_DIED:
+ * "was killed by SIGKILL, most likely by the kernel's OOM killer ..."),
+ * usually within a millisecond of the socket's close but after it.  So a
+ * lease whose socket broke mid-task with no word yet waits for that word
+ * (gone_ns: it takes no new task), up to RD__GONE_WAIT_NS, before its
+ * tasks are retried or failed; one that never comes leaves "died". */
+#define RD__GONE_WAIT_NS 1000000000ull
+
+static void on_lease_lost(const Rd__LeaseLost *ll) {
+  if (ll->status >= 0) return;
+  for (rd__sclass *c = G.classes; c; c = c->next)
+    for (rd__lease *l = c->leases; l; l = l->next) {
+      if (l->lease_id != ll->lease_id) continue;
+      /* the first word stands: the memory monitor's comes before its kill,
+       * a worker's own report before its socket closes */
+      if (!l->lost_err) {
+        l->lost_err = ll->status;
+        l->lost_node = 1;
+        snprintf(l->lost_why, sizeof(l->lost_why), "%s", ll->error ? ll->error : "");
+      }
+      if (l->gone_ns) lease_lost(l, "died");
+      return;
+    }
+}
+
+/* Leases waiting for their node's word past RD__GONE_WAIT_NS end as "died"
+ * (how many did); *wait_ms: until the next is due (-1: none waits). */
+static int leases_gone_due(uint64_t now, int64_t *wait_ms) {
+  int ended = 0;
+  *wait_ms = -1;
+again:
+  for (rd__sclass *c = G.leased; c; c = c->lnext)
+    for (rd__lease *l = c->leases; l; l = l->next) {
+      if (!l->gone_ns) continue;
+      if (now - l->gone_ns >= RD__GONE_WAIT_NS) {
+        rd__log(RD_LOG_DEBUG, "worker pid %d: its node did not say how it ended within 1 s", l->worker_pid);
+        lease_lost(l, "died");
+        ended++;
+        goto again;   /* the lists changed */
+      }
+      int64_t ms = (int64_t)((l->gone_ns + RD__GONE_WAIT_NS - now) / 1000000) + 1;
+      if (*wait_ms < 0 || ms < *wait_ms) *wait_ms = ms;
+    }
+  return ended;
 }
 
 /* rd_cancel with force on a task in flight on l: the node kills the worker
@@ -2375,17 +2428,9 @@ static void handle_daemon_frame(const rd__frame *f) {
     case RD__MSG_TYPE__MSG_ACTOR_KILL:
       G.actor_kill = ((Rd__ActorKill *)m)->no_restart ? 2 : 1;
       break;
-    case RD__MSG_TYPE__MSG_LEASE_LOST: {
-      /* the node is about to kill this lease's worker: keep why for lease_lost */
-      Rd__LeaseLost *ll = (Rd__LeaseLost *)m;
-      for (rd__sclass *c = G.classes; c; c = c->next)
-        for (rd__lease *l = c->leases; l; l = l->next)
-          if (l->lease_id == ll->lease_id && ll->status < 0) {
-            l->lost_err = ll->status;
-            snprintf(l->lost_why, sizeof(l->lost_why), "%s", ll->error ? ll->error : "");
-          }
+    case RD__MSG_TYPE__MSG_LEASE_LOST:
+      on_lease_lost((Rd__LeaseLost *)m);
       break;
-    }
     case RD__MSG_TYPE__MSG_LEASE_YIELD: {
       /* another job waits for what this lease holds: finish what was sent,
        * then return it (return_idle_leases); the class's queued tasks wait
@@ -2435,14 +2480,17 @@ static void handle_lease_frame(rd__lease *l, const rd__frame *f) {
   if (f->type == RD__MSG_TYPE__MSG_ERROR) {
     /* why the worker goes: its own crash report (rd__worker_crash_tell), or
      * its node's word as the bridged socket closes (a remote worker); the
-     * first stands (a crashed remote worker's node says only "died" after) */
+     * first stands (a crashed remote worker's node says only "died" after),
+     * but the worker's own report is better than this node's word on how
+     * it ended, which may come first (on_lease_lost) */
     Rd__Error *e = (Rd__Error *)rd__frame_unpack(f, &rd__error__descriptor);
-    if (e && l->lost_err) {
+    if (e && l->lost_err && !(l->lost_node && l->lost_err == RD_EWORKER_DIED)) {
       protobuf_c_message_free_unpacked(&e->base, NULL);
       return;
     }
     if (e) {
       l->lost_err = e->status;
+      l->lost_node = 0;
       snprintf(l->lost_why, sizeof(l->lost_why), "%s", e->message ? e->message : "");
       protobuf_c_message_free_unpacked(&e->base, NULL);
       return;
@@ -3038,6 +3086,12 @@ int rd__pump(int64_t timeout_ms) {
   G.any_delayed = any_delayed;
   int64_t ost_wait = -1;   /* ms until the owner's next report is due */
   ost_report(now, 0, &ost_wait);
+  int64_t gone_wait;   /* ms until a lease stops waiting for its worker's end */
+  if (leases_gone_due(now, &gone_wait) > 0) {   /* tasks failed or went back: their waiters look */
+    rd__flush_all();
+    pthread_cond_broadcast(&G.cv);
+    return 0;
+  }
   rd__flush_all();
 
   struct pollfd pf[MAX_POLL];
@@ -3053,6 +3107,7 @@ int rd__pump(int64_t timeout_ms) {
   for (rd__sclass *c = G.leased; c; c = c->lnext) {
     for (rd__lease *l = c->leases; l && n < MAX_POLL; l = l->next) {
       inflight += l->ninflight;
+      if (l->gone_ns) continue;   /* its socket is closed */
       pf[n] = (struct pollfd){l->conn.fd, POLLIN | (rd__conn_want_write(&l->conn) ? POLLOUT : 0), 0};
       kind[n] = 1; who[n++] = l;
       if (l->idle_since) {
@@ -3077,6 +3132,7 @@ int rd__pump(int64_t timeout_ms) {
   if (idle_wait >= 0 && (wait < 0 || idle_wait < wait)) wait = idle_wait;
   if (delay_wait >= 0 && (wait < 0 || delay_wait < wait)) wait = delay_wait;
   if (ost_wait >= 0 && (wait < 0 || ost_wait < wait)) wait = ost_wait;
+  if (gone_wait >= 0 && (wait < 0 || gone_wait < wait)) wait = gone_wait;
   if (wait > INT_MAX) wait = INT_MAX;
 
   G.pumping = 1;
@@ -3137,6 +3193,8 @@ int rd__pump(int64_t timeout_ms) {
       }
       const char *why = dr == RD_EPROTO || l->broken ? "sent a malformed frame" : "died";
       if (dr != 0 && l->actor) actor_conn_lost(l, why);
+      else if (dr != 0 && !l->lost_err && l->ninflight > 0 && !l->broken && dr != RD_EPROTO)
+        l->gone_ns = rd__now_ns();   /* its node will say how it ended (on_lease_lost) */
       else if (dr != 0) lease_lost(l, why);
       /* lease lists may have changed: stop here, the next round re-polls */
       if (dr != 0) break;

@@ -210,8 +210,10 @@ struct rd__lease {
   int retired;              /* its worker reached a task's max_calls: no new tasks, given back as lost */
   int stop;                 /* stop reading its frames: broken or retired */
   int yielding;             /* its node asked for it back (fair share): no new tasks, return when idle */
-  int lost_err;             /* why a bridged (remote) worker went away, from its node */
+  int lost_err;             /* why its worker went away: its own crash report, or its node's word */
   char lost_why[400];
+  int lost_node;            /* ... that word came from this node (LeaseLost), not on the lease's socket */
+  uint64_t gone_ns;         /* its socket broke mid-task with no word yet: waiting for the node's (lease_gone) */
   rd__actor *actor;         /* a connection to an actor, not a lease */
   size_t nbw;               /* MSG_BORROW_GETs from this worker waiting (objects' bwait lists) */
   size_t nholds;            /* kept borrows of objects here by this actor (objects' holds lists) */

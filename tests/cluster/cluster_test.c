@@ -463,6 +463,30 @@ RD_REMOTE(crash_abort) {
   abort();
 }
 
+RD_REMOTE(end_kill) {
+  (void)call;
+  raise(SIGKILL);
+  return 0;
+}
+
+RD_REMOTE(end_status) {
+  (void)call;
+  _exit(3);
+}
+
+/* f run with o fails with RD_EWORKER_DIED, its message holding want. */
+static int died_saying(rd_function *f, const rd_task_opts *o, const char *want) {
+  rd_ref r;
+  rd_buf b;
+  CHECK_EQ(rd_submit(f, RD_NO_ARGS, o, &r), 0);
+  CHECK_EQ(rd_get(&r, 1, &b, 30000), RD_EWORKER_DIED);
+  printf("%s\n", (const char *)b.data);
+  int has = strstr((const char *)b.data, want) != NULL;
+  rd_buf_release(&b);
+  rd_ref_release(r);
+  return has;
+}
+
 static int t_custom_resources(void) {
   join();
   rd_node_info ni;
@@ -490,13 +514,13 @@ static int t_custom_resources(void) {
    * link before b's own word for the closed socket (src/stack.c) */
   o.resources = "only_b=1";
   o.max_retries = 0;
-  CHECK_EQ(rd_submit(crash_abort, RD_NO_ARGS, &o, &bad), 0);
-  CHECK_EQ(rd_get(&bad, 1, &bb, 30000), RD_EWORKER_DIED);
-  printf("%s\n", (const char *)bb.data);
-  CHECK(strstr((const char *)bb.data, ") died of SIGABRT (Aborted) while running task 'crash_abort' (attempt 1 of 1); "
-                                      "its stack is on its stderr") != NULL);
-  rd_buf_release(&bb);
-  rd_ref_release(bad);
+  CHECK(died_saying(crash_abort, &o, ") died of SIGABRT (Aborted) while running task 'crash_abort' (attempt 1 of 1); "
+                                     "its stack is on its stderr"));
+  /* ones that end without a report: b's word on how, through the link */
+  CHECK(died_saying(end_kill, &o, ") was killed by SIGKILL, "));
+  CHECK(died_saying(end_kill, &o, " while running task 'end_kill' (attempt 1 of 1)"));
+  CHECK(died_saying(end_status, &o, ") exited with status 3 (its stderr may say why) while running task 'end_status' "
+                                    "(attempt 1 of 1)"));
   rd_shutdown();
   return 0;
 }

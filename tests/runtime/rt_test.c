@@ -871,6 +871,160 @@ static int t_crash_report(void) {
   return 0;
 }
 
+/* A worker that ends without a report of its own (a SIGKILL, a signal it
+ * has no handler for, _exit) is said as its node saw it, not "died": the
+ * owner waits for the node's word on how it ended.  The kernel's OOM
+ * killer is named as the likely killer when it killed while the worker ran
+ * (t_kernel_oom). */
+RD_REMOTE(end_kill) {
+  (void)call;
+  raise(SIGKILL);
+  return 0;
+}
+
+RD_REMOTE(end_term) {
+  (void)call;
+  raise(SIGTERM);
+  return 0;
+}
+
+RD_REMOTE(end_status) {
+  (void)call;
+  _exit(3);
+}
+
+/* The machine's OOM kills so far (/proc/vmstat). */
+static unsigned long long oom_kills_now(void) {
+  FILE *f = fopen("/proc/vmstat", "r");
+  char line[128];
+  unsigned long long v = 0;
+  while (f && fgets(line, sizeof(line), f))
+    if (sscanf(line, "oom_kill %llu", &v) == 1) break;
+  if (f) fclose(f);
+  return v;
+}
+
+static int t_exit_word(void) {
+  init_or_die(NULL);
+  char m[600];
+  long pid;
+  unsigned long long oom0 = oom_kills_now();
+  crash_message(end_kill, 0, m, sizeof(m), &pid);
+  CHECK(strstr(m, "worker process (pid ") == m);
+  if (oom_kills_now() == oom0)   /* else the kernel's OOM killer may be named */
+    CHECK(strstr(m, ") was killed by SIGKILL, not by raydist (a kill -9, or the kernel) while running task 'end_kill' "
+                    "(attempt 1 of 1)") != NULL);
+  crash_message(end_term, 0, m, sizeof(m), &pid);
+  CHECK(strstr(m, "was killed by SIGTERM (Terminated; its stderr may say why) while running task 'end_term' (attempt "
+                  "1 of 1)") != NULL);
+  CHECK(strstr(m, "its stack is on its stderr") == NULL);
+  crash_message(end_status, 0, m, sizeof(m), &pid);
+  CHECK(strstr(m, "exited with status 3 (its stderr may say why) while running task 'end_status' (attempt 1 of 1)") !=
+        NULL);
+  CHECK(strstr(m, "its stack is on its stderr") == NULL);
+  /* retried: the last attempt's word */
+  crash_message(end_status, 2, m, sizeof(m), &pid);
+  CHECK(strstr(m, "exited with status 3 (its stderr may say why) while running task 'end_status' (attempt 3 of 3)") !=
+        NULL);
+  CHECK_EQ(add_one_run(41), 42);
+  rd_shutdown();
+  return 0;
+}
+
+/* Moves itself into the memory cgroup at its argument (a directory whose
+ * limit is 64 MiB) and touches 512 MiB: the kernel's OOM killer kills it. */
+RD_REMOTE(end_oom) {
+  char dir[512], path[600];
+  rd_buf a;
+  if (rd_arg(call, 0, &a) != 0 || a.size >= sizeof(dir)) return rd_call_fail(call, "bad argument");
+  memcpy(dir, a.data, a.size);
+  dir[a.size] = 0;
+  snprintf(path, sizeof(path), "%s/cgroup.procs", dir);
+  FILE *f = fopen(path, "w");
+  if (!f || fprintf(f, "%d\n", (int)getpid()) < 0 || fclose(f) != 0)
+    return rd_call_fail(call, "cannot join the cgroup %s: %s", dir, strerror(errno));
+  for (size_t i = 0; i < 512; i++) {
+    char *p = malloc(1u << 20);
+    if (!p) return rd_call_fail(call, "malloc failed");
+    memset(p, (int)i, 1u << 20);
+  }
+  return rd_call_fail(call, "the cgroup's limit did not hold");
+}
+
+/* A memory cgroup of 64 MiB (no swap) made under this process's own (v1,
+ * or v2 where the memory controller can be had there): its directory in
+ * dir; 0 when none can be made (not root, no memory controller). */
+static int make_small_memcg(char *dir, size_t len) {
+  FILE *f = fopen("/proc/self/cgroup", "r");
+  char line[600], v1[512] = "", v2[512] = "";
+  while (f && fgets(line, sizeof(line), f)) {
+    line[strcspn(line, "\n")] = 0;
+    char *ctl = strchr(line, ':'), *path = ctl ? strchr(ctl + 1, ':') : NULL;
+    if (!path) continue;
+    *path++ = 0;
+    ctl++;
+    if (!strcmp(ctl, "memory")) snprintf(v1, sizeof(v1), "%s", path);
+    if (!*ctl && !strcmp(line, "0")) snprintf(v2, sizeof(v2), "%s", path);
+  }
+  if (f) fclose(f);
+  const char *limit_file = NULL, *swap_file = NULL;
+  if (*v1) {
+    snprintf(dir, len, "/sys/fs/cgroup/memory%s/rd-oom-%d", strcmp(v1, "/") ? v1 : "", (int)getpid());
+    limit_file = "memory.limit_in_bytes";
+  } else if (*v2) {
+    snprintf(dir, len, "/sys/fs/cgroup%s/rd-oom-%d", strcmp(v2, "/") ? v2 : "", (int)getpid());
+    limit_file = "memory.max";
+    swap_file = "memory.swap.max";
+  } else {
+    return 0;
+  }
+  if (mkdir(dir, 0755) != 0) return 0;
+  char path[700];
+  snprintf(path, sizeof(path), "%s/%s", dir, limit_file);
+  FILE *l = fopen(path, "w");
+  int ok = l && fprintf(l, "%d\n", 64 << 20) > 0;
+  if (l && fclose(l) != 0) ok = 0;
+  if (ok && swap_file) {
+    snprintf(path, sizeof(path), "%s/%s", dir, swap_file);
+    if ((l = fopen(path, "w")) != NULL) {
+      fprintf(l, "0\n");
+      fclose(l);
+    }
+  }
+  if (!ok) rmdir(dir);
+  return ok;
+}
+
+static int t_kernel_oom(void) {
+  init_or_die(NULL);   /* first: the workers (this program too) stop there */
+  char dir[600];
+  if (geteuid() != 0 || !make_small_memcg(dir, sizeof(dir))) {
+    printf("SKIP: no memory cgroup can be made here\n");
+    rd_shutdown();
+    return 77;
+  }
+  rd_task_opts o;
+  rd_task_opts_init(&o);
+  o.max_retries = 0;
+  rd_ref r;
+  rd_buf b;
+  CHECK_EQ(rd_submit(end_oom, RD_ARGS(rd_arg_bytes(dir, strlen(dir))), &o, &r), 0);
+  int rc = rd_get(&r, 1, &b, 60000);
+  printf("%s: %s\n", rd_err_name(rc), rc == 0 ? "" : (const char *)b.data);
+  CHECK_EQ(rc, RD_EWORKER_DIED);
+  CHECK(strstr((const char *)b.data, "was killed by SIGKILL, most likely by the kernel's OOM killer (it killed ") !=
+        NULL);
+  CHECK(strstr((const char *)b.data, "dmesg names them) while running task 'end_oom' (attempt 1 of 1)") != NULL);
+  rd_buf_release(&b);
+  rd_ref_release(r);
+  CHECK_EQ(add_one_run(41), 42);
+  rd_shutdown();
+  int gone = 0;
+  for (int i = 0; i < 100 && !(gone = rmdir(dir) == 0) && errno == EBUSY; i++) usleep(20000);
+  CHECK(gone);
+  return 0;
+}
+
 /* rd_init under RAYDIST_TMPDIR=dir, its stderr (the error's words) into
  * log; its code. */
 static int init_logged(const char *dir, char *log, size_t len) {
@@ -3823,7 +3977,7 @@ static int t_app_metrics(void) {
 static const rd_test_case tests[] = {
     {"many_tasks", t_many_tasks},   {"chain", t_chain},       {"big_objects", t_big_objects},
     {"spill", t_spill}, {"spill_background", t_spill_background}, {"owner_gone", t_owner_gone},             {"store_full", t_store_full}, {"gpu_packing", t_gpu_packing},
-    {"infeasible", t_infeasible},   {"crash_retry", t_crash_retry}, {"crash_report", t_crash_report}, {"crash_report_actor", t_crash_report_actor}, {"fd_exhausted", t_fd_exhausted}, {"tmpdir", t_tmpdir}, {"node_fd_exhausted", t_node_fd_exhausted}, {"timeouts", t_timeouts},
+    {"infeasible", t_infeasible},   {"crash_retry", t_crash_retry}, {"crash_report", t_crash_report}, {"crash_report_actor", t_crash_report_actor}, {"exit_word", t_exit_word}, {"kernel_oom", t_kernel_oom}, {"fd_exhausted", t_fd_exhausted}, {"tmpdir", t_tmpdir}, {"node_fd_exhausted", t_node_fd_exhausted}, {"timeouts", t_timeouts},
     {"priority", t_priority},       {"malformed", t_malformed}, {"shutdown_clean", t_shutdown_clean}, {"killed_driver_clean", t_killed_driver_clean}, {"stack_local", t_stack_local}, {"state_local", t_state_local}, {"killed_driver_child", t_killed_driver_child},
     {"threads", t_threads},         {"spawn_fails", t_spawn_fails}, {"spawn_fails_child", t_spawn_fails_child},
     {"workers_crash_at_start", t_workers_crash_at_start}, {"workers_trim", t_workers_trim},
