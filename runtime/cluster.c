@@ -712,13 +712,13 @@ static void chan_on_io(uv_poll_t *h, int status, int events) {
         /* an actor's worker that died: its death goes to the actor's
          * record node before this close, which its caller sees first */
         if (ch->actor_pid) rd__node_worker_settle(ch->actor_pid);
-        /* a task's worker: how it ended, when it has, for its owner */
+        /* how the worker ended, when it has, for the owner or caller */
         char word[300];
         const char *why = ch->side == SIDE_WORKER ? "died" : "owner closed";
         if (ch->side == SIDE_WORKER && ch->exit_word)
           why = ch->exit_word;
-        else if (ch->side == SIDE_WORKER && ch->worker && !ch->worker->actor &&
-                 rd__node_worker_exit_word(ch->worker, word, sizeof(word)))
+        else if (ch->side == SIDE_WORKER &&
+                 rd__node_worker_exit_word(ch->worker ? ch->worker->pid : ch->actor_pid, word, sizeof(word)))
           why = word;
         chan_close(ch, ch->side == SIDE_WORKER ? RD_EWORKER_DIED : 0, why, 1);
         return;
@@ -2979,7 +2979,9 @@ int rd__cluster_handle_frame(node_client *c, const rd__frame *f) {
 
 void rd__cluster_worker_word(node_worker *w, const char *word) {
   for (cl_chan *ch = C.chans; ch; ch = ch->next)
-    if (!ch->closed && ch->side == SIDE_WORKER && ch->worker == w && !ch->exit_word) ch->exit_word = strdup(word);
+    if (!ch->closed && ch->side == SIDE_WORKER && (ch->worker == w || (ch->actor_pid && ch->actor_pid == w->pid)) &&
+        !ch->exit_word)
+      ch->exit_word = strdup(word);
 }
 
 void rd__cluster_worker_gone(node_worker *w) {

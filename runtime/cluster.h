@@ -98,8 +98,8 @@ void rd__cluster_lease_yield(node_client *link, const node_worker *w);
 void rd__cluster_granted(lease_req *r, node_worker *w, int status, int fd);
 /* A worker's record is about to be freed. */
 void rd__cluster_worker_gone(node_worker *w);
-/* w, leased to an owner on another node, ended on its own: its bridged
- * socket's close says `word` (how) in place of "died". */
+/* w ended: the bridged sockets of its lease's owner or its actor's callers
+ * on other nodes say `word` (how) in place of "died" when they close. */
 void rd__cluster_worker_word(node_worker *w, const char *word);
 /* Kill w, leased to an owner on another node, telling the owner why
  * (status, why) through its channel.  0 when w serves no such lease. */

@@ -632,6 +632,7 @@ static void worker_free(uv_handle_t *h) {
       if (w->driver) w->out[i]->driver = w->driver;
       w->out[i]->w = NULL;
     }
+  free(w->callers);
   free(w);
 }
 
@@ -672,11 +673,15 @@ static int oom_killed(const node_worker *w, int sig, uint64_t *n) {
 static void exit_word(const node_worker *w, int64_t status, int sig, char *buf, size_t len) {
   uint64_t n = 0;
   const char *abbrev = sig ? sigabbrev_np(sig) : NULL;
-  if (oom_killed(w, sig, &n))
+  const char *stop = w->stop_why;
+  if (stop && !strncmp(stop, "stopped by the node: ", 21)) stop += 21;
+  if (w->kill_why[0])
+    snprintf(buf, len, "was %s", w->kill_why);
+  else if ((w->node_kill || w->stop_why) && (sig == SIGKILL || (!sig && !status)))
+    snprintf(buf, len, "was stopped by its node%s%s", stop ? ": " : "", stop ? stop : "");
+  else if (oom_killed(w, sig, &n))
     snprintf(buf, len, "was killed by SIGKILL, most likely by the kernel's OOM killer (it killed %llu process%s "
              "for memory while this worker ran; dmesg names them)", (unsigned long long)n, n == 1 ? "" : "es");
-  else if (sig == SIGKILL && (w->node_kill || w->stop_why))
-    snprintf(buf, len, "was killed by its node (SIGKILL)");
   else if (sig == SIGKILL)
     snprintf(buf, len, "was killed by SIGKILL, not by raydist (a kill -9, or the kernel)");
   else if (sig)
@@ -706,11 +711,43 @@ static void lease_owner_tell(node_worker *w, int status, const char *why) {
 }
 
 static void worker_tell_exit(node_worker *w, int64_t status, int sig) {
-  if (w->told_exit || w->state != W_LEASED || w->actor || w->kill_why[0] || N.shutting_down) return;
-  w->told_exit = 1;
-  char word[300];
+  if (w->told_exit || N.shutting_down) return;
+  char word[400];
   exit_word(w, status, sig, word, sizeof(word));
-  lease_owner_tell(w, RD_EWORKER_DIED, word);
+  if (w->state == W_LEASED && !w->actor && !w->kill_why[0]) {
+    w->told_exit = 1;
+    lease_owner_tell(w, RD_EWORKER_DIED, word);
+  }
+  if (w->last_actor) rd__cluster_worker_word(w, word);   /* its callers on other nodes */
+  if (!w->ncallers) return;
+  /* the callers here of the actor it ran: those with a call running say
+   * how it ended in place of "died" */
+  w->told_exit = 1;
+  Rd__LeaseLost m = RD__LEASE_LOST__INIT;
+  m.status = RD_EWORKER_DIED;
+  m.error = word;
+  m.actor_id = w->last_actor;
+  m.worker_pid = w->pid;
+  for (uint32_t i = 0; i < w->ncallers; i++) {
+    node_client *c = rd__node_client_by_id(w->callers[i]);
+    if (c && !c->dead) send_msg(c, RD__MSG_TYPE__MSG_LEASE_LOST, &m.base, -1);
+  }
+}
+
+/* c was given a socket to the actor w runs (a link's bridged callers are
+ * told by the socket's close). */
+static void worker_add_caller(node_worker *w, const node_client *c) {
+  if (c->role == ROLE_LINK) return;
+  for (uint32_t i = 0; i < w->ncallers; i++)
+    if (w->callers[i] == c->id) return;
+  if (w->ncallers == w->callers_cap) {
+    uint32_t cap = w->callers_cap ? 2 * w->callers_cap : 8;
+    uint32_t *p = realloc(w->callers, cap * sizeof(*p));
+    if (!p) return;   /* that caller says "died" */
+    w->callers = p;
+    w->callers_cap = cap;
+  }
+  w->callers[w->ncallers++] = c->id;
 }
 
 /* Ray's WorkerExitType names, as raydist_workers_exited_total counts them. */
@@ -786,10 +823,8 @@ static void worker_on_exit(uv_process_t *p, int64_t status, int sig) {
   int expected = N.shutting_down || w->state == W_DYING || (status == 0 && sig == 0);
   rd__log(expected ? RD_LOG_INFO : RD_LOG_WARN, "worker %u (pid %d) exited status %lld signal %d", w->id, w->pid,
           (long long)status, sig);
-  if (w->state == W_LEASED) {
-    worker_tell_exit(w, status, sig);
-    rd__node_worker_release(w);
-  }
+  worker_tell_exit(w, status, sig);
+  if (w->state == W_LEASED) rd__node_worker_release(w);
   if (w->state == W_STARTING && !N.shutting_down) {
     /* it never joined: the job's executable does not run as a worker here
      * (it crashes or exits first); 3 in a row stop the respawning */
@@ -1826,6 +1861,7 @@ static void actor_connect_now(node_actor *a, node_client *c, uint64_t req_id, in
   Rd__ActorAttach at = RD__ACTOR_ATTACH__INIT;
   at.actor_id = a->id;
   send_msg(a->worker->client, RD__MSG_TYPE__MSG_ACTOR_ATTACH, &at.base, sv[0]);
+  worker_add_caller(a->worker, c);
   reply_connect(c, req_id, a, 0, NULL, sv[1]);
 }
 
@@ -2220,12 +2256,16 @@ static int worker_exit_peek(const node_worker *w, int64_t *status, int *sig) {
   return 0;
 }
 
-int rd__node_worker_exit_word(const node_worker *w, char *buf, size_t len) {
+int rd__node_worker_exit_word(int pid, char *buf, size_t len) {
   int64_t status = 0;
   int sig = 0;
-  if (!worker_exit_peek(w, &status, &sig)) return 0;
-  exit_word(w, status, sig, buf, len);
-  return 1;
+  for (node_worker *w = N.workers; w && pid > 0; w = w->next)
+    if (w->pid == pid) {
+      if (!worker_exit_peek(w, &status, &sig)) return 0;
+      exit_word(w, status, sig, buf, len);
+      return 1;
+    }
+  return 0;
 }
 
 /* rd__node_worker_settle for w. */

@@ -331,6 +331,8 @@ struct node_worker {
   uint64_t oom_base;        /* the kernel's OOM kills (/proc/vmstat oom_kill) when it started */
   int told_exit;            /* its lease's owner was told how it ended (rd__node_worker_exit_word) */
   int node_kill;            /* the node killed its actor (a restart, a graceful kill's deadline) */
+  uint32_t *callers;        /* clients here given a socket to its actor: told how it ended */
+  uint32_t ncallers, callers_cap;
   const char *stop_why;     /* why the node stopped it (static text), NULL: it did not */
   int stop_user;            /* ... at its user's word (rd_actor_kill) */
   uint64_t last_actor;      /* the actor it hosts or hosted last (0: none) */
@@ -559,10 +561,11 @@ node_actor *rd__node_actor_dead_named(const char *name);
  * socket), so that what its death does here (an actor restarts or dies, and
  * tells its record node) comes before what a peer of it saw first. */
 void rd__node_worker_settle(int pid);
-/* How w ended, for its lease's owner when it went on its own ("was killed
- * by SIGKILL, ...", "exited with status 3 ..."): 1 with buf filled when it
- * has ended (waited for briefly when it is exiting), 0 when it has not. */
-int rd__node_worker_exit_word(const node_worker *w, char *buf, size_t len);
+/* How worker process pid ended, for its lease's owner or its actor's
+ * callers ("was killed by SIGKILL, ...", "exited with status 3 ..."): 1
+ * with buf filled when it has ended (waited for briefly when it is
+ * exiting), 0 when it has not or is not known here. */
+int rd__node_worker_exit_word(int pid, char *buf, size_t len);
 void rd__node_reply_grant(node_client *c, uint64_t req_id, int status, const char *err);
 /* Jobs: the record for exe (made, with argv, when there is none; NULL when
  * out of memory); the job of a client (NULL: a link, or a driver whose

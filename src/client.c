@@ -58,6 +58,7 @@ static void wake_pumper(void);
 static void flush_or_wake(void);
 static void actor_dispatch(rd__actor *a);
 static void actor_conn_lost(rd__lease *l, const char *why);
+static rd__actor *actor_get(uint64_t id, int create);
 
 /* ------------------------------------------------------------- blobs */
 
@@ -1638,40 +1639,66 @@ static void lease_lost(rd__lease *l, const char *why) {
  * tasks are retried or failed; one that never comes leaves "died". */
 #define RD__GONE_WAIT_NS 1000000000ull
 
+/* l's worker's end, as its node tells it: the first word stands (the
+ * memory monitor's comes before its kill, a worker's own report before its
+ * socket closes).  1 when l waited for it (gone_ns). */
+static int lost_word(rd__lease *l, const Rd__LeaseLost *ll) {
+  if (!l->lost_err) {
+    l->lost_err = ll->status;
+    l->lost_node = 1;
+    snprintf(l->lost_why, sizeof(l->lost_why), "%s", ll->error ? ll->error : "");
+  }
+  return l->gone_ns != 0;
+}
+
 static void on_lease_lost(const Rd__LeaseLost *ll) {
   if (ll->status >= 0) return;
+  if (ll->actor_id) {   /* an actor's process this one has a socket to */
+    rd__actor *a = actor_get(ll->actor_id, 0);
+    if (a && a->conn && a->conn->worker_pid == ll->worker_pid && lost_word(a->conn, ll))
+      actor_conn_lost(a->conn, "died");
+    return;
+  }
   for (rd__sclass *c = G.classes; c; c = c->next)
     for (rd__lease *l = c->leases; l; l = l->next) {
       if (l->lease_id != ll->lease_id) continue;
-      /* the first word stands: the memory monitor's comes before its kill,
-       * a worker's own report before its socket closes */
-      if (!l->lost_err) {
-        l->lost_err = ll->status;
-        l->lost_node = 1;
-        snprintf(l->lost_why, sizeof(l->lost_why), "%s", ll->error ? ll->error : "");
-      }
-      if (l->gone_ns) lease_lost(l, "died");
+      if (lost_word(l, ll)) lease_lost(l, "died");
       return;
     }
 }
 
-/* Leases waiting for their node's word past RD__GONE_WAIT_NS end as "died"
- * (how many did); *wait_ms: until the next is due (-1: none waits). */
+/* Does l wait for its node's word past RD__GONE_WAIT_NS?  Then it ends as
+ * "died" (1); else *wait_ms is lowered to when it is due. */
+static int gone_due(rd__lease *l, uint64_t now, int64_t *wait_ms) {
+  if (!l->gone_ns) return 0;
+  if (now - l->gone_ns >= RD__GONE_WAIT_NS) {
+    rd__log(RD_LOG_DEBUG, "worker pid %d: its node did not say how it ended within 1 s", l->worker_pid);
+    if (l->actor) actor_conn_lost(l, "died");
+    else lease_lost(l, "died");
+    return 1;
+  }
+  int64_t ms = (int64_t)((l->gone_ns + RD__GONE_WAIT_NS - now) / 1000000) + 1;
+  if (*wait_ms < 0 || ms < *wait_ms) *wait_ms = ms;
+  return 0;
+}
+
+/* Leases and actor connections waiting for their node's word past
+ * RD__GONE_WAIT_NS end as "died" (how many did); *wait_ms: until the next
+ * is due (-1: none waits). */
 static int leases_gone_due(uint64_t now, int64_t *wait_ms) {
   int ended = 0;
   *wait_ms = -1;
 again:
   for (rd__sclass *c = G.leased; c; c = c->lnext)
-    for (rd__lease *l = c->leases; l; l = l->next) {
-      if (!l->gone_ns) continue;
-      if (now - l->gone_ns >= RD__GONE_WAIT_NS) {
-        rd__log(RD_LOG_DEBUG, "worker pid %d: its node did not say how it ended within 1 s", l->worker_pid);
-        lease_lost(l, "died");
+    for (rd__lease *l = c->leases; l; l = l->next)
+      if (gone_due(l, now, wait_ms)) {
         ended++;
         goto again;   /* the lists changed */
       }
-      int64_t ms = (int64_t)((l->gone_ns + RD__GONE_WAIT_NS - now) / 1000000) + 1;
-      if (*wait_ms < 0 || ms < *wait_ms) *wait_ms = ms;
+  for (rd__actor *a = G.actors; a; a = a->next)
+    if (a->conn && gone_due(a->conn, now, wait_ms)) {
+      ended++;
+      goto again;
     }
   return ended;
 }
@@ -2226,7 +2253,7 @@ static void actor_dispatch(rd__actor *a) {
     if (rd__conn_send(&G.daemon, RD__MSG_TYPE__MSG_ACTOR_CONNECT, &m.base, -1) == 0) a->state = AH_CONNECTING;
     return;
   }
-  if (a->state != AH_CONNECTED) return;
+  if (a->state != AH_CONNECTED || a->conn->gone_ns) return;   /* gone: calls wait for the next process */
   while (a->qhead && a->qhead->deps_pending == 0) {
     rd__task *t = a->qhead;
     a->qhead = t->next;
@@ -3117,7 +3144,7 @@ int rd__pump(int64_t timeout_ms) {
     }
   }
   for (rd__actor *a = G.actors; a && n < MAX_POLL; a = a->next) {
-    if (!a->conn) continue;
+    if (!a->conn || a->conn->gone_ns) continue;   /* none, or closed */
     rd__lease *l = a->conn;
     inflight += l->ninflight;
     pf[n] = (struct pollfd){l->conn.fd, POLLIN | (rd__conn_want_write(&l->conn) ? POLLOUT : 0), 0};
@@ -3192,9 +3219,9 @@ int rd__pump(int64_t timeout_ms) {
         break;
       }
       const char *why = dr == RD_EPROTO || l->broken ? "sent a malformed frame" : "died";
-      if (dr != 0 && l->actor) actor_conn_lost(l, why);
-      else if (dr != 0 && !l->lost_err && l->ninflight > 0 && !l->broken && dr != RD_EPROTO)
+      if (dr != 0 && !l->lost_err && l->ninflight > 0 && !l->broken && dr != RD_EPROTO)
         l->gone_ns = rd__now_ns();   /* its node will say how it ended (on_lease_lost) */
+      else if (dr != 0 && l->actor) actor_conn_lost(l, why);
       else if (dr != 0) lease_lost(l, why);
       /* lease lists may have changed: stop here, the next round re-polls */
       if (dr != 0) break;

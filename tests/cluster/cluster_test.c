@@ -4161,13 +4161,17 @@ static int t_detached_node_make(void) {
     while (access(done, F_OK) != 0) usleep(50000);
   }
   /* one that crashes on b while called directly from here: the call fails
-   * (its process died), the next waits for the head's restart on b */
+   * (its process died: b's word on how, through the bridged socket), the
+   * next waits for the head's restart on b */
   rd_actor crashy = make_tally(NULL, 1, "only_b=0.1", 0, UINT32_MAX, 1);
   CHECK_EQ(actor_add(crashy), 1);
   rd_ref r;
   rd_buf bb;
   CHECK_EQ(rd_actor_call(crashy, Tally_crash, RD_NO_ARGS, NULL, &r), 0);
   CHECK_EQ(rd_get(&r, 1, &bb, 60000), RD_EACTOR_DIED);
+  printf("%s\n", (const char *)bb.data);
+  CHECK(strstr((const char *)bb.data, ") was killed by SIGKILL, ") != NULL);
+  CHECK(strstr((const char *)bb.data, " while running 'Tally.crash'") != NULL);
   rd_buf_release(&bb);
   rd_ref_release(r);
   CHECK_EQ(actor_add(crashy), 1);

@@ -666,7 +666,8 @@ static int t_idle_restart(void) {
 }
 
 /* The memory monitor stops an actor that takes too much memory when no
- * task runs on the node; its death reason, given to later calls, says so. */
+ * task runs on the node; the call it ran and its death reason, given to
+ * later calls, say so. */
 static int t_memory_monitor(void) {
   setenv("RAYDIST_MEMORY_LIMIT_BYTES", "419430400", 1);   /* 400 MiB, inherited by the node */
   setenv("RAYDIST_MEMORY_MONITOR_MS", "50", 1);
@@ -678,7 +679,10 @@ static int t_memory_monitor(void) {
   char msg[512];
   CHECK_EQ(rd_actor_call(a, Counter_hog, RD_ARGS(rd_arg_bytes(&mb, sizeof(mb))), NULL, &r), 0);
   (void)get_long_err(r, &err, msg, sizeof(msg));
+  printf("the call: %s: %s\n", rd_err_name(err), msg);
   CHECK_EQ(err, RD_EACTOR_DIED);
+  CHECK(strstr(msg, ") was killed by the memory monitor: ") != NULL);
+  CHECK(strstr(msg, " while running 'Counter.hog'") != NULL);
   CHECK_EQ(rd_actor_call(a, Counter_get, RD_NO_ARGS, NULL, &r), 0);
   (void)get_long_err(r, &err, msg, sizeof(msg));
   printf("after: %s: %s\n", rd_err_name(err), msg);

@@ -904,6 +904,9 @@ static unsigned long long oom_kills_now(void) {
   return v;
 }
 
+static int run_cli(const char *args, char *out, size_t cap);
+static char *own_node(char *out);
+
 static int t_exit_word(void) {
   init_or_die(NULL);
   char m[600];
@@ -914,6 +917,14 @@ static int t_exit_word(void) {
   if (oom_kills_now() == oom0)   /* else the kernel's OOM killer may be named */
     CHECK(strstr(m, ") was killed by SIGKILL, not by raydist (a kill -9, or the kernel) while running task 'end_kill' "
                     "(attempt 1 of 1)") != NULL);
+  /* the node's record: a crash (Ray's SYSTEM_ERROR), not a stop it meant */
+  static char out[65536];
+  char want[64], *me;
+  CHECK_EQ(run_cli("list workers", out, sizeof(out)), 0);
+  CHECK((me = own_node(out)) != NULL);
+  snprintf(want, sizeof(want), " %ld SYSTEM_ERROR ", pid);
+  if (!strstr(me, want)) printf("%s", me);
+  CHECK(strstr(me, want) != NULL);
   crash_message(end_term, 0, m, sizeof(m), &pid);
   CHECK(strstr(m, "was killed by SIGTERM (Terminated; its stderr may say why) while running task 'end_term' (attempt "
                   "1 of 1)") != NULL);
@@ -2950,6 +2961,11 @@ RD_ACTOR_METHOD(Where, crash) {
   (void)call, (void)state;
   abort();
 }
+RD_ACTOR_METHOD(Where, die_kill) {
+  (void)call, (void)state;
+  raise(SIGKILL);
+  return 0;
+}
 
 /* An actor's worker that crashes in a call: its caller's message says how
  * (t_crash_report's, for an actor) and the report names the method. */
@@ -2978,6 +2994,51 @@ static int t_crash_report_actor(void) {
   snprintf(want, sizeof(want), "*** raydist worker %ld: died of SIGABRT (Aborted) while running task 'Where.crash' (",
            pid);
   CHECK(worker_err_has(pid, want, text, sizeof(text)));
+  rd_shutdown();
+  return 0;
+}
+
+/* t_exit_word for an actor: the call running when its process is killed
+ * (no report of its own) says how, from the node; the restarted actor
+ * serves the next call; one killed from outside between calls is dead
+ * (no restart left) with the same word. */
+static int t_exit_word_actor(void) {
+  init_or_die(NULL);
+  rd_actor_opts ao;
+  rd_actor_opts_init(&ao);
+  ao.max_restarts = 1;
+  rd_actor a;
+  CHECK_EQ(rd_actor_create(Where, NULL, 0, &ao, &a), 0);
+  long pid = get_long_ok(a);
+  unsigned long long oom0 = oom_kills_now();
+  rd_ref r;
+  rd_buf b;
+  CHECK_EQ(rd_actor_call(a, Where_die_kill, NULL, 0, NULL, &r), 0);
+  CHECK_EQ(rd_get(&r, 1, &b, 60000), RD_EACTOR_DIED);
+  printf("%s\n", (const char *)b.data);
+  char want[300];
+  snprintf(want, sizeof(want), "(worker pid %ld) was killed by SIGKILL, %s while running 'Where.die_kill' "
+           "(max_task_retries=0)", pid, oom_kills_now() == oom0 ? "not by raydist (a kill -9, or the kernel)" : "");
+  CHECK(strstr((const char *)b.data, oom_kills_now() == oom0 ? want : "was killed by SIGKILL, ") != NULL);
+  rd_buf_release(&b);
+  long pid2 = get_long_ok(a);   /* restarted */
+  CHECK(pid2 != pid);
+  CHECK_EQ(kill((pid_t)pid2, SIGKILL), 0);
+  char m[600];
+  int e = RD_OK;
+  for (int i = 0; i < 100; i++) {   /* the node may see the exit after this call went out */
+    CHECK_EQ(rd_actor_call(a, Where_pid, NULL, 0, NULL, &r), 0);
+    if ((e = rd_get(&r, 1, &b, 60000)) != RD_OK) break;
+    rd_buf_release(&b);
+    usleep(20000);
+  }
+  CHECK_EQ(e, RD_EACTOR_DIED);
+  snprintf(m, sizeof(m), "%s", (const char *)b.data);
+  rd_buf_release(&b);
+  printf("%s\n", m);
+  snprintf(want, sizeof(want), "pid %ld) was killed by SIGKILL, ", pid2);   /* a call in flight, or the next */
+  CHECK(strstr(m, want) != NULL);
+  CHECK_EQ(add_one_run(41), 42);
   rd_shutdown();
   return 0;
 }
@@ -3977,7 +4038,7 @@ static int t_app_metrics(void) {
 static const rd_test_case tests[] = {
     {"many_tasks", t_many_tasks},   {"chain", t_chain},       {"big_objects", t_big_objects},
     {"spill", t_spill}, {"spill_background", t_spill_background}, {"owner_gone", t_owner_gone},             {"store_full", t_store_full}, {"gpu_packing", t_gpu_packing},
-    {"infeasible", t_infeasible},   {"crash_retry", t_crash_retry}, {"crash_report", t_crash_report}, {"crash_report_actor", t_crash_report_actor}, {"exit_word", t_exit_word}, {"kernel_oom", t_kernel_oom}, {"fd_exhausted", t_fd_exhausted}, {"tmpdir", t_tmpdir}, {"node_fd_exhausted", t_node_fd_exhausted}, {"timeouts", t_timeouts},
+    {"infeasible", t_infeasible},   {"crash_retry", t_crash_retry}, {"crash_report", t_crash_report}, {"crash_report_actor", t_crash_report_actor}, {"exit_word", t_exit_word}, {"exit_word_actor", t_exit_word_actor}, {"kernel_oom", t_kernel_oom}, {"fd_exhausted", t_fd_exhausted}, {"tmpdir", t_tmpdir}, {"node_fd_exhausted", t_node_fd_exhausted}, {"timeouts", t_timeouts},
     {"priority", t_priority},       {"malformed", t_malformed}, {"shutdown_clean", t_shutdown_clean}, {"killed_driver_clean", t_killed_driver_clean}, {"stack_local", t_stack_local}, {"state_local", t_state_local}, {"killed_driver_child", t_killed_driver_child},
     {"threads", t_threads},         {"spawn_fails", t_spawn_fails}, {"spawn_fails_child", t_spawn_fails_child},
     {"workers_crash_at_start", t_workers_crash_at_start}, {"workers_trim", t_workers_trim},
