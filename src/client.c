@@ -1637,7 +1637,7 @@ static void lease_lost(rd__lease *l, const char *why) {
  * lease whose socket broke mid-task with no word yet waits for that word
  * (gone_ns: it takes no new task), up to RD__GONE_WAIT_NS, before its
  * tasks are retried or failed; one that never comes leaves "died". */
-#define RD__GONE_WAIT_NS 1000000000ull
+#define RD__GONE_WAIT_NS 2000000000ull
 
 /* l's worker's end, as its node tells it: the first word stands (the
  * memory monitor's comes before its kill, a worker's own report before its
@@ -1672,7 +1672,7 @@ static void on_lease_lost(const Rd__LeaseLost *ll) {
 static int gone_due(rd__lease *l, uint64_t now, int64_t *wait_ms) {
   if (!l->gone_ns) return 0;
   if (now - l->gone_ns >= RD__GONE_WAIT_NS) {
-    rd__log(RD_LOG_DEBUG, "worker pid %d: its node did not say how it ended within 1 s", l->worker_pid);
+    rd__log(RD_LOG_DEBUG, "worker pid %d: its node did not say how it ended within 2 s", l->worker_pid);
     if (l->actor) actor_conn_lost(l, "died");
     else lease_lost(l, "died");
     return 1;
