@@ -431,6 +431,15 @@ void rd__crash_install(void);
 /* An alternate signal stack for the calling thread (a worker's executor
  * threads), so that its stack overflow is reported too; 0 when none. */
 int rd__crash_altstack(void);
+/* symbolize.c: where the program and libraydist are loaded, noted before
+ * the crash handler may name frames (rd__crash_install). */
+void rd__sym_prepare(void);
+/* The function of the program or of libraydist holding pc, from the file's
+ * full symbol table (its static functions, and a program's linked without
+ * -rdynamic): 1 with the file, the name and pc's offset in it; 0 where
+ * backtrace_symbols_fd is left to name it.  is_return: pc is a return
+ * address (the call is looked up).  Async-signal-safe once prepared. */
+int rd__sym_name(const void *pc, int is_return, const char **obj, const char **name, uintptr_t *off);
 
 /* worker.c */
 /* A crash report's words for the call this thread runs (" while running

@@ -14,8 +14,10 @@
  * getdents64, tgkill, nanosleep, rename; backtrace() is called once at
  * install so that its first call (which loads libgcc's unwinder) is not
  * made in a handler.  Frames are named by backtrace_symbols_fd: functions
- * of a program linked without -rdynamic show as `prog(+0xOFFSET)`, which
- * addr2line -e prog turns into a name. */
+ * of a program linked without -rdynamic, and static ones, show as
+ * `prog(+0xOFFSET)`, which the node names with addr2line
+ * (runtime/stack_dump.c).  A crash report, read as it is, names them
+ * itself from the files' full symbol tables (symbolize.c). */
 
 #include <errno.h>
 #include <execinfo.h>
@@ -99,19 +101,58 @@ static void *interrupted_pc(const void *ctx) {
 #endif
 }
 
+/* v as "0x" and hex digits at p; returns the end. */
+static char *put_hex0x(char *p, uintptr_t v) {
+  static const char hex[] = "0123456789abcdef";
+  int nd = 1;
+  while (nd < 16 && (v >> (4 * nd))) nd++;
+  *p++ = '0', *p++ = 'x';
+  for (int i = nd - 1; i >= 0; i--) *p++ = hex[(v >> (4 * i)) & 15];
+  return p;
+}
+
+/* One frame, as backtrace_symbols_fd writes it ("FILE(NAME+0xOFF)[0xPC]"),
+ * named from the file's full symbol table where it can be (symbolize.c). */
+static void frame_to(int fd, void *pc, int is_return) {
+  const char *obj, *name;
+  uintptr_t off;
+  char line[1200], *p = line, *end = line + sizeof(line) - 48;
+  if (!rd__sym_name(pc, is_return, &obj, &name, &off)) {
+    backtrace_symbols_fd(&pc, 1, fd);
+    return;
+  }
+  while (*obj && p < end - 300) *p++ = *obj++;
+  *p++ = '(';
+  while (*name && p < end) *p++ = *name++;
+  *p++ = '+';
+  p = put_hex0x(p, off);
+  *p++ = ')', *p++ = '[';
+  p = put_hex0x(p, (uintptr_t)pc);
+  *p++ = ']', *p++ = '\n';
+  put_fd(fd, line, (size_t)(p - line));
+}
+
 /* This thread's frames to fd, from where the signal stopped it (the
  * handler's own frames left out when the interrupted one is found among
- * them; ctx NULL: from the caller's caller). */
-static void frames_to(int fd, const void *ctx) {
+ * them; ctx NULL: from the caller's caller).  named: frame_to's names (a
+ * crash report, read as it is); else backtrace_symbols_fd's, which a
+ * `raydist stack` dump gets named with file and line by its node
+ * (runtime/stack_dump.c runs addr2line on the offsets). */
+static void frames_to(int fd, const void *ctx, int named) {
   void *fr[STACK_FRAMES];
-  int n = backtrace(fr, STACK_FRAMES), from = ctx ? 0 : 2;
+  int n = backtrace(fr, STACK_FRAMES), from = ctx ? 0 : 2, at_pc = 0;
   void *pc = ctx ? interrupted_pc(ctx) : NULL;
   for (int i = 0; pc && i < n && i < 8; i++)
     if (fr[i] == pc || fr[i] == (char *)pc + 1) {
       from = i;
+      at_pc = 1;
       break;
     }
-  if (n > from) backtrace_symbols_fd(fr + from, n - from, fd);
+  if (!named) {
+    if (n > from) backtrace_symbols_fd(fr + from, n - from, fd);
+    return;
+  }
+  for (int i = from; i < n; i++) frame_to(fd, fr[i], !(at_pc && i == from));   /* the rest are return addresses */
 }
 
 /* This thread's stack, titled, to the dump. */
@@ -120,7 +161,7 @@ static void dump_self(int tid, const void *ctx) {
   thread_title(title, tid);
   puts_(title);
   puts_(tid == (int)getpid() ? " (main)\n" : "\n");
-  frames_to(out_fd, ctx);
+  frames_to(out_fd, ctx, 0);
   puts_("\n");
 }
 
@@ -277,7 +318,7 @@ static int crash_report(const char *cause, const void *ctx, int quiet_idle) {
   p = put_str(p, end, tn ? task : " (no task running)");
   p = put_str(p, end, "; its stack:\n");
   put_fd(2, line, (size_t)(p - line));
-  frames_to(2, ctx);
+  frames_to(2, ctx, 1);
   return 1;
 }
 
@@ -342,6 +383,7 @@ int rd__crash_altstack(void) {
 void rd__crash_install(void) {
   void *fr[4];
   (void)backtrace(fr, 4);   /* its first call loads the unwinder: not in a handler */
+  rd__sym_prepare();
   crash_pid = getpid();
   int have_alt = rd__crash_altstack();
   for (size_t k = 0; k < NFATAL; k++) {
