@@ -692,10 +692,11 @@ static void exit_word(const node_worker *w, int64_t status, int sig, char *buf, 
 
 /* w's lease's owner is told why w goes (LeaseLost, or the bridged
  * socket's close for an owner on another node): it waits for that word
- * when the lease's socket breaks mid-task (client.c).  worker_tell_exit:
- * how w ended on its own; not for a worker the node stopped (its owner is
- * told by whoever stops it, or gave the lease back) or the memory monitor
- * killed (its owner was told first). */
+ * when the lease's socket breaks mid-task (client.c).  worker_tell: `word`
+ * to its lease's owner, and to the callers of the actor it ran, once;
+ * not to the owner of a lease the node ended (told by whoever stopped it,
+ * or given back) or the memory monitor's (told first).  worker_tell_exit:
+ * how w ended. */
 static void lease_owner_tell(node_worker *w, int status, const char *why) {
   node_client *o = w->lease_owner;
   if (!o || o->dead) return;
@@ -710,10 +711,8 @@ static void lease_owner_tell(node_worker *w, int status, const char *why) {
   send_msg(o, RD__MSG_TYPE__MSG_LEASE_LOST, &m.base, -1);
 }
 
-static void worker_tell_exit(node_worker *w, int64_t status, int sig) {
+static void worker_tell(node_worker *w, const char *word) {
   if (w->told_exit || N.shutting_down) return;
-  char word[400];
-  exit_word(w, status, sig, word, sizeof(word));
   if (w->state == W_LEASED && !w->actor && !w->kill_why[0]) {
     w->told_exit = 1;
     lease_owner_tell(w, RD_EWORKER_DIED, word);
@@ -725,13 +724,19 @@ static void worker_tell_exit(node_worker *w, int64_t status, int sig) {
   w->told_exit = 1;
   Rd__LeaseLost m = RD__LEASE_LOST__INIT;
   m.status = RD_EWORKER_DIED;
-  m.error = word;
+  m.error = (char *)word;
   m.actor_id = w->last_actor;
   m.worker_pid = w->pid;
   for (uint32_t i = 0; i < w->ncallers; i++) {
     node_client *c = rd__node_client_by_id(w->callers[i]);
     if (c && !c->dead) send_msg(c, RD__MSG_TYPE__MSG_LEASE_LOST, &m.base, -1);
   }
+}
+
+static void worker_tell_exit(node_worker *w, int64_t status, int sig) {
+  char word[400];
+  exit_word(w, status, sig, word, sizeof(word));
+  worker_tell(w, word);
 }
 
 /* c was given a socket to the actor w runs (a link's bridged callers are
@@ -3574,7 +3579,10 @@ static void client_drop(node_client *c, const char *why) {
         snprintf(why, sizeof(why), "its worker process closed its connection to the node");
       actor_worker_gone(w->actor, why);
     }
-    if (!ended && w->state != W_DEAD && w->pid > 0) kill(w->pid, SIGKILL);  /* a worker without a conn is useless */
+    if (!ended && w->state != W_DEAD && w->pid > 0) {   /* a worker without a conn is useless */
+      kill(w->pid, SIGKILL);
+      worker_tell(w, "was stopped by its node: it closed its connection to the node");
+    }
     if (!ended && w->state != W_DEAD && !w->stop_why)
       w->stop_why = "stopped by the node: it closed its connection to the node";
     if (w->state == W_LEASED) rd__node_worker_release(w);

@@ -1633,10 +1633,12 @@ static void lease_lost(rd__lease *l, const char *why) {
  * leaves its lease's socket closed and nothing said.  Its node, its
  * parent, learns how it ended and says it (LeaseLost with RD_EWORKER_DIED:
  * "was killed by SIGKILL, most likely by the kernel's OOM killer ..."),
- * usually within a millisecond of the socket's close but after it.  So a
- * lease whose socket broke mid-task with no word yet waits for that word
- * (gone_ns: it takes no new task), up to RD__GONE_WAIT_NS, before its
- * tasks are retried or failed; one that never comes leaves "died". */
+ * usually within a millisecond of the socket's close but after it; an
+ * actor's process, to each caller the node gave a socket to it (LeaseLost
+ * naming the actor and the pid).  So a lease or an actor connection whose
+ * socket broke mid-call with no word yet waits for that word (gone_ns: it
+ * takes no new call and is not polled), up to RD__GONE_WAIT_NS, before its
+ * calls are retried or failed; one that never comes leaves "died". */
 #define RD__GONE_WAIT_NS 2000000000ull
 
 /* l's worker's end, as its node tells it: the first word stands (the
@@ -1688,6 +1690,7 @@ static int gone_due(rd__lease *l, uint64_t now, int64_t *wait_ms) {
 static int leases_gone_due(uint64_t now, int64_t *wait_ms) {
   int ended = 0;
   *wait_ms = -1;
+  if (!G.any_gone) return 0;
 again:
   for (rd__sclass *c = G.leased; c; c = c->lnext)
     for (rd__lease *l = c->leases; l; l = l->next)
@@ -1700,6 +1703,7 @@ again:
       ended++;
       goto again;
     }
+  G.any_gone = *wait_ms >= 0;   /* some still wait (their word, or another path, ends them) */
   return ended;
 }
 
@@ -3220,7 +3224,7 @@ int rd__pump(int64_t timeout_ms) {
       }
       const char *why = dr == RD_EPROTO || l->broken ? "sent a malformed frame" : "died";
       if (dr != 0 && !l->lost_err && l->ninflight > 0 && !l->broken && dr != RD_EPROTO)
-        l->gone_ns = rd__now_ns();   /* its node will say how it ended (on_lease_lost) */
+        l->gone_ns = rd__now_ns(), G.any_gone = 1;   /* its node will say how it ended (on_lease_lost) */
       else if (dr != 0 && l->actor) actor_conn_lost(l, why);
       else if (dr != 0) lease_lost(l, why);
       /* lease lists may have changed: stop here, the next round re-polls */
@@ -5680,7 +5684,7 @@ static void ctx_reset(void) {
   rd__u64map_free(&G.reqs);
   G.nreq = 0;
   memset(G.reqprio, 0, sizeof(G.reqprio));
-  G.reqprio_over = G.any_delayed = G.class_dirty = 0;
+  G.reqprio_over = G.any_delayed = G.any_gone = G.class_dirty = 0;
   G.class_sweep_ns = 0;
   G.classes_unused = 0;
   while (G.actors) {

@@ -213,7 +213,7 @@ struct rd__lease {
   int lost_err;             /* why its worker went away: its own crash report, or its node's word */
   char lost_why[400];
   int lost_node;            /* ... that word came from this node (LeaseLost), not on the lease's socket */
-  uint64_t gone_ns;         /* its socket broke mid-task with no word yet: waiting for the node's (lease_gone) */
+  uint64_t gone_ns;         /* its socket broke mid-task with no word yet: waiting for the node's (gone_due) */
   rd__actor *actor;         /* a connection to an actor, not a lease */
   size_t nbw;               /* MSG_BORROW_GETs from this worker waiting (objects' bwait lists) */
   size_t nholds;            /* kept borrows of objects here by this actor (objects' holds lists) */
@@ -343,6 +343,7 @@ typedef struct rd__ctx {
   int class_dirty;           /* a class may have become unused since */
   size_t classes_unused;     /* unused ones it kept (not for long enough yet) */
   int any_delayed;           /* a class may have delayed retries (the pump looks while set) */
+  int any_gone;              /* a lease or actor connection may wait for its worker's end (gone_ns): the pump looks */
   rd__actor *actors;
   rd__serve *serves;
   Rd__ActorStart *actor_start;   /* worker: become this actor (run the constructor) */

@@ -896,6 +896,15 @@ RD_REMOTE(end_status) {
   _exit(3);
 }
 
+/* Closes every file past stderr (its lease's socket, its node's
+ * connection), as a careless daemonizing library would, and waits. */
+RD_REMOTE(end_closefds) {
+  (void)call;
+  closefrom(3);
+  sleep(30);
+  return 0;
+}
+
 /* The machine's OOM kills so far (/proc/vmstat). */
 static unsigned long long oom_kills_now(void) {
   FILE *f = fopen("/proc/vmstat", "r");
@@ -936,6 +945,10 @@ static int t_exit_word(void) {
   CHECK(strstr(m, "exited with status 3 (its stderr may say why) while running task 'end_status' (attempt 1 of 1)") !=
         NULL);
   CHECK(strstr(m, "its stack is on its stderr") == NULL);
+  /* alive but cut off: its node stops it and says why */
+  crash_message(end_closefds, 0, m, sizeof(m), &pid);
+  CHECK(strstr(m, "was stopped by its node: it closed its connection to the node while running task 'end_closefds' "
+                  "(attempt 1 of 1)") != NULL);
   /* retried: the last attempt's word */
   crash_message(end_status, 2, m, sizeof(m), &pid);
   CHECK(strstr(m, "exited with status 3 (its stderr may say why) while running task 'end_status' (attempt 3 of 3)") !=
