@@ -666,10 +666,13 @@ static int oom_killed(const node_worker *w, int sig, uint64_t *n) {
   return *n > 0;
 }
 
-/* How w ended on its own (not at the node's word), for its owner: said in
- * place of "died" ("worker process (pid 7) was killed by SIGKILL, ... while
- * running task 'f'").  A crash the worker reported itself ("died of
- * SIGSEGV ...", src/stack.c) reaches its owner first and stands. */
+/* How w ended (status, sig), for its lease's owner and its actor's
+ * callers, who say it in place of "died" ("worker process (pid 7) was
+ * killed by SIGKILL, ... while running task 'f'"): the memory monitor's
+ * kill and the node's own stops say so, a SIGKILL from outside names the
+ * kernel's OOM killer when it was at work.  A crash the worker reported
+ * itself ("died of SIGSEGV ...", src/stack.c) reaches its owner first and
+ * stands. */
 static void exit_word(const node_worker *w, int64_t status, int sig, char *buf, size_t len) {
   uint64_t n = 0;
   const char *abbrev = sig ? sigabbrev_np(sig) : NULL;
