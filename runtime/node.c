@@ -636,13 +636,6 @@ static void worker_free(uv_handle_t *h) {
   free(w);
 }
 
-/* An actor's death reason when the memory monitor killed its worker. */
-static int memory_kill_why(const node_worker *w, char *buf, size_t len) {
-  if (!w->kill_why[0]) return 0;
-  snprintf(buf, len, "its worker process (pid %d) was %s", w->pid, w->kill_why);
-  return 1;
-}
-
 /* The kernel's OOM kills since boot (/proc/vmstat's oom_kill: the whole
  * machine's, a cgroup's kills included); 0 when it cannot be read. */
 static uint64_t kernel_oom_kills(void) {
@@ -657,13 +650,17 @@ static uint64_t kernel_oom_kills(void) {
 }
 
 /* Killed by SIGKILL while the kernel's OOM killer was at work (it killed
- * *n processes since w started): most likely one of them.  Its victims
- * are not named anywhere a process can read but the kernel's log. */
-static int oom_killed(const node_worker *w, int sig, uint64_t *n) {
+ * processes since w started): most likely by it, said so into buf ("most
+ * likely by the kernel's OOM killer (...)"), for the owner's word and the
+ * node's record alike.  Its victims are not named anywhere a process can
+ * read but the kernel's log. */
+static int oom_killed(const node_worker *w, int sig, char *buf, size_t len) {
   if (sig != SIGKILL) return 0;
-  uint64_t k = kernel_oom_kills();
-  *n = k > w->oom_base ? k - w->oom_base : 0;
-  return *n > 0;
+  uint64_t k = kernel_oom_kills(), n = k > w->oom_base ? k - w->oom_base : 0;
+  if (!n) return 0;
+  snprintf(buf, len, "most likely by the kernel's OOM killer (it killed %llu process%s for memory while this "
+           "worker ran; dmesg names them)", (unsigned long long)n, n == 1 ? "" : "es");
+  return 1;
 }
 
 /* How w ended (status, sig), for its lease's owner and its actor's
@@ -674,7 +671,7 @@ static int oom_killed(const node_worker *w, int sig, uint64_t *n) {
  * itself ("died of SIGSEGV ...", src/stack.c) reaches its owner first and
  * stands. */
 static void exit_word(const node_worker *w, int64_t status, int sig, char *buf, size_t len) {
-  uint64_t n = 0;
+  char oom[200];
   const char *abbrev = sig ? sigabbrev_np(sig) : NULL;
   const char *stop = w->stop_why;
   if (stop && !strncmp(stop, "stopped by the node: ", 21)) stop += 21;
@@ -682,9 +679,8 @@ static void exit_word(const node_worker *w, int64_t status, int sig, char *buf, 
     snprintf(buf, len, "was %s", w->kill_why);
   else if ((w->node_kill || w->stop_why) && (sig == SIGKILL || (!sig && !status)))
     snprintf(buf, len, "was stopped by its node%s%s", stop ? ": " : "", stop ? stop : "");
-  else if (oom_killed(w, sig, &n))
-    snprintf(buf, len, "was killed by SIGKILL, most likely by the kernel's OOM killer (it killed %llu process%s "
-             "for memory while this worker ran; dmesg names them)", (unsigned long long)n, n == 1 ? "" : "es");
+  else if (oom_killed(w, sig, oom, sizeof(oom)))
+    snprintf(buf, len, "was killed by SIGKILL, %s", oom);
   else if (sig == SIGKILL)
     snprintf(buf, len, "was killed by SIGKILL, not by raydist (a kill -9, or the kernel)");
   else if (sig)
@@ -698,8 +694,7 @@ static void exit_word(const node_worker *w, int64_t status, int sig, char *buf, 
  * when the lease's socket breaks mid-task (client.c).  worker_tell: `word`
  * to its lease's owner, and to the callers of the actor it ran, once;
  * not to the owner of a lease the node ended (told by whoever stopped it,
- * or given back) or the memory monitor's (told first).  worker_tell_exit:
- * how w ended. */
+ * or given back) or the memory monitor's (told first). */
 static void lease_owner_tell(node_worker *w, int status, const char *why) {
   node_client *o = w->lease_owner;
   if (!o || o->dead) return;
@@ -734,12 +729,6 @@ static void worker_tell(node_worker *w, const char *word) {
     node_client *c = rd__node_client_by_id(w->callers[i]);
     if (c && !c->dead) send_msg(c, RD__MSG_TYPE__MSG_LEASE_LOST, &m.base, -1);
   }
-}
-
-static void worker_tell_exit(node_worker *w, int64_t status, int sig) {
-  char word[400];
-  exit_word(w, status, sig, word, sizeof(word));
-  worker_tell(w, word);
 }
 
 /* c was given a socket to the actor w runs (a link's bridged callers are
@@ -790,11 +779,9 @@ static void exited_keep(const node_worker *w, int64_t status, int sig) {
     snprintf(e->detail, sizeof(e->detail), "%s", w->kill_why);
   } else if (sig && (sig != SIGKILL || !(w->stop_why || N.shutting_down))) {
     e->type = "SYSTEM_ERROR";   /* a crash, or a kill from outside the node: what Ray calls a system error */
-    uint64_t n = 0;
-    if (oom_killed(w, sig, &n))
-      snprintf(e->detail, sizeof(e->detail), "killed by signal 9 (Killed), most likely by the kernel's OOM killer "
-               "(it killed %llu process%s for memory while this worker ran; dmesg names them)",
-               (unsigned long long)n, n == 1 ? "" : "es");
+    char oom[200];
+    if (oom_killed(w, sig, oom, sizeof(oom)))
+      snprintf(e->detail, sizeof(e->detail), "killed by signal 9 (Killed), %s", oom);
     else
       snprintf(e->detail, sizeof(e->detail), "killed by signal %d (%s)%s", sig, strsignal(sig),
                w->stop_why ? "" : "; the last lines of its stderr may say why (raydist logs worker --err)");
@@ -831,7 +818,9 @@ static void worker_on_exit(uv_process_t *p, int64_t status, int sig) {
   int expected = N.shutting_down || w->state == W_DYING || (status == 0 && sig == 0);
   rd__log(expected ? RD_LOG_INFO : RD_LOG_WARN, "worker %u (pid %d) exited status %lld signal %d", w->id, w->pid,
           (long long)status, sig);
-  worker_tell_exit(w, status, sig);
+  char word[400];   /* how it ended, for its owner and its actor's callers */
+  exit_word(w, status, sig, word, sizeof(word));
+  worker_tell(w, word);
   if (w->state == W_LEASED) rd__node_worker_release(w);
   if (w->state == W_STARTING && !N.shutting_down) {
     /* it never joined: the job's executable does not run as a worker here
@@ -850,14 +839,10 @@ static void worker_on_exit(uv_process_t *p, int64_t status, int sig) {
   rd__node_worker_state(w, W_DEAD);
   if (w->evicted) N.nevicting--;
   if (w->actor) {
-    char why[420];
-    if (memory_kill_why(w, why, sizeof(why)))
-      ;
-    else if (sig || status) {
-      char word[300];
-      exit_word(w, status, sig, word, sizeof(word));
+    char why[460];
+    if (sig || status)   /* a memory monitor's kill among them */
       snprintf(why, sizeof(why), "its worker process (pid %d) %s", w->pid, word);
-    } else
+    else
       snprintf(why, sizeof(why), "its worker process (pid %d) exited with status 0", w->pid);
     actor_worker_gone(w->actor, why);
   }
@@ -2264,16 +2249,20 @@ static int worker_exit_peek(const node_worker *w, int64_t *status, int *sig) {
   return 0;
 }
 
+/* The worker record of process pid here, or NULL. */
+static node_worker *worker_by_pid(int pid) {
+  for (node_worker *w = N.workers; w && pid > 0; w = w->next)
+    if (w->pid == pid) return w;
+  return NULL;
+}
+
 int rd__node_worker_exit_word(int pid, char *buf, size_t len) {
   int64_t status = 0;
   int sig = 0;
-  for (node_worker *w = N.workers; w && pid > 0; w = w->next)
-    if (w->pid == pid) {
-      if (!worker_exit_peek(w, &status, &sig)) return 0;
-      exit_word(w, status, sig, buf, len);
-      return 1;
-    }
-  return 0;
+  node_worker *w = worker_by_pid(pid);
+  if (!w || !worker_exit_peek(w, &status, &sig)) return 0;
+  exit_word(w, status, sig, buf, len);
+  return 1;
 }
 
 /* rd__node_worker_settle for w. */
@@ -2303,11 +2292,8 @@ static node_actor *actor_named(const char *name) {
 }
 
 void rd__node_worker_settle(int pid) {
-  for (node_worker *w = N.workers; w && pid > 0; w = w->next)
-    if (w->pid == pid) {
-      worker_settle(w);
-      return;
-    }
+  node_worker *w = worker_by_pid(pid);
+  if (w) worker_settle(w);
 }
 
 /* A dead actor recorded here (not a copy hosted for a peer) named `name`
@@ -3570,15 +3556,14 @@ static void client_drop(node_client *c, const char *why) {
     int64_t st = 0;
     int sg = 0;
     const int ended = worker_exit_peek(w, &st, &sg);
-    if (ended) worker_tell_exit(w, st, sg);
+    char word[400];   /* how it ended (the memory monitor's kill says so, ended or not) */
+    if (ended || w->kill_why[0]) exit_word(w, st, sg, word, sizeof(word));
+    if (ended) worker_tell(w, word);
     if (w->actor) {
-      char why[420], word[300];
-      if (memory_kill_why(w, why, sizeof(why)))
-        ;
-      else if (ended && (st || sg)) {
-        exit_word(w, st, sg, word, sizeof(word));
+      char why[460];
+      if (w->kill_why[0] || (ended && (st || sg)))
         snprintf(why, sizeof(why), "its worker process (pid %d) %s", w->pid, word);
-      } else
+      else
         snprintf(why, sizeof(why), "its worker process closed its connection to the node");
       actor_worker_gone(w->actor, why);
     }

@@ -329,7 +329,7 @@ struct node_worker {
   uint64_t idle_since;      /* when it last became idle */
   uint64_t launch_ms, joined_ms;   /* wall clock: started, first ready (0: not yet) */
   uint64_t oom_base;        /* the kernel's OOM kills (/proc/vmstat oom_kill) when it started */
-  int told_exit;            /* its lease's owner or its actor's callers were told how it ended (worker_tell_exit) */
+  int told_exit;            /* its lease's owner or its actor's callers were told how it ended (worker_tell) */
   int node_kill;            /* the node killed its actor (a restart, a graceful kill's deadline) */
   uint32_t *callers;        /* clients here given a socket to its actor: told how it ended */
   uint32_t ncallers, callers_cap;

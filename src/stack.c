@@ -335,12 +335,8 @@ static void on_fatal(int sig, siginfo_t *si, void *ctx) {
     p = put_str(p, end, fatal[k].what);
     *p++ = ')';
     if (si && si->si_code > 0 && sig != SIGABRT) {   /* the kernel's: a fault at an address */
-      static const char hex[] = "0123456789abcdef";
-      uintptr_t a = (uintptr_t)si->si_addr;
-      int nd = 1;
-      while (nd < 16 && (a >> (4 * nd))) nd++;
-      p = put_str(p, end, " at address 0x");
-      for (int i = nd - 1; i >= 0; i--) *p++ = hex[(a >> (4 * i)) & 15];
+      p = put_str(p, end, " at address ");
+      p = put_hex0x(p, (uintptr_t)si->si_addr);
     }
     *p = 0;
     (void)crash_report(cause, ctx, 0);
