@@ -1568,6 +1568,7 @@ void rd__cluster_granted(lease_req *r, node_worker *w, int status, int fd) {
   lg.status = status;
   if (status != 0) {
     lg.error = (char *)rd__node_grant_error(status, w);
+    lg.transient = rd__node_grant_passing(status, w);
   } else {
     cl_chan *ch = chan_new(fd, link, w->lease_id, SIDE_WORKER);
     if (ch) ch->worker = w;
@@ -1857,6 +1858,11 @@ static void on_link_grant(node_client *c, Rd__LinkGrant *m) {
     char buf[400];
     snprintf(buf, sizeof(buf), "node %u: %s", q->target, m->error && *m->error ? m->error : rd_strerror(m->status));
     int status = m->status;
+    if (m->transient) {   /* out of files or memory there: the owner asks again later */
+      rd__node_reply_grant_passing(q->owner, q->owner_req, status, buf);
+      free(q);
+      return;
+    }
     /* its workers cannot start there (or its code cannot be fetched): not the
      * task's fault, so the node is avoided for this job and the owner asks
      * again, to be placed elsewhere (or told that no node can run it) */
@@ -1867,20 +1873,24 @@ static void on_link_grant(node_client *c, Rd__LinkGrant *m) {
     free(q);
     return;
   }
-  int sv[2];
+  /* out of files or memory here: the peer's worker goes back, and the
+   * owner asks again after a backoff (a shortage that may pass) */
+  int sv[2] = {-1, -1};
+  cl_chan *ch = NULL;
+  const char *why = NULL;
+  int status = RD_ESYS;
   if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) != 0) {
-    int err = errno;
+    why = rd__node_sys_error("socketpair failed on the node", errno);
+  } else if (!(ch = chan_new(sv[0], c, m->chan_id, SIDE_OWNER))) {
+    close(sv[1]);
+    why = "node out of memory";
+    status = RD_ENOMEM;
+  }
+  if (!ch) {
     Rd__LinkReturn r = RD__LINK_RETURN__INIT;
     r.chan_id = m->chan_id;
     link_send(c, RD__MSG_TYPE__MSG_LINK_RETURN, &r.base);
-    rd__node_reply_grant(q->owner, q->owner_req, RD_ESYS, rd__node_sys_error("socketpair failed on the node", err));
-    free(q);
-    return;
-  }
-  cl_chan *ch = chan_new(sv[0], c, m->chan_id, SIDE_OWNER);
-  if (!ch) {
-    close(sv[1]);
-    rd__node_reply_grant(q->owner, q->owner_req, RD_ENOMEM, "node out of memory");
+    rd__node_reply_grant_passing(q->owner, q->owner_req, status, why);
     free(q);
     return;
   }

@@ -950,6 +950,8 @@ int rd__open_fds(void) {
   return n - 1;   /* less the directory's own */
 }
 
+int rd__errno_passing(int err) { return err == EMFILE || err == ENFILE || err == ENOMEM || err == ENOBUFS; }
+
 void rd__sys_error(char *out, size_t len, const char *what, int err, const char *who) {
   struct rlimit rl;
   int n = snprintf(out, len, "%s: %s", what, strerror(err));

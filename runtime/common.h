@@ -312,5 +312,8 @@ int rd__open_fds(void);
  * EMFILE or ENFILE ("this process holds N open files; its limit is L:
  * raise it with ulimit -n", whose is `who`) or EAGAIN (processes). */
 void rd__sys_error(char *out, size_t len, const char *what, int err, const char *who);
+/* Is err a shortage that may pass (out of files, memory or buffers), not a
+ * fault that asking again cannot mend? */
+int rd__errno_passing(int err);
 
 #endif

@@ -766,6 +766,16 @@ static void exited_event(const node_exited *e) {
                     e->gcs_job ? ", job " : "", e->gcs_job ? job : "", e->actor ? ", actor " : "",
                     e->actor ? actor : "", oom ? "was " : "died unexpectedly: ", e->detail);
 }
+/* A worker of j failed to start (short: for want of files, processes or
+ * memory, which may pass): counted in a row, and said in the log at most
+ * every 5 s (spawn_said_ns equals spawn_fail_ns when it is to be said). */
+static void spawn_failed(node_job *j, int short_) {
+  const uint64_t now = rd__now_ns();
+  j->spawn_failures++;
+  j->spawn_short = short_;
+  j->spawn_fail_ns = now;
+  if (!j->spawn_said_ns || now - j->spawn_said_ns >= 5000000000ull) j->spawn_said_ns = now;
+}
 
 /* w exited: kept among the last N.exited_max, with Ray's exit type and why
  * (and a cluster event when it crashed). */
@@ -825,8 +835,9 @@ static void worker_on_exit(uv_process_t *p, int64_t status, int sig) {
   if (w->state == W_STARTING && !N.shutting_down) {
     /* it never joined: the job's executable does not run as a worker here
      * (it crashes or exits first); 3 in a row stop the respawning */
-    j->spawn_failures++;
-    if (rd__wall_ms() - N.refused_ms < 15000)   /* its connection refused, likely: the node is out of files */
+    const int refused = rd__wall_ms() - N.refused_ms < 15000;   /* its connection refused, likely: out of files */
+    spawn_failed(j, refused);
+    if (refused)
       snprintf(j->spawn_error, sizeof(j->spawn_error), "%s",
                rd__node_sys_error("the node cannot take its workers' connections", EMFILE));
     else if (sig)
@@ -1028,8 +1039,8 @@ static void worker_spawn(node_job *j) {
     char what[300];
     snprintf(what, sizeof(what), "the node cannot start workers from %s", j->exe);
     snprintf(j->spawn_error, sizeof(j->spawn_error), "%s", rd__node_sys_error(what, -r));   /* and the limit to raise */
-    rd__log(RD_LOG_ERROR, "%s", j->spawn_error);
-    j->spawn_failures++;
+    spawn_failed(j, rd__errno_passing(-r) || -r == EAGAIN);
+    if (j->spawn_said_ns == j->spawn_fail_ns) rd__log(RD_LOG_ERROR, "%s", j->spawn_error);
     uv_close((uv_handle_t *)&w->proc, worker_free);   /* libuv keeps a failed handle until closed */
     return;
   }
@@ -1251,6 +1262,7 @@ static void granted(rd_sched_item *it, const rd_res_grant *g, void *ctx) {
   lg.status = st;
   if (st != 0) {
     lg.error = (char *)rd__node_grant_error(st, w);
+    lg.transient = rd__node_grant_passing(st, w);
   } else {
     lg.lease_id = w->lease_id;
     lg.worker_id = w->id;
@@ -1267,10 +1279,16 @@ const char *rd__node_grant_error(int status, const node_worker *w) {
   return w ? rd__node_sys_error("socketpair failed on the node", sockpair_errno) : "no worker";
 }
 
+/* Is that failure one that may pass (the node out of files or memory)? */
+int rd__node_grant_passing(int status, const node_worker *w) {
+  return w && status == RD_ESYS && rd__errno_passing(sockpair_errno);
+}
+
 /* Fail what waits in q (only job j's requests when j is set): its bundle is
  * gone, or workers of the job cannot be started at all (its executable will
  * not run), so they fail with the reason instead of waiting forever. */
-static void fail_queue_job(rd_sched_queue *q, int status, const char *why, const node_job *j, int elsewhere) {
+static void fail_queue_job(rd_sched_queue *q, int status, const char *why, const node_job *j, int elsewhere,
+                           int passing) {
   for (rd_sched_item *it = q->head, *next; it; it = next) {
     next = it->next;
     lease_req *r = it->data;
@@ -1286,6 +1304,8 @@ static void fail_queue_job(rd_sched_queue *q, int status, const char *why, const
       char buf[460];
       snprintf(buf, sizeof(buf), "placed again: %s", why);
       rd__node_reply_grant(r->owner, r->req_id, RD_EAGAIN, buf);
+    } else if (passing) {
+      rd__node_reply_grant_passing(r->owner, r->req_id, status, why);
     } else {
       rd__node_reply_grant(r->owner, r->req_id, status, why);
     }
@@ -1294,22 +1314,32 @@ static void fail_queue_job(rd_sched_queue *q, int status, const char *why, const
   }
 }
 
-static void fail_queue(rd_sched_queue *q, int status, const char *why) { fail_queue_job(q, status, why, NULL, 0); }
+static void fail_queue(rd_sched_queue *q, int status, const char *why) { fail_queue_job(q, status, why, NULL, 0, 0); }
 
-/* elsewhere: local owners' task leases are told to ask again instead */
-static void fail_job_queued(node_job *j, int status, const char *why, int elsewhere) {
-  fail_queue_job(&N.queue, status, why, j, elsewhere);
-  for (node_bundle *b = N.bundles; b; b = b->next) fail_queue_job(&b->queue, status, why, j, 0);
+/* elsewhere: local owners' task leases are told to ask again instead;
+ * passing: a shortage that may pass, so owners ask again after a backoff */
+static void fail_job_queued(node_job *j, int status, const char *why, int elsewhere, int passing) {
+  fail_queue_job(&N.queue, status, why, j, elsewhere, passing);
+  for (node_bundle *b = N.bundles; b; b = b->next) fail_queue_job(&b->queue, status, why, j, 0, passing);
+}
+
+/* Workers of j that can take a task: alive or starting, and not an actor's. */
+static int task_workers(const node_job *j) {
+  int n = 0;
+  for (const node_worker *w = N.workers; w; w = w->next)
+    n += w->job == j && !w->actor && w->state != W_DYING && w->state != W_DEAD;
+  return n;
 }
 
 /* A request of c (a client, or a peer node's link) failed before it was
  * queued, or while it waited. */
-void rd__node_reply_grant(node_client *c, uint64_t req_id, int status, const char *err) {
+static void reply_grant(node_client *c, uint64_t req_id, int status, const char *err, int passing) {
   if (c->role == ROLE_LINK) {
     Rd__LinkGrant lg = RD__LINK_GRANT__INIT;
     lg.req_id = req_id;
     lg.status = status;
     lg.error = (char *)err;
+    lg.transient = passing;
     send_msg(c, RD__MSG_TYPE__MSG_LINK_GRANT, &lg.base, -1);
     return;
   }
@@ -1317,7 +1347,18 @@ void rd__node_reply_grant(node_client *c, uint64_t req_id, int status, const cha
   lg.req_id = req_id;
   lg.status = status;
   lg.error = (char *)err;
+  lg.transient = passing;
   send_msg(c, RD__MSG_TYPE__MSG_LEASE_GRANT, &lg.base, -1);
+}
+
+void rd__node_reply_grant(node_client *c, uint64_t req_id, int status, const char *err) {
+  reply_grant(c, req_id, status, err, 0);
+}
+
+/* ... with a failure that may pass (out of files or memory): the owner asks
+ * again after a backoff instead of failing what waits */
+void rd__node_reply_grant_passing(node_client *c, uint64_t req_id, int status, const char *err) {
+  reply_grant(c, req_id, status, err, 1);
 }
 
 /* Queue a lease request of c (a client, or a peer's link) for the node's
@@ -1404,15 +1445,18 @@ static void dispatch(void) {
       worker_spawn(j);
       if (N.nworkers == before) break;
     }
-    /* its workers cannot be started (3 failures in a row): what waits fails */
-    if (j->spawn_failures >= 3 && j->want > 0 && j->nworkers == 0) {
+    /* its workers cannot be started (3 failures in a row) and none it has
+     * can take a task (its actors' hold the node's files, say): what waits
+     * fails, or, for a shortage that may pass, its owner asks again later */
+    if (j->spawn_failures >= 3 && j->want > 0 && !task_workers(j)) {
       char why[400];
       snprintf(why, sizeof(why), "%s", j->spawn_error);
       j->spawn_failures = 0;   /* a later request tries again */
-      rd__cluster_event("RAYLET", "ERROR", 0, NULL, "Workers for %s cannot start on this node: %s; what waits for one here "
-                        "fails, or goes to another node.", j->exe, why);
+      if (j->spawn_said_ns == j->spawn_fail_ns)
+        rd__cluster_event("RAYLET", "ERROR", 0, NULL, "Workers for %s cannot start on this node: %s; what waits for one "
+                          "here fails, or goes to another node.", j->exe, why);
       /* in a cluster, other nodes may run it: this one is avoided for the job */
-      fail_job_queued(j, RD_ESYS, why, rd__cluster_avoid(j, j->env, 0, why));
+      fail_job_queued(j, RD_ESYS, why, rd__cluster_avoid(j, j->env, 0, why), j->spawn_short);
     } else if (j->spawn_failures >= 3 && j->want_actors > 0) {
       /* the job's workers run, but no more start (the node's open files,
        * processes or memory are spent, or they die before joining): a task
@@ -4526,13 +4570,17 @@ static void on_tick(uv_timer_t *t) {
   /* a job whose last worker start failed (out of files or processes) tries
    * again each tick while requests wait for a worker: no other event may
    * come to dispatch them, and the third failure in a row settles what
-   * waits (dispatch) */
-  for (node_job *j = N.jobs; j; j = j->next)
+   * waits (dispatch).  After three, while its own task workers are busy
+   * and requests wait for more, once a second (files may be free again) */
+  uint64_t now = rd__now_ns();
+  for (node_job *j = N.jobs; j; j = j->next) {
+    if (j->spawn_failures >= 3 && j->want > j->nstarting && now - j->spawn_fail_ns >= 1000000000ull)
+      j->spawn_failures = 2;   /* one more try */
     if (j->spawn_failures > 0 && j->spawn_failures < 3 && j->want > j->nstarting) {
       dispatch();
       break;
     }
-  uint64_t now = rd__now_ns();
+  }
   /* an actor that fits the node but not what is free now waits, like a task;
    * say so once, with what it asks for and what is free, instead of silence */
   for (node_actor *a = N.actors; a; a = a->next) {

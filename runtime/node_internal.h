@@ -77,8 +77,11 @@ typedef struct node_job {
   int nworkers, nidle, nstarting;   /* its workers (alive), idle, starting */
   int want;                 /* dispatch: requests that fit but found no idle worker */
   int want_actors;          /* ... of which actor placements */
-  int spawn_failures;       /* in a row: 3 with no worker alive fail its requests */
+  int spawn_failures;       /* in a row: 3 with no worker to take a task fail its requests */
   char spawn_error[400];
+  int spawn_short;          /* ... the last was a shortage that may pass (files, processes, memory) */
+  uint64_t spawn_fail_ns;   /* ... when (the tick tries again each second while requests wait) */
+  uint64_t spawn_said_ns;   /* its failure was last logged (every 5 s at most) */
   int ready_seen;           /* a worker of it joined: ready_ms is its launch-to-join time */
   uint64_t ready_ms;
   uint64_t quiet_since;     /* no driver, and every worker idle, since (ns; 0: busy) */
@@ -489,6 +492,7 @@ void rd__job_hold_seek_each(void (*cb)(void *arg, const rd_resources *res, const
 int rd__job_hold_infeasible(const rd_resources *res, char *why, size_t len);
 void rd__node_flush_all(void);
 const char *rd__node_grant_error(int status, const node_worker *w);
+int rd__node_grant_passing(int status, const node_worker *w);
 /* "what: strerror(err)", with the limit to raise when err is EMFILE or
  * ENFILE (open files, and how many the node holds) or EAGAIN (processes);
  * a static buffer, valid until the next call (the loop's thread). */
@@ -567,6 +571,7 @@ void rd__node_worker_settle(int pid);
  * exiting), 0 when it has not or is not known here. */
 int rd__node_worker_exit_word(int pid, char *buf, size_t len);
 void rd__node_reply_grant(node_client *c, uint64_t req_id, int status, const char *err);
+void rd__node_reply_grant_passing(node_client *c, uint64_t req_id, int status, const char *err);
 /* Jobs: the record for exe (made, with argv, when there is none; NULL when
  * out of memory); the job of a client (NULL: a link, or a driver whose
  * hello named no executable); a worker's change of state (keeps the

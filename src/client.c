@@ -1382,7 +1382,7 @@ static int lease_push(rd__lease *l, rd__task *t) {
 }
 
 static void lease_request(rd__sclass *c) {
-  if (c->req_id || G.dead) return;
+  if (c->req_id || G.dead || c->ask.after_ns) return;   /* asked, or backing off (ask_backoff) */
   Rd__LeaseRequest m = RD__LEASE_REQUEST__INIT;
   rd__res_msg rm;
   rd__res_to_msg(&c->res, &rm);
@@ -2142,6 +2142,34 @@ static void fd_missing_why(char *out, size_t len, const char *what) {
     snprintf(out, len, "%s: the node's reply came without it", what);
 }
 
+/* A failure to get a worker that may pass (this process or its node out of
+ * files or memory): back off before asking again, 50 ms doubled per failure
+ * up to 1 s.  live: something else runs what waits meanwhile (a class's
+ * other lease), so the run of failures starts over.  Returns 1 when the
+ * failures have gone on for RAYDIST_LEASE_RETRY_MS with nothing to run what
+ * waits: it fails, and the next failure starts a new run. */
+static int ask_backoff(rd__ask_backoff *b, int live, const char *what, const char *why) {
+  const uint64_t now = rd__now_ns();
+  if (live || !b->since_ns) b->since_ns = now;
+  if (now - b->since_ns >= G.ask_retry_ns) {
+    *b = (rd__ask_backoff){0};
+    return 1;
+  }
+  if (b->n++ == 0)
+    rd__log(RD_LOG_WARN, "%s: %s; asking again (for up to %.1f s)", what, why, (double)G.ask_retry_ns / 1e9);
+  const uint64_t d = 50000000ull << (b->n <= 5 ? b->n - 1 : 5);
+  b->after_ns = now + (d < 1000000000ull ? d : 1000000000ull);
+  G.any_backoff = 1;
+  return 0;
+}
+
+/* Has c a lease that can take its queued tasks? */
+static int class_live(const rd__sclass *c) {
+  for (const rd__lease *l = c->leases; l; l = l->next)
+    if (!l->yielding && !l->retired && !l->gone_ns) return 1;
+  return 0;
+}
+
 static void on_lease_grant(Rd__LeaseGrant *m, int fd) {
   rd__sclass *c = m->req_id ? class_req_done(m->req_id) : NULL;
   if (!c) {                      /* nobody asked (any more): hand it back */
@@ -2158,33 +2186,46 @@ static void on_lease_grant(Rd__LeaseGrant *m, int fd) {
     class_dispatch(c);
     return;
   }
-  if (m->status != 0 || fd < 0) {
+  rd__lease *l = m->status == 0 && fd >= 0 ? calloc(1, sizeof(*l)) : NULL;
+  if (!l) {
     if (fd >= 0) close(fd);
     int err = m->status ? m->status : RD_ESYS;
     char why[400];
-    if (m->status == 0) {   /* granted, but its socket did not come: the worker goes back (and is not reused) */
+    if (m->status == 0) {   /* granted, but its socket did not come (or no room for it here): the worker goes back */
       Rd__LeaseReturn lr = RD__LEASE_RETURN__INIT;
       lr.lease_id = m->lease_id;
-      lr.worker_lost = 1;
+      lr.worker_lost = 1;   /* its end of the socket is closed: not reused */
       rd__conn_send(&G.daemon, RD__MSG_TYPE__MSG_LEASE_RETURN, &lr.base, -1);
-      fd_missing_why(why, sizeof(why), "cannot take the socket to its worker");
+      if (fd >= 0) {
+        err = RD_ENOMEM;
+        snprintf(why, sizeof(why), "out of memory for a lease");
+      } else {
+        fd_missing_why(why, sizeof(why), "cannot take the socket to its worker");
+      }
     } else {
       snprintf(why, sizeof(why), "%s", m->error && *m->error ? m->error : rd_strerror(err));
     }
+    /* out of files or memory here or on the node: queued tasks wait for
+     * the class's other leases, or for the shortage to pass */
+    const int passing = m->status == 0 || m->transient;
+    char what[160];
+    snprintf(what, sizeof(what), "cannot get a worker for '%s'", c->qhead ? c->qhead->func : "?");
+    if (passing && !ask_backoff(&c->ask, class_live(c), what, why)) {
+      class_dispatch(c);   /* to the leases it has; asks again once the backoff is over */
+      return;
+    }
+    double asked = passing ? (double)G.ask_retry_ns / 1e9 : 0;
     while (c->qhead) {
       rd__task *t = c->qhead;
       c->qhead = t->next;
       c->qlen--;
-      task_fail(t, err, "cannot schedule '%s': %s", t->func, why);
+      if (passing) task_fail(t, err, "cannot schedule '%s': %s (asked again for %.1f s)", t->func, why, asked);
+      else task_fail(t, err, "cannot schedule '%s': %s", t->func, why);
     }
     c->qtail = NULL;
     return;
   }
-  rd__lease *l = calloc(1, sizeof(*l));
-  if (!l) {
-    close(fd);
-    return;
-  }
+  c->ask = (rd__ask_backoff){0};
   l->lease_id = m->lease_id;
   l->worker_pid = m->worker_pid;
   l->node = m->node;
@@ -2248,7 +2289,7 @@ static void actor_dispatch(rd__actor *a) {
     }
     return;
   }
-  if (a->state == AH_IDLE && a->qhead && !G.dead) {
+  if (a->state == AH_IDLE && a->qhead && !G.dead && !a->ask.after_ns) {
     Rd__ActorConnect m = RD__ACTOR_CONNECT__INIT;
     a->connect_req = ++G.next_req;
     m.req_id = a->connect_req;
@@ -2287,17 +2328,26 @@ static void on_actor_connect_reply(Rd__ActorConnectReply *m, int fd) {
     return;
   }
   a->connect_req = 0;
-  if (m->status == 0 && fd < 0) {
-    /* the actor lives, but its socket did not come: the calls waiting
-     * fail with why, and a later call asks again */
-    char why[400];
-    fd_missing_why(why, sizeof(why), "cannot take the socket to the actor");
-    rd__log(RD_LOG_ERROR, "actor %llu: %s", (unsigned long long)a->id, why);
+  rd__lease *l = m->status == 0 && fd >= 0 ? calloc(1, sizeof(*l)) : NULL;
+  if (m->status == 0 && !l) {
+    /* the actor lives, but its socket did not come (or no room for it
+     * here): the calls wait and it is asked again, or they fail with why
+     * once that has gone on for RAYDIST_LEASE_RETRY_MS */
+    char why[400], what[64];
+    if (fd >= 0) {
+      close(fd);
+      snprintf(why, sizeof(why), "out of memory for the connection to the actor");
+    } else {
+      fd_missing_why(why, sizeof(why), "cannot take the socket to the actor");
+    }
+    snprintf(what, sizeof(what), "actor %llu", (unsigned long long)a->id);
     a->state = AH_IDLE;
+    if (!ask_backoff(&a->ask, 0, what, why)) return;
+    rd__log(RD_LOG_ERROR, "actor %llu: %s", (unsigned long long)a->id, why);
     for (rd__task *t; (t = a->qhead);) {
       a->qhead = t->next;
       a->qlen--;
-      task_fail(t, RD_ESYS, "%s", why);
+      task_fail(t, fd >= 0 ? RD_ENOMEM : RD_ESYS, "%s (asked again for %.1f s)", why, (double)G.ask_retry_ns / 1e9);
     }
     a->qtail = NULL;
     return;
@@ -2312,12 +2362,7 @@ static void on_actor_connect_reply(Rd__ActorConnectReply *m, int fd) {
     actor_dispatch(a);
     return;
   }
-  rd__lease *l = calloc(1, sizeof(*l));
-  if (!l) {
-    close(fd);
-    a->state = AH_IDLE;
-    return;
-  }
+  a->ask = (rd__ask_backoff){0};
   l->worker_pid = m->worker_pid;
   l->actor = a;
   rd__conn_init(&l->conn, fd);
@@ -3060,6 +3105,32 @@ static void on_task_list_ask(const Rd__TaskListAsk *m) {
   free(a.res);
 }
 
+/* Is b's backoff over (then it is cleared)?  Else *wait (ms, -1 none) is
+ * lowered to when it will be. */
+static int ask_due(rd__ask_backoff *b, uint64_t now, int64_t *wait) {
+  if (!b->after_ns) return 0;
+  if (b->after_ns <= now) {
+    b->after_ns = 0;
+    return 1;
+  }
+  int64_t ms = (int64_t)((b->after_ns - now) / 1000000) + 1;
+  if (*wait < 0 || ms < *wait) *wait = ms;
+  return 0;
+}
+
+/* Classes and actors whose backoff after a failure that may pass is over
+ * ask again (ask_backoff); returns ms until the next is due (-1: none). */
+static int64_t asks_due(uint64_t now) {
+  int64_t wait = -1;
+  G.any_backoff = 0;   /* set again by a backoff begun meanwhile */
+  for (rd__sclass *c = G.classes; c; c = c->next)
+    if (ask_due(&c->ask, now, &wait)) class_dispatch(c);
+  for (rd__actor *a = G.actors; a; a = a->next)
+    if (ask_due(&a->ask, now, &wait)) actor_dispatch(a);
+  if (wait >= 0) G.any_backoff = 1;
+  return wait;
+}
+
 /* One round: flush, poll up to timeout_ms, handle what arrived.  Called with
  * the mutex held; it is dropped while this thread sits in poll(). */
 int rd__pump(int64_t timeout_ms) {
@@ -3115,6 +3186,10 @@ int rd__pump(int64_t timeout_ms) {
     if (ms >= 0 && (delay_wait < 0 || ms < delay_wait)) delay_wait = ms;
   }
   G.any_delayed = any_delayed;
+  if (G.any_backoff) {
+    int64_t ms = asks_due(now);
+    if (ms >= 0 && (delay_wait < 0 || ms < delay_wait)) delay_wait = ms;
+  }
   int64_t ost_wait = -1;   /* ms until the owner's next report is due */
   ost_report(now, 0, &ost_wait);
   int64_t gone_wait;   /* ms until a lease stops waiting for its worker's end */
@@ -5684,7 +5759,7 @@ static void ctx_reset(void) {
   rd__u64map_free(&G.reqs);
   G.nreq = 0;
   memset(G.reqprio, 0, sizeof(G.reqprio));
-  G.reqprio_over = G.any_delayed = G.any_gone = G.class_dirty = 0;
+  G.reqprio_over = G.any_delayed = G.any_gone = G.any_backoff = G.class_dirty = 0;
   G.class_sweep_ns = 0;
   G.classes_unused = 0;
   while (G.actors) {
@@ -5851,6 +5926,9 @@ int rd_init(const rd_config *cfg_in) {
   e = getenv("RAYDIST_TASK_OOM_RETRY_DELAY_MS");
   double oom_ms = e && *e ? atof(e) : 1000.0;
   G.oom_delay_ns = oom_ms >= 0 && oom_ms <= 6e4 ? (uint64_t)(oom_ms * 1e6) : 1000000000ull;
+  e = getenv("RAYDIST_LEASE_RETRY_MS");
+  double ask_ms = e && *e ? atof(e) : 10000.0;
+  G.ask_retry_ns = ask_ms >= 0 && ask_ms <= 3.6e6 ? (uint64_t)(ask_ms * 1e6) : 10000000000ull;
   G.wakefd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
   if (rd__u64map_init(&G.objs, 1024) != 0 || rd__u64map_init(&G.reqs, 64) != 0 || G.wakefd < 0) {
     ctx_reset();

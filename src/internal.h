@@ -127,6 +127,17 @@ typedef struct rd__sclass rd__sclass;
 typedef struct rd__lease rd__lease;
 typedef struct rd__actor rd__actor;
 
+/* Asking again for a worker after a failure that may pass (this process or
+ * its node out of files or memory): not before after_ns (50 ms doubled per
+ * failure up to 1 s); what waits fails once the failures have gone on for
+ * RAYDIST_LEASE_RETRY_MS since since_ns with nothing else to run it
+ * (client.c, ask_backoff). */
+typedef struct {
+  uint64_t after_ns;        /* 0: ask when needed */
+  uint64_t since_ns;        /* the first failure of this run (0: none) */
+  int n;                    /* failures in a row */
+} rd__ask_backoff;
+
 struct rd__task {
   uint64_t task_id;
   const char *func;
@@ -182,6 +193,7 @@ struct rd__sclass {
   rd__lease *leases;
   int nleases;
   uint64_t req_id;          /* outstanding lease request, 0 = none */
+  rd__ask_backoff ask;      /* lease requests after a failure that may pass */
   struct {                  /* service time per task of the class's last functions (the pipeline depth) */
     const char *func;
     uint64_t ewma_ns;       /* 0 = unknown */
@@ -230,6 +242,7 @@ struct rd__actor {
   rd__task *qhead, *qtail;
   size_t qlen;
   uint64_t connect_req;
+  rd__ask_backoff ask;      /* connects after a failure that may pass */
   int max_task_retries;
   uint32_t concurrency;     /* calls it runs at once (ActorConnectReply; 0: not told, 1) */
   int lost_pid;             /* the incarnation whose socket broke last */
@@ -344,6 +357,7 @@ typedef struct rd__ctx {
   size_t classes_unused;     /* unused ones it kept (not for long enough yet) */
   int any_delayed;           /* a class may have delayed retries (the pump looks while set) */
   int any_gone;              /* a lease or actor connection may wait for its worker's end (gone_ns): the pump looks */
+  int any_backoff;           /* a class or actor may wait to ask again (ask.after_ns): the pump looks */
   rd__actor *actors;
   rd__serve *serves;
   Rd__ActorStart *actor_start;   /* worker: become this actor (run the constructor) */
@@ -354,6 +368,7 @@ typedef struct rd__ctx {
   uint64_t lease_idle_ns;
   int oom_retries;              /* RAYDIST_TASK_OOM_RETRIES: OOM retries beyond max_retries, -1 no limit */
   uint64_t oom_delay_ns;        /* RAYDIST_TASK_OOM_RETRY_DELAY_MS: the first backoff, doubled per kill */
+  uint64_t ask_retry_ns;        /* RAYDIST_LEASE_RETRY_MS: how long failures that may pass are asked past */
   uint64_t spin_ns;             /* busy-poll this long before sleeping in poll() */
   uint64_t last_wait_ns;        /* how long the last pump waited for something */
   /* the progress thread (client.c): pumps for a process that is busy

@@ -3059,14 +3059,37 @@ static int t_exit_word_actor(void) {
   return 0;
 }
 
+/* Fills this process's open files: its soft limit lowered to what it holds
+ * plus a little, and that room taken (fill[], *n of them).  The node
+ * raises its own limit and has room: only this process is short. */
+static void fds_fill(struct rlimit *was, int *fill, int *n) {
+  CHECK_EQ(getrlimit(RLIMIT_NOFILE, was), 0);
+  int held = 0;
+  DIR *d = opendir("/proc/self/fd");
+  for (struct dirent *e; d && (e = readdir(d));) held += e->d_name[0] != '.';
+  if (d) closedir(d);
+  struct rlimit low = *was;
+  low.rlim_cur = (rlim_t)held + 64;   /* a little room, filled below (the holes too) */
+  CHECK_EQ(setrlimit(RLIMIT_NOFILE, &low), 0);
+  *n = 0;
+  while (*n < 200 && (fill[*n] = dup(0)) >= 0) (*n)++;
+  CHECK(*n < 200 && errno == EMFILE);
+}
+
+static void fds_free(const struct rlimit *was, int *fill, int *n) {
+  while (*n > 0) close(fill[--*n]);
+  CHECK_EQ(setrlimit(RLIMIT_NOFILE, was), 0);
+}
+
 /* A driver out of open files: the socket the node passes for a new actor
- * connection or task lease cannot arrive (the kernel drops it).  The calls
- * waiting on it fail with RD_ESYS and the limit to raise (the actor stays
- * alive, the granted worker goes back), and once files are free again the
- * same actor and function run.  The node itself raises its limit and has
- * room: only this process is short (its soft limit lowered to what it
- * holds). */
+ * connection or task lease cannot arrive (the kernel drops it).  That may
+ * pass, so the driver asks again (50 ms doubled up to 1 s) for
+ * RAYDIST_LEASE_RETRY_MS (here 1.5 s): a shortage that lasts fails the
+ * calls waiting with RD_ESYS and the limit to raise (the actor stays
+ * alive, the granted workers go back); one that passes in time loses
+ * nothing: the same actor and function run once files are free. */
 static int t_fd_exhausted(void) {
+  setenv("RAYDIST_LEASE_RETRY_MS", "1500", 1);
   init_or_die(NULL);
   rd_actor a1, a2;
   CHECK_EQ(rd_actor_create(Where, NULL, 0, NULL, &a1), 0);
@@ -3074,41 +3097,53 @@ static int t_fd_exhausted(void) {
   rd_ref r;
   CHECK_EQ(rd_actor_call(a1, Where_pid, NULL, 0, NULL, &r), 0);   /* a1 connected before */
   long pid1 = get_long(r);
-  struct rlimit was, low;
-  CHECK_EQ(getrlimit(RLIMIT_NOFILE, &was), 0);
-  int held = 0;
-  DIR *d = opendir("/proc/self/fd");
-  for (struct dirent *e; d && (e = readdir(d));) held += e->d_name[0] != '.';
-  if (d) closedir(d);
-  low = was;
-  low.rlim_cur = (rlim_t)held + 64;   /* a little room, filled below (the holes too) */
-  CHECK_EQ(setrlimit(RLIMIT_NOFILE, &low), 0);
-  int fill[200], nfill = 0;
-  while (nfill < 200 && (fill[nfill] = dup(0)) >= 0) nfill++;
-  CHECK(nfill < 200 && errno == EMFILE);
+  struct rlimit was;
+  int fill[200], nfill;
+  fds_fill(&was, fill, &nfill);
+  double t0 = now_s();
   rd_buf b;
   CHECK_EQ(rd_actor_call(a2, Where_pid, NULL, 0, NULL, &r), 0);
-  int st = rd_get(&r, 1, &b, 30000);
   long v = 1;
   rd_ref t;
   CHECK_EQ(rd_submit(add_one, RD_ARGS(rd_arg_bytes(&v, sizeof(v))), NULL, &t), 0);
+  int st = rd_get(&r, 1, &b, 30000);
   rd_buf tb;
   int tst = rd_get(&t, 1, &tb, 30000);
+  double took = now_s() - t0;
   CHECK_EQ(get_long_ok(a1), pid1);   /* a connected actor goes on */
-  while (nfill > 0) close(fill[--nfill]);
-  CHECK_EQ(setrlimit(RLIMIT_NOFILE, &was), 0);
-  printf("actor: %s\ntask: %s\n", st ? (const char *)b.data : "ok", tst ? (const char *)tb.data : "ok");
+  /* a shortage that passes: the calls wait, and run once files are free */
+  rd_ref r2, t2;
+  CHECK_EQ(rd_actor_call(a2, Where_pid, NULL, 0, NULL, &r2), 0);
+  CHECK_EQ(rd_submit(add_one, RD_ARGS(rd_arg_bytes(&v, sizeof(v))), NULL, &t2), 0);
+  rd_buf b2, tb2;
+  int st2 = rd_get(&r2, 1, &b2, 400);
+  int tst2 = rd_get(&t2, 1, &tb2, 1);
+  fds_free(&was, fill, &nfill);
+  printf("after %.2f s: actor: %s\ntask: %s\n", took, st ? (const char *)b.data : "ok", tst ? (const char *)tb.data : "ok");
   CHECK_EQ(st, RD_ESYS);
   CHECK(strstr((const char *)b.data, "cannot take the socket to the actor: Too many open files (the limit on this "
                                      "process's open files is ") != NULL);
   CHECK(strstr((const char *)b.data, "raise it with ulimit -n") != NULL);
+  CHECK(strstr((const char *)b.data, "(asked again for 1.5 s)") != NULL);
   CHECK_EQ(tst, RD_ESYS);
   CHECK(strstr((const char *)tb.data, "cannot schedule 'add_one': cannot take the socket to its worker: Too many open "
                                       "files") != NULL);
+  CHECK(strstr((const char *)tb.data, "(asked again for 1.5 s)") != NULL);
+  CHECK(took >= 1.4);
   rd_buf_release(&b);
   rd_buf_release(&tb);
   rd_ref_release(r);
   rd_ref_release(t);
+  CHECK_EQ(st2, RD_ETIMEDOUT);   /* waiting, not failed */
+  CHECK_EQ(tst2, RD_ETIMEDOUT);
+  CHECK_EQ(rd_get(&r2, 1, &b2, 30000), 0);
+  CHECK(*(const long *)b2.data > 0);
+  CHECK_EQ(rd_get(&t2, 1, &tb2, 30000), 0);
+  CHECK_EQ(*(const long *)tb2.data, 2);
+  rd_buf_release(&b2);
+  rd_buf_release(&tb2);
+  rd_ref_release(r2);
+  rd_ref_release(t2);
   /* room again: the same actor (alive) and the function run */
   CHECK_EQ(rd_actor_call(a2, Where_pid, NULL, 0, NULL, &r), 0);
   CHECK(get_long(r) > 0);
@@ -3117,14 +3152,79 @@ static int t_fd_exhausted(void) {
   return 0;
 }
 
+/* Marks that it runs (kv key held-PID), then sleeps the ms it is given. */
+RD_REMOTE(held_sleep) {
+  rd_buf a;
+  if (rd_arg(call, 0, &a)) return rd_call_fail(call, "args");
+  long ms;
+  memcpy(&ms, a.data, sizeof(ms));
+  char key[64];
+  snprintf(key, sizeof(key), "held-%d", (int)getpid());
+  if (rd_kv_put(key, "1", 1, 1) != 0) return rd_call_fail(call, "kv put");
+  usleep((useconds_t)(ms * 1000));
+  return rd_return_bytes(call, 0, &ms, sizeof(ms));
+}
+
+/* A driver out of open files while a lease of the class runs a task: the
+ * lease it asks for beside it cannot arrive, but that lease takes the
+ * queued tasks once free, so none fails, however long the shortage lasts
+ * (RAYDIST_LEASE_RETRY_MS is 300 ms here; before, every queued task of
+ * the class failed at the first dropped socket). */
+static int t_fd_exhausted_leased(void) {
+  setenv("RAYDIST_LEASE_RETRY_MS", "300", 1);
+  init_or_die(NULL);
+  long ms = 1500;
+  rd_ref first;
+  CHECK_EQ(rd_submit(held_sleep, RD_ARGS(rd_arg_bytes(&ms, sizeof(ms))), NULL, &first), 0);
+  size_t nkeys = 0;
+  for (int i = 0; i < 3000 && nkeys == 0; i++) {   /* it runs: its lease is here */
+    char **keys = NULL;
+    CHECK_EQ(rd_kv_keys("held-", &keys, &nkeys), 0);
+    free(keys);
+    if (!nkeys) usleep(10000);
+  }
+  CHECK_EQ(nkeys, 1);
+  struct rlimit was;
+  int fill[200], nfill;
+  fds_fill(&was, fill, &nfill);
+  enum { N = 4 };
+  rd_ref q[N];
+  ms = 0;
+  for (int i = 0; i < N; i++) CHECK_EQ(rd_submit(held_sleep, RD_ARGS(rd_arg_bytes(&ms, sizeof(ms))), NULL, &q[i]), 0);
+  int ok = 0;
+  for (int i = 0; i < N; i++) {
+    rd_buf b;
+    int st = rd_get(&q[i], 1, &b, 30000);
+    if (st) printf("task %d: %s: %s\n", i, rd_err_name(st), (const char *)b.data);
+    ok += st == 0;
+    rd_buf_release(&b);
+    rd_ref_release(q[i]);
+  }
+  rd_buf b;
+  int st = rd_get(&first, 1, &b, 30000);
+  fds_free(&was, fill, &nfill);
+  printf("%d of %d queued tasks ran while the driver was out of files\n", ok, N);
+  CHECK_EQ(st, 0);
+  CHECK_EQ(ok, N);
+  rd_buf_release(&b);
+  rd_ref_release(first);
+  rd_shutdown();
+  return 0;
+}
+
 /* A node out of open files (its hard limit, which it cannot raise, is
  * low): of 40 actors some start and answer, the others fail with the limit
  * to raise (they waited for ever before, with "waited 5 s for
- * resources"); none hangs.  Once actors are killed and files free again, a
- * new actor starts. */
+ * resources"); none hangs.  A task then, for which no worker can start
+ * (the job's workers are its actors'), is asked for again for
+ * RAYDIST_LEASE_RETRY_MS (4 s here) and fails with the limit to raise
+ * (before: it waited for ever, and once files were free failed with the
+ * old words instead of running).  Once actors are killed and files free
+ * again, a task waiting runs and a new actor starts. */
 static int t_node_fd_exhausted(void) {
   struct rlimit low = {96, 96};
   CHECK_EQ(setrlimit(RLIMIT_NOFILE, &low), 0);   /* this process's and its node's (inherited) */
+  setenv("RAYDIST_LEASE_RETRY_MS", "4000", 1);
   init_or_die(NULL);
   enum { N = 40 };
   rd_actor a[N];
@@ -3175,9 +3275,33 @@ static int t_node_fd_exhausted(void) {
   printf("connection %d refused\n", nconn);
   CHECK(refused);
   while (nconn > 0) close(conns[--nconn]);
+  long v = 1;
+  rd_ref t1, t2;
+  rd_buf tb;
+  double t0 = now_s();
+  CHECK_EQ(rd_submit(add_one, RD_ARGS(rd_arg_bytes(&v, sizeof(v))), NULL, &t1), 0);
+  int tst = rd_get(&t1, 1, &tb, 60000);
+  double took = now_s() - t0;
+  printf("task after %.2f s: %s: %s\n", took, rd_err_name(tst), tst && tst != RD_ETIMEDOUT ? (const char *)tb.data : "");
+  CHECK_EQ(tst, RD_ESYS);
+  CHECK(strstr((const char *)tb.data, "cannot schedule 'add_one': the node cannot start workers from ") != NULL);
+  CHECK(strstr((const char *)tb.data, "Too many open files (the node holds ") != NULL);
+  CHECK(strstr((const char *)tb.data, "(asked again for 4.0 s)") != NULL);
+  CHECK(took >= 3.9);
+  rd_buf_release(&tb);
+  rd_ref_release(t1);
+  CHECK_EQ(rd_submit(add_one, RD_ARGS(rd_arg_bytes(&v, sizeof(v))), NULL, &t2), 0);
+  CHECK_EQ(rd_get(&t2, 1, &tb, 300), RD_ETIMEDOUT);   /* waits while files are short */
   int killed = 0;   /* the live ones at least (a dead one may refuse) */
   for (int i = 0; i < N; i++) killed += rd_actor_kill(a[i], 1) == 0;
   CHECK(killed >= ok);
+  /* files come free as the actors' workers go: the task waiting runs */
+  tst = rd_get(&t2, 1, &tb, 60000);
+  if (tst) printf("task after the kills: %s: %s\n", rd_err_name(tst), tst != RD_ETIMEDOUT ? (const char *)tb.data : "");
+  CHECK_EQ(tst, 0);
+  CHECK_EQ(*(const long *)tb.data, 2);
+  rd_buf_release(&tb);
+  rd_ref_release(t2);
   /* the node's files come free as the workers go: a new actor starts */
   int started = 0;
   for (int tries = 0; tries < 50 && !started; tries++) {
@@ -4054,7 +4178,7 @@ static int t_app_metrics(void) {
 static const rd_test_case tests[] = {
     {"many_tasks", t_many_tasks},   {"chain", t_chain},       {"big_objects", t_big_objects},
     {"spill", t_spill}, {"spill_background", t_spill_background}, {"owner_gone", t_owner_gone},             {"store_full", t_store_full}, {"gpu_packing", t_gpu_packing},
-    {"infeasible", t_infeasible},   {"crash_retry", t_crash_retry}, {"crash_report", t_crash_report}, {"crash_report_actor", t_crash_report_actor}, {"exit_word", t_exit_word}, {"exit_word_actor", t_exit_word_actor}, {"kernel_oom", t_kernel_oom}, {"fd_exhausted", t_fd_exhausted}, {"tmpdir", t_tmpdir}, {"node_fd_exhausted", t_node_fd_exhausted}, {"timeouts", t_timeouts},
+    {"infeasible", t_infeasible},   {"crash_retry", t_crash_retry}, {"crash_report", t_crash_report}, {"crash_report_actor", t_crash_report_actor}, {"exit_word", t_exit_word}, {"exit_word_actor", t_exit_word_actor}, {"kernel_oom", t_kernel_oom}, {"fd_exhausted", t_fd_exhausted}, {"fd_exhausted_leased", t_fd_exhausted_leased}, {"tmpdir", t_tmpdir}, {"node_fd_exhausted", t_node_fd_exhausted}, {"timeouts", t_timeouts},
     {"priority", t_priority},       {"malformed", t_malformed}, {"shutdown_clean", t_shutdown_clean}, {"killed_driver_clean", t_killed_driver_clean}, {"stack_local", t_stack_local}, {"state_local", t_state_local}, {"killed_driver_child", t_killed_driver_child},
     {"threads", t_threads},         {"spawn_fails", t_spawn_fails}, {"spawn_fails_child", t_spawn_fails_child},
     {"workers_crash_at_start", t_workers_crash_at_start}, {"workers_trim", t_workers_trim},
