@@ -1565,8 +1565,7 @@ static void lease_lost(rd__lease *l, const char *why) {
   int l_err = l->lost_err;
   char l_why[400];
   snprintf(l_why, sizeof(l_why), "%s", l->lost_why);
-  const int reported = why && l_err == RD_EWORKER_DIED && !l->lost_node &&   /* the worker's own report */
-                       (!strncmp(l_why, "died of ", 8) || strstr(l_why, "(exit() called)"));
+  const int reported = why && l_err == RD_EWORKER_DIED && !l->lost_node;   /* the worker's own report */
   why = death_word(l, why, l_why, sizeof(l_why));
   if (why == l_why) l_err = 0;   /* taken as the word, not an error of its own */
   lease_return_ex(l, 1);
@@ -2566,7 +2565,7 @@ static void handle_lease_frame(rd__lease *l, const rd__frame *f) {
     }
     if (e) {
       l->lost_err = e->status;
-      l->lost_node = 0;
+      l->lost_node = !e->own;   /* a remote worker's node's word, unless its own report */
       snprintf(l->lost_why, sizeof(l->lost_why), "%s", e->message ? e->message : "");
       protobuf_c_message_free_unpacked(&e->base, NULL);
       return;

@@ -224,7 +224,7 @@ struct rd__lease {
   int yielding;             /* its node asked for it back (fair share): no new tasks, return when idle */
   int lost_err;             /* why its worker went away: its own crash report, or its node's word */
   char lost_why[400];
-  int lost_node;            /* ... that word came from this node (LeaseLost), not on the lease's socket */
+  int lost_node;            /* ... that word is a node's (LeaseLost, or a remote worker's node's Error), not its own report */
   uint64_t gone_ns;         /* its socket broke mid-task with no word yet: waiting for the node's (gone_due) */
   rd__actor *actor;         /* a connection to an actor, not a lease */
   size_t nbw;               /* MSG_BORROW_GETs from this worker waiting (objects' bwait lists) */

@@ -150,6 +150,7 @@ int rd__worker_crash_tell(const char *why) {
   Rd__Error e = RD__ERROR__INIT;
   e.status = RD_EWORKER_DIED;
   e.message = (char *)why;
+  e.own = 1;
   size_t n = rd__error__get_packed_size(&e);
   if (n > sizeof(frame) - RD_FRAME_HDR) return 0;
   uint32_t len = (uint32_t)rd__error__pack(&e, frame + RD_FRAME_HDR);
