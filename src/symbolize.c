@@ -6,12 +6,14 @@
  * -rdynamic shows as `prog(+0x12bf)`, and so do the static functions of any
  * object.  The full symbol table (.symtab, there unless the file was
  * stripped) names them.  rd__sym_prepare, called when the crash handler
- * is installed, notes where the program and libraydist are loaded; the
- * first frame to name maps the file read-only and finds its .symtab, and
- * each frame is looked up there (a linear scan of the function symbols).
- * Only open, fstat, mmap, close and plain memory reads once prepared, so
- * the fatal-signal handler may call it.  Frames of other objects (libc,
- * ...) and of stripped files are left to backtrace_symbols_fd.  (A
+ * is installed, notes where the program and the shared objects loaded
+ * then (libraydist, a user's own libraries) are; the first frame in one
+ * maps its file read-only and finds its .symtab, and each frame is looked
+ * up there (a linear scan of the function symbols).  Only open, fstat,
+ * mmap, close and plain memory reads once prepared, so the fatal-signal
+ * handler may call it.  Frames of stripped files (Debian's libc), and of
+ * objects loaded later (dlopen) or past the first RD_SYM_OBJS, are left
+ * to backtrace_symbols_fd.  (A
  * `raydist stack` dump is named with file and line by its node, with
  * addr2line: runtime/stack_dump.c.) */
 
@@ -37,13 +39,15 @@ typedef struct sym_obj {
   size_t strs_len;
 } sym_obj;
 
-static sym_obj objs[2];   /* the program, and libraydist when a shared object */
+#define RD_SYM_OBJS 32
+static sym_obj objs[RD_SYM_OBJS];   /* the program first, then shared objects */
 static int nobjs, walked;
 
-/* dl_iterate_phdr's: the first object is the program; arg is an address
- * in libraydist. */
+/* dl_iterate_phdr's: the first object is the program; the others are
+ * noted by the path they were loaded from (none: the vdso, named without one). */
 static int note_obj(struct dl_phdr_info *info, size_t size, void *arg) {
   (void)size;
+  (void)arg;
   int prog = walked++ == 0;
   uintptr_t lo = UINTPTR_MAX, hi = 0;
   for (int i = 0; i < info->dlpi_phnum; i++) {
@@ -53,13 +57,13 @@ static int note_obj(struct dl_phdr_info *info, size_t size, void *arg) {
     if (a < lo) lo = a;
     if (a + ph->p_memsz > hi) hi = a + ph->p_memsz;
   }
-  int ours = (uintptr_t)arg >= lo && (uintptr_t)arg < hi;
-  if ((prog || ours) && lo < hi && nobjs < 2) {
+  const char *name = info->dlpi_name ? info->dlpi_name : "";
+  if ((prog || strchr(name, '/')) && lo < hi && nobjs < RD_SYM_OBJS) {
     sym_obj *o = &objs[nobjs];
     memset(o, 0, sizeof(*o));
-    ssize_t n = prog ? readlink("/proc/self/exe", o->path, sizeof(o->path) - 1) : (ssize_t)strlen(info->dlpi_name);
+    ssize_t n = prog ? readlink("/proc/self/exe", o->path, sizeof(o->path) - 1) : (ssize_t)strlen(name);
     if (n > 0 && (size_t)n < sizeof(o->path)) {
-      if (!prog) memcpy(o->path, info->dlpi_name, (size_t)n);
+      if (!prog) memcpy(o->path, name, (size_t)n);
       o->path[n] = 0;
       o->is_prog = prog;
       o->bias = info->dlpi_addr;
@@ -68,12 +72,12 @@ static int note_obj(struct dl_phdr_info *info, size_t size, void *arg) {
       nobjs++;
     }
   }
-  return ours;   /* libraydist comes after the program: done */
+  return 0;
 }
 
 void rd__sym_prepare(void) {
   if (walked) return;
-  (void)dl_iterate_phdr(note_obj, (void *)(uintptr_t)rd__sym_prepare);
+  (void)dl_iterate_phdr(note_obj, NULL);
 }
 
 /* Maps o's file and finds its .symtab (async-signal-safe syscalls only). */

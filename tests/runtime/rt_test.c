@@ -836,6 +836,8 @@ static int worker_err_has(long pid, const char *want, char *text, size_t len) {
   return worker_err_has_then(pid, want, NULL, text, len);
 }
 
+RD_REMOTE_DECLARE(crash_in_userlib);   /* rt_userlib.c */
+
 static int t_crash_report(void) {
   init_or_die(NULL);
   char m[600], want[300], text[16384];
@@ -852,6 +854,13 @@ static int t_crash_report(void) {
   /* the task's own function, static in a program without -rdynamic, named
    * from the program's symbol table (symbolize.c) */
   CHECK(strstr(stack, "rt_test(crash_always_impl+0x") != NULL);
+  /* and a function of a user's shared library, static too (its frame may
+   * be its cold part: userlib_deep.cold) */
+  crash_message(crash_in_userlib, 0, m, sizeof(m), &pid);
+  snprintf(want, sizeof(want), "*** raydist worker %ld: died of SIGABRT (Aborted) while running task "
+           "'crash_in_userlib' (", pid);
+  CHECK(worker_err_has_then(pid, want, "librt_userlib.so(userlib_deep", text, sizeof(text)));
+  CHECK(strstr(strstr(text, want), "librt_userlib.so(crash_in_userlib_impl+0x") != NULL);
   crash_message(crash_exit, 0, m, sizeof(m), &pid);
   CHECK(strstr(m, "exited with status 7 (exit() called) while running task 'crash_exit' (attempt 1 of 1)") != NULL);
   snprintf(want, sizeof(want), "*** raydist worker %ld: exited with status 7 (exit() called) while running task "
