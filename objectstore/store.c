@@ -1162,8 +1162,9 @@ int rd_store_owner_add(rd_store *s, uint64_t id, uint32_t client) {
   obj *o = rd__u64map_get(&s->objs, id);
   if (o == NULL || o->deleted)
     return RD_ENOENT;
-  if (!o->sealed)
-    return RD_ESTATE;
+  /* unsealed: its seal may come after the hand-over (the maker seals on its
+   * own connection; the caller hands over on another); aborted, it goes
+   * with its co-owners (destroy) */
   int k = co_find(o, client);
   if (k >= 0) {
     o->co[k].count++;

@@ -101,8 +101,10 @@ size_t rd_store_delete_range(rd_store *s, uint64_t lo, uint64_t hi);
 /* Co-owners (rd_return_refs): a task hands an object it made over to its
  * caller, who then holds it as well as its maker (the client its id names).
  * The object goes when neither holds it any more.
- *   rd_store_owner_add: client holds the sealed object `id` once more
- *     (RD_ENOENT, RD_ESTATE not sealed, RD_ENOMEM).
+ *   rd_store_owner_add: client holds the object `id` once more; it may
+ *     not be sealed yet (the hand-over can come before its seal, on another
+ *     connection), and goes for every holder if it is aborted instead
+ *     (RD_ENOENT, RD_ENOMEM).
  *   rd_store_owner_drop: client lets go: its maker (`maker`) for good, a
  *     co-owner once; deleted when nobody holds it (RD_ENOENT, RD_EINVAL when
  *     client does not co-own it).

@@ -269,8 +269,7 @@ static void test_co_owners(void) {
   CHECK_EQ(rd_store_is_owner(s, w + 4, 6), 1);
   CHECK_EQ(rd_store_is_owner(s, w + 4, 5), 0);
   CHECK_EQ(rd_store_is_owner(s, w + 1, 6), 0);
-  CHECK_EQ(rd_store_create(s, w + 1000, 64, 9, &off), 0);
-  CHECK_EQ(rd_store_owner_add(s, w + 1000, 5), RD_ESTATE);   /* not sealed */
+  CHECK_EQ(rd_store_create(s, w + 1000, 64, 9, &off), 0);   /* unsealed, nobody else's */
   CHECK_EQ(rd_store_owner_add(s, w + 5000, 5), RD_ENOENT);
   CHECK_EQ(rd_store_owner_drop(s, w + 1, 5, 0), RD_EINVAL);   /* not a co-owner */
 
@@ -299,6 +298,41 @@ static void test_co_owners(void) {
   CHECK_EQ(rd_store_owner_gone(s, 6), 0);
   rd_store_get_stats(s, &st);
   CHECK_EQ(st.num_objects, 0);
+  rd_store_close(s);
+}
+
+/* A hand-over may reach the store before its object's seal (the maker
+ * seals on its own connection, its caller hands over on another): the
+ * co-owner holds it from then on; sealed, it stays past its maker; aborted
+ * (its maker died before sealing), it goes for every holder. */
+static void test_co_owner_unsealed(void) {
+  rd_store *s;
+  rd_store_config cfg = {.capacity = 1 * MiB};
+  rd_store_stats st;
+  uint64_t off, size;
+  CHECK_EQ(rd_store_open(&s, &cfg), 0);
+  const uint64_t id = (9ull << 32) | 1, id2 = (9ull << 32) | 2;
+  CHECK_EQ(rd_store_create(s, id, 64, 9, &off), 0);
+  CHECK_EQ(rd_store_owner_add(s, id, 5), 0);
+  CHECK_EQ(rd_store_is_owner(s, id, 5), 1);
+  CHECK_EQ(rd_store_get(s, id, &off, &size), RD_EAGAIN);   /* not readable before its seal */
+  CHECK_EQ(rd_store_seal(s, id), 0);
+  CHECK_EQ(rd_store_release(s, id), 0);   /* the maker's pin */
+  CHECK_EQ(rd_store_owner_drop(s, id, 9, 1), 0);   /* the maker lets go: the co-owner keeps it */
+  CHECK_EQ(rd_store_get(s, id, &off, &size), 0);
+  CHECK_EQ(size, 64);
+  CHECK_EQ(rd_store_release(s, id), 0);
+  CHECK_EQ(rd_store_owner_drop(s, id, 5, 0), 0);
+  CHECK_EQ(rd_store_get(s, id, &off, &size), RD_ENOENT);
+  CHECK_EQ(rd_store_create(s, id2, 64, 9, &off), 0);
+  CHECK_EQ(rd_store_owner_add(s, id2, 5), 0);
+  rd_store_abort_client(s, 9);   /* its maker died before sealing it */
+  CHECK_EQ(rd_store_get(s, id2, &off, &size), RD_ENOENT);
+  CHECK_EQ(rd_store_is_owner(s, id2, 5), 0);
+  CHECK_EQ(rd_store_owner_gone(s, 5), 0);
+  rd_store_get_stats(s, &st);
+  CHECK_EQ(st.num_objects, 0);
+  CHECK_EQ(st.used, 0);
   rd_store_close(s);
 }
 
@@ -1051,6 +1085,7 @@ int main(void) {
   test_delete_pinned();
   test_delete_range();
   test_co_owners();
+  test_co_owner_unsealed();
   test_abort_client();
   test_spill();
   test_no_spill_dir();
