@@ -67,6 +67,7 @@
  * 0.1 + 0.2 + 0.4 s); then it is answered with the failure. */
 #define RD_CL_PULL_TRIES 5
 #define RD_CL_PULL_BACKOFF_NS 50000000ull
+#define RD_CL_UNKNOWN_WAIT_NS 5000000000ull   /* a holder not in the view yet (just joined) is waited for */
 #define RD_CL_LINK_BACKOFF_NS 5000000000ull
 #define RD_CL_PACK_THRESHOLD 0.5          /* hybrid policy: pack here below this utilisation */
 
@@ -207,6 +208,7 @@ typedef struct cl_fail {
   uint64_t at;
   int tries;          /* pulls that failed in a row */
   int transient;      /* the holder may yet serve it (not "no such object", not a dead node) */
+  uint64_t unknown_since;   /* the holder has not been in this node's view since then (0: it is) */
   char why[200];
   struct cl_fail *next;
 } cl_fail;
@@ -686,16 +688,28 @@ static void chan_update_poll(cl_chan *ch) {
   }
 }
 
+/* A worker's side of ch broke (its socket closed, or a write to it
+ * failed): how the worker ended, for its owner or caller, as its node
+ * knows it (the word kept at its exit, or its exit now), else `dflt`. */
+static const char *chan_worker_why(cl_chan *ch, char *word, size_t len, const char *dflt) {
+  if (ch->side != SIDE_WORKER) return dflt;
+  if (ch->actor_pid) rd__node_worker_settle(ch->actor_pid);   /* its death reaches the record node first */
+  if (ch->exit_word) return ch->exit_word;
+  if (rd__node_worker_exit_word(ch->worker ? ch->worker->pid : ch->actor_pid, word, len)) return word;
+  return dflt;
+}
+
 static void chan_on_io(uv_poll_t *h, int status, int events) {
   cl_chan *ch = h->data;
   if (ch->closed) return;
+  char word[300];
   if (status < 0) {
-    chan_close(ch, RD_EWORKER_DIED, "died (its bridged socket failed)", 1);
+    chan_close(ch, RD_EWORKER_DIED, chan_worker_why(ch, word, sizeof(word), "died (its bridged socket failed)"), 1);
     return;
   }
   if (events & UV_WRITABLE) {
     if (rd__conn_flush(&ch->conn) < 0) {
-      chan_close(ch, RD_EWORKER_DIED, "died (its bridged socket closed)", 1);
+      chan_close(ch, RD_EWORKER_DIED, chan_worker_why(ch, word, sizeof(word), "died (its bridged socket closed)"), 1);
       return;
     }
   }
@@ -709,17 +723,10 @@ static void chan_on_io(uv_poll_t *h, int status, int events) {
           rd__node_flush_all();
           return;
         }
-        /* an actor's worker that died: its death goes to the actor's
-         * record node before this close, which its caller sees first */
-        if (ch->actor_pid) rd__node_worker_settle(ch->actor_pid);
-        /* how the worker ended, when it has, for the owner or caller */
-        char word[300];
-        const char *why = ch->side == SIDE_WORKER ? "died" : "owner closed";
-        if (ch->side == SIDE_WORKER && ch->exit_word)
-          why = ch->exit_word;
-        else if (ch->side == SIDE_WORKER &&
-                 rd__node_worker_exit_word(ch->worker ? ch->worker->pid : ch->actor_pid, word, sizeof(word)))
-          why = word;
+        /* how the worker ended, when it has, for the owner or caller (an
+         * actor's death goes to its record node before this close, which
+         * its caller sees first) */
+        const char *why = chan_worker_why(ch, word, sizeof(word), ch->side == SIDE_WORKER ? "died" : "owner closed");
         chan_close(ch, ch->side == SIDE_WORKER ? RD_EWORKER_DIED : 0, why, 1);
         return;
       }
@@ -2910,9 +2917,10 @@ int rd__cluster_handle_frame(node_client *c, const rd__frame *f) {
       cl_chan *ch = chan_find(c, d2->chan_id);
       if (ch && d2->type > 0 && d2->type <= 0xffff) {
         if (ch->side == SIDE_OWNER && d2->type == RD__MSG_TYPE__MSG_TASK_REPLY && ch->inflight > 0) ch->inflight--;
+        char word[300];   /* a call sent to a worker that has died: how it ended */
         if (rd__conn_send_raw(&ch->conn, (uint16_t)d2->type, d2->payload.data, d2->payload.len) != 0 ||
             rd__conn_flush(&ch->conn) < 0)
-          chan_close(ch, RD_EWORKER_DIED, "died (its bridged socket closed)", 1);
+          chan_close(ch, RD_EWORKER_DIED, chan_worker_why(ch, word, sizeof(word), "died (its bridged socket closed)"), 1);
         else
           chan_update_poll(ch);
       }
@@ -3087,7 +3095,7 @@ void rd__cluster_client_dropped(node_client *c) {
     if (ch->closed) continue;
     if (ch->link == c) {
       char why[160];
-      snprintf(why, sizeof(why), "node %u died or its link broke while running the task", peer);
+      snprintf(why, sizeof(why), "node %u died or its link broke", peer);   /* the owner says what it ran */
       chan_close(ch, RD_ENODE_DIED, why, 0);
     } else if (ch->owner == c) {
       chan_owner_gone(ch, "owner left");
@@ -3307,12 +3315,29 @@ void rd__cluster_prefetch(const uint64_t *ids, const uint32_t *nodes, size_t n, 
       tries = f->tries;
       C.pull_retries++;
     }
+    uint64_t unknown_since = f ? f->unknown_since : 0;
     if (f) fail_forget(ids[i]);
     const rd_gcs_node *nd = view_find(nodes[i]);
-    if (!nd || nd->state != RD_GCS_NODE_ALIVE) {
+    if (!nd) {
+      /* not in this node's view at all: most likely a node that joined
+       * since the view came (the owner, whose node placed work there, knows
+       * it first), so looked for again each tick (a transient failure that
+       * does not count as a try) until RD_CL_UNKNOWN_WAIT_NS have passed.
+       * Before, a task here given an object made on a node that had just
+       * joined failed with "node died" */
+      const uint64_t now = rd__now_ns();
+      if (!unknown_since) unknown_since = now;
+      const int waiting = now - unknown_since < RD_CL_UNKNOWN_WAIT_NS;
       char why[200];
-      snprintf(why, sizeof(why), "object %llx was held on node %u, which %s", (unsigned long long)ids[i], nodes[i],
-               nd ? "died" : "is not in the cluster");
+      snprintf(why, sizeof(why), "object %llx was held on node %u, which is not in the cluster%s",
+               (unsigned long long)ids[i], nodes[i], waiting ? " (yet)" : " (not seen for 5 s)");
+      fail_record(ids[i], RD_ENODE_DIED, why, 1, waiting);
+      if (C.fails && C.fails->oid == ids[i]) C.fails->unknown_since = unknown_since;
+      continue;
+    }
+    if (nd->state != RD_GCS_NODE_ALIVE) {
+      char why[200];
+      snprintf(why, sizeof(why), "object %llx was held on node %u, which died", (unsigned long long)ids[i], nodes[i]);
       fail_record(ids[i], RD_ENODE_DIED, why, tries + 1, 0);
       continue;
     }

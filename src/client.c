@@ -1602,8 +1602,9 @@ static void lease_lost(rd__lease *l, const char *why) {
         if (t->stream && l_err == RD_ENODE_DIED) stream_rewind(t->stream);
         t->retries_left--;
         t->attempt++;
-        rd__log(RD_LOG_WARN, "worker pid %d %s while running '%s'; retrying (attempt %d of %d)", pid,
-                l_err ? l_why : why, t->func, t->attempt + 1, t->max_retries + 1);
+        /* its node's word ("node 3 died or its link broke") or its own ("was killed by ...") */
+        rd__log(RD_LOG_WARN, "worker pid %d%s %s while running '%s'; retrying (attempt %d of %d)", pid,
+                l_err == RD_ENODE_DIED ? ":" : "", l_err ? l_why : why, t->func, t->attempt + 1, t->max_retries + 1);
       }
       t->next = NULL;
       *rtail = t;

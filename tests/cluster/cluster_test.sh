@@ -2474,6 +2474,10 @@ print(logs)
 assert j["status"] == "SUCCEEDED" and "the job's actor on c: ran as" in logs, j
 PY
     ;;
+  join_fresh)
+    # nodes (127.0.0.20-23) join while the driver runs; stopped with the rest
+    RD_RAYDIST="$R" "$T" join_fresh || fail "join_fresh"
+    ;;
   *)
     "$T" "$CASE" || fail "$CASE"
     ;;
