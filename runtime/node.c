@@ -3600,6 +3600,10 @@ static void client_drop(node_client *c, const char *why) {
     int64_t st = 0;
     int sg = 0;
     const int ended = worker_exit_peek(w, &st, &sg);
+    /* ending, though its exit is not to be seen yet (a loaded machine: its
+     * threads still exiting after 200 ms): said at its reaping, not as a
+     * stop by this node (which a SIGKILL from outside was, under load) */
+    const int exiting = ended || w->pid <= 0 || pid_exiting(w->pid);
     char word[400];   /* how it ended (the memory monitor's kill says so, ended or not) */
     if (ended || w->kill_why[0]) exit_word(w, st, sg, word, sizeof(word));
     if (ended) worker_tell(w, word);
@@ -3607,16 +3611,17 @@ static void client_drop(node_client *c, const char *why) {
       char why[460];
       if (w->kill_why[0] || (ended && (st || sg)))
         snprintf(why, sizeof(why), "its worker process (pid %d) %s", w->pid, word);
+      else if (exiting && !ended)
+        snprintf(why, sizeof(why), "its worker process (pid %d) ended", w->pid);
       else
         snprintf(why, sizeof(why), "its worker process closed its connection to the node");
       actor_worker_gone(w->actor, why);
     }
-    if (!ended && w->state != W_DEAD && w->pid > 0) {   /* a worker without a conn is useless */
+    if (!exiting && w->state != W_DEAD) {   /* a worker without a conn is useless */
       kill(w->pid, SIGKILL);
       worker_tell(w, "was stopped by its node: it closed its connection to the node");
+      if (!w->stop_why) w->stop_why = "stopped by the node: it closed its connection to the node";
     }
-    if (!ended && w->state != W_DEAD && !w->stop_why)
-      w->stop_why = "stopped by the node: it closed its connection to the node";
     if (w->state == W_LEASED) rd__node_worker_release(w);
     if (w->state != W_DEAD) rd__node_worker_state(w, W_DYING);   /* until its exit callback */
   }
