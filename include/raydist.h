@@ -626,7 +626,9 @@ typedef struct rd_actor_opts {
   int priority;               /* placement priority, as for tasks */
   /* Placement on a multi-node cluster, as for tasks (rd_task_opts): also
    * used for every restart, so a hard affinity to a node that died ends the
-   * actor with RD_ENODE_DIED. */
+   * actor (rd_actor_create fails with RD_ENODE_DIED; a restart's calls with
+   * RD_EACTOR_DIED and "node affinity: node 3 is dead", or "cannot be
+   * reached" when its link broke just before). */
   int strategy;
   uint32_t node;
   int soft;

@@ -958,9 +958,13 @@ static uint32_t place(const Rd__LeaseRequest *m, const rd_resources *res, const 
       return 0;
     }
     if (!m->soft) {
-      *err = n && n->state == RD_GCS_NODE_ALIVE ? RD_EINFEASIBLE : RD_ENODE_DIED;
+      /* alive in the view, but its link broke a moment ago: most likely dead */
+      const int unreachable = n && t != C.index && n->state == RD_GCS_NODE_ALIVE && !node_usable(n);
+      *err = n && n->state == RD_GCS_NODE_ALIVE && !unreachable ? RD_EINFEASIBLE : RD_ENODE_DIED;
       if (!n) snprintf(why, whylen, "node affinity: node %u is not in the cluster", t);
       else if (n->state != RD_GCS_NODE_ALIVE) snprintf(why, whylen, "node affinity: node %u is dead", t);
+      else if (unreachable)
+        snprintf(why, whylen, "node affinity: node %u cannot be reached (its link broke; it may have died)", t);
       else if (!tmatch)
         snprintf(why, whylen, "node affinity: node %u does not match the label selector '%s'", t, sel);
       else snprintf(why, whylen, "node affinity: node %u cannot satisfy the request", t);
@@ -1011,10 +1015,9 @@ static uint32_t place(const Rd__LeaseRequest *m, const rd_resources *res, const 
   }
   if (nc == 0) {
     *err = RD_EINFEASIBLE;
-    snprintf(why, whylen,
-             "request {CPU: %g, GPU: %g, memory: %lld%s} can never be satisfied: no live node in the cluster has it",
-             rd_res_to_double(res->cpu), rd_res_to_double(res->gpu), (long long)res->memory,
-             res->ncustom ? ", custom resources" : "");
+    char want[300];
+    rd_res_format(res, want, sizeof(want));   /* its custom resources by name */
+    snprintf(why, whylen, "request %s can never be satisfied: no live node in the cluster has it", want);
     return 0;
   }
   /* here: what is free once the requests already queued here are served

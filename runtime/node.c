@@ -1510,12 +1510,10 @@ static void on_lease_request(node_client *c, Rd__LeaseRequest *m) {
     return;
   }
   if (!rd_res_feasible(&N.ledger, &res)) {
-    char buf[256];
-    snprintf(buf, sizeof(buf),
-             "request {CPU: %g, GPU: %g, memory: %lld} can never be satisfied: the node has {CPU: %g, GPU: %g, memory: %lld}%s",
-             rd_res_to_double(res.cpu), rd_res_to_double(res.gpu), (long long)res.memory,
-             rd_res_to_double(N.ledger.total.cpu), rd_res_to_double(N.ledger.total.gpu),
-             (long long)N.ledger.total.memory, res.ncustom ? " (or lacks a custom resource asked for)" : "");
+    char buf[700], want[300], has[300];
+    rd_res_format(&res, want, sizeof(want));   /* custom resources by name */
+    rd_res_format(&N.ledger.total, has, sizeof(has));
+    snprintf(buf, sizeof(buf), "request %s can never be satisfied: the node has %s", want, has);
     lg.status = RD_EINFEASIBLE;
     lg.error = buf;
     send_msg(c, RD__MSG_TYPE__MSG_LEASE_GRANT, &lg.base, -1);
