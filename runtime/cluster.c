@@ -2485,6 +2485,19 @@ static void on_link_actor_connected(node_client *c, Rd__LinkActorConnected *m) {
     return;
   }
   node_actor *rec = rd__node_actor_find(q->actor_id);
+  if (caller && m->status == RD_EACTOR_DIED && rec && !rd__node_actor_hosted(rec) && rec->state != A_ALIVE) {
+    /* its host's copy died: this record, told of it first on the same
+     * link, answers (waits for the restart, or says the death in its own
+     * words: "actor A died: on node 2: ...; no restarts left"), not the
+     * host's bare "its worker process ... was killed" */
+    Rd__ActorConnect ask = RD__ACTOR_CONNECT__INIT;
+    ask.req_id = q->caller_req;
+    ask.actor_id = q->actor_id;
+    ask.dead_pid = q->dead_pid;
+    rd__node_actor_connect(caller, &ask);
+    free(q);
+    return;
+  }
   if (rec && rec->host && m->status == 0) rec->host_pid = m->worker_pid;
   int sv[2] = {-1, -1};
   if (m->status == 0 && (!caller || socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) != 0)) {

@@ -2381,6 +2381,14 @@ static void actor_conn_lost(rd__lease *l, const char *why) {
   int pid = l->worker_pid;
   char said[400];
   why = death_word(l, why, said, sizeof(said));
+  /* its node died or the link to it broke (a caller on another node): that
+   * node's word, after a colon ("...: node 3 died or its link broke") */
+  const char *sep = " ";
+  if (why && why != said && l->lost_err == RD_ENODE_DIED && l->lost_why[0]) {
+    snprintf(said, sizeof(said), "%s", l->lost_why);
+    why = said;
+    sep = ": ";
+  }
   lease_drop_borrows(l);
   lease_drop_holds(l);
   rd__conn_close(&l->conn);
@@ -2401,8 +2409,8 @@ static void actor_conn_lost(rd__lease *l, const char *why) {
       *rt = t;
       rt = &t->next;
     } else {
-      task_fail(t, RD_EACTOR_DIED, "actor %llu (worker pid %d) %s while running '%s' (max_task_retries=%d)",
-                (unsigned long long)a->id, pid, why, t->func, a->max_task_retries);
+      task_fail(t, RD_EACTOR_DIED, "actor %llu (worker pid %d)%s%s while running '%s' (max_task_retries=%d)",
+                (unsigned long long)a->id, pid, sep, why, t->func, a->max_task_retries);
     }
     t = next;
   }

@@ -1777,10 +1777,33 @@ static int t_actor_node_death(void) {
   if ((uint32_t)w[0] == b) ip = "127.0.0.2";
   if ((uint32_t)w[0] == c) ip = "127.0.0.3";
   CHECK(ip != NULL);
+  /* and one beside it with no restarts or retries, running a call as the
+   * node dies: the call says the node's word */
+  rd_actor_opts_init(&ao);
+  ao.strategy = RD_STRATEGY_NODE_AFFINITY;
+  ao.node = (uint32_t)w[0];
+  rd_actor lone;
+  CHECK_EQ(rd_actor_create(Tally, RD_NO_ARGS, &ao, &lone), 0);
+  long wl[2];
+  actor_where(lone, wl);
+  CHECK_EQ(wl[0], w[0]);
+  const char never[] = "/nonexistent/raydist-never";
+  rd_ref running;
+  CHECK_EQ(rd_actor_call(lone, Tally_wait_file, RD_ARGS(rd_arg_bytes(never, sizeof(never) - 1)), NULL, &running), 0);
+  usleep(300000);
   int pid = node_pid(ip);
   CHECK(pid > 0);
   CHECK_EQ(kill(pid, SIGKILL), 0);
   fprintf(stderr, "killed node %ld (%s), the actor's host\n", w[0], ip);
+  rd_buf rb;
+  CHECK_EQ(rd_get(&running, 1, &rb, 60000), RD_EACTOR_DIED);
+  char want[160];
+  snprintf(want, sizeof(want), "): node %ld died or its link broke while running 'Tally.wait_file' (max_task_retries=0)",
+           w[0]);
+  printf("the call running: %s\n", (const char *)rb.data);
+  CHECK(strstr((const char *)rb.data, want) != NULL);
+  rd_buf_release(&rb);
+  rd_ref_release(running);
   long w2[2];
   actor_where(a, w2);
   printf("actor moved from node %ld to node %ld after %ld restart(s)\n", w[0], w2[0], w2[1]);
