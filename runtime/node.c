@@ -2652,9 +2652,13 @@ void rd__node_actor_connect(node_client *c, const Rd__ActorConnect *m) {
   }
   if (a->state == A_ALIVE && m->dead_pid && a->worker && a->worker->pid == m->dead_pid) {
     /* the caller saw this process's socket break before we saw it exit: it
-     * is dead or broken; make sure, and wait for the restart */
-    a->worker->node_kill = 1;
-    kill(a->worker->pid, SIGKILL);
+     * is dead or broken; make sure, and wait for the restart.  One already
+     * exiting (killed from outside) is not this node's kill: its reaping
+     * says how it ended, not "was stopped by its node" */
+    if (!pid_exiting(a->worker->pid)) {
+      a->worker->node_kill = 1;
+      kill(a->worker->pid, SIGKILL);
+    }
     a->state = A_STARTING;
   }
   if (a->state == A_ALIVE) {
