@@ -3034,7 +3034,13 @@ static void on_obj_handover(node_client *c, Rd__ObjHandover *m) {
 
 static void on_obj_seal(node_client *c, Rd__ObjSeal *m) {
   int st = rd_store_seal(N.store, m->object_id);
-  if (st != 0) rd__log(RD_LOG_WARN, "client %u: seal of %llx: %s", c->id, (unsigned long long)m->object_id, rd_strerror(st));
+  if (st == RD_ENOENT && rd__oid_client(m->object_id) != c->id)
+    /* made for another: its owner let go of it while it was written (the
+     * items of a stream its caller dropped), a race, not a fault */
+    rd__log(RD_LOG_INFO, "client %u: seal of %llx: its owner let go of it first", c->id,
+            (unsigned long long)m->object_id);
+  else if (st != 0)
+    rd__log(RD_LOG_WARN, "client %u: seal of %llx: %s", c->id, (unsigned long long)m->object_id, rd_strerror(st));
   if (st == 0 && N.ngone && owner_is_gone(m->object_id)) {
     rd__log(RD_LOG_INFO, "object %llx was sealed after its owner left: deleted", (unsigned long long)m->object_id);
     (void)rd_store_delete(N.store, m->object_id);   /* freed with the creator's pin */
