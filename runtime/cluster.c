@@ -3202,10 +3202,10 @@ static void fail_forget(uint64_t oid) {
     }
 }
 
-static void fail_record(uint64_t oid, int status, const char *why, int tries, int transient) {
+static cl_fail *fail_record(uint64_t oid, int status, const char *why, int tries, int transient) {
   fail_forget(oid);
   cl_fail *f = calloc(1, sizeof(*f));
-  if (!f) return;
+  if (!f) return NULL;
   f->oid = oid;
   f->status = status;
   f->at = rd__now_ns();
@@ -3214,6 +3214,7 @@ static void fail_record(uint64_t oid, int status, const char *why, int tries, in
   snprintf(f->why, sizeof(f->why), "%s", why);
   f->next = C.fails;
   C.fails = f;
+  return f;
 }
 
 /* A waiting get may still pull it again (then it is not answered yet). */
@@ -3347,8 +3348,8 @@ void rd__cluster_prefetch(const uint64_t *ids, const uint32_t *nodes, size_t n, 
       char why[200];
       snprintf(why, sizeof(why), "object %llx was held on node %u, which is not in the cluster%s",
                (unsigned long long)ids[i], nodes[i], waiting ? " (yet)" : " (not seen for 5 s)");
-      fail_record(ids[i], RD_ENODE_DIED, why, 1, waiting);
-      if (C.fails && C.fails->oid == ids[i]) C.fails->unknown_since = unknown_since;
+      cl_fail *nf = fail_record(ids[i], RD_ENODE_DIED, why, 1, waiting);
+      if (nf) nf->unknown_since = unknown_since;
       continue;
     }
     if (nd->state != RD_GCS_NODE_ALIVE) {

@@ -1669,6 +1669,13 @@ static void on_lease_lost(const Rd__LeaseLost *ll) {
     }
 }
 
+/* Lowers *wait (ms; -1: none yet) to when `due` (ns, after now) comes,
+ * rounded up: the pump sleeps no longer than that. */
+static void wait_until(int64_t *wait, uint64_t due, uint64_t now) {
+  int64_t ms = (int64_t)((due - now) / 1000000) + 1;
+  if (*wait < 0 || ms < *wait) *wait = ms;
+}
+
 /* Does l wait for its node's word past RD__GONE_WAIT_NS?  Then it ends as
  * "died" (1); else *wait_ms is lowered to when it is due. */
 static int gone_due(rd__lease *l, uint64_t now, int64_t *wait_ms) {
@@ -1679,8 +1686,7 @@ static int gone_due(rd__lease *l, uint64_t now, int64_t *wait_ms) {
     else lease_lost(l, "died");
     return 1;
   }
-  int64_t ms = (int64_t)((l->gone_ns + RD__GONE_WAIT_NS - now) / 1000000) + 1;
-  if (*wait_ms < 0 || ms < *wait_ms) *wait_ms = ms;
+  wait_until(wait_ms, l->gone_ns + RD__GONE_WAIT_NS, now);
   return 0;
 }
 
@@ -2804,8 +2810,7 @@ static size_t ost_backlog(uint64_t now, Rd__ClassBacklog *b, rd__res_msg *rm, Rd
     if (!c->req_id || c->qlen < 2 || c->pg_id || !c->qhead) continue;
     uint64_t since = c->qhead->queued_ns;
     if (now < since + BACKLOG_AFTER_NS) {
-      int64_t ms = (int64_t)((since + BACKLOG_AFTER_NS - now) / 1000000) + 1;
-      if (*wait < 0 || ms < *wait) *wait = ms;
+      wait_until(wait, since + BACKLOG_AFTER_NS, now);
       continue;
     }
     h = (h ^ (uint64_t)(uintptr_t)c) * 1099511628211ull;
@@ -2832,8 +2837,7 @@ static void ost_report(uint64_t now, int force, int64_t *wait) {
   }
   if (!G.ost.changed || G.dead || G.daemon.fd < 0) return;
   if (!force && now - G.ost.last_sent_ns < OST_GAP_NS) {
-    int64_t ms = (int64_t)((G.ost.last_sent_ns + OST_GAP_NS - now) / 1000000) + 1;
-    if (*wait < 0 || ms < *wait) *wait = ms;
+    wait_until(wait, G.ost.last_sent_ns + OST_GAP_NS, now);
     return;
   }
   uint64_t sent = 0;
@@ -3113,30 +3117,29 @@ static void on_task_list_ask(const Rd__TaskListAsk *m) {
   free(a.res);
 }
 
-/* Is b's backoff over (then it is cleared)?  Else *wait (ms, -1 none) is
- * lowered to when it will be. */
-static int ask_due(rd__ask_backoff *b, uint64_t now, int64_t *wait) {
+/* Is b's backoff over (then it is cleared)?  Else *wait is lowered to
+ * when it will be, and *waiting set. */
+static int ask_due(rd__ask_backoff *b, uint64_t now, int64_t *wait, int *waiting) {
   if (!b->after_ns) return 0;
   if (b->after_ns <= now) {
     b->after_ns = 0;
     return 1;
   }
-  int64_t ms = (int64_t)((b->after_ns - now) / 1000000) + 1;
-  if (*wait < 0 || ms < *wait) *wait = ms;
+  wait_until(wait, b->after_ns, now);
+  *waiting = 1;
   return 0;
 }
 
 /* Classes and actors whose backoff after a failure that may pass is over
- * ask again (ask_backoff); returns ms until the next is due (-1: none). */
-static int64_t asks_due(uint64_t now) {
-  int64_t wait = -1;
+ * ask again (ask_backoff); *wait is lowered to when the next is due. */
+static void asks_due(uint64_t now, int64_t *wait) {
+  int waiting = 0;
   G.any_backoff = 0;   /* set again by a backoff begun meanwhile */
   for (rd__sclass *c = G.classes; c; c = c->next)
-    if (ask_due(&c->ask, now, &wait)) class_dispatch(c);
+    if (ask_due(&c->ask, now, wait, &waiting)) class_dispatch(c);
   for (rd__actor *a = G.actors; a; a = a->next)
-    if (ask_due(&a->ask, now, &wait)) actor_dispatch(a);
-  if (wait >= 0) G.any_backoff = 1;
-  return wait;
+    if (ask_due(&a->ask, now, wait, &waiting)) actor_dispatch(a);
+  if (waiting) G.any_backoff = 1;
 }
 
 /* One round: flush, poll up to timeout_ms, handle what arrived.  Called with
@@ -3190,14 +3193,10 @@ int rd__pump(int64_t timeout_ms) {
     any_delayed = 1;
     uint64_t next = class_undelay(c, now);
     if (c->qhead) class_dispatch(c);
-    int64_t ms = next ? (int64_t)((next - now) / 1000000) + 1 : -1;
-    if (ms >= 0 && (delay_wait < 0 || ms < delay_wait)) delay_wait = ms;
+    if (next) wait_until(&delay_wait, next, now);
   }
   G.any_delayed = any_delayed;
-  if (G.any_backoff) {
-    int64_t ms = asks_due(now);
-    if (ms >= 0 && (delay_wait < 0 || ms < delay_wait)) delay_wait = ms;
-  }
+  if (G.any_backoff) asks_due(now, &delay_wait);   /* ... or the next lease asked for again */
   int64_t ost_wait = -1;   /* ms until the owner's next report is due */
   ost_report(now, 0, &ost_wait);
   int64_t gone_wait;   /* ms until a lease stops waiting for its worker's end */
@@ -3225,8 +3224,7 @@ int rd__pump(int64_t timeout_ms) {
       pf[n] = (struct pollfd){l->conn.fd, POLLIN | (rd__conn_want_write(&l->conn) ? POLLOUT : 0), 0};
       kind[n] = 1; who[n++] = l;
       if (l->idle_since) {
-        int64_t left = (int64_t)((l->idle_since + G.lease_idle_ns - now) / 1000000) + 1;
-        if (idle_wait < 0 || left < idle_wait) idle_wait = left;
+        wait_until(&idle_wait, l->idle_since + G.lease_idle_ns, now);
       }
     }
   }
