@@ -2,8 +2,10 @@
 # test.sh - build and run the whole test suite, then the runtime, store and
 # scheduler tests again under AddressSanitizer + UndefinedBehaviorSanitizer.
 # Assumes scripts/install_deps.sh has run.  Exit status: 0 when all pass.
-# Tests run two at a time (the machine this is sized for has 2 cores); the
-# cluster and fair-share tests are RUN_SERIAL, so they still run alone.
+# Tests run two at a time (the machine this is sized for has 2 cores), the
+# three-node cluster cases too: each has its own session directory and
+# ports, and most of their time is spent waiting (deaths, leases, heartbeats).
+# The fair-share test is RUN_SERIAL: it measures shares of the machine.
 set -eu
 cd "$(dirname "$0")/.."
 JOBS=$(nproc)
