@@ -25,6 +25,7 @@
 #include "../check.h"
 #include "../memhog.h"
 #include "../pidfile.h"
+#include "session.h"
 
 /* Which node ran me: its index in the cluster. */
 RD_REMOTE(where) {
@@ -1001,22 +1002,6 @@ static int t_big_object(void) {
   CHECK(used < (64u << 20));
   rd_shutdown();
   return 0;
-}
-
-/* The pid `raydist start` recorded for the node on `ip`. */
-static int node_pid(const char *ip) {
-  const char *base = getenv("RAYDIST_TMPDIR");
-  char path[512];
-  snprintf(path, sizeof(path), "%s/raydist-%u/node-%s/pids", base && *base ? base : "/tmp", (unsigned)getuid(), ip);
-  FILE *f = fopen(path, "r");
-  if (!f) return -1;
-  char name[32];
-  int pid, found = -1;
-  unsigned long long st;
-  while (fscanf(f, "%31s %d %llu", name, &pid, &st) == 3)
-    if (!strcmp(name, "node")) found = pid;
-  fclose(f);
-  return found;
 }
 
 /* Kill node c while SPREAD tasks run on it: every task still completes
@@ -3087,9 +3072,8 @@ static int t_lineage(void) {
 /* Garbage on a node's link port, and a link without the token: the node
  * drops that connection and keeps serving. */
 static int t_bad_link(void) {
-  const char *base = getenv("RAYDIST_TMPDIR");
   char path[512], v[32];
-  snprintf(path, sizeof(path), "%s/raydist-%u/node-127.0.0.2/cluster", base, (unsigned)getuid());
+  session_path(path, sizeof(path), "127.0.0.2", "cluster");
   FILE *f = fopen(path, "r");
   CHECK(f != NULL);
   int port = 0;

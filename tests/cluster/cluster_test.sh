@@ -2474,6 +2474,21 @@ print(logs)
 assert j["status"] == "SUCCEEDED" and "the job's actor on c: ran as" in logs, j
 PY
     ;;
+  chaos)
+    # tests/cluster/chaos.c: two driver threads mixing every kind of call
+    # at random for RD_CHAOS_SECS (20 s), a random worker SIGKILLed every
+    # 250 ms, node c SIGKILLed halfway and started again 2 s later; every
+    # result is checked, no wait may pass 90 s, and only errors the kills
+    # explain are taken (RD_CHAOS_SEED picks the calls: 1 here)
+    CH=$4
+    RD_BIN="$R" THREADS=2 CHAOS_MS=250 KILL_NODE=c REJOIN_AFTER=2 \
+      "$CH" "${RD_CHAOS_SECS:-20}" "${RD_CHAOS_SEED:-1}" > "$RAYDIST_TMPDIR/chaos.out" 2>&1 ||
+      { grep -E '^\[T[0-9]+\] (BAD|HANG)' "$RAYDIST_TMPDIR/chaos.out" | head -n 30 | cut -c1-600
+        tail -n 20 "$RAYDIST_TMPDIR/chaos.out" | cut -c1-300; fail "chaos"; }
+    grep -E '^(seed|ops:|chaos kills|shutdown)' "$RAYDIST_TMPDIR/chaos.out"
+    grep -q "restarted node c: rc 0" "$RAYDIST_TMPDIR/chaos.out" || { cat "$RAYDIST_TMPDIR/rejoin.out"; fail "chaos: node c did not start again"; }
+    "$R" status | grep -q "3 nodes alive" || fail "chaos: not 3 nodes alive after"
+    ;;
   join_fresh)
     # nodes (127.0.0.20-23) join while the driver runs; stopped with the rest
     RD_RAYDIST="$R" "$T" join_fresh || fail "join_fresh"
