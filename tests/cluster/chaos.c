@@ -9,7 +9,9 @@
  * and read on another, chains, nested tasks, several returns, rd_wait,
  * failing and retried tasks, streams (some dropped early), actors with and
  * without restarts, borrowed refs passed on, refs returned by a task,
- * cancels, placement groups, and results held to the end and read then.
+ * cancels, placement groups, results held to the end and read then,
+ * completion queues, named actors whose handles tasks call, objects
+ * holding refs, and the GCS's KV store from drivers and tasks.
  * Every result is checked byte for byte (or by hash) against what its seed
  * makes; every wait is bounded.  Meanwhile, as asked:
  *
@@ -284,6 +286,49 @@ RD_REMOTE(csleep) {
   return rd_return_bytes(call, 0, &ms, 8);
 }
 
+/* refsum(object holding refs by value, or refs borrowed as one argument)
+ * -> {hash, size} of each of its refs' objects, in order */
+RD_REMOTE(refsum) {
+  rd_ref r[8];
+  size_t n = 0;
+  if (rd_call_arg_refs(call, 0, r, 8, &n)) return rd_call_fail(call, "refsum: arg refs");
+  uint64_t out[16];
+  int rc = 0;
+  for (size_t i = 0; i < n && !rc; i++) {
+    rd_buf b;
+    int e = rd_get(&r[i], 1, &b, 60000);
+    if (e) {
+      rc = rd_call_fail(call, "refsum: get: %s: %.*s", rd_err_name(e), e == RD_ETIMEDOUT ? 0 : (int)b.size,
+                        e == RD_ETIMEDOUT ? "" : (const char *)b.data);
+    } else {
+      out[2 * i] = hash(b.data, b.size);
+      out[2 * i + 1] = b.size;
+    }
+    if (e != RD_ETIMEDOUT) rd_buf_release(&b);
+  }
+  for (size_t i = 0; i < n; i++) rd_ref_release(r[i]);
+  return rc ? rc : rd_return_bytes(call, 0, out, 16 * n);
+}
+/* kvecho(key, reply key): reads key from the GCS's KV, puts its hash under
+ * the reply key (over the one of an attempt killed after its put) ->
+ * {hash, size} */
+RD_REMOTE(kvecho) {
+  char key[64], reply[64];
+  rd_buf k, rk;
+  if (rd_arg(call, 0, &k) || rd_arg(call, 1, &rk) || k.size >= sizeof(key) || rk.size >= sizeof(reply))
+    return rd_call_fail(call, "kvecho: args");
+  snprintf(key, sizeof(key), "%.*s", (int)k.size, (const char *)k.data);
+  snprintf(reply, sizeof(reply), "%.*s", (int)rk.size, (const char *)rk.data);
+  void *v;
+  size_t n;
+  int e = rd_kv_get(key, &v, &n);
+  if (e) return rd_call_fail(call, "kvecho: kv_get %s: %s", key, rd_err_name(e));
+  uint64_t out[2] = {hash(v, n), n};
+  free(v);
+  if ((e = rd_kv_put(reply, out, sizeof(out), 1))) return rd_call_fail(call, "kvecho: kv_put %s: %s", reply, rd_err_name(e));
+  return rd_return_bytes(call, 0, out, sizeof(out));
+}
+
 /* ------------------------------------------------------------ actor */
 typedef struct { uint64_t calls, base; } acc;
 static int acc_init(rd_call *c, void **st) {
@@ -313,6 +358,30 @@ RD_ACTOR_METHOD(Acc, echo) {
   return 0;
 }
 RD_ACTOR_METHOD(Acc, die) { (void)call; (void)state; raise(SIGKILL); return 0; }
+
+/* via_actor(handle, seed, size): calls Acc.echo on the actor it was
+ * handed and returns what it made */
+RD_REMOTE(via_actor) {
+  rd_actor a;
+  if (rd_call_arg_actor(call, 0, &a)) return rd_call_fail(call, "via_actor: handle");
+  uint64_t seed = argu(call, 1), n = argu(call, 2);
+  rd_ref r;
+  int e = rd_actor_call(a, Acc_echo, RD_ARGS(rd_arg_bytes(&seed, 8), rd_arg_bytes(&n, 8)), NULL, &r);
+  if (e) return rd_call_fail(call, "via_actor: call: %s", rd_err_name(e));
+  rd_buf b;
+  e = rd_get(&r, 1, &b, 60000);
+  int rc;
+  if (e) {
+    rc = rd_call_fail(call, "via_actor: get: %s: %.*s", rd_err_name(e), e == RD_ETIMEDOUT ? 0 : (int)b.size,
+                      e == RD_ETIMEDOUT ? "" : (const char *)b.data);
+    if (e != RD_ETIMEDOUT) rd_buf_release(&b);
+  } else {
+    rc = rd_return_bytes(call, 0, b.data, b.size);
+    rd_buf_release(&b);
+  }
+  rd_ref_release(r);
+  return rc;
+}
 
 /* ------------------------------------------------------------ driver side */
 static int bad, hangs;
@@ -404,7 +473,7 @@ static int get1(rd_ref r, rd_buf *b, const char *what, int kind, int *tol) {
   return e;
 }
 
-static int ops_ok[16];
+static int ops_ok[32];
 static volatile int rejoined;
 static int pick_node(void) {   /* 0 default, 1 b, 2 c, 3 spread */
   for (;;) {
@@ -1068,6 +1137,234 @@ static void check_held(void) {
   nheld = 0;
 }
 
+/* gen tasks of all sizes on several nodes, their refs added to a
+ * completion queue and dropped at once; every event taken once, its
+ * status the same as its ref's, and the ref read and checked */
+static void op_cq(void) {
+  enum { K = 10 };
+  rd_cq *cq;
+  int e = rd_cq_create(&cq);
+  if (e) { BAD("rd_cq_create: %s", rd_err_name(e)); return; }
+  uint64_t seed[K], n[K];
+  int w[K], added = 0;
+  for (int i = 0; i < K; i++) {
+    seed[i] = (uint64_t)rnd() * 31 + (uint64_t)i;
+    n[i] = i % 2 ? big_size() : 8 + (uint64_t)(rnd() % 200);
+    rd_task_opts o;
+    rd_task_opts_init(&o);
+    w[i] = pick_node();
+    place(&o, w[i]);
+    rd_ref r;
+    if ((e = rd_submit(gen, RD_ARGS(rd_arg_bytes(&seed[i], 8), rd_arg_bytes(&n[i], 8)), &o, &r))) {
+      BAD("cq: submit gen: %s", rd_err_name(e));
+      continue;
+    }
+    if ((e = rd_cq_add(cq, r, (uint64_t)i))) BAD("rd_cq_add: %s", rd_err_name(e));
+    else added++;
+    rd_ref_release(r);   /* the add holds its own reference */
+  }
+  uint8_t seen[K] = {0};
+  int got = 0;
+  double t0 = now();
+  while (got < added) {
+    rd_cq_event ev[4];
+    int k = rd_cq_take(cq, ev, 4, 1000);
+    if (k < 0) {
+      BAD("rd_cq_take after %d of %d events: %s", got, added, rd_err_name(k));
+      break;
+    }
+    if (k == 0 && now() - t0 > 90) {
+      note("HANG", "rd_cq_take: %d of %d events after 90 s (%zu in the queue)", got, added, rd_cq_size(cq));
+      break;
+    }
+    for (int j = 0; j < k; j++) {
+      uint64_t t = ev[j].tag;
+      if (t >= K || seen[t]) {
+        BAD("rd_cq_take: tag %llu %s", (unsigned long long)t, t >= K ? "never added" : "taken twice");
+      } else {
+        seen[t] = 1;
+        char what[96];
+        snprintf(what, sizeof(what), "cq gen %llu on %s, n %llu", (unsigned long long)t, wname(w[t]), (unsigned long long)n[t]);
+        rd_buf b;
+        int tol;
+        int g = get1(ev[j].ref, &b, what, R_TASK, &tol);
+        if (g != ev[j].status && g != RD_ETIMEDOUT) BAD("%s: the event said %s, rd_get %s", what, rd_err_name(ev[j].status), rd_err_name(g));
+        if (!g) {
+          if (b.size != n[t]) BAD("%s: size %zu", what, b.size);
+          else if (check_bytes(b.data, b.size, seed[t], 0) >= 0) BAD("%s: content", what);
+        }
+        if (g != RD_ETIMEDOUT) rd_buf_release(&b);
+      }
+      rd_ref_release(ev[j].ref);
+      got++;
+    }
+  }
+  if (got == added && rd_cq_size(cq) != 0) BAD("cq: %zu left in the queue after every event was taken", rd_cq_size(cq));
+  rd_cq_destroy(cq);
+}
+
+/* a named actor found by its name, its handle passed to a task on another
+ * node that calls it; the actor killed for good after */
+static void op_handle(void) {
+  static int seq;
+  char name[48];
+  pthread_mutex_lock(&note_mu);
+  snprintf(name, sizeof(name), "chaos-acc-%d", ++seq);
+  pthread_mutex_unlock(&note_mu);
+  rd_actor_opts ao;
+  rd_actor_opts_init(&ao);
+  int w = pick_node();
+  if (w == 1) ao.resources = "only_b=0.1";
+  else if (w == 2) ao.resources = "only_c=0.1";
+  ao.name = name;
+  ao.max_restarts = rnd() % 2 ? -1 : 0;
+  ao.max_task_retries = ao.max_restarts ? 2 : 0;
+  uint64_t base = (uint64_t)rnd();
+  rd_actor a, found;
+  int e = rd_actor_create(Acc, RD_ARGS(rd_arg_bytes(&base, 8)), &ao, &a);
+  if (e) { if (!tolerable(e, R_ACTOR)) BAD("named actor create on %s: %s", wname(w), rd_err_name(e)); return; }
+  if ((e = rd_actor_get(name, &found))) {   /* no more when a kill ended it already */
+    if (!(e == RD_ENOENT && (chaos_workers || dead_node)) && !tolerable(e, R_ACTOR))
+      BAD("rd_actor_get(%s): %s", name, rd_err_name(e));
+  } else if (found.id != a.id) {
+    BAD("rd_actor_get(%s): actor %llu, created %llu", name, (unsigned long long)found.id, (unsigned long long)a.id);
+  }
+  for (int i = 0, k = 1 + rnd() % 3; i < k; i++) {
+    uint64_t seed = (uint64_t)rnd() * 37 + 3, n = big_size();
+    rd_task_opts o;
+    rd_task_opts_init(&o);
+    int wt = pick_node();
+    place(&o, wt);
+    rd_ref r;
+    if ((e = rd_submit(via_actor, RD_ARGS(rd_arg_actor(&a), rd_arg_bytes(&seed, 8), rd_arg_bytes(&n, 8)), &o, &r))) {
+      BAD("submit via_actor: %s", rd_err_name(e));
+      break;
+    }
+    char what[128];
+    snprintf(what, sizeof(what), "via_actor on %s calling %s (actor on %s, mr %d), n %llu", wname(wt), name, wname(w),
+             ao.max_restarts, (unsigned long long)n);
+    check_big(r, seed, 0, n, what, R_ACTOR);
+    rd_ref_release(r);
+  }
+  e = rd_actor_kill(a, 1);
+  if (e && e != RD_EACTOR_DIED && e != RD_ENOENT && !tolerable(e, R_ACTOR)) BAD("named actor kill: %s", rd_err_name(e));
+}
+
+/* three objects made on several nodes, handed to a task on another node as
+ * an object holding their refs (rd_put_refs) or as borrowed refs in one
+ * argument (rd_arg_borrow_refs); it reads each */
+static void op_put_refs(void) {
+  enum { K = 3 };
+  rd_ref in[K];
+  uint64_t seed[K], n[K];
+  int e;
+  for (int i = 0; i < K; i++) {
+    seed[i] = (uint64_t)rnd() * 41 + (uint64_t)i;
+    n[i] = big_size();
+    rd_task_opts o;
+    rd_task_opts_init(&o);
+    place(&o, pick_node());
+    if ((e = rd_submit(gen, RD_ARGS(rd_arg_bytes(&seed[i], 8), rd_arg_bytes(&n[i], 8)), &o, &in[i]))) {
+      BAD("put_refs: submit gen: %s", rd_err_name(e));
+      for (int j = 0; j < i; j++) rd_ref_release(in[j]);
+      return;
+    }
+  }
+  int as_object = rnd() % 2;
+  rd_ref holder = {0}, r;
+  if (as_object) {
+    uint64_t tag = seed[0];
+    if ((e = rd_put_refs(&tag, 8, in, K, &holder))) {
+      BAD("rd_put_refs: %s", rd_err_name(e));
+      for (int i = 0; i < K; i++) rd_ref_release(in[i]);
+      return;
+    }
+  }
+  rd_task_opts o;
+  rd_task_opts_init(&o);
+  int w = pick_node();
+  place(&o, w);
+  e = as_object ? rd_submit(refsum, RD_ARGS(rd_arg_ref(holder)), &o, &r) : rd_submit(refsum, RD_ARGS(rd_arg_borrow_refs(in, K)), &o, &r);
+  if (rnd() % 2) {   /* the holder (or the pending task) keeps them */
+    for (int i = 0; i < K; i++) rd_ref_release(in[i]);
+    memset(in, 0, sizeof(in));
+  }
+  if (holder.id) rd_ref_release(holder);
+  if (e) {
+    BAD("submit refsum: %s", rd_err_name(e));
+  } else {
+    char what[96];
+    snprintf(what, sizeof(what), "refsum on %s of %d refs %s", wname(w), K, as_object ? "in an object" : "borrowed");
+    rd_buf b;
+    int tol;
+    int g = get1(r, &b, what, as_object ? R_TASK : R_NO_LINEAGE, &tol);
+    if (!g) {
+      uint64_t v[2 * K];
+      if (b.size != sizeof(v)) {
+        BAD("%s: %zu bytes", what, b.size);
+      } else {
+        memcpy(v, b.data, sizeof(v));
+        for (int i = 0; i < K; i++)
+          if (v[2 * i + 1] != n[i] || v[2 * i] != expect_hash(seed[i], 0, n[i])) BAD("%s: ref %d wrong", what, i);
+      }
+    }
+    if (g != RD_ETIMEDOUT) rd_buf_release(&b);
+    rd_ref_release(r);
+  }
+  for (int i = 0; i < K; i++)
+    if (in[i].id) rd_ref_release(in[i]);
+}
+
+/* the GCS's KV store from the driver and from a task on another node:
+ * a value put here is read there, and the task's reply read here */
+static void op_kv(void) {
+  if (getenv("KILL_GCS_AT")) return;   /* its calls fail while the GCS is away */
+  static int seq;
+  char key[64], reply[64];
+  pthread_mutex_lock(&note_mu);
+  int id = ++seq;
+  pthread_mutex_unlock(&note_mu);
+  snprintf(key, sizeof(key), "chaos/%d/in", id);
+  snprintf(reply, sizeof(reply), "chaos/%d/out", id);
+  size_t n = 1 + (size_t)(rnd() % 65536);
+  uint64_t seed = (uint64_t)rnd() * 43 + 1;
+  void *v = malloc(n);
+  fill(seed, 0, v, n);
+  int e = rd_kv_put(key, v, n, 0);
+  free(v);
+  if (e) { BAD("rd_kv_put %s: %s", key, rd_err_name(e)); return; }
+  rd_task_opts o;
+  rd_task_opts_init(&o);
+  int w = pick_node();
+  place(&o, w);
+  rd_ref r;
+  if ((e = rd_submit(kvecho, RD_ARGS(rd_arg_bytes(key, strlen(key)), rd_arg_bytes(reply, strlen(reply))), &o, &r))) {
+    BAD("submit kvecho: %s", rd_err_name(e));
+    return;
+  }
+  char what[96];
+  snprintf(what, sizeof(what), "kvecho on %s of %zu B", wname(w), n);
+  rd_buf b;
+  int tol;
+  int g = get1(r, &b, what, R_TASK, &tol);
+  uint64_t want[2] = {expect_hash(seed, 0, n), n};
+  if (!g) {
+    if (b.size != sizeof(want) || memcmp(b.data, want, sizeof(want))) BAD("%s: wrong hash", what);
+    void *got;
+    size_t gn;
+    if ((e = rd_kv_get(reply, &got, &gn))) BAD("rd_kv_get %s after the task: %s", reply, rd_err_name(e));
+    else {
+      if (gn != sizeof(want) || memcmp(got, want, sizeof(want))) BAD("%s: the reply key differs", what);
+      free(got);
+    }
+  }
+  if (g != RD_ETIMEDOUT) rd_buf_release(&b);
+  rd_ref_release(r);
+  /* a retried kvecho may have put the reply before its worker died: gone either way */
+  if ((e = rd_kv_del(key)) != 0) BAD("rd_kv_del %s: %s", key, rd_err_name(e));
+  if ((e = rd_kv_del(reply)) != 0 && e != RD_ENOENT) BAD("rd_kv_del %s: %s", reply, rd_err_name(e));
+}
+
 /* ------------------------------------------------------------ chaos */
 static volatile int chaos_stop;
 static long chaos_kills;
@@ -1171,14 +1468,16 @@ static void *gcs_killer(void *arg) {
   }
   return NULL;
 }
-static const char *names[] = {"small", "pipeline", "put_pass", "nested", "multi", "wait", "fail", "stream", "actor", "hold", "burst", "bpass", "refs", "cancel", "pg"};
-static struct targ { int id; unsigned seed; double secs; long count[16]; } targ[16];
+static const char *names[] = {"small", "pipeline", "put_pass", "nested", "multi", "wait", "fail", "stream", "actor", "hold",
+                               "burst", "bpass", "refs", "cancel", "pg", "cq", "handle", "put_refs", "kv"};
+#define NOPS (int)(sizeof(names) / sizeof(names[0]))
+static struct targ { int id; unsigned seed; double secs; long count[32]; } targ[16];
 static void *worker_loop(void *arg) {
   struct targ *t = arg;
   tid = t->id;
   rs = t->seed;
   while (el() < t->secs) {
-    int op = rnd() % 15;
+    int op = rnd() % NOPS;
     if (!ops_ok[op]) continue;
     t->count[op]++;
     double t0 = now();
@@ -1198,6 +1497,10 @@ static void *worker_loop(void *arg) {
       case 12: op_refs(); break;
       case 13: op_cancel(); break;
       case 14: op_pg(); break;
+      case 15: op_cq(); break;
+      case 16: op_handle(); break;
+      case 17: op_put_refs(); break;
+      case 18: op_kv(); break;
     }
     double dt = now() - t0;
     if (getenv("VERBOSE") || dt > 10) INFO("op %s took %.2f s", names[op], dt);
@@ -1237,8 +1540,8 @@ int main(int argc, char **argv) {
   }
   printf("nodes: a %u b %u c %u\n", node_a, node_b, node_c);
   const char *ops_env = getenv("OPS");
-  for (int i = 0; i < 16; i++) ops_ok[i] = ops_env ? 0 : 1;
-  if (ops_env) for (const char *p = ops_env; *p;) { ops_ok[atoi(p) & 15] = 1; while (*p && *p != ',') p++; if (*p) p++; }
+  for (int i = 0; i < NOPS; i++) ops_ok[i] = ops_env ? 0 : 1;
+  if (ops_env) for (const char *p = ops_env; *p;) { ops_ok[atoi(p) & 31] = 1; while (*p && *p != ',') p++; if (*p) p++; }
   pthread_t ct, kt;
   int have_ct = 0, have_kt = 0;
   strict = getenv("STRICT") != NULL;
@@ -1266,17 +1569,18 @@ int main(int argc, char **argv) {
     have_kt = 1;
   }
   int nthreads = getenv("THREADS") ? atoi(getenv("THREADS")) : 1;
+  if (nthreads < 1 || nthreads > 16) { fprintf(stderr, "chaos: THREADS is 1..16\n"); return 2; }
   pthread_t th[16];
   for (int i = 0; i < nthreads; i++) { targ[i].id = i; targ[i].seed = seed * 131 + (unsigned)i; targ[i].secs = secs; pthread_create(&th[i], NULL, worker_loop, &targ[i]); }
   for (int i = 0; i < nthreads; i++) pthread_join(th[i], NULL);
-  long count[16] = {0};
-  for (int i = 0; i < nthreads; i++) for (int k = 0; k < 16; k++) count[k] += targ[i].count[k];
+  long count[32] = {0};
+  for (int i = 0; i < nthreads; i++) for (int k = 0; k < NOPS; k++) count[k] += targ[i].count[k];
   if (have_kt) { chaos_stop = 1; pthread_join(kt, NULL); }
   check_held();
   chaos_stop = 1;
   if (have_ct) pthread_join(ct, NULL);
   printf("ops:");
-  for (int i = 0; i < 15; i++) printf(" %s=%ld", names[i], count[i]);
+  for (int i = 0; i < NOPS; i++) printf(" %s=%ld", names[i], count[i]);
   printf("\nchaos kills %ld, tolerated errors %ld, hangs %d, bad %d\n", chaos_kills, n_tolerated, hangs, bad);
   double t0 = now();
   rd_shutdown();
