@@ -1431,7 +1431,7 @@ static void class_dispatch(rd__sclass *c) {
      * behind it there */
     int cap = task_depth(c, c->qhead);
     for (rd__lease *l = c->leases; l; l = l->next)
-      if (!l->yielding && !l->retired && !l->gone_ns && !l->nstream && l->ninflight < cap &&
+      if (!l->yielding && !l->retired && !l->gone_ns && !l->nstream && !l->blocked && l->ninflight < cap &&
           (!best || l->ninflight < best->ninflight))
         best = l;
     if (!best) break;
@@ -2048,10 +2048,31 @@ static void on_task_reply(rd__lease *l, Rd__TaskReply *m) {
   if (l->intail == t) l->intail = prev;
   l->ninflight--;
   l->nstream -= t->stream != NULL;
+  rd__sclass *c = l->cls;
+  if (m->unrun && c) {
+    /* its worker's task ahead of it waits (rd__worker_hand_back): back to
+     * the front of the queue (the worker answers them last first, so they
+     * stay in order), no retry used; the lease takes nothing more until its
+     * next reply, and the queue asks for another worker if it needs one */
+    l->blocked = 1;
+    t->lease = NULL;
+    if (t->cancelled) {
+      task_free(t);   /* its returns failed when it was cancelled */
+    } else {
+      t->next = c->qhead;
+      c->qhead = t;
+      if (!c->qtail) c->qtail = t;
+      c->qlen++;
+      G.ost.changed = 1;
+    }
+    if (m->retire) l->retired = l->stop = 1;
+    else class_dispatch(c);
+    return;
+  }
+  l->blocked = 0;
   uint64_t now = rd__now_ns();
   uint64_t start = task_start_ns(t, l);
   uint64_t svc = now > start ? now - start : 0;
-  rd__sclass *c = l->cls;
   if (c) fn_time_add(c, t->func, svc);
   l->last_reply_ns = now;
 
@@ -3819,7 +3840,10 @@ static int64_t wait_block_round(wait_block *b, int64_t left) {
   if (!b->since) b->since = now;
   if (now - b->since >= BLOCKED_NOTIFY_NS) {
     b->told = 1;
-    if (G.nblocked++ == 0) blocked_send(1);
+    if (G.nblocked++ == 0) {
+      rd__worker_hand_back();
+      blocked_send(1);
+    }
     return left;
   }
   return left < 0 || left > 1 ? 1 : left;

@@ -222,6 +222,7 @@ struct rd__lease {
   int retired;              /* its worker reached a task's max_calls: no new tasks, given back as lost */
   int stop;                 /* stop reading its frames: broken or retired */
   int yielding;             /* its node asked for it back (fair share): no new tasks, return when idle */
+  int blocked;              /* its worker handed back tasks (TaskReply.unrun): none until its next reply */
   int lost_err;             /* why its worker went away: its own crash report, or its node's word */
   char lost_why[400];
   int lost_node;            /* ... that word is a node's (LeaseLost, or a remote worker's node's Error), not its own report */
@@ -467,6 +468,9 @@ void rd__worker_on_assign(Rd__LeaseAssign *m, int fd);
 void rd__worker_on_attach(Rd__ActorAttach *m, int fd);
 void rd__worker_on_task(rd__serve *s, Rd__Task *m);
 void rd__worker_on_cancel(rd__serve *s, uint64_t task_id);
+/* The task running in this worker waits long in rd_get/rd_wait: the tasks
+ * pipelined behind it go back to their owner unrun (G.mu held). */
+void rd__worker_hand_back(void);
 /* The task (or actor call) this thread runs now in a worker; 0 elsewhere. */
 uint64_t rd__worker_current_task(void);
 /* The owner (node index, pid) of the call this thread runs (0, 0: none). */

@@ -315,8 +315,14 @@ void rd__worker_on_attach(Rd__ActorAttach *m, int fd) {
 }
 
 static void reply_fail(rd__serve *s, uint64_t task_id, int status, const char *err, uint64_t lost_arg);
+static void reply_unrun(rd__serve *s, uint64_t task_id);
 
 void rd__worker_on_task(rd__serve *s, Rd__Task *m) {
+  if (G.nblocked > 0 && !s->actor_id && !m->actor_id) {   /* the task ahead waits: back at once (below) */
+    reply_unrun(s, m->task_id);
+    protobuf_c_message_free_unpacked(&m->base, NULL);
+    return;
+  }
   rd__wtask *w = malloc(sizeof(*w));
   if (!w) {
     protobuf_c_message_free_unpacked(&m->base, NULL);
@@ -366,6 +372,39 @@ void rd__worker_on_cancel(rd__serve *s, uint64_t task_id) {
       __atomic_store_n(&c->cancelled, 1, __ATOMIC_RELAXED);
       rd__cancel_children(task_id);   /* what it submitted is cancelled too (Ray's recursive=True) */
     }
+}
+
+/* The task running here has waited in rd_get or rd_wait for over 1 ms
+ * (client.c, wait_block_round; its node lends its CPU meanwhile): the tasks
+ * its owner pipelined behind it go back unrun (TaskReply.unrun), and so
+ * does one that comes while it waits.  What it waits for may be one of
+ * them (a retry of a task whose result it reads, sent to this worker behind
+ * it, after the first attempt's worker died): each would wait for the
+ * other until the wait timed out.  They are answered last first, since the
+ * owner puts each back at the front of its queue: in their order.  The
+ * owner sends the lease nothing more until its next reply.  Actors keep
+ * theirs: their calls run in order (and they keep their CPUs). */
+void rd__worker_hand_back(void) {
+  rd__wtask *back = NULL;
+  for (rd__wtask **pp = &G.wq_head, *prev = NULL; *pp;) {
+    rd__wtask *w = *pp;
+    if (w->from->actor_id || w->msg->actor_id) {
+      prev = w;
+      pp = &w->next;
+      continue;
+    }
+    *pp = w->next;
+    if (G.wq_tail == w) G.wq_tail = prev;
+    w->next = back;
+    back = w;
+  }
+  for (rd__wtask *w; (w = back);) {
+    back = w->next;
+    rd__log(RD_LOG_DEBUG, "task %llx handed back unrun: the task ahead of it waits", (unsigned long long)w->msg->task_id);
+    reply_unrun(w->from, w->msg->task_id);
+    protobuf_c_message_free_unpacked(&w->msg->base, NULL);
+    free(w);
+  }
 }
 
 /* Take the tasks that came from `from` (NULL: from anyone) off the queue
@@ -520,6 +559,14 @@ static void reply_ok(rd__serve *s, uint64_t task_id, Rd__Ret **rets, size_t nret
 
 /* A task that failed or never ran: its code and message, and the argument
  * that could not be fetched (lost_arg, 0: none) for the owner to rebuild. */
+/* A task not run: back to its owner's queue (rd__worker_hand_back). */
+static void reply_unrun(rd__serve *s, uint64_t task_id) {
+  Rd__TaskReply r = RD__TASK_REPLY__INIT;
+  r.task_id = task_id;
+  r.unrun = 1;
+  reply_send(s, &r);
+}
+
 static void reply_fail(rd__serve *s, uint64_t task_id, int status, const char *err, uint64_t lost_arg) {
   Rd__TaskReply r = RD__TASK_REPLY__INIT;
   r.task_id = task_id;

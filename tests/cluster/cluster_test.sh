@@ -2488,7 +2488,7 @@ PY
       > "$RAYDIST_TMPDIR/chaos.out" 2>&1 ||
       { grep -E '^\[T[0-9]+\] (BAD|HANG)' "$RAYDIST_TMPDIR/chaos.out" | head -n 30 | cut -c1-600
         tail -n 20 "$RAYDIST_TMPDIR/chaos.out" | cut -c1-300; fail "chaos ($FAULTS)"; }
-    grep -E '^(seed|ops:|chaos kills|shutdown)' "$RAYDIST_TMPDIR/chaos.out"
+    grep -E '^(seed|ops:|chaos kills|shutdown)|^\[T[0-9]+\] SLOW' "$RAYDIST_TMPDIR/chaos.out"
     case " $FAULTS " in
       *" REJOIN_AFTER="*)
         grep -q "restarted node .: rc 0" "$RAYDIST_TMPDIR/chaos.out" || { cat "$RAYDIST_TMPDIR/rejoin.out"; fail "chaos: the node did not start again"; }

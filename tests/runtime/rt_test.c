@@ -2464,6 +2464,68 @@ static int t_depth_by_function(void) {
   return 0;
 }
 
+/* hb_make(mode): returns mode + 1; mode 1 on its first attempt sleeps
+ * 150 ms and dies (SIGKILL) instead. */
+RD_REMOTE(hb_make) {
+  long mode;
+  if (rd_arg_copy(call, 0, &mode, sizeof(mode)) != 0) return rd_call_fail(call, "args");
+  if (mode == 1 && rd_call_attempt(call) == 0) {
+    usleep(150 * 1000);
+    raise(SIGKILL);
+  }
+  long v = mode + 1;
+  return rd_return_bytes(call, 0, &v, sizeof(v));
+}
+
+/* hb_read(borrowed ref): its value (a long), waited for up to 20 s. */
+RD_REMOTE(hb_read) {
+  rd_ref r;
+  if (rd_call_arg_ref(call, 0, &r) != 0) return rd_call_fail(call, "args");
+  rd_buf b;
+  int e = rd_get(&r, 1, &b, 20000);
+  rd_ref_release(r);
+  if (e != 0) return rd_call_fail(call, "get: %s", rd_err_name(e));
+  int rc = rd_return_bytes(call, 0, b.data, b.size);
+  rd_buf_release(&b);
+  return rc;
+}
+
+/* A task waiting for a result whose task is then pipelined behind it on
+ * its own worker: hb_read (on a second worker: its function is not timed
+ * yet, so nothing shares a worker with it) waits for hb_make's result;
+ * hb_make's first attempt dies, and its retry goes to the lease with the
+ * fewest tasks in flight, hb_read's (hb_make's function is timed fast, so
+ * pipelined).  The waiting worker hands it back (TaskReply.unrun) and it
+ * runs on another worker; before, each waited for the other until
+ * hb_read's get timed out (found by the chaos driver: 60 s). */
+static int t_blocked_handback(void) {
+  init_with_cpus(2);
+  for (long i = 0; i < 10; i++) {   /* hb_make timed: fast, so pipelined */
+    long zero = 0;
+    rd_ref r;
+    CHECK_EQ(rd_submit(hb_make, RD_ARGS(rd_arg_bytes(&zero, sizeof(zero))), NULL, &r), 0);
+    CHECK_EQ(get_long(r), 1);
+    rd_ref_release(r);
+  }
+  rd_task_opts o;
+  rd_task_opts_init(&o);
+  o.max_retries = 1;
+  long one = 1;
+  rd_ref a, b;
+  CHECK_EQ(rd_submit(hb_make, RD_ARGS(rd_arg_bytes(&one, sizeof(one))), &o, &a), 0);
+  CHECK_EQ(rd_submit(hb_read, RD_ARGS(rd_arg_borrow(a)), NULL, &b), 0);
+  double t0 = now_s();
+  CHECK_EQ(get_long(b), 2);
+  double took = now_s() - t0;
+  printf("a task waiting for a retry pipelined behind it: done in %.2f s\n", took);
+  CHECK(took < 5);
+  CHECK_EQ(get_long(a), 2);
+  rd_ref_release(a);
+  rd_ref_release(b);
+  rd_shutdown();
+  return 0;
+}
+
 typedef struct thr_arg {
   int base, n, ok;
 } thr_arg;
@@ -4196,6 +4258,7 @@ static const rd_test_case tests[] = {
     {"cancel_cooperative", t_cancel_cooperative}, {"timeline", t_timeline},
     {"cancel_race", t_cancel_race}, {"get_released", t_get_released}, {"nodes", t_nodes}, {"labels", t_labels}, {"objects", t_objects}, {"intern_gc", t_intern_gc}, {"many_classes", t_many_classes}, {"worker_burst", t_worker_burst}, {"retry_failures", t_retry_failures}, {"kv", t_kv}, {"max_calls", t_max_calls}, {"cancel_recursive", t_cancel_recursive},
     {"signals", t_signals}, {"depth_by_function", t_depth_by_function},
+    {"blocked_handback", t_blocked_handback},
 };
 
 RD_TEST_MAIN(tests)
