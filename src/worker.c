@@ -557,8 +557,6 @@ static void reply_ok(rd__serve *s, uint64_t task_id, Rd__Ret **rets, size_t nret
   reply_send(s, &r);
 }
 
-/* A task that failed or never ran: its code and message, and the argument
- * that could not be fetched (lost_arg, 0: none) for the owner to rebuild. */
 /* A task not run: back to its owner's queue (rd__worker_hand_back). */
 static void reply_unrun(rd__serve *s, uint64_t task_id) {
   Rd__TaskReply r = RD__TASK_REPLY__INIT;
@@ -567,6 +565,8 @@ static void reply_unrun(rd__serve *s, uint64_t task_id) {
   reply_send(s, &r);
 }
 
+/* A task that failed or never ran: its code and message, and the argument
+ * that could not be fetched (lost_arg, 0: none) for the owner to rebuild. */
 static void reply_fail(rd__serve *s, uint64_t task_id, int status, const char *err, uint64_t lost_arg) {
   Rd__TaskReply r = RD__TASK_REPLY__INIT;
   r.task_id = task_id;
