@@ -11,7 +11,8 @@
  * without restarts, borrowed refs passed on, refs returned by a task,
  * cancels, placement groups, results held to the end and read then,
  * completion queues, named actors whose handles tasks call, objects
- * holding refs, and the GCS's KV store from drivers and tasks.
+ * holding refs, the GCS's KV store from drivers and tasks, and actors
+ * running calls at once in concurrency groups, some cancelled.
  * Every result is checked byte for byte (or by hash) against what its seed
  * makes; every wait is bounded.  Meanwhile, as asked:
  *
@@ -348,16 +349,36 @@ RD_ACTOR_METHOD(Acc, feed) {
   uint64_t r[5] = {hash(b.data, b.size), b.size, a->calls, (uint64_t)rd_call_actor_restarts(call), a->base};
   return rd_return_bytes(call, 0, r, sizeof r);
 }
-/* echo(seed, size) -> pattern(seed) big, made by the actor */
-RD_ACTOR_METHOD(Acc, echo) {
-  (void)state;
+/* The echo methods: pattern(seed) of size bytes (arguments 0 and 1), made
+ * by the actor after a nap of ms. */
+static int echo_after(rd_call *call, uint64_t ms) {
   uint64_t seed = argu(call, 0), n = argu(call, 1);
+  if (ms) usleep((useconds_t)ms * 1000);
   void *p = rd_return_alloc(call, 0, n);
   if (!p) return rd_call_fail(call, "echo alloc");
   fill(seed, 0, p, n);
   return 0;
 }
+/* echo(seed, size) -> pattern(seed) big, made by the actor */
+RD_ACTOR_METHOD(Acc, echo) {
+  (void)state;
+  return echo_after(call, 0);
+}
 RD_ACTOR_METHOD(Acc, die) { (void)call; (void)state; raise(SIGKILL); return 0; }
+
+/* an actor running calls at once: three in its default group, two in
+ * "io" (its constructor and state are Acc's) */
+RD_ACTOR_CLASS(Conc, acc_init, acc_fini)
+/* echo(seed, size), as Acc's */
+RD_ACTOR_METHOD(Conc, echo) {
+  (void)state;
+  return echo_after(call, 0);
+}
+/* nap_echo(seed, size, ms): echo after ms, in the "io" group */
+RD_ACTOR_METHOD_IN(Conc, nap_echo, "io") {
+  (void)state;
+  return echo_after(call, argu(call, 2));
+}
 
 /* via_actor(handle, seed, size): calls Acc.echo on the actor it was
  * handed and returns what it made */
@@ -1322,6 +1343,67 @@ static void op_put_refs(void) {
     if (in[i].id) rd_ref_release(in[i]);
 }
 
+/* calls made at once to an actor with concurrency groups, some in its
+ * "io" group that nap, some cancelled just after: a cancelled call gives
+ * RD_ECANCELED, unless the cancel came after it ended; the rest their bytes */
+static void op_conc(void) {
+  enum { K = 8 };
+  rd_actor_opts ao;
+  rd_actor_opts_init(&ao);
+  int w = pick_node();
+  place_actor(&ao, w);
+  ao.max_concurrency = 3;
+  ao.concurrency_groups = "io=2";
+  ao.max_restarts = rnd() % 2;
+  uint64_t base = (uint64_t)rnd();
+  rd_actor a;
+  int e = rd_actor_create(Conc, RD_ARGS(rd_arg_bytes(&base, 8)), &ao, &a);
+  if (e) { if (!tolerable(e, R_ACTOR)) BAD("Conc create on %s: %s", wname(w), rd_err_name(e)); return; }
+  rd_ref r[K];
+  uint64_t seed[K], n[K];
+  int nap[K], cancelled[K];
+  for (int i = 0; i < K; i++) {
+    seed[i] = (uint64_t)rnd() * 47 + (uint64_t)i;
+    n[i] = i % 3 ? 40 + (uint64_t)(rnd() % 4000) : big_size();
+    nap[i] = rnd() % 2;
+    cancelled[i] = 0;
+    uint64_t ms = (uint64_t)(rnd() % 100);
+    e = nap[i] ? rd_actor_call(a, Conc_nap_echo, RD_ARGS(rd_arg_bytes(&seed[i], 8), rd_arg_bytes(&n[i], 8), rd_arg_bytes(&ms, 8)),
+                               NULL, &r[i])
+               : rd_actor_call(a, Conc_echo, RD_ARGS(rd_arg_bytes(&seed[i], 8), rd_arg_bytes(&n[i], 8)), NULL, &r[i]);
+    if (e) {
+      BAD("Conc call: %s", rd_err_name(e));
+      r[i].id = 0;
+      continue;
+    }
+    if (rnd() % 4 == 0) {
+      int c = rd_cancel(r[i], 0);
+      if (c == 0) cancelled[i] = 1;
+      else if (c != RD_ENOENT) BAD("rd_cancel of a Conc call: %s", rd_err_name(c));
+    }
+  }
+  for (int i = 0; i < K; i++) {
+    if (!r[i].id) continue;
+    char what[128];
+    snprintf(what, sizeof(what), "Conc(%s, mr %d) %s %llu%s", wname(w), ao.max_restarts, nap[i] ? "nap_echo" : "echo",
+             (unsigned long long)n[i], cancelled[i] ? " cancelled" : "");
+    if (cancelled[i]) {
+      rd_buf b;
+      int g = rd_get(&r[i], 1, &b, 90000);
+      if (g == RD_ETIMEDOUT) note("HANG", "%s", what);
+      else {
+        if (g != RD_ECANCELED) BAD("%s: %s, not RD_ECANCELED", what, rd_err_name(g));
+        rd_buf_release(&b);
+      }
+    } else {
+      check_big(r[i], seed[i], 0, n[i], what, R_ACTOR);
+    }
+    rd_ref_release(r[i]);
+  }
+  e = rd_actor_kill(a, 1);
+  if (e && e != RD_EACTOR_DIED && e != RD_ENOENT && !tolerable(e, R_ACTOR)) BAD("Conc kill: %s", rd_err_name(e));
+}
+
 /* the GCS's KV store from the driver and from a task on another node:
  * a value put here is read there, and the task's reply read here */
 static void op_kv(void) {
@@ -1476,7 +1558,7 @@ static void *gcs_killer(void *arg) {
   return NULL;
 }
 static const char *names[] = {"small", "pipeline", "put_pass", "nested", "multi", "wait", "fail", "stream", "actor", "hold",
-                               "burst", "bpass", "refs", "cancel", "pg", "cq", "handle", "put_refs", "kv"};
+                               "burst", "bpass", "refs", "cancel", "pg", "cq", "handle", "put_refs", "kv", "conc"};
 #define NOPS (int)(sizeof(names) / sizeof(names[0]))
 static struct targ { int id; unsigned seed; double secs; long count[32]; } targ[16];
 static void *worker_loop(void *arg) {
@@ -1508,6 +1590,7 @@ static void *worker_loop(void *arg) {
       case 16: op_handle(); break;
       case 17: op_put_refs(); break;
       case 18: op_kv(); break;
+      case 19: op_conc(); break;
     }
     double dt = now() - t0;
     if (getenv("VERBOSE") || dt > 10) INFO("op %s took %.2f s", names[op], dt);
