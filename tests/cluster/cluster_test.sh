@@ -2489,6 +2489,13 @@ PY
       { grep -E '^\[T[0-9]+\] (BAD|HANG)' "$RAYDIST_TMPDIR/chaos.out" | head -n 30 | cut -c1-600
         tail -n 20 "$RAYDIST_TMPDIR/chaos.out" | cut -c1-300; fail "chaos ($FAULTS)"; }
     grep -E '^(seed|ops:|chaos kills|shutdown)|^\[T[0-9]+\] SLOW' "$RAYDIST_TMPDIR/chaos.out"
+    # nothing leaked: with the driver gone, every live node's CPUs, custom
+    # resources and store are free again within 10 s (looked at from 1 s
+    # on: status shows the other nodes as of their last heartbeat)
+    sleep 1
+    used() { "$R" status | awk '$1 ~ /^[0-9]+$/ && / alive / { for (i = 1; i <= NF; i++) if ($i ~ /^[0-9.]+\/[0-9.]+(,.*)?$/ && $i !~ /^0\//) print $1 ": " $i }'; }
+    for _i in $(seq 1 50); do [ -z "$(used)" ] && break; sleep 0.2; done
+    [ -z "$(used)" ] || { "$R" status; fail "chaos: resources or store still held after the driver left"; }
     # a node SIGSTOPped past the heartbeat timeout (2 s here) is declared
     # dead and shuts down when it wakes: then two live at the end
     case " $FAULTS " in
