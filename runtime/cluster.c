@@ -2246,6 +2246,18 @@ uint32_t rd__cluster_actor_place(node_actor *a, int *err, char *why, size_t whyl
   unsigned how;
   uint32_t t = place(&m, &a->res, a->job, a->env, &how, err, why, whylen);
   if (t == 0 && (how & PLACE_WAITS)) *err = RD_EAGAIN;   /* actor_schedule waits for the node */
+  if (t == 0 && *err == RD_EINFEASIBLE) {
+    /* as a lease request: a node that just joined may not be in this view
+     * yet (a driver started as soon as `raydist start` of the node that
+     * has its resource returned), so only a later view refuses it */
+    if (!a->infeasible_view || a->infeasible_view == C.view_seq + 1) {
+      a->infeasible_view = C.view_seq + 1;
+      *err = RD_EAGAIN;
+      snprintf(why, whylen, "no node in this view of the cluster can run it: looked at again in the next");
+    }
+  } else {
+    a->infeasible_view = 0;
+  }
   rd__cluster_actor_claim(a, t);
   return t == C.index ? 0 : t;
 }

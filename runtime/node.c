@@ -47,6 +47,7 @@ rd__node_state N;
 static void client_drop(node_client *c, const char *why);
 static void client_lost(node_client *c, const char *why);
 static void dispatch(void);
+static int actor_created_reply(node_actor *a, uint32_t client_id, uint64_t req_id);
 static void worker_spawn(node_job *j);
 static void actor_worker_gone(node_actor *a, const char *why);
 static void actor_place(node_actor *a, node_worker *w, const rd_res_grant *g);
@@ -2485,12 +2486,25 @@ void rd__node_actor_registered(uint64_t id, uint32_t client_id, uint64_t req_id,
     return;
   }
   actor_schedule(a);
-  if (a->state == A_DEAD) {
-    rd__node_reply_actor_id(client_id, req_id, a->place_err ? a->place_err : RD_EINFEASIBLE, a->death, 0);
+  if (a->state == A_PENDING && a->launch_wait && a->infeasible_view) {
+    /* no node in this view can host it: the next view says, and so does
+     * the answer (rd_actor_create's RD_EINFEASIBLE; actors_place_waiting) */
+    a->create_client = client_id;
+    a->create_req = req_id;
     return;
   }
+  if (actor_created_reply(a, client_id, req_id)) dispatch();
+}
+
+/* Answer the request that created a: its id (1), or why it could not be
+ * placed (0). */
+static int actor_created_reply(node_actor *a, uint32_t client_id, uint64_t req_id) {
+  if (a->state == A_DEAD) {
+    rd__node_reply_actor_id(client_id, req_id, a->place_err ? a->place_err : RD_EINFEASIBLE, a->death, 0);
+    return 0;
+  }
   rd__node_reply_actor_id(client_id, req_id, 0, NULL, a->id);
-  dispatch();
+  return 1;
 }
 
 node_client *rd__node_client_by_id(uint32_t id) {
@@ -3842,8 +3856,16 @@ node_job *rd__node_job_get(const char *exe, char *const *argv, size_t argc) {
 }
 
 void rd__node_actors_place_waiting(void) {
-  for (node_actor *a = N.actors; a; a = a->next)
-    if (a->launch_wait && a->state == A_PENDING) actor_schedule(a);
+  for (node_actor *a = N.actors, *next; a; a = next) {
+    next = a->next;
+    if (!a->launch_wait || a->state != A_PENDING) continue;
+    actor_schedule(a);
+    if (a->create_req && !(a->state == A_PENDING && a->launch_wait && a->infeasible_view)) {
+      uint64_t req = a->create_req;   /* placed, dead, or waiting for the autoscaler: said now */
+      a->create_req = 0;
+      (void)actor_created_reply(a, a->create_client, req);
+    }
+  }
 }
 
 /* ------------------------------------------------ interned strings */

@@ -193,6 +193,9 @@ struct node_actor {
   int strategy, soft;       /* placement in a cluster (rd_actor_opts) */
   int place_err;            /* why placement failed (RD_EINFEASIBLE, RD_ENODE_DIED) */
   int launch_wait;          /* placed again with each view: only a node the autoscaler can start could run it */
+  uint64_t infeasible_view; /* 1 + the view in which no node could run it first (0: none): refused by a later one */
+  uint32_t create_client;   /* its creation waits for that verdict: the request to answer (create_req 0: none) */
+  uint64_t create_req;
   uint32_t affinity;
   uint32_t prefer_node;     /* default strategy: this node first when it has room (a detached actor's creator's; 0: none) */
   const char *sel;          /* its label selector (interned, rd__node_sel), NULL: none */

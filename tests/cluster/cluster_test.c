@@ -5425,11 +5425,29 @@ static int t_join_fresh(void) {
   const char *raydist = getenv("RD_RAYDIST"), *addr = getenv("RAYDIST_ADDRESS");
   CHECK(raydist && addr);
   for (int i = 0; i < 4; i++) {
-    char cmd[1024], res[32];
+    char cmd[1024], res[32], ares[32];
     snprintf(res, sizeof(res), "only_j%d=1", i);
-    snprintf(cmd, sizeof(cmd), "%s start --address %s --node-ip 127.0.0.%d --num-cpus 1 --resources %s "
-             "--object-store-memory 100000000 >/dev/null", raydist, addr, 20 + i, res);
+    snprintf(ares, sizeof(ares), "actor_j%d=1", i);
+    snprintf(cmd, sizeof(cmd), "%s start --address %s --node-ip 127.0.0.%d --num-cpus 1 --resources %s,%s "
+             "--object-store-memory 100000000 >/dev/null", raydist, addr, 20 + i, res, ares);
     CHECK_EQ(system(cmd), 0);
+    /* an actor only the new node can host, made at once: placed by the
+     * next view when this one does not have the node yet (it was dead at
+     * once, "can never be satisfied", in 1 run of 1 before 2026-12-07) */
+    rd_actor_opts ao;
+    rd_actor_opts_init(&ao);
+    ao.resources = ares;
+    rd_actor act;
+    rd_ref ar;
+    CHECK_EQ(rd_actor_create(Tally, NULL, 0, &ao, &act), 0);
+    CHECK_EQ(rd_actor_call(act, Tally_add, NULL, 0, NULL, &ar), 0);
+    rd_buf ab;
+    int ast = rd_get(&ar, 1, &ab, 30000);
+    if (ast) printf("round %d, actor: %s: %s\n", i, rd_err_name(ast), ast != RD_ETIMEDOUT ? (const char *)ab.data : "");
+    CHECK_EQ(ast, 0);
+    rd_buf_release(&ab);
+    rd_ref_release(ar);
+    CHECK_EQ(rd_actor_kill(act, 1), 0);
     rd_task_opts o;
     rd_task_opts_init(&o);
     o.resources = res;
