@@ -63,6 +63,11 @@ typedef struct pg_rec {
   int kickable;                   /* it did not fit the last snapshot: room coming back may let it */
   /* its GCS record: one write in flight at a time, so they land in order */
   int putting, dirty;
+  /* a creation that fitted no node of the view it came in: the next view
+   * says (P.creating), then it is answered on this request */
+  uint32_t wait_client;
+  uint64_t wait_req;
+  int wait_detached;
   /* copies */
   uint64_t fetched_ns;
   uint64_t fetch_asked_ns;        /* when the fetch that made this copy was sent */
@@ -106,6 +111,7 @@ typedef struct pg_fwd {
 
 static struct {
   pg_rec *recs;
+  pg_rec *creating;         /* creations waiting for the next view (pg_never) */
   pg_park *parked;
   pg_fwd *fwds;
   uint64_t next_seq, next_txn, next_fwd;
@@ -120,6 +126,8 @@ static struct {
 
 static void pg_changed(pg_rec *p);
 static void reserve(pg_rec *p);
+static int pg_never(pg_rec *p, char *why, size_t whylen);
+static void create_commit(pg_rec *p, node_client *c, uint64_t req_id, int detached);
 
 /* How long a group that did not fit waits before it is tried again without
  * a kick (RAYDIST_PG_RETRY_MS: tests set it long to see kicks alone work). */
@@ -980,11 +988,32 @@ void rd__pg_on_create(node_client *c, const Rd__PgCreate *m) {
   p->n = m->n_bundles;
   p->strategy = m->strategy;
   snprintf(p->name, sizeof(p->name), "%s", m->name ? m->name : "");
-  /* never placeable in this view: say so now rather than wait forever */
+  if (pg_never(p, why, sizeof(why))) {
+    if (rd__cluster_on()) {
+      /* a node that has just joined may not be in this view yet (a
+       * driver that asks as soon as its `raydist start` returned): the
+       * next view decides (rd__pg_view_changed) */
+      p->wait_client = c->id;
+      p->wait_req = m->req_id;
+      p->wait_detached = m->detached;
+      p->next = P.creating;
+      P.creating = p;
+      return;
+    }
+    reply(c, m->req_id, RD_EINFEASIBLE, why, NULL);
+    free(p);
+    return;
+  }
+  create_commit(p, c, m->req_id, m->detached);
+}
+
+/* Can group p never be placed on the nodes of this view (nor on those the
+ * autoscaler can start)?  1, and why. */
+static int pg_never(pg_rec *p, char *why, size_t whylen) {
   static rd_pg_node nodes[PG_MAX * 4];
   size_t nn = snapshot(nodes, PG_MAX * 4);
   uint32_t want[PG_MAX] = {0};
-  int never = rd_pg_place_sel(nodes, nn, p->b, p->sel, p->n, p->strategy, want, why, sizeof(why)) == RD_EINFEASIBLE;
+  int never = rd_pg_place_sel(nodes, nn, p->b, p->sel, p->n, p->strategy, want, why, whylen) == RD_EINFEASIBLE;
   if (never && rd__cluster_on()) {   /* nodes the autoscaler can start would hold it: it waits for them */
     size_t np = rd__cluster_pg_potential(nodes + nn, PG_MAX * 4 - nn);
     char why2[300];
@@ -992,7 +1021,7 @@ void rd__pg_on_create(node_client *c, const Rd__PgCreate *m) {
     if (np && rd_pg_place_sel(nodes, nn + np, p->b, p->sel, p->n, p->strategy, want, why2, sizeof(why2)) !=
                   RD_EINFEASIBLE) {
       never = 0;
-      rd__log(RD_LOG_INFO, "placement group '%s' waits for the autoscaler: %s", m->name ? m->name : "", why);
+      rd__log(RD_LOG_INFO, "placement group '%s' waits for the autoscaler: %s", p->name, why);
     }
     nn += np;
   }
@@ -1002,17 +1031,19 @@ void rd__pg_on_create(node_client *c, const Rd__PgCreate *m) {
       rd_res_format(&nodes[i].total, t, sizeof(t));
       rd__log(RD_LOG_DEBUG, "placement group refused: node %u has %s", nodes[i].index, t);
     }
-    reply(c, m->req_id, RD_EINFEASIBLE, why, NULL);
-    free(p);
-    return;
   }
+  return never;
+}
+
+/* Record group p, made by client c (request req_id), and reserve it. */
+static void create_commit(pg_rec *p, node_client *c, uint64_t req_id, int detached) {
   p->id = rd__rec_id_make(rd__cluster_on() ? rd__cluster_index() : 0, ++P.next_seq);
   p->mine = 1;
   p->state = PG_PENDING;
   /* what ends it with its creator; a detached group has none of it */
-  p->creator = c->role == ROLE_DRIVER && !m->detached ? c->id : 0;
-  p->job = c->role == ROLE_DRIVER || m->detached ? NULL : rd__node_client_job(c);
-  p->gcs_job = c->role != ROLE_DRIVER && c->worker && !m->detached ? c->worker->gcs_job : 0;
+  p->creator = c->role == ROLE_DRIVER && !detached ? c->id : 0;
+  p->job = c->role == ROLE_DRIVER || detached ? NULL : rd__node_client_job(c);
+  p->gcs_job = c->role != ROLE_DRIVER && c->worker && !detached ? c->worker->gcs_job : 0;
   p->creator_job = rd__node_client_gcs_job(c);
   p->next = P.recs;
   P.recs = p;
@@ -1020,20 +1051,45 @@ void rd__pg_on_create(node_client *c, const Rd__PgCreate *m) {
     gcs_op *op = calloc(1, sizeof(*op));
     if (!op) {
       rec_free(p);
-      reply(c, m->req_id, RD_ENOMEM, "node out of memory", NULL);
+      reply(c, req_id, RD_ENOMEM, "node out of memory", NULL);
       return;
     }
     op->put = 1;
     to_gcs(p, &op->pg);
     op->client_id = c->id;
-    op->req_id = m->req_id;
+    op->req_id = req_id;
     p->putting = 1;
     gcs_queue(op);
     return;
   }
   gcs_put(p);   /* anonymous: nothing to claim, so the record is written behind */
-  reply(c, m->req_id, 0, NULL, p);
+  reply(c, req_id, 0, NULL, p);
   reserve(p);
+}
+
+/* The creations that fitted no node of the last view: placed, or refused
+ * (RD_EINFEASIBLE), by this one. */
+static void creating_decide(void) {
+  pg_rec *w = P.creating;
+  P.creating = NULL;
+  for (pg_rec *p; (p = w);) {
+    w = p->next;
+    p->next = NULL;
+    node_client *c = rd__node_client_by_id(p->wait_client);
+    char why[400];
+    if (!c) {
+      free(p);   /* its creator left meanwhile */
+    } else if (pg_never(p, why, sizeof(why))) {
+      reply(c, p->wait_req, RD_EINFEASIBLE, why, NULL);
+      free(p);
+    } else if (p->name[0] && rec_by_name(p->name)) {
+      snprintf(why, sizeof(why), "a placement group named '%s' already exists", p->name);
+      reply(c, p->wait_req, RD_EEXIST, why, NULL);
+      free(p);
+    } else {
+      create_commit(p, c, p->wait_req, p->wait_detached);
+    }
+  }
 }
 
 void rd__pg_on_query(node_client *c, const Rd__PgQuery *m) {
@@ -1280,6 +1336,7 @@ void rd__pg_demand_each(void (*fn)(void *arg, const rd_resources *shape, const c
 
 void rd__pg_view_changed(void) {
   char why[200];
+  creating_decide();
   /* bundles whose record node died: nobody can use or remove them now */
   for (node_bundle *b = N.bundles, *next; b; b = next) {
     next = b->next;
@@ -1469,6 +1526,11 @@ void rd__pg_free(void) {
     free(f);
   }
   while (P.recs) rec_free(P.recs);
+  while (P.creating) {
+    pg_rec *p = P.creating;
+    P.creating = p->next;
+    free(p);
+  }
 }
 
 void rd__pgs_describe(rd__mbuf *b, const rd_gcs_pg *pgs, size_t n, int only, size_t limit) {

@@ -158,10 +158,11 @@ int rd_pg_place_alt(const rd_pg_node *nodes, size_t nn, const rd_resources *b, c
       if (unlabelled < nb)
         snprintf(why, whylen, "bundle %zu: its label selector '%.200s' matches no live node that could hold it",
                  unlabelled, sels[unlabelled]);
-      else if (one < nb)
-        snprintf(why, whylen, "bundle %zu {CPU: %g, GPU: %g, memory: %lld%s} fits no live node", one,
-                 rd_res_to_double(b[one].cpu), rd_res_to_double(b[one].gpu), (long long)b[one].memory,
-                 b[one].ncustom ? ", custom resources" : "");
+      else if (one < nb) {
+        char want[300];
+        rd_res_format(&b[one], want, sizeof(want));   /* its custom resources by name */
+        snprintf(why, whylen, "bundle %zu %s fits no live node", one, want);
+      }
       else if (strategy == RD_PG_PLACE_STRICT_SPREAD)
         snprintf(why, whylen, "STRICT_SPREAD needs %zu nodes that can each hold a bundle; the cluster has %zu live nodes",
                  nb, nn);

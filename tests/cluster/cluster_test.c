@@ -5425,12 +5425,24 @@ static int t_join_fresh(void) {
   const char *raydist = getenv("RD_RAYDIST"), *addr = getenv("RAYDIST_ADDRESS");
   CHECK(raydist && addr);
   for (int i = 0; i < 4; i++) {
-    char cmd[1024], res[32], ares[32];
+    char cmd[1024], res[32], ares[32], pres[32];
     snprintf(res, sizeof(res), "only_j%d=1", i);
     snprintf(ares, sizeof(ares), "actor_j%d=1", i);
-    snprintf(cmd, sizeof(cmd), "%s start --address %s --node-ip 127.0.0.%d --num-cpus 1 --resources %s,%s "
-             "--object-store-memory 100000000 >/dev/null", raydist, addr, 20 + i, res, ares);
+    snprintf(pres, sizeof(pres), "pg_j%d=1", i);
+    snprintf(cmd, sizeof(cmd), "%s start --address %s --node-ip 127.0.0.%d --num-cpus 1 --resources %s,%s,%s "
+             "--object-store-memory 100000000 >/dev/null", raydist, addr, 20 + i, res, ares, pres);
     CHECK_EQ(system(cmd), 0);
+    /* and a placement group only it can hold (refused at once before
+     * 2026-12-07: "bundle 0 ... fits no live node") */
+    rd_bundle pb;
+    memset(&pb, 0, sizeof(pb));
+    pb.resources = pres;
+    rd_pg pg;
+    int pst = rd_pg_create(&pb, 1, RD_PG_PACK, NULL, &pg);
+    if (pst) printf("round %d, placement group: %s\n", i, rd_err_name(pst));
+    CHECK_EQ(pst, 0);
+    CHECK_EQ(rd_pg_wait(pg, 30000), 0);
+    CHECK_EQ(rd_pg_remove(pg), 0);
     /* an actor only the new node can host, made at once: placed by the
      * next view when this one does not have the node yet (it was dead at
      * once, "can never be satisfied", in 1 run of 1 before 2026-12-07) */
