@@ -146,16 +146,33 @@ RD_REMOTE(csum) {
   uint64_t r[2] = {hash(b.data, b.size), b.size};
   return rd_return_bytes(call, 0, r, 16);
 }
+/* In a task: rd_get of r (60 s) into b, 0; or the call fails, *rc, with
+ * "WHAT: RD_E...: its message" (WHAT ends in "get" or "get borrowed": the
+ * driver reads the code there, get1) and the error is returned. */
+static int get_in_task(rd_call *call, rd_ref r, rd_buf *b, const char *what, int *rc) {
+  int e = rd_get(&r, 1, b, 60000);
+  if (!e) return 0;
+  *rc = rd_call_fail(call, "%s: %s: %.*s", what, rd_err_name(e), e == RD_ETIMEDOUT ? 0 : (int)b->size,
+                     e == RD_ETIMEDOUT ? "" : (const char *)b->data);
+  if (e != RD_ETIMEDOUT) rd_buf_release(b);
+  return e;
+}
+/* ... and r's bytes returned as the call's */
+static int pass_on(rd_call *call, rd_ref r, const char *what) {
+  rd_buf b;
+  int rc;
+  if (get_in_task(call, r, &b, what, &rc)) return rc;
+  rc = rd_return_bytes(call, 0, b.data, b.size);
+  rd_buf_release(&b);
+  return rc;
+}
 /* bcsum(borrowed ref) -> {hash, size} */
 RD_REMOTE(bcsum) {
   rd_ref r;
   if (rd_call_arg_ref(call, 0, &r)) return rd_call_fail(call, "bcsum: arg ref");
   rd_buf b;
-  int e = rd_get(&r, 1, &b, 60000);
-  if (e) {
-    int rc = rd_call_fail(call, "bcsum: get borrowed: %s: %.*s", rd_err_name(e), e == RD_ETIMEDOUT ? 0 : (int)b.size,
-                          e == RD_ETIMEDOUT ? "" : (const char *)b.data);
-    if (e != RD_ETIMEDOUT) rd_buf_release(&b);
+  int rc;
+  if (get_in_task(call, r, &b, "bcsum: get borrowed", &rc)) {
     rd_ref_release(r);
     return rc;
   }
@@ -176,17 +193,7 @@ RD_REMOTE(nested) {
   rd_task_opts_init(&o);
   if (rd_submit(xform, RD_ARGS(rd_arg_ref(g), rd_arg_bytes(&key, 8)), &o, &x)) return rd_call_fail(call, "nested: submit xform");
   rd_ref_release(g);
-  rd_buf b;
-  int e = rd_get(&x, 1, &b, 60000);
-  if (e) {
-    int rc = rd_call_fail(call, "nested: get: %s: %.*s", rd_err_name(e), e == RD_ETIMEDOUT ? 0 : (int)b.size,
-                          e == RD_ETIMEDOUT ? "" : (const char *)b.data);
-    if (e != RD_ETIMEDOUT) rd_buf_release(&b);
-    rd_ref_release(x);
-    return rc;
-  }
-  int rc = rd_return_bytes(call, 0, b.data, b.size);
-  rd_buf_release(&b);
+  int rc = pass_on(call, x, "nested: get");
   rd_ref_release(x);
   return rc;
 }
@@ -226,17 +233,7 @@ RD_REMOTE(bpass) {
   rd_ref c;
   int e = rd_submit(bcsum, RD_ARGS(rd_arg_borrow(r)), &o, &c);
   if (e) { rd_ref_release(r); return rd_call_fail(call, "bpass: submit %s", rd_err_name(e)); }
-  rd_buf b;
-  e = rd_get(&c, 1, &b, 60000);
-  int rc;
-  if (e) {
-    rc = rd_call_fail(call, "bpass: get: %s: %.*s", rd_err_name(e), e == RD_ETIMEDOUT ? 0 : (int)b.size,
-                      e == RD_ETIMEDOUT ? "" : (const char *)b.data);
-    if (e != RD_ETIMEDOUT) rd_buf_release(&b);
-  } else {
-    rc = rd_return_bytes(call, 0, b.data, b.size);
-    rd_buf_release(&b);
-  }
+  int rc = pass_on(call, c, "bpass: get");
   rd_ref_release(c);
   rd_ref_release(r);
   return rc;
@@ -294,21 +291,16 @@ RD_REMOTE(refsum) {
   size_t n = 0;
   if (rd_call_arg_refs(call, 0, r, 8, &n)) return rd_call_fail(call, "refsum: arg refs");
   uint64_t out[16];
-  int rc = 0;
-  for (size_t i = 0; i < n && !rc; i++) {
+  int rc = 0, failed = 0;
+  for (size_t i = 0; i < n && !failed; i++) {
     rd_buf b;
-    int e = rd_get(&r[i], 1, &b, 60000);
-    if (e) {
-      rc = rd_call_fail(call, "refsum: get: %s: %.*s", rd_err_name(e), e == RD_ETIMEDOUT ? 0 : (int)b.size,
-                        e == RD_ETIMEDOUT ? "" : (const char *)b.data);
-    } else {
-      out[2 * i] = hash(b.data, b.size);
-      out[2 * i + 1] = b.size;
-    }
-    if (e != RD_ETIMEDOUT) rd_buf_release(&b);
+    if ((failed = get_in_task(call, r[i], &b, "refsum: get", &rc)) != 0) break;
+    out[2 * i] = hash(b.data, b.size);
+    out[2 * i + 1] = b.size;
+    rd_buf_release(&b);
   }
   for (size_t i = 0; i < n; i++) rd_ref_release(r[i]);
-  return rc ? rc : rd_return_bytes(call, 0, out, 16 * n);
+  return failed ? rc : rd_return_bytes(call, 0, out, 16 * n);
 }
 /* kvecho(key, reply key): reads key from the GCS's KV, puts its hash under
  * the reply key (over the one of an attempt killed after its put) ->
@@ -389,17 +381,7 @@ RD_REMOTE(via_actor) {
   rd_ref r;
   int e = rd_actor_call(a, Acc_echo, RD_ARGS(rd_arg_bytes(&seed, 8), rd_arg_bytes(&n, 8)), NULL, &r);
   if (e) return rd_call_fail(call, "via_actor: call: %s", rd_err_name(e));
-  rd_buf b;
-  e = rd_get(&r, 1, &b, 60000);
-  int rc;
-  if (e) {
-    rc = rd_call_fail(call, "via_actor: get: %s: %.*s", rd_err_name(e), e == RD_ETIMEDOUT ? 0 : (int)b.size,
-                      e == RD_ETIMEDOUT ? "" : (const char *)b.data);
-    if (e != RD_ETIMEDOUT) rd_buf_release(&b);
-  } else {
-    rc = rd_return_bytes(call, 0, b.data, b.size);
-    rd_buf_release(&b);
-  }
+  int rc = pass_on(call, r, "via_actor: get");
   rd_ref_release(r);
   return rc;
 }
@@ -546,6 +528,24 @@ static void check_big(rd_ref r, uint64_t seed, uint64_t key, size_t n, const cha
   rd_buf_release(&b);
 }
 
+/* checks a {hash, size} result (csum and the like) against pattern(seed)^key */
+static void check_sum(rd_ref r, uint64_t seed, uint64_t key, size_t n, const char *what, int kind) {
+  rd_buf b;
+  int tol;
+  int e = get1(r, &b, what, kind, &tol);
+  if (e == RD_ETIMEDOUT) return;
+  if (!e) {
+    uint64_t v[2];
+    if (b.size != sizeof(v)) {
+      BAD("%s: %zu bytes", what, b.size);
+    } else {
+      memcpy(v, b.data, sizeof(v));
+      if (v[1] != n || v[0] != expect_hash(seed, key, n)) BAD("%s: wrong hash/size %llu", what, (unsigned long long)v[1]);
+    }
+  }
+  rd_buf_release(&b);
+}
+
 /* ---- lineage holdings: big results produced (soft affinity) on b/c, kept until the end */
 #define MAXHELD 64
 static struct { rd_ref r; uint64_t seed, key; size_t n; int chain; uint32_t node; } held[MAXHELD];
@@ -600,15 +600,7 @@ static void op_big_pipeline(void) {
   if (order) { rd_ref_release(g); g.id = 0; }
   snprintf(what, sizeof what, "pipeline csum (gen %s, xform %s, csum %s, n %llu)", wname(wx), wname(wy), wname(wz),
            (unsigned long long)n);
-  rd_buf b;
-  int tol;
-  int e = get1(c, &b, what, R_TASK, &tol);
-  if (!e) {
-    uint64_t v[2];
-    memcpy(v, b.data, 16);
-    if (v[1] != n || v[0] != expect_hash(seed, key, n)) BAD("%s: wrong hash/size %llu", what, (unsigned long long)v[1]);
-  }
-  if (e != RD_ETIMEDOUT) rd_buf_release(&b);
+  check_sum(c, seed, key, n, what, R_TASK);
   snprintf(what, sizeof what, "pipeline xform result (gen %s, xform %s, n %llu)", wname(wx), wname(wy), (unsigned long long)n);
   check_big(x, seed, key, n, what, R_TASK);
   if (g.id) {
@@ -641,19 +633,10 @@ static void op_put_pass(void) {
     if (e) { BAD("submit csum/bcsum: %s", rd_err_name(e)); return; }
   }
   if (rnd() % 2) { rd_ref_release(in); in.id = 0; }   /* the pending tasks keep it */
-  uint64_t want = expect_hash(seed, 0, n);
   for (int i = 0; i < 2; i++) {
     char what[128];
     snprintf(what, sizeof what, "%s of put %zu B on %s%s", i ? "bcsum(borrow)" : "csum", n, wname(w[i]), in.id ? "" : " (put released)");
-    rd_buf b;
-    int tol;
-    e = get1(r[i], &b, what, R_TASK, &tol);
-    if (!e) {
-      uint64_t v[2];
-      memcpy(v, b.data, 16);
-      if (v[0] != want || v[1] != n) BAD("%s: wrong hash", what);
-    }
-    if (e != RD_ETIMEDOUT) rd_buf_release(&b);
+    check_sum(r[i], seed, 0, n, what, R_TASK);
     rd_ref_release(r[i]);
   }
   if (in.id) rd_ref_release(in);
@@ -981,15 +964,7 @@ static void op_bpass(void) {
   char what[128];
   snprintf(what, sizeof what, "bpass(src %s on %s, pass on %s, bcsum on %s)", from_task ? "gen" : "put", from_task ? wname(ws) : "driver",
            wname(w1), wname((int)w2));
-  rd_buf b;
-  int tol;
-  int e = get1(r, &b, what, R_NO_LINEAGE, &tol);
-  if (!e) {
-    uint64_t v[2];
-    memcpy(v, b.data, 16);
-    if (v[1] != n || v[0] != expect_hash(seed, 0, n)) BAD("%s: wrong hash", what);
-  }
-  if (e != RD_ETIMEDOUT) rd_buf_release(&b);
+  check_sum(r, seed, 0, n, what, R_NO_LINEAGE);
   rd_ref_release(r);
   if (src.id) rd_ref_release(src);
 }
@@ -1031,13 +1006,7 @@ static void op_refs(void) {
       if (rd_submit(csum, RD_ARGS(rd_arg_ref(in[i])), &o, &c)) { BAD("submit csum of returned ref"); continue; }
       char w2[200];
       snprintf(w2, sizeof w2, "%s: csum of returned ref %d on %s", what, i, wname(wz));
-      e = get1(c, &b, w2, R_NO_LINEAGE, &tol);
-      if (!e) {
-        uint64_t v[2];
-        memcpy(v, b.data, 16);
-        if (v[1] != n || v[0] != expect_hash(seed + (uint64_t)i, 0, n)) BAD("%s: wrong hash", w2);
-      }
-      if (e != RD_ETIMEDOUT) rd_buf_release(&b);
+      check_sum(c, seed + (uint64_t)i, 0, n, w2, R_NO_LINEAGE);
       rd_ref_release(c);
     }
   }
