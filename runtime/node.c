@@ -48,6 +48,7 @@ static void client_drop(node_client *c, const char *why);
 static void client_lost(node_client *c, const char *why);
 static void dispatch(void);
 static int actor_created_reply(node_actor *a, uint32_t client_id, uint64_t req_id);
+static int actor_view_wait(const node_actor *a);
 static void worker_spawn(node_job *j);
 static void actor_worker_gone(node_actor *a, const char *why);
 static void actor_place(node_actor *a, node_worker *w, const rd_res_grant *g);
@@ -1992,7 +1993,7 @@ static void actor_schedule(node_actor *a) {
     }
   } else if (!rd__node_actor_hosted(a)) {
     host = rd__cluster_actor_place(a, &err, why, sizeof(why));
-    if (err == RD_EAGAIN) {   /* only a node the autoscaler can start could host it: placed again with each view */
+    if (err == RD_EAGAIN) {   /* placed again with the next view: none in this one can host it, or only a node the autoscaler can start */
       if (!a->launch_wait) rd__log(RD_LOG_INFO, "actor %016llx (%s): %s", (unsigned long long)a->id, a->cls, why);
       if (a->state != A_PENDING || !a->pending_since) {
         a->pending_since = rd__now_ns();
@@ -2486,7 +2487,7 @@ void rd__node_actor_registered(uint64_t id, uint32_t client_id, uint64_t req_id,
     return;
   }
   actor_schedule(a);
-  if (a->state == A_PENDING && a->launch_wait && a->infeasible_view) {
+  if (actor_view_wait(a)) {
     /* no node in this view can host it: the next view says, and so does
      * the answer (rd_actor_create's RD_EINFEASIBLE; actors_place_waiting) */
     a->create_client = client_id;
@@ -2494,6 +2495,12 @@ void rd__node_actor_registered(uint64_t id, uint32_t client_id, uint64_t req_id,
     return;
   }
   if (actor_created_reply(a, client_id, req_id)) dispatch();
+}
+
+/* Does a wait for the next view to say whether a node can host it
+ * (rd__cluster_actor_place: none in this one)? */
+static int actor_view_wait(const node_actor *a) {
+  return a->state == A_PENDING && a->launch_wait && a->infeasible_view;
 }
 
 /* Answer the request that created a: its id (1), or why it could not be
@@ -3860,7 +3867,7 @@ void rd__node_actors_place_waiting(void) {
     next = a->next;
     if (!a->launch_wait || a->state != A_PENDING) continue;
     actor_schedule(a);
-    if (a->create_req && !(a->state == A_PENDING && a->launch_wait && a->infeasible_view)) {
+    if (a->create_req && !actor_view_wait(a)) {
       uint64_t req = a->create_req;   /* placed, dead, or waiting for the autoscaler: said now */
       a->create_req = 0;
       (void)actor_created_reply(a, a->create_client, req);

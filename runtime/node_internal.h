@@ -192,7 +192,7 @@ struct node_actor {
   uint64_t view_claim;      /* its room claimed in the cluster view until host answers (rd__cluster_view_claim) */
   int strategy, soft;       /* placement in a cluster (rd_actor_opts) */
   int place_err;            /* why placement failed (RD_EINFEASIBLE, RD_ENODE_DIED) */
-  int launch_wait;          /* placed again with each view: only a node the autoscaler can start could run it */
+  int launch_wait;          /* placed again with each view: only a node the autoscaler can start could run it, or (infeasible_view) none in the last view */
   uint64_t infeasible_view; /* 1 + the view in which no node could run it first (0: none): refused by a later one */
   uint32_t create_client;   /* its creation waits for that verdict: the request to answer (create_req 0: none) */
   uint64_t create_req;

@@ -1470,20 +1470,18 @@ static void lease_return_ex(rd__lease *l, int worker_lost) {
   G.conn_gen++;
 }
 
-/* Puts tasks (a list, in order) back at the front of c's queue. */
+/* Puts tasks (a list, in order) back at the front of c's queue: the cost
+ * of the list, not of the queue (a task handed back unrun comes alone,
+ * possibly ahead of thousands). */
 static void class_requeue_front(rd__sclass *c, rd__task *head) {
   if (!head) return;
   rd__task *last = head;
-  while (last->next) last = last->next;
+  size_t n = 1;
+  for (; last->next; last = last->next) n++;
   last->next = c->qhead;
+  if (!c->qhead) c->qtail = last;
   c->qhead = head;
-  size_t n = 0;
-  for (rd__task *x = c->qhead; x; x = x->next) {
-    n++;
-    last = x;
-  }
-  c->qlen = n;
-  c->qtail = last;
+  c->qlen += n;
 }
 
 /* ------------------------------------------------- retries after OOM kills
@@ -2059,10 +2057,8 @@ static void on_task_reply(rd__lease *l, Rd__TaskReply *m) {
     if (t->cancelled) {
       task_free(t);   /* its returns failed when it was cancelled */
     } else {
-      t->next = c->qhead;
-      c->qhead = t;
-      if (!c->qtail) c->qtail = t;
-      c->qlen++;
+      t->next = NULL;
+      class_requeue_front(c, t);
       G.ost.changed = 1;
     }
     if (m->retire) l->retired = l->stop = 1;

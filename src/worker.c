@@ -317,8 +317,13 @@ void rd__worker_on_attach(Rd__ActorAttach *m, int fd) {
 static void reply_fail(rd__serve *s, uint64_t task_id, int status, const char *err, uint64_t lost_arg);
 static void reply_unrun(rd__serve *s, uint64_t task_id);
 
+static void wtask_free(rd__wtask *w) {
+  protobuf_c_message_free_unpacked(&w->msg->base, NULL);
+  free(w);
+}
+
 void rd__worker_on_task(rd__serve *s, Rd__Task *m) {
-  if (G.nblocked > 0 && !s->actor_id && !m->actor_id) {   /* the task ahead waits: back at once (below) */
+  if (G.nblocked > 0) {   /* the task ahead waits: back at once (rd__worker_hand_back) */
     reply_unrun(s, m->task_id);
     protobuf_c_message_free_unpacked(&m->base, NULL);
     return;
@@ -362,8 +367,7 @@ void rd__worker_on_cancel(rd__serve *s, uint64_t task_id) {
     if (G.wq_tail == w) G.wq_tail = prev;
     rd__log(RD_LOG_DEBUG, "task %llx cancelled by its owner before it started", (unsigned long long)task_id);
     reply_fail(s, task_id, RD_ECANCELED, "cancelled before it started", 0);
-    protobuf_c_message_free_unpacked(&w->msg->base, NULL);
-    free(w);
+    wtask_free(w);
     return;
   }
   for (rd_call *c = running; c; c = c->next_running)
@@ -374,42 +378,10 @@ void rd__worker_on_cancel(rd__serve *s, uint64_t task_id) {
     }
 }
 
-/* The task running here has waited in rd_get or rd_wait for over 1 ms
- * (client.c, wait_block_round; its node lends its CPU meanwhile): the tasks
- * its owner pipelined behind it go back unrun (TaskReply.unrun), and so
- * does one that comes while it waits.  What it waits for may be one of
- * them (a retry of a task whose result it reads, sent to this worker behind
- * it, after the first attempt's worker died): each would wait for the
- * other until the wait timed out.  They are answered last first, since the
- * owner puts each back at the front of its queue: in their order.  The
- * owner sends the lease nothing more until its next reply.  Actors keep
- * theirs: their calls run in order (and they keep their CPUs). */
-void rd__worker_hand_back(void) {
-  rd__wtask *back = NULL;
-  for (rd__wtask **pp = &G.wq_head, *prev = NULL; *pp;) {
-    rd__wtask *w = *pp;
-    if (w->from->actor_id || w->msg->actor_id) {
-      prev = w;
-      pp = &w->next;
-      continue;
-    }
-    *pp = w->next;
-    if (G.wq_tail == w) G.wq_tail = prev;
-    w->next = back;
-    back = w;
-  }
-  for (rd__wtask *w; (w = back);) {
-    back = w->next;
-    rd__log(RD_LOG_DEBUG, "task %llx handed back unrun: the task ahead of it waits", (unsigned long long)w->msg->task_id);
-    reply_unrun(w->from, w->msg->task_id);
-    protobuf_c_message_free_unpacked(&w->msg->base, NULL);
-    free(w);
-  }
-}
-
-/* Take the tasks that came from `from` (NULL: from anyone) off the queue
- * unrun; with why, each is answered RD_EACTOR_DIED with it. */
-static void drop_queued(const rd__serve *from, const char *why) {
+/* Take the tasks that came from `from` (NULL: from anyone) off the queue,
+ * unrun, and return them as a list in queue order. */
+static rd__wtask *queue_take(const rd__serve *from) {
+  rd__wtask *taken = NULL, **tail = &taken;
   for (rd__wtask **pp = &G.wq_head, *prev = NULL; *pp;) {
     rd__wtask *w = *pp;
     if (from && w->from != from) {
@@ -419,10 +391,47 @@ static void drop_queued(const rd__serve *from, const char *why) {
     }
     *pp = w->next;
     if (G.wq_tail == w) G.wq_tail = prev;
+    w->next = NULL;
+    *tail = w;
+    tail = &w->next;
+  }
+  return taken;
+}
+
+/* The task running here has waited in rd_get or rd_wait for over 1 ms
+ * (client.c, wait_block_round; its node lends its CPU meanwhile): the tasks
+ * its owner pipelined behind it go back unrun (TaskReply.unrun), and so
+ * does one that comes while it waits.  What it waits for may be one of
+ * them (a retry of a task whose result it reads, sent to this worker behind
+ * it, after the first attempt's worker died): each would wait for the
+ * other until the wait timed out.  They are answered last first, since the
+ * owner puts each back at the front of its queue: in their order.  The
+ * owner sends the lease nothing more until its next reply.  Only task
+ * workers get here: actors keep their calls (they run in order) and their
+ * CPUs, and wait_block_round says nothing for them. */
+void rd__worker_hand_back(void) {
+  rd__wtask *back = NULL;
+  for (rd__wtask *w, *taken = queue_take(NULL); (w = taken);) {   /* last first */
+    taken = w->next;
+    w->next = back;
+    back = w;
+  }
+  for (rd__wtask *w; (w = back);) {
+    back = w->next;
+    rd__log(RD_LOG_DEBUG, "task %llx handed back unrun: the task ahead of it waits", (unsigned long long)w->msg->task_id);
+    reply_unrun(w->from, w->msg->task_id);
+    wtask_free(w);
+  }
+}
+
+/* Take the tasks that came from `from` (NULL: from anyone) off the queue
+ * unrun; with why, each is answered RD_EACTOR_DIED with it. */
+static void drop_queued(const rd__serve *from, const char *why) {
+  for (rd__wtask *w, *taken = queue_take(from); (w = taken);) {
+    taken = w->next;
     rd__log(RD_LOG_DEBUG, "task %llx dropped unrun", (unsigned long long)w->msg->task_id);
     if (why) reply_fail(w->from, w->msg->task_id, RD_EACTOR_DIED, why, 0);
-    protobuf_c_message_free_unpacked(&w->msg->base, NULL);
-    free(w);
+    wtask_free(w);
   }
 }
 
@@ -1033,8 +1042,7 @@ static void *worker_loop(void *arg) {
       else G.wq_head = w->next;
       if (G.wq_tail == w) G.wq_tail = wprev;
       run_task(w);
-      protobuf_c_message_free_unpacked(&w->msg->base, NULL);
-      free(w);
+      wtask_free(w);
       stats_maybe_send();
       if (++since_flush >= 16 || !G.wq_head) {
         rd__flush_all();
