@@ -2456,6 +2456,7 @@ static void answer_connect(node_client *caller, uint64_t req_id, const Rd__LinkA
   out.worker_pid = r->worker_pid;
   out.restarts = r->restarts;
   out.concurrency = r->concurrency;
+  out.node = r->node;
   rd__node_send(caller, RD__MSG_TYPE__MSG_ACTOR_CONNECT_REPLY, &out.base, fd);
 }
 
@@ -2469,6 +2470,7 @@ void rd__cluster_connect_reply(node_client *link, uint64_t req_id, node_actor *a
     r.restarts = (uint32_t)a->restarts;
     r.max_task_retries = a->max_task_retries;
     r.concurrency = rd__node_actor_concurrency(a);
+    r.node = C.index;
   }
   link_connected(link, &r, fd, a && a->worker ? a->worker->pid : 0);
 }

@@ -1877,6 +1877,7 @@ static void reply_connect(node_client *c, uint64_t req_id, node_actor *a, int st
   r.worker_pid = a && a->worker ? a->worker->pid : a ? a->host_pid : 0;
   r.restarts = a ? (uint32_t)a->restarts : 0;
   r.concurrency = a ? rd__node_actor_concurrency(a) : 0;
+  r.node = a && rd__cluster_on() ? rd__cluster_index() : 0;
   send_msg(c, RD__MSG_TYPE__MSG_ACTOR_CONNECT_REPLY, &r.base, fd);
 }
 

@@ -593,6 +593,7 @@ static void lineage_unlink(rd__task *t) {
   t->lin_prev = t->lin_next = NULL;
   t->lin_linked = 0;
   G.lineage_bytes -= t->bytes;
+  if (t->actor) t->actor->nlineage--;
 }
 
 static void lineage_link(rd__task *t) {
@@ -602,6 +603,7 @@ static void lineage_link(rd__task *t) {
   G.lineage = t;
   t->lin_linked = 1;
   G.lineage_bytes += t->bytes;
+  if (t->actor) t->actor->nlineage++;
 }
 
 /* One of t's results no longer needs it. */
@@ -611,9 +613,19 @@ static void lineage_drop(rd__task *t) {
   task_free(t);
 }
 
+/* Whether t may run once more to rebuild its results: within its
+ * max_retries, or for an actor call within its actor's max_task_retries
+ * (-1: no limit; 0, the default, keeps none: a call is run again only where
+ * the program said its calls may be). */
+static int lineage_may_rerun(const rd__task *t) {
+  if (!t->actor) return t->retries_left > 0;
+  int m = t->actor->max_task_retries;
+  return m < 0 || t->attempt < m;
+}
+
 /* Whether t may be kept to rebuild results a reply put on node. */
 static int lineage_wanted(const rd__task *t, uint32_t node) {
-  return !t->actor && G.cluster && node && node != G.node_index && t->retries_left > 0 &&
+  return G.cluster && node && node != G.node_index && lineage_may_rerun(t) &&
          G.lineage_bytes + t->bytes <= G.lineage_max;
 }
 
@@ -643,6 +655,13 @@ static void lineage_requeue(rd__task *t, uint32_t lost, int depth) {
   t->lease = NULL;
   t->next = NULL;
   t->deps_pending = 0;
+  if (t->actor) {   /* ahead of the calls not sent yet, as a call re-sent after a death */
+    rd__actor *a = t->actor;
+    t->next = a->qhead;
+    a->qhead = t;
+    if (!a->qtail) a->qtail = t;
+    a->qlen++;
+  }
   for (int i = 0; i < t->nargs; i++) {
     if (!targ_dep(&t->args[i])) continue;
     rd__obj *a = obj_get(t->args[i].oid);
@@ -654,7 +673,7 @@ static void lineage_requeue(rd__task *t, uint32_t lost, int depth) {
 }
 
 static int lineage_rerun(rd__task *t, uint32_t lost, int depth) {
-  if (t->retries_left <= 0 || depth > 64) return 0;
+  if (!lineage_may_rerun(t) || depth > 64) return 0;
   for (int i = 0; i < t->nret; i++) {   /* its results wait for the new run */
     rd__obj *o = obj_get(t->ret_ids[i]);
     if (!o || o->lineage != t) continue;
@@ -664,12 +683,15 @@ static int lineage_rerun(rd__task *t, uint32_t lost, int depth) {
     t->lineage_refs--;
   }
   lineage_unlink(t);
-  t->retries_left--;
+  if (!t->actor) t->retries_left--;
   t->attempt++;
   t->cancelled = 0;
-  rd__log(RD_LOG_WARN, "rebuilding the results of task '%s' lost with %s%u: running it again (attempt %d of %d)",
-          t->func, lost == UINT32_MAX ? "the store of node " : "node ", lost == UINT32_MAX ? 0 : lost,
-          t->attempt + 1, t->max_retries + 1);
+  int of = t->actor ? t->actor->max_task_retries : t->max_retries;
+  char ofs[16];
+  snprintf(ofs, sizeof(ofs), "%d", of + 1);
+  rd__log(RD_LOG_WARN, "rebuilding the results of %s '%s' lost with %s%u: running it again (attempt %d of %s)",
+          t->actor ? "actor call" : "task", t->func, lost == UINT32_MAX ? "the store of node " : "node ",
+          lost == UINT32_MAX ? 0 : lost, t->attempt + 1, of < 0 ? "unlimited" : ofs);
   lineage_requeue(t, lost, depth);
   return 1;
 }
@@ -699,7 +721,7 @@ static void lineage_node_dead(uint32_t dead) {
  * arguments lost with it), t waits for them and runs then, without using a
  * retry of its own.  1 when so. */
 static int lineage_arg_lost(rd__task *t, int status, uint64_t lost_arg) {
-  if ((status != RD_ENODE_DIED && status != RD_EOBJECT_LOST) || !lost_arg || t->actor) return 0;
+  if ((status != RD_ENODE_DIED && status != RD_EOBJECT_LOST) || !lost_arg) return 0;
   rd__obj *a = obj_get(lost_arg);
   int mine = 0;
   for (int i = 0; i < t->nargs; i++) mine |= targ_dep(&t->args[i]) && t->args[i].oid == lost_arg;
@@ -2321,7 +2343,8 @@ static void actor_dispatch(rd__actor *a) {
     if (rd__conn_send(&G.daemon, RD__MSG_TYPE__MSG_ACTOR_CONNECT, &m.base, -1) == 0) a->state = AH_CONNECTING;
     return;
   }
-  if (a->state != AH_CONNECTED || a->conn->gone_ns) return;   /* gone: calls wait for the next process */
+  /* gone, or on a node declared dead: calls wait for the next process */
+  if (a->state != AH_CONNECTED || a->conn->gone_ns || a->conn->host_dead) return;
   while (a->qhead && a->qhead->deps_pending == 0) {
     rd__task *t = a->qhead;
     a->qhead = t->next;
@@ -2387,6 +2410,7 @@ static void on_actor_connect_reply(Rd__ActorConnectReply *m, int fd) {
   }
   a->ask = (rd__ask_backoff){0};
   l->worker_pid = m->worker_pid;
+  l->node = m->node;
   l->actor = a;
   rd__conn_init(&l->conn, fd);
   a->conn = l;
@@ -2548,9 +2572,15 @@ static void handle_daemon_frame(const rd__frame *f) {
           if (l->lease_id == id) l->yielding = 1;
       break;
     }
-    case RD__MSG_TYPE__MSG_NODE_DEAD:
-      lineage_node_dead(((Rd__NodeDead *)m)->node_index);
+    case RD__MSG_TYPE__MSG_NODE_DEAD: {
+      uint32_t dead = ((Rd__NodeDead *)m)->node_index;
+      /* first, so that calls run again to rebuild results do not go out on
+       * a socket to a process that died with the node */
+      for (rd__actor *a = G.actors; a && dead; a = a->next)
+        if (a->conn && a->conn->node == dead) a->conn->host_dead = 1;
+      lineage_node_dead(dead);
       break;
+    }
     case RD__MSG_TYPE__MSG_TASK_LIST_ASK:
       on_task_list_ask((Rd__TaskListAsk *)m);
       break;
@@ -3176,7 +3206,7 @@ int rd__pump(int64_t timeout_ms) {
    * is walking the list) */
   for (rd__actor **pp = &G.actors; *pp;) {
     rd__actor *a = *pp;
-    if (a->state == AH_DEAD && !a->qhead && !a->conn) {
+    if (a->state == AH_DEAD && !a->qhead && !a->conn && !a->nlineage) {
       *pp = a->next;
       blob_unref(a->dead_msg);
       free(a);

@@ -223,6 +223,8 @@ struct rd__lease {
   int stop;                 /* stop reading its frames: broken or retired */
   int yielding;             /* its node asked for it back (fair share): no new tasks, return when idle */
   int blocked;              /* its worker handed back tasks (TaskReply.unrun): none until its next reply */
+  int host_dead;            /* an actor connection whose node the GCS declared dead: no new calls (they wait
+                               for the next process), its socket's close brings the node's word */
   int lost_err;             /* why its worker went away: its own crash report, or its node's word */
   char lost_why[400];
   int lost_node;            /* ... that word is a node's (LeaseLost, or a remote worker's node's Error), not its own report */
@@ -249,6 +251,7 @@ struct rd__actor {
   int lost_pid;             /* the incarnation whose socket broke last */
   int dead_err;
   rd__blob *dead_msg;
+  size_t nlineage;          /* its finished calls kept as lineage (they point here: not freed before 0) */
   rd__actor *next;
 };
 

@@ -1181,6 +1181,12 @@ RD_ACTOR_METHOD(Tally, wait_file) {
   return wait_for_file(call);
 }
 
+/* twist() as an actor call: its big result stays in its host's store. */
+RD_ACTOR_METHOD(Tally, twist) {
+  (void)state;
+  return twist(call);
+}
+
 /* The length of argument 0. */
 RD_REMOTE(arg_len) {
   rd_buf a;
@@ -1743,10 +1749,34 @@ static int t_actors(void) {
   return 0;
 }
 
+/* Tally.twist on actor a with argument in: {hash, node} of the call, its
+ * big result in out[1]. */
+static void twist_call(rd_actor a, rd_ref in, rd_ref out[2], uint64_t rep[2]) {
+  rd_task_opts o;
+  rd_task_opts_init(&o);
+  o.num_returns = 2;
+  CHECK_EQ(rd_actor_call(a, Tally_twist, RD_ARGS(rd_arg_ref(in)), &o, out), 0);
+  rd_buf b;
+  CHECK_EQ(rd_get(&out[0], 1, &b, 60000), 0);
+  CHECK_EQ(b.size, 2 * sizeof(uint64_t));
+  memcpy(rep, b.data, 2 * sizeof(uint64_t));
+  rd_buf_release(&b);
+}
+
 /* The node hosting an actor dies: it restarts on another node that has the
- * resource (within max_restarts) and answers calls again. */
+ * resource (within max_restarts) and answers calls again.  The big result
+ * of a call it made there (in that node's store) is made again by running
+ * the call on the new process (max_task_retries 2); those of actors whose
+ * calls may not run again (max_task_retries 0), or that cannot restart,
+ * fail. */
 static int t_actor_node_death(void) {
   join();
+  size_t n = 2u << 20;
+  void *p;
+  rd_ref in;
+  CHECK_EQ(rd_put_begin(n, &p, &in), 0);
+  for (size_t i = 0; i < n; i++) ((uint8_t *)p)[i] = (uint8_t)(i * 13 + 5);
+  CHECK_EQ(rd_put_seal(in), 0);
   rd_actor_opts ao;
   rd_actor_opts_init(&ao);
   ao.resources = "pool=1";
@@ -1762,6 +1792,10 @@ static int t_actor_node_death(void) {
   if ((uint32_t)w[0] == b) ip = "127.0.0.2";
   if ((uint32_t)w[0] == c) ip = "127.0.0.3";
   CHECK(ip != NULL);
+  rd_ref tw[2], ltw[2], dtw[2];
+  uint64_t rep[2];
+  twist_call(a, in, tw, rep);
+  CHECK_EQ(rep[1], (uint64_t)w[0]);
   /* and one beside it with no restarts or retries, running a call as the
    * node dies: the call says the node's word */
   rd_actor_opts_init(&ao);
@@ -1772,6 +1806,14 @@ static int t_actor_node_death(void) {
   long wl[2];
   actor_where(lone, wl);
   CHECK_EQ(wl[0], w[0]);
+  twist_call(lone, in, ltw, rep);
+  CHECK_EQ(rep[1], (uint64_t)w[0]);
+  /* and one whose calls may run again but which cannot restart */
+  ao.max_task_retries = 1;
+  rd_actor doomed;
+  CHECK_EQ(rd_actor_create(Tally, RD_NO_ARGS, &ao, &doomed), 0);
+  twist_call(doomed, in, dtw, rep);
+  CHECK_EQ(rep[1], (uint64_t)w[0]);
   const char never[] = "/nonexistent/raydist-never";
   rd_ref running;
   CHECK_EQ(rd_actor_call(lone, Tally_wait_file, RD_ARGS(rd_arg_bytes(never, sizeof(never) - 1)), NULL, &running), 0);
@@ -1795,6 +1837,25 @@ static int t_actor_node_death(void) {
   CHECK(w2[0] != w[0]);
   CHECK_EQ(w2[1], 1);
   CHECK_EQ(actor_add(a), 1);   /* state is not kept across restarts */
+  /* the results lost with the node: a's is made again, byte for byte */
+  rd_buf big;
+  CHECK_EQ(rd_get(&tw[1], 1, &big, 60000), 0);
+  CHECK_EQ(big.size, n);
+  const uint8_t *q = big.data;
+  size_t bad = 0;
+  for (size_t i = 0; i < n; i++) bad += q[i] != (uint8_t)((uint8_t)(i * 13 + 5) ^ 0x5a);
+  CHECK_EQ(bad, 0);
+  rd_buf_release(&big);
+  int e = rd_get(&ltw[1], 1, &big, 60000);
+  printf("lost with no retries: %s: %.*s\n", rd_err_name(e), (int)big.size, (const char *)big.data);
+  CHECK(e == RD_ENODE_DIED || e == RD_EOBJECT_LOST);
+  rd_buf_release(&big);
+  e = rd_get(&dtw[1], 1, &big, 60000);
+  printf("lost with an actor that cannot restart: %s: %.*s\n", rd_err_name(e), (int)big.size,
+         (const char *)big.data);
+  CHECK_EQ(e, RD_EACTOR_DIED);
+  CHECK(strstr((const char *)big.data, "no restarts left") != NULL);
+  rd_buf_release(&big);
   rd_shutdown();
   return 0;
 }
