@@ -548,7 +548,7 @@ static void check_sum(rd_ref r, uint64_t seed, uint64_t key, size_t n, const cha
 
 /* ---- lineage holdings: big results produced (soft affinity) on b/c, kept until the end */
 #define MAXHELD 64
-static struct { rd_ref r; uint64_t seed, key; size_t n; int chain; uint32_t node; } held[MAXHELD];
+static struct { rd_ref r; uint64_t seed, key; size_t n; int chain /* 0 gen, 1 a chain, 2 an actor call */; uint32_t node; } held[MAXHELD];
 static int nheld;
 static pthread_mutex_t held_mu = PTHREAD_MUTEX_INITIALIZER;
 
@@ -1083,7 +1083,36 @@ static void op_pg(void) {
   if (e) BAD("rd_pg_remove: %s", rd_err_name(e));
 }
 
-/* lineage holding: gen with soft affinity to b or c (optionally a chain), kept until the end */
+/* The actors, one with soft affinity to b and one to c, that make the held
+ * results of op_hold's third kind: they restart without limit and their
+ * calls may run again, so what they made is made again on their new
+ * process when their node dies.  Made on first use; 0, or the error. */
+static rd_actor keeper[2];
+static int keeper_made[2];
+static pthread_mutex_t keeper_mu = PTHREAD_MUTEX_INITIALIZER;
+
+static int keeper_get(int k, uint32_t node, rd_actor *out) {
+  int e = 0;
+  pthread_mutex_lock(&keeper_mu);
+  if (!keeper_made[k]) {
+    rd_actor_opts ao;
+    rd_actor_opts_init(&ao);
+    ao.strategy = RD_STRATEGY_NODE_AFFINITY;
+    ao.node = node;
+    ao.soft = 1;
+    ao.max_restarts = -1;
+    ao.max_task_retries = -1;
+    uint64_t base = 7;
+    e = rd_actor_create(Acc, RD_ARGS(rd_arg_bytes(&base, 8)), &ao, &keeper[k]);
+    keeper_made[k] = e == 0;
+  }
+  *out = keeper[k];
+  pthread_mutex_unlock(&keeper_mu);
+  return e;
+}
+
+/* lineage holding: gen with soft affinity to b or c, or a chain of two
+ * tasks, or an actor call (keeper_get), kept until the end */
 static void op_hold(void) {
   if (nheld >= MAXHELD || dead_node) return;
   uint64_t seed = (uint64_t)rnd() * 19 + 4;
@@ -1096,10 +1125,21 @@ static void op_hold(void) {
   o.soft = 1;
   uint64_t nn = n;
   rd_ref g;
-  if (rd_submit(gen, RD_ARGS(rd_arg_bytes(&seed, 8), rd_arg_bytes(&nn, 8)), &o, &g)) { BAD("submit hold gen"); return; }
-  int chain = rnd() % 2;
+  int chain = rnd() % 3;
   uint64_t key = 0;
-  if (chain) {
+  if (chain == 2) {
+    rd_actor a;
+    int e = keeper_get(node == node_b ? 0 : 1, node, &a);
+    if (e) { if (!tolerable(e, R_ACTOR)) BAD("keeper actor create: %s", rd_err_name(e)); return; }
+    if ((e = rd_actor_call(a, Acc_echo, RD_ARGS(rd_arg_bytes(&seed, 8), rd_arg_bytes(&nn, 8)), NULL, &g))) {
+      BAD("call hold echo: %s", rd_err_name(e));
+      return;
+    }
+  } else if (rd_submit(gen, RD_ARGS(rd_arg_bytes(&seed, 8), rd_arg_bytes(&nn, 8)), &o, &g)) {
+    BAD("submit hold gen");
+    return;
+  }
+  if (chain == 1) {
     key = mix(seed + 9);
     rd_ref x;
     if (rd_submit(xform, RD_ARGS(rd_arg_ref(g), rd_arg_bytes(&key, 8)), &o, &x)) { BAD("submit hold xform"); return; }
@@ -1125,7 +1165,8 @@ static void op_hold(void) {
 static void check_held(void) {
   for (int i = 0; i < nheld; i++) {
     char what[128];
-    snprintf(what, sizeof what, "held[%d] (%s, soft affinity node %u, %zu B)", i, held[i].chain ? "chain" : "gen", held[i].node, held[i].n);
+    snprintf(what, sizeof what, "held[%d] (%s, soft affinity node %u, %zu B)", i,
+             held[i].chain == 2 ? "actor call" : held[i].chain ? "chain" : "gen", held[i].node, held[i].n);
     check_big(held[i].r, held[i].seed, held[i].key, held[i].n, what, R_TASK);
     rd_ref_release(held[i].r);
   }
