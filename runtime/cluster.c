@@ -2179,7 +2179,7 @@ static void gcs_actor_done(uv_work_t *w, int status) {
       break;
     case GA_DEAD:   /* the name is free cluster-wide (or the GCS gave up): the kill is answered */
       if (op->status != 0)
-        rd__log(RD_LOG_WARN, "actor %llu: the GCS did not take its death (%s); its name may stay taken",
+        rd__log(RD_LOG_WARN, "actor %016llx: the GCS did not take its death (%s); its name may stay taken",
                 (unsigned long long)op->actor_id, rd_strerror(op->status));
       rd__node_actor_unnamed(op->actor_id);
       break;
@@ -2337,7 +2337,7 @@ void rd__cluster_actor_create(node_actor *a) {
   m.job_id = rd__node_actor_gcs_job(a);
   m.driver = a->driver;
   link_send(l, RD__MSG_TYPE__MSG_LINK_ACTOR_CREATE, &m.base);
-  rd__log(RD_LOG_INFO, "actor %llu (%s) placed on node %u", (unsigned long long)a->id, a->cls, a->host);
+  rd__log(RD_LOG_INFO, "actor %016llx (%s) placed on node %u", (unsigned long long)a->id, a->cls, a->host);
 }
 
 static void await_flush(void) {
@@ -2628,7 +2628,7 @@ void rd__cluster_actor_give_back(node_actor *a, uint32_t to, const char *why) {
   rd_resources here;
   local_unclaimed(&here);
   send_placed_again(a->creator, a->id, &here, to, why);
-  rd__log(RD_LOG_INFO, "actor %llu (%s) waited here for resources: back to node %u, %s", (unsigned long long)a->id,
+  rd__log(RD_LOG_INFO, "actor %016llx (%s) waited here for resources: back to node %u, %s", (unsigned long long)a->id,
           a->cls, rd__cluster_link_peer(a->creator), why);
 }
 
@@ -2652,7 +2652,7 @@ static void on_link_actor_state(node_client *c, Rd__LinkActorState *m) {
      * straight back (each node gives it back only once per view) */
     rd_gcs_node *tn = m->to_node && m->to_node != C.index ? view_find(m->to_node) : NULL;
     if (tn && node_usable(tn)) view_room_at_least(tn, &a->res);
-    rd__log(RD_LOG_INFO, "actor %llu (%s): node %u gave it back (%s): placing it again", (unsigned long long)a->id,
+    rd__log(RD_LOG_INFO, "actor %016llx (%s): node %u gave it back (%s): placing it again", (unsigned long long)a->id,
             a->cls, ls->peer, m->error ? m->error : "");
     rd__node_actor_place_again(a);
     return;
@@ -2664,7 +2664,7 @@ static void on_link_actor_state(node_client *c, Rd__LinkActorState *m) {
     a->state = A_ALIVE;
     a->host_pid = a->last_pid = m->worker_pid;
     a->last_node = a->host;
-    rd__log(RD_LOG_INFO, "actor %llu (%s) is alive on node %u (pid %d)", (unsigned long long)a->id, a->cls, a->host,
+    rd__log(RD_LOG_INFO, "actor %016llx (%s) is alive on node %u (pid %d)", (unsigned long long)a->id, a->cls, a->host,
             m->worker_pid);
     rd__node_actor_serve_connects(a);
   } else {
@@ -2707,7 +2707,7 @@ static void on_link_actor_killed(node_client *c, Rd__ActorIdReply *m) {
     if (!(q->kill || q->record) || q->link != c || q->link_req != m->req_id) continue;
     *pp = q->next;
     if (q->record && m->status == 0)
-      rd__log(RD_LOG_INFO, "detached actor %llu is recorded on the head, node %u", (unsigned long long)m->actor_id,
+      rd__log(RD_LOG_INFO, "detached actor %016llx is recorded on the head, node %u", (unsigned long long)m->actor_id,
               rd__cluster_link_peer(c));
     if (q->caller_req) rd__node_reply_actor_id(q->caller_id, q->caller_req, m->status, m->error, m->actor_id);
     free(q);

@@ -1409,7 +1409,7 @@ static void fail_unstartable_in(rd_sched_queue *q, rd_res_ledger room, const nod
     lease_req *r = it->data;
     rd_res_grant g;
     if (!r->actor || r->job != j || rd_res_acquire(&room, &it->req, &g) != 0) continue;
-    rd__log(RD_LOG_WARN, "actor %llu (%s) fails: %s", (unsigned long long)r->actor->id, r->actor->cls, why);
+    rd__log(RD_LOG_WARN, "actor %016llx (%s) fails: %s", (unsigned long long)r->actor->id, r->actor->cls, why);
     rd_sched_queue_remove(q, &r->item);
     req_unlink(r);
     r->actor->req = NULL;
@@ -2067,7 +2067,7 @@ void rd__node_actor_respill(node_actor *a, uint32_t t, const char *why) {
     a->given_back = 1;   /* not a death: no dead record is kept (a placement here again makes a new one) */
     return;
   }
-  rd__log(RD_LOG_INFO, "actor %llu (%s) waited here for resources: %s", (unsigned long long)a->id, a->cls, why);
+  rd__log(RD_LOG_INFO, "actor %016llx (%s) waited here for resources: %s", (unsigned long long)a->id, a->cls, why);
   rd__cluster_actor_claim(a, t);
   actor_to_host(a, t);
 }
@@ -2093,7 +2093,7 @@ void rd__node_actor_host_gone(node_actor *a, const char *why) {
   }
   rd__cluster_claim_cancel(a->view_claim);
   a->view_claim = 0;
-  rd__log(RD_LOG_WARN, "actor %llu (%s) had not started on node %u: %s; placing it again", (unsigned long long)a->id,
+  rd__log(RD_LOG_WARN, "actor %016llx (%s) had not started on node %u: %s; placing it again", (unsigned long long)a->id,
           a->cls, a->host, why);
   rd__node_actor_place_again(a);
 }
@@ -2101,7 +2101,7 @@ void rd__node_actor_die(node_actor *a, const char *why) { actor_die(a, why); }
 
 static void actor_die(node_actor *a, const char *why) {
   if (a->state == A_DEAD) return;
-  rd__log(RD_LOG_INFO, "actor %llu (%s) is dead: %s", (unsigned long long)a->id, a->cls, why);
+  rd__log(RD_LOG_INFO, "actor %016llx (%s) is dead: %s", (unsigned long long)a->id, a->cls, why);
   actor_set_dead(a, why);
   actor_drop_args(a);
   if (rd__node_actor_hosted(a)) rd__cluster_actor_state(a, 0, why);   /* hosted for a peer */
@@ -2132,7 +2132,7 @@ static void actor_adopt(node_actor *a, node_client *c) {
     N.orphans.reqs = a->req;
   }
   a->creator = &N.orphans;
-  rd__log(RD_LOG_INFO, "actor %llu (%s%s%s) is detached: it outlives its creator (pid %d)",
+  rd__log(RD_LOG_INFO, "actor %016llx (%s%s%s) is detached: it outlives its creator (pid %d)",
           (unsigned long long)a->id, a->cls, a->name ? " " : "", a->name ? a->name : "", c->pid);
 }
 
@@ -2159,7 +2159,7 @@ static void actor_lost(node_actor *a, const char *why) {
     a->restarts++;
     char most[16] = "unlimited";
     if (a->max_restarts >= 0) snprintf(most, sizeof(most), "%d", a->max_restarts);
-    rd__log(RD_LOG_WARN, "actor %llu (%s): %s; restarting (restart %d of %s)", (unsigned long long)a->id, a->cls,
+    rd__log(RD_LOG_WARN, "actor %016llx (%s): %s; restarting (restart %d of %s)", (unsigned long long)a->id, a->cls,
             why, a->restarts, most);
     actor_schedule(a);
     dispatch();
@@ -2472,7 +2472,7 @@ void rd__node_actor_record_for(node_client *link, node_job *job, const Rd__Actor
     return;
   }
   a->prefer_node = prefer_node;
-  rd__log(RD_LOG_INFO, "actor %llu (%s%s%s) recorded here for node %u: detached, it outlives that node",
+  rd__log(RD_LOG_INFO, "actor %016llx (%s%s%s) recorded here for node %u: detached, it outlives that node",
           (unsigned long long)a->id, a->cls, a->name ? " " : "", a->name ? a->name : "", rd__cluster_link_peer(link));
   if (a->name && rd__cluster_actor_register(a, link, req_id)) return;
   rd__node_actor_registered(a->id, link->id, req_id, 0, NULL);
@@ -2563,7 +2563,7 @@ int rd__node_actor_host_for(node_client *link, node_job *job, const Rd__ActorCre
   }
   node_actor *old = actor_find(id);
   if (old && (old->state != A_DEAD || old->creator != link)) {
-    snprintf(err, errlen, "actor %llu is already hosted here", (unsigned long long)id);
+    snprintf(err, errlen, "actor %016llx is already hosted here", (unsigned long long)id);
     return RD_EEXIST;
   }
   node_actor *a = actor_new(m->class_name, NULL, m->args, m->n_args);   /* its name lives at the record */
@@ -2660,7 +2660,7 @@ void rd__node_actor_connect(node_client *c, const Rd__ActorConnect *m) {
     uint64_t seq = rd__rec_id_seq(m->actor_id);
     if (N.dead_actors_dropped && rd__rec_id_node(m->actor_id) == rd__cluster_index() && seq && seq <= N.next_actor_id) {
       char why[200];
-      snprintf(why, sizeof(why), "actor %llu ended long ago: the node keeps the records of its last %zu dead actors "
+      snprintf(why, sizeof(why), "actor %016llx ended long ago: the node keeps the records of its last %zu dead actors "
                "(RAYDIST_DEAD_ACTORS_KEPT)", (unsigned long long)m->actor_id, N.dead_actors_kept);
       reply_connect(c, m->req_id, NULL, RD_EACTOR_DIED, why, -1);
       return;
@@ -2725,7 +2725,7 @@ void rd__node_actor_kill(node_client *c, const Rd__ActorKill *m) {
       reply_actor_id(c, m->req_id, RD_ENOMEM, "node out of memory", a->id);
     }
   }
-  rd__log(RD_LOG_INFO, "client %u kills actor %llu (%s)%s", c->id, (unsigned long long)a->id, a->cls,
+  rd__log(RD_LOG_INFO, "client %u kills actor %016llx (%s)%s", c->id, (unsigned long long)a->id, a->cls,
           m->no_restart ? " for good" : "");
   if (m->no_restart) a->no_restart = 1;
   if (m->exiting) a->exited = 1;
@@ -4226,7 +4226,7 @@ static void workers_trim(uint64_t now) {
 static void unnaming_late(uint64_t now) {
   for (node_actor *a = N.actors; a; a = a->next)
     if (a->unnaming && now - a->unnaming > UNNAMING_LATE_NS) {
-      rd__log(RD_LOG_WARN, "actor %llu (%s): the GCS has not freed its name after %llu ms; answering its killers",
+      rd__log(RD_LOG_WARN, "actor %016llx (%s): the GCS has not freed its name after %llu ms; answering its killers",
               (unsigned long long)a->id, a->name ? a->name : a->cls,
               (unsigned long long)((now - a->unnaming) / 1000000));
       a->unnaming = 0;
@@ -4630,12 +4630,12 @@ static void on_tick(uv_timer_t *t) {
     if (a->state == A_PENDING && a->pending_since && !a->warned && now - a->pending_since > 5000000000ull) {
       a->warned = 1;
       if (a->pg_id) {
-        rd__log(RD_LOG_WARN, "actor %llu (%s) has waited 5 s for bundle %d of placement group %016llx",
+        rd__log(RD_LOG_WARN, "actor %016llx (%s) has waited 5 s for bundle %d of placement group %016llx",
                 (unsigned long long)a->id, a->cls, a->bundle_index, (unsigned long long)a->pg_id);
         continue;
       }
       rd__log(RD_LOG_WARN,
-              "actor %llu (%s) has waited 5 s for resources: it asks for {CPU: %g, GPU: %g, memory: %lld}; "
+              "actor %016llx (%s) has waited 5 s for resources: it asks for {CPU: %g, GPU: %g, memory: %lld}; "
               "free now {CPU: %g, GPU: %g, memory: %lld} (other actors and leases hold the rest)",
               (unsigned long long)a->id, a->cls, rd_res_to_double(a->res.cpu), rd_res_to_double(a->res.gpu),
               (long long)a->res.memory, rd_res_to_double(N.ledger.avail.cpu), rd_res_to_double(N.ledger.avail.gpu),

@@ -2386,10 +2386,10 @@ static void on_actor_connect_reply(Rd__ActorConnectReply *m, int fd) {
     } else {
       fd_missing_why(why, sizeof(why), "cannot take the socket to the actor");
     }
-    snprintf(what, sizeof(what), "actor %llu", (unsigned long long)a->id);
+    snprintf(what, sizeof(what), "actor %016llx", (unsigned long long)a->id);
     a->state = AH_IDLE;
     if (!ask_backoff(&a->ask, 0, what, why)) return;
-    rd__log(RD_LOG_ERROR, "actor %llu: %s", (unsigned long long)a->id, why);
+    rd__log(RD_LOG_ERROR, "actor %016llx: %s", (unsigned long long)a->id, why);
     for (rd__task *t; (t = a->qhead);) {
       a->qhead = t->next;
       a->qlen--;
@@ -2456,7 +2456,7 @@ static void actor_conn_lost(rd__lease *l, const char *why) {
       *rt = t;
       rt = &t->next;
     } else {
-      task_fail(t, RD_EACTOR_DIED, "actor %llu (worker pid %d)%s%s while running '%s' (max_task_retries=%d)",
+      task_fail(t, RD_EACTOR_DIED, "actor %016llx (worker pid %d)%s%s while running '%s' (max_task_retries=%d)",
                 (unsigned long long)a->id, pid, sep, why, t->func, a->max_task_retries);
     }
     t = next;

@@ -113,7 +113,7 @@ static void pool_remove_replica(rd_pool *p, int i) {
   pool_replica *rep = &p->reps[i];
   int r = rd_actor_kill(rep->actor, 1);
   if (r != 0 && r != RD_EINVAL && r != RD_ESTATE)   /* gone already, or after rd_shutdown */
-    rd__log(RD_LOG_WARN, "rd_pool (%s): killing replica actor %llu: %s", p->cls->name,
+    rd__log(RD_LOG_WARN, "rd_pool (%s): killing replica actor %016llx: %s", p->cls->name,
             (unsigned long long)rep->actor.id, rd_err_name(r));
   for (int k = 0; k < rep->ninflight; k++) rd__watch_drop(rep->refs[k]);
   free(rep->refs);
@@ -178,7 +178,7 @@ static void pool_reap(rd_pool *p) {
       int r = rd_get(&rep->refs[k], 1, &b, 0);
       if (r != RD_ETIMEDOUT) rd_buf_release(&b);
       if (r == RD_EACTOR_DIED && !rep->retiring) {
-        rd__log(RD_LOG_WARN, "rd_pool (%s): replica actor %llu died; replacing it", p->cls->name,
+        rd__log(RD_LOG_WARN, "rd_pool (%s): replica actor %016llx died; replacing it", p->cls->name,
                 (unsigned long long)rep->actor.id);
         pool_retire(p, i);
         died++;

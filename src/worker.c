@@ -671,7 +671,7 @@ static int run_call(rd__wtask *w) {
   if (m->actor_id) {
     meth = rd_actor_method_lookup(call.func);
     if (!A.alive || m->actor_id != A.id || m->actor_id != w->from->actor_id) {
-      snprintf(msg, sizeof(msg), "call '%s' reached a worker that does not host actor %llu", call.func,
+      snprintf(msg, sizeof(msg), "call '%s' reached a worker that does not host actor %016llx", call.func,
                (unsigned long long)m->actor_id);
       reply_fail(w->from, m->task_id, RD_EPROTO, msg, 0);
       return RD_EPROTO;
@@ -1002,7 +1002,7 @@ static void *worker_loop(void *arg) {
         k.actor_id = A.id;
         k.no_restart = 1;
         k.exiting = 1;
-        rd__log(RD_LOG_INFO, "actor %llu (%s) calls rd_actor_exit: it ends", (unsigned long long)A.id,
+        rd__log(RD_LOG_INFO, "actor %016llx (%s) calls rd_actor_exit: it ends", (unsigned long long)A.id,
                 A.cls ? A.cls->name : "?");
         if (!G.dead) rd__conn_send(&G.daemon, RD__MSG_TYPE__MSG_ACTOR_KILL, &k.base, -1);
         rd__flush_all();
