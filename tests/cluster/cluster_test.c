@@ -24,6 +24,7 @@
 
 #include "../check.h"
 #include "../memhog.h"
+#include "../handback.h"
 #include "../pidfile.h"
 #include "session.h"
 
@@ -791,6 +792,40 @@ RD_REMOTE(hash_contained) {
  * inside the result to a task on c, and when it lets go the stores of b
  * and c empty (the deletes of objects handed over reach the nodes holding
  * them). */
+/* rt_blocked_handback over bridged leases (workers on node b): hb_make's
+ * retry is pipelined behind hb_read, which waits for its result; the
+ * waiting worker hands it back (TaskReply.unrun, through node b and the
+ * link) and it runs on another worker of b. */
+static void handback_bridged(void) {
+  rd_task_opts o;
+  rd_task_opts_init(&o);
+  o.resources = "only_b=0.1";
+  long mode = 0, v;
+  for (int i = 0; i < 10; i++) {   /* hb_make timed: fast, so pipelined */
+    rd_ref r;
+    CHECK_EQ(rd_submit(hb_make, RD_ARGS(rd_arg_bytes(&mode, sizeof(mode))), &o, &r), 0);
+    get_exact(r, "hb_make", 60000, &v, sizeof(v));
+    CHECK_EQ(v, 1);
+    rd_ref_release(r);
+  }
+  o.max_retries = 1;
+  mode = 1;
+  rd_ref a, b;
+  CHECK_EQ(rd_submit(hb_make, RD_ARGS(rd_arg_bytes(&mode, sizeof(mode))), &o, &a), 0);
+  o.max_retries = 0;
+  CHECK_EQ(rd_submit(hb_read, RD_ARGS(rd_arg_borrow(a)), &o, &b), 0);
+  double t0 = now_s();
+  get_exact(b, "hb_read", 60000, &v, sizeof(v));
+  double took = now_s() - t0;
+  printf("a task on node b waiting for a retry pipelined behind it: done in %.2f s\n", took);
+  CHECK_EQ(v, 2);
+  CHECK(took < 5);
+  get_exact(a, "hb_make", 60000, &v, sizeof(v));
+  CHECK_EQ(v, 2);
+  rd_ref_release(a);
+  rd_ref_release(b);
+}
+
 static int t_nested(void) {
   join();
   rd_task_opts o;
@@ -861,6 +896,7 @@ static int t_nested(void) {
   }
   rd_ref_release(st);
   stores_bc_empty("after the streamed items went");
+  handback_bridged();
   rd_shutdown();
   return 0;
 }

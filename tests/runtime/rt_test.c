@@ -25,6 +25,7 @@
 #include <unistd.h>
 
 #include "../check.h"
+#include "../handback.h"
 #include "../memhog.h"
 #include "../pidfile.h"
 
@@ -2462,32 +2463,6 @@ static int t_depth_by_function(void) {
   CHECK(took < 2.5);
   rd_shutdown();
   return 0;
-}
-
-/* hb_make(mode): returns mode + 1; mode 1 on its first attempt sleeps
- * 150 ms and dies (SIGKILL) instead. */
-RD_REMOTE(hb_make) {
-  long mode;
-  if (rd_arg_copy(call, 0, &mode, sizeof(mode)) != 0) return rd_call_fail(call, "args");
-  if (mode == 1 && rd_call_attempt(call) == 0) {
-    usleep(150 * 1000);
-    raise(SIGKILL);
-  }
-  long v = mode + 1;
-  return rd_return_bytes(call, 0, &v, sizeof(v));
-}
-
-/* hb_read(borrowed ref): its value (a long), waited for up to 20 s. */
-RD_REMOTE(hb_read) {
-  rd_ref r;
-  if (rd_call_arg_ref(call, 0, &r) != 0) return rd_call_fail(call, "args");
-  rd_buf b;
-  int e = rd_get(&r, 1, &b, 20000);
-  rd_ref_release(r);
-  if (e != 0) return rd_call_fail(call, "get: %s", rd_err_name(e));
-  int rc = rd_return_bytes(call, 0, b.data, b.size);
-  rd_buf_release(&b);
-  return rc;
 }
 
 /* A task waiting for a result whose task is then pipelined behind it on
