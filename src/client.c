@@ -623,6 +623,15 @@ static int lineage_may_rerun(const rd__task *t) {
   return m < 0 || t->attempt < m;
 }
 
+/* How many runs t may have in all, for a log line or message: its
+ * max_retries + 1, or its actor's max_task_retries + 1 ("unlimited"). */
+static const char *runs_allowed(const rd__task *t, char *buf, size_t len) {
+  int of = t->actor ? t->actor->max_task_retries : t->max_retries;
+  if (of < 0) return "unlimited";
+  snprintf(buf, len, "%d", of + 1);
+  return buf;
+}
+
 /* Whether t may be kept to rebuild results a reply put on node. */
 static int lineage_wanted(const rd__task *t, uint32_t node) {
   return G.cluster && node && node != G.node_index && lineage_may_rerun(t) &&
@@ -651,17 +660,22 @@ static int lineage_rerun(rd__task *t, uint32_t lost, int depth);
 
 /* t goes back to its queue once its arguments are ready, rebuilding first
  * those lost with node lost (depth: how deep in a chain of rebuilds). */
+/* Actor call t goes back ahead of the calls not sent yet, as a call re-sent
+ * after a death does. */
+static void actor_requeue_front(rd__task *t) {
+  rd__actor *a = t->actor;
+  t->lease = NULL;
+  t->next = a->qhead;
+  a->qhead = t;
+  if (!a->qtail) a->qtail = t;
+  a->qlen++;
+}
+
 static void lineage_requeue(rd__task *t, uint32_t lost, int depth) {
   t->lease = NULL;
   t->next = NULL;
   t->deps_pending = 0;
-  if (t->actor) {   /* ahead of the calls not sent yet, as a call re-sent after a death */
-    rd__actor *a = t->actor;
-    t->next = a->qhead;
-    a->qhead = t;
-    if (!a->qtail) a->qtail = t;
-    a->qlen++;
-  }
+  if (t->actor) actor_requeue_front(t);
   for (int i = 0; i < t->nargs; i++) {
     if (!targ_dep(&t->args[i])) continue;
     rd__obj *a = obj_get(t->args[i].oid);
@@ -686,12 +700,10 @@ static int lineage_rerun(rd__task *t, uint32_t lost, int depth) {
   if (!t->actor) t->retries_left--;
   t->attempt++;
   t->cancelled = 0;
-  int of = t->actor ? t->actor->max_task_retries : t->max_retries;
-  char ofs[16];
-  snprintf(ofs, sizeof(ofs), "%d", of + 1);
+  char of[16];
   rd__log(RD_LOG_WARN, "rebuilding the results of %s '%s' lost with %s%u: running it again (attempt %d of %s)",
           t->actor ? "actor call" : "task", t->func, lost == UINT32_MAX ? "the store of node " : "node ",
-          lost == UINT32_MAX ? 0 : lost, t->attempt + 1, of < 0 ? "unlimited" : ofs);
+          lost == UINT32_MAX ? 0 : lost, t->attempt + 1, runs_allowed(t, of, sizeof(of)));
   lineage_requeue(t, lost, depth);
   return 1;
 }
@@ -2110,10 +2122,19 @@ static void on_task_reply(rd__lease *l, Rd__TaskReply *m) {
     t->lease = NULL;
     t->next = NULL;
     class_requeue_front(c, t);
+  } else if (m->status == RD_ETASK && t->retry_failures && t->actor && !t->stream && lineage_may_rerun(t)) {
+    /* the same for an actor call, within its actor's max_task_retries: again
+     * ahead of the calls not sent yet (those sent after it may run first) */
+    t->attempt++;
+    char of[16];
+    rd__log(RD_LOG_WARN, "actor call '%s' failed: %s; retrying (attempt %d of %s)", t->func,
+            m->error && *m->error ? m->error : rd_strerror(m->status), t->attempt + 1, runs_allowed(t, of, sizeof(of)));
+    actor_requeue_front(t);
   } else if (m->status != 0) {
+    char of[16];
     if (m->status == RD_ETASK && t->retry_failures)   /* say it was the last of several */
-      task_fail(t, m->status, "%s (attempt %d of %d)", m->error && *m->error ? m->error : rd_strerror(m->status),
-                t->attempt + 1, t->max_retries + 1);
+      task_fail(t, m->status, "%s (attempt %d of %s)", m->error && *m->error ? m->error : rd_strerror(m->status),
+                t->attempt + 1, runs_allowed(t, of, sizeof(of)));
     else if (!lineage_arg_lost(t, m->status, m->lost_arg))
       task_fail(t, m->status, "%s", m->error && *m->error ? m->error : rd_strerror(m->status));
   } else if (t->stream) {
@@ -5338,7 +5359,15 @@ int rd_actor_call_by_name(rd_actor actor, const char *method, const rd_value *ar
   rd__actor *a = actor.id ? actor_get(actor.id, 1) : NULL;
   if (G.dead) r = RD_ENODE_DIED;
   else if (!a) r = actor.id ? RD_ENOMEM : RD_EINVAL;
-  else r = submit_task(method, NULL, a, args, nargs, nret, NULL, window, cg, refs_out);
+  else {
+    /* of the options' retries only retry_failures counts: an actor call is
+     * run again within its actor's max_task_retries */
+    rd_task_opts to;
+    rd_task_opts_init(&to);
+    to.max_retries = 0;
+    to.retry_failures = opts ? opts->retry_failures : 0;
+    r = submit_task(method, NULL, a, args, nargs, nret, &to, window, cg, refs_out);
+  }
   pthread_mutex_unlock(&G.mu);
   return r;
 }
