@@ -741,16 +741,17 @@ static int lineage_arg_lost(rd__task *t, int status, uint64_t lost_arg) {
   /* already rebuilt, or being rebuilt, since t was sent (its node's death
    * was heard first, lineage_node_dead): t runs again with it */
   if (a->state == OBJ_PENDING || (a->state == OBJ_STORE && a->ready_ns > t->pushed_ns)) {
-    rd__log(RD_LOG_WARN, "task '%s' runs again with its argument %llx, rebuilt since it was sent", t->func,
-            (unsigned long long)lost_arg);
+    rd__log(RD_LOG_WARN, "%s '%s' runs again with its argument %llx, rebuilt since it was sent",
+            t->actor ? "actor call" : "task", t->func, (unsigned long long)lost_arg);
     lineage_requeue(t, UINT32_MAX, 0);
     return 1;
   }
   if (a->state != OBJ_STORE || !a->lineage) return 0;
   uint32_t lost = status == RD_ENODE_DIED ? a->node : UINT32_MAX;
   if (!lineage_rerun(a->lineage, lost, 0)) return 0;
-  rd__log(RD_LOG_WARN, "task '%s' waits for its argument %llx, lost with %s and being rebuilt", t->func,
-          (unsigned long long)lost_arg, lost == UINT32_MAX ? "its store" : "its node");
+  rd__log(RD_LOG_WARN, "%s '%s' waits for its argument %llx, lost with %s and being rebuilt",
+          t->actor ? "actor call" : "task", t->func, (unsigned long long)lost_arg,
+          lost == UINT32_MAX ? "its store" : "its node");
   lineage_requeue(t, lost, 0);
   return 1;
 }

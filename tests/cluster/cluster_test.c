@@ -3094,6 +3094,12 @@ static int t_lineage(void) {
   rd_buf_release(&nb);
   rd_ref_release(mid[0]);
   rd_ref_release(mid[1]);               /* end[1] still needs it: kept by lineage */
+  rd_actor_opts ao;
+  rd_actor_opts_init(&ao);
+  ao.resources = "only_b=0.1";
+  rd_actor ta;                          /* an actor on b, for a call given a lost result */
+  CHECK_EQ(rd_actor_create(Tally, RD_NO_ARGS, &ao, &ta), 0);
+  CHECK_EQ(actor_add(ta), 1);
   int pid = node_pid("127.0.0.3");
   CHECK(pid > 0);
   CHECK_EQ(kill(pid, SIGKILL), 0);
@@ -3108,6 +3114,10 @@ static int t_lineage(void) {
   uo.resources = "only_b=0.1";
   rd_ref use[2];
   CHECK_EQ(rd_submit(digest_and_twist, RD_ARGS(rd_arg_ref(two[1])), &uo, use), 0);
+  /* and an actor call given it (no max_task_retries): sent again once the
+   * argument is back, as the task is */
+  rd_ref acall[2];
+  CHECK_EQ(rd_actor_call(ta, Tally_twist, RD_ARGS(rd_arg_ref(two[1])), &uo, acall), 0);
   rd_buf big[2];
   rd_ref gets[2] = {one[1], end[1]};
   int e = rd_get(gets, 2, big, 60000);
@@ -3147,6 +3157,16 @@ static int t_lineage(void) {
   x = big[0].data;
   for (size_t i = 0; i < n; i++) CHECK(x[i] == (uint8_t)(i * 31 + 7));   /* twisted twice */
   rd_buf_release(&big[0]);
+  e = rd_get(&acall[1], 1, &big[0], 60000);
+  if (e) fprintf(stderr, "actor call on a lost argument: %s: %.*s\n", rd_err_name(e), (int)big[0].size,
+                 (const char *)big[0].data);
+  CHECK_EQ(e, 0);
+  CHECK_EQ(big[0].size, n);
+  x = big[0].data;
+  for (size_t i = 0; i < n; i++) CHECK(x[i] == (uint8_t)(i * 31 + 7));
+  rd_buf_release(&big[0]);
+  rd_ref_release(acall[0]);
+  rd_ref_release(acall[1]);
   rd_ref_release(use[0]);
   rd_ref_release(use[1]);
   rd_ref_release(two[0]);
