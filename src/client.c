@@ -658,8 +658,6 @@ static int obj_add_dep(rd__obj *a, rd__task *t) {
  * rebuilt.  1: on its way, 0: no retries left. */
 static int lineage_rerun(rd__task *t, uint32_t lost, int depth);
 
-/* t goes back to its queue once its arguments are ready, rebuilding first
- * those lost with node lost (depth: how deep in a chain of rebuilds). */
 /* Actor call t goes back ahead of the calls not sent yet, as a call re-sent
  * after a death does. */
 static void actor_requeue_front(rd__task *t) {
@@ -671,6 +669,8 @@ static void actor_requeue_front(rd__task *t) {
   a->qlen++;
 }
 
+/* t goes back to its queue once its arguments are ready, rebuilding first
+ * those lost with node lost (depth: how deep in a chain of rebuilds). */
 static void lineage_requeue(rd__task *t, uint32_t lost, int depth) {
   t->lease = NULL;
   t->next = NULL;
