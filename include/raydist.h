@@ -664,6 +664,14 @@ typedef struct rd_actor_opts {
   /* Its fallbacks, as rd_task_opts.fallback_label_selectors; every
    * restart tries them again in order. */
   const char *fallback_label_selectors;
+  /* Calls a handle may have pending (queued or running, not yet answered)
+   * at once, counted per handle in each process (Ray's max_pending_calls):
+   * past it rd_actor_call returns RD_EAGAIN and queues nothing, so a
+   * caller that calls faster than the actor answers sees it at once.  A
+   * handle got with rd_actor_get or rd_call_arg_actor learns it when it
+   * first connects to the actor (calls made before that are not refused).
+   * 0 (default) or -1: no limit. */
+  int max_pending_calls;
 } rd_actor_opts;
 
 RD_EXTERN void rd_actor_opts_init(rd_actor_opts *o);

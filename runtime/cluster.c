@@ -2276,6 +2276,7 @@ static void actor_spec(node_actor *a, Rd__ActorCreate *spec, rd__res_msg *rm) {
   spec->class_name = a->cls;
   spec->res = &rm->msg;
   spec->max_task_retries = a->max_task_retries;
+  spec->max_pending_calls = a->max_pending_calls;
   spec->max_concurrency = a->max_concurrency;
   spec->concurrency_groups = a->cgroups;
   spec->n_args = a->nargs;
@@ -2457,6 +2458,7 @@ static void answer_connect(node_client *caller, uint64_t req_id, const Rd__LinkA
   out.restarts = r->restarts;
   out.concurrency = r->concurrency;
   out.node = r->node;
+  out.max_pending_calls = r->max_pending_calls;
   rd__node_send(caller, RD__MSG_TYPE__MSG_ACTOR_CONNECT_REPLY, &out.base, fd);
 }
 
@@ -2471,6 +2473,7 @@ void rd__cluster_connect_reply(node_client *link, uint64_t req_id, node_actor *a
     r.max_task_retries = a->max_task_retries;
     r.concurrency = rd__node_actor_concurrency(a);
     r.node = C.index;
+    r.max_pending_calls = a->max_pending_calls;
   }
   link_connected(link, &r, fd, a && a->worker ? a->worker->pid : 0);
 }

@@ -1878,6 +1878,7 @@ static void reply_connect(node_client *c, uint64_t req_id, node_actor *a, int st
   r.restarts = a ? (uint32_t)a->restarts : 0;
   r.concurrency = a ? rd__node_actor_concurrency(a) : 0;
   r.node = a && rd__cluster_on() ? rd__cluster_index() : 0;
+  r.max_pending_calls = a ? a->max_pending_calls : 0;
   send_msg(c, RD__MSG_TYPE__MSG_ACTOR_CONNECT_REPLY, &r.base, fd);
 }
 
@@ -2359,7 +2360,7 @@ node_actor *rd__node_actor_dead_named(const char *name) {
 static int actor_check(const Rd__ActorCreate *m, rd_resources *res, const node_env **env, const char **sel, char *buf,
                        size_t len) {
   if (!m->class_name || !*m->class_name || rd__res_from_msg(m->res, res) != 0 || m->max_restarts < -1 ||
-      m->max_task_retries < -1) {
+      m->max_task_retries < -1 || m->max_pending_calls < -1) {
     snprintf(buf, len, "invalid actor options");
     return RD_EINVAL;
   }
@@ -2408,6 +2409,7 @@ static node_actor *actor_record(const Rd__ActorCreate *m, node_job *job, const r
   a->priority = m->priority;
   a->max_restarts = m->max_restarts;
   a->max_task_retries = m->max_task_retries;
+  a->max_pending_calls = m->max_pending_calls;
   a->max_concurrency = m->max_concurrency > 0 ? m->max_concurrency : 1;
   if (m->ns && *m->ns && !a->ns) a->ns = strdup(m->ns);   /* lost on no memory: the default one */
   a->strategy = m->strategy;
@@ -2598,6 +2600,7 @@ int rd__node_actor_host_for(node_client *link, node_job *job, const Rd__ActorCre
   a->pg_id = m->pg_id;
   a->bundle_index = m->bundle_index;
   a->max_task_retries = m->max_task_retries;
+  a->max_pending_calls = m->max_pending_calls;
   a->max_concurrency = m->max_concurrency > 0 ? m->max_concurrency : 1;
   if (m->ns && *m->ns && !a->ns) a->ns = strdup(m->ns);   /* lost on no memory: the default one */
   if (m->concurrency_groups && *m->concurrency_groups && !a->cgroups)

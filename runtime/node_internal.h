@@ -213,6 +213,7 @@ struct node_actor {
   ProtobufCBinaryData *args;
   size_t nargs;
   int max_restarts, restarts, max_task_retries, max_concurrency;
+  int max_pending_calls;     /* rd_actor_opts.max_pending_calls, told to callers at connect */
   int state;
   int no_restart;           /* killed for good: do not restart */
   int exited;               /* its own worker asked to end it (rd_actor_exit) */

@@ -2437,6 +2437,7 @@ static void on_actor_connect_reply(Rd__ActorConnectReply *m, int fd) {
   rd__conn_init(&l->conn, fd);
   a->conn = l;
   a->max_task_retries = m->max_task_retries;
+  a->max_pending = m->max_pending_calls > 0 ? m->max_pending_calls : 0;
   a->concurrency = m->concurrency;
   a->state = AH_CONNECTED;
   actor_dispatch(a);
@@ -5208,7 +5209,8 @@ int rd_actor_create(const rd_actor_class *cls, const rd_value *args, size_t narg
 static int actor_create_once(const rd_actor_class *cls, const rd_value *args, size_t nargs, const rd_actor_opts *opts,
                              rd_actor *out) {
   if (!cls || !cls->name || !out || (nargs && !args) || nargs > RD_MAX_ARGS || opts->max_restarts < -1 ||
-      opts->max_task_retries < -1 || opts->max_concurrency < 0 || opts->strategy < RD_STRATEGY_DEFAULT ||
+      opts->max_task_retries < -1 || opts->max_concurrency < 0 || opts->max_pending_calls < -1 ||
+      opts->strategy < RD_STRATEGY_DEFAULT ||
       opts->strategy > RD_STRATEGY_NODE_AFFINITY ||
       (opts->strategy == RD_STRATEGY_NODE_AFFINITY && (opts->node == 0 || opts->node > 4095)) ||
       (opts->placement_group.id && (opts->bundle_index < -1 || opts->bundle_index >= RD_PG_MAX_BUNDLES))) {
@@ -5304,6 +5306,7 @@ static int actor_create_once(const rd_actor_class *cls, const rd_value *args, si
       m.ns = (char *)ns;
       m.max_restarts = opts->max_restarts;
       m.max_task_retries = opts->max_task_retries;
+      m.max_pending_calls = opts->max_pending_calls > 0 ? opts->max_pending_calls : 0;
       m.max_concurrency = opts->max_concurrency > 0 ? opts->max_concurrency : 1;
       m.priority = opts->priority;
       m.strategy = opts->strategy;
@@ -5324,8 +5327,11 @@ static int actor_create_once(const rd_actor_class *cls, const rd_value *args, si
       if (r == 0) {
         Rd__ActorIdReply *ar = (Rd__ActorIdReply *)rep;
         r = ar->status;
-        if (r == 0) out->id = ar->actor_id;
-        else if (r != RD_EEXIST || !opts->get_if_exists)   /* get_if_exists looks the name up again */
+        if (r == 0) {
+          out->id = ar->actor_id;
+          rd__actor *a = opts->max_pending_calls > 0 ? actor_get(out->id, 1) : NULL;
+          if (a) a->max_pending = opts->max_pending_calls;   /* no memory: learnt at connect */
+        } else if (r != RD_EEXIST || !opts->get_if_exists)   /* get_if_exists looks the name up again */
           rd__log(RD_LOG_WARN, "rd_actor_create '%s': %s", cls->name, ar->error);
         protobuf_c_message_free_unpacked(rep, NULL);
       }
@@ -5360,6 +5366,9 @@ int rd_actor_call_by_name(rd_actor actor, const char *method, const rd_value *ar
   rd__actor *a = actor.id ? actor_get(actor.id, 1) : NULL;
   if (G.dead) r = RD_ENODE_DIED;
   else if (!a) r = actor.id ? RD_ENOMEM : RD_EINVAL;
+  else if (a->max_pending && a->state != AH_DEAD &&
+           a->qlen + (size_t)(a->conn ? a->conn->ninflight : 0) >= (size_t)a->max_pending)
+    r = RD_EAGAIN;   /* max_pending_calls: nothing queued, no log line (a caller may spin on it) */
   else {
     /* of the options' retries only retry_failures counts: an actor call is
      * run again within its actor's max_task_retries */

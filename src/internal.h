@@ -247,6 +247,7 @@ struct rd__actor {
   uint64_t connect_req;
   rd__ask_backoff ask;      /* connects after a failure that may pass */
   int max_task_retries;
+  int max_pending;          /* calls pending on this handle past which rd_actor_call refuses (0: none) */
   uint32_t concurrency;     /* calls it runs at once (ActorConnectReply; 0: not told, 1) */
   int lost_pid;             /* the incarnation whose socket broke last */
   int dead_err;

@@ -1217,6 +1217,16 @@ RD_ACTOR_METHOD(Tally, wait_file) {
   return wait_for_file(call);
 }
 
+/* Sleeps arg0 ms (uint32) in the default group. */
+RD_ACTOR_METHOD(Tally, nap) {
+  (void)state;
+  rd_buf a;
+  uint32_t ms = 0;
+  if (rd_arg(call, 0, &a) == 0 && a.size == 4) memcpy(&ms, a.data, 4);
+  usleep(ms * 1000u);
+  return rd_return_bytes(call, 0, &ms, sizeof(ms));
+}
+
 /* twist() as an actor call: its big result stays in its host's store. */
 RD_ACTOR_METHOD(Tally, twist) {
   (void)state;
@@ -1579,6 +1589,32 @@ RD_REMOTE(call_actor_from_afar) {
   return rd_return_bytes(call, 0, out, sizeof(out));
 }
 
+/* A task on a third node, given a handle to an actor with max_pending_calls
+ * 2: once connected (a first call answered), two 300 ms naps and an add;
+ * their return codes (the add's: RD_EAGAIN, the limit told by the actor's
+ * host over the node link). */
+RD_REMOTE(probe_pending) {
+  rd_actor a;
+  if (rd_call_arg_actor(call, 0, &a) != 0) return rd_call_fail(call, "no actor handle");
+  rd_ref r, q[3];
+  rd_buf b;
+  if (rd_actor_call(a, Tally_add, RD_NO_ARGS, NULL, &r) != 0 || rd_get(&r, 1, &b, 60000) != 0)
+    return rd_call_fail(call, "first call");
+  rd_buf_release(&b);
+  rd_ref_release(r);
+  uint32_t ms = 300;
+  long rc[3];
+  for (int i = 0; i < 3; i++)
+    rc[i] = i < 2 ? rd_actor_call(a, Tally_nap, RD_ARGS(rd_arg_bytes(&ms, sizeof(ms))), NULL, &q[i])
+                  : rd_actor_call(a, Tally_add, RD_NO_ARGS, NULL, &q[i]);
+  for (int i = 0; i < 3; i++) {
+    if (rc[i] != 0) continue;
+    if (rd_get(&q[i], 1, &b, 60000) == 0) rd_buf_release(&b);
+    rd_ref_release(q[i]);
+  }
+  return rd_return_bytes(call, 0, rc, sizeof(rc));
+}
+
 /* Where actor a runs and how often it restarted (Tally_where), within ms;
  * an error (RD_ETIMEDOUT: not started yet) leaves *out alone. */
 static int actor_where_in(rd_actor a, int ms, long out[2]) {
@@ -1672,6 +1708,21 @@ static int t_actors(void) {
   rd_task_opts_init(&o);
   o.resources = "only_c=1";
   rd_ref r;
+  /* max_pending_calls of an actor on b, enforced by a handle on c */
+  ao.max_pending_calls = 2;
+  ao.resources = NULL;   /* a holds all of b's only_b */
+  ao.strategy = RD_STRATEGY_NODE_AFFINITY;
+  ao.node = b;
+  rd_actor capped;
+  CHECK_EQ(rd_actor_create(Tally, RD_NO_ARGS, &ao, &capped), 0);
+  CHECK_EQ(rd_submit(probe_pending, RD_ARGS(rd_arg_actor(&capped)), &o, &r), 0);
+  long prc[3];
+  get_exact(r, "probe_pending", 60000, prc, sizeof(prc));
+  printf("a handle on node c to an actor on b with max_pending_calls 2: %s %s %s\n", rd_err_name((int)prc[0]),
+         rd_err_name((int)prc[1]), rd_err_name((int)prc[2]));
+  CHECK(prc[0] == 0 && prc[1] == 0 && prc[2] == RD_EAGAIN);
+  rd_ref_release(r);
+  CHECK_EQ(rd_actor_kill(capped, 1), 0);
   CHECK_EQ(rd_submit(call_actor_from_afar, RD_ARGS(rd_arg_actor(&a)), &o, &r), 0);
   rd_buf bb;
   int e = rd_get(&r, 1, &bb, 60000);
@@ -4697,16 +4748,6 @@ RD_ACTOR_METHOD(Tally, node) {
 
 /* The node an actor runs on, from its concurrency group "io". */
 RD_ACTOR_METHOD_IN(Tally, node_io, "io") { return Tally_node_impl(call, state); }
-
-/* Sleeps arg0 ms (uint32) in the default group. */
-RD_ACTOR_METHOD(Tally, nap) {
-  (void)state;
-  rd_buf a;
-  uint32_t ms = 0;
-  if (rd_arg(call, 0, &a) == 0 && a.size == 4) memcpy(&ms, a.data, 4);
-  usleep(ms * 1000u);
-  return rd_return_bytes(call, 0, &ms, sizeof(ms));
-}
 
 /* Run k slow_where tasks with selector sel and fallbacks fb (SPREAD when
  * spread, else the default policy); count[node] how many ran on each. */

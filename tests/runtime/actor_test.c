@@ -703,6 +703,79 @@ static int t_retry_failures(void) {
   return 0;
 }
 
+/* Three calls on the actor named "capped" from this process's own handle
+ * (got by name: it learns max_pending_calls when it first connects, here
+ * at a first call answered before): two 300 ms sleeps and an incr; their
+ * return codes. */
+RD_REMOTE(capped_probe) {
+  rd_actor a;
+  if (rd_actor_get("capped", &a) != 0) return rd_call_fail(call, "rd_actor_get");
+  rd_ref r;
+  rd_buf b;
+  if (rd_actor_call(a, Counter_get, RD_NO_ARGS, NULL, &r) != 0 || rd_get(&r, 1, &b, 30000) != 0)
+    return rd_call_fail(call, "first call");
+  rd_buf_release(&b);
+  rd_ref_release(r);
+  long ms = 300, rc[3];
+  rd_ref q[3];
+  for (int i = 0; i < 3; i++)
+    rc[i] = rd_actor_call(a, i < 2 ? Counter_sleep_ms : Counter_incr, RD_ARGS(rd_arg_bytes(&ms, sizeof(ms))), NULL,
+                          &q[i]);
+  for (int i = 0; i < 3; i++) {
+    if (rc[i] != 0) continue;
+    if (rd_get(&q[i], 1, &b, 30000) == 0) rd_buf_release(&b);
+    rd_ref_release(q[i]);
+  }
+  return rd_return_bytes(call, 0, rc, sizeof(rc));
+}
+
+/* rd_actor_opts.max_pending_calls (Ray's): a handle with that many calls
+ * not yet answered refuses the next (RD_EAGAIN, nothing queued, nothing
+ * run) until one is answered; counted per handle, in each process. */
+static int t_max_pending(void) {
+  init_or_die(NULL);
+  rd_actor_opts ao;
+  rd_actor_opts_init(&ao);
+  ao.max_pending_calls = -2;
+  rd_actor bad;
+  CHECK_EQ(rd_actor_create(Counter, RD_NO_ARGS, &ao, &bad), RD_EINVAL);
+  ao.max_pending_calls = 2;
+  ao.name = "capped";
+  rd_actor a = make_counter(0, &ao);
+  long ms = 300;
+  rd_ref r1, r2, r3;
+  CHECK_EQ(rd_actor_call(a, Counter_sleep_ms, RD_ARGS(rd_arg_bytes(&ms, sizeof(ms))), NULL, &r1), 0);
+  CHECK_EQ(rd_actor_call(a, Counter_sleep_ms, RD_ARGS(rd_arg_bytes(&ms, sizeof(ms))), NULL, &r2), 0);
+  for (int i = 0; i < 100; i++) CHECK_EQ(rd_actor_call(a, Counter_incr, RD_NO_ARGS, NULL, &r3), RD_EAGAIN);
+  CHECK_EQ(get_long(r1), 300);
+  CHECK_EQ(rd_actor_call(a, Counter_incr, RD_NO_ARGS, NULL, &r3), 0);   /* one pending: room for one */
+  CHECK_EQ(get_long(r2), 300);
+  CHECK_EQ(get_long(r3), 1);   /* the refused calls never ran */
+  /* another process's handle, got by name, counts its own calls */
+  rd_ref p;
+  CHECK_EQ(rd_submit(capped_probe, RD_NO_ARGS, NULL, &p), 0);
+  rd_buf b;
+  CHECK_EQ(rd_get(&p, 1, &b, 60000), 0);
+  long rc[3];
+  CHECK_EQ(b.size, sizeof(rc));
+  memcpy(rc, b.data, sizeof(rc));
+  printf("a task's handle: %s %s %s\n", rd_err_name((int)rc[0]), rd_err_name((int)rc[1]), rd_err_name((int)rc[2]));
+  CHECK(rc[0] == 0 && rc[1] == 0 && rc[2] == RD_EAGAIN);
+  rd_buf_release(&b);
+  rd_ref_release(p);
+  CHECK_EQ(rd_actor_call(a, Counter_get, RD_NO_ARGS, NULL, &r3), 0);
+  CHECK_EQ(get_long(r3), 1);   /* the task's refused incr did not run either */
+  /* without the option: no limit */
+  rd_actor_opts_init(&ao);
+  rd_actor free_ = make_counter(0, &ao);
+  rd_ref many[300];
+  for (int i = 0; i < 300; i++) CHECK_EQ(rd_actor_call(free_, Counter_incr, RD_NO_ARGS, NULL, &many[i]), 0);
+  CHECK_EQ(get_long(many[299]), 300);
+  for (int i = 0; i < 299; i++) rd_ref_release(many[i]);
+  rd_shutdown();
+  return 0;
+}
+
 /* An actor's process killed from outside while no call was in flight and
  * its driver idle (an owner with nothing live does not pump, so it has not
  * seen the socket close): the next call waits for the restart rather than
@@ -1264,6 +1337,7 @@ static const rd_test_case tests[] = {
     {"concurrency", t_concurrency}, {"concurrency_groups", t_concurrency_groups}, {"cancel", t_cancel}, {"memory_monitor", t_memory_monitor},
     {"dead_records", t_dead_records}, {"crash_rename", t_crash_rename}, {"exit", t_exit},
     {"namespaces", t_namespaces}, {"idle_restart", t_idle_restart}, {"retry_failures", t_retry_failures},
+    {"max_pending", t_max_pending},
 };
 
 RD_TEST_MAIN(tests)
