@@ -419,7 +419,11 @@ int rd_pool_create(const rd_actor_class *cls, const rd_value *args, size_t nargs
                     : o.scale_up_wait_ms < 0            ? "scale_up_wait_ms must not be negative"
                     : o.scale_down_idle_ms < 0          ? "scale_down_idle_ms must not be negative"
                     : actor_opts && actor_opts->name    ? "actor_opts->name must be NULL: replicas are anonymous"
-                                                        : NULL;
+                    : actor_opts && actor_opts->max_pending_calls > 0 &&
+                            actor_opts->max_pending_calls < o.max_inflight_per_replica
+                        ? "actor_opts->max_pending_calls is below max_inflight_per_replica: the pool keeps that many "
+                          "calls on each replica (leave it 0: the pool limits them itself)"
+                        : NULL;
   if (bad) {
     rd__log(RD_LOG_WARN, "rd_pool_create: %s (min %d, max %d, inflight %d, scale_up_wait %d ms, scale_down_idle %d ms)",
             bad, o.min_replicas, o.max_replicas, o.max_inflight_per_replica, o.scale_up_wait_ms,

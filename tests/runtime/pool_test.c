@@ -655,6 +655,10 @@ static int t_bad_options(void) {
   rd_actor_opts_init(&ao);
   ao.name = "named_replica";
   CHECK_EQ(rd_pool_create(Replica, RD_NO_ARGS, &ao, NULL, &p), RD_EINVAL);
+  ao.name = NULL;
+  ao.max_pending_calls = 1;   /* below the default 2 in flight per replica */
+  CHECK_EQ(rd_pool_create(Replica, RD_NO_ARGS, &ao, NULL, &p), RD_EINVAL);
+  ao.max_pending_calls = 0;
   CHECK_EQ(rd_pool_create(NULL, RD_NO_ARGS, NULL, NULL, &p), RD_EINVAL);
   CHECK_EQ(rd_pool_create(Replica, RD_NO_ARGS, NULL, NULL, NULL), RD_EINVAL);
   CHECK_EQ(rd_pool_create(Replica, NULL, 1, NULL, NULL, &p), RD_EINVAL);
