@@ -695,6 +695,18 @@ RD_EXTERN int rd_actor_call_by_name(rd_actor actor, const char *method, const rd
 RD_EXTERN int rd_actor_get(const char *name, rd_actor *out) RD_MUST_CHECK;
 /* The same in namespace ns ("": the default one). */
 RD_EXTERN int rd_actor_get_in(const char *ns, const char *name, rd_actor *out) RD_MUST_CHECK;
+/* The live named actors (Ray's ray.util.list_named_actors): those of the
+ * caller's namespace, or of every namespace with all_namespaces; on a
+ * cluster every node's (from the GCS).  *out: *n_out {namespace, name}
+ * pairs ("" is the default namespace), sorted, in one block to free with
+ * rd_actor_names_free (NULL when none).  Errors: RD_EINVAL, RD_ESTATE,
+ * RD_ENOMEM, or the GCS's (RD_ECONN). */
+typedef struct rd_actor_name {
+  const char *ns;
+  const char *name;
+} rd_actor_name;
+RD_EXTERN int rd_actor_list_named(int all_namespaces, rd_actor_name **out, size_t *n_out) RD_MUST_CHECK;
+RD_EXTERN void rd_actor_names_free(rd_actor_name *names);
 /* The caller's namespace: the driver's (rd_config.namespace_name), or in a
  * task or actor method the one of the driver whose work it is; "" for the
  * default namespace.  Valid until rd_shutdown. */

@@ -2011,7 +2011,7 @@ static void retries_cancel(void) {
 /* ------------------------------------------------------------- actors */
 
 /* A GCS actor-table call on a thread-pool thread, with its continuation. */
-enum { GA_REGISTER, GA_DEAD, GA_LOOKUP };
+enum { GA_REGISTER, GA_DEAD, GA_LOOKUP, GA_LIST };
 typedef struct gcs_actor_op {
   uv_work_t work;
   int kind;
@@ -2026,6 +2026,9 @@ typedef struct gcs_actor_op {
   uint64_t retry_since;
   int retried;              /* GA_REGISTER: asked again once, after a dead namesake here was unnamed */
   uint64_t wait_actor;      /* parked on C.name_waits until this actor's name is free */
+  int all;                  /* GA_LIST: every namespace (else name holds the one) */
+  rd_gcs_actor *list;       /* GA_LIST: the GCS's table */
+  size_t nlist;
   struct gcs_actor_op *next;
 } gcs_actor_op;
 
@@ -2150,7 +2153,35 @@ static void gcs_actor_work(uv_work_t *w) {
     case GA_LOOKUP:
       op->status = rd_gcs_actor_lookup(C.gcs, op->name, &op->actor_id, &op->node);
       break;
+    case GA_LIST:
+      free(op->list);   /* a retry's */
+      op->list = NULL;
+      op->nlist = 0;
+      op->status = rd_gcs_actor_list(C.gcs, &op->list, &op->nlist);
+      break;
   }
+}
+
+/* GA_LIST's answer: the live named actors of its namespace, or all. */
+static void actor_list_answer(gcs_actor_op *op) {
+  char **names = op->nlist ? malloc(op->nlist * sizeof(*names)) : NULL;
+  size_t n = 0;
+  int st = op->status;
+  if (!st && op->nlist && !names) st = RD_ENOMEM;
+  for (size_t i = 0; !st && i < op->nlist; i++) {
+    rd_gcs_actor *g = &op->list[i];
+    if (g->state == RD_GCS_ACTOR_DEAD || !rd__node_name_in_ns(g->name, op->name, op->all)) continue;
+    /* the GCS hears of a death after the record node (as in GA_LOOKUP) */
+    node_actor *a = rd__node_actor_find(g->actor_id);
+    if (a && a->state == A_DEAD && !rd__node_actor_hosted(a)) continue;
+    names[n++] = g->name;
+  }
+  char err[200];
+  snprintf(err, sizeof(err), "cannot list the actors in the GCS: %s", rd_strerror(st));
+  rd__node_reply_actor_names(op->client_id, op->req_id, st, st ? err : NULL, names, n);
+  free(names);
+  free(op->list);
+  op->list = NULL;
 }
 
 static void gcs_actor_done(uv_work_t *w, int status) {
@@ -2176,6 +2207,9 @@ static void gcs_actor_done(uv_work_t *w, int status) {
       snprintf(err, sizeof(err), "no live actor is named '%s' in the cluster", op->name);
       rd__node_reply_actor_id(op->client_id, op->req_id, op->status == 0 ? 0 : RD_ENOENT, op->status ? err : NULL,
                               op->status == 0 ? op->actor_id : 0);
+      break;
+    case GA_LIST:
+      actor_list_answer(op);
       break;
     case GA_DEAD:   /* the name is free cluster-wide (or the GCS gave up): the kill is answered */
       if (op->status != 0)
@@ -2231,6 +2265,18 @@ int rd__cluster_actor_lookup(node_client *c, uint64_t req_id, const char *name) 
   op->client_id = c->id;
   op->req_id = req_id;
   snprintf(op->name, sizeof(op->name), "%s", name);
+  return gcs_actor_queue(op);
+}
+
+int rd__cluster_actor_list_named(node_client *c, uint64_t req_id, const char *ns, int all) {
+  if (!C.on) return 0;
+  gcs_actor_op *op = calloc(1, sizeof(*op));
+  if (!op) return 0;
+  op->kind = GA_LIST;
+  op->client_id = c->id;
+  op->req_id = req_id;
+  op->all = all;
+  snprintf(op->name, sizeof(op->name), "%s", ns ? ns : "");
   return gcs_actor_queue(op);
 }
 

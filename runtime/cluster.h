@@ -206,6 +206,9 @@ int rd__cluster_actor_register(node_actor *a, node_client *c, uint64_t req_id);
 int rd__cluster_actor_dead(node_actor *a, const char *why);
 /* A name not known here: ask the GCS, answer c (1), or 0 when not in a cluster. */
 int rd__cluster_actor_lookup(node_client *c, uint64_t req_id, const char *name);
+/* rd_actor_list_named on a cluster: answered from the GCS's actor table
+ * (1), or 0 when not in a cluster (the node answers from its own). */
+int rd__cluster_actor_list_named(node_client *c, uint64_t req_id, const char *ns, int all);
 
 /* Frames of a link (types MSG_LINK_*): 1 handled, 0 not a link frame. */
 /* Placement groups (pg.c): the GCS handle, a link to a peer (opened if need

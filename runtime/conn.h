@@ -17,7 +17,7 @@
 
 #define RD_FRAME_HDR 8u
 #define RD_FRAME_MAX (64u << 20)   /* largest payload a peer may send */
-#define RD_MSG_TYPE_MAX RD__MSG_TYPE__MSG_JOB_EVENT   /* the last of MsgType: above it, RD_EPROTO */
+#define RD_MSG_TYPE_MAX RD__MSG_TYPE__MSG_ACTOR_NAMES   /* the last of MsgType: above it, RD_EPROTO */
 #define RD_FRAME_FLAG_FD 1u
 #define RD_CONN_MAX_FDS 16   /* received fds waiting for their frame */
 

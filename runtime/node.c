@@ -2781,6 +2781,50 @@ static void on_actor_lookup(node_client *c, Rd__ActorLookup *m) {
   reply_actor_id(c, m->req_id, RD_ENOENT, buf, 0);
 }
 
+int rd__node_name_in_ns(const char *qname, const char *ns, int all) {
+  if (!qname || !*qname) return 0;
+  if (all) return 1;
+  const char *colon = strchr(qname, ':');   /* namespaces have none */
+  size_t n = ns ? strlen(ns) : 0;
+  if (!n) return colon == NULL;
+  return colon && (size_t)(colon - qname) == n && !strncmp(qname, ns, n);
+}
+
+void rd__node_reply_actor_names(uint32_t client_id, uint64_t req_id, int status, const char *err, char **names,
+                                size_t n) {
+  node_client *c = rd__node_client_by_id(client_id);
+  if (!c) return;
+  Rd__ActorNames r = RD__ACTOR_NAMES__INIT;
+  r.req_id = req_id;
+  r.status = status;
+  r.error = (char *)(err ? err : "");
+  r.n_names = status == 0 ? n : 0;
+  r.names = names;
+  send_msg(c, RD__MSG_TYPE__MSG_ACTOR_NAMES, &r.base, -1);
+}
+
+/* rd_actor_list_named: in a cluster the GCS's table (every node's named
+ * actors), else this node's. */
+static void on_actor_list_named(node_client *c, Rd__ActorListNamed *m) {
+  if (rd__cluster_actor_list_named(c, m->req_id, m->ns, m->all)) return;
+  size_t n = 0, cap = 0;
+  char **names = NULL;
+  int st = 0;
+  for (node_actor *a = N.actors; a && !st; a = a->next) {
+    if (a->state == A_DEAD || !rd__node_name_in_ns(a->name, m->ns, m->all)) continue;
+    if (a->worker) worker_settle(a->worker);   /* a worker exiting: its end first, as actor_named */
+    if (a->state == A_DEAD) continue;
+    if (n == cap) {
+      char **p = realloc(names, (cap = cap ? 2 * cap : 16) * sizeof(*p));
+      if (!p) st = RD_ENOMEM;
+      else names = p;
+    }
+    if (!st) names[n++] = a->name;
+  }
+  rd__node_reply_actor_names(c->id, m->req_id, st, st ? "node out of memory" : NULL, names, n);
+  free(names);
+}
+
 /* ------------------------------------------------------------- objects */
 
 /* 1 when answered, 0 when parked: behind an unsealed object of the same id,
@@ -3467,6 +3511,7 @@ static void handle_frame(node_client *c, const rd__frame *f) {
     case RD__MSG_TYPE__MSG_ACTOR_CONNECT: d = &rd__actor_connect__descriptor; break;
     case RD__MSG_TYPE__MSG_ACTOR_KILL: d = &rd__actor_kill__descriptor; break;
     case RD__MSG_TYPE__MSG_ACTOR_LOOKUP: d = &rd__actor_lookup__descriptor; break;
+    case RD__MSG_TYPE__MSG_ACTOR_LIST_NAMED: d = &rd__actor_list_named__descriptor; break;
     case RD__MSG_TYPE__MSG_PG_CREATE: d = &rd__pg_create__descriptor; break;
     case RD__MSG_TYPE__MSG_PG_QUERY: d = &rd__pg_query__descriptor; break;
     case RD__MSG_TYPE__MSG_PG_REMOVE: d = &rd__pg_remove__descriptor; break;
@@ -3513,6 +3558,7 @@ static void handle_frame(node_client *c, const rd__frame *f) {
     case RD__MSG_TYPE__MSG_ACTOR_CONNECT: on_actor_connect(c, (Rd__ActorConnect *)m); break;
     case RD__MSG_TYPE__MSG_ACTOR_KILL: on_actor_kill(c, (Rd__ActorKill *)m); break;
     case RD__MSG_TYPE__MSG_ACTOR_LOOKUP: on_actor_lookup(c, (Rd__ActorLookup *)m); break;
+    case RD__MSG_TYPE__MSG_ACTOR_LIST_NAMED: on_actor_list_named(c, (Rd__ActorListNamed *)m); break;
     case RD__MSG_TYPE__MSG_PG_CREATE: rd__pg_on_create(c, (Rd__PgCreate *)m); break;
     case RD__MSG_TYPE__MSG_PG_QUERY: rd__pg_on_query(c, (Rd__PgQuery *)m); break;
     case RD__MSG_TYPE__MSG_PG_REMOVE: rd__pg_on_remove(c, (Rd__PgRemove *)m); break;

@@ -527,6 +527,12 @@ void rd__node_actor_connect(node_client *c, const Rd__ActorConnect *m);
 void rd__node_actor_kill(node_client *c, const Rd__ActorKill *m);
 void rd__node_actor_registered(uint64_t id, uint32_t client_id, uint64_t req_id, int status, const char *err);
 void rd__node_reply_actor_id(uint32_t client_id, uint64_t req_id, int status, const char *err, uint64_t id);
+/* Answer rd_actor_list_named with these qualified names. */
+void rd__node_reply_actor_names(uint32_t client_id, uint64_t req_id, int status, const char *err, char **names,
+                                size_t n);
+/* Whether qualified actor name qname ("ns:name", or "name" in the default
+ * namespace) is in namespace ns ("" or NULL: the default), or any (all). */
+int rd__node_name_in_ns(const char *qname, const char *ns, int all);
 void rd__node_reply_connect(node_client *c, uint64_t req_id, node_actor *a, int status, const char *err, int fd);
 node_client *rd__node_client_new(int fd, int role);
 /* Placement groups (pg.c) */

@@ -2535,6 +2535,7 @@ static void handle_daemon_frame(const rd__frame *f) {
     case RD__MSG_TYPE__MSG_NODE_INFO_REPLY: d = &rd__node_info_reply__descriptor; break;
     case RD__MSG_TYPE__MSG_ERROR: d = &rd__error__descriptor; break;
     case RD__MSG_TYPE__MSG_ACTOR_ID_REPLY: d = &rd__actor_id_reply__descriptor; break;
+    case RD__MSG_TYPE__MSG_ACTOR_NAMES: d = &rd__actor_names__descriptor; break;
     case RD__MSG_TYPE__MSG_ACTOR_CONNECT_REPLY: d = &rd__actor_connect_reply__descriptor; break;
     case RD__MSG_TYPE__MSG_ACTOR_START: d = &rd__actor_start__descriptor; break;
     case RD__MSG_TYPE__MSG_ACTOR_ATTACH: d = &rd__actor_attach__descriptor; break;
@@ -2619,6 +2620,7 @@ static void handle_daemon_frame(const rd__frame *f) {
         req = ((Rd__ObjGetReply *)m)->req_id;
       if (f->type == RD__MSG_TYPE__MSG_NODE_INFO_REPLY) req = ((Rd__NodeInfoReply *)m)->req_id;
       if (f->type == RD__MSG_TYPE__MSG_ACTOR_ID_REPLY) req = ((Rd__ActorIdReply *)m)->req_id;
+      if (f->type == RD__MSG_TYPE__MSG_ACTOR_NAMES) req = ((Rd__ActorNames *)m)->req_id;
       if (f->type == RD__MSG_TYPE__MSG_PG_REPLY) req = ((Rd__PgReply *)m)->req_id;
       if (f->type == RD__MSG_TYPE__MSG_KV_REPLY) req = ((Rd__KvReply *)m)->req_id;
       if (fd >= 0) close(fd);
@@ -5455,6 +5457,57 @@ int rd_actor_get_in(const char *ns, const char *name, rd_actor *out) {
   pthread_mutex_unlock(&G.mu);
   return r;
 }
+
+static int actor_name_cmp(const void *a, const void *b) {
+  const rd_actor_name *x = a, *y = b;
+  int c = strcmp(x->ns, y->ns);
+  return c ? c : strcmp(x->name, y->name);
+}
+
+int rd_actor_list_named(int all_namespaces, rd_actor_name **out, size_t *n_out) {
+  if (!out || !n_out) return RD_EINVAL;
+  *out = NULL;
+  *n_out = 0;
+  LOCKED_OR(RD_ESTATE);
+  Rd__ActorListNamed m = RD__ACTOR_LIST_NAMED__INIT;
+  m.req_id = ++G.next_req;
+  m.ns = (char *)rd__ns_current();
+  m.all = all_namespaces != 0;
+  ProtobufCMessage *rep = NULL;
+  int r = rd__daemon_call(RD__MSG_TYPE__MSG_ACTOR_LIST_NAMED, &m.base, m.req_id, RD__MSG_TYPE__MSG_ACTOR_NAMES, &rep,
+                          30000);
+  pthread_mutex_unlock(&G.mu);
+  if (r != 0) return r;
+  Rd__ActorNames *an = (Rd__ActorNames *)rep;
+  r = an->status;
+  if (r != 0) rd__log(RD_LOG_WARN, "rd_actor_list_named: %s", an->error);
+  /* one block: the array, then each entry's namespace and name */
+  size_t bytes = an->n_names * sizeof(rd_actor_name);
+  for (size_t i = 0; r == 0 && i < an->n_names; i++) bytes += strlen(an->names[i]) + 2;
+  rd_actor_name *v = r == 0 && an->n_names ? malloc(bytes) : NULL;
+  if (r == 0 && an->n_names && !v) r = RD_ENOMEM;
+  if (v) {
+    char *p = (char *)(v + an->n_names);
+    for (size_t i = 0; i < an->n_names; i++) {
+      const char *q = an->names[i], *colon = strchr(q, ':');   /* namespaces have none */
+      size_t nl = colon ? (size_t)(colon - q) : 0;
+      memcpy(p, q, nl);
+      p[nl] = 0;
+      v[i].ns = p;
+      p += nl + 1;
+      strcpy(p, colon ? colon + 1 : q);
+      v[i].name = p;
+      p += strlen(p) + 1;
+    }
+    qsort(v, an->n_names, sizeof(*v), actor_name_cmp);
+    *out = v;
+    *n_out = an->n_names;
+  }
+  protobuf_c_message_free_unpacked(rep, NULL);
+  return r;
+}
+
+void rd_actor_names_free(rd_actor_name *names) { free(names); }
 
 int rd_actor_kill(rd_actor actor, int no_restart) {
   if (!actor.id) return RD_EINVAL;

@@ -1723,6 +1723,26 @@ static int t_actors(void) {
   CHECK(prc[0] == 0 && prc[1] == 0 && prc[2] == RD_EAGAIN);
   rd_ref_release(r);
   CHECK_EQ(rd_actor_kill(capped, 1), 0);
+  /* rd_actor_list_named from the head finds an actor named on node c (the
+   * GCS's table), and not once it is dead */
+  rd_actor_opts_init(&ao);
+  ao.resources = "only_c=0.1";
+  ao.name = "listed_on_c";
+  rd_actor listed;
+  CHECK_EQ(rd_actor_create(Tally, RD_NO_ARGS, &ao, &listed), 0);
+  rd_actor_name *names;
+  size_t nn;
+  CHECK_EQ(rd_actor_list_named(0, &names, &nn), 0);
+  int found = 0;
+  for (size_t i = 0; i < nn; i++) found += !strcmp(names[i].name, "listed_on_c") && !*names[i].ns;
+  rd_actor_names_free(names);
+  CHECK_EQ(found, 1);
+  CHECK_EQ(rd_actor_kill(listed, 1), 0);
+  CHECK_EQ(rd_actor_list_named(1, &names, &nn), 0);
+  found = 0;
+  for (size_t i = 0; i < nn; i++) found += !strcmp(names[i].name, "listed_on_c");
+  rd_actor_names_free(names);
+  CHECK_EQ(found, 0);
   CHECK_EQ(rd_submit(call_actor_from_afar, RD_ARGS(rd_arg_actor(&a)), &o, &r), 0);
   rd_buf bb;
   int e = rd_get(&r, 1, &bb, 60000);

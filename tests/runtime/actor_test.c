@@ -776,6 +776,46 @@ static int t_max_pending(void) {
   return 0;
 }
 
+/* rd_actor_list_named (Ray's list_named_actors): the caller's namespace's
+ * live named actors, or every namespace's; anonymous and dead ones are not
+ * listed; sorted. */
+static int t_list_named(void) {
+  init_or_die(NULL);
+  rd_actor_name *v;
+  size_t n = 99;
+  CHECK_EQ(rd_actor_list_named(0, &v, &n), 0);
+  CHECK_EQ(n, 0);
+  CHECK(v == NULL);
+  rd_actor_opts ao;
+  rd_actor_opts_init(&ao);
+  ao.name = "ln_b";
+  rd_actor b = make_counter(0, &ao);
+  ao.name = "ln_a";
+  (void)make_counter(0, &ao);
+  ao.name = "ln_c";
+  ao.namespace_name = "team";
+  (void)make_counter(0, &ao);
+  (void)make_counter(0, NULL);   /* anonymous */
+  CHECK_EQ(rd_actor_list_named(0, &v, &n), 0);
+  CHECK_EQ(n, 2);
+  CHECK(!strcmp(v[0].ns, "") && !strcmp(v[0].name, "ln_a"));
+  CHECK(!strcmp(v[1].ns, "") && !strcmp(v[1].name, "ln_b"));
+  rd_actor_names_free(v);
+  CHECK_EQ(rd_actor_list_named(1, &v, &n), 0);
+  CHECK_EQ(n, 3);
+  CHECK(!strcmp(v[2].ns, "team") && !strcmp(v[2].name, "ln_c"));
+  rd_actor_names_free(v);
+  CHECK_EQ(rd_actor_kill(b, 1), 0);   /* dead: no longer listed */
+  CHECK_EQ(rd_actor_list_named(0, &v, &n), 0);
+  CHECK_EQ(n, 1);
+  CHECK(!strcmp(v[0].name, "ln_a"));
+  rd_actor_names_free(v);
+  CHECK_EQ(rd_actor_list_named(0, NULL, &n), RD_EINVAL);
+  rd_shutdown();
+  CHECK_EQ(rd_actor_list_named(0, &v, &n), RD_ESTATE);
+  return 0;
+}
+
 /* An actor's process killed from outside while no call was in flight and
  * its driver idle (an owner with nothing live does not pump, so it has not
  * seen the socket close): the next call waits for the restart rather than
@@ -1337,7 +1377,7 @@ static const rd_test_case tests[] = {
     {"concurrency", t_concurrency}, {"concurrency_groups", t_concurrency_groups}, {"cancel", t_cancel}, {"memory_monitor", t_memory_monitor},
     {"dead_records", t_dead_records}, {"crash_rename", t_crash_rename}, {"exit", t_exit},
     {"namespaces", t_namespaces}, {"idle_restart", t_idle_restart}, {"retry_failures", t_retry_failures},
-    {"max_pending", t_max_pending},
+    {"max_pending", t_max_pending}, {"list_named", t_list_named},
 };
 
 RD_TEST_MAIN(tests)
