@@ -29,8 +29,13 @@
 #endif
 #define RD__INLINE static inline __attribute__((always_inline))
 
+/* How a projection's GEMM is split over the engine's threads
+ * (RD_ENGINE_CPU_SPLIT, read at open; see linear()). */
+enum { SPLIT_ROWS, SPLIT_TILES, SPLIT_BLAS };
+
 struct rd__cpu {
   int threads;
+  int split;
   size_t max_tokens, max_seq, bytes;
   float *x, *qkv, *ctx, *ffn;   /* activations, max_tokens rows each */
   float *scratch;               /* per thread: attention scores, max_seq^2 */
@@ -190,6 +195,15 @@ int rd__cpu_open(const rd__bert *m, int threads, size_t max_tokens, size_t max_s
   rd__cpu *c = calloc(1, sizeof *c);
   if (!c) return RD_ENOMEM;
   c->threads = threads > 0 ? threads : 1;
+  const char *sp = getenv("RD_ENGINE_CPU_SPLIT");
+  if (!sp || !*sp || !strcmp(sp, "rows")) c->split = SPLIT_ROWS;
+  else if (!strcmp(sp, "tiles")) c->split = SPLIT_TILES;
+  else if (!strcmp(sp, "blas")) c->split = SPLIT_BLAS;
+  else {
+    snprintf(err, errlen, "RD_ENGINE_CPU_SPLIT='%.40s': not rows, tiles or blas", sp);
+    free(c);
+    return RD_EINVAL;
+  }
   c->max_tokens = max_tokens;
   c->max_seq = max_seq;
   size_t H = (size_t)m->c.hidden, NI = (size_t)m->c.inter, T = max_tokens;
@@ -228,17 +242,37 @@ void rd__cpu_close(rd__cpu *c) {
 
 size_t rd__cpu_bytes(const rd__cpu *c) { return c->bytes; }
 
-/* Y[T x n_out] = X[T x n_in] W^T on nt threads of the engine's own pool:
- * OpenBLAS runs single-threaded inside each, on a block of rows (or, for few
- * rows, a block of output columns).  One pool for everything avoids two
- * thread pools spinning against each other on a small machine. */
-static void linear(const float *x, const float *w, float *y, size_t T, int n_out, int n_in, int nt) {
-  if (nt <= 1) {
+/* The grid of tiles a GEMM of T rows and n_out columns is split into over
+ * nt threads: *nr row blocks x *nc column blocks (nr * nc = nt).  SPLIT_ROWS:
+ * rows only, unless there are too few (then columns only).  SPLIT_TILES:
+ * columns are halved until each thread has 256 rows or more, while blocks
+ * keep 64 columns or more, so that on many threads each GEMM reads 1/nc of
+ * the weights instead of all of them (each thread's OpenBLAS call packs
+ * what it reads). */
+static void tile_grid(int split, size_t T, int n_out, int nt, int *nr, int *nc) {
+  int c = 1;
+  if (split == SPLIT_TILES) {
+    while (c < nt && nt % (c * 2) == 0 && T / (size_t)(nt / c) < 256 && n_out / (c * 2) >= 64) c *= 2;
+  } else if (T < (size_t)32 * nt) {
+    c = nt;
+  }
+  *nc = c;
+  *nr = nt / c;
+}
+
+/* Y[T x n_out] = X[T x n_in] W^T.  By default on nt threads of the engine's
+ * own pool, OpenBLAS single-threaded inside each, each on one tile of Y
+ * (tile_grid).  One pool for everything avoids two thread pools spinning
+ * against each other on a small machine.  SPLIT_BLAS instead makes one
+ * call with OpenBLAS's own nt threads. */
+static void linear(const float *x, const float *w, float *y, size_t T, int n_out, int n_in, int nt, int split) {
+  if (nt <= 1 || split == SPLIT_BLAS) {
+    if (nt > 1) openblas_set_num_threads(nt);
     cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (blasint)T, n_out, n_in, 1.0f, x, n_in, w,
                 n_in, 0.0f, y, n_out);
+    if (nt > 1) openblas_set_num_threads(1);   /* attention's small GEMMs run inside the engine's threads */
     return;
   }
-  const int by_rows = T >= (size_t)32 * nt;
 #pragma omp parallel num_threads(nt)
   {
 #ifdef _OPENMP
@@ -246,17 +280,14 @@ static void linear(const float *x, const float *w, float *y, size_t T, int n_out
 #else
     int id = 0, n = 1;
 #endif
-    if (by_rows) {
-      size_t per = ((T + n - 1) / n + 7) & ~(size_t)7, r0 = per * id, r1 = r0 + per > T ? T : r0 + per;
-      if (r0 < r1)
-        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (blasint)(r1 - r0), n_out, n_in, 1.0f,
-                    x + r0 * n_in, n_in, w, n_in, 0.0f, y + r0 * n_out, n_out);
-    } else {
-      int per = ((n_out + n - 1) / n + 15) & ~15, c0 = per * id, c1 = c0 + per > n_out ? n_out : c0 + per;
-      if (c0 < c1)
-        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (blasint)T, c1 - c0, n_in, 1.0f, x, n_in,
-                    w + (size_t)c0 * n_in, n_in, 0.0f, y + c0, n_out);
-    }
+    int nr, nc;   /* on the threads OpenMP gave, which may be fewer than nt */
+    tile_grid(split, T, n_out, n, &nr, &nc);
+    int ri = id / nc, ci = id % nc;
+    size_t per = ((T + nr - 1) / nr + 7) & ~(size_t)7, r0 = per * ri, r1 = r0 + per > T ? T : r0 + per;
+    int cper = ((n_out + nc - 1) / nc + 15) & ~15, c0 = cper * ci, c1 = c0 + cper > n_out ? n_out : c0 + cper;
+    if (r0 < r1 && c0 < c1)
+      cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (blasint)(r1 - r0), c1 - c0, n_in, 1.0f,
+                  x + r0 * n_in, n_in, w + (size_t)c0 * n_in, n_in, 0.0f, y + r0 * n_out + c0, n_out);
   }
 }
 
@@ -268,7 +299,7 @@ static void layer_forward(rd__cpu *c, const rd__bert *m, const rd__pass *p, int 
   const int nt = nthreads_of(c);
   const long nseq = (long)p->nseq, lT = (long)T;
   const rd__bert_layer *L = &m->layer[l];
-  linear(c->x, L->wqkv, c->qkv, T, 3 * H, H, nt);
+  linear(c->x, L->wqkv, c->qkv, T, 3 * H, H, nt, c->split);
 #pragma omp parallel for num_threads(nt) schedule(static)
   for (long t = 0; t < lT; t++) bias_row(c->qkv + (size_t)t * 3 * H, L->bqkv, 3 * H);
 #pragma omp parallel for num_threads(nt) schedule(dynamic, 1)
@@ -285,14 +316,14 @@ static void layer_forward(rd__cpu *c, const rd__bert *m, const rd__pass *p, int 
               (size_t)H, (int)p->len[s], DH, scale, sc);
   }
   float *tmp = c->qkv; /* QKV is dead after attention */
-  linear(c->ctx, L->wo, tmp, T, H, H, nt);
+  linear(c->ctx, L->wo, tmp, T, H, H, nt, c->split);
 #pragma omp parallel for num_threads(nt) schedule(static)
   for (long t = 0; t < lT; t++)
     residual_ln_row(c->x + (size_t)t * H, tmp + (size_t)t * H, L->bo, L->ln1_g, L->ln1_b, H, eps);
-  linear(c->x, L->wi, c->ffn, T, NI, H, nt);
+  linear(c->x, L->wi, c->ffn, T, NI, H, nt, c->split);
 #pragma omp parallel for num_threads(nt) schedule(static)
   for (long t = 0; t < lT; t++) bias_gelu_row(c->ffn + (size_t)t * NI, L->bi, NI);
-  linear(c->ffn, L->wo2, tmp, T, H, NI, nt);
+  linear(c->ffn, L->wo2, tmp, T, H, NI, nt, c->split);
 #pragma omp parallel for num_threads(nt) schedule(static)
   for (long t = 0; t < lT; t++)
     residual_ln_row(c->x + (size_t)t * H, tmp + (size_t)t * H, L->bo2, L->ln2_g, L->ln2_b, H, eps);

@@ -12,7 +12,9 @@
 #      and GEMM attention) beside PyTorch bf16 on the same shapes, with the
 #      GEMM share of peak; then a per-op profile (RD_GPU_PROFILE) at batch 256;
 #   6. compute-sanitizer (memcheck on the GPU test, racecheck on the fused
-#      and flash attention kernels) where the machine allows it.
+#      and flash attention kernels) where the machine allows it;
+#   7. the CPU path's thread scaling, and at 16 threads its GEMMs split three
+#      ways (RD_ENGINE_CPU_SPLIT=rows|tiles|blas).
 # Everything it prints also goes to $OUT/device_check.log.  EXTRA=0 leaves out
 # ncu and compute-sanitizer; QUICK=1 also leaves out the CPU rows and probe
 # (GPU tests and GPU figures only); PROBE=cpu only builds and shows which OpenBLAS
@@ -142,6 +144,12 @@ PY
     timeout 60 "$B/bench/engine/bench_engine" --threads $th --batches 256 --lens 32 --min-time 0.5 | grep '^  cpu' || true
     OMP_WAIT_POLICY=passive timeout 60 "$B/bench/engine/bench_engine" --threads $th --batches 256 --lens 32 \
       --min-time 0.5 | grep '^  cpu' | sed 's/$/  (OMP_WAIT_POLICY=passive)/' || true
+  done
+  echo "== CPU path at 16 threads, the GEMMs split three ways (RD_ENGINE_CPU_SPLIT: row blocks, the default;"
+  echo "   row x column tiles; OpenBLAS's own threads), batch 256 x 32 and x 128"
+  for sp in rows tiles blas rows; do
+    RD_ENGINE_CPU_SPLIT=$sp timeout 90 "$B/bench/engine/bench_engine" --threads 16 --batches 256 --lens 32,128 \
+      --min-time 0.5 | grep '^  cpu' | sed "s/$/  (split $sp)/" || true
   done
   [ $t = 0 ] && [ $b = 0 ]
 }

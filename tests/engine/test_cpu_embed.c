@@ -1,7 +1,10 @@
 /* test_cpu_embed.c - CPU path against the reference embeddings of the fixture:
  * max abs difference <= 1e-4 and cosine >= 0.99999 for every sentence, through
- * rd_engine_embed (mixed lengths, bucketed) with 2 threads; the engine's own
- * tokenizer must give the fixture's ids; results must not depend on batching. */
+ * rd_engine_embed (mixed lengths, bucketed) with 2 threads (RD_ENGINE_TEST_THREADS
+ * for another count: the engine_cpu_embed_tiles/_blas cases split the GEMMs
+ * otherwise, RD_ENGINE_CPU_SPLIT); the engine's own tokenizer must give the
+ * fixture's ids; results must not depend on batching. */
+#include <stdlib.h>
 #include <string.h>
 
 #include "engine.h"
@@ -16,7 +19,8 @@ int main(void) {
   rd_engine_config_init(&cfg);
   char err[512] = "";
   cfg.model_dir = dir;
-  cfg.threads = 2;
+  const char *th = getenv("RD_ENGINE_TEST_THREADS");
+  cfg.threads = th && *th ? atoi(th) : 2;
   cfg.max_batch = 128;
   cfg.max_tokens_per_pass = 2048; /* several passes per call */
   cfg.errbuf = err;
