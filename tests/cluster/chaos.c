@@ -1266,6 +1266,17 @@ static void op_handle(void) {
       BAD("rd_actor_get(%s): %s", name, rd_err_name(e));
   } else if (found.id != a.id) {
     BAD("rd_actor_get(%s): actor %llu, created %llu", name, (unsigned long long)found.id, (unsigned long long)a.id);
+  } else {   /* and rd_actor_list_named names it (the GCS's table) */
+    rd_actor_name *v;
+    size_t nv;
+    if ((e = rd_actor_list_named(0, &v, &nv))) {
+      if (!tolerable(e, R_ACTOR)) BAD("rd_actor_list_named: %s", rd_err_name(e));
+    } else {
+      int listed = 0;
+      for (size_t i = 0; i < nv; i++) listed |= !strcmp(v[i].name, name);
+      rd_actor_names_free(v);
+      if (!listed && !(chaos_workers || dead_node)) BAD("rd_actor_list_named: %s is not listed", name);
+    }
   }
   for (int i = 0, k = 1 + rnd() % 3; i < k; i++) {
     uint64_t seed = (uint64_t)rnd() * 37 + 3, n = big_size();
