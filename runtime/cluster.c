@@ -2257,27 +2257,26 @@ int rd__cluster_actor_dead(node_actor *a, const char *why) {
   return gcs_actor_queue(op);
 }
 
-int rd__cluster_actor_lookup(node_client *c, uint64_t req_id, const char *name) {
+/* A client's question to the GCS's actor table (GA_LOOKUP of a name,
+ * GA_LIST of a namespace's names or all): 1 when on its way. */
+static int gcs_actor_ask(int kind, node_client *c, uint64_t req_id, const char *name, int all) {
   if (!C.on) return 0;
   gcs_actor_op *op = calloc(1, sizeof(*op));
   if (!op) return 0;
-  op->kind = GA_LOOKUP;
-  op->client_id = c->id;
-  op->req_id = req_id;
-  snprintf(op->name, sizeof(op->name), "%s", name);
-  return gcs_actor_queue(op);
-}
-
-int rd__cluster_actor_list_named(node_client *c, uint64_t req_id, const char *ns, int all) {
-  if (!C.on) return 0;
-  gcs_actor_op *op = calloc(1, sizeof(*op));
-  if (!op) return 0;
-  op->kind = GA_LIST;
+  op->kind = kind;
   op->client_id = c->id;
   op->req_id = req_id;
   op->all = all;
-  snprintf(op->name, sizeof(op->name), "%s", ns ? ns : "");
+  snprintf(op->name, sizeof(op->name), "%s", name ? name : "");
   return gcs_actor_queue(op);
+}
+
+int rd__cluster_actor_lookup(node_client *c, uint64_t req_id, const char *name) {
+  return gcs_actor_ask(GA_LOOKUP, c, req_id, name, 0);
+}
+
+int rd__cluster_actor_list_named(node_client *c, uint64_t req_id, const char *ns, int all) {
+  return gcs_actor_ask(GA_LIST, c, req_id, ns, all);
 }
 
 uint32_t rd__cluster_actor_place(node_actor *a, int *err, char *why, size_t whylen) {

@@ -613,14 +613,20 @@ static void lineage_drop(rd__task *t) {
   task_free(t);
 }
 
-/* Whether t may run once more to rebuild its results: within its
- * max_retries, or for an actor call within its actor's max_task_retries
- * (-1: no limit; 0, the default, keeps none: a call is run again only where
- * the program said its calls may be). */
-static int lineage_may_rerun(const rd__task *t) {
+/* Whether t may run once more (a failure retried, results rebuilt): within
+ * its max_retries, or for an actor call within its actor's
+ * max_task_retries (-1: no limit; 0, the default, keeps none: a call is run
+ * again only where the program said its calls may be). */
+static int may_run_again(const rd__task *t) {
   if (!t->actor) return t->retries_left > 0;
   int m = t->actor->max_task_retries;
   return m < 0 || t->attempt < m;
+}
+
+/* t is about to run once more: one of the retries may_run_again allowed. */
+static void spend_retry(rd__task *t) {
+  if (!t->actor) t->retries_left--;
+  t->attempt++;
 }
 
 /* How many runs t may have in all, for a log line or message: its
@@ -634,7 +640,7 @@ static const char *runs_allowed(const rd__task *t, char *buf, size_t len) {
 
 /* Whether t may be kept to rebuild results a reply put on node. */
 static int lineage_wanted(const rd__task *t, uint32_t node) {
-  return G.cluster && node && node != G.node_index && lineage_may_rerun(t) &&
+  return G.cluster && node && node != G.node_index && may_run_again(t) &&
          G.lineage_bytes + t->bytes <= G.lineage_max;
 }
 
@@ -658,15 +664,17 @@ static int obj_add_dep(rd__obj *a, rd__task *t) {
  * rebuilt.  1: on its way, 0: no retries left. */
 static int lineage_rerun(rd__task *t, uint32_t lost, int depth);
 
-/* Actor call t goes back ahead of the calls not sent yet, as a call re-sent
- * after a death does. */
-static void actor_requeue_front(rd__task *t) {
-  rd__actor *a = t->actor;
-  t->lease = NULL;
-  t->next = a->qhead;
-  a->qhead = t;
-  if (!a->qtail) a->qtail = t;
-  a->qlen++;
+/* Actor calls (a list, in order) go back ahead of the calls of a not sent
+ * yet: the cost of the list, not of the queue (class_requeue_front's). */
+static void actor_requeue_front(rd__actor *a, rd__task *head) {
+  if (!head) return;
+  rd__task *last = head;
+  size_t n = 1;
+  for (; last->next; last = last->next) n++;
+  last->next = a->qhead;
+  if (!a->qhead) a->qtail = last;
+  a->qhead = head;
+  a->qlen += n;
 }
 
 /* t goes back to its queue once its arguments are ready, rebuilding first
@@ -675,7 +683,7 @@ static void lineage_requeue(rd__task *t, uint32_t lost, int depth) {
   t->lease = NULL;
   t->next = NULL;
   t->deps_pending = 0;
-  if (t->actor) actor_requeue_front(t);
+  if (t->actor) actor_requeue_front(t->actor, t);
   for (int i = 0; i < t->nargs; i++) {
     if (!targ_dep(&t->args[i])) continue;
     rd__obj *a = obj_get(t->args[i].oid);
@@ -687,7 +695,7 @@ static void lineage_requeue(rd__task *t, uint32_t lost, int depth) {
 }
 
 static int lineage_rerun(rd__task *t, uint32_t lost, int depth) {
-  if (!lineage_may_rerun(t) || depth > 64) return 0;
+  if (!may_run_again(t) || depth > 64) return 0;
   for (int i = 0; i < t->nret; i++) {   /* its results wait for the new run */
     rd__obj *o = obj_get(t->ret_ids[i]);
     if (!o || o->lineage != t) continue;
@@ -697,8 +705,7 @@ static int lineage_rerun(rd__task *t, uint32_t lost, int depth) {
     t->lineage_refs--;
   }
   lineage_unlink(t);
-  if (!t->actor) t->retries_left--;
-  t->attempt++;
+  spend_retry(t);
   t->cancelled = 0;
   char of[16];
   rd__log(RD_LOG_WARN, "rebuilding the results of %s '%s' lost with %s%u: running it again (attempt %d of %s)",
@@ -2113,24 +2120,20 @@ static void on_task_reply(rd__lease *l, Rd__TaskReply *m) {
       ret_refs_let_go(m->returns[i]->refs, m->returns[i]->n_refs);
     }
     task_free(t);
-  } else if (m->status == RD_ETASK && t->retry_failures && t->retries_left > 0 && c) {
+  } else if (m->status == RD_ETASK && t->retry_failures && !t->stream && (c || t->actor) && may_run_again(t)) {
     /* rd_task_opts.retry_failures (Ray's retry_exceptions): run it again,
-     * first in its class's queue, on one of max_retries */
-    t->retries_left--;
-    t->attempt++;
-    rd__log(RD_LOG_WARN, "task '%s' failed: %s; retrying (attempt %d of %d)", t->func,
-            m->error && *m->error ? m->error : rd_strerror(m->status), t->attempt + 1, t->max_retries + 1);
+     * first in its class's queue, on one of max_retries; an actor call ahead
+     * of the calls not sent yet (those sent after it may run first), within
+     * its actor's max_task_retries */
+    spend_retry(t);
+    char of[16];
+    rd__log(RD_LOG_WARN, "%s '%s' failed: %s; retrying (attempt %d of %s)", t->actor ? "actor call" : "task",
+            t->func, m->error && *m->error ? m->error : rd_strerror(m->status), t->attempt + 1,
+            runs_allowed(t, of, sizeof(of)));
     t->lease = NULL;
     t->next = NULL;
-    class_requeue_front(c, t);
-  } else if (m->status == RD_ETASK && t->retry_failures && t->actor && !t->stream && lineage_may_rerun(t)) {
-    /* the same for an actor call, within its actor's max_task_retries: again
-     * ahead of the calls not sent yet (those sent after it may run first) */
-    t->attempt++;
-    char of[16];
-    rd__log(RD_LOG_WARN, "actor call '%s' failed: %s; retrying (attempt %d of %s)", t->func,
-            m->error && *m->error ? m->error : rd_strerror(m->status), t->attempt + 1, runs_allowed(t, of, sizeof(of)));
-    actor_requeue_front(t);
+    if (t->actor) actor_requeue_front(t->actor, t);
+    else class_requeue_front(c, t);
   } else if (m->status != 0) {
     char of[16];
     if (m->status == RD_ETASK && t->retry_failures)   /* say it was the last of several */
@@ -2484,15 +2487,7 @@ static void actor_conn_lost(rd__lease *l, const char *why) {
     }
     t = next;
   }
-  if (retry) {   /* in order, ahead of the calls not sent yet */
-    *rt = a->qhead;
-    a->qhead = retry;
-    size_t n = 0;
-    rd__task *last = NULL;
-    for (rd__task *x = a->qhead; x; x = x->next) { n++; last = x; }
-    a->qlen = n;
-    a->qtail = last;
-  }
+  actor_requeue_front(a, retry);   /* in order, ahead of the calls not sent yet */
   actor_dispatch(a);
 }
 
