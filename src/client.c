@@ -664,17 +664,24 @@ static int obj_add_dep(rd__obj *a, rd__task *t) {
  * rebuilt.  1: on its way, 0: no retries left. */
 static int lineage_rerun(rd__task *t, uint32_t lost, int depth);
 
-/* Actor calls (a list, in order) go back ahead of the calls of a not sent
- * yet: the cost of the list, not of the queue (class_requeue_front's). */
-static void actor_requeue_front(rd__actor *a, rd__task *head) {
+/* Puts tasks (a list, in order) back at the front of a queue (a class's or
+ * an actor's): the cost of the list, not of the queue (a task handed back
+ * unrun comes alone, possibly ahead of thousands). */
+static void queue_put_front(rd__task **qhead, rd__task **qtail, size_t *qlen, rd__task *head) {
   if (!head) return;
   rd__task *last = head;
   size_t n = 1;
   for (; last->next; last = last->next) n++;
-  last->next = a->qhead;
-  if (!a->qhead) a->qtail = last;
-  a->qhead = head;
-  a->qlen += n;
+  last->next = *qhead;
+  if (!*qhead) *qtail = last;
+  *qhead = head;
+  *qlen += n;
+}
+
+/* Actor calls (a list, in order) go back ahead of the calls of a not sent
+ * yet. */
+static void actor_requeue_front(rd__actor *a, rd__task *head) {
+  queue_put_front(&a->qhead, &a->qtail, &a->qlen, head);
 }
 
 /* t goes back to its queue once its arguments are ready, rebuilding first
@@ -1512,18 +1519,9 @@ static void lease_return_ex(rd__lease *l, int worker_lost) {
   G.conn_gen++;
 }
 
-/* Puts tasks (a list, in order) back at the front of c's queue: the cost
- * of the list, not of the queue (a task handed back unrun comes alone,
- * possibly ahead of thousands). */
+/* Puts tasks (a list, in order) back at the front of c's queue. */
 static void class_requeue_front(rd__sclass *c, rd__task *head) {
-  if (!head) return;
-  rd__task *last = head;
-  size_t n = 1;
-  for (; last->next; last = last->next) n++;
-  last->next = c->qhead;
-  if (!c->qhead) c->qtail = last;
-  c->qhead = head;
-  c->qlen += n;
+  queue_put_front(&c->qhead, &c->qtail, &c->qlen, head);
 }
 
 /* ------------------------------------------------- retries after OOM kills
