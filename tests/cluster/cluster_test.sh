@@ -1038,27 +1038,37 @@ PY
     O="$RAYDIST_TMPDIR/ray.out"
     J="$RAYDIST_TMPDIR/json"
     MH=$(cat "$ROOT/node-127.0.0.1/metrics") MC=$(cat "$ROOT/node-127.0.0.3/metrics")
-    # rl NAME ARGS...: `ray ARGS... --format json` into $J/NAME (the test fails when ray does)
+    # rb: the `ray` commands on stdin (NAME ARGS... a line) in one Python
+    # process (tests/cluster/ray_batch.py: Ray's own CLI, its start-up paid
+    # once), each one's output into $J/NAME; the test fails when one does
     mkdir -p "$J"
+    # rl NAME ARGS...: the `ray` program, `ray ARGS... --format json` into $J/NAME (the test fails when ray does)
     rl() { _n=$1; shift; "$RAY" "$@" --format json > "$J/$_n" 2> "$O" || { cat "$O" "$J/$_n"; fail "state_api: ray $*"; }; }
+    rb() { "$(dirname "$RAY")/python" "$(dirname "$0")/ray_batch.py" "$J" > "$O" 2>&1 || { cat "$O"; fail "state_api: a ray command"; }; }
     for M in "$MH" "$MC"; do
       A="--address http://$M"
-      rl nodes list nodes $A
-      rl head list nodes $A --filter is_head_node=true
-      rl nodes_d list nodes $A --detail
-      rl actors list actors $A --detail
-      rl counter list actors $A --filter name=COUNTER
-      rl tasks list tasks $A --detail
-      rl running list tasks $A --filter state=RUNNING
-      rl not_running list tasks $A --filter "state!=running"
-      rl finished list tasks $A --filter state=FINISHED --detail
-      rl one list tasks $A --limit 1
-      rl pgs list placement-groups $A --detail
-      rl jobs list jobs $A --detail
-      rl drivers list jobs $A --filter type=driver --filter status=RUNNING
-      rl objects list objects $A --filter object_size=1048576
-      rl workers list workers $A --limit 1000
-      rl driver list workers $A --filter worker_type=driver
+      F="--format json"
+      rb <<EOF
+nodes list nodes $A $F
+head list nodes $A --filter is_head_node=true $F
+nodes_d list nodes $A --detail $F
+actors list actors $A --detail $F
+counter list actors $A --filter name=COUNTER $F
+tasks list tasks $A --detail $F
+running list tasks $A --filter state=RUNNING $F
+not_running list tasks $A --filter "state!=running" $F
+finished list tasks $A --filter state=FINISHED --detail $F
+one list tasks $A --limit 1 $F
+pgs list placement-groups $A --detail $F
+jobs list jobs $A --detail $F
+drivers list jobs $A --filter type=driver --filter status=RUNNING $F
+objects list objects $A --filter object_size=1048576 $F
+workers list workers $A --limit 1000 $F
+driver list workers $A --filter worker_type=driver $F
+stasks summary tasks $A
+sactors summary actors $A
+sobjects summary objects $A
+EOF
       python3 - "$J" "$PID" <<'PY' || fail "state_api: ray list through $M"
 import datetime, json, os, sys
 d, pid = sys.argv[1], int(sys.argv[2])
@@ -1144,17 +1154,18 @@ assert {t["worker_pid"] for t in tasks if t["state"] == "RUNNING"} <= {w["pid"] 
 assert c[0]["pid"] in [w["pid"] for w in ws if w["node_id"] == c[0]["node_id"]], ws
 assert [(w["pid"], w["ip"], w["is_alive"]) for w in j("driver")] == [(pid, "127.0.0.1", True)], j("driver")
 PY
-      # ray get by id, the summaries as Ray prints them
+      # ray get by id (the `ray` program itself), the summaries as Ray prints them
       AID=$(python3 -c 'import json,sys; print([a["actor_id"] for a in json.load(open(sys.argv[1])) if a["name"] == "counter"][0])' "$J/actors")
       "$RAY" get actors "$AID" $A > "$O" 2>&1 && grep -q "name: counter" "$O" && grep -q "ray_namespace: team" "$O" ||
         { cat "$O"; fail "state_api: ray get actors"; }
-      "$RAY" summary tasks $A > "$O" 2>&1 && grep -q "total_tasks: 6" "$O" && grep -q "total_actor_tasks: 3" "$O" && grep -Eq "wait_file +RUNNING: 2 +NORMAL_TASK" "$O" &&
-        grep -Eq "arg_len +PENDING_ARGS_AVAIL: 2" "$O" && grep -A1 -E "slow_where +FAILED: 1" "$O" | grep -Eq "^ +FINISHED: 1$" &&
-        grep -Eq "Tally.add +FINISHED: 2 +ACTOR_TASK" "$O" || { cat "$O"; fail "state_api: ray summary tasks"; }
-      "$RAY" summary actors $A > "$O" 2>&1 && grep -q "total_actors: 2" "$O" && grep -Eq "Tally +ALIVE: 1" "$O" ||
-        { cat "$O"; fail "state_api: ray summary actors"; }
-      "$RAY" summary objects $A > "$O" 2>&1 && grep -q "callsite_enabled: false" "$O" && grep -q "^disabled" "$O" &&
-        grep -q "FINISHED:" "$O" || { cat "$O"; fail "state_api: ray summary objects"; }
+      O2="$J/stasks"
+      grep -q "total_tasks: 6" "$O2" && grep -q "total_actor_tasks: 3" "$O2" && grep -Eq "wait_file +RUNNING: 2 +NORMAL_TASK" "$O2" &&
+        grep -Eq "arg_len +PENDING_ARGS_AVAIL: 2" "$O2" && grep -A1 -E "slow_where +FAILED: 1" "$O2" | grep -Eq "^ +FINISHED: 1$" &&
+        grep -Eq "Tally.add +FINISHED: 2 +ACTOR_TASK" "$O2" || { cat "$O2"; fail "state_api: ray summary tasks"; }
+      grep -q "total_actors: 2" "$J/sactors" && grep -Eq "Tally +ALIVE: 1" "$J/sactors" ||
+        { cat "$J/sactors"; fail "state_api: ray summary actors"; }
+      grep -q "callsite_enabled: false" "$J/sobjects" && grep -q "^disabled" "$J/sobjects" &&
+        grep -q "FINISHED:" "$J/sobjects" || { cat "$J/sobjects"; fail "state_api: ray summary objects"; }
     done
     # a second driver on node c: the summaries add up what both nodes say
     RD_READY="$RAYDIST_TMPDIR/ready2" RD_DONE="$RAYDIST_TMPDIR/done" RAYDIST_NODE_IP=127.0.0.3 "$T" state_hold2 \
@@ -1175,8 +1186,12 @@ PY
     done
     # the cluster's events (the GCS's), through Ray's CLI: the three nodes'
     # joins among them, in Ray's columns; --detail adds custom_fields
-    rl events list cluster-events --address "http://$MC" --limit 1000
-    rl events_detail list cluster-events --address "http://$MH" --detail --filter severity=info
+    # (and, below, the runtime envs)
+    rb <<EOF
+events list cluster-events --address http://$MC --limit 1000 --format json
+events_detail list cluster-events --address http://$MH --detail --filter severity=info --format json
+envs list runtime-envs --address http://$MH --detail --format json
+EOF
     python3 - "$J/events" "$J/events_detail" <<'PY' || fail "state_api: ray list cluster-events"
 import json, sys
 rows, detail = json.load(open(sys.argv[1])), json.load(open(sys.argv[2]))
@@ -1191,7 +1206,6 @@ assert all(len(r["custom_fields"]["node_id"]) == 32 for r in detail if "node_id"
 print("state_api: %d cluster events, the joins with their nodes" % len(rows))
 PY
     # runtime envs: none here (no env set: cluster_env_bad_node has some); no token, refused
-    rl envs list runtime-envs --address "http://$MH" --detail
     grep -q "No resource in the cluster" "$J/envs" || { cat "$J/envs"; fail "state_api: ray list runtime-envs"; }
     env -u RAY_AUTH_MODE -u RAY_AUTH_TOKEN "$RAY" list nodes --address "http://$MH" > "$O" 2>&1 && { cat "$O"; fail "state_api: no token answered"; }
     grep -q "cluster token" "$O" || { cat "$O"; fail "state_api: no reason for the token"; }
