@@ -1278,7 +1278,7 @@ static int t_gcs_fuzz(void) {
   };
   const size_t ncalls = sizeof(calls) / sizeof(calls[0]);
   const char *e = getenv("RD_FUZZ_ROUNDS");
-  int rounds = e && *e ? atoi(e) : 1500;
+  int rounds = e && *e ? atoi(e) : 5000;
   e = getenv("RD_FUZZ_SEED");
   wf_rng r = {e && *e ? strtoull(e, NULL, 0) : 0x6c5f00dull};
   fprintf(stderr, "gcs_fuzz: %d calls, seed 0x%llx\n", rounds, (unsigned long long)r.s);

@@ -596,7 +596,7 @@ int main(int argc, char **argv) {
   rd_config cfg;
   rd_config_init(&cfg);
   if (!strcmp(argv[1], "node")) {
-    int rounds = arg_int(argc, argv, 2, "RD_FUZZ_ROUNDS", 300);
+    int rounds = arg_int(argc, argv, 2, "RD_FUZZ_ROUNDS", 1500);
     uint64_t seed = arg_seed(argc, argv, 3);
     printf("fuzz node: %d rounds, seed 0x%llx\n", rounds, (unsigned long long)seed);
     cfg.num_cpus = 4;
@@ -613,7 +613,7 @@ int main(int argc, char **argv) {
   }
   int joblink_case = !strcmp(argv[1], "joblink");
   if ((joblink_case || !strcmp(argv[1], "link")) && argc >= 5) {   /* HOST PORT TOKEN [ROUNDS [SEED]] */
-    int rounds = arg_int(argc, argv, 5, "RD_FUZZ_ROUNDS", joblink_case ? 40 : 200);
+    int rounds = arg_int(argc, argv, 5, "RD_FUZZ_ROUNDS", joblink_case ? 40 : 1000);
     uint64_t seed = arg_seed(argc, argv, 6);
     printf("fuzz %s %s:%s: %d rounds, seed 0x%llx\n", argv[1], argv[2], argv[3], rounds, (unsigned long long)seed);
     memset(&g_peer, 0, sizeof(g_peer));

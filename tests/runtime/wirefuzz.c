@@ -207,6 +207,13 @@ static void put_field(wf_rng *r, const ProtobufCFieldDescriptor *f, int depth, w
   wf_buf_free(&sub);
 }
 
+/* A repeated field stops growing once its message holds this much: without
+ * a bound, repeated messages of repeated messages (up to 2000 each, three
+ * deep) made messages of hundreds of MiB that the peer refuses by size
+ * alone, and building them was most of a fuzz run.  Oversized messages
+ * have their own tests (rpc gcs_bad_input, conn_test). */
+#define WF_SOFT_MAX (256u << 10)
+
 void wf_message(wf_rng *r, const ProtobufCMessageDescriptor *d, int depth, wf_buf *out) {
   for (unsigned i = 0; i < d->n_fields; i++) {
     const ProtobufCFieldDescriptor *f = &d->fields[i];
@@ -219,14 +226,14 @@ void wf_message(wf_rng *r, const ProtobufCMessageDescriptor *d, int depth, wf_bu
     size_t n = wf_chance(r, 5) ? 100 + wf_below(r, 2000) : wf_below(r, 5);
     if (is_scalar(f) && wf_chance(r, 30)) {   /* packed */
       wf_buf pk = {0};
-      for (size_t k = 0; k < n; k++) put_scalar(r, f, &pk, 0);
+      for (size_t k = 0; k < n && pk.len < WF_SOFT_MAX; k++) put_scalar(r, f, &pk, 0);
       put_key(out, f->id, 2);
       put_varint(out, pk.len);
       if (pk.len) put(out, pk.p, pk.len);
       wf_buf_free(&pk);
       continue;
     }
-    for (size_t k = 0; k < n; k++) put_field(r, f, depth, out);
+    for (size_t k = 0; k < n && out->len < WF_SOFT_MAX; k++) put_field(r, f, depth, out);
   }
   if (wf_chance(r, 3)) {   /* an unknown field: must be skipped */
     put_key(out, 100 + (uint32_t)wf_below(r, 1000), 0);
