@@ -371,7 +371,18 @@ typedef struct rd_task_opts {
    * instead of its method's.  A group the actor does not have fails the
    * call with RD_EINVAL.  NULL: the method's. */
   const char *concurrency_group;
+  /* An actor call only (Ray's max_task_retries of one method or call): how
+   * many times this call may run again (re-sent after its actor's process
+   * died while it ran, run to rebuild a result lost with a node, or for
+   * retry_failures) instead of the actor's rd_actor_opts.max_task_retries:
+   * -1 no limit, 0 never, N at most N times.  RD_ACTOR_DEFAULT (what
+   * rd_task_opts_init sets): the actor's.  Below -2 RD_EINVAL; so is
+   * anything but RD_ACTOR_DEFAULT for a task (its own is max_retries). */
+  int max_task_retries;
 } rd_task_opts;
+
+/* rd_task_opts.max_task_retries: the actor's own setting. */
+#define RD_ACTOR_DEFAULT (-2)
 
 /* num_returns for a streaming task or actor call (Ray's generators with
  * num_returns="streaming"): it calls rd_yield for each item, any number of

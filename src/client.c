@@ -613,13 +613,19 @@ static void lineage_drop(rd__task *t) {
   task_free(t);
 }
 
-/* Whether t may run once more (a failure retried, results rebuilt): within
- * its max_retries, or for an actor call within its actor's
- * max_task_retries (-1: no limit; 0, the default, keeps none: a call is run
+/* An actor call's max_task_retries: its own (rd_task_opts), else its
+ * actor's (-1: no limit; 0, the actor's default, keeps none: a call is run
  * again only where the program said its calls may be). */
+static int call_retries(const rd__task *t) {
+  return t->call_retries != RD_ACTOR_DEFAULT ? t->call_retries : t->actor->max_task_retries;
+}
+
+/* Whether t may run once more (a failure retried, results rebuilt, a call
+ * in flight when its actor died re-sent): within its max_retries, or for an
+ * actor call within its call_retries. */
 static int may_run_again(const rd__task *t) {
   if (!t->actor) return t->retries_left > 0;
-  int m = t->actor->max_task_retries;
+  int m = call_retries(t);
   return m < 0 || t->attempt < m;
 }
 
@@ -630,9 +636,9 @@ static void spend_retry(rd__task *t) {
 }
 
 /* How many runs t may have in all, for a log line or message: its
- * max_retries + 1, or its actor's max_task_retries + 1 ("unlimited"). */
+ * max_retries + 1, or its call_retries + 1 ("unlimited"). */
 static const char *runs_allowed(const rd__task *t, char *buf, size_t len) {
-  int of = t->actor ? t->actor->max_task_retries : t->max_retries;
+  int of = t->actor ? call_retries(t) : t->max_retries;
   if (of < 0) return "unlimited";
   snprintf(buf, len, "%d", of + 1);
   return buf;
@@ -2474,14 +2480,15 @@ static void actor_conn_lost(rd__lease *l, const char *why) {
     t->lease = NULL;
     if (t->cancelled) {
       task_free(t);
-    } else if (a->max_task_retries < 0 || t->attempt < a->max_task_retries) {
+    } else if (may_run_again(t)) {
       t->attempt++;
       t->next = NULL;
       *rt = t;
       rt = &t->next;
     } else {
-      task_fail(t, RD_EACTOR_DIED, "actor %016llx (worker pid %d)%s%s while running '%s' (max_task_retries=%d)",
-                (unsigned long long)a->id, pid, sep, why, t->func, a->max_task_retries);
+      task_fail(t, RD_EACTOR_DIED, "actor %016llx (worker pid %d)%s%s while running '%s' (max_task_retries=%d%s)",
+                (unsigned long long)a->id, pid, sep, why, t->func, call_retries(t),
+                t->call_retries != RD_ACTOR_DEFAULT ? ", the call's" : "");
     }
     t = next;
   }
@@ -4454,6 +4461,7 @@ void rd_task_opts_init(rd_task_opts *o) {
   o->num_returns = 1;
   o->max_retries = 3;
   o->bundle_index = -1;
+  o->max_task_retries = RD_ACTOR_DEFAULT;
 }
 
 /* The resources a task, an actor or a bundle asks for, from its options'
@@ -4575,6 +4583,7 @@ static int submit_task(const char *func, rd__sclass *cls, rd__actor *actor, cons
   t->max_retries = !o ? 0 : o->max_retries < 0 ? 3 : o->max_retries;
   t->retries_left = t->max_retries;
   t->retry_failures = o && o->retry_failures != 0;
+  t->call_retries = o ? o->max_task_retries : RD_ACTOR_DEFAULT;
   t->max_calls = o ? o->max_calls : 0;
   t->parent = G.is_worker ? rd__worker_current_task() : 0;
   if (t->parent) rd__worker_current_owner(&t->parent_node, &t->parent_pid);
@@ -4752,7 +4761,11 @@ int rd_submit(const rd_function *fn, const rd_value *args, size_t nargs, const r
     snprintf(err, sizeof(err), "stream_window %d (-1, 0 for the default, or more)", opts->stream_window);
     r = RD_EINVAL;
   } else if (opts->max_retries < -1) { snprintf(err, sizeof(err), "max_retries %d", opts->max_retries); r = RD_EINVAL; }
-  else if (opts->max_calls < 0) { snprintf(err, sizeof(err), "max_calls %d (0: no limit, or more)", opts->max_calls); r = RD_EINVAL; }
+  else if (opts->max_task_retries != RD_ACTOR_DEFAULT) {
+    snprintf(err, sizeof(err), "max_task_retries %d is for actor calls (a task's is max_retries; "
+             "rd_task_opts_init sets RD_ACTOR_DEFAULT)", opts->max_task_retries);
+    r = RD_EINVAL;
+  } else if (opts->max_calls < 0) { snprintf(err, sizeof(err), "max_calls %d (0: no limit, or more)", opts->max_calls); r = RD_EINVAL; }
   else if (opts->retry_failures && opts->num_returns == RD_STREAMING) {
     snprintf(err, sizeof(err), "retry_failures does not apply to streaming tasks (items already taken)");
     r = RD_EINVAL;
@@ -5348,6 +5361,11 @@ int rd_actor_call_by_name(rd_actor actor, const char *method, const rd_value *ar
     rd__log(RD_LOG_WARN, "rd_actor_call: invalid method, arguments, num_returns or stream_window");
     return RD_EINVAL;
   }
+  if (opts && opts->max_task_retries < RD_ACTOR_DEFAULT) {
+    rd__log(RD_LOG_WARN, "rd_actor_call '%s': max_task_retries %d (-1: no limit, 0 or more, or RD_ACTOR_DEFAULT)",
+            method, opts->max_task_retries);
+    return RD_EINVAL;
+  }
   if (args_check("rd_actor_call", method, args, nargs) != 0) return RD_EINVAL;
   const char *cg = opts ? opts->concurrency_group : NULL;
   if (cg && *cg && (strlen(cg) > 63 || strspn(cg, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-") !=
@@ -5365,12 +5383,13 @@ int rd_actor_call_by_name(rd_actor actor, const char *method, const rd_value *ar
            a->qlen + (size_t)(a->conn ? a->conn->ninflight : 0) >= (size_t)a->max_pending)
     r = RD_EAGAIN;   /* max_pending_calls: nothing queued, no log line (a caller may spin on it) */
   else {
-    /* of the options' retries only retry_failures counts: an actor call is
-     * run again within its actor's max_task_retries */
+    /* of the options' retries max_retries does not count: an actor call is
+     * run again within its own max_task_retries, or its actor's */
     rd_task_opts to;
     rd_task_opts_init(&to);
     to.max_retries = 0;
     to.retry_failures = opts ? opts->retry_failures : 0;
+    to.max_task_retries = opts ? opts->max_task_retries : RD_ACTOR_DEFAULT;
     r = submit_task(method, NULL, a, args, nargs, nret, &to, window, cg, refs_out);
   }
   pthread_mutex_unlock(&G.mu);

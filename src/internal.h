@@ -146,6 +146,7 @@ struct rd__task {
   int deps_pending;
   int retries_left, max_retries, attempt;
   int retry_failures;       /* rd_task_opts.retry_failures: RD_ETASK uses a retry too */
+  int call_retries;         /* an actor call's rd_task_opts.max_task_retries (RD_ACTOR_DEFAULT: its actor's) */
   int max_calls;            /* rd_task_opts.max_calls, sent with the task */
   uint64_t parent;          /* in a worker: the task whose run submitted it (0: none), cancelled with it */
   uint32_t parent_node;     /* ... its owner's node index and pid (ray list tasks' parent_task_id) */

@@ -1856,12 +1856,14 @@ static int t_actors(void) {
   return 0;
 }
 
-/* Tally.twist on actor a with argument in: {hash, node} of the call, its
- * big result in out[1]. */
-static void twist_call(rd_actor a, rd_ref in, rd_ref out[2], uint64_t rep[2]) {
+/* Tally.twist on actor a with argument in, with the call's own
+ * max_task_retries (RD_ACTOR_DEFAULT: the actor's): {hash, node} of the
+ * call, its big result in out[1]. */
+static void twist_call(rd_actor a, rd_ref in, rd_ref out[2], uint64_t rep[2], int retries) {
   rd_task_opts o;
   rd_task_opts_init(&o);
   o.num_returns = 2;
+  o.max_task_retries = retries;
   CHECK_EQ(rd_actor_call(a, Tally_twist, RD_ARGS(rd_arg_ref(in)), &o, out), 0);
   rd_buf b;
   CHECK_EQ(rd_get(&out[0], 1, &b, 60000), 0);
@@ -1874,7 +1876,8 @@ static void twist_call(rd_actor a, rd_ref in, rd_ref out[2], uint64_t rep[2]) {
  * resource (within max_restarts) and answers calls again.  The big result
  * of a call it made there (in that node's store) is made again by running
  * the call on the new process (max_task_retries 2); those of actors whose
- * calls may not run again (max_task_retries 0), or that cannot restart,
+ * calls may not run again (max_task_retries 0), of a call of the first
+ * actor whose own max_task_retries is 0, or of actors that cannot restart,
  * fail. */
 static int t_actor_node_death(void) {
   join();
@@ -1901,8 +1904,11 @@ static int t_actor_node_death(void) {
   CHECK(ip != NULL);
   rd_ref tw[2], ltw[2], dtw[2];
   uint64_t rep[2];
-  twist_call(a, in, tw, rep);
+  twist_call(a, in, tw, rep, RD_ACTOR_DEFAULT);
   CHECK_EQ(rep[1], (uint64_t)w[0]);
+  /* a call of the same actor whose own max_task_retries is 0: not kept */
+  rd_ref ntw[2];
+  twist_call(a, in, ntw, rep, 0);
   /* and one beside it with no restarts or retries, running a call as the
    * node dies: the call says the node's word */
   rd_actor_opts_init(&ao);
@@ -1913,13 +1919,13 @@ static int t_actor_node_death(void) {
   long wl[2];
   actor_where(lone, wl);
   CHECK_EQ(wl[0], w[0]);
-  twist_call(lone, in, ltw, rep);
+  twist_call(lone, in, ltw, rep, RD_ACTOR_DEFAULT);
   CHECK_EQ(rep[1], (uint64_t)w[0]);
   /* and one whose calls may run again but which cannot restart */
   ao.max_task_retries = 1;
   rd_actor doomed;
   CHECK_EQ(rd_actor_create(Tally, RD_NO_ARGS, &ao, &doomed), 0);
-  twist_call(doomed, in, dtw, rep);
+  twist_call(doomed, in, dtw, rep, RD_ACTOR_DEFAULT);
   CHECK_EQ(rep[1], (uint64_t)w[0]);
   const char never[] = "/nonexistent/raydist-never";
   rd_ref running;
@@ -1955,6 +1961,10 @@ static int t_actor_node_death(void) {
   rd_buf_release(&big);
   int e = rd_get(&ltw[1], 1, &big, 60000);
   printf("lost with no retries: %s: %.*s\n", rd_err_name(e), (int)big.size, (const char *)big.data);
+  CHECK(e == RD_ENODE_DIED || e == RD_EOBJECT_LOST);
+  rd_buf_release(&big);
+  e = rd_get(&ntw[1], 1, &big, 60000);
+  printf("lost, the call's max_task_retries 0: %s: %.*s\n", rd_err_name(e), (int)big.size, (const char *)big.data);
   CHECK(e == RD_ENODE_DIED || e == RD_EOBJECT_LOST);
   rd_buf_release(&big);
   e = rd_get(&dtw[1], 1, &big, 60000);

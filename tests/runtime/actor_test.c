@@ -703,6 +703,66 @@ static int t_retry_failures(void) {
   return 0;
 }
 
+/* rd_task_opts.max_task_retries (Ray's per-method max_task_retries): one
+ * call's own budget over its actor's, both ways; for a call in flight when
+ * the process dies and for retry_failures; bad values refused. */
+static int t_call_retries(void) {
+  init_or_die(NULL);
+  rd_actor_opts ao;
+  rd_actor_opts_init(&ao);
+  ao.max_restarts = -1;   /* max_task_retries 0: the actor's calls are not run again */
+  rd_actor a = make_counter(0, &ao);
+  rd_task_opts o;
+  rd_task_opts_init(&o);
+  CHECK_EQ(o.max_task_retries, RD_ACTOR_DEFAULT);
+  rd_ref r;
+  int err;
+  char msg[512];
+  /* the call's 1 over the actor's 0: re-sent after the restart */
+  o.max_task_retries = 1;
+  CHECK_EQ(rd_actor_call(a, Counter_crash_first, RD_NO_ARGS, &o, &r), 0);
+  CHECK_EQ(get_long(r), 100);
+  /* the actor's 0 for a call that says nothing: the death is its answer */
+  rd_actor b = make_counter(0, &ao);
+  CHECK_EQ(rd_actor_call(b, Counter_crash_first, RD_NO_ARGS, NULL, &r), 0);
+  (void)get_long_err(r, &err, msg, sizeof(msg));
+  printf("actor's max_task_retries 0: %s: %s\n", rd_err_name(err), msg);
+  CHECK_EQ(err, RD_EACTOR_DIED);
+  CHECK(strstr(msg, "(max_task_retries=0)") != NULL);
+  /* the call's 0 under an actor that retries without limit: not re-sent */
+  ao.max_task_retries = -1;
+  rd_actor c = make_counter(0, &ao);
+  o.max_task_retries = 0;
+  CHECK_EQ(rd_actor_call(c, Counter_crash_first, RD_NO_ARGS, &o, &r), 0);
+  (void)get_long_err(r, &err, msg, sizeof(msg));
+  printf("the call's max_task_retries 0: %s: %s\n", rd_err_name(err), msg);
+  CHECK_EQ(err, RD_EACTOR_DIED);
+  CHECK(strstr(msg, "(max_task_retries=0, the call's)") != NULL);
+  CHECK_EQ(rd_actor_call(c, Counter_crash_first, RD_NO_ARGS, NULL, &r), 0);   /* restarted: lives on */
+  CHECK_EQ(get_long(r), 100);
+  /* retry_failures within the call's budget: 2 of the actor's unlimited */
+  o.retry_failures = 1;
+  o.max_task_retries = 1;
+  CHECK_EQ(rd_actor_call(c, Counter_flaky, RD_NO_ARGS, &o, &r), 0);
+  (void)get_long_err(r, &err, msg, sizeof(msg));
+  CHECK_EQ(err, RD_ETASK);
+  CHECK(strstr(msg, "flaky attempt 1 (attempt 2 of 2)") != NULL);
+  o.max_task_retries = 2;
+  CHECK_EQ(rd_actor_call(c, Counter_flaky, RD_NO_ARGS, &o, &r), 0);
+  CHECK_EQ(get_long(r), 2);
+  /* and over an actor's 0 */
+  CHECK_EQ(rd_actor_call(b, Counter_flaky, RD_NO_ARGS, &o, &r), 0);
+  CHECK_EQ(get_long(r), 2);
+  /* bad values: below RD_ACTOR_DEFAULT; any for a task */
+  o.max_task_retries = -3;
+  CHECK_EQ(rd_actor_call(c, Counter_incr, RD_NO_ARGS, &o, &r), RD_EINVAL);
+  rd_task_opts_init(&o);
+  o.max_task_retries = 1;
+  CHECK_EQ(rd_submit(plain_task, RD_NO_ARGS, &o, &r), RD_EINVAL);
+  rd_shutdown();
+  return 0;
+}
+
 /* Three calls on the actor named "capped" from this process's own handle
  * (got by name: it learns max_pending_calls when it first connects, here
  * at a first call answered before): two 300 ms sleeps and an incr; their
@@ -1376,7 +1436,7 @@ static const rd_test_case tests[] = {
     {"restart", t_restart},   {"gpu_actors", t_gpu_actors},   {"bad_input", t_bad_input},
     {"concurrency", t_concurrency}, {"concurrency_groups", t_concurrency_groups}, {"cancel", t_cancel}, {"memory_monitor", t_memory_monitor},
     {"dead_records", t_dead_records}, {"crash_rename", t_crash_rename}, {"exit", t_exit},
-    {"namespaces", t_namespaces}, {"idle_restart", t_idle_restart}, {"retry_failures", t_retry_failures},
+    {"namespaces", t_namespaces}, {"idle_restart", t_idle_restart}, {"retry_failures", t_retry_failures}, {"call_retries", t_call_retries},
     {"max_pending", t_max_pending}, {"list_named", t_list_named},
 };
 
