@@ -1350,8 +1350,8 @@ static void al_detail(const node_actor *a, uint64_t now, char *out, size_t len) 
 /* The name a user gave it, without its namespace ("ns:name" is stored). */
 static const char *al_name(const node_actor *a) {
   if (!a->name) return NULL;
-  size_t k = a->ns ? strlen(a->ns) : 0;
-  return k && !strncmp(a->name, a->ns, k) && a->name[k] == ':' ? a->name + k + 1 : a->name;
+  size_t k = a->ns ? strlen(a->ns) : 0;   /* "ns:name"; ":name" for a default-namespace name holding ':' */
+  return (!k || !strncmp(a->name, a->ns, k)) && a->name[k] == ':' ? a->name + k + 1 : a->name;
 }
 
 static void al_put_counts(rd__mbuf *b, const uint64_t *counts, int json) {

@@ -2786,7 +2786,7 @@ int rd__node_name_in_ns(const char *qname, const char *ns, int all) {
   if (all) return 1;
   const char *colon = strchr(qname, ':');   /* namespaces have none */
   size_t n = ns ? strlen(ns) : 0;
-  if (!n) return colon == NULL;
+  if (!n) return colon == NULL || colon == qname;   /* "name", or ":na:me" (rd__ns_name) */
   return colon && (size_t)(colon - qname) == n && !strncmp(qname, ns, n);
 }
 

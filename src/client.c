@@ -5443,7 +5443,12 @@ int rd__ns_valid(const char *ns) {
 
 int rd__ns_name(const char *ns, const char *name, char *buf, size_t len) {
   if (!name || !*name) return RD_EINVAL;
-  int n = ns && *ns ? snprintf(buf, len, "%s:%s", ns, name) : snprintf(buf, len, "%s", name);
+  /* a name may hold ':' (a namespace may not): in the default namespace
+   * such a name gets a leading ':' so that it cannot read as namespace
+   * "a"'s "b" ("a:b"); one without ':' stays as it was */
+  int n = ns && *ns        ? snprintf(buf, len, "%s:%s", ns, name)
+          : strchr(name, ':') ? snprintf(buf, len, ":%s", name)
+                              : snprintf(buf, len, "%s", name);
   return n < 0 || (size_t)n >= len ? RD_EINVAL : 0;
 }
 

@@ -484,8 +484,8 @@ void rd__worker_current_owner(uint32_t *node, int *pid);
  * process ends (a few distinct ones), "" for NULL; NULL when out of memory.
  * rd__ns_set_thread: a worker's thread runs a call of namespace ns (NULL:
  * the process's).  rd__ns_current: the caller's.  rd__ns_name: "ns:name"
- * (or name in the default namespace) into buf; RD_EINVAL when name is empty
- * or it does not fit. */
+ * (in the default namespace name, or ":name" when name holds a ':') into
+ * buf; RD_EINVAL when name is empty or it does not fit. */
 #define RD_NS_MAX 128
 const char *rd__ns_intern(const char *ns);
 void rd__ns_set_thread(const char *ns);

@@ -856,16 +856,28 @@ static int t_list_named(void) {
   ao.namespace_name = "team";
   (void)make_counter(0, &ao);
   (void)make_counter(0, NULL);   /* anonymous */
+  /* a name holding ':' in the default namespace: neither namespace team's
+   * "ln_c" (its name is free beside it) nor listed as team's */
+  ao.name = "team:ln_c";
+  ao.namespace_name = NULL;
+  rd_actor colon = make_counter(7, &ao);
+  rd_actor got;
+  CHECK_EQ(rd_actor_get_in("", "team:ln_c", &got), 0);
+  CHECK_EQ(got.id, colon.id);
+  CHECK_EQ(rd_actor_get_in("team", "ln_c", &got), 0);
+  CHECK(got.id != colon.id);
   CHECK_EQ(rd_actor_list_named(0, &v, &n), 0);
-  CHECK_EQ(n, 2);
+  CHECK_EQ(n, 3);
   CHECK(!strcmp(v[0].ns, "") && !strcmp(v[0].name, "ln_a"));
   CHECK(!strcmp(v[1].ns, "") && !strcmp(v[1].name, "ln_b"));
+  CHECK(!strcmp(v[2].ns, "") && !strcmp(v[2].name, "team:ln_c"));
   rd_actor_names_free(v);
   CHECK_EQ(rd_actor_list_named(1, &v, &n), 0);
-  CHECK_EQ(n, 3);
-  CHECK(!strcmp(v[2].ns, "team") && !strcmp(v[2].name, "ln_c"));
+  CHECK_EQ(n, 4);
+  CHECK(!strcmp(v[3].ns, "team") && !strcmp(v[3].name, "ln_c"));
   rd_actor_names_free(v);
   CHECK_EQ(rd_actor_kill(b, 1), 0);   /* dead: no longer listed */
+  CHECK_EQ(rd_actor_kill(colon, 1), 0);
   CHECK_EQ(rd_actor_list_named(0, &v, &n), 0);
   CHECK_EQ(n, 1);
   CHECK(!strcmp(v[0].name, "ln_a"));
