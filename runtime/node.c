@@ -960,10 +960,14 @@ const char *rd__node_sys_error(const char *what, int err) {
 }
 
 static void worker_spawn(node_job *j) {
-  /* max_workers bounds the task pool; each actor is a process of its own on top */
+  /* max_workers bounds the task pool; each actor is a process of its own
+   * on top, and so is each task worker waiting for its own tasks (blocked):
+   * a tree of nested tasks with more parents waiting at once than
+   * max_workers runs rather than waiting for ever, as in Ray (a worker is
+   * started for the children; the extra workers go once idle) */
   int want_actors = 0;
   for (node_job *x = N.jobs; x; x = x->next) want_actors += x->want_actors;
-  int limit = N.opts.max_workers + N.nactor_workers + want_actors;
+  int limit = N.opts.max_workers + N.nactor_workers + want_actors + N.nblocked;
   if (limit > RD_NODE_MAX_PROCS) limit = RD_NODE_MAX_PROCS;
   if (!j || N.shutting_down) return;
   if (N.nworkers >= limit) {
@@ -1160,7 +1164,10 @@ static rd_res_ledger *worker_ledger(const node_worker *w) { return w->bundle ? &
  * removed is given back to the node once its last user is gone. */
 void rd__node_worker_release(node_worker *w) {
   node_bundle *b = w->bundle;
-  if (w->blocked) rd_res_retake_cpu(worker_ledger(w), &w->grant);
+  if (w->blocked) {
+    rd_res_retake_cpu(worker_ledger(w), &w->grant);
+    N.nblocked--;
+  }
   w->blocked = 0;
   rd_res_release(worker_ledger(w), &w->grant);
   memset(&w->grant, 0, sizeof(w->grant));
@@ -1599,10 +1606,12 @@ static void on_worker_blocked(node_client *c, Rd__WorkerBlocked *m) {
   if (m->blocked) {
     rd_res_lend_cpu(l, &w->grant);
     w->blocked = 1;
+    N.nblocked++;
     dispatch();
   } else {
     rd_res_retake_cpu(l, &w->grant);
     w->blocked = 0;
+    N.nblocked--;
   }
 }
 

@@ -375,6 +375,7 @@ typedef struct rd__node_state {
   node_worker *workers;
   int nworkers, nstarting, nidle;
   int nactor_workers;             /* workers hosting an actor */
+  int nblocked;                   /* leased task workers waiting in rd_get/rd_wait: not counted in max_workers */
   int nevicting;                  /* idle workers killed for another job, not yet reaped */
   node_job *jobs;
   uint32_t next_job_id;

@@ -1377,6 +1377,48 @@ static int t_nested_blocked(void) {
   return 0;
 }
 
+/* A tree of nested tasks with more parents waiting at once than the node's
+ * max_workers (15 of fan(4)'s tasks wait for their children; max_workers
+ * 4): waiting workers do not count against it, so workers start for the
+ * children and the tree finishes (before, the fifth parent's children
+ * never got a worker and every get waited for ever).  The extra workers go
+ * once idle. */
+static int t_nested_wide(void) {
+  setenv("RAYDIST_WORKER_IDLE_MS", "300", 1);   /* the node inherits it */
+  rd_config cfg;
+  rd_config_init(&cfg);
+  cfg.num_cpus = 2;
+  cfg.max_workers = 4;
+  init_or_die(&cfg);
+  unsetenv("RAYDIST_WORKER_IDLE_MS");
+  long d = 4;
+  rd_ref r;
+  double t0 = now_s();
+  CHECK_EQ(rd_submit(fan, RD_ARGS(rd_arg_bytes(&d, sizeof(d))), NULL, &r), 0);
+  rd_buf b;
+  int e = rd_get(&r, 1, &b, 90000);
+  printf("fan(4), max_workers 4: %s in %.2f s%s%.*s\n", rd_err_name(e), now_s() - t0, e ? ": " : "",
+         e ? (int)b.size : 0, e ? (const char *)b.data : "");
+  CHECK_EQ(e, 0);
+  long v;
+  memcpy(&v, b.data, sizeof(v));
+  CHECK_EQ(v, 16);
+  rd_buf_release(&b);
+  rd_ref_release(r);
+  rd_node_info ni;
+  CHECK_EQ(rd_node_info_get(&ni), 0);
+  printf("workers after the tree: %d\n", ni.num_workers);
+  CHECK(ni.num_workers > 4);   /* (the 15 parents' and the leaves') */
+  for (int k = 0; k < 200 && ni.num_workers > 4; k++) {
+    usleep(50000);
+    CHECK_EQ(rd_node_info_get(&ni), 0);
+  }
+  printf("workers once idle: %d\n", ni.num_workers);
+  CHECK(ni.num_workers <= 4);
+  rd_shutdown();
+  return 0;
+}
+
 /* A second owner for t_oom_victim: runs three 180 MiB tasks for 2 s (no
  * retries) and returns how many of them the memory monitor killed. */
 RD_REMOTE(hog_family) {
@@ -4228,7 +4270,7 @@ static const rd_test_case tests[] = {
     {"priority", t_priority},       {"malformed", t_malformed}, {"shutdown_clean", t_shutdown_clean}, {"killed_driver_clean", t_killed_driver_clean}, {"stack_local", t_stack_local}, {"state_local", t_state_local}, {"killed_driver_child", t_killed_driver_child},
     {"threads", t_threads},         {"spawn_fails", t_spawn_fails}, {"spawn_fails_child", t_spawn_fails_child},
     {"workers_crash_at_start", t_workers_crash_at_start}, {"workers_trim", t_workers_trim},
-    {"cancel", t_cancel},           {"progress", t_progress}, {"nested_blocked", t_nested_blocked},
+    {"cancel", t_cancel},           {"progress", t_progress}, {"nested_blocked", t_nested_blocked}, {"nested_wide", t_nested_wide},
     {"memory_monitor", t_memory_monitor}, {"oom_retry", t_oom_retry}, {"oom_victim", t_oom_victim}, {"metrics", t_metrics}, {"app_metrics", t_app_metrics}, {"tasks_threaded", t_tasks_threaded}, {"task_history", t_task_history},
     {"cancel_cooperative", t_cancel_cooperative}, {"timeline", t_timeline},
     {"cancel_race", t_cancel_race}, {"get_released", t_get_released}, {"nodes", t_nodes}, {"labels", t_labels}, {"objects", t_objects}, {"intern_gc", t_intern_gc}, {"many_classes", t_many_classes}, {"worker_burst", t_worker_burst}, {"retry_failures", t_retry_failures}, {"kv", t_kv}, {"max_calls", t_max_calls}, {"cancel_recursive", t_cancel_recursive},
