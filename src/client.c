@@ -2314,16 +2314,39 @@ static void on_lease_grant(Rd__LeaseGrant *m, int fd) {
 
 /* ------------------------------------------------------------- actors */
 
+/* The entry of actor id (a handle's state in this process), made when
+ * create is set; NULL when there is none, or no memory.  By id in
+ * G.actor_ids: a driver that made and killed thousands of actors walked
+ * them all on every call (2,000 dead ones cut calls to a live one from
+ * 373,000/s to 74,000/s). */
 static rd__actor *actor_get(uint64_t id, int create) {
-  for (rd__actor *a = G.actors; a; a = a->next)
-    if (a->id == id) return a;
-  if (!create) return NULL;
-  rd__actor *a = calloc(1, sizeof(*a));
-  if (!a) return NULL;
+  rd__actor *a = rd__u64map_get(&G.actor_ids, id);
+  if (a || !create) return a;
+  if (rd__u64map_reserve(&G.actor_ids, G.actor_ids.count + 1) != 0 || !(a = calloc(1, sizeof(*a)))) return NULL;
   a->id = id;
+  rd__u64map_put(&G.actor_ids, id, a);
   a->next = G.actors;
+  if (G.actors) G.actors->prev = a;
   G.actors = a;
   return a;
+}
+
+/* Drop a's entry: a later call on its handle makes a new one, which asks
+ * the node and fails as it would have (the node keeps dead actors'
+ * records).  Not while a list walk up the stack may hold it. */
+static void actor_forget(rd__actor *a) {
+  if (a->prev) a->prev->next = a->next;
+  else G.actors = a->next;
+  if (a->next) a->next->prev = a->prev;
+  (void)rd__u64map_del(&G.actor_ids, a->id);
+  (void)rd__u64map_reserve(&G.actor_ids, G.actor_ids.count);   /* shrinks after a burst */
+  blob_unref(a->dead_msg);
+  free(a);
+}
+
+/* Whether a is dead with nothing left that points at its entry. */
+static int actor_forgettable(const rd__actor *a) {
+  return a->state == AH_DEAD && !a->qhead && !a->conn && !a->nlineage;
 }
 
 /* An actor connection with no call in flight whose other end hung up: its
@@ -2342,6 +2365,7 @@ static void actor_conn_check_idle(rd__actor *a) {
  * argument arrives). */
 static void actor_fail_queue(rd__actor *a) {
   a->state = AH_DEAD;
+  G.any_dead_actor = 1;
   actor_dispatch(a);
 }
 
@@ -2430,6 +2454,7 @@ static void on_actor_connect_reply(Rd__ActorConnectReply *m, int fd) {
   if (m->status != 0 || fd < 0) {
     if (fd >= 0) close(fd);
     a->state = AH_DEAD;
+    G.any_dead_actor = 1;
     a->dead_err = m->status == RD_ENOENT || m->status == RD_EACTOR_DIED || m->status == 0 ? RD_EACTOR_DIED : m->status;
     blob_unref(a->dead_msg);
     const char *why = m->error && *m->error ? m->error : rd_strerror(a->dead_err);
@@ -3229,14 +3254,12 @@ int rd__pump(int64_t timeout_ms) {
   /* forget dead actors with nothing queued: a later call on the handle asks
    * the daemon again and fails the same way (safe here: nothing up the stack
    * is walking the list) */
-  for (rd__actor **pp = &G.actors; *pp;) {
-    rd__actor *a = *pp;
-    if (a->state == AH_DEAD && !a->qhead && !a->conn && !a->nlineage) {
-      *pp = a->next;
-      blob_unref(a->dead_msg);
-      free(a);
-    } else {
-      pp = &a->next;
+  if (G.any_dead_actor) {
+    G.any_dead_actor = 0;
+    for (rd__actor *a = G.actors, *next; a; a = next) {
+      next = a->next;
+      if (actor_forgettable(a)) actor_forget(a);
+      else if (a->state == AH_DEAD) G.any_dead_actor = 1;   /* calls still queued, or lineage: look again */
     }
   }
   /* frames read ahead by the blocking handshake are in the buffer already:
@@ -5543,6 +5566,10 @@ int rd_actor_kill(rd_actor actor, int no_restart) {
   }
   rd__actor *a = actor_get(actor.id, 0);
   if (a && a->conn) actor_conn_lost(a->conn, "was killed by rd_actor_kill");
+  /* dead for good: nothing of this handle's to keep (a later call asks the
+   * node, which says how it ended); calls re-sent by the loss above keep
+   * it until they have failed */
+  if (a && r == 0 && no_restart && !a->qhead && !a->conn && !a->nlineage) actor_forget(a);
   pthread_mutex_unlock(&G.mu);
   return r == RD_ENOENT ? RD_EINVAL : r;
 }
@@ -5927,12 +5954,9 @@ static void ctx_reset(void) {
   G.reqprio_over = G.any_delayed = G.any_gone = G.any_backoff = G.class_dirty = 0;
   G.class_sweep_ns = 0;
   G.classes_unused = 0;
-  while (G.actors) {
-    rd__actor *a = G.actors;
-    G.actors = a->next;
-    blob_unref(a->dead_msg);
-    free(a);
-  }
+  while (G.actors) actor_forget(G.actors);
+  rd__u64map_free(&G.actor_ids);
+  G.any_dead_actor = 0;
   if (G.wakefd >= 0) close(G.wakefd);
   G.wakefd = -1;
   free(G.pending_release);
@@ -6095,7 +6119,8 @@ int rd_init(const rd_config *cfg_in) {
   double ask_ms = e && *e ? atof(e) : 10000.0;
   G.ask_retry_ns = ask_ms >= 0 && ask_ms <= 3.6e6 ? (uint64_t)(ask_ms * 1e6) : 10000000000ull;
   G.wakefd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
-  if (rd__u64map_init(&G.objs, 1024) != 0 || rd__u64map_init(&G.reqs, 64) != 0 || G.wakefd < 0) {
+  if (rd__u64map_init(&G.objs, 1024) != 0 || rd__u64map_init(&G.reqs, 64) != 0 ||
+      rd__u64map_init(&G.actor_ids, 64) != 0 || G.wakefd < 0) {
     ctx_reset();
     pthread_mutex_unlock(&G.mu);
     return RD_ENOMEM;

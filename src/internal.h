@@ -254,7 +254,7 @@ struct rd__actor {
   int dead_err;
   rd__blob *dead_msg;
   size_t nlineage;          /* its finished calls kept as lineage (they point here: not freed before 0) */
-  rd__actor *next;
+  rd__actor *next, *prev;   /* G.actors */
 };
 
 /* A connection this process serves as a worker (an owner pushes tasks). */
@@ -365,6 +365,8 @@ typedef struct rd__ctx {
   int any_gone;              /* a lease or actor connection may wait for its worker's end (gone_ns): the pump looks */
   int any_backoff;           /* a class or actor may wait to ask again (ask.after_ns): the pump looks */
   rd__actor *actors;
+  rd__u64map actor_ids;      /* the same entries by actor id (actor_get) */
+  int any_dead_actor;        /* an entry may be dead with nothing left to fail: the pump forgets it */
   rd__serve *serves;
   Rd__ActorStart *actor_start;   /* worker: become this actor (run the constructor) */
   int actor_kill;                /* worker: run the destructor and exit (2: for good, no restart) */
