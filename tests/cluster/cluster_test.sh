@@ -1320,8 +1320,17 @@ PY
     "$RAY" job submit $A --submission-id ray-bad -- sh -c 'echo oops; exit 3' > "$O" 2>&1 && { cat "$O"; fail "jobs_ray_cli: a failing job's submit exit 0"; }
     grep -q "Job 'ray-bad' failed" "$O" && grep -qx "oops" "$O" && grep -q "FAILED (exit 3)" "$O" ||
       { cat "$O"; fail "jobs_ray_cli: the failing job"; }
-    "$RAY" job status $A ray-bad > "$O" 2>&1; grep -q "Job 'ray-bad' failed" "$O" || { cat "$O"; fail "jobs_ray_cli: status"; }
-    "$RAY" job logs $A ray-wd > "$O" 2>&1 && grep -qx "ray payload" "$O" || { cat "$O"; fail "jobs_ray_cli: logs"; }
+    # (status, logs, list, delete: Ray's click commands in one Python
+    # process, tests/cluster/ray_batch.py, its start-up paid once)
+    J="$RAYDIST_TMPDIR/rb"
+    mkdir -p "$J"
+    rb() { "$(dirname "$RAY")/python" "$(dirname "$0")/ray_batch.py" "$J" > "$O" 2>&1 || { cat "$O"; fail "jobs_ray_cli: a ray command"; }; }
+    rb <<EOF
+status job status $A ray-bad
+logs job logs $A ray-wd
+EOF
+    cat "$J/status" "$J/status.err" | grep -q "Job 'ray-bad' failed" || { cat "$J/status" "$J/status.err"; fail "jobs_ray_cli: status"; }
+    grep -qx "ray payload" "$J/logs" || { cat "$J/logs"; fail "jobs_ray_cli: logs"; }
     # --no-wait, logs --follow while it runs, stop (the follower ends with it), delete
     "$RAY" job submit $A --no-wait --submission-id ray-long -- sh -c 'echo started; exec sleep 60' > "$O" 2>&1 || { cat "$O"; fail "jobs_ray_cli: --no-wait"; }
     "$RAY" job logs $A --follow ray-long > "$RAYDIST_TMPDIR/follow" 2>&1 &
@@ -1333,10 +1342,13 @@ PY
     for i in $(seq 1 100); do kill -0 "$FOLLOW" 2>/dev/null || break; sleep 0.1; done
     kill -0 "$FOLLOW" 2>/dev/null && fail "jobs_ray_cli: logs --follow did not end with the job"
     wait "$FOLLOW" || { cat "$RAYDIST_TMPDIR/follow"; fail "jobs_ray_cli: logs --follow failed"; }
-    "$RAY" job list $A > "$O" 2>&1 || { cat "$O"; fail "jobs_ray_cli: list"; }
-    for sid in ray-wd ray-bad ray-long; do grep -q "submission_id='$sid'" "$O" || { cat "$O"; fail "jobs_ray_cli: $sid not listed"; }; done
-    "$RAY" job delete $A ray-long > "$O" 2>&1 && grep -q "deleted successfully" "$O" || { cat "$O"; fail "jobs_ray_cli: delete"; }
-    "$RAY" job status $A ray-long > "$O" 2>&1 && { cat "$O"; fail "jobs_ray_cli: status of a deleted job"; }
+    rb <<EOF
+list job list $A
+delete job delete $A ray-long
+!gone job status $A ray-long
+EOF
+    for sid in ray-wd ray-bad ray-long; do grep -q "submission_id='$sid'" "$J/list" || { cat "$J/list"; fail "jobs_ray_cli: $sid not listed"; }; done
+    cat "$J/delete" "$J/delete.err" | grep -q "deleted successfully" || { cat "$J/delete" "$J/delete.err"; fail "jobs_ray_cli: delete"; }
     # entrypoint resources: both of the head's CPUs held while the job runs
     # (it reads the node's metrics); what the head has not, refused with its words
     cat > "$RAYDIST_TMPDIR/cpu_free.py" <<EOF

@@ -10,8 +10,9 @@ CLI makes of the answers are Ray's own, paid for once.
   usage: python ray_batch.py OUTDIR < COMMANDS
   COMMANDS: one per line, `NAME ARGS...` split as a shell would (shlex);
   the command's output goes to OUTDIR/NAME, its stderr to OUTDIR/NAME.err.
-  Stops at the first command that exits non-zero: prints its name,
-  arguments and output, and exits 1.
+  A NAME starting with `!` (left out of the file's name) is a command that
+  must fail.  Stops at the first command that exits otherwise than it
+  should: prints its name, arguments and output, and exits 1.
 """
 import os
 import shlex
@@ -29,13 +30,16 @@ def main():
         if not words:
             continue
         name, args = words[0], words[1:]
+        must_fail = name.startswith("!")
+        name = name.lstrip("!")
         r = runner.invoke(cli, args, prog_name="ray", catch_exceptions=True)
         with open(os.path.join(out, name), "w") as f:
             f.write(r.stdout)
         with open(os.path.join(out, name + ".err"), "w") as f:
             f.write(r.stderr)
-        if r.exit_code != 0:
-            print("ray_batch: `ray %s` exited %s" % (" ".join(args), r.exit_code))
+        if (r.exit_code != 0) != must_fail:
+            print("ray_batch: `ray %s` exited %s%s" % (" ".join(args), r.exit_code,
+                                                        " (it should have failed)" if must_fail else ""))
             print(r.stdout + r.stderr)
             if r.exception is not None and not isinstance(r.exception, SystemExit):
                 print("exception: %r" % (r.exception,))
