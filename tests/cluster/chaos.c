@@ -20,7 +20,7 @@
  *   CHAOS_NODES=bc    ... of these nodes (default abc)
  *   KILL_NODE=b|c     SIGKILL that node's daemon at KILL_AT s (default SECS/2)
  *   REJOIN_AFTER=S    and start it again S s later (RD_BIN: raydist)
- *   STOP_NODE=b|c     SIGSTOP it at STOP_AT s for STOP_FOR s (default 4)
+ *   STOP_NODE=b|c     SIGSTOP it at STOP_AT s (default SECS/2) for STOP_FOR s (default 4)
  *   KILL_GCS_AT=S     SIGKILL the GCS server at S s, KILL_GCS_TIMES times, 6 s apart
  *   STRICT=1          after a node's death tolerate only what cannot be
  *                     rebuilt (actors' results); tasks placed by soft affinity
@@ -869,9 +869,15 @@ static void op_actor(void) {
       rd_ref_release(r);
     } else {   /* echo: actor-made big result */
       uint64_t seed = (uint64_t)rnd() * 17 + 2, n = big_size();
-      e = rd_actor_call(a, Acc_echo, RD_ARGS(rd_arg_bytes(&seed, 8), rd_arg_bytes(&n, 8)), NULL, &r);
+      /* a quarter each: the actor's retries, the call's own -1, 0 or 2 */
+      static const int call_mtr[4] = {RD_ACTOR_DEFAULT, -1, 0, 2};
+      rd_task_opts co;
+      rd_task_opts_init(&co);
+      co.max_task_retries = call_mtr[rnd() % 4];
+      e = rd_actor_call(a, Acc_echo, RD_ARGS(rd_arg_bytes(&seed, 8), rd_arg_bytes(&n, 8)), &co, &r);
       if (e) { BAD("call echo: %s", rd_err_name(e)); break; }
-      snprintf(what, sizeof what, "actor(%s, mr %d, mtr %d) echo %llu%s %d", wname(w), ao.max_restarts, ao.max_task_retries, (unsigned long long)n, died ? " after die" : "", died);
+      snprintf(what, sizeof what, "actor(%s, mr %d, mtr %d, call's %d) echo %llu%s %d", wname(w), ao.max_restarts,
+               ao.max_task_retries, co.max_task_retries, (unsigned long long)n, died ? " after die" : "", died);
       rd_buf b;
       int tol;
       int g = get1(r, &b, what, (ao.max_restarts >= 0 && died > ao.max_restarts) ? R_ACTOR_GONE : R_ACTOR, &tol);
@@ -1517,9 +1523,9 @@ static void *chaos_thread(void *arg) {
   }
   return NULL;
 }
+/* arg: when to stop it, in s (STOP_AT, default half the run) */
 static void *node_stopper(void *arg) {
-  (void)arg;
-  double at = atof(getenv("STOP_AT")), dur = getenv("STOP_FOR") ? atof(getenv("STOP_FOR")) : 4;
+  double at = *(const double *)arg, dur = getenv("STOP_FOR") ? atof(getenv("STOP_FOR")) : 4;
   int which = getenv("STOP_NODE")[0];
   while (!chaos_stop && el() < at) usleep(20000);
   if (chaos_stop) return NULL;
@@ -1669,8 +1675,10 @@ int main(int argc, char **argv) {
     pthread_detach(gt);
   }
   if (getenv("STOP_NODE")) {
+    static double stop_at;   /* (STOP_AT unset was atof(NULL): the driver crashed at start) */
+    stop_at = getenv("STOP_AT") ? atof(getenv("STOP_AT")) : secs / 2;
     pthread_t st;
-    pthread_create(&st, NULL, node_stopper, NULL);
+    pthread_create(&st, NULL, node_stopper, &stop_at);
     pthread_detach(st);
   }
   if (getenv("KILL_NODE")) {
