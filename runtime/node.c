@@ -3059,8 +3059,11 @@ static void on_spill_done(uv_poll_t *h, int status, int events) {
   rd__cluster_retry_hops();
 }
 
-/* Is client `id` known to be gone? */
+/* Is client `id` known to be gone?  One of this node's exactly when it is
+ * not among its live clients (so however many others went since); another
+ * node's when it is among the last RD_GONE_KEPT this node heard of. */
 static int client_is_gone(uint32_t id) {
+  if (rd__client_node(id) == rd__cluster_index()) return rd__node_client_by_id(id) == NULL;
   unsigned n = N.ngone < RD_GONE_KEPT ? N.ngone : RD_GONE_KEPT;
   for (unsigned i = 0; i < n; i++)
     if (N.gone[i] == id) return 1;

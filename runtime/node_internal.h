@@ -389,8 +389,11 @@ typedef struct rd__node_state {
   parked_get *parked;
   parked_create *parked_creates;
   /* the last RD_GONE_KEPT clients (any node's) known to be gone: a result
-   * sealed for one of them later (an actor call still running) goes too */
-#define RD_GONE_KEPT 64
+   * sealed for one of them later (an actor call still running) goes too
+   * (this node's own are judged by its live clients: client_is_gone).  64
+   * were a few seconds of a run that kills workers often: a call that
+   * outlived that was kept for ever */
+#define RD_GONE_KEPT 1024
   uint32_t gone[RD_GONE_KEPT];
   unsigned ngone;
   uint64_t idle_trim_ns;    /* idle task workers over the soft limit stop after this (0: never) */

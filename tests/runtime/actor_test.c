@@ -4,6 +4,7 @@
  * `actor_test NAME` runs one test; the binary is re-executed as workers. */
 #include <raydist.h>
 
+#include <fcntl.h>
 #include <signal.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -205,10 +206,8 @@ static int bad_init(rd_call *call, void **state) {
 }
 RD_ACTOR_CLASS(Broken, bad_init, NULL)
 
-/* A 16 MiB result (through the store), 300 ms after the call. */
-RD_ACTOR_METHOD(Counter, big_later) {
-  (void)state;
-  usleep(300000);
+/* A 16 MiB result (through the store). */
+static int big_result(rd_call *call) {
   size_t n = 16u << 20;
   uint8_t *p = rd_return_alloc(call, 0, n);
   if (!p) return rd_call_fail(call, "no room");
@@ -216,16 +215,43 @@ RD_ACTOR_METHOD(Counter, big_later) {
   return 0;
 }
 
-/* Calls big_later on the actor it is given, then dies before the result. */
+/* big_result 300 ms after the call. */
+RD_ACTOR_METHOD(Counter, big_later) {
+  (void)state;
+  usleep(300000);
+  return big_result(call);
+}
+
+/* big_result once the file named by argument 0 exists (up to 60 s). */
+RD_ACTOR_METHOD(Counter, big_when) {
+  (void)state;
+  rd_buf b;
+  char path[256];
+  if (rd_arg(call, 0, &b) != 0 || b.size == 0 || b.size >= sizeof(path)) return rd_call_fail(call, "args");
+  memcpy(path, b.data, b.size);
+  path[b.size] = 0;
+  for (int i = 0; i < 6000 && access(path, F_OK) != 0; i++) usleep(10000);
+  return big_result(call);
+}
+
+/* Calls big_later on the actor it is given (big_when with argument 1 when
+ * there is one), then dies before the result. */
 RD_REMOTE(call_big_then_die) {
   rd_actor a;
+  rd_buf path;
   if (rd_call_arg_actor(call, 0, &a) != 0) return rd_call_fail(call, "args");
+  int when = rd_call_nargs(call) > 1 && rd_arg(call, 1, &path) == 0;
   rd_ref r;
-  if (rd_actor_call(a, Counter_big_later, RD_NO_ARGS, NULL, &r) != 0) return rd_call_fail(call, "call");
+  if ((when ? rd_actor_call(a, Counter_big_when, RD_ARGS(rd_arg_bytes(path.data, path.size)), NULL, &r)
+            : rd_actor_call(a, Counter_big_later, RD_NO_ARGS, NULL, &r)) != 0)
+    return rd_call_fail(call, "call");
   usleep(50000);   /* the call is on its way */
   kill(getpid(), SIGKILL);
   return 0;
 }
+
+/* A worker process that runs it once and goes (max_calls 1). */
+RD_REMOTE(once) { return rd_return_bytes(call, 0, "", 0); }
 
 /* A task that calls an actor whose handle it got as an argument. */
 RD_REMOTE(call_counter_n) {
@@ -444,23 +470,51 @@ static int t_two_callers(void) {
 }
 
 /* The result of a call whose caller died before it came is deleted when it
- * comes: nobody can name it. */
-static int t_caller_gone(void) {
+ * comes: nobody can name it.  late: with 100 other clients gone (workers
+ * of max_calls 1) between the caller's death and its result, as in a run
+ * that loses workers often: the node judges its own clients by whether
+ * they are connected, not by its list of the last ones gone (64 long
+ * before: the result was kept for ever). */
+static int caller_gone(int late) {
   rd_config cfg;
   rd_config_init(&cfg);
   cfg.object_store_bytes = 64u << 20;
   init_or_die(&cfg);
   rd_actor a = make_counter(0, NULL);
+  char path[] = "/tmp/rd_caller_gone.XXXXXX";   /* late: the call answers once it exists */
+  if (late) {
+    int fd = mkstemp(path);
+    CHECK(fd >= 0);
+    close(fd);
+    unlink(path);
+  }
   rd_task_opts o;
   rd_task_opts_init(&o);
   o.max_retries = 0;
   rd_ref t;
-  CHECK_EQ(rd_submit(call_big_then_die, RD_ARGS(rd_arg_actor(&a)), &o, &t), 0);
+  if (late) CHECK_EQ(rd_submit(call_big_then_die, RD_ARGS(rd_arg_actor(&a), rd_arg_bytes(path, strlen(path))), &o, &t), 0);
+  else CHECK_EQ(rd_submit(call_big_then_die, RD_ARGS(rd_arg_actor(&a)), &o, &t), 0);
   rd_buf b;
   CHECK(rd_get(&t, 1, &b, 30000) != 0);   /* its worker died */
   rd_buf_release(&b);   /* the error message */
   rd_ref_release(t);
-  /* one call at a time: this one runs after big_later has returned */
+  enum { N = 100 };
+  if (late) {
+    rd_task_opts_init(&o);
+    o.max_calls = 1;
+    rd_ref q[N];
+    for (int i = 0; i < N; i++) CHECK_EQ(rd_submit(once, RD_NO_ARGS, &o, &q[i]), 0);
+    rd_buf qb[N];
+    CHECK_EQ(rd_get(q, N, qb, 120000), 0);
+    for (int i = 0; i < N; i++) {
+      rd_buf_release(&qb[i]);
+      rd_ref_release(q[i]);
+    }
+    int fd = open(path, O_CREAT | O_WRONLY, 0600);
+    CHECK(fd >= 0);
+    close(fd);
+  }
+  /* one call at a time: this one runs after the big result has come */
   rd_ref r;
   CHECK_EQ(rd_actor_call(a, Counter_incr, RD_NO_ARGS, NULL, &r), 0);
   CHECK_EQ(get_long(r), 1);
@@ -470,11 +524,16 @@ static int t_caller_gone(void) {
     if (ni.store_used == 0) break;
     usleep(20000);
   }
-  printf("store after the late result: %llu bytes\n", (unsigned long long)ni.store_used);
+  printf("store after the late result (%d clients gone since its caller): %llu bytes\n", late ? N : 0,
+         (unsigned long long)ni.store_used);
+  if (late) unlink(path);
   CHECK_EQ(ni.store_used, 0);
   rd_shutdown();
   return 0;
 }
+
+static int t_caller_gone(void) { return caller_gone(0); }
+static int t_caller_gone_late(void) { return caller_gone(1); }
 
 static int t_named(void) {
   init_or_die(NULL);
@@ -1447,7 +1506,7 @@ static const rd_test_case tests[] = {
     {"order", t_order}, {"caller_gone", t_caller_gone},       {"two_callers", t_two_callers}, {"named", t_named}, {"get_if_exists", t_get_if_exists},
     {"restart", t_restart},   {"gpu_actors", t_gpu_actors},   {"bad_input", t_bad_input},
     {"concurrency", t_concurrency}, {"concurrency_groups", t_concurrency_groups}, {"cancel", t_cancel}, {"memory_monitor", t_memory_monitor},
-    {"dead_records", t_dead_records}, {"crash_rename", t_crash_rename}, {"exit", t_exit},
+    {"dead_records", t_dead_records}, {"caller_gone_late", t_caller_gone_late}, {"crash_rename", t_crash_rename}, {"exit", t_exit},
     {"namespaces", t_namespaces}, {"idle_restart", t_idle_restart}, {"retry_failures", t_retry_failures}, {"call_retries", t_call_retries},
     {"max_pending", t_max_pending}, {"list_named", t_list_named},
 };
