@@ -2344,10 +2344,12 @@ static void actor_forget(rd__actor *a) {
   free(a);
 }
 
+/* Whether nothing points at a's entry: no call queued (or waiting for an
+ * argument), no connection, no finished call kept as lineage. */
+static int actor_unused(const rd__actor *a) { return !a->qhead && !a->conn && !a->nlineage; }
+
 /* Whether a is dead with nothing left that points at its entry. */
-static int actor_forgettable(const rd__actor *a) {
-  return a->state == AH_DEAD && !a->qhead && !a->conn && !a->nlineage;
-}
+static int actor_forgettable(const rd__actor *a) { return a->state == AH_DEAD && actor_unused(a); }
 
 /* An actor connection with no call in flight whose other end hung up: its
  * process died while this one did not pump (an owner with nothing else
@@ -5569,7 +5571,7 @@ int rd_actor_kill(rd_actor actor, int no_restart) {
   /* dead for good: nothing of this handle's to keep (a later call asks the
    * node, which says how it ended); calls re-sent by the loss above keep
    * it until they have failed */
-  if (a && r == 0 && no_restart && !a->qhead && !a->conn && !a->nlineage) actor_forget(a);
+  if (a && r == 0 && no_restart && actor_unused(a)) actor_forget(a);
   pthread_mutex_unlock(&G.mu);
   return r == RD_ENOENT ? RD_EINVAL : r;
 }
