@@ -283,6 +283,24 @@ static double t_actor_async_after_killed(void) {
   }
   return actor_async(&g_actor, 1);
 }
+/* Calls to one actor while 500 others live, idle: each called once
+ * (connected), or never called (handles only).  The caller's pump must not
+ * pay for actors it is not calling. */
+static rd_actor g_idle[500];
+static double t_actor_async_beside_idle(int called) {
+  static int made;
+  for (; made < 500; made++) g_idle[made] = make_actor(1);
+  static int calls_done;
+  if (called && !calls_done) {
+    static rd_ref r[500];
+    for (int i = 0; i < 500; i++) OK(rd_actor_call(g_idle[i], Bench_noop, RD_NO_ARGS, NULL, &r[i]));
+    for (int i = 0; i < 500; i++) get_and_drop(r[i]);
+    calls_done = 1;
+  }
+  return actor_async(&g_actor, 1);
+}
+static double t_actor_async_beside_uncalled(void) { return t_actor_async_beside_idle(0); }
+static double t_actor_async_beside_connected(void) { return t_actor_async_beside_idle(1); }
 static double t_actor_concurrent(void) { return actor_async(&g_actor_conc, 1); }
 static double t_1_n_actor_async(void) { return actor_async(g_actors, 4); }
 
@@ -713,6 +731,10 @@ int main(int argc, char **argv) {
   report("placement_group_handover", "(remove a group, the one waiting for its room reserved)", t_pg_handover);
   report("1_1_actor_calls_async_after_500_killed", "(500 other actors made, called and killed first)",
          t_actor_async_after_killed);
+  report("1_1_actor_calls_async_beside_500_uncalled", "(500 other actors alive, never called)",
+         t_actor_async_beside_uncalled);
+  report("1_1_actor_calls_async_beside_500_connected", "(the same 500, each called once, idle)",
+         t_actor_async_beside_connected);
   if (selected("1_1_actor_calls_sync")) {
     long ops = 0;
     double t0 = now();

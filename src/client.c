@@ -2865,7 +2865,39 @@ static void fail_everything(int err, const char *why) {
   pthread_cond_broadcast(&G.cv);
 }
 
-#define MAX_POLL 256
+/* Add fd to a poll set; grows it.  -1 when out of memory. */
+static int poll_add(rd__pollset *ps, int fd, short events, int kind, void *who) {
+  if (ps->n == ps->cap) {
+    size_t cap = ps->cap ? 2 * ps->cap : 64;
+    struct pollfd *pf = realloc(ps->pf, cap * sizeof(*pf));
+    if (pf) ps->pf = pf;
+    void **w = pf ? realloc(ps->who, cap * sizeof(*w)) : NULL;
+    if (w) ps->who = w;
+    int *k = w ? realloc(ps->kind, cap * sizeof(*k)) : NULL;
+    if (!k) return -1;
+    ps->kind = k;
+    ps->cap = cap;
+  }
+  ps->pf[ps->n] = (struct pollfd){fd, events, 0};
+  ps->kind[ps->n] = kind;
+  ps->who[ps->n++] = who;
+  return 0;
+}
+
+static void pollset_free(rd__pollset *ps) {
+  free(ps->pf);
+  free(ps->who);
+  free(ps->kind);
+  *ps = (rd__pollset){0};
+}
+
+/* A round is done with ps: G keeps it for the next. */
+static void pollset_put_back(rd__pollset *ps) {
+  if (!G.pollset.cap) G.pollset = *ps;
+  else pollset_free(ps);   /* a round nested in this one kept its own */
+}
+
+static short poll_events(rd__conn *c) { return (short)(POLLIN | (rd__conn_want_write(c) ? POLLOUT : 0)); }
 
 /* Wait on cv (with G.mu) for at most ns. */
 static void cond_wait_ns(pthread_cond_t *cv, uint64_t ns) {
@@ -3304,39 +3336,44 @@ int rd__pump(int64_t timeout_ms) {
   }
   rd__flush_all();
 
-  struct pollfd pf[MAX_POLL];
-  void *who[MAX_POLL];
-  int kind[MAX_POLL];
-  int n = 0;
-  pf[n] = (struct pollfd){G.daemon.fd, POLLIN | (rd__conn_want_write(&G.daemon) ? POLLOUT : 0), 0};
-  kind[n] = 0; who[n++] = NULL;
-  pf[n] = (struct pollfd){G.wakefd, POLLIN, 0};
-  kind[n] = 3; who[n++] = NULL;
+  /* every connection, however many: one left out would never be read */
+  rd__pollset ps = G.pollset;
+  G.pollset = (rd__pollset){0};
+  ps.n = 0;
+  int full = poll_add(&ps, G.daemon.fd, poll_events(&G.daemon), 0, NULL) |
+             poll_add(&ps, G.wakefd, POLLIN, 3, NULL);
   int64_t idle_wait = -1;
   int inflight = 0;
   for (rd__sclass *c = G.leased; c; c = c->lnext) {
-    for (rd__lease *l = c->leases; l && n < MAX_POLL; l = l->next) {
+    for (rd__lease *l = c->leases; l; l = l->next) {
       inflight += l->ninflight;
       if (l->gone_ns) continue;   /* its socket is closed */
-      pf[n] = (struct pollfd){l->conn.fd, POLLIN | (rd__conn_want_write(&l->conn) ? POLLOUT : 0), 0};
-      kind[n] = 1; who[n++] = l;
+      full |= poll_add(&ps, l->conn.fd, poll_events(&l->conn), 1, l);
       if (l->idle_since) {
         wait_until(&idle_wait, l->idle_since + G.lease_idle_ns, now);
       }
     }
   }
-  for (rd__actor *a = G.actors; a && n < MAX_POLL; a = a->next) {
+  for (rd__actor *a = G.actors; a; a = a->next) {
     if (!a->conn || a->conn->gone_ns) continue;   /* none, or closed */
     rd__lease *l = a->conn;
     inflight += l->ninflight;
-    pf[n] = (struct pollfd){l->conn.fd, POLLIN | (rd__conn_want_write(&l->conn) ? POLLOUT : 0), 0};
-    kind[n] = 1; who[n++] = l;
+    full |= poll_add(&ps, l->conn.fd, poll_events(&l->conn), 1, l);
   }
-  for (rd__serve *s = G.serves; s && n < MAX_POLL; s = s->next) {
+  for (rd__serve *s = G.serves; s; s = s->next) {
     if (s->closed) continue;
-    pf[n] = (struct pollfd){s->conn.fd, POLLIN | (rd__conn_want_write(&s->conn) ? POLLOUT : 0), 0};
-    kind[n] = 2; who[n++] = s;
+    full |= poll_add(&ps, s->conn.fd, poll_events(&s->conn), 2, s);
   }
+  if (full) {   /* a few bytes a connection: the process is about out of memory */
+    rd__log(RD_LOG_ERROR, "out of memory for the poll set of %zu connections", ps.n + 1);
+    pollset_put_back(&ps);
+    cond_wait_ns(&G.cv, 1000000u);
+    return RD_ENOMEM;
+  }
+  struct pollfd *pf = ps.pf;
+  void **who = ps.who;
+  int *kind = ps.kind;
+  nfds_t n = (nfds_t)ps.n;
   int64_t wait = timeout_ms;
   if (idle_wait >= 0 && (wait < 0 || idle_wait < wait)) wait = idle_wait;
   if (delay_wait >= 0 && (wait < 0 || delay_wait < wait)) wait = delay_wait;
@@ -3350,7 +3387,7 @@ int rd__pump(int64_t timeout_ms) {
   /* a reply to a short request usually comes within tens of microseconds:
    * polling without sleeping that long saves the wake-up, which costs
    * ~35-70 us when it crosses vCPUs */
-  int r = poll(pf, (nfds_t)n, 0);
+  int r = poll(pf, n, 0);
   /* spin only in the synchronous pattern: an owner waiting for its single
    * request, or a worker whose last wait for work was short.  Streams of
    * pipelined work need the cores for the processes doing it. */
@@ -3363,18 +3400,20 @@ int rd__pump(int64_t timeout_ms) {
      * process that has work (more runnable processes than cores is common) */
     while (r == 0 && rd__now_ns() < until) {
       sched_yield();
-      r = poll(pf, (nfds_t)n, 0);
+      r = poll(pf, n, 0);
     }
   }
-  if (r == 0 && wait != 0) r = poll(pf, (nfds_t)n, (int)wait);
+  if (r == 0 && wait != 0) r = poll(pf, n, (int)wait);
   if (!in_progress_thread) G.last_wait_ns = rd__now_ns() - wait_start;
   pthread_mutex_lock(&G.mu);
   G.pumping = 0;
   if (r < 0) {
+    int err = errno;
+    pollset_put_back(&ps);
     pthread_cond_broadcast(&G.cv);
-    return errno == EINTR ? 0 : RD_ESYS;
+    return err == EINTR ? 0 : RD_ESYS;
   }
-  for (int i = 0; i < n && r > 0; i++) {
+  for (nfds_t i = 0; i < n && r > 0; i++) {
     if (!pf[i].revents) continue;
     /* another thread freed a lease or actor connection while this one sat in
      * poll() (rd_cancel with force, say): who[] may point at freed memory
@@ -3433,6 +3472,7 @@ int rd__pump(int64_t timeout_ms) {
     }
     pp = &s->next;
   }
+  pollset_put_back(&ps);
   rd__flush_all();
   pthread_cond_broadcast(&G.cv);
   return 0;
@@ -5889,6 +5929,7 @@ static int start_daemon(const rd_config *cfg) {
 }
 
 static void ctx_reset(void) {
+  pollset_free(&G.pollset);
   rd__dedup_free(G.dedup);
   G.dedup = NULL;
   free(G.job_env);

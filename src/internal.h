@@ -319,6 +319,16 @@ typedef struct rd__ost_fail {
   char err[512];
 } rd__ost_fail;
 
+/* The pump's poll set, rebuilt each round, grown to hold every connection:
+ * the daemon's, the wake fd, each lease, each actor connection and each
+ * caller served.  The round takes it out of G while it uses it. */
+typedef struct rd__pollset {
+  struct pollfd *pf;
+  void **who;
+  int *kind;
+  size_t n, cap;
+} rd__pollset;
+
 typedef struct rd__ctx {
   pthread_mutex_t mu;
   pthread_cond_t cv;
@@ -390,6 +400,7 @@ typedef struct rd__ctx {
   uint64_t flush_due_ns;        /* rd__flush_within: the progress thread flushes then (0: nothing due) */
   uint64_t conn_gen;            /* bumped when a lease or actor connection is freed: a
                                  * pump that polled across it skips its stale pointers */
+  rd__pollset pollset;          /* the pump's, kept between rounds (rd__pump) */
   struct rd__done *done;        /* tasks finished well not yet reported, a ring (done_n of done_max) */
   size_t done_next, done_n, done_max;
   uint64_t done_dropped;        /* ... and those the ring overwrote unreported since the last report */

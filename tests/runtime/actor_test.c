@@ -355,6 +355,38 @@ static rd_actor make_counter(long start, const rd_actor_opts *o) {
   return a;
 }
 
+/* -------------------------------------------------------------- Relay */
+
+/* Holds a handle to another actor (its constructor's argument); poke
+ * calls that actor's incr and returns what it answered. */
+static int relay_init(rd_call *call, void **state) {
+  rd_actor *t = calloc(1, sizeof(*t));
+  if (!t) return rd_call_fail(call, "out of memory");
+  if (rd_call_arg_actor(call, 0, t) != 0) {
+    free(t);
+    return rd_call_fail(call, "expected an actor handle");
+  }
+  *state = t;
+  return 0;
+}
+
+RD_ACTOR_CLASS(Relay, relay_init, counter_fini)
+
+RD_ACTOR_METHOD(Relay, poke) {
+  rd_actor *t = state;
+  rd_ref r;
+  int e = rd_actor_call(*t, Counter_incr, RD_NO_ARGS, NULL, &r);
+  if (e != 0) return rd_call_fail(call, "call: %s", rd_err_name(e));
+  rd_buf b;
+  e = rd_get(&r, 1, &b, 60000);
+  rd_ref_release(r);
+  if (e != 0) return rd_call_fail(call, "get: %s", rd_err_name(e));
+  long v = 0;
+  if (b.size == sizeof(v)) memcpy(&v, b.data, sizeof(v));
+  rd_buf_release(&b);
+  return rd_return_bytes(call, 0, &v, sizeof(v));
+}
+
 /* ------------------------------------------------------------------ tests */
 
 static int t_order(void) {
@@ -465,6 +497,33 @@ static int t_two_callers(void) {
   rd_ref g;
   CHECK_EQ(rd_actor_call(a, Counter_get, RD_NO_ARGS, NULL, &g), 0);
   CHECK_EQ(get_long(g), 600);
+  rd_shutdown();
+  return 0;
+}
+
+/* More connections than a poll set once held (256): the driver connected
+ * to 300 actors and an actor called by all 300 read every one of them,
+ * the first made (the last in each list) included. */
+static int t_many_connections(void) {
+  init_or_die(NULL);
+  enum { N = 300 };
+  rd_actor target = make_counter(0, NULL);
+  static rd_actor relay[N];
+  static rd_ref r[N];
+  rd_actor_opts o;
+  rd_actor_opts_init(&o);   /* num_cpus 0: all of them at once on 2 CPUs */
+  for (int i = 0; i < N; i++) CHECK_EQ(rd_actor_create(Relay, RD_ARGS(rd_arg_actor(&target)), &o, &relay[i]), 0);
+  for (int i = 0; i < N; i++) CHECK_EQ(rd_actor_call(relay[i], Relay_poke, RD_NO_ARGS, NULL, &r[i]), 0);
+  long sum = 0;
+  for (int i = 0; i < N; i++) sum += get_long(r[i]);
+  CHECK_EQ(sum, (long)N * (N + 1) / 2);   /* each of 1..N once */
+  /* every connection open now: the first of each again, then all */
+  CHECK_EQ(rd_actor_call(relay[0], Relay_poke, RD_NO_ARGS, NULL, &r[0]), 0);
+  CHECK_EQ(get_long(r[0]), N + 1);
+  for (int i = 0; i < N; i++) CHECK_EQ(rd_actor_call(relay[i], Relay_poke, RD_NO_ARGS, NULL, &r[i]), 0);
+  sum = 0;
+  for (int i = 0; i < N; i++) sum += get_long(r[i]);
+  CHECK_EQ(sum, (long)N * (N + 1) / 2 + (long)N * (N + 1));   /* N + 2 .. 2N + 1 */
   rd_shutdown();
   return 0;
 }
@@ -1508,7 +1567,7 @@ static const rd_test_case tests[] = {
     {"concurrency", t_concurrency}, {"concurrency_groups", t_concurrency_groups}, {"cancel", t_cancel}, {"memory_monitor", t_memory_monitor},
     {"dead_records", t_dead_records}, {"caller_gone_late", t_caller_gone_late}, {"crash_rename", t_crash_rename}, {"exit", t_exit},
     {"namespaces", t_namespaces}, {"idle_restart", t_idle_restart}, {"retry_failures", t_retry_failures}, {"call_retries", t_call_retries},
-    {"max_pending", t_max_pending}, {"list_named", t_list_named},
+    {"max_pending", t_max_pending}, {"list_named", t_list_named}, {"many_connections", t_many_connections},
 };
 
 RD_TEST_MAIN(tests)
