@@ -29,6 +29,16 @@ uint64_t rd__wall_ms(void) {
   return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
 }
 
+/* c has bytes to write: onto its list, if it has one. */
+static void wlist_join(rd__conn *c) {
+  if (!c->wlist || c->on_wlist) return;
+  c->wprev = NULL;
+  c->wnext = c->wlist->head;
+  if (c->wnext) c->wnext->wprev = c;
+  c->wlist->head = c;
+  c->on_wlist = 1;
+}
+
 void rd__conn_init(rd__conn *c, int fd) {
   memset(c, 0, sizeof(*c));
   c->fd = fd;
@@ -36,7 +46,23 @@ void rd__conn_init(rd__conn *c, int fd) {
   if (fl >= 0) fcntl(fd, F_SETFL, fl | O_NONBLOCK);
 }
 
+void rd__conn_track(rd__conn *c, rd__conn_list *l) {
+  rd__conn_unlist(c);
+  c->wlist = l;
+  if (c->wbuf.len > c->wbuf.off) wlist_join(c);
+}
+
+void rd__conn_unlist(rd__conn *c) {
+  if (!c->on_wlist) return;
+  if (c->wprev) c->wprev->wnext = c->wnext;
+  else c->wlist->head = c->wnext;
+  if (c->wnext) c->wnext->wprev = c->wprev;
+  c->wnext = c->wprev = NULL;
+  c->on_wlist = 0;
+}
+
 void rd__conn_close(rd__conn *c) {
+  rd__conn_unlist(c);
   if (c->fd >= 0) close(c->fd);
   c->fd = -1;
   for (int i = 0; i < c->natt; i++) close(c->att[i].fd);
@@ -100,6 +126,7 @@ int rd__conn_send(rd__conn *c, Rd__MsgType type, const ProtobufCMessage *m, int 
     c->natt++;
   }
   c->wbuf.len += RD_FRAME_HDR + n;
+  wlist_join(c);
   return 0;
 }
 
@@ -112,6 +139,7 @@ int rd__conn_send_raw(rd__conn *c, uint16_t type, const uint8_t *payload, size_t
   rd__frame_header(h, (uint32_t)n, type, 0);
   if (n) memcpy(h + RD_FRAME_HDR, payload, n);
   c->wbuf.len += RD_FRAME_HDR + n;
+  wlist_join(c);
   return 0;
 }
 

@@ -42,6 +42,15 @@ typedef struct rd__frame {
   const uint8_t *data;
 } rd__frame;
 
+/* The conns of a process that have bytes queued and not yet written, so
+ * that a pass writing them all (the client library's rd__flush_all) visits
+ * those only, not every connection it has.  A conn joins its list when a
+ * frame is queued on it (rd__conn_track gave it one) and leaves it when it
+ * is closed or the walker unlinks it (rd__conn_untrack_written). */
+typedef struct rd__conn_list {
+  struct rd__conn *head;
+} rd__conn_list;
+
 typedef struct rd__conn {
   int fd;
   rd__bytes rbuf;
@@ -50,12 +59,19 @@ typedef struct rd__conn {
   int natt, capatt;
   int rfds[RD_CONN_MAX_FDS];                             /* fds received, FIFO */
   int nrfds;
+  rd__conn_list *wlist;                                  /* where it goes with bytes to write (NULL: none) */
+  struct rd__conn *wnext, *wprev;                        /* on wlist while on_wlist */
+  int on_wlist;
 } rd__conn;
 
 /* Take ownership of a connected socket and make it non-blocking. */
 void rd__conn_init(rd__conn *c, int fd);
 /* Close the socket and every fd still queued either way; free buffers. */
 void rd__conn_close(rd__conn *c);
+/* From now on c joins *l whenever a frame is queued on it. */
+void rd__conn_track(rd__conn *c, rd__conn_list *l);
+/* Take c off its list (a walker that wrote it all, or gave up on it). */
+void rd__conn_unlist(rd__conn *c);
 
 /* Append one frame.  attach_fd >= 0 is sent with it and closed once sent
  * (ownership passes to the conn).  RD_ENOMEM, RD_EINVAL (message too large). */

@@ -2305,6 +2305,7 @@ static void on_lease_grant(Rd__LeaseGrant *m, int fd) {
   l->node = m->node;
   l->cls = c;
   rd__conn_init(&l->conn, fd);
+  rd__conn_track(&l->conn, &G.wdirty);
   l->next = c->leases;
   c->leases = l;
   if (c->nleases++ == 0) class_leased(c, 1);
@@ -2469,6 +2470,7 @@ static void on_actor_connect_reply(Rd__ActorConnectReply *m, int fd) {
   l->node = m->node;
   l->actor = a;
   rd__conn_init(&l->conn, fd);
+  rd__conn_track(&l->conn, &G.wdirty);
   a->conn = l;
   a->max_task_retries = m->max_task_retries;
   a->max_pending = m->max_pending_calls > 0 ? m->max_pending_calls : 0;
@@ -2775,13 +2777,14 @@ void rd__flush_all(void) {
   if (G.dead) return;
   send_pending_releases();
   if (rd__conn_flush(&G.daemon) < 0) fail_everything(RD_ENODE_DIED, "the node daemon connection broke");
-  for (rd__sclass *c = G.leased; c; c = c->lnext)
-    for (rd__lease *l = c->leases; l; l = l->next)
-      if (rd__conn_want_write(&l->conn)) (void)rd__conn_flush(&l->conn);
-  for (rd__actor *a = G.actors; a; a = a->next)
-    if (a->conn && rd__conn_want_write(&a->conn->conn)) (void)rd__conn_flush(&a->conn->conn);
-  for (rd__serve *s = G.serves; s; s = s->next)
-    if (!s->closed && rd__conn_want_write(&s->conn) && rd__conn_flush(&s->conn) < 0) s->closed = 1;
+  /* only the conns with bytes queued, not every lease, actor and caller:
+   * one left with its socket full stays for the next pass (and its poll
+   * asks for POLLOUT); one whose peer is gone is dropped from the list, its
+   * reader finds the end */
+  for (rd__conn *c = G.wdirty.head, *next; c; c = next) {
+    next = c->wnext;
+    if (rd__conn_flush(c) != 1) rd__conn_unlist(c);
+  }
 }
 
 /* An idle lease is kept RAYDIST_LEASE_IDLE_MS for its class's next task,
@@ -5930,6 +5933,7 @@ static int start_daemon(const rd_config *cfg) {
 
 static void ctx_reset(void) {
   pollset_free(&G.pollset);
+  while (G.wdirty.head) rd__conn_unlist(G.wdirty.head);   /* conns still open at shutdown */
   rd__dedup_free(G.dedup);
   G.dedup = NULL;
   free(G.job_env);

@@ -401,6 +401,7 @@ typedef struct rd__ctx {
   uint64_t conn_gen;            /* bumped when a lease or actor connection is freed: a
                                  * pump that polled across it skips its stale pointers */
   rd__pollset pollset;          /* the pump's, kept between rounds (rd__pump) */
+  rd__conn_list wdirty;         /* lease, actor and served conns with bytes to write (rd__flush_all) */
   struct rd__done *done;        /* tasks finished well not yet reported, a ring (done_n of done_max) */
   size_t done_next, done_n, done_max;
   uint64_t done_dropped;        /* ... and those the ring overwrote unreported since the last report */

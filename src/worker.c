@@ -286,6 +286,7 @@ void rd__worker_on_assign(Rd__LeaseAssign *m, int fd) {
     return;
   }
   rd__conn_init(&s->conn, fd);
+  rd__conn_track(&s->conn, &G.wdirty);
   s->lease_id = m->lease_id;
   s->ngpus = (int)(m->n_gpu_ids < RD_RES_MAX_GPUS ? m->n_gpu_ids : RD_RES_MAX_GPUS);
   for (int i = 0; i < s->ngpus; i++) {
@@ -309,6 +310,7 @@ void rd__worker_on_attach(Rd__ActorAttach *m, int fd) {
     return;
   }
   rd__conn_init(&s->conn, fd);
+  rd__conn_track(&s->conn, &G.wdirty);
   s->actor_id = m->actor_id;
   s->next = G.serves;
   G.serves = s;
