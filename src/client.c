@@ -2653,7 +2653,7 @@ static void handle_daemon_frame(const rd__frame *f) {
       if (f->type == RD__MSG_TYPE__MSG_PG_REPLY) req = ((Rd__PgReply *)m)->req_id;
       if (f->type == RD__MSG_TYPE__MSG_KV_REPLY) req = ((Rd__KvReply *)m)->req_id;
       if (fd >= 0) close(fd);
-      for (int i = 0; i < RD_MAX_WAITING_REPLIES; i++) {
+      for (size_t i = 0; i < G.nreplies; i++) {
         if (G.replies[i].req_id == req && !G.replies[i].msg && G.replies[i].type == f->type) {
           G.replies[i].msg = m;
           pthread_cond_broadcast(&G.cv);
@@ -3666,10 +3666,16 @@ static void progress_stop(void) {
 int rd__daemon_call(Rd__MsgType type, const ProtobufCMessage *m, uint64_t req_id, Rd__MsgType reply_type,
                     ProtobufCMessage **reply, int64_t timeout_ms) {
   if (G.dead) return RD_ENODE_DIED;
-  int slot = -1;
-  for (int i = 0; i < RD_MAX_WAITING_REPLIES; i++)
-    if (G.replies[i].req_id == 0) { slot = i; break; }
-  if (slot < 0) return RD_EAGAIN;
+  size_t slot = 0;
+  while (slot < G.nreplies && G.replies[slot].req_id) slot++;
+  if (slot == G.nreplies) {   /* every slot has a waiter: room for as many again */
+    size_t n = G.nreplies ? 2 * G.nreplies : 16;
+    rd__reply_slot *p = realloc(G.replies, n * sizeof(*p));
+    if (!p) return RD_ENOMEM;
+    memset(p + G.nreplies, 0, (n - G.nreplies) * sizeof(*p));
+    G.replies = p;
+    G.nreplies = n;
+  }
   G.replies[slot].req_id = req_id;
   G.replies[slot].type = reply_type;
   G.replies[slot].msg = NULL;

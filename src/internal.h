@@ -288,7 +288,6 @@ typedef struct rd__reply_slot {
   ProtobufCMessage *msg;    /* set when it arrived */
 } rd__reply_slot;
 
-#define RD_MAX_WAITING_REPLIES 64
 
 /* Figures by function name between two reports to the node (FuncStats in
  * WorkerStats and OwnerStats): at most RD_FNSTATS_MAX names, each cut to
@@ -381,7 +380,11 @@ typedef struct rd__ctx {
   Rd__ActorStart *actor_start;   /* worker: become this actor (run the constructor) */
   int actor_kill;                /* worker: run the destructor and exit (2: for good, no restart) */
   rd__wtask *wq_head, *wq_tail;
-  rd__reply_slot replies[RD_MAX_WAITING_REPLIES];
+  /* one per thread waiting in rd__daemon_call (grows: an actor with
+   * max_concurrency 200 may have 200 results being allocated at once);
+   * kept for the process's life, as a thread may still wait at shutdown */
+  rd__reply_slot *replies;
+  size_t nreplies;
   int pipeline_depth;
   uint64_t lease_idle_ns;
   int oom_retries;              /* RAYDIST_TASK_OOM_RETRIES: OOM retries beyond max_retries, -1 no limit */

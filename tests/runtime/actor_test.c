@@ -1244,6 +1244,52 @@ static int t_concurrency(void) {
   return 0;
 }
 
+/* 200 KB of the call's argument (a long), after 20 ms: what a threaded
+ * actor's call returns through the store. */
+RD_ACTOR_METHOD(Counter, fill_big) {
+  (void)state;
+  rd_buf b;
+  long v = 0;
+  if (rd_arg(call, 0, &b) == 0 && b.size == sizeof(v)) memcpy(&v, b.data, sizeof(v));
+  usleep(20000);
+  enum { N = 200000 / sizeof(long) };
+  long *p = malloc(N * sizeof(long));
+  if (!p) return rd_call_fail(call, "out of memory");
+  for (size_t i = 0; i < N; i++) p[i] = v;
+  int e = rd_return_bytes(call, 0, p, N * sizeof(long));
+  free(p);
+  return e;
+}
+
+/* An actor running 200 calls at once, each returning an object through the
+ * store: every call's allocation is a request to the node, 200 of them
+ * waiting at once in one process (a table of 64 failed the rest with
+ * RD_EAGAIN, reported as RD_ESTORE_FULL). */
+static int t_concurrent_returns(void) {
+  init_or_die(NULL);
+  rd_actor_opts o;
+  rd_actor_opts_init(&o);
+  o.max_concurrency = 200;
+  rd_actor a = make_counter(0, &o);
+  enum { N = 400 };
+  static rd_ref r[N];
+  for (long i = 0; i < N; i++) CHECK_EQ(rd_actor_call(a, Counter_fill_big, RD_ARGS(rd_arg_bytes(&i, sizeof(i))), NULL, &r[i]), 0);
+  for (long i = 0; i < N; i++) {
+    rd_buf b;
+    int e = rd_get(&r[i], 1, &b, 60000);
+    if (e) fprintf(stderr, "call %ld: %s: %.*s\n", i, rd_err_name(e), (int)b.size, (const char *)b.data);
+    CHECK_EQ(e, 0);
+    CHECK_EQ(b.size, 200000 / sizeof(long) * sizeof(long));
+    const long *p = b.data;
+    CHECK_EQ(p[0], i);
+    CHECK_EQ(p[b.size / sizeof(long) - 1], i);
+    rd_buf_release(&b);
+    rd_ref_release(r[i]);
+  }
+  rd_shutdown();
+  return 0;
+}
+
 /* Seconds until r's value is ready (it must succeed). */
 static double ready_after(rd_ref r, double t0) {
   (void)get_long(r);
@@ -1568,6 +1614,7 @@ static const rd_test_case tests[] = {
     {"dead_records", t_dead_records}, {"caller_gone_late", t_caller_gone_late}, {"crash_rename", t_crash_rename}, {"exit", t_exit},
     {"namespaces", t_namespaces}, {"idle_restart", t_idle_restart}, {"retry_failures", t_retry_failures}, {"call_retries", t_call_retries},
     {"max_pending", t_max_pending}, {"list_named", t_list_named}, {"many_connections", t_many_connections},
+    {"concurrent_returns", t_concurrent_returns},
 };
 
 RD_TEST_MAIN(tests)

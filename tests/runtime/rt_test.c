@@ -2565,6 +2565,32 @@ static void *submitter(void *p) {
   return NULL;
 }
 
+/* Puts n objects of 200 KB (through the store) holding base, reads each back. */
+static void *putter(void *p) {
+  thr_arg *a = p;
+  enum { N = 200000 / sizeof(long) };
+  long *v = malloc(N * sizeof(long));
+  if (!v) return NULL;
+  for (size_t i = 0; i < N; i++) v[i] = a->base;
+  int ok = 1;
+  for (int i = 0; i < a->n && ok; i++) {
+    rd_ref r;
+    int e = rd_put(v, N * sizeof(long), &r);
+    if (e) {
+      fprintf(stderr, "rd_put: %s\n", rd_err_name(e));
+      ok = 0;
+      break;
+    }
+    rd_buf b;
+    ok = rd_get(&r, 1, &b, 30000) == 0 && b.size == N * sizeof(long) && !memcmp(b.data, v, b.size);
+    if (ok) rd_buf_release(&b);
+    rd_ref_release(r);
+  }
+  free(v);
+  a->ok = ok;
+  return NULL;
+}
+
 static int t_threads(void) {
   init_or_die(NULL);
   pthread_t th[4];
@@ -2576,6 +2602,20 @@ static int t_threads(void) {
   for (int i = 0; i < 4; i++) {
     pthread_join(th[i], NULL);
     CHECK(args[i].ok);
+  }
+  /* 128 threads putting objects through the store at once: each
+   * allocation waits for the node's answer (64 waiting was a limit once,
+   * past which rd_put failed with RD_EAGAIN) */
+  enum { NT = 128 };
+  static pthread_t pt[NT];
+  static thr_arg pa[NT];
+  for (int i = 0; i < NT; i++) {
+    pa[i] = (thr_arg){i, 20, 0};
+    CHECK_EQ(pthread_create(&pt[i], NULL, putter, &pa[i]), 0);
+  }
+  for (int i = 0; i < NT; i++) {
+    pthread_join(pt[i], NULL);
+    CHECK(pa[i].ok);
   }
   rd_shutdown();
   return 0;
