@@ -288,8 +288,11 @@ static inline rd_value rd_arg_borrow_refs(const rd_ref *refs, size_t n) {
   (sizeof((const rd_value[]){__VA_ARGS__}) / sizeof(rd_value))
 #define RD_NO_ARGS NULL, 0
 
-#define RD_MAX_ARGS 64
-#define RD_MAX_RETURNS 16
+/* Arguments of one task or call, and its num_returns.  Small values travel
+ * inside the task message and its reply, up to 16 MiB of them per message;
+ * past that they go through the object store. */
+#define RD_MAX_ARGS 65536
+#define RD_MAX_RETURNS 65536
 
 /* A placement group (see "placement groups" below); id 0 means none. */
 typedef struct rd_pg {

@@ -12,6 +12,10 @@
 
 #define RD_PROTO_VERSION 1u
 #define RD_INLINE_MAX (100u * 1024u)   /* results and puts up to this stay inline */
+/* Bytes of inline values one task message or reply carries at most (its
+ * by-value arguments, its returns): the rest go through the store, so that
+ * thousands of them stay well inside RD_FRAME_MAX. */
+#define RD_MSG_INLINE_BUDGET ((size_t)16 << 20)
 #define RD_NODE_SOCK "node.sock"
 
 /* Object ids: the owner's client id in the top 32 bits, a per-owner sequence

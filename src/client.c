@@ -1353,8 +1353,17 @@ static int task_depth(rd__sclass *c, const rd__task *t) {
 
 static int lease_push(rd__lease *l, rd__task *t) {
   Rd__Task m = RD__TASK__INIT;
-  Rd__Arg argv[RD_MAX_ARGS];
-  Rd__Arg *argp[RD_MAX_ARGS];
+  Rd__Arg argv_in[8], *argp_in[8];
+  Rd__Arg *argv = argv_in, **argp = argp_in;
+  if (t->nargs > 8) {
+    argv = malloc((size_t)t->nargs * sizeof(*argv));
+    argp = malloc((size_t)t->nargs * sizeof(*argp));
+    if (!argv || !argp) {
+      free(argv);
+      free(argp);
+      return RD_ENOMEM;
+    }
+  }
   m.task_id = t->task_id;
   m.actor_id = t->actor_id;
   m.func = (char *)t->func;
@@ -1420,6 +1429,11 @@ static int lease_push(rd__lease *l, rd__task *t) {
   }
   if (t->stream) stream_attempt(t->stream, &m);
   int r = rd__conn_send(&l->conn, RD__MSG_TYPE__MSG_TASK, &m.base, -1);
+  if (argv != argv_in) {
+    free(argv);
+    free(argp);
+  }
+  if (r == RD_EINVAL) r = RD_E2BIG;   /* larger than a frame: its ready small arguments, together */
   if (r != 0) return r;
   t->lease = l;
   t->ran_pid = l->worker_pid;
@@ -1477,6 +1491,16 @@ static int higher_priority_waiting(const rd__sclass *c) {
   return 0;
 }
 
+/* t could not be sent: it fails, saying why. */
+static void push_failed(rd__task *t, int err) {
+  if (err == RD_E2BIG)
+    task_fail(t, RD_E2BIG, "'%s': its %d arguments make a task message larger than %u MiB (small ready values "
+              "travel inside it): pass fewer at once, or nest their refs in one object (rd_put_refs)", t->func, t->nargs,
+              RD_FRAME_MAX >> 20);
+  else
+    task_fail(t, err, "cannot encode task '%s': %s", t->func, rd_strerror(err));
+}
+
 static void class_dispatch(rd__sclass *c) {
   int yield = higher_priority_waiting(c);
   while (c->qhead && !yield) {
@@ -1494,9 +1518,8 @@ static void class_dispatch(rd__sclass *c) {
     c->qhead = t->next;
     if (!c->qhead) c->qtail = NULL;
     c->qlen--;
-    if (lease_push(best, t) != 0) {
-      task_fail(t, RD_ENOMEM, "cannot encode task '%s'", t->func);
-    }
+    int pr = lease_push(best, t);
+    if (pr != 0) push_failed(t, pr);
   }
   if (c->qlen > 0) lease_request(c);
 }
@@ -2415,8 +2438,9 @@ static void actor_dispatch(rd__actor *a) {
       rd__obj *o = obj_get(t->args[failed_arg].oid);
       task_fail(t, o->err, "argument %d of '%s' failed: %s", failed_arg, t->func,
                 o->blob ? (const char *)o->blob->data : rd_strerror(o->err));
-    } else if (lease_push(a->conn, t) != 0) {
-      task_fail(t, RD_ENOMEM, "cannot encode call '%s'", t->func);
+    } else {
+      int pr = lease_push(a->conn, t);
+      if (pr != 0) push_failed(t, pr);
     }
   }
 }
@@ -4571,11 +4595,41 @@ static int opts_to_resources(const rd_task_opts *o, rd_resources *r, char *err, 
 /* stream_window: 0 for a task with nret returns; else a streaming task
  * (nret 1, its stream object), which may yield that many items ahead (-1:
  * any number). */
+/* Whether by-value argument v travels inside the task message: small, and
+ * within RD_MSG_INLINE_BUDGET with those before it (*used, added to). */
+static int arg_inline(const rd_value *v, size_t *used) {
+  if (v->kind != RD_VALUE_BYTES || v->size > G.inline_max || v->size > RD_MSG_INLINE_BUDGET - *used) return 0;
+  *used += v->size;
+  return 1;
+}
+
+/* Room in o->deps for its dependents to come (o->deps_want): 0 or RD_ENOMEM. */
+static int deps_reserve(rd__obj *o) {
+  int want = o->ndeps + o->deps_want;
+  if (o->capdeps >= want) return 0;
+  int cap = o->capdeps * 2 > want ? o->capdeps * 2 : want;   /* many tasks on one object: amortised */
+  rd__task **p = realloc(o->deps, (size_t)cap * sizeof(*p));
+  if (!p) return RD_ENOMEM;
+  o->deps = p;
+  o->capdeps = cap;
+  return 0;
+}
+
+/* submit_task gives up: what it allocated goes. */
+static void submit_undo(rd__obj **rets, rd__obj **rets_in, int nret, uint64_t *big_ids, uint64_t *big_in,
+                        rd__stream *st, rd__task *t) {
+  for (int k = 0; rets && k < nret; k++) free(rets[k]);
+  if (rets != rets_in) free(rets);
+  if (big_ids != big_in) free(big_ids);
+  free(st);
+  free(t);
+}
+
 static int submit_task(const char *func, rd__sclass *cls, rd__actor *actor, const rd_value *args, size_t nargs,
                        int nret, const rd_task_opts *o, int stream_window, const char *cgroup, rd_ref *refs_out) {
-  size_t bytes = 0, nlist = 0;   /* inline bytes; borrowed ids in lists */
+  size_t bytes = 0, nlist = 0, nbig = 0;   /* inline bytes; borrowed ids in lists; by-value args through the store */
   for (size_t i = 0; i < nargs; i++) {
-    if (args[i].kind == RD_VALUE_BYTES && args[i].size <= G.inline_max) bytes += args[i].size;
+    if (args[i].kind == RD_VALUE_BYTES && !arg_inline(&args[i], &bytes)) nbig++;
     if (args[i].kind == RD_VALUE_BORROW_LIST) {
       const rd_ref *refs = args[i].data;
       for (size_t k = 0; k < args[i].size; k++) {
@@ -4592,40 +4646,49 @@ static int submit_task(const char *func, rd__sclass *cls, rd__actor *actor, cons
         rd__log(RD_LOG_WARN, "rd_submit '%s': argument %zu is not a live reference", func, i);
         return RD_EINVAL;
       }
-      /* room to record this task as a dependent, reserved before any change */
-      if (args[i].kind == RD_VALUE_REF && !obj_is_ready(o) && o->capdeps < o->ndeps + (int)nargs) {
-        rd__task **p = realloc(o->deps, (size_t)(o->ndeps + (int)nargs) * sizeof(*p));
-        if (!p) { return RD_ENOMEM; }
-        o->deps = p;
-        o->capdeps = o->ndeps + (int)nargs;
-      }
     }
   }
-  rd__task *t = calloc(1, sizeof(*t) + nargs * sizeof(rd__targ) + nlist * sizeof(uint64_t) + bytes);
-  rd__obj *rets[RD_MAX_RETURNS] = {0};
-  int ok = t && (cls || actor) && rd__u64map_reserve(&G.objs, G.objs.count + (uint64_t)nret + nargs) == 0;
+  /* room to record this task as a dependent of each argument not ready,
+   * reserved before any change (an object given twice: twice) */
+  for (size_t i = 0; i < nargs; i++) {
+    if (args[i].kind != RD_VALUE_REF) continue;
+    rd__obj *o = obj_get(args[i].ref.id);
+    if (!obj_is_ready(o)) o->deps_want++;
+  }
+  int dr = 0;
+  for (size_t i = 0; i < nargs; i++) {
+    if (args[i].kind != RD_VALUE_REF) continue;
+    rd__obj *o = obj_get(args[i].ref.id);
+    if (!o->deps_want) continue;
+    if (!dr) dr = deps_reserve(o);
+    o->deps_want = 0;
+  }
+  if (dr) return dr;
+  rd__task *t = calloc(1, sizeof(*t) + nargs * sizeof(rd__targ) + (nlist + (size_t)nret) * sizeof(uint64_t) + bytes);
+  rd__obj *rets_in[4] = {0}, **rets = nret > 4 ? calloc((size_t)nret, sizeof(*rets)) : rets_in;
+  uint64_t big_in[4], *big_ids = nbig > 4 ? malloc(nbig * sizeof(*big_ids)) : big_in;
+  int ok = t && rets && big_ids && (cls || actor) && rd__u64map_reserve(&G.objs, G.objs.count + (uint64_t)nret + nargs) == 0;
   for (int i = 0; ok && i < nret; i++) ok = (rets[i] = calloc(1, sizeof(rd__obj))) != NULL;
   rd__stream *st = ok && stream_window ? calloc(1, sizeof(*st)) : NULL;
   if (stream_window && !st) ok = 0;
-  /* by-value arguments above the inline limit travel through the store once */
-  uint64_t big_ids[RD_MAX_ARGS];
-  int nbig = 0;
+  /* by-value arguments above the inline limit (or past the message's
+   * inline budget) travel through the store once */
+  nbig = 0;
+  size_t used = 0;
   for (size_t i = 0; ok && i < nargs; i++) {
-    if (args[i].kind != RD_VALUE_BYTES || args[i].size <= G.inline_max) continue;
+    if (args[i].kind != RD_VALUE_BYTES || arg_inline(&args[i], &used)) continue;
     uint64_t id = rd__oid_make(G.client_id, ++G.next_seq);
     uint8_t *p;
     char err[256];
     int cr = rd__store_create(id, args[i].size, &p, err, sizeof(err));
     if (cr != 0) {
       rd__log(RD_LOG_WARN, "rd_submit '%s': argument %zu: %s", func, i, err);
-      for (int k = 0; k < nbig; k++) {
+      for (size_t k = 0; k < nbig; k++) {
         rd__obj *o = obj_get(big_ids[k]);
         o->refs = 0;
         obj_maybe_free(o);
       }
-      for (int k = 0; k < RD_MAX_RETURNS; k++) free(rets[k]);
-      free(st);
-      free(t);
+      submit_undo(rets, rets_in, nret, big_ids, big_in, st, t);
       rd__flush_all();
       return cr;
     }
@@ -4636,13 +4699,12 @@ static int submit_task(const char *func, rd__sclass *cls, rd__actor *actor, cons
     big_ids[nbig++] = id;
   }
   if (!ok) {
-    for (int k = 0; k < RD_MAX_RETURNS; k++) free(rets[k]);
-    free(st);
-    free(t);
+    submit_undo(rets, rets_in, nret, big_ids, big_in, st, t);
     return RD_ENOMEM;
   }
-  uint64_t *ids = (uint64_t *)&t->args[nargs];   /* the lists' ids, then the inline bytes */
-  uint8_t *data = (uint8_t *)(ids + nlist);
+  uint64_t *ids = (uint64_t *)&t->args[nargs];   /* the lists' ids, the return ids, then the inline bytes */
+  t->ret_ids = ids + nlist;
+  uint8_t *data = (uint8_t *)(t->ret_ids + nret);
   t->task_id = ++G.next_task;
   t->submit_ns = rd__now_ns();
   G.ost.live++;
@@ -4663,8 +4725,9 @@ static int submit_task(const char *func, rd__sclass *cls, rd__actor *actor, cons
   if (t->parent) rd__worker_current_owner(&t->parent_node, &t->parent_pid);
   t->ns = rd__ns_current();
   t->cgroup = cgroup ? cgroup : "";
-  t->bytes = sizeof(*t) + nargs * sizeof(rd__targ) + nlist * sizeof(uint64_t) + bytes;
-  int kbig = 0;
+  t->bytes = sizeof(*t) + nargs * sizeof(rd__targ) + (nlist + (size_t)nret) * sizeof(uint64_t) + bytes;
+  size_t kbig = 0;
+  used = 0;
   for (size_t i = 0; i < nargs; i++) {
     rd__targ *a = &t->args[i];
     if (args[i].kind == RD_VALUE_BORROW_LIST) {   /* held while the task is pending */
@@ -4676,7 +4739,7 @@ static int submit_task(const char *func, rd__sclass *cls, rd__actor *actor, cons
         obj_get(ids[k])->uses++;
       }
       ids += a->nlist;
-    } else if (args[i].kind == RD_VALUE_BYTES && args[i].size <= G.inline_max) {
+    } else if (arg_inline(&args[i], &used)) {
       if (args[i].size) memcpy(data, args[i].data, args[i].size);
       a->data = data;
       a->size = args[i].size;
@@ -4709,6 +4772,8 @@ static int submit_task(const char *func, rd__sclass *cls, rd__actor *actor, cons
     st->window = stream_window;
     rets[0]->stream = t->stream = st;
   }
+  if (rets != rets_in) free(rets);
+  if (big_ids != big_in) free(big_ids);
   if (actor) {   /* calls keep their order: queued now, sent when their turn and arguments come */
     actor_conn_check_idle(actor);
     t->next = NULL;
@@ -5331,10 +5396,10 @@ static int actor_create_once(const rd_actor_class *cls, const rd_value *args, si
   }
   /* constructor arguments are kept by the node for restarts: copy them in,
    * waiting for refs (outside the lock, through the public rd_get) */
-  ProtobufCBinaryData bin[RD_MAX_ARGS];
-  rd_buf held[RD_MAX_ARGS];
+  ProtobufCBinaryData bin_in[8], *bin = nargs > 8 ? malloc(nargs * sizeof(*bin)) : bin_in;
+  rd_buf held_in[8], *held = nargs > 8 ? malloc(nargs * sizeof(*held)) : held_in;
   size_t nheld = 0;
-  int r = 0;
+  int r = bin && held ? 0 : RD_ENOMEM;
   for (size_t i = 0; i < nargs && r == 0; i++) {
     if (args[i].kind == RD_VALUE_BYTES) {
       if (args[i].size && !args[i].data) r = RD_EINVAL;
@@ -5421,6 +5486,8 @@ static int actor_create_once(const rd_actor_class *cls, const rd_value *args, si
     pthread_mutex_unlock(&G.mu);
   }
   for (size_t i = 0; i < nheld; i++) rd_buf_release(&held[i]);
+  if (bin != bin_in) free(bin);
+  if (held != held_in) free(held);
   free(env);
   return r;
 }

@@ -82,6 +82,7 @@ typedef struct rd__obj {
                         * kept to run again if that node is lost */
   rd__task **deps;     /* tasks waiting for this object */
   int ndeps, capdeps;
+  int deps_want;            /* submit_task: dependents it is about to take (0 between calls) */
   uint64_t ready_ns;   /* when it last became ready (a rebuilt result: when the rebuild ended) */
   /* Borrowed refs (rd_arg_borrow).  In a worker, a ref it was given is a
    * proxy: `borrowed`, never deleted from a store by this process, resolved
@@ -156,7 +157,7 @@ struct rd__task {
   int cancelled;            /* rd_cancel while in flight: its returns already failed */
   int oom_kills;            /* times the memory monitor killed its worker */
   uint64_t not_before_ns;   /* on its class's delayed list: not sent before this */
-  uint64_t ret_ids[RD_MAX_RETURNS];
+  uint64_t *ret_ids;         /* nret of them, in its own allocation (after args) */
   uint64_t pushed_ns;
   uint64_t submit_ns;       /* rd_submit / rd_actor_call: its latency counts from here */
   uint64_t queued_ns;       /* put in its class's queue (waiting for a worker) */

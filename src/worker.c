@@ -20,23 +20,34 @@
 
 #define G rd__g
 
+/* One return of a call, as the task set it. */
+typedef struct rd__ret_slot {
+  int set, in_store, exists;
+  uint8_t *ptr;
+  size_t size;
+  uint64_t *refs;           /* rd_return_refs: the refs it contains, held until the reply */
+  size_t nrefs;
+} rd__ret_slot;
+
+/* Arguments and returns a call holds in itself; more are allocated. */
+#define CALL_ARGS_IN 8
+#define CALL_RETS_IN 4
+
 struct rd_call {
   Rd__Task *msg;
   rd__serve *from;
   const rd__serve *grant;   /* the GPUs this call may use */
   const char *func;
   size_t nargs;
-  rd_buf args[RD_MAX_ARGS];
-  uint8_t pinned[RD_MAX_ARGS];   /* store pins held for by-ref arguments */
+  rd_buf *args;                  /* nargs of them: args_in, or malloc'd when more */
+  uint8_t *pinned;               /* store pins held for by-ref arguments (the same) */
   uint64_t lost_arg;             /* an argument lost with its node or store (the owner may rebuild it) */
   int nret;
-  struct {
-    int set, in_store, exists;
-    uint8_t *ptr;
-    size_t size;
-    uint64_t *refs;         /* rd_return_refs: the refs it contains, held until the reply */
-    size_t nrefs;
-  } ret[RD_MAX_RETURNS];
+  rd__ret_slot *ret;             /* nret of them: ret_in, or malloc'd when more */
+  size_t ret_inline;             /* bytes of its returns travelling in the reply (RD_MSG_INLINE_BUDGET) */
+  rd_buf args_in[CALL_ARGS_IN];
+  uint8_t pinned_in[CALL_ARGS_IN];
+  rd__ret_slot ret_in[CALL_RETS_IN];
   char err[2048];
   int failed;
   int cancelled;            /* the owner cancelled it (TaskCancel); atomic */
@@ -587,14 +598,49 @@ static void reply_fail(rd__serve *s, uint64_t task_id, int status, const char *e
   reply_send(s, &r);
 }
 
+/* Room for call's nargs arguments and nret returns (call zeroed, nargs and
+ * nret set): its own arrays, or allocated ones.  RD_ENOMEM. */
+static int call_arrays(rd_call *call) {
+  call->args = call->args_in;
+  call->pinned = call->pinned_in;
+  call->ret = call->ret_in;
+  if (call->nargs > CALL_ARGS_IN) {
+    call->args = calloc(call->nargs, sizeof(*call->args));
+    call->pinned = calloc(call->nargs, 1);
+  }
+  if (call->nret > CALL_RETS_IN) call->ret = calloc((size_t)call->nret, sizeof(*call->ret));
+  return call->args && call->pinned && call->ret ? 0 : RD_ENOMEM;
+}
+
+static void call_arrays_free(rd_call *call) {
+  if (call->args != call->args_in) free(call->args);
+  if (call->pinned != call->pinned_in) free(call->pinned);
+  if (call->ret != call->ret_in) free(call->ret);
+  call->args = NULL, call->pinned = NULL, call->ret = NULL;
+}
+
+static int resolve_refs(rd_call *call, const uint64_t *ids, const uint32_t *nodes, const size_t *idx, size_t n);
+
 /* Resolve by-reference arguments with one store request.  0 or an error with
  * a message in call->err. */
 static int resolve_args(rd_call *call) {
   Rd__Task *m = call->msg;
-  uint64_t ids[RD_MAX_ARGS];
-  uint32_t nodes[RD_MAX_ARGS];
-  size_t idx[RD_MAX_ARGS], n = 0;
-  for (size_t i = 0; i < m->n_args; i++) {
+  uint64_t ids_in[CALL_ARGS_IN];
+  uint32_t nodes_in[CALL_ARGS_IN];
+  size_t idx_in[CALL_ARGS_IN], n = 0;
+  uint64_t *ids = ids_in;
+  uint32_t *nodes = nodes_in;
+  size_t *idx = idx_in;
+  if (m->n_args > CALL_ARGS_IN) {
+    ids = malloc(m->n_args * sizeof(*ids));
+    nodes = malloc(m->n_args * sizeof(*nodes));
+    idx = malloc(m->n_args * sizeof(*idx));
+    if (!ids || !nodes || !idx) {
+      snprintf(call->err, sizeof(call->err), "out of memory taking the %zu arguments of '%s'", m->n_args, call->func);
+      n = (size_t)-1;
+    }
+  }
+  for (size_t i = 0; n != (size_t)-1 && i < m->n_args; i++) {
     Rd__Arg *a = m->args[i];
     if (a->borrow || a->borrow_list) continue;   /* the task asks, if it wants (rd_call_arg_ref[s]) */
     if (a->by_ref) {
@@ -606,15 +652,28 @@ static int resolve_args(rd_call *call) {
       call->args[i].size = a->data.len;
     }
   }
+  int r = resolve_refs(call, ids, nodes, idx, n);
+  if (ids != ids_in) {
+    free(ids);
+    free(nodes);
+    free(idx);
+  }
+  return r;
+}
+
+/* resolve_args' store request for the n by-reference arguments idx[]
+ * (object ids[], held on nodes[]); n (size_t)-1: out of memory already. */
+static int resolve_refs(rd_call *call, const uint64_t *ids, const uint32_t *nodes, const size_t *idx, size_t n) {
+  if (n == (size_t)-1) return RD_ENOMEM;
   if (n == 0) return 0;
   Rd__ObjGet g = RD__OBJ_GET__INIT;
   g.req_id = ++G.next_req;
   g.n_object_ids = n;
-  g.object_ids = ids;
+  g.object_ids = (uint64_t *)ids;
   g.timeout_ms = 60000;
   if (G.cluster) {   /* arguments held on another node are pulled by ours */
     g.n_nodes = n;
-    g.nodes = nodes;
+    g.nodes = (uint32_t *)nodes;
   }
   ProtobufCMessage *rep = NULL;
   int r = rd__daemon_call(RD__MSG_TYPE__MSG_OBJ_GET, &g.base, g.req_id, RD__MSG_TYPE__MSG_OBJ_GET_REPLY, &rep, -1);
@@ -698,6 +757,14 @@ static int run_call(rd__wtask *w) {
       reply_fail(w->from, m->task_id, RD_ENOMEM, "out of memory taking the ids of a streaming task", 0);
       return RD_ENOMEM;
     }
+  if (call_arrays(&call) != 0) {
+    call_arrays_free(&call);
+    free(call.sids.v);
+    snprintf(msg, sizeof(msg), "out of memory taking the %zu arguments and %d returns of '%s'", call.nargs, call.nret,
+             call.func);
+    reply_fail(w->from, m->task_id, RD_ENOMEM, msg, 0);
+    return RD_ENOMEM;
+  }
   int status = resolve_args(&call);
   if (status == 0) {
     w->from->busy++;
@@ -751,10 +818,27 @@ static int run_call(rd__wtask *w) {
         snprintf(call.err, sizeof(call.err), "task '%s' returned %d (%s)", call.func, rc, rc < 0 ? rd_strerror(rc) : "failure");
     }
   }
-  Rd__Ret rets[RD_MAX_RETURNS], *retp[RD_MAX_RETURNS];
-  Rd__RetRef *xrefs[RD_MAX_RETURNS] = {0};
-  Rd__RetRef **xrefp[RD_MAX_RETURNS] = {0};
-  for (int i = 0; i < call.nret; i++) {
+  /* the reply's returns: here, or allocated when many */
+  Rd__Ret rets_in[CALL_RETS_IN], *retp_in[CALL_RETS_IN];
+  Rd__RetRef *xrefs_in[CALL_RETS_IN] = {0};
+  Rd__RetRef **xrefp_in[CALL_RETS_IN] = {0};
+  Rd__Ret *rets = rets_in, **retp = retp_in;
+  Rd__RetRef **xrefs = xrefs_in, ***xrefp = xrefp_in;
+  if (call.nret > CALL_RETS_IN) {
+    size_t n = (size_t)call.nret;
+    rets = malloc(n * sizeof(*rets));
+    retp = malloc(n * sizeof(*retp));
+    xrefs = calloc(n, sizeof(*xrefs));
+    xrefp = calloc(n, sizeof(*xrefp));
+    if (!rets || !retp || !xrefs || !xrefp) {
+      free(rets), free(retp), free(xrefs), free(xrefp);
+      rets = rets_in, retp = retp_in, xrefs = xrefs_in, xrefp = xrefp_in;
+      status = RD_ENOMEM;
+      snprintf(call.err, sizeof(call.err), "task '%s': out of memory replying with %d returns", call.func, call.nret);
+    }
+  }
+  int nrets = rets == rets_in && call.nret > CALL_RETS_IN ? 0 : call.nret;   /* entries in rets[] */
+  for (int i = 0; i < nrets; i++) {
     rd__ret__init(&rets[i]);
     retp[i] = &rets[i];
     if (status == 0 && call.ret[i].nrefs) {   /* handed over with the reply */
@@ -769,14 +853,25 @@ static int run_call(rd__wtask *w) {
     }
   }
   if (status == 0 && call.nret > 0) {   /* the store objects first: the caller must find them its own */
-    uint64_t *ids[RD_MAX_RETURNS];
-    size_t nids[RD_MAX_RETURNS];
-    for (int i = 0; i < call.nret; i++) {
+    uint64_t *ids_in[CALL_RETS_IN], **ids = ids_in;
+    size_t nids_in[CALL_RETS_IN], *nids = nids_in;
+    if (call.nret > CALL_RETS_IN) {
+      ids = malloc((size_t)call.nret * sizeof(*ids));
+      nids = malloc((size_t)call.nret * sizeof(*nids));
+    }
+    if (!ids || !nids) {
+      status = RD_ENOMEM;
+      snprintf(call.err, sizeof(call.err), "task '%s': out of memory replying with %d returns", call.func, call.nret);
+    }
+    for (int i = 0; status == 0 && i < call.nret; i++) {
       ids[i] = call.ret[i].refs;
       nids[i] = call.ret[i].nrefs;
     }
-    status = rd__ret_refs_hand_over(w->from, rd__oid_client(m->return_ids[0]), ids, nids, call.nret, call.err,
-                                    sizeof(call.err));
+    if (status == 0)
+      status = rd__ret_refs_hand_over(w->from, rd__oid_client(m->return_ids[0]), ids, nids, call.nret, call.err,
+                                      sizeof(call.err));
+    if (ids != ids_in) free(ids);
+    if (nids != nids_in) free(nids);
   }
   for (int i = 0; status == 0 && i < call.nret; i++) {
     if (!call.ret[i].nrefs) continue;
@@ -786,7 +881,7 @@ static int run_call(rd__wtask *w) {
     rets[i].refs = xrefp[i];
   }
   for (int i = 0; i < call.nret; i++) {
-    if (status == 0 && call.ret[i].in_store) {
+    if (status == 0 && call.ret[i].in_store) {   /* status 0: rets[] has nret entries */
       rets[i].in_store = 1;
       if (!call.ret[i].exists) rd__store_seal(m->return_ids[i]);
     } else if (status == 0 && call.ret[i].set) {
@@ -807,13 +902,19 @@ static int run_call(rd__wtask *w) {
     if (!call.ret[i].in_store || call.ret[i].exists) free(call.ret[i].ptr);
     rd__ret_refs_unhold(call.ret[i].refs, call.ret[i].nrefs);
     free(call.ret[i].refs);
-    free(xrefs[i]);
-    free(xrefp[i]);
+    if (i < nrets) {
+      free(xrefs[i]);
+      free(xrefp[i]);
+    }
+  }
+  if (rets != rets_in) {
+    free(rets), free(retp), free(xrefs), free(xrefp);
   }
   for (size_t i = 0; i < m->n_args; i++)
     if (call.pinned[i]) rd__store_release(m->args[i]->object_id);
   yield_discard(&call);
   free(call.sids.v);
+  call_arrays_free(&call);
   return status;
 }
 
@@ -864,6 +965,12 @@ static void actor_start(Rd__ActorStart *m) {
     call.func = cls->name;
     call.grant = &A.grant;
     call.nargs = m->n_args;
+    if (call_arrays(&call) != 0) {
+      call_arrays_free(&call);
+      r.status = RD_ENOMEM;
+      snprintf(err, sizeof(err), "out of memory taking %zu constructor arguments", m->n_args);
+      goto told;
+    }
     for (size_t i = 0; i < m->n_args; i++) {
       call.args[i].data = m->args[i].data;
       call.args[i].size = m->args[i].len;
@@ -876,6 +983,7 @@ static void actor_start(Rd__ActorStart *m) {
     int rc = cls->init(&call, &state);
     rd__ns_set_thread(NULL);
     pthread_mutex_lock(&G.mu);
+    call_arrays_free(&call);
     if (rc != 0 || call.failed) {
       r.status = rc < 0 ? rc : RD_ETASK;
       snprintf(err, sizeof(err), "%s", call.err[0] ? call.err : rd_strerror(r.status));
@@ -884,6 +992,7 @@ static void actor_start(Rd__ActorStart *m) {
       A.alive = 1;
     }
   }
+told:
   r.error = err;
   rd__conn_send(&G.daemon, RD__MSG_TYPE__MSG_ACTOR_READY, &r.base, -1);
   rd__flush_all();
@@ -1169,11 +1278,14 @@ int rd_call_arg_refs(rd_call *call, size_t i, rd_ref *out, size_t max, size_t *n
 
 void *rd_return_alloc(rd_call *call, size_t i, size_t size) {
   if (!call || i >= (size_t)call->nret || call->ret[i].set) return NULL;
-  if (size <= G.inline_max) {
+  /* small ones travel in the reply, up to RD_MSG_INLINE_BUDGET of them: a
+   * task with thousands of returns puts the rest in the store */
+  if (size <= G.inline_max && size <= RD_MSG_INLINE_BUDGET - call->ret_inline) {
     call->ret[i].ptr = malloc(size ? size : 1);
     if (!call->ret[i].ptr) return NULL;
     call->ret[i].size = size;
     call->ret[i].set = 1;
+    call->ret_inline += size;
     return call->ret[i].ptr;
   }
   pthread_mutex_lock(&G.mu);

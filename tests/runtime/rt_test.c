@@ -366,6 +366,193 @@ static int t_chain(void) {
   return 0;
 }
 
+/* ------------------------------------------------------ wide tasks */
+
+enum { WIDE_SZ = 100 * 1024 };   /* the largest value that travels inline */
+
+/* The sum of its arguments, each a long (a reduce over many results). */
+RD_REMOTE(sum_longs) {
+  long sum = 0;
+  for (size_t i = 0; i < rd_call_nargs(call); i++) {
+    rd_buf b;
+    long v;
+    if (rd_arg(call, i, &b) != 0 || b.size != sizeof(v)) return rd_call_fail(call, "argument %zu", i);
+    memcpy(&v, b.data, sizeof(v));
+    sum += v;
+  }
+  return rd_return_bytes(call, 0, &sum, sizeof(sum));
+}
+
+/* base + i as its return i, a long (base: its argument, if any). */
+RD_REMOTE(returns_i) {
+  rd_buf b;
+  long base = 0;
+  if (rd_call_nargs(call) > 0 && rd_arg(call, 0, &b) == 0 && b.size == sizeof(base)) memcpy(&base, b.data, sizeof(base));
+  for (size_t i = 0; i < rd_call_nreturns(call); i++) {
+    long v = base + (long)i;
+    int e = rd_return_bytes(call, i, &v, sizeof(v));
+    if (e) return e;
+  }
+  return 0;
+}
+
+/* Each return i: WIDE_SZ bytes of (i & 0xff). */
+RD_REMOTE(returns_big) {
+  for (size_t i = 0; i < rd_call_nreturns(call); i++) {
+    unsigned char *p = rd_return_alloc(call, i, WIDE_SZ);
+    if (!p) return rd_call_fail(call, "return %zu", i);
+    memset(p, (int)(i & 0xff), WIDE_SZ);
+  }
+  return 0;
+}
+
+/* Argument i must be WIDE_SZ bytes of (i & 0xff); returns how many. */
+RD_REMOTE(check_big_args) {
+  for (size_t i = 0; i < rd_call_nargs(call); i++) {
+    rd_buf b;
+    if (rd_arg(call, i, &b) != 0 || b.size != WIDE_SZ) return rd_call_fail(call, "argument %zu: size", i);
+    const unsigned char *p = b.data;
+    if (p[0] != (i & 0xff) || p[WIDE_SZ - 1] != (i & 0xff)) return rd_call_fail(call, "argument %zu: bytes", i);
+  }
+  long n = (long)rd_call_nargs(call);
+  return rd_return_bytes(call, 0, &n, sizeof(n));
+}
+
+/* An actor whose method sums the sizes of its arguments and answers that
+ * plus i as its return i. */
+static int wide_init(rd_call *call, void **state) {
+  (void)call;
+  *state = NULL;
+  return 0;
+}
+RD_ACTOR_CLASS(Wide, wide_init, NULL)
+RD_ACTOR_METHOD(Wide, sizes) {
+  (void)state;
+  long sum = 0;
+  for (size_t i = 0; i < rd_call_nargs(call); i++) {
+    rd_buf b;
+    if (rd_arg(call, i, &b) != 0) return rd_call_fail(call, "argument %zu", i);
+    sum += (long)b.size;
+  }
+  for (size_t i = 0; i < rd_call_nreturns(call); i++) {
+    long v = sum + (long)i;
+    int e = rd_return_bytes(call, i, &v, sizeof(v));
+    if (e) return e;
+  }
+  return 0;
+}
+
+/* Tasks with many arguments and many returns (a reduce over thousands of
+ * results; a shuffle's map with a return per reducer), and values past
+ * one message's inline budget, which go through the store.  Until
+ * 2026-12-07 a task took at most 64 arguments and 16 returns. */
+static int t_wide(void) {
+  init_with_store(512ull << 20);
+  enum { NA = 5000 };
+  static rd_ref r[NA];
+  static rd_value v[NA];
+  /* a reduce: 5000 results as arguments */
+  for (long i = 0; i < NA; i++) {
+    CHECK_EQ(rd_submit(add_one, RD_ARGS(rd_arg_bytes(&i, sizeof(i))), NULL, &r[i]), 0);
+    v[i] = rd_arg_ref(r[i]);
+  }
+  rd_ref sum;
+  CHECK_EQ(rd_submit(sum_longs, v, NA, NULL, &sum), 0);
+  CHECK_EQ(get_long(sum), (long)NA * (NA + 1) / 2);
+  for (int i = 0; i < NA; i++) rd_ref_release(r[i]);
+  /* 3000 returns */
+  rd_task_opts o;
+  rd_task_opts_init(&o);
+  o.num_returns = 3000;
+  long base = 10;
+  CHECK_EQ(rd_submit(returns_i, RD_ARGS(rd_arg_bytes(&base, sizeof(base))), &o, r), 0);
+  static rd_buf b[NA];
+  CHECK_EQ(rd_get(r, 3000, b, 60000), 0);
+  for (int i = 0; i < 3000; i++) {
+    long x;
+    CHECK_EQ(b[i].size, sizeof(x));
+    memcpy(&x, b[i].data, sizeof(x));
+    CHECK_EQ(x, 10 + i);
+    rd_buf_release(&b[i]);
+    rd_ref_release(r[i]);
+  }
+  /* a shuffle: 4 maps of 50 partitions each, 50 reduces of 4 */
+  enum { NM = 4, NR = 50 };
+  static rd_ref part[NM][NR];
+  o.num_returns = NR;
+  for (long m = 0; m < NM; m++) {
+    long mb = m * 1000;
+    CHECK_EQ(rd_submit(returns_i, RD_ARGS(rd_arg_bytes(&mb, sizeof(mb))), &o, part[m]), 0);
+  }
+  for (int k = 0; k < NR; k++) {
+    rd_value in[NM];
+    for (int m = 0; m < NM; m++) in[m] = rd_arg_ref(part[m][k]);
+    CHECK_EQ(rd_submit(sum_longs, in, NM, NULL, &r[k]), 0);
+  }
+  for (int k = 0; k < NR; k++) CHECK_EQ(get_long(r[k]), 6000 + 4 * k);   /* (0 + 1000 + 2000 + 3000) + 4k */
+  for (int m = 0; m < NM; m++)
+    for (int k = 0; k < NR; k++) rd_ref_release(part[m][k]);
+  /* 300 returns of 100 KiB (30 MiB): past the reply's inline budget, the
+   * rest through the store; and all 300 back as arguments */
+  enum { NB = 300 };
+  o.num_returns = NB;
+  CHECK_EQ(rd_submit(returns_big, RD_NO_ARGS, &o, r), 0);
+  CHECK_EQ(rd_get(r, NB, b, 60000), 0);
+  for (int i = 0; i < NB; i++) {
+    CHECK_EQ(b[i].size, WIDE_SZ);
+    const unsigned char *p = b[i].data;
+    CHECK(p[0] == (i & 0xff) && p[WIDE_SZ - 1] == (i & 0xff));
+    rd_buf_release(&b[i]);
+    v[i] = rd_arg_ref(r[i]);
+  }
+  rd_ref n;
+  CHECK_EQ(rd_submit(check_big_args, v, NB, NULL, &n), 0);
+  CHECK_EQ(get_long(n), NB);
+  /* 300 values of 100 KiB by value: past the task's inline budget, the
+   * rest through the store */
+  static unsigned char data[NB][WIDE_SZ];
+  for (int i = 0; i < NB; i++) {
+    memset(data[i], i & 0xff, WIDE_SZ);
+    v[i] = rd_arg_bytes(data[i], WIDE_SZ);
+  }
+  CHECK_EQ(rd_submit(check_big_args, v, NB, NULL, &n), 0);
+  CHECK_EQ(get_long(n), NB);
+  /* an actor call with 1000 arguments and 100 returns */
+  rd_actor_opts ao;
+  rd_actor_opts_init(&ao);
+  rd_actor a;
+  CHECK_EQ(rd_actor_create(Wide, RD_NO_ARGS, &ao, &a), 0);
+  for (long i = 0; i < 1000; i++) v[i] = rd_arg_bytes(&data[0][0], (size_t)(i % 3) * 8);   /* 0, 8, 16 bytes */
+  o.num_returns = 100;
+  CHECK_EQ(rd_actor_call(a, Wide_sizes, v, 1000, &o, r), 0);
+  for (int i = 0; i < 100; i++) CHECK_EQ(get_long(r[i]), 8 * 333 + 16 * 333 + i);   /* 333 of 8 bytes, 333 of 16 */
+  for (int i = 0; i < NB; i++) rd_ref_release(r[i]);
+  /* 700 small objects put by this process (inline here) as arguments:
+   * 70 MiB cannot travel in one task message, and the task fails saying so */
+  for (int i = 0; i < 700; i++) {
+    CHECK_EQ(rd_put(data[i % NB], WIDE_SZ, &r[i]), 0);
+    v[i] = rd_arg_ref(r[i]);
+  }
+  CHECK_EQ(rd_submit(check_big_args, v, 700, NULL, &n), 0);
+  rd_buf eb;
+  CHECK_EQ(rd_get(&n, 1, &eb, 60000), RD_E2BIG);
+  CHECK(eb.size > 0 && memmem(eb.data, eb.size, "larger than 64 MiB", 18) != NULL);
+  rd_buf_release(&eb);
+  rd_ref_release(n);
+  for (int i = 0; i < 700; i++) rd_ref_release(r[i]);
+  /* the limits */
+  o.num_returns = RD_MAX_RETURNS + 1;
+  CHECK_EQ(rd_submit(returns_i, RD_NO_ARGS, &o, r), RD_EINVAL);
+  static rd_value too_many[RD_MAX_ARGS + 1];
+  long one = 1;
+  for (int i = 0; i <= RD_MAX_ARGS; i++) too_many[i] = rd_arg_bytes(&one, sizeof(one));
+  CHECK_EQ(rd_submit(sum_longs, too_many, RD_MAX_ARGS + 1, NULL, &n), RD_EINVAL);
+  CHECK_EQ(rd_submit(sum_longs, too_many, RD_MAX_ARGS, NULL, &n), 0);   /* the most: 65536 by value */
+  CHECK_EQ(get_long(n), RD_MAX_ARGS);
+  rd_shutdown();
+  return 0;
+}
+
 static int t_big_objects(void) {
   init_with_store(512ull << 20);
   size_t n = 100u << 20;
@@ -4304,7 +4491,7 @@ static int t_app_metrics(void) {
 }
 
 static const rd_test_case tests[] = {
-    {"many_tasks", t_many_tasks},   {"chain", t_chain},       {"big_objects", t_big_objects},
+    {"many_tasks", t_many_tasks},   {"chain", t_chain}, {"wide", t_wide},       {"big_objects", t_big_objects},
     {"spill", t_spill}, {"spill_background", t_spill_background}, {"owner_gone", t_owner_gone},             {"store_full", t_store_full}, {"gpu_packing", t_gpu_packing},
     {"infeasible", t_infeasible},   {"crash_retry", t_crash_retry}, {"crash_report", t_crash_report}, {"crash_report_actor", t_crash_report_actor}, {"exit_word", t_exit_word}, {"exit_word_actor", t_exit_word_actor}, {"kernel_oom", t_kernel_oom}, {"fd_exhausted", t_fd_exhausted}, {"fd_exhausted_leased", t_fd_exhausted_leased}, {"tmpdir", t_tmpdir}, {"node_fd_exhausted", t_node_fd_exhausted}, {"timeouts", t_timeouts},
     {"priority", t_priority},       {"malformed", t_malformed}, {"shutdown_clean", t_shutdown_clean}, {"killed_driver_clean", t_killed_driver_clean}, {"stack_local", t_stack_local}, {"state_local", t_state_local}, {"killed_driver_child", t_killed_driver_child},
