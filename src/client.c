@@ -3302,7 +3302,21 @@ static void asks_due(uint64_t now, int64_t *wait) {
 
 /* One round: flush, poll up to timeout_ms, handle what arrived.  Called with
  * the mutex held; it is dropped while this thread sits in poll(). */
+static __thread int closing_thread;   /* this thread runs rd_shutdown */
+static int pump_round(int64_t timeout_ms);
+
+/* One round of pump_round; while rd_shutdown runs, RD_ESTATE at once for
+ * any other thread, so that a get or wait elsewhere ends ("rd_shutdown was
+ * called") before the state it looks at is freed. */
 int rd__pump(int64_t timeout_ms) {
+  if (G.closing && !closing_thread) return RD_ESTATE;
+  G.in_pump++;
+  int r = pump_round(timeout_ms);
+  if (--G.in_pump == 0 && G.closing) pthread_cond_broadcast(&G.cv);
+  return r;
+}
+
+static int pump_round(int64_t timeout_ms) {
   if (G.dead) return RD_ENODE_DIED;
   if (!in_progress_thread) G.user_calls++;
   if (G.pumping) {                              /* another thread pumps: wait */
@@ -4208,6 +4222,7 @@ int rd_wait(const rd_ref *refs, size_t n, size_t num_ready, int64_t timeout_ms, 
   }
   waiter w;
   waiter_start(&w, timeout_ms);
+  int closing = 0;
   /* As in rd_get: the ready prefix only grows, and past it a wake-up counts
    * only until num_ready is reached or out of reach, so waiting for all of
    * many refs is one pass over them, not one per wake-up.  Only the pump
@@ -4226,6 +4241,7 @@ int rd_wait(const rd_ref *refs, size_t n, size_t num_ready, int64_t timeout_ms, 
       first = 0;
     }
     int pr = waiter_round(&w);
+    if (pr == RD_ESTATE) closing = 1;   /* rd_shutdown in another thread */
     if (pr == 1 || (pr < 0 && !G.dead)) break;
   }
   wait_block_end(&w.wb);
@@ -4236,7 +4252,7 @@ int rd_wait(const rd_ref *refs, size_t n, size_t num_ready, int64_t timeout_ms, 
     ready += rdy;
   }
   pthread_mutex_unlock(&G.mu);
-  return ready;
+  return closing ? RD_ESTATE : ready;
 }
 
 /* ---- completion queues (rd_cq_*) ----
@@ -6306,8 +6322,20 @@ void rd_shutdown(void) {
     pthread_mutex_unlock(&G.mu);
     return;
   }
+  if (G.closing) {   /* another thread shuts down: done when it is */
+    while (G.closing) pthread_cond_wait(&G.cv, &G.mu);
+    pthread_mutex_unlock(&G.mu);
+    return;
+  }
   progress_stop();
-  while (G.pumping) pthread_cond_wait(&G.cv, &G.mu);
+  /* threads blocked in a get, a wait or a request leave it (RD_ESTATE)
+   * before anything goes: the one in poll() is woken, those waiting for it
+   * are told, and none enters again */
+  G.closing = 1;
+  closing_thread = 1;
+  wake_pumper();
+  pthread_cond_broadcast(&G.cv);
+  while (G.in_pump > 0) pthread_cond_wait(&G.cv, &G.mu);
   /* workers' output (log_to_driver) is printed, not lost: the node first
    * reads and sends what its workers wrote for this driver (a task's last
    * lines may still be in a pipe as its result comes), then what has
@@ -6357,6 +6385,9 @@ void rd_shutdown(void) {
     if (access(ended, F_OK) != 0) rd__rm_rf(G.session);
   }
   ctx_reset();
+  G.closing = 0;
+  closing_thread = 0;
+  pthread_cond_broadcast(&G.cv);   /* a second rd_shutdown waits for this one */
   pthread_mutex_unlock(&G.mu);
 }
 

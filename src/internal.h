@@ -398,6 +398,10 @@ typedef struct rd__ctx {
   pthread_t progress;
   pthread_cond_t progress_cv;   /* it naps here; kicked when work arrives */
   int progress_on, progress_off, progress_stop, progress_idle, progress_pumping;
+  /* rd_shutdown under way: other threads' pumps return RD_ESTATE at once,
+   * and it waits for those inside one (in_pump) to leave before freeing */
+  int closing;
+  int in_pump;
   uint64_t progress_grace_ns;   /* no caller entered the library for this long: take over */
   uint64_t user_calls;          /* bumped when a caller enters the library or pumps */
   int nblocked;                 /* task worker: threads waiting long in rd_get/rd_wait */

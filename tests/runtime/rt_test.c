@@ -2534,6 +2534,63 @@ static int t_malformed(void) {
   return 0;
 }
 
+/* A thread blocked in the library while another calls rd_shutdown. */
+typedef struct blocked_call {
+  int kind;       /* 0 rd_get, 1 rd_wait, 2 rd_get of a put object after the shutdown began */
+  rd_ref ref;
+  int result;
+  double secs;
+} blocked_call;
+
+static void *blocked_caller(void *p) {
+  blocked_call *c = p;
+  double t0 = now_s();
+  rd_buf b;
+  if (c->kind == 1) {
+    c->result = rd_wait(&c->ref, 1, 1, 60000, NULL);
+  } else {
+    c->result = rd_get(&c->ref, 1, &b, 60000);
+    if (c->result != RD_ETIMEDOUT) rd_buf_release(&b);
+  }
+  c->secs = now_s() - t0;
+  return NULL;
+}
+
+/* rd_shutdown while 32 threads wait in rd_get and rd_wait for a task of
+ * 60 s: each returns RD_ESTATE at once and the shutdown ends in seconds
+ * (it waited for the task, then the threads read freed state: a crash),
+ * a second rd_shutdown from another thread returns once the first is
+ * done, and rd_init works again. */
+static int t_shutdown_waiters(void) {
+  init_or_die(NULL);
+  rd_ref slow;
+  long ms = 60000;
+  CHECK_EQ(rd_submit(sleep_span, RD_ARGS(rd_arg_bytes(&ms, sizeof(ms))), NULL, &slow), 0);
+  enum { NT = 32 };
+  static blocked_call c[NT];
+  pthread_t th[NT];
+  for (int i = 0; i < NT; i++) {
+    c[i] = (blocked_call){i % 2, slow, 1, 0};
+    CHECK_EQ(pthread_create(&th[i], NULL, blocked_caller, &c[i]), 0);
+  }
+  usleep(500000);
+  double t0 = now_s();
+  rd_shutdown();
+  double took = now_s() - t0;
+  for (int i = 0; i < NT; i++) {
+    CHECK_EQ(pthread_join(th[i], NULL), 0);
+    CHECK_EQ(c[i].result, RD_ESTATE);
+    CHECK(c[i].secs < 30);
+  }
+  printf("rd_shutdown with %d threads waiting: %.2f s\n", NT, took);
+  CHECK(took < 20);
+  rd_shutdown();   /* again: nothing */
+  init_or_die(NULL);
+  CHECK_EQ(add_one_run(1), 2);
+  rd_shutdown();
+  return 0;
+}
+
 static int t_shutdown_clean(void) {
   init_or_die(NULL);
   char sess[512];
@@ -4494,7 +4551,7 @@ static const rd_test_case tests[] = {
     {"many_tasks", t_many_tasks},   {"chain", t_chain}, {"wide", t_wide},       {"big_objects", t_big_objects},
     {"spill", t_spill}, {"spill_background", t_spill_background}, {"owner_gone", t_owner_gone},             {"store_full", t_store_full}, {"gpu_packing", t_gpu_packing},
     {"infeasible", t_infeasible},   {"crash_retry", t_crash_retry}, {"crash_report", t_crash_report}, {"crash_report_actor", t_crash_report_actor}, {"exit_word", t_exit_word}, {"exit_word_actor", t_exit_word_actor}, {"kernel_oom", t_kernel_oom}, {"fd_exhausted", t_fd_exhausted}, {"fd_exhausted_leased", t_fd_exhausted_leased}, {"tmpdir", t_tmpdir}, {"node_fd_exhausted", t_node_fd_exhausted}, {"timeouts", t_timeouts},
-    {"priority", t_priority},       {"malformed", t_malformed}, {"shutdown_clean", t_shutdown_clean}, {"killed_driver_clean", t_killed_driver_clean}, {"stack_local", t_stack_local}, {"state_local", t_state_local}, {"killed_driver_child", t_killed_driver_child},
+    {"priority", t_priority},       {"malformed", t_malformed}, {"shutdown_clean", t_shutdown_clean}, {"shutdown_waiters", t_shutdown_waiters}, {"killed_driver_clean", t_killed_driver_clean}, {"stack_local", t_stack_local}, {"state_local", t_state_local}, {"killed_driver_child", t_killed_driver_child},
     {"threads", t_threads},         {"spawn_fails", t_spawn_fails}, {"spawn_fails_child", t_spawn_fails_child},
     {"workers_crash_at_start", t_workers_crash_at_start}, {"workers_trim", t_workers_trim},
     {"cancel", t_cancel},           {"progress", t_progress}, {"nested_blocked", t_nested_blocked}, {"nested_wide", t_nested_wide},
