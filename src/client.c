@@ -3925,13 +3925,31 @@ static int obj_hold(uint64_t id, int watch) {
 }
 
 /* Drop what obj_hold added; the object goes when nothing keeps it. */
+/* The last reference to a put not sealed yet (rd_put_begin) is gone, and
+ * tasks wait for it: it can never be sealed now (rd_put_seal takes the
+ * ref), so it fails, and they with it, instead of waiting for ever. */
+static void put_abandoned(rd__obj *o) {
+  if (!o->blob) {   /* its store room and pins go now, as when it is freed */
+    queue_release(o->id, 1, o->node);
+    queue_release(o->id, 0, 0);
+  }
+  char msg[200];
+  snprintf(msg, sizeof(msg), "object %llx: its put was released before rd_put_seal, so it is never ready",
+           (unsigned long long)o->id);
+  rd__blob *b = blob_new(msg, strlen(msg));
+  obj_set_failed(o, RD_EOBJECT_LOST, b);
+  blob_unref(b);
+  obj_ready(o);   /* its dependents fail; it goes once they are through */
+}
+
 static void obj_unhold(uint64_t id, int watch) {
   pthread_mutex_lock(&G.mu);
   rd__obj *o = G.inited ? obj_get(id) : NULL;
   int *count = !o ? NULL : watch ? &o->watchers : &o->refs;
   if (count && *count > 0) {
     --*count;
-    obj_maybe_free(o);
+    if (o->refs == 0 && o->state == OBJ_PUT_OPEN && (obj_needed(o) || o->watchers > 0)) put_abandoned(o);
+    else obj_maybe_free(o);
     if (npending_delete) flush_or_wake();
   }
   pthread_mutex_unlock(&G.mu);

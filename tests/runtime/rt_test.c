@@ -622,6 +622,20 @@ static int t_big_objects(void) {
   CHECK_EQ(rd_get(&zc, 1, &b, 1000), 0);
   CHECK_EQ(((const unsigned char *)b.data)[12345], 0xab);
   rd_buf_release(&b);
+  /* an open put released before its seal, with a task waiting for it (in
+   * the store and inline): it can never be sealed, so the task fails
+   * saying why, instead of waiting for ever; the store room goes */
+  for (int k = 0; k < 2; k++) {
+    rd_ref open, dep;
+    CHECK_EQ(rd_put_begin(k ? 100 : 8u << 20, &w, &open), 0);
+    CHECK_EQ(rd_submit(checksum, RD_ARGS(rd_arg_ref(open)), NULL, &dep), 0);
+    rd_ref_release(open);
+    CHECK_EQ(rd_get(&dep, 1, &b, 10000), RD_EOBJECT_LOST);
+    CHECK(memmem(b.data, b.size, "released before rd_put_seal", 27) != NULL);
+    rd_buf_release(&b);
+    rd_ref_release(dep);
+    CHECK_EQ(rd_put_seal(open), RD_EINVAL);
+  }
   /* an object larger than the store is refused with E2BIG */
   void *huge;
   rd_ref hr;
