@@ -2851,6 +2851,41 @@ RD_REMOTE(shuffle_reduce) {
   return rd_return_bytes(call, 0, &total, sizeof(total));
 }
 
+/* A wide map: partition j of map m (arg 0) is 1 KiB + j bytes (inline)
+ * for even j, 110 KiB + j (through its node's store) for odd j, every
+ * byte (m + j) & 0xff. */
+static size_t wide_part_size(long j) { return (j % 2 ? (size_t)110 << 10 : (size_t)1 << 10) + (size_t)j; }
+RD_REMOTE(wide_map) {
+  rd_buf a;
+  long m;
+  if (rd_arg(call, 0, &a) != 0 || a.size != sizeof(m)) return rd_call_fail(call, "bad map");
+  memcpy(&m, a.data, sizeof(m));
+  for (size_t j = 0; j < rd_call_nreturns(call); j++) {
+    uint8_t *p = rd_return_alloc(call, j, wide_part_size((long)j));
+    if (!p) return rd_call_fail(call, "partition %zu", j);
+    memset(p, (int)((m + (long)j) & 0xff), wide_part_size((long)j));
+  }
+  return 0;
+}
+
+/* Arg i is map i / wr's partition i % wr (arg 0: wr): checks each, returns the bytes. */
+RD_REMOTE(wide_reduce) {
+  rd_buf h;
+  long wr, total = 0;
+  if (rd_arg(call, 0, &h) != 0 || h.size != sizeof(wr)) return rd_call_fail(call, "bad header");
+  memcpy(&wr, h.data, sizeof(wr));
+  for (size_t i = 1; i < rd_call_nargs(call); i++) {
+    long m = (long)(i - 1) / wr, j = (long)(i - 1) % wr;
+    rd_buf p;
+    if (rd_arg(call, i, &p) != 0) return rd_call_fail(call, "arg %zu", i);
+    const uint8_t *x = p.data;
+    if (p.size != wide_part_size(j) || x[0] != (uint8_t)(m + j) || x[p.size - 1] != (uint8_t)(m + j))
+      return rd_call_fail(call, "map %ld partition %ld: %zu bytes", m, j, p.size);
+    total += (long)p.size;
+  }
+  return rd_return_bytes(call, 0, &total, sizeof(total));
+}
+
 /* The shuffle of Ray's data libraries: 12 map tasks spread over the three
  * nodes, each leaving 4 partitions (64 KiB to 0.5 MiB, most in its node's
  * store), then 4 reduce tasks, spread too, each taking one partition of
@@ -2917,6 +2952,38 @@ static int t_shuffle(void) {
     printf("round %ld: %d maps, %d reduces and a get of all %d partitions in %.2f s\n", round, M, R, M * R,
            now_s() - t0);
   }
+  /* wide: 6 maps of 100 partitions each (more returns than a task once
+   * had), and one reduce taking all 600 as arguments, half of them pulled
+   * from the other nodes' stores */
+  enum { WM = 6, WR = 100 };
+  double t0 = now_s();
+  static rd_ref wparts[WM][WR];
+  static rd_value wargs[1 + WM * WR];
+  mo.num_returns = WR;
+  long wr = WR, wwant = 0;
+  wargs[0] = rd_arg_bytes(&wr, sizeof(wr));
+  for (long m = 0; m < WM; m++) {
+    CHECK_EQ(rd_submit(wide_map, RD_ARGS(rd_arg_bytes(&m, sizeof(m))), &mo, wparts[m]), 0);
+    for (long j = 0; j < WR; j++) {
+      wargs[1 + m * WR + j] = rd_arg_ref(wparts[m][j]);
+      wwant += (long)wide_part_size(j);
+    }
+  }
+  rd_ref wred;
+  CHECK_EQ(rd_submit(wide_reduce, wargs, 1 + WM * WR, &ro, &wred), 0);
+  rd_buf wb;
+  int we = rd_get(&wred, 1, &wb, 120000);
+  if (we) fprintf(stderr, "wide reduce: %s: %.*s\n", rd_err_name(we), (int)wb.size, (const char *)wb.data);
+  CHECK_EQ(we, 0);
+  long wgot;
+  CHECK_EQ(wb.size, sizeof(wgot));
+  memcpy(&wgot, wb.data, sizeof(wgot));
+  CHECK_EQ(wgot, wwant);
+  rd_buf_release(&wb);
+  rd_ref_release(wred);
+  for (int m = 0; m < WM; m++)
+    for (int j = 0; j < WR; j++) rd_ref_release(wparts[m][j]);
+  printf("wide: %d maps of %d returns and a reduce of all %d in %.2f s\n", WM, WR, WM * WR, now_s() - t0);
   rd_shutdown();
   return 0;
 }
