@@ -10,6 +10,7 @@
 #include <poll.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/epoll.h>
 #include <sys/socket.h>
 #include <fcntl.h>
 #include <time.h>
@@ -63,6 +64,8 @@ void rd__conn_unlist(rd__conn *c) {
 
 void rd__conn_close(rd__conn *c) {
   rd__conn_unlist(c);
+  if (c->ep_on && c->fd >= 0) epoll_ctl(c->ep_fd, EPOLL_CTL_DEL, c->fd, NULL);
+  c->ep_on = 0;
   if (c->fd >= 0) close(c->fd);
   c->fd = -1;
   for (int i = 0; i < c->natt; i++) close(c->att[i].fd);

@@ -62,6 +62,13 @@ typedef struct rd__conn {
   rd__conn_list *wlist;                                  /* where it goes with bytes to write (NULL: none) */
   struct rd__conn *wnext, *wprev;                        /* on wlist while on_wlist */
   int on_wlist;
+  /* An epoll set watching fd (the client library's pump): taken out of it
+   * by rd__conn_close before the fd closes (a copy of the fd in a child
+   * would keep it reported).  ep_tag is the set's data, ep_events what it
+   * asks for. */
+  int ep_fd, ep_on;
+  uint32_t ep_events;
+  uint64_t ep_tag;
 } rd__conn;
 
 /* Take ownership of a connected socket and make it non-blocking. */

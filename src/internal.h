@@ -409,6 +409,14 @@ typedef struct rd__ctx {
   uint64_t conn_gen;            /* bumped when a lease or actor connection is freed: a
                                  * pump that polled across it skips its stale pointers */
   rd__pollset pollset;          /* the pump's, kept between rounds (rd__pump) */
+  /* The pump's epoll set: every lease, actor and served connection joins it
+   * when made (rd__pump_watch), the daemon's and the wake fd at the first
+   * round, so a round costs what is ready, not every connection.  ep_off
+   * (RAYDIST_EPOLL=0, or a connection it could not take): poll() on the
+   * whole list each round instead. */
+  int epfd;
+  int ep_off;
+  int ep_base;                  /* the daemon's conn and the wake fd are in it */
   rd__conn_list wdirty;         /* lease, actor and served conns with bytes to write (rd__flush_all) */
   struct rd__done *done;        /* tasks finished well not yet reported, a ring (done_n of done_max) */
   size_t done_next, done_n, done_max;
@@ -438,6 +446,9 @@ typedef struct rd__ctx {
 extern rd__ctx rd__g;
 
 /* client.c */
+/* Watch a new connection's socket in the pump's epoll set: kind 1 a lease
+ * or actor connection (who: its rd__lease), 2 a served caller (rd__serve). */
+void rd__pump_watch(rd__conn *c, int kind, void *who);
 int rd__pump(int64_t timeout_ms);       /* mu held; may drop it while polling */
 /* A task of `name` took ns (failed: it failed): counted in t.  0, or -1 when
  * t holds RD_FNSTATS_MAX other names (report, reset, then count again). */

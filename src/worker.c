@@ -298,6 +298,7 @@ void rd__worker_on_assign(Rd__LeaseAssign *m, int fd) {
   }
   rd__conn_init(&s->conn, fd);
   rd__conn_track(&s->conn, &G.wdirty);
+  rd__pump_watch(&s->conn, 2, s);
   s->lease_id = m->lease_id;
   s->ngpus = (int)(m->n_gpu_ids < RD_RES_MAX_GPUS ? m->n_gpu_ids : RD_RES_MAX_GPUS);
   for (int i = 0; i < s->ngpus; i++) {
@@ -322,6 +323,7 @@ void rd__worker_on_attach(Rd__ActorAttach *m, int fd) {
   }
   rd__conn_init(&s->conn, fd);
   rd__conn_track(&s->conn, &G.wdirty);
+  rd__pump_watch(&s->conn, 2, s);
   s->actor_id = m->actor_id;
   s->next = G.serves;
   G.serves = s;
