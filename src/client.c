@@ -3369,8 +3369,6 @@ static void asks_due(uint64_t now, int64_t *wait) {
   if (waiting) G.any_backoff = 1;
 }
 
-/* One round: flush, poll up to timeout_ms, handle what arrived.  Called with
- * the mutex held; it is dropped while this thread sits in poll(). */
 /* Wait up to timeout ms for a round's sockets: poll() on the whole set ps,
  * or the epoll set, whose events fill ps (pf[].revents, kind, who) as a
  * poll would.  Called without the mutex; what poll or epoll_wait returns. */
@@ -3401,6 +3399,8 @@ int rd__pump(int64_t timeout_ms) {
   return r;
 }
 
+/* One round: flush, wait up to timeout_ms, handle what arrived.  Called
+ * with the mutex held; it is dropped while this thread waits. */
 static int pump_round(int64_t timeout_ms) {
   if (G.dead) return RD_ENODE_DIED;
   if (!in_progress_thread) G.user_calls++;
