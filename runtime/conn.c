@@ -62,10 +62,14 @@ void rd__conn_unlist(rd__conn *c) {
   c->on_wlist = 0;
 }
 
-void rd__conn_close(rd__conn *c) {
-  rd__conn_unlist(c);
+void rd__conn_unwatch(rd__conn *c) {
   if (c->ep_on && c->fd >= 0) epoll_ctl(c->ep_fd, EPOLL_CTL_DEL, c->fd, NULL);
   c->ep_on = 0;
+}
+
+void rd__conn_close(rd__conn *c) {
+  rd__conn_unlist(c);
+  rd__conn_unwatch(c);
   if (c->fd >= 0) close(c->fd);
   c->fd = -1;
   for (int i = 0; i < c->natt; i++) close(c->att[i].fd);

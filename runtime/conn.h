@@ -46,7 +46,7 @@ typedef struct rd__frame {
  * that a pass writing them all (the client library's rd__flush_all) visits
  * those only, not every connection it has.  A conn joins its list when a
  * frame is queued on it (rd__conn_track gave it one) and leaves it when it
- * is closed or the walker unlinks it (rd__conn_untrack_written). */
+ * is closed or the walker unlinks it (rd__conn_unlist). */
 typedef struct rd__conn_list {
   struct rd__conn *head;
 } rd__conn_list;
@@ -79,6 +79,8 @@ void rd__conn_close(rd__conn *c);
 void rd__conn_track(rd__conn *c, rd__conn_list *l);
 /* Take c off its list (a walker that wrote it all, or gave up on it). */
 void rd__conn_unlist(rd__conn *c);
+/* Take c's socket out of the epoll set watching it (ep_on), if any. */
+void rd__conn_unwatch(rd__conn *c);
 
 /* Append one frame.  attach_fd >= 0 is sent with it and closed once sent
  * (ownership passes to the conn).  RD_ENOMEM, RD_EINVAL (message too large). */

@@ -2329,7 +2329,6 @@ static void on_lease_grant(Rd__LeaseGrant *m, int fd) {
   l->node = m->node;
   l->cls = c;
   rd__conn_init(&l->conn, fd);
-  rd__conn_track(&l->conn, &G.wdirty);
   rd__pump_watch(&l->conn, 1, l);
   l->next = c->leases;
   c->leases = l;
@@ -2496,7 +2495,6 @@ static void on_actor_connect_reply(Rd__ActorConnectReply *m, int fd) {
   l->node = m->node;
   l->actor = a;
   rd__conn_init(&l->conn, fd);
-  rd__conn_track(&l->conn, &G.wdirty);
   rd__pump_watch(&l->conn, 1, l);
   a->conn = l;
   a->max_task_retries = m->max_task_retries;
@@ -2964,12 +2962,8 @@ static int ep_add(rd__conn *c, int fd, int kind, void *who) {
 }
 
 void rd__pump_watch(rd__conn *c, int kind, void *who) {
+  rd__conn_track(c, &G.wdirty);
   if (!G.ep_off && G.epfd >= 0 && !c->ep_on && c->fd >= 0) (void)ep_add(c, c->fd, kind, who);
-}
-
-static void ep_unwatch(rd__conn *c) {
-  if (c->ep_on) epoll_ctl(c->ep_fd, EPOLL_CTL_DEL, c->fd, NULL);
-  c->ep_on = 0;
 }
 
 /* Ask for EPOLLOUT on c, or stop asking. */
@@ -3556,7 +3550,7 @@ static int pump_round(int64_t timeout_ms) {
       /* a lease waiting for its worker's end and a closed caller are not
        * read any more (the poll path leaves them out) */
       if ((kind[i] == 1 && ((rd__lease *)who[i])->gone_ns) || (kind[i] == 2 && ((rd__serve *)who[i])->closed)) {
-        ep_unwatch(c);
+        rd__conn_unwatch(c);
         continue;
       }
     }
@@ -3583,7 +3577,7 @@ static int pump_round(int64_t timeout_ms) {
       const char *why = dr == RD_EPROTO || l->broken ? "sent a malformed frame" : "died";
       if (dr != 0 && !l->lost_err && l->ninflight > 0 && !l->broken && dr != RD_EPROTO) {
         l->gone_ns = rd__now_ns(), G.any_gone = 1;   /* its node will say how it ended (on_lease_lost) */
-        ep_unwatch(&l->conn);
+        rd__conn_unwatch(&l->conn);
       }
       else if (dr != 0 && l->actor) actor_conn_lost(l, why);
       else if (dr != 0) lease_lost(l, why);
@@ -4026,7 +4020,6 @@ static int obj_hold(uint64_t id, int watch) {
   return o ? 0 : RD_EINVAL;
 }
 
-/* Drop what obj_hold added; the object goes when nothing keeps it. */
 /* The last reference to a put not sealed yet (rd_put_begin) is gone, and
  * tasks wait for it: it can never be sealed now (rd_put_seal takes the
  * ref), so it fails, and they with it, instead of waiting for ever. */
@@ -4044,6 +4037,7 @@ static void put_abandoned(rd__obj *o) {
   obj_ready(o);   /* its dependents fail; it goes once they are through */
 }
 
+/* Drop what obj_hold added; the object goes when nothing keeps it. */
 static void obj_unhold(uint64_t id, int watch) {
   pthread_mutex_lock(&G.mu);
   rd__obj *o = G.inited ? obj_get(id) : NULL;
@@ -4724,13 +4718,6 @@ static int opts_to_resources(const rd_task_opts *o, rd_resources *r, char *err, 
   return amounts_to_resources(o->num_cpus, o->num_gpus, o->memory, o->resources, r, err, errlen);
 }
 
-/* Everything a task and an actor call share: arguments (large ones through
- * the store), dependencies, return objects.  Called with the mutex held;
- * exactly one of cls and actor is set; o: a task's options (retries,
- * max_calls), NULL for an actor call.  Nothing changes on error. */
-/* stream_window: 0 for a task with nret returns; else a streaming task
- * (nret 1, its stream object), which may yield that many items ahead (-1:
- * any number). */
 /* Whether by-value argument v travels inside the task message: small, and
  * within RD_MSG_INLINE_BUDGET with those before it (*used, added to). */
 static int arg_inline(const rd_value *v, size_t *used) {
@@ -4761,6 +4748,13 @@ static void submit_undo(rd__obj **rets, rd__obj **rets_in, int nret, uint64_t *b
   free(t);
 }
 
+/* Everything a task and an actor call share: arguments (large ones through
+ * the store), dependencies, return objects.  Called with the mutex held;
+ * exactly one of cls and actor is set; o: a task's options (retries,
+ * max_calls), NULL for an actor call.  Nothing changes on error. */
+/* stream_window: 0 for a task with nret returns; else a streaming task
+ * (nret 1, its stream object), which may yield that many items ahead (-1:
+ * any number). */
 static int submit_task(const char *func, rd__sclass *cls, rd__actor *actor, const rd_value *args, size_t nargs,
                        int nret, const rd_task_opts *o, int stream_window, const char *cgroup, rd_ref *refs_out) {
   size_t bytes = 0, nlist = 0, nbig = 0;   /* inline bytes; borrowed ids in lists; by-value args through the store */

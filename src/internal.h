@@ -416,7 +416,7 @@ typedef struct rd__ctx {
    * whole list each round instead. */
   int epfd;
   int ep_off;
-  int ep_base;                  /* the daemon's conn and the wake fd are in it */
+  int ep_base;                  /* the wake fd is in it (the daemon's conn: G.daemon.ep_on) */
   rd__conn_list wdirty;         /* lease, actor and served conns with bytes to write (rd__flush_all) */
   struct rd__done *done;        /* tasks finished well not yet reported, a ring (done_n of done_max) */
   size_t done_next, done_n, done_max;
@@ -446,8 +446,9 @@ typedef struct rd__ctx {
 extern rd__ctx rd__g;
 
 /* client.c */
-/* Watch a new connection's socket in the pump's epoll set: kind 1 a lease
- * or actor connection (who: its rd__lease), 2 a served caller (rd__serve). */
+/* A new connection the pump writes (G.wdirty) and reads (its epoll set):
+ * kind 1 a lease or actor connection (who: its rd__lease), 2 a served
+ * caller (rd__serve). */
 void rd__pump_watch(rd__conn *c, int kind, void *who);
 int rd__pump(int64_t timeout_ms);       /* mu held; may drop it while polling */
 /* A task of `name` took ns (failed: it failed): counted in t.  0, or -1 when

@@ -297,7 +297,6 @@ void rd__worker_on_assign(Rd__LeaseAssign *m, int fd) {
     return;
   }
   rd__conn_init(&s->conn, fd);
-  rd__conn_track(&s->conn, &G.wdirty);
   rd__pump_watch(&s->conn, 2, s);
   s->lease_id = m->lease_id;
   s->ngpus = (int)(m->n_gpu_ids < RD_RES_MAX_GPUS ? m->n_gpu_ids : RD_RES_MAX_GPUS);
@@ -322,7 +321,6 @@ void rd__worker_on_attach(Rd__ActorAttach *m, int fd) {
     return;
   }
   rd__conn_init(&s->conn, fd);
-  rd__conn_track(&s->conn, &G.wdirty);
   rd__pump_watch(&s->conn, 2, s);
   s->actor_id = m->actor_id;
   s->next = G.serves;
