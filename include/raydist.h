@@ -764,7 +764,8 @@ RD_EXTERN int rd_actor_exit(rd_call *call);
  * the task ran), or, detached (rd_pg_opts), until rd_pg_remove alone; a
  * bundle whose node dies is reserved again elsewhere. */
 enum { RD_PG_PACK = 0, RD_PG_SPREAD = 1, RD_PG_STRICT_PACK = 2, RD_PG_STRICT_SPREAD = 3 };
-#define RD_PG_MAX_BUNDLES 64
+#define RD_PG_MAX_BUNDLES 4096
+#define RD_PG_INFO_NODES 64   /* bundle nodes rd_pg_info carries (rd_pg_bundle_nodes: all) */
 
 typedef struct rd_bundle {
   double num_cpus, num_gpus;  /* as in rd_task_opts (default 0 here) */
@@ -789,8 +790,10 @@ enum { RD_PG_STATE_PENDING = 1, RD_PG_STATE_CREATED = 2, RD_PG_STATE_RESCHEDULIN
 typedef struct rd_pg_info {
   int state;                  /* RD_PG_STATE_* */
   int strategy;
-  size_t num_bundles;
-  uint32_t bundle_nodes[RD_PG_MAX_BUNDLES];  /* node index of each bundle (0: not reserved now, or embedded) */
+  size_t num_bundles;         /* all of them */
+  /* node index of each of the first RD_PG_INFO_NODES bundles (0: not
+   * reserved now, or embedded); rd_pg_bundle_nodes gives every bundle's */
+  uint32_t bundle_nodes[RD_PG_INFO_NODES];
 } rd_pg_info;
 
 /* Create a group of n (1..RD_PG_MAX_BUNDLES) bundles; returns once it is
@@ -817,6 +820,10 @@ RD_EXTERN int rd_pg_create_with(const rd_bundle *bundles, size_t n, const rd_pg_
 RD_EXTERN int rd_pg_wait(rd_pg pg, int64_t timeout_ms) RD_MUST_CHECK;
 /* The group's state and where its bundles are, without waiting. */
 RD_EXTERN int rd_pg_info_get(rd_pg pg, rd_pg_info *out) RD_MUST_CHECK;
+/* Where every bundle is, without waiting (Ray's bundles_to_node_id):
+ * nodes[i] for the first min(cap, *n) bundles, as in rd_pg_info, and *n
+ * the group's bundle count.  Errors as rd_pg_info_get. */
+RD_EXTERN int rd_pg_bundle_nodes(rd_pg pg, uint32_t *nodes, size_t cap, size_t *n) RD_MUST_CHECK;
 /* Find a named group (RD_ENOENT). */
 RD_EXTERN int rd_pg_get(const char *name, rd_pg *out) RD_MUST_CHECK;
 /* Give its bundles back: tasks and actors running in it are killed, ones

@@ -4289,7 +4289,7 @@ size_t rd__cluster_pg_potential(rd_pg_node *out, size_t max) {
   size_t n = 0;
   for (size_t t = 0; t < C.ntypes; t++) {
     const rd_gcs_node_type *ty = &C.types[t];
-    for (uint32_t k = ty->workers; k < ty->max_workers && n < max && k - ty->workers < 64; k++, n++) {
+    for (uint32_t k = ty->workers; k < ty->max_workers && n < max && k - ty->workers < 4096; k++, n++) {
       out[n].index = 5000 + (uint32_t)n;
       out[n].total = out[n].avail = ty->res;
       out[n].labels = ty->labels;

@@ -54,6 +54,10 @@
 #define SYNC_MS 1000           /* a persistent store is synced this often */
 #define UPLOAD_IDLE_MS 60000
 #define PG_REMOVED_KEEP 1000   /* REMOVED placement groups kept (the newest ids) */
+/* ... and no more bytes of them than this: a group may have 4,096 bundles
+ * (~40 KB a record), and PgList answers every record in one reply of at
+ * most RD_GCS_MSG_MAX / 2 */
+#define PG_REMOVED_BYTES (RD_GCS_MSG_MAX / 8)
 #define ACTOR_DEAD_KEEP 1000   /* dead named actors kept (the highest ids) */
 #define JOB_ENDED_KEEP 1000    /* finished jobs kept (the highest ids) */
 #define CODE_TTL_S 600         /* code nothing used for this long is dropped (--code-ttl-s) */
@@ -1144,6 +1148,8 @@ typedef struct id_list {
   uint64_t *v;
   size_t n, cap;
   uint32_t node;
+  size_t *len;          /* each record's size, where the collector keeps it (trim_ended's budget) */
+  size_t len_cap;
 } id_list;
 
 static int collect_actor_on(void *arg, const char *key, size_t klen, const void *val, size_t vlen) {
@@ -1159,18 +1165,25 @@ static int collect_actor_on(void *arg, const char *key, size_t klen, const void 
 
 /* Deletes the records of table t (keyed by fixed-width hex ids, so key
  * order is id order) that collect lists as ended, all but the keep with the
- * highest ids.  g->mu held. */
+ * highest ids, and, where collect keeps their sizes, all but the highest
+ * ids that fit in max_bytes.  g->mu held. */
 static void trim_ended(gcs *g, const char *t, int (*collect)(void *, const char *, size_t, const void *, size_t),
-                       void (*key_of)(char key[20], uint64_t id), size_t keep) {
+                       void (*key_of)(char key[20], uint64_t id), size_t keep, size_t max_bytes) {
   id_list l = {0};
   if (g->store->ops->scan(g->store, t, "", 0, collect, &l) == 0) {
-    for (size_t i = 0; i + keep < l.n; i++) {
+    size_t first = l.n > keep ? l.n - keep : 0, bytes = 0;   /* the oldest kept */
+    for (size_t i = l.n; l.len && i > first; i--) {
+      bytes += l.len[i - 1];
+      if (bytes > max_bytes) first = i;   /* i - 1 and older go */
+    }
+    for (size_t i = 0; i < first; i++) {
       char key[20];
       key_of(key, l.v[i]);
       g->store->ops->del(g->store, t, key, strlen(key));
     }
   }
   free(l.v);
+  free(l.len);
 }
 
 static int collect_actor_dead(void *arg, const char *key, size_t klen, const void *val, size_t vlen) {
@@ -1187,7 +1200,7 @@ static int collect_actor_dead(void *arg, const char *key, size_t klen, const voi
  * index above a per-node sequence, so within a node the oldest go first):
  * named actors created and killed without end must not grow the table
  * without end.  g->mu held. */
-static void actor_trim_dead(gcs *g) { trim_ended(g, T_ACTOR, collect_actor_dead, actor_key, ACTOR_DEAD_KEEP); }
+static void actor_trim_dead(gcs *g) { trim_ended(g, T_ACTOR, collect_actor_dead, actor_key, ACTOR_DEAD_KEEP, 0); }
 
 static void actors_of_dead_node(gcs *g, uint32_t idx) {
   id_list l = {.node = idx};
@@ -1364,13 +1377,19 @@ static int collect_pg_removed(void *arg, const char *key, size_t klen, const voi
   id_list *l = arg;
   Rd__Gcs__PgInfo *p = rd__gcs__pg_info__unpack(NULL, vlen, val);
   if (!p) return 0;
-  if (!pg_live(p) && grow(&l->v, &l->cap, l->n, sizeof(*l->v)) == 0) l->v[l->n++] = p->pg_id;
+  if (!pg_live(p) && grow(&l->v, &l->cap, l->n, sizeof(*l->v)) == 0 &&
+      grow(&l->len, &l->len_cap, l->n, sizeof(*l->len)) == 0) {
+    l->len[l->n] = vlen;
+    l->v[l->n++] = p->pg_id;
+  }
   protobuf_c_message_free_unpacked(&p->base, NULL);
   return 0;
 }
 
 /* Deletes the oldest-id REMOVED groups beyond PG_REMOVED_KEEP.  g->mu held. */
-static void pg_trim_removed(gcs *g) { trim_ended(g, T_PG, collect_pg_removed, pg_key, PG_REMOVED_KEEP); }
+static void pg_trim_removed(gcs *g) {
+  trim_ended(g, T_PG, collect_pg_removed, pg_key, PG_REMOVED_KEEP, PG_REMOVED_BYTES);
+}
 
 static int collect_pg_of(void *arg, const char *key, size_t klen, const void *val, size_t vlen) {
   id_list *l = arg;
@@ -1553,7 +1572,7 @@ static int job_end(gcs *g, uint32_t id, const char *reason) {
     j->end_reason = old;   /* the unpacked record frees its own string */
     rd__log(RD_LOG_INFO, "gcs: job %u ended: %s", id, reason);
     if (j->code_hash && j->code_hash[0]) code_touch(g, j->code_hash);   /* its code's TTL starts now */
-    trim_ended(g, T_JOB, collect_job_ended, job_key20, JOB_ENDED_KEEP);
+    trim_ended(g, T_JOB, collect_job_ended, job_key20, JOB_ENDED_KEEP, 0);
   }
   protobuf_c_message_free_unpacked(&j->base, NULL);
   return rc;

@@ -713,11 +713,14 @@ int rd_gcs_pg_put(rd_gcs *g, const rd_gcs_pg *pg) {
   /* Only what the message needs is checked here; the GCS checks the rest. */
   if (!g || !pg || pg->nbundles > RD_GCS_PG_MAX_BUNDLES || !memchr(pg->name, 0, sizeof(pg->name)) ||
       !memchr(pg->reason, 0, sizeof(pg->reason)))
-    return fail(RD_EINVAL, NULL, 0, "%.200s", "pg put: no group, over 64 bundles or unterminated strings");
+    return fail(RD_EINVAL, NULL, 0, "%.200s",
+                "pg put: no group, over RD_GCS_PG_MAX_BUNDLES bundles or unterminated strings");
+  if (pg->nbundles && (!pg->bundles || !pg->bundle_nodes))
+    return fail(RD_EINVAL, NULL, 0, "%.200s", "pg put: bundles without their arrays");
   for (size_t i = 0; i < pg->nbundles; i++)
     if (!res_packable(&pg->bundles[i])) return fail(RD_EINVAL, NULL, 0, "%.200s", "pg put: a malformed bundle");
   size_t nb = pg->nbundles ? pg->nbundles : 1;
-  rd__res_msg *bm = calloc(nb, sizeof(*bm));   /* ~30 KiB for 64 bundles: not on the stack */
+  rd__res_msg *bm = calloc(nb, sizeof(*bm));   /* ~500 bytes each: not on the stack */
   Rd__Resources **bp = calloc(nb, sizeof(*bp));
   if (!bm || !bp) {
     free(bm);
@@ -746,11 +749,80 @@ int rd_gcs_pg_put(rd_gcs *g, const rd_gcs_pg *pg) {
   return rc;
 }
 
-/* RD_EPROTO when the GCS sent a record this client cannot hold. */
-static int pg_from_msg(const Rd__Gcs__PgInfo *m, rd_gcs_pg *out) {
-  memset(out, 0, sizeof(*out));
+int rd_gcs_pg_reserve(rd_gcs_pg *pg, size_t n) {
+  if (pg->cap >= n && pg->cap) return 0;
+  size_t c = n ? n : 1, keep = pg->nbundles < n ? pg->nbundles : n;
+  rd_resources *b = calloc(c, sizeof(*b));
+  uint32_t *nodes = calloc(c, sizeof(*nodes));
+  if (!b || !nodes) {
+    free(b);
+    free(nodes);
+    return RD_ENOMEM;
+  }
+  if (keep && pg->bundles) memcpy(b, pg->bundles, keep * sizeof(*b));
+  if (keep && pg->bundle_nodes) memcpy(nodes, pg->bundle_nodes, keep * sizeof(*nodes));
+  rd_gcs_pg_clear(pg);
+  pg->bundles = b;
+  pg->bundle_nodes = nodes;
+  pg->cap = c;
+  return 0;
+}
+
+void rd_gcs_pg_clear(rd_gcs_pg *pg) {
+  if (!pg) return;
+  if (pg->cap) {
+    free(pg->bundles);
+    free(pg->bundle_nodes);
+  }
+  pg->bundles = NULL;
+  pg->bundle_nodes = NULL;
+  pg->cap = 0;
+}
+
+rd_gcs_pg *rd_gcs_pg_block(size_t n, const size_t *nb) {
+  size_t total = 0;
+  for (size_t i = 0; i < n; i++) {
+    if (nb[i] > RD_GCS_PG_MAX_BUNDLES) return NULL;
+    total += nb[i];
+  }
+  /* the records, then every bundle, then every bundle node (alignment
+   * falls from largest to smallest) */
+  size_t head = n * sizeof(rd_gcs_pg), body = total * sizeof(rd_resources);
+  char *m = n ? calloc(1, head + body + total * sizeof(uint32_t)) : NULL;
+  if (!m) return NULL;
+  rd_gcs_pg *v = (rd_gcs_pg *)m;
+  rd_resources *b = (rd_resources *)(m + head);
+  uint32_t *nodes = (uint32_t *)(m + head + body);
+  for (size_t i = 0; i < n; i++) {
+    v[i].nbundles = nb[i];
+    v[i].bundles = b;
+    v[i].bundle_nodes = nodes;
+    b += nb[i];
+    nodes += nb[i];
+  }
+  return v;
+}
+
+/* Does m hold a placement group this client can hold?  RD_EPROTO when not. */
+static int pg_msg_ok(const Rd__Gcs__PgInfo *m) {
   if (m->n_bundles > RD_GCS_PG_MAX_BUNDLES || m->n_bundle_nodes != m->n_bundles)
     return fail(RD_EPROTO, NULL, 0, "%.200s", "pg: the GCS sent a malformed placement group");
+  return 0;
+}
+
+void rd_gcs_pg_reset(rd_gcs_pg *pg) {
+  rd_resources *b = pg->bundles;
+  uint32_t *nodes = pg->bundle_nodes;
+  size_t cap = pg->cap;
+  memset(pg, 0, sizeof(*pg));
+  pg->bundles = b;
+  pg->bundle_nodes = nodes;
+  pg->cap = cap;
+}
+
+/* Fill out, whose arrays have room for m's bundles (pg_msg_ok first). */
+static int pg_from_msg(const Rd__Gcs__PgInfo *m, rd_gcs_pg *out) {
+  rd_gcs_pg_reset(out);
   out->pg_id = m->pg_id;
   copy_str(out->name, sizeof(out->name), m->name);
   out->strategy = m->strategy;
@@ -775,7 +847,10 @@ int rd_gcs_pg_get(rd_gcs *g, uint64_t pg_id, const char *name, rd_gcs_pg *out) {
   ProtobufCMessage *rep;
   int rc = call(g, "/rd.gcs.Gcs/PgGet", &req.base, &rd__gcs__pg_info__descriptor, &rep, NULL, 0);
   if (rc) return rc;
-  rc = pg_from_msg((Rd__Gcs__PgInfo *)rep, out);
+  const Rd__Gcs__PgInfo *m = (Rd__Gcs__PgInfo *)rep;
+  if (!(rc = pg_msg_ok(m)) && rd_gcs_pg_reserve(out, m->n_bundles) != 0)
+    rc = fail(RD_ENOMEM, NULL, 0, "%.200s", "out of memory");
+  if (!rc) rc = pg_from_msg(m, out);
   protobuf_c_message_free_unpacked(rep, NULL);
   return rc;
 }
@@ -855,8 +930,13 @@ int rd_gcs_pg_list(rd_gcs *g, rd_gcs_pg **out, size_t *n) {
   int rc = call(g, "/rd.gcs.Gcs/PgList", &req.base, &rd__gcs__pg_list_reply__descriptor, &rep, NULL, 0);
   if (rc) return rc;
   Rd__Gcs__PgListReply *r = (Rd__Gcs__PgListReply *)rep;
-  rd_gcs_pg *v = r->n_pgs ? malloc(r->n_pgs * sizeof(*v)) : NULL;
-  if (r->n_pgs && !v) rc = fail(RD_ENOMEM, NULL, 0, "%.200s", "out of memory");
+  size_t *nb = r->n_pgs ? malloc(r->n_pgs * sizeof(*nb)) : NULL;
+  rd_gcs_pg *v = NULL;
+  if (r->n_pgs && !nb) rc = fail(RD_ENOMEM, NULL, 0, "%.200s", "out of memory");
+  for (size_t i = 0; !rc && i < r->n_pgs; i++)
+    if (!(rc = pg_msg_ok(r->pgs[i]))) nb[i] = r->pgs[i]->n_bundles;
+  if (!rc && r->n_pgs && !(v = rd_gcs_pg_block(r->n_pgs, nb))) rc = fail(RD_ENOMEM, NULL, 0, "%.200s", "out of memory");
+  free(nb);
   for (size_t i = 0; !rc && i < r->n_pgs; i++) rc = pg_from_msg(r->pgs[i], &v[i]);
   size_t count = r->n_pgs;
   protobuf_c_message_free_unpacked(rep, NULL);

@@ -212,7 +212,7 @@ const char *rd_gcs_actor_state_name(int state);
  * with reason "its record node N died"; bundles on other dead nodes are left
  * to the record node.  REMOVED records are kept (the 1000 newest ids) so
  * status can say why. */
-#define RD_GCS_PG_MAX_BUNDLES 64
+#define RD_GCS_PG_MAX_BUNDLES 4096   /* RD_PG_MAX_BUNDLES */
 enum { RD_GCS_PG_PENDING = 1, RD_GCS_PG_CREATED = 2, RD_GCS_PG_RESCHEDULING = 3, RD_GCS_PG_REMOVED = 4 };
 typedef struct rd_gcs_pg {
   uint64_t pg_id;                               /* non-zero, chosen by the record node */
@@ -221,8 +221,10 @@ typedef struct rd_gcs_pg {
   int state;                                    /* RD_GCS_PG_* */
   uint32_t record_node;                         /* 1..4095 */
   size_t nbundles;                              /* 1..RD_GCS_PG_MAX_BUNDLES */
-  rd_resources bundles[RD_GCS_PG_MAX_BUNDLES];  /* each a valid request asking for something */
-  uint32_t bundle_nodes[RD_GCS_PG_MAX_BUNDLES]; /* 0 = not placed (yet) */
+  rd_resources *bundles;                        /* nbundles, each a valid request asking for something */
+  uint32_t *bundle_nodes;                       /* nbundles, 0 = not placed (yet) */
+  size_t cap;                                   /* room in the two arrays when they are its own
+                                                   (rd_gcs_pg_reserve), else 0 */
   char reason[128];                             /* why pending / removed */
   uint32_t creator_job;                         /* the GCS job that created it (0: not known) */
 } rd_gcs_pg;
@@ -232,11 +234,25 @@ typedef struct rd_gcs_pg {
  * frees the old name. */
 int rd_gcs_pg_put(rd_gcs *g, const rd_gcs_pg *pg);
 /* By id, or by name (among groups not REMOVED) when pg_id is 0; RD_ENOENT.
- * *out is the caller's. */
+ * *out is the caller's, zeroed before its first use: its arrays are
+ * reused when they have room, else made (rd_gcs_pg_reserve), and
+ * rd_gcs_pg_clear frees them. */
 int rd_gcs_pg_get(rd_gcs *g, uint64_t pg_id, const char *name, rd_gcs_pg *out);
-/* Every record, REMOVED ones included, sorted by id.  *out is malloc'ed,
- * free() it; NULL and 0 when there are none.  Each element is ~23 KiB. */
+/* Every record, REMOVED ones included, sorted by id.  *out is one
+ * malloc'ed block with every record's arrays in it: free() it; NULL and 0
+ * when there are none. */
 int rd_gcs_pg_list(rd_gcs *g, rd_gcs_pg **out, size_t *n);
+/* Give pg arrays of its own with room for n bundles (what it held is kept
+ * up to n; pg->nbundles is not changed): 0 or RD_ENOMEM. */
+int rd_gcs_pg_reserve(rd_gcs_pg *pg, size_t n);
+/* Zero every field of pg but its arrays (and their room). */
+void rd_gcs_pg_reset(rd_gcs_pg *pg);
+/* Free the arrays pg owns (rd_gcs_pg_reserve) and zero the pointers. */
+void rd_gcs_pg_clear(rd_gcs_pg *pg);
+/* n zeroed records in one malloc'ed block that free() releases, record i
+ * with nb[i] bundles (nbundles set, arrays pointing into the block); NULL
+ * when out of memory or n is 0. */
+rd_gcs_pg *rd_gcs_pg_block(size_t n, const size_t *nb);
 /* "pending", "created", "rescheduling", "removed" and "PACK", "SPREAD",
  * "STRICT_PACK", "STRICT_SPREAD"; "?" for anything else. */
 const char *rd_gcs_pg_state_name(int state);

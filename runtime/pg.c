@@ -42,21 +42,21 @@ typedef struct pg_rec {
   char name[128];
   int strategy, state;
   char reason[300];
-  size_t n;
-  rd_resources b[PG_MAX];
-  const char *sel[PG_MAX];        /* each bundle's label selector (interned, rd__node_sel), NULL: any node */
+  size_t n, cap;                  /* bundles, and room for them in the arrays (rec_new) */
+  rd_resources *b;
+  const char **sel;               /* each bundle's label selector (interned, rd__node_sel), NULL: any node */
   int alt;                        /* the alternative of the selectors it was last placed by (fallbacks) */
-  uint32_t node[PG_MAX];          /* where each bundle is reserved (0: not now) */
+  uint32_t *node;                 /* where each bundle is reserved (0: not now) */
   uint32_t creator;               /* the driver (client id) whose exit removes it; 0: none */
   node_job *job;                  /* made by a task (creator 0): the job whose end removes it */
   uint32_t gcs_job;               /* ... that task's GCS job, when known: its end in the GCS removes it */
   uint32_t creator_job;           /* the GCS job of whoever created it, detached or not (0: not known) */
   /* a reservation in flight (records) */
   uint64_t txn;
-  uint32_t want[PG_MAX];          /* its proposal */
-  uint32_t asked[PG_MAX];         /* other nodes asked to prepare */
-  uint64_t claim[PG_MAX];         /* ... their bundles' room claimed in the view (rd__cluster_view_claim) */
-  uint8_t answered[PG_MAX];
+  uint32_t *want;                 /* its proposal (and placement's scratch between reservations) */
+  uint32_t *asked;                /* other nodes asked to prepare (at most one per bundle) */
+  uint64_t *claim;                /* ... their bundles' room claimed in the view (rd__cluster_view_claim) */
+  uint8_t *answered;
   size_t nasked;
   int failed;
   uint64_t retry_ns;
@@ -153,6 +153,31 @@ static uint32_t record_of(uint64_t pg_id) { return rd__cluster_on() ? rd__rec_id
 /* A node index as clients see it (0 on an embedded cluster). */
 static uint32_t shown(uint32_t node) { return rd__cluster_on() ? node : 0; }
 
+/* A zeroed record with room for n bundles, its arrays in the same
+ * allocation (free() releases it); NULL when out of memory. */
+static pg_rec *rec_new(size_t n) {
+  size_t c = n ? n : 1;
+  /* largest alignment first: each array's size is a multiple of the next's */
+  size_t sz = sizeof(pg_rec) + c * (sizeof(rd_resources) + sizeof(uint64_t) + sizeof(const char *) +
+                                    3 * sizeof(uint32_t) + sizeof(uint8_t));
+  char *m = calloc(1, sz);
+  if (!m) return NULL;
+  pg_rec *p = (pg_rec *)m;
+  m += sizeof(*p);
+  p->b = (rd_resources *)m;
+  m += c * sizeof(*p->b);
+  p->claim = (uint64_t *)m;
+  m += c * sizeof(*p->claim);
+  p->sel = (const char **)m;
+  m += c * sizeof(*p->sel);
+  p->node = (uint32_t *)m;
+  p->want = p->node + c;
+  p->asked = p->want + c;
+  p->answered = (uint8_t *)(p->asked + c);
+  p->cap = c;
+  return p;
+}
+
 static pg_rec *rec_find(uint64_t id) {
   for (pg_rec *p = P.recs; p; p = p->next)
     if (p->id == id) return p;
@@ -196,7 +221,12 @@ static int bundle_can_run(const rd_resources *b, const rd_resources *res) {
 
 static void reply(node_client *c, uint64_t req_id, int status, const char *err, const pg_rec *p) {
   Rd__PgReply r = RD__PG_REPLY__INIT;
-  uint32_t nodes[PG_MAX];
+  uint32_t *nodes = p ? malloc(p->n * sizeof(*nodes)) : NULL;
+  if (p && !nodes) {
+    status = RD_ENOMEM;
+    err = "node out of memory";
+    p = NULL;
+  }
   r.req_id = req_id;
   r.status = status;
   r.error = (char *)(err ? err : "");
@@ -210,6 +240,7 @@ static void reply(node_client *c, uint64_t req_id, int status, const char *err, 
   }
   rd__node_send(c, c->role == ROLE_LINK ? RD__MSG_TYPE__MSG_LINK_PG_REMOVED : RD__MSG_TYPE__MSG_PG_REPLY, &r.base,
                 -1);
+  free(nodes);
 }
 
 static void park_free(pg_park **pp) {
@@ -242,7 +273,7 @@ static int park(int kind, node_client *c, uint64_t req_id, uint64_t pg_id, const
 typedef struct gcs_op {
   uv_work_t work;
   int put;                  /* else get */
-  rd_gcs_pg pg;             /* put: the record; get: the answer */
+  rd_gcs_pg pg;             /* put: the record; get: the answer (its arrays its own: rd_gcs_pg_clear) */
   uint64_t pg_id;           /* get: by id, or by name */
   char name[128];
   int status;
@@ -255,8 +286,9 @@ typedef struct gcs_op {
   uint64_t asked_ns;        /* get: when it was sent */
 } gcs_op;
 
+/* p as a GCS record into g, whose arrays have room for p's bundles. */
 static void to_gcs(const pg_rec *p, rd_gcs_pg *g) {
-  memset(g, 0, sizeof(*g));
+  rd_gcs_pg_reset(g);
   g->pg_id = p->id;
   snprintf(g->name, sizeof(g->name), "%s", p->name);
   g->strategy = p->strategy;
@@ -293,7 +325,7 @@ static void rec_from_gcs(pg_rec *p, const rd_gcs_pg *g) {
   snprintf(p->name, sizeof(p->name), "%.127s", g->name);
   p->strategy = g->strategy;
   p->state = g->state;
-  p->n = g->nbundles > PG_MAX ? PG_MAX : g->nbundles;
+  p->n = g->nbundles > p->cap ? p->cap : g->nbundles;
   for (size_t i = 0; i < p->n; i++) {
     p->b[i] = g->bundles[i];
     p->node[i] = g->bundle_nodes[i];
@@ -336,7 +368,11 @@ static void gcs_done(uv_work_t *w, int status) {
     pg_rec *p = id ? rec_find(id) : NULL;
     if (p && p->mine) p = NULL;   /* never overwrite a record with a copy */
     else if (op->status == 0) {
-      if (!p && (p = calloc(1, sizeof(*p)))) {
+      if (p && p->cap < op->pg.nbundles) {   /* not the group it was: made again */
+        rec_free(p);
+        p = NULL;
+      }
+      if (!p && (p = rec_new(op->pg.nbundles))) {
         p->id = id;
         p->next = P.recs;
         P.recs = p;
@@ -391,6 +427,7 @@ static void gcs_done(uv_work_t *w, int status) {
         }
     }
   }
+  rd_gcs_pg_clear(&op->pg);
   free(op);
   rd__node_flush_all();
 }
@@ -408,6 +445,11 @@ static void gcs_put(pg_rec *p) {
   }
   gcs_op *op = calloc(1, sizeof(*op));
   if (!op) return;
+  if (rd_gcs_pg_reserve(&op->pg, p->n) != 0) {
+    free(op);
+    rd__log(RD_LOG_WARN, "placement group %016" PRIx64 ": no memory to write its GCS record", p->id);
+    return;
+  }
   op->put = 1;
   to_gcs(p, &op->pg);
   p->putting = 1;
@@ -444,9 +486,13 @@ node_bundle *rd__pg_bundle_here(uint64_t pg_id, int index) {
  * until committed.  All or none. */
 static int prepare_here(uint64_t pg_id, uint32_t record, uint64_t txn, const int32_t *idx, const rd_resources *res,
                         size_t n, char *why, size_t whylen) {
-  node_bundle *made[PG_MAX];
+  node_bundle **made = malloc(n * sizeof(*made));
   size_t k = 0;
   int rc = 0;
+  if (!made) {
+    snprintf(why, whylen, "node out of memory");
+    return RD_ENOMEM;
+  }
   for (size_t i = 0; i < n && rc == 0; i++) {
     rd_resources r = res[i];
     if (bundle_find(pg_id, idx[i])) {
@@ -480,6 +526,7 @@ static int prepare_here(uint64_t pg_id, uint32_t record, uint64_t txn, const int
   }
   if (rc != 0)
     for (size_t i = 0; i < k; i++) rd__node_bundle_drop(made[i], NULL);
+  free(made);
   return rc;
 }
 
@@ -538,28 +585,52 @@ static void finish(pg_rec *p) {
   pg_changed(p);
 }
 
-/* A snapshot of the cluster for rd_pg_place: this node first, exactly. */
-static size_t snapshot(rd_pg_node *nodes, size_t max) {
-  size_t nn = 0;
-  nodes[nn].index = self_index();
-  nodes[nn].total = N.ledger.total;
-  nodes[nn].avail = N.ledger.avail;
-  nodes[nn].labels = N.labels;
-  nn++;
-  if (rd__cluster_on()) nn += rd__cluster_pg_nodes(nodes + nn, max - nn);
-  return nn;
+/* A snapshot of the cluster for rd_pg_place: this node first, exactly,
+ * then the others of the view; with potential, then the nodes the
+ * autoscaler could start (*np of them).  In a buffer kept between calls,
+ * grown to the cluster; NULL when it cannot grow. */
+static rd_pg_node *snapshot(size_t *nn, int potential, size_t *np) {
+  static rd_pg_node *v;
+  static size_t cap;
+  for (;;) {
+    if (cap < 64) {
+      rd_pg_node *w = realloc(v, 64 * sizeof(*v));
+      if (!w) return NULL;
+      v = w;
+      cap = 64;
+    }
+    size_t n = 0, k = 0;
+    v[n].index = self_index();
+    v[n].total = N.ledger.total;
+    v[n].avail = N.ledger.avail;
+    v[n].labels = N.labels;
+    n++;
+    if (rd__cluster_on()) n += rd__cluster_pg_nodes(v + n, cap - n);
+    if (potential && n < cap && rd__cluster_on()) k = rd__cluster_pg_potential(v + n, cap - n);
+    if (n + k < cap) {   /* all of them fitted */
+      *nn = n;
+      if (np) *np = k;
+      return v;
+    }
+    rd_pg_node *w = realloc(v, 2 * cap * sizeof(*v));
+    if (!w) return NULL;
+    v = w;
+    cap *= 2;
+  }
 }
 
 /* Propose and start reserving the bundles of p not reserved now. */
 static void reserve(pg_rec *p) {
   if (!p->mine || p->txn || p->state == PG_REMOVED || p->state == PG_CREATED) return;
-  static rd_pg_node nodes[PG_MAX * 4];
-  size_t nn = snapshot(nodes, PG_MAX * 4);
-  uint32_t want[PG_MAX];
-  memcpy(want, p->node, sizeof(want));
+  size_t nn;
+  const rd_pg_node *nodes = snapshot(&nn, 0, NULL);
+  uint32_t *want = p->want;   /* no reservation in flight: free to propose into */
+  memcpy(want, p->node, p->n * sizeof(*want));
   char why[300];
   int alt = p->alt;   /* re-reserving lost bundles: the alternative the others hold first */
-  int rc = rd_pg_place_alt(nodes, nn, p->b, p->sel, p->n, p->strategy, want, &alt, why, sizeof(why));
+  int rc = nodes ? rd_pg_place_alt(nodes, nn, p->b, p->sel, p->n, p->strategy, want, &alt, why, sizeof(why))
+                 : RD_ENOMEM;
+  if (!nodes) snprintf(why, sizeof(why), "node out of memory taking a snapshot of the cluster");
   if (rc == 0 && alt > 0)
     rd__log(RD_LOG_INFO, "placement group %016" PRIx64 " reserved by its fallback selectors %d", p->id, alt);
   if (rc == 0) p->alt = alt;
@@ -575,20 +646,27 @@ static void reserve(pg_rec *p) {
   }
   p->kickable = 0;   /* a reservation refused by a node waits for its retry: the view was stale */
   p->txn = ++P.next_txn;
-  memcpy(p->want, want, sizeof(want));
   p->nasked = 0;
   p->failed = 0;
-  memset(p->answered, 0, sizeof(p->answered));
+  memset(p->answered, 0, p->n * sizeof(*p->answered));
   uint32_t self = self_index();
-  int32_t idx[PG_MAX];
-  rd_resources res[PG_MAX];
+  /* per bundle this node (or, below, one other node) holds: its index and
+   * what it asks, as messages */
+  int32_t *idx = malloc(p->n * sizeof(*idx));
+  rd_resources *res = malloc(p->n * sizeof(*res));
+  rd__res_msg *rm = malloc(p->n * sizeof(*rm));
+  Rd__Resources **rp = malloc(p->n * sizeof(*rp));
+  if (!idx || !res || !rm || !rp) {
+    p->failed = 1;
+    snprintf(p->reason, sizeof(p->reason), "node out of memory reserving %zu bundles", p->n);
+  }
   size_t k = 0;
-  for (size_t i = 0; i < p->n; i++)
+  for (size_t i = 0; i < p->n && !p->failed; i++)
     if (!p->node[i] && want[i] == self) {
       idx[k] = (int32_t)i;
       res[k++] = p->b[i];
     }
-  if (k && prepare_here(p->id, self, p->txn, idx, res, k, why, sizeof(why)) != 0) {
+  if (k && !p->failed && prepare_here(p->id, self, p->txn, idx, res, k, why, sizeof(why)) != 0) {
     p->failed = 1;
     snprintf(p->reason, sizeof(p->reason), "%s", why);
   }
@@ -606,9 +684,7 @@ static void reserve(pg_rec *p) {
       break;
     }
     Rd__LinkPgPrepare m = RD__LINK_PG_PREPARE__INIT;
-    rd__res_msg rm[PG_MAX];
-    Rd__Resources *rp[PG_MAX];
-    int32_t bi[PG_MAX];
+    int32_t *bi = idx;
     size_t nb = 0;
     for (size_t j = 0; j < p->n; j++) {
       if (p->node[j] || want[j] != t) continue;
@@ -629,6 +705,10 @@ static void reserve(pg_rec *p) {
     p->claim[p->nasked] = rd__cluster_view_claim(t, &sum);
     p->asked[p->nasked++] = t;
   }
+  free(idx);
+  free(res);
+  free(rm);
+  free(rp);
   if (p->failed) {
     /* nodes asked already answer; their reservations are aborted */
     for (size_t j = 0; j < p->nasked; j++) p->answered[j] = 1;
@@ -670,7 +750,8 @@ static void remove_pg(pg_rec *p, const char *why) {
   snprintf(buf, sizeof(buf), "placement group %016" PRIx64 "%s%s%s was removed: %s", p->id, p->name[0] ? " ('" : "",
            p->name, p->name[0] ? "')" : "", why);
   if (p->mine) {
-    uint32_t self = self_index(), told[PG_MAX];
+    uint32_t self = self_index();
+    uint32_t *told = malloc((p->n + p->nasked) * sizeof(*told));   /* NULL: each told once per bundle */
     size_t nt = 0;
     for (size_t i = 0; i < p->n + p->nasked; i++) {
       uint32_t t = i < p->n ? p->node[i] : p->asked[i - p->n];
@@ -678,13 +759,14 @@ static void remove_pg(pg_rec *p, const char *why) {
       int seen = 0;
       for (size_t j = 0; j < nt; j++) seen |= told[j] == t;
       if (seen) continue;
-      told[nt++] = t;
+      if (told) told[nt++] = t;
       node_client *l = rd__cluster_link(t);
       if (!l) continue;
       Rd__PgRemove m = RD__PG_REMOVE__INIT;
       m.pg_id = p->id;
       rd__node_send(l, RD__MSG_TYPE__MSG_LINK_PG_REMOVE, &m.base, -1);
     }
+    free(told);
     p->txn = 0;
     drop_here(p->id, 0, buf);
     gcs_put(p);
@@ -952,7 +1034,7 @@ void rd__pg_on_create(node_client *c, const Rd__PgCreate *m) {
     reply(c, m->req_id, RD_EINVAL, "placement group names are shorter than 128 bytes", NULL);
     return;
   }
-  pg_rec *p = calloc(1, sizeof(*p));
+  pg_rec *p = rec_new(m->n_bundles);
   if (!p) {
     reply(c, m->req_id, RD_ENOMEM, "node out of memory", NULL);
     return;
@@ -1010,14 +1092,18 @@ void rd__pg_on_create(node_client *c, const Rd__PgCreate *m) {
 /* Can group p never be placed on the nodes of this view (nor on those the
  * autoscaler can start)?  1, and why. */
 static int pg_never(pg_rec *p, char *why, size_t whylen) {
-  static rd_pg_node nodes[PG_MAX * 4];
-  size_t nn = snapshot(nodes, PG_MAX * 4);
-  uint32_t want[PG_MAX] = {0};
+  size_t nn, np;
+  const rd_pg_node *nodes = snapshot(&nn, 1, &np);
+  if (!nodes) {
+    snprintf(why, whylen, "node out of memory taking a snapshot of the cluster");
+    return 1;
+  }
+  uint32_t *want = p->want;   /* not reserving yet: scratch */
+  memset(want, 0, p->n * sizeof(*want));
   int never = rd_pg_place_sel(nodes, nn, p->b, p->sel, p->n, p->strategy, want, why, whylen) == RD_EINFEASIBLE;
   if (never && rd__cluster_on()) {   /* nodes the autoscaler can start would hold it: it waits for them */
-    size_t np = rd__cluster_pg_potential(nodes + nn, PG_MAX * 4 - nn);
     char why2[300];
-    memset(want, 0, sizeof(want));
+    memset(want, 0, p->n * sizeof(*want));
     if (np && rd_pg_place_sel(nodes, nn + np, p->b, p->sel, p->n, p->strategy, want, why2, sizeof(why2)) !=
                   RD_EINFEASIBLE) {
       never = 0;
@@ -1049,7 +1135,8 @@ static void create_commit(pg_rec *p, node_client *c, uint64_t req_id, int detach
   P.recs = p;
   if (rd__cluster_on() && p->name[0]) {   /* answered once the GCS has it and the name is ours */
     gcs_op *op = calloc(1, sizeof(*op));
-    if (!op) {
+    if (!op || rd_gcs_pg_reserve(&op->pg, p->n) != 0) {
+      free(op);
       rec_free(p);
       reply(c, req_id, RD_ENOMEM, "node out of memory", NULL);
       return;
@@ -1235,13 +1322,16 @@ int rd__pg_link_frame(node_client *link, const rd__frame *f) {
       char why[300] = "";
       r.pg_id = q->pg_id;
       r.txn = q->txn;
-      rd_resources res[PG_MAX];
+      rd_resources *res = NULL;
       if (q->n_indexes != q->n_bundles || q->n_bundles == 0 || record_of(q->pg_id) != peer) {
         r.status = RD_EINVAL;
         snprintf(why, sizeof(why), "malformed bundle reservation");
       } else if (q->n_bundles > PG_MAX) {
         r.status = RD_EINVAL;
         snprintf(why, sizeof(why), "too many bundles");
+      } else if (!(res = malloc(q->n_bundles * sizeof(*res)))) {
+        r.status = RD_ENOMEM;
+        snprintf(why, sizeof(why), "node %u out of memory", self_index());
       }
       for (size_t i = 0; r.status == 0 && i < q->n_bundles; i++) {
         if (rd__res_from_msg(q->bundles[i], &res[i]) != 0 || q->indexes[i] < 0 || q->indexes[i] >= PG_MAX) {
@@ -1251,6 +1341,7 @@ int rd__pg_link_frame(node_client *link, const rd__frame *f) {
       }
       if (r.status == 0)
         r.status = prepare_here(q->pg_id, peer, q->txn, q->indexes, res, q->n_bundles, why, sizeof(why));
+      free(res);
       r.error = why;
       rd__node_send(link, RD__MSG_TYPE__MSG_LINK_PG_PREPARED, &r.base, -1);
       break;
@@ -1317,7 +1408,8 @@ void rd__pg_demand_each(void (*fn)(void *arg, const rd_resources *shape, const c
     rd_resources sum;
     memset(&sum, 0, sizeof(sum));
     const char *sel = NULL;
-    uint32_t held[PG_MAX];   /* STRICT_SPREAD: the nodes its reserved bundles hold, where the rest may not go */
+    uint32_t *held = p->want;   /* STRICT_SPREAD: the nodes its reserved bundles hold, where the rest may not go
+                                   (no reservation in flight: want is scratch) */
     size_t nheld = 0;
     for (size_t i = 0; p->strategy == RD_PG_STRICT_SPREAD && i < p->n; i++)
       if (p->node[i]) held[nheld++] = p->node[i];
@@ -1512,7 +1604,7 @@ void rd__pg_kick(void) {
 void rd__pg_held(rd__held *h) {
   for (const pg_rec *p = P.recs; p; p = p->next) {
     rd__held_add(h, RD_HELD_JOB, p->job);
-    for (size_t i = 0; i < p->n && i < PG_MAX; i++) rd__held_add(h, RD_HELD_SEL, p->sel[i]);
+    for (size_t i = 0; i < p->n; i++) rd__held_add(h, RD_HELD_SEL, p->sel[i]);
   }
   for (const pg_park *k = P.parked; k; k = k->next) rd__held_add(h, RD_HELD_ENV, k->env);
 }
@@ -1556,8 +1648,14 @@ void rd__pgs_describe(rd__mbuf *b, const rd_gcs_pg *pgs, size_t n, int only, siz
 rd_gcs_pg *rd__pg_records(size_t *n, int as_shown) {
   size_t k = 0;
   for (pg_rec *p = P.recs; p; p = p->next) k += p->mine;
-  rd_gcs_pg *v = calloc(k ? k : 1, sizeof(*v));
+  size_t *nb = calloc(k ? k : 1, sizeof(*nb)), j = 0;
   *n = 0;
+  if (!nb) return NULL;
+  for (pg_rec *p = P.recs; p && j < k; p = p->next)
+    if (p->mine) nb[j++] = p->n;
+  /* none: one empty record, so that NULL means out of memory */
+  rd_gcs_pg *v = rd_gcs_pg_block(k ? k : 1, nb);
+  free(nb);
   if (!v) return NULL;
   for (pg_rec *p = P.recs; p && *n < k; p = p->next) {
     if (!p->mine) continue;

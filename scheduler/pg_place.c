@@ -4,6 +4,7 @@
 #include "pg_place.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "labels.h"
@@ -14,9 +15,50 @@ typedef struct place_ctx {
   size_t nn;
   const char *const *sels;   /* per bundle, or NULL; each may hold alternatives */
   int alt;                   /* the alternative of each tried (its last when it has fewer); -1: any */
-  rd_resources room[RD_PG_PLACE_MAX_BUNDLES * 4];   /* per node, only nn used */
-  int count[RD_PG_PLACE_MAX_BUNDLES * 4];           /* the group's bundles per node */
+  rd_resources *room;        /* per node */
+  int *count;                /* the group's bundles per node */
+  size_t *order, *nallowed;  /* per bundle: the order they are placed in */
+  uint32_t *out;             /* per bundle: a proposal being made */
+  size_t cap_nodes, cap_bundles;
 } place_ctx;
+
+/* Room in x for nn nodes and nb bundles: 0, or RD_ENOMEM (x unchanged). */
+static int ctx_reserve(place_ctx *x, size_t nn, size_t nb) {
+  if (nn > x->cap_nodes) {
+    size_t c = nn < 64 ? 64 : nn;
+    rd_resources *room = malloc(c * sizeof(*room));
+    int *count = malloc(c * sizeof(*count));
+    if (!room || !count) {
+      free(room);
+      free(count);
+      return RD_ENOMEM;
+    }
+    free(x->room);
+    free(x->count);
+    x->room = room;
+    x->count = count;
+    x->cap_nodes = c;
+  }
+  if (nb > x->cap_bundles) {
+    size_t c = nb < 64 ? 64 : nb;
+    size_t *order = malloc(c * sizeof(*order)), *nallowed = malloc(c * sizeof(*nallowed));
+    uint32_t *out = malloc(c * sizeof(*out));
+    if (!order || !nallowed || !out) {
+      free(order);
+      free(nallowed);
+      free(out);
+      return RD_ENOMEM;
+    }
+    free(x->order);
+    free(x->nallowed);
+    free(x->out);
+    x->order = order;
+    x->nallowed = nallowed;
+    x->out = out;
+    x->cap_bundles = c;
+  }
+  return 0;
+}
 
 static int node_slot(const place_ctx *x, uint32_t index) {
   for (size_t i = 0; i < x->nn; i++)
@@ -62,10 +104,13 @@ static int try_place(place_ctx *x, const rd_resources *b, size_t nb, int strateg
   /* one by one, the bundles allowed on fewest nodes (label selectors) first,
    * else in order: a bundle free to go anywhere does not take the only node
    * another may use */
-  size_t order[RD_PG_PLACE_MAX_BUNDLES], nallowed[RD_PG_PLACE_MAX_BUNDLES];
+  size_t *order = x->order, *nallowed = x->nallowed;
   for (size_t k = 0; k < nb; k++) {
-    nallowed[k] = 0;
-    for (size_t s = 0; s < x->nn; s++) nallowed[k] += (size_t)allowed(x, s, k);
+    nallowed[k] = x->nn;   /* no selector: every node, without asking each */
+    if (x->sels && x->sels[k] && x->sels[k][0]) {
+      nallowed[k] = 0;
+      for (size_t s = 0; s < x->nn; s++) nallowed[k] += (size_t)allowed(x, s, k);
+    }
     size_t j = k;
     for (; j > 0 && nallowed[order[j - 1]] > nallowed[k]; j--) order[j] = order[j - 1];
     order[j] = k;
@@ -75,12 +120,15 @@ static int try_place(place_ctx *x, const rd_resources *b, size_t nb, int strateg
     if (out[i]) continue;
     int best = -1;
     for (size_t s = 0; s < x->nn; s++) {
-      if (!rd_res_fits(&x->room[s], &b[i]) || !allowed(x, s, i)) continue;
       if (strategy == RD_PG_PLACE_STRICT_SPREAD && x->count[s] > 0) continue;
-      if (best < 0) { best = (int)s; continue; }
+      if (!rd_res_fits(&x->room[s], &b[i]) || !allowed(x, s, i)) continue;
+      if (best < 0) best = (int)s;
       /* PACK: nodes already used first; SPREAD: the fewest bundles */
-      if (strategy == RD_PG_PLACE_PACK && x->count[best] == 0 && x->count[s] > 0) best = (int)s;
-      if (strategy == RD_PG_PLACE_SPREAD && x->count[s] < x->count[best]) best = (int)s;
+      else if (strategy == RD_PG_PLACE_PACK && x->count[best] == 0 && x->count[s] > 0) best = (int)s;
+      else if (strategy == RD_PG_PLACE_SPREAD && x->count[s] < x->count[best]) best = (int)s;
+      /* nothing later can replace it: the first used node (PACK), one
+       * without any (SPREAD), the first free one (STRICT_SPREAD) */
+      if (strategy == RD_PG_PLACE_STRICT_SPREAD || (strategy == RD_PG_PLACE_PACK) == (x->count[best] > 0)) break;
     }
     if (best < 0) return -1;
     rd_res_take(&x->room[best], &b[i]);
@@ -103,11 +151,11 @@ static int try_alts(place_ctx *x, const rd_pg_node *nodes, size_t nn, const rd_r
   if (first < 0 || first >= nalts) first = 0;
   for (int k = 0; k < nalts; k++) {
     int alt = k == 0 ? first : k <= first ? k - 1 : k;   /* first, then the others in order */
-    memset(x, 0, sizeof(*x));
     x->nodes = nodes;
     x->nn = nn;
     x->sels = sels;
     x->alt = alt;
+    memset(x->count, 0, nn * sizeof(*x->count));
     for (size_t s = 0; s < nn; s++) x->room[s] = avail ? nodes[s].avail : nodes[s].total;
     if (!avail)   /* never: against empty nodes (bundles already placed keep their share) */
       for (size_t i = 0; i < nb; i++) {
@@ -134,11 +182,17 @@ int rd_pg_place_sel(const rd_pg_node *nodes, size_t nn, const rd_resources *b, c
 int rd_pg_place_alt(const rd_pg_node *nodes, size_t nn, const rd_resources *b, const char *const *sels, size_t nb,
                     int strategy, uint32_t *assign, int *alt, char *why, size_t whylen) {
   if (why && whylen) why[0] = '\0';
-  if (!nodes || !b || !assign || nb == 0 || nb > RD_PG_PLACE_MAX_BUNDLES || nn > RD_PG_PLACE_MAX_BUNDLES * 4 ||
-      strategy < RD_PG_PLACE_PACK || strategy > RD_PG_PLACE_STRICT_SPREAD)
+  if (!nodes || !b || !assign || nb == 0 || nb > RD_PG_PLACE_MAX_BUNDLES || strategy < RD_PG_PLACE_PACK ||
+      strategy > RD_PG_PLACE_STRICT_SPREAD)
     return RD_EINVAL;
-  static __thread place_ctx x;   /* large; the node daemon is single-threaded anyway */
-  uint32_t out[RD_PG_PLACE_MAX_BUNDLES];
+  /* scratch kept between calls (grown to the largest snapshot and group
+   * seen), one per thread: the node daemon places from its loop alone */
+  static __thread place_ctx x;
+  if (ctx_reserve(&x, nn, nb) != 0) {
+    if (why && whylen) snprintf(why, whylen, "out of memory placing %zu bundles on %zu nodes", nb, nn);
+    return RD_ENOMEM;
+  }
+  uint32_t *out = x.out;
 
   /* never: no alternative places the group on these nodes empty */
   int first = alt ? *alt : 0;

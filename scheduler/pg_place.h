@@ -1,7 +1,8 @@
 /* scheduler/pg_place.h - where the bundles of a placement group go.
  *
  * Pure policy over a snapshot of the cluster (each node's total and free
- * resources): no I/O, no allocation.  The caller reserves what this proposes
+ * resources): no I/O; its scratch, kept per thread, grows to the largest
+ * snapshot and group it has seen.  The caller reserves what this proposes
  * (two-phase, on the nodes' own ledgers); a proposal made from a stale
  * snapshot simply fails there and is made again. */
 #ifndef RD_SCHEDULER_PG_PLACE_H
@@ -12,7 +13,7 @@
 
 #include "resources.h"
 
-#define RD_PG_PLACE_MAX_BUNDLES 64
+#define RD_PG_PLACE_MAX_BUNDLES 4096   /* RD_PG_MAX_BUNDLES */
 
 /* The same numbers as RD_PG_* in raydist.h. */
 enum { RD_PG_PLACE_PACK = 0, RD_PG_PLACE_SPREAD = 1, RD_PG_PLACE_STRICT_PACK = 2, RD_PG_PLACE_STRICT_SPREAD = 3 };
@@ -34,7 +35,8 @@ typedef struct rd_pg_node {
  *   STRICT_SPREAD each bundle on a different node, or not at all.
  * Returns 0 (assign filled), RD_EAGAIN when the bundles would fit these
  * nodes empty but not now (assign unchanged), RD_EINFEASIBLE when they never
- * can (why says which bundle, and why), RD_EINVAL for bad arguments. */
+ * can (why says which bundle, and why), RD_EINVAL for bad arguments,
+ * RD_ENOMEM when its scratch cannot grow.  Any number of nodes. */
 int rd_pg_place(const rd_pg_node *nodes, size_t nn, const rd_resources *b, size_t nb, int strategy,
                 uint32_t *assign, char *why, size_t whylen);
 /* The same, bundle i going only to a node whose labels match sels[i]

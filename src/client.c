@@ -6693,10 +6693,15 @@ int rd_pg_create_with(const rd_bundle *bundles, size_t n, const rd_pg_opts *o, r
     return RD_EINVAL;
   }
   name = qname;
-  rd__res_msg rm[RD_PG_MAX_BUNDLES];   /* point into res[] */
-  Rd__Resources *rp[RD_PG_MAX_BUNDLES];
-  rd_resources res[RD_PG_MAX_BUNDLES];
-  char *sels[RD_PG_MAX_BUNDLES];
+  /* per bundle: what it asks and its message, which points into it, and
+   * its selectors; one allocation (~450 bytes a bundle) */
+  size_t each = sizeof(rd__res_msg) + sizeof(rd_resources) + sizeof(Rd__Resources *) + sizeof(char *);
+  char *mem = calloc(n, each);
+  if (!mem) return RD_ENOMEM;
+  rd__res_msg *rm = (rd__res_msg *)mem;
+  rd_resources *res = (rd_resources *)(rm + n);
+  Rd__Resources **rp = (Rd__Resources **)(res + n);
+  char **sels = (char **)(rp + n);
   size_t nsel = 0;   /* up to the last bundle with a selector */
   for (size_t i = 0; i < n; i++) {
     char err[256], why[200];
@@ -6704,6 +6709,7 @@ int rd_pg_create_with(const rd_bundle *bundles, size_t n, const rd_pg_opts *o, r
     if (bundle_resources(&bundles[i], &res[i], err, sizeof(err)) != 0) {
       rd__log(RD_LOG_WARN, "rd_pg_create: bundle %zu: %s", i, err);
       pg_sels_free(sels, i);
+      free(mem);
       return RD_EINVAL;
     }
     /* the selector and its fallbacks as alternatives, "sel;fallback;..." */
@@ -6712,10 +6718,12 @@ int rd_pg_create_with(const rd_bundle *bundles, size_t n, const rd_pg_opts *o, r
                            sizeof(why)) != 0) {
       rd__log(RD_LOG_WARN, "rd_pg_create: bundle %zu: label_selector: %s", i, why);
       pg_sels_free(sels, i);
+      free(mem);
       return RD_EINVAL;
     }
     if (!(sels[i] = strdup(alts))) {
       pg_sels_free(sels, i);
+      free(mem);
       return RD_ENOMEM;
     }
     if (sels[i][0]) nsel = i + 1;
@@ -6726,6 +6734,7 @@ int rd_pg_create_with(const rd_bundle *bundles, size_t n, const rd_pg_opts *o, r
   if (!G.inited) {
     pthread_mutex_unlock(&G.mu);
     pg_sels_free(sels, n);
+    free(mem);
     return RD_ESTATE;
   }
   G.user_calls++;
@@ -6746,6 +6755,7 @@ int rd_pg_create_with(const rd_bundle *bundles, size_t n, const rd_pg_opts *o, r
   }
   pthread_mutex_unlock(&G.mu);
   pg_sels_free(sels, n);
+  free(mem);
   return r;
 }
 
@@ -6791,8 +6801,19 @@ int rd_pg_info_get(rd_pg pg, rd_pg_info *out) {
   memset(out, 0, sizeof(*out));
   out->state = rep->state;
   out->strategy = rep->strategy;
-  out->num_bundles = rep->n_bundle_nodes > RD_PG_MAX_BUNDLES ? RD_PG_MAX_BUNDLES : rep->n_bundle_nodes;
-  for (size_t i = 0; i < out->num_bundles; i++) out->bundle_nodes[i] = rep->bundle_nodes[i];
+  out->num_bundles = rep->n_bundle_nodes;
+  for (size_t i = 0; i < out->num_bundles && i < RD_PG_INFO_NODES; i++) out->bundle_nodes[i] = rep->bundle_nodes[i];
+  protobuf_c_message_free_unpacked(&rep->base, NULL);
+  return 0;
+}
+
+int rd_pg_bundle_nodes(rd_pg pg, uint32_t *nodes, size_t cap, size_t *n) {
+  if (!pg.id || !n || (cap && !nodes)) return RD_EINVAL;
+  Rd__PgReply *rep;
+  int r = pg_query(pg.id, NULL, 0, "rd_pg_bundle_nodes", &rep);
+  if (r != 0) return r;
+  *n = rep->n_bundle_nodes;
+  for (size_t i = 0; i < *n && i < cap; i++) nodes[i] = rep->bundle_nodes[i];
   protobuf_c_message_free_unpacked(&rep->base, NULL);
   return 0;
 }

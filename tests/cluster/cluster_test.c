@@ -3763,6 +3763,32 @@ static int t_placement_groups(void) {
   CHECK_EQ(where_in(cp, 0, 1), c);
   CHECK_EQ(rd_pg_remove(cp), 0);
 
+  /* past 64 bundles (it was the limit): 300 SPREAD over the three nodes,
+   * every bundle's node read back, tasks in bundles past the first 64 run
+   * where those say */
+  enum { MANY = 300 };
+  rd_bundle *many = calloc(MANY, sizeof(*many));
+  CHECK(many != NULL);
+  for (int i = 0; i < MANY; i++) many[i].num_cpus = 0.001;
+  usleep(1200000);   /* as for SPREAD above: the view shows the group on c gone */
+  rd_pg mg = pg_make(many, MANY, RD_PG_SPREAD, "many", &info);
+  uint32_t mn[MANY];
+  size_t mcount = 0;
+  CHECK_EQ(rd_pg_bundle_nodes(mg, mn, MANY, &mcount), 0);
+  CHECK_EQ(mcount, MANY);
+  int per_node[3] = {0, 0, 0};
+  for (int i = 0; i < MANY; i++) {
+    CHECK(mn[i] == head || mn[i] == b || mn[i] == c);
+    per_node[mn[i] == head ? 0 : mn[i] == b ? 1 : 2]++;
+    if (i < RD_PG_INFO_NODES) CHECK_EQ(info.bundle_nodes[i], mn[i]);
+  }
+  fprintf(stderr, "many: %d on the head, %d on b, %d on c\n", per_node[0], per_node[1], per_node[2]);
+  CHECK(per_node[0] == MANY / 3 && per_node[1] == MANY / 3 && per_node[2] == MANY / 3);
+  for (int i = MANY - 3; i < MANY; i++) CHECK_EQ(where_in(mg, i, 0.001), mn[i]);
+  CHECK_EQ(where_in(mg, 100, 0.001), mn[100]);
+  CHECK_EQ(rd_pg_remove(mg), 0);
+  free(many);
+
   /* removed from a task on node c, recorded here */
   rd_pg doomed = pg_make(one, 2, RD_PG_SPREAD, "doomed", &info);
   CHECK_EQ(rd_submit(pg_remove_named, RD_NO_ARGS, &o, &r), 0);   /* o: on node c */

@@ -890,8 +890,17 @@ static int t_gcs_jobs_actors(void) {
 
 /* ---- placement groups ---- */
 
+/* pg_fill's records' arrays (one record filled at a time), with room for
+ * one bundle too many */
+static rd_resources fill_bundles[RD_GCS_PG_MAX_BUNDLES + 1];
+static uint32_t fill_nodes[RD_GCS_PG_MAX_BUNDLES + 1];
+
 static void pg_fill(rd_gcs_pg *pg, uint64_t id, const char *name, uint32_t record_node, size_t nb) {
   memset(pg, 0, sizeof(*pg));
+  memset(fill_bundles, 0, sizeof(fill_bundles));
+  memset(fill_nodes, 0, sizeof(fill_nodes));
+  pg->bundles = fill_bundles;
+  pg->bundle_nodes = fill_nodes;
   pg->pg_id = id;
   snprintf(pg->name, sizeof(pg->name), "%s", name);
   pg->strategy = 1;
@@ -928,7 +937,7 @@ static int t_gcs_pgs(void) {
   const int hb_timeout = 600;
   gcs_start(&p, hb_timeout);
   rd_gcs *g = connect_ok(&p);
-  static rd_gcs_pg pg, got;   /* ~23 KiB each */
+  static rd_gcs_pg pg, got;   /* got's arrays are rd_gcs_pg_get's (rd_gcs_pg_clear at the end) */
   rd_gcs_pg *list;
   size_t n;
   CHECK_EQ(rd_gcs_pg_list(g, &list, &n), 0);
@@ -1053,13 +1062,13 @@ static int t_gcs_pgs(void) {
   pg_fill(&pg, 0x50, "", 100, 1);
   pg.nbundles = RD_GCS_PG_MAX_BUNDLES + 1;                    /* refused by the client itself */
   CHECK_EQ(rd_gcs_pg_put(g, &pg), RD_EINVAL);
-  /* what the client cannot send: 65 bundles, bundle nodes not one per bundle */
+  /* what the client cannot send: too many bundles, bundle nodes not one per bundle */
   grpc_init();
   grpc_channel *ch = rd__rpc_channel(p.addr, 0, 0, NULL, 0);
   Rd__Resources res = RD__RESOURCES__INIT;
   res.cpu = RD_RES_UNIT;
-  Rd__Resources *resp[RD_GCS_PG_MAX_BUNDLES + 1];
-  uint32_t nodes[RD_GCS_PG_MAX_BUNDLES + 1] = {0};
+  static Rd__Resources *resp[RD_GCS_PG_MAX_BUNDLES + 1];
+  static uint32_t nodes[RD_GCS_PG_MAX_BUNDLES + 1];
   for (int i = 0; i <= RD_GCS_PG_MAX_BUNDLES; i++) resp[i] = &res;
   Rd__Gcs__PgInfo raw = RD__GCS__PG_INFO__INIT;
   raw.pg_id = 0x50;
@@ -1176,6 +1185,41 @@ static int t_gcs_pgs(void) {
   CHECK_EQ(rd_gcs_pg_get(g, 0x20, NULL, &got), RD_ENOENT);
   pg_get_ok(g, 0x40, &got);                                   /* live ones never go */
   CHECK_EQ(rd_gcs_pg_get(g, 0, "train", &got), 0);
+
+  /* the largest group: every bundle and its node through put, get (into
+   * got's smaller arrays, which grow) and list */
+  pg_fill(&pg, 0x2000, "big", 100, RD_GCS_PG_MAX_BUNDLES);
+  for (size_t i = 0; i < RD_GCS_PG_MAX_BUNDLES; i++) {
+    pg.bundles[i].cpu = (int64_t)(1 + i % 4) * RD_RES_UNIT;
+    pg.bundle_nodes[i] = (uint32_t)(1 + i % 4000);
+  }
+  CHECK_EQ(rd_gcs_pg_put(g, &pg), 0);
+  pg_get_ok(g, 0x2000, &got);
+  CHECK_EQ(got.nbundles, RD_GCS_PG_MAX_BUNDLES);
+  for (size_t i = 0; i < RD_GCS_PG_MAX_BUNDLES; i++)
+    CHECK(got.bundles[i].cpu == (int64_t)(1 + i % 4) * RD_RES_UNIT && got.bundle_nodes[i] == 1 + i % 4000);
+  CHECK_EQ(rd_gcs_pg_list(g, &list, &n), 0);
+  CHECK(n == live + 1001 && list[n - 1].pg_id == 0x2000 && list[n - 1].nbundles == RD_GCS_PG_MAX_BUNDLES);
+  CHECK(list[n - 1].bundle_nodes[RD_GCS_PG_MAX_BUNDLES - 1] == 1 + (RD_GCS_PG_MAX_BUNDLES - 1) % 4000);
+  CHECK(list[n - 2].nbundles == 1 && list[n - 2].bundles[0].cpu == RD_RES_UNIT);
+  free(list);
+  rd_gcs_pg_clear(&got);
+
+  /* REMOVED ones are kept within a byte budget as well: 60 of the largest
+   * (~30 KB each) would have passed PgList's reply limit; the oldest go */
+  for (uint64_t i = 0; i < 60; i++) {
+    pg_fill(&pg, 0x3000 + i, "", 100, RD_GCS_PG_MAX_BUNDLES);
+    pg.state = RD_GCS_PG_REMOVED;
+    CHECK_EQ(rd_gcs_pg_put(g, &pg), 0);
+  }
+  CHECK_EQ(rd_gcs_pg_list(g, &list, &n), 0);
+  size_t big = 0;
+  for (size_t i = 0; i < n; i++) big += list[i].pg_id >= 0x3000;
+  fprintf(stderr, "REMOVED groups of %d bundles kept: %zu of 60\n", RD_GCS_PG_MAX_BUNDLES, big);
+  CHECK(big >= 10 && big < 60);
+  CHECK_EQ(list[n - 1].pg_id, 0x3000 + 59);
+  CHECK_EQ(list[n - 1 - big].pg_id, 0x2000);   /* the live one stays */
+  free(list);
 
   rd_gcs_close(g);
   gcs_stop(&p);
@@ -1837,14 +1881,10 @@ static int t_gcs_restart(void) {
   CHECK_EQ(rd_gcs_actor_register(g, 0xa1, "svc", "Cls", ia), 0);
   CHECK_EQ(rd_gcs_job_add(g, "", 4242, ia, &job1), 0);
   rd_gcs_pg pg;
-  memset(&pg, 0, sizeof(pg));
-  pg.pg_id = ((uint64_t)ia << 40) | 1;
-  snprintf(pg.name, sizeof(pg.name), "grp");
+  pg_fill(&pg, ((uint64_t)ia << 40) | 1, "grp", ia, 1);
   pg.strategy = 0;
   pg.state = RD_GCS_PG_CREATED;
-  pg.record_node = ia;
-  pg.nbundles = 1;
-  pg.bundles[0].cpu = RD_RES_UNIT;
+  pg.reason[0] = 0;
   pg.bundle_nodes[0] = ia;
   CHECK_EQ(rd_gcs_pg_put(g, &pg), 0);
   rd_gcs_node *nodes;
@@ -1888,9 +1928,11 @@ static int t_gcs_restart(void) {
   /* a node retrying a registration whose answer the dead server never sent */
   CHECK_EQ(rd_gcs_actor_register(g, 0xa1, "svc", "Cls", ia), 0);
   CHECK_EQ(rd_gcs_actor_register(g, 0xa1, "svc", "Other", ia), RD_EEXIST);
-  rd_gcs_pg got;
+  rd_gcs_pg got = {0};
   CHECK_EQ(rd_gcs_pg_get(g, 0, "grp", &got), 0);
   CHECK(got.pg_id == pg.pg_id && got.state == RD_GCS_PG_CREATED);
+  CHECK(got.nbundles == 1 && got.bundles[0].cpu == RD_RES_UNIT && got.bundle_nodes[0] == ia);
+  rd_gcs_pg_clear(&got);
   CHECK_EQ(rd_gcs_job_add(g, "", 4243, ia, &job2), 0);
   CHECK(job2 > job1);
   uint32_t ic = 0;

@@ -375,12 +375,106 @@ static int t_bad_input(void) {
   return 0;
 }
 
+static double avail_of(const char *name) {
+  double total = 0, avail = 0;
+  CHECK_EQ(rd_cluster_resources(name, &total, &avail), 0);
+  return avail;
+}
+
+/* Groups of RD_PG_MAX_BUNDLES bundles (a 512-node x 8-GPU training
+ * group's size; it was 64): reserved whole, every bundle's node readable,
+ * tasks run in any of them, the node's room held and given back. */
+static int t_large(void) {
+  rd_config cfg;
+  rd_config_init(&cfg);
+  cfg.num_cpus = 2;
+  cfg.num_prestart_workers = 0;
+  cfg.custom_resources = "slot=8192";
+  CHECK_EQ(rd_init(&cfg), 0);
+  const size_t nb = RD_PG_MAX_BUNDLES;
+  rd_bundle *b = calloc(nb + 1, sizeof(*b));
+  CHECK(b != NULL);
+  for (size_t i = 0; i <= nb; i++) {
+    b[i].num_cpus = 0.0002;   /* 4,096 of them hold 0.82 of a CPU */
+    b[i].resources = "slot=1";
+  }
+  rd_pg pg, pg2, pg3;
+  CHECK_EQ(rd_pg_create(b, nb + 1, RD_PG_PACK, NULL, &pg), RD_EINVAL);
+  double t0 = now_s();
+  CHECK_EQ(rd_pg_create(b, nb, RD_PG_STRICT_PACK, "large", &pg), 0);
+  CHECK_EQ(rd_pg_wait(pg, 30000), 0);
+  fprintf(stderr, "%zu bundles reserved in %.3f s\n", nb, now_s() - t0);
+  CHECK(avail_of("slot") > 4095.9 && avail_of("slot") < 4096.1);
+  rd_pg_info info;
+  CHECK_EQ(rd_pg_info_get(pg, &info), 0);
+  CHECK(info.state == RD_PG_STATE_CREATED && info.strategy == RD_PG_STRICT_PACK && info.num_bundles == nb);
+  uint32_t *nodes = calloc(nb, sizeof(*nodes));
+  CHECK(nodes != NULL);
+  size_t n = 0;
+  CHECK_EQ(rd_pg_bundle_nodes(pg, nodes, nb, &n), 0);
+  CHECK_EQ(n, nb);
+  CHECK_EQ(rd_pg_bundle_nodes(pg, nodes, 3, &n), 0);   /* fewer asked: the count still says all */
+  CHECK_EQ(n, nb);
+  CHECK_EQ(rd_pg_bundle_nodes(pg, NULL, 0, &n), 0);
+  CHECK_EQ(n, nb);
+  CHECK_EQ(rd_pg_bundle_nodes(pg, NULL, 5, &n), RD_EINVAL);
+
+  /* a second as large fits the rest; a third waits for room */
+  t0 = now_s();
+  CHECK_EQ(rd_pg_create(b, nb, RD_PG_SPREAD, NULL, &pg2), 0);
+  CHECK_EQ(rd_pg_wait(pg2, 30000), 0);
+  fprintf(stderr, "%zu more reserved (SPREAD) in %.3f s\n", nb, now_s() - t0);
+  CHECK(avail_of("slot") < 0.1);
+  CHECK_EQ(rd_pg_create(b, 1, RD_PG_PACK, NULL, &pg3), 0);
+  CHECK_EQ(rd_pg_wait(pg3, 300), RD_ETIMEDOUT);
+
+  /* tasks in the first bundle, the last and wherever there is room */
+  rd_task_opts o;
+  rd_task_opts_init(&o);
+  o.num_cpus = 0.0002;
+  o.resources = "slot=1";
+  o.placement_group = pg;
+  const int which[] = {0, (int)nb - 1, 2048, -1};
+  rd_ref r[4];
+  for (int i = 0; i < 4; i++) {
+    long ms = 1;
+    o.bundle_index = which[i];
+    CHECK_EQ(rd_submit(sleep_ms, RD_ARGS(rd_arg_bytes(&ms, sizeof ms)), &o, &r[i]), 0);
+  }
+  for (int i = 0; i < 4; i++) {
+    long v = 0;
+    char msg[300] = "";
+    int rc = get_longs(r[i], &v, 1, 60000, msg, sizeof(msg));
+    if (rc) fprintf(stderr, "bundle %d: %s %s\n", which[i], rd_err_name(rc), msg);
+    CHECK(rc == 0 && v == 1);
+    rd_ref_release(r[i]);
+  }
+  o.bundle_index = (int)nb;   /* past the end */
+  long ms = 1;
+  CHECK_EQ(rd_submit(sleep_ms, RD_ARGS(rd_arg_bytes(&ms, sizeof ms)), &o, &r[0]), RD_EINVAL);
+
+  /* removal gives it all back, and the waiting one gets its room */
+  CHECK_EQ(rd_pg_remove(pg), 0);
+  CHECK_EQ(rd_pg_wait(pg3, 30000), 0);
+  CHECK_EQ(rd_pg_remove(pg2), 0);
+  CHECK_EQ(rd_pg_remove(pg3), 0);
+  t0 = now_s();
+  while (avail_of("slot") < 8191.9 && now_s() - t0 < 10) usleep(20000);
+  CHECK(avail_of("slot") > 8191.9);
+  CHECK(avail_cpus() > 1.99);
+  free(nodes);
+  free(b);
+  rd_shutdown();
+  return 0;
+}
+
 static const rd_test_case tests[] = {
     {"basic", t_basic},
     {"pending", t_pending},
     {"remove_kills", t_remove_kills},
     {"room_kicks", t_room_kicks},
     {"bad_input", t_bad_input},
+    {"large", t_large},
 };
 
 RD_TEST_MAIN(tests)

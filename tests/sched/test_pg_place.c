@@ -1,8 +1,12 @@
 /* tests/sched/test_pg_place.c - where placement-group bundles go: every
  * strategy on a three-node snapshot, bundles that wait (RD_EAGAIN) versus
  * bundles that never fit (RD_EINFEASIBLE), and re-placing the bundles of a
- * node that died while the others keep theirs. */
+ * node that died while the others keep theirs; groups of the largest size
+ * on thousands of nodes. */
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "check.h"
 #include "labels.h"
@@ -27,7 +31,61 @@ static rd_resources cpus(int n) {
   return r;
 }
 
+static double now_s(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+/* Thousands of nodes and RD_PG_PLACE_MAX_BUNDLES bundles (the snapshot was
+ * 256 nodes and a group 64 bundles): every strategy places them as it
+ * should, and a group one node short of STRICT_SPREAD never fits. */
+static void large(void) {
+  const size_t nn = 4095, nb = RD_PG_PLACE_MAX_BUNDLES;
+  rd_pg_node *nodes = calloc(nn, sizeof(*nodes));
+  rd_resources *b = calloc(nb + 1, sizeof(*b));
+  uint32_t *a = calloc(nb + 1, sizeof(*a));
+  int *per = calloc(nn + 1, sizeof(*per));
+  CHECK(nodes && b && a && per);
+  for (size_t i = 0; i < nn; i++) nodes[i] = mk((uint32_t)(i + 1), 8, 8);
+  for (size_t i = 0; i <= nb; i++) b[i] = cpus(1);
+  char why[300];
+  double t0 = now_s();
+  /* PACK: 8 to a node, the first 512 nodes */
+  CHECK(rd_pg_place(nodes, nn, b, nb, RD_PG_PLACE_PACK, a, why, sizeof why) == 0);
+  for (size_t i = 0; i < nb; i++) per[a[i]]++;
+  for (size_t s = 1; s <= nn; s++) CHECK(per[s] == (s <= nb / 8 ? 8 : 0));
+  double t_pack = now_s() - t0;
+  /* SPREAD: one on each node, then a second on the first ones */
+  memset(a, 0, (nb + 1) * sizeof(*a));
+  memset(per, 0, (nn + 1) * sizeof(*per));
+  t0 = now_s();
+  CHECK(rd_pg_place(nodes, nn, b, nb, RD_PG_PLACE_SPREAD, a, why, sizeof why) == 0);
+  for (size_t i = 0; i < nb; i++) per[a[i]]++;
+  for (size_t s = 1; s <= nn; s++) CHECK(per[s] == (s <= nb - nn ? 2 : 1));
+  double t_spread = now_s() - t0;
+  /* STRICT_SPREAD: 4,095 bundles on 4,095 nodes; one more never */
+  memset(a, 0, (nb + 1) * sizeof(*a));
+  memset(per, 0, (nn + 1) * sizeof(*per));
+  t0 = now_s();
+  CHECK(rd_pg_place(nodes, nn, b, nn, RD_PG_PLACE_STRICT_SPREAD, a, why, sizeof why) == 0);
+  for (size_t i = 0; i < nn; i++) CHECK(a[i] && per[a[i]]++ == 0);
+  double t_strict = now_s() - t0;
+  memset(a, 0, (nb + 1) * sizeof(*a));
+  CHECK(rd_pg_place(nodes, nn, b, nb, RD_PG_PLACE_STRICT_SPREAD, a, why, sizeof why) == RD_EINFEASIBLE);
+  CHECK(strstr(why, "4096 nodes") != NULL);
+  /* too many bundles: refused */
+  CHECK(rd_pg_place(nodes, nn, b, nb + 1, RD_PG_PLACE_PACK, a, why, sizeof why) == RD_EINVAL);
+  fprintf(stderr, "%zu bundles on %zu nodes: PACK %.3f s, SPREAD %.3f s, STRICT_SPREAD (%zu) %.3f s\n", nb, nn,
+          t_pack, t_spread, nn, t_strict);
+  free(nodes);
+  free(b);
+  free(a);
+  free(per);
+}
+
 int main(void) {
+  large();
   rd_pg_node nodes[3] = {mk(1, 4, 4), mk(2, 4, 4), mk(3, 4, 4)};
   rd_resources b[4] = {cpus(1), cpus(1), cpus(1), cpus(1)};
   uint32_t a[4];
