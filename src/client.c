@@ -1444,6 +1444,7 @@ static int lease_push(rd__lease *l, rd__task *t) {
   else l->inhead = t;
   l->intail = t;
   l->ninflight++;
+  G.ninflight++;
   l->nstream += t->stream != NULL;
   l->idle_since = 0;
   t->pushed_ns = rd__now_ns();
@@ -1545,6 +1546,7 @@ static void lease_return_ex(rd__lease *l, int worker_lost) {
   lease_drop_borrows(l);
   lease_drop_holds(l);
   rd__conn_close(&l->conn);
+  G.ninflight -= l->ninflight;
   free(l);
   G.conn_gen++;
 }
@@ -1568,14 +1570,22 @@ static void class_requeue_front(rd__sclass *c, rd__task *head) {
 
 #define RD__OOM_DELAY_MAX_NS 60000000000ull
 
-/* Tasks of this owner in flight now, on every lease and actor connection. */
+/* Tasks of this owner in flight now, on every lease and actor connection:
+ * G.ninflight, kept where theirs change.  A build with assertions (Debug:
+ * the sanitizer suite) walks them and stops the process if the two differ. */
 static int owner_inflight(void) {
+#ifndef NDEBUG
   int n = 0;
   for (rd__sclass *c = G.leased; c; c = c->lnext)
     for (rd__lease *l = c->leases; l; l = l->next) n += l->ninflight;
   for (rd__actor *a = G.actors; a; a = a->next)
     if (a->conn) n += a->conn->ninflight;
-  return n;
+  if (n != G.ninflight) {
+    rd__log(RD_LOG_ERROR, "tasks in flight: %d counted, %d on the connections", G.ninflight, n);
+    abort();
+  }
+#endif
+  return G.ninflight;
 }
 
 /* The backoff before the retry after t's latest OOM kill. */
@@ -1628,6 +1638,7 @@ static void lease_lost(rd__lease *l, const char *why) {
   rd__sclass *c = l->cls;
   rd__task *t = l->inhead;
   l->inhead = l->intail = NULL;
+  G.ninflight -= l->ninflight;
   l->ninflight = l->nstream = 0;
   int pid = l->worker_pid;
   int l_err = l->lost_err;
@@ -2115,6 +2126,7 @@ static void on_task_reply(rd__lease *l, Rd__TaskReply *m) {
   else l->inhead = t->next;
   if (l->intail == t) l->intail = prev;
   l->ninflight--;
+  G.ninflight--;
   l->nstream -= t->stream != NULL;
   rd__sclass *c = l->cls;
   if (m->unrun && c) {
@@ -2447,8 +2459,12 @@ static void actor_dispatch(rd__actor *a) {
 }
 
 static void on_actor_connect_reply(Rd__ActorConnectReply *m, int fd) {
-  rd__actor *a = NULL;
-  for (rd__actor *x = G.actors; x; x = x->next)
+  /* by the id it names (a walk of every entry made connecting to N actors
+   * cost N^2: 2,000 took 7 s, mostly here); one that names none (the node
+   * does not know the actor), or another, by its request */
+  rd__actor *a = m->actor_id ? actor_get(m->actor_id, 0) : NULL;
+  if (a && !(a->state == AH_CONNECTING && a->connect_req == m->req_id)) a = NULL;
+  for (rd__actor *x = a ? NULL : G.actors; x; x = x->next)
     if (x->state == AH_CONNECTING && x->connect_req == m->req_id) a = x;
   if (!a) {
     if (fd >= 0) close(fd);
@@ -2523,6 +2539,7 @@ static void actor_conn_lost(rd__lease *l, const char *why) {
   lease_drop_borrows(l);
   lease_drop_holds(l);
   rd__conn_close(&l->conn);
+  G.ninflight -= l->ninflight;
   free(l);
   G.conn_gen++;
   a->conn = NULL;
@@ -2868,6 +2885,7 @@ static void abandon_all_work(int err, const char *why) {
       lease_drop_borrows(a->conn);
       lease_drop_holds(a->conn);
       rd__conn_close(&a->conn->conn);
+      G.ninflight -= a->conn->ninflight;
       free(a->conn);
       a->conn = NULL;
       G.conn_gen++;
@@ -3061,11 +3079,7 @@ static void ost_report(uint64_t now, int force, int64_t *wait) {
     wait_until(wait, G.ost.last_sent_ns + OST_GAP_NS, now);
     return;
   }
-  uint64_t sent = 0;
-  for (rd__sclass *c = G.leased; c; c = c->lnext)
-    for (rd__lease *l = c->leases; l; l = l->next) sent += (uint64_t)l->ninflight;
-  for (rd__actor *a = G.actors; a; a = a->next)
-    if (a->conn) sent += (uint64_t)a->conn->ninflight;
+  uint64_t sent = (uint64_t)owner_inflight();
   Rd__OwnerStats m = RD__OWNER_STATS__INIT;
   m.n_buckets = RD_HIST_BUCKETS;
   m.buckets = G.ost.buckets;
@@ -3457,15 +3471,14 @@ static int pump_round(int64_t timeout_ms) {
   rd__flush_all();
 
   int64_t idle_wait = -1;
-  int inflight = 0;
+  int inflight = G.ninflight;
   size_t nconn = 0;
   for (rd__sclass *c = G.leased; c; c = c->lnext)
-    for (rd__lease *l = c->leases; l; l = l->next, nconn++) {
-      inflight += l->ninflight;
+    for (rd__lease *l = c->leases; l; l = l->next, nconn++)
       if (!l->gone_ns && l->idle_since) wait_until(&idle_wait, l->idle_since + G.lease_idle_ns, now);
-    }
-  for (rd__actor *a = G.actors; a; a = a->next)
-    if (a->conn && !a->conn->gone_ns) inflight += a->conn->ninflight, nconn++;
+  /* only whether there are more than POLL_SMALL: a process connected to
+   * thousands of actors does not walk them every round */
+  for (rd__actor *a = G.actors; a && nconn <= POLL_SMALL; a = a->next) nconn += a->conn && !a->conn->gone_ns;
   for (rd__serve *s = G.serves; s && nconn <= POLL_SMALL; s = s->next) nconn++;
   /* a few connections: poll() them (cheaper than epoll's wake-ups: the
    * sync task path ran 15% slower through epoll); many: the epoll set,

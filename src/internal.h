@@ -377,6 +377,8 @@ typedef struct rd__ctx {
   rd__actor *actors;
   rd__u64map actor_ids;      /* the same entries by actor id (actor_get) */
   int any_dead_actor;        /* an entry may be dead with nothing left to fail: the pump forgets it */
+  int ninflight;             /* tasks and calls pushed and not answered, over every lease and actor
+                                connection (the sum of their ninflight: the pump's spin choice) */
   rd__serve *serves;
   Rd__ActorStart *actor_start;   /* worker: become this actor (run the constructor) */
   int actor_kill;                /* worker: run the destructor and exit (2: for good, no restart) */
