@@ -1378,6 +1378,7 @@ static int lease_push(rd__lease *l, rd__task *t) {
   m.return_ids = t->ret_ids;
   m.n_args = (size_t)t->nargs;
   m.args = argp;
+  size_t inl = 0;   /* bytes of values inside the message so far (RD_MSG_REF_BUDGET) */
   for (int i = 0; i < t->nargs; i++) {
     rd__arg__init(&argv[i]);
     argp[i] = &argv[i];
@@ -1391,6 +1392,7 @@ static int lease_push(rd__lease *l, rd__task *t) {
     if (!a->by_ref) {
       argv[i].data.data = (uint8_t *)a->data;
       argv[i].data.len = a->size;
+      inl += a->size;
       continue;
     }
     rd__obj *o = obj_get(a->oid);
@@ -1414,14 +1416,20 @@ static int lease_push(rd__lease *l, rd__task *t) {
         argv[i].ready = 1;
         argv[i].data.data = o->blob->data;
         argv[i].data.len = o->blob->size;
+        inl += o->blob->size;
       } else {
         argv[i].n_inner_ids = 0;   /* asked for: they come with the answer */
       }
       continue;
     }
-    if (o && o->state == OBJ_INLINE) {       /* small: travels with the task */
+    if (o && o->state == OBJ_INLINE && inl <= RD_MSG_REF_BUDGET &&
+        o->blob->size <= RD_MSG_REF_BUDGET - inl) {   /* small: travels with the task */
       argv[i].data.data = o->blob->data;
       argv[i].data.len = o->blob->size;
+      inl += o->blob->size;
+    } else if (o && o->state == OBJ_INLINE) {   /* small, but the message is full: the worker asks for it */
+      argv[i].fetch = 1;
+      argv[i].object_id = a->oid;
     } else {
       argv[i].by_ref = 1;
       argv[i].object_id = a->oid;

@@ -42,6 +42,9 @@ struct rd_call {
   rd_buf *args;                  /* nargs of them: args_in, or malloc'd when more */
   uint8_t *pinned;               /* store pins held for by-ref arguments (the same) */
   uint64_t lost_arg;             /* an argument lost with its node or store (the owner may rebuild it) */
+  rd_ref *fetched;               /* arguments asked of the sender (Arg.fetch), held until the call ends */
+  rd_buf *fetched_bufs;
+  size_t nfetched;
   int nret;
   rd__ret_slot *ret;             /* nret of them: ret_in, or malloc'd when more */
   size_t ret_inline;             /* bytes of its returns travelling in the reply (RD_MSG_INLINE_BUDGET) */
@@ -620,6 +623,7 @@ static void call_arrays_free(rd_call *call) {
 }
 
 static int resolve_refs(rd_call *call, const uint64_t *ids, const uint32_t *nodes, const size_t *idx, size_t n);
+static int fetch_args(rd_call *call);
 
 /* Resolve by-reference arguments with one store request.  0 or an error with
  * a message in call->err. */
@@ -658,7 +662,70 @@ static int resolve_args(rd_call *call) {
     free(nodes);
     free(idx);
   }
-  return r;
+  return r ? r : fetch_args(call);
+}
+
+/* The arguments the sender left out of a full message (Arg.fetch): asked
+ * for on its socket, as borrowed refs are, all at once, and held (bufs and
+ * proxies) until the call ends (fetch_release).  0 or an error with a
+ * message in call->err.  G.mu held; dropped while it waits. */
+static int fetch_args(rd_call *call) {
+  Rd__Task *m = call->msg;
+  size_t n = 0;
+  for (size_t i = 0; i < m->n_args; i++) n += m->args[i]->fetch && !m->args[i]->borrow && !m->args[i]->borrow_list;
+  if (n == 0) return 0;
+  call->fetched = calloc(n, sizeof(*call->fetched));
+  call->fetched_bufs = calloc(n, sizeof(*call->fetched_bufs));
+  if (!call->fetched || !call->fetched_bufs) {
+    snprintf(call->err, sizeof(call->err), "out of memory taking the %zu arguments of '%s'", m->n_args, call->func);
+    return RD_ENOMEM;
+  }
+  int r = 0;
+  for (size_t i = 0; r == 0 && i < m->n_args; i++) {
+    const Rd__Arg *a = m->args[i];
+    if (!a->fetch || a->borrow || a->borrow_list) continue;
+    r = rd__borrow_ref(call->from, a->object_id, NULL);
+    if (r == 0) call->fetched[call->nfetched++].id = a->object_id;
+  }
+  rd__flush_soon();   /* the questions, together */
+  if (r != 0) {
+    snprintf(call->err, sizeof(call->err), "cannot ask for the arguments of '%s': %s", call->func, rd_strerror(r));
+    return r;
+  }
+  pthread_mutex_unlock(&G.mu);
+  r = rd_get(call->fetched, n, call->fetched_bufs, 60000);
+  pthread_mutex_lock(&G.mu);
+  if (r != 0) {
+    const rd_buf *bad = NULL;   /* the first that says why */
+    for (size_t k = 0; k < n && !bad; k++)
+      if (call->fetched_bufs[k].error) bad = &call->fetched_bufs[k];
+    snprintf(call->err, sizeof(call->err), "cannot fetch the arguments of '%s' from its caller: %s%s%.*s", call->func,
+             rd_strerror(r), bad ? ": " : "", bad ? (int)bad->size : 0, bad ? (const char *)bad->data : "");
+    return r;
+  }
+  for (size_t i = 0, k = 0; i < m->n_args; i++) {
+    const Rd__Arg *a = m->args[i];
+    if (!a->fetch || a->borrow || a->borrow_list) continue;
+    call->args[i].data = call->fetched_bufs[k].data;
+    call->args[i].size = call->fetched_bufs[k++].size;
+  }
+  return 0;
+}
+
+/* fetch_args' holds go.  G.mu held; dropped meanwhile. */
+static void fetch_release(rd_call *call) {
+  if (!call->fetched) return;
+  pthread_mutex_unlock(&G.mu);
+  for (size_t k = 0; k < call->nfetched; k++) {
+    rd_buf_release(&call->fetched_bufs[k]);
+    rd_ref_release(call->fetched[k]);
+  }
+  pthread_mutex_lock(&G.mu);
+  free(call->fetched);
+  free(call->fetched_bufs);
+  call->fetched = NULL;
+  call->fetched_bufs = NULL;
+  call->nfetched = 0;
 }
 
 /* resolve_args' store request for the n by-reference arguments idx[]
@@ -912,6 +979,7 @@ static int run_call(rd__wtask *w) {
   }
   for (size_t i = 0; i < m->n_args; i++)
     if (call.pinned[i]) rd__store_release(m->args[i]->object_id);
+  fetch_release(&call);
   yield_discard(&call);
   free(call.sids.v);
   call_arrays_free(&call);

@@ -29,6 +29,23 @@
 #include "session.h"
 
 /* Which node ran me: its index in the cluster. */
+/* Each argument i: FILL_SZ bytes of (i & 0xff); answers {its node, the
+ * number of arguments}. */
+enum { FILL_SZ = 100 * 1024 };
+RD_REMOTE(check_fill_args) {
+  for (size_t i = 0; i < rd_call_nargs(call); i++) {
+    rd_buf b;
+    if (rd_arg(call, i, &b) != 0 || b.size != FILL_SZ) return rd_call_fail(call, "argument %zu: size", i);
+    const unsigned char *p = b.data;
+    if (p[0] != (i & 0xff) || p[FILL_SZ / 2] != (i & 0xff) || p[FILL_SZ - 1] != (i & 0xff))
+      return rd_call_fail(call, "argument %zu: bytes", i);
+  }
+  rd_node_info ni;
+  if (rd_node_info_get(&ni) != 0) return rd_call_fail(call, "rd_node_info_get failed");
+  uint64_t out[2] = {ni.node_index, rd_call_nargs(call)};
+  return rd_return_bytes(call, 0, out, sizeof(out));
+}
+
 RD_REMOTE(where) {
   rd_node_info ni;
   if (rd_node_info_get(&ni) != 0) return rd_call_fail(call, "rd_node_info_get failed");
@@ -951,6 +968,24 @@ static int t_borrow(void) {
   rd_ref_release(made[1]);
   free(d);
   free(tw);
+  /* 600 small values this driver put (inline here, 60 MiB in all) as the
+   * arguments of a task on node b: past the 56 MiB that travel in its
+   * message, the rest asked for by the worker across the link */
+  enum { NF = 600 };
+  static rd_ref fill[NF];
+  static rd_value fv[NF];
+  static unsigned char one_val[FILL_SZ];
+  for (int i = 0; i < NF; i++) {
+    memset(one_val, i & 0xff, FILL_SZ);
+    CHECK_EQ(rd_put(one_val, FILL_SZ, &fill[i]), 0);
+    fv[i] = rd_arg_ref(fill[i]);
+  }
+  CHECK_EQ(rd_submit(check_fill_args, fv, NF, &o, &out), 0);   /* o: on node b */
+  uint64_t fr[2];
+  get_exact(out, "check_fill_args", 120000, fr, sizeof(fr));
+  CHECK(fr[0] != ni.node_index && fr[1] == NF);
+  rd_ref_release(out);
+  for (int i = 0; i < NF; i++) rd_ref_release(fill[i]);
   /* the copies b and c pulled go with the objects */
   stores_bc_empty("after the release");
   rd_shutdown();

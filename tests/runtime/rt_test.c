@@ -527,17 +527,23 @@ static int t_wide(void) {
   CHECK_EQ(rd_actor_call(a, Wide_sizes, v, 1000, &o, r), 0);
   for (int i = 0; i < 100; i++) CHECK_EQ(get_long(r[i]), 8 * 333 + 16 * 333 + i);   /* 333 of 8 bytes, 333 of 16 */
   for (int i = 0; i < NB; i++) rd_ref_release(r[i]);
-  /* 700 small objects put by this process (inline here) as arguments:
-   * 70 MiB cannot travel in one task message, and the task fails saying so */
+  /* 700 small objects put by this process (inline here) as arguments of a
+   * task and of an actor call: 70 MiB cannot travel in one message, so what
+   * passes the budget is asked for by the worker (until 2026-12-07 the
+   * task failed with RD_E2BIG) */
+  static unsigned char one_val[WIDE_SZ];
   for (int i = 0; i < 700; i++) {
-    CHECK_EQ(rd_put(data[i % NB], WIDE_SZ, &r[i]), 0);
+    memset(one_val, i & 0xff, WIDE_SZ);
+    CHECK_EQ(rd_put(one_val, WIDE_SZ, &r[i]), 0);
     v[i] = rd_arg_ref(r[i]);
   }
   CHECK_EQ(rd_submit(check_big_args, v, 700, NULL, &n), 0);
-  rd_buf eb;
-  CHECK_EQ(rd_get(&n, 1, &eb, 60000), RD_E2BIG);
-  CHECK(eb.size > 0 && memmem(eb.data, eb.size, "larger than 64 MiB", 18) != NULL);
-  rd_buf_release(&eb);
+  CHECK_EQ(get_long(n), 700);
+  o.num_returns = 1;
+  rd_ref an;
+  CHECK_EQ(rd_actor_call(a, Wide_sizes, v, 700, &o, &an), 0);
+  CHECK_EQ(get_long(an), 700L * WIDE_SZ);
+  rd_ref_release(an);
   rd_ref_release(n);
   for (int i = 0; i < 700; i++) rd_ref_release(r[i]);
   /* the limits */
