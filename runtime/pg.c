@@ -1635,10 +1635,12 @@ void rd__pgs_describe(rd__mbuf *b, const rd_gcs_pg *pgs, size_t n, int only, siz
     if (!shown++)
       rd__mbuf_printf(b, "%-16s %-16s %-13s %-12s %s\n", "id", "name", "strategy", "state", "bundles (node: CPU/GPU)");
     char bs[512];
-    size_t off = 0;
-    for (size_t k = 0; k < p->nbundles && off < sizeof(bs) - 48; k++)
+    size_t off = 0, k = 0;
+    for (; k < p->nbundles && off < sizeof(bs) - 80; k++)
       off += (size_t)snprintf(bs + off, sizeof(bs) - off, "%s%u: %g/%g", k ? ", " : "", p->bundle_nodes[k],
                               rd_res_to_double(p->bundles[k].cpu), rd_res_to_double(p->bundles[k].gpu));
+    if (k < p->nbundles)   /* a large group: the first ones, and how many in all */
+      snprintf(bs + off, sizeof(bs) - off, ", ... (%zu bundles)", p->nbundles);
     rd__mbuf_printf(b, "%016llx %-16s %-13s %-12s %s%s%s\n", (unsigned long long)p->pg_id, p->name[0] ? p->name : "-",
                     rd_gcs_pg_strategy_name(p->strategy), rd_gcs_pg_state_name(p->state), bs, p->reason[0] ? "; " : "",
                     p->reason);

@@ -2258,6 +2258,8 @@ PY
     L="$RAYDIST_TMPDIR/pgs"
     "$R" list placement-groups --state REMOVED --limit 10000 > "$L" || fail "list placement-groups"
     [ "$(grep -Ec '^[0-9a-f]{16} .* removed ' "$L")" = "$NREM" ] || { cat "$L"; fail "list placement-groups: not $NREM removed rows"; }
+    # the 300-bundle group: its first bundles, and how many in all
+    grep -E '^[0-9a-f]{16} many .*, \.\.\. \(300 bundles\)' "$L" > /dev/null || { cat "$L"; fail "list placement-groups: the 300-bundle row"; }
     "$R" list placement-groups --state created > "$L" || fail "list placement-groups --state created"
     [ "$(grep -Ec '^[0-9a-f]{16} ' "$L")" = 0 ] || { cat "$L"; fail "list placement-groups: a created one left"; }
     "$R" list placement-groups --limit 1 > "$L" || fail "list placement-groups --limit 1"
