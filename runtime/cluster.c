@@ -2023,6 +2023,7 @@ typedef struct gcs_actor_op {
   char reason[200];
   int status;
   uint32_t node;
+  int32_t max_pending;      /* GA_REGISTER: the actor's max_pending_calls; GA_LOOKUP: the answer's */
   uint64_t retry_since;
   int retried;              /* GA_REGISTER: asked again once, after a dead namesake here was unnamed */
   uint64_t wait_actor;      /* parked on C.name_waits until this actor's name is free */
@@ -2145,13 +2146,13 @@ static void gcs_actor_work(uv_work_t *w) {
   gcs_actor_op *op = w->data;
   switch (op->kind) {
     case GA_REGISTER:
-      op->status = rd_gcs_actor_register(C.gcs, op->actor_id, op->name, op->cls, C.index);
+      op->status = rd_gcs_actor_register(C.gcs, op->actor_id, op->name, op->cls, C.index, op->max_pending);
       break;
     case GA_DEAD:
       op->status = rd_gcs_actor_update(C.gcs, op->actor_id, RD_GCS_ACTOR_DEAD, 0, op->reason);
       break;
     case GA_LOOKUP:
-      op->status = rd_gcs_actor_lookup(C.gcs, op->name, &op->actor_id, &op->node);
+      op->status = rd_gcs_actor_lookup(C.gcs, op->name, &op->actor_id, &op->node, &op->max_pending);
       break;
     case GA_LIST:
       free(op->list);   /* a retry's */
@@ -2205,8 +2206,8 @@ static void gcs_actor_done(uv_work_t *w, int status) {
         if (a && a->state == A_DEAD && !(rd__node_actor_hosted(a))) op->status = RD_ENOENT;
       }
       snprintf(err, sizeof(err), "no live actor is named '%s' in the cluster", op->name);
-      rd__node_reply_actor_id(op->client_id, op->req_id, op->status == 0 ? 0 : RD_ENOENT, op->status ? err : NULL,
-                              op->status == 0 ? op->actor_id : 0);
+      if (op->status == 0) rd__node_reply_actor_found(op->client_id, op->req_id, op->actor_id, op->max_pending);
+      else rd__node_reply_actor_id(op->client_id, op->req_id, RD_ENOENT, err, 0);
       break;
     case GA_LIST:
       actor_list_answer(op);
@@ -2244,6 +2245,7 @@ int rd__cluster_actor_register(node_actor *a, node_client *c, uint64_t req_id) {
   op->req_id = req_id;
   snprintf(op->name, sizeof(op->name), "%s", a->name);
   snprintf(op->cls, sizeof(op->cls), "%s", a->cls);
+  op->max_pending = a->max_pending_calls;
   return gcs_actor_queue(op);
 }
 

@@ -1313,6 +1313,7 @@ static int h_actor_lookup(void *arg, rd__rpc_call *call, const ProtobufCMessage 
     Rd__Gcs__ActorInfo *a = rec_get(g, T_ACTOR, key, &rd__gcs__actor_info__descriptor, &rc);
     if (a) {
       r.node_index = a->node_index;
+      r.max_pending_calls = a->max_pending_calls;
       protobuf_c_message_free_unpacked(&a->base, NULL);
     }
   } else if (!rc) {

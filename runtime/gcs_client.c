@@ -636,9 +636,10 @@ int rd_gcs_job_list(rd_gcs *g, rd_gcs_job **out, size_t *n) {
 }
 
 int rd_gcs_actor_register(rd_gcs *g, uint64_t actor_id, const char *name, const char *class_name,
-                          uint32_t node_index) {
+                          uint32_t node_index, int32_t max_pending_calls) {
   Rd__Gcs__ActorInfo req = RD__GCS__ACTOR_INFO__INIT;
   req.actor_id = actor_id;
+  req.max_pending_calls = max_pending_calls > 0 ? max_pending_calls : 0;
   req.name = (char *)(name ? name : "");
   req.class_name = (char *)(class_name ? class_name : "");
   req.node_index = node_index;
@@ -655,7 +656,8 @@ int rd_gcs_actor_update(rd_gcs *g, uint64_t actor_id, int state, uint32_t node_i
   return call(g, "/rd.gcs.Gcs/ActorUpdate", &req.base, &rd__gcs__empty__descriptor, NULL, NULL, 0);
 }
 
-int rd_gcs_actor_lookup(rd_gcs *g, const char *name, uint64_t *actor_id_out, uint32_t *node_index_out) {
+int rd_gcs_actor_lookup(rd_gcs *g, const char *name, uint64_t *actor_id_out, uint32_t *node_index_out,
+                        int32_t *max_pending_out) {
   Rd__Gcs__ActorLookupRequest req = RD__GCS__ACTOR_LOOKUP_REQUEST__INIT;
   req.name = (char *)(name ? name : "");
   ProtobufCMessage *rep;
@@ -665,6 +667,7 @@ int rd_gcs_actor_lookup(rd_gcs *g, const char *name, uint64_t *actor_id_out, uin
   Rd__Gcs__ActorLookupReply *r = (Rd__Gcs__ActorLookupReply *)rep;
   if (actor_id_out) *actor_id_out = r->actor_id;
   if (node_index_out) *node_index_out = r->node_index;
+  if (max_pending_out) *max_pending_out = r->max_pending_calls;
   protobuf_c_message_free_unpacked(rep, NULL);
   return 0;
 }

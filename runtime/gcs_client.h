@@ -182,15 +182,16 @@ typedef struct rd_gcs_job {
 int rd_gcs_job_list(rd_gcs *g, rd_gcs_job **out, size_t *n);
 
 enum { RD_GCS_ACTOR_ALIVE = 1, RD_GCS_ACTOR_RESTARTING = 2, RD_GCS_ACTOR_DEAD = 3 };
-/* RD_EEXIST when the id is registered or the name is held by a live actor. */
+/* RD_EEXIST when the id is registered or the name is held by a live actor.
+ * max_pending_calls: its rd_actor_opts' (0: none), told to lookups. */
 int rd_gcs_actor_register(rd_gcs *g, uint64_t actor_id, const char *name /* NULL or "" */,
-                          const char *class_name, uint32_t node_index);
+                          const char *class_name, uint32_t node_index, int32_t max_pending_calls);
 /* node_index 0 keeps the node.  DEAD frees the name; an update out of DEAD
  * takes it back (RD_EEXIST if another live actor took it meanwhile). */
 int rd_gcs_actor_update(rd_gcs *g, uint64_t actor_id, int state, uint32_t node_index,
                         const char *reason);
-int rd_gcs_actor_lookup(rd_gcs *g, const char *name, uint64_t *actor_id_out,
-                        uint32_t *node_index_out); /* RD_ENOENT */
+int rd_gcs_actor_lookup(rd_gcs *g, const char *name, uint64_t *actor_id_out, uint32_t *node_index_out,
+                        int32_t *max_pending_out); /* RD_ENOENT; each out may be NULL */
 /* The actor table (named actors): live ones and the 1000 dead ones with the
  * highest ids; *out is malloc'd (free it). */
 typedef struct rd_gcs_actor {

@@ -1853,14 +1853,21 @@ static node_actor *actor_find(uint64_t id) {
   return NULL;
 }
 
-static void reply_actor_id(node_client *c, uint64_t req_id, int status, const char *err, uint64_t id) {
+/* max_pending: a lookup's answer, the actor's max_pending_calls (0 else). */
+static void reply_actor_id_mp(node_client *c, uint64_t req_id, int status, const char *err, uint64_t id,
+                              int32_t max_pending) {
   Rd__ActorIdReply r = RD__ACTOR_ID_REPLY__INIT;
   r.req_id = req_id;
   r.status = status;
   r.error = (char *)(err ? err : "");
   r.actor_id = id;
+  r.max_pending_calls = max_pending > 0 ? max_pending : 0;
   /* a link asked on behalf of a caller on its node (a forwarded kill) */
   send_msg(c, c->role == ROLE_LINK ? RD__MSG_TYPE__MSG_LINK_ACTOR_KILLED : RD__MSG_TYPE__MSG_ACTOR_ID_REPLY, &r.base, -1);
+}
+
+static void reply_actor_id(node_client *c, uint64_t req_id, int status, const char *err, uint64_t id) {
+  reply_actor_id_mp(c, req_id, status, err, id, 0);
 }
 
 uint32_t rd__node_actor_concurrency(const node_actor *a) {
@@ -2537,6 +2544,11 @@ void rd__node_reply_actor_id(uint32_t client_id, uint64_t req_id, int status, co
   if (c) reply_actor_id(c, req_id, status, err, id);
 }
 
+void rd__node_reply_actor_found(uint32_t client_id, uint64_t req_id, uint64_t id, int32_t max_pending) {
+  node_client *c = rd__node_client_by_id(client_id);
+  if (c) reply_actor_id_mp(c, req_id, 0, NULL, id, max_pending);
+}
+
 uint32_t rd__node_client_driver(const node_client *c) {
   /* a driver that asked for none of its workers' output gets none: its
    * leases and actors carry no driver, so a worker's node (here or over a
@@ -2781,7 +2793,7 @@ void rd__node_actor_kill(node_client *c, const Rd__ActorKill *m) {
 static void on_actor_lookup(node_client *c, Rd__ActorLookup *m) {
   node_actor *a = actor_named(m->name);
   if (a) {
-    reply_actor_id(c, m->req_id, 0, NULL, a->id);
+    reply_actor_id_mp(c, m->req_id, 0, NULL, a->id, a->max_pending_calls);
     return;
   }
   if (m->name && *m->name && rd__cluster_actor_lookup(c, m->req_id, m->name)) return;   /* the GCS knows */

@@ -531,6 +531,8 @@ void rd__node_actor_connect(node_client *c, const Rd__ActorConnect *m);
 void rd__node_actor_kill(node_client *c, const Rd__ActorKill *m);
 void rd__node_actor_registered(uint64_t id, uint32_t client_id, uint64_t req_id, int status, const char *err);
 void rd__node_reply_actor_id(uint32_t client_id, uint64_t req_id, int status, const char *err, uint64_t id);
+/* A lookup by name answered: the actor and its max_pending_calls. */
+void rd__node_reply_actor_found(uint32_t client_id, uint64_t req_id, uint64_t id, int32_t max_pending);
 /* Answer rd_actor_list_named with these qualified names. */
 void rd__node_reply_actor_names(uint32_t client_id, uint64_t req_id, int status, const char *err, char **names,
                                 size_t n);

@@ -5761,6 +5761,10 @@ int rd_actor_get_in(const char *ns, const char *name, rd_actor *out) {
     Rd__ActorIdReply *ar = (Rd__ActorIdReply *)rep;
     r = ar->status;
     if (r == 0) out->id = ar->actor_id;
+    /* its max_pending_calls holds from the first call on (not from when
+     * the handle first connects: calls made meanwhile were not counted) */
+    rd__actor *a = r == 0 && ar->max_pending_calls > 0 ? actor_get(out->id, 1) : NULL;
+    if (a) a->max_pending = ar->max_pending_calls;   /* no memory: learnt at connect */
     protobuf_c_message_free_unpacked(rep, NULL);
   }
   pthread_mutex_unlock(&G.mu);

@@ -106,7 +106,7 @@ static rates measure(const gcs_child *c, double dur) {
   while (now() - t0 < dur) {
     char name[32];
     snprintf(name, sizeof(name), "a%ld", n);
-    if (rd_gcs_actor_register(g, (uint64_t)n + 1, name, "Bench", 0) != 0) DIE("actor register");
+    if (rd_gcs_actor_register(g, (uint64_t)n + 1, name, "Bench", 0, 0) != 0) DIE("actor register");
     n++;
   }
   r.actors = n / (now() - t0);

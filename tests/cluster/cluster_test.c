@@ -1624,19 +1624,17 @@ RD_REMOTE(call_actor_from_afar) {
   return rd_return_bytes(call, 0, out, sizeof(out));
 }
 
-/* A task on a third node, given a handle to an actor with max_pending_calls
- * 2: once connected (a first call answered), two 300 ms naps and an add;
- * their return codes (the add's: RD_EAGAIN, the limit told by the actor's
- * host over the node link). */
-RD_REMOTE(probe_pending) {
-  rd_actor a;
-  if (rd_call_arg_actor(call, 0, &a) != 0) return rd_call_fail(call, "no actor handle");
+/* Two 300 ms naps and an add on a, an actor with max_pending_calls 2 (after
+ * a first call answered when warm); their return codes. */
+static int pending_probe(rd_call *call, rd_actor a, int warm) {
   rd_ref r, q[3];
   rd_buf b;
-  if (rd_actor_call(a, Tally_add, RD_NO_ARGS, NULL, &r) != 0 || rd_get(&r, 1, &b, 60000) != 0)
+  if (warm && (rd_actor_call(a, Tally_add, RD_NO_ARGS, NULL, &r) != 0 || rd_get(&r, 1, &b, 60000) != 0))
     return rd_call_fail(call, "first call");
-  rd_buf_release(&b);
-  rd_ref_release(r);
+  if (warm) {
+    rd_buf_release(&b);
+    rd_ref_release(r);
+  }
   uint32_t ms = 300;
   long rc[3];
   for (int i = 0; i < 3; i++)
@@ -1648,6 +1646,23 @@ RD_REMOTE(probe_pending) {
     rd_ref_release(q[i]);
   }
   return rd_return_bytes(call, 0, rc, sizeof(rc));
+}
+
+/* A task on a third node, given a handle to an actor with max_pending_calls
+ * 2: once connected, two naps and an add (the add's: RD_EAGAIN, the limit
+ * told by the actor's host over the node link). */
+RD_REMOTE(probe_pending) {
+  rd_actor a;
+  if (rd_call_arg_actor(call, 0, &a) != 0) return rd_call_fail(call, "no actor handle");
+  return pending_probe(call, a, 1);
+}
+
+/* The same with a handle got by name (the GCS's record says the limit),
+ * calling at once: the add is refused before any connection. */
+RD_REMOTE(probe_pending_named) {
+  rd_actor a;
+  if (rd_actor_get("capped_b", &a) != 0) return rd_call_fail(call, "rd_actor_get");
+  return pending_probe(call, a, 0);
 }
 
 /* Where actor a runs and how often it restarted (Tally_where), within ms;
@@ -1748,15 +1763,20 @@ static int t_actors(void) {
   ao.resources = NULL;   /* a holds all of b's only_b */
   ao.strategy = RD_STRATEGY_NODE_AFFINITY;
   ao.node = b;
+  ao.name = "capped_b";
   rd_actor capped;
   CHECK_EQ(rd_actor_create(Tally, RD_NO_ARGS, &ao, &capped), 0);
-  CHECK_EQ(rd_submit(probe_pending, RD_ARGS(rd_arg_actor(&capped)), &o, &r), 0);
-  long prc[3];
-  get_exact(r, "probe_pending", 60000, prc, sizeof(prc));
-  printf("a handle on node c to an actor on b with max_pending_calls 2: %s %s %s\n", rd_err_name((int)prc[0]),
-         rd_err_name((int)prc[1]), rd_err_name((int)prc[2]));
-  CHECK(prc[0] == 0 && prc[1] == 0 && prc[2] == RD_EAGAIN);
-  rd_ref_release(r);
+  ao.name = NULL;
+  for (int named = 0; named < 2; named++) {
+    if (named) CHECK_EQ(rd_submit(probe_pending_named, RD_NO_ARGS, &o, &r), 0);
+    else CHECK_EQ(rd_submit(probe_pending, RD_ARGS(rd_arg_actor(&capped)), &o, &r), 0);
+    long prc[3];
+    get_exact(r, "probe_pending", 60000, prc, sizeof(prc));
+    printf("a handle on node c%s to an actor on b with max_pending_calls 2: %s %s %s\n", named ? " (by name)" : "",
+           rd_err_name((int)prc[0]), rd_err_name((int)prc[1]), rd_err_name((int)prc[2]));
+    CHECK(prc[0] == 0 && prc[1] == 0 && prc[2] == RD_EAGAIN);
+    rd_ref_release(r);
+  }
   CHECK_EQ(rd_actor_kill(capped, 1), 0);
   /* rd_actor_list_named from the head finds an actor named on node c (the
    * GCS's table), and not once it is dead */

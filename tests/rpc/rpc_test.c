@@ -277,7 +277,7 @@ static int t_gcs_nodes(void) {
   CHECK(ev_wait(&log, RD_GCS_EV_NODE_ADDED, ia, 0, 2000) >= 0);
   CHECK(ev_wait(&log, RD_GCS_EV_NODE_ADDED, ib, 0, 2000) >= 0);
   /* an actor on b dies with it, and a job driven from b ends */
-  CHECK_EQ(rd_gcs_actor_register(g, 0xb0b, "on-b", "Cls", ib), 0);
+  CHECK_EQ(rd_gcs_actor_register(g, 0xb0b, "on-b", "Cls", ib, 0), 0);
   uint32_t jb = 0;
   CHECK_EQ(rd_gcs_job_add(g, "", 77, ib, &jb), 0);
 
@@ -310,14 +310,14 @@ static int t_gcs_nodes(void) {
     if (!dead_actor) sleep_ms(10);
   }
   CHECK(dead_actor);
-  CHECK_EQ(rd_gcs_actor_lookup(g, "on-b", NULL, NULL), RD_ENOENT);
+  CHECK_EQ(rd_gcs_actor_lookup(g, "on-b", NULL, NULL, NULL), RD_ENOENT);
   rd_gcs_job *jobs;
   size_t njobs;
   CHECK_EQ(rd_gcs_job_list(g, &jobs, &njobs), 0);
   CHECK(njobs == 1 && jobs[0].job_id == jb && jobs[0].end_ms > 0 && strstr(jobs[0].end_reason, "died"));
   free(jobs);
-  CHECK_EQ(rd_gcs_actor_register(g, 0xb0c, "late", "Cls", ib), RD_ENODE_DIED);   /* a late write from b */
-  CHECK_EQ(rd_gcs_actor_lookup(g, "late", NULL, NULL), RD_ENOENT);
+  CHECK_EQ(rd_gcs_actor_register(g, 0xb0c, "late", "Cls", ib, 0), RD_ENODE_DIED);   /* a late write from b */
+  CHECK_EQ(rd_gcs_actor_lookup(g, "late", NULL, NULL, NULL), RD_ENOENT);
 
   /* a dead node stays dead */
   CHECK_EQ(rd_gcs_heartbeat(g, ib, &b.total, 0, 0, NULL), RD_ENODE_DIED);
@@ -804,24 +804,25 @@ static int t_gcs_jobs_actors(void) {
   free(jobs);
   CHECK_EQ(rd_gcs_job_add(g, "not-a-hash", 1, 1, &j2), RD_EINVAL);
 
-  CHECK_EQ(rd_gcs_actor_register(g, 1, "svc", "Embedder", 3), 0);
-  CHECK_EQ(rd_gcs_actor_register(g, 2, "svc", "Embedder", 4), RD_EEXIST);   /* name taken */
+  CHECK_EQ(rd_gcs_actor_register(g, 1, "svc", "Embedder", 3, 7), 0);   /* max_pending_calls 7 */
+  CHECK_EQ(rd_gcs_actor_register(g, 2, "svc", "Embedder", 4, 0), RD_EEXIST);   /* name taken */
   CHECK(strstr(rd_gcs_last_error(), "taken") != NULL);
-  CHECK_EQ(rd_gcs_actor_register(g, 1, "other", "Embedder", 4), RD_EEXIST);  /* id taken */
-  CHECK_EQ(rd_gcs_actor_register(g, 3, NULL, "Anon", 4), 0);
-  CHECK_EQ(rd_gcs_actor_register(g, 4, "", "Anon", 4), 0);   /* unnamed actors never clash */
-  CHECK_EQ(rd_gcs_actor_register(g, 5, "x", "", 4), RD_EINVAL);
+  CHECK_EQ(rd_gcs_actor_register(g, 1, "other", "Embedder", 4, 0), RD_EEXIST);  /* id taken */
+  CHECK_EQ(rd_gcs_actor_register(g, 3, NULL, "Anon", 4, 0), 0);
+  CHECK_EQ(rd_gcs_actor_register(g, 4, "", "Anon", 4, 0), 0);   /* unnamed actors never clash */
+  CHECK_EQ(rd_gcs_actor_register(g, 5, "x", "", 4, 0), RD_EINVAL);
   uint64_t id;
   uint32_t node;
-  CHECK_EQ(rd_gcs_actor_lookup(g, "svc", &id, &node), 0);
-  CHECK(id == 1 && node == 3);
+  int32_t mp = 0;
+  CHECK_EQ(rd_gcs_actor_lookup(g, "svc", &id, &node, &mp), 0);
+  CHECK(id == 1 && node == 3 && mp == 7);
   CHECK_EQ(rd_gcs_actor_update(g, 1, RD_GCS_ACTOR_RESTARTING, 0, "worker died"), 0);
   CHECK_EQ(rd_gcs_actor_update(g, 1, RD_GCS_ACTOR_ALIVE, 5, ""), 0);
-  CHECK_EQ(rd_gcs_actor_lookup(g, "svc", &id, &node), 0);
-  CHECK(id == 1 && node == 5);
+  CHECK_EQ(rd_gcs_actor_lookup(g, "svc", &id, &node, &mp), 0);
+  CHECK(id == 1 && node == 5 && mp == 7);   /* kept through a restart */
   CHECK_EQ(rd_gcs_actor_update(g, 1, RD_GCS_ACTOR_DEAD, 0, "killed"), 0);
-  CHECK_EQ(rd_gcs_actor_lookup(g, "svc", &id, &node), RD_ENOENT);
-  CHECK_EQ(rd_gcs_actor_register(g, 2, "svc", "Embedder", 4), 0);   /* the name is free again */
+  CHECK_EQ(rd_gcs_actor_lookup(g, "svc", &id, &node, NULL), RD_ENOENT);
+  CHECK_EQ(rd_gcs_actor_register(g, 2, "svc", "Embedder", 4, 0), 0);   /* the name is free again */
   CHECK_EQ(rd_gcs_actor_update(g, 1, RD_GCS_ACTOR_ALIVE, 5, ""), RD_EEXIST);  /* cannot take it back */
   CHECK_EQ(rd_gcs_actor_update(g, 77, RD_GCS_ACTOR_DEAD, 0, ""), RD_ENOENT);
   CHECK_EQ(rd_gcs_actor_update(g, 2, 9, 0, ""), RD_EINVAL);
@@ -858,7 +859,7 @@ static int t_gcs_jobs_actors(void) {
   for (uint64_t k = 0; k < 1010; k++) {
     char nm[32];
     snprintf(nm, sizeof(nm), "churn-%llu", (unsigned long long)k);
-    CHECK_EQ(rd_gcs_actor_register(g, 100 + k, nm, "Churn", 4), 0);
+    CHECK_EQ(rd_gcs_actor_register(g, 100 + k, nm, "Churn", 4, 0), 0);
     CHECK_EQ(rd_gcs_actor_update(g, 100 + k, RD_GCS_ACTOR_DEAD, 0, "done"), 0);
   }
   CHECK_EQ(rd_gcs_actor_list(g, &as, &na), 0);
@@ -1878,7 +1879,7 @@ static int t_gcs_restart(void) {
   avail.cpu = 3 * RD_RES_UNIT;
   CHECK_EQ(rd_gcs_heartbeat(g, ia, &avail, 5, 777, NULL), 0);
   CHECK_EQ(rd_gcs_kv_put(g, "ns", "key", "value", 5, 1), 0);
-  CHECK_EQ(rd_gcs_actor_register(g, 0xa1, "svc", "Cls", ia), 0);
+  CHECK_EQ(rd_gcs_actor_register(g, 0xa1, "svc", "Cls", ia, 0), 0);
   CHECK_EQ(rd_gcs_job_add(g, "", 4242, ia, &job1), 0);
   rd_gcs_pg pg;
   pg_fill(&pg, ((uint64_t)ia << 40) | 1, "grp", ia, 1);
@@ -1922,12 +1923,12 @@ static int t_gcs_restart(void) {
   free(v);
   uint64_t aid = 0;
   uint32_t anode = 0;
-  CHECK_EQ(rd_gcs_actor_lookup(g, "svc", &aid, &anode), 0);
+  CHECK_EQ(rd_gcs_actor_lookup(g, "svc", &aid, &anode, NULL), 0);
   CHECK(aid == 0xa1 && anode == ia);
-  CHECK_EQ(rd_gcs_actor_register(g, 0xa2, "svc", "Cls", ia), RD_EEXIST);   /* the name is still taken */
+  CHECK_EQ(rd_gcs_actor_register(g, 0xa2, "svc", "Cls", ia, 0), RD_EEXIST);   /* the name is still taken */
   /* a node retrying a registration whose answer the dead server never sent */
-  CHECK_EQ(rd_gcs_actor_register(g, 0xa1, "svc", "Cls", ia), 0);
-  CHECK_EQ(rd_gcs_actor_register(g, 0xa1, "svc", "Other", ia), RD_EEXIST);
+  CHECK_EQ(rd_gcs_actor_register(g, 0xa1, "svc", "Cls", ia, 0), 0);
+  CHECK_EQ(rd_gcs_actor_register(g, 0xa1, "svc", "Other", ia, 0), RD_EEXIST);
   rd_gcs_pg got = {0};
   CHECK_EQ(rd_gcs_pg_get(g, 0, "grp", &got), 0);
   CHECK(got.pg_id == pg.pg_id && got.state == RD_GCS_PG_CREATED);

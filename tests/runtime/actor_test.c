@@ -55,6 +55,9 @@ static int counter_init(rd_call *call, void **state) {
   if (!c) return rd_call_fail(call, "out of memory");
   rd_buf b;
   if (rd_call_nargs(call) > 0 && rd_arg(call, 0, &b) == 0 && b.size == sizeof(long)) memcpy(&c->value, b.data, sizeof(long));
+  long init_ms = 0;   /* a second argument: a constructor that takes that long */
+  if (rd_call_nargs(call) > 1 && rd_arg(call, 1, &b) == 0 && b.size == sizeof(long)) memcpy(&init_ms, b.data, sizeof(long));
+  if (init_ms > 0) usleep((useconds_t)init_ms * 1000);
   *state = c;
   return 0;
 }
@@ -881,21 +884,19 @@ static int t_call_retries(void) {
   return 0;
 }
 
-/* Three calls on the actor named "capped" from this process's own handle
- * (got by name: it learns max_pending_calls when it first connects, here
- * at a first call answered before): two 300 ms sleeps and an incr; their
- * return codes. */
-RD_REMOTE(capped_probe) {
-  rd_actor a;
-  if (rd_actor_get("capped", &a) != 0) return rd_call_fail(call, "rd_actor_get");
-  rd_ref r;
+/* Two 300 ms sleeps and an incr on a handle of an actor with
+ * max_pending_calls 2, after a first call answered when warm; their return
+ * codes as the call's return. */
+static int capped_calls(rd_call *call, rd_actor a, int warm) {
+  rd_ref r, q[3];
   rd_buf b;
-  if (rd_actor_call(a, Counter_get, RD_NO_ARGS, NULL, &r) != 0 || rd_get(&r, 1, &b, 30000) != 0)
-    return rd_call_fail(call, "first call");
-  rd_buf_release(&b);
-  rd_ref_release(r);
+  if (warm) {
+    if (rd_actor_call(a, Counter_get, RD_NO_ARGS, NULL, &r) != 0 || rd_get(&r, 1, &b, 30000) != 0)
+      return rd_call_fail(call, "first call");
+    rd_buf_release(&b);
+    rd_ref_release(r);
+  }
   long ms = 300, rc[3];
-  rd_ref q[3];
   for (int i = 0; i < 3; i++)
     rc[i] = rd_actor_call(a, i < 2 ? Counter_sleep_ms : Counter_incr, RD_ARGS(rd_arg_bytes(&ms, sizeof(ms))), NULL,
                           &q[i]);
@@ -905,6 +906,30 @@ RD_REMOTE(capped_probe) {
     rd_ref_release(q[i]);
   }
   return rd_return_bytes(call, 0, rc, sizeof(rc));
+}
+
+/* Those calls on the actor named "capped" from this process's own handle,
+ * got by name, once it is connected (a first call answered). */
+RD_REMOTE(capped_probe) {
+  rd_actor a;
+  if (rd_actor_get("capped", &a) != 0) return rd_call_fail(call, "rd_actor_get");
+  return capped_calls(call, a, 1);
+}
+
+/* The same calls at once, from a handle got by name (argument 0) and not
+ * used yet: the node's answer to the lookup says the limit, so the incr is
+ * refused before any connection.  Until 2026-12-07 it was learnt at the
+ * first connect, which waits for an actor still starting: calls to one
+ * were all queued. */
+RD_REMOTE(capped_probe_cold) {
+  rd_actor a;
+  char name[64];
+  rd_buf nb;
+  if (rd_arg(call, 0, &nb) != 0 || nb.size >= sizeof(name)) return rd_call_fail(call, "name");
+  memcpy(name, nb.data, nb.size);
+  name[nb.size] = 0;
+  if (rd_actor_get(name, &a) != 0) return rd_call_fail(call, "rd_actor_get");
+  return capped_calls(call, a, 0);
 }
 
 /* rd_actor_opts.max_pending_calls (Ray's): a handle with that many calls
@@ -929,18 +954,31 @@ static int t_max_pending(void) {
   CHECK_EQ(rd_actor_call(a, Counter_incr, RD_NO_ARGS, NULL, &r3), 0);   /* one pending: room for one */
   CHECK_EQ(get_long(r2), 300);
   CHECK_EQ(get_long(r3), 1);   /* the refused calls never ran */
-  /* another process's handle, got by name, counts its own calls */
-  rd_ref p;
-  CHECK_EQ(rd_submit(capped_probe, RD_NO_ARGS, NULL, &p), 0);
-  rd_buf b;
-  CHECK_EQ(rd_get(&p, 1, &b, 60000), 0);
-  long rc[3];
-  CHECK_EQ(b.size, sizeof(rc));
-  memcpy(rc, b.data, sizeof(rc));
-  printf("a task's handle: %s %s %s\n", rd_err_name((int)rc[0]), rd_err_name((int)rc[1]), rd_err_name((int)rc[2]));
-  CHECK(rc[0] == 0 && rc[1] == 0 && rc[2] == RD_EAGAIN);
-  rd_buf_release(&b);
-  rd_ref_release(p);
+  /* another process's handle, got by name, counts its own calls: once
+   * connected, from the start, and from the start while the actor is still
+   * being made (its constructor takes 1.5 s) */
+  ao.name = "capped_slow";
+  long zero = 0, init_ms = 1500;
+  rd_actor slow;
+  CHECK_EQ(rd_actor_create(Counter, RD_ARGS(rd_arg_bytes(&zero, sizeof(zero)), rd_arg_bytes(&init_ms, sizeof(init_ms))),
+                           &ao, &slow), 0);
+  for (int cold = 0; cold < 3; cold++) {
+    rd_ref p;
+    const char *nm = cold == 2 ? "capped_slow" : "capped";
+    if (cold) CHECK_EQ(rd_submit(capped_probe_cold, RD_ARGS(rd_arg_bytes(nm, strlen(nm))), NULL, &p), 0);
+    else CHECK_EQ(rd_submit(capped_probe, RD_NO_ARGS, NULL, &p), 0);
+    rd_buf b;
+    CHECK_EQ(rd_get(&p, 1, &b, 60000), 0);
+    long rc[3];
+    CHECK_EQ(b.size, sizeof(rc));
+    memcpy(rc, b.data, sizeof(rc));
+    const char *how = cold == 2 ? " (not used before, actor starting)" : cold ? " (not used before)" : "";
+    printf("a task's handle%s: %s %s %s\n", how, rd_err_name((int)rc[0]),
+           rd_err_name((int)rc[1]), rd_err_name((int)rc[2]));
+    CHECK(rc[0] == 0 && rc[1] == 0 && rc[2] == RD_EAGAIN);
+    rd_buf_release(&b);
+    rd_ref_release(p);
+  }
   CHECK_EQ(rd_actor_call(a, Counter_get, RD_NO_ARGS, NULL, &r3), 0);
   CHECK_EQ(get_long(r3), 1);   /* the task's refused incr did not run either */
   /* without the option: no limit */
