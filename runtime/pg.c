@@ -221,7 +221,7 @@ static int bundle_can_run(const rd_resources *b, const rd_resources *res) {
 
 static void reply(node_client *c, uint64_t req_id, int status, const char *err, const pg_rec *p) {
   Rd__PgReply r = RD__PG_REPLY__INIT;
-  uint32_t *nodes = p ? malloc(p->n * sizeof(*nodes)) : NULL;
+  uint32_t *nodes = p ? malloc((p->n ? p->n : 1) * sizeof(*nodes)) : NULL;
   if (p && !nodes) {
     status = RD_ENOMEM;
     err = "node out of memory";
