@@ -1422,14 +1422,15 @@ static int lease_push(rd__lease *l, rd__task *t) {
       }
       continue;
     }
-    if (o && o->state == OBJ_INLINE && inl <= RD_MSG_REF_BUDGET &&
-        o->blob->size <= RD_MSG_REF_BUDGET - inl) {   /* small: travels with the task */
-      argv[i].data.data = o->blob->data;
-      argv[i].data.len = o->blob->size;
-      inl += o->blob->size;
-    } else if (o && o->state == OBJ_INLINE) {   /* small, but the message is full: the worker asks for it */
-      argv[i].fetch = 1;
-      argv[i].object_id = a->oid;
+    if (o && o->state == OBJ_INLINE) {   /* small: travels with the task, or, the message full, is asked for */
+      if (inl <= RD_MSG_REF_BUDGET && o->blob->size <= RD_MSG_REF_BUDGET - inl) {
+        argv[i].data.data = o->blob->data;
+        argv[i].data.len = o->blob->size;
+        inl += o->blob->size;
+      } else {
+        argv[i].fetch = 1;
+        argv[i].object_id = a->oid;
+      }
     } else {
       argv[i].by_ref = 1;
       argv[i].object_id = a->oid;

@@ -665,6 +665,10 @@ static int resolve_args(rd_call *call) {
   return r ? r : fetch_args(call);
 }
 
+/* A value its sender left out of the message, to be asked for (a borrowed
+ * ref is the task's to ask for, if it wants). */
+static int arg_fetched(const Rd__Arg *a) { return a->fetch && !a->borrow && !a->borrow_list; }
+
 /* The arguments the sender left out of a full message (Arg.fetch): asked
  * for on its socket, as borrowed refs are, all at once, and held (bufs and
  * proxies) until the call ends (fetch_release).  0 or an error with a
@@ -672,7 +676,7 @@ static int resolve_args(rd_call *call) {
 static int fetch_args(rd_call *call) {
   Rd__Task *m = call->msg;
   size_t n = 0;
-  for (size_t i = 0; i < m->n_args; i++) n += m->args[i]->fetch && !m->args[i]->borrow && !m->args[i]->borrow_list;
+  for (size_t i = 0; i < m->n_args; i++) n += arg_fetched(m->args[i]);
   if (n == 0) return 0;
   call->fetched = calloc(n, sizeof(*call->fetched));
   call->fetched_bufs = calloc(n, sizeof(*call->fetched_bufs));
@@ -683,7 +687,7 @@ static int fetch_args(rd_call *call) {
   int r = 0;
   for (size_t i = 0; r == 0 && i < m->n_args; i++) {
     const Rd__Arg *a = m->args[i];
-    if (!a->fetch || a->borrow || a->borrow_list) continue;
+    if (!arg_fetched(a)) continue;
     r = rd__borrow_ref(call->from, a->object_id, NULL);
     if (r == 0) call->fetched[call->nfetched++].id = a->object_id;
   }
@@ -704,8 +708,7 @@ static int fetch_args(rd_call *call) {
     return r;
   }
   for (size_t i = 0, k = 0; i < m->n_args; i++) {
-    const Rd__Arg *a = m->args[i];
-    if (!a->fetch || a->borrow || a->borrow_list) continue;
+    if (!arg_fetched(m->args[i])) continue;
     call->args[i].data = call->fetched_bufs[k].data;
     call->args[i].size = call->fetched_bufs[k++].size;
   }
