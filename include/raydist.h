@@ -94,6 +94,16 @@ typedef struct rd_config {
    * else none.  The driver's own environment is not changed.  Checked as
    * rd_task_opts.env (RD_EINVAL from rd_init). */
   const char *const *env;
+  /* Fallback allocation (Ray's): bytes past object_store_bytes that the
+   * embedded node's store may take for objects that cannot be placed in
+   * it even by spilling (one larger than the store, a store full of
+   * objects being read, spilling failing); such objects stay in memory
+   * until released, then their memory goes back to the system
+   * (docs/objectstore.md#fallback-allocation).  0: env
+   * RAYDIST_OBJECT_STORE_FALLBACK_BYTES, else half the machine's memory;
+   * <0: none (those creates fail with RD_E2BIG or RD_ESTORE_FULL).  A
+   * cluster's nodes get theirs from `raydist start --object-store-fallback`. */
+  int64_t object_store_fallback_bytes;
 } rd_config;
 
 /* Fill *cfg with the defaults described above. */
@@ -855,6 +865,10 @@ typedef struct rd_node_info {
   uint32_t node_index;              /* this node in the cluster; 0 on an embedded cluster */
   int cluster_nodes;                /* live nodes in the cluster (1 when embedded) */
   uint64_t memory_kills;            /* workers the memory monitor killed since the node started */
+  /* the store's fallback region (rd_config.object_store_fallback_bytes):
+   * its limit, the bytes of objects there now, allocations there since
+   * the node started */
+  uint64_t store_fallback_limit, store_fallback_used, store_fallback_count;
 } rd_node_info;
 
 /* A snapshot of the local node (round trip to the node daemon). */

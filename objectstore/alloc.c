@@ -36,6 +36,7 @@ struct rd_alloc {
   uint64_t capacity, used;
   uint64_t num_allocs, num_free_extents;
   ext *head;          /* the extent at offset 0 */
+  ext *tail;          /* the last extent (rd_alloc_grow, rd_alloc_trim) */
   ext *root;          /* size tree; &nil when empty */
   ext nil;            /* sentinel leaf, always black */
   ext *spare;         /* unused nodes, linked through next */
@@ -347,7 +348,7 @@ int rd_alloc_new(rd_alloc **out, uint64_t capacity) {
     e->off = 0;
     e->size = a->capacity;
     e->is_free = 1;
-    a->head = e;
+    a->head = a->tail = e;
     rb_insert(a, e);
     a->num_free_extents = 1;
   }
@@ -414,6 +415,8 @@ static void unlink_ext(rd_alloc *a, ext *e) {
     a->head = e->next;
   if (e->next != NULL)
     e->next->prev = e->prev;
+  else
+    a->tail = e->prev;
   node_put(a, e);
 }
 
@@ -446,6 +449,55 @@ int rd_alloc_free(rd_alloc *a, uint64_t offset) {
     a->num_free_extents++;
   }
   return 0;
+}
+
+int rd_alloc_grow(rd_alloc *a, uint64_t capacity) {
+  if (a == NULL)
+    return RD_EINVAL;
+  capacity &= ~(uint64_t)(RD_ALLOC_ALIGN - 1);
+  if (capacity <= a->capacity)
+    return capacity == a->capacity ? 0 : RD_EINVAL;
+  uint64_t more = capacity - a->capacity;
+  ext *t = a->tail;
+  if (t != NULL && t->is_free) {
+    rekey(a, t, t->off, t->size + more);
+  } else {
+    ext *e = node_get(a);
+    if (e == NULL)
+      return RD_ENOMEM;
+    e->off = a->capacity;
+    e->size = more;
+    e->is_free = 1;
+    e->prev = t;
+    if (t != NULL)
+      t->next = e;
+    else
+      a->head = e;
+    a->tail = e;
+    rb_insert(a, e);
+    a->num_free_extents++;
+  }
+  a->capacity = capacity;
+  return 0;
+}
+
+uint64_t rd_alloc_trim(rd_alloc *a, uint64_t floor) {
+  if (a == NULL)
+    return 0;
+  floor = (floor + RD_ALLOC_ALIGN - 1) & ~(uint64_t)(RD_ALLOC_ALIGN - 1);
+  ext *t = a->tail;
+  if (t == NULL || !t->is_free || a->capacity <= floor)
+    return a->capacity;
+  uint64_t start = t->off;
+  if (start < floor) {   /* keep the free tail's front, up to floor */
+    rekey(a, t, start, floor - start);
+  } else {
+    rb_delete(a, t);
+    a->num_free_extents--;
+    unlink_ext(a, t);
+  }
+  a->capacity = start > floor ? start : floor;
+  return a->capacity;
 }
 
 void rd_alloc_get_stats(const rd_alloc *a, rd_alloc_stats *out) {
@@ -505,6 +557,8 @@ int rd__alloc_check(const rd_alloc *a) {
     }
     expect_off += e->size;
   }
+  if (prev != a->tail)
+    return -1;
   if (expect_off != a->capacity || used != a->used || nalloc != a->num_allocs ||
       nalloc != a->live.count || nfree != a->num_free_extents)
     return -1;

@@ -27,6 +27,13 @@ int rd_alloc_alloc(rd_alloc *a, uint64_t size, uint64_t *offset_out);
 /* RD_EINVAL if offset is not the start of a live allocation. */
 int rd_alloc_free(rd_alloc *a, uint64_t offset);
 void rd_alloc_get_stats(const rd_alloc *a, rd_alloc_stats *out);
+/* A growable range (the store's fallback region): rd_alloc_grow makes the
+ * range [0, capacity) larger (the new bytes free, joined to a free last
+ * extent); RD_EINVAL for a smaller capacity, RD_ENOMEM.  rd_alloc_trim
+ * gives back a free last extent down to `floor` (64-byte aligned up) and
+ * returns the capacity left: the end of the last allocation, or floor. */
+int rd_alloc_grow(rd_alloc *a, uint64_t capacity);
+uint64_t rd_alloc_trim(rd_alloc *a, uint64_t floor);
 
 /* Internal, for tests: walk every structure and verify its invariants
  * (extents partition the range, no two free neighbours, red-black properties,

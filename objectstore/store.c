@@ -19,6 +19,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <linux/falloc.h>
 #include <sys/eventfd.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
@@ -35,6 +36,13 @@
 
 #define PAGE 4096ull
 #define PREFAULT_CHUNK (64ull << 20)
+#define FALLBACK_CHUNK (2ull << 20)   /* the fallback region grows by this much at least */
+/* The fallback region keeps its first FALLBACK_KEEP bytes (and the pages of
+ * freed extents smaller than that) once it has them: committing and
+ * punching pages at every create and delete ran 60-80x slower than the
+ * segment for objects of 64 KiB-1 MiB; larger objects give their pages
+ * back at once. */
+#define FALLBACK_KEEP (4ull << 20)
 #define OBJ_CHUNK 256
 #define EXT_SIZE(sz) ((sz) == 0 ? RD_ALLOC_ALIGN : (((sz) + RD_ALLOC_ALIGN - 1) & ~(uint64_t)(RD_ALLOC_ALIGN - 1)))
 
@@ -71,6 +79,7 @@ typedef struct obj {
   uint8_t spilling;        /* being written by the spill thread (holds one pin) */
   uint8_t restoring;       /* spilled, being read back by the thread (holds one pin) */
   uint8_t restore_failed;  /* the thread could not read it: the next get reads inline */
+  uint8_t fallback;        /* its extent is in the fallback region: never on the LRU list */
   uint8_t list;
   spill_file *file;        /* spilled into a fused file (at foff), or NULL: its own file */
   uint64_t foff;
@@ -115,6 +124,18 @@ struct rd_store {
   uint8_t *base;
   uint64_t capacity;
   rd_alloc *alloc;
+  /* Fallback allocation (Ray's): an object that cannot be placed in the
+   * segment's capacity even by spilling (larger than it, or everything
+   * pinned, or spilling failing) gets an extent past it, in a region of the
+   * same memfd that grows (ftruncate, pages committed with fallocate) up to
+   * `fallback` bytes and gives pages back when its objects go.  Every
+   * process maps capacity + fallback bytes from the start, so offsets stay
+   * valid everywhere and nothing is remapped. */
+  uint64_t fallback;         /* the region's limit (0: no fallback allocation) */
+  rd_alloc *over;            /* the region's extents, offsets from `capacity` */
+  uint64_t over_mapped;      /* the memfd's size past capacity now */
+  uint64_t fallback_used;    /* extent bytes of objects there */
+  uint64_t num_fallback, fallback_count;
   rd__u64map objs;         /* id -> obj */
   obj *spare;              /* recycled entries, linked through next */
   obj_chunk *chunks;
@@ -203,6 +224,8 @@ static void list_remove(rd_store *s, obj *o) {
 
 static void lru_push(rd_store *s, obj *o) {
   assert(o->sealed && !o->spilled && o->pins == 0 && !o->deleted);
+  if (o->fallback)
+    return;   /* stays in memory until it goes: spilling it would only move it back */
   list_push_tail(&s->lru, o, LIST_LRU);
   s->lru_bytes += EXT_SIZE(o->size);
 }
@@ -325,11 +348,96 @@ static int read_file(int dirfd, const spill_file *file, uint64_t id, uint64_t fo
   return e != 0 ? RD_EIO : 0;
 }
 
+/* ---- the fallback region ---- */
+
+static int fallback_extent(const rd_store *s, uint64_t off) { return off >= s->capacity; }
+
+/* Set the memfd's size to capacity + over (page-rounded). */
+static int over_resize(rd_store *s, uint64_t over) {
+  over = (over + PAGE - 1) & ~(PAGE - 1);
+  if (over == s->over_mapped)
+    return 0;
+  if (ftruncate(s->fd, (off_t)(s->capacity + over)) != 0)
+    return RD_ESTORE_FULL;
+  s->over_mapped = over;
+  return 0;
+}
+
+/* The region's size once its free end is given back, down to FALLBACK_KEEP
+ * (less when the limit is smaller). */
+static uint64_t trimmed(rd_store *s) {
+  return rd_alloc_trim(s->over, s->fallback < FALLBACK_KEEP ? s->fallback : FALLBACK_KEEP);
+}
+
+/* An extent of `size` bytes in the fallback region, its pages committed:
+ * RD_E2BIG when the region could never hold it, RD_ESTORE_FULL when it is
+ * full now or the kernel has no memory for the pages. */
+static int fallback_alloc(rd_store *s, uint64_t size, uint64_t *off) {
+  uint64_t want = EXT_SIZE(size), o;
+  if (s->fallback == 0)
+    return RD_ESTORE_FULL;
+  if (want > s->fallback)
+    return RD_E2BIG;
+  int rc = rd_alloc_alloc(s->over, size, &o);
+  if (rc == RD_ESTORE_FULL) {
+    rd_alloc_stats st;
+    rd_alloc_get_stats(s->over, &st);
+    uint64_t grown = st.capacity + (want > FALLBACK_CHUNK ? want : FALLBACK_CHUNK);
+    if (grown > s->fallback)
+      grown = s->fallback;   /* a free last extent may make up the rest */
+    if (grown <= st.capacity || over_resize(s, grown) != 0)
+      return RD_ESTORE_FULL;
+    if ((rc = rd_alloc_grow(s->over, grown)) == 0)
+      rc = rd_alloc_alloc(s->over, size, &o);
+    if (rc != 0) {
+      (void)over_resize(s, trimmed(s));
+      return rc;
+    }
+  } else if (rc != 0) {
+    return rc;
+  }
+  /* commit the pages now: no memory is an error here, not SIGBUS in a
+   * client writing the object */
+  if (fallocate(s->fd, 0, (off_t)(s->capacity + o), (off_t)want) != 0) {
+    rd_alloc_free(s->over, o);
+    (void)over_resize(s, trimmed(s));
+    return RD_ESTORE_FULL;
+  }
+  s->fallback_used += want;
+  s->num_fallback++;
+  s->fallback_count++;
+  *off = s->capacity + o;
+  return 0;
+}
+
+/* Give an extent back: to the segment's allocator, or to the fallback
+ * region with its whole pages (and the region's free end) returned to the
+ * kernel. */
+static void extent_free(rd_store *s, uint64_t off, uint64_t size) {
+  if (!fallback_extent(s, off)) {
+    int rc = rd_alloc_free(s->alloc, off);
+    assert(rc == 0);
+    (void)rc;
+    return;
+  }
+  uint64_t ext = EXT_SIZE(size);
+  int rc = rd_alloc_free(s->over, off - s->capacity);
+  assert(rc == 0);
+  (void)rc;
+  s->fallback_used -= ext;
+  s->num_fallback--;
+  uint64_t lo = (off + PAGE - 1) & ~(PAGE - 1), hi = (off + ext) & ~(PAGE - 1);
+  if (ext >= FALLBACK_KEEP && hi > lo)
+    (void)fallocate(s->fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, (off_t)lo, (off_t)(hi - lo));
+  (void)over_resize(s, trimmed(s));
+}
+
 /* o's bytes are back in the extent at off: the file (or its part) goes. */
 static void restored(rd_store *s, obj *o, uint64_t off) {
   drop_file(s, o);
   o->spilled = 0;
   o->offset = off;
+  o->fallback = (uint8_t)fallback_extent(s, off);
   s->num_spilled--;
   s->bytes_spilled -= o->size;
   s->num_in_memory++;
@@ -339,9 +447,7 @@ static void restored(rd_store *s, obj *o, uint64_t off) {
 /* o's bytes are in its file now: give its extent back. */
 static void spilled(rd_store *s, obj *o) {
   list_remove(s, o);
-  int frc = rd_alloc_free(s->alloc, o->offset);
-  assert(frc == 0);
-  (void)frc;
+  extent_free(s, o->offset, o->size);
   o->spilled = 1;
   o->offset = 0;
   s->num_in_memory--;
@@ -540,7 +646,7 @@ static void restore_finish(rd_store *s, spill_job *j) {
   o->pins--;
   s->restoring_bytes -= EXT_SIZE(o->size);
   if (j->rc != 0 || o->deleted) {
-    rd_alloc_free(s->alloc, j->off);
+    extent_free(s, j->off, o->size);
     o->restore_failed = j->rc != 0;
     if (o->deleted && o->pins == 0)
       destroy(s, o);
@@ -599,7 +705,7 @@ static void write_finish(rd_store *s, spill_job *j) {
 }
 
 /* Allocate `size` bytes, spilling least recently used objects until it fits. */
-static int alloc_room(rd_store *s, uint64_t size, uint64_t *off) {
+static int alloc_spilling(rd_store *s, uint64_t size, uint64_t *off) {
   for (;;) {
     int rc = rd_alloc_alloc(s->alloc, size, off);
     if (rc != RD_ESTORE_FULL)
@@ -620,6 +726,18 @@ static int alloc_room(rd_store *s, uint64_t size, uint64_t *off) {
   }
 }
 
+/* Allocate `size` bytes, spilling least recently used objects until it
+ * fits; when spilling cannot make room (or fails), in the fallback region. */
+static int alloc_room(rd_store *s, uint64_t size, uint64_t *off) {
+  int rc = size > s->capacity ? RD_E2BIG : alloc_spilling(s, size, off);
+  if (rc == RD_E2BIG || rc == RD_ESTORE_FULL || rc == RD_ENOSPC || rc == RD_EIO) {
+    int frc = fallback_alloc(s, size, off);
+    if (frc == 0 || size > s->capacity)
+      return frc;
+  }
+  return rc;
+}
+
 /* Read a spilled object back into a new extent, here and now.  On failure it
  * stays spilled. */
 static int restore(rd_store *s, obj *o) {
@@ -629,7 +747,7 @@ static int restore(rd_store *s, obj *o) {
     return rc;
   rc = read_file(s->spill_dirfd, o->file, o->id, o->foff, s->base + off, o->size);
   if (rc != 0) {
-    rd_alloc_free(s->alloc, off);
+    extent_free(s, off, o->size);
     return rc;
   }
   restored(s, o, off);
@@ -654,9 +772,7 @@ static void destroy(rd_store *s, obj *o) {
     drop_file(s, o);
     s->bytes_spilled -= o->size;
   } else {
-    int rc = rd_alloc_free(s->alloc, o->offset);
-    assert(rc == 0);
-    (void)rc;
+    extent_free(s, o->offset, o->size);
   }
   obj *gone = rd__u64map_del(&s->objs, o->id);
   assert(gone == o);
@@ -714,8 +830,8 @@ int rd_store_open(rd_store **out, const rd_store_config *cfg) {
   if (out == NULL)
     return RD_EINVAL;
   *out = NULL;
-  if (cfg == NULL || cfg->capacity == 0 || cfg->capacity > (uint64_t)INT64_MAX - PAGE ||
-      cfg->capacity > (uint64_t)SIZE_MAX - PAGE)
+  if (cfg == NULL || cfg->capacity == 0 || cfg->capacity > (uint64_t)INT64_MAX / 2 ||
+      cfg->fallback_bytes > (uint64_t)INT64_MAX / 2 || cfg->capacity + cfg->fallback_bytes > (uint64_t)SIZE_MAX / 2)
     return RD_EINVAL;
   rd_store *s = calloc(1, sizeof(*s));
   if (s == NULL)
@@ -725,6 +841,7 @@ int rd_store_open(rd_store **out, const rd_store_config *cfg) {
   s->spill_dirfd = -1;
   s->spill_efd = -1;
   s->capacity = (cfg->capacity + PAGE - 1) & ~(PAGE - 1);
+  s->fallback = (cfg->fallback_bytes + PAGE - 1) & ~(PAGE - 1);
   list_init(&s->lru);
   list_init(&s->unsealed);
   atomic_init(&s->prefault_stop, 0);
@@ -743,12 +860,13 @@ int rd_store_open(rd_store **out, const rd_store_config *cfg) {
     rc = RD_ESYS;
     goto fail;
   }
-  s->base = mmap(NULL, (size_t)s->capacity, PROT_READ | PROT_WRITE, MAP_SHARED, s->fd, 0);
+  /* the fallback region's addresses too, past the memfd's end until used */
+  s->base = mmap(NULL, (size_t)(s->capacity + s->fallback), PROT_READ | PROT_WRITE, MAP_SHARED, s->fd, 0);
   if (s->base == MAP_FAILED) {
     rc = RD_ENOMEM;
     goto fail;
   }
-  if ((rc = rd_alloc_new(&s->alloc, s->capacity)) != 0)
+  if ((rc = rd_alloc_new(&s->alloc, s->capacity)) != 0 || (rc = rd_alloc_new(&s->over, 0)) != 0)
     goto fail;
   if (rd__u64map_init(&s->objs, 1024) != 0) {
     rc = RD_ENOMEM;
@@ -858,8 +976,9 @@ void rd_store_close(rd_store *s) {
   }
   rd__u64map_free(&s->objs);
   rd_alloc_destroy(s->alloc);
+  rd_alloc_destroy(s->over);
   if (s->base != MAP_FAILED)
-    munmap(s->base, (size_t)s->capacity);
+    munmap(s->base, (size_t)(s->capacity + s->fallback));
   if (s->fd >= 0)
     close(s->fd);
   free(s);
@@ -874,6 +993,7 @@ int rd_store_prefault_wait(rd_store *s) {
 
 int rd_store_fd(const rd_store *s) { return s->fd; }
 uint64_t rd_store_capacity(const rd_store *s) { return s->capacity; }
+uint64_t rd_store_map_size(const rd_store *s) { return s->capacity + s->fallback; }
 uint8_t *rd_store_base(const rd_store *s) { return s->base; }
 
 /* inline: 1 spills here when needed; 0 first leaves that to the spill thread
@@ -884,7 +1004,7 @@ static int create(rd_store *s, uint64_t id, uint64_t size, uint32_t owner, int i
     return RD_EINVAL;
   if (rd__u64map_get(&s->objs, id) != NULL)
     return RD_EEXIST;
-  if (size > s->capacity)
+  if (size > s->capacity && EXT_SIZE(size) > s->fallback)
     return RD_E2BIG;
   if (rd__u64map_reserve(&s->objs, s->objs.count + 1) != 0)
     return RD_ENOMEM;
@@ -892,8 +1012,8 @@ static int create(rd_store *s, uint64_t id, uint64_t size, uint32_t owner, int i
   if (o == NULL)
     return RD_ENOMEM;
   uint64_t off;
-  int rc = rd_alloc_alloc(s->alloc, size, &off);
-  if (rc == RD_ESTORE_FULL && !inline_spill && s->spill_started && room_coming(s, size)) {
+  int rc = size > s->capacity ? RD_ESTORE_FULL : rd_alloc_alloc(s->alloc, size, &off);
+  if (rc == RD_ESTORE_FULL && size <= s->capacity && !inline_spill && s->spill_started && room_coming(s, size)) {
     obj_put(s, o);
     return RD_EAGAIN;
   }
@@ -905,6 +1025,7 @@ static int create(rd_store *s, uint64_t id, uint64_t size, uint32_t owner, int i
   }
   o->id = id;
   o->offset = off;
+  o->fallback = (uint8_t)fallback_extent(s, off);
   o->size = size;
   o->owner = owner;
   o->pins = 1;
@@ -1246,6 +1367,10 @@ void rd_store_get_stats(const rd_store *s, rd_store_stats *out) {
   out->restoring_bytes = s->restoring_bytes;
   out->spill_failures = s->spill_fail_count;
   out->spill_last_error = s->spill_last_error;
+  out->fallback_limit = s->fallback;
+  out->fallback_used = s->fallback_used;
+  out->num_fallback = s->num_fallback;
+  out->fallback_count = s->fallback_count;
 }
 
 int rd_store_spill_fd(const rd_store *s) {
@@ -1297,6 +1422,7 @@ size_t rd_store_list(const rd_store *s, rd_store_obj_info *out, size_t max) {
       x->sealed = o->sealed;
       x->spilled = o->spilled;
       x->maker_gone = o->maker_gone;
+      x->fallback = o->fallback;
     }
     n++;
   }

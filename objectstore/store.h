@@ -26,6 +26,12 @@ typedef struct rd_store_config {
   int prefault;            /* 1: populate the segment's pages in a background thread */
   double spill_threshold;  /* (0, 1]: spill in the background above this share of
                             * the segment; 0: only inside a create that does not fit */
+  /* Fallback allocation: bytes past `capacity` that objects which cannot be
+   * placed in it, even by spilling, may take (an object larger than the
+   * capacity, a segment full of pinned objects, spilling failing).  Pages
+   * are committed at create and given back when the object goes; such an
+   * object is never spilled.  0: none (those creates fail). */
+  uint64_t fallback_bytes;
 } rd_store_config;
 
 typedef struct rd_store_stats {
@@ -43,6 +49,10 @@ typedef struct rd_store_stats {
   uint64_t restoring_bytes; /* being read back by it */
   uint64_t spill_failures; /* background writes that failed (disk full, I/O) */
   int spill_last_error;    /* RD_ENOSPC / RD_EIO of the last failure, or 0 */
+  uint64_t fallback_limit; /* config's fallback_bytes (page-rounded) */
+  uint64_t fallback_used;  /* bytes of objects in the fallback region now */
+  uint64_t num_fallback;   /* objects there now */
+  uint64_t fallback_count; /* fallback allocations since open */
 } rd_store_stats;
 
 /* Create the segment (memfd, owner-only) and empty tables.  *out owned by caller,
@@ -53,14 +63,20 @@ void rd_store_close(rd_store *s);
 
 int rd_store_fd(const rd_store *s);            /* the memfd, to pass to clients */
 uint64_t rd_store_capacity(const rd_store *s);
+/* What every process maps of the memfd: capacity + fallback bytes (the
+ * memfd itself is shorter until the fallback region is used; offsets the
+ * store hands out are always inside it). */
+uint64_t rd_store_map_size(const rd_store *s);
 uint8_t *rd_store_base(const rd_store *s);     /* daemon's own mapping */
 
 /* Allocate `size` bytes for a new unsealed object `id`, created by client `owner`
  * (an opaque number; see rd_store_abort_client).  Makes room by spilling
- * least-recently-used unpinned sealed objects when needed.  The new object holds
+ * least-recently-used unpinned sealed objects when needed, and when that
+ * cannot (or fails), allocates in the fallback region.  The new object holds
  * one pin for its creator.  Errors: RD_EEXIST, RD_E2BIG (larger than the
- * segment), RD_ESTORE_FULL (nothing more can be evicted), RD_ENOSPC / RD_EIO
- * (spilling failed).  size 0 is allowed. */
+ * segment and the fallback region), RD_ESTORE_FULL (nothing more can be
+ * evicted, and no fallback room), RD_ENOSPC / RD_EIO (spilling failed, no
+ * fallback room).  size 0 is allowed. */
 int rd_store_create(rd_store *s, uint64_t id, uint64_t size, uint32_t owner,
                     uint64_t *offset_out);
 /* As rd_store_create, but it leaves writing spill files to the background
@@ -134,6 +150,7 @@ typedef struct rd_store_obj_info {
   uint16_t co_owners;      /* clients it was handed over to (rd_store_owner_add) */
   uint8_t sealed, spilled;
   uint8_t maker_gone;      /* held only by co-owners */
+  uint8_t fallback;        /* in the fallback region */
 } rd_store_obj_info;
 /* Every object known (in memory, unsealed or spilled), in no order: fills
  * out[0..max) and returns how many there are (more than max: the rest are

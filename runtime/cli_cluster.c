@@ -336,7 +336,7 @@ static void usage_start(FILE *f) {
           "usage: raydist start --head [--port N] [--node-ip IP] [--gcs-storage memory|file:PATH] [resources]\n"
           "       raydist start --address IP:PORT [--node-ip IP] [--token T] [resources]\n"
           "resources: [--num-cpus N] [--num-gpus N] [--gpu-memory BYTES] [--resources a=1,b=2] [--memory BYTES]\n"
-          "           [--object-store-memory BYTES] [--max-workers N] [--log-level L]\n"
+          "           [--object-store-memory BYTES] [--object-store-fallback BYTES] [--max-workers N] [--log-level L]\n"
           "           [--labels k=v,k2=v2]  (the node's labels, which label selectors match)\n"
           "           [--metrics-port N]  (Prometheus /metrics; default any free port, -1 none;\n"
           "                                the address is in the node's session directory, file `metrics`)\n"
@@ -351,7 +351,7 @@ static void usage_start(FILE *f) {
 int rd__cli_start(int argc, char **argv) {
   int head = 0, port = DEFAULT_PORT;
   const char *address = NULL, *node_ip = "127.0.0.1", *token = getenv("RAYDIST_TOKEN");
-  const char *num_cpus = NULL, *num_gpus = NULL, *resources = NULL, *memory = NULL, *store = NULL, *maxw = NULL,
+  const char *num_cpus = NULL, *num_gpus = NULL, *resources = NULL, *memory = NULL, *store = NULL, *fallback = NULL, *maxw = NULL,
              *loglevel = NULL, *metrics_port = NULL, *gcs_storage = NULL, *gpu_memory = NULL,
              *labels = NULL, *as_config = NULL;
   static const struct option lo[] = {
@@ -360,7 +360,7 @@ int rd__cli_start(int argc, char **argv) {
       {"memory", 1, 0, 'm'},      {"object-store-memory", 1, 0, 'o'}, {"max-workers", 1, 0, 'w'},
       {"log-level", 1, 0, 'l'},   {"help", 0, 0, 'h'},      {"metrics-port", 1, 0, 'M'},
       {"gcs-storage", 1, 0, 'S'}, {"gpu-memory", 1, 0, 'u'}, {"labels", 1, 0, 'L'},
-      {"autoscaling-config", 1, 0, 'A'}, {0, 0, 0, 0}};
+      {"autoscaling-config", 1, 0, 'A'}, {"object-store-fallback", 1, 0, 'B'}, {0, 0, 0, 0}};
   int ch;
   optind = 2;
   while ((ch = getopt_long(argc, argv, "", lo, NULL)) != -1) {
@@ -375,6 +375,7 @@ int rd__cli_start(int argc, char **argv) {
       case 'r': resources = optarg; break;
       case 'm': memory = optarg; break;
       case 'o': store = optarg; break;
+      case 'B': fallback = optarg; break;
       case 'w': maxw = optarg; break;
       case 'l': loglevel = optarg; break;
       case 'M': metrics_port = optarg; break;
@@ -542,6 +543,7 @@ int rd__cli_start(int argc, char **argv) {
   if (resources) { nargs[k++] = "--resources"; nargs[k++] = (char *)resources; }
   if (memory) { nargs[k++] = "--memory"; nargs[k++] = (char *)memory; }
   if (store) { nargs[k++] = "--object-store-memory"; nargs[k++] = (char *)store; }
+  if (fallback) { nargs[k++] = "--object-store-fallback"; nargs[k++] = (char *)fallback; }
   if (maxw) { nargs[k++] = "--max-workers"; nargs[k++] = (char *)maxw; }
   if (loglevel) { nargs[k++] = "--log-level"; nargs[k++] = (char *)loglevel; }
   if (metrics_port) { nargs[k++] = "--metrics-port"; nargs[k++] = (char *)metrics_port; }

@@ -2867,9 +2867,10 @@ static int try_create(node_client *c, uint64_t req_id, uint64_t object_id, uint6
   } else {
     rd_store_stats s;
     rd_store_get_stats(N.store, &s);
-    snprintf(buf, sizeof(buf), "cannot create a %llu-byte object: %s (store %llu/%llu bytes used, %llu objects)",
-             (unsigned long long)size, rd_strerror(st), (unsigned long long)s.used,
-             (unsigned long long)s.capacity, (unsigned long long)s.num_in_memory);
+    snprintf(buf, sizeof(buf), "cannot create a %llu-byte object: %s (store %llu/%llu bytes used, %llu objects; "
+             "fallback %llu/%llu bytes)", (unsigned long long)size, rd_strerror(st), (unsigned long long)s.used,
+             (unsigned long long)s.capacity, (unsigned long long)s.num_in_memory,
+             (unsigned long long)s.fallback_used, (unsigned long long)s.fallback_limit);
     r.error = buf;
   }
   send_msg(c, RD__MSG_TYPE__MSG_OBJ_CREATE_REPLY, &r.base, -1);
@@ -3374,6 +3375,9 @@ static void on_node_info(node_client *c, Rd__NodeInfo *m) {
   r.node_index = rd__cluster_index();
   r.cluster_nodes = rd__cluster_alive_nodes();
   r.memory_kills = N.mem_kills;
+  r.fallback_used = s.fallback_used;
+  r.fallback_count = s.fallback_count;
+  r.fallback_limit = s.fallback_limit;
   Rd__NodeDesc *descs = NULL, **descp = NULL;
   rd__res_msg *res = NULL;
   if (m->nodes) {
@@ -3450,6 +3454,7 @@ static void on_hello(node_client *c, Rd__Hello *m) {
   rd__res_to_msg(&N.ledger.total, &tot);
   r.client_id = c->id;
   r.store_capacity = rd_store_capacity(N.store);
+  r.store_map_size = rd_store_map_size(N.store);
   r.inline_max = RD_INLINE_MAX;
   r.total = &tot.msg;
   r.node_index = rd__cluster_index();
@@ -4639,14 +4644,21 @@ void rd__node_metrics(rd__mbuf *b) {
   rd_store_stats ss;
   rd_store_get_stats(N.store, &ss);
   rd__mbuf_family(b, "raydist_object_store_bytes", "gauge",
-                  "Object store: capacity, bytes in use, bytes spilled, bytes being spilled or read back.");
+                  "Object store: capacity, bytes in use, bytes spilled, bytes being spilled or read back, "
+                  "bytes of objects in the fallback region past the capacity and its limit.");
   rd__mbuf_printf(b, "raydist_object_store_bytes{kind=\"capacity\"} %llu\n"
                      "raydist_object_store_bytes{kind=\"used\"} %llu\n"
                      "raydist_object_store_bytes{kind=\"spilled\"} %llu\n"
                      "raydist_object_store_bytes{kind=\"spilling\"} %llu\n"
-                     "raydist_object_store_bytes{kind=\"restoring\"} %llu\n",
+                     "raydist_object_store_bytes{kind=\"restoring\"} %llu\n"
+                     "raydist_object_store_bytes{kind=\"fallback\"} %llu\n"
+                     "raydist_object_store_bytes{kind=\"fallback_limit\"} %llu\n",
                   (unsigned long long)ss.capacity, (unsigned long long)ss.used, (unsigned long long)ss.bytes_spilled,
-                  (unsigned long long)ss.spilling_bytes, (unsigned long long)ss.restoring_bytes);
+                  (unsigned long long)ss.spilling_bytes, (unsigned long long)ss.restoring_bytes,
+                  (unsigned long long)ss.fallback_used, (unsigned long long)ss.fallback_limit);
+  rd__mbuf_family(b, "raydist_object_store_fallback_allocations_total", "counter",
+                  "Objects placed in the fallback region (they did not fit even by spilling) since start.");
+  rd__mbuf_printf(b, "raydist_object_store_fallback_allocations_total %llu\n", (unsigned long long)ss.fallback_count);
   rd__mbuf_family(b, "raydist_object_store_objects", "gauge", "Objects in the store, in memory or spilled.");
   rd__mbuf_printf(b, "raydist_object_store_objects{where=\"memory\"} %llu\nraydist_object_store_objects{where=\"spilled\"} %llu\n",
                   (unsigned long long)ss.num_in_memory, (unsigned long long)ss.num_spilled);
@@ -4910,6 +4922,7 @@ int rd__node_main(const rd_node_opts *opts) {
   rd_store_config sc;
   memset(&sc, 0, sizeof(sc));
   sc.capacity = opts->store_bytes;
+  sc.fallback_bytes = opts->store_fallback_bytes;
   sc.spill_dir = opts->spill_dir && *opts->spill_dir ? opts->spill_dir : NULL;
   sc.prefault = 1;
   sc.spill_threshold = 0.8;   /* Ray's object_spilling_threshold */

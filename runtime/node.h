@@ -11,6 +11,7 @@ typedef struct rd_node_opts {
   uint64_t gpu_memory;            /* bytes of each GPU; 0: ask CUDA (unknown without a driver) */
   uint64_t memory;                /* bytes of memory budget */
   uint64_t store_bytes;
+  uint64_t store_fallback_bytes;  /* past store_bytes, for objects that do not fit (objectstore/store.h); 0 none */
   const char *spill_dir;          /* NULL or "" = no spilling */
   const char *custom_resources;   /* "name=amount,..." */
   const char *labels;             /* "key=value,..." (scheduler/labels.h), NULL: none */

@@ -21,7 +21,8 @@
 static void usage(FILE *f) {
   fprintf(f,
           "usage: raydist node --session DIR [--num-cpus N] [--num-gpus N] [--gpu-memory BYTES] [--memory BYTES]\n"
-          "                    [--object-store-memory BYTES] [--spill-dir DIR] [--resources a=1,b=2] [--labels k=v,k2=v2]\n"
+          "                    [--object-store-memory BYTES] [--object-store-fallback BYTES] [--spill-dir DIR]\n"
+          "                    [--resources a=1,b=2] [--labels k=v,k2=v2]\n"
           "                    [--prestart N] [--max-workers N] [--ready-fd FD] [--embedded] [--log-level L]\n"
           "                    [--gcs IP:PORT --token-file F --node-ip IP [--head]] [--metrics-port N]\n"
           "                    [--log-file F (its stdout and stderr, rotated: RAYDIST_ROTATION_MAX_BYTES)]\n"
@@ -91,6 +92,7 @@ int main(int argc, char **argv) {
   o.num_gpus = -1;
   o.memory = (uint64_t)sysconf(_SC_PHYS_PAGES) * (uint64_t)sysconf(_SC_PAGESIZE);
   o.store_bytes = 512ull << 20;
+  o.store_fallback_bytes = o.memory / 2;   /* objects that do not fit: up to half the machine's memory */
   o.prestart = -1;
   o.max_workers = 64;
   o.ready_fd = -1;
@@ -105,7 +107,8 @@ int main(int argc, char **argv) {
       {"ready-fd", 1, 0, 'f'},    {"embedded", 0, 0, 'e'},   {"log-level", 1, 0, 'l'},
       {"gcs", 1, 0, 'G'},         {"token-file", 1, 0, 'T'}, {"node-ip", 1, 0, 'I'},
       {"head", 0, 0, 'H'},        {"metrics-port", 1, 0, 'M'}, {"gpu-memory", 1, 0, 'u'},
-      {"labels", 1, 0, 'L'},      {"log-file", 1, 0, 'F'},   {0, 0, 0, 0}};
+      {"labels", 1, 0, 'L'},      {"log-file", 1, 0, 'F'},   {"object-store-fallback", 1, 0, 'B'},
+      {0, 0, 0, 0}};
   int ch;
   optind = 2;
   while ((ch = getopt_long(argc, argv, "", lo, NULL)) != -1) {
@@ -116,6 +119,7 @@ int main(int argc, char **argv) {
       case 'g': bad = parse_qty(optarg, &o.num_gpus); break;
       case 'm': bad = parse_u64(optarg, &o.memory); break;
       case 'o': bad = parse_u64(optarg, &o.store_bytes); break;
+      case 'B': bad = parse_u64(optarg, &o.store_fallback_bytes); break;
       case 'd': o.spill_dir = optarg; break;
       case 'r': o.custom_resources = optarg; break;
       case 'p': o.prestart = atoi(optarg); break;

@@ -3864,7 +3864,7 @@ int rd__daemon_call(Rd__MsgType type, const ProtobufCMessage *m, uint64_t req_id
 
 int rd__store_create(uint64_t oid, uint64_t size, uint8_t **ptr, char *err, size_t errlen) {
   if (size > G.store_cap) {
-    snprintf(err, errlen, "object of %llu bytes is larger than the object store (%llu bytes)",
+    snprintf(err, errlen, "object of %llu bytes is larger than the object store and its fallback region (%llu bytes)",
              (unsigned long long)size, (unsigned long long)G.store_cap);
     return RD_E2BIG;
   }
@@ -5316,6 +5316,9 @@ int rd_node_info_get(rd_node_info *out) {
     out->node_index = ni->node_index;
     out->cluster_nodes = ni->cluster_nodes > 0 ? ni->cluster_nodes : 1;
     out->memory_kills = ni->memory_kills;
+    out->store_fallback_limit = ni->fallback_limit;
+    out->store_fallback_used = ni->fallback_used;
+    out->store_fallback_count = ni->fallback_count;
     protobuf_c_message_free_unpacked(rep, NULL);
   }
   pthread_mutex_unlock(&G.mu);
@@ -5858,6 +5861,8 @@ void rd_config_init(rd_config *c) {
   c->log_to_driver = 1;
 }
 
+/* Map the store's fd: `cap` bytes, its capacity and fallback region (the
+ * region's addresses read past the memfd's end until the node grows it). */
 static int map_segment(int fd, uint64_t cap) {
   void *rw = mmap(NULL, cap, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
   if (rw == MAP_FAILED) return RD_ESYS;
@@ -5961,7 +5966,14 @@ int rd__connect_daemon(const char *session, int role, uint32_t worker_id) {
   rd_resources tot;
   if (rd__res_from_msg(hr->total, &tot) != 0) memset(&tot, 0, sizeof(tot));
   rd_res_ledger_init(&G.totals, &tot);
-  r = map_segment(sfd, hr->store_capacity);
+  if (hr->store_map_size > hr->store_capacity && map_segment(sfd, hr->store_map_size) == 0) {
+    r = 0;
+  } else {
+    if (hr->store_map_size > hr->store_capacity)   /* address space limited (ulimit -v) */
+      rd__log(RD_LOG_WARN, "cannot map the object store's %llu bytes with its fallback region (%s): objects "
+              "placed there cannot be read here", (unsigned long long)hr->store_map_size, strerror(errno));
+    r = map_segment(sfd, hr->store_capacity);
+  }
   close(sfd);
   protobuf_c_message_free_unpacked(&hr->base, NULL);
   if (r != 0) {
@@ -6092,7 +6104,7 @@ static int start_daemon(const rd_config *cfg) {
   }
   int p[2];
   if (pipe2(p, O_CLOEXEC) != 0) return RD_ESYS;
-  char a_cpus[32], a_gpus[32], a_gmem[32], a_store[32], a_fd[16], a_pre[16], a_max[16], a_log[16], spill[400];
+  char a_cpus[32], a_gpus[32], a_gmem[32], a_store[32], a_fallback[32], a_fd[16], a_pre[16], a_max[16], a_log[16], spill[400];
   long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
   snprintf(a_cpus, sizeof(a_cpus), "%g", cfg->num_cpus > 0 ? cfg->num_cpus : (double)(ncpu > 0 ? ncpu : 1));
   snprintf(a_gpus, sizeof(a_gpus), "%g", cfg->num_gpus);
@@ -6102,6 +6114,10 @@ static int start_daemon(const rd_config *cfg) {
   if (!store && es && *es) store = strtoull(es, NULL, 10);
   if (!store) store = 512ull << 20;
   snprintf(a_store, sizeof(a_store), "%llu", (unsigned long long)store);
+  int64_t fallback = cfg->object_store_fallback_bytes;
+  const char *ef = getenv("RAYDIST_OBJECT_STORE_FALLBACK_BYTES");
+  if (!fallback && ef && *ef) fallback = strtoll(ef, NULL, 10);
+  snprintf(a_fallback, sizeof(a_fallback), "%lld", (long long)(fallback > 0 ? fallback : 0));
   snprintf(a_fd, sizeof(a_fd), "%d", p[1]);
   snprintf(a_pre, sizeof(a_pre), "%d", cfg->num_prestart_workers);
   snprintf(a_max, sizeof(a_max), "%d", cfg->max_workers > 0 ? cfg->max_workers : 64);
@@ -6117,6 +6133,7 @@ static int start_daemon(const rd_config *cfg) {
   if (cfg->num_gpus >= 0) { argv[k++] = "--num-gpus"; argv[k++] = a_gpus; }
   if (cfg->gpu_memory_bytes) { argv[k++] = "--gpu-memory"; argv[k++] = a_gmem; }
   argv[k++] = "--object-store-memory"; argv[k++] = a_store;
+  if (fallback) { argv[k++] = "--object-store-fallback"; argv[k++] = a_fallback; }   /* 0: the node's default */
   argv[k++] = "--spill-dir"; argv[k++] = spill;
   if (cfg->custom_resources && *cfg->custom_resources) {
     argv[k++] = "--resources";

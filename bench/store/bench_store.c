@@ -7,6 +7,7 @@
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <string.h>
 #include <stdlib.h>
 #include <time.h>
 
@@ -198,6 +199,56 @@ static void bench_prefault(void) {
   rd_store_close(s);
 }
 
+/* What an object costs in the fallback region against the segment: create,
+ * write every byte, seal, release and delete, for a few sizes.  The
+ * segment is prefaulted (as the node's is); a fallback object's pages are
+ * committed at create and punched out at delete, every time. */
+static void bench_fallback(void) {
+  rd_store *s;
+  rd_store_config cfg = {.capacity = 300 * MiB, .prefault = 1, .fallback_bytes = 1 * GiB};
+  if (rd_store_open(&s, &cfg) != 0) {
+    printf("fallback: open failed\n");
+    return;
+  }
+  rd_store_prefault_wait(s);
+  static const uint64_t sizes[] = {64 * KiB, 1 * MiB, 16 * MiB, 256 * MiB};
+  double rate[2][4];
+  uint64_t id = 1, off, fill_off;
+  for (int where = 0; where < 2; where++) {
+    if (where == 1) {   /* the segment full of a pinned object: every create goes past it */
+      if (rd_store_create(s, UINT64_MAX, 300 * MiB, 1, &fill_off) != 0) {
+        printf("fallback: fill failed\n");
+        break;
+      }
+    }
+    for (int k = 0; k < 4; k++) {
+      uint64_t n = sizes[k], bytes = 0;
+      double t0 = now_s(), t;
+      do {
+        if (rd_store_create(s, id, n, 1, &off) != 0) {
+          printf("fallback: create of %llu failed (%s)\n", (unsigned long long)n, where ? "past the segment" : "segment");
+          rd_store_close(s);
+          return;
+        }
+        memset(rd_store_base(s) + off, (int)id, n);
+        rd_store_seal(s, id);
+        rd_store_release(s, id);
+        rd_store_delete(s, id);
+        id++;
+        bytes += n;
+      } while ((t = now_s() - t0) < 0.5);
+      rate[where][k] = (double)bytes / t / (double)GiB;
+    }
+  }
+  rd_store_stats st;
+  rd_store_get_stats(s, &st);
+  for (int k = 0; k < 4; k++)
+    printf("create+write+delete %6llu KiB: segment %6.2f GiB/s, fallback region %6.2f GiB/s (%.2fx)\n",
+           (unsigned long long)(sizes[k] / KiB), rate[0][k], rate[1][k], rate[1][k] / rate[0][k]);
+  printf("    (%llu fallback allocations)\n", (unsigned long long)st.fallback_count);
+  rd_store_close(s);
+}
+
 int main(void) {
   bench_alloc("small sizes 64 B-4 KiB:", 64, 4 * KiB, 0);
   bench_alloc("random sizes 64 B-64 MiB (log):", 64, 64 * MiB, 1);
@@ -206,5 +257,6 @@ int main(void) {
   bench_fragmentation("uniform", 0, 0.70);
   bench_fragmentation("log-uniform", 1, 0.90);
   bench_prefault();
+  bench_fallback();
   return 0;
 }

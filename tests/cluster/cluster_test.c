@@ -1071,6 +1071,29 @@ static int t_big_object(void) {
   }
   printf("node b's store after the owner of 128 MiB there died: %llu bytes\n", (unsigned long long)used);
   CHECK(used < (64u << 20));
+  /* larger than both stores (700 MB): made in b's fallback region, pulled
+   * into this node's (docs/objectstore.md#fallback-allocation) */
+  long huge = 800l << 20, seed = 11;
+  rd_ref h;
+  CHECK_EQ(rd_submit(make_sized, RD_ARGS(rd_arg_bytes(&huge, sizeof(huge)), rd_arg_bytes(&seed, sizeof(seed))), &o, &h),
+           0);
+  rd_buf hb;
+  int e = rd_get(&h, 1, &hb, 120000);
+  if (e != 0) fprintf(stderr, "800 MiB result: %s: %.*s\n", rd_err_name(e), (int)hb.size, (const char *)hb.data);
+  CHECK_EQ(e, 0);
+  CHECK_EQ(hb.size, (size_t)huge);
+  const uint8_t *hp = hb.data;
+  for (long i = 0; i < huge; i += 4093) CHECK_EQ(hp[i], (uint8_t)(i * 7 + seed));
+  CHECK_EQ(hp[huge - 1], (uint8_t)((huge - 1) * 7 + seed));
+  CHECK_EQ(rd_node_info_get(&ni), 0);
+  CHECK(ni.store_fallback_used >= (uint64_t)huge);
+  rd_buf_release(&hb);
+  rd_ref_release(h);
+  for (int i = 0; i < 50 && ni.store_fallback_used != 0; i++) {
+    usleep(100000);
+    CHECK_EQ(rd_node_info_get(&ni), 0);
+  }
+  CHECK_EQ(ni.store_fallback_used, 0);   /* gone with the last ref */
   rd_shutdown();
   return 0;
 }
@@ -2829,9 +2852,11 @@ static int t_get_many_remote(void) {
     CHECK_EQ(rd_node_info_get(&ni), 0);
     CHECK_EQ(ni.cluster_nodes, 3);   /* nobody was declared dead */
   }
-  /* three objects that together do not fit in the head's store (700 MB):
-   * the get fails, within the create's wait, for the one that found no
-   * room, not waiting forever; each alone is read afterwards */
+  /* three objects that together do not fit in the head's store (700 MB,
+   * started without a fallback region for this case: with one, the third
+   * would go there, as big_object shows): the get fails, within the
+   * create's wait, for the one that found no room, not waiting forever;
+   * each alone is read afterwards */
   long big = 260l << 20;
   rd_ref r[3];
   for (long i = 0; i < 3; i++)

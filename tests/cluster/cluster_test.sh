@@ -109,6 +109,8 @@ HEAD_OPTS=
   HEAD_OPTS="--log-level 2"
 # jobs_http: solo=1, which only the head has (a job asking it waits there)
 [ "$CASE" = jobs_http ] && HEAD_OPTS="--resources solo=1"
+# a get that cannot fit fails within the create's wait: no fallback region to take it
+[ "$CASE" = get_many_remote ] && HEAD_OPTS="--object-store-fallback 0"
 # job_resources: two GPUs (accounting only: no device is needed) and big=1 on the head
 [ "$CASE" = job_resources ] && HEAD_OPTS="--num-gpus 2 --resources big=1"
 # log_rotation: logs rotated at 100 KB, two kept; the workers' lines in
@@ -351,6 +353,7 @@ PY
   big_object)
     "$T" big_object || fail "big_object"
     [ "$(metric 127.0.0.2 raydist_object_store_restores_total)" -ge 1 ] || fail "node b read no spilled object back"
+    [ "$(metric 127.0.0.2 raydist_object_store_fallback_allocations_total)" -ge 1 ] || fail "node b made no fallback allocation"
     ;;
   respill)
     "$T" respill || fail "respill"

@@ -559,6 +559,14 @@ static int t_wide(void) {
   return 0;
 }
 
+/* The checksum task's sum of p[0..n), computed here. */
+static long checksum_of(const unsigned char *p, size_t n) {
+  unsigned long s = 1469598103934665603ul;
+  for (size_t i = 0; i < n; i += 4096) s = (s ^ p[i]) * 1099511628211ul;
+  if (n) s = (s ^ p[n - 1]) * 1099511628211ul;
+  return (long)(s ^ n);
+}
+
 static int t_big_objects(void) {
   init_with_store(512ull << 20);
   size_t n = 100u << 20;
@@ -642,10 +650,19 @@ static int t_big_objects(void) {
     rd_ref_release(dep);
     CHECK_EQ(rd_put_seal(open), RD_EINVAL);
   }
-  /* an object larger than the store is refused with E2BIG */
+  /* an object larger than the store and its fallback region (half the
+   * machine's memory by default) is refused with E2BIG; one larger than
+   * the store alone goes past it (store_fallback) */
   void *huge;
-  rd_ref hr;
-  CHECK_EQ(rd_put_begin(600ull << 20, &huge, &hr), RD_E2BIG);
+  rd_ref hr, hsum;
+  CHECK_EQ(rd_put_begin((uint64_t)sysconf(_SC_PHYS_PAGES) * (uint64_t)sysconf(_SC_PAGESIZE), &huge, &hr), RD_E2BIG);
+  CHECK_EQ(rd_put_begin(600ull << 20, &huge, &hr), 0);
+  memset(huge, 7, 600ull << 20);
+  CHECK_EQ(rd_put_seal(hr), 0);
+  CHECK_EQ(rd_submit(checksum, RD_ARGS(rd_arg_ref(hr)), NULL, &hsum), 0);
+  CHECK_EQ(get_long(hsum), checksum_of(huge, 600ull << 20));
+  rd_ref_release(hsum);
+  rd_ref_release(hr);
   rd_ref_release(r); rd_ref_release(sum); rd_ref_release(big); rd_ref_release(zc);
   free(p);
   rd_shutdown();
@@ -785,6 +802,7 @@ static int t_store_full(void) {
   rd_config_init(&cfg);
   cfg.object_store_bytes = 16u << 20;
   cfg.spill_dir = "";        /* no spilling: pinned objects cannot move */
+  cfg.object_store_fallback_bytes = -1;   /* nor go past the store (store_fallback) */
   init_or_die(&cfg);
   size_t n = 6u << 20;
   void *p = calloc(1, n);
@@ -795,6 +813,80 @@ static int t_store_full(void) {
   rd_ref_release(a);   /* frees room */
   usleep(50000);
   CHECK_EQ(rd_put(p, n, &c), 0);
+  free(p);
+  rd_shutdown();
+  return 0;
+}
+
+/* Fallback allocation: objects the store cannot place even by spilling
+ * (larger than it; the store full of objects held, with no spilling) go
+ * past its capacity, readable by every process of the node, and their
+ * memory goes back when they go. */
+static int t_store_fallback(void) {
+  rd_config cfg;
+  rd_config_init(&cfg);
+  cfg.object_store_bytes = 16u << 20;
+  cfg.object_store_fallback_bytes = 64u << 20;
+  cfg.spill_dir = "";
+  init_or_die(&cfg);
+  rd_node_info ni;
+  CHECK_EQ(rd_node_info_get(&ni), 0);
+  CHECK_EQ(ni.store_fallback_limit, 64u << 20);
+  CHECK_EQ(ni.store_fallback_used, 0);
+  size_t n = 6u << 20, nbig = 40u << 20;
+  unsigned char *p = malloc(nbig);
+  CHECK(p);
+  for (size_t i = 0; i < nbig; i++) p[i] = (unsigned char)(i * 13 + (i >> 12));
+  rd_ref a, b, c, big, x;
+  CHECK_EQ(rd_put(p, n, &a), 0);
+  CHECK_EQ(rd_put(p + 1, n, &b), 0);
+  CHECK_EQ(rd_put(p + 2, n, &c), 0);         /* a and b hold 12 of 16 MiB: past it */
+  CHECK_EQ(rd_put(p, nbig, &big), 0);        /* larger than the store */
+  CHECK_EQ(rd_node_info_get(&ni), 0);
+  CHECK_EQ(ni.store_fallback_count, 2);
+  CHECK_EQ(ni.store_fallback_used, n + nbig);
+  CHECK(ni.store_used <= 16u << 20);
+  /* read in a worker and here */
+  rd_ref sums[2];
+  CHECK_EQ(rd_submit(checksum, RD_ARGS(rd_arg_ref(c)), NULL, &sums[0]), 0);
+  CHECK_EQ(rd_submit(checksum, RD_ARGS(rd_arg_ref(big)), NULL, &sums[1]), 0);
+  CHECK_EQ(get_long(sums[0]), checksum_of(p + 2, n));
+  CHECK_EQ(get_long(sums[1]), checksum_of(p, nbig));
+  rd_buf v;
+  CHECK_EQ(rd_get(&big, 1, &v, 10000), 0);
+  CHECK_EQ(v.size, nbig);
+  CHECK(memcmp(v.data, p, nbig) == 0);
+  rd_buf_release(&v);
+  /* a worker's result that does not fit in the store either */
+  size_t nres = 12u << 20;
+  long seed = 5;
+  rd_ref made;
+  CHECK_EQ(rd_submit(make_big, RD_ARGS(rd_arg_bytes(&nres, sizeof(nres)), rd_arg_bytes(&seed, sizeof(seed))), NULL,
+                     &made), 0);
+  CHECK_EQ(rd_get(&made, 1, &v, 60000), 0);
+  CHECK_EQ(v.size, nres);
+  for (size_t i = 0; i < nres; i += 991) CHECK_EQ(((const unsigned char *)v.data)[i], (unsigned char)(i * 31 + 5));
+  rd_buf_release(&v);
+  CHECK_EQ(rd_node_info_get(&ni), 0);
+  CHECK_EQ(ni.store_fallback_used, n + nbig + nres);
+  /* the region full now (58 of 64 MiB), and more than store and region together */
+  CHECK_EQ(rd_put(p, 20u << 20, &x), RD_ESTORE_FULL);
+  CHECK_EQ(rd_put(p, 81u << 20, &x), RD_E2BIG);
+  /* all released: the region is empty again */
+  rd_ref_release(c);
+  rd_ref_release(big);
+  rd_ref_release(made);
+  for (int i = 0; i < 100; i++) {
+    CHECK_EQ(rd_node_info_get(&ni), 0);
+    if (ni.store_fallback_used == 0) break;
+    usleep(50000);
+  }
+  CHECK_EQ(ni.store_fallback_used, 0);
+  CHECK_EQ(ni.store_fallback_count, 3);
+  CHECK_EQ(rd_put(p, 20u << 20, &x), 0);   /* past the store again: room now */
+  rd_ref_release(x);
+  rd_ref_release(a);
+  rd_ref_release(b);
   free(p);
   rd_shutdown();
   return 0;
@@ -4569,7 +4661,7 @@ static int t_app_metrics(void) {
 
 static const rd_test_case tests[] = {
     {"many_tasks", t_many_tasks},   {"chain", t_chain}, {"wide", t_wide},       {"big_objects", t_big_objects},
-    {"spill", t_spill}, {"spill_background", t_spill_background}, {"owner_gone", t_owner_gone},             {"store_full", t_store_full}, {"gpu_packing", t_gpu_packing},
+    {"spill", t_spill}, {"spill_background", t_spill_background}, {"owner_gone", t_owner_gone},             {"store_full", t_store_full}, {"store_fallback", t_store_fallback}, {"gpu_packing", t_gpu_packing},
     {"infeasible", t_infeasible},   {"crash_retry", t_crash_retry}, {"crash_report", t_crash_report}, {"crash_report_actor", t_crash_report_actor}, {"exit_word", t_exit_word}, {"exit_word_actor", t_exit_word_actor}, {"kernel_oom", t_kernel_oom}, {"fd_exhausted", t_fd_exhausted}, {"fd_exhausted_leased", t_fd_exhausted_leased}, {"tmpdir", t_tmpdir}, {"node_fd_exhausted", t_node_fd_exhausted}, {"timeouts", t_timeouts},
     {"priority", t_priority},       {"malformed", t_malformed}, {"shutdown_clean", t_shutdown_clean}, {"shutdown_waiters", t_shutdown_waiters}, {"killed_driver_clean", t_killed_driver_clean}, {"stack_local", t_stack_local}, {"state_local", t_state_local}, {"killed_driver_child", t_killed_driver_child},
     {"threads", t_threads},         {"spawn_fails", t_spawn_fails}, {"spawn_fails_child", t_spawn_fails_child},

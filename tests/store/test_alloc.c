@@ -324,12 +324,86 @@ static void test_fragmentation(void) {
   rd_alloc_destroy(a);
 }
 
+/* A range that grows and gives back its free end (the store's fallback
+ * region): grow joins a free last extent or adds one, trim stops at the last
+ * allocation or at its floor, and random churn keeps every invariant. */
+static void test_grow_trim(void) {
+  rd_alloc *a;
+  rd_alloc_stats st;
+  uint64_t o1, o2, o3;
+  CHECK_EQ(rd_alloc_new(&a, 0), 0);
+  CHECK_EQ(rd_alloc_alloc(a, 1, &o1), RD_ESTORE_FULL);
+  CHECK_EQ(rd_alloc_trim(a, 0), 0);
+  CHECK_EQ(rd_alloc_grow(a, 1 * MiB), 0);
+  CHECK_EQ(rd__alloc_check(a), 0);
+  CHECK_EQ(rd_alloc_grow(a, 512 * KiB), RD_EINVAL);   /* smaller */
+  CHECK_EQ(rd_alloc_alloc(a, 1 * MiB, &o1), 0);
+  CHECK_EQ(o1, 0);
+  CHECK_EQ(rd_alloc_grow(a, 3 * MiB), 0);   /* last extent used: a new free one */
+  stats(a, &st);
+  CHECK_EQ(st.num_free_extents, 1);
+  CHECK_EQ(st.largest_free, 2 * MiB);
+  CHECK_EQ(rd_alloc_alloc(a, 1 * MiB, &o2), 0);
+  CHECK_EQ(o2, 1 * MiB);
+  CHECK_EQ(rd_alloc_grow(a, 4 * MiB), 0);   /* joins the free last extent */
+  stats(a, &st);
+  CHECK_EQ(st.num_free_extents, 1);
+  CHECK_EQ(st.largest_free, 2 * MiB);
+  CHECK_EQ(rd_alloc_alloc(a, 2 * MiB, &o3), 0);
+  CHECK_EQ(o3, 2 * MiB);
+  CHECK_EQ(rd_alloc_trim(a, 0), 4 * MiB);   /* nothing free at the end */
+  CHECK_EQ(rd_alloc_free(a, o3), 0);
+  CHECK_EQ(rd_alloc_trim(a, 3 * MiB + 1), 3 * MiB + U);   /* the floor, aligned up */
+  CHECK_EQ(rd__alloc_check(a), 0);
+  CHECK_EQ(rd_alloc_trim(a, 0), 2 * MiB);
+  CHECK_EQ(rd_alloc_free(a, o1), 0);   /* a hole before o2: trim keeps it */
+  CHECK_EQ(rd_alloc_trim(a, 0), 2 * MiB);
+  CHECK_EQ(rd_alloc_free(a, o2), 0);
+  CHECK_EQ(rd_alloc_trim(a, 0), 0);
+  stats(a, &st);
+  CHECK_EQ(st.capacity, 0);
+  CHECK_EQ(st.num_free_extents, 0);
+  CHECK_EQ(rd__alloc_check(a), 0);
+
+  /* churn: grow on demand, free at random, trim after each free */
+  enum { N = 400 };
+  uint64_t off[N], cap = 0;
+  int live[N] = {0};
+  for (int round = 0; round < 20000; round++) {
+    int k = (int)(rnd() % N);
+    if (live[k]) {
+      CHECK_EQ(rd_alloc_free(a, off[k]), 0);
+      live[k] = 0;
+      cap = rd_alloc_trim(a, 0);
+    } else {
+      uint64_t size = 1 + rnd() % (64 * KiB);
+      if (rd_alloc_alloc(a, size, &off[k]) != 0) {
+        CHECK_EQ(rd_alloc_grow(a, cap + ((size + U - 1) & ~(U - 1))), 0);
+        CHECK_EQ(rd_alloc_alloc(a, size, &off[k]), 0);
+      }
+      live[k] = 1;
+      stats(a, &st);
+      cap = st.capacity;
+      CHECK(off[k] + size <= cap);
+    }
+    if (round % 1000 == 0)
+      CHECK_EQ(rd__alloc_check(a), 0);
+  }
+  for (int k = 0; k < N; k++)
+    if (live[k])
+      CHECK_EQ(rd_alloc_free(a, off[k]), 0);
+  CHECK_EQ(rd_alloc_trim(a, 0), 0);
+  CHECK_EQ(rd__alloc_check(a), 0);
+  rd_alloc_destroy(a);
+}
+
 int main(void) {
   test_basic();
   test_exhaustion();
   test_best_fit();
   test_random_model();
   test_fragmentation();
+  test_grow_trim();
   printf("test_alloc: ok\n");
   return 0;
 }

@@ -1078,6 +1078,172 @@ static void test_big_object(void) {
   rd_store_close(s);
 }
 
+/* The memfd's size and the bytes of memory its pages hold now. */
+static uint64_t seg_size(rd_store *s, uint64_t *mem) {
+  struct stat sb;
+  CHECK(fstat(rd_store_fd(s), &sb) == 0);
+  if (mem != NULL)
+    *mem = (uint64_t)sb.st_blocks * 512;
+  return (uint64_t)sb.st_size;
+}
+
+/* Fallback allocation: objects larger than the capacity, or with the
+ * segment full of what cannot be spilled, go past it; their pages are held
+ * while they live and given back (the memfd shrinks) when they go. */
+static void test_fallback(void) {
+  rd_store *s;
+  rd_store_config cfg = {.capacity = 1 * MiB, .fallback_bytes = 16 * MiB};
+  rd_store_stats st;
+  uint64_t big, small, off, size, mem;
+  CHECK_EQ(rd_store_open(&s, &cfg), 0);
+  CHECK_EQ(rd_store_map_size(s), 17 * MiB);
+  CHECK_EQ(seg_size(s, &mem), 1 * MiB);
+  CHECK_EQ(rd_store_create(s, 1, 6 * MiB, 1, &big), 0);   /* larger than the capacity */
+  CHECK(big >= 1 * MiB && big + 6 * MiB <= seg_size(s, &mem));
+  CHECK(mem >= 6 * MiB);   /* committed at create */
+  fill(rd_store_base(s) + big, 6 * MiB, 1);
+  CHECK_EQ(rd_store_seal(s, 1), 0);
+  CHECK_EQ(rd_store_release(s, 1), 0);
+  /* another process's view: it maps capacity + fallback */
+  const uint8_t *m2 = mmap(NULL, rd_store_map_size(s), PROT_READ, MAP_SHARED, rd_store_fd(s), 0);
+  CHECK(m2 != MAP_FAILED);
+  CHECK(same(m2 + big, 6 * MiB, 1));
+  /* the segment full of objects that cannot be spilled (no spill dir) */
+  for (uint64_t id = 10; id < 14; id++)
+    put_sealed(s, id, 256 * KiB);
+  CHECK_EQ(rd_store_create(s, 2, 100 * KiB, 1, &small), 0);
+  CHECK(small >= 1 * MiB);
+  fill(rd_store_base(s) + small, 100 * KiB, 2);
+  CHECK_EQ(rd_store_seal(s, 2), 0);
+  CHECK_EQ(rd_store_release(s, 2), 0);
+  rd_store_get_stats(s, &st);
+  CHECK_EQ(st.num_fallback, 2);
+  CHECK_EQ(st.fallback_count, 2);
+  CHECK_EQ(st.fallback_used, 6 * MiB + 100 * KiB);
+  CHECK_EQ(st.fallback_limit, 16 * MiB);
+  CHECK_EQ(st.used, 1 * MiB);   /* the segment's own */
+  rd_store_obj_info info[8];
+  CHECK_EQ(rd_store_list(s, info, 8), 6);
+  for (int i = 0; i < 6; i++)
+    CHECK_EQ(info[i].fallback, info[i].id < 10);
+  /* what could never fit, and what does not fit now */
+  CHECK_EQ(rd_store_create(s, 3, 16 * MiB + 1, 1, &off), RD_E2BIG);
+  CHECK_EQ(rd_store_create(s, 3, 10 * MiB, 1, &off), RD_ESTORE_FULL);
+  CHECK_EQ(rd_store_create(s, 3, 8 * MiB, 1, &off), 0);   /* 6 MiB + 100 KiB + 8 MiB of 16 */
+  CHECK_EQ(rd_store_release(s, 3), 0);   /* unsealed, its creator's pin: freed by the delete */
+  CHECK_EQ(rd_store_delete(s, 3), 0);
+  /* the big one goes: its pages go back, the memfd keeps the small one's end */
+  uint64_t before;
+  seg_size(s, &before);
+  CHECK_EQ(rd_store_delete(s, 1), 0);
+  CHECK(seg_size(s, &mem) >= small + 100 * KiB);
+  CHECK(mem + 6 * MiB - 8 * KiB <= before);
+  CHECK_EQ(rd_store_get(s, 2, &off, &size), 0);
+  CHECK(same(rd_store_base(s) + off, size, 2));
+  CHECK_EQ(rd_store_release(s, 2), 0);
+  CHECK_EQ(rd_store_delete(s, 2), 0);
+  CHECK_EQ(seg_size(s, NULL), 5 * MiB);   /* the region is empty: its first 4 MiB stay */
+  rd_store_get_stats(s, &st);
+  CHECK_EQ(st.num_fallback, 0);
+  CHECK_EQ(st.fallback_used, 0);
+  /* again after shrinking: the same addresses serve */
+  CHECK_EQ(rd_store_create(s, 4, 2 * MiB, 1, &off), 0);
+  fill(rd_store_base(s) + off, 2 * MiB, 4);
+  CHECK(same(m2 + off, 2 * MiB, 4));
+  munmap((void *)m2, rd_store_map_size(s));
+  rd_store_close(s);
+
+  /* with spilling: unpinned objects are spilled first, the fallback only
+   * when everything left is pinned; a fallback object is never spilled, and
+   * a restore with no room lands there too */
+  char dir[128], sub[512];
+  make_spill_dir(dir, sizeof(dir), "fallback");
+  rd_store_config sp = {.capacity = 1 * MiB, .spill_dir = dir, .fallback_bytes = 4 * MiB};
+  CHECK_EQ(rd_store_open(&s, &sp), 0);
+  CHECK_EQ(count_entries(dir, sub, sizeof(sub)), 1);
+  for (uint64_t id = 20; id < 24; id++)
+    put_sealed(s, id, 256 * KiB);
+  CHECK_EQ(rd_store_create(s, 30, 256 * KiB, 1, &off), 0);   /* spills 20 */
+  CHECK(off < 1 * MiB);
+  CHECK(spill_file_exists(sub, 20));
+  for (uint64_t id = 21; id < 24; id++)
+    CHECK_EQ(rd_store_get(s, id, &off, &size), 0);   /* pinned: 21-23 and 30 fill it */
+  CHECK_EQ(rd_store_create(s, 31, 256 * KiB, 1, &off), 0);
+  CHECK(off >= 1 * MiB);
+  fill(rd_store_base(s) + off, 256 * KiB, 31);
+  CHECK_EQ(rd_store_seal(s, 31), 0);
+  CHECK_EQ(rd_store_release(s, 31), 0);
+  CHECK_EQ(rd_store_get(s, 20, &off, &size), 0);   /* restored past the capacity */
+  CHECK(off >= 1 * MiB);
+  CHECK(same(rd_store_base(s) + off, size, 20));
+  CHECK_EQ(rd_store_release(s, 20), 0);
+  rd_store_get_stats(s, &st);
+  CHECK_EQ(st.num_fallback, 2);
+  CHECK_EQ(st.num_spilled, 0);
+  /* the segment's objects released: a create spills them, never 31 or 20 */
+  for (uint64_t id = 21; id < 24; id++)
+    CHECK_EQ(rd_store_release(s, id), 0);
+  CHECK_EQ(rd_store_seal(s, 30), 0);
+  CHECK_EQ(rd_store_release(s, 30), 0);
+  CHECK_EQ(rd_store_create(s, 32, 1 * MiB, 1, &off), 0);
+  CHECK(off < 1 * MiB);
+  rd_store_get_stats(s, &st);
+  CHECK_EQ(st.num_spilled, 4);
+  CHECK(!rd_store_is_spilled(s, 31) && !rd_store_is_spilled(s, 20));
+  CHECK_EQ(rd_store_get(s, 31, &off, &size), 0);
+  CHECK(same(rd_store_base(s) + off, size, 31));
+  CHECK_EQ(rd_store_release(s, 31), 0);
+  rd_store_close(s);
+  CHECK_EQ(count_entries(dir, NULL, 0), 0);
+  CHECK(rmdir(dir) == 0);
+
+  /* churn: random sizes up to 1.5x the capacity, some held, every byte
+   * checked; at the end the region is empty and the memfd its first size */
+  rd_store_config ch = {.capacity = 2 * MiB, .fallback_bytes = 16 * MiB};
+  CHECK_EQ(rd_store_open(&s, &ch), 0);
+  enum { N = 64 };
+  int live[N] = {0}, pinned[N] = {0};
+  for (int round = 0; round < 3000; round++) {
+    uint64_t k = rnd(N), id = 100 + k;
+    if (live[k]) {
+      CHECK_EQ(rd_store_get(s, id, &off, &size), 0);
+      CHECK(same(rd_store_base(s) + off, size, id));
+      CHECK_EQ(rd_store_release(s, id), 0);
+      if (pinned[k])
+        CHECK_EQ(rd_store_release(s, id), 0);
+      CHECK_EQ(rd_store_delete(s, id), 0);
+      live[k] = pinned[k] = 0;
+      continue;
+    }
+    uint64_t n = 1 + (rnd(4) == 0 ? rnd(3 * MiB) : rnd(64 * KiB));
+    int rc = rd_store_create(s, id, n, 1, &off);
+    if (rc == RD_ESTORE_FULL)
+      continue;
+    CHECK_EQ(rc, 0);
+    fill(rd_store_base(s) + off, n, id);
+    CHECK_EQ(rd_store_seal(s, id), 0);
+    live[k] = 1;
+    pinned[k] = rnd(2) == 0;   /* held by its reader, or released */
+    if (!pinned[k])
+      CHECK_EQ(rd_store_release(s, id), 0);
+  }
+  rd_store_get_stats(s, &st);
+  CHECK(st.fallback_count > 0);
+  for (int k = 0; k < N; k++) {
+    if (!live[k])
+      continue;
+    if (pinned[k])
+      CHECK_EQ(rd_store_release(s, 100 + (uint64_t)k), 0);
+    CHECK_EQ(rd_store_delete(s, 100 + (uint64_t)k), 0);
+  }
+  rd_store_get_stats(s, &st);
+  CHECK_EQ(st.num_fallback, 0);
+  CHECK_EQ(st.fallback_used, 0);
+  CHECK_EQ(st.used, 0);
+  CHECK(seg_size(s, NULL) <= 2 * MiB + 4 * MiB);   /* the region's first 4 MiB may stay */
+  rd_store_close(s);
+}
+
 int main(void) {
   snprintf(tmp_root, sizeof(tmp_root), "/tmp/rd-test-store-XXXXXX");
   CHECK(mkdtemp(tmp_root) != NULL);
@@ -1098,6 +1264,7 @@ int main(void) {
   test_background_failure();
   test_background_close();
   test_big_object();
+  test_fallback();
   CHECK(rmdir(tmp_root) == 0);
   printf("test_store: ok\n");
   return 0;
