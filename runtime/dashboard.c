@@ -603,6 +603,10 @@ static int owner_desc(const void *a, const void *b) {
 
 #define OBJ_OWNERS_MAX 256
 
+static const char *obj_state(const rd_store_obj_info *o) {
+  return !o->sealed ? "unsealed" : o->spilled ? "spilled" : o->fallback ? "fallback" : "memory";
+}
+
 void rd__dashboard_objects(rd__mbuf *b, int json, size_t top) {
   size_t n = rd_store_list(N.store, NULL, 0);
   rd_store_obj_info *v = n ? malloc(n * sizeof(*v)) : NULL;
@@ -664,7 +668,7 @@ void rd__dashboard_objects(rd__mbuf *b, int json, size_t top) {
       owner_text(oc, who, sizeof(who));
       rd__mbuf_printf(b, "%s{\"id\":\"%016llx\",\"size\":%llu,\"state\":\"%s\",\"pins\":%u,\"handed_over\":%u,\"owner\":",
                       i ? "," : "", (unsigned long long)v[i].id, (unsigned long long)v[i].size,
-                      !v[i].sealed ? "unsealed" : v[i].spilled ? "spilled" : "memory", v[i].pins, v[i].co_owners);
+                      obj_state(&v[i]), v[i].pins, v[i].co_owners);
       rd__mbuf_json_cstr(b, who);
       rd__mbuf_printf(b, ",\"owner_node\":%u,\"owner_pid\":%d,\"owner_role\":\"%s\"}", rd__client_node(oc),
                       c ? c->pid : 0, c ? role_name(c->role) : "");
@@ -674,6 +678,9 @@ void rd__dashboard_objects(rd__mbuf *b, int json, size_t top) {
     rd__mbuf_printf(b, "node %u: %zu objects, %.1f MiB in memory, %llu spilled (%.1f MiB), %llu unsealed; store %.1f/%.1f MiB\n",
                     rd__cluster_index(), n, mem / 1048576.0, (unsigned long long)nspilled, spilled / 1048576.0,
                     (unsigned long long)unsealed, st.used / 1048576.0, st.capacity / 1048576.0);
+    if (st.num_fallback)
+      rd__mbuf_printf(b, "  fallback region: %.1f MiB in %llu objects past the store (of %.1f MiB)\n",
+                      st.fallback_used / 1048576.0, (unsigned long long)st.num_fallback, st.fallback_limit / 1048576.0);
     if (nown) rd__mbuf_printf(b, "  by owner:\n");
     for (size_t k = 0; k < nown + (size_t)others; k++) {
       const owner_sum *o = k < nown ? &own[k] : &own[OBJ_OWNERS_MAX];
@@ -686,8 +693,7 @@ void rd__dashboard_objects(rd__mbuf *b, int json, size_t top) {
     for (size_t i = 0; i < shown; i++) {
       owner_text(rd__oid_client(v[i].id), who, sizeof(who));
       rd__mbuf_printf(b, "    %016llx %12.3f MiB  %-8s pins %-3u %s%s\n", (unsigned long long)v[i].id,
-                      v[i].size / 1048576.0, !v[i].sealed ? "unsealed" : v[i].spilled ? "spilled" : "memory",
-                      v[i].pins, who, v[i].co_owners ? " (handed over)" : "");
+                      v[i].size / 1048576.0, obj_state(&v[i]), v[i].pins, who, v[i].co_owners ? " (handed over)" : "");
     }
   }
   free(v);
