@@ -98,7 +98,8 @@ typedef struct rd_config {
    * embedded node's store may take for objects that cannot be placed in
    * it even by spilling (one larger than the store, a store full of
    * objects being read, spilling failing); such objects stay in memory
-   * until released, then their memory goes back to the system
+   * until released (or spilled when the region is full), then their
+   * memory goes back to the system
    * (docs/objectstore.md#fallback-allocation).  0: env
    * RAYDIST_OBJECT_STORE_FALLBACK_BYTES, else half the machine's memory;
    * <0: none (those creates fail with RD_E2BIG or RD_ESTORE_FULL).  A

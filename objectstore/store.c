@@ -46,7 +46,7 @@
 #define OBJ_CHUNK 256
 #define EXT_SIZE(sz) ((sz) == 0 ? RD_ALLOC_ALIGN : (((sz) + RD_ALLOC_ALIGN - 1) & ~(uint64_t)(RD_ALLOC_ALIGN - 1)))
 
-enum { LIST_NONE = 0, LIST_LRU, LIST_UNSEALED };
+enum { LIST_NONE = 0, LIST_LRU, LIST_UNSEALED, LIST_FALLBACK_LRU };
 
 /* Background spills of objects under FUSE_OBJ_MAX bytes go out together, up
  * to FUSE_BYTES or FUSE_OBJS in one file (Ray fuses spills too): one open
@@ -79,7 +79,7 @@ typedef struct obj {
   uint8_t spilling;        /* being written by the spill thread (holds one pin) */
   uint8_t restoring;       /* spilled, being read back by the thread (holds one pin) */
   uint8_t restore_failed;  /* the thread could not read it: the next get reads inline */
-  uint8_t fallback;        /* its extent is in the fallback region: never on the LRU list */
+  uint8_t fallback;        /* its extent is in the fallback region: on fallback_lru, not lru */
   uint8_t list;
   spill_file *file;        /* spilled into a fused file (at foff), or NULL: its own file */
   uint64_t foff;
@@ -136,6 +136,9 @@ struct rd_store {
   uint64_t over_mapped;      /* the memfd's size past capacity now */
   uint64_t fallback_used;    /* extent bytes of objects there */
   uint64_t num_fallback, fallback_count;
+  obj fallback_lru;          /* sentinel: unpinned sealed objects there, spilled (inline) only
+                              * when the region itself is full */
+  uint64_t fallback_lru_bytes;
   rd__u64map objs;         /* id -> obj */
   obj *spare;              /* recycled entries, linked through next */
   obj_chunk *chunks;
@@ -216,6 +219,8 @@ static void list_remove(rd_store *s, obj *o) {
     return;
   if (o->list == LIST_LRU)
     s->lru_bytes -= EXT_SIZE(o->size);
+  else if (o->list == LIST_FALLBACK_LRU)
+    s->fallback_lru_bytes -= EXT_SIZE(o->size);
   o->prev->next = o->next;
   o->next->prev = o->prev;
   o->prev = o->next = NULL;
@@ -224,8 +229,11 @@ static void list_remove(rd_store *s, obj *o) {
 
 static void lru_push(rd_store *s, obj *o) {
   assert(o->sealed && !o->spilled && o->pins == 0 && !o->deleted);
-  if (o->fallback)
-    return;   /* stays in memory until it goes: spilling it would only move it back */
+  if (o->fallback) {   /* spilling it frees no room in the segment: its own list */
+    list_push_tail(&s->fallback_lru, o, LIST_FALLBACK_LRU);
+    s->fallback_lru_bytes += EXT_SIZE(o->size);
+    return;
+  }
   list_push_tail(&s->lru, o, LIST_LRU);
   s->lru_bytes += EXT_SIZE(o->size);
 }
@@ -372,7 +380,7 @@ static uint64_t trimmed(rd_store *s) {
 /* An extent of `size` bytes in the fallback region, its pages committed:
  * RD_E2BIG when the region could never hold it, RD_ESTORE_FULL when it is
  * full now or the kernel has no memory for the pages. */
-static int fallback_alloc(rd_store *s, uint64_t size, uint64_t *off) {
+static int fallback_place(rd_store *s, uint64_t size, uint64_t *off) {
   uint64_t want = EXT_SIZE(size), o;
   if (s->fallback == 0)
     return RD_ESTORE_FULL;
@@ -450,6 +458,7 @@ static void spilled(rd_store *s, obj *o) {
   extent_free(s, o->offset, o->size);
   o->spilled = 1;
   o->offset = 0;
+  o->fallback = 0;
   s->num_in_memory--;
   s->num_spilled++;
   s->bytes_spilled += o->size;
@@ -465,6 +474,22 @@ static int spill(rd_store *s, obj *o) {
   if (rc == 0)
     spilled(s, o);
   return rc;
+}
+
+/* fallback_place, spilling the region's least recently used unpinned
+ * objects, here and now, while it is full and they could make room. */
+static int fallback_alloc(rd_store *s, uint64_t size, uint64_t *off) {
+  for (;;) {
+    int rc = fallback_place(s, size, off);
+    if (rc != RD_ESTORE_FULL || s->spill_dirfd < 0 || s->fallback_lru.next == &s->fallback_lru)
+      return rc;
+    rd_alloc_stats st;
+    rd_alloc_get_stats(s->over, &st);
+    if (EXT_SIZE(size) > s->fallback - st.capacity + st.free + s->fallback_lru_bytes)
+      return RD_ESTORE_FULL;   /* spilling all of them would not do */
+    if ((rc = spill(s, s->fallback_lru.next)) != 0)
+      return rc;
+  }
 }
 
 /* ---- background spilling ---- */
@@ -843,6 +868,7 @@ int rd_store_open(rd_store **out, const rd_store_config *cfg) {
   s->capacity = (cfg->capacity + PAGE - 1) & ~(PAGE - 1);
   s->fallback = (cfg->fallback_bytes + PAGE - 1) & ~(PAGE - 1);
   list_init(&s->lru);
+  list_init(&s->fallback_lru);
   list_init(&s->unsealed);
   atomic_init(&s->prefault_stop, 0);
   int rc;

@@ -30,7 +30,8 @@ typedef struct rd_store_config {
    * placed in it, even by spilling, may take (an object larger than the
    * capacity, a segment full of pinned objects, spilling failing).  Pages
    * are committed at create and given back when the object goes; such an
-   * object is never spilled.  0: none (those creates fail). */
+   * object is spilled only to make room in the region when it is full.
+   * 0: none (those creates fail). */
   uint64_t fallback_bytes;
 } rd_store_config;
 

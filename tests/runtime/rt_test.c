@@ -892,6 +892,40 @@ static int t_store_fallback(void) {
   return 0;
 }
 
+/* Objects larger than the store, more of them than its fallback region
+ * holds: the region spills its least recently used ones to disk to make
+ * room, and each is read back (into the region again) by the task that
+ * reads it.  A batch job putting its shards before it works on them. */
+static int t_store_fallback_spill(void) {
+  rd_config cfg;
+  rd_config_init(&cfg);
+  cfg.object_store_bytes = 16u << 20;
+  cfg.object_store_fallback_bytes = 48u << 20;
+  init_or_die(&cfg);
+  enum { K = 6 };
+  size_t n = 20u << 20;
+  unsigned char *p = malloc(n + K);
+  CHECK(p);
+  for (size_t i = 0; i < n + K; i++) p[i] = (unsigned char)(i * 29 + (i >> 11));
+  rd_ref r[K], sums[K];
+  for (int k = 0; k < K; k++) CHECK_EQ(rd_put(p + k, n, &r[k]), 0);   /* 120 MiB: past a 48 MiB region */
+  rd_node_info ni;
+  CHECK_EQ(rd_node_info_get(&ni), 0);
+  CHECK(ni.store_spill_count >= 4);
+  CHECK(ni.store_fallback_used <= 48u << 20);
+  for (int k = 0; k < K; k++) CHECK_EQ(rd_submit(checksum, RD_ARGS(rd_arg_ref(r[k])), NULL, &sums[k]), 0);
+  for (int k = 0; k < K; k++) CHECK_EQ(get_long(sums[k]), checksum_of(p + k, n));
+  CHECK_EQ(rd_node_info_get(&ni), 0);
+  CHECK(ni.store_restore_count >= 4);
+  printf("6 x 20 MiB past a 16 MiB store and a 48 MiB region: %llu spills, %llu restores, %llu fallback allocations\n",
+         (unsigned long long)ni.store_spill_count, (unsigned long long)ni.store_restore_count,
+         (unsigned long long)ni.store_fallback_count);
+  for (int k = 0; k < K; k++) rd_ref_release(r[k]);
+  free(p);
+  rd_shutdown();
+  return 0;
+}
+
 static int t_gpu_packing(void) {
   rd_config cfg;
   rd_config_init(&cfg);
@@ -4661,7 +4695,7 @@ static int t_app_metrics(void) {
 
 static const rd_test_case tests[] = {
     {"many_tasks", t_many_tasks},   {"chain", t_chain}, {"wide", t_wide},       {"big_objects", t_big_objects},
-    {"spill", t_spill}, {"spill_background", t_spill_background}, {"owner_gone", t_owner_gone},             {"store_full", t_store_full}, {"store_fallback", t_store_fallback}, {"gpu_packing", t_gpu_packing},
+    {"spill", t_spill}, {"spill_background", t_spill_background}, {"owner_gone", t_owner_gone},             {"store_full", t_store_full}, {"store_fallback", t_store_fallback}, {"store_fallback_spill", t_store_fallback_spill}, {"gpu_packing", t_gpu_packing},
     {"infeasible", t_infeasible},   {"crash_retry", t_crash_retry}, {"crash_report", t_crash_report}, {"crash_report_actor", t_crash_report_actor}, {"exit_word", t_exit_word}, {"exit_word_actor", t_exit_word_actor}, {"kernel_oom", t_kernel_oom}, {"fd_exhausted", t_fd_exhausted}, {"fd_exhausted_leased", t_fd_exhausted_leased}, {"tmpdir", t_tmpdir}, {"node_fd_exhausted", t_node_fd_exhausted}, {"timeouts", t_timeouts},
     {"priority", t_priority},       {"malformed", t_malformed}, {"shutdown_clean", t_shutdown_clean}, {"shutdown_waiters", t_shutdown_waiters}, {"killed_driver_clean", t_killed_driver_clean}, {"stack_local", t_stack_local}, {"state_local", t_state_local}, {"killed_driver_child", t_killed_driver_child},
     {"threads", t_threads},         {"spawn_fails", t_spawn_fails}, {"spawn_fails_child", t_spawn_fails_child},

@@ -1154,8 +1154,8 @@ static void test_fallback(void) {
   rd_store_close(s);
 
   /* with spilling: unpinned objects are spilled first, the fallback only
-   * when everything left is pinned; a fallback object is never spilled, and
-   * a restore with no room lands there too */
+   * when everything left is pinned; a fallback object is not spilled for
+   * room in the segment, and a restore with no room lands there too */
   char dir[128], sub[512];
   make_spill_dir(dir, sizeof(dir), "fallback");
   rd_store_config sp = {.capacity = 1 * MiB, .spill_dir = dir, .fallback_bytes = 4 * MiB};
@@ -1193,6 +1193,38 @@ static void test_fallback(void) {
   CHECK_EQ(rd_store_get(s, 31, &off, &size), 0);
   CHECK(same(rd_store_base(s) + off, size, 31));
   CHECK_EQ(rd_store_release(s, 31), 0);
+  rd_store_close(s);
+  CHECK_EQ(count_entries(dir, NULL, 0), 0);
+  CHECK(rmdir(dir) == 0);
+
+  /* the region full: its own least recently used unpinned objects are
+   * spilled to make room there (never for room in the segment, above), and
+   * read back into it; with nothing there to spill, RD_ESTORE_FULL */
+  make_spill_dir(dir, sizeof(dir), "fallback2");
+  rd_store_config rs = {.capacity = 1 * MiB, .spill_dir = dir, .fallback_bytes = 4 * MiB};
+  const uint64_t n15 = 3 * MiB / 2;
+  CHECK_EQ(rd_store_open(&s, &rs), 0);
+  put_sealed(s, 40, n15);
+  put_sealed(s, 41, n15);
+  put_sealed(s, 42, n15);   /* 4.5 MiB of 4: spills 40 */
+  CHECK(rd_store_is_spilled(s, 40) && !rd_store_is_spilled(s, 41) && !rd_store_is_spilled(s, 42));
+  CHECK_EQ(rd_store_get(s, 40, &off, &size), 0);   /* larger than the segment: back into the region, spilling 41 */
+  CHECK(off >= 1 * MiB);
+  CHECK(same(rd_store_base(s) + off, size, 40));
+  CHECK(rd_store_is_spilled(s, 41));
+  CHECK_EQ(rd_store_get(s, 42, &off, &size), 0);
+  CHECK(same(rd_store_base(s) + off, size, 42));
+  CHECK_EQ(rd_store_create(s, 43, n15, 1, &off), RD_ESTORE_FULL);   /* 40 and 42 held */
+  CHECK_EQ(rd_store_release(s, 42), 0);
+  CHECK_EQ(rd_store_create(s, 43, n15, 1, &off), 0);   /* spills 42 */
+  CHECK(rd_store_is_spilled(s, 42));
+  rd_store_get_stats(s, &st);
+  CHECK_EQ(st.spill_count, 3);
+  CHECK_EQ(st.num_fallback, 2);
+  CHECK_EQ(rd_store_get(s, 41, &off, &size), RD_ESTORE_FULL);   /* 40 and 43 held, nothing to spill */
+  CHECK_EQ(rd_store_release(s, 40), 0);
+  CHECK_EQ(rd_store_get(s, 41, &off, &size), 0);
+  CHECK(same(rd_store_base(s) + off, size, 41));
   rd_store_close(s);
   CHECK_EQ(count_entries(dir, NULL, 0), 0);
   CHECK(rmdir(dir) == 0);
