@@ -4923,6 +4923,11 @@ int rd__node_main(const rd_node_opts *opts) {
   memset(&sc, 0, sizeof(sc));
   sc.capacity = opts->store_bytes;
   sc.fallback_bytes = opts->store_fallback_bytes;
+  if (sc.fallback_bytes == UINT64_MAX) {   /* a container's limit, not its host's memory */
+    uint64_t used, total;
+    sc.fallback_bytes = node_memory(&used, &total) == 0 ? total / 2
+                        : (uint64_t)sysconf(_SC_PHYS_PAGES) * (uint64_t)sysconf(_SC_PAGESIZE) / 2;
+  }
   sc.spill_dir = opts->spill_dir && *opts->spill_dir ? opts->spill_dir : NULL;
   sc.prefault = 1;
   sc.spill_threshold = 0.8;   /* Ray's object_spilling_threshold */

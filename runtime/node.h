@@ -11,7 +11,8 @@ typedef struct rd_node_opts {
   uint64_t gpu_memory;            /* bytes of each GPU; 0: ask CUDA (unknown without a driver) */
   uint64_t memory;                /* bytes of memory budget */
   uint64_t store_bytes;
-  uint64_t store_fallback_bytes;  /* past store_bytes, for objects that do not fit (objectstore/store.h); 0 none */
+  uint64_t store_fallback_bytes;  /* past store_bytes, for objects that do not fit (objectstore/store.h); 0 none;
+                                   * UINT64_MAX: half the memory (the cgroup's limit when it has one) */
   const char *spill_dir;          /* NULL or "" = no spilling */
   const char *custom_resources;   /* "name=amount,..." */
   const char *labels;             /* "key=value,..." (scheduler/labels.h), NULL: none */

@@ -92,7 +92,7 @@ int main(int argc, char **argv) {
   o.num_gpus = -1;
   o.memory = (uint64_t)sysconf(_SC_PHYS_PAGES) * (uint64_t)sysconf(_SC_PAGESIZE);
   o.store_bytes = 512ull << 20;
-  o.store_fallback_bytes = o.memory / 2;   /* objects that do not fit: up to half the machine's memory */
+  o.store_fallback_bytes = UINT64_MAX;   /* the node's default: half its memory (the cgroup's when limited) */
   o.prestart = -1;
   o.max_workers = 64;
   o.ready_fd = -1;
