@@ -136,9 +136,10 @@ struct rd_store {
   uint64_t over_mapped;      /* the memfd's size past capacity now */
   uint64_t fallback_used;    /* extent bytes of objects there */
   uint64_t num_fallback, fallback_count;
-  obj fallback_lru;          /* sentinel: unpinned sealed objects there, spilled (inline) only
-                              * when the region itself is full */
+  obj fallback_lru;          /* sentinel: unpinned sealed objects there, spilled only when
+                              * the region itself is full */
   uint64_t fallback_lru_bytes;
+  uint64_t fallback_spilling; /* extent bytes of objects there with a write job out */
   rd__u64map objs;         /* id -> obj */
   obj *spare;              /* recycled entries, linked through next */
   obj_chunk *chunks;
@@ -648,6 +649,38 @@ static int room_coming(rd_store *s, uint64_t size) {
   return want <= st.free + s->lru_bytes + s->spilling_bytes && (spill_more(s, want) > 0 || s->spilling_bytes > 0);
 }
 
+/* The region has no room for `size` bytes: hand its least recently used
+ * unpinned objects to the spill thread (a file each) until what they free,
+ * with what is free and what jobs under way free, covers it.  1 when room
+ * is coming, so the caller may wait; 0 when it fits already (or only
+ * fragmentation is in the way) or cannot, and the caller goes on inline. */
+static int fallback_room_coming(rd_store *s, uint64_t size) {
+  uint64_t want = EXT_SIZE(size);
+  if (!s->spill_started || want > s->fallback)
+    return 0;
+  rd_alloc_stats st;
+  rd_alloc_get_stats(s->over, &st);
+  uint64_t room = s->fallback - st.capacity + st.free;
+  if (want <= room || want > room + s->fallback_lru_bytes + s->fallback_spilling)
+    return 0;
+  while (room + s->fallback_spilling < want && s->fallback_lru.next != &s->fallback_lru) {
+    obj *o = s->fallback_lru.next;
+    spill_job *j = calloc(1, sizeof(*j));
+    if (j == NULL)
+      break;
+    j->kind = JOB_WRITE;
+    j->id = o->id;
+    j->size = o->size;
+    j->off = o->offset;
+    list_remove(s, o);
+    o->pins++;
+    o->spilling = 1;
+    s->fallback_spilling += EXT_SIZE(o->size);
+    enqueue(s, j);
+  }
+  return s->fallback_spilling > 0;
+}
+
 static void destroy(rd_store *s, obj *o);
 static int reap(rd_store *s);
 
@@ -689,7 +722,10 @@ static void write_finish_one(rd_store *s, uint64_t id, int rc, spill_file *file,
   obj *o = rd__u64map_get(&s->objs, id);
   assert(o != NULL && o->spilling && o->pins > 0);
   o->spilling = 0;
-  s->spilling_bytes -= EXT_SIZE(o->size);
+  if (o->fallback)
+    s->fallback_spilling -= EXT_SIZE(o->size);
+  else
+    s->spilling_bytes -= EXT_SIZE(o->size);
   if (--o->pins == 0 && !o->deleted && rc == 0) {
     spilled(s, o);
     o->file = file;
@@ -739,8 +775,9 @@ static int alloc_spilling(rd_store *s, uint64_t size, uint64_t *off) {
     rd_alloc_get_stats(s->alloc, &st);
     if (s->spill_dirfd < 0 || s->lru.next == &s->lru || EXT_SIZE(size) > st.free + s->lru_bytes) {
       /* evicting everything evictable would not do; objects on their way
-       * to disk may, once their jobs are done */
-      if (s->spilling_bytes == 0)
+       * to disk may, once their jobs are done (when not even they would,
+       * the fallback region is next: no wait) */
+      if (s->spilling_bytes == 0 || EXT_SIZE(size) > st.free + s->lru_bytes + s->spilling_bytes)
         return RD_ESTORE_FULL;
       spill_wait(s);
       continue;
@@ -1022,6 +1059,16 @@ uint64_t rd_store_capacity(const rd_store *s) { return s->capacity; }
 uint64_t rd_store_map_size(const rd_store *s) { return s->capacity + s->fallback; }
 uint8_t *rd_store_base(const rd_store *s) { return s->base; }
 
+/* Could spilling the segment's whole LRU list (and the writes under way)
+ * not make room for `size` bytes there?  Then it goes to the fallback region. */
+static int segment_hopeless(const rd_store *s, uint64_t size) {
+  if (size > s->capacity)
+    return 1;
+  rd_alloc_stats st;
+  rd_alloc_get_stats(s->alloc, &st);
+  return EXT_SIZE(size) > st.free + s->lru_bytes + s->spilling_bytes;
+}
+
 /* inline: 1 spills here when needed; 0 first leaves that to the spill thread
  * (RD_EAGAIN) whenever the spill thread has something to do for it. */
 static int create(rd_store *s, uint64_t id, uint64_t size, uint32_t owner, int inline_spill,
@@ -1039,7 +1086,8 @@ static int create(rd_store *s, uint64_t id, uint64_t size, uint32_t owner, int i
     return RD_ENOMEM;
   uint64_t off;
   int rc = size > s->capacity ? RD_ESTORE_FULL : rd_alloc_alloc(s->alloc, size, &off);
-  if (rc == RD_ESTORE_FULL && size <= s->capacity && !inline_spill && s->spill_started && room_coming(s, size)) {
+  if (rc == RD_ESTORE_FULL && !inline_spill &&
+      ((size <= s->capacity && room_coming(s, size)) || (segment_hopeless(s, size) && fallback_room_coming(s, size)))) {
     obj_put(s, o);
     return RD_EAGAIN;
   }
@@ -1097,13 +1145,18 @@ static int restore_later(rd_store *s, obj *o) {
   if (!s->spill_started || o->restore_failed)
     return 1;
   uint64_t off;
-  int rc = rd_alloc_alloc(s->alloc, o->size, &off);
-  if (rc == RD_ESTORE_FULL)
-    return room_coming(s, o->size) ? RD_EAGAIN : 1;   /* asked again once jobs are reaped */
+  int rc = o->size > s->capacity ? RD_ESTORE_FULL : rd_alloc_alloc(s->alloc, o->size, &off);
+  if (rc == RD_ESTORE_FULL && o->size <= s->capacity && room_coming(s, o->size))
+    return RD_EAGAIN;   /* asked again once jobs are reaped */
+  if (rc == RD_ESTORE_FULL && segment_hopeless(s, o->size)) {   /* read back into the region */
+    rc = fallback_place(s, o->size, &off);
+    if (rc == RD_ESTORE_FULL && fallback_room_coming(s, o->size))
+      return RD_EAGAIN;
+  }
   spill_job *j = rc == 0 ? calloc(1, sizeof(*j)) : NULL;
   if (j == NULL) {
     if (rc == 0)
-      rd_alloc_free(s->alloc, off);
+      extent_free(s, off, o->size);
     return 1;
   }
   o->restoring = 1;
@@ -1389,7 +1442,7 @@ void rd_store_get_stats(const rd_store *s, rd_store_stats *out) {
   out->spill_count = s->spill_count;
   out->restore_count = s->restore_count;
   out->evict_count = s->evict_count;
-  out->spilling_bytes = s->spilling_bytes;
+  out->spilling_bytes = s->spilling_bytes + s->fallback_spilling;
   out->restoring_bytes = s->restoring_bytes;
   out->spill_failures = s->spill_fail_count;
   out->spill_last_error = s->spill_last_error;

@@ -1090,6 +1090,13 @@ static uint64_t seg_size(rd_store *s, uint64_t *mem) {
 /* Fallback allocation: objects larger than the capacity, or with the
  * segment full of what cannot be spilled, go past it; their pages are held
  * while they live and given back (the memfd shrinks) when they go. */
+/* Close a store and check it left its spill directory empty; remove it. */
+static void close_clean(rd_store *s, const char *dir) {
+  rd_store_close(s);
+  CHECK_EQ(count_entries(dir, NULL, 0), 0);
+  CHECK(rmdir(dir) == 0);
+}
+
 static void test_fallback(void) {
   rd_store *s;
   rd_store_config cfg = {.capacity = 1 * MiB, .fallback_bytes = 16 * MiB};
@@ -1190,12 +1197,8 @@ static void test_fallback(void) {
   rd_store_get_stats(s, &st);
   CHECK_EQ(st.num_spilled, 4);
   CHECK(!rd_store_is_spilled(s, 31) && !rd_store_is_spilled(s, 20));
-  CHECK_EQ(rd_store_get(s, 31, &off, &size), 0);
-  CHECK(same(rd_store_base(s) + off, size, 31));
-  CHECK_EQ(rd_store_release(s, 31), 0);
-  rd_store_close(s);
-  CHECK_EQ(count_entries(dir, NULL, 0), 0);
-  CHECK(rmdir(dir) == 0);
+  check_bytes(s, 31, 256 * KiB);
+  close_clean(s, dir);
 
   /* the region full: its own least recently used unpinned objects are
    * spilled to make room there (never for room in the segment, above), and
@@ -1223,11 +1226,45 @@ static void test_fallback(void) {
   CHECK_EQ(st.num_fallback, 2);
   CHECK_EQ(rd_store_get(s, 41, &off, &size), RD_ESTORE_FULL);   /* 40 and 43 held, nothing to spill */
   CHECK_EQ(rd_store_release(s, 40), 0);
-  CHECK_EQ(rd_store_get(s, 41, &off, &size), 0);
-  CHECK(same(rd_store_base(s) + off, size, 41));
-  rd_store_close(s);
-  CHECK_EQ(count_entries(dir, NULL, 0), 0);
-  CHECK(rmdir(dir) == 0);
+  check_bytes(s, 41, n15);
+  close_clean(s, dir);
+
+  /* the same with a spill thread: a create that waits may leave the
+   * region's spill to it (RD_EAGAIN, then room once reaped), and a spilled
+   * object larger than the segment is read back into the region by it */
+  make_spill_dir(dir, sizeof(dir), "fallback3");
+  rd_store_config bg = {.capacity = 1 * MiB, .spill_dir = dir, .fallback_bytes = 4 * MiB, .spill_threshold = 0.8};
+  CHECK_EQ(rd_store_open(&s, &bg), 0);
+  put_sealed(s, 50, n15);
+  put_sealed(s, 51, n15);
+  CHECK_EQ(rd_store_create_nowait(s, 52, n15, 1, &off), RD_EAGAIN);   /* 50 goes out in the background */
+  CHECK(spilling(s) > 0);
+  drain(s);
+  CHECK(rd_store_is_spilled(s, 50));
+  CHECK_EQ(rd_store_create_nowait(s, 52, n15, 1, &off), 0);
+  CHECK(off >= 1 * MiB);
+  fill(rd_store_base(s) + off, n15, 52);
+  CHECK_EQ(rd_store_seal(s, 52), 0);
+  CHECK_EQ(rd_store_release(s, 52), 0);
+  CHECK_EQ(rd_store_get_nowait(s, 50, &off, &size), RD_EAGAIN);   /* 51 out, then 50 read back */
+  for (int i = 0; i < 100; i++) {
+    drain(s);
+    int rc = rd_store_get_nowait(s, 50, &off, &size);
+    if (rc == 0)
+      break;
+    CHECK_EQ(rc, RD_EAGAIN);
+  }
+  CHECK(off >= 1 * MiB);
+  CHECK(same(rd_store_base(s) + off, size, 50));
+  CHECK(rd_store_is_spilled(s, 51));
+  CHECK_EQ(rd_store_release(s, 50), 0);
+  rd_store_get_stats(s, &st);
+  CHECK_EQ(st.spill_count, 2);
+  CHECK_EQ(st.restore_count, 1);
+  CHECK_EQ(st.spilling_bytes, 0);
+  /* with nothing to wait for, the same calls spill inline */
+  check_bytes(s, 51, n15);
+  close_clean(s, dir);
 
   /* churn: random sizes up to 1.5x the capacity, some held, every byte
    * checked; at the end the region is empty and the memfd its first size */
