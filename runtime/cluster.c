@@ -855,10 +855,18 @@ static int res_same(const rd_resources *a, const rd_resources *b) {
   return 1;
 }
 
+/* Bytes of objects its store holds in memory: the segment's and its
+ * fallback region's (an object larger than the store is only there). */
+static uint64_t store_held(void) {
+  rd_store_stats s;
+  rd_store_get_stats(N.store, &s);
+  return s.used + s.fallback_used;
+}
+
 /* Could this node leave without losing anything?  Nothing granted from its
  * ledger (no task, actor or bundle holds a share), no actor hosted, nothing
  * queued or forwarded, no driver connected, no object in its store, no
- * pull running.  store_used: its store's bytes in use. */
+ * pull running.  store_used: its store's bytes in use (store_held). */
 static int node_idle(uint64_t store_used) {
   if (N.queue.len || N.nactor_workers || C.rreqs || C.chans || C.npulls_running || store_used) return 0;
   if (!res_same(&N.ledger.avail, &N.ledger.total)) return 0;
@@ -889,9 +897,7 @@ int rd__cluster_launchable(const rd_resources *res, const char *sel, char *name,
  * idle, unless it is the head. */
 static void drain_maybe(void) {
   if (!C.hb_drain[0] || C.drained[0] || N.opts.is_head) return;
-  rd_store_stats s;
-  rd_store_get_stats(N.store, &s);
-  if (!node_idle(s.used)) {
+  if (!node_idle(store_held())) {
     rd__log(RD_LOG_DEBUG, "the autoscaler asks this node to leave (%s), but it is busy: staying", C.hb_drain);
     return;
   }
@@ -4006,13 +4012,11 @@ static void on_hb_timer(uv_timer_t *t) {
    * do not send requests here only to be refused (grant_or_reject) */
   local_unclaimed(&C.hb_avail);
   C.hb_pending = (int64_t)N.queue.len;
-  rd_store_stats s;
-  rd_store_get_stats(N.store, &s);
-  C.hb_store_used = s.used;
+  C.hb_store_used = store_held();
   C.hb_ncode = code_in_use(C.hb_code, RD_GCS_CODE_REFS_MAX);
   uint64_t now = rd__now_ns();
   C.hb_ndemand = demand_fill(C.hb_demand, now);
-  if (!node_idle(s.used)) C.idle_since = 0;
+  if (!node_idle(C.hb_store_used)) C.idle_since = 0;
   else if (!C.idle_since) C.idle_since = now;
   C.hb_idle_ms = C.idle_since ? (now - C.idle_since) / 1000000 + 1 : 0;
   code_sweep(now);

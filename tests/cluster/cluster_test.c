@@ -1087,6 +1087,20 @@ static int t_big_object(void) {
   CHECK_EQ(hp[huge - 1], (uint8_t)((huge - 1) * 7 + seed));
   CHECK_EQ(rd_node_info_get(&ni), 0);
   CHECK(ni.store_fallback_used >= (uint64_t)huge);
+  /* b's heartbeat counts it as held (so b is not idle: the autoscaler
+   * would let it go with the object only in its region) */
+  uint64_t b_used = 0;
+  for (int i = 0; i < 40 && b_used < (uint64_t)huge; i++) {
+    rd_node_desc nd[8];
+    size_t nn = 0;
+    CHECK_EQ(rd_nodes(nd, 8, &nn), 0);
+    for (size_t k = 0; k < nn; k++)
+      if (nd[k].index == (uint32_t)rep[1]) b_used = nd[k].store_used;
+    if (b_used < (uint64_t)huge) usleep(100000);
+  }
+  printf("node b holds %llu MiB of a %llu MiB store\n", (unsigned long long)(b_used >> 20),
+         (unsigned long long)(700000000ull >> 20));
+  CHECK(b_used >= (uint64_t)huge);
   rd_buf_release(&hb);
   rd_ref_release(h);
   for (int i = 0; i < 50 && ni.store_fallback_used != 0; i++) {
