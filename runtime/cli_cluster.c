@@ -870,9 +870,13 @@ static int show_status(const local_node *x, const char *body, size_t len, void *
     putchar(r->next ? ',' : '\n');
   }
   double ws = jnum(w, "starting"), wi = jnum(w, "idle"), wl = jnum(w, "leased"), wd = jnum(w, "dying");
-  printf("  object store: %.1f/%.1f MiB, %.0f objects in memory, %.0f spilled (%.1f MiB)\n",
+  printf("  object store: %.1f/%.1f MiB, %.0f objects in memory, %.0f spilled (%.1f MiB)",
          jnum(st, "used") / 1048576.0, jnum(st, "capacity") / 1048576.0, jnum(st, "objects"),
          jnum(st, "spilled_objects"), jnum(st, "spilled_bytes") / 1048576.0);
+  if (jnum(st, "fallback_objects") > 0)
+    printf("; fallback region %.1f MiB in %.0f objects", jnum(st, "fallback_used") / 1048576.0,
+           jnum(st, "fallback_objects"));
+  putchar('\n');
   printf("  workers: %.0f (starting %.0f, idle %.0f, leased %.0f, dying %.0f; blocked in a get %.0f); drivers %.0f\n",
          ws + wi + wl + wd, ws, wi, wl, wd, jnum(w, "blocked"), jnum(n, "drivers"));
   printf("  actors: pending %.0f, starting %.0f, alive %.0f, dead %.0f\n", jnum(a, "pending"), jnum(a, "starting"),

@@ -191,10 +191,13 @@ static void render_json(rd__mbuf *b, const dash_req *q, const node_facts *f) {
                   (unsigned long long)N.task_lat.n, (unsigned long long)N.task_lat.failed, f->lat_mean_s, f->lat_p50_s,
                   f->lat_p99_s);
   rd__mbuf_printf(b, "\"store\":{\"capacity\":%llu,\"used\":%llu,\"objects\":%llu,\"spilled_objects\":%llu,"
-                     "\"spilled_bytes\":%llu},\"leases_granted\":%llu,\"fair_share_yields\":%llu,\"memory_kills\":%llu}",
+                     "\"spilled_bytes\":%llu,\"fallback_used\":%llu,\"fallback_objects\":%llu,\"fallback_limit\":%llu},"
+                     "\"leases_granted\":%llu,\"fair_share_yields\":%llu,\"memory_kills\":%llu}",
                   (unsigned long long)f->store.capacity, (unsigned long long)f->store.used,
                   (unsigned long long)f->store.num_in_memory, (unsigned long long)f->store.num_spilled,
-                  (unsigned long long)f->store.bytes_spilled, (unsigned long long)N.leases_granted,
+                  (unsigned long long)f->store.bytes_spilled, (unsigned long long)f->store.fallback_used,
+                  (unsigned long long)f->store.num_fallback, (unsigned long long)f->store.fallback_limit,
+                  (unsigned long long)N.leases_granted,
                   (unsigned long long)N.fair_yields, (unsigned long long)N.mem_kills);
   /* the jobs that use this node, with their fair share (docs/scheduler.md) */
   rd__mbuf_printf(b, ",\"node_jobs\":[");

@@ -559,6 +559,11 @@ static int t_wide(void) {
   return 0;
 }
 
+/* (below) run `raydist ARGS` into out; this process's embedded node's part
+ * of such an answer. */
+static int run_cli(const char *args, char *out, size_t cap);
+static char *own_node(char *out);
+
 /* The checksum task's sum of p[0..n), computed here. */
 static long checksum_of(const unsigned char *p, size_t n) {
   unsigned long s = 1469598103934665603ul;
@@ -869,6 +874,14 @@ static int t_store_fallback(void) {
   rd_buf_release(&v);
   CHECK_EQ(rd_node_info_get(&ni), 0);
   CHECK_EQ(ni.store_fallback_used, n + nbig + nres);
+  /* what raydist status and raydist memory say of it */
+  static char out[1 << 16];
+  char *me;
+  CHECK_EQ(run_cli("status", out, sizeof(out)), 0);
+  CHECK((me = own_node(out)) != NULL && strstr(me, "; fallback region 58.0 MiB in 3 objects") != NULL);
+  CHECK_EQ(run_cli("memory", out, sizeof(out)), 0);
+  CHECK((me = own_node(out)) != NULL && strstr(me, "fallback region: 58.0 MiB in 3 objects past the store (of 64.0 MiB)"));
+  CHECK(strstr(me, "40.000 MiB  fallback ") != NULL);
   /* the region full now (58 of 64 MiB), and more than store and region together */
   CHECK_EQ(rd_put(p, 20u << 20, &x), RD_ESTORE_FULL);
   CHECK_EQ(rd_put(p, 81u << 20, &x), RD_E2BIG);
@@ -1258,9 +1271,6 @@ static unsigned long long oom_kills_now(void) {
   if (f) fclose(f);
   return v;
 }
-
-static int run_cli(const char *args, char *out, size_t cap);
-static char *own_node(char *out);
 
 static int t_exit_word(void) {
   init_or_die(NULL);
