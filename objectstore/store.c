@@ -134,8 +134,7 @@ struct rd_store {
   uint64_t fallback;         /* the region's limit (0: no fallback allocation) */
   rd_alloc *over;            /* the region's extents, offsets from `capacity` */
   uint64_t over_mapped;      /* the memfd's size past capacity now */
-  uint64_t fallback_used;    /* extent bytes of objects there */
-  uint64_t num_fallback, fallback_count;
+  uint64_t fallback_count;   /* allocations there since open (`over` counts the live ones) */
   obj fallback_lru;          /* sentinel: unpinned sealed objects there, spilled only when
                               * the region itself is full */
   uint64_t fallback_lru_bytes;
@@ -378,6 +377,13 @@ static uint64_t trimmed(rd_store *s) {
   return rd_alloc_trim(s->over, s->fallback < FALLBACK_KEEP ? s->fallback : FALLBACK_KEEP);
 }
 
+/* Bytes the region could still give: free in it, and what it may grow by. */
+static uint64_t region_room(const rd_store *s) {
+  rd_alloc_stats st;
+  rd_alloc_get_stats(s->over, &st);
+  return s->fallback - st.capacity + st.free;
+}
+
 /* An extent of `size` bytes in the fallback region, its pages committed:
  * RD_E2BIG when the region could never hold it, RD_ESTORE_FULL when it is
  * full now or the kernel has no memory for the pages. */
@@ -412,8 +418,6 @@ static int fallback_place(rd_store *s, uint64_t size, uint64_t *off) {
     (void)over_resize(s, trimmed(s));
     return RD_ESTORE_FULL;
   }
-  s->fallback_used += want;
-  s->num_fallback++;
   s->fallback_count++;
   *off = s->capacity + o;
   return 0;
@@ -433,8 +437,6 @@ static void extent_free(rd_store *s, uint64_t off, uint64_t size) {
   int rc = rd_alloc_free(s->over, off - s->capacity);
   assert(rc == 0);
   (void)rc;
-  s->fallback_used -= ext;
-  s->num_fallback--;
   uint64_t lo = (off + PAGE - 1) & ~(PAGE - 1), hi = (off + ext) & ~(PAGE - 1);
   if (ext >= FALLBACK_KEEP && hi > lo)
     (void)fallocate(s->fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, (off_t)lo, (off_t)(hi - lo));
@@ -484,9 +486,7 @@ static int fallback_alloc(rd_store *s, uint64_t size, uint64_t *off) {
     int rc = fallback_place(s, size, off);
     if (rc != RD_ESTORE_FULL || s->spill_dirfd < 0 || s->fallback_lru.next == &s->fallback_lru)
       return rc;
-    rd_alloc_stats st;
-    rd_alloc_get_stats(s->over, &st);
-    if (EXT_SIZE(size) > s->fallback - st.capacity + st.free + s->fallback_lru_bytes)
+    if (EXT_SIZE(size) > region_room(s) + s->fallback_lru_bytes)
       return RD_ESTORE_FULL;   /* spilling all of them would not do */
     if ((rc = spill(s, s->fallback_lru.next)) != 0)
       return rc;
@@ -577,6 +577,31 @@ static void free_job(spill_job *j) {
   free(j);
 }
 
+/* A write job of o's own (its own file), or NULL without memory. */
+static spill_job *write_job(const obj *o) {
+  spill_job *j = calloc(1, sizeof(*j));
+  if (j != NULL) {
+    j->kind = JOB_WRITE;
+    j->id = o->id;
+    j->size = o->size;
+    j->off = o->offset;
+  }
+  return j;
+}
+
+/* o is handed to the spill thread: off its list, pinned by the job, its
+ * bytes counted as on their way out (the segment's, or the region's:
+ * write_finish_one takes them off the same count). */
+static void mark_spilling(rd_store *s, obj *o) {
+  list_remove(s, o);
+  o->pins++;
+  o->spilling = 1;
+  if (o->fallback)
+    s->fallback_spilling += EXT_SIZE(o->size);
+  else
+    s->spilling_bytes += EXT_SIZE(o->size);
+}
+
 /* Hand the least recently used objects to the spill thread while the bytes
  * in memory that no job is moving out exceed the threshold, or while `want`
  * bytes (a create waiting for room) are not covered by what is free plus
@@ -608,18 +633,10 @@ static int spill_more(rd_store *s, uint64_t want) {
         break;
       batch->items[batch->n++] = (spill_item){.id = o->id, .size = o->size, .off = o->offset, .foff = batch_bytes};
       batch_bytes += o->size;
-    } else if ((j = calloc(1, sizeof(*j))) != NULL) {
-      j->kind = JOB_WRITE;
-      j->id = o->id;
-      j->size = o->size;
-      j->off = o->offset;
-    } else {
+    } else if ((j = write_job(o)) == NULL) {
       break;
     }
-    list_remove(s, o);
-    o->pins++;
-    o->spilling = 1;
-    s->spilling_bytes += EXT_SIZE(o->size);
+    mark_spilling(s, o);
     moved += EXT_SIZE(o->size);
     if (j != NULL) {
       enqueue(s, j);
@@ -638,15 +655,22 @@ static int spill_more(rd_store *s, uint64_t want) {
   return started;
 }
 
+/* Could spilling the segment's whole LRU list (and the writes under way)
+ * not make room for `size` bytes there?  Then it goes to the fallback region. */
+static int segment_hopeless(const rd_store *s, uint64_t size) {
+  if (size > s->capacity)
+    return 1;
+  rd_alloc_stats st;
+  rd_alloc_get_stats(s->alloc, &st);
+  return EXT_SIZE(size) > st.free + s->lru_bytes + s->spilling_bytes;
+}
+
 /* No room for `size` bytes now: 1 when the spill thread will make it (jobs
  * started for it here, or already running), so the caller may wait; 0 when
  * only an inline spill could (fragmentation, a paused thread) or nothing
  * can. */
 static int room_coming(rd_store *s, uint64_t size) {
-  rd_alloc_stats st;
-  rd_alloc_get_stats(s->alloc, &st);
-  uint64_t want = EXT_SIZE(size);
-  return want <= st.free + s->lru_bytes + s->spilling_bytes && (spill_more(s, want) > 0 || s->spilling_bytes > 0);
+  return !segment_hopeless(s, size) && (spill_more(s, EXT_SIZE(size)) > 0 || s->spilling_bytes > 0);
 }
 
 /* The region has no room for `size` bytes: hand its least recently used
@@ -658,24 +682,15 @@ static int fallback_room_coming(rd_store *s, uint64_t size) {
   uint64_t want = EXT_SIZE(size);
   if (!s->spill_started || want > s->fallback)
     return 0;
-  rd_alloc_stats st;
-  rd_alloc_get_stats(s->over, &st);
-  uint64_t room = s->fallback - st.capacity + st.free;
+  uint64_t room = region_room(s);
   if (want <= room || want > room + s->fallback_lru_bytes + s->fallback_spilling)
     return 0;
   while (room + s->fallback_spilling < want && s->fallback_lru.next != &s->fallback_lru) {
     obj *o = s->fallback_lru.next;
-    spill_job *j = calloc(1, sizeof(*j));
+    spill_job *j = write_job(o);
     if (j == NULL)
       break;
-    j->kind = JOB_WRITE;
-    j->id = o->id;
-    j->size = o->size;
-    j->off = o->offset;
-    list_remove(s, o);
-    o->pins++;
-    o->spilling = 1;
-    s->fallback_spilling += EXT_SIZE(o->size);
+    mark_spilling(s, o);
     enqueue(s, j);
   }
   return s->fallback_spilling > 0;
@@ -777,7 +792,7 @@ static int alloc_spilling(rd_store *s, uint64_t size, uint64_t *off) {
       /* evicting everything evictable would not do; objects on their way
        * to disk may, once their jobs are done (when not even they would,
        * the fallback region is next: no wait) */
-      if (s->spilling_bytes == 0 || EXT_SIZE(size) > st.free + s->lru_bytes + s->spilling_bytes)
+      if (s->spilling_bytes == 0 || segment_hopeless(s, size))
         return RD_ESTORE_FULL;
       spill_wait(s);
       continue;
@@ -1059,16 +1074,6 @@ uint64_t rd_store_capacity(const rd_store *s) { return s->capacity; }
 uint64_t rd_store_map_size(const rd_store *s) { return s->capacity + s->fallback; }
 uint8_t *rd_store_base(const rd_store *s) { return s->base; }
 
-/* Could spilling the segment's whole LRU list (and the writes under way)
- * not make room for `size` bytes there?  Then it goes to the fallback region. */
-static int segment_hopeless(const rd_store *s, uint64_t size) {
-  if (size > s->capacity)
-    return 1;
-  rd_alloc_stats st;
-  rd_alloc_get_stats(s->alloc, &st);
-  return EXT_SIZE(size) > st.free + s->lru_bytes + s->spilling_bytes;
-}
-
 /* inline: 1 spills here when needed; 0 first leaves that to the spill thread
  * (RD_EAGAIN) whenever the spill thread has something to do for it. */
 static int create(rd_store *s, uint64_t id, uint64_t size, uint32_t owner, int inline_spill,
@@ -1085,9 +1090,9 @@ static int create(rd_store *s, uint64_t id, uint64_t size, uint32_t owner, int i
   if (o == NULL)
     return RD_ENOMEM;
   uint64_t off;
-  int rc = size > s->capacity ? RD_ESTORE_FULL : rd_alloc_alloc(s->alloc, size, &off);
+  int rc = rd_alloc_alloc(s->alloc, size, &off);   /* RD_ESTORE_FULL past the capacity too */
   if (rc == RD_ESTORE_FULL && !inline_spill &&
-      ((size <= s->capacity && room_coming(s, size)) || (segment_hopeless(s, size) && fallback_room_coming(s, size)))) {
+      (room_coming(s, size) || (segment_hopeless(s, size) && fallback_room_coming(s, size)))) {
     obj_put(s, o);
     return RD_EAGAIN;
   }
@@ -1145,8 +1150,8 @@ static int restore_later(rd_store *s, obj *o) {
   if (!s->spill_started || o->restore_failed)
     return 1;
   uint64_t off;
-  int rc = o->size > s->capacity ? RD_ESTORE_FULL : rd_alloc_alloc(s->alloc, o->size, &off);
-  if (rc == RD_ESTORE_FULL && o->size <= s->capacity && room_coming(s, o->size))
+  int rc = rd_alloc_alloc(s->alloc, o->size, &off);
+  if (rc == RD_ESTORE_FULL && room_coming(s, o->size))
     return RD_EAGAIN;   /* asked again once jobs are reaped */
   if (rc == RD_ESTORE_FULL && segment_hopeless(s, o->size)) {   /* read back into the region */
     rc = fallback_place(s, o->size, &off);
@@ -1447,8 +1452,9 @@ void rd_store_get_stats(const rd_store *s, rd_store_stats *out) {
   out->spill_failures = s->spill_fail_count;
   out->spill_last_error = s->spill_last_error;
   out->fallback_limit = s->fallback;
-  out->fallback_used = s->fallback_used;
-  out->num_fallback = s->num_fallback;
+  rd_alloc_get_stats(s->over, &st);   /* its extents are the objects' (EXT_SIZE) */
+  out->fallback_used = st.used;
+  out->num_fallback = st.num_allocs;
   out->fallback_count = s->fallback_count;
 }
 

@@ -263,12 +263,19 @@ static void init_with_cpus(double cpus) {
 }
 
 /* An embedded cluster with a store of `bytes`, or exit. */
-static void init_with_store(uint64_t bytes) {
+/* An embedded cluster with a store of `bytes`, its fallback region
+ * (rd_config.object_store_fallback_bytes: 0 the default, <0 none) and
+ * spill directory (NULL the default, "" none), or exit. */
+static void init_store(uint64_t bytes, int64_t fallback, const char *spill_dir) {
   rd_config cfg;
   rd_config_init(&cfg);
   cfg.object_store_bytes = bytes;
+  cfg.object_store_fallback_bytes = fallback;
+  cfg.spill_dir = spill_dir;
   init_or_die(&cfg);
 }
+
+static void init_with_store(uint64_t bytes) { init_store(bytes, 0, NULL); }
 
 static int t_many_tasks(void) {
   init_or_die(NULL);
@@ -803,12 +810,7 @@ static int t_owner_gone(void) {
 }
 
 static int t_store_full(void) {
-  rd_config cfg;
-  rd_config_init(&cfg);
-  cfg.object_store_bytes = 16u << 20;
-  cfg.spill_dir = "";        /* no spilling: pinned objects cannot move */
-  cfg.object_store_fallback_bytes = -1;   /* nor go past the store (store_fallback) */
-  init_or_die(&cfg);
+  init_store(16u << 20, -1, "");   /* no spilling: pinned objects cannot move, nor go past the store (store_fallback) */
   size_t n = 6u << 20;
   void *p = calloc(1, n);
   rd_ref a, b, c;
@@ -828,12 +830,7 @@ static int t_store_full(void) {
  * past its capacity, readable by every process of the node, and their
  * memory goes back when they go. */
 static int t_store_fallback(void) {
-  rd_config cfg;
-  rd_config_init(&cfg);
-  cfg.object_store_bytes = 16u << 20;
-  cfg.object_store_fallback_bytes = 64u << 20;
-  cfg.spill_dir = "";
-  init_or_die(&cfg);
+  init_store(16u << 20, 64u << 20, "");
   rd_node_info ni;
   CHECK_EQ(rd_node_info_get(&ni), 0);
   CHECK_EQ(ni.store_fallback_limit, 64u << 20);
@@ -910,11 +907,7 @@ static int t_store_fallback(void) {
  * room, and each is read back (into the region again) by the task that
  * reads it.  A batch job putting its shards before it works on them. */
 static int t_store_fallback_spill(void) {
-  rd_config cfg;
-  rd_config_init(&cfg);
-  cfg.object_store_bytes = 16u << 20;
-  cfg.object_store_fallback_bytes = 48u << 20;
-  init_or_die(&cfg);
+  init_store(16u << 20, 48u << 20, NULL);
   enum { K = 6 };
   size_t n = 20u << 20;
   unsigned char *p = malloc(n + K);
